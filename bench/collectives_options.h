@@ -1,0 +1,50 @@
+#pragma once
+// What `trainscope collectives` was asked to do, validated: the command line (cmd_collectives.cpp) fills
+// it, the runner (collectives_runner.cpp) executes it, and its JSON form is the record's resolved config.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/dtype.h"
+#include "comm/bootstrap.h"
+#include "comm/collectives/collective.h"
+#include "comm/communicator.h"
+
+namespace ts {
+
+struct CollectivesOptions {
+  BackendKind backend = BackendKind::kAuto;
+  BootstrapKind bootstrap = BootstrapKind::kAuto;
+  int gpusPerProcess = 1;
+  std::vector<const Collective*> ops;
+  std::vector<DType> dtypes = {DType::kFloat32};
+  std::vector<RedOp> redops = {RedOp::kSum};
+  std::uint64_t minBytes = 8;
+  std::uint64_t maxBytes = 32ull << 20;
+  double stepFactor = 2;
+  std::uint64_t stepBytes = 0;  // > 0: arithmetic sweep instead of geometric
+  int root = 0;
+  int warmup = 5;
+  int iters = 20;
+  int trials = 1;
+  bool outOfPlace = true;
+  bool inPlace = true;
+  int graph = 0;
+  bool check = true;
+  double timeoutS = 300;
+  std::string jsonPath;
+  std::string label;
+};
+
+// The sizes of the sweep, from minBytes to maxBytes inclusive. UsageError for an impossible sweep.
+std::vector<std::uint64_t> sweepSizes(const CollectivesOptions& o);
+// Checks everything that does not need the world (sizes, counts, flags); UsageError naming the option.
+void validate(const CollectivesOptions& o);
+nlohmann::json toJson(const CollectivesOptions& o);
+
+// Runs the sweep; returns the exit code (0, or 1 when a result check failed).
+int runCollectives(const CollectivesOptions& o, const std::vector<std::string>& argv);
+
+}  // namespace ts

@@ -1,0 +1,17 @@
+#pragma once
+// The nccl-tests-style table of `trainscope collectives`: one section per (op, dtype, redop), one row per
+// size with the out-of-place and in-place figures side by side. Time is the median over iterations of the
+// slowest rank.
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace ts {
+
+std::string collectivesTableHeader(const std::string& op, const std::string& dtype, const std::string& redop);
+// outOfPlace / inPlace: the records, or nullopt where that placement was not run.
+std::string collectivesTableRow(const std::optional<nlohmann::json>& outOfPlace, const std::optional<nlohmann::json>& inPlace);
+std::string collectivesTableFooter(double avgBusbwGbps, std::size_t wrong);
+
+}  // namespace ts

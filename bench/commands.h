@@ -1,0 +1,17 @@
+#pragma once
+// One function per subcommand: registers its options on the command line and returns what runs it.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace ts {
+
+// The action a subcommand runs after parsing; returns the exit code.
+using Action = std::function<int(const std::vector<std::string>& argv)>;
+
+Action addEnvCommand(CLI::App& app);
+Action addCollectivesCommand(CLI::App& app);
+
+}  // namespace ts

@@ -1,0 +1,70 @@
+// trainscope: benchmarks and profiles multi-GPU training. This file only dispatches to the subcommands
+// and turns every failure into one line on stderr and an exit code (2: bad input, 1: a failure, 3: timeout).
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "bench/activity.h"
+#include "bench/agreement.h"
+#include "bench/commands.h"
+#include "comm/bootstrap.h"
+#include "trainscope/build_info.h"
+
+namespace {
+
+// Only one process of a multi-process run prints errors that all processes share.
+bool printsSharedErrors() { return ts::launcherRank() == 0; }
+
+void printError(const std::string& what) {
+  std::fprintf(stderr, "trainscope: error: %s\n", what.c_str());
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  CLI::App app{"trainscope: benchmarks and profiles multi-GPU training (links, collectives, kernels, training)", "trainscope"};
+  app.set_version_flag("--version", fmt::format("trainscope {} ({})", ts::build::kVersion, ts::build::kGitCommit));
+  app.require_subcommand(1);
+  struct Sub { CLI::App* app; ts::Action action; };
+  std::vector<std::pair<std::string, ts::Action>> actions = {
+      {"env", ts::addEnvCommand(app)},
+      {"collectives", ts::addCollectivesCommand(app)},
+  };
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    if (printsSharedErrors()) printError(fmt::format("{} (see trainscope --help)", e.what()));
+    return 2;
+  }
+  try {
+    for (auto& [name, action] : actions)
+      if (app.got_subcommand(name)) return action(args);
+    return 2;
+  } catch (const ts::AgreedError& e) {
+    // Every process failed the same way and is exiting: one line, from the first process.
+    if (printsSharedErrors()) printError(e.what());
+    return e.usage() ? 2 : 1;
+  } catch (const ts::UsageError& e) {
+    if (printsSharedErrors()) printError(e.what());
+    return 2;
+  } catch (const ts::Error& e) {
+    // A failure on this process only: say where, and end the others, which may be waiting for it.
+    printError(fmt::format("{}: {}", ts::activity::who(), e.what()));
+    std::quick_exit(1);
+  } catch (const std::exception& e) {
+    printError(fmt::format("{}: internal error: {}", ts::activity::who(), e.what()));
+    std::quick_exit(1);
+  }
+}

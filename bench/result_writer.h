@@ -1,0 +1,47 @@
+#pragma once
+// The only place results are written (DESIGN.md "Results"). Records stream to <out>.jsonl as they are
+// measured (one JSON object a line, flushed each time: a crash or a kill keeps them); the final document
+// is written once, at the end, to a temporary file that is fsync'ed and renamed over <out>, so <out> is
+// either absent or complete, never half-written.
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace ts {
+
+inline constexpr const char* kResultSchema = "trainscope/result/v1";
+
+class ResultWriter {
+ public:
+  // jsonPath empty: nothing is written (records are still kept for the caller). Creates parent directories.
+  explicit ResultWriter(std::string jsonPath);
+  ~ResultWriter();
+  ResultWriter(const ResultWriter&) = delete;
+  ResultWriter& operator=(const ResultWriter&) = delete;
+
+  // The stream's first line: {"kind": "run", ...the run metadata}.
+  void begin(const nlohmann::json& run);
+  void add(const nlohmann::json& record);
+  // Writes {"schema", "run", "records"} atomically; `run` is the final metadata (with the end time).
+  void finish(const nlohmann::json& run);
+
+  const std::string& jsonPath() const { return jsonPath_; }
+  const std::string& streamPath() const { return streamPath_; }
+  const nlohmann::json& records() const { return records_; }
+
+  // "<dir>/x.json" -> "<dir>/x.jsonl"; any other name gets ".jsonl" appended.
+  static std::string streamPathFor(const std::string& jsonPath);
+
+ private:
+  void appendLine(const nlohmann::json& j);
+  std::string jsonPath_;
+  std::string streamPath_;
+  std::FILE* stream_ = nullptr;
+  nlohmann::json records_ = nlohmann::json::array();
+};
+
+// Writes `text` to `path` atomically (temp file in the same directory, fsync, rename, fsync of the directory).
+void writeFileAtomically(const std::string& path, const std::string& text);
+
+}  // namespace ts

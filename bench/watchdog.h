@@ -1,0 +1,46 @@
+#pragma once
+// The --timeout guard. A thread watches the heartbeat (base/heartbeat.h) while armed; when no operation
+// has completed for `timeoutS` it calls onTimeout (which reports and ends every rank; it does not return).
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+namespace ts {
+
+class Watchdog {
+ public:
+  using Handler = std::function<void(double waitedS)>;
+  Watchdog(double timeoutS, Handler onTimeout);  // timeoutS <= 0: never fires
+  ~Watchdog();
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  void arm();     // starts the clock now
+  void disarm();  // between operations that may legitimately take long (host-side checks)
+
+ private:
+  void loop();
+  double timeoutS_;
+  Handler onTimeout_;
+  std::atomic<bool> armed_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// RAII: armed for the scope's lifetime.
+class WatchdogScope {
+ public:
+  explicit WatchdogScope(Watchdog& w) : w_(w) { w_.arm(); }
+  ~WatchdogScope() { w_.disarm(); }
+  WatchdogScope(const WatchdogScope&) = delete;
+  WatchdogScope& operator=(const WatchdogScope&) = delete;
+
+ private:
+  Watchdog& w_;
+};
+
+}  // namespace ts

@@ -1,0 +1,91 @@
+#include "comm/bootstrap.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "comm/bootstrap_single.h"
+#include "comm/bootstrap_tcp.h"
+#ifdef TRAINSCOPE_HAVE_MPI
+#include "comm/mpi/mpi_bootstrap.h"
+#endif
+
+namespace ts {
+
+std::vector<std::string> Bootstrap::allGatherStrings(const std::string& mine) {
+  const unsigned long long len = mine.size();
+  std::vector<unsigned long long> lens(static_cast<std::size_t>(size()));
+  allGather(&len, lens.data(), sizeof(len));
+  unsigned long long longest = 0;
+  for (auto l : lens) longest = std::max(longest, l);
+  std::string padded = mine;
+  padded.resize(longest);
+  std::string all(longest * static_cast<std::size_t>(size()), '\0');
+  if (longest > 0) allGather(padded.data(), all.data(), longest);
+  std::vector<std::string> out;
+  for (int p = 0; p < size(); ++p) out.push_back(all.substr(p * longest, lens[p]));
+  return out;
+}
+
+std::vector<double> Bootstrap::allGatherDoubles(const std::vector<double>& mine) {
+  // Callers pass equal lengths on every process (same iteration counts); checked so a mismatch fails loudly.
+  const unsigned long long n = mine.size();
+  std::vector<unsigned long long> ns(static_cast<std::size_t>(size()));
+  allGather(&n, ns.data(), sizeof(n));
+  for (auto other : ns)
+    if (other != n) throw Error("internal: processes disagree on the number of timing samples");
+  std::vector<double> out(n * static_cast<std::size_t>(size()));
+  if (n > 0) allGather(mine.data(), out.data(), n * sizeof(double));
+  return out;
+}
+
+long long Bootstrap::sum(long long v) {
+  std::vector<long long> all(static_cast<std::size_t>(size()));
+  allGather(&v, all.data(), sizeof(v));
+  long long s = 0;
+  for (auto x : all) s += x;
+  return s;
+}
+
+bool Bootstrap::allTrue(bool v) { return sum(v ? 0 : 1) == 0; }
+
+namespace {
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return (v && *v) ? v : nullptr;
+}
+}  // namespace
+
+bool launchedByMpi() {
+  return env("OMPI_COMM_WORLD_SIZE") || env("PMI_SIZE") || env("PMIX_RANK") || env("MPI_LOCALNRANKS");
+}
+
+int launcherRank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID", "RANK"})
+    if (const char* v = env(name)) return std::atoi(v);
+  return 0;
+}
+
+std::unique_ptr<Bootstrap> makeBootstrap(BootstrapKind kind, bool wantMpi) {
+  if (kind == BootstrapKind::kAuto) {
+    if (launchedByMpi() || wantMpi) kind = BootstrapKind::kMpi;
+    else if (env("WORLD_SIZE") && env("RANK")) kind = BootstrapKind::kEnv;
+    else kind = BootstrapKind::kSingle;
+  }
+  switch (kind) {
+    case BootstrapKind::kMpi:
+#ifdef TRAINSCOPE_HAVE_MPI
+      return std::make_unique<MpiBootstrap>();
+#else
+      throw UsageError("this trainscope was built without MPI: launch it with RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT instead of mpirun, or rebuild with MPI");
+#endif
+    case BootstrapKind::kEnv: return makeTcpBootstrapFromEnv();
+    case BootstrapKind::kSingle:
+    case BootstrapKind::kAuto: break;
+  }
+  return std::make_unique<SingleBootstrap>();
+}
+
+}  // namespace ts

@@ -1,0 +1,44 @@
+#pragma once
+// The control plane: how the processes of one run find each other and exchange small messages
+// (the ncclUniqueId, timings to reduce, check counts, inventories). It is never timed.
+//   mpi    — launched by mpirun/srun with an MPI (a duplicate of MPI_COMM_WORLD);
+//   env    — RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (what torchrun and Kubernetes operators set), over TCP;
+//   single — one process.
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ts {
+
+class Bootstrap {
+ public:
+  virtual ~Bootstrap() = default;
+  virtual std::string kind() const = 0;  // "mpi", "env", "single"
+  virtual int rank() const = 0;          // this process's index
+  virtual int size() const = 0;          // number of processes
+  virtual int localRank() const = 0;     // index among the processes on this host
+  // Every process contributes `bytes` bytes; `out` receives size()*bytes, process p's at p*bytes.
+  virtual void allGather(const void* in, void* out, std::size_t bytes) = 0;
+  virtual void barrier() = 0;
+  // Ends every process of the run (used on timeouts and fatal errors); does not return.
+  [[noreturn]] virtual void abortAll(int exitCode) = 0;
+
+  // Built on allGather.
+  std::vector<std::string> allGatherStrings(const std::string& mine);
+  std::vector<double> allGatherDoubles(const std::vector<double>& mine);  // concatenated, rank-major
+  long long sum(long long v);
+  bool allTrue(bool v);
+};
+
+enum class BootstrapKind { kAuto, kMpi, kEnv, kSingle };
+
+// kAuto: MPI when launched by an MPI launcher (or when wantMpi), else env when RANK/WORLD_SIZE are set, else single.
+std::unique_ptr<Bootstrap> makeBootstrap(BootstrapKind kind, bool wantMpi);
+
+// This process's rank as the launcher announced it (before any bootstrap): OMPI/PMI/PMIX/SLURM/RANK, else 0.
+int launcherRank();
+// True when an MPI launcher started this process.
+bool launchedByMpi();
+
+}  // namespace ts

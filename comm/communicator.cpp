@@ -1,0 +1,55 @@
+#include "comm/communicator.h"
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "comm/bootstrap.h"
+#ifdef TRAINSCOPE_HAVE_MPI
+#include "comm/mpi/mpi_communicator.h"
+#endif
+#ifdef TRAINSCOPE_HAVE_NCCL
+#include <cuda_runtime_api.h>
+
+#include "comm/nccl/nccl_communicator.h"
+#endif
+
+namespace ts {
+
+std::string backendName(BackendKind b) {
+  switch (b) {
+    case BackendKind::kAuto: return "auto";
+    case BackendKind::kMpi: return "mpi";
+    case BackendKind::kNccl: return "nccl";
+  }
+  return "?";
+}
+
+BackendKind resolveBackend(BackendKind requested) {
+  if (requested != BackendKind::kAuto) return requested;
+#ifdef TRAINSCOPE_HAVE_NCCL
+  int n = 0;
+  if (cudaGetDeviceCount(&n) == cudaSuccess && n > 0) return BackendKind::kNccl;
+  cudaGetLastError();  // clear the "no device" error so later CUDA calls do not inherit it
+#endif
+  return BackendKind::kMpi;
+}
+
+std::unique_ptr<Communicator> makeCommunicator(const CommunicatorOptions& opts, Bootstrap& boot) {
+  const BackendKind b = resolveBackend(opts.backend);
+  if (b == BackendKind::kNccl) {
+#ifdef TRAINSCOPE_HAVE_NCCL
+    return std::make_unique<NcclCommunicator>(boot, opts.gpusPerProcess);
+#else
+    throw UsageError("--backend nccl: this trainscope was built without CUDA/NCCL");
+#endif
+  }
+  if (opts.gpusPerProcess != 1) throw UsageError("--gpus-per-process applies to --backend nccl only");
+#ifdef TRAINSCOPE_HAVE_MPI
+  if (boot.kind() != "mpi") throw UsageError("--backend mpi needs the MPI bootstrap (launch with mpirun, or leave --bootstrap at auto)");
+  return std::make_unique<MpiCommunicator>();
+#else
+  throw UsageError("--backend mpi: this trainscope was built without MPI");
+#endif
+}
+
+}  // namespace ts

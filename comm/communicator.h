@@ -1,0 +1,111 @@
+#pragma once
+// The Communicator: one process's handle on a group of ranks, with the collectives trainscope measures.
+// A process drives one rank (MPI, NCCL one-process-per-GPU) or several (NCCL --gpus-per-process), so
+// every call names the local rank `l` it acts for; calls for several local ranks go between
+// groupStart() and groupEnd(). Pointer semantics are NCCL's, including in-place:
+//   all_gather in place:     send == recv + rank*sendCount      reduce_scatter in place: recv == send + rank*recvCount
+//   gather in place:         send == recv + rank*sendCount      scatter in place:        recv == send + rank*recvCount
+//   the others in place:     send == recv
+// Calls may return before the data has moved (NCCL); synchronize() waits for everything issued.
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/dtype.h"
+
+namespace ts {
+
+class Bootstrap;
+
+enum class CollectiveKind { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce, kAllToAll, kGather, kScatter, kSendRecv };
+
+// What timing one batch of iterations produced, for this process.
+struct TimedBatch {
+  std::vector<double> opUs;  // one duration per iteration (the slowest local rank's), microseconds
+  double hostUsPerOp = 0;    // host wall-clock for the batch / iterations (includes launch cost)
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual std::string backend() const = 0;  // "mpi", "nccl"
+  virtual std::string timer() const = 0;    // what opUs comes from: "steady_clock", "cuda_event"
+  virtual int worldSize() const = 0;        // ranks in the group
+  virtual int localCount() const = 0;       // ranks this process drives
+  virtual int rank(int l) const = 0;        // global rank of local rank l
+  virtual std::string device(int l) const = 0;  // "cpu", "cuda:0"
+
+  // Whether the backend can run this op with this dtype/redop; when not, *why says why.
+  virtual bool supports(CollectiveKind op, DType t, RedOp r, std::string* why) const = 0;
+  virtual bool supportsInPlace(CollectiveKind op) const = 0;
+
+  // Memory in the space the backend works on (host for MPI, the local rank's GPU for NCCL).
+  virtual void* allocate(int l, std::size_t bytes) = 0;
+  virtual void release(int l, void* p) = 0;
+  virtual void copyIn(int l, void* dst, const void* hostSrc, std::size_t bytes) = 0;
+  virtual void copyOut(int l, void* hostDst, const void* src, std::size_t bytes) = 0;
+
+  virtual void allReduce(int l, const void* send, void* recv, std::size_t count, DType t, RedOp op) = 0;
+  virtual void allGather(int l, const void* send, void* recv, std::size_t sendCount, DType t) = 0;
+  virtual void reduceScatter(int l, const void* send, void* recv, std::size_t recvCount, DType t, RedOp op) = 0;
+  virtual void broadcast(int l, const void* send, void* recv, std::size_t count, DType t, int root) = 0;
+  virtual void reduce(int l, const void* send, void* recv, std::size_t count, DType t, RedOp op, int root) = 0;
+  virtual void allToAll(int l, const void* send, void* recv, std::size_t countPerPeer, DType t) = 0;
+  virtual void gather(int l, const void* send, void* recv, std::size_t sendCount, DType t, int root) = 0;
+  virtual void scatter(int l, const void* send, void* recv, std::size_t recvCount, DType t, int root) = 0;
+  virtual void sendRecv(int l, const void* send, void* recv, std::size_t count, DType t, int sendPeer, int recvPeer) = 0;
+
+  virtual void groupStart() {}
+  virtual void groupEnd() {}
+  // Waits until everything issued has completed, or throws after timeoutS seconds (0: wait forever).
+  virtual void synchronize(double timeoutS) = 0;
+
+  // Runs `launch` (one collective on every local rank) `iters` times and times each iteration.
+  // graphIters > 0 (NCCL): capture that many launches in a CUDA graph and time graph replays instead.
+  virtual TimedBatch timeBatch(int iters, int graphIters, const std::function<void()>& launch) = 0;
+
+  // Ends the communicator without waiting for peers (used on timeouts).
+  virtual void abort() = 0;
+};
+
+// RAII for one allocate()d buffer.
+class CommBuffer {
+ public:
+  CommBuffer() = default;
+  CommBuffer(Communicator& c, int l, std::size_t bytes) : comm_(&c), local_(l), bytes_(bytes), ptr_(c.allocate(l, bytes)) {}
+  CommBuffer(CommBuffer&& o) noexcept { swap(o); }
+  CommBuffer& operator=(CommBuffer&& o) noexcept { swap(o); return *this; }
+  CommBuffer(const CommBuffer&) = delete;
+  CommBuffer& operator=(const CommBuffer&) = delete;
+  ~CommBuffer() { if (ptr_) comm_->release(local_, ptr_); }
+  void* get() const { return ptr_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void swap(CommBuffer& o) noexcept {
+    std::swap(comm_, o.comm_); std::swap(local_, o.local_); std::swap(bytes_, o.bytes_); std::swap(ptr_, o.ptr_);
+  }
+  Communicator* comm_ = nullptr;
+  int local_ = 0;
+  std::size_t bytes_ = 0;
+  void* ptr_ = nullptr;
+};
+
+enum class BackendKind { kAuto, kMpi, kNccl };
+
+struct CommunicatorOptions {
+  BackendKind backend = BackendKind::kAuto;
+  int gpusPerProcess = 1;  // NCCL: GPUs this process drives; 0 = all visible
+};
+
+// The backend `auto` resolves to on this machine: NCCL when built with it and a GPU is visible, else MPI.
+BackendKind resolveBackend(BackendKind requested);
+std::string backendName(BackendKind b);
+// Builds the communicator over the processes of `boot`; UsageError when the backend is not built in,
+// when there is no GPU for NCCL, or when more GPUs are asked for than exist.
+std::unique_ptr<Communicator> makeCommunicator(const CommunicatorOptions& opts, Bootstrap& boot);
+
+}  // namespace ts

@@ -1,0 +1,56 @@
+#include "comm/mpi/mpi_bootstrap.h"
+
+#include <climits>
+#include <cstdlib>
+
+#include "comm/mpi/mpi_check.h"
+
+namespace ts {
+
+MpiBootstrap::MpiBootstrap() {
+  int initialized = 0;
+  MPI_CHECK(MPI_Initialized(&initialized));
+  if (!initialized) {
+    // MULTIPLE so that the watchdog thread may call MPI_Abort while the main thread is blocked in a collective.
+    MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &threadLevel_));
+  }
+  MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &control_));
+  MPI_CHECK(MPI_Comm_rank(control_, &rank_));
+  MPI_CHECK(MPI_Comm_size(control_, &size_));
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Comm_split_type(control_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
+  MPI_CHECK(MPI_Comm_rank(node, &localRank_));
+  MPI_CHECK(MPI_Comm_free(&node));
+}
+
+MpiBootstrap::~MpiBootstrap() {
+  // Destructors must not throw: failures at shutdown are not worth more than the results already written.
+  if (control_ != MPI_COMM_NULL) MPI_Comm_free(&control_);
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+void MpiBootstrap::allGather(const void* in, void* out, std::size_t bytes) {
+  if (bytes > static_cast<std::size_t>(INT_MAX)) throw Error("internal: control-plane message over 2 GiB");
+  MPI_CHECK(MPI_Allgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, control_));
+}
+
+void MpiBootstrap::barrier() { MPI_CHECK(MPI_Barrier(control_)); }
+
+void MpiBootstrap::abortAll(int exitCode) {
+  MPI_Abort(MPI_COMM_WORLD, exitCode);
+  std::_Exit(exitCode);  // MPI_Abort does not return; this is for an MPI that does
+}
+
+std::string mpiLibraryVersion() {
+  char buf[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int len = 0;
+  if (MPI_Get_library_version(buf, &len) != MPI_SUCCESS) return "unknown";
+  std::string s(buf, static_cast<std::size_t>(len));
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\0' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+}  // namespace ts

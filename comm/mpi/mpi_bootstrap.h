@@ -1,0 +1,34 @@
+#pragma once
+// MPI as the control plane; it also owns MPI's lifetime (MPI_Init_thread .. MPI_Finalize) for the process.
+#include <mpi.h>
+
+#include "comm/bootstrap.h"
+
+namespace ts {
+
+class MpiBootstrap final : public Bootstrap {
+ public:
+  MpiBootstrap();
+  ~MpiBootstrap() override;
+  std::string kind() const override { return "mpi"; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int localRank() const override { return localRank_; }
+  void allGather(const void* in, void* out, std::size_t bytes) override;
+  void barrier() override;
+  [[noreturn]] void abortAll(int exitCode) override;
+  // The thread support MPI granted (MPI_THREAD_*).
+  int threadLevel() const { return threadLevel_; }
+
+ private:
+  MPI_Comm control_ = MPI_COMM_NULL;  // a duplicate of MPI_COMM_WORLD, kept apart from measured traffic
+  int rank_ = 0;
+  int size_ = 1;
+  int localRank_ = 0;
+  int threadLevel_ = MPI_THREAD_SINGLE;
+};
+
+// MPI's library version string ("Open MPI v4.1.4, ..."); callable before MPI_Init.
+std::string mpiLibraryVersion();
+
+}  // namespace ts

@@ -1,0 +1,48 @@
+#pragma once
+// The MPI backend: host buffers, MPI collectives on a duplicate of MPI_COMM_WORLD, wall-clock timing.
+#include <mpi.h>
+
+#include "comm/communicator.h"
+
+namespace ts {
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator();
+  ~MpiCommunicator() override;
+
+  std::string backend() const override { return "mpi"; }
+  std::string timer() const override { return "steady_clock"; }
+  int worldSize() const override { return size_; }
+  int localCount() const override { return 1; }
+  int rank(int) const override { return rank_; }
+  std::string device(int) const override { return "cpu"; }
+  bool supports(CollectiveKind op, DType t, RedOp r, std::string* why) const override;
+  bool supportsInPlace(CollectiveKind) const override { return true; }
+
+  void* allocate(int l, std::size_t bytes) override;
+  void release(int l, void* p) override;
+  void copyIn(int l, void* dst, const void* hostSrc, std::size_t bytes) override;
+  void copyOut(int l, void* hostDst, const void* src, std::size_t bytes) override;
+
+  void allReduce(int l, const void* send, void* recv, std::size_t count, DType t, RedOp op) override;
+  void allGather(int l, const void* send, void* recv, std::size_t sendCount, DType t) override;
+  void reduceScatter(int l, const void* send, void* recv, std::size_t recvCount, DType t, RedOp op) override;
+  void broadcast(int l, const void* send, void* recv, std::size_t count, DType t, int root) override;
+  void reduce(int l, const void* send, void* recv, std::size_t count, DType t, RedOp op, int root) override;
+  void allToAll(int l, const void* send, void* recv, std::size_t countPerPeer, DType t) override;
+  void gather(int l, const void* send, void* recv, std::size_t sendCount, DType t, int root) override;
+  void scatter(int l, const void* send, void* recv, std::size_t recvCount, DType t, int root) override;
+  void sendRecv(int l, const void* send, void* recv, std::size_t count, DType t, int sendPeer, int recvPeer) override;
+
+  void synchronize(double) override {}
+  TimedBatch timeBatch(int iters, int graphIters, const std::function<void()>& launch) override;
+  void abort() override;
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+}  // namespace ts

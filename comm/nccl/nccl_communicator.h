@@ -1,0 +1,66 @@
+#pragma once
+// The NCCL backend: device buffers, NCCL collectives on one CUDA stream per local GPU, CUDA-event timing.
+// One process drives `gpusPerProcess` GPUs (one NCCL rank each); the processes of the bootstrap exchange
+// the ncclUniqueId. Global rank = process * gpusPerProcess + local index.
+#include <nccl.h>
+
+#include <memory>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "kernels/cuda/stream_gate.h"
+
+namespace ts {
+
+class NcclCommunicator final : public Communicator {
+ public:
+  NcclCommunicator(Bootstrap& boot, int gpusPerProcess);
+  ~NcclCommunicator() override;
+
+  std::string backend() const override { return "nccl"; }
+  std::string timer() const override { return "cuda_event"; }
+  int worldSize() const override { return worldSize_; }
+  int localCount() const override { return static_cast<int>(locals_.size()); }
+  int rank(int l) const override { return locals_[l].rank; }
+  std::string device(int l) const override;
+  bool supports(CollectiveKind op, DType t, RedOp r, std::string* why) const override;
+  bool supportsInPlace(CollectiveKind op) const override;
+
+  void* allocate(int l, std::size_t bytes) override;
+  void release(int l, void* p) override;
+  void copyIn(int l, void* dst, const void* hostSrc, std::size_t bytes) override;
+  void copyOut(int l, void* hostDst, const void* src, std::size_t bytes) override;
+
+  void allReduce(int l, const void* send, void* recv, std::size_t count, DType t, RedOp op) override;
+  void allGather(int l, const void* send, void* recv, std::size_t sendCount, DType t) override;
+  void reduceScatter(int l, const void* send, void* recv, std::size_t recvCount, DType t, RedOp op) override;
+  void broadcast(int l, const void* send, void* recv, std::size_t count, DType t, int root) override;
+  void reduce(int l, const void* send, void* recv, std::size_t count, DType t, RedOp op, int root) override;
+  void allToAll(int l, const void* send, void* recv, std::size_t countPerPeer, DType t) override;
+  void gather(int l, const void* send, void* recv, std::size_t sendCount, DType t, int root) override;
+  void scatter(int l, const void* send, void* recv, std::size_t recvCount, DType t, int root) override;
+  void sendRecv(int l, const void* send, void* recv, std::size_t count, DType t, int sendPeer, int recvPeer) override;
+
+  void groupStart() override;
+  void groupEnd() override;
+  void synchronize(double timeoutS) override;
+  TimedBatch timeBatch(int iters, int graphIters, const std::function<void()>& launch) override;
+  void abort() override;
+
+ private:
+  struct Local {
+    int device = 0;
+    int rank = 0;
+    ncclComm_t comm = nullptr;
+    cudaStream_t stream = nullptr;
+    std::unique_ptr<cuda::StreamGate> gate;
+  };
+  void waitFor(int l, cudaEvent_t event, double timeoutS);  // event null: the whole stream
+  std::vector<double> timeWithEvents(int iters, int opsPerIter, const std::function<void()>& launchOne);
+
+  std::vector<Local> locals_;
+  int worldSize_ = 1;
+  bool aborted_ = false;
+};
+
+}  // namespace ts
