@@ -128,7 +128,7 @@ class CollectivesRun {
     activity::set("");
     nlohmann::json finalMeta = runMeta;
     finalMeta["ended_at"] = isoTimeNow();
-    if (leader && writer) {
+    if (leader && writer && !writer->jsonPath().empty()) {
       writer->finish(finalMeta);
       std::printf("#\n# results: %s (records streamed to %s)\n", writer->jsonPath().c_str(), writer->streamPath().c_str());
     }

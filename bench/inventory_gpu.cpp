@@ -63,7 +63,7 @@ nlohmann::json collectGpuInventory() {
   int count = 0;
   const cudaError_t rc = cudaGetDeviceCount(&count);
   if (rc != cudaSuccess || count == 0) {
-    g["reason"] = rc != cudaSuccess ? std::string(cudaGetErrorString(rc)) : "the CUDA runtime sees no device";
+    g["reason"] = rc != cudaSuccess ? "cudaGetDeviceCount: " + std::string(cudaGetErrorString(rc)) : "the CUDA runtime sees no device";
     cudaGetLastError();
     g["links"] = {{"reason", "no GPUs"}};
     return g;

@@ -63,8 +63,8 @@ NcclCommunicator::NcclCommunicator(Bootstrap& boot, int gpusPerProcess) {
   int visible = 0;
   const cudaError_t rc = cudaGetDeviceCount(&visible);
   if (rc != cudaSuccess || visible == 0)
-    throw UsageError(fmt::format("--backend nccl needs a CUDA GPU, and this host has none ({})",
-                                 rc != cudaSuccess ? cudaGetErrorString(rc) : "cudaGetDeviceCount found 0 devices"));
+    throw UsageError(fmt::format("--backend nccl needs a CUDA GPU, and none is usable on this host (cudaGetDeviceCount: {})",
+                                 rc != cudaSuccess ? cudaGetErrorString(rc) : "0 devices"));
   const int perProcess = gpusPerProcess == 0 ? visible : gpusPerProcess;
   const int first = boot.localRank() * perProcess;
   if (perProcess < 1 || first + perProcess > visible)

@@ -1,0 +1,35 @@
+# Shared by the scripts: paths, the Python that has Debian's packages, and MPI as root.
+TS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TS_BUILD="${TS_BUILD:-$TS_ROOT/build}"
+
+# The first python3 that imports the given modules (Debian's /usr/bin/python3 first: a pyenv python3
+# on PATH cannot see Debian's python3-* packages).
+ts_python() {
+  local mods="${1:-json}" py
+  for py in /usr/bin/python3 python3; do
+    if command -v "$py" >/dev/null 2>&1 && "$py" -c "import $mods" >/dev/null 2>&1; then
+      echo "$py"
+      return 0
+    fi
+  done
+  echo "error: no python3 with the modules '$mods' (install python3-pytest python3-jsonschema)" >&2
+  return 1
+}
+
+# OpenMPI refuses to run as root unless told; containers and CI run as root. Oversubscribe so that
+# more ranks than cores run (slowly, but correctly) on small machines.
+ts_mpi_env() {
+  if [ "$(id -u)" = 0 ]; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  fi
+  export OMPI_MCA_rmaps_base_oversubscribe=1
+}
+
+# The number of NVIDIA GPUs this machine shows (0 without a driver).
+ts_gpu_count() {
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true
+  else
+    echo 0
+  fi
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs the Debian packages trainscope needs (only the missing ones), then configures and builds
+# trainscope in build/. Idempotent: a second run only rebuilds what changed.
+#   TRAINSCOPE_CMAKE_ARGS="-DCMAKE_CUDA_ARCHITECTURES=80;90" scripts/setup.sh
+# The CUDA toolkit (with NCCL, cuDNN) is not a Debian package here: when /usr/local/cuda or nvcc on PATH
+# is found the CUDA parts are built, otherwise trainscope builds without them.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$TS_ROOT"
+
+PACKAGES=(
+  g++ cmake ninja-build pkg-config git
+  libopenmpi-dev openmpi-bin
+  nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev
+  libhwloc-dev libibverbs-dev
+  python3 python3-pytest python3-jsonschema
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null 2>&1 || { echo "setup: error: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+    SUDO=sudo
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# shellcheck disable=SC2086
+cmake -S . -B "$TS_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release ${TRAINSCOPE_CMAKE_ARGS:-} >/dev/null
+cmake --build "$TS_BUILD" -j"$(nproc)"
+echo "setup: built $TS_BUILD/trainscope" >&2

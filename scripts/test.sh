@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Sets up, then runs every test: the C++ unit tests (ctest, GPU tests skip visibly without a GPU) and the
+# command-line integration tests and result-format tests (pytest, multi-rank ones under mpirun).
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+"$TS_ROOT/scripts/setup.sh"
+ts_mpi_env
+cd "$TS_ROOT"
+
+echo "== ctest" >&2
+ctest --test-dir "$TS_BUILD" --output-on-failure -j2
+
+echo "== pytest" >&2
+PY="$(ts_python "pytest, jsonschema")"
+TRAINSCOPE="$TS_BUILD/trainscope" "$PY" -m pytest -q -p no:cacheprovider tests

@@ -1,0 +1,78 @@
+// The NCCL backend on real GPUs: every collective, in and out of place, over every local GPU driven by
+// one process (--gpus-per-process semantics) and over one GPU (world size 1), checked element by element.
+// Skips, saying why, where no GPU is usable.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "comm/bootstrap_single.h"
+#include "comm/collectives/check.h"
+#include "comm/nccl/nccl_communicator.h"
+
+namespace ts {
+namespace {
+
+int usableGpus() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+void runAll(int gpus) {
+  SingleBootstrap boot;
+  NcclCommunicator comm(boot, gpus);
+  ASSERT_EQ(comm.worldSize(), gpus);
+  for (const Collective* c : allCollectives()) {
+    for (DType t : {DType::kFloat32, DType::kBFloat16, DType::kInt32}) {
+      for (RedOp op : c->reduces() ? allRedOps() : std::vector<RedOp>{RedOp::kSum}) {
+        for (bool inPlace : {false, true}) {
+          if (inPlace && !comm.supportsInPlace(c->kind())) continue;
+          const CollectiveArgs a{t, op, 0, gpus};
+          const CollectiveLayout lay = c->layout(std::size_t{1} << 20, dtypeSize(t), gpus);
+          std::vector<CommBuffer> A, B;
+          std::vector<std::vector<unsigned char>> host(gpus, std::vector<unsigned char>(std::size_t{1} << 20));
+          std::vector<void*> send(gpus), recv(gpus);
+          for (int l = 0; l < gpus; ++l) {
+            A.emplace_back(comm, l, std::size_t{1} << 20);
+            B.emplace_back(comm, l, std::size_t{1} << 20);
+            const InPlaceGeometry g = c->inPlace(comm.rank(l), lay);
+            char* base = static_cast<char*>(A[l].get());
+            send[l] = inPlace ? (g.outputInsideInput ? base : base + g.offsetElems * dtypeSize(t)) : base;
+            recv[l] = inPlace ? (g.outputInsideInput ? base + g.offsetElems * dtypeSize(t) : base) : B[l].get();
+            fillInput(*c, a, comm.rank(l), lay, host[l].data());
+            comm.copyIn(l, send[l], host[l].data(), lay.sendElems * dtypeSize(t));
+          }
+          comm.groupStart();
+          for (int l = 0; l < gpus; ++l) c->launch(comm, l, send[l], recv[l], lay, a);
+          comm.groupEnd();
+          comm.synchronize(60);
+          for (int l = 0; l < gpus; ++l) {
+            comm.copyOut(l, host[l].data(), recv[l], lay.recvElems * dtypeSize(t));
+            const CheckResult r = checkOutput(*c, a, comm.rank(l), lay, host[l].data());
+            EXPECT_EQ(r.wrong, 0u) << c->name() << " " << dtypeName(t) << " " << redOpName(op) << (inPlace ? " in-place" : "")
+                                   << " rank " << comm.rank(l);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST(NcclWorld, OneGpu) {
+  if (usableGpus() < 1) GTEST_SKIP() << "no CUDA GPU is usable here (cudaGetDeviceCount found none)";
+  runAll(1);
+}
+
+TEST(NcclWorld, AllLocalGpusFromOneProcess) {
+  const int n = usableGpus();
+  if (n < 2) GTEST_SKIP() << "needs at least 2 GPUs on this host, found " << n;
+  runAll(n);
+}
+
+}  // namespace ts

@@ -1,0 +1,174 @@
+"""`trainscope collectives --backend mpi` under mpirun: every op checks clean, the figures follow the
+DESIGN.md formulas, and every failure (bad input, planted wrong element, hang, dead rank) ends the way
+the issue asks: one clear line, a non-zero exit, the measured records kept, no half-written document."""
+import json
+
+import pytest
+
+from conftest import read_jsonl, run_trainscope
+
+OPS = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "gather", "scatter", "sendrecv"]
+REDUCING = {"all_reduce", "reduce_scatter", "reduce"}
+WHOLE_BUFFER = {"all_gather", "reduce_scatter", "alltoall", "gather", "scatter"}
+
+
+def bus_factor(op, n):
+    """DESIGN.md: 2(n-1)/n for all-reduce; (n-1)/n for the gathered ops; 1 for broadcast, reduce, send/recv."""
+    if op == "all_reduce":
+        return 2 * (n - 1) / n
+    if op in WHOLE_BUFFER:
+        return (n - 1) / n
+    return 1.0
+
+
+def expected_sizes(op, n, sizes, elt):
+    out = set()
+    for s in sizes:
+        if op in WHOLE_BUFFER:
+            count = s // (elt * n)
+            if count:
+                out.add(count * n * elt)
+        else:
+            out.add(s // elt * elt)
+    return out
+
+
+@pytest.mark.parametrize("np", [2, 4])
+def test_full_sweep_checks_clean_and_follows_the_formulas(np, tmp_path, validate):
+    out = tmp_path / "sweep.json"
+    r = run_trainscope(["collectives", "--backend", "mpi", "--ops", "all", "-b", "8", "-e", "4M", "-f", "4",
+                        "-d", "float32,int32", "-o", "sum,max", "-w", "1", "-n", "5", "--json", out], np=np)
+    assert r.rc == 0, r.err
+    doc = json.loads(out.read_text())
+    validate(doc)
+    records = doc["records"]
+    sizes = [8 * 4 ** k for k in range(10)]  # 8 B .. 2 MiB: the sweep stops before 8 MiB > 4 MiB
+    seen = set()
+    for rec in records:
+        assert rec["ranks"] == np and rec["backend"] == "mpi"
+        assert rec["check"] == {"performed": True, "passed": True, "wrong": 0}, rec
+        assert rec["bus_factor"] == pytest.approx(bus_factor(rec["op"], np))
+        assert rec["busbw_gbps"] == pytest.approx(rec["algbw_gbps"] * bus_factor(rec["op"], np), rel=1e-12)
+        assert rec["algbw_gbps"] == pytest.approx(rec["bytes"] / (rec["time_us"]["median"] * 1e-6) / 1e9, rel=1e-12)
+        t = rec["time_us"]
+        assert t["n"] == 5 and t["min"] <= t["median"] <= t["p95"] <= t["max"]
+        seen.add((rec["op"], rec["dtype"], rec["redop"], rec["bytes"], rec["in_place"]))
+    for op in OPS:
+        for dtype in ("float32", "int32"):
+            for redop in (["sum", "max"] if op in REDUCING else [None]):
+                for size in expected_sizes(op, np, sizes, 4):
+                    for in_place in (False, True):
+                        assert (op, dtype, redop, size, in_place) in seen, (op, dtype, redop, size, in_place)
+    # The stream holds the same records, after the run line.
+    stream = read_jsonl(tmp_path / "sweep.jsonl")
+    assert stream[0]["kind"] == "run" and stream[1:] == records
+    assert doc["run"]["world"]["size"] == np and len(doc["run"]["world"]["ranks"]) == np
+    # The table: one section per (op, dtype, redop) and no wrong element anywhere.
+    assert r.out.count("# Out of bounds values : 0 OK") == sum(2 * (2 if op in REDUCING else 1) for op in OPS)
+
+
+def test_every_dtype_and_reduction_the_mpi_backend_supports(tmp_path, validate):
+    out = tmp_path / "types.json"
+    r = run_trainscope(["collectives", "--backend", "mpi", "--ops", "all_reduce,reduce_scatter,reduce", "-b", "1K", "-e", "64K",
+                        "-f", "8", "-d", "float32,float64,int32,int8,uint8", "-o", "all", "-w", "1", "-n", "2", "--json", out], np=3)
+    assert r.rc == 0, r.err
+    doc = json.loads(out.read_text())
+    validate(doc)
+    assert {rec["redop"] for rec in doc["records"]} == {"sum", "prod", "min", "max", "avg"}
+    assert all(rec["check"]["passed"] for rec in doc["records"])
+
+
+def test_planted_wrong_element_is_caught(tmp_path, validate):
+    out = tmp_path / "corrupt.json"
+    r = run_trainscope(["collectives", "--backend", "mpi", "--ops", "reduce_scatter,alltoall", "-b", "1K", "-e", "16K", "-f", "4",
+                        "-w", "1", "-n", "2", "--json", out], np=2, env={"TRAINSCOPE_FAULT": "corrupt:rank=1:op=alltoall:bytes=4K"})
+    assert r.rc == 1, r.err
+    assert "result check failed: alltoall float32 4 KiB out-of-place: 1 wrong element(s)" in r.err
+    doc = json.loads(out.read_text())  # the document is complete: a failed check is a result, not a crash
+    validate(doc)
+    bad = [rec for rec in doc["records"] if not rec["check"]["passed"]]
+    assert [(b["op"], b["bytes"], b["check"]["wrong"]) for b in bad] == [("alltoall", 4096, 1), ("alltoall", 4096, 1)]
+    assert "1 FAILED" not in r.out and "2 FAILED" in r.out
+
+
+def test_hang_past_timeout_ends_every_rank_naming_the_op(tmp_path):
+    out = tmp_path / "hang.json"
+    r = run_trainscope(["collectives", "--backend", "mpi", "--ops", "all_reduce,all_gather", "-b", "256", "-e", "4K", "-f", "4",
+                        "-w", "1", "-n", "2", "--timeout", "2", "--json", out], np=2,
+                       env={"TRAINSCOPE_FAULT": "hang:rank=1:op=all_gather:bytes=1K"}, timeout=120)
+    assert r.rc == 3, r.err
+    assert "timeout: all_gather 1 KiB (128 x float32, out-of-place) made no progress for" in r.err
+    assert "records measured so far are in" in r.err
+    assert not out.exists()  # no half-written document
+    stream = read_jsonl(tmp_path / "hang.jsonl")
+    ops = [(rec["op"], rec["bytes"]) for rec in stream[1:]]
+    assert ("all_reduce", 4096) in ops and ("all_gather", 256) in ops and ("all_gather", 1024) not in ops
+
+
+def test_dead_rank_ends_the_run_and_keeps_the_records(tmp_path):
+    out = tmp_path / "die.json"
+    r = run_trainscope(["collectives", "--backend", "mpi", "--ops", "all_reduce,broadcast", "-b", "256", "-e", "4K", "-f", "4",
+                        "-w", "1", "-n", "2", "--json", out], np=2, env={"TRAINSCOPE_FAULT": "die:rank=1:op=broadcast:bytes=1K"}, timeout=120)
+    assert r.rc != 0
+    assert "during broadcast 1 KiB" in r.err, r.err
+    assert not out.exists()
+    stream = read_jsonl(tmp_path / "die.jsonl")
+    assert len([rec for rec in stream if rec["kind"] == "collective" and rec["op"] == "all_reduce"]) == 6
+
+
+BAD_INPUTS = [
+    (["-b", "4M", "-e", "8"], "-b/--min-bytes (4 MiB) is larger than -e/--max-bytes (8 B)"),
+    (["-b", "12Q"], "-b/--min-bytes: '12Q' is not a size"),
+    (["--ops", "all_reduce,allreduce"], "unknown collective 'allreduce'"),
+    (["-d", "float8"], "unknown dtype 'float8'"),
+    (["-o", "xor"], "unknown redop 'xor'"),
+    (["-r", "2"], "-r/--root 2 is outside the world of 2 rank(s)"),
+    (["-d", "bfloat16"], "the mpi backend cannot reduce bfloat16"),
+    (["-e", "1T"], "-e/--max-bytes 1 TiB needs"),
+    (["-f", "1"], "-f/--step-factor must be greater than 1"),
+    (["-G", "4"], "-G/--graph needs --backend nccl"),
+    (["--frobnicate"], "The following argument was not expected: --frobnicate"),
+]
+
+
+@pytest.mark.parametrize("args,message", BAD_INPUTS, ids=[" ".join(a) for a, _ in BAD_INPUTS])
+def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path):
+    out = tmp_path / "bad.json"
+    r = run_trainscope(["collectives", "--backend", "mpi", "--json", out] + args, np=2)
+    assert r.rc == 2, (r.rc, r.err)
+    assert r.error_lines() == [l for l in r.error_lines() if message in l] and len(r.error_lines()) == 1, r.err
+    assert not out.exists() and not (tmp_path / "bad.jsonl").exists()  # nothing written for a run that never started
+
+
+def test_nccl_without_a_gpu_is_a_clear_error(tmp_path):
+    r = run_trainscope(["collectives", "--backend", "nccl", "--json", tmp_path / "x.json"])
+    if "trainscope was built without CUDA" in r.err:
+        assert r.rc == 2
+        return
+    if r.rc == 0:
+        pytest.skip("this machine has a GPU: the NCCL path ran")
+    assert r.rc == 2 and len(r.error_lines()) == 1, r.err
+    assert "--backend nccl needs a CUDA GPU" in r.err
+
+
+def test_single_process_without_mpirun(tmp_path, validate):
+    out = tmp_path / "one.json"
+    r = run_trainscope(["collectives", "--backend", "mpi", "--ops", "all_reduce,sendrecv", "-b", "64", "-e", "1K", "-f", "4",
+                        "-n", "2", "--json", out])
+    assert r.rc == 0, r.err
+    doc = json.loads(out.read_text())
+    validate(doc)
+    assert {rec["ranks"] for rec in doc["records"]} == {1}
+    assert all(rec["busbw_gbps"] == 0 for rec in doc["records"] if rec["op"] == "all_reduce")  # 2(n-1)/n = 0
+
+
+def test_table_reads_like_nccl_tests(tmp_path):
+    r = run_trainscope(["collectives", "--backend", "mpi", "--ops", "all_reduce", "-b", "1K", "-e", "4K", "-f", "2", "-n", "2"], np=2)
+    assert r.rc == 0, r.err
+    lines = r.out.splitlines()
+    header = next(l for l in lines if "size" in l and "count" in l)
+    for column in ("type", "redop", "root", "time", "algbw", "busbw", "#wrong"):
+        assert column in header
+    rows = [l.split() for l in lines if l.strip() and not l.startswith("#")]
+    assert [row[0] for row in rows] == ["1024", "2048", "4096"]
+    assert all(row[2] == "float32" and row[3] == "sum" and row[8] == "0" and row[12] == "0" for row in rows)

@@ -1,0 +1,101 @@
+// The result check against an independent, naive statement of each collective's semantics: every op,
+// dtype and reduction over several world sizes must check clean, and a planted wrong element must be
+// counted exactly once.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "comm/collectives/check.h"
+
+namespace ts {
+namespace {
+
+using Buffers = std::vector<std::vector<double>>;
+
+double reduce(RedOp op, DType t, const std::vector<double>& xs) {
+  double acc = xs[0];
+  for (std::size_t i = 1; i < xs.size(); ++i) {
+    if (op == RedOp::kSum || op == RedOp::kAvg) acc += xs[i];
+    if (op == RedOp::kProd) acc *= xs[i];
+    if (op == RedOp::kMin) acc = std::min(acc, xs[i]);
+    if (op == RedOp::kMax) acc = std::max(acc, xs[i]);
+  }
+  if (op == RedOp::kAvg) acc = dtypeIsFloat(t) ? acc / xs.size() : std::trunc(acc / xs.size());
+  return acc;
+}
+
+// What each rank's output buffer holds after the op, computed from all ranks' inputs the obvious way.
+Buffers simulate(const Collective& c, const CollectiveArgs& a, const CollectiveLayout& lay) {
+  const int n = a.nranks;
+  Buffers in(n), out(n, std::vector<double>(lay.recvElems, NAN));
+  for (int r = 0; r < n; ++r)
+    for (std::size_t i = 0; i < lay.sendElems; ++i) in[r].push_back(c.input(a, r, i));
+  const std::size_t k = lay.count;
+  auto column = [&](std::size_t i) { std::vector<double> xs; for (int r = 0; r < n; ++r) xs.push_back(in[r][i]); return xs; };
+  for (int r = 0; r < n; ++r) {
+    for (std::size_t i = 0; i < lay.recvElems; ++i) {
+      const std::string name(c.name());
+      if (name == "all_reduce") out[r][i] = reduce(a.redop, a.dtype, column(i));
+      else if (name == "reduce") out[r][i] = r == a.root ? reduce(a.redop, a.dtype, column(i)) : NAN;
+      else if (name == "broadcast") out[r][i] = in[a.root][i];
+      else if (name == "all_gather") out[r][i] = in[i / k][i % k];
+      else if (name == "gather") out[r][i] = r == a.root ? in[i / k][i % k] : NAN;
+      else if (name == "reduce_scatter") out[r][i] = reduce(a.redop, a.dtype, column(r * k + i));
+      else if (name == "scatter") out[r][i] = in[a.root][r * k + i];
+      else if (name == "alltoall") out[r][i] = in[i / k][r * k + i % k];
+      else if (name == "sendrecv") out[r][i] = in[(r + n - 1) % n][i];
+    }
+  }
+  return out;
+}
+
+std::vector<unsigned char> encode(const std::vector<double>& v, DType t) {
+  std::vector<unsigned char> b(v.size() * dtypeSize(t));
+  for (std::size_t i = 0; i < v.size(); ++i) storeElement(b.data(), t, i, std::isnan(v[i]) ? 0 : v[i]);
+  return b;
+}
+
+}  // namespace
+
+TEST(Check, EveryCollectiveChecksCleanAndCatchesOnePlantedError) {
+  for (const Collective* c : allCollectives()) {
+    for (int n : {1, 2, 3, 4, 8}) {
+      for (DType t : allDTypes()) {
+        const std::vector<RedOp> ops = c->reduces() ? allRedOps() : std::vector<RedOp>{RedOp::kSum};
+        for (RedOp op : ops) {
+          const CollectiveArgs a{t, op, n - 1, n};
+          const CollectiveLayout lay = c->layout(96 * dtypeSize(t) * n, dtypeSize(t), n);
+          const Buffers out = simulate(*c, a, lay);
+          for (int r = 0; r < n; ++r) {
+            auto bytes = encode(out[r], t);
+            const CheckResult ok = checkOutput(*c, a, r, lay, bytes.data());
+            ASSERT_EQ(ok.wrong, 0u) << c->name() << " n=" << n << " " << dtypeName(t) << " " << redOpName(op) << " rank " << r
+                                    << " first wrong " << ok.firstWrong << " got " << ok.firstGot << " want " << ok.firstExpected;
+            if (ok.checked == 0) continue;  // non-root ranks of rooted ops define no output
+            std::size_t victim = lay.recvElems / 2;
+            while (!c->expected(a, r, victim, lay)) victim = (victim + 1) % lay.recvElems;
+            storeElement(bytes.data(), t, victim, loadElement(bytes.data(), t, victim) + 1);
+            const CheckResult bad = checkOutput(*c, a, r, lay, bytes.data());
+            ASSERT_EQ(bad.wrong, 1u) << c->name() << " " << dtypeName(t) << " " << redOpName(op);
+            ASSERT_EQ(bad.firstWrong, victim);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Check, PoisonedOutputFails) {
+  // 0xff bytes (what the runner writes before each checked call) are never an expected value.
+  const Collective& c = findCollective("all_reduce");
+  for (DType t : allDTypes()) {
+    const CollectiveArgs a{t, RedOp::kSum, 0, 2};
+    const CollectiveLayout lay = c.layout(64 * dtypeSize(t), dtypeSize(t), 2);
+    std::vector<unsigned char> poison(lay.recvElems * dtypeSize(t), 0xff);
+    EXPECT_EQ(checkOutput(c, a, 0, lay, poison.data()).wrong, lay.recvElems) << dtypeName(t);
+  }
+}
+
+}  // namespace ts

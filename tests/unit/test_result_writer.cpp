@@ -1,0 +1,83 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "base/error.h"
+#include "bench/result_writer.h"
+
+namespace ts {
+namespace fs = std::filesystem;
+
+namespace {
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+fs::path scratch(const char* name) {
+  fs::path d = fs::temp_directory_path() / ("ts_writer_" + std::to_string(::getpid()) + "_" + name);
+  fs::remove_all(d);
+  return d;
+}
+}  // namespace
+
+TEST(ResultWriter, StreamsEachRecordBeforeTheDocumentExists) {
+  const fs::path dir = scratch("stream");
+  ResultWriter w((dir / "sub" / "r.json").string());
+  EXPECT_EQ(w.streamPath(), (dir / "sub" / "r.jsonl").string());
+  w.begin({{"subcommand", "collectives"}});
+  w.add({{"kind", "collective"}, {"bytes", 8}});
+  // Measured so far: on disk already, line by line, while the final document does not exist yet.
+  std::istringstream lines(slurp(w.streamPath()));
+  std::string first, second;
+  std::getline(lines, first);
+  std::getline(lines, second);
+  EXPECT_EQ(nlohmann::json::parse(first)["kind"], "run");
+  EXPECT_EQ(nlohmann::json::parse(second)["bytes"], 8);
+  EXPECT_FALSE(fs::exists(dir / "sub" / "r.json"));
+  w.finish({{"subcommand", "collectives"}, {"ended_at", "now"}});
+  const auto doc = nlohmann::json::parse(slurp(dir / "sub" / "r.json"));
+  EXPECT_EQ(doc["schema"], kResultSchema);
+  EXPECT_EQ(doc["records"].size(), 1u);
+  EXPECT_EQ(doc["run"]["ended_at"], "now");
+  for (const auto& e : fs::directory_iterator(dir / "sub"))  // no temporary file left behind
+    EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
+  fs::remove_all(dir);
+}
+
+TEST(ResultWriter, NeverWritesNaN) {
+  const fs::path dir = scratch("nan");
+  ResultWriter w((dir / "r.json").string());
+  w.begin({});
+  w.add({{"x", NAN}, {"y", {1.0, INFINITY}}});
+  w.finish({});
+  const auto doc = nlohmann::json::parse(slurp(dir / "r.json"));  // parses: valid JSON
+  EXPECT_TRUE(doc["records"][0]["x"].is_null());
+  EXPECT_TRUE(doc["records"][0]["y"][1].is_null());
+  fs::remove_all(dir);
+}
+
+TEST(ResultWriter, UnwritablePathIsAUsageError) {
+  EXPECT_THROW(ResultWriter("/proc/version/r.json"), Error);
+}
+
+TEST(ResultWriter, AtomicWriteReplacesWhole) {
+  const fs::path dir = scratch("atomic");
+  fs::create_directories(dir);
+  writeFileAtomically((dir / "f").string(), "first version, longer");
+  writeFileAtomically((dir / "f").string(), "second");
+  EXPECT_EQ(slurp(dir / "f"), "second");
+  fs::remove_all(dir);
+}
+
+TEST(ResultWriter, StreamPathNaming) {
+  EXPECT_EQ(ResultWriter::streamPathFor("a/b.json"), "a/b.jsonl");
+  EXPECT_EQ(ResultWriter::streamPathFor("out"), "out.jsonl");
+}
+
+}  // namespace ts
