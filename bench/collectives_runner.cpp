@@ -47,14 +47,19 @@ struct Placement {
 
 class CollectivesRun {
  public:
-  CollectivesRun(const CollectivesOptions& o, Bootstrap& boot, Communicator& comm) : o_(o), boot_(boot), comm_(comm) {}
+  CollectivesRun(const CollectivesOptions& o, Bootstrap& boot, Communicator& comm, std::optional<Fault> fault)
+      : o_(o), boot_(boot), comm_(comm), fault_(std::move(fault)) {}
+
+  // The --timeout guard; set before run().
+  void setWatchdog(std::unique_ptr<Watchdog> w) { watchdog_ = std::move(w); }
 
   void allocate() {
     const std::size_t bytes = (o_.maxBytes + 4095) / 4096 * 4096;
-    // Host memory: the staging buffer, plus both communication buffers on the MPI backend; all processes of a host share it.
+    // Host memory: one staging buffer, plus both communication buffers on the MPI backend; all processes
+    // of a host share it.
     const auto hosts = boot_.allGatherStrings(hostName());
     const auto here = static_cast<std::uint64_t>(std::count(hosts.begin(), hosts.end(), hostName()));
-    const std::uint64_t perProcess = static_cast<std::uint64_t>(comm_.localCount()) * bytes * (comm_.backend() == "mpi" ? 3 : 1);
+    const std::uint64_t perProcess = bytes * (comm_.backend() == "mpi" ? 3 : 1);
     const std::uint64_t avail = availableHostMemory();
     if (avail && perProcess * here > avail)
       throw UsageError(fmt::format("-e/--max-bytes {} needs {} of host memory per process ({} processes on {}), but {} is available",
@@ -167,7 +172,7 @@ class CollectivesRun {
     const std::size_t elt = dtypeSize(a.dtype);
     for (int l = 0; l < comm_.localCount(); ++l) {
       const Placement p = placement(l, c, lay, inPlace);
-      std::memset(host_.data(), kPoison, host_.size());
+      std::memset(host_.data(), kPoison, std::max({p.extentElems, lay.sendElems, lay.recvElems}) * elt);
       if (inPlace) {
         comm_.copyIn(l, a_[l].get(), host_.data(), p.extentElems * elt);
       } else {
@@ -208,13 +213,11 @@ class CollectivesRun {
       comm_.groupEnd();
     };
     // Planted faults (tests only) go through a separate launcher, so the normal one carries no extra branch.
-    const bool faultHere = fault_ && fault_->kind != Fault::Kind::kCorrupt &&
-                           [&] { for (int l = 0; l < comm_.localCount(); ++l) if (fault_->matches(comm_.rank(l), std::string(c.name()), lay.bytes)) return true; return false; }();
-    auto faultyLaunch = [&] {
-      injectInOperation(*fault_);
-      launch();
-    };
-    const std::function<void()> timedLaunch = faultHere ? std::function<void()>(faultyLaunch) : std::function<void()>(launch);
+    bool faultHere = false;
+    for (int l = 0; l < comm_.localCount(); ++l)
+      faultHere = faultHere || (fault_ && fault_->kind != Fault::Kind::kCorrupt && fault_->matches(comm_.rank(l), std::string(c.name()), lay.bytes));
+    const std::function<void()> timedLaunch = faultHere ? std::function<void()>([&] { injectInOperation(*fault_); launch(); })
+                                                        : std::function<void()>(launch);
 
     long long wrong = 0;
     if (o_.check) {
@@ -277,14 +280,12 @@ class CollectivesRun {
     return rec;
   }
 
- public:
-  std::unique_ptr<Watchdog> watchdog_;
-  std::optional<Fault> fault_;
-
  private:
   const CollectivesOptions& o_;
   Bootstrap& boot_;
   Communicator& comm_;
+  std::optional<Fault> fault_;
+  std::unique_ptr<Watchdog> watchdog_;
   std::vector<CommBuffer> a_, b_;
   std::vector<unsigned char> host_;
   DType currentType_ = DType::kFloat32;
@@ -319,7 +320,7 @@ int runCollectives(const CollectivesOptions& o, const std::vector<std::string>& 
   std::optional<Fault> fault;
   collectively(*boot, [&] { fault = faultFromEnvironment(); });
 
-  CollectivesRun run(o, *boot, *comm);
+  CollectivesRun run(o, *boot, *comm, fault);
   collectively(*boot, [&] { run.allocate(); });
 
   nlohmann::json ranks = nlohmann::json::array();
@@ -337,15 +338,14 @@ int runCollectives(const CollectivesOptions& o, const std::vector<std::string>& 
   Communicator* commPtr = comm.get();
   Bootstrap* bootPtr = boot.get();
   const std::string stream = o.jsonPath.empty() ? "" : ResultWriter::streamPathFor(o.jsonPath);
-  run.fault_ = fault;
-  run.watchdog_ = std::make_unique<Watchdog>(o.timeoutS, [=](double waited) {
+  run.setWatchdog(std::make_unique<Watchdog>(o.timeoutS, [=](double waited) {
     std::fprintf(stderr, "trainscope: error: %s: timeout: %s made no progress for %.1f s (--timeout %g); ending all ranks%s\n",
                  activity::who().c_str(), activity::current().c_str(), waited, o.timeoutS,
                  stream.empty() ? "" : ("; records measured so far are in " + stream).c_str());
     std::fflush(stderr);
     commPtr->abort();
     bootPtr->abortAll(3);
-  });
+  }));
   return run.run(meta, writer.get());  // run (and its buffers) goes before comm, comm before boot
 }
 

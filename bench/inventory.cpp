@@ -18,8 +18,6 @@ extern char** environ;
 
 namespace ts {
 
-nlohmann::json collectGpuVersions();  // inventory_gpu.cpp
-
 std::string hostName() {
   char buf[256] = {};
   ::gethostname(buf, sizeof(buf) - 1);

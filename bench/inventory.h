@@ -18,6 +18,7 @@ std::string hostName();
 // The parts, one file each.
 nlohmann::json collectCpuInventory();   // inventory_cpu.cpp (hwloc where built in, else /proc)
 nlohmann::json collectGpuInventory();   // inventory_gpu.cpp: {"available", "reason", "devices", "links"}
+nlohmann::json collectGpuVersions();    // inventory_gpu.cpp: driver, CUDA, cuBLAS, cuDNN, NCCL (null where not built in)
 nlohmann::json collectNicInventory();   // inventory_nic.cpp (libibverbs where built in, and /sys/class/net)
 
 // Text rendering for `trainscope env`.

@@ -31,7 +31,6 @@ int main(int argc, char** argv) {
   CLI::App app{"trainscope: benchmarks and profiles multi-GPU training (links, collectives, kernels, training)", "trainscope"};
   app.set_version_flag("--version", fmt::format("trainscope {} ({})", ts::build::kVersion, ts::build::kGitCommit));
   app.require_subcommand(1);
-  struct Sub { CLI::App* app; ts::Action action; };
   std::vector<std::pair<std::string, ts::Action>> actions = {
       {"env", ts::addEnvCommand(app)},
       {"collectives", ts::addCollectivesCommand(app)},
