@@ -75,8 +75,12 @@ class CollectivesRun {
   int run(const nlohmann::json& runMeta, ResultWriter* writer) {
     const bool leader = boot_.rank() == 0;
     const auto sizes = sweepSizes(o_);
-    std::size_t total = 0;
-    for (auto* c : o_.ops) total += sizes.size() * o_.dtypes.size() * (c->reduces() ? o_.redops.size() : 1);
+    // Progress weighs each size by the bytes it moves plus a fixed cost, so the estimate holds for sweeps
+    // whose time is all in the largest sizes.
+    auto weight = [&](std::uint64_t bytes) { return static_cast<double>(bytes) + 65536.0; };
+    double total = 0;
+    for (auto* c : o_.ops)
+      for (auto b : sizes) total += weight(b) * o_.dtypes.size() * (c->reduces() ? o_.redops.size() : 1);
     Progress progress("collectives", total, leader);
     if (leader) {
       std::printf("# trainscope collectives: backend %s, %d ranks (%d processes x %d), timer %s\n", comm_.backend().c_str(),
@@ -100,7 +104,7 @@ class CollectivesRun {
           std::size_t sectionWrong = 0;
           for (std::uint64_t bytes : sizes) {
             const CollectiveLayout lay = c->layout(bytes, dtypeSize(t), comm_.worldSize());
-            progress.step(fmt::format("{} {} {}", c->name(), dtypeName(t), formatBytes(bytes)));
+            progress.step(fmt::format("{} {} {}", c->name(), dtypeName(t), formatBytes(bytes)), weight(bytes));
             if (lay.count == 0) continue;  // smaller than one element per rank
             std::optional<nlohmann::json> recs[2];
             for (int p = 0; p < 2; ++p) {

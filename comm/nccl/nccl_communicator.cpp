@@ -57,6 +57,21 @@ class EventSet {
   std::vector<cudaEvent_t> events_;
 };
 
+// RAII for one device's captured graph and its executable.
+struct CapturedGraph {
+  int device = 0;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  CapturedGraph() = default;
+  CapturedGraph(const CapturedGraph&) = delete;
+  CapturedGraph& operator=(const CapturedGraph&) = delete;
+  ~CapturedGraph() {
+    cudaSetDevice(device);
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+  }
+};
+
 }  // namespace
 
 NcclCommunicator::NcclCommunicator(Bootstrap& boot, int gpusPerProcess) {
@@ -124,7 +139,8 @@ void* NcclCommunicator::allocate(int l, std::size_t bytes) {
     throw errorInContext(fmt::format("cudaMalloc of {} on cuda:{} failed: {} ({} free of {})", formatBytes(bytes),
                                      locals_[l].device, cudaGetErrorString(rc), formatBytes(freeB), formatBytes(totalB)));
   }
-  CUDA_CHECK(cudaMemset(p, 0, bytes));
+  CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, locals_[l].stream));
+  CUDA_CHECK(cudaStreamSynchronize(locals_[l].stream));
   return p;
 }
 
@@ -133,14 +149,18 @@ void NcclCommunicator::release(int l, void* p) {
   cudaFree(p);
 }
 
+// Copies go on the rank's own stream and are waited for: a plain cudaMemcpy from pageable memory may return
+// before its DMA lands, and the non-blocking stream the collectives use would not wait for it.
 void NcclCommunicator::copyIn(int l, void* dst, const void* src, std::size_t bytes) {
   CUDA_CHECK(cudaSetDevice(locals_[l].device));
-  CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, locals_[l].stream));
+  CUDA_CHECK(cudaStreamSynchronize(locals_[l].stream));
 }
 
 void NcclCommunicator::copyOut(int l, void* dst, const void* src, std::size_t bytes) {
   CUDA_CHECK(cudaSetDevice(locals_[l].device));
-  CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, locals_[l].stream));
+  CUDA_CHECK(cudaStreamSynchronize(locals_[l].stream));
 }
 
 void NcclCommunicator::allReduce(int l, const void* s, void* r, std::size_t n, DType t, RedOp op) {
@@ -203,9 +223,10 @@ void NcclCommunicator::synchronize(double timeoutS) {
   heartbeat::beat();
 }
 
-std::vector<double> NcclCommunicator::timeWithEvents(int iters, int opsPerIter, const std::function<void()>& launchOne) {
+TimedBatch NcclCommunicator::timeWithEvents(int iters, int opsPerIter, const std::function<void()>& launchOne) {
   // Events between iterations on every local stream; the stream is gated first so that iterations run
-  // back to back on the device however long the host takes to enqueue them.
+  // back to back on the device however long the host takes to enqueue them. The host clock runs from the
+  // first enqueue to the last completion: launch cost and device time together.
   std::vector<EventSet> events;
   events.reserve(locals_.size());
   for (auto& L : locals_) events.emplace_back(L.device, static_cast<std::size_t>(iters) + 1);
@@ -214,6 +235,7 @@ std::vector<double> NcclCommunicator::timeWithEvents(int iters, int opsPerIter, 
     L.gate->close(L.stream);
   }
   for (std::size_t g = 0; g < locals_.size(); ++g) CUDA_CHECK(cudaEventRecord(events[g][0], locals_[g].stream));
+  const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < iters; ++i) {
     launchOne();
     for (std::size_t g = 0; g < locals_.size(); ++g) CUDA_CHECK(cudaEventRecord(events[g][i + 1], locals_[g].stream));
@@ -223,7 +245,11 @@ std::vector<double> NcclCommunicator::timeWithEvents(int iters, int opsPerIter, 
     for (std::size_t g = 0; g < locals_.size(); ++g) waitFor(static_cast<int>(g), events[g][i], 0);
     heartbeat::beat();
   }
-  std::vector<double> us(static_cast<std::size_t>(iters), 0.0);
+  const auto t1 = std::chrono::steady_clock::now();
+  TimedBatch out;
+  out.hostUsPerOp = std::chrono::duration<double, std::micro>(t1 - t0).count() / std::max(iters * opsPerIter, 1);
+  std::vector<double>& us = out.opUs;
+  us.assign(static_cast<std::size_t>(iters), 0.0);
   for (std::size_t g = 0; g < locals_.size(); ++g) {
     for (int i = 0; i < iters; ++i) {
       float ms = 0;
@@ -231,45 +257,30 @@ std::vector<double> NcclCommunicator::timeWithEvents(int iters, int opsPerIter, 
       us[i] = std::max(us[i], 1000.0 * ms / opsPerIter);  // the slowest local GPU sets the time
     }
   }
-  return us;
+  return out;
 }
 
 TimedBatch NcclCommunicator::timeBatch(int iters, int graphIters, const std::function<void()>& launch) {
-  TimedBatch out;
-  const auto t0 = std::chrono::steady_clock::now();
-  if (graphIters <= 0) {
-    out.opUs = timeWithEvents(iters, 1, launch);
-  } else {
-    // Capture graphIters launches on every local stream at once, then time replays of the graph.
-    std::vector<cudaGraph_t> graphs(locals_.size(), nullptr);
-    std::vector<cudaGraphExec_t> execs(locals_.size(), nullptr);
-    for (auto& L : locals_) {
-      CUDA_CHECK(cudaSetDevice(L.device));
-      CUDA_CHECK(cudaStreamBeginCapture(L.stream, cudaStreamCaptureModeThreadLocal));
-    }
-    for (int k = 0; k < graphIters; ++k) launch();
+  if (graphIters <= 0) return timeWithEvents(iters, 1, launch);
+  // Capture graphIters launches on every local stream at once, then time replays of the graph.
+  std::vector<CapturedGraph> graphs(locals_.size());
+  for (auto& L : locals_) {
+    CUDA_CHECK(cudaSetDevice(L.device));
+    CUDA_CHECK(cudaStreamBeginCapture(L.stream, cudaStreamCaptureModeThreadLocal));
+  }
+  for (int k = 0; k < graphIters; ++k) launch();
+  for (std::size_t g = 0; g < locals_.size(); ++g) {
+    graphs[g].device = locals_[g].device;
+    CUDA_CHECK(cudaSetDevice(locals_[g].device));
+    CUDA_CHECK(cudaStreamEndCapture(locals_[g].stream, &graphs[g].graph));
+    CUDA_CHECK(cudaGraphInstantiate(&graphs[g].exec, graphs[g].graph, 0));
+  }
+  return timeWithEvents(iters, graphIters, [&] {
     for (std::size_t g = 0; g < locals_.size(); ++g) {
       CUDA_CHECK(cudaSetDevice(locals_[g].device));
-      CUDA_CHECK(cudaStreamEndCapture(locals_[g].stream, &graphs[g]));
-      CUDA_CHECK(cudaGraphInstantiate(&execs[g], graphs[g], 0));
+      CUDA_CHECK(cudaGraphLaunch(graphs[g].exec, locals_[g].stream));
     }
-    auto replay = [&] {
-      for (std::size_t g = 0; g < locals_.size(); ++g) {
-        CUDA_CHECK(cudaSetDevice(locals_[g].device));
-        CUDA_CHECK(cudaGraphLaunch(execs[g], locals_[g].stream));
-      }
-    };
-    out.opUs = timeWithEvents(iters, graphIters, replay);
-    for (std::size_t g = 0; g < locals_.size(); ++g) {
-      cudaSetDevice(locals_[g].device);
-      cudaGraphExecDestroy(execs[g]);
-      cudaGraphDestroy(graphs[g]);
-    }
-    iters *= graphIters;
-  }
-  const auto t1 = std::chrono::steady_clock::now();
-  out.hostUsPerOp = std::chrono::duration<double, std::micro>(t1 - t0).count() / std::max(iters, 1);
-  return out;
+  });
 }
 
 void NcclCommunicator::abort() {

@@ -56,7 +56,7 @@ class NcclCommunicator final : public Communicator {
     std::unique_ptr<cuda::StreamGate> gate;
   };
   void waitFor(int l, cudaEvent_t event, double timeoutS);  // event null: the whole stream
-  std::vector<double> timeWithEvents(int iters, int opsPerIter, const std::function<void()>& launchOne);
+  TimedBatch timeWithEvents(int iters, int opsPerIter, const std::function<void()>& launchOne);
 
   std::vector<Local> locals_;
   int worldSize_ = 1;
