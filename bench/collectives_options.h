@@ -44,7 +44,11 @@ std::vector<std::uint64_t> sweepSizes(const CollectivesOptions& o);
 void validate(const CollectivesOptions& o);
 nlohmann::json toJson(const CollectivesOptions& o);
 
-// Runs the sweep; returns the exit code (0, or 1 when a result check failed).
+struct RunContext;
+// One collectives step inside a run (the `collectives` command, or a suite step): builds the communicator,
+// sweeps, adds the records; returns the number of wrong elements found.
+std::size_t runCollectivesStep(const CollectivesOptions& o, RunContext& ctx);
+// The `collectives` command: a run of one step; returns the exit code (0, or 1 when a result check failed).
 int runCollectives(const CollectivesOptions& o, const std::vector<std::string>& argv);
 
 }  // namespace ts

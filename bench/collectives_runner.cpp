@@ -20,6 +20,7 @@
 #include "bench/progress.h"
 #include "bench/result_writer.h"
 #include "bench/run_metadata.h"
+#include "bench/run_session.h"
 #include "bench/stats.h"
 #include "bench/watchdog.h"
 #include "comm/collectives/check.h"
@@ -72,7 +73,8 @@ class CollectivesRun {
     host_.assign(bytes, 0);
   }
 
-  int run(const nlohmann::json& runMeta, ResultWriter* writer) {
+  // Runs the sweep, adding each record to `writer` (process 0 only); returns the number of wrong elements.
+  std::size_t run(ResultWriter* writer) {
     const bool leader = boot_.rank() == 0;
     const auto sizes = sweepSizes(o_);
     // Progress weighs each size by the bytes it moves plus a fixed cost, so the estimate holds for sweeps
@@ -89,8 +91,6 @@ class CollectivesRun {
                   o_.trials, o_.check ? "on" : "off", o_.graph ? fmt::format(", CUDA graph of {} ops", o_.graph).c_str() : "");
       std::fflush(stdout);
     }
-    if (writer) writer->begin(runMeta);
-
     std::size_t wrongTotal = 0;
     std::vector<std::string> failures;
     for (const Collective* c : o_.ops) {
@@ -135,20 +135,9 @@ class CollectivesRun {
     }
     progress.done();
     activity::set("");
-    nlohmann::json finalMeta = runMeta;
-    finalMeta["ended_at"] = isoTimeNow();
-    if (leader && writer && !writer->jsonPath().empty()) {
-      writer->finish(finalMeta);
-      std::printf("#\n# results: %s (records streamed to %s)\n", writer->jsonPath().c_str(), writer->streamPath().c_str());
-    }
-    std::fflush(stdout);
-    if (wrongTotal) {
-      if (leader) {
-        for (const auto& f : failures) std::fprintf(stderr, "trainscope: error: result check failed: %s\n", f.c_str());
-      }
-      return 1;
-    }
-    return 0;
+    if (leader)
+      for (const auto& f : failures) std::fprintf(stderr, "trainscope: error: result check failed: %s\n", f.c_str());
+    return wrongTotal;
   }
 
  private:
@@ -273,6 +262,7 @@ class CollectivesRun {
         {"graph", o_.graph},
         {"timer", comm_.timer()},
         {"time_us", toJson(s)},
+        {"samples_us", slowest},
         {"host_time_us", toJson(summarize(slowestHost))},
         {"algbw_gbps", algbw},
         {"bus_factor", factor},
@@ -297,20 +287,16 @@ class CollectivesRun {
 
 }  // namespace
 
-int runCollectives(const CollectivesOptions& o, const std::vector<std::string>& argv) {
-  const BackendKind backend = resolveBackend(o.backend);
-  auto boot = makeBootstrap(o.bootstrap, backend == BackendKind::kMpi);
-  activity::setIdentity(boot->rank(), boot->size(), hostName());
-  activity::installSignalHandlers();
-
+std::size_t runCollectivesStep(const CollectivesOptions& o, RunContext& ctx) {
+  Bootstrap& boot = ctx.boot;
   std::unique_ptr<Communicator> comm;
-  collectively(*boot, [&] {
+  collectively(boot, [&] {
     CommunicatorOptions co;
-    co.backend = backend;
+    co.backend = o.backend;
     co.gpusPerProcess = o.gpusPerProcess;
-    comm = makeCommunicator(co, *boot);
+    comm = makeCommunicator(co, boot);
   });
-  collectively(*boot, [&] {
+  collectively(boot, [&] {
     if (o.root >= comm->worldSize())
       throw UsageError(fmt::format("-r/--root {} is outside the world of {} rank(s)", o.root, comm->worldSize()));
     if (o.graph > 0 && comm->backend() != "nccl") throw UsageError("-G/--graph needs --backend nccl (CUDA graphs)");
@@ -322,26 +308,17 @@ int runCollectives(const CollectivesOptions& o, const std::vector<std::string>& 
         }
   });
   std::optional<Fault> fault;
-  collectively(*boot, [&] { fault = faultFromEnvironment(); });
+  collectively(boot, [&] { fault = faultFromEnvironment(); });
 
-  CollectivesRun run(o, *boot, *comm, fault);
-  collectively(*boot, [&] { run.allocate(); });
-
-  nlohmann::json ranks = nlohmann::json::array();
-  for (int l = 0; l < comm->localCount(); ++l) ranks.push_back({{"rank", comm->rank(l)}, {"device", comm->device(l)}});
-  nlohmann::json world = {{"size", comm->worldSize()}, {"backend", comm->backend()}, {"gpus_per_process", comm->localCount()}};
-  const nlohmann::json meta = makeRunMetadata(*boot, "collectives", argv, toJson(o), world, ranks);
-
-  std::unique_ptr<ResultWriter> writer;
-  collectively(*boot, [&] {
-    if (boot->rank() == 0) writer = std::make_unique<ResultWriter>(o.jsonPath);
-  });
-  if (writer) activity::setStreamPath(writer->streamPath());
-  else if (!o.jsonPath.empty()) activity::setStreamPath(ResultWriter::streamPathFor(o.jsonPath));
+  CollectivesRun run(o, boot, *comm, fault);
+  collectively(boot, [&] { run.allocate(); });
+  nlohmann::json myRanks = nlohmann::json::array();
+  for (int l = 0; l < comm->localCount(); ++l) myRanks.push_back({{"rank", comm->rank(l)}, {"device", comm->device(l)}});
+  ctx.addLayout("collectives", comm->backend(), comm->worldSize(), comm->localCount(), myRanks);
 
   Communicator* commPtr = comm.get();
-  Bootstrap* bootPtr = boot.get();
-  const std::string stream = o.jsonPath.empty() ? "" : ResultWriter::streamPathFor(o.jsonPath);
+  Bootstrap* bootPtr = &boot;
+  const std::string stream = ctx.streamPath;
   run.setWatchdog(std::make_unique<Watchdog>(o.timeoutS, [=](double waited) {
     std::fprintf(stderr, "trainscope: error: %s: timeout: %s made no progress for %.1f s (--timeout %g); ending all ranks%s\n",
                  activity::who().c_str(), activity::current().c_str(), waited, o.timeoutS,
@@ -350,7 +327,17 @@ int runCollectives(const CollectivesOptions& o, const std::vector<std::string>& 
     commPtr->abort();
     bootPtr->abortAll(3);
   }));
-  return run.run(meta, writer.get());  // run (and its buffers) goes before comm, comm before boot
+  return run.run(ctx.writer);  // run (and its buffers) goes before comm
+}
+
+int runCollectives(const CollectivesOptions& o, const std::vector<std::string>& argv) {
+  const BackendKind backend = resolveBackend(o.backend);
+  CollectivesOptions resolved = o;
+  resolved.backend = backend;
+  auto session = RunSession::open(resolved.bootstrap, backend == BackendKind::kMpi, "collectives", argv, toJson(o), o.jsonPath);
+  const std::size_t wrong = runCollectivesStep(resolved, session->context());
+  session->finish();
+  return wrong ? 1 : 0;
 }
 
 }  // namespace ts

@@ -48,7 +48,10 @@ ResultWriter::ResultWriter(std::string jsonPath) : jsonPath_(std::move(jsonPath)
 }
 
 ResultWriter::~ResultWriter() {
-  if (stream_) std::fclose(stream_);
+  if (!stream_) return;
+  std::fclose(stream_);
+  // A run that stopped before its first record (bad input found after start-up) leaves no file behind.
+  if (!wroteAny_) std::remove(streamPath_.c_str());
 }
 
 void ResultWriter::appendLine(const nlohmann::json& j) {
@@ -61,13 +64,14 @@ void ResultWriter::appendLine(const nlohmann::json& j) {
 }
 
 void ResultWriter::begin(const nlohmann::json& run) {
-  nlohmann::json head = run;
-  head["kind"] = "run";
-  head["schema"] = kResultSchema;
-  appendLine(head);
+  header_ = run;
+  header_["kind"] = "run";
+  header_["schema"] = kResultSchema;
 }
 
 void ResultWriter::add(const nlohmann::json& record) {
+  if (!wroteAny_) appendLine(header_);  // the header goes out with the first record
+  wroteAny_ = true;
   records_.push_back(record);
   appendLine(record);
 }
@@ -75,6 +79,8 @@ void ResultWriter::add(const nlohmann::json& record) {
 void ResultWriter::finish(const nlohmann::json& run) {
   if (jsonPath_.empty()) return;
   if (stream_) {
+    if (!wroteAny_) appendLine(header_);
+    wroteAny_ = true;
     ::fsync(::fileno(stream_));
   }
   nlohmann::json doc = {{"schema", kResultSchema}, {"run", run}, {"records", records_}};

@@ -20,7 +20,8 @@ class ResultWriter {
   ResultWriter(const ResultWriter&) = delete;
   ResultWriter& operator=(const ResultWriter&) = delete;
 
-  // The stream's first line: {"kind": "run", ...the run metadata}.
+  // The stream's first line: {"kind": "run", ...the run metadata}, written with the first record (a run
+  // that ends before measuring anything leaves no stream behind).
   void begin(const nlohmann::json& run);
   void add(const nlohmann::json& record);
   // Writes {"schema", "run", "records"} atomically; `run` is the final metadata (with the end time).
@@ -38,6 +39,8 @@ class ResultWriter {
   std::string jsonPath_;
   std::string streamPath_;
   std::FILE* stream_ = nullptr;
+  nlohmann::json header_;
+  bool wroteAny_ = false;
   nlohmann::json records_ = nlohmann::json::array();
 };
 

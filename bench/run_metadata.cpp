@@ -24,36 +24,21 @@ std::string isoTimeNow() {
 }
 
 nlohmann::json makeRunMetadata(Bootstrap& boot, const std::string& subcommand, const std::vector<std::string>& argv,
-                               const nlohmann::json& config, const nlohmann::json& world, const nlohmann::json& ranks) {
+                               const nlohmann::json& config) {
   const std::string started = isoTimeNow();
-  const std::string host = hostName();
-  // Each process reports its ranks; the first process on each host also reports the host's inventory.
-  nlohmann::json mine = {{"process", boot.rank()}, {"host", host}, {"ranks", ranks}};
+  // The first process on each host reports the host's inventory; the others only their host name.
+  nlohmann::json mine = {{"host", hostName()}};
   if (boot.localRank() == 0) {
     mine["inventory"] = collectHostInventory();
     mine["inventory"]["versions"] = collectVersions();
   }
-  const auto all = boot.allGatherStrings(mine.dump());
-
   nlohmann::json hosts = nlohmann::json::array();
-  nlohmann::json rankList = nlohmann::json::array();
-  std::set<std::string> seen;
-  for (const auto& s : all) {
+  std::set<std::string> seen, names;
+  for (const auto& s : boot.allGatherStrings(mine.dump())) {
     const auto p = nlohmann::json::parse(s);
-    for (auto r : p["ranks"]) {
-      r["process"] = p["process"];
-      r["host"] = p["host"];
-      rankList.push_back(r);
-    }
+    names.insert(p["host"].get<std::string>());
     if (p.contains("inventory") && seen.insert(p["host"].get<std::string>()).second) hosts.push_back(p["inventory"]);
   }
-  std::sort(rankList.begin(), rankList.end(), [](const auto& a, const auto& b) { return a["rank"] < b["rank"]; });
-
-  nlohmann::json w = world;
-  w["processes"] = boot.size();
-  w["hosts"] = hosts.size();
-  w["bootstrap"] = boot.kind();
-  w["ranks"] = rankList;
   return {{"tool", {{"name", "trainscope"}, {"version", build::kVersion}, {"git_commit", build::kGitCommit}}},
           {"subcommand", subcommand},
           {"command_line", argv},
@@ -61,7 +46,8 @@ nlohmann::json makeRunMetadata(Bootstrap& boot, const std::string& subcommand, c
           {"started_at", started},
           {"ended_at", nullptr},
           {"hosts", hosts},
-          {"world", w},
+          {"world", {{"processes", boot.size()}, {"hosts", names.size()}, {"bootstrap", boot.kind()}}},
+          {"layouts", nlohmann::json::array()},
           {"environment", collectEnvironment()}};
 }
 

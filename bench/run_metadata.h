@@ -13,8 +13,9 @@ class Bootstrap;
 
 std::string isoTimeNow();  // UTC, e.g. "2026-11-22T10:04:05.123Z"
 
-// `ranks`: this process's ranks as [{"rank", "device"}]; gathered with process and host into run.world.
+// Collective: every process contributes its host's inventory (once per host). The ranks of each step's
+// communicator are added later, as run.layouts (RunContext::addLayout).
 nlohmann::json makeRunMetadata(Bootstrap& boot, const std::string& subcommand, const std::vector<std::string>& argv,
-                               const nlohmann::json& config, const nlohmann::json& world, const nlohmann::json& ranks);
+                               const nlohmann::json& config);
 
 }  // namespace ts

@@ -62,7 +62,10 @@ def test_full_sweep_checks_clean_and_follows_the_formulas(np, tmp_path, validate
     # The stream holds the same records, after the run line.
     stream = read_jsonl(tmp_path / "sweep.jsonl")
     assert stream[0]["kind"] == "run" and stream[1:] == records
-    assert doc["run"]["world"]["size"] == np and len(doc["run"]["world"]["ranks"]) == np
+    layout = doc["run"]["layouts"][0]
+    assert doc["run"]["world"]["processes"] == np and layout["size"] == np and layout["backend"] == "mpi"
+    assert [r["rank"] for r in layout["ranks"]] == list(range(np)) and all(r["device"] == "cpu" for r in layout["ranks"])
+    assert all(len(rec["samples_us"]) == 5 and min(rec["samples_us"]) == rec["time_us"]["min"] for rec in records)
     # The table: one section per (op, dtype, redop) and no wrong element anywhere.
     assert r.out.count("# Out of bounds values : 0 OK") == sum(2 * (2 if op in REDUCING else 1) for op in OPS)
 

@@ -81,3 +81,20 @@ TEST(ResultWriter, StreamPathNaming) {
 }
 
 }  // namespace ts
+
+namespace ts {
+
+TEST(ResultWriter, ARunThatMeasuredNothingLeavesNoStream) {
+  const fs::path dir = fs::temp_directory_path() / ("ts_writer_empty_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  {
+    ResultWriter w((dir / "r.json").string());
+    w.begin({{"subcommand", "collectives"}});
+    EXPECT_TRUE(fs::exists(dir / "r.jsonl"));  // the path is checked (opened) up front
+  }
+  EXPECT_FALSE(fs::exists(dir / "r.jsonl"));
+  EXPECT_FALSE(fs::exists(dir / "r.json"));
+  fs::remove_all(dir);
+}
+
+}  // namespace ts

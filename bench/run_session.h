@@ -1,0 +1,54 @@
+#pragma once
+// One run of trainscope from start to result document: the bootstrap (how the processes meet), the run
+// metadata, and the result writer on process 0. A subcommand opens a session, runs one step (collectives)
+// or several (suite) in its context, and finishes it, which writes the document.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "comm/bootstrap.h"
+
+namespace ts {
+
+class ResultWriter;
+
+// What the steps of a run share.
+struct RunContext {
+  Bootstrap& boot;
+  ResultWriter* writer;     // process 0 only; null elsewhere
+  std::string streamPath;   // where records stream ("" when not writing)
+  nlohmann::json layouts = nlohmann::json::array();  // one per step that built a communicator
+
+  // Gathers the ranks of a step's communicator (every process calls it) into run.layouts.
+  void addLayout(const std::string& step, const std::string& backend, int worldSize, int gpusPerProcess,
+                 const nlohmann::json& myRanks);
+};
+
+class RunSession {
+ public:
+  // Meets the other processes, gathers the inventories and opens <jsonPath> (process 0). Errors are
+  // agreed: every process throws the same one.
+  static std::unique_ptr<RunSession> open(BootstrapKind bootstrap, bool wantMpi, const std::string& subcommand,
+                                          const std::vector<std::string>& argv, const nlohmann::json& config,
+                                          const std::string& jsonPath);
+  ~RunSession();
+  RunContext& context() { return *ctx_; }
+  Bootstrap& boot() { return *boot_; }
+  const nlohmann::json& metadata() const { return meta_; }
+  // Writes the result document (end time, layouts) and says where it is.
+  void finish();
+
+ private:
+  RunSession() = default;
+  std::unique_ptr<Bootstrap> boot_;
+  std::unique_ptr<ResultWriter> writer_;
+  std::unique_ptr<RunContext> ctx_;
+  nlohmann::json meta_;
+};
+
+// The inventory of every host of the session, as text on stdout (process 0): the `env` command and step.
+void printInventory(RunSession& session);
+
+}  // namespace ts
