@@ -9,23 +9,13 @@
 
 namespace ts {
 
-void printInventory(RunSession& session) {
-  if (session.boot().rank() != 0) return;
-  const nlohmann::json& meta = session.metadata();
-  for (const auto& host : meta["hosts"]) {
-    std::printf("%s", formatInventory(host, host["versions"], meta["environment"]).c_str());
-    if (meta["hosts"].size() > 1) std::printf("\n");
-  }
-  std::fflush(stdout);
-}
-
 Action addEnvCommand(CLI::App& app) {
   auto jsonPath = std::make_shared<std::string>();
   CLI::App* sub = app.add_subcommand("env", "Print the system inventory: CPU, memory, GPUs and their links, NICs, versions");
   sub->add_option("--json", *jsonPath, "Write the inventory as a result document (no records) to this file");
   return [jsonPath](const std::vector<std::string>& argv) {
     auto session = RunSession::open(BootstrapKind::kAuto, false, "env", argv, {{"json", *jsonPath}}, *jsonPath);
-    printInventory(*session);
+    printInventory(session->context());
     session->finish();
     return 0;
   };

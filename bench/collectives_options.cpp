@@ -1,11 +1,61 @@
 #include "bench/collectives_options.h"
 
+#include <sstream>
+
 #include <fmt/format.h>
 
 #include "base/error.h"
 #include "base/units.h"
 
 namespace ts {
+
+namespace {
+std::vector<std::string> splitList(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+}  // namespace
+
+
+CollectivesOptions resolveCollectivesArgs(const CollectivesArgs& raw) {
+  CollectivesOptions o = raw.opts;
+  if (raw.backend == "auto") o.backend = BackendKind::kAuto;
+  else if (raw.backend == "mpi") o.backend = BackendKind::kMpi;
+  else if (raw.backend == "nccl") o.backend = BackendKind::kNccl;
+  else throw UsageError(fmt::format("--backend: unknown backend '{}' (auto, mpi, nccl)", raw.backend));
+  if (raw.bootstrap == "auto") o.bootstrap = BootstrapKind::kAuto;
+  else if (raw.bootstrap == "mpi") o.bootstrap = BootstrapKind::kMpi;
+  else if (raw.bootstrap == "env") o.bootstrap = BootstrapKind::kEnv;
+  else if (raw.bootstrap == "single") o.bootstrap = BootstrapKind::kSingle;
+  else throw UsageError(fmt::format("--bootstrap: unknown bootstrap '{}' (auto, mpi, env, single)", raw.bootstrap));
+  o.ops.clear();
+  if (raw.ops == "all") o.ops = allCollectives();
+  else
+    for (const auto& name : splitList(raw.ops)) o.ops.push_back(&findCollective(name));
+  o.dtypes.clear();
+  if (raw.dtype == "all") o.dtypes = allDTypes();
+  else
+    for (const auto& name : splitList(raw.dtype)) o.dtypes.push_back(parseDType(name));
+  o.redops.clear();
+  if (raw.redop == "all") o.redops = allRedOps();
+  else
+    for (const auto& name : splitList(raw.redop)) o.redops.push_back(parseRedOp(name));
+  o.minBytes = parseBytes(raw.minBytes, "-b/--min-bytes");
+  o.maxBytes = parseBytes(raw.maxBytes, "-e/--max-bytes");
+  o.stepBytes = parseBytes(raw.stepBytes, "-i/--step-bytes");
+  if (raw.placement == "both") o.outOfPlace = o.inPlace = true;
+  else if (raw.placement == "out") { o.outOfPlace = true; o.inPlace = false; }
+  else if (raw.placement == "in") { o.outOfPlace = false; o.inPlace = true; }
+  else throw UsageError(fmt::format("--placement: '{}' is not both, out or in", raw.placement));
+  validate(o);
+  return o;
+}
+
 
 std::vector<std::uint64_t> sweepSizes(const CollectivesOptions& o) {
   constexpr std::size_t kMaxSizes = 10000;

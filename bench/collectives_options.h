@@ -38,6 +38,17 @@ struct CollectivesOptions {
   std::string label;
 };
 
+// The options as the user writes them (command line or suite file): names and sizes as text.
+struct CollectivesArgs {
+  // text forms, resolved by resolveCollectivesArgs; the rest is in opts
+  std::string backend = "auto", bootstrap = "auto", ops = "all", dtype = "float32", redop = "sum";
+  std::string minBytes = "8", maxBytes = "32M", stepBytes = "0", placement = "both";
+  CollectivesOptions opts;
+};
+
+// Resolves names and sizes and validates everything that does not need the world; UsageError otherwise.
+CollectivesOptions resolveCollectivesArgs(const CollectivesArgs& args);
+
 // The sizes of the sweep, from minBytes to maxBytes inclusive. UsageError for an impossible sweep.
 std::vector<std::uint64_t> sweepSizes(const CollectivesOptions& o);
 // Checks everything that does not need the world (sizes, counts, flags); UsageError naming the option.

@@ -74,7 +74,7 @@ class CollectivesRun {
   }
 
   // Runs the sweep, adding each record to `writer` (process 0 only); returns the number of wrong elements.
-  std::size_t run(ResultWriter* writer) {
+  std::size_t run(ResultWriter* writer, const std::string& step) {
     const bool leader = boot_.rank() == 0;
     const auto sizes = sweepSizes(o_);
     // Progress weighs each size by the bytes it moves plus a fixed cost, so the estimate holds for sweeps
@@ -120,7 +120,8 @@ class CollectivesRun {
               sectionWrong += wrong;
               busbwSum += rec["busbw_gbps"].get<double>();
               ++busbwN;
-              if (leader && writer) writer->add(rec);
+              if (!step.empty()) recs[p]->emplace("step", step);
+              if (leader && writer) writer->add(*recs[p]);
             }
             if (leader && (recs[0] || recs[1])) {
               progress.done();
@@ -260,6 +261,8 @@ class CollectivesRun {
         {"count", lay.count},
         {"in_place", inPlace},
         {"graph", o_.graph},
+        {"iters", o_.iters},
+        {"trials", o_.trials},
         {"timer", comm_.timer()},
         {"time_us", toJson(s)},
         {"samples_us", slowest},
@@ -314,7 +317,7 @@ std::size_t runCollectivesStep(const CollectivesOptions& o, RunContext& ctx) {
   collectively(boot, [&] { run.allocate(); });
   nlohmann::json myRanks = nlohmann::json::array();
   for (int l = 0; l < comm->localCount(); ++l) myRanks.push_back({{"rank", comm->rank(l)}, {"device", comm->device(l)}});
-  ctx.addLayout("collectives", comm->backend(), comm->worldSize(), comm->localCount(), myRanks);
+  ctx.addLayout(ctx.step.empty() ? "collectives" : ctx.step, comm->backend(), comm->worldSize(), comm->localCount(), myRanks);
 
   Communicator* commPtr = comm.get();
   Bootstrap* bootPtr = &boot;
@@ -327,7 +330,7 @@ std::size_t runCollectivesStep(const CollectivesOptions& o, RunContext& ctx) {
     commPtr->abort();
     bootPtr->abortAll(3);
   }));
-  return run.run(ctx.writer);  // run (and its buffers) goes before comm
+  return run.run(ctx.writer, ctx.step);  // run (and its buffers) goes before comm
 }
 
 int runCollectives(const CollectivesOptions& o, const std::vector<std::string>& argv) {

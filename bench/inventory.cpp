@@ -50,12 +50,18 @@ nlohmann::json collectVersions() {
 
 nlohmann::json collectEnvironment() {
   static constexpr const char* kPrefixes[] = {"NCCL_", "CUDA_", "OMPI_MCA_", "UCX_", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TRAINSCOPE_"};
+  // What mpirun sets for its own processes (job ids, daemon URIs) says nothing about the measurement.
+  static constexpr const char* kLauncherInternal[] = {"OMPI_MCA_orte_", "OMPI_MCA_ess", "OMPI_MCA_pmix", "OMPI_MCA_initial_wdir",
+                                                      "OMPI_MCA_shmem_RUNTIME_QUERY_hint"};
   nlohmann::json env = nlohmann::json::object();
   for (char** e = environ; e && *e; ++e) {
     const std::string kv = *e;
     const auto eq = kv.find('=');
     if (eq == std::string::npos) continue;
     const std::string key = kv.substr(0, eq);
+    bool internal = false;
+    for (const char* p : kLauncherInternal) internal = internal || key.rfind(p, 0) == 0;
+    if (internal) continue;
     for (const char* p : kPrefixes)
       if (key.rfind(p, 0) == 0) env[key] = kv.substr(eq + 1);
   }

@@ -34,6 +34,9 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, ts::Action>> actions = {
       {"env", ts::addEnvCommand(app)},
       {"collectives", ts::addCollectivesCommand(app)},
+      {"suite", ts::addSuiteCommand(app)},
+      {"report", ts::addReportCommand(app)},
+      {"compare", ts::addCompareCommand(app)},
   };
   try {
     app.parse(argc, argv);

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include <fmt/format.h>
+
 #include "bench/activity.h"
 #include "bench/agreement.h"
 #include "bench/inventory.h"
@@ -42,6 +44,7 @@ std::unique_ptr<RunSession> RunSession::open(BootstrapKind bootstrap, bool wantM
   activity::setStreamPath(stream);
   if (s->writer_) s->writer_->begin(s->meta_);
   s->ctx_ = std::make_unique<RunContext>(RunContext{boot, s->writer_.get(), stream});
+  s->ctx_->metadata = &s->meta_;
   return s;
 }
 
@@ -53,6 +56,20 @@ void RunSession::finish() {
   if (writer_ && !writer_->jsonPath().empty()) {
     writer_->finish(meta_);
     std::printf("#\n# results: %s (records streamed to %s)\n", writer_->jsonPath().c_str(), writer_->streamPath().c_str());
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace ts
+
+namespace ts {
+
+void printInventory(RunContext& ctx) {
+  if (ctx.boot.rank() != 0) return;
+  const nlohmann::json& meta = *ctx.metadata;
+  for (const auto& host : meta["hosts"]) {
+    std::printf("%s", formatInventory(host, host["versions"], meta["environment"]).c_str());
+    if (meta["hosts"].size() > 1) std::printf("\n");
   }
   std::fflush(stdout);
 }

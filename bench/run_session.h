@@ -19,6 +19,8 @@ struct RunContext {
   Bootstrap& boot;
   ResultWriter* writer;     // process 0 only; null elsewhere
   std::string streamPath;   // where records stream ("" when not writing)
+  std::string step;         // the suite step running now ("" outside suites); records carry it
+  const nlohmann::json* metadata = nullptr;  // the run metadata (hosts, environment)
   nlohmann::json layouts = nlohmann::json::array();  // one per step that built a communicator
 
   // Gathers the ranks of a step's communicator (every process calls it) into run.layouts.
@@ -48,7 +50,7 @@ class RunSession {
   nlohmann::json meta_;
 };
 
-// The inventory of every host of the session, as text on stdout (process 0): the `env` command and step.
-void printInventory(RunSession& session);
+// The inventory of every host of the run, as text on stdout (process 0): the `env` command and step.
+void printInventory(RunContext& ctx);
 
 }  // namespace ts

@@ -1,7 +1,8 @@
 # Finds every dependency once and says, in TRAINSCOPE_HAVE_*, what this build has.
-# Required: nlohmann_json, CLI11, fmt. Optional: CUDA (+ NCCL, cuBLASLt, cuDNN), MPI, hwloc, ibverbs.
+# Required: nlohmann_json, CLI11, fmt, toml++. Optional: CUDA (+ NCCL, cuBLASLt, cuDNN), MPI, hwloc, ibverbs.
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(fmt REQUIRED)
+find_package(tomlplusplus REQUIRED)
 find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)
 add_library(trainscope_cli11 INTERFACE)
 target_include_directories(trainscope_cli11 INTERFACE ${CLI11_INCLUDE_DIR})

@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
-# The main job: set up, then sweep every collective on the best backend here (NCCL over all local GPUs
-# when there are GPUs, else MPI with 2 ranks on the CPU) and write the result to results/.
-# Extra arguments go to `trainscope collectives` (e.g. scripts/run.sh -e 1G -d bfloat16).
+# The main job: set up, then run the quick suite (bench/suites/quick.toml: the inventory and every
+# collective from 8 B to 256 MiB) on the best backend here — NCCL with one process per GPU when there are
+# GPUs, else MPI with 2 ranks on the CPU — then write its HTML report. Prints where both are.
+# Extra arguments go to `trainscope suite` (e.g. scripts/run.sh --json results/mine.json).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 "$TS_ROOT/scripts/setup.sh"
 ts_mpi_env
 cd "$TS_ROOT"
 
-mkdir -p results
 stamp="$(date -u +%Y%m%dT%H%M%SZ)"
+out="results/quick-$(hostname)-$stamp.json"
+report="results/quick-$(hostname)-$stamp-report"
 gpus="$(ts_gpu_count)"
 if [ "$gpus" -gt 0 ]; then
-  out="results/collectives-nccl-$(hostname)-$stamp.json"
-  echo "run: NCCL on $gpus GPU(s) of $(hostname)" >&2
-  "$TS_BUILD/trainscope" collectives --backend nccl --gpus-per-process 0 --ops all -b 8 -e 1G -f 2 --json "$out" "$@"
+  echo "run: $gpus GPU(s) on $(hostname): NCCL, one process per GPU" >&2
+  np="$gpus"
 else
-  out="results/collectives-mpi-$(hostname)-$stamp.json"
   echo "run: no GPU here: MPI on the CPU with 2 ranks" >&2
-  mpirun -np 2 "$TS_BUILD/trainscope" collectives --backend mpi --ops all -b 8 -e 16M -f 4 --json "$out" "$@"
+  np=2
 fi
+mpirun -np "$np" "$TS_BUILD/trainscope" suite bench/suites/quick.toml --json "$out" --report "$report" "$@"
 echo "run: results in $out" >&2
+echo "run: report in $report/index.html" >&2

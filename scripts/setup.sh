@@ -11,26 +11,12 @@ cd "$TS_ROOT"
 PACKAGES=(
   g++ cmake ninja-build pkg-config git
   libopenmpi-dev openmpi-bin
-  nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev libtomlplusplus-dev libgtest-dev
   libhwloc-dev libibverbs-dev
-  python3 python3-pytest python3-jsonschema
+  python3 python3-jsonschema python3-matplotlib python3-numpy python3-jinja2
 )
 
-missing=()
-for p in "${PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "setup: installing ${missing[*]}" >&2
-  SUDO=""
-  if [ "$(id -u)" != 0 ]; then
-    command -v sudo >/dev/null 2>&1 || { echo "setup: error: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
-    SUDO=sudo
-  fi
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+ts_apt_install "${PACKAGES[@]}"
 
 # shellcheck disable=SC2086
 cmake -S . -B "$TS_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release ${TRAINSCOPE_CMAKE_ARGS:-} >/dev/null

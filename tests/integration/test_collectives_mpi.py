@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import read_jsonl, run_trainscope
+from helpers import read_jsonl, run_trainscope
 
 OPS = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "gather", "scatter", "sendrecv"]
 REDUCING = {"all_reduce", "reduce_scatter", "reduce"}

@@ -2,7 +2,7 @@
 import json
 import subprocess
 
-from conftest import base_env, free_port, run_trainscope, trainscope_path
+from helpers import base_env, free_port, run_trainscope, trainscope_path
 
 
 def test_text_inventory_names_every_section():

@@ -5,7 +5,7 @@ import json
 import jsonschema
 import pytest
 
-from conftest import SCHEMA_PATH, run_trainscope
+from helpers import SCHEMA_PATH, run_trainscope
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,63 @@
+"""What makes two records "the same measurement", and which of their figures are compared, per kind.
+
+The one place to edit when a new kind of record arrives (links, kernels, training): its identity keys
+and its metrics with their direction.
+"""
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str                 # the record field
+    path: tuple               # where the compared number is, e.g. ("time_us", "median")
+    lower_is_better: bool
+    samples: str = ""         # the record field with the samples behind it, for the significance test
+    decides: bool = True      # counts for the verdict (derived figures are shown, not counted twice)
+    unit: str = ""
+
+
+IDENTITY = {
+    "collective": ("op", "backend", "dtype", "redop", "root", "ranks", "processes", "bytes", "in_place", "graph"),
+}
+
+METRICS = {
+    "collective": (
+        Metric("time_us", ("time_us", "median"), lower_is_better=True, samples="samples_us", unit="us"),
+        Metric("busbw_gbps", ("busbw_gbps",), lower_is_better=False, decides=False, unit="GB/s"),
+    ),
+}
+
+
+def identity(record):
+    """The record's identity as a hashable tuple, or None for kinds that are not compared."""
+    keys = IDENTITY.get(record["kind"])
+    if keys is None:
+        return None
+    return (record["kind"],) + tuple((k, _hashable(record.get(k))) for k in keys)
+
+
+def describe(ident):
+    """'all_reduce mpi float32 sum 1048576 B 2 ranks out-of-place' from an identity tuple."""
+    d = dict(ident[1:])
+    if ident[0] == "collective":
+        parts = [d["op"], d["backend"], d["dtype"]]
+        if d.get("redop"):
+            parts.append(d["redop"])
+        if d.get("root") is not None:
+            parts.append(f"root {d['root']}")
+        parts += [f"{d['bytes']} B", f"{d['ranks']} ranks", "in-place" if d["in_place"] else "out-of-place"]
+        if d.get("graph"):
+            parts.append(f"graph {d['graph']}")
+        return " ".join(str(p) for p in parts)
+    return " ".join(f"{k}={v}" for k, v in d.items())
+
+
+def value(record, metric):
+    v = record
+    for k in metric.path:
+        v = v[k]
+    return v
+
+
+def _hashable(v):
+    return tuple(v) if isinstance(v, list) else v

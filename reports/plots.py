@@ -1,0 +1,56 @@
+"""matplotlib, headless, with one look for every plot: figures are saved as PNG beside the report and
+embedded into index.html as base64 so that the report is one self-contained file."""
+import base64
+import io
+import re
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+
+plt.rcParams.update({"figure.dpi": 110, "axes.grid": True, "grid.alpha": 0.3, "font.size": 9,
+                     "axes.spines.top": False, "axes.spines.right": False})
+
+
+def size_label(b):
+    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
+        if b >= 1 << shift and b % (1 << shift) == 0:
+            return f"{b >> shift}{unit}"
+    return str(int(b))
+
+
+class PlotSink:
+    """Saves figures under the output directory and hands back what the page embeds."""
+
+    def __init__(self, outdir):
+        self.outdir = Path(outdir)
+        self.files = []
+
+    def save(self, fig, name, title, alt):
+        name = re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+        path = self.outdir / f"{name}.png"
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", bbox_inches="tight")
+        plt.close(fig)
+        data = buf.getvalue()
+        path.write_bytes(data)
+        self.files.append(path)
+        return {"kind": "plot", "file": path.name, "title": title, "alt": alt, "png_b64": base64.b64encode(data).decode("ascii")}
+
+
+def new_figure(ncols=1, width=6.4, height=3.8):
+    fig, axes = plt.subplots(1, ncols, figsize=(width * ncols, height), squeeze=False)
+    return fig, list(axes[0])
+
+
+def log2_size_axis(ax, sizes):
+    ax.set_xscale("log", base=2)
+    ticks = sorted(set(sizes))
+    if len(ticks) > 12:
+        step = max(1, len(ticks) // 10)
+        ticks = ticks[::step]
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([size_label(t) for t in ticks], rotation=45, ha="right")
+    ax.minorticks_off()

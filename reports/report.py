@@ -1,0 +1,54 @@
+"""`report`: results in, one self-contained HTML page out (plots embedded), plus each plot as PNG and
+a summary.md. Every string taken from a result reaches the page through Jinja2's autoescaping."""
+import datetime
+from pathlib import Path
+
+import jinja2
+
+from .plots import PlotSink
+from .sections import all_sections
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+def build_sections(results, outdir):
+    plots = PlotSink(outdir)
+    built = []
+    for section in all_sections():
+        if section.applies(results):
+            built.append({"key": section.key, "title": section.title, "blocks": section.build(results, plots)})
+    return built
+
+
+def _md_cell(v):
+    return str(v).replace("|", "\\|").replace("\n", " ")
+
+
+def summary_markdown(title, results, sections):
+    out = [f"# {title}", ""] + [f"- **{_md_cell(r.label)}**: `{r.path}`" for r in results] + [""]
+    for s in sections:
+        out += [f"## {s['title']}", ""]
+        for b in s["blocks"]:
+            if b["kind"] in ("text", "alert"):
+                out += [("**" if b["kind"] == "alert" else "") + _md_cell(b["text"]) + ("**" if b["kind"] == "alert" else ""), ""]
+            elif b["kind"] == "table":
+                out += [f"**{_md_cell(b['caption'])}**", "", "| " + " | ".join(_md_cell(c) for c in b["columns"]) + " |",
+                        "|" + "---|" * len(b["columns"])]
+                out += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in b["rows"]] + [""]
+            elif b["kind"] == "plot":
+                out += [f"![{_md_cell(b['alt'])}]({b['file']})", ""]
+    return "\n".join(out)
+
+
+def write_report(results, outdir, title="trainscope report"):
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    sections = build_sections(results, outdir)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    made_at = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    html = env.get_template("report.html.j2").render(title=title, results=results, sections=sections, made_at=made_at)
+    index = outdir / "index.html"
+    index.write_text(html)
+    (outdir / "summary.md").write_text(summary_markdown(title, results, sections))
+    return index

@@ -1,0 +1,84 @@
+"""Collectives: bus bandwidth against message size per op (one line per run, backend, rank count,
+dtype and reduction; dashed = in place), latency of the small messages, and the peak of each series."""
+from collections import defaultdict
+
+from ..plots import log2_size_axis, new_figure, size_label
+
+OPS = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "gather", "scatter", "sendrecv"]
+SMALL = 64 * 1024  # the latency plot covers sizes up to here
+
+
+def _series_key(result, rec):
+    return (result.label, rec["backend"], rec["ranks"], rec["dtype"], rec["redop"] or "", rec.get("transport") or "")
+
+
+def _series_name(key, many_runs):
+    label, backend, ranks, dtype, redop, transport = key
+    parts = [backend + (f"/{transport}" if transport else ""), f"{ranks} ranks", dtype] + ([redop] if redop else [])
+    text = (f"{label}: " if many_runs else "") + " ".join(str(p) for p in parts)
+    return text.replace("$", r"\$")  # matplotlib would read $...$ in a label as math
+
+
+class CollectivesSection:
+    key = "collectives"
+    title = "Collectives"
+    order = 20
+
+    def applies(self, results):
+        return any(r.records_of("collective") for r in results)
+
+    def build(self, results, plots):
+        blocks = []
+        failed = [(r, rec) for r in results for rec in r.records_of("collective") if rec["check"]["performed"] and not rec["check"]["passed"]]
+        if failed:
+            blocks.append({"kind": "alert", "text": f"{len(failed)} record(s) failed their result check: "
+                           + "; ".join(f"{r.label}: {rec['op']} {rec['dtype']} {size_label(rec['bytes'])} "
+                                       f"{'in-place' if rec['in_place'] else 'out-of-place'} ({rec['check']['wrong']} wrong)" for r, rec in failed[:10])})
+        many = len(results) > 1
+        by_op = defaultdict(lambda: defaultdict(list))
+        for r in results:
+            for rec in r.records_of("collective"):
+                by_op[rec["op"]][_series_key(r, rec)].append(rec)
+        peak_rows = []
+        for op in [o for o in OPS if o in by_op] + sorted(o for o in by_op if o not in OPS):
+            series = by_op[op]
+            fig, (bw_ax, lat_ax) = new_figure(ncols=2)
+            sizes, small = [], []
+            for i, (key, recs) in enumerate(sorted(series.items())):
+                color = f"C{i % 10}"
+                for in_place, style in ((False, "-"), (True, "--")):
+                    pts = sorted((rec["bytes"], rec["busbw_gbps"], rec["time_us"]["median"]) for rec in recs if rec["in_place"] == in_place)
+                    if not pts:
+                        continue
+                    name = _series_name(key, many) + (" in-place" if in_place else "")
+                    bw_ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o", ms=3, color=color, label=name)
+                    sizes += [p[0] for p in pts]
+                    sp = [p for p in pts if p[0] <= SMALL]
+                    if sp:
+                        lat_ax.plot([p[0] for p in sp], [p[2] for p in sp], style, marker="o", ms=3, color=color, label=name)
+                        small += [p[0] for p in sp]
+                    best = max(pts, key=lambda p: p[1])
+                    peak_rows.append([op, _series_name(key, True), "in-place" if in_place else "out-of-place", f"{best[1]:.2f}",
+                                      size_label(best[0]), f"{pts[0][2]:.2f}", size_label(pts[0][0])])
+            bw_ax.set_title(f"{op}: bus bandwidth")
+            bw_ax.set_xlabel("message size (bytes)")
+            bw_ax.set_ylabel("busbw (GB/s)")
+            log2_size_axis(bw_ax, sizes)
+            bw_ax.legend(fontsize=7)
+            if small:
+                lat_ax.set_title(f"{op}: latency, messages up to {size_label(SMALL)}")
+                lat_ax.set_yscale("log")
+                log2_size_axis(lat_ax, small)
+                lat_ax.set_xlabel("message size (bytes)")
+                lat_ax.set_ylabel("time (us, median of the slowest rank)")
+            else:
+                lat_ax.set_visible(False)
+            blocks.append(plots.save(fig, f"collectives_{op}", f"{op}",
+                                     f"{op}: bus bandwidth against message size, and latency of small messages"))
+        blocks.append({"kind": "table", "caption": "Peak bus bandwidth per op and series",
+                       "columns": ["op", "series", "placement", "peak busbw (GB/s)", "at", "smallest-size time (us)", "size"],
+                       "rows": peak_rows})
+        return blocks
+
+
+SECTION = CollectivesSection()

@@ -1,0 +1,60 @@
+"""Helpers of the command-line tests: the trainscope binary, mpirun, and reading results."""
+import json
+import os
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA_PATH = ROOT / "reports" / "schema" / "result-v1.schema.json"
+
+
+def trainscope_path() -> str:
+    path = os.environ.get("TRAINSCOPE", str(ROOT / "build" / "trainscope"))
+    if not Path(path).exists():
+        pytest.exit(f"trainscope binary not found at {path}: run scripts/setup.sh first", returncode=2)
+    return path
+
+
+def base_env(extra=None):
+    env = dict(os.environ)
+    if os.geteuid() == 0:
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    env["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
+    env.pop("TRAINSCOPE_FAULT", None)
+    env.update(extra or {})
+    return env
+
+
+class Run:
+    def __init__(self, proc):
+        self.rc = proc.returncode
+        self.out = proc.stdout
+        self.err = proc.stderr
+
+    def error_lines(self):
+        return [l for l in self.err.splitlines() if l.startswith("trainscope: error:")]
+
+
+def run_trainscope(args, np=None, env=None, timeout=600):
+    """Runs trainscope (under mpirun -np NP when np is given) and returns its exit code and output."""
+    cmd = [trainscope_path()] + [str(a) for a in args]
+    if np is not None:
+        if not shutil.which("mpirun"):
+            pytest.skip("mpirun not installed")
+        cmd = ["mpirun", "-np", str(np), "--oversubscribe"] + cmd
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=base_env(env), timeout=timeout)
+    return Run(proc)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def read_jsonl(path: Path):
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

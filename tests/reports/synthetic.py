@@ -1,0 +1,66 @@
+"""Synthetic result documents built in code, so that every case (noise, regressions, hostile strings) is
+known exactly."""
+import copy
+import json
+import random
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+HOST = {
+    "hostname": "node-a", "os": "Linux 6.1 x86_64",
+    "cpu": {"model": "Test CPU", "threads": 8, "memory_bytes": 34359738368, "sockets": 1, "cores": 4, "numa_nodes": 1,
+            "numa": [{"node": 0, "memory_bytes": 34359738368, "cpus": "0-7"}]},
+    "gpus": {"available": False, "reason": "no GPU", "devices": [], "links": {"reason": "no GPUs"}},
+    "nics": {"rdma": [], "rdma_reason": "none", "net": [{"name": "eth0", "state": "up", "speed_mbps": 10000, "mtu": 1500}]},
+    "versions": {"trainscope": "0.1.0", "git_commit": "abc", "mpi": "Open MPI v4.1.4", "driver": None, "cuda_driver": None,
+                 "cuda_runtime": None, "cublas": None, "cudnn": None, "nccl": None},
+}
+
+
+def make_doc(records, hostname="node-a", label="", environment=None):
+    host = copy.deepcopy(HOST)
+    host["hostname"] = hostname
+    return {
+        "schema": "trainscope/result/v1",
+        "run": {"tool": {"name": "trainscope", "version": "0.1.0", "git_commit": "abc"}, "subcommand": "collectives",
+                "command_line": ["trainscope"], "config": {"label": label}, "started_at": "2026-11-22T10:00:00.000Z",
+                "ended_at": "2026-11-22T10:01:00.000Z", "hosts": [host],
+                "world": {"processes": 2, "hosts": 1, "bootstrap": "mpi"},
+                "layouts": [{"step": "collectives", "backend": "mpi", "size": 2, "gpus_per_process": 1,
+                             "ranks": [{"rank": 0, "device": "cpu", "process": 0, "host": hostname},
+                                       {"rank": 1, "device": "cpu", "process": 1, "host": hostname}]}],
+                "environment": environment or {}},
+        "records": records,
+    }
+
+
+def stats(samples):
+    s = sorted(samples)
+    n = len(s)
+    mean = sum(s) / n
+    sd = (sum((x - mean) ** 2 for x in s) / (n - 1)) ** 0.5 if n > 1 else 0.0
+    med = s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+    p95 = s[min(n - 1, int(round(0.95 * (n - 1))))]
+    return {"min": s[0], "median": med, "mean": mean, "p95": p95, "max": s[-1], "stdev": sd, "cv": sd / mean, "n": n}
+
+
+def make_record(op="all_reduce", nbytes=1 << 20, samples=None, in_place=False, trials=1, wrong=0, dtype="float32"):
+    samples = samples or [100.0] * 20
+    st = stats(samples)
+    algbw = nbytes / (st["median"] * 1e-6) / 1e9
+    factor = 1.0 if op in ("all_reduce",) else 0.5
+    return {"kind": "collective", "op": op, "backend": "mpi", "dtype": dtype, "redop": "sum" if op in ("all_reduce", "reduce_scatter", "reduce") else None,
+            "root": None, "ranks": 2, "processes": 2, "bytes": nbytes, "count": nbytes // 4, "in_place": in_place, "graph": 0,
+            "iters": len(samples) // trials, "trials": trials, "timer": "steady_clock", "time_us": st, "samples_us": samples,
+            "host_time_us": stats([st["mean"]] * trials), "algbw_gbps": algbw, "bus_factor": factor, "busbw_gbps": algbw * factor,
+            "rank_spread": {"unit": "process", "fastest": 0, "fastest_median_us": st["median"], "slowest": 1, "slowest_median_us": st["median"]},
+            "check": {"performed": True, "passed": wrong == 0, "wrong": wrong}}
+
+
+def noisy(center, spread, n=30, seed=1):
+    rng = random.Random(seed)
+    return [max(0.001, rng.gauss(center, spread)) for _ in range(n)]
+
+

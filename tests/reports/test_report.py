@@ -1,0 +1,123 @@
+"""report: sections shown when they apply, hostile strings escaped, a real result from mpirun turned into
+a report, and the page opened in headless Chromium with every image decoded and no errors."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from synthetic import ROOT, make_doc, make_record, noisy
+
+HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def run_tool(*args):
+    return subprocess.run([sys.executable, "-m", "reports", *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_hostile_strings_show_as_text(write_doc, tmp_path):
+    doc = make_doc([make_record(samples=noisy(10, 0.1))], hostname=HOSTILE, label=HOSTILE, environment={"NCCL_X": HOSTILE})
+    out = tmp_path / "rep"
+    r = run_tool("report", write_doc("h.json", doc), "-o", out, "--label", HOSTILE + " $math$")
+    assert r.returncode == 0, r.stderr
+    html = (out / "index.html").read_text()
+    assert "<script>" not in html and "<img src=x" not in html
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in html
+
+
+def test_sections_only_when_the_result_has_such_records(write_doc, tmp_path):
+    out = tmp_path / "env-only"
+    assert run_tool("report", write_doc("e.json", make_doc([])), "-o", out).returncode == 0
+    html = (out / "index.html").read_text()
+    assert 'id="system"' in html and 'id="collectives"' not in html
+    assert not list(out.glob("*.png"))
+
+
+def test_failed_checks_are_flagged(write_doc, tmp_path):
+    out = tmp_path / "bad"
+    doc = make_doc([make_record(samples=noisy(10, 0.1), wrong=3)])
+    assert run_tool("report", write_doc("w.json", doc), "-o", out).returncode == 0
+    assert "1 record(s) failed their result check" in (out / "index.html").read_text()
+
+
+@pytest.fixture(scope="module")
+def real_report(tmp_path_factory):
+    """A report of two real runs of trainscope under mpirun, overlaid."""
+    from helpers import run_trainscope
+    d = tmp_path_factory.mktemp("real")
+    for np in (2, 3):
+        r = run_trainscope(["collectives", "--backend", "mpi", "--ops", "all_reduce,all_gather,sendrecv", "-b", "64", "-e", "256K",
+                            "-f", "8", "-n", "5", "--json", d / f"np{np}.json"], np=np)
+        assert r.rc == 0, r.err
+    out = d / "report"
+    r = subprocess.run([os.environ.get("TRAINSCOPE", str(ROOT / "build" / "trainscope")), "report", d / "np2.json", d / "np3.json",
+                        "-o", out, "--label", "two ranks", "--label", "three ranks"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def test_real_report_has_plots_tables_and_summary(real_report):
+    html = (real_report / "index.html").read_text()
+    for op in ("all_reduce", "all_gather", "sendrecv"):
+        png = real_report / f"collectives_{op}.png"
+        assert png.read_bytes()[:8] == PNG_MAGIC
+        assert f"({png.name})" in html
+    assert html.count("data:image/png;base64,") == 3
+    assert "Peak bus bandwidth per op and series" in html and "two ranks" in html and "three ranks" in html
+    summary = (real_report / "summary.md").read_text()
+    assert "## System" in summary and "## Collectives" in summary and "![" in summary
+
+
+def chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
+                  "--disable-background-networking", "--disable-component-update", "--hide-scrollbars", "--enable-logging=stderr", "--v=0"]
+
+PROBE = """
+<script>
+window.__errors = [];
+window.addEventListener("error", e => window.__errors.push(String(e.message || (e.target && e.target.src) || e.type)), true);
+window.addEventListener("load", () => {
+  const imgs = Array.from(document.images).map(i => ({w: i.naturalWidth, ok: i.complete}));
+  const pre = document.createElement("pre");
+  pre.id = "probe";
+  pre.textContent = JSON.stringify({images: imgs, errors: window.__errors});
+  document.body.appendChild(pre);
+});
+</script>
+"""
+
+
+def test_report_opens_in_headless_chromium(real_report, tmp_path):
+    browser = chromium()
+    if browser is None:
+        pytest.skip("Chromium is not installed (scripts/test.sh installs Debian's chromium)")
+    html = (real_report / "index.html").read_text()
+    (real_report / "probe.html").write_text(html.replace("<head>", "<head>" + PROBE, 1))
+    handler = partial(SimpleHTTPRequestHandler, directory=str(real_report))
+    handler.log_message = lambda *a, **k: None
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/probe.html"
+        p = subprocess.run([browser, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000",
+                            "--dump-dom", url], capture_output=True, text=True, timeout=180)
+    finally:
+        server.shutdown()
+    assert p.returncode == 0, p.stderr[-2000:]
+    start = p.stdout.index('<pre id="probe">') + len('<pre id="probe">')
+    probe = json.loads(p.stdout[start:p.stdout.index("</pre>", start)].replace("&quot;", '"'))
+    assert probe["errors"] == []
+    assert len(probe["images"]) == 3 and all(i["ok"] and i["w"] > 0 for i in probe["images"]), probe
+    console_errors = [l for l in p.stderr.splitlines() if "CONSOLE" in l and ("ERROR" in l or "Uncaught" in l)]
+    assert console_errors == []
