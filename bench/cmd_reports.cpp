@@ -19,9 +19,10 @@ namespace ts {
 namespace {
 namespace fs = std::filesystem;
 
-// Where the `reports` package lives: $TRAINSCOPE_HOME, else the source tree this binary was built from.
+// Where the `reports` package lives: $TRAINSCOPE_HOME, the source tree this binary was built from, or
+// the installed data directory (cmake --install).
 std::string reportsHome() {
-  for (const char* candidate : {static_cast<const char*>(std::getenv("TRAINSCOPE_HOME")), build::kSourceDir}) {
+  for (const char* candidate : {static_cast<const char*>(std::getenv("TRAINSCOPE_HOME")), build::kSourceDir, build::kInstallDataDir}) {
     if (candidate && *candidate && fs::exists(fs::path(candidate) / "reports" / "__main__.py")) return candidate;
   }
   throw UsageError(fmt::format("cannot find the reports tool: set TRAINSCOPE_HOME to the directory that holds reports/ (looked in {})",

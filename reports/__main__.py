@@ -80,6 +80,9 @@ def _compare(args):
         baseline, candidate = load_result(args.files[0]), load_result(args.files[1])
     cmp = compare(baseline, candidate, threshold=args.threshold / 100.0, alpha=args.alpha)
     sys.stdout.write(format_table(cmp))
+    if not cmp.rows:
+        # A gate that compared nothing must not pass: the two runs measured different things.
+        raise InputError(f"nothing to compare: no record of {candidate.path} matches one of {baseline.path} (see the lists above)")
     if args.markdown:
         _write(args.markdown, format_markdown(cmp))
     if args.junit:

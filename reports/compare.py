@@ -104,13 +104,13 @@ def _fmt_p(p):
 def format_table(cmp):
     lines = [f"# trainscope compare: {cmp.baseline} -> {cmp.candidate}",
              f"# threshold {cmp.threshold:.0%}, significance alpha {cmp.alpha} (Mann-Whitney U on samples; stdev where samples are missing)",
-             f"{'verdict':<13} {'change':>8} {'baseline':>12} {'candidate':>12} {'test':>13} {'p':>7}  record"]
+             f"{'verdict':<13} {'change':>8} {'baseline':>12} {'candidate':>12} {'test':>19} {'p':>7}  record"]
     for r in cmp.rows:
-        lines.append(f"{r.verdict:<13} {r.change:>+8.1%} {r.baseline:>12.4g} {r.candidate:>12.4g} {r.method:>13} {_fmt_p(r.p_value):>7}  {r.identity} [{r.metric}]")
+        lines.append(f"{r.verdict:<13} {r.change:>+8.1%} {r.baseline:>12.4g} {r.candidate:>12.4g} {r.method:>19} {_fmt_p(r.p_value):>7}  {r.identity} [{r.metric}]")
     for d in cmp.only_in_baseline:
-        lines.append(f"{'missing':<13} {'':>8} {'':>12} {'':>12} {'':>13} {'':>7}  {d} (only in the baseline)")
+        lines.append(f"{'missing':<13} {'':>8} {'':>12} {'':>12} {'':>19} {'':>7}  {d} (only in the baseline)")
     for d in cmp.only_in_candidate:
-        lines.append(f"{'new':<13} {'':>8} {'':>12} {'':>12} {'':>13} {'':>7}  {d} (only in the candidate)")
+        lines.append(f"{'new':<13} {'':>8} {'':>12} {'':>12} {'':>19} {'':>7}  {d} (only in the candidate)")
     lines.append(summary_line(cmp))
     return "\n".join(lines) + "\n"
 

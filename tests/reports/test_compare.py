@@ -111,6 +111,9 @@ def test_outputs_and_exit_codes(write_doc, tmp_path):
     assert run_tool("compare", base).returncode == 2
     assert run_tool("compare", base, tmp_path / "absent.json").returncode == 2
     assert run_tool("compare", base, slow, "--threshold", "-1").returncode == 2
+    other = write_doc("other.json", make_doc([make_record(op="all_gather", nbytes=1024)]))
+    r = run_tool("compare", base, other)
+    assert r.returncode == 2 and "nothing to compare" in r.stderr and "only in the candidate" in r.stdout
 
 
 def test_baseline_directory_per_machine(write_doc, tmp_path):
