@@ -2,6 +2,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -53,7 +54,11 @@ Action addSuiteCommand(CLI::App& app) {
       return 0;
     }
     std::string json = args->jsonPath;
-    if (json.empty()) json = fmt::format("results/{}-{}-{}.json", suite.name, hostName(), isoTimeNow().substr(0, 19));
+    if (json.empty()) {
+      std::string stamp = isoTimeNow().substr(0, 19);  // 2026-11-22T04:30:58 -> 20261122T043058Z
+      stamp.erase(std::remove_if(stamp.begin(), stamp.end(), [](char c) { return c == '-' || c == ':'; }), stamp.end());
+      json = fmt::format("results/{}-{}-{}Z.json", suite.name, hostName(), stamp);
+    }
     bool wantMpi = false;
     for (const auto& s : suite.steps) wantMpi = wantMpi || s.wantsMpi;
     auto session = RunSession::open(BootstrapKind::kAuto, wantMpi, "suite", argv, suite.config(), json);

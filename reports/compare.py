@@ -54,21 +54,18 @@ class Comparison:
 
 
 def _index(records):
-    out, dupes = {}, []
+    """Records by identity; of repeated measurements (a suite that runs one twice) the first counts."""
+    out = {}
     for rec in records:
         key = ids.identity(rec)
-        if key is None:
-            continue
-        if key in out:
-            dupes.append(key)
-        else:
+        if key is not None and key not in out:
             out[key] = rec
-    return out, dupes
+    return out
 
 
 def compare(baseline, candidate, threshold=0.05, alpha=0.01):
-    base, _ = _index(baseline.records)
-    cand, _ = _index(candidate.records)
+    base = _index(baseline.records)
+    cand = _index(candidate.records)
     rows = []
     for key in base.keys() & cand.keys():
         b, c = base[key], cand[key]
