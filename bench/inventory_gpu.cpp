@@ -85,12 +85,19 @@ nlohmann::json collectGpuInventory() {
                         {"sm_count", p.multiProcessorCount},
                         {"compute_capability", fmt::format("{}.{}", p.major, p.minor)},
                         {"sm_clock_max_mhz", smClockKhz / 1000},
-                        {"mem_clock_max_mhz", memClockKhz / 1000}};
+                        {"mem_clock_max_mhz", memClockKhz / 1000},
+                        {"pcie_generation", nullptr},
+                        {"pcie_width", nullptr}};
     nvml::Device h{};
     unsigned mhz = 0;
     if (lib.ok() && lib.deviceByPciBusId(bus, &h)) {
       if (lib.maxClockMhz(h, 1, &mhz)) d["sm_clock_max_mhz"] = mhz;
       if (lib.maxClockMhz(h, 2, &mhz)) d["mem_clock_max_mhz"] = mhz;
+      unsigned gen = 0, width = 0;
+      if (lib.pcieLink(h, &gen, &width)) {
+        d["pcie_generation"] = gen;
+        d["pcie_width"] = width;
+      }
     }
     g["devices"].push_back(d);
   }

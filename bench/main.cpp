@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::vector<std::pair<std::string, ts::Action>> actions = {
       {"env", ts::addEnvCommand(app)},
+      {"links", ts::addLinksCommand(app)},
       {"collectives", ts::addCollectivesCommand(app)},
       {"suite", ts::addSuiteCommand(app)},
       {"report", ts::addReportCommand(app)},

@@ -80,6 +80,12 @@ bool Library::maxClockMhz(Device d, int clockType, unsigned* mhz) const {
   return ok_ && f && f(d, clockType, mhz) == 0;
 }
 
+bool Library::pcieLink(Device d, unsigned* generation, unsigned* width) const {
+  auto gen = sym<int (*)(Device, unsigned*)>(handle_, "nvmlDeviceGetMaxPcieLinkGeneration");
+  auto wid = sym<int (*)(Device, unsigned*)>(handle_, "nvmlDeviceGetMaxPcieLinkWidth");
+  return ok_ && gen && wid && gen(d, generation) == 0 && wid(d, width) == 0;
+}
+
 std::string Library::driverVersion() const {
   auto f = sym<int (*)(char*, unsigned)>(handle_, "nvmlSystemGetDriverVersion");
   char buf[96] = {};

@@ -1,5 +1,6 @@
 // The step kinds a suite can run: the one place where each layer registers its step.
 #include "bench/collectives_options.h"
+#include "bench/links_options.h"
 #include "bench/run_session.h"
 #include "bench/suite.h"
 
@@ -45,11 +46,37 @@ SuiteStep parseCollectivesStep(StepReader& r) {
   return s;
 }
 
+// The same options as `trainscope links`.
+SuiteStep parseLinksStep(StepReader& r) {
+  LinksArgs a;
+  a.tests = r.list("tests", a.tests);
+  a.memoryBytes = r.size("memory_bytes", a.memoryBytes);
+  a.opts.threads = static_cast<int>(r.integer("threads", a.opts.threads));
+  a.latencyBytes = r.size("latency_bytes", a.latencyBytes);
+  a.bandwidthBytes = r.size("bandwidth_bytes", a.bandwidthBytes);
+  a.opts.window = static_cast<int>(r.integer("window", a.opts.window));
+  a.copyBytes = r.size("copy_bytes", a.copyBytes);
+  a.opts.warmup = static_cast<int>(r.integer("warmup", a.opts.warmup));
+  a.opts.iters = static_cast<int>(r.integer("iters", a.opts.iters));
+  a.opts.latencyIters = static_cast<int>(r.integer("latency_iters", a.opts.latencyIters));
+  a.opts.pairs = r.string("pairs", a.opts.pairs);
+  a.opts.outlierFraction = r.number("outlier_fraction", a.opts.outlierFraction);
+  a.opts.timeoutS = r.number("timeout", a.opts.timeoutS);
+  a.opts.label = r.string("label", a.opts.label);
+  const LinksOptions o = resolveLinksArgs(a);
+  SuiteStep s;
+  s.wantsMpi = o.mpi && launchedByMpi();
+  s.config = toJson(o);
+  s.run = [o](RunContext& ctx) { return runLinksStep(o, ctx); };
+  return s;
+}
+
 }  // namespace
 
 const std::vector<StepType>& stepTypes() {
   static const std::vector<StepType> types = {
       {"env", parseEnvStep},
+      {"links", parseLinksStep},
       {"collectives", parseCollectivesStep},
   };
   return types;

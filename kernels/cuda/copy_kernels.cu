@@ -1,0 +1,36 @@
+#include "kernels/cuda/copy_kernels.h"
+
+#include "kernels/cuda/cuda_check.h"
+
+namespace ts::cuda {
+namespace {
+
+// Grid-stride 16-byte copy: each thread moves uint4 elements; costs bytes/16 loads and stores.
+__global__ void copy16(uint4* __restrict__ dst, const uint4* __restrict__ src, std::size_t n) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    dst[i] = src[i];
+  }
+}
+
+// One thread, `steps` dependent loads: the time per step is the load-to-use latency of where chain lives.
+__global__ void chase(const std::uint32_t* chain, std::uint64_t steps, std::uint32_t* out) {
+  std::uint32_t i = 0;
+  for (std::uint64_t s = 0; s < steps; ++s) i = __ldcg(chain + i);
+  *out = i;
+}
+
+}  // namespace
+
+void smCopy(void* dst, const void* src, std::size_t bytes, int smCount, cudaStream_t stream) {
+  const std::size_t n = bytes / sizeof(uint4);
+  copy16<<<smCount * 4, 512, 0, stream>>>(static_cast<uint4*>(dst), static_cast<const uint4*>(src), n);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void pointerChase(const std::uint32_t* chain, std::uint64_t steps, std::uint32_t* out, cudaStream_t stream) {
+  chase<<<1, 1, 0, stream>>>(chain, steps, out);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace ts::cuda

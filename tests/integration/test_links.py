@@ -1,0 +1,80 @@
+"""`trainscope links` on the CPU: host memory bandwidth on every host, MPI point-to-point between rank
+pairs with checked payloads, outliers, and the errors for bad input."""
+import json
+import os
+
+import pytest
+
+from helpers import run_trainscope
+
+
+def by_test(doc, test):
+    return [r for r in doc["records"] if r["kind"] == "link" and r["test"] == test]
+
+
+def test_memory_and_mpi_pairs_under_mpirun(tmp_path, validate):
+    out = tmp_path / "links.json"
+    r = run_trainscope(["links", "--memory-bytes", "32M", "--bandwidth-bytes", "256K", "--window", "16", "--latency-iters", "200",
+                        "-n", "5", "--json", out], np=2)
+    assert r.rc == 0, r.err
+    doc = json.loads(out.read_text())
+    validate(doc)
+    threads = os.cpu_count()
+    for test in ("host_memory_copy", "host_memory_triad"):
+        [rec] = by_test(doc, test)
+        assert rec["processes"] == 2 and rec["check"]["passed"]
+        # Sanity only (timing is not a pass/fail matter): positive, and below a bound no machine reaches,
+        # 500 GB/s per hardware thread (cache bandwidth included).
+        assert 0 < rec["bandwidth_gbps"] < 500 * threads
+        per_elem = 16 if test.endswith("copy") else 24
+        assert rec["bytes"] == 2 * (32 << 20) // 8 * per_elem
+    [lat] = by_test(doc, "mpi_latency")
+    [bw] = by_test(doc, "mpi_bandwidth")
+    [bibw] = by_test(doc, "mpi_bibandwidth")
+    assert (lat["src"], lat["dst"], lat["link"]["type"]) == ("rank 0", "rank 1", "shm")
+    assert lat["latency_us"]["median"] > 0 and lat["bandwidth_gbps"] is None and len(lat["samples_us"]) == 200
+    assert bw["bytes"] == 256 * 1024 * 16 and bibw["bytes"] == 2 * bw["bytes"] and bibw["direction"] == "bi"
+    assert all(r["check"] == {"performed": True, "passed": True, "wrong": 0} for r in (lat, bw, bibw))
+    assert bw["bandwidth_gbps"] == pytest.approx(bw["bytes"] / (bw["time_us"]["median"] * 1e-6) / 1e9)
+    assert "rank" not in r.err
+
+
+def test_all_pairs_and_outliers_with_four_ranks(tmp_path, validate):
+    out = tmp_path / "four.json"
+    r = run_trainscope(["links", "--tests", "mpi", "--pairs", "all", "--bandwidth-bytes", "64K", "--window", "8", "--latency-iters", "100",
+                        "-n", "3", "--json", out], np=4)
+    assert r.rc == 0, r.err
+    doc = json.loads(out.read_text())
+    validate(doc)
+    pairs = {(x["src"], x["dst"]) for x in by_test(doc, "mpi_bandwidth")}
+    assert pairs == {(f"rank {a}", f"rank {b}") for a in range(4) for b in range(a + 1, 4)}
+    summaries = [x for x in doc["records"] if x["kind"] == "link_outliers"]
+    assert {s["test"] for s in summaries} == {"mpi_latency", "mpi_bandwidth", "mpi_bibandwidth"}
+    for s in summaries:  # whatever the noise, the rule holds: an outlier is more than 20% worse than the median
+        for o in s["outliers"]:
+            assert o["value"] < 0.8 * s["median"] if s["unit"] == "GB/s" else o["value"] > 1.2 * s["median"]
+
+
+def test_pair_file(tmp_path):
+    import socket
+    pairs = tmp_path / "pairs.txt"
+    host = socket.gethostname()
+    pairs.write_text(f"# one pair\n{host} {host}\n")
+    r = run_trainscope(["links", "--tests", "mpi", "--pairs", pairs, "-n", "2", "--latency-iters", "10"], np=2)
+    assert r.rc == 2 and "are the same rank" in r.err  # both names are this host: its first rank twice
+    pairs.write_text(f"{host} elsewhere\n")
+    r = run_trainscope(["links", "--tests", "mpi", "--pairs", pairs], np=2)
+    assert r.rc == 2 and len(r.error_lines()) == 1 and "pairs.txt:1: host 'elsewhere' has no rank in this run" in r.err
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--latency-bytes", "0"], "--latency-bytes must be at least 1 byte"),
+    (["--tests", "memory,disk"], "--tests: unknown test 'disk'"),
+    (["--pairs", "/no/such/file"], "--pairs: '/no/such/file' is neither ring, all, nor a file"),
+    (["--copy-bytes", "100"], "--copy-bytes must be a positive multiple of 16 bytes"),
+    (["--window", "0"], "--window must be at least 1"),
+])
+def test_bad_input(args, message):
+    r = run_trainscope(["links"] + args)
+    assert r.rc == 2, r.err
+    assert len(r.error_lines()) == 1 and message in r.error_lines()[0], r.err
