@@ -64,3 +64,17 @@ def noisy(center, spread, n=30, seed=1):
     return [max(0.001, rng.gauss(center, spread)) for _ in range(n)]
 
 
+
+
+def make_link(test, src, dst, engine="ce", direction="uni", bw=None, latency=None, host="node-a", peak=None, **extra):
+    """A link record as trainscope links writes it (bw in GB/s, or a latency in us)."""
+    samples = [latency] * 5 if latency is not None else [1000.0] * 5
+    nbytes = 4 if latency is not None else int(bw * 1e9 * 1000e-6)
+    st = stats(samples)
+    rec = {"kind": "link", "test": test, "src": src, "dst": dst, "engine": engine, "direction": direction, "bytes": nbytes,
+           "time_us": st, "samples_us": samples, "bandwidth_gbps": None if latency is not None else nbytes / 1000e-6 / 1e9,
+           "latency_us": st if latency is not None else None,
+           "link": {"type": "pcie", "detail": "x", "peak_gbps": peak, "fraction_of_peak": (bw / peak) if (peak and bw) else None},
+           "check": {"performed": True, "passed": True, "wrong": 0}, "host": host}
+    rec.update(extra)
+    return rec

@@ -121,3 +121,27 @@ def test_report_opens_in_headless_chromium(real_report, tmp_path):
     assert len(probe["images"]) == 3 and all(i["ok"] and i["w"] > 0 for i in probe["images"]), probe
     console_errors = [l for l in p.stderr.splitlines() if "CONSOLE" in l and ("ERROR" in l or "Uncaught" in l)]
     assert console_errors == []
+
+
+def test_links_section_with_gpu_records(write_doc, tmp_path):
+    """The GPU part of the links section, from synthetic records of a 2-GPU host (CI has no GPU)."""
+    from synthetic import make_link
+    recs = [make_link("h2d", "host", "cuda:0", bw=25.0, peak=31.5, memory="pinned"),
+            make_link("d2h", "cuda:1", "host", bw=24.0, peak=31.5, memory="pageable"),
+            make_link("d2d_local", "cuda:0", "cuda:0", bw=1500.0, p2p=None),
+            make_link("d2d_local", "cuda:1", "cuda:1", bw=1490.0, p2p=None),
+            make_link("d2d_peer", "cuda:0", "cuda:1", bw=300.0, p2p=True),
+            make_link("d2d_peer", "cuda:1", "cuda:0", bw=301.0, p2p=True),
+            make_link("d2d_peer", "cuda:0", "cuda:1", bw=590.0, direction="bi", p2p=True),
+            make_link("d2d_peer", "cuda:0", "cuda:1", engine="sm", bw=280.0, p2p=True),
+            make_link("d2d_peer", "cuda:0", "cuda:1", bw=20.0, p2p=False),
+            make_link("device_load_latency", "cuda:0", "cuda:0", engine="sm", latency=0.6, steps=100000),
+            make_link("mpi_latency", "rank 0", "rank 1", engine="mpi", latency=1.5, src_host="a", dst_host="b", message_bytes=8, window=1)]
+    out = tmp_path / "gpu"
+    r = run_tool("report", write_doc("g.json", make_doc(recs)), "-o", out)
+    assert r.returncode == 0, r.stderr
+    html = (out / "index.html").read_text()
+    assert 'id="links"' in html and "Host &lt;-&gt; device copies against the link&#39;s peak" in html
+    assert "79%" in html  # 25 of 31.5 GB/s
+    assert (out / "links_gpu_matrix_node-a_0.png").read_bytes()[:8] == PNG_MAGIC
+    assert "GPU latencies" in html and "MPI point-to-point between rank pairs" in html
