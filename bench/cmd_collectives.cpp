@@ -1,4 +1,5 @@
 // `trainscope collectives`: the command line of the collective sweep (nccl-tests' flags where they exist).
+#include <array>
 #include <memory>
 
 #include <fmt/format.h>
@@ -7,6 +8,7 @@
 #include "base/units.h"
 #include "bench/collectives_options.h"
 #include "bench/commands.h"
+#include "bench/transports.h"
 
 namespace ts {
 Action addCollectivesCommand(CLI::App& app) {
@@ -33,7 +35,27 @@ Action addCollectivesCommand(CLI::App& app) {
   sub->add_option("--timeout", o.timeoutS, "Seconds without progress before all ranks are stopped (0 = never)")->capture_default_str();
   sub->add_option("--json", o.jsonPath, "Write the result document here; records stream to the .jsonl beside it");
   sub->add_option("--label", o.label, "A label for this run, carried into every record and the reports");
-  return [raw](const std::vector<std::string>& argv) { return runCollectives(resolveCollectivesArgs(*raw), argv); };
+  auto variants = std::make_shared<std::array<std::string, 4>>();  // transports, algos, protos, launcher
+  sub->add_option("--transports", (*variants)[0], "Run once per transport and merge: nccl: nvlink,pcie,ib,socket,mpi; mpi: shm,tcp");
+  sub->add_option("--algos", (*variants)[1], "NCCL: run once per algorithm (ring,tree,nvls,...) and merge");
+  sub->add_option("--protos", (*variants)[2], "NCCL: run once per protocol (LL,LL128,Simple) and merge");
+  sub->add_option("--launcher", (*variants)[3], "How --transports/--algos/--protos start each run (default for mpi: 'mpirun -np 2')");
+  return [raw, variants](const std::vector<std::string>& argv) {
+    const CollectivesOptions o = resolveCollectivesArgs(*raw);
+    const auto& [transports, algos, protos, launcher] = *variants;
+    if (transports.empty() && algos.empty() && protos.empty()) {
+      if (!launcher.empty()) throw UsageError("--launcher goes with --transports, --algos or --protos");
+      return runCollectives(o, argv);
+    }
+    VariantRequest req;
+    req.transports = splitList(transports);
+    req.algos = splitList(algos);
+    req.protos = splitList(protos);
+    req.launcher = launcher;
+    req.backend = o.backend;
+    req.jsonPath = o.jsonPath;
+    return runVariants(req, argv);
+  };
 }
 
 }  // namespace ts

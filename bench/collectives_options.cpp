@@ -9,7 +9,6 @@
 
 namespace ts {
 
-namespace {
 std::vector<std::string> splitList(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream in(s);
@@ -19,7 +18,6 @@ std::vector<std::string> splitList(const std::string& s) {
   return out;
 }
 
-}  // namespace
 
 
 CollectivesOptions resolveCollectivesArgs(const CollectivesArgs& raw) {

@@ -17,10 +17,15 @@ class Metric:
 
 
 IDENTITY = {
-    "collective": ("op", "backend", "dtype", "redop", "root", "ranks", "processes", "bytes", "in_place", "graph"),
+    "collective": ("op", "backend", "dtype", "redop", "root", "ranks", "processes", "bytes", "in_place", "graph",
+                   "transport", "algo", "proto"),
+    "link": ("test", "src", "dst", "engine", "direction", "bytes", "host", "src_host", "dst_host", "memory", "p2p"),
 }
 
 METRICS = {
+    "link": (
+        Metric("time_us", ("time_us", "median"), lower_is_better=True, samples="samples_us", unit="us"),
+    ),
     "collective": (
         Metric("time_us", ("time_us", "median"), lower_is_better=True, samples="samples_us", unit="us"),
         Metric("busbw_gbps", ("busbw_gbps",), lower_is_better=False, decides=False, unit="GB/s"),
@@ -48,7 +53,12 @@ def describe(ident):
         parts += [f"{d['bytes']} B", f"{d['ranks']} ranks", "in-place" if d["in_place"] else "out-of-place"]
         if d.get("graph"):
             parts.append(f"graph {d['graph']}")
+        parts += [d[k] for k in ("transport", "algo", "proto") if d.get(k)]
         return " ".join(str(p) for p in parts)
+    if ident[0] == "link":
+        where = d.get("host") or f"{d.get('src_host')}->{d.get('dst_host')}"
+        extra = [x for x in (d.get("memory"), "p2p off" if d.get("p2p") is False else None) if x]
+        return " ".join(str(p) for p in [d["test"], d["src"], "->", d["dst"], d["engine"], d["direction"], f"{d['bytes']} B", f"({where})"] + extra)
     return " ".join(f"{k}={v}" for k, v in d.items())
 
 

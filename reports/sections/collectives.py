@@ -9,7 +9,8 @@ SMALL = 64 * 1024  # the latency plot covers sizes up to here
 
 
 def _series_key(result, rec):
-    return (result.label, rec["backend"], rec["ranks"], rec["dtype"], rec["redop"] or "", rec.get("transport") or "")
+    variant = "/".join(x for x in (rec.get("transport"), rec.get("algo"), rec.get("proto")) if x)
+    return (result.label, rec["backend"], rec["ranks"], rec["dtype"], rec["redop"] or "", variant)
 
 
 def _series_name(key, many_runs):
