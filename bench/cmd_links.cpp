@@ -44,6 +44,7 @@ Action addLinksCommand(CLI::App& app) {
   sub->add_option("--bandwidth-bytes", a->bandwidthBytes, "MPI bandwidth message size")->capture_default_str();
   sub->add_option("--window", o.window, "MPI bandwidth: messages in flight per window (as osu_bw)")->capture_default_str();
   sub->add_option("--copy-bytes", a->copyBytes, "GPU copy size")->capture_default_str();
+  sub->add_option("--gpus", o.gpus, "GPU indices to test, comma-separated (default: all visible)")->delimiter(',');
   sub->add_option("-w,--warmup", o.warmup, "Untimed iterations first")->capture_default_str();
   sub->add_option("-n,--iters", o.iters, "Timed iterations (bandwidth tests)")->capture_default_str();
   sub->add_option("--latency-iters", o.latencyIters, "Timed round trips (latency tests)")->capture_default_str();

@@ -1,5 +1,6 @@
 #include "bench/links_gpu.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -15,6 +16,7 @@
 #include "bench/inventory.h"
 #include "bench/link_record.h"
 #include "bench/links_options.h"
+#include "bench/numa_memory.h"
 #include "bench/run_session.h"
 #include "bench/stats.h"
 #ifdef TRAINSCOPE_HAVE_CUDA
@@ -109,6 +111,18 @@ void printMatrix(const std::string& title, const std::vector<Gpu>& gpus, const s
 
 }  // namespace
 
+void validateGpuSelection(const LinksOptions& o) {
+  if (o.gpus.empty()) return;
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    count = 0;
+  }
+  for (int want : o.gpus)
+    if (want < 0 || want >= count)
+      throw UsageError(fmt::format("--gpus: GPU {} does not exist on {} ({} usable CUDA GPU(s))", want, hostName(), count));
+}
+
 std::size_t runGpuLinks(const LinksOptions& o, RunContext& ctx, const std::function<void(const LinkMeasurement&)>& emit) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
@@ -160,19 +174,23 @@ std::size_t runGpuLinks(const LinksOptions& o, RunContext& ctx, const std::funct
   };
   std::printf("#\n# GPU links on %s: %d GPU(s), copies of %s, %d iterations\n", host.c_str(), count, formatBytes(bytes).c_str(), o.iters);
 
-  // Host <-> device, pinned and pageable host memory.
-  void* pinned = nullptr;
-  CUDA_CHECK(cudaHostAlloc(&pinned, bytes, cudaHostAllocPortable));
-  std::memset(pinned, kPattern, bytes);
-  std::vector<unsigned char> pageable(bytes, kPattern);
-  std::printf("# %-8s %12s %12s %12s %12s %10s\n", "GPU", "h2d pinned", "d2h pinned", "h2d pageable", "d2h pageable", "peak");
+  // Host <-> device, pinned and pageable host memory, placed on the GPU's NUMA node where it can be.
+  std::printf("# %-8s %5s %12s %12s %12s %12s %10s\n", "GPU", "NUMA", "h2d pinned", "d2h pinned", "h2d pageable", "d2h pageable", "peak");
   for (auto& g : gpus) {
+    if (!o.gpus.empty() && std::find(o.gpus.begin(), o.gpus.end(), g.index) == o.gpus.end()) continue;
+    char bus[32] = {};
+    CUDA_CHECK(cudaDeviceGetPCIBusId(bus, sizeof(bus), g.index));
+    const int node = numaNodeOfPciDevice(bus);
+    NumaHostBuffer pinnedBuf(bytes, node), pageableBuf(bytes, node);
+    CUDA_CHECK(cudaHostRegister(pinnedBuf.data(), bytes, cudaHostRegisterPortable));
+    std::memset(pinnedBuf.data(), kPattern, bytes);
+    std::memset(pageableBuf.data(), kPattern, bytes);
     const bool c2c = g.name.find("GH200") != std::string::npos || g.name.find("GB200") != std::string::npos;
     const LinkClass link = c2c ? LinkClass{"c2c", "NVLink-C2C", 450.0} : LinkClass{"pcie", "host <-> GPU", g.pcie};
     double row[4] = {0, 0, 0, 0};
     int k = 0;
     for (const bool isPinned : {true, false}) {
-      void* hostBuf = isPinned ? pinned : pageable.data();
+      void* hostBuf = isPinned ? pinnedBuf.data() : pageableBuf.data();
       for (const bool toDevice : {true, false}) {
         activity::set(fmt::format("{} {} copy of {} on cuda:{}", toDevice ? "h2d" : "d2h", isPinned ? "pinned" : "pageable", formatBytes(bytes), g.index));
         CUDA_CHECK(cudaSetDevice(g.index));
@@ -184,7 +202,8 @@ std::size_t runGpuLinks(const LinksOptions& o, RunContext& ctx, const std::funct
         m.direction = "uni";
         m.bytes = bytes;
         m.link = link;
-        m.extra = {{"host", host}, {"memory", isPinned ? "pinned" : "pageable"}};
+        m.extra = {{"host", host}, {"memory", isPinned ? "pinned" : "pageable"},
+                   {"numa_node", pinnedBuf.boundNode() >= 0 ? nlohmann::json(pinnedBuf.boundNode()) : nlohmann::json(nullptr)}};
         m.samplesUs = timeIterations({&g}, o.warmup, o.iters, 1, [&] {
           CUDA_CHECK(cudaSetDevice(g.index));
           if (toDevice) CUDA_CHECK(cudaMemcpyAsync(g.b, hostBuf, bytes, cudaMemcpyHostToDevice, g.stream));
@@ -199,15 +218,17 @@ std::size_t runGpuLinks(const LinksOptions& o, RunContext& ctx, const std::funct
         row[k++] = measure(m).value_or(0);
       }
     }
-    std::printf("  GPU%-5d %12.1f %12.1f %12.1f %12.1f %10s\n", g.index, row[0], row[1], row[2], row[3],
-                link.peakGbps ? fmt::format("{:.1f}", *link.peakGbps).c_str() : "?");
+    CUDA_CHECK(cudaHostUnregister(pinnedBuf.data()));
+    std::printf("  GPU%-5d %5s %12.1f %12.1f %12.1f %12.1f %10s\n", g.index, node >= 0 ? std::to_string(node).c_str() : "-", row[0], row[1],
+                row[2], row[3], link.peakGbps ? fmt::format("{:.1f}", *link.peakGbps).c_str() : "?");
   }
-  CUDA_CHECK(cudaFreeHost(pinned));
 
   // Device-local copies (diagonal) and every pair, copy engine and SM, P2P on and off, one way and both.
   std::map<std::pair<int, int>, double> ceUni, ceBi, smUni, ceNoP2p;
+  auto selected = [&](const Gpu& g) { return o.gpus.empty() || std::find(o.gpus.begin(), o.gpus.end(), g.index) != o.gpus.end(); };
   for (auto& s : gpus) {
     for (auto& d : gpus) {
+      if (!selected(s) || !selected(d)) continue;
       const bool local = s.index == d.index;
       int access = local ? 1 : 0;
       if (!local) CUDA_CHECK(cudaDeviceCanAccessPeer(&access, s.index, d.index));
@@ -267,6 +288,7 @@ std::size_t runGpuLinks(const LinksOptions& o, RunContext& ctx, const std::funct
   // Latency: 4-byte copies (launch to completion, the way a small transfer feels) and a pointer chase.
   constexpr int kSmall = 100;
   for (auto& g : gpus) {
+    if (!selected(g)) continue;
     CUDA_CHECK(cudaSetDevice(g.index));
     void* tiny = nullptr;
     CUDA_CHECK(cudaHostAlloc(&tiny, 64, cudaHostAllocPortable));
@@ -345,6 +367,10 @@ std::size_t runGpuLinks(const LinksOptions& o, RunContext& ctx, const std::funct
 }
 
 #else
+
+void validateGpuSelection(const LinksOptions& o) {
+  if (!o.gpus.empty()) throw UsageError("--gpus: this trainscope was built without CUDA");
+}
 
 std::size_t runGpuLinks(const LinksOptions&, RunContext& ctx, const std::function<void(const LinkMeasurement&)>&) {
   if (ctx.boot.rank() == 0) std::printf("#\n# GPU links: skipped (built without CUDA)\n");

@@ -12,6 +12,9 @@ struct LinksOptions;
 struct LinkMeasurement;
 struct RunContext;
 
+// UsageError when --gpus names a GPU this host does not have (checked before any test runs).
+void validateGpuSelection(const LinksOptions& o);
+
 // Returns the number of tests whose payload check failed; `emit` receives each measurement on the process
 // that made it. Prints a note and returns 0 where there is no GPU or no CUDA.
 std::size_t runGpuLinks(const LinksOptions& o, RunContext& ctx, const std::function<void(const LinkMeasurement&)>& emit);

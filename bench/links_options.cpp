@@ -19,7 +19,7 @@ nlohmann::json toJson(const LinksOptions& o) {
           {"bandwidth_bytes", o.bandwidthBytes}, {"copy_bytes", o.copyBytes},
           {"window", o.window},         {"warmup", o.warmup},
           {"iters", o.iters},           {"latency_iters", o.latencyIters},
-          {"pairs", o.pairs},           {"outlier_fraction", o.outlierFraction},
+          {"pairs", o.pairs},           {"outlier_fraction", o.outlierFraction}, {"gpus", o.gpus},
           {"timeout_s", o.timeoutS},    {"label", o.label}};
 }
 

@@ -19,6 +19,7 @@ struct LinksOptions {
   std::uint64_t latencyBytes = 8;
   std::uint64_t bandwidthBytes = 4ull << 20;
   std::uint64_t copyBytes = 256ull << 20;  // GPU copies
+  std::vector<int> gpus;                   // GPU indices to test (empty = all visible)
   int window = 64;
   int warmup = 5;
   int iters = 20;

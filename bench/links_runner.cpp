@@ -229,6 +229,7 @@ std::size_t mpiPairs(const LinksOptions& o, RunContext& ctx, Emitter& out, const
 std::size_t runLinksStep(const LinksOptions& o, RunContext& ctx) {
   Bootstrap& boot = ctx.boot;
   Emitter out{ctx, o};
+  if (o.gpu) collectively(boot, [&] { validateGpuSelection(o); });  // before anything is measured
   const auto hosts = boot.allGatherStrings(hostName());
   Watchdog watchdog(o.timeoutS, [&](double waited) {
     std::fprintf(stderr, "trainscope: error: %s: timeout: %s made no progress for %.1f s (--timeout %g); ending all ranks\n",

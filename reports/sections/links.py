@@ -102,6 +102,17 @@ class LinksSection:
                     hd_rows.append([name(r, x["host"]), x["test"], x["src"] if x["test"] == "d2h" else x["dst"], x["memory"],
                                     _num(x["bandwidth_gbps"], "{:.1f}"), _num(x["link"]["peak_gbps"], "{:.1f}"), _pct(x["link"]["fraction_of_peak"])])
         if hd_rows:
+            bars = [(f"{row[2]} {row[1]} {row[3]}" + (f" ({row[0]})" if len(results) > 1 else ""), float(row[4]), row[5]) for row in hd_rows]
+            fig, (ax,) = new_figure(width=max(5.0, 0.45 * len(bars) + 2), height=3.4)
+            ax.bar(range(len(bars)), [b[1] for b in bars], color="C0", label="measured")
+            for i, b in enumerate(bars):
+                if b[2] != "-":
+                    ax.hlines(float(b[2]), i - 0.4, i + 0.4, colors="C3", label="peak" if i == 0 else None)
+            ax.set_xticks(range(len(bars)), [b[0] for b in bars], rotation=45, ha="right", fontsize=7)
+            ax.set_ylabel("GB/s")
+            ax.set_title("host <-> device copies (red: the link's datasheet peak)")
+            ax.legend(fontsize=7)
+            blocks.append(plots.save(fig, "links_host_device", "host <-> device", "host to device and device to host bandwidth against the link peak"))
             blocks.append({"kind": "table", "caption": "Host <-> device copies against the link's peak",
                            "columns": ["host", "test", "GPU", "host memory", "GB/s", "peak (GB/s)", "of peak"], "rows": hd_rows})
         for r in results:

@@ -73,6 +73,7 @@ def test_pair_file(tmp_path):
     (["--pairs", "/no/such/file"], "--pairs: '/no/such/file' is neither ring, all, nor a file"),
     (["--copy-bytes", "100"], "--copy-bytes must be a positive multiple of 16 bytes"),
     (["--window", "0"], "--window must be at least 1"),
+    (["--gpus", "7"], "--gpus: GPU 7 does not exist"),
 ])
 def test_bad_input(args, message):
     r = run_trainscope(["links"] + args)

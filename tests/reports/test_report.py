@@ -144,4 +144,5 @@ def test_links_section_with_gpu_records(write_doc, tmp_path):
     assert 'id="links"' in html and "Host &lt;-&gt; device copies against the link&#39;s peak" in html
     assert "79%" in html  # 25 of 31.5 GB/s
     assert (out / "links_gpu_matrix_node-a_0.png").read_bytes()[:8] == PNG_MAGIC
+    assert (out / "links_host_device.png").read_bytes()[:8] == PNG_MAGIC
     assert "GPU latencies" in html and "MPI point-to-point between rank pairs" in html
