@@ -93,6 +93,18 @@ long long checkPattern(Gpu& g, void* devicePtr, std::size_t bytes, std::vector<u
   return wrong;
 }
 
+// A host<->device measurement of `test` ("h2d", "d2h_latency", ...) on one GPU, by the copy engine.
+LinkMeasurement hostDevice(const std::string& test, bool toDevice, int gpu, std::uint64_t bytes) {
+  LinkMeasurement m;
+  m.test = test;
+  m.src = toDevice ? "host" : fmt::format("cuda:{}", gpu);
+  m.dst = toDevice ? fmt::format("cuda:{}", gpu) : "host";
+  m.engine = "ce";
+  m.direction = "uni";
+  m.bytes = bytes;
+  return m;
+}
+
 std::string cell(const std::optional<double>& v) { return v ? fmt::format("{:8.1f}", *v) : fmt::format("{:>8}", "N/A"); }
 
 void printMatrix(const std::string& title, const std::vector<Gpu>& gpus, const std::map<std::pair<int, int>, double>& m) {
@@ -194,13 +206,7 @@ std::size_t runGpuLinks(const LinksOptions& o, RunContext& ctx, const std::funct
       for (const bool toDevice : {true, false}) {
         activity::set(fmt::format("{} {} copy of {} on cuda:{}", toDevice ? "h2d" : "d2h", isPinned ? "pinned" : "pageable", formatBytes(bytes), g.index));
         CUDA_CHECK(cudaSetDevice(g.index));
-        LinkMeasurement m;
-        m.test = toDevice ? "h2d" : "d2h";
-        m.src = toDevice ? "host" : fmt::format("cuda:{}", g.index);
-        m.dst = toDevice ? fmt::format("cuda:{}", g.index) : "host";
-        m.engine = "ce";
-        m.direction = "uni";
-        m.bytes = bytes;
+        LinkMeasurement m = hostDevice(toDevice ? "h2d" : "d2h", toDevice, g.index, bytes);
         m.link = link;
         m.extra = {{"host", host}, {"memory", isPinned ? "pinned" : "pageable"},
                    {"numa_node", pinnedBuf.boundNode() >= 0 ? nlohmann::json(pinnedBuf.boundNode()) : nlohmann::json(nullptr)}};
@@ -294,13 +300,7 @@ std::size_t runGpuLinks(const LinksOptions& o, RunContext& ctx, const std::funct
     CUDA_CHECK(cudaHostAlloc(&tiny, 64, cudaHostAllocPortable));
     std::memset(tiny, kPattern, 64);
     for (const bool toDevice : {true, false}) {
-      LinkMeasurement m;
-      m.test = toDevice ? "h2d_latency" : "d2h_latency";
-      m.src = toDevice ? "host" : fmt::format("cuda:{}", g.index);
-      m.dst = toDevice ? fmt::format("cuda:{}", g.index) : "host";
-      m.engine = "ce";
-      m.direction = "uni";
-      m.bytes = 4;
+      LinkMeasurement m = hostDevice(toDevice ? "h2d_latency" : "d2h_latency", toDevice, g.index, 4);
       m.latency = true;
       m.link = {"pcie", "host <-> GPU", g.pcie};
       m.extra = {{"host", host}, {"memory", "pinned"}};
