@@ -23,7 +23,8 @@ struct SuiteArgs {
   bool checkOnly = false;
 };
 
-// Runs `trainscope report` on the finished document and waits for it; its failure does not undo the run.
+// Runs `trainscope report` (this very binary, whatever PATH or argv[0] say) on the finished document and
+// waits for it; its failure does not undo the run.
 int writeReport(const std::string& self, const std::string& json, const std::string& dir) {
   const pid_t pid = ::fork();
   if (pid == 0) {
@@ -76,7 +77,7 @@ Action addSuiteCommand(CLI::App& app) {
     session->finish();
     int rc = failed ? 1 : 0;
     if (!args->reportDir.empty() && session->boot().rank() == 0) {
-      if (writeReport(argv[0], json, args->reportDir) != 0) {
+      if (writeReport("/proc/self/exe", json, args->reportDir) != 0) {
         std::fprintf(stderr, "trainscope: error: the report of %s could not be written (the results are kept)\n", json.c_str());
         rc = rc ? rc : 1;
       }
