@@ -1,5 +1,5 @@
 # Finds every dependency once and says, in TRAINSCOPE_HAVE_*, what this build has.
-# Required: nlohmann_json, CLI11, fmt, toml++. Optional: CUDA (+ NCCL, cuBLASLt, cuDNN), MPI, hwloc, ibverbs.
+# Required: nlohmann_json, CLI11, fmt, toml++. Optional: CUDA (+ NCCL, cuBLASLt, cuDNN), MPI, OpenBLAS, hwloc, ibverbs.
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(fmt REQUIRED)
 find_package(tomlplusplus REQUIRED)
@@ -41,7 +41,10 @@ endif()
 find_package(PkgConfig)
 set(TRAINSCOPE_HAVE_HWLOC OFF)
 set(TRAINSCOPE_HAVE_IBVERBS OFF)
+set(TRAINSCOPE_HAVE_OPENBLAS OFF)
 if(PKG_CONFIG_FOUND)
+  pkg_check_modules(OPENBLAS IMPORTED_TARGET openblas)
+  set(TRAINSCOPE_HAVE_OPENBLAS ${OPENBLAS_FOUND})
   pkg_check_modules(HWLOC IMPORTED_TARGET hwloc)
   set(TRAINSCOPE_HAVE_HWLOC ${HWLOC_FOUND})
   pkg_check_modules(IBVERBS IMPORTED_TARGET libibverbs)

@@ -1,0 +1,48 @@
+// The fused softmax cross-entropy (one pass for the loss and the logit gradients) and the optimizer updates.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kernels/cpu/ops.h"
+
+namespace ts::cpu {
+
+void crossEntropyForwardBackward(float* losses, float* dlogits, const float* logits, const int* targets, std::size_t N, std::size_t V,
+                                 float dloss) {
+  for (std::size_t i = 0; i < N; ++i) {
+    const float* z = logits + i * V;
+    float mx = -std::numeric_limits<float>::infinity();
+    for (std::size_t v = 0; v < V; ++v) mx = std::max(mx, z[v]);
+    double sum = 0;
+    for (std::size_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(z[v]) - mx);
+    const auto t = static_cast<std::size_t>(targets[i]);
+    if (losses) losses[i] = static_cast<float>(std::log(sum) - (static_cast<double>(z[t]) - mx));
+    if (dlogits)
+      for (std::size_t v = 0; v < V; ++v) {
+        const double p = std::exp(static_cast<double>(z[v]) - mx) / sum;
+        dlogits[i * V + v] = static_cast<float>((p - (v == t ? 1.0 : 0.0)) * dloss);
+      }
+  }
+}
+
+void adamwUpdate(float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1, float beta2, float eps,
+                 float weightDecay, int t) {
+  const double c1 = 1.0 - std::pow(static_cast<double>(beta1), t);
+  const double c2 = 1.0 - std::pow(static_cast<double>(beta2), t);
+  for (std::size_t i = 0; i < n; ++i) {
+    m[i] = beta1 * m[i] + (1 - beta1) * grads[i];
+    v[i] = beta2 * v[i] + (1 - beta2) * grads[i] * grads[i];
+    const double mhat = m[i] / c1, vhat = v[i] / c2;
+    params[i] -= static_cast<float>(lr * (mhat / (std::sqrt(vhat) + eps) + weightDecay * params[i]));
+  }
+}
+
+void sgdMomentumUpdate(float* params, const float* grads, float* momentum, std::size_t n, float lr, float mu, float weightDecay) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const float g = grads[i] + weightDecay * params[i];
+    momentum[i] = mu * momentum[i] + g;
+    params[i] -= lr * momentum[i];
+  }
+}
+
+}  // namespace ts::cpu

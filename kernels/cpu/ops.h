@@ -1,0 +1,59 @@
+#pragma once
+// The CPU implementations of the compute ops: the reference the CUDA ops are tested against, and the CPU
+// backend the workloads train with. Row-major float32 throughout (GEMM through OpenBLAS); each op says what
+// it computes and what it moves, as llm.c does. The CUDA ops (kernels/cuda/) take the same arguments.
+//
+// Gradients accumulate (+=) into dweight/dbias, so that one backward can sum over micro-batches; dinp is
+// accumulated as well, matching how a layer's input gradient sums contributions from several consumers.
+#include <cstddef>
+#include <cstdint>
+
+namespace ts::cpu {
+
+// C[m,n] = alpha * op(A)[m,k] @ op(B)[k,n] + beta * C, op = transpose when the flag is set. Row-major,
+// leading dimensions as stored. 2*m*n*k FLOPs; reads A, B (and C when beta != 0), writes C.
+void gemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* A, int lda, const float* B, int ldb,
+          float beta, float* C, int ldc);
+// The same in float64 (the reference for the others and for GEMM itself).
+void gemm(bool transA, bool transB, int m, int n, int k, double alpha, const double* A, int lda, const double* B, int ldb,
+          double beta, double* C, int ldc);
+
+// LayerNorm over the last dimension of inp[N,C]: out = (x - mean) * rstd * weight + bias; saves mean[N]
+// and rstd[N] for the backward. Reads N*C, writes N*C (+2N).
+void layernormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
+                      std::size_t N, std::size_t C, float eps = 1e-5f);
+void layernormBackward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const float* weight,
+                       const float* mean, const float* rstd, std::size_t N, std::size_t C);
+
+// Row-wise softmax of inp[rows, cols] (max-subtracted). With causalT > 0 the rows are attention scores
+// [..., T, T] and row r may only attend to columns <= r % T (the rest become 0).
+void softmaxForward(float* out, const float* inp, std::size_t rows, std::size_t cols, std::size_t causalT = 0);
+// dinp += softmax backward: dinp_j = y_j * (dout_j - sum_k dout_k y_k).
+void softmaxBackward(float* dinp, const float* dout, const float* out, std::size_t rows, std::size_t cols);
+
+// GELU, tanh approximation (GPT-2's): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+void geluForward(float* out, const float* inp, std::size_t n);
+void geluBackward(float* dinp, const float* inp, const float* dout, std::size_t n);  // dinp += gelu'(x) * dout
+
+// out[N,C] = inp[N,C] + bias[C].   out[n] = a[n] + b[n].
+void biasAdd(float* out, const float* inp, const float* bias, std::size_t N, std::size_t C);
+void residualAdd(float* out, const float* a, const float* b, std::size_t n);
+
+// Fused softmax cross-entropy over logits[N,V] with integer targets[N]: losses[n] = -log softmax(logits)[target];
+// dlogits = (softmax - onehot(target)) * dloss (per row); either output may be null. Reads N*V, writes N*V.
+void crossEntropyForwardBackward(float* losses, float* dlogits, const float* logits, const int* targets, std::size_t N,
+                                 std::size_t V, float dloss);
+
+// AdamW (decoupled weight decay), step t >= 1: m, v updated in place; params -= lr * (mhat / (sqrt(vhat) + eps) + wd * params).
+void adamwUpdate(float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1, float beta2,
+                 float eps, float weightDecay, int t);
+// SGD with momentum and (coupled) weight decay: g' = g + wd*p; buf = mu*buf + g'; p -= lr * buf.
+void sgdMomentumUpdate(float* params, const float* grads, float* momentum, std::size_t n, float lr, float mu, float weightDecay);
+
+// float32 <-> bfloat16 / float16 (round to nearest even).
+void castToBFloat16(std::uint16_t* out, const float* inp, std::size_t n);
+void castFromBFloat16(float* out, const std::uint16_t* inp, std::size_t n);
+void castToHalf(std::uint16_t* out, const float* inp, std::size_t n);
+void castFromHalf(float* out, const std::uint16_t* inp, std::size_t n);
+
+}  // namespace ts::cpu

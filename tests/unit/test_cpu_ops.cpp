@@ -1,0 +1,213 @@
+// The CPU ops against float64 references written independently here, and the backward ops against
+// central finite differences of the float64 forward. Random inputs (never zeros), awkward sizes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "base/dtype.h"
+#include "kernels/cpu/ops.h"
+
+namespace ts {
+namespace {
+
+std::vector<float> randomVec(std::size_t n, unsigned seed, float lo = -2.0f, float hi = 2.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+double maxRelErr(const std::vector<float>& got, const std::vector<double>& want) {
+  double worst = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]) / std::max(1.0, std::fabs(want[i])));
+  return worst;
+}
+
+// d/dx_i of f at x, central differences in float64.
+std::vector<double> numericGrad(const std::function<double(const std::vector<double>&)>& f, std::vector<double> x, double h = 1e-6) {
+  std::vector<double> g(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double keep = x[i];
+    x[i] = keep + h;
+    const double up = f(x);
+    x[i] = keep - h;
+    const double down = f(x);
+    x[i] = keep;
+    g[i] = (up - down) / (2 * h);
+  }
+  return g;
+}
+
+std::vector<double> toDouble(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+
+// float64 forwards, written from the formulas.
+std::vector<double> layernormRef(const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>& b, std::size_t N, std::size_t C) {
+  std::vector<double> y(N * C);
+  for (std::size_t i = 0; i < N; ++i) {
+    double m = 0, v = 0;
+    for (std::size_t c = 0; c < C; ++c) m += x[i * C + c];
+    m /= C;
+    for (std::size_t c = 0; c < C; ++c) v += (x[i * C + c] - m) * (x[i * C + c] - m);
+    v /= C;
+    for (std::size_t c = 0; c < C; ++c) y[i * C + c] = (x[i * C + c] - m) / std::sqrt(v + 1e-5) * w[c] + b[c];
+  }
+  return y;
+}
+double geluRef(double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }
+
+}  // namespace
+
+TEST(CpuOps, GemmMatchesFloat64ForEveryTransposeAndAwkwardSizes) {
+  for (auto [m, n, k] : {std::tuple{1, 1, 1}, std::tuple{7, 13, 5}, std::tuple{33, 1, 17}, std::tuple{64, 65, 129}}) {
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        const auto A = randomVec(static_cast<std::size_t>(m * k), 1), B = randomVec(static_cast<std::size_t>(k * n), 2);
+        auto C = randomVec(static_cast<std::size_t>(m * n), 3);
+        std::vector<double> product(C.size()), want(C.size());
+        for (int i = 0; i < m; ++i)
+          for (int j = 0; j < n; ++j) {
+            double acc = 0;
+            for (int p = 0; p < k; ++p) acc += double(ta ? A[p * m + i] : A[i * k + p]) * double(tb ? B[j * k + p] : B[p * n + j]);
+            product[i * n + j] = acc;
+            want[i * n + j] = 1.5 * acc + 0.5 * C[i * n + j];
+          }
+        cpu::gemm(ta, tb, m, n, k, 1.5f, A.data(), ta ? m : k, B.data(), tb ? k : n, 0.5f, C.data(), n);
+        EXPECT_LT(maxRelErr(C, want), 1e-5 * std::sqrt(double(k))) << m << "x" << n << "x" << k << " " << ta << tb;
+        std::vector<double> Cd(C.size(), 7.0);  // beta = 0: the old contents must not leak in
+        cpu::gemm(ta, tb, m, n, k, 1.0, toDouble(A).data(), ta ? m : k, toDouble(B).data(), tb ? k : n, 0.0, Cd.data(), n);
+        for (std::size_t i = 0; i < Cd.size(); ++i) EXPECT_NEAR(Cd[i], product[i], 1e-12 * std::max(1.0, std::fabs(product[i])));
+      }
+  }
+}
+
+TEST(CpuOps, LayerNormForwardAndBackward) {
+  const std::size_t N = 3, C = 11;
+  const auto x = randomVec(N * C, 4), w = randomVec(C, 5), b = randomVec(C, 6), dy = randomVec(N * C, 7);
+  std::vector<float> y(N * C), mean(N), rstd(N);
+  cpu::layernormForward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
+  EXPECT_LT(maxRelErr(y, layernormRef(toDouble(x), toDouble(w), toDouble(b), N, C)), 1e-5);
+  std::vector<float> dx(N * C, 0.0f), dw(C, 0.0f), db(C, 0.0f);
+  cpu::layernormBackward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C);
+  auto loss = [&](const std::vector<double>& xx, const std::vector<double>& ww, const std::vector<double>& bb) {
+    const auto yy = layernormRef(xx, ww, bb, N, C);
+    double l = 0;
+    for (std::size_t i = 0; i < yy.size(); ++i) l += yy[i] * dy[i];
+    return l;
+  };
+  EXPECT_LT(maxRelErr(dx, numericGrad([&](const auto& v) { return loss(v, toDouble(w), toDouble(b)); }, toDouble(x))), 1e-4);
+  EXPECT_LT(maxRelErr(dw, numericGrad([&](const auto& v) { return loss(toDouble(x), v, toDouble(b)); }, toDouble(w))), 1e-4);
+  EXPECT_LT(maxRelErr(db, numericGrad([&](const auto& v) { return loss(toDouble(x), toDouble(w), v); }, toDouble(b))), 1e-4);
+}
+
+TEST(CpuOps, SoftmaxPlainAndCausalAndBackward) {
+  const std::size_t T = 5, rows = 2 * T, cols = T;
+  const auto x = randomVec(rows * cols, 8, -4, 4);
+  for (std::size_t causal : {std::size_t{0}, T}) {
+    std::vector<float> y(rows * cols);
+    cpu::softmaxForward(y.data(), x.data(), rows, cols, causal);
+    std::vector<double> want(rows * cols, 0.0);
+    for (std::size_t r = 0; r < rows; ++r) {
+      const std::size_t valid = causal ? r % T + 1 : cols;
+      double s = 0;
+      for (std::size_t c = 0; c < valid; ++c) s += std::exp(double(x[r * cols + c]));
+      for (std::size_t c = 0; c < valid; ++c) want[r * cols + c] = std::exp(double(x[r * cols + c])) / s;
+    }
+    EXPECT_LT(maxRelErr(y, want), 1e-6) << "causal " << causal;
+  }
+  std::vector<float> y(rows * cols), dx(rows * cols, 0.0f);
+  const auto dy = randomVec(rows * cols, 9);
+  cpu::softmaxForward(y.data(), x.data(), rows, cols);
+  cpu::softmaxBackward(dx.data(), dy.data(), y.data(), rows, cols);
+  auto loss = [&](const std::vector<double>& xx) {
+    double l = 0;
+    for (std::size_t r = 0; r < rows; ++r) {
+      double s = 0;
+      for (std::size_t c = 0; c < cols; ++c) s += std::exp(xx[r * cols + c]);
+      for (std::size_t c = 0; c < cols; ++c) l += std::exp(xx[r * cols + c]) / s * dy[r * cols + c];
+    }
+    return l;
+  };
+  EXPECT_LT(maxRelErr(dx, numericGrad(loss, toDouble(x))), 1e-5);
+}
+
+TEST(CpuOps, GeluForwardAndBackward) {
+  const auto x = randomVec(101, 10, -5, 5), dy = randomVec(101, 11);
+  std::vector<float> y(101), dx(101, 0.0f);
+  cpu::geluForward(y.data(), x.data(), 101);
+  std::vector<double> want(101);
+  for (std::size_t i = 0; i < 101; ++i) want[i] = geluRef(x[i]);
+  EXPECT_LT(maxRelErr(y, want), 1e-6);
+  cpu::geluBackward(dx.data(), x.data(), dy.data(), 101);
+  auto loss = [&](const std::vector<double>& xx) {
+    double l = 0;
+    for (std::size_t i = 0; i < xx.size(); ++i) l += geluRef(xx[i]) * dy[i];
+    return l;
+  };
+  EXPECT_LT(maxRelErr(dx, numericGrad(loss, toDouble(x))), 1e-5);
+}
+
+TEST(CpuOps, CrossEntropyLossAndLogitGradients) {
+  const std::size_t N = 4, V = 37;
+  const auto z = randomVec(N * V, 12, -6, 6);
+  const std::vector<int> targets = {0, 36, 5, 17};
+  std::vector<float> losses(N), dz(N * V);
+  cpu::crossEntropyForwardBackward(losses.data(), dz.data(), z.data(), targets.data(), N, V, 1.0f / N);
+  auto loss = [&](const std::vector<double>& zz) {
+    double l = 0;
+    for (std::size_t i = 0; i < N; ++i) {
+      double s = 0;
+      for (std::size_t v = 0; v < V; ++v) s += std::exp(zz[i * V + v]);
+      l += (std::log(s) - zz[i * V + targets[i]]) / N;
+    }
+    return l;
+  };
+  double mean = 0;
+  for (float l : losses) mean += l / N;
+  EXPECT_NEAR(mean, loss(toDouble(z)), 1e-5);
+  EXPECT_LT(maxRelErr(dz, numericGrad(loss, toDouble(z))), 1e-5);
+}
+
+TEST(CpuOps, OptimizerStepsMatchTheirDefinitions) {
+  const std::size_t n = 9;
+  auto p = randomVec(n, 13), g = randomVec(n, 14), m = randomVec(n, 15, 0, 1), v = randomVec(n, 16, 0, 1);
+  std::vector<double> pd = toDouble(p), md = toDouble(m), vd = toDouble(v);
+  cpu::adamwUpdate(p.data(), g.data(), m.data(), v.data(), n, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f, 3);
+  for (std::size_t i = 0; i < n; ++i) {
+    md[i] = 0.9 * md[i] + 0.1 * g[i];
+    vd[i] = 0.999 * vd[i] + 0.001 * double(g[i]) * g[i];
+    const double mh = md[i] / (1 - std::pow(0.9, 3)), vh = vd[i] / (1 - std::pow(0.999, 3));
+    pd[i] -= 1e-2 * (mh / (std::sqrt(vh) + 1e-8) + 0.1 * pd[i]);
+  }
+  EXPECT_LT(maxRelErr(p, pd), 1e-5);
+  auto q = randomVec(n, 17), buf = randomVec(n, 18);
+  std::vector<double> qd = toDouble(q), bd = toDouble(buf);
+  cpu::sgdMomentumUpdate(q.data(), g.data(), buf.data(), n, 0.05f, 0.9f, 1e-2f);
+  for (std::size_t i = 0; i < n; ++i) {
+    bd[i] = 0.9 * bd[i] + (g[i] + 1e-2 * qd[i]);
+    qd[i] -= 0.05 * bd[i];
+  }
+  EXPECT_LT(maxRelErr(q, qd), 1e-6);
+}
+
+TEST(CpuOps, AddsAndCasts) {
+  const auto a = randomVec(12, 19), b = randomVec(4, 20);
+  std::vector<float> out(12);
+  cpu::biasAdd(out.data(), a.data(), b.data(), 3, 4);
+  for (std::size_t i = 0; i < 12; ++i) EXPECT_EQ(out[i], a[i] + b[i % 4]);
+  cpu::residualAdd(out.data(), a.data(), a.data(), 12);
+  for (std::size_t i = 0; i < 12; ++i) EXPECT_EQ(out[i], 2 * a[i]);
+  std::vector<std::uint16_t> h(12);
+  std::vector<float> back(12);
+  cpu::castToBFloat16(h.data(), a.data(), 12);
+  cpu::castFromBFloat16(back.data(), h.data(), 12);
+  for (std::size_t i = 0; i < 12; ++i) EXPECT_NEAR(back[i], a[i], std::fabs(a[i]) * 0x1p-8);
+  cpu::castToHalf(h.data(), a.data(), 12);
+  cpu::castFromHalf(back.data(), h.data(), 12);
+  for (std::size_t i = 0; i < 12; ++i) EXPECT_NEAR(back[i], a[i], std::fabs(a[i]) * 0x1p-11);
+}
+
+}  // namespace ts
