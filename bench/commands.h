@@ -14,6 +14,7 @@ using Action = std::function<int(const std::vector<std::string>& argv)>;
 Action addEnvCommand(CLI::App& app);
 Action addCollectivesCommand(CLI::App& app);
 Action addLinksCommand(CLI::App& app);
+Action addKernelsCommand(CLI::App& app);
 Action addReportCommand(CLI::App& app);   // cmd_reports.cpp: the Python tool in reports/
 Action addCompareCommand(CLI::App& app);
 Action addSuiteCommand(CLI::App& app);

@@ -143,8 +143,8 @@ std::size_t runGpuLinks(const LinksOptions& o, RunContext& ctx, const std::funct
     return 0;
   }
   ctx.boot.barrier();
-  if (ctx.boot.localRank() != 0) {  // one process per host tests the host's GPUs; the others wait
-    ctx.boot.barrier();
+  if (ctx.boot.localRank() != 0) {  // one process per host tests the host's GPUs; the others wait quietly
+    ctx.boot.quietBarrier();
     return 0;
   }
   const std::string host = hostName();
@@ -362,7 +362,7 @@ std::size_t runGpuLinks(const LinksOptions& o, RunContext& ctx, const std::funct
     cudaStreamDestroy(g.stream);
   }
   std::fflush(stdout);
-  ctx.boot.barrier();
+  ctx.boot.quietBarrier();
   return failed;
 }
 

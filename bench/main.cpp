@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
       {"env", ts::addEnvCommand(app)},
       {"links", ts::addLinksCommand(app)},
       {"collectives", ts::addCollectivesCommand(app)},
+      {"kernels", ts::addKernelsCommand(app)},
       {"suite", ts::addSuiteCommand(app)},
       {"report", ts::addReportCommand(app)},
       {"compare", ts::addCompareCommand(app)},

@@ -43,8 +43,7 @@ std::unique_ptr<RunSession> RunSession::open(BootstrapKind bootstrap, bool wantM
   const std::string stream = jsonPath.empty() ? "" : ResultWriter::streamPathFor(jsonPath);
   activity::setStreamPath(stream);
   if (s->writer_) s->writer_->begin(s->meta_);
-  s->ctx_ = std::make_unique<RunContext>(RunContext{boot, s->writer_.get(), stream});
-  s->ctx_->metadata = &s->meta_;
+  s->ctx_ = std::make_unique<RunContext>(RunContext{boot, s->writer_.get(), stream, nlohmann::json::array(), "", &s->meta_});
   return s;
 }
 

@@ -19,9 +19,9 @@ struct RunContext {
   Bootstrap& boot;
   ResultWriter* writer;     // process 0 only; null elsewhere
   std::string streamPath;   // where records stream ("" when not writing)
+  nlohmann::json layouts = nlohmann::json::array();  // one per step that built a communicator
   std::string step;         // the suite step running now ("" outside suites); records carry it
   const nlohmann::json* metadata = nullptr;  // the run metadata (hosts, environment)
-  nlohmann::json layouts = nlohmann::json::array();  // one per step that built a communicator
 
   // Gathers the ranks of a step's communicator (every process calls it) into run.layouts.
   void addLayout(const std::string& step, const std::string& backend, int worldSize, int gpusPerProcess,

@@ -1,5 +1,6 @@
 // The step kinds a suite can run: the one place where each layer registers its step.
 #include "bench/collectives_options.h"
+#include "bench/kernels_options.h"
 #include "bench/links_options.h"
 #include "bench/run_session.h"
 #include "bench/suite.h"
@@ -71,12 +72,36 @@ SuiteStep parseLinksStep(StepReader& r) {
   return s;
 }
 
+// The same options as `trainscope kernels`.
+SuiteStep parseKernelsStep(StepReader& r) {
+  KernelsArgs a;
+  a.ops = r.list("ops", a.ops);
+  a.dtype = r.string("dtype", a.dtype);
+  a.preset = r.string("preset", a.preset);
+  a.hidden = r.integer("hidden", a.hidden);
+  a.seq = r.integer("seq", a.seq);
+  a.batch = r.integer("batch", a.batch);
+  a.vocab = r.integer("vocab", a.vocab);
+  a.opts.warmup = static_cast<int>(r.integer("warmup", a.opts.warmup));
+  a.opts.iters = static_cast<int>(r.integer("iters", a.opts.iters));
+  a.opts.trials = static_cast<int>(r.integer("trials", a.opts.trials));
+  a.opts.ceilings = r.boolean("ceilings", a.opts.ceilings);
+  a.opts.timeoutS = r.number("timeout", a.opts.timeoutS);
+  a.opts.label = r.string("label", a.opts.label);
+  const KernelsOptions o = resolveKernelsArgs(a);
+  SuiteStep s;
+  s.config = toJson(o);
+  s.run = [o](RunContext& ctx) { return runKernelsStep(o, ctx); };
+  return s;
+}
+
 }  // namespace
 
 const std::vector<StepType>& stepTypes() {
   static const std::vector<StepType> types = {
       {"env", parseEnvStep},
       {"links", parseLinksStep},
+      {"kernels", parseKernelsStep},
       {"collectives", parseCollectivesStep},
   };
   return types;

@@ -21,6 +21,9 @@ class Bootstrap {
   // Every process contributes `bytes` bytes; `out` receives size()*bytes, process p's at p*bytes.
   virtual void allGather(const void* in, void* out, std::size_t bytes) = 0;
   virtual void barrier() = 0;
+  // A barrier that waits without spinning (polls and sleeps), for processes that stand by while another
+  // measures on the same host: a busy-waiting barrier would take a core from the measurement.
+  virtual void quietBarrier() { barrier(); }
   // Ends every process of the run (used on timeouts and fatal errors); does not return.
   [[noreturn]] virtual void abortAll(int exitCode) = 0;
 

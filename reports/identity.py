@@ -20,9 +20,14 @@ IDENTITY = {
     "collective": ("op", "backend", "dtype", "redop", "root", "ranks", "processes", "bytes", "in_place", "graph",
                    "transport", "algo", "proto"),
     "link": ("test", "src", "dst", "engine", "direction", "bytes", "host", "src_host", "dst_host", "memory", "p2p"),
+    "kernel": ("op", "shape_name", "shape", "dtype", "backend"),
 }
 
 METRICS = {
+    "kernel": (
+        Metric("time_us", ("time_us", "median"), lower_is_better=True, samples="samples_us", unit="us"),
+        Metric("tflops", ("tflops",), lower_is_better=False, decides=False, unit="TFLOP/s"),
+    ),
     "link": (
         Metric("time_us", ("time_us", "median"), lower_is_better=True, samples="samples_us", unit="us"),
     ),
@@ -55,6 +60,9 @@ def describe(ident):
             parts.append(f"graph {d['graph']}")
         parts += [d[k] for k in ("transport", "algo", "proto") if d.get(k)]
         return " ".join(str(p) for p in parts)
+    if ident[0] == "kernel":
+        dims = " ".join(f"{k}={v}" for k, v in d["shape"])
+        return f"{d['op']} {d['shape_name']} ({dims}) {d['dtype']} {d['backend']}"
     if ident[0] == "link":
         where = d.get("host") or f"{d.get('src_host')}->{d.get('dst_host')}"
         extra = [x for x in (d.get("memory"), "p2p off" if d.get("p2p") is False else None) if x]
@@ -70,4 +78,6 @@ def value(record, metric):
 
 
 def _hashable(v):
+    if isinstance(v, dict):
+        return tuple(sorted((k, _hashable(x)) for k, x in v.items()))
     return tuple(v) if isinstance(v, list) else v

@@ -1,7 +1,9 @@
 #include "comm/mpi/mpi_bootstrap.h"
 
+#include <chrono>
 #include <climits>
 #include <cstdlib>
+#include <thread>
 
 #include "comm/mpi/mpi_check.h"
 
@@ -41,6 +43,16 @@ void MpiBootstrap::allGather(const void* in, void* out, std::size_t bytes) {
 }
 
 void MpiBootstrap::barrier() { MPI_CHECK(MPI_Barrier(control_)); }
+
+void MpiBootstrap::quietBarrier() {
+  MPI_Request req = MPI_REQUEST_NULL;
+  MPI_CHECK(MPI_Ibarrier(control_, &req));
+  for (int done = 0;;) {
+    MPI_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+    if (done) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
 
 void MpiBootstrap::abortAll(int exitCode) {
   MPI_Abort(MPI_COMM_WORLD, exitCode);

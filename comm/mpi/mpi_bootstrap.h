@@ -16,6 +16,7 @@ class MpiBootstrap final : public Bootstrap {
   int localRank() const override { return localRank_; }
   void allGather(const void* in, void* out, std::size_t bytes) override;
   void barrier() override;
+  void quietBarrier() override;
   [[noreturn]] void abortAll(int exitCode) override;
   // The thread support MPI granted (MPI_THREAD_*).
   int threadLevel() const { return threadLevel_; }

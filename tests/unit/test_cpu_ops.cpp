@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/dtype.h"
+#include "base/error.h"
 #include "kernels/cpu/ops.h"
 
 namespace ts {
@@ -208,6 +209,38 @@ TEST(CpuOps, AddsAndCasts) {
   cpu::castToHalf(h.data(), a.data(), 12);
   cpu::castFromHalf(back.data(), h.data(), 12);
   for (std::size_t i = 0; i < 12; ++i) EXPECT_NEAR(back[i], a[i], std::fabs(a[i]) * 0x1p-11);
+}
+
+}  // namespace ts
+
+#include "kernels/specs/kernel_op.h"
+
+namespace ts {
+
+TEST(KernelSpecs, CheckCountsPoisonAndWrongValues) {
+  const std::vector<double> want = {1.0, -2.0, 0.5};
+  const std::vector<float> good = {1.0f, -2.0f, 0.5f};
+  EXPECT_EQ(maxRelativeError(good.data(), want.data(), 3), 0.0);
+  std::vector<float> unwritten = good;
+  poison(unwritten);
+  EXPECT_TRUE(std::isinf(maxRelativeError(unwritten.data(), want.data(), 3)));  // an op that wrote nothing fails
+  std::vector<float> off = good;
+  off[1] = -2.1f;
+  EXPECT_NEAR(maxRelativeError(off.data(), want.data(), 3), 0.05, 1e-6);
+}
+
+TEST(KernelSpecs, EveryOpPassesItsOwnCheckAtAwkwardShapes) {
+  for (const KernelOp* op : allKernelOps()) {
+    for (const KernelShape& shape : op->shapes(64, 7, 3, 97)) {  // 21 tokens, vocabulary 97
+      if (shape.name.rfind("square", 0) == 0) continue;          // the ceiling squares are large
+      auto c = op->make(shape, DType::kFloat32);
+      const KernelCheck r = c->check();
+      EXPECT_TRUE(r.passed) << op->name() << " " << shape.name << " err " << r.maxRelErr << " tol " << r.tolerance;
+      EXPECT_GT(c->flops(), 0);
+      EXPECT_GT(c->bytes(), 0);
+    }
+  }
+  EXPECT_THROW(findKernelOp("gemm").make(KernelShape{"x", {{"M", 2}, {"N", 2}, {"K", 2}}}, DType::kBFloat16), UsageError);
 }
 
 }  // namespace ts

@@ -1,0 +1,30 @@
+// `trainscope kernels`: the command line of the kernel benchmarks.
+#include <memory>
+
+#include "bench/commands.h"
+#include "bench/kernels_options.h"
+
+namespace ts {
+
+Action addKernelsCommand(CLI::App& app) {
+  auto a = std::make_shared<KernelsArgs>();
+  auto& o = a->opts;
+  CLI::App* sub = app.add_subcommand("kernels", "Measure the compute ops (GEMM, layernorm, softmax, GELU, cross-entropy, AdamW) against the measured ceilings");
+  sub->add_option("--ops", a->ops, "all, or a comma list of gemm, layernorm, softmax, gelu, cross_entropy, adamw")->capture_default_str();
+  sub->add_option("-d,--dtype", a->dtype, "Element type (the CPU implementations run float32)")->capture_default_str();
+  sub->add_option("--preset", a->preset, "The transformer block whose shapes are measured: tiny, small (GPT-2 small), base")->capture_default_str();
+  sub->add_option("--hidden", a->hidden, "Override the preset's hidden size (a multiple of 64)");
+  sub->add_option("--seq", a->seq, "Override the preset's sequence length");
+  sub->add_option("--batch", a->batch, "Override the preset's batch size");
+  sub->add_option("--vocab", a->vocab, "Override the preset's vocabulary size");
+  sub->add_option("-w,--warmup", o.warmup, "Untimed runs first")->capture_default_str();
+  sub->add_option("-n,--iters", o.iters, "Timed runs per trial")->capture_default_str();
+  sub->add_option("--trials", o.trials, "Trials")->capture_default_str();
+  sub->add_flag("--ceilings,!--no-ceilings", o.ceilings, "Measure the compute and memory ceilings first (the roofline)");
+  sub->add_option("--timeout", o.timeoutS, "Seconds without progress before the run is stopped (0 = never)")->capture_default_str();
+  sub->add_option("--json", o.jsonPath, "Write the result document here; records stream to the .jsonl beside it");
+  sub->add_option("--label", o.label, "A label for this run");
+  return [a](const std::vector<std::string>& argv) { return runKernels(resolveKernelsArgs(*a), argv); };
+}
+
+}  // namespace ts

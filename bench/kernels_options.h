@@ -1,0 +1,41 @@
+#pragma once
+// What `trainscope kernels` was asked to do (cmd_kernels.cpp fills it; kernels_runner.cpp runs it).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/dtype.h"
+#include "kernels/specs/kernel_op.h"
+
+namespace ts {
+
+struct RunContext;
+
+struct KernelsOptions {
+  std::vector<const KernelOp*> ops;
+  DType dtype = DType::kFloat32;
+  // The transformer block whose shapes the ops are measured at.
+  std::int64_t hidden = 128, seq = 64, batch = 2, vocab = 1024;
+  int warmup = 2;
+  int iters = 10;
+  int trials = 1;
+  bool ceilings = true;  // measure the compute and memory ceilings first
+  double timeoutS = 300;
+  std::string jsonPath;
+  std::string label;
+};
+
+struct KernelsArgs {
+  std::string ops = "all", dtype = "float32", preset = "tiny";
+  std::int64_t hidden = 0, seq = 0, batch = 0, vocab = 0;  // 0 = the preset's
+  KernelsOptions opts;
+};
+KernelsOptions resolveKernelsArgs(const KernelsArgs& args);  // UsageError naming the option
+
+nlohmann::json toJson(const KernelsOptions& o);
+std::size_t runKernelsStep(const KernelsOptions& o, RunContext& ctx);  // returns the number of failed checks
+int runKernels(const KernelsOptions& o, const std::vector<std::string>& argv);
+
+}  // namespace ts

@@ -1,0 +1,225 @@
+// The driver of `trainscope kernels` (CPU implementations; the CUDA ones come with the kernels issue's GPU
+// part): measure the two ceilings, then check, warm up and time every op at every shape, and place each
+// on the roofline the ceilings draw.
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "base/heartbeat.h"
+#include "base/units.h"
+#include "bench/activity.h"
+#include "bench/agreement.h"
+#include "bench/kernels_options.h"
+#include "bench/result_writer.h"
+#include "bench/run_session.h"
+#include "bench/stats.h"
+#include "bench/watchdog.h"
+#include "comm/bootstrap.h"
+#include "kernels/cpu/memory_stream.h"
+
+namespace ts {
+namespace {
+
+struct Presets {
+  const char* name;
+  std::int64_t hidden, seq, batch, vocab;
+};
+constexpr Presets kPresets[] = {{"tiny", 128, 64, 2, 1024}, {"small", 768, 256, 4, 50257}, {"base", 1024, 1024, 8, 50257}};
+
+std::vector<double> timeRuns(KernelCase& c, int warmup, int iters, int trials) {
+  for (int i = 0; i < warmup; ++i) c.run();
+  std::vector<double> us;
+  for (int t = 0; t < trials; ++t)
+    for (int i = 0; i < iters; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      c.run();
+      const auto t1 = std::chrono::steady_clock::now();
+      us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+      heartbeat::beat();
+    }
+  return us;
+}
+
+std::string dimsText(const KernelShape& s) {
+  std::string out;
+  for (const auto& [k, v] : s.dims) out += fmt::format("{}{}={}", out.empty() ? "" : " ", k, v);
+  return out;
+}
+
+struct Ceilings {
+  double tflops = 0, gbps = 0;
+};
+
+// The compute ceiling: the best GEMM over the large squares; the memory ceiling: a STREAM copy with every
+// hardware thread over arrays well past the last-level cache.
+Ceilings measureCeilings(const KernelsOptions& o, ResultWriter* writer, bool leader) {
+  Ceilings c;
+  for (const auto& shape : gemmKernelOp().shapes(o.hidden, o.seq, o.batch, o.vocab)) {
+    if (shape.name.rfind("square", 0) != 0) continue;
+    activity::set(fmt::format("compute ceiling: gemm {}", shape.name));
+    auto kc = gemmKernelOp().make(shape, DType::kFloat32);
+    const Stats s = summarize(timeRuns(*kc, 1, 3, 1));
+    const double tflops = kc->flops() / (s.min * 1e-6) / 1e12;
+    if (tflops > c.tflops) c.tflops = tflops;
+    if (leader && writer)
+      writer->add({{"kind", "kernel_ceiling"}, {"ceiling", "compute"}, {"value", tflops}, {"unit", "TFLOP/s"}, {"source", fmt::format("gemm {} float32 (best of 3)", shape.name)}, {"time_us", toJson(s)}});
+  }
+  const long threads = ::sysconf(_SC_NPROCESSORS_ONLN);
+  const std::size_t n = (256ull << 20) / sizeof(double);
+  std::vector<double> a(n, 0.0), b(n, 1.0);
+  activity::set("memory ceiling: stream copy");
+  std::vector<double> us;
+  for (int i = 0; i < 6; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    cpu::streamCopy(a.data(), b.data(), n, static_cast<int>(threads));
+    const auto t1 = std::chrono::steady_clock::now();
+    if (i) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    heartbeat::beat();
+  }
+  const Stats s = summarize(us);
+  c.gbps = static_cast<double>(n * cpu::kCopyBytesPerElement) / (s.min * 1e-6) / 1e9;
+  if (leader && writer)
+    writer->add({{"kind", "kernel_ceiling"}, {"ceiling", "memory"}, {"value", c.gbps}, {"unit", "GB/s"}, {"source", fmt::format("stream copy of 256 MiB, {} threads (best of 5)", threads)}, {"time_us", toJson(s)}});
+  if (leader) std::printf("# ceilings: compute %.3f TFLOP/s (GEMM), memory %.1f GB/s (copy)\n", c.tflops, c.gbps);
+  return c;
+}
+
+}  // namespace
+
+std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx);
+
+KernelsOptions resolveKernelsArgs(const KernelsArgs& a) {
+  KernelsOptions o = a.opts;
+  o.ops.clear();
+  if (a.ops == "all") o.ops = allKernelOps();
+  else {
+    std::stringstream in(a.ops);
+    std::string name;
+    while (std::getline(in, name, ','))
+      if (!name.empty()) o.ops.push_back(&findKernelOp(name));
+  }
+  if (o.ops.empty()) throw UsageError("--ops: no kernel given");
+  o.dtype = parseDType(a.dtype);
+  const Presets* p = nullptr;
+  for (const auto& x : kPresets)
+    if (a.preset == x.name) p = &x;
+  if (!p) throw UsageError(fmt::format("--preset: unknown preset '{}' (tiny, small, base)", a.preset));
+  o.hidden = a.hidden ? a.hidden : p->hidden;
+  o.seq = a.seq ? a.seq : p->seq;
+  o.batch = a.batch ? a.batch : p->batch;
+  o.vocab = a.vocab ? a.vocab : p->vocab;
+  if (o.hidden < 64 || o.hidden % 64) throw UsageError(fmt::format("--hidden {} must be a positive multiple of 64 (heads of 64)", o.hidden));
+  if (o.seq < 1 || o.batch < 1 || o.vocab < 2) throw UsageError("--seq and --batch must be at least 1, --vocab at least 2");
+  if (o.warmup < 0 || o.iters < 1 || o.trials < 1) throw UsageError("-w/--warmup >= 0, -n/--iters >= 1 and --trials >= 1");
+  for (const KernelOp* op : o.ops) requireFloat32(op->name(), o.dtype);
+  return o;
+}
+
+nlohmann::json toJson(const KernelsOptions& o) {
+  nlohmann::json ops = nlohmann::json::array();
+  for (const KernelOp* op : o.ops) ops.push_back(std::string(op->name()));
+  return {{"ops", ops}, {"dtype", std::string(dtypeName(o.dtype))}, {"hidden", o.hidden}, {"seq", o.seq}, {"batch", o.batch},
+          {"vocab", o.vocab}, {"warmup", o.warmup}, {"iters", o.iters}, {"trials", o.trials}, {"ceilings", o.ceilings},
+          {"timeout_s", o.timeoutS}, {"label", o.label}};
+}
+
+std::size_t runKernelsStep(const KernelsOptions& o, RunContext& ctx) {
+  const bool leader = ctx.boot.rank() == 0;
+  // Process 0 measures; the others stand by without spinning, so the host is its own.
+  ctx.boot.barrier();
+  if (!leader) {
+    ctx.boot.quietBarrier();
+    return static_cast<std::size_t>(ctx.boot.sum(0));
+  }
+  const std::size_t failed = measureKernels(o, ctx);
+  ctx.boot.quietBarrier();
+  return static_cast<std::size_t>(ctx.boot.sum(static_cast<long long>(failed)));
+}
+
+std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
+  const bool leader = true;
+  ResultWriter* writer = ctx.writer;
+  Watchdog watchdog(o.timeoutS, [&](double waited) {
+    std::fprintf(stderr, "trainscope: error: %s: timeout: %s made no progress for %.1f s (--timeout %g)\n", activity::who().c_str(),
+                 activity::current().c_str(), waited, o.timeoutS);
+    std::fflush(stderr);
+    ctx.boot.abortAll(3);
+  });
+  WatchdogScope guard(watchdog);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int usable = ::sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+  if (leader) std::printf("#\n# kernels on the CPU (float32) with %d of %ld hardware threads (this process's affinity; mpirun binds ranks to cores unless --bind-to none): block of hidden %lld, sequence %lld, batch %lld, vocabulary %lld\n",
+                          usable, ::sysconf(_SC_NPROCESSORS_ONLN), static_cast<long long>(o.hidden), static_cast<long long>(o.seq),
+                          static_cast<long long>(o.batch), static_cast<long long>(o.vocab));
+  const Ceilings ceil = o.ceilings ? measureCeilings(o, writer, leader) : Ceilings{};
+  if (leader) std::printf("# %-14s %-12s %-28s %11s %10s %9s %7s %8s %11s %6s\n", "op", "shape", "dims", "time(us)", "GFLOP/s", "GB/s",
+                          "bound", "of roof", "max_rel_err", "check");
+  std::size_t failed = 0;
+  for (const KernelOp* op : o.ops) {
+    for (const KernelShape& shape : op->shapes(o.hidden, o.seq, o.batch, o.vocab)) {
+      activity::set(fmt::format("kernel {} {} ({})", op->name(), shape.name, dimsText(shape)));
+      std::unique_ptr<KernelCase> kc;
+      try {
+        kc = op->make(shape, o.dtype);
+      } catch (const std::bad_alloc&) {
+        throw Error(fmt::format("{} {}: out of host memory for its buffers ({})", op->name(), shape.name, dimsText(shape)));
+      }
+      const KernelCheck chk = kc->check();
+      failed += !chk.passed;
+      const std::vector<double> samples = timeRuns(*kc, o.warmup, o.iters, o.trials);
+      const Stats s = summarize(samples);
+      const double tflops = kc->flops() / (s.median * 1e-6) / 1e12;
+      const double gbps = kc->bytes() / (s.median * 1e-6) / 1e9;
+      const double intensity = kc->flops() / kc->bytes();
+      nlohmann::json dims = nlohmann::json::object();
+      for (const auto& [k, v] : shape.dims) dims[k] = v;
+      nlohmann::json roof = nullptr;
+      std::string bound = "-", fraction = "-";
+      if (ceil.tflops > 0 && ceil.gbps > 0) {
+        const double memoryRoof = intensity * ceil.gbps / 1e3;  // TFLOP/s the memory ceiling allows
+        const bool computeBound = memoryRoof >= ceil.tflops;
+        const double attainable = std::min(ceil.tflops, memoryRoof);
+        roof = {{"bound", computeBound ? "compute" : "memory"}, {"ceiling_tflops", ceil.tflops}, {"ceiling_gbps", ceil.gbps},
+                {"attainable_tflops", attainable}, {"fraction_of_ceiling", tflops / attainable}};
+        bound = computeBound ? "compute" : "memory";
+        fraction = fmt::format("{:.0f}%", 100 * tflops / attainable);
+      }
+      nlohmann::json rec = {{"kind", "kernel"},          {"op", std::string(op->name())},
+                            {"shape_name", shape.name},  {"shape", dims},
+                            {"dtype", std::string(dtypeName(o.dtype))}, {"backend", "cpu"},
+                            {"flops", kc->flops()},      {"bytes", kc->bytes()},
+                            {"time_us", toJson(s)},      {"samples_us", samples},
+                            {"tflops", tflops},          {"gbps", gbps},
+                            {"arithmetic_intensity", intensity}, {"roofline", roof},
+                            {"check", {{"performed", true}, {"passed", chk.passed}, {"max_rel_err", chk.maxRelErr}, {"tolerance", chk.tolerance}}}};
+      if (!o.label.empty()) rec["label"] = o.label;
+      if (!ctx.step.empty()) rec["step"] = ctx.step;
+      if (leader && writer) writer->add(rec);
+      if (leader) {
+        std::printf("  %-14s %-12s %-28s %11.2f %10.2f %9.2f %7s %8s %11.2e %6s\n", std::string(op->name()).c_str(), shape.name.c_str(),
+                    dimsText(shape).c_str(), s.median, tflops * 1e3, gbps, bound.c_str(), fraction.c_str(), chk.maxRelErr, chk.passed ? "ok" : "FAILED");
+        std::fflush(stdout);
+      }
+    }
+  }
+  activity::set("");
+  if (failed && leader) std::fprintf(stderr, "trainscope: error: %zu kernel(s) failed their check against the float64 reference\n", failed);
+  return failed;
+}
+
+int runKernels(const KernelsOptions& o, const std::vector<std::string>& argv) {
+  auto session = RunSession::open(BootstrapKind::kAuto, launchedByMpi(), "kernels", argv, toJson(o), o.jsonPath);
+  const std::size_t failed = runKernelsStep(o, session->context());
+  session->finish();
+  return failed ? 1 : 0;
+}
+
+}  // namespace ts

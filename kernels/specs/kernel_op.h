@@ -1,0 +1,68 @@
+#pragma once
+// One benchmarked op = one small file answering: which shapes (named dims, and the built-in sets the
+// workloads really call), how many FLOPs and bytes (the minimum the op must move), how to run it, and
+// how to check it against a float64 reference on fresh random inputs with poisoned outputs. A shared
+// driver (bench/kernels_runner.cpp) times and records it, as comm/collectives does for collectives.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/dtype.h"
+
+namespace ts {
+
+struct KernelShape {
+  std::string name;  // where the shape comes from ("attn.qkv", "square 1024", ...)
+  std::vector<std::pair<std::string, std::int64_t>> dims;
+  std::int64_t operator[](std::string_view d) const;
+};
+
+struct KernelCheck {
+  bool passed = false;
+  double maxRelErr = 0;
+  double tolerance = 0;
+};
+
+// One op at one shape, its buffers allocated.
+class KernelCase {
+ public:
+  virtual ~KernelCase() = default;
+  virtual void run() = 0;
+  virtual double flops() const = 0;
+  virtual double bytes() const = 0;
+  // Fresh random inputs (never zeros), outputs poisoned with NaN, one run, compared with float64.
+  virtual KernelCheck check() = 0;
+};
+
+class KernelOp {
+ public:
+  virtual ~KernelOp() = default;
+  virtual std::string_view name() const = 0;
+  // Shapes a transformer block of hidden H, sequence S, batch B and vocabulary V calls (and, for GEMM,
+  // large squares for the compute ceiling).
+  virtual std::vector<KernelShape> shapes(std::int64_t H, std::int64_t S, std::int64_t B, std::int64_t V) const = 0;
+  // CPU implementation, float32. UsageError for a dtype the op does not run in.
+  virtual std::unique_ptr<KernelCase> make(const KernelShape& shape, DType dtype) const = 0;
+};
+
+const std::vector<const KernelOp*>& allKernelOps();
+const KernelOp& findKernelOp(std::string_view name);  // UsageError listing the known ones
+
+// Helpers shared by the op files.
+std::vector<float> randomInputs(std::size_t n, unsigned seed, float lo = -1.0f, float hi = 1.0f);
+// max |got - want| / max(1, |want|) over all elements; NaN anywhere (an unwritten, poisoned output) is +inf.
+double maxRelativeError(const float* got, const double* want, std::size_t n);
+void poison(std::vector<float>& v);
+void requireFloat32(std::string_view op, DType dtype);
+
+const KernelOp& gemmKernelOp();
+const KernelOp& layernormKernelOp();
+const KernelOp& softmaxKernelOp();
+const KernelOp& geluKernelOp();
+const KernelOp& crossEntropyKernelOp();
+const KernelOp& adamwKernelOp();
+
+}  // namespace ts

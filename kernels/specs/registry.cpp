@@ -1,0 +1,60 @@
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "kernels/specs/kernel_op.h"
+
+namespace ts {
+
+std::int64_t KernelShape::operator[](std::string_view d) const {
+  for (const auto& [k, v] : dims)
+    if (k == d) return v;
+  throw Error(fmt::format("internal: shape {} has no dimension {}", name, d));
+}
+
+const std::vector<const KernelOp*>& allKernelOps() {
+  static const std::vector<const KernelOp*> ops = {&gemmKernelOp(), &layernormKernelOp(), &softmaxKernelOp(),
+                                                   &geluKernelOp(), &crossEntropyKernelOp(), &adamwKernelOp()};
+  return ops;
+}
+
+const KernelOp& findKernelOp(std::string_view name) {
+  std::string known;
+  for (const KernelOp* op : allKernelOps()) {
+    if (op->name() == name) return *op;
+    known += (known.empty() ? "" : ", ") + std::string(op->name());
+  }
+  throw UsageError(fmt::format("--ops: unknown kernel '{}' (all, or a comma list of {})", name, known));
+}
+
+std::vector<float> randomInputs(std::size_t n, unsigned seed, float lo, float hi) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) {
+    do x = d(rng);
+    while (x == 0.0f);
+  }
+  return v;
+}
+
+double maxRelativeError(const float* got, const double* want, std::size_t n) {
+  double worst = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(got[i])) return std::numeric_limits<double>::infinity();
+    worst = std::max(worst, std::fabs(got[i] - want[i]) / std::max(1.0, std::fabs(want[i])));
+  }
+  return worst;
+}
+
+void poison(std::vector<float>& v) { std::fill(v.begin(), v.end(), std::numeric_limits<float>::quiet_NaN()); }
+
+void requireFloat32(std::string_view op, DType dtype) {
+  if (dtype != DType::kFloat32)
+    throw UsageError(fmt::format("{}: the CPU implementation runs in float32 only (got {})", op, dtypeName(dtype)));
+}
+
+}  // namespace ts

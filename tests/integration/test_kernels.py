@@ -1,0 +1,47 @@
+"""`trainscope kernels` on the CPU: every op checked against float64, placed on the measured roofline."""
+import json
+
+import pytest
+
+from helpers import run_trainscope
+
+OPS = {"gemm", "layernorm", "softmax", "gelu", "cross_entropy", "adamw"}
+
+
+def test_every_op_checked_and_on_the_roofline(tmp_path, validate):
+    out = tmp_path / "k.json"
+    r = run_trainscope(["kernels", "--preset", "tiny", "-n", "3", "--json", out])
+    assert r.rc == 0, r.err
+    doc = json.loads(out.read_text())
+    validate(doc)
+    recs = [x for x in doc["records"] if x["kind"] == "kernel"]
+    ceilings = {x["ceiling"]: x["value"] for x in doc["records"] if x["kind"] == "kernel_ceiling"}
+    assert set(ceilings) == {"compute", "memory"} and all(v > 0 for v in ceilings.values())
+    assert {x["op"] for x in recs} == OPS
+    for x in recs:
+        assert x["check"]["passed"] and x["check"]["max_rel_err"] <= x["check"]["tolerance"], x
+        assert x["tflops"] == pytest.approx(x["flops"] / (x["time_us"]["median"] * 1e-6) / 1e12)
+        roof = x["roofline"]
+        assert roof["attainable_tflops"] == pytest.approx(min(ceilings["compute"], x["arithmetic_intensity"] * ceilings["memory"] / 1e3))
+        assert roof["fraction_of_ceiling"] == pytest.approx(x["tflops"] / roof["attainable_tflops"])
+    gemm = {x["shape_name"]: x for x in recs if x["op"] == "gemm"}
+    qkv = gemm["attn.qkv"]["shape"]
+    assert (qkv["M"], qkv["N"], qkv["K"]) == (2 * 64, 3 * 128, 128)  # batch*seq tokens, 3H, H of the tiny block
+    assert gemm["attn.qkv"]["flops"] == 2 * qkv["M"] * qkv["N"] * qkv["K"]
+    assert gemm["square 1024"]["roofline"]["bound"] == "compute" and gemm["attn.qkv"]["bytes"] == 4 * (128 * 128 + 128 * 384 + 128 * 384)
+    rep = tmp_path / "rep"
+    assert run_trainscope(["report", out, "-o", rep]).rc == 0
+    assert (rep / "kernels_roofline.png").exists() and "Kernels against their ceiling" in (rep / "index.html").read_text()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--ops", "gemm,conv9"], "--ops: unknown kernel 'conv9'"),
+    (["--dtype", "bfloat16"], "the CPU implementation runs in float32 only (got bfloat16)"),
+    (["--hidden", "100"], "--hidden 100 must be a positive multiple of 64"),
+    (["--preset", "huge"], "--preset: unknown preset 'huge'"),
+])
+def test_bad_input(args, message, tmp_path):
+    r = run_trainscope(["kernels", "--json", tmp_path / "x.json"] + args)
+    assert r.rc == 2, r.err
+    assert len(r.error_lines()) == 1 and message in r.error_lines()[0], r.err
+    assert not (tmp_path / "x.json").exists()
