@@ -9,8 +9,8 @@ namespace ts {
 Action addKernelsCommand(CLI::App& app) {
   auto a = std::make_shared<KernelsArgs>();
   auto& o = a->opts;
-  CLI::App* sub = app.add_subcommand("kernels", "Measure the compute ops (GEMM, layernorm, softmax, GELU, cross-entropy, AdamW) against the measured ceilings");
-  sub->add_option("--ops", a->ops, "all, or a comma list of gemm, layernorm, softmax, gelu, cross_entropy, adamw")->capture_default_str();
+  CLI::App* sub = app.add_subcommand("kernels", "Measure the compute ops (GEMM, convolution, attention, layernorm, softmax, GELU, cross-entropy, AdamW) on the roofline");
+  sub->add_option("--ops", a->ops, "all, or a comma list of gemm, conv2d, attention, layernorm, softmax, gelu, cross_entropy, adamw")->capture_default_str();
   sub->add_option("-d,--dtype", a->dtype, "Element type (the CPU implementations run float32)")->capture_default_str();
   sub->add_option("--preset", a->preset, "The transformer block whose shapes are measured: tiny, small (GPT-2 small), base")->capture_default_str();
   sub->add_option("--hidden", a->hidden, "Override the preset's hidden size (a multiple of 64)");

@@ -160,7 +160,7 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
                           usable, ::sysconf(_SC_NPROCESSORS_ONLN), static_cast<long long>(o.hidden), static_cast<long long>(o.seq),
                           static_cast<long long>(o.batch), static_cast<long long>(o.vocab));
   const Ceilings ceil = o.ceilings ? measureCeilings(o, writer, leader) : Ceilings{};
-  if (leader) std::printf("# %-14s %-12s %-28s %11s %10s %9s %7s %8s %11s %6s\n", "op", "shape", "dims", "time(us)", "GFLOP/s", "GB/s",
+  if (leader) std::printf("# %-14s %-12s %-46s %11s %10s %9s %7s %8s %11s %6s\n", "op", "shape", "dims", "time(us)", "GFLOP/s", "GB/s",
                           "bound", "of roof", "max_rel_err", "check");
   std::size_t failed = 0;
   for (const KernelOp* op : o.ops) {
@@ -204,7 +204,7 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
       if (!ctx.step.empty()) rec["step"] = ctx.step;
       if (leader && writer) writer->add(rec);
       if (leader) {
-        std::printf("  %-14s %-12s %-28s %11.2f %10.2f %9.2f %7s %8s %11.2e %6s\n", std::string(op->name()).c_str(), shape.name.c_str(),
+        std::printf("  %-14s %-12s %-46s %11.2f %10.2f %9.2f %7s %8s %11.2e %6s\n", std::string(op->name()).c_str(), shape.name.c_str(),
                     dimsText(shape).c_str(), s.median, tflops * 1e3, gbps, bound.c_str(), fraction.c_str(), chk.maxRelErr, chk.passed ? "ok" : "FAILED");
         std::fflush(stdout);
       }

@@ -50,6 +50,22 @@ void adamwUpdate(float* params, const float* grads, float* m, float* v, std::siz
 // SGD with momentum and (coupled) weight decay: g' = g + wd*p; buf = mu*buf + g'; p -= lr * buf.
 void sgdMomentumUpdate(float* params, const float* grads, float* momentum, std::size_t n, float lr, float mu, float weightDecay);
 
+// 2-D convolution, NCHW: x[N,C,H,W] * w[K,C,R,S] (+ bias[K]) -> y[N,K,P,Q], with stride and zero padding;
+// through im2col and GEMM (2*N*K*P*Q*C*R*S FLOPs). The backward ops accumulate into dx, dw, dbias.
+struct Conv2dShape {
+  int N, C, H, W, K, R, S, stride, pad;
+  int P() const { return (H + 2 * pad - R) / stride + 1; }
+  int Q() const { return (W + 2 * pad - S) / stride + 1; }
+};
+void conv2dForward(float* y, const float* x, const float* w, const float* bias, const Conv2dShape& s);
+void conv2dBackwardData(float* dx, const float* dy, const float* w, const Conv2dShape& s);
+void conv2dBackwardFilter(float* dw, float* dbias, const float* dy, const float* x, const Conv2dShape& s);
+
+// Causal scaled dot-product attention, q/k/v/out [B, NH, T, D]: out = softmax(q k^T / sqrt(D), causal) v.
+// Two GEMMs and a softmax per (batch, head): 4*B*NH*T*T*D FLOPs (half of them masked away in a fused
+// kernel); this reference computes the full score matrix.
+void attentionForward(float* out, const float* q, const float* k, const float* v, int B, int NH, int T, int D);
+
 // float32 <-> bfloat16 / float16 (round to nearest even).
 void castToBFloat16(std::uint16_t* out, const float* inp, std::size_t n);
 void castFromBFloat16(float* out, const std::uint16_t* inp, std::size_t n);

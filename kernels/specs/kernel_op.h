@@ -64,5 +64,7 @@ const KernelOp& softmaxKernelOp();
 const KernelOp& geluKernelOp();
 const KernelOp& crossEntropyKernelOp();
 const KernelOp& adamwKernelOp();
+const KernelOp& conv2dKernelOp();
+const KernelOp& attentionKernelOp();
 
 }  // namespace ts

@@ -16,8 +16,8 @@ std::int64_t KernelShape::operator[](std::string_view d) const {
 }
 
 const std::vector<const KernelOp*>& allKernelOps() {
-  static const std::vector<const KernelOp*> ops = {&gemmKernelOp(), &layernormKernelOp(), &softmaxKernelOp(),
-                                                   &geluKernelOp(), &crossEntropyKernelOp(), &adamwKernelOp()};
+  static const std::vector<const KernelOp*> ops = {&gemmKernelOp(), &conv2dKernelOp(), &attentionKernelOp(), &layernormKernelOp(),
+                                                   &softmaxKernelOp(), &geluKernelOp(), &crossEntropyKernelOp(), &adamwKernelOp()};
   return ops;
 }
 

@@ -5,7 +5,7 @@ import pytest
 
 from helpers import run_trainscope
 
-OPS = {"gemm", "layernorm", "softmax", "gelu", "cross_entropy", "adamw"}
+OPS = {"gemm", "conv2d", "attention", "layernorm", "softmax", "gelu", "cross_entropy", "adamw"}
 
 
 def test_every_op_checked_and_on_the_roofline(tmp_path, validate):

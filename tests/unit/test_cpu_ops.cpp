@@ -244,3 +244,78 @@ TEST(KernelSpecs, EveryOpPassesItsOwnCheckAtAwkwardShapes) {
 }
 
 }  // namespace ts
+
+namespace ts {
+namespace {
+
+// Direct convolution in float64, from the definition.
+std::vector<double> convRef(const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>& b, const cpu::Conv2dShape& s) {
+  const int P = s.P(), Q = s.Q();
+  std::vector<double> y(static_cast<std::size_t>(s.N) * s.K * P * Q);
+  for (int n = 0; n < s.N; ++n)
+    for (int k = 0; k < s.K; ++k)
+      for (int p = 0; p < P; ++p)
+        for (int q = 0; q < Q; ++q) {
+          double acc = b[k];
+          for (int c = 0; c < s.C; ++c)
+            for (int r = 0; r < s.R; ++r)
+              for (int t = 0; t < s.S; ++t) {
+                const int h = p * s.stride - s.pad + r, ww = q * s.stride - s.pad + t;
+                if (h >= 0 && h < s.H && ww >= 0 && ww < s.W)
+                  acc += x[((n * s.C + c) * s.H + h) * s.W + ww] * w[((k * s.C + c) * s.R + r) * s.S + t];
+              }
+          y[((n * s.K + k) * P + p) * Q + q] = acc;
+        }
+  return y;
+}
+
+}  // namespace
+
+TEST(CpuOps, ConvolutionForwardAndBothBackwards) {
+  for (const cpu::Conv2dShape s : {cpu::Conv2dShape{2, 3, 5, 6, 4, 3, 3, 1, 1}, cpu::Conv2dShape{1, 2, 7, 7, 3, 3, 2, 2, 0}}) {
+    const std::size_t nx = static_cast<std::size_t>(s.N) * s.C * s.H * s.W, nw = static_cast<std::size_t>(s.K) * s.C * s.R * s.S;
+    const std::size_t ny = static_cast<std::size_t>(s.N) * s.K * s.P() * s.Q();
+    const auto x = randomVec(nx, 30), w = randomVec(nw, 31), b = randomVec(s.K, 32), dy = randomVec(ny, 33);
+    std::vector<float> y(ny);
+    cpu::conv2dForward(y.data(), x.data(), w.data(), b.data(), s);
+    EXPECT_LT(maxRelErr(y, convRef(toDouble(x), toDouble(w), toDouble(b), s)), 1e-5);
+    auto loss = [&](const std::vector<double>& xx, const std::vector<double>& ww, const std::vector<double>& bb) {
+      const auto yy = convRef(xx, ww, bb, s);
+      double l = 0;
+      for (std::size_t i = 0; i < yy.size(); ++i) l += yy[i] * dy[i];
+      return l;
+    };
+    std::vector<float> dx(nx, 0.0f), dw(nw, 0.0f), db(s.K, 0.0f);
+    cpu::conv2dBackwardData(dx.data(), dy.data(), w.data(), s);
+    cpu::conv2dBackwardFilter(dw.data(), db.data(), dy.data(), x.data(), s);
+    EXPECT_LT(maxRelErr(dx, numericGrad([&](const auto& v) { return loss(v, toDouble(w), toDouble(b)); }, toDouble(x))), 1e-4);
+    EXPECT_LT(maxRelErr(dw, numericGrad([&](const auto& v) { return loss(toDouble(x), v, toDouble(b)); }, toDouble(w))), 1e-4);
+    EXPECT_LT(maxRelErr(db, numericGrad([&](const auto& v) { return loss(toDouble(x), toDouble(w), v); }, toDouble(b))), 1e-4);
+  }
+}
+
+TEST(CpuOps, CausalAttentionMatchesTheDefinition) {
+  const int B = 2, NH = 3, T = 5, D = 4;
+  const std::size_t n = static_cast<std::size_t>(B) * NH * T * D;
+  const auto q = randomVec(n, 40), k = randomVec(n, 41), v = randomVec(n, 42);
+  std::vector<float> out(n);
+  cpu::attentionForward(out.data(), q.data(), k.data(), v.data(), B, NH, T, D);
+  std::vector<double> want(n, 0.0);
+  for (int bh = 0; bh < B * NH; ++bh)
+    for (int i = 0; i < T; ++i) {
+      std::vector<double> s(static_cast<std::size_t>(i) + 1);
+      double mx = -1e300, sum = 0;
+      for (int j = 0; j <= i; ++j) {
+        double dot = 0;
+        for (int d = 0; d < D; ++d) dot += double(q[(bh * T + i) * D + d]) * k[(bh * T + j) * D + d];
+        s[j] = dot / std::sqrt(double(D));
+        mx = std::max(mx, s[j]);
+      }
+      for (auto& x : s) sum += (x = std::exp(x - mx));
+      for (int j = 0; j <= i; ++j)
+        for (int d = 0; d < D; ++d) want[(bh * T + i) * D + d] += s[j] / sum * v[(bh * T + j) * D + d];
+    }
+  EXPECT_LT(maxRelErr(out, want), 1e-5);
+}
+
+}  // namespace ts
