@@ -13,6 +13,7 @@ Action addKernelsCommand(CLI::App& app) {
   sub->add_option("--ops", a->ops, "all, or a comma list of gemm, conv2d, attention, layernorm, softmax, gelu, cross_entropy, adamw")->capture_default_str();
   sub->add_option("-d,--dtype", a->dtype, "Element type (the CPU implementations run float32)")->capture_default_str();
   sub->add_option("--preset", a->preset, "The transformer block whose shapes are measured: tiny, small (GPT-2 small), base")->capture_default_str();
+  sub->add_option("--shapes", a->shapesFile, "A TOML file of [[shape]] tables (op, name, dimensions): measure these shapes instead of the preset's");
   sub->add_option("--hidden", a->hidden, "Override the preset's hidden size (a multiple of 64)");
   sub->add_option("--seq", a->seq, "Override the preset's sequence length");
   sub->add_option("--batch", a->batch, "Override the preset's batch size");

@@ -24,6 +24,7 @@
 #include "bench/stats.h"
 #include "bench/watchdog.h"
 #include "comm/collectives/check.h"
+#include "kernels/instrumentation.h"
 
 namespace ts {
 namespace {
@@ -198,6 +199,7 @@ class CollectivesRun {
     const std::string what = describe(c, a, lay, inPlace);
     activity::set(what);
     ErrorContext ctx(what);
+    NvtxRange range(what, RangeCategory::kCommunication);
 
     std::vector<Placement> ptrs;
     for (int l = 0; l < comm_.localCount(); ++l) ptrs.push_back(placement(l, c, lay, inPlace));

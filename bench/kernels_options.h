@@ -22,17 +22,23 @@ struct KernelsOptions {
   int iters = 10;
   int trials = 1;
   bool ceilings = true;  // measure the compute and memory ceilings first
+  // Shapes from --shapes FILE, per op; an op listed there is measured at those shapes only.
+  std::vector<std::pair<const KernelOp*, KernelShape>> userShapes;
   double timeoutS = 300;
   std::string jsonPath;
   std::string label;
 };
 
 struct KernelsArgs {
-  std::string ops = "all", dtype = "float32", preset = "tiny";
+  std::string ops = "all", dtype = "float32", preset = "tiny", shapesFile;
   std::int64_t hidden = 0, seq = 0, batch = 0, vocab = 0;  // 0 = the preset's
   KernelsOptions opts;
 };
 KernelsOptions resolveKernelsArgs(const KernelsArgs& args);  // UsageError naming the option
+// A shapes file: [[shape]] tables with `op`, an optional `name`, and every dimension of the op (the same
+// names as the records' shape). UsageError naming the file, line and key.
+std::vector<std::pair<const KernelOp*, KernelShape>> loadKernelShapes(const std::string& path, std::int64_t H, std::int64_t S,
+                                                                      std::int64_t B, std::int64_t V);
 
 nlohmann::json toJson(const KernelsOptions& o);
 std::size_t runKernelsStep(const KernelsOptions& o, RunContext& ctx);  // returns the number of failed checks

@@ -23,6 +23,7 @@
 #include "bench/watchdog.h"
 #include "comm/bootstrap.h"
 #include "kernels/cpu/memory_stream.h"
+#include "kernels/instrumentation.h"
 
 namespace ts {
 namespace {
@@ -118,6 +119,7 @@ KernelsOptions resolveKernelsArgs(const KernelsArgs& a) {
   if (o.hidden < 64 || o.hidden % 64) throw UsageError(fmt::format("--hidden {} must be a positive multiple of 64 (heads of 64)", o.hidden));
   if (o.seq < 1 || o.batch < 1 || o.vocab < 2) throw UsageError("--seq and --batch must be at least 1, --vocab at least 2");
   if (o.warmup < 0 || o.iters < 1 || o.trials < 1) throw UsageError("-w/--warmup >= 0, -n/--iters >= 1 and --trials >= 1");
+  if (!a.shapesFile.empty()) o.userShapes = loadKernelShapes(a.shapesFile, o.hidden, o.seq, o.batch, o.vocab);
   for (const KernelOp* op : o.ops) requireFloat32(op->name(), o.dtype);
   return o;
 }
@@ -125,7 +127,13 @@ KernelsOptions resolveKernelsArgs(const KernelsArgs& a) {
 nlohmann::json toJson(const KernelsOptions& o) {
   nlohmann::json ops = nlohmann::json::array();
   for (const KernelOp* op : o.ops) ops.push_back(std::string(op->name()));
-  return {{"ops", ops}, {"dtype", std::string(dtypeName(o.dtype))}, {"hidden", o.hidden}, {"seq", o.seq}, {"batch", o.batch},
+  nlohmann::json user = nlohmann::json::array();
+  for (const auto& [op, shape] : o.userShapes) {
+    nlohmann::json dims = nlohmann::json::object();
+    for (const auto& [k, v] : shape.dims) dims[k] = v;
+    user.push_back({{"op", std::string(op->name())}, {"name", shape.name}, {"shape", dims}});
+  }
+  return {{"ops", ops}, {"shapes", user}, {"dtype", std::string(dtypeName(o.dtype))}, {"hidden", o.hidden}, {"seq", o.seq}, {"batch", o.batch},
           {"vocab", o.vocab}, {"warmup", o.warmup}, {"iters", o.iters}, {"trials", o.trials}, {"ceilings", o.ceilings},
           {"timeout_s", o.timeoutS}, {"label", o.label}};
 }
@@ -164,8 +172,13 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
                           "bound", "of roof", "max_rel_err", "check");
   std::size_t failed = 0;
   for (const KernelOp* op : o.ops) {
-    for (const KernelShape& shape : op->shapes(o.hidden, o.seq, o.batch, o.vocab)) {
+    std::vector<KernelShape> shapes;
+    for (const auto& [userOp, userShape] : o.userShapes)
+      if (userOp == op) shapes.push_back(userShape);
+    if (shapes.empty() && o.userShapes.empty()) shapes = op->shapes(o.hidden, o.seq, o.batch, o.vocab);
+    for (const KernelShape& shape : shapes) {
       activity::set(fmt::format("kernel {} {} ({})", op->name(), shape.name, dimsText(shape)));
+      NvtxRange range(fmt::format("kernel {} {}", op->name(), shape.name), RangeCategory::kCompute);
       std::unique_ptr<KernelCase> kc;
       try {
         kc = op->make(shape, o.dtype);

@@ -78,6 +78,7 @@ SuiteStep parseKernelsStep(StepReader& r) {
   a.ops = r.list("ops", a.ops);
   a.dtype = r.string("dtype", a.dtype);
   a.preset = r.string("preset", a.preset);
+  a.shapesFile = r.string("shapes", a.shapesFile);
   a.hidden = r.integer("hidden", a.hidden);
   a.seq = r.integer("seq", a.seq);
   a.batch = r.integer("batch", a.batch);

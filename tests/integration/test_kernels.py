@@ -45,3 +45,32 @@ def test_bad_input(args, message, tmp_path):
     assert r.rc == 2, r.err
     assert len(r.error_lines()) == 1 and message in r.error_lines()[0], r.err
     assert not (tmp_path / "x.json").exists()
+
+
+def test_shapes_file(tmp_path, validate):
+    shapes = tmp_path / "shapes.toml"
+    shapes.write_text('[[shape]]\nop = "gemm"\nname = "odd"\nM = 33\nN = 17\nK = 65\n\n'
+                      '[[shape]]\nop = "gelu"\nn = 1001\n')
+    out = tmp_path / "s.json"
+    r = run_trainscope(["kernels", "--shapes", shapes, "--no-ceilings", "-n", "2", "--json", out])
+    assert r.rc == 0, r.err
+    doc = json.loads(out.read_text())
+    validate(doc)
+    got = [(x["op"], x["shape_name"], x["shape"]) for x in doc["records"] if x["kind"] == "kernel"]
+    assert got == [("gemm", "odd", {"M": 33, "N": 17, "K": 65}), ("gelu", "custom", {"n": 1001})]
+    assert all(x["roofline"] is None for x in doc["records"] if x["kind"] == "kernel")  # --no-ceilings
+
+
+@pytest.mark.parametrize("text,message", [
+    ('[[shape]]\nop = "gemm"\nM = 2\nN = 2\n', "shapes.toml:1: gemm needs 'K'"),
+    ('[[shape]]\nop = "gemm"\nM = 2\nN = 2\nK = 2\nQ = 1\n', "shapes.toml:6: gemm has no dimension 'Q' (its dimensions: M, N, K)"),
+    ('[[shape]]\nop = "fft"\n', "shapes.toml:1: --ops: unknown kernel 'fft'"),
+    ('[[shape]]\nop = "gelu"\nn = -3\n', "shapes.toml:3: 'n' must be a positive integer"),
+    ('[[shape]]\nop = "gelu"\nn = "big"\n', "shapes.toml:3: 'n' must be a positive integer"),
+])
+def test_bad_shapes_file(text, message, tmp_path):
+    shapes = tmp_path / "shapes.toml"
+    shapes.write_text(text)
+    r = run_trainscope(["kernels", "--shapes", shapes])
+    assert r.rc == 2, r.err
+    assert len(r.error_lines()) == 1 and message in r.error_lines()[0], r.err

@@ -1,0 +1,74 @@
+// --shapes FILE for `trainscope kernels`: the user's own shapes, checked before anything runs.
+//   [[shape]]
+//   op = "gemm"
+//   name = "my qkv"      # optional
+//   M = 4096
+//   N = 12288
+//   K = 4096
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include "base/error.h"
+#include "bench/kernels_options.h"
+
+namespace ts {
+
+std::vector<std::pair<const KernelOp*, KernelShape>> loadKernelShapes(const std::string& path, std::int64_t H, std::int64_t S, std::int64_t B,
+                                                                      std::int64_t V) {
+  toml::table doc;
+  try {
+    doc = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    if (!e.source().begin) throw UsageError(fmt::format("--shapes {}: cannot read it: {}", path, e.description()));
+    throw UsageError(fmt::format("{}:{}: {}", path, e.source().begin.line, e.description()));
+  }
+  for (const auto& [key, node] : doc)
+    if (key.str() != "shape") throw UsageError(fmt::format("{}:{}: unknown key '{}' (a shapes file has [[shape]] tables)", path, node.source().begin.line, key.str()));
+  const auto* list = doc.get("shape");
+  if (!list || !list->is_array_of_tables() || list->as_array()->empty()) throw UsageError(fmt::format("{}: no [[shape]] tables", path));
+  std::vector<std::pair<const KernelOp*, KernelShape>> out;
+  for (const auto& node : *list->as_array()) {
+    const auto& t = *node.as_table();
+    const int line = static_cast<int>(t.source().begin.line);
+    const auto* opNode = t.get("op");
+    if (!opNode || !opNode->is_string()) throw UsageError(fmt::format("{}:{}: each shape needs op = \"<kernel>\"", path, line));
+    const KernelOp* op = nullptr;
+    try {
+      op = &findKernelOp(opNode->as_string()->get());
+    } catch (const UsageError& e) {
+      throw UsageError(fmt::format("{}:{}: {}", path, line, e.what()));
+    }
+    // The op's dimension names, from its built-in shapes.
+    const KernelShape model = op->shapes(H, S, B, V).front();
+    KernelShape shape;
+    shape.name = "custom";
+    for (const auto& [key, v] : t) {
+      const std::string k(key.str());
+      if (k == "op") continue;
+      if (k == "name") {
+        if (!v.is_string()) throw UsageError(fmt::format("{}:{}: 'name' must be a string", path, v.source().begin.line));
+        shape.name = v.as_string()->get();
+        continue;
+      }
+      const bool known = std::any_of(model.dims.begin(), model.dims.end(), [&](const auto& d) { return d.first == k; });
+      if (!known) {
+        std::string names;
+        for (const auto& d : model.dims) names += (names.empty() ? "" : ", ") + d.first;
+        throw UsageError(fmt::format("{}:{}: {} has no dimension '{}' (its dimensions: {})", path, v.source().begin.line, op->name(), k, names));
+      }
+      if (!v.is_integer() || v.as_integer()->get() < (k == "pad" ? 0 : 1))
+        throw UsageError(fmt::format("{}:{}: '{}' must be a positive integer", path, v.source().begin.line, k));
+    }
+    for (const auto& [d, unused] : model.dims) {
+      const auto* v = t.get(d);
+      if (!v) throw UsageError(fmt::format("{}:{}: {} needs '{}'", path, line, op->name(), d));
+      shape.dims.emplace_back(d, v->as_integer()->get());
+    }
+    out.emplace_back(op, shape);
+  }
+  return out;
+}
+
+}  // namespace ts
