@@ -27,11 +27,7 @@ class AdamWCase final : public KernelCase {
       want[i] -= 1e-3 * (mh / (std::sqrt(vh) + 1e-8) + 0.1 * want[i]);
     }
     run();  // in place: the parameters are the output
-    KernelCheck r;
-    r.maxRelErr = maxRelativeError(p_.data(), want.data(), n_);
-    r.tolerance = 1e-6;
-    r.passed = r.maxRelErr <= r.tolerance;
-    return r;
+    return compareWith(p_.data(), want.data(), n_, 1e-6);
   }
 
  private:

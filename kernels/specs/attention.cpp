@@ -36,11 +36,7 @@ class AttentionCase final : public KernelCase {
         for (int j = 0; j <= i; ++j)
           for (int d = 0; d < d_; ++d) want[(std::size_t(bh) * t_ + i) * d_ + d] += s[j] / sum * v_[(std::size_t(bh) * t_ + j) * d_ + d];
       }
-    KernelCheck r;
-    r.maxRelErr = maxRelativeError(out_.data(), want.data(), want.size());
-    r.tolerance = 2e-5;
-    r.passed = r.maxRelErr <= r.tolerance;
-    return r;
+    return compareWith(out_.data(), want.data(), want.size(), 2e-5);
   }
 
  private:

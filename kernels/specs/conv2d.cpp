@@ -36,11 +36,7 @@ class ConvCase final : public KernelCase {
                 }
             want[((std::size_t(n) * s_.K + k) * P + p) * Q + q] = acc;
           }
-    KernelCheck r;
-    r.maxRelErr = maxRelativeError(y_.data(), want.data(), want.size());
-    r.tolerance = 4e-6 * std::sqrt(static_cast<double>(s_.C * s_.R * s_.S));
-    r.passed = r.maxRelErr <= r.tolerance;
-    return r;
+    return compareWith(y_.data(), want.data(), want.size(), 4e-6 * std::sqrt(static_cast<double>(s_.C * s_.R * s_.S)));
   }
 
  private:

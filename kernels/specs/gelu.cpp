@@ -23,11 +23,7 @@ class GeluCase final : public KernelCase {
       const double x = x_[i];
       want[i] = 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
     }
-    KernelCheck r;
-    r.maxRelErr = maxRelativeError(y_.data(), want.data(), want.size());
-    r.tolerance = 1e-5;
-    r.passed = r.maxRelErr <= r.tolerance;
-    return r;
+    return compareWith(y_.data(), want.data(), want.size(), 1e-5);
   }
 
  private:

@@ -55,6 +55,8 @@ const KernelOp& findKernelOp(std::string_view name);  // UsageError listing the 
 std::vector<float> randomInputs(std::size_t n, unsigned seed, float lo = -1.0f, float hi = 1.0f);
 // max |got - want| / max(1, |want|) over all elements; NaN anywhere (an unwritten, poisoned output) is +inf.
 double maxRelativeError(const float* got, const double* want, std::size_t n);
+// The check of n outputs against the float64 reference, passed when within tolerance.
+KernelCheck compareWith(const float* got, const double* want, std::size_t n, double tolerance);
 void poison(std::vector<float>& v);
 void requireFloat32(std::string_view op, DType dtype);
 

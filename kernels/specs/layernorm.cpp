@@ -28,11 +28,7 @@ class LayerNormCase final : public KernelCase {
       v /= static_cast<double>(c_);
       for (std::size_t c = 0; c < c_; ++c) want[i * c_ + c] = (x_[i * c_ + c] - m) / std::sqrt(v + 1e-5) * w_[c] + b_[c];
     }
-    KernelCheck r;
-    r.maxRelErr = maxRelativeError(y_.data(), want.data(), want.size());
-    r.tolerance = 1e-5;
-    r.passed = r.maxRelErr <= r.tolerance;
-    return r;
+    return compareWith(y_.data(), want.data(), want.size(), 1e-5);
   }
 
  private:

@@ -50,6 +50,14 @@ double maxRelativeError(const float* got, const double* want, std::size_t n) {
   return worst;
 }
 
+KernelCheck compareWith(const float* got, const double* want, std::size_t n, double tolerance) {
+  KernelCheck r;
+  r.maxRelErr = maxRelativeError(got, want, n);
+  r.tolerance = tolerance;
+  r.passed = r.maxRelErr <= tolerance;
+  return r;
+}
+
 void poison(std::vector<float>& v) { std::fill(v.begin(), v.end(), std::numeric_limits<float>::quiet_NaN()); }
 
 void requireFloat32(std::string_view op, DType dtype) {

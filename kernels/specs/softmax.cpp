@@ -25,11 +25,7 @@ class SoftmaxCase final : public KernelCase {
       for (std::size_t c = 0; c < valid; ++c) sum += std::exp(static_cast<double>(x_[r * t_ + c]));
       for (std::size_t c = 0; c < valid; ++c) want[r * t_ + c] = std::exp(static_cast<double>(x_[r * t_ + c])) / sum;
     }
-    KernelCheck r;
-    r.maxRelErr = maxRelativeError(y_.data(), want.data(), want.size());
-    r.tolerance = 1e-6;
-    r.passed = r.maxRelErr <= r.tolerance;
-    return r;
+    return compareWith(y_.data(), want.data(), want.size(), 1e-6);
   }
 
  private:
