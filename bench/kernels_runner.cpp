@@ -1,6 +1,6 @@
-// The driver of `trainscope kernels` (CPU implementations; the CUDA ones come with the kernels issue's GPU
-// part): measure the two ceilings, then check, warm up and time every op at every shape, and place each
-// on the roofline the ceilings draw.
+// The driver of `trainscope kernels`: measure the two ceilings, then check, warm up and time every op at
+// every shape, and place each on the roofline the ceilings draw. CPU implementations by the host clock;
+// CUDA implementations (on GPU 0) by CUDA events.
 #include <sched.h>
 #include <unistd.h>
 
@@ -24,6 +24,13 @@
 #include "comm/bootstrap.h"
 #include "kernels/cpu/memory_stream.h"
 #include "kernels/instrumentation.h"
+#ifdef TRAINSCOPE_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_array.h"
+#include "kernels/cuda/device_timer.h"
+#endif
 
 namespace ts {
 namespace {
@@ -92,6 +99,56 @@ Ceilings measureCeilings(const KernelsOptions& o, ResultWriter* writer, bool lea
   return c;
 }
 
+// Device time for a CUDA case (events on its stream: kernels under 20 us as CUDA-graph replays of 20, the
+// others one by one with the L2 flushed in between); host time for a CPU case.
+std::vector<double> timeCase(KernelCase& c, int warmup, int iters, int trials) {
+#ifdef TRAINSCOPE_HAVE_CUDA
+  if (void* s = c.deviceStream()) {
+    const auto stream = static_cast<cudaStream_t>(s);
+    for (int i = 0; i < warmup; ++i) c.run();
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    cuda::DeviceTimer timer(stream);
+    const double once = timer.time(1, [&] { c.run(); }, true).front();
+    if (once < 20.0) return timer.timeGraph(iters * trials, 20, [&] { c.run(); });
+    return timer.time(iters * trials, [&] { c.run(); }, true);
+  }
+#endif
+  return timeRuns(c, warmup, iters, trials);
+}
+
+#ifdef TRAINSCOPE_HAVE_CUDA
+// GPU ceilings: the best cuBLASLt GEMM in the run's dtype over large squares, and a device-to-device copy
+// of 1 GiB (read + write counted).
+Ceilings measureCudaCeilings(const KernelsOptions& o, ResultWriter* writer) {
+  Ceilings c;
+  const DType gemmType = o.dtype == DType::kBFloat16 || o.dtype == DType::kFloat16 ? o.dtype : DType::kFloat32;
+  for (std::int64_t n : {4096, 8192}) {
+    const KernelShape shape{fmt::format("square {}", n), {{"M", n}, {"N", n}, {"K", n}}};
+    activity::set(fmt::format("compute ceiling: gemm {} {}", shape.name, dtypeName(gemmType)));
+    auto kc = gemmKernelOp().makeCuda(shape, gemmType);
+    const Stats s = summarize(timeCase(*kc, 2, 5, 1));
+    const double tflops = kc->flops() / (s.min * 1e-6) / 1e12;
+    c.tflops = std::max(c.tflops, tflops);
+    if (writer)
+      writer->add({{"kind", "kernel_ceiling"}, {"ceiling", "compute"}, {"value", tflops}, {"unit", "TFLOP/s"},
+                   {"source", fmt::format("cuBLASLt gemm {} {} (best of 5)", shape.name, dtypeName(gemmType))}, {"time_us", toJson(s)}});
+  }
+  constexpr std::size_t kBytes = 1ull << 30;
+  cuda::Stream stream;
+  cuda::DeviceArray<unsigned char> a(kBytes), b(kBytes);
+  CUDA_CHECK(cudaMemsetAsync(a.get(), 1, kBytes, stream.get()));
+  cuda::DeviceTimer timer(stream.get());
+  activity::set("memory ceiling: device copy of 1 GiB");
+  const Stats s = summarize(timer.time(5, [&] { CUDA_CHECK(cudaMemcpyAsync(b.get(), a.get(), kBytes, cudaMemcpyDeviceToDevice, stream.get())); }, false));
+  c.gbps = 2.0 * kBytes / (s.min * 1e-6) / 1e9;
+  if (writer)
+    writer->add({{"kind", "kernel_ceiling"}, {"ceiling", "memory"}, {"value", c.gbps}, {"unit", "GB/s"},
+                 {"source", "device-to-device copy of 1 GiB, read + write (best of 5)"}, {"time_us", toJson(s)}});
+  std::printf("# ceilings: compute %.1f TFLOP/s (cuBLASLt %s), memory %.0f GB/s (device copy)\n", c.tflops, std::string(dtypeName(gemmType)).c_str(), c.gbps);
+  return c;
+}
+#endif
+
 }  // namespace
 
 std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx);
@@ -120,7 +177,19 @@ KernelsOptions resolveKernelsArgs(const KernelsArgs& a) {
   if (o.seq < 1 || o.batch < 1 || o.vocab < 2) throw UsageError("--seq and --batch must be at least 1, --vocab at least 2");
   if (o.warmup < 0 || o.iters < 1 || o.trials < 1) throw UsageError("-w/--warmup >= 0, -n/--iters >= 1 and --trials >= 1");
   if (!a.shapesFile.empty()) o.userShapes = loadKernelShapes(a.shapesFile, o.hidden, o.seq, o.batch, o.vocab);
-  for (const KernelOp* op : o.ops) requireFloat32(op->name(), o.dtype);
+  if (a.backend != "auto" && a.backend != "cpu" && a.backend != "cuda") throw UsageError(fmt::format("--backend: '{}' is not auto, cpu or cuda", a.backend));
+  int gpus = 0;
+#ifdef TRAINSCOPE_HAVE_CUDA
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess) {
+    cudaGetLastError();
+    gpus = 0;
+  }
+#endif
+  if (a.backend == "cuda" && gpus == 0) throw UsageError("--backend cuda needs a CUDA GPU, and none is usable on this host");
+  o.cuda = a.backend == "cuda" || (a.backend == "auto" && gpus > 0);
+  for (const KernelOp* op : o.ops)
+    if (o.dtype != DType::kFloat32 && !(o.cuda && op->name() == "gemm"))
+      throw UsageError(fmt::format("--dtype {}: {} runs in float32 only{}", dtypeName(o.dtype), op->name(), o.cuda ? " (bfloat16/float16: gemm)" : " on the CPU"));
   return o;
 }
 
@@ -133,7 +202,7 @@ nlohmann::json toJson(const KernelsOptions& o) {
     for (const auto& [k, v] : shape.dims) dims[k] = v;
     user.push_back({{"op", std::string(op->name())}, {"name", shape.name}, {"shape", dims}});
   }
-  return {{"ops", ops}, {"shapes", user}, {"dtype", std::string(dtypeName(o.dtype))}, {"hidden", o.hidden}, {"seq", o.seq}, {"batch", o.batch},
+  return {{"ops", ops}, {"backend", o.cuda ? "cuda" : "cpu"}, {"shapes", user}, {"dtype", std::string(dtypeName(o.dtype))}, {"hidden", o.hidden}, {"seq", o.seq}, {"batch", o.batch},
           {"vocab", o.vocab}, {"warmup", o.warmup}, {"iters", o.iters}, {"trials", o.trials}, {"ceilings", o.ceilings},
           {"timeout_s", o.timeoutS}, {"label", o.label}};
 }
@@ -167,7 +236,16 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
   if (leader) std::printf("#\n# kernels on the CPU (float32) with %d of %ld hardware threads (this process's affinity; mpirun binds ranks to cores unless --bind-to none): block of hidden %lld, sequence %lld, batch %lld, vocabulary %lld\n",
                           usable, ::sysconf(_SC_NPROCESSORS_ONLN), static_cast<long long>(o.hidden), static_cast<long long>(o.seq),
                           static_cast<long long>(o.batch), static_cast<long long>(o.vocab));
+#ifdef TRAINSCOPE_HAVE_CUDA
+  if (o.cuda) {
+    cudaDeviceProp prop{};
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+    std::printf("# on cuda:0 (%s): device time from CUDA events\n", prop.name);
+  }
+  const Ceilings ceil = !o.ceilings ? Ceilings{} : o.cuda ? measureCudaCeilings(o, writer) : measureCeilings(o, writer, leader);
+#else
   const Ceilings ceil = o.ceilings ? measureCeilings(o, writer, leader) : Ceilings{};
+#endif
   if (leader) std::printf("# %-14s %-12s %-46s %11s %10s %9s %7s %8s %11s %6s\n", "op", "shape", "dims", "time(us)", "GFLOP/s", "GB/s",
                           "bound", "of roof", "max_rel_err", "check");
   std::size_t failed = 0;
@@ -181,13 +259,17 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
       NvtxRange range(fmt::format("kernel {} {}", op->name(), shape.name), RangeCategory::kCompute);
       std::unique_ptr<KernelCase> kc;
       try {
-        kc = op->make(shape, o.dtype);
+        kc = o.cuda ? op->makeCuda(shape, o.dtype) : op->make(shape, o.dtype);
       } catch (const std::bad_alloc&) {
         throw Error(fmt::format("{} {}: out of host memory for its buffers ({})", op->name(), shape.name, dimsText(shape)));
       }
+      if (!kc) {
+        std::printf("  %-14s %-12s (no CUDA implementation yet: skipped)\n", std::string(op->name()).c_str(), shape.name.c_str());
+        continue;
+      }
       const KernelCheck chk = kc->check();
       failed += !chk.passed;
-      const std::vector<double> samples = timeRuns(*kc, o.warmup, o.iters, o.trials);
+      const std::vector<double> samples = timeCase(*kc, o.warmup, o.iters, o.trials);
       const Stats s = summarize(samples);
       const double tflops = kc->flops() / (s.median * 1e-6) / 1e12;
       const double gbps = kc->bytes() / (s.median * 1e-6) / 1e9;
@@ -207,7 +289,7 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
       }
       nlohmann::json rec = {{"kind", "kernel"},          {"op", std::string(op->name())},
                             {"shape_name", shape.name},  {"shape", dims},
-                            {"dtype", std::string(dtypeName(o.dtype))}, {"backend", "cpu"},
+                            {"dtype", std::string(dtypeName(o.dtype))}, {"backend", o.cuda ? "cuda" : "cpu"},
                             {"flops", kc->flops()},      {"bytes", kc->bytes()},
                             {"time_us", toJson(s)},      {"samples_us", samples},
                             {"tflops", tflops},          {"gbps", gbps},

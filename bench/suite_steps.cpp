@@ -79,6 +79,7 @@ SuiteStep parseKernelsStep(StepReader& r) {
   a.dtype = r.string("dtype", a.dtype);
   a.preset = r.string("preset", a.preset);
   a.shapesFile = r.string("shapes", a.shapesFile);
+  a.backend = r.string("backend", a.backend);
   a.hidden = r.integer("hidden", a.hidden);
   a.seq = r.integer("seq", a.seq);
   a.batch = r.integer("batch", a.batch);

@@ -4,32 +4,66 @@
 
 #include "kernels/cpu/ops.h"
 #include "kernels/specs/kernel_op.h"
+#ifdef TRAINSCOPE_HAVE_CUDA
+#include "kernels/cuda/device_array.h"
+#include "kernels/cuda/ops.h"
+#endif
 
 namespace ts {
 namespace {
 
+std::vector<double> reference(const std::vector<float>& x) {
+  std::vector<double> want(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i];
+    want[i] = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+  }
+  return want;
+}
+
+constexpr double kTolerance = 1e-5;
+
 class GeluCase final : public KernelCase {
  public:
-  explicit GeluCase(std::int64_t n) : n_(n), x_(randomInputs(n, 1, -5, 5)), y_(n) {}
-  void run() override { cpu::geluForward(y_.data(), x_.data(), n_); }
-  double flops() const override { return 10.0 * n_; }
-  double bytes() const override { return 8.0 * n_; }
+  explicit GeluCase(std::size_t n) : x_(randomInputs(n, 1, -5, 5)), y_(n) {}
+  void run() override { cpu::geluForward(y_.data(), x_.data(), x_.size()); }
+  double flops() const override { return 10.0 * x_.size(); }
+  double bytes() const override { return 8.0 * x_.size(); }
   KernelCheck check() override {
     x_ = randomInputs(x_.size(), 41, -6, 6);
     poison(y_);
     run();
-    std::vector<double> want(n_);
-    for (std::size_t i = 0; i < n_; ++i) {
-      const double x = x_[i];
-      want[i] = 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-    }
-    return compareWith(y_.data(), want.data(), want.size(), 1e-5);
+    const auto want = reference(x_);
+    return compareWith(y_.data(), want.data(), want.size(), kTolerance);
   }
 
  private:
-  std::size_t n_;
   std::vector<float> x_, y_;
 };
+
+#ifdef TRAINSCOPE_HAVE_CUDA
+class CudaGeluCase final : public KernelCase {
+ public:
+  explicit CudaGeluCase(std::size_t n) : x_(n), y_(n) { x_.upload(randomInputs(n, 1, -5, 5), stream_.get()); }
+  void run() override { cuda::geluForward(y_.get(), x_.get(), x_.size(), stream_.get()); }
+  double flops() const override { return 10.0 * x_.size(); }
+  double bytes() const override { return 8.0 * x_.size(); }
+  KernelCheck check() override {
+    const auto x = randomInputs(x_.size(), 41, -6, 6);
+    x_.upload(x, stream_.get());
+    y_.poison(stream_.get());
+    run();
+    const auto got = y_.download(stream_.get());
+    const auto want = reference(x);
+    return compareWith(got.data(), want.data(), want.size(), kTolerance);
+  }
+  void* deviceStream() const override { return stream_.get(); }
+
+ private:
+  cuda::Stream stream_;
+  cuda::DeviceArray<float> x_, y_;
+};
+#endif
 
 class GeluOp final : public KernelOp {
  public:
@@ -40,6 +74,15 @@ class GeluOp final : public KernelOp {
   std::unique_ptr<KernelCase> make(const KernelShape& s, DType dtype) const override {
     requireFloat32(name(), dtype);
     return std::make_unique<GeluCase>(s["n"]);
+  }
+  std::unique_ptr<KernelCase> makeCuda(const KernelShape& s, DType dtype) const override {
+    requireFloat32(name(), dtype);
+#ifdef TRAINSCOPE_HAVE_CUDA
+    return std::make_unique<CudaGeluCase>(s["n"]);
+#else
+    (void)s;
+    return nullptr;
+#endif
   }
 };
 

@@ -35,6 +35,8 @@ class KernelCase {
   virtual double bytes() const = 0;
   // Fresh random inputs (never zeros), outputs poisoned with NaN, one run, compared with float64.
   virtual KernelCheck check() = 0;
+  // The CUDA stream run() queues on (a cudaStream_t), or null for a CPU case, which run() completes.
+  virtual void* deviceStream() const { return nullptr; }
 };
 
 class KernelOp {
@@ -46,6 +48,8 @@ class KernelOp {
   virtual std::vector<KernelShape> shapes(std::int64_t H, std::int64_t S, std::int64_t B, std::int64_t V) const = 0;
   // CPU implementation, float32. UsageError for a dtype the op does not run in.
   virtual std::unique_ptr<KernelCase> make(const KernelShape& shape, DType dtype) const = 0;
+  // CUDA implementation on the current device; null when the op has none yet (built without CUDA too).
+  virtual std::unique_ptr<KernelCase> makeCuda(const KernelShape&, DType) const { return nullptr; }
 };
 
 const std::vector<const KernelOp*>& allKernelOps();

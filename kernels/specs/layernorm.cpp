@@ -4,37 +4,87 @@
 
 #include "kernels/cpu/ops.h"
 #include "kernels/specs/kernel_op.h"
+#ifdef TRAINSCOPE_HAVE_CUDA
+#include "kernels/cuda/device_array.h"
+#include "kernels/cuda/ops.h"
+#endif
 
 namespace ts {
 namespace {
 
+struct Inputs {
+  std::vector<float> x, w, b;
+};
+Inputs inputs(std::size_t n, std::size_t c, unsigned seed) { return {randomInputs(n * c, seed, -3, 3), randomInputs(c, seed + 1), randomInputs(c, seed + 2)}; }
+
+std::vector<double> reference(const Inputs& in, std::size_t N, std::size_t C) {
+  std::vector<double> y(N * C);
+  for (std::size_t i = 0; i < N; ++i) {
+    double m = 0, v = 0;
+    for (std::size_t c = 0; c < C; ++c) m += in.x[i * C + c];
+    m /= static_cast<double>(C);
+    for (std::size_t c = 0; c < C; ++c) v += (in.x[i * C + c] - m) * (in.x[i * C + c] - m);
+    v /= static_cast<double>(C);
+    for (std::size_t c = 0; c < C; ++c) y[i * C + c] = (in.x[i * C + c] - m) / std::sqrt(v + 1e-5) * in.w[c] + in.b[c];
+  }
+  return y;
+}
+
+constexpr double kTolerance = 1e-5;
+double flopsOf(std::size_t n, std::size_t c) { return 8.0 * n * c; }
+double bytesOf(std::size_t n, std::size_t c) { return 4.0 * (2.0 * n * c + 2.0 * c + 2.0 * n); }
+
 class LayerNormCase final : public KernelCase {
  public:
-  LayerNormCase(std::int64_t n, std::int64_t c)
-      : n_(n), c_(c), x_(randomInputs(n * c, 1)), w_(randomInputs(c, 2)), b_(randomInputs(c, 3)), y_(n * c), mean_(n), rstd_(n) {}
-  void run() override { cpu::layernormForward(y_.data(), mean_.data(), rstd_.data(), x_.data(), w_.data(), b_.data(), n_, c_); }
-  double flops() const override { return 8.0 * n_ * c_; }
-  double bytes() const override { return 4.0 * (2.0 * n_ * c_ + 2.0 * c_ + 2.0 * n_); }
+  LayerNormCase(std::size_t n, std::size_t c) : n_(n), c_(c), in_(inputs(n, c, 1)), y_(n * c), mean_(n), rstd_(n) {}
+  void run() override { cpu::layernormForward(y_.data(), mean_.data(), rstd_.data(), in_.x.data(), in_.w.data(), in_.b.data(), n_, c_); }
+  double flops() const override { return flopsOf(n_, c_); }
+  double bytes() const override { return bytesOf(n_, c_); }
   KernelCheck check() override {
-    x_ = randomInputs(x_.size(), 21, -3, 3);
+    in_ = inputs(n_, c_, 21);
     poison(y_);
     run();
-    std::vector<double> want(y_.size());
-    for (std::size_t i = 0; i < n_; ++i) {
-      double m = 0, v = 0;
-      for (std::size_t c = 0; c < c_; ++c) m += x_[i * c_ + c];
-      m /= static_cast<double>(c_);
-      for (std::size_t c = 0; c < c_; ++c) v += (x_[i * c_ + c] - m) * (x_[i * c_ + c] - m);
-      v /= static_cast<double>(c_);
-      for (std::size_t c = 0; c < c_; ++c) want[i * c_ + c] = (x_[i * c_ + c] - m) / std::sqrt(v + 1e-5) * w_[c] + b_[c];
-    }
-    return compareWith(y_.data(), want.data(), want.size(), 1e-5);
+    const auto want = reference(in_, n_, c_);
+    return compareWith(y_.data(), want.data(), want.size(), kTolerance);
   }
 
  private:
   std::size_t n_, c_;
-  std::vector<float> x_, w_, b_, y_, mean_, rstd_;
+  Inputs in_;
+  std::vector<float> y_, mean_, rstd_;
 };
+
+#ifdef TRAINSCOPE_HAVE_CUDA
+class CudaLayerNormCase final : public KernelCase {
+ public:
+  CudaLayerNormCase(std::size_t n, std::size_t c) : n_(n), c_(c), x_(n * c), w_(c), b_(c), y_(n * c), mean_(n), rstd_(n) { upload(inputs(n, c, 1)); }
+  void run() override {
+    cuda::layernormForward(y_.get(), mean_.get(), rstd_.get(), x_.get(), w_.get(), b_.get(), n_, c_, stream_.get());
+  }
+  double flops() const override { return flopsOf(n_, c_); }
+  double bytes() const override { return bytesOf(n_, c_); }
+  KernelCheck check() override {
+    const Inputs in = inputs(n_, c_, 21);
+    upload(in);
+    y_.poison(stream_.get());
+    run();
+    const auto got = y_.download(stream_.get());
+    const auto want = reference(in, n_, c_);
+    return compareWith(got.data(), want.data(), want.size(), kTolerance);
+  }
+  void* deviceStream() const override { return stream_.get(); }
+
+ private:
+  void upload(const Inputs& in) {
+    x_.upload(in.x, stream_.get());
+    w_.upload(in.w, stream_.get());
+    b_.upload(in.b, stream_.get());
+  }
+  std::size_t n_, c_;
+  cuda::Stream stream_;
+  cuda::DeviceArray<float> x_, w_, b_, y_, mean_, rstd_;
+};
+#endif
 
 class LayerNormOp final : public KernelOp {
  public:
@@ -45,6 +95,15 @@ class LayerNormOp final : public KernelOp {
   std::unique_ptr<KernelCase> make(const KernelShape& s, DType dtype) const override {
     requireFloat32(name(), dtype);
     return std::make_unique<LayerNormCase>(s["N"], s["C"]);
+  }
+  std::unique_ptr<KernelCase> makeCuda(const KernelShape& s, DType dtype) const override {
+    requireFloat32(name(), dtype);
+#ifdef TRAINSCOPE_HAVE_CUDA
+    return std::make_unique<CudaLayerNormCase>(s["N"], s["C"]);
+#else
+    (void)s;
+    return nullptr;
+#endif
   }
 };
 

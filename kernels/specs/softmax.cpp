@@ -4,13 +4,30 @@
 
 #include "kernels/cpu/ops.h"
 #include "kernels/specs/kernel_op.h"
+#ifdef TRAINSCOPE_HAVE_CUDA
+#include "kernels/cuda/device_array.h"
+#include "kernels/cuda/ops.h"
+#endif
 
 namespace ts {
 namespace {
 
+std::vector<double> reference(const std::vector<float>& x, std::size_t rows, std::size_t t) {
+  std::vector<double> want(rows * t, 0.0);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::size_t valid = r % t + 1;
+    double sum = 0;
+    for (std::size_t c = 0; c < valid; ++c) sum += std::exp(static_cast<double>(x[r * t + c]));
+    for (std::size_t c = 0; c < valid; ++c) want[r * t + c] = std::exp(static_cast<double>(x[r * t + c])) / sum;
+  }
+  return want;
+}
+
+constexpr double kTolerance = 1e-6;
+
 class SoftmaxCase final : public KernelCase {
  public:
-  SoftmaxCase(std::int64_t rows, std::int64_t t) : rows_(rows), t_(t), x_(randomInputs(rows * t, 1, -4, 4)), y_(rows * t) {}
+  SoftmaxCase(std::size_t rows, std::size_t t) : rows_(rows), t_(t), x_(randomInputs(rows * t, 1, -4, 4)), y_(rows * t) {}
   void run() override { cpu::softmaxForward(y_.data(), x_.data(), rows_, t_, t_); }
   double flops() const override { return 5.0 * rows_ * t_; }
   double bytes() const override { return 8.0 * rows_ * t_; }
@@ -18,20 +35,41 @@ class SoftmaxCase final : public KernelCase {
     x_ = randomInputs(x_.size(), 31, -6, 6);
     poison(y_);
     run();
-    std::vector<double> want(y_.size(), 0.0);
-    for (std::size_t r = 0; r < rows_; ++r) {
-      const std::size_t valid = r % t_ + 1;
-      double sum = 0;
-      for (std::size_t c = 0; c < valid; ++c) sum += std::exp(static_cast<double>(x_[r * t_ + c]));
-      for (std::size_t c = 0; c < valid; ++c) want[r * t_ + c] = std::exp(static_cast<double>(x_[r * t_ + c])) / sum;
-    }
-    return compareWith(y_.data(), want.data(), want.size(), 1e-6);
+    const auto want = reference(x_, rows_, t_);
+    return compareWith(y_.data(), want.data(), want.size(), kTolerance);
   }
 
  private:
   std::size_t rows_, t_;
   std::vector<float> x_, y_;
 };
+
+#ifdef TRAINSCOPE_HAVE_CUDA
+class CudaSoftmaxCase final : public KernelCase {
+ public:
+  CudaSoftmaxCase(std::size_t rows, std::size_t t) : rows_(rows), t_(t), x_(rows * t), y_(rows * t) {
+    x_.upload(randomInputs(rows * t, 1, -4, 4), stream_.get());
+  }
+  void run() override { cuda::softmaxForward(y_.get(), x_.get(), rows_, t_, t_, stream_.get()); }
+  double flops() const override { return 5.0 * rows_ * t_; }
+  double bytes() const override { return 8.0 * rows_ * t_; }
+  KernelCheck check() override {
+    const auto x = randomInputs(rows_ * t_, 31, -6, 6);
+    x_.upload(x, stream_.get());
+    y_.poison(stream_.get());
+    run();
+    const auto got = y_.download(stream_.get());
+    const auto want = reference(x, rows_, t_);
+    return compareWith(got.data(), want.data(), want.size(), kTolerance);
+  }
+  void* deviceStream() const override { return stream_.get(); }
+
+ private:
+  std::size_t rows_, t_;
+  cuda::Stream stream_;
+  cuda::DeviceArray<float> x_, y_;
+};
+#endif
 
 class SoftmaxOp final : public KernelOp {
  public:
@@ -42,6 +80,15 @@ class SoftmaxOp final : public KernelOp {
   std::unique_ptr<KernelCase> make(const KernelShape& s, DType dtype) const override {
     requireFloat32(name(), dtype);
     return std::make_unique<SoftmaxCase>(s["rows"], s["T"]);
+  }
+  std::unique_ptr<KernelCase> makeCuda(const KernelShape& s, DType dtype) const override {
+    requireFloat32(name(), dtype);
+#ifdef TRAINSCOPE_HAVE_CUDA
+    return std::make_unique<CudaSoftmaxCase>(s["rows"], s["T"]);
+#else
+    (void)s;
+    return nullptr;
+#endif
   }
 };
 

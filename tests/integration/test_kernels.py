@@ -10,7 +10,7 @@ OPS = {"gemm", "conv2d", "attention", "layernorm", "softmax", "gelu", "cross_ent
 
 def test_every_op_checked_and_on_the_roofline(tmp_path, validate):
     out = tmp_path / "k.json"
-    r = run_trainscope(["kernels", "--preset", "tiny", "-n", "3", "--json", out])
+    r = run_trainscope(["kernels", "--backend", "cpu", "--preset", "tiny", "-n", "3", "--json", out])
     assert r.rc == 0, r.err
     doc = json.loads(out.read_text())
     validate(doc)
@@ -36,7 +36,8 @@ def test_every_op_checked_and_on_the_roofline(tmp_path, validate):
 
 @pytest.mark.parametrize("args,message", [
     (["--ops", "gemm,conv9"], "--ops: unknown kernel 'conv9'"),
-    (["--dtype", "bfloat16"], "the CPU implementation runs in float32 only (got bfloat16)"),
+    (["--backend", "cpu", "--dtype", "bfloat16"], "--dtype bfloat16: gemm runs in float32 only on the CPU"),
+    (["--backend", "tpu"], "--backend: 'tpu' is not auto, cpu or cuda"),
     (["--hidden", "100"], "--hidden 100 must be a positive multiple of 64"),
     (["--preset", "huge"], "--preset: unknown preset 'huge'"),
 ])
@@ -74,3 +75,11 @@ def test_bad_shapes_file(text, message, tmp_path):
     r = run_trainscope(["kernels", "--shapes", shapes])
     assert r.rc == 2, r.err
     assert len(r.error_lines()) == 1 and message in r.error_lines()[0], r.err
+
+
+def test_cuda_backend_without_a_gpu_is_a_clear_error():
+    r = run_trainscope(["kernels", "--backend", "cuda"])
+    if r.rc == 0:
+        pytest.skip("this machine has a GPU: the CUDA path ran")
+    assert r.rc == 2 and len(r.error_lines()) == 1
+    assert "--backend cuda needs a CUDA GPU" in r.err or "built without CUDA" in r.err
