@@ -135,3 +135,21 @@ def test_markdown_and_junit_escape_hostile_text(write_doc):
     cmp.rows[0].identity = "x</failure><script>|"
     ET.fromstring(format_junit(cmp))  # still well-formed XML
     assert "<script>" not in format_markdown(cmp)
+
+
+def test_kernel_records_match_by_op_shape_and_backend(write_doc):
+    """Kernel records carry their shape as a mapping; identity must hash it and tell shapes apart."""
+    def kernel(shape_name, dims, median):
+        rec = make_record(samples=noisy(median, 0.1, seed=int(median)))
+        samples, stats_ = rec["samples_us"], rec["time_us"]
+        return {"kind": "kernel", "op": "gemm", "shape_name": shape_name, "shape": dims, "dtype": "float32", "backend": "cpu",
+                "flops": 2.0 * dims["M"] * dims["N"] * dims["K"], "bytes": 4.0, "time_us": stats_, "samples_us": samples,
+                "tflops": 1.0, "gbps": 1.0, "arithmetic_intensity": 1.0, "roofline": None,
+                "check": {"performed": True, "passed": True, "max_rel_err": 0.0, "tolerance": 1e-5}}
+    base = [kernel("qkv", {"M": 8, "N": 24, "K": 8}, 10.0), kernel("proj", {"M": 8, "N": 8, "K": 8}, 5.0)]
+    cand = [kernel("qkv", {"M": 8, "N": 24, "K": 8}, 20.0), kernel("proj", {"M": 8, "N": 8, "K": 16}, 5.0)]
+    cmp = compare(*pair(write_doc, base, cand))
+    assert [r.identity for r in cmp.rows] == ["gemm qkv (K=8 M=8 N=24) float32 cpu"]
+    assert cmp.rows[0].verdict == "regression" and cmp.rows[0].others[0].metric == "tflops"
+    assert cmp.only_in_baseline == ["gemm proj (K=8 M=8 N=8) float32 cpu"]
+    assert cmp.only_in_candidate == ["gemm proj (K=16 M=8 N=8) float32 cpu"]
