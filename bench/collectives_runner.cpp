@@ -143,12 +143,12 @@ class CollectivesRun {
   }
 
  private:
-  Placement placement(int l, const Collective& c, const CollectiveLayout& lay, bool inPlace) const {
+  Placement placement(int l, const Collective& c, const CollectiveLayout& lay, DType t, bool inPlace) const {
     char* A = static_cast<char*>(a_[l].get());
     char* B = static_cast<char*>(b_[l].get());
     if (!inPlace) return {A, B, 0};
     const InPlaceGeometry g = c.inPlace(comm_.rank(l), lay);
-    const std::size_t elt = dtypeSize(currentType_);
+    const std::size_t elt = dtypeSize(t);
     const std::size_t extent = g.outputInsideInput ? std::max(lay.sendElems, g.offsetElems + lay.recvElems)
                                                    : std::max(lay.recvElems, g.offsetElems + lay.sendElems);
     if (g.outputInsideInput) return {A, A + g.offsetElems * elt, extent};
@@ -166,7 +166,7 @@ class CollectivesRun {
                         const std::optional<Fault>& fault, const std::function<void()>& launch) {
     const std::size_t elt = dtypeSize(a.dtype);
     for (int l = 0; l < comm_.localCount(); ++l) {
-      const Placement p = placement(l, c, lay, inPlace);
+      const Placement p = placement(l, c, lay, a.dtype, inPlace);
       std::memset(host_.data(), kPoison, std::max({p.extentElems, lay.sendElems, lay.recvElems}) * elt);
       if (inPlace) {
         comm_.copyIn(l, a_[l].get(), host_.data(), p.extentElems * elt);
@@ -180,7 +180,7 @@ class CollectivesRun {
     comm_.synchronize(o_.timeoutS);
     std::size_t wrong = 0;
     for (int l = 0; l < comm_.localCount(); ++l) {
-      const Placement p = placement(l, c, lay, inPlace);
+      const Placement p = placement(l, c, lay, a.dtype, inPlace);
       comm_.copyOut(l, host_.data(), p.recv, lay.recvElems * elt);
       if (fault && fault->kind == Fault::Kind::kCorrupt && fault->matches(comm_.rank(l), std::string(c.name()), lay.bytes)) {
         for (std::size_t i = 0; i < lay.recvElems; ++i) {
@@ -195,14 +195,13 @@ class CollectivesRun {
   }
 
   nlohmann::json measure(const Collective& c, const CollectiveArgs& a, const CollectiveLayout& lay, bool inPlace) {
-    currentType_ = a.dtype;
     const std::string what = describe(c, a, lay, inPlace);
     activity::set(what);
     ErrorContext ctx(what);
     NvtxRange range(what, RangeCategory::kCommunication);
 
     std::vector<Placement> ptrs;
-    for (int l = 0; l < comm_.localCount(); ++l) ptrs.push_back(placement(l, c, lay, inPlace));
+    for (int l = 0; l < comm_.localCount(); ++l) ptrs.push_back(placement(l, c, lay, a.dtype, inPlace));
     auto launch = [&] {
       comm_.groupStart();
       for (int l = 0; l < comm_.localCount(); ++l) c.launch(comm_, l, ptrs[l].send, ptrs[l].recv, lay, a);
@@ -287,7 +286,6 @@ class CollectivesRun {
   std::unique_ptr<Watchdog> watchdog_;
   std::vector<CommBuffer> a_, b_;
   std::vector<unsigned char> host_;
-  DType currentType_ = DType::kFloat32;
 };
 
 }  // namespace

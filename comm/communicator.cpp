@@ -34,7 +34,7 @@ BackendKind resolveBackend(BackendKind requested) {
   return BackendKind::kMpi;
 }
 
-std::unique_ptr<Communicator> makeCommunicator(const CommunicatorOptions& opts, Bootstrap& boot) {
+std::unique_ptr<Communicator> makeCommunicator(const CommunicatorOptions& opts, [[maybe_unused]] Bootstrap& boot) {
   const BackendKind b = resolveBackend(opts.backend);
   if (b == BackendKind::kNccl) {
 #ifdef TRAINSCOPE_HAVE_NCCL

@@ -83,6 +83,8 @@ class CudaAdamWCase final : public KernelCase {
   cuda::Stream stream_;
   cuda::DeviceArray<float> p_, g_, m_, v_;
 };
+#else
+using CudaAdamWCase = void;  // built without CUDA
 #endif
 
 class AdamWOp final : public KernelOp {
@@ -97,12 +99,7 @@ class AdamWOp final : public KernelOp {
   }
   std::unique_ptr<KernelCase> makeCuda(const KernelShape& s, DType dtype) const override {
     requireFloat32(name(), dtype);
-#ifdef TRAINSCOPE_HAVE_CUDA
-    return std::make_unique<CudaAdamWCase>(s["n"]);
-#else
-    (void)s;
-    return nullptr;
-#endif
+    return makeCase<CudaAdamWCase>(s["n"]);
   }
 };
 

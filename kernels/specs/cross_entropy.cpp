@@ -88,6 +88,8 @@ class CudaCrossEntropyCase final : public KernelCase {
   cuda::DeviceArray<float> z_, dz_, losses_;
   cuda::DeviceArray<int> targets_;
 };
+#else
+using CudaCrossEntropyCase = void;  // built without CUDA
 #endif
 
 class CrossEntropyOp final : public KernelOp {
@@ -102,12 +104,7 @@ class CrossEntropyOp final : public KernelOp {
   }
   std::unique_ptr<KernelCase> makeCuda(const KernelShape& s, DType dtype) const override {
     requireFloat32(name(), dtype);
-#ifdef TRAINSCOPE_HAVE_CUDA
-    return std::make_unique<CudaCrossEntropyCase>(s["N"], s["V"]);
-#else
-    (void)s;
-    return nullptr;
-#endif
+    return makeCase<CudaCrossEntropyCase>(s["N"], s["V"]);
   }
 };
 

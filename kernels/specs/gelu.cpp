@@ -63,6 +63,8 @@ class CudaGeluCase final : public KernelCase {
   cuda::Stream stream_;
   cuda::DeviceArray<float> x_, y_;
 };
+#else
+using CudaGeluCase = void;  // built without CUDA
 #endif
 
 class GeluOp final : public KernelOp {
@@ -77,12 +79,7 @@ class GeluOp final : public KernelOp {
   }
   std::unique_ptr<KernelCase> makeCuda(const KernelShape& s, DType dtype) const override {
     requireFloat32(name(), dtype);
-#ifdef TRAINSCOPE_HAVE_CUDA
-    return std::make_unique<CudaGeluCase>(s["n"]);
-#else
-    (void)s;
-    return nullptr;
-#endif
+    return makeCase<CudaGeluCase>(s["n"]);
   }
 };
 

@@ -19,16 +19,6 @@ struct Dims {
   int m, n, k;
 };
 
-// Inputs rounded to the dtype, so that the reference sees exactly what the op sees.
-std::vector<float> roundedInputs(std::size_t n, unsigned seed, DType t) {
-  auto v = randomInputs(n, seed);
-  for (auto& x : v) {
-    if (t == DType::kBFloat16) x = bfloat16ToFloat(floatToBFloat16(x));
-    if (t == DType::kFloat16) x = halfToFloat(floatToHalf(x));
-  }
-  return v;
-}
-
 std::vector<double> reference(const std::vector<float>& a, const std::vector<float>& b, Dims d) {
   std::vector<double> ad(a.begin(), a.end()), bd(b.begin(), b.end()), c(static_cast<std::size_t>(d.m) * d.n);
   cpu::gemm(false, false, d.m, d.n, d.k, 1.0, ad.data(), d.k, bd.data(), d.n, 0.0, c.data(), d.n);
@@ -58,6 +48,16 @@ class GemmCase final : public KernelCase {
 };
 
 #ifdef TRAINSCOPE_HAVE_CUDA
+// Inputs rounded to the dtype, so that the reference sees exactly what the op sees.
+std::vector<float> roundedInputs(std::size_t n, unsigned seed, DType t) {
+  auto v = randomInputs(n, seed);
+  for (auto& x : v) {
+    if (t == DType::kBFloat16) x = bfloat16ToFloat(floatToBFloat16(x));
+    if (t == DType::kFloat16) x = halfToFloat(floatToHalf(x));
+  }
+  return v;
+}
+
 class CudaGemmCase final : public KernelCase {
  public:
   CudaGemmCase(Dims d, DType t)
@@ -98,6 +98,8 @@ class CudaGemmCase final : public KernelCase {
   cuda::DeviceArray<unsigned char> a_, b_;
   cuda::DeviceArray<float> c_;
 };
+#else
+using CudaGemmCase = void;  // built without CUDA
 #endif
 
 class GemmOp final : public KernelOp {
@@ -114,15 +116,9 @@ class GemmOp final : public KernelOp {
     return std::make_unique<GemmCase>(dims(shape));
   }
   std::unique_ptr<KernelCase> makeCuda(const KernelShape& shape, DType dtype) const override {
-#ifdef TRAINSCOPE_HAVE_CUDA
     if (dtype != DType::kFloat32 && dtype != DType::kBFloat16 && dtype != DType::kFloat16)
       throw UsageError("gemm: the CUDA implementation takes float32, bfloat16 or float16");
-    return std::make_unique<CudaGemmCase>(dims(shape), dtype);
-#else
-    (void)shape;
-    (void)dtype;
-    return nullptr;
-#endif
+    return makeCase<CudaGemmCase>(dims(shape), dtype);
   }
 
  private:

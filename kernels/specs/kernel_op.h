@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -54,6 +55,14 @@ class KernelOp {
 
 const std::vector<const KernelOp*>& allKernelOps();
 const KernelOp& findKernelOp(std::string_view name);  // UsageError listing the known ones
+
+// A case of type Case, or null when Case is void: each op file declares its CUDA case as void in a build
+// without CUDA, so makeCuda needs no #ifdef of its own.
+template <typename Case, typename... Args>
+std::unique_ptr<KernelCase> makeCase([[maybe_unused]] Args&&... args) {
+  if constexpr (std::is_void_v<Case>) return nullptr;
+  else return std::make_unique<Case>(std::forward<Args>(args)...);
+}
 
 // Helpers shared by the op files.
 std::vector<float> randomInputs(std::size_t n, unsigned seed, float lo = -1.0f, float hi = 1.0f);

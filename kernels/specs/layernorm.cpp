@@ -84,6 +84,8 @@ class CudaLayerNormCase final : public KernelCase {
   cuda::Stream stream_;
   cuda::DeviceArray<float> x_, w_, b_, y_, mean_, rstd_;
 };
+#else
+using CudaLayerNormCase = void;  // built without CUDA
 #endif
 
 class LayerNormOp final : public KernelOp {
@@ -98,12 +100,7 @@ class LayerNormOp final : public KernelOp {
   }
   std::unique_ptr<KernelCase> makeCuda(const KernelShape& s, DType dtype) const override {
     requireFloat32(name(), dtype);
-#ifdef TRAINSCOPE_HAVE_CUDA
-    return std::make_unique<CudaLayerNormCase>(s["N"], s["C"]);
-#else
-    (void)s;
-    return nullptr;
-#endif
+    return makeCase<CudaLayerNormCase>(s["N"], s["C"]);
   }
 };
 

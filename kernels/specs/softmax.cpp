@@ -69,6 +69,8 @@ class CudaSoftmaxCase final : public KernelCase {
   cuda::Stream stream_;
   cuda::DeviceArray<float> x_, y_;
 };
+#else
+using CudaSoftmaxCase = void;  // built without CUDA
 #endif
 
 class SoftmaxOp final : public KernelOp {
@@ -83,12 +85,7 @@ class SoftmaxOp final : public KernelOp {
   }
   std::unique_ptr<KernelCase> makeCuda(const KernelShape& s, DType dtype) const override {
     requireFloat32(name(), dtype);
-#ifdef TRAINSCOPE_HAVE_CUDA
-    return std::make_unique<CudaSoftmaxCase>(s["rows"], s["T"]);
-#else
-    (void)s;
-    return nullptr;
-#endif
+    return makeCase<CudaSoftmaxCase>(s["rows"], s["T"]);
   }
 };
 

@@ -4,13 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <vector>
 
 #include "base/dtype.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/ops.h"
+#include "kernels/specs/kernel_op.h"  // randomInputs
 
 namespace ts {
 namespace {
@@ -26,14 +26,6 @@ bool haveGpu() {
 
 #define REQUIRE_GPU() \
   if (!haveGpu()) GTEST_SKIP() << "no CUDA GPU is usable here (cudaGetDeviceCount found none)"
-
-std::vector<float> rnd(std::size_t n, unsigned seed, float lo = -2, float hi = 2) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(g);
-  return v;
-}
 
 // A device copy of a host vector, freed at scope end.
 template <typename T>
@@ -76,7 +68,7 @@ TEST(CudaOps, GemmAgainstOpenBlasForEveryDtypeAndTranspose) {
         for (DType t : {DType::kFloat32, DType::kBFloat16, DType::kFloat16})
           for (bool tf32 : {false, true}) {
             if (tf32 && t != DType::kFloat32) continue;
-            auto A = rnd(std::size_t(m) * k, 1), B = rnd(std::size_t(k) * n, 2);
+            auto A = randomInputs(std::size_t(m) * k, 1), B = randomInputs(std::size_t(k) * n, 2);
             // Inputs rounded to the dtype on the host too, so only accumulation differs.
             std::vector<std::uint16_t> A16(A.size()), B16(B.size());
             if (t != DType::kFloat32) {
@@ -106,7 +98,7 @@ TEST(CudaOps, GemmAgainstOpenBlasForEveryDtypeAndTranspose) {
 TEST(CudaOps, RowOpsAgainstTheCpu) {
   REQUIRE_GPU();
   for (auto [N, C] : {std::pair<std::size_t, std::size_t>{1, 1}, {3, 33}, {1000, 769}, {8192, 4096}}) {
-    const auto x = rnd(N * C, 3, -5, 5), w = rnd(C, 4), b = rnd(C, 5);
+    const auto x = randomInputs(N * C, 3, -5, 5), w = randomInputs(C, 4), b = randomInputs(C, 5);
     std::vector<float> y(N * C), mean(N), rstd(N);
     cpu::layernormForward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
     Dev<float> dx(x), dw(w), db(b), dy(N * C), dm(N), dr(N);
@@ -134,7 +126,7 @@ TEST(CudaOps, RowOpsAgainstTheCpu) {
 TEST(CudaOps, ElementwiseAndOptimizersAgainstTheCpu) {
   REQUIRE_GPU();
   for (std::size_t n : {std::size_t{1}, std::size_t{1023}, std::size_t{1} << 24}) {
-    const auto x = rnd(n, 6, -6, 6), g = rnd(n, 7), dy = rnd(n, 8);
+    const auto x = randomInputs(n, 6, -6, 6), g = randomInputs(n, 7), dy = randomInputs(n, 8);
     std::vector<float> y(n), dx(n, 0.0f);
     cpu::geluForward(y.data(), x.data(), n);
     cpu::geluBackward(dx.data(), x.data(), dy.data(), n);
@@ -146,12 +138,12 @@ TEST(CudaOps, ElementwiseAndOptimizersAgainstTheCpu) {
     cpu::residualAdd(y.data(), x.data(), g.data(), n);
     cuda::residualAdd(dY.p, dX.p, dG.p, n, nullptr);
     EXPECT_EQ(maxRel(dY.host(), y), 0.0);
-    auto p = rnd(n, 9), m = rnd(n, 10, 0, 1), v = rnd(n, 11, 0, 1);
+    auto p = randomInputs(n, 9), m = randomInputs(n, 10, 0, 1), v = randomInputs(n, 11, 0, 1);
     Dev<float> dp(p), dm(m), dv(v);
     cpu::adamwUpdate(p.data(), g.data(), m.data(), v.data(), n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, 7);
     cuda::adamwUpdate(dp.p, dG.p, dm.p, dv.p, n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, 7, nullptr);
     EXPECT_LT(maxRel(dp.host(), p), 1e-6) << "adamw " << n;
-    auto q = rnd(n, 12), buf = rnd(n, 13);
+    auto q = randomInputs(n, 12), buf = randomInputs(n, 13);
     Dev<float> dq(q), dbuf(buf);
     cpu::sgdMomentumUpdate(q.data(), g.data(), buf.data(), n, 0.05f, 0.9f, 1e-2f);
     cuda::sgdMomentumUpdate(dq.p, dG.p, dbuf.p, n, 0.05f, 0.9f, 1e-2f, nullptr);
@@ -166,7 +158,7 @@ TEST(CudaOps, ElementwiseAndOptimizersAgainstTheCpu) {
     EXPECT_EQ(dh.host(), h) << "half cast";
   }
   const std::size_t N = 37, C = 129;
-  const auto x = rnd(N * C, 14), b = rnd(C, 15);
+  const auto x = randomInputs(N * C, 14), b = randomInputs(C, 15);
   std::vector<float> y(N * C);
   cpu::biasAdd(y.data(), x.data(), b.data(), N, C);
   Dev<float> dx(x), db(b), dy(N * C);

@@ -131,6 +131,7 @@ BAD_INPUTS = [
     (["-f", "1"], "-f/--step-factor must be greater than 1"),
     (["-G", "4"], "-G/--graph needs --backend nccl"),
     (["--frobnicate"], "The following argument was not expected: --frobnicate"),
+    (["--gpus-per-process", "2"], "--gpus-per-process applies to --backend nccl only"),
 ]
 
 

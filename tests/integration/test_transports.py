@@ -43,3 +43,18 @@ def test_bad_variant_requests(args, np, message, tmp_path):
     r = run_trainscope(["collectives", "--backend", "mpi"] + args, np=np)
     assert r.rc == 2, r.err
     assert len(r.error_lines()) == 1 and message in r.error_lines()[0], r.err
+
+
+def test_a_failing_variant_keeps_every_measured_record(tmp_path, validate):
+    """A planted wrong element fails both variants' checks: the merged result still holds every record,
+    and the error names the first variant that failed."""
+    out = tmp_path / "fail.json"
+    r = run_trainscope(["collectives", "--backend", "mpi", "--ops", "all_reduce", "-b", "1K", "-e", "4K", "-f", "4", "-n", "2",
+                        "--transports", "shm,tcp", "--launcher", "mpirun -np 2 --oversubscribe", "--json", out],
+                       env={"TRAINSCOPE_FAULT": "corrupt:rank=1:op=all_reduce:bytes=4K"})
+    assert r.rc == 1, r.err
+    assert "variant shm ended with exit code 1" in r.err
+    doc = json.loads(out.read_text())
+    validate(doc)
+    assert {x["transport"] for x in doc["records"]} == {"shm", "tcp"}
+    assert [x["transport"] for x in doc["records"] if not x["check"]["passed"]] == ["shm", "shm", "tcp", "tcp"]

@@ -125,6 +125,8 @@ def test_baseline_directory_per_machine(write_doc, tmp_path):
     key = machine_key(load_result(cand))
     assert key == "mpi-2x-Test_CPU" and (bdir / f"{key}.json").exists()
     assert run_tool("compare", "--baseline-dir", bdir, cand).returncode == 0
+    r = run_tool("compare", cand, cand, "--save-baseline")
+    assert r.returncode == 2 and "--save-baseline needs --baseline-dir" in r.stderr
 
 
 def test_markdown_and_junit_escape_hostile_text(write_doc):

@@ -4,23 +4,15 @@
 
 #include <cmath>
 #include <functional>
-#include <random>
 #include <vector>
 
 #include "base/dtype.h"
 #include "base/error.h"
 #include "kernels/cpu/ops.h"
+#include "kernels/specs/kernel_op.h"  // randomInputs: random data, never zeros
 
 namespace ts {
 namespace {
-
-std::vector<float> randomVec(std::size_t n, unsigned seed, float lo = -2.0f, float hi = 2.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
 
 double maxRelErr(const std::vector<float>& got, const std::vector<double>& want) {
   double worst = 0;
@@ -66,8 +58,8 @@ TEST(CpuOps, GemmMatchesFloat64ForEveryTransposeAndAwkwardSizes) {
   for (auto [m, n, k] : {std::tuple{1, 1, 1}, std::tuple{7, 13, 5}, std::tuple{33, 1, 17}, std::tuple{64, 65, 129}}) {
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
-        const auto A = randomVec(static_cast<std::size_t>(m * k), 1), B = randomVec(static_cast<std::size_t>(k * n), 2);
-        auto C = randomVec(static_cast<std::size_t>(m * n), 3);
+        const auto A = randomInputs(static_cast<std::size_t>(m * k), 1), B = randomInputs(static_cast<std::size_t>(k * n), 2);
+        auto C = randomInputs(static_cast<std::size_t>(m * n), 3);
         std::vector<double> product(C.size()), want(C.size());
         for (int i = 0; i < m; ++i)
           for (int j = 0; j < n; ++j) {
@@ -87,7 +79,7 @@ TEST(CpuOps, GemmMatchesFloat64ForEveryTransposeAndAwkwardSizes) {
 
 TEST(CpuOps, LayerNormForwardAndBackward) {
   const std::size_t N = 3, C = 11;
-  const auto x = randomVec(N * C, 4), w = randomVec(C, 5), b = randomVec(C, 6), dy = randomVec(N * C, 7);
+  const auto x = randomInputs(N * C, 4), w = randomInputs(C, 5), b = randomInputs(C, 6), dy = randomInputs(N * C, 7);
   std::vector<float> y(N * C), mean(N), rstd(N);
   cpu::layernormForward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
   EXPECT_LT(maxRelErr(y, layernormRef(toDouble(x), toDouble(w), toDouble(b), N, C)), 1e-5);
@@ -106,7 +98,7 @@ TEST(CpuOps, LayerNormForwardAndBackward) {
 
 TEST(CpuOps, SoftmaxPlainAndCausalAndBackward) {
   const std::size_t T = 5, rows = 2 * T, cols = T;
-  const auto x = randomVec(rows * cols, 8, -4, 4);
+  const auto x = randomInputs(rows * cols, 8, -4, 4);
   for (std::size_t causal : {std::size_t{0}, T}) {
     std::vector<float> y(rows * cols);
     cpu::softmaxForward(y.data(), x.data(), rows, cols, causal);
@@ -120,7 +112,7 @@ TEST(CpuOps, SoftmaxPlainAndCausalAndBackward) {
     EXPECT_LT(maxRelErr(y, want), 1e-6) << "causal " << causal;
   }
   std::vector<float> y(rows * cols), dx(rows * cols, 0.0f);
-  const auto dy = randomVec(rows * cols, 9);
+  const auto dy = randomInputs(rows * cols, 9);
   cpu::softmaxForward(y.data(), x.data(), rows, cols);
   cpu::softmaxBackward(dx.data(), dy.data(), y.data(), rows, cols);
   auto loss = [&](const std::vector<double>& xx) {
@@ -136,7 +128,7 @@ TEST(CpuOps, SoftmaxPlainAndCausalAndBackward) {
 }
 
 TEST(CpuOps, GeluForwardAndBackward) {
-  const auto x = randomVec(101, 10, -5, 5), dy = randomVec(101, 11);
+  const auto x = randomInputs(101, 10, -5, 5), dy = randomInputs(101, 11);
   std::vector<float> y(101), dx(101, 0.0f);
   cpu::geluForward(y.data(), x.data(), 101);
   std::vector<double> want(101);
@@ -153,7 +145,7 @@ TEST(CpuOps, GeluForwardAndBackward) {
 
 TEST(CpuOps, CrossEntropyLossAndLogitGradients) {
   const std::size_t N = 4, V = 37;
-  const auto z = randomVec(N * V, 12, -6, 6);
+  const auto z = randomInputs(N * V, 12, -6, 6);
   const std::vector<int> targets = {0, 36, 5, 17};
   std::vector<float> losses(N), dz(N * V);
   cpu::crossEntropyForwardBackward(losses.data(), dz.data(), z.data(), targets.data(), N, V, 1.0f / N);
@@ -174,7 +166,7 @@ TEST(CpuOps, CrossEntropyLossAndLogitGradients) {
 
 TEST(CpuOps, OptimizerStepsMatchTheirDefinitions) {
   const std::size_t n = 9;
-  auto p = randomVec(n, 13), g = randomVec(n, 14), m = randomVec(n, 15, 0, 1), v = randomVec(n, 16, 0, 1);
+  auto p = randomInputs(n, 13), g = randomInputs(n, 14), m = randomInputs(n, 15, 0, 1), v = randomInputs(n, 16, 0, 1);
   std::vector<double> pd = toDouble(p), md = toDouble(m), vd = toDouble(v);
   cpu::adamwUpdate(p.data(), g.data(), m.data(), v.data(), n, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f, 3);
   for (std::size_t i = 0; i < n; ++i) {
@@ -184,7 +176,7 @@ TEST(CpuOps, OptimizerStepsMatchTheirDefinitions) {
     pd[i] -= 1e-2 * (mh / (std::sqrt(vh) + 1e-8) + 0.1 * pd[i]);
   }
   EXPECT_LT(maxRelErr(p, pd), 1e-5);
-  auto q = randomVec(n, 17), buf = randomVec(n, 18);
+  auto q = randomInputs(n, 17), buf = randomInputs(n, 18);
   std::vector<double> qd = toDouble(q), bd = toDouble(buf);
   cpu::sgdMomentumUpdate(q.data(), g.data(), buf.data(), n, 0.05f, 0.9f, 1e-2f);
   for (std::size_t i = 0; i < n; ++i) {
@@ -195,7 +187,7 @@ TEST(CpuOps, OptimizerStepsMatchTheirDefinitions) {
 }
 
 TEST(CpuOps, AddsAndCasts) {
-  const auto a = randomVec(12, 19), b = randomVec(4, 20);
+  const auto a = randomInputs(12, 19), b = randomInputs(4, 20);
   std::vector<float> out(12);
   cpu::biasAdd(out.data(), a.data(), b.data(), 3, 4);
   for (std::size_t i = 0; i < 12; ++i) EXPECT_EQ(out[i], a[i] + b[i % 4]);
@@ -275,7 +267,7 @@ TEST(CpuOps, ConvolutionForwardAndBothBackwards) {
   for (const cpu::Conv2dShape s : {cpu::Conv2dShape{2, 3, 5, 6, 4, 3, 3, 1, 1}, cpu::Conv2dShape{1, 2, 7, 7, 3, 3, 2, 2, 0}}) {
     const std::size_t nx = static_cast<std::size_t>(s.N) * s.C * s.H * s.W, nw = static_cast<std::size_t>(s.K) * s.C * s.R * s.S;
     const std::size_t ny = static_cast<std::size_t>(s.N) * s.K * s.P() * s.Q();
-    const auto x = randomVec(nx, 30), w = randomVec(nw, 31), b = randomVec(s.K, 32), dy = randomVec(ny, 33);
+    const auto x = randomInputs(nx, 30), w = randomInputs(nw, 31), b = randomInputs(s.K, 32), dy = randomInputs(ny, 33);
     std::vector<float> y(ny);
     cpu::conv2dForward(y.data(), x.data(), w.data(), b.data(), s);
     EXPECT_LT(maxRelErr(y, convRef(toDouble(x), toDouble(w), toDouble(b), s)), 1e-5);
@@ -297,7 +289,7 @@ TEST(CpuOps, ConvolutionForwardAndBothBackwards) {
 TEST(CpuOps, CausalAttentionMatchesTheDefinition) {
   const int B = 2, NH = 3, T = 5, D = 4;
   const std::size_t n = static_cast<std::size_t>(B) * NH * T * D;
-  const auto q = randomVec(n, 40), k = randomVec(n, 41), v = randomVec(n, 42);
+  const auto q = randomInputs(n, 40), k = randomInputs(n, 41), v = randomInputs(n, 42);
   std::vector<float> out(n);
   cpu::attentionForward(out.data(), q.data(), k.data(), v.data(), B, NH, T, D);
   std::vector<double> want(n, 0.0);
