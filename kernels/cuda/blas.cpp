@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/ops.h"
+#include "kernels/cuda/blas.h"
 
 #define CUBLAS_CHECK(call)                                                                                   \
   do {                                                                                                       \

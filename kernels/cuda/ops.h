@@ -1,34 +1,14 @@
 #pragma once
 // The CUDA implementations of the compute ops: the same arguments as kernels/cpu/ops.h (device pointers),
-// plus the stream they are queued on. float32 data; GEMM also takes TF32, bfloat16 and float16 inputs
-// through cuBLASLt. Every launch is checked (CUDA_CHECK / CUBLAS_CHECK).
+// plus the stream they are queued on. float32 data. GEMM (cuBLASLt) is in blas.h. Every launch is checked (CUDA_CHECK).
 #include <cstddef>
 #include <cstdint>
 
-#include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
 #include "base/dtype.h"
 
 namespace ts::cuda {
-
-// cuBLASLt with its workspace, for one device.
-class Blas {
- public:
-  explicit Blas(std::size_t workspaceBytes = 32u << 20);
-  ~Blas();
-  Blas(const Blas&) = delete;
-  Blas& operator=(const Blas&) = delete;
-  // Row-major C[m,n] = alpha op(A) op(B) + beta C with A, B in `inputs` (float32, bfloat16 or float16) and C
-  // in float32 (float16/bfloat16 inputs accumulate in float32). tf32: let float32 inputs use TF32 tensor cores.
-  void gemm(bool transA, bool transB, int m, int n, int k, float alpha, const void* A, int lda, const void* B, int ldb, float beta,
-            float* C, int ldc, DType inputs, bool tf32, cudaStream_t stream);
-
- private:
-  cublasLtHandle_t handle_ = nullptr;
-  void* workspace_ = nullptr;
-  std::size_t workspaceBytes_ = 0;
-};
 
 void layernormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias, std::size_t N,
                       std::size_t C, cudaStream_t stream, float eps = 1e-5f);

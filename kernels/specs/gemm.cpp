@@ -9,7 +9,7 @@
 #include "kernels/specs/kernel_op.h"
 #ifdef TRAINSCOPE_HAVE_CUDA
 #include "kernels/cuda/device_array.h"
-#include "kernels/cuda/ops.h"
+#include "kernels/cuda/blas.h"
 #endif
 
 namespace ts {

@@ -9,6 +9,7 @@
 #include "base/dtype.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/blas.h"
 #include "kernels/cuda/ops.h"
 #include "kernels/specs/kernel_op.h"  // randomInputs
 
