@@ -12,7 +12,7 @@ Action addKernelsCommand(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("kernels", "Measure the compute ops (GEMM, convolution, attention, layernorm, softmax, GELU, cross-entropy, AdamW) on the roofline");
   sub->add_option("--ops", a->ops, "all, or a comma list of gemm, conv2d, attention, layernorm, softmax, gelu, cross_entropy, adamw")->capture_default_str();
   sub->add_option("--backend", a->backend, "cpu, cuda (GPU 0), or auto: cuda when a GPU is present")->capture_default_str();
-  sub->add_option("-d,--dtype", a->dtype, "Element type: float32; on CUDA, gemm also bfloat16 and float16")->capture_default_str();
+  sub->add_option("-d,--dtype", a->dtype, "Precision: float32, tf32, bfloat16, float16 (the CPU runs float32; on CUDA each op says which it takes)")->capture_default_str();
   sub->add_option("--preset", a->preset, "The transformer block whose shapes are measured: tiny, small (GPT-2 small), base")->capture_default_str();
   sub->add_option("--shapes", a->shapesFile, "A TOML file of [[shape]] tables (op, name, dimensions): measure these shapes instead of the preset's");
   sub->add_option("--hidden", a->hidden, "Override the preset's hidden size (a multiple of 64)");

@@ -72,7 +72,7 @@ Ceilings measureCeilings(const KernelsOptions& o, ResultWriter* writer, bool lea
   for (const auto& shape : gemmKernelOp().shapes(o.hidden, o.seq, o.batch, o.vocab)) {
     if (shape.name.rfind("square", 0) != 0) continue;
     activity::set(fmt::format("compute ceiling: gemm {}", shape.name));
-    auto kc = gemmKernelOp().make(shape, DType::kFloat32);
+    auto kc = gemmKernelOp().make(shape, Precision::kFloat32);
     const Stats s = summarize(timeRuns(*kc, 1, 3, 1));
     const double tflops = kc->flops() / (s.min * 1e-6) / 1e12;
     if (tflops > c.tflops) c.tflops = tflops;
@@ -121,17 +121,17 @@ std::vector<double> timeCase(KernelCase& c, int warmup, int iters, int trials) {
 // of 1 GiB (read + write counted).
 Ceilings measureCudaCeilings(const KernelsOptions& o, ResultWriter* writer) {
   Ceilings c;
-  const DType gemmType = o.dtype == DType::kBFloat16 || o.dtype == DType::kFloat16 ? o.dtype : DType::kFloat32;
+  const Precision gemmType = o.precision;
   for (std::int64_t n : {4096, 8192}) {
     const KernelShape shape{fmt::format("square {}", n), {{"M", n}, {"N", n}, {"K", n}}};
-    activity::set(fmt::format("compute ceiling: gemm {} {}", shape.name, dtypeName(gemmType)));
+    activity::set(fmt::format("compute ceiling: gemm {} {}", shape.name, precisionName(gemmType)));
     auto kc = gemmKernelOp().makeCuda(shape, gemmType);
     const Stats s = summarize(timeCase(*kc, 2, 5, 1));
     const double tflops = kc->flops() / (s.min * 1e-6) / 1e12;
     c.tflops = std::max(c.tflops, tflops);
     if (writer)
       writer->add({{"kind", "kernel_ceiling"}, {"ceiling", "compute"}, {"value", tflops}, {"unit", "TFLOP/s"},
-                   {"source", fmt::format("cuBLASLt gemm {} {} (best of 5)", shape.name, dtypeName(gemmType))}, {"time_us", toJson(s)}});
+                   {"source", fmt::format("cuBLASLt gemm {} {} (best of 5)", shape.name, precisionName(gemmType))}, {"time_us", toJson(s)}});
   }
   constexpr std::size_t kBytes = 1ull << 30;
   cuda::Stream stream;
@@ -144,7 +144,7 @@ Ceilings measureCudaCeilings(const KernelsOptions& o, ResultWriter* writer) {
   if (writer)
     writer->add({{"kind", "kernel_ceiling"}, {"ceiling", "memory"}, {"value", c.gbps}, {"unit", "GB/s"},
                  {"source", "device-to-device copy of 1 GiB, read + write (best of 5)"}, {"time_us", toJson(s)}});
-  std::printf("# ceilings: compute %.1f TFLOP/s (cuBLASLt %s), memory %.0f GB/s (device copy)\n", c.tflops, std::string(dtypeName(gemmType)).c_str(), c.gbps);
+  std::printf("# ceilings: compute %.1f TFLOP/s (cuBLASLt %s), memory %.0f GB/s (device copy)\n", c.tflops, std::string(precisionName(gemmType)).c_str(), c.gbps);
   return c;
 }
 #endif
@@ -164,7 +164,11 @@ KernelsOptions resolveKernelsArgs(const KernelsArgs& a) {
       if (!name.empty()) o.ops.push_back(&findKernelOp(name));
   }
   if (o.ops.empty()) throw UsageError("--ops: no kernel given");
-  o.dtype = parseDType(a.dtype);
+  try {
+    o.precision = parsePrecision(a.dtype);
+  } catch (const UsageError& e) {
+    throw UsageError(std::string("--dtype: ") + e.what());
+  }
   const Presets* p = nullptr;
   for (const auto& x : kPresets)
     if (a.preset == x.name) p = &x;
@@ -188,8 +192,8 @@ KernelsOptions resolveKernelsArgs(const KernelsArgs& a) {
   if (a.backend == "cuda" && gpus == 0) throw UsageError("--backend cuda needs a CUDA GPU, and none is usable on this host");
   o.cuda = a.backend == "cuda" || (a.backend == "auto" && gpus > 0);
   for (const KernelOp* op : o.ops)
-    if (o.dtype != DType::kFloat32 && !(o.cuda && op->name() == "gemm"))
-      throw UsageError(fmt::format("--dtype {}: {} runs in float32 only{}", dtypeName(o.dtype), op->name(), o.cuda ? " (bfloat16/float16: gemm)" : " on the CPU"));
+    if (!op->supports(o.precision, o.cuda))
+      throw UsageError(fmt::format("--dtype {}: the {} implementation of {} does not run in it", precisionName(o.precision), o.cuda ? "CUDA" : "CPU", op->name()));
   return o;
 }
 
@@ -202,7 +206,7 @@ nlohmann::json toJson(const KernelsOptions& o) {
     for (const auto& [k, v] : shape.dims) dims[k] = v;
     user.push_back({{"op", std::string(op->name())}, {"name", shape.name}, {"shape", dims}});
   }
-  return {{"ops", ops}, {"backend", o.cuda ? "cuda" : "cpu"}, {"shapes", user}, {"dtype", std::string(dtypeName(o.dtype))}, {"hidden", o.hidden}, {"seq", o.seq}, {"batch", o.batch},
+  return {{"ops", ops}, {"backend", o.cuda ? "cuda" : "cpu"}, {"shapes", user}, {"dtype", std::string(precisionName(o.precision))}, {"hidden", o.hidden}, {"seq", o.seq}, {"batch", o.batch},
           {"vocab", o.vocab}, {"warmup", o.warmup}, {"iters", o.iters}, {"trials", o.trials}, {"ceilings", o.ceilings},
           {"timeout_s", o.timeoutS}, {"label", o.label}};
 }
@@ -259,7 +263,7 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
       NvtxRange range(fmt::format("kernel {} {}", op->name(), shape.name), RangeCategory::kCompute);
       std::unique_ptr<KernelCase> kc;
       try {
-        kc = o.cuda ? op->makeCuda(shape, o.dtype) : op->make(shape, o.dtype);
+        kc = o.cuda ? op->makeCuda(shape, o.precision) : op->make(shape, o.precision);
       } catch (const std::bad_alloc&) {
         throw Error(fmt::format("{} {}: out of host memory for its buffers ({})", op->name(), shape.name, dimsText(shape)));
       }
@@ -289,7 +293,7 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
       }
       nlohmann::json rec = {{"kind", "kernel"},          {"op", std::string(op->name())},
                             {"shape_name", shape.name},  {"shape", dims},
-                            {"dtype", std::string(dtypeName(o.dtype))}, {"backend", o.cuda ? "cuda" : "cpu"},
+                            {"dtype", std::string(precisionName(o.precision))}, {"backend", o.cuda ? "cuda" : "cpu"},
                             {"flops", kc->flops()},      {"bytes", kc->bytes()},
                             {"time_us", toJson(s)},      {"samples_us", samples},
                             {"tflops", tflops},          {"gbps", gbps},

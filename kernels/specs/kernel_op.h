@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "base/dtype.h"
+#include "base/precision.h"
 
 namespace ts {
 
@@ -47,10 +47,15 @@ class KernelOp {
   // Shapes a transformer block of hidden H, sequence S, batch B and vocabulary V calls (and, for GEMM,
   // large squares for the compute ceiling).
   virtual std::vector<KernelShape> shapes(std::int64_t H, std::int64_t S, std::int64_t B, std::int64_t V) const = 0;
-  // CPU implementation, float32. UsageError for a dtype the op does not run in.
-  virtual std::unique_ptr<KernelCase> make(const KernelShape& shape, DType dtype) const = 0;
+  // The precisions each implementation runs in (the CPU ones: float32).
+  virtual bool supports(Precision p, bool cuda) const {
+    (void)cuda;
+    return p == Precision::kFloat32;
+  }
+  // CPU implementation, float32. UsageError for a precision the op does not run in.
+  virtual std::unique_ptr<KernelCase> make(const KernelShape& shape, Precision precision) const = 0;
   // CUDA implementation on the current device; null when the op has none yet (built without CUDA too).
-  virtual std::unique_ptr<KernelCase> makeCuda(const KernelShape&, DType) const { return nullptr; }
+  virtual std::unique_ptr<KernelCase> makeCuda(const KernelShape&, Precision) const { return nullptr; }
 };
 
 const std::vector<const KernelOp*>& allKernelOps();
@@ -71,7 +76,7 @@ double maxRelativeError(const float* got, const double* want, std::size_t n);
 // The check of n outputs against the float64 reference, passed when within tolerance.
 KernelCheck compareWith(const float* got, const double* want, std::size_t n, double tolerance);
 void poison(std::vector<float>& v);
-void requireFloat32(std::string_view op, DType dtype);
+void requireFloat32(std::string_view op, Precision precision);
 
 const KernelOp& gemmKernelOp();
 const KernelOp& layernormKernelOp();

@@ -60,9 +60,9 @@ KernelCheck compareWith(const float* got, const double* want, std::size_t n, dou
 
 void poison(std::vector<float>& v) { std::fill(v.begin(), v.end(), std::numeric_limits<float>::quiet_NaN()); }
 
-void requireFloat32(std::string_view op, DType dtype) {
-  if (dtype != DType::kFloat32)
-    throw UsageError(fmt::format("{}: the CPU implementation runs in float32 only (got {})", op, dtypeName(dtype)));
+void requireFloat32(std::string_view op, Precision precision) {
+  if (precision != Precision::kFloat32)
+    throw UsageError(fmt::format("{}: the CPU implementation runs in float32 only (got {})", op, precisionName(precision)));
 }
 
 }  // namespace ts

@@ -36,7 +36,7 @@ def test_every_op_checked_and_on_the_roofline(tmp_path, validate):
 
 @pytest.mark.parametrize("args,message", [
     (["--ops", "gemm,conv9"], "--ops: unknown kernel 'conv9'"),
-    (["--backend", "cpu", "--dtype", "bfloat16"], "--dtype bfloat16: gemm runs in float32 only on the CPU"),
+    (["--backend", "cpu", "--dtype", "bfloat16"], "--dtype bfloat16: the CPU implementation of gemm does not run in it"),
     (["--backend", "tpu"], "--backend: 'tpu' is not auto, cpu or cuda"),
     (["--hidden", "100"], "--hidden 100 must be a positive multiple of 64"),
     (["--preset", "huge"], "--preset: unknown preset 'huge'"),
