@@ -16,7 +16,7 @@ struct RunContext;
 struct KernelsOptions {
   std::vector<const KernelOp*> ops;
   bool cuda = false;  // the CUDA implementations on GPU 0 (--backend cuda, or auto with a GPU)
-  Precision precision = Precision::kFloat32;  // --dtype
+  KernelSettings settings;  // --dtype, --conv-algo, --conv-layout
   // The transformer block whose shapes the ops are measured at.
   std::int64_t hidden = 128, seq = 64, batch = 2, vocab = 1024;
   int warmup = 2;

@@ -72,7 +72,7 @@ Ceilings measureCeilings(const KernelsOptions& o, ResultWriter* writer, bool lea
   for (const auto& shape : gemmKernelOp().shapes(o.hidden, o.seq, o.batch, o.vocab)) {
     if (shape.name.rfind("square", 0) != 0) continue;
     activity::set(fmt::format("compute ceiling: gemm {}", shape.name));
-    auto kc = gemmKernelOp().make(shape, Precision::kFloat32);
+    auto kc = gemmKernelOp().make(shape, KernelSettings{});
     const Stats s = summarize(timeRuns(*kc, 1, 3, 1));
     const double tflops = kc->flops() / (s.min * 1e-6) / 1e12;
     if (tflops > c.tflops) c.tflops = tflops;
@@ -121,11 +121,11 @@ std::vector<double> timeCase(KernelCase& c, int warmup, int iters, int trials) {
 // of 1 GiB (read + write counted).
 Ceilings measureCudaCeilings(const KernelsOptions& o, ResultWriter* writer) {
   Ceilings c;
-  const Precision gemmType = o.precision;
+  const Precision gemmType = o.settings.precision;
   for (std::int64_t n : {4096, 8192}) {
     const KernelShape shape{fmt::format("square {}", n), {{"M", n}, {"N", n}, {"K", n}}};
     activity::set(fmt::format("compute ceiling: gemm {} {}", shape.name, precisionName(gemmType)));
-    auto kc = gemmKernelOp().makeCuda(shape, gemmType);
+    auto kc = gemmKernelOp().makeCuda(shape, KernelSettings{gemmType});
     const Stats s = summarize(timeCase(*kc, 2, 5, 1));
     const double tflops = kc->flops() / (s.min * 1e-6) / 1e12;
     c.tflops = std::max(c.tflops, tflops);
@@ -165,7 +165,7 @@ KernelsOptions resolveKernelsArgs(const KernelsArgs& a) {
   }
   if (o.ops.empty()) throw UsageError("--ops: no kernel given");
   try {
-    o.precision = parsePrecision(a.dtype);
+    o.settings.precision = parsePrecision(a.dtype);
   } catch (const UsageError& e) {
     throw UsageError(std::string("--dtype: ") + e.what());
   }
@@ -192,8 +192,8 @@ KernelsOptions resolveKernelsArgs(const KernelsArgs& a) {
   if (a.backend == "cuda" && gpus == 0) throw UsageError("--backend cuda needs a CUDA GPU, and none is usable on this host");
   o.cuda = a.backend == "cuda" || (a.backend == "auto" && gpus > 0);
   for (const KernelOp* op : o.ops)
-    if (!op->supports(o.precision, o.cuda))
-      throw UsageError(fmt::format("--dtype {}: the {} implementation of {} does not run in it", precisionName(o.precision), o.cuda ? "CUDA" : "CPU", op->name()));
+    if (!op->supports(o.settings.precision, o.cuda))
+      throw UsageError(fmt::format("--dtype {}: the {} implementation of {} does not run in it", precisionName(o.settings.precision), o.cuda ? "CUDA" : "CPU", op->name()));
   return o;
 }
 
@@ -206,7 +206,7 @@ nlohmann::json toJson(const KernelsOptions& o) {
     for (const auto& [k, v] : shape.dims) dims[k] = v;
     user.push_back({{"op", std::string(op->name())}, {"name", shape.name}, {"shape", dims}});
   }
-  return {{"ops", ops}, {"backend", o.cuda ? "cuda" : "cpu"}, {"shapes", user}, {"dtype", std::string(precisionName(o.precision))}, {"hidden", o.hidden}, {"seq", o.seq}, {"batch", o.batch},
+  return {{"ops", ops}, {"backend", o.cuda ? "cuda" : "cpu"}, {"shapes", user}, {"dtype", std::string(precisionName(o.settings.precision))}, {"hidden", o.hidden}, {"seq", o.seq}, {"batch", o.batch},
           {"vocab", o.vocab}, {"warmup", o.warmup}, {"iters", o.iters}, {"trials", o.trials}, {"ceilings", o.ceilings},
           {"timeout_s", o.timeoutS}, {"label", o.label}};
 }
@@ -263,7 +263,7 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
       NvtxRange range(fmt::format("kernel {} {}", op->name(), shape.name), RangeCategory::kCompute);
       std::unique_ptr<KernelCase> kc;
       try {
-        kc = o.cuda ? op->makeCuda(shape, o.precision) : op->make(shape, o.precision);
+        kc = o.cuda ? op->makeCuda(shape, o.settings) : op->make(shape, o.settings);
       } catch (const std::bad_alloc&) {
         throw Error(fmt::format("{} {}: out of host memory for its buffers ({})", op->name(), shape.name, dimsText(shape)));
       }
@@ -293,12 +293,13 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
       }
       nlohmann::json rec = {{"kind", "kernel"},          {"op", std::string(op->name())},
                             {"shape_name", shape.name},  {"shape", dims},
-                            {"dtype", std::string(precisionName(o.precision))}, {"backend", o.cuda ? "cuda" : "cpu"},
+                            {"dtype", std::string(precisionName(o.settings.precision))}, {"backend", o.cuda ? "cuda" : "cpu"},
                             {"flops", kc->flops()},      {"bytes", kc->bytes()},
                             {"time_us", toJson(s)},      {"samples_us", samples},
                             {"tflops", tflops},          {"gbps", gbps},
                             {"arithmetic_intensity", intensity}, {"roofline", roof},
                             {"check", {{"performed", true}, {"passed", chk.passed}, {"max_rel_err", chk.maxRelErr}, {"tolerance", chk.tolerance}}}};
+      if (const nlohmann::json extra = kc->details(); !extra.empty()) rec["details"] = extra;
       if (!o.label.empty()) rec["label"] = o.label;
       if (!ctx.step.empty()) rec["step"] = ctx.step;
       if (leader && writer) writer->add(rec);

@@ -24,7 +24,7 @@ void registerAll() {
       for (const ts::KernelShape& shape : op->shapes(p.hidden, p.seq, p.batch, p.vocab)) {
         const std::string name = std::string(op->name()) + "/" + p.name + "/" + shape.name;
         benchmark::RegisterBenchmark(name.c_str(), [op, shape](benchmark::State& state) {
-          auto c = op->make(shape, ts::Precision::kFloat32);
+          auto c = op->make(shape, ts::KernelSettings{});
           const ts::KernelCheck check = c->check();
           if (!check.passed) {
             state.SkipWithError(("failed its float64 check: max relative error " + std::to_string(check.maxRelErr)).c_str());

@@ -93,12 +93,12 @@ class AdamWOp final : public KernelOp {
   std::vector<KernelShape> shapes(std::int64_t H, std::int64_t, std::int64_t, std::int64_t) const override {
     return {{"block.params", {{"n", 12 * H * H}}}};
   }
-  std::unique_ptr<KernelCase> make(const KernelShape& s, Precision precision) const override {
-    requireFloat32(name(), precision);
+  std::unique_ptr<KernelCase> make(const KernelShape& s, const KernelSettings& settings) const override {
+    requireFloat32(name(), settings.precision);
     return std::make_unique<AdamWCase>(s["n"]);
   }
-  std::unique_ptr<KernelCase> makeCuda(const KernelShape& s, Precision precision) const override {
-    requireFloat32(name(), precision);
+  std::unique_ptr<KernelCase> makeCuda(const KernelShape& s, const KernelSettings& settings) const override {
+    requireFloat32(name(), settings.precision);
     return makeCase<CudaAdamWCase>(s["n"]);
   }
 };

@@ -51,8 +51,8 @@ class AttentionOp final : public KernelOp {
   std::vector<KernelShape> shapes(std::int64_t H, std::int64_t S, std::int64_t B, std::int64_t) const override {
     return {{"attn.sdpa", {{"B", B}, {"NH", H / 64}, {"T", S}, {"D", 64}}}};
   }
-  std::unique_ptr<KernelCase> make(const KernelShape& s, Precision precision) const override {
-    requireFloat32(name(), precision);
+  std::unique_ptr<KernelCase> make(const KernelShape& s, const KernelSettings& settings) const override {
+    requireFloat32(name(), settings.precision);
     return std::make_unique<AttentionCase>(static_cast<int>(s["B"]), static_cast<int>(s["NH"]), static_cast<int>(s["T"]), static_cast<int>(s["D"]));
   }
 };

@@ -56,8 +56,8 @@ class ConvOp final : public KernelOp {
     };
     return {s("stem", 3, 32, 64, 3, 1), s("stage1.3x3", 64, 32, 64, 3, 1), s("stage2.down", 64, 32, 128, 3, 2), s("stage3.1x1", 128, 16, 256, 1, 2)};
   }
-  std::unique_ptr<KernelCase> make(const KernelShape& sh, Precision precision) const override {
-    requireFloat32(name(), precision);
+  std::unique_ptr<KernelCase> make(const KernelShape& sh, const KernelSettings& settings) const override {
+    requireFloat32(name(), settings.precision);
     const auto i = [&](const char* d) { return static_cast<int>(sh[d]); };
     return std::make_unique<ConvCase>(cpu::Conv2dShape{i("N"), i("C"), i("H"), i("W"), i("K"), i("R"), i("S"), i("stride"), i("pad")});
   }

@@ -98,12 +98,12 @@ class CrossEntropyOp final : public KernelOp {
   std::vector<KernelShape> shapes(std::int64_t, std::int64_t S, std::int64_t B, std::int64_t V) const override {
     return {{"loss", {{"N", B * S}, {"V", V}}}};
   }
-  std::unique_ptr<KernelCase> make(const KernelShape& s, Precision precision) const override {
-    requireFloat32(name(), precision);
+  std::unique_ptr<KernelCase> make(const KernelShape& s, const KernelSettings& settings) const override {
+    requireFloat32(name(), settings.precision);
     return std::make_unique<CrossEntropyCase>(s["N"], s["V"]);
   }
-  std::unique_ptr<KernelCase> makeCuda(const KernelShape& s, Precision precision) const override {
-    requireFloat32(name(), precision);
+  std::unique_ptr<KernelCase> makeCuda(const KernelShape& s, const KernelSettings& settings) const override {
+    requireFloat32(name(), settings.precision);
     return makeCase<CudaCrossEntropyCase>(s["N"], s["V"]);
   }
 };

@@ -73,12 +73,12 @@ class GeluOp final : public KernelOp {
   std::vector<KernelShape> shapes(std::int64_t H, std::int64_t S, std::int64_t B, std::int64_t) const override {
     return {{"mlp.gelu", {{"n", B * S * 4 * H}}}};
   }
-  std::unique_ptr<KernelCase> make(const KernelShape& s, Precision precision) const override {
-    requireFloat32(name(), precision);
+  std::unique_ptr<KernelCase> make(const KernelShape& s, const KernelSettings& settings) const override {
+    requireFloat32(name(), settings.precision);
     return std::make_unique<GeluCase>(s["n"]);
   }
-  std::unique_ptr<KernelCase> makeCuda(const KernelShape& s, Precision precision) const override {
-    requireFloat32(name(), precision);
+  std::unique_ptr<KernelCase> makeCuda(const KernelShape& s, const KernelSettings& settings) const override {
+    requireFloat32(name(), settings.precision);
     return makeCase<CudaGeluCase>(s["n"]);
   }
 };

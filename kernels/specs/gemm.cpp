@@ -115,12 +115,12 @@ class GemmOp final : public KernelOp {
             s("lm_head", T, V, H), s("square 1024", 1024, 1024, 1024), s("square 2048", 2048, 2048, 2048)};
   }
   bool supports(Precision p, bool cuda) const override { return cuda || p == Precision::kFloat32; }
-  std::unique_ptr<KernelCase> make(const KernelShape& shape, Precision precision) const override {
-    requireFloat32(name(), precision);
+  std::unique_ptr<KernelCase> make(const KernelShape& shape, const KernelSettings& settings) const override {
+    requireFloat32(name(), settings.precision);
     return std::make_unique<GemmCase>(dims(shape));
   }
-  std::unique_ptr<KernelCase> makeCuda(const KernelShape& shape, Precision precision) const override {
-    return makeCase<CudaGemmCase>(dims(shape), precision);
+  std::unique_ptr<KernelCase> makeCuda(const KernelShape& shape, const KernelSettings& settings) const override {
+    return makeCase<CudaGemmCase>(dims(shape), settings.precision);
   }
 
  private:

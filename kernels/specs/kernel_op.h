@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "base/precision.h"
 
 namespace ts {
@@ -19,6 +21,13 @@ struct KernelShape {
   std::string name;  // where the shape comes from ("attn.qkv", "square 1024", ...)
   std::vector<std::pair<std::string, std::int64_t>> dims;
   std::int64_t operator[](std::string_view d) const;
+};
+
+// How the ops are run: the precision and the per-op choices of the command line.
+struct KernelSettings {
+  Precision precision = Precision::kFloat32;  // --dtype
+  bool convSearch = false;                    // --conv-algo search: cuDNN times its algorithms (else its heuristic)
+  bool convNhwc = false;                      // --conv-layout nhwc (else NCHW)
 };
 
 struct KernelCheck {
@@ -38,6 +47,8 @@ class KernelCase {
   virtual KernelCheck check() = 0;
   // The CUDA stream run() queues on (a cudaStream_t), or null for a CPU case, which run() completes.
   virtual void* deviceStream() const { return nullptr; }
+  // Facts of this case for its record (the algorithm chosen, the workspace it took, ...); an object.
+  virtual nlohmann::json details() const { return nlohmann::json::object(); }
 };
 
 class KernelOp {
@@ -53,9 +64,9 @@ class KernelOp {
     return p == Precision::kFloat32;
   }
   // CPU implementation, float32. UsageError for a precision the op does not run in.
-  virtual std::unique_ptr<KernelCase> make(const KernelShape& shape, Precision precision) const = 0;
+  virtual std::unique_ptr<KernelCase> make(const KernelShape& shape, const KernelSettings& settings) const = 0;
   // CUDA implementation on the current device; null when the op has none yet (built without CUDA too).
-  virtual std::unique_ptr<KernelCase> makeCuda(const KernelShape&, Precision) const { return nullptr; }
+  virtual std::unique_ptr<KernelCase> makeCuda(const KernelShape&, const KernelSettings&) const { return nullptr; }
 };
 
 const std::vector<const KernelOp*>& allKernelOps();

@@ -94,12 +94,12 @@ class LayerNormOp final : public KernelOp {
   std::vector<KernelShape> shapes(std::int64_t H, std::int64_t S, std::int64_t B, std::int64_t) const override {
     return {{"block.ln", {{"N", B * S}, {"C", H}}}};
   }
-  std::unique_ptr<KernelCase> make(const KernelShape& s, Precision precision) const override {
-    requireFloat32(name(), precision);
+  std::unique_ptr<KernelCase> make(const KernelShape& s, const KernelSettings& settings) const override {
+    requireFloat32(name(), settings.precision);
     return std::make_unique<LayerNormCase>(s["N"], s["C"]);
   }
-  std::unique_ptr<KernelCase> makeCuda(const KernelShape& s, Precision precision) const override {
-    requireFloat32(name(), precision);
+  std::unique_ptr<KernelCase> makeCuda(const KernelShape& s, const KernelSettings& settings) const override {
+    requireFloat32(name(), settings.precision);
     return makeCase<CudaLayerNormCase>(s["N"], s["C"]);
   }
 };

@@ -79,12 +79,12 @@ class SoftmaxOp final : public KernelOp {
   std::vector<KernelShape> shapes(std::int64_t H, std::int64_t S, std::int64_t B, std::int64_t) const override {
     return {{"attn.softmax", {{"rows", B * (H / 64) * S}, {"T", S}}}};
   }
-  std::unique_ptr<KernelCase> make(const KernelShape& s, Precision precision) const override {
-    requireFloat32(name(), precision);
+  std::unique_ptr<KernelCase> make(const KernelShape& s, const KernelSettings& settings) const override {
+    requireFloat32(name(), settings.precision);
     return std::make_unique<SoftmaxCase>(s["rows"], s["T"]);
   }
-  std::unique_ptr<KernelCase> makeCuda(const KernelShape& s, Precision precision) const override {
-    requireFloat32(name(), precision);
+  std::unique_ptr<KernelCase> makeCuda(const KernelShape& s, const KernelSettings& settings) const override {
+    requireFloat32(name(), settings.precision);
     return makeCase<CudaSoftmaxCase>(s["rows"], s["T"]);
   }
 };

@@ -225,14 +225,14 @@ TEST(KernelSpecs, EveryOpPassesItsOwnCheckAtAwkwardShapes) {
   for (const KernelOp* op : allKernelOps()) {
     for (const KernelShape& shape : op->shapes(64, 7, 3, 97)) {  // 21 tokens, vocabulary 97
       if (shape.name.rfind("square", 0) == 0) continue;          // the ceiling squares are large
-      auto c = op->make(shape, Precision::kFloat32);
+      auto c = op->make(shape, KernelSettings{});
       const KernelCheck r = c->check();
       EXPECT_TRUE(r.passed) << op->name() << " " << shape.name << " err " << r.maxRelErr << " tol " << r.tolerance;
       EXPECT_GT(c->flops(), 0);
       EXPECT_GT(c->bytes(), 0);
     }
   }
-  EXPECT_THROW(findKernelOp("gemm").make(KernelShape{"x", {{"M", 2}, {"N", 2}, {"K", 2}}}, Precision::kBFloat16), UsageError);
+  EXPECT_THROW(findKernelOp("gemm").make(KernelShape{"x", {{"M", 2}, {"N", 2}, {"K", 2}}}, KernelSettings{Precision::kBFloat16}), UsageError);
 }
 
 }  // namespace ts
