@@ -13,6 +13,8 @@ Action addKernelsCommand(CLI::App& app) {
   sub->add_option("--ops", a->ops, "all, or a comma list of gemm, conv2d, attention, layernorm, softmax, gelu, cross_entropy, adamw")->capture_default_str();
   sub->add_option("--backend", a->backend, "cpu, cuda (GPU 0), or auto: cuda when a GPU is present")->capture_default_str();
   sub->add_option("-d,--dtype", a->dtype, "Precision: float32, tf32, bfloat16, float16 (the CPU runs float32; on CUDA each op says which it takes)")->capture_default_str();
+  sub->add_option("--conv-algo", a->convAlgo, "cuDNN convolution algorithm: heuristic (cuDNN's first choice) or search (cuDNN times each)")->capture_default_str();
+  sub->add_option("--conv-layout", a->convLayout, "Convolution tensor layout on CUDA: nchw or nhwc")->capture_default_str();
   sub->add_option("--preset", a->preset, "The transformer block whose shapes are measured: tiny, small (GPT-2 small), base")->capture_default_str();
   sub->add_option("--shapes", a->shapesFile, "A TOML file of [[shape]] tables (op, name, dimensions): measure these shapes instead of the preset's");
   sub->add_option("--hidden", a->hidden, "Override the preset's hidden size (a multiple of 64)");

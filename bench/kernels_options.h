@@ -31,7 +31,7 @@ struct KernelsOptions {
 };
 
 struct KernelsArgs {
-  std::string ops = "all", dtype = "float32", preset = "tiny", shapesFile, backend = "auto";
+  std::string ops = "all", dtype = "float32", preset = "tiny", shapesFile, backend = "auto", convAlgo = "heuristic", convLayout = "nchw";
   std::int64_t hidden = 0, seq = 0, batch = 0, vocab = 0;  // 0 = the preset's
   KernelsOptions opts;
 };

@@ -169,6 +169,10 @@ KernelsOptions resolveKernelsArgs(const KernelsArgs& a) {
   } catch (const UsageError& e) {
     throw UsageError(std::string("--dtype: ") + e.what());
   }
+  if (a.convAlgo != "heuristic" && a.convAlgo != "search") throw UsageError(fmt::format("--conv-algo: '{}' is not heuristic or search", a.convAlgo));
+  if (a.convLayout != "nchw" && a.convLayout != "nhwc") throw UsageError(fmt::format("--conv-layout: '{}' is not nchw or nhwc", a.convLayout));
+  o.settings.convSearch = a.convAlgo == "search";
+  o.settings.convNhwc = a.convLayout == "nhwc";
   const Presets* p = nullptr;
   for (const auto& x : kPresets)
     if (a.preset == x.name) p = &x;
@@ -206,7 +210,8 @@ nlohmann::json toJson(const KernelsOptions& o) {
     for (const auto& [k, v] : shape.dims) dims[k] = v;
     user.push_back({{"op", std::string(op->name())}, {"name", shape.name}, {"shape", dims}});
   }
-  return {{"ops", ops}, {"backend", o.cuda ? "cuda" : "cpu"}, {"shapes", user}, {"dtype", std::string(precisionName(o.settings.precision))}, {"hidden", o.hidden}, {"seq", o.seq}, {"batch", o.batch},
+  return {{"ops", ops}, {"backend", o.cuda ? "cuda" : "cpu"}, {"shapes", user}, {"dtype", std::string(precisionName(o.settings.precision))},
+          {"conv_algo", o.settings.convSearch ? "search" : "heuristic"}, {"conv_layout", o.settings.convNhwc ? "nhwc" : "nchw"}, {"hidden", o.hidden}, {"seq", o.seq}, {"batch", o.batch},
           {"vocab", o.vocab}, {"warmup", o.warmup}, {"iters", o.iters}, {"trials", o.trials}, {"ceilings", o.ceilings},
           {"timeout_s", o.timeoutS}, {"label", o.label}};
 }

@@ -80,6 +80,8 @@ SuiteStep parseKernelsStep(StepReader& r) {
   a.preset = r.string("preset", a.preset);
   a.shapesFile = r.string("shapes", a.shapesFile);
   a.backend = r.string("backend", a.backend);
+  a.convAlgo = r.string("conv_algo", a.convAlgo);
+  a.convLayout = r.string("conv_layout", a.convLayout);
   a.hidden = r.integer("hidden", a.hidden);
   a.seq = r.integer("seq", a.seq);
   a.batch = r.integer("batch", a.batch);
