@@ -37,6 +37,11 @@ void adamwUpdate(float* params, const float* grads, float* m, float* v, std::siz
   }
 }
 
+void adamwUpdateMulti(const AdamwTensor* tensors, std::size_t count, float lr, float beta1, float beta2, float eps, float weightDecay, int t) {
+  for (std::size_t i = 0; i < count; ++i)
+    adamwUpdate(tensors[i].params, tensors[i].grads, tensors[i].m, tensors[i].v, tensors[i].n, lr, beta1, beta2, eps, weightDecay, t);
+}
+
 void sgdMomentumUpdate(float* params, const float* grads, float* momentum, std::size_t n, float lr, float mu, float weightDecay) {
   for (std::size_t i = 0; i < n; ++i) {
     const float g = grads[i] + weightDecay * params[i];

@@ -47,6 +47,16 @@ void crossEntropyForwardBackward(float* losses, float* dlogits, const float* log
 // AdamW (decoupled weight decay), step t >= 1: m, v updated in place; params -= lr * (mhat / (sqrt(vhat) + eps) + wd * params).
 void adamwUpdate(float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1, float beta2,
                  float eps, float weightDecay, int t);
+// The same AdamW step over many tensors at once (a model's parameters): one call, one launch per group on
+// CUDA instead of one per tensor.
+struct AdamwTensor {
+  float* params;
+  const float* grads;
+  float* m;
+  float* v;
+  std::size_t n;
+};
+void adamwUpdateMulti(const AdamwTensor* tensors, std::size_t count, float lr, float beta1, float beta2, float eps, float weightDecay, int t);
 // SGD with momentum and (coupled) weight decay: g' = g + wd*p; buf = mu*buf + g'; p -= lr * buf.
 void sgdMomentumUpdate(float* params, const float* grads, float* momentum, std::size_t n, float lr, float mu, float weightDecay);
 

@@ -106,11 +106,28 @@ TEST(CudaOps, RowOpsAgainstTheCpu) {
     cuda::layernormForward(dy.p, dm.p, dr.p, dx.p, dw.p, db.p, N, C, nullptr);
     EXPECT_LT(maxRel(dy.host(), y), 1e-5) << "layernorm " << N << "x" << C;
     EXPECT_LT(maxRel(dr.host(), rstd), 1e-5);
+    {
+      const auto dy = randomInputs(N * C, 6);
+      auto dxWant = randomInputs(N * C, 7), dwWant = randomInputs(C, 8), dbWant = randomInputs(C, 9);
+      Dev<float> ddy(dy), ddx(dxWant), ddw(dwWant), ddb(dbWant);  // accumulated into, as on the CPU
+      cpu::layernormBackward(dxWant.data(), dwWant.data(), dbWant.data(), dy.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C);
+      cuda::layernormBackward(ddx.p, ddw.p, ddb.p, ddy.p, dx.p, dw.p, dm.p, dr.p, N, C, nullptr);
+      // dweight and dbias sum N rows (in another order on the GPU).
+      EXPECT_LT(maxRel(ddx.host(), dxWant), 1e-4) << "layernorm backward dinp " << N << "x" << C;
+      EXPECT_LT(maxRel(ddw.host(), dwWant), 1e-6 * std::sqrt(double(N)) * 10) << "layernorm backward dweight " << N << "x" << C;
+      EXPECT_LT(maxRel(ddb.host(), dbWant), 1e-6 * std::sqrt(double(N)) * 10) << "layernorm backward dbias " << N << "x" << C;
+    }
     for (std::size_t causal : {std::size_t{0}, C}) {
       cpu::softmaxForward(y.data(), x.data(), N, C, causal);
       Dev<float> ds(N * C);
       cuda::softmaxForward(ds.p, dx.p, N, C, causal, nullptr);
       EXPECT_LT(maxRel(ds.host(), y), 1e-6) << "softmax " << N << "x" << C << " causal " << causal;
+      const auto dout = randomInputs(N * C, 10);
+      auto dinp = randomInputs(N * C, 11);
+      Dev<float> ddout(dout), ddinp(dinp);
+      cpu::softmaxBackward(dinp.data(), dout.data(), y.data(), N, C);
+      cuda::softmaxBackward(ddinp.p, ddout.p, ds.p, N, C, nullptr);
+      EXPECT_LT(maxRel(ddinp.host(), dinp), 1e-5) << "softmax backward " << N << "x" << C << " causal " << causal;
     }
     std::vector<int> targets(N);
     for (std::size_t i = 0; i < N; ++i) targets[i] = static_cast<int>((i * 31) % C);
@@ -144,6 +161,19 @@ TEST(CudaOps, ElementwiseAndOptimizersAgainstTheCpu) {
     cpu::adamwUpdate(p.data(), g.data(), m.data(), v.data(), n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, 7);
     cuda::adamwUpdate(dp.p, dG.p, dm.p, dv.p, n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, 7, nullptr);
     EXPECT_LT(maxRel(dp.host(), p), 1e-6) << "adamw " << n;
+    {  // three tensors of different sizes (one empty) in one multi-tensor step = three single steps
+      auto p2 = randomInputs(n, 20), m2 = randomInputs(n, 21, 0, 1), v2 = randomInputs(n, 22, 0, 1);
+      std::vector<float> p3(n / 2 + 1, 0.5f), m3(n / 2 + 1, 0.1f), v3(n / 2 + 1, 0.2f);
+      Dev<float> dp2(p2), dm2(m2), dv2(v2), dp3(p3), dm3(m3), dv3(v3);
+      cpu::AdamwTensor host[3] = {{p2.data(), g.data(), m2.data(), v2.data(), n}, {nullptr, nullptr, nullptr, nullptr, 0},
+                                  {p3.data(), g.data(), m3.data(), v3.data(), p3.size()}};
+      cpu::adamwUpdateMulti(host, 3, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, 3);
+      cpu::AdamwTensor dev[3] = {{dp2.p, dG.p, dm2.p, dv2.p, n}, {nullptr, nullptr, nullptr, nullptr, 0}, {dp3.p, dG.p, dm3.p, dv3.p, p3.size()}};
+      cuda::adamwUpdateMulti(dev, 3, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, 3, nullptr);
+      EXPECT_LT(maxRel(dp2.host(), p2), 1e-6) << "multi-tensor adamw " << n;
+      EXPECT_LT(maxRel(dp3.host(), p3), 1e-6) << "multi-tensor adamw " << n;
+      EXPECT_LT(maxRel(dv3.host(), v3), 1e-6) << "multi-tensor adamw " << n;
+    }
     auto q = randomInputs(n, 12), buf = randomInputs(n, 13);
     Dev<float> dq(q), dbuf(buf);
     cpu::sgdMomentumUpdate(q.data(), g.data(), buf.data(), n, 0.05f, 0.9f, 1e-2f);
@@ -157,6 +187,15 @@ TEST(CudaOps, ElementwiseAndOptimizersAgainstTheCpu) {
     cpu::castToHalf(h.data(), x.data(), n);
     cuda::castToHalf(dh.p, dX.p, n, nullptr);
     EXPECT_EQ(dh.host(), h) << "half cast";
+    std::vector<float> back(n);
+    cpu::castFromHalf(back.data(), h.data(), n);
+    cuda::castFromHalf(dY.p, dh.p, n, nullptr);
+    EXPECT_EQ(maxRel(dY.host(), back), 0.0) << "half to float";
+    cpu::castToBFloat16(h.data(), x.data(), n);
+    cpu::castFromBFloat16(back.data(), h.data(), n);
+    cuda::castToBFloat16(dh.p, dX.p, n, nullptr);
+    cuda::castFromBFloat16(dY.p, dh.p, n, nullptr);
+    EXPECT_EQ(maxRel(dY.host(), back), 0.0) << "bfloat16 to float";
   }
   const std::size_t N = 37, C = 129;
   const auto x = randomInputs(N * C, 14), b = randomInputs(C, 15);
