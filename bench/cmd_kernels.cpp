@@ -10,7 +10,7 @@ Action addKernelsCommand(CLI::App& app) {
   auto a = std::make_shared<KernelsArgs>();
   auto& o = a->opts;
   CLI::App* sub = app.add_subcommand("kernels", "Measure the compute ops (GEMM, convolution, attention, layernorm, softmax, GELU, cross-entropy, AdamW) on the roofline");
-  sub->add_option("--ops", a->ops, "all, or a comma list of gemm, conv2d, attention, layernorm, softmax, gelu, cross_entropy, adamw")->capture_default_str();
+  sub->add_option("--ops", a->ops, "all, or a comma list of gemm, conv2d, conv2d_bwd_data, conv2d_bwd_filter, attention, layernorm, softmax, gelu, cross_entropy, adamw")->capture_default_str();
   sub->add_option("--backend", a->backend, "cpu, cuda (GPU 0), or auto: cuda when a GPU is present")->capture_default_str();
   sub->add_option("-d,--dtype", a->dtype, "Precision: float32, tf32, bfloat16, float16 (the CPU runs float32; on CUDA each op says which it takes)")->capture_default_str();
   sub->add_option("--conv-algo", a->convAlgo, "cuDNN convolution algorithm: heuristic (cuDNN's first choice) or search (cuDNN times each)")->capture_default_str();

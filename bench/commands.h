@@ -18,5 +18,6 @@ Action addKernelsCommand(CLI::App& app);
 Action addReportCommand(CLI::App& app);   // cmd_reports.cpp: the Python tool in reports/
 Action addCompareCommand(CLI::App& app);
 Action addSuiteCommand(CLI::App& app);
+Action addTrainCommand(CLI::App& app);
 
 }  // namespace ts

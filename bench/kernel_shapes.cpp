@@ -5,7 +5,12 @@
 //   M = 4096
 //   N = 12288
 //   K = 4096
+//   batch = 8            # optional: a dimension only some of the op's built-in shapes have
+// The dimensions of the op's first built-in shape are required; those that only its other built-in shapes
+// have are optional (the op gives them a default: gemm's batch, transA, transB, epilogue; attention's impl).
 #include <algorithm>
+#include <climits>
+#include <limits>
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
@@ -14,6 +19,17 @@
 #include "bench/kernels_options.h"
 
 namespace ts {
+namespace {
+
+// The values an optional dimension takes (the flags and choices of the ops that have them); any other
+// optional dimension: 0 or more.
+struct OptionalRange {
+  const char* dim;
+  std::int64_t lo, hi;
+};
+constexpr OptionalRange kOptionalRanges[] = {{"batch", 1, INT_MAX}, {"transA", 0, 1}, {"transB", 0, 1}, {"epilogue", 0, 3}, {"impl", 0, 1}};
+
+}  // namespace
 
 std::vector<std::pair<const KernelOp*, KernelShape>> loadKernelShapes(const std::string& path, std::int64_t H, std::int64_t S, std::int64_t B,
                                                                       std::int64_t V) {
@@ -40,8 +56,15 @@ std::vector<std::pair<const KernelOp*, KernelShape>> loadKernelShapes(const std:
     } catch (const UsageError& e) {
       throw UsageError(fmt::format("{}:{}: {}", path, line, e.what()));
     }
-    // The op's dimension names, from its built-in shapes.
-    const KernelShape model = op->shapes(H, S, B, V).front();
+    // The op's dimension names, from its built-in shapes: the first one's are required, the rest optional.
+    const std::vector<KernelShape> builtIn = op->shapes(H, S, B, V);
+    const KernelShape& model = builtIn.front();
+    std::vector<std::string> optional;
+    for (const auto& other : builtIn)
+      for (const auto& [d, unused] : other.dims)
+        if (std::none_of(model.dims.begin(), model.dims.end(), [&](const auto& m) { return m.first == d; }) &&
+            std::find(optional.begin(), optional.end(), d) == optional.end())
+          optional.push_back(d);
     KernelShape shape;
     shape.name = "custom";
     for (const auto& [key, v] : t) {
@@ -52,11 +75,24 @@ std::vector<std::pair<const KernelOp*, KernelShape>> loadKernelShapes(const std:
         shape.name = v.as_string()->get();
         continue;
       }
-      const bool known = std::any_of(model.dims.begin(), model.dims.end(), [&](const auto& d) { return d.first == k; });
+      const bool isOptional = std::find(optional.begin(), optional.end(), k) != optional.end();
+      const bool known = isOptional || std::any_of(model.dims.begin(), model.dims.end(), [&](const auto& d) { return d.first == k; });
       if (!known) {
-        std::string names;
+        std::string names, optionalNames;
         for (const auto& d : model.dims) names += (names.empty() ? "" : ", ") + d.first;
-        throw UsageError(fmt::format("{}:{}: {} has no dimension '{}' (its dimensions: {})", path, v.source().begin.line, op->name(), k, names));
+        for (const auto& d : optional) optionalNames += (optionalNames.empty() ? "; optional: " : ", ") + d;
+        throw UsageError(fmt::format("{}:{}: {} has no dimension '{}' (its dimensions: {}){}", path, v.source().begin.line, op->name(), k, names, optionalNames));
+      }
+      if (isOptional) {
+        std::int64_t lo = 0, hi = std::numeric_limits<std::int64_t>::max();
+        for (const auto& r : kOptionalRanges)
+          if (k == r.dim) lo = r.lo, hi = r.hi;
+        if (!v.is_integer() || v.as_integer()->get() < lo || v.as_integer()->get() > hi)
+          throw UsageError(hi == 1 && lo == 0 ? fmt::format("{}:{}: '{}' must be 0 or 1", path, v.source().begin.line, k)
+                           : hi < std::numeric_limits<std::int64_t>::max()
+                               ? fmt::format("{}:{}: '{}' must be an integer from {} to {}", path, v.source().begin.line, k, lo, hi)
+                               : fmt::format("{}:{}: '{}' must be a {} integer", path, v.source().begin.line, k, lo > 0 ? "positive" : "non-negative"));
+        continue;
       }
       if (!v.is_integer() || v.as_integer()->get() < (k == "pad" ? 0 : 1))
         throw UsageError(fmt::format("{}:{}: '{}' must be a positive integer", path, v.source().begin.line, k));
@@ -66,6 +102,8 @@ std::vector<std::pair<const KernelOp*, KernelShape>> loadKernelShapes(const std:
       if (!v) throw UsageError(fmt::format("{}:{}: {} needs '{}'", path, line, op->name(), d));
       shape.dims.emplace_back(d, v->as_integer()->get());
     }
+    for (const auto& d : optional)
+      if (const auto* v = t.get(d)) shape.dims.emplace_back(d, v->as_integer()->get());  // absent: the op's default
     out.emplace_back(op, shape);
   }
   return out;

@@ -42,6 +42,10 @@ std::vector<std::pair<const KernelOp*, KernelShape>> loadKernelShapes(const std:
                                                                       std::int64_t B, std::int64_t V);
 
 nlohmann::json toJson(const KernelsOptions& o);
+// The CPU compute ceiling: the best float32 GEMM (OpenBLAS) over large squares, in TFLOP/s; each square's
+// figure becomes a kernel_ceiling record when a writer is given. `train` uses it for MFU.
+class ResultWriter;
+double measureCpuGemmCeiling(ResultWriter* writer);
 std::size_t runKernelsStep(const KernelsOptions& o, RunContext& ctx);  // returns the number of failed checks
 int runKernels(const KernelsOptions& o, const std::vector<std::string>& argv);
 

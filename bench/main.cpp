@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
       {"links", ts::addLinksCommand(app)},
       {"collectives", ts::addCollectivesCommand(app)},
       {"kernels", ts::addKernelsCommand(app)},
+      {"train", ts::addTrainCommand(app)},
       {"suite", ts::addSuiteCommand(app)},
       {"report", ts::addReportCommand(app)},
       {"compare", ts::addCompareCommand(app)},

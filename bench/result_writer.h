@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/atomic_file.h"  // writeFileAtomically, which the final document goes through
+
 namespace ts {
 
 inline constexpr const char* kResultSchema = "trainscope/result/v1";
@@ -43,8 +45,5 @@ class ResultWriter {
   bool wroteAny_ = false;
   nlohmann::json records_ = nlohmann::json::array();
 };
-
-// Writes `text` to `path` atomically (temp file in the same directory, fsync, rename, fsync of the directory).
-void writeFileAtomically(const std::string& path, const std::string& text);
 
 }  // namespace ts

@@ -1,9 +1,15 @@
 // The step kinds a suite can run: the one place where each layer registers its step.
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
 #include "bench/collectives_options.h"
 #include "bench/kernels_options.h"
 #include "bench/links_options.h"
 #include "bench/run_session.h"
 #include "bench/suite.h"
+#include "bench/train_options.h"
 
 namespace ts {
 namespace {
@@ -99,6 +105,42 @@ SuiteStep parseKernelsStep(StepReader& r) {
   return s;
 }
 
+// The same options as `trainscope train`; model fields as `set = "key=value;key=value"`.
+SuiteStep parseTrainStep(StepReader& r) {
+  TrainRunOptions o;
+  wl::TrainOptions& t = o.train;
+  t.model = r.string("model", t.model);
+  t.preset = r.string("preset", t.preset);
+  std::stringstream sets(r.string("set", ""));
+  for (std::string kv; std::getline(sets, kv, ';');)
+    if (!kv.empty()) t.overrides.push_back(kv);
+  t.steps = r.integer("steps", t.steps);
+  t.batch = r.integer("batch", t.batch);
+  t.microBatches = r.integer("micro_batches", t.microBatches);
+  t.precision = r.string("precision", t.precision);
+  t.optimizer.kind = r.string("optimizer", t.optimizer.kind);
+  t.optimizer.weightDecay = r.number("weight_decay", t.optimizer.weightDecay);
+  t.schedule.lr = r.number("lr", t.schedule.lr);
+  t.schedule.kind = r.string("schedule", t.schedule.kind);
+  t.schedule.warmup = r.integer("lr_warmup", t.schedule.warmup);
+  t.clipNorm = r.number("clip_norm", t.clipNorm);
+  t.seed = static_cast<std::uint64_t>(r.integer("seed", static_cast<std::int64_t>(t.seed)));
+  t.data = r.string("data", t.data);
+  o.warmupSteps = r.integer("warmup_steps", o.warmupSteps);
+  o.ceiling = r.boolean("ceiling", o.ceiling);
+  o.timeoutS = r.number("timeout", o.timeoutS);
+  o.label = r.string("label", o.label);
+  wl::validateTrainOptions(t);
+  if (o.warmupSteps < 0 || o.warmupSteps >= t.steps) throw UsageError(fmt::format("warmup_steps {} must be in [0, steps {})", o.warmupSteps, t.steps));
+  SuiteStep s;
+  s.config = toJson(o);
+  s.run = [o](RunContext& ctx) {
+    runTrainStep(o, ctx);
+    return std::size_t{0};
+  };
+  return s;
+}
+
 }  // namespace
 
 const std::vector<StepType>& stepTypes() {
@@ -106,6 +148,7 @@ const std::vector<StepType>& stepTypes() {
       {"env", parseEnvStep},
       {"links", parseLinksStep},
       {"kernels", parseKernelsStep},
+      {"train", parseTrainStep},
       {"collectives", parseCollectivesStep},
   };
   return types;

@@ -21,6 +21,7 @@ IDENTITY = {
                    "transport", "algo", "proto"),
     "link": ("test", "src", "dst", "engine", "direction", "bytes", "host", "src_host", "dst_host", "memory", "p2p"),
     "kernel": ("op", "shape_name", "shape", "dtype", "backend"),
+    "train": ("model", "preset", "backend", "precision", "world_size", "items_per_step", "flops_per_step"),
 }
 
 METRICS = {
@@ -30,6 +31,10 @@ METRICS = {
     ),
     "link": (
         Metric("time_us", ("time_us", "median"), lower_is_better=True, samples="samples_us", unit="us"),
+    ),
+    "train": (
+        Metric("step_time_us", ("step_time_us", "median"), lower_is_better=True, samples="step_samples_us", unit="us"),
+        Metric("throughput_per_s", ("throughput_per_s",), lower_is_better=False, decides=False, unit="items/s"),
     ),
     "collective": (
         Metric("time_us", ("time_us", "median"), lower_is_better=True, samples="samples_us", unit="us"),
@@ -63,6 +68,8 @@ def describe(ident):
     if ident[0] == "kernel":
         dims = " ".join(f"{k}={v}" for k, v in d["shape"])
         return f"{d['op']} {d['shape_name']} ({dims}) {d['dtype']} {d['backend']}"
+    if ident[0] == "train":
+        return f"train {d['model']} {d['preset']} {d['backend']} {d['precision']} {d['world_size']} rank(s) {d['items_per_step']} items/step"
     if ident[0] == "link":
         where = d.get("host") or f"{d.get('src_host')}->{d.get('dst_host')}"
         extra = [x for x in (d.get("memory"), "p2p off" if d.get("p2p") is False else None) if x]

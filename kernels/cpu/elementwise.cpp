@@ -36,6 +36,31 @@ void residualAdd(float* out, const float* a, const float* b, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
 }
 
+void reluForward(float* out, const float* inp, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
+}
+void reluBackward(float* dinp, const float* inp, const float* dout, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i)
+    if (inp[i] > 0.0f) dinp[i] += dout[i];
+}
+
+void biasBackward(float* dbias, const float* dout, std::size_t N, std::size_t C) {
+  for (std::size_t i = 0; i < N; ++i)
+    for (std::size_t c = 0; c < C; ++c) dbias[c] += dout[i * C + c];
+}
+
+void axpy(float* y, const float* x, float alpha, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+void scale(float* x, float alpha, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) x[i] *= alpha;
+}
+double sumOfSquares(const float* x, std::size_t n) {
+  double s = 0;
+  for (std::size_t i = 0; i < n; ++i) s += double(x[i]) * x[i];
+  return s;
+}
+
 void castToBFloat16(std::uint16_t* out, const float* inp, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) out[i] = floatToBFloat16(inp[i]);
 }

@@ -42,6 +42,42 @@ void adamwUpdateMulti(const AdamwTensor* tensors, std::size_t count, float lr, f
     adamwUpdate(tensors[i].params, tensors[i].grads, tensors[i].m, tensors[i].v, tensors[i].n, lr, beta1, beta2, eps, weightDecay, t);
 }
 
+void adamUpdate(float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1, float beta2, float eps,
+                float weightDecay, int t) {
+  const double c1 = 1.0 - std::pow(static_cast<double>(beta1), t);
+  const double c2 = 1.0 - std::pow(static_cast<double>(beta2), t);
+  for (std::size_t i = 0; i < n; ++i) {
+    const float g = grads[i] + weightDecay * params[i];
+    m[i] = beta1 * m[i] + (1 - beta1) * g;
+    v[i] = beta2 * v[i] + (1 - beta2) * g * g;
+    params[i] -= static_cast<float>(lr * ((m[i] / c1) / (std::sqrt(v[i] / c2) + eps)));
+  }
+}
+
+void rmspropUpdate(float* params, const float* grads, float* sq, std::size_t n, float lr, float alpha, float eps, float weightDecay) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const float g = grads[i] + weightDecay * params[i];
+    sq[i] = alpha * sq[i] + (1 - alpha) * g * g;
+    params[i] -= lr * g / (std::sqrt(sq[i]) + eps);
+  }
+}
+
+void lambUpdate(float* params, const float* grads, float* m, float* v, float* update, std::size_t n, float lr, float beta1, float beta2,
+                float eps, float weightDecay, int t) {
+  const double c1 = 1.0 - std::pow(static_cast<double>(beta1), t);
+  const double c2 = 1.0 - std::pow(static_cast<double>(beta2), t);
+  double pNorm = 0, uNorm = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    m[i] = beta1 * m[i] + (1 - beta1) * grads[i];
+    v[i] = beta2 * v[i] + (1 - beta2) * grads[i] * grads[i];
+    update[i] = static_cast<float>((m[i] / c1) / (std::sqrt(v[i] / c2) + eps) + weightDecay * params[i]);
+    pNorm += double(params[i]) * params[i];
+    uNorm += double(update[i]) * update[i];
+  }
+  const double trust = (pNorm > 0 && uNorm > 0) ? std::sqrt(pNorm) / std::sqrt(uNorm) : 1.0;
+  for (std::size_t i = 0; i < n; ++i) params[i] -= static_cast<float>(lr * trust * update[i]);
+}
+
 void sgdMomentumUpdate(float* params, const float* grads, float* momentum, std::size_t n, float lr, float mu, float weightDecay) {
   for (std::size_t i = 0; i < n; ++i) {
     const float g = grads[i] + weightDecay * params[i];

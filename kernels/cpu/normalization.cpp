@@ -74,4 +74,58 @@ void softmaxBackward(float* dinp, const float* dout, const float* out, std::size
   }
 }
 
+// Per channel over N*HW values: the same algebra as layernorm, with the roles of rows and columns swapped.
+void batchnormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias, std::size_t N,
+                      std::size_t C, std::size_t HW, float eps, float* runningMean, float* runningVar, float momentum) {
+  const double count = static_cast<double>(N * HW);
+  for (std::size_t c = 0; c < C; ++c) {
+    double m = 0, v = 0;
+    for (std::size_t n = 0; n < N; ++n)
+      for (std::size_t i = 0; i < HW; ++i) m += inp[(n * C + c) * HW + i];
+    m /= count;
+    for (std::size_t n = 0; n < N; ++n)
+      for (std::size_t i = 0; i < HW; ++i) {
+        const double d = inp[(n * C + c) * HW + i] - m;
+        v += d * d;
+      }
+    v /= count;
+    const double r = 1.0 / std::sqrt(v + eps);
+    for (std::size_t n = 0; n < N; ++n)
+      for (std::size_t i = 0; i < HW; ++i) {
+        const std::size_t j = (n * C + c) * HW + i;
+        out[j] = static_cast<float>((inp[j] - m) * r * weight[c] + bias[c]);
+      }
+    if (mean) mean[c] = static_cast<float>(m);
+    if (rstd) rstd[c] = static_cast<float>(r);
+    if (runningMean) runningMean[c] = static_cast<float>((1 - momentum) * runningMean[c] + momentum * m);
+    if (runningVar) runningVar[c] = static_cast<float>((1 - momentum) * runningVar[c] + momentum * v * count / std::max(1.0, count - 1));
+  }
+}
+
+void batchnormBackward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const float* weight,
+                       const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW) {
+  const double count = static_cast<double>(N * HW);
+  for (std::size_t c = 0; c < C; ++c) {
+    const double m = mean[c], r = rstd[c];
+    double sumDy = 0, sumDyXhat = 0;
+    for (std::size_t n = 0; n < N; ++n)
+      for (std::size_t i = 0; i < HW; ++i) {
+        const std::size_t j = (n * C + c) * HW + i;
+        sumDy += dout[j];
+        sumDyXhat += dout[j] * (inp[j] - m) * r;
+      }
+    if (dbias) dbias[c] += static_cast<float>(sumDy);
+    if (dweight) dweight[c] += static_cast<float>(sumDyXhat);
+    if (!dinp) continue;
+    // dx = w r (dy - mean(dy) - xhat mean(dy xhat))
+    const double meanDy = sumDy / count, meanDyXhat = sumDyXhat / count;
+    for (std::size_t n = 0; n < N; ++n)
+      for (std::size_t i = 0; i < HW; ++i) {
+        const std::size_t j = (n * C + c) * HW + i;
+        const double xhat = (inp[j] - m) * r;
+        dinp[j] += static_cast<float>(weight[c] * r * (dout[j] - meanDy - xhat * meanDyXhat));
+      }
+  }
+}
+
 }  // namespace ts::cpu

@@ -17,6 +17,17 @@ void gemm(bool transA, bool transB, int m, int n, int k, float alpha, const floa
 // The same in float64 (the reference for the others and for GEMM itself).
 void gemm(bool transA, bool transB, int m, int n, int k, double alpha, const double* A, int lda, const double* B, int ldb,
           double beta, double* C, int ldc);
+// `batch` independent GEMMs, matrix b of each operand `stride` elements after matrix b-1 (as
+// cublasGemmStridedBatched): C_b = alpha op(A_b) op(B_b) + beta C_b. 2*batch*m*n*k FLOPs.
+void gemmStridedBatched(bool transA, bool transB, int m, int n, int k, float alpha, const float* A, int lda, std::int64_t strideA,
+                        const float* B, int ldb, std::int64_t strideB, float beta, float* C, int ldc, std::int64_t strideC, int batch);
+void gemmStridedBatched(bool transA, bool transB, int m, int n, int k, double alpha, const double* A, int lda, std::int64_t strideA,
+                        const double* B, int ldb, std::int64_t strideB, double beta, double* C, int ldc, std::int64_t strideC, int batch);
+// GEMM with an epilogue, as cuBLASLt's CUBLASLT_EPILOGUE_BIAS / GELU / GELU_BIAS:
+// C = act(alpha op(A) op(B) + beta C + bias[n]), bias (one value per column of C; null: none) added to
+// every row, act = geluForward when gelu is set (else the identity). Reads bias once more, rewrites C.
+void gemmEpilogue(bool transA, bool transB, int m, int n, int k, float alpha, const float* A, int lda, const float* B, int ldb,
+                  float beta, float* C, int ldc, const float* bias, bool gelu);
 
 // LayerNorm over the last dimension of inp[N,C]: out = (x - mean) * rstd * weight + bias; saves mean[N]
 // and rstd[N] for the backward. Reads N*C, writes N*C (+2N).
@@ -35,9 +46,40 @@ void softmaxBackward(float* dinp, const float* dout, const float* out, std::size
 void geluForward(float* out, const float* inp, std::size_t n);
 void geluBackward(float* dinp, const float* inp, const float* dout, std::size_t n);  // dinp += gelu'(x) * dout
 
+// ReLU: out = max(x, 0); dinp += dout where x > 0.
+void reluForward(float* out, const float* inp, std::size_t n);
+void reluBackward(float* dinp, const float* inp, const float* dout, std::size_t n);
+
 // out[N,C] = inp[N,C] + bias[C].   out[n] = a[n] + b[n].
 void biasAdd(float* out, const float* inp, const float* bias, std::size_t N, std::size_t C);
 void residualAdd(float* out, const float* a, const float* b, std::size_t n);
+// dbias[C] += column sums of dout[N,C] (the bias gradient of a linear layer).
+void biasBackward(float* dbias, const float* dout, std::size_t N, std::size_t C);
+// y += alpha * x;  x *= alpha;  sum of x^2 in float64 (gradient norms).
+void axpy(float* y, const float* x, float alpha, std::size_t n);
+void scale(float* x, float alpha, std::size_t n);
+double sumOfSquares(const float* x, std::size_t n);
+
+// Batch normalisation of x[N,C,HW] per channel over N*HW (training: batch statistics, saved as mean[C] and
+// rstd[C] for the backward; runningMean/runningVar updated with `momentum` when not null).
+void batchnormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias, std::size_t N,
+                      std::size_t C, std::size_t HW, float eps = 1e-5f, float* runningMean = nullptr, float* runningVar = nullptr,
+                      float momentum = 0.1f);
+void batchnormBackward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const float* weight,
+                       const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW);
+
+// Global average pooling x[N,C,HW] -> y[N,C]; the backward spreads dy / HW back (accumulating).
+void globalAvgPoolForward(float* out, const float* inp, std::size_t N, std::size_t C, std::size_t HW);
+void globalAvgPoolBackward(float* dinp, const float* dout, std::size_t N, std::size_t C, std::size_t HW);
+// Max pooling, NCHW, window k, stride, padding (padded cells never win); argmax[N*C*P*Q] keeps the winner for
+// the backward. P = (H + 2 pad - k) / stride + 1.
+void maxPool2dForward(float* out, int* argmax, const float* inp, int N, int C, int H, int W, int k, int stride, int pad);
+void maxPool2dBackward(float* dinp, const float* dout, const int* argmax, std::size_t outCount);
+
+// Token and position embeddings: out[B*T, C] = wte[tokens[b,t]] + wpe[t]; the backward accumulates into the
+// rows of dwte and dwpe that were used.
+void embeddingForward(float* out, const int* tokens, const float* wte, const float* wpe, std::size_t B, std::size_t T, std::size_t C);
+void embeddingBackward(float* dwte, float* dwpe, const float* dout, const int* tokens, std::size_t B, std::size_t T, std::size_t C);
 
 // Fused softmax cross-entropy over logits[N,V] with integer targets[N]: losses[n] = -log softmax(logits)[target];
 // dlogits = (softmax - onehot(target)) * dloss (per row); either output may be null. Reads N*V, writes N*V.
@@ -57,6 +99,15 @@ struct AdamwTensor {
   std::size_t n;
 };
 void adamwUpdateMulti(const AdamwTensor* tensors, std::size_t count, float lr, float beta1, float beta2, float eps, float weightDecay, int t);
+// Adam with L2 weight decay added to the gradient (the original Adam): g' = g + wd p, then the Adam step.
+void adamUpdate(float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1, float beta2, float eps,
+                float weightDecay, int t);
+// RMSprop (PyTorch's form): g' = g + wd p; sq = alpha sq + (1 - alpha) g'^2; p -= lr g' / (sqrt(sq) + eps).
+void rmspropUpdate(float* params, const float* grads, float* sq, std::size_t n, float lr, float alpha, float eps, float weightDecay);
+// LAMB for one tensor: the AdamW direction u = mhat / (sqrt(vhat) + eps) + wd p, scaled by the trust ratio
+// ||p|| / ||u|| (1 when either norm is 0): p -= lr * trust * u. `update` is scratch of n floats.
+void lambUpdate(float* params, const float* grads, float* m, float* v, float* update, std::size_t n, float lr, float beta1, float beta2,
+                float eps, float weightDecay, int t);
 // SGD with momentum and (coupled) weight decay: g' = g + wd*p; buf = mu*buf + g'; p -= lr * buf.
 void sgdMomentumUpdate(float* params, const float* grads, float* momentum, std::size_t n, float lr, float mu, float weightDecay);
 

@@ -96,6 +96,8 @@ const KernelOp& geluKernelOp();
 const KernelOp& crossEntropyKernelOp();
 const KernelOp& adamwKernelOp();
 const KernelOp& conv2dKernelOp();
+const KernelOp& conv2dBwdDataKernelOp();
+const KernelOp& conv2dBwdFilterKernelOp();
 const KernelOp& attentionKernelOp();
 
 }  // namespace ts

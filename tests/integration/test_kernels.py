@@ -5,7 +5,7 @@ import pytest
 
 from helpers import run_trainscope
 
-OPS = {"gemm", "conv2d", "attention", "layernorm", "softmax", "gelu", "cross_entropy", "adamw"}
+OPS = {"gemm", "conv2d", "conv2d_bwd_data", "conv2d_bwd_filter", "attention", "layernorm", "softmax", "gelu", "cross_entropy", "adamw"}
 
 
 def test_every_op_checked_and_on_the_roofline(tmp_path, validate):
@@ -15,7 +15,10 @@ def test_every_op_checked_and_on_the_roofline(tmp_path, validate):
     doc = json.loads(out.read_text())
     validate(doc)
     recs = [x for x in doc["records"] if x["kind"] == "kernel"]
-    ceilings = {x["ceiling"]: x["value"] for x in doc["records"] if x["kind"] == "kernel_ceiling"}
+    ceilings = {}
+    for x in doc["records"]:  # the best of each kind is the ceiling (one compute record per GEMM square)
+        if x["kind"] == "kernel_ceiling":
+            ceilings[x["ceiling"]] = max(ceilings.get(x["ceiling"], 0), x["value"])
     assert set(ceilings) == {"compute", "memory"} and all(v > 0 for v in ceilings.values())
     assert {x["op"] for x in recs} == OPS
     for x in recs:

@@ -1,0 +1,212 @@
+// `trainscope train`: builds the trainer, trains, prints a line every few steps, and writes one `train`
+// record: step time and phase statistics over the timed steps, throughput, achieved TFLOP/s and MFU
+// against the measured GEMM ceiling, peak memory, and the loss curve.
+#include <cmath>
+#include <cstdio>
+#include <exception>
+
+#include <fmt/format.h>
+
+#include "base/atomic_file.h"
+#include "base/error.h"
+#include "base/heartbeat.h"
+#include "bench/activity.h"
+#include "bench/agreement.h"
+#include "bench/kernels_options.h"
+#include "bench/progress.h"
+#include "bench/result_writer.h"
+#include "bench/run_session.h"
+#include "bench/stats.h"
+#include "bench/train_options.h"
+#include "bench/watchdog.h"
+#include "comm/bootstrap.h"
+
+namespace ts {
+namespace {
+
+nlohmann::json statsOf(const std::vector<double>& seconds) {
+  std::vector<double> us;
+  for (double s : seconds) us.push_back(s * 1e6);
+  return toJson(summarize(us));
+}
+
+// The first step's logits (of its last micro-batch, computed with the weights before the step's update),
+// which samples they are, and the step's loss.
+void dumpLogits(const std::string& path, wl::Trainer& trainer, const wl::StepResult& r) {
+  const wl::Tensor& logits = trainer.model().logits();
+  const std::size_t cols = static_cast<std::size_t>(logits.shape.back()), rows = logits.numel() / cols;
+  nlohmann::json rowsJson = nlohmann::json::array();
+  for (std::size_t i = 0; i < rows; ++i) rowsJson.push_back(std::vector<float>(logits.data + i * cols, logits.data + (i + 1) * cols));
+  const nlohmann::json doc = {{"step", r.step}, {"loss", r.loss}, {"sample_indices", trainer.lastSampleIndices()}, {"logits", rowsJson}};
+  writeFileAtomically(path, doc.dump());
+}
+
+}  // namespace
+
+nlohmann::json toJson(const TrainRunOptions& o) {
+  nlohmann::json j = o.train.toJson();
+  j["warmup_steps"] = o.warmupSteps;
+  j["ceiling"] = o.ceiling;
+  j["timeout_s"] = o.timeoutS;
+  return j;
+}
+
+namespace {
+
+void trainOnOneDevice(const TrainRunOptions& o, RunContext& ctx) {
+  if (o.warmupSteps < 0) throw UsageError("--warmup-steps must be >= 0");
+  Watchdog watchdog(o.timeoutS, [&](double waited) {
+    std::fprintf(stderr, "trainscope: error: %s: timeout: %s made no progress for %.1f s (--timeout %g)\n", activity::who().c_str(),
+                 activity::current().c_str(), waited, o.timeoutS);
+    std::fflush(stderr);
+    ctx.boot.abortAll(3);
+  });
+  WatchdogScope guard(watchdog);
+  activity::set("building the model and loading the data");
+  wl::Trainer trainer(o.train);
+  const std::int64_t todo = o.train.steps - trainer.firstStep();
+  if (o.warmupSteps >= todo)
+    throw UsageError(fmt::format("--warmup-steps {} leaves none of the {} steps to time: train more steps or warm up fewer", o.warmupSteps, todo));
+  wl::Model& model = trainer.model();
+  const auto& cfg = model.config();
+  std::printf("# train %s %s: %lld parameters, %.3g GFLOP per step (3x forward), %lld %s per step, batch %lld in %lld micro-batch(es), data %s\n",
+              cfg.kind.c_str(), cfg.preset.c_str(), static_cast<long long>(model.parameterCount()), trainer.flopsPerStep() / 1e9,
+              static_cast<long long>(trainer.itemsPerStep()), model.itemName().c_str(), static_cast<long long>(o.train.batch),
+              static_cast<long long>(o.train.microBatches), trainer.dataInfo().name.c_str());
+  if (trainer.firstStep() > 0) std::printf("# resumed at step %lld from %s\n", static_cast<long long>(trainer.firstStep()), o.train.checkpointDir.c_str());
+  double ceiling = 0;
+  if (o.ceiling) {
+    ceiling = measureCpuGemmCeiling(ctx.writer);
+    std::printf("# GEMM ceiling %.3f TFLOP/s (float32, OpenBLAS)\n", ceiling);
+  }
+  std::fflush(stdout);
+
+  const std::int64_t logEvery = o.logEvery > 0 ? o.logEvery : std::max<std::int64_t>(1, todo / 20);
+  std::printf("# %8s %12s %10s %10s %10s %10s %10s %10s %12s\n", "step", "loss", "lr", "grad_norm", "data(ms)", "fwd(ms)", "bwd(ms)", "opt(ms)",
+              (model.itemName() + "/s").c_str());
+  nlohmann::json curve = nlohmann::json::array();
+  std::vector<double> total, dataT, fwd, bwd, opt;
+  double initialLoss = NAN, finalLoss = NAN;
+  std::string failure;
+  std::exception_ptr failed;
+  Progress progress("train", static_cast<double>(todo), true);
+  try {
+    for (std::int64_t i = 0; !trainer.done(); ++i) {
+      activity::set(fmt::format("train step {}", trainer.nextStep()));
+      progress.step(fmt::format("step {}", trainer.nextStep()));
+      const wl::StepResult r = trainer.step();
+      heartbeat::beat();
+      if (std::isnan(initialLoss)) {
+        initialLoss = r.loss;
+        if (!o.dumpLogits.empty()) dumpLogits(o.dumpLogits, trainer, r);
+      }
+      finalLoss = r.loss;
+      curve.push_back({{"step", r.step}, {"loss", r.loss}, {"lr", r.lr}, {"grad_norm", r.gradNorm}});
+      if (i >= o.warmupSteps) {
+        total.push_back(r.totalS);
+        dataT.push_back(r.dataS);
+        fwd.push_back(r.forwardS);
+        bwd.push_back(r.backwardS);
+        opt.push_back(r.optimizerS);
+      }
+      if (r.step % logEvery == 0 || trainer.done()) {
+        progress.done();
+        std::printf("  %8lld %12.5f %10.3g %10.4g %10.3f %10.3f %10.3f %10.3f %12.1f\n", static_cast<long long>(r.step), r.loss, r.lr, r.gradNorm,
+                    r.dataS * 1e3, r.forwardS * 1e3, r.backwardS * 1e3, r.optimizerS * 1e3, double(trainer.itemsPerStep()) / r.totalS);
+        std::fflush(stdout);
+      }
+    }
+  } catch (const std::exception& e) {
+    failure = e.what();
+    failed = std::current_exception();
+  }
+  progress.done();
+  activity::set("");
+
+  nlohmann::json rec = {{"kind", "train"},
+                        {"model", cfg.kind},
+                        {"preset", cfg.preset},
+                        {"backend", "cpu"},
+                        {"precision", o.train.precision},
+                        {"world_size", 1},
+                        {"config", trainer.resolvedConfig()},
+                        {"parameters", model.parameterCount()},
+                        {"flops_per_step", trainer.flopsPerStep()},
+                        {"items_per_step", trainer.itemsPerStep()},
+                        {"item", model.itemName()},
+                        {"first_step", trainer.firstStep()},
+                        {"steps_done", static_cast<std::int64_t>(curve.size())},
+                        {"warmup_steps", o.warmupSteps},
+                        {"timed_steps", static_cast<std::int64_t>(total.size())},
+                        {"completed", failure.empty()},
+                        {"peak_memory_bytes", model.memoryBytes()},
+                        {"loss", {{"initial", initialLoss}, {"final", finalLoss}}},
+                        {"loss_curve", curve}};
+  if (!failure.empty()) rec["error"] = failure;
+  if (!total.empty()) {
+    const double median = summarize(total).median;
+    const double tflops = trainer.flopsPerStep() / median / 1e12;
+    rec["step_time_us"] = statsOf(total);
+    nlohmann::json samples = nlohmann::json::array();
+    for (double t : total) samples.push_back(t * 1e6);
+    rec["step_samples_us"] = samples;
+    rec["phases_us"] = {{"data", statsOf(dataT)}, {"forward", statsOf(fwd)}, {"backward", statsOf(bwd)}, {"optimizer", statsOf(opt)}};
+    rec["throughput_per_s"] = double(trainer.itemsPerStep()) / median;
+    rec["tflops"] = tflops;
+    rec["mfu"] = {{"measured_ceiling_tflops", ceiling > 0 ? nlohmann::json(ceiling) : nlohmann::json()},
+                  {"vs_measured", ceiling > 0 ? nlohmann::json(tflops / ceiling) : nlohmann::json()},
+                  {"datasheet_peak_tflops", nullptr},  // the CPU backend: no datasheet figure is assumed
+                  {"vs_datasheet", nullptr}};
+    std::printf("# step %.3f ms median over %zu timed steps: %.1f %s/s, %.4f TFLOP/s%s; peak memory %.1f MiB; loss %.4f -> %.4f\n", median * 1e3,
+                total.size(), double(trainer.itemsPerStep()) / median, model.itemName().c_str(), tflops,
+                ceiling > 0 ? fmt::format(", MFU {:.1f}% of the measured GEMM ceiling", 100 * tflops / ceiling).c_str() : "",
+                double(model.memoryBytes()) / (1 << 20), initialLoss, finalLoss);
+  }
+  if (!o.label.empty()) rec["label"] = o.label;
+  if (!ctx.step.empty()) rec["step"] = ctx.step;
+  if (ctx.writer) ctx.writer->add(rec);
+  if (failed) std::rethrow_exception(failed);
+}
+
+}  // namespace
+
+void runTrainStep(const TrainRunOptions& o, RunContext& ctx) {
+  // One device trains (the parallel layouts are the next step); under mpirun the other processes stand by
+  // without spinning, and every process ends with process 0's error if it had one.
+  const bool leader = ctx.boot.rank() == 0;
+  if (leader && ctx.boot.size() > 1)
+    std::printf("# train: process 0 trains on one device; the other %d process(es) wait (data/tensor/pipeline parallel layouts are not in this version)\n",
+                ctx.boot.size() - 1);
+  std::exception_ptr error;
+  if (leader) {
+    try {
+      trainOnOneDevice(o, ctx);
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  if (ctx.boot.size() == 1) {
+    if (error) std::rethrow_exception(error);
+    return;
+  }
+  ctx.boot.quietBarrier();
+  collectively(ctx.boot, [&] {
+    if (error) std::rethrow_exception(error);
+  });
+}
+
+int runTrain(const TrainRunOptions& o, const std::vector<std::string>& argv) {
+  auto session = RunSession::open(BootstrapKind::kAuto, launchedByMpi(), "train", argv, toJson(o), o.jsonPath);
+  try {
+    runTrainStep(o, session->context());
+  } catch (const std::exception&) {
+    // The steps trained before a failure stay in the result; an error before any record leaves no file.
+    const ResultWriter* w = session->context().writer;
+    if (w && !w->records().empty()) session->finish();
+    throw;
+  }
+  session->finish();
+  return 0;
+}
+
+}  // namespace ts

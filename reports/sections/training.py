@@ -1,0 +1,69 @@
+"""Training: the loss curve of every run, where a step's time goes (data, forward, backward, optimizer),
+and throughput, achieved TFLOP/s and MFU."""
+from ..plots import new_figure
+
+PHASES = ("data", "forward", "backward", "optimizer")
+
+
+class TrainingSection:
+    key = "training"
+    title = "Training"
+    order = 30
+
+    def applies(self, results):
+        return any(r.records_of("train") for r in results)
+
+    def build(self, results, plots):
+        runs = [(r, x) for r in results for x in r.records_of("train")]
+        many = len(runs) > 1
+        name = lambda r, x: (f"{r.label}: " if len(results) > 1 else "") + f"{x['model']} {x['preset']}" + (f" [{x['step']}]" if x.get("step") else "")
+        blocks = []
+        failed = [(r, x) for r, x in runs if not x["completed"]]
+        if failed:
+            blocks.append({"kind": "alert", "text": "; ".join(f"{name(r, x)} stopped after {x['steps_done']} step(s): {x.get('error', '?')}" for r, x in failed)})
+
+        fig, (ax,) = new_figure(width=7.5, height=4.0)
+        for i, (r, x) in enumerate(runs):
+            curve = x["loss_curve"]
+            ax.plot([p["step"] for p in curve], [p["loss"] for p in curve], color=f"C{i % 10}", label=name(r, x), linewidth=1.2)
+        ax.set_xlabel("step")
+        ax.set_ylabel("training loss")
+        ax.set_title("loss curve")
+        if many:
+            ax.legend(fontsize=7)
+        blocks.append(plots.save(fig, "training_loss", "loss curve", "the training loss at every step"))
+
+        timed = [(r, x) for r, x in runs if x.get("phases_us")]
+        if timed:
+            fig, (ax,) = new_figure(width=7.5, height=0.6 + 0.45 * len(timed))
+            labels = [name(r, x) for r, x in timed]
+            left = [0.0] * len(timed)
+            for j, phase in enumerate(PHASES):
+                widths = [x["phases_us"][phase]["median"] / 1e3 for _, x in timed]
+                ax.barh(labels, widths, left=left, color=f"C{j}", label=phase)
+                left = [a + b for a, b in zip(left, widths)]
+            ax.set_xlabel("median time per step (ms)")
+            ax.set_title("where a step's time goes")
+            ax.legend(fontsize=7, ncol=4)
+            ax.invert_yaxis()
+            blocks.append(plots.save(fig, "training_phases", "phase breakdown", "median data, forward, backward and optimizer time per step"))
+
+        rows = []
+        for r, x in runs:
+            mfu = x.get("mfu") or {}
+            pct = lambda v: f"{100 * v:.1f}%" if v is not None else "-"
+            rows.append([name(r, x), x["backend"], x["precision"], f"{x['parameters']:,}", f"{x['items_per_step']} {x['item']}",
+                         f"{x['step_time_us']['median'] / 1e3:.2f}" if x.get("step_time_us") else "-",
+                         f"{x['throughput_per_s']:.1f}" if x.get("throughput_per_s") is not None else "-",
+                         f"{x['tflops']:.4f}" if x.get("tflops") is not None else "-",
+                         pct(mfu.get("vs_measured")), pct(mfu.get("vs_datasheet")),
+                         f"{x['peak_memory_bytes'] / 2**20:.1f}",
+                         f"{x['loss']['initial']:.4f} -> {x['loss']['final']:.4f}" if x["loss"]["final"] is not None else "-"])
+        blocks.append({"kind": "table", "caption": "Training throughput and MFU (MFU against the measured GEMM ceiling, and the datasheet peak where known)",
+                       "columns": ["run", "backend", "precision", "parameters", "per step", "step (ms)", "items/s", "TFLOP/s",
+                                   "MFU (measured)", "MFU (datasheet)", "memory (MiB)", "loss"],
+                       "rows": rows})
+        return blocks
+
+
+SECTION = TrainingSection()

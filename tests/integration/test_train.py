@@ -1,0 +1,173 @@
+"""`trainscope train` on the CPU backend: each model learns, a resumed run continues the uninterrupted
+loss trajectory bit for bit, a checkpoint's weights reproduce the logits in an independent float64 NumPy
+forward pass, and bad input gives one clear error line."""
+import json
+import math
+import struct
+
+import numpy as np
+import pytest
+
+from helpers import run_trainscope
+
+GPL3 = "/usr/share/common-licenses/GPL-3"
+
+
+def train(tmp_path, name, args):
+    out = tmp_path / f"{name}.json"
+    r = run_trainscope(["train", "--no-ceiling", "--json", out] + [str(a) for a in args], timeout=900)
+    assert r.rc == 0, r.err
+    doc = json.loads(out.read_text())
+    (rec,) = [x for x in doc["records"] if x["kind"] == "train"]
+    return doc, rec
+
+
+def tail_mean(rec, n=10):
+    losses = [p["loss"] for p in rec["loss_curve"]]
+    return sum(losses[-n:]) / len(losses[-n:])
+
+
+# Each model on synthetic data (labels from a fixed teacher, so there is something to learn): the mean
+# loss of the last 10 steps falls below this fraction of the first step's loss within this many steps.
+@pytest.mark.parametrize("model,args,fraction", [
+    ("mlp", ["--steps", 200, "--batch", 32, "--lr", 3e-3], 0.6),
+    ("cnn", ["--steps", 100, "--batch", 16, "--lr", 1e-2], 0.8),
+    ("transformer", ["--steps", 100, "--batch", 8, "--lr", 3e-3], 0.3),
+])
+def test_each_model_learns_synthetic_data(tmp_path, validate, model, args, fraction):
+    doc, rec = train(tmp_path, model, ["--model", model, "--preset", "tiny"] + args)
+    validate(doc)
+    assert rec["completed"] and rec["steps_done"] == rec["config"]["steps"]
+    assert tail_mean(rec) < fraction * rec["loss_curve"][0]["loss"], rec["loss_curve"][-10:]
+    assert rec["timed_steps"] == rec["steps_done"] - rec["warmup_steps"]
+    assert rec["tflops"] == pytest.approx(rec["flops_per_step"] / (rec["step_time_us"]["median"] * 1e-6) / 1e12)
+    assert rec["throughput_per_s"] == pytest.approx(rec["items_per_step"] / (rec["step_time_us"]["median"] * 1e-6))
+    assert rec["mfu"]["vs_datasheet"] is None  # no datasheet figure is made up for a CPU
+
+
+def test_byte_level_transformer_learns_a_text_file(tmp_path):
+    _, rec = train(tmp_path, "gpl", ["--model", "transformer", "--preset", "tiny", "--data", f"text:{GPL3}", "--steps", 150,
+                                     "--batch", 8, "--lr", 3e-3])
+    assert rec["config"]["model"]["vocab"] == 256 and rec["item"] == "tokens"
+    assert rec["loss_curve"][0]["loss"] == pytest.approx(math.log(256), abs=0.3)  # uniform over bytes at the start
+    assert tail_mean(rec) < 3.2  # well under ln(256) = 5.55
+
+
+def test_parameter_and_flop_counts_are_the_analytic_ones(tmp_path):
+    _, rec = train(tmp_path, "gpt", ["--model", "transformer", "--preset", "tiny", "--steps", 3, "--batch", 2, "--warmup-steps", 1])
+    m = rec["config"]["model"]
+    L, C, T, V, B = m["layers"], m["hidden"], m["seq_len"], m["vocab"], 2
+    assert rec["parameters"] == V * C + T * C + L * (12 * C * C + 13 * C) + 2 * C + C * V
+    assert rec["flops_per_step"] == 3 * (L * (24 * B * T * C * C + 4 * B * T * T * C) + 2 * B * T * C * V)
+    _, rec = train(tmp_path, "mlp", ["--model", "mlp", "--preset", "tiny", "--steps", 3, "--batch", 4, "--warmup-steps", 1])
+    d, w = rec["config"]["model"]["depth"], rec["config"]["model"]["width"]
+    assert rec["parameters"] == 784 * w + w + (d - 1) * (w * w + w) + w * 10 + 10
+    assert rec["flops_per_step"] == 3 * 2 * 4 * (784 * w + (d - 1) * w * w + w * 10)
+
+
+@pytest.mark.parametrize("model,extra", [("mlp", ["--optimizer", "adamw", "--weight-decay", 0.1]),
+                                         ("transformer", ["--optimizer", "lamb", "--micro-batches", 2, "--clip-norm", 0.5])])
+def test_a_resumed_run_continues_the_same_loss_trajectory(tmp_path, model, extra):
+    common = ["--model", model, "--preset", "tiny", "--batch", 4, "--lr", 3e-3, "--warmup-steps", 0] + extra
+    _, whole = train(tmp_path, "whole", common + ["--steps", 8])
+    ckpt = tmp_path / "ckpt"
+    _, first = train(tmp_path, "first", common + ["--steps", 5, "--checkpoint-dir", ckpt])
+    _, rest = train(tmp_path, "rest", common + ["--steps", 8, "--checkpoint-dir", ckpt, "--resume"])
+    assert rest["first_step"] == 5 and (ckpt / "latest").read_text().strip() == "step-00000008"
+    curve = [p["loss"] for p in first["loss_curve"]] + [p["loss"] for p in rest["loss_curve"]]
+    assert curve == [p["loss"] for p in whole["loss_curve"]]  # bitwise: the CPU backend is deterministic
+
+
+def test_the_same_run_twice_gives_the_same_losses(tmp_path):
+    args = ["--model", "cnn", "--preset", "tiny", "--batch", 4, "--steps", 3, "--warmup-steps", 1, "--optimizer", "sgd", "--lr", 0.05]
+    _, a = train(tmp_path, "a", args)
+    _, b = train(tmp_path, "b", args)
+    assert [p["loss"] for p in a["loss_curve"]] == [p["loss"] for p in b["loss_curve"]]
+
+
+def write_idx_mnist(directory, n, rows, cols, seed):
+    rng = np.random.default_rng(seed)
+    directory.mkdir()
+    images = rng.integers(0, 256, size=(n, rows, cols), dtype=np.uint8)
+    labels = rng.integers(0, 10, size=n, dtype=np.uint8)
+    (directory / "train-images-idx3-ubyte").write_bytes(struct.pack(">IIII", 2051, n, rows, cols) + images.tobytes())
+    (directory / "train-labels-idx1-ubyte").write_bytes(struct.pack(">II", 2049, n) + labels.tobytes())
+    return images, labels
+
+
+def read_safetensors(path):
+    """An independent reader of the safetensors format: u64 header length, JSON header, raw little-endian data."""
+    raw = path.read_bytes()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n])
+    base = 8 + n
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        assert t["dtype"] == "F32"
+        begin, end = t["data_offsets"]
+        out[name] = np.frombuffer(raw[base + begin:base + end], dtype="<f4").reshape(t["shape"]).astype(np.float64)
+    return out
+
+
+def test_checkpoint_weights_reproduce_the_logits_in_numpy(tmp_path):
+    images, labels = write_idx_mnist(tmp_path / "mnist", 16, 6, 5, seed=3)
+    common = ["--model", "mlp", "--preset", "tiny", "--set", "activation=gelu", "--data", f"mnist:{tmp_path / 'mnist'}", "--batch", 8,
+              "--lr", 1e-2, "--warmup-steps", 0, "--checkpoint-dir", tmp_path / "ckpt"]
+    train(tmp_path, "first", common + ["--steps", 3])
+    dump = tmp_path / "logits.json"
+    _, rec = train(tmp_path, "second", common + ["--steps", 4, "--resume", "--dump-logits", dump])
+    got = json.loads(dump.read_text())
+    assert got["step"] == 3 and got["loss"] == rec["loss_curve"][0]["loss"]
+    w = read_safetensors(tmp_path / "ckpt" / "step-00000003" / "model.safetensors")
+    idx = np.array(got["sample_indices"])
+    x = ((images[idx].reshape(len(idx), -1).astype(np.float64) / 255.0) - 0.1307) / 0.3081
+    gelu = lambda v: 0.5 * v * (1 + np.tanh(np.sqrt(2 / np.pi) * (v + 0.044715 * v ** 3)))
+    depth = rec["config"]["model"]["depth"]
+    for i in range(depth):
+        x = gelu(x @ w[f"layers.{2 * i}.weight"].T + w[f"layers.{2 * i}.bias"])
+    logits = x @ w[f"layers.{2 * depth}.weight"].T + w[f"layers.{2 * depth}.bias"]
+    np.testing.assert_allclose(np.array(got["logits"]), logits, rtol=1e-4, atol=1e-5)
+    z = logits - logits.max(axis=1, keepdims=True)
+    loss = np.mean(np.log(np.exp(z).sum(axis=1)) - z[np.arange(len(idx)), labels[idx]])
+    assert got["loss"] == pytest.approx(loss, rel=1e-5)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--model", "mlp", "--preset", "huge"], "--preset: unknown mlp preset 'huge' (tiny, small, base)"),
+    (["--model", "rnn"], "--model: unknown model 'rnn' (mlp, cnn, transformer)"),
+    (["--batch", 0], "--batch 0: must be at least 1"),
+    (["--batch", 6, "--micro-batches", 4], "--micro-batches 4: must be at least 1 and divide --batch 6"),
+    (["--model", "transformer", "--set", "heads=3"], "transformer: 3 heads do not divide the hidden size 64"),
+    (["--set", "heads=3"], "--set heads: not a field of the mlp model"),
+    (["--precision", "bfloat16"], "--precision bfloat16: the CPU backend trains in float32"),
+    (["--optimizer", "adagrad"], "--optimizer: unknown optimizer 'adagrad'"),
+    (["--data", "mnist:/nonexistent"], "/nonexistent"),
+    (["--resume"], "--resume and --checkpoint-every need --checkpoint-dir"),
+    (["--warmup-steps", 3], "--warmup-steps 3 leaves none of the 3 steps to time"),
+])
+def test_bad_input_gives_one_clear_error(tmp_path, args, message):
+    out = tmp_path / "bad.json"
+    r = run_trainscope(["train", "--no-ceiling", "--steps", 3, "--json", out] + [str(a) for a in args])
+    assert r.rc == 2, (r.rc, r.err)
+    assert len(r.error_lines()) == 1 and message in r.error_lines()[0], r.err
+    assert not out.exists()
+
+
+def test_a_corrupt_checkpoint_is_named_on_resume(tmp_path):
+    ckpt = tmp_path / "ckpt"
+    train(tmp_path, "first", ["--steps", 3, "--batch", 4, "--checkpoint-dir", ckpt])
+    model = ckpt / "step-00000003" / "model.safetensors"
+    model.write_bytes(model.read_bytes()[:-7])
+    r = run_trainscope(["train", "--no-ceiling", "--steps", 5, "--batch", 4, "--checkpoint-dir", ckpt, "--resume"])
+    assert r.rc == 2 and len(r.error_lines()) == 1 and "model.safetensors" in r.error_lines()[0], r.err
+
+
+def test_the_report_has_a_training_section(tmp_path):
+    out = tmp_path / "t.json"
+    assert run_trainscope(["train", "--no-ceiling", "--steps", 4, "--batch", 4, "--warmup-steps", 1, "--json", out]).rc == 0
+    rep = tmp_path / "rep"
+    assert run_trainscope(["report", out, "-o", rep]).rc == 0
+    html = (rep / "index.html").read_text()
+    assert "Training throughput and MFU" in html and (rep / "training_loss.png").exists() and (rep / "training_phases.png").exists()

@@ -1,0 +1,625 @@
+// Data sources: batches are a pure function of the step, shards add up to the single-rank batch, the
+// synthetic tasks carry a learnable signal, and real-dataset files are parsed and checked (each kind of
+// damage gives one line naming the file).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "base/error.h"
+#include "workloads/data/cifar10.h"
+#include "workloads/data/counter_rng.h"
+#include "workloads/data/data_source.h"
+#include "workloads/data/mnist.h"
+#include "workloads/data/prefetcher.h"
+#include "workloads/data/sample_order.h"
+#include "workloads/data/synthetic.h"
+
+namespace ts::data {
+namespace fs = std::filesystem;
+
+namespace {
+fs::path scratch(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("ts_data_" + std::to_string(::getpid()) + "_" + name);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+void writeBytes(const fs::path& p, const std::vector<std::uint8_t>& bytes) {
+  std::ofstream out(p, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+void putBigEndian(std::vector<std::uint8_t>& v, std::uint32_t x) {
+  for (int s = 24; s >= 0; s -= 8) v.push_back(static_cast<std::uint8_t>(x >> s));
+}
+
+// The message of the UsageError `f` throws; fails the test if it throws nothing or something else.
+template <typename F>
+std::string usageError(F&& f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.find('\n'), std::string::npos) << "one line: " << what;
+    return what;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "not a UsageError: " << e.what();
+    return "";
+  }
+  ADD_FAILURE() << "no error";
+  return "";
+}
+
+DataOptions syntheticOptions(Task task = Task::kClassification) {
+  DataOptions o;
+  o.task = task;
+  o.seed = 7;
+  o.globalBatch = 8;
+  o.sampleShape = {12};
+  o.classes = 5;
+  o.seqLen = 16;
+  o.vocab = 32;
+  o.syntheticSize = 100;
+  return o;
+}
+
+// The rank batches of one step, concatenated in rank order.
+Batch concatenate(const std::vector<Batch>& parts) {
+  Batch all = parts.front();
+  for (std::size_t r = 1; r < parts.size(); ++r) {
+    const Batch& p = parts[r];
+    all.inputShape[0] += p.inputShape[0];
+    all.targetShape[0] += p.targetShape[0];
+    all.features.insert(all.features.end(), p.features.begin(), p.features.end());
+    all.tokens.insert(all.tokens.end(), p.tokens.begin(), p.tokens.end());
+    all.targets.insert(all.targets.end(), p.targets.begin(), p.targets.end());
+    all.sampleIndices.insert(all.sampleIndices.end(), p.sampleIndices.begin(), p.sampleIndices.end());
+  }
+  return all;
+}
+
+void expectSameBatch(const Batch& a, const Batch& b) {
+  EXPECT_EQ(a.step, b.step);
+  EXPECT_EQ(a.inputShape, b.inputShape);
+  EXPECT_EQ(a.targetShape, b.targetShape);
+  EXPECT_EQ(a.features, b.features);  // bitwise: float == on identical bits
+  EXPECT_EQ(a.tokens, b.tokens);
+  EXPECT_EQ(a.targets, b.targets);
+  EXPECT_EQ(a.sampleIndices, b.sampleIndices);
+}
+}  // namespace
+
+TEST(DataSources, CounterRngNormalsHaveUnitVariance) {
+  CounterRng rng(hashKey(1, 2, 3));
+  double sum = 0, sum2 = 0;
+  const int n = 200000;
+  for (int i = 0; i < n; ++i) {
+    const double x = rng.normal();
+    sum += x;
+    sum2 += x * x;
+  }
+  EXPECT_NEAR(sum / n, 0.0, 0.01);
+  EXPECT_NEAR(sum2 / n, 1.0, 0.02);
+  EXPECT_NE(hashKey(1, 2), hashKey(2, 1));
+}
+
+TEST(DataSources, EachEpochVisitsEverySampleOnce) {
+  for (std::int64_t size : {1, 2, 3, 7, 64, 100, 1000, 4097}) {
+    const SampleOrder order(11, size);
+    std::vector<std::int64_t> epoch0, epoch1;
+    for (std::int64_t p = 0; p < size; ++p) epoch0.push_back(order.index(p));
+    for (std::int64_t p = size; p < 2 * size; ++p) epoch1.push_back(order.index(p));
+    for (const auto* e : {&epoch0, &epoch1}) {
+      std::set<std::int64_t> seen(e->begin(), e->end());
+      EXPECT_EQ(static_cast<std::int64_t>(seen.size()), size) << "size " << size;
+      EXPECT_EQ(*seen.begin(), 0);
+      EXPECT_EQ(*seen.rbegin(), size - 1);
+    }
+    if (size >= 64) {
+      EXPECT_NE(epoch0, epoch1) << "a new shuffle every epoch";
+      std::vector<std::int64_t> identity(static_cast<std::size_t>(size));
+      for (std::int64_t i = 0; i < size; ++i) identity[static_cast<std::size_t>(i)] = i;
+      EXPECT_NE(epoch0, identity) << "shuffled";
+    }
+  }
+  EXPECT_NE(SampleOrder(1, 1000).index(5), SampleOrder(2, 1000).index(5));
+}
+
+TEST(DataSources, BatchIsAPureFunctionOfTheStep) {
+  for (Task task : {Task::kClassification, Task::kLanguageModel}) {
+    const DataSource a = makeDataSource(syntheticOptions(task));
+    const DataSource b = makeDataSource(syntheticOptions(task));
+    expectSameBatch(a.batch(5), a.batch(5));
+    expectSameBatch(a.batch(5), b.batch(5));    // another source, same options
+    expectSameBatch(a.batch(40), b.batch(40));  // later epochs too (100 samples, 8 a step)
+    EXPECT_NE(a.batch(5).targets, a.batch(6).targets);
+    DataOptions other = syntheticOptions(task);
+    other.seed = 8;
+    EXPECT_NE(makeDataSource(other).batch(5).targets, a.batch(5).targets);
+    EXPECT_EQ(a.identity(), b.identity());
+    EXPECT_NE(a.identity(), makeDataSource(other).identity());
+  }
+}
+
+TEST(DataSources, RankBatchesConcatenateToTheSingleRankBatch) {
+  const fs::path dir = scratch("shards");
+  std::vector<std::uint8_t> text;
+  for (int i = 0; i < 300; ++i) text.push_back(static_cast<std::uint8_t>("the quick brown fox "[i % 20]));
+  writeBytes(dir / "t.txt", text);
+  for (Task task : {Task::kClassification, Task::kLanguageModel}) {
+    for (const std::string& spec : {std::string("synthetic"), "text:" + (dir / "t.txt").string()}) {
+      if (spec != "synthetic" && task != Task::kLanguageModel) continue;
+      DataOptions o = syntheticOptions(task);
+      o.spec = spec;
+      o.globalBatch = 12;
+      const DataSource single = makeDataSource(o);
+      for (int ranks : {2, 3, 4, 6}) {
+        for (std::int64_t step : {0, 3, 17}) {  // 17·12 crosses epoch boundaries of the 100 synthetic samples
+          std::vector<Batch> parts;
+          for (int r = 0; r < ranks; ++r) {
+            o.shard = {r, ranks};
+            const DataSource source = makeDataSource(o);
+            EXPECT_EQ(source.localBatch(), 12 / ranks);
+            parts.push_back(source.batch(step));
+            // forShard shares the dataset and gives the same rows.
+            expectSameBatch(parts.back(), single.forShard({r, ranks}).batch(step));
+          }
+          expectSameBatch(concatenate(parts), single.batch(step));
+        }
+      }
+      o.shard = {0, 5};
+      EXPECT_NE(usageError([&] { makeDataSource(o); }).find("global batch 12 does not divide evenly among 5"), std::string::npos);
+    }
+  }
+  fs::remove_all(dir);
+}
+
+TEST(DataSources, SyntheticLabelsAreTheTeachersAndVaried) {
+  const SyntheticClassification data(3, {20}, 6, 1 << 16);
+  const DataSource source(std::make_shared<SyntheticClassification>(data), 3, 256);
+  std::vector<int> counts(6, 0);
+  double sum = 0, sum2 = 0;
+  for (std::int64_t step = 0; step < 8; ++step) {
+    const Batch b = source.batch(step);
+    ASSERT_EQ(b.inputShape, (std::vector<std::int64_t>{256, 20}));
+    ASSERT_EQ(b.targetShape, (std::vector<std::int64_t>{256}));
+    for (std::int64_t i = 0; i < 256; ++i) {
+      const int label = b.targets[static_cast<std::size_t>(i)];
+      ASSERT_EQ(label, data.teacherLabel(&b.features[static_cast<std::size_t>(i * 20)]));  // a function of the inputs
+      ++counts[static_cast<std::size_t>(label)];
+    }
+    for (float x : b.features) {
+      sum += x;
+      sum2 += static_cast<double>(x) * x;
+    }
+  }
+  const double n = 8 * 256 * 20;
+  EXPECT_NEAR(sum / n, 0.0, 0.02);
+  EXPECT_NEAR(sum2 / n, 1.0, 0.05);
+  // Unit-norm teacher rows: no class is rare, none dominates (2048 samples, 6 classes, ~341 each).
+  for (int c : counts) {
+    EXPECT_GT(c, 2048 / 6 / 3);
+    EXPECT_LT(c, 2048 / 6 * 3);
+  }
+}
+
+// Softmax regression trained by SGD on the synthetic data beats chance by far on samples it never saw:
+// the labels carry a signal a model can learn, so the loss of a real run must fall.
+TEST(DataSources, SyntheticClassificationIsLearnable) {
+  const int d = 16, k = 4;
+  DataOptions o = syntheticOptions();
+  o.sampleShape = {d};
+  o.classes = k;
+  o.globalBatch = 64;
+  o.syntheticSize = 1 << 16;
+  const DataSource source = makeDataSource(o);
+  std::vector<double> w(static_cast<std::size_t>(k * d), 0.0), bias(k, 0.0);
+  auto logits = [&](const float* x, std::vector<double>& z) {
+    for (int c = 0; c < k; ++c) {
+      z[static_cast<std::size_t>(c)] = bias[static_cast<std::size_t>(c)];
+      for (int j = 0; j < d; ++j) z[static_cast<std::size_t>(c)] += w[static_cast<std::size_t>(c * d + j)] * x[j];
+    }
+  };
+  std::vector<double> z(k);
+  for (std::int64_t step = 0; step < 300; ++step) {
+    const Batch b = source.batch(step);
+    std::vector<double> gw(w.size(), 0.0), gb(k, 0.0);
+    for (std::int64_t i = 0; i < b.size(); ++i) {
+      const float* x = &b.features[static_cast<std::size_t>(i * d)];
+      logits(x, z);
+      const double m = *std::max_element(z.begin(), z.end());
+      double s = 0;
+      for (double& v : z) s += (v = std::exp(v - m));
+      for (int c = 0; c < k; ++c) {
+        const double g = z[static_cast<std::size_t>(c)] / s - (c == b.targets[static_cast<std::size_t>(i)] ? 1.0 : 0.0);
+        gb[static_cast<std::size_t>(c)] += g;
+        for (int j = 0; j < d; ++j) gw[static_cast<std::size_t>(c * d + j)] += g * x[j];
+      }
+    }
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] -= 0.5 * gw[i] / 64;
+    for (std::size_t c = 0; c < gb.size(); ++c) bias[c] -= 0.5 * gb[c] / 64;
+  }
+  int right = 0, total = 0;
+  for (std::int64_t step = 900; step < 910; ++step) {  // positions never trained on (epoch 0, beyond step 300)
+    const Batch b = source.batch(step);
+    for (std::int64_t i = 0; i < b.size(); ++i) {
+      logits(&b.features[static_cast<std::size_t>(i * d)], z);
+      right += static_cast<int>(std::max_element(z.begin(), z.end()) - z.begin()) == b.targets[static_cast<std::size_t>(i)];
+      ++total;
+    }
+  }
+  EXPECT_GT(static_cast<double>(right) / total, 0.85) << "chance is 0.25";
+}
+
+TEST(DataSources, SyntheticImagesAreCHW) {
+  DataOptions o = syntheticOptions();
+  o.sampleShape = {3, 8, 8};
+  o.classes = 10;
+  o.globalBatch = 200;
+  o.syntheticSize = 1000;
+  const DataSource source = makeDataSource(o);
+  const Batch b = source.batch(0);
+  EXPECT_EQ(b.inputShape, (std::vector<std::int64_t>{200, 3, 8, 8}));
+  EXPECT_EQ(source.info().classes, 10);
+  const auto& teacher = static_cast<const SyntheticClassification&>(source.dataset());
+  std::set<int> labels;
+  for (std::int64_t i = 0; i < b.size(); ++i) {
+    labels.insert(b.targets[static_cast<std::size_t>(i)]);
+    EXPECT_EQ(b.targets[static_cast<std::size_t>(i)], teacher.teacherLabel(&b.features[static_cast<std::size_t>(i * 192)]));
+  }
+  EXPECT_GE(labels.size(), 8u);
+}
+
+TEST(DataSources, SyntheticTokensFollowTheSuccessorMap) {
+  DataOptions o = syntheticOptions(Task::kLanguageModel);
+  o.globalBatch = 32;
+  o.seqLen = 64;
+  o.vocab = 50;
+  const DataSource source = makeDataSource(o);
+  const auto& tokens = static_cast<const SyntheticTokens&>(source.dataset());
+  const Batch b = source.batch(2);
+  ASSERT_EQ(b.inputShape, (std::vector<std::int64_t>{32, 64}));
+  ASSERT_EQ(b.targetShape, (std::vector<std::int64_t>{32, 64}));
+  EXPECT_TRUE(b.features.empty());
+  int follows = 0, total = 0;
+  for (std::int64_t r = 0; r < 32; ++r)
+    for (std::int64_t t = 0; t < 64; ++t) {
+      const auto i = static_cast<std::size_t>(r * 64 + t);
+      ASSERT_GE(b.tokens[i], 0);
+      ASSERT_LT(b.tokens[i], 50);
+      if (t + 1 < 64) {
+        EXPECT_EQ(b.targets[i], b.tokens[i + 1]) << "targets are the inputs shifted by one";
+      }
+      follows += b.targets[i] == tokens.successor(b.tokens[i]);
+      ++total;
+    }
+  // successor with probability 0.9, and by chance 1/50 of the rest.
+  EXPECT_NEAR(static_cast<double>(follows) / total, 0.9 + 0.1 / 50, 0.03);
+}
+
+TEST(DataSources, TextWindowsAndShiftedTargets) {
+  const fs::path dir = scratch("text");
+  std::vector<std::uint8_t> bytes;
+  for (int i = 0; i < 1000; ++i) bytes.push_back(static_cast<std::uint8_t>((i * 37 + i / 7) % 256));
+  writeBytes(dir / "corpus.txt", bytes);
+  DataOptions o;
+  o.spec = "text:" + (dir / "corpus.txt").string();
+  o.task = Task::kLanguageModel;
+  o.seqLen = 32;
+  o.globalBatch = 16;
+  const DataSource source = makeDataSource(o);
+  EXPECT_EQ(source.info().vocab, 256);
+  EXPECT_EQ(source.info().size, 1000 - 32);
+  for (std::int64_t step : {0, 1, 70}) {
+    const Batch b = source.batch(step);
+    ASSERT_EQ(b.inputShape, (std::vector<std::int64_t>{16, 32}));
+    for (std::int64_t r = 0; r < 16; ++r) {
+      const std::int64_t start = b.sampleIndices[static_cast<std::size_t>(r)];
+      ASSERT_LE(start + 33, 1000);
+      for (std::int64_t t = 0; t < 32; ++t) {
+        EXPECT_EQ(b.tokens[static_cast<std::size_t>(r * 32 + t)], bytes[static_cast<std::size_t>(start + t)]);
+        EXPECT_EQ(b.targets[static_cast<std::size_t>(r * 32 + t)], bytes[static_cast<std::size_t>(start + t + 1)]);
+      }
+    }
+  }
+  writeBytes(dir / "short.txt", std::vector<std::uint8_t>(32, 'a'));
+  o.spec = "text:" + (dir / "short.txt").string();
+  EXPECT_EQ(usageError([&] { makeDataSource(o); }), "--data " + o.spec + ": " + (dir / "short.txt").string() +
+                                                        " has 32 bytes; a sequence of 32 tokens needs at least 33");
+  o.spec = "text:" + (dir / "absent.txt").string();
+  EXPECT_NE(usageError([&] { makeDataSource(o); }).find("does not exist"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+namespace {
+// A tiny MNIST in IDX format: n images of rows×cols, pixel (i, j) = (i·31 + j) mod 256, label i mod 10.
+void writeMnist(const fs::path& dir, std::uint32_t n, std::uint32_t rows = 28, std::uint32_t cols = 28) {
+  std::vector<std::uint8_t> images, labels;
+  putBigEndian(images, 2051);
+  putBigEndian(images, n);
+  putBigEndian(images, rows);
+  putBigEndian(images, cols);
+  for (std::uint32_t i = 0; i < n; ++i)
+    for (std::uint32_t j = 0; j < rows * cols; ++j) images.push_back(static_cast<std::uint8_t>((i * 31 + j) % 256));
+  putBigEndian(labels, 2049);
+  putBigEndian(labels, n);
+  for (std::uint32_t i = 0; i < n; ++i) labels.push_back(static_cast<std::uint8_t>(i % 10));
+  writeBytes(dir / "train-images-idx3-ubyte", images);
+  writeBytes(dir / "train-labels-idx1-ubyte", labels);
+}
+
+std::vector<std::uint8_t> readBytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+}  // namespace
+
+TEST(DataSources, MnistFromIdxFiles) {
+  const fs::path dir = scratch("mnist");
+  writeMnist(dir, 20);
+  DataOptions o;
+  o.spec = "mnist:" + dir.string();
+  o.globalBatch = 4;
+  const DataSource source = makeDataSource(o);
+  EXPECT_EQ(source.info().name, "mnist");
+  EXPECT_EQ(source.info().size, 20);
+  EXPECT_EQ(source.info().classes, 10);
+  EXPECT_EQ(source.info().sampleShape, (std::vector<std::int64_t>{1, 28, 28}));
+  std::set<std::int64_t> seen;
+  for (std::int64_t step = 0; step < 5; ++step) {  // one epoch
+    const Batch b = source.batch(step);
+    EXPECT_EQ(b.inputShape, (std::vector<std::int64_t>{4, 1, 28, 28}));
+    for (std::int64_t r = 0; r < 4; ++r) {
+      const std::int64_t i = b.sampleIndices[static_cast<std::size_t>(r)];
+      seen.insert(i);
+      EXPECT_EQ(b.targets[static_cast<std::size_t>(r)], i % 10);
+      for (std::int64_t j : {0, 5, 783}) {
+        const float pixel = static_cast<float>((i * 31 + j) % 256);
+        EXPECT_FLOAT_EQ(b.features[static_cast<std::size_t>(r * 784 + j)], (pixel / 255.0f - 0.1307f) / 0.3081f);
+      }
+    }
+  }
+  EXPECT_EQ(seen.size(), 20u);
+  fs::remove_all(dir);
+}
+
+TEST(DataSources, MnistDamageIsNamed) {
+  const fs::path dir = scratch("mnist_bad");
+  const std::string images = (dir / "train-images-idx3-ubyte").string();
+  const std::string labels = (dir / "train-labels-idx1-ubyte").string();
+  auto load = [&] { return usageError([&] { Mnist m(dir.string()); }); };
+
+  EXPECT_EQ(usageError([&] { Mnist m((dir / "nowhere").string()); }),
+            "directory " + (dir / "nowhere").string() + " does not exist");
+  EXPECT_EQ(load(), dir.string() + " has no train-images-idx3-ubyte");
+  writeMnist(dir, 10);
+  fs::rename(images, images + ".gz");
+  EXPECT_NE(load().find("has train-images-idx3-ubyte.gz but not train-images-idx3-ubyte: decompress it"), std::string::npos);
+  fs::rename(images + ".gz", dir / "train-images.idx3-ubyte");  // the dotted spelling is accepted
+  EXPECT_EQ(Mnist(dir.string()).info().size, 10);
+  fs::remove(dir / "train-images.idx3-ubyte");
+
+  writeMnist(dir, 10);
+  const auto good = readBytes(images);
+  auto damaged = good;
+  damaged[3] = 0x01;  // magic 2049: a label file where images belong
+  writeBytes(images, damaged);
+  EXPECT_EQ(load(), images + " is not an IDX image file: magic number 2049, expected 2051");
+  damaged = good;
+  damaged.resize(good.size() - 100);
+  writeBytes(images, damaged);
+  EXPECT_EQ(load(), images + " is 7756 bytes, but 10 images of 28x28 need 7856 (truncated)");
+  writeBytes(images, std::vector<std::uint8_t>(good.begin(), good.begin() + 10));
+  EXPECT_NE(load().find("too short for an IDX image header"), std::string::npos);
+  writeBytes(images, good);
+
+  auto labelBytes = readBytes(labels);
+  labelBytes[8 + 4] = 12;
+  writeBytes(labels, labelBytes);
+  EXPECT_EQ(load(), labels + ": label 12 of sample 4 is not a digit 0-9");
+  writeMnist(dir, 10);
+  labelBytes = readBytes(labels);
+  labelBytes.pop_back();
+  labelBytes[7] = 9;  // a consistent label file, but of 9 labels
+  writeBytes(labels, labelBytes);
+  EXPECT_EQ(load(), labels + " has 9 labels but " + images + " has 10 images");
+  labelBytes[3] = 0x03;
+  writeBytes(labels, labelBytes);
+  EXPECT_EQ(load(), labels + " is not an IDX label file: magic number 2051, expected 2049");
+  fs::remove_all(dir);
+}
+
+namespace {
+// A tiny CIFAR-10: `records` records per file; record r of file f has label (f + r) mod 10 and pixel
+// bytes (f·7 + r·3 + j) mod 256.
+void writeCifar(const fs::path& dir, int records) {
+  fs::create_directories(dir);
+  for (int f = 1; f <= 5; ++f) {
+    std::vector<std::uint8_t> bytes;
+    for (int r = 0; r < records; ++r) {
+      bytes.push_back(static_cast<std::uint8_t>((f + r) % 10));
+      for (int j = 0; j < 3072; ++j) bytes.push_back(static_cast<std::uint8_t>((f * 7 + r * 3 + j) % 256));
+    }
+    writeBytes(dir / ("data_batch_" + std::to_string(f) + ".bin"), bytes);
+  }
+}
+}  // namespace
+
+TEST(DataSources, Cifar10FromBinaryBatches) {
+  const fs::path dir = scratch("cifar");
+  writeCifar(dir / "cifar-10-batches-bin", 3);  // as the archive unpacks: found one level down
+  DataOptions o;
+  o.spec = "cifar10:" + dir.string();
+  o.globalBatch = 5;
+  const DataSource source = makeDataSource(o);
+  EXPECT_EQ(source.info().size, 15);
+  EXPECT_EQ(source.info().sampleShape, (std::vector<std::int64_t>{3, 32, 32}));
+  const float mean[3] = {0.4914f, 0.4822f, 0.4465f}, stdev[3] = {0.2470f, 0.2435f, 0.2616f};
+  std::set<std::int64_t> seen;
+  for (std::int64_t step = 0; step < 3; ++step) {
+    const Batch b = source.batch(step);
+    for (std::int64_t row = 0; row < 5; ++row) {
+      const std::int64_t i = b.sampleIndices[static_cast<std::size_t>(row)];
+      seen.insert(i);
+      const std::int64_t f = i / 3 + 1, r = i % 3;
+      EXPECT_EQ(b.targets[static_cast<std::size_t>(row)], (f + r) % 10);
+      for (int c = 0; c < 3; ++c)
+        for (std::int64_t j : {0, 17, 1023}) {
+          const float pixel = static_cast<float>((f * 7 + r * 3 + c * 1024 + j) % 256);
+          EXPECT_FLOAT_EQ(b.features[static_cast<std::size_t>(row * 3072 + c * 1024 + j)], (pixel / 255.0f - mean[c]) / stdev[c]);
+        }
+    }
+  }
+  EXPECT_EQ(seen.size(), 15u);
+  fs::remove_all(dir);
+}
+
+TEST(DataSources, Cifar10DamageIsNamed) {
+  const fs::path dir = scratch("cifar_bad");
+  auto load = [&] { return usageError([&] { Cifar10 c(dir.string()); }); };
+  writeCifar(dir, 2);
+  const fs::path third = dir / "data_batch_3.bin";
+  fs::remove(third);
+  EXPECT_EQ(load(), dir.string() + " has no data_batch_3.bin");
+  writeCifar(dir, 2);
+  auto bytes = readBytes(third);
+  bytes.resize(bytes.size() - 1);
+  writeBytes(third, bytes);
+  EXPECT_EQ(load(),
+            third.string() + " is 6145 bytes, not a whole number of 3073-byte records (label + 3x32x32 pixels) (truncated?)");
+  writeCifar(dir, 2);
+  bytes = readBytes(third);
+  bytes[3073] = 57;
+  writeBytes(third, bytes);
+  EXPECT_EQ(load(), third.string() + ": label 57 of record 1 is not a class 0-9 (is this the CIFAR-100 file?)");
+  writeBytes(third, {});
+  EXPECT_NE(load().find("is 0 bytes"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(DataSources, SpecErrorsAreOneClearLine) {
+  DataOptions o;
+  o.spec = "imagenet:/x";
+  EXPECT_EQ(usageError([&] { makeDataSource(o); }),
+            "--data imagenet:/x: unknown data source 'imagenet' (expected synthetic, mnist:DIR, cifar10:DIR or text:FILE)");
+  o.spec = "mnist";
+  EXPECT_EQ(usageError([&] { makeDataSource(o); }), "--data mnist: mnist needs a directory: mnist:DIR");
+  o.spec = "synthetic:3";
+  EXPECT_EQ(usageError([&] { makeDataSource(o); }), "--data synthetic:3: synthetic takes no argument");
+  o.spec = "mnist:/definitely/not/here";
+  EXPECT_EQ(usageError([&] { makeDataSource(o); }),
+            "--data mnist:/definitely/not/here: directory /definitely/not/here does not exist");
+  o.spec = "cifar10:/x";
+  o.task = Task::kLanguageModel;
+  EXPECT_NE(usageError([&] { makeDataSource(o); }).find("cifar10 is an image dataset"), std::string::npos);
+  o.spec = "text:/x";
+  o.task = Task::kClassification;
+  EXPECT_NE(usageError([&] { makeDataSource(o); }).find("text is for language models"), std::string::npos);
+  o.spec = "synthetic";
+  o.classes = 1;
+  EXPECT_NE(usageError([&] { makeDataSource(o); }).find("at least 2 classes"), std::string::npos);
+}
+
+TEST(DataSources, SliceTakesRows) {
+  const Batch b = makeDataSource(syntheticOptions(Task::kLanguageModel)).batch(1);
+  const Batch s = b.slice(2, 5);
+  EXPECT_EQ(s.inputShape, (std::vector<std::int64_t>{3, 16}));
+  EXPECT_EQ(s.targetShape, (std::vector<std::int64_t>{3, 16}));
+  EXPECT_EQ(s.tokens, std::vector<std::int32_t>(b.tokens.begin() + 32, b.tokens.begin() + 80));
+  EXPECT_EQ(s.sampleIndices, std::vector<std::int64_t>(b.sampleIndices.begin() + 2, b.sampleIndices.begin() + 5));
+  EXPECT_THROW(b.slice(3, 9), Error);
+}
+
+TEST(DataPrefetcher, DeliversStepsInOrderAndRunsThePrepareHookInTheLoaderThread) {
+  const DataSource source = makeDataSource(syntheticOptions());
+  const auto mainThread = std::this_thread::get_id();
+  std::atomic<int> prepared{0};
+  Prefetcher loader(
+      source, 3, 2,
+      [&](Batch& b) {
+        EXPECT_NE(std::this_thread::get_id(), mainThread);
+        b.staged = std::make_shared<std::int64_t>(b.step * 10);
+        ++prepared;
+      },
+      13);
+  for (std::int64_t step = 3; step < 13; ++step) {
+    EXPECT_EQ(loader.nextStep(), step);
+    Prefetcher::Next n = loader.next();
+    EXPECT_GE(n.waitSeconds, 0.0);
+    expectSameBatch(n.batch, source.batch(step));
+    ASSERT_TRUE(n.batch.staged);
+    EXPECT_EQ(*std::static_pointer_cast<std::int64_t>(n.batch.staged), step * 10);
+  }
+  EXPECT_EQ(prepared.load(), 10);
+  EXPECT_THROW(loader.next(), Error);  // past the end
+}
+
+TEST(DataPrefetcher, ProducesAheadAndTimesTheWait) {
+  std::atomic<std::int64_t> produced{-1};
+  Prefetcher loader(
+      [&](std::int64_t step) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(step == 0 ? 50 : 0));
+        produced = step;
+        Batch b;
+        b.step = step;
+        return b;
+      },
+      0, 3);
+  const auto first = loader.next();
+  EXPECT_GT(first.waitSeconds, 0.03);  // the first batch took 50 ms to make: that was data time
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (produced.load() < 3 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(produced.load(), 3) << "steps 1..3 ready ahead, and no further: the queue holds 3";
+  const auto second = loader.next();
+  EXPECT_EQ(second.batch.step, 1);
+  EXPECT_LT(second.waitSeconds, 0.01);
+}  // destroyed with a full queue and a blocked producer: joins without hanging
+
+TEST(DataPrefetcher, RethrowsTheLoadersErrorAfterTheBatchesBeforeIt) {
+  Prefetcher loader(
+      [](std::int64_t step) {
+        if (step == 4) throw UsageError("--data text:/f: /f vanished");
+        Batch b;
+        b.step = step;
+        return b;
+      },
+      2, 4);
+  EXPECT_EQ(loader.next().batch.step, 2);
+  EXPECT_EQ(loader.next().batch.step, 3);
+  for (int again = 0; again < 2; ++again) {
+    try {
+      loader.next();
+      ADD_FAILURE() << "no error";
+    } catch (const UsageError& e) {
+      EXPECT_STREQ(e.what(), "--data text:/f: /f vanished");
+    }
+  }
+}
+
+TEST(DataPrefetcher, StopsPromptlyWhileTheConsumerIsAway) {
+  std::atomic<int> calls{0};
+  {
+    Prefetcher loader(
+        [&](std::int64_t step) {
+          ++calls;
+          Batch b;
+          b.step = step;
+          return b;
+        },
+        0, 2);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_LE(calls.load(), 3);  // depth 2 ready, at most one more being made when the queue filled
+}
+
+}  // namespace ts::data

@@ -1,0 +1,263 @@
+#include "workloads/checkpoint/safetensors.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "base/atomic_file.h"
+#include "base/error.h"
+#include "workloads/checkpoint/content_hash.h"
+
+namespace ts::ckpt {
+
+static_assert(std::endian::native == std::endian::little,
+              "safetensors data is little-endian; so is every host trainscope runs on");
+
+namespace {
+struct DTypeEntry {
+  TensorDType type;
+  const char* name;
+  std::size_t size;
+};
+constexpr DTypeEntry kDTypes[] = {
+    {TensorDType::kF64, "F64", 8}, {TensorDType::kF32, "F32", 4}, {TensorDType::kF16, "F16", 2}, {TensorDType::kBF16, "BF16", 2},
+    {TensorDType::kI64, "I64", 8}, {TensorDType::kI32, "I32", 4}, {TensorDType::kI8, "I8", 1},   {TensorDType::kU8, "U8", 1},
+};
+const DTypeEntry& entryOf(TensorDType t) {
+  for (const auto& e : kDTypes)
+    if (e.type == t) return e;
+  throw Error("unknown tensor dtype");
+}
+
+// The official implementation refuses headers over 100 MB; so does this one, before allocating anything.
+constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;
+
+std::string shapeText(const std::vector<std::int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+}  // namespace
+
+std::string_view tensorDTypeName(TensorDType t) { return entryOf(t).name; }
+std::size_t tensorDTypeSize(TensorDType t) { return entryOf(t).size; }
+
+std::optional<TensorDType> parseTensorDType(std::string_view name) {
+  for (const auto& e : kDTypes)
+    if (name == e.name) return e.type;
+  return std::nullopt;
+}
+
+TensorDType tensorDType(DType t) {
+  switch (t) {
+    case DType::kFloat32:
+      return TensorDType::kF32;
+    case DType::kFloat64:
+      return TensorDType::kF64;
+    case DType::kFloat16:
+      return TensorDType::kF16;
+    case DType::kBFloat16:
+      return TensorDType::kBF16;
+    case DType::kInt32:
+      return TensorDType::kI32;
+    case DType::kInt8:
+      return TensorDType::kI8;
+    case DType::kUInt8:
+      return TensorDType::kU8;
+  }
+  throw Error("unknown dtype");
+}
+
+std::int64_t TensorView::elements() const {
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) n *= d;
+  return n;
+}
+
+WrittenFile writeSafetensors(const std::string& path, std::span<const TensorView> tensors,
+                             const std::map<std::string, std::string>& metadata) {
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::set<std::string_view> names;
+  std::uint64_t offset = 0;
+  for (const TensorView& t : tensors) {
+    if (t.name.empty() || t.name == "__metadata__") throw Error(fmt::format("{}: '{}' cannot name a tensor", path, t.name));
+    if (!names.insert(t.name).second) throw Error(fmt::format("{}: two tensors are named '{}'", path, t.name));
+    for (std::int64_t d : t.shape)
+      if (d < 0) throw Error(fmt::format("{}: tensor '{}' has shape {}", path, t.name, shapeText(t.shape)));
+    if (t.bytes() > 0 && !t.data) throw Error(fmt::format("{}: tensor '{}' has no data", path, t.name));
+    header[t.name] = {{"dtype", tensorDTypeName(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes()}}};
+    offset += t.bytes();
+  }
+  std::string text;
+  try {
+    text = header.dump();
+  } catch (const nlohmann::json::type_error&) {
+    throw Error(fmt::format("{}: a tensor name or metadata string is not valid UTF-8", path));
+  }
+  text.append((8 - text.size() % 8) % 8, ' ');  // the data buffer starts 8-byte aligned
+
+  unsigned char length[8];
+  const std::uint64_t n = text.size();
+  std::memcpy(length, &n, 8);
+  ContentHash hash;
+  AtomicFile file(path);
+  auto put = [&](const void* p, std::size_t bytes) {
+    hash.update(p, bytes);
+    file.write(p, bytes);
+  };
+  put(length, 8);
+  put(text.data(), text.size());
+  for (const TensorView& t : tensors) put(t.data, t.bytes());
+  file.commit();
+  return {8 + n + offset, hash.digest()};
+}
+
+const TensorView* SafetensorsFile::find(std::string_view name) const {
+  const auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &tensors_[it->second];
+}
+
+SafetensorsFile SafetensorsFile::open(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw UsageError(fmt::format("{} does not exist", path));
+  SafetensorsFile f{data::MappedFile(path)};
+  auto bad = [&](const std::string& what) { return UsageError(fmt::format("{}: {}", path, what)); };
+
+  const std::uint64_t size = f.file_.size();
+  if (size < 8) throw bad(fmt::format("{} bytes is too short for a safetensors file (truncated?)", size));
+  std::uint64_t n;
+  std::memcpy(&n, f.file_.data(), 8);
+  if (n > kMaxHeaderBytes) throw bad(fmt::format("header length {} is not plausible: not a safetensors file, or corrupt", n));
+  if (n > size - 8) throw bad(fmt::format("header length {} runs past the end of the file ({} bytes): truncated?", n, size));
+  if (n < 2 || f.file_.data()[8] != '{') throw bad("the header is not a JSON object: not a safetensors file, or corrupt");
+  const auto* headerStart = reinterpret_cast<const char*>(f.file_.data() + 8);
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(headerStart, headerStart + n);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw bad(fmt::format("the header is not valid JSON (at byte {} of {}): corrupt", e.byte, n));
+  }
+  if (!header.is_object()) throw bad("the header is not a JSON object");
+  const std::uint64_t buffer = size - 8 - n;
+  const std::uint8_t* base = f.file_.data() + 8 + n;
+
+  struct Span {
+    std::uint64_t begin, end;
+    std::size_t tensor;
+  };
+  std::vector<Span> spans;
+  for (const auto& [name, entry] : header.items()) {
+    if (name == "__metadata__") {
+      if (!entry.is_object()) throw bad("__metadata__ is not an object of strings");
+      for (const auto& [k, v] : entry.items()) {
+        if (!v.is_string()) throw bad(fmt::format("__metadata__ value of '{}' is not a string", k));
+        f.metadata_[k] = v.get<std::string>();
+      }
+      continue;
+    }
+    auto badTensor = [&](const std::string& what) { return bad(fmt::format("tensor '{}': {}", name, what)); };
+    if (!entry.is_object()) throw badTensor("its entry is not an object");
+    for (const char* key : {"dtype", "shape", "data_offsets"})
+      if (!entry.contains(key)) throw badTensor(fmt::format("no \"{}\"", key));
+    if (!entry["dtype"].is_string()) throw badTensor("\"dtype\" is not a string");
+    const std::string dtypeName = entry["dtype"].get<std::string>();
+    const auto dtype = parseTensorDType(dtypeName);
+    if (!dtype)
+      throw badTensor(fmt::format("dtype \"{}\" is not one trainscope reads (F64, F32, F16, BF16, I64, I32, I8, U8)", dtypeName));
+    TensorView t;
+    t.name = name;
+    t.dtype = *dtype;
+    if (!entry["shape"].is_array()) throw badTensor("\"shape\" is not an array");
+    // Elements counted without overflow: any product past the buffer size is already wrong.
+    std::uint64_t elements = 1;
+    bool tooBig = false;
+    for (const auto& d : entry["shape"]) {
+      if (!d.is_number_unsigned()) throw badTensor("\"shape\" holds something other than non-negative integers");
+      const std::uint64_t v = d.get<std::uint64_t>();
+      if (v > static_cast<std::uint64_t>(INT64_MAX)) throw badTensor("a dimension is out of range");
+      t.shape.push_back(static_cast<std::int64_t>(v));
+      if (v != 0 && elements > buffer / v) tooBig = true;
+      elements *= v;  // may wrap when tooBig; then only `tooBig` is used
+    }
+    const bool empty = std::find(t.shape.begin(), t.shape.end(), 0) != t.shape.end();
+    const auto& off = entry["data_offsets"];
+    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+      throw badTensor("\"data_offsets\" is not a pair of non-negative integers");
+    const std::uint64_t begin = off[0].get<std::uint64_t>(), end = off[1].get<std::uint64_t>();
+    if (begin > end) throw badTensor(fmt::format("data_offsets [{}, {}] run backwards", begin, end));
+    if (end > buffer)
+      throw badTensor(
+          fmt::format("data_offsets [{}, {}] run past the end of the data ({} bytes): truncated?", begin, end, buffer));
+    const std::uint64_t size1 = tensorDTypeSize(*dtype);
+    if ((tooBig && !empty) || (empty ? 0 : elements * size1) != end - begin)
+      throw badTensor(fmt::format(
+          "shape {} of {} needs {} bytes but data_offsets [{}, {}] hold {}", shapeText(t.shape), dtypeName,
+          tooBig && !empty ? std::string("more than the file") : std::to_string(elements * size1), begin, end, end - begin));
+    t.data = base + begin;
+    spans.push_back({begin, end, f.tensors_.size()});
+    f.tensors_.push_back(std::move(t));
+  }
+
+  // Contiguous, in order, covering the whole buffer: the official reader insists on it too.
+  std::sort(spans.begin(), spans.end(),
+            [](const Span& a, const Span& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
+  std::uint64_t covered = 0;
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    const std::string& name = f.tensors_[spans[i].tensor].name;
+    if (spans[i].begin < covered)
+      throw bad(fmt::format("tensor '{}' overlaps tensor '{}'", name, f.tensors_[spans[i - 1].tensor].name));
+    if (spans[i].begin > covered)
+      throw bad(fmt::format("{} bytes before tensor '{}' belong to no tensor", spans[i].begin - covered, name));
+    covered = spans[i].end;
+  }
+  if (covered != buffer)
+    throw bad(fmt::format("the data is {} bytes but the tensors cover {}: {}", buffer, covered,
+                          covered < buffer ? "trailing bytes belong to no tensor" : "truncated"));
+  std::vector<TensorView> ordered;
+  ordered.reserve(spans.size());
+  for (const Span& s : spans) ordered.push_back(std::move(f.tensors_[s.tensor]));
+  f.tensors_ = std::move(ordered);
+  for (std::size_t i = 0; i < f.tensors_.size(); ++i) f.index_[f.tensors_[i].name] = i;
+  return f;
+}
+
+void SafetensorsFile::restore(std::span<const MutableTensorView> into) const {
+  std::vector<std::string> missing, unexpected;
+  std::set<std::string_view> wanted;
+  for (const auto& t : into) {
+    wanted.insert(t.name);
+    if (!find(t.name)) missing.push_back(t.name);
+  }
+  for (const auto& t : tensors_)
+    if (!wanted.count(t.name)) unexpected.push_back(t.name);
+  if (!missing.empty() || !unexpected.empty()) {
+    // One line however many differ: the first few names, then a count.
+    auto list = [](const std::vector<std::string>& names) {
+      constexpr std::size_t kShown = 4;
+      std::vector<std::string> shown(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(std::min(names.size(), kShown)));
+      std::string s = fmt::format("{}", fmt::join(shown, ", "));
+      if (names.size() > kShown) s += fmt::format(" and {} more", names.size() - kShown);
+      return s;
+    };
+    std::string what;
+    if (!missing.empty()) what += fmt::format("has no {}", list(missing));
+    if (!unexpected.empty())
+      what += fmt::format("{}has {} that nothing here expects", what.empty() ? "" : "; ", list(unexpected));
+    throw UsageError(fmt::format("{} does not match: it {}", path(), what));
+  }
+  for (const auto& t : into) {
+    const TensorView& have = *find(t.name);
+    if (have.dtype != t.dtype || have.shape != t.shape)
+      throw UsageError(fmt::format("{}: tensor '{}' is {} {} but {} {} is expected", path(), t.name, tensorDTypeName(have.dtype),
+                                   shapeText(have.shape), tensorDTypeName(t.dtype), shapeText(t.shape)));
+  }
+  for (const auto& t : into) {
+    const TensorView& have = *find(t.name);
+    if (have.bytes() > 0) std::memcpy(t.data, have.data, have.bytes());
+  }
+}
+
+}  // namespace ts::ckpt

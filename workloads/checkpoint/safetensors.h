@@ -1,0 +1,88 @@
+#pragma once
+// The safetensors format (Hugging Face), so that PyTorch (safetensors.torch.load_file) reads trainscope's
+// weights directly:
+//   8 bytes   N, little-endian u64
+//   N bytes   a UTF-8 JSON object, padded with spaces to a multiple of 8:
+//             {"__metadata__": {str: str}            (optional)
+//              "name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}, ...}
+//   the rest  the data buffer; offsets are relative to its start, tensors row-major little-endian,
+//             contiguous and in order, covering the whole buffer with no gap and no overlap.
+// The writer keeps the tensors in the order given (the header lists them in that order too). The reader
+// checks all of the above and reports anything wrong as one line naming the file and the problem.
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/dtype.h"
+#include "workloads/data/mapped_file.h"
+
+namespace ts::ckpt {
+
+// The element types trainscope writes and reads ("F64", "F32", "F16", "BF16", "I64", "I32", "I8", "U8").
+enum class TensorDType { kF64, kF32, kF16, kBF16, kI64, kI32, kI8, kU8 };
+
+std::string_view tensorDTypeName(TensorDType t);
+std::size_t tensorDTypeSize(TensorDType t);
+std::optional<TensorDType> parseTensorDType(std::string_view name);
+TensorDType tensorDType(DType t);  // every trainscope DType has a safetensors name
+
+// A named tensor in host memory, read-only (what is saved; what a loaded file holds). `data` may be
+// unaligned in a loaded file (offsets need not be multiples of the element size): copy it with memcpy.
+struct TensorView {
+  std::string name;
+  TensorDType dtype = TensorDType::kF32;
+  std::vector<std::int64_t> shape;  // [] is a scalar (1 element); a 0 anywhere makes it empty
+  const void* data = nullptr;
+  std::int64_t elements() const;
+  std::size_t bytes() const { return static_cast<std::size_t>(elements()) * tensorDTypeSize(dtype); }
+};
+
+// A named tensor to fill from a file (what a model or optimizer expects, and where it goes).
+struct MutableTensorView {
+  std::string name;
+  TensorDType dtype = TensorDType::kF32;
+  std::vector<std::int64_t> shape;
+  void* data = nullptr;
+};
+
+struct WrittenFile {
+  std::uint64_t bytes = 0;  // the file's size
+  std::uint64_t hash = 0;   // ContentHash of the whole file
+};
+
+// Writes the tensors atomically (base/atomic_file.h). Names must be unique, non-empty, valid UTF-8 and
+// not "__metadata__" (Error otherwise: the caller built a bad list).
+WrittenFile writeSafetensors(const std::string& path, std::span<const TensorView> tensors,
+                             const std::map<std::string, std::string>& metadata = {});
+
+// A safetensors file, mapped and validated. Views point into the mapping: valid while this object lives.
+class SafetensorsFile {
+ public:
+  // UsageError "PATH: <what is wrong>" for a missing, truncated or corrupt file.
+  static SafetensorsFile open(const std::string& path);
+
+  const std::string& path() const { return file_.path(); }
+  const std::vector<TensorView>& tensors() const { return tensors_; }  // in file (offset) order
+  const TensorView* find(std::string_view name) const;                 // null when absent
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  // The whole file, for hashing.
+  std::span<const std::uint8_t> fileBytes() const { return {file_.data(), file_.size()}; }
+
+  // Copies every tensor of `into` from this file, after checking that the file holds exactly these
+  // names with these dtypes and shapes (UsageError naming the file and the first differences).
+  void restore(std::span<const MutableTensorView> into) const;
+
+ private:
+  explicit SafetensorsFile(data::MappedFile file) : file_(std::move(file)) {}
+  data::MappedFile file_;
+  std::vector<TensorView> tensors_;
+  std::map<std::string, std::size_t, std::less<>> index_;  // name -> position in tensors_
+  std::map<std::string, std::string> metadata_;
+};
+
+}  // namespace ts::ckpt

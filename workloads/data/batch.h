@@ -1,0 +1,33 @@
+#pragma once
+// One batch on the host, as a data source produces it: the inputs, the targets and their shapes.
+//   classification:     features [B, sample shape...] float32, targets [B] int32 class indices;
+//   language modelling: tokens [B, T] int32, targets [B, T] int32 (each the token that follows).
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace ts::data {
+
+enum class Task { kClassification, kLanguageModel };
+
+struct Batch {
+  std::int64_t step = -1;  // the global training step this batch belongs to
+  Task task = Task::kClassification;
+  std::vector<std::int64_t> inputShape;  // [B, ...]: the shape of `features` or of `tokens`
+  std::vector<float> features;           // classification inputs (empty for language modelling)
+  std::vector<std::int32_t> tokens;      // language-model inputs (empty for classification)
+  std::vector<std::int32_t> targets;     // [B] or [B, T]
+  std::vector<std::int64_t> targetShape;
+  std::vector<std::int64_t> sampleIndices;  // the dataset index of each row: which samples these are
+  // Filled by the Prefetcher's prepare hook in the loader thread, e.g. pinned copies and device buffers
+  // with the event marking their copy done. Opaque here; the host vectors above stay valid beside it.
+  std::shared_ptr<void> staged;
+
+  std::int64_t size() const { return inputShape.empty() ? 0 : inputShape[0]; }
+  bool hasTokens() const { return task == Task::kLanguageModel; }
+  // Rows [begin, end) as a batch of their own (micro-batches for gradient accumulation and pipelines).
+  // `staged` is not carried over: it belongs to the whole batch.
+  Batch slice(std::int64_t begin, std::int64_t end) const;
+};
+
+}  // namespace ts::data

@@ -1,0 +1,66 @@
+#include "workloads/data/cifar10.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "workloads/data/dataset_files.h"
+
+namespace ts::data {
+
+namespace {
+constexpr float kMean[3] = {0.4914f, 0.4822f, 0.4465f};
+constexpr float kStd[3] = {0.2470f, 0.2435f, 0.2616f};
+constexpr std::int64_t kPlane = 32 * 32;
+
+// DIR itself, or the folder the official archive unpacks to inside it.
+std::string batchDirectory(const std::string& dir) {
+  requireDirectory(dir);
+  const auto nested = std::filesystem::path(dir) / "cifar-10-batches-bin";
+  if (!std::filesystem::exists(std::filesystem::path(dir) / "data_batch_1.bin") &&
+      std::filesystem::exists(nested / "data_batch_1.bin"))
+    return nested.string();
+  return dir;
+}
+}  // namespace
+
+Cifar10::Cifar10(const std::string& dir) {
+  const std::string where = batchDirectory(dir);
+  std::int64_t total = 0;
+  for (int f = 1; f <= kFiles; ++f) {
+    MappedFile file(findDatasetFile(where, {fmt::format("data_batch_{}.bin", f)}));
+    if (file.size() == 0 || file.size() % kRecordBytes != 0)
+      throw UsageError(fmt::format("{} is {} bytes, not a whole number of {}-byte records (label + 3x32x32 pixels){}",
+                                   file.path(), file.size(), kRecordBytes, file.size() == 0 ? "" : " (truncated?)"));
+    const auto records = static_cast<std::int64_t>(file.size()) / kRecordBytes;
+    for (std::int64_t r = 0; r < records; ++r)
+      if (const std::uint8_t label = file.data()[r * kRecordBytes]; label > 9)
+        throw UsageError(
+            fmt::format("{}: label {} of record {} is not a class 0-9 (is this the CIFAR-100 file?)", file.path(), label, r));
+    firstIndex_.push_back(total);
+    total += records;
+    files_.push_back(std::move(file));
+  }
+  info_.name = "cifar10";
+  info_.origin = dir;
+  info_.task = Task::kClassification;
+  info_.sampleShape = {3, 32, 32};
+  info_.classes = 10;
+  info_.size = total;
+}
+
+void Cifar10::sample(std::int64_t index, float* features, std::int32_t*, std::int32_t* targets) const {
+  const auto f =
+      static_cast<std::size_t>(std::upper_bound(firstIndex_.begin(), firstIndex_.end(), index) - firstIndex_.begin() - 1);
+  const std::uint8_t* rec = files_[f].data() + (index - firstIndex_[f]) * kRecordBytes;
+  targets[0] = rec[0];
+  for (int c = 0; c < 3; ++c)
+    for (std::int64_t j = 0; j < kPlane; ++j)
+      features[c * kPlane + j] = (static_cast<float>(rec[1 + c * kPlane + j]) / 255.0f - kMean[c]) / kStd[c];
+}
+
+nlohmann::json Cifar10::identity() const { return {{"kind", "cifar10"}, {"size", info_.size}}; }
+
+}  // namespace ts::data

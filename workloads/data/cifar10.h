@@ -1,0 +1,31 @@
+#pragma once
+// CIFAR-10 training set, binary version: data_batch_1.bin .. data_batch_5.bin in DIR (or in
+// DIR/cifar-10-batches-bin, as the archive unpacks), each a run of records of 1 label byte and 3072
+// pixel bytes (3 planes of 32×32: red, green, blue). The real files hold 10000 records each; any whole
+// number of records is accepted, so tests can use small ones. Pixels are normalised per channel with the
+// training set's mean and standard deviation. Samples are [3, 32, 32].
+#include <string>
+#include <vector>
+
+#include "workloads/data/dataset.h"
+#include "workloads/data/mapped_file.h"
+
+namespace ts::data {
+
+class Cifar10 : public Dataset {
+ public:
+  explicit Cifar10(const std::string& dir);  // reads and checks all five files
+  const DataInfo& info() const override { return info_; }
+  void sample(std::int64_t index, float* features, std::int32_t* tokens, std::int32_t* targets) const override;
+  nlohmann::json identity() const override;
+
+  static constexpr int kFiles = 5;
+  static constexpr std::int64_t kRecordBytes = 1 + 3 * 32 * 32;
+
+ private:
+  DataInfo info_;
+  std::vector<MappedFile> files_;
+  std::vector<std::int64_t> firstIndex_;  // the dataset index of each file's first record
+};
+
+}  // namespace ts::data

@@ -1,0 +1,129 @@
+#include "workloads/data/data_source.h"
+
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "workloads/data/cifar10.h"
+#include "workloads/data/mnist.h"
+#include "workloads/data/synthetic.h"
+#include "workloads/data/text_file.h"
+
+namespace ts::data {
+
+std::int64_t DataInfo::sampleElements() const {
+  std::int64_t n = 1;
+  for (std::int64_t d : sampleShape) n *= d;
+  return n;
+}
+
+nlohmann::json Dataset::identity() const {
+  const DataInfo& i = info();
+  return {{"kind", i.name}, {"size", i.size}, {"sample_shape", i.sampleShape}};
+}
+
+namespace {
+std::shared_ptr<const Dataset> requireDataset(std::shared_ptr<const Dataset> d) {
+  if (!d) throw Error("a data source needs a dataset");
+  return d;
+}
+}  // namespace
+
+DataSource::DataSource(std::shared_ptr<const Dataset> dataset, std::uint64_t seed, std::int64_t globalBatch, Shard shard)
+    : dataset_(requireDataset(std::move(dataset))),
+      seed_(seed),
+      globalBatch_(globalBatch),
+      shard_(shard),
+      order_(seed, dataset_->info().size) {
+  if (globalBatch < 1) throw UsageError(fmt::format("global batch {} is below 1", globalBatch));
+  if (shard.count < 1 || shard.rank < 0 || shard.rank >= shard.count)
+    throw Error(fmt::format("data shard {} of {} does not exist", shard.rank, shard.count));
+  if (globalBatch % shard.count != 0)
+    throw UsageError(
+        fmt::format("global batch {} does not divide evenly among {} data-parallel ranks", globalBatch, shard.count));
+}
+
+DataSource DataSource::forShard(Shard shard) const { return DataSource(dataset_, seed_, globalBatch_, shard); }
+
+Batch DataSource::batch(std::int64_t step) const {
+  if (step < 0) throw Error(fmt::format("batch of step {}: steps count from 0", step));
+  const DataInfo& info = dataset_->info();
+  const std::int64_t rows = localBatch();
+  const std::int64_t perSample = info.sampleElements();
+  const bool lm = info.task == Task::kLanguageModel;
+  Batch b;
+  b.step = step;
+  b.task = info.task;
+  b.inputShape.push_back(rows);
+  b.inputShape.insert(b.inputShape.end(), info.sampleShape.begin(), info.sampleShape.end());
+  b.targetShape = lm ? std::vector<std::int64_t>{rows, info.sampleShape[0]} : std::vector<std::int64_t>{rows};
+  const std::int64_t perTarget = lm ? info.sampleShape[0] : 1;
+  if (lm)
+    b.tokens.resize(static_cast<std::size_t>(rows * perSample));
+  else
+    b.features.resize(static_cast<std::size_t>(rows * perSample));
+  b.targets.resize(static_cast<std::size_t>(rows * perTarget));
+  b.sampleIndices.resize(static_cast<std::size_t>(rows));
+  // This rank's rows are its contiguous part of the global batch (see the header).
+  const std::int64_t first = step * globalBatch_ + shard_.rank * rows;
+  for (std::int64_t j = 0; j < rows; ++j) {
+    const std::int64_t index = order_.index(first + j);
+    b.sampleIndices[static_cast<std::size_t>(j)] = index;
+    dataset_->sample(index, lm ? nullptr : b.features.data() + j * perSample, lm ? b.tokens.data() + j * perSample : nullptr,
+                     b.targets.data() + j * perTarget);
+  }
+  return b;
+}
+
+double DataSource::epochsAfter(std::int64_t steps) const {
+  return static_cast<double>(steps) * static_cast<double>(globalBatch_) / static_cast<double>(info().size);
+}
+
+nlohmann::json DataSource::identity() const {
+  return {{"dataset", dataset_->identity()}, {"seed", seed_}, {"global_batch", globalBatch_}};
+}
+
+namespace {
+std::shared_ptr<const Dataset> makeDataset(const DataOptions& o, std::string_view kind, const std::string& arg, bool hasArg) {
+  const bool lm = o.task == Task::kLanguageModel;
+  auto needsArg = [&](const char* noun, const char* placeholder) {
+    if (!hasArg || arg.empty()) throw UsageError(fmt::format("{} needs a {}: {}:{}", kind, noun, kind, placeholder));
+  };
+  if (kind == "synthetic") {
+    if (hasArg) throw UsageError("synthetic takes no argument");
+    if (lm) return std::make_shared<SyntheticTokens>(o.seed, o.seqLen, o.vocab, o.syntheticSize);
+    return std::make_shared<SyntheticClassification>(o.seed, o.sampleShape, o.classes, o.syntheticSize);
+  }
+  if (kind == "mnist" || kind == "cifar10") {
+    needsArg("directory", "DIR");
+    if (lm) throw UsageError(fmt::format("{} is an image dataset; a language model trains on text:FILE or synthetic", kind));
+    if (kind == "mnist") return std::make_shared<Mnist>(arg);
+    return std::make_shared<Cifar10>(arg);
+  }
+  if (kind == "text") {
+    needsArg("file", "FILE");
+    if (!lm) throw UsageError("text is for language models; a classifier trains on synthetic, mnist:DIR or cifar10:DIR");
+    return std::make_shared<TextFile>(arg, o.seqLen);
+  }
+  throw UsageError(fmt::format("unknown data source '{}' (expected synthetic, mnist:DIR, cifar10:DIR or text:FILE)", kind));
+}
+}  // namespace
+
+DataSource makeDataSource(const DataOptions& options) {
+  const std::string& spec = options.spec;
+  const auto colon = spec.find(':');
+  const std::string kind = spec.substr(0, colon);
+  const bool hasArg = colon != std::string::npos;
+  const std::string arg = hasArg ? spec.substr(colon + 1) : "";
+  std::shared_ptr<const Dataset> dataset;
+  try {
+    dataset = makeDataset(options, kind, arg, hasArg);
+  } catch (const UsageError& e) {
+    // One line that says which --data it was about.
+    throw UsageError(fmt::format("--data {}: {}", spec, e.what()));
+  }
+  return DataSource(std::move(dataset), options.seed, options.globalBatch, options.shard);
+}
+
+}  // namespace ts::data

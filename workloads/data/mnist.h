@@ -1,0 +1,27 @@
+#pragma once
+// MNIST training set from its IDX files, as distributed (uncompressed): train-images-idx3-ubyte
+// (magic 2051, count, rows, cols, then count·rows·cols pixel bytes) and train-labels-idx1-ubyte (magic
+// 2049, count, then count label bytes). Pixels are normalised to (x/255 − 0.1307) / 0.3081, the
+// training set's mean and standard deviation. Samples are [1, rows, cols].
+#include <string>
+
+#include "workloads/data/dataset.h"
+#include "workloads/data/mapped_file.h"
+
+namespace ts::data {
+
+class Mnist : public Dataset {
+ public:
+  // Reads and checks both files (UsageError naming the file and what is wrong).
+  explicit Mnist(const std::string& dir);
+  const DataInfo& info() const override { return info_; }
+  void sample(std::int64_t index, float* features, std::int32_t* tokens, std::int32_t* targets) const override;
+  nlohmann::json identity() const override;
+
+ private:
+  DataInfo info_;
+  MappedFile images_;
+  MappedFile labels_;
+};
+
+}  // namespace ts::data

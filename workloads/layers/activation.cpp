@@ -1,0 +1,33 @@
+#include "workloads/layers/activation.h"
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "kernels/cpu/ops.h"
+
+namespace ts::wl {
+
+ActivationKind parseActivation(const std::string& name) {
+  if (name == "relu") return ActivationKind::kRelu;
+  if (name == "gelu") return ActivationKind::kGelu;
+  throw UsageError(fmt::format("--activation: unknown activation '{}' (relu, gelu)", name));
+}
+
+Activation::Activation(Arena& arena, ActivationKind kind, std::vector<std::int64_t> shape)
+    : kind_(kind), y_(arena.tensor(shape)), dx_(arena.tensor(shape)) {}
+
+const Tensor& Activation::forward(const Tensor& x, StepContext&) {
+  x_ = &x;
+  if (kind_ == ActivationKind::kRelu) cpu::reluForward(y_.data, x.data, x.numel());
+  else cpu::geluForward(y_.data, x.data, x.numel());
+  return y_;
+}
+
+const Tensor& Activation::backward(const Tensor& dy, StepContext&) {
+  zero(dx_);
+  if (kind_ == ActivationKind::kRelu) cpu::reluBackward(dx_.data, x_->data, dy.data, dy.numel());
+  else cpu::geluBackward(dx_.data, x_->data, dy.data, dy.numel());
+  return dx_;
+}
+
+}  // namespace ts::wl

@@ -1,0 +1,22 @@
+#pragma once
+// Elementwise activations: ReLU and GELU (tanh approximation). One read and one write per element.
+#include "workloads/layers/layer.h"
+
+namespace ts::wl {
+
+enum class ActivationKind { kRelu, kGelu };
+ActivationKind parseActivation(const std::string& name);  // relu | gelu; UsageError
+
+class Activation final : public Layer {
+ public:
+  Activation(Arena& arena, ActivationKind kind, std::vector<std::int64_t> shape);
+  const Tensor& forward(const Tensor& x, StepContext& ctx) override;
+  const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
+
+ private:
+  ActivationKind kind_;
+  const Tensor* x_ = nullptr;
+  Tensor y_, dx_;
+};
+
+}  // namespace ts::wl

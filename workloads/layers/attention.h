@@ -1,0 +1,31 @@
+#pragma once
+// Causal multi-head self-attention of a GPT block over x[B*T, C]: qkv = x Wqkv^T + b (one Linear of 3C
+// outputs), heads of D = C/NH, scores q k^T / sqrt(D) with the causal mask, softmax, times v, heads
+// merged, output projection. Forward FLOPs: 2(B T C 3C) + 2(B T C C) for the projections and
+// 4 B NH T^2 D for the two attention matmuls (counted in full, the convention MFU figures use).
+// Built so that a tensor-parallel split by heads changes only NH and the projection sizes.
+#include <memory>
+
+#include "workloads/layers/layer.h"
+#include "workloads/layers/linear.h"
+
+namespace ts::wl {
+
+class CausalSelfAttention final : public Layer {
+ public:
+  CausalSelfAttention(Arena& arena, const Init& init, const std::string& name, std::int64_t batch, std::int64_t seq, std::int64_t channels,
+                      std::int64_t heads, double initStd, double projStd);
+  const Tensor& forward(const Tensor& x, StepContext& ctx) override;
+  const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
+  void params(std::vector<Param*>& out) override;
+  double forwardFlops() const override;
+
+ private:
+  std::int64_t B_, T_, C_, NH_, D_;
+  Linear qkv_, proj_;
+  // [B, NH, T, D] per head; att = softmax scores [B, NH, T, T]; merged heads [B*T, C].
+  Tensor q_, k_, v_, att_, merged_;
+  Tensor dq_, dk_, dv_, datt_, dscores_, dqkv_;
+};
+
+}  // namespace ts::wl

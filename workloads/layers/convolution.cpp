@@ -1,0 +1,129 @@
+#include "workloads/layers/convolution.h"
+
+#include <cmath>
+
+namespace ts::wl {
+namespace {
+cpu::Conv2dShape convShape(std::int64_t n, std::int64_t cin, std::int64_t h, std::int64_t w, std::int64_t cout, int k, int stride) {
+  return {static_cast<int>(n), static_cast<int>(cin), static_cast<int>(h), static_cast<int>(w), static_cast<int>(cout), k, k, stride, k / 2};
+}
+}  // namespace
+
+Conv2d::Conv2d(Arena& arena, const Init& init, const std::string& name, const cpu::Conv2dShape& s)
+    : s_(s), w_(makeParam(arena, name + ".weight", {s.K, s.C, s.R, s.S})), y_(arena.tensor({s.N, s.K, s.P(), s.Q()})),
+      dx_(arena.tensor({s.N, s.C, s.H, s.W})) {
+  init.normal(w_.value, w_.name, std::sqrt(2.0 / (double(s.K) * s.R * s.S)));
+}
+
+double Conv2d::forwardFlops() const { return 2.0 * s_.N * s_.K * s_.P() * s_.Q() * double(s_.C) * s_.R * s_.S; }
+
+const Tensor& Conv2d::forward(const Tensor& x, StepContext&) {
+  x_ = &x;
+  cpu::conv2dForward(y_.data, x.data, w_.value.data, nullptr, s_);
+  return y_;
+}
+
+const Tensor& Conv2d::backward(const Tensor& dy, StepContext& ctx) {
+  cpu::conv2dBackwardFilter(w_.grad.data, nullptr, dy.data, x_->data, s_);
+  ctx.ready(w_);
+  zero(dx_);
+  cpu::conv2dBackwardData(dx_.data, dy.data, w_.value.data, s_);
+  return dx_;
+}
+
+GlobalAvgPool::GlobalAvgPool(Arena& arena, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w)
+    : n_(n), c_(c), hw_(h * w), y_(arena.tensor({n, c})), dx_(arena.tensor({n, c, h, w})) {}
+
+const Tensor& GlobalAvgPool::forward(const Tensor& x, StepContext&) {
+  cpu::globalAvgPoolForward(y_.data, x.data, n_, c_, hw_);
+  return y_;
+}
+
+const Tensor& GlobalAvgPool::backward(const Tensor& dy, StepContext&) {
+  zero(dx_);
+  cpu::globalAvgPoolBackward(dx_.data, dy.data, n_, c_, hw_);
+  return dx_;
+}
+
+MaxPool2d::MaxPool2d(Arena& arena, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, int k, int stride, int pad)
+    : n_(n), c_(c), h_(h), w_(w), k_(k), stride_(stride), pad_(pad), p_((h + 2 * pad - k) / stride + 1), q_((w + 2 * pad - k) / stride + 1),
+      argmax_(arena.ints(static_cast<std::size_t>(n * c * p_ * q_))), y_(arena.tensor({n, c, p_, q_})), dx_(arena.tensor({n, c, h, w})) {}
+
+const Tensor& MaxPool2d::forward(const Tensor& x, StepContext&) {
+  cpu::maxPool2dForward(y_.data, argmax_, x.data, static_cast<int>(n_), static_cast<int>(c_), static_cast<int>(h_), static_cast<int>(w_), k_,
+                        stride_, pad_);
+  return y_;
+}
+
+const Tensor& MaxPool2d::backward(const Tensor& dy, StepContext&) {
+  zero(dx_);
+  cpu::maxPool2dBackward(dx_.data, dy.data, argmax_, dy.numel());
+  return dx_;
+}
+
+BasicBlock::BasicBlock(Arena& arena, const Init& init, const std::string& name, std::int64_t n, std::int64_t cin, std::int64_t h,
+                       std::int64_t w, std::int64_t cout, int stride)
+    : conv1_(arena, init, name + ".conv1", convShape(n, cin, h, w, cout, 3, stride)),
+      bn1_(arena, name + ".bn1", n, cout, conv1_.shape().P(), conv1_.shape().Q()),
+      conv2_(arena, init, name + ".conv2", convShape(n, cout, conv1_.shape().P(), conv1_.shape().Q(), cout, 3, 1)),
+      bn2_(arena, name + ".bn2", n, cout, conv1_.shape().P(), conv1_.shape().Q()) {
+  const std::vector<std::int64_t> out = {n, cout, conv1_.shape().P(), conv1_.shape().Q()};
+  if (stride != 1 || cin != cout) {
+    cpu::Conv2dShape s = convShape(n, cin, h, w, cout, 1, stride);
+    downConv_ = std::make_unique<Conv2d>(arena, init, name + ".downsample.0", s);
+    downBn_ = std::make_unique<BatchNorm2d>(arena, name + ".downsample.1", n, cout, s.P(), s.Q());
+  }
+  sum_ = arena.tensor(out);
+  relu1_ = arena.tensor(out);
+  drelu1_ = arena.tensor(out);
+  dsum_ = arena.tensor(out);
+  dx_ = arena.tensor({n, cin, h, w});
+}
+
+double BasicBlock::forwardFlops() const {
+  return conv1_.forwardFlops() + conv2_.forwardFlops() + (downConv_ ? downConv_->forwardFlops() : 0.0);
+}
+
+const Tensor& BasicBlock::forward(const Tensor& x, StepContext& ctx) {
+  x_ = &x;
+  const Tensor& a = bn1_.forward(conv1_.forward(x, ctx), ctx);
+  cpu::reluForward(relu1_.data, a.data, a.numel());
+  const Tensor& b = bn2_.forward(conv2_.forward(relu1_, ctx), ctx);
+  const Tensor& shortcut = downConv_ ? downBn_->forward(downConv_->forward(x, ctx), ctx) : x;
+  cpu::residualAdd(sum_.data, b.data, shortcut.data, b.numel());
+  cpu::reluForward(sum_.data, sum_.data, sum_.numel());  // the block's output; > 0 exactly where the sum was
+  return sum_;
+}
+
+const Tensor& BasicBlock::backward(const Tensor& dy, StepContext& ctx) {
+  zero(dsum_);
+  cpu::reluBackward(dsum_.data, sum_.data, dy.data, dy.numel());  // relu(s) > 0 iff s > 0
+  // Shortcut branch first (its gradient goes straight to x), then the main branch.
+  if (downConv_) copy(dx_, downConv_->backward(downBn_->backward(dsum_, ctx), ctx));
+  else copy(dx_, dsum_);
+  const Tensor& drelu = conv2_.backward(bn2_.backward(dsum_, ctx), ctx);
+  zero(drelu1_);
+  cpu::reluBackward(drelu1_.data, relu1_.data, drelu.data, drelu.numel());
+  const Tensor& dx1 = conv1_.backward(bn1_.backward(drelu1_, ctx), ctx);
+  cpu::axpy(dx_.data, dx1.data, 1.0f, dx_.numel());
+  return dx_;
+}
+
+void BasicBlock::params(std::vector<Param*>& out) {
+  conv1_.params(out);
+  bn1_.params(out);
+  conv2_.params(out);
+  bn2_.params(out);
+  if (downConv_) {
+    downConv_->params(out);
+    downBn_->params(out);
+  }
+}
+
+void BasicBlock::buffers(std::vector<NamedTensor>& out) {
+  bn1_.buffers(out);
+  bn2_.buffers(out);
+  if (downBn_) downBn_->buffers(out);
+}
+
+}  // namespace ts::wl

@@ -1,0 +1,83 @@
+#pragma once
+// The CNN's layers over NCHW tensors: Conv2d (no bias: a BatchNorm follows every convolution, as in
+// ResNet), global average pooling, max pooling, and a residual basic block. Conv FLOPs: 2 N K P Q C R S
+// forward; the backward is two products of the same size (data and filter).
+#include <memory>
+
+#include "kernels/cpu/ops.h"
+#include "workloads/layers/layer.h"
+#include "workloads/layers/normalization.h"
+
+namespace ts::wl {
+
+class Conv2d final : public Layer {
+ public:
+  // Kaiming-normal weights (fan-out, ReLU gain), as torchvision's ResNet.
+  Conv2d(Arena& arena, const Init& init, const std::string& name, const cpu::Conv2dShape& shape);
+  const Tensor& forward(const Tensor& x, StepContext& ctx) override;
+  const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
+  void params(std::vector<Param*>& out) override { out.push_back(&w_); }
+  double forwardFlops() const override;
+  const cpu::Conv2dShape& shape() const { return s_; }
+
+ private:
+  cpu::Conv2dShape s_;
+  Param w_;
+  const Tensor* x_ = nullptr;
+  Tensor y_, dx_;
+};
+
+// x[N, C, H, W] -> y[N, C]: the mean over H*W.
+class GlobalAvgPool final : public Layer {
+ public:
+  GlobalAvgPool(Arena& arena, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w);
+  const Tensor& forward(const Tensor& x, StepContext& ctx) override;
+  const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
+
+ private:
+  std::int64_t n_, c_, hw_;
+  Tensor y_, dx_;
+};
+
+class MaxPool2d final : public Layer {
+ public:
+  MaxPool2d(Arena& arena, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, int k, int stride, int pad);
+  const Tensor& forward(const Tensor& x, StepContext& ctx) override;
+  const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
+  std::int64_t outH() const { return p_; }
+  std::int64_t outW() const { return q_; }
+
+ private:
+  std::int64_t n_, c_, h_, w_;
+  int k_, stride_, pad_;
+  std::int64_t p_, q_;
+  int* argmax_;
+  Tensor y_, dx_;
+};
+
+// ResNet basic block: relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)), the shortcut a 1x1 conv and
+// BatchNorm when the stride or the channel count changes, else the identity.
+class BasicBlock final : public Layer {
+ public:
+  BasicBlock(Arena& arena, const Init& init, const std::string& name, std::int64_t n, std::int64_t cin, std::int64_t h, std::int64_t w,
+             std::int64_t cout, int stride);
+  const Tensor& forward(const Tensor& x, StepContext& ctx) override;
+  const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
+  void params(std::vector<Param*>& out) override;
+  void buffers(std::vector<NamedTensor>& out) override;
+  double forwardFlops() const override;
+  std::int64_t outH() const { return conv1_.shape().P(); }
+  std::int64_t outW() const { return conv1_.shape().Q(); }
+
+ private:
+  Conv2d conv1_;
+  BatchNorm2d bn1_;
+  Conv2d conv2_;
+  BatchNorm2d bn2_;
+  std::unique_ptr<Conv2d> downConv_;
+  std::unique_ptr<BatchNorm2d> downBn_;
+  Tensor sum_, relu1_, drelu1_, dsum_, dx_;
+  const Tensor* x_ = nullptr;
+};
+
+}  // namespace ts::wl

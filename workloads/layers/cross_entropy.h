@@ -1,0 +1,21 @@
+#pragma once
+// Softmax cross-entropy over logits[N, V] with integer targets[N], fused: the forward computes the mean
+// loss and the gradient of it in one pass over the logits (reads N V, writes N V).
+#include "workloads/layers/layer.h"
+
+namespace ts::wl {
+
+class CrossEntropy {
+ public:
+  CrossEntropy(Arena& arena, std::int64_t rows, std::int64_t classes);
+  // Mean loss over the rows; keeps dlogits = d(mean loss)/dlogits. UsageError for a target outside [0, V).
+  double forward(const Tensor& logits, const std::int32_t* targets);
+  // d(scale * mean loss)/dlogits.
+  const Tensor& backward(float scale);
+
+ private:
+  std::int64_t rows_, classes_;
+  Tensor losses_, dlogits_;
+};
+
+}  // namespace ts::wl

@@ -1,0 +1,67 @@
+#include "workloads/layers/normalization.h"
+
+#include "kernels/cpu/ops.h"
+
+namespace ts::wl {
+
+LayerNorm::LayerNorm(Arena& arena, const std::string& name, std::int64_t rows, std::int64_t channels)
+    : rows_(rows), channels_(channels), w_(makeParam(arena, name + ".weight", {channels}, false)), b_(makeParam(arena, name + ".bias", {channels}, false)),
+      y_(arena.tensor({rows, channels})), mean_(arena.tensor({rows})), rstd_(arena.tensor({rows})), dx_(arena.tensor({rows, channels})) {
+  Init(0).constant(w_.value, 1.0f);
+}
+
+const Tensor& LayerNorm::forward(const Tensor& x, StepContext&) {
+  x_ = &x;
+  cpu::layernormForward(y_.data, mean_.data, rstd_.data, x.data, w_.value.data, b_.value.data, rows_, channels_);
+  return y_;
+}
+
+const Tensor& LayerNorm::backward(const Tensor& dy, StepContext& ctx) {
+  zero(dx_);
+  cpu::layernormBackward(dx_.data, w_.grad.data, b_.grad.data, dy.data, x_->data, w_.value.data, mean_.data, rstd_.data, rows_, channels_);
+  ctx.ready(w_);
+  ctx.ready(b_);
+  return dx_;
+}
+
+void LayerNorm::params(std::vector<Param*>& out) {
+  out.push_back(&w_);
+  out.push_back(&b_);
+}
+
+BatchNorm2d::BatchNorm2d(Arena& arena, const std::string& name, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w)
+    : name_(name), n_(n), c_(c), hw_(h * w), w_(makeParam(arena, name + ".weight", {c}, false)), b_(makeParam(arena, name + ".bias", {c}, false)),
+      runningMean_(arena.tensor({c})), runningVar_(arena.tensor({c})), y_(arena.tensor({n, c, h, w})), mean_(arena.tensor({c})),
+      rstd_(arena.tensor({c})), dx_(arena.tensor({n, c, h, w})) {
+  Init(0).constant(w_.value, 1.0f);
+  Init(0).constant(runningVar_, 1.0f);
+}
+
+const Tensor& BatchNorm2d::forward(const Tensor& x, StepContext& ctx) {
+  x_ = &x;
+  cpu::batchnormForward(y_.data, mean_.data, rstd_.data, x.data, w_.value.data, b_.value.data, n_, c_, hw_, 1e-5f,
+                        ctx.training ? runningMean_.data : nullptr, ctx.training ? runningVar_.data : nullptr);
+  return y_;
+}
+
+const Tensor& BatchNorm2d::backward(const Tensor& dy, StepContext& ctx) {
+  zero(dx_);
+  cpu::batchnormBackward(dx_.data, w_.grad.data, b_.grad.data, dy.data, x_->data, w_.value.data, mean_.data, rstd_.data, n_, c_, hw_);
+  ctx.ready(w_);
+  ctx.ready(b_);
+  return dx_;
+}
+
+void BatchNorm2d::params(std::vector<Param*>& out) {
+  out.push_back(&w_);
+  out.push_back(&b_);
+}
+
+}  // namespace ts::wl
+
+namespace ts::wl {
+void BatchNorm2d::buffers(std::vector<NamedTensor>& out) {
+  out.push_back({name_ + ".running_mean", &runningMean_});
+  out.push_back({name_ + ".running_var", &runningVar_});
+}
+}  // namespace ts::wl

@@ -1,0 +1,41 @@
+#pragma once
+// LayerNorm over the last dimension (transformer) and BatchNorm2d per channel (CNN), each with a gain
+// and a bias. Both read the input twice (statistics, then the output) and write once.
+#include "workloads/layers/layer.h"
+
+namespace ts::wl {
+
+class LayerNorm final : public Layer {
+ public:
+  LayerNorm(Arena& arena, const std::string& name, std::int64_t rows, std::int64_t channels);
+  const Tensor& forward(const Tensor& x, StepContext& ctx) override;
+  const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
+  void params(std::vector<Param*>& out) override;
+
+ private:
+  std::int64_t rows_, channels_;
+  Param w_, b_;
+  const Tensor* x_ = nullptr;
+  Tensor y_, mean_, rstd_, dx_;
+};
+
+// Training-mode batch normalisation of x[N, C, H, W] (batch statistics; the running statistics are kept
+// for evaluation and checkpoints, as PyTorch's running_mean / running_var buffers).
+class BatchNorm2d final : public Layer {
+ public:
+  BatchNorm2d(Arena& arena, const std::string& name, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w);
+  const Tensor& forward(const Tensor& x, StepContext& ctx) override;
+  const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
+  void params(std::vector<Param*>& out) override;
+  void buffers(std::vector<NamedTensor>& out) override;
+
+ private:
+  std::string name_;
+  std::int64_t n_, c_, hw_;
+  Param w_, b_;
+  Tensor runningMean_, runningVar_;
+  const Tensor* x_ = nullptr;
+  Tensor y_, mean_, rstd_, dx_;
+};
+
+}  // namespace ts::wl

@@ -1,0 +1,31 @@
+#pragma once
+// A pre-layernorm GPT block over x[B*T, C]: x + attn(ln1(x)), then + mlp(ln2(.)) with mlp = proj(gelu(fc(.)))
+// and fc of 4C outputs. Forward FLOPs: the attention's plus 2 * 2(B T C 4C) for the MLP.
+#include "workloads/layers/activation.h"
+#include "workloads/layers/attention.h"
+#include "workloads/layers/linear.h"
+#include "workloads/layers/normalization.h"
+
+namespace ts::wl {
+
+class TransformerBlock final : public Layer {
+ public:
+  // GPT-2 initialisation: N(0, 0.02) weights, the residual projections scaled by 1/sqrt(2 layers).
+  TransformerBlock(Arena& arena, const Init& init, const std::string& name, std::int64_t batch, std::int64_t seq, std::int64_t channels,
+                   std::int64_t heads, std::int64_t layers);
+  const Tensor& forward(const Tensor& x, StepContext& ctx) override;
+  const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
+  void params(std::vector<Param*>& out) override;
+  double forwardFlops() const override { return attn_.forwardFlops() + fc_.forwardFlops() + proj_.forwardFlops(); }
+
+ private:
+  LayerNorm ln1_;
+  CausalSelfAttention attn_;
+  LayerNorm ln2_;
+  Linear fc_;
+  Activation gelu_;
+  Linear proj_;
+  Tensor mid_, out_, dmid_, dx_;
+};
+
+}  // namespace ts::wl

@@ -1,0 +1,90 @@
+#include "workloads/models/model.h"
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "workloads/models/sequential_classifier.h"
+
+namespace ts::wl {
+
+nlohmann::json ModelConfig::toJson() const {
+  nlohmann::json j = {{"kind", kind}, {"preset", preset}, {"input_shape", inputShape}, {"classes", classes}, {"seed", seed}};
+  if (kind == "mlp") {
+    j["depth"] = depth;
+    j["width"] = width;
+    j["activation"] = activation;
+  } else if (kind == "cnn") {
+    j["widths"] = widths;
+    j["blocks"] = blocks;
+    j["stem"] = stem;
+  } else {
+    j["layers"] = layers;
+    j["hidden"] = hidden;
+    j["heads"] = heads;
+    j["seq_len"] = seqLen;
+    j["vocab"] = vocab;
+  }
+  return j;
+}
+
+std::vector<Param*> Model::params() {
+  std::vector<Param*> out = leading_;
+  for (auto& l : layers_) l->params(out);
+  return out;
+}
+
+std::vector<NamedTensor> Model::buffers() {
+  std::vector<NamedTensor> out;
+  for (auto& l : layers_) l->buffers(out);
+  return out;
+}
+
+std::int64_t Model::parameterCount() {
+  std::int64_t n = 0;
+  for (Param* p : params()) n += static_cast<std::int64_t>(p->value.numel());
+  return n;
+}
+
+void Model::zeroGrads() {
+  for (Param* p : params()) zero(p->grad);
+}
+
+std::unique_ptr<Model> makeModel(const ModelConfig& config, std::int64_t batch) {
+  if (batch < 1) throw UsageError(fmt::format("a micro-batch of {} samples: it must be at least 1", batch));
+  if (config.kind == "mlp") return makeMlp(config, batch);
+  if (config.kind == "cnn") return makeCnn(config, batch);
+  if (config.kind == "transformer") return makeTransformer(config, batch);
+  throw UsageError(fmt::format("--model: unknown model '{}' (mlp, cnn, transformer)", config.kind));
+}
+
+SequentialClassifier::SequentialClassifier(ModelConfig config, std::int64_t batch) : Model(std::move(config)), batch_(batch) {
+  std::vector<std::int64_t> shape = {batch};
+  shape.insert(shape.end(), config_.inputShape.begin(), config_.inputShape.end());
+  input_ = arena_.tensor(shape);
+}
+
+void SequentialClassifier::finish() { loss_ = std::make_unique<CrossEntropy>(arena_, batch_, config_.classes); }
+
+double SequentialClassifier::forwardFlops() const {
+  double f = 0;
+  for (const auto& l : layers_) f += l->forwardFlops();
+  return f;
+}
+
+double SequentialClassifier::forward(const data::Batch& batch, StepContext& ctx) {
+  if (batch.size() != batch_ || batch.features.size() != input_.numel())
+    throw Error(fmt::format("internal: a batch of {} samples ({} values) for a model built for {} ({} values)", batch.size(), batch.features.size(),
+                            batch_, input_.numel()));
+  std::copy(batch.features.begin(), batch.features.end(), input_.data);
+  const Tensor* x = &input_;
+  for (auto& l : layers_) x = &l->forward(*x, ctx);
+  logits_ = x;
+  return loss_->forward(*x, batch.targets.data());
+}
+
+void SequentialClassifier::backward(float scale, StepContext& ctx) {
+  const Tensor* dy = &loss_->backward(scale);
+  for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) dy = &(*it)->backward(*dy, ctx);
+}
+
+}  // namespace ts::wl

@@ -1,0 +1,87 @@
+#pragma once
+// A model: layers built for one micro-batch size, a loss, its parameters, and its cost written down
+// (parameter count, FLOPs per step, analytic, beside each model). Three kinds: mlp, cnn, transformer,
+// each with named presets (models/presets.cpp) whose every field can be overridden.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "workloads/data/batch.h"
+#include "workloads/data/dataset.h"
+#include "workloads/layers/cross_entropy.h"
+#include "workloads/layers/layer.h"
+
+namespace ts::wl {
+
+// A model's resolved configuration: the preset's fields with the overrides applied and, where the data
+// decides them (input shape, classes, vocabulary), the data's values.
+struct ModelConfig {
+  std::string kind;    // mlp | cnn | transformer
+  std::string preset;  // tiny | small | ...
+  // mlp
+  std::int64_t depth = 0, width = 0;
+  std::string activation = "relu";
+  // cnn: stage widths and residual blocks per stage; "cifar" stem (3x3 conv) or "imagenet" (7x7/2 + max pool)
+  std::vector<std::int64_t> widths, blocks;
+  std::string stem = "cifar";
+  // transformer
+  std::int64_t layers = 0, hidden = 0, heads = 0, seqLen = 0, vocab = 0;
+  // inputs and outputs (from the data for mlp/cnn)
+  std::vector<std::int64_t> inputShape;  // per sample
+  std::int64_t classes = 0;
+  std::uint64_t seed = 0;  // parameter initialisation
+
+  nlohmann::json toJson() const;
+};
+
+// The preset of a kind (UsageError naming the known ones), and the fields `--set`-style overrides may name.
+ModelConfig modelPreset(const std::string& kind, const std::string& preset);
+std::vector<std::string> modelPresetNames(const std::string& kind);
+// Applies "key=value" overrides (depth=4, widths=16,32,64, heads=8, ...): UsageError for an unknown key or
+// a bad value.
+void applyModelOverride(ModelConfig& config, const std::string& assignment);
+// Checks the config against itself and the data (heads dividing hidden, image size for the CNN, ...).
+void validateModelConfig(const ModelConfig& config, const data::DataInfo& data);
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  // Forward on one micro-batch (its size must be the one the model was built for) and the mean loss.
+  virtual double forward(const data::Batch& batch, StepContext& ctx) = 0;
+  // Accumulates d(scale * loss)/dθ of the last forward into the parameters' gradients.
+  virtual void backward(float scale, StepContext& ctx) = 0;
+  virtual const Tensor& logits() const = 0;
+  // Matmul and convolution FLOPs of one forward of one micro-batch; a training step costs 3x (the
+  // backward computes two products per forward product), the convention MFU is quoted in.
+  virtual double forwardFlops() const = 0;
+  // Samples (classification) or tokens (language model) per micro-batch: the unit of throughput.
+  virtual std::int64_t itemsPerMicroBatch() const = 0;
+  virtual std::string itemName() const = 0;  // "samples" | "tokens"
+
+  const ModelConfig& config() const { return config_; }
+  std::vector<Param*> params();
+  std::vector<NamedTensor> buffers();
+  std::int64_t parameterCount();
+  std::size_t memoryBytes() const { return arena_.bytes(); }
+  Arena& arena() { return arena_; }
+  void zeroGrads();
+
+ protected:
+  explicit Model(ModelConfig config) : config_(std::move(config)) {}
+  ModelConfig config_;
+  Arena arena_;
+  std::vector<std::unique_ptr<Layer>> layers_;  // in forward order
+  std::vector<Param*> leading_;                 // parameters outside the layers (embeddings), listed first
+};
+
+// Builds a model for micro-batches of `batch` samples (sequences for the transformer).
+std::unique_ptr<Model> makeModel(const ModelConfig& config, std::int64_t batch);
+
+std::unique_ptr<Model> makeMlp(const ModelConfig& config, std::int64_t batch);
+std::unique_ptr<Model> makeCnn(const ModelConfig& config, std::int64_t batch);
+std::unique_ptr<Model> makeTransformer(const ModelConfig& config, std::int64_t batch);
+
+}  // namespace ts::wl

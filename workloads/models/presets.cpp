@@ -1,0 +1,149 @@
+// The named presets of each model kind, the key=value overrides, and the checks of a configuration
+// against itself and the data. Presets are fixed so that runs compare across machines.
+#include <charconv>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "base/error.h"
+#include "workloads/models/model.h"
+
+namespace ts::wl {
+namespace {
+
+struct Preset {
+  const char* kind;
+  const char* name;
+  ModelConfig config;
+};
+
+ModelConfig mlp(std::int64_t depth, std::int64_t width) {
+  ModelConfig c;
+  c.depth = depth;
+  c.width = width;
+  return c;
+}
+ModelConfig cnn(std::vector<std::int64_t> widths, std::vector<std::int64_t> blocks, std::string stem) {
+  ModelConfig c;
+  c.widths = std::move(widths);
+  c.blocks = std::move(blocks);
+  c.stem = std::move(stem);
+  return c;
+}
+ModelConfig gpt(std::int64_t layers, std::int64_t hidden, std::int64_t heads, std::int64_t seq, std::int64_t vocab) {
+  ModelConfig c;
+  c.layers = layers;
+  c.hidden = hidden;
+  c.heads = heads;
+  c.seqLen = seq;
+  c.vocab = vocab;
+  return c;
+}
+
+const std::vector<Preset>& presets() {
+  static const std::vector<Preset> all = {
+      {"mlp", "tiny", mlp(2, 64)},
+      {"mlp", "small", mlp(4, 512)},
+      {"mlp", "base", mlp(8, 2048)},
+      {"cnn", "tiny", cnn({16, 32, 64}, {1, 1, 1}, "cifar")},         // a 8-layer CIFAR ResNet
+      {"cnn", "resnet20", cnn({16, 32, 64}, {3, 3, 3}, "cifar")},     // He et al.'s CIFAR ResNet-20
+      {"cnn", "resnet18", cnn({64, 128, 256, 512}, {2, 2, 2, 2}, "imagenet")},
+      {"cnn", "resnet34", cnn({64, 128, 256, 512}, {3, 4, 6, 3}, "imagenet")},
+      {"transformer", "tiny", gpt(2, 64, 4, 32, 256)},
+      {"transformer", "small", gpt(6, 384, 6, 256, 256)},               // byte-level, llm.c's shakespeare size
+      {"transformer", "gpt2", gpt(12, 768, 12, 1024, 50304)},           // GPT-2 small (vocabulary padded to 64)
+      {"transformer", "gpt2-medium", gpt(24, 1024, 16, 1024, 50304)},
+  };
+  return all;
+}
+
+std::int64_t parseInt(const std::string& key, const std::string& v) {
+  std::int64_t out = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || end != v.data() + v.size()) throw UsageError(fmt::format("--set {}={}: '{}' is not an integer", key, v, v));
+  return out;
+}
+
+std::vector<std::int64_t> parseList(const std::string& key, const std::string& v) {
+  std::vector<std::int64_t> out;
+  std::stringstream in(v);
+  std::string item;
+  while (std::getline(in, item, ',')) out.push_back(parseInt(key, item));
+  if (out.empty()) throw UsageError(fmt::format("--set {}=: an empty list", key));
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> modelPresetNames(const std::string& kind) {
+  std::vector<std::string> names;
+  for (const auto& p : presets())
+    if (kind == p.kind) names.push_back(p.name);
+  return names;
+}
+
+ModelConfig modelPreset(const std::string& kind, const std::string& preset) {
+  if (kind != "mlp" && kind != "cnn" && kind != "transformer") throw UsageError(fmt::format("--model: unknown model '{}' (mlp, cnn, transformer)", kind));
+  for (const auto& p : presets())
+    if (kind == p.kind && preset == p.name) {
+      ModelConfig c = p.config;
+      c.kind = kind;
+      c.preset = preset;
+      return c;
+    }
+  throw UsageError(fmt::format("--preset: unknown {} preset '{}' ({})", kind, preset, fmt::join(modelPresetNames(kind), ", ")));
+}
+
+void applyModelOverride(ModelConfig& c, const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) throw UsageError(fmt::format("--set '{}': expected key=value", assignment));
+  const std::string key = assignment.substr(0, eq), v = assignment.substr(eq + 1);
+  const bool mlpKey = key == "depth" || key == "width" || key == "activation";
+  const bool cnnKey = key == "widths" || key == "blocks" || key == "stem";
+  const bool gptKey = key == "layers" || key == "hidden" || key == "heads" || key == "seq_len" || key == "vocab";
+  if ((mlpKey && c.kind != "mlp") || (cnnKey && c.kind != "cnn") || (gptKey && c.kind != "transformer") || (!mlpKey && !cnnKey && !gptKey))
+    throw UsageError(fmt::format("--set {}: not a field of the {} model (mlp: depth, width, activation; cnn: widths, blocks, stem; "
+                                 "transformer: layers, hidden, heads, seq_len, vocab)", key, c.kind));
+  if (key == "depth") c.depth = parseInt(key, v);
+  else if (key == "width") c.width = parseInt(key, v);
+  else if (key == "activation") c.activation = v;
+  else if (key == "widths") c.widths = parseList(key, v);
+  else if (key == "blocks") c.blocks = parseList(key, v);
+  else if (key == "stem") c.stem = v;
+  else if (key == "layers") c.layers = parseInt(key, v);
+  else if (key == "hidden") c.hidden = parseInt(key, v);
+  else if (key == "heads") c.heads = parseInt(key, v);
+  else if (key == "seq_len") c.seqLen = parseInt(key, v);
+  else if (key == "vocab") c.vocab = parseInt(key, v);
+}
+
+void validateModelConfig(const ModelConfig& c, const data::DataInfo& d) {
+  auto need = [](bool ok, const std::string& why) {
+    if (!ok) throw UsageError(why);
+  };
+  if (c.kind == "mlp") {
+    need(c.depth >= 0 && c.width >= 1, fmt::format("mlp: depth {} and width {} must be >= 0 and >= 1", c.depth, c.width));
+    need(c.activation == "relu" || c.activation == "gelu", fmt::format("mlp: activation '{}' is not relu or gelu", c.activation));
+    need(d.task == data::Task::kClassification, fmt::format("mlp: the data '{}' is not a classification set", d.name));
+  } else if (c.kind == "cnn") {
+    need(!c.widths.empty() && c.widths.size() == c.blocks.size(),
+         fmt::format("cnn: {} stage widths but {} block counts: give one of each per stage", c.widths.size(), c.blocks.size()));
+    for (std::size_t i = 0; i < c.widths.size(); ++i)
+      need(c.widths[i] >= 1 && c.blocks[i] >= 1, "cnn: every stage needs a width >= 1 and at least 1 block");
+    need(c.stem == "cifar" || c.stem == "imagenet", fmt::format("cnn: stem '{}' is not cifar or imagenet", c.stem));
+    need(d.task == data::Task::kClassification && d.sampleShape.size() == 3,
+         fmt::format("cnn: the data '{}' does not have images [C, H, W] (sample shape of {} dimensions)", d.name, d.sampleShape.size()));
+    const std::int64_t minSide = (c.stem == "imagenet" ? 4 : 1) << (c.widths.size() - 1);
+    need(d.sampleShape[1] >= minSide && d.sampleShape[2] >= minSide,
+         fmt::format("cnn: {}x{} images are too small for {} stages (at least {}x{})", d.sampleShape[1], d.sampleShape[2], c.widths.size(), minSide, minSide));
+  } else {
+    need(c.layers >= 1 && c.hidden >= 1 && c.heads >= 1 && c.seqLen >= 1 && c.vocab >= 2,
+         "transformer: layers, hidden, heads, seq_len >= 1 and vocab >= 2");
+    need(c.hidden % c.heads == 0, fmt::format("transformer: {} heads do not divide the hidden size {}", c.heads, c.hidden));
+    need(d.task == data::Task::kLanguageModel, fmt::format("transformer: the data '{}' is not a token stream (use synthetic or text:FILE)", d.name));
+    need(d.vocab <= c.vocab, fmt::format("transformer: the data has {} tokens but the model's vocabulary is {}", d.vocab, c.vocab));
+  }
+}
+
+}  // namespace ts::wl

@@ -1,0 +1,26 @@
+#pragma once
+// The shape of the MLP and the CNN: float inputs, a list of layers, logits, cross-entropy against class
+// labels. (The transformer adds embeddings in front and predicts every position.)
+#include "workloads/models/model.h"
+
+namespace ts::wl {
+
+class SequentialClassifier : public Model {
+ public:
+  double forward(const data::Batch& batch, StepContext& ctx) override;
+  void backward(float scale, StepContext& ctx) override;
+  const Tensor& logits() const override { return *logits_; }
+  double forwardFlops() const override;
+  std::int64_t itemsPerMicroBatch() const override { return batch_; }
+  std::string itemName() const override { return "samples"; }
+
+ protected:
+  SequentialClassifier(ModelConfig config, std::int64_t batch);
+  void finish();  // after the subclass added its layers: the loss over the last layer's output
+  std::int64_t batch_;
+  Tensor input_;
+  std::unique_ptr<CrossEntropy> loss_;
+  const Tensor* logits_ = nullptr;
+};
+
+}  // namespace ts::wl

@@ -1,0 +1,80 @@
+// Transformer: a GPT-style decoder. Token and position embeddings (wte [V, C], wpe [T, C]), `layers`
+// pre-layernorm blocks, a final layernorm and an LM head (untied from wte, so each is its own tensor in
+// checkpoints), cross-entropy on the next token at every position.
+// Parameters: V C + T C + L (12 C^2 + 13 C) + 2 C + C V.
+// Forward FLOPs per sequence batch: L (24 B T C^2 + 4 B T^2 C) + 2 B T C V (the LM head).
+#include "kernels/cpu/ops.h"
+#include "workloads/layers/linear.h"
+#include "workloads/layers/normalization.h"
+#include "workloads/layers/transformer_block.h"
+#include "workloads/models/model.h"
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+
+namespace ts::wl {
+namespace {
+
+class Transformer final : public Model {
+ public:
+  Transformer(const ModelConfig& c, std::int64_t batch)
+      : Model(c), B_(batch), T_(c.seqLen), C_(c.hidden), V_(c.vocab), wte_(makeParam(arena_, "wte.weight", {V_, C_})),
+        wpe_(makeParam(arena_, "wpe.weight", {T_, C_})), x0_(arena_.tensor({B_ * T_, C_})) {
+    const Init init(c.seed);
+    init.normal(wte_.value, wte_.name, 0.02);
+    init.normal(wpe_.value, wpe_.name, 0.01);
+    leading_ = {&wte_, &wpe_};
+    for (std::int64_t l = 0; l < c.layers; ++l)
+      layers_.push_back(std::make_unique<TransformerBlock>(arena_, init, "h." + std::to_string(l), B_, T_, C_, c.heads, c.layers));
+    layers_.push_back(std::make_unique<LayerNorm>(arena_, "ln_f", B_ * T_, C_));
+    layers_.push_back(std::make_unique<Linear>(arena_, init, "lm_head", B_ * T_, C_, V_, false, 0.02));
+    loss_ = std::make_unique<CrossEntropy>(arena_, B_ * T_, V_);
+    tokens_ = arena_.ints(static_cast<std::size_t>(B_ * T_));
+  }
+
+  double forward(const data::Batch& batch, StepContext& ctx) override {
+    if (batch.size() != B_ || batch.tokens.size() != static_cast<std::size_t>(B_ * T_))
+      throw Error(fmt::format("internal: a batch of {} tokens for a transformer built for {} x {}", batch.tokens.size(), B_, T_));
+    std::copy(batch.tokens.begin(), batch.tokens.end(), tokens_);
+    for (std::int64_t i = 0; i < B_ * T_; ++i)
+      if (tokens_[i] < 0 || tokens_[i] >= V_)
+        throw UsageError(fmt::format("a token of {} is outside the model's vocabulary of {}", tokens_[i], V_));
+    cpu::embeddingForward(x0_.data, tokens_, wte_.value.data, wpe_.value.data, B_, T_, C_);
+    const Tensor* x = &x0_;
+    for (auto& l : layers_) x = &l->forward(*x, ctx);
+    logits_ = x;
+    return loss_->forward(*x, batch.targets.data());
+  }
+
+  void backward(float scale, StepContext& ctx) override {
+    const Tensor* dy = &loss_->backward(scale);
+    for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) dy = &(*it)->backward(*dy, ctx);
+    cpu::embeddingBackward(wte_.grad.data, wpe_.grad.data, dy->data, tokens_, B_, T_, C_);
+    ctx.ready(wte_);
+    ctx.ready(wpe_);
+  }
+
+  const Tensor& logits() const override { return *logits_; }
+  double forwardFlops() const override {
+    double f = 0;
+    for (const auto& l : layers_) f += l->forwardFlops();
+    return f;
+  }
+  std::int64_t itemsPerMicroBatch() const override { return B_ * T_; }
+  std::string itemName() const override { return "tokens"; }
+
+ private:
+  std::int64_t B_, T_, C_, V_;
+  Param wte_, wpe_;
+  Tensor x0_;
+  int* tokens_ = nullptr;
+  std::unique_ptr<CrossEntropy> loss_;
+  const Tensor* logits_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Model> makeTransformer(const ModelConfig& config, std::int64_t batch) { return std::make_unique<Transformer>(config, batch); }
+
+}  // namespace ts::wl

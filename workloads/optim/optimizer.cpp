@@ -1,0 +1,70 @@
+#include "workloads/optim/optimizer.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "kernels/cpu/ops.h"
+
+namespace ts::wl {
+
+nlohmann::json OptimizerOptions::toJson() const {
+  nlohmann::json j = {{"kind", kind}, {"weight_decay", weightDecay}};
+  if (kind == "sgd") j["momentum"] = momentum;
+  if (kind == "rmsprop") j["alpha"] = alpha;
+  if (kind == "adam" || kind == "adamw" || kind == "lamb") {
+    j["beta1"] = beta1;
+    j["beta2"] = beta2;
+  }
+  if (kind != "sgd") j["eps"] = eps;
+  return j;
+}
+
+void validateOptimizerOptions(const OptimizerOptions& o) {
+  if (o.kind != "sgd" && o.kind != "adam" && o.kind != "adamw" && o.kind != "rmsprop" && o.kind != "lamb")
+    throw UsageError(fmt::format("--optimizer: unknown optimizer '{}' (sgd, adam, adamw, rmsprop, lamb)", o.kind));
+  if (o.weightDecay < 0) throw UsageError(fmt::format("--weight-decay {}: must be >= 0", o.weightDecay));
+  if (o.beta1 < 0 || o.beta1 >= 1 || o.beta2 < 0 || o.beta2 >= 1) throw UsageError("--beta1 and --beta2 must be in [0, 1)");
+  if (o.momentum < 0 || o.momentum >= 1) throw UsageError(fmt::format("--momentum {}: must be in [0, 1)", o.momentum));
+  if (o.eps <= 0) throw UsageError("--eps must be > 0");
+}
+
+Optimizer::Optimizer(const OptimizerOptions& options, std::vector<Param*> params, Arena& arena) : o_(options) {
+  validateOptimizerOptions(o_);
+  const bool two = o_.kind == "adam" || o_.kind == "adamw" || o_.kind == "lamb";
+  std::size_t largest = 0;
+  for (Param* p : params) {
+    Slot s{p, arena.tensor(p->value.shape), {}};
+    if (two) s.b = arena.tensor(p->value.shape);
+    largest = std::max(largest, p->value.numel());
+    slots_.push_back(std::move(s));
+  }
+  if (o_.kind == "lamb" && largest) scratch_ = arena.tensor({static_cast<std::int64_t>(largest)});
+}
+
+void Optimizer::step(double lrD, int t) {
+  const float lr = static_cast<float>(lrD), b1 = float(o_.beta1), b2 = float(o_.beta2), eps = float(o_.eps);
+  for (Slot& s : slots_) {
+    Param& p = *s.p;
+    const std::size_t n = p.value.numel();
+    const float wd = p.decay ? static_cast<float>(o_.weightDecay) : 0.0f;
+    if (o_.kind == "sgd") cpu::sgdMomentumUpdate(p.value.data, p.grad.data, s.a.data, n, lr, float(o_.momentum), wd);
+    else if (o_.kind == "adam") cpu::adamUpdate(p.value.data, p.grad.data, s.a.data, s.b.data, n, lr, b1, b2, eps, wd, t);
+    else if (o_.kind == "adamw") cpu::adamwUpdate(p.value.data, p.grad.data, s.a.data, s.b.data, n, lr, b1, b2, eps, wd, t);
+    else if (o_.kind == "rmsprop") cpu::rmspropUpdate(p.value.data, p.grad.data, s.a.data, n, lr, float(o_.alpha), eps, wd);
+    else cpu::lambUpdate(p.value.data, p.grad.data, s.a.data, s.b.data, scratch_.data, n, lr, b1, b2, eps, wd, t);
+  }
+}
+
+std::vector<NamedTensor> Optimizer::state() {
+  std::vector<NamedTensor> out;
+  const char* first = o_.kind == "sgd" ? "momentum_buffer" : o_.kind == "rmsprop" ? "square_avg" : "exp_avg";
+  for (Slot& s : slots_) {
+    out.push_back({s.p->name + "." + first, &s.a});
+    if (s.b.data) out.push_back({s.p->name + ".exp_avg_sq", &s.b});
+  }
+  return out;
+}
+
+}  // namespace ts::wl

@@ -1,0 +1,43 @@
+#pragma once
+// Optimizers over a model's parameters: sgd (momentum, coupled weight decay), adam (L2 decay in the
+// gradient), adamw (decoupled decay), rmsprop, lamb (layer-wise trust ratio). Weight decay applies to the
+// parameters marked `decay` (weights), never to biases and normalisation gains. The state tensors are
+// named after their parameter (PyTorch's exp_avg / exp_avg_sq / momentum_buffer / square_avg) for
+// checkpoints.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "workloads/layers/layer.h"
+
+namespace ts::wl {
+
+struct OptimizerOptions {
+  std::string kind = "adamw";
+  double weightDecay = 0.0;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // adam, adamw, lamb
+  double momentum = 0.9;                          // sgd
+  double alpha = 0.99;                            // rmsprop
+  nlohmann::json toJson() const;
+};
+void validateOptimizerOptions(const OptimizerOptions& o);  // UsageError naming the flag
+
+class Optimizer {
+ public:
+  Optimizer(const OptimizerOptions& options, std::vector<Param*> params, Arena& arena);
+  // One update with learning rate lr; t is the 1-based count of updates (Adam's bias correction).
+  void step(double lr, int t);
+  std::vector<NamedTensor> state();
+
+ private:
+  struct Slot {
+    Param* p;
+    Tensor a, b;  // first and second state tensors (unused ones empty)
+  };
+  OptimizerOptions o_;
+  std::vector<Slot> slots_;
+  Tensor scratch_;  // lamb's per-tensor update
+};
+
+}  // namespace ts::wl

@@ -1,0 +1,179 @@
+#include "workloads/trainer.h"
+
+#include <chrono>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "kernels/cpu/ops.h"
+#include "workloads/checkpoint/checkpoint.h"
+
+namespace ts::wl {
+namespace {
+
+double seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+std::vector<ckpt::TensorView> views(const std::vector<NamedTensor>& ts) {
+  std::vector<ckpt::TensorView> out;
+  for (const auto& t : ts) out.push_back({t.name, ckpt::TensorDType::kF32, t.tensor->shape, t.tensor->data});
+  return out;
+}
+std::vector<ckpt::MutableTensorView> mutableViews(const std::vector<NamedTensor>& ts) {
+  std::vector<ckpt::MutableTensorView> out;
+  for (const auto& t : ts) out.push_back({t.name, ckpt::TensorDType::kF32, t.tensor->shape, t.tensor->data});
+  return out;
+}
+
+// Parameters then buffers: everything model.safetensors holds.
+std::vector<NamedTensor> modelTensors(Model& m) {
+  std::vector<NamedTensor> out;
+  for (Param* p : m.params()) out.push_back({p->name, &p->value});
+  for (const auto& b : m.buffers()) out.push_back(b);
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json TrainOptions::toJson() const {
+  return {{"model", model},         {"preset", preset},       {"set", overrides},          {"steps", steps},
+          {"batch", batch},         {"micro_batches", microBatches}, {"precision", precision}, {"optimizer", optimizer.toJson()},
+          {"schedule", schedule.toJson()}, {"clip_norm", clipNorm}, {"seed", seed},          {"data", data},
+          {"checkpoint_dir", checkpointDir}, {"checkpoint_every", checkpointEvery}, {"resume", resume}};
+}
+
+void validateTrainOptions(const TrainOptions& o) {
+  if (o.steps < 1) throw UsageError(fmt::format("--steps {}: must be at least 1", o.steps));
+  if (o.batch < 1) throw UsageError(fmt::format("--batch {}: must be at least 1", o.batch));
+  if (o.microBatches < 1 || o.batch % o.microBatches)
+    throw UsageError(fmt::format("--micro-batches {}: must be at least 1 and divide --batch {}", o.microBatches, o.batch));
+  if (o.precision != "float32")
+    throw UsageError(fmt::format("--precision {}: the CPU backend trains in float32 (bfloat16, float16 and tf32 need the CUDA backend, "
+                                 "which trainscope train does not have yet)", o.precision));
+  if (o.clipNorm < 0) throw UsageError("--clip-norm must be >= 0 (0 = off)");
+  if (o.checkpointEvery < 0) throw UsageError("--checkpoint-every must be >= 0");
+  if ((o.resume || o.checkpointEvery > 0) && o.checkpointDir.empty()) throw UsageError("--resume and --checkpoint-every need --checkpoint-dir");
+  validateOptimizerOptions(o.optimizer);
+  Schedule sched = o.schedule;
+  sched.total = o.steps;
+  validateSchedule(sched);
+  ModelConfig config = modelPreset(o.model, o.preset);
+  for (const auto& a : o.overrides) applyModelOverride(config, a);
+}
+
+Trainer::Trainer(const TrainOptions& options) : options_(options) {
+  const TrainOptions& o = options_;
+  validateTrainOptions(o);
+  options_.schedule.total = o.steps;
+
+  ModelConfig config = modelPreset(o.model, o.preset);
+  for (const auto& a : o.overrides) applyModelOverride(config, a);
+  config.seed = o.seed;
+
+  data::DataOptions d;
+  d.spec = o.data;
+  d.task = o.model == "transformer" ? data::Task::kLanguageModel : data::Task::kClassification;
+  d.seed = o.seed;
+  d.globalBatch = o.batch;
+  d.syntheticSize = o.syntheticSize;
+  if (o.model == "mlp") d.sampleShape = {784};
+  if (o.model == "cnn") d.sampleShape = {3, 32, 32};
+  d.seqLen = config.seqLen;
+  d.vocab = static_cast<int>(std::min<std::int64_t>(config.vocab, 1 << 20));
+  source_ = std::make_unique<data::DataSource>(data::makeDataSource(d));
+  const data::DataInfo& info = source_->info();
+  if (o.model != "transformer") {
+    config.inputShape = info.sampleShape;
+    config.classes = info.classes;
+  }
+  validateModelConfig(config, info);
+  model_ = makeModel(config, microBatchSize());
+  optimizer_ = std::make_unique<Optimizer>(o.optimizer, model_->params(), model_->arena());
+
+  if (o.resume) {
+    if (auto latest = ckpt::latestCheckpoint(o.checkpointDir)) {
+      const ckpt::LoadedCheckpoint c = ckpt::loadCheckpoint(*latest);
+      if (c.state.data != source_->identity())
+        throw UsageError(fmt::format("--resume: {} was trained on other data ({}), not {}", c.directory, c.state.data.dump(), source_->identity().dump()));
+      if (c.state.config.value("model", nlohmann::json()) != config.toJson())
+        throw UsageError(fmt::format("--resume: {} holds another model ({})", c.directory, c.state.config.value("model", nlohmann::json()).dump()));
+      c.model.restore(mutableViews(modelTensors(*model_)));
+      c.optimizer.restore(mutableViews(optimizer_->state()));
+      firstStep_ = nextStep_ = c.state.step;
+      if (firstStep_ >= o.steps)
+        throw UsageError(fmt::format("--resume: {} is at step {}, and --steps {} asks for no more", c.directory, firstStep_, o.steps));
+    }
+  }
+  loader_ = std::make_unique<data::Prefetcher>(*source_, nextStep_, 2, data::Prefetcher::Prepare{}, o.steps);
+}
+
+Trainer::~Trainer() = default;
+
+double Trainer::flopsPerStep() const { return 3.0 * model_->forwardFlops() * static_cast<double>(options_.microBatches); }
+std::int64_t Trainer::itemsPerStep() const { return model_->itemsPerMicroBatch() * options_.microBatches; }
+
+nlohmann::json Trainer::resolvedConfig() const {
+  nlohmann::json j = options_.toJson();
+  j["model"] = model_->config().toJson();
+  j["micro_batch"] = microBatchSize();
+  j["data_info"] = {{"name", source_->info().name}, {"origin", source_->info().origin}, {"size", source_->info().size}};
+  return j;
+}
+
+StepResult Trainer::step() {
+  if (done()) throw Error("internal: Trainer::step after the last step");
+  using clock = std::chrono::steady_clock;
+  StepResult r;
+  r.step = nextStep_;
+  const auto t0 = clock::now();
+  data::Prefetcher::Next next = loader_->next();
+  r.dataS = next.waitSeconds;
+  model_->zeroGrads();
+  StepContext ctx;
+  const std::int64_t M = options_.microBatches, mb = microBatchSize();
+  double loss = 0;
+  for (std::int64_t i = 0; i < M; ++i) {
+    const data::Batch micro = M == 1 ? std::move(next.batch) : next.batch.slice(i * mb, (i + 1) * mb);
+    const auto f0 = clock::now();
+    loss += model_->forward(micro, ctx);
+    lastIndices_ = micro.sampleIndices;
+    const auto f1 = clock::now();
+    model_->backward(1.0f / static_cast<float>(M), ctx);  // the step's loss is the mean over micro-batches
+    r.forwardS += seconds(f0, f1);
+    r.backwardS += seconds(f1, clock::now());
+  }
+  r.loss = loss / static_cast<double>(M);
+  if (!std::isfinite(r.loss)) throw Error(fmt::format("step {}: the loss is {} (diverged; lower --lr)", r.step, r.loss));
+  const auto o0 = clock::now();
+  double sq = 0;
+  for (Param* p : model_->params()) sq += cpu::sumOfSquares(p->grad.data, p->grad.numel());
+  r.gradNorm = std::sqrt(sq);
+  if (options_.clipNorm > 0 && r.gradNorm > options_.clipNorm) {
+    const float s = static_cast<float>(options_.clipNorm / r.gradNorm);
+    for (Param* p : model_->params()) cpu::scale(p->grad.data, s, p->grad.numel());
+  }
+  r.lr = options_.schedule.at(r.step);
+  optimizer_->step(r.lr, static_cast<int>(r.step + 1));
+  r.optimizerS = seconds(o0, clock::now());
+  ++nextStep_;
+  if (!options_.checkpointDir.empty() && ((options_.checkpointEvery > 0 && nextStep_ % options_.checkpointEvery == 0) || done())) saveCheckpoint();
+  r.totalS = seconds(t0, clock::now());
+  return r;
+}
+
+std::string Trainer::saveCheckpoint() {
+  if (options_.checkpointDir.empty()) return {};
+  ckpt::TrainerState state;
+  state.step = nextStep_;
+  state.data = source_->identity();
+  state.config = resolvedConfig();
+  const auto model = views(modelTensors(*model_));
+  const auto optim = views(optimizer_->state());
+  ckpt::SaveOptions so;
+  so.modelMetadata = {{"format", "pt"}, {"model", model_->config().kind}, {"preset", model_->config().preset}};
+  return ckpt::saveCheckpoint(options_.checkpointDir, model, optim, state, so);
+}
+
+}  // namespace ts::wl

@@ -1,0 +1,86 @@
+#pragma once
+// The training loop of one process: data (prefetched in a loader thread), forward, backward and the
+// optimizer update, each timed as its own phase; gradient accumulation over micro-batches, clipping by
+// global norm, the learning-rate schedule, checkpoints and resume. `trainscope train` (bench/) drives it
+// and writes the records; the parallel layouts will wrap the same pieces.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "workloads/data/data_source.h"
+#include "workloads/data/prefetcher.h"
+#include "workloads/models/model.h"
+#include "workloads/optim/optimizer.h"
+#include "workloads/optim/schedule.h"
+
+namespace ts::wl {
+
+struct TrainOptions {
+  std::string model = "mlp", preset = "tiny";
+  std::vector<std::string> overrides;  // key=value model fields
+  std::int64_t steps = 100;
+  std::int64_t batch = 32;         // global batch per optimizer step (samples or sequences)
+  std::int64_t microBatches = 1;   // gradient accumulation: the batch is cut into this many micro-batches
+  std::string precision = "float32";
+  OptimizerOptions optimizer;
+  Schedule schedule;
+  double clipNorm = 0;  // clip the global gradient norm to this (0: off)
+  std::uint64_t seed = 1234;
+  std::string data = "synthetic";
+  std::int64_t syntheticSize = 1 << 16;
+  std::string checkpointDir;
+  std::int64_t checkpointEvery = 0;  // steps between checkpoints (0: only at the end when a directory is given)
+  bool resume = false;
+  nlohmann::json toJson() const;
+};
+
+// Every check that needs no data and no memory (flags, preset, overrides, optimizer, schedule): UsageError.
+void validateTrainOptions(const TrainOptions& options);
+
+struct StepResult {
+  std::int64_t step = 0;  // 0-based index of the optimizer step
+  double loss = 0, lr = 0, gradNorm = 0;
+  // Phase times in seconds: data = waiting for the loader; the rest are host wall time (CPU backend).
+  double dataS = 0, forwardS = 0, backwardS = 0, optimizerS = 0, totalS = 0;
+};
+
+class Trainer {
+ public:
+  // Builds data, model and optimizer, checking every option (UsageError, one line). With resume and a
+  // checkpoint in checkpointDir, continues from it.
+  explicit Trainer(const TrainOptions& options);
+  ~Trainer();
+  // Trains one optimizer step (the one after the last), saving a checkpoint when one is due.
+  StepResult step();
+  bool done() const { return nextStep_ >= options_.steps; }
+  std::int64_t nextStep() const { return nextStep_; }
+  std::int64_t firstStep() const { return firstStep_; }  // > 0 after a resume
+  // Saves a checkpoint of the state after the last step (a no-op without a checkpoint directory).
+  std::string saveCheckpoint();
+
+  Model& model() { return *model_; }
+  const TrainOptions& options() const { return options_; }
+  const data::DataInfo& dataInfo() const { return source_->info(); }
+  std::int64_t microBatchSize() const { return options_.batch / options_.microBatches; }
+  // Matmul/conv FLOPs of one optimizer step (3x the forward of every micro-batch).
+  double flopsPerStep() const;
+  std::int64_t itemsPerStep() const;
+  nlohmann::json resolvedConfig() const;
+  // The dataset indices of the last micro-batch trained (model().logits() are its logits).
+  const std::vector<std::int64_t>& lastSampleIndices() const { return lastIndices_; }
+
+ private:
+  TrainOptions options_;
+  std::unique_ptr<data::DataSource> source_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<data::Prefetcher> loader_;
+  std::int64_t nextStep_ = 0, firstStep_ = 0;
+  std::vector<std::int64_t> lastIndices_;
+};
+
+}  // namespace ts::wl
