@@ -17,7 +17,10 @@ Action addTrainCommand(CLI::App& app) {
   sub->add_option("--steps", t.steps, "Optimizer steps")->capture_default_str();
   sub->add_option("--batch", t.batch, "Global batch per step (samples, or sequences for the transformer)")->capture_default_str();
   sub->add_option("--micro-batches", t.microBatches, "Gradient accumulation: micro-batches per step (must divide --batch)")->capture_default_str();
-  sub->add_option("--precision", t.precision, "float32 (the CPU backend's precision)")->capture_default_str();
+  sub->add_option("--precision", t.precision, "float32, or bfloat16 / float16 mixed precision with float32 master weights (emulated on the CPU)")
+      ->capture_default_str();
+  sub->add_option("--loss-scale", t.lossScale, "float16: the initial dynamic loss scale")->capture_default_str();
+  sub->add_option("--loss-scale-interval", t.lossScaleInterval, "float16: good steps before the loss scale doubles")->capture_default_str();
   sub->add_option("--optimizer", t.optimizer.kind, "sgd, adam, adamw, rmsprop or lamb")->capture_default_str();
   sub->add_option("--lr", t.schedule.lr, "Peak learning rate")->capture_default_str();
   sub->add_option("--schedule", t.schedule.kind, "constant, step, cosine or linear (the last two after --lr-warmup)")->capture_default_str();

@@ -89,6 +89,7 @@ void trainOnOneDevice(const TrainRunOptions& o, RunContext& ctx) {
   double initialLoss = NAN, finalLoss = NAN;
   std::string failure;
   std::exception_ptr failed;
+  std::int64_t skipped = 0;
   Progress progress("train", static_cast<double>(todo), true);
   try {
     for (std::int64_t i = 0; !trainer.done(); ++i) {
@@ -101,7 +102,13 @@ void trainOnOneDevice(const TrainRunOptions& o, RunContext& ctx) {
         if (!o.dumpLogits.empty()) dumpLogits(o.dumpLogits, trainer, r);
       }
       finalLoss = r.loss;
-      curve.push_back({{"step", r.step}, {"loss", r.loss}, {"lr", r.lr}, {"grad_norm", r.gradNorm}});
+      nlohmann::json point = {{"step", r.step}, {"loss", r.loss}, {"lr", r.lr}, {"grad_norm", r.skipped ? nlohmann::json() : nlohmann::json(r.gradNorm)}};
+      if (o.train.precision == "float16") {
+        point["loss_scale"] = r.lossScale;
+        point["skipped"] = r.skipped;
+        skipped += r.skipped;
+      }
+      curve.push_back(point);
       if (i >= o.warmupSteps) {
         total.push_back(r.totalS);
         dataT.push_back(r.dataS);
@@ -111,7 +118,7 @@ void trainOnOneDevice(const TrainRunOptions& o, RunContext& ctx) {
       }
       if (r.step % logEvery == 0 || trainer.done()) {
         progress.done();
-        std::printf("  %8lld %12.5f %10.3g %10.4g %10.3f %10.3f %10.3f %10.3f %12.1f\n", static_cast<long long>(r.step), r.loss, r.lr, r.gradNorm,
+        std::printf("  %8lld %12.5f %10.3g %10.4g%s %10.3f %10.3f %10.3f %10.3f %12.1f\n", static_cast<long long>(r.step), r.loss, r.lr, r.gradNorm, r.skipped ? " (overflow: skipped)" : "",
                     r.dataS * 1e3, r.forwardS * 1e3, r.backwardS * 1e3, r.optimizerS * 1e3, double(trainer.itemsPerStep()) / r.totalS);
         std::fflush(stdout);
       }
@@ -143,6 +150,7 @@ void trainOnOneDevice(const TrainRunOptions& o, RunContext& ctx) {
                         {"loss", {{"initial", initialLoss}, {"final", finalLoss}}},
                         {"loss_curve", curve}};
   if (!failure.empty()) rec["error"] = failure;
+  if (o.train.precision == "float16") rec["skipped_steps"] = skipped;
   if (!total.empty()) {
     const double median = summarize(total).median;
     const double tflops = trainer.flopsPerStep() / median / 1e12;

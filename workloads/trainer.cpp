@@ -39,7 +39,8 @@ std::vector<NamedTensor> modelTensors(Model& m) {
 
 nlohmann::json TrainOptions::toJson() const {
   return {{"model", model},         {"preset", preset},       {"set", overrides},          {"steps", steps},
-          {"batch", batch},         {"micro_batches", microBatches}, {"precision", precision}, {"optimizer", optimizer.toJson()},
+          {"batch", batch},         {"micro_batches", microBatches}, {"precision", precision},
+          {"loss_scale", precision == "float16" ? nlohmann::json(lossScale) : nlohmann::json()}, {"optimizer", optimizer.toJson()},
           {"schedule", schedule.toJson()}, {"clip_norm", clipNorm}, {"seed", seed},          {"data", data},
           {"checkpoint_dir", checkpointDir}, {"checkpoint_every", checkpointEvery}, {"resume", resume}};
 }
@@ -49,9 +50,10 @@ void validateTrainOptions(const TrainOptions& o) {
   if (o.batch < 1) throw UsageError(fmt::format("--batch {}: must be at least 1", o.batch));
   if (o.microBatches < 1 || o.batch % o.microBatches)
     throw UsageError(fmt::format("--micro-batches {}: must be at least 1 and divide --batch {}", o.microBatches, o.batch));
-  if (o.precision != "float32")
-    throw UsageError(fmt::format("--precision {}: the CPU backend trains in float32 (bfloat16, float16 and tf32 need the CUDA backend, "
+  if (o.precision != "float32" && o.precision != "bfloat16" && o.precision != "float16")
+    throw UsageError(fmt::format("--precision {}: the CPU backend trains in float32, bfloat16 or float16 (tf32 needs the CUDA backend, "
                                  "which trainscope train does not have yet)", o.precision));
+  if (o.precision == "float16") LossScaler(o.lossScale, o.lossScaleInterval);  // checks the two
   if (o.clipNorm < 0) throw UsageError("--clip-norm must be >= 0 (0 = off)");
   if (o.checkpointEvery < 0) throw UsageError("--checkpoint-every must be >= 0");
   if ((o.resume || o.checkpointEvery > 0) && o.checkpointDir.empty()) throw UsageError("--resume and --checkpoint-every need --checkpoint-dir");
@@ -91,6 +93,12 @@ Trainer::Trainer(const TrainOptions& options) : options_(options) {
   validateModelConfig(config, info);
   model_ = makeModel(config, microBatchSize());
   optimizer_ = std::make_unique<Optimizer>(o.optimizer, model_->params(), model_->arena());
+  const Precision precision = parsePrecision(o.precision);
+  if (precision != Precision::kFloat32) {
+    model_->setComputePrecision(precision);
+    masters_ = std::make_unique<MasterWeights>(precision, model_->params(), model_->arena());
+  }
+  if (precision == Precision::kFloat16) scaler_ = std::make_unique<LossScaler>(o.lossScale, o.lossScaleInterval);
 
   if (o.resume) {
     if (auto latest = ckpt::latestCheckpoint(o.checkpointDir)) {
@@ -101,6 +109,7 @@ Trainer::Trainer(const TrainOptions& options) : options_(options) {
         throw UsageError(fmt::format("--resume: {} holds another model ({})", c.directory, c.state.config.value("model", nlohmann::json()).dump()));
       c.model.restore(mutableViews(modelTensors(*model_)));
       c.optimizer.restore(mutableViews(optimizer_->state()));
+      if (scaler_) scaler_->restore(c.state.scaler);
       firstStep_ = nextStep_ = c.state.step;
       if (firstStep_ >= o.steps)
         throw UsageError(fmt::format("--resume: {} is at step {}, and --steps {} asks for no more", c.directory, firstStep_, o.steps));
@@ -131,6 +140,8 @@ StepResult Trainer::step() {
   data::Prefetcher::Next next = loader_->next();
   r.dataS = next.waitSeconds;
   model_->zeroGrads();
+  if (masters_) masters_->beginStep();
+  r.lossScale = scaler_ ? scaler_->scale() : 1.0;
   StepContext ctx;
   const std::int64_t M = options_.microBatches, mb = microBatchSize();
   double loss = 0;
@@ -140,22 +151,29 @@ StepResult Trainer::step() {
     loss += model_->forward(micro, ctx);
     lastIndices_ = micro.sampleIndices;
     const auto f1 = clock::now();
-    model_->backward(1.0f / static_cast<float>(M), ctx);  // the step's loss is the mean over micro-batches
+    model_->backward(static_cast<float>(r.lossScale / static_cast<double>(M)), ctx);  // the step's loss: the mean over micro-batches
     r.forwardS += seconds(f0, f1);
     r.backwardS += seconds(f1, clock::now());
   }
   r.loss = loss / static_cast<double>(M);
+  if (masters_) masters_->endStep();
   if (!std::isfinite(r.loss)) throw Error(fmt::format("step {}: the loss is {} (diverged; lower --lr)", r.step, r.loss));
   const auto o0 = clock::now();
-  double sq = 0;
-  for (Param* p : model_->params()) sq += cpu::sumOfSquares(p->grad.data, p->grad.numel());
-  r.gradNorm = std::sqrt(sq);
-  if (options_.clipNorm > 0 && r.gradNorm > options_.clipNorm) {
-    const float s = static_cast<float>(options_.clipNorm / r.gradNorm);
-    for (Param* p : model_->params()) cpu::scale(p->grad.data, s, p->grad.numel());
-  }
   r.lr = options_.schedule.at(r.step);
-  optimizer_->step(r.lr, static_cast<int>(r.step + 1));
+  if (scaler_ && !scaler_->unscaleAndCheck(model_->params())) {
+    r.skipped = true;  // the gradients overflowed: no update, a smaller scale next step
+    r.gradNorm = NAN;
+  } else {
+    double sq = 0;
+    for (Param* p : model_->params()) sq += cpu::sumOfSquares(p->grad.data, p->grad.numel());
+    r.gradNorm = std::sqrt(sq);
+    if (options_.clipNorm > 0 && r.gradNorm > options_.clipNorm) {
+      const float s = static_cast<float>(options_.clipNorm / r.gradNorm);
+      for (Param* p : model_->params()) cpu::scale(p->grad.data, s, p->grad.numel());
+    }
+    // Adam's bias correction counts the updates made, not the steps (a skipped step made none).
+    optimizer_->step(r.lr, static_cast<int>(r.step + 1 - (scaler_ ? scaler_->skippedSteps() : 0)));
+  }
   r.optimizerS = seconds(o0, clock::now());
   ++nextStep_;
   if (!options_.checkpointDir.empty() && ((options_.checkpointEvery > 0 && nextStep_ % options_.checkpointEvery == 0) || done())) saveCheckpoint();
@@ -169,6 +187,7 @@ std::string Trainer::saveCheckpoint() {
   state.step = nextStep_;
   state.data = source_->identity();
   state.config = resolvedConfig();
+  if (scaler_) state.scaler = scaler_->state();
   const auto model = views(modelTensors(*model_));
   const auto optim = views(optimizer_->state());
   ckpt::SaveOptions so;

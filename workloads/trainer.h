@@ -13,6 +13,7 @@
 
 #include "workloads/data/data_source.h"
 #include "workloads/data/prefetcher.h"
+#include "workloads/mixed_precision.h"
 #include "workloads/models/model.h"
 #include "workloads/optim/optimizer.h"
 #include "workloads/optim/schedule.h"
@@ -25,7 +26,9 @@ struct TrainOptions {
   std::int64_t steps = 100;
   std::int64_t batch = 32;         // global batch per optimizer step (samples or sequences)
   std::int64_t microBatches = 1;   // gradient accumulation: the batch is cut into this many micro-batches
-  std::string precision = "float32";
+  std::string precision = "float32";  // float32, or bfloat16 / float16 mixed precision (emulated on the CPU)
+  double lossScale = 65536.0;         // float16: the initial dynamic loss scale
+  int lossScaleInterval = 2000;       // float16: good steps before the scale doubles
   OptimizerOptions optimizer;
   Schedule schedule;
   double clipNorm = 0;  // clip the global gradient norm to this (0: off)
@@ -44,6 +47,8 @@ void validateTrainOptions(const TrainOptions& options);
 struct StepResult {
   std::int64_t step = 0;  // 0-based index of the optimizer step
   double loss = 0, lr = 0, gradNorm = 0;
+  bool skipped = false;  // float16: the gradients overflowed, the update was skipped and the scale halved
+  double lossScale = 1;  // the scale this step's backward used
   // Phase times in seconds: data = waiting for the loader; the rest are host wall time (CPU backend).
   double dataS = 0, forwardS = 0, backwardS = 0, optimizerS = 0, totalS = 0;
 };
@@ -79,6 +84,8 @@ class Trainer {
   std::unique_ptr<Model> model_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<data::Prefetcher> loader_;
+  std::unique_ptr<MasterWeights> masters_;  // bfloat16 / float16
+  std::unique_ptr<LossScaler> scaler_;      // float16
   std::int64_t nextStep_ = 0, firstStep_ = 0;
   std::vector<std::int64_t> lastIndices_;
 };

@@ -78,6 +78,42 @@ def test_a_resumed_run_continues_the_same_loss_trajectory(tmp_path, model, extra
     assert curve == [p["loss"] for p in whole["loss_curve"]]  # bitwise: the CPU backend is deterministic
 
 
+def test_float16_loss_scaling_skips_overflowing_steps_and_recovers(tmp_path, validate):
+    doc, rec = train(tmp_path, "fp16", ["--model", "transformer", "--preset", "tiny", "--steps", 80, "--batch", 8, "--lr", 3e-3,
+                                        "--precision", "float16", "--loss-scale", 1e12, "--loss-scale-interval", 10])
+    validate(doc)
+    curve = rec["loss_curve"]
+    skipped = [p for p in curve if p["skipped"]]
+    assert curve[0]["skipped"] and curve[0]["grad_norm"] is None  # 1e12 overflows float16's 65504 at once
+    assert len(skipped) == rec["skipped_steps"] and 0 < len(skipped) < 30
+    for a, b in zip(curve, curve[1:]):  # halved after an overflow, doubled after 10 good steps, else kept
+        if a["skipped"]:
+            assert b["loss_scale"] == a["loss_scale"] / 2
+        elif b["loss_scale"] != a["loss_scale"]:
+            assert b["loss_scale"] == 2 * a["loss_scale"]
+    assert not curve[-1]["skipped"] and tail_mean(rec) < 0.4 * curve[0]["loss"]
+
+
+def test_bfloat16_mixed_precision_learns_and_rounds(tmp_path):
+    args = ["--model", "mlp", "--preset", "tiny", "--steps", 40, "--batch", 32, "--lr", 3e-3, "--warmup-steps", 1]
+    _, bf16 = train(tmp_path, "bf16", args + ["--precision", "bfloat16"])
+    _, fp32 = train(tmp_path, "fp32", args)
+    a, b = [p["loss"] for p in bf16["loss_curve"]], [p["loss"] for p in fp32["loss_curve"]]
+    assert a != b  # the 16-bit rounding is real ...
+    assert all(abs(x - y) < 0.05 * y for x, y in zip(a, b))  # ... and small: the same trajectory within bfloat16's precision
+
+
+def test_a_resumed_float16_run_keeps_its_loss_scale(tmp_path):
+    common = ["--model", "mlp", "--preset", "tiny", "--batch", 8, "--warmup-steps", 0, "--precision", "float16", "--loss-scale", 1e9,
+              "--loss-scale-interval", 3]
+    _, whole = train(tmp_path, "whole", common + ["--steps", 12])
+    ckpt = tmp_path / "ckpt"
+    _, first = train(tmp_path, "first", common + ["--steps", 6, "--checkpoint-dir", ckpt])
+    _, rest = train(tmp_path, "rest", common + ["--steps", 12, "--checkpoint-dir", ckpt, "--resume"])
+    key = lambda rec: [(p["loss"], p["loss_scale"], p["skipped"]) for p in rec["loss_curve"]]
+    assert key(first) + key(rest) == key(whole)
+
+
 def test_the_same_run_twice_gives_the_same_losses(tmp_path):
     args = ["--model", "cnn", "--preset", "tiny", "--batch", 4, "--steps", 3, "--warmup-steps", 1, "--optimizer", "sgd", "--lr", 0.05]
     _, a = train(tmp_path, "a", args)
@@ -141,7 +177,8 @@ def test_checkpoint_weights_reproduce_the_logits_in_numpy(tmp_path):
     (["--batch", 6, "--micro-batches", 4], "--micro-batches 4: must be at least 1 and divide --batch 6"),
     (["--model", "transformer", "--set", "heads=3"], "transformer: 3 heads do not divide the hidden size 64"),
     (["--set", "heads=3"], "--set heads: not a field of the mlp model"),
-    (["--precision", "bfloat16"], "--precision bfloat16: the CPU backend trains in float32"),
+    (["--precision", "tf32"], "--precision tf32: the CPU backend trains in float32, bfloat16 or float16"),
+    (["--precision", "float16", "--loss-scale", 0], "--loss-scale 0: must be a positive number"),
     (["--optimizer", "adagrad"], "--optimizer: unknown optimizer 'adagrad'"),
     (["--data", "mnist:/nonexistent"], "/nonexistent"),
     (["--resume"], "--resume and --checkpoint-every need --checkpoint-dir"),

@@ -11,8 +11,8 @@
 namespace ts::data {
 
 namespace {
-// Regions per side of the teacher's grid on images.
-constexpr std::int64_t kTeacherGrid = 1;  // per-channel sums: a CNN with global pooling can fit them
+// Regions per side of the teacher's grid on images: 1, per-channel sums (see synthetic.h).
+constexpr std::int64_t kTeacherGrid = 1;
 }  // namespace
 
 SyntheticClassification::SyntheticClassification(std::uint64_t seed, std::vector<std::int64_t> sampleShape, int classes,
@@ -29,7 +29,7 @@ SyntheticClassification::SyntheticClassification(std::uint64_t seed, std::vector
   info_.classes = classes;
   info_.size = size;
 
-  // The teacher reads pooled features z: for images the sum of each region's pixels (C·16 of them),
+  // The teacher reads pooled features z: for images the sum of each region's pixels (C·grid² of them),
   // otherwise the inputs themselves. Storing weights per pooled feature keeps the teacher small for
   // large images with many classes.
   const std::int64_t d = info_.sampleElements();

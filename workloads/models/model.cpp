@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "workloads/mixed_precision.h"
 #include "workloads/models/sequential_classifier.h"
 
 namespace ts::wl {
@@ -45,6 +46,25 @@ std::int64_t Model::parameterCount() {
   return n;
 }
 
+const Tensor& Model::forwardLayers(const Tensor& x, StepContext& ctx) {
+  const Tensor* y = &x;
+  for (auto& l : layers_) {
+    y = &l->forward(*y, ctx);
+    roundTo(compute_, *y);
+  }
+  return *y;
+}
+
+const Tensor& Model::backwardLayers(const Tensor& dy, StepContext& ctx) {
+  const Tensor* d = &dy;
+  roundTo(compute_, *d);
+  for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) {
+    d = &(*it)->backward(*d, ctx);
+    roundTo(compute_, *d);
+  }
+  return *d;
+}
+
 void Model::zeroGrads() {
   for (Param* p : params()) zero(p->grad);
 }
@@ -76,15 +96,13 @@ double SequentialClassifier::forward(const data::Batch& batch, StepContext& ctx)
     throw Error(fmt::format("internal: a batch of {} samples ({} values) for a model built for {} ({} values)", batch.size(), batch.features.size(),
                             batch_, input_.numel()));
   std::copy(batch.features.begin(), batch.features.end(), input_.data);
-  const Tensor* x = &input_;
-  for (auto& l : layers_) x = &l->forward(*x, ctx);
-  logits_ = x;
-  return loss_->forward(*x, batch.targets.data());
+  roundTo(compute_, input_);
+  logits_ = &forwardLayers(input_, ctx);
+  return loss_->forward(*logits_, batch.targets.data());
 }
 
 void SequentialClassifier::backward(float scale, StepContext& ctx) {
-  const Tensor* dy = &loss_->backward(scale);
-  for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) dy = &(*it)->backward(*dy, ctx);
+  backwardLayers(loss_->backward(scale), ctx);
 }
 
 }  // namespace ts::wl

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/precision.h"
 #include "workloads/data/batch.h"
 #include "workloads/data/dataset.h"
 #include "workloads/layers/cross_entropy.h"
@@ -68,6 +69,10 @@ class Model {
   std::size_t memoryBytes() const { return arena_.bytes(); }
   Arena& arena() { return arena_; }
   void zeroGrads();
+  // bfloat16/float16: round the activations and activation gradients passed between layers (see
+  // mixed_precision.h); float32 (the default): nothing.
+  void setComputePrecision(Precision p) { compute_ = p; }
+  Precision computePrecision() const { return compute_; }
 
  protected:
   explicit Model(ModelConfig config) : config_(std::move(config)) {}
@@ -75,6 +80,11 @@ class Model {
   Arena arena_;
   std::vector<std::unique_ptr<Layer>> layers_;  // in forward order
   std::vector<Param*> leading_;                 // parameters outside the layers (embeddings), listed first
+  Precision compute_ = Precision::kFloat32;
+  // The forward through layers_ from x, and the backward from dy: one loop each for every model, rounding
+  // between layers in 16-bit compute.
+  const Tensor& forwardLayers(const Tensor& x, StepContext& ctx);
+  const Tensor& backwardLayers(const Tensor& dy, StepContext& ctx);
 };
 
 // Builds a model for micro-batches of `batch` samples (sequences for the transformer).

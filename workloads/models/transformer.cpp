@@ -7,6 +7,7 @@
 #include "workloads/layers/linear.h"
 #include "workloads/layers/normalization.h"
 #include "workloads/layers/transformer_block.h"
+#include "workloads/mixed_precision.h"
 #include "workloads/models/model.h"
 
 #include <fmt/format.h>
@@ -41,16 +42,14 @@ class Transformer final : public Model {
       if (tokens_[i] < 0 || tokens_[i] >= V_)
         throw UsageError(fmt::format("a token of {} is outside the model's vocabulary of {}", tokens_[i], V_));
     cpu::embeddingForward(x0_.data, tokens_, wte_.value.data, wpe_.value.data, B_, T_, C_);
-    const Tensor* x = &x0_;
-    for (auto& l : layers_) x = &l->forward(*x, ctx);
-    logits_ = x;
-    return loss_->forward(*x, batch.targets.data());
+    roundTo(compute_, x0_);
+    logits_ = &forwardLayers(x0_, ctx);
+    return loss_->forward(*logits_, batch.targets.data());
   }
 
   void backward(float scale, StepContext& ctx) override {
-    const Tensor* dy = &loss_->backward(scale);
-    for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) dy = &(*it)->backward(*dy, ctx);
-    cpu::embeddingBackward(wte_.grad.data, wpe_.grad.data, dy->data, tokens_, B_, T_, C_);
+    const Tensor& dx = backwardLayers(loss_->backward(scale), ctx);
+    cpu::embeddingBackward(wte_.grad.data, wpe_.grad.data, dx.data, tokens_, B_, T_, C_);
     ctx.ready(wte_);
     ctx.ready(wpe_);
   }

@@ -1,0 +1,71 @@
+#include "workloads/mixed_precision.h"
+
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "base/dtype.h"
+#include "base/error.h"
+#include "kernels/cpu/ops.h"
+
+namespace ts::wl {
+
+void roundTo(Precision p, const Tensor& x) {
+  const std::size_t n = x.numel();
+  if (p == Precision::kBFloat16)
+    for (std::size_t i = 0; i < n; ++i) x.data[i] = bfloat16ToFloat(floatToBFloat16(x.data[i]));
+  else if (p == Precision::kFloat16)
+    for (std::size_t i = 0; i < n; ++i) x.data[i] = halfToFloat(floatToHalf(x.data[i]));
+}
+
+MasterWeights::MasterWeights(Precision p, const std::vector<Param*>& params, Arena& arena) : p_(p), params_(params) {
+  for (Param* q : params_) masters_.push_back(arena.tensor(q->value.shape));
+}
+
+void MasterWeights::beginStep() {
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    copy(masters_[i], params_[i]->value);
+    roundTo(p_, params_[i]->value);
+  }
+}
+
+void MasterWeights::endStep() {
+  for (std::size_t i = 0; i < params_.size(); ++i) copy(params_[i]->value, masters_[i]);
+}
+
+LossScaler::LossScaler(double initialScale, int growthInterval) : scale_(initialScale), growthInterval_(growthInterval) {
+  if (!(initialScale > 0) || !std::isfinite(initialScale)) throw UsageError(fmt::format("--loss-scale {}: must be a positive number", initialScale));
+  if (growthInterval < 1) throw UsageError("--loss-scale-interval must be at least 1");
+}
+
+bool LossScaler::unscaleAndCheck(const std::vector<Param*>& params) {
+  double sq = 0;
+  for (Param* p : params) sq += cpu::sumOfSquares(p->grad.data, p->grad.numel());
+  if (!std::isfinite(sq)) {
+    scale_ *= 0.5;
+    goodSteps_ = 0;
+    ++skipped_;
+    return false;
+  }
+  const float inv = static_cast<float>(1.0 / scale_);
+  for (Param* p : params) cpu::scale(p->grad.data, inv, p->grad.numel());
+  if (++goodSteps_ >= growthInterval_) {
+    scale_ *= 2.0;
+    goodSteps_ = 0;
+  }
+  return true;
+}
+
+nlohmann::json LossScaler::state() const { return {{"scale", scale_}, {"growth_interval", growthInterval_}, {"good_steps", goodSteps_}, {"skipped_steps", skipped_}}; }
+
+void LossScaler::restore(const nlohmann::json& s) {
+  if (!s.is_object() || !s.contains("scale") || !s["scale"].is_number() || !s.contains("good_steps") || !s["good_steps"].is_number_integer())
+    throw UsageError(fmt::format("--resume: the checkpoint's loss-scaler state is malformed ({})", s.dump()));
+  scale_ = s["scale"].get<double>();
+  goodSteps_ = s["good_steps"].get<int>();
+  if (s.contains("growth_interval") && s["growth_interval"].is_number_integer()) growthInterval_ = s["growth_interval"].get<int>();
+  if (s.contains("skipped_steps") && s["skipped_steps"].is_number_integer()) skipped_ = s["skipped_steps"].get<std::int64_t>();
+}
+
+}  // namespace ts::wl
