@@ -17,7 +17,8 @@ Action addTrainCommand(CLI::App& app) {
   sub->add_option("--steps", t.steps, "Optimizer steps")->capture_default_str();
   sub->add_option("--batch", t.batch, "Global batch per step (samples, or sequences for the transformer)")->capture_default_str();
   sub->add_option("--micro-batches", t.microBatches, "Gradient accumulation: micro-batches per step (must divide --batch)")->capture_default_str();
-  sub->add_option("--precision", t.precision, "float32, or bfloat16 / float16 mixed precision with float32 master weights (emulated on the CPU)")
+  sub->add_option("--device", t.device, "cpu, cuda (GPU 0) or cuda:N")->capture_default_str();
+  sub->add_option("--precision", t.precision, "float32; tf32 (CUDA); bfloat16 / float16: mixed precision with float32 master weights (16-bit rounding emulated)")
       ->capture_default_str();
   sub->add_option("--loss-scale", t.lossScale, "float16: the initial dynamic loss scale")->capture_default_str();
   sub->add_option("--loss-scale-interval", t.lossScaleInterval, "float16: good steps before the loss scale doubles")->capture_default_str();

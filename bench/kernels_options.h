@@ -46,6 +46,8 @@ nlohmann::json toJson(const KernelsOptions& o);
 // figure becomes a kernel_ceiling record when a writer is given. `train` uses it for MFU.
 class ResultWriter;
 double measureCpuGemmCeiling(ResultWriter* writer);
+// The same on a GPU: the best float32 cuBLASLt GEMM over large squares (0 in a build without CUDA).
+double measureCudaGemmCeiling(ResultWriter* writer, int ordinal);
 std::size_t runKernelsStep(const KernelsOptions& o, RunContext& ctx);  // returns the number of failed checks
 int runKernels(const KernelsOptions& o, const std::vector<std::string>& argv);
 

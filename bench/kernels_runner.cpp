@@ -129,20 +129,26 @@ std::vector<double> timeCase(KernelCase& c, int warmup, int iters, int trials) {
 #ifdef TRAINSCOPE_HAVE_CUDA
 // GPU ceilings: the best cuBLASLt GEMM in the run's dtype over large squares, and a device-to-device copy
 // of 1 GiB (read + write counted).
-Ceilings measureCudaCeilings(const KernelsOptions& o, ResultWriter* writer) {
-  Ceilings c;
-  const Precision gemmType = o.settings.precision;
+// The best cuBLASLt GEMM in `precision` over large squares on the current device.
+double cudaGemmCeiling(Precision gemmType, ResultWriter* writer) {
+  double best = 0;
   for (std::int64_t n : {4096, 8192}) {
     const KernelShape shape{fmt::format("square {}", n), {{"M", n}, {"N", n}, {"K", n}}};
     activity::set(fmt::format("compute ceiling: gemm {} {}", shape.name, precisionName(gemmType)));
     auto kc = gemmKernelOp().makeCuda(shape, KernelSettings{gemmType});
     const Stats s = summarize(timeCase(*kc, 2, 5, 1));
     const double tflops = kc->flops() / (s.min * 1e-6) / 1e12;
-    c.tflops = std::max(c.tflops, tflops);
+    best = std::max(best, tflops);
     if (writer)
       writer->add({{"kind", "kernel_ceiling"}, {"ceiling", "compute"}, {"value", tflops}, {"unit", "TFLOP/s"},
                    {"source", fmt::format("cuBLASLt gemm {} {} (best of 5)", shape.name, precisionName(gemmType))}, {"time_us", toJson(s)}});
   }
+  return best;
+}
+
+Ceilings measureCudaCeilings(const KernelsOptions& o, ResultWriter* writer) {
+  Ceilings c;
+  c.tflops = cudaGemmCeiling(o.settings.precision, writer);
   constexpr std::size_t kBytes = 1ull << 30;
   cuda::Stream stream;
   cuda::DeviceArray<unsigned char> a(kBytes), b(kBytes);
@@ -154,7 +160,7 @@ Ceilings measureCudaCeilings(const KernelsOptions& o, ResultWriter* writer) {
   if (writer)
     writer->add({{"kind", "kernel_ceiling"}, {"ceiling", "memory"}, {"value", c.gbps}, {"unit", "GB/s"},
                  {"source", "device-to-device copy of 1 GiB, read + write (best of 5)"}, {"time_us", toJson(s)}});
-  std::printf("# ceilings: compute %.1f TFLOP/s (cuBLASLt %s), memory %.0f GB/s (device copy)\n", c.tflops, std::string(precisionName(gemmType)).c_str(), c.gbps);
+  std::printf("# ceilings: compute %.1f TFLOP/s (cuBLASLt %s), memory %.0f GB/s (device copy)\n", c.tflops, std::string(precisionName(o.settings.precision)).c_str(), c.gbps);
   return c;
 }
 #endif
@@ -252,20 +258,25 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
   cpu_set_t set;
   CPU_ZERO(&set);
   const int usable = ::sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
-  if (leader) std::printf("#\n# kernels on the CPU (float32) with %d of %ld hardware threads (this process's affinity; mpirun binds ranks to cores unless --bind-to none): block of hidden %lld, sequence %lld, batch %lld, vocabulary %lld\n",
-                          usable, ::sysconf(_SC_NPROCESSORS_ONLN), static_cast<long long>(o.hidden), static_cast<long long>(o.seq),
-                          static_cast<long long>(o.batch), static_cast<long long>(o.vocab));
+  if (leader && !o.cuda)
+    std::printf("#\n# kernels on the CPU (%s) with %d of %ld hardware threads (this process's affinity; mpirun binds ranks to cores unless --bind-to none)\n",
+                std::string(precisionName(o.settings.precision)).c_str(), usable, ::sysconf(_SC_NPROCESSORS_ONLN));
+  if (leader && o.userShapes.empty())
+    std::printf("# shapes of a transformer block of hidden %lld, sequence %lld, batch %lld, vocabulary %lld\n", static_cast<long long>(o.hidden),
+                static_cast<long long>(o.seq), static_cast<long long>(o.batch), static_cast<long long>(o.vocab));
+  else if (leader)
+    std::printf("# shapes from the --shapes file\n");
 #ifdef TRAINSCOPE_HAVE_CUDA
   if (o.cuda) {
     cudaDeviceProp prop{};
     CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-    std::printf("# on cuda:0 (%s): device time from CUDA events\n", prop.name);
+    std::printf("#\n# kernels on cuda:0 (%s) in %s: device time from CUDA events\n", prop.name, std::string(precisionName(o.settings.precision)).c_str());
   }
   const Ceilings ceil = !o.ceilings ? Ceilings{} : o.cuda ? measureCudaCeilings(o, writer) : measureCeilings(writer, leader);
 #else
   const Ceilings ceil = o.ceilings ? measureCeilings(writer, leader) : Ceilings{};
 #endif
-  if (leader) std::printf("# %-18s %-12s %-46s %11s %10s %9s %7s %8s %11s %6s\n", "op", "shape", "dims", "time(us)", "GFLOP/s", "GB/s",
+  if (leader) std::printf("# %-18s %-18s %-46s %11s %10s %9s %7s %8s %11s %6s\n", "op", "shape", "dims", "time(us)", "GFLOP/s", "GB/s",
                           "bound", "of roof", "max_rel_err", "check");
   std::size_t failed = 0;
   for (const KernelOp* op : o.ops) {
@@ -283,7 +294,7 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
         throw Error(fmt::format("{} {}: out of host memory for its buffers ({})", op->name(), shape.name, dimsText(shape)));
       }
       if (!kc) {
-        std::printf("  %-18s %-12s (no CUDA implementation yet: skipped)\n", std::string(op->name()).c_str(), shape.name.c_str());
+        std::printf("  %-18s %-18s (no CUDA implementation yet: skipped)\n", std::string(op->name()).c_str(), shape.name.c_str());
         continue;
       }
       const KernelCheck chk = kc->check();
@@ -319,7 +330,7 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
       if (!ctx.step.empty()) rec["step"] = ctx.step;
       if (leader && writer) writer->add(rec);
       if (leader) {
-        std::printf("  %-18s %-12s %-46s %11.2f %10.2f %9.2f %7s %8s %11.2e %6s\n", std::string(op->name()).c_str(), shape.name.c_str(),
+        std::printf("  %-18s %-18s %-46s %11.2f %10.2f %9.2f %7s %8s %11.2e %6s\n", std::string(op->name()).c_str(), shape.name.c_str(),
                     dimsText(shape).c_str(), s.median, tflops * 1e3, gbps, bound.c_str(), fraction.c_str(), chk.maxRelErr, chk.passed ? "ok" : "FAILED");
         std::fflush(stdout);
       }
@@ -335,6 +346,17 @@ int runKernels(const KernelsOptions& o, const std::vector<std::string>& argv) {
   const std::size_t failed = runKernelsStep(o, session->context());
   session->finish();
   return failed ? 1 : 0;
+}
+
+double measureCudaGemmCeiling(ResultWriter* writer, int ordinal) {
+#ifdef TRAINSCOPE_HAVE_CUDA
+  CUDA_CHECK(cudaSetDevice(ordinal));
+  return cudaGemmCeiling(Precision::kFloat32, writer);
+#else
+  (void)writer;
+  (void)ordinal;
+  return 0;
+#endif
 }
 
 }  // namespace ts

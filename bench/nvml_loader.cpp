@@ -80,6 +80,11 @@ bool Library::maxClockMhz(Device d, int clockType, unsigned* mhz) const {
   return ok_ && f && f(d, clockType, mhz) == 0;
 }
 
+bool Library::currentClockMhz(Device d, int clockType, unsigned* mhz) const {
+  auto f = sym<int (*)(Device, int, unsigned*)>(handle_, "nvmlDeviceGetClockInfo");
+  return ok_ && f && f(d, clockType, mhz) == 0;
+}
+
 bool Library::pcieLink(Device d, unsigned* generation, unsigned* width) const {
   auto gen = sym<int (*)(Device, unsigned*)>(handle_, "nvmlDeviceGetMaxPcieLinkGeneration");
   auto wid = sym<int (*)(Device, unsigned*)>(handle_, "nvmlDeviceGetMaxPcieLinkWidth");

@@ -33,6 +33,7 @@ class Library {
   // Number of active NVLinks from a to the GPU at b's PCI address.
   int nvlinksBetween(Device a, const PciInfo& b) const;
   bool maxClockMhz(Device d, int clockType, unsigned* mhz) const;  // 1 = SM, 2 = memory
+  bool currentClockMhz(Device d, int clockType, unsigned* mhz) const;  // the clock now
   bool pcieLink(Device d, unsigned* generation, unsigned* width) const;  // the link's maximum generation and width
   std::string driverVersion() const;
 

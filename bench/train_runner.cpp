@@ -4,6 +4,11 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <optional>
+
+#ifdef TRAINSCOPE_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 #include <fmt/format.h>
 
@@ -12,7 +17,9 @@
 #include "base/heartbeat.h"
 #include "bench/activity.h"
 #include "bench/agreement.h"
+#include "bench/compute_peaks.h"
 #include "bench/kernels_options.h"
+#include "bench/nvml_loader.h"
 #include "bench/progress.h"
 #include "bench/result_writer.h"
 #include "bench/run_session.h"
@@ -34,11 +41,31 @@ nlohmann::json statsOf(const std::vector<double>& seconds) {
 // which samples they are, and the step's loss.
 void dumpLogits(const std::string& path, wl::Trainer& trainer, const wl::StepResult& r) {
   const wl::Tensor& logits = trainer.model().logits();
+  const std::vector<float> host = logits.toHost();
   const std::size_t cols = static_cast<std::size_t>(logits.shape.back()), rows = logits.numel() / cols;
   nlohmann::json rowsJson = nlohmann::json::array();
-  for (std::size_t i = 0; i < rows; ++i) rowsJson.push_back(std::vector<float>(logits.data + i * cols, logits.data + (i + 1) * cols));
-  const nlohmann::json doc = {{"step", r.step}, {"loss", r.loss}, {"sample_indices", trainer.lastSampleIndices()}, {"logits", rowsJson}};
+  for (std::size_t i = 0; i < rows; ++i) rowsJson.push_back(std::vector<float>(host.begin() + i * cols, host.begin() + (i + 1) * cols));
+  const nlohmann::json doc = {{"step", r.step}, {"loss", trainer.lastMicroBatchLoss()}, {"sample_indices", trainer.lastSampleIndices()}, {"logits", rowsJson}};
   writeFileAtomically(path, doc.dump());
+}
+
+// The GPU's SM clock now (NVML), else its maximum (the CUDA runtime); nothing on the CPU.
+std::optional<double> smClockMhz([[maybe_unused]] wl::Device& d) {
+#ifdef TRAINSCOPE_HAVE_CUDA
+  if (!d.cuda()) return std::nullopt;
+  char bus[32] = {};
+  if (cudaDeviceGetPCIBusId(bus, sizeof(bus), d.ordinal()) == cudaSuccess) {
+    nvml::Library lib;
+    nvml::Device h{};
+    unsigned mhz = 0;
+    if (lib.ok() && lib.deviceByPciBusId(bus, &h) && lib.currentClockMhz(h, 1, &mhz) && mhz > 0) return double(mhz);
+  }
+  cudaGetLastError();
+  int khz = 0;
+  if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, d.ordinal()) == cudaSuccess && khz > 0) return khz / 1000.0;
+  cudaGetLastError();
+#endif
+  return std::nullopt;
 }
 
 }  // namespace
@@ -69,15 +96,20 @@ void trainOnOneDevice(const TrainRunOptions& o, RunContext& ctx) {
     throw UsageError(fmt::format("--warmup-steps {} leaves none of the {} steps to time: train more steps or warm up fewer", o.warmupSteps, todo));
   wl::Model& model = trainer.model();
   const auto& cfg = model.config();
-  std::printf("# train %s %s: %lld parameters, %.3g GFLOP per step (3x forward), %lld %s per step, batch %lld in %lld micro-batch(es), data %s\n",
-              cfg.kind.c_str(), cfg.preset.c_str(), static_cast<long long>(model.parameterCount()), trainer.flopsPerStep() / 1e9,
+  std::printf("# train %s %s on %s in %s: %lld parameters, %.3g GFLOP per step (3x forward), %lld %s per step, batch %lld in %lld micro-batch(es), data %s\n",
+              cfg.kind.c_str(), cfg.preset.c_str(), trainer.device().name().c_str(), o.train.precision.c_str(), static_cast<long long>(model.parameterCount()), trainer.flopsPerStep() / 1e9,
               static_cast<long long>(trainer.itemsPerStep()), model.itemName().c_str(), static_cast<long long>(o.train.batch),
               static_cast<long long>(o.train.microBatches), trainer.dataInfo().name.c_str());
   if (trainer.firstStep() > 0) std::printf("# resumed at step %lld from %s\n", static_cast<long long>(trainer.firstStep()), o.train.checkpointDir.c_str());
   double ceiling = 0;
   if (o.ceiling) {
-    ceiling = measureCpuGemmCeiling(ctx.writer);
-    std::printf("# GEMM ceiling %.3f TFLOP/s (float32, OpenBLAS)\n", ceiling);
+    if (trainer.device().cuda()) {
+      ceiling = measureCudaGemmCeiling(ctx.writer, trainer.device().ordinal());
+      std::printf("# GEMM ceiling %.1f TFLOP/s (float32, cuBLASLt)\n", ceiling);
+    } else {
+      ceiling = measureCpuGemmCeiling(ctx.writer);
+      std::printf("# GEMM ceiling %.3f TFLOP/s (float32, OpenBLAS)\n", ceiling);
+    }
   }
   std::fflush(stdout);
 
@@ -133,7 +165,8 @@ void trainOnOneDevice(const TrainRunOptions& o, RunContext& ctx) {
   nlohmann::json rec = {{"kind", "train"},
                         {"model", cfg.kind},
                         {"preset", cfg.preset},
-                        {"backend", "cpu"},
+                        {"backend", trainer.device().cuda() ? "cuda" : "cpu"},
+                        {"device", trainer.device().name()},
                         {"precision", o.train.precision},
                         {"world_size", 1},
                         {"config", trainer.resolvedConfig()},
@@ -161,10 +194,21 @@ void trainOnOneDevice(const TrainRunOptions& o, RunContext& ctx) {
     rec["phases_us"] = {{"data", statsOf(dataT)}, {"forward", statsOf(fwd)}, {"backward", statsOf(bwd)}, {"optimizer", statsOf(opt)}};
     rec["throughput_per_s"] = double(trainer.itemsPerStep()) / median;
     rec["tflops"] = tflops;
+    nlohmann::json peak = nullptr, vsPeak = nullptr, clock = nullptr, peakGpu = nullptr;
+    if (const auto p = datasheetPeak(trainer.device().name(), parsePrecision(o.train.precision)); p && trainer.device().cuda()) {
+      const std::optional<double> mhz = smClockMhz(trainer.device());
+      const double atClock = mhz ? p->tflops * *mhz / p->boostMhz : p->tflops;
+      peak = atClock;
+      vsPeak = tflops / atClock;
+      clock = mhz ? nlohmann::json(*mhz) : nlohmann::json();
+      peakGpu = p->gpu;
+    }
     rec["mfu"] = {{"measured_ceiling_tflops", ceiling > 0 ? nlohmann::json(ceiling) : nlohmann::json()},
                   {"vs_measured", ceiling > 0 ? nlohmann::json(tflops / ceiling) : nlohmann::json()},
-                  {"datasheet_peak_tflops", nullptr},  // the CPU backend: no datasheet figure is assumed
-                  {"vs_datasheet", nullptr}};
+                  {"datasheet_peak_tflops", peak},  // at the recorded SM clock; null for a CPU or an unknown GPU
+                  {"datasheet_gpu", peakGpu},
+                  {"vs_datasheet", vsPeak},
+                  {"clock_mhz", clock}};
     std::printf("# step %.3f ms median over %zu timed steps: %.1f %s/s, %.4f TFLOP/s%s; peak memory %.1f MiB; loss %.4f -> %.4f\n", median * 1e3,
                 total.size(), double(trainer.itemsPerStep()) / median, model.itemName().c_str(), tflops,
                 ceiling > 0 ? fmt::format(", MFU {:.1f}% of the measured GEMM ceiling", 100 * tflops / ceiling).c_str() : "",

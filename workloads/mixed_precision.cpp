@@ -7,16 +7,13 @@
 
 #include "base/dtype.h"
 #include "base/error.h"
-#include "kernels/cpu/ops.h"
+#include "workloads/ops.h"
 
 namespace ts::wl {
 
 void roundTo(Precision p, const Tensor& x) {
-  const std::size_t n = x.numel();
-  if (p == Precision::kBFloat16)
-    for (std::size_t i = 0; i < n; ++i) x.data[i] = bfloat16ToFloat(floatToBFloat16(x.data[i]));
-  else if (p == Precision::kFloat16)
-    for (std::size_t i = 0; i < n; ++i) x.data[i] = halfToFloat(floatToHalf(x.data[i]));
+  if (p == Precision::kBFloat16) ops::roundToBFloat16(*x.device, x.data, x.numel());
+  else if (p == Precision::kFloat16) ops::roundToHalf(*x.device, x.data, x.numel());
 }
 
 MasterWeights::MasterWeights(Precision p, const std::vector<Param*>& params, Arena& arena) : p_(p), params_(params) {
@@ -41,7 +38,7 @@ LossScaler::LossScaler(double initialScale, int growthInterval) : scale_(initial
 
 bool LossScaler::unscaleAndCheck(const std::vector<Param*>& params) {
   double sq = 0;
-  for (Param* p : params) sq += cpu::sumOfSquares(p->grad.data, p->grad.numel());
+  for (Param* p : params) sq += ops::sumOfSquares(*p->grad.device, p->grad.data, p->grad.numel());
   if (!std::isfinite(sq)) {
     scale_ *= 0.5;
     goodSteps_ = 0;
@@ -49,7 +46,7 @@ bool LossScaler::unscaleAndCheck(const std::vector<Param*>& params) {
     return false;
   }
   const float inv = static_cast<float>(1.0 / scale_);
-  for (Param* p : params) cpu::scale(p->grad.data, inv, p->grad.numel());
+  for (Param* p : params) ops::scale(*p->grad.device, p->grad.data, inv, p->grad.numel());
   if (++goodSteps_ >= growthInterval_) {
     scale_ *= 2.0;
     goodSteps_ = 0;

@@ -1,7 +1,5 @@
 #include "workloads/tensor.h"
 
-#include <cstring>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -17,32 +15,46 @@ std::size_t Tensor::numel() const {
 
 std::string Tensor::shapeText() const { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
+std::vector<float> Tensor::toHost() const {
+  std::vector<float> out(numel());
+  device->download(out.data(), data, out.size() * sizeof(float));
+  return out;
+}
+
+void Tensor::fromHost(const std::vector<float>& values) const {
+  if (values.size() != numel()) throw Error(fmt::format("internal: {} values for a tensor of shape {}", values.size(), shapeText()));
+  device->upload(data, values.data(), values.size() * sizeof(float));
+}
+
+Arena::~Arena() {
+  for (void* p : blocks_) device_->release(p);
+}
+
 Tensor Arena::tensor(std::vector<std::int64_t> shape) {
-  Tensor t{nullptr, std::move(shape)};
+  Tensor t{nullptr, std::move(shape), device_};
   for (auto d : t.shape)
     if (d <= 0) throw Error(fmt::format("internal: a tensor of shape {}", t.shapeText()));
-  const std::size_t n = t.numel();
-  try {
-    floats_.push_back(std::make_unique<float[]>(n));  // value-initialised: zeros
-  } catch (const std::bad_alloc&) {
-    throw Error(fmt::format("out of host memory for a tensor of shape {} ({} bytes; {} bytes taken before it)", t.shapeText(), n * 4, bytes_));
-  }
-  bytes_ += n * sizeof(float);
-  t.data = floats_.back().get();
+  const std::size_t bytes = t.numel() * sizeof(float);
+  t.data = static_cast<float*>(device_->allocate(bytes));  // zeroed; out of memory names the sizes
+  blocks_.push_back(t.data);
+  bytes_ += bytes;
   return t;
 }
 
 int* Arena::ints(std::size_t n) {
-  ints_.push_back(std::make_unique<int[]>(std::max<std::size_t>(n, 1)));
-  bytes_ += n * sizeof(int);
-  return ints_.back().get();
+  const std::size_t bytes = std::max<std::size_t>(n, 1) * sizeof(int);
+  int* p = static_cast<int*>(device_->allocate(bytes));
+  blocks_.push_back(p);
+  bytes_ += bytes;
+  return p;
 }
 
-void zero(const Tensor& t) { std::memset(t.data, 0, t.numel() * sizeof(float)); }
+void zero(const Tensor& t) { t.device->zero(t.data, t.numel() * sizeof(float)); }
 
 void copy(const Tensor& dst, const Tensor& src) {
-  if (dst.numel() != src.numel()) throw Error(fmt::format("internal: copy of {} into {}", src.shapeText(), dst.shapeText()));
-  std::memcpy(dst.data, src.data, src.numel() * sizeof(float));
+  if (dst.numel() != src.numel() || dst.device != src.device)
+    throw Error(fmt::format("internal: copy of {} into {}", src.shapeText(), dst.shapeText()));
+  dst.device->copy(dst.data, src.data, src.numel() * sizeof(float));
 }
 
 }  // namespace ts::wl

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
-#include "kernels/cpu/ops.h"
+#include "workloads/ops.h"
 #include "workloads/checkpoint/checkpoint.h"
 
 namespace ts::wl {
@@ -16,15 +16,28 @@ double seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_cloc
   return std::chrono::duration<double>(b - a).count();
 }
 
-std::vector<ckpt::TensorView> views(const std::vector<NamedTensor>& ts) {
-  std::vector<ckpt::TensorView> out;
-  for (const auto& t : ts) out.push_back({t.name, ckpt::TensorDType::kF32, t.tensor->shape, t.tensor->data});
-  return out;
+// Host copies of device tensors, for the checkpoint files, and back.
+struct HostTensors {
+  std::vector<std::vector<float>> values;
+  std::vector<ckpt::TensorView> views;
+  std::vector<ckpt::MutableTensorView> mutableViews;
+};
+
+HostTensors downloaded(const std::vector<NamedTensor>& ts) {
+  HostTensors h;
+  for (const auto& t : ts) h.values.push_back(t.tensor->toHost());
+  for (std::size_t i = 0; i < ts.size(); ++i) h.views.push_back({ts[i].name, ckpt::TensorDType::kF32, ts[i].tensor->shape, h.values[i].data()});
+  return h;
 }
-std::vector<ckpt::MutableTensorView> mutableViews(const std::vector<NamedTensor>& ts) {
-  std::vector<ckpt::MutableTensorView> out;
-  for (const auto& t : ts) out.push_back({t.name, ckpt::TensorDType::kF32, t.tensor->shape, t.tensor->data});
-  return out;
+
+// Restores `ts` from a checkpoint file (names, dtypes and shapes checked by restore()).
+void restoreInto(const ckpt::SafetensorsFile& file, const std::vector<NamedTensor>& ts) {
+  HostTensors h;
+  for (const auto& t : ts) h.values.emplace_back(t.tensor->numel());
+  for (std::size_t i = 0; i < ts.size(); ++i)
+    h.mutableViews.push_back({ts[i].name, ckpt::TensorDType::kF32, ts[i].tensor->shape, h.values[i].data()});
+  file.restore(h.mutableViews);
+  for (std::size_t i = 0; i < ts.size(); ++i) ts[i].tensor->fromHost(h.values[i]);
 }
 
 // Parameters then buffers: everything model.safetensors holds.
@@ -39,7 +52,7 @@ std::vector<NamedTensor> modelTensors(Model& m) {
 
 nlohmann::json TrainOptions::toJson() const {
   return {{"model", model},         {"preset", preset},       {"set", overrides},          {"steps", steps},
-          {"batch", batch},         {"micro_batches", microBatches}, {"precision", precision},
+          {"batch", batch},         {"micro_batches", microBatches}, {"device", device}, {"precision", precision},
           {"loss_scale", precision == "float16" ? nlohmann::json(lossScale) : nlohmann::json()}, {"optimizer", optimizer.toJson()},
           {"schedule", schedule.toJson()}, {"clip_norm", clipNorm}, {"seed", seed},          {"data", data},
           {"checkpoint_dir", checkpointDir}, {"checkpoint_every", checkpointEvery}, {"resume", resume}};
@@ -50,9 +63,8 @@ void validateTrainOptions(const TrainOptions& o) {
   if (o.batch < 1) throw UsageError(fmt::format("--batch {}: must be at least 1", o.batch));
   if (o.microBatches < 1 || o.batch % o.microBatches)
     throw UsageError(fmt::format("--micro-batches {}: must be at least 1 and divide --batch {}", o.microBatches, o.batch));
-  if (o.precision != "float32" && o.precision != "bfloat16" && o.precision != "float16")
-    throw UsageError(fmt::format("--precision {}: the CPU backend trains in float32, bfloat16 or float16 (tf32 needs the CUDA backend, "
-                                 "which trainscope train does not have yet)", o.precision));
+  if (o.precision != "float32" && o.precision != "tf32" && o.precision != "bfloat16" && o.precision != "float16")
+    throw UsageError(fmt::format("--precision {}: expected float32, tf32 (CUDA), bfloat16 or float16", o.precision));
   if (o.precision == "float16") LossScaler(o.lossScale, o.lossScaleInterval);  // checks the two
   if (o.clipNorm < 0) throw UsageError("--clip-norm must be >= 0 (0 = off)");
   if (o.checkpointEvery < 0) throw UsageError("--checkpoint-every must be >= 0");
@@ -69,6 +81,8 @@ Trainer::Trainer(const TrainOptions& options) : options_(options) {
   const TrainOptions& o = options_;
   validateTrainOptions(o);
   options_.schedule.total = o.steps;
+  device_ = Device::open(o.device);  // first: a missing GPU is reported before any data is read
+  device_->setMatmulPrecision(parsePrecision(o.precision));
 
   ModelConfig config = modelPreset(o.model, o.preset);
   for (const auto& a : o.overrides) applyModelOverride(config, a);
@@ -91,10 +105,10 @@ Trainer::Trainer(const TrainOptions& options) : options_(options) {
     config.classes = info.classes;
   }
   validateModelConfig(config, info);
-  model_ = makeModel(config, microBatchSize());
+  model_ = makeModel(config, microBatchSize(), *device_);
   optimizer_ = std::make_unique<Optimizer>(o.optimizer, model_->params(), model_->arena());
   const Precision precision = parsePrecision(o.precision);
-  if (precision != Precision::kFloat32) {
+  if (precision == Precision::kBFloat16 || precision == Precision::kFloat16) {
     model_->setComputePrecision(precision);
     masters_ = std::make_unique<MasterWeights>(precision, model_->params(), model_->arena());
   }
@@ -107,8 +121,8 @@ Trainer::Trainer(const TrainOptions& options) : options_(options) {
         throw UsageError(fmt::format("--resume: {} was trained on other data ({}), not {}", c.directory, c.state.data.dump(), source_->identity().dump()));
       if (c.state.config.value("model", nlohmann::json()) != config.toJson())
         throw UsageError(fmt::format("--resume: {} holds another model ({})", c.directory, c.state.config.value("model", nlohmann::json()).dump()));
-      c.model.restore(mutableViews(modelTensors(*model_)));
-      c.optimizer.restore(mutableViews(optimizer_->state()));
+      restoreInto(c.model, modelTensors(*model_));
+      restoreInto(c.optimizer, optimizer_->state());
       if (scaler_) scaler_->restore(c.state.scaler);
       firstStep_ = nextStep_ = c.state.step;
       if (firstStep_ >= o.steps)
@@ -148,10 +162,13 @@ StepResult Trainer::step() {
   for (std::int64_t i = 0; i < M; ++i) {
     const data::Batch micro = M == 1 ? std::move(next.batch) : next.batch.slice(i * mb, (i + 1) * mb);
     const auto f0 = clock::now();
-    loss += model_->forward(micro, ctx);
+    lastMicroLoss_ = model_->forward(micro, ctx);
+    loss += lastMicroLoss_;
     lastIndices_ = micro.sampleIndices;
+    device_->synchronize();
     const auto f1 = clock::now();
     model_->backward(static_cast<float>(r.lossScale / static_cast<double>(M)), ctx);  // the step's loss: the mean over micro-batches
+    device_->synchronize();
     r.forwardS += seconds(f0, f1);
     r.backwardS += seconds(f1, clock::now());
   }
@@ -165,19 +182,24 @@ StepResult Trainer::step() {
     r.gradNorm = NAN;
   } else {
     double sq = 0;
-    for (Param* p : model_->params()) sq += cpu::sumOfSquares(p->grad.data, p->grad.numel());
+    for (Param* p : model_->params()) sq += ops::sumOfSquares(*p->grad.device, p->grad.data, p->grad.numel());
     r.gradNorm = std::sqrt(sq);
     if (options_.clipNorm > 0 && r.gradNorm > options_.clipNorm) {
       const float s = static_cast<float>(options_.clipNorm / r.gradNorm);
-      for (Param* p : model_->params()) cpu::scale(p->grad.data, s, p->grad.numel());
+      for (Param* p : model_->params()) ops::scale(*p->grad.device, p->grad.data, s, p->grad.numel());
     }
     // Adam's bias correction counts the updates made, not the steps (a skipped step made none).
     optimizer_->step(r.lr, static_cast<int>(r.step + 1 - (scaler_ ? scaler_->skippedSteps() : 0)));
   }
+  device_->synchronize();
   r.optimizerS = seconds(o0, clock::now());
   ++nextStep_;
-  if (!options_.checkpointDir.empty() && ((options_.checkpointEvery > 0 && nextStep_ % options_.checkpointEvery == 0) || done())) saveCheckpoint();
-  r.totalS = seconds(t0, clock::now());
+  const auto end = clock::now();
+  r.totalS = seconds(t0, end);
+  if (!options_.checkpointDir.empty() && ((options_.checkpointEvery > 0 && nextStep_ % options_.checkpointEvery == 0) || done())) {
+    saveCheckpoint();
+    r.checkpointS = seconds(end, clock::now());
+  }
   return r;
 }
 
@@ -188,11 +210,11 @@ std::string Trainer::saveCheckpoint() {
   state.data = source_->identity();
   state.config = resolvedConfig();
   if (scaler_) state.scaler = scaler_->state();
-  const auto model = views(modelTensors(*model_));
-  const auto optim = views(optimizer_->state());
+  const HostTensors model = downloaded(modelTensors(*model_));
+  const HostTensors optim = downloaded(optimizer_->state());
   ckpt::SaveOptions so;
   so.modelMetadata = {{"format", "pt"}, {"model", model_->config().kind}, {"preset", model_->config().preset}};
-  return ckpt::saveCheckpoint(options_.checkpointDir, model, optim, state, so);
+  return ckpt::saveCheckpoint(options_.checkpointDir, model.views, optim.views, state, so);
 }
 
 }  // namespace ts::wl

@@ -26,6 +26,7 @@ struct TrainOptions {
   std::int64_t steps = 100;
   std::int64_t batch = 32;         // global batch per optimizer step (samples or sequences)
   std::int64_t microBatches = 1;   // gradient accumulation: the batch is cut into this many micro-batches
+  std::string device = "cpu";         // cpu, cuda, cuda:N
   std::string precision = "float32";  // float32, or bfloat16 / float16 mixed precision (emulated on the CPU)
   double lossScale = 65536.0;         // float16: the initial dynamic loss scale
   int lossScaleInterval = 2000;       // float16: good steps before the scale doubles
@@ -49,8 +50,10 @@ struct StepResult {
   double loss = 0, lr = 0, gradNorm = 0;
   bool skipped = false;  // float16: the gradients overflowed, the update was skipped and the scale halved
   double lossScale = 1;  // the scale this step's backward used
-  // Phase times in seconds: data = waiting for the loader; the rest are host wall time (CPU backend).
+  // Phase times in seconds: data = waiting for the loader; the others host wall time from one phase's
+  // start to the next (on CUDA the device is synchronised at each boundary, so they include device time).
   double dataS = 0, forwardS = 0, backwardS = 0, optimizerS = 0, totalS = 0;
+  double checkpointS = 0;  // writing a checkpoint after the step: not part of totalS (the step's time)
 };
 
 class Trainer {
@@ -68,6 +71,7 @@ class Trainer {
   std::string saveCheckpoint();
 
   Model& model() { return *model_; }
+  Device& device() { return *device_; }
   const TrainOptions& options() const { return options_; }
   const data::DataInfo& dataInfo() const { return source_->info(); }
   std::int64_t microBatchSize() const { return options_.batch / options_.microBatches; }
@@ -75,11 +79,13 @@ class Trainer {
   double flopsPerStep() const;
   std::int64_t itemsPerStep() const;
   nlohmann::json resolvedConfig() const;
-  // The dataset indices of the last micro-batch trained (model().logits() are its logits).
+  // The dataset indices of the last micro-batch trained (model().logits() are its logits) and its loss.
   const std::vector<std::int64_t>& lastSampleIndices() const { return lastIndices_; }
+  double lastMicroBatchLoss() const { return lastMicroLoss_; }
 
  private:
   TrainOptions options_;
+  std::unique_ptr<Device> device_;  // before the model: its memory is the device's
   std::unique_ptr<data::DataSource> source_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<Optimizer> optimizer_;
@@ -88,6 +94,7 @@ class Trainer {
   std::unique_ptr<LossScaler> scaler_;      // float16
   std::int64_t nextStep_ = 0, firstStep_ = 0;
   std::vector<std::int64_t> lastIndices_;
+  double lastMicroLoss_ = 0;
 };
 
 }  // namespace ts::wl

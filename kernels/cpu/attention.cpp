@@ -19,4 +19,24 @@ void attentionForward(float* out, const float* q, const float* k, const float* v
   }
 }
 
+void headsFromRows(float* heads, const float* rows, int B, int T, int NH, int D, int col0, int W) {
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < NH; ++h)
+      for (int t = 0; t < T; ++t) {
+        const float* src = rows + (static_cast<std::size_t>(b) * T + t) * W + col0 + h * D;
+        float* dst = heads + ((static_cast<std::size_t>(b) * NH + h) * T + t) * D;
+        for (int d = 0; d < D; ++d) dst[d] = src[d];
+      }
+}
+
+void rowsFromHeads(float* rows, const float* heads, int B, int T, int NH, int D, int col0, int W) {
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < NH; ++h)
+      for (int t = 0; t < T; ++t) {
+        const float* src = heads + ((static_cast<std::size_t>(b) * NH + h) * T + t) * D;
+        float* dst = rows + (static_cast<std::size_t>(b) * T + t) * W + col0 + h * D;
+        for (int d = 0; d < D; ++d) dst[d] = src[d];
+      }
+}
+
 }  // namespace ts::cpu

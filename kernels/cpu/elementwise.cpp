@@ -61,6 +61,13 @@ double sumOfSquares(const float* x, std::size_t n) {
   return s;
 }
 
+void roundToBFloat16(float* x, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) x[i] = bfloat16ToFloat(floatToBFloat16(x[i]));
+}
+void roundToHalf(float* x, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) x[i] = halfToFloat(floatToHalf(x[i]));
+}
+
 void castToBFloat16(std::uint16_t* out, const float* inp, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) out[i] = floatToBFloat16(inp[i]);
 }

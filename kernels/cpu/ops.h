@@ -126,6 +126,16 @@ void conv2dBackwardFilter(float* dw, float* dbias, const float* dy, const float*
 // Two GEMMs and a softmax per (batch, head): 4*B*NH*T*T*D FLOPs (half of them masked away in a fused
 // kernel); this reference computes the full score matrix.
 void attentionForward(float* out, const float* q, const float* k, const float* v, int B, int NH, int T, int D);
+// The head permutes of multi-head attention: rows[B*T, W] (columns col0 .. col0 + NH*D of each row) <->
+// heads[B, NH, T, D]. headsFromRows gathers q, k or v out of the fused QKV projection (col0 = 0, C, 2C;
+// W = 3C); rowsFromHeads writes a head-major result back into row-major columns. Pure copies.
+void headsFromRows(float* heads, const float* rows, int B, int T, int NH, int D, int col0, int W);
+void rowsFromHeads(float* rows, const float* heads, int B, int T, int NH, int D, int col0, int W);
+
+// Rounds x in place to the nearest bfloat16 / float16 value (float16: beyond 65504 becomes inf), the
+// storage rounding of 16-bit mixed precision.
+void roundToBFloat16(float* x, std::size_t n);
+void roundToHalf(float* x, std::size_t n);
 
 // float32 <-> bfloat16 / float16 (round to nearest even).
 void castToBFloat16(std::uint16_t* out, const float* inp, std::size_t n);

@@ -44,7 +44,7 @@ class TrainingSection:
                 left = [a + b for a, b in zip(left, widths)]
             ax.set_xlabel("median time per step (ms)")
             ax.set_title("where a step's time goes")
-            ax.legend(fontsize=7, ncol=4)
+            ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.35 if len(timed) < 3 else -0.12), frameon=False)
             ax.invert_yaxis()
             blocks.append(plots.save(fig, "training_phases", "phase breakdown", "median data, forward, backward and optimizer time per step"))
 

@@ -155,7 +155,7 @@ def test_checkpoint_weights_reproduce_the_logits_in_numpy(tmp_path):
     dump = tmp_path / "logits.json"
     _, rec = train(tmp_path, "second", common + ["--steps", 4, "--resume", "--dump-logits", dump])
     got = json.loads(dump.read_text())
-    assert got["step"] == 3 and got["loss"] == rec["loss_curve"][0]["loss"]
+    assert got["step"] == 3 and got["loss"] == rec["loss_curve"][0]["loss"]  # one micro-batch: its loss is the step's
     w = read_safetensors(tmp_path / "ckpt" / "step-00000003" / "model.safetensors")
     idx = np.array(got["sample_indices"])
     x = ((images[idx].reshape(len(idx), -1).astype(np.float64) / 255.0) - 0.1307) / 0.3081
@@ -177,9 +177,11 @@ def test_checkpoint_weights_reproduce_the_logits_in_numpy(tmp_path):
     (["--batch", 6, "--micro-batches", 4], "--micro-batches 4: must be at least 1 and divide --batch 6"),
     (["--model", "transformer", "--set", "heads=3"], "transformer: 3 heads do not divide the hidden size 64"),
     (["--set", "heads=3"], "--set heads: not a field of the mlp model"),
-    (["--precision", "tf32"], "--precision tf32: the CPU backend trains in float32, bfloat16 or float16"),
+    (["--precision", "tf32"], "--precision tf32: TF32 is a GPU tensor-core mode"),
+    (["--precision", "fp8"], "--precision fp8: expected float32, tf32 (CUDA), bfloat16 or float16"),
     (["--precision", "float16", "--loss-scale", 0], "--loss-scale 0: must be a positive number"),
     (["--optimizer", "adagrad"], "--optimizer: unknown optimizer 'adagrad'"),
+    (["--device", "gpu"], "--device gpu: expected cpu, cuda or cuda:N"),
     (["--data", "mnist:/nonexistent"], "/nonexistent"),
     (["--resume"], "--resume and --checkpoint-every need --checkpoint-dir"),
     (["--warmup-steps", 3], "--warmup-steps 3 leaves none of the 3 steps to time"),
@@ -190,6 +192,15 @@ def test_bad_input_gives_one_clear_error(tmp_path, args, message):
     assert r.rc == 2, (r.rc, r.err)
     assert len(r.error_lines()) == 1 and message in r.error_lines()[0], r.err
     assert not out.exists()
+
+
+def test_cuda_without_a_gpu_is_one_clear_error(tmp_path):
+    r = run_trainscope(["train", "--no-ceiling", "--device", "cuda", "--steps", 3, "--json", tmp_path / "x.json"])
+    if r.rc == 0:
+        pytest.skip("a GPU is present: the no-GPU error cannot be shown here")
+    assert r.rc == 2 and len(r.error_lines()) == 1, r.err
+    assert "--device cuda: " in r.error_lines()[0] and ("no CUDA GPU" in r.err or "built without CUDA" in r.err)
+    assert not (tmp_path / "x.json").exists()
 
 
 def test_a_corrupt_checkpoint_is_named_on_resume(tmp_path):

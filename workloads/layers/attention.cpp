@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/cpu/ops.h"
+#include "workloads/ops.h"
 
 namespace ts::wl {
 
@@ -13,66 +13,50 @@ CausalSelfAttention::CausalSelfAttention(Arena& arena, const Init& init, const s
       qkv_(arena, init, name + ".qkv", batch * seq, channels, 3 * channels, true, initStd),
       proj_(arena, init, name + ".proj", batch * seq, channels, channels, true, projStd),
       q_(arena.tensor({B_, NH_, T_, D_})), k_(arena.tensor({B_, NH_, T_, D_})), v_(arena.tensor({B_, NH_, T_, D_})),
-      att_(arena.tensor({B_, NH_, T_, T_})), merged_(arena.tensor({B_ * T_, C_})), dq_(arena.tensor({B_, NH_, T_, D_})),
-      dk_(arena.tensor({B_, NH_, T_, D_})), dv_(arena.tensor({B_, NH_, T_, D_})), datt_(arena.tensor({B_, NH_, T_, T_})),
-      dscores_(arena.tensor({B_, NH_, T_, T_})), dqkv_(arena.tensor({B_ * T_, 3 * C_})) {}
+      o_(arena.tensor({B_, NH_, T_, D_})), att_(arena.tensor({B_, NH_, T_, T_})), merged_(arena.tensor({B_ * T_, C_})),
+      do_(arena.tensor({B_, NH_, T_, D_})), dq_(arena.tensor({B_, NH_, T_, D_})), dk_(arena.tensor({B_, NH_, T_, D_})),
+      dv_(arena.tensor({B_, NH_, T_, D_})), datt_(arena.tensor({B_, NH_, T_, T_})), dscores_(arena.tensor({B_, NH_, T_, T_})),
+      dqkv_(arena.tensor({B_ * T_, 3 * C_})) {}
 
 double CausalSelfAttention::forwardFlops() const { return qkv_.forwardFlops() + proj_.forwardFlops() + 4.0 * B_ * NH_ * T_ * T_ * D_; }
 
+// Every (batch, head) pair at once: the head permutes, then strided batched GEMMs over B*NH matrices.
 const Tensor& CausalSelfAttention::forward(const Tensor& x, StepContext& ctx) {
+  Device& d = *q_.device;
   const Tensor& qkv = qkv_.forward(x, ctx);  // [B*T, 3C]: q | k | v, head h at columns h*D ..
-  const int T = static_cast<int>(T_), D = static_cast<int>(D_);
+  const int B = int(B_), T = int(T_), NH = int(NH_), D = int(D_), C = int(C_), BH = B * NH;
+  const std::int64_t sHead = T_ * D_, sAtt = T_ * T_;
+  ops::headsFromRows(d, q_.data, qkv.data, B, T, NH, D, 0, 3 * C);
+  ops::headsFromRows(d, k_.data, qkv.data, B, T, NH, D, C, 3 * C);
+  ops::headsFromRows(d, v_.data, qkv.data, B, T, NH, D, 2 * C, 3 * C);
   const float scale = 1.0f / std::sqrt(static_cast<float>(D_));
-  for (std::int64_t b = 0; b < B_; ++b)
-    for (std::int64_t h = 0; h < NH_; ++h) {
-      const std::size_t head = static_cast<std::size_t>((b * NH_ + h) * T_ * D_);
-      for (std::int64_t t = 0; t < T_; ++t) {
-        const float* row = qkv.data + (b * T_ + t) * 3 * C_ + h * D_;
-        for (std::int64_t d = 0; d < D_; ++d) {
-          q_.data[head + t * D_ + d] = row[d];
-          k_.data[head + t * D_ + d] = row[C_ + d];
-          v_.data[head + t * D_ + d] = row[2 * C_ + d];
-        }
-      }
-      float* att = att_.data + (b * NH_ + h) * T_ * T_;
-      // scores = q k^T / sqrt(D), then the causal softmax in place.
-      cpu::gemm(false, true, T, T, D, scale, q_.data + head, D, k_.data + head, D, 0.0f, att, T);
-      cpu::softmaxForward(att, att, T_, T_, T_);
-      // out = att v, written straight into the merged [B*T, C] layout (row stride C).
-      cpu::gemm(false, false, T, D, T, 1.0f, att, T, v_.data + head, D, 0.0f, merged_.data + b * T_ * C_ + h * D_, static_cast<int>(C_));
-    }
+  // att = softmax(q k^T / sqrt(D), causal), in place; out = att v.
+  ops::gemmStridedBatched(d, false, true, T, T, D, scale, q_.data, D, sHead, k_.data, D, sHead, 0.0f, att_.data, T, sAtt, BH);
+  ops::softmaxForward(d, att_.data, att_.data, B_ * NH_ * T_, T_, T_);
+  ops::gemmStridedBatched(d, false, false, T, D, T, 1.0f, att_.data, T, sAtt, v_.data, D, sHead, 0.0f, o_.data, D, sHead, BH);
+  ops::rowsFromHeads(d, merged_.data, o_.data, B, T, NH, D, 0, C);
   return proj_.forward(merged_, ctx);
 }
 
 const Tensor& CausalSelfAttention::backward(const Tensor& dy, StepContext& ctx) {
+  Device& d = *q_.device;
   const Tensor& dmerged = proj_.backward(dy, ctx);
-  const int T = static_cast<int>(T_), D = static_cast<int>(D_), C = static_cast<int>(C_);
+  const int B = int(B_), T = int(T_), NH = int(NH_), D = int(D_), C = int(C_), BH = B * NH;
+  const std::int64_t sHead = T_ * D_, sAtt = T_ * T_;
   const float scale = 1.0f / std::sqrt(static_cast<float>(D_));
-  for (std::int64_t b = 0; b < B_; ++b)
-    for (std::int64_t h = 0; h < NH_; ++h) {
-      const std::size_t head = static_cast<std::size_t>((b * NH_ + h) * T_ * D_);
-      const float* att = att_.data + (b * NH_ + h) * T_ * T_;
-      float* datt = datt_.data + (b * NH_ + h) * T_ * T_;
-      float* dscores = dscores_.data + (b * NH_ + h) * T_ * T_;
-      const float* dout = dmerged.data + b * T_ * C_ + h * D_;  // [T, D] with row stride C
-      // out = att v:  datt = dout v^T,  dv = att^T dout.
-      cpu::gemm(false, true, T, T, D, 1.0f, dout, C, v_.data + head, D, 0.0f, datt, T);
-      cpu::gemm(true, false, T, D, T, 1.0f, att, T, dout, C, 0.0f, dv_.data + head, D);
-      // Softmax backward (masked entries have att = 0, so they get no gradient), then the scale.
-      std::fill(dscores, dscores + T_ * T_, 0.0f);
-      cpu::softmaxBackward(dscores, datt, att, T_, T_);
-      // scores = scale q k^T:  dq = scale dscores k,  dk = scale dscores^T q.
-      cpu::gemm(false, false, T, D, T, scale, dscores, T, k_.data + head, D, 0.0f, dq_.data + head, D);
-      cpu::gemm(true, false, T, D, T, scale, dscores, T, q_.data + head, D, 0.0f, dk_.data + head, D);
-      for (std::int64_t t = 0; t < T_; ++t) {
-        float* row = dqkv_.data + (b * T_ + t) * 3 * C_ + h * D_;
-        for (std::int64_t d = 0; d < D_; ++d) {
-          row[d] = dq_.data[head + t * D_ + d];
-          row[C_ + d] = dk_.data[head + t * D_ + d];
-          row[2 * C_ + d] = dv_.data[head + t * D_ + d];
-        }
-      }
-    }
+  ops::headsFromRows(d, do_.data, dmerged.data, B, T, NH, D, 0, C);
+  // out = att v:  datt = dout v^T,  dv = att^T dout.
+  ops::gemmStridedBatched(d, false, true, T, T, D, 1.0f, do_.data, D, sHead, v_.data, D, sHead, 0.0f, datt_.data, T, sAtt, BH);
+  ops::gemmStridedBatched(d, true, false, T, D, T, 1.0f, att_.data, T, sAtt, do_.data, D, sHead, 0.0f, dv_.data, D, sHead, BH);
+  // Softmax backward (masked entries have att = 0, so they get no gradient); it accumulates, so from zero.
+  zero(dscores_);
+  ops::softmaxBackward(d, dscores_.data, datt_.data, att_.data, B_ * NH_ * T_, T_);
+  // scores = scale q k^T:  dq = scale dscores k,  dk = scale dscores^T q.
+  ops::gemmStridedBatched(d, false, false, T, D, T, scale, dscores_.data, T, sAtt, k_.data, D, sHead, 0.0f, dq_.data, D, sHead, BH);
+  ops::gemmStridedBatched(d, true, false, T, D, T, scale, dscores_.data, T, sAtt, q_.data, D, sHead, 0.0f, dk_.data, D, sHead, BH);
+  ops::rowsFromHeads(d, dqkv_.data, dq_.data, B, T, NH, D, 0, 3 * C);
+  ops::rowsFromHeads(d, dqkv_.data, dk_.data, B, T, NH, D, C, 3 * C);
+  ops::rowsFromHeads(d, dqkv_.data, dv_.data, B, T, NH, D, 2 * C, 3 * C);
   return qkv_.backward(dqkv_, ctx);
 }
 

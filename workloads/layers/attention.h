@@ -23,9 +23,9 @@ class CausalSelfAttention final : public Layer {
  private:
   std::int64_t B_, T_, C_, NH_, D_;
   Linear qkv_, proj_;
-  // [B, NH, T, D] per head; att = softmax scores [B, NH, T, T]; merged heads [B*T, C].
-  Tensor q_, k_, v_, att_, merged_;
-  Tensor dq_, dk_, dv_, datt_, dscores_, dqkv_;
+  // [B, NH, T, D] per head (o: att v); att = softmax scores [B, NH, T, T]; merged heads [B*T, C].
+  Tensor q_, k_, v_, o_, att_, merged_;
+  Tensor do_, dq_, dk_, dv_, datt_, dscores_, dqkv_;
 };
 
 }  // namespace ts::wl

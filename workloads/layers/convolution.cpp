@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "workloads/ops.h"
+
 namespace ts::wl {
 namespace {
 cpu::Conv2dShape convShape(std::int64_t n, std::int64_t cin, std::int64_t h, std::int64_t w, std::int64_t cout, int k, int stride) {
@@ -19,15 +21,15 @@ double Conv2d::forwardFlops() const { return 2.0 * s_.N * s_.K * s_.P() * s_.Q()
 
 const Tensor& Conv2d::forward(const Tensor& x, StepContext&) {
   x_ = &x;
-  cpu::conv2dForward(y_.data, x.data, w_.value.data, nullptr, s_);
+  ops::conv2dForward(*y_.device, y_.data, x.data, w_.value.data, s_);
   return y_;
 }
 
 const Tensor& Conv2d::backward(const Tensor& dy, StepContext& ctx) {
-  cpu::conv2dBackwardFilter(w_.grad.data, nullptr, dy.data, x_->data, s_);
+  ops::conv2dBackwardFilter(*y_.device, w_.grad.data, dy.data, x_->data, s_);
   ctx.ready(w_);
   zero(dx_);
-  cpu::conv2dBackwardData(dx_.data, dy.data, w_.value.data, s_);
+  ops::conv2dBackwardData(*y_.device, dx_.data, dy.data, w_.value.data, s_);
   return dx_;
 }
 
@@ -35,13 +37,13 @@ GlobalAvgPool::GlobalAvgPool(Arena& arena, std::int64_t n, std::int64_t c, std::
     : n_(n), c_(c), hw_(h * w), y_(arena.tensor({n, c})), dx_(arena.tensor({n, c, h, w})) {}
 
 const Tensor& GlobalAvgPool::forward(const Tensor& x, StepContext&) {
-  cpu::globalAvgPoolForward(y_.data, x.data, n_, c_, hw_);
+  ops::globalAvgPoolForward(*y_.device, y_.data, x.data, n_, c_, hw_);
   return y_;
 }
 
 const Tensor& GlobalAvgPool::backward(const Tensor& dy, StepContext&) {
   zero(dx_);
-  cpu::globalAvgPoolBackward(dx_.data, dy.data, n_, c_, hw_);
+  ops::globalAvgPoolBackward(*y_.device, dx_.data, dy.data, n_, c_, hw_);
   return dx_;
 }
 
@@ -50,14 +52,14 @@ MaxPool2d::MaxPool2d(Arena& arena, std::int64_t n, std::int64_t c, std::int64_t 
       argmax_(arena.ints(static_cast<std::size_t>(n * c * p_ * q_))), y_(arena.tensor({n, c, p_, q_})), dx_(arena.tensor({n, c, h, w})) {}
 
 const Tensor& MaxPool2d::forward(const Tensor& x, StepContext&) {
-  cpu::maxPool2dForward(y_.data, argmax_, x.data, static_cast<int>(n_), static_cast<int>(c_), static_cast<int>(h_), static_cast<int>(w_), k_,
+  ops::maxPool2dForward(*y_.device, y_.data, argmax_, x.data, static_cast<int>(n_), static_cast<int>(c_), static_cast<int>(h_), static_cast<int>(w_), k_,
                         stride_, pad_);
   return y_;
 }
 
 const Tensor& MaxPool2d::backward(const Tensor& dy, StepContext&) {
   zero(dx_);
-  cpu::maxPool2dBackward(dx_.data, dy.data, argmax_, dy.numel());
+  ops::maxPool2dBackward(*y_.device, dx_.data, dy.data, argmax_, dy.numel());
   return dx_;
 }
 
@@ -87,25 +89,25 @@ double BasicBlock::forwardFlops() const {
 const Tensor& BasicBlock::forward(const Tensor& x, StepContext& ctx) {
   x_ = &x;
   const Tensor& a = bn1_.forward(conv1_.forward(x, ctx), ctx);
-  cpu::reluForward(relu1_.data, a.data, a.numel());
+  ops::reluForward(*sum_.device, relu1_.data, a.data, a.numel());
   const Tensor& b = bn2_.forward(conv2_.forward(relu1_, ctx), ctx);
   const Tensor& shortcut = downConv_ ? downBn_->forward(downConv_->forward(x, ctx), ctx) : x;
-  cpu::residualAdd(sum_.data, b.data, shortcut.data, b.numel());
-  cpu::reluForward(sum_.data, sum_.data, sum_.numel());  // the block's output; > 0 exactly where the sum was
+  ops::residualAdd(*sum_.device, sum_.data, b.data, shortcut.data, b.numel());
+  ops::reluForward(*sum_.device, sum_.data, sum_.data, sum_.numel());  // the block's output; > 0 exactly where the sum was
   return sum_;
 }
 
 const Tensor& BasicBlock::backward(const Tensor& dy, StepContext& ctx) {
   zero(dsum_);
-  cpu::reluBackward(dsum_.data, sum_.data, dy.data, dy.numel());  // relu(s) > 0 iff s > 0
+  ops::reluBackward(*sum_.device, dsum_.data, sum_.data, dy.data, dy.numel());  // relu(s) > 0 iff s > 0
   // Shortcut branch first (its gradient goes straight to x), then the main branch.
   if (downConv_) copy(dx_, downConv_->backward(downBn_->backward(dsum_, ctx), ctx));
   else copy(dx_, dsum_);
   const Tensor& drelu = conv2_.backward(bn2_.backward(dsum_, ctx), ctx);
   zero(drelu1_);
-  cpu::reluBackward(drelu1_.data, relu1_.data, drelu.data, drelu.numel());
+  ops::reluBackward(*sum_.device, drelu1_.data, relu1_.data, drelu.data, drelu.numel());
   const Tensor& dx1 = conv1_.backward(bn1_.backward(drelu1_, ctx), ctx);
-  cpu::axpy(dx_.data, dx1.data, 1.0f, dx_.numel());
+  ops::axpy(*sum_.device, dx_.data, dx1.data, 1.0f, dx_.numel());
   return dx_;
 }
 

@@ -8,7 +8,8 @@ namespace ts::wl {
 class CrossEntropy {
  public:
   CrossEntropy(Arena& arena, std::int64_t rows, std::int64_t classes);
-  // Mean loss over the rows; keeps dlogits = d(mean loss)/dlogits. UsageError for a target outside [0, V).
+  // Mean loss over the rows; keeps dlogits = d(mean loss)/dlogits. `targets` are on the host (checked
+  // there: UsageError for one outside [0, V)) and copied to the device.
   double forward(const Tensor& logits, const std::int32_t* targets);
   // d(scale * mean loss)/dlogits.
   const Tensor& backward(float scale);
@@ -16,6 +17,7 @@ class CrossEntropy {
  private:
   std::int64_t rows_, classes_;
   Tensor losses_, dlogits_;
+  int* targets_ = nullptr;  // on the device
 };
 
 }  // namespace ts::wl

@@ -17,24 +17,26 @@ double unit(std::mt19937_64& g) { return (static_cast<double>(g() >> 11) + 0.5) 
 
 }  // namespace
 
+// Values are drawn on the host and uploaded, so every device starts from the same weights.
 void Init::normal(const Tensor& t, const std::string& name, double stddev) const {
   std::mt19937_64 g(seed_ ^ fnv1a(name));
-  const std::size_t n = t.numel();
-  for (std::size_t i = 0; i < n; i += 2) {  // Box-Muller, two values per draw
+  std::vector<float> v(t.numel());
+  for (std::size_t i = 0; i < v.size(); i += 2) {  // Box-Muller, two values per draw
     const double r = std::sqrt(-2.0 * std::log(unit(g))), a = 6.283185307179586 * unit(g);
-    t.data[i] = static_cast<float>(stddev * r * std::cos(a));
-    if (i + 1 < n) t.data[i + 1] = static_cast<float>(stddev * r * std::sin(a));
+    v[i] = static_cast<float>(stddev * r * std::cos(a));
+    if (i + 1 < v.size()) v[i + 1] = static_cast<float>(stddev * r * std::sin(a));
   }
+  t.fromHost(v);
 }
 
 void Init::uniform(const Tensor& t, const std::string& name, double bound) const {
   std::mt19937_64 g(seed_ ^ fnv1a(name));
-  for (std::size_t i = 0; i < t.numel(); ++i) t.data[i] = static_cast<float>((2 * unit(g) - 1) * bound);
+  std::vector<float> v(t.numel());
+  for (auto& x : v) x = static_cast<float>((2 * unit(g) - 1) * bound);
+  t.fromHost(v);
 }
 
-void Init::constant(const Tensor& t, float value) const {
-  for (std::size_t i = 0; i < t.numel(); ++i) t.data[i] = value;
-}
+void Init::constant(const Tensor& t, float value) const { t.fromHost(std::vector<float>(t.numel(), value)); }
 
 Param makeParam(Arena& arena, std::string name, std::vector<std::int64_t> shape, bool decay) {
   Param p;

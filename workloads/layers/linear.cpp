@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "kernels/cpu/ops.h"
+#include "workloads/ops.h"
 
 namespace ts::wl {
 
@@ -22,20 +22,20 @@ Linear::Linear(Arena& arena, const Init& init, const std::string& name, std::int
 const Tensor& Linear::forward(const Tensor& x, StepContext&) {
   x_ = &x;
   const int N = static_cast<int>(rows_), I = static_cast<int>(in_), O = static_cast<int>(out_);
-  cpu::gemm(false, true, N, O, I, 1.0f, x.data, I, w_.value.data, I, 0.0f, y_.data, O);
-  if (hasBias_) cpu::biasAdd(y_.data, y_.data, b_.value.data, rows_, out_);
+  ops::gemm(*y_.device, false, true, N, O, I, 1.0f, x.data, I, w_.value.data, I, 0.0f, y_.data, O);
+  if (hasBias_) ops::biasAdd(*y_.device, y_.data, y_.data, b_.value.data, rows_, out_);
   return y_;
 }
 
 const Tensor& Linear::backward(const Tensor& dy, StepContext& ctx) {
   const int N = static_cast<int>(rows_), I = static_cast<int>(in_), O = static_cast<int>(out_);
-  cpu::gemm(true, false, O, I, N, 1.0f, dy.data, O, x_->data, I, 1.0f, w_.grad.data, I);  // dW += dy^T x
+  ops::gemm(*y_.device, true, false, O, I, N, 1.0f, dy.data, O, x_->data, I, 1.0f, w_.grad.data, I);  // dW += dy^T x
   ctx.ready(w_);
   if (hasBias_) {
-    cpu::biasBackward(b_.grad.data, dy.data, rows_, out_);
+    ops::biasBackward(*y_.device, b_.grad.data, dy.data, rows_, out_);
     ctx.ready(b_);
   }
-  cpu::gemm(false, false, N, I, O, 1.0f, dy.data, O, w_.value.data, I, 0.0f, dx_.data, I);  // dx = dy W
+  ops::gemm(*y_.device, false, false, N, I, O, 1.0f, dy.data, O, w_.value.data, I, 0.0f, dx_.data, I);  // dx = dy W
   return dx_;
 }
 

@@ -1,6 +1,6 @@
 #include "workloads/layers/normalization.h"
 
-#include "kernels/cpu/ops.h"
+#include "workloads/ops.h"
 
 namespace ts::wl {
 
@@ -12,13 +12,13 @@ LayerNorm::LayerNorm(Arena& arena, const std::string& name, std::int64_t rows, s
 
 const Tensor& LayerNorm::forward(const Tensor& x, StepContext&) {
   x_ = &x;
-  cpu::layernormForward(y_.data, mean_.data, rstd_.data, x.data, w_.value.data, b_.value.data, rows_, channels_);
+  ops::layernormForward(*y_.device, y_.data, mean_.data, rstd_.data, x.data, w_.value.data, b_.value.data, rows_, channels_);
   return y_;
 }
 
 const Tensor& LayerNorm::backward(const Tensor& dy, StepContext& ctx) {
   zero(dx_);
-  cpu::layernormBackward(dx_.data, w_.grad.data, b_.grad.data, dy.data, x_->data, w_.value.data, mean_.data, rstd_.data, rows_, channels_);
+  ops::layernormBackward(*y_.device, dx_.data, w_.grad.data, b_.grad.data, dy.data, x_->data, w_.value.data, mean_.data, rstd_.data, rows_, channels_);
   ctx.ready(w_);
   ctx.ready(b_);
   return dx_;
@@ -39,14 +39,14 @@ BatchNorm2d::BatchNorm2d(Arena& arena, const std::string& name, std::int64_t n, 
 
 const Tensor& BatchNorm2d::forward(const Tensor& x, StepContext& ctx) {
   x_ = &x;
-  cpu::batchnormForward(y_.data, mean_.data, rstd_.data, x.data, w_.value.data, b_.value.data, n_, c_, hw_, 1e-5f,
+  ops::batchnormForward(*y_.device, y_.data, mean_.data, rstd_.data, x.data, w_.value.data, b_.value.data, n_, c_, hw_,
                         ctx.training ? runningMean_.data : nullptr, ctx.training ? runningVar_.data : nullptr);
   return y_;
 }
 
 const Tensor& BatchNorm2d::backward(const Tensor& dy, StepContext& ctx) {
   zero(dx_);
-  cpu::batchnormBackward(dx_.data, w_.grad.data, b_.grad.data, dy.data, x_->data, w_.value.data, mean_.data, rstd_.data, n_, c_, hw_);
+  ops::batchnormBackward(*y_.device, dx_.data, w_.grad.data, b_.grad.data, dy.data, x_->data, w_.value.data, mean_.data, rstd_.data, n_, c_, hw_);
   ctx.ready(w_);
   ctx.ready(b_);
   return dx_;

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "kernels/cpu/ops.h"
+#include "workloads/ops.h"
 
 namespace ts::wl {
 
@@ -19,18 +19,18 @@ TransformerBlock::TransformerBlock(Arena& arena, const Init& init, const std::st
 
 const Tensor& TransformerBlock::forward(const Tensor& x, StepContext& ctx) {
   const Tensor& a = attn_.forward(ln1_.forward(x, ctx), ctx);
-  cpu::residualAdd(mid_.data, x.data, a.data, x.numel());
+  ops::residualAdd(*out_.device, mid_.data, x.data, a.data, x.numel());
   const Tensor& m = proj_.forward(gelu_.forward(fc_.forward(ln2_.forward(mid_, ctx), ctx), ctx), ctx);
-  cpu::residualAdd(out_.data, mid_.data, m.data, mid_.numel());
+  ops::residualAdd(*out_.device, out_.data, mid_.data, m.data, mid_.numel());
   return out_;
 }
 
 const Tensor& TransformerBlock::backward(const Tensor& dy, StepContext& ctx) {
   // out = mid + mlp(mid):  dmid = dy + mlp'(dy).  mid = x + attn(x):  dx = dmid + attn'(dmid).
   const Tensor& dm = ln2_.backward(fc_.backward(gelu_.backward(proj_.backward(dy, ctx), ctx), ctx), ctx);
-  cpu::residualAdd(dmid_.data, dy.data, dm.data, dy.numel());
+  ops::residualAdd(*out_.device, dmid_.data, dy.data, dm.data, dy.numel());
   const Tensor& da = ln1_.backward(attn_.backward(dmid_, ctx), ctx);
-  cpu::residualAdd(dx_.data, dmid_.data, da.data, dmid_.numel());
+  ops::residualAdd(*out_.device, dx_.data, dmid_.data, da.data, dmid_.numel());
   return dx_;
 }
 

@@ -13,7 +13,7 @@ namespace {
 
 class Cnn final : public SequentialClassifier {
  public:
-  Cnn(const ModelConfig& c, std::int64_t batch) : SequentialClassifier(c, batch) {
+  Cnn(const ModelConfig& c, std::int64_t batch, Device& device) : SequentialClassifier(c, batch, device) {
     const Init init(c.seed);
     const std::int64_t cin = c.inputShape[0];
     std::int64_t h = c.inputShape[1], w = c.inputShape[2], ch = c.widths[0];
@@ -50,6 +50,6 @@ class Cnn final : public SequentialClassifier {
 
 }  // namespace
 
-std::unique_ptr<Model> makeCnn(const ModelConfig& config, std::int64_t batch) { return std::make_unique<Cnn>(config, batch); }
+std::unique_ptr<Model> makeCnn(const ModelConfig& config, std::int64_t batch, Device& device) { return std::make_unique<Cnn>(config, batch, device); }
 
 }  // namespace ts::wl

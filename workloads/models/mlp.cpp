@@ -10,7 +10,7 @@ namespace {
 
 class Mlp final : public SequentialClassifier {
  public:
-  Mlp(const ModelConfig& c, std::int64_t batch) : SequentialClassifier(c, batch) {
+  Mlp(const ModelConfig& c, std::int64_t batch, Device& device) : SequentialClassifier(c, batch, device) {
     const Init init(c.seed);
     std::int64_t in = 1;
     for (auto d : c.inputShape) in *= d;
@@ -27,6 +27,6 @@ class Mlp final : public SequentialClassifier {
 
 }  // namespace
 
-std::unique_ptr<Model> makeMlp(const ModelConfig& config, std::int64_t batch) { return std::make_unique<Mlp>(config, batch); }
+std::unique_ptr<Model> makeMlp(const ModelConfig& config, std::int64_t batch, Device& device) { return std::make_unique<Mlp>(config, batch, device); }
 
 }  // namespace ts::wl

@@ -69,15 +69,16 @@ void Model::zeroGrads() {
   for (Param* p : params()) zero(p->grad);
 }
 
-std::unique_ptr<Model> makeModel(const ModelConfig& config, std::int64_t batch) {
+std::unique_ptr<Model> makeModel(const ModelConfig& config, std::int64_t batch, Device& device) {
   if (batch < 1) throw UsageError(fmt::format("a micro-batch of {} samples: it must be at least 1", batch));
-  if (config.kind == "mlp") return makeMlp(config, batch);
-  if (config.kind == "cnn") return makeCnn(config, batch);
-  if (config.kind == "transformer") return makeTransformer(config, batch);
+  if (config.kind == "mlp") return makeMlp(config, batch, device);
+  if (config.kind == "cnn") return makeCnn(config, batch, device);
+  if (config.kind == "transformer") return makeTransformer(config, batch, device);
   throw UsageError(fmt::format("--model: unknown model '{}' (mlp, cnn, transformer)", config.kind));
 }
 
-SequentialClassifier::SequentialClassifier(ModelConfig config, std::int64_t batch) : Model(std::move(config)), batch_(batch) {
+SequentialClassifier::SequentialClassifier(ModelConfig config, std::int64_t batch, Device& device)
+    : Model(std::move(config), device), batch_(batch) {
   std::vector<std::int64_t> shape = {batch};
   shape.insert(shape.end(), config_.inputShape.begin(), config_.inputShape.end());
   input_ = arena_.tensor(shape);
@@ -95,7 +96,7 @@ double SequentialClassifier::forward(const data::Batch& batch, StepContext& ctx)
   if (batch.size() != batch_ || batch.features.size() != input_.numel())
     throw Error(fmt::format("internal: a batch of {} samples ({} values) for a model built for {} ({} values)", batch.size(), batch.features.size(),
                             batch_, input_.numel()));
-  std::copy(batch.features.begin(), batch.features.end(), input_.data);
+  input_.fromHost(batch.features);
   roundTo(compute_, input_);
   logits_ = &forwardLayers(input_, ctx);
   return loss_->forward(*logits_, batch.targets.data());

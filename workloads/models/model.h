@@ -75,7 +75,7 @@ class Model {
   Precision computePrecision() const { return compute_; }
 
  protected:
-  explicit Model(ModelConfig config) : config_(std::move(config)) {}
+  Model(ModelConfig config, Device& device) : config_(std::move(config)), arena_(device) {}
   ModelConfig config_;
   Arena arena_;
   std::vector<std::unique_ptr<Layer>> layers_;  // in forward order
@@ -88,10 +88,11 @@ class Model {
 };
 
 // Builds a model for micro-batches of `batch` samples (sequences for the transformer).
-std::unique_ptr<Model> makeModel(const ModelConfig& config, std::int64_t batch);
+// The model's memory and ops are on `device`.
+std::unique_ptr<Model> makeModel(const ModelConfig& config, std::int64_t batch, Device& device = Device::hostCpu());
 
-std::unique_ptr<Model> makeMlp(const ModelConfig& config, std::int64_t batch);
-std::unique_ptr<Model> makeCnn(const ModelConfig& config, std::int64_t batch);
-std::unique_ptr<Model> makeTransformer(const ModelConfig& config, std::int64_t batch);
+std::unique_ptr<Model> makeMlp(const ModelConfig& config, std::int64_t batch, Device& device);
+std::unique_ptr<Model> makeCnn(const ModelConfig& config, std::int64_t batch, Device& device);
+std::unique_ptr<Model> makeTransformer(const ModelConfig& config, std::int64_t batch, Device& device);
 
 }  // namespace ts::wl

@@ -15,7 +15,7 @@ class SequentialClassifier : public Model {
   std::string itemName() const override { return "samples"; }
 
  protected:
-  SequentialClassifier(ModelConfig config, std::int64_t batch);
+  SequentialClassifier(ModelConfig config, std::int64_t batch, Device& device);
   void finish();  // after the subclass added its layers: the loss over the last layer's output
   std::int64_t batch_;
   Tensor input_;

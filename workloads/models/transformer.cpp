@@ -3,7 +3,7 @@
 // checkpoints), cross-entropy on the next token at every position.
 // Parameters: V C + T C + L (12 C^2 + 13 C) + 2 C + C V.
 // Forward FLOPs per sequence batch: L (24 B T C^2 + 4 B T^2 C) + 2 B T C V (the LM head).
-#include "kernels/cpu/ops.h"
+#include "workloads/ops.h"
 #include "workloads/layers/linear.h"
 #include "workloads/layers/normalization.h"
 #include "workloads/layers/transformer_block.h"
@@ -19,8 +19,8 @@ namespace {
 
 class Transformer final : public Model {
  public:
-  Transformer(const ModelConfig& c, std::int64_t batch)
-      : Model(c), B_(batch), T_(c.seqLen), C_(c.hidden), V_(c.vocab), wte_(makeParam(arena_, "wte.weight", {V_, C_})),
+  Transformer(const ModelConfig& c, std::int64_t batch, Device& device)
+      : Model(c, device), B_(batch), T_(c.seqLen), C_(c.hidden), V_(c.vocab), wte_(makeParam(arena_, "wte.weight", {V_, C_})),
         wpe_(makeParam(arena_, "wpe.weight", {T_, C_})), x0_(arena_.tensor({B_ * T_, C_})) {
     const Init init(c.seed);
     init.normal(wte_.value, wte_.name, 0.02);
@@ -37,11 +37,11 @@ class Transformer final : public Model {
   double forward(const data::Batch& batch, StepContext& ctx) override {
     if (batch.size() != B_ || batch.tokens.size() != static_cast<std::size_t>(B_ * T_))
       throw Error(fmt::format("internal: a batch of {} tokens for a transformer built for {} x {}", batch.tokens.size(), B_, T_));
-    std::copy(batch.tokens.begin(), batch.tokens.end(), tokens_);
-    for (std::int64_t i = 0; i < B_ * T_; ++i)
-      if (tokens_[i] < 0 || tokens_[i] >= V_)
-        throw UsageError(fmt::format("a token of {} is outside the model's vocabulary of {}", tokens_[i], V_));
-    cpu::embeddingForward(x0_.data, tokens_, wte_.value.data, wpe_.value.data, B_, T_, C_);
+    for (const std::int32_t t : batch.tokens)
+      if (t < 0 || t >= V_) throw UsageError(fmt::format("a token of {} is outside the model's vocabulary of {}", t, V_));
+    Device& d = *x0_.device;
+    d.upload(tokens_, batch.tokens.data(), batch.tokens.size() * sizeof(int));
+    ops::embeddingForward(d, x0_.data, tokens_, wte_.value.data, wpe_.value.data, B_, T_, C_);
     roundTo(compute_, x0_);
     logits_ = &forwardLayers(x0_, ctx);
     return loss_->forward(*logits_, batch.targets.data());
@@ -49,7 +49,7 @@ class Transformer final : public Model {
 
   void backward(float scale, StepContext& ctx) override {
     const Tensor& dx = backwardLayers(loss_->backward(scale), ctx);
-    cpu::embeddingBackward(wte_.grad.data, wpe_.grad.data, dx.data, tokens_, B_, T_, C_);
+    ops::embeddingBackward(*x0_.device, wte_.grad.data, wpe_.grad.data, dx.data, tokens_, B_, T_, C_);
     ctx.ready(wte_);
     ctx.ready(wpe_);
   }
@@ -74,6 +74,8 @@ class Transformer final : public Model {
 
 }  // namespace
 
-std::unique_ptr<Model> makeTransformer(const ModelConfig& config, std::int64_t batch) { return std::make_unique<Transformer>(config, batch); }
+std::unique_ptr<Model> makeTransformer(const ModelConfig& config, std::int64_t batch, Device& device) {
+  return std::make_unique<Transformer>(config, batch, device);
+}
 
 }  // namespace ts::wl

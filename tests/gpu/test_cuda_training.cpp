@@ -1,0 +1,75 @@
+// Training on CUDA against training on the CPU: the same model, seed and data give the same loss
+// trajectory (float32; summation orders differ, so within a stated tolerance), and 16-bit mixed precision
+// stays within its own. Skips, saying why, where no GPU is usable.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "base/error.h"
+#include "workloads/trainer.h"
+
+namespace ts::wl {
+namespace {
+
+bool haveGpu() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return n > 0;
+}
+
+std::vector<double> losses(TrainOptions o, const std::string& device) {
+  o.device = device;
+  Trainer t(o);
+  std::vector<double> out;
+  while (!t.done()) out.push_back(t.step().loss);
+  return out;
+}
+
+struct Case {
+  const char* model;
+  std::int64_t batch;
+  const char* precision;
+  double tolerance;  // relative, per step
+};
+
+class CudaTraining : public ::testing::TestWithParam<Case> {};
+
+TEST_P(CudaTraining, LossTrajectoryMatchesTheCpu) {
+  if (!haveGpu()) GTEST_SKIP() << "no CUDA GPU is usable here (cudaGetDeviceCount found none)";
+  const Case c = GetParam();
+  TrainOptions o;
+  o.model = c.model;
+  o.preset = "tiny";
+  o.steps = 6;
+  o.batch = c.batch;
+  o.precision = c.precision;
+  o.schedule.lr = 3e-3;
+  const auto cpu = losses(o, "cpu"), gpu = losses(o, "cuda");
+  ASSERT_EQ(cpu.size(), gpu.size());
+  for (std::size_t i = 0; i < cpu.size(); ++i) EXPECT_NEAR(gpu[i], cpu[i], c.tolerance * std::fabs(cpu[i])) << c.model << " step " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryModel, CudaTraining,
+                         ::testing::Values(Case{"mlp", 32, "float32", 1e-4}, Case{"cnn", 8, "float32", 1e-3}, Case{"transformer", 4, "float32", 1e-4},
+                                           Case{"transformer", 4, "bfloat16", 2e-2}, Case{"mlp", 32, "float16", 5e-3}),
+                         [](const auto& info) { return std::string(info.param.model) + "_" + info.param.precision; });
+
+TEST(CudaTrainingErrors, AMissingGpuIsOneClearError) {
+  if (haveGpu()) GTEST_SKIP() << "a GPU is present: the no-GPU error cannot be shown here";
+  TrainOptions o;
+  o.device = "cuda";
+  try {
+    Trainer t(o);
+    FAIL() << "a Trainer on cuda without a GPU";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--device cuda"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace ts::wl

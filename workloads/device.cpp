@@ -1,0 +1,140 @@
+#include "workloads/device.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <new>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "workloads/device_cuda.h"
+
+namespace ts::wl {
+
+#ifndef TRAINSCOPE_HAVE_CUDA
+struct Device::CudaState {};  // never created without CUDA
+#endif
+
+Device::Device(int ordinal) : ordinal_(ordinal) {
+#ifdef TRAINSCOPE_HAVE_CUDA
+  if (cuda()) cuda_ = std::make_unique<CudaState>(ordinal);
+#endif
+}
+
+Device::~Device() = default;
+
+std::unique_ptr<Device> Device::open(const std::string& spec) {
+  if (spec == "cpu") return std::unique_ptr<Device>(new Device(-1));
+  int ordinal = -1;
+  if (spec == "cuda") ordinal = 0;
+  else if (spec.rfind("cuda:", 0) == 0) {
+    char* end = nullptr;
+    const long v = std::strtol(spec.c_str() + 5, &end, 10);
+    if (end == spec.c_str() + 5 || *end != '\0' || v < 0) throw UsageError(fmt::format("--device {}: expected cpu, cuda or cuda:N", spec));
+    ordinal = static_cast<int>(v);
+  } else {
+    throw UsageError(fmt::format("--device {}: expected cpu, cuda or cuda:N", spec));
+  }
+#ifdef TRAINSCOPE_HAVE_CUDA
+  const int count = cudaDeviceCount();
+  if (count == 0) throw UsageError(fmt::format("--device {}: no CUDA GPU is usable on this host", spec));
+  if (ordinal >= count) throw UsageError(fmt::format("--device {}: this host has {} GPU(s) (cuda:0 .. cuda:{})", spec, count, count - 1));
+  return std::unique_ptr<Device>(new Device(ordinal));
+#else
+  (void)ordinal;
+  throw UsageError(fmt::format("--device {}: this trainscope was built without CUDA", spec));
+#endif
+}
+
+Device& Device::hostCpu() {
+  static Device cpu(-1);
+  return cpu;
+}
+
+std::string Device::name() const {
+#ifdef TRAINSCOPE_HAVE_CUDA
+  if (cuda()) return fmt::format("cuda:{} ({})", ordinal_, cuda_->deviceName);
+#endif
+  return "cpu";
+}
+
+void* Device::allocate(std::size_t bytes) {
+  const std::size_t n = bytes ? bytes : 1;
+  void* p = nullptr;
+#ifdef TRAINSCOPE_HAVE_CUDA
+  if (cuda()) p = cuda_->allocate(n, inUse_);
+#endif
+  if (!cuda()) {
+    p = std::calloc(1, n);
+    if (!p) throw Error(fmt::format("out of host memory: {} bytes more ({} bytes taken so far)", n, inUse_));
+  }
+  inUse_ += n;
+  peak_ = std::max(peak_, inUse_);
+  return p;
+}
+
+void Device::release(void* p) {
+  if (!p) return;
+#ifdef TRAINSCOPE_HAVE_CUDA
+  if (cuda()) {
+    cuda_->release(p);
+    return;
+  }
+#endif
+  std::free(p);
+}
+
+void Device::upload(void* dst, const void* src, std::size_t bytes) {
+#ifdef TRAINSCOPE_HAVE_CUDA
+  if (cuda()) return cuda_->copy(dst, src, bytes, /*toHost=*/false);
+#endif
+  std::memcpy(dst, src, bytes);
+}
+
+void Device::download(void* dst, const void* src, std::size_t bytes) {
+#ifdef TRAINSCOPE_HAVE_CUDA
+  if (cuda()) return cuda_->copy(dst, src, bytes, /*toHost=*/true);
+#endif
+  std::memcpy(dst, src, bytes);
+}
+
+void Device::copy(void* dst, const void* src, std::size_t bytes) {
+#ifdef TRAINSCOPE_HAVE_CUDA
+  if (cuda()) return cuda_->copyOnDevice(dst, src, bytes);
+#endif
+  std::memmove(dst, src, bytes);
+}
+
+void Device::zero(void* p, std::size_t bytes) {
+#ifdef TRAINSCOPE_HAVE_CUDA
+  if (cuda()) return cuda_->zero(p, bytes);
+#endif
+  std::memset(p, 0, bytes);
+}
+
+void Device::synchronize() {
+#ifdef TRAINSCOPE_HAVE_CUDA
+  if (cuda()) cuda_->synchronize();
+#endif
+}
+
+void Device::setMatmulPrecision(Precision p) {
+#ifdef TRAINSCOPE_HAVE_CUDA
+  if (cuda()) {
+    cuda_->matmul = p;
+    return;
+  }
+#endif
+  if (p == Precision::kTF32) throw UsageError("--precision tf32: TF32 is a GPU tensor-core mode; the CPU trains in float32, bfloat16 or float16");
+}
+
+void* Device::stream() const {
+#ifdef TRAINSCOPE_HAVE_CUDA
+  if (cuda()) return cuda_->stream;
+#endif
+  return nullptr;
+}
+
+}  // namespace ts::wl

@@ -1,0 +1,54 @@
+#pragma once
+// Where a model's tensors live and its ops run: the CPU, or one CUDA GPU with its stream, cuBLASLt handle
+// and cuDNN convolutions. Layers hold a Device and call the ops in ops.h, which dispatch on it, so the
+// model code is the same for both (DESIGN.md "Backends"). Memory comes from the device through an Arena.
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "base/precision.h"
+
+namespace ts::wl {
+
+class Device {
+ public:
+  // "cpu", "cuda" (GPU 0) or "cuda:N". UsageError for an unknown name, a GPU that is not there, or CUDA
+  // asked of a build without it.
+  static std::unique_ptr<Device> open(const std::string& spec);
+  static Device& hostCpu();  // the process's CPU device (tests, host-side tensors)
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  bool cuda() const { return ordinal_ >= 0; }
+  int ordinal() const { return ordinal_; }
+  std::string name() const;  // "cpu", "cuda:0 (NVIDIA H100 80GB HBM3)"
+
+  // Zero-filled memory owned by the caller (Arena frees it with release()).
+  void* allocate(std::size_t bytes);
+  void release(void* p);
+  void upload(void* dst, const void* src, std::size_t bytes);    // host -> device (a plain copy on the CPU)
+  void download(void* dst, const void* src, std::size_t bytes);  // device -> host, complete on return
+  void copy(void* dst, const void* src, std::size_t bytes);      // device -> device
+  void zero(void* p, std::size_t bytes);
+  void synchronize();
+  std::size_t peakBytes() const { return peak_; }
+  // The arithmetic of the matmuls (GEMMs) on CUDA: float32; tf32 (TF32 tensor cores); bfloat16 / float16
+  // (the inputs converted to the 16-bit format, float32 accumulation and output: tensor-core GEMMs). On
+  // the CPU float32 GEMMs serve every precision (the 16-bit rounding is emulated around them), and tf32
+  // is a UsageError.
+  void setMatmulPrecision(Precision p);  // device memory taken (the arena never frees during a run)
+
+  // CUDA only: the stream (a cudaStream_t) and the per-device library state the ops use.
+  void* stream() const;
+  struct CudaState;
+  CudaState& cudaState() const { return *cuda_; }
+
+ private:
+  explicit Device(int ordinal);
+  int ordinal_ = -1;  // -1: the CPU
+  std::size_t inUse_ = 0, peak_ = 0;
+  std::unique_ptr<CudaState> cuda_;
+};
+
+}  // namespace ts::wl

@@ -1,0 +1,195 @@
+// Each op once: the CPU implementation, or the CUDA one on the device's stream. TS_OP forwards the same
+// arguments to both, so the two backends cannot drift apart in what they are given.
+#include "workloads/ops.h"
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#ifdef TRAINSCOPE_HAVE_CUDA
+#include "kernels/cuda/ops.h"
+#include "workloads/device_cuda.h"
+#define TS_STREAM(d) static_cast<cudaStream_t>((d).stream())
+#define TS_OP(d, fn, ...) ((d).cuda() ? ::ts::cuda::fn(__VA_ARGS__, TS_STREAM(d)) : ::ts::cpu::fn(__VA_ARGS__))
+#else
+#define TS_OP(d, fn, ...) ((void)(d), ::ts::cpu::fn(__VA_ARGS__))
+#endif
+
+namespace ts::wl::ops {
+
+void gemm([[maybe_unused]] Device& d, bool ta, bool tb, int m, int n, int k, float alpha, const float* A, int lda, const float* B, int ldb, float beta, float* C,
+          int ldc) {
+#ifdef TRAINSCOPE_HAVE_CUDA
+  if (d.cuda()) return gemmStridedBatched(d, ta, tb, m, n, k, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1);
+#endif
+  cpu::gemm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void gemmStridedBatched([[maybe_unused]] Device& d, bool ta, bool tb, int m, int n, int k, float alpha, const float* A, int lda, std::int64_t sA, const float* B,
+                        int ldb, std::int64_t sB, float beta, float* C, int ldc, std::int64_t sC, int batch) {
+#ifdef TRAINSCOPE_HAVE_CUDA
+  if (d.cuda()) {
+    cuda::GemmSpec g;
+    g.transA = ta;
+    g.transB = tb;
+    g.m = m;
+    g.n = n;
+    g.k = k;
+    g.lda = lda;
+    g.ldb = ldb;
+    g.ldc = ldc;
+    g.batch = batch;
+    g.strideA = sA;
+    g.strideB = sB;
+    g.strideC = sC;
+    g.alpha = alpha;
+    g.beta = beta;
+    auto& cs = d.cudaState();
+    g.tf32 = cs.matmul == Precision::kTF32;
+    if (cs.matmul == Precision::kBFloat16 || cs.matmul == Precision::kFloat16) {
+      // Tensor-core GEMMs: the inputs in the 16-bit format (their whole strided extent), float32 out.
+      g.inputs = storageType(cs.matmul);
+      const auto extent = [batch](std::int64_t stride, int rows, int ld, int cols) {
+        return static_cast<std::size_t>(stride) * static_cast<std::size_t>(batch - 1) + static_cast<std::size_t>(rows - 1) * ld + cols;
+      };
+      const void* a16 = cs.sixteenBit(A, extent(sA, ta ? k : m, lda, ta ? m : k), false);
+      const void* b16 = cs.sixteenBit(B, extent(sB, tb ? n : k, ldb, tb ? k : n), true);
+      return cs.blas->gemm(g, a16, b16, C, TS_STREAM(d));
+    }
+    return cs.blas->gemm(g, A, B, C, TS_STREAM(d));
+  }
+#endif
+  cpu::gemmStridedBatched(ta, tb, m, n, k, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC, batch);
+}
+
+void layernormForward([[maybe_unused]] Device& d, float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b, std::size_t N, std::size_t C) {
+#ifdef TRAINSCOPE_HAVE_CUDA
+  if (d.cuda()) return cuda::layernormForward(out, mean, rstd, inp, w, b, N, C, TS_STREAM(d));
+#endif
+  cpu::layernormForward(out, mean, rstd, inp, w, b, N, C);
+}
+void layernormBackward([[maybe_unused]] Device& d, float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w, const float* mean,
+                       const float* rstd, std::size_t N, std::size_t C) {
+  TS_OP(d, layernormBackward, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+}
+void softmaxForward([[maybe_unused]] Device& d, float* out, const float* inp, std::size_t rows, std::size_t cols, std::size_t causalT) {
+  TS_OP(d, softmaxForward, out, inp, rows, cols, causalT);
+}
+void softmaxBackward([[maybe_unused]] Device& d, float* dinp, const float* dout, const float* out, std::size_t rows, std::size_t cols) {
+  TS_OP(d, softmaxBackward, dinp, dout, out, rows, cols);
+}
+void geluForward([[maybe_unused]] Device& d, float* out, const float* inp, std::size_t n) { TS_OP(d, geluForward, out, inp, n); }
+void geluBackward([[maybe_unused]] Device& d, float* dinp, const float* inp, const float* dout, std::size_t n) { TS_OP(d, geluBackward, dinp, inp, dout, n); }
+void reluForward([[maybe_unused]] Device& d, float* out, const float* inp, std::size_t n) { TS_OP(d, reluForward, out, inp, n); }
+void reluBackward([[maybe_unused]] Device& d, float* dinp, const float* inp, const float* dout, std::size_t n) { TS_OP(d, reluBackward, dinp, inp, dout, n); }
+void biasAdd([[maybe_unused]] Device& d, float* out, const float* inp, const float* bias, std::size_t N, std::size_t C) { TS_OP(d, biasAdd, out, inp, bias, N, C); }
+void biasBackward([[maybe_unused]] Device& d, float* dbias, const float* dout, std::size_t N, std::size_t C) { TS_OP(d, biasBackward, dbias, dout, N, C); }
+void residualAdd([[maybe_unused]] Device& d, float* out, const float* a, const float* b, std::size_t n) { TS_OP(d, residualAdd, out, a, b, n); }
+void axpy([[maybe_unused]] Device& d, float* y, const float* x, float alpha, std::size_t n) { TS_OP(d, axpy, y, x, alpha, n); }
+void scale([[maybe_unused]] Device& d, float* x, float alpha, std::size_t n) { TS_OP(d, scale, x, alpha, n); }
+double sumOfSquares([[maybe_unused]] Device& d, const float* x, std::size_t n) { return TS_OP(d, sumOfSquares, x, n); }
+void batchnormForward([[maybe_unused]] Device& d, float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b, std::size_t N, std::size_t C,
+                      std::size_t HW, float* runningMean, float* runningVar) {
+  TS_OP(d, batchnormForward, out, mean, rstd, inp, w, b, N, C, HW, 1e-5f, runningMean, runningVar, 0.1f);
+}
+void batchnormBackward([[maybe_unused]] Device& d, float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w, const float* mean,
+                       const float* rstd, std::size_t N, std::size_t C, std::size_t HW) {
+  TS_OP(d, batchnormBackward, dinp, dw, db, dout, inp, w, mean, rstd, N, C, HW);
+}
+void globalAvgPoolForward([[maybe_unused]] Device& d, float* out, const float* inp, std::size_t N, std::size_t C, std::size_t HW) {
+  TS_OP(d, globalAvgPoolForward, out, inp, N, C, HW);
+}
+void globalAvgPoolBackward([[maybe_unused]] Device& d, float* dinp, const float* dout, std::size_t N, std::size_t C, std::size_t HW) {
+  TS_OP(d, globalAvgPoolBackward, dinp, dout, N, C, HW);
+}
+void maxPool2dForward([[maybe_unused]] Device& d, float* out, int* argmax, const float* inp, int N, int C, int H, int W, int k, int stride, int pad) {
+  TS_OP(d, maxPool2dForward, out, argmax, inp, N, C, H, W, k, stride, pad);
+}
+void maxPool2dBackward([[maybe_unused]] Device& d, float* dinp, const float* dout, const int* argmax, std::size_t outCount) {
+  TS_OP(d, maxPool2dBackward, dinp, dout, argmax, outCount);
+}
+void embeddingForward([[maybe_unused]] Device& d, float* out, const int* tokens, const float* wte, const float* wpe, std::size_t B, std::size_t T, std::size_t C) {
+  TS_OP(d, embeddingForward, out, tokens, wte, wpe, B, T, C);
+}
+void embeddingBackward([[maybe_unused]] Device& d, float* dwte, float* dwpe, const float* dout, const int* tokens, std::size_t B, std::size_t T, std::size_t C) {
+  TS_OP(d, embeddingBackward, dwte, dwpe, dout, tokens, B, T, C);
+}
+void crossEntropyForwardBackward([[maybe_unused]] Device& d, float* losses, float* dlogits, const float* logits, const int* targets, std::size_t N, std::size_t V,
+                                 float dloss) {
+  TS_OP(d, crossEntropyForwardBackward, losses, dlogits, logits, targets, N, V, dloss);
+}
+
+// Convolutions: im2col + GEMM on the CPU; cuDNN on CUDA (its algorithm chosen once per shape by its
+// heuristics, the workspace kept with the device).
+#ifdef TRAINSCOPE_HAVE_CUDA
+namespace {
+#ifdef TRAINSCOPE_HAVE_CUDNN
+cuda::Convolution& convolutionFor(Device& d, const cpu::Conv2dShape& s) { return d.cudaState().convolution(s); }
+#else
+[[noreturn]] void noCudnn() { throw UsageError("the CNN on CUDA needs cuDNN, and this trainscope was built without it"); }
+#endif
+}  // namespace
+#endif
+
+void conv2dForward([[maybe_unused]] Device& d, float* y, const float* x, const float* w, const cpu::Conv2dShape& s) {
+#ifdef TRAINSCOPE_HAVE_CUDA
+  if (d.cuda()) {
+#ifdef TRAINSCOPE_HAVE_CUDNN
+    return convolutionFor(d, s).forward(y, x, w, nullptr, TS_STREAM(d), 0.0f);
+#else
+    noCudnn();
+#endif
+  }
+#endif
+  cpu::conv2dForward(y, x, w, nullptr, s);
+}
+void conv2dBackwardData([[maybe_unused]] Device& d, float* dx, const float* dy, const float* w, const cpu::Conv2dShape& s) {
+#ifdef TRAINSCOPE_HAVE_CUDA
+  if (d.cuda()) {
+#ifdef TRAINSCOPE_HAVE_CUDNN
+    return convolutionFor(d, s).backwardData(dx, dy, w, TS_STREAM(d), 1.0f);  // accumulate, as the CPU does
+#else
+    noCudnn();
+#endif
+  }
+#endif
+  cpu::conv2dBackwardData(dx, dy, w, s);
+}
+void conv2dBackwardFilter([[maybe_unused]] Device& d, float* dw, const float* dy, const float* x, const cpu::Conv2dShape& s) {
+#ifdef TRAINSCOPE_HAVE_CUDA
+  if (d.cuda()) {
+#ifdef TRAINSCOPE_HAVE_CUDNN
+    return convolutionFor(d, s).backwardFilter(dw, nullptr, dy, x, TS_STREAM(d), 1.0f);
+#else
+    noCudnn();
+#endif
+  }
+#endif
+  cpu::conv2dBackwardFilter(dw, nullptr, dy, x, s);
+}
+
+void sgdMomentumUpdate([[maybe_unused]] Device& d, float* p, const float* g, float* mom, std::size_t n, float lr, float mu, float wd) {
+  TS_OP(d, sgdMomentumUpdate, p, g, mom, n, lr, mu, wd);
+}
+void adamUpdate([[maybe_unused]] Device& d, float* p, const float* g, float* m, float* v, std::size_t n, float lr, float b1, float b2, float eps, float wd, int t) {
+  TS_OP(d, adamUpdate, p, g, m, v, n, lr, b1, b2, eps, wd, t);
+}
+void adamwUpdate([[maybe_unused]] Device& d, float* p, const float* g, float* m, float* v, std::size_t n, float lr, float b1, float b2, float eps, float wd, int t) {
+  TS_OP(d, adamwUpdate, p, g, m, v, n, lr, b1, b2, eps, wd, t);
+}
+void rmspropUpdate([[maybe_unused]] Device& d, float* p, const float* g, float* sq, std::size_t n, float lr, float alpha, float eps, float wd) {
+  TS_OP(d, rmspropUpdate, p, g, sq, n, lr, alpha, eps, wd);
+}
+void lambUpdate([[maybe_unused]] Device& d, float* p, const float* g, float* m, float* v, float* u, std::size_t n, float lr, float b1, float b2, float eps, float wd,
+                int t) {
+  TS_OP(d, lambUpdate, p, g, m, v, u, n, lr, b1, b2, eps, wd, t);
+}
+void headsFromRows([[maybe_unused]] Device& d, float* heads, const float* rows, int B, int T, int NH, int D, int col0, int W) {
+  TS_OP(d, headsFromRows, heads, rows, B, T, NH, D, col0, W);
+}
+void rowsFromHeads([[maybe_unused]] Device& d, float* rows, const float* heads, int B, int T, int NH, int D, int col0, int W) {
+  TS_OP(d, rowsFromHeads, rows, heads, B, T, NH, D, col0, W);
+}
+void roundToBFloat16([[maybe_unused]] Device& d, float* x, std::size_t n) { TS_OP(d, roundToBFloat16, x, n); }
+void roundToHalf([[maybe_unused]] Device& d, float* x, std::size_t n) { TS_OP(d, roundToHalf, x, n); }
+
+}  // namespace ts::wl::ops
