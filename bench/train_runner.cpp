@@ -122,6 +122,7 @@ void trainOnOneDevice(const TrainRunOptions& o, RunContext& ctx) {
   std::string failure;
   std::exception_ptr failed;
   std::int64_t skipped = 0;
+  double checkpointS = 0;
   Progress progress("train", static_cast<double>(todo), true);
   try {
     for (std::int64_t i = 0; !trainer.done(); ++i) {
@@ -141,6 +142,7 @@ void trainOnOneDevice(const TrainRunOptions& o, RunContext& ctx) {
         skipped += r.skipped;
       }
       curve.push_back(point);
+      checkpointS += r.checkpointS;
       if (i >= o.warmupSteps) {
         total.push_back(r.totalS);
         dataT.push_back(r.dataS);
@@ -180,6 +182,7 @@ void trainOnOneDevice(const TrainRunOptions& o, RunContext& ctx) {
                         {"timed_steps", static_cast<std::int64_t>(total.size())},
                         {"completed", failure.empty()},
                         {"peak_memory_bytes", model.memoryBytes()},
+                        {"checkpoint_time_s", checkpointS},
                         {"loss", {{"initial", initialLoss}, {"final", finalLoss}}},
                         {"loss_curve", curve}};
   if (!failure.empty()) rec["error"] = failure;

@@ -58,6 +58,16 @@ nlohmann::json TrainOptions::toJson() const {
           {"checkpoint_dir", checkpointDir}, {"checkpoint_every", checkpointEvery}, {"resume", resume}};
 }
 
+namespace {
+// The preset with the overrides and the seed (the data adds input shape and classes later).
+ModelConfig modelConfigOf(const TrainOptions& o) {
+  ModelConfig config = modelPreset(o.model, o.preset);
+  for (const auto& a : o.overrides) applyModelOverride(config, a);
+  config.seed = o.seed;
+  return config;
+}
+}  // namespace
+
 void validateTrainOptions(const TrainOptions& o) {
   if (o.steps < 1) throw UsageError(fmt::format("--steps {}: must be at least 1", o.steps));
   if (o.batch < 1) throw UsageError(fmt::format("--batch {}: must be at least 1", o.batch));
@@ -73,8 +83,7 @@ void validateTrainOptions(const TrainOptions& o) {
   Schedule sched = o.schedule;
   sched.total = o.steps;
   validateSchedule(sched);
-  ModelConfig config = modelPreset(o.model, o.preset);
-  for (const auto& a : o.overrides) applyModelOverride(config, a);
+  modelConfigOf(o);
 }
 
 Trainer::Trainer(const TrainOptions& options) : options_(options) {
@@ -84,9 +93,7 @@ Trainer::Trainer(const TrainOptions& options) : options_(options) {
   device_ = Device::open(o.device);  // first: a missing GPU is reported before any data is read
   device_->setMatmulPrecision(parsePrecision(o.precision));
 
-  ModelConfig config = modelPreset(o.model, o.preset);
-  for (const auto& a : o.overrides) applyModelOverride(config, a);
-  config.seed = o.seed;
+  ModelConfig config = modelConfigOf(o);
 
   data::DataOptions d;
   d.spec = o.data;

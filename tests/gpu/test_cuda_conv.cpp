@@ -20,22 +20,11 @@
 #include "kernels/cuda/convolution.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_array.h"
+#include "tests/gpu/gpu_test_support.h"
 #include "kernels/specs/kernel_op.h"  // randomInputs
 
 namespace ts {
 namespace {
-
-bool haveGpu() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return n > 0;
-}
-
-#define REQUIRE_GPU() \
-  if (!haveGpu()) GTEST_SKIP() << "no CUDA GPU is usable here (cudaGetDeviceCount found none)"
 
 using cuda::ConvAlgoChoice;
 using cuda::ConvDirection;
@@ -114,16 +103,6 @@ class DeviceTensor {
   cudaStream_t s_;
   cuda::DeviceArray<unsigned char> a_;
 };
-
-double maxRel(const std::vector<float>& got, const std::vector<float>& want) {
-  if (got.size() != want.size()) return INFINITY;
-  double worst = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    if (!std::isfinite(got[i])) return INFINITY;
-    worst = std::max(worst, std::fabs(double(got[i]) - want[i]) / std::max(1.0, std::fabs(double(want[i]))));
-  }
-  return worst;
-}
 
 // Sums of `terms` products against the CPU's float32: TF32 rounds the inputs to 10 bits; 16-bit outputs add
 // up to three roundings (result, then the bias or the accumulated value).

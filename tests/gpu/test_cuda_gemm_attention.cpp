@@ -17,42 +17,11 @@
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/blas.h"
 #include "kernels/cuda/cuda_check.h"
+#include "tests/gpu/gpu_test_support.h"
 #include "kernels/specs/kernel_op.h"  // randomInputs, the ops
 
 namespace ts {
 namespace {
-
-bool haveGpu() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return n > 0;
-}
-
-#define REQUIRE_GPU() \
-  if (!haveGpu()) GTEST_SKIP() << "no CUDA GPU is usable here (cudaGetDeviceCount found none)"
-
-// A device buffer of n elements, filled with 0xff bytes (NaN as float) or copied from the host; freed at scope end.
-template <typename T>
-struct Dev {
-  T* p = nullptr;
-  std::size_t n = 0;
-  explicit Dev(std::size_t count) : n(count) {
-    CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p), std::max<std::size_t>(n, 1) * sizeof(T)));
-    CUDA_CHECK(cudaMemset(p, 0xff, n * sizeof(T)));
-  }
-  explicit Dev(const std::vector<T>& h) : Dev(h.size()) { CUDA_CHECK(cudaMemcpy(p, h.data(), n * sizeof(T), cudaMemcpyHostToDevice)); }
-  ~Dev() { cudaFree(p); }
-  Dev(const Dev&) = delete;
-  Dev& operator=(const Dev&) = delete;
-  std::vector<T> host() const {
-    std::vector<T> h(n);
-    CUDA_CHECK(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
-    return h;
-  }
-};
 
 // x rounded to t (float32: unchanged), and its bits in t.
 float roundTo(float x, DType t) {

@@ -11,52 +11,11 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/blas.h"
 #include "kernels/cuda/ops.h"
+#include "tests/gpu/gpu_test_support.h"
 #include "kernels/specs/kernel_op.h"  // randomInputs
 
 namespace ts {
 namespace {
-
-bool haveGpu() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return n > 0;
-}
-
-#define REQUIRE_GPU() \
-  if (!haveGpu()) GTEST_SKIP() << "no CUDA GPU is usable here (cudaGetDeviceCount found none)"
-
-// A device copy of a host vector, freed at scope end.
-template <typename T>
-struct Dev {
-  T* p = nullptr;
-  std::size_t n = 0;
-  explicit Dev(const std::vector<T>& h) : n(h.size()) {
-    CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(T) + 16));
-    CUDA_CHECK(cudaMemcpy(p, h.data(), n * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  explicit Dev(std::size_t count, bool poison = true) : n(count) {
-    CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(T) + 16));
-    CUDA_CHECK(cudaMemset(p, poison ? 0xff : 0, n * sizeof(T)));  // unwritten floats read as NaN
-  }
-  ~Dev() { cudaFree(p); }
-  std::vector<T> host() const {
-    std::vector<T> h(n);
-    CUDA_CHECK(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
-    return h;
-  }
-};
-
-double maxRel(const std::vector<float>& got, const std::vector<float>& want) {
-  double worst = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    if (!std::isfinite(got[i])) return INFINITY;
-    worst = std::max(worst, std::fabs(double(got[i]) - want[i]) / std::max(1.0, std::fabs(double(want[i]))));
-  }
-  return worst;
-}
 
 }  // namespace
 

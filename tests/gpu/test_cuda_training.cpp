@@ -9,18 +9,10 @@
 
 #include "base/error.h"
 #include "workloads/trainer.h"
+#include "tests/gpu/gpu_test_support.h"
 
 namespace ts::wl {
 namespace {
-
-bool haveGpu() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return n > 0;
-}
 
 std::vector<double> losses(TrainOptions o, const std::string& device) {
   o.device = device;

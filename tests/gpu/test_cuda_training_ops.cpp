@@ -31,22 +31,11 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/ops.h"
+#include "tests/gpu/gpu_test_support.h"
 #include "kernels/specs/kernel_op.h"  // randomInputs
 
 namespace ts {
 namespace {
-
-bool haveGpu() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return n > 0;
-}
-
-#define REQUIRE_GPU() \
-  if (!haveGpu()) GTEST_SKIP() << "no CUDA GPU is usable here (cudaGetDeviceCount found none)"
 
 // Whether the CPU reference rounds every float operation on its own (no contracted multiply-adds), as the
 // kernels do: then the step-by-step ops must be bit-equal.
@@ -55,29 +44,6 @@ constexpr bool kCpuRoundsEachStep = true;
 #else
 constexpr bool kCpuRoundsEachStep = false;
 #endif
-
-// A device copy of a host vector, freed at scope end.
-template <typename T>
-struct Dev {
-  T* p = nullptr;
-  std::size_t n = 0;
-  explicit Dev(const std::vector<T>& h) : n(h.size()) {
-    CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(T) + 16));
-    CUDA_CHECK(cudaMemcpy(p, h.data(), n * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  explicit Dev(std::size_t count) : n(count) {
-    CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(T) + 16));
-    CUDA_CHECK(cudaMemset(p, 0xff, n * sizeof(T)));  // unwritten floats read as NaN, ints as -1
-  }
-  Dev(const Dev&) = delete;
-  Dev& operator=(const Dev&) = delete;
-  ~Dev() { cudaFree(p); }
-  std::vector<T> host() const {
-    std::vector<T> h(n);
-    CUDA_CHECK(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
-    return h;
-  }
-};
 
 // Waits for the queued kernels, so that a failure is reported at the op that caused it.
 void sync() { CUDA_CHECK(cudaDeviceSynchronize()); }

@@ -74,6 +74,7 @@ def test_a_resumed_run_continues_the_same_loss_trajectory(tmp_path, model, extra
     _, first = train(tmp_path, "first", common + ["--steps", 5, "--checkpoint-dir", ckpt])
     _, rest = train(tmp_path, "rest", common + ["--steps", 8, "--checkpoint-dir", ckpt, "--resume"])
     assert rest["first_step"] == 5 and (ckpt / "latest").read_text().strip() == "step-00000008"
+    assert first["checkpoint_time_s"] > 0 and whole["checkpoint_time_s"] == 0
     curve = [p["loss"] for p in first["loss_curve"]] + [p["loss"] for p in rest["loss_curve"]]
     assert curve == [p["loss"] for p in whole["loss_curve"]]  # bitwise: the CPU backend is deterministic
 

@@ -16,43 +16,19 @@
 #include "workloads/checkpoint/checkpoint.h"
 #include "workloads/checkpoint/content_hash.h"
 #include "workloads/checkpoint/safetensors.h"
+#include "tests/unit/test_support.h"
 
 namespace ts::ckpt {
 namespace fs = std::filesystem;
+using test::readBytes;
+using test::usageError;
+using test::writeBytes;
 
 namespace {
-fs::path scratch(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("ts_ckpt_" + std::to_string(::getpid()) + "_" + name);
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path scratch(const std::string& name) { return test::scratchDir("ckpt", name); }
 
-std::vector<std::uint8_t> readBytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
 
-void writeBytes(const fs::path& p, const std::vector<std::uint8_t>& bytes) {
-  std::ofstream out(p, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-}
 
-template <typename F>
-std::string usageError(F&& f) {
-  try {
-    f();
-  } catch (const UsageError& e) {
-    const std::string what = e.what();
-    EXPECT_EQ(what.find('\n'), std::string::npos) << "one line: " << what;
-    return what;
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "not a UsageError: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "no error";
-  return "";
-}
 
 template <typename T>
 TensorView view(std::string name, TensorDType dtype, std::vector<std::int64_t> shape, const std::vector<T>& data) {

@@ -20,43 +20,22 @@
 #include "workloads/data/prefetcher.h"
 #include "workloads/data/sample_order.h"
 #include "workloads/data/synthetic.h"
+#include "tests/unit/test_support.h"
 
 namespace ts::data {
 namespace fs = std::filesystem;
+using test::readBytes;
+using test::usageError;
+using test::writeBytes;
 
 namespace {
-fs::path scratch(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("ts_data_" + std::to_string(::getpid()) + "_" + name);
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path scratch(const std::string& name) { return test::scratchDir("data", name); }
 
-void writeBytes(const fs::path& p, const std::vector<std::uint8_t>& bytes) {
-  std::ofstream out(p, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-}
 
 void putBigEndian(std::vector<std::uint8_t>& v, std::uint32_t x) {
   for (int s = 24; s >= 0; s -= 8) v.push_back(static_cast<std::uint8_t>(x >> s));
 }
 
-// The message of the UsageError `f` throws; fails the test if it throws nothing or something else.
-template <typename F>
-std::string usageError(F&& f) {
-  try {
-    f();
-  } catch (const UsageError& e) {
-    const std::string what = e.what();
-    EXPECT_EQ(what.find('\n'), std::string::npos) << "one line: " << what;
-    return what;
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "not a UsageError: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "no error";
-  return "";
-}
 
 DataOptions syntheticOptions(Task task = Task::kClassification) {
   DataOptions o;
@@ -356,10 +335,6 @@ void writeMnist(const fs::path& dir, std::uint32_t n, std::uint32_t rows = 28, s
   writeBytes(dir / "train-labels-idx1-ubyte", labels);
 }
 
-std::vector<std::uint8_t> readBytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
 }  // namespace
 
 TEST(DataSources, MnistFromIdxFiles) {
