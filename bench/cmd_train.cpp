@@ -36,6 +36,18 @@ Action addTrainCommand(CLI::App& app) {
   sub->add_option("--clip-norm", t.clipNorm, "Clip the global gradient norm to this (0 = off)")->capture_default_str();
   sub->add_option("--seed", t.seed, "Seed of the initial weights and the data order")->capture_default_str();
   sub->add_option("--data", t.data, "synthetic, mnist:DIR, cifar10:DIR or text:FILE")->capture_default_str();
+  auto& l = t.layout;
+  sub->add_option("--dp", l.dp, "Data-parallel ranks (0 = the processes left by --tp and --pp)")->capture_default_str();
+  sub->add_option("--tp", l.tp, "Tensor-parallel ranks")->capture_default_str();
+  sub->add_option("--pp", l.pp, "Pipeline stages")->capture_default_str();
+  sub->add_option("--zero", l.zero, "ZeRO stage over the data-parallel group: 0 (all-reduce), 1 (optimizer state sharded), 2 (gradients too)")
+      ->capture_default_str();
+  sub->add_option("--sync", l.sync, "How data-parallel ranks combine gradients: allreduce, or ps (parameter servers)")->capture_default_str();
+  sub->add_option("--ps-shards", l.psShards, "--sync ps: parameter shards, served by data-parallel ranks 0..N-1")->capture_default_str();
+  sub->add_option("--bucket-mb", l.bucketMb, "Gradient bucket size in MiB")->capture_default_str();
+  sub->add_option("--overlap", l.overlap, "on: send each bucket as soon as its gradients are ready (during the backward); off: after it")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}))
+      ->default_str("on");
   sub->add_option("--warmup-steps", o->warmupSteps, "Steps trained but not timed")->capture_default_str();
   sub->add_option("--log-every", o->logEvery, "Print a line every N steps (0 = about 20 lines)")->capture_default_str();
   sub->add_flag("--ceiling,!--no-ceiling", o->ceiling, "Measure the GEMM ceiling first, for MFU")->capture_default_str();

@@ -24,9 +24,11 @@
 #include "bench/result_writer.h"
 #include "bench/run_session.h"
 #include "bench/stats.h"
+#include "bench/train_breakdown.h"
 #include "bench/train_options.h"
 #include "bench/watchdog.h"
 #include "comm/bootstrap.h"
+#include "comm/communicator.h"
 
 namespace ts {
 namespace {
@@ -47,6 +49,18 @@ void dumpLogits(const std::string& path, wl::Trainer& trainer, const wl::StepRes
   for (std::size_t i = 0; i < rows; ++i) rowsJson.push_back(std::vector<float>(host.begin() + i * cols, host.begin() + (i + 1) * cols));
   const nlohmann::json doc = {{"step", r.step}, {"loss", trainer.lastMicroBatchLoss()}, {"sample_indices", trainer.lastSampleIndices()}, {"logits", rowsJson}};
   writeFileAtomically(path, doc.dump());
+}
+
+// The L2 norm of every parameter after training (float64 sums): a fingerprint of the weights, so that
+// two runs — another layout, another machine — can be compared without their checkpoints.
+nlohmann::json parameterNorms(wl::Model& model) {
+  nlohmann::json out = nlohmann::json::object();
+  for (wl::Param* p : model.params()) {
+    double sq = 0;
+    for (float v : p->value.toHost()) sq += double(v) * double(v);
+    out[p->name] = std::sqrt(sq);
+  }
+  return out;
 }
 
 // The GPU's SM clock now (NVML), else its maximum (the CUDA runtime); nothing on the CPU.
@@ -80,8 +94,10 @@ nlohmann::json toJson(const TrainRunOptions& o) {
 
 namespace {
 
-void trainOnOneDevice(const TrainRunOptions& o, RunContext& ctx) {
+// Every rank trains its part of the layout; process 0 prints and writes the record.
+void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGrid& grid) {
   if (o.warmupSteps < 0) throw UsageError("--warmup-steps must be >= 0");
+  const bool leader = ctx.boot.rank() == 0;
   Watchdog watchdog(o.timeoutS, [&](double waited) {
     std::fprintf(stderr, "trainscope: error: %s: timeout: %s made no progress for %.1f s (--timeout %g)\n", activity::who().c_str(),
                  activity::current().c_str(), waited, o.timeoutS);
@@ -90,19 +106,28 @@ void trainOnOneDevice(const TrainRunOptions& o, RunContext& ctx) {
   });
   WatchdogScope guard(watchdog);
   activity::set("building the model and loading the data");
-  wl::Trainer trainer(o.train);
+  std::unique_ptr<wl::Trainer> built;
+  collectively(ctx.boot, [&] { built = std::make_unique<wl::Trainer>(o.train, &grid, o.timeoutS); });
+  wl::Trainer& trainer = *built;
   const std::int64_t todo = o.train.steps - trainer.firstStep();
   if (o.warmupSteps >= todo)
     throw UsageError(fmt::format("--warmup-steps {} leaves none of the {} steps to time: train more steps or warm up fewer", o.warmupSteps, todo));
   wl::Model& model = trainer.model();
   const auto& cfg = model.config();
-  std::printf("# train %s %s on %s in %s: %lld parameters, %.3g GFLOP per step (3x forward), %lld %s per step, batch %lld in %lld micro-batch(es), data %s\n",
-              cfg.kind.c_str(), cfg.preset.c_str(), trainer.device().name().c_str(), o.train.precision.c_str(), static_cast<long long>(model.parameterCount()), trainer.flopsPerStep() / 1e9,
-              static_cast<long long>(trainer.itemsPerStep()), model.itemName().c_str(), static_cast<long long>(o.train.batch),
-              static_cast<long long>(o.train.microBatches), trainer.dataInfo().name.c_str());
-  if (trainer.firstStep() > 0) std::printf("# resumed at step %lld from %s\n", static_cast<long long>(trainer.firstStep()), o.train.checkpointDir.c_str());
+  const int world = grid.worldSize();
+  if (leader) {
+    std::printf("# train %s %s on %s in %s: %lld parameters, %.3g GFLOP per step (3x forward), %lld %s per step, batch %lld in %lld micro-batch(es), data %s\n",
+                cfg.kind.c_str(), cfg.preset.c_str(), trainer.device().name().c_str(), o.train.precision.c_str(), static_cast<long long>(model.parameterCount()),
+                trainer.flopsPerStep() / 1e9, static_cast<long long>(trainer.itemsPerStep()), model.itemName().c_str(), static_cast<long long>(o.train.batch),
+                static_cast<long long>(o.train.microBatches), trainer.dataInfo().name.c_str());
+    if (world > 1)
+      std::printf("# layout %s over %d ranks: %lld %s per rank per micro-batch; this rank updates %zu of %lld parameters\n", grid.layout().name().c_str(), world,
+                  static_cast<long long>(trainer.microBatchSize()), model.itemName() == "tokens" ? "sequences" : "samples", trainer.ownedParameterElements(),
+                  static_cast<long long>(model.parameterCount()));
+    if (trainer.firstStep() > 0) std::printf("# resumed at step %lld from %s\n", static_cast<long long>(trainer.firstStep()), o.train.checkpointDir.c_str());
+  }
   double ceiling = 0;
-  if (o.ceiling) {
+  if (o.ceiling && leader) {
     if (trainer.device().cuda()) {
       ceiling = measureCudaGemmCeiling(ctx.writer, trainer.device().ordinal());
       std::printf("# GEMM ceiling %.1f TFLOP/s (float32, cuBLASLt)\n", ceiling);
@@ -111,19 +136,21 @@ void trainOnOneDevice(const TrainRunOptions& o, RunContext& ctx) {
       std::printf("# GEMM ceiling %.3f TFLOP/s (float32, OpenBLAS)\n", ceiling);
     }
   }
+  if (world > 1) ctx.boot.quietBarrier();  // the ceiling is measured on process 0 alone
   std::fflush(stdout);
 
   const std::int64_t logEvery = o.logEvery > 0 ? o.logEvery : std::max<std::int64_t>(1, todo / 20);
-  std::printf("# %8s %12s %10s %10s %10s %10s %10s %10s %12s\n", "step", "loss", "lr", "grad_norm", "data(ms)", "fwd(ms)", "bwd(ms)", "opt(ms)",
-              (model.itemName() + "/s").c_str());
+  if (leader)
+    std::printf("# %8s %12s %10s %10s %10s %10s %10s %10s %10s %12s\n", "step", "loss", "lr", "grad_norm", "data(ms)", "fwd(ms)", "bwd(ms)", "sync(ms)",
+                "opt(ms)", (model.itemName() + "/s").c_str());
   nlohmann::json curve = nlohmann::json::array();
-  std::vector<double> total, dataT, fwd, bwd, opt;
+  RankSteps timed;
   double initialLoss = NAN, finalLoss = NAN;
   std::string failure;
   std::exception_ptr failed;
   std::int64_t skipped = 0;
   double checkpointS = 0;
-  Progress progress("train", static_cast<double>(todo), true);
+  Progress progress("train", static_cast<double>(todo), leader);
   try {
     for (std::int64_t i = 0; !trainer.done(); ++i) {
       activity::set(fmt::format("train step {}", trainer.nextStep()));
@@ -132,7 +159,7 @@ void trainOnOneDevice(const TrainRunOptions& o, RunContext& ctx) {
       heartbeat::beat();
       if (std::isnan(initialLoss)) {
         initialLoss = r.loss;
-        if (!o.dumpLogits.empty()) dumpLogits(o.dumpLogits, trainer, r);
+        if (!o.dumpLogits.empty() && leader) dumpLogits(o.dumpLogits, trainer, r);
       }
       finalLoss = r.loss;
       nlohmann::json point = {{"step", r.step}, {"loss", r.loss}, {"lr", r.lr}, {"grad_norm", r.skipped ? nlohmann::json() : nlohmann::json(r.gradNorm)}};
@@ -143,79 +170,100 @@ void trainOnOneDevice(const TrainRunOptions& o, RunContext& ctx) {
       }
       curve.push_back(point);
       checkpointS += r.checkpointS;
-      if (i >= o.warmupSteps) {
-        total.push_back(r.totalS);
-        dataT.push_back(r.dataS);
-        fwd.push_back(r.forwardS);
-        bwd.push_back(r.backwardS);
-        opt.push_back(r.optimizerS);
-      }
-      if (r.step % logEvery == 0 || trainer.done()) {
+      if (i >= o.warmupSteps) timed.add(r);
+      if (leader && (r.step % logEvery == 0 || trainer.done())) {
         progress.done();
-        std::printf("  %8lld %12.5f %10.3g %10.4g%s %10.3f %10.3f %10.3f %10.3f %12.1f\n", static_cast<long long>(r.step), r.loss, r.lr, r.gradNorm, r.skipped ? " (overflow: skipped)" : "",
-                    r.dataS * 1e3, r.forwardS * 1e3, r.backwardS * 1e3, r.optimizerS * 1e3, double(trainer.itemsPerStep()) / r.totalS);
+        std::printf("  %8lld %12.5f %10.3g %10.4g%s %10.3f %10.3f %10.3f %10.3f %10.3f %12.1f\n", static_cast<long long>(r.step), r.loss, r.lr, r.gradNorm,
+                    r.skipped ? " (overflow: skipped)" : "", r.dataS * 1e3, r.forwardS * 1e3, r.backwardS * 1e3, r.syncS * 1e3, r.optimizerS * 1e3,
+                    double(trainer.itemsPerStep()) / r.totalS);
         std::fflush(stdout);
       }
     }
   } catch (const std::exception& e) {
     failure = e.what();
     failed = std::current_exception();
+    // Another rank cannot finish the step this one left: keep what was measured here (process 0) and
+    // end the run from the caller (main ends every process).
   }
   progress.done();
-  activity::set("");
+  activity::set(failure.empty() ? "gathering the ranks' step times" : "");
 
+  TrainBreakdown breakdown;
+  if (failure.empty()) {
+    breakdown = gatherBreakdown(ctx.boot, grid, timed);
+  } else {
+    breakdown.stepSeconds = timed.total;  // this rank's own view: the others are not reachable
+  }
+  if (!leader) {
+    if (failed) std::rethrow_exception(failed);
+    return;
+  }
   nlohmann::json rec = {{"kind", "train"},
                         {"model", cfg.kind},
                         {"preset", cfg.preset},
                         {"backend", trainer.device().cuda() ? "cuda" : "cpu"},
                         {"device", trainer.device().name()},
                         {"precision", o.train.precision},
-                        {"world_size", 1},
+                        {"world_size", world},
+                        {"layout", grid.layout().toJson()},
                         {"config", trainer.resolvedConfig()},
                         {"parameters", model.parameterCount()},
+                        {"owned_parameters", trainer.ownedParameterElements()},
                         {"flops_per_step", trainer.flopsPerStep()},
                         {"items_per_step", trainer.itemsPerStep()},
                         {"item", model.itemName()},
                         {"first_step", trainer.firstStep()},
                         {"steps_done", static_cast<std::int64_t>(curve.size())},
                         {"warmup_steps", o.warmupSteps},
-                        {"timed_steps", static_cast<std::int64_t>(total.size())},
+                        {"timed_steps", static_cast<std::int64_t>(breakdown.stepSeconds.size())},
                         {"completed", failure.empty()},
                         {"peak_memory_bytes", model.memoryBytes()},
                         {"checkpoint_time_s", checkpointS},
                         {"loss", {{"initial", initialLoss}, {"final", finalLoss}}},
-                        {"loss_curve", curve}};
+                        {"loss_curve", curve},
+                        {"parameter_norms", parameterNorms(model)}};
   if (!failure.empty()) rec["error"] = failure;
   if (o.train.precision == "float16") rec["skipped_steps"] = skipped;
+  const std::vector<double>& total = breakdown.stepSeconds;
   if (!total.empty()) {
     const double median = summarize(total).median;
-    const double tflops = trainer.flopsPerStep() / median / 1e12;
+    const double tflops = trainer.flopsPerStep() / median / 1e12, perDevice = tflops / world;
     rec["step_time_us"] = statsOf(total);
     nlohmann::json samples = nlohmann::json::array();
     for (double t : total) samples.push_back(t * 1e6);
     rec["step_samples_us"] = samples;
-    rec["phases_us"] = {{"data", statsOf(dataT)}, {"forward", statsOf(fwd)}, {"backward", statsOf(bwd)}, {"optimizer", statsOf(opt)}};
+    if (failure.empty()) rec.update(breakdown.fields);
+    else
+      rec["phases_us"] = {{"data", statsOf(timed.data)}, {"forward", statsOf(timed.forward)}, {"backward", statsOf(timed.backward)},
+                          {"sync", statsOf(timed.sync)}, {"optimizer", statsOf(timed.optimizer)}};
     rec["throughput_per_s"] = double(trainer.itemsPerStep()) / median;
     rec["tflops"] = tflops;
+    rec["tflops_per_device"] = perDevice;
     nlohmann::json peak = nullptr, vsPeak = nullptr, clock = nullptr, peakGpu = nullptr;
     if (const auto p = datasheetPeak(trainer.device().name(), parsePrecision(o.train.precision)); p && trainer.device().cuda()) {
       const std::optional<double> mhz = smClockMhz(trainer.device());
       const double atClock = mhz ? p->tflops * *mhz / p->boostMhz : p->tflops;
       peak = atClock;
-      vsPeak = tflops / atClock;
+      vsPeak = perDevice / atClock;
       clock = mhz ? nlohmann::json(*mhz) : nlohmann::json();
       peakGpu = p->gpu;
     }
     rec["mfu"] = {{"measured_ceiling_tflops", ceiling > 0 ? nlohmann::json(ceiling) : nlohmann::json()},
-                  {"vs_measured", ceiling > 0 ? nlohmann::json(tflops / ceiling) : nlohmann::json()},
-                  {"datasheet_peak_tflops", peak},  // at the recorded SM clock; null for a CPU or an unknown GPU
+                  {"vs_measured", ceiling > 0 ? nlohmann::json(perDevice / ceiling) : nlohmann::json()},
+                  {"datasheet_peak_tflops", peak},  // per device, at the recorded SM clock; null for a CPU or an unknown GPU
                   {"datasheet_gpu", peakGpu},
                   {"vs_datasheet", vsPeak},
                   {"clock_mhz", clock}};
-    std::printf("# step %.3f ms median over %zu timed steps: %.1f %s/s, %.4f TFLOP/s%s; peak memory %.1f MiB; loss %.4f -> %.4f\n", median * 1e3,
-                total.size(), double(trainer.itemsPerStep()) / median, model.itemName().c_str(), tflops,
-                ceiling > 0 ? fmt::format(", MFU {:.1f}% of the measured GEMM ceiling", 100 * tflops / ceiling).c_str() : "",
+    std::printf("# step %.3f ms median over %zu timed steps%s: %.1f %s/s, %.4f TFLOP/s%s; peak memory %.1f MiB; loss %.4f -> %.4f\n", median * 1e3,
+                total.size(), world > 1 ? " (slowest rank)" : "", double(trainer.itemsPerStep()) / median, model.itemName().c_str(), tflops,
+                ceiling > 0 ? fmt::format(", MFU {:.1f}% of the measured GEMM ceiling", 100 * perDevice / ceiling).c_str() : "",
                 double(model.memoryBytes()) / (1 << 20), initialLoss, finalLoss);
+    if (world > 1 && failure.empty()) {
+      const auto& c = breakdown.fields["communication"];
+      std::printf("# communication %.3f ms per step, exposed %.3f ms (overlap %s), rank spread %.1f%%\n", c["communication_us"]["median"].get<double>() / 1e3,
+                  c["exposed_us"]["median"].get<double>() / 1e3,
+                  c["overlap"].is_null() ? "n/a" : fmt::format("{:.0f}%", 100 * c["overlap"].get<double>()).c_str(), 100 * c["rank_spread"].get<double>());
+    }
   }
   if (!o.label.empty()) rec["label"] = o.label;
   if (!ctx.step.empty()) rec["step"] = ctx.step;
@@ -226,28 +274,18 @@ void trainOnOneDevice(const TrainRunOptions& o, RunContext& ctx) {
 }  // namespace
 
 void runTrainStep(const TrainRunOptions& o, RunContext& ctx) {
-  // One device trains (the parallel layouts are the next step); under mpirun the other processes stand by
-  // without spinning, and every process ends with process 0's error if it had one.
-  const bool leader = ctx.boot.rank() == 0;
-  if (leader && ctx.boot.size() > 1)
-    std::printf("# train: process 0 trains on one device; the other %d process(es) wait (data/tensor/pipeline parallel layouts are not in this version)\n",
-                ctx.boot.size() - 1);
-  std::exception_ptr error;
-  if (leader) {
-    try {
-      trainOnOneDevice(o, ctx);
-    } catch (...) {
-      error = std::current_exception();
-    }
+  Bootstrap& boot = ctx.boot;
+  const wl::LayoutOptions layout = wl::resolveLayout(o.train.layout, boot.size());
+  std::unique_ptr<Communicator> world;
+  if (boot.size() > 1) {
+    CommunicatorOptions co;
+    co.backend = o.train.device.rfind("cuda", 0) == 0 ? BackendKind::kNccl : BackendKind::kMpi;
+    collectively(boot, [&] { world = makeCommunicator(co, boot); });
+    ctx.addLayout(ctx.step.empty() ? "train" : ctx.step, world->backend(), world->worldSize(), 1, nlohmann::json::array({{{"rank", world->rank(0)}, {"device", world->device(0)}}}));
   }
-  if (ctx.boot.size() == 1) {
-    if (error) std::rethrow_exception(error);
-    return;
-  }
-  ctx.boot.quietBarrier();
-  collectively(ctx.boot, [&] {
-    if (error) std::rethrow_exception(error);
-  });
+  std::unique_ptr<wl::ProcessGrid> grid;
+  collectively(boot, [&] { grid = std::make_unique<wl::ProcessGrid>(layout, world.get()); });
+  trainOnGrid(o, ctx, *grid);
 }
 
 int runTrain(const TrainRunOptions& o, const std::vector<std::string>& argv) {

@@ -21,10 +21,36 @@ class Bootstrap;
 
 enum class CollectiveKind { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce, kAllToAll, kGather, kScatter, kSendRecv };
 
+// "all_reduce", "all_gather", ...: the names the collectives subcommand uses.
+const char* collectiveKindName(CollectiveKind k);
+
 // What timing one batch of iterations produced, for this process.
 struct TimedBatch {
   std::vector<double> opUs;  // one duration per iteration (the slowest local rank's), microseconds
   double hostUsPerOp = 0;    // host wall-clock for the batch / iterations (includes launch cost)
+};
+
+// One collective described as data, for Communicator::run and start. count is what the blocking call of
+// that kind takes (allGather: sendCount, reduceScatter: recvCount, allToAll: countPerPeer).
+struct CollectiveCall {
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  std::size_t count = 0;
+  DType dtype = DType::kFloat32;
+  RedOp op = RedOp::kSum;
+  int root = 0;  // broadcast, reduce, gather, scatter; sendRecv: the peer sent to
+  int peer = 0;  // sendRecv: the peer received from
+};
+
+// A collective in flight (Communicator::start).
+class PendingCollective {
+ public:
+  virtual ~PendingCollective() = default;
+  // True once complete; on MPI each call also lets the library progress the operation.
+  virtual bool test() = 0;
+  // Completes it, or throws an Error naming the op after timeoutS seconds (0: wait forever).
+  virtual void wait(double timeoutS) = 0;
 };
 
 class Communicator {
@@ -57,6 +83,17 @@ class Communicator {
   virtual void gather(int l, const void* send, void* recv, std::size_t sendCount, DType t, int root) = 0;
   virtual void scatter(int l, const void* send, void* recv, std::size_t recvCount, DType t, int root) = 0;
   virtual void sendRecv(int l, const void* send, void* recv, std::size_t count, DType t, int sendPeer, int recvPeer) = 0;
+
+  // The blocking call `c` describes.
+  void run(int l, const CollectiveCall& c);
+  // Issues `c` and returns before it completes where the backend can (MPI nonblocking collectives for
+  // sum all-reduce, reduce-scatter, all-gather, broadcast and reduce; NCCL: every op, on its stream);
+  // otherwise runs it and returns it completed. The buffers must stay untouched until it completes.
+  virtual std::unique_ptr<PendingCollective> start(int l, const CollectiveCall& c);
+  // The communicator of the ranks that pass the same color, ordered by key then by rank here
+  // (MPI_Comm_split, ncclCommSplit). Every rank of this communicator must call it; a process that drives
+  // several local ranks cannot split (UsageError).
+  virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
 
   virtual void groupStart() {}
   virtual void groupEnd() {}

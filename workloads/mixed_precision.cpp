@@ -36,9 +36,10 @@ LossScaler::LossScaler(double initialScale, int growthInterval) : scale_(initial
   if (growthInterval < 1) throw UsageError("--loss-scale-interval must be at least 1");
 }
 
-bool LossScaler::unscaleAndCheck(const std::vector<Param*>& params) {
+bool LossScaler::unscaleAndCheck(const std::vector<Param*>& params, const std::function<double(double)>& globalSum) {
   double sq = 0;
   for (Param* p : params) sq += ops::sumOfSquares(*p->grad.device, p->grad.data, p->grad.numel());
+  if (globalSum) sq = globalSum(sq);
   if (!std::isfinite(sq)) {
     scale_ *= 0.5;
     goodSteps_ = 0;

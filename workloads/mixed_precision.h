@@ -10,6 +10,7 @@
 // backward so small gradients survive the format; a step whose gradients overflowed is skipped and the
 // scale halved; after `growthInterval` good steps it doubles (torch.cuda.amp.GradScaler's rules).
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -42,7 +43,9 @@ class LossScaler {
   std::int64_t skippedSteps() const { return skipped_; }  // over the whole run, resumes included
   // After the backward: false (skip the step, halve the scale) when a gradient is inf or NaN; true
   // otherwise, after dividing the gradients by the scale.
-  bool unscaleAndCheck(const std::vector<Param*>& params);
+  // globalSum, when given, turns this rank's sum of squares into the whole update's (sharded layouts),
+  // so that every rank takes the same decision.
+  bool unscaleAndCheck(const std::vector<Param*>& params, const std::function<double(double)>& globalSum = {});
   nlohmann::json state() const;
   void restore(const nlohmann::json& state);  // UsageError for a malformed state
 

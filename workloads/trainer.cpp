@@ -55,7 +55,7 @@ nlohmann::json TrainOptions::toJson() const {
           {"batch", batch},         {"micro_batches", microBatches}, {"device", device}, {"precision", precision},
           {"loss_scale", precision == "float16" ? nlohmann::json(lossScale) : nlohmann::json()}, {"optimizer", optimizer.toJson()},
           {"schedule", schedule.toJson()}, {"clip_norm", clipNorm}, {"seed", seed},          {"data", data},
-          {"checkpoint_dir", checkpointDir}, {"checkpoint_every", checkpointEvery}, {"resume", resume}};
+          {"checkpoint_dir", checkpointDir}, {"checkpoint_every", checkpointEvery}, {"resume", resume}, {"layout", layout.toJson()}};
 }
 
 namespace {
@@ -86,9 +86,22 @@ void validateTrainOptions(const TrainOptions& o) {
   modelConfigOf(o);
 }
 
-Trainer::Trainer(const TrainOptions& options) : options_(options) {
+Trainer::Trainer(const TrainOptions& options, const ProcessGrid* grid, double commTimeoutS) : options_(options), grid_(grid) {
   const TrainOptions& o = options_;
   validateTrainOptions(o);
+  if (!grid_) {
+    ownGrid_ = std::make_unique<ProcessGrid>(resolveLayout(o.layout, 1), nullptr);
+    grid_ = ownGrid_.get();
+  }
+  options_.layout = grid_->layout();
+  const LayoutOptions& layout = options_.layout;
+  if (o.batch % (o.microBatches * layout.dp))
+    throw UsageError(fmt::format("--batch {} does not split into {} data-parallel rank(s) x {} micro-batch(es)", o.batch, layout.dp, o.microBatches));
+  const bool sharded = layout.dp > 1 && (layout.zero > 0 || layout.sync == "ps");
+  if (sharded && o.optimizer.kind == "lamb")
+    throw UsageError("--optimizer lamb with --zero or --sync ps: LAMB's trust ratio needs whole-tensor norms, and a shard may hold part of a tensor");
+  if (sharded && !o.checkpointDir.empty())
+    throw UsageError("--checkpoint-dir with --zero or --sync ps: sharded optimizer state is not saved in this version (use --zero 0)");
   options_.schedule.total = o.steps;
   device_ = Device::open(o.device);  // first: a missing GPU is reported before any data is read
   device_->setMatmulPrecision(parsePrecision(o.precision));
@@ -100,6 +113,7 @@ Trainer::Trainer(const TrainOptions& options) : options_(options) {
   d.task = o.model == "transformer" ? data::Task::kLanguageModel : data::Task::kClassification;
   d.seed = o.seed;
   d.globalBatch = o.batch;
+  d.shard = {grid_->dpRank(), layout.dp};
   d.syntheticSize = o.syntheticSize;
   if (o.model == "mlp") d.sampleShape = {784};
   if (o.model == "cnn") d.sampleShape = {3, 32, 32};
@@ -113,7 +127,8 @@ Trainer::Trainer(const TrainOptions& options) : options_(options) {
   }
   validateModelConfig(config, info);
   model_ = makeModel(config, microBatchSize(), *device_);
-  optimizer_ = std::make_unique<Optimizer>(o.optimizer, model_->params(), model_->arena());
+  sync_ = makeGradientSync(*grid_, *model_, commTimeoutS);
+  optimizer_ = std::make_unique<Optimizer>(o.optimizer, sync_->updateParams(), model_->arena());
   const Precision precision = parsePrecision(o.precision);
   if (precision == Precision::kBFloat16 || precision == Precision::kFloat16) {
     model_->setComputePrecision(precision);
@@ -141,8 +156,8 @@ Trainer::Trainer(const TrainOptions& options) : options_(options) {
 
 Trainer::~Trainer() = default;
 
-double Trainer::flopsPerStep() const { return 3.0 * model_->forwardFlops() * static_cast<double>(options_.microBatches); }
-std::int64_t Trainer::itemsPerStep() const { return model_->itemsPerMicroBatch() * options_.microBatches; }
+double Trainer::flopsPerStep() const { return 3.0 * model_->forwardFlops() * static_cast<double>(options_.microBatches * dataParallel()); }
+std::int64_t Trainer::itemsPerStep() const { return model_->itemsPerMicroBatch() * options_.microBatches * dataParallel(); }
 
 nlohmann::json Trainer::resolvedConfig() const {
   nlohmann::json j = options_.toJson();
@@ -167,6 +182,7 @@ StepResult Trainer::step() {
   const std::int64_t M = options_.microBatches, mb = microBatchSize();
   double loss = 0;
   for (std::int64_t i = 0; i < M; ++i) {
+    const bool last = i == M - 1;
     const data::Batch micro = M == 1 ? std::move(next.batch) : next.batch.slice(i * mb, (i + 1) * mb);
     const auto f0 = clock::now();
     lastMicroLoss_ = model_->forward(micro, ctx);
@@ -174,32 +190,48 @@ StepResult Trainer::step() {
     lastIndices_ = micro.sampleIndices;
     device_->synchronize();
     const auto f1 = clock::now();
-    model_->backward(static_cast<float>(r.lossScale / static_cast<double>(M)), ctx);  // the step's loss: the mean over micro-batches
+    sync_->beforeBackward(ctx, last);
+    // The step's loss is the mean over every rank's micro-batches: each backward takes its share.
+    model_->backward(static_cast<float>(r.lossScale / static_cast<double>(M * dataParallel())), ctx);
     device_->synchronize();
+    const auto b1 = clock::now();
+    sync_->afterBackward(last);
     r.forwardS += seconds(f0, f1);
-    r.backwardS += seconds(f1, clock::now());
+    r.backwardS += seconds(f1, b1);
+    r.syncS += seconds(b1, clock::now());
   }
-  r.loss = loss / static_cast<double>(M);
+  const auto s0 = clock::now();
+  r.loss = sync_->groupMean(loss / static_cast<double>(M));  // every rank's mean: the same on all, so all decide alike
   if (masters_) masters_->endStep();
   if (!std::isfinite(r.loss)) throw Error(fmt::format("step {}: the loss is {} (diverged; lower --lr)", r.step, r.loss));
-  const auto o0 = clock::now();
+  const std::vector<Param*> params = sync_->updateParams();
+  auto sumOfSquares = [&] {
+    double sq = 0;
+    for (Param* p : params) sq += ops::sumOfSquares(*p->grad.device, p->grad.data, p->grad.numel());
+    return sync_->globalSumOfSquares(sq);
+  };
   r.lr = options_.schedule.at(r.step);
-  if (scaler_ && !scaler_->unscaleAndCheck(model_->params())) {
+  if (scaler_ && !scaler_->unscaleAndCheck(params, [&](double sq) { return sync_->globalSumOfSquares(sq); })) {
     r.skipped = true;  // the gradients overflowed: no update, a smaller scale next step
     r.gradNorm = NAN;
   } else {
-    double sq = 0;
-    for (Param* p : model_->params()) sq += ops::sumOfSquares(*p->grad.device, p->grad.data, p->grad.numel());
-    r.gradNorm = std::sqrt(sq);
+    r.gradNorm = std::sqrt(sumOfSquares());
     if (options_.clipNorm > 0 && r.gradNorm > options_.clipNorm) {
       const float s = static_cast<float>(options_.clipNorm / r.gradNorm);
-      for (Param* p : model_->params()) ops::scale(*p->grad.device, p->grad.data, s, p->grad.numel());
+      for (Param* p : params) ops::scale(*p->grad.device, p->grad.data, s, p->grad.numel());
     }
+    const auto o0 = clock::now();
+    r.syncS += seconds(s0, o0);
     // Adam's bias correction counts the updates made, not the steps (a skipped step made none).
     optimizer_->step(r.lr, static_cast<int>(r.step + 1 - (scaler_ ? scaler_->skippedSteps() : 0)));
+    device_->synchronize();
+    const auto o1 = clock::now();
+    r.optimizerS = seconds(o0, o1);
+    sync_->afterUpdate();
+    r.syncS += seconds(o1, clock::now());
   }
-  device_->synchronize();
-  r.optimizerS = seconds(o0, clock::now());
+  if (r.skipped) r.syncS += seconds(s0, clock::now());
+  r.comm = sync_->takeStepComm();
   ++nextStep_;
   const auto end = clock::now();
   r.totalS = seconds(t0, end);
@@ -211,7 +243,8 @@ StepResult Trainer::step() {
 }
 
 std::string Trainer::saveCheckpoint() {
-  if (options_.checkpointDir.empty()) return {};
+  // Data parallel by all-reduce: every rank holds the same state, and rank 0 writes it.
+  if (options_.checkpointDir.empty() || grid_->rank() != 0) return {};
   ckpt::TrainerState state;
   state.step = nextStep_;
   state.data = source_->identity();

@@ -17,6 +17,8 @@
 #include "workloads/models/model.h"
 #include "workloads/optim/optimizer.h"
 #include "workloads/optim/schedule.h"
+#include "workloads/parallel/gradient_sync.h"
+#include "workloads/parallel/layout.h"
 
 namespace ts::wl {
 
@@ -39,6 +41,7 @@ struct TrainOptions {
   std::string checkpointDir;
   std::int64_t checkpointEvery = 0;  // steps between checkpoints (0: only at the end when a directory is given)
   bool resume = false;
+  LayoutOptions layout;  // the parallel layout (resolved against the world by the caller)
   nlohmann::json toJson() const;
 };
 
@@ -52,15 +55,19 @@ struct StepResult {
   double lossScale = 1;  // the scale this step's backward used
   // Phase times in seconds: data = waiting for the loader; the others host wall time from one phase's
   // start to the next (on CUDA the device is synchronised at each boundary, so they include device time).
-  double dataS = 0, forwardS = 0, backwardS = 0, optimizerS = 0, totalS = 0;
+  // sync = after the backward and around the update: waiting for gradients, reducing the norm, sending
+  // parameters back (data parallel; 0 on one rank).
+  double dataS = 0, forwardS = 0, backwardS = 0, syncS = 0, optimizerS = 0, totalS = 0;
+  StepComm comm;  // the step's collectives: in flight (communication) and waited for (exposed)
   double checkpointS = 0;  // writing a checkpoint after the step: not part of totalS (the step's time)
 };
 
 class Trainer {
  public:
   // Builds data, model and optimizer, checking every option (UsageError, one line). With resume and a
-  // checkpoint in checkpointDir, continues from it.
-  explicit Trainer(const TrainOptions& options);
+  // checkpoint in checkpointDir, continues from it. `grid` (null: one process) places this rank in the
+  // layout; commTimeoutS bounds every wait for the other ranks (0: none).
+  explicit Trainer(const TrainOptions& options, const ProcessGrid* grid = nullptr, double commTimeoutS = 0);
   ~Trainer();
   // Trains one optimizer step (the one after the last), saving a checkpoint when one is due.
   StepResult step();
@@ -74,8 +81,13 @@ class Trainer {
   Device& device() { return *device_; }
   const TrainOptions& options() const { return options_; }
   const data::DataInfo& dataInfo() const { return source_->info(); }
-  std::int64_t microBatchSize() const { return options_.batch / options_.microBatches; }
-  // Matmul/conv FLOPs of one optimizer step (3x the forward of every micro-batch).
+  // Samples per micro-batch on this rank: the global batch over data-parallel ranks and micro-batches.
+  std::int64_t microBatchSize() const { return options_.batch / (options_.microBatches * dataParallel()); }
+  int dataParallel() const { return grid_->layout().dp; }
+  const ProcessGrid& grid() const { return *grid_; }
+  // Elements of the parameters whose update (optimizer state, reduced gradients) this rank owns.
+  std::size_t ownedParameterElements() { return sync_->ownedParameterElements(); }
+  // Matmul/conv FLOPs of one optimizer step over all ranks (3x the forward of every micro-batch).
   double flopsPerStep() const;
   std::int64_t itemsPerStep() const;
   nlohmann::json resolvedConfig() const;
@@ -85,6 +97,8 @@ class Trainer {
 
  private:
   TrainOptions options_;
+  std::unique_ptr<ProcessGrid> ownGrid_;  // when none was given: a grid of one
+  const ProcessGrid* grid_;
   std::unique_ptr<Device> device_;  // before the model: its memory is the device's
   std::unique_ptr<data::DataSource> source_;
   std::unique_ptr<Model> model_;
@@ -92,6 +106,7 @@ class Trainer {
   std::unique_ptr<data::Prefetcher> loader_;
   std::unique_ptr<MasterWeights> masters_;  // bfloat16 / float16
   std::unique_ptr<LossScaler> scaler_;      // float16
+  std::unique_ptr<GradientSync> sync_;      // after the model: it holds buckets in the model's arena
   std::int64_t nextStep_ = 0, firstStep_ = 0;
   std::vector<std::int64_t> lastIndices_;
   double lastMicroLoss_ = 0;

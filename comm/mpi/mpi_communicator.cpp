@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -76,6 +77,92 @@ MpiCommunicator::MpiCommunicator() {
   MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
   MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
   MPI_CHECK(MPI_Comm_size(comm_, &size_));
+}
+
+MpiCommunicator::MpiCommunicator(MPI_Comm owned) : comm_(owned) {
+  MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+  MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+  MPI_CHECK(MPI_Comm_size(comm_, &size_));
+}
+
+std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) {
+  MPI_Comm sub = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Comm_split(comm_, color, key, &sub));
+  return std::make_unique<MpiCommunicator>(sub);
+}
+
+namespace {
+
+// An MPI nonblocking collective; `finish` runs once it completes (the root's copy of an out-of-place
+// broadcast). Waiting polls MPI_Test, sleeping between polls once the op is not quick, so a rank that
+// waits does not take a core from a peer on an oversubscribed host.
+class MpiPending final : public PendingCollective {
+ public:
+  MpiPending(const char* what, std::size_t bytes, int rank, std::function<void()> finish)
+      : what_(what), bytes_(bytes), rank_(rank), finish_(std::move(finish)) {}
+  ~MpiPending() override {
+    if (!done_ && request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);  // never leave MPI writing freed memory
+  }
+  MPI_Request* request() { return &request_; }
+  bool test() override {
+    if (done_) return true;
+    int flag = 0;
+    MPI_CHECK(MPI_Test(&request_, &flag, MPI_STATUS_IGNORE));
+    if (flag) {
+      done_ = true;
+      if (finish_) finish_();
+    }
+    return done_;
+  }
+  void wait(double timeoutS) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int polls = 0; !test(); ++polls) {
+      if (polls > 64) std::this_thread::sleep_for(std::chrono::microseconds(polls > 4096 ? 500 : 20));
+      if ((polls & 255) == 0) heartbeat::beat();
+      const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (timeoutS > 0 && waited > timeoutS)
+        throw errorInContext(fmt::format("timeout: {} of {} bytes on rank {} waited {:.1f} s for its peers", what_, bytes_, rank_, waited));
+    }
+  }
+
+ private:
+  const char* what_;
+  std::size_t bytes_;
+  int rank_;
+  std::function<void()> finish_;
+  MPI_Request request_ = MPI_REQUEST_NULL;
+  bool done_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<PendingCollective> MpiCommunicator::start(int l, const CollectiveCall& c) {
+  const bool inPlaceScatter = c.kind == CollectiveKind::kReduceScatter && c.recv == offsetBytes(const_cast<void*>(c.send), c.count * rank_, c.dtype);
+  const bool nonblocking = c.op != RedOp::kAvg && !inPlaceScatter &&
+                           (c.kind == CollectiveKind::kAllReduce || c.kind == CollectiveKind::kReduceScatter || c.kind == CollectiveKind::kAllGather ||
+                            c.kind == CollectiveKind::kBroadcast || c.kind == CollectiveKind::kReduce);
+  if (!nonblocking) return Communicator::start(l, c);
+  const int n = mpiCount(c.count);
+  const MPI_Datatype t = mpiType(c.dtype);
+  std::function<void()> finish;
+  if (c.kind == CollectiveKind::kBroadcast && rank_ == c.root && c.send != c.recv)
+    finish = [s = c.send, r = c.recv, bytes = c.count * dtypeSize(c.dtype)] { std::memcpy(r, s, bytes); };
+  auto p = std::make_unique<MpiPending>(collectiveKindName(c.kind), c.count * dtypeSize(c.dtype), rank_, std::move(finish));
+  switch (c.kind) {
+    case CollectiveKind::kAllReduce: MPI_CHECK(MPI_Iallreduce(inPlaceOr(c.send, c.recv), c.recv, n, t, mpiOp(c.op), comm_, p->request())); break;
+    case CollectiveKind::kReduceScatter: MPI_CHECK(MPI_Ireduce_scatter_block(c.send, c.recv, n, t, mpiOp(c.op), comm_, p->request())); break;
+    case CollectiveKind::kAllGather:
+      MPI_CHECK(MPI_Iallgather(inPlaceOr(c.send, offsetBytes(c.recv, c.count * rank_, c.dtype)), n, t, c.recv, n, t, comm_, p->request()));
+      break;
+    case CollectiveKind::kBroadcast:
+      MPI_CHECK(MPI_Ibcast(rank_ == c.root ? const_cast<void*>(c.send) : c.recv, n, t, c.root, comm_, p->request()));
+      break;
+    case CollectiveKind::kReduce:
+      MPI_CHECK(MPI_Ireduce(rank_ == c.root ? inPlaceOr(c.send, c.recv) : c.send, c.recv, n, t, mpiOp(c.op), c.root, comm_, p->request()));
+      break;
+    default: break;
+  }
+  return p;
 }
 
 MpiCommunicator::~MpiCommunicator() {

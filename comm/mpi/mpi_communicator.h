@@ -8,8 +8,11 @@ namespace ts {
 
 class MpiCommunicator final : public Communicator {
  public:
-  MpiCommunicator();
+  MpiCommunicator();                     // a duplicate of MPI_COMM_WORLD
+  explicit MpiCommunicator(MPI_Comm owned);  // takes ownership (split)
   ~MpiCommunicator() override;
+  MpiCommunicator(const MpiCommunicator&) = delete;
+  MpiCommunicator& operator=(const MpiCommunicator&) = delete;
 
   std::string backend() const override { return "mpi"; }
   std::string timer() const override { return "steady_clock"; }
@@ -34,6 +37,9 @@ class MpiCommunicator final : public Communicator {
   void gather(int l, const void* send, void* recv, std::size_t sendCount, DType t, int root) override;
   void scatter(int l, const void* send, void* recv, std::size_t recvCount, DType t, int root) override;
   void sendRecv(int l, const void* send, void* recv, std::size_t count, DType t, int sendPeer, int recvPeer) override;
+
+  std::unique_ptr<PendingCollective> start(int l, const CollectiveCall& c) override;
+  std::unique_ptr<Communicator> split(int color, int key) override;
 
   void synchronize(double) override {}
   TimedBatch timeBatch(int iters, int graphIters, const std::function<void()>& launch) override;

@@ -194,6 +194,57 @@ void NcclCommunicator::sendRecv(int l, const void* s, void* r, std::size_t n, DT
   NCCL_CHECK(ncclGroupEnd());
 }
 
+// An op on the local rank's stream, and an event recorded after it.
+class NcclPending final : public PendingCollective {
+ public:
+  NcclPending(NcclCommunicator& c, int l) : comm_(c), l_(l) {
+    CUDA_CHECK(cudaSetDevice(c.locals_[l].device));
+    CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventRecord(event_, c.locals_[l].stream));
+  }
+  ~NcclPending() override {
+    cudaSetDevice(comm_.locals_[l_].device);
+    if (event_) cudaEventDestroy(event_);
+  }
+  bool test() override {
+    CUDA_CHECK(cudaSetDevice(comm_.locals_[l_].device));
+    const cudaError_t q = cudaEventQuery(event_);
+    if (q == cudaSuccess) return true;
+    if (q != cudaErrorNotReady) CUDA_CHECK(q);
+    return false;
+  }
+  void wait(double timeoutS) override { comm_.waitFor(l_, event_, timeoutS); }
+
+ private:
+  NcclCommunicator& comm_;
+  int l_;
+  cudaEvent_t event_ = nullptr;
+};
+
+std::unique_ptr<PendingCollective> NcclCommunicator::start(int l, const CollectiveCall& c) {
+  run(l, c);
+  return std::make_unique<NcclPending>(*this, l);
+}
+
+std::unique_ptr<Communicator> NcclCommunicator::split(int color, int key) {
+  if (locals_.size() != 1) throw UsageError("sub-communicators (data/tensor/pipeline groups) need one GPU per process (--gpus-per-process 1)");
+  const Local& from = locals_[0];
+  std::unique_ptr<NcclCommunicator> sub(new NcclCommunicator());
+  Local L;
+  L.device = from.device;
+  CUDA_CHECK(cudaSetDevice(L.device));
+  NCCL_CHECK(ncclCommSplit(from.comm, color, key, &L.comm, nullptr));
+  int rank = 0, size = 0;
+  NCCL_CHECK(ncclCommUserRank(L.comm, &rank));
+  NCCL_CHECK(ncclCommCount(L.comm, &size));
+  L.rank = rank;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&L.stream, cudaStreamNonBlocking));
+  L.gate = std::make_unique<cuda::StreamGate>();
+  sub->worldSize_ = size;
+  sub->locals_.push_back(std::move(L));
+  return sub;
+}
+
 void NcclCommunicator::groupStart() { NCCL_CHECK(ncclGroupStart()); }
 void NcclCommunicator::groupEnd() { NCCL_CHECK(ncclGroupEnd()); }
 

@@ -41,6 +41,9 @@ class NcclCommunicator final : public Communicator {
   void scatter(int l, const void* send, void* recv, std::size_t recvCount, DType t, int root) override;
   void sendRecv(int l, const void* send, void* recv, std::size_t count, DType t, int sendPeer, int recvPeer) override;
 
+  std::unique_ptr<PendingCollective> start(int l, const CollectiveCall& c) override;
+  std::unique_ptr<Communicator> split(int color, int key) override;
+
   void groupStart() override;
   void groupEnd() override;
   void synchronize(double timeoutS) override;
@@ -55,6 +58,8 @@ class NcclCommunicator final : public Communicator {
     cudaStream_t stream = nullptr;
     std::unique_ptr<cuda::StreamGate> gate;
   };
+  NcclCommunicator() = default;  // split() fills it in
+  friend class NcclPending;
   void waitFor(int l, cudaEvent_t event, double timeoutS);  // event null: the whole stream
   TimedBatch timeWithEvents(int iters, int opsPerIter, const std::function<void()>& launchOne);
 

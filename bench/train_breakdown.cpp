@@ -1,0 +1,114 @@
+#include "bench/train_breakdown.h"
+
+#include <algorithm>
+#include <map>
+
+#include "bench/stats.h"
+#include "comm/bootstrap.h"
+#include "comm/collectives/collective.h"
+
+namespace ts {
+namespace {
+
+nlohmann::json usStats(const std::vector<double>& seconds) {
+  std::vector<double> us;
+  for (double s : seconds) us.push_back(s * 1e6);
+  return toJson(summarize(us));
+}
+
+double median(std::vector<double> v) { return v.empty() ? 0.0 : summarize(std::move(v)).median; }
+
+}  // namespace
+
+void RankSteps::add(const wl::StepResult& r) {
+  total.push_back(r.totalS);
+  data.push_back(r.dataS);
+  forward.push_back(r.forwardS);
+  backward.push_back(r.backwardS);
+  sync.push_back(r.syncS);
+  optimizer.push_back(r.optimizerS);
+  communication.push_back(r.comm.communicationS);
+  exposed.push_back(r.comm.exposedS);
+  collectives.insert(collectives.end(), r.comm.collectives.begin(), r.comm.collectives.end());
+}
+
+TrainBreakdown gatherBreakdown(Bootstrap& boot, const wl::ProcessGrid& grid, const RankSteps& mine) {
+  const int P = boot.size();
+  const std::size_t n = mine.total.size();
+  // Every rank trained the same steps, so the per-step vectors line up; they travel as one block.
+  const std::vector<const std::vector<double>*> series = {&mine.total, &mine.data, &mine.forward, &mine.backward,
+                                                          &mine.sync, &mine.optimizer, &mine.communication, &mine.exposed};
+  std::vector<double> block;
+  block.push_back(grid.dpRank());
+  block.push_back(grid.tpRank());
+  block.push_back(grid.ppRank());
+  for (const auto* s : series) block.insert(block.end(), s->begin(), s->end());
+  const std::vector<double> all = boot.allGatherDoubles(block);
+  const std::size_t per = block.size();
+  auto seriesOf = [&](int rank, std::size_t k) {
+    const auto* base = all.data() + static_cast<std::size_t>(rank) * per + 3 + k * n;
+    return std::vector<double>(base, base + n);
+  };
+
+  TrainBreakdown out;
+  out.stepSeconds.assign(n, 0.0);
+  std::vector<double> spread(n, 0.0), fastest(n, 1e300);
+  nlohmann::json ranks = nlohmann::json::array();
+  for (int p = 0; p < P; ++p) {
+    const std::vector<double> total = seriesOf(p, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      out.stepSeconds[i] = std::max(out.stepSeconds[i], total[i]);
+      fastest[i] = std::min(fastest[i], total[i]);
+    }
+    const double* place = all.data() + static_cast<std::size_t>(p) * per;
+    const double step = median(total), comm = median(seriesOf(p, 6)), exposed = median(seriesOf(p, 7));
+    const double compute = median(seriesOf(p, 2)) + median(seriesOf(p, 3)) + median(seriesOf(p, 5));
+    ranks.push_back({{"rank", p},
+                     {"dp_rank", static_cast<int>(place[0])},
+                     {"tp_rank", static_cast<int>(place[1])},
+                     {"pp_rank", static_cast<int>(place[2])},
+                     {"step_us", step * 1e6},
+                     {"data_us", median(seriesOf(p, 1)) * 1e6},
+                     {"compute_us", compute * 1e6},
+                     {"sync_us", median(seriesOf(p, 4)) * 1e6},
+                     {"communication_us", comm * 1e6},
+                     {"exposed_communication_us", exposed * 1e6},
+                     {"idle_us", std::max(0.0, step - compute - median(seriesOf(p, 1)) - median(seriesOf(p, 4))) * 1e6},
+                     {"overlap", comm > 0 ? nlohmann::json(std::clamp(1.0 - exposed / comm, 0.0, 1.0)) : nlohmann::json()}});
+  }
+  for (std::size_t i = 0; i < n; ++i) spread[i] = out.stepSeconds[i] > 0 ? (out.stepSeconds[i] - fastest[i]) / out.stepSeconds[i] : 0.0;
+
+  // Process 0's own view of the collectives: per (op, bytes), their times and achieved bandwidth.
+  std::map<std::pair<std::string, std::size_t>, std::vector<double>> byOp;
+  for (const auto& c : mine.collectives) byOp[{c.op, c.bytes}].push_back(c.seconds);
+  const int groupSize = grid.layout().dp;
+  nlohmann::json collectives = nlohmann::json::array();
+  for (const auto& [key, seconds] : byOp) {
+    const double med = median(seconds);
+    const double algbw = med > 0 ? static_cast<double>(key.second) / med / 1e9 : 0.0;
+    collectives.push_back({{"op", key.first},
+                           {"bytes", key.second},
+                           {"group_size", groupSize},
+                           {"count", seconds.size()},
+                           {"time_us", usStats(seconds)},
+                           {"algbw_gbps", algbw},
+                           {"busbw_gbps", algbw * findCollective(key.first).busFactor(groupSize)}});
+  }
+  const double comm = median(mine.communication), exposed = median(mine.exposed);
+  out.fields = {{"phases_us",
+                 {{"data", usStats(mine.data)},
+                  {"forward", usStats(mine.forward)},
+                  {"backward", usStats(mine.backward)},
+                  {"sync", usStats(mine.sync)},
+                  {"optimizer", usStats(mine.optimizer)}}},
+                {"communication",
+                 {{"communication_us", usStats(mine.communication)},
+                  {"exposed_us", usStats(mine.exposed)},
+                  {"overlap", comm > 0 ? nlohmann::json(std::clamp(1.0 - exposed / comm, 0.0, 1.0)) : nlohmann::json()},
+                  {"rank_spread", median(spread)}}},
+                {"ranks", ranks},
+                {"collectives", collectives}};
+  return out;
+}
+
+}  // namespace ts

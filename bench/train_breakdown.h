@@ -1,0 +1,32 @@
+#pragma once
+// The per-rank side of a `train` record: every rank's phase times, gathered to process 0 after the last
+// step (never during the timed steps), the step time as the slowest rank's, the spread between ranks,
+// communication and exposed communication, and the collectives the training issued with their
+// achieved bus bandwidth.
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "workloads/trainer.h"
+
+namespace ts {
+
+class Bootstrap;
+
+// The timed steps of one rank.
+struct RankSteps {
+  std::vector<double> total, data, forward, backward, sync, optimizer, communication, exposed;  // seconds
+  std::vector<wl::CollectiveTiming> collectives;
+  void add(const wl::StepResult& r);
+};
+
+struct TrainBreakdown {
+  std::vector<double> stepSeconds;  // per timed step: the slowest rank's time
+  nlohmann::json fields;            // ranks, phases_us, communication, collectives (process 0's record)
+};
+
+// Collective over every process of the run (each passes its own steps); the result matters on process 0.
+// `grid` names each rank's place; dpSize sets the bus factor of the collectives.
+TrainBreakdown gatherBreakdown(Bootstrap& boot, const wl::ProcessGrid& grid, const RankSteps& mine);
+
+}  // namespace ts

@@ -1,0 +1,156 @@
+"""Parallel layouts on the CPU backend under mpirun: every data-parallel layout (all-reduce with and
+without overlap, ZeRO 1 and 2, the parameter server) trains each model along the same loss trajectory,
+to the same weights, as one process does on the same global batch; the record explains where the step
+went (per-rank compute and communication, the collectives issued); bad layouts are one line.
+
+Tolerance: the layouts sum the same float32 gradients in another order (a rank's partial sum, then the
+group's), so losses and the parameters' norms agree to 1e-5 relative, not bit for bit. The CNN's batch
+norm normalises over each rank's samples (as PyTorch DDP without SyncBatchNorm does), so its reference is
+the one-process run with one micro-batch per data-parallel rank: the same sample groups. It trains with
+SGD: Adam turns float32 noise in a near-zero gradient into a full-size step, which no layout can avoid."""
+import json
+
+import pytest
+
+from helpers import run_trainscope
+
+RTOL = 1e-5
+STEPS = 6
+
+MODELS = {
+    "mlp": ["--model", "mlp", "--preset", "tiny", "--batch", 16, "--lr", 3e-3, "--optimizer", "adamw", "--weight-decay", 0.1],
+    "cnn": ["--model", "cnn", "--preset", "tiny", "--batch", 8, "--lr", 0.05, "--optimizer", "sgd"],
+    "transformer": ["--model", "transformer", "--preset", "tiny", "--batch", 8, "--lr", 3e-3, "--clip-norm", 1.0],
+}
+
+# (name, ranks, flags, micro-batches)
+LAYOUTS = [
+    ("dp2", 2, [], 1),
+    ("dp4", 4, [], 1),
+    ("dp2-no-overlap-small-buckets", 2, ["--overlap", "off", "--bucket-mb", 0.01], 1),
+    ("zero1", 2, ["--zero", 1], 1),
+    ("zero2-accumulating", 2, ["--zero", 2, "--micro-batches", 2], 2),
+    ("zero1-dp4", 4, ["--zero", 1, "--bucket-mb", 0.05], 1),
+    ("ps2-of-4", 4, ["--sync", "ps", "--ps-shards", 2], 1),
+    ("ps1", 2, ["--sync", "ps"], 1),
+]
+
+
+def train(tmp_path, name, args, np=None):
+    out = tmp_path / f"{name}.json"
+    r = run_trainscope(["train", "--no-ceiling", "--steps", STEPS, "--warmup-steps", 1, "--json", out] + list(args), np=np, timeout=600)
+    assert r.rc == 0, r.err
+    doc = json.loads(out.read_text())
+    (rec,) = [x for x in doc["records"] if x["kind"] == "train"]
+    return doc, rec
+
+
+_references = {}
+
+
+def reference(tmp_path_factory, model, micro):
+    key = (model, micro)
+    if key not in _references:
+        _references[key] = train(tmp_path_factory.mktemp("ref"), f"{model}-{micro}", MODELS[model] + ["--micro-batches", micro])[1]
+    return _references[key]
+
+
+def assert_same_training(rec, ref, rtol=RTOL):
+    assert len(rec["loss_curve"]) == len(ref["loss_curve"]) == STEPS
+    for a, b in zip(rec["loss_curve"], ref["loss_curve"]):
+        assert a["loss"] == pytest.approx(b["loss"], rel=rtol), (a, b)
+        assert a["grad_norm"] == pytest.approx(b["grad_norm"], rel=rtol), (a, b)
+    assert rec["parameter_norms"].keys() == ref["parameter_norms"].keys()
+    for name, norm in ref["parameter_norms"].items():
+        assert rec["parameter_norms"][name] == pytest.approx(norm, rel=rtol, abs=1e-7), name
+
+
+@pytest.mark.parametrize("model", list(MODELS))
+@pytest.mark.parametrize("name,np,flags,micro", LAYOUTS, ids=[l[0] for l in LAYOUTS])
+def test_layout_trains_like_one_process(tmp_path, tmp_path_factory, validate, model, name, np, flags, micro):
+    doc, rec = train(tmp_path, name, MODELS[model] + flags, np=np)
+    validate(doc)
+    ref_micro = micro * np if model == "cnn" else micro
+    assert_same_training(rec, reference(tmp_path_factory, model, ref_micro))
+    layout = rec["layout"]
+    assert rec["world_size"] == np == layout["dp"] and layout["tp"] == layout["pp"] == 1
+    sharded = "--zero" in flags or "ps" in flags
+    shards = layout["ps_shards"] if layout["sync"] == "ps" else np
+    # Process 0 owns every parameter's update, or its shard: a 1/shards part, give or take the padding.
+    owned = rec["owned_parameters"]
+    assert owned == rec["parameters"] if not sharded else abs(owned - rec["parameters"] / shards) <= 4 * len(rec["parameter_norms"])
+    # Every rank reports its breakdown; the step time is the slowest rank's.
+    assert sorted(r["rank"] for r in rec["ranks"]) == list(range(np))
+    assert [r["dp_rank"] for r in sorted(rec["ranks"], key=lambda r: r["rank"])] == list(range(np))
+    assert rec["step_time_us"]["median"] >= max(r["step_us"] for r in rec["ranks"]) * 0.999
+    ops = {c["op"] for c in rec["collectives"]}
+    expected = {"all_reduce"} | ({"reduce_scatter", "all_gather"} if "--zero" in flags else set()) | ({"reduce", "broadcast"} if "ps" in flags else set())
+    assert ops == expected
+    steps_timed = rec["timed_steps"]
+    grads = [c for c in rec["collectives"] if c["op"] in ("all_reduce", "reduce_scatter", "reduce") and c["bytes"] > 8]
+    # Each timed step moves every gradient once per communicating micro-batch (the buckets, padded).
+    communicating = micro if "--zero" in flags and 2 in flags else 1
+    per_step = sum(c["bytes"] * c["count"] for c in grads) / steps_timed
+    if layout["sync"] == "ps":
+        per_step *= 1  # reduce: each shard its own op, the shards together one padded copy
+    assert 4 * rec["parameters"] * communicating <= per_step <= 4 * rec["parameters"] * communicating + 64 * len(rec["parameter_norms"]) * communicating * np
+
+
+def test_data_parallel_matches_with_gradient_accumulation_and_mixed_precision(tmp_path, tmp_path_factory):
+    # bfloat16 rounds the weights' compute copy each step, so the float32 reorder noise in the master
+    # weights can flip an element by one bfloat16 unit (2^-8 relative): the tolerance is bfloat16's.
+    args = MODELS["transformer"] + ["--micro-batches", 2, "--precision", "bfloat16"]
+    _, one = train(tmp_path, "one", args)
+    _, dp = train(tmp_path, "dp", args + ["--zero", 1], np=2)
+    assert_same_training(dp, one, rtol=4e-3)
+
+
+def test_float16_loss_scaling_decides_alike_on_every_rank(tmp_path):
+    args = ["--model", "mlp", "--preset", "tiny", "--batch", 8, "--precision", "float16", "--loss-scale", 1e7, "--loss-scale-interval", 2]
+    _, one = train(tmp_path, "one", args)
+    _, dp = train(tmp_path, "z2", args + ["--zero", 2], np=2)
+    assert [p["skipped"] for p in one["loss_curve"]] == [p["skipped"] for p in dp["loss_curve"]]
+    assert any(p["skipped"] for p in one["loss_curve"]) and not all(p["skipped"] for p in one["loss_curve"])
+    assert_same_training(dp, one)
+
+
+def test_overlap_on_and_off_both_report_exposed_communication(tmp_path):
+    for overlap in ("on", "off"):
+        _, rec = train(tmp_path, overlap, MODELS["transformer"] + ["--overlap", overlap, "--bucket-mb", 0.1], np=2)
+        c = rec["communication"]
+        assert rec["layout"]["overlap"] == (overlap == "on")
+        assert c["communication_us"]["n"] == c["exposed_us"]["n"] == rec["timed_steps"]
+        assert c["communication_us"]["median"] > 0 and c["exposed_us"]["median"] > 0
+        assert 0 <= c["overlap"] <= 1 and c["rank_spread"] >= 0
+        assert all(r["communication_us"] > 0 for r in rec["ranks"])
+
+
+def test_checkpoints_under_data_parallel_resume_on_one_process(tmp_path):
+    args = MODELS["mlp"] + ["--steps", STEPS]
+    ckpt = tmp_path / "ckpt"
+    out = tmp_path / "first.json"
+    r = run_trainscope(["train", "--no-ceiling", "--warmup-steps", 0, "--json", out, "--checkpoint-dir", ckpt, "--steps", 3] + MODELS["mlp"], np=2)
+    assert r.rc == 0, r.err
+    _, rest = train(tmp_path, "rest", MODELS["mlp"] + ["--checkpoint-dir", ckpt, "--resume"])
+    _, whole = train(tmp_path, "whole", MODELS["mlp"])
+    assert rest["first_step"] == 3
+    for a, b in zip(rest["loss_curve"], whole["loss_curve"][3:]):
+        assert a["loss"] == pytest.approx(b["loss"], rel=RTOL)
+
+
+@pytest.mark.parametrize("np,args,message", [
+    (2, ["--dp", 3], "--dp 3 x --tp 1 x --pp 1 = 3 processes, but this run has 2"),
+    (None, ["--dp", 2], "launch with mpirun"),
+    (2, ["--zero", 4], "--zero 4: expected 0, 1, 2 or 3"),
+    (2, ["--sync", "gossip"], "--sync gossip: expected allreduce or ps"),
+    (2, ["--sync", "ps", "--ps-shards", 3], "--ps-shards 3: must be between 1 and the 2"),
+    (2, ["--zero", 1, "--optimizer", "lamb"], "LAMB's trust ratio needs whole-tensor norms"),
+    (2, ["--batch", 3], "--batch 3 does not split into 2 data-parallel rank(s) x 1 micro-batch(es)"),
+    (2, ["--bucket-mb", 0], "--bucket-mb 0: must be positive"),
+    (2, ["--overlap", "maybe"], "--overlap"),
+])
+def test_bad_layouts_are_one_line(tmp_path, np, args, message):
+    r = run_trainscope(["train", "--no-ceiling", "--steps", 2, "--model", "mlp"] + args, np=np)
+    assert r.rc == 2, (r.out, r.err)
+    lines = r.error_lines()
+    assert len(lines) == 1 and message in lines[0], r.err

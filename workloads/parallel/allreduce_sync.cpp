@@ -1,0 +1,45 @@
+#include "workloads/parallel/allreduce_sync.h"
+
+#include "workloads/models/model.h"
+#include "workloads/ops.h"
+
+namespace ts::wl {
+
+AllReduceSync::AllReduceSync(Communicator& dp, Model& model, const LayoutOptions& layout, double timeoutS)
+    : GradientSync(dp, timeoutS), params_(model.params()), buckets_(params_, layout.bucketMb, 1, model.arena()), overlap_(layout.overlap) {
+}
+
+std::size_t AllReduceSync::ownedParameterElements() {
+  std::size_t n = 0;
+  for (Param* p : params_) n += p->value.numel();
+  return n;
+}
+
+void AllReduceSync::launch(Bucket& b) {
+  b.flat.device->synchronize();  // the communicator's stream must see the gradients
+  tracker_->start({CollectiveKind::kAllReduce, b.flat.data, b.flat.data, b.elements, DType::kFloat32, RedOp::kSum});
+  b.launched = true;
+}
+
+void AllReduceSync::beforeBackward(StepContext& ctx, bool last) {
+  buckets_.startMicroBatch();
+  ctx.gradReady = nullptr;
+  if (!last || !overlap_) return;
+  ctx.gradReady = [this](Param& p) {
+    if (Bucket* b = buckets_.deposit(p)) launch(*b);
+    tracker_->poll();
+  };
+}
+
+void AllReduceSync::afterBackward(bool last) {
+  if (!last) return;
+  for (Bucket& b : buckets_.all())
+    if (!b.launched) {
+      buckets_.depositRest(b);
+      launch(b);
+    }
+  tracker_->waitAll();
+  for (Bucket& b : buckets_.all()) buckets_.gradsFromFlat(b);
+}
+
+}  // namespace ts::wl

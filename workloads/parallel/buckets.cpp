@@ -1,0 +1,94 @@
+#include "workloads/parallel/buckets.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+
+namespace ts::wl {
+
+Tensor viewOf(const Tensor& t, std::size_t offset, std::size_t n) {
+  if (offset + n > t.numel()) throw Error(fmt::format("internal: a view of [{}, {}) of {}", offset, offset + n, t.shapeText()));
+  return Tensor{t.data + offset, {static_cast<std::int64_t>(n)}, t.device};
+}
+
+Buckets::Buckets(const std::vector<Param*>& modelOrder, double bucketMb, int parts, Arena& arena) {
+  const std::size_t cap = static_cast<std::size_t>(bucketMb * 1024 * 1024 / sizeof(float));
+  std::vector<Bucket> list;
+  for (auto it = modelOrder.rbegin(); it != modelOrder.rend(); ++it) {
+    Param* p = *it;
+    const std::size_t n = p->value.numel();
+    if (list.empty() || (list.back().elements > 0 && list.back().elements + n > cap)) list.emplace_back();
+    Bucket& b = list.back();
+    b.slots.push_back({p, b.elements});
+    b.elements += n;
+  }
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    Bucket& b = list[i];
+    b.padded = (b.elements + parts - 1) / parts * parts;
+    b.chunk = b.padded / parts;
+    b.flat = arena.tensor({static_cast<std::int64_t>(b.padded)});
+    for (std::size_t s = 0; s < b.slots.size(); ++s) where_.push_back({b.slots[s].param, {i, s}});
+  }
+  buckets_ = std::move(list);
+}
+
+Bucket* Buckets::deposit(Param& p) {
+  const auto it = std::find_if(where_.begin(), where_.end(), [&](const auto& w) { return w.first == &p; });
+  if (it == where_.end()) throw Error(fmt::format("internal: gradient of {} reported, and it is in no bucket", p.name));
+  Bucket& b = buckets_[it->second.first];
+  Bucket::Slot& s = b.slots[it->second.second];
+  if (s.deposited) throw Error(fmt::format("internal: gradient of {} reported twice in one backward", p.name));
+  copy(viewOf(b.flat, s.offset, p.grad.numel()), p.grad);
+  s.deposited = true;
+  return ++b.ready == b.slots.size() ? &b : nullptr;
+}
+
+void Buckets::depositRest(Bucket& b) {
+  for (auto& s : b.slots)
+    if (!s.deposited) {
+      copy(viewOf(b.flat, s.offset, s.param->grad.numel()), s.param->grad);
+      s.deposited = true;
+      ++b.ready;
+    }
+}
+
+void Buckets::gradsFromFlat(Bucket& b) {
+  for (const auto& s : b.slots) copy(s.param->grad, viewOf(b.flat, s.offset, s.param->grad.numel()));
+}
+
+void Buckets::valuesToFlat(Bucket& b) {
+  for (const auto& s : b.slots) copy(viewOf(b.flat, s.offset, s.param->value.numel()), s.param->value);
+}
+
+void Buckets::valuesFromFlat(Bucket& b) {
+  for (const auto& s : b.slots) copy(s.param->value, viewOf(b.flat, s.offset, s.param->value.numel()));
+}
+
+std::vector<Param> Buckets::pieces(const Bucket& b, int k, const Tensor& grads) const {
+  std::vector<Param> out;
+  const std::size_t lo = static_cast<std::size_t>(k) * b.chunk, hi = lo + b.chunk;
+  for (const auto& s : b.slots) {
+    const std::size_t n = s.param->value.numel();
+    const std::size_t a = std::max(lo, s.offset), z = std::min(hi, s.offset + n);
+    if (a >= z) continue;
+    Param piece;
+    piece.name = fmt::format("{}[{}:{}]", s.param->name, a - s.offset, z - s.offset);
+    piece.value = viewOf(s.param->value, a - s.offset, z - a);
+    piece.grad = viewOf(grads, a - lo, z - a);
+    piece.decay = s.param->decay;
+    out.push_back(std::move(piece));
+  }
+  return out;
+}
+
+void Buckets::startMicroBatch() {
+  for (auto& b : buckets_) {
+    b.ready = 0;
+    b.launched = false;
+    for (auto& s : b.slots) s.deposited = false;
+  }
+}
+
+}  // namespace ts::wl

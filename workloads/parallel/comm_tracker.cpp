@@ -1,0 +1,74 @@
+#include "workloads/parallel/comm_tracker.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "base/dtype.h"
+#include "base/error.h"
+
+namespace ts::wl {
+
+double CommTracker::now() const { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+int CommTracker::start(const CollectiveCall& call) {
+  Op op;
+  op.name = collectiveKindName(call.kind);
+  // Bytes as the collectives sweep counts them: the whole buffer (all-gather/reduce-scatter: the gathered one).
+  const int n = comm_.worldSize();
+  const bool whole = call.kind == CollectiveKind::kAllGather || call.kind == CollectiveKind::kReduceScatter;
+  op.bytes = call.count * dtypeSize(call.dtype) * static_cast<std::size_t>(whole ? n : 1);
+  op.start = now();
+  op.pending = comm_.start(0, call);
+  exposedS_ += now() - op.start;  // issuing is host time taken from compute (MPI may do the work here)
+  ops_.push_back(std::move(op));
+  return static_cast<int>(ops_.size()) - 1;
+}
+
+void CommTracker::poll() {
+  const double t0 = now();
+  for (auto& op : ops_)
+    if (op.end < 0 && op.pending->test()) op.end = now();
+  exposedS_ += now() - t0;
+}
+
+void CommTracker::wait(int id) {
+  Op& op = ops_.at(static_cast<std::size_t>(id));
+  if (op.end >= 0) return;
+  const double t0 = now();
+  op.pending->wait(timeoutS_);
+  op.end = now();
+  exposedS_ += op.end - t0;
+}
+
+void CommTracker::waitAll() {
+  for (std::size_t i = 0; i < ops_.size(); ++i) wait(static_cast<int>(i));
+}
+
+StepComm CommTracker::take() {
+  StepComm s;
+  std::vector<std::pair<double, double>> spans;
+  for (const auto& op : ops_) {
+    if (op.end < 0) throw Error("internal: CommTracker::take with a collective in flight");
+    s.collectives.push_back({op.name, op.bytes, op.end - op.start});
+    spans.emplace_back(op.start, op.end);
+  }
+  std::sort(spans.begin(), spans.end());
+  double covered = 0, from = 0, to = -1;
+  for (const auto& [a, b] : spans) {
+    if (a > to) {
+      if (to > from) covered += to - from;
+      from = a;
+      to = b;
+    } else {
+      to = std::max(to, b);
+    }
+  }
+  if (to > from) covered += to - from;
+  s.communicationS = covered;
+  s.exposedS = exposedS_;
+  ops_.clear();
+  exposedS_ = 0;
+  return s;
+}
+
+}  // namespace ts::wl

@@ -1,0 +1,60 @@
+#pragma once
+// The collectives a training step issues, timed from launch to observed completion, and the host time
+// the step spent issuing, polling and waiting for them (exposed communication: what overlap did not hide).
+//
+// "Observed completion": on MPI a nonblocking collective progresses when the library is entered (each
+// poll() or wait()), so an op's interval ends when a poll first sees it complete; on NCCL, when its event
+// has fired by the time it is polled. communication_s is the length of the union of the intervals, so
+// concurrent ops count once.
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+
+namespace ts::wl {
+
+struct CollectiveTiming {
+  std::string op;  // all_reduce, reduce_scatter, all_gather, reduce, broadcast
+  std::size_t bytes = 0;
+  double seconds = 0;  // launch to observed completion
+};
+
+struct StepComm {
+  double communicationS = 0;  // union of the in-flight intervals
+  double exposedS = 0;        // host time spent in communication calls: issuing, polling, waiting
+  std::vector<CollectiveTiming> collectives;
+};
+
+class CommTracker {
+ public:
+  CommTracker(Communicator& comm, double timeoutS) : comm_(comm), timeoutS_(timeoutS) {}
+  Communicator& comm() { return comm_; }
+  // Issues the call and returns its id.
+  int start(const CollectiveCall& call);
+  // Tests every op in flight (lets MPI progress them) and notes the ones that completed.
+  void poll();
+  // Blocks until op `id` (every op: waitAll) completes; the time blocked counts as exposed.
+  void wait(int id);
+  void waitAll();
+  // start + wait: an op nothing overlaps.
+  void run(const CollectiveCall& call) { wait(start(call)); }
+  // This step's figures; clears them. Every op must be complete.
+  StepComm take();
+
+ private:
+  struct Op {
+    std::string name;
+    std::size_t bytes;
+    double start, end = -1;
+    std::unique_ptr<PendingCollective> pending;
+  };
+  double now() const;
+  Communicator& comm_;
+  double timeoutS_;
+  std::vector<Op> ops_;
+  double exposedS_ = 0;
+};
+
+}  // namespace ts::wl

@@ -1,0 +1,52 @@
+#pragma once
+// How a data-parallel group turns each rank's gradients into one update. The trainer calls, per step:
+//   for each micro-batch: beforeBackward(ctx, last) ... model backward ... afterBackward(last)
+//   updateParams()  -> the optimizer, the gradient norm and the loss scaler work on these
+//   globalSumOfSquares(local)  -> over every rank that holds a share of the update
+//   afterUpdate()   -> every rank's parameters current again
+// Layouts (one file each):
+//   allreduce  (--zero 0)  buckets all-reduced as their gradients become ready; every rank updates all
+//   zero 1/2   (--zero)    buckets reduce-scattered; each rank updates its shard; parameters all-gathered
+//   ps         (--sync ps) buckets reduced to the server ranks; servers update; parameters broadcast
+// Each rank's backward is scaled by 1/(micro-batches x group size), so its gradient is exactly its
+// samples' share of the single-device gradient of the global batch (same magnitudes, so float16
+// overflows where one device would), and the group's sum is that gradient.
+#include <memory>
+#include <vector>
+
+#include "workloads/layers/layer.h"
+#include "workloads/parallel/comm_tracker.h"
+#include "workloads/parallel/layout.h"
+
+namespace ts::wl {
+
+class Model;
+
+class GradientSync {
+ public:
+  virtual ~GradientSync() = default;
+  virtual void beforeBackward(StepContext& ctx, bool last) = 0;
+  virtual void afterBackward(bool last) = 0;
+  virtual std::vector<Param*> updateParams() = 0;
+  virtual double globalSumOfSquares(double local) = 0;
+  virtual void afterUpdate() = 0;
+  // Bytes of gradients and optimizer-state parameters this rank keeps (for the record).
+  virtual std::size_t ownedParameterElements() = 0;
+  StepComm takeStepComm() { return tracker_ ? tracker_->take() : StepComm{}; }
+  // The group's mean of a per-rank figure (the loss); not counted as the step's communication.
+  double groupMean(double v);
+
+ protected:
+  GradientSync() = default;
+  GradientSync(Communicator& group, double timeoutS);
+  // The sum of v over the group; timed: counted as the step's communication (exposed).
+  double groupSum(double v, bool timed);
+  Communicator* group_ = nullptr;
+  std::unique_ptr<CommTracker> tracker_;
+  CommBuffer scalar_;  // one float64 where the backend works (device memory for NCCL)
+};
+
+// The sync of `grid`'s data-parallel group for the model's parameters (the group of one: no communication).
+std::unique_ptr<GradientSync> makeGradientSync(const ProcessGrid& grid, Model& model, double timeoutS);
+
+}  // namespace ts::wl

@@ -1,0 +1,69 @@
+#include "workloads/parallel/layout.h"
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+
+namespace ts::wl {
+
+nlohmann::json LayoutOptions::toJson() const {
+  return {{"dp", dp},           {"tp", tp},     {"pp", pp}, {"zero", zero}, {"sync", sync}, {"ps_shards", sync == "ps" ? nlohmann::json(psShards) : nlohmann::json()},
+          {"bucket_mb", bucketMb}, {"overlap", overlap}, {"name", name()}};
+}
+
+std::string LayoutOptions::name() const {
+  std::string s;
+  auto add = [&](const std::string& part) { s += (s.empty() ? "" : " ") + part; };
+  if (dp > 1) add(fmt::format("dp={}", dp));
+  if (tp > 1) add(fmt::format("tp={}", tp));
+  if (pp > 1) add(fmt::format("pp={}", pp));
+  if (zero > 0) add(fmt::format("zero={}", zero));
+  if (sync == "ps") add(fmt::format("ps({})", psShards));
+  if (dp > 1 && !overlap) add("no-overlap");
+  return s.empty() ? "single" : s;
+}
+
+LayoutOptions resolveLayout(LayoutOptions o, int worldSize) {
+  if (o.tp < 1) throw UsageError(fmt::format("--tp {}: must be at least 1", o.tp));
+  if (o.pp < 1) throw UsageError(fmt::format("--pp {}: must be at least 1", o.pp));
+  if (o.dp < 0) throw UsageError(fmt::format("--dp {}: must be at least 1 (or 0: the ranks left by --tp and --pp)", o.dp));
+  if (o.dp == 0) {
+    if (worldSize % (o.tp * o.pp))
+      throw UsageError(fmt::format("--tp {} x --pp {} does not divide the {} process(es) of this run", o.tp, o.pp, worldSize));
+    o.dp = worldSize / (o.tp * o.pp);
+  }
+  if (o.dp * o.tp * o.pp != worldSize)
+    throw UsageError(fmt::format("--dp {} x --tp {} x --pp {} = {} processes, but this run has {}{}", o.dp, o.tp, o.pp, o.dp * o.tp * o.pp, worldSize,
+                                 worldSize == 1 ? " (launch with mpirun -np N)" : ""));
+  if (o.tp > 1) throw UsageError(fmt::format("--tp {}: tensor parallelism is not in this version yet (data parallel, ZeRO and the parameter server are)", o.tp));
+  if (o.pp > 1) throw UsageError(fmt::format("--pp {}: pipeline parallelism is not in this version yet (data parallel, ZeRO and the parameter server are)", o.pp));
+  if (o.zero < 0 || o.zero > 3) throw UsageError(fmt::format("--zero {}: expected 0, 1, 2 or 3", o.zero));
+  if (o.zero == 3) throw UsageError("--zero 3: fully sharded parameters are not in this version yet (stages 1 and 2 are)");
+  if (o.sync != "allreduce" && o.sync != "ps") throw UsageError(fmt::format("--sync {}: expected allreduce or ps", o.sync));
+  if (o.sync == "ps" && o.zero > 0) throw UsageError("--sync ps shards the optimizer on its servers already; it does not combine with --zero");
+  if (o.sync == "ps" && (o.psShards < 1 || o.psShards > o.dp))
+    throw UsageError(fmt::format("--ps-shards {}: must be between 1 and the {} data-parallel rank(s) that serve them", o.psShards, o.dp));
+  if (!(o.bucketMb > 0)) throw UsageError(fmt::format("--bucket-mb {}: must be positive", o.bucketMb));
+  return o;
+}
+
+ProcessGrid::ProcessGrid(const LayoutOptions& resolved, Communicator* world) : layout_(resolved), world_(world) {
+  const int dp = layout_.dp, tp = layout_.tp, pp = layout_.pp;
+  const int size = world ? world->worldSize() : 1;
+  if (size != dp * tp * pp) throw Error(fmt::format("internal: a grid of {}x{}x{} over {} ranks", dp, tp, pp, size));
+  rank_ = world ? world->rank(0) : 0;
+  tpRank_ = rank_ % tp;
+  dpRank_ = (rank_ / tp) % dp;
+  ppRank_ = rank_ / (tp * dp);
+  if (!world) return;
+  // Every rank takes part in every split (MPI_Comm_split and ncclCommSplit are collective), in one order.
+  auto group = [&](int color, int key, int groupSize) {
+    std::unique_ptr<Communicator> c = world->split(color, key);
+    return groupSize > 1 ? std::move(c) : nullptr;
+  };
+  dp_ = group(ppRank_ * tp + tpRank_, dpRank_, dp);
+  tp_ = group(ppRank_ * dp + dpRank_, tpRank_, tp);
+  pp_ = group(dpRank_ * tp + tpRank_, ppRank_, pp);
+}
+
+}  // namespace ts::wl

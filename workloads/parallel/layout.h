@@ -1,0 +1,56 @@
+#pragma once
+// The parallel layout of a training run and the process grid it lays the ranks on.
+//
+// world = dp x tp x pp. Rank order (Megatron's): tensor-parallel ranks adjacent, then data-parallel,
+// then pipeline stages —  rank = (pp_index * dp + dp_index) * tp + tp_index  — so the ranks that talk
+// most (a tensor-parallel group, every layer) share the fastest links (one node), and pipeline stages,
+// which exchange only activations, span nodes. Each group has its own sub-communicator.
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "comm/communicator.h"
+
+namespace ts::wl {
+
+struct LayoutOptions {
+  int dp = 0;  // data-parallel ranks; 0: whatever the world leaves after tp x pp
+  int tp = 1, pp = 1;
+  int zero = 0;                    // ZeRO stage 0..3 (over the data-parallel group)
+  std::string sync = "allreduce";  // allreduce | ps (parameter server)
+  int psShards = 1;                // ps: parameter shards, served by data-parallel ranks 0..psShards-1
+  double bucketMb = 25;            // gradient bucket size (MiB) for the all-reduce, reduce-scatter and reduce
+  bool overlap = true;             // launch a bucket's communication as soon as its gradients are ready
+  nlohmann::json toJson() const;
+  std::string name() const;  // "dp=2 zero=1", "dp=4 ps(2)", "single"
+};
+
+// dp resolved and the combination checked against the world size and itself: UsageError naming what
+// is wrong (the model-dependent checks — heads, layers — come with the model).
+LayoutOptions resolveLayout(LayoutOptions o, int worldSize);
+
+class ProcessGrid {
+ public:
+  // `world` spans every rank of the run (null for a single process); the groups are split from it.
+  ProcessGrid(const LayoutOptions& resolved, Communicator* world);
+  const LayoutOptions& layout() const { return layout_; }
+  int rank() const { return rank_; }
+  int worldSize() const { return layout_.dp * layout_.tp * layout_.pp; }
+  int dpRank() const { return dpRank_; }
+  int tpRank() const { return tpRank_; }
+  int ppRank() const { return ppRank_; }
+  // The group's communicator; null when the group has one rank.
+  Communicator* dp() const { return dp_.get(); }
+  Communicator* tp() const { return tp_.get(); }
+  Communicator* pp() const { return pp_.get(); }
+  Communicator* world() const { return world_; }
+
+ private:
+  LayoutOptions layout_;
+  Communicator* world_;
+  int rank_ = 0, dpRank_ = 0, tpRank_ = 0, ppRank_ = 0;
+  std::unique_ptr<Communicator> dp_, tp_, pp_;
+};
+
+}  // namespace ts::wl
