@@ -19,5 +19,6 @@ Action addReportCommand(CLI::App& app);   // cmd_reports.cpp: the Python tool in
 Action addCompareCommand(CLI::App& app);
 Action addSuiteCommand(CLI::App& app);
 Action addTrainCommand(CLI::App& app);
+Action addScaleCommand(CLI::App& app);  // cmd_scale.cpp: spawns `train` at each rank count
 
 }  // namespace ts

@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
       {"collectives", ts::addCollectivesCommand(app)},
       {"kernels", ts::addKernelsCommand(app)},
       {"train", ts::addTrainCommand(app)},
+      {"scale", ts::addScaleCommand(app)},
       {"suite", ts::addSuiteCommand(app)},
       {"report", ts::addReportCommand(app)},
       {"compare", ts::addCompareCommand(app)},

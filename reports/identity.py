@@ -21,7 +21,7 @@ IDENTITY = {
                    "transport", "algo", "proto"),
     "link": ("test", "src", "dst", "engine", "direction", "bytes", "host", "src_host", "dst_host", "memory", "p2p"),
     "kernel": ("op", "shape_name", "shape", "dtype", "backend"),
-    "train": ("model", "preset", "backend", "precision", "world_size", "items_per_step", "flops_per_step"),
+    "train": ("model", "preset", "backend", "precision", "world_size", "items_per_step", "flops_per_step", "layout"),
 }
 
 METRICS = {
@@ -69,7 +69,9 @@ def describe(ident):
         dims = " ".join(f"{k}={v}" for k, v in d["shape"])
         return f"{d['op']} {d['shape_name']} ({dims}) {d['dtype']} {d['backend']}"
     if ident[0] == "train":
-        return f"train {d['model']} {d['preset']} {d['backend']} {d['precision']} {d['world_size']} rank(s) {d['items_per_step']} items/step"
+        layout = dict(d["layout"]).get("name") if d.get("layout") else None
+        return (f"train {d['model']} {d['preset']} {d['backend']} {d['precision']} {d['world_size']} rank(s)"
+                + (f" {layout}" if layout and layout != "single" else "") + f" {d['items_per_step']} items/step")
     if ident[0] == "link":
         where = d.get("host") or f"{d.get('src_host')}->{d.get('dst_host')}"
         extra = [x for x in (d.get("memory"), "p2p off" if d.get("p2p") is False else None) if x]

@@ -1,8 +1,9 @@
-"""Training: the loss curve of every run, where a step's time goes (data, forward, backward, optimizer),
-and throughput, achieved TFLOP/s and MFU."""
+"""Training: the loss curve of every run, where a step's time goes (data, forward, backward, sync,
+optimizer), throughput, achieved TFLOP/s and MFU, and for parallel runs each rank's compute and
+communication and the collectives the training issued."""
 from ..plots import new_figure
 
-PHASES = ("data", "forward", "backward", "optimizer")
+PHASES = ("data", "forward", "backward", "sync", "optimizer")
 
 
 class TrainingSection:
@@ -16,7 +17,10 @@ class TrainingSection:
     def build(self, results, plots):
         runs = [(r, x) for r in results for x in r.records_of("train")]
         many = len(runs) > 1
-        name = lambda r, x: (f"{r.label}: " if len(results) > 1 else "") + f"{x['model']} {x['preset']}" + (f" [{x['step']}]" if x.get("step") else "")
+        def name(r, x):
+            layout = (x.get("layout") or {}).get("name", "single")
+            return ((f"{r.label}: " if len(results) > 1 else "") + f"{x['model']} {x['preset']}" + (f" {layout}" if layout != "single" else "")
+                    + (f" [{x['step']}]" if x.get("step") else ""))
         blocks = []
         failed = [(r, x) for r, x in runs if not x["completed"]]
         if failed:
@@ -39,14 +43,14 @@ class TrainingSection:
             labels = [name(r, x) for r, x in timed]
             left = [0.0] * len(timed)
             for j, phase in enumerate(PHASES):
-                widths = [x["phases_us"][phase]["median"] / 1e3 for _, x in timed]
+                widths = [x["phases_us"].get(phase, {}).get("median", 0.0) / 1e3 for _, x in timed]
                 ax.barh(labels, widths, left=left, color=f"C{j}", label=phase)
                 left = [a + b for a, b in zip(left, widths)]
             ax.set_xlabel("median time per step (ms)")
             ax.set_title("where a step's time goes")
-            ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.35 if len(timed) < 3 else -0.12), frameon=False)
+            ax.legend(fontsize=7, ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.35 if len(timed) < 3 else -0.12), frameon=False)
             ax.invert_yaxis()
-            blocks.append(plots.save(fig, "training_phases", "phase breakdown", "median data, forward, backward and optimizer time per step"))
+            blocks.append(plots.save(fig, "training_phases", "phase breakdown", "median data, forward, backward, sync and optimizer time per step"))
 
         rows = []
         for r, x in runs:
@@ -63,6 +67,27 @@ class TrainingSection:
                        "columns": ["run", "backend", "precision", "parameters", "per step", "step (ms)", "items/s", "TFLOP/s",
                                    "MFU (measured)", "MFU (datasheet)", "memory (MiB)", "loss"],
                        "rows": rows})
+
+        parallel = [(r, x) for r, x in runs if x.get("ranks")]
+        if parallel:
+            rows = []
+            for r, x in parallel:
+                for k in sorted(x["ranks"], key=lambda k: k["rank"]):
+                    ov = k.get("overlap")
+                    rows.append([name(r, x), k["rank"], f"{k['dp_rank']}/{k['tp_rank']}/{k['pp_rank']}", f"{k['step_us'] / 1e3:.3f}",
+                                 f"{k['compute_us'] / 1e3:.3f}", f"{k['communication_us'] / 1e3:.3f}", f"{k['exposed_communication_us'] / 1e3:.3f}",
+                                 f"{100 * ov:.0f}%" if ov is not None else "-", f"{k.get('idle_us', 0) / 1e3:.3f}"])
+            blocks.append({"kind": "table", "caption": "Per rank, median per step (ms): compute (forward + backward + optimizer), communication in flight, "
+                                                       "exposed communication (host time issuing and waiting), the overlap 1 - exposed/communication, idle",
+                           "columns": ["run", "rank", "dp/tp/pp", "step", "compute", "communication", "exposed", "overlap", "idle"], "rows": rows})
+            rows = []
+            for r, x in parallel:
+                for c in x.get("collectives", []):
+                    rows.append([name(r, x), c["op"], c["bytes"], c["group_size"], c["count"], f"{c['time_us']['median']:.1f}",
+                                 f"{c['algbw_gbps']:.3f}", f"{c['busbw_gbps']:.3f}"])
+            if rows:
+                blocks.append({"kind": "table", "caption": "Collectives the training issued (process 0): launch to observed completion, achieved bandwidth",
+                               "columns": ["run", "op", "bytes", "ranks", "count", "time (us)", "algbw (GB/s)", "busbw (GB/s)"], "rows": rows})
         return blocks
 
 

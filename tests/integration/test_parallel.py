@@ -154,3 +154,52 @@ def test_bad_layouts_are_one_line(tmp_path, np, args, message):
     assert r.rc == 2, (r.out, r.err)
     lines = r.error_lines()
     assert len(lines) == 1 and message in lines[0], r.err
+
+
+def test_scale_writes_efficiency_records_that_the_report_plots(tmp_path, validate):
+    out = tmp_path / "scale.json"
+    r = run_trainscope(["scale", "--ranks", "1,2,4", "--mode", "weak", "--batch", 8, "--launcher-args", "--oversubscribe", "--json", out,
+                        "--model", "mlp", "--preset", "tiny", "--steps", 5, "--warmup-steps", 1, "--no-ceiling"], timeout=600)
+    assert r.rc == 0, r.err
+    doc = json.loads(out.read_text())
+    validate(doc)
+    trains = [x for x in doc["records"] if x["kind"] == "train"]
+    points = [x for x in doc["records"] if x["kind"] == "scaling"]
+    assert [x["ranks"] for x in points] == [1, 2, 4] and [t["world_size"] for t in trains] == [1, 2, 4]
+    assert [x["global_batch"] for x in points] == [8, 16, 32]  # weak: the batch per rank is fixed
+    for p, t in zip(points, trains):
+        assert p["completed"] and p["baseline_ranks"] == 1
+        assert p["throughput_per_s"] == t["throughput_per_s"]
+        assert p["efficiency"] == pytest.approx(t["throughput_per_s"] / (p["ranks"] * trains[0]["throughput_per_s"]))
+        assert p["speedup"] == pytest.approx(t["throughput_per_s"] / trains[0]["throughput_per_s"])
+    assert points[0]["efficiency"] == pytest.approx(1.0)
+    rep = tmp_path / "rep"
+    assert run_trainscope(["report", out, "-o", rep]).rc == 0
+    html = (rep / "index.html").read_text()
+    assert "Scaling points" in html and (rep / "scaling_efficiency.png").exists() and (rep / "scaling_breakdown.png").exists()
+    assert "Per rank, median per step" in html and "Collectives the training issued" in html
+
+
+def test_scale_keeps_the_points_that_ran_when_one_fails(tmp_path, validate):
+    out = tmp_path / "scale.json"
+    r = run_trainscope(["scale", "--ranks", "1,3", "--mode", "strong", "--batch", 4, "--launcher-args", "--oversubscribe", "--json", out,
+                        "--model", "mlp", "--steps", 3, "--warmup-steps", 1, "--no-ceiling"], timeout=600)
+    assert r.rc == 1
+    assert r.error_lines() == [l for l in r.err.splitlines() if "1 of 2 scaling point(s) failed" in l]
+    doc = json.loads(out.read_text())
+    validate(doc)
+    points = [x for x in doc["records"] if x["kind"] == "scaling"]
+    assert points[0]["completed"] and not points[1]["completed"]
+    assert "--batch 4 does not split into 3 data-parallel rank(s)" in points[1]["error"]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--ranks", "0"], "--ranks: 0 is not a rank count"),
+    (["--launcher", "none", "--ranks", "1,2"], "--launcher none runs one process"),
+    (["--json", "x.json", "--dp", "2"], "--dp: scale sets it for each point"),
+])
+def test_bad_scale_input_is_one_line(tmp_path, args, message):
+    r = run_trainscope(["scale", "--model", "mlp"] + args)
+    assert r.rc == 2, (r.out, r.err)
+    lines = r.error_lines()
+    assert len(lines) == 1 and message in lines[0], r.err

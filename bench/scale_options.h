@@ -1,0 +1,23 @@
+#pragma once
+// What `trainscope scale` was asked to do (cmd_scale.cpp fills it; scale_runner.cpp runs it).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ts {
+
+struct ScaleOptions {
+  std::vector<int> ranks = {1, 2, 4};
+  std::string mode = "weak";         // weak: --batch per rank, the global batch grows; strong: --batch is the global batch
+  std::int64_t batch = 32;
+  std::string launcher = "mpirun";   // mpirun | srun | none
+  std::string launcherArgs;          // extra launcher arguments, split on spaces ("--oversubscribe", "--hostfile h")
+  std::string pointsDir;             // each point's result document and log ("" = <json>.points, or a temporary directory)
+  std::string jsonPath;
+  std::string label;
+  std::vector<std::string> trainArgs;  // every other flag: passed to `trainscope train` unchanged
+};
+
+int runScale(const ScaleOptions& o, const std::vector<std::string>& argv);
+
+}  // namespace ts
