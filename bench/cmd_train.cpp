@@ -40,7 +40,7 @@ Action addTrainCommand(CLI::App& app) {
   sub->add_option("--dp", l.dp, "Data-parallel ranks (0 = the processes left by --tp and --pp)")->capture_default_str();
   sub->add_option("--tp", l.tp, "Tensor-parallel ranks")->capture_default_str();
   sub->add_option("--pp", l.pp, "Pipeline stages")->capture_default_str();
-  sub->add_option("--zero", l.zero, "ZeRO stage over the data-parallel group: 0 (all-reduce), 1 (optimizer state sharded), 2 (gradients too)")
+  sub->add_option("--zero", l.zero, "ZeRO stage over the data-parallel group: 0 (all-reduce), 1 (optimizer state sharded), 2 (gradients too), 3 (parameters too)")
       ->capture_default_str();
   sub->add_option("--sync", l.sync, "How data-parallel ranks combine gradients: allreduce, or ps (parameter servers)")->capture_default_str();
   sub->add_option("--ps-shards", l.psShards, "--sync ps: parameter shards, served by data-parallel ranks 0..N-1")->capture_default_str();

@@ -190,6 +190,7 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
 
   TrainBreakdown breakdown;
   if (failure.empty()) {
+    trainer.gatherParameters();  // ZeRO-3: the weights, for the record's parameter norms
     breakdown = gatherBreakdown(ctx.boot, grid, timed);
   } else {
     breakdown.stepSeconds = timed.total;  // this rank's own view: the others are not reachable
@@ -220,8 +221,8 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
                         {"peak_memory_bytes", model.memoryBytes()},
                         {"checkpoint_time_s", checkpointS},
                         {"loss", {{"initial", initialLoss}, {"final", finalLoss}}},
-                        {"loss_curve", curve},
-                        {"parameter_norms", parameterNorms(model)}};
+                        {"loss_curve", curve}};
+  if (failure.empty() || world == 1) rec["parameter_norms"] = parameterNorms(model);  // ZeRO-3 needs the gather above
   if (!failure.empty()) rec["error"] = failure;
   if (o.train.precision == "float16") rec["skipped_steps"] = skipped;
   const std::vector<double>& total = breakdown.stepSeconds;

@@ -132,7 +132,7 @@ Trainer::Trainer(const TrainOptions& options, const ProcessGrid* grid, double co
   const Precision precision = parsePrecision(o.precision);
   if (precision == Precision::kBFloat16 || precision == Precision::kFloat16) {
     model_->setComputePrecision(precision);
-    masters_ = std::make_unique<MasterWeights>(precision, model_->params(), model_->arena());
+    masters_ = std::make_unique<MasterWeights>(precision, sync_->masterParams(), model_->arena());
   }
   if (precision == Precision::kFloat16) scaler_ = std::make_unique<LossScaler>(o.lossScale, o.lossScaleInterval);
 
@@ -185,6 +185,7 @@ StepResult Trainer::step() {
     const bool last = i == M - 1;
     const data::Batch micro = M == 1 ? std::move(next.batch) : next.batch.slice(i * mb, (i + 1) * mb);
     const auto f0 = clock::now();
+    sync_->beforeForward(ctx);
     lastMicroLoss_ = model_->forward(micro, ctx);
     loss += lastMicroLoss_;
     lastIndices_ = micro.sampleIndices;

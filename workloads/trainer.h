@@ -87,6 +87,9 @@ class Trainer {
   const ProcessGrid& grid() const { return *grid_; }
   // Elements of the parameters whose update (optimizer state, reduced gradients) this rank owns.
   std::size_t ownedParameterElements() { return sync_->ownedParameterElements(); }
+  // Makes every parameter's value current in the model (ZeRO-3 keeps only shards between layers): call on
+  // every rank before reading the weights.
+  void gatherParameters() { sync_->gatherParameters(); }
   // Matmul/conv FLOPs of one optimizer step over all ranks (3x the forward of every micro-batch).
   double flopsPerStep() const;
   std::int64_t itemsPerStep() const;

@@ -25,6 +25,8 @@ struct NamedTensor {
   Tensor* tensor;
 };
 
+class Layer;
+
 // What one forward/backward pass is part of.
 struct StepContext {
   bool training = true;
@@ -33,6 +35,9 @@ struct StepContext {
   void ready(Param& p) {
     if (gradReady) gradReady(p);
   }
+  // Around each of the model's layers, when set (ZeRO-3 gathers a layer's parameters before it runs and
+  // releases them after).
+  std::function<void(Layer&)> beforeForward, afterForward, beforeBackward, afterBackward;
 };
 
 class Layer {

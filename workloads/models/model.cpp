@@ -34,6 +34,12 @@ std::vector<Param*> Model::params() {
   return out;
 }
 
+std::vector<Layer*> Model::layers() {
+  std::vector<Layer*> out;
+  for (auto& l : layers_) out.push_back(l.get());
+  return out;
+}
+
 std::vector<NamedTensor> Model::buffers() {
   std::vector<NamedTensor> out;
   for (auto& l : layers_) l->buffers(out);
@@ -49,8 +55,10 @@ std::int64_t Model::parameterCount() {
 const Tensor& Model::forwardLayers(const Tensor& x, StepContext& ctx) {
   const Tensor* y = &x;
   for (auto& l : layers_) {
+    if (ctx.beforeForward) ctx.beforeForward(*l);
     y = &l->forward(*y, ctx);
     roundTo(compute_, *y);
+    if (ctx.afterForward) ctx.afterForward(*l);
   }
   return *y;
 }
@@ -59,8 +67,10 @@ const Tensor& Model::backwardLayers(const Tensor& dy, StepContext& ctx) {
   const Tensor* d = &dy;
   roundTo(compute_, *d);
   for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) {
+    if (ctx.beforeBackward) ctx.beforeBackward(**it);
     d = &(*it)->backward(*d, ctx);
     roundTo(compute_, *d);
+    if (ctx.afterBackward) ctx.afterBackward(**it);
   }
   return *d;
 }

@@ -64,6 +64,8 @@ class Model {
 
   const ModelConfig& config() const { return config_; }
   std::vector<Param*> params();
+  std::vector<Layer*> layers();  // in forward order
+  const std::vector<Param*>& leadingParams() const { return leading_; }  // used outside the layers (embeddings)
   std::vector<NamedTensor> buffers();
   std::int64_t parameterCount();
   std::size_t memoryBytes() const { return arena_.bytes(); }

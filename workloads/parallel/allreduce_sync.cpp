@@ -6,7 +6,7 @@
 namespace ts::wl {
 
 AllReduceSync::AllReduceSync(Communicator& dp, Model& model, const LayoutOptions& layout, double timeoutS)
-    : GradientSync(dp, timeoutS), params_(model.params()), buckets_(params_, layout.bucketMb, 1, model.arena()), overlap_(layout.overlap) {
+    : GradientSync(model.params(), dp, timeoutS), params_(model.params()), buckets_(params_, layout.bucketMb, 1, model.arena()), overlap_(layout.overlap) {
 }
 
 std::size_t AllReduceSync::ownedParameterElements() {

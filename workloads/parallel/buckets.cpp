@@ -66,7 +66,7 @@ void Buckets::valuesFromFlat(Bucket& b) {
   for (const auto& s : b.slots) copy(s.param->value, viewOf(b.flat, s.offset, s.param->value.numel()));
 }
 
-std::vector<Param> Buckets::pieces(const Bucket& b, int k, const Tensor& grads) const {
+std::vector<Param> Buckets::pieces(const Bucket& b, int k, const Tensor& grads, const Tensor* values) const {
   std::vector<Param> out;
   const std::size_t lo = static_cast<std::size_t>(k) * b.chunk, hi = lo + b.chunk;
   for (const auto& s : b.slots) {
@@ -75,7 +75,7 @@ std::vector<Param> Buckets::pieces(const Bucket& b, int k, const Tensor& grads) 
     if (a >= z) continue;
     Param piece;
     piece.name = fmt::format("{}[{}:{}]", s.param->name, a - s.offset, z - s.offset);
-    piece.value = viewOf(s.param->value, a - s.offset, z - a);
+    piece.value = values ? viewOf(*values, a - lo, z - a) : viewOf(s.param->value, a - s.offset, z - a);
     piece.grad = viewOf(grads, a - lo, z - a);
     piece.decay = s.param->decay;
     out.push_back(std::move(piece));

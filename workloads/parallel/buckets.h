@@ -37,9 +37,10 @@ class Buckets {
   void gradsFromFlat(Bucket& b);   // flat -> every parameter's gradient
   void valuesToFlat(Bucket& b);    // every parameter's value -> flat
   void valuesFromFlat(Bucket& b);  // flat -> every parameter's value
-  // The parts of the parameters that chunk k covers: views of their values, with gradients at the
-  // matching places of `grads` (chunk elements). Named "<param>[from:to]".
-  std::vector<Param> pieces(const Bucket& b, int k, const Tensor& grads) const;
+  // The parts of the parameters that chunk k covers, named "<param>[from:to]": gradients at the matching
+  // places of `grads` (chunk elements); values there in `values` when given (ZeRO-3's shard), else views
+  // of the parameters' own values.
+  std::vector<Param> pieces(const Bucket& b, int k, const Tensor& grads, const Tensor* values = nullptr) const;
   void startMicroBatch();  // nothing deposited, nothing launched
 
  private:

@@ -3,11 +3,12 @@
 #include "workloads/models/model.h"
 #include "workloads/parallel/allreduce_sync.h"
 #include "workloads/parallel/sharded_sync.h"
+#include "workloads/parallel/zero3_sync.h"
 
 namespace ts::wl {
 
-GradientSync::GradientSync(Communicator& group, double timeoutS)
-    : group_(&group), tracker_(std::make_unique<CommTracker>(group, timeoutS)), scalar_(group, 0, sizeof(double)) {}
+GradientSync::GradientSync(std::vector<Param*> modelParams, Communicator& group, double timeoutS)
+    : modelParams_(std::move(modelParams)), group_(&group), tracker_(std::make_unique<CommTracker>(group, timeoutS)), scalar_(group, 0, sizeof(double)) {}
 
 double GradientSync::groupSum(double v, bool timed) {
   if (!group_) return v;
@@ -31,7 +32,7 @@ namespace {
 // One data-parallel rank: the gradients are already the group's.
 class LocalSync final : public GradientSync {
  public:
-  explicit LocalSync(Model& model) : params_(model.params()) {}
+  explicit LocalSync(Model& model) : GradientSync(model.params()), params_(model.params()) {}
   void beforeBackward(StepContext& ctx, bool) override { ctx.gradReady = nullptr; }
   void afterBackward(bool) override {}
   std::vector<Param*> updateParams() override { return params_; }
@@ -53,6 +54,7 @@ std::unique_ptr<GradientSync> makeGradientSync(const ProcessGrid& grid, Model& m
   Communicator* dp = grid.dp();
   if (!dp) return std::make_unique<LocalSync>(model);
   const LayoutOptions& l = grid.layout();
+  if (l.zero == 3) return std::make_unique<Zero3Sync>(*dp, model, l, timeoutS);
   if (l.sync == "ps" || l.zero > 0) return std::make_unique<ShardedSync>(*dp, model, l, timeoutS);
   return std::make_unique<AllReduceSync>(*dp, model, l, timeoutS);
 }

@@ -8,6 +8,7 @@
 //   allreduce  (--zero 0)  buckets all-reduced as their gradients become ready; every rank updates all
 //   zero 1/2   (--zero)    buckets reduce-scattered; each rank updates its shard; parameters all-gathered
 //   ps         (--sync ps) buckets reduced to the server ranks; servers update; parameters broadcast
+//   zero 3     (--zero 3)  parameters sharded too: each layer's gathered before it runs, released after
 // Each rank's backward is scaled by 1/(micro-batches x group size), so its gradient is exactly its
 // samples' share of the single-device gradient of the global batch (same magnitudes, so float16
 // overflows where one device would), and the group's sum is that gradient.
@@ -25,11 +26,18 @@ class Model;
 class GradientSync {
  public:
   virtual ~GradientSync() = default;
+  virtual void beforeForward(StepContext&) {}
   virtual void beforeBackward(StepContext& ctx, bool last) = 0;
   virtual void afterBackward(bool last) = 0;
   virtual std::vector<Param*> updateParams() = 0;
   virtual double globalSumOfSquares(double local) = 0;
   virtual void afterUpdate() = 0;
+  // The parameters whose float32 masters mixed precision keeps (the model's, or this rank's shards when
+  // the model's values are not kept between steps).
+  virtual std::vector<Param*> masterParams() { return modelParams_; }
+  // Every parameter's current value in the model (ZeRO-3 releases them between layers): for reading the
+  // weights after training. Collective.
+  virtual void gatherParameters() {}
   // Bytes of gradients and optimizer-state parameters this rank keeps (for the record).
   virtual std::size_t ownedParameterElements() = 0;
   StepComm takeStepComm() { return tracker_ ? tracker_->take() : StepComm{}; }
@@ -37,10 +45,11 @@ class GradientSync {
   double groupMean(double v);
 
  protected:
-  GradientSync() = default;
-  GradientSync(Communicator& group, double timeoutS);
+  explicit GradientSync(std::vector<Param*> modelParams) : modelParams_(std::move(modelParams)) {}
+  GradientSync(std::vector<Param*> modelParams, Communicator& group, double timeoutS);
   // The sum of v over the group; timed: counted as the step's communication (exposed).
   double groupSum(double v, bool timed);
+  std::vector<Param*> modelParams_;
   Communicator* group_ = nullptr;
   std::unique_ptr<CommTracker> tracker_;
   CommBuffer scalar_;  // one float64 where the backend works (device memory for NCCL)

@@ -38,7 +38,6 @@ LayoutOptions resolveLayout(LayoutOptions o, int worldSize) {
   if (o.tp > 1) throw UsageError(fmt::format("--tp {}: tensor parallelism is not in this version yet (data parallel, ZeRO and the parameter server are)", o.tp));
   if (o.pp > 1) throw UsageError(fmt::format("--pp {}: pipeline parallelism is not in this version yet (data parallel, ZeRO and the parameter server are)", o.pp));
   if (o.zero < 0 || o.zero > 3) throw UsageError(fmt::format("--zero {}: expected 0, 1, 2 or 3", o.zero));
-  if (o.zero == 3) throw UsageError("--zero 3: fully sharded parameters are not in this version yet (stages 1 and 2 are)");
   if (o.sync != "allreduce" && o.sync != "ps") throw UsageError(fmt::format("--sync {}: expected allreduce or ps", o.sync));
   if (o.sync == "ps" && o.zero > 0) throw UsageError("--sync ps shards the optimizer on its servers already; it does not combine with --zero");
   if (o.sync == "ps" && (o.psShards < 1 || o.psShards > o.dp))
