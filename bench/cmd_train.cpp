@@ -48,6 +48,8 @@ Action addTrainCommand(CLI::App& app) {
   sub->add_option("--overlap", l.overlap, "on: send each bucket as soon as its gradients are ready (during the backward); off: after it")
       ->transform(CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}))
       ->default_str("on");
+  sub->add_option("--pp-schedule", l.schedule, "Pipeline schedule: gpipe or 1f1b")->capture_default_str();
+  sub->add_option("--pp-split", l.ppSplit, "Pipeline: layers per stage, comma-separated (default: balanced by FLOPs)")->delimiter(',');
   sub->add_option("--warmup-steps", o->warmupSteps, "Steps trained but not timed")->capture_default_str();
   sub->add_option("--log-every", o->logEvery, "Print a line every N steps (0 = about 20 lines)")->capture_default_str();
   sub->add_flag("--ceiling,!--no-ceiling", o->ceiling, "Measure the GEMM ceiling first, for MFU")->capture_default_str();

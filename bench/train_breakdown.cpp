@@ -29,6 +29,7 @@ void RankSteps::add(const wl::StepResult& r) {
   optimizer.push_back(r.optimizerS);
   communication.push_back(r.comm.communicationS);
   exposed.push_back(r.comm.exposedS);
+  pipelineWait.push_back(r.pipelineWaitS);
   collectives.insert(collectives.end(), r.comm.collectives.begin(), r.comm.collectives.end());
 }
 
@@ -37,7 +38,8 @@ TrainBreakdown gatherBreakdown(Bootstrap& boot, const wl::ProcessGrid& grid, con
   const std::size_t n = mine.total.size();
   // Every rank trained the same steps, so the per-step vectors line up; they travel as one block.
   const std::vector<const std::vector<double>*> series = {&mine.total, &mine.data, &mine.forward, &mine.backward,
-                                                          &mine.sync, &mine.optimizer, &mine.communication, &mine.exposed};
+                                                          &mine.sync, &mine.optimizer, &mine.communication, &mine.exposed,
+                                                          &mine.pipelineWait};
   std::vector<double> block;
   block.push_back(grid.dpRank());
   block.push_back(grid.tpRank());
@@ -54,6 +56,7 @@ TrainBreakdown gatherBreakdown(Bootstrap& boot, const wl::ProcessGrid& grid, con
   out.stepSeconds.assign(n, 0.0);
   std::vector<double> spread(n, 0.0), fastest(n, 1e300);
   nlohmann::json ranks = nlohmann::json::array();
+  std::vector<double> bubbles;
   for (int p = 0; p < P; ++p) {
     const std::vector<double> total = seriesOf(p, 0);
     for (std::size_t i = 0; i < n; ++i) {
@@ -63,6 +66,8 @@ TrainBreakdown gatherBreakdown(Bootstrap& boot, const wl::ProcessGrid& grid, con
     const double* place = all.data() + static_cast<std::size_t>(p) * per;
     const double step = median(total), comm = median(seriesOf(p, 6)), exposed = median(seriesOf(p, 7));
     const double compute = median(seriesOf(p, 2)) + median(seriesOf(p, 3)) + median(seriesOf(p, 5));
+    const double wait = median(seriesOf(p, 8));
+    if (step > 0) bubbles.push_back(wait / step);
     ranks.push_back({{"rank", p},
                      {"dp_rank", static_cast<int>(place[0])},
                      {"tp_rank", static_cast<int>(place[1])},
@@ -73,6 +78,7 @@ TrainBreakdown gatherBreakdown(Bootstrap& boot, const wl::ProcessGrid& grid, con
                      {"sync_us", median(seriesOf(p, 4)) * 1e6},
                      {"communication_us", comm * 1e6},
                      {"exposed_communication_us", exposed * 1e6},
+                     {"pipeline_wait_us", wait * 1e6},
                      {"idle_us", std::max(0.0, step - compute - median(seriesOf(p, 1)) - median(seriesOf(p, 4))) * 1e6},
                      {"overlap", comm > 0 ? nlohmann::json(std::clamp(1.0 - exposed / comm, 0.0, 1.0)) : nlohmann::json()}});
   }
@@ -81,7 +87,7 @@ TrainBreakdown gatherBreakdown(Bootstrap& boot, const wl::ProcessGrid& grid, con
   // Process 0's own view of the collectives: per (op, bytes), their times and achieved bandwidth.
   std::map<std::pair<std::string, std::size_t>, std::vector<double>> byOp;
   for (const auto& c : mine.collectives) byOp[{c.op, c.bytes}].push_back(c.seconds);
-  const int groupSize = grid.layout().dp;
+  const int groupSize = grid.layout().dp;  // the data-parallel group's collectives; send/recv are between two stages
   nlohmann::json collectives = nlohmann::json::array();
   for (const auto& [key, seconds] : byOp) {
     const double med = median(seconds);
@@ -92,7 +98,7 @@ TrainBreakdown gatherBreakdown(Bootstrap& boot, const wl::ProcessGrid& grid, con
                            {"count", seconds.size()},
                            {"time_us", usStats(seconds)},
                            {"algbw_gbps", algbw},
-                           {"busbw_gbps", algbw * findCollective(key.first).busFactor(groupSize)}});
+                           {"busbw_gbps", algbw * (key.first == "send" || key.first == "recv" ? 1.0 : findCollective(key.first).busFactor(groupSize))}});
   }
   const double comm = median(mine.communication), exposed = median(mine.exposed);
   out.fields = {{"phases_us",
@@ -108,6 +114,7 @@ TrainBreakdown gatherBreakdown(Bootstrap& boot, const wl::ProcessGrid& grid, con
                   {"rank_spread", median(spread)}}},
                 {"ranks", ranks},
                 {"collectives", collectives}};
+  if (grid.layout().pp > 1) out.fields["measured_bubble"] = median(bubbles);
   return out;
 }
 

@@ -15,14 +15,14 @@ class Bootstrap;
 
 // The timed steps of one rank.
 struct RankSteps {
-  std::vector<double> total, data, forward, backward, sync, optimizer, communication, exposed;  // seconds
+  std::vector<double> total, data, forward, backward, sync, optimizer, communication, exposed, pipelineWait;  // seconds
   std::vector<wl::CollectiveTiming> collectives;
   void add(const wl::StepResult& r);
 };
 
 struct TrainBreakdown {
   std::vector<double> stepSeconds;  // per timed step: the slowest rank's time
-  nlohmann::json fields;            // ranks, phases_us, communication, collectives (process 0's record)
+  nlohmann::json fields;            // ranks, phases_us, communication, collectives (process 0's record); measured_bubble with --pp
 };
 
 // Collective over every process of the run (each passes its own steps); the result matters on process 0.

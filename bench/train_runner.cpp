@@ -53,9 +53,9 @@ void dumpLogits(const std::string& path, wl::Trainer& trainer, const wl::StepRes
 
 // The L2 norm of every parameter after training (float64 sums): a fingerprint of the weights, so that
 // two runs — another layout, another machine — can be compared without their checkpoints.
-nlohmann::json parameterNorms(wl::Model& model) {
+nlohmann::json parameterNorms(const std::vector<wl::Param*>& params) {
   nlohmann::json out = nlohmann::json::object();
-  for (wl::Param* p : model.params()) {
+  for (wl::Param* p : params) {
     double sq = 0;
     for (float v : p->value.toHost()) sq += double(v) * double(v);
     out[p->name] = std::sqrt(sq);
@@ -97,6 +97,7 @@ namespace {
 // Every rank trains its part of the layout; process 0 prints and writes the record.
 void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGrid& grid) {
   if (o.warmupSteps < 0) throw UsageError("--warmup-steps must be >= 0");
+  if (!o.dumpLogits.empty() && grid.layout().pp > 1) throw UsageError("--dump-logits with --pp: the logits are on the last stage; dump them from a run without --pp");
   const bool leader = ctx.boot.rank() == 0;
   Watchdog watchdog(o.timeoutS, [&](double waited) {
     std::fprintf(stderr, "trainscope: error: %s: timeout: %s made no progress for %.1f s (--timeout %g)\n", activity::who().c_str(),
@@ -189,8 +190,12 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
   activity::set(failure.empty() ? "gathering the ranks' step times" : "");
 
   TrainBreakdown breakdown;
+  nlohmann::json norms = nlohmann::json::object();
   if (failure.empty()) {
     trainer.gatherParameters();  // ZeRO-3: the weights, for the record's parameter norms
+    norms = parameterNorms(trainer.trainedParams());
+    if (world > 1)  // each pipeline stage knows its own parameters
+      for (const auto& s : ctx.boot.allGatherStrings(norms.dump())) norms.update(nlohmann::json::parse(s));
     breakdown = gatherBreakdown(ctx.boot, grid, timed);
   } else {
     breakdown.stepSeconds = timed.total;  // this rank's own view: the others are not reachable
@@ -222,7 +227,20 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
                         {"checkpoint_time_s", checkpointS},
                         {"loss", {{"initial", initialLoss}, {"final", finalLoss}}},
                         {"loss_curve", curve}};
-  if (failure.empty() || world == 1) rec["parameter_norms"] = parameterNorms(model);  // ZeRO-3 needs the gather above
+  if (failure.empty()) rec["parameter_norms"] = norms;
+  else if (world == 1) rec["parameter_norms"] = parameterNorms(trainer.trainedParams());
+  if (const wl::Pipeline* p = trainer.pipeline()) {
+    const double m = static_cast<double>(o.train.microBatches), stages = static_cast<double>(p->stages().size());
+    nlohmann::json split = nlohmann::json::array();
+    for (const auto& r : p->stages()) split.push_back({r.from, r.to});
+    rec["pipeline"] = {{"stages", p->stages().size()},
+                       {"microbatches", o.train.microBatches},
+                       {"schedule", grid.layout().schedule},
+                       {"layers", split},
+                       {"theoretical_bubble", (stages - 1) / (m + stages - 1)},
+                       {"measured_bubble", breakdown.fields.contains("measured_bubble") ? breakdown.fields["measured_bubble"] : nlohmann::json()}};
+    breakdown.fields.erase("measured_bubble");
+  }
   if (!failure.empty()) rec["error"] = failure;
   if (o.train.precision == "float16") rec["skipped_steps"] = skipped;
   const std::vector<double>& total = breakdown.stepSeconds;

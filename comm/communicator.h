@@ -94,6 +94,10 @@ class Communicator {
   // (MPI_Comm_split, ncclCommSplit). Every rank of this communicator must call it; a process that drives
   // several local ranks cannot split (UsageError).
   virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
+  // Point to point, for pipeline stages: a send of `count` elements to `peer`, or a receive from it.
+  // Messages from one rank to another with one tag arrive in the order sent.
+  virtual std::unique_ptr<PendingCollective> startSend(int l, const void* buf, std::size_t count, DType t, int peer, int tag) = 0;
+  virtual std::unique_ptr<PendingCollective> startRecv(int l, void* buf, std::size_t count, DType t, int peer, int tag) = 0;
 
   virtual void groupStart() {}
   virtual void groupEnd() {}

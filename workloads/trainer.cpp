@@ -102,6 +102,7 @@ Trainer::Trainer(const TrainOptions& options, const ProcessGrid* grid, double co
     throw UsageError("--optimizer lamb with --zero or --sync ps: LAMB's trust ratio needs whole-tensor norms, and a shard may hold part of a tensor");
   if (sharded && !o.checkpointDir.empty())
     throw UsageError("--checkpoint-dir with --zero or --sync ps: sharded optimizer state is not saved in this version (use --zero 0)");
+  if (layout.pp > 1 && !o.checkpointDir.empty()) throw UsageError("--checkpoint-dir with --pp: per-stage checkpoints are not in this version");
   options_.schedule.total = o.steps;
   device_ = Device::open(o.device);  // first: a missing GPU is reported before any data is read
   device_->setMatmulPrecision(parsePrecision(o.precision));
@@ -127,7 +128,13 @@ Trainer::Trainer(const TrainOptions& options, const ProcessGrid* grid, double co
   }
   validateModelConfig(config, info);
   model_ = makeModel(config, microBatchSize(), *device_);
-  sync_ = makeGradientSync(*grid_, *model_, commTimeoutS);
+  if (layout.pp > 1) {
+    pipeline_ = std::make_unique<Pipeline>(*grid_, *model_, commTimeoutS);
+    part_ = pipeline_->part();
+  } else {
+    part_ = wholeModel(*model_);
+  }
+  sync_ = makeGradientSync(*grid_, part_, commTimeoutS);
   optimizer_ = std::make_unique<Optimizer>(o.optimizer, sync_->updateParams(), model_->arena());
   const Precision precision = parsePrecision(o.precision);
   if (precision == Precision::kBFloat16 || precision == Precision::kFloat16) {
@@ -180,8 +187,21 @@ StepResult Trainer::step() {
   r.lossScale = scaler_ ? scaler_->scale() : 1.0;
   StepContext ctx;
   const std::int64_t M = options_.microBatches, mb = microBatchSize();
+  // The step's loss is the mean over every rank's micro-batches: each backward takes its share.
+  const auto scale = static_cast<float>(r.lossScale / static_cast<double>(M * dataParallel()));
   double loss = 0;
-  for (std::int64_t i = 0; i < M; ++i) {
+  if (pipeline_) {
+    std::vector<data::Batch> micros;
+    for (std::int64_t i = 0; i < M; ++i) micros.push_back(next.batch.slice(i * mb, (i + 1) * mb));
+    PipelineTimes times;
+    loss = pipeline_->step(micros, scale, *sync_, ctx, times);
+    r.forwardS = times.forwardS;
+    r.backwardS = times.backwardS;
+    r.syncS = times.syncS;
+    r.pipelineWaitS = times.waitS;
+    lastIndices_ = micros.back().sampleIndices;
+  }
+  for (std::int64_t i = 0; !pipeline_ && i < M; ++i) {
     const bool last = i == M - 1;
     const data::Batch micro = M == 1 ? std::move(next.batch) : next.batch.slice(i * mb, (i + 1) * mb);
     const auto f0 = clock::now();
@@ -192,8 +212,7 @@ StepResult Trainer::step() {
     device_->synchronize();
     const auto f1 = clock::now();
     sync_->beforeBackward(ctx, last);
-    // The step's loss is the mean over every rank's micro-batches: each backward takes its share.
-    model_->backward(static_cast<float>(r.lossScale / static_cast<double>(M * dataParallel())), ctx);
+    model_->backward(scale, ctx);
     device_->synchronize();
     const auto b1 = clock::now();
     sync_->afterBackward(last);
@@ -202,17 +221,23 @@ StepResult Trainer::step() {
     r.syncS += seconds(b1, clock::now());
   }
   const auto s0 = clock::now();
-  r.loss = sync_->groupMean(loss / static_cast<double>(M));  // every rank's mean: the same on all, so all decide alike
+  if (pipeline_) loss = pipeline_->sumOverStages(loss, false);  // the last stage's
+  r.loss = sync_->groupMean(loss / static_cast<double>(M));      // every rank's mean: the same on all, so all decide alike
   if (masters_) masters_->endStep();
   if (!std::isfinite(r.loss)) throw Error(fmt::format("step {}: the loss is {} (diverged; lower --lr)", r.step, r.loss));
   const std::vector<Param*> params = sync_->updateParams();
+  // Over the whole model: this rank's share, then the data-parallel shards, then the pipeline stages.
+  auto global = [&](double sq) {
+    sq = sync_->globalSumOfSquares(sq);
+    return pipeline_ ? pipeline_->sumOverStages(sq, true) : sq;
+  };
   auto sumOfSquares = [&] {
     double sq = 0;
     for (Param* p : params) sq += ops::sumOfSquares(*p->grad.device, p->grad.data, p->grad.numel());
-    return sync_->globalSumOfSquares(sq);
+    return global(sq);
   };
   r.lr = options_.schedule.at(r.step);
-  if (scaler_ && !scaler_->unscaleAndCheck(params, [&](double sq) { return sync_->globalSumOfSquares(sq); })) {
+  if (scaler_ && !scaler_->unscaleAndCheck(params, global)) {
     r.skipped = true;  // the gradients overflowed: no update, a smaller scale next step
     r.gradNorm = NAN;
   } else {
@@ -233,6 +258,12 @@ StepResult Trainer::step() {
   }
   if (r.skipped) r.syncS += seconds(s0, clock::now());
   r.comm = sync_->takeStepComm();
+  if (pipeline_) {
+    StepComm p = pipeline_->takeStepComm();
+    r.comm.communicationS += p.communicationS;
+    r.comm.exposedS += p.exposedS;
+    r.comm.collectives.insert(r.comm.collectives.end(), p.collectives.begin(), p.collectives.end());
+  }
   ++nextStep_;
   const auto end = clock::now();
   r.totalS = seconds(t0, end);

@@ -19,6 +19,7 @@
 #include "workloads/optim/schedule.h"
 #include "workloads/parallel/gradient_sync.h"
 #include "workloads/parallel/layout.h"
+#include "workloads/parallel/pipeline.h"
 
 namespace ts::wl {
 
@@ -58,6 +59,7 @@ struct StepResult {
   // sync = after the backward and around the update: waiting for gradients, reducing the norm, sending
   // parameters back (data parallel; 0 on one rank).
   double dataS = 0, forwardS = 0, backwardS = 0, syncS = 0, optimizerS = 0, totalS = 0;
+  double pipelineWaitS = 0;  // pipeline stages: blocked on receiving activations or gradients (bubble + transfer)
   StepComm comm;  // the step's collectives: in flight (communication) and waited for (exposed)
   double checkpointS = 0;  // writing a checkpoint after the step: not part of totalS (the step's time)
 };
@@ -90,6 +92,9 @@ class Trainer {
   // Makes every parameter's value current in the model (ZeRO-3 keeps only shards between layers): call on
   // every rank before reading the weights.
   void gatherParameters() { sync_->gatherParameters(); }
+  // The parameters this rank trains: all, or its pipeline stage's.
+  const std::vector<Param*>& trainedParams() const { return part_.params; }
+  const Pipeline* pipeline() const { return pipeline_.get(); }
   // Matmul/conv FLOPs of one optimizer step over all ranks (3x the forward of every micro-batch).
   double flopsPerStep() const;
   std::int64_t itemsPerStep() const;
@@ -109,6 +114,8 @@ class Trainer {
   std::unique_ptr<data::Prefetcher> loader_;
   std::unique_ptr<MasterWeights> masters_;  // bfloat16 / float16
   std::unique_ptr<LossScaler> scaler_;      // float16
+  std::unique_ptr<Pipeline> pipeline_;      // pp > 1
+  ModelPart part_;
   std::unique_ptr<GradientSync> sync_;      // after the model: it holds buckets in the model's arena
   std::int64_t nextStep_ = 0, firstStep_ = 0;
   std::vector<std::int64_t> lastIndices_;

@@ -165,6 +165,18 @@ std::unique_ptr<PendingCollective> MpiCommunicator::start(int l, const Collectiv
   return p;
 }
 
+std::unique_ptr<PendingCollective> MpiCommunicator::startSend(int, const void* buf, std::size_t count, DType t, int peer, int tag) {
+  auto p = std::make_unique<MpiPending>("send", count * dtypeSize(t), rank_, nullptr);
+  MPI_CHECK(MPI_Isend(buf, mpiCount(count), mpiType(t), peer, tag, comm_, p->request()));
+  return p;
+}
+
+std::unique_ptr<PendingCollective> MpiCommunicator::startRecv(int, void* buf, std::size_t count, DType t, int peer, int tag) {
+  auto p = std::make_unique<MpiPending>("recv", count * dtypeSize(t), rank_, nullptr);
+  MPI_CHECK(MPI_Irecv(buf, mpiCount(count), mpiType(t), peer, tag, comm_, p->request()));
+  return p;
+}
+
 MpiCommunicator::~MpiCommunicator() {
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }

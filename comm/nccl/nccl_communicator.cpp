@@ -226,6 +226,17 @@ std::unique_ptr<PendingCollective> NcclCommunicator::start(int l, const Collecti
   return std::make_unique<NcclPending>(*this, l);
 }
 
+// NCCL matches sends and receives between two ranks in issue order; the tag is not needed.
+std::unique_ptr<PendingCollective> NcclCommunicator::startSend(int l, const void* buf, std::size_t count, DType t, int peer, int) {
+  NCCL_CHECK(ncclSend(buf, count, ncclType(t), peer, locals_[l].comm, locals_[l].stream));
+  return std::make_unique<NcclPending>(*this, l);
+}
+
+std::unique_ptr<PendingCollective> NcclCommunicator::startRecv(int l, void* buf, std::size_t count, DType t, int peer, int) {
+  NCCL_CHECK(ncclRecv(buf, count, ncclType(t), peer, locals_[l].comm, locals_[l].stream));
+  return std::make_unique<NcclPending>(*this, l);
+}
+
 std::unique_ptr<Communicator> NcclCommunicator::split(int color, int key) {
   if (locals_.size() != 1) throw UsageError("sub-communicators (data/tensor/pipeline groups) need one GPU per process (--gpus-per-process 1)");
   const Local& from = locals_[0];

@@ -43,6 +43,8 @@ class NcclCommunicator final : public Communicator {
 
   std::unique_ptr<PendingCollective> start(int l, const CollectiveCall& c) override;
   std::unique_ptr<Communicator> split(int color, int key) override;
+  std::unique_ptr<PendingCollective> startSend(int l, const void* buf, std::size_t count, DType t, int peer, int tag) override;
+  std::unique_ptr<PendingCollective> startRecv(int l, void* buf, std::size_t count, DType t, int peer, int tag) override;
 
   void groupStart() override;
   void groupEnd() override;

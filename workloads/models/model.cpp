@@ -52,27 +52,50 @@ std::int64_t Model::parameterCount() {
   return n;
 }
 
-const Tensor& Model::forwardLayers(const Tensor& x, StepContext& ctx) {
+const Tensor& Model::forwardLayers(const Tensor& x, StepContext& ctx, std::size_t from, std::size_t to) {
   const Tensor* y = &x;
-  for (auto& l : layers_) {
-    if (ctx.beforeForward) ctx.beforeForward(*l);
-    y = &l->forward(*y, ctx);
+  for (std::size_t i = from; i < to; ++i) {
+    Layer& l = *layers_[i];
+    if (ctx.beforeForward) ctx.beforeForward(l);
+    y = &l.forward(*y, ctx);
     roundTo(compute_, *y);
-    if (ctx.afterForward) ctx.afterForward(*l);
+    if (ctx.afterForward) ctx.afterForward(l);
   }
   return *y;
 }
 
-const Tensor& Model::backwardLayers(const Tensor& dy, StepContext& ctx) {
+const Tensor& Model::backwardLayers(const Tensor& dy, StepContext& ctx, std::size_t from, std::size_t to) {
   const Tensor* d = &dy;
   roundTo(compute_, *d);
-  for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) {
-    if (ctx.beforeBackward) ctx.beforeBackward(**it);
-    d = &(*it)->backward(*d, ctx);
+  for (std::size_t i = to; i-- > from;) {
+    Layer& l = *layers_[i];
+    if (ctx.beforeBackward) ctx.beforeBackward(l);
+    d = &l.backward(*d, ctx);
     roundTo(compute_, *d);
-    if (ctx.afterBackward) ctx.afterBackward(**it);
+    if (ctx.afterBackward) ctx.afterBackward(l);
   }
   return *d;
+}
+
+double Model::lossForward(const Tensor& logits, const data::Batch& batch) {
+  logits_ = &logits;
+  return loss_->forward(logits, batch.targets.data());
+}
+
+const Tensor& Model::lossBackward(float scale) { return loss_->backward(scale); }
+
+double Model::forward(const data::Batch& batch, StepContext& ctx) {
+  return lossForward(forwardLayers(embed(batch, ctx), ctx, 0, layers_.size()), batch);
+}
+
+void Model::backward(float scale, StepContext& ctx) {
+  embedBackward(backwardLayers(lossBackward(scale), ctx, 0, layers_.size()), ctx);
+}
+
+double Model::forwardFlops() const {
+  double f = 0;
+  for (const auto& l : layers_) f += l->forwardFlops();
+  return f;
 }
 
 void Model::zeroGrads() {
@@ -96,24 +119,13 @@ SequentialClassifier::SequentialClassifier(ModelConfig config, std::int64_t batc
 
 void SequentialClassifier::finish() { loss_ = std::make_unique<CrossEntropy>(arena_, batch_, config_.classes); }
 
-double SequentialClassifier::forwardFlops() const {
-  double f = 0;
-  for (const auto& l : layers_) f += l->forwardFlops();
-  return f;
-}
-
-double SequentialClassifier::forward(const data::Batch& batch, StepContext& ctx) {
+const Tensor& SequentialClassifier::embed(const data::Batch& batch, StepContext&) {
   if (batch.size() != batch_ || batch.features.size() != input_.numel())
     throw Error(fmt::format("internal: a batch of {} samples ({} values) for a model built for {} ({} values)", batch.size(), batch.features.size(),
                             batch_, input_.numel()));
   input_.fromHost(batch.features);
   roundTo(compute_, input_);
-  logits_ = &forwardLayers(input_, ctx);
-  return loss_->forward(*logits_, batch.targets.data());
-}
-
-void SequentialClassifier::backward(float scale, StepContext& ctx) {
-  backwardLayers(loss_->backward(scale), ctx);
+  return input_;
 }
 
 }  // namespace ts::wl

@@ -50,17 +50,28 @@ void validateModelConfig(const ModelConfig& config, const data::DataInfo& data);
 class Model {
  public:
   virtual ~Model() = default;
-  // Forward on one micro-batch (its size must be the one the model was built for) and the mean loss.
-  virtual double forward(const data::Batch& batch, StepContext& ctx) = 0;
+  // Forward on one micro-batch (its size must be the one the model was built for) and the mean loss:
+  // embed, every layer, the loss.
+  double forward(const data::Batch& batch, StepContext& ctx);
   // Accumulates d(scale * loss)/dθ of the last forward into the parameters' gradients.
-  virtual void backward(float scale, StepContext& ctx) = 0;
-  virtual const Tensor& logits() const = 0;
+  void backward(float scale, StepContext& ctx);
+  const Tensor& logits() const { return *logits_; }
   // Matmul and convolution FLOPs of one forward of one micro-batch; a training step costs 3x (the
   // backward computes two products per forward product), the convention MFU is quoted in.
-  virtual double forwardFlops() const = 0;
+  double forwardFlops() const;
   // Samples (classification) or tokens (language model) per micro-batch: the unit of throughput.
   virtual std::int64_t itemsPerMicroBatch() const = 0;
   virtual std::string itemName() const = 0;  // "samples" | "tokens"
+
+  // The same pass in pieces, for pipeline stages: embed (the batch to layer 0's input: features uploaded,
+  // or token + position embeddings), layers [from, to), the loss on the last layer's output; and back.
+  virtual const Tensor& embed(const data::Batch& batch, StepContext& ctx) = 0;
+  virtual void embedBackward(const Tensor& dx, StepContext& ctx) = 0;
+  const Tensor& forwardLayers(const Tensor& x, StepContext& ctx, std::size_t from, std::size_t to);
+  const Tensor& backwardLayers(const Tensor& dy, StepContext& ctx, std::size_t from, std::size_t to);
+  double lossForward(const Tensor& logits, const data::Batch& batch);
+  const Tensor& lossBackward(float scale);
+  std::size_t layerCount() const { return layers_.size(); }
 
   const ModelConfig& config() const { return config_; }
   std::vector<Param*> params();
@@ -82,11 +93,9 @@ class Model {
   Arena arena_;
   std::vector<std::unique_ptr<Layer>> layers_;  // in forward order
   std::vector<Param*> leading_;                 // parameters outside the layers (embeddings), listed first
+  std::unique_ptr<CrossEntropy> loss_;          // over the last layer's output: rows x classes
+  const Tensor* logits_ = nullptr;
   Precision compute_ = Precision::kFloat32;
-  // The forward through layers_ from x, and the backward from dy: one loop each for every model, rounding
-  // between layers in 16-bit compute.
-  const Tensor& forwardLayers(const Tensor& x, StepContext& ctx);
-  const Tensor& backwardLayers(const Tensor& dy, StepContext& ctx);
 };
 
 // Builds a model for micro-batches of `batch` samples (sequences for the transformer).

@@ -7,10 +7,8 @@ namespace ts::wl {
 
 class SequentialClassifier : public Model {
  public:
-  double forward(const data::Batch& batch, StepContext& ctx) override;
-  void backward(float scale, StepContext& ctx) override;
-  const Tensor& logits() const override { return *logits_; }
-  double forwardFlops() const override;
+  const Tensor& embed(const data::Batch& batch, StepContext& ctx) override;
+  void embedBackward(const Tensor&, StepContext&) override {}
   std::int64_t itemsPerMicroBatch() const override { return batch_; }
   std::string itemName() const override { return "samples"; }
 
@@ -19,8 +17,6 @@ class SequentialClassifier : public Model {
   void finish();  // after the subclass added its layers: the loss over the last layer's output
   std::int64_t batch_;
   Tensor input_;
-  std::unique_ptr<CrossEntropy> loss_;
-  const Tensor* logits_ = nullptr;
 };
 
 }  // namespace ts::wl

@@ -34,7 +34,7 @@ class Transformer final : public Model {
     tokens_ = arena_.ints(static_cast<std::size_t>(B_ * T_));
   }
 
-  double forward(const data::Batch& batch, StepContext& ctx) override {
+  const Tensor& embed(const data::Batch& batch, StepContext&) override {
     if (batch.size() != B_ || batch.tokens.size() != static_cast<std::size_t>(B_ * T_))
       throw Error(fmt::format("internal: a batch of {} tokens for a transformer built for {} x {}", batch.tokens.size(), B_, T_));
     for (const std::int32_t t : batch.tokens)
@@ -43,23 +43,15 @@ class Transformer final : public Model {
     d.upload(tokens_, batch.tokens.data(), batch.tokens.size() * sizeof(int));
     ops::embeddingForward(d, x0_.data, tokens_, wte_.value.data, wpe_.value.data, B_, T_, C_);
     roundTo(compute_, x0_);
-    logits_ = &forwardLayers(x0_, ctx);
-    return loss_->forward(*logits_, batch.targets.data());
+    return x0_;
   }
 
-  void backward(float scale, StepContext& ctx) override {
-    const Tensor& dx = backwardLayers(loss_->backward(scale), ctx);
+  void embedBackward(const Tensor& dx, StepContext& ctx) override {
     ops::embeddingBackward(*x0_.device, wte_.grad.data, wpe_.grad.data, dx.data, tokens_, B_, T_, C_);
     ctx.ready(wte_);
     ctx.ready(wpe_);
   }
 
-  const Tensor& logits() const override { return *logits_; }
-  double forwardFlops() const override {
-    double f = 0;
-    for (const auto& l : layers_) f += l->forwardFlops();
-    return f;
-  }
   std::int64_t itemsPerMicroBatch() const override { return B_ * T_; }
   std::string itemName() const override { return "tokens"; }
 
@@ -68,8 +60,6 @@ class Transformer final : public Model {
   Param wte_, wpe_;
   Tensor x0_;
   int* tokens_ = nullptr;
-  std::unique_ptr<CrossEntropy> loss_;
-  const Tensor* logits_ = nullptr;
 };
 
 }  // namespace

@@ -1,12 +1,11 @@
 #include "workloads/parallel/allreduce_sync.h"
 
-#include "workloads/models/model.h"
 #include "workloads/ops.h"
 
 namespace ts::wl {
 
-AllReduceSync::AllReduceSync(Communicator& dp, Model& model, const LayoutOptions& layout, double timeoutS)
-    : GradientSync(model.params(), dp, timeoutS), params_(model.params()), buckets_(params_, layout.bucketMb, 1, model.arena()), overlap_(layout.overlap) {
+AllReduceSync::AllReduceSync(Communicator& dp, const ModelPart& model, const LayoutOptions& layout, double timeoutS)
+    : GradientSync(model.params, dp, timeoutS), params_(model.params), buckets_(params_, layout.bucketMb, 1, *model.arena), overlap_(layout.overlap) {
 }
 
 std::size_t AllReduceSync::ownedParameterElements() {

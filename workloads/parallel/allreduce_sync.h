@@ -10,7 +10,7 @@ namespace ts::wl {
 
 class AllReduceSync final : public GradientSync {
  public:
-  AllReduceSync(Communicator& dp, Model& model, const LayoutOptions& layout, double timeoutS);
+  AllReduceSync(Communicator& dp, const ModelPart& model, const LayoutOptions& layout, double timeoutS);
   void beforeBackward(StepContext& ctx, bool last) override;
   void afterBackward(bool last) override;
   std::vector<Param*> updateParams() override { return params_; }

@@ -10,18 +10,31 @@ namespace ts::wl {
 
 double CommTracker::now() const { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-int CommTracker::start(const CollectiveCall& call) {
+int CommTracker::track(std::string name, std::size_t bytes, const std::function<std::unique_ptr<PendingCollective>()>& issue) {
   Op op;
-  op.name = collectiveKindName(call.kind);
-  // Bytes as the collectives sweep counts them: the whole buffer (all-gather/reduce-scatter: the gathered one).
-  const int n = comm_.worldSize();
-  const bool whole = call.kind == CollectiveKind::kAllGather || call.kind == CollectiveKind::kReduceScatter;
-  op.bytes = call.count * dtypeSize(call.dtype) * static_cast<std::size_t>(whole ? n : 1);
+  op.name = std::move(name);
+  op.bytes = bytes;
   op.start = now();
-  op.pending = comm_.start(0, call);
+  op.pending = issue();
   exposedS_ += now() - op.start;  // issuing is host time taken from compute (MPI may do the work here)
   ops_.push_back(std::move(op));
   return static_cast<int>(ops_.size()) - 1;
+}
+
+int CommTracker::start(const CollectiveCall& call) {
+  // Bytes as the collectives sweep counts them: the whole buffer (all-gather/reduce-scatter: the gathered one).
+  const int n = comm_.worldSize();
+  const bool whole = call.kind == CollectiveKind::kAllGather || call.kind == CollectiveKind::kReduceScatter;
+  return track(collectiveKindName(call.kind), call.count * dtypeSize(call.dtype) * static_cast<std::size_t>(whole ? n : 1),
+               [&] { return comm_.start(0, call); });
+}
+
+int CommTracker::startSend(const float* buf, std::size_t count, int peer, int tag) {
+  return track("send", count * sizeof(float), [&] { return comm_.startSend(0, buf, count, DType::kFloat32, peer, tag); });
+}
+
+int CommTracker::startRecv(float* buf, std::size_t count, int peer, int tag) {
+  return track("recv", count * sizeof(float), [&] { return comm_.startRecv(0, buf, count, DType::kFloat32, peer, tag); });
 }
 
 void CommTracker::poll() {

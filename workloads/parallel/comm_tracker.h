@@ -7,6 +7,7 @@
 // has fired by the time it is polled. communication_s is the length of the union of the intervals, so
 // concurrent ops count once.
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +34,9 @@ class CommTracker {
   Communicator& comm() { return comm_; }
   // Issues the call and returns its id.
   int start(const CollectiveCall& call);
+  // Point to point (pipeline stages): a send to / a receive from `peer` of this communicator.
+  int startSend(const float* buf, std::size_t count, int peer, int tag);
+  int startRecv(float* buf, std::size_t count, int peer, int tag);
   // Tests every op in flight (lets MPI progress them) and notes the ones that completed.
   void poll();
   // Blocks until op `id` (every op: waitAll) completes; the time blocked counts as exposed.
@@ -51,6 +55,7 @@ class CommTracker {
     std::unique_ptr<PendingCollective> pending;
   };
   double now() const;
+  int track(std::string name, std::size_t bytes, const std::function<std::unique_ptr<PendingCollective>()>& issue);
   Communicator& comm_;
   double timeoutS_;
   std::vector<Op> ops_;

@@ -32,7 +32,7 @@ namespace {
 // One data-parallel rank: the gradients are already the group's.
 class LocalSync final : public GradientSync {
  public:
-  explicit LocalSync(Model& model) : GradientSync(model.params()), params_(model.params()) {}
+  explicit LocalSync(const ModelPart& part) : GradientSync(part.params), params_(part.params) {}
   void beforeBackward(StepContext& ctx, bool) override { ctx.gradReady = nullptr; }
   void afterBackward(bool) override {}
   std::vector<Param*> updateParams() override { return params_; }
@@ -50,7 +50,9 @@ class LocalSync final : public GradientSync {
 
 }  // namespace
 
-std::unique_ptr<GradientSync> makeGradientSync(const ProcessGrid& grid, Model& model, double timeoutS) {
+ModelPart wholeModel(Model& model) { return {model.params(), model.layers(), model.leadingParams(), &model.arena()}; }
+
+std::unique_ptr<GradientSync> makeGradientSync(const ProcessGrid& grid, const ModelPart& model, double timeoutS) {
   Communicator* dp = grid.dp();
   if (!dp) return std::make_unique<LocalSync>(model);
   const LayoutOptions& l = grid.layout();

@@ -23,6 +23,16 @@ namespace ts::wl {
 
 class Model;
 
+// The part of the model a rank trains: all of it, or its pipeline stage's layers (and the embeddings
+// on the first stage).
+struct ModelPart {
+  std::vector<Param*> params;   // leading, then the layers' in order
+  std::vector<Layer*> layers;
+  std::vector<Param*> leading;  // used outside the layers (embeddings)
+  Arena* arena = nullptr;       // the model's: buckets and shards live there
+};
+ModelPart wholeModel(Model& model);
+
 class GradientSync {
  public:
   virtual ~GradientSync() = default;
@@ -55,7 +65,7 @@ class GradientSync {
   CommBuffer scalar_;  // one float64 where the backend works (device memory for NCCL)
 };
 
-// The sync of `grid`'s data-parallel group for the model's parameters (the group of one: no communication).
-std::unique_ptr<GradientSync> makeGradientSync(const ProcessGrid& grid, Model& model, double timeoutS);
+// The sync of `grid`'s data-parallel group for the part's parameters (a group of one: no communication).
+std::unique_ptr<GradientSync> makeGradientSync(const ProcessGrid& grid, const ModelPart& part, double timeoutS);
 
 }  // namespace ts::wl

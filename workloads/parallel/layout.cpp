@@ -8,7 +8,8 @@ namespace ts::wl {
 
 nlohmann::json LayoutOptions::toJson() const {
   return {{"dp", dp},           {"tp", tp},     {"pp", pp}, {"zero", zero}, {"sync", sync}, {"ps_shards", sync == "ps" ? nlohmann::json(psShards) : nlohmann::json()},
-          {"bucket_mb", bucketMb}, {"overlap", overlap}, {"name", name()}};
+          {"bucket_mb", bucketMb}, {"overlap", overlap}, {"schedule", pp > 1 ? nlohmann::json(schedule) : nlohmann::json()},
+          {"pp_split", ppSplit}, {"name", name()}};
 }
 
 std::string LayoutOptions::name() const {
@@ -19,6 +20,7 @@ std::string LayoutOptions::name() const {
   if (pp > 1) add(fmt::format("pp={}", pp));
   if (zero > 0) add(fmt::format("zero={}", zero));
   if (sync == "ps") add(fmt::format("ps({})", psShards));
+  if (pp > 1) add(schedule);
   if (dp > 1 && !overlap) add("no-overlap");
   return s.empty() ? "single" : s;
 }
@@ -35,8 +37,13 @@ LayoutOptions resolveLayout(LayoutOptions o, int worldSize) {
   if (o.dp * o.tp * o.pp != worldSize)
     throw UsageError(fmt::format("--dp {} x --tp {} x --pp {} = {} processes, but this run has {}{}", o.dp, o.tp, o.pp, o.dp * o.tp * o.pp, worldSize,
                                  worldSize == 1 ? " (launch with mpirun -np N)" : ""));
-  if (o.tp > 1) throw UsageError(fmt::format("--tp {}: tensor parallelism is not in this version yet (data parallel, ZeRO and the parameter server are)", o.tp));
-  if (o.pp > 1) throw UsageError(fmt::format("--pp {}: pipeline parallelism is not in this version yet (data parallel, ZeRO and the parameter server are)", o.pp));
+  if (o.pp > 1 && o.sync == "ps") throw UsageError("--sync ps with --pp: the parameter server serves whole models, not pipeline stages, in this version");
+  if (o.tp > 1) throw UsageError(fmt::format("--tp {}: tensor parallelism is not in this version yet (data and pipeline parallel, ZeRO and the parameter server are)", o.tp));
+  if (o.schedule != "gpipe" && o.schedule != "1f1b") throw UsageError(fmt::format("--pp-schedule {}: expected gpipe or 1f1b", o.schedule));
+  if (!o.ppSplit.empty() && static_cast<int>(o.ppSplit.size()) != o.pp)
+    throw UsageError(fmt::format("--pp-split gives {} stage(s), but --pp is {}", o.ppSplit.size(), o.pp));
+  for (int n : o.ppSplit)
+    if (n < 1) throw UsageError(fmt::format("--pp-split: a stage of {} layers (each needs at least 1)", n));
   if (o.zero < 0 || o.zero > 3) throw UsageError(fmt::format("--zero {}: expected 0, 1, 2 or 3", o.zero));
   if (o.sync != "allreduce" && o.sync != "ps") throw UsageError(fmt::format("--sync {}: expected allreduce or ps", o.sync));
   if (o.sync == "ps" && o.zero > 0) throw UsageError("--sync ps shards the optimizer on its servers already; it does not combine with --zero");

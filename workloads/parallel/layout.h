@@ -7,6 +7,7 @@
 // which exchange only activations, span nodes. Each group has its own sub-communicator.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +23,8 @@ struct LayoutOptions {
   int psShards = 1;                // ps: parameter shards, served by data-parallel ranks 0..psShards-1
   double bucketMb = 25;            // gradient bucket size (MiB) for the all-reduce, reduce-scatter and reduce
   bool overlap = true;             // launch a bucket's communication as soon as its gradients are ready
+  std::string schedule = "1f1b";   // pipeline: gpipe | 1f1b
+  std::vector<int> ppSplit;        // pipeline: layers per stage, by hand (empty: balanced by FLOPs)
   nlohmann::json toJson() const;
   std::string name() const;  // "dp=2 zero=1", "dp=4 ps(2)", "single"
 };

@@ -18,7 +18,7 @@ namespace ts::wl {
 
 class ShardedSync final : public GradientSync {
  public:
-  ShardedSync(Communicator& dp, Model& model, const LayoutOptions& layout, double timeoutS);
+  ShardedSync(Communicator& dp, const ModelPart& model, const LayoutOptions& layout, double timeoutS);
   void beforeBackward(StepContext& ctx, bool last) override;
   void afterBackward(bool last) override;
   std::vector<Param*> updateParams() override;

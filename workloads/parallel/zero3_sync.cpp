@@ -1,20 +1,19 @@
 #include "workloads/parallel/zero3_sync.h"
 
-#include "workloads/models/model.h"
 #include "workloads/ops.h"
 
 namespace ts::wl {
 
-Zero3Sync::Zero3Sync(Communicator& dp, Model& model, const LayoutOptions&, double timeoutS)
-    : GradientSync(model.params(), dp, timeoutS), rank_(dp.rank(0)) {
+Zero3Sync::Zero3Sync(Communicator& dp, const ModelPart& model, const LayoutOptions&, double timeoutS)
+    : GradientSync(model.params, dp, timeoutS), rank_(dp.rank(0)) {
   const int parts = dp.worldSize();
   auto addGroup = [&](const std::vector<Param*>& params) {
     Group g;
-    g.buckets = std::make_unique<Buckets>(params, 1e12, parts, model.arena());  // one bucket, however large
+    g.buckets = std::make_unique<Buckets>(params, 1e12, parts, *model.arena);  // one bucket, however large
     const auto c = static_cast<std::int64_t>(bucketOf(g).chunk);
-    g.values = model.arena().tensor({c});
-    g.grads = model.arena().tensor({c});
-    g.received = model.arena().tensor({c});
+    g.values = model.arena->tensor({c});
+    g.grads = model.arena->tensor({c});
+    g.received = model.arena->tensor({c});
     // Every rank built the same initial weights (same seed): keep this rank's chunk, release the rest.
     Bucket& b = bucketOf(g);
     g.buckets->valuesToFlat(b);
@@ -22,11 +21,11 @@ Zero3Sync::Zero3Sync(Communicator& dp, Model& model, const LayoutOptions&, doubl
     groups_.push_back(std::move(g));
     release(groups_.back());
   };
-  if (!model.leadingParams().empty()) {
+  if (!model.leading.empty()) {
     leading_ = 0;
-    addGroup(model.leadingParams());
+    addGroup(model.leading);
   }
-  for (Layer* l : model.layers()) {
+  for (Layer* l : model.layers) {
     std::vector<Param*> ps;
     l->params(ps);
     if (ps.empty()) continue;

@@ -19,7 +19,7 @@ namespace ts::wl {
 
 class Zero3Sync final : public GradientSync {
  public:
-  Zero3Sync(Communicator& dp, Model& model, const LayoutOptions& layout, double timeoutS);
+  Zero3Sync(Communicator& dp, const ModelPart& model, const LayoutOptions& layout, double timeoutS);
   void beforeForward(StepContext& ctx) override;
   void beforeBackward(StepContext& ctx, bool last) override;
   void afterBackward(bool last) override;

@@ -1,0 +1,211 @@
+#include "workloads/parallel/pipeline.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "workloads/models/model.h"
+
+namespace ts::wl {
+namespace {
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+int tagOf(int micro, bool gradient) { return 2 * micro + (gradient ? 1 : 0); }
+
+}  // namespace
+
+std::vector<StageRange> splitStages(const std::vector<double>& flops, int stages, const std::vector<int>& split) {
+  const std::size_t n = flops.size();
+  if (stages > static_cast<int>(n))
+    throw UsageError(fmt::format("--pp {}: the model has only {} layers to cut into stages", stages, n));
+  std::vector<StageRange> out;
+  if (!split.empty()) {
+    const long sum = std::accumulate(split.begin(), split.end(), 0L);
+    if (sum != static_cast<long>(n)) throw UsageError(fmt::format("--pp-split adds up to {} layers, but the model has {}", sum, n));
+    std::size_t at = 0;
+    for (int k : split) {
+      out.push_back({at, at + static_cast<std::size_t>(k)});
+      at += static_cast<std::size_t>(k);
+    }
+    return out;
+  }
+  // Contiguous partition minimising the largest stage's cost (dynamic programming over prefixes). A layer
+  // without matmul FLOPs (an activation, a norm) still costs a little, so no stage is left with none.
+  const double total = std::accumulate(flops.begin(), flops.end(), 0.0);
+  std::vector<double> prefix(n + 1, 0.0);
+  for (std::size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + flops[i] + 1e-3 * std::max(total, 1.0) / static_cast<double>(n);
+  const double inf = std::numeric_limits<double>::infinity();
+  const auto S = static_cast<std::size_t>(stages);
+  std::vector<std::vector<double>> best(S + 1, std::vector<double>(n + 1, inf));
+  std::vector<std::vector<std::size_t>> cut(S + 1, std::vector<std::size_t>(n + 1, 0));
+  best[0][0] = 0;
+  for (std::size_t s = 1; s <= S; ++s)
+    for (std::size_t j = s; j <= n; ++j)
+      for (std::size_t i = s - 1; i < j; ++i) {
+        const double c = std::max(best[s - 1][i], prefix[j] - prefix[i]);
+        if (c < best[s][j]) {
+          best[s][j] = c;
+          cut[s][j] = i;
+        }
+      }
+  out.resize(S);
+  std::size_t j = n;
+  for (std::size_t s = S; s >= 1; --s) {
+    out[s - 1] = {cut[s][j], j};
+    j = cut[s][j];
+  }
+  return out;
+}
+
+std::vector<PipeOp> pipelineSchedule(const std::string& kind, int stage, int stages, int micros) {
+  std::vector<PipeOp> ops;
+  if (kind == "gpipe") {
+    for (int i = 0; i < micros; ++i) ops.push_back({true, i});
+    for (int i = micros - 1; i >= 0; --i) ops.push_back({false, i});  // the last forward's state is still held
+    return ops;
+  }
+  const int warmup = std::min(stages - stage - 1, micros);
+  int f = 0, b = 0;
+  for (; f < warmup; ++f) ops.push_back({true, f});
+  while (f < micros) {
+    ops.push_back({true, f++});
+    ops.push_back({false, b++});
+  }
+  while (b < micros) ops.push_back({false, b++});
+  return ops;
+}
+
+Pipeline::Pipeline(const ProcessGrid& grid, Model& model, double timeoutS)
+    : model_(model), stage_(grid.ppRank()), stagesCount_(grid.layout().pp), schedule_(grid.layout().schedule), comm_(grid.pp()),
+      tracker_(*grid.pp(), timeoutS) {
+  std::vector<double> flops;
+  for (Layer* l : model.layers()) flops.push_back(l->forwardFlops());
+  stages_ = splitStages(flops, stagesCount_, grid.layout().ppSplit);
+  range_ = stages_[static_cast<std::size_t>(stage_)];
+}
+
+ModelPart Pipeline::part() const {
+  ModelPart p;
+  p.arena = &model_.arena();
+  const std::vector<Layer*> all = model_.layers();
+  if (first()) p.leading = model_.leadingParams();
+  p.params = p.leading;
+  for (std::size_t i = range_.from; i < range_.to; ++i) {
+    p.layers.push_back(all[i]);
+    all[i]->params(p.params);
+  }
+  return p;
+}
+
+const Tensor& Pipeline::forwardMicro(const data::Batch& batch, int micro, StepContext& ctx, double* loss) {
+  const Tensor& x = first() ? model_.embed(batch, ctx) : inputs_[static_cast<std::size_t>(micro)];
+  const Tensor& y = model_.forwardLayers(x, ctx, range_.from, range_.to);
+  if (last()) {
+    const double l = model_.lossForward(y, batch);
+    if (loss) *loss += l;
+  }
+  held_ = micro;
+  return y;
+}
+
+double Pipeline::step(const std::vector<data::Batch>& micros, float scale, GradientSync& sync, StepContext& ctx, PipelineTimes& times) {
+  const int M = static_cast<int>(micros.size());
+  if (inputs_.size() != micros.size()) {
+    // The sizes of the activations crossing the cuts, from one forward of the whole model on this rank
+    // (its weights are everyone's initial ones); the batch-norm statistics it touched are put back.
+    std::vector<NamedTensor> buffers = model_.buffers();
+    std::vector<std::vector<float>> saved;
+    for (const auto& b : buffers) saved.push_back(b.tensor->toHost());
+    StepContext probe;
+    std::vector<std::int64_t> inShape, outShape;
+    const Tensor* y = &model_.embed(micros[0], probe);
+    for (std::size_t i = 0; i < model_.layerCount(); ++i) {
+      if (i == range_.from) inShape = y->shape;
+      y = &model_.forwardLayers(*y, probe, i, i + 1);
+      if (i + 1 == range_.to) outShape = y->shape;
+    }
+    for (std::size_t k = 0; k < buffers.size(); ++k) buffers[k].tensor->fromHost(saved[k]);
+    Arena& arena = model_.arena();
+    inputs_.clear();
+    outputs_.clear();
+    gradsOut_.clear();
+    for (int i = 0; i < M; ++i) {
+      if (!first()) inputs_.push_back(arena.tensor(inShape));
+      else inputs_.emplace_back();
+      if (!last()) outputs_.push_back(arena.tensor(outShape));
+      if (!first()) gradsOut_.push_back(arena.tensor(inShape));
+    }
+    if (!last()) gradIn_ = arena.tensor(outShape);
+    inCount_ = first() ? 0 : inputs_[0].numel();
+    outCount_ = last() ? 0 : outputs_[0].numel();
+    held_ = -1;
+  }
+
+  double lossSum = 0;
+  int backwardsLeft = M;
+  Device& device = model_.arena().device();
+  auto blockOn = [&](int id) {
+    const double t0 = now();
+    tracker_.wait(id);
+    times.waitS += now() - t0;
+  };
+  for (const PipeOp& op : pipelineSchedule(schedule_, stage_, stagesCount_, M)) {
+    const auto i = static_cast<std::size_t>(op.micro);
+    if (op.forward) {
+      if (!first()) blockOn(tracker_.startRecv(inputs_[i].data, inCount_, stage_ - 1, tagOf(op.micro, false)));
+      const double f0 = now();
+      sync.beforeForward(ctx);
+      const Tensor& y = forwardMicro(micros[i], op.micro, ctx, &lossSum);
+      if (!last()) copy(outputs_[i], Tensor{y.data, outputs_[i].shape, y.device});
+      device.synchronize();
+      times.forwardS += now() - f0;
+      if (!last()) tracker_.startSend(outputs_[i].data, outCount_, stage_ + 1, tagOf(op.micro, false));
+      tracker_.poll();
+      continue;
+    }
+    const bool lastBackward = --backwardsLeft == 0;
+    if (!last()) blockOn(tracker_.startRecv(gradIn_.data, outCount_, stage_ + 1, tagOf(op.micro, true)));
+    const double b0 = now();
+    if (held_ != op.micro) {
+      sync.beforeForward(ctx);
+      forwardMicro(micros[i], op.micro, ctx, nullptr);  // recomputation: the loss was counted the first time
+    }
+    sync.beforeBackward(ctx, lastBackward);
+    const Tensor& dy = last() ? model_.lossBackward(scale) : gradIn_;
+    const Tensor& dx = model_.backwardLayers(dy, ctx, range_.from, range_.to);
+    if (first()) model_.embedBackward(dx, ctx);
+    else copy(gradsOut_[i], Tensor{dx.data, gradsOut_[i].shape, dx.device});
+    device.synchronize();
+    const double b1 = now();
+    times.backwardS += b1 - b0;
+    if (!first()) tracker_.startSend(gradsOut_[i].data, inCount_, stage_ - 1, tagOf(op.micro, true));
+    sync.afterBackward(lastBackward);
+    times.syncS += now() - b1;
+  }
+  const double w0 = now();
+  tracker_.waitAll();  // the last sends
+  times.waitS += now() - w0;
+  return lossSum;
+}
+
+double Pipeline::sumOverStages(double v, bool timed) {
+  if (!scalar_.get()) scalar_ = CommBuffer(*comm_, 0, sizeof(double));
+  comm_->copyIn(0, scalar_.get(), &v, sizeof(double));
+  const CollectiveCall call{CollectiveKind::kAllReduce, scalar_.get(), scalar_.get(), 1, DType::kFloat64, RedOp::kSum};
+  if (timed) {
+    tracker_.run(call);
+  } else {
+    CommTracker untimed(*comm_, 0);
+    untimed.run(call);
+  }
+  double sum = 0;
+  comm_->copyOut(0, &sum, scalar_.get(), sizeof(double));
+  return sum;
+}
+
+}  // namespace ts::wl

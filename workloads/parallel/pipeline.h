@@ -1,0 +1,83 @@
+#pragma once
+// Pipeline parallelism: the model's layers cut into --pp contiguous stages, one per pipeline rank; a step's
+// micro-batches flow through them, activations sent forward and their gradients back with point-to-point
+// messages. Two schedules:
+//   gpipe  every micro-batch's forward, then every backward;
+//   1f1b   stage s runs min(p-s-1, m) forwards, then alternates one forward and one backward, then drains
+//          the backwards: at most p-s micro-batches in flight, so less to keep.
+// The theoretical idle fraction (the bubble) of both is (p-1)/(m+p-1); the measured one is each stage's
+// time blocked on a receive over its step time.
+//
+// Layers keep the state of one micro-batch (their inputs and outputs for the backward), so a backward
+// for a micro-batch that is not the one the stage last ran forward re-runs that forward first from the
+// stage's saved input (activation recomputation, as GPipe does): the extra forward shows in the stage's
+// compute time. The result is the same, so is the loss trajectory.
+//
+// Every rank builds the whole model (the same initial weights everywhere) and trains only its stage's
+// part; the first stage also embeds, the last computes the loss.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "workloads/data/batch.h"
+#include "workloads/parallel/comm_tracker.h"
+#include "workloads/parallel/gradient_sync.h"
+
+namespace ts::wl {
+
+struct StageRange {
+  std::size_t from = 0, to = 0;  // layers [from, to)
+};
+
+// Cuts layers with these forward costs into `stages` contiguous ranges: by hand (`split`: layers per
+// stage), or minimising the largest stage's cost. UsageError when it cannot (more stages than layers).
+std::vector<StageRange> splitStages(const std::vector<double>& layerFlops, int stages, const std::vector<int>& split);
+
+struct PipeOp {
+  bool forward;
+  int micro;
+};
+// The order stage `stage` of `stages` runs the forwards and backwards of `micros` micro-batches.
+std::vector<PipeOp> pipelineSchedule(const std::string& kind, int stage, int stages, int micros);
+
+struct PipelineTimes {
+  double forwardS = 0, backwardS = 0, waitS = 0;  // compute (recomputation included), blocked on receives
+  double syncS = 0;                               // the data-parallel sync after each backward
+};
+
+class Pipeline {
+ public:
+  // The stage of this rank (grid.ppRank()) over grid.pp(); probes the activation sizes with one forward.
+  Pipeline(const ProcessGrid& grid, Model& model, double timeoutS);
+  const StageRange& range() const { return range_; }
+  const std::vector<StageRange>& stages() const { return stages_; }
+  bool first() const { return stage_ == 0; }
+  bool last() const { return stage_ == stagesCount_ - 1; }
+  ModelPart part() const;  // what this stage trains
+  // One step: every micro-batch through this stage in the schedule's order. The backward of each scales
+  // its loss by `scale`; the sync's hooks run around each forward and backward. Returns the sum of the
+  // micro-batches' losses on the last stage (0 elsewhere).
+  double step(const std::vector<data::Batch>& micros, float scale, GradientSync& sync, StepContext& ctx, PipelineTimes& times);
+  StepComm takeStepComm() { return tracker_.take(); }
+  // The sum of v over the stages (the loss lives on the last; the gradient norm is every stage's);
+  // timed: counted as the step's communication.
+  double sumOverStages(double v, bool timed);
+
+ private:
+  const Tensor& forwardMicro(const data::Batch& batch, int micro, StepContext& ctx, double* loss);
+  Model& model_;
+  int stage_, stagesCount_;
+  std::string schedule_;
+  std::vector<StageRange> stages_;
+  StageRange range_;
+  Communicator* comm_;
+  CommTracker tracker_;
+  std::size_t inCount_ = 0, outCount_ = 0;  // elements received from the stage before, sent to the next
+  std::vector<Tensor> inputs_, outputs_;    // per micro-batch: the received input (kept for recomputation), the sent output
+  std::vector<Tensor> gradsOut_;            // per micro-batch: the input gradient sent back
+  Tensor gradIn_;                           // the output gradient received
+  int held_ = -1;                           // the micro-batch whose forward the stage's layers hold
+  CommBuffer scalar_;
+};
+
+}  // namespace ts::wl
