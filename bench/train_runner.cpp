@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <map>
 #include <optional>
 
 #ifdef TRAINSCOPE_HAVE_CUDA
@@ -51,16 +52,43 @@ void dumpLogits(const std::string& path, wl::Trainer& trainer, const wl::StepRes
   writeFileAtomically(path, doc.dump());
 }
 
-// The L2 norm of every parameter after training (float64 sums): a fingerprint of the weights, so that
-// two runs — another layout, another machine — can be compared without their checkpoints.
-nlohmann::json parameterNorms(const std::vector<wl::Param*>& params) {
+// Every parameter's squared L2 norm (float64 sums) and size, from the parameters this rank trains.
+nlohmann::json parameterSquares(const std::vector<wl::Param*>& params) {
   nlohmann::json out = nlohmann::json::object();
   for (wl::Param* p : params) {
     double sq = 0;
     for (float v : p->value.toHost()) sq += double(v) * double(v);
-    out[p->name] = std::sqrt(sq);
+    out[p->name] = {sq, p->value.numel(), p->tpShard};
   }
   return out;
+}
+
+// The L2 norm of every parameter after training, over the whole model: a fingerprint of the weights, so
+// that two runs (another layout, another machine) can be compared without their checkpoints. Pipeline
+// stages each know their own parameters, tensor-parallel ranks their slices (summed); data-parallel
+// replicas are equal, and the first of each group speaks. Collective when world > 1. Also the count.
+std::pair<nlohmann::json, std::int64_t> parameterNorms(Bootstrap& boot, const wl::ProcessGrid& grid, const std::vector<wl::Param*>& params) {
+  nlohmann::json mine = grid.dpRank() == 0 ? parameterSquares(params) : nlohmann::json::object();
+  std::vector<std::string> all = {mine.dump()};
+  if (grid.worldSize() > 1) all = boot.allGatherStrings(mine.dump());
+  std::map<std::string, std::pair<double, std::int64_t>> total;
+  for (const auto& s : all) {
+    const nlohmann::json rank = nlohmann::json::parse(s);
+    for (const auto& [name, v] : rank.items()) {
+      auto& [sq, n] = total[name];
+      if (v[2].get<bool>() || n == 0) {  // slices add up; a replicated tensor counts once
+        sq += v[0].get<double>();
+        n += v[1].get<std::int64_t>();
+      }
+    }
+  }
+  nlohmann::json norms = nlohmann::json::object();
+  std::int64_t count = 0;
+  for (const auto& [name, v] : total) {
+    norms[name] = std::sqrt(v.first);
+    count += v.second;
+  }
+  return {norms, count};
 }
 
 // The GPU's SM clock now (NVML), else its maximum (the CUDA runtime); nothing on the CPU.
@@ -190,12 +218,10 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
   activity::set(failure.empty() ? "gathering the ranks' step times" : "");
 
   TrainBreakdown breakdown;
-  nlohmann::json norms = nlohmann::json::object();
+  std::pair<nlohmann::json, std::int64_t> norms = {nlohmann::json::object(), model.parameterCount()};
   if (failure.empty()) {
     trainer.gatherParameters();  // ZeRO-3: the weights, for the record's parameter norms
-    norms = parameterNorms(trainer.trainedParams());
-    if (world > 1)  // each pipeline stage knows its own parameters
-      for (const auto& s : ctx.boot.allGatherStrings(norms.dump())) norms.update(nlohmann::json::parse(s));
+    norms = parameterNorms(ctx.boot, grid, trainer.trainedParams());
     breakdown = gatherBreakdown(ctx.boot, grid, timed);
   } else {
     breakdown.stepSeconds = timed.total;  // this rank's own view: the others are not reachable
@@ -227,8 +253,9 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
                         {"checkpoint_time_s", checkpointS},
                         {"loss", {{"initial", initialLoss}, {"final", finalLoss}}},
                         {"loss_curve", curve}};
-  if (failure.empty()) rec["parameter_norms"] = norms;
-  else if (world == 1) rec["parameter_norms"] = parameterNorms(trainer.trainedParams());
+  if (failure.empty()) rec["parameter_norms"] = norms.first;
+  else if (world == 1) rec["parameter_norms"] = parameterNorms(ctx.boot, grid, trainer.trainedParams()).first;
+  rec["parameters"] = failure.empty() ? norms.second : model.parameterCount();  // the whole model's
   if (const wl::Pipeline* p = trainer.pipeline()) {
     const double m = static_cast<double>(o.train.microBatches), stages = static_cast<double>(p->stages().size());
     nlohmann::json split = nlohmann::json::array();

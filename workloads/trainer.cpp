@@ -127,7 +127,8 @@ Trainer::Trainer(const TrainOptions& options, const ProcessGrid* grid, double co
     config.classes = info.classes;
   }
   validateModelConfig(config, info);
-  model_ = makeModel(config, microBatchSize(), *device_);
+  model_ = makeModel(config, microBatchSize(), *device_, TensorParallel{grid_->tpRank(), layout.tp});
+  if (grid_->tp()) tp_ = std::make_unique<TensorParallelGroup>(*grid_->tp(), commTimeoutS);
   if (layout.pp > 1) {
     pipeline_ = std::make_unique<Pipeline>(*grid_, *model_, commTimeoutS);
     part_ = pipeline_->part();
@@ -186,6 +187,7 @@ StepResult Trainer::step() {
   if (masters_) masters_->beginStep();
   r.lossScale = scaler_ ? scaler_->scale() : 1.0;
   StepContext ctx;
+  if (tp_) tp_->install(ctx);
   const std::int64_t M = options_.microBatches, mb = microBatchSize();
   // The step's loss is the mean over every rank's micro-batches: each backward takes its share.
   const auto scale = static_cast<float>(r.lossScale / static_cast<double>(M * dataParallel()));
@@ -226,18 +228,22 @@ StepResult Trainer::step() {
   if (masters_) masters_->endStep();
   if (!std::isfinite(r.loss)) throw Error(fmt::format("step {}: the loss is {} (diverged; lower --lr)", r.step, r.loss));
   const std::vector<Param*> params = sync_->updateParams();
-  // Over the whole model: this rank's share, then the data-parallel shards, then the pipeline stages.
-  auto global = [&](double sq) {
-    sq = sync_->globalSumOfSquares(sq);
+  // Over the whole model: this rank's share, then the data-parallel shards, the tensor-parallel slices
+  // (replicated tensors once), and the pipeline stages.
+  auto global = [&](double sliced, double replicated) {  // the collectives in one order on every rank
+    double sq = sync_->globalSumOfSquares(replicated);
+    const double s = sync_->globalSumOfSquares(sliced);
+    sq += tp_ ? tp_->sum(s) : s;
     return pipeline_ ? pipeline_->sumOverStages(sq, true) : sq;
   };
   auto sumOfSquares = [&] {
-    double sq = 0;
-    for (Param* p : params) sq += ops::sumOfSquares(*p->grad.device, p->grad.data, p->grad.numel());
-    return global(sq);
+    double sliced = 0, replicated = 0;
+    for (Param* p : params) (p->tpShard ? sliced : replicated) += ops::sumOfSquares(*p->grad.device, p->grad.data, p->grad.numel());
+    return global(sliced, replicated);
   };
   r.lr = options_.schedule.at(r.step);
-  if (scaler_ && !scaler_->unscaleAndCheck(params, global)) {
+  // The overflow check needs only every rank to see the same (finite or not) sum.
+  if (scaler_ && !scaler_->unscaleAndCheck(params, [&](double sq) { return global(sq, 0); })) {
     r.skipped = true;  // the gradients overflowed: no update, a smaller scale next step
     r.gradNorm = NAN;
   } else {
@@ -258,8 +264,7 @@ StepResult Trainer::step() {
   }
   if (r.skipped) r.syncS += seconds(s0, clock::now());
   r.comm = sync_->takeStepComm();
-  if (pipeline_) {
-    StepComm p = pipeline_->takeStepComm();
+  for (StepComm p : {pipeline_ ? pipeline_->takeStepComm() : StepComm{}, tp_ ? tp_->takeStepComm() : StepComm{}}) {
     r.comm.communicationS += p.communicationS;
     r.comm.exposedS += p.exposedS;
     r.comm.collectives.insert(r.comm.collectives.end(), p.collectives.begin(), p.collectives.end());

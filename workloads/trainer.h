@@ -20,6 +20,7 @@
 #include "workloads/parallel/gradient_sync.h"
 #include "workloads/parallel/layout.h"
 #include "workloads/parallel/pipeline.h"
+#include "workloads/parallel/tensor_parallel.h"
 
 namespace ts::wl {
 
@@ -115,6 +116,7 @@ class Trainer {
   std::unique_ptr<MasterWeights> masters_;  // bfloat16 / float16
   std::unique_ptr<LossScaler> scaler_;      // float16
   std::unique_ptr<Pipeline> pipeline_;      // pp > 1
+  std::unique_ptr<TensorParallelGroup> tp_;  // tp > 1
   ModelPart part_;
   std::unique_ptr<GradientSync> sync_;      // after the model: it holds buckets in the model's arena
   std::int64_t nextStep_ = 0, firstStep_ = 0;

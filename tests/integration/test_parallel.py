@@ -23,23 +23,28 @@ MODELS = {
     "transformer": ["--model", "transformer", "--preset", "tiny", "--batch", 8, "--lr", 3e-3, "--clip-norm", 1.0],
 }
 
-# (name, ranks, flags, micro-batches, data-parallel ranks)
+# (name, ranks, flags, micro-batches, data-parallel ranks, tensor-parallel ranks)
 LAYOUTS = [
-    ("dp2", 2, [], 1, 2),
-    ("dp4", 4, [], 1, 4),
-    ("dp2-no-overlap-small-buckets", 2, ["--overlap", "off", "--bucket-mb", 0.01], 1, 2),
-    ("zero1", 2, ["--zero", 1], 1, 2),
-    ("zero2-accumulating", 2, ["--zero", 2, "--micro-batches", 2], 2, 2),
-    ("zero1-dp4", 4, ["--zero", 1, "--bucket-mb", 0.05], 1, 4),
-    ("zero3", 2, ["--zero", 3], 1, 2),
-    ("zero3-dp4-accumulating", 4, ["--zero", 3, "--micro-batches", 2], 2, 4),
-    ("ps2-of-4", 4, ["--sync", "ps", "--ps-shards", 2], 1, 4),
-    ("ps1", 2, ["--sync", "ps"], 1, 2),
-    ("pp2-1f1b", 2, ["--pp", 2, "--micro-batches", 4], 4, 1),
-    ("pp2-gpipe", 2, ["--pp", 2, "--micro-batches", 4, "--pp-schedule", "gpipe"], 4, 1),
-    ("pp4-1f1b", 4, ["--pp", 4, "--micro-batches", 2], 2, 1),
-    ("dp2-pp2", 4, ["--pp", 2, "--micro-batches", 2], 2, 2),
-    ("dp2-pp2-zero1", 4, ["--pp", 2, "--micro-batches", 2, "--zero", 1], 2, 2),
+    ("dp2", 2, [], 1, 2, 1),
+    ("dp4", 4, [], 1, 4, 1),
+    ("dp2-no-overlap-small-buckets", 2, ["--overlap", "off", "--bucket-mb", 0.01], 1, 2, 1),
+    ("zero1", 2, ["--zero", 1], 1, 2, 1),
+    ("zero2-accumulating", 2, ["--zero", 2, "--micro-batches", 2], 2, 2, 1),
+    ("zero1-dp4", 4, ["--zero", 1, "--bucket-mb", 0.05], 1, 4, 1),
+    ("zero3", 2, ["--zero", 3], 1, 2, 1),
+    ("zero3-dp4-accumulating", 4, ["--zero", 3, "--micro-batches", 2], 2, 4, 1),
+    ("ps2-of-4", 4, ["--sync", "ps", "--ps-shards", 2], 1, 4, 1),
+    ("ps1", 2, ["--sync", "ps"], 1, 2, 1),
+    ("tp2", 2, ["--tp", 2], 1, 1, 2),
+    ("tp4", 4, ["--tp", 4], 1, 1, 4),
+    ("pp2-1f1b", 2, ["--pp", 2, "--micro-batches", 4], 4, 1, 1),
+    ("pp2-gpipe", 2, ["--pp", 2, "--micro-batches", 4, "--pp-schedule", "gpipe"], 4, 1, 1),
+    ("pp4-1f1b", 4, ["--pp", 4, "--micro-batches", 2], 2, 1, 1),
+    ("dp2-tp2", 4, ["--tp", 2], 1, 2, 2),
+    ("dp2-pp2", 4, ["--pp", 2, "--micro-batches", 2], 2, 2, 1),
+    ("tp2-pp2", 4, ["--tp", 2, "--pp", 2, "--micro-batches", 2, "--pp-schedule", "gpipe"], 2, 1, 2),
+    ("dp2-pp2-zero1", 4, ["--pp", 2, "--micro-batches", 2, "--zero", 1], 2, 2, 1),
+    ("dp2-tp2-zero3", 4, ["--tp", 2, "--zero", 3], 1, 2, 2),
 ]
 
 
@@ -73,40 +78,46 @@ def assert_same_training(rec, ref, rtol=RTOL):
 
 
 @pytest.mark.parametrize("model", list(MODELS))
-@pytest.mark.parametrize("name,np,flags,micro,dp", LAYOUTS, ids=[l[0] for l in LAYOUTS])
-def test_layout_trains_like_one_process(tmp_path, tmp_path_factory, validate, model, name, np, flags, micro, dp):
+@pytest.mark.parametrize("name,np,flags,micro,dp,tp", LAYOUTS, ids=[l[0] for l in LAYOUTS])
+def test_layout_trains_like_one_process(tmp_path, tmp_path_factory, validate, model, name, np, flags, micro, dp, tp):
     doc, rec = train(tmp_path, name, MODELS[model] + flags, np=np)
     validate(doc)
     ref_micro = micro * dp if model == "cnn" else micro
-    assert_same_training(rec, reference(tmp_path_factory, model, ref_micro))
+    ref = reference(tmp_path_factory, model, ref_micro)
+    assert_same_training(rec, ref)
+    assert rec["parameters"] == ref["parameters"]  # the whole model's, whatever each rank holds
     layout = rec["layout"]
-    pp = np // dp
-    assert rec["world_size"] == np and layout["dp"] == dp and layout["pp"] == pp and layout["tp"] == 1
+    pp = np // (dp * tp)
+    assert rec["world_size"] == np and layout["dp"] == dp and layout["pp"] == pp and layout["tp"] == tp
     sharded = "--zero" in flags or "ps" in flags
     shards = layout["ps_shards"] if layout["sync"] == "ps" else dp
-    # Process 0 owns every parameter's update, or its shard: a 1/shards part, give or take the padding.
+    # Process 0 owns every parameter's update, or its shard: a 1/shards part, give or take the padding;
+    # with tensor or pipeline parallelism, less (its slices, its stage).
     owned = rec["owned_parameters"]
-    if pp > 1:
-        # the first stage's parameters, as the record's stage split says
-        assert rec["pipeline"]["stages"] == pp and rec["pipeline"]["layers"][0][0] == 0 and rec["pipeline"]["layers"][-1][1] > rec["pipeline"]["layers"][-2][0]
+    if tp > 1 or pp > 1:
         assert 0 < owned < rec["parameters"]
-        assert rec["pipeline"]["theoretical_bubble"] == pytest.approx((pp - 1) / (micro + pp - 1))
-        assert 0 <= rec["pipeline"]["measured_bubble"] < 1
     elif not sharded:
         assert owned == rec["parameters"]
     else:
         assert abs(owned - rec["parameters"] / shards) <= 4 * len(rec["parameter_norms"])
+    if pp > 1:
+        stages = rec["pipeline"]["layers"]
+        assert rec["pipeline"]["stages"] == pp == len(stages) and stages[0][0] == 0
+        assert all(a[1] == b[0] and a[0] < a[1] for a, b in zip(stages, stages[1:]))
+        assert rec["pipeline"]["theoretical_bubble"] == pytest.approx((pp - 1) / (micro + pp - 1))
+        assert 0 <= rec["pipeline"]["measured_bubble"] < 1
     # Every rank reports its breakdown; the step time is the slowest rank's.
     assert sorted(r["rank"] for r in rec["ranks"]) == list(range(np))
     # Megatron's order: rank = (pp_rank * dp + dp_rank) * tp + tp_rank
-    assert [(r["pp_rank"], r["dp_rank"]) for r in sorted(rec["ranks"], key=lambda r: r["rank"])] == [(k // dp, k % dp) for k in range(np)]
+    assert ([(r["pp_rank"], r["dp_rank"], r["tp_rank"]) for r in sorted(rec["ranks"], key=lambda r: r["rank"])]
+            == [(k // (dp * tp), k // tp % dp, k % tp) for k in range(np)])
     assert rec["step_time_us"]["median"] >= max(r["step_us"] for r in rec["ranks"]) * 0.999
     ops = {c["op"] for c in rec["collectives"]}
     expected = ({"all_reduce"} | ({"reduce_scatter", "all_gather"} if "--zero" in flags else set()) | ({"reduce", "broadcast"} if "ps" in flags else set())
                 | ({"send", "recv"} if pp > 1 else set()))
     assert ops == expected
-    if pp > 1:
-        return  # the gradient volume below is the whole model's; a stage sends its own part
+    if pp > 1 or tp > 1:
+        return  # the gradient volume below is the whole model's; a stage or a slice sends its own part
     steps_timed = rec["timed_steps"]
     grads = [c for c in rec["collectives"] if c["op"] in ("all_reduce", "reduce_scatter", "reduce") and c["bytes"] > 8]
     # Each timed step moves every gradient once per communicating micro-batch (the buckets, padded).
@@ -175,7 +186,8 @@ def test_checkpoints_under_data_parallel_resume_on_one_process(tmp_path):
     (2, ["--pp", 2, "--pp-split", "5"], "--pp-split gives 1 stage(s), but --pp is 2"),
     (2, ["--pp", 2, "--pp-schedule", "zigzag"], "--pp-schedule zigzag: expected gpipe or 1f1b"),
     (2, ["--pp", 2, "--checkpoint-dir", "ckpt"], "per-stage checkpoints are not in this version"),
-    (2, ["--tp", 2], "tensor parallelism is not in this version yet"),
+    (3, ["--tp", 3], "--tp 3 does not divide the 64 hidden features (width) of the mlp model"),
+    (2, ["--tp", 2, "--sync", "ps"], "the parameter server serves whole models"),
     (2, ["--batch", 3], "--batch 3 does not split into 2 data-parallel rank(s) x 1 micro-batch(es)"),
     (2, ["--bucket-mb", 0], "--bucket-mb 0: must be positive"),
     (2, ["--overlap", "maybe"], "--overlap"),

@@ -7,18 +7,31 @@
 
 namespace ts::wl {
 
+namespace {
+
+// The q, k and v rows of this rank's heads in the [3C, C] qkv weight.
+TensorSplit qkvSplit(std::int64_t channels, int rank, int ranks) {
+  TensorSplit s{TensorSplit::kColumn, rank, ranks, {}};
+  const std::int64_t local = channels / ranks;
+  for (int part = 0; part < 3; ++part)
+    for (std::int64_t c = 0; c < local; ++c) s.rows.push_back(part * channels + rank * local + c);
+  return s;
+}
+
+}  // namespace
+
 CausalSelfAttention::CausalSelfAttention(Arena& arena, const Init& init, const std::string& name, std::int64_t batch, std::int64_t seq,
-                                         std::int64_t channels, std::int64_t heads, double initStd, double projStd)
-    : B_(batch), T_(seq), C_(channels), NH_(heads), D_(channels / heads),
-      qkv_(arena, init, name + ".qkv", batch * seq, channels, 3 * channels, true, initStd),
-      proj_(arena, init, name + ".proj", batch * seq, channels, channels, true, projStd),
+                                         std::int64_t channels, std::int64_t heads, double initStd, double projStd, int tpRank, int tpRanks)
+    : B_(batch), T_(seq), C_(channels / tpRanks), NH_(heads / tpRanks), D_(channels / heads), fullHeads_(heads),
+      qkv_(arena, init, name + ".qkv", batch * seq, channels, 3 * channels, true, initStd, qkvSplit(channels, tpRank, tpRanks)),
+      proj_(arena, init, name + ".proj", batch * seq, channels, channels, true, projStd, TensorSplit{TensorSplit::kRow, tpRank, tpRanks, {}}),
       q_(arena.tensor({B_, NH_, T_, D_})), k_(arena.tensor({B_, NH_, T_, D_})), v_(arena.tensor({B_, NH_, T_, D_})),
       o_(arena.tensor({B_, NH_, T_, D_})), att_(arena.tensor({B_, NH_, T_, T_})), merged_(arena.tensor({B_ * T_, C_})),
       do_(arena.tensor({B_, NH_, T_, D_})), dq_(arena.tensor({B_, NH_, T_, D_})), dk_(arena.tensor({B_, NH_, T_, D_})),
       dv_(arena.tensor({B_, NH_, T_, D_})), datt_(arena.tensor({B_, NH_, T_, T_})), dscores_(arena.tensor({B_, NH_, T_, T_})),
       dqkv_(arena.tensor({B_ * T_, 3 * C_})) {}
 
-double CausalSelfAttention::forwardFlops() const { return qkv_.forwardFlops() + proj_.forwardFlops() + 4.0 * B_ * NH_ * T_ * T_ * D_; }
+double CausalSelfAttention::forwardFlops() const { return qkv_.forwardFlops() + proj_.forwardFlops() + 4.0 * B_ * fullHeads_ * T_ * T_ * D_; }
 
 // Every (batch, head) pair at once: the head permutes, then strided batched GEMMs over B*NH matrices.
 const Tensor& CausalSelfAttention::forward(const Tensor& x, StepContext& ctx) {

@@ -3,7 +3,9 @@
 // outputs), heads of D = C/NH, scores q k^T / sqrt(D) with the causal mask, softmax, times v, heads
 // merged, output projection. Forward FLOPs: 2(B T C 3C) + 2(B T C C) for the projections and
 // 4 B NH T^2 D for the two attention matmuls (counted in full, the convention MFU figures use).
-// Built so that a tensor-parallel split by heads changes only NH and the projection sizes.
+// Tensor parallel (tpRanks > 1): split by heads. This rank holds NH/tp heads: the qkv projection is
+// column-parallel over their q, k and v rows, the output projection row-parallel over their channels
+// (one sum over the group forward, one backward, both in the projections).
 #include <memory>
 
 #include "workloads/layers/layer.h"
@@ -14,14 +16,15 @@ namespace ts::wl {
 class CausalSelfAttention final : public Layer {
  public:
   CausalSelfAttention(Arena& arena, const Init& init, const std::string& name, std::int64_t batch, std::int64_t seq, std::int64_t channels,
-                      std::int64_t heads, double initStd, double projStd);
+                      std::int64_t heads, double initStd, double projStd, int tpRank = 0, int tpRanks = 1);
   const Tensor& forward(const Tensor& x, StepContext& ctx) override;
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override;
   double forwardFlops() const override;
 
  private:
-  std::int64_t B_, T_, C_, NH_, D_;
+  std::int64_t B_, T_, C_, NH_, D_;  // C_: this rank's heads' channels (NH_ D_); the model width is the projections'
+  std::int64_t fullHeads_;
   Linear qkv_, proj_;
   // [B, NH, T, D] per head (o: att v); att = softmax scores [B, NH, T, T]; merged heads [B*T, C].
   Tensor q_, k_, v_, o_, att_, merged_;

@@ -11,17 +11,28 @@ cpu::Conv2dShape convShape(std::int64_t n, std::int64_t cin, std::int64_t h, std
 }
 }  // namespace
 
-Conv2d::Conv2d(Arena& arena, const Init& init, const std::string& name, const cpu::Conv2dShape& s)
-    : s_(s), w_(makeParam(arena, name + ".weight", {s.K, s.C, s.R, s.S})), y_(arena.tensor({s.N, s.K, s.P(), s.Q()})),
-      dx_(arena.tensor({s.N, s.C, s.H, s.W})) {
-  init.normal(w_.value, w_.name, std::sqrt(2.0 / (double(s.K) * s.R * s.S)));
+Conv2d::Conv2d(Arena& arena, const Init& init, const std::string& name, const cpu::Conv2dShape& s, TensorSplit split)
+    : s_(s), full_(s), split_(split) {
+  const bool column = split.split() && split.kind == TensorSplit::kColumn, row = split.split() && split.kind == TensorSplit::kRow;
+  if (column) s_.K = s.K / split.ranks;
+  if (row) s_.C = s.C / split.ranks;
+  w_ = makeParam(arena, name + ".weight", {s_.K, s_.C, s_.R, s_.S});
+  w_.tpShard = column || row;
+  y_ = arena.tensor({s_.N, s_.K, s_.P(), s_.Q()});
+  dx_ = arena.tensor({s_.N, s_.C, s_.H, s_.W});
+  // The slice of the one-device [K, C R S] weights: rows of the output channels, columns of the input ones.
+  const std::int64_t rs = std::int64_t(s.R) * s.S;
+  Init::Slice slice{s.K, s.C * rs, {}, row ? split.rank * s_.C * rs : 0, row ? (split.rank + 1) * s_.C * rs : s.C * rs};
+  for (std::int64_t k = column ? split.rank * s_.K : 0; column && k < (split.rank + 1) * s_.K; ++k) slice.rows.push_back(k);
+  init.normal(w_.value, w_.name, std::sqrt(2.0 / (double(s.K) * s.R * s.S)), slice);
 }
 
-double Conv2d::forwardFlops() const { return 2.0 * s_.N * s_.K * s_.P() * s_.Q() * double(s_.C) * s_.R * s_.S; }
+double Conv2d::forwardFlops() const { return 2.0 * full_.N * full_.K * full_.P() * full_.Q() * double(full_.C) * full_.R * full_.S; }
 
-const Tensor& Conv2d::forward(const Tensor& x, StepContext&) {
+const Tensor& Conv2d::forward(const Tensor& x, StepContext& ctx) {
   x_ = &x;
   ops::conv2dForward(*y_.device, y_.data, x.data, w_.value.data, s_);
+  if (split_.split() && split_.kind == TensorSplit::kRow) ctx.sumOverTensorParallel(y_);
   return y_;
 }
 
@@ -30,6 +41,7 @@ const Tensor& Conv2d::backward(const Tensor& dy, StepContext& ctx) {
   ctx.ready(w_);
   zero(dx_);
   ops::conv2dBackwardData(*y_.device, dx_.data, dy.data, w_.value.data, s_);
+  if (split_.split() && split_.kind == TensorSplit::kColumn) ctx.sumOverTensorParallel(dx_);
   return dx_;
 }
 
@@ -64,20 +76,22 @@ const Tensor& MaxPool2d::backward(const Tensor& dy, StepContext&) {
 }
 
 BasicBlock::BasicBlock(Arena& arena, const Init& init, const std::string& name, std::int64_t n, std::int64_t cin, std::int64_t h,
-                       std::int64_t w, std::int64_t cout, int stride)
-    : conv1_(arena, init, name + ".conv1", convShape(n, cin, h, w, cout, 3, stride)),
-      bn1_(arena, name + ".bn1", n, cout, conv1_.shape().P(), conv1_.shape().Q()),
-      conv2_(arena, init, name + ".conv2", convShape(n, cout, conv1_.shape().P(), conv1_.shape().Q(), cout, 3, 1)),
+                       std::int64_t w, std::int64_t cout, int stride, int tpRank, int tpRanks)
+    : conv1_(arena, init, name + ".conv1", convShape(n, cin, h, w, cout, 3, stride), TensorSplit{TensorSplit::kColumn, tpRank, tpRanks, {}}),
+      bn1_(arena, name + ".bn1", n, cout / tpRanks, conv1_.shape().P(), conv1_.shape().Q(), tpRanks > 1),
+      conv2_(arena, init, name + ".conv2", convShape(n, cout, conv1_.shape().P(), conv1_.shape().Q(), cout, 3, 1),
+             TensorSplit{TensorSplit::kRow, tpRank, tpRanks, {}}),
       bn2_(arena, name + ".bn2", n, cout, conv1_.shape().P(), conv1_.shape().Q()) {
   const std::vector<std::int64_t> out = {n, cout, conv1_.shape().P(), conv1_.shape().Q()};
+  const std::vector<std::int64_t> held = {n, cout / tpRanks, conv1_.shape().P(), conv1_.shape().Q()};  // conv1's slice
   if (stride != 1 || cin != cout) {
     cpu::Conv2dShape s = convShape(n, cin, h, w, cout, 1, stride);
     downConv_ = std::make_unique<Conv2d>(arena, init, name + ".downsample.0", s);
     downBn_ = std::make_unique<BatchNorm2d>(arena, name + ".downsample.1", n, cout, s.P(), s.Q());
   }
   sum_ = arena.tensor(out);
-  relu1_ = arena.tensor(out);
-  drelu1_ = arena.tensor(out);
+  relu1_ = arena.tensor(held);
+  drelu1_ = arena.tensor(held);
   dsum_ = arena.tensor(out);
   dx_ = arena.tensor({n, cin, h, w});
 }

@@ -12,8 +12,10 @@ namespace ts::wl {
 
 class Conv2d final : public Layer {
  public:
-  // Kaiming-normal weights (fan-out, ReLU gain), as torchvision's ResNet.
-  Conv2d(Arena& arena, const Init& init, const std::string& name, const cpu::Conv2dShape& shape);
+  // Kaiming-normal weights (fan-out, ReLU gain), as torchvision's ResNet. Tensor parallel: column holds a
+  // slice of the output channels (its input gradient is summed over the group), row a slice of the input
+  // channels (its output is summed over the group). `shape` is the whole layer's; FLOPs are too.
+  Conv2d(Arena& arena, const Init& init, const std::string& name, const cpu::Conv2dShape& shape, TensorSplit split = {});
   const Tensor& forward(const Tensor& x, StepContext& ctx) override;
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override { out.push_back(&w_); }
@@ -21,7 +23,8 @@ class Conv2d final : public Layer {
   const cpu::Conv2dShape& shape() const { return s_; }
 
  private:
-  cpu::Conv2dShape s_;
+  cpu::Conv2dShape s_, full_;  // this rank's, the whole layer's
+  TensorSplit split_;
   Param w_;
   const Tensor* x_ = nullptr;
   Tensor y_, dx_;
@@ -56,11 +59,13 @@ class MaxPool2d final : public Layer {
 };
 
 // ResNet basic block: relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)), the shortcut a 1x1 conv and
-// BatchNorm when the stride or the channel count changes, else the identity.
+// BatchNorm when the stride or the channel count changes, else the identity. Tensor parallel: conv1 split
+// by output channels (bn1 and the ReLU work on the slice), conv2 by input channels (its output summed
+// over the group); bn2 and the shortcut replicated: one sum forward, one backward, as Megatron's MLP.
 class BasicBlock final : public Layer {
  public:
   BasicBlock(Arena& arena, const Init& init, const std::string& name, std::int64_t n, std::int64_t cin, std::int64_t h, std::int64_t w,
-             std::int64_t cout, int stride);
+             std::int64_t cout, int stride, int tpRank = 0, int tpRanks = 1);
   const Tensor& forward(const Tensor& x, StepContext& ctx) override;
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override;

@@ -18,22 +18,45 @@ double unit(std::mt19937_64& g) { return (static_cast<double>(g() >> 11) + 0.5) 
 }  // namespace
 
 // Values are drawn on the host and uploaded, so every device starts from the same weights.
-void Init::normal(const Tensor& t, const std::string& name, double stddev) const {
+std::vector<float> Init::drawNormal(const std::string& name, double stddev, std::size_t n) const {
   std::mt19937_64 g(seed_ ^ fnv1a(name));
-  std::vector<float> v(t.numel());
+  std::vector<float> v(n);
   for (std::size_t i = 0; i < v.size(); i += 2) {  // Box-Muller, two values per draw
     const double r = std::sqrt(-2.0 * std::log(unit(g))), a = 6.283185307179586 * unit(g);
     v[i] = static_cast<float>(stddev * r * std::cos(a));
     if (i + 1 < v.size()) v[i + 1] = static_cast<float>(stddev * r * std::sin(a));
   }
-  t.fromHost(v);
+  return v;
 }
 
-void Init::uniform(const Tensor& t, const std::string& name, double bound) const {
+std::vector<float> Init::drawUniform(const std::string& name, double bound, std::size_t n) const {
   std::mt19937_64 g(seed_ ^ fnv1a(name));
-  std::vector<float> v(t.numel());
+  std::vector<float> v(n);
   for (auto& x : v) x = static_cast<float>((2 * unit(g) - 1) * bound);
-  t.fromHost(v);
+  return v;
+}
+
+void Init::normal(const Tensor& t, const std::string& name, double stddev) const { t.fromHost(drawNormal(name, stddev, t.numel())); }
+void Init::uniform(const Tensor& t, const std::string& name, double bound) const { t.fromHost(drawUniform(name, bound, t.numel())); }
+
+namespace {
+std::vector<float> sliced(const std::vector<float>& full, const Init::Slice& s) {
+  std::vector<std::int64_t> rows = s.rows;
+  if (rows.empty())
+    for (std::int64_t r = 0; r < s.fullRows; ++r) rows.push_back(r);
+  std::vector<float> out;
+  for (std::int64_t r : rows)
+    for (std::int64_t c = s.colFrom; c < s.colTo; ++c) out.push_back(full[static_cast<std::size_t>(r * s.fullCols + c)]);
+  return out;
+}
+}  // namespace
+
+void Init::normal(const Tensor& t, const std::string& name, double stddev, const Slice& s) const {
+  t.fromHost(sliced(drawNormal(name, stddev, static_cast<std::size_t>(s.fullRows * s.fullCols)), s));
+}
+
+void Init::uniform(const Tensor& t, const std::string& name, double bound, const Slice& s) const {
+  t.fromHost(sliced(drawUniform(name, bound, static_cast<std::size_t>(s.fullRows * s.fullCols)), s));
 }
 
 void Init::constant(const Tensor& t, float value) const { t.fromHost(std::vector<float>(t.numel(), value)); }

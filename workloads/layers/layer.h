@@ -17,6 +17,7 @@ struct Param {
   std::string name;  // "blocks.0.attn.qkv.weight": the name in checkpoints (PyTorch's naming style)
   Tensor value, grad;
   bool decay = true;  // weight decay applies (weights), not to biases and normalisation gains
+  bool tpShard = false;  // tensor parallel: this rank holds a slice; the tensor-parallel ranks' slices make the tensor
 };
 
 // State that is not trained but belongs in a checkpoint (BatchNorm's running statistics).
@@ -38,6 +39,22 @@ struct StepContext {
   // Around each of the model's layers, when set (ZeRO-3 gathers a layer's parameters before it runs and
   // releases them after).
   std::function<void(Layer&)> beforeForward, afterForward, beforeBackward, afterBackward;
+  // Tensor parallel: sums t over the tensor-parallel group, in place (unset: one rank, nothing to do).
+  std::function<void(const Tensor&)> tpSum;
+  void sumOverTensorParallel(const Tensor& t) {
+    if (tpSum) tpSum(t);
+  }
+};
+
+// Which part of a layer's weights this rank holds (Megatron's tensor parallelism). A column-parallel
+// layer holds some of the output features (its output is a slice; the input gradient is a partial sum);
+// a row-parallel one holds a slice of the input features (its output is a partial sum, summed over the
+// group before the bias). A column layer followed by a row layer needs one sum each way.
+struct TensorSplit {
+  enum Kind { kNone, kColumn, kRow } kind = kNone;
+  int rank = 0, ranks = 1;
+  std::vector<std::int64_t> rows;  // column: the output features held (empty: the rank's contiguous block)
+  bool split() const { return kind != kNone && ranks > 1; }
 };
 
 class Layer {
@@ -60,8 +77,19 @@ class Init {
   void normal(const Tensor& t, const std::string& name, double stddev) const;
   void uniform(const Tensor& t, const std::string& name, double bound) const;  // U(-bound, bound)
   void constant(const Tensor& t, float value) const;
+  // The part of the full [fullRows, fullCols] tensor `name`: its `rows` (all when empty) and columns
+  // [colFrom, colTo). A tensor-parallel slice starts as that slice of the one-device weights.
+  struct Slice {
+    std::int64_t fullRows = 0, fullCols = 0;
+    std::vector<std::int64_t> rows;
+    std::int64_t colFrom = 0, colTo = 0;
+  };
+  void normal(const Tensor& t, const std::string& name, double stddev, const Slice& slice) const;
+  void uniform(const Tensor& t, const std::string& name, double bound, const Slice& slice) const;
 
  private:
+  std::vector<float> drawNormal(const std::string& name, double stddev, std::size_t n) const;
+  std::vector<float> drawUniform(const std::string& name, double bound, std::size_t n) const;
   std::uint64_t seed_;
 };
 

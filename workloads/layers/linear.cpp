@@ -6,23 +6,48 @@
 
 namespace ts::wl {
 
+namespace {
+
+// This rank's output rows (column split) and input columns (row split) of a [out, in] weight.
+std::vector<std::int64_t> heldRows(const TensorSplit& s, std::int64_t out) {
+  if (s.kind != TensorSplit::kColumn || !s.split()) return {};
+  if (!s.rows.empty()) return s.rows;
+  std::vector<std::int64_t> rows;
+  const std::int64_t n = out / s.ranks;
+  for (std::int64_t r = s.rank * n; r < (s.rank + 1) * n; ++r) rows.push_back(r);
+  return rows;
+}
+
+}  // namespace
+
 Linear::Linear(Arena& arena, const Init& init, const std::string& name, std::int64_t rows, std::int64_t in, std::int64_t out, bool bias,
-               double initStd)
-    : rows_(rows), in_(in), out_(out), hasBias_(bias), w_(makeParam(arena, name + ".weight", {out, in})),
-      y_(arena.tensor({rows, out})), dx_(arena.tensor({rows, in})) {
+               double initStd, TensorSplit split)
+    : rows_(rows), fullIn_(in), fullOut_(out), hasBias_(bias), split_(split) {
+  const std::vector<std::int64_t> held = heldRows(split, out);
+  const bool column = split.split() && split.kind == TensorSplit::kColumn, row = split.split() && split.kind == TensorSplit::kRow;
+  out_ = column ? static_cast<std::int64_t>(held.size()) : out;
+  in_ = row ? in / split.ranks : in;
+  w_ = makeParam(arena, name + ".weight", {out_, in_});
+  w_.tpShard = column || row;
+  y_ = arena.tensor({rows, out_});
+  dx_ = arena.tensor({rows, in_});
+  // The slice of the one-device weights this rank holds.
+  Init::Slice ws{out, in, held, row ? split.rank * in_ : 0, row ? (split.rank + 1) * in_ : in};
   const double bound = 1.0 / std::sqrt(static_cast<double>(in));
-  if (initStd < 0) init.uniform(w_.value, w_.name, bound);
-  else init.normal(w_.value, w_.name, initStd);
+  if (initStd < 0) init.uniform(w_.value, w_.name, bound, ws);
+  else init.normal(w_.value, w_.name, initStd, ws);
   if (hasBias_) {
-    b_ = makeParam(arena, name + ".bias", {out}, false);
-    if (initStd < 0) init.uniform(b_.value, b_.name, bound);  // else zeros, as GPT-2 does
+    b_ = makeParam(arena, name + ".bias", {out_}, false);
+    b_.tpShard = column;
+    if (initStd < 0) init.uniform(b_.value, b_.name, bound, Init::Slice{out, 1, held, 0, 1});  // else zeros, as GPT-2 does
   }
 }
 
-const Tensor& Linear::forward(const Tensor& x, StepContext&) {
+const Tensor& Linear::forward(const Tensor& x, StepContext& ctx) {
   x_ = &x;
   const int N = static_cast<int>(rows_), I = static_cast<int>(in_), O = static_cast<int>(out_);
   ops::gemm(*y_.device, false, true, N, O, I, 1.0f, x.data, I, w_.value.data, I, 0.0f, y_.data, O);
+  if (split_.split() && split_.kind == TensorSplit::kRow) ctx.sumOverTensorParallel(y_);  // partial sums over the input slices
   if (hasBias_) ops::biasAdd(*y_.device, y_.data, y_.data, b_.value.data, rows_, out_);
   return y_;
 }
@@ -36,6 +61,7 @@ const Tensor& Linear::backward(const Tensor& dy, StepContext& ctx) {
     ctx.ready(b_);
   }
   ops::gemm(*y_.device, false, false, N, I, O, 1.0f, dy.data, O, w_.value.data, I, 0.0f, dx_.data, I);  // dx = dy W
+  if (split_.split() && split_.kind == TensorSplit::kColumn) ctx.sumOverTensorParallel(dx_);  // each rank's outputs' share
   return dx_;
 }
 

@@ -2,6 +2,11 @@
 // Linear: y[N, out] = x[N, in] W^T + b, W stored [out, in] as in PyTorch (so checkpoints load into
 // torch.nn.Linear). 2 N in out FLOPs forward; the backward is two GEMMs of the same size (dx = dy W,
 // dW += dy^T x) and a column sum (db).
+//
+// Tensor parallel (TensorSplit): column-parallel holds the rows of W (and b) for some output features
+// and produces that slice of y; its dx is a partial sum, summed over the group. Row-parallel holds the
+// columns of W for a slice of the input features, takes that slice of x, and sums its partial y over the
+// group before adding the (whole, replicated) bias. FLOPs are the whole layer's (the model's FLOPs).
 #include "workloads/layers/layer.h"
 
 namespace ts::wl {
@@ -9,16 +14,18 @@ namespace ts::wl {
 class Linear final : public Layer {
  public:
   Linear(Arena& arena, const Init& init, const std::string& name, std::int64_t rows, std::int64_t in, std::int64_t out, bool bias = true,
-         double initStd = -1);  // initStd < 0: PyTorch's default U(-1/sqrt(in), 1/sqrt(in))
+         double initStd = -1, TensorSplit split = {});  // initStd < 0: PyTorch's default U(-1/sqrt(in), 1/sqrt(in))
   const Tensor& forward(const Tensor& x, StepContext& ctx) override;
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override;
-  double forwardFlops() const override { return 2.0 * rows_ * in_ * out_; }
+  double forwardFlops() const override { return 2.0 * rows_ * fullIn_ * fullOut_; }
   Param& weight() { return w_; }
 
  private:
-  std::int64_t rows_, in_, out_;
+  std::int64_t rows_, in_, out_;     // this rank's
+  std::int64_t fullIn_, fullOut_;    // the whole layer's
   bool hasBias_;
+  TensorSplit split_;
   Param w_, b_;
   const Tensor* x_ = nullptr;
   Tensor y_, dx_;

@@ -29,12 +29,13 @@ void LayerNorm::params(std::vector<Param*>& out) {
   out.push_back(&b_);
 }
 
-BatchNorm2d::BatchNorm2d(Arena& arena, const std::string& name, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w)
+BatchNorm2d::BatchNorm2d(Arena& arena, const std::string& name, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, bool tpShard)
     : name_(name), n_(n), c_(c), hw_(h * w), w_(makeParam(arena, name + ".weight", {c}, false)), b_(makeParam(arena, name + ".bias", {c}, false)),
       runningMean_(arena.tensor({c})), runningVar_(arena.tensor({c})), y_(arena.tensor({n, c, h, w})), mean_(arena.tensor({c})),
       rstd_(arena.tensor({c})), dx_(arena.tensor({n, c, h, w})) {
   Init(0).constant(w_.value, 1.0f);
   Init(0).constant(runningVar_, 1.0f);
+  w_.tpShard = b_.tpShard = tpShard;
 }
 
 const Tensor& BatchNorm2d::forward(const Tensor& x, StepContext& ctx) {

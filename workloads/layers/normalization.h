@@ -23,7 +23,9 @@ class LayerNorm final : public Layer {
 // for evaluation and checkpoints, as PyTorch's running_mean / running_var buffers).
 class BatchNorm2d final : public Layer {
  public:
-  BatchNorm2d(Arena& arena, const std::string& name, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w);
+  // tpShard: these c channels are this rank's slice of a tensor-parallel layer's (weights 1, biases 0, as
+  // the whole layer's are).
+  BatchNorm2d(Arena& arena, const std::string& name, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, bool tpShard = false);
   const Tensor& forward(const Tensor& x, StepContext& ctx) override;
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override;

@@ -1,6 +1,8 @@
 #pragma once
 // A pre-layernorm GPT block over x[B*T, C]: x + attn(ln1(x)), then + mlp(ln2(.)) with mlp = proj(gelu(fc(.)))
-// and fc of 4C outputs. Forward FLOPs: the attention's plus 2 * 2(B T C 4C) for the MLP.
+// and fc of 4C outputs. Forward FLOPs: the attention's plus 2 * 2(B T C 4C) for the MLP. Tensor parallel:
+// the attention split by heads, fc column- and proj row-parallel (Megatron's block: two sums forward,
+// two backward); the layernorms are replicated.
 #include "workloads/layers/activation.h"
 #include "workloads/layers/attention.h"
 #include "workloads/layers/linear.h"
@@ -12,7 +14,7 @@ class TransformerBlock final : public Layer {
  public:
   // GPT-2 initialisation: N(0, 0.02) weights, the residual projections scaled by 1/sqrt(2 layers).
   TransformerBlock(Arena& arena, const Init& init, const std::string& name, std::int64_t batch, std::int64_t seq, std::int64_t channels,
-                   std::int64_t heads, std::int64_t layers);
+                   std::int64_t heads, std::int64_t layers, int tpRank = 0, int tpRanks = 1);
   const Tensor& forward(const Tensor& x, StepContext& ctx) override;
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override;

@@ -1,7 +1,8 @@
 // CNN: a ResNet of basic blocks. Stem: a 3x3 conv (CIFAR) or a 7x7/2 conv and a 3x3/2 max pool (ImageNet),
 // each followed by BatchNorm and ReLU; then one stage per entry of `widths` with `blocks` basic blocks
 // (the first of each stage after the first halves the resolution); global average pooling; a Linear
-// head. Forward FLOPs: the sum of the convolutions' 2 N K P Q C R S plus the head's 2 N C classes
+// head. Tensor parallel: each basic block split by channels (convolution.h); the stem, the shortcuts and
+// the head replicated. Forward FLOPs: the sum of the convolutions' 2 N K P Q C R S plus the head's 2 N C classes
 // (BatchNorm, ReLU and pooling are memory-bound and not counted).
 #include "workloads/layers/activation.h"
 #include "workloads/layers/convolution.h"
@@ -13,7 +14,7 @@ namespace {
 
 class Cnn final : public SequentialClassifier {
  public:
-  Cnn(const ModelConfig& c, std::int64_t batch, Device& device) : SequentialClassifier(c, batch, device) {
+  Cnn(const ModelConfig& c, std::int64_t batch, Device& device, TensorParallel tp) : SequentialClassifier(c, batch, device) {
     const Init init(c.seed);
     const std::int64_t cin = c.inputShape[0];
     std::int64_t h = c.inputShape[1], w = c.inputShape[2], ch = c.widths[0];
@@ -36,7 +37,7 @@ class Cnn final : public SequentialClassifier {
       for (std::int64_t b = 0; b < c.blocks[s]; ++b) {
         const int blockStride = (s > 0 && b == 0) ? 2 : 1;
         auto block = std::make_unique<BasicBlock>(arena_, init, "layer" + std::to_string(s + 1) + "." + std::to_string(b), batch, ch, h, w,
-                                                  c.widths[s], blockStride);
+                                                  c.widths[s], blockStride, tp.rank, tp.ranks);
         h = block->outH();
         w = block->outW();
         ch = c.widths[s];
@@ -50,6 +51,8 @@ class Cnn final : public SequentialClassifier {
 
 }  // namespace
 
-std::unique_ptr<Model> makeCnn(const ModelConfig& config, std::int64_t batch, Device& device) { return std::make_unique<Cnn>(config, batch, device); }
+std::unique_ptr<Model> makeCnn(const ModelConfig& config, std::int64_t batch, Device& device, TensorParallel tp) {
+  return std::make_unique<Cnn>(config, batch, device, tp);
+}
 
 }  // namespace ts::wl

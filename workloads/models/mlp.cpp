@@ -1,4 +1,7 @@
 // MLP: `depth` hidden Linear layers of `width` with ReLU or GELU, then a Linear head to the classes.
+// Tensor parallel: the Linear layers in pairs, column- then row-parallel (the activation between them
+// works on the column layer's slice); a layer left without a partner (the head after an odd number) is
+// replicated.
 // Parameters: in*w + w + (depth-1)(w*w + w) + w*classes + classes. Forward FLOPs: 2 B (in w + (depth-1) w^2
 // + w classes).
 #include "workloads/layers/activation.h"
@@ -10,23 +13,32 @@ namespace {
 
 class Mlp final : public SequentialClassifier {
  public:
-  Mlp(const ModelConfig& c, std::int64_t batch, Device& device) : SequentialClassifier(c, batch, device) {
+  Mlp(const ModelConfig& c, std::int64_t batch, Device& device, TensorParallel tp) : SequentialClassifier(c, batch, device) {
     const Init init(c.seed);
     std::int64_t in = 1;
     for (auto d : c.inputShape) in *= d;
     const ActivationKind act = parseActivation(c.activation);
+    const std::int64_t linears = c.depth + 1;
+    auto splitOf = [&](std::int64_t i) {  // i-th Linear: column, row, column, row, ..., the unpaired last one whole
+      if (tp.ranks == 1 || (i == linears - 1 && i % 2 == 0)) return TensorSplit{};
+      return i % 2 == 0 ? tp.column() : tp.row();
+    };
     for (std::int64_t i = 0; i < c.depth; ++i) {
-      layers_.push_back(std::make_unique<Linear>(arena_, init, "layers." + std::to_string(2 * i), batch, in, c.width));
-      layers_.push_back(std::make_unique<Activation>(arena_, act, std::vector<std::int64_t>{batch, c.width}));
+      const TensorSplit split = splitOf(i);
+      layers_.push_back(std::make_unique<Linear>(arena_, init, "layers." + std::to_string(2 * i), batch, in, c.width, true, -1, split));
+      const std::int64_t held = split.kind == TensorSplit::kColumn ? c.width / tp.ranks : c.width;
+      layers_.push_back(std::make_unique<Activation>(arena_, act, std::vector<std::int64_t>{batch, held}));
       in = c.width;
     }
-    layers_.push_back(std::make_unique<Linear>(arena_, init, "layers." + std::to_string(2 * c.depth), batch, in, c.classes));
+    layers_.push_back(std::make_unique<Linear>(arena_, init, "layers." + std::to_string(2 * c.depth), batch, in, c.classes, true, -1, splitOf(c.depth)));
     finish();
   }
 };
 
 }  // namespace
 
-std::unique_ptr<Model> makeMlp(const ModelConfig& config, std::int64_t batch, Device& device) { return std::make_unique<Mlp>(config, batch, device); }
+std::unique_ptr<Model> makeMlp(const ModelConfig& config, std::int64_t batch, Device& device, TensorParallel tp) {
+  return std::make_unique<Mlp>(config, batch, device, tp);
+}
 
 }  // namespace ts::wl

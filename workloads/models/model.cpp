@@ -102,11 +102,20 @@ void Model::zeroGrads() {
   for (Param* p : params()) zero(p->grad);
 }
 
-std::unique_ptr<Model> makeModel(const ModelConfig& config, std::int64_t batch, Device& device) {
+std::unique_ptr<Model> makeModel(const ModelConfig& config, std::int64_t batch, Device& device, TensorParallel tp) {
   if (batch < 1) throw UsageError(fmt::format("a micro-batch of {} samples: it must be at least 1", batch));
-  if (config.kind == "mlp") return makeMlp(config, batch, device);
-  if (config.kind == "cnn") return makeCnn(config, batch, device);
-  if (config.kind == "transformer") return makeTransformer(config, batch, device);
+  auto divides = [&](std::int64_t n, const std::string& what) {
+    if (n % tp.ranks) throw UsageError(fmt::format("--tp {} does not divide the {} {} of the {} model", tp.ranks, n, what, config.kind));
+  };
+  if (tp.ranks > 1) {
+    if (config.kind == "mlp") divides(config.width, "hidden features (width)");
+    if (config.kind == "transformer") divides(config.heads, "attention heads");
+    if (config.kind == "cnn")
+      for (auto w : config.widths) divides(w, "channels of a stage (widths)");
+  }
+  if (config.kind == "mlp") return makeMlp(config, batch, device, tp);
+  if (config.kind == "cnn") return makeCnn(config, batch, device, tp);
+  if (config.kind == "transformer") return makeTransformer(config, batch, device, tp);
   throw UsageError(fmt::format("--model: unknown model '{}' (mlp, cnn, transformer)", config.kind));
 }
 

@@ -98,12 +98,20 @@ class Model {
   Precision compute_ = Precision::kFloat32;
 };
 
-// Builds a model for micro-batches of `batch` samples (sequences for the transformer).
-// The model's memory and ops are on `device`.
-std::unique_ptr<Model> makeModel(const ModelConfig& config, std::int64_t batch, Device& device = Device::hostCpu());
+// This rank's place in a tensor-parallel group (Megatron's split; see each model's file for what it splits).
+struct TensorParallel {
+  int rank = 0, ranks = 1;
+  TensorSplit column() const { return {TensorSplit::kColumn, rank, ranks, {}}; }
+  TensorSplit row() const { return {TensorSplit::kRow, rank, ranks, {}}; }
+};
 
-std::unique_ptr<Model> makeMlp(const ModelConfig& config, std::int64_t batch, Device& device);
-std::unique_ptr<Model> makeCnn(const ModelConfig& config, std::int64_t batch, Device& device);
-std::unique_ptr<Model> makeTransformer(const ModelConfig& config, std::int64_t batch, Device& device);
+// Builds a model for micro-batches of `batch` samples (sequences for the transformer). The model's memory
+// and ops are on `device`; with tp.ranks > 1 it holds this rank's slices (UsageError when a dimension
+// does not divide by the group: heads, widths, channels).
+std::unique_ptr<Model> makeModel(const ModelConfig& config, std::int64_t batch, Device& device = Device::hostCpu(), TensorParallel tp = {});
+
+std::unique_ptr<Model> makeMlp(const ModelConfig& config, std::int64_t batch, Device& device, TensorParallel tp);
+std::unique_ptr<Model> makeCnn(const ModelConfig& config, std::int64_t batch, Device& device, TensorParallel tp);
+std::unique_ptr<Model> makeTransformer(const ModelConfig& config, std::int64_t batch, Device& device, TensorParallel tp);
 
 }  // namespace ts::wl

@@ -2,6 +2,8 @@
 // pre-layernorm blocks, a final layernorm and an LM head (untied from wte, so each is its own tensor in
 // checkpoints), cross-entropy on the next token at every position.
 // Parameters: V C + T C + L (12 C^2 + 13 C) + 2 C + C V.
+// Tensor parallel: each block split by heads and MLP columns (transformer_block.h); the embeddings, the
+// final layernorm and the LM head are replicated (Megatron also splits the vocabulary; not here).
 // Forward FLOPs per sequence batch: L (24 B T C^2 + 4 B T^2 C) + 2 B T C V (the LM head).
 #include "workloads/ops.h"
 #include "workloads/layers/linear.h"
@@ -19,7 +21,7 @@ namespace {
 
 class Transformer final : public Model {
  public:
-  Transformer(const ModelConfig& c, std::int64_t batch, Device& device)
+  Transformer(const ModelConfig& c, std::int64_t batch, Device& device, TensorParallel tp)
       : Model(c, device), B_(batch), T_(c.seqLen), C_(c.hidden), V_(c.vocab), wte_(makeParam(arena_, "wte.weight", {V_, C_})),
         wpe_(makeParam(arena_, "wpe.weight", {T_, C_})), x0_(arena_.tensor({B_ * T_, C_})) {
     const Init init(c.seed);
@@ -27,7 +29,7 @@ class Transformer final : public Model {
     init.normal(wpe_.value, wpe_.name, 0.01);
     leading_ = {&wte_, &wpe_};
     for (std::int64_t l = 0; l < c.layers; ++l)
-      layers_.push_back(std::make_unique<TransformerBlock>(arena_, init, "h." + std::to_string(l), B_, T_, C_, c.heads, c.layers));
+      layers_.push_back(std::make_unique<TransformerBlock>(arena_, init, "h." + std::to_string(l), B_, T_, C_, c.heads, c.layers, tp.rank, tp.ranks));
     layers_.push_back(std::make_unique<LayerNorm>(arena_, "ln_f", B_ * T_, C_));
     layers_.push_back(std::make_unique<Linear>(arena_, init, "lm_head", B_ * T_, C_, V_, false, 0.02));
     loss_ = std::make_unique<CrossEntropy>(arena_, B_ * T_, V_);
@@ -64,8 +66,8 @@ class Transformer final : public Model {
 
 }  // namespace
 
-std::unique_ptr<Model> makeTransformer(const ModelConfig& config, std::int64_t batch, Device& device) {
-  return std::make_unique<Transformer>(config, batch, device);
+std::unique_ptr<Model> makeTransformer(const ModelConfig& config, std::int64_t batch, Device& device, TensorParallel tp) {
+  return std::make_unique<Transformer>(config, batch, device, tp);
 }
 
 }  // namespace ts::wl

@@ -78,6 +78,7 @@ std::vector<Param> Buckets::pieces(const Bucket& b, int k, const Tensor& grads, 
     piece.value = values ? viewOf(*values, a - lo, z - a) : viewOf(s.param->value, a - s.offset, z - a);
     piece.grad = viewOf(grads, a - lo, z - a);
     piece.decay = s.param->decay;
+    piece.tpShard = s.param->tpShard;
     out.push_back(std::move(piece));
   }
   return out;

@@ -38,7 +38,7 @@ LayoutOptions resolveLayout(LayoutOptions o, int worldSize) {
     throw UsageError(fmt::format("--dp {} x --tp {} x --pp {} = {} processes, but this run has {}{}", o.dp, o.tp, o.pp, o.dp * o.tp * o.pp, worldSize,
                                  worldSize == 1 ? " (launch with mpirun -np N)" : ""));
   if (o.pp > 1 && o.sync == "ps") throw UsageError("--sync ps with --pp: the parameter server serves whole models, not pipeline stages, in this version");
-  if (o.tp > 1) throw UsageError(fmt::format("--tp {}: tensor parallelism is not in this version yet (data and pipeline parallel, ZeRO and the parameter server are)", o.tp));
+  if (o.tp > 1 && o.sync == "ps") throw UsageError("--sync ps with --tp: the parameter server serves whole models, not tensor-parallel slices, in this version");
   if (o.schedule != "gpipe" && o.schedule != "1f1b") throw UsageError(fmt::format("--pp-schedule {}: expected gpipe or 1f1b", o.schedule));
   if (!o.ppSplit.empty() && static_cast<int>(o.ppSplit.size()) != o.pp)
     throw UsageError(fmt::format("--pp-split gives {} stage(s), but --pp is {}", o.ppSplit.size(), o.pp));
