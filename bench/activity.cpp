@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "base/stop_request.h"
+
 namespace ts::activity {
 namespace {
 
@@ -41,7 +43,13 @@ void writeAll(const char* s, std::size_t n) {
   }
 }
 
+std::atomic<bool> g_graceful{false};
+
 extern "C" void onSignal(int sig) {
+  if (g_graceful.load() && stopRequested() == 0) {
+    requestStop(sig);
+    return;
+  }
   const int idx = g_ready.load();
   if (idx >= 0) {
     const char* msg = g_msgs[idx].data();
@@ -87,6 +95,8 @@ std::string who() {
   std::lock_guard lock(g_mu);
   return g_who;
 }
+
+void setGracefulStop(bool on) { g_graceful.store(on); }
 
 void installSignalHandlers() {
   {

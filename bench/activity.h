@@ -13,5 +13,8 @@ std::string current();
 // "rank 1 of 4 (host-a)"
 std::string who();
 void installSignalHandlers();
+// While on, the first SIGTERM/SIGINT/SIGHUP only records a stop request (base/stop_request.h) for the
+// waiting loops to act on, so that the caller can keep what it measured; a second one ends at once.
+void setGracefulStop(bool on);
 
 }  // namespace ts::activity

@@ -35,7 +35,8 @@ std::optional<Fault> parseFault(const std::string& spec) {
     else if (key == "op") f.op = value;
     else if (key == "bytes") f.bytes = parseBytes(value, "TRAINSCOPE_FAULT bytes");
     else if (key == "ms") f.delayMs = std::atoi(value.c_str());
-    else throw UsageError(fmt::format("TRAINSCOPE_FAULT: unknown key '{}' (rank, op, bytes, ms)", key));
+    else if (key == "step") f.step = std::atoll(value.c_str());
+    else throw UsageError(fmt::format("TRAINSCOPE_FAULT: unknown key '{}' (rank, op, bytes, ms, step)", key));
   }
   if (first) return std::nullopt;
   if (!haveRank) throw UsageError("TRAINSCOPE_FAULT: rank=<r> is required");

@@ -6,6 +6,8 @@
 //     die     — rank r kills itself (SIGKILL) inside the operation (the launcher must end the run)
 //     delay   — rank r sleeps <ms> milliseconds (:ms=<n>, default 10) before each timed operation
 // op and bytes restrict the fault to one collective and size; without them it fires at the first one.
+// In `train`, :step=<n> places it at the start of training step n on rank r (hang, die, delay): the other
+// ranks are then in the middle of that step, waiting for it.
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -18,6 +20,7 @@ struct Fault {
   std::string op;         // "" = any
   std::size_t bytes = 0;  // 0 = any
   int delayMs = 10;
+  long long step = -1;  // train: the step it fires at (-1: not a training fault)
 
   bool matches(int rank_, const std::string& op_, std::size_t bytes_) const {
     return rank_ == rank && (op.empty() || op == op_) && (bytes == 0 || bytes == bytes_);

@@ -16,9 +16,11 @@
 #include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/heartbeat.h"
+#include "base/stop_request.h"
 #include "bench/activity.h"
 #include "bench/agreement.h"
 #include "bench/compute_peaks.h"
+#include "bench/fault_injection.h"
 #include "bench/kernels_options.h"
 #include "bench/nvml_loader.h"
 #include "bench/progress.h"
@@ -180,9 +182,20 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
   std::int64_t skipped = 0;
   double checkpointS = 0;
   Progress progress("train", static_cast<double>(todo), leader);
+  std::optional<Fault> fault;
+  collectively(ctx.boot, [&] { fault = faultFromEnvironment(); });
+  // A launcher ending the run (another rank died) asks this rank to stop: the waits notice, the steps
+  // measured so far go into the record below, then the process exits.
+  activity::setGracefulStop(world > 1);
   try {
     for (std::int64_t i = 0; !trainer.done(); ++i) {
       activity::set(fmt::format("train step {}", trainer.nextStep()));
+      if (const int sig = stopRequested()) throw Error(fmt::format("stopped by signal {} before train step {}", sig, trainer.nextStep()));
+      if (fault && fault->step == trainer.nextStep() && fault->rank == grid.rank() && fault->kind != Fault::Kind::kCorrupt) {
+        if (fault->kind == Fault::Kind::kDie) std::fprintf(stderr, "trainscope: planted fault: %s dies at the start of train step %lld\n", activity::who().c_str(), fault->step);
+        std::fflush(stderr);
+        injectInOperation(*fault);
+      }
       progress.step(fmt::format("step {}", trainer.nextStep()));
       const wl::StepResult r = trainer.step();
       heartbeat::beat();
@@ -215,6 +228,7 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
     // end the run from the caller (main ends every process).
   }
   progress.done();
+  activity::setGracefulStop(false);
   activity::set(failure.empty() ? "gathering the ranks' step times" : "");
 
   TrainBreakdown breakdown;

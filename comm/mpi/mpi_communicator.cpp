@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "base/heartbeat.h"
+#include "base/stop_request.h"
 #include "comm/mpi/mpi_check.h"
 
 namespace ts {
@@ -122,6 +123,9 @@ class MpiPending final : public PendingCollective {
       const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (timeoutS > 0 && waited > timeoutS)
         throw errorInContext(fmt::format("timeout: {} of {} bytes on rank {} waited {:.1f} s for its peers", what_, bytes_, rank_, waited));
+      if (const int sig = stopRequested())
+        throw Error(fmt::format("stopped by signal {} while {} of {} bytes waited for its peers (the launcher is ending the run: did another rank fail?)", sig,
+                                what_, bytes_));
     }
   }
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "base/heartbeat.h"
+#include "base/stop_request.h"
 #include "base/units.h"
 #include "comm/bootstrap.h"
 #include "comm/nccl/nccl_check.h"
@@ -276,6 +277,8 @@ void NcclCommunicator::waitFor(int l, cudaEvent_t event, double timeoutS) {
     const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (timeoutS > 0 && waited > timeoutS)
       throw errorInContext(fmt::format("did not complete within {:g} s on rank {} (cuda:{})", timeoutS, L.rank, L.device));
+    if (const int sig = stopRequested())
+      throw Error(fmt::format("stopped by signal {} while rank {} waited for its peers (the launcher is ending the run: did another rank fail?)", sig, L.rank));
     std::this_thread::yield();
   }
 }

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from helpers import run_trainscope
+from helpers import read_jsonl, run_trainscope
 
 RTOL = 1e-5
 STEPS = 6
@@ -246,3 +246,29 @@ def test_bad_scale_input_is_one_line(tmp_path, args, message):
     assert r.rc == 2, (r.out, r.err)
     lines = r.error_lines()
     assert len(lines) == 1 and message in lines[0], r.err
+
+
+def train_records(path):
+    return [r for r in read_jsonl(path) if r.get("kind") == "train"]
+
+
+def test_a_rank_that_dies_mid_run_ends_the_job_and_the_steps_are_kept(tmp_path):
+    out = tmp_path / "die.json"
+    r = run_trainscope(["train", "--no-ceiling", "--steps", 8, "--warmup-steps", 1, "--json", out] + MODELS["mlp"], np=2,
+                       env={"TRAINSCOPE_FAULT": "die:rank=1:step=3"}, timeout=120)
+    assert r.rc != 0
+    assert "rank 1 of 2" in r.err and "dies at the start of train step 3" in r.err  # the rank is named
+    (rec,) = train_records(tmp_path / "die.jsonl")  # process 0 kept the steps it measured
+    assert not rec["completed"] and rec["steps_done"] == 3 and len(rec["loss_curve"]) == 3
+    assert "waited for its peers" in rec["error"]
+
+
+def test_a_hung_rank_ends_the_job_within_the_timeout_and_the_steps_are_kept(tmp_path):
+    out = tmp_path / "hang.json"
+    r = run_trainscope(["train", "--no-ceiling", "--steps", 8, "--warmup-steps", 1, "--timeout", 3, "--json", out] + MODELS["mlp"], np=2,
+                       env={"TRAINSCOPE_FAULT": "hang:rank=1:step=3"}, timeout=60)
+    assert r.rc != 0
+    assert "rank 1 of 2" in r.err and "timeout: train step 3 made no progress" in r.err
+    (rec,) = train_records(tmp_path / "hang.jsonl")
+    assert not rec["completed"] and rec["steps_done"] == 3
+    assert rec["error"].startswith("timeout: all_reduce") and "on rank 0 waited" in rec["error"]
