@@ -18,6 +18,14 @@ struct ScaleOptions {
   std::vector<std::string> trainArgs;  // every other flag: passed to `trainscope train` unchanged
 };
 
+class ResultWriter;
+
+// Checks the options (UsageError); the rank counts sorted and without repeats.
+std::vector<int> validateScale(const ScaleOptions& o);
+// Runs every point and adds its records to `writer` (process 0's); returns the number of points that failed.
+// `step` (a suite step's name) goes into every record when given.
+int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string& step = "");
+// `trainscope scale`: a session of its own (one process).
 int runScale(const ScaleOptions& o, const std::vector<std::string>& argv);
 
 }  // namespace ts

@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+extern char** environ;
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -51,8 +53,17 @@ std::string selfExe() {
   return p.string();
 }
 
+// The variables an MPI launcher gives its processes (not the user's settings): a launcher started from
+// inside a job (a suite run under mpirun) must not see them, or it takes itself for part of that job.
+bool launcherVariable(const std::string& name) {
+  for (const char* keep : {"OMPI_ALLOW_RUN_AS_ROOT", "OMPI_MCA_btl", "OMPI_MCA_pml", "OMPI_MCA_rmaps", "OMPI_MCA_coll", "OMPI_MCA_mtl", "OMPI_MCA_osc",
+                           "OMPI_MCA_hwloc", "OMPI_MCA_opal_cuda"})
+    if (name.rfind(keep, 0) == 0) return false;
+  return name.rfind("OMPI_", 0) == 0 || name.rfind("PMIX_", 0) == 0 || name.rfind("PRTE_", 0) == 0;
+}
+
 // Runs argv with stdout and stderr into `log`; the exit status (128+signal when killed).
-int runLogged(const std::vector<std::string>& argv, const fs::path& log) {
+int runLogged(const std::vector<std::string>& argv, const fs::path& log, bool scrubLauncher) {
   const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) throw Error(fmt::format("cannot write {}: {}", log.string(), std::strerror(errno)));
   const pid_t pid = ::fork();
@@ -60,6 +71,15 @@ int runLogged(const std::vector<std::string>& argv, const fs::path& log) {
   if (pid == 0) {
     ::dup2(fd, 1);
     ::dup2(fd, 2);
+    if (scrubLauncher) {
+      std::vector<std::string> names;
+      for (char** e = environ; *e; ++e) {
+        const std::string kv = *e;
+        const std::string name = kv.substr(0, kv.find('='));
+        if (launcherVariable(name)) names.push_back(name);
+      }
+      for (const auto& n : names) ::unsetenv(n.c_str());
+    }
     std::vector<char*> cargv;
     for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
     cargv.push_back(nullptr);
@@ -108,31 +128,32 @@ double medianOfRanks(const nlohmann::json& ranks, const char* field) {
 
 }  // namespace
 
-int runScale(const ScaleOptions& o, const std::vector<std::string>& argv) {
-  if (launchedByMpi()) throw UsageError("scale launches its own jobs: run it as one process (not under mpirun or srun)");
+std::vector<int> validateScale(const ScaleOptions& o) {
   if (o.ranks.empty()) throw UsageError("--ranks: give at least one rank count");
   for (int n : o.ranks)
     if (n < 1) throw UsageError(fmt::format("--ranks: {} is not a rank count", n));
   if (o.batch < 1) throw UsageError(fmt::format("--batch {}: must be at least 1", o.batch));
+  if (o.mode != "weak" && o.mode != "strong") throw UsageError(fmt::format("--mode {}: expected weak or strong", o.mode));
+  if (o.launcher != "mpirun" && o.launcher != "srun" && o.launcher != "none")
+    throw UsageError(fmt::format("--launcher {}: expected mpirun, srun or none", o.launcher));
   if (o.launcher == "none" && (o.ranks.size() != 1 || o.ranks[0] != 1))
     throw UsageError("--launcher none runs one process: --ranks 1 only (use mpirun or srun for more)");
   rejectOwnedFlags(o.trainArgs);
   std::vector<int> ranks = o.ranks;
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  return ranks;
+}
 
+int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string& step) {
+  const std::vector<int> ranks = validateScale(o);
   fs::path dir = o.pointsDir;
   if (dir.empty()) dir = o.jsonPath.empty() ? fs::temp_directory_path() / fmt::format("trainscope-scale-{}", ::getpid()) : fs::path(o.jsonPath + ".points");
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw UsageError(fmt::format("--points-dir {}: {}", dir.string(), ec.message()));
-
-  const nlohmann::json config = {{"ranks", ranks}, {"mode", o.mode}, {"batch", o.batch}, {"launcher", o.launcher}, {"launcher_args", o.launcherArgs},
-                                 {"train_args", o.trainArgs}, {"points_dir", dir.string()}};
-  auto session = RunSession::open(BootstrapKind::kSingle, false, "scale", argv, config, o.jsonPath);
-  ResultWriter* writer = session->context().writer;
   const std::string exe = selfExe();
-
+  const bool nested = launchedByMpi();  // a suite under mpirun: the points' launcher must start afresh
   std::printf("# scale (%s): %s ranks, batch %lld %s; each point's result and log in %s\n", o.mode.c_str(), fmt::format("{}", fmt::join(ranks, ",")).c_str(),
               static_cast<long long>(o.batch), o.mode == "weak" ? "per rank" : "global", dir.c_str());
   std::printf("# %6s %8s %12s %14s %9s %10s %12s %12s  %s\n", "ranks", "batch", "step(ms)", "items/s", "speedup", "efficiency", "compute(ms)", "exposed(ms)",
@@ -152,16 +173,18 @@ int runScale(const ScaleOptions& o, const std::vector<std::string>& argv) {
     cmd.insert(cmd.end(), {exe, "train", "--batch", std::to_string(batch), "--json", json.string(), "--label", fmt::format("scale {} rank(s)", n)});
     cmd.insert(cmd.end(), o.trainArgs.begin(), o.trainArgs.end());
     progress.step(fmt::format("{} rank(s)", n));
-    const int rc = runLogged(cmd, log);
+    const int rc = runLogged(cmd, log, nested && o.launcher == "mpirun");
     progress.done();
     const std::optional<nlohmann::json> train = trainRecordOf(json);
     nlohmann::json rec = {{"kind", "scaling"}, {"mode", o.mode}, {"ranks", n}, {"global_batch", batch}, {"launcher", o.launcher}, {"completed", false},
                            {"series", fmt::format("{} {}", o.mode, o.trainArgs.empty() ? std::string("(defaults)") : fmt::format("{}", fmt::join(o.trainArgs, " ")))}};
     if (!o.label.empty()) rec["label"] = o.label;
+    if (!step.empty()) rec["step"] = step;
     if (train) {
       nlohmann::json t = *train;
+      if (!step.empty()) t["step"] = step;
       if (!o.label.empty()) t["label"] = fmt::format("{}: {} rank(s)", o.label, n);
-      writer->add(t);
+      writer.add(t);
       rec["model"] = t["model"];
       rec["preset"] = t["preset"];
       rec["backend"] = t["backend"];
@@ -171,7 +194,7 @@ int runScale(const ScaleOptions& o, const std::vector<std::string>& argv) {
     if (rc != 0 || !train || !train->value("completed", false) || !train->contains("throughput_per_s")) {
       ++failed;
       rec["error"] = rc != 0 ? failureOf(log, rc) : fmt::format("the point wrote no complete train record (see {})", log.string());
-      writer->add(rec);
+      writer.add(rec);
       std::printf("  %6d %8lld  failed: %s\n", n, static_cast<long long>(batch), rec["error"].get<std::string>().c_str());
       std::fflush(stdout);
       continue;
@@ -192,14 +215,24 @@ int runScale(const ScaleOptions& o, const std::vector<std::string>& argv) {
                            {"sync", medianOfRanks(ranksJson, "sync_us")},            {"idle", medianOfRanks(ranksJson, "idle_us")},
                            {"communication", medianOfRanks(ranksJson, "communication_us")},
                            {"exposed_communication", medianOfRanks(ranksJson, "exposed_communication_us")}};
-    writer->add(rec);
+    writer.add(rec);
     std::printf("  %6d %8lld %12.3f %14.1f %9.2f %9.1f%% %12.3f %12.3f  %s\n", n, static_cast<long long>(batch), step / 1e3, thr, speedup, 100 * efficiency,
                 rec["breakdown_us"]["compute"].get<double>() / 1e3, rec["breakdown_us"]["exposed_communication"].get<double>() / 1e3,
                 rec["layout"].get<std::string>().c_str());
     std::fflush(stdout);
   }
+  return failed;
+}
+
+int runScale(const ScaleOptions& o, const std::vector<std::string>& argv) {
+  if (launchedByMpi()) throw UsageError("scale launches its own jobs: run it as one process (not under mpirun or srun)");
+  const std::vector<int> ranks = validateScale(o);
+  const nlohmann::json config = {{"ranks", ranks}, {"mode", o.mode}, {"batch", o.batch}, {"launcher", o.launcher}, {"launcher_args", o.launcherArgs},
+                                 {"train_args", o.trainArgs}};
+  auto session = RunSession::open(BootstrapKind::kSingle, false, "scale", argv, config, o.jsonPath);
+  const int failed = runScaleStudy(o, *session->context().writer);
   session->finish();
-  if (failed) throw Error(fmt::format("{} of {} scaling point(s) failed (their errors are in the result and in {})", failed, ranks.size(), dir.string()));
+  if (failed) throw Error(fmt::format("{} of {} scaling point(s) failed (their errors are in the result and in the points' logs)", failed, ranks.size()));
   return 0;
 }
 

@@ -10,6 +10,8 @@
 #include "bench/run_session.h"
 #include "bench/suite.h"
 #include "bench/train_options.h"
+#include "bench/scale_options.h"
+#include "bench/agreement.h"
 
 namespace ts {
 namespace {
@@ -130,12 +132,66 @@ SuiteStep parseTrainStep(StepReader& r) {
   o.ceiling = r.boolean("ceiling", o.ceiling);
   o.timeoutS = r.number("timeout", o.timeoutS);
   o.label = r.string("label", o.label);
+  t.device = r.string("device", t.device);
+  wl::LayoutOptions& l = t.layout;
+  l.dp = static_cast<int>(r.integer("dp", l.dp));
+  l.tp = static_cast<int>(r.integer("tp", l.tp));
+  l.pp = static_cast<int>(r.integer("pp", l.pp));
+  l.zero = static_cast<int>(r.integer("zero", l.zero));
+  l.sync = r.string("sync", l.sync);
+  l.psShards = static_cast<int>(r.integer("ps_shards", l.psShards));
+  l.bucketMb = r.number("bucket_mb", l.bucketMb);
+  l.overlap = r.boolean("overlap", l.overlap);
+  l.schedule = r.string("pp_schedule", l.schedule);
   wl::validateTrainOptions(t);
   if (o.warmupSteps < 0 || o.warmupSteps >= t.steps) throw UsageError(fmt::format("warmup_steps {} must be in [0, steps {})", o.warmupSteps, t.steps));
   SuiteStep s;
   s.config = toJson(o);
   s.run = [o](RunContext& ctx) {
     runTrainStep(o, ctx);
+    return std::size_t{0};
+  };
+  return s;
+}
+
+// The same options as `trainscope scale`: ranks = "1,2", mode, batch, launcher, launcher_args, and the
+// train flags as one string, train_args = "--model mlp --steps 20". Process 0 runs the study (each point
+// a job of its own); the suite's other processes wait.
+SuiteStep parseScaleStep(StepReader& r) {
+  ScaleOptions o;
+  o.ranks.clear();
+  std::stringstream ranks(r.list("ranks", "1,2"));
+  for (std::string n; std::getline(ranks, n, ',');) {
+    try {
+      o.ranks.push_back(std::stoi(n));
+    } catch (const std::exception&) {
+      throw UsageError(fmt::format("ranks: '{}' is not a rank count", n));
+    }
+  }
+  o.mode = r.string("mode", o.mode);
+  o.batch = r.integer("batch", o.batch);
+  o.launcher = r.string("launcher", o.launcher);
+  o.launcherArgs = r.string("launcher_args", o.launcherArgs);
+  o.pointsDir = r.string("points_dir", o.pointsDir);
+  o.label = r.string("label", o.label);
+  std::stringstream args(r.string("train_args", ""));
+  for (std::string a; args >> a;) o.trainArgs.push_back(a);
+  validateScale(o);
+  SuiteStep s;
+  s.config = {{"ranks", o.ranks}, {"mode", o.mode}, {"batch", o.batch}, {"launcher", o.launcher}, {"launcher_args", o.launcherArgs}, {"train_args", o.trainArgs}};
+  s.run = [o](RunContext& ctx) {
+    int failed = 0;
+    if (ctx.boot.rank() == 0) {
+      ScaleOptions mine = o;
+      std::string base = ctx.streamPath;
+      if (base.size() > 6 && base.compare(base.size() - 6, 6, ".jsonl") == 0) base.resize(base.size() - 6);
+      if (mine.pointsDir.empty() && !base.empty()) mine.pointsDir = base + "." + (ctx.step.empty() ? "scale" : ctx.step) + ".points";
+      failed = runScaleStudy(mine, *ctx.writer, ctx.step);
+    }
+    if (ctx.boot.size() > 1) ctx.boot.quietBarrier();
+    collectively(ctx.boot, [&] {
+      if (failed) throw Error(fmt::format("{} scaling point(s) failed (their errors are in the result)", failed));
+    });
     return std::size_t{0};
   };
   return s;
@@ -149,6 +205,7 @@ const std::vector<StepType>& stepTypes() {
       {"links", parseLinksStep},
       {"kernels", parseKernelsStep},
       {"train", parseTrainStep},
+      {"scale", parseScaleStep},
       {"collectives", parseCollectivesStep},
   };
   return types;

@@ -281,6 +281,12 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
                        {"theoretical_bubble", (stages - 1) / (m + stages - 1)},
                        {"measured_bubble", breakdown.fields.contains("measured_bubble") ? breakdown.fields["measured_bubble"] : nlohmann::json()}};
     breakdown.fields.erase("measured_bubble");
+    std::string cuts;
+    for (const auto& r : p->stages()) cuts += fmt::format(" [{},{})", r.from, r.to);
+    const nlohmann::json& measured = rec["pipeline"]["measured_bubble"];
+    std::printf("# pipeline: %zu stages, layers%s, %lld micro-batches, %s: bubble %s measured, %.1f%% theoretical\n", p->stages().size(), cuts.c_str(),
+                static_cast<long long>(o.train.microBatches), grid.layout().schedule.c_str(),
+                measured.is_null() ? "n/a" : fmt::format("{:.1f}%", 100 * measured.get<double>()).c_str(), 100 * (stages - 1) / (m + stages - 1));
   }
   if (!failure.empty()) rec["error"] = failure;
   if (o.train.precision == "float16") rec["skipped_steps"] = skipped;
@@ -333,8 +339,10 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
 
 }  // namespace
 
-void runTrainStep(const TrainRunOptions& o, RunContext& ctx) {
+void runTrainStep(const TrainRunOptions& given, RunContext& ctx) {
   Bootstrap& boot = ctx.boot;
+  TrainRunOptions o = given;
+  if (o.train.device == "cuda" && boot.size() > 1) o.train.device = fmt::format("cuda:{}", boot.localRank());  // one GPU per process
   const wl::LayoutOptions layout = wl::resolveLayout(o.train.layout, boot.size());
   std::unique_ptr<Communicator> world;
   if (boot.size() > 1) {

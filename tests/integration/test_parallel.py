@@ -272,3 +272,47 @@ def test_a_hung_rank_ends_the_job_within_the_timeout_and_the_steps_are_kept(tmp_
     (rec,) = train_records(tmp_path / "hang.jsonl")
     assert not rec["completed"] and rec["steps_done"] == 3
     assert rec["error"].startswith("timeout: all_reduce") and "on rank 0 waited" in rec["error"]
+
+
+def test_a_suite_trains_a_layout_scales_and_sets_the_collectives_against_the_sweep(tmp_path, validate):
+    suite = tmp_path / "s.toml"
+    suite.write_text("""
+[suite]
+name = "layouts"
+[[step]]
+kind = "train"
+name = "zero1"
+model = "mlp"
+steps = 5
+batch = 16
+warmup_steps = 1
+ceiling = false
+zero = 1
+[[step]]
+kind = "scale"
+name = "scale"
+ranks = "1,2"
+batch = 8
+launcher_args = "--oversubscribe"
+train_args = "--model mlp --steps 5 --warmup-steps 1 --no-ceiling"
+[[step]]
+kind = "collectives"
+name = "sweep"
+ops = "reduce_scatter,all_gather"
+min_bytes = "64K"
+max_bytes = "1M"
+step_factor = 2
+iters = 3
+""")
+    out = tmp_path / "s.json"
+    r = run_trainscope(["suite", suite, "--json", out, "--report", tmp_path / "rep"], np=2, timeout=600)
+    assert r.rc == 0, r.err
+    doc = json.loads(out.read_text())
+    validate(doc)
+    (zero1,) = [x for x in doc["records"] if x["kind"] == "train" and x["step"] == "zero1"]
+    assert zero1["layout"]["zero"] == 1 and zero1["world_size"] == 2
+    points = [x for x in doc["records"] if x["kind"] == "scaling"]
+    assert [p["ranks"] for p in points] == [1, 2] and all(p["step"] == "scale" and p["completed"] for p in points)
+    html = (tmp_path / "rep" / "index.html").read_text()
+    # the training's 220200-byte reduce-scatter and all-gather, against the sweep's 256 KiB ones
+    assert "achieved / attainable" in html and "at 262144 B" in html
