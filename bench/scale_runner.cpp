@@ -3,15 +3,9 @@
 // record, and writes it with a `scaling` record: throughput, speedup and efficiency against the
 // smallest point, and where the step went. A point that fails is recorded as failed and the study goes
 // on; the exit code says that one did.
-#include <fcntl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-extern char** environ;
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -20,6 +14,7 @@ extern char** environ;
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "bench/child_process.h"
 #include "bench/progress.h"
 #include "bench/result_writer.h"
 #include "bench/run_session.h"
@@ -51,47 +46,6 @@ std::string selfExe() {
   const fs::path p = fs::read_symlink("/proc/self/exe", ec);
   if (ec) throw Error(fmt::format("cannot find this program's path (/proc/self/exe): {}", ec.message()));
   return p.string();
-}
-
-// The variables an MPI launcher gives its processes (not the user's settings): a launcher started from
-// inside a job (a suite run under mpirun) must not see them, or it takes itself for part of that job.
-bool launcherVariable(const std::string& name) {
-  for (const char* keep : {"OMPI_ALLOW_RUN_AS_ROOT", "OMPI_MCA_btl", "OMPI_MCA_pml", "OMPI_MCA_rmaps", "OMPI_MCA_coll", "OMPI_MCA_mtl", "OMPI_MCA_osc",
-                           "OMPI_MCA_hwloc", "OMPI_MCA_opal_cuda"})
-    if (name.rfind(keep, 0) == 0) return false;
-  return name.rfind("OMPI_", 0) == 0 || name.rfind("PMIX_", 0) == 0 || name.rfind("PRTE_", 0) == 0;
-}
-
-// Runs argv with stdout and stderr into `log`; the exit status (128+signal when killed).
-int runLogged(const std::vector<std::string>& argv, const fs::path& log, bool scrubLauncher) {
-  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw Error(fmt::format("cannot write {}: {}", log.string(), std::strerror(errno)));
-  const pid_t pid = ::fork();
-  if (pid < 0) throw Error(fmt::format("fork: {}", std::strerror(errno)));
-  if (pid == 0) {
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    if (scrubLauncher) {
-      std::vector<std::string> names;
-      for (char** e = environ; *e; ++e) {
-        const std::string kv = *e;
-        const std::string name = kv.substr(0, kv.find('='));
-        if (launcherVariable(name)) names.push_back(name);
-      }
-      for (const auto& n : names) ::unsetenv(n.c_str());
-    }
-    std::vector<char*> cargv;
-    for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-    cargv.push_back(nullptr);
-    ::execvp(cargv[0], cargv.data());
-    std::fprintf(stderr, "trainscope: error: cannot run %s: %s\n", cargv[0], std::strerror(errno));
-    std::_Exit(127);
-  }
-  ::close(fd);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) throw Error(fmt::format("waitpid: {}", std::strerror(errno)));
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 // The point's error from its log: the first "trainscope: error:" line (later ones are ranks the
@@ -173,7 +127,7 @@ int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string
     cmd.insert(cmd.end(), {exe, "train", "--batch", std::to_string(batch), "--json", json.string(), "--label", fmt::format("scale {} rank(s)", n)});
     cmd.insert(cmd.end(), o.trainArgs.begin(), o.trainArgs.end());
     progress.step(fmt::format("{} rank(s)", n));
-    const int rc = runLogged(cmd, log, nested && o.launcher == "mpirun");
+    const int rc = runChild(cmd, ChildOptions{{}, log.string(), nested && o.launcher == "mpirun"});
     progress.done();
     const std::optional<nlohmann::json> train = trainRecordOf(json);
     nlohmann::json rec = {{"kind", "scaling"}, {"mode", o.mode}, {"ranks", n}, {"global_batch", batch}, {"launcher", o.launcher}, {"completed", false},

@@ -8,13 +8,14 @@
 #include "comm/collectives/collective.h"
 
 namespace ts {
-namespace {
 
 nlohmann::json usStats(const std::vector<double>& seconds) {
   std::vector<double> us;
   for (double s : seconds) us.push_back(s * 1e6);
   return toJson(summarize(us));
 }
+
+namespace {
 
 double median(std::vector<double> v) { return v.empty() ? 0.0 : summarize(std::move(v)).median; }
 

@@ -13,6 +13,9 @@ namespace ts {
 
 class Bootstrap;
 
+// The statistics block of durations given in seconds, in microseconds.
+nlohmann::json usStats(const std::vector<double>& seconds);
+
 // The timed steps of one rank.
 struct RankSteps {
   std::vector<double> total, data, forward, backward, sync, optimizer, communication, exposed, pipelineWait;  // seconds

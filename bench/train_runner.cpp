@@ -36,12 +36,6 @@
 namespace ts {
 namespace {
 
-nlohmann::json statsOf(const std::vector<double>& seconds) {
-  std::vector<double> us;
-  for (double s : seconds) us.push_back(s * 1e6);
-  return toJson(summarize(us));
-}
-
 // The first step's logits (of its last micro-batch, computed with the weights before the step's update),
 // which samples they are, and the step's loss.
 void dumpLogits(const std::string& path, wl::Trainer& trainer, const wl::StepResult& r) {
@@ -294,14 +288,14 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
   if (!total.empty()) {
     const double median = summarize(total).median;
     const double tflops = trainer.flopsPerStep() / median / 1e12, perDevice = tflops / world;
-    rec["step_time_us"] = statsOf(total);
+    rec["step_time_us"] = usStats(total);
     nlohmann::json samples = nlohmann::json::array();
     for (double t : total) samples.push_back(t * 1e6);
     rec["step_samples_us"] = samples;
     if (failure.empty()) rec.update(breakdown.fields);
     else
-      rec["phases_us"] = {{"data", statsOf(timed.data)}, {"forward", statsOf(timed.forward)}, {"backward", statsOf(timed.backward)},
-                          {"sync", statsOf(timed.sync)}, {"optimizer", statsOf(timed.optimizer)}};
+      rec["phases_us"] = {{"data", usStats(timed.data)}, {"forward", usStats(timed.forward)}, {"backward", usStats(timed.backward)},
+                          {"sync", usStats(timed.sync)}, {"optimizer", usStats(timed.optimizer)}};
     rec["throughput_per_s"] = double(trainer.itemsPerStep()) / median;
     rec["tflops"] = tflops;
     rec["tflops_per_device"] = perDevice;

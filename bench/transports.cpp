@@ -1,8 +1,5 @@
 #include "bench/transports.h"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "bench/child_process.h"
 #include "bench/result_writer.h"
 #include "bench/run_metadata.h"
 #include "comm/bootstrap.h"
@@ -74,24 +72,6 @@ struct Variant {
   std::string algo, proto;
   std::map<std::string, std::string> env;
 };
-
-int launch(const std::vector<std::string>& args, const std::map<std::string, std::string>& env) {
-  const pid_t pid = ::fork();
-  if (pid < 0) throw Error(fmt::format("fork failed: {}", std::strerror(errno)));
-  if (pid == 0) {
-    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execvp(argv[0], argv.data());
-    std::fprintf(stderr, "trainscope: error: cannot start %s: %s\n", argv[0], std::strerror(errno));
-    std::_Exit(127);
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 }  // namespace
 
@@ -191,7 +171,7 @@ int runVariants(const VariantRequest& req, const std::vector<std::string>& argv)
     std::printf("#\n# ===== variant %zu/%zu: %s (%s%s)\n", i + 1, variants.size(), v.name.c_str(),
                 v.transport.description.empty() ? "NCCL settings" : v.transport.description.c_str(), envText.c_str());
     std::fflush(stdout);
-    const int childRc = launch(args, v.env);
+    const int childRc = runChild(args, ChildOptions{v.env, "", false});
     // Merge what the run measured, finished or not: from the document, else from its stream.
     std::vector<nlohmann::json> records;
     if (fs::exists(part)) {

@@ -8,12 +8,6 @@ AllReduceSync::AllReduceSync(Communicator& dp, const ModelPart& model, const Lay
     : GradientSync(model.params, dp, timeoutS), params_(model.params), buckets_(params_, layout.bucketMb, 1, *model.arena), overlap_(layout.overlap) {
 }
 
-std::size_t AllReduceSync::ownedParameterElements() {
-  std::size_t n = 0;
-  for (Param* p : params_) n += p->value.numel();
-  return n;
-}
-
 void AllReduceSync::launch(Bucket& b) {
   b.flat.device->synchronize();  // the communicator's stream must see the gradients
   tracker_->start({CollectiveKind::kAllReduce, b.flat.data, b.flat.data, b.elements, DType::kFloat32, RedOp::kSum});

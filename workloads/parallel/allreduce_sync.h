@@ -16,7 +16,6 @@ class AllReduceSync final : public GradientSync {
   std::vector<Param*> updateParams() override { return params_; }
   double globalSumOfSquares(double local) override { return local; }
   void afterUpdate() override {}
-  std::size_t ownedParameterElements() override;
 
  private:
   void launch(Bucket& b);

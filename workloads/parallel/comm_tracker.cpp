@@ -57,6 +57,17 @@ void CommTracker::waitAll() {
   for (std::size_t i = 0; i < ops_.size(); ++i) wait(static_cast<int>(i));
 }
 
+double CommTracker::sum(double v, bool timed) {
+  if (!scalar_.get()) scalar_ = CommBuffer(comm_, 0, sizeof(double));
+  comm_.copyIn(0, scalar_.get(), &v, sizeof(double));
+  const CollectiveCall call{CollectiveKind::kAllReduce, scalar_.get(), scalar_.get(), 1, DType::kFloat64, RedOp::kSum};
+  if (timed) run(call);
+  else comm_.start(0, call)->wait(timeoutS_);
+  double out = 0;
+  comm_.copyOut(0, &out, scalar_.get(), sizeof(double));
+  return out;
+}
+
 StepComm CommTracker::take() {
   StepComm s;
   std::vector<std::pair<double, double>> spans;

@@ -44,6 +44,9 @@ class CommTracker {
   void waitAll();
   // start + wait: an op nothing overlaps.
   void run(const CollectiveCall& call) { wait(start(call)); }
+  // The sum of one number over the group (a loss, a squared norm), through a buffer where the backend
+  // works; timed: counted in this step's figures, else not recorded.
+  double sum(double v, bool timed);
   // This step's figures; clears them. Every op must be complete.
   StepComm take();
 
@@ -60,6 +63,7 @@ class CommTracker {
   double timeoutS_;
   std::vector<Op> ops_;
   double exposedS_ = 0;
+  CommBuffer scalar_;
 };
 
 }  // namespace ts::wl

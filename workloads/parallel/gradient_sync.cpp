@@ -8,21 +8,20 @@
 namespace ts::wl {
 
 GradientSync::GradientSync(std::vector<Param*> modelParams, Communicator& group, double timeoutS)
-    : modelParams_(std::move(modelParams)), group_(&group), tracker_(std::make_unique<CommTracker>(group, timeoutS)), scalar_(group, 0, sizeof(double)) {}
+    : modelParams_(std::move(modelParams)), group_(&group), tracker_(std::make_unique<CommTracker>(group, timeoutS)) {}
 
-double GradientSync::groupSum(double v, bool timed) {
-  if (!group_) return v;
-  group_->copyIn(0, scalar_.get(), &v, sizeof(double));
-  const CollectiveCall call{CollectiveKind::kAllReduce, scalar_.get(), scalar_.get(), 1, DType::kFloat64, RedOp::kSum};
-  if (timed) {
-    tracker_->run(call);
-  } else {
-    CommTracker untimed(*group_, 0);
-    untimed.run(call);
-  }
-  double sum = 0;
-  group_->copyOut(0, &sum, scalar_.get(), sizeof(double));
-  return sum;
+double GradientSync::groupSum(double v, bool timed) { return group_ ? tracker_->sum(v, timed) : v; }
+
+std::vector<Param*> GradientSync::pointersTo(std::vector<Param>& pieces) {
+  std::vector<Param*> out;
+  for (Param& p : pieces) out.push_back(&p);
+  return out;
+}
+
+std::size_t GradientSync::ownedParameterElements() {
+  std::size_t n = 0;
+  for (const Param* p : updateParams()) n += p->value.numel();
+  return n;
 }
 
 double GradientSync::groupMean(double v) { return group_ ? groupSum(v, false) / group_->worldSize() : v; }
@@ -38,11 +37,6 @@ class LocalSync final : public GradientSync {
   std::vector<Param*> updateParams() override { return params_; }
   double globalSumOfSquares(double local) override { return local; }
   void afterUpdate() override {}
-  std::size_t ownedParameterElements() override {
-    std::size_t n = 0;
-    for (Param* p : params_) n += p->value.numel();
-    return n;
-  }
 
  private:
   std::vector<Param*> params_;

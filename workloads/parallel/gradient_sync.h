@@ -49,7 +49,7 @@ class GradientSync {
   // weights after training. Collective.
   virtual void gatherParameters() {}
   // Bytes of gradients and optimizer-state parameters this rank keeps (for the record).
-  virtual std::size_t ownedParameterElements() = 0;
+  std::size_t ownedParameterElements();
   StepComm takeStepComm() { return tracker_ ? tracker_->take() : StepComm{}; }
   // The group's mean of a per-rank figure (the loss); not counted as the step's communication.
   double groupMean(double v);
@@ -59,10 +59,11 @@ class GradientSync {
   GradientSync(std::vector<Param*> modelParams, Communicator& group, double timeoutS);
   // The sum of v over the group; timed: counted as the step's communication (exposed).
   double groupSum(double v, bool timed);
+  // The sharded layouts' shards, as the optimizer takes them.
+  static std::vector<Param*> pointersTo(std::vector<Param>& pieces);
   std::vector<Param*> modelParams_;
   Communicator* group_ = nullptr;
   std::unique_ptr<CommTracker> tracker_;
-  CommBuffer scalar_;  // one float64 where the backend works (device memory for NCCL)
 };
 
 // The sync of `grid`'s data-parallel group for the part's parameters (a group of one: no communication).

@@ -193,19 +193,6 @@ double Pipeline::step(const std::vector<data::Batch>& micros, float scale, Gradi
   return lossSum;
 }
 
-double Pipeline::sumOverStages(double v, bool timed) {
-  if (!scalar_.get()) scalar_ = CommBuffer(*comm_, 0, sizeof(double));
-  comm_->copyIn(0, scalar_.get(), &v, sizeof(double));
-  const CollectiveCall call{CollectiveKind::kAllReduce, scalar_.get(), scalar_.get(), 1, DType::kFloat64, RedOp::kSum};
-  if (timed) {
-    tracker_.run(call);
-  } else {
-    CommTracker untimed(*comm_, 0);
-    untimed.run(call);
-  }
-  double sum = 0;
-  comm_->copyOut(0, &sum, scalar_.get(), sizeof(double));
-  return sum;
-}
+double Pipeline::sumOverStages(double v, bool timed) { return tracker_.sum(v, timed); }
 
 }  // namespace ts::wl

@@ -77,7 +77,6 @@ class Pipeline {
   std::vector<Tensor> gradsOut_;            // per micro-batch: the input gradient sent back
   Tensor gradIn_;                           // the output gradient received
   int held_ = -1;                           // the micro-batch whose forward the stage's layers hold
-  CommBuffer scalar_;
 };
 
 }  // namespace ts::wl

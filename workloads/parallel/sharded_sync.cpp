@@ -16,17 +16,6 @@ ShardedSync::ShardedSync(Communicator& dp, const ModelPart& model, const LayoutO
   }
 }
 
-std::vector<Param*> ShardedSync::updateParams() {
-  std::vector<Param*> out;
-  for (Param& p : pieces_) out.push_back(&p);
-  return out;
-}
-
-std::size_t ShardedSync::ownedParameterElements() {
-  std::size_t n = 0;
-  for (const Param& p : pieces_) n += p.value.numel();
-  return n;
-}
 
 void ShardedSync::launch(Bucket& b) {
   b.flat.device->synchronize();

@@ -21,10 +21,9 @@ class ShardedSync final : public GradientSync {
   ShardedSync(Communicator& dp, const ModelPart& model, const LayoutOptions& layout, double timeoutS);
   void beforeBackward(StepContext& ctx, bool last) override;
   void afterBackward(bool last) override;
-  std::vector<Param*> updateParams() override;
+  std::vector<Param*> updateParams() override { return pointersTo(pieces_); }
   double globalSumOfSquares(double local) override;
   void afterUpdate() override;
-  std::size_t ownedParameterElements() override;
 
  private:
   bool communicates(bool last) const { return zero2_ || last; }

@@ -9,12 +9,4 @@ void TensorParallelGroup::install(StepContext& ctx) {
   };
 }
 
-double TensorParallelGroup::sum(double v) {
-  comm_.copyIn(0, scalar_.get(), &v, sizeof(double));
-  tracker_.run({CollectiveKind::kAllReduce, scalar_.get(), scalar_.get(), 1, DType::kFloat64, RedOp::kSum});
-  double out = 0;
-  comm_.copyOut(0, &out, scalar_.get(), sizeof(double));
-  return out;
-}
-
 }  // namespace ts::wl

@@ -9,16 +9,14 @@ namespace ts::wl {
 
 class TensorParallelGroup {
  public:
-  TensorParallelGroup(Communicator& tp, double timeoutS) : comm_(tp), tracker_(tp, timeoutS), scalar_(tp, 0, sizeof(double)) {}
+  TensorParallelGroup(Communicator& tp, double timeoutS) : tracker_(tp, timeoutS) {}
   void install(StepContext& ctx);
   // The sum of v over the group (the gradient norm's tensor-parallel slices); counted as communication.
-  double sum(double v);
+  double sum(double v) { return tracker_.sum(v, true); }
   StepComm takeStepComm() { return tracker_.take(); }
 
  private:
-  Communicator& comm_;
   CommTracker tracker_;
-  CommBuffer scalar_;
 };
 
 }  // namespace ts::wl

@@ -36,17 +36,6 @@ Zero3Sync::Zero3Sync(Communicator& dp, const ModelPart& model, const LayoutOptio
     for (Param& p : g.buckets->pieces(bucketOf(g), rank_, g.grads, &g.values)) pieces_.push_back(std::move(p));
 }
 
-std::vector<Param*> Zero3Sync::updateParams() {
-  std::vector<Param*> out;
-  for (Param& p : pieces_) out.push_back(&p);
-  return out;
-}
-
-std::size_t Zero3Sync::ownedParameterElements() {
-  std::size_t n = 0;
-  for (const Param& p : pieces_) n += p.value.numel();
-  return n;
-}
 
 void Zero3Sync::gather(Group& g) {
   if (g.gathered) return;

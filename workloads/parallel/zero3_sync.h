@@ -23,12 +23,11 @@ class Zero3Sync final : public GradientSync {
   void beforeForward(StepContext& ctx) override;
   void beforeBackward(StepContext& ctx, bool last) override;
   void afterBackward(bool last) override;
-  std::vector<Param*> updateParams() override;
+  std::vector<Param*> updateParams() override { return pointersTo(pieces_); }
   double globalSumOfSquares(double local) override { return groupSum(local, true); }
   void afterUpdate() override;
   std::vector<Param*> masterParams() override { return updateParams(); }
   void gatherParameters() override;
-  std::size_t ownedParameterElements() override;
 
  private:
   struct Group {

@@ -1,0 +1,177 @@
+// The plans the parallel layouts follow, checked without any communication: how layers are cut into
+// pipeline stages, the order each stage runs its micro-batches (GPipe, 1F1B), how gradients are packed
+// into buckets and split among owners, and how a layout is resolved against the world.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <numeric>
+
+#include "base/error.h"
+#include "workloads/parallel/buckets.h"
+#include "workloads/parallel/layout.h"
+#include "workloads/parallel/pipeline.h"
+
+namespace ts::wl {
+namespace {
+
+double largestStage(const std::vector<double>& flops, const std::vector<StageRange>& stages) {
+  double worst = 0;
+  for (const auto& s : stages) worst = std::max(worst, std::accumulate(flops.begin() + s.from, flops.begin() + s.to, 0.0));
+  return worst;
+}
+
+TEST(PipelineStages, BalancedCutsAreContiguousAndMinimiseTheLargestStage) {
+  const std::vector<double> flops = {5, 1, 1, 1, 4, 4, 2, 6};
+  for (int p = 1; p <= 4; ++p) {
+    const auto stages = splitStages(flops, p, {});
+    ASSERT_EQ(static_cast<int>(stages.size()), p);
+    EXPECT_EQ(stages.front().from, 0u);
+    EXPECT_EQ(stages.back().to, flops.size());
+    for (std::size_t i = 0; i < stages.size(); ++i) {
+      EXPECT_LT(stages[i].from, stages[i].to);
+      if (i) {
+        EXPECT_EQ(stages[i - 1].to, stages[i].from);
+      }
+    }
+    // No contiguous cut does better: try them all.
+    double best = 1e300;
+    std::vector<std::size_t> cut(static_cast<std::size_t>(p) + 1, 0);
+    std::function<void(int, std::size_t)> tryCuts = [&](int s, std::size_t from) {
+      if (s == p - 1) {
+        std::vector<StageRange> r;
+        cut[static_cast<std::size_t>(s)] = from;
+        for (int k = 0; k < p - 1; ++k) r.push_back({cut[k], cut[k + 1]});
+        r.push_back({from, flops.size()});
+        if (from < flops.size()) best = std::min(best, largestStage(flops, r));
+        return;
+      }
+      cut[static_cast<std::size_t>(s)] = from;
+      for (std::size_t next = from + 1; next < flops.size(); ++next) {
+        cut[static_cast<std::size_t>(s) + 1] = next;
+        tryCuts(s + 1, next);
+      }
+    };
+    tryCuts(0, 0);
+    EXPECT_DOUBLE_EQ(largestStage(flops, stages), best) << p << " stages";
+  }
+}
+
+TEST(PipelineStages, ByHandAndTheErrors) {
+  const std::vector<double> flops(5, 1.0);
+  const auto stages = splitStages(flops, 2, {2, 3});
+  EXPECT_EQ(stages[0].to, 2u);
+  EXPECT_EQ(stages[1].from, 2u);
+  EXPECT_THROW(splitStages(flops, 6, {}), UsageError);      // more stages than layers
+  EXPECT_THROW(splitStages(flops, 2, {2, 2}), UsageError);  // adds up to 4 of 5
+}
+
+// Every micro-batch's forward and backward exactly once, each forward before its backward.
+void expectComplete(const std::vector<PipeOp>& ops, int micros) {
+  std::map<int, int> forwardAt, backwardAt;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    auto& at = ops[i].forward ? forwardAt : backwardAt;
+    EXPECT_EQ(at.count(ops[i].micro), 0u);
+    at[ops[i].micro] = static_cast<int>(i);
+  }
+  ASSERT_EQ(static_cast<int>(forwardAt.size()), micros);
+  ASSERT_EQ(static_cast<int>(backwardAt.size()), micros);
+  for (int m = 0; m < micros; ++m) EXPECT_LT(forwardAt[m], backwardAt[m]);
+}
+
+TEST(PipelineSchedule, GpipeRunsEveryForwardFirst) {
+  for (int p = 1; p <= 4; ++p)
+    for (int m = 1; m <= 6; ++m)
+      for (int s = 0; s < p; ++s) {
+        const auto ops = pipelineSchedule("gpipe", s, p, m);
+        expectComplete(ops, m);
+        for (int i = 0; i < m; ++i) EXPECT_TRUE(ops[static_cast<std::size_t>(i)].forward);
+      }
+}
+
+TEST(PipelineSchedule, OneForwardOneBackwardKeepsAtMostStagesLeftInFlight) {
+  for (int p = 1; p <= 4; ++p)
+    for (int m = 1; m <= 6; ++m)
+      for (int s = 0; s < p; ++s) {
+        const auto ops = pipelineSchedule("1f1b", s, p, m);
+        expectComplete(ops, m);
+        int inFlight = 0, most = 0;
+        for (const auto& op : ops) {
+          inFlight += op.forward ? 1 : -1;
+          most = std::max(most, inFlight);
+        }
+        EXPECT_LE(most, std::min(p - s, m)) << "stage " << s << " of " << p << ", " << m << " micro-batches";
+        // Backwards in micro-batch order: the order the next stage sends their gradients.
+        int last = -1;
+        for (const auto& op : ops)
+          if (!op.forward) {
+            EXPECT_EQ(op.micro, ++last);
+          }
+      }
+}
+
+TEST(GradientBuckets, PackInBackwardOrderPadToThePartsAndSplitIntoPiecesThatCoverEachParameterOnce) {
+  Arena arena;
+  std::vector<Param> params;
+  for (auto [name, n] : std::vector<std::pair<const char*, std::int64_t>>{{"a", 10}, {"b", 300}, {"c", 7}, {"d", 50}, {"e", 3}})
+    params.push_back(makeParam(arena, name, {n}));
+  std::vector<Param*> order;
+  for (auto& p : params) order.push_back(&p);
+  const int parts = 4;
+  Buckets buckets(order, 200 * 4 / (1024.0 * 1024.0), parts, arena);  // about 200 elements a bucket
+  std::vector<std::string> seen;
+  std::map<std::string, std::size_t> covered;
+  for (Bucket& b : buckets.all()) {
+    EXPECT_EQ(b.padded % parts, 0u);
+    EXPECT_GE(b.padded, b.elements);
+    EXPECT_LT(b.padded - b.elements, static_cast<std::size_t>(parts));
+    for (const auto& s : b.slots) seen.push_back(s.param->name);
+    Tensor grads = arena.tensor({static_cast<std::int64_t>(b.chunk)});
+    for (int k = 0; k < parts; ++k)
+      for (const Param& piece : buckets.pieces(b, k, grads)) covered[piece.name.substr(0, 1)] += piece.value.numel();
+  }
+  EXPECT_EQ(seen, (std::vector<std::string>{"e", "d", "c", "b", "a"}));  // the backward's order
+  EXPECT_EQ(buckets.all().size(), 3u);                                    // e+d+c | b (larger than a bucket) | a
+  for (const auto& p : params) EXPECT_EQ(covered[p.name], p.value.numel()) << p.name;
+}
+
+TEST(GradientBuckets, DepositCopiesAGradientAndCompletesItsBucketOnce) {
+  Arena arena;
+  Param a = makeParam(arena, "a", {3}), b = makeParam(arena, "b", {2});
+  a.grad.fromHost({1, 2, 3});
+  b.grad.fromHost({4, 5});
+  Buckets buckets({&a, &b}, 1.0, 2, arena);
+  ASSERT_EQ(buckets.all().size(), 1u);
+  EXPECT_EQ(buckets.deposit(b), nullptr);
+  Bucket* done = buckets.deposit(a);
+  ASSERT_NE(done, nullptr);
+  EXPECT_EQ(done->flat.toHost(), (std::vector<float>{4, 5, 1, 2, 3, 0}));  // b first (backward order), padded to 6
+  EXPECT_THROW(buckets.deposit(a), Error);                                  // twice in one backward
+  buckets.startMicroBatch();
+  EXPECT_EQ(buckets.deposit(a), nullptr);
+}
+
+TEST(Layout, ResolvesTheDataParallelSizeAndRejectsImpossibleGrids) {
+  LayoutOptions o;
+  o.tp = 2;
+  EXPECT_EQ(resolveLayout(o, 8).dp, 4);
+  o.pp = 2;
+  EXPECT_EQ(resolveLayout(o, 8).dp, 2);
+  EXPECT_EQ(resolveLayout(o, 8).name(), "dp=2 tp=2 pp=2 1f1b");
+  EXPECT_THROW(resolveLayout(o, 6), UsageError);  // 2 x 2 does not divide 6
+  o.dp = 3;
+  EXPECT_THROW(resolveLayout(o, 8), UsageError);  // 3 x 2 x 2 is 12
+  LayoutOptions z;
+  z.zero = 4;
+  EXPECT_THROW(resolveLayout(z, 2), UsageError);
+  LayoutOptions ps;
+  ps.sync = "ps";
+  ps.psShards = 3;
+  EXPECT_THROW(resolveLayout(ps, 2), UsageError);  // more shards than servers
+  ps.psShards = 2;
+  EXPECT_EQ(resolveLayout(ps, 2).name(), "dp=2 ps(2)");
+}
+
+}  // namespace
+}  // namespace ts::wl
