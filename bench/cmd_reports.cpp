@@ -1,4 +1,4 @@
-// `trainscope report` and `trainscope compare`: the Python tool in reports/, started with a python3 that
+// `trainscope report`, `trainscope compare` and `trainscope analyze`: the Python tool in reports/, started with a python3 that
 // has Debian's matplotlib, jinja2 and jsonschema. Arguments pass through untouched; its exit code is ours.
 #include <unistd.h>
 
@@ -62,6 +62,10 @@ Action pythonTool(CLI::App& app, const std::string& name, const std::string& hel
 
 Action addReportCommand(CLI::App& app) {
   return pythonTool(app, "report", "Write an HTML report (and PNGs, summary.md) of result documents: report RESULT... -o DIR");
+}
+
+Action addAnalyzeCommand(CLI::App& app) {
+  return pythonTool(app, "analyze", "Where each step of a --trace run went, per rank (compute, exposed communication, idle), stragglers, pipeline bubbles: analyze TRACE_DIR");
 }
 
 Action addCompareCommand(CLI::App& app) {

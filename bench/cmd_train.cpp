@@ -59,6 +59,7 @@ Action addTrainCommand(CLI::App& app) {
   sub->add_option("--timeout", o->timeoutS, "Seconds without progress before the run is stopped (0 = never)")->capture_default_str();
   sub->add_option("--json", o->jsonPath, "Write the result document here; records stream to the .jsonl beside it");
   sub->add_option("--label", o->label, "A label for this run");
+  sub->add_option("--trace", o->traceDir, "Write every rank's spans (steps, phases, layers, collectives, waits) as Chrome trace JSON into DIR, and DIR/merged.json");
   sub->add_option("--dump-logits", o->dumpLogits, "Write the logits, dataset indices and loss of this run's first step to FILE (JSON), to check the model elsewhere");
   return [o](const std::vector<std::string>& argv) { return runTrain(*o, argv); };
 }

@@ -17,6 +17,7 @@ Action addLinksCommand(CLI::App& app);
 Action addKernelsCommand(CLI::App& app);
 Action addReportCommand(CLI::App& app);   // cmd_reports.cpp: the Python tool in reports/
 Action addCompareCommand(CLI::App& app);
+Action addAnalyzeCommand(CLI::App& app);  // cmd_reports.cpp: reports/analyze.py on a --trace directory
 Action addSuiteCommand(CLI::App& app);
 Action addTrainCommand(CLI::App& app);
 Action addScaleCommand(CLI::App& app);  // cmd_scale.cpp: spawns `train` at each rank count

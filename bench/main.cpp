@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
       {"suite", ts::addSuiteCommand(app)},
       {"report", ts::addReportCommand(app)},
       {"compare", ts::addCompareCommand(app)},
+      {"analyze", ts::addAnalyzeCommand(app)},
   };
   try {
     app.parse(argc, argv);

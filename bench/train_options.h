@@ -20,6 +20,7 @@ struct TrainRunOptions {
   double timeoutS = 600;
   std::string jsonPath;
   std::string label;
+  std::string traceDir;    // --trace: per-rank and merged Chrome trace files of the training steps
   std::string dumpLogits;  // write the first step's logits, sample indices and loss here (JSON): for checking
 };
 

@@ -27,6 +27,7 @@
 #include "bench/result_writer.h"
 #include "bench/run_session.h"
 #include "bench/stats.h"
+#include "bench/trace_files.h"
 #include "bench/train_breakdown.h"
 #include "bench/train_options.h"
 #include "bench/watchdog.h"
@@ -113,6 +114,7 @@ nlohmann::json toJson(const TrainRunOptions& o) {
   j["warmup_steps"] = o.warmupSteps;
   j["ceiling"] = o.ceiling;
   j["timeout_s"] = o.timeoutS;
+  j["trace"] = o.traceDir;
   return j;
 }
 
@@ -178,6 +180,8 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
   Progress progress("train", static_cast<double>(todo), leader);
   std::optional<Fault> fault;
   collectively(ctx.boot, [&] { fault = faultFromEnvironment(); });
+  std::unique_ptr<TraceFiles> traceFiles;
+  if (!o.traceDir.empty()) traceFiles = std::make_unique<TraceFiles>(ctx.boot, o.traceDir, world);
   // A launcher ending the run (another rank died) asks this rank to stop: the waits notice, the steps
   // measured so far go into the record below, then the process exits.
   activity::setGracefulStop(world > 1);
@@ -185,7 +189,9 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
     for (std::int64_t i = 0; !trainer.done(); ++i) {
       activity::set(fmt::format("train step {}", trainer.nextStep()));
       if (const int sig = stopRequested()) throw Error(fmt::format("stopped by signal {} before train step {}", sig, trainer.nextStep()));
-      if (fault && fault->step == trainer.nextStep() && fault->rank == grid.rank() && fault->kind != Fault::Kind::kCorrupt) {
+      // A delay without :step= fires every step (a straggler); the others fire once, at their step (or step 0).
+      const bool due = fault && (fault->step == trainer.nextStep() || (fault->step < 0 && (fault->kind == Fault::Kind::kDelay || trainer.nextStep() == 0)));
+      if (due && fault->rank == grid.rank() && fault->kind != Fault::Kind::kCorrupt) {
         if (fault->kind == Fault::Kind::kDie) std::fprintf(stderr, "trainscope: planted fault: %s dies at the start of train step %lld\n", activity::who().c_str(), fault->step);
         std::fflush(stderr);
         injectInOperation(*fault);
@@ -225,6 +231,7 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
   activity::setGracefulStop(false);
   activity::set(failure.empty() ? "gathering the ranks' step times" : "");
 
+  if (traceFiles && failure.empty()) traceFiles->finish(fmt::format("train {} {} {}", cfg.kind, cfg.preset, grid.layout().name()));
   TrainBreakdown breakdown;
   std::pair<nlohmann::json, std::int64_t> norms = {nlohmann::json::object(), model.parameterCount()};
   if (failure.empty()) {

@@ -4,10 +4,12 @@ Exit codes: 0 fine (compare: no regression), 1 compare found a regression, 2 bad
 line on stderr, never a traceback.
 """
 import argparse
+import json
 import shutil
 import sys
 from pathlib import Path
 
+from .analyze import analyze, format_table as format_analysis
 from .compare import compare, format_json, format_junit, format_markdown, format_table, machine_key
 from .errors import InputError
 from .load import load_result, load_results
@@ -36,7 +38,19 @@ def _parser():
     c.add_argument("--markdown", help="write a markdown summary (for a CI job summary)")
     c.add_argument("--junit", help="write JUnit XML: one test case per compared record")
     c.add_argument("--json", help="write the comparison as JSON")
+    a = sub.add_parser("analyze", help="where each step of a --trace run went, per rank; stragglers; pipeline bubbles")
+    a.add_argument("trace_dir", help="the directory `trainscope train --trace DIR` wrote")
+    a.add_argument("--json", help="also write the analysis as JSON here")
+    a.add_argument("--straggler-ms", type=float, default=1.0, help="name a rank whose median arrival skew exceeds this (default 1 ms) and 3x the others'")
     return p
+
+
+def _analyze(args):
+    result = analyze(args.trace_dir, args.straggler_ms)
+    print(format_analysis(result))
+    if args.json:
+        _write(args.json, json.dumps(result, indent=1))
+    return 0
 
 
 def _write(path, text):
@@ -95,7 +109,7 @@ def _compare(args):
 def main(argv=None):
     try:
         args = _parser().parse_args(argv)
-        return _report(args) if args.command == "report" else _compare(args)
+        return {"report": _report, "compare": _compare, "analyze": _analyze}[args.command](args)
     except InputError as e:
         print(f"trainscope: error: {e}", file=sys.stderr)
         return 2

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "kernels/trace.h"
 #include "workloads/ops.h"
 #include "workloads/checkpoint/checkpoint.h"
 
@@ -14,6 +15,13 @@ namespace {
 
 double seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
+}
+
+double micros(std::chrono::steady_clock::time_point t) { return std::chrono::duration<double, std::micro>(t.time_since_epoch()).count(); }
+
+// A trace span between two instants of the step (nothing when tracing is off).
+void span(const std::string& name, const char* category, std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  if (trace::enabled()) trace::record(name, category, micros(a), micros(b));
 }
 
 // Host copies of device tensors, for the checkpoint files, and back.
@@ -128,7 +136,7 @@ Trainer::Trainer(const TrainOptions& options, const ProcessGrid* grid, double co
   }
   validateModelConfig(config, info);
   model_ = makeModel(config, microBatchSize(), *device_, TensorParallel{grid_->tpRank(), layout.tp});
-  if (grid_->tp()) tp_ = std::make_unique<TensorParallelGroup>(*grid_->tp(), commTimeoutS);
+  if (grid_->tp()) tp_ = std::make_unique<TensorParallelGroup>(*grid_->tp(), commTimeoutS, groupLabel(*grid_, "tp"));
   if (layout.pp > 1) {
     pipeline_ = std::make_unique<Pipeline>(*grid_, *model_, commTimeoutS);
     part_ = pipeline_->part();
@@ -183,6 +191,7 @@ StepResult Trainer::step() {
   const auto t0 = clock::now();
   data::Prefetcher::Next next = loader_->next();
   r.dataS = next.waitSeconds;
+  span("data", "phase", t0, clock::now());
   model_->zeroGrads();
   if (masters_) masters_->beginStep();
   r.lossScale = scaler_ ? scaler_->scale() : 1.0;
@@ -218,9 +227,13 @@ StepResult Trainer::step() {
     device_->synchronize();
     const auto b1 = clock::now();
     sync_->afterBackward(last);
+    const auto s1 = clock::now();
+    span(fmt::format("forward {}", i), "compute", f0, f1);
+    span(fmt::format("backward {}", i), "compute", f1, b1);
+    span("sync", "phase", b1, s1);
     r.forwardS += seconds(f0, f1);
     r.backwardS += seconds(f1, b1);
-    r.syncS += seconds(b1, clock::now());
+    r.syncS += seconds(b1, s1);
   }
   const auto s0 = clock::now();
   if (pipeline_) loss = pipeline_->sumOverStages(loss, false);  // the last stage's
@@ -254,15 +267,21 @@ StepResult Trainer::step() {
     }
     const auto o0 = clock::now();
     r.syncS += seconds(s0, o0);
+    span("sync", "phase", s0, o0);
     // Adam's bias correction counts the updates made, not the steps (a skipped step made none).
     optimizer_->step(r.lr, static_cast<int>(r.step + 1 - (scaler_ ? scaler_->skippedSteps() : 0)));
     device_->synchronize();
     const auto o1 = clock::now();
     r.optimizerS = seconds(o0, o1);
+    span("optimizer", "compute", o0, o1);
     sync_->afterUpdate();
     r.syncS += seconds(o1, clock::now());
+    span("sync", "phase", o1, clock::now());
   }
-  if (r.skipped) r.syncS += seconds(s0, clock::now());
+  if (r.skipped) {
+    r.syncS += seconds(s0, clock::now());
+    span("sync", "phase", s0, clock::now());
+  }
   r.comm = sync_->takeStepComm();
   for (StepComm p : {pipeline_ ? pipeline_->takeStepComm() : StepComm{}, tp_ ? tp_->takeStepComm() : StepComm{}}) {
     r.comm.communicationS += p.communicationS;
@@ -272,6 +291,7 @@ StepResult Trainer::step() {
   ++nextStep_;
   const auto end = clock::now();
   r.totalS = seconds(t0, end);
+  if (trace::enabled()) trace::record(fmt::format("step {}", r.step), "step", micros(t0), micros(end), trace::Track::kMain, {{"step", r.step}});
   if (!options_.checkpointDir.empty() && ((options_.checkpointEvery > 0 && nextStep_ % options_.checkpointEvery == 0) || done())) {
     saveCheckpoint();
     r.checkpointS = seconds(end, clock::now());

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "kernels/trace.h"
 #include "workloads/mixed_precision.h"
 #include "workloads/models/sequential_classifier.h"
 
@@ -56,6 +57,7 @@ const Tensor& Model::forwardLayers(const Tensor& x, StepContext& ctx, std::size_
   const Tensor* y = &x;
   for (std::size_t i = from; i < to; ++i) {
     Layer& l = *layers_[i];
+    trace::Span span("forward layer", "compute", static_cast<int>(i));
     if (ctx.beforeForward) ctx.beforeForward(l);
     y = &l.forward(*y, ctx);
     roundTo(compute_, *y);
@@ -69,6 +71,7 @@ const Tensor& Model::backwardLayers(const Tensor& dy, StepContext& ctx, std::siz
   roundTo(compute_, *d);
   for (std::size_t i = to; i-- > from;) {
     Layer& l = *layers_[i];
+    trace::Span span("backward layer", "compute", static_cast<int>(i));
     if (ctx.beforeBackward) ctx.beforeBackward(l);
     d = &l.backward(*d, ctx);
     roundTo(compute_, *d);

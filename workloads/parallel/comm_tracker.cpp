@@ -5,6 +5,7 @@
 
 #include "base/dtype.h"
 #include "base/error.h"
+#include "kernels/trace.h"
 
 namespace ts::wl {
 
@@ -37,10 +38,17 @@ int CommTracker::startRecv(float* buf, std::size_t count, int peer, int tag) {
   return track("recv", count * sizeof(float), [&] { return comm_.startRecv(0, buf, count, DType::kFloat32, peer, tag); });
 }
 
+void CommTracker::completed(Op& op) {
+  op.end = now();
+  if (trace::enabled())
+    trace::record(op.name, "communication", op.start * 1e6, op.end * 1e6, trace::Track::kCommunication,
+                  {{"bytes", op.bytes}, {"group", group_}, {"ranks", comm_.worldSize()}});
+}
+
 void CommTracker::poll() {
   const double t0 = now();
   for (auto& op : ops_)
-    if (op.end < 0 && op.pending->test()) op.end = now();
+    if (op.end < 0 && op.pending->test()) completed(op);
   exposedS_ += now() - t0;
 }
 
@@ -49,8 +57,9 @@ void CommTracker::wait(int id) {
   if (op.end >= 0) return;
   const double t0 = now();
   op.pending->wait(timeoutS_);
-  op.end = now();
+  completed(op);
   exposedS_ += op.end - t0;
+  if (trace::enabled()) trace::record("wait " + op.name, "wait", t0 * 1e6, op.end * 1e6, trace::Track::kMain, {{"group", group_}});
 }
 
 void CommTracker::waitAll() {

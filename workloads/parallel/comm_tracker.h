@@ -30,8 +30,10 @@ struct StepComm {
 
 class CommTracker {
  public:
-  CommTracker(Communicator& comm, double timeoutS) : comm_(comm), timeoutS_(timeoutS) {}
+  // group names the communicator in trace spans ("dp", "tp", "pp").
+  CommTracker(Communicator& comm, double timeoutS, std::string group = "") : comm_(comm), timeoutS_(timeoutS), group_(std::move(group)) {}
   Communicator& comm() { return comm_; }
+  void setGroup(std::string group) { group_ = std::move(group); }
   // Issues the call and returns its id.
   int start(const CollectiveCall& call);
   // Point to point (pipeline stages): a send to / a receive from `peer` of this communicator.
@@ -58,9 +60,11 @@ class CommTracker {
     std::unique_ptr<PendingCollective> pending;
   };
   double now() const;
+  void completed(Op& op);  // notes the end (and its trace span)
   int track(std::string name, std::size_t bytes, const std::function<std::unique_ptr<PendingCollective>()>& issue);
   Communicator& comm_;
   double timeoutS_;
+  std::string group_;
   std::vector<Op> ops_;
   double exposedS_ = 0;
   CommBuffer scalar_;

@@ -51,6 +51,9 @@ class GradientSync {
   // Bytes of gradients and optimizer-state parameters this rank keeps (for the record).
   std::size_t ownedParameterElements();
   StepComm takeStepComm() { return tracker_ ? tracker_->take() : StepComm{}; }
+  void setTraceLabel(const std::string& label) {
+    if (tracker_) tracker_->setGroup(label);
+  }
   // The group's mean of a per-rank figure (the loss); not counted as the step's communication.
   double groupMean(double v);
 
@@ -68,5 +71,9 @@ class GradientSync {
 
 // The sync of `grid`'s data-parallel group for the part's parameters (a group of one: no communication).
 std::unique_ptr<GradientSync> makeGradientSync(const ProcessGrid& grid, const ModelPart& part, double timeoutS);
+
+// How trace spans name a group: its kind and which one ("dp0", "pp1", "tp3"), so that the ranks of one
+// communicator can be told from those of another of the same kind.
+std::string groupLabel(const ProcessGrid& grid, const char* kind);
 
 }  // namespace ts::wl

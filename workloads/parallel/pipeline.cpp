@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "kernels/trace.h"
 #include "workloads/models/model.h"
 
 namespace ts::wl {
@@ -82,7 +83,7 @@ std::vector<PipeOp> pipelineSchedule(const std::string& kind, int stage, int sta
 
 Pipeline::Pipeline(const ProcessGrid& grid, Model& model, double timeoutS)
     : model_(model), stage_(grid.ppRank()), stagesCount_(grid.layout().pp), schedule_(grid.layout().schedule), comm_(grid.pp()),
-      tracker_(*grid.pp(), timeoutS) {
+      tracker_(*grid.pp(), timeoutS, groupLabel(grid, "pp")) {
   std::vector<double> flops;
   for (Layer* l : model.layers()) flops.push_back(l->forwardFlops());
   stages_ = splitStages(flops, stagesCount_, grid.layout().ppSplit);
@@ -164,6 +165,7 @@ double Pipeline::step(const std::vector<data::Batch>& micros, float scale, Gradi
       if (!last()) copy(outputs_[i], Tensor{y.data, outputs_[i].shape, y.device});
       device.synchronize();
       times.forwardS += now() - f0;
+      trace::record(fmt::format("forward {}", op.micro), "compute", f0 * 1e6, now() * 1e6);
       if (!last()) tracker_.startSend(outputs_[i].data, outCount_, stage_ + 1, tagOf(op.micro, false));
       tracker_.poll();
       continue;
@@ -183,9 +185,11 @@ double Pipeline::step(const std::vector<data::Batch>& micros, float scale, Gradi
     device.synchronize();
     const double b1 = now();
     times.backwardS += b1 - b0;
+    trace::record(fmt::format("backward {}", op.micro), "compute", b0 * 1e6, b1 * 1e6);
     if (!first()) tracker_.startSend(gradsOut_[i].data, inCount_, stage_ - 1, tagOf(op.micro, true));
     sync.afterBackward(lastBackward);
     times.syncS += now() - b1;
+    trace::record("sync", "phase", b1 * 1e6, now() * 1e6);
   }
   const double w0 = now();
   tracker_.waitAll();  // the last sends

@@ -1,0 +1,162 @@
+"""`trainscope analyze TRACE_DIR`: what a `--trace` run's spans say about where each step went.
+
+Per rank and step, from the spans alone (kernels/trace.h names the categories):
+  compute   = the union of "compute" spans minus the time blocked in "wait" spans inside them
+  exposed   = communication ("communication" spans, launch to completion) not under compute
+  idle      = the rest of the step (data waits, host overhead, pipeline bubbles)
+so compute + exposed + idle is the step, and overlap = compute during communication / communication.
+Stragglers: the k-th collective of a group (same label, e.g. "dp0") is one operation on every member;
+a rank's arrival skew is how much later than the first member it started it. A rank whose median skew is
+above --straggler-ms and well above the others' is named. Pipeline: each rank's time blocked on receives
+per step, as a fraction of the step (its bubble).
+"""
+import json
+import statistics
+from pathlib import Path
+
+from .errors import InputError
+
+P2P = {"send", "recv"}
+
+
+def load_trace_dir(directory):
+    d = Path(directory)
+    files = sorted(d.glob("rank-*.json"), key=lambda p: int(p.stem.split("-")[1]))
+    if not files:
+        raise InputError(f"{d}: no rank-<r>.json trace files (write them with `trainscope train --trace {d}`)")
+    ranks = {}
+    for f in files:
+        try:
+            doc = json.loads(f.read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise InputError(f"{f}: not a trace file ({e})")
+        rank = doc.get("distributedInfo", {}).get("rank")
+        if rank is None:
+            raise InputError(f"{f}: no distributedInfo.rank")
+        ranks[rank] = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+    return ranks
+
+
+def union(intervals):
+    out = []
+    for a, b in sorted(intervals):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return out
+
+
+def length(intervals):
+    return sum(b - a for a, b in intervals)
+
+
+def clip(intervals, lo, hi):
+    return [(max(a, lo), min(b, hi)) for a, b in intervals if min(b, hi) > max(a, lo)]
+
+
+def subtract(xs, ys):
+    """xs minus ys, both unions (sorted, disjoint)."""
+    out = []
+    for a, b in xs:
+        cur = a
+        for c, d in ys:
+            if d <= cur or c >= b:
+                continue
+            if c > cur:
+                out.append((cur, c))
+            cur = max(cur, d)
+        if cur < b:
+            out.append((cur, b))
+    return out
+
+
+def intersect(xs, ys):
+    return subtract(xs, subtract(xs, ys))
+
+
+def span(e):
+    return (e["ts"], e["ts"] + e["dur"])
+
+
+def step_breakdown(events):
+    steps = sorted((e for e in events if e.get("cat") == "step"), key=lambda e: e["ts"])
+    compute = union(span(e) for e in events if e.get("cat") == "compute")
+    waits = union(span(e) for e in events if e.get("cat") == "wait")
+    comm = union(span(e) for e in events if e.get("cat") == "communication")
+    recv_waits = union(span(e) for e in events if e.get("cat") == "wait" and e["name"] == "wait recv")
+    compute = subtract(compute, waits)
+    rows = []
+    for s in steps:
+        lo, hi = span(s)
+        c, m = clip(compute, lo, hi), clip(comm, lo, hi)
+        exposed = length(subtract(m, c))
+        both = length(intersect(c, m))
+        step = hi - lo
+        rows.append({"step": s.get("args", {}).get("step"), "step_us": step, "compute_us": length(c), "communication_us": length(m),
+                     "exposed_us": exposed, "idle_us": step - length(c) - exposed, "overlap": both / length(m) if length(m) > 0 else None,
+                     "pipeline_wait_us": length(clip(recv_waits, lo, hi))})
+    return rows
+
+
+def stragglers(ranks, threshold_ms):
+    """Per rank, the arrival skew at every collective of its groups; the ranks consistently late."""
+    seqs = {}  # (group, k) -> {rank: start}
+    for rank, events in ranks.items():
+        counters = {}
+        for e in sorted((e for e in events if e.get("cat") == "communication" and e["name"] not in P2P), key=lambda e: e["ts"]):
+            g = e.get("args", {}).get("group", "")
+            k = counters.get(g, 0)
+            counters[g] = k + 1
+            seqs.setdefault((g, k), {})[rank] = e["ts"]
+    skews = {rank: [] for rank in ranks}
+    for members in seqs.values():
+        if len(members) < 2:
+            continue
+        first = min(members.values())
+        for rank, t in members.items():
+            skews[rank].append(t - first)
+    medians = {rank: statistics.median(v) if v else 0.0 for rank, v in skews.items()}
+    named = []
+    for rank, m in medians.items():
+        others = [x for r, x in medians.items() if r != rank]
+        if m > threshold_ms * 1e3 and m > 3 * (statistics.median(others) if others else 0.0):
+            named.append(rank)
+    table = [{"rank": r, "collectives": len(skews[r]), "median_skew_us": medians[r], "max_skew_us": max(skews[r]) if skews[r] else 0.0,
+              "late": r in named} for r in sorted(ranks)]
+    return table, sorted(named)
+
+
+def analyze(directory, threshold_ms=1.0):
+    ranks = load_trace_dir(directory)
+    per_rank = []
+    for rank in sorted(ranks):
+        rows = step_breakdown(ranks[rank])
+        if not rows:
+            raise InputError(f"rank {rank}: the trace has no step spans")
+        med = lambda k: statistics.median(r[k] for r in rows)
+        overlaps = [r["overlap"] for r in rows if r["overlap"] is not None]
+        per_rank.append({"rank": rank, "steps": len(rows), "step_us": med("step_us"), "compute_us": med("compute_us"),
+                         "communication_us": med("communication_us"), "exposed_us": med("exposed_us"), "idle_us": med("idle_us"),
+                         "overlap": statistics.median(overlaps) if overlaps else None,
+                         "pipeline_bubble": statistics.median(r["pipeline_wait_us"] / r["step_us"] for r in rows),
+                         "per_step": rows})
+    table, late = stragglers(ranks, threshold_ms)
+    return {"ranks": per_rank, "stragglers": table, "late_ranks": late, "straggler_threshold_ms": threshold_ms}
+
+
+def format_table(result):
+    lines = ["# per rank, median per step (ms): compute + exposed communication + idle = step",
+             f"# {'rank':>4} {'step':>10} {'compute':>10} {'exposed':>10} {'idle':>10} {'comm':>10} {'overlap':>8} {'bubble':>7}"]
+    for r in result["ranks"]:
+        ov = f"{100 * r['overlap']:.0f}%" if r["overlap"] is not None else "-"
+        lines.append(f"  {r['rank']:>4} {r['step_us'] / 1e3:>10.3f} {r['compute_us'] / 1e3:>10.3f} {r['exposed_us'] / 1e3:>10.3f} "
+                     f"{r['idle_us'] / 1e3:>10.3f} {r['communication_us'] / 1e3:>10.3f} {ov:>8} {100 * r['pipeline_bubble']:>6.1f}%")
+    lines.append("# arrival skew at the collectives (ms): how much later than the first member each rank started them")
+    for s in result["stragglers"]:
+        lines.append(f"  rank {s['rank']:>3}: median {s['median_skew_us'] / 1e3:.3f}, max {s['max_skew_us'] / 1e3:.3f} over {s['collectives']} collective(s)"
+                     + ("  <- late" if s["late"] else ""))
+    late = result["late_ranks"]
+    lines.append(f"# stragglers: {', '.join(f'rank {r}' for r in late)}" if late else "# stragglers: none (no rank consistently late by more than "
+                 f"{result['straggler_threshold_ms']:g} ms)")
+    return "\n".join(lines)
