@@ -29,6 +29,7 @@ def _parser():
     r.add_argument("-o", "--output", required=True, help="directory to write index.html, the plots and summary.md into")
     r.add_argument("--label", action="append", help="a name per result, in order (default: the run's label, or host and date)")
     r.add_argument("--title", default="trainscope report")
+    r.add_argument("--trace", help="a `train --trace` directory: adds the profile section (one step of every rank, breakdown, stragglers)")
     c = sub.add_parser("compare", help="compare a candidate result with a baseline; exit 1 on a regression")
     c.add_argument("files", nargs="+", metavar="RESULT", help="BASELINE CANDIDATE, or CANDIDATE with --baseline-dir")
     c.add_argument("--baseline-dir", help="find the baseline as DIR/<machine key>.json (see README)")
@@ -63,7 +64,7 @@ def _write(path, text):
 
 def _report(args):
     results = load_results(args.results, args.label)
-    index = write_report(results, args.output, args.title)
+    index = write_report(results, args.output, args.title, args.trace)
     print(f"report: {index} (plots and summary.md beside it)")
     return 0
 

@@ -6,17 +6,20 @@ from pathlib import Path
 import jinja2
 
 from .plots import PlotSink
+from .profile import build_profile
 from .sections import all_sections
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
-def build_sections(results, outdir):
+def build_sections(results, outdir, trace_dir=None):
     plots = PlotSink(outdir)
     built = []
     for section in all_sections():
         if section.applies(results):
             built.append({"key": section.key, "title": section.title, "blocks": section.build(results, plots)})
+    if trace_dir:
+        built.append(build_profile(trace_dir, plots))
     return built
 
 
@@ -40,10 +43,10 @@ def summary_markdown(title, results, sections):
     return "\n".join(out)
 
 
-def write_report(results, outdir, title="trainscope report"):
+def write_report(results, outdir, title="trainscope report", trace_dir=None):
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
-    sections = build_sections(results, outdir)
+    sections = build_sections(results, outdir, trace_dir)
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
     made_at = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

@@ -99,3 +99,15 @@ def test_analyze_without_traces_is_one_line(tmp_path):
     r = run_trainscope(["analyze", tmp_path])
     assert r.rc == 2
     assert r.error_lines() == [f"trainscope: error: {tmp_path}: no rank-<r>.json trace files (write them with `trainscope train --trace {tmp_path}`)"]
+
+
+def test_the_report_gets_a_profile_section_from_the_traces(tmp_path):
+    d = traced(tmp_path, "straggler", RUNS["data-parallel"], env={"TRAINSCOPE_FAULT": "delay:rank=1:ms=40"})
+    rep = tmp_path / "rep"
+    r = run_trainscope(["report", tmp_path / "straggler.json", "--trace", d, "-o", rep])
+    assert r.rc == 0, r.err
+    html = (rep / "index.html").read_text()
+    assert "Profile" in html and "Arrival skew at the collectives" in html and "stragglers: rank 1" in html
+    for png in ("profile_gantt.png", "profile_breakdown.png"):
+        assert (rep / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "## Profile" in (rep / "summary.md").read_text()

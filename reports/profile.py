@@ -1,0 +1,67 @@
+"""The report's profile section, from a `train --trace DIR` directory (`report ... --trace DIR`): one
+step of every rank on one time axis (a Gantt picture), the breakdown per rank (compute, exposed
+communication, idle) with the overlap, and the stragglers (reports/analyze.py does the arithmetic)."""
+from .analyze import analyze, load_trace_dir
+from .plots import new_figure
+
+COLORS = {"compute": "C0", "wait": "C3", "phase": "0.75", "communication": "C1"}
+
+
+def build_profile(trace_dir, plots):
+    result = analyze(trace_dir)
+    ranks = load_trace_dir(trace_dir)
+    blocks = [{"kind": "text", "text": f"Traces in {trace_dir}: {len(ranks)} rank(s). Times are since a barrier all ranks left together."}]
+
+    # One step: the last one of rank 0, and the step of the same index on every other rank.
+    steps0 = sorted((e for e in ranks[min(ranks)] if e.get("cat") == "step"), key=lambda e: e["ts"])
+    index = len(steps0) - 1
+    fig, (ax,) = new_figure(width=8.0, height=0.8 + 0.55 * len(ranks))
+    t0 = None
+    for row, rank in enumerate(sorted(ranks)):
+        steps = sorted((e for e in ranks[rank] if e.get("cat") == "step"), key=lambda e: e["ts"])
+        if index >= len(steps):
+            continue
+        lo, hi = steps[index]["ts"], steps[index]["ts"] + steps[index]["dur"]
+        t0 = lo if t0 is None else min(t0, lo)
+        for e in ranks[rank]:
+            cat = e.get("cat")
+            if cat not in COLORS or e["ts"] + e["dur"] < lo or e["ts"] > hi:
+                continue
+            y, h = (row - 0.05, 0.3) if cat == "communication" else (row - 0.4, 0.35)
+            ax.broken_barh([(e["ts"] / 1e3, e["dur"] / 1e3)], (y, h), color=COLORS[cat], linewidth=0)
+    ax.set_yticks(range(len(ranks)))
+    ax.set_yticklabels([f"rank {r}" for r in sorted(ranks)])
+    ax.set_xlabel("time (ms)")
+    ax.set_title(f"step {index}: compute (blue), blocked waits (red), phases (grey), collectives in flight (orange, below)")
+    if t0 is not None:
+        ax.set_xlim(left=t0 / 1e3)
+    ax.invert_yaxis()
+    blocks.append(plots.save(fig, "profile_gantt", "one step, every rank", "a Gantt chart of one training step on every rank"))
+
+    fig, (ax,) = new_figure(width=7.5, height=0.6 + 0.4 * len(result["ranks"]))
+    labels = [f"rank {r['rank']}" for r in result["ranks"]]
+    left = [0.0] * len(labels)
+    for j, (part, color) in enumerate((("compute_us", "C0"), ("exposed_us", "C3"), ("idle_us", "0.7"))):
+        widths = [r[part] / 1e3 for r in result["ranks"]]
+        ax.barh(labels, widths, left=left, color=color, label=part[:-3].replace("exposed", "exposed communication"))
+        left = [a + b for a, b in zip(left, widths)]
+    ax.set_xlabel("median per step (ms)")
+    ax.set_title("where each rank's step goes")
+    ax.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.3), frameon=False)
+    ax.invert_yaxis()
+    blocks.append(plots.save(fig, "profile_breakdown", "breakdown per rank", "compute, exposed communication and idle time per rank"))
+
+    rows = [[r["rank"], f"{r['step_us'] / 1e3:.3f}", f"{r['compute_us'] / 1e3:.3f}", f"{r['exposed_us'] / 1e3:.3f}", f"{r['idle_us'] / 1e3:.3f}",
+             f"{r['communication_us'] / 1e3:.3f}", f"{100 * r['overlap']:.0f}%" if r["overlap"] is not None else "-", f"{100 * r['pipeline_bubble']:.1f}%"]
+            for r in result["ranks"]]
+    blocks.append({"kind": "table", "caption": "Per rank, median per step (ms): compute + exposed communication + idle = step; overlap = compute "
+                                               "during communication / communication; bubble = blocked on pipeline receives / step",
+                   "columns": ["rank", "step", "compute", "exposed", "idle", "communication", "overlap", "bubble"], "rows": rows})
+    rows = [[s["rank"], s["collectives"], f"{s['median_skew_us'] / 1e3:.3f}", f"{s['max_skew_us'] / 1e3:.3f}", "late" if s["late"] else ""]
+            for s in result["stragglers"]]
+    blocks.append({"kind": "table", "caption": "Arrival skew at the collectives (ms): how much later than the first member of its group each rank "
+                                               f"started them; late = median above {result['straggler_threshold_ms']:g} ms and 3x the others'",
+                   "columns": ["rank", "collectives", "median skew", "max skew", "straggler"], "rows": rows})
+    if result["late_ranks"]:
+        blocks.insert(1, {"kind": "alert", "text": "stragglers: " + ", ".join(f"rank {r}" for r in result["late_ranks"])})
+    return {"key": "profile", "title": "Profile", "blocks": blocks}
