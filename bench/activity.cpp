@@ -45,7 +45,10 @@ void writeAll(const char* s, std::size_t n) {
 
 std::atomic<bool> g_graceful{false};
 
+std::atomic<bool> g_reported{false};
+
 extern "C" void onSignal(int sig) {
+  if (g_reported.load()) ::_exit(128 + sig);  // the run's error is already said: the launcher only ends us
   if (g_graceful.load() && stopRequested() == 0) {
     requestStop(sig);
     return;
@@ -97,6 +100,7 @@ std::string who() {
 }
 
 void setGracefulStop(bool on) { g_graceful.store(on); }
+void errorReported() { g_reported.store(true); }
 
 void installSignalHandlers() {
   {

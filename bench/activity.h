@@ -16,5 +16,8 @@ void installSignalHandlers();
 // While on, the first SIGTERM/SIGINT/SIGHUP only records a stop request (base/stop_request.h) for the
 // waiting loops to act on, so that the caller can keep what it measured; a second one ends at once.
 void setGracefulStop(bool on);
+// The run's error has been printed (by this process or, agreed, by process 0): a signal from the
+// launcher ending the other processes now exits without a second line.
+void errorReported();
 
 }  // namespace ts::activity

@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    ts::activity::errorReported();
     if (printsSharedErrors()) printError(fmt::format("{} (see trainscope --help)", e.what()));
     return 2;
   }
@@ -60,17 +61,22 @@ int main(int argc, char** argv) {
       if (app.got_subcommand(name)) return action(args);
     return 2;
   } catch (const ts::AgreedError& e) {
-    // Every process failed the same way and is exiting: one line, from the first process.
+    // Every process failed the same way and is exiting: one line, from the first process. A process that
+    // exits first makes the launcher stop the rest, which must then not add a "stopped by signal" line.
+    ts::activity::errorReported();
     if (printsSharedErrors()) printError(e.what());
     return e.usage() ? 2 : 1;
   } catch (const ts::UsageError& e) {
+    ts::activity::errorReported();
     if (printsSharedErrors()) printError(e.what());
     return 2;
   } catch (const ts::Error& e) {
     // A failure on this process only: say where, and end the others, which may be waiting for it.
+    ts::activity::errorReported();
     printError(fmt::format("{}: {}", ts::activity::who(), e.what()));
     std::quick_exit(1);
   } catch (const std::exception& e) {
+    ts::activity::errorReported();
     printError(fmt::format("{}: internal error: {}", ts::activity::who(), e.what()));
     std::quick_exit(1);
   }
