@@ -18,6 +18,10 @@ void record(std::string name, std::string category, double startUs, double endUs
   g_events.push_back({std::move(name), std::move(category), startUs, endUs - startUs, track, std::move(args)});
 }
 
+void record(const char* name, int index, const char* category, double startUs, double endUs) {
+  if (g_on) record(index >= 0 ? std::string(name) + " " + std::to_string(index) : std::string(name), category, startUs, endUs);
+}
+
 std::vector<Event> take() {
   std::vector<Event> out;
   out.swap(g_events);
@@ -29,8 +33,7 @@ Span::Span(const char* name, const char* category, int index) : on_(g_on), name_
 }
 
 Span::~Span() {
-  if (!on_) return;
-  record(index_ >= 0 ? std::string(name_) + " " + std::to_string(index_) : std::string(name_), category_, start_, nowUs());
+  if (on_) record(name_, index_, category_, start_, nowUs());
 }
 
 }  // namespace ts::trace

@@ -130,41 +130,32 @@ cuda::Convolution& convolutionFor(Device& d, const cpu::Conv2dShape& s) { return
 }  // namespace
 #endif
 
-void conv2dForward([[maybe_unused]] Device& d, float* y, const float* x, const float* w, const cpu::Conv2dShape& s) {
+namespace {
+// A convolution through cuDNN on a CUDA device (an error where cuDNN is not built in), else on the CPU.
+template <typename OnCuda, typename OnCpu>
+void convolution([[maybe_unused]] Device& d, [[maybe_unused]] const cpu::Conv2dShape& s, [[maybe_unused]] OnCuda&& onCuda, OnCpu&& onCpu) {
 #ifdef TRAINSCOPE_HAVE_CUDA
   if (d.cuda()) {
 #ifdef TRAINSCOPE_HAVE_CUDNN
-    return convolutionFor(d, s).forward(y, x, w, nullptr, TS_STREAM(d), 0.0f);
+    return onCuda(convolutionFor(d, s), TS_STREAM(d));
 #else
     noCudnn();
 #endif
   }
 #endif
-  cpu::conv2dForward(y, x, w, nullptr, s);
+  onCpu();
 }
-void conv2dBackwardData([[maybe_unused]] Device& d, float* dx, const float* dy, const float* w, const cpu::Conv2dShape& s) {
-#ifdef TRAINSCOPE_HAVE_CUDA
-  if (d.cuda()) {
-#ifdef TRAINSCOPE_HAVE_CUDNN
-    return convolutionFor(d, s).backwardData(dx, dy, w, TS_STREAM(d), 1.0f);  // accumulate, as the CPU does
-#else
-    noCudnn();
-#endif
-  }
-#endif
-  cpu::conv2dBackwardData(dx, dy, w, s);
+}  // namespace
+
+void conv2dForward(Device& d, float* y, const float* x, const float* w, const cpu::Conv2dShape& s) {
+  convolution(d, s, [&](auto& c, auto stream) { c.forward(y, x, w, nullptr, stream, 0.0f); }, [&] { cpu::conv2dForward(y, x, w, nullptr, s); });
 }
-void conv2dBackwardFilter([[maybe_unused]] Device& d, float* dw, const float* dy, const float* x, const cpu::Conv2dShape& s) {
-#ifdef TRAINSCOPE_HAVE_CUDA
-  if (d.cuda()) {
-#ifdef TRAINSCOPE_HAVE_CUDNN
-    return convolutionFor(d, s).backwardFilter(dw, nullptr, dy, x, TS_STREAM(d), 1.0f);
-#else
-    noCudnn();
-#endif
-  }
-#endif
-  cpu::conv2dBackwardFilter(dw, nullptr, dy, x, s);
+void conv2dBackwardData(Device& d, float* dx, const float* dy, const float* w, const cpu::Conv2dShape& s) {
+  convolution(d, s, [&](auto& c, auto stream) { c.backwardData(dx, dy, w, stream, 1.0f); },  // accumulate, as the CPU does
+              [&] { cpu::conv2dBackwardData(dx, dy, w, s); });
+}
+void conv2dBackwardFilter(Device& d, float* dw, const float* dy, const float* x, const cpu::Conv2dShape& s) {
+  convolution(d, s, [&](auto& c, auto stream) { c.backwardFilter(dw, nullptr, dy, x, stream, 1.0f); }, [&] { cpu::conv2dBackwardFilter(dw, nullptr, dy, x, s); });
 }
 
 void sgdMomentumUpdate([[maybe_unused]] Device& d, float* p, const float* g, float* mom, std::size_t n, float lr, float mu, float wd) {

@@ -19,9 +19,9 @@ double seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_cloc
 
 double micros(std::chrono::steady_clock::time_point t) { return std::chrono::duration<double, std::micro>(t.time_since_epoch()).count(); }
 
-// A trace span between two instants of the step (nothing when tracing is off).
-void span(const std::string& name, const char* category, std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
-  if (trace::enabled()) trace::record(name, category, micros(a), micros(b));
+// A trace span "<name> [index]" between two instants of the step (nothing when tracing is off).
+void span(const char* name, const char* category, std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b, int index = -1) {
+  trace::record(name, index, category, micros(a), micros(b));
 }
 
 // Host copies of device tensors, for the checkpoint files, and back.
@@ -228,8 +228,8 @@ StepResult Trainer::step() {
     const auto b1 = clock::now();
     sync_->afterBackward(last);
     const auto s1 = clock::now();
-    span(fmt::format("forward {}", i), "compute", f0, f1);
-    span(fmt::format("backward {}", i), "compute", f1, b1);
+    span("forward", "compute", f0, f1, static_cast<int>(i));
+    span("backward", "compute", f1, b1, static_cast<int>(i));
     span("sync", "phase", b1, s1);
     r.forwardS += seconds(f0, f1);
     r.backwardS += seconds(f1, b1);

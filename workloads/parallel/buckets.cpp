@@ -29,13 +29,13 @@ Buckets::Buckets(const std::vector<Param*>& modelOrder, double bucketMb, int par
     b.padded = (b.elements + parts - 1) / parts * parts;
     b.chunk = b.padded / parts;
     b.flat = arena.tensor({static_cast<std::int64_t>(b.padded)});
-    for (std::size_t s = 0; s < b.slots.size(); ++s) where_.push_back({b.slots[s].param, {i, s}});
+    for (std::size_t s = 0; s < b.slots.size(); ++s) where_[b.slots[s].param] = {i, s};
   }
   buckets_ = std::move(list);
 }
 
 Bucket* Buckets::deposit(Param& p) {
-  const auto it = std::find_if(where_.begin(), where_.end(), [&](const auto& w) { return w.first == &p; });
+  const auto it = where_.find(&p);
   if (it == where_.end()) throw Error(fmt::format("internal: gradient of {} reported, and it is in no bucket", p.name));
   Bucket& b = buckets_[it->second.first];
   Bucket::Slot& s = b.slots[it->second.second];

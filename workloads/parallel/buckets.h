@@ -5,6 +5,7 @@
 // reduce-scatter and all-gather, or the shards of the parameter servers. Chunk k of every bucket
 // belongs to part k.
 #include <cstddef>
+#include <unordered_map>
 #include <vector>
 
 #include "workloads/layers/layer.h"
@@ -45,7 +46,7 @@ class Buckets {
 
  private:
   std::vector<Bucket> buckets_;
-  std::vector<std::pair<Param*, std::pair<std::size_t, std::size_t>>> where_;  // param -> (bucket, slot)
+  std::unordered_map<const Param*, std::pair<std::size_t, std::size_t>> where_;  // param -> (bucket, slot)
 };
 
 // A view of n elements of t from element `offset`.

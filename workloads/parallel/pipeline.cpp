@@ -165,7 +165,7 @@ double Pipeline::step(const std::vector<data::Batch>& micros, float scale, Gradi
       if (!last()) copy(outputs_[i], Tensor{y.data, outputs_[i].shape, y.device});
       device.synchronize();
       times.forwardS += now() - f0;
-      trace::record(fmt::format("forward {}", op.micro), "compute", f0 * 1e6, now() * 1e6);
+      trace::record("forward", op.micro, "compute", f0 * 1e6, now() * 1e6);
       if (!last()) tracker_.startSend(outputs_[i].data, outCount_, stage_ + 1, tagOf(op.micro, false));
       tracker_.poll();
       continue;
@@ -185,11 +185,11 @@ double Pipeline::step(const std::vector<data::Batch>& micros, float scale, Gradi
     device.synchronize();
     const double b1 = now();
     times.backwardS += b1 - b0;
-    trace::record(fmt::format("backward {}", op.micro), "compute", b0 * 1e6, b1 * 1e6);
+    trace::record("backward", op.micro, "compute", b0 * 1e6, b1 * 1e6);
     if (!first()) tracker_.startSend(gradsOut_[i].data, inCount_, stage_ - 1, tagOf(op.micro, true));
     sync.afterBackward(lastBackward);
     times.syncS += now() - b1;
-    trace::record("sync", "phase", b1 * 1e6, now() * 1e6);
+    trace::record("sync", -1, "phase", b1 * 1e6, now() * 1e6);
   }
   const double w0 = now();
   tracker_.waitAll();  // the last sends
