@@ -198,7 +198,7 @@ class CollectivesRun {
     const std::string what = describe(c, a, lay, inPlace);
     activity::set(what);
     ErrorContext ctx(what);
-    NvtxRange range(what, RangeCategory::kCommunication);
+    NvtxRange range(what, nvtx::Category::kCommunication);
 
     std::vector<Placement> ptrs;
     for (int l = 0; l < comm_.localCount(); ++l) ptrs.push_back(placement(l, c, lay, a.dtype, inPlace));

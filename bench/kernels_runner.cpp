@@ -286,7 +286,7 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
     if (shapes.empty() && o.userShapes.empty()) shapes = op->shapes(o.hidden, o.seq, o.batch, o.vocab);
     for (const KernelShape& shape : shapes) {
       activity::set(fmt::format("kernel {} {} ({})", op->name(), shape.name, dimsText(shape)));
-      NvtxRange range(fmt::format("kernel {} {}", op->name(), shape.name), RangeCategory::kCompute);
+      NvtxRange range(fmt::format("kernel {} {}", op->name(), shape.name), nvtx::Category::kCompute);
       std::unique_ptr<KernelCase> kc;
       try {
         kc = o.cuda ? op->makeCuda(shape, o.settings) : op->make(shape, o.settings);

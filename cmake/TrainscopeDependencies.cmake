@@ -32,6 +32,14 @@ if(TRAINSCOPE_WITH_CUDA)
   endif()
 endif()
 
+# NVTX3 ranges: header-only, shipped with the CUDA toolkit; used with or without the CUDA build (nsys
+# profiles CPU runs too). Set NVTX3_INCLUDE_DIR to use a copy from github.com/NVIDIA/NVTX instead.
+find_path(NVTX3_INCLUDE_DIR nvtx3/nvToolsExt.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+set(TRAINSCOPE_HAVE_NVTX OFF)
+if(NVTX3_INCLUDE_DIR)
+  set(TRAINSCOPE_HAVE_NVTX ON)
+endif()
+
 set(TRAINSCOPE_HAVE_MPI OFF)
 if(TRAINSCOPE_WITH_MPI)
   find_package(MPI COMPONENTS C)

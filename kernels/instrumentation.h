@@ -1,42 +1,37 @@
 #pragma once
-// NVTX ranges, so that an Nsight Systems capture of any trainscope run reads as what trainscope did
-// ("all_reduce 4 MiB", "kernel gemm attn.qkv"). NVTX3 is header-only: with no profiler attached each range
-// costs a branch. Without CUDA the ranges compile to nothing. Categories colour the ranges by kind.
+// NVTX ranges, so that an Nsight Systems capture (`nsys profile trainscope ...`) reads as what trainscope did:
+// "forward 3", "all_reduce", "kernel gemm attn.qkv", in the domain "trainscope", coloured and grouped by
+// category (compute, communication, data, optimizer, step, measurement). NVTX3 is header-only and built in
+// whenever its header is found (it ships with the CUDA toolkit), GPU or not: with no tool attached each
+// call is one indirect call into a no-op. Without the header the calls compile to nothing.
+//
+// Ranges pushed by a thread are popped by it in reverse order (push/pop); an operation that completes out
+// of order (an asynchronous collective) uses start/end instead.
 #include <cstdint>
 #include <string>
 
-#ifdef TRAINSCOPE_HAVE_CUDA
-#include <nvtx3/nvToolsExt.h>
-#endif
+namespace ts::nvtx {
+
+enum class Category : std::uint32_t { kCompute = 1, kCommunication = 2, kData = 3, kOptimizer = 4, kStep = 5, kMeasurement = 6 };
+
+bool available();  // built with NVTX
+// A nested range on this thread; `payload` >= 0 is shown beside the name (a micro-batch or layer index).
+void push(const char* message, Category category, std::int64_t payload = -1);
+void pop();
+// A range that may end in any order (0 when NVTX is not built in).
+std::uint64_t start(const char* message, Category category);
+void end(std::uint64_t id);
+
+}  // namespace ts::nvtx
 
 namespace ts {
 
-enum class RangeCategory : std::uint32_t { kCompute = 1, kCommunication = 2, kData = 3, kOptimizer = 4, kMeasurement = 5 };
-
+// RAII push/pop of a range (exception-safe).
 class NvtxRange {
  public:
-  NvtxRange(const std::string& name, RangeCategory category) {
-#ifdef TRAINSCOPE_HAVE_CUDA
-    static constexpr std::uint32_t kColors[] = {0xff888888u, 0xff2e7d32u, 0xff1565c0u, 0xfff9a825u, 0xff6a1b9au, 0xff546e7au};
-    nvtxEventAttributes_t a{};
-    a.version = NVTX_VERSION;
-    a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-    a.category = static_cast<std::uint32_t>(category);
-    a.colorType = NVTX_COLOR_ARGB;
-    a.color = kColors[static_cast<std::uint32_t>(category) % 6];
-    a.messageType = NVTX_MESSAGE_TYPE_ASCII;
-    a.message.ascii = name.c_str();
-    nvtxRangePushEx(&a);
-#else
-    (void)name;
-    (void)category;
-#endif
-  }
-  ~NvtxRange() {
-#ifdef TRAINSCOPE_HAVE_CUDA
-    nvtxRangePop();
-#endif
-  }
+  NvtxRange(const char* name, nvtx::Category category) { nvtx::push(name, category); }
+  NvtxRange(const std::string& name, nvtx::Category category) : NvtxRange(name.c_str(), category) {}
+  ~NvtxRange() { nvtx::pop(); }
   NvtxRange(const NvtxRange&) = delete;
   NvtxRange& operator=(const NvtxRange&) = delete;
 };

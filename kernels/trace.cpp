@@ -1,6 +1,9 @@
 #include "kernels/trace.h"
 
 #include <chrono>
+#include <cstring>
+
+#include "kernels/instrumentation.h"
 
 namespace ts::trace {
 namespace {
@@ -28,12 +31,38 @@ std::vector<Event> take() {
   return out;
 }
 
-Span::Span(const char* name, const char* category, int index) : on_(g_on), name_(name), category_(category), index_(index) {
-  if (on_) start_ = nowUs();
+namespace {
+// The NVTX category of a span: the trace's categories, with the data phase and the optimizer apart.
+nvtx::Category nvtxCategory(const char* name, const char* category) {
+  if (std::strcmp(category, "compute") == 0) return std::strcmp(name, "optimizer") == 0 ? nvtx::Category::kOptimizer : nvtx::Category::kCompute;
+  if (std::strcmp(category, "step") == 0) return nvtx::Category::kStep;
+  if (std::strcmp(name, "data") == 0 || std::strcmp(name, "checkpoint") == 0) return nvtx::Category::kData;
+  return nvtx::Category::kCommunication;  // "communication", "wait", and the "sync" phase
+}
+}  // namespace
+
+Span::Span(const char* name, const char* category, int index) : name_(name), category_(category), index_(index), start_(nowUs()) {
+  nvtx::push(name, nvtxCategory(name, category), index);
 }
 
 Span::~Span() {
-  if (on_) record(name_, index_, category_, start_, nowUs());
+  if (open_) close();
+}
+
+double Span::close() {
+  const double end = nowUs();
+  if (!open_) return 0;
+  open_ = false;
+  nvtx::pop();
+  if (g_on) {
+    record(index_ >= 0 ? std::string(name_) + " " + std::to_string(index_) : std::string(name_), category_, start_, end, Track::kMain,
+           std::move(args_));
+  }
+  return (end - start_) * 1e-6;
+}
+
+void Span::annotate(nlohmann::json args) {
+  if (g_on) args_ = std::move(args);
 }
 
 }  // namespace ts::trace

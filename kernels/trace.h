@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+
 #include <nlohmann/json.hpp>
 
 namespace ts::trace {
@@ -31,21 +32,28 @@ void record(std::string name, std::string category, double startUs, double endUs
 void record(const char* name, int index, const char* category, double startUs, double endUs);
 std::vector<Event> take();  // everything recorded so far, in order; clears it
 
-// RAII: a span from construction to destruction. The name is "<name>" or "<name> <index>".
+// RAII: a span from construction to close() (or destruction), and the NVTX range of the same name and
+// category around it (kernels/instrumentation.h), so `nsys profile` shows what the trace shows. The name is
+// "<name>" or "<name> <index>" (NVTX: the index is the payload). Spans on one thread nest (LIFO).
 class Span {
  public:
-  Span() = default;
   Span(const char* name, const char* category, int index = -1);
   ~Span();
   Span(const Span&) = delete;
   Span& operator=(const Span&) = delete;
+  // Ends the span now; returns its length in seconds (measured whether tracing is on or not, so the
+  // caller's phase timing and the trace are one clock reading).
+  double close();
+  // Arguments kept with the span in the trace (ignored when tracing is off).
+  void annotate(nlohmann::json args);
 
  private:
-  bool on_ = false;
-  const char* name_ = nullptr;
-  const char* category_ = nullptr;
-  int index_ = -1;
-  double start_ = 0;
+  bool open_ = true;
+  const char* name_;
+  const char* category_;
+  int index_;
+  double start_;
+  nlohmann::json args_;
 };
 
 }  // namespace ts::trace

@@ -13,17 +13,6 @@
 namespace ts::wl {
 namespace {
 
-double seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
-double micros(std::chrono::steady_clock::time_point t) { return std::chrono::duration<double, std::micro>(t.time_since_epoch()).count(); }
-
-// A trace span "<name> [index]" between two instants of the step (nothing when tracing is off).
-void span(const char* name, const char* category, std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b, int index = -1) {
-  trace::record(name, index, category, micros(a), micros(b));
-}
-
 // Host copies of device tensors, for the checkpoint files, and back.
 struct HostTensors {
   std::vector<std::vector<float>> values;
@@ -185,13 +174,15 @@ nlohmann::json Trainer::resolvedConfig() const {
 
 StepResult Trainer::step() {
   if (done()) throw Error("internal: Trainer::step after the last step");
-  using clock = std::chrono::steady_clock;
   StepResult r;
   r.step = nextStep_;
-  const auto t0 = clock::now();
+  // Every phase is a trace span (and an NVTX range); the phase times are the spans' lengths.
+  trace::Span stepSpan("step", "step", static_cast<int>(r.step));
+  stepSpan.annotate({{"step", r.step}});
+  trace::Span dataSpan("data", "phase");
   data::Prefetcher::Next next = loader_->next();
+  dataSpan.close();
   r.dataS = next.waitSeconds;
-  span("data", "phase", t0, clock::now());
   model_->zeroGrads();
   if (masters_) masters_->beginStep();
   r.lossScale = scaler_ ? scaler_->scale() : 1.0;
@@ -215,27 +206,23 @@ StepResult Trainer::step() {
   for (std::int64_t i = 0; !pipeline_ && i < M; ++i) {
     const bool last = i == M - 1;
     const data::Batch micro = M == 1 ? std::move(next.batch) : next.batch.slice(i * mb, (i + 1) * mb);
-    const auto f0 = clock::now();
+    trace::Span forward("forward", "compute", static_cast<int>(i));
     sync_->beforeForward(ctx);
     lastMicroLoss_ = model_->forward(micro, ctx);
     loss += lastMicroLoss_;
     lastIndices_ = micro.sampleIndices;
     device_->synchronize();
-    const auto f1 = clock::now();
+    r.forwardS += forward.close();
+    trace::Span backward("backward", "compute", static_cast<int>(i));
     sync_->beforeBackward(ctx, last);
     model_->backward(scale, ctx);
     device_->synchronize();
-    const auto b1 = clock::now();
+    r.backwardS += backward.close();
+    trace::Span sync("sync", "phase");
     sync_->afterBackward(last);
-    const auto s1 = clock::now();
-    span("forward", "compute", f0, f1, static_cast<int>(i));
-    span("backward", "compute", f1, b1, static_cast<int>(i));
-    span("sync", "phase", b1, s1);
-    r.forwardS += seconds(f0, f1);
-    r.backwardS += seconds(f1, b1);
-    r.syncS += seconds(b1, s1);
+    r.syncS += sync.close();
   }
-  const auto s0 = clock::now();
+  trace::Span syncSpan("sync", "phase");
   if (pipeline_) loss = pipeline_->sumOverStages(loss, false);  // the last stage's
   r.loss = sync_->groupMean(loss / static_cast<double>(M));      // every rank's mean: the same on all, so all decide alike
   if (masters_) masters_->endStep();
@@ -265,23 +252,17 @@ StepResult Trainer::step() {
       const float s = static_cast<float>(options_.clipNorm / r.gradNorm);
       for (Param* p : params) ops::scale(*p->grad.device, p->grad.data, s, p->grad.numel());
     }
-    const auto o0 = clock::now();
-    r.syncS += seconds(s0, o0);
-    span("sync", "phase", s0, o0);
+    r.syncS += syncSpan.close();
+    trace::Span optimizerSpan("optimizer", "compute");
     // Adam's bias correction counts the updates made, not the steps (a skipped step made none).
     optimizer_->step(r.lr, static_cast<int>(r.step + 1 - (scaler_ ? scaler_->skippedSteps() : 0)));
     device_->synchronize();
-    const auto o1 = clock::now();
-    r.optimizerS = seconds(o0, o1);
-    span("optimizer", "compute", o0, o1);
+    r.optimizerS = optimizerSpan.close();
+    trace::Span afterUpdate("sync", "phase");
     sync_->afterUpdate();
-    r.syncS += seconds(o1, clock::now());
-    span("sync", "phase", o1, clock::now());
+    r.syncS += afterUpdate.close();
   }
-  if (r.skipped) {
-    r.syncS += seconds(s0, clock::now());
-    span("sync", "phase", s0, clock::now());
-  }
+  if (r.skipped) r.syncS += syncSpan.close();
   r.comm = sync_->takeStepComm();
   for (StepComm p : {pipeline_ ? pipeline_->takeStepComm() : StepComm{}, tp_ ? tp_->takeStepComm() : StepComm{}}) {
     r.comm.communicationS += p.communicationS;
@@ -289,12 +270,11 @@ StepResult Trainer::step() {
     r.comm.collectives.insert(r.comm.collectives.end(), p.collectives.begin(), p.collectives.end());
   }
   ++nextStep_;
-  const auto end = clock::now();
-  r.totalS = seconds(t0, end);
-  if (trace::enabled()) trace::record(fmt::format("step {}", r.step), "step", micros(t0), micros(end), trace::Track::kMain, {{"step", r.step}});
+  r.totalS = stepSpan.close();
   if (!options_.checkpointDir.empty() && ((options_.checkpointEvery > 0 && nextStep_ % options_.checkpointEvery == 0) || done())) {
+    trace::Span checkpoint("checkpoint", "phase");
     saveCheckpoint();
-    r.checkpointS = seconds(end, clock::now());
+    r.checkpointS = checkpoint.close();
   }
   return r;
 }

@@ -5,6 +5,7 @@
 
 #include "base/dtype.h"
 #include "base/error.h"
+#include "kernels/instrumentation.h"
 #include "kernels/trace.h"
 
 namespace ts::wl {
@@ -16,6 +17,7 @@ int CommTracker::track(std::string name, std::size_t bytes, const std::function<
   op.name = std::move(name);
   op.bytes = bytes;
   op.start = now();
+  op.nvtxRange = nvtx::start(op.name.c_str(), nvtx::Category::kCommunication);
   op.pending = issue();
   exposedS_ += now() - op.start;  // issuing is host time taken from compute (MPI may do the work here)
   ops_.push_back(std::move(op));
@@ -40,6 +42,7 @@ int CommTracker::startRecv(float* buf, std::size_t count, int peer, int tag) {
 
 void CommTracker::completed(Op& op) {
   op.end = now();
+  nvtx::end(op.nvtxRange);
   if (trace::enabled())
     trace::record(op.name, "communication", op.start * 1e6, op.end * 1e6, trace::Track::kCommunication,
                   {{"bytes", op.bytes}, {"group", group_}, {"ranks", comm_.worldSize()}});
@@ -56,7 +59,10 @@ void CommTracker::wait(int id) {
   Op& op = ops_.at(static_cast<std::size_t>(id));
   if (op.end >= 0) return;
   const double t0 = now();
-  op.pending->wait(timeoutS_);
+  {
+    const NvtxRange range("wait", nvtx::Category::kCommunication);
+    op.pending->wait(timeoutS_);
+  }
   completed(op);
   exposedS_ += op.end - t0;
   if (trace::enabled()) trace::record("wait " + op.name, "wait", t0 * 1e6, op.end * 1e6, trace::Track::kMain, {{"group", group_}});

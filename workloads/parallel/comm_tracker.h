@@ -7,6 +7,7 @@
 // has fired by the time it is polled. communication_s is the length of the union of the intervals, so
 // concurrent ops count once.
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -58,6 +59,7 @@ class CommTracker {
     std::size_t bytes;
     double start, end = -1;
     std::unique_ptr<PendingCollective> pending;
+    std::uint64_t nvtxRange = 0;  // launch to observed completion, as in the trace
   };
   double now() const;
   void completed(Op& op);  // notes the end (and its trace span)

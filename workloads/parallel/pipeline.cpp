@@ -159,20 +159,19 @@ double Pipeline::step(const std::vector<data::Batch>& micros, float scale, Gradi
     const auto i = static_cast<std::size_t>(op.micro);
     if (op.forward) {
       if (!first()) blockOn(tracker_.startRecv(inputs_[i].data, inCount_, stage_ - 1, tagOf(op.micro, false)));
-      const double f0 = now();
+      trace::Span forward("forward", "compute", op.micro);
       sync.beforeForward(ctx);
       const Tensor& y = forwardMicro(micros[i], op.micro, ctx, &lossSum);
       if (!last()) copy(outputs_[i], Tensor{y.data, outputs_[i].shape, y.device});
       device.synchronize();
-      times.forwardS += now() - f0;
-      trace::record("forward", op.micro, "compute", f0 * 1e6, now() * 1e6);
+      times.forwardS += forward.close();
       if (!last()) tracker_.startSend(outputs_[i].data, outCount_, stage_ + 1, tagOf(op.micro, false));
       tracker_.poll();
       continue;
     }
     const bool lastBackward = --backwardsLeft == 0;
     if (!last()) blockOn(tracker_.startRecv(gradIn_.data, outCount_, stage_ + 1, tagOf(op.micro, true)));
-    const double b0 = now();
+    trace::Span backward("backward", "compute", op.micro);
     if (held_ != op.micro) {
       sync.beforeForward(ctx);
       forwardMicro(micros[i], op.micro, ctx, nullptr);  // recomputation: the loss was counted the first time
@@ -183,13 +182,11 @@ double Pipeline::step(const std::vector<data::Batch>& micros, float scale, Gradi
     if (first()) model_.embedBackward(dx, ctx);
     else copy(gradsOut_[i], Tensor{dx.data, gradsOut_[i].shape, dx.device});
     device.synchronize();
-    const double b1 = now();
-    times.backwardS += b1 - b0;
-    trace::record("backward", op.micro, "compute", b0 * 1e6, b1 * 1e6);
+    times.backwardS += backward.close();
+    trace::Span syncSpan("sync", "phase");
     if (!first()) tracker_.startSend(gradsOut_[i].data, inCount_, stage_ - 1, tagOf(op.micro, true));
     sync.afterBackward(lastBackward);
-    times.syncS += now() - b1;
-    trace::record("sync", -1, "phase", b1 * 1e6, now() * 1e6);
+    times.syncS += syncSpan.close();
   }
   const double w0 = now();
   tracker_.waitAll();  // the last sends
