@@ -35,6 +35,7 @@ Action addCollectivesCommand(CLI::App& app) {
   sub->add_option("--timeout", o.timeoutS, "Seconds without progress before all ranks are stopped (0 = never)")->capture_default_str();
   sub->add_option("--json", o.jsonPath, "Write the result document here; records stream to the .jsonl beside it");
   sub->add_option("--label", o.label, "A label for this run, carried into every record and the reports");
+  sub->add_option("--trace", o.traceDir, "Write every rank's spans (each measurement, its check, warm-up and trials) as Chrome trace JSON into DIR");
   auto variants = std::make_shared<std::array<std::string, 4>>();  // transports, algos, protos, launcher
   sub->add_option("--transports", (*variants)[0], "Run once per transport and merge: nccl: nvlink,pcie,ib,socket,mpi; mpi: shm,tcp");
   sub->add_option("--algos", (*variants)[1], "NCCL: run once per algorithm (ring,tree,nvls,...) and merge");

@@ -28,6 +28,7 @@ Action addKernelsCommand(CLI::App& app) {
   sub->add_option("--timeout", o.timeoutS, "Seconds without progress before the run is stopped (0 = never)")->capture_default_str();
   sub->add_option("--json", o.jsonPath, "Write the result document here; records stream to the .jsonl beside it");
   sub->add_option("--label", o.label, "A label for this run");
+  sub->add_option("--trace", o.traceDir, "Write the spans of each kernel case (its check and timed runs) as Chrome trace JSON into DIR");
   return [a](const std::vector<std::string>& argv) { return runKernels(resolveKernelsArgs(*a), argv); };
 }
 

@@ -24,6 +24,7 @@ Action addScaleCommand(CLI::App& app) {
   sub->add_option("--points-dir", o->pointsDir, "Keep each point's result and log here (default: <json>.points)");
   sub->add_option("--json", o->jsonPath, "Write the result document here; records stream to the .jsonl beside it");
   sub->add_option("--label", o->label, "A label for this study");
+  sub->add_option("--trace", o->traceDir, "Trace every point: DIR/ranks<N> holds that point's per-rank and merged trace (see train --trace)");
   return [o, sub](const std::vector<std::string>& argv) {
     o->trainArgs = sub->remaining();
     return runScale(*o, argv);

@@ -112,7 +112,8 @@ nlohmann::json toJson(const CollectivesOptions& o) {
           {"graph", o.graph},
           {"check", o.check},
           {"timeout_s", o.timeoutS},
-          {"label", o.label}};
+          {"label", o.label},
+          {"trace", o.traceDir}};
 }
 
 }  // namespace ts

@@ -36,6 +36,7 @@ struct CollectivesOptions {
   double timeoutS = 300;
   std::string jsonPath;
   std::string label;
+  std::string traceDir;  // --trace: every rank's spans (each measurement, its check, warm-up and trials)
 };
 
 // The options as the user writes them (command line or suite file): names and sizes as text.

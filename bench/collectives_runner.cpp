@@ -24,7 +24,8 @@
 #include "bench/stats.h"
 #include "bench/watchdog.h"
 #include "comm/collectives/check.h"
-#include "kernels/instrumentation.h"
+#include "bench/trace_files.h"
+#include "kernels/trace.h"
 
 namespace ts {
 namespace {
@@ -198,7 +199,8 @@ class CollectivesRun {
     const std::string what = describe(c, a, lay, inPlace);
     activity::set(what);
     ErrorContext ctx(what);
-    NvtxRange range(what, nvtx::Category::kCommunication);
+    trace::Span span(what, "communication");  // and its NVTX range
+    span.annotate({{"bytes", lay.bytes}, {"op", std::string(c.name())}, {"ranks", comm_.worldSize()}});
 
     std::vector<Placement> ptrs;
     for (int l = 0; l < comm_.localCount(); ++l) ptrs.push_back(placement(l, c, lay, a.dtype, inPlace));
@@ -216,14 +218,19 @@ class CollectivesRun {
 
     long long wrong = 0;
     if (o_.check) {
+      trace::Span checking("check", "communication");
       WatchdogScope guard(*watchdog_);
       wrong = boot_.sum(static_cast<long long>(checkOnce(c, a, lay, inPlace, fault_, launch)));
     }
     std::vector<double> samples, hostSamples;
     {
       WatchdogScope guard(*watchdog_);
-      if (o_.warmup > 0) comm_.timeBatch(o_.warmup, o_.graph, launch);
+      if (o_.warmup > 0) {
+        trace::Span warm("warm-up", "communication");
+        comm_.timeBatch(o_.warmup, o_.graph, launch);
+      }
       for (int t = 0; t < o_.trials; ++t) {
+        trace::Span trial("trial", "communication", t);
         const TimedBatch b = comm_.timeBatch(o_.iters, o_.graph, timedLaunch);
         samples.insert(samples.end(), b.opUs.begin(), b.opUs.end());
         hostSamples.push_back(b.hostUsPerOp);
@@ -330,7 +337,11 @@ std::size_t runCollectivesStep(const CollectivesOptions& o, RunContext& ctx) {
     commPtr->abort();
     bootPtr->abortAll(3);
   }));
-  return run.run(ctx.writer, ctx.step);  // run (and its buffers) goes before comm
+  std::unique_ptr<TraceFiles> traceFiles;
+  if (!o.traceDir.empty()) traceFiles = std::make_unique<TraceFiles>(boot, o.traceDir, boot.size());
+  const std::size_t wrong = run.run(ctx.writer, ctx.step);  // run (and its buffers) goes before comm
+  if (traceFiles) traceFiles->finish("collectives");
+  return wrong;
 }
 
 int runCollectives(const CollectivesOptions& o, const std::vector<std::string>& argv) {

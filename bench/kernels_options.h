@@ -28,6 +28,7 @@ struct KernelsOptions {
   double timeoutS = 300;
   std::string jsonPath;
   std::string label;
+  std::string traceDir;  // --trace: process 0's spans (each kernel case: its check and timed runs)
 };
 
 struct KernelsArgs {

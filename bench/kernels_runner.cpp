@@ -23,7 +23,8 @@
 #include "bench/watchdog.h"
 #include "comm/bootstrap.h"
 #include "kernels/cpu/memory_stream.h"
-#include "kernels/instrumentation.h"
+#include "bench/trace_files.h"
+#include "kernels/trace.h"
 #ifdef TRAINSCOPE_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
@@ -229,19 +230,18 @@ nlohmann::json toJson(const KernelsOptions& o) {
   return {{"ops", ops}, {"backend", o.cuda ? "cuda" : "cpu"}, {"shapes", user}, {"dtype", std::string(precisionName(o.settings.precision))},
           {"conv_algo", o.settings.convSearch ? "search" : "heuristic"}, {"conv_layout", o.settings.convNhwc ? "nhwc" : "nchw"}, {"hidden", o.hidden}, {"seq", o.seq}, {"batch", o.batch},
           {"vocab", o.vocab}, {"warmup", o.warmup}, {"iters", o.iters}, {"trials", o.trials}, {"ceilings", o.ceilings},
-          {"timeout_s", o.timeoutS}, {"label", o.label}};
+          {"timeout_s", o.timeoutS}, {"label", o.label}, {"trace", o.traceDir}};
 }
 
 std::size_t runKernelsStep(const KernelsOptions& o, RunContext& ctx) {
   const bool leader = ctx.boot.rank() == 0;
   // Process 0 measures; the others stand by without spinning, so the host is its own.
   ctx.boot.barrier();
-  if (!leader) {
-    ctx.boot.quietBarrier();
-    return static_cast<std::size_t>(ctx.boot.sum(0));
-  }
-  const std::size_t failed = measureKernels(o, ctx);
+  std::unique_ptr<TraceFiles> traceFiles;
+  if (!o.traceDir.empty()) traceFiles = std::make_unique<TraceFiles>(ctx.boot, o.traceDir, ctx.boot.size());
+  const std::size_t failed = leader ? measureKernels(o, ctx) : 0;
   ctx.boot.quietBarrier();
+  if (traceFiles) traceFiles->finish("kernels");
   return static_cast<std::size_t>(ctx.boot.sum(static_cast<long long>(failed)));
 }
 
@@ -286,7 +286,8 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
     if (shapes.empty() && o.userShapes.empty()) shapes = op->shapes(o.hidden, o.seq, o.batch, o.vocab);
     for (const KernelShape& shape : shapes) {
       activity::set(fmt::format("kernel {} {} ({})", op->name(), shape.name, dimsText(shape)));
-      NvtxRange range(fmt::format("kernel {} {}", op->name(), shape.name), nvtx::Category::kCompute);
+      trace::Span span(fmt::format("kernel {} {}", op->name(), shape.name), "compute");  // and its NVTX range
+      span.annotate({{"op", std::string(op->name())}, {"shape", shape.name}});
       std::unique_ptr<KernelCase> kc;
       try {
         kc = o.cuda ? op->makeCuda(shape, o.settings) : op->make(shape, o.settings);
@@ -297,9 +298,13 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
         std::printf("  %-18s %-18s (no CUDA implementation yet: skipped)\n", std::string(op->name()).c_str(), shape.name.c_str());
         continue;
       }
+      trace::Span checking("check", "compute");
       const KernelCheck chk = kc->check();
+      checking.close();
       failed += !chk.passed;
+      trace::Span timing("timed", "compute");
       const std::vector<double> samples = timeCase(*kc, o.warmup, o.iters, o.trials);
+      timing.close();
       const Stats s = summarize(samples);
       const double tflops = kc->flops() / (s.median * 1e-6) / 1e12;
       const double gbps = kc->bytes() / (s.median * 1e-6) / 1e9;

@@ -15,6 +15,7 @@ struct ScaleOptions {
   std::string pointsDir;             // each point's result document and log ("" = <json>.points, or a temporary directory)
   std::string jsonPath;
   std::string label;
+  std::string traceDir;              // each point traces its training into <traceDir>/ranks<n> ("" = no trace)
   std::vector<std::string> trainArgs;  // every other flag: passed to `trainscope train` unchanged
 };
 

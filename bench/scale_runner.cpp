@@ -125,6 +125,7 @@ int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string
     if (o.launcher == "srun") cmd = {"srun", "-n", std::to_string(n)};
     for (const auto& w : words(o.launcherArgs)) cmd.push_back(w);
     cmd.insert(cmd.end(), {exe, "train", "--batch", std::to_string(batch), "--json", json.string(), "--label", fmt::format("scale {} rank(s)", n)});
+    if (!o.traceDir.empty()) cmd.insert(cmd.end(), {"--trace", (fs::path(o.traceDir) / fmt::format("ranks{}", n)).string()});
     cmd.insert(cmd.end(), o.trainArgs.begin(), o.trainArgs.end());
     progress.step(fmt::format("{} rank(s)", n));
     const int rc = runChild(cmd, ChildOptions{{}, log.string(), nested && o.launcher == "mpirun"});
@@ -134,6 +135,7 @@ int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string
                            {"series", fmt::format("{} {}", o.mode, o.trainArgs.empty() ? std::string("(defaults)") : fmt::format("{}", fmt::join(o.trainArgs, " ")))}};
     if (!o.label.empty()) rec["label"] = o.label;
     if (!step.empty()) rec["step"] = step;
+    if (!o.traceDir.empty()) rec["trace"] = (fs::path(o.traceDir) / fmt::format("ranks{}", n)).string();
     if (train) {
       nlohmann::json t = *train;
       if (!step.empty()) t["step"] = step;

@@ -23,7 +23,7 @@ TraceFiles::TraceFiles(Bootstrap& boot, std::string dir, int worldSize) : boot_(
   trace::enable(true);
 }
 
-void TraceFiles::finish(const std::string& what) {
+void TraceFiles::finish(const std::string& what, const nlohmann::json& about) {
   trace::enable(false);
   const int rank = boot_.rank();
   nlohmann::json events = nlohmann::json::array();
@@ -49,7 +49,7 @@ void TraceFiles::finish(const std::string& what) {
   const nlohmann::json mine = {{"traceEvents", events},
                                {"displayTimeUnit", "ms"},
                                {"distributedInfo", {{"rank", rank}, {"world_size", world_}}},
-                               {"trainscope", {{"what", what}, {"clock", clock}}}};
+                               {"trainscope", {{"what", what}, {"clock", clock}, {"about", about}}}};
   writeFileAtomically((std::filesystem::path(dir_) / fmt::format("rank-{}.json", rank)).string(), mine.dump());
   const std::vector<std::string> all = world_ > 1 ? boot_.allGatherStrings(events.dump()) : std::vector<std::string>{events.dump()};
   if (rank != 0) return;

@@ -6,6 +6,8 @@
 // tens on a network), which trace.json's "clock" entry states.
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 namespace ts {
 
 class Bootstrap;
@@ -14,8 +16,9 @@ class TraceFiles {
  public:
   // Collective: every process calls it (and finish) with the same directory.
   TraceFiles(Bootstrap& boot, std::string dir, int worldSize);
-  // Stops recording and writes the files; collective.
-  void finish(const std::string& what);
+  // Stops recording and writes the files; collective. `about` (this rank's place in the run, e.g. its
+  // data/tensor/pipeline coordinates) goes into the file's "trainscope" entry beside `what`.
+  void finish(const std::string& what, const nlohmann::json& about = nlohmann::json::object());
 
  private:
   Bootstrap& boot_;

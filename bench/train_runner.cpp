@@ -231,7 +231,12 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
   activity::setGracefulStop(false);
   activity::set(failure.empty() ? "gathering the ranks' step times" : "");
 
-  if (traceFiles && failure.empty()) traceFiles->finish(fmt::format("train {} {} {}", cfg.kind, cfg.preset, grid.layout().name()));
+  if (traceFiles && failure.empty()) {
+    const wl::LayoutOptions& l = grid.layout();
+    traceFiles->finish(fmt::format("train {} {} {}", cfg.kind, cfg.preset, l.name()),
+                       {{"dp_rank", grid.dpRank()}, {"tp_rank", grid.tpRank()}, {"pp_rank", grid.ppRank()}, {"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp},
+                        {"micro_batches", o.train.microBatches}});
+  }
   TrainBreakdown breakdown;
   std::pair<nlohmann::json, std::int64_t> norms = {nlohmann::json::object(), model.parameterCount()};
   if (failure.empty()) {

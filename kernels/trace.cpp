@@ -45,6 +45,10 @@ Span::Span(const char* name, const char* category, int index) : name_(name), cat
   nvtx::push(name, nvtxCategory(name, category), index);
 }
 
+Span::Span(std::string name, const char* category) : owned_(std::move(name)), name_(owned_.c_str()), category_(category), index_(-1), start_(nowUs()) {
+  nvtx::push(name_, nvtxCategory(name_, category), -1);
+}
+
 Span::~Span() {
   if (open_) close();
 }

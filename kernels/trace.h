@@ -38,6 +38,8 @@ std::vector<Event> take();  // everything recorded so far, in order; clears it
 class Span {
  public:
   Span(const char* name, const char* category, int index = -1);
+  // A name built at run time ("all_reduce 4 MiB out-of-place"): kept by the span.
+  Span(std::string name, const char* category);
   ~Span();
   Span(const Span&) = delete;
   Span& operator=(const Span&) = delete;
@@ -49,6 +51,7 @@ class Span {
 
  private:
   bool open_ = true;
+  std::string owned_;
   const char* name_;
   const char* category_;
   int index_;

@@ -14,12 +14,14 @@ import json
 import statistics
 from pathlib import Path
 
+from .critical_path import critical_path, format_path
 from .errors import InputError
 
 P2P = {"send", "recv"}
 
 
-def load_trace_dir(directory):
+def load_trace_docs(directory):
+    """{rank: the rank's trace document}."""
     d = Path(directory)
     files = sorted(d.glob("rank-*.json"), key=lambda p: int(p.stem.split("-")[1]))
     if not files:
@@ -33,8 +35,37 @@ def load_trace_dir(directory):
         rank = doc.get("distributedInfo", {}).get("rank")
         if rank is None:
             raise InputError(f"{f}: no distributedInfo.rank")
-        ranks[rank] = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+        ranks[rank] = doc
     return ranks
+
+
+def spans_of(docs):
+    return {rank: [e for e in doc["traceEvents"] if e.get("ph") == "X"] for rank, doc in docs.items()}
+
+
+def load_trace_dir(directory):
+    """{rank: its complete spans (Chrome "X" events)}."""
+    return spans_of(load_trace_docs(directory))
+
+
+def span_totals(ranks, top=15):
+    """A trace without training steps (collectives, kernels): where its time went, by outermost span."""
+    rows = []
+    for rank, events in sorted(ranks.items()):
+        outer, end = [], -1.0
+        for e in sorted((e for e in events if e.get("tid", 0) == 0), key=lambda e: (e["ts"], -e["dur"])):
+            if e["ts"] >= end:
+                outer.append(e)
+                end = e["ts"] + e["dur"]
+        total = sum(e["dur"] for e in outer)
+        inner = {}
+        for e in events:
+            if e.get("tid", 0) == 0 and e not in outer:
+                inner[e["name"].split(" ")[0]] = inner.get(e["name"].split(" ")[0], 0.0) + e["dur"]
+        biggest = sorted(outer, key=lambda e: -e["dur"])[:top]
+        rows.append({"rank": rank, "spans": len(outer), "total_us": total, "phases_us": inner,
+                     "top": [{"name": e["name"], "us": e["dur"], "share": e["dur"] / total if total > 0 else 0.0} for e in biggest]})
+    return rows
 
 
 def union(intervals):
@@ -128,7 +159,11 @@ def stragglers(ranks, threshold_ms):
 
 
 def analyze(directory, threshold_ms=1.0):
-    ranks = load_trace_dir(directory)
+    docs = load_trace_docs(directory)
+    ranks = spans_of(docs)
+    what = docs[min(docs)].get("trainscope", {}).get("what", "")
+    if not any(e.get("cat") == "step" for events in ranks.values() for e in events):
+        return {"what": what, "ranks": [], "spans": span_totals(ranks)}
     per_rank = []
     for rank in sorted(ranks):
         rows = step_breakdown(ranks[rank])
@@ -142,10 +177,23 @@ def analyze(directory, threshold_ms=1.0):
                          "pipeline_bubble": statistics.median(r["pipeline_wait_us"] / r["step_us"] for r in rows),
                          "per_step": rows})
     table, late = stragglers(ranks, threshold_ms)
-    return {"ranks": per_rank, "stragglers": table, "late_ranks": late, "straggler_threshold_ms": threshold_ms}
+    return {"what": what, "ranks": per_rank, "stragglers": table, "late_ranks": late, "straggler_threshold_ms": threshold_ms,
+            "critical_path": critical_path(docs)}
+
+
+def format_spans(result):
+    lines = [f"# {result['what'] or 'trace'}: no training steps; where the time went, by outermost span"]
+    for r in result["spans"]:
+        phases = ", ".join(f"{k} {v / 1e3:.3f} ms" for k, v in sorted(r["phases_us"].items(), key=lambda kv: -kv[1]))
+        lines.append(f"  rank {r['rank']}: {r['spans']} span(s), {r['total_us'] / 1e3:.3f} ms" + (f"; inside them: {phases}" if phases else ""))
+        for t in r["top"]:
+            lines.append(f"    {t['us'] / 1e3:>10.3f} ms {100 * t['share']:>5.1f}%  {t['name']}")
+    return "\n".join(lines)
 
 
 def format_table(result):
+    if not result["ranks"]:
+        return format_spans(result)
     lines = ["# per rank, median per step (ms): compute + exposed communication + idle = step",
              f"# {'rank':>4} {'step':>10} {'compute':>10} {'exposed':>10} {'idle':>10} {'comm':>10} {'overlap':>8} {'bubble':>7}"]
     for r in result["ranks"]:
@@ -159,4 +207,6 @@ def format_table(result):
     late = result["late_ranks"]
     lines.append(f"# stragglers: {', '.join(f'rank {r}' for r in late)}" if late else "# stragglers: none (no rank consistently late by more than "
                  f"{result['straggler_threshold_ms']:g} ms)")
+    if result.get("critical_path"):
+        lines.append(format_path(result["critical_path"]))
     return "\n".join(lines)

@@ -85,7 +85,29 @@ def test_the_breakdown_adds_up_to_the_step(tmp_path, run):
             assert s["exposed_us"] <= s["communication_us"] + 1e-6
     if run == "pipeline":
         assert any(r["pipeline_bubble"] > 0 for r in result["ranks"])  # stages wait for each other
+        assert_critical_path(result["critical_path"], stages=4)
+        assert "# pipeline critical path of step" in out
+    else:
+        assert result["critical_path"] is None
     assert "compute + exposed communication + idle = step" in out
+
+
+def assert_critical_path(cp, stages):
+    """From stage 0's first forward to its last backward, each op held up by its stage's previous op or by
+    the op it receives from (forward from the stage before, backward from the stage after)."""
+    path = cp["path"]
+    assert cp["stages"] == stages
+    assert path[0]["stage"] == 0 and path[0]["op"].startswith("forward")
+    assert path[-1]["stage"] == 0 and path[-1]["op"].startswith("backward")
+    for prev, cur in zip(path, path[1:]):
+        kind, micro = cur["op"].split()
+        if cur["held_by"] == "stage":
+            assert prev["stage"] == cur["stage"] and prev["end_us"] <= cur["start_us"] + 1e-3
+        else:
+            assert cur["held_by"] == "receive" and prev["op"] == cur["op"]
+            assert prev["stage"] == cur["stage"] + (-1 if kind == "forward" else 1)
+    assert 0 < cp["compute_us"] <= cp["length_us"] + 1e-3
+    assert cp["before_us"] + cp["length_us"] + cp["after_us"] == pytest.approx(cp["step_us"], rel=0.05)
 
 
 def test_a_planted_straggler_is_named(tmp_path):
@@ -111,3 +133,44 @@ def test_the_report_gets_a_profile_section_from_the_traces(tmp_path):
     for png in ("profile_gantt.png", "profile_breakdown.png"):
         assert (rep / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "## Profile" in (rep / "summary.md").read_text()
+
+
+def test_collectives_and_kernels_runs_trace_their_measurements(tmp_path, validate):
+    d = tmp_path / "coll"
+    r = run_trainscope(["collectives", "--backend", "mpi", "--ops", "all_reduce,all_gather", "-b", "1K", "-e", "4K", "-f", 4, "-n", 3, "-w", 1,
+                        "--trace", d, "--json", tmp_path / "c.json"], np=2)
+    assert r.rc == 0, r.err
+    for rank in range(2):
+        spans = [e for e in json.loads((d / f"rank-{rank}.json").read_text())["traceEvents"] if e["ph"] == "X"]
+        assert_nested(spans)
+        outer = [e for e in spans if e["name"].startswith(("all_reduce", "all_gather"))]
+        assert len(outer) == 2 * 2 * 2 and all(e["args"]["bytes"] in (1024, 4096) for e in outer)  # 2 ops x 2 sizes x 2 placements
+        assert {e["name"].split()[0] for e in spans} >= {"check", "warm-up", "trial"}
+    result, out = analyze(d, tmp_path)
+    assert result["ranks"] == [] and len(result["spans"]) == 2 and "no training steps" in out
+    assert result["spans"][0]["phases_us"]["trial"] > 0
+
+    k = tmp_path / "kern"
+    r = run_trainscope(["kernels", "--ops", "gemm,softmax", "--no-ceilings", "-n", 2, "--trace", k, "--json", tmp_path / "k.json"])
+    assert r.rc == 0, r.err
+    spans = [e for e in json.loads((k / "rank-0.json").read_text())["traceEvents"] if e["ph"] == "X"]
+    assert_nested(spans)
+    cases = [e for e in spans if e["name"].startswith("kernel ")]
+    kdoc = json.loads((tmp_path / "k.json").read_text())
+    validate(kdoc)
+    records = [x for x in kdoc["records"] if x["kind"] == "kernel"]
+    assert len(cases) == len(records) > 0
+    assert {e["name"] for e in spans if not e["name"].startswith("kernel ")} == {"check", "timed"}
+
+
+def test_scale_traces_every_point(tmp_path, validate):
+    d = tmp_path / "scale-trace"
+    r = run_trainscope(["scale", "--ranks", "1,2", "--batch", 8, "--launcher-args", "--oversubscribe", "--trace", d, "--json", tmp_path / "s.json",
+                        "--model", "mlp", "--preset", "tiny", "--steps", 3, "--warmup-steps", 1, "--no-ceiling"])
+    assert r.rc == 0, r.err
+    doc = json.loads((tmp_path / "s.json").read_text())
+    validate(doc)
+    points = [x for x in doc["records"] if x["kind"] == "scaling"]
+    assert [p["trace"] for p in points] == [str(d / "ranks1"), str(d / "ranks2")]
+    for n in (1, 2):
+        assert sorted(p.name for p in (d / f"ranks{n}").iterdir()) == sorted([f"rank-{i}.json" for i in range(n)] + ["merged.json"])
