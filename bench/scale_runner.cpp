@@ -171,6 +171,9 @@ int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string
                            {"sync", medianOfRanks(ranksJson, "sync_us")},            {"idle", medianOfRanks(ranksJson, "idle_us")},
                            {"communication", medianOfRanks(ranksJson, "communication_us")},
                            {"exposed_communication", medianOfRanks(ranksJson, "exposed_communication_us")}};
+    if (t.contains("communication")) rec["overlap"] = t["communication"]["overlap"];
+    if (t.contains("stragglers")) rec["late_ranks"] = t["stragglers"]["late_ranks"];
+    if (t.contains("pipeline")) rec["pipeline_bubble"] = t["pipeline"]["measured_bubble"];
     writer.add(rec);
     std::printf("  %6d %8lld %12.3f %14.1f %9.2f %9.1f%% %12.3f %12.3f  %s\n", n, static_cast<long long>(batch), step / 1e3, thr, speedup, 100 * efficiency,
                 rec["breakdown_us"]["compute"].get<double>() / 1e3, rec["breakdown_us"]["exposed_communication"].get<double>() / 1e3,

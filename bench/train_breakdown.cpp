@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "bench/arrival_skew.h"
 #include "bench/stats.h"
 #include "comm/bootstrap.h"
 #include "comm/collectives/collective.h"
@@ -116,6 +117,8 @@ TrainBreakdown gatherBreakdown(Bootstrap& boot, const wl::ProcessGrid& grid, con
                 {"ranks", ranks},
                 {"collectives", collectives}};
   if (grid.layout().pp > 1) out.fields["measured_bubble"] = median(bubbles);
+  // Late means late enough to matter: by more than 1 ms and 5% of the step.
+  if (P > 1) out.fields["stragglers"] = gatherArrivalSkew(boot, mine.collectives, mine.originS, std::max(1.0, 0.05 * median(out.stepSeconds) * 1e3));
   return out;
 }
 

@@ -20,6 +20,7 @@ nlohmann::json usStats(const std::vector<double>& seconds);
 struct RankSteps {
   std::vector<double> total, data, forward, backward, sync, optimizer, communication, exposed, pipelineWait;  // seconds
   std::vector<wl::CollectiveTiming> collectives;
+  double originS = 0;  // steady clock at the barrier before the steps: launch times are taken from it
   void add(const wl::StepResult& r);
 };
 
@@ -29,6 +30,8 @@ struct TrainBreakdown {
 };
 
 // Collective over every process of the run (each passes its own steps); the result matters on process 0.
+// With several ranks it includes `stragglers` (bench/arrival_skew.h; late: by more than 1 ms and 5% of
+// the median step).
 // `grid` names each rank's place; dpSize sets the bus factor of the collectives.
 TrainBreakdown gatherBreakdown(Bootstrap& boot, const wl::ProcessGrid& grid, const RankSteps& mine);
 

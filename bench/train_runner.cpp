@@ -1,6 +1,7 @@
 // `trainscope train`: builds the trainer, trains, prints a line every few steps, and writes one `train`
 // record: step time and phase statistics over the timed steps, throughput, achieved TFLOP/s and MFU
 // against the measured GEMM ceiling, peak memory, and the loss curve.
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <exception>
@@ -185,6 +186,8 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
   // A launcher ending the run (another rank died) asks this rank to stop: the waits notice, the steps
   // measured so far go into the record below, then the process exits.
   activity::setGracefulStop(world > 1);
+  if (world > 1) ctx.boot.barrier();  // the origin every rank's collective launches are measured from
+  timed.originS = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
   try {
     for (std::int64_t i = 0; !trainer.done(); ++i) {
       activity::set(fmt::format("train step {}", trainer.nextStep()));
@@ -335,6 +338,13 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
       std::printf("# communication %.3f ms per step, exposed %.3f ms (overlap %s), rank spread %.1f%%\n", c["communication_us"]["median"].get<double>() / 1e3,
                   c["exposed_us"]["median"].get<double>() / 1e3,
                   c["overlap"].is_null() ? "n/a" : fmt::format("{:.0f}%", 100 * c["overlap"].get<double>()).c_str(), 100 * c["rank_spread"].get<double>());
+      const auto& s = breakdown.fields["stragglers"];
+      std::string late;
+      for (const auto& r : s["ranks"])
+        if (r["late"].get<bool>()) late += fmt::format("{}rank {} ({:.3f} ms median arrival skew)", late.empty() ? "" : ", ", r["rank"].get<int>(),
+                                                       r["median_skew_us"].get<double>() / 1e3);
+      std::printf("# stragglers: %s\n", late.empty() ? fmt::format("none (no rank consistently late by more than {:g} ms)", s["threshold_ms"].get<double>()).c_str()
+                                                     : late.c_str());
     }
   }
   if (!o.label.empty()) rec["label"] = o.label;

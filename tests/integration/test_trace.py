@@ -115,6 +115,11 @@ def test_a_planted_straggler_is_named(tmp_path):
     result, out = analyze(d, tmp_path, "--straggler-ms", 10)
     assert result["late_ranks"] == [2], out
     assert "# stragglers: rank 2" in out
+    # the train record names it too, without a trace (launch times on clocks aligned at a barrier)
+    record = next(x for x in json.loads((tmp_path / "straggler.json").read_text())["records"] if x["kind"] == "train")
+    skew = record["stragglers"]
+    assert 2 in skew["late_ranks"] and [r["rank"] for r in skew["ranks"]] == [0, 1, 2, 3]
+    assert skew["ranks"][2]["median_skew_us"] > 30e3 and skew["ranks"][2]["late"]
 
 
 def test_analyze_without_traces_is_one_line(tmp_path):

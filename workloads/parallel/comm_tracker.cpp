@@ -88,7 +88,7 @@ StepComm CommTracker::take() {
   std::vector<std::pair<double, double>> spans;
   for (const auto& op : ops_) {
     if (op.end < 0) throw Error("internal: CommTracker::take with a collective in flight");
-    s.collectives.push_back({op.name, op.bytes, op.end - op.start});
+    s.collectives.push_back({op.name, op.bytes, op.end - op.start, group_, op.start});
     spans.emplace_back(op.start, op.end);
   }
   std::sort(spans.begin(), spans.end());

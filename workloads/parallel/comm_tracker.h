@@ -21,6 +21,8 @@ struct CollectiveTiming {
   std::string op;  // all_reduce, reduce_scatter, all_gather, reduce, broadcast
   std::size_t bytes = 0;
   double seconds = 0;  // launch to observed completion
+  std::string group;   // the communicator's label ("dp0", "pp1"): the k-th op of a group is one operation on every member
+  double launchS = 0;  // when this rank launched it (steady clock, seconds): its arrival
 };
 
 struct StepComm {

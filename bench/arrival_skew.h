@@ -1,0 +1,28 @@
+#pragma once
+// Stragglers in a `train` record: every rank's arrival skew at the collectives of its groups. The k-th
+// collective a group ("dp0", "tp1") launches is one operation on every member; a member's skew is how much
+// later than the group's first member it launched it, on clocks aligned at a barrier before the steps.
+// A rank whose median skew is above the threshold and over 3x the median of the other ranks' is named
+// late — the rule `trainscope analyze` applies to a trace (reports/analyze.py), here without one.
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "workloads/parallel/comm_tracker.h"
+
+namespace ts {
+
+class Bootstrap;
+
+// Collective over every process; `originS` is this rank's steady-clock time at the common barrier.
+// The result ({"threshold_ms", "late_ranks", "ranks": [...]}) matters on process 0.
+nlohmann::json gatherArrivalSkew(Bootstrap& boot, const std::vector<wl::CollectiveTiming>& mine, double originS, double thresholdMs = 1.0);
+
+// The analysis on gathered launches: per rank, per group, its launch times (seconds since the origin).
+struct RankLaunches {
+  int rank = 0;
+  std::vector<std::pair<std::string, std::vector<double>>> groups;
+};
+nlohmann::json arrivalSkew(const std::vector<RankLaunches>& ranks, double thresholdMs);
+
+}  // namespace ts
