@@ -46,6 +46,7 @@ SuiteStep parseCollectivesStep(StepReader& r) {
   a.opts.check = r.boolean("check", a.opts.check);
   a.opts.timeoutS = r.number("timeout", a.opts.timeoutS);
   a.opts.label = r.string("label", a.opts.label);
+  a.opts.traceDir = r.string("trace", a.opts.traceDir);
   CollectivesOptions o = resolveCollectivesArgs(a);
   o.backend = resolveBackend(o.backend);
   SuiteStep s;
@@ -100,6 +101,7 @@ SuiteStep parseKernelsStep(StepReader& r) {
   a.opts.ceilings = r.boolean("ceilings", a.opts.ceilings);
   a.opts.timeoutS = r.number("timeout", a.opts.timeoutS);
   a.opts.label = r.string("label", a.opts.label);
+  a.opts.traceDir = r.string("trace", a.opts.traceDir);
   const KernelsOptions o = resolveKernelsArgs(a);
   SuiteStep s;
   s.config = toJson(o);
@@ -132,6 +134,7 @@ SuiteStep parseTrainStep(StepReader& r) {
   o.ceiling = r.boolean("ceiling", o.ceiling);
   o.timeoutS = r.number("timeout", o.timeoutS);
   o.label = r.string("label", o.label);
+  o.traceDir = r.string("trace", o.traceDir);
   t.device = r.string("device", t.device);
   wl::LayoutOptions& l = t.layout;
   l.dp = static_cast<int>(r.integer("dp", l.dp));
@@ -174,6 +177,7 @@ SuiteStep parseScaleStep(StepReader& r) {
   o.launcherArgs = r.string("launcher_args", o.launcherArgs);
   o.pointsDir = r.string("points_dir", o.pointsDir);
   o.label = r.string("label", o.label);
+  o.traceDir = r.string("trace", o.traceDir);
   std::stringstream args(r.string("train_args", ""));
   for (std::string a; args >> a;) o.trainArgs.push_back(a);
   validateScale(o);

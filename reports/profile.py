@@ -2,6 +2,7 @@
 step of every rank on one time axis (a Gantt picture), the breakdown per rank (compute, exposed
 communication, idle) with the overlap, and the stragglers (reports/analyze.py does the arithmetic)."""
 from .analyze import analyze, load_trace_dir
+from .critical_path import format_path
 from .plots import new_figure
 
 COLORS = {"compute": "C0", "wait": "C3", "phase": "0.75", "communication": "C1"}
@@ -11,6 +12,11 @@ def build_profile(trace_dir, plots):
     result = analyze(trace_dir)
     ranks = load_trace_dir(trace_dir)
     blocks = [{"kind": "text", "text": f"Traces in {trace_dir}: {len(ranks)} rank(s). Times are since a barrier all ranks left together."}]
+    if not result["ranks"]:  # a collectives or kernels trace: where its time went
+        for r in result["spans"]:
+            blocks.append({"kind": "table", "caption": f"Rank {r['rank']}: the longest of its {r['spans']} measurement span(s), {r['total_us'] / 1e3:.3f} ms in all",
+                           "columns": ["span", "ms", "share"], "rows": [[t["name"], f"{t['us'] / 1e3:.3f}", f"{100 * t['share']:.1f}%"] for t in r["top"]]})
+        return {"key": "profile", "title": "Profile", "blocks": blocks}
 
     # One step: the last one of rank 0, and the step of the same index on every other rank.
     steps0 = sorted((e for e in ranks[min(ranks)] if e.get("cat") == "step"), key=lambda e: e["ts"])
@@ -62,6 +68,14 @@ def build_profile(trace_dir, plots):
     blocks.append({"kind": "table", "caption": "Arrival skew at the collectives (ms): how much later than the first member of its group each rank "
                                                f"started them; late = median above {result['straggler_threshold_ms']:g} ms and 3x the others'",
                    "columns": ["rank", "collectives", "median skew", "max skew", "straggler"], "rows": rows})
+    cp = result.get("critical_path")
+    if cp:
+        blocks.append({"kind": "text", "text": format_path(cp).replace("# ", "", 1)})
+        blocks.append({"kind": "table", "caption": "The pipeline critical path, op by op: what held each op up (its stage's previous op, or the "
+                                                   "op it receives from) and the gap before it (ms)",
+                       "columns": ["stage", "op", "start", "end", "gap before", "held by"],
+                       "rows": [[p["stage"], p["op"], f"{p['start_us'] / 1e3:.3f}", f"{p['end_us'] / 1e3:.3f}", f"{p['gap_before_us'] / 1e3:.3f}",
+                                 p["held_by"] or "-"] for p in cp["path"]]})
     if result["late_ranks"]:
         blocks.insert(1, {"kind": "alert", "text": "stragglers: " + ", ".join(f"rank {r}" for r in result["late_ranks"])})
     return {"key": "profile", "title": "Profile", "blocks": blocks}

@@ -179,3 +179,46 @@ def test_scale_traces_every_point(tmp_path, validate):
     assert [p["trace"] for p in points] == [str(d / "ranks1"), str(d / "ranks2")]
     for n in (1, 2):
         assert sorted(p.name for p in (d / f"ranks{n}").iterdir()) == sorted([f"rank-{i}.json" for i in range(n)] + ["merged.json"])
+
+
+def test_the_report_shows_the_critical_path_and_collectives_traces(tmp_path):
+    d = traced(tmp_path, "pipeline", RUNS["pipeline"])
+    rep = tmp_path / "rep"
+    r = run_trainscope(["report", tmp_path / "pipeline.json", "--trace", d, "-o", rep])
+    assert r.rc == 0, r.err
+    html = (rep / "index.html").read_text()
+    assert "pipeline critical path of step" in html and "held by" in html
+
+    c = tmp_path / "coll"
+    r = run_trainscope(["collectives", "--backend", "mpi", "--ops", "all_reduce", "-b", "1K", "-e", "1K", "-n", 2, "-w", 1, "--trace", c,
+                        "--json", tmp_path / "c.json"], np=2)
+    assert r.rc == 0, r.err
+    r = run_trainscope(["report", tmp_path / "c.json", "--trace", c, "-o", tmp_path / "crep"])
+    assert r.rc == 0, r.err
+    assert "measurement span(s)" in (tmp_path / "crep" / "index.html").read_text()
+
+
+def test_a_suite_step_traces_with_its_trace_key(tmp_path):
+    suite = tmp_path / "s.toml"
+    suite.write_text(f'''[[step]]
+kind = "collectives"
+backend = "mpi"
+ops = "broadcast"
+min_bytes = "1K"
+max_bytes = "1K"
+iters = 2
+trace = "{tmp_path / 'ct'}"
+
+[[step]]
+kind = "train"
+model = "mlp"
+preset = "tiny"
+steps = 3
+warmup_steps = 1
+ceiling = false
+trace = "{tmp_path / 'tt'}"
+''')
+    r = run_trainscope(["suite", suite, "--json", tmp_path / "s.json"], np=2)
+    assert r.rc == 0, r.err
+    for d in ("ct", "tt"):
+        assert sorted(p.name for p in (tmp_path / d).iterdir()) == ["merged.json", "rank-0.json", "rank-1.json"]
