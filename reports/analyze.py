@@ -70,7 +70,7 @@ def span_totals(ranks, top=15):
 
 def union(intervals):
     out = []
-    for a, b in sorted(intervals):
+    for a, b in sorted(tuple(i) for i in intervals):
         if out and a <= out[-1][1]:
             out[-1][1] = max(out[-1][1], b)
         else:
@@ -110,10 +110,15 @@ def span(e):
     return (e["ts"], e["ts"] + e["dur"])
 
 
+DEVICE = {"kernel", "memcpy", "memset"}
+
+
 def step_breakdown(events):
     steps = sorted((e for e in events if e.get("cat") == "step"), key=lambda e: e["ts"])
     compute = union(span(e) for e in events if e.get("cat") == "compute")
     waits = union(span(e) for e in events if e.get("cat") == "wait")
+    data = union(span(e) for e in events if e.get("cat") == "phase" and e["name"] == "data")
+    device = union(span(e) for e in events if e.get("cat") in DEVICE)
     comm = union(span(e) for e in events if e.get("cat") == "communication")
     recv_waits = union(span(e) for e in events if e.get("cat") == "wait" and e["name"] == "wait recv")
     compute = subtract(compute, waits)
@@ -124,9 +129,20 @@ def step_breakdown(events):
         exposed = length(subtract(m, c))
         both = length(intersect(c, m))
         step = hi - lo
-        rows.append({"step": s.get("args", {}).get("step"), "step_us": step, "compute_us": length(c), "communication_us": length(m),
-                     "exposed_us": exposed, "idle_us": step - length(c) - exposed, "overlap": both / length(m) if length(m) > 0 else None,
-                     "pipeline_wait_us": length(clip(recv_waits, lo, hi))})
+        # Idle: the host blocked (on the data loader, or a wait outside the collectives' spans) or busy elsewhere.
+        idle = subtract([(lo, hi)], union(c + m))
+        blocked = union(clip(data, lo, hi) + clip(waits, lo, hi))
+        row = {"step": s.get("args", {}).get("step"), "step_us": step, "compute_us": length(c), "communication_us": length(m),
+               "exposed_us": exposed, "idle_us": step - length(c) - exposed, "overlap": both / length(m) if length(m) > 0 else None,
+               "pipeline_wait_us": length(clip(recv_waits, lo, hi)), "idle_host_wait_us": length(intersect(idle, blocked))}
+        if device:  # kernel-level spans (CUPTI): when the device idled, was the host waiting too, or busy elsewhere?
+            d = clip(device, lo, hi)
+            device_idle = subtract([(lo, hi)], d)
+            host_waiting = union(blocked + subtract(m, c))
+            row.update(device_busy_us=length(d), device_idle_us=length(device_idle),
+                       device_idle_host_waiting_us=length(intersect(device_idle, host_waiting)),
+                       device_idle_host_busy_us=length(subtract(device_idle, host_waiting)))
+        rows.append(row)
     return rows
 
 
@@ -175,6 +191,8 @@ def analyze(directory, threshold_ms=1.0):
                          "communication_us": med("communication_us"), "exposed_us": med("exposed_us"), "idle_us": med("idle_us"),
                          "overlap": statistics.median(overlaps) if overlaps else None,
                          "pipeline_bubble": statistics.median(r["pipeline_wait_us"] / r["step_us"] for r in rows),
+                         "idle_host_wait_us": med("idle_host_wait_us"),
+                         **({k: med(k) for k in DEVICE_FIELDS} if all("device_busy_us" in r for r in rows) else {}),
                          "per_step": rows})
     table, late = stragglers(ranks, threshold_ms)
     return {"what": what, "ranks": per_rank, "stragglers": table, "late_ranks": late, "straggler_threshold_ms": threshold_ms,
@@ -191,6 +209,9 @@ def format_spans(result):
     return "\n".join(lines)
 
 
+DEVICE_FIELDS = ("device_busy_us", "device_idle_us", "device_idle_host_waiting_us", "device_idle_host_busy_us")
+
+
 def format_table(result):
     if not result["ranks"]:
         return format_spans(result)
@@ -200,6 +221,14 @@ def format_table(result):
         ov = f"{100 * r['overlap']:.0f}%" if r["overlap"] is not None else "-"
         lines.append(f"  {r['rank']:>4} {r['step_us'] / 1e3:>10.3f} {r['compute_us'] / 1e3:>10.3f} {r['exposed_us'] / 1e3:>10.3f} "
                      f"{r['idle_us'] / 1e3:>10.3f} {r['communication_us'] / 1e3:>10.3f} {ov:>8} {100 * r['pipeline_bubble']:>6.1f}%")
+    lines.append("# idle (ms): host waiting (data loader, blocked waits) + other host work = idle")
+    for r in result["ranks"]:
+        lines.append(f"  rank {r['rank']:>3}: waiting {r['idle_host_wait_us'] / 1e3:.3f}, other {(r['idle_us'] - r['idle_host_wait_us']) / 1e3:.3f}")
+    if all("device_busy_us" in r for r in result["ranks"]):
+        lines.append("# device (kernel spans, ms): busy + idle = step; idle while the host waited (on data or peers) vs while it was busy")
+        for r in result["ranks"]:
+            lines.append(f"  rank {r['rank']:>3}: busy {r['device_busy_us'] / 1e3:.3f}, idle {r['device_idle_us'] / 1e3:.3f} = host waiting "
+                         f"{r['device_idle_host_waiting_us'] / 1e3:.3f} + host busy {r['device_idle_host_busy_us'] / 1e3:.3f}")
     lines.append("# arrival skew at the collectives (ms): how much later than the first member each rank started them")
     for s in result["stragglers"]:
         lines.append(f"  rank {s['rank']:>3}: median {s['median_skew_us'] / 1e3:.3f}, max {s['max_skew_us'] / 1e3:.3f} over {s['collectives']} collective(s)"

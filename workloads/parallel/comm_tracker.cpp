@@ -76,8 +76,12 @@ double CommTracker::sum(double v, bool timed) {
   if (!scalar_.get()) scalar_ = CommBuffer(comm_, 0, sizeof(double));
   comm_.copyIn(0, scalar_.get(), &v, sizeof(double));
   const CollectiveCall call{CollectiveKind::kAllReduce, scalar_.get(), scalar_.get(), 1, DType::kFloat64, RedOp::kSum};
-  if (timed) run(call);
-  else comm_.start(0, call)->wait(timeoutS_);
+  if (timed) {
+    run(call);
+  } else {
+    trace::Span blocked("wait sum", "wait");  // not the step's communication, but the host waits on its peers
+    comm_.start(0, call)->wait(timeoutS_);
+  }
   double out = 0;
   comm_.copyOut(0, &out, scalar_.get(), sizeof(double));
   return out;
