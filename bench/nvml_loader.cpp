@@ -91,6 +91,81 @@ bool Library::pcieLink(Device d, unsigned* generation, unsigned* width) const {
   return ok_ && gen && wid && gen(d, generation) == 0 && wid(d, width) == 0;
 }
 
+namespace {
+struct Reason {
+  unsigned long long bit;
+  const char* name;
+  bool throttles;
+};
+// nvmlClocksEventReasons (nvml.h).
+constexpr Reason kReasons[] = {{0x1, "gpu_idle", false},           {0x2, "applications_clocks_setting", false},
+                               {0x4, "sw_power_cap", true},        {0x8, "hw_slowdown", true},
+                               {0x10, "sync_boost", false},        {0x20, "sw_thermal_slowdown", true},
+                               {0x40, "hw_thermal_slowdown", true}, {0x80, "hw_power_brake_slowdown", true},
+                               {0x100, "display_clock_setting", false}};
+}  // namespace
+
+std::vector<std::string> clocksEventReasonNames(unsigned long long mask) {
+  std::vector<std::string> out;
+  unsigned long long known = 0;
+  for (const Reason& r : kReasons) {
+    known |= r.bit;
+    if (mask & r.bit) out.emplace_back(r.name);
+  }
+  if (mask & ~known) out.push_back("other");
+  return out;
+}
+
+bool throttling(unsigned long long mask) {
+  for (const Reason& r : kReasons)
+    if (r.throttles && (mask & r.bit)) return true;
+  return false;
+}
+
+unsigned Library::deviceCount() const {
+  auto f = sym<int (*)(unsigned*)>(handle_, "nvmlDeviceGetCount_v2");
+  unsigned n = 0;
+  return ok_ && f && f(&n) == 0 ? n : 0;
+}
+
+bool Library::deviceByIndex(unsigned index, Device* out) const {
+  auto f = sym<int (*)(unsigned, Device*)>(handle_, "nvmlDeviceGetHandleByIndex_v2");
+  return ok_ && f && f(index, out) == 0;
+}
+
+bool Library::powerMilliwatts(Device d, unsigned* mw) const {
+  auto f = sym<int (*)(Device, unsigned*)>(handle_, "nvmlDeviceGetPowerUsage");
+  return ok_ && f && f(d, mw) == 0;
+}
+
+bool Library::temperatureC(Device d, unsigned* c) const {
+  auto f = sym<int (*)(Device, int, unsigned*)>(handle_, "nvmlDeviceGetTemperature");
+  return ok_ && f && f(d, 0 /* NVML_TEMPERATURE_GPU */, c) == 0;
+}
+
+bool Library::utilizationPercent(Device d, unsigned* gpu, unsigned* memory) const {
+  struct Utilization {  // nvmlUtilization_t
+    unsigned gpu, memory;
+  };
+  auto f = sym<int (*)(Device, Utilization*)>(handle_, "nvmlDeviceGetUtilizationRates");
+  Utilization u{};
+  if (!ok_ || !f || f(d, &u) != 0) return false;
+  *gpu = u.gpu;
+  *memory = u.memory;
+  return true;
+}
+
+bool Library::clocksEventReasons(Device d, unsigned long long* mask) const {
+  auto f = sym<int (*)(Device, unsigned long long*)>(handle_, "nvmlDeviceGetCurrentClocksEventReasons");
+  if (!f) f = sym<int (*)(Device, unsigned long long*)>(handle_, "nvmlDeviceGetCurrentClocksThrottleReasons");  // drivers before 535
+  return ok_ && f && f(d, mask) == 0;
+}
+
+bool Library::pcieThroughputKBps(Device d, bool receive, unsigned* kbps) const {
+  auto f = sym<int (*)(Device, int, unsigned*)>(handle_, "nvmlDeviceGetPcieThroughput");
+  return ok_ && f && f(d, receive ? 1 : 0, kbps) == 0;
+}
+
 std::string Library::driverVersion() const {
   auto f = sym<int (*)(char*, unsigned)>(handle_, "nvmlSystemGetDriverVersion");
   char buf[96] = {};

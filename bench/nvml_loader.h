@@ -3,6 +3,7 @@
 // an error, it only means the inventory has no link matrix or live clocks. Only the few entry points
 // trainscope uses are declared, with NVML's documented ABI.
 #include <string>
+#include <vector>
 
 namespace ts::nvml {
 
@@ -16,6 +17,12 @@ struct PciInfo {  // nvmlPciInfo_t
 
 // Topology levels of nvmlDeviceGetTopologyCommonAncestor, with nvidia-smi's names.
 const char* topologyName(int level);
+
+// The names of the reasons set in a clocks-event (throttle) mask, nvidia-smi's words; and whether any of
+// them lowers the clocks under load (power cap, thermal, hardware slowdown), as opposed to idle or an
+// application clock setting.
+std::vector<std::string> clocksEventReasonNames(unsigned long long mask);
+bool throttling(unsigned long long mask);
 
 class Library {
  public:
@@ -36,6 +43,14 @@ class Library {
   bool currentClockMhz(Device d, int clockType, unsigned* mhz) const;  // the clock now
   bool pcieLink(Device d, unsigned* generation, unsigned* width) const;  // the link's maximum generation and width
   std::string driverVersion() const;
+  // Live state, for telemetry (each false when the driver does not support it).
+  unsigned deviceCount() const;
+  bool deviceByIndex(unsigned index, Device* out) const;
+  bool powerMilliwatts(Device d, unsigned* mw) const;
+  bool temperatureC(Device d, unsigned* c) const;
+  bool utilizationPercent(Device d, unsigned* gpu, unsigned* memory) const;
+  bool clocksEventReasons(Device d, unsigned long long* mask) const;  // why the clocks are below their maximum
+  bool pcieThroughputKBps(Device d, bool receive, unsigned* kbps) const;  // over the last 20 ms
 
  private:
   void* handle_ = nullptr;

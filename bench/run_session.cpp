@@ -1,5 +1,6 @@
 #include "bench/run_session.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -9,6 +10,7 @@
 #include "bench/inventory.h"
 #include "bench/result_writer.h"
 #include "bench/run_metadata.h"
+#include "bench/telemetry.h"
 
 namespace ts {
 
@@ -37,6 +39,11 @@ std::unique_ptr<RunSession> RunSession::open(BootstrapKind bootstrap, bool wantM
   activity::setIdentity(boot.rank(), boot.size(), hostName());
   activity::installSignalHandlers();
   s->meta_ = makeRunMetadata(boot, subcommand, argv, config);
+  double interval = 0;
+  collectively(boot, [&] { interval = telemetryIntervalFromEnvironment(); });
+  const std::vector<std::string> hosts = boot.size() > 1 ? boot.allGatherStrings(hostName()) : std::vector<std::string>{hostName()};
+  const bool firstOnHost = std::find(hosts.begin(), hosts.end(), hostName()) - hosts.begin() == boot.rank();
+  if (interval > 0 && firstOnHost) s->telemetry_ = std::make_unique<TelemetrySampler>(interval);
   collectively(boot, [&] {
     if (boot.rank() == 0) s->writer_ = std::make_unique<ResultWriter>(jsonPath);
   });
@@ -47,9 +54,50 @@ std::unique_ptr<RunSession> RunSession::open(BootstrapKind bootstrap, bool wantM
   return s;
 }
 
-RunSession::~RunSession() = default;
+RunSession::~RunSession() {
+  // The run failed before finish(): process 0 keeps its own host's telemetry (the others may be gone).
+  if (telemetry_ && writer_) {
+    try {
+      writer_->add(telemetryRecord(hostName(), 0, telemetry_->stop()));
+    } catch (const std::exception&) {  // the run's own error is the one to report
+    }
+  }
+}
+
+namespace {
+// One line per host: what the CPU and GPUs did, and whether the clocks throttled.
+void printTelemetry(const nlohmann::json& rec) {
+  const nlohmann::json& s = rec["summary"];
+  std::string line = fmt::format("# telemetry {}: {} sample(s) over {:.1f} s", rec["host"].get<std::string>(), rec["samples"].size(),
+                                 s["duration_s"].get<double>());
+  if (s["cpu_busy_fraction"].is_object()) line += fmt::format(", CPU busy {:.0f}% median", 100 * s["cpu_busy_fraction"]["median"].get<double>());
+  if (s["cpu_freq_mhz"].is_object()) line += fmt::format(" at {:.0f} MHz", s["cpu_freq_mhz"]["median"].get<double>());
+  for (const auto& g : s["gpus"]) {
+    line += fmt::format("; GPU {}", g["index"].get<int>());
+    if (g["sm_clock_mhz"].is_object()) line += fmt::format(" SM {:.0f}-{:.0f} MHz", g["sm_clock_mhz"]["min"].get<double>(), g["sm_clock_mhz"]["max"].get<double>());
+    if (g["power_w"].is_object()) line += fmt::format(", {:.0f} W max", g["power_w"]["max"].get<double>());
+    if (g["temperature_c"].is_object()) line += fmt::format(", {:.0f} C max", g["temperature_c"]["max"].get<double>());
+    if (g["throttled_samples"].get<int>() > 0) line += fmt::format(", THROTTLED in {} sample(s) ({})", g["throttled_samples"].get<int>(), fmt::join(g["throttle_reasons"], ", "));
+  }
+  std::printf("%s\n", line.c_str());
+}
+}  // namespace
 
 void RunSession::finish() {
+  // Every host's telemetry to process 0 (collective: each process calls finish).
+  nlohmann::json mine;
+  if (telemetry_) mine = {{"host", hostName()}, {"process", boot_->rank()}, {"sampled", telemetry_->stop()}};
+  telemetry_.reset();
+  const std::vector<std::string> all = boot_->size() > 1 ? boot_->allGatherStrings(mine.dump()) : std::vector<std::string>{mine.dump()};
+  if (writer_) {
+    for (const std::string& s : all) {
+      const nlohmann::json t = nlohmann::json::parse(s);
+      if (t.is_null()) continue;
+      nlohmann::json rec = telemetryRecord(t["host"], t["process"], t["sampled"]);
+      writer_->add(rec);
+      if (!writer_->jsonPath().empty()) printTelemetry(rec);
+    }
+  }
   meta_["ended_at"] = isoTimeNow();
   meta_["layouts"] = ctx_->layouts;
   if (writer_ && !writer_->jsonPath().empty()) {

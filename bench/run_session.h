@@ -13,6 +13,7 @@
 namespace ts {
 
 class ResultWriter;
+class TelemetrySampler;
 
 // What the steps of a run share.
 struct RunContext {
@@ -47,6 +48,7 @@ class RunSession {
   std::unique_ptr<Bootstrap> boot_;
   std::unique_ptr<ResultWriter> writer_;
   std::unique_ptr<RunContext> ctx_;
+  std::unique_ptr<TelemetrySampler> telemetry_;  // the first process on each host samples
   nlohmann::json meta_;
 };
 

@@ -1,0 +1,60 @@
+#pragma once
+// Telemetry: what the machine did while a run measured. A thread samples, every interval (200 ms unless
+// TRAINSCOPE_TELEMETRY_MS says otherwise; 0 turns it off), the CPU (busy fraction from /proc/stat, load
+// from /proc/loadavg, frequency from /sys/devices/system/cpu/cpu*/cpufreq where the kernel exposes it)
+// and every GPU through NVML, loaded at run time (SM and memory clocks, power, temperature,
+// utilisation, the reasons the clocks are held down, PCIe throughput). Absent NVML or an absent counter
+// is not an error: the field is null. One process per host samples; the result gets one
+// `kind: "telemetry"` record per host, with the time series and a summary that says whether the
+// clocks throttled.
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+namespace ts {
+
+// The aggregate "cpu" line of /proc/stat: busy and total jiffies.
+struct CpuTimes {
+  unsigned long long busy = 0, total = 0;
+};
+std::optional<CpuTimes> parseProcStat(const std::string& text);
+double busyFraction(const CpuTimes& before, const CpuTimes& after);  // in [0, 1]; 0 when no time passed
+std::optional<double> parseLoadAverage(const std::string& text);      // the 1-minute load
+
+// TRAINSCOPE_TELEMETRY_MS as seconds (default 0.2; 0 = off). UsageError for a value that is not a number >= 0.
+double telemetryIntervalFromEnvironment();
+
+class TelemetrySampler {
+ public:
+  explicit TelemetrySampler(double intervalS);  // takes a first sample now, then one per interval
+  ~TelemetrySampler();
+  TelemetrySampler(const TelemetrySampler&) = delete;
+  TelemetrySampler& operator=(const TelemetrySampler&) = delete;
+  // Takes a last sample, stops the thread, and returns {"interval_s", "samples": [...]}; once.
+  nlohmann::json stop();
+
+ private:
+  void run();
+  nlohmann::json sample();
+  struct Gpus;
+  double intervalS_;
+  double startS_;
+  std::optional<CpuTimes> lastCpu_;
+  std::unique_ptr<Gpus> gpus_;
+  nlohmann::json samples_ = nlohmann::json::array();
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+// A telemetry record from a sampler's output: the host, the series, and its summary (min/median/max of
+// each series; for each GPU whether and why its clocks throttled).
+nlohmann::json telemetryRecord(const std::string& host, int process, const nlohmann::json& sampled);
+
+}  // namespace ts

@@ -1,0 +1,76 @@
+"""Telemetry: what the machine did while the run measured (`kind: "telemetry"`, one record per host):
+CPU busy fraction, load and frequency, and per GPU its SM clock, power, temperature and utilisation over
+time. A GPU whose clocks were held down under load (power cap, thermal or hardware slowdown, as NVML
+reports the reasons) is called out at the top: every clock-dependent figure of that run (MFU, roofline
+fractions, bandwidths) is below what the GPU can do."""
+from ..plots import new_figure
+
+
+def _fmt(r, key, scale=1.0, unit="", digits=0):
+    v = r.get(key) if r else None
+    return "-" if not v else f"{v * scale:.{digits}f}{unit}"
+
+
+class TelemetrySection:
+    key = "telemetry"
+    title = "Telemetry"
+    order = 90
+
+    def applies(self, results):
+        return any(r.records_of("telemetry") for r in results)
+
+    def build(self, results, plots):
+        records = [(r, t) for r in results for t in r.records_of("telemetry")]
+        name = lambda r, t: (f"{r.label}: " if len(results) > 1 else "") + t["host"]
+        blocks = []
+        for r, t in records:
+            for g in t["summary"]["gpus"]:
+                if g["throttled_samples"] > 0:
+                    blocks.append({"kind": "alert", "text": f"{name(r, t)} GPU {g['index']}: clocks throttled in {g['throttled_samples']} of "
+                                   f"{len(t['samples'])} samples ({', '.join(g['throttle_reasons']) or 'reason not reported'}); its MFU, roofline "
+                                   "fractions and bandwidths were measured below the GPU's normal clocks"})
+        rows = []
+        for r, t in records:
+            s = t["summary"]
+            cpu = s["cpu_busy_fraction"]
+            rows.append([name(r, t), "CPU", len(t["samples"]), f"{s['duration_s']:.1f}",
+                         f"{100 * cpu['median']:.0f}% busy" if cpu else "-", _fmt(s["load1"], "max", digits=2),
+                         _fmt(s["cpu_freq_mhz"], "median", unit=" MHz"), "-", "-", "-"])
+            for g in s["gpus"]:
+                sm = g["sm_clock_mhz"]
+                clock = f"{sm['min']:.0f}-{sm['max']:.0f} MHz" if sm else "-"
+                if sm and g["max_sm_clock_mhz"]:
+                    clock += f" (max {g['max_sm_clock_mhz']:.0f})"
+                rows.append([name(r, t), f"GPU {g['index']}", len(t["samples"]), f"{s['duration_s']:.1f}", _fmt(g["gpu_util_percent"], "median", unit="% busy"),
+                             "-", clock, _fmt(g["power_w"], "max", unit=" W"), _fmt(g["temperature_c"], "max", unit=" C"),
+                             f"{g['throttled_samples']} ({', '.join(g['throttle_reasons'])})" if g["throttled_samples"] else "0"])
+        blocks.append({"kind": "table", "caption": "Per host and device over the run: utilisation median, load max, clock (CPU median; GPU SM min-max), "
+                                                   "power and temperature max, samples with throttled clocks",
+                       "columns": ["host", "device", "samples", "seconds", "utilisation", "load", "clock", "power", "temperature", "throttled"],
+                       "rows": rows})
+
+        has_gpu = any(t["summary"]["gpus"] for _, t in records)
+        fig, axes = new_figure(ncols=2 if has_gpu else 1, width=9.0 if has_gpu else 6.4, height=3.4)
+        ax = axes[0]
+        for i, (r, t) in enumerate(records):
+            pts = [(s["t_s"], 100 * s["cpu_busy_fraction"]) for s in t["samples"] if s["cpu_busy_fraction"] is not None]
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], color=f"C{i % 10}", label=name(r, t), linewidth=1.0)
+        ax.set_xlabel("time since the run started (s)")
+        ax.set_ylabel("CPU busy (%)")
+        ax.set_ylim(0, 105)
+        ax.legend(fontsize=7)
+        if has_gpu:
+            ax = axes[1]
+            for i, (r, t) in enumerate(records):
+                for g in t["summary"]["gpus"]:
+                    pts = [(s["t_s"], s["gpus"][g["index"]]["sm_clock_mhz"]) for s in t["samples"]
+                           if len(s["gpus"]) > g["index"] and s["gpus"][g["index"]]["sm_clock_mhz"] is not None]
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], label=f"{name(r, t)} GPU {g['index']}", linewidth=1.0)
+            ax.set_xlabel("time since the run started (s)")
+            ax.set_ylabel("SM clock (MHz)")
+            ax.legend(fontsize=7)
+        blocks.append(plots.save(fig, "telemetry", "telemetry over the run", "CPU busy percentage and GPU SM clock over the run, per host"))
+        return blocks
+
+
+SECTION = TelemetrySection()
