@@ -55,8 +55,9 @@ std::unique_ptr<RunSession> RunSession::open(BootstrapKind bootstrap, bool wantM
 }
 
 RunSession::~RunSession() {
-  // The run failed before finish(): process 0 keeps its own host's telemetry (the others may be gone).
-  if (telemetry_ && writer_) {
+  // The run failed before finish() after measuring something: process 0 keeps its own host's telemetry
+  // beside those records (the others may be gone). A run that measured nothing leaves no files.
+  if (telemetry_ && writer_ && !writer_->records().empty()) {
     try {
       writer_->add(telemetryRecord(hostName(), 0, telemetry_->stop()));
     } catch (const std::exception&) {  // the run's own error is the one to report

@@ -58,3 +58,8 @@ def free_port() -> int:
 
 def read_jsonl(path: Path):
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def measurements(doc):
+    """The records a run measured: every record but the per-host telemetry."""
+    return [r for r in doc["records"] if r["kind"] != "telemetry"]

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, run_trainscope
+from helpers import ROOT, measurements, run_trainscope
 
 SUITES = ROOT / "bench" / "suites"
 
@@ -20,7 +20,7 @@ def test_a_suite_runs_every_step_into_one_document(tmp_path, validate):
     assert r.rc == 0, r.err
     doc = json.loads(out.read_text())
     validate(doc)
-    assert {rec["step"] for rec in doc["records"]} == {"small", "ints"}
+    assert {rec["step"] for rec in measurements(doc)} == {"small", "ints"}
     assert [l["step"] for l in doc["run"]["layouts"]] == ["small", "ints"]
     assert doc["run"]["subcommand"] == "suite" and [s["name"] for s in doc["run"]["config"]["steps"]] == ["env", "small", "ints"]
     assert "cpu " in r.out  # the env step printed the inventory

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from helpers import run_trainscope
+from helpers import measurements, run_trainscope
 
 
 def test_shm_against_tcp_in_one_result(tmp_path, validate):
@@ -14,7 +14,7 @@ def test_shm_against_tcp_in_one_result(tmp_path, validate):
     assert r.rc == 0, r.err
     doc = json.loads(out.read_text())
     validate(doc)
-    recs = doc["records"]
+    recs = measurements(doc)
     assert {x["transport"] for x in recs} == {"shm", "tcp"}
     for x in recs:
         assert x["transport_env"]["OMPI_MCA_btl"] == {"shm": "self,vader", "tcp": "self,tcp"}[x["transport"]]
@@ -56,5 +56,5 @@ def test_a_failing_variant_keeps_every_measured_record(tmp_path, validate):
     assert "variant shm ended with exit code 1" in r.err
     doc = json.loads(out.read_text())
     validate(doc)
-    assert {x["transport"] for x in doc["records"]} == {"shm", "tcp"}
-    assert [x["transport"] for x in doc["records"] if not x["check"]["passed"]] == ["shm", "shm", "tcp", "tcp"]
+    assert {x["transport"] for x in measurements(doc)} == {"shm", "tcp"}
+    assert [x["transport"] for x in measurements(doc) if not x["check"]["passed"]] == ["shm", "shm", "tcp", "tcp"]

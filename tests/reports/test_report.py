@@ -67,7 +67,8 @@ def test_real_report_has_plots_tables_and_summary(real_report):
         png = real_report / f"collectives_{op}.png"
         assert png.read_bytes()[:8] == PNG_MAGIC
         assert f"({png.name})" in html
-    assert html.count("data:image/png;base64,") == 3
+    assert (real_report / "telemetry.png").read_bytes()[:8] == PNG_MAGIC  # the two runs' CPU telemetry, overlaid
+    assert html.count("data:image/png;base64,") == 4
     assert "Peak bus bandwidth per op and series" in html and "two ranks" in html and "three ranks" in html
     summary = (real_report / "summary.md").read_text()
     assert "## System" in summary and "## Collectives" in summary and "![" in summary
@@ -118,7 +119,7 @@ def test_report_opens_in_headless_chromium(real_report, tmp_path):
     start = p.stdout.index('<pre id="probe">') + len('<pre id="probe">')
     probe = json.loads(p.stdout[start:p.stdout.index("</pre>", start)].replace("&quot;", '"'))
     assert probe["errors"] == []
-    assert len(probe["images"]) == 3 and all(i["ok"] and i["w"] > 0 for i in probe["images"]), probe
+    assert len(probe["images"]) == 4 and all(i["ok"] and i["w"] > 0 for i in probe["images"]), probe
     console_errors = [l for l in p.stderr.splitlines() if "CONSOLE" in l and ("ERROR" in l or "Uncaught" in l)]
     assert console_errors == []
 
