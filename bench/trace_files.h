@@ -3,7 +3,11 @@
 // Analysis: `distributedInfo.rank` is set), DIR/rank-<r>.json, and DIR/merged.json with every rank on one
 // time axis (pid = rank). Times are microseconds since a barrier all ranks left together at the start:
 // the ranks' clocks are aligned to that barrier's exit, good to its exit skew (microseconds on one host,
-// tens on a network), which trace.json's "clock" entry states.
+// tens on a network), which trace.json's "clock" entry states. On a GPU (a build with CUPTI), each
+// process's kernels, memcpys and memsets are added on tracks of their own (tid 100 + stream, category
+// "kernel"/"memcpy"/"memset"), its CUDA runtime calls on tid 2, with flow arrows from each launch to
+// what it launched; the device-to-host clock offset and its uncertainty are stated in "clock".
+#include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -11,11 +15,15 @@
 namespace ts {
 
 class Bootstrap;
+namespace cuda {
+class ActivityTrace;
+}
 
 class TraceFiles {
  public:
   // Collective: every process calls it (and finish) with the same directory.
   TraceFiles(Bootstrap& boot, std::string dir, int worldSize);
+  ~TraceFiles();
   // Stops recording and writes the files; collective. `about` (this rank's place in the run, e.g. its
   // data/tensor/pipeline coordinates) goes into the file's "trainscope" entry beside `what`.
   void finish(const std::string& what, const nlohmann::json& about = nlohmann::json::object());
@@ -25,6 +33,7 @@ class TraceFiles {
   std::string dir_;
   int world_;
   double originUs_ = 0;
+  std::unique_ptr<cuda::ActivityTrace> device_;  // CUPTI's kernel-level spans, where a GPU and CUPTI are present
 };
 
 }  // namespace ts

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .critical_path import critical_path, format_path
 from .errors import InputError
+from .kernel_breakdown import format_kernels, kernel_breakdown
 
 P2P = {"send", "recv"}
 
@@ -196,7 +197,7 @@ def analyze(directory, threshold_ms=1.0):
                          "per_step": rows})
     table, late = stragglers(ranks, threshold_ms)
     return {"what": what, "ranks": per_rank, "stragglers": table, "late_ranks": late, "straggler_threshold_ms": threshold_ms,
-            "critical_path": critical_path(docs)}
+            "critical_path": critical_path(docs), "kernels": kernel_breakdown(ranks)}
 
 
 def format_spans(result):
@@ -238,4 +239,6 @@ def format_table(result):
                  f"{result['straggler_threshold_ms']:g} ms)")
     if result.get("critical_path"):
         lines.append(format_path(result["critical_path"]))
+    if result.get("kernels"):
+        lines.append(format_kernels(result["kernels"]))
     return "\n".join(lines)

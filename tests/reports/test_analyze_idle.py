@@ -30,3 +30,17 @@ def test_device_idle_is_split_by_what_the_host_was_doing(tmp_path):
     assert r["device_busy_us"] == 45 and r["device_idle_us"] == 55
     # the device idles [0,5], [25,30], [55,100]; the host waits over [60,70] (data) and [75,95] (exposed communication)
     assert r["device_idle_host_waiting_us"] == 30 and r["device_idle_host_busy_us"] == 25
+
+
+def test_kernel_breakdown_groups_device_work_and_covers_the_step(tmp_path):
+    result = analyze(write_trace(tmp_path / "t", [(5, 25), (30, 55), (40, 50)]))
+    k = result["kernels"]
+    (rank,) = k["per_rank"]
+    assert rank["busy_us"] == 45  # [5,25] and [30,55]: the third kernel runs beside the second (another stream)
+    assert rank["sum_over_step"] == 0.55 and rank["busy_over_step"] == 0.45
+    assert [g["name"] for g in k["top"]] == ["kernel 1", "kernel 0", "kernel 2"]
+    assert k["top"][0]["total_us"] == 25 and k["top"][0]["share"] == 25 / 55
+
+
+def test_no_kernel_section_without_device_spans(tmp_path):
+    assert analyze(write_trace(tmp_path / "t", []))["kernels"] is None

@@ -1,0 +1,43 @@
+#pragma once
+// Kernel-level device spans for `--trace` on a GPU, from the CUPTI activity API: every kernel (named as
+// CUPTI reports it, demangled, so NCCL's kernels read as NCCL names them), memcpy and memset with its
+// device, stream and start/end on the device clock, and every CUDA runtime API call with the correlation
+// id that ties a launch to what it launched. Device timestamps are moved onto the host's steady clock by
+// an offset measured when the trace starts (the tightest of several bracketed readings of both clocks;
+// `clockOffsetUs` and `clockUncertaintyUs` say what it was and how good).
+//
+// Only compiled with CUDA and CUPTI (TRAINSCOPE_HAVE_CUPTI); one ActivityTrace per process at a time.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ts::cuda {
+
+struct DeviceSpan {
+  enum class Kind { kKernel, kMemcpy, kMemset, kRuntimeApi };
+  Kind kind = Kind::kKernel;
+  std::string name;             // demangled kernel name, "memcpy HtoD", "memset", or the runtime API call
+  double startUs = 0, endUs = 0;  // host steady clock, microseconds since its epoch
+  std::uint32_t device = 0, stream = 0, correlation = 0;
+  std::uint64_t bytes = 0;      // memcpy / memset
+  int grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+};
+
+class ActivityTrace {
+ public:
+  ActivityTrace();  // enables the activity kinds; Error naming the CUPTI call on failure
+  ~ActivityTrace();
+  ActivityTrace(const ActivityTrace&) = delete;
+  ActivityTrace& operator=(const ActivityTrace&) = delete;
+  // Flushes CUPTI's buffers, stops recording and returns every span in start order.
+  std::vector<DeviceSpan> finish();
+  double clockOffsetUs() const { return offsetUs_; }
+  double clockUncertaintyUs() const { return uncertaintyUs_; }
+  std::uint64_t droppedRecords() const;
+
+ private:
+  bool running_ = false;
+  double offsetUs_ = 0, uncertaintyUs_ = 0;
+};
+
+}  // namespace ts::cuda
