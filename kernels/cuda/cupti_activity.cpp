@@ -57,6 +57,16 @@ const char* copyKindName(std::uint8_t k) {
   }
 }
 
+// The fields every device record has: when, where, and which launch it came from.
+template <typename Record>
+void placed(DeviceSpan& s, const Record* r) {
+  s.startUs = static_cast<double>(r->start);
+  s.endUs = static_cast<double>(r->end);
+  s.device = r->deviceId;
+  s.stream = r->streamId;
+  s.correlation = r->correlationId;
+}
+
 void CUPTIAPI bufferRequested(std::uint8_t** buffer, std::size_t* size, std::size_t* maxRecords) {
   *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(kAlign, kBufferBytes));
   *size = *buffer ? kBufferBytes : 0;
@@ -74,11 +84,7 @@ void CUPTIAPI bufferCompleted(CUcontext context, std::uint32_t streamId, std::ui
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
         s.kind = DeviceSpan::Kind::kKernel;
         s.name = demangled(k->name);
-        s.startUs = static_cast<double>(k->start);
-        s.endUs = static_cast<double>(k->end);
-        s.device = k->deviceId;
-        s.stream = k->streamId;
-        s.correlation = k->correlationId;
+        placed(s, k);
         s.grid[0] = k->gridX, s.grid[1] = k->gridY, s.grid[2] = k->gridZ;
         s.block[0] = k->blockX, s.block[1] = k->blockY, s.block[2] = k->blockZ;
         break;
@@ -87,11 +93,7 @@ void CUPTIAPI bufferCompleted(CUcontext context, std::uint32_t streamId, std::ui
         const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
         s.kind = DeviceSpan::Kind::kMemcpy;
         s.name = copyKindName(m->copyKind);
-        s.startUs = static_cast<double>(m->start);
-        s.endUs = static_cast<double>(m->end);
-        s.device = m->deviceId;
-        s.stream = m->streamId;
-        s.correlation = m->correlationId;
+        placed(s, m);
         s.bytes = m->bytes;
         break;
       }
@@ -99,11 +101,7 @@ void CUPTIAPI bufferCompleted(CUcontext context, std::uint32_t streamId, std::ui
         const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
         s.kind = DeviceSpan::Kind::kMemset;
         s.name = "memset";
-        s.startUs = static_cast<double>(m->start);
-        s.endUs = static_cast<double>(m->end);
-        s.device = m->deviceId;
-        s.stream = m->streamId;
-        s.correlation = m->correlationId;
+        placed(s, m);
         s.bytes = m->bytes;
         break;
       }
