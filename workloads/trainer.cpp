@@ -178,7 +178,7 @@ StepResult Trainer::step() {
   r.step = nextStep_;
   // Every phase is a trace span (and an NVTX range); the phase times are the spans' lengths.
   trace::Span stepSpan("step", "step", static_cast<int>(r.step));
-  stepSpan.annotate({{"step", r.step}});
+  if (trace::enabled()) stepSpan.annotate({{"step", r.step}});  // no JSON built per step otherwise
   trace::Span dataSpan("data", "phase");
   data::Prefetcher::Next next = loader_->next();
   dataSpan.close();
