@@ -16,6 +16,7 @@
 #include "base/units.h"
 #include "bench/activity.h"
 #include "bench/agreement.h"
+#include "bench/compute_clock.h"
 #include "bench/kernels_options.h"
 #include "bench/result_writer.h"
 #include "bench/run_session.h"
@@ -56,6 +57,21 @@ std::vector<double> timeRuns(KernelCase& c, int warmup, int iters, int trials) {
   return us;
 }
 
+// The CUDA device current on this thread, as the clock reading needs it (-1 in a build without CUDA).
+int currentCudaDevice() {
+  int d = -1;
+#ifdef TRAINSCOPE_HAVE_CUDA
+  CUDA_CHECK(cudaGetDevice(&d));
+#endif
+  return d;
+}
+
+// A kernel_ceiling record, with the clock it was measured at (device: a CUDA ordinal, or -1 for the CPU).
+nlohmann::json ceilingRecord(bool compute, double value, const std::string& source, const Stats& s, int device) {
+  return {{"kind", "kernel_ceiling"}, {"ceiling", compute ? "compute" : "memory"}, {"value", value}, {"unit", compute ? "TFLOP/s" : "GB/s"},
+          {"source", source},         {"time_us", toJson(s)},                      {"clock_mhz", computeClockMhz(device)}};
+}
+
 std::string dimsText(const KernelShape& s) {
   std::string out;
   for (const auto& [k, v] : s.dims) out += fmt::format("{}{}={}", out.empty() ? "" : " ", k, v);
@@ -74,7 +90,7 @@ double measureCpuGemmCeiling(ResultWriter* writer) {
     const double tflops = kc->flops() / (s.min * 1e-6) / 1e12;
     best = std::max(best, tflops);
     if (writer)
-      writer->add({{"kind", "kernel_ceiling"}, {"ceiling", "compute"}, {"value", tflops}, {"unit", "TFLOP/s"}, {"source", fmt::format("gemm {} float32 (best of 3)", shape.name)}, {"time_us", toJson(s)}});
+      writer->add(ceilingRecord(true, tflops, fmt::format("gemm {} float32 (best of 3)", shape.name), s, -1));
   }
   return best;
 }
@@ -105,7 +121,7 @@ Ceilings measureCeilings(ResultWriter* writer, bool leader) {
   const Stats s = summarize(us);
   c.gbps = static_cast<double>(n * cpu::kCopyBytesPerElement) / (s.min * 1e-6) / 1e9;
   if (leader && writer)
-    writer->add({{"kind", "kernel_ceiling"}, {"ceiling", "memory"}, {"value", c.gbps}, {"unit", "GB/s"}, {"source", fmt::format("stream copy of 256 MiB, {} threads (best of 5)", threads)}, {"time_us", toJson(s)}});
+    writer->add(ceilingRecord(false, c.gbps, fmt::format("stream copy of 256 MiB, {} threads (best of 5)", threads), s, -1));
   if (leader) std::printf("# ceilings: compute %.3f TFLOP/s (GEMM), memory %.1f GB/s (copy)\n", c.tflops, c.gbps);
   return c;
 }
@@ -141,8 +157,8 @@ double cudaGemmCeiling(Precision gemmType, ResultWriter* writer) {
     const double tflops = kc->flops() / (s.min * 1e-6) / 1e12;
     best = std::max(best, tflops);
     if (writer)
-      writer->add({{"kind", "kernel_ceiling"}, {"ceiling", "compute"}, {"value", tflops}, {"unit", "TFLOP/s"},
-                   {"source", fmt::format("cuBLASLt gemm {} {} (best of 5)", shape.name, precisionName(gemmType))}, {"time_us", toJson(s)}});
+      writer->add(ceilingRecord(true, tflops, fmt::format("cuBLASLt gemm {} {} (best of 5)", shape.name, precisionName(gemmType)), s,
+                                currentCudaDevice()));
   }
   return best;
 }
@@ -159,8 +175,7 @@ Ceilings measureCudaCeilings(const KernelsOptions& o, ResultWriter* writer) {
   const Stats s = summarize(timer.time(5, [&] { CUDA_CHECK(cudaMemcpyAsync(b.get(), a.get(), kBytes, cudaMemcpyDeviceToDevice, stream.get())); }, false));
   c.gbps = 2.0 * kBytes / (s.min * 1e-6) / 1e9;
   if (writer)
-    writer->add({{"kind", "kernel_ceiling"}, {"ceiling", "memory"}, {"value", c.gbps}, {"unit", "GB/s"},
-                 {"source", "device-to-device copy of 1 GiB, read + write (best of 5)"}, {"time_us", toJson(s)}});
+    writer->add(ceilingRecord(false, c.gbps, "device-to-device copy of 1 GiB, read + write (best of 5)", s, currentCudaDevice()));
   std::printf("# ceilings: compute %.1f TFLOP/s (cuBLASLt %s), memory %.0f GB/s (device copy)\n", c.tflops, std::string(precisionName(o.settings.precision)).c_str(), c.gbps);
   return c;
 }
@@ -305,6 +320,7 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
       trace::Span timing("timed", "compute");
       const std::vector<double> samples = timeCase(*kc, o.warmup, o.iters, o.trials);
       timing.close();
+      const nlohmann::json clock = computeClockMhz(o.cuda ? currentCudaDevice() : -1);  // the clock its roofline fraction is at
       const Stats s = summarize(samples);
       const double tflops = kc->flops() / (s.median * 1e-6) / 1e12;
       const double gbps = kc->bytes() / (s.median * 1e-6) / 1e9;
@@ -328,7 +344,7 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
                             {"flops", kc->flops()},      {"bytes", kc->bytes()},
                             {"time_us", toJson(s)},      {"samples_us", samples},
                             {"tflops", tflops},          {"gbps", gbps},
-                            {"arithmetic_intensity", intensity}, {"roofline", roof},
+                            {"arithmetic_intensity", intensity}, {"roofline", roof}, {"clock_mhz", clock},
                             {"check", {{"performed", true}, {"passed", chk.passed}, {"max_rel_err", chk.maxRelErr}, {"tolerance", chk.tolerance}}}};
       if (const nlohmann::json extra = kc->details(); !extra.empty()) rec["details"] = extra;
       if (!o.label.empty()) rec["label"] = o.label;

@@ -161,6 +161,37 @@ bool Library::clocksEventReasons(Device d, unsigned long long* mask) const {
   return ok_ && f && f(d, mask) == 0;
 }
 
+std::optional<unsigned long long> counterValue(const FieldValue& v) {
+  using Counter = std::optional<unsigned long long>;
+  const auto nonNegative = [](long long x) { return x >= 0 ? Counter(static_cast<unsigned long long>(x)) : std::nullopt; };
+  if (v.nvmlReturn != 0) return std::nullopt;
+  switch (v.valueType) {
+    case 1: return v.value.ui;
+    case 2: return v.value.ul;
+    case 3: return v.value.ull;
+    case 4: return nonNegative(v.value.sll);
+    case 5: return nonNegative(v.value.si);
+    case 6: return v.value.us;
+    default: return std::nullopt;  // 0 (double) is no counter
+  }
+}
+
+bool Library::nvlinkDataKiB(Device d, unsigned long long* tx, unsigned long long* rx) const {
+  auto f = sym<int (*)(Device, int, FieldValue*)>(handle_, "nvmlDeviceGetFieldValues");
+  if (!ok_ || !f) return false;
+  constexpr unsigned kDataTx = 138, kDataRx = 139, kAllLinks = ~0u;  // NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX/RX, every link
+  FieldValue v[2] = {};
+  v[0].fieldId = kDataTx;
+  v[1].fieldId = kDataRx;
+  v[0].scopeId = v[1].scopeId = kAllLinks;
+  if (f(d, 2, v) != 0) return false;
+  const auto t = counterValue(v[0]), r = counterValue(v[1]);
+  if (!t || !r) return false;
+  *tx = *t;
+  *rx = *r;
+  return true;
+}
+
 bool Library::pcieThroughputKBps(Device d, bool receive, unsigned* kbps) const {
   auto f = sym<int (*)(Device, int, unsigned*)>(handle_, "nvmlDeviceGetPcieThroughput");
   return ok_ && f && f(d, receive ? 1 : 0, kbps) == 0;

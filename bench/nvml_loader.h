@@ -2,6 +2,7 @@
 // NVML, loaded at run time (libnvidia-ml.so.1 comes with the driver, not the toolkit): absent NVML is not
 // an error, it only means the inventory has no link matrix or live clocks. Only the few entry points
 // trainscope uses are declared, with NVML's documented ABI.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,28 @@ struct PciInfo {  // nvmlPciInfo_t
   unsigned domain, bus, device, pciDeviceId, pciSubSystemId;
   char busId[32];
 };
+
+// One value read through nvmlDeviceGetFieldValues (nvmlFieldValue_t): which field, and its value typed by
+// valueType (nvmlValueType_t: 0 double, 1 unsigned, 2 unsigned long, 3 unsigned long long, 4 long long,
+// 5 int, 6 unsigned short).
+struct FieldValue {
+  unsigned fieldId, scopeId;
+  long long timestamp, latencyUsec;
+  int valueType, nvmlReturn;
+  union {
+    double d;
+    int si;
+    unsigned ui;
+    unsigned long ul;
+    unsigned long long ull;
+    long long sll;
+    unsigned short us;
+  } value;
+};
+static_assert(sizeof(FieldValue) == 40, "nvmlFieldValue_t is 40 bytes");
+// A field's value as a non-negative counter; nothing when NVML answered it with an error, or with a
+// negative or non-integer value.
+std::optional<unsigned long long> counterValue(const FieldValue& v);
 
 // Topology levels of nvmlDeviceGetTopologyCommonAncestor, with nvidia-smi's names.
 const char* topologyName(int level);
@@ -51,6 +74,9 @@ class Library {
   bool utilizationPercent(Device d, unsigned* gpu, unsigned* memory) const;
   bool clocksEventReasons(Device d, unsigned long long* mask) const;  // why the clocks are below their maximum
   bool pcieThroughputKBps(Device d, bool receive, unsigned* kbps) const;  // over the last 20 ms
+  // NVLink data (payload) sent and received over all links since the driver loaded, in KiB; false on a
+  // GPU without NVLink or a driver without the counters (before R450).
+  bool nvlinkDataKiB(Device d, unsigned long long* tx, unsigned long long* rx) const;
 
  private:
   void* handle_ = nullptr;

@@ -51,15 +51,16 @@ std::unique_ptr<RunSession> RunSession::open(BootstrapKind bootstrap, bool wantM
   activity::setStreamPath(stream);
   if (s->writer_) s->writer_->begin(s->meta_);
   s->ctx_ = std::make_unique<RunContext>(RunContext{boot, s->writer_.get(), stream, nlohmann::json::array(), "", &s->meta_});
+  s->ctx_->keepTelemetry = [p = s.get()] { p->keepOwnTelemetry(); };
   return s;
 }
 
 RunSession::~RunSession() {
   // The run failed before finish() after measuring something: process 0 keeps its own host's telemetry
   // beside those records (the others may be gone). A run that measured nothing leaves no files.
-  if (telemetry_ && writer_ && !writer_->records().empty()) {
+  if (writer_ && !writer_->records().empty()) {
     try {
-      writer_->add(telemetryRecord(hostName(), 0, telemetry_->stop()));
+      keepOwnTelemetry();
     } catch (const std::exception&) {  // the run's own error is the one to report
     }
   }
@@ -79,26 +80,37 @@ void printTelemetry(const nlohmann::json& rec) {
     if (g["power_w"].is_object()) line += fmt::format(", {:.0f} W max", g["power_w"]["max"].get<double>());
     if (g["temperature_c"].is_object()) line += fmt::format(", {:.0f} C max", g["temperature_c"]["max"].get<double>());
     if (g["throttled_samples"].get<int>() > 0) line += fmt::format(", THROTTLED in {} sample(s) ({})", g["throttled_samples"].get<int>(), fmt::join(g["throttle_reasons"], ", "));
+    if (g["low_clock_samples"].get<int>() > 0)
+      line += fmt::format(", SM clock under {:.0f}% of its maximum while busy in {} sample(s)", 100 * kLowClockFraction,
+                          g["low_clock_samples"].get<int>());
   }
   std::printf("%s\n", line.c_str());
 }
+
+void addTelemetry(ResultWriter& writer, const nlohmann::json& rec) {
+  writer.add(rec);
+  if (!writer.jsonPath().empty()) printTelemetry(rec);
+}
 }  // namespace
 
+void RunSession::keepOwnTelemetry() {
+  if (!telemetry_ || !writer_) return;
+  const nlohmann::json sampled = telemetry_->stop();  // null when already kept
+  if (sampled.is_null()) return;
+  addTelemetry(*writer_, telemetryRecord(hostName(), boot_->rank(), sampled));
+}
+
 void RunSession::finish() {
-  // Every host's telemetry to process 0 (collective: each process calls finish).
+  // Every host's telemetry to process 0 (collective: each process calls finish). Process 0 streams its
+  // own host's first: the gather needs every process, and a run that lost one may never get past it.
+  keepOwnTelemetry();
   nlohmann::json mine;
-  if (telemetry_) mine = {{"host", hostName()}, {"process", boot_->rank()}, {"sampled", telemetry_->stop()}};
+  if (telemetry_ && !writer_) mine = {{"host", hostName()}, {"process", boot_->rank()}, {"sampled", telemetry_->stop()}};
   telemetry_.reset();
-  const std::vector<std::string> all = boot_->size() > 1 ? boot_->allGatherStrings(mine.dump()) : std::vector<std::string>{mine.dump()};
-  if (writer_) {
-    for (const std::string& s : all) {
-      const nlohmann::json t = nlohmann::json::parse(s);
-      if (t.is_null()) continue;
-      nlohmann::json rec = telemetryRecord(t["host"], t["process"], t["sampled"]);
-      writer_->add(rec);
-      if (!writer_->jsonPath().empty()) printTelemetry(rec);
-    }
-  }
+  if (boot_->size() > 1)
+    for (const std::string& s : boot_->allGatherStrings(mine.dump()))
+      if (const nlohmann::json t = nlohmann::json::parse(s); writer_ && t.is_object())
+        addTelemetry(*writer_, telemetryRecord(t["host"], t["process"], t["sampled"]));
   meta_["ended_at"] = isoTimeNow();
   meta_["layouts"] = ctx_->layouts;
   if (writer_ && !writer_->jsonPath().empty()) {

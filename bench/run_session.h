@@ -2,6 +2,7 @@
 // One run of trainscope from start to result document: the bootstrap (how the processes meet), the run
 // metadata, and the result writer on process 0. A subcommand opens a session, runs one step (collectives)
 // or several (suite) in its context, and finishes it, which writes the document.
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,9 @@ struct RunContext {
   nlohmann::json layouts = nlohmann::json::array();  // one per step that built a communicator
   std::string step;         // the suite step running now ("" outside suites); records carry it
   const nlohmann::json* metadata = nullptr;  // the run metadata (hosts, environment)
+  // Process 0, after recording a failure that will end the run (a peer gone): streams its own host's
+  // telemetry now, since the session may never finish (unwinding can block on the dead peer).
+  std::function<void()> keepTelemetry = [] {};
 
   // Gathers the ranks of a step's communicator (every process calls it) into run.layouts.
   void addLayout(const std::string& step, const std::string& backend, int worldSize, int gpusPerProcess,
@@ -45,6 +49,7 @@ class RunSession {
 
  private:
   RunSession() = default;
+  void keepOwnTelemetry();  // process 0: its host's telemetry record, streamed once
   std::unique_ptr<Bootstrap> boot_;
   std::unique_ptr<ResultWriter> writer_;
   std::unique_ptr<RunContext> ctx_;

@@ -2,14 +2,15 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "bench/compute_clock.h"
 #include "bench/nvml_loader.h"
 #include "bench/stats.h"
 
@@ -23,26 +24,6 @@ std::string readFile(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-// The mean current frequency over the CPUs that expose one (MHz), or nothing.
-std::optional<double> cpuFrequencyMhz() {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  double sum = 0;
-  int n = 0;
-  for (const auto& entry : fs::directory_iterator("/sys/devices/system/cpu", ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("cpu", 0) != 0 || name.size() < 4 || name.find_first_not_of("0123456789", 3) != std::string::npos) continue;
-    std::ifstream in(entry.path() / "cpufreq" / "scaling_cur_freq");
-    double khz = 0;
-    if (in >> khz && khz > 0) {
-      sum += khz / 1e3;
-      ++n;
-    }
-  }
-  if (n == 0) return std::nullopt;
-  return sum / n;
 }
 
 nlohmann::json orNull(bool ok, double v) { return ok ? nlohmann::json(v) : nlohmann::json(); }
@@ -77,6 +58,18 @@ std::optional<double> parseLoadAverage(const std::string& text) {
   return load;
 }
 
+std::optional<double> counterRateGBps(unsigned long long beforeKiB, unsigned long long afterKiB, double seconds) {
+  if (!(seconds > 0) || afterKiB < beforeKiB) return std::nullopt;
+  return static_cast<double>(afterKiB - beforeKiB) * 1024 / seconds / 1e9;
+}
+
+bool lowClockUnderLoad(const nlohmann::json& g, const nlohmann::json& maxSm) {
+  const auto number = [&](const char* k) { return g.contains(k) && g[k].is_number(); };
+  return number("sm_clock_mhz") && number("gpu_util_percent") && maxSm.is_number() && maxSm.get<double>() > 0 &&
+         g["gpu_util_percent"].get<double>() >= kBusyGpuPercent &&
+         g["sm_clock_mhz"].get<double>() < kLowClockFraction * maxSm.get<double>();
+}
+
 double telemetryIntervalFromEnvironment() {
   const char* v = std::getenv("TRAINSCOPE_TELEMETRY_MS");
   if (!v || !*v) return 0.2;
@@ -87,19 +80,36 @@ double telemetryIntervalFromEnvironment() {
 }
 
 struct TelemetrySampler::Gpus {
+  struct Counters {  // the last NVLink reading of a GPU, for the rate over the next interval
+    double atS = 0;
+    unsigned long long txKiB = 0, rxKiB = 0;
+  };
   nvml::Library lib;
   std::vector<nvml::Device> devices;
+  std::vector<std::optional<Counters>> nvlink;
   Gpus() {
     if (!lib.ok()) return;
     for (unsigned i = 0; i < lib.deviceCount(); ++i) {
       nvml::Device d{};
       if (lib.deviceByIndex(i, &d)) devices.push_back(d);
     }
+    nvlink.resize(devices.size());
   }
-  nlohmann::json sample() const {
+  // NVLink GB/s since the last reading (null for the first one, and on GPUs without the counters).
+  std::pair<nlohmann::json, nlohmann::json> nvlinkRates(std::size_t i) {
+    Counters now{nowS()};
+    if (!lib.nvlinkDataKiB(devices[i], &now.txKiB, &now.rxKiB)) return {nullptr, nullptr};
+    const std::optional<Counters> before = std::exchange(nvlink[i], now);
+    if (!before) return {nullptr, nullptr};
+    const auto tx = counterRateGBps(before->txKiB, now.txKiB, now.atS - before->atS);
+    const auto rx = counterRateGBps(before->rxKiB, now.rxKiB, now.atS - before->atS);
+    return {tx ? nlohmann::json(*tx) : nlohmann::json(), rx ? nlohmann::json(*rx) : nlohmann::json()};
+  }
+  nlohmann::json sample() {
     nlohmann::json out = nlohmann::json::array();
     for (std::size_t i = 0; i < devices.size(); ++i) {
       const nvml::Device d = devices[i];
+      const auto [nvlinkTx, nvlinkRx] = nvlinkRates(i);
       unsigned sm = 0, mem = 0, mw = 0, temp = 0, util = 0, memUtil = 0, tx = 0, rx = 0;
       unsigned long long reasons = 0;
       const bool haveUtil = lib.utilizationPercent(d, &util, &memUtil);
@@ -117,7 +127,9 @@ struct TelemetrySampler::Gpus {
                      {"throttle_reasons", haveReasons ? names : nlohmann::json()},
                      {"throttled", haveReasons ? nlohmann::json(nvml::throttling(reasons)) : nlohmann::json()},
                      {"pcie_tx_gbps", orNull(lib.pcieThroughputKBps(d, false, &tx), tx * 1e3 / 1e9)},
-                     {"pcie_rx_gbps", orNull(lib.pcieThroughputKBps(d, true, &rx), rx * 1e3 / 1e9)}});
+                     {"pcie_rx_gbps", orNull(lib.pcieThroughputKBps(d, true, &rx), rx * 1e3 / 1e9)},
+                     {"nvlink_tx_gbps", nvlinkTx},
+                     {"nvlink_rx_gbps", nvlinkRx}});
     }
     return out;
   }
@@ -211,9 +223,11 @@ nlohmann::json telemetryRecord(const std::string& host, int process, const nlohm
   for (const auto& s : samples) gpus = std::max(gpus, s.value("gpus", nlohmann::json::array()).size());
   nlohmann::json gpuSummary = nlohmann::json::array();
   bool anyThrottled = false;
+  const auto& maxClocks = sampled.value("gpu_max_sm_clock_mhz", nlohmann::json::array());
   for (std::size_t g = 0; g < gpus; ++g) {
+    const nlohmann::json maxSm = g < maxClocks.size() ? maxClocks[g] : nlohmann::json();
     std::set<std::string> reasons;
-    int throttledSamples = 0;
+    int throttledSamples = 0, lowClockSamples = 0;
     for (const auto& s : samples) {
       if (s["gpus"].size() <= g) continue;
       const auto& x = s["gpus"][g];
@@ -222,16 +236,18 @@ nlohmann::json telemetryRecord(const std::string& host, int process, const nlohm
         for (const auto& r : x["throttle_reasons"])
           if (r != "gpu_idle") reasons.insert(r.get<std::string>());
       }
+      lowClockSamples += lowClockUnderLoad(x, maxSm);
     }
-    anyThrottled = anyThrottled || throttledSamples > 0;
-    const auto& maxClocks = sampled.value("gpu_max_sm_clock_mhz", nlohmann::json::array());
+    anyThrottled = anyThrottled || throttledSamples > 0 || lowClockSamples > 0;
     gpuSummary.push_back({{"index", g},
                           {"sm_clock_mhz", range(seriesOf(samples, "sm_clock_mhz", static_cast<int>(g)))},
-                          {"max_sm_clock_mhz", g < maxClocks.size() ? maxClocks[g] : nlohmann::json()},
+                          {"max_sm_clock_mhz", maxSm},
+                          {"mem_clock_mhz", range(seriesOf(samples, "mem_clock_mhz", static_cast<int>(g)))},
                           {"power_w", range(seriesOf(samples, "power_w", static_cast<int>(g)))},
                           {"temperature_c", range(seriesOf(samples, "temperature_c", static_cast<int>(g)))},
                           {"gpu_util_percent", range(seriesOf(samples, "gpu_util_percent", static_cast<int>(g)))},
                           {"throttled_samples", throttledSamples},
+                          {"low_clock_samples", lowClockSamples},
                           {"throttle_reasons", reasons}});
   }
   return {{"kind", "telemetry"},

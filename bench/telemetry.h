@@ -3,7 +3,8 @@
 // TRAINSCOPE_TELEMETRY_MS says otherwise; 0 turns it off), the CPU (busy fraction from /proc/stat, load
 // from /proc/loadavg, frequency from /sys/devices/system/cpu/cpu*/cpufreq where the kernel exposes it)
 // and every GPU through NVML, loaded at run time (SM and memory clocks, power, temperature,
-// utilisation, the reasons the clocks are held down, PCIe throughput). Absent NVML or an absent counter
+// utilisation, the reasons the clocks are held down, PCIe throughput, and NVLink throughput from the
+// driver's byte counters where the GPU has NVLink). Absent NVML or an absent counter
 // is not an error: the field is null. One process per host samples; the result gets one
 // `kind: "telemetry"` record per host, with the time series and a summary that says whether the
 // clocks throttled.
@@ -25,6 +26,16 @@ struct CpuTimes {
 std::optional<CpuTimes> parseProcStat(const std::string& text);
 double busyFraction(const CpuTimes& before, const CpuTimes& after);  // in [0, 1]; 0 when no time passed
 std::optional<double> parseLoadAverage(const std::string& text);      // the 1-minute load
+
+// GB/s between two readings of a KiB counter `seconds` apart; nothing when no time passed or the counter
+// went backwards (the driver reloaded).
+std::optional<double> counterRateGBps(unsigned long long beforeKiB, unsigned long long afterKiB, double seconds);
+
+// A GPU sample whose SM clock is held well below the GPU's maximum while it is busy, whether or not NVML
+// gave a reason: busy is at least kBusyGpuPercent utilisation, well below is under kLowClockFraction of
+// the maximum SM clock. Idle GPUs lower their clocks by design; busy ones should not.
+constexpr double kBusyGpuPercent = 50, kLowClockFraction = 0.85;
+bool lowClockUnderLoad(const nlohmann::json& gpuSample, const nlohmann::json& maxSmClockMhz);
 
 // TRAINSCOPE_TELEMETRY_MS as seconds (default 0.2; 0 = off). UsageError for a value that is not a number >= 0.
 double telemetryIntervalFromEnvironment();
@@ -54,7 +65,8 @@ class TelemetrySampler {
 };
 
 // A telemetry record from a sampler's output: the host, the series, and its summary (min/median/max of
-// each series; for each GPU whether and why its clocks throttled).
+// each series; for each GPU the samples whose clocks throttled, with NVML's reasons, and those whose SM
+// clock was low under load; `throttled` when there were any).
 nlohmann::json telemetryRecord(const std::string& host, int process, const nlohmann::json& sampled);
 
 }  // namespace ts

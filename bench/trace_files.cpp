@@ -34,14 +34,19 @@ std::vector<trace::Event> deviceEvents(const std::vector<cuda::DeviceSpan>& span
     using K = cuda::DeviceSpan::Kind;
     trace::Event e;
     e.name = s.name;
-    e.category = s.kind == K::kKernel ? "kernel" : s.kind == K::kMemcpy ? "memcpy" : s.kind == K::kMemset ? "memset" : "cuda_runtime";
+    const bool api = s.kind == K::kRuntimeApi || s.kind == K::kDriverApi;
+    e.category = s.kind == K::kKernel ? "kernel" : s.kind == K::kMemcpy ? "memcpy" : s.kind == K::kMemset ? "memset"
+               : s.kind == K::kDriverApi ? "cuda_driver" : "cuda_runtime";
     e.startUs = s.startUs;
     e.durationUs = s.endUs - s.startUs;
-    e.track = static_cast<trace::Track>(s.kind == K::kRuntimeApi ? 2 : 100 + static_cast<int>(s.stream));
+    e.track = static_cast<trace::Track>(api ? 2 : 100 + static_cast<int>(s.stream));
     e.args = {{"correlation", s.correlation}};
-    if (s.kind != K::kRuntimeApi) {
+    if (api) {
+      e.args["thread"] = s.thread;
+    } else {
       e.args["device"] = s.device;
       e.args["stream"] = s.stream;
+      if (!s.launch.empty()) e.args["launch"] = s.launch;  // the runtime (or driver) call, same correlation id
     }
     if (s.kind == K::kKernel) {
       e.args["grid"] = {s.grid[0], s.grid[1], s.grid[2]};
@@ -92,6 +97,7 @@ void TraceFiles::finish(const std::string& what, const nlohmann::json& about) {
     clock["device_offset_us"] = device_->clockOffsetUs();
     clock["device_offset_uncertainty_us"] = device_->clockUncertaintyUs();
     clock["dropped_device_records"] = device_->droppedRecords();
+    clock["incomplete_device_records"] = device_->incompleteRecords();
     device_.reset();
   }
   recorded.insert(recorded.end(), device.begin(), device.end());

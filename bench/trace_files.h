@@ -5,8 +5,10 @@
 // the ranks' clocks are aligned to that barrier's exit, good to its exit skew (microseconds on one host,
 // tens on a network), which trace.json's "clock" entry states. On a GPU (a build with CUPTI), each
 // process's kernels, memcpys and memsets are added on tracks of their own (tid 100 + stream, category
-// "kernel"/"memcpy"/"memset"), its CUDA runtime calls on tid 2, with flow arrows from each launch to
-// what it launched; the device-to-host clock offset and its uncertainty are stated in "clock".
+// "kernel"/"memcpy"/"memset"), its CUDA runtime calls on tid 2 ("cuda_runtime"; driver calls that launched
+// work themselves, as NCCL's do, "cuda_driver"), with flow arrows from each launch to what it launched
+// (and its name in the work's args.launch); the device-to-host clock offset and its uncertainty, and the
+// records CUPTI dropped or left incomplete, are stated in "clock".
 #include <memory>
 #include <string>
 

@@ -8,10 +8,6 @@
 #include <map>
 #include <optional>
 
-#ifdef TRAINSCOPE_HAVE_CUDA
-#include <cuda_runtime_api.h>
-#endif
-
 #include <fmt/format.h>
 
 #include "base/atomic_file.h"
@@ -20,10 +16,10 @@
 #include "base/stop_request.h"
 #include "bench/activity.h"
 #include "bench/agreement.h"
+#include "bench/compute_clock.h"
 #include "bench/compute_peaks.h"
 #include "bench/fault_injection.h"
 #include "bench/kernels_options.h"
-#include "bench/nvml_loader.h"
 #include "bench/progress.h"
 #include "bench/result_writer.h"
 #include "bench/run_session.h"
@@ -87,25 +83,6 @@ std::pair<nlohmann::json, std::int64_t> parameterNorms(Bootstrap& boot, const wl
     count += v.second;
   }
   return {norms, count};
-}
-
-// The GPU's SM clock now (NVML), else its maximum (the CUDA runtime); nothing on the CPU.
-std::optional<double> smClockMhz([[maybe_unused]] wl::Device& d) {
-#ifdef TRAINSCOPE_HAVE_CUDA
-  if (!d.cuda()) return std::nullopt;
-  char bus[32] = {};
-  if (cudaDeviceGetPCIBusId(bus, sizeof(bus), d.ordinal()) == cudaSuccess) {
-    nvml::Library lib;
-    nvml::Device h{};
-    unsigned mhz = 0;
-    if (lib.ok() && lib.deviceByPciBusId(bus, &h) && lib.currentClockMhz(h, 1, &mhz) && mhz > 0) return double(mhz);
-  }
-  cudaGetLastError();
-  int khz = 0;
-  if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, d.ordinal()) == cudaSuccess && khz > 0) return khz / 1000.0;
-  cudaGetLastError();
-#endif
-  return std::nullopt;
 }
 
 }  // namespace
@@ -314,13 +291,13 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
     rec["throughput_per_s"] = double(trainer.itemsPerStep()) / median;
     rec["tflops"] = tflops;
     rec["tflops_per_device"] = perDevice;
-    nlohmann::json peak = nullptr, vsPeak = nullptr, clock = nullptr, peakGpu = nullptr;
+    // The clock MFU is computed at: the SM clock on a GPU, the CPU frequency where the kernel says it.
+    const nlohmann::json clock = computeClockMhz(trainer.device().ordinal());
+    nlohmann::json peak = nullptr, vsPeak = nullptr, peakGpu = nullptr;
     if (const auto p = datasheetPeak(trainer.device().name(), parsePrecision(o.train.precision)); p && trainer.device().cuda()) {
-      const std::optional<double> mhz = smClockMhz(trainer.device());
-      const double atClock = mhz ? p->tflops * *mhz / p->boostMhz : p->tflops;
+      const double atClock = clock.is_number() ? p->tflops * clock.get<double>() / p->boostMhz : p->tflops;
       peak = atClock;
       vsPeak = perDevice / atClock;
-      clock = mhz ? nlohmann::json(*mhz) : nlohmann::json();
       peakGpu = p->gpu;
     }
     rec["mfu"] = {{"measured_ceiling_tflops", ceiling > 0 ? nlohmann::json(ceiling) : nlohmann::json()},
@@ -350,7 +327,10 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
   if (!o.label.empty()) rec["label"] = o.label;
   if (!ctx.step.empty()) rec["step"] = ctx.step;
   if (ctx.writer) ctx.writer->add(rec);
-  if (failed) std::rethrow_exception(failed);
+  if (failed) {
+    ctx.keepTelemetry();  // the unwinding may block on a rank that is gone
+    std::rethrow_exception(failed);
+  }
 }
 
 }  // namespace

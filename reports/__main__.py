@@ -12,6 +12,7 @@ from pathlib import Path
 from .analyze import analyze, format_table as format_analysis
 from .compare import compare, format_json, format_junit, format_markdown, format_table, machine_key
 from .errors import InputError
+from .kernel_breakdown import coverage_failures
 from .load import load_result, load_results
 from .report import write_report
 
@@ -43,14 +44,27 @@ def _parser():
     a.add_argument("trace_dir", help="the directory `trainscope train --trace DIR` wrote")
     a.add_argument("--json", help="also write the analysis as JSON here")
     a.add_argument("--straggler-ms", type=float, default=1.0, help="name a rank whose median arrival skew exceeds this (default 1 ms) and 3x the others'")
+    a.add_argument("--kernels-result", metavar="RESULT", help="a `trainscope kernels` result: the kernel breakdown gives each kernel's roofline fraction "
+                   "where its name matches one measured op and shape")
+    a.add_argument("--check-kernel-coverage", type=float, metavar="PCT", help="exit 1 when, on some rank, the device's busy time (union of "
+                   "its kernel spans) is more than PCT percent off the step (median over steps)")
     return p
 
 
 def _analyze(args):
-    result = analyze(args.trace_dir, args.straggler_ms)
+    if args.check_kernel_coverage is not None and not args.check_kernel_coverage > 0:
+        raise InputError("--check-kernel-coverage must be a positive percentage")
+    kernel_records = load_result(args.kernels_result).records_of("kernel") if args.kernels_result else ()
+    result = analyze(args.trace_dir, args.straggler_ms, kernel_records)
     print(format_analysis(result))
     if args.json:
         _write(args.json, json.dumps(result, indent=1))
+    if args.check_kernel_coverage is not None:
+        failures = coverage_failures(result.get("kernels"), args.check_kernel_coverage)
+        if failures:
+            print(f"trainscope: kernel coverage check failed ({args.check_kernel_coverage:g}%): " + "; ".join(failures), file=sys.stderr)
+            return 1
+        print(f"kernel coverage: every rank's device busy time is within {args.check_kernel_coverage:g}% of its step")
     return 0
 
 

@@ -175,12 +175,12 @@ def stragglers(ranks, threshold_ms):
     return table, sorted(named)
 
 
-def analyze(directory, threshold_ms=1.0):
+def analyze(directory, threshold_ms=1.0, kernel_records=()):
     docs = load_trace_docs(directory)
     ranks = spans_of(docs)
     what = docs[min(docs)].get("trainscope", {}).get("what", "")
     if not any(e.get("cat") == "step" for events in ranks.values() for e in events):
-        return {"what": what, "ranks": [], "spans": span_totals(ranks)}
+        return {"what": what, "ranks": [], "spans": span_totals(ranks), "kernels": kernel_breakdown(ranks, kernel_records=kernel_records)}
     per_rank = []
     for rank in sorted(ranks):
         rows = step_breakdown(ranks[rank])
@@ -197,7 +197,7 @@ def analyze(directory, threshold_ms=1.0):
                          "per_step": rows})
     table, late = stragglers(ranks, threshold_ms)
     return {"what": what, "ranks": per_rank, "stragglers": table, "late_ranks": late, "straggler_threshold_ms": threshold_ms,
-            "critical_path": critical_path(docs), "kernels": kernel_breakdown(ranks)}
+            "critical_path": critical_path(docs), "kernels": kernel_breakdown(ranks, kernel_records=kernel_records)}
 
 
 def format_spans(result):
@@ -207,6 +207,8 @@ def format_spans(result):
         lines.append(f"  rank {r['rank']}: {r['spans']} span(s), {r['total_us'] / 1e3:.3f} ms" + (f"; inside them: {phases}" if phases else ""))
         for t in r["top"]:
             lines.append(f"    {t['us'] / 1e3:>10.3f} ms {100 * t['share']:>5.1f}%  {t['name']}")
+    if result.get("kernels"):
+        lines.append(format_kernels(result["kernels"]))
     return "\n".join(lines)
 
 

@@ -1,6 +1,7 @@
 """Kernels: the roofline (arithmetic intensity against achieved FLOP/s, under the two measured ceilings)
 and each op's fraction of the ceiling that bounds it."""
 from ..plots import new_figure
+from .telemetry import throttle_alert
 
 
 class KernelsSection:
@@ -17,6 +18,9 @@ class KernelsSection:
         if failed:
             blocks.append({"kind": "alert", "text": f"{len(failed)} kernel(s) failed their check against the float64 reference: "
                            + "; ".join(f"{r.label}: {x['op']} {x['shape_name']} (max rel err {x['check']['max_rel_err']})" for r, x in failed[:10])})
+        throttled = throttle_alert([r for r in results if r.records_of("kernel")], "kernel TFLOP/s and roofline fractions")
+        if throttled:
+            blocks.append(throttled)
         fig, (ax,) = new_figure(width=7.5, height=4.6)
         rows = []
         many = len(results) > 1
@@ -38,6 +42,7 @@ class KernelsSection:
                 rows.append([(f"{r.label}: " if many else "") + x["op"], x["shape_name"], " ".join(f"{k}={v}" for k, v in x["shape"].items()),
                              x["dtype"], x["backend"], f"{x['time_us']['median']:.2f}", f"{x['tflops'] * 1e3:.2f}", f"{x['gbps']:.2f}",
                              roof.get("bound", "-"), f"{100 * roof['fraction_of_ceiling']:.0f}%" if roof else "-",
+                             f"{x['clock_mhz']:.0f}" if x.get("clock_mhz") is not None else "-",
                              "ok" if x["check"]["passed"] else "FAILED"])
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -46,8 +51,8 @@ class KernelsSection:
         ax.set_title("roofline")
         ax.legend(fontsize=7)
         blocks.append(plots.save(fig, "kernels_roofline", "roofline", "each kernel's arithmetic intensity and achieved FLOP/s under the measured ceilings"))
-        blocks.append({"kind": "table", "caption": "Kernels against their ceiling",
-                       "columns": ["op", "shape", "dims", "dtype", "backend", "time (us)", "GFLOP/s", "GB/s", "bound", "of ceiling", "check"],
+        blocks.append({"kind": "table", "caption": "Kernels against their ceiling, at the clock each was timed at (GPU SM clock or CPU frequency; - where unknown)",
+                       "columns": ["op", "shape", "dims", "dtype", "backend", "time (us)", "GFLOP/s", "GB/s", "bound", "of ceiling", "clock (MHz)", "check"],
                        "rows": rows})
         return blocks
 

@@ -1,14 +1,44 @@
 """Telemetry: what the machine did while the run measured (`kind: "telemetry"`, one record per host):
 CPU busy fraction, load and frequency, and per GPU its SM clock, power, temperature and utilisation over
 time. A GPU whose clocks were held down under load (power cap, thermal or hardware slowdown, as NVML
-reports the reasons) is called out at the top: every clock-dependent figure of that run (MFU, roofline
-fractions, bandwidths) is below what the GPU can do."""
+reports the reasons), or whose SM clock stayed well below its maximum while it was busy, is called out at
+the top, and the training and kernels sections say so beside their MFU and roofline fractions: every
+clock-dependent figure of that run is below what the GPU can do."""
 from ..plots import new_figure
+
+
+# low_clock_samples came after the first telemetry records: older results lack it.
+def throttled_gpus(result):
+    """The GPUs of a result whose clocks throttled, as "host GPU i" (empty when none did or there is no telemetry)."""
+    return [f"{t['host']} GPU {g['index']}" for t in result.records_of("telemetry") for g in t["summary"]["gpus"]
+            if g["throttled_samples"] > 0 or g.get("low_clock_samples", 0) > 0]
+
+
+def throttle_alert(results, figures):
+    """One alert block naming the runs whose clocks throttled, for a section whose figures depend on the clock; or None."""
+    hit = [(r, throttled_gpus(r)) for r in results]
+    hit = [(r, g) for r, g in hit if g]
+    if not hit:
+        return None
+    where = "; ".join((f"{r.label}: " if len(results) > 1 else "") + ", ".join(g) for r, g in hit)
+    return {"kind": "alert", "text": f"Clocks throttled during the run ({where}): {figures} were measured below the GPU's normal clocks (see Telemetry)"}
+
+
+def _throttled_cell(g):
+    parts = []
+    if g["throttled_samples"]:
+        parts.append(f"{g['throttled_samples']} ({', '.join(g['throttle_reasons']) or 'reason not reported'})")
+    if g.get("low_clock_samples", 0):
+        parts.append(f"{g['low_clock_samples']} low clock under load")
+    return "; ".join(parts) or "0"
 
 
 def _fmt(r, key, scale=1.0, unit="", digits=0):
     v = r.get(key) if r else None
     return "-" if not v else f"{v * scale:.{digits}f}{unit}"
+
+
+LOW_CLOCK_FRACTION = 0.85  # bench/telemetry.h kLowClockFraction
 
 
 class TelemetrySection:
@@ -29,6 +59,11 @@ class TelemetrySection:
                     blocks.append({"kind": "alert", "text": f"{name(r, t)} GPU {g['index']}: clocks throttled in {g['throttled_samples']} of "
                                    f"{len(t['samples'])} samples ({', '.join(g['throttle_reasons']) or 'reason not reported'}); its MFU, roofline "
                                    "fractions and bandwidths were measured below the GPU's normal clocks"})
+                low = g.get("low_clock_samples", 0)
+                if low > 0:
+                    blocks.append({"kind": "alert", "text": f"{name(r, t)} GPU {g['index']}: SM clock under {LOW_CLOCK_FRACTION:.0%} of its maximum "
+                                   f"({g['max_sm_clock_mhz']:.0f} MHz) while busy in {low} of {len(t['samples'])} samples (lowest "
+                                   f"{g['sm_clock_mhz']['min']:.0f} MHz); its MFU, roofline fractions and bandwidths were measured at that clock"})
         rows = []
         for r, t in records:
             s = t["summary"]
@@ -43,7 +78,7 @@ class TelemetrySection:
                     clock += f" (max {g['max_sm_clock_mhz']:.0f})"
                 rows.append([name(r, t), f"GPU {g['index']}", len(t["samples"]), f"{s['duration_s']:.1f}", _fmt(g["gpu_util_percent"], "median", unit="% busy"),
                              "-", clock, _fmt(g["power_w"], "max", unit=" W"), _fmt(g["temperature_c"], "max", unit=" C"),
-                             f"{g['throttled_samples']} ({', '.join(g['throttle_reasons'])})" if g["throttled_samples"] else "0"])
+                             _throttled_cell(g)])
         blocks.append({"kind": "table", "caption": "Per host and device over the run: utilisation median, load max, clock (CPU median; GPU SM min-max), "
                                                    "power and temperature max, samples with throttled clocks",
                        "columns": ["host", "device", "samples", "seconds", "utilisation", "load", "clock", "power", "temperature", "throttled"],

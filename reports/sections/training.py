@@ -2,6 +2,7 @@
 optimizer), throughput, achieved TFLOP/s and MFU, and for parallel runs each rank's compute and
 communication and the collectives the training issued."""
 from ..plots import new_figure
+from .telemetry import throttle_alert
 
 PHASES = ("data", "forward", "backward", "sync", "optimizer")
 
@@ -41,6 +42,9 @@ class TrainingSection:
         failed = [(r, x) for r, x in runs if not x["completed"]]
         if failed:
             blocks.append({"kind": "alert", "text": "; ".join(f"{name(r, x)} stopped after {x['steps_done']} step(s): {x.get('error', '?')}" for r, x in failed)})
+        throttled = throttle_alert([r for r in results if r.records_of("train")], "their step times and MFU")
+        if throttled:
+            blocks.append(throttled)
 
         fig, (ax,) = new_figure(width=7.5, height=4.0)
         for i, (r, x) in enumerate(runs):
@@ -77,11 +81,13 @@ class TrainingSection:
                          f"{x['throughput_per_s']:.1f}" if x.get("throughput_per_s") is not None else "-",
                          f"{x['tflops']:.4f}" if x.get("tflops") is not None else "-",
                          pct(mfu.get("vs_measured")), pct(mfu.get("vs_datasheet")),
+                         f"{mfu['clock_mhz']:.0f}" if mfu.get("clock_mhz") is not None else "-",
                          f"{x['peak_memory_bytes'] / 2**20:.1f}",
                          f"{x['loss']['initial']:.4f} -> {x['loss']['final']:.4f}" if x["loss"]["final"] is not None else "-"])
-        blocks.append({"kind": "table", "caption": "Training throughput and MFU (MFU against the measured GEMM ceiling, and the datasheet peak where known)",
+        blocks.append({"kind": "table", "caption": "Training throughput and MFU (MFU against the measured GEMM ceiling, and the datasheet peak where "
+                                                   "known, at the clock stated: GPU SM clock or CPU frequency; - where unknown)",
                        "columns": ["run", "backend", "precision", "parameters", "per step", "step (ms)", "items/s", "TFLOP/s",
-                                   "MFU (measured)", "MFU (datasheet)", "memory (MiB)", "loss"],
+                                   "MFU (measured)", "MFU (datasheet)", "clock (MHz)", "memory (MiB)", "loss"],
                        "rows": rows})
 
         parallel = [(r, x) for r, x in runs if x.get("ranks")]

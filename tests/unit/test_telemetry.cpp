@@ -1,5 +1,7 @@
 // Telemetry's parsing and summary on fixed inputs: /proc/stat and /proc/loadavg text, NVML's
-// clocks-event reasons, the interval from the environment, and a record's throttling verdict.
+// clocks-event reasons and field values, counter rates, the interval from the environment, and a
+// record's throttling verdict (NVML's reasons, and a low SM clock under load).
+#include <cstddef>
 #include <cstdlib>
 
 #include <gtest/gtest.h>
@@ -36,6 +38,48 @@ TEST(Telemetry, ClocksEventReasonsAreNamedAndOnlyLoadReasonsThrottle) {
   EXPECT_TRUE(nvml::throttling(0x80));
   EXPECT_FALSE(nvml::throttling(0x1 | 0x2 | 0x10 | 0x100));  // idle, application clocks, sync boost, display
   EXPECT_FALSE(nvml::throttling(0));
+}
+
+TEST(Telemetry, FieldValuesAreReadAsCountersByTheirType) {
+  EXPECT_EQ(offsetof(nvml::FieldValue, valueType), 24u);  // nvmlFieldValue_t's layout
+  EXPECT_EQ(offsetof(nvml::FieldValue, value), 32u);
+  nvml::FieldValue v{};
+  v.valueType = 3;
+  v.value.ull = 123456789012345ull;
+  EXPECT_EQ(nvml::counterValue(v), 123456789012345ull);
+  v.valueType = 1;
+  v.value.ull = 0;
+  v.value.ui = 42;
+  EXPECT_EQ(nvml::counterValue(v), 42ull);
+  v.valueType = 4;
+  v.value.sll = -1;
+  EXPECT_FALSE(nvml::counterValue(v));  // a negative counter is no counter
+  v.value.sll = 7;
+  EXPECT_EQ(nvml::counterValue(v), 7ull);
+  v.valueType = 0;
+  v.value.d = 1.5;
+  EXPECT_FALSE(nvml::counterValue(v));  // a double is not a counter
+  v.valueType = 3;
+  v.value.ull = 9;
+  v.nvmlReturn = 3;  // NVML_ERROR_NOT_SUPPORTED: a GPU without NVLink
+  EXPECT_FALSE(nvml::counterValue(v));
+}
+
+TEST(Telemetry, CounterRatesAreGigabytesPerSecondAndNeverBackwards) {
+  EXPECT_DOUBLE_EQ(*counterRateGBps(1000, 1000 + 1'000'000, 0.5), 1'000'000 * 1024.0 / 0.5 / 1e9);
+  EXPECT_DOUBLE_EQ(*counterRateGBps(5, 5, 0.2), 0.0);
+  EXPECT_FALSE(counterRateGBps(2000, 1000, 0.2));  // the driver reloaded: the counter restarted
+  EXPECT_FALSE(counterRateGBps(1000, 2000, 0.0));
+}
+
+TEST(Telemetry, ALowClockCountsOnlyWhenTheGpuIsBusy) {
+  const auto g = [](nlohmann::json sm, nlohmann::json util) { return nlohmann::json{{"sm_clock_mhz", sm}, {"gpu_util_percent", util}}; };
+  EXPECT_TRUE(lowClockUnderLoad(g(1400, 95), 1980));
+  EXPECT_FALSE(lowClockUnderLoad(g(1755, 95), 1980));  // 89% of the maximum: boost varies that much
+  EXPECT_FALSE(lowClockUnderLoad(g(210, 0), 1980));    // idle GPUs lower their clocks
+  EXPECT_FALSE(lowClockUnderLoad(g(1400, 95), nullptr));  // no maximum known: no verdict
+  EXPECT_FALSE(lowClockUnderLoad(g(nullptr, 95), 1980));
+  EXPECT_FALSE(lowClockUnderLoad(g(1400, nullptr), 1980));
 }
 
 TEST(Telemetry, IntervalComesFromTheEnvironment) {
@@ -80,11 +124,19 @@ TEST(Telemetry, TheRecordSaysWhetherAndWhyTheClocksThrottled) {
   EXPECT_TRUE(s["cpu_freq_mhz"].is_null());
   const auto& g = s["gpus"][0];
   EXPECT_EQ(g["throttled_samples"], 2);
+  EXPECT_EQ(g["low_clock_samples"], 1);  // 1410 MHz at 99% busy; 1755 is within 85% of 1980
   EXPECT_EQ(g["throttle_reasons"], nlohmann::json({"sw_power_cap"}));
   EXPECT_DOUBLE_EQ(g["sm_clock_mhz"]["min"].get<double>(), 1410);
   EXPECT_DOUBLE_EQ(g["max_sm_clock_mhz"].get<double>(), 1980);
+  EXPECT_DOUBLE_EQ(g["mem_clock_mhz"]["median"].get<double>(), 2619);
 
+  // No reason from NVML, but the clock sank while busy: still throttled.
   for (auto& x : sampled["samples"]) x["gpus"][0]["throttled"] = false;
+  const nlohmann::json quiet = telemetryRecord("node7", 4, sampled);
+  EXPECT_EQ(quiet["summary"]["gpus"][0]["throttled_samples"], 0);
+  EXPECT_TRUE(quiet["summary"]["throttled"].get<bool>());
+  // Neither: not throttled.
+  sampled["samples"][2]["gpus"][0]["sm_clock_mhz"] = 1900;
   EXPECT_FALSE(telemetryRecord("node7", 4, sampled)["summary"]["throttled"].get<bool>());
 }
 
