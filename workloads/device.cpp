@@ -62,6 +62,7 @@ std::string Device::name() const {
 
 void* Device::allocate(std::size_t bytes) {
   const std::size_t n = bytes ? bytes : 1;
+  std::lock_guard lock(memory_);
   void* p = nullptr;
 #ifdef TRAINSCOPE_HAVE_CUDA
   if (cuda()) p = cuda_->allocate(n, inUse_);

@@ -4,6 +4,7 @@
 // model code is the same for both (DESIGN.md "Backends"). Memory comes from the device through an Arena.
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "base/precision.h"
@@ -24,7 +25,8 @@ class Device {
   int ordinal() const { return ordinal_; }
   std::string name() const;  // "cpu", "cuda:0 (NVIDIA H100 80GB HBM3)"
 
-  // Zero-filled memory owned by the caller (Arena frees it with release()).
+  // Zero-filled memory owned by the caller (Arena frees it with release()). Thread-safe: the loader thread
+  // allocates its staging buffers while the model trains.
   void* allocate(std::size_t bytes);
   void release(void* p);
   void upload(void* dst, const void* src, std::size_t bytes);    // host -> device (a plain copy on the CPU)
@@ -32,7 +34,10 @@ class Device {
   void copy(void* dst, const void* src, std::size_t bytes);      // device -> device
   void zero(void* p, std::size_t bytes);
   void synchronize();
-  std::size_t peakBytes() const { return peak_; }
+  std::size_t peakBytes() const {
+    std::lock_guard lock(memory_);
+    return peak_;
+  }
   // The arithmetic of the matmuls (GEMMs) on CUDA: float32; tf32 (TF32 tensor cores); bfloat16 / float16
   // (the inputs converted to the 16-bit format, float32 accumulation and output: tensor-core GEMMs). On
   // the CPU float32 GEMMs serve every precision (the 16-bit rounding is emulated around them), and tf32
@@ -47,6 +52,7 @@ class Device {
  private:
   explicit Device(int ordinal);
   int ordinal_ = -1;  // -1: the CPU
+  mutable std::mutex memory_;  // guards the two counters below
   std::size_t inUse_ = 0, peak_ = 0;
   std::unique_ptr<CudaState> cuda_;
 };

@@ -156,7 +156,10 @@ Trainer::Trainer(const TrainOptions& options, const ProcessGrid* grid, double co
         throw UsageError(fmt::format("--resume: {} is at step {}, and --steps {} asks for no more", c.directory, firstStep_, o.steps));
     }
   }
-  loader_ = std::make_unique<data::Prefetcher>(*source_, nextStep_, 2, data::Prefetcher::Prepare{}, o.steps);
+  // The loader thread produces batches two steps ahead and, on a GPU, uploads them (pinned memory, a side
+  // stream): the step's data phase is then only the wait for a batch that is not ready yet.
+  constexpr int kPrefetchDepth = 2;
+  loader_ = std::make_unique<data::Prefetcher>(*source_, nextStep_, kPrefetchDepth, stagingHook(*device_, kPrefetchDepth, stager_), o.steps);
 }
 
 Trainer::~Trainer() = default;

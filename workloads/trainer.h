@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "workloads/batch_staging.h"
 #include "workloads/data/data_source.h"
 #include "workloads/data/prefetcher.h"
 #include "workloads/mixed_precision.h"
@@ -112,6 +113,7 @@ class Trainer {
   std::unique_ptr<data::DataSource> source_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<BatchStager> stager_;      // CUDA: the loader thread's uploads (before the loader, which calls it)
   std::unique_ptr<data::Prefetcher> loader_;
   std::unique_ptr<MasterWeights> masters_;  // bfloat16 / float16
   std::unique_ptr<LossScaler> scaler_;      // float16

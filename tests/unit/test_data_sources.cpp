@@ -513,6 +513,17 @@ TEST(DataSources, SliceTakesRows) {
   EXPECT_THROW(b.slice(3, 9), Error);
 }
 
+TEST(DataSources, SliceSharesTheStagedCopyFromItsFirstRow) {
+  Batch b = makeDataSource(syntheticOptions(Task::kLanguageModel)).batch(1);
+  b.staged = std::make_shared<int>(7);
+  b.stagedRow = 1;  // itself a slice of a larger staged batch
+  const Batch s = b.slice(2, 5);
+  EXPECT_EQ(s.staged, b.staged);  // the same device copy, kept alive by every slice
+  EXPECT_EQ(s.stagedRow, 3);
+  EXPECT_EQ(s.slice(1, 2).stagedRow, 4);
+  EXPECT_EQ(b.staged.use_count(), 2);
+}
+
 TEST(DataPrefetcher, DeliversStepsInOrderAndRunsThePrepareHookInTheLoaderThread) {
   const DataSource source = makeDataSource(syntheticOptions());
   const auto mainThread = std::this_thread::get_id();

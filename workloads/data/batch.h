@@ -19,14 +19,16 @@ struct Batch {
   std::vector<std::int32_t> targets;     // [B] or [B, T]
   std::vector<std::int64_t> targetShape;
   std::vector<std::int64_t> sampleIndices;  // the dataset index of each row: which samples these are
-  // Filled by the Prefetcher's prepare hook in the loader thread, e.g. pinned copies and device buffers
-  // with the event marking their copy done. Opaque here; the host vectors above stay valid beside it.
+  // Filled by the Prefetcher's prepare hook in the loader thread: the batch's device copy and the event
+  // marking its upload done (wl::BatchStager). Opaque here; the host vectors above stay valid beside it.
+  // A slice shares it, starting at row `stagedRow` of the staged batch.
   std::shared_ptr<void> staged;
+  std::int64_t stagedRow = 0;
 
   std::int64_t size() const { return inputShape.empty() ? 0 : inputShape[0]; }
   bool hasTokens() const { return task == Task::kLanguageModel; }
-  // Rows [begin, end) as a batch of their own (micro-batches for gradient accumulation and pipelines).
-  // `staged` is not carried over: it belongs to the whole batch.
+  // Rows [begin, end) as a batch of their own (micro-batches for gradient accumulation and pipelines),
+  // sharing the staged device copy.
   Batch slice(std::int64_t begin, std::int64_t end) const;
 };
 

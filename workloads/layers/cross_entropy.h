@@ -9,8 +9,9 @@ class CrossEntropy {
  public:
   CrossEntropy(Arena& arena, std::int64_t rows, std::int64_t classes);
   // Mean loss over the rows; keeps dlogits = d(mean loss)/dlogits. `targets` are on the host (checked
-  // there: UsageError for one outside [0, V)) and copied to the device.
-  double forward(const Tensor& logits, const std::int32_t* targets);
+  // there: UsageError for one outside [0, V)); `deviceTargets`, when given, are the same values already
+  // on the device (a staged batch), else the host ones are copied there.
+  double forward(const Tensor& logits, const std::int32_t* targets, const std::int32_t* deviceTargets = nullptr);
   // d(scale * mean loss)/dlogits.
   const Tensor& backward(float scale);
 

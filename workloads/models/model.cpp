@@ -1,9 +1,12 @@
 #include "workloads/models/model.h"
 
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "base/error.h"
 #include "kernels/trace.h"
+#include "workloads/batch_staging.h"
 #include "workloads/mixed_precision.h"
 #include "workloads/models/sequential_classifier.h"
 
@@ -82,7 +85,8 @@ const Tensor& Model::backwardLayers(const Tensor& dy, StepContext& ctx, std::siz
 
 double Model::lossForward(const Tensor& logits, const data::Batch& batch) {
   logits_ = &logits;
-  return loss_->forward(logits, batch.targets.data());
+  const std::optional<StagedRows> staged = stagedRows(*logits.device, batch);
+  return loss_->forward(logits, batch.targets.data(), staged ? staged->targets : nullptr);
 }
 
 const Tensor& Model::lossBackward(float scale) { return loss_->backward(scale); }
@@ -135,7 +139,10 @@ const Tensor& SequentialClassifier::embed(const data::Batch& batch, StepContext&
   if (batch.size() != batch_ || batch.features.size() != input_.numel())
     throw Error(fmt::format("internal: a batch of {} samples ({} values) for a model built for {} ({} values)", batch.size(), batch.features.size(),
                             batch_, input_.numel()));
-  input_.fromHost(batch.features);
+  if (const std::optional<StagedRows> staged = stagedRows(*input_.device, batch))
+    input_.device->copy(input_.data, staged->inputs, batch.features.size() * sizeof(float));
+  else
+    input_.fromHost(batch.features);
   roundTo(compute_, input_);
   return input_;
 }

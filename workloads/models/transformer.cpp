@@ -9,8 +9,11 @@
 #include "workloads/layers/linear.h"
 #include "workloads/layers/normalization.h"
 #include "workloads/layers/transformer_block.h"
+#include "workloads/batch_staging.h"
 #include "workloads/mixed_precision.h"
 #include "workloads/models/model.h"
+
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -42,7 +45,8 @@ class Transformer final : public Model {
     for (const std::int32_t t : batch.tokens)
       if (t < 0 || t >= V_) throw UsageError(fmt::format("a token of {} is outside the model's vocabulary of {}", t, V_));
     Device& d = *x0_.device;
-    d.upload(tokens_, batch.tokens.data(), batch.tokens.size() * sizeof(int));
+    if (const std::optional<StagedRows> staged = stagedRows(d, batch)) d.copy(tokens_, staged->inputs, batch.tokens.size() * sizeof(int));
+    else d.upload(tokens_, batch.tokens.data(), batch.tokens.size() * sizeof(int));
     ops::embeddingForward(d, x0_.data, tokens_, wte_.value.data, wpe_.value.data, B_, T_, C_);
     roundTo(compute_, x0_);
     return x0_;
