@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/activity.h"
 #include "bench/inventory.h"
 #include "comm/bootstrap.h"
 
@@ -23,6 +24,10 @@ void collectively(Bootstrap& boot, const std::function<void()>& step) {
   const auto all = boot.allGatherStrings(mine);
   for (std::size_t p = 0; p < all.size(); ++p) {
     if (all[p].empty()) continue;
+    // Every process knows the error now. Each marks it said before any may exit: process 0 exiting makes
+    // the launcher stop the rest, and one still inside the exchange would add a "stopped by signal" line.
+    activity::errorReported();
+    boot.barrier();
     // Name the process when the failures differ between processes, so the user knows where to look.
     bool same = true;
     for (const auto& other : all) same = same && other == all[p];

@@ -326,17 +326,7 @@ std::size_t runCollectivesStep(const CollectivesOptions& o, RunContext& ctx) {
   for (int l = 0; l < comm->localCount(); ++l) myRanks.push_back({{"rank", comm->rank(l)}, {"device", comm->device(l)}});
   ctx.addLayout(ctx.step.empty() ? "collectives" : ctx.step, comm->backend(), comm->worldSize(), comm->localCount(), myRanks);
 
-  Communicator* commPtr = comm.get();
-  Bootstrap* bootPtr = &boot;
-  const std::string stream = ctx.streamPath;
-  run.setWatchdog(std::make_unique<Watchdog>(o.timeoutS, [=](double waited) {
-    std::fprintf(stderr, "trainscope: error: %s: timeout: %s made no progress for %.1f s (--timeout %g); ending all ranks%s\n",
-                 activity::who().c_str(), activity::current().c_str(), waited, o.timeoutS,
-                 stream.empty() ? "" : ("; records measured so far are in " + stream).c_str());
-    std::fflush(stderr);
-    commPtr->abort();
-    bootPtr->abortAll(3);
-  }));
+  run.setWatchdog(std::make_unique<Watchdog>(o.timeoutS, endAllRanksOnTimeout(o.timeoutS, boot, ctx.streamPath, [c = comm.get()] { c->abort(); })));
   std::unique_ptr<TraceFiles> traceFiles;
   if (!o.traceDir.empty()) traceFiles = std::make_unique<TraceFiles>(boot, o.traceDir, boot.size());
   const std::size_t wrong = run.run(ctx.writer, ctx.step);  // run (and its buffers) goes before comm

@@ -263,12 +263,7 @@ std::size_t runKernelsStep(const KernelsOptions& o, RunContext& ctx) {
 std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
   const bool leader = true;
   ResultWriter* writer = ctx.writer;
-  Watchdog watchdog(o.timeoutS, [&](double waited) {
-    std::fprintf(stderr, "trainscope: error: %s: timeout: %s made no progress for %.1f s (--timeout %g)\n", activity::who().c_str(),
-                 activity::current().c_str(), waited, o.timeoutS);
-    std::fflush(stderr);
-    ctx.boot.abortAll(3);
-  });
+  Watchdog watchdog(o.timeoutS, endAllRanksOnTimeout(o.timeoutS, ctx.boot, ctx.streamPath));
   WatchdogScope guard(watchdog);
   cpu_set_t set;
   CPU_ZERO(&set);

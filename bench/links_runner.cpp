@@ -231,12 +231,7 @@ std::size_t runLinksStep(const LinksOptions& o, RunContext& ctx) {
   Emitter out{ctx, o};
   if (o.gpu) collectively(boot, [&] { validateGpuSelection(o); });  // before anything is measured
   const auto hosts = boot.allGatherStrings(hostName());
-  Watchdog watchdog(o.timeoutS, [&](double waited) {
-    std::fprintf(stderr, "trainscope: error: %s: timeout: %s made no progress for %.1f s (--timeout %g); ending all ranks\n",
-                 activity::who().c_str(), activity::current().c_str(), waited, o.timeoutS);
-    std::fflush(stderr);
-    boot.abortAll(3);
-  });
+  Watchdog watchdog(o.timeoutS, endAllRanksOnTimeout(o.timeoutS, boot, ctx.streamPath));
   WatchdogScope guard(watchdog);
   std::size_t failed = 0;
   if (o.memory) failed += hostMemory(o, ctx, out, hosts);

@@ -103,12 +103,7 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
   if (o.warmupSteps < 0) throw UsageError("--warmup-steps must be >= 0");
   if (!o.dumpLogits.empty() && grid.layout().pp > 1) throw UsageError("--dump-logits with --pp: the logits are on the last stage; dump them from a run without --pp");
   const bool leader = ctx.boot.rank() == 0;
-  Watchdog watchdog(o.timeoutS, [&](double waited) {
-    std::fprintf(stderr, "trainscope: error: %s: timeout: %s made no progress for %.1f s (--timeout %g)\n", activity::who().c_str(),
-                 activity::current().c_str(), waited, o.timeoutS);
-    std::fflush(stderr);
-    ctx.boot.abortAll(3);
-  });
+  Watchdog watchdog(o.timeoutS, endAllRanksOnTimeout(o.timeoutS, ctx.boot));  // the train record comes at the end
   WatchdogScope guard(watchdog);
   activity::set("building the model and loading the data");
   std::unique_ptr<wl::Trainer> built;

@@ -1,8 +1,11 @@
 #include "bench/watchdog.h"
 
 #include <chrono>
+#include <cstdio>
 
 #include "base/heartbeat.h"
+#include "bench/activity.h"
+#include "comm/bootstrap.h"
 
 namespace ts {
 
@@ -41,6 +44,17 @@ void Watchdog::loop() {
       armed_.store(false);
     }
   }
+}
+
+Watchdog::Handler endAllRanksOnTimeout(double timeoutS, Bootstrap& boot, std::string streamPath, std::function<void()> beforeEnd) {
+  return [timeoutS, &boot, streamPath = std::move(streamPath), beforeEnd = std::move(beforeEnd)](double waited) {
+    const std::string saved = streamPath.empty() ? "" : "; records measured so far are in " + streamPath;
+    std::fprintf(stderr, "trainscope: error: %s: timeout: %s made no progress for %.1f s (--timeout %g); ending all ranks%s\n",
+                 activity::who().c_str(), activity::current().c_str(), waited, timeoutS, saved.c_str());
+    std::fflush(stderr);
+    if (beforeEnd) beforeEnd();
+    boot.abortAll(3);
+  };
 }
 
 }  // namespace ts

@@ -100,6 +100,9 @@ Trainer::Trainer(const TrainOptions& options, const ProcessGrid* grid, double co
   if (sharded && !o.checkpointDir.empty())
     throw UsageError("--checkpoint-dir with --zero or --sync ps: sharded optimizer state is not saved in this version (use --zero 0)");
   if (layout.pp > 1 && !o.checkpointDir.empty()) throw UsageError("--checkpoint-dir with --pp: per-stage checkpoints are not in this version");
+  // Rank 0 writes the checkpoint, so it must hold the whole model: a tensor-parallel rank holds slices.
+  if (layout.tp > 1 && !o.checkpointDir.empty())
+    throw UsageError("--checkpoint-dir with --tp: tensor-parallel slices are not gathered into a checkpoint in this version (use --tp 1)");
   options_.schedule.total = o.steps;
   device_ = Device::open(o.device);  // first: a missing GPU is reported before any data is read
   device_->setMatmulPrecision(parsePrecision(o.precision));

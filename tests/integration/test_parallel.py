@@ -186,6 +186,7 @@ def test_checkpoints_under_data_parallel_resume_on_one_process(tmp_path):
     (2, ["--pp", 2, "--pp-split", "5"], "--pp-split gives 1 stage(s), but --pp is 2"),
     (2, ["--pp", 2, "--pp-schedule", "zigzag"], "--pp-schedule zigzag: expected gpipe or 1f1b"),
     (2, ["--pp", 2, "--checkpoint-dir", "ckpt"], "per-stage checkpoints are not in this version"),
+    (2, ["--tp", 2, "--checkpoint-dir", "ckpt"], "tensor-parallel slices are not gathered into a checkpoint"),
     (3, ["--tp", 3], "--tp 3 does not divide the 64 hidden features (width) of the mlp model"),
     (2, ["--tp", 2, "--sync", "ps"], "the parameter server serves whole models"),
     (2, ["--batch", 3], "--batch 3 does not split into 2 data-parallel rank(s) x 1 micro-batch(es)"),
