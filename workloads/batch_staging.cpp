@@ -131,6 +131,8 @@ void BatchStager::stage(data::Batch& b) {
     CUDA_CHECK(cudaHostAlloc(&s.host, bytes, cudaHostAllocDefault));
     s.device = d.allocate(bytes);  // never freed during the run (the arena's rule); counted in peak memory
     s.capacity = bytes;
+    // allocate() zeroes the memory on the compute stream: the upload below waits for that (via `released`).
+    CUDA_CHECK(cudaEventRecord(s.released, static_cast<cudaStream_t>(d.stream())));
   }
   char* host = static_cast<char*>(s.host);
   std::memcpy(host, b.hasTokens() ? static_cast<const void*>(b.tokens.data()) : static_cast<const void*>(b.features.data()), inputBytes);
