@@ -200,7 +200,7 @@ class CollectivesRun {
     activity::set(what);
     ErrorContext ctx(what);
     trace::Span span(what, "communication");  // and its NVTX range
-    span.annotate({{"bytes", lay.bytes}, {"op", std::string(c.name())}, {"ranks", comm_.worldSize()}});
+    if (trace::enabled()) span.annotate({{"bytes", lay.bytes}, {"op", std::string(c.name())}, {"ranks", comm_.worldSize()}});
 
     std::vector<Placement> ptrs;
     for (int l = 0; l < comm_.localCount(); ++l) ptrs.push_back(placement(l, c, lay, a.dtype, inPlace));

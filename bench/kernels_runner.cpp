@@ -297,7 +297,7 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
     for (const KernelShape& shape : shapes) {
       activity::set(fmt::format("kernel {} {} ({})", op->name(), shape.name, dimsText(shape)));
       trace::Span span(fmt::format("kernel {} {}", op->name(), shape.name), "compute");  // and its NVTX range
-      span.annotate({{"op", std::string(op->name())}, {"shape", shape.name}});
+      if (trace::enabled()) span.annotate({{"op", std::string(op->name())}, {"shape", shape.name}});
       std::unique_ptr<KernelCase> kc;
       try {
         kc = o.cuda ? op->makeCuda(shape, o.settings) : op->make(shape, o.settings);

@@ -25,6 +25,12 @@ class ActivityTrace {};  // a build without CUPTI has no device spans
 
 namespace ts {
 
+namespace {
+// Tracks (Chrome tids) beside the host's main (0) and communication (1) ones: CUDA runtime and driver
+// calls, and one per device stream from kDeviceTrackBase on.
+constexpr int kApiTrack = 2, kDeviceTrackBase = 100;
+}  // namespace
+
 #ifdef TRAINSCOPE_HAVE_CUPTI
 namespace {
 // CUPTI's spans as trace events: device work on a track per stream, runtime calls on track 2.
@@ -39,7 +45,7 @@ std::vector<trace::Event> deviceEvents(const std::vector<cuda::DeviceSpan>& span
                : s.kind == K::kDriverApi ? "cuda_driver" : "cuda_runtime";
     e.startUs = s.startUs;
     e.durationUs = s.endUs - s.startUs;
-    e.track = static_cast<trace::Track>(api ? 2 : 100 + static_cast<int>(s.stream));
+    e.track = static_cast<trace::Track>(api ? kApiTrack : kDeviceTrackBase + static_cast<int>(s.stream));
     e.args = {{"correlation", s.correlation}};
     if (api) {
       e.args["thread"] = s.thread;
@@ -108,7 +114,7 @@ void TraceFiles::finish(const std::string& what, const nlohmann::json& about) {
   std::set<int> tracks = {0, 1};
   for (const trace::Event& e : recorded) tracks.insert(static_cast<int>(e.track));
   for (int t : tracks) {
-    const std::string name = t == 0 ? "main" : t == 1 ? "communication" : t == 2 ? "cuda runtime" : fmt::format("gpu stream {}", t - 100);
+    const std::string name = t == 0 ? "main" : t == 1 ? "communication" : t == kApiTrack ? "cuda runtime" : fmt::format("gpu stream {}", t - kDeviceTrackBase);
     events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", rank}, {"tid", t}, {"args", {{"name", name}}}});
   }
   // In time order on each track, a parent before the spans it contains (a step before its phases).
@@ -126,13 +132,13 @@ void TraceFiles::finish(const std::string& what, const nlohmann::json& about) {
   // Flow arrows from each CUDA runtime call to the device work it launched (same correlation id).
   std::map<std::uint64_t, const trace::Event*> launches;
   for (const trace::Event& e : recorded)
-    if (e.track == static_cast<trace::Track>(2)) launches[e.args.at("correlation").get<std::uint64_t>()] = &e;
+    if (static_cast<int>(e.track) == kApiTrack) launches[e.args.at("correlation").get<std::uint64_t>()] = &e;
   for (const trace::Event& e : recorded) {
-    if (static_cast<int>(e.track) < 100) continue;
+    if (static_cast<int>(e.track) < kDeviceTrackBase) continue;
     const auto it = launches.find(e.args.at("correlation").get<std::uint64_t>());
     if (it == launches.end()) continue;
     const double id = static_cast<double>(it->first);
-    events.push_back({{"ph", "s"}, {"name", "launch"}, {"cat", "launch"}, {"id", id}, {"pid", rank}, {"tid", 2}, {"ts", it->second->startUs - originUs_}});
+    events.push_back({{"ph", "s"}, {"name", "launch"}, {"cat", "launch"}, {"id", id}, {"pid", rank}, {"tid", kApiTrack}, {"ts", it->second->startUs - originUs_}});
     events.push_back({{"ph", "f"}, {"bp", "e"}, {"name", "launch"}, {"cat", "launch"}, {"id", id}, {"pid", rank}, {"tid", static_cast<int>(e.track)},
                       {"ts", e.startUs - originUs_}});
   }

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from .critical_path import critical_path, format_path
 from .errors import InputError
-from .kernel_breakdown import format_kernels, kernel_breakdown
+from .intervals import clip, intersect, length, span, subtract, union
+from .kernel_breakdown import DEVICE, format_kernels, kernel_breakdown
 
 P2P = {"send", "recv"}
 
@@ -59,59 +60,15 @@ def span_totals(ranks, top=15):
                 outer.append(e)
                 end = e["ts"] + e["dur"]
         total = sum(e["dur"] for e in outer)
-        inner = {}
+        inner, outermost = {}, {id(e) for e in outer}
         for e in events:
-            if e.get("tid", 0) == 0 and e not in outer:
+            if e.get("tid", 0) == 0 and id(e) not in outermost:
                 inner[e["name"].split(" ")[0]] = inner.get(e["name"].split(" ")[0], 0.0) + e["dur"]
         biggest = sorted(outer, key=lambda e: -e["dur"])[:top]
         rows.append({"rank": rank, "spans": len(outer), "total_us": total, "phases_us": inner,
                      "top": [{"name": e["name"], "us": e["dur"], "share": e["dur"] / total if total > 0 else 0.0} for e in biggest]})
     return rows
 
-
-def union(intervals):
-    out = []
-    for a, b in sorted(tuple(i) for i in intervals):
-        if out and a <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], b)
-        else:
-            out.append([a, b])
-    return out
-
-
-def length(intervals):
-    return sum(b - a for a, b in intervals)
-
-
-def clip(intervals, lo, hi):
-    return [(max(a, lo), min(b, hi)) for a, b in intervals if min(b, hi) > max(a, lo)]
-
-
-def subtract(xs, ys):
-    """xs minus ys, both unions (sorted, disjoint)."""
-    out = []
-    for a, b in xs:
-        cur = a
-        for c, d in ys:
-            if d <= cur or c >= b:
-                continue
-            if c > cur:
-                out.append((cur, c))
-            cur = max(cur, d)
-        if cur < b:
-            out.append((cur, b))
-    return out
-
-
-def intersect(xs, ys):
-    return subtract(xs, subtract(xs, ys))
-
-
-def span(e):
-    return (e["ts"], e["ts"] + e["dur"])
-
-
-DEVICE = {"kernel", "memcpy", "memset"}
 
 
 def step_breakdown(events):
@@ -176,7 +133,11 @@ def stragglers(ranks, threshold_ms):
 
 
 def analyze(directory, threshold_ms=1.0, kernel_records=()):
-    docs = load_trace_docs(directory)
+    return analyze_docs(load_trace_docs(directory), threshold_ms, kernel_records)
+
+
+def analyze_docs(docs, threshold_ms=1.0, kernel_records=()):
+    """analyze() on trace documents already loaded ({rank: document}, load_trace_docs)."""
     ranks = spans_of(docs)
     what = docs[min(docs)].get("trainscope", {}).get("what", "")
     if not any(e.get("cat") == "step" for events in ranks.values() for e in events):

@@ -19,17 +19,9 @@ busy_over_window near 1 and busy_over_step below it.
 import re
 import statistics
 
+from .intervals import length, union
+
 DEVICE = {"kernel", "memcpy", "memset"}
-
-
-def _union_length(intervals):
-    total, end = 0.0, float("-inf")
-    for a, b in sorted(intervals):
-        if b <= end:
-            continue
-        total += b - max(a, end)
-        end = b
-    return total
 
 
 def function_name(name):
@@ -81,7 +73,7 @@ def roofline_matches(names, records):
 def _step_coverage(step, device):
     lo, hi = step["ts"], step["ts"] + step["dur"]
     inside = [(max(e["ts"], lo), min(e["ts"] + e["dur"], hi)) for e in device if e["ts"] < hi and e["ts"] + e["dur"] > lo]
-    busy = _union_length(inside)
+    busy = length(union(inside))
     window = max(b for _, b in inside) - min(a for a, _ in inside) if inside else 0.0
     return {"step": step.get("args", {}).get("step"), "step_us": step["dur"], "device_spans": len(inside),
             "sum_us": sum(b - a for a, b in inside), "busy_us": busy, "window_us": window,
@@ -117,7 +109,7 @@ def kernel_breakdown(ranks, top=10, kernel_records=()):
         device = device_by_rank[rank]
         if not device:
             continue
-        busy = _union_length((e["ts"], e["ts"] + e["dur"]) for e in device)
+        busy = length(union((e["ts"], e["ts"] + e["dur"]) for e in device))
         _grouped(device, overall)
         rows = _top(_grouped(device, {}), busy, "share_of_busy", top, matches)
         coverage = [_step_coverage(s, device) for s in sorted((e for e in events if e.get("cat") == "step"), key=lambda e: e["ts"]) if s["dur"] > 0]

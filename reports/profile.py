@@ -1,7 +1,7 @@
 """The report's profile section, from a `train --trace DIR` directory (`report ... --trace DIR`): one
 step of every rank on one time axis (a Gantt picture), the breakdown per rank (compute, exposed
 communication, idle) with the overlap, and the stragglers (reports/analyze.py does the arithmetic)."""
-from .analyze import analyze, load_trace_dir
+from .analyze import analyze_docs, load_trace_docs, spans_of
 from .critical_path import format_path
 from .plots import new_figure
 
@@ -9,8 +9,9 @@ COLORS = {"compute": "C0", "wait": "C3", "phase": "0.75", "communication": "C1"}
 
 
 def build_profile(trace_dir, plots):
-    result = analyze(trace_dir)
-    ranks = load_trace_dir(trace_dir)
+    docs = load_trace_docs(trace_dir)  # read once: with kernel-level spans the files are large
+    result = analyze_docs(docs)
+    ranks = spans_of(docs)
     blocks = [{"kind": "text", "text": f"Traces in {trace_dir}: {len(ranks)} rank(s). Times are since a barrier all ranks left together."}]
     if not result["ranks"]:  # a collectives or kernels trace: where its time went
         for r in result["spans"]:

@@ -71,6 +71,15 @@ void placed(DeviceSpan& s, const Record* r) {
   s.correlation = r->correlationId;
 }
 
+// A copy: its direction, where and when, and its size (host/device and peer-to-peer records alike).
+template <typename Record>
+void copied(DeviceSpan& s, const Record* m) {
+  s.kind = DeviceSpan::Kind::kMemcpy;
+  s.name = copyKindName(m->copyKind);
+  placed(s, m);
+  s.bytes = m->bytes;
+}
+
 // A driver call that can put work on the device (NCCL launches its kernels with cuLaunchKernelEx).
 bool launchesWork(std::string_view name) {
   for (std::string_view p : {"cuLaunch", "cuMemcpy", "cuMemset", "cuGraphLaunch"})
@@ -100,22 +109,8 @@ void CUPTIAPI bufferCompleted(CUcontext context, std::uint32_t streamId, std::ui
         s.block[0] = k->blockX, s.block[1] = k->blockY, s.block[2] = k->blockZ;
         break;
       }
-      case CUPTI_ACTIVITY_KIND_MEMCPY: {
-        const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-        s.kind = DeviceSpan::Kind::kMemcpy;
-        s.name = copyKindName(m->copyKind);
-        placed(s, m);
-        s.bytes = m->bytes;
-        break;
-      }
-      case CUPTI_ACTIVITY_KIND_MEMCPY2: {  // peer to peer
-        const auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record);
-        s.kind = DeviceSpan::Kind::kMemcpy;
-        s.name = copyKindName(m->copyKind);
-        placed(s, m);
-        s.bytes = m->bytes;
-        break;
-      }
+      case CUPTI_ACTIVITY_KIND_MEMCPY: copied(s, reinterpret_cast<const CUpti_ActivityMemcpy6*>(record)); break;
+      case CUPTI_ACTIVITY_KIND_MEMCPY2: copied(s, reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record)); break;  // peer to peer
       case CUPTI_ACTIVITY_KIND_MEMSET: {
         const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
         s.kind = DeviceSpan::Kind::kMemset;
@@ -175,24 +170,24 @@ ActivityTrace::ActivityTrace() {
   try {
     CUPTI_CHECK(cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted));
     for (CUpti_ActivityKind k : kKinds) CUPTI_CHECK(cuptiActivityEnable(k));
-  } catch (...) {  // leave nothing half enabled
+    // steady = device_ns / 1000 + offset: keep the reading whose two steady-clock brackets are closest.
+    double best = 1e300;
+    for (int i = 0; i < 32; ++i) {
+      std::uint64_t ns = 0;
+      const double before = steadyUs();
+      CUPTI_CHECK(cuptiGetTimestamp(&ns));
+      const double after = steadyUs();
+      if (after - before < best) {
+        best = after - before;
+        offsetUs_ = (before + after) / 2 - static_cast<double>(ns) / 1e3;
+        uncertaintyUs_ = (after - before) / 2;
+      }
+    }
+  } catch (...) {  // leave nothing half enabled: no destructor runs for a constructor that threw
     disableAll();
     throw;
   }
   running_ = true;
-  // steady = device_ns / 1000 + offset: keep the reading whose two steady-clock brackets are closest.
-  double best = 1e300;
-  for (int i = 0; i < 32; ++i) {
-    std::uint64_t ns = 0;
-    const double before = steadyUs();
-    CUPTI_CHECK(cuptiGetTimestamp(&ns));
-    const double after = steadyUs();
-    if (after - before < best) {
-      best = after - before;
-      offsetUs_ = (before + after) / 2 - static_cast<double>(ns) / 1e3;
-      uncertaintyUs_ = (after - before) / 2;
-    }
-  }
 }
 
 ActivityTrace::~ActivityTrace() {
