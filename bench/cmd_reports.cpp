@@ -69,7 +69,7 @@ Action addAnalyzeCommand(CLI::App& app) {
 }
 
 Action addCompareCommand(CLI::App& app) {
-  return pythonTool(app, "compare", "Compare a candidate result with a baseline, noise-aware: compare BASELINE CANDIDATE (exit 1 = regression)");
+  return pythonTool(app, "compare", "Compare a candidate result with a baseline, with an interval per record: compare BASELINE CANDIDATE (exit 0 pass, 1 regression, 2 bad input, 3 inconclusive)");
 }
 
 }  // namespace ts

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "bench/activity.h"
@@ -41,9 +43,19 @@ std::unique_ptr<RunSession> RunSession::open(BootstrapKind bootstrap, bool wantM
   s->meta_ = makeRunMetadata(boot, subcommand, argv, config);
   double interval = 0;
   collectively(boot, [&] { interval = telemetryIntervalFromEnvironment(); });
-  const std::vector<std::string> hosts = boot.size() > 1 ? boot.allGatherStrings(hostName()) : std::vector<std::string>{hostName()};
-  const bool firstOnHost = std::find(hosts.begin(), hosts.end(), hostName()) - hosts.begin() == boot.rank();
-  if (interval > 0 && firstOnHost) s->telemetry_ = std::make_unique<TelemetrySampler>(interval);
+  // Every process's host and pid: the first process of a host samples it, and the CPU time of the run's
+  // processes on it is the run's own (the rest is contention from outside the run).
+  const std::string me = fmt::format("{} {}", ::getpid(), hostName());
+  const std::vector<std::string> places = boot.size() > 1 ? boot.allGatherStrings(me) : std::vector<std::string>{me};
+  std::vector<int> localPids;
+  int firstLocal = -1;
+  for (std::size_t p = 0; p < places.size(); ++p) {
+    const std::size_t space = places[p].find(' ');
+    if (places[p].substr(space + 1) != hostName()) continue;
+    localPids.push_back(std::stoi(places[p].substr(0, space)));
+    if (firstLocal < 0) firstLocal = static_cast<int>(p);
+  }
+  if (interval > 0 && firstLocal == boot.rank()) s->telemetry_ = std::make_unique<TelemetrySampler>(interval, localPids);
   collectively(boot, [&] {
     if (boot.rank() == 0) s->writer_ = std::make_unique<ResultWriter>(jsonPath);
   });

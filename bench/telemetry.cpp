@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -56,6 +57,26 @@ std::optional<double> parseLoadAverage(const std::string& text) {
   double load = 0;
   if (!(in >> load) || load < 0) return std::nullopt;
   return load;
+}
+
+std::optional<unsigned long long> parseProcessTicks(const std::string& text) {
+  const std::size_t close = text.rfind(')');  // the command name, in parentheses, may hold anything
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream in(text.substr(close + 1));
+  std::string field;
+  // After the name: state (field 3) ... utime (14), stime (15).
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 13; ++i)
+    if (!(in >> field)) return std::nullopt;
+  if (!(in >> utime >> stime)) return std::nullopt;
+  return utime + stime;
+}
+
+double othersBusyFraction(const CpuTimes& a, const CpuTimes& b, unsigned long long ownTicks) {
+  if (b.total <= a.total || b.busy < a.busy) return 0;
+  const double others = static_cast<double>(b.busy - a.busy) - static_cast<double>(ownTicks);
+  const double f = others / static_cast<double>(b.total - a.total);
+  return f < 0 ? 0 : f > 1 ? 1 : f;
 }
 
 std::optional<double> counterRateGBps(unsigned long long beforeKiB, unsigned long long afterKiB, double seconds) {
@@ -143,8 +164,10 @@ struct TelemetrySampler::Gpus {
   }
 };
 
-TelemetrySampler::TelemetrySampler(double intervalS) : intervalS_(intervalS), startS_(nowS()), gpus_(std::make_unique<Gpus>()) {
+TelemetrySampler::TelemetrySampler(double intervalS, std::vector<int> runPids)
+    : intervalS_(intervalS), startS_(nowS()), runPids_(std::move(runPids)), gpus_(std::make_unique<Gpus>()) {
   lastCpu_ = parseProcStat(readFile("/proc/stat"));
+  ownTicksSinceLastSample();  // the baseline of every process's counter
   samples_.push_back(sample());
   thread_ = std::thread([this] { run(); });
 }
@@ -158,10 +181,53 @@ TelemetrySampler::~TelemetrySampler() {
   if (thread_.joinable()) thread_.join();
 }
 
+namespace {
+
+// The children of a process, from every thread's `children` file (Linux 3.5+ with CONFIG_PROC_CHILDREN;
+// where absent, only the run's own processes count as the run's).
+std::vector<int> childrenOf(int pid) {
+  std::vector<int> out;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator(fmt::format("/proc/{}/task", pid), ec)) {
+    std::istringstream in(readFile((task.path() / "children").string()));
+    for (int c; in >> c;) out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+// CPU jiffies the run's processes and their descendants (scale's child runs, say) used since the last
+// call. A process first seen counts from its start: it began within the interval.
+unsigned long long TelemetrySampler::ownTicksSinceLastSample() {
+  std::map<int, unsigned long long> now;
+  std::vector<int> todo = runPids_;
+  while (!todo.empty() && now.size() < 4096) {  // the bound keeps a fork bomb from stalling the sampler
+    const int pid = todo.back();
+    todo.pop_back();
+    if (now.count(pid)) continue;
+    const std::optional<unsigned long long> ticks = parseProcessTicks(readFile(fmt::format("/proc/{}/stat", pid)));
+    if (!ticks) continue;  // gone
+    now[pid] = *ticks;
+    for (int c : childrenOf(pid)) todo.push_back(c);
+  }
+  unsigned long long used = 0;
+  for (const auto& [pid, ticks] : now) {
+    const auto before = lastOwnTicks_.find(pid);
+    const unsigned long long since = before == lastOwnTicks_.end() ? 0 : before->second;
+    if (ticks > since) used += ticks - since;
+  }
+  lastOwnTicks_ = std::move(now);
+  return used;
+}
+
 nlohmann::json TelemetrySampler::sample() {
   nlohmann::json s = {{"t_s", nowS() - startS_}};
   const std::optional<CpuTimes> cpu = parseProcStat(readFile("/proc/stat"));
-  s["cpu_busy_fraction"] = cpu && lastCpu_ && cpu->total > lastCpu_->total ? nlohmann::json(busyFraction(*lastCpu_, *cpu)) : nlohmann::json();
+  const unsigned long long own = ownTicksSinceLastSample();
+  const bool interval = cpu && lastCpu_ && cpu->total > lastCpu_->total;
+  s["cpu_busy_fraction"] = interval ? nlohmann::json(busyFraction(*lastCpu_, *cpu)) : nlohmann::json();
+  s["cpu_busy_others_fraction"] = interval && !runPids_.empty() ? nlohmann::json(othersBusyFraction(*lastCpu_, *cpu, own)) : nlohmann::json();
   if (cpu) lastCpu_ = cpu;
   const std::optional<double> load = parseLoadAverage(readFile("/proc/loadavg"));
   s["load1"] = load ? nlohmann::json(*load) : nlohmann::json();
@@ -258,6 +324,7 @@ nlohmann::json telemetryRecord(const std::string& host, int process, const nlohm
           {"summary",
            {{"duration_s", samples.empty() ? 0.0 : samples.back()["t_s"].get<double>()},
             {"cpu_busy_fraction", range(seriesOf(samples, "cpu_busy_fraction"))},
+            {"cpu_busy_others_fraction", range(seriesOf(samples, "cpu_busy_others_fraction"))},
             {"load1", range(seriesOf(samples, "load1"))},
             {"cpu_freq_mhz", range(seriesOf(samples, "cpu_freq_mhz"))},
             {"gpus", gpuSummary},

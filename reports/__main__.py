@@ -1,19 +1,21 @@
 """Command line of the reports tool: `python3 -m reports report|compare ...`.
 
-Exit codes: 0 fine (compare: no regression), 1 compare found a regression, 2 bad input. Errors are one
-line on stderr, never a traceback.
+Exit codes: 0 fine (compare: pass), 1 compare found a regression, 2 bad input, 3 compare could not decide
+(inconclusive: too few samples, too noisy, or measured under contention). Errors are one line on stderr,
+never a traceback.
 """
 import argparse
 import json
-import shutil
 import sys
 from pathlib import Path
 
+from . import baselines
 from .analyze import analyze, format_table as format_analysis
 from .compare import compare, format_json, format_junit, format_markdown, format_table, machine_key
 from .errors import InputError
 from .kernel_breakdown import coverage_failures
 from .load import load_result, load_results
+from .policy import Policy, apply as apply_policy, from_toml, parse_override
 from .report import write_report
 
 
@@ -31,14 +33,28 @@ def _parser():
     r.add_argument("--label", action="append", help="a name per result, in order (default: the run's label, or host and date)")
     r.add_argument("--title", default="trainscope report")
     r.add_argument("--trace", help="a `train --trace` directory: adds the profile section (one step of every rank, breakdown, stragglers)")
-    c = sub.add_parser("compare", help="compare a candidate result with a baseline; exit 1 on a regression")
-    c.add_argument("files", nargs="+", metavar="RESULT", help="BASELINE CANDIDATE, or CANDIDATE with --baseline-dir")
-    c.add_argument("--baseline-dir", help="find the baseline as DIR/<machine key>.json (see README)")
-    c.add_argument("--save-baseline", action="store_true", help="with --baseline-dir: store CANDIDATE as this machine's baseline")
-    c.add_argument("--threshold", type=float, default=5.0, help="percent change that matters (default 5)")
-    c.add_argument("--alpha", type=float, default=0.01, help="significance level of the noise test (default 0.01)")
+    c = sub.add_parser("compare", help="compare a candidate result with a baseline: exit 0 pass, 1 regression, 3 inconclusive")
+    c.add_argument("files", nargs="+", metavar="RESULT", help="BASELINE... CANDIDATE (several baselines: runs of one build, whose "
+                   "spread joins the interval); with --baseline or --baseline-dir, CANDIDATE... (one or several runs)")
+    c.add_argument("--baseline", action="append", default=[], metavar="RESULT", help="a run of the baseline (repeatable); the "
+                   "positional results are then all runs of the candidate")
+    c.add_argument("--baseline-dir", help="find this machine's baseline runs in DIR (DIR/<machine key>/*.json; see README)")
+    c.add_argument("--save-baseline", action="store_true", help="with --baseline-dir: when this machine has no baseline yet, store "
+                   "CANDIDATE as its first run and exit 0 (a first CI run); otherwise compare as usual")
+    c.add_argument("--add-baseline", action="store_true", help="with --baseline-dir: store CANDIDATE as one more run of this "
+                   "machine's baseline, without comparing (run the same build several times to build a baseline)")
+    c.add_argument("--replace-baseline", action="store_true", help="with --baseline-dir: make CANDIDATE this machine's only "
+                   "baseline run, without comparing (a deliberate refresh)")
+    c.add_argument("--policy", metavar="TOML", help="thresholds and noise limits from a file (see README); the options below override it")
+    c.add_argument("--threshold", type=float, help="percent change that matters (default 5)")
+    c.add_argument("--threshold-for", action="append", default=[], metavar="KIND[.METRIC]=PCT",
+                   help="a threshold for one kind (collective, kernel, link, train) or one of its metrics; repeatable")
+    c.add_argument("--max-cv", type=float, help="percent robust cv above which a record cannot pass (default 10)")
+    c.add_argument("--max-cv-for", action="append", default=[], metavar="KIND[.METRIC]=PCT", help="a noise limit for one kind or metric")
+    c.add_argument("--min-samples", type=int, help="samples each side needs (default 5)")
+    c.add_argument("--confidence", type=float, help="percent confidence of the effect's interval (default 99)")
     c.add_argument("--markdown", help="write a markdown summary (for a CI job summary)")
-    c.add_argument("--junit", help="write JUnit XML: one test case per compared record")
+    c.add_argument("--junit", help="write JUnit XML: one test case per compared record (regression: failure; inconclusive: skipped)")
     c.add_argument("--json", help="write the comparison as JSON")
     a = sub.add_parser("analyze", help="where each step of a --trace run went, per rank; stragglers; pipeline bubbles")
     a.add_argument("trace_dir", help="the directory `trainscope train --trace DIR` wrote")
@@ -83,42 +99,62 @@ def _report(args):
     return 0
 
 
+def _policy(args):
+    policy = from_toml(args.policy) if args.policy else Policy()
+    settings = {k: getattr(args, k) for k in ("threshold", "max_cv", "min_samples", "confidence") if getattr(args, k) is not None}
+    tables = {"thresholds": {}, "max_cvs": {}}
+    for table, option, values in (("thresholds", "--threshold-for", args.threshold_for), ("max_cvs", "--max-cv-for", args.max_cv_for)):
+        for text in values:
+            tables[table].update(parse_override(text, option))
+    settings.update({k: v for k, v in tables.items() if v})
+    return apply_policy(policy, settings, "command line")
+
+
 def _compare(args):
-    if not args.threshold > 0:
-        raise InputError("--threshold must be a positive percentage")
-    if not 0 < args.alpha < 1:
-        raise InputError("--alpha must be between 0 and 1")
+    policy = _policy(args)
+    storing = [o for o, on in (("--save-baseline", args.save_baseline), ("--add-baseline", args.add_baseline),
+                               ("--replace-baseline", args.replace_baseline)) if on]
+    if storing and not args.baseline_dir:
+        raise InputError(f"{storing[0]} needs --baseline-dir")
+    if len(storing) > 1:
+        raise InputError(f"{' and '.join(storing)}: give one of them")
+    if args.baseline and args.baseline_dir:
+        raise InputError("give --baseline or --baseline-dir, not both")
     if args.baseline_dir:
-        if len(args.files) != 1:
-            raise InputError("with --baseline-dir give only the candidate result")
-        candidate = load_result(args.files[0])
-        base_path = Path(args.baseline_dir) / f"{machine_key(candidate)}.json"
-        if args.save_baseline:
-            Path(args.baseline_dir).mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(args.files[0], base_path)
-            print(f"compare: saved {args.files[0]} as the baseline {base_path}")
+        candidates = [load_result(f) for f in args.files]
+        keys = {machine_key(c) for c in candidates}
+        if len(keys) > 1:
+            raise InputError(f"the candidate runs are of different machines ({', '.join(sorted(keys))}): compare them one machine at a time")
+        store = baselines.Store(args.baseline_dir, keys.pop())
+        runs = store.runs()
+        if args.replace_baseline or args.add_baseline or (args.save_baseline and not runs):
+            paths = [store.add(f, c, replace=args.replace_baseline and i == 0) for i, (f, c) in enumerate(zip(args.files, candidates))]
+            how = ("no baseline for this machine yet: stored" if args.save_baseline else
+                   "replaced this machine's baseline with" if args.replace_baseline else "added as baseline run(s)")
+            print(f"compare: {how} {', '.join(map(str, paths))} ({len(store.runs())} run(s) now; nothing compared, exit 0)")
             return 0
-        if not base_path.exists():
-            raise InputError(f"no baseline for this machine in {args.baseline_dir}: expected {base_path.name} (store one with --save-baseline)")
-        baseline = load_result(base_path)
+        if not runs:
+            raise InputError(f"no baseline for this machine in {args.baseline_dir}: expected {store.describe()} "
+                             "(--save-baseline stores the candidate when none exists)")
+        base = [load_result(p) for p in runs]
+    elif args.baseline:
+        base, candidates = [load_result(f) for f in args.baseline], [load_result(f) for f in args.files]
     else:
-        if args.save_baseline:
-            raise InputError("--save-baseline needs --baseline-dir")
-        if len(args.files) != 2:
-            raise InputError("compare takes BASELINE CANDIDATE (or CANDIDATE with --baseline-dir)")
-        baseline, candidate = load_result(args.files[0]), load_result(args.files[1])
-    cmp = compare(baseline, candidate, threshold=args.threshold / 100.0, alpha=args.alpha)
+        if len(args.files) < 2:
+            raise InputError("compare takes BASELINE... CANDIDATE (or CANDIDATE... with --baseline or --baseline-dir)")
+        base, candidates = [load_result(f) for f in args.files[:-1]], [load_result(args.files[-1])]
+    cmp = compare(base, candidates, policy)
     sys.stdout.write(format_table(cmp))
     if not cmp.rows:
         # A gate that compared nothing must not pass: the two runs measured different things.
-        raise InputError(f"nothing to compare: no record of {candidate.path} matches one of {baseline.path} (see the lists above)")
+        raise InputError(f"nothing to compare: no record of {cmp.candidate} matches one of {cmp.baseline} (see the lists above)")
     if args.markdown:
         _write(args.markdown, format_markdown(cmp))
     if args.junit:
         _write(args.junit, format_junit(cmp))
     if args.json:
         _write(args.json, format_json(cmp))
-    return 1 if cmp.regressions else 0
+    return cmp.exit_code
 
 
 def main(argv=None):

@@ -1,18 +1,40 @@
-"""`compare`: match two results record by record and say, metric by metric, what got worse beyond noise.
+"""`compare`: match two results record by record and decide, metric by metric, pass, regression or
+inconclusive — and never let a slow candidate pass for being noisy.
 
-A record regresses when its deciding metric changed in the bad direction by more than the threshold AND
-the change is larger than the run-to-run noise (significance.py). Records present on one side only are
-listed, never dropped silently.
+Per record, the deciding metric's effect is the ratio of medians with its interval (effect.py). Against
+the threshold t (policy.py):
+- regression: the whole interval lies above 1 + t (worse by more than t, beyond doubt);
+- improvement: the whole interval lies below 1 / (1 + t) (a pass, listed as such);
+- inconclusive: too few samples; either record noisier than the limit (robust cv); the interval reaching
+  past 1 + t (the data cannot rule a regression out); or either run measured under contention
+  (contention.py) — then nothing is decided, since a busy machine slows a run by any factor;
+- pass: none of these — the interval rules out a regression beyond t.
+A record whose interval lies wholly beyond the threshold is a regression however noisy it is: noise
+widens the interval, so a clear regression stays clear. The run's outcome is regression when any record
+regressed, else inconclusive when any record was, else pass. Records present on one side only are listed,
+never dropped silently.
 """
 import json
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 
+from . import contention
 from . import identity as ids
-from .significance import significant
+from .effect import ratio_of_medians, robust_cv, seed_for
+from .policy import Policy
 
-ORDER = {"regression": 0, "improvement": 1, "within noise": 2, "unchanged": 3}
+
+class Outcome(str, Enum):
+    REGRESSION = "regression"
+    INCONCLUSIVE = "inconclusive"
+    IMPROVEMENT = "improvement"
+    PASS = "pass"
+
+
+ORDER = {o: i for i, o in enumerate(Outcome)}
+EXIT_CODES = {Outcome.PASS: 0, Outcome.REGRESSION: 1, Outcome.INCONCLUSIVE: 3}  # 2: bad input
 
 
 @dataclass
@@ -27,14 +49,20 @@ class MetricChange:
 @dataclass
 class Row:
     identity: str
-    verdict: str
+    kind: str
     metric: str
-    baseline: float
+    unit: str
+    outcome: Outcome
+    reason: str                # why, in a few words (empty for a plain pass)
+    baseline: float            # the medians
     candidate: float
-    change: float
-    worse_by: float  # the change counted in the bad direction (positive = worse)
-    method: str
-    p_value: float = None
+    change: float              # worse by this much when positive: ratio - 1 in the bad direction
+    low: float = None          # the interval of the change, in the same terms
+    high: float = None
+    threshold: float = 0.0
+    cv_baseline: float = None
+    cv_candidate: float = None
+    samples: tuple = (0, 0)
     others: list = field(default_factory=list)
 
 
@@ -42,15 +70,33 @@ class Row:
 class Comparison:
     baseline: str
     candidate: str
-    threshold: float
-    alpha: float
+    policy: Policy
     rows: list
     only_in_baseline: list
     only_in_candidate: list
+    contention: list           # reasons, prefixed by the run they concern
+    telemetry: tuple           # (baseline has telemetry, candidate has telemetry)
+    baseline_runs: int = 1
+    candidate_runs: int = 1
+
+    def of(self, outcome):
+        return [r for r in self.rows if r.outcome == outcome]
 
     @property
     def regressions(self):
-        return [r for r in self.rows if r.verdict == "regression"]
+        return self.of(Outcome.REGRESSION)
+
+    @property
+    def outcome(self):
+        if self.regressions:
+            return Outcome.REGRESSION
+        if self.of(Outcome.INCONCLUSIVE):
+            return Outcome.INCONCLUSIVE
+        return Outcome.PASS
+
+    @property
+    def exit_code(self):
+        return EXIT_CODES[self.outcome]
 
 
 def _index(records):
@@ -63,60 +109,147 @@ def _index(records):
     return out
 
 
-def compare(baseline, candidate, threshold=0.05, alpha=0.01):
-    base = _index(baseline.records)
-    cand = _index(candidate.records)
+def _median(values):
+    v = sorted(values)
+    return v[len(v) // 2] if len(v) % 2 else 0.5 * (v[len(v) // 2 - 1] + v[len(v) // 2])
+
+
+def judge(kind, metric, bases, cands, policy, name="", contended=""):
+    """The outcome of one deciding metric: `bases` and `cands`, the records of this identity in each run of
+    the baseline and of the candidate (usually one each)."""
+    bv, cv = _median([ids.value(b, metric) for b in bases]), _median([ids.value(c, metric) for c in cands])
+    base_runs = [(b.get(metric.samples) or [], b.get("trials", 1)) for b in bases]
+    cand_runs = [(c.get(metric.samples) or [], c.get("trials", 1)) for c in cands]
+    a = [x for s, _ in base_runs for x in s]
+    z = [x for s, _ in cand_runs for x in s]
+    t = policy.threshold_for(kind, metric.name)
+    sign = 1 if metric.lower_is_better else -1  # a ratio above 1 is worse either way after this
+
+    def row(outcome, reason, change, low=None, high=None, cvs=(None, None)):
+        return Row(name, kind, metric.name, metric.unit, outcome, reason, bv, cv, change, low, high, t, cvs[0], cvs[1], (len(a), len(z)))
+
+    plain = ((cv / bv) ** sign - 1) if bv and cv else 0.0
+    fewest = min(len(s) for s, _ in base_runs + cand_runs)
+    if fewest < policy.min_samples:
+        return row(Outcome.INCONCLUSIVE, f"too few samples: {fewest} < {policy.min_samples}", plain)
+    e = ratio_of_medians(base_runs, cand_runs, policy.confidence, seed_for(name + metric.name))
+    ratio, low, high = (e.ratio, e.low, e.high) if sign > 0 else (1 / e.ratio, 1 / e.high, 1 / e.low)
+    cvs = (robust_cv(a), robust_cv(z))
+    args = (ratio - 1, low - 1, high - 1, cvs)
+    limit = policy.max_cv_for(kind, metric.name)
+    if contended:
+        return row(Outcome.INCONCLUSIVE, contended, *args)
+    if low > 1 + t:
+        return row(Outcome.REGRESSION, "", *args)
+    if high < 1 / (1 + t):
+        return row(Outcome.IMPROVEMENT, "", *args)
+    if max(cvs) > limit:
+        side = "baseline" if cvs[0] >= cvs[1] else "candidate"
+        return row(Outcome.INCONCLUSIVE, f"noisy: {side} cv {max(cvs):.1%} > {limit:.0%}", *args)
+    if high > 1 + t:
+        return row(Outcome.INCONCLUSIVE, f"wide interval: reaches {high - 1:+.1%}, cannot rule out a regression beyond {t:.0%}", *args)
+    return row(Outcome.PASS, "", *args)
+
+
+def _runs(results):
+    return list(results) if isinstance(results, (list, tuple)) else [results]
+
+
+def compare(baselines, candidates, policy=None):
+    """Compare the candidate with the baseline, each one result or several runs of one build (a list)."""
+    policy = policy or Policy()
+    baselines, candidates = _runs(baselines), _runs(candidates)
+    base_idx = [_index(b.records) for b in baselines]
+    cand_idx = [_index(c.records) for c in candidates]
+    base_keys = set().union(*(i.keys() for i in base_idx))
+    cand_keys = set().union(*(i.keys() for i in cand_idx))
+
+    def side(name, results):
+        many = len(results) > 1
+        return [f"{name}{f' {n + 1}' if many else ''}: {r}" for n, res in enumerate(results) for r in contention.reasons(res, policy)]
+
+    reasons = side("baseline", baselines) + side("candidate", candidates)
     rows = []
-    for key in base.keys() & cand.keys():
-        b, c = base[key], cand[key]
+    for key in base_keys & cand_keys:
+        bases = [i[key] for i in base_idx if key in i]
+        cands = [i[key] for i in cand_idx if key in i]
         metrics = ids.METRICS[key[0]]
         decider = next(m for m in metrics if m.decides)
-        bv, cv = ids.value(b, decider), ids.value(c, decider)
-        change = (cv - bv) / bv if bv else 0.0
-        worse_by = change if decider.lower_is_better else -change
-        beyond_noise, method, p = significant(b, c, bv, cv, decider, alpha)
-        if abs(worse_by) <= threshold:
-            verdict = "unchanged"
-        elif not beyond_noise:
-            verdict = "within noise"
-        else:
-            verdict = "regression" if worse_by > 0 else "improvement"
-        others = []
+        r = judge(key[0], decider, bases, cands, policy, ids.describe(key), "contention" if reasons else "")
         for m in metrics:
-            if m is decider:
-                continue
-            ob, oc = ids.value(b, m), ids.value(c, m)
-            others.append(MetricChange(m.name, m.unit, ob, oc, (oc - ob) / ob if ob else 0.0))
-        rows.append(Row(ids.describe(key), verdict, decider.name, bv, cv, change, worse_by, method, p, others))
-    rows.sort(key=lambda r: (ORDER[r.verdict], -r.worse_by if r.verdict == "regression" else r.worse_by, r.identity))
-    only_b = sorted(ids.describe(k) for k in base.keys() - cand.keys())
-    only_c = sorted(ids.describe(k) for k in cand.keys() - base.keys())
-    return Comparison(baseline.path, candidate.path, threshold, alpha, rows, only_b, only_c)
+            if m is not decider:
+                ob, oc = _median([ids.value(b, m) for b in bases]), _median([ids.value(c, m) for c in cands])
+                r.others.append(MetricChange(m.name, m.unit, ob, oc, (oc - ob) / ob if ob else 0.0))
+        rows.append(r)
+    rows.sort(key=lambda r: (ORDER[r.outcome], -r.change if r.outcome == Outcome.REGRESSION else r.change, r.identity))
+    only_b = sorted(ids.describe(k) for k in base_keys - cand_keys)
+    only_c = sorted(ids.describe(k) for k in cand_keys - base_keys)
+    return Comparison(", ".join(b.path for b in baselines), ", ".join(c.path for c in candidates), policy, rows, only_b, only_c, reasons,
+                      (all(map(contention.has_telemetry, baselines)), all(map(contention.has_telemetry, candidates))),
+                      len(baselines), len(candidates))
 
 
-def _fmt_p(p):
-    return "-" if p is None else f"{p:.2g}"
+def _pct(x):
+    return "-" if x is None else f"{x:+.1%}"
 
 
-def format_table(cmp):
-    lines = [f"# trainscope compare: {cmp.baseline} -> {cmp.candidate}",
-             f"# threshold {cmp.threshold:.0%}, significance alpha {cmp.alpha} (Mann-Whitney U on samples; stdev where samples are missing)",
-             f"{'verdict':<13} {'change':>8} {'baseline':>12} {'candidate':>12} {'test':>19} {'p':>7}  record"]
-    for r in cmp.rows:
-        lines.append(f"{r.verdict:<13} {r.change:>+8.1%} {r.baseline:>12.4g} {r.candidate:>12.4g} {r.method:>19} {_fmt_p(r.p_value):>7}  {r.identity} [{r.metric}]")
-    for d in cmp.only_in_baseline:
-        lines.append(f"{'missing':<13} {'':>8} {'':>12} {'':>12} {'':>19} {'':>7}  {d} (only in the baseline)")
-    for d in cmp.only_in_candidate:
-        lines.append(f"{'new':<13} {'':>8} {'':>12} {'':>12} {'':>19} {'':>7}  {d} (only in the candidate)")
-    lines.append(summary_line(cmp))
-    return "\n".join(lines) + "\n"
+def _interval(r):
+    return "-" if r.low is None else f"[{r.low:+.1%}, {r.high:+.1%}]"
+
+
+def _cvs(r):
+    return "-" if r.cv_baseline is None else f"{r.cv_baseline:.1%}/{r.cv_candidate:.1%}"
+
+
+def method_line(cmp):
+    p = cmp.policy
+    runs = max(cmp.baseline_runs, cmp.candidate_runs)
+    levels = (f"runs ({cmp.baseline_runs} baseline, {cmp.candidate_runs} candidate), then trials, then iterations" if runs > 1
+              else "trials, then iterations; one run a side, so the spread between runs is not in it")
+    return (f"# effect: ratio of medians, {p.confidence:.0%} interval by bootstrap ({levels}); "
+            f"threshold {p.threshold:.0%}, noise limit cv {p.max_cv:.0%}, at least {p.min_samples} samples"
+            + ("; per-kind thresholds " + ", ".join(f"{k} {v:.0%}" for k, v in sorted(p.thresholds.items())) if p.thresholds else ""))
+
+
+def verdict_line(cmp):
+    """The run's outcome and why, in one line."""
+    o = cmp.outcome
+    if o == Outcome.REGRESSION:
+        worst = cmp.regressions[0]
+        return f"verdict: regression — {len(cmp.regressions)} record(s) slower beyond {cmp.policy.threshold:.0%}, worst {worst.identity} {worst.change:+.1%}"
+    if o == Outcome.INCONCLUSIVE:
+        if cmp.contention:
+            return "verdict: inconclusive — measured under contention: " + "; ".join(cmp.contention)
+        why = {}
+        for r in cmp.of(Outcome.INCONCLUSIVE):
+            kind = r.reason.split(":")[0]  # "noisy", "wide interval", "too few samples"
+            why[kind] = why.get(kind, 0) + 1
+        return "verdict: inconclusive — " + ", ".join(f"{n} record(s) {w}" for w, n in why.items()) + " (see the rows above)"
+    return f"verdict: pass — no record slower beyond {cmp.policy.threshold:.0%}"
 
 
 def summary_line(cmp):
-    counts = {v: sum(1 for r in cmp.rows if r.verdict == v) for v in ORDER}
-    return (f"# {len(cmp.rows)} compared: {counts['regression']} regression(s), {counts['improvement']} improvement(s), "
-            f"{counts['within noise']} within noise, {counts['unchanged']} unchanged; "
-            f"{len(cmp.only_in_baseline)} only in the baseline, {len(cmp.only_in_candidate)} only in the candidate")
+    counts = {o: len(cmp.of(o)) for o in Outcome}
+    no_tel = [side for side, has in zip(("baseline", "candidate"), cmp.telemetry) if not has]
+    return (f"# {len(cmp.rows)} compared: {counts[Outcome.REGRESSION]} regression(s), {counts[Outcome.IMPROVEMENT]} improvement(s), "
+            f"{counts[Outcome.PASS]} pass, {counts[Outcome.INCONCLUSIVE]} inconclusive; "
+            f"{len(cmp.only_in_baseline)} only in the baseline, {len(cmp.only_in_candidate)} only in the candidate"
+            + (f"; no telemetry in the {' and '.join(no_tel)} (contention unknown)" if no_tel else ""))
+
+
+def format_table(cmp):
+    lines = [f"# trainscope compare: {cmp.baseline} -> {cmp.candidate}", method_line(cmp),
+             f"{'outcome':<12} {'change':>8} {'interval':>18} {'baseline':>11} {'candidate':>11} {'cv b/c':>11}  record"]
+    for r in cmp.rows:
+        why = f"  ({r.reason})" if r.reason and r.reason != "contention" else ""
+        lines.append(f"{r.outcome.value:<12} {_pct(r.change):>8} {_interval(r):>18} {r.baseline:>11.4g} {r.candidate:>11.4g} {_cvs(r):>11}  "
+                     f"{r.identity} [{r.metric}]{why}")
+    for d in cmp.only_in_baseline:
+        lines.append(f"{'missing':<12} {'':>8} {'':>18} {'':>11} {'':>11} {'':>11}  {d} (only in the baseline)")
+    for d in cmp.only_in_candidate:
+        lines.append(f"{'new':<12} {'':>8} {'':>18} {'':>11} {'':>11} {'':>11}  {d} (only in the candidate)")
+    lines += [summary_line(cmp), verdict_line(cmp)]
+    return "\n".join(lines) + "\n"
 
 
 def _md(text):
@@ -124,15 +257,14 @@ def _md(text):
 
 
 def format_markdown(cmp):
-    verdict = "**regression**" if cmp.regressions else "no regression"
-    out = [f"## trainscope compare: {verdict}", "", _md(summary_line(cmp).lstrip("# ")), "",
-           f"Threshold {cmp.threshold:.0%}; a change counts only when it is also beyond noise "
-           f"(Mann-Whitney U at alpha {cmp.alpha} on the per-iteration samples; twice the combined stdev where samples are missing).", ""]
-    shown = [r for r in cmp.rows if r.verdict in ("regression", "improvement", "within noise")]
+    out = [f"## trainscope compare: **{cmp.outcome.value}**", "", _md(verdict_line(cmp)), "", _md(summary_line(cmp).lstrip("# ")), "",
+           _md(method_line(cmp).lstrip("# ")) + ".", ""]
+    shown = [r for r in cmp.rows if r.outcome != Outcome.PASS]
     if shown:
-        out += ["| verdict | record | metric | baseline | candidate | change | test | p |", "|---|---|---|---:|---:|---:|---|---:|"]
+        out += ["| outcome | record | metric | baseline | candidate | change | interval | why |", "|---|---|---|---:|---:|---:|---|---|"]
         for r in shown:
-            out.append(f"| {r.verdict} | {_md(r.identity)} | {r.metric} | {r.baseline:.4g} | {r.candidate:.4g} | {r.change:+.1%} | {r.method} | {_fmt_p(r.p_value)} |")
+            out.append(f"| {r.outcome.value} | {_md(r.identity)} | {r.metric} | {r.baseline:.4g} | {r.candidate:.4g} | {_pct(r.change)} | "
+                       f"{_interval(r)} | {_md(r.reason)} |")
         out.append("")
     for title, items in (("Only in the baseline", cmp.only_in_baseline), ("Only in the candidate", cmp.only_in_candidate)):
         if items:
@@ -141,23 +273,29 @@ def format_markdown(cmp):
 
 
 def format_junit(cmp):
-    suite = ET.Element("testsuite", name="trainscope compare", tests=str(len(cmp.rows)),
-                       failures=str(len(cmp.regressions)), errors="0", skipped="0")
+    """One test case per record: a failure per regression, skipped (with the reason) per inconclusive one."""
+    suite = ET.Element("testsuite", name="trainscope compare", tests=str(len(cmp.rows)), failures=str(len(cmp.regressions)),
+                       errors="0", skipped=str(len(cmp.of(Outcome.INCONCLUSIVE))))
     for r in cmp.rows:
         case = ET.SubElement(suite, "testcase", classname="trainscope." + r.identity.split(" ")[0], name=r.identity)
-        if r.verdict == "regression":
-            fail = ET.SubElement(case, "failure", message=f"{r.metric} {r.change:+.1%} ({r.baseline:.4g} -> {r.candidate:.4g})",
-                                 type="regression")
-            fail.text = f"{r.identity}: {r.metric} {r.baseline:.6g} -> {r.candidate:.6g} ({r.change:+.2%}), {r.method} p={_fmt_p(r.p_value)}"
+        text = f"{r.metric} {r.baseline:.6g} -> {r.candidate:.6g} ({_pct(r.change)}, interval {_interval(r)})"
+        if r.outcome == Outcome.REGRESSION:
+            ET.SubElement(case, "failure", message=f"{r.metric} {_pct(r.change)} ({r.baseline:.4g} -> {r.candidate:.4g})",
+                          type="regression").text = f"{r.identity}: {text}"
+        elif r.outcome == Outcome.INCONCLUSIVE:
+            ET.SubElement(case, "skipped", message=f"inconclusive: {r.reason}").text = text
         else:
-            ET.SubElement(case, "system-out").text = f"{r.verdict}: {r.metric} {r.change:+.2%}"
+            ET.SubElement(case, "system-out").text = f"{r.outcome.value}: {text}"
     root = ET.Element("testsuites")
     root.append(suite)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
 def format_json(cmp):
-    return json.dumps(asdict(cmp) | {"regressions": len(cmp.regressions)}, indent=1) + "\n"
+    doc = asdict(cmp)
+    doc["policy"] = asdict(cmp.policy)
+    return json.dumps(doc | {"outcome": cmp.outcome.value, "exit_code": cmp.exit_code, "regressions": len(cmp.regressions)},
+                      indent=1, default=str) + "\n"
 
 
 def machine_key(result):

@@ -11,7 +11,7 @@ class Metric:
     name: str                 # the record field
     path: tuple               # where the compared number is, e.g. ("time_us", "median")
     lower_is_better: bool
-    samples: str = ""         # the record field with the samples behind it, for the significance test
+    samples: str = ""         # the record field with the samples behind it, for the effect and its interval (effect.py)
     decides: bool = True      # counts for the verdict (derived figures are shown, not counted twice)
     unit: str = ""
 

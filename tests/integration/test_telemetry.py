@@ -155,3 +155,42 @@ def test_a_run_that_fails_after_measuring_keeps_its_telemetry(tmp_path, validate
     (tel,) = [x for x in stream if x.get("kind") == "telemetry"]  # ... and what the machine did meanwhile
     validate(make_doc([tel]))
     assert len(tel["samples"]) >= 2 and tel["process"] == 0
+
+
+def test_cpu_used_outside_the_run_is_told_apart_and_compare_calls_it_contention(tmp_path, validate):
+    """A process outside the run burning a CPU shows as other processes' busy time; the run's own CPU time
+    (busy minus others, summed over the samples) is what the OS says the run used; compare of two such
+    runs is inconclusive (exit 3) and names the contention."""
+    import os
+    import resource
+    import subprocess
+    import sys
+    out, used = {}, {}
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        for name in ("a", "b"):
+            out[name] = tmp_path / f"{name}.json"
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            r = run_trainscope([a if a != 60 else 300 for a in TRAIN] + ["--json", out[name]], env={"TRAINSCOPE_TELEMETRY_MS": "50"})
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            used[name] = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+            assert r.rc == 0, r.err
+    finally:
+        burner.kill()
+        burner.wait()
+    doc, (tel,) = telemetry_of(out["b"])
+    validate(doc)
+    samples = tel["samples"]
+    pairs = [(s["cpu_busy_fraction"], s["cpu_busy_others_fraction"]) for s in samples if s["cpu_busy_others_fraction"] is not None]
+    assert pairs and all(0 <= o <= b + 1e-9 for b, o in pairs)
+    others = sorted(o for _, o in pairs)[len(pairs) // 2]
+    assert others >= 0.25, tel["summary"]  # the burner's CPU (one of this machine's CPUs, or more of a busier one)
+    # The run's own CPU seconds from the samples against the OS's account of the process: the sum telescopes
+    # to the process's jiffies between the first sample and the last; start-up before the sampler and the
+    # result written after it are the OS's alone.
+    own = sum((s["cpu_busy_fraction"] - s["cpu_busy_others_fraction"]) * (s["t_s"] - p["t_s"]) * os.cpu_count()
+              for p, s in zip(samples, samples[1:]) if s["cpu_busy_others_fraction"] is not None)
+    assert used["b"] - 0.25 <= own <= 1.1 * used["b"] + 0.05, (own, used["b"])
+    r = run_trainscope(["compare", out["a"], out["b"]])
+    assert r.rc == 3, r.out + r.err
+    assert "measured under contention" in r.out.splitlines()[-1] and "other processes used" in r.out.splitlines()[-1]

@@ -26,6 +26,22 @@ TEST(Telemetry, ProcStatGivesBusyAndTotalJiffies) {
   EXPECT_FALSE(parseProcStat("cpu 1 2\n"));
 }
 
+TEST(Telemetry, ProcessTicksAreUserPlusSystemTimeWhateverTheName) {
+  // pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime ...
+  EXPECT_EQ(*parseProcessTicks("4242 (trainscope) R 1 4242 4242 0 -1 4194304 100 0 0 0 1234 56 0 0 20 0 3 0\n"), 1290ull);
+  EXPECT_EQ(*parseProcessTicks("7 (a) b) c (d) S 1 7 7 0 -1 0 0 0 0 0 10 5 0 0\n"), 15ull);  // a name with ') ' in it
+  EXPECT_FALSE(parseProcessTicks(""));
+  EXPECT_FALSE(parseProcessTicks("4242 (x) R 1 2 3\n"));  // cut short
+}
+
+TEST(Telemetry, OthersBusyIsTheBusyTimeTheRunDidNotUse) {
+  const CpuTimes a{100, 1000}, b{180, 1100};  // 80 of 100 jiffies busy
+  EXPECT_DOUBLE_EQ(othersBusyFraction(a, b, 50), 30.0 / 100.0);
+  EXPECT_DOUBLE_EQ(othersBusyFraction(a, b, 80), 0.0);
+  EXPECT_DOUBLE_EQ(othersBusyFraction(a, b, 95), 0.0);  // readings a moment apart: never below 0
+  EXPECT_DOUBLE_EQ(othersBusyFraction(b, a, 0), 0.0);
+}
+
 TEST(Telemetry, LoadAverageIsTheOneMinuteFigure) {
   EXPECT_DOUBLE_EQ(*parseLoadAverage("1.75 0.90 0.40 3/412 12345\n"), 1.75);
   EXPECT_FALSE(parseLoadAverage(""));

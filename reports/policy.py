@@ -1,0 +1,124 @@
+"""What `compare` calls a regression and when it refuses to decide: thresholds and noise limits, with
+per-kind and per-metric overrides, from a TOML file and the command line (the command line wins).
+
+    # compare.toml — percentages, as on the command line
+    threshold = 5            # a change smaller than this is no regression
+    max_cv = 10              # noisier records (robust cv) cannot pass
+    min_samples = 5          # per side
+    confidence = 99          # of the effect's interval
+    max_others_busy = 25     # % of the CPUs other processes may use before a run counts as contended
+    max_load_per_cpu = 1.0   # the same from the load average, for results without that figure
+    [thresholds]             # per kind, or per kind.metric
+    collective = 10
+    "train.step_time_us" = 3
+    [max_cvs]
+    collective = 15
+"""
+import math
+import tomllib
+from dataclasses import dataclass, field, replace
+
+from . import identity as ids
+from .errors import InputError
+
+PERCENT_KEYS = ("threshold", "max_cv", "confidence", "max_others_busy")
+
+
+@dataclass(frozen=True)
+class Policy:
+    threshold: float = 0.05
+    max_cv: float = 0.10
+    min_samples: int = 5
+    confidence: float = 0.99
+    max_others_busy: float = 0.25
+    max_load_per_cpu: float = 1.0
+    thresholds: dict = field(default_factory=dict)  # "kind" or "kind.metric" -> fraction
+    max_cvs: dict = field(default_factory=dict)
+
+    def threshold_for(self, kind, metric):
+        return _lookup(self.thresholds, kind, metric, self.threshold)
+
+    def max_cv_for(self, kind, metric):
+        return _lookup(self.max_cvs, kind, metric, self.max_cv)
+
+
+def _lookup(table, kind, metric, default):
+    return table.get(f"{kind}.{metric}", table.get(kind, default))
+
+
+def _number(name, value, low, high=math.inf, integer=False):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InputError(f"{name}: {value!r} is not a finite number")
+    if integer and value != int(value):
+        raise InputError(f"{name}: {value!r} is not a whole number")
+    if not low < value <= high:
+        raise InputError(f"{name}: {value!r} is out of range (must be above {low:g}" + (f" and at most {high:g})" if high < math.inf else ")"))
+    return int(value) if integer else float(value)
+
+
+def _check_key(name, key):
+    """A per-kind key must name a compared kind, or kind.metric one of its metrics: a typo must not be ignored."""
+    kind, _, metric = key.partition(".")
+    if kind not in ids.METRICS:
+        raise InputError(f"{name}: '{key}' names no compared kind ({', '.join(sorted(ids.METRICS))})")
+    names = [m.name for m in ids.METRICS[kind]]
+    if metric and metric not in names:
+        raise InputError(f"{name}: '{key}': {kind} records have no metric '{metric}' ({', '.join(names)})")
+
+
+def _scalar(key, name, value):
+    if key == "min_samples":
+        return _number(name, value, 1, integer=True)
+    if key == "max_load_per_cpu":
+        return _number(name, value, 0)
+    if key == "confidence":
+        pct = _number(name, value, 0, 100)
+        if pct == 100:
+            raise InputError(f"{name}: 100% has no interval; use e.g. 99")
+        return pct / 100
+    return _number(name, value, 0, 100) / 100
+
+
+def from_toml(path, base=None):
+    """A policy from a TOML file (percentages), over `base`."""
+    try:
+        with open(path, "rb") as f:
+            doc = tomllib.load(f)
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"{path}: not TOML: {e}") from None
+    return apply(base or Policy(), doc, str(path))
+
+
+def apply(policy, settings, where="settings"):
+    """`settings` (scalars in percent, and the tables `thresholds` and `max_cvs`) over `policy`."""
+    changes = {}
+    for key, value in settings.items():
+        name = f"{where}: {key}"
+        if key in ("thresholds", "max_cvs"):
+            if not isinstance(value, dict):
+                raise InputError(f"{name}: a table of kind or kind.metric = percent is expected")
+            table = dict(getattr(policy, key))
+            for k, v in value.items():
+                _check_key(f"{name}.{k}", k)
+                table[k] = _number(f"{name}.{k}", v, 0, 100) / 100
+            changes[key] = table
+        elif key in Policy.__dataclass_fields__:
+            changes[key] = _scalar(key, name, value)
+        else:
+            raise InputError(f"{name}: unknown setting (threshold, max_cv, min_samples, confidence, max_others_busy, max_load_per_cpu, "
+                             "[thresholds], [max_cvs])")
+    return replace(policy, **changes)
+
+
+def parse_override(text, option):
+    """'KIND[.METRIC]=PCT' from the command line, as a one-entry table."""
+    key, sep, value = text.partition("=")
+    if not sep:
+        raise InputError(f"{option} {text}: expected KIND[.METRIC]=PERCENT, e.g. collective=10")
+    try:
+        number = float(value)
+    except ValueError:
+        raise InputError(f"{option} {text}: '{value}' is not a number") from None
+    return {key.strip(): number}
