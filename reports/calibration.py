@@ -130,7 +130,26 @@ def table(cells):
     return "\n".join(lines)
 
 
-def document(cells, source, doc, pairs, policy):
+def same_build_pairs(results, policy=None):
+    """Real runs of one build compared with each other, which no resampling can stand in for: every ordered
+    pair one run against one, and with five runs every three baseline runs against each of the other two
+    and against both. Returns [(what, comparisons, records, false regressions, inconclusive records, passes)]."""
+    import itertools
+    policy = policy or Policy()
+    out = []
+    splits = {"1 run vs 1 run": [([a], [b]) for a, b in itertools.permutations(results, 2)]}
+    if len(results) == 5:
+        threes = list(itertools.combinations(results, 3))
+        splits["3 runs vs 1 run"] = [(list(base), [r]) for base in threes for r in results if r not in base]
+        splits["3 runs vs 2 runs"] = [(list(base), [r for r in results if r not in base]) for base in threes]
+    for what, cases in splits.items():
+        rows = [r for base, cand in cases for r in compare(base, cand, policy).rows]
+        out.append((what, len(cases), len(rows), sum(r.outcome == Outcome.REGRESSION for r in rows),
+                    sum(r.outcome == Outcome.INCONCLUSIVE for r in rows), sum(r.outcome in (Outcome.PASS, Outcome.IMPROVEMENT) for r in rows)))
+    return out
+
+
+def document(cells, source, doc, pairs, policy, same_build=()):
     """docs/compare-calibration.md: where the samples came from, the method, the table and the goals."""
     run = doc["run"]
     host = run["hosts"][0]
@@ -149,6 +168,11 @@ def document(cells, source, doc, pairs, policy):
              f"at least {policy.min_samples} samples (the defaults)", "",
              table(cells), "", "Goals:", ""]
     lines += [f"- {'met' if ok else 'MISSED'}: {text}" for text, ok in goals(cells)]
+    if same_build:
+        lines += ["", "Real runs of one build against each other (the five committed quiet `ci.toml` runs): how far runs land "
+                  "apart is something resampling one run cannot show.", "",
+                  "| comparison | comparisons | records | false regressions | inconclusive | pass |", "|---|---:|---:|---:|---:|---:|"]
+        lines += [f"| {w} | {n} | {k} | {f} ({f / k:.1%}) | {i} ({i / k:.0%}) | {p} ({p / k:.0%}) |" for w, n, k, f, i, p in same_build]
     lines += ["", "Reading it: `none` rows are false alarms when they say regression; at the 5% threshold a 5% slowdown is "
               "a coin toss that the interval cannot settle, hence inconclusive; above the noise limit nothing passes, but "
               "a slowdown whose interval clears the threshold is still caught.", ""]
@@ -160,7 +184,7 @@ NOISE_LEVELS = {"low": None, "medium": 0.05, "high": 0.15}
 
 def main(argv=None):
     import argparse
-    import json
+    import re
     import sys
     from pathlib import Path
 
@@ -179,10 +203,12 @@ def main(argv=None):
         result = load_result(args.result)
         policy = Policy()
         cells = run(result.doc, NOISE_LEVELS, pairs=args.pairs, policy=policy)
+        siblings = sorted(Path(args.result).parent.glob(re.sub(r"-\d+\.json$", "-*.json", Path(args.result).name)))
+        same_build = same_build_pairs([load_result(p) for p in siblings], policy) if len(siblings) > 1 else ()
     except (InputError, ValueError) as e:
         print(f"calibrate-compare: error: {e}", file=sys.stderr)
         return 2
-    text = document(cells, Path(args.result).name, result.doc, args.pairs, policy)
+    text = document(cells, Path(args.result).name, result.doc, args.pairs, policy, same_build)
     print(text)
     if args.output:
         Path(args.output).write_text(text)

@@ -216,7 +216,11 @@ def verdict_line(cmp):
     o = cmp.outcome
     if o == Outcome.REGRESSION:
         worst = cmp.regressions[0]
-        return f"verdict: regression — {len(cmp.regressions)} record(s) slower beyond {cmp.policy.threshold:.0%}, worst {worst.identity} {worst.change:+.1%}"
+        # Runs of one build can land apart more than any run's own samples show (docs/compare-calibration.md).
+        modest = any(r.low < 1.0 for r in cmp.regressions)  # less than 2x beyond doubt
+        caveat = "; one candidate run: confirm with another, runs of one build can land this far apart" if cmp.candidate_runs == 1 and modest else ""
+        return (f"verdict: regression — {len(cmp.regressions)} record(s) slower beyond {cmp.policy.threshold:.0%}, "
+                f"worst {worst.identity} {worst.change:+.1%}{caveat}")
     if o == Outcome.INCONCLUSIVE:
         if cmp.contention:
             return "verdict: inconclusive — measured under contention: " + "; ".join(cmp.contention)
