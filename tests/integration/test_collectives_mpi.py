@@ -5,20 +5,10 @@ import json
 
 import pytest
 
-from helpers import measurements, read_jsonl, run_trainscope
+from helpers import WHOLE_BUFFER, bus_factor, measurements, read_jsonl, run_trainscope
 
 OPS = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "gather", "scatter", "sendrecv"]
 REDUCING = {"all_reduce", "reduce_scatter", "reduce"}
-WHOLE_BUFFER = {"all_gather", "reduce_scatter", "alltoall", "gather", "scatter"}
-
-
-def bus_factor(op, n):
-    """DESIGN.md: 2(n-1)/n for all-reduce; (n-1)/n for the gathered ops; 1 for broadcast, reduce, send/recv."""
-    if op == "all_reduce":
-        return 2 * (n - 1) / n
-    if op in WHOLE_BUFFER:
-        return (n - 1) / n
-    return 1.0
 
 
 def expected_sizes(op, n, sizes, elt):
