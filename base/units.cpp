@@ -1,6 +1,7 @@
 #include "base/units.h"
 
 #include <cctype>
+#include <cmath>
 #include <charconv>
 #include <limits>
 
@@ -45,6 +46,10 @@ std::string formatBytes(std::uint64_t bytes) {
   if (u == 0) return fmt::format("{} B", bytes);
   if (v == static_cast<double>(static_cast<std::uint64_t>(v))) return fmt::format("{} {}", static_cast<std::uint64_t>(v), kUnits[u]);
   return fmt::format("{:.3g} {}", v, kUnits[u]);
+}
+
+std::string nonFiniteReason(double value, std::string_view text) {
+  return std::isfinite(value) ? std::string() : fmt::format("{} is not a finite number", text);
 }
 
 }  // namespace ts

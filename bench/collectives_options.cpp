@@ -1,5 +1,9 @@
 #include "bench/collectives_options.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -17,8 +21,6 @@ std::vector<std::string> splitList(const std::string& s) {
     if (!item.empty()) out.push_back(item);
   return out;
 }
-
-
 
 CollectivesOptions resolveCollectivesArgs(const CollectivesArgs& raw) {
   CollectivesOptions o = raw.opts;
@@ -54,20 +56,54 @@ CollectivesOptions resolveCollectivesArgs(const CollectivesArgs& raw) {
   return o;
 }
 
+namespace {
 
-std::vector<std::uint64_t> sweepSizes(const CollectivesOptions& o) {
+std::uint64_t wholeElements(std::uint64_t bytes, std::uint64_t elt) { return (bytes + elt - 1) / elt * elt; }
+
+// The size after `s`, or nothing past -e. Rounded up to whole elements, as nccl-tests does, and at least
+// one element more, so that a factor near 1 (8 B x 1.1) still moves on instead of ending the sweep.
+std::optional<std::uint64_t> nextSize(const CollectivesOptions& o, std::uint64_t s, std::uint64_t elt) {
+  std::uint64_t next = 0;
+  if (o.stepBytes) {
+    if (o.stepBytes > o.maxBytes - s) return std::nullopt;
+    next = wholeElements(s + o.stepBytes, elt);
+  } else {
+    const double target = static_cast<double>(s) * o.stepFactor;
+    if (!(target <= static_cast<double>(o.maxBytes))) return std::nullopt;
+    // The factor is a decimal as typed (1.1): a product a rounding error above a whole element is that
+    // element, not the next one.
+    const double elements = target / static_cast<double>(elt) * (1 - 4 * std::numeric_limits<double>::epsilon());
+    next = static_cast<std::uint64_t>(std::ceil(elements)) * elt;
+  }
+  next = std::max(next, s + elt);
+  if (next > o.maxBytes) return std::nullopt;
+  return next;
+}
+
+}  // namespace
+
+std::vector<std::uint64_t> sweepSizes(const CollectivesOptions& o, std::size_t eltSize) {
   constexpr std::size_t kMaxSizes = 10000;
   std::vector<std::uint64_t> sizes;
-  for (std::uint64_t s = o.minBytes; s <= o.maxBytes;) {
-    sizes.push_back(s);
+  for (std::optional<std::uint64_t> s = wholeElements(o.minBytes, eltSize); s && *s <= o.maxBytes; s = nextSize(o, *s, eltSize)) {
+    sizes.push_back(*s);
     if (sizes.size() > kMaxSizes)
       throw UsageError(fmt::format("the sweep from -b {} to -e {} has more than {} sizes; raise -f/--step-factor or -i/--step-bytes",
                                    o.minBytes, o.maxBytes, kMaxSizes));
-    const std::uint64_t next = o.stepBytes ? s + o.stepBytes : static_cast<std::uint64_t>(static_cast<double>(s) * o.stepFactor);
-    if (next <= s) break;  // factor too small to move on from this size, or overflow
-    s = next;
   }
   return sizes;
+}
+
+std::vector<CollectiveLayout> sweepLayouts(const Collective& c, const std::vector<std::uint64_t>& sizes, std::size_t eltSize, int nranks) {
+  std::vector<CollectiveLayout> out;
+  for (std::uint64_t bytes : sizes) {
+    const CollectiveLayout lay = c.layout(bytes, eltSize, nranks);
+    // The op rounds a size down to whole elements per rank: one too small for an element each, or one
+    // that rounds down to the size before, adds nothing.
+    if (lay.count == 0 || (!out.empty() && lay.bytes <= out.back().bytes)) continue;
+    out.push_back(lay);
+  }
+  return out;
 }
 
 void validate(const CollectivesOptions& o) {
@@ -86,7 +122,10 @@ void validate(const CollectivesOptions& o) {
   if (!o.outOfPlace && !o.inPlace) throw UsageError("--placement: nothing to run");
   if (o.dtypes.empty()) throw UsageError("-d/--dtype: no dtype given");
   if (o.redops.empty()) throw UsageError("-o/--redop: no reduction given");
-  sweepSizes(o);
+  // The smallest element gives the most sizes: the bound on the sweep's length holds for every dtype.
+  std::size_t smallest = dtypeSize(o.dtypes.front());
+  for (DType t : o.dtypes) smallest = std::min(smallest, dtypeSize(t));
+  sweepSizes(o, smallest);
 }
 
 nlohmann::json toJson(const CollectivesOptions& o) {

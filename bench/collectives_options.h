@@ -53,8 +53,14 @@ std::vector<std::string> splitList(const std::string& s);
 // Resolves names and sizes and validates everything that does not need the world; UsageError otherwise.
 CollectivesOptions resolveCollectivesArgs(const CollectivesArgs& args);
 
-// The sizes of the sweep, from minBytes to maxBytes inclusive. UsageError for an impossible sweep.
-std::vector<std::uint64_t> sweepSizes(const CollectivesOptions& o);
+// The sizes of the sweep for one element size: from minBytes to maxBytes inclusive, strictly increasing,
+// each a whole number of elements (-b rounded up; then each the factor's product, or -i more, rounded up,
+// and at least one element more than the last). UsageError for a sweep of too many sizes.
+std::vector<std::uint64_t> sweepSizes(const CollectivesOptions& o, std::size_t eltSize);
+// What one op runs of those sizes on nranks: each as the op divides it (whole elements per rank for the
+// gathered ops), without the sizes too small for it or that round down to the one before, so the
+// records' bytes strictly increase.
+std::vector<CollectiveLayout> sweepLayouts(const Collective& c, const std::vector<std::uint64_t>& sizes, std::size_t eltSize, int nranks);
 // Checks everything that does not need the world (sizes, counts, flags); UsageError naming the option.
 void validate(const CollectivesOptions& o);
 nlohmann::json toJson(const CollectivesOptions& o);

@@ -78,13 +78,16 @@ class CollectivesRun {
   // Runs the sweep, adding each record to `writer` (process 0 only); returns the number of wrong elements.
   std::size_t run(ResultWriter* writer, const std::string& step) {
     const bool leader = boot_.rank() == 0;
-    const auto sizes = sweepSizes(o_);
+    auto layoutsOf = [&](const Collective& c, DType t) {
+      return sweepLayouts(c, sweepSizes(o_, dtypeSize(t)), dtypeSize(t), comm_.worldSize());
+    };
     // Progress weighs each size by the bytes it moves plus a fixed cost, so the estimate holds for sweeps
     // whose time is all in the largest sizes.
     auto weight = [&](std::uint64_t bytes) { return static_cast<double>(bytes) + 65536.0; };
     double total = 0;
     for (auto* c : o_.ops)
-      for (auto b : sizes) total += weight(b) * o_.dtypes.size() * (c->reduces() ? o_.redops.size() : 1);
+      for (DType t : o_.dtypes)
+        for (const CollectiveLayout& lay : layoutsOf(*c, t)) total += weight(lay.bytes) * (c->reduces() ? o_.redops.size() : 1);
     Progress progress("collectives", total, leader);
     if (leader) {
       std::printf("# trainscope collectives: backend %s, %d ranks (%d processes x %d), timer %s\n", comm_.backend().c_str(),
@@ -97,6 +100,7 @@ class CollectivesRun {
     std::vector<std::string> failures;
     for (const Collective* c : o_.ops) {
       for (DType t : o_.dtypes) {
+        const std::vector<CollectiveLayout> layouts = layoutsOf(*c, t);
         const std::vector<RedOp> redops = c->reduces() ? o_.redops : std::vector<RedOp>{RedOp::kSum};
         for (RedOp r : redops) {
           const CollectiveArgs args{t, r, o_.root, comm_.worldSize()};
@@ -104,10 +108,8 @@ class CollectivesRun {
           double busbwSum = 0;
           int busbwN = 0;
           std::size_t sectionWrong = 0;
-          for (std::uint64_t bytes : sizes) {
-            const CollectiveLayout lay = c->layout(bytes, dtypeSize(t), comm_.worldSize());
-            progress.step(fmt::format("{} {} {}", c->name(), dtypeName(t), formatBytes(bytes)), weight(bytes));
-            if (lay.count == 0) continue;  // smaller than one element per rank
+          for (const CollectiveLayout& lay : layouts) {
+            progress.step(fmt::format("{} {} {}", c->name(), dtypeName(t), formatBytes(lay.bytes)), weight(lay.bytes));
             std::optional<nlohmann::json> recs[2];
             for (int p = 0; p < 2; ++p) {
               const bool inPlace = p == 1;

@@ -22,4 +22,8 @@ Action addSuiteCommand(CLI::App& app);
 Action addTrainCommand(CLI::App& app);
 Action addScaleCommand(CLI::App& app);  // cmd_scale.cpp: spawns `train` at each rank count
 
+// After the commands are added: every real-valued option of `app` and its subcommands rejects NaN and
+// the infinities at parse time ("--timeout: nan is not a finite number"), before anything runs.
+void requireFiniteNumbers(CLI::App& app);  // finite_options.cpp
+
 }  // namespace ts

@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
       {"compare", ts::addCompareCommand(app)},
       {"analyze", ts::addAnalyzeCommand(app)},
   };
+  ts::requireFiniteNumbers(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

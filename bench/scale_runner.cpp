@@ -15,6 +15,7 @@
 
 #include "base/error.h"
 #include "bench/child_process.h"
+#include "bench/commands.h"
 #include "bench/progress.h"
 #include "bench/result_writer.h"
 #include "bench/run_session.h"
@@ -39,6 +40,21 @@ void rejectOwnedFlags(const std::vector<std::string>& args) {
     for (const char* f : {"--json", "--dp", "--label"})
       if (a == f || a.rfind(std::string(f) + "=", 0) == 0)
         throw UsageError(fmt::format("{}: scale sets it for each point (use --json/--label of scale; the data-parallel size follows --ranks)", a));
+}
+
+// The train flags read as `trainscope train` reads them, so that a typo or a non-finite number is one
+// line before any point starts, not the same failure at every point.
+void checkTrainFlags(const std::vector<std::string>& args) {
+  CLI::App app;
+  addTrainCommand(app);
+  requireFiniteNumbers(app);
+  std::vector<const char*> argv = {"trainscope", "train"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(fmt::format("train flags: {}", e.what()));
+  }
 }
 
 std::string selfExe() {
@@ -93,6 +109,7 @@ std::vector<int> validateScale(const ScaleOptions& o) {
   if (o.launcher == "none" && (o.ranks.size() != 1 || o.ranks[0] != 1))
     throw UsageError("--launcher none runs one process: --ranks 1 only (use mpirun or srun for more)");
   rejectOwnedFlags(o.trainArgs);
+  checkTrainFlags(o.trainArgs);
   std::vector<int> ranks = o.ranks;
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());

@@ -6,6 +6,7 @@
 #include <toml++/toml.h>
 
 #include "base/error.h"
+#include "base/units.h"
 
 namespace ts {
 
@@ -64,7 +65,11 @@ double StepReader::number(const std::string& key, double fallback) {
   if (!node) return fallback;
   if (node->is_integer()) return static_cast<double>(node->as_integer()->get());
   if (!node->is_floating_point()) wrongType(key, "a number");
-  return node->as_floating_point()->get();
+  const double value = node->as_floating_point()->get();
+  // TOML writes nan, inf and -inf as fmt prints them.
+  if (const std::string reason = nonFiniteReason(value, fmt::format("{}", value)); !reason.empty())
+    throw UsageError(fmt::format("{}:{}: '{}': {}", file_, node->source().begin.line, key, reason));
+  return value;
 }
 
 bool StepReader::boolean(const std::string& key, bool fallback) {

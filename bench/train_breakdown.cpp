@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
+#include <tuple>
 
 #include "bench/arrival_skew.h"
 #include "bench/stats.h"
@@ -19,6 +21,16 @@ nlohmann::json usStats(const std::vector<double>& seconds) {
 namespace {
 
 double median(std::vector<double> v) { return v.empty() ? 0.0 : summarize(std::move(v)).median; }
+
+// One row of the record's collectives: the same op and size in different groups are different rows (a
+// tensor-parallel all-reduce and a data-parallel one cross other links, with another bus factor).
+struct CollectiveRowKey {
+  wl::GroupKind kind;
+  int groupSize;
+  std::string op;
+  std::size_t bytes;
+  bool operator<(const CollectiveRowKey& o) const { return std::tie(kind, groupSize, op, bytes) < std::tie(o.kind, o.groupSize, o.op, o.bytes); }
+};
 
 }  // namespace
 
@@ -86,21 +98,27 @@ TrainBreakdown gatherBreakdown(Bootstrap& boot, const wl::ProcessGrid& grid, con
   }
   for (std::size_t i = 0; i < n; ++i) spread[i] = out.stepSeconds[i] > 0 ? (out.stepSeconds[i] - fastest[i]) / out.stepSeconds[i] : 0.0;
 
-  // Process 0's own view of the collectives: per (op, bytes), their times and achieved bandwidth.
-  std::map<std::pair<std::string, std::size_t>, std::vector<double>> byOp;
-  for (const auto& c : mine.collectives) byOp[{c.op, c.bytes}].push_back(c.seconds);
-  const int groupSize = grid.layout().dp;  // the data-parallel group's collectives; send/recv are between two stages
+  // Process 0's own view of the collectives: per group and (op, bytes), their times and achieved
+  // bandwidth, each with its own group's bus factor.
+  std::map<CollectiveRowKey, std::vector<double>> byRow;
+  for (const auto& c : mine.collectives) {
+    const wl::LabelledGroup g = wl::groupOfLabel(grid.layout(), c.group);
+    byRow[{g.kind, g.size, c.op, c.bytes}].push_back(c.seconds);
+  }
   nlohmann::json collectives = nlohmann::json::array();
-  for (const auto& [key, seconds] : byOp) {
+  for (const auto& [key, seconds] : byRow) {
     const double med = median(seconds);
-    const double algbw = med > 0 ? static_cast<double>(key.second) / med / 1e9 : 0.0;
-    collectives.push_back({{"op", key.first},
-                           {"bytes", key.second},
-                           {"group_size", groupSize},
+    const double algbw = med > 0 ? static_cast<double>(key.bytes) / med / 1e9 : 0.0;
+    // A pipeline send or receive is between two stages: all its bytes cross the one link.
+    const double busFactor = key.op == "send" || key.op == "recv" ? 1.0 : findCollective(key.op).busFactor(key.groupSize);
+    collectives.push_back({{"group", std::string(wl::groupKindName(key.kind))},
+                           {"group_size", key.groupSize},
+                           {"op", key.op},
+                           {"bytes", key.bytes},
                            {"count", seconds.size()},
                            {"time_us", usStats(seconds)},
                            {"algbw_gbps", algbw},
-                           {"busbw_gbps", algbw * (key.first == "send" || key.first == "recv" ? 1.0 : findCollective(key.first).busFactor(groupSize))}});
+                           {"busbw_gbps", algbw * busFactor}});
   }
   const double comm = median(mine.communication), exposed = median(mine.exposed);
   out.fields = {{"phases_us",

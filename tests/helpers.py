@@ -63,3 +63,16 @@ def read_jsonl(path: Path):
 def measurements(doc):
     """The records a run measured: every record but the per-host telemetry."""
     return [r for r in doc["records"] if r["kind"] != "telemetry"]
+
+
+# The ops whose record counts the whole gathered buffer (DESIGN.md).
+WHOLE_BUFFER = {"all_gather", "reduce_scatter", "alltoall", "gather", "scatter"}
+
+
+def bus_factor(op, n):
+    """DESIGN.md: 2(n-1)/n for all-reduce; (n-1)/n for the gathered ops; 1 for broadcast, reduce, send/recv."""
+    if op == "all_reduce":
+        return 2 * (n - 1) / n
+    if op in WHOLE_BUFFER:
+        return (n - 1) / n
+    return 1.0

@@ -128,7 +128,7 @@ Trainer::Trainer(const TrainOptions& options, const ProcessGrid* grid, double co
   }
   validateModelConfig(config, info);
   model_ = makeModel(config, microBatchSize(), *device_, TensorParallel{grid_->tpRank(), layout.tp});
-  if (grid_->tp()) tp_ = std::make_unique<TensorParallelGroup>(*grid_->tp(), commTimeoutS, groupLabel(*grid_, "tp"));
+  if (grid_->tp()) tp_ = std::make_unique<TensorParallelGroup>(*grid_->tp(), commTimeoutS, groupLabel(*grid_, GroupKind::kTp));
   if (layout.pp > 1) {
     pipeline_ = std::make_unique<Pipeline>(*grid_, *model_, commTimeoutS);
     part_ = pipeline_->part();

@@ -9,7 +9,8 @@ PHASES = ("data", "forward", "backward", "sync", "optimizer")
 
 def attainable(result, issued):
     """The collectives-sweep record of the same result, op and rank count nearest in size to a collective the
-    training issued (within a factor of 2; out-of-place preferred), or None."""
+    training issued (within a factor of 2; out-of-place preferred), or None. The rank count is that of the
+    group the collective ran in (a tensor-parallel all-reduce is set against the sweep at the tp size)."""
     best = None
     for rec in result.records_of("collective"):
         if rec["op"] != issued["op"] or rec["ranks"] != issued["group_size"] or not rec.get("busbw_gbps"):
@@ -106,14 +107,15 @@ class TrainingSection:
             for r, x in parallel:
                 for c in x.get("collectives", []):
                     sweep = attainable(r, c)
-                    rows.append([name(r, x), c["op"], c["bytes"], c["group_size"], c["count"], f"{c['time_us']['median']:.1f}",
+                    rows.append([name(r, x), c.get("group", "-"), c["op"], c["bytes"], c["group_size"], c["count"], f"{c['time_us']['median']:.1f}",
                                  f"{c['algbw_gbps']:.3f}", f"{c['busbw_gbps']:.3f}",
                                  f"{sweep['busbw_gbps']:.3f} at {sweep['bytes']} B" if sweep else "-",
                                  f"{100 * c['busbw_gbps'] / sweep['busbw_gbps']:.0f}%" if sweep and sweep["busbw_gbps"] > 0 else "-"])
             if rows:
-                blocks.append({"kind": "table", "caption": "Collectives the training issued (process 0): launch to observed completion, achieved bandwidth, "
-                                                           "and what the collectives sweep in the same result attained at the nearest size (same op and ranks)",
-                               "columns": ["run", "op", "bytes", "ranks", "count", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "sweep busbw",
+                blocks.append({"kind": "table", "caption": "Collectives the training issued (process 0), per group (dp, tp, pp) with that group's ranks and "
+                                                           "bus factor: launch to observed completion, achieved bandwidth, and what the collectives sweep in "
+                                                           "the same result attained at the nearest size (same op and ranks)",
+                               "columns": ["run", "group", "op", "bytes", "ranks", "count", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "sweep busbw",
                                            "achieved / attainable"], "rows": rows})
         return blocks
 

@@ -5,20 +5,10 @@ import json
 
 import pytest
 
-from helpers import measurements, read_jsonl, run_trainscope
+from helpers import WHOLE_BUFFER, bus_factor, measurements, read_jsonl, run_trainscope
 
 OPS = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "gather", "scatter", "sendrecv"]
 REDUCING = {"all_reduce", "reduce_scatter", "reduce"}
-WHOLE_BUFFER = {"all_gather", "reduce_scatter", "alltoall", "gather", "scatter"}
-
-
-def bus_factor(op, n):
-    """DESIGN.md: 2(n-1)/n for all-reduce; (n-1)/n for the gathered ops; 1 for broadcast, reduce, send/recv."""
-    if op == "all_reduce":
-        return 2 * (n - 1) / n
-    if op in WHOLE_BUFFER:
-        return (n - 1) / n
-    return 1.0
 
 
 def expected_sizes(op, n, sizes, elt):
@@ -129,6 +119,9 @@ BAD_INPUTS = [
     (["-d", "bfloat16"], "the mpi backend cannot reduce bfloat16"),
     (["-e", "1T"], "-e/--max-bytes 1 TiB needs"),
     (["-f", "1"], "-f/--step-factor must be greater than 1"),
+    (["-f", "inf"], "--step-factor: inf is not a finite number"),
+    (["-f", "nan"], "--step-factor: nan is not a finite number"),
+    (["--timeout", "nan"], "--timeout: nan is not a finite number"),
     (["-G", "4"], "-G/--graph needs --backend nccl"),
     (["--frobnicate"], "The following argument was not expected: --frobnicate"),
     (["--gpus-per-process", "2"], "--gpus-per-process applies to --backend nccl only"),
@@ -164,6 +157,23 @@ def test_single_process_without_mpirun(tmp_path, validate):
     validate(doc)
     assert {rec["ranks"] for rec in measurements(doc)} == {1}
     assert all(rec["busbw_gbps"] == 0 for rec in measurements(doc) if rec["op"] == "all_reduce")  # 2(n-1)/n = 0
+
+
+def test_a_factor_near_one_sweeps_strictly_increasing_whole_elements(tmp_path, validate):
+    # 8 x 1.1 rounds back to 8: each size is the product rounded up to whole elements, and one element more
+    # at least; the gathered ops then take what they divide into whole elements per rank, each size once.
+    out = tmp_path / "fine.json"
+    r = run_trainscope(["collectives", "--backend", "mpi", "--ops", "all_reduce,all_gather,reduce_scatter", "-b", "8", "-e", "1K", "-f", "1.1",
+                        "-w", "0", "-n", "1", "--placement", "out", "--json", out], np=2)
+    assert r.rc == 0, r.err
+    doc = json.loads(out.read_text())
+    validate(doc)
+    for op in ("all_reduce", "all_gather", "reduce_scatter"):
+        sizes = [rec["bytes"] for rec in measurements(doc) if rec["op"] == op]
+        unit = 4 * (2 if op in WHOLE_BUFFER else 1)
+        assert len(sizes) > 10 and sizes == sorted(set(sizes)), (op, sizes)
+        assert all(s % unit == 0 and 8 <= s <= 1024 for s in sizes), (op, sizes)
+    assert all(rec["check"]["passed"] for rec in measurements(doc))
 
 
 def test_table_reads_like_nccl_tests(tmp_path):

@@ -43,6 +43,7 @@ def test_every_op_checked_and_on_the_roofline(tmp_path, validate):
     (["--backend", "tpu"], "--backend: 'tpu' is not auto, cpu or cuda"),
     (["--hidden", "100"], "--hidden 100 must be a positive multiple of 64"),
     (["--preset", "huge"], "--preset: unknown preset 'huge'"),
+    (["--timeout", "inf"], "--timeout: inf is not a finite number"),
 ])
 def test_bad_input(args, message, tmp_path):
     r = run_trainscope(["kernels", "--json", tmp_path / "x.json"] + args)

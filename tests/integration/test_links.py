@@ -74,6 +74,7 @@ def test_pair_file(tmp_path):
     (["--copy-bytes", "100"], "--copy-bytes must be a positive multiple of 16 bytes"),
     (["--window", "0"], "--window must be at least 1"),
     (["--gpus", "7"], "--gpus: GPU 7 does not exist"),
+    (["--outlier-fraction", "nan"], "--outlier-fraction: nan is not a finite number"),
 ])
 def test_bad_input(args, message):
     r = run_trainscope(["links"] + args)

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from helpers import read_jsonl, run_trainscope
+from helpers import bus_factor, read_jsonl, run_trainscope
 
 RTOL = 1e-5
 STEPS = 6
@@ -77,6 +77,21 @@ def assert_same_training(rec, ref, rtol=RTOL):
         assert rec["parameter_norms"][name] == pytest.approx(norm, rel=rtol, abs=1e-7), name
 
 
+def assert_rows_per_group(rec):
+    """Each group's collectives are rows of their own, with that group's size and bus factor: a tensor-parallel
+    all-reduce is not counted with the data-parallel group's, and its busbw uses the tp size (so it is not 0
+    when dp is 1)."""
+    layout = rec["layout"]
+    rows = rec["collectives"]
+    assert {c["group"] for c in rows} == {g for g in ("dp", "tp", "pp") if layout[g] > 1}
+    assert len({(c["group"], c["op"], c["bytes"]) for c in rows}) == len(rows)
+    for c in rows:
+        n = layout[c["group"]]
+        assert c["group_size"] == n, c
+        assert c["busbw_gbps"] == pytest.approx(c["algbw_gbps"] * bus_factor(c["op"], n), rel=1e-12), c
+        assert c["busbw_gbps"] > 0, c  # every group that communicates has 2 ranks or more
+
+
 @pytest.mark.parametrize("model", list(MODELS))
 @pytest.mark.parametrize("name,np,flags,micro,dp,tp", LAYOUTS, ids=[l[0] for l in LAYOUTS])
 def test_layout_trains_like_one_process(tmp_path, tmp_path_factory, validate, model, name, np, flags, micro, dp, tp):
@@ -116,6 +131,7 @@ def test_layout_trains_like_one_process(tmp_path, tmp_path_factory, validate, mo
     expected = ({"all_reduce"} | ({"reduce_scatter", "all_gather"} if "--zero" in flags else set()) | ({"reduce", "broadcast"} if "ps" in flags else set())
                 | ({"send", "recv"} if pp > 1 else set()))
     assert ops == expected
+    assert_rows_per_group(rec)
     if pp > 1 or tp > 1:
         return  # the gradient volume below is the whole model's; a stage or a slice sends its own part
     steps_timed = rec["timed_steps"]
@@ -241,6 +257,8 @@ def test_scale_keeps_the_points_that_ran_when_one_fails(tmp_path, validate):
     (["--ranks", "0"], "--ranks: 0 is not a rank count"),
     (["--launcher", "none", "--ranks", "1,2"], "--launcher none runs one process"),
     (["--json", "x.json", "--dp", "2"], "--dp: scale sets it for each point"),
+    (["--lr", "inf"], "train flags: --lr: inf is not a finite number"),
+    (["--modle"], "train flags: The following argument was not expected: --modle"),
 ])
 def test_bad_scale_input_is_one_line(tmp_path, args, message):
     r = run_trainscope(["scale", "--model", "mlp"] + args)

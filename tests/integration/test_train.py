@@ -186,6 +186,10 @@ def test_checkpoint_weights_reproduce_the_logits_in_numpy(tmp_path):
     (["--data", "mnist:/nonexistent"], "/nonexistent"),
     (["--resume"], "--resume and --checkpoint-every need --checkpoint-dir"),
     (["--warmup-steps", 3], "--warmup-steps 3 leaves none of the 3 steps to time"),
+    (["--lr-gamma", "inf"], "--lr-gamma: inf is not a finite number"),
+    (["--weight-decay", "nan"], "--weight-decay: nan is not a finite number"),
+    (["--lr=-inf"], "--lr: -inf is not a finite number"),
+    (["--timeout", "nan"], "--timeout: nan is not a finite number"),
 ])
 def test_bad_input_gives_one_clear_error(tmp_path, args, message):
     out = tmp_path / "bad.json"

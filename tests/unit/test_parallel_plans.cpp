@@ -1,12 +1,16 @@
 // The plans the parallel layouts follow, checked without any communication: how layers are cut into
 // pipeline stages, the order each stage runs its micro-batches (GPipe, 1F1B), how gradients are packed
-// into buckets and split among owners, and how a layout is resolved against the world.
+// into buckets and split among owners, how a layout is resolved against the world, and how a group's
+// label reads back as its kind and size.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <functional>
 #include <map>
 #include <numeric>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "base/error.h"
 #include "workloads/parallel/buckets.h"
@@ -171,6 +175,31 @@ TEST(Layout, ResolvesTheDataParallelSizeAndRejectsImpossibleGrids) {
   EXPECT_THROW(resolveLayout(ps, 2), UsageError);  // more shards than servers
   ps.psShards = 2;
   EXPECT_EQ(resolveLayout(ps, 2).name(), "dp=2 ps(2)");
+}
+
+TEST(ProcessGroups, ALabelNamesItsGroupsKindAndTheLayoutItsSize) {
+  LayoutOptions o;
+  o.tp = 2;
+  o.pp = 3;
+  const LayoutOptions l = resolveLayout(o, 24);  // dp = 4
+  const std::vector<std::tuple<std::string, GroupKind, int>> cases = {
+      {"dp0", GroupKind::kDp, 4}, {"dp5", GroupKind::kDp, 4}, {"tp1", GroupKind::kTp, 2}, {"tp11", GroupKind::kTp, 2},
+      {"pp0", GroupKind::kPp, 3}, {"dp", GroupKind::kDp, 4},  // a tracker's label before its group's index is set
+  };
+  for (const auto& [label, kind, size] : cases) {
+    const LabelledGroup g = groupOfLabel(l, label);
+    EXPECT_EQ(g.kind, kind) << label;
+    EXPECT_EQ(g.size, size) << label;
+  }
+  for (const char* bad : {"", "ep0", "dpx", "d", "tp-1", "0dp", "DP0"}) EXPECT_THROW(groupOfLabel(l, bad), Error) << bad;
+  // Every label a grid gives reads back as its own kind (one process: every group has one rank).
+  const ProcessGrid single(resolveLayout({}, 1), nullptr);
+  for (GroupKind kind : {GroupKind::kDp, GroupKind::kTp, GroupKind::kPp}) {
+    const std::string label = groupLabel(single, kind);
+    EXPECT_EQ(label, std::string(groupKindName(kind)) + "0");
+    EXPECT_EQ(groupOfLabel(single.layout(), label).kind, kind);
+    EXPECT_EQ(groupOfLabel(single.layout(), label).size, 1);
+  }
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "base/error.h"
 #include "base/units.h"
 
@@ -32,6 +34,13 @@ TEST(FormatBytes, UsesBinaryUnits) {
   EXPECT_EQ(formatBytes(100), "100 B");
   EXPECT_EQ(formatBytes(4 << 20), "4 MiB");
   EXPECT_EQ(formatBytes(1536), "1.5 KiB");
+}
+
+TEST(NonFiniteReason, NamesNanAndTheInfinitiesAsTypedAndPassesEveryFiniteNumber) {
+  EXPECT_EQ(nonFiniteReason(std::numeric_limits<double>::quiet_NaN(), "NaN"), "NaN is not a finite number");
+  EXPECT_EQ(nonFiniteReason(std::numeric_limits<double>::infinity(), "1e999"), "1e999 is not a finite number");
+  EXPECT_EQ(nonFiniteReason(-std::numeric_limits<double>::infinity(), "-inf"), "-inf is not a finite number");
+  for (double ok : {0.0, -1.5, 1e300, std::numeric_limits<double>::denorm_min(), std::numeric_limits<double>::max()}) EXPECT_EQ(nonFiniteReason(ok, "x"), "") << ok;
 }
 
 }  // namespace ts

@@ -10,13 +10,6 @@ namespace ts::wl {
 GradientSync::GradientSync(std::vector<Param*> modelParams, Communicator& group, double timeoutS)
     : modelParams_(std::move(modelParams)), group_(&group), tracker_(std::make_unique<CommTracker>(group, timeoutS, "dp")) {}
 
-std::string groupLabel(const ProcessGrid& grid, const char* kind) {
-  const LayoutOptions& l = grid.layout();
-  const std::string k = kind;
-  const int which = k == "dp" ? grid.ppRank() * l.tp + grid.tpRank() : k == "tp" ? grid.ppRank() * l.dp + grid.dpRank() : grid.dpRank() * l.tp + grid.tpRank();
-  return k + std::to_string(which);
-}
-
 double GradientSync::groupSum(double v, bool timed) { return group_ ? tracker_->sum(v, timed) : v; }
 
 std::vector<Param*> GradientSync::pointersTo(std::vector<Param>& pieces) {
@@ -61,7 +54,7 @@ std::unique_ptr<GradientSync> makeGradientSync(const ProcessGrid& grid, const Mo
   if (l.zero == 3) sync = std::make_unique<Zero3Sync>(*dp, model, l, timeoutS);
   else if (l.sync == "ps" || l.zero > 0) sync = std::make_unique<ShardedSync>(*dp, model, l, timeoutS);
   else sync = std::make_unique<AllReduceSync>(*dp, model, l, timeoutS);
-  sync->setTraceLabel(groupLabel(grid, "dp"));
+  sync->setTraceLabel(groupLabel(grid, GroupKind::kDp));
   return sync;
 }
 

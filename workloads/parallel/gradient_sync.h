@@ -72,8 +72,4 @@ class GradientSync {
 // The sync of `grid`'s data-parallel group for the part's parameters (a group of one: no communication).
 std::unique_ptr<GradientSync> makeGradientSync(const ProcessGrid& grid, const ModelPart& part, double timeoutS);
 
-// How trace spans name a group: its kind and which one ("dp0", "pp1", "tp3"), so that the ranks of one
-// communicator can be told from those of another of the same kind.
-std::string groupLabel(const ProcessGrid& grid, const char* kind);
-
 }  // namespace ts::wl

@@ -1,5 +1,7 @@
 #include "workloads/parallel/layout.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "base/error.h"
@@ -63,13 +65,57 @@ ProcessGrid::ProcessGrid(const LayoutOptions& resolved, Communicator* world) : l
   ppRank_ = rank_ / (tp * dp);
   if (!world) return;
   // Every rank takes part in every split (MPI_Comm_split and ncclCommSplit are collective), in one order.
-  auto group = [&](int color, int key, int groupSize) {
-    std::unique_ptr<Communicator> c = world->split(color, key);
-    return groupSize > 1 ? std::move(c) : nullptr;
+  auto group = [&](GroupKind kind, int key) {
+    std::unique_ptr<Communicator> c = world->split(groupIndex(kind), key);
+    return groupSize(layout_, kind) > 1 ? std::move(c) : nullptr;
   };
-  dp_ = group(ppRank_ * tp + tpRank_, dpRank_, dp);
-  tp_ = group(ppRank_ * dp + dpRank_, tpRank_, tp);
-  pp_ = group(dpRank_ * tp + tpRank_, ppRank_, pp);
+  dp_ = group(GroupKind::kDp, dpRank_);
+  tp_ = group(GroupKind::kTp, tpRank_);
+  pp_ = group(GroupKind::kPp, ppRank_);
+}
+
+int ProcessGrid::groupIndex(GroupKind kind) const {
+  // The ranks of a group agree on every coordinate but their own kind's.
+  switch (kind) {
+    case GroupKind::kDp: return ppRank_ * layout_.tp + tpRank_;
+    case GroupKind::kTp: return ppRank_ * layout_.dp + dpRank_;
+    case GroupKind::kPp: return dpRank_ * layout_.tp + tpRank_;
+  }
+  throw Error("internal: unknown group kind");
+}
+
+namespace {
+constexpr GroupKind kGroupKinds[] = {GroupKind::kDp, GroupKind::kTp, GroupKind::kPp};
+}  // namespace
+
+std::string_view groupKindName(GroupKind kind) {
+  switch (kind) {
+    case GroupKind::kDp: return "dp";
+    case GroupKind::kTp: return "tp";
+    case GroupKind::kPp: return "pp";
+  }
+  throw Error("internal: unknown group kind");
+}
+
+int groupSize(const LayoutOptions& resolved, GroupKind kind) {
+  switch (kind) {
+    case GroupKind::kDp: return resolved.dp;
+    case GroupKind::kTp: return resolved.tp;
+    case GroupKind::kPp: return resolved.pp;
+  }
+  throw Error("internal: unknown group kind");
+}
+
+std::string groupLabel(const ProcessGrid& grid, GroupKind kind) { return fmt::format("{}{}", groupKindName(kind), grid.groupIndex(kind)); }
+
+LabelledGroup groupOfLabel(const LayoutOptions& resolved, std::string_view label) {
+  for (GroupKind kind : kGroupKinds) {
+    const std::string_view name = groupKindName(kind);
+    if (label.substr(0, name.size()) != name) continue;
+    const std::string_view index = label.substr(name.size());
+    if (std::all_of(index.begin(), index.end(), [](char c) { return c >= '0' && c <= '9'; })) return {kind, groupSize(resolved, kind)};
+  }
+  throw Error(fmt::format("internal: '{}' names no process group (dp, tp or pp, and an index)", label));
 }
 
 }  // namespace ts::wl

@@ -7,6 +7,7 @@
 // which exchange only activations, span nodes. Each group has its own sub-communicator.
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -33,6 +34,12 @@ struct LayoutOptions {
 // is wrong (the model-dependent checks — heads, layers — come with the model).
 LayoutOptions resolveLayout(LayoutOptions o, int worldSize);
 
+// The kinds of group a training communicates in; expert parallelism (ep) would be one more.
+enum class GroupKind { kDp, kTp, kPp };
+std::string_view groupKindName(GroupKind kind);  // "dp", "tp", "pp"
+// The ranks in a group of that kind: the layout's dp, tp or pp.
+int groupSize(const LayoutOptions& resolved, GroupKind kind);
+
 class ProcessGrid {
  public:
   // `world` spans every rank of the run (null for a single process); the groups are split from it.
@@ -48,6 +55,8 @@ class ProcessGrid {
   Communicator* tp() const { return tp_.get(); }
   Communicator* pp() const { return pp_.get(); }
   Communicator* world() const { return world_; }
+  // Which group of that kind this rank is in, 0.. (the colour its communicator was split with).
+  int groupIndex(GroupKind kind) const;
 
  private:
   LayoutOptions layout_;
@@ -55,5 +64,17 @@ class ProcessGrid {
   int rank_ = 0, dpRank_ = 0, tpRank_ = 0, ppRank_ = 0;
   std::unique_ptr<Communicator> dp_, tp_, pp_;
 };
+
+// How trace spans and the collectives' timings name a rank's group: its kind and which one ("dp0", "pp1",
+// "tp3"), so that the ranks of one communicator can be told from those of another of the same kind.
+std::string groupLabel(const ProcessGrid& grid, GroupKind kind);
+
+struct LabelledGroup {
+  GroupKind kind;
+  int size;  // its ranks
+};
+// The group a label names (groupLabel's, or a kind alone: "dp"), its size taken from the resolved layout.
+// The one reader of labels: an unknown one is an internal error, not a group to guess.
+LabelledGroup groupOfLabel(const LayoutOptions& resolved, std::string_view label);
 
 }  // namespace ts::wl

@@ -83,7 +83,7 @@ std::vector<PipeOp> pipelineSchedule(const std::string& kind, int stage, int sta
 
 Pipeline::Pipeline(const ProcessGrid& grid, Model& model, double timeoutS)
     : model_(model), stage_(grid.ppRank()), stagesCount_(grid.layout().pp), schedule_(grid.layout().schedule), comm_(grid.pp()),
-      tracker_(*grid.pp(), timeoutS, groupLabel(grid, "pp")) {
+      tracker_(*grid.pp(), timeoutS, groupLabel(grid, GroupKind::kPp)) {
   std::vector<double> flops;
   for (Layer* l : model.layers()) flops.push_back(l->forwardFlops());
   stages_ = splitStages(flops, stagesCount_, grid.layout().ppSplit);
