@@ -117,11 +117,13 @@ def _median(values):
 def judge(kind, metric, bases, cands, policy, name="", contended=""):
     """The outcome of one deciding metric: `bases` and `cands`, the records of this identity in each run of
     the baseline and of the candidate (usually one each)."""
-    bv, cv = _median([ids.value(b, metric) for b in bases]), _median([ids.value(c, metric) for c in cands])
     base_runs = [(b.get(metric.samples) or [], b.get("trials", 1)) for b in bases]
     cand_runs = [(c.get(metric.samples) or [], c.get("trials", 1)) for c in cands]
     a = [x for s, _ in base_runs for x in s]
     z = [x for s, _ in cand_runs for x in s]
+    # The medians shown are those the effect is the ratio of: of all samples of a side's runs.
+    bv = _median(a) if a else _median([ids.value(b, metric) for b in bases])
+    cv = _median(z) if z else _median([ids.value(c, metric) for c in cands])
     t = policy.threshold_for(kind, metric.name)
     sign = 1 if metric.lower_is_better else -1  # a ratio above 1 is worse either way after this
 

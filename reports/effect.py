@@ -7,8 +7,8 @@ each other the way two runs are — a machine drifts between trials and between 
 first draws the record's trials with replacement and then the iterations within each drawn trial. With
 one trial this is the ordinary bootstrap of the median; with several, a run whose trials disagree gets
 an interval as wide as their disagreement, which is the run-to-run noise the run itself measured.
-Runs of one build also land apart from each other by more than their trials do (seen here: +9% between
-two quiet runs whose trials agreed within 0.5%); only several runs show that, so a baseline may be
+Runs of one build also land apart from each other by more than their trials do (seen here: +23% between
+quiet runs whose trials agreed within 1%); only several runs show that, so a baseline may be
 several runs — and so may the candidate —, which become the top level of the resampling
 (bootstrap_medians, run_offsets).
 
