@@ -45,6 +45,8 @@ std::optional<CpuTimes> parseProcStat(const std::string& text) {
   return t;
 }
 
+std::optional<CpuTimes> readProcStat() { return parseProcStat(readFile("/proc/stat")); }
+
 double busyFraction(const CpuTimes& a, const CpuTimes& b) {
   if (b.total <= a.total || b.busy < a.busy) return 0;
   const double f = static_cast<double>(b.busy - a.busy) / static_cast<double>(b.total - a.total);
@@ -144,7 +146,7 @@ struct TelemetrySampler::Gpus {
 };
 
 TelemetrySampler::TelemetrySampler(double intervalS) : intervalS_(intervalS), startS_(nowS()), gpus_(std::make_unique<Gpus>()) {
-  lastCpu_ = parseProcStat(readFile("/proc/stat"));
+  lastCpu_ = readProcStat();
   samples_.push_back(sample());
   thread_ = std::thread([this] { run(); });
 }
@@ -160,7 +162,7 @@ TelemetrySampler::~TelemetrySampler() {
 
 nlohmann::json TelemetrySampler::sample() {
   nlohmann::json s = {{"t_s", nowS() - startS_}};
-  const std::optional<CpuTimes> cpu = parseProcStat(readFile("/proc/stat"));
+  const std::optional<CpuTimes> cpu = readProcStat();
   s["cpu_busy_fraction"] = cpu && lastCpu_ && cpu->total > lastCpu_->total ? nlohmann::json(busyFraction(*lastCpu_, *cpu)) : nlohmann::json();
   if (cpu) lastCpu_ = cpu;
   const std::optional<double> load = parseLoadAverage(readFile("/proc/loadavg"));

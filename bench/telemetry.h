@@ -24,6 +24,7 @@ struct CpuTimes {
   unsigned long long busy = 0, total = 0;
 };
 std::optional<CpuTimes> parseProcStat(const std::string& text);
+std::optional<CpuTimes> readProcStat();  // this host's, now
 double busyFraction(const CpuTimes& before, const CpuTimes& after);  // in [0, 1]; 0 when no time passed
 std::optional<double> parseLoadAverage(const std::string& text);      // the 1-minute load
 
