@@ -214,7 +214,7 @@ class CollectivesRun {
     // Planted faults (tests only) go through a separate launcher, so the normal one carries no extra branch.
     bool faultHere = false;
     for (int l = 0; l < comm_.localCount(); ++l)
-      faultHere = faultHere || (fault_ && fault_->kind != Fault::Kind::kCorrupt && fault_->matches(comm_.rank(l), std::string(c.name()), lay.bytes));
+      faultHere = faultHere || (fault_ && fault_->inOperation() && fault_->matches(comm_.rank(l), std::string(c.name()), lay.bytes));
     const std::function<void()> timedLaunch = faultHere ? std::function<void()>([&] { injectInOperation(*fault_); launch(); })
                                                         : std::function<void()>(launch);
 

@@ -11,6 +11,16 @@
 #include "base/units.h"
 
 namespace ts {
+namespace {
+
+double parseScale(const std::string& value) {
+  char* end = nullptr;
+  const double x = std::strtod(value.c_str(), &end);
+  if (end == value.c_str() || *end || !(x > 0)) throw UsageError(fmt::format("TRAINSCOPE_FAULT: scale '{}' must be a number > 0", value));
+  return x;
+}
+
+}  // namespace
 
 std::optional<Fault> parseFault(const std::string& spec) {
   std::istringstream in(spec);
@@ -25,7 +35,8 @@ std::optional<Fault> parseFault(const std::string& spec) {
       else if (part == "hang") f.kind = Fault::Kind::kHang;
       else if (part == "die") f.kind = Fault::Kind::kDie;
       else if (part == "delay") f.kind = Fault::Kind::kDelay;
-      else throw UsageError(fmt::format("TRAINSCOPE_FAULT: unknown fault '{}' (corrupt, hang, die, delay)", part));
+      else if (part == "ceiling") f.kind = Fault::Kind::kCeiling;
+      else throw UsageError(fmt::format("TRAINSCOPE_FAULT: unknown fault '{}' (corrupt, hang, die, delay, ceiling)", part));
       continue;
     }
     const auto eq = part.find('=');
@@ -36,7 +47,8 @@ std::optional<Fault> parseFault(const std::string& spec) {
     else if (key == "bytes") f.bytes = parseBytes(value, "TRAINSCOPE_FAULT bytes");
     else if (key == "ms") f.delayMs = std::atoi(value.c_str());
     else if (key == "step") f.step = std::atoll(value.c_str());
-    else throw UsageError(fmt::format("TRAINSCOPE_FAULT: unknown key '{}' (rank, op, bytes, ms, step)", key));
+    else if (key == "scale") f.scale = parseScale(value);
+    else throw UsageError(fmt::format("TRAINSCOPE_FAULT: unknown key '{}' (rank, op, bytes, ms, step, scale)", key));
   }
   if (first) return std::nullopt;
   if (!haveRank) throw UsageError("TRAINSCOPE_FAULT: rank=<r> is required");
@@ -60,8 +72,13 @@ void injectInOperation(const Fault& f) {
       std::this_thread::sleep_for(std::chrono::milliseconds(f.delayMs));
       break;
     case Fault::Kind::kCorrupt:
+    case Fault::Kind::kCeiling:
       break;
   }
+}
+
+double plantedCeilingScale(const std::optional<Fault>& f, int rank) {
+  return f && f->kind == Fault::Kind::kCeiling && f->rank == rank ? f->scale : 1.0;
 }
 
 }  // namespace ts

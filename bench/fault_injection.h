@@ -5,6 +5,9 @@
 //     hang    — rank r stops inside the operation and never returns (--timeout must end the run)
 //     die     — rank r kills itself (SIGKILL) inside the operation (the launcher must end the run)
 //     delay   — rank r sleeps <ms> milliseconds (:ms=<n>, default 10) before each timed operation
+//     ceiling — rank r (the process that measures: 0) scales every roofline/MFU ceiling it measures by
+//               <scale> (:scale=<x>, default 0.01), so that kernels and MFU land above 100% of it and the
+//               ceiling_suspect path (re-measure, then flag) can be tested without a busy machine
 // op and bytes restrict the fault to one collective and size; without them it fires at the first one.
 // In `train`, :step=<n> places it at the start of training step n on rank r (hang, die, delay): the other
 // ranks are then in the middle of that step, waiting for it.
@@ -15,12 +18,17 @@
 namespace ts {
 
 struct Fault {
-  enum class Kind { kCorrupt, kHang, kDie, kDelay } kind = Kind::kCorrupt;
+  enum class Kind { kCorrupt, kHang, kDie, kDelay, kCeiling } kind = Kind::kCorrupt;
   int rank = 0;
   std::string op;         // "" = any
   std::size_t bytes = 0;  // 0 = any
   int delayMs = 10;
   long long step = -1;  // train: the step it fires at (-1: not a training fault)
+  double scale = 0.01;  // ceiling: the factor on each measured ceiling
+
+  // The faults that act inside a timed operation (injectInOperation); corrupt acts on the output, ceiling
+  // on the ceilings.
+  bool inOperation() const { return kind == Kind::kHang || kind == Kind::kDie || kind == Kind::kDelay; }
 
   bool matches(int rank_, const std::string& op_, std::size_t bytes_) const {
     return rank_ == rank && (op.empty() || op == op_) && (bytes == 0 || bytes == bytes_);
@@ -33,5 +41,8 @@ std::optional<Fault> parseFault(const std::string& spec);
 
 // The in-operation faults: hang never returns, die never returns, delay sleeps.
 void injectInOperation(const Fault& f);
+
+// The factor a planted `ceiling` fault puts on the ceilings process `rank` measures (1: none).
+double plantedCeilingScale(const std::optional<Fault>& f, int rank);
 
 }  // namespace ts

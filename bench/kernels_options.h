@@ -43,12 +43,6 @@ std::vector<std::pair<const KernelOp*, KernelShape>> loadKernelShapes(const std:
                                                                       std::int64_t B, std::int64_t V);
 
 nlohmann::json toJson(const KernelsOptions& o);
-// The CPU compute ceiling: the best float32 GEMM (OpenBLAS) over large squares, in TFLOP/s; each square's
-// figure becomes a kernel_ceiling record when a writer is given. `train` uses it for MFU.
-class ResultWriter;
-double measureCpuGemmCeiling(ResultWriter* writer);
-// The same on a GPU: the best float32 cuBLASLt GEMM over large squares (0 in a build without CUDA).
-double measureCudaGemmCeiling(ResultWriter* writer, int ordinal);
 std::size_t runKernelsStep(const KernelsOptions& o, RunContext& ctx);  // returns the number of failed checks
 int runKernels(const KernelsOptions& o, const std::vector<std::string>& argv);
 

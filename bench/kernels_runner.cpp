@@ -1,13 +1,15 @@
-// The driver of `trainscope kernels`: measure the two ceilings, then check, warm up and time every op at
-// every shape, and place each on the roofline the ceilings draw. CPU implementations by the host clock;
-// CUDA implementations (on GPU 0) by CUDA events.
-#include <sched.h>
+// The driver of `trainscope kernels`: measure the ceilings (bench/ceilings.h), then check, warm up and time
+// every op at every shape, and place each on the roofline the ceilings draw, against the memory ceiling of
+// the level its bytes stream at. A case above its ceiling has that ceiling re-measured once and, still
+// above it, is marked ceiling_suspect. CPU implementations by the host clock; CUDA implementations (on
+// GPU 0) by CUDA events.
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <sstream>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -16,21 +18,22 @@
 #include "base/units.h"
 #include "bench/activity.h"
 #include "bench/agreement.h"
+#include "bench/ceilings.h"
 #include "bench/compute_clock.h"
+#include "bench/fault_injection.h"
+#include "bench/host_caches.h"
 #include "bench/kernels_options.h"
 #include "bench/result_writer.h"
 #include "bench/run_session.h"
 #include "bench/stats.h"
 #include "bench/watchdog.h"
 #include "comm/bootstrap.h"
-#include "kernels/cpu/memory_stream.h"
 #include "bench/trace_files.h"
 #include "kernels/trace.h"
 #ifdef TRAINSCOPE_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/device_array.h"
 #include "kernels/cuda/device_timer.h"
 #endif
 
@@ -57,78 +60,23 @@ std::vector<double> timeRuns(KernelCase& c, int warmup, int iters, int trials) {
   return us;
 }
 
-// The CUDA device current on this thread, as the clock reading needs it (-1 in a build without CUDA).
-int currentCudaDevice() {
-  int d = -1;
-#ifdef TRAINSCOPE_HAVE_CUDA
-  CUDA_CHECK(cudaGetDevice(&d));
-#endif
-  return d;
-}
-
-// A kernel_ceiling record, with the clock it was measured at (device: a CUDA ordinal, or -1 for the CPU).
-nlohmann::json ceilingRecord(bool compute, double value, const std::string& source, const Stats& s, int device) {
-  return {{"kind", "kernel_ceiling"}, {"ceiling", compute ? "compute" : "memory"}, {"value", value}, {"unit", compute ? "TFLOP/s" : "GB/s"},
-          {"source", source},         {"time_us", toJson(s)},                      {"clock_mhz", computeClockMhz(device)}};
-}
-
 std::string dimsText(const KernelShape& s) {
   std::string out;
   for (const auto& [k, v] : s.dims) out += fmt::format("{}{}={}", out.empty() ? "" : " ", k, v);
   return out;
 }
 
-}  // namespace
-
-double measureCpuGemmCeiling(ResultWriter* writer) {
-  double best = 0;
-  for (const auto& shape : gemmKernelOp().shapes(64, 1, 1, 2)) {  // only the large squares are used
-    if (shape.name.rfind("square", 0) != 0) continue;
-    activity::set(fmt::format("compute ceiling: gemm {}", shape.name));
-    auto kc = gemmKernelOp().make(shape, KernelSettings{});
-    const Stats s = summarize(timeRuns(*kc, 1, 3, 1));
-    const double tflops = kc->flops() / (s.min * 1e-6) / 1e12;
-    best = std::max(best, tflops);
-    if (writer)
-      writer->add(ceilingRecord(true, tflops, fmt::format("gemm {} float32 (best of 3)", shape.name), s, -1));
-  }
-  return best;
-}
-
-namespace {
-
-struct Ceilings {
-  double tflops = 0, gbps = 0;
+// A case's timed runs, and whether its data stays warm in the caches between them (the level its bytes
+// fit then sets its memory ceiling; otherwise DRAM does).
+struct TimedCase {
+  std::vector<double> us;
+  bool cachesWarm = true;
 };
 
-// The compute ceiling: the best GEMM over the large squares; the memory ceiling: a STREAM copy with every
-// hardware thread over arrays well past the last-level cache.
-Ceilings measureCeilings(ResultWriter* writer, bool leader) {
-  Ceilings c;
-  c.tflops = measureCpuGemmCeiling(leader ? writer : nullptr);
-  const long threads = ::sysconf(_SC_NPROCESSORS_ONLN);
-  const std::size_t n = (256ull << 20) / sizeof(double);
-  std::vector<double> a(n, 0.0), b(n, 1.0);
-  activity::set("memory ceiling: stream copy");
-  std::vector<double> us;
-  for (int i = 0; i < 6; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    cpu::streamCopy(a.data(), b.data(), n, static_cast<int>(threads));
-    const auto t1 = std::chrono::steady_clock::now();
-    if (i) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-    heartbeat::beat();
-  }
-  const Stats s = summarize(us);
-  c.gbps = static_cast<double>(n * cpu::kCopyBytesPerElement) / (s.min * 1e-6) / 1e9;
-  if (leader && writer)
-    writer->add(ceilingRecord(false, c.gbps, fmt::format("stream copy of 256 MiB, {} threads (best of 5)", threads), s, -1));
-  if (leader) std::printf("# ceilings: compute %.3f TFLOP/s (GEMM), memory %.1f GB/s (copy)\n", c.tflops, c.gbps);
-  return c;
-}
-
-// Device time for a CUDA case (events on its stream: kernels under 20 us as CUDA-graph replays of 20, the
-// others one by one with the L2 flushed in between); host time for a CPU case.
-std::vector<double> timeCase(KernelCase& c, int warmup, int iters, int trials) {
+// Device time for a CUDA case (events on its stream: kernels under 20 us as CUDA-graph replays of 20, which
+// leave the L2 warm, the others one by one with the L2 flushed in between); host time for a CPU case, whose
+// buffers stay in whatever cache holds them.
+TimedCase timeCase(KernelCase& c, int warmup, int iters, int trials) {
 #ifdef TRAINSCOPE_HAVE_CUDA
   if (void* s = c.deviceStream()) {
     const auto stream = static_cast<cudaStream_t>(s);
@@ -136,50 +84,65 @@ std::vector<double> timeCase(KernelCase& c, int warmup, int iters, int trials) {
     CUDA_CHECK(cudaStreamSynchronize(stream));
     cuda::DeviceTimer timer(stream);
     const double once = timer.time(1, [&] { c.run(); }, true).front();
-    if (once < 20.0) return timer.timeGraph(iters * trials, 20, [&] { c.run(); });
-    return timer.time(iters * trials, [&] { c.run(); }, true);
+    if (once < 20.0) return {timer.timeGraph(iters * trials, 20, [&] { c.run(); }), true};
+    return {timer.time(iters * trials, [&] { c.run(); }, true), false};
   }
 #endif
-  return timeRuns(c, warmup, iters, trials);
+  return {timeRuns(c, warmup, iters, trials), true};
 }
 
+// The case's clock: the CUDA device current on this thread, or the CPU's (-1) for a CPU case.
+nlohmann::json caseClockMhz(bool cuda) {
+  int d = -1;
 #ifdef TRAINSCOPE_HAVE_CUDA
-// GPU ceilings: the best cuBLASLt GEMM in the run's dtype over large squares, and a device-to-device copy
-// of 1 GiB (read + write counted).
-// The best cuBLASLt GEMM in `precision` over large squares on the current device.
-double cudaGemmCeiling(Precision gemmType, ResultWriter* writer) {
-  double best = 0;
-  for (std::int64_t n : {4096, 8192}) {
-    const KernelShape shape{fmt::format("square {}", n), {{"M", n}, {"N", n}, {"K", n}}};
-    activity::set(fmt::format("compute ceiling: gemm {} {}", shape.name, precisionName(gemmType)));
-    auto kc = gemmKernelOp().makeCuda(shape, KernelSettings{gemmType});
-    const Stats s = summarize(timeCase(*kc, 2, 5, 1));
-    const double tflops = kc->flops() / (s.min * 1e-6) / 1e12;
-    best = std::max(best, tflops);
-    if (writer)
-      writer->add(ceilingRecord(true, tflops, fmt::format("cuBLASLt gemm {} {} (best of 5)", shape.name, precisionName(gemmType)), s,
-                                currentCudaDevice()));
-  }
-  return best;
+  if (cuda) CUDA_CHECK(cudaGetDevice(&d));
+#else
+  (void)cuda;
+#endif
+  return computeClockMhz(d);
 }
 
-Ceilings measureCudaCeilings(const KernelsOptions& o, ResultWriter* writer) {
-  Ceilings c;
-  c.tflops = cudaGemmCeiling(o.settings.precision, writer);
-  constexpr std::size_t kBytes = 1ull << 30;
-  cuda::Stream stream;
-  cuda::DeviceArray<unsigned char> a(kBytes), b(kBytes);
-  CUDA_CHECK(cudaMemsetAsync(a.get(), 1, kBytes, stream.get()));
-  cuda::DeviceTimer timer(stream.get());
-  activity::set("memory ceiling: device copy of 1 GiB");
-  const Stats s = summarize(timer.time(5, [&] { CUDA_CHECK(cudaMemcpyAsync(b.get(), a.get(), kBytes, cudaMemcpyDeviceToDevice, stream.get())); }, false));
-  c.gbps = 2.0 * kBytes / (s.min * 1e-6) / 1e9;
-  if (writer)
-    writer->add(ceilingRecord(false, c.gbps, "device-to-device copy of 1 GiB, read + write (best of 5)", s, currentCudaDevice()));
-  std::printf("# ceilings: compute %.1f TFLOP/s (cuBLASLt %s), memory %.0f GB/s (device copy)\n", c.tflops, std::string(precisionName(o.settings.precision)).c_str(), c.gbps);
+// The ceilings of the run: the GPU's on GPU 0, or the CPU's with the threads this process may use.
+CeilingSet measureCeilings(const KernelsOptions& o, RunContext& ctx, double plantedScale, int threads) {
+  CeilingOptions co{ctx.writer, ctx.step, plantedScale, !o.cuda};
+  std::vector<CeilingSpec> specs = o.cuda ? cudaGemmCeilingSpecs(o.settings.precision, 0) : cpuGemmCeilingSpecs();
+  std::vector<CeilingSpec> memory = o.cuda ? cudaMemoryCeilingSpecs(0) : cpuMemoryCeilingSpecs(threads, hostDataCaches(cpusInUse()));
+  for (auto& m : memory) specs.push_back(std::move(m));
+  CeilingSet c(std::move(specs), co);
+  std::printf("%s\n", c.consoleLine().c_str());
   return c;
 }
-#endif
+
+// A case on the roofline: against the compute ceiling and the memory ceiling of the level its bytes
+// stream at. Above its ceiling it has that ceiling re-measured (once a run) and is placed again; still
+// above, it is suspect.
+struct CasePlace {
+  nlohmann::json roof;
+  std::string bound, fraction;  // the console's columns
+  std::optional<SuspectFigure> suspect;
+};
+
+CasePlace placeCase(CeilingSet& ceilings, const std::string& name, double tflops, double intensity, double bytes, bool cachesWarm) {
+  auto place = [&] {
+    const MemoryCeiling memory = memoryCeilingFor(ceilings.memoryLevels(), bytes, cachesWarm);
+    return std::pair{memory, placeOnRoofline(tflops, intensity, ceilings.computeTflops(), memory.gbps)};
+  };
+  auto [memory, p] = place();
+  nlohmann::json rechecked = nullptr;
+  if (p.fraction > 1 && ceilings.recheck(p.bound, memory.level, name)) {
+    rechecked = std::string(ceilingKindName(p.bound));
+    std::tie(memory, p) = place();
+  }
+  CasePlace out;
+  const bool suspect = p.fraction > 1;
+  out.roof = {{"bound", std::string(ceilingKindName(p.bound))}, {"ceiling_tflops", ceilings.computeTflops()}, {"ceiling_gbps", memory.gbps},
+              {"memory_level", std::string(memoryLevelName(memory.level))}, {"attainable_tflops", p.attainableTflops},
+              {"fraction_of_ceiling", p.fraction}, {"rechecked_ceiling", rechecked}};
+  out.bound = p.bound == CeilingKind::kCompute ? "compute" : std::string(memoryLevelLabel(memory.level));
+  out.fraction = fmt::format("{:.0f}%{}", 100 * p.fraction, suspect ? "!" : "");
+  if (suspect) out.suspect = SuspectFigure{name, p.fraction, ceilings.likelyCause(p.bound, memory.level)};
+  return out;
+}
 
 }  // namespace
 
@@ -261,20 +224,18 @@ std::size_t runKernelsStep(const KernelsOptions& o, RunContext& ctx) {
 }
 
 std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
-  const bool leader = true;
   ResultWriter* writer = ctx.writer;
   Watchdog watchdog(o.timeoutS, endAllRanksOnTimeout(o.timeoutS, ctx.boot, ctx.streamPath));
   WatchdogScope guard(watchdog);
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  const int usable = ::sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
-  if (leader && !o.cuda)
+  const double plantedScale = plantedCeilingScale(faultFromEnvironment(), ctx.boot.rank());
+  const int usable = static_cast<int>(cpusInUse().size());
+  if (!o.cuda)
     std::printf("#\n# kernels on the CPU (%s) with %d of %ld hardware threads (this process's affinity; mpirun binds ranks to cores unless --bind-to none)\n",
                 std::string(precisionName(o.settings.precision)).c_str(), usable, ::sysconf(_SC_NPROCESSORS_ONLN));
-  if (leader && o.userShapes.empty())
+  if (o.userShapes.empty())
     std::printf("# shapes of a transformer block of hidden %lld, sequence %lld, batch %lld, vocabulary %lld\n", static_cast<long long>(o.hidden),
                 static_cast<long long>(o.seq), static_cast<long long>(o.batch), static_cast<long long>(o.vocab));
-  else if (leader)
+  else
     std::printf("# shapes from the --shapes file\n");
 #ifdef TRAINSCOPE_HAVE_CUDA
   if (o.cuda) {
@@ -282,13 +243,13 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
     CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
     std::printf("#\n# kernels on cuda:0 (%s) in %s: device time from CUDA events\n", prop.name, std::string(precisionName(o.settings.precision)).c_str());
   }
-  const Ceilings ceil = !o.ceilings ? Ceilings{} : o.cuda ? measureCudaCeilings(o, writer) : measureCeilings(writer, leader);
-#else
-  const Ceilings ceil = o.ceilings ? measureCeilings(writer, leader) : Ceilings{};
 #endif
-  if (leader) std::printf("# %-18s %-18s %-46s %11s %10s %9s %7s %8s %11s %6s\n", "op", "shape", "dims", "time(us)", "GFLOP/s", "GB/s",
-                          "bound", "of roof", "max_rel_err", "check");
+  std::optional<CeilingSet> ceilings;
+  if (o.ceilings) ceilings.emplace(measureCeilings(o, ctx, plantedScale, usable));
+  std::printf("# %-18s %-18s %-46s %11s %10s %9s %7s %8s %11s %6s\n", "op", "shape", "dims", "time(us)", "GFLOP/s", "GB/s", "bound", "of roof",
+              "max_rel_err", "check");
   std::size_t failed = 0;
+  std::vector<SuspectFigure> suspects;
   for (const KernelOp* op : o.ops) {
     std::vector<KernelShape> shapes;
     for (const auto& [userOp, userShape] : o.userShapes)
@@ -313,47 +274,43 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
       checking.close();
       failed += !chk.passed;
       trace::Span timing("timed", "compute");
-      const std::vector<double> samples = timeCase(*kc, o.warmup, o.iters, o.trials);
+      const TimedCase timed = timeCase(*kc, o.warmup, o.iters, o.trials);
       timing.close();
-      const nlohmann::json clock = computeClockMhz(o.cuda ? currentCudaDevice() : -1);  // the clock its roofline fraction is at
-      const Stats s = summarize(samples);
+      const nlohmann::json clock = caseClockMhz(o.cuda);  // the clock its roofline fraction is at
+      // Its typical rate (the median) against the best the ceilings showed: a fraction that never flatters.
+      const Stats s = summarize(timed.us);
       const double tflops = kc->flops() / (s.median * 1e-6) / 1e12;
       const double gbps = kc->bytes() / (s.median * 1e-6) / 1e9;
       const double intensity = kc->flops() / kc->bytes();
       nlohmann::json dims = nlohmann::json::object();
       for (const auto& [k, v] : shape.dims) dims[k] = v;
-      nlohmann::json roof = nullptr;
-      std::string bound = "-", fraction = "-";
-      if (ceil.tflops > 0 && ceil.gbps > 0) {
-        const double memoryRoof = intensity * ceil.gbps / 1e3;  // TFLOP/s the memory ceiling allows
-        const bool computeBound = memoryRoof >= ceil.tflops;
-        const double attainable = std::min(ceil.tflops, memoryRoof);
-        roof = {{"bound", computeBound ? "compute" : "memory"}, {"ceiling_tflops", ceil.tflops}, {"ceiling_gbps", ceil.gbps},
-                {"attainable_tflops", attainable}, {"fraction_of_ceiling", tflops / attainable}};
-        bound = computeBound ? "compute" : "memory";
-        fraction = fmt::format("{:.0f}%", 100 * tflops / attainable);
-      }
+      CasePlace place{nullptr, "-", "-", std::nullopt};
+      if (ceilings) place = placeCase(*ceilings, fmt::format("{} {}", op->name(), shape.name), tflops, intensity, kc->bytes(), timed.cachesWarm);
       nlohmann::json rec = {{"kind", "kernel"},          {"op", std::string(op->name())},
                             {"shape_name", shape.name},  {"shape", dims},
                             {"dtype", std::string(precisionName(o.settings.precision))}, {"backend", o.cuda ? "cuda" : "cpu"},
                             {"flops", kc->flops()},      {"bytes", kc->bytes()},
-                            {"time_us", toJson(s)},      {"samples_us", samples},
+                            {"time_us", toJson(s)},      {"samples_us", timed.us},
                             {"tflops", tflops},          {"gbps", gbps},
-                            {"arithmetic_intensity", intensity}, {"roofline", roof}, {"clock_mhz", clock},
+                            {"arithmetic_intensity", intensity}, {"roofline", place.roof}, {"clock_mhz", clock},
+                            {"ceiling_suspect", place.suspect.has_value()},
                             {"check", {{"performed", true}, {"passed", chk.passed}, {"max_rel_err", chk.maxRelErr}, {"tolerance", chk.tolerance}}}};
+      if (place.suspect) {
+        rec["ceiling_suspect_cause"] = std::string(suspectCauseName(place.suspect->cause));
+        suspects.push_back(*place.suspect);
+      }
       if (const nlohmann::json extra = kc->details(); !extra.empty()) rec["details"] = extra;
       if (!o.label.empty()) rec["label"] = o.label;
       if (!ctx.step.empty()) rec["step"] = ctx.step;
-      if (leader && writer) writer->add(rec);
-      if (leader) {
-        std::printf("  %-18s %-18s %-46s %11.2f %10.2f %9.2f %7s %8s %11.2e %6s\n", std::string(op->name()).c_str(), shape.name.c_str(),
-                    dimsText(shape).c_str(), s.median, tflops * 1e3, gbps, bound.c_str(), fraction.c_str(), chk.maxRelErr, chk.passed ? "ok" : "FAILED");
-        std::fflush(stdout);
-      }
+      if (writer) writer->add(rec);
+      std::printf("  %-18s %-18s %-46s %11.2f %10.2f %9.2f %7s %8s %11.2e %6s\n", std::string(op->name()).c_str(), shape.name.c_str(),
+                  dimsText(shape).c_str(), s.median, tflops * 1e3, gbps, place.bound.c_str(), place.fraction.c_str(), chk.maxRelErr, chk.passed ? "ok" : "FAILED");
+      std::fflush(stdout);
     }
   }
   activity::set("");
-  if (failed && leader) std::fprintf(stderr, "trainscope: error: %zu kernel(s) failed their check against the float64 reference\n", failed);
+  if (!suspects.empty()) std::printf("%s\n", suspectWarning(suspects).c_str());
+  if (failed) std::fprintf(stderr, "trainscope: error: %zu kernel(s) failed their check against the float64 reference\n", failed);
   return failed;
 }
 
@@ -362,17 +319,6 @@ int runKernels(const KernelsOptions& o, const std::vector<std::string>& argv) {
   const std::size_t failed = runKernelsStep(o, session->context());
   session->finish();
   return failed ? 1 : 0;
-}
-
-double measureCudaGemmCeiling(ResultWriter* writer, int ordinal) {
-#ifdef TRAINSCOPE_HAVE_CUDA
-  CUDA_CHECK(cudaSetDevice(ordinal));
-  return cudaGemmCeiling(Precision::kFloat32, writer);
-#else
-  (void)writer;
-  (void)ordinal;
-  return 0;
-#endif
 }
 
 }  // namespace ts

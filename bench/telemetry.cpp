@@ -46,6 +46,8 @@ std::optional<CpuTimes> parseProcStat(const std::string& text) {
   return t;
 }
 
+std::optional<CpuTimes> readProcStat() { return parseProcStat(readFile("/proc/stat")); }
+
 double busyFraction(const CpuTimes& a, const CpuTimes& b) {
   if (b.total <= a.total || b.busy < a.busy) return 0;
   const double f = static_cast<double>(b.busy - a.busy) / static_cast<double>(b.total - a.total);
@@ -72,9 +74,9 @@ std::optional<unsigned long long> parseProcessTicks(const std::string& text) {
   return utime + stime;
 }
 
-double othersBusyFraction(const CpuTimes& a, const CpuTimes& b, unsigned long long ownTicks) {
+double othersBusyFraction(const CpuTimes& a, const CpuTimes& b, double ownTicks) {
   if (b.total <= a.total || b.busy < a.busy) return 0;
-  const double others = static_cast<double>(b.busy - a.busy) - static_cast<double>(ownTicks);
+  const double others = static_cast<double>(b.busy - a.busy) - ownTicks;
   const double f = others / static_cast<double>(b.total - a.total);
   return f < 0 ? 0 : f > 1 ? 1 : f;
 }
@@ -166,7 +168,7 @@ struct TelemetrySampler::Gpus {
 
 TelemetrySampler::TelemetrySampler(double intervalS, std::vector<int> runPids)
     : intervalS_(intervalS), startS_(nowS()), runPids_(std::move(runPids)), gpus_(std::make_unique<Gpus>()) {
-  lastCpu_ = parseProcStat(readFile("/proc/stat"));
+  lastCpu_ = readProcStat();
   ownTicksSinceLastSample();  // the baseline of every process's counter
   samples_.push_back(sample());
   thread_ = std::thread([this] { run(); });
@@ -223,11 +225,11 @@ unsigned long long TelemetrySampler::ownTicksSinceLastSample() {
 
 nlohmann::json TelemetrySampler::sample() {
   nlohmann::json s = {{"t_s", nowS() - startS_}};
-  const std::optional<CpuTimes> cpu = parseProcStat(readFile("/proc/stat"));
+  const std::optional<CpuTimes> cpu = readProcStat();
   const unsigned long long own = ownTicksSinceLastSample();
   const bool interval = cpu && lastCpu_ && cpu->total > lastCpu_->total;
   s["cpu_busy_fraction"] = interval ? nlohmann::json(busyFraction(*lastCpu_, *cpu)) : nlohmann::json();
-  s["cpu_busy_others_fraction"] = interval && !runPids_.empty() ? nlohmann::json(othersBusyFraction(*lastCpu_, *cpu, own)) : nlohmann::json();
+  s["cpu_busy_others_fraction"] = interval && !runPids_.empty() ? nlohmann::json(othersBusyFraction(*lastCpu_, *cpu, static_cast<double>(own))) : nlohmann::json();
   if (cpu) lastCpu_ = cpu;
   const std::optional<double> load = parseLoadAverage(readFile("/proc/loadavg"));
   s["load1"] = load ? nlohmann::json(*load) : nlohmann::json();

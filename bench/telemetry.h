@@ -26,6 +26,7 @@ struct CpuTimes {
   unsigned long long busy = 0, total = 0;
 };
 std::optional<CpuTimes> parseProcStat(const std::string& text);
+std::optional<CpuTimes> readProcStat();  // this host's, now
 double busyFraction(const CpuTimes& before, const CpuTimes& after);  // in [0, 1]; 0 when no time passed
 std::optional<double> parseLoadAverage(const std::string& text);      // the 1-minute load
 // utime + stime of one process (every thread of it), in the jiffies /proc/stat counts, from the text of
@@ -33,7 +34,7 @@ std::optional<double> parseLoadAverage(const std::string& text);      // the 1-m
 std::optional<unsigned long long> parseProcessTicks(const std::string& statText);
 // The share of the machine's CPU time that processes outside the run used between two readings: busy
 // jiffies minus the run's own (its processes and their children), over all jiffies; in [0, 1].
-double othersBusyFraction(const CpuTimes& before, const CpuTimes& after, unsigned long long ownTicks);
+double othersBusyFraction(const CpuTimes& before, const CpuTimes& after, double ownTicks);
 
 // GB/s between two readings of a KiB counter `seconds` apart; nothing when no time passed or the counter
 // went backwards (the driver reloaded).

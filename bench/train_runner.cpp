@@ -1,6 +1,7 @@
 // `trainscope train`: builds the trainer, trains, prints a line every few steps, and writes one `train`
 // record: step time and phase statistics over the timed steps, throughput, achieved TFLOP/s and MFU
-// against the measured GEMM ceiling, peak memory, and the loss curve.
+// against the GEMM ceiling it measured and the datasheet peak (bench/train_mfu.h), peak memory, and the
+// loss curve.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -16,16 +17,17 @@
 #include "base/stop_request.h"
 #include "bench/activity.h"
 #include "bench/agreement.h"
+#include "bench/ceilings.h"
 #include "bench/compute_clock.h"
 #include "bench/compute_peaks.h"
 #include "bench/fault_injection.h"
-#include "bench/kernels_options.h"
 #include "bench/progress.h"
 #include "bench/result_writer.h"
 #include "bench/run_session.h"
 #include "bench/stats.h"
 #include "bench/trace_files.h"
 #include "bench/train_breakdown.h"
+#include "bench/train_mfu.h"
 #include "bench/train_options.h"
 #include "bench/watchdog.h"
 #include "comm/bootstrap.h"
@@ -85,6 +87,21 @@ std::pair<nlohmann::json, std::int64_t> parameterNorms(Bootstrap& boot, const wl
   return {norms, count};
 }
 
+// The record's MFU block: against the ceiling this run measured (when it did) and, for a GPU the table
+// knows, the datasheet peak in the run's precision at the SM clock read now.
+nlohmann::json mfuFor(wl::Trainer& trainer, const std::string& precision, Precision gemmPrecision, const std::optional<CeilingSet>& ceilings,
+                      double perDevice) {
+  const nlohmann::json clock = computeClockMhz(trainer.device().ordinal());  // the SM clock on a GPU, the CPU frequency where known
+  std::optional<MeasuredPeak> measured;
+  if (ceilings && ceilings->computeTflops() > 0)
+    measured = MeasuredPeak{ceilings->computeTflops(), std::string(precisionName(gemmPrecision)), ceilings->computeSource(), ceilings->computeClockMhz(),
+                            ceilings->computeRechecked(), ceilings->likelyCause(CeilingKind::kCompute, MemoryLevel::kDram)};
+  std::optional<DatasheetPeak> datasheet;
+  if (trainer.device().cuda())
+    if (const auto p = datasheetPeak(trainer.device().name(), parsePrecision(precision))) datasheet = DatasheetPeak{*p, precision};
+  return mfuBlock(perDevice, measured, datasheet, clock);
+}
+
 }  // namespace
 
 nlohmann::json toJson(const TrainRunOptions& o) {
@@ -126,15 +143,16 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
                   static_cast<long long>(model.parameterCount()));
     if (trainer.firstStep() > 0) std::printf("# resumed at step %lld from %s\n", static_cast<long long>(trainer.firstStep()), o.train.checkpointDir.c_str());
   }
-  double ceiling = 0;
+  std::optional<Fault> fault;
+  collectively(ctx.boot, [&] { fault = faultFromEnvironment(); });
+  // The GEMM ceiling MFU is against, in the precision the run's GEMMs take: the run's on a GPU, float32 on
+  // the CPU (which rounds 16-bit formats around float32 GEMMs).
+  const Precision gemmPrecision = trainer.device().cuda() ? parsePrecision(o.train.precision) : Precision::kFloat32;
+  std::optional<CeilingSet> ceilings;
   if (o.ceiling && leader) {
-    if (trainer.device().cuda()) {
-      ceiling = measureCudaGemmCeiling(ctx.writer, trainer.device().ordinal());
-      std::printf("# GEMM ceiling %.1f TFLOP/s (float32, cuBLASLt)\n", ceiling);
-    } else {
-      ceiling = measureCpuGemmCeiling(ctx.writer);
-      std::printf("# GEMM ceiling %.3f TFLOP/s (float32, OpenBLAS)\n", ceiling);
-    }
+    ceilings.emplace(trainer.device().cuda() ? cudaGemmCeilingSpecs(gemmPrecision, trainer.device().ordinal()) : cpuGemmCeilingSpecs(),
+                     CeilingOptions{ctx.writer, ctx.step, plantedCeilingScale(fault, ctx.boot.rank()), !trainer.device().cuda()});
+    std::printf("%s\n", ceilings->consoleLine().c_str());
   }
   if (world > 1) ctx.boot.quietBarrier();  // the ceiling is measured on process 0 alone
   std::fflush(stdout);
@@ -151,8 +169,6 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
   std::int64_t skipped = 0;
   double checkpointS = 0;
   Progress progress("train", static_cast<double>(todo), leader);
-  std::optional<Fault> fault;
-  collectively(ctx.boot, [&] { fault = faultFromEnvironment(); });
   std::unique_ptr<TraceFiles> traceFiles;
   if (!o.traceDir.empty()) traceFiles = std::make_unique<TraceFiles>(ctx.boot, o.traceDir, world);
   // A launcher ending the run (another rank died) asks this rank to stop: the waits notice, the steps
@@ -166,7 +182,7 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
       if (const int sig = stopRequested()) throw Error(fmt::format("stopped by signal {} before train step {}", sig, trainer.nextStep()));
       // A delay without :step= fires every step (a straggler); the others fire once, at their step (or step 0).
       const bool due = fault && (fault->step == trainer.nextStep() || (fault->step < 0 && (fault->kind == Fault::Kind::kDelay || trainer.nextStep() == 0)));
-      if (due && fault->rank == grid.rank() && fault->kind != Fault::Kind::kCorrupt) {
+      if (due && fault->rank == grid.rank() && fault->inOperation()) {
         if (fault->kind == Fault::Kind::kDie) std::fprintf(stderr, "trainscope: planted fault: %s dies at the start of train step %lld\n", activity::who().c_str(), fault->step);
         std::fflush(stderr);
         injectInOperation(*fault);
@@ -221,6 +237,15 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
   } else {
     breakdown.stepSeconds = timed.total;  // this rank's own view: the others are not reachable
   }
+  // An MFU above 100% of the measured ceiling is impossible: process 0 measures the ceiling once more,
+  // the other ranks waiting without spinning (where they still answer: not after a failure).
+  const double perDevice = breakdown.stepSeconds.empty() ? 0 : trainer.flopsPerStep() / summarize(breakdown.stepSeconds).median / 1e12 / world;
+  bool recheck = ceilings && ceilings->computeTflops() > 0 && perDevice > ceilings->computeTflops();
+  if (world > 1 && failure.empty()) recheck = ctx.boot.sum(recheck ? 1 : 0) > 0;
+  if (recheck) {
+    if (ceilings) ceilings->recheck(CeilingKind::kCompute, MemoryLevel::kDram, "MFU");
+    if (world > 1 && failure.empty()) ctx.boot.quietBarrier();
+  }
   if (!leader) {
     if (failed) std::rethrow_exception(failed);
     return;
@@ -274,7 +299,7 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
   const std::vector<double>& total = breakdown.stepSeconds;
   if (!total.empty()) {
     const double median = summarize(total).median;
-    const double tflops = trainer.flopsPerStep() / median / 1e12, perDevice = tflops / world;
+    const double tflops = trainer.flopsPerStep() / median / 1e12;
     rec["step_time_us"] = usStats(total);
     nlohmann::json samples = nlohmann::json::array();
     for (double t : total) samples.push_back(t * 1e6);
@@ -286,25 +311,12 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
     rec["throughput_per_s"] = double(trainer.itemsPerStep()) / median;
     rec["tflops"] = tflops;
     rec["tflops_per_device"] = perDevice;
-    // The clock MFU is computed at: the SM clock on a GPU, the CPU frequency where the kernel says it.
-    const nlohmann::json clock = computeClockMhz(trainer.device().ordinal());
-    nlohmann::json peak = nullptr, vsPeak = nullptr, peakGpu = nullptr;
-    if (const auto p = datasheetPeak(trainer.device().name(), parsePrecision(o.train.precision)); p && trainer.device().cuda()) {
-      const double atClock = clock.is_number() ? p->tflops * clock.get<double>() / p->boostMhz : p->tflops;
-      peak = atClock;
-      vsPeak = perDevice / atClock;
-      peakGpu = p->gpu;
-    }
-    rec["mfu"] = {{"measured_ceiling_tflops", ceiling > 0 ? nlohmann::json(ceiling) : nlohmann::json()},
-                  {"vs_measured", ceiling > 0 ? nlohmann::json(perDevice / ceiling) : nlohmann::json()},
-                  {"datasheet_peak_tflops", peak},  // per device, at the recorded SM clock; null for a CPU or an unknown GPU
-                  {"datasheet_gpu", peakGpu},
-                  {"vs_datasheet", vsPeak},
-                  {"clock_mhz", clock}};
-    std::printf("# step %.3f ms median over %zu timed steps%s: %.1f %s/s, %.4f TFLOP/s%s; peak memory %.1f MiB; loss %.4f -> %.4f\n", median * 1e3,
+    rec["mfu"] = mfuFor(trainer, o.train.precision, gemmPrecision, ceilings, perDevice);
+    std::printf("# step %.3f ms median over %zu timed steps%s: %.1f %s/s, %.4f TFLOP/s; peak memory %.1f MiB; loss %.4f -> %.4f\n", median * 1e3,
                 total.size(), world > 1 ? " (slowest rank)" : "", double(trainer.itemsPerStep()) / median, model.itemName().c_str(), tflops,
-                ceiling > 0 ? fmt::format(", MFU {:.1f}% of the measured GEMM ceiling", 100 * perDevice / ceiling).c_str() : "",
                 double(model.memoryBytes()) / (1 << 20), initialLoss, finalLoss);
+    if (const std::string line = mfuConsoleLine(rec["mfu"]); !line.empty()) std::printf("%s\n", line.c_str());
+    if (const std::string warning = suspectWarning(mfuSuspects(rec["mfu"])); !warning.empty()) std::printf("%s\n", warning.c_str());
     if (world > 1 && failure.empty()) {
       const auto& c = breakdown.fields["communication"];
       std::printf("# communication %.3f ms per step, exposed %.3f ms (overlap %s), rank spread %.1f%%\n", c["communication_us"]["median"].get<double>() / 1e3,

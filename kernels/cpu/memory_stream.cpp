@@ -33,6 +33,15 @@ void streamCopy(double* a, const double* b, std::size_t n, int threads) {
   });
 }
 
+void streamCopyRepeated(double* a, const double* b, std::size_t n, int threads, int reps) {
+  parallelSlices(n, threads, [=](std::size_t begin, std::size_t end) {
+    for (int r = 0; r < reps; ++r) {
+      for (std::size_t i = begin; i < end; ++i) a[i] = b[i];
+      asm volatile("" : : "r"(a) : "memory");  // each pass's stores are observable: no pass is folded into another
+    }
+  });
+}
+
 void streamTriad(double* a, const double* b, const double* c, double scalar, std::size_t n, int threads) {
   parallelSlices(n, threads, [=](std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) a[i] = b[i] + scalar * c[i];

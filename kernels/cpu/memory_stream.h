@@ -7,6 +7,9 @@
 namespace ts::cpu {
 
 void streamCopy(double* a, const double* b, std::size_t n, int threads);
+// streamCopy `reps` times over, each thread repeating its own slice, so that a working set that fits a
+// cache level is copied from that level (the first pass brings it in) and the threads start once.
+void streamCopyRepeated(double* a, const double* b, std::size_t n, int threads, int reps);
 void streamTriad(double* a, const double* b, const double* c, double scalar, std::size_t n, int threads);
 
 inline constexpr std::size_t kCopyBytesPerElement = 2 * sizeof(double);

@@ -2,9 +2,37 @@
 optimizer), throughput, achieved TFLOP/s and MFU, and for parallel runs each rank's compute and
 communication and the collectives the training issued."""
 from ..plots import new_figure
+from .kernels import CAUSES
 from .telemetry import throttle_alert
 
 PHASES = ("data", "forward", "backward", "sync", "optimizer")
+
+
+def mfu_figure(mfu, which):
+    """"41.2%" against the measured ceiling or the datasheet peak, with " !" when it is above 100% (suspect); "-" without one.
+    Records from before the peaks were named carry only the flat fields."""
+    figure = mfu.get(which)
+    value = figure["mfu"] if figure else mfu.get("vs_measured" if which == "measured" else "vs_datasheet")
+    if value is None:
+        return "-"
+    return f"{100 * value:.1f}%" + (" !" if (figure or {}).get("ceiling_suspect") or value > 1 else "")
+
+
+def mfu_peaks(mfu):
+    """What each MFU figure is against: the measured GEMM ceiling (precision, clock) and the datasheet entry at the clock."""
+    parts = []
+    m, d = mfu.get("measured"), mfu.get("datasheet")
+    if m:
+        parts.append(f"measured: {m['tflops']:.4g} TFLOP/s {m['precision']} ({m['source']})"
+                     + (f" at {m['clock_mhz']:.0f} MHz" if m.get("clock_mhz") is not None else ""))
+    elif mfu.get("measured_ceiling_tflops") is not None:
+        parts.append(f"measured: {mfu['measured_ceiling_tflops']:.4g} TFLOP/s")
+    if d:
+        parts.append(f"datasheet: {d['entry']} {d['precision']} {d['datasheet_tflops']:.4g} TFLOP/s at {d['boost_clock_mhz']:.0f} MHz"
+                     + (f", {d['tflops']:.4g} at {d['clock_mhz']:.0f} MHz" if d.get("clock_mhz") is not None else ""))
+    elif mfu.get("datasheet_peak_tflops") is not None:
+        parts.append(f"datasheet: {mfu.get('datasheet_gpu') or '?'} {mfu['datasheet_peak_tflops']:.4g} TFLOP/s")
+    return "; ".join(parts) or "-"
 
 
 def attainable(result, issued):
@@ -43,6 +71,16 @@ class TrainingSection:
         failed = [(r, x) for r, x in runs if not x["completed"]]
         if failed:
             blocks.append({"kind": "alert", "text": "; ".join(f"{name(r, x)} stopped after {x['steps_done']} step(s): {x.get('error', '?')}" for r, x in failed)})
+        suspects = []
+        for r, x in runs:
+            mfu = x.get("mfu") or {}
+            for which, peak in (("measured", "the measured GEMM ceiling"), ("datasheet", "the datasheet peak")):
+                f = mfu.get(which)
+                if f and f.get("ceiling_suspect"):
+                    suspects.append(f"{name(r, x)}: {100 * f['mfu']:.1f}% of {peak}"
+                                    + (" after re-measuring it" if f.get("rechecked") else "") + f" (likely cause: {CAUSES.get(f.get('ceiling_suspect_cause'), '?')})")
+        if suspects:
+            blocks.append({"kind": "alert", "text": "MFU above 100% of its peak (ceiling_suspect, marked ! in the table; not to be believed): " + "; ".join(suspects)})
         throttled = throttle_alert([r for r in results if r.records_of("train")], "their step times and MFU")
         if throttled:
             blocks.append(throttled)
@@ -76,19 +114,19 @@ class TrainingSection:
         rows = []
         for r, x in runs:
             mfu = x.get("mfu") or {}
-            pct = lambda v: f"{100 * v:.1f}%" if v is not None else "-"
             rows.append([name(r, x), x["backend"], x["precision"], f"{x['parameters']:,}", f"{x['items_per_step']} {x['item']}",
                          f"{x['step_time_us']['median'] / 1e3:.2f}" if x.get("step_time_us") else "-",
                          f"{x['throughput_per_s']:.1f}" if x.get("throughput_per_s") is not None else "-",
                          f"{x['tflops']:.4f}" if x.get("tflops") is not None else "-",
-                         pct(mfu.get("vs_measured")), pct(mfu.get("vs_datasheet")),
+                         mfu_figure(mfu, "measured"), mfu_figure(mfu, "datasheet"), mfu_peaks(mfu),
                          f"{mfu['clock_mhz']:.0f}" if mfu.get("clock_mhz") is not None else "-",
                          f"{x['peak_memory_bytes'] / 2**20:.1f}",
                          f"{x['loss']['initial']:.4f} -> {x['loss']['final']:.4f}" if x["loss"]["final"] is not None else "-"])
-        blocks.append({"kind": "table", "caption": "Training throughput and MFU (MFU against the measured GEMM ceiling, and the datasheet peak where "
-                                                   "known, at the clock stated: GPU SM clock or CPU frequency; - where unknown)",
+        blocks.append({"kind": "table", "caption": "Training throughput and MFU (against the GEMM ceiling the run measured, and the datasheet peak "
+                                                   "where known; the peaks column names both, the clock is the one MFU was computed at: GPU SM clock "
+                                                   "or CPU frequency, - where unknown; ! marks an MFU above 100% of its peak)",
                        "columns": ["run", "backend", "precision", "parameters", "per step", "step (ms)", "items/s", "TFLOP/s",
-                                   "MFU (measured)", "MFU (datasheet)", "clock (MHz)", "memory (MiB)", "loss"],
+                                   "MFU (measured)", "MFU (datasheet)", "peaks", "clock (MHz)", "memory (MiB)", "loss"],
                        "rows": rows})
 
         parallel = [(r, x) for r, x in runs if x.get("ranks")]

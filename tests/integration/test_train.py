@@ -224,3 +224,49 @@ def test_the_report_has_a_training_section(tmp_path):
     assert run_trainscope(["report", out, "-o", rep]).rc == 0
     html = (rep / "index.html").read_text()
     assert "Training throughput and MFU" in html and (rep / "training_loss.png").exists() and (rep / "training_phases.png").exists()
+
+
+def test_mfu_names_the_measured_ceiling_it_is_against(tmp_path, validate):
+    out = tmp_path / "t.json"
+    r = run_trainscope(["train", "--model", "mlp", "--steps", 6, "--batch", 8, "--warmup-steps", 1, "--json", out])
+    assert r.rc == 0, r.err
+    doc = json.loads(out.read_text())
+    validate(doc)
+    (rec,) = [x for x in doc["records"] if x["kind"] == "train"]
+    mfu = rec["mfu"]
+    m = mfu["measured"]
+    best = max(x["value"] for x in doc["records"] if x["kind"] == "kernel_ceiling")
+    assert m["tflops"] == best == mfu["measured_ceiling_tflops"] and m["precision"] == "float32" and "OpenBLAS" in m["source"]
+    assert m["mfu"] == pytest.approx(rec["tflops_per_device"] / best) and mfu["vs_measured"] == m["mfu"]
+    assert mfu["datasheet"] is None and mfu["vs_datasheet"] is None  # no datasheet figure is made up for a CPU
+    # Nothing above 100% of its ceiling unless marked (after the ceiling was measured again for it).
+    assert m["ceiling_suspect"] == (m["mfu"] > 1) and m["rechecked"] == any(x.get("recheck_of") == "MFU" for x in doc["records"])
+    assert not m["ceiling_suspect"] or m["rechecked"]
+    (line,) = [l for l in r.out.splitlines() if l.startswith("# MFU ")]
+    assert f"of the measured GEMM ceiling ({best:.4g} TFLOP/s float32" in line
+
+
+@pytest.mark.parametrize("np", [None, 2])
+def test_mfu_over_its_ceiling_is_remeasured_then_flagged(tmp_path, validate, np):
+    """A planted fault scales the GEMM ceiling down 1000-fold: the MFU lands above it, process 0 measures the ceiling again
+    (the other rank waiting), still too low, and the record, the console and the report say so."""
+    out = tmp_path / "t.json"
+    r = run_trainscope(["train", "--model", "mlp", "--steps", 6, "--batch", 8, "--warmup-steps", 1, "--json", out] + (["--dp", 2] if np else []),
+                       np=np, env={"TRAINSCOPE_FAULT": "ceiling:rank=0:scale=0.001"})
+    assert r.rc == 0, r.err
+    doc = json.loads(out.read_text())
+    validate(doc)
+    (rec,) = [x for x in doc["records"] if x["kind"] == "train"]
+    m = rec["mfu"]["measured"]
+    assert m["mfu"] > 1 and m["rechecked"] and m["ceiling_suspect"] and m["ceiling_suspect_cause"] == "planted_fault" and rec["mfu"]["ceiling_suspect"]
+    ceilings = [x for x in doc["records"] if x["kind"] == "kernel_ceiling"]
+    assert len([x for x in ceilings if x.get("recheck_of") == "MFU"]) == len(ceilings) // 2  # every GEMM square measured once more
+    assert sum(l.startswith("# re-measured the compute ceiling because MFU landed above it") for l in r.out.splitlines()) == 1, r.out
+    (line,) = [l for l in r.out.splitlines() if l.startswith("# MFU ")]
+    assert "%! of the measured GEMM ceiling" in line, r.out
+    warnings = [l for l in r.out.splitlines() if l.startswith("# warning:")]
+    assert len(warnings) == 1 and "MFU against the measured GEMM ceiling" in warnings[0] and "planted fault" in warnings[0], r.out
+    rep = tmp_path / "rep"
+    assert run_trainscope(["report", out, "-o", rep]).rc == 0
+    html = (rep / "index.html").read_text()
+    assert "MFU above 100% of its peak (ceiling_suspect" in html and "after re-measuring it" in html and "% !</td>" in html

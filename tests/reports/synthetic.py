@@ -78,3 +78,30 @@ def make_link(test, src, dst, engine="ce", direction="uni", bw=None, latency=Non
            "check": {"performed": True, "passed": True, "wrong": 0}, "host": host}
     rec.update(extra)
     return rec
+
+
+def make_ceiling(ceiling, value, level=None, **extra):
+    """A kernel_ceiling record as trainscope kernels writes it (memory ones with their level)."""
+    rec = {"kind": "kernel_ceiling", "ceiling": ceiling, "value": value, "unit": "TFLOP/s" if ceiling == "compute" else "GB/s",
+           "source": "gemm square 2048 float32 (OpenBLAS)" if ceiling == "compute" else f"copy in {level}", "time_us": stats([1000.0] * 5),
+           "clock_mhz": None, "warmup": 2, "trials": 5, "others_cpu_fraction": 0.02}
+    if ceiling == "memory":
+        rec.update(level=level, working_set_bytes=1 << 20, capacity_bytes=None if level == "dram" else 2 << 20)
+    rec.update(extra)
+    return rec
+
+
+def make_kernel(op, shape_name, tflops, intensity, ceiling_tflops, ceiling_gbps, level="dram", suspect=False, cause=None, rechecked=None):
+    """A kernel record placed on the roofline of the ceilings given (flops and bytes consistent with tflops and intensity)."""
+    flops = 1e9
+    us = flops / (tflops * 1e12) * 1e6
+    attainable = min(ceiling_tflops, intensity * ceiling_gbps / 1e3)
+    rec = {"kind": "kernel", "op": op, "shape_name": shape_name, "shape": {"n": 1}, "dtype": "float32", "backend": "cpu", "flops": flops,
+           "bytes": flops / intensity, "time_us": stats([us] * 3), "samples_us": [us] * 3, "tflops": tflops, "gbps": tflops * 1e3 / intensity,
+           "arithmetic_intensity": intensity, "clock_mhz": None, "ceiling_suspect": suspect,
+           "roofline": {"bound": "compute" if attainable == ceiling_tflops else "memory", "ceiling_tflops": ceiling_tflops, "ceiling_gbps": ceiling_gbps,
+                        "memory_level": level, "attainable_tflops": attainable, "fraction_of_ceiling": tflops / attainable, "rechecked_ceiling": rechecked},
+           "check": {"performed": True, "passed": True, "max_rel_err": 1e-7, "tolerance": 1e-5}}
+    if suspect:
+        rec["ceiling_suspect_cause"] = cause
+    return rec

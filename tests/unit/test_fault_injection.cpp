@@ -19,6 +19,21 @@ TEST(FaultInjection, ParsesTheSpec) {
   EXPECT_FALSE(parseFault(""));
 }
 
+TEST(FaultInjection, CeilingFaultScalesTheMeasuringProcessOnly) {
+  const auto f = parseFault("ceiling:rank=0:scale=0.25");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->kind, Fault::Kind::kCeiling);
+  EXPECT_FALSE(f->inOperation());  // never fires inside a timed operation
+  EXPECT_DOUBLE_EQ(plantedCeilingScale(f, 0), 0.25);
+  EXPECT_DOUBLE_EQ(plantedCeilingScale(f, 1), 1.0);
+  EXPECT_DOUBLE_EQ(plantedCeilingScale(parseFault("ceiling:rank=0"), 0), 0.01);  // the default
+  EXPECT_DOUBLE_EQ(plantedCeilingScale(parseFault("delay:rank=0"), 0), 1.0);
+  EXPECT_DOUBLE_EQ(plantedCeilingScale(std::nullopt, 0), 1.0);
+  EXPECT_TRUE(parseFault("delay:rank=0")->inOperation());
+  EXPECT_THROW(parseFault("ceiling:rank=0:scale=0"), UsageError);
+  EXPECT_THROW(parseFault("ceiling:rank=0:scale=x"), UsageError);
+}
+
 TEST(FaultInjection, RejectsMalformedSpecs) {
   EXPECT_THROW(parseFault("explode:rank=0"), UsageError);
   EXPECT_THROW(parseFault("hang"), UsageError);
