@@ -4,23 +4,14 @@
 #include <unistd.h>
 
 #include <cctype>
-#include <fstream>
 #include <map>
 #include <set>
 
 #include <fmt/format.h>
 
+#include "base/text_file.h"
+
 namespace ts {
-namespace {
-
-std::string firstLine(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
-}  // namespace
 
 std::optional<std::size_t> parseCacheSize(std::string_view text) {
   std::size_t i = 0, value = 0;
@@ -55,11 +46,11 @@ std::vector<CacheLevelSize> hostDataCaches(const std::vector<int>& cpus) {
   for (int cpu : cpus)
     for (int index = 0;; ++index) {
       const std::string dir = fmt::format("/sys/devices/system/cpu/cpu{}/cache/index{}/", cpu, index);
-      const std::string level = firstLine(dir + "level");
+      const std::string level = readFirstLine(dir + "level");
       if (level.empty()) break;
-      const std::optional<std::size_t> bytes = parseCacheSize(firstLine(dir + "size"));
+      const std::optional<std::size_t> bytes = parseCacheSize(readFirstLine(dir + "size"));
       if (!bytes) continue;
-      seen.push_back({std::atoi(level.c_str()), firstLine(dir + "type"), *bytes, firstLine(dir + "shared_cpu_list")});
+      seen.push_back({std::atoi(level.c_str()), readFirstLine(dir + "type"), *bytes, readFirstLine(dir + "shared_cpu_list")});
     }
   return sumCacheLevels(seen);
 }

@@ -2,7 +2,6 @@
 // kernel's network interfaces from /sys/class/net (speed, state, MTU), for socket transports.
 #include <dirent.h>
 
-#include <fstream>
 #include <string>
 
 #include "bench/inventory.h"
@@ -10,15 +9,10 @@
 #include <infiniband/verbs.h>
 #endif
 
+#include "base/text_file.h"
+
 namespace ts {
 namespace {
-
-std::string readLine(const std::string& path) {
-  std::ifstream in(path);
-  std::string s;
-  std::getline(in, s);
-  return s;
-}
 
 #ifdef TRAINSCOPE_HAVE_IBVERBS
 // Nominal per-lane rate of an active_speed code in Gb/s, as ibstat reports it (4x NDR = 400).
@@ -96,9 +90,9 @@ nlohmann::json collectNicInventory() {
       const std::string name = e->d_name;
       if (name == "." || name == ".." || name == "lo") continue;
       const std::string base = "/sys/class/net/" + name + "/";
-      const std::string speed = readLine(base + "speed");
-      const std::string mtu = readLine(base + "mtu");
-      nlohmann::json entry = {{"name", name}, {"state", readLine(base + "operstate")}};
+      const std::string speed = readFirstLine(base + "speed");
+      const std::string mtu = readFirstLine(base + "mtu");
+      nlohmann::json entry = {{"name", name}, {"state", readFirstLine(base + "operstate")}};
       // speed reads -1 (or fails) for virtual and down links
       entry["speed_mbps"] = (!speed.empty() && speed[0] != '-') ? nlohmann::json(std::stol(speed)) : nlohmann::json(nullptr);
       entry["mtu"] = mtu.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::stol(mtu));

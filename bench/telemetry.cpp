@@ -3,7 +3,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -11,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/text_file.h"
 #include "bench/compute_clock.h"
 #include "bench/nvml_loader.h"
 #include "bench/stats.h"
@@ -19,13 +19,6 @@ namespace ts {
 namespace {
 
 double nowS() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 nlohmann::json orNull(bool ok, double v) { return ok ? nlohmann::json(v) : nlohmann::json(); }
 
@@ -46,7 +39,7 @@ std::optional<CpuTimes> parseProcStat(const std::string& text) {
   return t;
 }
 
-std::optional<CpuTimes> readProcStat() { return parseProcStat(readFile("/proc/stat")); }
+std::optional<CpuTimes> readProcStat() { return parseProcStat(readTextFile("/proc/stat")); }
 
 double busyFraction(const CpuTimes& a, const CpuTimes& b) {
   if (b.total <= a.total || b.busy < a.busy) return 0;
@@ -191,7 +184,7 @@ std::vector<int> childrenOf(int pid) {
   std::vector<int> out;
   std::error_code ec;
   for (const auto& task : std::filesystem::directory_iterator(fmt::format("/proc/{}/task", pid), ec)) {
-    std::istringstream in(readFile((task.path() / "children").string()));
+    std::istringstream in(readTextFile((task.path() / "children").string()));
     for (int c; in >> c;) out.push_back(c);
   }
   return out;
@@ -208,7 +201,7 @@ unsigned long long TelemetrySampler::ownTicksSinceLastSample() {
     const int pid = todo.back();
     todo.pop_back();
     if (now.count(pid)) continue;
-    const std::optional<unsigned long long> ticks = parseProcessTicks(readFile(fmt::format("/proc/{}/stat", pid)));
+    const std::optional<unsigned long long> ticks = parseProcessTicks(readTextFile(fmt::format("/proc/{}/stat", pid)));
     if (!ticks) continue;  // gone
     now[pid] = *ticks;
     for (int c : childrenOf(pid)) todo.push_back(c);
@@ -231,7 +224,7 @@ nlohmann::json TelemetrySampler::sample() {
   s["cpu_busy_fraction"] = interval ? nlohmann::json(busyFraction(*lastCpu_, *cpu)) : nlohmann::json();
   s["cpu_busy_others_fraction"] = interval && !runPids_.empty() ? nlohmann::json(othersBusyFraction(*lastCpu_, *cpu, static_cast<double>(own))) : nlohmann::json();
   if (cpu) lastCpu_ = cpu;
-  const std::optional<double> load = parseLoadAverage(readFile("/proc/loadavg"));
+  const std::optional<double> load = parseLoadAverage(readTextFile("/proc/loadavg"));
   s["load1"] = load ? nlohmann::json(*load) : nlohmann::json();
   const std::optional<double> mhz = cpuFrequencyMhz();
   s["cpu_freq_mhz"] = mhz ? nlohmann::json(*mhz) : nlohmann::json();
