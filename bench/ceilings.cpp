@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "base/heartbeat.h"
+#include "base/units.h"
 #include "bench/activity.h"
 #include "bench/compute_clock.h"
 #include "bench/cpu_contention.h"
@@ -27,20 +28,11 @@ double hostTimeUs(const std::function<void()>& f) {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
 }
 
-std::string bytesText(double b) {
-  if (b >= (1 << 30)) return fmt::format("{:g} GiB", b / (1 << 30));
-  if (b >= (1 << 20)) return fmt::format("{:g} MiB", b / (1 << 20));
-  return fmt::format("{:g} KiB", b / (1 << 10));
-}
-
 // A copy of workingSet bytes (two arrays of half each) on `threads` threads, `reps` passes per run.
 CeilingSpec copySpec(MemoryLevel level, double workingSet, double capacity, int threads, int reps) {
-  CeilingSpec s;
-  s.kind = CeilingKind::kMemory;
-  s.level = level;
-  s.workingSetBytes = workingSet;
-  s.capacityBytes = capacity;
-  s.source = fmt::format("copy of {} in {}, {} thread(s), {} pass(es) a run", bytesText(workingSet), memoryLevelLabel(level), threads, reps);
+  CeilingSpec s = memoryCeilingSpec(level, workingSet, capacity,
+                                    fmt::format("copy of {} in {}, {} thread(s), {} pass(es) a run",
+                                                formatBytes(static_cast<std::uint64_t>(workingSet)), memoryLevelLabel(level), threads, reps));
   s.make = [workingSet, threads, reps] {
     const std::size_t n = static_cast<std::size_t>(workingSet) / 2 / sizeof(double);
     auto a = std::make_shared<std::vector<double>>(n, 0.0), b = std::make_shared<std::vector<double>>(n, 1.0);
@@ -51,6 +43,16 @@ CeilingSpec copySpec(MemoryLevel level, double workingSet, double capacity, int 
 }
 
 }  // namespace
+
+CeilingSpec memoryCeilingSpec(MemoryLevel level, double workingSet, double capacity, std::string source) {
+  CeilingSpec s;
+  s.kind = CeilingKind::kMemory;
+  s.level = level;
+  s.workingSetBytes = workingSet;
+  s.capacityBytes = capacity;
+  s.source = std::move(source);
+  return s;
+}
 
 std::vector<CeilingSpec> cpuGemmCeilingSpecs() {
   // The large squares run long enough (tens to hundreds of ms) for other processes to preempt one of

@@ -47,6 +47,9 @@ struct CeilingSpec {
   std::function<CeilingRunner()> make;                                  // allocates and fills the buffers (again for a re-check)
 };
 
+// A memory ceiling's spec with its level, working set and capacity filled in; the caller adds how it runs.
+CeilingSpec memoryCeilingSpec(MemoryLevel level, double workingSet, double capacity, std::string source);
+
 // The float32 OpenBLAS GEMM at squares of 512, 1024 and 2048.
 std::vector<CeilingSpec> cpuGemmCeilingSpecs();
 // A copy on `threads` threads per cache level (from hostDataCaches) and one well past the largest.

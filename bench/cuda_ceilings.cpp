@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "base/units.h"
 #include "bench/ceilings.h"
 #include "kernels/specs/kernel_op.h"
 #ifdef TRAINSCOPE_HAVE_CUDA
@@ -23,14 +24,11 @@ namespace {
 // A device copy of workingSet bytes (two buffers of half each) on `device`; graphOps > 0 times it as
 // replays of a graph of that many copies (the data stays in L2), 0 one copy at a time.
 CeilingSpec deviceCopySpec(MemoryLevel level, double workingSet, double capacity, int device, int graphOps) {
-  CeilingSpec s;
-  s.kind = CeilingKind::kMemory;
-  s.level = level;
-  s.workingSetBytes = workingSet;
-  s.capacityBytes = capacity;
+  const std::string half = formatBytes(static_cast<std::uint64_t>(workingSet / 2));
+  CeilingSpec s = memoryCeilingSpec(level, workingSet, capacity,
+                                    graphOps > 0 ? fmt::format("device-to-device copy of {}, read + write, as graph replays of {} (L2-resident)", half, graphOps)
+                                                 : fmt::format("device-to-device copy of {}, read + write", half));
   s.cudaDevice = device;
-  s.source = graphOps > 0 ? fmt::format("device-to-device copy of {:g} MiB, read + write, as graph replays of {} (L2-resident)", workingSet / 2 / (1 << 20), graphOps)
-                          : fmt::format("device-to-device copy of {:g} MiB, read + write", workingSet / 2 / (1 << 20));
   s.make = [workingSet, device, graphOps] {
     CUDA_CHECK(cudaSetDevice(device));
     struct Buffers {

@@ -9,25 +9,26 @@ namespace ts {
 
 std::string_view ceilingKindName(CeilingKind k) { return k == CeilingKind::kCompute ? "compute" : "memory"; }
 
-std::string_view memoryLevelName(MemoryLevel l) {
+namespace {
+
+struct LevelNames {
+  std::string_view record, label;
+};
+
+LevelNames levelNames(MemoryLevel l) {
   switch (l) {
-    case MemoryLevel::kL1: return "l1";
-    case MemoryLevel::kL2: return "l2";
-    case MemoryLevel::kL3: return "l3";
-    case MemoryLevel::kDram: return "dram";
+    case MemoryLevel::kL1: return {"l1", "L1"};
+    case MemoryLevel::kL2: return {"l2", "L2"};
+    case MemoryLevel::kL3: return {"l3", "L3"};
+    case MemoryLevel::kDram: return {"dram", "DRAM"};
   }
-  return "dram";
+  return {"dram", "DRAM"};
 }
 
-std::string_view memoryLevelLabel(MemoryLevel l) {
-  switch (l) {
-    case MemoryLevel::kL1: return "L1";
-    case MemoryLevel::kL2: return "L2";
-    case MemoryLevel::kL3: return "L3";
-    case MemoryLevel::kDram: return "DRAM";
-  }
-  return "DRAM";
-}
+}  // namespace
+
+std::string_view memoryLevelName(MemoryLevel l) { return levelNames(l).record; }
+std::string_view memoryLevelLabel(MemoryLevel l) { return levelNames(l).label; }
 
 const MemoryCeiling& memoryCeilingFor(const std::vector<MemoryCeiling>& levels, double bytes, bool cachesWarm) {
   if (cachesWarm)

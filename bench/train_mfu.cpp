@@ -5,8 +5,6 @@
 namespace ts {
 namespace {
 
-nlohmann::json orNull(bool ok, double v) { return ok ? nlohmann::json(v) : nlohmann::json(); }
-
 std::string percent(const nlohmann::json& figure) {
   return fmt::format("{:.1f}%{}", 100 * figure["mfu"].get<double>(), figure["ceiling_suspect"].get<bool>() ? "!" : "");
 }
@@ -30,11 +28,13 @@ nlohmann::json mfuBlock(double perDeviceTflops, const std::optional<MeasuredPeak
          {"clock_mhz", clockMhz}, {"tflops", atClock}, {"mfu", mfu}, {"ceiling_suspect", mfu > 1}};
     if (mfu > 1) d["ceiling_suspect_cause"] = std::string(suspectCauseName(SuspectCause::kDatasheetMismatch));
   }
-  return {{"measured_ceiling_tflops", orNull(!m.is_null(), m.is_null() ? 0 : m["tflops"].get<double>())},
-          {"vs_measured", orNull(!m.is_null(), m.is_null() ? 0 : m["mfu"].get<double>())},
-          {"datasheet_peak_tflops", orNull(!d.is_null(), d.is_null() ? 0 : d["tflops"].get<double>())},  // per device, at the clock
-          {"datasheet_gpu", d.is_null() ? nlohmann::json() : d["entry"]},
-          {"vs_datasheet", orNull(!d.is_null(), d.is_null() ? 0 : d["mfu"].get<double>())},
+  // The flat fields of earlier records, read from the two blocks.
+  auto field = [](const nlohmann::json& block, const char* key) { return block.is_null() ? nlohmann::json() : block[key]; };
+  return {{"measured_ceiling_tflops", field(m, "tflops")},
+          {"vs_measured", field(m, "mfu")},
+          {"datasheet_peak_tflops", field(d, "tflops")},  // per device, at the clock
+          {"datasheet_gpu", field(d, "entry")},
+          {"vs_datasheet", field(d, "mfu")},
           {"clock_mhz", clockMhz},
           {"measured", m},
           {"datasheet", d},

@@ -9,14 +9,20 @@ through compare() as two one-record results, exactly as the command line would s
 
 Used by scripts/calibrate-compare.py (the table in docs/compare-calibration.md) and by the tests.
 """
+import argparse
 import copy
+import itertools
+import re
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from .compare import Outcome, compare
 from .effect import by_trial, robust_cv
-from .load import Result
+from .errors import InputError
+from .load import Result, load_result
 from .policy import Policy
 
 EFFECTS = (0.0, 0.02, 0.05, 0.10, 1.0, 999.0)  # slowdowns: none, 2%, 5%, 10%, 2x, 1000x
@@ -134,7 +140,6 @@ def same_build_pairs(results, policy=None):
     """Real runs of one build compared with each other, which no resampling can stand in for: every ordered
     pair one run against one, and with five runs every three baseline runs against each of the other two
     and against both. Returns [(what, comparisons, records, false regressions, inconclusive records, passes)]."""
-    import itertools
     policy = policy or Policy()
     out = []
     splits = {"1 run vs 1 run": [([a], [b]) for a, b in itertools.permutations(results, 2)]}
@@ -183,14 +188,6 @@ NOISE_LEVELS = {"low": None, "medium": 0.05, "high": 0.15}
 
 
 def main(argv=None):
-    import argparse
-    import re
-    import sys
-    from pathlib import Path
-
-    from .errors import InputError
-    from .load import load_result
-
     default = Path(__file__).resolve().parents[1] / "tests" / "reports" / "data" / "ci-quiet-1.json"
     p = argparse.ArgumentParser(prog="calibrate-compare", description=__doc__.splitlines()[0])
     p.add_argument("result", nargs="?", default=str(default), help="a result with real samples (default: the committed quiet ci run)")

@@ -16,6 +16,7 @@ never dropped silently.
 """
 import json
 import re
+from statistics import median
 import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 from enum import Enum
@@ -109,21 +110,17 @@ def _index(records):
     return out
 
 
-def _median(values):
-    v = sorted(values)
-    return v[len(v) // 2] if len(v) % 2 else 0.5 * (v[len(v) // 2 - 1] + v[len(v) // 2])
-
-
-def judge(kind, metric, bases, cands, policy, name="", contended=""):
+def judge(kind, metric, bases, cands, policy, name="", contended=False):
     """The outcome of one deciding metric: `bases` and `cands`, the records of this identity in each run of
-    the baseline and of the candidate (usually one each)."""
+    the baseline and of the candidate (usually one each). `contended`: a run was measured under contention
+    (the comparison says by what, once)."""
     base_runs = [(b.get(metric.samples) or [], b.get("trials", 1)) for b in bases]
     cand_runs = [(c.get(metric.samples) or [], c.get("trials", 1)) for c in cands]
     a = [x for s, _ in base_runs for x in s]
     z = [x for s, _ in cand_runs for x in s]
     # The medians shown are those the effect is the ratio of: of all samples of a side's runs.
-    bv = _median(a) if a else _median([ids.value(b, metric) for b in bases])
-    cv = _median(z) if z else _median([ids.value(c, metric) for c in cands])
+    bv = median(a) if a else median([ids.value(b, metric) for b in bases])
+    cv = median(z) if z else median([ids.value(c, metric) for c in cands])
     t = policy.threshold_for(kind, metric.name)
     sign = 1 if metric.lower_is_better else -1  # a ratio above 1 is worse either way after this
 
@@ -140,7 +137,7 @@ def judge(kind, metric, bases, cands, policy, name="", contended=""):
     args = (ratio - 1, low - 1, high - 1, cvs)
     limit = policy.max_cv_for(kind, metric.name)
     if contended:
-        return row(Outcome.INCONCLUSIVE, contended, *args)
+        return row(Outcome.INCONCLUSIVE, "contention", *args)
     if low > 1 + t:
         return row(Outcome.REGRESSION, "", *args)
     if high < 1 / (1 + t):
@@ -177,10 +174,10 @@ def compare(baselines, candidates, policy=None):
         cands = [i[key] for i in cand_idx if key in i]
         metrics = ids.METRICS[key[0]]
         decider = next(m for m in metrics if m.decides)
-        r = judge(key[0], decider, bases, cands, policy, ids.describe(key), "contention" if reasons else "")
+        r = judge(key[0], decider, bases, cands, policy, ids.describe(key), bool(reasons))
         for m in metrics:
             if m is not decider:
-                ob, oc = _median([ids.value(b, m) for b in bases]), _median([ids.value(c, m) for c in cands])
+                ob, oc = median([ids.value(b, m) for b in bases]), median([ids.value(c, m) for c in cands])
                 r.others.append(MetricChange(m.name, m.unit, ob, oc, (oc - ob) / ob if ob else 0.0))
         rows.append(r)
     rows.sort(key=lambda r: (ORDER[r.outcome], -r.change if r.outcome == Outcome.REGRESSION else r.change, r.identity))

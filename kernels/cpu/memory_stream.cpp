@@ -27,11 +27,7 @@ void parallelSlices(std::size_t n, int threads, Body body) {
 
 }  // namespace
 
-void streamCopy(double* a, const double* b, std::size_t n, int threads) {
-  parallelSlices(n, threads, [=](std::size_t begin, std::size_t end) {
-    for (std::size_t i = begin; i < end; ++i) a[i] = b[i];
-  });
-}
+void streamCopy(double* a, const double* b, std::size_t n, int threads) { streamCopyRepeated(a, b, n, threads, 1); }
 
 void streamCopyRepeated(double* a, const double* b, std::size_t n, int threads, int reps) {
   parallelSlices(n, threads, [=](std::size_t begin, std::size_t end) {

@@ -388,3 +388,22 @@ def test_calibration_meets_its_goals_on_the_real_samples(real):
     # The calibration benchmark's own goals, on fewer pairs than docs/compare-calibration.md uses.
     cells = calibration.run(real, calibration.NOISE_LEVELS, pairs=50)
     assert [text for text, ok in calibration.goals(cells) if not ok] == []
+
+
+def test_a_baseline_that_cannot_be_stored_is_one_line(write_doc, tmp_path):
+    cand = write_doc("cand.json", make_doc([make_record(samples=noisy(10, 0.2, seed=1))]))
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the baseline directory should be")
+    r = run_tool("compare", "--baseline-dir", blocker, cand, "--save-baseline")
+    assert r.returncode == 2 and r.stdout == ""
+    assert len(r.stderr.splitlines()) == 1 and "cannot write" in r.stderr
+
+
+def test_calibration_refuses_what_it_cannot_calibrate_on(write_doc):
+    def calibrate(*args):
+        return subprocess.run([sys.executable, "-m", "reports.calibration", *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    r = calibrate(REAL, "--pairs", 0)
+    assert r.returncode == 2 and r.stderr.strip() == "calibrate-compare: error: --pairs must be at least 1"
+    noisy_only = write_doc("noisy.json", make_doc([make_record(samples=noisy(100, 30, seed=1))]))
+    r = calibrate(noisy_only, "--pairs", 1)
+    assert r.returncode == 2 and "no record with a robust cv of at most 2%" in r.stderr and len(r.stderr.splitlines()) == 1
