@@ -1,29 +1,56 @@
 #pragma once
-// One function per subcommand: registers its options on the command line and returns what runs it.
+// The subcommands, each registered once: its name, description, option table, how it runs from the command
+// line and (for the measuring ones) how a suite step of its kind is read. main.cpp, the help and the suite's
+// step kinds all walk subcommands(); the parity test holds each table to "settable from both or says why".
 #include <functional>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "bench/option_table.h"
+#include "bench/suite/suite.h"
+
 namespace ts {
 
 // The action a subcommand runs after parsing; returns the exit code.
 using Action = std::function<int(const std::vector<std::string>& argv)>;
 
-Action addEnvCommand(CLI::App& app);
-Action addCollectivesCommand(CLI::App& app);
-Action addLinksCommand(CLI::App& app);
-Action addKernelsCommand(CLI::App& app);
-Action addReportCommand(CLI::App& app);   // cmd_reports.cpp: the Python tool in reports/
-Action addCompareCommand(CLI::App& app);
-Action addAnalyzeCommand(CLI::App& app);  // cmd_reports.cpp: reports/analyze.py on a --trace directory
-Action addSuiteCommand(CLI::App& app);
-Action addTrainCommand(CLI::App& app);
-Action addScaleCommand(CLI::App& app);  // cmd_scale.cpp: spawns `train` at each rank count
+struct Subcommand {
+  std::string name, description;
+  // Declares the options on the subcommand's own CLI::App and returns what runs it.
+  std::function<Action(CLI::App& sub)> addToCommandLine;
+  // Reads a suite [[step]] of this kind into a runnable step; null: not a suite step kind.
+  std::function<SuiteStep(StepReader&)> readStep;
+  // The option table (empty for the Python tools, whose flags are their own).
+  std::vector<OptionInfo> options;
+};
+
+// The registry (commands.cpp), in the order of the help.
+const std::vector<Subcommand>& subcommands();
+
+// One per wing, each in its *_command.cpp.
+Subcommand envSubcommand();
+Subcommand linksSubcommand();
+Subcommand collectivesSubcommand();
+Subcommand kernelsSubcommand();
+Subcommand trainSubcommand();
+Subcommand scaleSubcommand();  // spawns `train` at each rank count
+Subcommand suiteSubcommand();
+// reports_commands.cpp: the Python tool in reports/ (report, compare, analyze).
+Subcommand reportSubcommand();
+Subcommand compareSubcommand();
+Subcommand analyzeSubcommand();
 
 // After the commands are added: every real-valued option of `app` and its subcommands rejects NaN and
 // the infinities at parse time ("--timeout: nan is not a finite number"), before anything runs.
 void requireFiniteNumbers(CLI::App& app);  // finite_options.cpp
+
+// A subcommand's table on its CLI::App: the options, and the action built by `run` from the filled struct.
+template <class Opts>
+Action addTable(CLI::App& sub, const OptionTable<Opts>& table, std::shared_ptr<Opts> o, std::function<int(const Opts&, const std::vector<std::string>&)> run) {
+  table.addToCommandLine(sub, *o);
+  return [o, run](const std::vector<std::string>& argv) { return run(*o, argv); };
+}
 
 }  // namespace ts

@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
-#include "bench/activity.h"
-#include "bench/agreement.h"
+#include "bench/session/activity.h"
+#include "bench/session/agreement.h"
 #include "bench/commands.h"
 #include "comm/bootstrap.h"
 #include "trainscope/build_info.h"
@@ -31,18 +31,9 @@ int main(int argc, char** argv) {
   CLI::App app{"trainscope: benchmarks and profiles multi-GPU training (links, collectives, kernels, training)", "trainscope"};
   app.set_version_flag("--version", fmt::format("trainscope {} ({})", ts::build::kVersion, ts::build::kGitCommit));
   app.require_subcommand(1);
-  std::vector<std::pair<std::string, ts::Action>> actions = {
-      {"env", ts::addEnvCommand(app)},
-      {"links", ts::addLinksCommand(app)},
-      {"collectives", ts::addCollectivesCommand(app)},
-      {"kernels", ts::addKernelsCommand(app)},
-      {"train", ts::addTrainCommand(app)},
-      {"scale", ts::addScaleCommand(app)},
-      {"suite", ts::addSuiteCommand(app)},
-      {"report", ts::addReportCommand(app)},
-      {"compare", ts::addCompareCommand(app)},
-      {"analyze", ts::addAnalyzeCommand(app)},
-  };
+  std::vector<std::pair<std::string, ts::Action>> actions;
+  for (const ts::Subcommand& command : ts::subcommands())
+    actions.emplace_back(command.name, command.addToCommandLine(*app.add_subcommand(command.name, command.description)));
   ts::requireFiniteNumbers(app);
   try {
     app.parse(argc, argv);

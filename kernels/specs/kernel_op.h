@@ -2,7 +2,7 @@
 // One benchmarked op = one small file answering: which shapes (named dims, and the built-in sets the
 // workloads really call), how many FLOPs and bytes (the minimum the op must move), how to run it, and
 // how to check it against a float64 reference on fresh random inputs with poisoned outputs. A shared
-// driver (bench/kernels_runner.cpp) times and records it, as comm/collectives does for collectives.
+// driver (bench/kernels/kernels_runner.cpp) times and records it, as comm/collectives does for collectives.
 #include <cstdint>
 #include <memory>
 #include <string>

@@ -7,7 +7,7 @@ from .telemetry import throttle_alert
 
 LEVELS = ("l1", "l2", "l3", "dram")
 LEVEL_LABELS = {"l1": "L1", "l2": "L2", "l3": "L3", "dram": "DRAM"}
-# bench/roofline.cpp's suspectCauseText, shortened for the page.
+# bench/kernels/roofline.cpp's suspectCauseText, shortened for the page.
 CAUSES = {
     "planted_fault": "a planted fault (TRAINSCOPE_FAULT=ceiling) scaled the ceilings down",
     "busy_host": "other processes took a good share of the CPUs while the ceiling was measured",

@@ -38,7 +38,7 @@ def _fmt(r, key, scale=1.0, unit="", digits=0):
     return "-" if not v else f"{v * scale:.{digits}f}{unit}"
 
 
-LOW_CLOCK_FRACTION = 0.85  # bench/telemetry.h kLowClockFraction
+LOW_CLOCK_FRACTION = 0.85  # bench/session/telemetry.h kLowClockFraction
 
 
 class TelemetrySection:

@@ -1,7 +1,7 @@
 // The straggler analysis of a train record on launch times worked out by hand.
 #include <gtest/gtest.h>
 
-#include "bench/arrival_skew.h"
+#include "bench/train/arrival_skew.h"
 
 namespace ts {
 namespace {

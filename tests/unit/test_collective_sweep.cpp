@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "bench/collectives_options.h"
+#include "bench/collectives/collectives_options.h"
 
 namespace ts {
 namespace {

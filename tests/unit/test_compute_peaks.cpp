@@ -2,7 +2,7 @@
 // precision's figure, and none for a GPU the table does not know.
 #include <gtest/gtest.h>
 
-#include "bench/compute_peaks.h"
+#include "bench/train/compute_peaks.h"
 
 namespace ts {
 

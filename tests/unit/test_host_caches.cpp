@@ -1,7 +1,7 @@
 // The host's cache sizes as sysfs states them, summed over the instances the CPUs in use reach.
 #include <gtest/gtest.h>
 
-#include "bench/host_caches.h"
+#include "bench/kernels/host_caches.h"
 
 namespace ts {
 

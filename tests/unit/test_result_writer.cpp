@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "base/error.h"
-#include "bench/result_writer.h"
+#include "bench/session/result_writer.h"
 
 namespace ts {
 namespace fs = std::filesystem;

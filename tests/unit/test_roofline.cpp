@@ -4,7 +4,7 @@
 
 #include <limits>
 
-#include "bench/roofline.h"
+#include "bench/kernels/roofline.h"
 
 namespace ts {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "bench/stats.h"
+#include "bench/session/stats.h"
 
 namespace ts {
 

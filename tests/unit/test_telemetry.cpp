@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 
 #include "base/error.h"
-#include "bench/nvml_loader.h"
-#include "bench/telemetry.h"
+#include "bench/session/nvml_loader.h"
+#include "bench/session/telemetry.h"
 
 namespace ts {
 namespace {

@@ -2,7 +2,7 @@
 // scaled to the recorded clock; a figure above 100% of its peak is marked suspect, with its cause.
 #include <gtest/gtest.h>
 
-#include "bench/train_mfu.h"
+#include "bench/train/train_mfu.h"
 
 namespace ts {
 

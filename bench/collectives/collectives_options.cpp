@@ -1,0 +1,158 @@
+#include "bench/collectives/collectives_options.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "base/units.h"
+
+namespace ts {
+
+std::vector<std::string> splitList(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+CollectivesOptions resolveCollectivesArgs(const CollectivesArgs& raw) {
+  CollectivesOptions o = raw.opts;
+  if (raw.backend == "auto") o.backend = BackendKind::kAuto;
+  else if (raw.backend == "mpi") o.backend = BackendKind::kMpi;
+  else if (raw.backend == "nccl") o.backend = BackendKind::kNccl;
+  else throw UsageError(fmt::format("--backend: unknown backend '{}' (auto, mpi, nccl)", raw.backend));
+  if (raw.bootstrap == "auto") o.bootstrap = BootstrapKind::kAuto;
+  else if (raw.bootstrap == "mpi") o.bootstrap = BootstrapKind::kMpi;
+  else if (raw.bootstrap == "env") o.bootstrap = BootstrapKind::kEnv;
+  else if (raw.bootstrap == "single") o.bootstrap = BootstrapKind::kSingle;
+  else throw UsageError(fmt::format("--bootstrap: unknown bootstrap '{}' (auto, mpi, env, single)", raw.bootstrap));
+  o.ops.clear();
+  if (raw.ops == "all") o.ops = allCollectives();
+  else
+    for (const auto& name : splitList(raw.ops)) o.ops.push_back(&findCollective(name));
+  o.dtypes.clear();
+  if (raw.dtype == "all") o.dtypes = allDTypes();
+  else
+    for (const auto& name : splitList(raw.dtype)) o.dtypes.push_back(parseDType(name));
+  o.redops.clear();
+  if (raw.redop == "all") o.redops = allRedOps();
+  else
+    for (const auto& name : splitList(raw.redop)) o.redops.push_back(parseRedOp(name));
+  o.minBytes = parseBytes(raw.minBytes, "-b/--min-bytes");
+  o.maxBytes = parseBytes(raw.maxBytes, "-e/--max-bytes");
+  o.stepBytes = parseBytes(raw.stepBytes, "-i/--step-bytes");
+  if (raw.placement == "both") o.outOfPlace = o.inPlace = true;
+  else if (raw.placement == "out") { o.outOfPlace = true; o.inPlace = false; }
+  else if (raw.placement == "in") { o.outOfPlace = false; o.inPlace = true; }
+  else throw UsageError(fmt::format("--placement: '{}' is not both, out or in", raw.placement));
+  validate(o);
+  return o;
+}
+
+namespace {
+
+std::uint64_t wholeElements(std::uint64_t bytes, std::uint64_t elt) { return (bytes + elt - 1) / elt * elt; }
+
+// The size after `s`, or nothing past -e. Rounded up to whole elements, as nccl-tests does, and at least
+// one element more, so that a factor near 1 (8 B x 1.1) still moves on instead of ending the sweep.
+std::optional<std::uint64_t> nextSize(const CollectivesOptions& o, std::uint64_t s, std::uint64_t elt) {
+  std::uint64_t next = 0;
+  if (o.stepBytes) {
+    if (o.stepBytes > o.maxBytes - s) return std::nullopt;
+    next = wholeElements(s + o.stepBytes, elt);
+  } else {
+    const double target = static_cast<double>(s) * o.stepFactor;
+    if (!(target <= static_cast<double>(o.maxBytes))) return std::nullopt;
+    // The factor is a decimal as typed (1.1): a product a rounding error above a whole element is that
+    // element, not the next one.
+    const double elements = target / static_cast<double>(elt) * (1 - 4 * std::numeric_limits<double>::epsilon());
+    next = static_cast<std::uint64_t>(std::ceil(elements)) * elt;
+  }
+  next = std::max(next, s + elt);
+  if (next > o.maxBytes) return std::nullopt;
+  return next;
+}
+
+}  // namespace
+
+std::vector<std::uint64_t> sweepSizes(const CollectivesOptions& o, std::size_t eltSize) {
+  constexpr std::size_t kMaxSizes = 10000;
+  std::vector<std::uint64_t> sizes;
+  for (std::optional<std::uint64_t> s = wholeElements(o.minBytes, eltSize); s && *s <= o.maxBytes; s = nextSize(o, *s, eltSize)) {
+    sizes.push_back(*s);
+    if (sizes.size() > kMaxSizes)
+      throw UsageError(fmt::format("the sweep from -b {} to -e {} has more than {} sizes; raise -f/--step-factor or -i/--step-bytes",
+                                   o.minBytes, o.maxBytes, kMaxSizes));
+  }
+  return sizes;
+}
+
+std::vector<CollectiveLayout> sweepLayouts(const Collective& c, const std::vector<std::uint64_t>& sizes, std::size_t eltSize, int nranks) {
+  std::vector<CollectiveLayout> out;
+  for (std::uint64_t bytes : sizes) {
+    const CollectiveLayout lay = c.layout(bytes, eltSize, nranks);
+    // The op rounds a size down to whole elements per rank: one too small for an element each, or one
+    // that rounds down to the size before, adds nothing.
+    if (lay.count == 0 || (!out.empty() && lay.bytes <= out.back().bytes)) continue;
+    out.push_back(lay);
+  }
+  return out;
+}
+
+void validate(const CollectivesOptions& o) {
+  if (o.ops.empty()) throw UsageError("--ops: no collective given");
+  if (o.minBytes == 0) throw UsageError("-b/--min-bytes must be at least 1 byte");
+  if (o.minBytes > o.maxBytes)
+    throw UsageError(fmt::format("-b/--min-bytes ({}) is larger than -e/--max-bytes ({})", formatBytes(o.minBytes), formatBytes(o.maxBytes)));
+  if (!o.stepBytes && !(o.stepFactor > 1.0)) throw UsageError(fmt::format("-f/--step-factor must be greater than 1 (got {})", o.stepFactor));
+  if (o.iters < 1) throw UsageError("-n/--iters must be at least 1");
+  if (o.trials < 1) throw UsageError("--trials must be at least 1");
+  if (o.warmup < 0) throw UsageError("-w/--warmup cannot be negative");
+  if (o.root < 0) throw UsageError(fmt::format("-r/--root {} is not a rank", o.root));
+  if (o.graph < 0) throw UsageError("-G/--graph cannot be negative");
+  if (o.timeoutS < 0) throw UsageError("--timeout cannot be negative");
+  if (o.gpusPerProcess < 0) throw UsageError("--gpus-per-process cannot be negative");
+  if (!o.outOfPlace && !o.inPlace) throw UsageError("--placement: nothing to run");
+  if (o.dtypes.empty()) throw UsageError("-d/--dtype: no dtype given");
+  if (o.redops.empty()) throw UsageError("-o/--redop: no reduction given");
+  // The smallest element gives the most sizes: the bound on the sweep's length holds for every dtype.
+  std::size_t smallest = dtypeSize(o.dtypes.front());
+  for (DType t : o.dtypes) smallest = std::min(smallest, dtypeSize(t));
+  sweepSizes(o, smallest);
+}
+
+nlohmann::json toJson(const CollectivesOptions& o) {
+  nlohmann::json ops = nlohmann::json::array(), dtypes = nlohmann::json::array(), redops = nlohmann::json::array();
+  for (auto* c : o.ops) ops.push_back(std::string(c->name()));
+  for (auto t : o.dtypes) dtypes.push_back(std::string(dtypeName(t)));
+  for (auto r : o.redops) redops.push_back(std::string(redOpName(r)));
+  return {{"backend", backendName(o.backend)},
+          {"gpus_per_process", o.gpusPerProcess},
+          {"ops", ops},
+          {"dtypes", dtypes},
+          {"redops", redops},
+          {"min_bytes", o.minBytes},
+          {"max_bytes", o.maxBytes},
+          {"step_factor", o.stepFactor},
+          {"step_bytes", o.stepBytes},
+          {"root", o.root},
+          {"warmup", o.warmup},
+          {"iters", o.iters},
+          {"trials", o.trials},
+          {"out_of_place", o.outOfPlace},
+          {"in_place", o.inPlace},
+          {"graph", o.graph},
+          {"check", o.check},
+          {"timeout_s", o.timeoutS},
+          {"label", o.label},
+          {"trace", o.traceDir}};
+}
+
+}  // namespace ts

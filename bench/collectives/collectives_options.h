@@ -1,0 +1,77 @@
+#pragma once
+// What `trainscope collectives` was asked to do, validated: the command line (collectives_command.cpp) fills
+// it, the runner (collectives_runner.cpp) executes it, and its JSON form is the record's resolved config.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/dtype.h"
+#include "comm/bootstrap.h"
+#include "comm/collectives/collective.h"
+#include "comm/communicator.h"
+
+namespace ts {
+
+struct CollectivesOptions {
+  BackendKind backend = BackendKind::kAuto;
+  BootstrapKind bootstrap = BootstrapKind::kAuto;
+  int gpusPerProcess = 1;
+  std::vector<const Collective*> ops;
+  std::vector<DType> dtypes = {DType::kFloat32};
+  std::vector<RedOp> redops = {RedOp::kSum};
+  std::uint64_t minBytes = 8;
+  std::uint64_t maxBytes = 32ull << 20;
+  double stepFactor = 2;
+  std::uint64_t stepBytes = 0;  // > 0: arithmetic sweep instead of geometric
+  int root = 0;
+  int warmup = 5;
+  int iters = 20;
+  int trials = 1;
+  bool outOfPlace = true;
+  bool inPlace = true;
+  int graph = 0;
+  bool check = true;
+  double timeoutS = 300;
+  std::string jsonPath;
+  std::string label;
+  std::string traceDir;  // --trace: every rank's spans (each measurement, its check, warm-up and trials)
+};
+
+// The options as the user writes them (command line or suite file): names and sizes as text.
+struct CollectivesArgs {
+  // text forms, resolved by resolveCollectivesArgs; the rest is in opts
+  std::string backend = "auto", bootstrap = "auto", ops = "all", dtype = "float32", redop = "sum";
+  std::string minBytes = "8", maxBytes = "32M", stepBytes = "0", placement = "both";
+  // The command line's variants: one run per transport, algorithm or protocol, started by `launcher`.
+  std::string transports, algos, protos, launcher;
+  CollectivesOptions opts;
+};
+
+// "a,b,,c" -> {"a", "b", "c"}
+std::vector<std::string> splitList(const std::string& s);
+
+// Resolves names and sizes and validates everything that does not need the world; UsageError otherwise.
+CollectivesOptions resolveCollectivesArgs(const CollectivesArgs& args);
+
+// The sizes of the sweep for one element size: from minBytes to maxBytes inclusive, strictly increasing,
+// each a whole number of elements (-b rounded up; then each the factor's product, or -i more, rounded up,
+// and at least one element more than the last). UsageError for a sweep of too many sizes.
+std::vector<std::uint64_t> sweepSizes(const CollectivesOptions& o, std::size_t eltSize);
+// What one op runs of those sizes on nranks: each as the op divides it (whole elements per rank for the
+// gathered ops), without the sizes too small for it or that round down to the one before, so the
+// records' bytes strictly increase.
+std::vector<CollectiveLayout> sweepLayouts(const Collective& c, const std::vector<std::uint64_t>& sizes, std::size_t eltSize, int nranks);
+// Checks everything that does not need the world (sizes, counts, flags); UsageError naming the option.
+void validate(const CollectivesOptions& o);
+nlohmann::json toJson(const CollectivesOptions& o);
+
+struct RunContext;
+// One collectives step inside a run (the `collectives` command, or a suite step): builds the communicator,
+// sweeps, adds the records; returns the number of wrong elements found.
+std::size_t runCollectivesStep(const CollectivesOptions& o, RunContext& ctx);
+// The `collectives` command: a run of one step; returns the exit code (0, or 1 when a result check failed).
+int runCollectives(const CollectivesOptions& o, const std::vector<std::string>& argv);
+
+}  // namespace ts

@@ -1,0 +1,349 @@
+// The driver of `trainscope collectives`: for each op, dtype, reduction, size and placement, check the
+// result (untimed), warm up, time the iterations, reduce the timings over ranks (the slowest rank per
+// iteration), and emit one record. Everything op-specific comes from the op's file in comm/collectives.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "base/units.h"
+#include "bench/session/activity.h"
+#include "bench/session/agreement.h"
+#include "bench/collectives/collectives_options.h"
+#include "bench/collectives/collectives_table.h"
+#include "bench/session/fault_injection.h"
+#include "bench/session/inventory.h"
+#include "bench/session/progress.h"
+#include "bench/session/result_writer.h"
+#include "bench/session/run_metadata.h"
+#include "bench/session/run_session.h"
+#include "bench/session/stats.h"
+#include "bench/session/watchdog.h"
+#include "comm/collectives/check.h"
+#include "bench/session/trace_files.h"
+#include "kernels/trace.h"
+
+namespace ts {
+namespace {
+
+constexpr unsigned char kPoison = 0xff;  // NaN in every float type, -1/255 in the integers: never an expected value
+
+std::uint64_t availableHostMemory() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  std::uint64_t kb = 0;
+  std::string unit;
+  while (in >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  return 0;
+}
+
+struct Placement {
+  void* send;
+  void* recv;
+  std::size_t extentElems;  // of buffer A that the call touches (in-place), for poisoning
+};
+
+class CollectivesRun {
+ public:
+  CollectivesRun(const CollectivesOptions& o, Bootstrap& boot, Communicator& comm, std::optional<Fault> fault)
+      : o_(o), boot_(boot), comm_(comm), fault_(std::move(fault)) {}
+
+  // The --timeout guard; set before run().
+  void setWatchdog(std::unique_ptr<Watchdog> w) { watchdog_ = std::move(w); }
+
+  void allocate() {
+    const std::size_t bytes = (o_.maxBytes + 4095) / 4096 * 4096;
+    // Host memory: one staging buffer, plus both communication buffers on the MPI backend; all processes
+    // of a host share it.
+    const auto hosts = boot_.allGatherStrings(hostName());
+    const auto here = static_cast<std::uint64_t>(std::count(hosts.begin(), hosts.end(), hostName()));
+    const std::uint64_t perProcess = bytes * (comm_.backend() == "mpi" ? 3 : 1);
+    const std::uint64_t avail = availableHostMemory();
+    if (avail && perProcess * here > avail)
+      throw UsageError(fmt::format("-e/--max-bytes {} needs {} of host memory per process ({} processes on {}), but {} is available",
+                                   formatBytes(o_.maxBytes), formatBytes(perProcess), here, hostName(), formatBytes(avail)));
+    ErrorContext ctx(fmt::format("allocating buffers for -e/--max-bytes {}", formatBytes(o_.maxBytes)));
+    for (int l = 0; l < comm_.localCount(); ++l) {
+      a_.emplace_back(comm_, l, bytes);
+      b_.emplace_back(comm_, l, bytes);
+    }
+    host_.assign(bytes, 0);
+  }
+
+  // Runs the sweep, adding each record to `writer` (process 0 only); returns the number of wrong elements.
+  std::size_t run(ResultWriter* writer, const std::string& step) {
+    const bool leader = boot_.rank() == 0;
+    auto layoutsOf = [&](const Collective& c, DType t) {
+      return sweepLayouts(c, sweepSizes(o_, dtypeSize(t)), dtypeSize(t), comm_.worldSize());
+    };
+    // Progress weighs each size by the bytes it moves plus a fixed cost, so the estimate holds for sweeps
+    // whose time is all in the largest sizes.
+    auto weight = [&](std::uint64_t bytes) { return static_cast<double>(bytes) + 65536.0; };
+    double total = 0;
+    for (auto* c : o_.ops)
+      for (DType t : o_.dtypes)
+        for (const CollectiveLayout& lay : layoutsOf(*c, t)) total += weight(lay.bytes) * (c->reduces() ? o_.redops.size() : 1);
+    Progress progress("collectives", total, leader);
+    if (leader) {
+      std::printf("# trainscope collectives: backend %s, %d ranks (%d processes x %d), timer %s\n", comm_.backend().c_str(),
+                  comm_.worldSize(), boot_.size(), comm_.localCount(), comm_.timer().c_str());
+      std::printf("# warmup %d, %d iterations x %d trials, time = median of the slowest rank, check %s%s\n", o_.warmup, o_.iters,
+                  o_.trials, o_.check ? "on" : "off", o_.graph ? fmt::format(", CUDA graph of {} ops", o_.graph).c_str() : "");
+      std::fflush(stdout);
+    }
+    std::size_t wrongTotal = 0;
+    std::vector<std::string> failures;
+    for (const Collective* c : o_.ops) {
+      for (DType t : o_.dtypes) {
+        const std::vector<CollectiveLayout> layouts = layoutsOf(*c, t);
+        const std::vector<RedOp> redops = c->reduces() ? o_.redops : std::vector<RedOp>{RedOp::kSum};
+        for (RedOp r : redops) {
+          const CollectiveArgs args{t, r, o_.root, comm_.worldSize()};
+          if (leader) std::printf("%s", collectivesTableHeader(std::string(c->name()), std::string(dtypeName(t)), c->reduces() ? std::string(redOpName(r)) : "").c_str());
+          double busbwSum = 0;
+          int busbwN = 0;
+          std::size_t sectionWrong = 0;
+          for (const CollectiveLayout& lay : layouts) {
+            progress.step(fmt::format("{} {} {}", c->name(), dtypeName(t), formatBytes(lay.bytes)), weight(lay.bytes));
+            std::optional<nlohmann::json> recs[2];
+            for (int p = 0; p < 2; ++p) {
+              const bool inPlace = p == 1;
+              if ((inPlace && !o_.inPlace) || (!inPlace && !o_.outOfPlace)) continue;
+              if (inPlace && !comm_.supportsInPlace(c->kind())) continue;
+              recs[p] = measure(*c, args, lay, inPlace);
+              const auto& rec = *recs[p];
+              const auto wrong = static_cast<std::size_t>(rec["check"]["wrong"].get<long long>());
+              if (wrong) failures.push_back(fmt::format("{} {} {}{} {}: {} wrong element(s)", c->name(), dtypeName(t),
+                                                        c->reduces() ? std::string(redOpName(r)) + " " : "", formatBytes(lay.bytes),
+                                                        inPlace ? "in-place" : "out-of-place", wrong));
+              sectionWrong += wrong;
+              busbwSum += rec["busbw_gbps"].get<double>();
+              ++busbwN;
+              if (!step.empty()) recs[p]->emplace("step", step);
+              if (leader && writer) writer->add(*recs[p]);
+            }
+            if (leader && (recs[0] || recs[1])) {
+              progress.done();
+              std::printf("%s", collectivesTableRow(recs[0], recs[1]).c_str());
+              std::fflush(stdout);
+            }
+          }
+          if (leader) std::printf("%s", collectivesTableFooter(busbwN ? busbwSum / busbwN : 0, sectionWrong).c_str());
+          wrongTotal += sectionWrong;
+        }
+      }
+    }
+    progress.done();
+    activity::set("");
+    if (leader)
+      for (const auto& f : failures) std::fprintf(stderr, "trainscope: error: result check failed: %s\n", f.c_str());
+    return wrongTotal;
+  }
+
+ private:
+  Placement placement(int l, const Collective& c, const CollectiveLayout& lay, DType t, bool inPlace) const {
+    char* A = static_cast<char*>(a_[l].get());
+    char* B = static_cast<char*>(b_[l].get());
+    if (!inPlace) return {A, B, 0};
+    const InPlaceGeometry g = c.inPlace(comm_.rank(l), lay);
+    const std::size_t elt = dtypeSize(t);
+    const std::size_t extent = g.outputInsideInput ? std::max(lay.sendElems, g.offsetElems + lay.recvElems)
+                                                   : std::max(lay.recvElems, g.offsetElems + lay.sendElems);
+    if (g.outputInsideInput) return {A, A + g.offsetElems * elt, extent};
+    return {A + g.offsetElems * elt, A, extent};
+  }
+
+  std::string describe(const Collective& c, const CollectiveArgs& a, const CollectiveLayout& lay, bool inPlace) const {
+    return fmt::format("{} {} ({} x {}{}{}, {})", c.name(), formatBytes(lay.bytes), lay.count, dtypeName(a.dtype),
+                       c.reduces() ? std::string(" ") + std::string(redOpName(a.redop)) : "",
+                       c.rooted() ? fmt::format(", root {}", a.root) : "", inPlace ? "in-place" : "out-of-place");
+  }
+
+  // Fills inputs over poisoned outputs, runs the op once, and counts wrong elements on this process.
+  std::size_t checkOnce(const Collective& c, const CollectiveArgs& a, const CollectiveLayout& lay, bool inPlace,
+                        const std::optional<Fault>& fault, const std::function<void()>& launch) {
+    const std::size_t elt = dtypeSize(a.dtype);
+    for (int l = 0; l < comm_.localCount(); ++l) {
+      const Placement p = placement(l, c, lay, a.dtype, inPlace);
+      std::memset(host_.data(), kPoison, std::max({p.extentElems, lay.sendElems, lay.recvElems}) * elt);
+      if (inPlace) {
+        comm_.copyIn(l, a_[l].get(), host_.data(), p.extentElems * elt);
+      } else {
+        comm_.copyIn(l, p.recv, host_.data(), lay.recvElems * elt);
+      }
+      fillInput(c, a, comm_.rank(l), lay, host_.data());
+      comm_.copyIn(l, p.send, host_.data(), lay.sendElems * elt);
+    }
+    launch();
+    comm_.synchronize(o_.timeoutS);
+    std::size_t wrong = 0;
+    for (int l = 0; l < comm_.localCount(); ++l) {
+      const Placement p = placement(l, c, lay, a.dtype, inPlace);
+      comm_.copyOut(l, host_.data(), p.recv, lay.recvElems * elt);
+      if (fault && fault->kind == Fault::Kind::kCorrupt && fault->matches(comm_.rank(l), std::string(c.name()), lay.bytes)) {
+        for (std::size_t i = 0; i < lay.recvElems; ++i) {
+          if (!c.expected(a, comm_.rank(l), i, lay)) continue;
+          storeElement(host_.data(), a.dtype, i, loadElement(host_.data(), a.dtype, i) + 1);  // the planted wrong element
+          break;
+        }
+      }
+      wrong += checkOutput(c, a, comm_.rank(l), lay, host_.data()).wrong;
+    }
+    return wrong;
+  }
+
+  nlohmann::json measure(const Collective& c, const CollectiveArgs& a, const CollectiveLayout& lay, bool inPlace) {
+    const std::string what = describe(c, a, lay, inPlace);
+    activity::set(what);
+    ErrorContext ctx(what);
+    trace::Span span(what, "communication");  // and its NVTX range
+    if (trace::enabled()) span.annotate({{"bytes", lay.bytes}, {"op", std::string(c.name())}, {"ranks", comm_.worldSize()}});
+
+    std::vector<Placement> ptrs;
+    for (int l = 0; l < comm_.localCount(); ++l) ptrs.push_back(placement(l, c, lay, a.dtype, inPlace));
+    auto launch = [&] {
+      comm_.groupStart();
+      for (int l = 0; l < comm_.localCount(); ++l) c.launch(comm_, l, ptrs[l].send, ptrs[l].recv, lay, a);
+      comm_.groupEnd();
+    };
+    // Planted faults (tests only) go through a separate launcher, so the normal one carries no extra branch.
+    bool faultHere = false;
+    for (int l = 0; l < comm_.localCount(); ++l)
+      faultHere = faultHere || (fault_ && fault_->inOperation() && fault_->matches(comm_.rank(l), std::string(c.name()), lay.bytes));
+    const std::function<void()> timedLaunch = faultHere ? std::function<void()>([&] { injectInOperation(*fault_); launch(); })
+                                                        : std::function<void()>(launch);
+
+    long long wrong = 0;
+    if (o_.check) {
+      trace::Span checking("check", "communication");
+      WatchdogScope guard(*watchdog_);
+      wrong = boot_.sum(static_cast<long long>(checkOnce(c, a, lay, inPlace, fault_, launch)));
+    }
+    std::vector<double> samples, hostSamples;
+    {
+      WatchdogScope guard(*watchdog_);
+      if (o_.warmup > 0) {
+        trace::Span warm("warm-up", "communication");
+        comm_.timeBatch(o_.warmup, o_.graph, launch);
+      }
+      for (int t = 0; t < o_.trials; ++t) {
+        trace::Span trial("trial", "communication", t);
+        const TimedBatch b = comm_.timeBatch(o_.iters, o_.graph, timedLaunch);
+        samples.insert(samples.end(), b.opUs.begin(), b.opUs.end());
+        hostSamples.push_back(b.hostUsPerOp);
+      }
+    }
+    // The slowest rank per iteration sets the time; each process's median shows the spread.
+    const int procs = boot_.size();
+    const std::size_t n = samples.size();
+    const auto all = boot_.allGatherDoubles(samples);
+    const auto allHost = boot_.allGatherDoubles(hostSamples);
+    std::vector<double> slowest(n, 0.0), slowestHost(hostSamples.size(), 0.0);
+    nlohmann::json spread;
+    double fastMed = 0, slowMed = 0;
+    int fastP = 0, slowP = 0;
+    for (int p = 0; p < procs; ++p) {
+      std::vector<double> mine(all.begin() + p * n, all.begin() + (p + 1) * n);
+      for (std::size_t i = 0; i < n; ++i) slowest[i] = std::max(slowest[i], mine[i]);
+      for (std::size_t i = 0; i < hostSamples.size(); ++i) slowestHost[i] = std::max(slowestHost[i], allHost[p * hostSamples.size() + i]);
+      const double med = summarize(mine).median;
+      if (p == 0 || med < fastMed) { fastMed = med; fastP = p; }
+      if (p == 0 || med > slowMed) { slowMed = med; slowP = p; }
+    }
+    const Stats s = summarize(slowest);
+    const double algbw = s.median > 0 ? static_cast<double>(lay.bytes) / (s.median * 1e-6) / 1e9 : 0;
+    const double factor = c.busFactor(comm_.worldSize());
+    nlohmann::json rec = {
+        {"kind", "collective"},
+        {"op", std::string(c.name())},
+        {"backend", comm_.backend()},
+        {"dtype", std::string(dtypeName(a.dtype))},
+        {"redop", c.reduces() ? nlohmann::json(std::string(redOpName(a.redop))) : nlohmann::json(nullptr)},
+        {"root", c.rooted() ? nlohmann::json(a.root) : nlohmann::json(nullptr)},
+        {"ranks", comm_.worldSize()},
+        {"processes", procs},
+        {"bytes", lay.bytes},
+        {"count", lay.count},
+        {"in_place", inPlace},
+        {"graph", o_.graph},
+        {"iters", o_.iters},
+        {"trials", o_.trials},
+        {"timer", comm_.timer()},
+        {"time_us", toJson(s)},
+        {"samples_us", slowest},
+        {"host_time_us", toJson(summarize(slowestHost))},
+        {"algbw_gbps", algbw},
+        {"bus_factor", factor},
+        {"busbw_gbps", algbw * factor},
+        {"rank_spread", {{"unit", "process"}, {"fastest", fastP}, {"fastest_median_us", fastMed}, {"slowest", slowP}, {"slowest_median_us", slowMed}}},
+        {"check", {{"performed", o_.check}, {"passed", o_.check ? nlohmann::json(wrong == 0) : nlohmann::json(nullptr)}, {"wrong", wrong}}},
+    };
+    if (!o_.label.empty()) rec["label"] = o_.label;
+    return rec;
+  }
+
+ private:
+  const CollectivesOptions& o_;
+  Bootstrap& boot_;
+  Communicator& comm_;
+  std::optional<Fault> fault_;
+  std::unique_ptr<Watchdog> watchdog_;
+  std::vector<CommBuffer> a_, b_;
+  std::vector<unsigned char> host_;
+};
+
+}  // namespace
+
+std::size_t runCollectivesStep(const CollectivesOptions& o, RunContext& ctx) {
+  Bootstrap& boot = ctx.boot;
+  std::unique_ptr<Communicator> comm;
+  collectively(boot, [&] {
+    CommunicatorOptions co;
+    co.backend = o.backend;
+    co.gpusPerProcess = o.gpusPerProcess;
+    comm = makeCommunicator(co, boot);
+  });
+  collectively(boot, [&] {
+    if (o.root >= comm->worldSize())
+      throw UsageError(fmt::format("-r/--root {} is outside the world of {} rank(s)", o.root, comm->worldSize()));
+    if (o.graph > 0 && comm->backend() != "nccl") throw UsageError("-G/--graph needs --backend nccl (CUDA graphs)");
+    for (auto* c : o.ops)
+      for (DType t : o.dtypes)
+        for (RedOp r : o.redops) {
+          std::string why;
+          if (!comm->supports(c->kind(), t, r, &why)) throw UsageError(fmt::format("{}: {}", c->name(), why));
+        }
+  });
+  std::optional<Fault> fault;
+  collectively(boot, [&] { fault = faultFromEnvironment(); });
+
+  CollectivesRun run(o, boot, *comm, fault);
+  collectively(boot, [&] { run.allocate(); });
+  nlohmann::json myRanks = nlohmann::json::array();
+  for (int l = 0; l < comm->localCount(); ++l) myRanks.push_back({{"rank", comm->rank(l)}, {"device", comm->device(l)}});
+  ctx.addLayout(ctx.step.empty() ? "collectives" : ctx.step, comm->backend(), comm->worldSize(), comm->localCount(), myRanks);
+
+  run.setWatchdog(std::make_unique<Watchdog>(o.timeoutS, endAllRanksOnTimeout(o.timeoutS, boot, ctx.streamPath, [c = comm.get()] { c->abort(); })));
+  std::unique_ptr<TraceFiles> traceFiles;
+  if (!o.traceDir.empty()) traceFiles = std::make_unique<TraceFiles>(boot, o.traceDir, boot.size());
+  const std::size_t wrong = run.run(ctx.writer, ctx.step);  // run (and its buffers) goes before comm
+  if (traceFiles) traceFiles->finish("collectives");
+  return wrong;
+}
+
+int runCollectives(const CollectivesOptions& o, const std::vector<std::string>& argv) {
+  const BackendKind backend = resolveBackend(o.backend);
+  CollectivesOptions resolved = o;
+  resolved.backend = backend;
+  auto session = RunSession::open(resolved.bootstrap, backend == BackendKind::kMpi, "collectives", argv, toJson(o), o.jsonPath);
+  const std::size_t wrong = runCollectivesStep(resolved, session->context());
+  session->finish();
+  return wrong ? 1 : 0;
+}
+
+}  // namespace ts

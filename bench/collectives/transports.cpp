@@ -1,0 +1,225 @@
+#include "bench/collectives/transports.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "bench/session/child_process.h"
+#include "bench/session/result_writer.h"
+#include "bench/session/run_metadata.h"
+#include "comm/bootstrap.h"
+
+extern char** environ;
+
+namespace ts {
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Row {
+  BackendKind backend;
+  TransportSetting setting;
+};
+
+// The one table of transport settings. NCCL's names follow what users compare; Open MPI's pin the BTL
+// (and the ob1 PML, so that UCX does not take over the choice).
+const std::vector<Row>& table() {
+  static const std::vector<Row> rows = {
+      {BackendKind::kNccl, {"nvlink", std::nullopt, {}, "NCCL's default: NVLink (and NVLS) where present"}},
+      {BackendKind::kNccl, {"pcie", std::nullopt, {{"NCCL_P2P_DISABLE", "1"}, {"NCCL_NVLS_ENABLE", "0"}}, "no peer-to-peer: GPU traffic staged through host memory over PCIe"}},
+      {BackendKind::kNccl, {"ib", std::nullopt, {{"NCCL_NET", "IB"}, {"NCCL_IB_DISABLE", "0"}}, "between nodes over InfiniBand/RoCE verbs"}},
+      {BackendKind::kNccl, {"socket", std::nullopt, {{"NCCL_NET", "Socket"}, {"NCCL_IB_DISABLE", "1"}}, "between nodes over TCP sockets"}},
+      {BackendKind::kNccl, {"mpi", BackendKind::kMpi, {}, "the MPI backend on host buffers, for comparison"}},
+      {BackendKind::kMpi, {"shm", std::nullopt, {{"OMPI_MCA_pml", "ob1"}, {"OMPI_MCA_btl", "self,vader"}}, "Open MPI shared memory (vader)"}},
+      {BackendKind::kMpi, {"tcp", std::nullopt, {{"OMPI_MCA_pml", "ob1"}, {"OMPI_MCA_btl", "self,tcp"}}, "Open MPI TCP (loopback on one host)"}},
+  };
+  return rows;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, sep))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::string capitalized(const std::string& algo) {  // NCCL_ALGO takes Ring, Tree, NVLS, CollNetDirect, ...
+  static const std::map<std::string, std::string> known = {{"ring", "Ring"}, {"tree", "Tree"}, {"nvls", "NVLS"}, {"nvlstree", "NVLSTree"},
+                                                           {"collnetdirect", "CollNetDirect"}, {"collnetchain", "CollNetChain"}, {"pat", "PAT"}};
+  std::string lower = algo;
+  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  auto it = known.find(lower);
+  if (it == known.end()) throw UsageError(fmt::format("--algos: unknown NCCL algorithm '{}' (ring, tree, nvls, nvlstree, collnetdirect, collnetchain, pat)", algo));
+  return it->second;
+}
+
+std::string protocol(const std::string& proto) {
+  for (const char* p : {"LL", "LL128", "Simple"})
+    if (proto == p || (proto.size() == std::string(p).size() && std::equal(proto.begin(), proto.end(), p, [](char a, char b) { return std::tolower(a) == std::tolower(b); })))
+      return p;
+  throw UsageError(fmt::format("--protos: unknown NCCL protocol '{}' (LL, LL128, Simple)", proto));
+}
+
+struct Variant {
+  std::string name;
+  TransportSetting transport;  // name "" when transports are not an axis
+  std::string algo, proto;
+  std::map<std::string, std::string> env;
+};
+
+}  // namespace
+
+std::vector<std::string> transportNames(BackendKind backend) {
+  std::vector<std::string> names;
+  for (const auto& r : table())
+    if (r.backend == backend) names.push_back(r.setting.name);
+  return names;
+}
+
+TransportSetting transportSetting(const std::string& name, BackendKind backend) {
+  for (const auto& r : table())
+    if (r.backend == backend && r.setting.name == name) return r.setting;
+  std::string known;
+  for (const auto& n : transportNames(backend)) known += (known.empty() ? "" : ", ") + n;
+  throw UsageError(fmt::format("--transports: unknown transport '{}' for the {} backend (known: {})", name, backendName(backend), known));
+}
+
+std::vector<std::string> withoutOptions(const std::vector<std::string>& argv, const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    bool drop = false;
+    for (const auto& n : names) {
+      if (argv[i] == n) {
+        drop = true;
+        ++i;  // and its value
+        break;
+      }
+      if (argv[i].rfind(n + "=", 0) == 0) {
+        drop = true;
+        break;
+      }
+    }
+    if (!drop) out.push_back(argv[i]);
+  }
+  return out;
+}
+
+int runVariants(const VariantRequest& req, const std::vector<std::string>& argv) {
+  if (launchedByMpi())
+    throw UsageError("--transports/--algos/--protos launch one run per setting themselves: start trainscope without mpirun, and give the launcher with --launcher 'mpirun -np 4'");
+  if (req.jsonPath.empty()) throw UsageError("--transports/--algos/--protos need --json FILE for the merged result");
+  const BackendKind backend = resolveBackend(req.backend);
+  if ((!req.algos.empty() || !req.protos.empty()) && backend != BackendKind::kNccl)
+    throw UsageError("--algos and --protos are NCCL settings: they need --backend nccl");
+
+  std::vector<Variant> variants;
+  const std::vector<std::string> ts = req.transports.empty() ? std::vector<std::string>{""} : req.transports;
+  const std::vector<std::string> as = req.algos.empty() ? std::vector<std::string>{""} : req.algos;
+  const std::vector<std::string> ps = req.protos.empty() ? std::vector<std::string>{""} : req.protos;
+  for (const auto& t : ts)
+    for (const auto& a : as)
+      for (const auto& p : ps) {
+        Variant v;
+        if (!t.empty()) v.transport = transportSetting(t, backend);
+        v.env = v.transport.env;
+        if (!a.empty()) v.env["NCCL_ALGO"] = v.algo = capitalized(a);
+        if (!p.empty()) v.env["NCCL_PROTO"] = v.proto = protocol(p);
+        std::vector<std::string> parts;
+        for (const auto& s : {t, v.algo, v.proto})
+          if (!s.empty()) parts.push_back(s);
+        for (const auto& s : parts) v.name += (v.name.empty() ? "" : "/") + s;
+        variants.push_back(v);
+      }
+
+  const std::string self = fs::read_symlink("/proc/self/exe").string();
+  const auto childArgs = withoutOptions(std::vector<std::string>(argv.begin() + 1, argv.end()),
+                                        {"--transports", "--algos", "--protos", "--launcher", "--json", "--backend"});
+  ResultWriter writer(req.jsonPath);
+  nlohmann::json names = nlohmann::json::array();
+  for (const auto& v : variants) names.push_back(v.name);
+  writer.begin({{"subcommand", "collectives"}, {"command_line", argv}, {"variants", names}});  // the stream's first line
+  nlohmann::json run;
+  nlohmann::json layouts = nlohmann::json::array();
+  const fs::path scratch = fs::path(req.jsonPath).parent_path() / fmt::format(".{}.parts", fs::path(req.jsonPath).filename().string());
+  fs::create_directories(scratch);
+  int rc = 0;
+  std::string failedVariant;
+  for (std::size_t i = 0; i < variants.size(); ++i) {
+    const Variant& v = variants[i];
+    const BackendKind childBackend = v.transport.backend.value_or(backend);
+    std::string launcher = req.launcher;
+    if (launcher.empty() && childBackend == BackendKind::kMpi) launcher = "mpirun -np 2";
+    std::vector<std::string> args = split(launcher, ' ');
+    const bool mpirun = !args.empty() && (fs::path(args[0]).filename() == "mpirun" || fs::path(args[0]).filename() == "mpiexec");
+    if (mpirun)  // mpirun passes a variable to the ranks on other hosts only when told to
+      for (const auto& [k, val] : v.env) {
+        args.insert(args.begin() + 1, k);
+        args.insert(args.begin() + 1, "-x");
+      }
+    const fs::path part = scratch / fmt::format("{}.json", i);
+    args.push_back(self);
+    args.insert(args.end(), childArgs.begin(), childArgs.end());
+    for (const std::string& a : {std::string("--backend"), backendName(childBackend), std::string("--json"), part.string()}) args.push_back(a);
+    std::string envText;
+    for (const auto& [k, val] : v.env) envText += fmt::format(" {}={}", k, val);
+    std::printf("#\n# ===== variant %zu/%zu: %s (%s%s)\n", i + 1, variants.size(), v.name.c_str(),
+                v.transport.description.empty() ? "NCCL settings" : v.transport.description.c_str(), envText.c_str());
+    std::fflush(stdout);
+    const int childRc = runChild(args, ChildOptions{v.env, "", false});
+    // Merge what the run measured, finished or not: from the document, else from its stream.
+    std::vector<nlohmann::json> records;
+    if (fs::exists(part)) {
+      const auto doc = nlohmann::json::parse(std::ifstream(part));
+      if (run.is_null()) run = doc["run"];
+      for (auto l : doc["run"]["layouts"]) {
+        l["step"] = v.name;
+        layouts.push_back(l);
+      }
+      records = doc["records"].get<std::vector<nlohmann::json>>();
+    } else if (fs::exists(ResultWriter::streamPathFor(part.string()))) {
+      std::ifstream in(ResultWriter::streamPathFor(part.string()));
+      std::string line;
+      while (std::getline(in, line)) {
+        auto j = nlohmann::json::parse(line, nullptr, false);
+        if (j.is_object() && j.value("kind", "") != "run") records.push_back(j);
+        else if (j.is_object() && run.is_null()) run = j;
+      }
+    }
+    for (auto& rec : records) {
+      rec["transport"] = v.transport.name.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.transport.name);
+      rec["algo"] = v.algo.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.algo);
+      rec["proto"] = v.proto.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.proto);
+      rec["transport_env"] = v.env;
+      writer.add(rec);
+    }
+    if (childRc != 0 && rc == 0) {
+      rc = childRc;
+      failedVariant = v.name;
+    }
+  }
+  std::error_code ec;
+  fs::remove_all(scratch, ec);
+  if (!run.is_null()) {
+    run.erase("kind");
+    run.erase("schema");
+    run["subcommand"] = "collectives";
+    run["command_line"] = argv;
+    run["config"]["variants"] = nlohmann::json::array();
+    for (const auto& v : variants) run["config"]["variants"].push_back({{"name", v.name}, {"env", v.env}});
+    run["layouts"] = layouts;
+    run["ended_at"] = isoTimeNow();
+    writer.finish(run);
+    std::printf("#\n# results: %s (%zu variants merged)\n", req.jsonPath.c_str(), variants.size());
+  }
+  if (rc != 0) std::fprintf(stderr, "trainscope: error: variant %s ended with exit code %d (the records of every variant are in %s)\n",
+                            failedVariant.c_str(), rc, req.jsonPath.c_str());
+  return rc;
+}
+
+}  // namespace ts

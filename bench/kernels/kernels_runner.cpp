@@ -1,0 +1,324 @@
+// The driver of `trainscope kernels`: measure the ceilings (bench/kernels/ceilings.h), then check, warm up and time
+// every op at every shape, and place each on the roofline the ceilings draw, against the memory ceiling of
+// the level its bytes stream at. A case above its ceiling has that ceiling re-measured once and, still
+// above it, is marked ceiling_suspect. CPU implementations by the host clock; CUDA implementations (on
+// GPU 0) by CUDA events.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <sstream>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "base/heartbeat.h"
+#include "base/units.h"
+#include "bench/session/activity.h"
+#include "bench/session/agreement.h"
+#include "bench/kernels/ceilings.h"
+#include "bench/session/compute_clock.h"
+#include "bench/session/fault_injection.h"
+#include "bench/kernels/host_caches.h"
+#include "bench/kernels/kernels_options.h"
+#include "bench/session/result_writer.h"
+#include "bench/session/run_session.h"
+#include "bench/session/stats.h"
+#include "bench/session/watchdog.h"
+#include "comm/bootstrap.h"
+#include "bench/session/trace_files.h"
+#include "kernels/trace.h"
+#ifdef TRAINSCOPE_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_timer.h"
+#endif
+
+namespace ts {
+namespace {
+
+struct Presets {
+  const char* name;
+  std::int64_t hidden, seq, batch, vocab;
+};
+constexpr Presets kPresets[] = {{"tiny", 128, 64, 2, 1024}, {"small", 768, 256, 4, 50257}, {"base", 1024, 1024, 8, 50257}};
+
+std::vector<double> timeRuns(KernelCase& c, int warmup, int iters, int trials) {
+  for (int i = 0; i < warmup; ++i) c.run();
+  std::vector<double> us;
+  for (int t = 0; t < trials; ++t)
+    for (int i = 0; i < iters; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      c.run();
+      const auto t1 = std::chrono::steady_clock::now();
+      us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+      heartbeat::beat();
+    }
+  return us;
+}
+
+std::string dimsText(const KernelShape& s) {
+  std::string out;
+  for (const auto& [k, v] : s.dims) out += fmt::format("{}{}={}", out.empty() ? "" : " ", k, v);
+  return out;
+}
+
+// A case's timed runs, and whether its data stays warm in the caches between them (the level its bytes
+// fit then sets its memory ceiling; otherwise DRAM does).
+struct TimedCase {
+  std::vector<double> us;
+  bool cachesWarm = true;
+};
+
+// Device time for a CUDA case (events on its stream: kernels under 20 us as CUDA-graph replays of 20, which
+// leave the L2 warm, the others one by one with the L2 flushed in between); host time for a CPU case, whose
+// buffers stay in whatever cache holds them.
+TimedCase timeCase(KernelCase& c, int warmup, int iters, int trials) {
+#ifdef TRAINSCOPE_HAVE_CUDA
+  if (void* s = c.deviceStream()) {
+    const auto stream = static_cast<cudaStream_t>(s);
+    for (int i = 0; i < warmup; ++i) c.run();
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    cuda::DeviceTimer timer(stream);
+    const double once = timer.time(1, [&] { c.run(); }, true).front();
+    if (once < 20.0) return {timer.timeGraph(iters * trials, 20, [&] { c.run(); }), true};
+    return {timer.time(iters * trials, [&] { c.run(); }, true), false};
+  }
+#endif
+  return {timeRuns(c, warmup, iters, trials), true};
+}
+
+// The case's clock: the CUDA device current on this thread, or the CPU's (-1) for a CPU case.
+nlohmann::json caseClockMhz(bool cuda) {
+  int d = -1;
+#ifdef TRAINSCOPE_HAVE_CUDA
+  if (cuda) CUDA_CHECK(cudaGetDevice(&d));
+#else
+  (void)cuda;
+#endif
+  return computeClockMhz(d);
+}
+
+// The ceilings of the run: the GPU's on GPU 0, or the CPU's with the threads this process may use.
+CeilingSet measureCeilings(const KernelsOptions& o, RunContext& ctx, double plantedScale, int threads) {
+  CeilingOptions co{ctx.writer, ctx.step, plantedScale, !o.cuda};
+  std::vector<CeilingSpec> specs = o.cuda ? cudaGemmCeilingSpecs(o.settings.precision, 0) : cpuGemmCeilingSpecs();
+  std::vector<CeilingSpec> memory = o.cuda ? cudaMemoryCeilingSpecs(0) : cpuMemoryCeilingSpecs(threads, hostDataCaches(cpusInUse()));
+  for (auto& m : memory) specs.push_back(std::move(m));
+  CeilingSet c(std::move(specs), co);
+  std::printf("%s\n", c.consoleLine().c_str());
+  return c;
+}
+
+// A case on the roofline: against the compute ceiling and the memory ceiling of the level its bytes
+// stream at. Above its ceiling it has that ceiling re-measured (once a run) and is placed again; still
+// above, it is suspect.
+struct CasePlace {
+  nlohmann::json roof;
+  std::string bound, fraction;  // the console's columns
+  std::optional<SuspectFigure> suspect;
+};
+
+CasePlace placeCase(CeilingSet& ceilings, const std::string& name, double tflops, double intensity, double bytes, bool cachesWarm) {
+  auto place = [&] {
+    const MemoryCeiling memory = memoryCeilingFor(ceilings.memoryLevels(), bytes, cachesWarm);
+    return std::pair{memory, placeOnRoofline(tflops, intensity, ceilings.computeTflops(), memory.gbps)};
+  };
+  auto [memory, p] = place();
+  nlohmann::json rechecked = nullptr;
+  if (p.fraction > 1 && ceilings.recheck(p.bound, memory.level, name)) {
+    rechecked = std::string(ceilingKindName(p.bound));
+    std::tie(memory, p) = place();
+  }
+  CasePlace out;
+  const bool suspect = p.fraction > 1;
+  out.roof = {{"bound", std::string(ceilingKindName(p.bound))}, {"ceiling_tflops", ceilings.computeTflops()}, {"ceiling_gbps", memory.gbps},
+              {"memory_level", std::string(memoryLevelName(memory.level))}, {"attainable_tflops", p.attainableTflops},
+              {"fraction_of_ceiling", p.fraction}, {"rechecked_ceiling", rechecked}};
+  out.bound = p.bound == CeilingKind::kCompute ? "compute" : std::string(memoryLevelLabel(memory.level));
+  out.fraction = fmt::format("{:.0f}%{}", 100 * p.fraction, suspect ? "!" : "");
+  if (suspect) out.suspect = SuspectFigure{name, p.fraction, ceilings.likelyCause(p.bound, memory.level)};
+  return out;
+}
+
+}  // namespace
+
+std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx);
+
+KernelsOptions resolveKernelsArgs(const KernelsArgs& a) {
+  KernelsOptions o = a.opts;
+  o.ops.clear();
+  if (a.ops == "all") o.ops = allKernelOps();
+  else {
+    std::stringstream in(a.ops);
+    std::string name;
+    while (std::getline(in, name, ','))
+      if (!name.empty()) o.ops.push_back(&findKernelOp(name));
+  }
+  if (o.ops.empty()) throw UsageError("--ops: no kernel given");
+  try {
+    o.settings.precision = parsePrecision(a.dtype);
+  } catch (const UsageError& e) {
+    throw UsageError(std::string("--dtype: ") + e.what());
+  }
+  if (a.convAlgo != "heuristic" && a.convAlgo != "search") throw UsageError(fmt::format("--conv-algo: '{}' is not heuristic or search", a.convAlgo));
+  if (a.convLayout != "nchw" && a.convLayout != "nhwc") throw UsageError(fmt::format("--conv-layout: '{}' is not nchw or nhwc", a.convLayout));
+  o.settings.convSearch = a.convAlgo == "search";
+  o.settings.convNhwc = a.convLayout == "nhwc";
+  const Presets* p = nullptr;
+  for (const auto& x : kPresets)
+    if (a.preset == x.name) p = &x;
+  if (!p) throw UsageError(fmt::format("--preset: unknown preset '{}' (tiny, small, base)", a.preset));
+  o.hidden = a.hidden ? a.hidden : p->hidden;
+  o.seq = a.seq ? a.seq : p->seq;
+  o.batch = a.batch ? a.batch : p->batch;
+  o.vocab = a.vocab ? a.vocab : p->vocab;
+  if (o.hidden < 64 || o.hidden % 64) throw UsageError(fmt::format("--hidden {} must be a positive multiple of 64 (heads of 64)", o.hidden));
+  if (o.seq < 1 || o.batch < 1 || o.vocab < 2) throw UsageError("--seq and --batch must be at least 1, --vocab at least 2");
+  if (o.warmup < 0 || o.iters < 1 || o.trials < 1) throw UsageError("-w/--warmup >= 0, -n/--iters >= 1 and --trials >= 1");
+  if (!a.shapesFile.empty()) o.userShapes = loadKernelShapes(a.shapesFile, o.hidden, o.seq, o.batch, o.vocab);
+  if (a.backend != "auto" && a.backend != "cpu" && a.backend != "cuda") throw UsageError(fmt::format("--backend: '{}' is not auto, cpu or cuda", a.backend));
+  int gpus = 0;
+#ifdef TRAINSCOPE_HAVE_CUDA
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess) {
+    cudaGetLastError();
+    gpus = 0;
+  }
+#endif
+  if (a.backend == "cuda" && gpus == 0) throw UsageError("--backend cuda needs a CUDA GPU, and none is usable on this host");
+  o.cuda = a.backend == "cuda" || (a.backend == "auto" && gpus > 0);
+  for (const KernelOp* op : o.ops)
+    if (!op->supports(o.settings.precision, o.cuda))
+      throw UsageError(fmt::format("--dtype {}: the {} implementation of {} does not run in it", precisionName(o.settings.precision), o.cuda ? "CUDA" : "CPU", op->name()));
+  return o;
+}
+
+nlohmann::json toJson(const KernelsOptions& o) {
+  nlohmann::json ops = nlohmann::json::array();
+  for (const KernelOp* op : o.ops) ops.push_back(std::string(op->name()));
+  nlohmann::json user = nlohmann::json::array();
+  for (const auto& [op, shape] : o.userShapes) {
+    nlohmann::json dims = nlohmann::json::object();
+    for (const auto& [k, v] : shape.dims) dims[k] = v;
+    user.push_back({{"op", std::string(op->name())}, {"name", shape.name}, {"shape", dims}});
+  }
+  return {{"ops", ops}, {"backend", o.cuda ? "cuda" : "cpu"}, {"shapes", user}, {"dtype", std::string(precisionName(o.settings.precision))},
+          {"conv_algo", o.settings.convSearch ? "search" : "heuristic"}, {"conv_layout", o.settings.convNhwc ? "nhwc" : "nchw"}, {"hidden", o.hidden}, {"seq", o.seq}, {"batch", o.batch},
+          {"vocab", o.vocab}, {"warmup", o.warmup}, {"iters", o.iters}, {"trials", o.trials}, {"ceilings", o.ceilings},
+          {"timeout_s", o.timeoutS}, {"label", o.label}, {"trace", o.traceDir}};
+}
+
+std::size_t runKernelsStep(const KernelsOptions& o, RunContext& ctx) {
+  const bool leader = ctx.boot.rank() == 0;
+  // Process 0 measures; the others stand by without spinning, so the host is its own.
+  ctx.boot.barrier();
+  std::unique_ptr<TraceFiles> traceFiles;
+  if (!o.traceDir.empty()) traceFiles = std::make_unique<TraceFiles>(ctx.boot, o.traceDir, ctx.boot.size());
+  const std::size_t failed = leader ? measureKernels(o, ctx) : 0;
+  ctx.boot.quietBarrier();
+  if (traceFiles) traceFiles->finish("kernels");
+  return static_cast<std::size_t>(ctx.boot.sum(static_cast<long long>(failed)));
+}
+
+std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
+  ResultWriter* writer = ctx.writer;
+  Watchdog watchdog(o.timeoutS, endAllRanksOnTimeout(o.timeoutS, ctx.boot, ctx.streamPath));
+  WatchdogScope guard(watchdog);
+  const double plantedScale = plantedCeilingScale(faultFromEnvironment(), ctx.boot.rank());
+  const int usable = static_cast<int>(cpusInUse().size());
+  if (!o.cuda)
+    std::printf("#\n# kernels on the CPU (%s) with %d of %ld hardware threads (this process's affinity; mpirun binds ranks to cores unless --bind-to none)\n",
+                std::string(precisionName(o.settings.precision)).c_str(), usable, ::sysconf(_SC_NPROCESSORS_ONLN));
+  if (o.userShapes.empty())
+    std::printf("# shapes of a transformer block of hidden %lld, sequence %lld, batch %lld, vocabulary %lld\n", static_cast<long long>(o.hidden),
+                static_cast<long long>(o.seq), static_cast<long long>(o.batch), static_cast<long long>(o.vocab));
+  else
+    std::printf("# shapes from the --shapes file\n");
+#ifdef TRAINSCOPE_HAVE_CUDA
+  if (o.cuda) {
+    cudaDeviceProp prop{};
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+    std::printf("#\n# kernels on cuda:0 (%s) in %s: device time from CUDA events\n", prop.name, std::string(precisionName(o.settings.precision)).c_str());
+  }
+#endif
+  std::optional<CeilingSet> ceilings;
+  if (o.ceilings) ceilings.emplace(measureCeilings(o, ctx, plantedScale, usable));
+  std::printf("# %-18s %-18s %-46s %11s %10s %9s %7s %8s %11s %6s\n", "op", "shape", "dims", "time(us)", "GFLOP/s", "GB/s", "bound", "of roof",
+              "max_rel_err", "check");
+  std::size_t failed = 0;
+  std::vector<SuspectFigure> suspects;
+  for (const KernelOp* op : o.ops) {
+    std::vector<KernelShape> shapes;
+    for (const auto& [userOp, userShape] : o.userShapes)
+      if (userOp == op) shapes.push_back(userShape);
+    if (shapes.empty() && o.userShapes.empty()) shapes = op->shapes(o.hidden, o.seq, o.batch, o.vocab);
+    for (const KernelShape& shape : shapes) {
+      activity::set(fmt::format("kernel {} {} ({})", op->name(), shape.name, dimsText(shape)));
+      trace::Span span(fmt::format("kernel {} {}", op->name(), shape.name), "compute");  // and its NVTX range
+      if (trace::enabled()) span.annotate({{"op", std::string(op->name())}, {"shape", shape.name}});
+      std::unique_ptr<KernelCase> kc;
+      try {
+        kc = o.cuda ? op->makeCuda(shape, o.settings) : op->make(shape, o.settings);
+      } catch (const std::bad_alloc&) {
+        throw Error(fmt::format("{} {}: out of host memory for its buffers ({})", op->name(), shape.name, dimsText(shape)));
+      }
+      if (!kc) {
+        std::printf("  %-18s %-18s (no CUDA implementation yet: skipped)\n", std::string(op->name()).c_str(), shape.name.c_str());
+        continue;
+      }
+      trace::Span checking("check", "compute");
+      const KernelCheck chk = kc->check();
+      checking.close();
+      failed += !chk.passed;
+      trace::Span timing("timed", "compute");
+      const TimedCase timed = timeCase(*kc, o.warmup, o.iters, o.trials);
+      timing.close();
+      const nlohmann::json clock = caseClockMhz(o.cuda);  // the clock its roofline fraction is at
+      // Its typical rate (the median) against the best the ceilings showed: a fraction that never flatters.
+      const Stats s = summarize(timed.us);
+      const double tflops = kc->flops() / (s.median * 1e-6) / 1e12;
+      const double gbps = kc->bytes() / (s.median * 1e-6) / 1e9;
+      const double intensity = kc->flops() / kc->bytes();
+      nlohmann::json dims = nlohmann::json::object();
+      for (const auto& [k, v] : shape.dims) dims[k] = v;
+      CasePlace place{nullptr, "-", "-", std::nullopt};
+      if (ceilings) place = placeCase(*ceilings, fmt::format("{} {}", op->name(), shape.name), tflops, intensity, kc->bytes(), timed.cachesWarm);
+      nlohmann::json rec = {{"kind", "kernel"},          {"op", std::string(op->name())},
+                            {"shape_name", shape.name},  {"shape", dims},
+                            {"dtype", std::string(precisionName(o.settings.precision))}, {"backend", o.cuda ? "cuda" : "cpu"},
+                            {"flops", kc->flops()},      {"bytes", kc->bytes()},
+                            {"time_us", toJson(s)},      {"samples_us", timed.us},
+                            {"tflops", tflops},          {"gbps", gbps},
+                            {"arithmetic_intensity", intensity}, {"roofline", place.roof}, {"clock_mhz", clock},
+                            {"ceiling_suspect", place.suspect.has_value()},
+                            {"check", {{"performed", true}, {"passed", chk.passed}, {"max_rel_err", chk.maxRelErr}, {"tolerance", chk.tolerance}}}};
+      if (place.suspect) {
+        rec["ceiling_suspect_cause"] = std::string(suspectCauseName(place.suspect->cause));
+        suspects.push_back(*place.suspect);
+      }
+      if (const nlohmann::json extra = kc->details(); !extra.empty()) rec["details"] = extra;
+      if (!o.label.empty()) rec["label"] = o.label;
+      if (!ctx.step.empty()) rec["step"] = ctx.step;
+      if (writer) writer->add(rec);
+      std::printf("  %-18s %-18s %-46s %11.2f %10.2f %9.2f %7s %8s %11.2e %6s\n", std::string(op->name()).c_str(), shape.name.c_str(),
+                  dimsText(shape).c_str(), s.median, tflops * 1e3, gbps, place.bound.c_str(), place.fraction.c_str(), chk.maxRelErr, chk.passed ? "ok" : "FAILED");
+      std::fflush(stdout);
+    }
+  }
+  activity::set("");
+  if (!suspects.empty()) std::printf("%s\n", suspectWarning(suspects).c_str());
+  if (failed) std::fprintf(stderr, "trainscope: error: %zu kernel(s) failed their check against the float64 reference\n", failed);
+  return failed;
+}
+
+int runKernels(const KernelsOptions& o, const std::vector<std::string>& argv) {
+  auto session = RunSession::open(BootstrapKind::kAuto, launchedByMpi(), "kernels", argv, toJson(o), o.jsonPath);
+  const std::size_t failed = runKernelsStep(o, session->context());
+  session->finish();
+  return failed ? 1 : 0;
+}
+
+}  // namespace ts

@@ -1,0 +1,86 @@
+// `trainscope links`: the option table of the link tests, their command line and their suite step.
+#include <memory>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "base/units.h"
+#include "bench/commands.h"
+#include "bench/links/links_options.h"
+#include "bench/run_flags.h"
+#include "comm/bootstrap.h"
+
+namespace ts {
+
+LinksOptions resolveLinksArgs(const LinksArgs& a) {
+  LinksOptions o = a.opts;
+  if (a.tests != "all") {
+    o.memory = o.mpi = o.gpu = false;
+    std::stringstream in(a.tests);
+    std::string t;
+    while (std::getline(in, t, ',')) {
+      if (t == "memory") o.memory = true;
+      else if (t == "mpi") o.mpi = true;
+      else if (t == "gpu") o.gpu = true;
+      else if (!t.empty()) throw UsageError(fmt::format("--tests: unknown test '{}' (all, or a comma list of memory, mpi, gpu)", t));
+    }
+  }
+  o.memoryBytes = parseBytes(a.memoryBytes, "--memory-bytes");
+  if (a.memoryBytes != "0" && o.memoryBytes == 0) throw UsageError("--memory-bytes must be positive (or 0 for automatic)");
+  o.latencyBytes = parseBytes(a.latencyBytes, "--latency-bytes");
+  o.bandwidthBytes = parseBytes(a.bandwidthBytes, "--bandwidth-bytes");
+  o.copyBytes = parseBytes(a.copyBytes, "--copy-bytes");
+  validate(o);
+  return o;
+}
+
+namespace {
+
+const OptionTable<LinksArgs>& linksOptions() {
+  static const OptionTable<LinksArgs> table = [] {
+    OptionTable<LinksArgs> t;
+    const auto opts = TS_FIELD(opts);
+    t.add("--tests", "all, or a comma list of memory, mpi, gpu", TS_FIELD(tests), TextForm::kList);
+    t.add("--memory-bytes", "Host memory: bytes per array and process (0 = 4x the last-level cache)", TS_FIELD(memoryBytes), TextForm::kSize);
+    t.add("--threads", "Host memory: threads per process (0 = hardware threads / processes on the host)", TS_FIELD(opts.threads));
+    t.add("--latency-bytes", "MPI ping-pong message size", TS_FIELD(latencyBytes), TextForm::kSize);
+    t.add("--bandwidth-bytes", "MPI bandwidth message size", TS_FIELD(bandwidthBytes), TextForm::kSize);
+    t.add("--window", "MPI bandwidth: messages in flight per window (as osu_bw)", TS_FIELD(opts.window));
+    t.add("--copy-bytes", "GPU copy size", TS_FIELD(copyBytes), TextForm::kSize);
+    t.add("--gpus", "GPU indices to test, comma-separated (default: all visible)", TS_FIELD(opts.gpus));
+    addWarmupFlag(t, opts);
+    addItersFlag(t, opts, "Timed iterations (bandwidth tests)");
+    t.add("--latency-iters", "Timed round trips (latency tests)", TS_FIELD(opts.latencyIters));
+    t.add("--pairs", "ring, all, or a file of 'hostA hostB' lines", TS_FIELD(opts.pairs));
+    t.add("--outlier-fraction", "A pair is an outlier when this much worse than the median of its link type", TS_FIELD(opts.outlierFraction));
+    addTimeoutFlag(t, opts);
+    addOutputFlags(t, opts);
+    return t;
+  }();
+  return table;
+}
+
+SuiteStep readStep(StepReader& r) {
+  LinksArgs a;
+  linksOptions().readFromSuite(r, a);
+  const LinksOptions o = resolveLinksArgs(a);
+  SuiteStep s;
+  s.wantsMpi = o.mpi && launchedByMpi();
+  s.config = toJson(o);
+  s.run = [o](RunContext& ctx) { return runLinksStep(o, ctx); };
+  return s;
+}
+
+}  // namespace
+
+Subcommand linksSubcommand() {
+  return {"links", "Measure links: host memory, MPI point-to-point between rank pairs, GPU copies and latencies",
+          [](CLI::App& sub) {
+            return addTable<LinksArgs>(sub, linksOptions(), std::make_shared<LinksArgs>(),
+                                       [](const LinksArgs& a, const std::vector<std::string>& argv) { return runLinks(resolveLinksArgs(a), argv); });
+          },
+          readStep, linksOptions().describe()};
+}
+
+}  // namespace ts

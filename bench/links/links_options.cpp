@@ -1,0 +1,82 @@
+#include "bench/links/links_options.h"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "base/units.h"
+
+namespace ts {
+
+nlohmann::json toJson(const LinksOptions& o) {
+  return {{"memory", o.memory},         {"mpi", o.mpi},
+          {"gpu", o.gpu},               {"memory_bytes", o.memoryBytes},
+          {"threads", o.threads},       {"latency_bytes", o.latencyBytes},
+          {"bandwidth_bytes", o.bandwidthBytes}, {"copy_bytes", o.copyBytes},
+          {"window", o.window},         {"warmup", o.warmup},
+          {"iters", o.iters},           {"latency_iters", o.latencyIters},
+          {"pairs", o.pairs},           {"outlier_fraction", o.outlierFraction}, {"gpus", o.gpus},
+          {"timeout_s", o.timeoutS},    {"label", o.label}};
+}
+
+void validate(const LinksOptions& o) {
+  if (!o.memory && !o.mpi && !o.gpu) throw UsageError("--tests: nothing to run");
+  if (o.latencyBytes == 0) throw UsageError("--latency-bytes must be at least 1 byte");
+  if (o.bandwidthBytes == 0) throw UsageError("--bandwidth-bytes must be at least 1 byte");
+  if (o.copyBytes == 0 || o.copyBytes % 16) throw UsageError("--copy-bytes must be a positive multiple of 16 bytes");
+  if (o.window < 1) throw UsageError("--window must be at least 1");
+  if (o.iters < 1 || o.latencyIters < 1) throw UsageError("-n/--iters and --latency-iters must be at least 1");
+  if (o.warmup < 0) throw UsageError("-w/--warmup cannot be negative");
+  if (o.threads < 0) throw UsageError("--threads cannot be negative");
+  if (!(o.outlierFraction > 0 && o.outlierFraction < 1)) throw UsageError("--outlier-fraction must be between 0 and 1");
+  if (o.timeoutS < 0) throw UsageError("--timeout cannot be negative");
+  if (o.pairs != "ring" && o.pairs != "all" && !std::filesystem::exists(o.pairs))
+    throw UsageError(fmt::format("--pairs: '{}' is neither ring, all, nor a file", o.pairs));
+}
+
+std::vector<std::pair<int, int>> linkPairs(const std::string& spec, const std::vector<std::string>& hosts) {
+  const int n = static_cast<int>(hosts.size());
+  std::vector<std::pair<int, int>> pairs;
+  if (n < 2) return pairs;
+  if (spec == "ring") {
+    for (int r = 0; r < n; ++r)
+      if (n > 2 || r == 0) pairs.emplace_back(r, (r + 1) % n);  // two ranks make one pair, not two
+    return pairs;
+  }
+  if (spec == "all") {
+    for (int a = 0; a < n; ++a)
+      for (int b = a + 1; b < n; ++b) pairs.emplace_back(a, b);
+    return pairs;
+  }
+  // A file: one "hostA hostB" per line ('#' comments); each host's first rank stands for it.
+  auto firstRank = [&](const std::string& host, int line) {
+    for (int r = 0; r < n; ++r)
+      if (hosts[r] == host) return r;
+    std::set<std::string> known(hosts.begin(), hosts.end());
+    std::string list;
+    for (const auto& h : known) list += (list.empty() ? "" : ", ") + h;
+    throw UsageError(fmt::format("{}:{}: host '{}' has no rank in this run (hosts: {})", spec, line, host, list));
+  };
+  std::ifstream in(spec);
+  std::string text;
+  int line = 0;
+  while (std::getline(in, text)) {
+    ++line;
+    if (const auto hash = text.find('#'); hash != std::string::npos) text.resize(hash);
+    std::istringstream words(text);
+    std::string a, b, extra;
+    if (!(words >> a)) continue;
+    if (!(words >> b) || (words >> extra)) throw UsageError(fmt::format("{}:{}: expected two host names", spec, line));
+    const int ra = firstRank(a, line), rb = firstRank(b, line);
+    if (ra == rb) throw UsageError(fmt::format("{}:{}: '{}' and '{}' are the same rank", spec, line, a, b));
+    pairs.emplace_back(ra, rb);
+  }
+  if (pairs.empty()) throw UsageError(fmt::format("--pairs {}: no pairs in the file", spec));
+  return pairs;
+}
+
+}  // namespace ts

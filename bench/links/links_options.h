@@ -1,0 +1,50 @@
+#pragma once
+// What `trainscope links` was asked to do (links_command.cpp fills it; links_runner.cpp runs it).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ts {
+
+struct RunContext;
+
+struct LinksOptions {
+  bool memory = true;  // host memory bandwidth (STREAM-like), every host
+  bool mpi = true;     // MPI point-to-point between rank pairs (under mpirun, 2+ ranks)
+  bool gpu = true;     // GPU copies and latencies (where GPUs are)
+  std::uint64_t memoryBytes = 0;  // per array and process; 0 = 4x the last-level cache shared among the host's processes
+  int threads = 0;                // per process; 0 = hardware threads / processes on the host
+  std::uint64_t latencyBytes = 8;
+  std::uint64_t bandwidthBytes = 4ull << 20;
+  std::uint64_t copyBytes = 256ull << 20;  // GPU copies
+  std::vector<int> gpus;                   // GPU indices to test (empty = all visible)
+  int window = 64;
+  int warmup = 5;
+  int iters = 20;
+  int latencyIters = 1000;
+  std::string pairs = "ring";  // ring | all | a file of "hostA hostB" lines
+  double outlierFraction = 0.2;
+  double timeoutS = 300;
+  std::string jsonPath;
+  std::string label;
+};
+
+// The options as written (command line or suite file), sizes as text.
+struct LinksArgs {
+  std::string tests = "all", memoryBytes = "0", latencyBytes = "8", bandwidthBytes = "4M", copyBytes = "256M";
+  LinksOptions opts;
+};
+LinksOptions resolveLinksArgs(const LinksArgs& args);  // links_command.cpp; UsageError naming the option
+
+nlohmann::json toJson(const LinksOptions& o);
+void validate(const LinksOptions& o);
+// Rank pairs to measure among `hosts` (one host name per rank, in rank order). UsageError for a pair file
+// that names an unknown host or is malformed.
+std::vector<std::pair<int, int>> linkPairs(const std::string& spec, const std::vector<std::string>& hosts);
+
+std::size_t runLinksStep(const LinksOptions& o, RunContext& ctx);  // returns the number of failed checks
+int runLinks(const LinksOptions& o, const std::vector<std::string>& argv);
+
+}  // namespace ts

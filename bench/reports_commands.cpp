@@ -1,0 +1,80 @@
+// `trainscope report`, `trainscope compare` and `trainscope analyze`: the Python tool in reports/, started with a python3 that
+// has Debian's matplotlib, jinja2 and jsonschema. Arguments pass through untouched; its exit code is ours.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "bench/commands.h"
+#include "trainscope/build_info.h"
+
+namespace ts {
+namespace {
+namespace fs = std::filesystem;
+
+// Where the `reports` package lives: $TRAINSCOPE_HOME, the source tree this binary was built from, or
+// the installed data directory (cmake --install).
+std::string reportsHome() {
+  for (const char* candidate : {static_cast<const char*>(std::getenv("TRAINSCOPE_HOME")), build::kSourceDir, build::kInstallDataDir}) {
+    if (candidate && *candidate && fs::exists(fs::path(candidate) / "reports" / "__main__.py")) return candidate;
+  }
+  throw UsageError(fmt::format("cannot find the reports tool: set TRAINSCOPE_HOME to the directory that holds reports/ (looked in {})",
+                               build::kSourceDir));
+}
+
+// The first python3 that can import what the tool needs (Debian's /usr/bin/python3 before a pyenv one).
+std::string pythonWithModules() {
+  for (const char* py : {"/usr/bin/python3", "python3"}) {
+    const std::string probe = fmt::format("{} -c 'import matplotlib, jinja2, jsonschema' >/dev/null 2>&1", py);
+    if (std::system(probe.c_str()) == 0) return py;
+  }
+  throw UsageError("the reports need a python3 with matplotlib, jinja2 and jsonschema (Debian: python3-matplotlib python3-jinja2 python3-jsonschema)");
+}
+
+// Everything after the subcommand's name goes to the tool's command `name`.
+Action toolAction(CLI::App& sub, const std::string& name) {
+  sub.prefix_command();  // everything after the subcommand is the tool's
+  sub.set_help_flag();   // so is --help
+  return [&sub, name](const std::vector<std::string>&) -> int {
+    const std::string home = reportsHome();
+    const std::string python = pythonWithModules();
+    std::vector<std::string> args = {python, "-m", "reports", name};
+    for (const auto& a : sub.remaining()) args.push_back(a);
+    const char* old = std::getenv("PYTHONPATH");
+    const std::string path = old && *old ? home + ":" + old : home;
+    ::setenv("PYTHONPATH", path.c_str(), 1);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execvp(argv[0], argv.data());
+    throw Error(fmt::format("cannot start {}: {}", python, std::strerror(errno)));
+  };
+}
+
+// The subcommand that hands its arguments to the tool's `name` command.
+Subcommand pythonTool(const std::string& name, const std::string& help) {
+  return {name, help, [name](CLI::App& app) { return toolAction(app, name); }, nullptr, {}};
+}
+
+}  // namespace
+
+Subcommand reportSubcommand() {
+  return pythonTool("report", "Write an HTML report (and PNGs, summary.md) of result documents: report RESULT... -o DIR");
+}
+
+Subcommand analyzeSubcommand() {
+  return pythonTool("analyze", "Where each step of a --trace run went, per rank (compute, exposed communication, idle), stragglers, pipeline bubbles: analyze TRACE_DIR");
+}
+
+Subcommand compareSubcommand() {
+  return pythonTool("compare", "Compare a candidate result with a baseline, with an interval per record: compare BASELINE CANDIDATE (exit 0 pass, 1 regression, 2 bad input, 3 inconclusive)");
+}
+
+}  // namespace ts

@@ -1,0 +1,32 @@
+#pragma once
+// What `trainscope scale` was asked to do (scale_command.cpp fills it; scale_runner.cpp runs it).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ts {
+
+struct ScaleOptions {
+  std::vector<int> ranks = {1, 2, 4};
+  std::string mode = "weak";         // weak: --batch per rank, the global batch grows; strong: --batch is the global batch
+  std::int64_t batch = 32;
+  std::string launcher = "mpirun";   // mpirun | srun | none
+  std::string launcherArgs;          // extra launcher arguments, split on spaces ("--oversubscribe", "--hostfile h")
+  std::string pointsDir;             // each point's result document and log ("" = <json>.points, or a temporary directory)
+  std::string jsonPath;
+  std::string label;
+  std::string traceDir;              // each point traces its training into <traceDir>/ranks<n> ("" = no trace)
+  std::vector<std::string> trainArgs;  // every other flag: passed to `trainscope train` unchanged
+};
+
+class ResultWriter;
+
+// Checks the options (UsageError); the rank counts sorted and without repeats.
+std::vector<int> validateScale(const ScaleOptions& o);
+// Runs every point and adds its records to `writer` (process 0's); returns the number of points that failed.
+// `step` (a suite step's name) goes into every record when given.
+int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string& step = "");
+// `trainscope scale`: a session of its own (one process).
+int runScale(const ScaleOptions& o, const std::vector<std::string>& argv);
+
+}  // namespace ts

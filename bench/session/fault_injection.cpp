@@ -1,0 +1,84 @@
+#include "bench/session/fault_injection.h"
+
+#include <csignal>
+#include <cstdlib>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "base/units.h"
+
+namespace ts {
+namespace {
+
+double parseScale(const std::string& value) {
+  char* end = nullptr;
+  const double x = std::strtod(value.c_str(), &end);
+  if (end == value.c_str() || *end || !(x > 0)) throw UsageError(fmt::format("TRAINSCOPE_FAULT: scale '{}' must be a number > 0", value));
+  return x;
+}
+
+}  // namespace
+
+std::optional<Fault> parseFault(const std::string& spec) {
+  std::istringstream in(spec);
+  std::string part;
+  Fault f;
+  bool first = true;
+  bool haveRank = false;
+  while (std::getline(in, part, ':')) {
+    if (first) {
+      first = false;
+      if (part == "corrupt") f.kind = Fault::Kind::kCorrupt;
+      else if (part == "hang") f.kind = Fault::Kind::kHang;
+      else if (part == "die") f.kind = Fault::Kind::kDie;
+      else if (part == "delay") f.kind = Fault::Kind::kDelay;
+      else if (part == "ceiling") f.kind = Fault::Kind::kCeiling;
+      else throw UsageError(fmt::format("TRAINSCOPE_FAULT: unknown fault '{}' (corrupt, hang, die, delay, ceiling)", part));
+      continue;
+    }
+    const auto eq = part.find('=');
+    if (eq == std::string::npos) throw UsageError(fmt::format("TRAINSCOPE_FAULT: '{}' is not key=value", part));
+    const std::string key = part.substr(0, eq), value = part.substr(eq + 1);
+    if (key == "rank") { f.rank = std::atoi(value.c_str()); haveRank = true; }
+    else if (key == "op") f.op = value;
+    else if (key == "bytes") f.bytes = parseBytes(value, "TRAINSCOPE_FAULT bytes");
+    else if (key == "ms") f.delayMs = std::atoi(value.c_str());
+    else if (key == "step") f.step = std::atoll(value.c_str());
+    else if (key == "scale") f.scale = parseScale(value);
+    else throw UsageError(fmt::format("TRAINSCOPE_FAULT: unknown key '{}' (rank, op, bytes, ms, step, scale)", key));
+  }
+  if (first) return std::nullopt;
+  if (!haveRank) throw UsageError("TRAINSCOPE_FAULT: rank=<r> is required");
+  return f;
+}
+
+std::optional<Fault> faultFromEnvironment() {
+  const char* v = std::getenv("TRAINSCOPE_FAULT");
+  if (!v || !*v) return std::nullopt;
+  return parseFault(v);
+}
+
+void injectInOperation(const Fault& f) {
+  switch (f.kind) {
+    case Fault::Kind::kHang:
+      for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+    case Fault::Kind::kDie:
+      std::raise(SIGKILL);
+      break;
+    case Fault::Kind::kDelay:
+      std::this_thread::sleep_for(std::chrono::milliseconds(f.delayMs));
+      break;
+    case Fault::Kind::kCorrupt:
+    case Fault::Kind::kCeiling:
+      break;
+  }
+}
+
+double plantedCeilingScale(const std::optional<Fault>& f, int rank) {
+  return f && f->kind == Fault::Kind::kCeiling && f->rank == rank ? f->scale : 1.0;
+}
+
+}  // namespace ts

@@ -1,0 +1,81 @@
+#include "bench/session/result_writer.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+
+namespace ts {
+
+namespace {
+// NaN and infinities are not JSON numbers; a figure that is not finite is written as null so the
+// document stays valid (the schema then rejects it where a number is required, which is what we want).
+void scrubNonFinite(nlohmann::json& j) {
+  if (j.is_number_float()) {
+    if (!std::isfinite(j.get<double>())) j = nullptr;
+  } else if (j.is_structured()) {
+    for (auto& v : j) scrubNonFinite(v);
+  }
+}
+}  // namespace
+
+std::string ResultWriter::streamPathFor(const std::string& jsonPath) {
+  if (jsonPath.size() > 5 && jsonPath.ends_with(".json")) return jsonPath.substr(0, jsonPath.size() - 5) + ".jsonl";
+  return jsonPath + ".jsonl";
+}
+
+ResultWriter::ResultWriter(std::string jsonPath) : jsonPath_(std::move(jsonPath)) {
+  if (jsonPath_.empty()) return;
+  streamPath_ = streamPathFor(jsonPath_);
+  createParentDirectories(jsonPath_);
+  stream_ = std::fopen(streamPath_.c_str(), "w");
+  if (!stream_) throw UsageError(fmt::format("--json {}: cannot write {}: {}", jsonPath_, streamPath_, std::strerror(errno)));
+}
+
+ResultWriter::~ResultWriter() {
+  if (!stream_) return;
+  std::fclose(stream_);
+  // A run that stopped before its first record (bad input found after start-up) leaves no file behind.
+  if (!wroteAny_) std::remove(streamPath_.c_str());
+}
+
+void ResultWriter::appendLine(const nlohmann::json& j) {
+  if (!stream_) return;
+  nlohmann::json clean = j;
+  scrubNonFinite(clean);
+  const std::string line = clean.dump() + "\n";
+  if (std::fwrite(line.data(), 1, line.size(), stream_) != line.size() || std::fflush(stream_) != 0)
+    throw Error(fmt::format("writing {} failed: {}", streamPath_, std::strerror(errno)));
+}
+
+void ResultWriter::begin(const nlohmann::json& run) {
+  header_ = run;
+  header_["kind"] = "run";
+  header_["schema"] = kResultSchema;
+}
+
+void ResultWriter::add(const nlohmann::json& record) {
+  if (!wroteAny_) appendLine(header_);  // the header goes out with the first record
+  wroteAny_ = true;
+  records_.push_back(record);
+  appendLine(record);
+}
+
+void ResultWriter::finish(const nlohmann::json& run) {
+  if (jsonPath_.empty()) return;
+  if (stream_) {
+    if (!wroteAny_) appendLine(header_);
+    wroteAny_ = true;
+    ::fsync(::fileno(stream_));
+  }
+  nlohmann::json doc = {{"schema", kResultSchema}, {"run", run}, {"records", records_}};
+  scrubNonFinite(doc);
+  writeFileAtomically(jsonPath_, doc.dump(1) + "\n");
+}
+
+}  // namespace ts

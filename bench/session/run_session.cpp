@@ -1,0 +1,149 @@
+#include "bench/session/run_session.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "bench/session/activity.h"
+#include "bench/session/agreement.h"
+#include "bench/session/inventory.h"
+#include "bench/session/result_writer.h"
+#include "bench/session/run_metadata.h"
+#include "bench/session/telemetry.h"
+
+namespace ts {
+
+void RunContext::addLayout(const std::string& step, const std::string& backend, int worldSize, int gpusPerProcess,
+                           const nlohmann::json& myRanks) {
+  nlohmann::json mine = {{"process", boot.rank()}, {"host", hostName()}, {"ranks", myRanks}};
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const auto& s : boot.allGatherStrings(mine.dump())) {
+    const auto p = nlohmann::json::parse(s);
+    for (auto r : p["ranks"]) {
+      r["process"] = p["process"];
+      r["host"] = p["host"];
+      ranks.push_back(r);
+    }
+  }
+  std::sort(ranks.begin(), ranks.end(), [](const auto& a, const auto& b) { return a["rank"] < b["rank"]; });
+  layouts.push_back({{"step", step}, {"backend", backend}, {"size", worldSize}, {"gpus_per_process", gpusPerProcess}, {"ranks", ranks}});
+}
+
+std::unique_ptr<RunSession> RunSession::open(BootstrapKind bootstrap, bool wantMpi, const std::string& subcommand,
+                                             const std::vector<std::string>& argv, const nlohmann::json& config,
+                                             const std::string& jsonPath) {
+  std::unique_ptr<RunSession> s(new RunSession());
+  s->boot_ = makeBootstrap(bootstrap, wantMpi);
+  Bootstrap& boot = *s->boot_;
+  activity::setIdentity(boot.rank(), boot.size(), hostName());
+  activity::installSignalHandlers();
+  s->meta_ = makeRunMetadata(boot, subcommand, argv, config);
+  double interval = 0;
+  collectively(boot, [&] { interval = telemetryIntervalFromEnvironment(); });
+  // Every process's host and pid: the first process of a host samples it, and the CPU time of the run's
+  // processes on it is the run's own (the rest is contention from outside the run).
+  const std::string me = fmt::format("{} {}", ::getpid(), hostName());
+  const std::vector<std::string> places = boot.size() > 1 ? boot.allGatherStrings(me) : std::vector<std::string>{me};
+  std::vector<int> localPids;
+  int firstLocal = -1;
+  for (std::size_t p = 0; p < places.size(); ++p) {
+    const std::size_t space = places[p].find(' ');
+    if (places[p].substr(space + 1) != hostName()) continue;
+    localPids.push_back(std::stoi(places[p].substr(0, space)));
+    if (firstLocal < 0) firstLocal = static_cast<int>(p);
+  }
+  if (interval > 0 && firstLocal == boot.rank()) s->telemetry_ = std::make_unique<TelemetrySampler>(interval, localPids);
+  collectively(boot, [&] {
+    if (boot.rank() == 0) s->writer_ = std::make_unique<ResultWriter>(jsonPath);
+  });
+  const std::string stream = jsonPath.empty() ? "" : ResultWriter::streamPathFor(jsonPath);
+  activity::setStreamPath(stream);
+  if (s->writer_) s->writer_->begin(s->meta_);
+  s->ctx_ = std::make_unique<RunContext>(RunContext{boot, s->writer_.get(), stream, nlohmann::json::array(), "", &s->meta_});
+  s->ctx_->keepTelemetry = [p = s.get()] { p->keepOwnTelemetry(); };
+  return s;
+}
+
+RunSession::~RunSession() {
+  // The run failed before finish() after measuring something: process 0 keeps its own host's telemetry
+  // beside those records (the others may be gone). A run that measured nothing leaves no files.
+  if (writer_ && !writer_->records().empty()) {
+    try {
+      keepOwnTelemetry();
+    } catch (const std::exception&) {  // the run's own error is the one to report
+    }
+  }
+}
+
+namespace {
+// One line per host: what the CPU and GPUs did, and whether the clocks throttled.
+void printTelemetry(const nlohmann::json& rec) {
+  const nlohmann::json& s = rec["summary"];
+  std::string line = fmt::format("# telemetry {}: {} sample(s) over {:.1f} s", rec["host"].get<std::string>(), rec["samples"].size(),
+                                 s["duration_s"].get<double>());
+  if (s["cpu_busy_fraction"].is_object()) line += fmt::format(", CPU busy {:.0f}% median", 100 * s["cpu_busy_fraction"]["median"].get<double>());
+  if (s["cpu_freq_mhz"].is_object()) line += fmt::format(" at {:.0f} MHz", s["cpu_freq_mhz"]["median"].get<double>());
+  for (const auto& g : s["gpus"]) {
+    line += fmt::format("; GPU {}", g["index"].get<int>());
+    if (g["sm_clock_mhz"].is_object()) line += fmt::format(" SM {:.0f}-{:.0f} MHz", g["sm_clock_mhz"]["min"].get<double>(), g["sm_clock_mhz"]["max"].get<double>());
+    if (g["power_w"].is_object()) line += fmt::format(", {:.0f} W max", g["power_w"]["max"].get<double>());
+    if (g["temperature_c"].is_object()) line += fmt::format(", {:.0f} C max", g["temperature_c"]["max"].get<double>());
+    if (g["throttled_samples"].get<int>() > 0) line += fmt::format(", THROTTLED in {} sample(s) ({})", g["throttled_samples"].get<int>(), fmt::join(g["throttle_reasons"], ", "));
+    if (g["low_clock_samples"].get<int>() > 0)
+      line += fmt::format(", SM clock under {:.0f}% of its maximum while busy in {} sample(s)", 100 * kLowClockFraction,
+                          g["low_clock_samples"].get<int>());
+  }
+  std::printf("%s\n", line.c_str());
+}
+
+void addTelemetry(ResultWriter& writer, const nlohmann::json& rec) {
+  writer.add(rec);
+  if (!writer.jsonPath().empty()) printTelemetry(rec);
+}
+}  // namespace
+
+void RunSession::keepOwnTelemetry() {
+  if (!telemetry_ || !writer_) return;
+  const nlohmann::json sampled = telemetry_->stop();  // null when already kept
+  if (sampled.is_null()) return;
+  addTelemetry(*writer_, telemetryRecord(hostName(), boot_->rank(), sampled));
+}
+
+void RunSession::finish() {
+  // Every host's telemetry to process 0 (collective: each process calls finish). Process 0 streams its
+  // own host's first: the gather needs every process, and a run that lost one may never get past it.
+  keepOwnTelemetry();
+  nlohmann::json mine;
+  if (telemetry_ && !writer_) mine = {{"host", hostName()}, {"process", boot_->rank()}, {"sampled", telemetry_->stop()}};
+  telemetry_.reset();
+  if (boot_->size() > 1)
+    for (const std::string& s : boot_->allGatherStrings(mine.dump()))
+      if (const nlohmann::json t = nlohmann::json::parse(s); writer_ && t.is_object())
+        addTelemetry(*writer_, telemetryRecord(t["host"], t["process"], t["sampled"]));
+  meta_["ended_at"] = isoTimeNow();
+  meta_["layouts"] = ctx_->layouts;
+  if (writer_ && !writer_->jsonPath().empty()) {
+    writer_->finish(meta_);
+    std::printf("#\n# results: %s (records streamed to %s)\n", writer_->jsonPath().c_str(), writer_->streamPath().c_str());
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace ts
+
+namespace ts {
+
+void printInventory(RunContext& ctx) {
+  if (ctx.boot.rank() != 0) return;
+  const nlohmann::json& meta = *ctx.metadata;
+  for (const auto& host : meta["hosts"]) {
+    std::printf("%s", formatInventory(host, host["versions"], meta["environment"]).c_str());
+    if (meta["hosts"].size() > 1) std::printf("\n");
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace ts

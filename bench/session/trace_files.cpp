@@ -1,0 +1,162 @@
+#include "bench/session/trace_files.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "base/atomic_file.h"
+#include "base/error.h"
+#include "comm/bootstrap.h"
+#include "kernels/trace.h"
+#ifdef TRAINSCOPE_HAVE_CUPTI
+#include <cuda_runtime_api.h>
+
+#include "kernels/cuda/cupti_activity.h"
+#else
+namespace ts::cuda {
+class ActivityTrace {};  // a build without CUPTI has no device spans
+}  // namespace ts::cuda
+#endif
+
+namespace ts {
+
+namespace {
+// Tracks (Chrome tids) beside the host's main (0) and communication (1) ones: CUDA runtime and driver
+// calls, and one per device stream from kDeviceTrackBase on.
+constexpr int kApiTrack = 2, kDeviceTrackBase = 100;
+}  // namespace
+
+#ifdef TRAINSCOPE_HAVE_CUPTI
+namespace {
+// CUPTI's spans as trace events: device work on a track per stream, runtime calls on track 2.
+std::vector<trace::Event> deviceEvents(const std::vector<cuda::DeviceSpan>& spans) {
+  std::vector<trace::Event> out;
+  for (const auto& s : spans) {
+    using K = cuda::DeviceSpan::Kind;
+    trace::Event e;
+    e.name = s.name;
+    const bool api = s.kind == K::kRuntimeApi || s.kind == K::kDriverApi;
+    e.category = s.kind == K::kKernel ? "kernel" : s.kind == K::kMemcpy ? "memcpy" : s.kind == K::kMemset ? "memset"
+               : s.kind == K::kDriverApi ? "cuda_driver" : "cuda_runtime";
+    e.startUs = s.startUs;
+    e.durationUs = s.endUs - s.startUs;
+    e.track = static_cast<trace::Track>(api ? kApiTrack : kDeviceTrackBase + static_cast<int>(s.stream));
+    e.args = {{"correlation", s.correlation}};
+    if (api) {
+      e.args["thread"] = s.thread;
+    } else {
+      e.args["device"] = s.device;
+      e.args["stream"] = s.stream;
+      if (!s.launch.empty()) e.args["launch"] = s.launch;  // the runtime (or driver) call, same correlation id
+    }
+    if (s.kind == K::kKernel) {
+      e.args["grid"] = {s.grid[0], s.grid[1], s.grid[2]};
+      e.args["block"] = {s.block[0], s.block[1], s.block[2]};
+    }
+    if (s.kind == K::kMemcpy || s.kind == K::kMemset) e.args["bytes"] = s.bytes;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+}  // namespace
+#endif
+
+TraceFiles::TraceFiles(Bootstrap& boot, std::string dir, int worldSize) : boot_(boot), dir_(std::move(dir)), world_(worldSize) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  if (ec) throw UsageError(fmt::format("--trace {}: {}", dir_, ec.message()));
+#ifdef TRAINSCOPE_HAVE_CUPTI
+  int gpus = 0;
+  if (cudaGetDeviceCount(&gpus) == cudaSuccess && gpus > 0) {
+    try {
+      device_ = std::make_unique<cuda::ActivityTrace>();
+    } catch (const std::exception& e) {  // another profiler holds CUPTI, or no permission: host spans only
+      std::fprintf(stderr, "trainscope: warning: --trace %s: no kernel-level spans: %s\n", dir_.c_str(), e.what());
+    }
+  } else {
+    cudaGetLastError();
+  }
+#endif
+  boot_.barrier();
+  originUs_ = trace::nowUs();
+  trace::take();
+  trace::enable(true);
+}
+
+TraceFiles::~TraceFiles() = default;
+
+void TraceFiles::finish(const std::string& what, const nlohmann::json& about) {
+  trace::enable(false);
+  const int rank = boot_.rank();
+  nlohmann::json clock = {{"method", "barrier"}, {"note", "times are microseconds since a barrier every rank left together; "
+                                                         "aligned to within that barrier's exit skew"}};
+  std::vector<trace::Event> recorded = trace::take();
+#ifdef TRAINSCOPE_HAVE_CUPTI
+  std::vector<trace::Event> device;
+  if (device_) {
+    device = deviceEvents(device_->finish());
+    clock["device_offset_us"] = device_->clockOffsetUs();
+    clock["device_offset_uncertainty_us"] = device_->clockUncertaintyUs();
+    clock["dropped_device_records"] = device_->droppedRecords();
+    clock["incomplete_device_records"] = device_->incompleteRecords();
+    device_.reset();
+  }
+  recorded.insert(recorded.end(), device.begin(), device.end());
+#endif
+  nlohmann::json events = nlohmann::json::array();
+  events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", rank}, {"tid", 0}, {"args", {{"name", fmt::format("rank {}", rank)}}}});
+  events.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", rank}, {"tid", 0}, {"args", {{"sort_index", rank}}}});
+  std::set<int> tracks = {0, 1};
+  for (const trace::Event& e : recorded) tracks.insert(static_cast<int>(e.track));
+  for (int t : tracks) {
+    const std::string name = t == 0 ? "main" : t == 1 ? "communication" : t == kApiTrack ? "cuda runtime" : fmt::format("gpu stream {}", t - kDeviceTrackBase);
+    events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", rank}, {"tid", t}, {"args", {{"name", name}}}});
+  }
+  // In time order on each track, a parent before the spans it contains (a step before its phases).
+  std::stable_sort(recorded.begin(), recorded.end(), [](const trace::Event& a, const trace::Event& b) {
+    if (a.track != b.track) return a.track < b.track;
+    if (a.startUs != b.startUs) return a.startUs < b.startUs;
+    return a.durationUs > b.durationUs;
+  });
+  for (const trace::Event& e : recorded) {
+    nlohmann::json j = {{"ph", "X"}, {"name", e.name}, {"cat", e.category}, {"ts", e.startUs - originUs_}, {"dur", e.durationUs},
+                        {"pid", rank}, {"tid", static_cast<int>(e.track)}};
+    if (!e.args.is_null()) j["args"] = e.args;
+    events.push_back(std::move(j));
+  }
+  // Flow arrows from each CUDA runtime call to the device work it launched (same correlation id).
+  std::map<std::uint64_t, const trace::Event*> launches;
+  for (const trace::Event& e : recorded)
+    if (static_cast<int>(e.track) == kApiTrack) launches[e.args.at("correlation").get<std::uint64_t>()] = &e;
+  for (const trace::Event& e : recorded) {
+    if (static_cast<int>(e.track) < kDeviceTrackBase) continue;
+    const auto it = launches.find(e.args.at("correlation").get<std::uint64_t>());
+    if (it == launches.end()) continue;
+    const double id = static_cast<double>(it->first);
+    events.push_back({{"ph", "s"}, {"name", "launch"}, {"cat", "launch"}, {"id", id}, {"pid", rank}, {"tid", kApiTrack}, {"ts", it->second->startUs - originUs_}});
+    events.push_back({{"ph", "f"}, {"bp", "e"}, {"name", "launch"}, {"cat", "launch"}, {"id", id}, {"pid", rank}, {"tid", static_cast<int>(e.track)},
+                      {"ts", e.startUs - originUs_}});
+  }
+  const nlohmann::json mine = {{"traceEvents", events},
+                               {"displayTimeUnit", "ms"},
+                               {"distributedInfo", {{"rank", rank}, {"world_size", world_}}},
+                               {"trainscope", {{"what", what}, {"clock", clock}, {"about", about}}}};
+  writeFileAtomically((std::filesystem::path(dir_) / fmt::format("rank-{}.json", rank)).string(), mine.dump());
+  const std::vector<std::string> all = world_ > 1 ? boot_.allGatherStrings(events.dump()) : std::vector<std::string>{events.dump()};
+  if (rank != 0) return;
+  nlohmann::json merged = nlohmann::json::array();
+  for (const auto& s : all)
+    for (auto& e : nlohmann::json::parse(s)) merged.push_back(std::move(e));
+  const nlohmann::json doc = {{"traceEvents", merged},
+                              {"displayTimeUnit", "ms"},
+                              {"distributedInfo", {{"world_size", world_}}},
+                              {"trainscope", {{"what", what}, {"clock", clock}, {"ranks", world_}}}};
+  writeFileAtomically((std::filesystem::path(dir_) / "merged.json").string(), doc.dump());
+}
+
+}  // namespace ts

@@ -1,0 +1,62 @@
+#include "bench/train/arrival_skew.h"
+
+#include <algorithm>
+#include <map>
+
+#include "bench/session/stats.h"
+#include "comm/bootstrap.h"
+
+namespace ts {
+
+nlohmann::json arrivalSkew(const std::vector<RankLaunches>& ranks, double thresholdMs) {
+  std::map<std::pair<std::string, std::size_t>, std::vector<std::pair<int, double>>> ops;  // (group, k) -> (rank, launch)
+  for (const RankLaunches& r : ranks)
+    for (const auto& [group, launches] : r.groups)
+      for (std::size_t k = 0; k < launches.size(); ++k) ops[{group, k}].emplace_back(r.rank, launches[k]);
+  std::map<int, std::vector<double>> skews;
+  for (const RankLaunches& r : ranks) skews[r.rank];
+  for (const auto& [key, members] : ops) {
+    if (members.size() < 2) continue;
+    double first = members.front().second;
+    for (const auto& m : members) first = std::min(first, m.second);
+    for (const auto& [rank, t] : members) skews[rank].push_back((t - first) * 1e6);
+  }
+  std::map<int, double> medians;
+  for (const auto& [rank, v] : skews) medians[rank] = v.empty() ? 0.0 : summarize(v).median;
+  nlohmann::json rows = nlohmann::json::array(), late = nlohmann::json::array();
+  for (const auto& [rank, v] : skews) {
+    std::vector<double> others;
+    for (const auto& [r, m] : medians)
+      if (r != rank) others.push_back(m);
+    const double othersMedian = others.empty() ? 0.0 : summarize(others).median;
+    const bool isLate = medians[rank] > thresholdMs * 1e3 && medians[rank] > 3 * othersMedian;
+    if (isLate) late.push_back(rank);
+    rows.push_back({{"rank", rank},
+                    {"collectives", v.size()},
+                    {"median_skew_us", medians[rank]},
+                    {"max_skew_us", v.empty() ? 0.0 : *std::max_element(v.begin(), v.end())},
+                    {"late", isLate}});
+  }
+  return {{"threshold_ms", thresholdMs}, {"late_ranks", late}, {"ranks", rows}};
+}
+
+nlohmann::json gatherArrivalSkew(Bootstrap& boot, const std::vector<wl::CollectiveTiming>& mine, double originS, double thresholdMs) {
+  // Group by group label, in launch order; send/recv are between two stages, not a group's operation.
+  std::map<std::string, std::vector<double>> byGroup;
+  for (const auto& c : mine)
+    if (c.op != "send" && c.op != "recv") byGroup[c.group].push_back(c.launchS - originS);
+  nlohmann::json j = nlohmann::json::object();
+  for (auto& [g, v] : byGroup) j[g] = v;
+  const std::vector<std::string> all = boot.size() > 1 ? boot.allGatherStrings(j.dump()) : std::vector<std::string>{j.dump()};
+  std::vector<RankLaunches> ranks;
+  for (std::size_t p = 0; p < all.size(); ++p) {
+    RankLaunches r;
+    r.rank = static_cast<int>(p);
+    const nlohmann::json launches = nlohmann::json::parse(all[p]);  // kept alive over the loop
+    for (const auto& [g, v] : launches.items()) r.groups.emplace_back(g, v.get<std::vector<double>>());
+    ranks.push_back(std::move(r));
+  }
+  return arrivalSkew(ranks, thresholdMs);
+}
+
+}  // namespace ts

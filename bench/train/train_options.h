@@ -1,0 +1,32 @@
+#pragma once
+// What `trainscope train` was asked to do (train_command.cpp fills it; train_runner.cpp runs it).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "workloads/trainer.h"
+
+namespace ts {
+
+struct RunContext;
+
+struct TrainRunOptions {
+  wl::TrainOptions train;
+  std::int64_t warmupSteps = 2;  // the first steps are trained but not timed (caches, allocator, first touch)
+  std::int64_t logEvery = 0;     // print a line every N steps (0: about 20 lines per run)
+  bool ceiling = true;           // measure the GEMM ceiling for MFU
+  double timeoutS = 600;
+  std::string jsonPath;
+  std::string label;
+  std::string traceDir;    // --trace: per-rank and merged Chrome trace files of the training steps
+  std::string dumpLogits;  // write the first step's logits, sample indices and loss here (JSON): for checking
+};
+
+nlohmann::json toJson(const TrainRunOptions& o);
+// Trains and writes one `train` record (also when the run fails part-way: the steps done are kept).
+void runTrainStep(const TrainRunOptions& o, RunContext& ctx);
+int runTrain(const TrainRunOptions& o, const std::vector<std::string>& argv);
+
+}  // namespace ts
