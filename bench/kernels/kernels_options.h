@@ -32,7 +32,8 @@ struct KernelsOptions {
 };
 
 struct KernelsArgs {
-  std::string ops = "all", dtype = "float32", preset = "tiny", shapesFile, backend = "auto", convAlgo = "heuristic", convLayout = "nchw";
+  std::string ops = "all", preset = "tiny", shapesFile, backend = "auto", convAlgo = "heuristic", convLayout = "nchw";
+  Precision dtype = Precision::kFloat32;
   std::int64_t hidden = 0, seq = 0, batch = 0, vocab = 0;  // 0 = the preset's
   KernelsOptions opts;
 };

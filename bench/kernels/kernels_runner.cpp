@@ -159,11 +159,7 @@ KernelsOptions resolveKernelsArgs(const KernelsArgs& a) {
       if (!name.empty()) o.ops.push_back(&findKernelOp(name));
   }
   if (o.ops.empty()) throw UsageError("--ops: no kernel given");
-  try {
-    o.settings.precision = parsePrecision(a.dtype);
-  } catch (const UsageError& e) {
-    throw UsageError(std::string("--dtype: ") + e.what());
-  }
+  o.settings.precision = a.dtype;
   if (a.convAlgo != "heuristic" && a.convAlgo != "search") throw UsageError(fmt::format("--conv-algo: '{}' is not heuristic or search", a.convAlgo));
   if (a.convLayout != "nchw" && a.convLayout != "nhwc") throw UsageError(fmt::format("--conv-layout: '{}' is not nchw or nhwc", a.convLayout));
   o.settings.convSearch = a.convAlgo == "search";

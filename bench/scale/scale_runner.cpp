@@ -103,10 +103,7 @@ std::vector<int> validateScale(const ScaleOptions& o) {
   for (int n : o.ranks)
     if (n < 1) throw UsageError(fmt::format("--ranks: {} is not a rank count", n));
   if (o.batch < 1) throw UsageError(fmt::format("--batch {}: must be at least 1", o.batch));
-  if (o.mode != "weak" && o.mode != "strong") throw UsageError(fmt::format("--mode {}: expected weak or strong", o.mode));
-  if (o.launcher != "mpirun" && o.launcher != "srun" && o.launcher != "none")
-    throw UsageError(fmt::format("--launcher {}: expected mpirun, srun or none", o.launcher));
-  if (o.launcher == "none" && (o.ranks.size() != 1 || o.ranks[0] != 1))
+  if (o.launcher == LauncherKind::kNone && (o.ranks.size() != 1 || o.ranks[0] != 1))
     throw UsageError("--launcher none runs one process: --ranks 1 only (use mpirun or srun for more)");
   rejectOwnedFlags(o.trainArgs);
   checkTrainFlags(o.trainArgs);
@@ -125,8 +122,9 @@ int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string
   if (ec) throw UsageError(fmt::format("--points-dir {}: {}", dir.string(), ec.message()));
   const std::string exe = selfExe();
   const bool nested = launchedByMpi();  // a suite under mpirun: the points' launcher must start afresh
-  std::printf("# scale (%s): %s ranks, batch %lld %s; each point's result and log in %s\n", o.mode.c_str(), fmt::format("{}", fmt::join(ranks, ",")).c_str(),
-              static_cast<long long>(o.batch), o.mode == "weak" ? "per rank" : "global", dir.c_str());
+  std::printf("# scale (%s): %s ranks, batch %lld %s; each point's result and log in %s\n", std::string(nameOf(o.mode)).c_str(),
+              fmt::format("{}", fmt::join(ranks, ",")).c_str(),
+              static_cast<long long>(o.batch), o.mode == ScaleMode::kWeak ? "per rank" : "global", dir.c_str());
   std::printf("# %6s %8s %12s %14s %9s %10s %12s %12s  %s\n", "ranks", "batch", "step(ms)", "items/s", "speedup", "efficiency", "compute(ms)", "exposed(ms)",
               "layout");
   std::fflush(stdout);
@@ -134,22 +132,26 @@ int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string
   int failed = 0;
   Progress progress("scale", static_cast<double>(ranks.size()), true);
   for (int n : ranks) {
-    const std::int64_t batch = o.mode == "weak" ? o.batch * n : o.batch;
+    const std::int64_t batch = o.mode == ScaleMode::kWeak ? o.batch * n : o.batch;
     const fs::path json = dir / fmt::format("ranks{}.json", n), log = dir / fmt::format("ranks{}.log", n);
     fs::remove(json, ec);
     std::vector<std::string> cmd;
-    if (o.launcher == "mpirun") cmd = {"mpirun", "-np", std::to_string(n)};
-    if (o.launcher == "srun") cmd = {"srun", "-n", std::to_string(n)};
+    switch (o.launcher) {
+      case LauncherKind::kMpirun: cmd = {"mpirun", "-np", std::to_string(n)}; break;
+      case LauncherKind::kSrun: cmd = {"srun", "-n", std::to_string(n)}; break;
+      case LauncherKind::kNone: break;
+    }
     for (const auto& w : words(o.launcherArgs)) cmd.push_back(w);
     cmd.insert(cmd.end(), {exe, "train", "--batch", std::to_string(batch), "--json", json.string(), "--label", fmt::format("scale {} rank(s)", n)});
     if (!o.traceDir.empty()) cmd.insert(cmd.end(), {"--trace", (fs::path(o.traceDir) / fmt::format("ranks{}", n)).string()});
     cmd.insert(cmd.end(), o.trainArgs.begin(), o.trainArgs.end());
     progress.step(fmt::format("{} rank(s)", n));
-    const int rc = runChild(cmd, ChildOptions{{}, log.string(), nested && o.launcher == "mpirun"});
+    const int rc = runChild(cmd, ChildOptions{{}, log.string(), nested && o.launcher == LauncherKind::kMpirun});
     progress.done();
     const std::optional<nlohmann::json> train = trainRecordOf(json);
-    nlohmann::json rec = {{"kind", "scaling"}, {"mode", o.mode}, {"ranks", n}, {"global_batch", batch}, {"launcher", o.launcher}, {"completed", false},
-                           {"series", fmt::format("{} {}", o.mode, o.trainArgs.empty() ? std::string("(defaults)") : fmt::format("{}", fmt::join(o.trainArgs, " ")))}};
+    nlohmann::json rec = {{"kind", "scaling"},      {"mode", nameOf(o.mode)},         {"ranks", n},
+                          {"global_batch", batch}, {"launcher", nameOf(o.launcher)}, {"completed", false},
+                           {"series", fmt::format("{} {}", nameOf(o.mode), o.trainArgs.empty() ? std::string("(defaults)") : fmt::format("{}", fmt::join(o.trainArgs, " ")))}};
     if (!o.label.empty()) rec["label"] = o.label;
     if (!step.empty()) rec["step"] = step;
     if (!o.traceDir.empty()) rec["trace"] = (fs::path(o.traceDir) / fmt::format("ranks{}", n)).string();
@@ -203,7 +205,8 @@ int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string
 int runScale(const ScaleOptions& o, const std::vector<std::string>& argv) {
   if (launchedByMpi()) throw UsageError("scale launches its own jobs: run it as one process (not under mpirun or srun)");
   const std::vector<int> ranks = validateScale(o);
-  const nlohmann::json config = {{"ranks", ranks}, {"mode", o.mode}, {"batch", o.batch}, {"launcher", o.launcher}, {"launcher_args", o.launcherArgs},
+  const nlohmann::json config = {{"ranks", ranks}, {"mode", nameOf(o.mode)}, {"batch", o.batch}, {"launcher", nameOf(o.launcher)},
+                                 {"launcher_args", o.launcherArgs},
                                  {"train_args", o.trainArgs}};
   auto session = RunSession::open(BootstrapKind::kSingle, false, "scale", argv, config, o.jsonPath);
   const int failed = runScaleStudy(o, *session->context().writer);

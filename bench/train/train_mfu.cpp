@@ -16,7 +16,7 @@ nlohmann::json mfuBlock(double perDeviceTflops, const std::optional<MeasuredPeak
   nlohmann::json m = nullptr, d = nullptr;
   if (measured && measured->tflops > 0) {
     const double mfu = perDeviceTflops / measured->tflops;
-    m = {{"tflops", measured->tflops}, {"precision", measured->precision}, {"source", measured->source}, {"clock_mhz", measured->clockMhz},
+    m = {{"tflops", measured->tflops}, {"precision", nameOf(measured->precision)}, {"source", measured->source}, {"clock_mhz", measured->clockMhz},
          {"mfu", mfu}, {"rechecked", measured->rechecked}, {"ceiling_suspect", mfu > 1}};
     if (mfu > 1) m["ceiling_suspect_cause"] = std::string(suspectCauseName(measured->cause));
   }
@@ -24,7 +24,7 @@ nlohmann::json mfuBlock(double perDeviceTflops, const std::optional<MeasuredPeak
     const ComputePeak& p = datasheet->peak;
     const double atClock = clockMhz.is_number() ? p.tflops * clockMhz.get<double>() / p.boostMhz : p.tflops;
     const double mfu = perDeviceTflops / atClock;
-    d = {{"entry", p.gpu}, {"precision", datasheet->precision}, {"datasheet_tflops", p.tflops}, {"boost_clock_mhz", p.boostMhz},
+    d = {{"entry", p.gpu}, {"precision", nameOf(datasheet->precision)}, {"datasheet_tflops", p.tflops}, {"boost_clock_mhz", p.boostMhz},
          {"clock_mhz", clockMhz}, {"tflops", atClock}, {"mfu", mfu}, {"ceiling_suspect", mfu > 1}};
     if (mfu > 1) d["ceiling_suspect_cause"] = std::string(suspectCauseName(SuspectCause::kDatasheetMismatch));
   }

@@ -89,16 +89,16 @@ std::pair<nlohmann::json, std::int64_t> parameterNorms(Bootstrap& boot, const wl
 
 // The record's MFU block: against the ceiling this run measured (when it did) and, for a GPU the table
 // knows, the datasheet peak in the run's precision at the SM clock read now.
-nlohmann::json mfuFor(wl::Trainer& trainer, const std::string& precision, Precision gemmPrecision, const std::optional<CeilingSet>& ceilings,
+nlohmann::json mfuFor(wl::Trainer& trainer, Precision precision, Precision gemmPrecision, const std::optional<CeilingSet>& ceilings,
                       double perDevice) {
   const nlohmann::json clock = computeClockMhz(trainer.device().ordinal());  // the SM clock on a GPU, the CPU frequency where known
   std::optional<MeasuredPeak> measured;
   if (ceilings && ceilings->computeTflops() > 0)
-    measured = MeasuredPeak{ceilings->computeTflops(), std::string(precisionName(gemmPrecision)), ceilings->computeSource(), ceilings->computeClockMhz(),
+    measured = MeasuredPeak{ceilings->computeTflops(), gemmPrecision, ceilings->computeSource(), ceilings->computeClockMhz(),
                             ceilings->computeRechecked(), ceilings->likelyCause(CeilingKind::kCompute, MemoryLevel::kDram)};
   std::optional<DatasheetPeak> datasheet;
   if (trainer.device().cuda())
-    if (const auto p = datasheetPeak(trainer.device().name(), parsePrecision(precision))) datasheet = DatasheetPeak{*p, precision};
+    if (const auto p = datasheetPeak(trainer.device().name(), precision)) datasheet = DatasheetPeak{*p, precision};
   return mfuBlock(perDevice, measured, datasheet, clock);
 }
 
@@ -106,6 +106,7 @@ nlohmann::json mfuFor(wl::Trainer& trainer, const std::string& precision, Precis
 
 nlohmann::json toJson(const TrainRunOptions& o) {
   nlohmann::json j = o.train.toJson();
+  j["device"] = o.device;  // as given (runTrainStep resolves it)
   j["warmup_steps"] = o.warmupSteps;
   j["ceiling"] = o.ceiling;
   j["timeout_s"] = o.timeoutS;
@@ -134,7 +135,8 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
   const int world = grid.worldSize();
   if (leader) {
     std::printf("# train %s %s on %s in %s: %lld parameters, %.3g GFLOP per step (3x forward), %lld %s per step, batch %lld in %lld micro-batch(es), data %s\n",
-                cfg.kind.c_str(), cfg.preset.c_str(), trainer.device().name().c_str(), o.train.precision.c_str(), static_cast<long long>(model.parameterCount()),
+                std::string(nameOf(cfg.kind)).c_str(), cfg.preset.c_str(), trainer.device().name().c_str(), std::string(nameOf(o.train.precision)).c_str(),
+                static_cast<long long>(model.parameterCount()),
                 trainer.flopsPerStep() / 1e9, static_cast<long long>(trainer.itemsPerStep()), model.itemName().c_str(), static_cast<long long>(o.train.batch),
                 static_cast<long long>(o.train.microBatches), trainer.dataInfo().name.c_str());
     if (world > 1)
@@ -147,7 +149,7 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
   collectively(ctx.boot, [&] { fault = faultFromEnvironment(); });
   // The GEMM ceiling MFU is against, in the precision the run's GEMMs take: the run's on a GPU, float32 on
   // the CPU (which rounds 16-bit formats around float32 GEMMs).
-  const Precision gemmPrecision = trainer.device().cuda() ? parsePrecision(o.train.precision) : Precision::kFloat32;
+  const Precision gemmPrecision = trainer.device().cuda() ? o.train.precision : Precision::kFloat32;
   std::optional<CeilingSet> ceilings;
   if (o.ceiling && leader) {
     ceilings.emplace(trainer.device().cuda() ? cudaGemmCeilingSpecs(gemmPrecision, trainer.device().ordinal()) : cpuGemmCeilingSpecs(),
@@ -196,7 +198,7 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
       }
       finalLoss = r.loss;
       nlohmann::json point = {{"step", r.step}, {"loss", r.loss}, {"lr", r.lr}, {"grad_norm", r.skipped ? nlohmann::json() : nlohmann::json(r.gradNorm)}};
-      if (o.train.precision == "float16") {
+      if (o.train.precision == Precision::kFloat16) {
         point["loss_scale"] = r.lossScale;
         point["skipped"] = r.skipped;
         skipped += r.skipped;
@@ -224,7 +226,7 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
 
   if (traceFiles && failure.empty()) {
     const wl::LayoutOptions& l = grid.layout();
-    traceFiles->finish(fmt::format("train {} {} {}", cfg.kind, cfg.preset, l.name()),
+    traceFiles->finish(fmt::format("train {} {} {}", nameOf(cfg.kind), cfg.preset, l.name()),
                        {{"dp_rank", grid.dpRank()}, {"tp_rank", grid.tpRank()}, {"pp_rank", grid.ppRank()}, {"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp},
                         {"micro_batches", o.train.microBatches}});
   }
@@ -251,11 +253,11 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
     return;
   }
   nlohmann::json rec = {{"kind", "train"},
-                        {"model", cfg.kind},
+                        {"model", nameOf(cfg.kind)},
                         {"preset", cfg.preset},
                         {"backend", trainer.device().cuda() ? "cuda" : "cpu"},
                         {"device", trainer.device().name()},
-                        {"precision", o.train.precision},
+                        {"precision", nameOf(o.train.precision)},
                         {"world_size", world},
                         {"layout", grid.layout().toJson()},
                         {"config", trainer.resolvedConfig()},
@@ -282,7 +284,7 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
     for (const auto& r : p->stages()) split.push_back({r.from, r.to});
     rec["pipeline"] = {{"stages", p->stages().size()},
                        {"microbatches", o.train.microBatches},
-                       {"schedule", grid.layout().schedule},
+                       {"schedule", nameOf(grid.layout().schedule)},
                        {"layers", split},
                        {"theoretical_bubble", (stages - 1) / (m + stages - 1)},
                        {"measured_bubble", breakdown.fields.contains("measured_bubble") ? breakdown.fields["measured_bubble"] : nlohmann::json()}};
@@ -291,11 +293,11 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
     for (const auto& r : p->stages()) cuts += fmt::format(" [{},{})", r.from, r.to);
     const nlohmann::json& measured = rec["pipeline"]["measured_bubble"];
     std::printf("# pipeline: %zu stages, layers%s, %lld micro-batches, %s: bubble %s measured, %.1f%% theoretical\n", p->stages().size(), cuts.c_str(),
-                static_cast<long long>(o.train.microBatches), grid.layout().schedule.c_str(),
+                static_cast<long long>(o.train.microBatches), std::string(nameOf(grid.layout().schedule)).c_str(),
                 measured.is_null() ? "n/a" : fmt::format("{:.1f}%", 100 * measured.get<double>()).c_str(), 100 * (stages - 1) / (m + stages - 1));
   }
   if (!failure.empty()) rec["error"] = failure;
-  if (o.train.precision == "float16") rec["skipped_steps"] = skipped;
+  if (o.train.precision == Precision::kFloat16) rec["skipped_steps"] = skipped;
   const std::vector<double>& total = breakdown.stepSeconds;
   if (!total.empty()) {
     const double median = summarize(total).median;
@@ -345,12 +347,13 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
 void runTrainStep(const TrainRunOptions& given, RunContext& ctx) {
   Bootstrap& boot = ctx.boot;
   TrainRunOptions o = given;
-  if (o.train.device == "cuda" && boot.size() > 1) o.train.device = fmt::format("cuda:{}", boot.localRank());  // one GPU per process
+  o.train.device = wl::parseDeviceSpec(o.device);
+  if (o.train.device.cuda() && o.train.device.index < 0 && boot.size() > 1) o.train.device.index = boot.localRank();  // one GPU per process
   const wl::LayoutOptions layout = wl::resolveLayout(o.train.layout, boot.size());
   std::unique_ptr<Communicator> world;
   if (boot.size() > 1) {
     CommunicatorOptions co;
-    co.backend = o.train.device.rfind("cuda", 0) == 0 ? BackendKind::kNccl : BackendKind::kMpi;
+    co.backend = o.train.device.cuda() ? BackendKind::kNccl : BackendKind::kMpi;
     collectively(boot, [&] { world = makeCommunicator(co, boot); });
     ctx.addLayout(ctx.step.empty() ? "train" : ctx.step, world->backend(), world->worldSize(), 1, nlohmann::json::array({{{"rank", world->rank(0)}, {"device", world->device(0)}}}));
   }

@@ -9,8 +9,9 @@
 namespace ts::wl {
 
 nlohmann::json LayoutOptions::toJson() const {
-  return {{"dp", dp},           {"tp", tp},     {"pp", pp}, {"zero", zero}, {"sync", sync}, {"ps_shards", sync == "ps" ? nlohmann::json(psShards) : nlohmann::json()},
-          {"bucket_mb", bucketMb}, {"overlap", overlap}, {"schedule", pp > 1 ? nlohmann::json(schedule) : nlohmann::json()},
+  const bool ps = sync == SyncKind::kParameterServer;
+  return {{"dp", dp},           {"tp", tp},     {"pp", pp}, {"zero", zero}, {"sync", nameOf(sync)}, {"ps_shards", ps ? nlohmann::json(psShards) : nlohmann::json()},
+          {"bucket_mb", bucketMb}, {"overlap", overlap}, {"schedule", pp > 1 ? nlohmann::json(nameOf(schedule)) : nlohmann::json()},
           {"pp_split", ppSplit}, {"name", name()}};
 }
 
@@ -21,8 +22,8 @@ std::string LayoutOptions::name() const {
   if (tp > 1) add(fmt::format("tp={}", tp));
   if (pp > 1) add(fmt::format("pp={}", pp));
   if (zero > 0) add(fmt::format("zero={}", zero));
-  if (sync == "ps") add(fmt::format("ps({})", psShards));
-  if (pp > 1) add(schedule);
+  if (sync == SyncKind::kParameterServer) add(fmt::format("ps({})", psShards));
+  if (pp > 1) add(std::string(nameOf(schedule)));
   if (dp > 1 && !overlap) add("no-overlap");
   return s.empty() ? "single" : s;
 }
@@ -39,17 +40,16 @@ LayoutOptions resolveLayout(LayoutOptions o, int worldSize) {
   if (o.dp * o.tp * o.pp != worldSize)
     throw UsageError(fmt::format("--dp {} x --tp {} x --pp {} = {} processes, but this run has {}{}", o.dp, o.tp, o.pp, o.dp * o.tp * o.pp, worldSize,
                                  worldSize == 1 ? " (launch with mpirun -np N)" : ""));
-  if (o.pp > 1 && o.sync == "ps") throw UsageError("--sync ps with --pp: the parameter server serves whole models, not pipeline stages, in this version");
-  if (o.tp > 1 && o.sync == "ps") throw UsageError("--sync ps with --tp: the parameter server serves whole models, not tensor-parallel slices, in this version");
-  if (o.schedule != "gpipe" && o.schedule != "1f1b") throw UsageError(fmt::format("--pp-schedule {}: expected gpipe or 1f1b", o.schedule));
+  const bool ps = o.sync == SyncKind::kParameterServer;
+  if (o.pp > 1 && ps) throw UsageError("--sync ps with --pp: the parameter server serves whole models, not pipeline stages, in this version");
+  if (o.tp > 1 && ps) throw UsageError("--sync ps with --tp: the parameter server serves whole models, not tensor-parallel slices, in this version");
   if (!o.ppSplit.empty() && static_cast<int>(o.ppSplit.size()) != o.pp)
     throw UsageError(fmt::format("--pp-split gives {} stage(s), but --pp is {}", o.ppSplit.size(), o.pp));
   for (int n : o.ppSplit)
     if (n < 1) throw UsageError(fmt::format("--pp-split: a stage of {} layers (each needs at least 1)", n));
   if (o.zero < 0 || o.zero > 3) throw UsageError(fmt::format("--zero {}: expected 0, 1, 2 or 3", o.zero));
-  if (o.sync != "allreduce" && o.sync != "ps") throw UsageError(fmt::format("--sync {}: expected allreduce or ps", o.sync));
-  if (o.sync == "ps" && o.zero > 0) throw UsageError("--sync ps shards the optimizer on its servers already; it does not combine with --zero");
-  if (o.sync == "ps" && (o.psShards < 1 || o.psShards > o.dp))
+  if (ps && o.zero > 0) throw UsageError("--sync ps shards the optimizer on its servers already; it does not combine with --zero");
+  if (ps && (o.psShards < 1 || o.psShards > o.dp))
     throw UsageError(fmt::format("--ps-shards {}: must be between 1 and the {} data-parallel rank(s) that serve them", o.psShards, o.dp));
   if (!(o.bucketMb > 0)) throw UsageError(fmt::format("--bucket-mb {}: must be positive", o.bucketMb));
   return o;
