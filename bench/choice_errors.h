@@ -10,8 +10,8 @@
 #include <string>
 #include <utility>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "base/enum_names.h"
 #include "bench/option_table.h"
@@ -56,13 +56,17 @@ UnknownChoice<E> unknownChoice(std::string what) {
   std::string names;
   for (const auto& [name, e] : EnumNames<E>::kNames)
     if (nameOf(e) == name) names += (names.empty() ? "" : ", ") + std::string(name);
-  return {[what, names](const std::string& flag, const std::string& value) { return fmt::format("{}: unknown {} '{}' ({})", flag, what, value, names); }};
+  return {[what, names](const std::string& flag, const std::string& value) {
+    return fmt::format("{}: unknown {} '{}' ({})", flag, what, value, names);
+  }};
 }
 
 // "--sync gossip: expected allreduce or ps".
 template <NamedEnum E>
 UnknownChoice<E> expectedChoice() {
-  return {[](const std::string& flag, const std::string& value) { return fmt::format("{} {}: expected {}", flag, value, enumNameList<E>()); }};
+  return {[](const std::string& flag, const std::string& value) {
+    return fmt::format("{} {}: expected {}", flag, value, enumNameList<E>());
+  }};
 }
 
 }  // namespace ts

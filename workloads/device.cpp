@@ -31,7 +31,8 @@ std::unique_ptr<Device> Device::open(const DeviceSpec& spec) {
 #ifdef TRAINSCOPE_HAVE_CUDA
   const int count = cudaDeviceCount();
   if (count == 0) throw UsageError(fmt::format("--device {}: no CUDA GPU is usable on this host", spec.name()));
-  if (ordinal >= count) throw UsageError(fmt::format("--device {}: this host has {} GPU(s) (cuda:0 .. cuda:{})", spec.name(), count, count - 1));
+  if (ordinal >= count)
+    throw UsageError(fmt::format("--device {}: this host has {} GPU(s) (cuda:0 .. cuda:{})", spec.name(), count, count - 1));
   return std::unique_ptr<Device>(new Device(ordinal));
 #else
   (void)ordinal;
@@ -119,7 +120,8 @@ void Device::setMatmulPrecision(Precision p) {
     return;
   }
 #endif
-  if (p == Precision::kTF32) throw UsageError("--precision tf32: TF32 is a GPU tensor-core mode; the CPU trains in float32, bfloat16 or float16");
+  if (p == Precision::kTF32)
+    throw UsageError("--precision tf32: TF32 is a GPU tensor-core mode; the CPU trains in float32, bfloat16 or float16");
 }
 
 void* Device::stream() const {

@@ -21,7 +21,8 @@ DeviceSpec parseDeviceSpec(std::string_view text) {
     const std::string_view digits = text.substr(kPrefix.size());
     int index = -1;
     const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
-    if (!digits.empty() && ec == std::errc() && end == digits.data() + digits.size() && index >= 0) return {DeviceKind::kCuda, index};
+    if (!digits.empty() && ec == std::errc() && end == digits.data() + digits.size() && index >= 0)
+      return {DeviceKind::kCuda, index};
   }
   throw UsageError(fmt::format("--device {}: expected cpu, cuda or cuda:N", text));
 }

@@ -16,7 +16,7 @@ struct DeviceSpec {
 
   bool cuda() const { return kind == DeviceKind::kCuda; }
   int ordinal() const { return index < 0 ? 0 : index; }  // the CUDA device number
-  std::string name() const;  // as parsed: "cpu", "cuda", "cuda:N"
+  std::string name() const;                              // as parsed: "cpu", "cuda", "cuda:N"
   bool operator==(const DeviceSpec&) const = default;
 };
 

@@ -15,7 +15,7 @@ struct RunContext;
 
 struct KernelsOptions {
   std::vector<const KernelOp*> ops;
-  bool cuda = false;  // the CUDA implementations on GPU 0 (--backend cuda, or auto with a GPU)
+  bool cuda = false;        // the CUDA implementations on GPU 0 (--backend cuda, or auto with a GPU)
   KernelSettings settings;  // --dtype, --conv-algo, --conv-layout
   // The transformer block whose shapes the ops are measured at.
   std::int64_t hidden = 128, seq = 64, batch = 2, vocab = 1024;

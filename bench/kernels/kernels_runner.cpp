@@ -16,19 +16,19 @@
 #include "base/error.h"
 #include "base/heartbeat.h"
 #include "base/units.h"
-#include "bench/session/activity.h"
-#include "bench/session/agreement.h"
 #include "bench/kernels/ceilings.h"
-#include "bench/session/compute_clock.h"
-#include "bench/session/fault_injection.h"
 #include "bench/kernels/host_caches.h"
 #include "bench/kernels/kernels_options.h"
+#include "bench/session/activity.h"
+#include "bench/session/agreement.h"
+#include "bench/session/compute_clock.h"
+#include "bench/session/fault_injection.h"
 #include "bench/session/result_writer.h"
 #include "bench/session/run_session.h"
 #include "bench/session/stats.h"
+#include "bench/session/trace_files.h"
 #include "bench/session/watchdog.h"
 #include "comm/bootstrap.h"
-#include "bench/session/trace_files.h"
 #include "kernels/trace.h"
 #ifdef TRAINSCOPE_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -83,9 +83,14 @@ TimedCase timeCase(KernelCase& c, int warmup, int iters, int trials) {
     for (int i = 0; i < warmup; ++i) c.run();
     CUDA_CHECK(cudaStreamSynchronize(stream));
     cuda::DeviceTimer timer(stream);
-    const double once = timer.time(1, [&] { c.run(); }, true).front();
+    const double once = timer
+                            .time(
+                                1, [&] { c.run(); }, true)
+                            .front();
     if (once < 20.0) return {timer.timeGraph(iters * trials, 20, [&] { c.run(); }), true};
-    return {timer.time(iters * trials, [&] { c.run(); }, true), false};
+    return {timer.time(
+                iters * trials, [&] { c.run(); }, true),
+            false};
   }
 #endif
   return {timeRuns(c, warmup, iters, trials), true};
@@ -106,7 +111,8 @@ nlohmann::json caseClockMhz(bool cuda) {
 CeilingSet measureCeilings(const KernelsOptions& o, RunContext& ctx, double plantedScale, int threads) {
   CeilingOptions co{ctx.writer, ctx.step, plantedScale, !o.cuda};
   std::vector<CeilingSpec> specs = o.cuda ? cudaGemmCeilingSpecs(o.settings.precision, 0) : cpuGemmCeilingSpecs();
-  std::vector<CeilingSpec> memory = o.cuda ? cudaMemoryCeilingSpecs(0) : cpuMemoryCeilingSpecs(threads, hostDataCaches(cpusInUse()));
+  std::vector<CeilingSpec> memory =
+      o.cuda ? cudaMemoryCeilingSpecs(0) : cpuMemoryCeilingSpecs(threads, hostDataCaches(cpusInUse()));
   for (auto& m : memory) specs.push_back(std::move(m));
   CeilingSet c(std::move(specs), co);
   std::printf("%s\n", c.consoleLine().c_str());
@@ -122,7 +128,8 @@ struct CasePlace {
   std::optional<SuspectFigure> suspect;
 };
 
-CasePlace placeCase(CeilingSet& ceilings, const std::string& name, double tflops, double intensity, double bytes, bool cachesWarm) {
+CasePlace placeCase(CeilingSet& ceilings, const std::string& name, double tflops, double intensity, double bytes,
+                    bool cachesWarm) {
   auto place = [&] {
     const MemoryCeiling memory = memoryCeilingFor(ceilings.memoryLevels(), bytes, cachesWarm);
     return std::pair{memory, placeOnRoofline(tflops, intensity, ceilings.computeTflops(), memory.gbps)};
@@ -135,9 +142,13 @@ CasePlace placeCase(CeilingSet& ceilings, const std::string& name, double tflops
   }
   CasePlace out;
   const bool suspect = p.fraction > 1;
-  out.roof = {{"bound", std::string(ceilingKindName(p.bound))}, {"ceiling_tflops", ceilings.computeTflops()}, {"ceiling_gbps", memory.gbps},
-              {"memory_level", std::string(memoryLevelName(memory.level))}, {"attainable_tflops", p.attainableTflops},
-              {"fraction_of_ceiling", p.fraction}, {"rechecked_ceiling", rechecked}};
+  out.roof = {{"bound", std::string(ceilingKindName(p.bound))},
+              {"ceiling_tflops", ceilings.computeTflops()},
+              {"ceiling_gbps", memory.gbps},
+              {"memory_level", std::string(memoryLevelName(memory.level))},
+              {"attainable_tflops", p.attainableTflops},
+              {"fraction_of_ceiling", p.fraction},
+              {"rechecked_ceiling", rechecked}};
   out.bound = p.bound == CeilingKind::kCompute ? "compute" : std::string(memoryLevelLabel(memory.level));
   out.fraction = fmt::format("{:.0f}%{}", 100 * p.fraction, suspect ? "!" : "");
   if (suspect) out.suspect = SuspectFigure{name, p.fraction, ceilings.likelyCause(p.bound, memory.level)};
@@ -151,7 +162,8 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx);
 KernelsOptions resolveKernelsArgs(const KernelsArgs& a) {
   KernelsOptions o = a.opts;
   o.ops.clear();
-  if (a.ops == "all") o.ops = allKernelOps();
+  if (a.ops == "all")
+    o.ops = allKernelOps();
   else {
     std::stringstream in(a.ops);
     std::string name;
@@ -160,8 +172,10 @@ KernelsOptions resolveKernelsArgs(const KernelsArgs& a) {
   }
   if (o.ops.empty()) throw UsageError("--ops: no kernel given");
   o.settings.precision = a.dtype;
-  if (a.convAlgo != "heuristic" && a.convAlgo != "search") throw UsageError(fmt::format("--conv-algo: '{}' is not heuristic or search", a.convAlgo));
-  if (a.convLayout != "nchw" && a.convLayout != "nhwc") throw UsageError(fmt::format("--conv-layout: '{}' is not nchw or nhwc", a.convLayout));
+  if (a.convAlgo != "heuristic" && a.convAlgo != "search")
+    throw UsageError(fmt::format("--conv-algo: '{}' is not heuristic or search", a.convAlgo));
+  if (a.convLayout != "nchw" && a.convLayout != "nhwc")
+    throw UsageError(fmt::format("--conv-layout: '{}' is not nchw or nhwc", a.convLayout));
   o.settings.convSearch = a.convAlgo == "search";
   o.settings.convNhwc = a.convLayout == "nhwc";
   const Presets* p = nullptr;
@@ -172,11 +186,13 @@ KernelsOptions resolveKernelsArgs(const KernelsArgs& a) {
   o.seq = a.seq ? a.seq : p->seq;
   o.batch = a.batch ? a.batch : p->batch;
   o.vocab = a.vocab ? a.vocab : p->vocab;
-  if (o.hidden < 64 || o.hidden % 64) throw UsageError(fmt::format("--hidden {} must be a positive multiple of 64 (heads of 64)", o.hidden));
+  if (o.hidden < 64 || o.hidden % 64)
+    throw UsageError(fmt::format("--hidden {} must be a positive multiple of 64 (heads of 64)", o.hidden));
   if (o.seq < 1 || o.batch < 1 || o.vocab < 2) throw UsageError("--seq and --batch must be at least 1, --vocab at least 2");
   if (o.warmup < 0 || o.iters < 1 || o.trials < 1) throw UsageError("-w/--warmup >= 0, -n/--iters >= 1 and --trials >= 1");
   if (!a.shapesFile.empty()) o.userShapes = loadKernelShapes(a.shapesFile, o.hidden, o.seq, o.batch, o.vocab);
-  if (a.backend != "auto" && a.backend != "cpu" && a.backend != "cuda") throw UsageError(fmt::format("--backend: '{}' is not auto, cpu or cuda", a.backend));
+  if (a.backend != "auto" && a.backend != "cpu" && a.backend != "cuda")
+    throw UsageError(fmt::format("--backend: '{}' is not auto, cpu or cuda", a.backend));
   int gpus = 0;
 #ifdef TRAINSCOPE_HAVE_CUDA
   if (cudaGetDeviceCount(&gpus) != cudaSuccess) {
@@ -188,7 +204,8 @@ KernelsOptions resolveKernelsArgs(const KernelsArgs& a) {
   o.cuda = a.backend == "cuda" || (a.backend == "auto" && gpus > 0);
   for (const KernelOp* op : o.ops)
     if (!op->supports(o.settings.precision, o.cuda))
-      throw UsageError(fmt::format("--dtype {}: the {} implementation of {} does not run in it", precisionName(o.settings.precision), o.cuda ? "CUDA" : "CPU", op->name()));
+      throw UsageError(fmt::format("--dtype {}: the {} implementation of {} does not run in it",
+                                   precisionName(o.settings.precision), o.cuda ? "CUDA" : "CPU", op->name()));
   return o;
 }
 
@@ -201,10 +218,23 @@ nlohmann::json toJson(const KernelsOptions& o) {
     for (const auto& [k, v] : shape.dims) dims[k] = v;
     user.push_back({{"op", std::string(op->name())}, {"name", shape.name}, {"shape", dims}});
   }
-  return {{"ops", ops}, {"backend", o.cuda ? "cuda" : "cpu"}, {"shapes", user}, {"dtype", std::string(precisionName(o.settings.precision))},
-          {"conv_algo", o.settings.convSearch ? "search" : "heuristic"}, {"conv_layout", o.settings.convNhwc ? "nhwc" : "nchw"}, {"hidden", o.hidden}, {"seq", o.seq}, {"batch", o.batch},
-          {"vocab", o.vocab}, {"warmup", o.warmup}, {"iters", o.iters}, {"trials", o.trials}, {"ceilings", o.ceilings},
-          {"timeout_s", o.timeoutS}, {"label", o.label}, {"trace", o.traceDir}};
+  return {{"ops", ops},
+          {"backend", o.cuda ? "cuda" : "cpu"},
+          {"shapes", user},
+          {"dtype", std::string(precisionName(o.settings.precision))},
+          {"conv_algo", o.settings.convSearch ? "search" : "heuristic"},
+          {"conv_layout", o.settings.convNhwc ? "nhwc" : "nchw"},
+          {"hidden", o.hidden},
+          {"seq", o.seq},
+          {"batch", o.batch},
+          {"vocab", o.vocab},
+          {"warmup", o.warmup},
+          {"iters", o.iters},
+          {"trials", o.trials},
+          {"ceilings", o.ceilings},
+          {"timeout_s", o.timeoutS},
+          {"label", o.label},
+          {"trace", o.traceDir}};
 }
 
 std::size_t runKernelsStep(const KernelsOptions& o, RunContext& ctx) {
@@ -226,24 +256,28 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
   const double plantedScale = plantedCeilingScale(faultFromEnvironment(), ctx.boot.rank());
   const int usable = static_cast<int>(cpusInUse().size());
   if (!o.cuda)
-    std::printf("#\n# kernels on the CPU (%s) with %d of %ld hardware threads (this process's affinity; mpirun binds ranks to cores unless --bind-to none)\n",
-                std::string(precisionName(o.settings.precision)).c_str(), usable, ::sysconf(_SC_NPROCESSORS_ONLN));
+    std::printf(
+        "#\n# kernels on the CPU (%s) with %d of %ld hardware threads (this process's affinity; mpirun binds ranks to cores "
+        "unless --bind-to none)\n",
+        std::string(precisionName(o.settings.precision)).c_str(), usable, ::sysconf(_SC_NPROCESSORS_ONLN));
   if (o.userShapes.empty())
-    std::printf("# shapes of a transformer block of hidden %lld, sequence %lld, batch %lld, vocabulary %lld\n", static_cast<long long>(o.hidden),
-                static_cast<long long>(o.seq), static_cast<long long>(o.batch), static_cast<long long>(o.vocab));
+    std::printf("# shapes of a transformer block of hidden %lld, sequence %lld, batch %lld, vocabulary %lld\n",
+                static_cast<long long>(o.hidden), static_cast<long long>(o.seq), static_cast<long long>(o.batch),
+                static_cast<long long>(o.vocab));
   else
     std::printf("# shapes from the --shapes file\n");
 #ifdef TRAINSCOPE_HAVE_CUDA
   if (o.cuda) {
     cudaDeviceProp prop{};
     CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-    std::printf("#\n# kernels on cuda:0 (%s) in %s: device time from CUDA events\n", prop.name, std::string(precisionName(o.settings.precision)).c_str());
+    std::printf("#\n# kernels on cuda:0 (%s) in %s: device time from CUDA events\n", prop.name,
+                std::string(precisionName(o.settings.precision)).c_str());
   }
 #endif
   std::optional<CeilingSet> ceilings;
   if (o.ceilings) ceilings.emplace(measureCeilings(o, ctx, plantedScale, usable));
-  std::printf("# %-18s %-18s %-46s %11s %10s %9s %7s %8s %11s %6s\n", "op", "shape", "dims", "time(us)", "GFLOP/s", "GB/s", "bound", "of roof",
-              "max_rel_err", "check");
+  std::printf("# %-18s %-18s %-46s %11s %10s %9s %7s %8s %11s %6s\n", "op", "shape", "dims", "time(us)", "GFLOP/s", "GB/s",
+              "bound", "of roof", "max_rel_err", "check");
   std::size_t failed = 0;
   std::vector<SuspectFigure> suspects;
   for (const KernelOp* op : o.ops) {
@@ -281,16 +315,27 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
       nlohmann::json dims = nlohmann::json::object();
       for (const auto& [k, v] : shape.dims) dims[k] = v;
       CasePlace place{nullptr, "-", "-", std::nullopt};
-      if (ceilings) place = placeCase(*ceilings, fmt::format("{} {}", op->name(), shape.name), tflops, intensity, kc->bytes(), timed.cachesWarm);
-      nlohmann::json rec = {{"kind", "kernel"},          {"op", std::string(op->name())},
-                            {"shape_name", shape.name},  {"shape", dims},
-                            {"dtype", std::string(precisionName(o.settings.precision))}, {"backend", o.cuda ? "cuda" : "cpu"},
-                            {"flops", kc->flops()},      {"bytes", kc->bytes()},
-                            {"time_us", toJson(s)},      {"samples_us", timed.us},
-                            {"tflops", tflops},          {"gbps", gbps},
-                            {"arithmetic_intensity", intensity}, {"roofline", place.roof}, {"clock_mhz", clock},
-                            {"ceiling_suspect", place.suspect.has_value()},
-                            {"check", {{"performed", true}, {"passed", chk.passed}, {"max_rel_err", chk.maxRelErr}, {"tolerance", chk.tolerance}}}};
+      if (ceilings)
+        place =
+            placeCase(*ceilings, fmt::format("{} {}", op->name(), shape.name), tflops, intensity, kc->bytes(), timed.cachesWarm);
+      nlohmann::json rec = {
+          {"kind", "kernel"},
+          {"op", std::string(op->name())},
+          {"shape_name", shape.name},
+          {"shape", dims},
+          {"dtype", std::string(precisionName(o.settings.precision))},
+          {"backend", o.cuda ? "cuda" : "cpu"},
+          {"flops", kc->flops()},
+          {"bytes", kc->bytes()},
+          {"time_us", toJson(s)},
+          {"samples_us", timed.us},
+          {"tflops", tflops},
+          {"gbps", gbps},
+          {"arithmetic_intensity", intensity},
+          {"roofline", place.roof},
+          {"clock_mhz", clock},
+          {"ceiling_suspect", place.suspect.has_value()},
+          {"check", {{"performed", true}, {"passed", chk.passed}, {"max_rel_err", chk.maxRelErr}, {"tolerance", chk.tolerance}}}};
       if (place.suspect) {
         rec["ceiling_suspect_cause"] = std::string(suspectCauseName(place.suspect->cause));
         suspects.push_back(*place.suspect);
@@ -299,8 +344,9 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
       if (!o.label.empty()) rec["label"] = o.label;
       if (!ctx.step.empty()) rec["step"] = ctx.step;
       if (writer) writer->add(rec);
-      std::printf("  %-18s %-18s %-46s %11.2f %10.2f %9.2f %7s %8s %11.2e %6s\n", std::string(op->name()).c_str(), shape.name.c_str(),
-                  dimsText(shape).c_str(), s.median, tflops * 1e3, gbps, place.bound.c_str(), place.fraction.c_str(), chk.maxRelErr, chk.passed ? "ok" : "FAILED");
+      std::printf("  %-18s %-18s %-46s %11.2f %10.2f %9.2f %7s %8s %11.2e %6s\n", std::string(op->name()).c_str(),
+                  shape.name.c_str(), dimsText(shape).c_str(), s.median, tflops * 1e3, gbps, place.bound.c_str(),
+                  place.fraction.c_str(), chk.maxRelErr, chk.passed ? "ok" : "FAILED");
       std::fflush(stdout);
     }
   }

@@ -36,11 +36,11 @@ struct ScaleOptions {
   ScaleMode mode = ScaleMode::kWeak;
   std::int64_t batch = 32;
   LauncherKind launcher = LauncherKind::kMpirun;
-  std::string launcherArgs;          // extra launcher arguments, split on spaces ("--oversubscribe", "--hostfile h")
-  std::string pointsDir;             // each point's result document and log ("" = <json>.points, or a temporary directory)
+  std::string launcherArgs;  // extra launcher arguments, split on spaces ("--oversubscribe", "--hostfile h")
+  std::string pointsDir;     // each point's result document and log ("" = <json>.points, or a temporary directory)
   std::string jsonPath;
   std::string label;
-  std::string traceDir;              // each point traces its training into <traceDir>/ranks<n> ("" = no trace)
+  std::string traceDir;                // each point traces its training into <traceDir>/ranks<n> ("" = no trace)
   std::vector<std::string> trainArgs;  // every other flag: passed to `trainscope train` unchanged
 };
 

@@ -14,12 +14,12 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
-#include "bench/session/child_process.h"
 #include "bench/commands.h"
+#include "bench/scale/scale_options.h"
+#include "bench/session/child_process.h"
 #include "bench/session/progress.h"
 #include "bench/session/result_writer.h"
 #include "bench/session/run_session.h"
-#include "bench/scale/scale_options.h"
 #include "comm/bootstrap.h"
 
 namespace ts {
@@ -39,7 +39,8 @@ void rejectOwnedFlags(const std::vector<std::string>& args) {
   for (const auto& a : args)
     for (const char* f : {"--json", "--dp", "--label"})
       if (a == f || a.rfind(std::string(f) + "=", 0) == 0)
-        throw UsageError(fmt::format("{}: scale sets it for each point (use --json/--label of scale; the data-parallel size follows --ranks)", a));
+        throw UsageError(fmt::format(
+            "{}: scale sets it for each point (use --json/--label of scale; the data-parallel size follows --ranks)", a));
 }
 
 // The train flags read as `trainscope train` reads them, so that a typo or a non-finite number is one
@@ -116,17 +117,19 @@ std::vector<int> validateScale(const ScaleOptions& o) {
 int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string& step) {
   const std::vector<int> ranks = validateScale(o);
   fs::path dir = o.pointsDir;
-  if (dir.empty()) dir = o.jsonPath.empty() ? fs::temp_directory_path() / fmt::format("trainscope-scale-{}", ::getpid()) : fs::path(o.jsonPath + ".points");
+  if (dir.empty())
+    dir = o.jsonPath.empty() ? fs::temp_directory_path() / fmt::format("trainscope-scale-{}", ::getpid())
+                             : fs::path(o.jsonPath + ".points");
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw UsageError(fmt::format("--points-dir {}: {}", dir.string(), ec.message()));
   const std::string exe = selfExe();
   const bool nested = launchedByMpi();  // a suite under mpirun: the points' launcher must start afresh
   std::printf("# scale (%s): %s ranks, batch %lld %s; each point's result and log in %s\n", std::string(nameOf(o.mode)).c_str(),
-              fmt::format("{}", fmt::join(ranks, ",")).c_str(),
-              static_cast<long long>(o.batch), o.mode == ScaleMode::kWeak ? "per rank" : "global", dir.c_str());
-  std::printf("# %6s %8s %12s %14s %9s %10s %12s %12s  %s\n", "ranks", "batch", "step(ms)", "items/s", "speedup", "efficiency", "compute(ms)", "exposed(ms)",
-              "layout");
+              fmt::format("{}", fmt::join(ranks, ",")).c_str(), static_cast<long long>(o.batch),
+              o.mode == ScaleMode::kWeak ? "per rank" : "global", dir.c_str());
+  std::printf("# %6s %8s %12s %14s %9s %10s %12s %12s  %s\n", "ranks", "batch", "step(ms)", "items/s", "speedup", "efficiency",
+              "compute(ms)", "exposed(ms)", "layout");
   std::fflush(stdout);
   std::optional<std::pair<int, double>> base;  // (ranks, throughput) of the smallest point that ran
   int failed = 0;
@@ -137,21 +140,33 @@ int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string
     fs::remove(json, ec);
     std::vector<std::string> cmd;
     switch (o.launcher) {
-      case LauncherKind::kMpirun: cmd = {"mpirun", "-np", std::to_string(n)}; break;
-      case LauncherKind::kSrun: cmd = {"srun", "-n", std::to_string(n)}; break;
-      case LauncherKind::kNone: break;
+      case LauncherKind::kMpirun:
+        cmd = {"mpirun", "-np", std::to_string(n)};
+        break;
+      case LauncherKind::kSrun:
+        cmd = {"srun", "-n", std::to_string(n)};
+        break;
+      case LauncherKind::kNone:
+        break;
     }
     for (const auto& w : words(o.launcherArgs)) cmd.push_back(w);
-    cmd.insert(cmd.end(), {exe, "train", "--batch", std::to_string(batch), "--json", json.string(), "--label", fmt::format("scale {} rank(s)", n)});
+    cmd.insert(cmd.end(), {exe, "train", "--batch", std::to_string(batch), "--json", json.string(), "--label",
+                           fmt::format("scale {} rank(s)", n)});
     if (!o.traceDir.empty()) cmd.insert(cmd.end(), {"--trace", (fs::path(o.traceDir) / fmt::format("ranks{}", n)).string()});
     cmd.insert(cmd.end(), o.trainArgs.begin(), o.trainArgs.end());
     progress.step(fmt::format("{} rank(s)", n));
     const int rc = runChild(cmd, ChildOptions{{}, log.string(), nested && o.launcher == LauncherKind::kMpirun});
     progress.done();
     const std::optional<nlohmann::json> train = trainRecordOf(json);
-    nlohmann::json rec = {{"kind", "scaling"},      {"mode", nameOf(o.mode)},         {"ranks", n},
-                          {"global_batch", batch}, {"launcher", nameOf(o.launcher)}, {"completed", false},
-                           {"series", fmt::format("{} {}", nameOf(o.mode), o.trainArgs.empty() ? std::string("(defaults)") : fmt::format("{}", fmt::join(o.trainArgs, " ")))}};
+    nlohmann::json rec = {{"kind", "scaling"},
+                          {"mode", nameOf(o.mode)},
+                          {"ranks", n},
+                          {"global_batch", batch},
+                          {"launcher", nameOf(o.launcher)},
+                          {"completed", false},
+                          {"series", fmt::format("{} {}", nameOf(o.mode),
+                                                 o.trainArgs.empty() ? std::string("(defaults)")
+                                                                     : fmt::format("{}", fmt::join(o.trainArgs, " ")))}};
     if (!o.label.empty()) rec["label"] = o.label;
     if (!step.empty()) rec["step"] = step;
     if (!o.traceDir.empty()) rec["trace"] = (fs::path(o.traceDir) / fmt::format("ranks{}", n)).string();
@@ -168,7 +183,8 @@ int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string
     }
     if (rc != 0 || !train || !train->value("completed", false) || !train->contains("throughput_per_s")) {
       ++failed;
-      rec["error"] = rc != 0 ? failureOf(log, rc) : fmt::format("the point wrote no complete train record (see {})", log.string());
+      rec["error"] =
+          rc != 0 ? failureOf(log, rc) : fmt::format("the point wrote no complete train record (see {})", log.string());
       writer.add(rec);
       std::printf("  %6d %8lld  failed: %s\n", n, static_cast<long long>(batch), rec["error"].get<std::string>().c_str());
       std::fflush(stdout);
@@ -186,17 +202,19 @@ int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string
     rec["item"] = t["item"];
     rec["speedup"] = speedup;
     rec["efficiency"] = efficiency;
-    rec["breakdown_us"] = {{"compute", medianOfRanks(ranksJson, "compute_us")},      {"data", medianOfRanks(ranksJson, "data_us")},
-                           {"sync", medianOfRanks(ranksJson, "sync_us")},            {"idle", medianOfRanks(ranksJson, "idle_us")},
+    rec["breakdown_us"] = {{"compute", medianOfRanks(ranksJson, "compute_us")},
+                           {"data", medianOfRanks(ranksJson, "data_us")},
+                           {"sync", medianOfRanks(ranksJson, "sync_us")},
+                           {"idle", medianOfRanks(ranksJson, "idle_us")},
                            {"communication", medianOfRanks(ranksJson, "communication_us")},
                            {"exposed_communication", medianOfRanks(ranksJson, "exposed_communication_us")}};
     if (t.contains("communication")) rec["overlap"] = t["communication"]["overlap"];
     if (t.contains("stragglers")) rec["late_ranks"] = t["stragglers"]["late_ranks"];
     if (t.contains("pipeline")) rec["pipeline_bubble"] = t["pipeline"]["measured_bubble"];
     writer.add(rec);
-    std::printf("  %6d %8lld %12.3f %14.1f %9.2f %9.1f%% %12.3f %12.3f  %s\n", n, static_cast<long long>(batch), step / 1e3, thr, speedup, 100 * efficiency,
-                rec["breakdown_us"]["compute"].get<double>() / 1e3, rec["breakdown_us"]["exposed_communication"].get<double>() / 1e3,
-                rec["layout"].get<std::string>().c_str());
+    std::printf("  %6d %8lld %12.3f %14.1f %9.2f %9.1f%% %12.3f %12.3f  %s\n", n, static_cast<long long>(batch), step / 1e3, thr,
+                speedup, 100 * efficiency, rec["breakdown_us"]["compute"].get<double>() / 1e3,
+                rec["breakdown_us"]["exposed_communication"].get<double>() / 1e3, rec["layout"].get<std::string>().c_str());
     std::fflush(stdout);
   }
   return failed;
@@ -205,13 +223,18 @@ int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string
 int runScale(const ScaleOptions& o, const std::vector<std::string>& argv) {
   if (launchedByMpi()) throw UsageError("scale launches its own jobs: run it as one process (not under mpirun or srun)");
   const std::vector<int> ranks = validateScale(o);
-  const nlohmann::json config = {{"ranks", ranks}, {"mode", nameOf(o.mode)}, {"batch", o.batch}, {"launcher", nameOf(o.launcher)},
+  const nlohmann::json config = {{"ranks", ranks},
+                                 {"mode", nameOf(o.mode)},
+                                 {"batch", o.batch},
+                                 {"launcher", nameOf(o.launcher)},
                                  {"launcher_args", o.launcherArgs},
                                  {"train_args", o.trainArgs}};
   auto session = RunSession::open(BootstrapKind::kSingle, false, "scale", argv, config, o.jsonPath);
   const int failed = runScaleStudy(o, *session->context().writer);
   session->finish();
-  if (failed) throw Error(fmt::format("{} of {} scaling point(s) failed (their errors are in the result and in the points' logs)", failed, ranks.size()));
+  if (failed)
+    throw Error(fmt::format("{} of {} scaling point(s) failed (their errors are in the result and in the points' logs)", failed,
+                            ranks.size()));
   return 0;
 }
 

@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/train/compute_peaks.h"
 #include "bench/kernels/roofline.h"
+#include "bench/train/compute_peaks.h"
 
 namespace ts {
 
@@ -19,7 +19,7 @@ struct MeasuredPeak {
   double tflops = 0;
   Precision precision = Precision::kFloat32;  // the GEMM's (float32 on the CPU; the run's on a GPU)
   std::string source;                         // which GEMM, how many trials
-  nlohmann::json clockMhz;  // the clock it was measured at, or null
+  nlohmann::json clockMhz;                    // the clock it was measured at, or null
   bool rechecked = false;
   SuspectCause cause = SuspectCause::kUnexplained;  // why an MFU above it would be (bench/kernels/roofline.h)
 };
@@ -31,8 +31,8 @@ struct DatasheetPeak {
 
 // The `mfu` block for `perDeviceTflops` achieved at `clockMhz` (a number, or null: the datasheet figure
 // is then the boost clock's).
-nlohmann::json mfuBlock(double perDeviceTflops, const std::optional<MeasuredPeak>& measured, const std::optional<DatasheetPeak>& datasheet,
-                        const nlohmann::json& clockMhz);
+nlohmann::json mfuBlock(double perDeviceTflops, const std::optional<MeasuredPeak>& measured,
+                        const std::optional<DatasheetPeak>& datasheet, const nlohmann::json& clockMhz);
 // "# MFU ..." for the console, `!` after a suspect figure; "" when there is no figure.
 std::string mfuConsoleLine(const nlohmann::json& mfu);
 // The figures of the block above 100% of their peak, for suspectWarning (bench/kernels/roofline.h).

@@ -15,21 +15,21 @@
 #include "base/error.h"
 #include "base/heartbeat.h"
 #include "base/stop_request.h"
+#include "bench/kernels/ceilings.h"
 #include "bench/session/activity.h"
 #include "bench/session/agreement.h"
-#include "bench/kernels/ceilings.h"
 #include "bench/session/compute_clock.h"
-#include "bench/train/compute_peaks.h"
 #include "bench/session/fault_injection.h"
 #include "bench/session/progress.h"
 #include "bench/session/result_writer.h"
 #include "bench/session/run_session.h"
 #include "bench/session/stats.h"
 #include "bench/session/trace_files.h"
+#include "bench/session/watchdog.h"
+#include "bench/train/compute_peaks.h"
 #include "bench/train/train_breakdown.h"
 #include "bench/train/train_mfu.h"
 #include "bench/train/train_options.h"
-#include "bench/session/watchdog.h"
 #include "comm/bootstrap.h"
 #include "comm/communicator.h"
 
@@ -43,8 +43,12 @@ void dumpLogits(const std::string& path, wl::Trainer& trainer, const wl::StepRes
   const std::vector<float> host = logits.toHost();
   const std::size_t cols = static_cast<std::size_t>(logits.shape.back()), rows = logits.numel() / cols;
   nlohmann::json rowsJson = nlohmann::json::array();
-  for (std::size_t i = 0; i < rows; ++i) rowsJson.push_back(std::vector<float>(host.begin() + i * cols, host.begin() + (i + 1) * cols));
-  const nlohmann::json doc = {{"step", r.step}, {"loss", trainer.lastMicroBatchLoss()}, {"sample_indices", trainer.lastSampleIndices()}, {"logits", rowsJson}};
+  for (std::size_t i = 0; i < rows; ++i)
+    rowsJson.push_back(std::vector<float>(host.begin() + i * cols, host.begin() + (i + 1) * cols));
+  const nlohmann::json doc = {{"step", r.step},
+                              {"loss", trainer.lastMicroBatchLoss()},
+                              {"sample_indices", trainer.lastSampleIndices()},
+                              {"logits", rowsJson}};
   writeFileAtomically(path, doc.dump());
 }
 
@@ -63,7 +67,8 @@ nlohmann::json parameterSquares(const std::vector<wl::Param*>& params) {
 // that two runs (another layout, another machine) can be compared without their checkpoints. Pipeline
 // stages each know their own parameters, tensor-parallel ranks their slices (summed); data-parallel
 // replicas are equal, and the first of each group speaks. Collective when world > 1. Also the count.
-std::pair<nlohmann::json, std::int64_t> parameterNorms(Bootstrap& boot, const wl::ProcessGrid& grid, const std::vector<wl::Param*>& params) {
+std::pair<nlohmann::json, std::int64_t> parameterNorms(Bootstrap& boot, const wl::ProcessGrid& grid,
+                                                       const std::vector<wl::Param*>& params) {
   nlohmann::json mine = grid.dpRank() == 0 ? parameterSquares(params) : nlohmann::json::object();
   std::vector<std::string> all = {mine.dump()};
   if (grid.worldSize() > 1) all = boot.allGatherStrings(mine.dump());
@@ -89,12 +94,14 @@ std::pair<nlohmann::json, std::int64_t> parameterNorms(Bootstrap& boot, const wl
 
 // The record's MFU block: against the ceiling this run measured (when it did) and, for a GPU the table
 // knows, the datasheet peak in the run's precision at the SM clock read now.
-nlohmann::json mfuFor(wl::Trainer& trainer, Precision precision, Precision gemmPrecision, const std::optional<CeilingSet>& ceilings,
-                      double perDevice) {
-  const nlohmann::json clock = computeClockMhz(trainer.device().ordinal());  // the SM clock on a GPU, the CPU frequency where known
+nlohmann::json mfuFor(wl::Trainer& trainer, Precision precision, Precision gemmPrecision,
+                      const std::optional<CeilingSet>& ceilings, double perDevice) {
+  const nlohmann::json clock =
+      computeClockMhz(trainer.device().ordinal());  // the SM clock on a GPU, the CPU frequency where known
   std::optional<MeasuredPeak> measured;
   if (ceilings && ceilings->computeTflops() > 0)
-    measured = MeasuredPeak{ceilings->computeTflops(), gemmPrecision, ceilings->computeSource(), ceilings->computeClockMhz(),
+    measured = MeasuredPeak{ceilings->computeTflops(),    gemmPrecision,
+                            ceilings->computeSource(),    ceilings->computeClockMhz(),
                             ceilings->computeRechecked(), ceilings->likelyCause(CeilingKind::kCompute, MemoryLevel::kDram)};
   std::optional<DatasheetPeak> datasheet;
   if (trainer.device().cuda())
@@ -119,7 +126,8 @@ namespace {
 // Every rank trains its part of the layout; process 0 prints and writes the record.
 void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGrid& grid) {
   if (o.warmupSteps < 0) throw UsageError("--warmup-steps must be >= 0");
-  if (!o.dumpLogits.empty() && grid.layout().pp > 1) throw UsageError("--dump-logits with --pp: the logits are on the last stage; dump them from a run without --pp");
+  if (!o.dumpLogits.empty() && grid.layout().pp > 1)
+    throw UsageError("--dump-logits with --pp: the logits are on the last stage; dump them from a run without --pp");
   const bool leader = ctx.boot.rank() == 0;
   Watchdog watchdog(o.timeoutS, endAllRanksOnTimeout(o.timeoutS, ctx.boot));  // the train record comes at the end
   WatchdogScope guard(watchdog);
@@ -129,21 +137,26 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
   wl::Trainer& trainer = *built;
   const std::int64_t todo = o.train.steps - trainer.firstStep();
   if (o.warmupSteps >= todo)
-    throw UsageError(fmt::format("--warmup-steps {} leaves none of the {} steps to time: train more steps or warm up fewer", o.warmupSteps, todo));
+    throw UsageError(fmt::format("--warmup-steps {} leaves none of the {} steps to time: train more steps or warm up fewer",
+                                 o.warmupSteps, todo));
   wl::Model& model = trainer.model();
   const auto& cfg = model.config();
   const int world = grid.worldSize();
   if (leader) {
-    std::printf("# train %s %s on %s in %s: %lld parameters, %.3g GFLOP per step (3x forward), %lld %s per step, batch %lld in %lld micro-batch(es), data %s\n",
-                std::string(nameOf(cfg.kind)).c_str(), cfg.preset.c_str(), trainer.device().name().c_str(), std::string(nameOf(o.train.precision)).c_str(),
-                static_cast<long long>(model.parameterCount()),
-                trainer.flopsPerStep() / 1e9, static_cast<long long>(trainer.itemsPerStep()), model.itemName().c_str(), static_cast<long long>(o.train.batch),
-                static_cast<long long>(o.train.microBatches), trainer.dataInfo().name.c_str());
+    std::printf(
+        "# train %s %s on %s in %s: %lld parameters, %.3g GFLOP per step (3x forward), %lld %s per step, batch %lld in %lld "
+        "micro-batch(es), data %s\n",
+        std::string(nameOf(cfg.kind)).c_str(), cfg.preset.c_str(), trainer.device().name().c_str(),
+        std::string(nameOf(o.train.precision)).c_str(), static_cast<long long>(model.parameterCount()),
+        trainer.flopsPerStep() / 1e9, static_cast<long long>(trainer.itemsPerStep()), model.itemName().c_str(),
+        static_cast<long long>(o.train.batch), static_cast<long long>(o.train.microBatches), trainer.dataInfo().name.c_str());
     if (world > 1)
-      std::printf("# layout %s over %d ranks: %lld %s per rank per micro-batch; this rank updates %zu of %lld parameters\n", grid.layout().name().c_str(), world,
-                  static_cast<long long>(trainer.microBatchSize()), model.itemName() == "tokens" ? "sequences" : "samples", trainer.ownedParameterElements(),
+      std::printf("# layout %s over %d ranks: %lld %s per rank per micro-batch; this rank updates %zu of %lld parameters\n",
+                  grid.layout().name().c_str(), world, static_cast<long long>(trainer.microBatchSize()),
+                  model.itemName() == "tokens" ? "sequences" : "samples", trainer.ownedParameterElements(),
                   static_cast<long long>(model.parameterCount()));
-    if (trainer.firstStep() > 0) std::printf("# resumed at step %lld from %s\n", static_cast<long long>(trainer.firstStep()), o.train.checkpointDir.c_str());
+    if (trainer.firstStep() > 0)
+      std::printf("# resumed at step %lld from %s\n", static_cast<long long>(trainer.firstStep()), o.train.checkpointDir.c_str());
   }
   std::optional<Fault> fault;
   collectively(ctx.boot, [&] { fault = faultFromEnvironment(); });
@@ -152,8 +165,9 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
   const Precision gemmPrecision = trainer.device().cuda() ? o.train.precision : Precision::kFloat32;
   std::optional<CeilingSet> ceilings;
   if (o.ceiling && leader) {
-    ceilings.emplace(trainer.device().cuda() ? cudaGemmCeilingSpecs(gemmPrecision, trainer.device().ordinal()) : cpuGemmCeilingSpecs(),
-                     CeilingOptions{ctx.writer, ctx.step, plantedCeilingScale(fault, ctx.boot.rank()), !trainer.device().cuda()});
+    ceilings.emplace(
+        trainer.device().cuda() ? cudaGemmCeilingSpecs(gemmPrecision, trainer.device().ordinal()) : cpuGemmCeilingSpecs(),
+        CeilingOptions{ctx.writer, ctx.step, plantedCeilingScale(fault, ctx.boot.rank()), !trainer.device().cuda()});
     std::printf("%s\n", ceilings->consoleLine().c_str());
   }
   if (world > 1) ctx.boot.quietBarrier();  // the ceiling is measured on process 0 alone
@@ -161,8 +175,8 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
 
   const std::int64_t logEvery = o.logEvery > 0 ? o.logEvery : std::max<std::int64_t>(1, todo / 20);
   if (leader)
-    std::printf("# %8s %12s %10s %10s %10s %10s %10s %10s %10s %12s\n", "step", "loss", "lr", "grad_norm", "data(ms)", "fwd(ms)", "bwd(ms)", "sync(ms)",
-                "opt(ms)", (model.itemName() + "/s").c_str());
+    std::printf("# %8s %12s %10s %10s %10s %10s %10s %10s %10s %12s\n", "step", "loss", "lr", "grad_norm", "data(ms)", "fwd(ms)",
+                "bwd(ms)", "sync(ms)", "opt(ms)", (model.itemName() + "/s").c_str());
   nlohmann::json curve = nlohmann::json::array();
   RankSteps timed;
   double initialLoss = NAN, finalLoss = NAN;
@@ -181,11 +195,15 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
   try {
     for (std::int64_t i = 0; !trainer.done(); ++i) {
       activity::set(fmt::format("train step {}", trainer.nextStep()));
-      if (const int sig = stopRequested()) throw Error(fmt::format("stopped by signal {} before train step {}", sig, trainer.nextStep()));
+      if (const int sig = stopRequested())
+        throw Error(fmt::format("stopped by signal {} before train step {}", sig, trainer.nextStep()));
       // A delay without :step= fires every step (a straggler); the others fire once, at their step (or step 0).
-      const bool due = fault && (fault->step == trainer.nextStep() || (fault->step < 0 && (fault->kind == Fault::Kind::kDelay || trainer.nextStep() == 0)));
+      const bool due = fault && (fault->step == trainer.nextStep() ||
+                                 (fault->step < 0 && (fault->kind == Fault::Kind::kDelay || trainer.nextStep() == 0)));
       if (due && fault->rank == grid.rank() && fault->inOperation()) {
-        if (fault->kind == Fault::Kind::kDie) std::fprintf(stderr, "trainscope: planted fault: %s dies at the start of train step %lld\n", activity::who().c_str(), fault->step);
+        if (fault->kind == Fault::Kind::kDie)
+          std::fprintf(stderr, "trainscope: planted fault: %s dies at the start of train step %lld\n", activity::who().c_str(),
+                       fault->step);
         std::fflush(stderr);
         injectInOperation(*fault);
       }
@@ -197,7 +215,10 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
         if (!o.dumpLogits.empty() && leader) dumpLogits(o.dumpLogits, trainer, r);
       }
       finalLoss = r.loss;
-      nlohmann::json point = {{"step", r.step}, {"loss", r.loss}, {"lr", r.lr}, {"grad_norm", r.skipped ? nlohmann::json() : nlohmann::json(r.gradNorm)}};
+      nlohmann::json point = {{"step", r.step},
+                              {"loss", r.loss},
+                              {"lr", r.lr},
+                              {"grad_norm", r.skipped ? nlohmann::json() : nlohmann::json(r.gradNorm)}};
       if (o.train.precision == Precision::kFloat16) {
         point["loss_scale"] = r.lossScale;
         point["skipped"] = r.skipped;
@@ -208,9 +229,9 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
       if (i >= o.warmupSteps) timed.add(r);
       if (leader && (r.step % logEvery == 0 || trainer.done())) {
         progress.done();
-        std::printf("  %8lld %12.5f %10.3g %10.4g%s %10.3f %10.3f %10.3f %10.3f %10.3f %12.1f\n", static_cast<long long>(r.step), r.loss, r.lr, r.gradNorm,
-                    r.skipped ? " (overflow: skipped)" : "", r.dataS * 1e3, r.forwardS * 1e3, r.backwardS * 1e3, r.syncS * 1e3, r.optimizerS * 1e3,
-                    double(trainer.itemsPerStep()) / r.totalS);
+        std::printf("  %8lld %12.5f %10.3g %10.4g%s %10.3f %10.3f %10.3f %10.3f %10.3f %12.1f\n", static_cast<long long>(r.step),
+                    r.loss, r.lr, r.gradNorm, r.skipped ? " (overflow: skipped)" : "", r.dataS * 1e3, r.forwardS * 1e3,
+                    r.backwardS * 1e3, r.syncS * 1e3, r.optimizerS * 1e3, double(trainer.itemsPerStep()) / r.totalS);
         std::fflush(stdout);
       }
     }
@@ -227,7 +248,12 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
   if (traceFiles && failure.empty()) {
     const wl::LayoutOptions& l = grid.layout();
     traceFiles->finish(fmt::format("train {} {} {}", nameOf(cfg.kind), cfg.preset, l.name()),
-                       {{"dp_rank", grid.dpRank()}, {"tp_rank", grid.tpRank()}, {"pp_rank", grid.ppRank()}, {"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp},
+                       {{"dp_rank", grid.dpRank()},
+                        {"tp_rank", grid.tpRank()},
+                        {"pp_rank", grid.ppRank()},
+                        {"dp", l.dp},
+                        {"tp", l.tp},
+                        {"pp", l.pp},
                         {"micro_batches", o.train.microBatches}});
   }
   TrainBreakdown breakdown;
@@ -241,7 +267,8 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
   }
   // An MFU above 100% of the measured ceiling is impossible: process 0 measures the ceiling once more,
   // the other ranks waiting without spinning (where they still answer: not after a failure).
-  const double perDevice = breakdown.stepSeconds.empty() ? 0 : trainer.flopsPerStep() / summarize(breakdown.stepSeconds).median / 1e12 / world;
+  const double perDevice =
+      breakdown.stepSeconds.empty() ? 0 : trainer.flopsPerStep() / summarize(breakdown.stepSeconds).median / 1e12 / world;
   bool recheck = ceilings && ceilings->computeTflops() > 0 && perDevice > ceilings->computeTflops();
   if (world > 1 && failure.empty()) recheck = ctx.boot.sum(recheck ? 1 : 0) > 0;
   if (recheck) {
@@ -275,8 +302,10 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
                         {"checkpoint_time_s", checkpointS},
                         {"loss", {{"initial", initialLoss}, {"final", finalLoss}}},
                         {"loss_curve", curve}};
-  if (failure.empty()) rec["parameter_norms"] = norms.first;
-  else if (world == 1) rec["parameter_norms"] = parameterNorms(ctx.boot, grid, trainer.trainedParams()).first;
+  if (failure.empty())
+    rec["parameter_norms"] = norms.first;
+  else if (world == 1)
+    rec["parameter_norms"] = parameterNorms(ctx.boot, grid, trainer.trainedParams()).first;
   rec["parameters"] = failure.empty() ? norms.second : model.parameterCount();  // the whole model's
   if (const wl::Pipeline* p = trainer.pipeline()) {
     const double m = static_cast<double>(o.train.microBatches), stages = static_cast<double>(p->stages().size());
@@ -287,14 +316,17 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
                        {"schedule", nameOf(grid.layout().schedule)},
                        {"layers", split},
                        {"theoretical_bubble", (stages - 1) / (m + stages - 1)},
-                       {"measured_bubble", breakdown.fields.contains("measured_bubble") ? breakdown.fields["measured_bubble"] : nlohmann::json()}};
+                       {"measured_bubble",
+                        breakdown.fields.contains("measured_bubble") ? breakdown.fields["measured_bubble"] : nlohmann::json()}};
     breakdown.fields.erase("measured_bubble");
     std::string cuts;
     for (const auto& r : p->stages()) cuts += fmt::format(" [{},{})", r.from, r.to);
     const nlohmann::json& measured = rec["pipeline"]["measured_bubble"];
-    std::printf("# pipeline: %zu stages, layers%s, %lld micro-batches, %s: bubble %s measured, %.1f%% theoretical\n", p->stages().size(), cuts.c_str(),
-                static_cast<long long>(o.train.microBatches), std::string(nameOf(grid.layout().schedule)).c_str(),
-                measured.is_null() ? "n/a" : fmt::format("{:.1f}%", 100 * measured.get<double>()).c_str(), 100 * (stages - 1) / (m + stages - 1));
+    std::printf("# pipeline: %zu stages, layers%s, %lld micro-batches, %s: bubble %s measured, %.1f%% theoretical\n",
+                p->stages().size(), cuts.c_str(), static_cast<long long>(o.train.microBatches),
+                std::string(nameOf(grid.layout().schedule)).c_str(),
+                measured.is_null() ? "n/a" : fmt::format("{:.1f}%", 100 * measured.get<double>()).c_str(),
+                100 * (stages - 1) / (m + stages - 1));
   }
   if (!failure.empty()) rec["error"] = failure;
   if (o.train.precision == Precision::kFloat16) rec["skipped_steps"] = skipped;
@@ -306,31 +338,42 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
     nlohmann::json samples = nlohmann::json::array();
     for (double t : total) samples.push_back(t * 1e6);
     rec["step_samples_us"] = samples;
-    if (failure.empty()) rec.update(breakdown.fields);
+    if (failure.empty())
+      rec.update(breakdown.fields);
     else
-      rec["phases_us"] = {{"data", usStats(timed.data)}, {"forward", usStats(timed.forward)}, {"backward", usStats(timed.backward)},
-                          {"sync", usStats(timed.sync)}, {"optimizer", usStats(timed.optimizer)}};
+      rec["phases_us"] = {{"data", usStats(timed.data)},
+                          {"forward", usStats(timed.forward)},
+                          {"backward", usStats(timed.backward)},
+                          {"sync", usStats(timed.sync)},
+                          {"optimizer", usStats(timed.optimizer)}};
     rec["throughput_per_s"] = double(trainer.itemsPerStep()) / median;
     rec["tflops"] = tflops;
     rec["tflops_per_device"] = perDevice;
     rec["mfu"] = mfuFor(trainer, o.train.precision, gemmPrecision, ceilings, perDevice);
-    std::printf("# step %.3f ms median over %zu timed steps%s: %.1f %s/s, %.4f TFLOP/s; peak memory %.1f MiB; loss %.4f -> %.4f\n", median * 1e3,
-                total.size(), world > 1 ? " (slowest rank)" : "", double(trainer.itemsPerStep()) / median, model.itemName().c_str(), tflops,
-                double(model.memoryBytes()) / (1 << 20), initialLoss, finalLoss);
+    std::printf(
+        "# step %.3f ms median over %zu timed steps%s: %.1f %s/s, %.4f TFLOP/s; peak memory %.1f MiB; loss %.4f -> %.4f\n",
+        median * 1e3, total.size(), world > 1 ? " (slowest rank)" : "", double(trainer.itemsPerStep()) / median,
+        model.itemName().c_str(), tflops, double(model.memoryBytes()) / (1 << 20), initialLoss, finalLoss);
     if (const std::string line = mfuConsoleLine(rec["mfu"]); !line.empty()) std::printf("%s\n", line.c_str());
-    if (const std::string warning = suspectWarning(mfuSuspects(rec["mfu"])); !warning.empty()) std::printf("%s\n", warning.c_str());
+    if (const std::string warning = suspectWarning(mfuSuspects(rec["mfu"])); !warning.empty())
+      std::printf("%s\n", warning.c_str());
     if (world > 1 && failure.empty()) {
       const auto& c = breakdown.fields["communication"];
-      std::printf("# communication %.3f ms per step, exposed %.3f ms (overlap %s), rank spread %.1f%%\n", c["communication_us"]["median"].get<double>() / 1e3,
-                  c["exposed_us"]["median"].get<double>() / 1e3,
-                  c["overlap"].is_null() ? "n/a" : fmt::format("{:.0f}%", 100 * c["overlap"].get<double>()).c_str(), 100 * c["rank_spread"].get<double>());
+      std::printf("# communication %.3f ms per step, exposed %.3f ms (overlap %s), rank spread %.1f%%\n",
+                  c["communication_us"]["median"].get<double>() / 1e3, c["exposed_us"]["median"].get<double>() / 1e3,
+                  c["overlap"].is_null() ? "n/a" : fmt::format("{:.0f}%", 100 * c["overlap"].get<double>()).c_str(),
+                  100 * c["rank_spread"].get<double>());
       const auto& s = breakdown.fields["stragglers"];
       std::string late;
       for (const auto& r : s["ranks"])
-        if (r["late"].get<bool>()) late += fmt::format("{}rank {} ({:.3f} ms median arrival skew)", late.empty() ? "" : ", ", r["rank"].get<int>(),
-                                                       r["median_skew_us"].get<double>() / 1e3);
-      std::printf("# stragglers: %s\n", late.empty() ? fmt::format("none (no rank consistently late by more than {:g} ms)", s["threshold_ms"].get<double>()).c_str()
-                                                     : late.c_str());
+        if (r["late"].get<bool>())
+          late += fmt::format("{}rank {} ({:.3f} ms median arrival skew)", late.empty() ? "" : ", ", r["rank"].get<int>(),
+                              r["median_skew_us"].get<double>() / 1e3);
+      std::printf(
+          "# stragglers: %s\n",
+          late.empty()
+              ? fmt::format("none (no rank consistently late by more than {:g} ms)", s["threshold_ms"].get<double>()).c_str()
+              : late.c_str());
     }
   }
   if (!o.label.empty()) rec["label"] = o.label;
@@ -348,14 +391,16 @@ void runTrainStep(const TrainRunOptions& given, RunContext& ctx) {
   Bootstrap& boot = ctx.boot;
   TrainRunOptions o = given;
   o.train.device = wl::parseDeviceSpec(o.device);
-  if (o.train.device.cuda() && o.train.device.index < 0 && boot.size() > 1) o.train.device.index = boot.localRank();  // one GPU per process
+  if (o.train.device.cuda() && o.train.device.index < 0 && boot.size() > 1)
+    o.train.device.index = boot.localRank();  // one GPU per process
   const wl::LayoutOptions layout = wl::resolveLayout(o.train.layout, boot.size());
   std::unique_ptr<Communicator> world;
   if (boot.size() > 1) {
     CommunicatorOptions co;
     co.backend = o.train.device.cuda() ? BackendKind::kNccl : BackendKind::kMpi;
     collectively(boot, [&] { world = makeCommunicator(co, boot); });
-    ctx.addLayout(ctx.step.empty() ? "train" : ctx.step, world->backend(), world->worldSize(), 1, nlohmann::json::array({{{"rank", world->rank(0)}, {"device", world->device(0)}}}));
+    ctx.addLayout(ctx.step.empty() ? "train" : ctx.step, world->backend(), world->worldSize(), 1,
+                  nlohmann::json::array({{{"rank", world->rank(0)}, {"device", world->device(0)}}}));
   }
   std::unique_ptr<wl::ProcessGrid> grid;
   collectively(boot, [&] { grid = std::make_unique<wl::ProcessGrid>(layout, world.get()); });

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "base/error.h"
-#include "workloads/trainer.h"
 #include "tests/gpu/gpu_test_support.h"
+#include "workloads/trainer.h"
 
 namespace ts::wl {
 namespace {
@@ -43,14 +43,19 @@ TEST_P(CudaTraining, LossTrajectoryMatchesTheCpu) {
   o.schedule.lr = 3e-3;
   const auto cpu = losses(o, DeviceKind::kCpu), gpu = losses(o, DeviceKind::kCuda);
   ASSERT_EQ(cpu.size(), gpu.size());
-  for (std::size_t i = 0; i < cpu.size(); ++i) EXPECT_NEAR(gpu[i], cpu[i], c.tolerance * std::fabs(cpu[i])) << nameOf(c.model) << " step " << i;
+  for (std::size_t i = 0; i < cpu.size(); ++i)
+    EXPECT_NEAR(gpu[i], cpu[i], c.tolerance * std::fabs(cpu[i])) << nameOf(c.model) << " step " << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryModel, CudaTraining,
-                         ::testing::Values(Case{ModelKind::kMlp, 32, Precision::kFloat32, 1e-4}, Case{ModelKind::kCnn, 8, Precision::kFloat32, 1e-3},
+                         ::testing::Values(Case{ModelKind::kMlp, 32, Precision::kFloat32, 1e-4},
+                                           Case{ModelKind::kCnn, 8, Precision::kFloat32, 1e-3},
                                            Case{ModelKind::kTransformer, 4, Precision::kFloat32, 1e-4},
-                                           Case{ModelKind::kTransformer, 4, Precision::kBFloat16, 2e-2}, Case{ModelKind::kMlp, 32, Precision::kFloat16, 5e-3}),
-                         [](const auto& info) { return std::string(nameOf(info.param.model)) + "_" + std::string(nameOf(info.param.precision)); });
+                                           Case{ModelKind::kTransformer, 4, Precision::kBFloat16, 2e-2},
+                                           Case{ModelKind::kMlp, 32, Precision::kFloat16, 5e-3}),
+                         [](const auto& info) {
+                           return std::string(nameOf(info.param.model)) + "_" + std::string(nameOf(info.param.precision));
+                         });
 
 TEST(CudaTrainingErrors, AMissingGpuIsOneClearError) {
   if (haveGpu()) GTEST_SKIP() << "a GPU is present: the no-GPU error cannot be shown here";

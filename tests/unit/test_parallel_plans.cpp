@@ -136,7 +136,7 @@ TEST(GradientBuckets, PackInBackwardOrderPadToThePartsAndSplitIntoPiecesThatCove
       for (const Param& piece : buckets.pieces(b, k, grads)) covered[piece.name.substr(0, 1)] += piece.value.numel();
   }
   EXPECT_EQ(seen, (std::vector<std::string>{"e", "d", "c", "b", "a"}));  // the backward's order
-  EXPECT_EQ(buckets.all().size(), 3u);                                    // e+d+c | b (larger than a bucket) | a
+  EXPECT_EQ(buckets.all().size(), 3u);                                   // e+d+c | b (larger than a bucket) | a
   for (const auto& p : params) EXPECT_EQ(covered[p.name], p.value.numel()) << p.name;
 }
 
@@ -151,7 +151,7 @@ TEST(GradientBuckets, DepositCopiesAGradientAndCompletesItsBucketOnce) {
   Bucket* done = buckets.deposit(a);
   ASSERT_NE(done, nullptr);
   EXPECT_EQ(done->flat.toHost(), (std::vector<float>{4, 5, 1, 2, 3, 0}));  // b first (backward order), padded to 6
-  EXPECT_THROW(buckets.deposit(a), Error);                                  // twice in one backward
+  EXPECT_THROW(buckets.deposit(a), Error);                                 // twice in one backward
   buckets.startMicroBatch();
   EXPECT_EQ(buckets.deposit(a), nullptr);
 }

@@ -76,7 +76,9 @@ void Optimizer::step(double lrD, int t) {
 
 std::vector<NamedTensor> Optimizer::state() {
   std::vector<NamedTensor> out;
-  const char* first = o_.kind == OptimizerKind::kSgd ? "momentum_buffer" : o_.kind == OptimizerKind::kRmsprop ? "square_avg" : "exp_avg";
+  const char* first = o_.kind == OptimizerKind::kSgd       ? "momentum_buffer"
+                      : o_.kind == OptimizerKind::kRmsprop ? "square_avg"
+                                                           : "exp_avg";
   for (Slot& s : slots_) {
     out.push_back({s.p->name + "." + first, &s.a});
     if (s.b.data) out.push_back({s.p->name + ".exp_avg_sq", &s.b});

@@ -50,9 +50,9 @@ namespace ts {
 template <>
 struct EnumNames<wl::OptimizerKind> {
   static constexpr std::pair<std::string_view, wl::OptimizerKind> kNames[] = {{"sgd", wl::OptimizerKind::kSgd},
-                                                                                {"adam", wl::OptimizerKind::kAdam},
-                                                                                {"adamw", wl::OptimizerKind::kAdamW},
-                                                                                {"rmsprop", wl::OptimizerKind::kRmsprop},
-                                                                                {"lamb", wl::OptimizerKind::kLamb}};
+                                                                              {"adam", wl::OptimizerKind::kAdam},
+                                                                              {"adamw", wl::OptimizerKind::kAdamW},
+                                                                              {"rmsprop", wl::OptimizerKind::kRmsprop},
+                                                                              {"lamb", wl::OptimizerKind::kLamb}};
 };
 }  // namespace ts

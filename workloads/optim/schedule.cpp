@@ -37,7 +37,8 @@ void validateSchedule(const Schedule& s) {
   if (!(s.lr > 0) || !std::isfinite(s.lr)) throw UsageError(fmt::format("--lr {}: must be a positive number", s.lr));
   if (s.minLr < 0 || s.minLr > s.lr) throw UsageError("--min-lr must be in [0, --lr]");
   if (s.warmup < 0) throw UsageError("--lr-warmup must be >= 0");
-  if (s.kind == ScheduleKind::kStep && (s.stepSize < 1 || s.gamma <= 0)) throw UsageError("--lr-step-size must be >= 1 and --lr-gamma > 0");
+  if (s.kind == ScheduleKind::kStep && (s.stepSize < 1 || s.gamma <= 0))
+    throw UsageError("--lr-step-size must be >= 1 and --lr-gamma > 0");
 }
 
 }  // namespace ts::wl

@@ -30,8 +30,8 @@ namespace ts {
 template <>
 struct EnumNames<wl::ScheduleKind> {
   static constexpr std::pair<std::string_view, wl::ScheduleKind> kNames[] = {{"constant", wl::ScheduleKind::kConstant},
-                                                                               {"step", wl::ScheduleKind::kStep},
-                                                                               {"cosine", wl::ScheduleKind::kCosine},
-                                                                               {"linear", wl::ScheduleKind::kLinear}};
+                                                                             {"step", wl::ScheduleKind::kStep},
+                                                                             {"cosine", wl::ScheduleKind::kCosine},
+                                                                             {"linear", wl::ScheduleKind::kLinear}};
 };
 }  // namespace ts

@@ -51,9 +51,12 @@ std::unique_ptr<GradientSync> makeGradientSync(const ProcessGrid& grid, const Mo
   if (!dp) return std::make_unique<LocalSync>(model);
   const LayoutOptions& l = grid.layout();
   std::unique_ptr<GradientSync> sync;
-  if (l.zero == 3) sync = std::make_unique<Zero3Sync>(*dp, model, l, timeoutS);
-  else if (l.sync == SyncKind::kParameterServer || l.zero > 0) sync = std::make_unique<ShardedSync>(*dp, model, l, timeoutS);
-  else sync = std::make_unique<AllReduceSync>(*dp, model, l, timeoutS);
+  if (l.zero == 3)
+    sync = std::make_unique<Zero3Sync>(*dp, model, l, timeoutS);
+  else if (l.sync == SyncKind::kParameterServer || l.zero > 0)
+    sync = std::make_unique<ShardedSync>(*dp, model, l, timeoutS);
+  else
+    sync = std::make_unique<AllReduceSync>(*dp, model, l, timeoutS);
   sync->setTraceLabel(groupLabel(grid, GroupKind::kDp));
   return sync;
 }

@@ -19,11 +19,11 @@ namespace ts {
 template <>
 struct EnumNames<wl::SyncKind> {
   static constexpr std::pair<std::string_view, wl::SyncKind> kNames[] = {{"allreduce", wl::SyncKind::kAllReduce},
-                                                                          {"ps", wl::SyncKind::kParameterServer}};
+                                                                         {"ps", wl::SyncKind::kParameterServer}};
 };
 template <>
 struct EnumNames<wl::PipelineSchedule> {
   static constexpr std::pair<std::string_view, wl::PipelineSchedule> kNames[] = {{"gpipe", wl::PipelineSchedule::kGPipe},
-                                                                                  {"1f1b", wl::PipelineSchedule::k1F1B}};
+                                                                                 {"1f1b", wl::PipelineSchedule::k1F1B}};
 };
 }  // namespace ts
