@@ -53,4 +53,18 @@ Action addTable(CLI::App& sub, const OptionTable<Opts>& table, std::shared_ptr<O
   return [o, run](const std::vector<std::string>& argv) { return run(*o, argv); };
 }
 
+// A suite step of a subcommand whose table fills Args, which `resolve` turns into the options that `run`
+// (the runner's step entry) takes; the resolved options are the step's recorded config.
+template <class Args, class Resolve, class Run>
+SuiteStep tableStep(StepReader& r, const OptionTable<Args>& table, Resolve resolve, Run run, bool (*wantsMpi)(const decltype(resolve(Args{}))&) = nullptr) {
+  Args a;
+  table.readFromSuite(r, a);
+  const auto o = resolve(a);
+  SuiteStep s;
+  s.wantsMpi = wantsMpi && wantsMpi(o);
+  s.config = toJson(o);
+  s.run = [o, run](RunContext& ctx) -> std::size_t { return run(o, ctx); };
+  return s;
+}
+
 }  // namespace ts

@@ -66,16 +66,16 @@ int runFromCommandLine(const CollectivesArgs& args, const std::vector<std::strin
   return runVariants(req, argv);
 }
 
-SuiteStep readStep(StepReader& r) {
-  CollectivesArgs a;
-  collectivesOptions().readFromSuite(r, a);
+// In a suite, `auto` is decided when the file is read: an MPI step needs the MPI bootstrap from the start.
+CollectivesOptions resolveForSuite(const CollectivesArgs& a) {
   CollectivesOptions o = resolveCollectivesArgs(a);
   o.backend = resolveBackend(o.backend);
-  SuiteStep s;
-  s.wantsMpi = o.backend == BackendKind::kMpi;
-  s.config = toJson(o);
-  s.run = [o](RunContext& ctx) { return runCollectivesStep(o, ctx); };
-  return s;
+  return o;
+}
+
+SuiteStep readStep(StepReader& r) {
+  return tableStep(r, collectivesOptions(), resolveForSuite, runCollectivesStep,
+                   [](const CollectivesOptions& o) { return o.backend == BackendKind::kMpi; });
 }
 
 }  // namespace

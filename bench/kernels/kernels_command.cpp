@@ -36,15 +36,7 @@ const OptionTable<KernelsArgs>& kernelsOptions() {
   return table;
 }
 
-SuiteStep readStep(StepReader& r) {
-  KernelsArgs a;
-  kernelsOptions().readFromSuite(r, a);
-  const KernelsOptions o = resolveKernelsArgs(a);
-  SuiteStep s;
-  s.config = toJson(o);
-  s.run = [o](RunContext& ctx) { return runKernelsStep(o, ctx); };
-  return s;
-}
+SuiteStep readStep(StepReader& r) { return tableStep(r, kernelsOptions(), resolveKernelsArgs, runKernelsStep); }
 
 }  // namespace
 

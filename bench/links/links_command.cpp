@@ -62,14 +62,7 @@ const OptionTable<LinksArgs>& linksOptions() {
 }
 
 SuiteStep readStep(StepReader& r) {
-  LinksArgs a;
-  linksOptions().readFromSuite(r, a);
-  const LinksOptions o = resolveLinksArgs(a);
-  SuiteStep s;
-  s.wantsMpi = o.mpi && launchedByMpi();
-  s.config = toJson(o);
-  s.run = [o](RunContext& ctx) { return runLinksStep(o, ctx); };
-  return s;
+  return tableStep(r, linksOptions(), resolveLinksArgs, runLinksStep, [](const LinksOptions& o) { return o.mpi && launchedByMpi(); });
 }
 
 }  // namespace
