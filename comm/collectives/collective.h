@@ -17,7 +17,7 @@ struct CollectiveLayout {
   std::size_t count = 0;      // the op's count argument (per rank, as NCCL's API takes it); 0 = size too small
   std::size_t sendElems = 0;  // this rank's input buffer
   std::size_t recvElems = 0;  // this rank's output buffer
-  std::size_t bytes = 0;      // bytes of the record: the whole buffer for gather-type ops (DESIGN.md)
+  std::size_t bytes = 0;      // bytes of the record: the whole buffer for gather-type ops (docs/architecture.md "Formulas")
 };
 
 struct CollectiveArgs {
