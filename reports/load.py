@@ -1,4 +1,5 @@
 """Loading result documents: read, parse, validate against the schema, and name what is wrong."""
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,9 +11,19 @@ from .errors import InputError
 SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "result-v1.schema.json"
 
 
+@functools.cache
+def _schema():
+    return json.loads(SCHEMA_PATH.read_text())
+
+
 def _validator():
-    schema = json.loads(SCHEMA_PATH.read_text())
-    return jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    return jsonschema.Draft202012Validator(_schema(), format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+
+
+def collective_ops():
+    """The collectives in the order of trainscope's registry (comm/collectives/registry.cpp): the schema's
+    enum of a collective record's op, which a unit test there holds equal to the registry."""
+    return list(_schema()["$defs"]["collective"]["properties"]["op"]["enum"])
 
 
 _VALIDATOR = None
