@@ -15,21 +15,6 @@
 
 namespace ts {
 
-const char* collectiveKindName(CollectiveKind k) {
-  switch (k) {
-    case CollectiveKind::kAllReduce: return "all_reduce";
-    case CollectiveKind::kAllGather: return "all_gather";
-    case CollectiveKind::kReduceScatter: return "reduce_scatter";
-    case CollectiveKind::kBroadcast: return "broadcast";
-    case CollectiveKind::kReduce: return "reduce";
-    case CollectiveKind::kAllToAll: return "all_to_all";
-    case CollectiveKind::kGather: return "gather";
-    case CollectiveKind::kScatter: return "scatter";
-    case CollectiveKind::kSendRecv: return "send_recv";
-  }
-  return "?";
-}
-
 void Communicator::run(int l, const CollectiveCall& c) {
   switch (c.kind) {
     case CollectiveKind::kAllReduce: allReduce(l, c.send, c.recv, c.count, c.dtype, c.op); return;

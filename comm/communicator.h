@@ -19,10 +19,9 @@ namespace ts {
 
 class Bootstrap;
 
+// The collectives a Communicator runs, as calls. Each is one entry of the registry in comm/collectives
+// (collectiveOf(kind)), which gives its one name and its layout; this enum only picks the backend call.
 enum class CollectiveKind { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce, kAllToAll, kGather, kScatter, kSendRecv };
-
-// "all_reduce", "all_gather", ...: the names the collectives subcommand uses.
-const char* collectiveKindName(CollectiveKind k);
 
 // What timing one batch of iterations produced, for this process.
 struct TimedBatch {

@@ -1,4 +1,5 @@
 """Loading result documents: read, parse, validate against the schema, and name what is wrong."""
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -13,9 +14,20 @@ from .json_types import JsonObject, Record, ResultDoc
 SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "result-v1.schema.json"
 
 
+@functools.cache
+def _schema() -> JsonObject:
+    schema: JsonObject = json.loads(SCHEMA_PATH.read_text())
+    return schema
+
+
 def _validator() -> jsonschema.Draft202012Validator:
-    schema = json.loads(SCHEMA_PATH.read_text())
-    return jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    return jsonschema.Draft202012Validator(_schema(), format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+
+
+def collective_ops() -> list[str]:
+    """The collectives in the order of trainscope's registry (comm/collectives/registry.cpp): the schema's
+    enum of a collective record's op, which a unit test there holds equal to the registry."""
+    return list(_schema()["$defs"]["collective"]["properties"]["op"]["enum"])
 
 
 _VALIDATOR: jsonschema.Draft202012Validator | None = None

@@ -9,7 +9,7 @@ class AllGather final : public Collective {
  public:
   std::string_view name() const override { return "all_gather"; }
   CollectiveKind kind() const override { return CollectiveKind::kAllGather; }
-  CollectiveLayout layout(std::size_t bytes, std::size_t elt, int n) const override { return blockedLayout(bytes, elt, n, false, true); }
+  BufferShape shape() const override { return BufferShape::kGathered; }
   double busFactor(int n) const override { return ringFactor(n); }
   double input(const CollectiveArgs&, int rank, std::size_t i) const override { return movedInput(rank, i); }
   std::optional<double> expected(const CollectiveArgs&, int, std::size_t i, const CollectiveLayout& lay) const override {

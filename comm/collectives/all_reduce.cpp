@@ -10,7 +10,7 @@ class AllReduce final : public Collective {
   std::string_view name() const override { return "all_reduce"; }
   CollectiveKind kind() const override { return CollectiveKind::kAllReduce; }
   bool reduces() const override { return true; }
-  CollectiveLayout layout(std::size_t bytes, std::size_t elt, int) const override { return flatLayout(bytes, elt); }
+  BufferShape shape() const override { return BufferShape::kFlat; }
   double busFactor(int n) const override { return 2.0 * ringFactor(n); }
   double input(const CollectiveArgs& a, int rank, std::size_t i) const override { return reductionInput(a.redop, rank, i); }
   std::optional<double> expected(const CollectiveArgs& a, int, std::size_t i, const CollectiveLayout&) const override {

@@ -10,7 +10,7 @@ class Gather final : public Collective {
   std::string_view name() const override { return "gather"; }
   CollectiveKind kind() const override { return CollectiveKind::kGather; }
   bool rooted() const override { return true; }
-  CollectiveLayout layout(std::size_t bytes, std::size_t elt, int n) const override { return blockedLayout(bytes, elt, n, false, true); }
+  BufferShape shape() const override { return BufferShape::kGathered; }
   double busFactor(int n) const override { return ringFactor(n); }
   double input(const CollectiveArgs&, int rank, std::size_t i) const override { return movedInput(rank, i); }
   std::optional<double> expected(const CollectiveArgs& a, int rank, std::size_t i, const CollectiveLayout& lay) const override {

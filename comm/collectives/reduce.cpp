@@ -11,7 +11,7 @@ class Reduce final : public Collective {
   CollectiveKind kind() const override { return CollectiveKind::kReduce; }
   bool reduces() const override { return true; }
   bool rooted() const override { return true; }
-  CollectiveLayout layout(std::size_t bytes, std::size_t elt, int) const override { return flatLayout(bytes, elt); }
+  BufferShape shape() const override { return BufferShape::kFlat; }
   double busFactor(int) const override { return 1.0; }
   double input(const CollectiveArgs& a, int rank, std::size_t i) const override { return reductionInput(a.redop, rank, i); }
   std::optional<double> expected(const CollectiveArgs& a, int rank, std::size_t i, const CollectiveLayout&) const override {

@@ -10,7 +10,7 @@ class ReduceScatter final : public Collective {
   std::string_view name() const override { return "reduce_scatter"; }
   CollectiveKind kind() const override { return CollectiveKind::kReduceScatter; }
   bool reduces() const override { return true; }
-  CollectiveLayout layout(std::size_t bytes, std::size_t elt, int n) const override { return blockedLayout(bytes, elt, n, true, false); }
+  BufferShape shape() const override { return BufferShape::kScattered; }
   double busFactor(int n) const override { return ringFactor(n); }
   double input(const CollectiveArgs& a, int rank, std::size_t i) const override { return reductionInput(a.redop, rank, i); }
   std::optional<double> expected(const CollectiveArgs& a, int rank, std::size_t i, const CollectiveLayout& lay) const override {

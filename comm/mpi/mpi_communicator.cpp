@@ -5,12 +5,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string_view>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "base/heartbeat.h"
 #include "base/stop_request.h"
+#include "comm/collectives/collective.h"
 #include "comm/mpi/mpi_check.h"
 
 namespace ts {
@@ -99,7 +101,7 @@ namespace {
 // waits does not take a core from a peer on an oversubscribed host.
 class MpiPending final : public PendingCollective {
  public:
-  MpiPending(const char* what, std::size_t bytes, int rank, std::function<void()> finish)
+  MpiPending(std::string_view what, std::size_t bytes, int rank, std::function<void()> finish)
       : what_(what), bytes_(bytes), rank_(rank), finish_(std::move(finish)) {}
   ~MpiPending() override {
     if (!done_ && request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);  // never leave MPI writing freed memory
@@ -130,7 +132,7 @@ class MpiPending final : public PendingCollective {
   }
 
  private:
-  const char* what_;
+  std::string_view what_;  // a collective's name or "send"/"recv": static strings
   std::size_t bytes_;
   int rank_;
   std::function<void()> finish_;
@@ -151,7 +153,7 @@ std::unique_ptr<PendingCollective> MpiCommunicator::start(int l, const Collectiv
   std::function<void()> finish;
   if (c.kind == CollectiveKind::kBroadcast && rank_ == c.root && c.send != c.recv)
     finish = [s = c.send, r = c.recv, bytes = c.count * dtypeSize(c.dtype)] { std::memcpy(r, s, bytes); };
-  auto p = std::make_unique<MpiPending>(collectiveKindName(c.kind), c.count * dtypeSize(c.dtype), rank_, std::move(finish));
+  auto p = std::make_unique<MpiPending>(collectiveOf(c.kind).name(), c.count * dtypeSize(c.dtype), rank_, std::move(finish));
   switch (c.kind) {
     case CollectiveKind::kAllReduce: MPI_CHECK(MPI_Iallreduce(inPlaceOr(c.send, c.recv), c.recv, n, t, mpiOp(c.op), comm_, p->request())); break;
     case CollectiveKind::kReduceScatter: MPI_CHECK(MPI_Ireduce_scatter_block(c.send, c.recv, n, t, mpiOp(c.op), comm_, p->request())); break;
@@ -186,8 +188,7 @@ MpiCommunicator::~MpiCommunicator() {
 }
 
 bool MpiCommunicator::supports(CollectiveKind op, DType t, RedOp, std::string* why) const {
-  const bool reduces = op == CollectiveKind::kAllReduce || op == CollectiveKind::kReduceScatter || op == CollectiveKind::kReduce;
-  if (reduces && (t == DType::kFloat16 || t == DType::kBFloat16)) {
+  if (collectiveOf(op).reduces() && (t == DType::kFloat16 || t == DType::kBFloat16)) {
     if (why) *why = fmt::format("the mpi backend cannot reduce {} (MPI has no 16-bit float arithmetic); use float32, or --backend nccl", dtypeName(t));
     return false;
   }

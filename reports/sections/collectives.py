@@ -3,10 +3,9 @@ dtype and reduction; dashed = in place), latency of the small messages, and the 
 from collections import defaultdict
 
 from ..json_types import Block, Record
-from ..load import Result
+from ..load import Result, collective_ops
 from ..plots import PlotSink, log2_size_axis, new_figure, size_label
 
-OPS = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "gather", "scatter", "sendrecv"]
 SMALL = 64 * 1024  # the latency plot covers sizes up to here
 
 SeriesKey = tuple[str, str, int, str, str, str]  # label, backend, ranks, dtype, reduction, transport/algo/proto
@@ -47,7 +46,8 @@ class CollectivesSection:
             for rec in r.records_of("collective"):
                 by_op[rec["op"]][_series_key(r, rec)].append(rec)
         peak_rows: list[list[str]] = []
-        for op in [o for o in OPS if o in by_op] + sorted(o for o in by_op if o not in OPS):
+        order = collective_ops()  # the registry's order; ops it does not know (none, once validated) go last
+        for op in [o for o in order if o in by_op] + sorted(o for o in by_op if o not in order):
             series = by_op[op]
             fig, (bw_ax, lat_ax) = new_figure(ncols=2)
             sizes: list[int] = []

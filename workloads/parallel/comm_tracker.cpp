@@ -5,6 +5,7 @@
 
 #include "base/dtype.h"
 #include "base/error.h"
+#include "comm/collectives/collective.h"
 #include "kernels/instrumentation.h"
 #include "kernels/trace.h"
 
@@ -25,10 +26,9 @@ int CommTracker::track(std::string name, std::size_t bytes, const std::function<
 }
 
 int CommTracker::start(const CollectiveCall& call) {
-  // Bytes as the collectives sweep counts them: the whole buffer (all-gather/reduce-scatter: the gathered one).
-  const int n = comm_.worldSize();
-  const bool whole = call.kind == CollectiveKind::kAllGather || call.kind == CollectiveKind::kReduceScatter;
-  return track(collectiveKindName(call.kind), call.count * dtypeSize(call.dtype) * static_cast<std::size_t>(whole ? n : 1),
+  // Name and bytes as the collectives sweep records them, so a step's op compares with the sweep's.
+  const Collective& op = collectiveOf(call.kind);
+  return track(std::string(op.name()), op.layoutOfCount(call.count, dtypeSize(call.dtype), comm_.worldSize()).bytes,
                [&] { return comm_.start(0, call); });
 }
 

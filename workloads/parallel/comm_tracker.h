@@ -18,7 +18,7 @@
 namespace ts::wl {
 
 struct CollectiveTiming {
-  std::string op;  // all_reduce, reduce_scatter, all_gather, reduce, broadcast
+  std::string op;  // the collective's registry name (all_reduce, reduce_scatter, ...), or send/recv
   std::size_t bytes = 0;
   double seconds = 0;  // launch to observed completion
   std::string group;   // the communicator's label ("dp0", "pp1": groupLabel, read back by groupOfLabel): the k-th op of a group is one operation on every member

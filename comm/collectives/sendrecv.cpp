@@ -9,7 +9,7 @@ class SendRecv final : public Collective {
  public:
   std::string_view name() const override { return "sendrecv"; }
   CollectiveKind kind() const override { return CollectiveKind::kSendRecv; }
-  CollectiveLayout layout(std::size_t bytes, std::size_t elt, int) const override { return flatLayout(bytes, elt); }
+  BufferShape shape() const override { return BufferShape::kFlat; }
   double busFactor(int) const override { return 1.0; }
   double input(const CollectiveArgs&, int rank, std::size_t i) const override { return movedInput(rank, i); }
   std::optional<double> expected(const CollectiveArgs& a, int rank, std::size_t i, const CollectiveLayout&) const override {
