@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <memory>
 
@@ -12,6 +11,7 @@
 #include "base/heartbeat.h"
 #include "base/units.h"
 #include "bench/session/activity.h"
+#include "bench/session/record_json.h"
 #include "bench/session/compute_clock.h"
 #include "bench/kernels/cpu_contention.h"
 #include "bench/session/result_writer.h"
@@ -127,40 +127,38 @@ double CeilingSet::measure(const std::vector<std::size_t>& which, const std::str
   double best = 0;
   for (std::size_t k = 0; k < runners.size(); ++k) {
     Entry& e = entries_[which[k]];
-    const bool compute = e.spec.kind == CeilingKind::kCompute;
-    const Stats s = summarize(us[k]);
-    const double value = runners[k].work / (s.min * 1e-6) / (compute ? 1e12 : 1e9) * o_.plantedScale;
-    const nlohmann::json clock = ts::computeClockMhz(e.spec.cudaDevice);
-    best = std::max(best, value);
-    if (value > e.value) {
-      e.value = value;
-      e.clock = clock;
+    const KernelCeilingRecord rec = recordOf(e.spec, summarize(us[k]), runners[k].work, others, trigger);
+    best = std::max(best, rec.value);
+    if (rec.value > e.value) {
+      e.value = rec.value;
+      e.clock = rec.clockMhz;
       e.others = others;
     }
     if (!trigger.empty()) e.rechecked = true;
-    if (!o_.writer) continue;
-    nlohmann::json rec = {{"kind", "kernel_ceiling"},
-                          {"ceiling", std::string(ceilingKindName(e.spec.kind))},
-                          {"value", value},
-                          {"unit", compute ? "TFLOP/s" : "GB/s"},
-                          {"source", e.spec.source},
-                          {"time_us", toJson(s)},
-                          {"clock_mhz", clock},
-                          {"warmup", p.warmup},
-                          {"trials", p.trials},
-                          {"others_cpu_fraction", others ? nlohmann::json(*others) : nlohmann::json()}};
-    if (!compute) {
-      rec["level"] = std::string(memoryLevelName(e.spec.level));
-      rec["working_set_bytes"] = e.spec.workingSetBytes;
-      rec["capacity_bytes"] = std::isfinite(e.spec.capacityBytes) ? nlohmann::json(e.spec.capacityBytes) : nlohmann::json();
-    }
-    if (!trigger.empty()) rec["recheck_of"] = trigger;
-    if (planted()) rec["planted_fault_scale"] = o_.plantedScale;
-    if (!o_.step.empty()) rec["step"] = o_.step;
-    o_.writer->add(rec);
+    if (o_.writer) o_.writer->add(toJson(rec));
   }
   activity::set("");
   return best;
+}
+
+KernelCeilingRecord CeilingSet::recordOf(const CeilingSpec& spec, const Stats& s, double work, std::optional<double> others,
+                                         const std::string& trigger) const {
+  KernelCeilingRecord r;
+  r.ceiling = spec.kind;
+  r.value = work / (s.min * 1e-6) / (spec.kind == CeilingKind::kCompute ? 1e12 : 1e9) * o_.plantedScale;
+  r.source = spec.source;
+  r.time = s;
+  r.clockMhz = readComputeClockMhz(spec.cudaDevice);
+  r.warmup = kCeilingProtocol.warmup;
+  r.trials = kCeilingProtocol.trials;
+  r.othersCpuFraction = others;
+  r.level = spec.level;
+  r.workingSetBytes = spec.workingSetBytes;
+  r.capacityBytes = spec.capacityBytes;
+  r.recheckOf = trigger;
+  if (planted()) r.plantedFaultScale = o_.plantedScale;
+  r.step = o_.step;
+  return r;
 }
 
 bool CeilingSet::matches(const Entry& e, CeilingKind kind, MemoryLevel level) const {
@@ -220,7 +218,7 @@ std::string CeilingSet::computeSource() const {
 
 nlohmann::json CeilingSet::computeClockMhz() const {
   const Entry* e = bestOf(CeilingKind::kCompute, MemoryLevel::kDram);
-  return e ? e->clock : nlohmann::json();
+  return e ? orNull(e->clock) : nlohmann::json();
 }
 
 bool CeilingSet::computeRechecked() const {

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/precision.h"
+#include "bench/kernels/ceiling_record.h"
 #include "bench/kernels/host_caches.h"
 #include "bench/kernels/roofline.h"
 
@@ -87,12 +88,14 @@ class CeilingSet {
   struct Entry {
     CeilingSpec spec;
     double value = 0;  // best over its measurements
-    nlohmann::json clock;
+    std::optional<double> clock;  // of the measurement that gave value
     std::optional<double> others;  // other processes' CPU share during the measurement that gave value
     bool rechecked = false;
   };
   // Returns the best value this measurement gave.
   double measure(const std::vector<std::size_t>& which, const std::string& trigger);
+  // One spec's measurement as its record: `work` over the best trial's time.
+  KernelCeilingRecord recordOf(const CeilingSpec& spec, const Stats& s, double work, std::optional<double> others, const std::string& trigger) const;
   bool matches(const Entry& e, CeilingKind kind, MemoryLevel level) const;
   const Entry* bestOf(CeilingKind kind, MemoryLevel level) const;
   std::vector<Entry> entries_;
