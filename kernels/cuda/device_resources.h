@@ -59,7 +59,7 @@ class DeviceBuffer {
     CUDA_CHECK(rc);
   }
   // For callers that word their own out-of-memory error: empty, and `error` set, when cudaMalloc fails
-  // (CUDA's sticky last error cleared, so that the next call does not report it again).
+  // (CUDA's last error cleared, so that the next checked call does not report it again).
   static DeviceBuffer tryAllocate(std::size_t bytes, cudaError_t& error) {
     DeviceBuffer b;
     error = cudaSuccess;
