@@ -8,9 +8,8 @@
 #include "comm/mpi/mpi_communicator.h"
 #endif
 #ifdef TRAINSCOPE_HAVE_NCCL
-#include <cuda_runtime_api.h>
-
 #include "comm/nccl/nccl_communicator.h"
+#include "kernels/cuda/device_count.h"
 #endif
 
 namespace ts {
@@ -54,9 +53,7 @@ std::string backendName(BackendKind b) {
 BackendKind resolveBackend(BackendKind requested) {
   if (requested != BackendKind::kAuto) return requested;
 #ifdef TRAINSCOPE_HAVE_NCCL
-  int n = 0;
-  if (cudaGetDeviceCount(&n) == cudaSuccess && n > 0) return BackendKind::kNccl;
-  cudaGetLastError();  // clear the "no device" error so later CUDA calls do not inherit it
+  if (cuda::usableDeviceCount() > 0) return BackendKind::kNccl;
 #endif
   return BackendKind::kMpi;
 }

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "kernels/cuda/device_count.h"
 #include "workloads/device_cuda.h"
 
 namespace ts::wl {
@@ -38,7 +39,7 @@ std::unique_ptr<Device> Device::open(const std::string& spec) {
     throw UsageError(fmt::format("--device {}: expected cpu, cuda or cuda:N", spec));
   }
 #ifdef TRAINSCOPE_HAVE_CUDA
-  const int count = cudaDeviceCount();
+  const int count = cuda::usableDeviceCount();
   if (count == 0) throw UsageError(fmt::format("--device {}: no CUDA GPU is usable on this host", spec));
   if (ordinal >= count) throw UsageError(fmt::format("--device {}: this host has {} GPU(s) (cuda:0 .. cuda:{})", spec, count, count - 1));
   return std::unique_ptr<Device>(new Device(ordinal));
@@ -133,7 +134,7 @@ void Device::setMatmulPrecision(Precision p) {
 
 void* Device::stream() const {
 #ifdef TRAINSCOPE_HAVE_CUDA
-  if (cuda()) return cuda_->stream;
+  if (cuda()) return cuda_->stream.get();
 #endif
   return nullptr;
 }

@@ -12,7 +12,7 @@
 #include <cuda_runtime_api.h>
 
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/device_array.h"
+#include "kernels/cuda/device_resources.h"
 #include "kernels/cuda/device_timer.h"
 #endif
 

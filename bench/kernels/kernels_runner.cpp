@@ -31,6 +31,7 @@
 #include "bench/session/watchdog.h"
 #include "comm/bootstrap.h"
 #include "bench/session/trace_files.h"
+#include "kernels/cuda/device_count.h"
 #include "kernels/trace.h"
 #ifdef TRAINSCOPE_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -226,13 +227,7 @@ KernelsOptions resolveKernelsArgs(const KernelsArgs& a) {
   if (o.warmup < 0 || o.iters < 1 || o.trials < 1) throw UsageError("-w/--warmup >= 0, -n/--iters >= 1 and --trials >= 1");
   if (!a.shapesFile.empty()) o.userShapes = loadKernelShapes(a.shapesFile, o.hidden, o.seq, o.batch, o.vocab);
   if (a.backend != "auto" && a.backend != "cpu" && a.backend != "cuda") throw UsageError(fmt::format("--backend: '{}' is not auto, cpu or cuda", a.backend));
-  int gpus = 0;
-#ifdef TRAINSCOPE_HAVE_CUDA
-  if (cudaGetDeviceCount(&gpus) != cudaSuccess) {
-    cudaGetLastError();
-    gpus = 0;
-  }
-#endif
+  const int gpus = cuda::usableDeviceCount();
   if (a.backend == "cuda" && gpus == 0) throw UsageError("--backend cuda needs a CUDA GPU, and none is usable on this host");
   o.cuda = a.backend == "cuda" || (a.backend == "auto" && gpus > 0);
   for (const KernelOp* op : o.ops)

@@ -4,6 +4,7 @@
 
 #include "bench/session/inventory.h"
 #include "bench/session/nvml_loader.h"
+#include "kernels/cuda/device_count.h"
 #ifdef TRAINSCOPE_HAVE_CUDA
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
@@ -60,11 +61,10 @@ nlohmann::json linkMatrix(const nlohmann::json& devices) {
 nlohmann::json collectGpuInventory() {
   nlohmann::json g = {{"available", false}, {"devices", nlohmann::json::array()}, {"links", nlohmann::json::object()}};
 #ifdef TRAINSCOPE_HAVE_CUDA
-  int count = 0;
-  const cudaError_t rc = cudaGetDeviceCount(&count);
-  if (rc != cudaSuccess || count == 0) {
-    g["reason"] = rc != cudaSuccess ? "cudaGetDeviceCount: " + std::string(cudaGetErrorString(rc)) : "the CUDA runtime sees no device";
-    cudaGetLastError();
+  std::string whyNone;
+  const int count = cuda::usableDeviceCount(&whyNone);
+  if (count == 0) {
+    g["reason"] = whyNone;
     g["links"] = {{"reason", "no GPUs"}};
     return g;
   }

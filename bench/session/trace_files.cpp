@@ -14,9 +14,8 @@
 #include "comm/bootstrap.h"
 #include "kernels/trace.h"
 #ifdef TRAINSCOPE_HAVE_CUPTI
-#include <cuda_runtime_api.h>
-
 #include "kernels/cuda/cupti_activity.h"
+#include "kernels/cuda/device_count.h"
 #else
 namespace ts::cuda {
 class ActivityTrace {};  // a build without CUPTI has no device spans
@@ -71,15 +70,12 @@ TraceFiles::TraceFiles(Bootstrap& boot, std::string dir, int worldSize) : boot_(
   std::filesystem::create_directories(dir_, ec);
   if (ec) throw UsageError(fmt::format("--trace {}: {}", dir_, ec.message()));
 #ifdef TRAINSCOPE_HAVE_CUPTI
-  int gpus = 0;
-  if (cudaGetDeviceCount(&gpus) == cudaSuccess && gpus > 0) {
+  if (cuda::usableDeviceCount() > 0) {
     try {
       device_ = std::make_unique<cuda::ActivityTrace>();
     } catch (const std::exception& e) {  // another profiler holds CUPTI, or no permission: host spans only
       std::fprintf(stderr, "trainscope: warning: --trace %s: no kernel-level spans: %s\n", dir_.c_str(), e.what());
     }
-  } else {
-    cudaGetLastError();
   }
 #endif
   boot_.barrier();

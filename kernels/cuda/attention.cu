@@ -1,5 +1,8 @@
-// Causal scaled dot-product attention: a fused one-pass kernel (online softmax over key tiles) and the
-// unfused two-pass path (cuBLASLt batched GEMMs around the causal softmax kernel). See attention.h.
+// Causal scaled dot-product attention on the GPU (kernels/cpu/attention.cpp): a fused one-pass kernel (online
+// softmax over key tiles) and the unfused two-pass path (cuBLASLt batched GEMMs around the causal softmax
+// kernel), see attention.h; and the head permutes of multi-head attention (headsFromRows / rowsFromHeads,
+// ops.h), pure copies.
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cmath>
@@ -10,26 +13,17 @@
 #include "base/error.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_common.cuh"
 #include "kernels/cuda/ops.h"
 
 namespace ts::cuda {
 namespace {
 
-constexpr int kWarp = 32;
 constexpr int kBr = 64;        // queries per block
 constexpr int kBc = 64;        // keys per tile (two per lane in the softmax step)
 constexpr int kThreads = 256;  // 16 x 16 threads, each a 4-row micro-tile
 constexpr int kRowsPerWarp = kBr / (kThreads / kWarp);
 static_assert(kBc == 2 * kWarp && kBr == 64 && kBc == kBr && kThreads == 256, "the thread mapping below assumes these");
-
-__device__ float warpMax(float v) {
-  for (int o = kWarp / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-__device__ float warpSum(float v) {
-  for (int o = kWarp / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 
 // Shared memory of one block: the Q tile, the K tile (then the V tile, in the same place), the scores
 // (then the probabilities) of the tile, and per query row the running max, the running sum of
@@ -206,6 +200,28 @@ void checkDims(const char* what, int B, int NH, int T, int D) {
   if (std::int64_t(B) * NH * T > INT_MAX) throw UsageError(fmt::format("{}: B*NH*T = {} is too large", what, std::int64_t(B) * NH * T));
 }
 
+// ---- head permutes ----------------------------------------------------------------------------------------
+
+// heads[b, h, t, d] <-> rows[b*T + t, col0 + h*D + d] (row width W), one thread per head element i (runs of
+// D consecutive addresses on both sides): kToHeads copies rows -> heads (dst indexed by i, src by the row
+// offset), else heads -> rows (dst by the row offset, src by i). Reads and writes B*T*NH*D floats.
+template <typename I, bool kToHeads>
+__global__ void permuteHeadsKernel(float* dst, const float* src, I count, I T, I NH, I D, I col0, I W) {
+  for (I i = static_cast<I>(firstIndex()); i < count; i += static_cast<I>(gridStride())) {
+    const I d = i % D;
+    I rest = i / D;
+    const I t = rest % T;
+    rest /= T;
+    const I h = rest % NH;
+    const I b = rest / NH;
+    const I j = (b * T + t) * W + col0 + h * D + d;
+    if constexpr (kToHeads)
+      dst[i] = src[j];
+    else
+      dst[j] = src[i];
+  }
+}
+
 }  // namespace
 
 void attentionForward(float* out, const float* q, const float* k, const float* v, int B, int NH, int T, int D, cudaStream_t stream) {
@@ -261,6 +277,29 @@ void attentionForwardTwoPass(float* out, const float* q, const float* k, const f
   o.strideB = td;
   o.strideC = td;
   blas.gemm(o, probs, v, out, stream);
+}
+
+namespace {
+template <bool kToHeads>
+void permuteHeads(float* dst, const float* src, int B, int T, int NH, int D, int col0, int W, cudaStream_t stream) {
+  if (B <= 0 || T <= 0 || NH <= 0 || D <= 0) return;
+  const std::size_t count = std::size_t(B) * T * NH * D;
+  const std::size_t rowsExtent = std::size_t(B) * T * std::size_t(std::max(W, 0)) + std::size_t(std::max(col0, 0)) + std::size_t(NH) * D;
+  if (fits32(count) && fits32(rowsExtent) && col0 >= 0 && W >= 0)
+    permuteHeadsKernel<std::uint32_t, kToHeads><<<elementGrid(count), kBlock, 0, stream>>>(dst, src, static_cast<std::uint32_t>(count), T, NH, D, col0,
+                                                                                           W);
+  else
+    permuteHeadsKernel<std::size_t, kToHeads><<<elementGrid(count), kBlock, 0, stream>>>(dst, src, count, std::size_t(T), std::size_t(NH), std::size_t(D),
+                                                                                         static_cast<std::size_t>(col0), static_cast<std::size_t>(W));
+  CUDA_CHECK(cudaGetLastError());
+}
+}  // namespace
+
+void headsFromRows(float* heads, const float* rows, int B, int T, int NH, int D, int col0, int W, cudaStream_t stream) {
+  permuteHeads<true>(heads, rows, B, T, NH, D, col0, W, stream);
+}
+void rowsFromHeads(float* rows, const float* heads, int B, int T, int NH, int D, int col0, int W, cudaStream_t stream) {
+  permuteHeads<false>(rows, heads, B, T, NH, D, col0, W, stream);
 }
 
 }  // namespace ts::cuda

@@ -11,7 +11,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "kernels/cuda/blas.h"
+#include "kernels/cuda/gemm.h"
 
 namespace ts::cuda {
 

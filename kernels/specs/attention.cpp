@@ -16,7 +16,7 @@
 #include "kernels/specs/kernel_op.h"
 #ifdef TRAINSCOPE_HAVE_CUDA
 #include "kernels/cuda/attention.h"
-#include "kernels/cuda/device_array.h"
+#include "kernels/cuda/device_resources.h"
 #endif
 
 namespace ts {

@@ -19,7 +19,7 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/cuda/convolution.h"
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/device_array.h"
+#include "kernels/cuda/device_resources.h"
 #include "tests/gpu/gpu_test_support.h"
 #include "kernels/specs/kernel_op.h"  // randomInputs
 

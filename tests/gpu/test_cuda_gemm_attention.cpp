@@ -15,7 +15,7 @@
 #include "base/error.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cuda/attention.h"
-#include "kernels/cuda/blas.h"
+#include "kernels/cuda/gemm.h"
 #include "kernels/cuda/cuda_check.h"
 #include "tests/gpu/gpu_test_support.h"
 #include "kernels/specs/kernel_op.h"  // randomInputs, the ops

@@ -9,7 +9,7 @@
 #include "base/dtype.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/blas.h"
+#include "kernels/cuda/gemm.h"
 #include "kernels/cuda/ops.h"
 #include "tests/gpu/gpu_test_support.h"
 #include "kernels/specs/kernel_op.h"  // randomInputs

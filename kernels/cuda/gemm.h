@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include "base/dtype.h"
+#include "kernels/cuda/device_resources.h"
 
 namespace ts::cuda {
 
@@ -31,7 +32,7 @@ struct GemmSpec {
   bool tf32 = false;                // float32 inputs through TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32)
 };
 
-// cuBLASLt with its workspace, for one device.
+// cuBLASLt with its workspace, for the current device.
 class Blas {
  public:
   explicit Blas(std::size_t workspaceBytes = 32u << 20);
@@ -48,9 +49,8 @@ class Blas {
             float* C, int ldc, DType inputs, bool tf32, cudaStream_t stream);
 
  private:
+  DeviceBuffer workspace_;  // first: freed if creating the handle throws
   cublasLtHandle_t handle_ = nullptr;
-  void* workspace_ = nullptr;
-  std::size_t workspaceBytes_ = 0;
 };
 
 }  // namespace ts::cuda

@@ -9,7 +9,7 @@
 
 #include "base/error.h"
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/blas.h"
+#include "kernels/cuda/gemm.h"
 
 #define CUBLAS_CHECK(call)                                                                                   \
   do {                                                                                                       \
@@ -87,20 +87,9 @@ void validate(const GemmSpec& s) {
 
 }  // namespace
 
-Blas::Blas(std::size_t workspaceBytes) : workspaceBytes_(workspaceBytes) {
-  CUBLAS_CHECK(cublasLtCreate(&handle_));
-  if (workspaceBytes_ > 0) {
-    const cudaError_t rc = cudaMalloc(&workspace_, workspaceBytes_);
-    if (rc != cudaSuccess) {
-      cublasLtDestroy(handle_);  // the destructor does not run when the constructor throws
-      handle_ = nullptr;
-      CUDA_CHECK(rc);
-    }
-  }
-}
+Blas::Blas(std::size_t workspaceBytes) : workspace_(workspaceBytes) { CUBLAS_CHECK(cublasLtCreate(&handle_)); }
 
 Blas::~Blas() {
-  if (workspace_) cudaFree(workspace_);
   if (handle_) cublasLtDestroy(handle_);
 }
 
@@ -127,7 +116,8 @@ void Blas::gemm(const GemmSpec& s, const void* A, const void* B, void* C, cudaSt
   makeLayout(&d.a, in, s.transA ? s.m : s.k, s.transA ? s.k : s.m, s.lda, s.batch, s.strideA);
   makeLayout(&d.c, out, s.n, s.m, s.ldc, s.batch, s.strideC);
   CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&d.pref));
-  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspaceBytes_, sizeof(workspaceBytes_)));
+  const std::size_t workspaceBytes = workspace_.bytes();
+  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspaceBytes, sizeof(workspaceBytes)));
   // cuBLASLt's A is our B and its B our A (the swap above); C and D are the same matrix.
   const std::uint32_t alignA = alignmentOf(B, s.ldb, s.strideB, s.batch, s.inputs), alignB = alignmentOf(A, s.lda, s.strideA, s.batch, s.inputs),
                       alignC = alignmentOf(C, s.ldc, s.strideC, s.batch, s.output);
@@ -139,7 +129,7 @@ void Blas::gemm(const GemmSpec& s, const void* A, const void* B, void* C, cudaSt
   int found = 0;
   CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(handle_, d.op, d.b, d.a, d.c, d.c, d.pref, 1, &heuristic, &found));
   if (found == 0 || heuristic.state != CUBLAS_STATUS_SUCCESS) throw errorInContext(fmt::format("cuBLASLt has no algorithm for a {} GEMM", describe(s)));
-  CUBLAS_CHECK(cublasLtMatmul(handle_, d.op, &s.alpha, B, d.b, A, d.a, &s.beta, C, d.c, C, d.c, &heuristic.algo, workspace_, workspaceBytes_, stream));
+  CUBLAS_CHECK(cublasLtMatmul(handle_, d.op, &s.alpha, B, d.b, A, d.a, &s.beta, C, d.c, C, d.c, &heuristic.algo, workspace_.get(), workspaceBytes, stream));
 }
 
 void Blas::gemm(bool transA, bool transB, int m, int n, int k, float alpha, const void* A, int lda, const void* B, int ldb, float beta,
