@@ -47,7 +47,7 @@ void RankSteps::add(const wl::StepResult& r) {
   collectives.insert(collectives.end(), r.comm.collectives.begin(), r.comm.collectives.end());
 }
 
-TrainBreakdown gatherBreakdown(Bootstrap& boot, const wl::ProcessGrid& grid, const RankSteps& mine) {
+TrainBreakdown gatherBreakdown(Bootstrap& boot, const wl::Mesh& mesh, const RankSteps& mine) {
   const int P = boot.size();
   const std::size_t n = mine.total.size();
   // Every rank trained the same steps, so the per-step vectors line up; they travel as one block.
@@ -55,14 +55,13 @@ TrainBreakdown gatherBreakdown(Bootstrap& boot, const wl::ProcessGrid& grid, con
                                                           &mine.sync, &mine.optimizer, &mine.communication, &mine.exposed,
                                                           &mine.pipelineWait};
   std::vector<double> block;
-  block.push_back(grid.dpRank());
-  block.push_back(grid.tpRank());
-  block.push_back(grid.ppRank());
+  const std::vector<wl::MeshAxis>& axes = mesh.axes();
+  for (const wl::MeshAxis& a : axes) block.push_back(a.coordinate);
   for (const auto* s : series) block.insert(block.end(), s->begin(), s->end());
   const std::vector<double> all = boot.allGatherDoubles(block);
   const std::size_t per = block.size();
   auto seriesOf = [&](int rank, std::size_t k) {
-    const auto* base = all.data() + static_cast<std::size_t>(rank) * per + 3 + k * n;
+    const auto* base = all.data() + static_cast<std::size_t>(rank) * per + axes.size() + k * n;
     return std::vector<double>(base, base + n);
   };
 
@@ -82,10 +81,7 @@ TrainBreakdown gatherBreakdown(Bootstrap& boot, const wl::ProcessGrid& grid, con
     const double compute = median(seriesOf(p, 2)) + median(seriesOf(p, 3)) + median(seriesOf(p, 5));
     const double wait = median(seriesOf(p, 8));
     if (step > 0) bubbles.push_back(wait / step);
-    ranks.push_back({{"rank", p},
-                     {"dp_rank", static_cast<int>(place[0])},
-                     {"tp_rank", static_cast<int>(place[1])},
-                     {"pp_rank", static_cast<int>(place[2])},
+    nlohmann::json row = {{"rank", p},
                      {"step_us", step * 1e6},
                      {"data_us", median(seriesOf(p, 1)) * 1e6},
                      {"compute_us", compute * 1e6},
@@ -94,7 +90,9 @@ TrainBreakdown gatherBreakdown(Bootstrap& boot, const wl::ProcessGrid& grid, con
                      {"exposed_communication_us", exposed * 1e6},
                      {"pipeline_wait_us", wait * 1e6},
                      {"idle_us", std::max(0.0, step - compute - median(seriesOf(p, 1)) - median(seriesOf(p, 4))) * 1e6},
-                     {"overlap", comm > 0 ? nlohmann::json(std::clamp(1.0 - exposed / comm, 0.0, 1.0)) : nlohmann::json()}});
+                     {"overlap", comm > 0 ? nlohmann::json(std::clamp(1.0 - exposed / comm, 0.0, 1.0)) : nlohmann::json()}};
+    for (std::size_t a = 0; a < axes.size(); ++a) row[wl::coordinateField(axes[a])] = static_cast<int>(place[a]);
+    ranks.push_back(row);
   }
   for (std::size_t i = 0; i < n; ++i) spread[i] = out.stepSeconds[i] > 0 ? (out.stepSeconds[i] - fastest[i]) / out.stepSeconds[i] : 0.0;
 
@@ -102,7 +100,7 @@ TrainBreakdown gatherBreakdown(Bootstrap& boot, const wl::ProcessGrid& grid, con
   // bandwidth, each with its own group's bus factor.
   std::map<CollectiveRowKey, std::vector<double>> byRow;
   for (const auto& c : mine.collectives) {
-    const wl::LabelledGroup g = wl::groupOfLabel(grid.layout(), c.group);
+    const wl::LabelledGroup g = wl::groupOfLabel(mesh.layout(), c.group);
     byRow[{g.kind, g.size, c.op, c.bytes}].push_back(c.seconds);
   }
   nlohmann::json collectives = nlohmann::json::array();
@@ -134,7 +132,7 @@ TrainBreakdown gatherBreakdown(Bootstrap& boot, const wl::ProcessGrid& grid, con
                   {"rank_spread", median(spread)}}},
                 {"ranks", ranks},
                 {"collectives", collectives}};
-  if (grid.layout().pp > 1) out.fields["measured_bubble"] = median(bubbles);
+  if (mesh.size(wl::GroupKind::kPp) > 1) out.fields["measured_bubble"] = median(bubbles);
   // Late means late enough to matter: by more than 1 ms and 5% of the step.
   if (P > 1) out.fields["stragglers"] = gatherArrivalSkew(boot, mine.collectives, mine.originS, std::max(1.0, 0.05 * median(out.stepSeconds) * 1e3));
   return out;

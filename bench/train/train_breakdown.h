@@ -32,7 +32,7 @@ struct TrainBreakdown {
 // Collective over every process of the run (each passes its own steps); the result matters on process 0.
 // With several ranks it includes `stragglers` (bench/train/arrival_skew.h; late: by more than 1 ms and 5% of
 // the median step).
-// `grid` names each rank's place and the size of each group a collective ran in (its bus factor's n).
-TrainBreakdown gatherBreakdown(Bootstrap& boot, const wl::ProcessGrid& grid, const RankSteps& mine);
+// `mesh` names each rank's place and the size of each group a collective ran in (its bus factor's n).
+TrainBreakdown gatherBreakdown(Bootstrap& boot, const wl::Mesh& mesh, const RankSteps& mine);
 
 }  // namespace ts

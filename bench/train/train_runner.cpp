@@ -63,10 +63,10 @@ nlohmann::json parameterSquares(const std::vector<wl::Param*>& params) {
 // that two runs (another layout, another machine) can be compared without their checkpoints. Pipeline
 // stages each know their own parameters, tensor-parallel ranks their slices (summed); data-parallel
 // replicas are equal, and the first of each group speaks. Collective when world > 1. Also the count.
-std::pair<nlohmann::json, std::int64_t> parameterNorms(Bootstrap& boot, const wl::ProcessGrid& grid, const std::vector<wl::Param*>& params) {
-  nlohmann::json mine = grid.dpRank() == 0 ? parameterSquares(params) : nlohmann::json::object();
+std::pair<nlohmann::json, std::int64_t> parameterNorms(Bootstrap& boot, const wl::Mesh& mesh, const std::vector<wl::Param*>& params) {
+  nlohmann::json mine = mesh.coordinate(wl::GroupKind::kDp) == 0 ? parameterSquares(params) : nlohmann::json::object();
   std::vector<std::string> all = {mine.dump()};
-  if (grid.worldSize() > 1) all = boot.allGatherStrings(mine.dump());
+  if (mesh.worldSize() > 1) all = boot.allGatherStrings(mine.dump());
   std::map<std::string, std::pair<double, std::int64_t>> total;
   for (const auto& s : all) {
     const nlohmann::json rank = nlohmann::json::parse(s);
@@ -116,29 +116,29 @@ nlohmann::json toJson(const TrainRunOptions& o) {
 namespace {
 
 // Every rank trains its part of the layout; process 0 prints and writes the record.
-void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGrid& grid) {
+void trainOnMesh(const TrainRunOptions& o, RunContext& ctx, const wl::Mesh& mesh) {
   if (o.warmupSteps < 0) throw UsageError("--warmup-steps must be >= 0");
-  if (!o.dumpLogits.empty() && grid.layout().pp > 1) throw UsageError("--dump-logits with --pp: the logits are on the last stage; dump them from a run without --pp");
+  if (!o.dumpLogits.empty() && mesh.size(wl::GroupKind::kPp) > 1) throw UsageError("--dump-logits with --pp: the logits are on the last stage; dump them from a run without --pp");
   const bool leader = ctx.boot.rank() == 0;
   Watchdog watchdog(o.timeoutS, endAllRanksOnTimeout(o.timeoutS, ctx.boot));  // the train record comes at the end
   WatchdogScope guard(watchdog);
   activity::set("building the model and loading the data");
   std::unique_ptr<wl::Trainer> built;
-  collectively(ctx.boot, [&] { built = std::make_unique<wl::Trainer>(o.train, &grid, o.timeoutS); });
+  collectively(ctx.boot, [&] { built = std::make_unique<wl::Trainer>(o.train, &mesh, o.timeoutS); });
   wl::Trainer& trainer = *built;
   const std::int64_t todo = o.train.steps - trainer.firstStep();
   if (o.warmupSteps >= todo)
     throw UsageError(fmt::format("--warmup-steps {} leaves none of the {} steps to time: train more steps or warm up fewer", o.warmupSteps, todo));
   wl::Model& model = trainer.model();
   const auto& cfg = model.config();
-  const int world = grid.worldSize();
+  const int world = mesh.worldSize();
   if (leader) {
     std::printf("# train %s %s on %s in %s: %lld parameters, %.3g GFLOP per step (3x forward), %lld %s per step, batch %lld in %lld micro-batch(es), data %s\n",
                 cfg.kind.c_str(), cfg.preset.c_str(), trainer.device().name().c_str(), o.train.precision.c_str(), static_cast<long long>(model.parameterCount()),
                 trainer.flopsPerStep() / 1e9, static_cast<long long>(trainer.itemsPerStep()), model.itemName().c_str(), static_cast<long long>(o.train.batch),
                 static_cast<long long>(o.train.microBatches), trainer.dataInfo().name.c_str());
     if (world > 1)
-      std::printf("# layout %s over %d ranks: %lld %s per rank per micro-batch; this rank updates %zu of %lld parameters\n", grid.layout().name().c_str(), world,
+      std::printf("# layout %s over %d ranks: %lld %s per rank per micro-batch; this rank updates %zu of %lld parameters\n", mesh.layout().name().c_str(), world,
                   static_cast<long long>(trainer.microBatchSize()), model.itemName() == "tokens" ? "sequences" : "samples", trainer.ownedParameterElements(),
                   static_cast<long long>(model.parameterCount()));
     if (trainer.firstStep() > 0) std::printf("# resumed at step %lld from %s\n", static_cast<long long>(trainer.firstStep()), o.train.checkpointDir.c_str());
@@ -182,7 +182,7 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
       if (const int sig = stopRequested()) throw Error(fmt::format("stopped by signal {} before train step {}", sig, trainer.nextStep()));
       // A delay without :step= fires every step (a straggler); the others fire once, at their step (or step 0).
       const bool due = fault && (fault->step == trainer.nextStep() || (fault->step < 0 && (fault->kind == Fault::Kind::kDelay || trainer.nextStep() == 0)));
-      if (due && fault->rank == grid.rank() && fault->inOperation()) {
+      if (due && fault->rank == mesh.rank() && fault->inOperation()) {
         if (fault->kind == Fault::Kind::kDie) std::fprintf(stderr, "trainscope: planted fault: %s dies at the start of train step %lld\n", activity::who().c_str(), fault->step);
         std::fflush(stderr);
         injectInOperation(*fault);
@@ -223,17 +223,20 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
   activity::set(failure.empty() ? "gathering the ranks' step times" : "");
 
   if (traceFiles && failure.empty()) {
-    const wl::LayoutOptions& l = grid.layout();
-    traceFiles->finish(fmt::format("train {} {} {}", cfg.kind, cfg.preset, l.name()),
-                       {{"dp_rank", grid.dpRank()}, {"tp_rank", grid.tpRank()}, {"pp_rank", grid.ppRank()}, {"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp},
-                        {"micro_batches", o.train.microBatches}});
+    // This rank's place: the mesh, and per axis its size and this rank's coordinate ("pp", "pp_rank").
+    nlohmann::json about = {{"mesh", mesh.toJson()}, {"micro_batches", o.train.microBatches}};
+    for (const wl::MeshAxis& a : mesh.axes()) {
+      about[std::string(a.name)] = a.size;
+      about[wl::coordinateField(a)] = a.coordinate;
+    }
+    traceFiles->finish(fmt::format("train {} {} {}", cfg.kind, cfg.preset, mesh.layout().name()), about);
   }
   TrainBreakdown breakdown;
   std::pair<nlohmann::json, std::int64_t> norms = {nlohmann::json::object(), model.parameterCount()};
   if (failure.empty()) {
     trainer.gatherParameters();  // ZeRO-3: the weights, for the record's parameter norms
-    norms = parameterNorms(ctx.boot, grid, trainer.trainedParams());
-    breakdown = gatherBreakdown(ctx.boot, grid, timed);
+    norms = parameterNorms(ctx.boot, mesh, trainer.trainedParams());
+    breakdown = gatherBreakdown(ctx.boot, mesh, timed);
   } else {
     breakdown.stepSeconds = timed.total;  // this rank's own view: the others are not reachable
   }
@@ -257,7 +260,8 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
                         {"device", trainer.device().name()},
                         {"precision", o.train.precision},
                         {"world_size", world},
-                        {"layout", grid.layout().toJson()},
+                        {"layout", mesh.layout().toJson()},
+                        {"mesh", mesh.toJson()},
                         {"config", trainer.resolvedConfig()},
                         {"parameters", model.parameterCount()},
                         {"owned_parameters", trainer.ownedParameterElements()},
@@ -274,7 +278,7 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
                         {"loss", {{"initial", initialLoss}, {"final", finalLoss}}},
                         {"loss_curve", curve}};
   if (failure.empty()) rec["parameter_norms"] = norms.first;
-  else if (world == 1) rec["parameter_norms"] = parameterNorms(ctx.boot, grid, trainer.trainedParams()).first;
+  else if (world == 1) rec["parameter_norms"] = parameterNorms(ctx.boot, mesh, trainer.trainedParams()).first;
   rec["parameters"] = failure.empty() ? norms.second : model.parameterCount();  // the whole model's
   if (const wl::Pipeline* p = trainer.pipeline()) {
     const double m = static_cast<double>(o.train.microBatches), stages = static_cast<double>(p->stages().size());
@@ -282,7 +286,7 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
     for (const auto& r : p->stages()) split.push_back({r.from, r.to});
     rec["pipeline"] = {{"stages", p->stages().size()},
                        {"microbatches", o.train.microBatches},
-                       {"schedule", grid.layout().schedule},
+                       {"schedule", mesh.layout().schedule},
                        {"layers", split},
                        {"theoretical_bubble", (stages - 1) / (m + stages - 1)},
                        {"measured_bubble", breakdown.fields.contains("measured_bubble") ? breakdown.fields["measured_bubble"] : nlohmann::json()}};
@@ -291,7 +295,7 @@ void trainOnGrid(const TrainRunOptions& o, RunContext& ctx, const wl::ProcessGri
     for (const auto& r : p->stages()) cuts += fmt::format(" [{},{})", r.from, r.to);
     const nlohmann::json& measured = rec["pipeline"]["measured_bubble"];
     std::printf("# pipeline: %zu stages, layers%s, %lld micro-batches, %s: bubble %s measured, %.1f%% theoretical\n", p->stages().size(), cuts.c_str(),
-                static_cast<long long>(o.train.microBatches), grid.layout().schedule.c_str(),
+                static_cast<long long>(o.train.microBatches), mesh.layout().schedule.c_str(),
                 measured.is_null() ? "n/a" : fmt::format("{:.1f}%", 100 * measured.get<double>()).c_str(), 100 * (stages - 1) / (m + stages - 1));
   }
   if (!failure.empty()) rec["error"] = failure;
@@ -354,9 +358,9 @@ void runTrainStep(const TrainRunOptions& given, RunContext& ctx) {
     collectively(boot, [&] { world = makeCommunicator(co, boot); });
     ctx.addLayout(ctx.step.empty() ? "train" : ctx.step, world->backend(), world->worldSize(), 1, nlohmann::json::array({{{"rank", world->rank(0)}, {"device", world->device(0)}}}));
   }
-  std::unique_ptr<wl::ProcessGrid> grid;
-  collectively(boot, [&] { grid = std::make_unique<wl::ProcessGrid>(layout, world.get()); });
-  trainOnGrid(o, ctx, *grid);
+  std::unique_ptr<wl::Mesh> mesh;
+  collectively(boot, [&] { mesh = std::make_unique<wl::Mesh>(layout, world.get()); });
+  trainOnMesh(o, ctx, *mesh);
 }
 
 int runTrain(const TrainRunOptions& o, const std::vector<std::string>& argv) {

@@ -1,6 +1,7 @@
 """Training: the loss curve of every run, where a step's time goes (data, forward, backward, sync,
 optimizer), throughput, achieved TFLOP/s and MFU, and for parallel runs each rank's compute and
 communication and the collectives the training issued."""
+from ..mesh import axis_names, coordinate
 from ..plots import new_figure
 from .kernels import CAUSES
 from .telemetry import throttle_alert
@@ -131,16 +132,17 @@ class TrainingSection:
 
         parallel = [(r, x) for r, x in runs if x.get("ranks")]
         if parallel:
+            axes = axis_names([x for _, x in parallel])
             rows = []
             for r, x in parallel:
                 for k in sorted(x["ranks"], key=lambda k: k["rank"]):
                     ov = k.get("overlap")
-                    rows.append([name(r, x), k["rank"], f"{k['dp_rank']}/{k['tp_rank']}/{k['pp_rank']}", f"{k['step_us'] / 1e3:.3f}",
+                    rows.append([name(r, x), k["rank"], "/".join(str(coordinate(k, a)) for a in axes), f"{k['step_us'] / 1e3:.3f}",
                                  f"{k['compute_us'] / 1e3:.3f}", f"{k['communication_us'] / 1e3:.3f}", f"{k['exposed_communication_us'] / 1e3:.3f}",
                                  f"{100 * ov:.0f}%" if ov is not None else "-", f"{k.get('idle_us', 0) / 1e3:.3f}"])
             blocks.append({"kind": "table", "caption": "Per rank, median per step (ms): compute (forward + backward + optimizer), communication in flight, "
                                                        "exposed communication (host time issuing and waiting), the overlap 1 - exposed/communication, idle",
-                           "columns": ["run", "rank", "dp/tp/pp", "step", "compute", "communication", "exposed", "overlap", "idle"], "rows": rows})
+                           "columns": ["run", "rank", "/".join(axes), "step", "compute", "communication", "exposed", "overlap", "idle"], "rows": rows})
             rows = []
             for r, x in parallel:
                 for c in x.get("collectives", []):
@@ -150,7 +152,7 @@ class TrainingSection:
                                  f"{sweep['busbw_gbps']:.3f} at {sweep['bytes']} B" if sweep else "-",
                                  f"{100 * c['busbw_gbps'] / sweep['busbw_gbps']:.0f}%" if sweep and sweep["busbw_gbps"] > 0 else "-"])
             if rows:
-                blocks.append({"kind": "table", "caption": "Collectives the training issued (process 0), per group (dp, tp, pp) with that group's ranks and "
+                blocks.append({"kind": "table", "caption": "Collectives the training issued (process 0), per group (its axis of the mesh) with that group's ranks and "
                                                            "bus factor: launch to observed completion, achieved bandwidth, and what the collectives sweep in "
                                                            "the same result attained at the nearest size (same op and ranks)",
                                "columns": ["run", "group", "op", "bytes", "ranks", "count", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "sweep busbw",
