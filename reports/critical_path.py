@@ -8,14 +8,19 @@ ended last: the one that held it up. The path alternates compute (the ops) and t
 (transfers, waiting on a receive, or the stage doing something else), and tells what to shorten first.
 Each op on the path says what held it up (`held_by`: "stage", its stage's previous op; "receive", the
 op it receives from) and the gap between that op's end and its own start.
-Stages are told apart by the `about` entry trainscope writes in every trace file (pp_rank, dp_rank,
-tp_rank); the path is that of the data- and tensor-parallel rank 0 of every stage.
+Stages are told apart by the `about` entry trainscope writes in every trace file (the mesh and the rank's
+coordinate on each axis, reports/mesh.py): a stage is a coordinate on the pipeline axis, and the path is that
+of the ranks at 0 on every other axis.
 """
 import re
 import statistics
 from typing import Any
 
 from .json_types import JsonObject, TraceDoc, TraceEvent
+
+from .mesh import coordinate, mesh_axes
+
+STAGES = "pp"  # the mesh axis whose coordinate is the pipeline stage
 
 OP = re.compile(r"^(forward|backward) (\d+)$")
 
@@ -94,8 +99,10 @@ def critical_path(docs: dict[int, TraceDoc]) -> JsonObject | None:
     stages: dict[int, list[TraceEvent]] = {}
     for rank, doc in docs.items():
         about = doc.get("trainscope", {}).get("about", {})
-        if about.get("pp", 1) > 1 and about.get("dp_rank", 0) == 0 and about.get("tp_rank", 0) == 0:
-            stages[about["pp_rank"]] = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+        axes = mesh_axes(about)
+        pipelined = any(a["name"] == STAGES and a["size"] > 1 for a in axes)
+        if pipelined and all(coordinate(about, a["name"]) == 0 for a in axes if a["name"] != STAGES):
+            stages[coordinate(about, STAGES)] = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
     if len(stages) < 2:
         return None
     steps = min(sum(1 for e in ev if e.get("cat") == "step") for ev in stages.values())

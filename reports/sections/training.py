@@ -5,6 +5,7 @@ from collections.abc import Callable
 
 from ..json_types import Block, Record
 from ..load import Result
+from ..mesh import axis_names, coordinate
 from ..plots import PlotSink, new_figure
 from .kernels import CAUSES
 from .telemetry import throttle_alert
@@ -142,18 +143,19 @@ def _summary_table(runs: list[TrainRun], name: Namer) -> Block:
 
 
 def _per_rank_table(parallel: list[TrainRun], name: Namer) -> Block:
+    axes = axis_names([x for _, x in parallel])
     rows = []
     for r, x in parallel:
         for k in sorted(x["ranks"], key=lambda k: k["rank"]):
             ov = k.get("overlap")
-            rows.append([name(r, x), k["rank"], f"{k['dp_rank']}/{k['tp_rank']}/{k['pp_rank']}", f"{k['step_us'] / 1e3:.3f}",
+            rows.append([name(r, x), k["rank"], "/".join(str(coordinate(k, a)) for a in axes), f"{k['step_us'] / 1e3:.3f}",
                          f"{k['compute_us'] / 1e3:.3f}", f"{k['communication_us'] / 1e3:.3f}",
                          f"{k['exposed_communication_us'] / 1e3:.3f}", f"{100 * ov:.0f}%" if ov is not None else "-",
                          f"{k.get('idle_us', 0) / 1e3:.3f}"])
     return {"kind": "table",
             "caption": "Per rank, median per step (ms): compute (forward + backward + optimizer), communication in flight, "
                        "exposed communication (host time issuing and waiting), the overlap 1 - exposed/communication, idle",
-            "columns": ["run", "rank", "dp/tp/pp", "step", "compute", "communication", "exposed", "overlap", "idle"],
+            "columns": ["run", "rank", "/".join(axes), "step", "compute", "communication", "exposed", "overlap", "idle"],
             "rows": rows}
 
 
@@ -170,7 +172,7 @@ def _collectives_table(parallel: list[TrainRun], name: Namer) -> Block | None:
     if not rows:
         return None
     return {"kind": "table",
-            "caption": "Collectives the training issued (process 0), per group (dp, tp, pp) with that group's ranks and "
+            "caption": "Collectives the training issued (process 0), per group (its axis of the mesh) with its ranks and "
                        "bus factor: launch to observed completion, achieved bandwidth, and what the collectives sweep in "
                        "the same result attained at the nearest size (same op and ranks)",
             "columns": ["run", "group", "op", "bytes", "ranks", "count", "time (us)", "algbw (GB/s)", "busbw (GB/s)",

@@ -17,7 +17,7 @@
 
 #include "workloads/layers/layer.h"
 #include "workloads/parallel/comm_tracker.h"
-#include "workloads/parallel/layout.h"
+#include "workloads/parallel/mesh.h"
 
 namespace ts::wl {
 
@@ -69,7 +69,7 @@ class GradientSync {
   std::unique_ptr<CommTracker> tracker_;
 };
 
-// The sync of `grid`'s data-parallel group for the part's parameters (a group of one: no communication).
-std::unique_ptr<GradientSync> makeGradientSync(const ProcessGrid& grid, const ModelPart& part, double timeoutS);
+// The sync of `mesh`'s data-parallel group for the part's parameters (a group of one: no communication).
+std::unique_ptr<GradientSync> makeGradientSync(const Mesh& mesh, const ModelPart& part, double timeoutS);
 
 }  // namespace ts::wl
