@@ -8,10 +8,14 @@ namespace ts {
 
 std::string_view precisionName(Precision p) {
   switch (p) {
-    case Precision::kFloat32: return "float32";
-    case Precision::kTF32: return "tf32";
-    case Precision::kBFloat16: return "bfloat16";
-    case Precision::kFloat16: return "float16";
+    case Precision::kFloat32:
+      return "float32";
+    case Precision::kTF32:
+      return "tf32";
+    case Precision::kBFloat16:
+      return "bfloat16";
+    case Precision::kFloat16:
+      return "float16";
   }
   return "?";
 }
@@ -26,18 +30,25 @@ Precision parsePrecision(std::string_view name) {
 
 DType storageType(Precision p) {
   switch (p) {
-    case Precision::kBFloat16: return DType::kBFloat16;
-    case Precision::kFloat16: return DType::kFloat16;
-    default: return DType::kFloat32;
+    case Precision::kBFloat16:
+      return DType::kBFloat16;
+    case Precision::kFloat16:
+      return DType::kFloat16;
+    default:
+      return DType::kFloat32;
   }
 }
 
 double unitRoundoff(Precision p) {
   switch (p) {
-    case Precision::kFloat32: return 6e-8;  // 2^-24
-    case Precision::kTF32: return 4.9e-4;   // 10-bit mantissa: 2^-11
-    case Precision::kFloat16: return 4.9e-4;
-    case Precision::kBFloat16: return 3.9e-3;  // 7-bit mantissa: 2^-8
+    case Precision::kFloat32:
+      return 6e-8;  // 2^-24
+    case Precision::kTF32:
+      return 4.9e-4;  // 10-bit mantissa: 2^-11
+    case Precision::kFloat16:
+      return 4.9e-4;
+    case Precision::kBFloat16:
+      return 3.9e-3;  // 7-bit mantissa: 2^-8
   }
   return 1;
 }

@@ -10,9 +10,9 @@ namespace ts {
 
 enum class Precision { kFloat32, kTF32, kBFloat16, kFloat16 };
 
-std::string_view precisionName(Precision p);  // "float32", "tf32", "bfloat16", "float16"
+std::string_view precisionName(Precision p);      // "float32", "tf32", "bfloat16", "float16"
 Precision parsePrecision(std::string_view name);  // canonical names and aliases (fp32, bf16, half, ...); UsageError
-DType storageType(Precision p);  // the element type of the data (float32 for TF32)
+DType storageType(Precision p);                   // the element type of the data (float32 for TF32)
 // Relative-error tolerance per accumulated term for a check in this precision (float32 ~1e-5 ... bf16 ~1e-2).
 double unitRoundoff(Precision p);
 

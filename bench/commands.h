@@ -48,7 +48,8 @@ void requireFiniteNumbers(CLI::App& app);  // finite_options.cpp
 
 // A subcommand's table on its CLI::App: the options, and the action built by `run` from the filled struct.
 template <class Opts>
-Action addTable(CLI::App& sub, const OptionTable<Opts>& table, std::shared_ptr<Opts> o, std::function<int(const Opts&, const std::vector<std::string>&)> run) {
+Action addTable(CLI::App& sub, const OptionTable<Opts>& table, std::shared_ptr<Opts> o,
+                std::function<int(const Opts&, const std::vector<std::string>&)> run) {
   table.addToCommandLine(sub, *o);
   return [o, run](const std::vector<std::string>& argv) { return run(*o, argv); };
 }
@@ -56,7 +57,8 @@ Action addTable(CLI::App& sub, const OptionTable<Opts>& table, std::shared_ptr<O
 // A suite step of a subcommand whose table fills Args, which `resolve` turns into the options that `run`
 // (the runner's step entry) takes; the resolved options are the step's recorded config.
 template <class Args, class Resolve, class Run>
-SuiteStep tableStep(StepReader& r, const OptionTable<Args>& table, Resolve resolve, Run run, bool (*wantsMpi)(const decltype(resolve(Args{}))&) = nullptr) {
+SuiteStep tableStep(StepReader& r, const OptionTable<Args>& table, Resolve resolve, Run run,
+                    bool (*wantsMpi)(const decltype(resolve(Args{}))&) = nullptr) {
   Args a;
   table.readFromSuite(r, a);
   const auto o = resolve(a);

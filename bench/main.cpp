@@ -5,13 +5,13 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "base/error.h"
+#include "bench/commands.h"
 #include "bench/session/activity.h"
 #include "bench/session/agreement.h"
-#include "bench/commands.h"
 #include "comm/bootstrap.h"
 #include "trainscope/build_info.h"
 

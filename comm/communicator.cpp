@@ -16,15 +16,33 @@ namespace ts {
 
 void Communicator::run(int l, const CollectiveCall& c) {
   switch (c.kind) {
-    case CollectiveKind::kAllReduce: allReduce(l, c.send, c.recv, c.count, c.dtype, c.op); return;
-    case CollectiveKind::kAllGather: allGather(l, c.send, c.recv, c.count, c.dtype); return;
-    case CollectiveKind::kReduceScatter: reduceScatter(l, c.send, c.recv, c.count, c.dtype, c.op); return;
-    case CollectiveKind::kBroadcast: broadcast(l, c.send, c.recv, c.count, c.dtype, c.root); return;
-    case CollectiveKind::kReduce: reduce(l, c.send, c.recv, c.count, c.dtype, c.op, c.root); return;
-    case CollectiveKind::kAllToAll: allToAll(l, c.send, c.recv, c.count, c.dtype); return;
-    case CollectiveKind::kGather: gather(l, c.send, c.recv, c.count, c.dtype, c.root); return;
-    case CollectiveKind::kScatter: scatter(l, c.send, c.recv, c.count, c.dtype, c.root); return;
-    case CollectiveKind::kSendRecv: sendRecv(l, c.send, c.recv, c.count, c.dtype, c.root, c.peer); return;
+    case CollectiveKind::kAllReduce:
+      allReduce(l, c.send, c.recv, c.count, c.dtype, c.op);
+      return;
+    case CollectiveKind::kAllGather:
+      allGather(l, c.send, c.recv, c.count, c.dtype);
+      return;
+    case CollectiveKind::kReduceScatter:
+      reduceScatter(l, c.send, c.recv, c.count, c.dtype, c.op);
+      return;
+    case CollectiveKind::kBroadcast:
+      broadcast(l, c.send, c.recv, c.count, c.dtype, c.root);
+      return;
+    case CollectiveKind::kReduce:
+      reduce(l, c.send, c.recv, c.count, c.dtype, c.op, c.root);
+      return;
+    case CollectiveKind::kAllToAll:
+      allToAll(l, c.send, c.recv, c.count, c.dtype);
+      return;
+    case CollectiveKind::kGather:
+      gather(l, c.send, c.recv, c.count, c.dtype, c.root);
+      return;
+    case CollectiveKind::kScatter:
+      scatter(l, c.send, c.recv, c.count, c.dtype, c.root);
+      return;
+    case CollectiveKind::kSendRecv:
+      sendRecv(l, c.send, c.recv, c.count, c.dtype, c.root, c.peer);
+      return;
   }
 }
 
@@ -43,9 +61,12 @@ std::unique_ptr<PendingCollective> Communicator::start(int l, const CollectiveCa
 
 std::string backendName(BackendKind b) {
   switch (b) {
-    case BackendKind::kAuto: return "auto";
-    case BackendKind::kMpi: return "mpi";
-    case BackendKind::kNccl: return "nccl";
+    case BackendKind::kAuto:
+      return "auto";
+    case BackendKind::kMpi:
+      return "mpi";
+    case BackendKind::kNccl:
+      return "nccl";
   }
   return "?";
 }
@@ -69,7 +90,8 @@ std::unique_ptr<Communicator> makeCommunicator(const CommunicatorOptions& opts, 
   }
   if (opts.gpusPerProcess != 1) throw UsageError("--gpus-per-process applies to --backend nccl only");
 #ifdef TRAINSCOPE_HAVE_MPI
-  if (boot.kind() != "mpi") throw UsageError("--backend mpi needs the MPI bootstrap (launch with mpirun, or leave --bootstrap at auto)");
+  if (boot.kind() != "mpi")
+    throw UsageError("--backend mpi needs the MPI bootstrap (launch with mpirun, or leave --bootstrap at auto)");
   return std::make_unique<MpiCommunicator>();
 #else
   throw UsageError("--backend mpi: this trainscope was built without MPI");

@@ -113,7 +113,7 @@ void BatchStager::stage(data::Batch& b) {
   const std::size_t inputBytes = b.hasTokens() ? bytesOf(b.tokens) : bytesOf(b.features);
   const std::size_t targetOffset = aligned(inputBytes), bytes = targetOffset + bytesOf(b.targets);
   CUDA_CHECK(cudaEventSynchronize(s.uploaded.get()));  // the slot's last upload has read its pinned buffer
-  if (bytes > s.capacity) {  // first use, or a larger batch: (re)allocated once, sized to fit
+  if (bytes > s.capacity) {                            // first use, or a larger batch: (re)allocated once, sized to fit
     CUDA_CHECK(cudaStreamWaitEvent(pool_->side.get(), s.released.get(), 0));
     CUDA_CHECK(cudaStreamSynchronize(pool_->side.get()));
     s.host.reset();
@@ -127,7 +127,8 @@ void BatchStager::stage(data::Batch& b) {
     s.released.record(static_cast<cudaStream_t>(d.stream()));
   }
   char* host = static_cast<char*>(s.host.get());
-  std::memcpy(host, b.hasTokens() ? static_cast<const void*>(b.tokens.data()) : static_cast<const void*>(b.features.data()), inputBytes);
+  std::memcpy(host, b.hasTokens() ? static_cast<const void*>(b.tokens.data()) : static_cast<const void*>(b.features.data()),
+              inputBytes);
   std::memcpy(host + targetOffset, b.targets.data(), bytesOf(b.targets));
   CUDA_CHECK(cudaStreamWaitEvent(pool_->side.get(), s.released.get(), 0));  // queued readers of the slot's last batch
   CUDA_CHECK(cudaMemcpyAsync(s.device, host, bytes, cudaMemcpyHostToDevice, pool_->side.get()));

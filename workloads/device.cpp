@@ -29,11 +29,13 @@ Device::~Device() = default;
 std::unique_ptr<Device> Device::open(const std::string& spec) {
   if (spec == "cpu") return std::unique_ptr<Device>(new Device(-1));
   int ordinal = -1;
-  if (spec == "cuda") ordinal = 0;
+  if (spec == "cuda")
+    ordinal = 0;
   else if (spec.rfind("cuda:", 0) == 0) {
     char* end = nullptr;
     const long v = std::strtol(spec.c_str() + 5, &end, 10);
-    if (end == spec.c_str() + 5 || *end != '\0' || v < 0) throw UsageError(fmt::format("--device {}: expected cpu, cuda or cuda:N", spec));
+    if (end == spec.c_str() + 5 || *end != '\0' || v < 0)
+      throw UsageError(fmt::format("--device {}: expected cpu, cuda or cuda:N", spec));
     ordinal = static_cast<int>(v);
   } else {
     throw UsageError(fmt::format("--device {}: expected cpu, cuda or cuda:N", spec));
@@ -41,7 +43,8 @@ std::unique_ptr<Device> Device::open(const std::string& spec) {
 #ifdef TRAINSCOPE_HAVE_CUDA
   const int count = cuda::usableDeviceCount();
   if (count == 0) throw UsageError(fmt::format("--device {}: no CUDA GPU is usable on this host", spec));
-  if (ordinal >= count) throw UsageError(fmt::format("--device {}: this host has {} GPU(s) (cuda:0 .. cuda:{})", spec, count, count - 1));
+  if (ordinal >= count)
+    throw UsageError(fmt::format("--device {}: this host has {} GPU(s) (cuda:0 .. cuda:{})", spec, count, count - 1));
   return std::unique_ptr<Device>(new Device(ordinal));
 #else
   (void)ordinal;
@@ -129,7 +132,8 @@ void Device::setMatmulPrecision(Precision p) {
     return;
   }
 #endif
-  if (p == Precision::kTF32) throw UsageError("--precision tf32: TF32 is a GPU tensor-core mode; the CPU trains in float32, bfloat16 or float16");
+  if (p == Precision::kTF32)
+    throw UsageError("--precision tf32: TF32 is a GPU tensor-core mode; the CPU trains in float32, bfloat16 or float16");
 }
 
 void* Device::stream() const {

@@ -52,7 +52,7 @@ class Device {
 
  private:
   explicit Device(int ordinal);
-  int ordinal_ = -1;  // -1: the CPU
+  int ordinal_ = -1;           // -1: the CPU
   mutable std::mutex memory_;  // guards the two counters below
   std::size_t inUse_ = 0, peak_ = 0;
   std::unique_ptr<CudaState> cuda_;

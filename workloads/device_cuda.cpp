@@ -23,8 +23,10 @@ const void* Device::CudaState::sixteenBit(const float* src, std::size_t elements
     buf = cuda::DeviceBuffer(need);
   }
   auto* out = static_cast<std::uint16_t*>(buf.get());
-  if (matmul == Precision::kBFloat16) cuda::castToBFloat16(out, src, elements, stream.get());
-  else cuda::castToHalf(out, src, elements, stream.get());
+  if (matmul == Precision::kBFloat16)
+    cuda::castToBFloat16(out, src, elements, stream.get());
+  else
+    cuda::castToHalf(out, src, elements, stream.get());
   return buf.get();
 }
 
@@ -34,8 +36,10 @@ void* Device::CudaState::allocate(std::size_t bytes, std::size_t inUse) {
   if (rc == cudaErrorMemoryAllocation) {
     std::size_t free = 0, total = 0;
     cudaMemGetInfo(&free, &total);
-    throw Error(fmt::format("out of memory on cuda:{}: {} bytes more after {} bytes for this model ({} of {} bytes free): lower --batch or the model size",
-                            ordinal, bytes, inUse, free, total));
+    throw Error(
+        fmt::format("out of memory on cuda:{}: {} bytes more after {} bytes for this model ({} of {} bytes free): lower --batch "
+                    "or the model size",
+                    ordinal, bytes, inUse, free, total));
   }
   CUDA_CHECK(rc);
   CUDA_CHECK(cudaMemsetAsync(p.get(), 0, bytes, stream.get()));

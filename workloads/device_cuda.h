@@ -10,9 +10,9 @@
 #include <cuda_runtime_api.h>
 
 #include "kernels/cpu/ops.h"
-#include "kernels/cuda/gemm.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_resources.h"
+#include "kernels/cuda/gemm.h"
 #ifdef TRAINSCOPE_HAVE_CUDNN
 #include "kernels/cuda/convolution.h"
 #endif
@@ -21,7 +21,7 @@
 namespace ts::wl {
 
 struct Device::CudaState {
-  explicit CudaState(int ordinal);  // makes the GPU current
+  explicit CudaState(int ordinal);                       // makes the GPU current
   void* allocate(std::size_t bytes, std::size_t inUse);  // zeroed; Error naming the sizes when out of memory
   void release(void* p);
   void copy(void* dst, const void* src, std::size_t bytes, bool toHost);

@@ -7,8 +7,8 @@
 
 #include "base/error.h"
 #include "kernels/trace.h"
-#include "workloads/ops.h"
 #include "workloads/checkpoint/checkpoint.h"
+#include "workloads/ops.h"
 
 namespace ts::wl {
 namespace {
@@ -23,7 +23,8 @@ struct HostTensors {
 HostTensors downloaded(const std::vector<NamedTensor>& ts) {
   HostTensors h;
   for (const auto& t : ts) h.values.push_back(t.tensor->toHost());
-  for (std::size_t i = 0; i < ts.size(); ++i) h.views.push_back({ts[i].name, ckpt::TensorDType::kF32, ts[i].tensor->shape, h.values[i].data()});
+  for (std::size_t i = 0; i < ts.size(); ++i)
+    h.views.push_back({ts[i].name, ckpt::TensorDType::kF32, ts[i].tensor->shape, h.values[i].data()});
   return h;
 }
 
@@ -48,11 +49,24 @@ std::vector<NamedTensor> modelTensors(Model& m) {
 }  // namespace
 
 nlohmann::json TrainOptions::toJson() const {
-  return {{"model", model},         {"preset", preset},       {"set", overrides},          {"steps", steps},
-          {"batch", batch},         {"micro_batches", microBatches}, {"device", device}, {"precision", precision},
-          {"loss_scale", precision == "float16" ? nlohmann::json(lossScale) : nlohmann::json()}, {"optimizer", optimizer.toJson()},
-          {"schedule", schedule.toJson()}, {"clip_norm", clipNorm}, {"seed", seed},          {"data", data},
-          {"checkpoint_dir", checkpointDir}, {"checkpoint_every", checkpointEvery}, {"resume", resume}, {"layout", layout.toJson()}};
+  return {{"model", model},
+          {"preset", preset},
+          {"set", overrides},
+          {"steps", steps},
+          {"batch", batch},
+          {"micro_batches", microBatches},
+          {"device", device},
+          {"precision", precision},
+          {"loss_scale", precision == "float16" ? nlohmann::json(lossScale) : nlohmann::json()},
+          {"optimizer", optimizer.toJson()},
+          {"schedule", schedule.toJson()},
+          {"clip_norm", clipNorm},
+          {"seed", seed},
+          {"data", data},
+          {"checkpoint_dir", checkpointDir},
+          {"checkpoint_every", checkpointEvery},
+          {"resume", resume},
+          {"layout", layout.toJson()}};
 }
 
 namespace {
@@ -75,7 +89,8 @@ void validateTrainOptions(const TrainOptions& o) {
   if (o.precision == "float16") LossScaler(o.lossScale, o.lossScaleInterval);  // checks the two
   if (o.clipNorm < 0) throw UsageError("--clip-norm must be >= 0 (0 = off)");
   if (o.checkpointEvery < 0) throw UsageError("--checkpoint-every must be >= 0");
-  if ((o.resume || o.checkpointEvery > 0) && o.checkpointDir.empty()) throw UsageError("--resume and --checkpoint-every need --checkpoint-dir");
+  if ((o.resume || o.checkpointEvery > 0) && o.checkpointDir.empty())
+    throw UsageError("--resume and --checkpoint-every need --checkpoint-dir");
   validateOptimizerOptions(o.optimizer);
   Schedule sched = o.schedule;
   sched.total = o.steps;
@@ -93,16 +108,22 @@ Trainer::Trainer(const TrainOptions& options, const Mesh* mesh, double commTimeo
   options_.layout = mesh_->layout();
   const LayoutOptions& layout = options_.layout;
   if (o.batch % (o.microBatches * layout.dp))
-    throw UsageError(fmt::format("--batch {} does not split into {} data-parallel rank(s) x {} micro-batch(es)", o.batch, layout.dp, o.microBatches));
+    throw UsageError(fmt::format("--batch {} does not split into {} data-parallel rank(s) x {} micro-batch(es)", o.batch,
+                                 layout.dp, o.microBatches));
   const bool sharded = layout.dp > 1 && (layout.zero > 0 || layout.sync == "ps");
   if (sharded && o.optimizer.kind == "lamb")
-    throw UsageError("--optimizer lamb with --zero or --sync ps: LAMB's trust ratio needs whole-tensor norms, and a shard may hold part of a tensor");
+    throw UsageError(
+        "--optimizer lamb with --zero or --sync ps: LAMB's trust ratio needs whole-tensor norms, and a shard may hold part of a "
+        "tensor");
   if (sharded && !o.checkpointDir.empty())
-    throw UsageError("--checkpoint-dir with --zero or --sync ps: sharded optimizer state is not saved in this version (use --zero 0)");
-  if (layout.pp > 1 && !o.checkpointDir.empty()) throw UsageError("--checkpoint-dir with --pp: per-stage checkpoints are not in this version");
+    throw UsageError(
+        "--checkpoint-dir with --zero or --sync ps: sharded optimizer state is not saved in this version (use --zero 0)");
+  if (layout.pp > 1 && !o.checkpointDir.empty())
+    throw UsageError("--checkpoint-dir with --pp: per-stage checkpoints are not in this version");
   // Rank 0 writes the checkpoint, so it must hold the whole model: a tensor-parallel rank holds slices.
   if (layout.tp > 1 && !o.checkpointDir.empty())
-    throw UsageError("--checkpoint-dir with --tp: tensor-parallel slices are not gathered into a checkpoint in this version (use --tp 1)");
+    throw UsageError(
+        "--checkpoint-dir with --tp: tensor-parallel slices are not gathered into a checkpoint in this version (use --tp 1)");
   options_.schedule.total = o.steps;
   device_ = Device::open(o.device);  // first: a missing GPU is reported before any data is read
   device_->setMatmulPrecision(parsePrecision(o.precision));
@@ -128,7 +149,8 @@ Trainer::Trainer(const TrainOptions& options, const Mesh* mesh, double commTimeo
   }
   validateModelConfig(config, info);
   model_ = makeModel(config, microBatchSize(), *device_, TensorParallel{mesh_->coordinate(GroupKind::kTp), layout.tp});
-  if (Communicator* tp = mesh_->group(GroupKind::kTp)) tp_ = std::make_unique<TensorParallelGroup>(*tp, commTimeoutS, groupLabel(*mesh_, GroupKind::kTp));
+  if (Communicator* tp = mesh_->group(GroupKind::kTp))
+    tp_ = std::make_unique<TensorParallelGroup>(*tp, commTimeoutS, groupLabel(*mesh_, GroupKind::kTp));
   if (layout.pp > 1) {
     pipeline_ = std::make_unique<Pipeline>(*mesh_, *model_, commTimeoutS);
     part_ = pipeline_->part();
@@ -148,26 +170,32 @@ Trainer::Trainer(const TrainOptions& options, const Mesh* mesh, double commTimeo
     if (auto latest = ckpt::latestCheckpoint(o.checkpointDir)) {
       const ckpt::LoadedCheckpoint c = ckpt::loadCheckpoint(*latest);
       if (c.state.data != source_->identity())
-        throw UsageError(fmt::format("--resume: {} was trained on other data ({}), not {}", c.directory, c.state.data.dump(), source_->identity().dump()));
+        throw UsageError(fmt::format("--resume: {} was trained on other data ({}), not {}", c.directory, c.state.data.dump(),
+                                     source_->identity().dump()));
       if (c.state.config.value("model", nlohmann::json()) != config.toJson())
-        throw UsageError(fmt::format("--resume: {} holds another model ({})", c.directory, c.state.config.value("model", nlohmann::json()).dump()));
+        throw UsageError(fmt::format("--resume: {} holds another model ({})", c.directory,
+                                     c.state.config.value("model", nlohmann::json()).dump()));
       restoreInto(c.model, modelTensors(*model_));
       restoreInto(c.optimizer, optimizer_->state());
       if (scaler_) scaler_->restore(c.state.scaler);
       firstStep_ = nextStep_ = c.state.step;
       if (firstStep_ >= o.steps)
-        throw UsageError(fmt::format("--resume: {} is at step {}, and --steps {} asks for no more", c.directory, firstStep_, o.steps));
+        throw UsageError(
+            fmt::format("--resume: {} is at step {}, and --steps {} asks for no more", c.directory, firstStep_, o.steps));
     }
   }
   // The loader thread produces batches two steps ahead and, on a GPU, uploads them (pinned memory, a side
   // stream): the step's data phase is then only the wait for a batch that is not ready yet.
   constexpr int kPrefetchDepth = 2;
-  loader_ = std::make_unique<data::Prefetcher>(*source_, nextStep_, kPrefetchDepth, stagingHook(*device_, kPrefetchDepth, stager_), o.steps);
+  loader_ = std::make_unique<data::Prefetcher>(*source_, nextStep_, kPrefetchDepth,
+                                               stagingHook(*device_, kPrefetchDepth, stager_), o.steps);
 }
 
 Trainer::~Trainer() = default;
 
-double Trainer::flopsPerStep() const { return 3.0 * model_->forwardFlops() * static_cast<double>(options_.microBatches * dataParallel()); }
+double Trainer::flopsPerStep() const {
+  return 3.0 * model_->forwardFlops() * static_cast<double>(options_.microBatches * dataParallel());
+}
 std::int64_t Trainer::itemsPerStep() const { return model_->itemsPerMicroBatch() * options_.microBatches * dataParallel(); }
 
 nlohmann::json Trainer::resolvedConfig() const {
@@ -230,7 +258,7 @@ StepResult Trainer::step() {
   }
   trace::Span syncSpan("sync", "phase");
   if (pipeline_) loss = pipeline_->sumOverStages(loss, false);  // the last stage's
-  r.loss = sync_->groupMean(loss / static_cast<double>(M));      // every rank's mean: the same on all, so all decide alike
+  r.loss = sync_->groupMean(loss / static_cast<double>(M));     // every rank's mean: the same on all, so all decide alike
   if (masters_) masters_->endStep();
   if (!std::isfinite(r.loss)) throw Error(fmt::format("step {}: the loss is {} (diverged; lower --lr)", r.step, r.loss));
   const std::vector<Param*> params = sync_->updateParams();
@@ -244,7 +272,8 @@ StepResult Trainer::step() {
   };
   auto sumOfSquares = [&] {
     double sliced = 0, replicated = 0;
-    for (Param* p : params) (p->tpShard ? sliced : replicated) += ops::sumOfSquares(*p->grad.device, p->grad.data, p->grad.numel());
+    for (Param* p : params)
+      (p->tpShard ? sliced : replicated) += ops::sumOfSquares(*p->grad.device, p->grad.data, p->grad.numel());
     return global(sliced, replicated);
   };
   r.lr = options_.schedule.at(r.step);
@@ -277,7 +306,8 @@ StepResult Trainer::step() {
   }
   ++nextStep_;
   r.totalS = stepSpan.close();
-  if (!options_.checkpointDir.empty() && ((options_.checkpointEvery > 0 && nextStep_ % options_.checkpointEvery == 0) || done())) {
+  if (!options_.checkpointDir.empty() &&
+      ((options_.checkpointEvery > 0 && nextStep_ % options_.checkpointEvery == 0) || done())) {
     trace::Span checkpoint("checkpoint", "phase");
     saveCheckpoint();
     r.checkpointS = checkpoint.close();

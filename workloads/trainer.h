@@ -29,8 +29,8 @@ struct TrainOptions {
   std::string model = "mlp", preset = "tiny";
   std::vector<std::string> overrides;  // key=value model fields
   std::int64_t steps = 100;
-  std::int64_t batch = 32;         // global batch per optimizer step (samples or sequences)
-  std::int64_t microBatches = 1;   // gradient accumulation: the batch is cut into this many micro-batches
+  std::int64_t batch = 32;            // global batch per optimizer step (samples or sequences)
+  std::int64_t microBatches = 1;      // gradient accumulation: the batch is cut into this many micro-batches
   std::string device = "cpu";         // cpu, cuda, cuda:N
   std::string precision = "float32";  // float32, or bfloat16 / float16 mixed precision (emulated on the CPU)
   double lossScale = 65536.0;         // float16: the initial dynamic loss scale
@@ -62,8 +62,8 @@ struct StepResult {
   // parameters back (data parallel; 0 on one rank).
   double dataS = 0, forwardS = 0, backwardS = 0, syncS = 0, optimizerS = 0, totalS = 0;
   double pipelineWaitS = 0;  // pipeline stages: blocked on receiving activations or gradients (bubble + transfer)
-  StepComm comm;  // the step's collectives: in flight (communication) and waited for (exposed)
-  double checkpointS = 0;  // writing a checkpoint after the step: not part of totalS (the step's time)
+  StepComm comm;             // the step's collectives: in flight (communication) and waited for (exposed)
+  double checkpointS = 0;    // writing a checkpoint after the step: not part of totalS (the step's time)
 };
 
 class Trainer {
@@ -113,14 +113,14 @@ class Trainer {
   std::unique_ptr<data::DataSource> source_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<Optimizer> optimizer_;
-  std::unique_ptr<BatchStager> stager_;      // CUDA: the loader thread's uploads (before the loader, which calls it)
+  std::unique_ptr<BatchStager> stager_;  // CUDA: the loader thread's uploads (before the loader, which calls it)
   std::unique_ptr<data::Prefetcher> loader_;
-  std::unique_ptr<MasterWeights> masters_;  // bfloat16 / float16
-  std::unique_ptr<LossScaler> scaler_;      // float16
-  std::unique_ptr<Pipeline> pipeline_;      // pp > 1
+  std::unique_ptr<MasterWeights> masters_;   // bfloat16 / float16
+  std::unique_ptr<LossScaler> scaler_;       // float16
+  std::unique_ptr<Pipeline> pipeline_;       // pp > 1
   std::unique_ptr<TensorParallelGroup> tp_;  // tp > 1
   ModelPart part_;
-  std::unique_ptr<GradientSync> sync_;      // after the model: it holds buckets in the model's arena
+  std::unique_ptr<GradientSync> sync_;  // after the model: it holds buckets in the model's arena
   std::int64_t nextStep_ = 0, firstStep_ = 0;
   std::vector<std::int64_t> lastIndices_;
   double lastMicroLoss_ = 0;

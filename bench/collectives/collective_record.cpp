@@ -28,9 +28,16 @@ nlohmann::json toJson(const CollectiveRecord& r) {
       {"algbw_gbps", r.algbwGbps},
       {"bus_factor", r.busFactor},
       {"busbw_gbps", r.busbwGbps},
-      {"rank_spread", {{"unit", "process"}, {"fastest", r.spread.fastest}, {"fastest_median_us", r.spread.fastestMedianUs},
-                       {"slowest", r.spread.slowest}, {"slowest_median_us", r.spread.slowestMedianUs}}},
-      {"check", {{"performed", r.checked}, {"passed", r.checked ? nlohmann::json(r.wrong == 0) : nlohmann::json(nullptr)}, {"wrong", r.wrong}}},
+      {"rank_spread",
+       {{"unit", "process"},
+        {"fastest", r.spread.fastest},
+        {"fastest_median_us", r.spread.fastestMedianUs},
+        {"slowest", r.spread.slowest},
+        {"slowest_median_us", r.spread.slowestMedianUs}}},
+      {"check",
+       {{"performed", r.checked},
+        {"passed", r.checked ? nlohmann::json(r.wrong == 0) : nlohmann::json(nullptr)},
+        {"wrong", r.wrong}}},
   };
   putUnlessEmpty(j, "label", r.label);
   putUnlessEmpty(j, "step", r.step);

@@ -30,12 +30,12 @@ struct CollectiveRecord {
   std::size_t bytes = 0, count = 0;
   bool inPlace = false;
   int graph = 0, iters = 0, trials = 0;
-  Stats time, hostTime;            // per iteration (host: per op of a batch), the slowest rank's
-  std::vector<double> samplesUs;   // behind time, in order
+  Stats time, hostTime;           // per iteration (host: per op of a batch), the slowest rank's
+  std::vector<double> samplesUs;  // behind time, in order
   double algbwGbps = 0, busFactor = 0, busbwGbps = 0;
   RankSpread spread;
-  bool checked = false;  // the result was checked (untimed) before timing
-  long long wrong = 0;   // wrong elements over all ranks, when checked
+  bool checked = false;     // the result was checked (untimed) before timing
+  long long wrong = 0;      // wrong elements over all ranks, when checked
   std::string label, step;  // "" = absent
 };
 

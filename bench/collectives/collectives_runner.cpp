@@ -11,11 +11,11 @@
 
 #include "base/error.h"
 #include "base/units.h"
-#include "bench/session/activity.h"
-#include "bench/session/agreement.h"
 #include "bench/collectives/collective_record.h"
 #include "bench/collectives/collectives_options.h"
 #include "bench/collectives/collectives_table.h"
+#include "bench/session/activity.h"
+#include "bench/session/agreement.h"
 #include "bench/session/fault_injection.h"
 #include "bench/session/inventory.h"
 #include "bench/session/progress.h"
@@ -23,9 +23,9 @@
 #include "bench/session/run_metadata.h"
 #include "bench/session/run_session.h"
 #include "bench/session/stats.h"
+#include "bench/session/trace_files.h"
 #include "bench/session/watchdog.h"
 #include "comm/collectives/check.h"
-#include "bench/session/trace_files.h"
 #include "kernels/trace.h"
 
 namespace ts {
@@ -66,8 +66,9 @@ class CollectivesRun {
     const std::uint64_t perProcess = bytes * (comm_.backend() == "mpi" ? 3 : 1);
     const std::uint64_t avail = availableHostMemory();
     if (avail && perProcess * here > avail)
-      throw UsageError(fmt::format("-e/--max-bytes {} needs {} of host memory per process ({} processes on {}), but {} is available",
-                                   formatBytes(o_.maxBytes), formatBytes(perProcess), here, hostName(), formatBytes(avail)));
+      throw UsageError(
+          fmt::format("-e/--max-bytes {} needs {} of host memory per process ({} processes on {}), but {} is available",
+                      formatBytes(o_.maxBytes), formatBytes(perProcess), here, hostName(), formatBytes(avail)));
     ErrorContext ctx(fmt::format("allocating buffers for -e/--max-bytes {}", formatBytes(o_.maxBytes)));
     for (int l = 0; l < comm_.localCount(); ++l) {
       a_.emplace_back(comm_, l, bytes);
@@ -120,11 +121,12 @@ class CollectivesRun {
 
   // One section of the table (an op, dtype and reduction over every size); returns its wrong elements and
   // adds a line per failed check to `failures`.
-  std::size_t runSection(const Collective& c, const CollectiveArgs& args, Progress& progress, ResultWriter* writer, const std::string& step,
-                         std::vector<std::string>& failures) {
+  std::size_t runSection(const Collective& c, const CollectiveArgs& args, Progress& progress, ResultWriter* writer,
+                         const std::string& step, std::vector<std::string>& failures) {
     const bool leader = boot_.rank() == 0;
     const std::string redop = c.reduces() ? std::string(redOpName(args.redop)) : "";
-    if (leader) std::printf("%s", collectivesTableHeader(std::string(c.name()), std::string(dtypeName(args.dtype)), redop).c_str());
+    if (leader)
+      std::printf("%s", collectivesTableHeader(std::string(c.name()), std::string(dtypeName(args.dtype)), redop).c_str());
     double busbwSum = 0;
     int busbwN = 0;
     std::size_t sectionWrong = 0;
@@ -136,9 +138,10 @@ class CollectivesRun {
         if (!runsPlacement(c, inPlace)) continue;
         CollectiveRecord& rec = recs[p].emplace(measure(c, args, lay, inPlace));
         rec.step = step;
-        if (rec.wrong) failures.push_back(fmt::format("{} {} {}{} {}: {} wrong element(s)", c.name(), dtypeName(args.dtype),
-                                                      redop.empty() ? "" : redop + " ", formatBytes(lay.bytes),
-                                                      inPlace ? "in-place" : "out-of-place", rec.wrong));
+        if (rec.wrong)
+          failures.push_back(fmt::format("{} {} {}{} {}: {} wrong element(s)", c.name(), dtypeName(args.dtype),
+                                         redop.empty() ? "" : redop + " ", formatBytes(lay.bytes),
+                                         inPlace ? "in-place" : "out-of-place", rec.wrong));
         sectionWrong += static_cast<std::size_t>(rec.wrong);
         busbwSum += rec.busbwGbps;
         ++busbwN;
@@ -274,8 +277,12 @@ class CollectivesRun {
     // Planted faults (tests only) go through a separate launcher, so the normal one carries no extra branch.
     bool faultHere = false;
     for (int l = 0; l < comm_.localCount(); ++l)
-      faultHere = faultHere || (fault_ && fault_->inOperation() && fault_->matches(comm_.rank(l), std::string(c.name()), lay.bytes));
-    const std::function<void()> timedLaunch = faultHere ? std::function<void()>([&] { injectInOperation(*fault_); launch(); })
+      faultHere =
+          faultHere || (fault_ && fault_->inOperation() && fault_->matches(comm_.rank(l), std::string(c.name()), lay.bytes));
+    const std::function<void()> timedLaunch = faultHere ? std::function<void()>([&] {
+      injectInOperation(*fault_);
+      launch();
+    })
                                                         : std::function<void()>(launch);
 
     CollectiveRecord r;
@@ -352,7 +359,8 @@ std::size_t runCollectivesStep(const CollectivesOptions& o, RunContext& ctx) {
   for (int l = 0; l < comm->localCount(); ++l) myRanks.push_back({{"rank", comm->rank(l)}, {"device", comm->device(l)}});
   ctx.addLayout(ctx.step.empty() ? "collectives" : ctx.step, comm->backend(), comm->worldSize(), comm->localCount(), myRanks);
 
-  run.setWatchdog(std::make_unique<Watchdog>(o.timeoutS, endAllRanksOnTimeout(o.timeoutS, boot, ctx.streamPath, [c = comm.get()] { c->abort(); })));
+  run.setWatchdog(std::make_unique<Watchdog>(
+      o.timeoutS, endAllRanksOnTimeout(o.timeoutS, boot, ctx.streamPath, [c = comm.get()] { c->abort(); })));
   std::unique_ptr<TraceFiles> traceFiles;
   if (!o.traceDir.empty()) traceFiles = std::make_unique<TraceFiles>(boot, o.traceDir, boot.size());
   const std::size_t wrong = run.run(ctx.writer, ctx.step);  // run (and its buffers) goes before comm

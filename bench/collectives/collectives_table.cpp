@@ -18,8 +18,8 @@ std::string collectivesTableHeader(const std::string& op, const std::string& dty
   h += fmt::format("# {:>12} {:>12} {:>8} {:>6} {:>5}  {:^31}  {:^31}\n", "", "", "", "", "", "out-of-place", "in-place");
   h += fmt::format("# {:>12} {:>12} {:>8} {:>6} {:>5} {:>9} {:>7} {:>7} {:>6} {:>9} {:>7} {:>7} {:>6}\n", "size", "count", "type",
                    "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
-  h += fmt::format("# {:>12} {:>12} {:>8} {:>6} {:>5} {:>9} {:>7} {:>7} {:>6} {:>9} {:>7} {:>7} {:>6}\n", "(B)", "(elements)", "", "",
-                   "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+  h += fmt::format("# {:>12} {:>12} {:>8} {:>6} {:>5} {:>9} {:>7} {:>7} {:>6} {:>9} {:>7} {:>7} {:>6}\n", "(B)", "(elements)", "",
+                   "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
   return h;
 }
 
@@ -27,12 +27,13 @@ std::string collectivesTableRow(const std::optional<CollectiveRecord>& oop, cons
   const CollectiveRecord& any = oop ? *oop : *ip;
   const std::string redop = any.redop ? std::string(redOpName(*any.redop)) : "none";
   const std::string root = any.root ? std::to_string(*any.root) : "-1";
-  return fmt::format("  {:>12} {:>12} {:>8} {:>6} {:>5}{}{}\n", any.bytes, any.count, dtypeName(any.dtype), redop, root, placementCells(oop),
-                     placementCells(ip));
+  return fmt::format("  {:>12} {:>12} {:>8} {:>6} {:>5}{}{}\n", any.bytes, any.count, dtypeName(any.dtype), redop, root,
+                     placementCells(oop), placementCells(ip));
 }
 
 std::string collectivesTableFooter(double avgBusbwGbps, std::size_t wrong) {
-  return fmt::format("# Out of bounds values : {} {}\n# Avg bus bandwidth    : {:.4g} GB/s\n", wrong, wrong ? "FAILED" : "OK", avgBusbwGbps);
+  return fmt::format("# Out of bounds values : {} {}\n# Avg bus bandwidth    : {:.4g} GB/s\n", wrong, wrong ? "FAILED" : "OK",
+                     avgBusbwGbps);
 }
 
 }  // namespace ts

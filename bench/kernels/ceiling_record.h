@@ -25,9 +25,9 @@ struct KernelCeilingRecord {
   MemoryLevel level = MemoryLevel::kDram;
   double workingSetBytes = 0;
   double capacityBytes = std::numeric_limits<double>::infinity();  // infinite (DRAM) is written as null
-  std::string recheckOf;                     // a re-measure: the figure that landed above it ("" = the first)
-  std::optional<double> plantedFaultScale;   // tests only
-  std::string step;                          // "" = absent
+  std::string recheckOf;                    // a re-measure: the figure that landed above it ("" = the first)
+  std::optional<double> plantedFaultScale;  // tests only
+  std::string step;                         // "" = absent
 };
 
 nlohmann::json toJson(const KernelCeilingRecord& r);

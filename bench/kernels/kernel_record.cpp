@@ -6,7 +6,8 @@ namespace ts {
 namespace {
 
 nlohmann::json toJson(const KernelRoofline& r) {
-  const std::optional<std::string> rechecked = r.rechecked ? std::optional<std::string>(ceilingKindName(*r.rechecked)) : std::nullopt;
+  const std::optional<std::string> rechecked =
+      r.rechecked ? std::optional<std::string>(ceilingKindName(*r.rechecked)) : std::nullopt;
   return {{"bound", std::string(ceilingKindName(r.bound))},
           {"ceiling_tflops", r.ceilingTflops},
           {"ceiling_gbps", r.ceilingGbps},
@@ -21,23 +22,25 @@ nlohmann::json toJson(const KernelRoofline& r) {
 nlohmann::json toJson(const KernelRecord& r) {
   nlohmann::json dims = nlohmann::json::object();
   for (const auto& [k, v] : r.shape.dims) dims[k] = v;
-  nlohmann::json j = {{"kind", "kernel"},
-                      {"op", r.op},
-                      {"shape_name", r.shape.name},
-                      {"shape", dims},
-                      {"dtype", std::string(precisionName(r.dtype))},
-                      {"backend", r.cuda ? "cuda" : "cpu"},
-                      {"flops", r.flops},
-                      {"bytes", r.bytes},
-                      {"time_us", toJson(r.time)},
-                      {"samples_us", r.samplesUs},
-                      {"tflops", r.tflops},
-                      {"gbps", r.gbps},
-                      {"arithmetic_intensity", r.intensity},
-                      {"roofline", r.roofline ? toJson(*r.roofline) : nlohmann::json(nullptr)},
-                      {"clock_mhz", orNull(r.clockMhz)},
-                      {"ceiling_suspect", r.suspect.has_value()},
-                      {"check", {{"performed", true}, {"passed", r.check.passed}, {"max_rel_err", r.check.maxRelErr}, {"tolerance", r.check.tolerance}}}};
+  nlohmann::json j = {
+      {"kind", "kernel"},
+      {"op", r.op},
+      {"shape_name", r.shape.name},
+      {"shape", dims},
+      {"dtype", std::string(precisionName(r.dtype))},
+      {"backend", r.cuda ? "cuda" : "cpu"},
+      {"flops", r.flops},
+      {"bytes", r.bytes},
+      {"time_us", toJson(r.time)},
+      {"samples_us", r.samplesUs},
+      {"tflops", r.tflops},
+      {"gbps", r.gbps},
+      {"arithmetic_intensity", r.intensity},
+      {"roofline", r.roofline ? toJson(*r.roofline) : nlohmann::json(nullptr)},
+      {"clock_mhz", orNull(r.clockMhz)},
+      {"ceiling_suspect", r.suspect.has_value()},
+      {"check",
+       {{"performed", true}, {"passed", r.check.passed}, {"max_rel_err", r.check.maxRelErr}, {"tolerance", r.check.tolerance}}}};
   if (r.suspect) j["ceiling_suspect_cause"] = std::string(suspectCauseName(*r.suspect));
   if (!r.details.empty()) j["details"] = r.details;
   putUnlessEmpty(j, "label", r.label);

@@ -34,10 +34,10 @@ struct KernelRecord {
   Stats time;                   // its tflops, gbps and roofline fraction use the median
   std::vector<double> samplesUs;
   double tflops = 0, gbps = 0, intensity = 0;
-  std::optional<KernelRoofline> roofline;  // none without ceilings (--no-ceilings)
-  std::optional<double> clockMhz;          // the clock it was timed at, where known
-  std::optional<SuspectCause> suspect;     // above its ceiling even after re-measuring it: the likely cause
-  KernelCheck check;                       // against the float64 reference
+  std::optional<KernelRoofline> roofline;             // none without ceilings (--no-ceilings)
+  std::optional<double> clockMhz;                     // the clock it was timed at, where known
+  std::optional<SuspectCause> suspect;                // above its ceiling even after re-measuring it: the likely cause
+  KernelCheck check;                                  // against the float64 reference
   nlohmann::json details = nlohmann::json::object();  // the op's facts of this case (KernelCase::details)
   std::string label, step;                            // "" = absent
 };

@@ -12,14 +12,19 @@ const OptionTable<KernelsArgs>& kernelsOptions() {
   static const OptionTable<KernelsArgs> table = [] {
     OptionTable<KernelsArgs> t;
     const auto opts = TS_FIELD(opts);
-    t.add("--ops", "all, or a comma list of gemm, conv2d, conv2d_bwd_data, conv2d_bwd_filter, attention, layernorm, softmax, gelu, cross_entropy, adamw",
+    t.add("--ops",
+          "all, or a comma list of gemm, conv2d, conv2d_bwd_data, conv2d_bwd_filter, attention, layernorm, softmax, gelu, "
+          "cross_entropy, adamw",
           TS_FIELD(ops), TextForm::kList);
     t.add("--backend", "cpu, cuda (GPU 0), or auto: cuda when a GPU is present", TS_FIELD(backend));
-    t.add("-d,--dtype", "Precision: float32, tf32, bfloat16, float16 (the CPU runs float32; on CUDA each op says which it takes)", TS_FIELD(dtype));
-    t.add("--conv-algo", "cuDNN convolution algorithm: heuristic (cuDNN's first choice) or search (cuDNN times each)", TS_FIELD(convAlgo));
+    t.add("-d,--dtype", "Precision: float32, tf32, bfloat16, float16 (the CPU runs float32; on CUDA each op says which it takes)",
+          TS_FIELD(dtype));
+    t.add("--conv-algo", "cuDNN convolution algorithm: heuristic (cuDNN's first choice) or search (cuDNN times each)",
+          TS_FIELD(convAlgo));
     t.add("--conv-layout", "Convolution tensor layout on CUDA: nchw or nhwc", TS_FIELD(convLayout));
     t.add("--preset", "The transformer block whose shapes are measured: tiny, small (GPT-2 small), base", TS_FIELD(preset));
-    t.add("--shapes", "A TOML file of [[shape]] tables (op, name, dimensions): measure these shapes instead of the preset's", TS_FIELD(shapesFile));
+    t.add("--shapes", "A TOML file of [[shape]] tables (op, name, dimensions): measure these shapes instead of the preset's",
+          TS_FIELD(shapesFile));
     t.add("--hidden", "Override the preset's hidden size (a multiple of 64; 0 = the preset's)", TS_FIELD(hidden));
     t.add("--seq", "Override the preset's sequence length (0 = the preset's)", TS_FIELD(seq));
     t.add("--batch", "Override the preset's batch size (0 = the preset's)", TS_FIELD(batch));
@@ -41,12 +46,15 @@ SuiteStep readStep(StepReader& r) { return tableStep(r, kernelsOptions(), resolv
 }  // namespace
 
 Subcommand kernelsSubcommand() {
-  return {"kernels", "Measure the compute ops (GEMM, convolution, attention, layernorm, softmax, GELU, cross-entropy, AdamW) on the roofline",
-          [](CLI::App& sub) {
-            return addTable<KernelsArgs>(sub, kernelsOptions(), std::make_shared<KernelsArgs>(),
-                                         [](const KernelsArgs& a, const std::vector<std::string>& argv) { return runKernels(resolveKernelsArgs(a), argv); });
-          },
-          readStep, kernelsOptions().describe()};
+  return {
+      "kernels",
+      "Measure the compute ops (GEMM, convolution, attention, layernorm, softmax, GELU, cross-entropy, AdamW) on the roofline",
+      [](CLI::App& sub) {
+        return addTable<KernelsArgs>(
+            sub, kernelsOptions(), std::make_shared<KernelsArgs>(),
+            [](const KernelsArgs& a, const std::vector<std::string>& argv) { return runKernels(resolveKernelsArgs(a), argv); });
+      },
+      readStep, kernelsOptions().describe()};
 }
 
 }  // namespace ts

@@ -15,7 +15,7 @@ struct RunContext;
 
 struct KernelsOptions {
   std::vector<const KernelOp*> ops;
-  bool cuda = false;  // the CUDA implementations on GPU 0 (--backend cuda, or auto with a GPU)
+  bool cuda = false;        // the CUDA implementations on GPU 0 (--backend cuda, or auto with a GPU)
   KernelSettings settings;  // --dtype, --conv-algo, --conv-layout
   // The transformer block whose shapes the ops are measured at.
   std::int64_t hidden = 128, seq = 64, batch = 2, vocab = 1024;
@@ -32,7 +32,8 @@ struct KernelsOptions {
 };
 
 struct KernelsArgs {
-  std::string ops = "all", dtype = "float32", preset = "tiny", shapesFile, backend = "auto", convAlgo = "heuristic", convLayout = "nchw";
+  std::string ops = "all", dtype = "float32", preset = "tiny", shapesFile, backend = "auto", convAlgo = "heuristic",
+              convLayout = "nchw";
   std::int64_t hidden = 0, seq = 0, batch = 0, vocab = 0;  // 0 = the preset's
   KernelsOptions opts;
 };

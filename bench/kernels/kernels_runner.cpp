@@ -16,21 +16,21 @@
 #include "base/error.h"
 #include "base/heartbeat.h"
 #include "base/units.h"
-#include "bench/session/activity.h"
-#include "bench/session/agreement.h"
 #include "bench/kernels/ceilings.h"
-#include "bench/session/compute_clock.h"
-#include "bench/session/fault_injection.h"
 #include "bench/kernels/host_caches.h"
 #include "bench/kernels/kernel_record.h"
-#include "bench/kernels/kernels_table.h"
 #include "bench/kernels/kernels_options.h"
+#include "bench/kernels/kernels_table.h"
+#include "bench/session/activity.h"
+#include "bench/session/agreement.h"
+#include "bench/session/compute_clock.h"
+#include "bench/session/fault_injection.h"
 #include "bench/session/result_writer.h"
 #include "bench/session/run_session.h"
 #include "bench/session/stats.h"
+#include "bench/session/trace_files.h"
 #include "bench/session/watchdog.h"
 #include "comm/bootstrap.h"
-#include "bench/session/trace_files.h"
 #include "kernels/cuda/device_count.h"
 #include "kernels/trace.h"
 #ifdef TRAINSCOPE_HAVE_CUDA
@@ -80,9 +80,14 @@ TimedCase timeCase(KernelCase& c, int warmup, int iters, int trials) {
     for (int i = 0; i < warmup; ++i) c.run();
     CUDA_CHECK(cudaStreamSynchronize(stream));
     cuda::DeviceTimer timer(stream);
-    const double once = timer.time(1, [&] { c.run(); }, true).front();
+    const double once = timer
+                            .time(
+                                1, [&] { c.run(); }, true)
+                            .front();
     if (once < 20.0) return {timer.timeGraph(iters * trials, 20, [&] { c.run(); }), true};
-    return {timer.time(iters * trials, [&] { c.run(); }, true), false};
+    return {timer.time(
+                iters * trials, [&] { c.run(); }, true),
+            false};
   }
 #endif
   return {timeRuns(c, warmup, iters, trials), true};
@@ -103,7 +108,8 @@ std::optional<double> caseClockMhz(bool cuda) {
 CeilingSet measureCeilings(const KernelsOptions& o, RunContext& ctx, double plantedScale, int threads) {
   CeilingOptions co{ctx.writer, ctx.step, plantedScale, !o.cuda};
   std::vector<CeilingSpec> specs = o.cuda ? cudaGemmCeilingSpecs(o.settings.precision, 0) : cpuGemmCeilingSpecs();
-  std::vector<CeilingSpec> memory = o.cuda ? cudaMemoryCeilingSpecs(0) : cpuMemoryCeilingSpecs(threads, hostDataCaches(cpusInUse()));
+  std::vector<CeilingSpec> memory =
+      o.cuda ? cudaMemoryCeilingSpecs(0) : cpuMemoryCeilingSpecs(threads, hostDataCaches(cpusInUse()));
   for (auto& m : memory) specs.push_back(std::move(m));
   CeilingSet c(std::move(specs), co);
   std::printf("%s\n", c.consoleLine().c_str());
@@ -118,7 +124,8 @@ struct CasePlace {
   std::optional<SuspectFigure> suspect;
 };
 
-CasePlace placeCase(CeilingSet& ceilings, const std::string& name, double tflops, double intensity, double bytes, bool cachesWarm) {
+CasePlace placeCase(CeilingSet& ceilings, const std::string& name, double tflops, double intensity, double bytes,
+                    bool cachesWarm) {
   auto place = [&] {
     const MemoryCeiling memory = memoryCeilingFor(ceilings.memoryLevels(), bytes, cachesWarm);
     return std::pair{memory, placeOnRoofline(tflops, intensity, ceilings.computeTflops(), memory.gbps)};
@@ -129,7 +136,8 @@ CasePlace placeCase(CeilingSet& ceilings, const std::string& name, double tflops
     rechecked = p.bound;
     std::tie(memory, p) = place();
   }
-  CasePlace out{{p.bound, ceilings.computeTflops(), memory.gbps, memory.level, p.attainableTflops, p.fraction, rechecked}, std::nullopt};
+  CasePlace out{{p.bound, ceilings.computeTflops(), memory.gbps, memory.level, p.attainableTflops, p.fraction, rechecked},
+                std::nullopt};
   if (p.fraction > 1) out.suspect = SuspectFigure{name, p.fraction, ceilings.likelyCause(p.bound, memory.level)};
   return out;
 }
@@ -145,8 +153,8 @@ std::vector<KernelShape> shapesOf(const KernelOp& op, const KernelsOptions& o) {
 
 // One op at one shape: checked, timed and placed on the roofline; nullopt where the op has no
 // implementation for the backend. `suspect` receives the figure when it stays above its ceiling.
-std::optional<KernelRecord> measureCase(const KernelOp& op, const KernelShape& shape, const KernelsOptions& o, std::optional<CeilingSet>& ceilings,
-                                        std::vector<SuspectFigure>& suspects) {
+std::optional<KernelRecord> measureCase(const KernelOp& op, const KernelShape& shape, const KernelsOptions& o,
+                                        std::optional<CeilingSet>& ceilings, std::vector<SuspectFigure>& suspects) {
   activity::set(fmt::format("kernel {} {} ({})", op.name(), shape.name, dimsText(shape)));
   trace::Span span(fmt::format("kernel {} {}", op.name(), shape.name), "compute");  // and its NVTX range
   if (trace::enabled()) span.annotate({{"op", std::string(op.name())}, {"shape", shape.name}});
@@ -178,7 +186,8 @@ std::optional<KernelRecord> measureCase(const KernelOp& op, const KernelShape& s
   r.gbps = r.bytes / (r.time.median * 1e-6) / 1e9;
   r.intensity = r.flops / r.bytes;
   if (ceilings) {
-    CasePlace place = placeCase(*ceilings, fmt::format("{} {}", op.name(), shape.name), r.tflops, r.intensity, r.bytes, timed.cachesWarm);
+    CasePlace place =
+        placeCase(*ceilings, fmt::format("{} {}", op.name(), shape.name), r.tflops, r.intensity, r.bytes, timed.cachesWarm);
     r.roofline = place.roof;
     if (place.suspect) {
       r.suspect = place.suspect->cause;
@@ -197,7 +206,8 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx);
 KernelsOptions resolveKernelsArgs(const KernelsArgs& a) {
   KernelsOptions o = a.opts;
   o.ops.clear();
-  if (a.ops == "all") o.ops = allKernelOps();
+  if (a.ops == "all")
+    o.ops = allKernelOps();
   else {
     std::stringstream in(a.ops);
     std::string name;
@@ -210,8 +220,10 @@ KernelsOptions resolveKernelsArgs(const KernelsArgs& a) {
   } catch (const UsageError& e) {
     throw UsageError(std::string("--dtype: ") + e.what());
   }
-  if (a.convAlgo != "heuristic" && a.convAlgo != "search") throw UsageError(fmt::format("--conv-algo: '{}' is not heuristic or search", a.convAlgo));
-  if (a.convLayout != "nchw" && a.convLayout != "nhwc") throw UsageError(fmt::format("--conv-layout: '{}' is not nchw or nhwc", a.convLayout));
+  if (a.convAlgo != "heuristic" && a.convAlgo != "search")
+    throw UsageError(fmt::format("--conv-algo: '{}' is not heuristic or search", a.convAlgo));
+  if (a.convLayout != "nchw" && a.convLayout != "nhwc")
+    throw UsageError(fmt::format("--conv-layout: '{}' is not nchw or nhwc", a.convLayout));
   o.settings.convSearch = a.convAlgo == "search";
   o.settings.convNhwc = a.convLayout == "nhwc";
   const Presets* p = nullptr;
@@ -222,17 +234,20 @@ KernelsOptions resolveKernelsArgs(const KernelsArgs& a) {
   o.seq = a.seq ? a.seq : p->seq;
   o.batch = a.batch ? a.batch : p->batch;
   o.vocab = a.vocab ? a.vocab : p->vocab;
-  if (o.hidden < 64 || o.hidden % 64) throw UsageError(fmt::format("--hidden {} must be a positive multiple of 64 (heads of 64)", o.hidden));
+  if (o.hidden < 64 || o.hidden % 64)
+    throw UsageError(fmt::format("--hidden {} must be a positive multiple of 64 (heads of 64)", o.hidden));
   if (o.seq < 1 || o.batch < 1 || o.vocab < 2) throw UsageError("--seq and --batch must be at least 1, --vocab at least 2");
   if (o.warmup < 0 || o.iters < 1 || o.trials < 1) throw UsageError("-w/--warmup >= 0, -n/--iters >= 1 and --trials >= 1");
   if (!a.shapesFile.empty()) o.userShapes = loadKernelShapes(a.shapesFile, o.hidden, o.seq, o.batch, o.vocab);
-  if (a.backend != "auto" && a.backend != "cpu" && a.backend != "cuda") throw UsageError(fmt::format("--backend: '{}' is not auto, cpu or cuda", a.backend));
+  if (a.backend != "auto" && a.backend != "cpu" && a.backend != "cuda")
+    throw UsageError(fmt::format("--backend: '{}' is not auto, cpu or cuda", a.backend));
   const int gpus = cuda::usableDeviceCount();
   if (a.backend == "cuda" && gpus == 0) throw UsageError("--backend cuda needs a CUDA GPU, and none is usable on this host");
   o.cuda = a.backend == "cuda" || (a.backend == "auto" && gpus > 0);
   for (const KernelOp* op : o.ops)
     if (!op->supports(o.settings.precision, o.cuda))
-      throw UsageError(fmt::format("--dtype {}: the {} implementation of {} does not run in it", precisionName(o.settings.precision), o.cuda ? "CUDA" : "CPU", op->name()));
+      throw UsageError(fmt::format("--dtype {}: the {} implementation of {} does not run in it",
+                                   precisionName(o.settings.precision), o.cuda ? "CUDA" : "CPU", op->name()));
   return o;
 }
 
@@ -245,10 +260,23 @@ nlohmann::json toJson(const KernelsOptions& o) {
     for (const auto& [k, v] : shape.dims) dims[k] = v;
     user.push_back({{"op", std::string(op->name())}, {"name", shape.name}, {"shape", dims}});
   }
-  return {{"ops", ops}, {"backend", o.cuda ? "cuda" : "cpu"}, {"shapes", user}, {"dtype", std::string(precisionName(o.settings.precision))},
-          {"conv_algo", o.settings.convSearch ? "search" : "heuristic"}, {"conv_layout", o.settings.convNhwc ? "nhwc" : "nchw"}, {"hidden", o.hidden}, {"seq", o.seq}, {"batch", o.batch},
-          {"vocab", o.vocab}, {"warmup", o.warmup}, {"iters", o.iters}, {"trials", o.trials}, {"ceilings", o.ceilings},
-          {"timeout_s", o.timeoutS}, {"label", o.label}, {"trace", o.traceDir}};
+  return {{"ops", ops},
+          {"backend", o.cuda ? "cuda" : "cpu"},
+          {"shapes", user},
+          {"dtype", std::string(precisionName(o.settings.precision))},
+          {"conv_algo", o.settings.convSearch ? "search" : "heuristic"},
+          {"conv_layout", o.settings.convNhwc ? "nhwc" : "nchw"},
+          {"hidden", o.hidden},
+          {"seq", o.seq},
+          {"batch", o.batch},
+          {"vocab", o.vocab},
+          {"warmup", o.warmup},
+          {"iters", o.iters},
+          {"trials", o.trials},
+          {"ceilings", o.ceilings},
+          {"timeout_s", o.timeoutS},
+          {"label", o.label},
+          {"trace", o.traceDir}};
 }
 
 std::size_t runKernelsStep(const KernelsOptions& o, RunContext& ctx) {
@@ -270,18 +298,22 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
   const double plantedScale = plantedCeilingScale(faultFromEnvironment(), ctx.boot.rank());
   const int usable = static_cast<int>(cpusInUse().size());
   if (!o.cuda)
-    std::printf("#\n# kernels on the CPU (%s) with %d of %ld hardware threads (this process's affinity; mpirun binds ranks to cores unless --bind-to none)\n",
-                std::string(precisionName(o.settings.precision)).c_str(), usable, ::sysconf(_SC_NPROCESSORS_ONLN));
+    std::printf(
+        "#\n# kernels on the CPU (%s) with %d of %ld hardware threads (this process's affinity; mpirun binds ranks to cores "
+        "unless --bind-to none)\n",
+        std::string(precisionName(o.settings.precision)).c_str(), usable, ::sysconf(_SC_NPROCESSORS_ONLN));
   if (o.userShapes.empty())
-    std::printf("# shapes of a transformer block of hidden %lld, sequence %lld, batch %lld, vocabulary %lld\n", static_cast<long long>(o.hidden),
-                static_cast<long long>(o.seq), static_cast<long long>(o.batch), static_cast<long long>(o.vocab));
+    std::printf("# shapes of a transformer block of hidden %lld, sequence %lld, batch %lld, vocabulary %lld\n",
+                static_cast<long long>(o.hidden), static_cast<long long>(o.seq), static_cast<long long>(o.batch),
+                static_cast<long long>(o.vocab));
   else
     std::printf("# shapes from the --shapes file\n");
 #ifdef TRAINSCOPE_HAVE_CUDA
   if (o.cuda) {
     cudaDeviceProp prop{};
     CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-    std::printf("#\n# kernels on cuda:0 (%s) in %s: device time from CUDA events\n", prop.name, std::string(precisionName(o.settings.precision)).c_str());
+    std::printf("#\n# kernels on cuda:0 (%s) in %s: device time from CUDA events\n", prop.name,
+                std::string(precisionName(o.settings.precision)).c_str());
   }
 #endif
   std::optional<CeilingSet> ceilings;

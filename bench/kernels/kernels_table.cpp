@@ -17,14 +17,15 @@ std::pair<std::string, std::string> rooflineCells(const KernelRecord& r) {
 }  // namespace
 
 std::string kernelsTableHeader() {
-  return fmt::format("# {:<18} {:<18} {:<46} {:>11} {:>10} {:>9} {:>7} {:>8} {:>11} {:>6}\n", "op", "shape", "dims", "time(us)", "GFLOP/s", "GB/s",
-                     "bound", "of roof", "max_rel_err", "check");
+  return fmt::format("# {:<18} {:<18} {:<46} {:>11} {:>10} {:>9} {:>7} {:>8} {:>11} {:>6}\n", "op", "shape", "dims", "time(us)",
+                     "GFLOP/s", "GB/s", "bound", "of roof", "max_rel_err", "check");
 }
 
 std::string kernelsTableRow(const KernelRecord& r) {
   const auto [bound, fraction] = rooflineCells(r);
-  return fmt::format("  {:<18} {:<18} {:<46} {:>11.2f} {:>10.2f} {:>9.2f} {:>7} {:>8} {:>11.2e} {:>6}\n", r.op, r.shape.name, dimsText(r.shape),
-                     r.time.median, r.tflops * 1e3, r.gbps, bound, fraction, r.check.maxRelErr, r.check.passed ? "ok" : "FAILED");
+  return fmt::format("  {:<18} {:<18} {:<46} {:>11.2f} {:>10.2f} {:>9.2f} {:>7} {:>8} {:>11.2e} {:>6}\n", r.op, r.shape.name,
+                     dimsText(r.shape), r.time.median, r.tflops * 1e3, r.gbps, bound, fraction, r.check.maxRelErr,
+                     r.check.passed ? "ok" : "FAILED");
 }
 
 std::string kernelsSkippedRow(std::string_view op, const std::string& shape) {

@@ -25,8 +25,8 @@ struct LinkOutliersRecord {
 };
 
 // The pairs of `group` (one test, one link type) more than `fraction` worse than its median.
-LinkOutliersRecord findOutliers(const std::string& test, const std::string& linkType, const std::vector<PairFigure>& group, double fraction,
-                                bool latency);
+LinkOutliersRecord findOutliers(const std::string& test, const std::string& linkType, const std::vector<PairFigure>& group,
+                                double fraction, bool latency);
 nlohmann::json toJson(const LinkOutliersRecord& r);
 
 }  // namespace ts

@@ -30,13 +30,13 @@ struct MpiPairFields {
 };
 
 struct LinkMeasurement {
-  std::string test;       // host_memory_copy, mpi_latency, h2d, d2d_peer, ...
-  std::string src, dst;   // "node-a", "rank 3", "cuda:0", "host"
-  std::string engine;     // cpu | mpi | ce | sm
-  std::string direction;  // uni | bi
-  std::uint64_t bytes = 0;           // moved per sample (both directions together for bi)
-  std::vector<double> samplesUs;     // the time of each sample (the slowest participant's)
-  bool latency = false;              // report latency_us (the stats of samplesUs) instead of bandwidth
+  std::string test;               // host_memory_copy, mpi_latency, h2d, d2d_peer, ...
+  std::string src, dst;           // "node-a", "rank 3", "cuda:0", "host"
+  std::string engine;             // cpu | mpi | ce | sm
+  std::string direction;          // uni | bi
+  std::uint64_t bytes = 0;        // moved per sample (both directions together for bi)
+  std::vector<double> samplesUs;  // the time of each sample (the slowest participant's)
+  bool latency = false;           // report latency_us (the stats of samplesUs) instead of bandwidth
   LinkClass link;
   long long wrong = 0;
   std::variant<std::monostate, HostMemoryFields, MpiPairFields> fields;  // the host-memory and MPI tests' own

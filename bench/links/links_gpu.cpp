@@ -13,11 +13,11 @@
 #include "base/error.h"
 #include "base/heartbeat.h"
 #include "base/units.h"
-#include "bench/session/activity.h"
-#include "bench/session/inventory.h"
 #include "bench/links/link_record.h"
 #include "bench/links/links_options.h"
 #include "bench/links/numa_memory.h"
+#include "bench/session/activity.h"
+#include "bench/session/inventory.h"
 #include "bench/session/run_session.h"
 #include "bench/session/stats.h"
 #ifdef TRAINSCOPE_HAVE_CUDA
@@ -67,7 +67,8 @@ Gpu::Gpu(int d, std::optional<double> pcieGbps, std::size_t bytes) : select(d), 
 
 // The streams of one timed test: each is gated, then `launch` queues one iteration on all of them; the
 // time of an iteration is the slowest stream's, from events between iterations.
-std::vector<double> timeIterations(const std::vector<Gpu*>& gpus, int warmup, int iters, int opsPerIter, const std::function<void()>& launch) {
+std::vector<double> timeIterations(const std::vector<Gpu*>& gpus, int warmup, int iters, int opsPerIter,
+                                   const std::function<void()>& launch) {
   for (int i = 0; i < warmup; ++i) launch();
   for (Gpu* g : gpus) {
     CUDA_CHECK(cudaSetDevice(g->index));
@@ -175,8 +176,10 @@ struct PairVariant {
   bool p2p;
 };
 enum PairTest { kCeUni, kCeBi, kSmUni, kCeNoP2p, kPairTests };  // the order they run in
-constexpr PairVariant kPairVariants[kPairTests] = {
-    {Engine::kCopyEngine, false, true}, {Engine::kCopyEngine, true, true}, {Engine::kSm, false, true}, {Engine::kCopyEngine, false, false}};
+constexpr PairVariant kPairVariants[kPairTests] = {{Engine::kCopyEngine, false, true},
+                                                   {Engine::kCopyEngine, true, true},
+                                                   {Engine::kSm, false, true},
+                                                   {Engine::kCopyEngine, false, false}};
 
 // The GPU tests of one host, run by its first process: host <-> device, then device-local and pair copies,
 // then latencies. Each measurement is emitted as it is made; failed() counts the failed payload checks.
@@ -189,7 +192,9 @@ class GpuLinks {
   std::size_t failed() const { return failed_; }
 
  private:
-  bool selected(const Gpu& g) const { return o_.gpus.empty() || std::find(o_.gpus.begin(), o_.gpus.end(), g.index) != o_.gpus.end(); }
+  bool selected(const Gpu& g) const {
+    return o_.gpus.empty() || std::find(o_.gpus.begin(), o_.gpus.end(), g.index) != o_.gpus.end();
+  }
   std::optional<double> measure(const LinkMeasurement& m) {
     failed_ += m.wrong != 0;
     emit_(m);
@@ -206,9 +211,9 @@ class GpuLinks {
   const std::function<void(const LinkMeasurement&)>& emit_;
   const std::string host_;
   const std::size_t bytes_;
-  nlohmann::json matrix_;                 // the inventory's link matrix of this host, or null
-  std::deque<Gpu> gpus_;                  // not movable (gates), so not a vector
-  std::vector<unsigned char> checkBuf_;   // the host copy of a device buffer being checked
+  nlohmann::json matrix_;                // the inventory's link matrix of this host, or null
+  std::deque<Gpu> gpus_;                 // not movable (gates), so not a vector
+  std::vector<unsigned char> checkBuf_;  // the host copy of a device buffer being checked
   Matrix pairs_[kPairTests];
   std::size_t failed_ = 0;
 };
@@ -227,12 +232,14 @@ GpuLinks::GpuLinks(const LinksOptions& o, RunContext& ctx, const std::function<v
     }
     gpus_.emplace_back(d, pcie, bytes_);
   }
-  std::printf("#\n# GPU links on %s: %d GPU(s), copies of %s, %d iterations\n", host_.c_str(), count, formatBytes(bytes_).c_str(), o.iters);
+  std::printf("#\n# GPU links on %s: %d GPU(s), copies of %s, %d iterations\n", host_.c_str(), count, formatBytes(bytes_).c_str(),
+              o.iters);
 }
 
 // Host <-> device, pinned and pageable host memory, placed on the GPU's NUMA node where it can be.
 void GpuLinks::hostDeviceTests() {
-  std::printf("# %-8s %5s %12s %12s %12s %12s %10s\n", "GPU", "NUMA", "h2d pinned", "d2h pinned", "h2d pageable", "d2h pageable", "peak");
+  std::printf("# %-8s %5s %12s %12s %12s %12s %10s\n", "GPU", "NUMA", "h2d pinned", "d2h pinned", "h2d pageable", "d2h pageable",
+              "peak");
   for (Gpu& g : gpus_)
     if (selected(g)) hostDeviceRow(g);
 }
@@ -251,22 +258,29 @@ void GpuLinks::hostDeviceRow(Gpu& g) {
   int k = 0;
   for (const bool isPinned : {true, false})
     for (const bool toDevice : {true, false})
-      row[k++] = hostDeviceCopy(g, isPinned ? pinnedBuf.data() : pageableBuf.data(), isPinned, toDevice, link, pinnedBuf.boundNode()).value_or(0);
-  std::printf("  GPU%-5d %5s %12.1f %12.1f %12.1f %12.1f %10s\n", g.index, node >= 0 ? std::to_string(node).c_str() : "-", row[0], row[1],
-              row[2], row[3], link.peakGbps ? fmt::format("{:.1f}", *link.peakGbps).c_str() : "?");
+      row[k++] =
+          hostDeviceCopy(g, isPinned ? pinnedBuf.data() : pageableBuf.data(), isPinned, toDevice, link, pinnedBuf.boundNode())
+              .value_or(0);
+  std::printf("  GPU%-5d %5s %12.1f %12.1f %12.1f %12.1f %10s\n", g.index, node >= 0 ? std::to_string(node).c_str() : "-", row[0],
+              row[1], row[2], row[3], link.peakGbps ? fmt::format("{:.1f}", *link.peakGbps).c_str() : "?");
 }
 
-std::optional<double> GpuLinks::hostDeviceCopy(Gpu& g, void* hostBuf, bool isPinned, bool toDevice, const LinkClass& link, int numaNode) {
-  activity::set(fmt::format("{} {} copy of {} on cuda:{}", toDevice ? "h2d" : "d2h", isPinned ? "pinned" : "pageable", formatBytes(bytes_), g.index));
+std::optional<double> GpuLinks::hostDeviceCopy(Gpu& g, void* hostBuf, bool isPinned, bool toDevice, const LinkClass& link,
+                                               int numaNode) {
+  activity::set(fmt::format("{} {} copy of {} on cuda:{}", toDevice ? "h2d" : "d2h", isPinned ? "pinned" : "pageable",
+                            formatBytes(bytes_), g.index));
   CUDA_CHECK(cudaSetDevice(g.index));
   LinkMeasurement m = hostDevice(toDevice ? "h2d" : "d2h", toDevice, g.index, bytes_);
   m.link = link;
-  m.extra = {{"host", host_}, {"memory", isPinned ? "pinned" : "pageable"},
+  m.extra = {{"host", host_},
+             {"memory", isPinned ? "pinned" : "pageable"},
              {"numa_node", numaNode >= 0 ? nlohmann::json(numaNode) : nlohmann::json(nullptr)}};
   m.samplesUs = timeIterations({&g}, o_.warmup, o_.iters, 1, [&] {
     CUDA_CHECK(cudaSetDevice(g.index));
-    if (toDevice) CUDA_CHECK(cudaMemcpyAsync(g.b.get(), hostBuf, bytes_, cudaMemcpyHostToDevice, g.stream.get()));
-    else CUDA_CHECK(cudaMemcpyAsync(hostBuf, g.a.get(), bytes_, cudaMemcpyDeviceToHost, g.stream.get()));
+    if (toDevice)
+      CUDA_CHECK(cudaMemcpyAsync(g.b.get(), hostBuf, bytes_, cudaMemcpyHostToDevice, g.stream.get()));
+    else
+      CUDA_CHECK(cudaMemcpyAsync(hostBuf, g.a.get(), bytes_, cudaMemcpyDeviceToHost, g.stream.get()));
   });
   m.wrong = toDevice ? checkPattern(g, g.b.get(), bytes_, checkBuf_) : countNotPattern(hostBuf, bytes_);
   return measure(m);
@@ -306,8 +320,8 @@ void GpuLinks::pair(Gpu& s, Gpu& d) {
 
 LinkMeasurement GpuLinks::pairCopy(Gpu& s, Gpu& d, const PairVariant& v, const LinkClass& link) {
   const bool local = s.index == d.index;
-  activity::set(fmt::format("{} {} copy cuda:{} -> cuda:{}{}", engineName(v.engine), v.bi ? "bidirectional" : "", s.index, d.index,
-                            v.p2p ? "" : " (P2P off)"));
+  activity::set(fmt::format("{} {} copy cuda:{} -> cuda:{}{}", engineName(v.engine), v.bi ? "bidirectional" : "", s.index,
+                            d.index, v.p2p ? "" : " (P2P off)"));
   LinkMeasurement m;
   m.test = local ? "d2d_local" : "d2d_peer";
   m.src = fmt::format("cuda:{}", s.index);
@@ -321,8 +335,10 @@ LinkMeasurement GpuLinks::pairCopy(Gpu& s, Gpu& d, const PairVariant& v, const L
   if (v.bi) streams.push_back(&d);
   m.samplesUs = timeIterations(streams, o_.warmup, o_.iters, 1, [&] {
     CUDA_CHECK(cudaSetDevice(s.index));
-    if (v.engine == Engine::kSm) cuda::smCopy(d.b.get(), s.a.get(), bytes_, s.sms, s.stream.get());
-    else CUDA_CHECK(cudaMemcpyPeerAsync(d.b.get(), d.index, s.a.get(), s.index, bytes_, s.stream.get()));
+    if (v.engine == Engine::kSm)
+      cuda::smCopy(d.b.get(), s.a.get(), bytes_, s.sms, s.stream.get());
+    else
+      CUDA_CHECK(cudaMemcpyPeerAsync(d.b.get(), d.index, s.a.get(), s.index, bytes_, s.stream.get()));
     if (v.bi) {
       CUDA_CHECK(cudaSetDevice(d.index));
       CUDA_CHECK(cudaMemcpyPeerAsync(s.b.get(), s.index, d.a.get(), d.index, bytes_, d.stream.get()));
@@ -353,8 +369,10 @@ void GpuLinks::smallCopyLatency(Gpu& g) {
     m.extra = {{"host", host_}, {"memory", "pinned"}};
     m.samplesUs = timeIterations({&g}, o_.warmup, o_.iters, kSmall, [&] {
       for (int i = 0; i < kSmall; ++i) {
-        if (toDevice) CUDA_CHECK(cudaMemcpyAsync(g.b.get(), tiny.get(), 4, cudaMemcpyHostToDevice, g.stream.get()));
-        else CUDA_CHECK(cudaMemcpyAsync(tiny.get(), g.a.get(), 4, cudaMemcpyDeviceToHost, g.stream.get()));
+        if (toDevice)
+          CUDA_CHECK(cudaMemcpyAsync(g.b.get(), tiny.get(), 4, cudaMemcpyHostToDevice, g.stream.get()));
+        else
+          CUDA_CHECK(cudaMemcpyAsync(tiny.get(), g.a.get(), 4, cudaMemcpyDeviceToHost, g.stream.get()));
       }
     });
     m.wrong = countNotPattern(tiny.get(), 4);
@@ -382,7 +400,8 @@ void GpuLinks::pointerChaseLatency(Gpu& g) {
   m.latency = true;
   m.link = {"hbm", "dependent loads from device memory (random, 64 MiB)", std::nullopt};
   m.extra = {{"host", host_}, {"steps", kSteps}};
-  const auto us = timeIterations({&g}, 1, std::max(3, o_.iters / 4), 1, [&] { cuda::pointerChase(dChain.get(), kSteps, dOut.get(), g.stream.get()); });
+  const auto us = timeIterations({&g}, 1, std::max(3, o_.iters / 4), 1,
+                                 [&] { cuda::pointerChase(dChain.get(), kSteps, dOut.get(), g.stream.get()); });
   for (double t : us) m.samplesUs.push_back(t / static_cast<double>(kSteps));
   // The chain is a cycle: after kSteps loads from 0 it is at a known element.
   std::uint32_t got = 0, want = 0;

@@ -13,14 +13,14 @@
 #include "base/error.h"
 #include "base/heartbeat.h"
 #include "base/units.h"
-#include "bench/session/activity.h"
-#include "bench/session/agreement.h"
-#include "bench/session/inventory.h"
 #include "bench/links/link_outliers.h"
 #include "bench/links/link_record.h"
 #include "bench/links/links_gpu.h"
 #include "bench/links/links_options.h"
 #include "bench/links/links_table.h"
+#include "bench/session/activity.h"
+#include "bench/session/agreement.h"
+#include "bench/session/inventory.h"
 #include "bench/session/result_writer.h"
 #include "bench/session/run_session.h"
 #include "bench/session/stats.h"
@@ -64,11 +64,13 @@ std::size_t hostMemory(const LinksOptions& o, RunContext& ctx, Emitter& out, con
   // at 1 GiB, and at an eighth of the available memory per process, so a large-cache host cannot run out.
   std::uint64_t arrayBytes = o.memoryBytes;
   if (!arrayBytes) {
-    const std::uint64_t avail = static_cast<std::uint64_t>(::sysconf(_SC_AVPHYS_PAGES)) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    const std::uint64_t avail =
+        static_cast<std::uint64_t>(::sysconf(_SC_AVPHYS_PAGES)) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
     arrayBytes = std::clamp<std::uint64_t>(4 * lastLevelCacheBytes() / here, 32ull << 20, 1ull << 30);
     arrayBytes = std::min(arrayBytes, std::max<std::uint64_t>(avail / (8 * here), 16ull << 20));
   }
-  const int threads = o.threads ? o.threads : std::max(1, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN) / static_cast<long>(here)));
+  const int threads =
+      o.threads ? o.threads : std::max(1, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN) / static_cast<long>(here)));
   const std::size_t n = arrayBytes / sizeof(double);
   std::vector<double> a, b, c;
   collectively(boot, [&] {
@@ -94,8 +96,10 @@ std::size_t hostMemory(const LinksOptions& o, RunContext& ctx, Emitter& out, con
     for (int i = -o.warmup; i < o.iters; ++i) {
       boot.barrier();
       const auto t0 = std::chrono::steady_clock::now();
-      if (triad) cpu::streamTriad(a.data(), b.data(), c.data(), kScalar, n, threads);
-      else cpu::streamCopy(a.data(), b.data(), n, threads);
+      if (triad)
+        cpu::streamTriad(a.data(), b.data(), c.data(), kScalar, n, threads);
+      else
+        cpu::streamCopy(a.data(), b.data(), n, threads);
       const auto t1 = std::chrono::steady_clock::now();
       if (i >= 0) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
       heartbeat::beat();
@@ -136,9 +140,13 @@ std::size_t hostMemory(const LinksOptions& o, RunContext& ctx, Emitter& out, con
 #ifdef TRAINSCOPE_HAVE_MPI
 // The latency, bandwidth and bidirectional bandwidth of one pair of ranks, in that order, each emitted as
 // it finishes; rank a measures, every rank takes part in handing its samples to process 0.
-std::array<LinkMeasurement, 3> measurePair(const LinksOptions& o, Bootstrap& boot, Emitter& emitter, MpiPointToPoint& p2p, int a, int b,
-                                           const std::vector<std::string>& hosts, const LinkClass& link) {
-  struct Test { const char* name; bool latency; bool bi; };
+std::array<LinkMeasurement, 3> measurePair(const LinksOptions& o, Bootstrap& boot, Emitter& emitter, MpiPointToPoint& p2p, int a,
+                                           int b, const std::vector<std::string>& hosts, const LinkClass& link) {
+  struct Test {
+    const char* name;
+    bool latency;
+    bool bi;
+  };
   constexpr Test kTests[3] = {{"mpi_latency", true, false}, {"mpi_bandwidth", false, false}, {"mpi_bibandwidth", false, true}};
   std::array<LinkMeasurement, 3> out;
   for (int t = 0; t < 3; ++t) {
@@ -147,7 +155,8 @@ std::array<LinkMeasurement, 3> measurePair(const LinksOptions& o, Bootstrap& boo
     PairSamples s = test.latency ? p2p.pingPong(a, b, o.latencyBytes, o.warmup * 10, o.latencyIters)
                                  : p2p.stream(a, b, o.bandwidthBytes, o.window, o.warmup, o.iters, test.bi);
     // Rank a measured; rank 0 writes: hand the samples over.
-    const auto gathered = boot.allGatherDoubles(boot.rank() == a ? s.us : std::vector<double>(static_cast<std::size_t>(test.latency ? o.latencyIters : o.iters), 0.0));
+    const auto gathered = boot.allGatherDoubles(
+        boot.rank() == a ? s.us : std::vector<double>(static_cast<std::size_t>(test.latency ? o.latencyIters : o.iters), 0.0));
     const std::size_t k = gathered.size() / static_cast<std::size_t>(boot.size());
     LinkMeasurement& m = out[t];
     m.test = test.name;
@@ -183,7 +192,8 @@ std::size_t mpiPairs(const LinksOptions& o, RunContext& ctx, Emitter& out, const
   std::map<std::pair<std::string, std::string>, std::vector<PairFigure>> groups;  // (test, link type)
   std::size_t failed = 0;
   for (const auto& [a, b] : pairs) {
-    const LinkClass link = hosts[a] == hosts[b] ? LinkClass{"shm", "same host: MPI shared memory", std::nullopt} : networkLink(inventoryOf(hosts[a]));
+    const LinkClass link = hosts[a] == hosts[b] ? LinkClass{"shm", "same host: MPI shared memory", std::nullopt}
+                                                : networkLink(inventoryOf(hosts[a]));
     const std::array<LinkMeasurement, 3> tests = measurePair(o, boot, out, p2p, a, b, hosts, link);
     long long pairWrong = 0;
     for (const LinkMeasurement& m : tests) {
@@ -219,8 +229,10 @@ std::size_t runLinksStep(const LinksOptions& o, RunContext& ctx) {
   if (o.memory) failed += hostMemory(o, ctx, out, hosts);
   if (o.mpi) {
 #ifdef TRAINSCOPE_HAVE_MPI
-    if (boot.kind() == "mpi" && boot.size() > 1) failed += mpiPairs(o, ctx, out, hosts);
-    else if (boot.rank() == 0) std::printf("#\n# MPI point-to-point: skipped (run under mpirun with 2 or more ranks)\n");
+    if (boot.kind() == "mpi" && boot.size() > 1)
+      failed += mpiPairs(o, ctx, out, hosts);
+    else if (boot.rank() == 0)
+      std::printf("#\n# MPI point-to-point: skipped (run under mpirun with 2 or more ranks)\n");
 #else
     if (boot.rank() == 0) std::printf("#\n# MPI point-to-point: skipped (built without MPI)\n");
 #endif
@@ -236,7 +248,8 @@ std::size_t runLinksStep(const LinksOptions& o, RunContext& ctx) {
     failed = static_cast<std::size_t>(boot.sum(static_cast<long long>(failed)));
   }
   activity::set("");
-  if (failed && boot.rank() == 0) std::fprintf(stderr, "trainscope: error: %zu link test(s) failed their payload check\n", failed);
+  if (failed && boot.rank() == 0)
+    std::fprintf(stderr, "trainscope: error: %zu link test(s) failed their payload check\n", failed);
   return failed;
 }
 

@@ -21,10 +21,12 @@ const OptionTable<ScaleOptions>& scaleOptions() {
     OptionTable<ScaleOptions> t;
     const auto self = [](auto& o) -> auto& { return o; };
     t.add("--ranks", "Rank counts, comma-separated; efficiency is against the smallest", TS_FIELD(ranks));
-    t.add("--mode", "weak: --batch per rank (the global batch grows with the ranks); strong: --batch is the global batch", TS_FIELD(mode));
+    t.add("--mode", "weak: --batch per rank (the global batch grows with the ranks); strong: --batch is the global batch",
+          TS_FIELD(mode));
     t.add("--batch", "Batch per rank (weak) or global batch (strong)", TS_FIELD(batch));
     t.add("--launcher", "mpirun, srun (inside an allocation), or none (one process: --ranks 1 only)", TS_FIELD(launcher));
-    t.add("--launcher-args", "Extra launcher arguments, e.g. \"--oversubscribe\" or \"--hostfile hosts\"", TS_FIELD(launcherArgs));
+    t.add("--launcher-args", "Extra launcher arguments, e.g. \"--oversubscribe\" or \"--hostfile hosts\"",
+          TS_FIELD(launcherArgs));
     t.add("--points-dir", "Keep each point's result and log here (default: <json>.points)", TS_FIELD(pointsDir));
     addOutputFlags(t, self);
     addTraceFlag(t, self, "Trace every point: DIR/ranks<N> holds that point's per-rank and merged trace (see train --trace)");
@@ -51,14 +53,20 @@ SuiteStep readStep(StepReader& r) {
   scaleOptions().readFromSuite(r, o);
   validateScale(o);
   SuiteStep s;
-  s.config = {{"ranks", o.ranks}, {"mode", o.mode}, {"batch", o.batch}, {"launcher", o.launcher}, {"launcher_args", o.launcherArgs}, {"train_args", o.trainArgs}};
+  s.config = {{"ranks", o.ranks},
+              {"mode", o.mode},
+              {"batch", o.batch},
+              {"launcher", o.launcher},
+              {"launcher_args", o.launcherArgs},
+              {"train_args", o.trainArgs}};
   s.run = [o](RunContext& ctx) {
     int failed = 0;
     if (ctx.boot.rank() == 0) {
       ScaleOptions mine = o;
       std::string base = ctx.streamPath;
       if (base.size() > 6 && base.compare(base.size() - 6, 6, ".jsonl") == 0) base.resize(base.size() - 6);
-      if (mine.pointsDir.empty() && !base.empty()) mine.pointsDir = base + "." + (ctx.step.empty() ? "scale" : ctx.step) + ".points";
+      if (mine.pointsDir.empty() && !base.empty())
+        mine.pointsDir = base + "." + (ctx.step.empty() ? "scale" : ctx.step) + ".points";
       failed = runScaleStudy(mine, *ctx.writer, ctx.step);
     }
     if (ctx.boot.size() > 1) ctx.boot.quietBarrier();
@@ -74,7 +82,8 @@ SuiteStep readStep(StepReader& r) {
 
 Subcommand scaleSubcommand() {
   return {"scale",
-          "Train one model at several rank counts (spawning the launcher) and compute weak- or strong-scaling efficiency; other flags go to "
+          "Train one model at several rank counts (spawning the launcher) and compute weak- or strong-scaling efficiency; other "
+          "flags go to "
           "`trainscope train`",
           [](CLI::App& sub) -> Action {
             auto o = std::make_shared<ScaleOptions>();

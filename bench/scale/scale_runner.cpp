@@ -14,14 +14,14 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
-#include "bench/session/child_process.h"
 #include "bench/commands.h"
-#include "bench/session/progress.h"
-#include "bench/session/result_writer.h"
-#include "bench/session/run_session.h"
 #include "bench/scale/scale_options.h"
 #include "bench/scale/scale_table.h"
 #include "bench/scale/scaling_record.h"
+#include "bench/session/child_process.h"
+#include "bench/session/progress.h"
+#include "bench/session/result_writer.h"
+#include "bench/session/run_session.h"
 #include "comm/bootstrap.h"
 
 namespace ts {
@@ -41,7 +41,8 @@ void rejectOwnedFlags(const std::vector<std::string>& args) {
   for (const auto& a : args)
     for (const char* f : {"--json", "--dp", "--label"})
       if (a == f || a.rfind(std::string(f) + "=", 0) == 0)
-        throw UsageError(fmt::format("{}: scale sets it for each point (use --json/--label of scale; the data-parallel size follows --ranks)", a));
+        throw UsageError(fmt::format(
+            "{}: scale sets it for each point (use --json/--label of scale; the data-parallel size follows --ranks)", a));
 }
 
 // The train flags read as `trainscope train` reads them, so that a typo or a non-finite number is one
@@ -103,7 +104,9 @@ std::optional<std::string> textOf(const nlohmann::json& j, const char* key) {
 }
 
 // A field of the train record's block that may be null there.
-std::optional<double> numberOf(const nlohmann::json& j) { return j.is_null() ? std::nullopt : std::optional<double>(j.get<double>()); }
+std::optional<double> numberOf(const nlohmann::json& j) {
+  return j.is_null() ? std::nullopt : std::optional<double>(j.get<double>());
+}
 
 ScalingTrainFacts trainFactsOf(const nlohmann::json& t) {
   return {textOf(t, "model"), textOf(t, "preset"), textOf(t, "backend"), textOf(t, "precision"),
@@ -120,8 +123,9 @@ ScalingFigures figuresOf(const nlohmann::json& t, int ranks, std::pair<int, doub
   f.speedup = f.throughputPerS / base.second;
   f.efficiency = (f.throughputPerS / ranks) / (base.second / base.first);
   const nlohmann::json rs = t.value("ranks", nlohmann::json::array());
-  f.breakdown = {medianOfRanks(rs, "compute_us"), medianOfRanks(rs, "data_us"),          medianOfRanks(rs, "sync_us"),
-                 medianOfRanks(rs, "idle_us"),    medianOfRanks(rs, "communication_us"), medianOfRanks(rs, "exposed_communication_us")};
+  f.breakdown = {medianOfRanks(rs, "compute_us"),       medianOfRanks(rs, "data_us"),
+                 medianOfRanks(rs, "sync_us"),          medianOfRanks(rs, "idle_us"),
+                 medianOfRanks(rs, "communication_us"), medianOfRanks(rs, "exposed_communication_us")};
   if (t.contains("communication")) f.overlap = numberOf(t["communication"]["overlap"]);
   if (t.contains("stragglers")) f.lateRanks = t["stragglers"]["late_ranks"].get<std::vector<int>>();
   if (t.contains("pipeline")) f.pipelineBubble = numberOf(t["pipeline"]["measured_bubble"]);
@@ -130,12 +134,14 @@ ScalingFigures figuresOf(const nlohmann::json& t, int ranks, std::pair<int, doub
 
 // The command that runs one point: `trainscope train` under the launcher, with the point's batch, result
 // file and label, then the study's train flags.
-std::vector<std::string> pointCommand(const ScaleOptions& o, const std::string& exe, int n, std::int64_t batch, const fs::path& json) {
+std::vector<std::string> pointCommand(const ScaleOptions& o, const std::string& exe, int n, std::int64_t batch,
+                                      const fs::path& json) {
   std::vector<std::string> cmd;
   if (o.launcher == "mpirun") cmd = {"mpirun", "-np", std::to_string(n)};
   if (o.launcher == "srun") cmd = {"srun", "-n", std::to_string(n)};
   for (const auto& w : words(o.launcherArgs)) cmd.push_back(w);
-  cmd.insert(cmd.end(), {exe, "train", "--batch", std::to_string(batch), "--json", json.string(), "--label", fmt::format("scale {} rank(s)", n)});
+  cmd.insert(cmd.end(), {exe, "train", "--batch", std::to_string(batch), "--json", json.string(), "--label",
+                         fmt::format("scale {} rank(s)", n)});
   if (!o.traceDir.empty()) cmd.insert(cmd.end(), {"--trace", (fs::path(o.traceDir) / fmt::format("ranks{}", n)).string()});
   cmd.insert(cmd.end(), o.trainArgs.begin(), o.trainArgs.end());
   return cmd;
@@ -164,7 +170,9 @@ std::vector<int> validateScale(const ScaleOptions& o) {
 int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string& step) {
   const std::vector<int> ranks = validateScale(o);
   fs::path dir = o.pointsDir;
-  if (dir.empty()) dir = o.jsonPath.empty() ? fs::temp_directory_path() / fmt::format("trainscope-scale-{}", ::getpid()) : fs::path(o.jsonPath + ".points");
+  if (dir.empty())
+    dir = o.jsonPath.empty() ? fs::temp_directory_path() / fmt::format("trainscope-scale-{}", ::getpid())
+                             : fs::path(o.jsonPath + ".points");
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw UsageError(fmt::format("--points-dir {}: {}", dir.string(), ec.message()));
@@ -180,7 +188,8 @@ int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string
     const fs::path json = dir / fmt::format("ranks{}.json", n), log = dir / fmt::format("ranks{}.log", n);
     fs::remove(json, ec);
     progress.step(fmt::format("{} rank(s)", n));
-    const int rc = runChild(pointCommand(o, exe, n, batch, json), ChildOptions{{}, log.string(), nested && o.launcher == "mpirun"});
+    const int rc =
+        runChild(pointCommand(o, exe, n, batch, json), ChildOptions{{}, log.string(), nested && o.launcher == "mpirun"});
     progress.done();
     const std::optional<nlohmann::json> train = trainRecordOf(json);
     ScalingRecord rec;
@@ -188,7 +197,8 @@ int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string
     rec.ranks = n;
     rec.globalBatch = batch;
     rec.launcher = o.launcher;
-    rec.series = fmt::format("{} {}", o.mode, o.trainArgs.empty() ? std::string("(defaults)") : fmt::format("{}", fmt::join(o.trainArgs, " ")));
+    rec.series = fmt::format("{} {}", o.mode,
+                             o.trainArgs.empty() ? std::string("(defaults)") : fmt::format("{}", fmt::join(o.trainArgs, " ")));
     rec.label = o.label;
     rec.step = step;
     if (!o.traceDir.empty()) rec.trace = (fs::path(o.traceDir) / fmt::format("ranks{}", n)).string();
@@ -216,12 +226,18 @@ int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string
 int runScale(const ScaleOptions& o, const std::vector<std::string>& argv) {
   if (launchedByMpi()) throw UsageError("scale launches its own jobs: run it as one process (not under mpirun or srun)");
   const std::vector<int> ranks = validateScale(o);
-  const nlohmann::json config = {{"ranks", ranks}, {"mode", o.mode}, {"batch", o.batch}, {"launcher", o.launcher}, {"launcher_args", o.launcherArgs},
+  const nlohmann::json config = {{"ranks", ranks},
+                                 {"mode", o.mode},
+                                 {"batch", o.batch},
+                                 {"launcher", o.launcher},
+                                 {"launcher_args", o.launcherArgs},
                                  {"train_args", o.trainArgs}};
   auto session = RunSession::open(BootstrapKind::kSingle, false, "scale", argv, config, o.jsonPath);
   const int failed = runScaleStudy(o, *session->context().writer);
   session->finish();
-  if (failed) throw Error(fmt::format("{} of {} scaling point(s) failed (their errors are in the result and in the points' logs)", failed, ranks.size()));
+  if (failed)
+    throw Error(fmt::format("{} of {} scaling point(s) failed (their errors are in the result and in the points' logs)", failed,
+                            ranks.size()));
   return 0;
 }
 

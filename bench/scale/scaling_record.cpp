@@ -21,7 +21,11 @@ void putFigures(nlohmann::json& j, const ScalingFigures& f) {
   j["speedup"] = f.speedup;
   j["efficiency"] = f.efficiency;
   const ScalingBreakdown& b = f.breakdown;
-  j["breakdown_us"] = {{"compute", b.compute}, {"data", b.data}, {"sync", b.sync}, {"idle", b.idle}, {"communication", b.communication},
+  j["breakdown_us"] = {{"compute", b.compute},
+                       {"data", b.data},
+                       {"sync", b.sync},
+                       {"idle", b.idle},
+                       {"communication", b.communication},
                        {"exposed_communication", b.exposedCommunication}};
   if (f.overlap) j["overlap"] = orNull(*f.overlap);
   if (f.lateRanks) j["late_ranks"] = *f.lateRanks;
@@ -31,15 +35,18 @@ void putFigures(nlohmann::json& j, const ScalingFigures& f) {
 }  // namespace
 
 nlohmann::json toJson(const ScalingRecord& r) {
-  nlohmann::json j = {{"kind", "scaling"}, {"mode", r.mode},         {"ranks", r.ranks},
-                      {"global_batch", r.globalBatch}, {"launcher", r.launcher}, {"completed", r.figures.has_value()},
+  nlohmann::json j = {{"kind", "scaling"},      {"mode", r.mode},
+                      {"ranks", r.ranks},       {"global_batch", r.globalBatch},
+                      {"launcher", r.launcher}, {"completed", r.figures.has_value()},
                       {"series", r.series}};
   putUnlessEmpty(j, "label", r.label);
   putUnlessEmpty(j, "step", r.step);
   putUnlessEmpty(j, "trace", r.trace);
   if (r.train) putTrain(j, *r.train);
-  if (r.figures) putFigures(j, *r.figures);
-  else j["error"] = r.error;
+  if (r.figures)
+    putFigures(j, *r.figures);
+  else
+    j["error"] = r.error;
   return j;
 }
 

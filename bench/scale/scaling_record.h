@@ -39,8 +39,8 @@ struct ScalingRecord {
   std::string mode, launcher;
   int ranks = 0;
   std::int64_t globalBatch = 0;
-  std::string series;               // the mode and the train flags: the points of one study
-  std::string label, step, trace;   // "" = absent
+  std::string series;                      // the mode and the train flags: the points of one study
+  std::string label, step, trace;          // "" = absent
   std::optional<ScalingTrainFacts> train;  // when the point wrote a train record
   std::optional<ScalingFigures> figures;   // a completed point
   std::string error;                       // a failed point: why

@@ -47,7 +47,9 @@ std::optional<double> gpuSmClockMhz([[maybe_unused]] int cudaOrdinal) {
   return std::nullopt;
 }
 
-std::optional<double> readComputeClockMhz(int cudaOrdinal) { return cudaOrdinal >= 0 ? gpuSmClockMhz(cudaOrdinal) : cpuFrequencyMhz(); }
+std::optional<double> readComputeClockMhz(int cudaOrdinal) {
+  return cudaOrdinal >= 0 ? gpuSmClockMhz(cudaOrdinal) : cpuFrequencyMhz();
+}
 
 nlohmann::json computeClockMhz(int cudaOrdinal) {
   const std::optional<double> mhz = readComputeClockMhz(cudaOrdinal);

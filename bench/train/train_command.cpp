@@ -14,14 +14,20 @@ namespace {
 // The model, the data and the optimizer.
 void addModelOptions(OptionTable<TrainRunOptions>& t) {
   t.add("--model", "mlp, cnn or transformer", TS_FIELD(train.model));
-  t.add("--preset", "Named size: mlp tiny|small|base; cnn tiny|resnet20|resnet18|resnet34; transformer tiny|small|gpt2|gpt2-medium", TS_FIELD(train.preset));
-  t.add("--set", "Override a model field, key=value (depth, width, activation; widths, blocks, stem; layers, hidden, heads, seq_len, vocab); in a suite an array, or one string of key=value;key=value",
+  t.add("--preset",
+        "Named size: mlp tiny|small|base; cnn tiny|resnet20|resnet18|resnet34; transformer tiny|small|gpt2|gpt2-medium",
+        TS_FIELD(train.preset));
+  t.add("--set",
+        "Override a model field, key=value (depth, width, activation; widths, blocks, stem; layers, hidden, heads, seq_len, "
+        "vocab); in a suite an array, or one string of key=value;key=value",
         TS_FIELD(train.overrides));
   t.add("--steps", "Optimizer steps", TS_FIELD(train.steps));
   t.add("--batch", "Global batch per step (samples, or sequences for the transformer)", TS_FIELD(train.batch));
   t.add("--micro-batches", "Gradient accumulation: micro-batches per step (must divide --batch)", TS_FIELD(train.microBatches));
   t.add("--device", "cpu, cuda (GPU 0) or cuda:N", TS_FIELD(train.device));
-  t.add("--precision", "float32; tf32 (CUDA); bfloat16 / float16: mixed precision with float32 master weights (16-bit rounding emulated)", TS_FIELD(train.precision));
+  t.add("--precision",
+        "float32; tf32 (CUDA); bfloat16 / float16: mixed precision with float32 master weights (16-bit rounding emulated)",
+        TS_FIELD(train.precision));
   t.add("--loss-scale", "float16: the initial dynamic loss scale", TS_FIELD(train.lossScale));
   t.add("--loss-scale-interval", "float16: good steps before the loss scale doubles", TS_FIELD(train.lossScaleInterval));
   t.add("--optimizer", "sgd, adam, adamw, rmsprop or lamb", TS_FIELD(train.optimizer.kind));
@@ -45,12 +51,15 @@ void addLayoutOptions(OptionTable<TrainRunOptions>& t) {
   t.add("--dp", "Data-parallel ranks (0 = the processes left by --tp and --pp)", TS_FIELD(train.layout.dp));
   t.add("--tp", "Tensor-parallel ranks", TS_FIELD(train.layout.tp));
   t.add("--pp", "Pipeline stages", TS_FIELD(train.layout.pp));
-  t.add("--zero", "ZeRO stage over the data-parallel group: 0 (all-reduce), 1 (optimizer state sharded), 2 (gradients too), 3 (parameters too)",
+  t.add("--zero",
+        "ZeRO stage over the data-parallel group: 0 (all-reduce), 1 (optimizer state sharded), 2 (gradients too), 3 (parameters "
+        "too)",
         TS_FIELD(train.layout.zero));
   t.add("--sync", "How data-parallel ranks combine gradients: allreduce, or ps (parameter servers)", TS_FIELD(train.layout.sync));
   t.add("--ps-shards", "--sync ps: parameter shards, served by data-parallel ranks 0..N-1", TS_FIELD(train.layout.psShards));
   t.add("--bucket-mb", "Gradient bucket size in MiB", TS_FIELD(train.layout.bucketMb));
-  t.addOnOff("--overlap", "on: send each bucket as soon as its gradients are ready (during the backward); off: after it", TS_FIELD(train.layout.overlap));
+  t.addOnOff("--overlap", "on: send each bucket as soon as its gradients are ready (during the backward); off: after it",
+             TS_FIELD(train.layout.overlap));
   t.add("--pp-schedule", "Pipeline schedule: gpipe or 1f1b", TS_FIELD(train.layout.schedule));
   t.add("--pp-split", "Pipeline: layers per stage, comma-separated (default: balanced by FLOPs)", TS_FIELD(train.layout.ppSplit));
 }
@@ -61,13 +70,17 @@ void addRunOptions(OptionTable<TrainRunOptions>& t) {
   t.add("--warmup-steps", "Steps trained but not timed", TS_FIELD(warmupSteps));
   t.add("--log-every", "Print a line every N steps (0 = about 20 lines)", TS_FIELD(logEvery));
   t.add("--ceiling,!--no-ceiling", "Measure the GEMM ceiling first, for MFU", TS_FIELD(ceiling));
-  t.add("--checkpoint-dir", "Write checkpoints here (safetensors weights + optimizer state + trainer.json)", TS_FIELD(train.checkpointDir));
+  t.add("--checkpoint-dir", "Write checkpoints here (safetensors weights + optimizer state + trainer.json)",
+        TS_FIELD(train.checkpointDir));
   t.add("--checkpoint-every", "Steps between checkpoints (0 = at the end only)", TS_FIELD(train.checkpointEvery));
   t.add("--resume", "Continue from the latest checkpoint in --checkpoint-dir (if there is one)", TS_FIELD(train.resume));
   addTimeoutFlag(t, self);
   addOutputFlags(t, self);
-  addTraceFlag(t, self, "Write every rank's spans (steps, phases, layers, collectives, waits) as Chrome trace JSON into DIR, and DIR/merged.json");
-  t.add("--dump-logits", "Write the logits, dataset indices and loss of this run's first step to FILE (JSON), to check the model elsewhere",
+  addTraceFlag(
+      t, self,
+      "Write every rank's spans (steps, phases, layers, collectives, waits) as Chrome trace JSON into DIR, and DIR/merged.json");
+  t.add("--dump-logits",
+        "Write the logits, dataset indices and loss of this run's first step to FILE (JSON), to check the model elsewhere",
         TS_FIELD(dumpLogits));
 }
 
@@ -100,9 +113,10 @@ SuiteStep readStep(StepReader& r) {
 }  // namespace
 
 Subcommand trainSubcommand() {
-  return {"train", "Train a reference model (mlp, cnn, transformer) end to end and measure its steps",
-          [](CLI::App& sub) { return addTable<TrainRunOptions>(sub, trainOptions(), std::make_shared<TrainRunOptions>(), runTrain); }, readStep,
-          trainOptions().describe()};
+  return {
+      "train", "Train a reference model (mlp, cnn, transformer) end to end and measure its steps",
+      [](CLI::App& sub) { return addTable<TrainRunOptions>(sub, trainOptions(), std::make_shared<TrainRunOptions>(), runTrain); },
+      readStep, trainOptions().describe()};
 }
 
 }  // namespace ts

@@ -10,29 +10,29 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/train/compute_peaks.h"
 #include "bench/kernels/roofline.h"
+#include "bench/train/compute_peaks.h"
 
 namespace ts {
 
 struct MeasuredPeak {
   double tflops = 0;
-  std::string precision;  // the GEMM's ("float32" on the CPU; the run's on a GPU)
-  std::string source;     // which GEMM, how many trials
+  std::string precision;    // the GEMM's ("float32" on the CPU; the run's on a GPU)
+  std::string source;       // which GEMM, how many trials
   nlohmann::json clockMhz;  // the clock it was measured at, or null
   bool rechecked = false;
   SuspectCause cause = SuspectCause::kUnexplained;  // why an MFU above it would be (bench/kernels/roofline.h)
 };
 
 struct DatasheetPeak {
-  ComputePeak peak;       // the table entry, in the run's precision
+  ComputePeak peak;  // the table entry, in the run's precision
   std::string precision;
 };
 
 // The `mfu` block for `perDeviceTflops` achieved at `clockMhz` (a number, or null: the datasheet figure
 // is then the boost clock's).
-nlohmann::json mfuBlock(double perDeviceTflops, const std::optional<MeasuredPeak>& measured, const std::optional<DatasheetPeak>& datasheet,
-                        const nlohmann::json& clockMhz);
+nlohmann::json mfuBlock(double perDeviceTflops, const std::optional<MeasuredPeak>& measured,
+                        const std::optional<DatasheetPeak>& datasheet, const nlohmann::json& clockMhz);
 // "# MFU ..." for the console, `!` after a suspect figure; "" when there is no figure.
 std::string mfuConsoleLine(const nlohmann::json& mfu);
 // The figures of the block above 100% of their peak, for suspectWarning (bench/kernels/roofline.h).

@@ -16,10 +16,14 @@ class AllGather final : public Collective {
     return movedInput(static_cast<int>(i / lay.count), i % lay.count);
   }
   InPlaceGeometry inPlace(int rank, const CollectiveLayout& lay) const override { return {false, rank * lay.count}; }
-  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay, const CollectiveArgs& a) const override {
+  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay,
+              const CollectiveArgs& a) const override {
     c.allGather(l, s, r, lay.count, a.dtype);
   }
 };
 }  // namespace
-const Collective& allGatherCollective() { static const AllGather c; return c; }
+const Collective& allGatherCollective() {
+  static const AllGather c;
+  return c;
+}
 }  // namespace ts

@@ -17,10 +17,14 @@ class AllReduce final : public Collective {
     return reducedValue(a.redop, a.dtype, a.nranks, i);
   }
   InPlaceGeometry inPlace(int, const CollectiveLayout&) const override { return {false, 0}; }
-  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay, const CollectiveArgs& a) const override {
+  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay,
+              const CollectiveArgs& a) const override {
     c.allReduce(l, s, r, lay.count, a.dtype, a.redop);
   }
 };
 }  // namespace
-const Collective& allReduceCollective() { static const AllReduce c; return c; }
+const Collective& allReduceCollective() {
+  static const AllReduce c;
+  return c;
+}
 }  // namespace ts

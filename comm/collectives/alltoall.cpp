@@ -16,10 +16,14 @@ class AllToAll final : public Collective {
     return movedInput(static_cast<int>(i / lay.count), rank * lay.count + i % lay.count);
   }
   InPlaceGeometry inPlace(int, const CollectiveLayout&) const override { return {false, 0}; }
-  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay, const CollectiveArgs& a) const override {
+  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay,
+              const CollectiveArgs& a) const override {
     c.allToAll(l, s, r, lay.count, a.dtype);
   }
 };
 }  // namespace
-const Collective& allToAllCollective() { static const AllToAll c; return c; }
+const Collective& allToAllCollective() {
+  static const AllToAll c;
+  return c;
+}
 }  // namespace ts

@@ -16,10 +16,14 @@ class Broadcast final : public Collective {
     return movedInput(a.root, i);
   }
   InPlaceGeometry inPlace(int, const CollectiveLayout&) const override { return {false, 0}; }
-  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay, const CollectiveArgs& a) const override {
+  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay,
+              const CollectiveArgs& a) const override {
     c.broadcast(l, s, r, lay.count, a.dtype, a.root);
   }
 };
 }  // namespace
-const Collective& broadcastCollective() { static const Broadcast c; return c; }
+const Collective& broadcastCollective() {
+  static const Broadcast c;
+  return c;
+}
 }  // namespace ts

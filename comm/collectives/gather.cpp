@@ -18,10 +18,14 @@ class Gather final : public Collective {
     return movedInput(static_cast<int>(i / lay.count), i % lay.count);
   }
   InPlaceGeometry inPlace(int rank, const CollectiveLayout& lay) const override { return {false, rank * lay.count}; }
-  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay, const CollectiveArgs& a) const override {
+  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay,
+              const CollectiveArgs& a) const override {
     c.gather(l, s, r, lay.count, a.dtype, a.root);
   }
 };
 }  // namespace
-const Collective& gatherCollective() { static const Gather c; return c; }
+const Collective& gatherCollective() {
+  static const Gather c;
+  return c;
+}
 }  // namespace ts

@@ -19,10 +19,14 @@ class Reduce final : public Collective {
     return reducedValue(a.redop, a.dtype, a.nranks, i);
   }
   InPlaceGeometry inPlace(int, const CollectiveLayout&) const override { return {false, 0}; }
-  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay, const CollectiveArgs& a) const override {
+  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay,
+              const CollectiveArgs& a) const override {
     c.reduce(l, s, r, lay.count, a.dtype, a.redop, a.root);
   }
 };
 }  // namespace
-const Collective& reduceCollective() { static const Reduce c; return c; }
+const Collective& reduceCollective() {
+  static const Reduce c;
+  return c;
+}
 }  // namespace ts

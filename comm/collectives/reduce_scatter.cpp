@@ -17,10 +17,14 @@ class ReduceScatter final : public Collective {
     return reducedValue(a.redop, a.dtype, a.nranks, rank * lay.count + i);
   }
   InPlaceGeometry inPlace(int rank, const CollectiveLayout& lay) const override { return {true, rank * lay.count}; }
-  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay, const CollectiveArgs& a) const override {
+  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay,
+              const CollectiveArgs& a) const override {
     c.reduceScatter(l, s, r, lay.count, a.dtype, a.redop);
   }
 };
 }  // namespace
-const Collective& reduceScatterCollective() { static const ReduceScatter c; return c; }
+const Collective& reduceScatterCollective() {
+  static const ReduceScatter c;
+  return c;
+}
 }  // namespace ts

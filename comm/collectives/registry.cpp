@@ -21,15 +21,8 @@ const Collective& sendRecvCollective();
 
 const std::vector<const Collective*>& allCollectives() {
   static const std::vector<const Collective*> all = {
-      &allReduceCollective(),
-      &allGatherCollective(),
-      &reduceScatterCollective(),
-      &broadcastCollective(),
-      &reduceCollective(),
-      &allToAllCollective(),
-      &gatherCollective(),
-      &scatterCollective(),
-      &sendRecvCollective(),
+      &allReduceCollective(), &allGatherCollective(), &reduceScatterCollective(), &broadcastCollective(), &reduceCollective(),
+      &allToAllCollective(),  &gatherCollective(),    &scatterCollective(),       &sendRecvCollective(),
   };
   return all;
 }

@@ -17,10 +17,14 @@ class Scatter final : public Collective {
     return movedInput(a.root, rank * lay.count + i);
   }
   InPlaceGeometry inPlace(int rank, const CollectiveLayout& lay) const override { return {true, rank * lay.count}; }
-  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay, const CollectiveArgs& a) const override {
+  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay,
+              const CollectiveArgs& a) const override {
     c.scatter(l, s, r, lay.count, a.dtype, a.root);
   }
 };
 }  // namespace
-const Collective& scatterCollective() { static const Scatter c; return c; }
+const Collective& scatterCollective() {
+  static const Scatter c;
+  return c;
+}
 }  // namespace ts

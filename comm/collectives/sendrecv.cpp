@@ -16,11 +16,15 @@ class SendRecv final : public Collective {
     return movedInput((rank - 1 + a.nranks) % a.nranks, i);
   }
   InPlaceGeometry inPlace(int, const CollectiveLayout&) const override { return {false, 0}; }
-  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay, const CollectiveArgs& a) const override {
+  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay,
+              const CollectiveArgs& a) const override {
     const int me = c.rank(l);
     c.sendRecv(l, s, r, lay.count, a.dtype, (me + 1) % a.nranks, (me - 1 + a.nranks) % a.nranks);
   }
 };
 }  // namespace
-const Collective& sendRecvCollective() { static const SendRecv c; return c; }
+const Collective& sendRecvCollective() {
+  static const SendRecv c;
+  return c;
+}
 }  // namespace ts

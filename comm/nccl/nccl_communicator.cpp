@@ -18,24 +18,36 @@ namespace {
 
 ncclDataType_t ncclType(DType t) {
   switch (t) {
-    case DType::kFloat32: return ncclFloat32;
-    case DType::kFloat64: return ncclFloat64;
-    case DType::kFloat16: return ncclFloat16;
-    case DType::kBFloat16: return ncclBfloat16;
-    case DType::kInt32: return ncclInt32;
-    case DType::kInt8: return ncclInt8;
-    case DType::kUInt8: return ncclUint8;
+    case DType::kFloat32:
+      return ncclFloat32;
+    case DType::kFloat64:
+      return ncclFloat64;
+    case DType::kFloat16:
+      return ncclFloat16;
+    case DType::kBFloat16:
+      return ncclBfloat16;
+    case DType::kInt32:
+      return ncclInt32;
+    case DType::kInt8:
+      return ncclInt8;
+    case DType::kUInt8:
+      return ncclUint8;
   }
   return ncclFloat32;
 }
 
 ncclRedOp_t ncclOp(RedOp op) {
   switch (op) {
-    case RedOp::kSum: return ncclSum;
-    case RedOp::kProd: return ncclProd;
-    case RedOp::kMin: return ncclMin;
-    case RedOp::kMax: return ncclMax;
-    case RedOp::kAvg: return ncclAvg;
+    case RedOp::kSum:
+      return ncclSum;
+    case RedOp::kProd:
+      return ncclProd;
+    case RedOp::kMin:
+      return ncclMin;
+    case RedOp::kMax:
+      return ncclMax;
+    case RedOp::kAvg:
+      return ncclAvg;
   }
   return ncclSum;
 }
@@ -45,7 +57,8 @@ ncclRedOp_t ncclOp(RedOp op) {
 NcclCommunicator::NcclCommunicator(Bootstrap& boot, int gpusPerProcess) {
   std::string whyNone;
   const int visible = cuda::usableDeviceCount(&whyNone);
-  if (visible == 0) throw UsageError(fmt::format("--backend nccl needs a CUDA GPU, and none is usable on this host ({})", whyNone));
+  if (visible == 0)
+    throw UsageError(fmt::format("--backend nccl needs a CUDA GPU, and none is usable on this host ({})", whyNone));
   const int perProcess = gpusPerProcess == 0 ? visible : gpusPerProcess;
   const int first = boot.localRank() * perProcess;
   if (perProcess < 1 || first + perProcess > visible)
@@ -179,7 +192,8 @@ std::unique_ptr<PendingCollective> NcclCommunicator::start(int l, const Collecti
 }
 
 // NCCL matches sends and receives between two ranks in issue order; the tag is not needed.
-std::unique_ptr<PendingCollective> NcclCommunicator::startSend(int l, const void* buf, std::size_t count, DType t, int peer, int) {
+std::unique_ptr<PendingCollective> NcclCommunicator::startSend(int l, const void* buf, std::size_t count, DType t, int peer,
+                                                               int) {
   NCCL_CHECK(ncclSend(buf, count, ncclType(t), peer, locals_[l].comm, locals_[l].stream.get()));
   return std::make_unique<NcclPending>(*this, l);
 }
@@ -190,7 +204,8 @@ std::unique_ptr<PendingCollective> NcclCommunicator::startRecv(int l, void* buf,
 }
 
 std::unique_ptr<Communicator> NcclCommunicator::split(int color, int key) {
-  if (locals_.size() != 1) throw UsageError("sub-communicators (data/tensor/pipeline groups) need one GPU per process (--gpus-per-process 1)");
+  if (locals_.size() != 1)
+    throw UsageError("sub-communicators (data/tensor/pipeline groups) need one GPU per process (--gpus-per-process 1)");
   const Local& from = locals_[0];
   std::unique_ptr<NcclCommunicator> sub(new NcclCommunicator());
   Local& L = sub->locals_.emplace_back(from.device);  // owned by sub from here: its comm too, once split
@@ -224,7 +239,9 @@ void NcclCommunicator::waitFor(int l, cudaEvent_t event, double timeoutS) {
     if (timeoutS > 0 && waited > timeoutS)
       throw errorInContext(fmt::format("did not complete within {:g} s on rank {} (cuda:{})", timeoutS, L.rank, L.device));
     if (const int sig = stopRequested())
-      throw Error(fmt::format("stopped by signal {} while rank {} waited for its peers (the launcher is ending the run: did another rank fail?)", sig, L.rank));
+      throw Error(fmt::format(
+          "stopped by signal {} while rank {} waited for its peers (the launcher is ending the run: did another rank fail?)", sig,
+          L.rank));
     std::this_thread::yield();
   }
 }

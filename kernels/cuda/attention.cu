@@ -41,8 +41,8 @@ constexpr std::size_t sharedBytes() {
 // ty + 16i, tx + 16j and output rows ty + 16i, dimensions tx + 16j, all in registers. Reads q once and k, v
 // once per query tile (L2 serves the repeats); writes out once.
 template <int kD>
-__global__ void __launch_bounds__(kThreads) attentionFusedKernel(float* out, const float* q, const float* k, const float* v, int T, int D,
-                                                                 int queryTiles, float scale) {
+__global__ void __launch_bounds__(kThreads)
+    attentionFusedKernel(float* out, const float* q, const float* k, const float* v, int T, int D, int queryTiles, float scale) {
   static_assert(kD % 32 == 0 && kD <= kAttentionMaxHeadDim, "kD: a multiple of 32 up to the largest head dimension");
   constexpr int kLd = kD + 1, kLdS = kBc + 1, kCols = kD / 16;
   extern __shared__ float smem[];
@@ -183,13 +183,15 @@ void launchFused(float* out, const float* q, const float* k, const float* v, int
     CUDA_CHECK(cudaGetDevice(&device));
     const std::uint64_t bit = device < 64 ? (std::uint64_t{1} << device) : 0;
     if (!bit || !(devicesDone.load() & bit)) {
-      CUDA_CHECK(cudaFuncSetAttribute(attentionFusedKernel<kD>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+      CUDA_CHECK(
+          cudaFuncSetAttribute(attentionFusedKernel<kD>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
       devicesDone.fetch_or(bit);
     }
   }
   const int queryTiles = (T + kBr - 1) / kBr;
   const unsigned blocks = static_cast<unsigned>(std::int64_t(BH) * queryTiles);
-  attentionFusedKernel<kD><<<blocks, kThreads, bytes, stream>>>(out, q, k, v, T, D, queryTiles, 1.0f / std::sqrt(static_cast<float>(D)));
+  attentionFusedKernel<kD>
+      <<<blocks, kThreads, bytes, stream>>>(out, q, k, v, T, D, queryTiles, 1.0f / std::sqrt(static_cast<float>(D)));
   CUDA_CHECK(cudaGetLastError());
 }
 
@@ -197,7 +199,8 @@ void checkDims(const char* what, int B, int NH, int T, int D) {
   if (B < 1 || NH < 1 || T < 1 || D < 1)
     throw UsageError(fmt::format("{}: B, NH, T and D must be positive (got {}, {}, {}, {})", what, B, NH, T, D));
   // Row and block counts are ints in the kernels.
-  if (std::int64_t(B) * NH * T > INT_MAX) throw UsageError(fmt::format("{}: B*NH*T = {} is too large", what, std::int64_t(B) * NH * T));
+  if (std::int64_t(B) * NH * T > INT_MAX)
+    throw UsageError(fmt::format("{}: B*NH*T = {} is too large", what, std::int64_t(B) * NH * T));
 }
 
 // ---- head permutes ----------------------------------------------------------------------------------------
@@ -224,23 +227,30 @@ __global__ void permuteHeadsKernel(float* dst, const float* src, I count, I T, I
 
 }  // namespace
 
-void attentionForward(float* out, const float* q, const float* k, const float* v, int B, int NH, int T, int D, cudaStream_t stream) {
+void attentionForward(float* out, const float* q, const float* k, const float* v, int B, int NH, int T, int D,
+                      cudaStream_t stream) {
   checkDims("attention", B, NH, T, D);
   if (D > kAttentionMaxHeadDim)
-    throw UsageError(fmt::format("attention: the fused kernel takes head dimensions up to {} (got D = {})", kAttentionMaxHeadDim, D));
+    throw UsageError(
+        fmt::format("attention: the fused kernel takes head dimensions up to {} (got D = {})", kAttentionMaxHeadDim, D));
   const int BH = B * NH;
-  if (D <= 32) launchFused<32>(out, q, k, v, BH, T, D, stream);
-  else if (D <= 64) launchFused<64>(out, q, k, v, BH, T, D, stream);
-  else if (D <= 96) launchFused<96>(out, q, k, v, BH, T, D, stream);
-  else launchFused<128>(out, q, k, v, BH, T, D, stream);
+  if (D <= 32)
+    launchFused<32>(out, q, k, v, BH, T, D, stream);
+  else if (D <= 64)
+    launchFused<64>(out, q, k, v, BH, T, D, stream);
+  else if (D <= 96)
+    launchFused<96>(out, q, k, v, BH, T, D, stream);
+  else
+    launchFused<128>(out, q, k, v, BH, T, D, stream);
 }
 
 std::size_t attentionTwoPassWorkspaceBytes(int B, int NH, int T) {
-  return 2 * static_cast<std::size_t>(B) * static_cast<std::size_t>(NH) * static_cast<std::size_t>(T) * static_cast<std::size_t>(T) * sizeof(float);
+  return 2 * static_cast<std::size_t>(B) * static_cast<std::size_t>(NH) * static_cast<std::size_t>(T) *
+         static_cast<std::size_t>(T) * sizeof(float);
 }
 
-void attentionForwardTwoPass(float* out, const float* q, const float* k, const float* v, int B, int NH, int T, int D, Blas& blas, void* workspace,
-                             cudaStream_t stream) {
+void attentionForwardTwoPass(float* out, const float* q, const float* k, const float* v, int B, int NH, int T, int D, Blas& blas,
+                             void* workspace, cudaStream_t stream) {
   checkDims("attention (two-pass)", B, NH, T, D);
   const int BH = B * NH;
   const std::int64_t tt = std::int64_t(T) * T, td = std::int64_t(T) * D;
@@ -262,8 +272,8 @@ void attentionForwardTwoPass(float* out, const float* q, const float* k, const f
   s.alpha = 1.0f / std::sqrt(static_cast<float>(D));
   blas.gemm(s, q, k, scores, stream);
   // Causal softmax over each row of T scores (row r sees the columns up to r % T).
-  softmaxForward(probs, scores, static_cast<std::size_t>(BH) * static_cast<std::size_t>(T), static_cast<std::size_t>(T), static_cast<std::size_t>(T),
-                 stream);
+  softmaxForward(probs, scores, static_cast<std::size_t>(BH) * static_cast<std::size_t>(T), static_cast<std::size_t>(T),
+                 static_cast<std::size_t>(T), stream);
   // out_b[T,D] = probs_b[T,T] v_b[T,D].
   GemmSpec o;
   o.m = T;
@@ -284,13 +294,15 @@ template <bool kToHeads>
 void permuteHeads(float* dst, const float* src, int B, int T, int NH, int D, int col0, int W, cudaStream_t stream) {
   if (B <= 0 || T <= 0 || NH <= 0 || D <= 0) return;
   const std::size_t count = std::size_t(B) * T * NH * D;
-  const std::size_t rowsExtent = std::size_t(B) * T * std::size_t(std::max(W, 0)) + std::size_t(std::max(col0, 0)) + std::size_t(NH) * D;
+  const std::size_t rowsExtent =
+      std::size_t(B) * T * std::size_t(std::max(W, 0)) + std::size_t(std::max(col0, 0)) + std::size_t(NH) * D;
   if (fits32(count) && fits32(rowsExtent) && col0 >= 0 && W >= 0)
-    permuteHeadsKernel<std::uint32_t, kToHeads><<<elementGrid(count), kBlock, 0, stream>>>(dst, src, static_cast<std::uint32_t>(count), T, NH, D, col0,
-                                                                                           W);
+    permuteHeadsKernel<std::uint32_t, kToHeads>
+        <<<elementGrid(count), kBlock, 0, stream>>>(dst, src, static_cast<std::uint32_t>(count), T, NH, D, col0, W);
   else
-    permuteHeadsKernel<std::size_t, kToHeads><<<elementGrid(count), kBlock, 0, stream>>>(dst, src, count, std::size_t(T), std::size_t(NH), std::size_t(D),
-                                                                                         static_cast<std::size_t>(col0), static_cast<std::size_t>(W));
+    permuteHeadsKernel<std::size_t, kToHeads>
+        <<<elementGrid(count), kBlock, 0, stream>>>(dst, src, count, std::size_t(T), std::size_t(NH), std::size_t(D),
+                                                    static_cast<std::size_t>(col0), static_cast<std::size_t>(W));
   CUDA_CHECK(cudaGetLastError());
 }
 }  // namespace

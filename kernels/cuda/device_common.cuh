@@ -22,8 +22,10 @@ inline unsigned blocksFor(std::size_t n, std::size_t perBlock) { return static_c
 inline unsigned cappedGrid(std::size_t work, std::size_t perBlock, std::size_t cap) {
   return static_cast<unsigned>(std::clamp<std::size_t>(ceilDiv(work, perBlock), 1, cap));
 }
-inline unsigned elementGrid(std::size_t n) { return cappedGrid(n, kBlock, kMaxGrid); }         // grid-stride over n elements
-inline unsigned rowGrid(std::size_t rows) { return cappedGrid(rows, kWarpsPerBlock, kMaxGrid); }  // a warp per row, striding over rows
+inline unsigned elementGrid(std::size_t n) { return cappedGrid(n, kBlock, kMaxGrid); }  // grid-stride over n elements
+inline unsigned rowGrid(std::size_t rows) {
+  return cappedGrid(rows, kWarpsPerBlock, kMaxGrid);
+}  // a warp per row, striding over rows
 // A warp for every row, uncapped: for the kernels whose warp handles one row and returns.
 inline unsigned everyRowGrid(std::size_t rows) { return std::max(1u, blocksFor(rows, kWarpsPerBlock)); }
 inline unsigned reduceGrid(std::size_t n) { return cappedGrid(n, kBlock, kReduceBlocks); }
@@ -36,7 +38,9 @@ inline bool fits32(std::size_t n) { return n <= std::size_t{0x7fffffff}; }
 __device__ inline std::size_t firstIndex() { return blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; }
 __device__ inline std::size_t gridStride() { return static_cast<std::size_t>(gridDim.x) * blockDim.x; }
 // The warp-per-row kernels: this warp's first row and the row stride, and the lane.
-__device__ inline std::size_t firstRow() { return blockIdx.x * static_cast<std::size_t>(blockDim.x / kWarp) + threadIdx.x / kWarp; }
+__device__ inline std::size_t firstRow() {
+  return blockIdx.x * static_cast<std::size_t>(blockDim.x / kWarp) + threadIdx.x / kWarp;
+}
 __device__ inline std::size_t rowStride() { return static_cast<std::size_t>(gridDim.x) * (blockDim.x / kWarp); }
 __device__ inline unsigned laneId() { return threadIdx.x % kWarp; }
 

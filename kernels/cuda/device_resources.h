@@ -29,8 +29,10 @@ class OnDevice {
  public:
   explicit OnDevice(int device) noexcept {
     if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
-    if (previous_ != device) cudaSetDevice(device);
-    else previous_ = -1;
+    if (previous_ != device)
+      cudaSetDevice(device);
+    else
+      previous_ = -1;
   }
   ~OnDevice() {
     if (previous_ >= 0) cudaSetDevice(previous_);
@@ -151,7 +153,9 @@ class DeviceArray {
 // destructor frees unchecked only when an error skipped that).
 class StreamOrderedBuffer {
  public:
-  StreamOrderedBuffer(std::size_t bytes, cudaStream_t stream) : stream_(stream) { CUDA_CHECK(cudaMallocAsync(&p_, bytes, stream)); }
+  StreamOrderedBuffer(std::size_t bytes, cudaStream_t stream) : stream_(stream) {
+    CUDA_CHECK(cudaMallocAsync(&p_, bytes, stream));
+  }
   ~StreamOrderedBuffer() {
     if (p_) cudaFreeAsync(p_, stream_);
   }
@@ -243,7 +247,9 @@ class Stream {
 // An event on the current GPU; timing events by default, cudaEventDisableTiming for ones only waited on.
 class Event {
  public:
-  explicit Event(unsigned flags = cudaEventDefault) : device_(currentDevice()) { CUDA_CHECK(cudaEventCreateWithFlags(&e_, flags)); }
+  explicit Event(unsigned flags = cudaEventDefault) : device_(currentDevice()) {
+    CUDA_CHECK(cudaEventCreateWithFlags(&e_, flags));
+  }
   ~Event() {
     if (!e_) return;
     detail::OnDevice on(device_);

@@ -38,7 +38,8 @@ std::vector<double> DeviceTimer::timeGraph(int iters, int opsPerGraph, const std
   for (int k = 0; k < opsPerGraph; ++k) launch();
   const Graph graph = capture.end();
   graph.launch(stream_);  // warm-up replay
-  std::vector<double> us = time(iters, [&] { graph.launch(stream_); }, false);
+  std::vector<double> us = time(
+      iters, [&] { graph.launch(stream_); }, false);
   for (auto& u : us) u /= opsPerGraph;
   return us;
 }

@@ -20,7 +20,7 @@ namespace ts::cuda {
 namespace {
 
 constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2/pi)
-constexpr std::size_t kRowsPerSlice = 256;  // rows one thread of biasBackward sums before its atomicAdd
+constexpr std::size_t kRowsPerSlice = 256;         // rows one thread of biasBackward sums before its atomicAdd
 constexpr std::size_t kMaxGridY = 65535;
 
 // Elementwise, grid-stride: one read and one write per element (8 bytes).
@@ -43,14 +43,12 @@ __global__ void geluBackwardKernel(float* dinp, const float* inp, const float* d
 
 // out[r, c] = inp[r, c] + bias[c], grid-stride. Reads N*C (+C, cached), writes N*C floats.
 __global__ void biasAddKernel(float* out, const float* inp, const float* bias, std::size_t N, std::size_t C) {
-  for (std::size_t i = firstIndex(); i < N * C; i += gridStride())
-    out[i] = inp[i] + bias[i % C];
+  for (std::size_t i = firstIndex(); i < N * C; i += gridStride()) out[i] = inp[i] + bias[i % C];
 }
 
 // out = a + b, grid-stride. Reads 2n, writes n floats.
 __global__ void residualAddKernel(float* out, const float* a, const float* b, std::size_t n) {
-  for (std::size_t i = firstIndex(); i < n; i += gridStride())
-    out[i] = a[i] + b[i];
+  for (std::size_t i = firstIndex(); i < n; i += gridStride()) out[i] = a[i] + b[i];
 }
 
 // out = x > 0 ? x : 0 (NaN and -0 give +0, as on the CPU). Reads n, writes n floats.
@@ -101,30 +99,26 @@ __global__ void sumPartialsKernel(double* total, const double* partial, std::siz
 
 // float32 <-> bfloat16 / float16, round to nearest even (the CUDA intrinsics), grid-stride. 6 bytes per element.
 __global__ void toBf16Kernel(std::uint16_t* out, const float* inp, std::size_t n) {
-  for (std::size_t i = firstIndex(); i < n; i += gridStride())
-    out[i] = __bfloat16_as_ushort(__float2bfloat16_rn(inp[i]));
+  for (std::size_t i = firstIndex(); i < n; i += gridStride()) out[i] = __bfloat16_as_ushort(__float2bfloat16_rn(inp[i]));
 }
 
 __global__ void toHalfKernel(std::uint16_t* out, const float* inp, std::size_t n) {
-  for (std::size_t i = firstIndex(); i < n; i += gridStride())
-    out[i] = __half_as_ushort(__float2half_rn(inp[i]));
+  for (std::size_t i = firstIndex(); i < n; i += gridStride()) out[i] = __half_as_ushort(__float2half_rn(inp[i]));
 }
 
 __global__ void fromBf16Kernel(float* out, const std::uint16_t* inp, std::size_t n) {
-  for (std::size_t i = firstIndex(); i < n; i += gridStride())
-    out[i] = __bfloat162float(__ushort_as_bfloat16(inp[i]));
+  for (std::size_t i = firstIndex(); i < n; i += gridStride()) out[i] = __bfloat162float(__ushort_as_bfloat16(inp[i]));
 }
 
 __global__ void fromHalfKernel(float* out, const std::uint16_t* inp, std::size_t n) {
-  for (std::size_t i = firstIndex(); i < n; i += gridStride())
-    out[i] = __half2float(__ushort_as_half(inp[i]));
+  for (std::size_t i = firstIndex(); i < n; i += gridStride()) out[i] = __half2float(__ushort_as_half(inp[i]));
 }
 
 // The CPU's float <-> bfloat16 / float16 conversions (base/dtype.cpp), on the device, bit for bit.
 __device__ std::uint32_t toBFloat16Bits(float f) {
   const std::uint32_t x = __float_as_uint(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return ((x >> 16) | 0x40u) & 0xffffu;  // NaN: quieted, sign and payload kept
-  return (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;                            // round to nearest even (inf when too large)
+  return (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;                              // round to nearest even (inf when too large)
 }
 __device__ float fromBFloat16Bits(std::uint32_t b) { return __uint_as_float(b << 16); }
 __device__ std::uint32_t toHalfBits(float f) {

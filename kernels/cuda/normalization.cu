@@ -22,7 +22,8 @@ constexpr int kChannelBlock = 512;  // threads per block of the batch-norm kerne
 
 // One warp per row of C: reads the row twice (mean, then variance; it is in L1/L2 the second time) and
 // writes it once. 4(2NC) bytes of DRAM traffic when C fits in cache.
-__global__ void layernormKernel(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b, int N, int C, float eps) {
+__global__ void layernormKernel(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b, int N,
+                                int C, float eps) {
   const int row = static_cast<int>(firstRow());
   const int lane = static_cast<int>(laneId());
   if (row >= N) return;
@@ -43,8 +44,8 @@ __global__ void layernormKernel(float* out, float* mean, float* rstd, const floa
 
 // Backward, part 1 - dinp, one warp per row: dinp += rstd (dnorm - mean(dnorm) - xhat mean(dnorm xhat)) with
 // dnorm = dout * w. Reads x, dout, dinp (and w), writes dinp: 16NC bytes.
-__global__ void layernormBackwardInputKernel(float* dinp, const float* dout, const float* inp, const float* w, const float* mean, const float* rstd,
-                                             int N, int C) {
+__global__ void layernormBackwardInputKernel(float* dinp, const float* dout, const float* inp, const float* w, const float* mean,
+                                             const float* rstd, int N, int C) {
   const int row = static_cast<int>(firstRow());
   const int lane = static_cast<int>(laneId());
   if (row >= N) return;
@@ -67,8 +68,8 @@ __global__ void layernormBackwardInputKernel(float* dinp, const float* dout, con
 // consecutive columns: coalesced) over a slice of kRowsPerSlice rows, and adds its partial sums atomically.
 // Reads x and dout once more: 8NC bytes.
 constexpr int kRowsPerSlice = 256;  // rows one thread of layernormBackwardParamsKernel sums before its atomicAdds
-__global__ void layernormBackwardParamsKernel(float* dweight, float* dbias, const float* dout, const float* inp, const float* mean, const float* rstd,
-                                              int N, int C) {
+__global__ void layernormBackwardParamsKernel(float* dweight, float* dbias, const float* dout, const float* inp,
+                                              const float* mean, const float* rstd, int N, int C) {
   const int c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= C) return;
   const int first = blockIdx.y * kRowsPerSlice, last = min(N, first + kRowsPerSlice);
@@ -137,9 +138,9 @@ __device__ void forChannel(std::size_t N, std::size_t C, std::size_t HW, std::si
 // Forward: the channel's mean, then its (biased) variance, in float64, then out = (x - mean) rstd w + b
 // in float64 rounded once, as the CPU; mean / rstd / running statistics written by thread 0 (each may be
 // null). Reads the channel twice (the second time mostly from L2) and writes it once.
-__global__ void batchnormForwardKernel(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
-                                       std::size_t N, std::size_t C, std::size_t HW, float eps, float* runningMean, float* runningVar,
-                                       float momentum) {
+__global__ void batchnormForwardKernel(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                                       const float* bias, std::size_t N, std::size_t C, std::size_t HW, float eps,
+                                       float* runningMean, float* runningVar, float momentum) {
   const std::size_t c = blockIdx.x;
   const double count = static_cast<double>(N * HW);
   double s = 0;
@@ -153,7 +154,8 @@ __global__ void batchnormForwardKernel(float* out, float* mean, float* rstd, con
   v = blockSum(v) / count;
   const double r = 1.0 / sqrt(v + static_cast<double>(eps));
   const double w = weight[c], b = bias[c];
-  forChannel(N, C, HW, c, [&](std::size_t j) { out[j] = static_cast<float>(__dadd_rn(__dmul_rn(__dmul_rn(inp[j] - m, r), w), b)); });
+  forChannel(N, C, HW, c,
+             [&](std::size_t j) { out[j] = static_cast<float>(__dadd_rn(__dmul_rn(__dmul_rn(inp[j] - m, r), w), b)); });
   if (threadIdx.x != 0) return;
   if (mean) mean[c] = static_cast<float>(m);
   if (rstd) rstd[c] = static_cast<float>(r);
@@ -161,13 +163,15 @@ __global__ void batchnormForwardKernel(float* out, float* mean, float* rstd, con
   const double mom = momentum;
   if (runningMean) runningMean[c] = static_cast<float>(__dadd_rn(__fmul_rn(1 - momentum, runningMean[c]), __dmul_rn(mom, m)));
   if (runningVar)
-    runningVar[c] = static_cast<float>(__dadd_rn(__fmul_rn(1 - momentum, runningVar[c]), __dmul_rn(__dmul_rn(mom, v), count) / fmax(1.0, count - 1)));
+    runningVar[c] = static_cast<float>(
+        __dadd_rn(__fmul_rn(1 - momentum, runningVar[c]), __dmul_rn(__dmul_rn(mom, v), count) / fmax(1.0, count - 1)));
 }
 
 // Backward: sum(dy) and sum(dy xhat) over the channel in float64 (dbias, dweight += them, thread 0), then
 // dinp += w rstd (dy - mean(dy) - xhat mean(dy xhat)). Reads x and dy twice and dinp once, writes dinp.
-__global__ void batchnormBackwardKernel(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const float* weight,
-                                        const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW) {
+__global__ void batchnormBackwardKernel(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                                        const float* weight, const float* mean, const float* rstd, std::size_t N, std::size_t C,
+                                        std::size_t HW) {
   const std::size_t c = blockIdx.x;
   const double count = static_cast<double>(N * HW);
   const double m = mean[c], r = rstd[c];
@@ -194,21 +198,24 @@ __global__ void batchnormBackwardKernel(float* dinp, float* dweight, float* dbia
 
 }  // namespace
 
-void layernormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias, std::size_t N, std::size_t C,
-                      cudaStream_t s, float eps) {
-  layernormKernel<<<everyRowGrid(N), kBlock, 0, s>>>(out, mean, rstd, inp, weight, bias, static_cast<int>(N), static_cast<int>(C), eps);
+void layernormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
+                      std::size_t N, std::size_t C, cudaStream_t s, float eps) {
+  layernormKernel<<<everyRowGrid(N), kBlock, 0, s>>>(out, mean, rstd, inp, weight, bias, static_cast<int>(N), static_cast<int>(C),
+                                                     eps);
   CUDA_CHECK(cudaGetLastError());
 }
-void layernormBackward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const float* weight, const float* mean,
-                       const float* rstd, std::size_t N, std::size_t C, cudaStream_t s) {
+void layernormBackward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const float* weight,
+                       const float* mean, const float* rstd, std::size_t N, std::size_t C, cudaStream_t s) {
   if (N == 0 || C == 0) return;
   if (dinp) {
-    layernormBackwardInputKernel<<<everyRowGrid(N), kBlock, 0, s>>>(dinp, dout, inp, weight, mean, rstd, static_cast<int>(N), static_cast<int>(C));
+    layernormBackwardInputKernel<<<everyRowGrid(N), kBlock, 0, s>>>(dinp, dout, inp, weight, mean, rstd, static_cast<int>(N),
+                                                                    static_cast<int>(C));
     CUDA_CHECK(cudaGetLastError());
   }
   if (dweight || dbias) {
     const dim3 grid(blocksFor(C, kBlock), blocksFor(N, kRowsPerSlice));
-    layernormBackwardParamsKernel<<<grid, kBlock, 0, s>>>(dweight, dbias, dout, inp, mean, rstd, static_cast<int>(N), static_cast<int>(C));
+    layernormBackwardParamsKernel<<<grid, kBlock, 0, s>>>(dweight, dbias, dout, inp, mean, rstd, static_cast<int>(N),
+                                                          static_cast<int>(C));
     CUDA_CHECK(cudaGetLastError());
   }
 }
@@ -217,23 +224,28 @@ void softmaxBackward(float* dinp, const float* dout, const float* out, std::size
   CUDA_CHECK(cudaGetLastError());
 }
 void softmaxForward(float* out, const float* inp, std::size_t rows, std::size_t cols, std::size_t causalT, cudaStream_t s) {
-  softmaxKernel<<<everyRowGrid(rows), kBlock, 0, s>>>(out, inp, static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(causalT));
+  softmaxKernel<<<everyRowGrid(rows), kBlock, 0, s>>>(out, inp, static_cast<int>(rows), static_cast<int>(cols),
+                                                      static_cast<int>(causalT));
   CUDA_CHECK(cudaGetLastError());
 }
 
-void batchnormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias, std::size_t N,
-                      std::size_t C, std::size_t HW, float eps, float* runningMean, float* runningVar, float momentum, cudaStream_t stream) {
+void batchnormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
+                      std::size_t N, std::size_t C, std::size_t HW, float eps, float* runningMean, float* runningVar,
+                      float momentum, cudaStream_t stream) {
   if (C == 0) return;
-  if (C > std::size_t{0x7fffffff}) throw UsageError("batchnormForward: " + std::to_string(C) + " channels is too many for one block each");
-  batchnormForwardKernel<<<static_cast<unsigned>(C), kChannelBlock, 0, stream>>>(out, mean, rstd, inp, weight, bias, N, C, HW, eps, runningMean,
-                                                                                  runningVar, momentum);
+  if (C > std::size_t{0x7fffffff})
+    throw UsageError("batchnormForward: " + std::to_string(C) + " channels is too many for one block each");
+  batchnormForwardKernel<<<static_cast<unsigned>(C), kChannelBlock, 0, stream>>>(out, mean, rstd, inp, weight, bias, N, C, HW,
+                                                                                 eps, runningMean, runningVar, momentum);
   CUDA_CHECK(cudaGetLastError());
 }
 void batchnormBackward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const float* weight,
                        const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW, cudaStream_t stream) {
   if (C == 0) return;
-  if (C > std::size_t{0x7fffffff}) throw UsageError("batchnormBackward: " + std::to_string(C) + " channels is too many for one block each");
-  batchnormBackwardKernel<<<static_cast<unsigned>(C), kChannelBlock, 0, stream>>>(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, HW);
+  if (C > std::size_t{0x7fffffff})
+    throw UsageError("batchnormBackward: " + std::to_string(C) + " channels is too many for one block each");
+  batchnormBackwardKernel<<<static_cast<unsigned>(C), kChannelBlock, 0, stream>>>(dinp, dweight, dbias, dout, inp, weight, mean,
+                                                                                  rstd, N, C, HW);
   CUDA_CHECK(cudaGetLastError());
 }
 

@@ -27,16 +27,17 @@ namespace ts::cuda {
 
 // ---- normalization.cu ----------------------------------------------------------------------------------
 
-void layernormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias, std::size_t N,
-                      std::size_t C, cudaStream_t stream, float eps = 1e-5f);
+void layernormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
+                      std::size_t N, std::size_t C, cudaStream_t stream, float eps = 1e-5f);
 // dinp += ..., dweight += ..., dbias += ... (accumulating, as on the CPU).
-void layernormBackward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const float* weight, const float* mean,
-                       const float* rstd, std::size_t N, std::size_t C, cudaStream_t stream);
+void layernormBackward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const float* weight,
+                       const float* mean, const float* rstd, std::size_t N, std::size_t C, cudaStream_t stream);
 void softmaxForward(float* out, const float* inp, std::size_t rows, std::size_t cols, std::size_t causalT, cudaStream_t stream);
 void softmaxBackward(float* dinp, const float* dout, const float* out, std::size_t rows, std::size_t cols, cudaStream_t stream);
 // CPU-exact. One block per channel (deterministic float64 block reductions).
-void batchnormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias, std::size_t N,
-                      std::size_t C, std::size_t HW, float eps, float* runningMean, float* runningVar, float momentum, cudaStream_t stream);
+void batchnormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
+                      std::size_t N, std::size_t C, std::size_t HW, float eps, float* runningMean, float* runningVar,
+                      float momentum, cudaStream_t stream);
 void batchnormBackward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const float* weight,
                        const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW, cudaStream_t stream);
 
@@ -68,24 +69,24 @@ void castFromHalf(float* out, const std::uint16_t* inp, std::size_t n, cudaStrea
 
 // ---- loss_and_optimizers.cu ----------------------------------------------------------------------------
 
-void crossEntropyForwardBackward(float* losses, float* dlogits, const float* logits, const int* targets, std::size_t N, std::size_t V,
-                                 float dloss, cudaStream_t stream);
-void adamwUpdate(float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1, float beta2, float eps,
-                 float weightDecay, int t, cudaStream_t stream);
+void crossEntropyForwardBackward(float* losses, float* dlogits, const float* logits, const int* targets, std::size_t N,
+                                 std::size_t V, float dloss, cudaStream_t stream);
+void adamwUpdate(float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1, float beta2,
+                 float eps, float weightDecay, int t, cudaStream_t stream);
 // `tensors` is a host array; the descriptors travel in the kernel's parameters, kMultiTensorGroup at a time.
-void adamwUpdateMulti(const cpu::AdamwTensor* tensors, std::size_t count, float lr, float beta1, float beta2, float eps, float weightDecay, int t,
-                      cudaStream_t stream);
+void adamwUpdateMulti(const cpu::AdamwTensor* tensors, std::size_t count, float lr, float beta1, float beta2, float eps,
+                      float weightDecay, int t, cudaStream_t stream);
 void sgdMomentumUpdate(float* params, const float* grads, float* momentum, std::size_t n, float lr, float mu, float weightDecay,
                        cudaStream_t stream);
 // CPU-exact from here to the end of the section.
-void adamUpdate(float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1, float beta2, float eps,
-                float weightDecay, int t, cudaStream_t stream);
-void rmspropUpdate(float* params, const float* grads, float* sq, std::size_t n, float lr, float alpha, float eps, float weightDecay,
-                   cudaStream_t stream);
+void adamUpdate(float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1, float beta2,
+                float eps, float weightDecay, int t, cudaStream_t stream);
+void rmspropUpdate(float* params, const float* grads, float* sq, std::size_t n, float lr, float alpha, float eps,
+                   float weightDecay, cudaStream_t stream);
 // Asynchronous: the two norms are reduced on the device (float64, fixed order) into stream-ordered scratch
 // (cudaMallocAsync), and the trust ratio never leaves the device.
-void lambUpdate(float* params, const float* grads, float* m, float* v, float* update, std::size_t n, float lr, float beta1, float beta2,
-                float eps, float weightDecay, int t, cudaStream_t stream);
+void lambUpdate(float* params, const float* grads, float* m, float* v, float* update, std::size_t n, float lr, float beta1,
+                float beta2, float eps, float weightDecay, int t, cudaStream_t stream);
 
 // ---- pooling_and_embedding.cu (CPU-exact) --------------------------------------------------------------
 
@@ -93,14 +94,15 @@ void globalAvgPoolForward(float* out, const float* inp, std::size_t N, std::size
 void globalAvgPoolBackward(float* dinp, const float* dout, std::size_t N, std::size_t C, std::size_t HW, cudaStream_t stream);
 // argmax indexes the input as an int (inputs of more than INT_MAX elements are refused); the backward adds
 // with atomicAdd, windows may overlap.
-void maxPool2dForward(float* out, int* argmax, const float* inp, int N, int C, int H, int W, int k, int stride, int pad, cudaStream_t stream);
+void maxPool2dForward(float* out, int* argmax, const float* inp, int N, int C, int H, int W, int k, int stride, int pad,
+                      cudaStream_t stream);
 void maxPool2dBackward(float* dinp, const float* dout, const int* argmax, std::size_t outCount, cudaStream_t stream);
 // tokens must lie in [0, vocabulary) as on the CPU (not checked). dwte by atomicAdd; dwpe summed over the
 // batch in the CPU's order (deterministic, bit-equal). Either gradient may be null.
-void embeddingForward(float* out, const int* tokens, const float* wte, const float* wpe, std::size_t B, std::size_t T, std::size_t C,
-                      cudaStream_t stream);
-void embeddingBackward(float* dwte, float* dwpe, const float* dout, const int* tokens, std::size_t B, std::size_t T, std::size_t C,
-                       cudaStream_t stream);
+void embeddingForward(float* out, const int* tokens, const float* wte, const float* wpe, std::size_t B, std::size_t T,
+                      std::size_t C, cudaStream_t stream);
+void embeddingBackward(float* dwte, float* dwpe, const float* dout, const int* tokens, std::size_t B, std::size_t T,
+                       std::size_t C, cudaStream_t stream);
 
 // ---- attention.cu (the permutes; the fused attention is in attention.h) ---------------------------------
 

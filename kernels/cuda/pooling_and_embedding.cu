@@ -41,7 +41,8 @@ __global__ void globalAvgPoolBackwardKernel(float* dinp, const float* dout, std:
 // (the CPU's scan order and tie rule); padded cells never win; -FLT_MAX and -1 when no cell is valid.
 // Reads k*k input values per output (cached), writes the output and its argmax (an int offset into inp).
 template <typename I>
-__global__ void maxPool2dForwardKernel(float* out, int* argmax, const float* inp, I count, int H, int W, int P, int Q, int k, int stride, int pad) {
+__global__ void maxPool2dForwardKernel(float* out, int* argmax, const float* inp, I count, int H, int W, int P, int Q, int k,
+                                       int stride, int pad) {
   for (I o = static_cast<I>(firstIndex()); o < count; o += static_cast<I>(gridStride())) {
     const int q = static_cast<int>(o % static_cast<I>(Q));
     const int p = static_cast<int>((o / static_cast<I>(Q)) % static_cast<I>(P));
@@ -72,8 +73,8 @@ __global__ void maxPool2dBackwardKernel(float* dinp, const float* dout, const in
 }
 
 // out[row] = wte[tokens[row]] + wpe[row % T], one warp per row of C. Reads 2 rows (+1 token), writes one.
-__global__ void embeddingForwardKernel(float* out, const int* tokens, const float* wte, const float* wpe, std::size_t rows, std::size_t T,
-                                       std::size_t C) {
+__global__ void embeddingForwardKernel(float* out, const int* tokens, const float* wte, const float* wpe, std::size_t rows,
+                                       std::size_t T, std::size_t C) {
   for (std::size_t row = firstRow(); row < rows; row += rowStride()) {
     const float* e = wte + static_cast<std::size_t>(tokens[row]) * C;
     const float* p = wpe + (row % T) * C;
@@ -113,7 +114,8 @@ void globalAvgPoolBackward(float* dinp, const float* dout, std::size_t N, std::s
   CUDA_CHECK(cudaGetLastError());
 }
 
-void maxPool2dForward(float* out, int* argmax, const float* inp, int N, int C, int H, int W, int k, int stride, int pad, cudaStream_t stream) {
+void maxPool2dForward(float* out, int* argmax, const float* inp, int N, int C, int H, int W, int k, int stride, int pad,
+                      cudaStream_t stream) {
   if (N <= 0 || C <= 0) return;
   if (stride <= 0) throw UsageError("maxPool2dForward: stride must be positive (got " + std::to_string(stride) + ")");
   const int P = (H + 2 * pad - k) / stride + 1, Q = (W + 2 * pad - k) / stride + 1;  // the CPU's formula
@@ -122,10 +124,11 @@ void maxPool2dForward(float* out, int* argmax, const float* inp, int N, int C, i
     throw UsageError("maxPool2dForward: the input has more than INT_MAX elements; argmax is an int offset");
   const std::size_t count = std::size_t(N) * C * P * Q;
   if (fits32(count))
-    maxPool2dForwardKernel<std::uint32_t><<<elementGrid(count), kBlock, 0, stream>>>(out, argmax, inp, static_cast<std::uint32_t>(count), H, W, P,
-                                                                                     Q, k, stride, pad);
+    maxPool2dForwardKernel<std::uint32_t><<<elementGrid(count), kBlock, 0, stream>>>(
+        out, argmax, inp, static_cast<std::uint32_t>(count), H, W, P, Q, k, stride, pad);
   else
-    maxPool2dForwardKernel<std::size_t><<<elementGrid(count), kBlock, 0, stream>>>(out, argmax, inp, count, H, W, P, Q, k, stride, pad);
+    maxPool2dForwardKernel<std::size_t>
+        <<<elementGrid(count), kBlock, 0, stream>>>(out, argmax, inp, count, H, W, P, Q, k, stride, pad);
   CUDA_CHECK(cudaGetLastError());
 }
 void maxPool2dBackward(float* dinp, const float* dout, const int* argmax, std::size_t outCount, cudaStream_t stream) {
@@ -134,14 +137,14 @@ void maxPool2dBackward(float* dinp, const float* dout, const int* argmax, std::s
   CUDA_CHECK(cudaGetLastError());
 }
 
-void embeddingForward(float* out, const int* tokens, const float* wte, const float* wpe, std::size_t B, std::size_t T, std::size_t C,
-                      cudaStream_t stream) {
+void embeddingForward(float* out, const int* tokens, const float* wte, const float* wpe, std::size_t B, std::size_t T,
+                      std::size_t C, cudaStream_t stream) {
   if (B * T == 0 || C == 0) return;
   embeddingForwardKernel<<<rowGrid(B * T), kBlock, 0, stream>>>(out, tokens, wte, wpe, B * T, T, C);
   CUDA_CHECK(cudaGetLastError());
 }
-void embeddingBackward(float* dwte, float* dwpe, const float* dout, const int* tokens, std::size_t B, std::size_t T, std::size_t C,
-                       cudaStream_t stream) {
+void embeddingBackward(float* dwte, float* dwpe, const float* dout, const int* tokens, std::size_t B, std::size_t T,
+                       std::size_t C, cudaStream_t stream) {
   if (B * T == 0 || C == 0) return;
   if (dwte) {
     embeddingBackwardWteKernel<<<rowGrid(B * T), kBlock, 0, stream>>>(dwte, dout, tokens, B * T, C);

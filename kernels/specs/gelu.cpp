@@ -84,5 +84,8 @@ class GeluOp final : public KernelOp {
 };
 
 }  // namespace
-const KernelOp& geluKernelOp() { static const GeluOp op; return op; }
+const KernelOp& geluKernelOp() {
+  static const GeluOp op;
+  return op;
+}
 }  // namespace ts

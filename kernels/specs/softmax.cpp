@@ -90,5 +90,8 @@ class SoftmaxOp final : public KernelOp {
 };
 
 }  // namespace
-const KernelOp& softmaxKernelOp() { static const SoftmaxOp op; return op; }
+const KernelOp& softmaxKernelOp() {
+  static const SoftmaxOp op;
+  return op;
+}
 }  // namespace ts

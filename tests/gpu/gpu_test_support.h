@@ -26,10 +26,13 @@ struct Dev {
   cuda::DeviceBuffer buffer;
   T* p = nullptr;
   std::size_t n = 0;
-  explicit Dev(std::size_t count, bool poison = true) : buffer(count * sizeof(T) + 16), p(static_cast<T*>(buffer.get())), n(count) {
+  explicit Dev(std::size_t count, bool poison = true)
+      : buffer(count * sizeof(T) + 16), p(static_cast<T*>(buffer.get())), n(count) {
     CUDA_CHECK(cudaMemset(p, poison ? 0xff : 0, n * sizeof(T)));
   }
-  explicit Dev(const std::vector<T>& h) : Dev(h.size()) { CUDA_CHECK(cudaMemcpy(p, h.data(), n * sizeof(T), cudaMemcpyHostToDevice)); }
+  explicit Dev(const std::vector<T>& h) : Dev(h.size()) {
+    CUDA_CHECK(cudaMemcpy(p, h.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+  }
   std::vector<T> host() const {
     std::vector<T> h(n);
     CUDA_CHECK(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));

@@ -22,7 +22,8 @@ data::Batch classificationBatch(std::int64_t rows, std::int64_t features, int cl
   b.task = data::Task::kClassification;
   b.inputShape = {rows, features};
   b.targetShape = {rows};
-  for (std::int64_t i = 0; i < rows * features; ++i) b.features.push_back(static_cast<float>((i * 7 + seed * 13) % 23) / 23.0f - 0.5f);
+  for (std::int64_t i = 0; i < rows * features; ++i)
+    b.features.push_back(static_cast<float>((i * 7 + seed * 13) % 23) / 23.0f - 0.5f);
   for (std::int64_t i = 0; i < rows; ++i) b.targets.push_back(static_cast<std::int32_t>((i + seed) % classes));
   return b;
 }
@@ -69,7 +70,8 @@ TEST(BatchStaging, DeviceRowsEqualTheHostBatchAndSlicesTheirOwnRows) {
   const auto tokenRows = stagedRows(*dev, t.slice(1, 3));
   ASSERT_TRUE(tokenRows);
   EXPECT_EQ(download<std::int32_t>(*dev, tokenRows->inputs, 16), std::vector<std::int32_t>(t.tokens.begin() + 8, t.tokens.end()));
-  EXPECT_EQ(download<std::int32_t>(*dev, tokenRows->targets, 16), std::vector<std::int32_t>(t.targets.begin() + 8, t.targets.end()));
+  EXPECT_EQ(download<std::int32_t>(*dev, tokenRows->targets, 16),
+            std::vector<std::int32_t>(t.targets.begin() + 8, t.targets.end()));
 }
 
 TEST(BatchStaging, SlotsAreReusedOnlyWhenReleasedAndAFullPoolFallsBack) {
@@ -85,7 +87,7 @@ TEST(BatchStaging, SlotsAreReusedOnlyWhenReleasedAndAFullPoolFallsBack) {
   EXPECT_FALSE(stagedRows(*dev, c));
   EXPECT_EQ(stager.batchesUnstaged(), 1);
   const std::vector<float> bHost = b.features;
-  a = data::Batch();  // releases a's slot
+  a = data::Batch();                       // releases a's slot
   for (int seed = 4; seed < 40; ++seed) {  // many reuses of the one free slot while b is held
     data::Batch d = classificationBatch(64, 33, 5, seed);
     stager.stage(d);

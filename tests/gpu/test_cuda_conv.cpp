@@ -20,8 +20,8 @@
 #include "kernels/cuda/convolution.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_resources.h"
-#include "tests/gpu/gpu_test_support.h"
 #include "kernels/specs/kernel_op.h"  // randomInputs
+#include "tests/gpu/gpu_test_support.h"
 
 namespace ts {
 namespace {

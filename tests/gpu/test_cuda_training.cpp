@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "base/error.h"
-#include "workloads/trainer.h"
 #include "tests/gpu/gpu_test_support.h"
+#include "workloads/trainer.h"
 
 namespace ts::wl {
 namespace {
@@ -43,12 +43,14 @@ TEST_P(CudaTraining, LossTrajectoryMatchesTheCpu) {
   o.schedule.lr = 3e-3;
   const auto cpu = losses(o, "cpu"), gpu = losses(o, "cuda");
   ASSERT_EQ(cpu.size(), gpu.size());
-  for (std::size_t i = 0; i < cpu.size(); ++i) EXPECT_NEAR(gpu[i], cpu[i], c.tolerance * std::fabs(cpu[i])) << c.model << " step " << i;
+  for (std::size_t i = 0; i < cpu.size(); ++i)
+    EXPECT_NEAR(gpu[i], cpu[i], c.tolerance * std::fabs(cpu[i])) << c.model << " step " << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryModel, CudaTraining,
-                         ::testing::Values(Case{"mlp", 32, "float32", 1e-4}, Case{"cnn", 8, "float32", 1e-3}, Case{"transformer", 4, "float32", 1e-4},
-                                           Case{"transformer", 4, "bfloat16", 2e-2}, Case{"mlp", 32, "float16", 5e-3}),
+                         ::testing::Values(Case{"mlp", 32, "float32", 1e-4}, Case{"cnn", 8, "float32", 1e-3},
+                                           Case{"transformer", 4, "float32", 1e-4}, Case{"transformer", 4, "bfloat16", 2e-2},
+                                           Case{"mlp", 32, "float16", 5e-3}),
                          [](const auto& info) { return std::string(info.param.model) + "_" + info.param.precision; });
 
 TEST(CudaTrainingErrors, AMissingGpuIsOneClearError) {

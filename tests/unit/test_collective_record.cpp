@@ -41,7 +41,8 @@ TEST(CollectiveRecord, JsonStatesWhatTheOpLacksAsNull) {
   EXPECT_TRUE(j["redop"].is_null());
   EXPECT_EQ(j["root"].dump(), "2");
   EXPECT_EQ(j["check"].dump(), R"({"passed":false,"performed":true,"wrong":3})");
-  EXPECT_EQ(j["rank_spread"].dump(), R"({"fastest":1,"fastest_median_us":12.0,"slowest":0,"slowest_median_us":12.5,"unit":"process"})");
+  EXPECT_EQ(j["rank_spread"].dump(),
+            R"({"fastest":1,"fastest_median_us":12.0,"slowest":0,"slowest_median_us":12.5,"unit":"process"})");
   EXPECT_FALSE(j.contains("label") || j.contains("step"));
 
   r.root.reset();
@@ -61,9 +62,10 @@ TEST(CollectiveRecord, JsonHasEveryFieldOfTheSchemaAndNoOther) {
   const nlohmann::json j = toJson(broadcast());
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
-  EXPECT_EQ(keys, (std::vector<std::string>{"algbw_gbps", "backend", "bus_factor", "busbw_gbps", "bytes", "check", "count", "dtype", "graph",
-                                            "host_time_us", "in_place", "iters", "kind", "op", "processes", "rank_spread", "ranks", "redop", "root",
-                                            "samples_us", "time_us", "timer", "trials"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"algbw_gbps", "backend",    "bus_factor", "busbw_gbps",   "bytes",    "check",
+                                            "count",      "dtype",      "graph",      "host_time_us", "in_place", "iters",
+                                            "kind",       "op",         "processes",  "rank_spread",  "ranks",    "redop",
+                                            "root",       "samples_us", "time_us",    "timer",        "trials"}));
   EXPECT_EQ(j["kind"], "collective");
   EXPECT_EQ(j["dtype"], "int32");
   EXPECT_EQ(j["bytes"].dump(), "4096");  // integers stay integers
@@ -73,14 +75,16 @@ TEST(CollectiveRecord, JsonHasEveryFieldOfTheSchemaAndNoOther) {
 
 TEST(CollectivesTable, RowShowsEachPlacementFromItsRecord) {
   const CollectiveRecord r = broadcast();
-  EXPECT_EQ(collectivesTableRow(r, std::nullopt),
-            "          4096         1024    int32   none     2     12.50    0.25    0.25      3       n/a                       \n");
+  EXPECT_EQ(
+      collectivesTableRow(r, std::nullopt),
+      "          4096         1024    int32   none     2     12.50    0.25    0.25      3       n/a                       \n");
   CollectiveRecord unchecked = r;
   unchecked.checked = false;
   unchecked.root.reset();
   unchecked.redop = RedOp::kSum;
-  EXPECT_EQ(collectivesTableRow(std::nullopt, unchecked),
-            "          4096         1024    int32    sum    -1       n/a                            12.50    0.25    0.25    N/A\n");
+  EXPECT_EQ(
+      collectivesTableRow(std::nullopt, unchecked),
+      "          4096         1024    int32    sum    -1       n/a                            12.50    0.25    0.25    N/A\n");
 }
 
 }  // namespace ts

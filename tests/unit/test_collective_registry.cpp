@@ -31,7 +31,8 @@ TEST(CollectiveRegistry, SchemaEnumIsTheRegistryInOrder) {
   ASSERT_TRUE(in) << "cannot read the result schema";
   const nlohmann::json schema = nlohmann::json::parse(in);
   const auto schemaOps = schema.at("$defs").at("collective").at("properties").at("op").at("enum").get<std::vector<std::string>>();
-  EXPECT_EQ(schemaOps, registryNames()) << "reports/schema/result-v1.schema.json's collective op enum must list the registry, in its order";
+  EXPECT_EQ(schemaOps, registryNames())
+      << "reports/schema/result-v1.schema.json's collective op enum must list the registry, in its order";
 }
 
 TEST(CollectiveRegistry, OneNameOneKindEach) {

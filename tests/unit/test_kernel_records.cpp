@@ -61,13 +61,15 @@ TEST(KernelRecord, ASuspectCaseNamesItsCauseAndTheCeilingItHadRemeasured) {
 
 TEST(KernelsTable, RowShowsTheBoundAndFractionOfTheRecord) {
   KernelRecord r = gemm();
-  EXPECT_EQ(kernelsTableRow(r), "  gemm               attn.qkv           M=128 N=384 K=128                                    64.00     196.61"
-                                "      5.12       -        -    3.50e-06     ok\n");
+  EXPECT_EQ(kernelsTableRow(r),
+            "  gemm               attn.qkv           M=128 N=384 K=128                                    64.00     196.61"
+            "      5.12       -        -    3.50e-06     ok\n");
   r.roofline = KernelRoofline{CeilingKind::kMemory, 2.5, 400, MemoryLevel::kL2, 0.1, 1.5, std::nullopt};
   r.suspect = SuspectCause::kUnexplained;
   r.check.passed = false;
-  EXPECT_EQ(kernelsTableRow(r), "  gemm               attn.qkv           M=128 N=384 K=128                                    64.00     196.61"
-                                "      5.12      L2    150%!    3.50e-06 FAILED\n");
+  EXPECT_EQ(kernelsTableRow(r),
+            "  gemm               attn.qkv           M=128 N=384 K=128                                    64.00     196.61"
+            "      5.12      L2    150%!    3.50e-06 FAILED\n");
   r.roofline->bound = CeilingKind::kCompute;
   r.suspect.reset();
   EXPECT_NE(kernelsTableRow(r).find(" compute     150%  "), std::string::npos);

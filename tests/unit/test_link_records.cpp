@@ -63,7 +63,9 @@ TEST(LinkRecord, EachTestFamilyWritesItsOwnFields) {
 }
 
 TEST(LinkOutliers, APairWorseThanTheFractionOfTheMedianIsOne) {
-  const std::vector<PairFigure> bw = {{"rank 0", "rank 1", "a", "b", 10}, {"rank 1", "rank 2", "b", "c", 7.9}, {"rank 2", "rank 3", "c", "d", 8.5},
+  const std::vector<PairFigure> bw = {{"rank 0", "rank 1", "a", "b", 10},
+                                      {"rank 1", "rank 2", "b", "c", 7.9},
+                                      {"rank 2", "rank 3", "c", "d", 8.5},
                                       {"rank 3", "rank 0", "d", "a", 12}};
   const LinkOutliersRecord r = findOutliers("mpi_bandwidth", "network", bw, 0.2, false);
   EXPECT_DOUBLE_EQ(r.median, 9.25);
@@ -72,14 +74,19 @@ TEST(LinkOutliers, APairWorseThanTheFractionOfTheMedianIsOne) {
   ASSERT_EQ(tight.outliers.size(), 1u);
   EXPECT_EQ(tight.outliers[0].src, "rank 1");
 
-  const std::vector<PairFigure> lat = {{"rank 0", "rank 1", "a", "b", 2}, {"rank 1", "rank 2", "b", "c", 2.1}, {"rank 2", "rank 0", "c", "a", 3}};
+  const std::vector<PairFigure> lat = {
+      {"rank 0", "rank 1", "a", "b", 2}, {"rank 1", "rank 2", "b", "c", 2.1}, {"rank 2", "rank 0", "c", "a", 3}};
   const LinkOutliersRecord slow = findOutliers("mpi_latency", "shm", lat, 0.2, true);  // higher is worse
   ASSERT_EQ(slow.outliers.size(), 1u);
   EXPECT_EQ(slow.outliers[0].dstHost, "a");
-  EXPECT_EQ(toJson(slow).dump(), R"({"fraction":0.2,"kind":"link_outliers","link_type":"shm","median":2.1,)"
-                                 R"("outliers":[{"dst":"rank 0","dst_host":"a","src":"rank 2","src_host":"c","value":3.0}],"pairs":3,"test":"mpi_latency","unit":"us"})");
-  EXPECT_EQ(outlierLines(slow), "# outlier: mpi_latency rank 2 -> rank 0 (c -> a): 3 us against a median of 2.1 over 3 shm pairs\n");
-  EXPECT_EQ(outlierLines(tight), "# outlier: mpi_bandwidth rank 1 -> rank 2 (b -> c): 7.9 GB/s against a median of 9.25 over 4 network pairs\n");
+  EXPECT_EQ(
+      toJson(slow).dump(),
+      R"({"fraction":0.2,"kind":"link_outliers","link_type":"shm","median":2.1,)"
+      R"("outliers":[{"dst":"rank 0","dst_host":"a","src":"rank 2","src_host":"c","value":3.0}],"pairs":3,"test":"mpi_latency","unit":"us"})");
+  EXPECT_EQ(outlierLines(slow),
+            "# outlier: mpi_latency rank 2 -> rank 0 (c -> a): 3 us against a median of 2.1 over 3 shm pairs\n");
+  EXPECT_EQ(outlierLines(tight),
+            "# outlier: mpi_bandwidth rank 1 -> rank 2 (b -> c): 7.9 GB/s against a median of 9.25 over 4 network pairs\n");
   EXPECT_EQ(outlierLines(r), "");
 }
 

@@ -64,7 +64,8 @@ TEST(OptionParity, EveryOptionIsSettableFromTheCommandLineAndFromASuiteStep) {
 
 TEST(OptionParity, TheSuiteStepKindsAreTheRegisteredSubcommands) {
   std::set<std::string> names;
-  for (const Subcommand& command : subcommands()) EXPECT_TRUE(names.insert(command.name).second) << command.name << " registered twice";
+  for (const Subcommand& command : subcommands())
+    EXPECT_TRUE(names.insert(command.name).second) << command.name << " registered twice";
   for (const char* kind : {"env", "links", "collectives", "kernels", "train", "scale"}) EXPECT_EQ(names.count(kind), 1u) << kind;
 }
 

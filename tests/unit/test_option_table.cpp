@@ -15,7 +15,8 @@ namespace ts {
 enum class Colour { kRed, kGreen };
 template <>
 struct EnumNames<Colour> {
-  static constexpr std::pair<std::string_view, Colour> kNames[] = {{"red", Colour::kRed}, {"green", Colour::kGreen}, {"verde", Colour::kGreen}};
+  static constexpr std::pair<std::string_view, Colour> kNames[] = {
+      {"red", Colour::kRed}, {"green", Colour::kGreen}, {"verde", Colour::kGreen}};
 };
 
 namespace {
@@ -86,16 +87,19 @@ void expectSame(const Fields& a, const Fields& b) {
 }
 
 TEST(OptionTable, TheCommandLineAndASuiteStepSetTheSameFields) {
-  const Fields cli = fromCommandLine({"--flag", "--no-check", "--overlap", "off", "-c", "4", "--seed", "99", "--rate", "0.25", "--text", "b", "--list",
-                                      "p,q", "--size", "64M", "--set", "depth=3", "--set", "width=8", "--split", "2,3", "--colour", "green"});
+  const Fields cli = fromCommandLine({"--flag", "--no-check", "--overlap", "off",     "-c",      "4",   "--seed",   "99",
+                                      "--rate", "0.25",       "--text",    "b",       "--list",  "p,q", "--size",   "64M",
+                                      "--set",  "depth=3",    "--set",     "width=8", "--split", "2,3", "--colour", "green"});
   const Fields suite = fromSuite(
-      "flag = true\ncheck = false\noverlap = false\ncount = 4\nseed = 99\nrate = 0.25\ntext = \"b\"\nlist = [\"p\", \"q\"]\nsize = \"64M\"\n"
+      "flag = true\ncheck = false\noverlap = false\ncount = 4\nseed = 99\nrate = 0.25\ntext = \"b\"\nlist = [\"p\", \"q\"]\nsize "
+      "= \"64M\"\n"
       "set = [\"depth=3\", \"width=8\"]\nsplit = [2, 3]\ncolour = \"green\"\n");
   EXPECT_TRUE(cli.flag && !cli.check && !cli.overlap && cli.count == 4 && cli.list == "p,q" && cli.colour == Colour::kGreen);
   expectSame(cli, suite);
   // The suite's other spellings: a ';' string of sets, a comma string of integers, an integer size, an alias.
-  expectSame(fromSuite("set = \"depth=3;width=8\"\nsplit = \"2,3\"\nsize = 67108864\ncolour = \"verde\"\n"),
-             fromCommandLine({"--set", "depth=3", "--set", "width=8", "--split", "2,3", "--size", "67108864", "--colour", "green"}));
+  expectSame(
+      fromSuite("set = \"depth=3;width=8\"\nsplit = \"2,3\"\nsize = 67108864\ncolour = \"verde\"\n"),
+      fromCommandLine({"--set", "depth=3", "--set", "width=8", "--split", "2,3", "--size", "67108864", "--colour", "green"}));
 }
 
 TEST(OptionTable, NothingSetKeepsTheDefaults) { expectSame(fromCommandLine({}), fromSuite("")); }
@@ -122,7 +126,9 @@ TEST(OptionTable, ABadSuiteValueIsOneLineNamingTheKey) {
   }
 }
 
-TEST(OptionTable, TheCommandLineRejectsAnUnknownEnumName) { EXPECT_THROW(fromCommandLine({"--colour", "blue"}), CLI::ValidationError); }
+TEST(OptionTable, TheCommandLineRejectsAnUnknownEnumName) {
+  EXPECT_THROW(fromCommandLine({"--colour", "blue"}), CLI::ValidationError);
+}
 
 TEST(OptionTable, SuiteKeysAreTheLongNamesWithUnderscores) {
   EXPECT_EQ(optionKey("-w,--warmup"), "warmup");

@@ -137,7 +137,7 @@ TEST(GradientBuckets, PackInBackwardOrderPadToThePartsAndSplitIntoPiecesThatCove
       for (const Param& piece : buckets.pieces(b, k, grads)) covered[piece.name.substr(0, 1)] += piece.value.numel();
   }
   EXPECT_EQ(seen, (std::vector<std::string>{"e", "d", "c", "b", "a"}));  // the backward's order
-  EXPECT_EQ(buckets.all().size(), 3u);                                    // e+d+c | b (larger than a bucket) | a
+  EXPECT_EQ(buckets.all().size(), 3u);                                   // e+d+c | b (larger than a bucket) | a
   for (const auto& p : params) EXPECT_EQ(covered[p.name], p.value.numel()) << p.name;
 }
 
@@ -152,7 +152,7 @@ TEST(GradientBuckets, DepositCopiesAGradientAndCompletesItsBucketOnce) {
   Bucket* done = buckets.deposit(a);
   ASSERT_NE(done, nullptr);
   EXPECT_EQ(done->flat.toHost(), (std::vector<float>{4, 5, 1, 2, 3, 0}));  // b first (backward order), padded to 6
-  EXPECT_THROW(buckets.deposit(a), Error);                                  // twice in one backward
+  EXPECT_THROW(buckets.deposit(a), Error);                                 // twice in one backward
   buckets.startMicroBatch();
   EXPECT_EQ(buckets.deposit(a), nullptr);
 }
@@ -207,7 +207,7 @@ TEST(Mesh, PlacesRanksInMegatronsOrderAndGroupsThoseThatDifferOnOneAxis) {
   LayoutOptions o;
   o.tp = 2;
   o.pp = 3;
-  const LayoutOptions l = resolveLayout(o, 24);  // dp = 4
+  const LayoutOptions l = resolveLayout(o, 24);                   // dp = 4
   std::map<std::pair<GroupKind, int>, std::vector<int>> members;  // (kind, group index) -> ranks
   for (int rank = 0; rank < 24; ++rank) {
     const std::vector<MeshAxis> axes = meshAxesOf(l, rank);
@@ -237,7 +237,8 @@ TEST(Mesh, PlacesRanksInMegatronsOrderAndGroupsThoseThatDifferOnOneAxis) {
           if (a.kind != kind) c.push_back(a.coordinate);
         return c;
       };
-      for (int r : ranks) EXPECT_EQ(otherCoordinates(r), otherCoordinates(ranks.front())) << groupKindName(kind) << g << " rank " << r;
+      for (int r : ranks)
+        EXPECT_EQ(otherCoordinates(r), otherCoordinates(ranks.front())) << groupKindName(kind) << g << " rank " << r;
     }
   }
   EXPECT_EQ(members.size(), 24u / 4 + 24u / 2 + 24u / 3);

@@ -23,8 +23,9 @@ ScalingRecord point(int ranks) {
 TEST(ScalingRecord, AFailedPointHasItsErrorAndNoFigures) {
   ScalingRecord r = point(3);
   r.error = "exit 2: --batch 4 does not split";
-  EXPECT_EQ(toJson(r).dump(), R"({"completed":false,"error":"exit 2: --batch 4 does not split","global_batch":24,"kind":"scaling",)"
-                              R"("launcher":"mpirun","mode":"weak","ranks":3,"series":"weak --model mlp"})");
+  EXPECT_EQ(toJson(r).dump(),
+            R"({"completed":false,"error":"exit 2: --batch 4 does not split","global_batch":24,"kind":"scaling",)"
+            R"("launcher":"mpirun","mode":"weak","ranks":3,"series":"weak --model mlp"})");
   EXPECT_EQ(scaleTableRow(r), "       3       24  failed: exit 2: --batch 4 does not split\n");
   r.train = ScalingTrainFacts{"mlp", std::nullopt, "cpu", "float32", "single"};  // it wrote a train record, incomplete
   r.label = "study";
@@ -57,12 +58,14 @@ TEST(ScalingRecord, ACompletedPointStatesTheTrainBlocksItHad) {
   EXPECT_EQ(j["completed"], true);
   EXPECT_FALSE(j.contains("error"));
   EXPECT_EQ(j["baseline_ranks"].dump(), "1");
-  EXPECT_EQ(j["breakdown_us"].dump(), R"({"communication":400.0,"compute":1000.0,"data":10.0,"exposed_communication":250.0,"idle":30.0,"sync":20.0})");
+  EXPECT_EQ(j["breakdown_us"].dump(),
+            R"({"communication":400.0,"compute":1000.0,"data":10.0,"exposed_communication":250.0,"idle":30.0,"sync":20.0})");
   EXPECT_TRUE(j.contains("overlap") && j["overlap"].is_null());
   EXPECT_EQ(j["late_ranks"].dump(), "[1]");
   EXPECT_FALSE(j.contains("pipeline_bubble"));  // no pipeline block
   EXPECT_EQ(j["step"], "scale");
-  EXPECT_EQ(scaleTableRow(r), "       2       16        1.500         4000.0      1.60      80.0%        1.000        0.250  dp=2\n");
+  EXPECT_EQ(scaleTableRow(r),
+            "       2       16        1.500         4000.0      1.60      80.0%        1.000        0.250  dp=2\n");
 }
 
 }  // namespace ts

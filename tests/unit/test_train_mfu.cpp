@@ -26,7 +26,9 @@ TEST(TrainMfu, NamesBothPeaksAndKeepsTheFlatFields) {
   EXPECT_EQ(m["ceiling_suspect"], false);
   const std::string line = mfuConsoleLine(m);
   EXPECT_NE(line.find("# MFU 50.0% of the measured GEMM ceiling (400 TFLOP/s bfloat16"), std::string::npos) << line;
-  EXPECT_NE(line.find("of the H100 SXM5 datasheet peak (bfloat16 989.4 TFLOP/s at 1980 MHz boost, 877 at the 1755 MHz read)"), std::string::npos) << line;
+  EXPECT_NE(line.find("of the H100 SXM5 datasheet peak (bfloat16 989.4 TFLOP/s at 1980 MHz boost, 877 at the 1755 MHz read)"),
+            std::string::npos)
+      << line;
   EXPECT_TRUE(mfuSuspects(m).empty());
 }
 
@@ -52,7 +54,8 @@ TEST(TrainMfu, AboveItsPeakIsSuspectWithItsCause) {
   const auto suspects = mfuSuspects(m);
   ASSERT_EQ(suspects.size(), 1u);
   EXPECT_EQ(suspects[0].cause, SuspectCause::kPlantedFault);
-  const nlohmann::json over = mfuBlock(1000, std::nullopt, DatasheetPeak{ComputePeak{"H100 PCIe", 756, 1755}, "bfloat16"}, 1755.0);
+  const nlohmann::json over =
+      mfuBlock(1000, std::nullopt, DatasheetPeak{ComputePeak{"H100 PCIe", 756, 1755}, "bfloat16"}, 1755.0);
   EXPECT_EQ(over["datasheet"]["ceiling_suspect_cause"], "datasheet_mismatch");
 }
 

@@ -112,7 +112,8 @@ void Model::zeroGrads() {
 std::unique_ptr<Model> makeModel(const ModelConfig& config, std::int64_t batch, Device& device, TensorParallel tp) {
   if (batch < 1) throw UsageError(fmt::format("a micro-batch of {} samples: it must be at least 1", batch));
   auto divides = [&](std::int64_t n, const std::string& what) {
-    if (n % tp.ranks) throw UsageError(fmt::format("--tp {} does not divide the {} {} of the {} model", tp.ranks, n, what, config.kind));
+    if (n % tp.ranks)
+      throw UsageError(fmt::format("--tp {} does not divide the {} {} of the {} model", tp.ranks, n, what, config.kind));
   };
   if (tp.ranks > 1) {
     if (config.kind == "mlp") divides(config.width, "hidden features (width)");
@@ -137,8 +138,8 @@ void SequentialClassifier::finish() { loss_ = std::make_unique<CrossEntropy>(are
 
 const Tensor& SequentialClassifier::embed(const data::Batch& batch, StepContext&) {
   if (batch.size() != batch_ || batch.features.size() != input_.numel())
-    throw Error(fmt::format("internal: a batch of {} samples ({} values) for a model built for {} ({} values)", batch.size(), batch.features.size(),
-                            batch_, input_.numel()));
+    throw Error(fmt::format("internal: a batch of {} samples ({} values) for a model built for {} ({} values)", batch.size(),
+                            batch.features.size(), batch_, input_.numel()));
   if (const std::optional<StagedRows> staged = stagedRows(*input_.device, batch))
     input_.device->copy(input_.data, staged->inputs, batch.features.size() * sizeof(float));
   else

@@ -75,7 +75,7 @@ class Model {
 
   const ModelConfig& config() const { return config_; }
   std::vector<Param*> params();
-  std::vector<Layer*> layers();  // in forward order
+  std::vector<Layer*> layers();                                          // in forward order
   const std::vector<Param*>& leadingParams() const { return leading_; }  // used outside the layers (embeddings)
   std::vector<NamedTensor> buffers();
   std::int64_t parameterCount();
@@ -108,7 +108,8 @@ struct TensorParallel {
 // Builds a model for micro-batches of `batch` samples (sequences for the transformer). The model's memory
 // and ops are on `device`; with tp.ranks > 1 it holds this rank's slices (UsageError when a dimension
 // does not divide by the group: heads, widths, channels).
-std::unique_ptr<Model> makeModel(const ModelConfig& config, std::int64_t batch, Device& device = Device::hostCpu(), TensorParallel tp = {});
+std::unique_ptr<Model> makeModel(const ModelConfig& config, std::int64_t batch, Device& device = Device::hostCpu(),
+                                 TensorParallel tp = {});
 
 std::unique_ptr<Model> makeMlp(const ModelConfig& config, std::int64_t batch, Device& device, TensorParallel tp);
 std::unique_ptr<Model> makeCnn(const ModelConfig& config, std::int64_t batch, Device& device, TensorParallel tp);

@@ -46,13 +46,13 @@ const std::vector<Preset>& presets() {
       {"mlp", "tiny", mlp(2, 64)},
       {"mlp", "small", mlp(4, 512)},
       {"mlp", "base", mlp(8, 2048)},
-      {"cnn", "tiny", cnn({16, 32, 64}, {1, 1, 1}, "cifar")},         // a 8-layer CIFAR ResNet
-      {"cnn", "resnet20", cnn({16, 32, 64}, {3, 3, 3}, "cifar")},     // He et al.'s CIFAR ResNet-20
+      {"cnn", "tiny", cnn({16, 32, 64}, {1, 1, 1}, "cifar")},      // a 8-layer CIFAR ResNet
+      {"cnn", "resnet20", cnn({16, 32, 64}, {3, 3, 3}, "cifar")},  // He et al.'s CIFAR ResNet-20
       {"cnn", "resnet18", cnn({64, 128, 256, 512}, {2, 2, 2, 2}, "imagenet")},
       {"cnn", "resnet34", cnn({64, 128, 256, 512}, {3, 4, 6, 3}, "imagenet")},
       {"transformer", "tiny", gpt(2, 64, 4, 32, 256)},
-      {"transformer", "small", gpt(6, 384, 6, 256, 256)},               // byte-level, llm.c's shakespeare size
-      {"transformer", "gpt2", gpt(12, 768, 12, 1024, 50304)},           // GPT-2 small (vocabulary padded to 64)
+      {"transformer", "small", gpt(6, 384, 6, 256, 256)},      // byte-level, llm.c's shakespeare size
+      {"transformer", "gpt2", gpt(12, 768, 12, 1024, 50304)},  // GPT-2 small (vocabulary padded to 64)
       {"transformer", "gpt2-medium", gpt(24, 1024, 16, 1024, 50304)},
   };
   return all;
@@ -61,7 +61,8 @@ const std::vector<Preset>& presets() {
 std::int64_t parseInt(const std::string& key, const std::string& v) {
   std::int64_t out = 0;
   const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  if (ec != std::errc() || end != v.data() + v.size()) throw UsageError(fmt::format("--set {}={}: '{}' is not an integer", key, v, v));
+  if (ec != std::errc() || end != v.data() + v.size())
+    throw UsageError(fmt::format("--set {}={}: '{}' is not an integer", key, v, v));
   return out;
 }
 
@@ -84,7 +85,8 @@ std::vector<std::string> modelPresetNames(const std::string& kind) {
 }
 
 ModelConfig modelPreset(const std::string& kind, const std::string& preset) {
-  if (kind != "mlp" && kind != "cnn" && kind != "transformer") throw UsageError(fmt::format("--model: unknown model '{}' (mlp, cnn, transformer)", kind));
+  if (kind != "mlp" && kind != "cnn" && kind != "transformer")
+    throw UsageError(fmt::format("--model: unknown model '{}' (mlp, cnn, transformer)", kind));
   for (const auto& p : presets())
     if (kind == p.kind && preset == p.name) {
       ModelConfig c = p.config;
@@ -102,20 +104,34 @@ void applyModelOverride(ModelConfig& c, const std::string& assignment) {
   const bool mlpKey = key == "depth" || key == "width" || key == "activation";
   const bool cnnKey = key == "widths" || key == "blocks" || key == "stem";
   const bool gptKey = key == "layers" || key == "hidden" || key == "heads" || key == "seq_len" || key == "vocab";
-  if ((mlpKey && c.kind != "mlp") || (cnnKey && c.kind != "cnn") || (gptKey && c.kind != "transformer") || (!mlpKey && !cnnKey && !gptKey))
-    throw UsageError(fmt::format("--set {}: not a field of the {} model (mlp: depth, width, activation; cnn: widths, blocks, stem; "
-                                 "transformer: layers, hidden, heads, seq_len, vocab)", key, c.kind));
-  if (key == "depth") c.depth = parseInt(key, v);
-  else if (key == "width") c.width = parseInt(key, v);
-  else if (key == "activation") c.activation = v;
-  else if (key == "widths") c.widths = parseList(key, v);
-  else if (key == "blocks") c.blocks = parseList(key, v);
-  else if (key == "stem") c.stem = v;
-  else if (key == "layers") c.layers = parseInt(key, v);
-  else if (key == "hidden") c.hidden = parseInt(key, v);
-  else if (key == "heads") c.heads = parseInt(key, v);
-  else if (key == "seq_len") c.seqLen = parseInt(key, v);
-  else if (key == "vocab") c.vocab = parseInt(key, v);
+  if ((mlpKey && c.kind != "mlp") || (cnnKey && c.kind != "cnn") || (gptKey && c.kind != "transformer") ||
+      (!mlpKey && !cnnKey && !gptKey))
+    throw UsageError(
+        fmt::format("--set {}: not a field of the {} model (mlp: depth, width, activation; cnn: widths, blocks, stem; "
+                    "transformer: layers, hidden, heads, seq_len, vocab)",
+                    key, c.kind));
+  if (key == "depth")
+    c.depth = parseInt(key, v);
+  else if (key == "width")
+    c.width = parseInt(key, v);
+  else if (key == "activation")
+    c.activation = v;
+  else if (key == "widths")
+    c.widths = parseList(key, v);
+  else if (key == "blocks")
+    c.blocks = parseList(key, v);
+  else if (key == "stem")
+    c.stem = v;
+  else if (key == "layers")
+    c.layers = parseInt(key, v);
+  else if (key == "hidden")
+    c.hidden = parseInt(key, v);
+  else if (key == "heads")
+    c.heads = parseInt(key, v);
+  else if (key == "seq_len")
+    c.seqLen = parseInt(key, v);
+  else if (key == "vocab")
+    c.vocab = parseInt(key, v);
 }
 
 void validateModelConfig(const ModelConfig& c, const data::DataInfo& d) {
@@ -133,16 +149,20 @@ void validateModelConfig(const ModelConfig& c, const data::DataInfo& d) {
       need(c.widths[i] >= 1 && c.blocks[i] >= 1, "cnn: every stage needs a width >= 1 and at least 1 block");
     need(c.stem == "cifar" || c.stem == "imagenet", fmt::format("cnn: stem '{}' is not cifar or imagenet", c.stem));
     need(d.task == data::Task::kClassification && d.sampleShape.size() == 3,
-         fmt::format("cnn: the data '{}' does not have images [C, H, W] (sample shape of {} dimensions)", d.name, d.sampleShape.size()));
+         fmt::format("cnn: the data '{}' does not have images [C, H, W] (sample shape of {} dimensions)", d.name,
+                     d.sampleShape.size()));
     const std::int64_t minSide = (c.stem == "imagenet" ? 4 : 1) << (c.widths.size() - 1);
     need(d.sampleShape[1] >= minSide && d.sampleShape[2] >= minSide,
-         fmt::format("cnn: {}x{} images are too small for {} stages (at least {}x{})", d.sampleShape[1], d.sampleShape[2], c.widths.size(), minSide, minSide));
+         fmt::format("cnn: {}x{} images are too small for {} stages (at least {}x{})", d.sampleShape[1], d.sampleShape[2],
+                     c.widths.size(), minSide, minSide));
   } else {
     need(c.layers >= 1 && c.hidden >= 1 && c.heads >= 1 && c.seqLen >= 1 && c.vocab >= 2,
          "transformer: layers, hidden, heads, seq_len >= 1 and vocab >= 2");
     need(c.hidden % c.heads == 0, fmt::format("transformer: {} heads do not divide the hidden size {}", c.heads, c.hidden));
-    need(d.task == data::Task::kLanguageModel, fmt::format("transformer: the data '{}' is not a token stream (use synthetic or text:FILE)", d.name));
-    need(d.vocab <= c.vocab, fmt::format("transformer: the data has {} tokens but the model's vocabulary is {}", d.vocab, c.vocab));
+    need(d.task == data::Task::kLanguageModel,
+         fmt::format("transformer: the data '{}' is not a token stream (use synthetic or text:FILE)", d.name));
+    need(d.vocab <= c.vocab,
+         fmt::format("transformer: the data has {} tokens but the model's vocabulary is {}", d.vocab, c.vocab));
   }
 }
 

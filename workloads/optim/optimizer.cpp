@@ -49,11 +49,16 @@ void Optimizer::step(double lrD, int t) {
     Param& p = *s.p;
     const std::size_t n = p.value.numel();
     const float wd = p.decay ? static_cast<float>(o_.weightDecay) : 0.0f;
-    if (o_.kind == "sgd") ops::sgdMomentumUpdate(*p.value.device, p.value.data, p.grad.data, s.a.data, n, lr, float(o_.momentum), wd);
-    else if (o_.kind == "adam") ops::adamUpdate(*p.value.device, p.value.data, p.grad.data, s.a.data, s.b.data, n, lr, b1, b2, eps, wd, t);
-    else if (o_.kind == "adamw") ops::adamwUpdate(*p.value.device, p.value.data, p.grad.data, s.a.data, s.b.data, n, lr, b1, b2, eps, wd, t);
-    else if (o_.kind == "rmsprop") ops::rmspropUpdate(*p.value.device, p.value.data, p.grad.data, s.a.data, n, lr, float(o_.alpha), eps, wd);
-    else ops::lambUpdate(*p.value.device, p.value.data, p.grad.data, s.a.data, s.b.data, scratch_.data, n, lr, b1, b2, eps, wd, t);
+    if (o_.kind == "sgd")
+      ops::sgdMomentumUpdate(*p.value.device, p.value.data, p.grad.data, s.a.data, n, lr, float(o_.momentum), wd);
+    else if (o_.kind == "adam")
+      ops::adamUpdate(*p.value.device, p.value.data, p.grad.data, s.a.data, s.b.data, n, lr, b1, b2, eps, wd, t);
+    else if (o_.kind == "adamw")
+      ops::adamwUpdate(*p.value.device, p.value.data, p.grad.data, s.a.data, s.b.data, n, lr, b1, b2, eps, wd, t);
+    else if (o_.kind == "rmsprop")
+      ops::rmspropUpdate(*p.value.device, p.value.data, p.grad.data, s.a.data, n, lr, float(o_.alpha), eps, wd);
+    else
+      ops::lambUpdate(*p.value.device, p.value.data, p.grad.data, s.a.data, s.b.data, scratch_.data, n, lr, b1, b2, eps, wd, t);
   }
 }
 

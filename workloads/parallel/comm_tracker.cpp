@@ -11,7 +11,9 @@
 
 namespace ts::wl {
 
-double CommTracker::now() const { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+double CommTracker::now() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 int CommTracker::track(std::string name, std::size_t bytes, const std::function<std::unique_ptr<PendingCollective>()>& issue) {
   Op op;
@@ -65,7 +67,8 @@ void CommTracker::wait(int id) {
   }
   completed(op);
   exposedS_ += op.end - t0;
-  if (trace::enabled()) trace::record("wait " + op.name, "wait", t0 * 1e6, op.end * 1e6, trace::Track::kMain, {{"group", group_}});
+  if (trace::enabled())
+    trace::record("wait " + op.name, "wait", t0 * 1e6, op.end * 1e6, trace::Track::kMain, {{"group", group_}});
 }
 
 void CommTracker::waitAll() {

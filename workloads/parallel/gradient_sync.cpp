@@ -8,7 +8,9 @@
 namespace ts::wl {
 
 GradientSync::GradientSync(std::vector<Param*> modelParams, Communicator& group, double timeoutS)
-    : modelParams_(std::move(modelParams)), group_(&group), tracker_(std::make_unique<CommTracker>(group, timeoutS, std::string(groupKindName(GroupKind::kDp)))) {}
+    : modelParams_(std::move(modelParams)),
+      group_(&group),
+      tracker_(std::make_unique<CommTracker>(group, timeoutS, std::string(groupKindName(GroupKind::kDp)))) {}
 
 double GradientSync::groupSum(double v, bool timed) { return group_ ? tracker_->sum(v, timed) : v; }
 
@@ -51,9 +53,12 @@ std::unique_ptr<GradientSync> makeGradientSync(const Mesh& mesh, const ModelPart
   if (!dp) return std::make_unique<LocalSync>(model);
   const LayoutOptions& l = mesh.layout();
   std::unique_ptr<GradientSync> sync;
-  if (l.zero == 3) sync = std::make_unique<Zero3Sync>(*dp, model, l, timeoutS);
-  else if (l.sync == "ps" || l.zero > 0) sync = std::make_unique<ShardedSync>(*dp, model, l, timeoutS);
-  else sync = std::make_unique<AllReduceSync>(*dp, model, l, timeoutS);
+  if (l.zero == 3)
+    sync = std::make_unique<Zero3Sync>(*dp, model, l, timeoutS);
+  else if (l.sync == "ps" || l.zero > 0)
+    sync = std::make_unique<ShardedSync>(*dp, model, l, timeoutS);
+  else
+    sync = std::make_unique<AllReduceSync>(*dp, model, l, timeoutS);
   sync->setTraceLabel(groupLabel(mesh, GroupKind::kDp));
   return sync;
 }

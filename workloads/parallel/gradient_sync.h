@@ -26,7 +26,7 @@ class Model;
 // The part of the model a rank trains: all of it, or its pipeline stage's layers (and the embeddings
 // on the first stage).
 struct ModelPart {
-  std::vector<Param*> params;   // leading, then the layers' in order
+  std::vector<Param*> params;  // leading, then the layers' in order
   std::vector<Layer*> layers;
   std::vector<Param*> leading;  // used outside the layers (embeddings)
   Arena* arena = nullptr;       // the model's: buckets and shards live there

@@ -27,7 +27,8 @@ std::vector<StageRange> splitStages(const std::vector<double>& flops, int stages
   std::vector<StageRange> out;
   if (!split.empty()) {
     const long sum = std::accumulate(split.begin(), split.end(), 0L);
-    if (sum != static_cast<long>(n)) throw UsageError(fmt::format("--pp-split adds up to {} layers, but the model has {}", sum, n));
+    if (sum != static_cast<long>(n))
+      throw UsageError(fmt::format("--pp-split adds up to {} layers, but the model has {}", sum, n));
     std::size_t at = 0;
     for (int k : split) {
       out.push_back({at, at + static_cast<std::size_t>(k)});
@@ -82,8 +83,12 @@ std::vector<PipeOp> pipelineSchedule(const std::string& kind, int stage, int sta
 }
 
 Pipeline::Pipeline(const Mesh& mesh, Model& model, double timeoutS)
-    : model_(model), stage_(mesh.coordinate(GroupKind::kPp)), stagesCount_(mesh.size(GroupKind::kPp)), schedule_(mesh.layout().schedule),
-      comm_(mesh.group(GroupKind::kPp)), tracker_(*comm_, timeoutS, groupLabel(mesh, GroupKind::kPp)) {
+    : model_(model),
+      stage_(mesh.coordinate(GroupKind::kPp)),
+      stagesCount_(mesh.size(GroupKind::kPp)),
+      schedule_(mesh.layout().schedule),
+      comm_(mesh.group(GroupKind::kPp)),
+      tracker_(*comm_, timeoutS, groupLabel(mesh, GroupKind::kPp)) {
   std::vector<double> flops;
   for (Layer* l : model.layers()) flops.push_back(l->forwardFlops());
   stages_ = splitStages(flops, stagesCount_, mesh.layout().ppSplit);
@@ -114,7 +119,8 @@ const Tensor& Pipeline::forwardMicro(const data::Batch& batch, int micro, StepCo
   return y;
 }
 
-double Pipeline::step(const std::vector<data::Batch>& micros, float scale, GradientSync& sync, StepContext& ctx, PipelineTimes& times) {
+double Pipeline::step(const std::vector<data::Batch>& micros, float scale, GradientSync& sync, StepContext& ctx,
+                      PipelineTimes& times) {
   const int M = static_cast<int>(micros.size());
   if (inputs_.size() != micros.size()) {
     // The sizes of the activations crossing the cuts, from one forward of the whole model on this rank
@@ -136,8 +142,10 @@ double Pipeline::step(const std::vector<data::Batch>& micros, float scale, Gradi
     outputs_.clear();
     gradsOut_.clear();
     for (int i = 0; i < M; ++i) {
-      if (!first()) inputs_.push_back(arena.tensor(inShape));
-      else inputs_.emplace_back();
+      if (!first())
+        inputs_.push_back(arena.tensor(inShape));
+      else
+        inputs_.emplace_back();
       if (!last()) outputs_.push_back(arena.tensor(outShape));
       if (!first()) gradsOut_.push_back(arena.tensor(inShape));
     }
@@ -179,8 +187,10 @@ double Pipeline::step(const std::vector<data::Batch>& micros, float scale, Gradi
     sync.beforeBackward(ctx, lastBackward);
     const Tensor& dy = last() ? model_.lossBackward(scale) : gradIn_;
     const Tensor& dx = model_.backwardLayers(dy, ctx, range_.from, range_.to);
-    if (first()) model_.embedBackward(dx, ctx);
-    else copy(gradsOut_[i], Tensor{dx.data, gradsOut_[i].shape, dx.device});
+    if (first())
+      model_.embedBackward(dx, ctx);
+    else
+      copy(gradsOut_[i], Tensor{dx.data, gradsOut_[i].shape, dx.device});
     device.synchronize();
     times.backwardS += backward.close();
     trace::Span syncSpan("sync", "phase");

@@ -5,8 +5,14 @@
 namespace ts::wl {
 
 ShardedSync::ShardedSync(Communicator& dp, const ModelPart& model, const LayoutOptions& layout, double timeoutS)
-    : GradientSync(model.params, dp, timeoutS), params_(model.params), ps_(layout.sync == "ps"), zero2_(layout.zero == 2), overlap_(layout.overlap),
-      parts_(ps_ ? layout.psShards : dp.worldSize()), owned_(dp.rank(0) < parts_ ? dp.rank(0) : -1), buckets_(params_, layout.bucketMb, parts_, *model.arena) {
+    : GradientSync(model.params, dp, timeoutS),
+      params_(model.params),
+      ps_(layout.sync == "ps"),
+      zero2_(layout.zero == 2),
+      overlap_(layout.overlap),
+      parts_(ps_ ? layout.psShards : dp.worldSize()),
+      owned_(dp.rank(0) < parts_ ? dp.rank(0) : -1),
+      buckets_(params_, layout.bucketMb, parts_, *model.arena) {
   for (Bucket& b : buckets_.all()) {
     const auto c = static_cast<std::int64_t>(b.chunk);
     shardGrads_.push_back(owned_ >= 0 ? model.arena->tensor({c}) : Tensor{});
@@ -15,7 +21,6 @@ ShardedSync::ShardedSync(Communicator& dp, const ModelPart& model, const LayoutO
       for (Param& p : buckets_.pieces(b, owned_, shardGrads_.back())) pieces_.push_back(std::move(p));
   }
 }
-
 
 void ShardedSync::launch(Bucket& b) {
   b.flat.device->synchronize();
