@@ -1,5 +1,5 @@
 #pragma once
-// Files that are either absent, the old version, or complete — never half-written (DESIGN.md "Results";
+// Files that are either absent, the old version, or complete — never half-written (docs/architecture.md "A run, end to end";
 // checkpoints). The bytes go to a temporary file in the same directory (same filesystem, so the rename
 // is atomic), which is fsync'ed and renamed over the target; the directory is then fsync'ed so that the
 // rename itself survives a power loss.

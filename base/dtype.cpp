@@ -12,26 +12,37 @@ namespace ts {
 
 std::size_t dtypeSize(DType t) {
   switch (t) {
-    case DType::kFloat64: return 8;
+    case DType::kFloat64:
+      return 8;
     case DType::kFloat32:
-    case DType::kInt32: return 4;
+    case DType::kInt32:
+      return 4;
     case DType::kFloat16:
-    case DType::kBFloat16: return 2;
+    case DType::kBFloat16:
+      return 2;
     case DType::kInt8:
-    case DType::kUInt8: return 1;
+    case DType::kUInt8:
+      return 1;
   }
   return 0;
 }
 
 std::string_view dtypeName(DType t) {
   switch (t) {
-    case DType::kFloat32: return "float32";
-    case DType::kFloat64: return "float64";
-    case DType::kFloat16: return "float16";
-    case DType::kBFloat16: return "bfloat16";
-    case DType::kInt32: return "int32";
-    case DType::kInt8: return "int8";
-    case DType::kUInt8: return "uint8";
+    case DType::kFloat32:
+      return "float32";
+    case DType::kFloat64:
+      return "float64";
+    case DType::kFloat16:
+      return "float16";
+    case DType::kBFloat16:
+      return "bfloat16";
+    case DType::kInt32:
+      return "int32";
+    case DType::kInt8:
+      return "int8";
+    case DType::kUInt8:
+      return "uint8";
   }
   return "?";
 }
@@ -47,27 +58,34 @@ const std::vector<DType>& allDTypes() {
 }
 
 DType parseDType(std::string_view name) {
-  struct Alias { std::string_view name; DType type; };
+  struct Alias {
+    std::string_view name;
+    DType type;
+  };
   static constexpr Alias kAliases[] = {
-      {"float32", DType::kFloat32}, {"float", DType::kFloat32},  {"fp32", DType::kFloat32},
-      {"float64", DType::kFloat64}, {"double", DType::kFloat64}, {"fp64", DType::kFloat64},
-      {"float16", DType::kFloat16}, {"half", DType::kFloat16},   {"fp16", DType::kFloat16},
-      {"bfloat16", DType::kBFloat16}, {"bf16", DType::kBFloat16},
-      {"int32", DType::kInt32},     {"int", DType::kInt32},
-      {"int8", DType::kInt8},       {"uint8", DType::kUInt8},
+      {"float32", DType::kFloat32}, {"float", DType::kFloat32},     {"fp32", DType::kFloat32},    {"float64", DType::kFloat64},
+      {"double", DType::kFloat64},  {"fp64", DType::kFloat64},      {"float16", DType::kFloat16}, {"half", DType::kFloat16},
+      {"fp16", DType::kFloat16},    {"bfloat16", DType::kBFloat16}, {"bf16", DType::kBFloat16},   {"int32", DType::kInt32},
+      {"int", DType::kInt32},       {"int8", DType::kInt8},         {"uint8", DType::kUInt8},
   };
   for (const auto& a : kAliases)
     if (a.name == name) return a.type;
-  throw UsageError(fmt::format("unknown dtype '{}' (expected one of float32, float64, float16, bfloat16, int32, int8, uint8)", name));
+  throw UsageError(
+      fmt::format("unknown dtype '{}' (expected one of float32, float64, float16, bfloat16, int32, int8, uint8)", name));
 }
 
 std::string_view redOpName(RedOp op) {
   switch (op) {
-    case RedOp::kSum: return "sum";
-    case RedOp::kProd: return "prod";
-    case RedOp::kMin: return "min";
-    case RedOp::kMax: return "max";
-    case RedOp::kAvg: return "avg";
+    case RedOp::kSum:
+      return "sum";
+    case RedOp::kProd:
+      return "prod";
+    case RedOp::kMin:
+      return "min";
+    case RedOp::kMax:
+      return "max";
+    case RedOp::kAvg:
+      return "avg";
   }
   return "?";
 }
@@ -133,13 +151,35 @@ Int wrapToInt(double v) {
 double loadElement(const void* base, DType t, std::size_t i) {
   const auto* p = static_cast<const unsigned char*>(base) + i * dtypeSize(t);
   switch (t) {
-    case DType::kFloat32: { float v; std::memcpy(&v, p, 4); return v; }
-    case DType::kFloat64: { double v; std::memcpy(&v, p, 8); return v; }
-    case DType::kFloat16: { std::uint16_t v; std::memcpy(&v, p, 2); return halfToFloat(v); }
-    case DType::kBFloat16: { std::uint16_t v; std::memcpy(&v, p, 2); return bfloat16ToFloat(v); }
-    case DType::kInt32: { std::int32_t v; std::memcpy(&v, p, 4); return v; }
-    case DType::kInt8: return static_cast<std::int8_t>(*p);
-    case DType::kUInt8: return *p;
+    case DType::kFloat32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case DType::kFloat64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
+    case DType::kFloat16: {
+      std::uint16_t v;
+      std::memcpy(&v, p, 2);
+      return halfToFloat(v);
+    }
+    case DType::kBFloat16: {
+      std::uint16_t v;
+      std::memcpy(&v, p, 2);
+      return bfloat16ToFloat(v);
+    }
+    case DType::kInt32: {
+      std::int32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case DType::kInt8:
+      return static_cast<std::int8_t>(*p);
+    case DType::kUInt8:
+      return *p;
   }
   return 0;
 }
@@ -147,13 +187,35 @@ double loadElement(const void* base, DType t, std::size_t i) {
 void storeElement(void* base, DType t, std::size_t i, double v) {
   auto* p = static_cast<unsigned char*>(base) + i * dtypeSize(t);
   switch (t) {
-    case DType::kFloat32: { const float f = static_cast<float>(v); std::memcpy(p, &f, 4); return; }
-    case DType::kFloat64: std::memcpy(p, &v, 8); return;
-    case DType::kFloat16: { const std::uint16_t h = floatToHalf(static_cast<float>(v)); std::memcpy(p, &h, 2); return; }
-    case DType::kBFloat16: { const std::uint16_t b = floatToBFloat16(static_cast<float>(v)); std::memcpy(p, &b, 2); return; }
-    case DType::kInt32: { const auto x = wrapToInt<std::int32_t>(v); std::memcpy(p, &x, 4); return; }
-    case DType::kInt8: *p = static_cast<unsigned char>(wrapToInt<std::int8_t>(v)); return;
-    case DType::kUInt8: *p = wrapToInt<std::uint8_t>(v); return;
+    case DType::kFloat32: {
+      const float f = static_cast<float>(v);
+      std::memcpy(p, &f, 4);
+      return;
+    }
+    case DType::kFloat64:
+      std::memcpy(p, &v, 8);
+      return;
+    case DType::kFloat16: {
+      const std::uint16_t h = floatToHalf(static_cast<float>(v));
+      std::memcpy(p, &h, 2);
+      return;
+    }
+    case DType::kBFloat16: {
+      const std::uint16_t b = floatToBFloat16(static_cast<float>(v));
+      std::memcpy(p, &b, 2);
+      return;
+    }
+    case DType::kInt32: {
+      const auto x = wrapToInt<std::int32_t>(v);
+      std::memcpy(p, &x, 4);
+      return;
+    }
+    case DType::kInt8:
+      *p = static_cast<unsigned char>(wrapToInt<std::int8_t>(v));
+      return;
+    case DType::kUInt8:
+      *p = wrapToInt<std::uint8_t>(v);
+      return;
   }
 }
 

@@ -4,7 +4,8 @@
 //
 //   enum class ScaleMode { kWeak, kStrong };
 //   template <> struct EnumNames<ScaleMode> {
-//     static constexpr std::pair<std::string_view, ScaleMode> kNames[] = {{"weak", ScaleMode::kWeak}, {"strong", ScaleMode::kStrong}};
+//     static constexpr std::pair<std::string_view, ScaleMode> kNames[] = {{"weak", ScaleMode::kWeak}, {"strong",
+//     ScaleMode::kStrong}};
 //   };
 //
 // The first name of a value is its canonical name (what records and help print).
@@ -20,7 +21,9 @@ template <class E>
 struct EnumNames;  // specialised per enum with kNames, as above
 
 template <class E>
-concept NamedEnum = std::is_enum_v<E> && requires { EnumNames<E>::kNames; };
+concept NamedEnum = std::is_enum_v<E> && requires {
+  EnumNames<E>::kNames;
+};
 
 template <NamedEnum E>
 constexpr std::string_view nameOf(E value) {

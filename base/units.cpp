@@ -1,8 +1,8 @@
 #include "base/units.h"
 
 #include <cctype>
-#include <cmath>
 #include <charconv>
+#include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
@@ -13,7 +13,9 @@ namespace ts {
 
 std::uint64_t parseBytes(std::string_view text, std::string_view what) {
   auto bad = [&] {
-    return UsageError(fmt::format("{}: '{}' is not a size (expected a whole number of bytes with an optional K, M or G suffix, e.g. 8, 64K, 4M)", what, text));
+    return UsageError(fmt::format(
+        "{}: '{}' is not a size (expected a whole number of bytes with an optional K, M or G suffix, e.g. 8, 64K, 4M)", what,
+        text));
   };
   std::uint64_t value = 0;
   const char* first = text.data();
@@ -24,12 +26,18 @@ std::uint64_t parseBytes(std::string_view text, std::string_view what) {
   std::string suffix(ptr, last);
   for (auto& c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   unsigned shift = 0;
-  if (suffix.empty() || suffix == "B") shift = 0;
-  else if (suffix == "K" || suffix == "KB" || suffix == "KIB") shift = 10;
-  else if (suffix == "M" || suffix == "MB" || suffix == "MIB") shift = 20;
-  else if (suffix == "G" || suffix == "GB" || suffix == "GIB") shift = 30;
-  else if (suffix == "T" || suffix == "TB" || suffix == "TIB") shift = 40;
-  else throw bad();
+  if (suffix.empty() || suffix == "B")
+    shift = 0;
+  else if (suffix == "K" || suffix == "KB" || suffix == "KIB")
+    shift = 10;
+  else if (suffix == "M" || suffix == "MB" || suffix == "MIB")
+    shift = 20;
+  else if (suffix == "G" || suffix == "GB" || suffix == "GIB")
+    shift = 30;
+  else if (suffix == "T" || suffix == "TB" || suffix == "TIB")
+    shift = 40;
+  else
+    throw bad();
   if (shift && value > (std::numeric_limits<std::uint64_t>::max() >> shift))
     throw UsageError(fmt::format("{}: '{}' is too large", what, text));
   return value << shift;
@@ -44,7 +52,8 @@ std::string formatBytes(std::uint64_t bytes) {
     ++u;
   }
   if (u == 0) return fmt::format("{} B", bytes);
-  if (v == static_cast<double>(static_cast<std::uint64_t>(v))) return fmt::format("{} {}", static_cast<std::uint64_t>(v), kUnits[u]);
+  if (v == static_cast<double>(static_cast<std::uint64_t>(v)))
+    return fmt::format("{} {}", static_cast<std::uint64_t>(v), kUnits[u]);
   return fmt::format("{:.3g} {}", v, kUnits[u]);
 }
 

@@ -61,6 +61,14 @@ UnknownChoice<E> unknownChoice(std::string what) {
   }};
 }
 
+// "--backend: 'tpu' is not auto, cpu or cuda".
+template <NamedEnum E>
+UnknownChoice<E> notOneOf() {
+  return {[](const std::string& flag, const std::string& value) {
+    return fmt::format("{}: '{}' is not {}", flag, value, enumNameList<E>());
+  }};
+}
+
 // "--sync gossip: expected allreduce or ps".
 template <NamedEnum E>
 UnknownChoice<E> expectedChoice() {

@@ -7,8 +7,8 @@ namespace ts {
 
 const std::vector<Subcommand>& subcommands() {
   static const std::vector<Subcommand> all = {
-      envSubcommand(),   linksSubcommand(),  collectivesSubcommand(), kernelsSubcommand(), trainSubcommand(),
-      scaleSubcommand(), suiteSubcommand(),  reportSubcommand(),      compareSubcommand(), analyzeSubcommand(),
+      envSubcommand(),   linksSubcommand(), collectivesSubcommand(), kernelsSubcommand(), trainSubcommand(),
+      scaleSubcommand(), suiteSubcommand(), reportSubcommand(),      compareSubcommand(), analyzeSubcommand(),
   };
   return all;
 }

@@ -48,9 +48,25 @@ void requireFiniteNumbers(CLI::App& app);  // finite_options.cpp
 
 // A subcommand's table on its CLI::App: the options, and the action built by `run` from the filled struct.
 template <class Opts>
-Action addTable(CLI::App& sub, const OptionTable<Opts>& table, std::shared_ptr<Opts> o, std::function<int(const Opts&, const std::vector<std::string>&)> run) {
+Action addTable(CLI::App& sub, const OptionTable<Opts>& table, std::shared_ptr<Opts> o,
+                std::function<int(const Opts&, const std::vector<std::string>&)> run) {
   table.addToCommandLine(sub, *o);
   return [o, run](const std::vector<std::string>& argv) { return run(*o, argv); };
+}
+
+// A suite step of a subcommand whose table fills Args, which `resolve` turns into the options that `run`
+// (the runner's step entry) takes; the resolved options are the step's recorded config.
+template <class Args, class Resolve, class Run>
+SuiteStep tableStep(StepReader& r, const OptionTable<Args>& table, Resolve resolve, Run run,
+                    bool (*wantsMpi)(const decltype(resolve(Args{}))&) = nullptr) {
+  Args a;
+  table.readFromSuite(r, a);
+  const auto o = resolve(a);
+  SuiteStep s;
+  s.wantsMpi = wantsMpi && wantsMpi(o);
+  s.config = toJson(o);
+  s.run = [o, run](RunContext& ctx) -> std::size_t { return run(o, ctx); };
+  return s;
 }
 
 }  // namespace ts

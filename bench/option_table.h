@@ -21,8 +21,8 @@
 #include <utility>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "base/enum_names.h"
 #include "bench/step_reader.h"
@@ -30,7 +30,8 @@
 namespace ts {
 
 // The field an option sets, as a path inside the options struct: TS_FIELD(train.layout.dp).
-#define TS_FIELD(path) [](auto& o_) -> auto& { return o_.path; }
+#define TS_FIELD(path) \
+  [](auto& o_) -> auto& { return o_.path; }
 
 // How a text option may be written in a suite besides a plain string.
 enum class TextForm {
@@ -81,7 +82,9 @@ CLI::Option* addField(CLI::App& app, const std::string& names, const std::string
   } else if constexpr (NamedEnum<T>) {
     std::map<std::string, T> byName;
     for (const auto& [name, value] : EnumNames<T>::kNames) byName.emplace(std::string(name), value);
-    return app.add_option(names, field, help)->transform(CLI::CheckedTransformer(byName))->default_str(std::string(nameOf(field)));
+    return app.add_option(names, field, help)
+        ->transform(CLI::CheckedTransformer(byName))
+        ->default_str(std::string(nameOf(field)));
   } else if constexpr (IsVector<T>::value) {
     CLI::Option* option = app.add_option(names, field, help);
     if constexpr (std::is_integral_v<typename T::value_type>) option->delimiter(',');
@@ -103,7 +106,8 @@ T narrowed(StepReader& r, const std::string& key, long long value) {
   if constexpr (std::is_unsigned_v<T>) {
     if (value < 0) r.invalid(key, fmt::format("{} is negative", value));
   } else {
-    if (value < static_cast<long long>(std::numeric_limits<T>::min()) || value > static_cast<long long>(std::numeric_limits<T>::max()))
+    if (value < static_cast<long long>(std::numeric_limits<T>::min()) ||
+        value > static_cast<long long>(std::numeric_limits<T>::max()))
       r.invalid(key, fmt::format("{} is out of range", value));
   }
   return static_cast<T>(value);
@@ -128,9 +132,15 @@ void readField(StepReader& r, const std::string& key, T& field, TextForm form) {
     for (long long v : values) field.push_back(narrowed<Elt>(r, key, v));
   } else if constexpr (std::is_same_v<T, std::string>) {
     switch (form) {
-      case TextForm::kText: field = r.string(key, field); break;
-      case TextForm::kList: field = r.list(key, field); break;
-      case TextForm::kSize: field = r.size(key, field); break;
+      case TextForm::kText:
+        field = r.string(key, field);
+        break;
+      case TextForm::kList:
+        field = r.list(key, field);
+        break;
+      case TextForm::kSize:
+        field = r.size(key, field);
+        break;
     }
   } else if constexpr (std::is_floating_point_v<T>) {
     field = static_cast<T>(r.number(key, field));
@@ -171,7 +181,8 @@ class OptionTable {
   }
 
   // A suite key with no command-line option of its own (`why` says what the command line has instead).
-  OptionDecl<Opts>& addSuiteOnly(std::string key, std::string help, std::function<void(StepReader&, Opts&)> read, std::string why) {
+  OptionDecl<Opts>& addSuiteOnly(std::string key, std::string help, std::function<void(StepReader&, Opts&)> read,
+                                 std::string why) {
     OptionDecl<Opts> d;
     d.info = {key, key, std::move(help), OptionScope::kSuiteOnly, std::move(why)};
     d.readFromSuite = std::move(read);

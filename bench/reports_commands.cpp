@@ -22,11 +22,13 @@ namespace fs = std::filesystem;
 // Where the `reports` package lives: $TRAINSCOPE_HOME, the source tree this binary was built from, or
 // the installed data directory (cmake --install).
 std::string reportsHome() {
-  for (const char* candidate : {static_cast<const char*>(std::getenv("TRAINSCOPE_HOME")), build::kSourceDir, build::kInstallDataDir}) {
+  for (const char* candidate :
+       {static_cast<const char*>(std::getenv("TRAINSCOPE_HOME")), build::kSourceDir, build::kInstallDataDir}) {
     if (candidate && *candidate && fs::exists(fs::path(candidate) / "reports" / "__main__.py")) return candidate;
   }
-  throw UsageError(fmt::format("cannot find the reports tool: set TRAINSCOPE_HOME to the directory that holds reports/ (looked in {})",
-                               build::kSourceDir));
+  throw UsageError(
+      fmt::format("cannot find the reports tool: set TRAINSCOPE_HOME to the directory that holds reports/ (looked in {})",
+                  build::kSourceDir));
 }
 
 // The first python3 that can import what the tool needs (Debian's /usr/bin/python3 before a pyenv one).
@@ -35,7 +37,9 @@ std::string pythonWithModules() {
     const std::string probe = fmt::format("{} -c 'import matplotlib, jinja2, jsonschema' >/dev/null 2>&1", py);
     if (std::system(probe.c_str()) == 0) return py;
   }
-  throw UsageError("the reports need a python3 with matplotlib, jinja2 and jsonschema (Debian: python3-matplotlib python3-jinja2 python3-jsonschema)");
+  throw UsageError(
+      "the reports need a python3 with matplotlib, jinja2 and jsonschema (Debian: python3-matplotlib python3-jinja2 "
+      "python3-jsonschema)");
 }
 
 // Everything after the subcommand's name goes to the tool's command `name`.
@@ -70,11 +74,15 @@ Subcommand reportSubcommand() {
 }
 
 Subcommand analyzeSubcommand() {
-  return pythonTool("analyze", "Where each step of a --trace run went, per rank (compute, exposed communication, idle), stragglers, pipeline bubbles: analyze TRACE_DIR");
+  return pythonTool("analyze",
+                    "Where each step of a --trace run went, per rank (compute, exposed communication, idle), stragglers, "
+                    "pipeline bubbles: analyze TRACE_DIR");
 }
 
 Subcommand compareSubcommand() {
-  return pythonTool("compare", "Compare a candidate result with a baseline, with an interval per record: compare BASELINE CANDIDATE (exit 0 pass, 1 regression, 2 bad input, 3 inconclusive)");
+  return pythonTool("compare",
+                    "Compare a candidate result with a baseline, with an interval per record: compare BASELINE CANDIDATE (exit 0 "
+                    "pass, 1 regression, 2 bad input, 3 inconclusive)");
 }
 
 }  // namespace ts

@@ -10,38 +10,49 @@
 namespace ts {
 
 template <class Opts, class Holder>
-OptionDecl<Opts>& addWarmupFlag(OptionTable<Opts>& t, Holder holder, std::string help = "Untimed iterations before the timed ones") {
-  return t.add("-w,--warmup", std::move(help), [holder](auto& o) -> auto& { return holder(o).warmup; });
+OptionDecl<Opts>& addWarmupFlag(OptionTable<Opts>& t, Holder holder,
+                                std::string help = "Untimed iterations before the timed ones") {
+  return t.add(
+      "-w,--warmup", std::move(help), [holder](auto& o) -> auto& { return holder(o).warmup; });
 }
 
 template <class Opts, class Holder>
 OptionDecl<Opts>& addItersFlag(OptionTable<Opts>& t, Holder holder, std::string help = "Timed iterations per trial") {
-  return t.add("-n,--iters", std::move(help), [holder](auto& o) -> auto& { return holder(o).iters; });
+  return t.add(
+      "-n,--iters", std::move(help), [holder](auto& o) -> auto& { return holder(o).iters; });
 }
 
 template <class Opts, class Holder>
 OptionDecl<Opts>& addTrialsFlag(OptionTable<Opts>& t, Holder holder) {
-  return t.add("--trials", "Trials of --iters iterations", [holder](auto& o) -> auto& { return holder(o).trials; });
+  return t.add(
+      "--trials", "Trials of --iters iterations", [holder](auto& o) -> auto& { return holder(o).trials; });
 }
 
 template <class Opts, class Holder>
 OptionDecl<Opts>& addTimeoutFlag(OptionTable<Opts>& t, Holder holder) {
-  return t.add("--timeout", "Seconds without progress before every process is stopped (0 = never)",
-               [holder](auto& o) -> auto& { return holder(o).timeoutS; });
+  return t.add(
+      "--timeout", "Seconds without progress before every process is stopped (0 = never)", [holder](auto& o) -> auto& {
+        return holder(o).timeoutS;
+      });
 }
 
 // --json and --label; a suite step has no --json of its own (the suite writes one document: suite --json).
 template <class Opts, class Holder>
 void addOutputFlags(OptionTable<Opts>& t, Holder holder) {
-  t.add("--json", "Write the result document here; records stream to the .jsonl beside it", [holder](auto& o) -> auto& { return holder(o).jsonPath; })
+  t.add(
+       "--json", "Write the result document here; records stream to the .jsonl beside it",
+       [holder](auto& o) -> auto& { return holder(o).jsonPath; })
       .commandLineOnly("a suite writes one result document for all its steps (trainscope suite --json)");
-  t.add("--label", "A label for this run, carried into every record and the reports", [holder](auto& o) -> auto& { return holder(o).label; });
+  t.add(
+      "--label",
+      "A label for this run, carried into every record and the reports", [holder](auto& o) -> auto& { return holder(o).label; });
 }
 
 // --trace DIR; the help says which spans this subcommand writes.
 template <class Opts, class Holder>
 OptionDecl<Opts>& addTraceFlag(OptionTable<Opts>& t, Holder holder, std::string help) {
-  return t.add("--trace", std::move(help), [holder](auto& o) -> auto& { return holder(o).traceDir; });
+  return t.add(
+      "--trace", std::move(help), [holder](auto& o) -> auto& { return holder(o).traceDir; });
 }
 
 }  // namespace ts

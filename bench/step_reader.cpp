@@ -18,7 +18,8 @@ int StepReader::line() const { return static_cast<int>(table_.source().begin.lin
 
 void StepReader::wrongType(const std::string& key, const char* expected) const {
   const auto* node = table_.get(key);
-  throw UsageError(fmt::format("{}:{}: '{}' must be {}", file_, node ? node->source().begin.line : table_.source().begin.line, key, expected));
+  throw UsageError(
+      fmt::format("{}:{}: '{}' must be {}", file_, node ? node->source().begin.line : table_.source().begin.line, key, expected));
 }
 
 std::string StepReader::string(const std::string& key, const std::string& fallback) {
@@ -94,10 +95,10 @@ void StepReader::finish() {
   }
 }
 
-
 void StepReader::invalid(const std::string& key, const std::string& why) const {
   const auto* node = table_.get(key);
-  throw UsageError(fmt::format("{}:{}: '{}': {}", file_, node ? node->source().begin.line : table_.source().begin.line, key, why));
+  throw UsageError(
+      fmt::format("{}:{}: '{}': {}", file_, node ? node->source().begin.line : table_.source().begin.line, key, why));
 }
 
 std::vector<std::string> StepReader::strings(const std::string& key, const std::vector<std::string>& fallback, char separator) {

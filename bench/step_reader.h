@@ -38,7 +38,7 @@ class StepReader {
 
  private:
   [[noreturn]] void wrongType(const std::string& key, const char* expected) const;
-  const std::string& file_;
+  std::string file_;  // a copy: a reader may outlive the string it was given
   const toml::table& table_;
   std::vector<std::string> used_;
 };

@@ -58,9 +58,7 @@ const char* env(const char* name) {
 }
 }  // namespace
 
-bool launchedByMpi() {
-  return env("OMPI_COMM_WORLD_SIZE") || env("PMI_SIZE") || env("PMIX_RANK") || env("MPI_LOCALNRANKS");
-}
+bool launchedByMpi() { return env("OMPI_COMM_WORLD_SIZE") || env("PMI_SIZE") || env("PMIX_RANK") || env("MPI_LOCALNRANKS"); }
 
 int launcherRank() {
   for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID", "RANK"})
@@ -70,20 +68,27 @@ int launcherRank() {
 
 std::unique_ptr<Bootstrap> makeBootstrap(BootstrapKind kind, bool wantMpi) {
   if (kind == BootstrapKind::kAuto) {
-    if (launchedByMpi() || wantMpi) kind = BootstrapKind::kMpi;
-    else if (env("WORLD_SIZE") && env("RANK")) kind = BootstrapKind::kEnv;
-    else kind = BootstrapKind::kSingle;
+    if (launchedByMpi() || wantMpi)
+      kind = BootstrapKind::kMpi;
+    else if (env("WORLD_SIZE") && env("RANK"))
+      kind = BootstrapKind::kEnv;
+    else
+      kind = BootstrapKind::kSingle;
   }
   switch (kind) {
     case BootstrapKind::kMpi:
 #ifdef TRAINSCOPE_HAVE_MPI
       return std::make_unique<MpiBootstrap>();
 #else
-      throw UsageError("this trainscope was built without MPI: launch it with RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT instead of mpirun, or rebuild with MPI");
+      throw UsageError(
+          "this trainscope was built without MPI: launch it with RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT instead of mpirun, or "
+          "rebuild with MPI");
 #endif
-    case BootstrapKind::kEnv: return makeTcpBootstrapFromEnv();
+    case BootstrapKind::kEnv:
+      return makeTcpBootstrapFromEnv();
     case BootstrapKind::kSingle:
-    case BootstrapKind::kAuto: break;
+    case BootstrapKind::kAuto:
+      break;
   }
   return std::make_unique<SingleBootstrap>();
 }

@@ -26,12 +26,19 @@ class Socket {
   explicit Socket(int fd) : fd_(fd) {}
   Socket(Socket&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
   Socket& operator=(Socket&& o) noexcept {
-    if (this != &o) { reset(); fd_ = o.fd_; o.fd_ = -1; }
+    if (this != &o) {
+      reset();
+      fd_ = o.fd_;
+      o.fd_ = -1;
+    }
     return *this;
   }
   ~Socket() { reset(); }
   int fd() const { return fd_; }
-  void reset() { if (fd_ >= 0) ::close(fd_); fd_ = -1; }
+  void reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
 
   void sendAll(const void* data, std::size_t n, const char* peer) const {
     const auto* p = static_cast<const char*>(data);
@@ -76,7 +83,8 @@ class TcpBootstrap final : public Bootstrap {
     if (cfg.size < 1) throw UsageError(fmt::format("WORLD_SIZE={} must be at least 1", cfg.size));
     if (cfg.rank < 0 || cfg.rank >= cfg.size)
       throw UsageError(fmt::format("RANK={} is outside the world of WORLD_SIZE={}", cfg.rank, cfg.size));
-    if (cfg.masterPort <= 0 || cfg.masterPort > 65535) throw UsageError(fmt::format("MASTER_PORT={} is not a TCP port", cfg.masterPort));
+    if (cfg.masterPort <= 0 || cfg.masterPort > 65535)
+      throw UsageError(fmt::format("MASTER_PORT={} is not a TCP port", cfg.masterPort));
     if (cfg.size > 1) (cfg.rank == 0 ? listenAndAccept() : connectToMaster());
     const auto hosts = allGatherStrings(hostName());
     local_ = cfg.localRank;
@@ -93,7 +101,10 @@ class TcpBootstrap final : public Bootstrap {
 
   void allGather(const void* in, void* out, std::size_t bytes) override {
     auto* o = static_cast<char*>(out);
-    if (cfg_.size == 1) { std::memmove(o, in, bytes); return; }
+    if (cfg_.size == 1) {
+      std::memmove(o, in, bytes);
+      return;
+    }
     if (cfg_.rank == 0) {
       std::memmove(o, in, bytes);
       for (int p = 1; p < cfg_.size; ++p) peers_[p].recvAll(o + p * bytes, bytes, peerName(p).c_str());
@@ -156,20 +167,29 @@ class TcpBootstrap final : public Bootstrap {
     for (int accepted = 1; accepted < cfg_.size; ++accepted) {
       timeval tv{};
       const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
-      if (left <= 0) throw Error(fmt::format("bootstrap: only {} of {} processes connected to MASTER_PORT={} within {:.0f} s", accepted, cfg_.size, cfg_.masterPort, cfg_.connectTimeoutS));
+      if (left <= 0)
+        throw Error(fmt::format("bootstrap: only {} of {} processes connected to MASTER_PORT={} within {:.0f} s", accepted,
+                                cfg_.size, cfg_.masterPort, cfg_.connectTimeoutS));
       tv.tv_sec = static_cast<long>(left);
       tv.tv_usec = static_cast<long>((left - static_cast<double>(tv.tv_sec)) * 1e6);
       ::setsockopt(listener.fd(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
       Socket s(::accept(listener.fd(), nullptr, nullptr));
       if (s.fd() < 0) {
-        if (errno == EINTR) { --accepted; continue; }
-        throw Error(fmt::format("bootstrap: only {} of {} processes connected to MASTER_PORT={} within {:.0f} s", accepted, cfg_.size, cfg_.masterPort, cfg_.connectTimeoutS));
+        if (errno == EINTR) {
+          --accepted;
+          continue;
+        }
+        throw Error(fmt::format("bootstrap: only {} of {} processes connected to MASTER_PORT={} within {:.0f} s", accepted,
+                                cfg_.size, cfg_.masterPort, cfg_.connectTimeoutS));
       }
       setNoDelay(s.fd());
       int32_t hello[2] = {0, 0};  // rank, world size
       s.recvAll(hello, sizeof(hello), "a connecting process");
       if (hello[1] != cfg_.size || hello[0] <= 0 || hello[0] >= cfg_.size || peers_[hello[0]].fd() >= 0)
-        throw Error(fmt::format("bootstrap: a process connected as RANK={} WORLD_SIZE={}, but this world has WORLD_SIZE={} (two runs on one MASTER_PORT?)", hello[0], hello[1], cfg_.size));
+        throw Error(
+            fmt::format("bootstrap: a process connected as RANK={} WORLD_SIZE={}, but this world has WORLD_SIZE={} (two runs on "
+                        "one MASTER_PORT?)",
+                        hello[0], hello[1], cfg_.size));
       peers_[hello[0]] = std::move(s);
     }
   }
@@ -201,7 +221,8 @@ class TcpBootstrap final : public Bootstrap {
       ::freeaddrinfo(res);
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    throw Error(fmt::format("bootstrap: could not reach process 0 at {}:{} within {:.0f} s ({})", cfg_.masterAddr, cfg_.masterPort, cfg_.connectTimeoutS, last));
+    throw Error(fmt::format("bootstrap: could not reach process 0 at {}:{} within {:.0f} s ({})", cfg_.masterAddr,
+                            cfg_.masterPort, cfg_.connectTimeoutS, last));
   }
 
   TcpBootstrapConfig cfg_;

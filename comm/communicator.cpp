@@ -8,39 +8,41 @@
 #include "comm/mpi/mpi_communicator.h"
 #endif
 #ifdef TRAINSCOPE_HAVE_NCCL
-#include <cuda_runtime_api.h>
-
 #include "comm/nccl/nccl_communicator.h"
+#include "kernels/cuda/device_count.h"
 #endif
 
 namespace ts {
 
-const char* collectiveKindName(CollectiveKind k) {
-  switch (k) {
-    case CollectiveKind::kAllReduce: return "all_reduce";
-    case CollectiveKind::kAllGather: return "all_gather";
-    case CollectiveKind::kReduceScatter: return "reduce_scatter";
-    case CollectiveKind::kBroadcast: return "broadcast";
-    case CollectiveKind::kReduce: return "reduce";
-    case CollectiveKind::kAllToAll: return "all_to_all";
-    case CollectiveKind::kGather: return "gather";
-    case CollectiveKind::kScatter: return "scatter";
-    case CollectiveKind::kSendRecv: return "send_recv";
-  }
-  return "?";
-}
-
 void Communicator::run(int l, const CollectiveCall& c) {
   switch (c.kind) {
-    case CollectiveKind::kAllReduce: allReduce(l, c.send, c.recv, c.count, c.dtype, c.op); return;
-    case CollectiveKind::kAllGather: allGather(l, c.send, c.recv, c.count, c.dtype); return;
-    case CollectiveKind::kReduceScatter: reduceScatter(l, c.send, c.recv, c.count, c.dtype, c.op); return;
-    case CollectiveKind::kBroadcast: broadcast(l, c.send, c.recv, c.count, c.dtype, c.root); return;
-    case CollectiveKind::kReduce: reduce(l, c.send, c.recv, c.count, c.dtype, c.op, c.root); return;
-    case CollectiveKind::kAllToAll: allToAll(l, c.send, c.recv, c.count, c.dtype); return;
-    case CollectiveKind::kGather: gather(l, c.send, c.recv, c.count, c.dtype, c.root); return;
-    case CollectiveKind::kScatter: scatter(l, c.send, c.recv, c.count, c.dtype, c.root); return;
-    case CollectiveKind::kSendRecv: sendRecv(l, c.send, c.recv, c.count, c.dtype, c.root, c.peer); return;
+    case CollectiveKind::kAllReduce:
+      allReduce(l, c.send, c.recv, c.count, c.dtype, c.op);
+      return;
+    case CollectiveKind::kAllGather:
+      allGather(l, c.send, c.recv, c.count, c.dtype);
+      return;
+    case CollectiveKind::kReduceScatter:
+      reduceScatter(l, c.send, c.recv, c.count, c.dtype, c.op);
+      return;
+    case CollectiveKind::kBroadcast:
+      broadcast(l, c.send, c.recv, c.count, c.dtype, c.root);
+      return;
+    case CollectiveKind::kReduce:
+      reduce(l, c.send, c.recv, c.count, c.dtype, c.op, c.root);
+      return;
+    case CollectiveKind::kAllToAll:
+      allToAll(l, c.send, c.recv, c.count, c.dtype);
+      return;
+    case CollectiveKind::kGather:
+      gather(l, c.send, c.recv, c.count, c.dtype, c.root);
+      return;
+    case CollectiveKind::kScatter:
+      scatter(l, c.send, c.recv, c.count, c.dtype, c.root);
+      return;
+    case CollectiveKind::kSendRecv:
+      sendRecv(l, c.send, c.recv, c.count, c.dtype, c.root, c.peer);
+      return;
   }
 }
 
@@ -59,9 +61,12 @@ std::unique_ptr<PendingCollective> Communicator::start(int l, const CollectiveCa
 
 std::string backendName(BackendKind b) {
   switch (b) {
-    case BackendKind::kAuto: return "auto";
-    case BackendKind::kMpi: return "mpi";
-    case BackendKind::kNccl: return "nccl";
+    case BackendKind::kAuto:
+      return "auto";
+    case BackendKind::kMpi:
+      return "mpi";
+    case BackendKind::kNccl:
+      return "nccl";
   }
   return "?";
 }
@@ -69,9 +74,7 @@ std::string backendName(BackendKind b) {
 BackendKind resolveBackend(BackendKind requested) {
   if (requested != BackendKind::kAuto) return requested;
 #ifdef TRAINSCOPE_HAVE_NCCL
-  int n = 0;
-  if (cudaGetDeviceCount(&n) == cudaSuccess && n > 0) return BackendKind::kNccl;
-  cudaGetLastError();  // clear the "no device" error so later CUDA calls do not inherit it
+  if (cuda::usableDeviceCount() > 0) return BackendKind::kNccl;
 #endif
   return BackendKind::kMpi;
 }
@@ -87,7 +90,8 @@ std::unique_ptr<Communicator> makeCommunicator(const CommunicatorOptions& opts, 
   }
   if (opts.gpusPerProcess != 1) throw UsageError("--gpus-per-process applies to --backend nccl only");
 #ifdef TRAINSCOPE_HAVE_MPI
-  if (boot.kind() != "mpi") throw UsageError("--backend mpi needs the MPI bootstrap (launch with mpirun, or leave --bootstrap at auto)");
+  if (boot.kind() != "mpi")
+    throw UsageError("--backend mpi needs the MPI bootstrap (launch with mpirun, or leave --bootstrap at auto)");
   return std::make_unique<MpiCommunicator>();
 #else
   throw UsageError("--backend mpi: this trainscope was built without MPI");

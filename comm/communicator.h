@@ -19,10 +19,19 @@ namespace ts {
 
 class Bootstrap;
 
-enum class CollectiveKind { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce, kAllToAll, kGather, kScatter, kSendRecv };
-
-// "all_reduce", "all_gather", ...: the names the collectives subcommand uses.
-const char* collectiveKindName(CollectiveKind k);
+// The collectives a Communicator runs, as calls. Each is one entry of the registry in comm/collectives
+// (collectiveOf(kind)), which gives its one name and its layout; this enum only picks the backend call.
+enum class CollectiveKind {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kBroadcast,
+  kReduce,
+  kAllToAll,
+  kGather,
+  kScatter,
+  kSendRecv
+};
 
 // What timing one batch of iterations produced, for this process.
 struct TimedBatch {
@@ -57,11 +66,11 @@ class Communicator {
  public:
   virtual ~Communicator() = default;
 
-  virtual std::string backend() const = 0;  // "mpi", "nccl"
-  virtual std::string timer() const = 0;    // what opUs comes from: "steady_clock", "cuda_event"
-  virtual int worldSize() const = 0;        // ranks in the group
-  virtual int localCount() const = 0;       // ranks this process drives
-  virtual int rank(int l) const = 0;        // global rank of local rank l
+  virtual std::string backend() const = 0;      // "mpi", "nccl"
+  virtual std::string timer() const = 0;        // what opUs comes from: "steady_clock", "cuda_event"
+  virtual int worldSize() const = 0;            // ranks in the group
+  virtual int localCount() const = 0;           // ranks this process drives
+  virtual int rank(int l) const = 0;            // global rank of local rank l
   virtual std::string device(int l) const = 0;  // "cpu", "cuda:0"
 
   // Whether the backend can run this op with this dtype/redop; when not, *why says why.
@@ -118,16 +127,24 @@ class CommBuffer {
   CommBuffer() = default;
   CommBuffer(Communicator& c, int l, std::size_t bytes) : comm_(&c), local_(l), bytes_(bytes), ptr_(c.allocate(l, bytes)) {}
   CommBuffer(CommBuffer&& o) noexcept { swap(o); }
-  CommBuffer& operator=(CommBuffer&& o) noexcept { swap(o); return *this; }
+  CommBuffer& operator=(CommBuffer&& o) noexcept {
+    swap(o);
+    return *this;
+  }
   CommBuffer(const CommBuffer&) = delete;
   CommBuffer& operator=(const CommBuffer&) = delete;
-  ~CommBuffer() { if (ptr_) comm_->release(local_, ptr_); }
+  ~CommBuffer() {
+    if (ptr_) comm_->release(local_, ptr_);
+  }
   void* get() const { return ptr_; }
   std::size_t bytes() const { return bytes_; }
 
  private:
   void swap(CommBuffer& o) noexcept {
-    std::swap(comm_, o.comm_); std::swap(local_, o.local_); std::swap(bytes_, o.bytes_); std::swap(ptr_, o.ptr_);
+    std::swap(comm_, o.comm_);
+    std::swap(local_, o.local_);
+    std::swap(bytes_, o.bytes_);
+    std::swap(ptr_, o.ptr_);
   }
   Communicator* comm_ = nullptr;
   int local_ = 0;

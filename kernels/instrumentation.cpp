@@ -27,7 +27,8 @@ nvtxDomainHandle_t domain() {
 }
 
 nvtxEventAttributes_t attributes(const char* message, Category category, std::int64_t payload) {
-  static constexpr std::uint32_t kColors[] = {0xff888888u, 0xff2e7d32u, 0xff1565c0u, 0xfff9a825u, 0xff6a1b9au, 0xff546e7au, 0xffc62828u};
+  static constexpr std::uint32_t kColors[] = {0xff888888u, 0xff2e7d32u, 0xff1565c0u, 0xfff9a825u,
+                                              0xff6a1b9au, 0xff546e7au, 0xffc62828u};
   nvtxEventAttributes_t a{};
   a.version = NVTX_VERSION;
   a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;

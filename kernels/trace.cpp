@@ -34,7 +34,8 @@ std::vector<Event> take() {
 namespace {
 // The NVTX category of a span: the trace's categories, with the data phase and the optimizer apart.
 nvtx::Category nvtxCategory(const char* name, const char* category) {
-  if (std::strcmp(category, "compute") == 0) return std::strcmp(name, "optimizer") == 0 ? nvtx::Category::kOptimizer : nvtx::Category::kCompute;
+  if (std::strcmp(category, "compute") == 0)
+    return std::strcmp(name, "optimizer") == 0 ? nvtx::Category::kOptimizer : nvtx::Category::kCompute;
   if (std::strcmp(category, "step") == 0) return nvtx::Category::kStep;
   if (std::strcmp(name, "data") == 0 || std::strcmp(name, "checkpoint") == 0) return nvtx::Category::kData;
   return nvtx::Category::kCommunication;  // "communication", "wait", and the "sync" phase
@@ -45,7 +46,8 @@ Span::Span(const char* name, const char* category, int index) : name_(name), cat
   nvtx::push(name, nvtxCategory(name, category), index);
 }
 
-Span::Span(std::string name, const char* category) : owned_(std::move(name)), name_(owned_.c_str()), category_(category), index_(-1), start_(nowUs()) {
+Span::Span(std::string name, const char* category)
+    : owned_(std::move(name)), name_(owned_.c_str()), category_(category), index_(-1), start_(nowUs()) {
   nvtx::push(name_, nvtxCategory(name_, category), -1);
 }
 
@@ -59,8 +61,8 @@ double Span::close() {
   open_ = false;
   nvtx::pop();
   if (g_on) {
-    record(index_ >= 0 ? std::string(name_) + " " + std::to_string(index_) : std::string(name_), category_, start_, end, Track::kMain,
-           std::move(args_));
+    record(index_ >= 0 ? std::string(name_) + " " + std::to_string(index_) : std::string(name_), category_, start_, end,
+           Track::kMain, std::move(args_));
   }
   return (end - start_) * 1e-6;
 }

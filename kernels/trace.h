@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-
 #include <nlohmann/json.hpp>
 
 namespace ts::trace {
@@ -27,7 +26,8 @@ struct Event {
 bool enabled();
 void enable(bool on);
 double nowUs();
-void record(std::string name, std::string category, double startUs, double endUs, Track track = Track::kMain, nlohmann::json args = nullptr);
+void record(std::string name, std::string category, double startUs, double endUs, Track track = Track::kMain,
+            nlohmann::json args = nullptr);
 // "<name> <index>": the name is only formatted when tracing is on (no cost on the step's path otherwise).
 void record(const char* name, int index, const char* category, double startUs, double endUs);
 std::vector<Event> take();  // everything recorded so far, in order; clears it

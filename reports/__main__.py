@@ -7,7 +7,9 @@ never a traceback.
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, NoReturn
 
 from . import baselines
 from .analyze import analyze, format_table as format_analysis
@@ -20,11 +22,11 @@ from .report import write_report
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         raise InputError(message)
 
 
-def _parser():
+def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="trainscope", description="trainscope reports: HTML reports and regression comparison of result documents")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     r = sub.add_parser("report", help="write an HTML report (plots embedded), PNGs and summary.md")
@@ -32,42 +34,47 @@ def _parser():
     r.add_argument("-o", "--output", required=True, help="directory to write index.html, the plots and summary.md into")
     r.add_argument("--label", action="append", help="a name per result, in order (default: the run's label, or host and date)")
     r.add_argument("--title", default="trainscope report")
-    r.add_argument("--trace", help="a `train --trace` directory: adds the profile section (one step of every rank, breakdown, stragglers)")
+    r.add_argument("--trace", help="a `train --trace` directory: adds the profile section (one step of every rank, breakdown, "
+                   "stragglers)")
     c = sub.add_parser("compare", help="compare a candidate result with a baseline: exit 0 pass, 1 regression, 3 inconclusive")
-    c.add_argument("files", nargs="+", metavar="RESULT", help="BASELINE... CANDIDATE (several baselines: runs of one build, whose "
-                   "spread joins the interval); with --baseline or --baseline-dir, CANDIDATE... (one or several runs)")
+    c.add_argument("files", nargs="+", metavar="RESULT", help="BASELINE... CANDIDATE (several baselines: runs of one build, "
+                   "whose spread joins the interval); with --baseline or --baseline-dir, CANDIDATE... (one or several runs)")
     c.add_argument("--baseline", action="append", default=[], metavar="RESULT", help="a run of the baseline (repeatable); the "
                    "positional results are then all runs of the candidate")
     c.add_argument("--baseline-dir", help="find this machine's baseline runs in DIR (DIR/<machine key>/*.json; see README)")
-    c.add_argument("--save-baseline", action="store_true", help="with --baseline-dir: when this machine has no baseline yet, store "
-                   "CANDIDATE as its first run and exit 0 (a first CI run); otherwise compare as usual")
+    c.add_argument("--save-baseline", action="store_true", help="with --baseline-dir: when this machine has no baseline yet, "
+                   "store CANDIDATE as its first run and exit 0 (a first CI run); otherwise compare as usual")
     c.add_argument("--add-baseline", action="store_true", help="with --baseline-dir: store CANDIDATE as one more run of this "
                    "machine's baseline, without comparing (run the same build several times to build a baseline)")
     c.add_argument("--replace-baseline", action="store_true", help="with --baseline-dir: make CANDIDATE this machine's only "
                    "baseline run, without comparing (a deliberate refresh)")
-    c.add_argument("--policy", metavar="TOML", help="thresholds and noise limits from a file (see README); the options below override it")
+    c.add_argument("--policy", metavar="TOML",
+                   help="thresholds and noise limits from a file (see README); the options below override it")
     c.add_argument("--threshold", type=float, help="percent change that matters (default 5)")
     c.add_argument("--threshold-for", action="append", default=[], metavar="KIND[.METRIC]=PCT",
                    help="a threshold for one kind (collective, kernel, link, train) or one of its metrics; repeatable")
     c.add_argument("--max-cv", type=float, help="percent robust cv above which a record cannot pass (default 10)")
-    c.add_argument("--max-cv-for", action="append", default=[], metavar="KIND[.METRIC]=PCT", help="a noise limit for one kind or metric")
+    c.add_argument("--max-cv-for", action="append", default=[], metavar="KIND[.METRIC]=PCT",
+                   help="a noise limit for one kind or metric")
     c.add_argument("--min-samples", type=int, help="samples each side needs (default 5)")
     c.add_argument("--confidence", type=float, help="percent confidence of the effect's interval (default 99)")
     c.add_argument("--markdown", help="write a markdown summary (for a CI job summary)")
-    c.add_argument("--junit", help="write JUnit XML: one test case per compared record (regression: failure; inconclusive: skipped)")
+    c.add_argument("--junit",
+                   help="write JUnit XML: one test case per compared record (regression: failure; inconclusive: skipped)")
     c.add_argument("--json", help="write the comparison as JSON")
     a = sub.add_parser("analyze", help="where each step of a --trace run went, per rank; stragglers; pipeline bubbles")
     a.add_argument("trace_dir", help="the directory `trainscope train --trace DIR` wrote")
     a.add_argument("--json", help="also write the analysis as JSON here")
-    a.add_argument("--straggler-ms", type=float, default=1.0, help="name a rank whose median arrival skew exceeds this (default 1 ms) and 3x the others'")
-    a.add_argument("--kernels-result", metavar="RESULT", help="a `trainscope kernels` result: the kernel breakdown gives each kernel's roofline fraction "
-                   "where its name matches one measured op and shape")
-    a.add_argument("--check-kernel-coverage", type=float, metavar="PCT", help="exit 1 when, on some rank, the device's busy time (union of "
-                   "its kernel spans) is more than PCT percent off the step (median over steps)")
+    a.add_argument("--straggler-ms", type=float, default=1.0,
+                   help="name a rank whose median arrival skew exceeds this (default 1 ms) and 3x the others'")
+    a.add_argument("--kernels-result", metavar="RESULT", help="a `trainscope kernels` result: the kernel breakdown gives each "
+                   "kernel's roofline fraction where its name matches one measured op and shape")
+    a.add_argument("--check-kernel-coverage", type=float, metavar="PCT", help="exit 1 when, on some rank, the device's busy time "
+                   "(union of its kernel spans) is more than PCT percent off the step (median over steps)")
     return p
 
 
-def _analyze(args):
+def _analyze(args: argparse.Namespace) -> int:
     if args.check_kernel_coverage is not None and not args.check_kernel_coverage > 0:
         raise InputError("--check-kernel-coverage must be a positive percentage")
     kernel_records = load_result(args.kernels_result).records_of("kernel") if args.kernels_result else ()
@@ -78,13 +85,14 @@ def _analyze(args):
     if args.check_kernel_coverage is not None:
         failures = coverage_failures(result.get("kernels"), args.check_kernel_coverage)
         if failures:
-            print(f"trainscope: kernel coverage check failed ({args.check_kernel_coverage:g}%): " + "; ".join(failures), file=sys.stderr)
+            print(f"trainscope: kernel coverage check failed ({args.check_kernel_coverage:g}%): " + "; ".join(failures),
+                  file=sys.stderr)
             return 1
         print(f"kernel coverage: every rank's device busy time is within {args.check_kernel_coverage:g}% of its step")
     return 0
 
 
-def _write(path, text):
+def _write(path: str, text: str) -> None:
     try:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(text)
@@ -92,25 +100,27 @@ def _write(path, text):
         raise InputError(f"{path}: cannot write: {e.strerror}") from None
 
 
-def _report(args):
+def _report(args: argparse.Namespace) -> int:
     results = load_results(args.results, args.label)
     index = write_report(results, args.output, args.title, args.trace)
     print(f"report: {index} (plots and summary.md beside it)")
     return 0
 
 
-def _policy(args):
+def _policy(args: argparse.Namespace) -> Policy:
     policy = from_toml(args.policy) if args.policy else Policy()
-    settings = {k: getattr(args, k) for k in ("threshold", "max_cv", "min_samples", "confidence") if getattr(args, k) is not None}
-    tables = {"thresholds": {}, "max_cvs": {}}
-    for table, option, values in (("thresholds", "--threshold-for", args.threshold_for), ("max_cvs", "--max-cv-for", args.max_cv_for)):
+    settings: dict[str, Any] = {k: getattr(args, k) for k in ("threshold", "max_cv", "min_samples", "confidence")
+                                if getattr(args, k) is not None}
+    tables: dict[str, dict[str, float]] = {"thresholds": {}, "max_cvs": {}}
+    for table, option, values in (("thresholds", "--threshold-for", args.threshold_for),
+                                  ("max_cvs", "--max-cv-for", args.max_cv_for)):
         for text in values:
             tables[table].update(parse_override(text, option))
     settings.update({k: v for k, v in tables.items() if v})
     return apply_policy(policy, settings, "command line")
 
 
-def _compare(args):
+def _compare(args: argparse.Namespace) -> int:
     policy = _policy(args)
     storing = [o for o, on in (("--save-baseline", args.save_baseline), ("--add-baseline", args.add_baseline),
                                ("--replace-baseline", args.replace_baseline)) if on]
@@ -124,11 +134,13 @@ def _compare(args):
         candidates = [load_result(f) for f in args.files]
         keys = {machine_key(c) for c in candidates}
         if len(keys) > 1:
-            raise InputError(f"the candidate runs are of different machines ({', '.join(sorted(keys))}): compare them one machine at a time")
+            raise InputError(f"the candidate runs are of different machines ({', '.join(sorted(keys))}): "
+                             "compare them one machine at a time")
         store = baselines.Store(args.baseline_dir, keys.pop())
         runs = store.runs()
         if args.replace_baseline or args.add_baseline or (args.save_baseline and not runs):
-            paths = [store.add(f, c, replace=args.replace_baseline and i == 0) for i, (f, c) in enumerate(zip(args.files, candidates))]
+            paths = [store.add(f, c, replace=args.replace_baseline and i == 0)
+                     for i, (f, c) in enumerate(zip(args.files, candidates))]
             how = ("no baseline for this machine yet: stored" if args.save_baseline else
                    "replaced this machine's baseline with" if args.replace_baseline else "added as baseline run(s)")
             print(f"compare: {how} {', '.join(map(str, paths))} ({len(store.runs())} run(s) now; nothing compared, exit 0)")
@@ -157,7 +169,7 @@ def _compare(args):
     return cmp.exit_code
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
         return {"report": _report, "compare": _compare, "analyze": _analyze}[args.command](args)

@@ -12,23 +12,25 @@ per step, as a fraction of the step (its bubble).
 """
 import json
 import statistics
+from collections.abc import Sequence
 from pathlib import Path
 
 from .critical_path import critical_path, format_path
 from .errors import InputError
 from .intervals import clip, intersect, length, span, subtract, union
+from .json_types import JsonObject, Record, TraceDoc, TraceEvent
 from .kernel_breakdown import DEVICE, format_kernels, kernel_breakdown
 
 P2P = {"send", "recv"}
 
 
-def load_trace_docs(directory):
+def load_trace_docs(directory: str | Path) -> dict[int, TraceDoc]:
     """{rank: the rank's trace document}."""
     d = Path(directory)
     files = sorted(d.glob("rank-*.json"), key=lambda p: int(p.stem.split("-")[1]))
     if not files:
         raise InputError(f"{d}: no rank-<r>.json trace files (write them with `trainscope train --trace {d}`)")
-    ranks = {}
+    ranks: dict[int, TraceDoc] = {}
     for f in files:
         try:
             doc = json.loads(f.read_text())
@@ -41,37 +43,39 @@ def load_trace_docs(directory):
     return ranks
 
 
-def spans_of(docs):
+def spans_of(docs: dict[int, TraceDoc]) -> dict[int, list[TraceEvent]]:
     return {rank: [e for e in doc["traceEvents"] if e.get("ph") == "X"] for rank, doc in docs.items()}
 
 
-def load_trace_dir(directory):
+def load_trace_dir(directory: str | Path) -> dict[int, list[TraceEvent]]:
     """{rank: its complete spans (Chrome "X" events)}."""
     return spans_of(load_trace_docs(directory))
 
 
-def span_totals(ranks, top=15):
+def span_totals(ranks: dict[int, list[TraceEvent]], top: int = 15) -> list[JsonObject]:
     """A trace without training steps (collectives, kernels): where its time went, by outermost span."""
     rows = []
     for rank, events in sorted(ranks.items()):
-        outer, end = [], -1.0
+        outer: list[TraceEvent] = []
+        end = -1.0
         for e in sorted((e for e in events if e.get("tid", 0) == 0), key=lambda e: (e["ts"], -e["dur"])):
             if e["ts"] >= end:
                 outer.append(e)
                 end = e["ts"] + e["dur"]
         total = sum(e["dur"] for e in outer)
-        inner, outermost = {}, {id(e) for e in outer}
+        inner: dict[str, float] = {}
+        outermost = {id(e) for e in outer}
         for e in events:
             if e.get("tid", 0) == 0 and id(e) not in outermost:
                 inner[e["name"].split(" ")[0]] = inner.get(e["name"].split(" ")[0], 0.0) + e["dur"]
         biggest = sorted(outer, key=lambda e: -e["dur"])[:top]
         rows.append({"rank": rank, "spans": len(outer), "total_us": total, "phases_us": inner,
-                     "top": [{"name": e["name"], "us": e["dur"], "share": e["dur"] / total if total > 0 else 0.0} for e in biggest]})
+                     "top": [{"name": e["name"], "us": e["dur"], "share": e["dur"] / total if total > 0 else 0.0}
+                             for e in biggest]})
     return rows
 
 
-
-def step_breakdown(events):
+def step_breakdown(events: list[TraceEvent]) -> list[JsonObject]:
     steps = sorted((e for e in events if e.get("cat") == "step"), key=lambda e: e["ts"])
     compute = union(span(e) for e in events if e.get("cat") == "compute")
     waits = union(span(e) for e in events if e.get("cat") == "wait")
@@ -90,9 +94,10 @@ def step_breakdown(events):
         # Idle: the host blocked (on the data loader, or a wait outside the collectives' spans) or busy elsewhere.
         idle = subtract([(lo, hi)], union(c + m))
         blocked = union(clip(data, lo, hi) + clip(waits, lo, hi))
-        row = {"step": s.get("args", {}).get("step"), "step_us": step, "compute_us": length(c), "communication_us": length(m),
-               "exposed_us": exposed, "idle_us": step - length(c) - exposed, "overlap": both / length(m) if length(m) > 0 else None,
-               "pipeline_wait_us": length(clip(recv_waits, lo, hi)), "idle_host_wait_us": length(intersect(idle, blocked))}
+        row: JsonObject = {
+            "step": s.get("args", {}).get("step"), "step_us": step, "compute_us": length(c), "communication_us": length(m),
+            "exposed_us": exposed, "idle_us": step - length(c) - exposed, "overlap": both / length(m) if length(m) > 0 else None,
+            "pipeline_wait_us": length(clip(recv_waits, lo, hi)), "idle_host_wait_us": length(intersect(idle, blocked))}
         if device:  # kernel-level spans (CUPTI): when the device idled, was the host waiting too, or busy elsewhere?
             d = clip(device, lo, hi)
             device_idle = subtract([(lo, hi)], d)
@@ -104,17 +109,17 @@ def step_breakdown(events):
     return rows
 
 
-def stragglers(ranks, threshold_ms):
+def stragglers(ranks: dict[int, list[TraceEvent]], threshold_ms: float) -> tuple[list[JsonObject], list[int]]:
     """Per rank, the arrival skew at every collective of its groups; the ranks consistently late."""
-    seqs = {}  # (group, k) -> {rank: start}
+    seqs: dict[tuple[str, int], dict[int, float]] = {}  # (group, k) -> {rank: start}
     for rank, events in ranks.items():
-        counters = {}
+        counters: dict[str, int] = {}
         for e in sorted((e for e in events if e.get("cat") == "communication" and e["name"] not in P2P), key=lambda e: e["ts"]):
             g = e.get("args", {}).get("group", "")
             k = counters.get(g, 0)
             counters[g] = k + 1
             seqs.setdefault((g, k), {})[rank] = e["ts"]
-    skews = {rank: [] for rank in ranks}
+    skews: dict[int, list[float]] = {rank: [] for rank in ranks}
     for members in seqs.values():
         if len(members) < 2:
             continue
@@ -127,27 +132,31 @@ def stragglers(ranks, threshold_ms):
         others = [x for r, x in medians.items() if r != rank]
         if m > threshold_ms * 1e3 and m > 3 * (statistics.median(others) if others else 0.0):
             named.append(rank)
-    table = [{"rank": r, "collectives": len(skews[r]), "median_skew_us": medians[r], "max_skew_us": max(skews[r]) if skews[r] else 0.0,
-              "late": r in named} for r in sorted(ranks)]
+    table = [{"rank": r, "collectives": len(skews[r]), "median_skew_us": medians[r],
+              "max_skew_us": max(skews[r]) if skews[r] else 0.0, "late": r in named} for r in sorted(ranks)]
     return table, sorted(named)
 
 
-def analyze(directory, threshold_ms=1.0, kernel_records=()):
+def analyze(directory: str | Path, threshold_ms: float = 1.0, kernel_records: Sequence[Record] = ()) -> JsonObject:
     return analyze_docs(load_trace_docs(directory), threshold_ms, kernel_records)
 
 
-def analyze_docs(docs, threshold_ms=1.0, kernel_records=()):
+def analyze_docs(docs: dict[int, TraceDoc], threshold_ms: float = 1.0, kernel_records: Sequence[Record] = ()) -> JsonObject:
     """analyze() on trace documents already loaded ({rank: document}, load_trace_docs)."""
     ranks = spans_of(docs)
     what = docs[min(docs)].get("trainscope", {}).get("what", "")
     if not any(e.get("cat") == "step" for events in ranks.values() for e in events):
-        return {"what": what, "ranks": [], "spans": span_totals(ranks), "kernels": kernel_breakdown(ranks, kernel_records=kernel_records)}
+        return {"what": what, "ranks": [], "spans": span_totals(ranks),
+                "kernels": kernel_breakdown(ranks, kernel_records=kernel_records)}
     per_rank = []
     for rank in sorted(ranks):
         rows = step_breakdown(ranks[rank])
         if not rows:
             raise InputError(f"rank {rank}: the trace has no step spans")
-        med = lambda k: statistics.median(r[k] for r in rows)
+
+        def med(key: str) -> float:
+            return statistics.median(r[key] for r in rows)
+
         overlaps = [r["overlap"] for r in rows if r["overlap"] is not None]
         per_rank.append({"rank": rank, "steps": len(rows), "step_us": med("step_us"), "compute_us": med("compute_us"),
                          "communication_us": med("communication_us"), "exposed_us": med("exposed_us"), "idle_us": med("idle_us"),
@@ -161,11 +170,12 @@ def analyze_docs(docs, threshold_ms=1.0, kernel_records=()):
             "critical_path": critical_path(docs), "kernels": kernel_breakdown(ranks, kernel_records=kernel_records)}
 
 
-def format_spans(result):
+def format_spans(result: JsonObject) -> str:
     lines = [f"# {result['what'] or 'trace'}: no training steps; where the time went, by outermost span"]
     for r in result["spans"]:
         phases = ", ".join(f"{k} {v / 1e3:.3f} ms" for k, v in sorted(r["phases_us"].items(), key=lambda kv: -kv[1]))
-        lines.append(f"  rank {r['rank']}: {r['spans']} span(s), {r['total_us'] / 1e3:.3f} ms" + (f"; inside them: {phases}" if phases else ""))
+        lines.append(f"  rank {r['rank']}: {r['spans']} span(s), {r['total_us'] / 1e3:.3f} ms"
+                     + (f"; inside them: {phases}" if phases else ""))
         for t in r["top"]:
             lines.append(f"    {t['us'] / 1e3:>10.3f} ms {100 * t['share']:>5.1f}%  {t['name']}")
     if result.get("kernels"):
@@ -176,30 +186,34 @@ def format_spans(result):
 DEVICE_FIELDS = ("device_busy_us", "device_idle_us", "device_idle_host_waiting_us", "device_idle_host_busy_us")
 
 
-def format_table(result):
+def format_table(result: JsonObject) -> str:
     if not result["ranks"]:
         return format_spans(result)
     lines = ["# per rank, median per step (ms): compute + exposed communication + idle = step",
              f"# {'rank':>4} {'step':>10} {'compute':>10} {'exposed':>10} {'idle':>10} {'comm':>10} {'overlap':>8} {'bubble':>7}"]
     for r in result["ranks"]:
         ov = f"{100 * r['overlap']:.0f}%" if r["overlap"] is not None else "-"
-        lines.append(f"  {r['rank']:>4} {r['step_us'] / 1e3:>10.3f} {r['compute_us'] / 1e3:>10.3f} {r['exposed_us'] / 1e3:>10.3f} "
-                     f"{r['idle_us'] / 1e3:>10.3f} {r['communication_us'] / 1e3:>10.3f} {ov:>8} {100 * r['pipeline_bubble']:>6.1f}%")
+        lines.append(f"  {r['rank']:>4} {r['step_us'] / 1e3:>10.3f} {r['compute_us'] / 1e3:>10.3f} "
+                     f"{r['exposed_us'] / 1e3:>10.3f} {r['idle_us'] / 1e3:>10.3f} {r['communication_us'] / 1e3:>10.3f} {ov:>8} "
+                     f"{100 * r['pipeline_bubble']:>6.1f}%")
     lines.append("# idle (ms): host waiting (data loader, blocked waits) + other host work = idle")
     for r in result["ranks"]:
-        lines.append(f"  rank {r['rank']:>3}: waiting {r['idle_host_wait_us'] / 1e3:.3f}, other {(r['idle_us'] - r['idle_host_wait_us']) / 1e3:.3f}")
+        lines.append(f"  rank {r['rank']:>3}: waiting {r['idle_host_wait_us'] / 1e3:.3f}, "
+                     f"other {(r['idle_us'] - r['idle_host_wait_us']) / 1e3:.3f}")
     if all("device_busy_us" in r for r in result["ranks"]):
-        lines.append("# device (kernel spans, ms): busy + idle = step; idle while the host waited (on data or peers) vs while it was busy")
+        lines.append("# device (kernel spans, ms): busy + idle = step; "
+                     "idle while the host waited (on data or peers) vs while it was busy")
         for r in result["ranks"]:
-            lines.append(f"  rank {r['rank']:>3}: busy {r['device_busy_us'] / 1e3:.3f}, idle {r['device_idle_us'] / 1e3:.3f} = host waiting "
-                         f"{r['device_idle_host_waiting_us'] / 1e3:.3f} + host busy {r['device_idle_host_busy_us'] / 1e3:.3f}")
+            lines.append(f"  rank {r['rank']:>3}: busy {r['device_busy_us'] / 1e3:.3f}, idle {r['device_idle_us'] / 1e3:.3f} = "
+                         f"host waiting {r['device_idle_host_waiting_us'] / 1e3:.3f} "
+                         f"+ host busy {r['device_idle_host_busy_us'] / 1e3:.3f}")
     lines.append("# arrival skew at the collectives (ms): how much later than the first member each rank started them")
     for s in result["stragglers"]:
-        lines.append(f"  rank {s['rank']:>3}: median {s['median_skew_us'] / 1e3:.3f}, max {s['max_skew_us'] / 1e3:.3f} over {s['collectives']} collective(s)"
-                     + ("  <- late" if s["late"] else ""))
+        lines.append(f"  rank {s['rank']:>3}: median {s['median_skew_us'] / 1e3:.3f}, max {s['max_skew_us'] / 1e3:.3f} "
+                     f"over {s['collectives']} collective(s)" + ("  <- late" if s["late"] else ""))
     late = result["late_ranks"]
-    lines.append(f"# stragglers: {', '.join(f'rank {r}' for r in late)}" if late else "# stragglers: none (no rank consistently late by more than "
-                 f"{result['straggler_threshold_ms']:g} ms)")
+    lines.append(f"# stragglers: {', '.join(f'rank {r}' for r in late)}" if late else
+                 f"# stragglers: none (no rank consistently late by more than {result['straggler_threshold_ms']:g} ms)")
     if result.get("critical_path"):
         lines.append(format_path(result["critical_path"]))
     if result.get("kernels"):

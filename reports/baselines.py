@@ -6,24 +6,25 @@ import shutil
 from pathlib import Path
 
 from .errors import InputError
+from .load import Result
 
 
 class Store:
-    def __init__(self, directory, key):
+    def __init__(self, directory: str | Path, key: str) -> None:
         self.dir = Path(directory)
         self.key = key
         self.runs_dir = self.dir / key
         self.legacy = self.dir / f"{key}.json"
 
-    def describe(self):
+    def describe(self) -> str:
         return f"{self.key}/*.json"
 
-    def runs(self):
+    def runs(self) -> list[Path]:
         """The baseline runs, oldest first (by the run's start time in the name)."""
         found = sorted(self.runs_dir.glob("*.json")) if self.runs_dir.is_dir() else []
         return ([self.legacy] if self.legacy.is_file() else []) + found
 
-    def add(self, source, result, replace=False):
+    def add(self, source: str | Path, result: Result, replace: bool = False) -> Path:
         """Stores the result file `source` as a run (the only one when `replace`); returns its path."""
         try:
             if replace:

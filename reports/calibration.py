@@ -14,14 +14,16 @@ import copy
 import itertools
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from .compare import Outcome, compare
-from .effect import by_trial, robust_cv
+from .effect import Samples, by_trial, robust_cv
 from .errors import InputError
+from .json_types import Record, ResultDoc
 from .load import Result, load_result
 from .policy import Policy
 
@@ -29,7 +31,7 @@ EFFECTS = (0.0, 0.02, 0.05, 0.10, 1.0, 999.0)  # slowdowns: none, 2%, 5%, 10%, 2
 LOW_NOISE_CV = 0.02
 
 
-def noise_sigma(samples, target_cv, seed=0):
+def noise_sigma(samples: Samples, target_cv: float, seed: int = 0) -> float:
     """The sigma of lognormal noise that, multiplied into the samples, brings their robust cv to target_cv
     (0 when they are already that noisy)."""
     x = np.asarray(samples, dtype=float)
@@ -43,7 +45,7 @@ def noise_sigma(samples, target_cv, seed=0):
     return (low + high) / 2
 
 
-def resample_run(samples, trials, rng, scale=1.0, sigma=0.0):
+def resample_run(samples: Samples, trials: int, rng: np.random.Generator, scale: float = 1.0, sigma: float = 0.0) -> list[float]:
     """One synthetic run of a real record: its trials drawn with replacement, iterations within each, times
     `scale` (the injected slowdown) and lognormal noise of `sigma` (a noisier machine)."""
     grid = by_trial(samples, trials)
@@ -55,7 +57,7 @@ def resample_run(samples, trials, rng, scale=1.0, sigma=0.0):
     return x.ravel().tolist()
 
 
-def with_samples(record, samples):
+def with_samples(record: Record, samples: Sequence[float]) -> Record:
     rec = copy.deepcopy(record)
     rec["samples_us"] = list(samples)
     s = sorted(samples)
@@ -63,14 +65,15 @@ def with_samples(record, samples):
     return rec
 
 
-def one_record_result(name, doc, record):
+def one_record_result(name: str, doc: ResultDoc, record: Record) -> Result:
     d = dict(doc, records=[record])
     return Result(name, d, name, [record])
 
 
-def quiet_records(doc, max_cv=LOW_NOISE_CV):
+def quiet_records(doc: ResultDoc, max_cv: float = LOW_NOISE_CV) -> list[Record]:
     """The records of a real result whose time samples are quiet enough to be the low-noise level."""
-    return [r for r in doc["records"] if r["kind"] == "collective" and r.get("samples_us") and robust_cv(r["samples_us"]) <= max_cv]
+    return [r for r in doc["records"]
+            if r["kind"] == "collective" and r.get("samples_us") and robust_cv(r["samples_us"]) <= max_cv]
 
 
 @dataclass
@@ -78,13 +81,14 @@ class Cell:
     noise: str
     effect: float
     pairs: int
-    counts: dict  # Outcome -> pairs
+    counts: dict[Outcome, int]  # pairs per outcome
 
-    def rate(self, outcome):
+    def rate(self, outcome: Outcome) -> float:
         return self.counts.get(outcome, 0) / self.pairs if self.pairs else 0.0
 
 
-def run(doc, noise_levels, effects=EFFECTS, pairs=50, policy=None, seed=1):
+def run(doc: ResultDoc, noise_levels: dict[str, float | None], effects: Sequence[float] = EFFECTS, pairs: int = 50,
+        policy: Policy | None = None, seed: int = 1) -> list[Cell]:
     """One Cell per (noise level, injected slowdown): how compare classed `pairs` pairs. noise_levels maps
     a name to a target cv (None: the samples as recorded)."""
     policy = policy or Policy()
@@ -97,7 +101,7 @@ def run(doc, noise_levels, effects=EFFECTS, pairs=50, policy=None, seed=1):
     for noise, target in noise_levels.items():
         sources = [(r, 0.0 if target is None else noise_sigma(r["samples_us"], target)) for r in records]
         for effect in effects:
-            counts = {}
+            counts: dict[Outcome, int] = {}
             for i in range(pairs):
                 rec, sigma = sources[i % len(sources)]
                 samples, trials = rec["samples_us"], rec.get("trials", 1)
@@ -110,25 +114,26 @@ def run(doc, noise_levels, effects=EFFECTS, pairs=50, policy=None, seed=1):
     return cells
 
 
-def goals(cells):
+def goals(cells: list[Cell]) -> list[tuple[str, bool]]:
     """The calibration's goals, each (text, met): no false regression without a change, every 2x and
     1000x caught, at least 95% of 10% slowdowns caught at a cv of at most 2%."""
-    def cells_of(effect, noise=None):
+    def cells_of(effect: float, noise: str | None = None) -> list[Cell]:
         return [c for c in cells if c.effect == effect and (noise is None or c.noise == noise)]
     false_alarms = sum(c.counts.get(Outcome.REGRESSION, 0) for c in cells_of(0.0))
     no_change = sum(c.pairs for c in cells_of(0.0))
     big = [c for e in (1.0, 999.0) for c in cells_of(e)]
     ten = cells_of(0.10, "low")
     caught_ten = min((c.rate(Outcome.REGRESSION) for c in ten), default=0.0)
+    caught_big = ", ".join(f"{c.noise} {c.effect + 1:g}x {c.rate(Outcome.REGRESSION):.0%}" for c in big)
     return [(f"0 false regressions over {no_change} no-change pairs (got {false_alarms})", false_alarms == 0 and no_change >= 50),
-            ("every 2x and 1000x slowdown caught (got " + ", ".join(f"{c.noise} {c.effect + 1:g}x {c.rate(Outcome.REGRESSION):.0%}" for c in big) + ")",
-             all(c.rate(Outcome.REGRESSION) == 1.0 for c in big)),
+            (f"every 2x and 1000x slowdown caught (got {caught_big})", all(c.rate(Outcome.REGRESSION) == 1.0 for c in big)),
             (f">= 95% of 10% slowdowns caught at cv <= 2% (got {caught_ten:.0%})", caught_ten >= 0.95)]
 
 
-def table(cells):
+def table(cells: list[Cell]) -> str:
     """A markdown table: per noise level and slowdown, the share of pairs per outcome."""
-    lines = ["| noise | slowdown | pairs | regression | inconclusive | pass | improvement |", "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| noise | slowdown | pairs | regression | inconclusive | pass | improvement |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
     for c in cells:
         slow = "none" if c.effect == 0 else f"{c.effect:.0%}" if c.effect < 1 else f"{c.effect + 1:g}x"
         lines.append(f"| {c.noise} | {slow} | {c.pairs} | " + " | ".join(f"{c.rate(o):.0%}" for o in
@@ -136,7 +141,11 @@ def table(cells):
     return "\n".join(lines)
 
 
-def same_build_pairs(results, policy=None):
+# (what, comparisons, records, false regressions, inconclusive records, passes)
+SameBuild = tuple[str, int, int, int, int, int]
+
+
+def same_build_pairs(results: list[Result], policy: Policy | None = None) -> list[SameBuild]:
     """Real runs of one build compared with each other, which no resampling can stand in for: every ordered
     pair one run against one, and with five runs every three baseline runs against each of the other two
     and against both. Returns [(what, comparisons, records, false regressions, inconclusive records, passes)]."""
@@ -150,11 +159,13 @@ def same_build_pairs(results, policy=None):
     for what, cases in splits.items():
         rows = [r for base, cand in cases for r in compare(base, cand, policy).rows]
         out.append((what, len(cases), len(rows), sum(r.outcome == Outcome.REGRESSION for r in rows),
-                    sum(r.outcome == Outcome.INCONCLUSIVE for r in rows), sum(r.outcome in (Outcome.PASS, Outcome.IMPROVEMENT) for r in rows)))
+                    sum(r.outcome == Outcome.INCONCLUSIVE for r in rows),
+                    sum(r.outcome in (Outcome.PASS, Outcome.IMPROVEMENT) for r in rows)))
     return out
 
 
-def document(cells, source, doc, pairs, policy, same_build=()):
+def document(cells: list[Cell], source: str, doc: ResultDoc, pairs: int, policy: Policy,
+             same_build: Sequence[SameBuild] = ()) -> str:
     """docs/compare-calibration.md: where the samples came from, the method, the table and the goals."""
     run = doc["run"]
     host = run["hosts"][0]
@@ -164,7 +175,8 @@ def document(cells, source, doc, pairs, policy, same_build=()):
              "resampled from real recorded samples with a known slowdown injected (reports/calibration.py; "
              "regenerate with `scripts/calibrate-compare.sh`).", "",
              f"- samples: `{source}` — `{' '.join(run['command_line'])}` on {host['hostname']} ({host['cpu']['model']}, "
-             f"{host['cpu'].get('threads')} hardware threads), {run['started_at'][:10]}; the {len(records)} records with a robust cv of at most 2%",
+             f"{host['cpu'].get('threads')} hardware threads), {run['started_at'][:10]}; "
+             f"the {len(records)} records with a robust cv of at most 2%",
              f"- {pairs} pairs per cell; a pair is two runs, each drawing the record's trials with replacement and then the "
              "iterations within each; the candidate's samples multiplied by 1 + the slowdown",
              "- noise: `low` is the samples as recorded; `medium` and `high` multiply lognormal noise into every resampled "
@@ -176,8 +188,10 @@ def document(cells, source, doc, pairs, policy, same_build=()):
     if same_build:
         lines += ["", "Real runs of one build against each other (the five committed quiet `ci.toml` runs): how far runs land "
                   "apart is something resampling one run cannot show.", "",
-                  "| comparison | comparisons | records | false regressions | inconclusive | pass |", "|---|---:|---:|---:|---:|---:|"]
-        lines += [f"| {w} | {n} | {k} | {f} ({f / k:.1%}) | {i} ({i / k:.0%}) | {p} ({p / k:.0%}) |" for w, n, k, f, i, p in same_build]
+                  "| comparison | comparisons | records | false regressions | inconclusive | pass |",
+                  "|---|---:|---:|---:|---:|---:|"]
+        lines += [f"| {w} | {n} | {k} | {f} ({f / k:.1%}) | {i} ({i / k:.0%}) | {p} ({p / k:.0%}) |"
+                  for w, n, k, f, i, p in same_build]
     lines += ["", "Reading it: `none` rows are false alarms when they say regression; at the 5% threshold a 5% slowdown is "
               "a coin toss that the interval cannot settle, hence inconclusive; above the noise limit nothing passes, but "
               "a slowdown whose interval clears the threshold is still caught.", ""]
@@ -187,10 +201,12 @@ def document(cells, source, doc, pairs, policy, same_build=()):
 NOISE_LEVELS = {"low": None, "medium": 0.05, "high": 0.15}
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     default = Path(__file__).resolve().parents[1] / "tests" / "reports" / "data" / "ci-quiet-1.json"
-    p = argparse.ArgumentParser(prog="calibrate-compare", description=__doc__.splitlines()[0])
-    p.add_argument("result", nargs="?", default=str(default), help="a result with real samples (default: the committed quiet ci run)")
+    # __doc__ is None under `python3 -OO`, which strips docstrings.
+    p = argparse.ArgumentParser(prog="calibrate-compare", description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("result", nargs="?", default=str(default),
+                   help="a result with real samples (default: the committed quiet ci run)")
     p.add_argument("--pairs", type=int, default=50, help="pairs per noise level and slowdown (default 50)")
     p.add_argument("--output", help="also write the markdown document here (docs/compare-calibration.md)")
     args = p.parse_args(argv)
@@ -201,7 +217,8 @@ def main(argv=None):
         policy = Policy()
         cells = run(result.doc, NOISE_LEVELS, pairs=args.pairs, policy=policy)
         siblings = sorted(Path(args.result).parent.glob(re.sub(r"-\d+\.json$", "-*.json", Path(args.result).name)))
-        same_build = same_build_pairs([load_result(p) for p in siblings], policy) if len(siblings) > 1 else ()
+        same_build: Sequence[SameBuild] = (same_build_pairs([load_result(s) for s in siblings], policy)
+                                           if len(siblings) > 1 else ())
     except (InputError, ValueError) as e:
         print(f"calibrate-compare: error: {e}", file=sys.stderr)
         return 2

@@ -18,12 +18,15 @@ import json
 import re
 from statistics import median
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 
 from . import contention
 from . import identity as ids
-from .effect import ratio_of_medians, robust_cv, seed_for
+from .effect import Run, ratio_of_medians, robust_cv, seed_for
+from .json_types import Record
+from .load import Result
 from .policy import Policy
 
 
@@ -58,13 +61,13 @@ class Row:
     baseline: float            # the medians
     candidate: float
     change: float              # worse by this much when positive: ratio - 1 in the bad direction
-    low: float = None          # the interval of the change, in the same terms
-    high: float = None
+    low: float | None = None   # the interval of the change, in the same terms (None: no interval was computed)
+    high: float | None = None
     threshold: float = 0.0
-    cv_baseline: float = None
-    cv_candidate: float = None
-    samples: tuple = (0, 0)
-    others: list = field(default_factory=list)
+    cv_baseline: float | None = None
+    cv_candidate: float | None = None
+    samples: tuple[int, int] = (0, 0)
+    others: list[MetricChange] = field(default_factory=list)
 
 
 @dataclass
@@ -72,23 +75,23 @@ class Comparison:
     baseline: str
     candidate: str
     policy: Policy
-    rows: list
-    only_in_baseline: list
-    only_in_candidate: list
-    contention: list           # reasons, prefixed by the run they concern
-    telemetry: tuple           # (baseline has telemetry, candidate has telemetry)
+    rows: list[Row]
+    only_in_baseline: list[str]
+    only_in_candidate: list[str]
+    contention: list[str]      # reasons, prefixed by the run they concern
+    telemetry: tuple[bool, bool]  # (baseline has telemetry, candidate has telemetry)
     baseline_runs: int = 1
     candidate_runs: int = 1
 
-    def of(self, outcome):
+    def of(self, outcome: Outcome) -> list[Row]:
         return [r for r in self.rows if r.outcome == outcome]
 
     @property
-    def regressions(self):
+    def regressions(self) -> list[Row]:
         return self.of(Outcome.REGRESSION)
 
     @property
-    def outcome(self):
+    def outcome(self) -> Outcome:
         if self.regressions:
             return Outcome.REGRESSION
         if self.of(Outcome.INCONCLUSIVE):
@@ -96,11 +99,11 @@ class Comparison:
         return Outcome.PASS
 
     @property
-    def exit_code(self):
+    def exit_code(self) -> int:
         return EXIT_CODES[self.outcome]
 
 
-def _index(records):
+def _index(records: list[Record]) -> dict[ids.Identity, Record]:
     """Records by identity; of repeated measurements (a suite that runs one twice) the first counts."""
     out = {}
     for rec in records:
@@ -110,12 +113,13 @@ def _index(records):
     return out
 
 
-def judge(kind, metric, bases, cands, policy, name="", contended=False):
+def judge(kind: str, metric: ids.Metric, bases: list[Record], cands: list[Record], policy: Policy, name: str = "",
+          contended: bool = False) -> Row:
     """The outcome of one deciding metric: `bases` and `cands`, the records of this identity in each run of
     the baseline and of the candidate (usually one each). `contended`: a run was measured under contention
     (the comparison says by what, once)."""
-    base_runs = [(b.get(metric.samples) or [], b.get("trials", 1)) for b in bases]
-    cand_runs = [(c.get(metric.samples) or [], c.get("trials", 1)) for c in cands]
+    base_runs: list[Run] = [(b.get(metric.samples) or [], b.get("trials", 1)) for b in bases]
+    cand_runs: list[Run] = [(c.get(metric.samples) or [], c.get("trials", 1)) for c in cands]
     a = [x for s, _ in base_runs for x in s]
     z = [x for s, _ in cand_runs for x in s]
     # The medians shown are those the effect is the ratio of: of all samples of a side's runs.
@@ -124,8 +128,10 @@ def judge(kind, metric, bases, cands, policy, name="", contended=False):
     t = policy.threshold_for(kind, metric.name)
     sign = 1 if metric.lower_is_better else -1  # a ratio above 1 is worse either way after this
 
-    def row(outcome, reason, change, low=None, high=None, cvs=(None, None)):
-        return Row(name, kind, metric.name, metric.unit, outcome, reason, bv, cv, change, low, high, t, cvs[0], cvs[1], (len(a), len(z)))
+    def row(outcome: Outcome, reason: str, change: float, low: float | None = None, high: float | None = None,
+            cvs: tuple[float | None, float | None] = (None, None)) -> Row:
+        return Row(name, kind, metric.name, metric.unit, outcome, reason, bv, cv, change, low, high, t, cvs[0], cvs[1],
+                   (len(a), len(z)))
 
     plain = ((cv / bv) ** sign - 1) if bv and cv else 0.0
     fewest = min(len(s) for s, _ in base_runs + cand_runs)
@@ -146,15 +152,17 @@ def judge(kind, metric, bases, cands, policy, name="", contended=False):
         side = "baseline" if cvs[0] >= cvs[1] else "candidate"
         return row(Outcome.INCONCLUSIVE, f"noisy: {side} cv {max(cvs):.1%} > {limit:.0%}", *args)
     if high > 1 + t:
-        return row(Outcome.INCONCLUSIVE, f"wide interval: reaches {high - 1:+.1%}, cannot rule out a regression beyond {t:.0%}", *args)
+        why = f"wide interval: reaches {high - 1:+.1%}, cannot rule out a regression beyond {t:.0%}"
+        return row(Outcome.INCONCLUSIVE, why, *args)
     return row(Outcome.PASS, "", *args)
 
 
-def _runs(results):
-    return list(results) if isinstance(results, (list, tuple)) else [results]
+def _runs(results: Result | Sequence[Result]) -> list[Result]:
+    return [results] if isinstance(results, Result) else list(results)
 
 
-def compare(baselines, candidates, policy=None):
+def compare(baselines: Result | Sequence[Result], candidates: Result | Sequence[Result],
+            policy: Policy | None = None) -> Comparison:
     """Compare the candidate with the baseline, each one result or several runs of one build (a list)."""
     policy = policy or Policy()
     baselines, candidates = _runs(baselines), _runs(candidates)
@@ -163,11 +171,9 @@ def compare(baselines, candidates, policy=None):
     base_keys = set().union(*(i.keys() for i in base_idx))
     cand_keys = set().union(*(i.keys() for i in cand_idx))
 
-    def side(name, results):
-        many = len(results) > 1
-        return [f"{name}{f' {n + 1}' if many else ''}: {r}" for n, res in enumerate(results) for r in contention.reasons(res, policy)]
-
-    reasons = side("baseline", baselines) + side("candidate", candidates)
+    reasons = [f"{side}{f' {n + 1}' if len(runs) > 1 else ''}: {r}"
+               for side, runs in (("baseline", baselines), ("candidate", candidates))
+               for n, res in enumerate(runs) for r in contention.reasons(res, policy)]
     rows = []
     for key in base_keys & cand_keys:
         bases = [i[key] for i in base_idx if key in i]
@@ -183,47 +189,49 @@ def compare(baselines, candidates, policy=None):
     rows.sort(key=lambda r: (ORDER[r.outcome], -r.change if r.outcome == Outcome.REGRESSION else r.change, r.identity))
     only_b = sorted(ids.describe(k) for k in base_keys - cand_keys)
     only_c = sorted(ids.describe(k) for k in cand_keys - base_keys)
-    return Comparison(", ".join(b.path for b in baselines), ", ".join(c.path for c in candidates), policy, rows, only_b, only_c, reasons,
-                      (all(map(contention.has_telemetry, baselines)), all(map(contention.has_telemetry, candidates))),
+    return Comparison(", ".join(b.path for b in baselines), ", ".join(c.path for c in candidates), policy, rows, only_b, only_c,
+                      reasons, (all(map(contention.has_telemetry, baselines)), all(map(contention.has_telemetry, candidates))),
                       len(baselines), len(candidates))
 
 
-def _pct(x):
+def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:+.1%}"
 
 
-def _interval(r):
-    return "-" if r.low is None else f"[{r.low:+.1%}, {r.high:+.1%}]"
+def _interval(r: Row) -> str:
+    return "-" if r.low is None or r.high is None else f"[{r.low:+.1%}, {r.high:+.1%}]"
 
 
-def _cvs(r):
-    return "-" if r.cv_baseline is None else f"{r.cv_baseline:.1%}/{r.cv_candidate:.1%}"
+def _cvs(r: Row) -> str:
+    return "-" if r.cv_baseline is None or r.cv_candidate is None else f"{r.cv_baseline:.1%}/{r.cv_candidate:.1%}"
 
 
-def method_line(cmp):
+def method_line(cmp: Comparison) -> str:
     p = cmp.policy
     runs = max(cmp.baseline_runs, cmp.candidate_runs)
     levels = (f"runs ({cmp.baseline_runs} baseline, {cmp.candidate_runs} candidate), then trials, then iterations" if runs > 1
               else "trials, then iterations; one run a side, so the spread between runs is not in it")
     return (f"# effect: ratio of medians, {p.confidence:.0%} interval by bootstrap ({levels}); "
             f"threshold {p.threshold:.0%}, noise limit cv {p.max_cv:.0%}, at least {p.min_samples} samples"
-            + ("; per-kind thresholds " + ", ".join(f"{k} {v:.0%}" for k, v in sorted(p.thresholds.items())) if p.thresholds else ""))
+            + ("; per-kind thresholds " + ", ".join(f"{k} {v:.0%}" for k, v in sorted(p.thresholds.items()))
+               if p.thresholds else ""))
 
 
-def verdict_line(cmp):
+def verdict_line(cmp: Comparison) -> str:
     """The run's outcome and why, in one line."""
     o = cmp.outcome
     if o == Outcome.REGRESSION:
         worst = cmp.regressions[0]
         # Runs of one build can land apart more than any run's own samples show (docs/compare-calibration.md).
-        modest = any(r.low < 1.0 for r in cmp.regressions)  # less than 2x beyond doubt
-        caveat = "; one candidate run: confirm with another, runs of one build can land this far apart" if cmp.candidate_runs == 1 and modest else ""
+        modest = any(r.low is not None and r.low < 1.0 for r in cmp.regressions)  # less than 2x beyond doubt
+        caveat = ("; one candidate run: confirm with another, runs of one build can land this far apart"
+                  if cmp.candidate_runs == 1 and modest else "")
         return (f"verdict: regression — {len(cmp.regressions)} record(s) slower beyond {cmp.policy.threshold:.0%}, "
                 f"worst {worst.identity} {worst.change:+.1%}{caveat}")
     if o == Outcome.INCONCLUSIVE:
         if cmp.contention:
             return "verdict: inconclusive — measured under contention: " + "; ".join(cmp.contention)
-        why = {}
+        why: dict[str, int] = {}
         for r in cmp.of(Outcome.INCONCLUSIVE):
             kind = r.reason.split(":")[0]  # "noisy", "wide interval", "too few samples"
             why[kind] = why.get(kind, 0) + 1
@@ -231,22 +239,23 @@ def verdict_line(cmp):
     return f"verdict: pass — no record slower beyond {cmp.policy.threshold:.0%}"
 
 
-def summary_line(cmp):
+def summary_line(cmp: Comparison) -> str:
     counts = {o: len(cmp.of(o)) for o in Outcome}
     no_tel = [side for side, has in zip(("baseline", "candidate"), cmp.telemetry) if not has]
-    return (f"# {len(cmp.rows)} compared: {counts[Outcome.REGRESSION]} regression(s), {counts[Outcome.IMPROVEMENT]} improvement(s), "
-            f"{counts[Outcome.PASS]} pass, {counts[Outcome.INCONCLUSIVE]} inconclusive; "
+    return (f"# {len(cmp.rows)} compared: {counts[Outcome.REGRESSION]} regression(s), "
+            f"{counts[Outcome.IMPROVEMENT]} improvement(s), {counts[Outcome.PASS]} pass, "
+            f"{counts[Outcome.INCONCLUSIVE]} inconclusive; "
             f"{len(cmp.only_in_baseline)} only in the baseline, {len(cmp.only_in_candidate)} only in the candidate"
             + (f"; no telemetry in the {' and '.join(no_tel)} (contention unknown)" if no_tel else ""))
 
 
-def format_table(cmp):
+def format_table(cmp: Comparison) -> str:
     lines = [f"# trainscope compare: {cmp.baseline} -> {cmp.candidate}", method_line(cmp),
              f"{'outcome':<12} {'change':>8} {'interval':>18} {'baseline':>11} {'candidate':>11} {'cv b/c':>11}  record"]
     for r in cmp.rows:
         why = f"  ({r.reason})" if r.reason and r.reason != "contention" else ""
-        lines.append(f"{r.outcome.value:<12} {_pct(r.change):>8} {_interval(r):>18} {r.baseline:>11.4g} {r.candidate:>11.4g} {_cvs(r):>11}  "
-                     f"{r.identity} [{r.metric}]{why}")
+        lines.append(f"{r.outcome.value:<12} {_pct(r.change):>8} {_interval(r):>18} {r.baseline:>11.4g} {r.candidate:>11.4g} "
+                     f"{_cvs(r):>11}  {r.identity} [{r.metric}]{why}")
     for d in cmp.only_in_baseline:
         lines.append(f"{'missing':<12} {'':>8} {'':>18} {'':>11} {'':>11} {'':>11}  {d} (only in the baseline)")
     for d in cmp.only_in_candidate:
@@ -255,19 +264,20 @@ def format_table(cmp):
     return "\n".join(lines) + "\n"
 
 
-def _md(text):
+def _md(text: object) -> str:
     return str(text).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def format_markdown(cmp):
-    out = [f"## trainscope compare: **{cmp.outcome.value}**", "", _md(verdict_line(cmp)), "", _md(summary_line(cmp).lstrip("# ")), "",
-           _md(method_line(cmp).lstrip("# ")) + ".", ""]
+def format_markdown(cmp: Comparison) -> str:
+    out = [f"## trainscope compare: **{cmp.outcome.value}**", "", _md(verdict_line(cmp)), "",
+           _md(summary_line(cmp).lstrip("# ")), "", _md(method_line(cmp).lstrip("# ")) + ".", ""]
     shown = [r for r in cmp.rows if r.outcome != Outcome.PASS]
     if shown:
-        out += ["| outcome | record | metric | baseline | candidate | change | interval | why |", "|---|---|---|---:|---:|---:|---|---|"]
+        out += ["| outcome | record | metric | baseline | candidate | change | interval | why |",
+                "|---|---|---|---:|---:|---:|---|---|"]
         for r in shown:
-            out.append(f"| {r.outcome.value} | {_md(r.identity)} | {r.metric} | {r.baseline:.4g} | {r.candidate:.4g} | {_pct(r.change)} | "
-                       f"{_interval(r)} | {_md(r.reason)} |")
+            out.append(f"| {r.outcome.value} | {_md(r.identity)} | {r.metric} | {r.baseline:.4g} | {r.candidate:.4g} | "
+                       f"{_pct(r.change)} | {_interval(r)} | {_md(r.reason)} |")
         out.append("")
     for title, items in (("Only in the baseline", cmp.only_in_baseline), ("Only in the candidate", cmp.only_in_candidate)):
         if items:
@@ -275,7 +285,7 @@ def format_markdown(cmp):
     return "\n".join(out)
 
 
-def format_junit(cmp):
+def format_junit(cmp: Comparison) -> str:
     """One test case per record: a failure per regression, skipped (with the reason) per inconclusive one."""
     suite = ET.Element("testsuite", name="trainscope compare", tests=str(len(cmp.rows)), failures=str(len(cmp.regressions)),
                        errors="0", skipped=str(len(cmp.of(Outcome.INCONCLUSIVE))))
@@ -294,14 +304,14 @@ def format_junit(cmp):
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def format_json(cmp):
+def format_json(cmp: Comparison) -> str:
     doc = asdict(cmp)
     doc["policy"] = asdict(cmp.policy)
     return json.dumps(doc | {"outcome": cmp.outcome.value, "exit_code": cmp.exit_code, "regressions": len(cmp.regressions)},
                       indent=1, default=str) + "\n"
 
 
-def machine_key(result):
+def machine_key(result: Result) -> str:
     """The baseline name for the machine a result ran on: backend, rank count and device model."""
     run = result.run
     layout = run["layouts"][0] if run["layouts"] else {"backend": "none", "size": run["world"]["processes"]}

@@ -8,20 +8,24 @@ Three signs, each a reason `compare` will not decide on that run's numbers:
   minute whatever ran before (a build), so it is only used when the better figure is missing;
 - a GPU whose clocks were throttled or held low under load (the telemetry summary's `throttled`).
 """
+from typing import Any
+
+from .load import Result
+from .policy import Policy
 
 
-def _cpus(result, host):
+def _cpus(result: Result, host: str) -> int | None:
     for h in result.run["hosts"]:
         if h["hostname"] == host:
             return h["cpu"].get("threads") or h["cpu"].get("cores")
     return None
 
 
-def _median(rng):
+def _median(rng: Any) -> float | None:
     return rng["median"] if isinstance(rng, dict) else None
 
 
-def reasons(result, policy):
+def reasons(result: Result, policy: Policy) -> list[str]:
     """One short sentence per sign of contention in `result` (empty when none, or when it has no telemetry)."""
     out = []
     for t in result.records_of("telemetry"):
@@ -40,5 +44,5 @@ def reasons(result, policy):
     return out
 
 
-def has_telemetry(result):
+def has_telemetry(result: Result) -> bool:
     return bool(result.records_of("telemetry"))

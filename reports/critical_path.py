@@ -8,16 +8,26 @@ ended last: the one that held it up. The path alternates compute (the ops) and t
 (transfers, waiting on a receive, or the stage doing something else), and tells what to shorten first.
 Each op on the path says what held it up (`held_by`: "stage", its stage's previous op; "receive", the
 op it receives from) and the gap between that op's end and its own start.
-Stages are told apart by the `about` entry trainscope writes in every trace file (pp_rank, dp_rank,
-tp_rank); the path is that of the data- and tensor-parallel rank 0 of every stage.
+Stages are told apart by the `about` entry trainscope writes in every trace file (the mesh and the rank's
+coordinate on each axis, reports/mesh.py): a stage is a coordinate on the pipeline axis, and the path is that
+of the ranks at 0 on every other axis.
 """
 import re
 import statistics
+from typing import Any
+
+from .json_types import JsonObject, TraceDoc, TraceEvent
+
+from .mesh import coordinate, mesh_axes
+
+STAGES = "pp"  # the mesh axis whose coordinate is the pipeline stage
 
 OP = re.compile(r"^(forward|backward) (\d+)$")
 
+Op = dict[str, Any]  # one forward or backward op of a stage: kind, micro, start_us, end_us (and where it sits)
 
-def stage_ops(events, step_index):
+
+def stage_ops(events: list[TraceEvent], step_index: int) -> tuple[TraceEvent | None, list[Op]]:
     """The forward/backward micro-batch ops of the step_index-th step span, in time order."""
     steps = sorted((e for e in events if e.get("cat") == "step"), key=lambda e: e["ts"])
     if step_index >= len(steps):
@@ -32,9 +42,10 @@ def stage_ops(events, step_index):
     return s, sorted(ops, key=lambda o: o["start_us"])
 
 
-def step_path(stages, step_index):
+def step_path(stages: dict[int, list[TraceEvent]], step_index: int) -> JsonObject | None:
     """stages: {pp_rank: events}. The critical path of one step, or None when a stage lacks that step."""
-    per_stage, step_spans = {}, []
+    per_stage: dict[int, list[Op]] = {}
+    step_spans: list[TraceEvent] = []
     for s, events in stages.items():
         span, ops = stage_ops(events, step_index)
         if span is None or not ops:
@@ -42,15 +53,15 @@ def step_path(stages, step_index):
         per_stage[s] = ops
         step_spans.append(span)
     last_stage = max(per_stage)
-    index = {}
+    index: dict[tuple[int, str, int], Op] = {}
     for s, ops in per_stage.items():
         for i, op in enumerate(ops):
             op["stage"], op["position"] = s, i
             index[(s, op["kind"], op["micro"])] = op
 
-    def dependencies(op):
+    def dependencies(op: Op) -> list[tuple[Op, str]]:
         s = op["stage"]
-        deps = []
+        deps: list[tuple[Op, str]] = []
         if op["position"] > 0:
             deps.append((per_stage[s][op["position"] - 1], "stage"))
         cross = (s - 1, "forward", op["micro"]) if op["kind"] == "forward" else (s + 1, "backward", op["micro"])
@@ -83,13 +94,15 @@ def step_path(stages, step_index):
                       "gap_before_us": p["gap_us"], "held_by": p["via"]} for p in path]}
 
 
-def critical_path(docs):
+def critical_path(docs: dict[int, TraceDoc]) -> JsonObject | None:
     """docs: {rank: trace document}. None unless the run was pipeline parallel."""
-    stages = {}
+    stages: dict[int, list[TraceEvent]] = {}
     for rank, doc in docs.items():
         about = doc.get("trainscope", {}).get("about", {})
-        if about.get("pp", 1) > 1 and about.get("dp_rank", 0) == 0 and about.get("tp_rank", 0) == 0:
-            stages[about["pp_rank"]] = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+        axes = mesh_axes(about)
+        pipelined = any(a["name"] == STAGES and a["size"] > 1 for a in axes)
+        if pipelined and all(coordinate(about, a["name"]) == 0 for a in axes if a["name"] != STAGES):
+            stages[coordinate(about, STAGES)] = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
     if len(stages) < 2:
         return None
     steps = min(sum(1 for e in ev if e.get("cat") == "step") for ev in stages.values())
@@ -101,10 +114,11 @@ def critical_path(docs):
     return dict(chosen, stages=len(stages), steps=len(paths))
 
 
-def format_path(cp):
+def format_path(cp: JsonObject) -> str:
     hops = " -> ".join(f"s{p['stage']}:{p['op'][0].upper()}{p['op'].split()[1]}" for p in cp["path"])
     return "\n".join([
-        f"# pipeline critical path of step {cp['step']} (the median step, {cp['step_us'] / 1e3:.3f} ms over {cp['stages']} stages): {len(cp['path'])} ops",
+        f"# pipeline critical path of step {cp['step']} (the median step, {cp['step_us'] / 1e3:.3f} ms "
+        f"over {cp['stages']} stages): {len(cp['path'])} ops",
         f"  {hops}",
         f"  on the path: compute {cp['compute_us'] / 1e3:.3f} ms, gaps {cp['gap_us'] / 1e3:.3f} ms "
         f"({cp['receive_gap_us'] / 1e3:.3f} ms waiting on a stage's send), before the first op {cp['before_us'] / 1e3:.3f} ms, "

@@ -17,12 +17,18 @@ tail (a rank descheduled once in 90 iterations), which would inflate a plain std
 the median any less certain.
 """
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 BOOTSTRAP_REPLICATES = 2000
 MAD_TO_SIGMA = 1.4826  # MAD of a normal distribution x this = its sigma
+
+Floats = npt.NDArray[np.float64]
+Samples = Sequence[float] | Floats
+Run = tuple[Samples, int]  # one run of a measurement: its samples and how many trials they are
 
 
 @dataclass(frozen=True)
@@ -33,7 +39,7 @@ class Effect:
     confidence: float
 
 
-def robust_cv(samples):
+def robust_cv(samples: Samples) -> float:
     """1.4826 x median absolute deviation / median; 0 for a constant or empty series."""
     x = np.asarray(samples, dtype=float)
     if x.size == 0:
@@ -44,7 +50,7 @@ def robust_cv(samples):
     return MAD_TO_SIGMA * float(np.median(np.abs(x - med))) / med
 
 
-def by_trial(samples, trials):
+def by_trial(samples: Samples, trials: int | None) -> Floats:
     """The samples as a (trials, iterations) array; one row when they do not split evenly."""
     x = np.asarray(samples, dtype=float)
     t = int(trials or 1)
@@ -53,7 +59,8 @@ def by_trial(samples, trials):
     return x.reshape(t, -1)
 
 
-def hierarchical_resamples(samples, trials, rng, replicates=BOOTSTRAP_REPLICATES):
+def hierarchical_resamples(samples: Samples, trials: int, rng: np.random.Generator,
+                           replicates: int = BOOTSTRAP_REPLICATES) -> Floats:
     """`replicates` resamples of one run, shape (replicates, n): its trials drawn with replacement, then the
     iterations within each drawn trial."""
     grid = by_trial(samples, trials)
@@ -63,7 +70,7 @@ def hierarchical_resamples(samples, trials, rng, replicates=BOOTSTRAP_REPLICATES
     return grid[picked_trials, picked_iters].reshape(replicates, t * m)
 
 
-def bootstrap_medians(runs, rng, replicates=BOOTSTRAP_REPLICATES):
+def bootstrap_medians(runs: Sequence[Run], rng: np.random.Generator, replicates: int = BOOTSTRAP_REPLICATES) -> Floats:
     """Medians of hierarchical resamples of one or several runs of the same measurement, each run given as
     (samples, trials): the runs drawn with replacement, then each drawn run's trials, then iterations."""
     per_run = [hierarchical_resamples(s, t, rng, replicates) for s, t in runs]
@@ -76,19 +83,20 @@ def bootstrap_medians(runs, rng, replicates=BOOTSTRAP_REPLICATES):
     return np.array([np.median(np.concatenate([per_run[r][b] for r in picked[b]])) for b in range(replicates)])
 
 
-def run_offsets(runs):
+def run_offsets(runs: Sequence[Run]) -> Floats:
     """Each baseline run's median over the median of them all: how far one run of the same build lands from
     another. One run: [1.0], since a single run cannot show it."""
     pooled = _pooled_median(runs)
     return np.array([float(np.median(s)) / pooled if pooled > 0 else 1.0 for s, _ in runs])
 
 
-def seed_for(text):
+def seed_for(text: str) -> int:
     """A fixed seed per compared record: the same two results always give the same verdict."""
     return zlib.crc32(text.encode())
 
 
-def ratio_of_medians(base_runs, cand_runs, confidence=0.99, seed=0, replicates=BOOTSTRAP_REPLICATES):
+def ratio_of_medians(base_runs: Sequence[Run], cand_runs: Sequence[Run], confidence: float = 0.99, seed: int = 0,
+                     replicates: int = BOOTSTRAP_REPLICATES) -> Effect:
     """The ratio of the candidate's median to the baseline's and its `confidence` interval: the percentile
     bootstrap of the log ratio, both sides resampled independently. Each side is one or several runs of
     the same measurement, each run (samples, trials). A side of one run cannot show how far runs land
@@ -103,7 +111,7 @@ def ratio_of_medians(base_runs, cand_runs, confidence=0.99, seed=0, replicates=B
     elif len(base_runs) == 1 and len(cand_runs) > 1:
         offsets = run_offsets(cand_runs)
         mb = mb * offsets[rng.integers(0, len(offsets), size=replicates)]
-    tiny = np.finfo(float).tiny  # a zero median (a timer's resolution) must not make the log infinite
+    tiny = float(np.finfo(np.float64).tiny)  # a zero median (a timer's resolution) must not make the log infinite
     log_ratio = np.log(np.maximum(mc, tiny)) - np.log(np.maximum(mb, tiny))
     tail = (1.0 - confidence) / 2
     low, high = np.quantile(log_ratio, [tail, 1.0 - tail])
@@ -111,5 +119,5 @@ def ratio_of_medians(base_runs, cand_runs, confidence=0.99, seed=0, replicates=B
     return Effect(ratio, float(np.exp(low)), float(np.exp(high)), confidence)
 
 
-def _pooled_median(runs):
+def _pooled_median(runs: Sequence[Run]) -> float:
     return float(np.median(np.concatenate([np.asarray(s, dtype=float) for s, _ in runs])))

@@ -3,13 +3,20 @@
 The one place to edit when a new kind of record arrives (links, kernels, training): its identity keys
 and its metrics with their direction.
 """
+from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import Any
+
+from .json_types import Record
+
+# ("collective", ("op", "all_reduce"), ("backend", "mpi"), ...): the kind, then every identity key with its value
+Identity = tuple[Any, ...]
 
 
 @dataclass(frozen=True)
 class Metric:
     name: str                 # the record field
-    path: tuple               # where the compared number is, e.g. ("time_us", "median")
+    path: tuple[str, ...]     # where the compared number is, e.g. ("time_us", "median")
     lower_is_better: bool
     samples: str = ""         # the record field with the samples behind it, for the effect and its interval (effect.py)
     decides: bool = True      # counts for the verdict (derived figures are shown, not counted twice)
@@ -43,7 +50,7 @@ METRICS = {
 }
 
 
-def identity(record):
+def identity(record: Record) -> Identity | None:
     """The record's identity as a hashable tuple, or None for kinds that are not compared."""
     keys = IDENTITY.get(record["kind"])
     if keys is None:
@@ -51,7 +58,7 @@ def identity(record):
     return (record["kind"],) + tuple((k, _hashable(record.get(k))) for k in keys)
 
 
-def describe(ident):
+def describe(ident: Identity) -> str:
     """'all_reduce mpi float32 sum 1048576 B 2 ranks out-of-place' from an identity tuple."""
     d = dict(ident[1:])
     if ident[0] == "collective":
@@ -75,18 +82,19 @@ def describe(ident):
     if ident[0] == "link":
         where = d.get("host") or f"{d.get('src_host')}->{d.get('dst_host')}"
         extra = [x for x in (d.get("memory"), "p2p off" if d.get("p2p") is False else None) if x]
-        return " ".join(str(p) for p in [d["test"], d["src"], "->", d["dst"], d["engine"], d["direction"], f"{d['bytes']} B", f"({where})"] + extra)
+        parts = [d["test"], d["src"], "->", d["dst"], d["engine"], d["direction"], f"{d['bytes']} B", f"({where})"] + extra
+        return " ".join(str(p) for p in parts)
     return " ".join(f"{k}={v}" for k, v in d.items())
 
 
-def value(record, metric):
-    v = record
+def value(record: Record, metric: Metric) -> float:
+    v: Any = record
     for k in metric.path:
         v = v[k]
     return v
 
 
-def _hashable(v):
+def _hashable(v: Any) -> Hashable:
     if isinstance(v, dict):
         return tuple(sorted((k, _hashable(x)) for k, x in v.items()))
     return tuple(v) if isinstance(v, list) else v

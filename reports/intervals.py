@@ -1,28 +1,33 @@
 """Time intervals as (start, end) pairs: unions, lengths and set arithmetic on them, for the trace
 analyses (reports/analyze.py, reports/kernel_breakdown.py)."""
+from collections.abc import Iterable
+
+from .json_types import TraceEvent
+
+Interval = tuple[float, float]
 
 
-def union(intervals):
-    out = []
-    for a, b in sorted(tuple(i) for i in intervals):
+def union(intervals: Iterable[Interval]) -> list[Interval]:
+    out: list[Interval] = []
+    for a, b in sorted(intervals):
         if out and a <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], b)
+            out[-1] = (out[-1][0], max(out[-1][1], b))
         else:
-            out.append([a, b])
+            out.append((a, b))
     return out
 
 
-def length(intervals):
+def length(intervals: Iterable[Interval]) -> float:
     return sum(b - a for a, b in intervals)
 
 
-def clip(intervals, lo, hi):
+def clip(intervals: Iterable[Interval], lo: float, hi: float) -> list[Interval]:
     return [(max(a, lo), min(b, hi)) for a, b in intervals if min(b, hi) > max(a, lo)]
 
 
-def subtract(xs, ys):
+def subtract(xs: Iterable[Interval], ys: list[Interval]) -> list[Interval]:
     """xs minus ys, both unions (sorted, disjoint)."""
-    out = []
+    out: list[Interval] = []
     for a, b in xs:
         cur = a
         for c, d in ys:
@@ -36,9 +41,9 @@ def subtract(xs, ys):
     return out
 
 
-def intersect(xs, ys):
+def intersect(xs: list[Interval], ys: list[Interval]) -> list[Interval]:
     return subtract(xs, subtract(xs, ys))
 
 
-def span(e):
+def span(e: TraceEvent) -> Interval:
     return (e["ts"], e["ts"] + e["dur"])

@@ -18,13 +18,15 @@ busy_over_window near 1 and busy_over_step below it.
 """
 import re
 import statistics
+from collections.abc import Iterable, Sequence
 
 from .intervals import length, union
+from .json_types import JsonObject, Record, TraceEvent
 
 DEVICE = {"kernel", "memcpy", "memset"}
 
 
-def function_name(name):
+def function_name(name: str) -> str:
     """The bare function of a demangled kernel name: "void ts::cuda::(anonymous namespace)::layernormKernel<float>
     (float*, int)" -> "layernormKernel". Names that are not C++ signatures (cuBLAS's "sm90_xmma_gemm_...",
     "Memcpy HtoD") come back as they are."""
@@ -38,23 +40,23 @@ def function_name(name):
     return s.split()[-1].split("::")[-1] if s else name
 
 
-def _key(text):
+def _key(text: str) -> str:
     k = text.lower().replace("_", "")
     return k[: -len("kernel")] if k.endswith("kernel") and len(k) > len("kernel") else k
 
 
-def roofline_matches(names, records):
+def roofline_matches(names: Iterable[str], records: Iterable[Record]) -> dict[str, JsonObject]:
     """{kernel name: match} for the kernel names whose bare function name, lower-cased, without
     underscores and a trailing "Kernel", equals exactly one CUDA-measured op of `records` (the
     `kind: "kernel"` records of a `trainscope kernels` result): layernormKernel <-> layernorm,
     crossEntropyKernel <-> cross_entropy. The match carries the op's roofline fraction only when the op
     was measured at one shape and dtype; at several, which one the traced kernel ran is not known, so the
     match says how many and gives no fraction. cuBLASLt's and cuDNN's kernels match no op."""
-    ops = {}
+    ops: dict[str, list[Record]] = {}
     for r in records:
         if r.get("kind") == "kernel" and r.get("backend") == "cuda":
             ops.setdefault(_key(r["op"]), []).append(r)
-    out = {}
+    out: dict[str, JsonObject] = {}
     for name in names:
         recs = ops.get(_key(function_name(name)))
         if not recs:
@@ -63,14 +65,15 @@ def roofline_matches(names, records):
         shapes = {(r.get("shape_name"), r.get("dtype")) for r in measured}
         if len(shapes) == 1:
             r = measured[0]
-            out[name] = {"op": r["op"], "shape_name": r.get("shape_name"), "dtype": r.get("dtype"), "bound": r["roofline"].get("bound"),
-                         "fraction_of_ceiling": r["roofline"].get("fraction_of_ceiling")}
+            out[name] = {"op": r["op"], "shape_name": r.get("shape_name"), "dtype": r.get("dtype"),
+                         "bound": r["roofline"].get("bound"), "fraction_of_ceiling": r["roofline"].get("fraction_of_ceiling")}
         else:
-            out[name] = {"op": recs[0]["op"], "ambiguous": f"{len(shapes)} measured shape(s) with a roofline", "fraction_of_ceiling": None}
+            out[name] = {"op": recs[0]["op"], "ambiguous": f"{len(shapes)} measured shape(s) with a roofline",
+                         "fraction_of_ceiling": None}
     return out
 
 
-def _step_coverage(step, device):
+def _step_coverage(step: TraceEvent, device: list[TraceEvent]) -> JsonObject:
     lo, hi = step["ts"], step["ts"] + step["dur"]
     inside = [(max(e["ts"], lo), min(e["ts"] + e["dur"], hi)) for e in device if e["ts"] < hi and e["ts"] + e["dur"] > lo]
     busy = length(union(inside))
@@ -81,7 +84,7 @@ def _step_coverage(step, device):
             "busy_over_window": busy / window if window > 0 else None}
 
 
-def _grouped(device, groups):
+def _grouped(device: list[TraceEvent], groups: dict[str, JsonObject]) -> dict[str, JsonObject]:
     for e in device:
         g = groups.setdefault(e["name"], {"name": e["name"], "category": e["cat"], "count": 0, "total_us": 0.0})
         g["count"] += 1
@@ -89,7 +92,8 @@ def _grouped(device, groups):
     return groups
 
 
-def _top(groups, denominator, share_key, top, matches):
+def _top(groups: dict[str, JsonObject], denominator: float, share_key: str, top: int,
+         matches: dict[str, JsonObject]) -> list[JsonObject]:
     rows = sorted(groups.values(), key=lambda g: (-g["total_us"], g["name"]))[:top]
     for g in rows:
         g["mean_us"] = g["total_us"] / g["count"]
@@ -98,10 +102,18 @@ def _top(groups, denominator, share_key, top, matches):
     return rows
 
 
-def kernel_breakdown(ranks, top=10, kernel_records=()):
+def _median_present(rows: list[JsonObject], key: str) -> float | None:
+    """The median of `key` over the rows that have a value for it; None when none has."""
+    values = [r[key] for r in rows if r[key] is not None]
+    return statistics.median(values) if values else None
+
+
+def kernel_breakdown(ranks: dict[int, list[TraceEvent]], top: int = 10,
+                     kernel_records: Sequence[Record] = ()) -> JsonObject | None:
     """ranks: {rank: spans}; kernel_records: the `kind: "kernel"` records of a `trainscope kernels` result
     (optional). None when no rank has device spans (a CPU run, or a GPU build without CUPTI)."""
-    per_rank, overall = [], {}
+    per_rank: list[JsonObject] = []
+    overall: dict[str, JsonObject] = {}
     device_by_rank = {rank: [e for e in events if e.get("cat") in DEVICE] for rank, events in ranks.items()}
     names = {e["name"] for device in device_by_rank.values() for e in device if e.get("cat") == "kernel"}
     matches = roofline_matches(names, kernel_records) if kernel_records else {}
@@ -112,11 +124,12 @@ def kernel_breakdown(ranks, top=10, kernel_records=()):
         busy = length(union((e["ts"], e["ts"] + e["dur"]) for e in device))
         _grouped(device, overall)
         rows = _top(_grouped(device, {}), busy, "share_of_busy", top, matches)
-        coverage = [_step_coverage(s, device) for s in sorted((e for e in events if e.get("cat") == "step"), key=lambda e: e["ts"]) if s["dur"] > 0]
-        med = lambda k: statistics.median(c[k] for c in coverage if c[k] is not None) if any(c[k] is not None for c in coverage) else None
-        per_rank.append({"rank": rank, "device_spans": len(device), "busy_us": busy, "sum_us": sum(e["dur"] for e in device), "top": rows,
-                         "steps": coverage, "sum_over_step": med("sum_over_step"), "busy_over_step": med("busy_over_step"),
-                         "busy_over_window": med("busy_over_window"),
+        steps = sorted((e for e in events if e.get("cat") == "step"), key=lambda e: e["ts"])
+        coverage = [_step_coverage(s, device) for s in steps if s["dur"] > 0]
+        per_rank.append({"rank": rank, "device_spans": len(device), "busy_us": busy, "sum_us": sum(e["dur"] for e in device),
+                         "top": rows, "steps": coverage, "sum_over_step": _median_present(coverage, "sum_over_step"),
+                         "busy_over_step": _median_present(coverage, "busy_over_step"),
+                         "busy_over_window": _median_present(coverage, "busy_over_window"),
                          "worst_busy_over_step": min((c["busy_over_step"] for c in coverage), default=None)})
     if not per_rank:
         return None
@@ -125,7 +138,7 @@ def kernel_breakdown(ranks, top=10, kernel_records=()):
             "roofline_from": "kernels result" if kernel_records else None}
 
 
-def coverage_failures(k, pct):
+def coverage_failures(k: JsonObject | None, pct: float) -> list[str]:
     """The acceptance check: one line per rank whose device busy time (the union of its device spans) is
     off the step span by more than pct percent, median over its steps. A trace without device spans, or
     without steps, cannot pass."""
@@ -136,30 +149,32 @@ def coverage_failures(k, pct):
         if r["busy_over_step"] is None:
             out.append(f"rank {r['rank']}: no step spans to cover")
         elif abs(r["busy_over_step"] - 1) * 100 > pct:
-            out.append(f"rank {r['rank']}: the device was busy {100 * r['busy_over_step']:.1f}% of the step (median over {len(r['steps'])} "
-                       f"step(s); plain sum of kernel times {100 * r['sum_over_step']:.1f}%, busy over the device's window "
-                       f"{_pct(r['busy_over_window'])}), more than {pct:g}% off")
+            out.append(f"rank {r['rank']}: the device was busy {100 * r['busy_over_step']:.1f}% of the step "
+                       f"(median over {len(r['steps'])} step(s); plain sum of kernel times {100 * r['sum_over_step']:.1f}%, "
+                       f"busy over the device's window {_pct(r['busy_over_window'])}), more than {pct:g}% off")
     return out
 
 
-def _pct(x):
+def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
-def _roof(g):
+def _roof(g: JsonObject) -> str:
     m = g.get("roofline")
     if not m:
         return "-"
     return f"{100 * m['fraction_of_ceiling']:.0f}%" if m.get("fraction_of_ceiling") is not None else "ambig."
 
 
-def format_kernels(k):
-    lines = ["# kernels (all ranks): total ms, count, mean us, share of all device time, roofline fraction (from a kernels result)"]
+def format_kernels(k: JsonObject) -> str:
+    lines = ["# kernels (all ranks): total ms, count, mean us, share of all device time, "
+             "roofline fraction (from a kernels result)"]
     for g in k["top"]:
-        lines.append(f"  {g['total_us'] / 1e3:>10.3f} {g['count']:>7} {g['mean_us']:>10.2f} {100 * g['share']:>6.1f}% {_roof(g):>7}  {g['name'][:100]}")
+        lines.append(f"  {g['total_us'] / 1e3:>10.3f} {g['count']:>7} {g['mean_us']:>10.2f} {100 * g['share']:>6.1f}% "
+                     f"{_roof(g):>7}  {g['name'][:100]}")
     for r in k["per_rank"]:
-        cov = "" if r["busy_over_step"] is None else (f"; per step (median) the device is busy {_pct(r['busy_over_step'])} of the step "
-                                                      f"(plain sum of kernel times {_pct(r['sum_over_step'])}; "
-                                                      f"busy {_pct(r['busy_over_window'])} of the device's window)")
+        cov = "" if r["busy_over_step"] is None else (
+            f"; per step (median) the device is busy {_pct(r['busy_over_step'])} of the step "
+            f"(plain sum of kernel times {_pct(r['sum_over_step'])}; busy {_pct(r['busy_over_window'])} of the device's window)")
         lines.append(f"# rank {r['rank']}: {r['device_spans']} device span(s), busy {r['busy_us'] / 1e3:.3f} ms{cov}")
     return "\n".join(lines)

@@ -1,24 +1,39 @@
 """Loading result documents: read, parse, validate against the schema, and name what is wrong."""
+import functools
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 
 from .errors import InputError
+from .json_types import JsonObject, Record, ResultDoc
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "result-v1.schema.json"
 
 
-def _validator():
-    schema = json.loads(SCHEMA_PATH.read_text())
-    return jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+@functools.cache
+def _schema() -> JsonObject:
+    schema: JsonObject = json.loads(SCHEMA_PATH.read_text())
+    return schema
 
 
-_VALIDATOR = None
+def _validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(_schema(), format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
 
 
-def validate(document, name="document"):
+def collective_ops() -> list[str]:
+    """The collectives in the order of trainscope's registry (comm/collectives/registry.cpp): the schema's
+    enum of a collective record's op, which a unit test there holds equal to the registry."""
+    return list(_schema()["$defs"]["collective"]["properties"]["op"]["enum"])
+
+
+_VALIDATOR: jsonschema.Draft202012Validator | None = None
+
+
+def validate(document: Any, name: str = "document") -> None:
     """Raises InputError naming the first field that does not match the schema."""
     global _VALIDATOR
     if _VALIDATOR is None:
@@ -34,19 +49,19 @@ def validate(document, name="document"):
 class Result:
     """One result document and how to name it in a report."""
     path: str
-    doc: dict
+    doc: ResultDoc
     label: str = ""
-    records: list = field(default_factory=list)
+    records: list[Record] = field(default_factory=list)
 
     @property
-    def run(self):
+    def run(self) -> JsonObject:
         return self.doc["run"]
 
-    def records_of(self, kind):
+    def records_of(self, kind: str) -> list[Record]:
         return [r for r in self.records if r["kind"] == kind]
 
 
-def default_label(doc):
+def default_label(doc: ResultDoc) -> str:
     run = doc["run"]
     label = run.get("config", {}).get("label") or ""
     hosts = ",".join(h["hostname"] for h in run["hosts"]) or "?"
@@ -54,7 +69,7 @@ def default_label(doc):
     return label or f"{hosts} {date}"
 
 
-def load_result(path, label=None):
+def load_result(path: str | Path, label: str | None = None) -> Result:
     p = Path(path)
     try:
         text = p.read_text()
@@ -64,16 +79,17 @@ def load_result(path, label=None):
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise InputError(f"{path}: not JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
-    validate(doc, path)
+    validate(doc, str(path))
     return Result(path=str(path), doc=doc, label=label or default_label(doc), records=doc["records"])
 
 
-def load_results(paths, labels=None):
+def load_results(paths: Sequence[str], labels: Sequence[str] | None = None) -> list[Result]:
     labels = list(labels or [])
     if labels and len(labels) != len(paths):
-        raise InputError(f"--label was given {len(labels)} time(s) for {len(paths)} result(s): give one per result, or none")
+        raise InputError(f"--label was given {len(labels)} time(s) for {len(paths)} result(s): "
+                         "give one per result, or none")
     results = [load_result(p, labels[i] if labels else None) for i, p in enumerate(paths)]
-    seen = {}
+    seen: dict[str, int] = {}
     for r in results:  # two runs with the same label would be indistinguishable in the plots
         if r.label in seen:
             seen[r.label] += 1

@@ -3,9 +3,14 @@ embedded into index.html as base64 so that the report is one self-contained file
 import base64
 import io
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 import matplotlib
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from .json_types import Block
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
@@ -14,7 +19,7 @@ plt.rcParams.update({"figure.dpi": 110, "axes.grid": True, "grid.alpha": 0.3, "f
                      "axes.spines.top": False, "axes.spines.right": False})
 
 
-def size_label(b):
+def size_label(b: int) -> str:
     for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
         if b >= 1 << shift and b % (1 << shift) == 0:
             return f"{b >> shift}{unit}"
@@ -24,11 +29,11 @@ def size_label(b):
 class PlotSink:
     """Saves figures under the output directory and hands back what the page embeds."""
 
-    def __init__(self, outdir):
+    def __init__(self, outdir: str | Path) -> None:
         self.outdir = Path(outdir)
-        self.files = []
+        self.files: list[Path] = []
 
-    def save(self, fig, name, title, alt):
+    def save(self, fig: Figure, name: str, title: str, alt: str) -> Block:
         name = re.sub(r"[^A-Za-z0-9._-]+", "_", name)
         path = self.outdir / f"{name}.png"
         buf = io.BytesIO()
@@ -37,15 +42,16 @@ class PlotSink:
         data = buf.getvalue()
         path.write_bytes(data)
         self.files.append(path)
-        return {"kind": "plot", "file": path.name, "title": title, "alt": alt, "png_b64": base64.b64encode(data).decode("ascii")}
+        return {"kind": "plot", "file": path.name, "title": title, "alt": alt,
+                "png_b64": base64.b64encode(data).decode("ascii")}
 
 
-def new_figure(ncols=1, width=6.4, height=3.8):
+def new_figure(ncols: int = 1, width: float = 6.4, height: float = 3.8) -> tuple[Figure, list[Axes]]:
     fig, axes = plt.subplots(1, ncols, figsize=(width * ncols, height), squeeze=False)
     return fig, list(axes[0])
 
 
-def log2_size_axis(ax, sizes):
+def log2_size_axis(ax: Axes, sizes: Iterable[int]) -> None:
     ax.set_xscale("log", base=2)
     ticks = sorted(set(sizes))
     if len(ticks) > 12:

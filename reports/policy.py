@@ -17,6 +17,8 @@ per-kind and per-metric overrides, from a TOML file and the command line (the co
 import math
 import tomllib
 from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
 
 from . import identity as ids
 from .errors import InputError
@@ -32,31 +34,32 @@ class Policy:
     confidence: float = 0.99
     max_others_busy: float = 0.25
     max_load_per_cpu: float = 1.0
-    thresholds: dict = field(default_factory=dict)  # "kind" or "kind.metric" -> fraction
-    max_cvs: dict = field(default_factory=dict)
+    thresholds: dict[str, float] = field(default_factory=dict)  # "kind" or "kind.metric" -> fraction
+    max_cvs: dict[str, float] = field(default_factory=dict)
 
-    def threshold_for(self, kind, metric):
+    def threshold_for(self, kind: str, metric: str) -> float:
         return _lookup(self.thresholds, kind, metric, self.threshold)
 
-    def max_cv_for(self, kind, metric):
+    def max_cv_for(self, kind: str, metric: str) -> float:
         return _lookup(self.max_cvs, kind, metric, self.max_cv)
 
 
-def _lookup(table, kind, metric, default):
+def _lookup(table: dict[str, float], kind: str, metric: str, default: float) -> float:
     return table.get(f"{kind}.{metric}", table.get(kind, default))
 
 
-def _number(name, value, low, high=math.inf, integer=False):
+def _number(name: str, value: Any, low: float, high: float = math.inf, integer: bool = False) -> int | float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise InputError(f"{name}: {value!r} is not a finite number")
     if integer and value != int(value):
         raise InputError(f"{name}: {value!r} is not a whole number")
     if not low < value <= high:
-        raise InputError(f"{name}: {value!r} is out of range (must be above {low:g}" + (f" and at most {high:g})" if high < math.inf else ")"))
+        raise InputError(f"{name}: {value!r} is out of range (must be above {low:g}"
+                         + (f" and at most {high:g})" if high < math.inf else ")"))
     return int(value) if integer else float(value)
 
 
-def _check_key(name, key):
+def _check_key(name: str, key: str) -> None:
     """A per-kind key must name a compared kind, or kind.metric one of its metrics: a typo must not be ignored."""
     kind, _, metric = key.partition(".")
     if kind not in ids.METRICS:
@@ -66,7 +69,7 @@ def _check_key(name, key):
         raise InputError(f"{name}: '{key}': {kind} records have no metric '{metric}' ({', '.join(names)})")
 
 
-def _scalar(key, name, value):
+def _scalar(key: str, name: str, value: Any) -> int | float:
     if key == "min_samples":
         return _number(name, value, 1, integer=True)
     if key == "max_load_per_cpu":
@@ -79,7 +82,7 @@ def _scalar(key, name, value):
     return _number(name, value, 0, 100) / 100
 
 
-def from_toml(path, base=None):
+def from_toml(path: str | Path, base: Policy | None = None) -> Policy:
     """A policy from a TOML file (percentages), over `base`."""
     try:
         with open(path, "rb") as f:
@@ -91,9 +94,9 @@ def from_toml(path, base=None):
     return apply(base or Policy(), doc, str(path))
 
 
-def apply(policy, settings, where="settings"):
+def apply(policy: Policy, settings: dict[str, Any], where: str = "settings") -> Policy:
     """`settings` (scalars in percent, and the tables `thresholds` and `max_cvs`) over `policy`."""
-    changes = {}
+    changes: dict[str, Any] = {}
     for key, value in settings.items():
         name = f"{where}: {key}"
         if key in ("thresholds", "max_cvs"):
@@ -107,12 +110,12 @@ def apply(policy, settings, where="settings"):
         elif key in Policy.__dataclass_fields__:
             changes[key] = _scalar(key, name, value)
         else:
-            raise InputError(f"{name}: unknown setting (threshold, max_cv, min_samples, confidence, max_others_busy, max_load_per_cpu, "
-                             "[thresholds], [max_cvs])")
+            raise InputError(f"{name}: unknown setting (threshold, max_cv, min_samples, confidence, max_others_busy, "
+                             "max_load_per_cpu, [thresholds], [max_cvs])")
     return replace(policy, **changes)
 
 
-def parse_override(text, option):
+def parse_override(text: str, option: str) -> dict[str, float]:
     """'KIND[.METRIC]=PCT' from the command line, as a one-entry table."""
     key, sep, value = text.partition("=")
     if not sep:

@@ -1,29 +1,37 @@
 """The report's profile section, from a `train --trace DIR` directory (`report ... --trace DIR`): one
 step of every rank on one time axis (a Gantt picture), the breakdown per rank (compute, exposed
 communication, idle) with the overlap, and the stragglers (reports/analyze.py does the arithmetic)."""
+from pathlib import Path
+
 from .analyze import analyze_docs, load_trace_docs, spans_of
 from .critical_path import format_path
-from .plots import new_figure
+from .json_types import Block
+from .plots import PlotSink, new_figure
+from .sections import BuiltSection
 
 COLORS = {"compute": "C0", "wait": "C3", "phase": "0.75", "communication": "C1"}
 
 
-def build_profile(trace_dir, plots):
+def build_profile(trace_dir: str | Path, plots: PlotSink) -> BuiltSection:
     docs = load_trace_docs(trace_dir)  # read once: with kernel-level spans the files are large
     result = analyze_docs(docs)
     ranks = spans_of(docs)
-    blocks = [{"kind": "text", "text": f"Traces in {trace_dir}: {len(ranks)} rank(s). Times are since a barrier all ranks left together."}]
+    blocks: list[Block] = [{"kind": "text", "text": f"Traces in {trace_dir}: {len(ranks)} rank(s). "
+                                                    "Times are since a barrier all ranks left together."}]
     if not result["ranks"]:  # a collectives or kernels trace: where its time went
         for r in result["spans"]:
-            blocks.append({"kind": "table", "caption": f"Rank {r['rank']}: the longest of its {r['spans']} measurement span(s), {r['total_us'] / 1e3:.3f} ms in all",
-                           "columns": ["span", "ms", "share"], "rows": [[t["name"], f"{t['us'] / 1e3:.3f}", f"{100 * t['share']:.1f}%"] for t in r["top"]]})
+            blocks.append({"kind": "table",
+                           "caption": f"Rank {r['rank']}: the longest of its {r['spans']} measurement span(s), "
+                                      f"{r['total_us'] / 1e3:.3f} ms in all",
+                           "columns": ["span", "ms", "share"],
+                           "rows": [[t["name"], f"{t['us'] / 1e3:.3f}", f"{100 * t['share']:.1f}%"] for t in r["top"]]})
         return {"key": "profile", "title": "Profile", "blocks": blocks}
 
     # One step: the last one of rank 0, and the step of the same index on every other rank.
     steps0 = sorted((e for e in ranks[min(ranks)] if e.get("cat") == "step"), key=lambda e: e["ts"])
     index = len(steps0) - 1
     fig, (ax,) = new_figure(width=8.0, height=0.8 + 0.55 * len(ranks))
-    t0 = None
+    t0: float | None = None
     for row, rank in enumerate(sorted(ranks)):
         steps = sorted((e for e in ranks[rank] if e.get("cat") == "step"), key=lambda e: e["ts"])
         if index >= len(steps):
@@ -56,27 +64,32 @@ def build_profile(trace_dir, plots):
     ax.set_title("where each rank's step goes")
     ax.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.3), frameon=False)
     ax.invert_yaxis()
-    blocks.append(plots.save(fig, "profile_breakdown", "breakdown per rank", "compute, exposed communication and idle time per rank"))
+    blocks.append(plots.save(fig, "profile_breakdown", "breakdown per rank",
+                             "compute, exposed communication and idle time per rank"))
 
-    rows = [[r["rank"], f"{r['step_us'] / 1e3:.3f}", f"{r['compute_us'] / 1e3:.3f}", f"{r['exposed_us'] / 1e3:.3f}", f"{r['idle_us'] / 1e3:.3f}",
-             f"{r['communication_us'] / 1e3:.3f}", f"{100 * r['overlap']:.0f}%" if r["overlap"] is not None else "-", f"{100 * r['pipeline_bubble']:.1f}%"]
+    rows = [[r["rank"], f"{r['step_us'] / 1e3:.3f}", f"{r['compute_us'] / 1e3:.3f}", f"{r['exposed_us'] / 1e3:.3f}",
+             f"{r['idle_us'] / 1e3:.3f}", f"{r['communication_us'] / 1e3:.3f}",
+             f"{100 * r['overlap']:.0f}%" if r["overlap"] is not None else "-", f"{100 * r['pipeline_bubble']:.1f}%"]
             for r in result["ranks"]]
-    blocks.append({"kind": "table", "caption": "Per rank, median per step (ms): compute + exposed communication + idle = step; overlap = compute "
-                                               "during communication / communication; bubble = blocked on pipeline receives / step",
+    blocks.append({"kind": "table",
+                   "caption": "Per rank, median per step (ms): compute + exposed communication + idle = step; overlap = compute "
+                              "during communication / communication; bubble = blocked on pipeline receives / step",
                    "columns": ["rank", "step", "compute", "exposed", "idle", "communication", "overlap", "bubble"], "rows": rows})
-    rows = [[s["rank"], s["collectives"], f"{s['median_skew_us'] / 1e3:.3f}", f"{s['max_skew_us'] / 1e3:.3f}", "late" if s["late"] else ""]
-            for s in result["stragglers"]]
-    blocks.append({"kind": "table", "caption": "Arrival skew at the collectives (ms): how much later than the first member of its group each rank "
-                                               f"started them; late = median above {result['straggler_threshold_ms']:g} ms and 3x the others'",
+    rows = [[s["rank"], s["collectives"], f"{s['median_skew_us'] / 1e3:.3f}", f"{s['max_skew_us'] / 1e3:.3f}",
+             "late" if s["late"] else ""] for s in result["stragglers"]]
+    blocks.append({"kind": "table",
+                   "caption": "Arrival skew at the collectives (ms): how much later than the first member of its group each rank "
+                              f"started them; late = median above {result['straggler_threshold_ms']:g} ms and 3x the others'",
                    "columns": ["rank", "collectives", "median skew", "max skew", "straggler"], "rows": rows})
     cp = result.get("critical_path")
     if cp:
         blocks.append({"kind": "text", "text": format_path(cp).replace("# ", "", 1)})
-        blocks.append({"kind": "table", "caption": "The pipeline critical path, op by op: what held each op up (its stage's previous op, or the "
-                                                   "op it receives from) and the gap before it (ms)",
+        blocks.append({"kind": "table",
+                       "caption": "The pipeline critical path, op by op: what held each op up (its stage's previous op, or the "
+                                  "op it receives from) and the gap before it (ms)",
                        "columns": ["stage", "op", "start", "end", "gap before", "held by"],
-                       "rows": [[p["stage"], p["op"], f"{p['start_us'] / 1e3:.3f}", f"{p['end_us'] / 1e3:.3f}", f"{p['gap_before_us'] / 1e3:.3f}",
-                                 p["held_by"] or "-"] for p in cp["path"]]})
+                       "rows": [[p["stage"], p["op"], f"{p['start_us'] / 1e3:.3f}", f"{p['end_us'] / 1e3:.3f}",
+                                 f"{p['gap_before_us'] / 1e3:.3f}", p["held_by"] or "-"] for p in cp["path"]]})
     if result["late_ranks"]:
         blocks.insert(1, {"kind": "alert", "text": "stragglers: " + ", ".join(f"rank {r}" for r in result["late_ranks"])})
     return {"key": "profile", "title": "Profile", "blocks": blocks}

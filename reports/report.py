@@ -1,20 +1,22 @@
 """`report`: results in, one self-contained HTML page out (plots embedded), plus each plot as PNG and
 a summary.md. Every string taken from a result reaches the page through Jinja2's autoescaping."""
 import datetime
+from collections.abc import Sequence
 from pathlib import Path
 
 import jinja2
 
+from .load import Result
 from .plots import PlotSink
 from .profile import build_profile
-from .sections import all_sections
+from .sections import BuiltSection, all_sections
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
-def build_sections(results, outdir, trace_dir=None):
+def build_sections(results: list[Result], outdir: str | Path, trace_dir: str | None = None) -> list[BuiltSection]:
     plots = PlotSink(outdir)
-    built = []
+    built: list[BuiltSection] = []
     for section in all_sections():
         if section.applies(results):
             built.append({"key": section.key, "title": section.title, "blocks": section.build(results, plots)})
@@ -23,17 +25,18 @@ def build_sections(results, outdir, trace_dir=None):
     return built
 
 
-def _md_cell(v):
+def _md_cell(v: object) -> str:
     return str(v).replace("|", "\\|").replace("\n", " ")
 
 
-def summary_markdown(title, results, sections):
+def summary_markdown(title: str, results: Sequence[Result], sections: list[BuiltSection]) -> str:
     out = [f"# {title}", ""] + [f"- **{_md_cell(r.label)}**: `{r.path}`" for r in results] + [""]
     for s in sections:
         out += [f"## {s['title']}", ""]
         for b in s["blocks"]:
             if b["kind"] in ("text", "alert"):
-                out += [("**" if b["kind"] == "alert" else "") + _md_cell(b["text"]) + ("**" if b["kind"] == "alert" else ""), ""]
+                bold = "**" if b["kind"] == "alert" else ""
+                out += [bold + _md_cell(b["text"]) + bold, ""]
             elif b["kind"] == "table":
                 out += [f"**{_md_cell(b['caption'])}**", "", "| " + " | ".join(_md_cell(c) for c in b["columns"]) + " |",
                         "|" + "---|" * len(b["columns"])]
@@ -43,7 +46,8 @@ def summary_markdown(title, results, sections):
     return "\n".join(out)
 
 
-def write_report(results, outdir, title="trainscope report", trace_dir=None):
+def write_report(results: list[Result], outdir: str | Path, title: str = "trainscope report",
+                 trace_dir: str | None = None) -> Path:
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     sections = build_sections(results, outdir, trace_dir)

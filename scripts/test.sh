@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up, then runs every test: the C++ unit tests (ctest, GPU tests skip visibly without a GPU) and the
+# Sets up, then runs every check: the source formatting (clang-format) and the Python linters (flake8, mypy on
+# reports/) first, as they take seconds; the C++ unit tests (ctest, GPU tests skip visibly without a GPU); the
 # command-line integration tests and result-format tests (pytest, multi-rank ones under mpirun).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -8,6 +9,10 @@ source "$(dirname "$0")/lib.sh"
 ts_apt_install python3-pytest chromium fonts-dejavu-core
 ts_mpi_env
 cd "$TS_ROOT"
+
+echo "== format" >&2
+scripts/check-format.sh
+scripts/lint-python.sh
 
 echo "== ctest" >&2
 ctest --test-dir "$TS_BUILD" --output-on-failure -j2

@@ -65,12 +65,13 @@ def measurements(doc):
     return [r for r in doc["records"] if r["kind"] != "telemetry"]
 
 
-# The ops whose record counts the whole gathered buffer (DESIGN.md).
+# The ops whose record counts the whole gathered buffer (docs/architecture.md "Formulas").
 WHOLE_BUFFER = {"all_gather", "reduce_scatter", "alltoall", "gather", "scatter"}
 
 
 def bus_factor(op, n):
-    """DESIGN.md: 2(n-1)/n for all-reduce; (n-1)/n for the gathered ops; 1 for broadcast, reduce, send/recv."""
+    """docs/architecture.md "Formulas": 2(n-1)/n for all-reduce; (n-1)/n for the gathered ops; 1 for broadcast, reduce,
+    send/recv."""
     if op == "all_reduce":
         return 2 * (n - 1) / n
     if op in WHOLE_BUFFER:

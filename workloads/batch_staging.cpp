@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "kernels/cuda/device_resources.h"
 #include "workloads/device_cuda.h"
 
 namespace ts::wl {
@@ -20,34 +21,24 @@ std::size_t aligned(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; 
 // an aligned offset), the event that marks its upload done and the one that marks its last reader queued.
 struct Slot {
   std::size_t capacity = 0;
-  void* host = nullptr;
-  void* device = nullptr;
-  cudaEvent_t uploaded = nullptr;
-  cudaEvent_t released = nullptr;
+  cuda::PinnedHostBuffer host;
+  void* device = nullptr;  // from the device's allocator, given back by the pool
+  cuda::Event uploaded{cudaEventDisableTiming};
+  cuda::Event released{cudaEventDisableTiming};
 };
 }  // namespace
 
 struct BatchStager::Pool {
-  Pool(Device& d, int slots) : device(d), slots(static_cast<std::size_t>(slots)) {
-    CUDA_CHECK(cudaSetDevice(d.ordinal()));
-    CUDA_CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
-    for (Slot& s : this->slots) {
-      CUDA_CHECK(cudaEventCreateWithFlags(&s.uploaded, cudaEventDisableTiming));
-      CUDA_CHECK(cudaEventCreateWithFlags(&s.released, cudaEventDisableTiming));
-    }
-    for (std::size_t i = 0; i < this->slots.size(); ++i) free.push_back(i);
+  Pool(Device& d, int count) : device(d), select(d.ordinal()), slots(static_cast<std::size_t>(count)) {
+    for (std::size_t i = 0; i < slots.size(); ++i) free.push_back(i);
   }
   ~Pool() {  // the last staged batch is gone; nothing may fail here
     cudaSetDevice(device.ordinal());
-    cudaStreamSynchronize(side);
+    cudaStreamSynchronize(side.get());
     cudaStreamSynchronize(static_cast<cudaStream_t>(device.stream()));
-    for (Slot& s : slots) {
-      if (s.host) cudaFreeHost(s.host);
+    for (Slot& s : slots)
       if (s.device) device.release(s.device);
-      cudaEventDestroy(s.uploaded);
-      cudaEventDestroy(s.released);
-    }
-    cudaStreamDestroy(side);
+    slots.clear();  // pinned buffers and events, before the error state is cleared
     cudaGetLastError();
   }
 
@@ -62,7 +53,7 @@ struct BatchStager::Pool {
   // read its rows, so the next upload into it waits for this point of the stream.
   void give(std::size_t i) {
     cudaSetDevice(device.ordinal());
-    const cudaError_t rc = cudaEventRecord(slots[i].released, static_cast<cudaStream_t>(device.stream()));
+    const cudaError_t rc = cudaEventRecord(slots[i].released.get(), static_cast<cudaStream_t>(device.stream()));
     std::lock_guard lock(mutex);
     if (rc != cudaSuccess) {  // a deleter cannot throw: the slot is lost (staging goes on with fewer)
       cudaGetLastError();
@@ -72,8 +63,9 @@ struct BatchStager::Pool {
   }
 
   Device& device;
+  cuda::SelectDevice select;  // the stream and the slots' events on the device's GPU
+  cuda::Stream side;
   std::vector<Slot> slots;
-  cudaStream_t side = nullptr;
   std::mutex mutex;
   std::vector<std::size_t> free;
   std::atomic<int> staged{0}, unstaged{0};
@@ -120,31 +112,32 @@ void BatchStager::stage(data::Batch& b) {
   CUDA_CHECK(cudaSetDevice(d.ordinal()));  // the loader thread's current device
   const std::size_t inputBytes = b.hasTokens() ? bytesOf(b.tokens) : bytesOf(b.features);
   const std::size_t targetOffset = aligned(inputBytes), bytes = targetOffset + bytesOf(b.targets);
-  CUDA_CHECK(cudaEventSynchronize(s.uploaded));  // the slot's last upload has read its pinned buffer
-  if (bytes > s.capacity) {  // first use, or a larger batch: (re)allocated once, sized to fit
-    CUDA_CHECK(cudaStreamWaitEvent(pool_->side, s.released, 0));
-    CUDA_CHECK(cudaStreamSynchronize(pool_->side));
-    if (s.host) CUDA_CHECK(cudaFreeHost(s.host));
+  CUDA_CHECK(cudaEventSynchronize(s.uploaded.get()));  // the slot's last upload has read its pinned buffer
+  if (bytes > s.capacity) {                            // first use, or a larger batch: (re)allocated once, sized to fit
+    CUDA_CHECK(cudaStreamWaitEvent(pool_->side.get(), s.released.get(), 0));
+    CUDA_CHECK(cudaStreamSynchronize(pool_->side.get()));
+    s.host.reset();
     if (s.device) d.release(s.device);
-    s.host = s.device = nullptr;
+    s.device = nullptr;
     s.capacity = 0;
-    CUDA_CHECK(cudaHostAlloc(&s.host, bytes, cudaHostAllocDefault));
+    s.host = cuda::PinnedHostBuffer(bytes);
     s.device = d.allocate(bytes);  // never freed during the run (the arena's rule); counted in peak memory
     s.capacity = bytes;
     // allocate() zeroes the memory on the compute stream: the upload below waits for that (via `released`).
-    CUDA_CHECK(cudaEventRecord(s.released, static_cast<cudaStream_t>(d.stream())));
+    s.released.record(static_cast<cudaStream_t>(d.stream()));
   }
-  char* host = static_cast<char*>(s.host);
-  std::memcpy(host, b.hasTokens() ? static_cast<const void*>(b.tokens.data()) : static_cast<const void*>(b.features.data()), inputBytes);
+  char* host = static_cast<char*>(s.host.get());
+  std::memcpy(host, b.hasTokens() ? static_cast<const void*>(b.tokens.data()) : static_cast<const void*>(b.features.data()),
+              inputBytes);
   std::memcpy(host + targetOffset, b.targets.data(), bytesOf(b.targets));
-  CUDA_CHECK(cudaStreamWaitEvent(pool_->side, s.released, 0));  // queued readers of the slot's last batch
-  CUDA_CHECK(cudaMemcpyAsync(s.device, host, bytes, cudaMemcpyHostToDevice, pool_->side));
-  CUDA_CHECK(cudaEventRecord(s.uploaded, pool_->side));
+  CUDA_CHECK(cudaStreamWaitEvent(pool_->side.get(), s.released.get(), 0));  // queued readers of the slot's last batch
+  CUDA_CHECK(cudaMemcpyAsync(s.device, host, bytes, cudaMemcpyHostToDevice, pool_->side.get()));
+  s.uploaded.record(pool_->side.get());
   staged->inputs = static_cast<const char*>(s.device);
   staged->targets = reinterpret_cast<const std::int32_t*>(static_cast<const char*>(s.device) + targetOffset);
   staged->inputRowBytes = b.size() ? inputBytes / static_cast<std::size_t>(b.size()) : 0;
   staged->targetRowValues = b.size() ? b.targets.size() / static_cast<std::size_t>(b.size()) : 0;
-  staged->uploaded = s.uploaded;
+  staged->uploaded = s.uploaded.get();
   b.staged = std::move(staged);
   b.stagedRow = 0;
   ++pool_->staged;

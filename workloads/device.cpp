@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "kernels/cuda/device_count.h"
 #include "workloads/device_cuda.h"
 
 namespace ts::wl {
@@ -29,7 +30,7 @@ std::unique_ptr<Device> Device::open(const DeviceSpec& spec) {
   if (!spec.cuda()) return std::unique_ptr<Device>(new Device(-1));
   const int ordinal = spec.ordinal();
 #ifdef TRAINSCOPE_HAVE_CUDA
-  const int count = cudaDeviceCount();
+  const int count = cuda::usableDeviceCount();
   if (count == 0) throw UsageError(fmt::format("--device {}: no CUDA GPU is usable on this host", spec.name()));
   if (ordinal >= count)
     throw UsageError(fmt::format("--device {}: this host has {} GPU(s) (cuda:0 .. cuda:{})", spec.name(), count, count - 1));
@@ -126,7 +127,7 @@ void Device::setMatmulPrecision(Precision p) {
 
 void* Device::stream() const {
 #ifdef TRAINSCOPE_HAVE_CUDA
-  if (cuda()) return cuda_->stream;
+  if (cuda()) return cuda_->stream.get();
 #endif
   return nullptr;
 }

@@ -10,8 +10,9 @@
 #include <cuda_runtime_api.h>
 
 #include "kernels/cpu/ops.h"
-#include "kernels/cuda/blas.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_resources.h"
+#include "kernels/cuda/gemm.h"
 #ifdef TRAINSCOPE_HAVE_CUDNN
 #include "kernels/cuda/convolution.h"
 #endif
@@ -19,11 +20,8 @@
 
 namespace ts::wl {
 
-int cudaDeviceCount();  // 0 when no GPU is usable (no driver, none present)
-
 struct Device::CudaState {
-  explicit CudaState(int ordinal);
-  ~CudaState();
+  explicit CudaState(int ordinal);                       // makes the GPU current
   void* allocate(std::size_t bytes, std::size_t inUse);  // zeroed; Error naming the sizes when out of memory
   void release(void* p);
   void copy(void* dst, const void* src, std::size_t bytes, bool toHost);
@@ -31,15 +29,16 @@ struct Device::CudaState {
   void zero(void* p, std::size_t bytes);
   void synchronize();
 
+  // Made in this order (the GPU selected first), destroyed in reverse: the convolutions, the 16-bit
+  // buffers, cuBLASLt, then the stream they run on.
+  cuda::SelectDevice select;
   int ordinal;
   std::string deviceName;
-  cudaStream_t stream = nullptr;
+  cuda::Stream stream;
   std::unique_ptr<cuda::Blas> blas;
   Precision matmul = Precision::kFloat32;  // Device::setMatmulPrecision
   // 16-bit copies of GEMM inputs (bfloat16 / float16 matmuls), grown on demand.
-  void* halfA = nullptr;
-  void* halfB = nullptr;
-  std::size_t halfABytes = 0, halfBBytes = 0;
+  cuda::DeviceBuffer halfA, halfB;
   // A 16-bit copy of `elements` floats at `src` in one of the two scratch buffers.
   const void* sixteenBit(const float* src, std::size_t elements, bool second);
 #ifdef TRAINSCOPE_HAVE_CUDNN

@@ -12,8 +12,10 @@
 namespace ts::wl {
 
 void roundTo(Precision p, const Tensor& x) {
-  if (p == Precision::kBFloat16) ops::roundToBFloat16(*x.device, x.data, x.numel());
-  else if (p == Precision::kFloat16) ops::roundToHalf(*x.device, x.data, x.numel());
+  if (p == Precision::kBFloat16)
+    ops::roundToBFloat16(*x.device, x.data, x.numel());
+  else if (p == Precision::kFloat16)
+    ops::roundToHalf(*x.device, x.data, x.numel());
 }
 
 MasterWeights::MasterWeights(Precision p, const std::vector<Param*>& params, Arena& arena) : p_(p), params_(params) {
@@ -32,7 +34,8 @@ void MasterWeights::endStep() {
 }
 
 LossScaler::LossScaler(double initialScale, int growthInterval) : scale_(initialScale), growthInterval_(growthInterval) {
-  if (!(initialScale > 0) || !std::isfinite(initialScale)) throw UsageError(fmt::format("--loss-scale {}: must be a positive number", initialScale));
+  if (!(initialScale > 0) || !std::isfinite(initialScale))
+    throw UsageError(fmt::format("--loss-scale {}: must be a positive number", initialScale));
   if (growthInterval < 1) throw UsageError("--loss-scale-interval must be at least 1");
 }
 
@@ -55,14 +58,18 @@ bool LossScaler::unscaleAndCheck(const std::vector<Param*>& params, const std::f
   return true;
 }
 
-nlohmann::json LossScaler::state() const { return {{"scale", scale_}, {"growth_interval", growthInterval_}, {"good_steps", goodSteps_}, {"skipped_steps", skipped_}}; }
+nlohmann::json LossScaler::state() const {
+  return {{"scale", scale_}, {"growth_interval", growthInterval_}, {"good_steps", goodSteps_}, {"skipped_steps", skipped_}};
+}
 
 void LossScaler::restore(const nlohmann::json& s) {
-  if (!s.is_object() || !s.contains("scale") || !s["scale"].is_number() || !s.contains("good_steps") || !s["good_steps"].is_number_integer())
+  if (!s.is_object() || !s.contains("scale") || !s["scale"].is_number() || !s.contains("good_steps") ||
+      !s["good_steps"].is_number_integer())
     throw UsageError(fmt::format("--resume: the checkpoint's loss-scaler state is malformed ({})", s.dump()));
   scale_ = s["scale"].get<double>();
   goodSteps_ = s["good_steps"].get<int>();
-  if (s.contains("growth_interval") && s["growth_interval"].is_number_integer()) growthInterval_ = s["growth_interval"].get<int>();
+  if (s.contains("growth_interval") && s["growth_interval"].is_number_integer())
+    growthInterval_ = s["growth_interval"].get<int>();
   if (s.contains("skipped_steps") && s["skipped_steps"].is_number_integer()) skipped_ = s["skipped_steps"].get<std::int64_t>();
 }
 

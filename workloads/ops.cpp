@@ -16,16 +16,17 @@
 
 namespace ts::wl::ops {
 
-void gemm([[maybe_unused]] Device& d, bool ta, bool tb, int m, int n, int k, float alpha, const float* A, int lda, const float* B, int ldb, float beta, float* C,
-          int ldc) {
+void gemm([[maybe_unused]] Device& d, bool ta, bool tb, int m, int n, int k, float alpha, const float* A, int lda, const float* B,
+          int ldb, float beta, float* C, int ldc) {
 #ifdef TRAINSCOPE_HAVE_CUDA
   if (d.cuda()) return gemmStridedBatched(d, ta, tb, m, n, k, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1);
 #endif
   cpu::gemm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-void gemmStridedBatched([[maybe_unused]] Device& d, bool ta, bool tb, int m, int n, int k, float alpha, const float* A, int lda, std::int64_t sA, const float* B,
-                        int ldb, std::int64_t sB, float beta, float* C, int ldc, std::int64_t sC, int batch) {
+void gemmStridedBatched([[maybe_unused]] Device& d, bool ta, bool tb, int m, int n, int k, float alpha, const float* A, int lda,
+                        std::int64_t sA, const float* B, int ldb, std::int64_t sB, float beta, float* C, int ldc, std::int64_t sC,
+                        int batch) {
 #ifdef TRAINSCOPE_HAVE_CUDA
   if (d.cuda()) {
     cuda::GemmSpec g;
@@ -49,7 +50,8 @@ void gemmStridedBatched([[maybe_unused]] Device& d, bool ta, bool tb, int m, int
       // Tensor-core GEMMs: the inputs in the 16-bit format (their whole strided extent), float32 out.
       g.inputs = storageType(cs.matmul);
       const auto extent = [batch](std::int64_t stride, int rows, int ld, int cols) {
-        return static_cast<std::size_t>(stride) * static_cast<std::size_t>(batch - 1) + static_cast<std::size_t>(rows - 1) * ld + cols;
+        return static_cast<std::size_t>(stride) * static_cast<std::size_t>(batch - 1) + static_cast<std::size_t>(rows - 1) * ld +
+               cols;
       };
       const void* a16 = cs.sixteenBit(A, extent(sA, ta ? k : m, lda, ta ? m : k), false);
       const void* b16 = cs.sixteenBit(B, extent(sB, tb ? n : k, ldb, tb ? k : n), true);
@@ -61,60 +63,78 @@ void gemmStridedBatched([[maybe_unused]] Device& d, bool ta, bool tb, int m, int
   cpu::gemmStridedBatched(ta, tb, m, n, k, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC, batch);
 }
 
-void layernormForward([[maybe_unused]] Device& d, float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b, std::size_t N, std::size_t C) {
+void layernormForward([[maybe_unused]] Device& d, float* out, float* mean, float* rstd, const float* inp, const float* w,
+                      const float* b, std::size_t N, std::size_t C) {
 #ifdef TRAINSCOPE_HAVE_CUDA
   if (d.cuda()) return cuda::layernormForward(out, mean, rstd, inp, w, b, N, C, TS_STREAM(d));
 #endif
   cpu::layernormForward(out, mean, rstd, inp, w, b, N, C);
 }
-void layernormBackward([[maybe_unused]] Device& d, float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w, const float* mean,
-                       const float* rstd, std::size_t N, std::size_t C) {
+void layernormBackward([[maybe_unused]] Device& d, float* dinp, float* dw, float* db, const float* dout, const float* inp,
+                       const float* w, const float* mean, const float* rstd, std::size_t N, std::size_t C) {
   TS_OP(d, layernormBackward, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
 }
-void softmaxForward([[maybe_unused]] Device& d, float* out, const float* inp, std::size_t rows, std::size_t cols, std::size_t causalT) {
+void softmaxForward([[maybe_unused]] Device& d, float* out, const float* inp, std::size_t rows, std::size_t cols,
+                    std::size_t causalT) {
   TS_OP(d, softmaxForward, out, inp, rows, cols, causalT);
 }
-void softmaxBackward([[maybe_unused]] Device& d, float* dinp, const float* dout, const float* out, std::size_t rows, std::size_t cols) {
+void softmaxBackward([[maybe_unused]] Device& d, float* dinp, const float* dout, const float* out, std::size_t rows,
+                     std::size_t cols) {
   TS_OP(d, softmaxBackward, dinp, dout, out, rows, cols);
 }
 void geluForward([[maybe_unused]] Device& d, float* out, const float* inp, std::size_t n) { TS_OP(d, geluForward, out, inp, n); }
-void geluBackward([[maybe_unused]] Device& d, float* dinp, const float* inp, const float* dout, std::size_t n) { TS_OP(d, geluBackward, dinp, inp, dout, n); }
+void geluBackward([[maybe_unused]] Device& d, float* dinp, const float* inp, const float* dout, std::size_t n) {
+  TS_OP(d, geluBackward, dinp, inp, dout, n);
+}
 void reluForward([[maybe_unused]] Device& d, float* out, const float* inp, std::size_t n) { TS_OP(d, reluForward, out, inp, n); }
-void reluBackward([[maybe_unused]] Device& d, float* dinp, const float* inp, const float* dout, std::size_t n) { TS_OP(d, reluBackward, dinp, inp, dout, n); }
-void biasAdd([[maybe_unused]] Device& d, float* out, const float* inp, const float* bias, std::size_t N, std::size_t C) { TS_OP(d, biasAdd, out, inp, bias, N, C); }
-void biasBackward([[maybe_unused]] Device& d, float* dbias, const float* dout, std::size_t N, std::size_t C) { TS_OP(d, biasBackward, dbias, dout, N, C); }
-void residualAdd([[maybe_unused]] Device& d, float* out, const float* a, const float* b, std::size_t n) { TS_OP(d, residualAdd, out, a, b, n); }
+void reluBackward([[maybe_unused]] Device& d, float* dinp, const float* inp, const float* dout, std::size_t n) {
+  TS_OP(d, reluBackward, dinp, inp, dout, n);
+}
+void biasAdd([[maybe_unused]] Device& d, float* out, const float* inp, const float* bias, std::size_t N, std::size_t C) {
+  TS_OP(d, biasAdd, out, inp, bias, N, C);
+}
+void biasBackward([[maybe_unused]] Device& d, float* dbias, const float* dout, std::size_t N, std::size_t C) {
+  TS_OP(d, biasBackward, dbias, dout, N, C);
+}
+void residualAdd([[maybe_unused]] Device& d, float* out, const float* a, const float* b, std::size_t n) {
+  TS_OP(d, residualAdd, out, a, b, n);
+}
 void axpy([[maybe_unused]] Device& d, float* y, const float* x, float alpha, std::size_t n) { TS_OP(d, axpy, y, x, alpha, n); }
 void scale([[maybe_unused]] Device& d, float* x, float alpha, std::size_t n) { TS_OP(d, scale, x, alpha, n); }
 double sumOfSquares([[maybe_unused]] Device& d, const float* x, std::size_t n) { return TS_OP(d, sumOfSquares, x, n); }
-void batchnormForward([[maybe_unused]] Device& d, float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b, std::size_t N, std::size_t C,
-                      std::size_t HW, float* runningMean, float* runningVar) {
+void batchnormForward([[maybe_unused]] Device& d, float* out, float* mean, float* rstd, const float* inp, const float* w,
+                      const float* b, std::size_t N, std::size_t C, std::size_t HW, float* runningMean, float* runningVar) {
   TS_OP(d, batchnormForward, out, mean, rstd, inp, w, b, N, C, HW, 1e-5f, runningMean, runningVar, 0.1f);
 }
-void batchnormBackward([[maybe_unused]] Device& d, float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w, const float* mean,
-                       const float* rstd, std::size_t N, std::size_t C, std::size_t HW) {
+void batchnormBackward([[maybe_unused]] Device& d, float* dinp, float* dw, float* db, const float* dout, const float* inp,
+                       const float* w, const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW) {
   TS_OP(d, batchnormBackward, dinp, dw, db, dout, inp, w, mean, rstd, N, C, HW);
 }
-void globalAvgPoolForward([[maybe_unused]] Device& d, float* out, const float* inp, std::size_t N, std::size_t C, std::size_t HW) {
+void globalAvgPoolForward([[maybe_unused]] Device& d, float* out, const float* inp, std::size_t N, std::size_t C,
+                          std::size_t HW) {
   TS_OP(d, globalAvgPoolForward, out, inp, N, C, HW);
 }
-void globalAvgPoolBackward([[maybe_unused]] Device& d, float* dinp, const float* dout, std::size_t N, std::size_t C, std::size_t HW) {
+void globalAvgPoolBackward([[maybe_unused]] Device& d, float* dinp, const float* dout, std::size_t N, std::size_t C,
+                           std::size_t HW) {
   TS_OP(d, globalAvgPoolBackward, dinp, dout, N, C, HW);
 }
-void maxPool2dForward([[maybe_unused]] Device& d, float* out, int* argmax, const float* inp, int N, int C, int H, int W, int k, int stride, int pad) {
+void maxPool2dForward([[maybe_unused]] Device& d, float* out, int* argmax, const float* inp, int N, int C, int H, int W, int k,
+                      int stride, int pad) {
   TS_OP(d, maxPool2dForward, out, argmax, inp, N, C, H, W, k, stride, pad);
 }
 void maxPool2dBackward([[maybe_unused]] Device& d, float* dinp, const float* dout, const int* argmax, std::size_t outCount) {
   TS_OP(d, maxPool2dBackward, dinp, dout, argmax, outCount);
 }
-void embeddingForward([[maybe_unused]] Device& d, float* out, const int* tokens, const float* wte, const float* wpe, std::size_t B, std::size_t T, std::size_t C) {
+void embeddingForward([[maybe_unused]] Device& d, float* out, const int* tokens, const float* wte, const float* wpe,
+                      std::size_t B, std::size_t T, std::size_t C) {
   TS_OP(d, embeddingForward, out, tokens, wte, wpe, B, T, C);
 }
-void embeddingBackward([[maybe_unused]] Device& d, float* dwte, float* dwpe, const float* dout, const int* tokens, std::size_t B, std::size_t T, std::size_t C) {
+void embeddingBackward([[maybe_unused]] Device& d, float* dwte, float* dwpe, const float* dout, const int* tokens, std::size_t B,
+                       std::size_t T, std::size_t C) {
   TS_OP(d, embeddingBackward, dwte, dwpe, dout, tokens, B, T, C);
 }
-void crossEntropyForwardBackward([[maybe_unused]] Device& d, float* losses, float* dlogits, const float* logits, const int* targets, std::size_t N, std::size_t V,
-                                 float dloss) {
+void crossEntropyForwardBackward([[maybe_unused]] Device& d, float* losses, float* dlogits, const float* logits,
+                                 const int* targets, std::size_t N, std::size_t V, float dloss) {
   TS_OP(d, crossEntropyForwardBackward, losses, dlogits, logits, targets, N, V, dloss);
 }
 
@@ -133,7 +153,8 @@ cuda::Convolution& convolutionFor(Device& d, const cpu::Conv2dShape& s) { return
 namespace {
 // A convolution through cuDNN on a CUDA device (an error where cuDNN is not built in), else on the CPU.
 template <typename OnCuda, typename OnCpu>
-void convolution([[maybe_unused]] Device& d, [[maybe_unused]] const cpu::Conv2dShape& s, [[maybe_unused]] OnCuda&& onCuda, OnCpu&& onCpu) {
+void convolution([[maybe_unused]] Device& d, [[maybe_unused]] const cpu::Conv2dShape& s, [[maybe_unused]] OnCuda&& onCuda,
+                 OnCpu&& onCpu) {
 #ifdef TRAINSCOPE_HAVE_CUDA
   if (d.cuda()) {
 #ifdef TRAINSCOPE_HAVE_CUDNN
@@ -148,30 +169,39 @@ void convolution([[maybe_unused]] Device& d, [[maybe_unused]] const cpu::Conv2dS
 }  // namespace
 
 void conv2dForward(Device& d, float* y, const float* x, const float* w, const cpu::Conv2dShape& s) {
-  convolution(d, s, [&](auto& c, auto stream) { c.forward(y, x, w, nullptr, stream, 0.0f); }, [&] { cpu::conv2dForward(y, x, w, nullptr, s); });
+  convolution(
+      d, s, [&](auto& c, auto stream) { c.forward(y, x, w, nullptr, stream, 0.0f); },
+      [&] { cpu::conv2dForward(y, x, w, nullptr, s); });
 }
 void conv2dBackwardData(Device& d, float* dx, const float* dy, const float* w, const cpu::Conv2dShape& s) {
-  convolution(d, s, [&](auto& c, auto stream) { c.backwardData(dx, dy, w, stream, 1.0f); },  // accumulate, as the CPU does
-              [&] { cpu::conv2dBackwardData(dx, dy, w, s); });
+  convolution(
+      d, s, [&](auto& c, auto stream) { c.backwardData(dx, dy, w, stream, 1.0f); },  // accumulate, as the CPU does
+      [&] { cpu::conv2dBackwardData(dx, dy, w, s); });
 }
 void conv2dBackwardFilter(Device& d, float* dw, const float* dy, const float* x, const cpu::Conv2dShape& s) {
-  convolution(d, s, [&](auto& c, auto stream) { c.backwardFilter(dw, nullptr, dy, x, stream, 1.0f); }, [&] { cpu::conv2dBackwardFilter(dw, nullptr, dy, x, s); });
+  convolution(
+      d, s, [&](auto& c, auto stream) { c.backwardFilter(dw, nullptr, dy, x, stream, 1.0f); },
+      [&] { cpu::conv2dBackwardFilter(dw, nullptr, dy, x, s); });
 }
 
-void sgdMomentumUpdate([[maybe_unused]] Device& d, float* p, const float* g, float* mom, std::size_t n, float lr, float mu, float wd) {
+void sgdMomentumUpdate([[maybe_unused]] Device& d, float* p, const float* g, float* mom, std::size_t n, float lr, float mu,
+                       float wd) {
   TS_OP(d, sgdMomentumUpdate, p, g, mom, n, lr, mu, wd);
 }
-void adamUpdate([[maybe_unused]] Device& d, float* p, const float* g, float* m, float* v, std::size_t n, float lr, float b1, float b2, float eps, float wd, int t) {
+void adamUpdate([[maybe_unused]] Device& d, float* p, const float* g, float* m, float* v, std::size_t n, float lr, float b1,
+                float b2, float eps, float wd, int t) {
   TS_OP(d, adamUpdate, p, g, m, v, n, lr, b1, b2, eps, wd, t);
 }
-void adamwUpdate([[maybe_unused]] Device& d, float* p, const float* g, float* m, float* v, std::size_t n, float lr, float b1, float b2, float eps, float wd, int t) {
+void adamwUpdate([[maybe_unused]] Device& d, float* p, const float* g, float* m, float* v, std::size_t n, float lr, float b1,
+                 float b2, float eps, float wd, int t) {
   TS_OP(d, adamwUpdate, p, g, m, v, n, lr, b1, b2, eps, wd, t);
 }
-void rmspropUpdate([[maybe_unused]] Device& d, float* p, const float* g, float* sq, std::size_t n, float lr, float alpha, float eps, float wd) {
+void rmspropUpdate([[maybe_unused]] Device& d, float* p, const float* g, float* sq, std::size_t n, float lr, float alpha,
+                   float eps, float wd) {
   TS_OP(d, rmspropUpdate, p, g, sq, n, lr, alpha, eps, wd);
 }
-void lambUpdate([[maybe_unused]] Device& d, float* p, const float* g, float* m, float* v, float* u, std::size_t n, float lr, float b1, float b2, float eps, float wd,
-                int t) {
+void lambUpdate([[maybe_unused]] Device& d, float* p, const float* g, float* m, float* v, float* u, std::size_t n, float lr,
+                float b1, float b2, float eps, float wd, int t) {
   TS_OP(d, lambUpdate, p, g, m, v, u, n, lr, b1, b2, eps, wd, t);
 }
 void headsFromRows([[maybe_unused]] Device& d, float* heads, const float* rows, int B, int T, int NH, int D, int col0, int W) {

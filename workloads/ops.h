@@ -10,14 +10,15 @@
 
 namespace ts::wl::ops {
 
-void gemm(Device& d, bool transA, bool transB, int m, int n, int k, float alpha, const float* A, int lda, const float* B, int ldb, float beta,
-          float* C, int ldc);
-void gemmStridedBatched(Device& d, bool transA, bool transB, int m, int n, int k, float alpha, const float* A, int lda, std::int64_t strideA,
-                        const float* B, int ldb, std::int64_t strideB, float beta, float* C, int ldc, std::int64_t strideC, int batch);
-void layernormForward(Device& d, float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias, std::size_t N,
-                      std::size_t C);
-void layernormBackward(Device& d, float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const float* weight,
-                       const float* mean, const float* rstd, std::size_t N, std::size_t C);
+void gemm(Device& d, bool transA, bool transB, int m, int n, int k, float alpha, const float* A, int lda, const float* B, int ldb,
+          float beta, float* C, int ldc);
+void gemmStridedBatched(Device& d, bool transA, bool transB, int m, int n, int k, float alpha, const float* A, int lda,
+                        std::int64_t strideA, const float* B, int ldb, std::int64_t strideB, float beta, float* C, int ldc,
+                        std::int64_t strideC, int batch);
+void layernormForward(Device& d, float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
+                      std::size_t N, std::size_t C);
+void layernormBackward(Device& d, float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                       const float* weight, const float* mean, const float* rstd, std::size_t N, std::size_t C);
 void softmaxForward(Device& d, float* out, const float* inp, std::size_t rows, std::size_t cols, std::size_t causalT);
 void softmaxBackward(Device& d, float* dinp, const float* dout, const float* out, std::size_t rows, std::size_t cols);
 void geluForward(Device& d, float* out, const float* inp, std::size_t n);
@@ -30,29 +31,34 @@ void residualAdd(Device& d, float* out, const float* a, const float* b, std::siz
 void axpy(Device& d, float* y, const float* x, float alpha, std::size_t n);
 void scale(Device& d, float* x, float alpha, std::size_t n);
 double sumOfSquares(Device& d, const float* x, std::size_t n);  // synchronous
-void batchnormForward(Device& d, float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias, std::size_t N,
-                      std::size_t C, std::size_t HW, float* runningMean, float* runningVar);
-void batchnormBackward(Device& d, float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const float* weight,
-                       const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW);
+void batchnormForward(Device& d, float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
+                      std::size_t N, std::size_t C, std::size_t HW, float* runningMean, float* runningVar);
+void batchnormBackward(Device& d, float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                       const float* weight, const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW);
 void globalAvgPoolForward(Device& d, float* out, const float* inp, std::size_t N, std::size_t C, std::size_t HW);
 void globalAvgPoolBackward(Device& d, float* dinp, const float* dout, std::size_t N, std::size_t C, std::size_t HW);
-void maxPool2dForward(Device& d, float* out, int* argmax, const float* inp, int N, int C, int H, int W, int k, int stride, int pad);
+void maxPool2dForward(Device& d, float* out, int* argmax, const float* inp, int N, int C, int H, int W, int k, int stride,
+                      int pad);
 void maxPool2dBackward(Device& d, float* dinp, const float* dout, const int* argmax, std::size_t outCount);
-void embeddingForward(Device& d, float* out, const int* tokens, const float* wte, const float* wpe, std::size_t B, std::size_t T, std::size_t C);
-void embeddingBackward(Device& d, float* dwte, float* dwpe, const float* dout, const int* tokens, std::size_t B, std::size_t T, std::size_t C);
-void crossEntropyForwardBackward(Device& d, float* losses, float* dlogits, const float* logits, const int* targets, std::size_t N, std::size_t V,
-                                 float dloss);
+void embeddingForward(Device& d, float* out, const int* tokens, const float* wte, const float* wpe, std::size_t B, std::size_t T,
+                      std::size_t C);
+void embeddingBackward(Device& d, float* dwte, float* dwpe, const float* dout, const int* tokens, std::size_t B, std::size_t T,
+                       std::size_t C);
+void crossEntropyForwardBackward(Device& d, float* losses, float* dlogits, const float* logits, const int* targets, std::size_t N,
+                                 std::size_t V, float dloss);
 void conv2dForward(Device& d, float* y, const float* x, const float* w, const cpu::Conv2dShape& s);  // no bias: BatchNorm follows
 void conv2dBackwardData(Device& d, float* dx, const float* dy, const float* w, const cpu::Conv2dShape& s);
 void conv2dBackwardFilter(Device& d, float* dw, const float* dy, const float* x, const cpu::Conv2dShape& s);
-void sgdMomentumUpdate(Device& d, float* params, const float* grads, float* momentum, std::size_t n, float lr, float mu, float weightDecay);
-void adamUpdate(Device& d, float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1, float beta2, float eps,
-                float weightDecay, int t);
-void adamwUpdate(Device& d, float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1, float beta2, float eps,
-                 float weightDecay, int t);
-void rmspropUpdate(Device& d, float* params, const float* grads, float* sq, std::size_t n, float lr, float alpha, float eps, float weightDecay);
-void lambUpdate(Device& d, float* params, const float* grads, float* m, float* v, float* update, std::size_t n, float lr, float beta1, float beta2,
-                float eps, float weightDecay, int t);
+void sgdMomentumUpdate(Device& d, float* params, const float* grads, float* momentum, std::size_t n, float lr, float mu,
+                       float weightDecay);
+void adamUpdate(Device& d, float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1,
+                float beta2, float eps, float weightDecay, int t);
+void adamwUpdate(Device& d, float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1,
+                 float beta2, float eps, float weightDecay, int t);
+void rmspropUpdate(Device& d, float* params, const float* grads, float* sq, std::size_t n, float lr, float alpha, float eps,
+                   float weightDecay);
+void lambUpdate(Device& d, float* params, const float* grads, float* m, float* v, float* update, std::size_t n, float lr,
+                float beta1, float beta2, float eps, float weightDecay, int t);
 void headsFromRows(Device& d, float* heads, const float* rows, int B, int T, int NH, int D, int col0, int W);
 void rowsFromHeads(Device& d, float* rows, const float* heads, int B, int T, int NH, int D, int col0, int W);
 void roundToBFloat16(Device& d, float* x, std::size_t n);

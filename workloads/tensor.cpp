@@ -22,7 +22,8 @@ std::vector<float> Tensor::toHost() const {
 }
 
 void Tensor::fromHost(const std::vector<float>& values) const {
-  if (values.size() != numel()) throw Error(fmt::format("internal: {} values for a tensor of shape {}", values.size(), shapeText()));
+  if (values.size() != numel())
+    throw Error(fmt::format("internal: {} values for a tensor of shape {}", values.size(), shapeText()));
   device->upload(data, values.data(), values.size() * sizeof(float));
 }
 

@@ -29,7 +29,7 @@ class Arena {
   Arena(const Arena&) = delete;
   Arena& operator=(const Arena&) = delete;
   Tensor tensor(std::vector<std::int64_t> shape);  // zero-filled
-  int* ints(std::size_t n);                          // zero-filled
+  int* ints(std::size_t n);                        // zero-filled
   std::size_t bytes() const { return bytes_; }
   Device& device() const { return *device_; }
 

@@ -96,14 +96,14 @@ void validateTrainOptions(const TrainOptions& o) {
   modelConfigOf(o);
 }
 
-Trainer::Trainer(const TrainOptions& options, const ProcessGrid* grid, double commTimeoutS) : options_(options), grid_(grid) {
+Trainer::Trainer(const TrainOptions& options, const Mesh* mesh, double commTimeoutS) : options_(options), mesh_(mesh) {
   const TrainOptions& o = options_;
   validateTrainOptions(o);
-  if (!grid_) {
-    ownGrid_ = std::make_unique<ProcessGrid>(resolveLayout(o.layout, 1), nullptr);
-    grid_ = ownGrid_.get();
+  if (!mesh_) {
+    ownMesh_ = std::make_unique<Mesh>(resolveLayout(o.layout, 1), nullptr);
+    mesh_ = ownMesh_.get();
   }
-  options_.layout = grid_->layout();
+  options_.layout = mesh_->layout();
   const LayoutOptions& layout = options_.layout;
   if (o.batch % (o.microBatches * layout.dp))
     throw UsageError(fmt::format("--batch {} does not split into {} data-parallel rank(s) x {} micro-batch(es)", o.batch,
@@ -134,7 +134,7 @@ Trainer::Trainer(const TrainOptions& options, const ProcessGrid* grid, double co
   d.task = language ? data::Task::kLanguageModel : data::Task::kClassification;
   d.seed = o.seed;
   d.globalBatch = o.batch;
-  d.shard = {grid_->dpRank(), layout.dp};
+  d.shard = {mesh_->coordinate(GroupKind::kDp), layout.dp};
   d.syntheticSize = o.syntheticSize;
   if (o.model == ModelKind::kMlp) d.sampleShape = {784};
   if (o.model == ModelKind::kCnn) d.sampleShape = {3, 32, 32};
@@ -147,15 +147,16 @@ Trainer::Trainer(const TrainOptions& options, const ProcessGrid* grid, double co
     config.classes = info.classes;
   }
   validateModelConfig(config, info);
-  model_ = makeModel(config, microBatchSize(), *device_, TensorParallel{grid_->tpRank(), layout.tp});
-  if (grid_->tp()) tp_ = std::make_unique<TensorParallelGroup>(*grid_->tp(), commTimeoutS, groupLabel(*grid_, GroupKind::kTp));
+  model_ = makeModel(config, microBatchSize(), *device_, TensorParallel{mesh_->coordinate(GroupKind::kTp), layout.tp});
+  if (Communicator* tp = mesh_->group(GroupKind::kTp))
+    tp_ = std::make_unique<TensorParallelGroup>(*tp, commTimeoutS, groupLabel(*mesh_, GroupKind::kTp));
   if (layout.pp > 1) {
-    pipeline_ = std::make_unique<Pipeline>(*grid_, *model_, commTimeoutS);
+    pipeline_ = std::make_unique<Pipeline>(*mesh_, *model_, commTimeoutS);
     part_ = pipeline_->part();
   } else {
     part_ = wholeModel(*model_);
   }
-  sync_ = makeGradientSync(*grid_, part_, commTimeoutS);
+  sync_ = makeGradientSync(*mesh_, part_, commTimeoutS);
   optimizer_ = std::make_unique<Optimizer>(o.optimizer, sync_->updateParams(), model_->arena());
   if (o.precision == Precision::kBFloat16 || o.precision == Precision::kFloat16) {
     model_->setComputePrecision(o.precision);
@@ -314,7 +315,7 @@ StepResult Trainer::step() {
 
 std::string Trainer::saveCheckpoint() {
   // Data parallel by all-reduce: every rank holds the same state, and rank 0 writes it.
-  if (options_.checkpointDir.empty() || grid_->rank() != 0) return {};
+  if (options_.checkpointDir.empty() || mesh_->rank() != 0) return {};
   ckpt::TrainerState state;
   state.step = nextStep_;
   state.data = source_->identity();

@@ -21,7 +21,7 @@
 #include "workloads/optim/optimizer.h"
 #include "workloads/optim/schedule.h"
 #include "workloads/parallel/gradient_sync.h"
-#include "workloads/parallel/layout.h"
+#include "workloads/parallel/mesh.h"
 #include "workloads/parallel/pipeline.h"
 #include "workloads/parallel/tensor_parallel.h"
 
@@ -72,9 +72,9 @@ struct StepResult {
 class Trainer {
  public:
   // Builds data, model and optimizer, checking every option (UsageError, one line). With resume and a
-  // checkpoint in checkpointDir, continues from it. `grid` (null: one process) places this rank in the
+  // checkpoint in checkpointDir, continues from it. `mesh` (null: one process) places this rank in the
   // layout; commTimeoutS bounds every wait for the other ranks (0: none).
-  explicit Trainer(const TrainOptions& options, const ProcessGrid* grid = nullptr, double commTimeoutS = 0);
+  explicit Trainer(const TrainOptions& options, const Mesh* mesh = nullptr, double commTimeoutS = 0);
   ~Trainer();
   // Trains one optimizer step (the one after the last), saving a checkpoint when one is due.
   StepResult step();
@@ -90,8 +90,8 @@ class Trainer {
   const data::DataInfo& dataInfo() const { return source_->info(); }
   // Samples per micro-batch on this rank: the global batch over data-parallel ranks and micro-batches.
   std::int64_t microBatchSize() const { return options_.batch / (options_.microBatches * dataParallel()); }
-  int dataParallel() const { return grid_->layout().dp; }
-  const ProcessGrid& grid() const { return *grid_; }
+  int dataParallel() const { return mesh_->size(GroupKind::kDp); }
+  const Mesh& mesh() const { return *mesh_; }
   // Elements of the parameters whose update (optimizer state, reduced gradients) this rank owns.
   std::size_t ownedParameterElements() { return sync_->ownedParameterElements(); }
   // Makes every parameter's value current in the model (ZeRO-3 keeps only shards between layers): call on
@@ -110,8 +110,8 @@ class Trainer {
 
  private:
   TrainOptions options_;
-  std::unique_ptr<ProcessGrid> ownGrid_;  // when none was given: a grid of one
-  const ProcessGrid* grid_;
+  std::unique_ptr<Mesh> ownMesh_;  // when none was given: a mesh of one
+  const Mesh* mesh_;
   std::unique_ptr<Device> device_;  // before the model: its memory is the device's
   std::unique_ptr<data::DataSource> source_;
   std::unique_ptr<Model> model_;

@@ -8,6 +8,7 @@
 #include "bench/commands.h"
 #include "bench/run_flags.h"
 #include "comm/bootstrap.h"
+#include "comm/collectives/collective.h"
 
 namespace ts {
 namespace {
@@ -17,28 +18,33 @@ const OptionTable<CollectivesArgs>& collectivesOptions() {
     OptionTable<CollectivesArgs> t;
     const auto opts = TS_FIELD(opts);
     t.add("--backend", "mpi (host buffers), nccl (GPU buffers), or auto: nccl when a GPU is present", TS_FIELD(backend));
-    t.add("--bootstrap", "How processes meet: mpi, env (RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT), single, or auto", TS_FIELD(bootstrap))
+    t.add("--bootstrap", "How processes meet: mpi, env (RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT), single, or auto",
+          TS_FIELD(bootstrap))
         .commandLineOnly("a suite's steps run in the suite's processes, which met once when the suite started");
     t.add("--gpus-per-process", "NCCL: GPUs driven by each process (0 = all visible)", TS_FIELD(opts.gpusPerProcess));
-    t.add("--ops", "all, or a comma list of all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, gather, scatter, sendrecv",
-          TS_FIELD(ops), TextForm::kList);
+    t.add("--ops", "all, or a comma list of " + collectiveNameList(), TS_FIELD(ops), TextForm::kList);
     t.add("-b,--min-bytes", "Smallest size (K/M/G binary suffixes)", TS_FIELD(minBytes), TextForm::kSize);
     t.add("-e,--max-bytes", "Largest size", TS_FIELD(maxBytes), TextForm::kSize);
     t.add("-f,--step-factor", "Multiply the size by this between steps", TS_FIELD(opts.stepFactor));
-    t.add("-i,--step-bytes", "Add this many bytes between steps instead (0 = use the factor)", TS_FIELD(stepBytes), TextForm::kSize);
-    t.add("-d,--dtype", "float32, float64, float16, bfloat16, int32, int8, uint8; a comma list, or all", TS_FIELD(dtype), TextForm::kList);
+    t.add("-i,--step-bytes", "Add this many bytes between steps instead (0 = use the factor)", TS_FIELD(stepBytes),
+          TextForm::kSize);
+    t.add("-d,--dtype", "float32, float64, float16, bfloat16, int32, int8, uint8; a comma list, or all", TS_FIELD(dtype),
+          TextForm::kList);
     t.add("-o,--redop", "sum, prod, min, max, avg; a comma list, or all", TS_FIELD(redop), TextForm::kList);
     t.add("-r,--root", "Root rank of broadcast, reduce, gather, scatter", TS_FIELD(opts.root));
     addWarmupFlag(t, opts, "Untimed iterations before timing each size");
     addItersFlag(t, opts);
     addTrialsFlag(t, opts);
     t.add("--placement", "both, out (out-of-place only) or in (in-place only)", TS_FIELD(placement));
-    t.add("-G,--graph", "NCCL: capture this many operations in a CUDA graph and time its replays (0 = off)", TS_FIELD(opts.graph));
+    t.add("-G,--graph", "NCCL: capture this many operations in a CUDA graph and time its replays (0 = off)",
+          TS_FIELD(opts.graph));
     t.add("--check,!--no-check", "Check every result against its expected value (untimed)", TS_FIELD(opts.check));
     addTimeoutFlag(t, opts);
     addOutputFlags(t, opts);
-    addTraceFlag(t, opts, "Write every rank's spans (each measurement, its check, warm-up and trials) as Chrome trace JSON into DIR");
-    const std::string variant = "each variant is a run of its own, started by the launcher; a suite step is one run of the suite's processes";
+    addTraceFlag(t, opts,
+                 "Write every rank's spans (each measurement, its check, warm-up and trials) as Chrome trace JSON into DIR");
+    const std::string variant =
+        "each variant is a run of its own, started by the launcher; a suite step is one run of the suite's processes";
     t.add("--transports", "Run once per transport and merge: nccl: nvlink,pcie,ib,socket,mpi; mpi: shm,tcp", TS_FIELD(transports))
         .commandLineOnly(variant);
     t.add("--algos", "NCCL: run once per algorithm (ring,tree,nvls,...) and merge", TS_FIELD(algos)).commandLineOnly(variant);
@@ -66,23 +72,25 @@ int runFromCommandLine(const CollectivesArgs& args, const std::vector<std::strin
   return runVariants(req, argv);
 }
 
-SuiteStep readStep(StepReader& r) {
-  CollectivesArgs a;
-  collectivesOptions().readFromSuite(r, a);
+// In a suite, `auto` is decided when the file is read: an MPI step needs the MPI bootstrap from the start.
+CollectivesOptions resolveForSuite(const CollectivesArgs& a) {
   CollectivesOptions o = resolveCollectivesArgs(a);
   o.backend = resolveBackend(o.backend);
-  SuiteStep s;
-  s.wantsMpi = o.backend == BackendKind::kMpi;
-  s.config = toJson(o);
-  s.run = [o](RunContext& ctx) { return runCollectivesStep(o, ctx); };
-  return s;
+  return o;
+}
+
+SuiteStep readStep(StepReader& r) {
+  return tableStep(r, collectivesOptions(), resolveForSuite, runCollectivesStep,
+                   [](const CollectivesOptions& o) { return o.backend == BackendKind::kMpi; });
 }
 
 }  // namespace
 
 Subcommand collectivesSubcommand() {
   return {"collectives", "Sweep collectives over message sizes: time, algbw, busbw, checked results",
-          [](CLI::App& sub) { return addTable<CollectivesArgs>(sub, collectivesOptions(), std::make_shared<CollectivesArgs>(), runFromCommandLine); },
+          [](CLI::App& sub) {
+            return addTable<CollectivesArgs>(sub, collectivesOptions(), std::make_shared<CollectivesArgs>(), runFromCommandLine);
+          },
           readStep, collectivesOptions().describe()};
 }
 

@@ -24,34 +24,52 @@ std::vector<std::string> splitList(const std::string& s) {
 
 CollectivesOptions resolveCollectivesArgs(const CollectivesArgs& raw) {
   CollectivesOptions o = raw.opts;
-  if (raw.backend == "auto") o.backend = BackendKind::kAuto;
-  else if (raw.backend == "mpi") o.backend = BackendKind::kMpi;
-  else if (raw.backend == "nccl") o.backend = BackendKind::kNccl;
-  else throw UsageError(fmt::format("--backend: unknown backend '{}' (auto, mpi, nccl)", raw.backend));
-  if (raw.bootstrap == "auto") o.bootstrap = BootstrapKind::kAuto;
-  else if (raw.bootstrap == "mpi") o.bootstrap = BootstrapKind::kMpi;
-  else if (raw.bootstrap == "env") o.bootstrap = BootstrapKind::kEnv;
-  else if (raw.bootstrap == "single") o.bootstrap = BootstrapKind::kSingle;
-  else throw UsageError(fmt::format("--bootstrap: unknown bootstrap '{}' (auto, mpi, env, single)", raw.bootstrap));
+  if (raw.backend == "auto")
+    o.backend = BackendKind::kAuto;
+  else if (raw.backend == "mpi")
+    o.backend = BackendKind::kMpi;
+  else if (raw.backend == "nccl")
+    o.backend = BackendKind::kNccl;
+  else
+    throw UsageError(fmt::format("--backend: unknown backend '{}' (auto, mpi, nccl)", raw.backend));
+  if (raw.bootstrap == "auto")
+    o.bootstrap = BootstrapKind::kAuto;
+  else if (raw.bootstrap == "mpi")
+    o.bootstrap = BootstrapKind::kMpi;
+  else if (raw.bootstrap == "env")
+    o.bootstrap = BootstrapKind::kEnv;
+  else if (raw.bootstrap == "single")
+    o.bootstrap = BootstrapKind::kSingle;
+  else
+    throw UsageError(fmt::format("--bootstrap: unknown bootstrap '{}' (auto, mpi, env, single)", raw.bootstrap));
   o.ops.clear();
-  if (raw.ops == "all") o.ops = allCollectives();
+  if (raw.ops == "all")
+    o.ops = allCollectives();
   else
     for (const auto& name : splitList(raw.ops)) o.ops.push_back(&findCollective(name));
   o.dtypes.clear();
-  if (raw.dtype == "all") o.dtypes = allDTypes();
+  if (raw.dtype == "all")
+    o.dtypes = allDTypes();
   else
     for (const auto& name : splitList(raw.dtype)) o.dtypes.push_back(parseDType(name));
   o.redops.clear();
-  if (raw.redop == "all") o.redops = allRedOps();
+  if (raw.redop == "all")
+    o.redops = allRedOps();
   else
     for (const auto& name : splitList(raw.redop)) o.redops.push_back(parseRedOp(name));
   o.minBytes = parseBytes(raw.minBytes, "-b/--min-bytes");
   o.maxBytes = parseBytes(raw.maxBytes, "-e/--max-bytes");
   o.stepBytes = parseBytes(raw.stepBytes, "-i/--step-bytes");
-  if (raw.placement == "both") o.outOfPlace = o.inPlace = true;
-  else if (raw.placement == "out") { o.outOfPlace = true; o.inPlace = false; }
-  else if (raw.placement == "in") { o.outOfPlace = false; o.inPlace = true; }
-  else throw UsageError(fmt::format("--placement: '{}' is not both, out or in", raw.placement));
+  if (raw.placement == "both")
+    o.outOfPlace = o.inPlace = true;
+  else if (raw.placement == "out") {
+    o.outOfPlace = true;
+    o.inPlace = false;
+  } else if (raw.placement == "in") {
+    o.outOfPlace = false;
+    o.inPlace = true;
+  } else
+    throw UsageError(fmt::format("--placement: '{}' is not both, out or in", raw.placement));
   validate(o);
   return o;
 }
@@ -88,13 +106,15 @@ std::vector<std::uint64_t> sweepSizes(const CollectivesOptions& o, std::size_t e
   for (std::optional<std::uint64_t> s = wholeElements(o.minBytes, eltSize); s && *s <= o.maxBytes; s = nextSize(o, *s, eltSize)) {
     sizes.push_back(*s);
     if (sizes.size() > kMaxSizes)
-      throw UsageError(fmt::format("the sweep from -b {} to -e {} has more than {} sizes; raise -f/--step-factor or -i/--step-bytes",
-                                   o.minBytes, o.maxBytes, kMaxSizes));
+      throw UsageError(
+          fmt::format("the sweep from -b {} to -e {} has more than {} sizes; raise -f/--step-factor or -i/--step-bytes",
+                      o.minBytes, o.maxBytes, kMaxSizes));
   }
   return sizes;
 }
 
-std::vector<CollectiveLayout> sweepLayouts(const Collective& c, const std::vector<std::uint64_t>& sizes, std::size_t eltSize, int nranks) {
+std::vector<CollectiveLayout> sweepLayouts(const Collective& c, const std::vector<std::uint64_t>& sizes, std::size_t eltSize,
+                                           int nranks) {
   std::vector<CollectiveLayout> out;
   for (std::uint64_t bytes : sizes) {
     const CollectiveLayout lay = c.layout(bytes, eltSize, nranks);
@@ -110,8 +130,10 @@ void validate(const CollectivesOptions& o) {
   if (o.ops.empty()) throw UsageError("--ops: no collective given");
   if (o.minBytes == 0) throw UsageError("-b/--min-bytes must be at least 1 byte");
   if (o.minBytes > o.maxBytes)
-    throw UsageError(fmt::format("-b/--min-bytes ({}) is larger than -e/--max-bytes ({})", formatBytes(o.minBytes), formatBytes(o.maxBytes)));
-  if (!o.stepBytes && !(o.stepFactor > 1.0)) throw UsageError(fmt::format("-f/--step-factor must be greater than 1 (got {})", o.stepFactor));
+    throw UsageError(
+        fmt::format("-b/--min-bytes ({}) is larger than -e/--max-bytes ({})", formatBytes(o.minBytes), formatBytes(o.maxBytes)));
+  if (!o.stepBytes && !(o.stepFactor > 1.0))
+    throw UsageError(fmt::format("-f/--step-factor must be greater than 1 (got {})", o.stepFactor));
   if (o.iters < 1) throw UsageError("-n/--iters must be at least 1");
   if (o.trials < 1) throw UsageError("--trials must be at least 1");
   if (o.warmup < 0) throw UsageError("-w/--warmup cannot be negative");

@@ -62,7 +62,8 @@ std::vector<std::uint64_t> sweepSizes(const CollectivesOptions& o, std::size_t e
 // What one op runs of those sizes on nranks: each as the op divides it (whole elements per rank for the
 // gathered ops), without the sizes too small for it or that round down to the one before, so the
 // records' bytes strictly increase.
-std::vector<CollectiveLayout> sweepLayouts(const Collective& c, const std::vector<std::uint64_t>& sizes, std::size_t eltSize, int nranks);
+std::vector<CollectiveLayout> sweepLayouts(const Collective& c, const std::vector<std::uint64_t>& sizes, std::size_t eltSize,
+                                           int nranks);
 // Checks everything that does not need the world (sizes, counts, flags); UsageError naming the option.
 void validate(const CollectivesOptions& o);
 nlohmann::json toJson(const CollectivesOptions& o);

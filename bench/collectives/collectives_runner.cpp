@@ -11,10 +11,11 @@
 
 #include "base/error.h"
 #include "base/units.h"
-#include "bench/session/activity.h"
-#include "bench/session/agreement.h"
+#include "bench/collectives/collective_record.h"
 #include "bench/collectives/collectives_options.h"
 #include "bench/collectives/collectives_table.h"
+#include "bench/session/activity.h"
+#include "bench/session/agreement.h"
 #include "bench/session/fault_injection.h"
 #include "bench/session/inventory.h"
 #include "bench/session/progress.h"
@@ -22,9 +23,9 @@
 #include "bench/session/run_metadata.h"
 #include "bench/session/run_session.h"
 #include "bench/session/stats.h"
+#include "bench/session/trace_files.h"
 #include "bench/session/watchdog.h"
 #include "comm/collectives/check.h"
-#include "bench/session/trace_files.h"
 #include "kernels/trace.h"
 
 namespace ts {
@@ -65,8 +66,9 @@ class CollectivesRun {
     const std::uint64_t perProcess = bytes * (comm_.backend() == "mpi" ? 3 : 1);
     const std::uint64_t avail = availableHostMemory();
     if (avail && perProcess * here > avail)
-      throw UsageError(fmt::format("-e/--max-bytes {} needs {} of host memory per process ({} processes on {}), but {} is available",
-                                   formatBytes(o_.maxBytes), formatBytes(perProcess), here, hostName(), formatBytes(avail)));
+      throw UsageError(
+          fmt::format("-e/--max-bytes {} needs {} of host memory per process ({} processes on {}), but {} is available",
+                      formatBytes(o_.maxBytes), formatBytes(perProcess), here, hostName(), formatBytes(avail)));
     ErrorContext ctx(fmt::format("allocating buffers for -e/--max-bytes {}", formatBytes(o_.maxBytes)));
     for (int l = 0; l < comm_.localCount(); ++l) {
       a_.emplace_back(comm_, l, bytes);
@@ -78,12 +80,6 @@ class CollectivesRun {
   // Runs the sweep, adding each record to `writer` (process 0 only); returns the number of wrong elements.
   std::size_t run(ResultWriter* writer, const std::string& step) {
     const bool leader = boot_.rank() == 0;
-    auto layoutsOf = [&](const Collective& c, DType t) {
-      return sweepLayouts(c, sweepSizes(o_, dtypeSize(t)), dtypeSize(t), comm_.worldSize());
-    };
-    // Progress weighs each size by the bytes it moves plus a fixed cost, so the estimate holds for sweeps
-    // whose time is all in the largest sizes.
-    auto weight = [&](std::uint64_t bytes) { return static_cast<double>(bytes) + 65536.0; };
     double total = 0;
     for (auto* c : o_.ops)
       for (DType t : o_.dtypes)
@@ -98,46 +94,10 @@ class CollectivesRun {
     }
     std::size_t wrongTotal = 0;
     std::vector<std::string> failures;
-    for (const Collective* c : o_.ops) {
-      for (DType t : o_.dtypes) {
-        const std::vector<CollectiveLayout> layouts = layoutsOf(*c, t);
-        const std::vector<RedOp> redops = c->reduces() ? o_.redops : std::vector<RedOp>{RedOp::kSum};
-        for (RedOp r : redops) {
-          const CollectiveArgs args{t, r, o_.root, comm_.worldSize()};
-          if (leader) std::printf("%s", collectivesTableHeader(std::string(c->name()), std::string(dtypeName(t)), c->reduces() ? std::string(redOpName(r)) : "").c_str());
-          double busbwSum = 0;
-          int busbwN = 0;
-          std::size_t sectionWrong = 0;
-          for (const CollectiveLayout& lay : layouts) {
-            progress.step(fmt::format("{} {} {}", c->name(), dtypeName(t), formatBytes(lay.bytes)), weight(lay.bytes));
-            std::optional<nlohmann::json> recs[2];
-            for (int p = 0; p < 2; ++p) {
-              const bool inPlace = p == 1;
-              if ((inPlace && !o_.inPlace) || (!inPlace && !o_.outOfPlace)) continue;
-              if (inPlace && !comm_.supportsInPlace(c->kind())) continue;
-              recs[p] = measure(*c, args, lay, inPlace);
-              const auto& rec = *recs[p];
-              const auto wrong = static_cast<std::size_t>(rec["check"]["wrong"].get<long long>());
-              if (wrong) failures.push_back(fmt::format("{} {} {}{} {}: {} wrong element(s)", c->name(), dtypeName(t),
-                                                        c->reduces() ? std::string(redOpName(r)) + " " : "", formatBytes(lay.bytes),
-                                                        inPlace ? "in-place" : "out-of-place", wrong));
-              sectionWrong += wrong;
-              busbwSum += rec["busbw_gbps"].get<double>();
-              ++busbwN;
-              if (!step.empty()) recs[p]->emplace("step", step);
-              if (leader && writer) writer->add(*recs[p]);
-            }
-            if (leader && (recs[0] || recs[1])) {
-              progress.done();
-              std::printf("%s", collectivesTableRow(recs[0], recs[1]).c_str());
-              std::fflush(stdout);
-            }
-          }
-          if (leader) std::printf("%s", collectivesTableFooter(busbwN ? busbwSum / busbwN : 0, sectionWrong).c_str());
-          wrongTotal += sectionWrong;
-        }
-      }
-    }
+    for (const Collective* c : o_.ops)
+      for (DType t : o_.dtypes)
+        for (RedOp r : c->reduces() ? o_.redops : std::vector<RedOp>{RedOp::kSum})
+          wrongTotal += runSection(*c, CollectiveArgs{t, r, o_.root, comm_.worldSize()}, progress, writer, step, failures);
     progress.done();
     activity::set("");
     if (leader)
@@ -146,6 +106,57 @@ class CollectivesRun {
   }
 
  private:
+  std::vector<CollectiveLayout> layoutsOf(const Collective& c, DType t) const {
+    return sweepLayouts(c, sweepSizes(o_, dtypeSize(t)), dtypeSize(t), comm_.worldSize());
+  }
+
+  // Progress weighs each size by the bytes it moves plus a fixed cost, so the estimate holds for sweeps
+  // whose time is all in the largest sizes.
+  static double weight(std::uint64_t bytes) { return static_cast<double>(bytes) + 65536.0; }
+
+  bool runsPlacement(const Collective& c, bool inPlace) const {
+    if (inPlace) return o_.inPlace && comm_.supportsInPlace(c.kind());
+    return o_.outOfPlace;
+  }
+
+  // One section of the table (an op, dtype and reduction over every size); returns its wrong elements and
+  // adds a line per failed check to `failures`.
+  std::size_t runSection(const Collective& c, const CollectiveArgs& args, Progress& progress, ResultWriter* writer,
+                         const std::string& step, std::vector<std::string>& failures) {
+    const bool leader = boot_.rank() == 0;
+    const std::string redop = c.reduces() ? std::string(redOpName(args.redop)) : "";
+    if (leader)
+      std::printf("%s", collectivesTableHeader(std::string(c.name()), std::string(dtypeName(args.dtype)), redop).c_str());
+    double busbwSum = 0;
+    int busbwN = 0;
+    std::size_t sectionWrong = 0;
+    for (const CollectiveLayout& lay : layoutsOf(c, args.dtype)) {
+      progress.step(fmt::format("{} {} {}", c.name(), dtypeName(args.dtype), formatBytes(lay.bytes)), weight(lay.bytes));
+      std::optional<CollectiveRecord> recs[2];
+      for (int p = 0; p < 2; ++p) {
+        const bool inPlace = p == 1;
+        if (!runsPlacement(c, inPlace)) continue;
+        CollectiveRecord& rec = recs[p].emplace(measure(c, args, lay, inPlace));
+        rec.step = step;
+        if (rec.wrong)
+          failures.push_back(fmt::format("{} {} {}{} {}: {} wrong element(s)", c.name(), dtypeName(args.dtype),
+                                         redop.empty() ? "" : redop + " ", formatBytes(lay.bytes),
+                                         inPlace ? "in-place" : "out-of-place", rec.wrong));
+        sectionWrong += static_cast<std::size_t>(rec.wrong);
+        busbwSum += rec.busbwGbps;
+        ++busbwN;
+        if (leader && writer) writer->add(toJson(rec));
+      }
+      if (leader && (recs[0] || recs[1])) {
+        progress.done();
+        std::printf("%s", collectivesTableRow(recs[0], recs[1]).c_str());
+        std::fflush(stdout);
+      }
+    }
+    if (leader) std::printf("%s", collectivesTableFooter(busbwN ? busbwSum / busbwN : 0, sectionWrong).c_str());
+    return sectionWrong;
+  }
+
   Placement placement(int l, const Collective& c, const CollectiveLayout& lay, DType t, bool inPlace) const {
     char* A = static_cast<char*>(a_[l].get());
     char* B = static_cast<char*>(b_[l].get());
@@ -160,7 +171,7 @@ class CollectivesRun {
 
   std::string describe(const Collective& c, const CollectiveArgs& a, const CollectiveLayout& lay, bool inPlace) const {
     return fmt::format("{} {} ({} x {}{}{}, {})", c.name(), formatBytes(lay.bytes), lay.count, dtypeName(a.dtype),
-                       c.reduces() ? std::string(" ") + std::string(redOpName(a.redop)) : "",
+                       c.reduces() ? fmt::format(" {}", redOpName(a.redop)) : "",
                        c.rooted() ? fmt::format(", root {}", a.root) : "", inPlace ? "in-place" : "out-of-place");
   }
 
@@ -197,7 +208,59 @@ class CollectivesRun {
     return wrong;
   }
 
-  nlohmann::json measure(const Collective& c, const CollectiveArgs& a, const CollectiveLayout& lay, bool inPlace) {
+  // The timed samples of this process: one per iteration, and the host's time per op of each batch.
+  struct Timings {
+    std::vector<double> us, hostUs;
+  };
+
+  Timings timeIterations(const std::function<void()>& launch, const std::function<void()>& timedLaunch) {
+    Timings out;
+    WatchdogScope guard(*watchdog_);
+    if (o_.warmup > 0) {
+      trace::Span warm("warm-up", "communication");
+      comm_.timeBatch(o_.warmup, o_.graph, launch);
+    }
+    for (int t = 0; t < o_.trials; ++t) {
+      trace::Span trial("trial", "communication", t);
+      const TimedBatch b = comm_.timeBatch(o_.iters, o_.graph, timedLaunch);
+      out.us.insert(out.us.end(), b.opUs.begin(), b.opUs.end());
+      out.hostUs.push_back(b.hostUsPerOp);
+    }
+    return out;
+  }
+
+  // The slowest process per iteration sets the time; each process's median shows the spread.
+  struct OverProcesses {
+    Timings slowest;
+    RankSpread spread;
+  };
+
+  OverProcesses slowestOverProcesses(const Timings& mine) {
+    const std::size_t n = mine.us.size(), nh = mine.hostUs.size();
+    const auto all = boot_.allGatherDoubles(mine.us);
+    const auto allHost = boot_.allGatherDoubles(mine.hostUs);
+    OverProcesses out;
+    out.slowest.us.assign(n, 0.0);
+    out.slowest.hostUs.assign(nh, 0.0);
+    for (int p = 0; p < boot_.size(); ++p) {
+      const std::vector<double> theirs(all.begin() + p * n, all.begin() + (p + 1) * n);
+      for (std::size_t i = 0; i < n; ++i) out.slowest.us[i] = std::max(out.slowest.us[i], theirs[i]);
+      for (std::size_t i = 0; i < nh; ++i) out.slowest.hostUs[i] = std::max(out.slowest.hostUs[i], allHost[p * nh + i]);
+      const double med = summarize(theirs).median;
+      RankSpread& s = out.spread;
+      if (p == 0 || med < s.fastestMedianUs) {
+        s.fastestMedianUs = med;
+        s.fastest = p;
+      }
+      if (p == 0 || med > s.slowestMedianUs) {
+        s.slowestMedianUs = med;
+        s.slowest = p;
+      }
+    }
+    return out;
+  }
+
+  CollectiveRecord measure(const Collective& c, const CollectiveArgs& a, const CollectiveLayout& lay, bool inPlace) {
     const std::string what = describe(c, a, lay, inPlace);
     activity::set(what);
     ErrorContext ctx(what);
@@ -214,77 +277,45 @@ class CollectivesRun {
     // Planted faults (tests only) go through a separate launcher, so the normal one carries no extra branch.
     bool faultHere = false;
     for (int l = 0; l < comm_.localCount(); ++l)
-      faultHere = faultHere || (fault_ && fault_->inOperation() && fault_->matches(comm_.rank(l), std::string(c.name()), lay.bytes));
-    const std::function<void()> timedLaunch = faultHere ? std::function<void()>([&] { injectInOperation(*fault_); launch(); })
+      faultHere =
+          faultHere || (fault_ && fault_->inOperation() && fault_->matches(comm_.rank(l), std::string(c.name()), lay.bytes));
+    const std::function<void()> timedLaunch = faultHere ? std::function<void()>([&] {
+      injectInOperation(*fault_);
+      launch();
+    })
                                                         : std::function<void()>(launch);
 
-    long long wrong = 0;
+    CollectiveRecord r;
     if (o_.check) {
       trace::Span checking("check", "communication");
       WatchdogScope guard(*watchdog_);
-      wrong = boot_.sum(static_cast<long long>(checkOnce(c, a, lay, inPlace, fault_, launch)));
+      r.wrong = boot_.sum(static_cast<long long>(checkOnce(c, a, lay, inPlace, fault_, launch)));
     }
-    std::vector<double> samples, hostSamples;
-    {
-      WatchdogScope guard(*watchdog_);
-      if (o_.warmup > 0) {
-        trace::Span warm("warm-up", "communication");
-        comm_.timeBatch(o_.warmup, o_.graph, launch);
-      }
-      for (int t = 0; t < o_.trials; ++t) {
-        trace::Span trial("trial", "communication", t);
-        const TimedBatch b = comm_.timeBatch(o_.iters, o_.graph, timedLaunch);
-        samples.insert(samples.end(), b.opUs.begin(), b.opUs.end());
-        hostSamples.push_back(b.hostUsPerOp);
-      }
-    }
-    // The slowest rank per iteration sets the time; each process's median shows the spread.
-    const int procs = boot_.size();
-    const std::size_t n = samples.size();
-    const auto all = boot_.allGatherDoubles(samples);
-    const auto allHost = boot_.allGatherDoubles(hostSamples);
-    std::vector<double> slowest(n, 0.0), slowestHost(hostSamples.size(), 0.0);
-    nlohmann::json spread;
-    double fastMed = 0, slowMed = 0;
-    int fastP = 0, slowP = 0;
-    for (int p = 0; p < procs; ++p) {
-      std::vector<double> mine(all.begin() + p * n, all.begin() + (p + 1) * n);
-      for (std::size_t i = 0; i < n; ++i) slowest[i] = std::max(slowest[i], mine[i]);
-      for (std::size_t i = 0; i < hostSamples.size(); ++i) slowestHost[i] = std::max(slowestHost[i], allHost[p * hostSamples.size() + i]);
-      const double med = summarize(mine).median;
-      if (p == 0 || med < fastMed) { fastMed = med; fastP = p; }
-      if (p == 0 || med > slowMed) { slowMed = med; slowP = p; }
-    }
-    const Stats s = summarize(slowest);
-    const double algbw = s.median > 0 ? static_cast<double>(lay.bytes) / (s.median * 1e-6) / 1e9 : 0;
-    const double factor = c.busFactor(comm_.worldSize());
-    nlohmann::json rec = {
-        {"kind", "collective"},
-        {"op", std::string(c.name())},
-        {"backend", comm_.backend()},
-        {"dtype", std::string(dtypeName(a.dtype))},
-        {"redop", c.reduces() ? nlohmann::json(std::string(redOpName(a.redop))) : nlohmann::json(nullptr)},
-        {"root", c.rooted() ? nlohmann::json(a.root) : nlohmann::json(nullptr)},
-        {"ranks", comm_.worldSize()},
-        {"processes", procs},
-        {"bytes", lay.bytes},
-        {"count", lay.count},
-        {"in_place", inPlace},
-        {"graph", o_.graph},
-        {"iters", o_.iters},
-        {"trials", o_.trials},
-        {"timer", comm_.timer()},
-        {"time_us", toJson(s)},
-        {"samples_us", slowest},
-        {"host_time_us", toJson(summarize(slowestHost))},
-        {"algbw_gbps", algbw},
-        {"bus_factor", factor},
-        {"busbw_gbps", algbw * factor},
-        {"rank_spread", {{"unit", "process"}, {"fastest", fastP}, {"fastest_median_us", fastMed}, {"slowest", slowP}, {"slowest_median_us", slowMed}}},
-        {"check", {{"performed", o_.check}, {"passed", o_.check ? nlohmann::json(wrong == 0) : nlohmann::json(nullptr)}, {"wrong", wrong}}},
-    };
-    if (!o_.label.empty()) rec["label"] = o_.label;
-    return rec;
+    const OverProcesses over = slowestOverProcesses(timeIterations(launch, timedLaunch));
+    r.op = std::string(c.name());
+    r.backend = comm_.backend();
+    r.timer = comm_.timer();
+    r.dtype = a.dtype;
+    if (c.reduces()) r.redop = a.redop;
+    if (c.rooted()) r.root = a.root;
+    r.ranks = comm_.worldSize();
+    r.processes = boot_.size();
+    r.bytes = lay.bytes;
+    r.count = lay.count;
+    r.inPlace = inPlace;
+    r.graph = o_.graph;
+    r.iters = o_.iters;
+    r.trials = o_.trials;
+    r.time = summarize(over.slowest.us);
+    r.hostTime = summarize(over.slowest.hostUs);
+    r.samplesUs = over.slowest.us;
+    r.algbwGbps = r.time.median > 0 ? static_cast<double>(lay.bytes) / (r.time.median * 1e-6) / 1e9 : 0;
+    r.busFactor = c.busFactor(comm_.worldSize());
+    r.busbwGbps = r.algbwGbps * r.busFactor;
+    r.spread = over.spread;
+    r.checked = o_.check;
+    r.label = o_.label;
+    return r;
   }
 
  private:
@@ -328,7 +359,8 @@ std::size_t runCollectivesStep(const CollectivesOptions& o, RunContext& ctx) {
   for (int l = 0; l < comm->localCount(); ++l) myRanks.push_back({{"rank", comm->rank(l)}, {"device", comm->device(l)}});
   ctx.addLayout(ctx.step.empty() ? "collectives" : ctx.step, comm->backend(), comm->worldSize(), comm->localCount(), myRanks);
 
-  run.setWatchdog(std::make_unique<Watchdog>(o.timeoutS, endAllRanksOnTimeout(o.timeoutS, boot, ctx.streamPath, [c = comm.get()] { c->abort(); })));
+  run.setWatchdog(std::make_unique<Watchdog>(
+      o.timeoutS, endAllRanksOnTimeout(o.timeoutS, boot, ctx.streamPath, [c = comm.get()] { c->abort(); })));
   std::unique_ptr<TraceFiles> traceFiles;
   if (!o.traceDir.empty()) traceFiles = std::make_unique<TraceFiles>(boot, o.traceDir, boot.size());
   const std::size_t wrong = run.run(ctx.writer, ctx.step);  // run (and its buffers) goes before comm

@@ -5,12 +5,10 @@
 namespace ts {
 namespace {
 
-std::string placementCells(const std::optional<nlohmann::json>& r) {
+std::string placementCells(const std::optional<CollectiveRecord>& r) {
   if (!r) return fmt::format(" {:>9} {:>7} {:>7} {:>6}", "n/a", "", "", "");
-  const auto& chk = (*r)["check"];
-  const std::string wrong = chk["performed"].get<bool>() ? std::to_string(chk["wrong"].get<long long>()) : "N/A";
-  return fmt::format(" {:>9.2f} {:>7.2f} {:>7.2f} {:>6}", (*r)["time_us"]["median"].get<double>(), (*r)["algbw_gbps"].get<double>(),
-                     (*r)["busbw_gbps"].get<double>(), wrong);
+  const std::string wrong = r->checked ? std::to_string(r->wrong) : "N/A";
+  return fmt::format(" {:>9.2f} {:>7.2f} {:>7.2f} {:>6}", r->time.median, r->algbwGbps, r->busbwGbps, wrong);
 }
 
 }  // namespace
@@ -20,21 +18,22 @@ std::string collectivesTableHeader(const std::string& op, const std::string& dty
   h += fmt::format("# {:>12} {:>12} {:>8} {:>6} {:>5}  {:^31}  {:^31}\n", "", "", "", "", "", "out-of-place", "in-place");
   h += fmt::format("# {:>12} {:>12} {:>8} {:>6} {:>5} {:>9} {:>7} {:>7} {:>6} {:>9} {:>7} {:>7} {:>6}\n", "size", "count", "type",
                    "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
-  h += fmt::format("# {:>12} {:>12} {:>8} {:>6} {:>5} {:>9} {:>7} {:>7} {:>6} {:>9} {:>7} {:>7} {:>6}\n", "(B)", "(elements)", "", "",
-                   "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+  h += fmt::format("# {:>12} {:>12} {:>8} {:>6} {:>5} {:>9} {:>7} {:>7} {:>6} {:>9} {:>7} {:>7} {:>6}\n", "(B)", "(elements)", "",
+                   "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
   return h;
 }
 
-std::string collectivesTableRow(const std::optional<nlohmann::json>& oop, const std::optional<nlohmann::json>& ip) {
-  const nlohmann::json& any = oop ? *oop : *ip;
-  const std::string redop = any["redop"].is_null() ? "none" : any["redop"].get<std::string>();
-  const std::string root = any["root"].is_null() ? "-1" : std::to_string(any["root"].get<int>());
-  return fmt::format("  {:>12} {:>12} {:>8} {:>6} {:>5}{}{}\n", any["bytes"].get<std::uint64_t>(), any["count"].get<std::uint64_t>(),
-                     any["dtype"].get<std::string>(), redop, root, placementCells(oop), placementCells(ip));
+std::string collectivesTableRow(const std::optional<CollectiveRecord>& oop, const std::optional<CollectiveRecord>& ip) {
+  const CollectiveRecord& any = oop ? *oop : *ip;
+  const std::string redop = any.redop ? std::string(redOpName(*any.redop)) : "none";
+  const std::string root = any.root ? std::to_string(*any.root) : "-1";
+  return fmt::format("  {:>12} {:>12} {:>8} {:>6} {:>5}{}{}\n", any.bytes, any.count, dtypeName(any.dtype), redop, root,
+                     placementCells(oop), placementCells(ip));
 }
 
 std::string collectivesTableFooter(double avgBusbwGbps, std::size_t wrong) {
-  return fmt::format("# Out of bounds values : {} {}\n# Avg bus bandwidth    : {:.4g} GB/s\n", wrong, wrong ? "FAILED" : "OK", avgBusbwGbps);
+  return fmt::format("# Out of bounds values : {} {}\n# Avg bus bandwidth    : {:.4g} GB/s\n", wrong, wrong ? "FAILED" : "OK",
+                     avgBusbwGbps);
 }
 
 }  // namespace ts

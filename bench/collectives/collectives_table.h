@@ -5,13 +5,14 @@
 #include <optional>
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include "bench/collectives/collective_record.h"
 
 namespace ts {
 
 std::string collectivesTableHeader(const std::string& op, const std::string& dtype, const std::string& redop);
-// outOfPlace / inPlace: the records, or nullopt where that placement was not run.
-std::string collectivesTableRow(const std::optional<nlohmann::json>& outOfPlace, const std::optional<nlohmann::json>& inPlace);
+// outOfPlace / inPlace: the records, or nullopt where that placement was not run (not both).
+std::string collectivesTableRow(const std::optional<CollectiveRecord>& outOfPlace,
+                                const std::optional<CollectiveRecord>& inPlace);
 std::string collectivesTableFooter(double avgBusbwGbps, std::size_t wrong);
 
 }  // namespace ts

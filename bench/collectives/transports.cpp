@@ -30,12 +30,20 @@ struct Row {
 const std::vector<Row>& table() {
   static const std::vector<Row> rows = {
       {BackendKind::kNccl, {"nvlink", std::nullopt, {}, "NCCL's default: NVLink (and NVLS) where present"}},
-      {BackendKind::kNccl, {"pcie", std::nullopt, {{"NCCL_P2P_DISABLE", "1"}, {"NCCL_NVLS_ENABLE", "0"}}, "no peer-to-peer: GPU traffic staged through host memory over PCIe"}},
-      {BackendKind::kNccl, {"ib", std::nullopt, {{"NCCL_NET", "IB"}, {"NCCL_IB_DISABLE", "0"}}, "between nodes over InfiniBand/RoCE verbs"}},
-      {BackendKind::kNccl, {"socket", std::nullopt, {{"NCCL_NET", "Socket"}, {"NCCL_IB_DISABLE", "1"}}, "between nodes over TCP sockets"}},
+      {BackendKind::kNccl,
+       {"pcie",
+        std::nullopt,
+        {{"NCCL_P2P_DISABLE", "1"}, {"NCCL_NVLS_ENABLE", "0"}},
+        "no peer-to-peer: GPU traffic staged through host memory over PCIe"}},
+      {BackendKind::kNccl,
+       {"ib", std::nullopt, {{"NCCL_NET", "IB"}, {"NCCL_IB_DISABLE", "0"}}, "between nodes over InfiniBand/RoCE verbs"}},
+      {BackendKind::kNccl,
+       {"socket", std::nullopt, {{"NCCL_NET", "Socket"}, {"NCCL_IB_DISABLE", "1"}}, "between nodes over TCP sockets"}},
       {BackendKind::kNccl, {"mpi", BackendKind::kMpi, {}, "the MPI backend on host buffers, for comparison"}},
-      {BackendKind::kMpi, {"shm", std::nullopt, {{"OMPI_MCA_pml", "ob1"}, {"OMPI_MCA_btl", "self,vader"}}, "Open MPI shared memory (vader)"}},
-      {BackendKind::kMpi, {"tcp", std::nullopt, {{"OMPI_MCA_pml", "ob1"}, {"OMPI_MCA_btl", "self,tcp"}}, "Open MPI TCP (loopback on one host)"}},
+      {BackendKind::kMpi,
+       {"shm", std::nullopt, {{"OMPI_MCA_pml", "ob1"}, {"OMPI_MCA_btl", "self,vader"}}, "Open MPI shared memory (vader)"}},
+      {BackendKind::kMpi,
+       {"tcp", std::nullopt, {{"OMPI_MCA_pml", "ob1"}, {"OMPI_MCA_btl", "self,tcp"}}, "Open MPI TCP (loopback on one host)"}},
   };
   return rows;
 }
@@ -50,18 +58,27 @@ std::vector<std::string> split(const std::string& s, char sep) {
 }
 
 std::string capitalized(const std::string& algo) {  // NCCL_ALGO takes Ring, Tree, NVLS, CollNetDirect, ...
-  static const std::map<std::string, std::string> known = {{"ring", "Ring"}, {"tree", "Tree"}, {"nvls", "NVLS"}, {"nvlstree", "NVLSTree"},
-                                                           {"collnetdirect", "CollNetDirect"}, {"collnetchain", "CollNetChain"}, {"pat", "PAT"}};
+  static const std::map<std::string, std::string> known = {{"ring", "Ring"},
+                                                           {"tree", "Tree"},
+                                                           {"nvls", "NVLS"},
+                                                           {"nvlstree", "NVLSTree"},
+                                                           {"collnetdirect", "CollNetDirect"},
+                                                           {"collnetchain", "CollNetChain"},
+                                                           {"pat", "PAT"}};
   std::string lower = algo;
   for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   auto it = known.find(lower);
-  if (it == known.end()) throw UsageError(fmt::format("--algos: unknown NCCL algorithm '{}' (ring, tree, nvls, nvlstree, collnetdirect, collnetchain, pat)", algo));
+  if (it == known.end())
+    throw UsageError(
+        fmt::format("--algos: unknown NCCL algorithm '{}' (ring, tree, nvls, nvlstree, collnetdirect, collnetchain, pat)", algo));
   return it->second;
 }
 
 std::string protocol(const std::string& proto) {
   for (const char* p : {"LL", "LL128", "Simple"})
-    if (proto == p || (proto.size() == std::string(p).size() && std::equal(proto.begin(), proto.end(), p, [](char a, char b) { return std::tolower(a) == std::tolower(b); })))
+    if (proto == p || (proto.size() == std::string(p).size() && std::equal(proto.begin(), proto.end(), p, [](char a, char b) {
+                         return std::tolower(a) == std::tolower(b);
+                       })))
       return p;
   throw UsageError(fmt::format("--protos: unknown NCCL protocol '{}' (LL, LL128, Simple)", proto));
 }
@@ -87,7 +104,8 @@ TransportSetting transportSetting(const std::string& name, BackendKind backend) 
     if (r.backend == backend && r.setting.name == name) return r.setting;
   std::string known;
   for (const auto& n : transportNames(backend)) known += (known.empty() ? "" : ", ") + n;
-  throw UsageError(fmt::format("--transports: unknown transport '{}' for the {} backend (known: {})", name, backendName(backend), known));
+  throw UsageError(
+      fmt::format("--transports: unknown transport '{}' for the {} backend (known: {})", name, backendName(backend), known));
 }
 
 std::vector<std::string> withoutOptions(const std::vector<std::string>& argv, const std::vector<std::string>& names) {
@@ -110,14 +128,10 @@ std::vector<std::string> withoutOptions(const std::vector<std::string>& argv, co
   return out;
 }
 
-int runVariants(const VariantRequest& req, const std::vector<std::string>& argv) {
-  if (launchedByMpi())
-    throw UsageError("--transports/--algos/--protos launch one run per setting themselves: start trainscope without mpirun, and give the launcher with --launcher 'mpirun -np 4'");
-  if (req.jsonPath.empty()) throw UsageError("--transports/--algos/--protos need --json FILE for the merged result");
-  const BackendKind backend = resolveBackend(req.backend);
-  if ((!req.algos.empty() || !req.protos.empty()) && backend != BackendKind::kNccl)
-    throw UsageError("--algos and --protos are NCCL settings: they need --backend nccl");
+namespace {
 
+// Every combination of the requested transports, algorithms and protocols, each with its environment.
+std::vector<Variant> variantsOf(const VariantRequest& req, BackendKind backend) {
   std::vector<Variant> variants;
   const std::vector<std::string> ts = req.transports.empty() ? std::vector<std::string>{""} : req.transports;
   const std::vector<std::string> as = req.algos.empty() ? std::vector<std::string>{""} : req.algos;
@@ -137,6 +151,42 @@ int runVariants(const VariantRequest& req, const std::vector<std::string>& argv)
         variants.push_back(v);
       }
 
+  return variants;
+}
+
+// The command line of one variant's run: the launcher (told to pass the variant's environment to every
+// host), this program, the user's flags without the variant ones, and the part file it writes.
+std::vector<std::string> variantCommand(std::string launcher, const Variant& v, BackendKind childBackend, const std::string& self,
+                                        const std::vector<std::string>& childArgs, const fs::path& part) {
+  if (launcher.empty() && childBackend == BackendKind::kMpi) launcher = "mpirun -np 2";
+  std::vector<std::string> args = split(launcher, ' ');
+  const bool mpirun = !args.empty() && (fs::path(args[0]).filename() == "mpirun" || fs::path(args[0]).filename() == "mpiexec");
+  if (mpirun)  // mpirun passes a variable to the ranks on other hosts only when told to
+    for (const auto& [k, val] : v.env) {
+      args.insert(args.begin() + 1, k);
+      args.insert(args.begin() + 1, "-x");
+    }
+  args.push_back(self);
+  args.insert(args.end(), childArgs.begin(), childArgs.end());
+  for (const std::string& a : {std::string("--backend"), backendName(childBackend), std::string("--json"), part.string()})
+    args.push_back(a);
+  return args;
+}
+
+}  // namespace
+
+int runVariants(const VariantRequest& req, const std::vector<std::string>& argv) {
+  if (launchedByMpi())
+    throw UsageError(
+        "--transports/--algos/--protos launch one run per setting themselves: start trainscope without mpirun, and give the "
+        "launcher with --launcher 'mpirun -np 4'");
+  if (req.jsonPath.empty()) throw UsageError("--transports/--algos/--protos need --json FILE for the merged result");
+  const BackendKind backend = resolveBackend(req.backend);
+  if ((!req.algos.empty() || !req.protos.empty()) && backend != BackendKind::kNccl)
+    throw UsageError("--algos and --protos are NCCL settings: they need --backend nccl");
+
+  const std::vector<Variant> variants = variantsOf(req, backend);
+
   const std::string self = fs::read_symlink("/proc/self/exe").string();
   const auto childArgs = withoutOptions(std::vector<std::string>(argv.begin() + 1, argv.end()),
                                         {"--transports", "--algos", "--protos", "--launcher", "--json", "--backend"});
@@ -146,26 +196,16 @@ int runVariants(const VariantRequest& req, const std::vector<std::string>& argv)
   writer.begin({{"subcommand", "collectives"}, {"command_line", argv}, {"variants", names}});  // the stream's first line
   nlohmann::json run;
   nlohmann::json layouts = nlohmann::json::array();
-  const fs::path scratch = fs::path(req.jsonPath).parent_path() / fmt::format(".{}.parts", fs::path(req.jsonPath).filename().string());
+  const fs::path scratch =
+      fs::path(req.jsonPath).parent_path() / fmt::format(".{}.parts", fs::path(req.jsonPath).filename().string());
   fs::create_directories(scratch);
   int rc = 0;
   std::string failedVariant;
   for (std::size_t i = 0; i < variants.size(); ++i) {
     const Variant& v = variants[i];
     const BackendKind childBackend = v.transport.backend.value_or(backend);
-    std::string launcher = req.launcher;
-    if (launcher.empty() && childBackend == BackendKind::kMpi) launcher = "mpirun -np 2";
-    std::vector<std::string> args = split(launcher, ' ');
-    const bool mpirun = !args.empty() && (fs::path(args[0]).filename() == "mpirun" || fs::path(args[0]).filename() == "mpiexec");
-    if (mpirun)  // mpirun passes a variable to the ranks on other hosts only when told to
-      for (const auto& [k, val] : v.env) {
-        args.insert(args.begin() + 1, k);
-        args.insert(args.begin() + 1, "-x");
-      }
     const fs::path part = scratch / fmt::format("{}.json", i);
-    args.push_back(self);
-    args.insert(args.end(), childArgs.begin(), childArgs.end());
-    for (const std::string& a : {std::string("--backend"), backendName(childBackend), std::string("--json"), part.string()}) args.push_back(a);
+    const std::vector<std::string> args = variantCommand(req.launcher, v, childBackend, self, childArgs, part);
     std::string envText;
     for (const auto& [k, val] : v.env) envText += fmt::format(" {}={}", k, val);
     std::printf("#\n# ===== variant %zu/%zu: %s (%s%s)\n", i + 1, variants.size(), v.name.c_str(),
@@ -187,8 +227,10 @@ int runVariants(const VariantRequest& req, const std::vector<std::string>& argv)
       std::string line;
       while (std::getline(in, line)) {
         auto j = nlohmann::json::parse(line, nullptr, false);
-        if (j.is_object() && j.value("kind", "") != "run") records.push_back(j);
-        else if (j.is_object() && run.is_null()) run = j;
+        if (j.is_object() && j.value("kind", "") != "run")
+          records.push_back(j);
+        else if (j.is_object() && run.is_null())
+          run = j;
       }
     }
     for (auto& rec : records) {
@@ -217,8 +259,9 @@ int runVariants(const VariantRequest& req, const std::vector<std::string>& argv)
     writer.finish(run);
     std::printf("#\n# results: %s (%zu variants merged)\n", req.jsonPath.c_str(), variants.size());
   }
-  if (rc != 0) std::fprintf(stderr, "trainscope: error: variant %s ended with exit code %d (the records of every variant are in %s)\n",
-                            failedVariant.c_str(), rc, req.jsonPath.c_str());
+  if (rc != 0)
+    std::fprintf(stderr, "trainscope: error: variant %s ended with exit code %d (the records of every variant are in %s)\n",
+                 failedVariant.c_str(), rc, req.jsonPath.c_str());
   return rc;
 }
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <memory>
 
@@ -11,9 +10,10 @@
 
 #include "base/heartbeat.h"
 #include "base/units.h"
+#include "bench/kernels/cpu_contention.h"
 #include "bench/session/activity.h"
 #include "bench/session/compute_clock.h"
-#include "bench/kernels/cpu_contention.h"
+#include "bench/session/record_json.h"
 #include "bench/session/result_writer.h"
 #include "bench/session/stats.h"
 #include "kernels/cpu/memory_stream.h"
@@ -30,14 +30,16 @@ double hostTimeUs(const std::function<void()>& f) {
 
 // A copy of workingSet bytes (two arrays of half each) on `threads` threads, `reps` passes per run.
 CeilingSpec copySpec(MemoryLevel level, double workingSet, double capacity, int threads, int reps) {
-  CeilingSpec s = memoryCeilingSpec(level, workingSet, capacity,
-                                    fmt::format("copy of {} in {}, {} thread(s), {} pass(es) a run",
-                                                formatBytes(static_cast<std::uint64_t>(workingSet)), memoryLevelLabel(level), threads, reps));
+  CeilingSpec s =
+      memoryCeilingSpec(level, workingSet, capacity,
+                        fmt::format("copy of {} in {}, {} thread(s), {} pass(es) a run",
+                                    formatBytes(static_cast<std::uint64_t>(workingSet)), memoryLevelLabel(level), threads, reps));
   s.make = [workingSet, threads, reps] {
     const std::size_t n = static_cast<std::size_t>(workingSet) / 2 / sizeof(double);
     auto a = std::make_shared<std::vector<double>>(n, 0.0), b = std::make_shared<std::vector<double>>(n, 1.0);
-    return CeilingRunner{[a, b, n, threads, reps] { return hostTimeUs([&] { cpu::streamCopyRepeated(a->data(), b->data(), n, threads, reps); }); },
-                         static_cast<double>(n * cpu::kCopyBytesPerElement) * reps};
+    return CeilingRunner{
+        [a, b, n, threads, reps] { return hostTimeUs([&] { cpu::streamCopyRepeated(a->data(), b->data(), n, threads, reps); }); },
+        static_cast<double>(n * cpu::kCopyBytesPerElement) * reps};
   };
   return s;
 }
@@ -90,7 +92,8 @@ std::vector<CeilingSpec> cpuMemoryCeilingSpecs(int threads, const std::vector<Ca
     const MemoryLevel level = c.level == 1 ? MemoryLevel::kL1 : c.level == 2 ? MemoryLevel::kL2 : MemoryLevel::kL3;
     out.push_back(copySpec(level, *ws, capacity, threads, reps));
   }
-  out.push_back(copySpec(MemoryLevel::kDram, std::max<double>(512.0 * (1 << 20), 4 * largest), std::numeric_limits<double>::infinity(), threads, 1));
+  out.push_back(copySpec(MemoryLevel::kDram, std::max<double>(512.0 * (1 << 20), 4 * largest),
+                         std::numeric_limits<double>::infinity(), threads, 1));
   return out;
 }
 
@@ -116,7 +119,8 @@ double CeilingSet::measure(const std::vector<std::size_t>& which, const std::str
   const CeilingProtocol p = kCeilingProtocol;
   std::vector<std::vector<double>> us(runners.size());
   for (int round = 0; round < p.warmup + p.trials; ++round) {
-    activity::set(fmt::format("ceilings{}: round {} of {} ({} warm-up)", trigger.empty() ? "" : " (re-check)", round + 1, p.warmup + p.trials, p.warmup));
+    activity::set(fmt::format("ceilings{}: round {} of {} ({} warm-up)", trigger.empty() ? "" : " (re-check)", round + 1,
+                              p.warmup + p.trials, p.warmup));
     for (std::size_t k = 0; k < runners.size(); ++k) {
       const double t = runners[k].timeUs();
       if (round >= p.warmup) us[k].push_back(t);
@@ -127,40 +131,38 @@ double CeilingSet::measure(const std::vector<std::size_t>& which, const std::str
   double best = 0;
   for (std::size_t k = 0; k < runners.size(); ++k) {
     Entry& e = entries_[which[k]];
-    const bool compute = e.spec.kind == CeilingKind::kCompute;
-    const Stats s = summarize(us[k]);
-    const double value = runners[k].work / (s.min * 1e-6) / (compute ? 1e12 : 1e9) * o_.plantedScale;
-    const nlohmann::json clock = ts::computeClockMhz(e.spec.cudaDevice);
-    best = std::max(best, value);
-    if (value > e.value) {
-      e.value = value;
-      e.clock = clock;
+    const KernelCeilingRecord rec = recordOf(e.spec, summarize(us[k]), runners[k].work, others, trigger);
+    best = std::max(best, rec.value);
+    if (rec.value > e.value) {
+      e.value = rec.value;
+      e.clock = rec.clockMhz;
       e.others = others;
     }
     if (!trigger.empty()) e.rechecked = true;
-    if (!o_.writer) continue;
-    nlohmann::json rec = {{"kind", "kernel_ceiling"},
-                          {"ceiling", std::string(ceilingKindName(e.spec.kind))},
-                          {"value", value},
-                          {"unit", compute ? "TFLOP/s" : "GB/s"},
-                          {"source", e.spec.source},
-                          {"time_us", toJson(s)},
-                          {"clock_mhz", clock},
-                          {"warmup", p.warmup},
-                          {"trials", p.trials},
-                          {"others_cpu_fraction", others ? nlohmann::json(*others) : nlohmann::json()}};
-    if (!compute) {
-      rec["level"] = std::string(memoryLevelName(e.spec.level));
-      rec["working_set_bytes"] = e.spec.workingSetBytes;
-      rec["capacity_bytes"] = std::isfinite(e.spec.capacityBytes) ? nlohmann::json(e.spec.capacityBytes) : nlohmann::json();
-    }
-    if (!trigger.empty()) rec["recheck_of"] = trigger;
-    if (planted()) rec["planted_fault_scale"] = o_.plantedScale;
-    if (!o_.step.empty()) rec["step"] = o_.step;
-    o_.writer->add(rec);
+    if (o_.writer) o_.writer->add(toJson(rec));
   }
   activity::set("");
   return best;
+}
+
+KernelCeilingRecord CeilingSet::recordOf(const CeilingSpec& spec, const Stats& s, double work, std::optional<double> others,
+                                         const std::string& trigger) const {
+  KernelCeilingRecord r;
+  r.ceiling = spec.kind;
+  r.value = work / (s.min * 1e-6) / (spec.kind == CeilingKind::kCompute ? 1e12 : 1e9) * o_.plantedScale;
+  r.source = spec.source;
+  r.time = s;
+  r.clockMhz = readComputeClockMhz(spec.cudaDevice);
+  r.warmup = kCeilingProtocol.warmup;
+  r.trials = kCeilingProtocol.trials;
+  r.othersCpuFraction = others;
+  r.level = spec.level;
+  r.workingSetBytes = spec.workingSetBytes;
+  r.capacityBytes = spec.capacityBytes;
+  r.recheckOf = trigger;
+  if (planted()) r.plantedFaultScale = o_.plantedScale;
+  r.step = o_.step;
+  return r;
 }
 
 bool CeilingSet::matches(const Entry& e, CeilingKind kind, MemoryLevel level) const {
@@ -200,8 +202,8 @@ bool CeilingSet::recheck(CeilingKind kind, MemoryLevel level, const std::string&
   const double now = measure(which, trigger);
   const std::string name = kind == CeilingKind::kCompute ? "compute" : fmt::format("{} memory", memoryLevelLabel(level));
   const char* unit = kind == CeilingKind::kCompute ? "TFLOP/s" : "GB/s";
-  std::printf("# re-measured the %s ceiling because %s landed above it: %.4g %s now, %.4g before; the ceiling is the better\n", name.c_str(),
-              trigger.c_str(), now, unit, was);
+  std::printf("# re-measured the %s ceiling because %s landed above it: %.4g %s now, %.4g before; the ceiling is the better\n",
+              name.c_str(), trigger.c_str(), now, unit, was);
   std::fflush(stdout);
   return true;
 }
@@ -220,7 +222,7 @@ std::string CeilingSet::computeSource() const {
 
 nlohmann::json CeilingSet::computeClockMhz() const {
   const Entry* e = bestOf(CeilingKind::kCompute, MemoryLevel::kDram);
-  return e ? e->clock : nlohmann::json();
+  return e ? orNull(e->clock) : nlohmann::json();
 }
 
 bool CeilingSet::computeRechecked() const {
@@ -230,17 +232,20 @@ bool CeilingSet::computeRechecked() const {
 
 std::string CeilingSet::consoleLine() const {
   std::vector<std::string> parts;
-  if (const Entry* c = bestOf(CeilingKind::kCompute, MemoryLevel::kDram)) parts.push_back(fmt::format("compute {:.4g} TFLOP/s ({})", c->value, c->spec.source));
+  if (const Entry* c = bestOf(CeilingKind::kCompute, MemoryLevel::kDram))
+    parts.push_back(fmt::format("compute {:.4g} TFLOP/s ({})", c->value, c->spec.source));
   std::string memory;
-  for (const MemoryCeiling& m : memoryLevels()) memory += fmt::format("{} {} {:.4g}", memory.empty() ? "" : ",", memoryLevelLabel(m.level), m.gbps);
+  for (const MemoryCeiling& m : memoryLevels())
+    memory += fmt::format("{} {} {:.4g}", memory.empty() ? "" : ",", memoryLevelLabel(m.level), m.gbps);
   if (!memory.empty()) parts.push_back(fmt::format("memory{} GB/s (copies)", memory));
   std::optional<double> others;
   for (const Entry& e : entries_)
     if (e.others) others = std::max(others.value_or(0.0), *e.others);
-  if (others && *others >= kBusyHostFraction) parts.push_back(fmt::format("other processes took {:.0f}% of the CPUs meanwhile", 100 * *others));
+  if (others && *others >= kBusyHostFraction)
+    parts.push_back(fmt::format("other processes took {:.0f}% of the CPUs meanwhile", 100 * *others));
   if (planted()) parts.push_back(fmt::format("scaled x{:g} by a planted fault", o_.plantedScale));
-  return fmt::format("# ceilings (best of {} after {} warm-up, trials interleaved): {}", kCeilingProtocol.trials, kCeilingProtocol.warmup,
-                     fmt::join(parts, "; "));
+  return fmt::format("# ceilings (best of {} after {} warm-up, trials interleaved): {}", kCeilingProtocol.trials,
+                     kCeilingProtocol.warmup, fmt::join(parts, "; "));
 }
 
 }  // namespace ts

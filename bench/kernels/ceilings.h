@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/precision.h"
+#include "bench/kernels/ceiling_record.h"
 #include "bench/kernels/host_caches.h"
 #include "bench/kernels/roofline.h"
 
@@ -39,12 +40,12 @@ struct CeilingRunner {
 
 struct CeilingSpec {
   CeilingKind kind = CeilingKind::kCompute;
-  MemoryLevel level = MemoryLevel::kDram;                               // memory
-  double workingSetBytes = 0;                                           // memory: what the copy touches
-  double capacityBytes = std::numeric_limits<double>::infinity();       // memory: the most a kernel may touch to be held to it
-  std::string source;                                                   // how it is measured (record and console)
-  int cudaDevice = -1;                                                  // whose clock the record states (-1: the CPU's)
-  std::function<CeilingRunner()> make;                                  // allocates and fills the buffers (again for a re-check)
+  MemoryLevel level = MemoryLevel::kDram;                          // memory
+  double workingSetBytes = 0;                                      // memory: what the copy touches
+  double capacityBytes = std::numeric_limits<double>::infinity();  // memory: the most a kernel may touch to be held to it
+  std::string source;                                              // how it is measured (record and console)
+  int cudaDevice = -1;                                             // whose clock the record states (-1: the CPU's)
+  std::function<CeilingRunner()> make;                             // allocates and fills the buffers (again for a re-check)
 };
 
 // A memory ceiling's spec with its level, working set and capacity filled in; the caller adds how it runs.
@@ -86,13 +87,16 @@ class CeilingSet {
  private:
   struct Entry {
     CeilingSpec spec;
-    double value = 0;  // best over its measurements
-    nlohmann::json clock;
+    double value = 0;              // best over its measurements
+    std::optional<double> clock;   // of the measurement that gave value
     std::optional<double> others;  // other processes' CPU share during the measurement that gave value
     bool rechecked = false;
   };
   // Returns the best value this measurement gave.
   double measure(const std::vector<std::size_t>& which, const std::string& trigger);
+  // One spec's measurement as its record: `work` over the best trial's time.
+  KernelCeilingRecord recordOf(const CeilingSpec& spec, const Stats& s, double work, std::optional<double> others,
+                               const std::string& trigger) const;
   bool matches(const Entry& e, CeilingKind kind, MemoryLevel level) const;
   const Entry* bestOf(CeilingKind kind, MemoryLevel level) const;
   std::vector<Entry> entries_;

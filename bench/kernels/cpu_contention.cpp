@@ -19,7 +19,7 @@ OthersCpuMeter::OthersCpuMeter() : start_(readProcStat()), selfStartS_(selfCpuSe
 
 std::optional<double> OthersCpuMeter::fraction() const {
   const std::optional<CpuTimes> now = readProcStat();
-  if (!start_ || !now || now->total <= start_->total) return std::nullopt;  // no tick passed: too short to tell
+  if (!start_ || !now || now->total <= start_->total) return std::nullopt;    // no tick passed: too short to tell
   const double ticksPerSecond = static_cast<double>(::sysconf(_SC_CLK_TCK));  // /proc/stat's unit
   return othersBusyFraction(*start_, *now, (selfCpuSeconds() - selfStartS_) * ticksPerSecond);
 }

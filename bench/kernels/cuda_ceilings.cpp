@@ -12,7 +12,7 @@
 #include <cuda_runtime_api.h>
 
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/device_array.h"
+#include "kernels/cuda/device_resources.h"
 #include "kernels/cuda/device_timer.h"
 #endif
 
@@ -25,9 +25,11 @@ namespace {
 // replays of a graph of that many copies (the data stays in L2), 0 one copy at a time.
 CeilingSpec deviceCopySpec(MemoryLevel level, double workingSet, double capacity, int device, int graphOps) {
   const std::string half = formatBytes(static_cast<std::uint64_t>(workingSet / 2));
-  CeilingSpec s = memoryCeilingSpec(level, workingSet, capacity,
-                                    graphOps > 0 ? fmt::format("device-to-device copy of {}, read + write, as graph replays of {} (L2-resident)", half, graphOps)
-                                                 : fmt::format("device-to-device copy of {}, read + write", half));
+  CeilingSpec s = memoryCeilingSpec(
+      level, workingSet, capacity,
+      graphOps > 0
+          ? fmt::format("device-to-device copy of {}, read + write, as graph replays of {} (L2-resident)", half, graphOps)
+          : fmt::format("device-to-device copy of {}, read + write", half));
   s.cudaDevice = device;
   s.make = [workingSet, device, graphOps] {
     CUDA_CHECK(cudaSetDevice(device));
@@ -43,7 +45,11 @@ CeilingSpec deviceCopySpec(MemoryLevel level, double workingSet, double capacity
     CUDA_CHECK(cudaMemsetAsync(buf->a.get(), 1, buf->bytes, buf->stream.get()));
     CUDA_CHECK(cudaStreamSynchronize(buf->stream.get()));
     auto time = [buf, graphOps] {
-      return graphOps > 0 ? buf->timer.timeGraph(1, graphOps, [&] { buf->copy(); }).front() : buf->timer.time(1, [&] { buf->copy(); }, false).front();
+      return graphOps > 0 ? buf->timer.timeGraph(1, graphOps, [&] { buf->copy(); }).front()
+                          : buf->timer
+                                .time(
+                                    1, [&] { buf->copy(); }, false)
+                                .front();
     };
     return CeilingRunner{time, 2.0 * static_cast<double>(buf->bytes)};
   };
@@ -63,7 +69,13 @@ std::vector<CeilingSpec> cudaGemmCeilingSpecs(Precision p, int device) {
       CUDA_CHECK(cudaSetDevice(device));
       std::shared_ptr<KernelCase> kc = gemmKernelOp().makeCuda(shape, KernelSettings{p});
       auto timer = std::make_shared<cuda::DeviceTimer>(static_cast<cudaStream_t>(kc->deviceStream()));
-      return CeilingRunner{[kc, timer] { return timer->time(1, [&] { kc->run(); }, true).front(); }, kc->flops()};
+      return CeilingRunner{[kc, timer] {
+                             return timer
+                                 ->time(
+                                     1, [&] { kc->run(); }, true)
+                                 .front();
+                           },
+                           kc->flops()};
     };
     out.push_back(std::move(s));
   }

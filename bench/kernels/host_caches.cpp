@@ -15,7 +15,8 @@ namespace ts {
 
 std::optional<std::size_t> parseCacheSize(std::string_view text) {
   std::size_t i = 0, value = 0;
-  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) value = value * 10 + static_cast<std::size_t>(text[i++] - '0');
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])))
+    value = value * 10 + static_cast<std::size_t>(text[i++] - '0');
   if (i == 0) return std::nullopt;
   const std::string_view unit = text.substr(i);
   if (unit.empty()) return value;

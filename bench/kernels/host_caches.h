@@ -13,7 +13,7 @@ namespace ts {
 // One cache as one CPU sees it (one index directory).
 struct CacheInstance {
   int level = 0;
-  std::string type;        // Data, Instruction, Unified
+  std::string type;  // Data, Instruction, Unified
   std::size_t bytes = 0;
   std::string sharedCpus;  // shared_cpu_list: the same text for every CPU sharing this instance
 };

@@ -27,12 +27,13 @@ struct OptionalRange {
   const char* dim;
   std::int64_t lo, hi;
 };
-constexpr OptionalRange kOptionalRanges[] = {{"batch", 1, INT_MAX}, {"transA", 0, 1}, {"transB", 0, 1}, {"epilogue", 0, 3}, {"impl", 0, 1}};
+constexpr OptionalRange kOptionalRanges[] = {
+    {"batch", 1, INT_MAX}, {"transA", 0, 1}, {"transB", 0, 1}, {"epilogue", 0, 3}, {"impl", 0, 1}};
 
 }  // namespace
 
-std::vector<std::pair<const KernelOp*, KernelShape>> loadKernelShapes(const std::string& path, std::int64_t H, std::int64_t S, std::int64_t B,
-                                                                      std::int64_t V) {
+std::vector<std::pair<const KernelOp*, KernelShape>> loadKernelShapes(const std::string& path, std::int64_t H, std::int64_t S,
+                                                                      std::int64_t B, std::int64_t V) {
   toml::table doc;
   try {
     doc = toml::parse_file(path);
@@ -41,9 +42,12 @@ std::vector<std::pair<const KernelOp*, KernelShape>> loadKernelShapes(const std:
     throw UsageError(fmt::format("{}:{}: {}", path, e.source().begin.line, e.description()));
   }
   for (const auto& [key, node] : doc)
-    if (key.str() != "shape") throw UsageError(fmt::format("{}:{}: unknown key '{}' (a shapes file has [[shape]] tables)", path, node.source().begin.line, key.str()));
+    if (key.str() != "shape")
+      throw UsageError(
+          fmt::format("{}:{}: unknown key '{}' (a shapes file has [[shape]] tables)", path, node.source().begin.line, key.str()));
   const auto* list = doc.get("shape");
-  if (!list || !list->is_array_of_tables() || list->as_array()->empty()) throw UsageError(fmt::format("{}: no [[shape]] tables", path));
+  if (!list || !list->is_array_of_tables() || list->as_array()->empty())
+    throw UsageError(fmt::format("{}: no [[shape]] tables", path));
   std::vector<std::pair<const KernelOp*, KernelShape>> out;
   for (const auto& node : *list->as_array()) {
     const auto& t = *node.as_table();
@@ -76,22 +80,26 @@ std::vector<std::pair<const KernelOp*, KernelShape>> loadKernelShapes(const std:
         continue;
       }
       const bool isOptional = std::find(optional.begin(), optional.end(), k) != optional.end();
-      const bool known = isOptional || std::any_of(model.dims.begin(), model.dims.end(), [&](const auto& d) { return d.first == k; });
+      const bool known =
+          isOptional || std::any_of(model.dims.begin(), model.dims.end(), [&](const auto& d) { return d.first == k; });
       if (!known) {
         std::string names, optionalNames;
         for (const auto& d : model.dims) names += (names.empty() ? "" : ", ") + d.first;
         for (const auto& d : optional) optionalNames += (optionalNames.empty() ? "; optional: " : ", ") + d;
-        throw UsageError(fmt::format("{}:{}: {} has no dimension '{}' (its dimensions: {}){}", path, v.source().begin.line, op->name(), k, names, optionalNames));
+        throw UsageError(fmt::format("{}:{}: {} has no dimension '{}' (its dimensions: {}){}", path, v.source().begin.line,
+                                     op->name(), k, names, optionalNames));
       }
       if (isOptional) {
         std::int64_t lo = 0, hi = std::numeric_limits<std::int64_t>::max();
         for (const auto& r : kOptionalRanges)
           if (k == r.dim) lo = r.lo, hi = r.hi;
         if (!v.is_integer() || v.as_integer()->get() < lo || v.as_integer()->get() > hi)
-          throw UsageError(hi == 1 && lo == 0 ? fmt::format("{}:{}: '{}' must be 0 or 1", path, v.source().begin.line, k)
-                           : hi < std::numeric_limits<std::int64_t>::max()
-                               ? fmt::format("{}:{}: '{}' must be an integer from {} to {}", path, v.source().begin.line, k, lo, hi)
-                               : fmt::format("{}:{}: '{}' must be a {} integer", path, v.source().begin.line, k, lo > 0 ? "positive" : "non-negative"));
+          throw UsageError(
+              hi == 1 && lo == 0 ? fmt::format("{}:{}: '{}' must be 0 or 1", path, v.source().begin.line, k)
+              : hi < std::numeric_limits<std::int64_t>::max()
+                  ? fmt::format("{}:{}: '{}' must be an integer from {} to {}", path, v.source().begin.line, k, lo, hi)
+                  : fmt::format("{}:{}: '{}' must be a {} integer", path, v.source().begin.line, k,
+                                lo > 0 ? "positive" : "non-negative"));
         continue;
       }
       if (!v.is_integer() || v.as_integer()->get() < (k == "pad" ? 0 : 1))

@@ -18,7 +18,9 @@
 #include "base/units.h"
 #include "bench/kernels/ceilings.h"
 #include "bench/kernels/host_caches.h"
+#include "bench/kernels/kernel_record.h"
 #include "bench/kernels/kernels_options.h"
+#include "bench/kernels/kernels_table.h"
 #include "bench/session/activity.h"
 #include "bench/session/agreement.h"
 #include "bench/session/compute_clock.h"
@@ -29,6 +31,7 @@
 #include "bench/session/trace_files.h"
 #include "bench/session/watchdog.h"
 #include "comm/bootstrap.h"
+#include "kernels/cuda/device_count.h"
 #include "kernels/trace.h"
 #ifdef TRAINSCOPE_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -58,12 +61,6 @@ std::vector<double> timeRuns(KernelCase& c, int warmup, int iters, int trials) {
       heartbeat::beat();
     }
   return us;
-}
-
-std::string dimsText(const KernelShape& s) {
-  std::string out;
-  for (const auto& [k, v] : s.dims) out += fmt::format("{}{}={}", out.empty() ? "" : " ", k, v);
-  return out;
 }
 
 // A case's timed runs, and whether its data stays warm in the caches between them (the level its bytes
@@ -97,14 +94,14 @@ TimedCase timeCase(KernelCase& c, int warmup, int iters, int trials) {
 }
 
 // The case's clock: the CUDA device current on this thread, or the CPU's (-1) for a CPU case.
-nlohmann::json caseClockMhz(bool cuda) {
+std::optional<double> caseClockMhz(bool cuda) {
   int d = -1;
 #ifdef TRAINSCOPE_HAVE_CUDA
   if (cuda) CUDA_CHECK(cudaGetDevice(&d));
 #else
   (void)cuda;
 #endif
-  return computeClockMhz(d);
+  return readComputeClockMhz(d);
 }
 
 // The ceilings of the run: the GPU's on GPU 0, or the CPU's with the threads this process may use.
@@ -123,8 +120,7 @@ CeilingSet measureCeilings(const KernelsOptions& o, RunContext& ctx, double plan
 // stream at. Above its ceiling it has that ceiling re-measured (once a run) and is placed again; still
 // above, it is suspect.
 struct CasePlace {
-  nlohmann::json roof;
-  std::string bound, fraction;  // the console's columns
+  KernelRoofline roof;
   std::optional<SuspectFigure> suspect;
 };
 
@@ -135,24 +131,72 @@ CasePlace placeCase(CeilingSet& ceilings, const std::string& name, double tflops
     return std::pair{memory, placeOnRoofline(tflops, intensity, ceilings.computeTflops(), memory.gbps)};
   };
   auto [memory, p] = place();
-  nlohmann::json rechecked = nullptr;
+  std::optional<CeilingKind> rechecked;
   if (p.fraction > 1 && ceilings.recheck(p.bound, memory.level, name)) {
-    rechecked = std::string(ceilingKindName(p.bound));
+    rechecked = p.bound;
     std::tie(memory, p) = place();
   }
-  CasePlace out;
-  const bool suspect = p.fraction > 1;
-  out.roof = {{"bound", std::string(ceilingKindName(p.bound))},
-              {"ceiling_tflops", ceilings.computeTflops()},
-              {"ceiling_gbps", memory.gbps},
-              {"memory_level", std::string(memoryLevelName(memory.level))},
-              {"attainable_tflops", p.attainableTflops},
-              {"fraction_of_ceiling", p.fraction},
-              {"rechecked_ceiling", rechecked}};
-  out.bound = p.bound == CeilingKind::kCompute ? "compute" : std::string(memoryLevelLabel(memory.level));
-  out.fraction = fmt::format("{:.0f}%{}", 100 * p.fraction, suspect ? "!" : "");
-  if (suspect) out.suspect = SuspectFigure{name, p.fraction, ceilings.likelyCause(p.bound, memory.level)};
+  CasePlace out{{p.bound, ceilings.computeTflops(), memory.gbps, memory.level, p.attainableTflops, p.fraction, rechecked},
+                std::nullopt};
+  if (p.fraction > 1) out.suspect = SuspectFigure{name, p.fraction, ceilings.likelyCause(p.bound, memory.level)};
   return out;
+}
+
+// The shapes an op is measured at: the --shapes file's for it, or, without a file, the preset block's.
+std::vector<KernelShape> shapesOf(const KernelOp& op, const KernelsOptions& o) {
+  std::vector<KernelShape> shapes;
+  for (const auto& [userOp, userShape] : o.userShapes)
+    if (userOp == &op) shapes.push_back(userShape);
+  if (shapes.empty() && o.userShapes.empty()) shapes = op.shapes(o.hidden, o.seq, o.batch, o.vocab);
+  return shapes;
+}
+
+// One op at one shape: checked, timed and placed on the roofline; nullopt where the op has no
+// implementation for the backend. `suspect` receives the figure when it stays above its ceiling.
+std::optional<KernelRecord> measureCase(const KernelOp& op, const KernelShape& shape, const KernelsOptions& o,
+                                        std::optional<CeilingSet>& ceilings, std::vector<SuspectFigure>& suspects) {
+  activity::set(fmt::format("kernel {} {} ({})", op.name(), shape.name, dimsText(shape)));
+  trace::Span span(fmt::format("kernel {} {}", op.name(), shape.name), "compute");  // and its NVTX range
+  if (trace::enabled()) span.annotate({{"op", std::string(op.name())}, {"shape", shape.name}});
+  std::unique_ptr<KernelCase> kc;
+  try {
+    kc = o.cuda ? op.makeCuda(shape, o.settings) : op.make(shape, o.settings);
+  } catch (const std::bad_alloc&) {
+    throw Error(fmt::format("{} {}: out of host memory for its buffers ({})", op.name(), shape.name, dimsText(shape)));
+  }
+  if (!kc) return std::nullopt;
+  KernelRecord r;
+  trace::Span checking("check", "compute");
+  r.check = kc->check();
+  checking.close();
+  trace::Span timing("timed", "compute");
+  TimedCase timed = timeCase(*kc, o.warmup, o.iters, o.trials);
+  timing.close();
+  r.clockMhz = caseClockMhz(o.cuda);  // the clock its roofline fraction is at
+  // Its typical rate (the median) against the best the ceilings showed: a fraction that never flatters.
+  r.time = summarize(timed.us);
+  r.samplesUs = std::move(timed.us);
+  r.op = std::string(op.name());
+  r.shape = shape;
+  r.dtype = o.settings.precision;
+  r.cuda = o.cuda;
+  r.flops = kc->flops();
+  r.bytes = kc->bytes();
+  r.tflops = r.flops / (r.time.median * 1e-6) / 1e12;
+  r.gbps = r.bytes / (r.time.median * 1e-6) / 1e9;
+  r.intensity = r.flops / r.bytes;
+  if (ceilings) {
+    CasePlace place =
+        placeCase(*ceilings, fmt::format("{} {}", op.name(), shape.name), r.tflops, r.intensity, r.bytes, timed.cachesWarm);
+    r.roofline = place.roof;
+    if (place.suspect) {
+      r.suspect = place.suspect->cause;
+      suspects.push_back(*place.suspect);
+    }
+  }
+  r.details = kc->details();
+  r.label = o.label;
+  return r;
 }
 
 }  // namespace
@@ -172,12 +216,8 @@ KernelsOptions resolveKernelsArgs(const KernelsArgs& a) {
   }
   if (o.ops.empty()) throw UsageError("--ops: no kernel given");
   o.settings.precision = a.dtype;
-  if (a.convAlgo != "heuristic" && a.convAlgo != "search")
-    throw UsageError(fmt::format("--conv-algo: '{}' is not heuristic or search", a.convAlgo));
-  if (a.convLayout != "nchw" && a.convLayout != "nhwc")
-    throw UsageError(fmt::format("--conv-layout: '{}' is not nchw or nhwc", a.convLayout));
-  o.settings.convSearch = a.convAlgo == "search";
-  o.settings.convNhwc = a.convLayout == "nhwc";
+  o.settings.convSearch = a.convAlgo == ConvAlgo::kSearch;
+  o.settings.convNhwc = a.convLayout == ConvLayout::kNhwc;
   const Presets* p = nullptr;
   for (const auto& x : kPresets)
     if (a.preset == x.name) p = &x;
@@ -191,17 +231,10 @@ KernelsOptions resolveKernelsArgs(const KernelsArgs& a) {
   if (o.seq < 1 || o.batch < 1 || o.vocab < 2) throw UsageError("--seq and --batch must be at least 1, --vocab at least 2");
   if (o.warmup < 0 || o.iters < 1 || o.trials < 1) throw UsageError("-w/--warmup >= 0, -n/--iters >= 1 and --trials >= 1");
   if (!a.shapesFile.empty()) o.userShapes = loadKernelShapes(a.shapesFile, o.hidden, o.seq, o.batch, o.vocab);
-  if (a.backend != "auto" && a.backend != "cpu" && a.backend != "cuda")
-    throw UsageError(fmt::format("--backend: '{}' is not auto, cpu or cuda", a.backend));
-  int gpus = 0;
-#ifdef TRAINSCOPE_HAVE_CUDA
-  if (cudaGetDeviceCount(&gpus) != cudaSuccess) {
-    cudaGetLastError();
-    gpus = 0;
-  }
-#endif
-  if (a.backend == "cuda" && gpus == 0) throw UsageError("--backend cuda needs a CUDA GPU, and none is usable on this host");
-  o.cuda = a.backend == "cuda" || (a.backend == "auto" && gpus > 0);
+  const int gpus = cuda::usableDeviceCount();
+  if (a.backend == KernelBackend::kCuda && gpus == 0)
+    throw UsageError("--backend cuda needs a CUDA GPU, and none is usable on this host");
+  o.cuda = a.backend == KernelBackend::kCuda || (a.backend == KernelBackend::kAuto && gpus > 0);
   for (const KernelOp* op : o.ops)
     if (!op->supports(o.settings.precision, o.cuda))
       throw UsageError(fmt::format("--dtype {}: the {} implementation of {} does not run in it",
@@ -276,80 +309,22 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
 #endif
   std::optional<CeilingSet> ceilings;
   if (o.ceilings) ceilings.emplace(measureCeilings(o, ctx, plantedScale, usable));
-  std::printf("# %-18s %-18s %-46s %11s %10s %9s %7s %8s %11s %6s\n", "op", "shape", "dims", "time(us)", "GFLOP/s", "GB/s",
-              "bound", "of roof", "max_rel_err", "check");
+  std::printf("%s", kernelsTableHeader().c_str());
   std::size_t failed = 0;
   std::vector<SuspectFigure> suspects;
-  for (const KernelOp* op : o.ops) {
-    std::vector<KernelShape> shapes;
-    for (const auto& [userOp, userShape] : o.userShapes)
-      if (userOp == op) shapes.push_back(userShape);
-    if (shapes.empty() && o.userShapes.empty()) shapes = op->shapes(o.hidden, o.seq, o.batch, o.vocab);
-    for (const KernelShape& shape : shapes) {
-      activity::set(fmt::format("kernel {} {} ({})", op->name(), shape.name, dimsText(shape)));
-      trace::Span span(fmt::format("kernel {} {}", op->name(), shape.name), "compute");  // and its NVTX range
-      if (trace::enabled()) span.annotate({{"op", std::string(op->name())}, {"shape", shape.name}});
-      std::unique_ptr<KernelCase> kc;
-      try {
-        kc = o.cuda ? op->makeCuda(shape, o.settings) : op->make(shape, o.settings);
-      } catch (const std::bad_alloc&) {
-        throw Error(fmt::format("{} {}: out of host memory for its buffers ({})", op->name(), shape.name, dimsText(shape)));
-      }
-      if (!kc) {
-        std::printf("  %-18s %-18s (no CUDA implementation yet: skipped)\n", std::string(op->name()).c_str(), shape.name.c_str());
+  for (const KernelOp* op : o.ops)
+    for (const KernelShape& shape : shapesOf(*op, o)) {
+      std::optional<KernelRecord> rec = measureCase(*op, shape, o, ceilings, suspects);
+      if (!rec) {
+        std::printf("%s", kernelsSkippedRow(op->name(), shape.name).c_str());
         continue;
       }
-      trace::Span checking("check", "compute");
-      const KernelCheck chk = kc->check();
-      checking.close();
-      failed += !chk.passed;
-      trace::Span timing("timed", "compute");
-      const TimedCase timed = timeCase(*kc, o.warmup, o.iters, o.trials);
-      timing.close();
-      const nlohmann::json clock = caseClockMhz(o.cuda);  // the clock its roofline fraction is at
-      // Its typical rate (the median) against the best the ceilings showed: a fraction that never flatters.
-      const Stats s = summarize(timed.us);
-      const double tflops = kc->flops() / (s.median * 1e-6) / 1e12;
-      const double gbps = kc->bytes() / (s.median * 1e-6) / 1e9;
-      const double intensity = kc->flops() / kc->bytes();
-      nlohmann::json dims = nlohmann::json::object();
-      for (const auto& [k, v] : shape.dims) dims[k] = v;
-      CasePlace place{nullptr, "-", "-", std::nullopt};
-      if (ceilings)
-        place =
-            placeCase(*ceilings, fmt::format("{} {}", op->name(), shape.name), tflops, intensity, kc->bytes(), timed.cachesWarm);
-      nlohmann::json rec = {
-          {"kind", "kernel"},
-          {"op", std::string(op->name())},
-          {"shape_name", shape.name},
-          {"shape", dims},
-          {"dtype", std::string(precisionName(o.settings.precision))},
-          {"backend", o.cuda ? "cuda" : "cpu"},
-          {"flops", kc->flops()},
-          {"bytes", kc->bytes()},
-          {"time_us", toJson(s)},
-          {"samples_us", timed.us},
-          {"tflops", tflops},
-          {"gbps", gbps},
-          {"arithmetic_intensity", intensity},
-          {"roofline", place.roof},
-          {"clock_mhz", clock},
-          {"ceiling_suspect", place.suspect.has_value()},
-          {"check", {{"performed", true}, {"passed", chk.passed}, {"max_rel_err", chk.maxRelErr}, {"tolerance", chk.tolerance}}}};
-      if (place.suspect) {
-        rec["ceiling_suspect_cause"] = std::string(suspectCauseName(place.suspect->cause));
-        suspects.push_back(*place.suspect);
-      }
-      if (const nlohmann::json extra = kc->details(); !extra.empty()) rec["details"] = extra;
-      if (!o.label.empty()) rec["label"] = o.label;
-      if (!ctx.step.empty()) rec["step"] = ctx.step;
-      if (writer) writer->add(rec);
-      std::printf("  %-18s %-18s %-46s %11.2f %10.2f %9.2f %7s %8s %11.2e %6s\n", std::string(op->name()).c_str(),
-                  shape.name.c_str(), dimsText(shape).c_str(), s.median, tflops * 1e3, gbps, place.bound.c_str(),
-                  place.fraction.c_str(), chk.maxRelErr, chk.passed ? "ok" : "FAILED");
+      failed += !rec->check.passed;
+      rec->step = ctx.step;
+      if (writer) writer->add(toJson(*rec));
+      std::printf("%s", kernelsTableRow(*rec).c_str());
       std::fflush(stdout);
     }
-  }
   activity::set("");
   if (!suspects.empty()) std::printf("%s\n", suspectWarning(suspects).c_str());
   if (failed) std::fprintf(stderr, "trainscope: error: %zu kernel(s) failed their check against the float64 reference\n", failed);

@@ -17,10 +17,14 @@ struct LevelNames {
 
 LevelNames levelNames(MemoryLevel l) {
   switch (l) {
-    case MemoryLevel::kL1: return {"l1", "L1"};
-    case MemoryLevel::kL2: return {"l2", "L2"};
-    case MemoryLevel::kL3: return {"l3", "L3"};
-    case MemoryLevel::kDram: return {"dram", "DRAM"};
+    case MemoryLevel::kL1:
+      return {"l1", "L1"};
+    case MemoryLevel::kL2:
+      return {"l2", "L2"};
+    case MemoryLevel::kL3:
+      return {"l3", "L3"};
+    case MemoryLevel::kDram:
+      return {"dram", "DRAM"};
   }
   return {"dram", "DRAM"};
 }
@@ -54,30 +58,41 @@ RooflinePlace placeOnRoofline(double tflops, double intensity, double computeTfl
 
 std::string_view suspectCauseName(SuspectCause c) {
   switch (c) {
-    case SuspectCause::kPlantedFault: return "planted_fault";
-    case SuspectCause::kBusyHost: return "busy_host";
-    case SuspectCause::kCacheResidency: return "cache_residency";
-    case SuspectCause::kUnexplained: return "unexplained";
-    case SuspectCause::kDatasheetMismatch: return "datasheet_mismatch";
+    case SuspectCause::kPlantedFault:
+      return "planted_fault";
+    case SuspectCause::kBusyHost:
+      return "busy_host";
+    case SuspectCause::kCacheResidency:
+      return "cache_residency";
+    case SuspectCause::kUnexplained:
+      return "unexplained";
+    case SuspectCause::kDatasheetMismatch:
+      return "datasheet_mismatch";
   }
   return "unexplained";
 }
 
 SuspectCause suspectCauseFromName(std::string_view name) {
-  for (SuspectCause c : {SuspectCause::kPlantedFault, SuspectCause::kBusyHost, SuspectCause::kCacheResidency, SuspectCause::kDatasheetMismatch})
+  for (SuspectCause c :
+       {SuspectCause::kPlantedFault, SuspectCause::kBusyHost, SuspectCause::kCacheResidency, SuspectCause::kDatasheetMismatch})
     if (suspectCauseName(c) == name) return c;
   return SuspectCause::kUnexplained;
 }
 
 std::string_view suspectCauseText(SuspectCause c) {
   switch (c) {
-    case SuspectCause::kPlantedFault: return "a planted fault (TRAINSCOPE_FAULT=ceiling) scaled the ceilings down";
+    case SuspectCause::kPlantedFault:
+      return "a planted fault (TRAINSCOPE_FAULT=ceiling) scaled the ceilings down";
     case SuspectCause::kBusyHost:
-      return "other processes took a good share of the CPUs while the ceiling was measured (a multi-threaded ceiling loses more to a "
+      return "other processes took a good share of the CPUs while the ceiling was measured (a multi-threaded ceiling loses more "
+             "to a "
              "busy core than a small kernel on one core does); measure on an idle host";
-    case SuspectCause::kCacheResidency: return "the data sat in a nearer cache level than the kernel's bytes chose";
-    case SuspectCause::kUnexplained: return "no cause found (a clock change between the ceiling and the kernel?)";
-    case SuspectCause::kDatasheetMismatch: return "the datasheet entry or the SM clock read does not fit this GPU (another variant of it?)";
+    case SuspectCause::kCacheResidency:
+      return "the data sat in a nearer cache level than the kernel's bytes chose";
+    case SuspectCause::kUnexplained:
+      return "no cause found (a clock change between the ceiling and the kernel?)";
+    case SuspectCause::kDatasheetMismatch:
+      return "the datasheet entry or the SM clock read does not fit this GPU (another variant of it?)";
   }
   return "";
 }
@@ -93,7 +108,9 @@ std::string suspectWarning(const std::vector<SuspectFigure>& figures) {
   if (figures.empty()) return "";
   std::map<SuspectCause, std::vector<const SuspectFigure*>> byCause;
   for (const SuspectFigure& f : figures) byCause[f.cause].push_back(&f);
-  std::string line = fmt::format("# warning: {} figure(s) above 100% of their ceiling even after re-measuring it (marked ! and ceiling_suspect)", figures.size());
+  std::string line =
+      fmt::format("# warning: {} figure(s) above 100% of their ceiling even after re-measuring it (marked ! and ceiling_suspect)",
+                  figures.size());
   for (const auto& [cause, list] : byCause) {
     std::string names;
     for (std::size_t i = 0; i < list.size() && i < kSuspectNames; ++i)

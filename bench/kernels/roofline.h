@@ -42,8 +42,8 @@ std::optional<double> cacheCopyWorkingSet(double previousCapacity, double capaci
 
 struct RooflinePlace {
   CeilingKind bound = CeilingKind::kCompute;  // the ceiling that limits this intensity
-  double attainableTflops = 0;                 // min(compute, intensity x memory)
-  double fraction = 0;                         // achieved / attainable
+  double attainableTflops = 0;                // min(compute, intensity x memory)
+  double fraction = 0;                        // achieved / attainable
 };
 // A kernel achieving `tflops` at `intensity` FLOP/byte under a compute ceiling (TFLOP/s) and a memory
 // ceiling (GB/s); both ceilings > 0.
@@ -56,9 +56,9 @@ RooflinePlace placeOnRoofline(double tflops, double intensity, double computeTfl
 // these (a clock change, or an op whose FLOP/byte count overstates what it does). A datasheet peak (MFU)
 // has nothing to re-measure: above it, the table entry or the clock read does not fit the GPU.
 enum class SuspectCause { kPlantedFault, kBusyHost, kCacheResidency, kUnexplained, kDatasheetMismatch };
-std::string_view suspectCauseName(SuspectCause c);  // the records' names: planted_fault, busy_host, ...
+std::string_view suspectCauseName(SuspectCause c);         // the records' names: planted_fault, busy_host, ...
 SuspectCause suspectCauseFromName(std::string_view name);  // kUnexplained for a name it does not know
-std::string_view suspectCauseText(SuspectCause c);  // a clause for the console's warning line
+std::string_view suspectCauseText(SuspectCause c);         // a clause for the console's warning line
 // Other processes' share of the CPUs from which a ceiling counts as measured on a busy host.
 inline constexpr double kBusyHostFraction = 0.10;
 SuspectCause likelySuspectCause(bool planted, std::optional<double> othersCpuFraction, CeilingKind bound);

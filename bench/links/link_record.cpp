@@ -1,8 +1,28 @@
 #include "bench/links/link_record.h"
 
+#include "bench/session/record_json.h"
 #include "bench/session/stats.h"
 
 namespace ts {
+namespace {
+
+void putFields(nlohmann::json&, const std::monostate&) {}  // a GPU test: its fields are in extra
+
+void putFields(nlohmann::json& r, const HostMemoryFields& f) {
+  r["host"] = f.host;
+  r["processes"] = f.processes;
+  r["threads_per_process"] = f.threadsPerProcess;
+  r["array_bytes"] = f.arrayBytes;
+}
+
+void putFields(nlohmann::json& r, const MpiPairFields& f) {
+  r["src_host"] = f.srcHost;
+  r["dst_host"] = f.dstHost;
+  r["message_bytes"] = f.messageBytes;
+  r["window"] = f.window;
+}
+
+}  // namespace
 
 std::optional<double> bandwidthOf(const LinkMeasurement& m) {
   if (m.latency) return std::nullopt;
@@ -10,7 +30,9 @@ std::optional<double> bandwidthOf(const LinkMeasurement& m) {
   return s.median > 0 ? std::optional<double>(static_cast<double>(m.bytes) / (s.median * 1e-6) / 1e9) : std::nullopt;
 }
 
-nlohmann::json toRecord(const LinkMeasurement& m, const std::string& label) {
+double figureOf(const LinkMeasurement& m) { return m.latency ? summarize(m.samplesUs).median : bandwidthOf(m).value_or(0); }
+
+nlohmann::json toJson(const LinkMeasurement& m) {
   const Stats s = summarize(m.samplesUs);
   const auto bw = bandwidthOf(m);
   nlohmann::json r = {{"kind", "link"},
@@ -22,12 +44,14 @@ nlohmann::json toRecord(const LinkMeasurement& m, const std::string& label) {
                       {"bytes", m.bytes},
                       {"time_us", toJson(s)},
                       {"samples_us", m.samplesUs},
-                      {"bandwidth_gbps", bw ? nlohmann::json(*bw) : nlohmann::json(nullptr)},
+                      {"bandwidth_gbps", orNull(bw)},
                       {"latency_us", m.latency ? toJson(s) : nlohmann::json(nullptr)},
                       {"link", toJson(m.link, bw)},
                       {"check", {{"performed", true}, {"passed", m.wrong == 0}, {"wrong", m.wrong}}}};
+  std::visit([&](const auto& f) { putFields(r, f); }, m.fields);
   for (const auto& [k, v] : m.extra.items()) r[k] = v;
-  if (!label.empty()) r["label"] = label;
+  putUnlessEmpty(r, "label", m.label);
+  putUnlessEmpty(r, "step", m.step);
   return r;
 }
 

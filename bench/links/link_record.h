@@ -1,8 +1,11 @@
 #pragma once
-// The record of one link measurement (kind "link"), shared by the host-memory, MPI and GPU tests.
+// The record of one link measurement (kind "link"), shared by the host-memory, MPI and GPU tests: the
+// runner (or links_gpu.cpp) fills it, toJson writes the schema's `link` record and links_table.h the
+// console rows.
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -11,21 +14,40 @@
 
 namespace ts {
 
-struct LinkMeasurement {
-  std::string test;       // host_memory_copy, mpi_latency, h2d, d2d_peer, ...
-  std::string src, dst;   // "node-a", "rank 3", "cuda:0", "host"
-  std::string engine;     // cpu | mpi | ce | sm
-  std::string direction;  // uni | bi
-  std::uint64_t bytes = 0;           // moved per sample (both directions together for bi)
-  std::vector<double> samplesUs;     // the time of each sample (the slowest participant's)
-  bool latency = false;              // report latency_us (the stats of samplesUs) instead of bandwidth
-  LinkClass link;
-  long long wrong = 0;
-  nlohmann::json extra = nlohmann::json::object();  // test-specific fields (hosts, memory kind, p2p, ...)
+// The fields of the host-memory tests: whose memory, and how it was loaded.
+struct HostMemoryFields {
+  std::string host;
+  std::uint64_t processes = 0;  // of this host, all running the kernel at once
+  int threadsPerProcess = 0;
+  std::uint64_t arrayBytes = 0;  // each of the three arrays, per process
 };
 
-nlohmann::json toRecord(const LinkMeasurement& m, const std::string& label);
+// The fields of the MPI point-to-point tests: the pair's hosts and the messages sent.
+struct MpiPairFields {
+  std::string srcHost, dstHost;
+  std::uint64_t messageBytes = 0;
+  int window = 1;  // messages in flight per sample
+};
+
+struct LinkMeasurement {
+  std::string test;               // host_memory_copy, mpi_latency, h2d, d2d_peer, ...
+  std::string src, dst;           // "node-a", "rank 3", "cuda:0", "host"
+  std::string engine;             // cpu | mpi | ce | sm
+  std::string direction;          // uni | bi
+  std::uint64_t bytes = 0;        // moved per sample (both directions together for bi)
+  std::vector<double> samplesUs;  // the time of each sample (the slowest participant's)
+  bool latency = false;           // report latency_us (the stats of samplesUs) instead of bandwidth
+  LinkClass link;
+  long long wrong = 0;
+  std::variant<std::monostate, HostMemoryFields, MpiPairFields> fields;  // the host-memory and MPI tests' own
+  nlohmann::json extra = nlohmann::json::object();  // the GPU tests' own fields (host, memory kind, p2p, ...)
+  std::string label, step;                          // "" = absent
+};
+
+nlohmann::json toJson(const LinkMeasurement& m);
 // The bandwidth of a record, GB/s (bytes / median time), or nullopt for a latency record.
 std::optional<double> bandwidthOf(const LinkMeasurement& m);
+// The figure its console cell shows: the median time for a latency record, else the bandwidth (0 when none).
+double figureOf(const LinkMeasurement& m);
 
 }  // namespace ts

@@ -20,10 +20,14 @@ LinksOptions resolveLinksArgs(const LinksArgs& a) {
     std::stringstream in(a.tests);
     std::string t;
     while (std::getline(in, t, ',')) {
-      if (t == "memory") o.memory = true;
-      else if (t == "mpi") o.mpi = true;
-      else if (t == "gpu") o.gpu = true;
-      else if (!t.empty()) throw UsageError(fmt::format("--tests: unknown test '{}' (all, or a comma list of memory, mpi, gpu)", t));
+      if (t == "memory")
+        o.memory = true;
+      else if (t == "mpi")
+        o.mpi = true;
+      else if (t == "gpu")
+        o.gpu = true;
+      else if (!t.empty())
+        throw UsageError(fmt::format("--tests: unknown test '{}' (all, or a comma list of memory, mpi, gpu)", t));
     }
   }
   o.memoryBytes = parseBytes(a.memoryBytes, "--memory-bytes");
@@ -42,7 +46,8 @@ const OptionTable<LinksArgs>& linksOptions() {
     OptionTable<LinksArgs> t;
     const auto opts = TS_FIELD(opts);
     t.add("--tests", "all, or a comma list of memory, mpi, gpu", TS_FIELD(tests), TextForm::kList);
-    t.add("--memory-bytes", "Host memory: bytes per array and process (0 = 4x the last-level cache)", TS_FIELD(memoryBytes), TextForm::kSize);
+    t.add("--memory-bytes", "Host memory: bytes per array and process (0 = 4x the last-level cache)", TS_FIELD(memoryBytes),
+          TextForm::kSize);
     t.add("--threads", "Host memory: threads per process (0 = hardware threads / processes on the host)", TS_FIELD(opts.threads));
     t.add("--latency-bytes", "MPI ping-pong message size", TS_FIELD(latencyBytes), TextForm::kSize);
     t.add("--bandwidth-bytes", "MPI bandwidth message size", TS_FIELD(bandwidthBytes), TextForm::kSize);
@@ -53,7 +58,8 @@ const OptionTable<LinksArgs>& linksOptions() {
     addItersFlag(t, opts, "Timed iterations (bandwidth tests)");
     t.add("--latency-iters", "Timed round trips (latency tests)", TS_FIELD(opts.latencyIters));
     t.add("--pairs", "ring, all, or a file of 'hostA hostB' lines", TS_FIELD(opts.pairs));
-    t.add("--outlier-fraction", "A pair is an outlier when this much worse than the median of its link type", TS_FIELD(opts.outlierFraction));
+    t.add("--outlier-fraction", "A pair is an outlier when this much worse than the median of its link type",
+          TS_FIELD(opts.outlierFraction));
     addTimeoutFlag(t, opts);
     addOutputFlags(t, opts);
     return t;
@@ -62,14 +68,8 @@ const OptionTable<LinksArgs>& linksOptions() {
 }
 
 SuiteStep readStep(StepReader& r) {
-  LinksArgs a;
-  linksOptions().readFromSuite(r, a);
-  const LinksOptions o = resolveLinksArgs(a);
-  SuiteStep s;
-  s.wantsMpi = o.mpi && launchedByMpi();
-  s.config = toJson(o);
-  s.run = [o](RunContext& ctx) { return runLinksStep(o, ctx); };
-  return s;
+  return tableStep(r, linksOptions(), resolveLinksArgs, runLinksStep,
+                   [](const LinksOptions& o) { return o.mpi && launchedByMpi(); });
 }
 
 }  // namespace
@@ -77,8 +77,9 @@ SuiteStep readStep(StepReader& r) {
 Subcommand linksSubcommand() {
   return {"links", "Measure links: host memory, MPI point-to-point between rank pairs, GPU copies and latencies",
           [](CLI::App& sub) {
-            return addTable<LinksArgs>(sub, linksOptions(), std::make_shared<LinksArgs>(),
-                                       [](const LinksArgs& a, const std::vector<std::string>& argv) { return runLinks(resolveLinksArgs(a), argv); });
+            return addTable<LinksArgs>(
+                sub, linksOptions(), std::make_shared<LinksArgs>(),
+                [](const LinksArgs& a, const std::vector<std::string>& argv) { return runLinks(resolveLinksArgs(a), argv); });
           },
           readStep, linksOptions().describe()};
 }

@@ -11,9 +11,9 @@ namespace ts {
 struct RunContext;
 
 struct LinksOptions {
-  bool memory = true;  // host memory bandwidth (STREAM-like), every host
-  bool mpi = true;     // MPI point-to-point between rank pairs (under mpirun, 2+ ranks)
-  bool gpu = true;     // GPU copies and latencies (where GPUs are)
+  bool memory = true;             // host memory bandwidth (STREAM-like), every host
+  bool mpi = true;                // MPI point-to-point between rank pairs (under mpirun, 2+ ranks)
+  bool gpu = true;                // GPU copies and latencies (where GPUs are)
   std::uint64_t memoryBytes = 0;  // per array and process; 0 = 4x the last-level cache shared among the host's processes
   int threads = 0;                // per process; 0 = hardware threads / processes on the host
   std::uint64_t latencyBytes = 8;

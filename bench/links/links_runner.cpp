@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -12,12 +13,14 @@
 #include "base/error.h"
 #include "base/heartbeat.h"
 #include "base/units.h"
-#include "bench/session/activity.h"
-#include "bench/session/agreement.h"
-#include "bench/session/inventory.h"
+#include "bench/links/link_outliers.h"
 #include "bench/links/link_record.h"
 #include "bench/links/links_gpu.h"
 #include "bench/links/links_options.h"
+#include "bench/links/links_table.h"
+#include "bench/session/activity.h"
+#include "bench/session/agreement.h"
+#include "bench/session/inventory.h"
 #include "bench/session/result_writer.h"
 #include "bench/session/run_session.h"
 #include "bench/session/stats.h"
@@ -36,14 +39,18 @@ std::uint64_t lastLevelCacheBytes() {
   return l3 > 0 ? static_cast<std::uint64_t>(l3) : 32ull << 20;
 }
 
+// Tags a measurement with the run's label and the suite step, and writes it (process 0).
 struct Emitter {
   RunContext& ctx;
   const LinksOptions& o;
+  LinkMeasurement tagged(LinkMeasurement m) const {
+    m.label = o.label;
+    m.step = ctx.step;
+    return m;
+  }
   void emit(const LinkMeasurement& m) {
     if (ctx.boot.rank() != 0 || !ctx.writer) return;
-    nlohmann::json rec = toRecord(m, o.label);
-    if (!ctx.step.empty()) rec["step"] = ctx.step;
-    ctx.writer->add(rec);
+    ctx.writer->add(toJson(tagged(m)));
   }
 };
 
@@ -57,11 +64,13 @@ std::size_t hostMemory(const LinksOptions& o, RunContext& ctx, Emitter& out, con
   // at 1 GiB, and at an eighth of the available memory per process, so a large-cache host cannot run out.
   std::uint64_t arrayBytes = o.memoryBytes;
   if (!arrayBytes) {
-    const std::uint64_t avail = static_cast<std::uint64_t>(::sysconf(_SC_AVPHYS_PAGES)) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    const std::uint64_t avail =
+        static_cast<std::uint64_t>(::sysconf(_SC_AVPHYS_PAGES)) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
     arrayBytes = std::clamp<std::uint64_t>(4 * lastLevelCacheBytes() / here, 32ull << 20, 1ull << 30);
     arrayBytes = std::min(arrayBytes, std::max<std::uint64_t>(avail / (8 * here), 16ull << 20));
   }
-  const int threads = o.threads ? o.threads : std::max(1, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN) / static_cast<long>(here)));
+  const int threads =
+      o.threads ? o.threads : std::max(1, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN) / static_cast<long>(here)));
   const std::size_t n = arrayBytes / sizeof(double);
   std::vector<double> a, b, c;
   collectively(boot, [&] {
@@ -77,10 +86,7 @@ std::size_t hostMemory(const LinksOptions& o, RunContext& ctx, Emitter& out, con
     b[i] = 1.0 + static_cast<double>(i % 7);
     c[i] = 2.0 + static_cast<double>(i % 5);
   }
-  if (boot.rank() == 0) {
-    std::printf("#\n# host memory: STREAM-like, 3 arrays of %s per process, %d thread(s) per process\n", formatBytes(arrayBytes).c_str(), threads);
-    std::printf("# %-24s %9s %12s %12s %12s %7s\n", "host", "processes", "bytes", "kernel", "GB/s", "#wrong");
-  }
+  if (boot.rank() == 0) std::printf("%s", hostMemoryTableHeader(arrayBytes, threads).c_str());
   constexpr double kScalar = 3.0;
   std::size_t failed = 0;
   for (const char* kernel : {"copy", "triad"}) {
@@ -90,8 +96,10 @@ std::size_t hostMemory(const LinksOptions& o, RunContext& ctx, Emitter& out, con
     for (int i = -o.warmup; i < o.iters; ++i) {
       boot.barrier();
       const auto t0 = std::chrono::steady_clock::now();
-      if (triad) cpu::streamTriad(a.data(), b.data(), c.data(), kScalar, n, threads);
-      else cpu::streamCopy(a.data(), b.data(), n, threads);
+      if (triad)
+        cpu::streamTriad(a.data(), b.data(), c.data(), kScalar, n, threads);
+      else
+        cpu::streamCopy(a.data(), b.data(), n, threads);
       const auto t1 = std::chrono::steady_clock::now();
       if (i >= 0) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
       heartbeat::beat();
@@ -119,12 +127,10 @@ std::size_t hostMemory(const LinksOptions& o, RunContext& ctx, Emitter& out, con
       }
       m.bytes = procs * n * (triad ? cpu::kTriadBytesPerElement : cpu::kCopyBytesPerElement);
       m.link = {"dram", "host memory", std::nullopt};
-      m.extra = {{"host", host}, {"processes", procs}, {"threads_per_process", threads}, {"array_bytes", arrayBytes}};
+      m.fields = HostMemoryFields{host, procs, threads, arrayBytes};
       failed += m.wrong != 0;
       out.emit(m);
-      if (boot.rank() == 0)
-        std::printf("  %-24s %9llu %12llu %12s %12.2f %7lld\n", host.c_str(), static_cast<unsigned long long>(procs),
-                    static_cast<unsigned long long>(m.bytes), kernel, bandwidthOf(m).value_or(0), m.wrong);
+      if (boot.rank() == 0) std::printf("%s", hostMemoryTableRow(m).c_str());
     }
   }
   std::fflush(stdout);
@@ -132,19 +138,41 @@ std::size_t hostMemory(const LinksOptions& o, RunContext& ctx, Emitter& out, con
 }
 
 #ifdef TRAINSCOPE_HAVE_MPI
-// The outliers of one test among pairs of one link type: more than the given fraction worse than the median.
-nlohmann::json outliers(const std::string& test, const std::string& type, const std::vector<std::pair<LinkMeasurement, double>>& group,
-                        double fraction, bool higherIsBetter) {
-  std::vector<double> values;
-  for (const auto& [m, v] : group) values.push_back(v);
-  const double median = summarize(values).median;
-  nlohmann::json list = nlohmann::json::array();
-  for (const auto& [m, v] : group) {
-    const bool bad = higherIsBetter ? v < (1 - fraction) * median : v > (1 + fraction) * median;
-    if (bad) list.push_back({{"src", m.src}, {"dst", m.dst}, {"src_host", m.extra["src_host"]}, {"dst_host", m.extra["dst_host"]}, {"value", v}});
+// The latency, bandwidth and bidirectional bandwidth of one pair of ranks, in that order, each emitted as
+// it finishes; rank a measures, every rank takes part in handing its samples to process 0.
+std::array<LinkMeasurement, 3> measurePair(const LinksOptions& o, Bootstrap& boot, Emitter& emitter, MpiPointToPoint& p2p, int a,
+                                           int b, const std::vector<std::string>& hosts, const LinkClass& link) {
+  struct Test {
+    const char* name;
+    bool latency;
+    bool bi;
+  };
+  constexpr Test kTests[3] = {{"mpi_latency", true, false}, {"mpi_bandwidth", false, false}, {"mpi_bibandwidth", false, true}};
+  std::array<LinkMeasurement, 3> out;
+  for (int t = 0; t < 3; ++t) {
+    const Test& test = kTests[t];
+    activity::set(fmt::format("{} between rank {} ({}) and rank {} ({})", test.name, a, hosts[a], b, hosts[b]));
+    PairSamples s = test.latency ? p2p.pingPong(a, b, o.latencyBytes, o.warmup * 10, o.latencyIters)
+                                 : p2p.stream(a, b, o.bandwidthBytes, o.window, o.warmup, o.iters, test.bi);
+    // Rank a measured; rank 0 writes: hand the samples over.
+    const auto gathered = boot.allGatherDoubles(
+        boot.rank() == a ? s.us : std::vector<double>(static_cast<std::size_t>(test.latency ? o.latencyIters : o.iters), 0.0));
+    const std::size_t k = gathered.size() / static_cast<std::size_t>(boot.size());
+    LinkMeasurement& m = out[t];
+    m.test = test.name;
+    m.src = fmt::format("rank {}", a);
+    m.dst = fmt::format("rank {}", b);
+    m.engine = "mpi";
+    m.direction = test.bi ? "bi" : "uni";
+    m.latency = test.latency;
+    m.bytes = test.latency ? o.latencyBytes : o.bandwidthBytes * static_cast<std::uint64_t>(o.window) * (test.bi ? 2 : 1);
+    m.samplesUs.assign(gathered.begin() + static_cast<long>(a * k), gathered.begin() + static_cast<long>((a + 1) * k));
+    m.link = link;
+    m.wrong = s.wrong;
+    m.fields = MpiPairFields{hosts[a], hosts[b], test.latency ? o.latencyBytes : o.bandwidthBytes, test.latency ? 1 : o.window};
+    emitter.emit(m);
   }
-  return {{"kind", "link_outliers"}, {"test", test}, {"link_type", type}, {"pairs", group.size()}, {"median", median},
-          {"fraction", fraction}, {"unit", higherIsBetter ? "GB/s" : "us"}, {"outliers", list}};
+  return out;
 }
 
 std::size_t mpiPairs(const LinksOptions& o, RunContext& ctx, Emitter& out, const std::vector<std::string>& hosts) {
@@ -160,65 +188,29 @@ std::size_t mpiPairs(const LinksOptions& o, RunContext& ctx, Emitter& out, const
       if (h["hostname"] == host) return h;
     return inventories[0];
   };
-  if (leader) {
-    std::printf("#\n# MPI point-to-point: %zu pair(s) (--pairs %s); latency: %s ping-pong x %d; bandwidth: %s x window %d x %d\n",
-                pairs.size(), o.pairs.c_str(), formatBytes(o.latencyBytes).c_str(), o.latencyIters, formatBytes(o.bandwidthBytes).c_str(),
-                o.window, o.iters);
-    std::printf("# %-22s %-22s %-8s %12s %10s %11s %7s\n", "src", "dst", "link", "latency(us)", "bw(GB/s)", "bibw(GB/s)", "#wrong");
-  }
-  std::map<std::pair<std::string, std::string>, std::vector<std::pair<LinkMeasurement, double>>> groups;  // (test, link type)
+  if (leader) std::printf("%s", mpiPairsTableHeader(o, pairs.size()).c_str());
+  std::map<std::pair<std::string, std::string>, std::vector<PairFigure>> groups;  // (test, link type)
   std::size_t failed = 0;
   for (const auto& [a, b] : pairs) {
-    const bool sameHost = hosts[a] == hosts[b];
-    const LinkClass link = sameHost ? LinkClass{"shm", "same host: MPI shared memory", std::nullopt} : networkLink(inventoryOf(hosts[a]));
-    struct Test { const char* name; bool latency; bool bi; };
-    double cells[3] = {0, 0, 0};
+    const LinkClass link = hosts[a] == hosts[b] ? LinkClass{"shm", "same host: MPI shared memory", std::nullopt}
+                                                : networkLink(inventoryOf(hosts[a]));
+    const std::array<LinkMeasurement, 3> tests = measurePair(o, boot, out, p2p, a, b, hosts, link);
     long long pairWrong = 0;
-    int t = 0;
-    for (const Test test : {Test{"mpi_latency", true, false}, Test{"mpi_bandwidth", false, false}, Test{"mpi_bibandwidth", false, true}}) {
-      activity::set(fmt::format("{} between rank {} ({}) and rank {} ({})", test.name, a, hosts[a], b, hosts[b]));
-      PairSamples s = test.latency ? p2p.pingPong(a, b, o.latencyBytes, o.warmup * 10, o.latencyIters)
-                                   : p2p.stream(a, b, o.bandwidthBytes, o.window, o.warmup, o.iters, test.bi);
-      // Rank a measured; rank 0 writes: hand the samples over.
-      const auto gathered = boot.allGatherDoubles(boot.rank() == a ? s.us : std::vector<double>(static_cast<std::size_t>(test.latency ? o.latencyIters : o.iters), 0.0));
-      const std::size_t k = gathered.size() / static_cast<std::size_t>(boot.size());
-      LinkMeasurement m;
-      m.test = test.name;
-      m.src = fmt::format("rank {}", a);
-      m.dst = fmt::format("rank {}", b);
-      m.engine = "mpi";
-      m.direction = test.bi ? "bi" : "uni";
-      m.latency = test.latency;
-      m.bytes = test.latency ? o.latencyBytes : o.bandwidthBytes * static_cast<std::uint64_t>(o.window) * (test.bi ? 2 : 1);
-      m.samplesUs.assign(gathered.begin() + static_cast<long>(a * k), gathered.begin() + static_cast<long>((a + 1) * k));
-      m.link = link;
-      m.wrong = s.wrong;
-      m.extra = {{"src_host", hosts[a]}, {"dst_host", hosts[b]}, {"message_bytes", test.latency ? o.latencyBytes : o.bandwidthBytes},
-                 {"window", test.latency ? 1 : o.window}};
-      out.emit(m);
-      const double value = test.latency ? summarize(m.samplesUs).median : bandwidthOf(m).value_or(0);
-      cells[t++] = value;
+    for (const LinkMeasurement& m : tests) {
       pairWrong += m.wrong;
-      groups[{m.test, link.type}].push_back({m, value});
+      groups[{m.test, link.type}].push_back({m.src, m.dst, hosts[a], hosts[b], figureOf(m)});
     }
     failed += pairWrong != 0;
     if (leader) {
-      std::printf("  %-22s %-22s %-8s %12.2f %10.2f %11.2f %7lld\n", fmt::format("{} ({})", a, hosts[a]).c_str(),
-                  fmt::format("{} ({})", b, hosts[b]).c_str(), link.type.c_str(), cells[0], cells[1], cells[2], pairWrong);
+      std::printf("%s", mpiPairsTableRow(a, b, tests).c_str());
       std::fflush(stdout);
     }
   }
   for (const auto& [key, group] : groups) {
     if (group.size() < 3) continue;  // a median of one or two says nothing about outliers
-    const nlohmann::json rec = outliers(key.first, key.second, group, o.outlierFraction, key.first != "mpi_latency");
-    if (leader && ctx.writer) ctx.writer->add(rec);
-    if (leader && !rec["outliers"].empty()) {
-      for (const auto& x : rec["outliers"])
-        std::printf("# outlier: %s %s -> %s (%s -> %s): %.3g %s against a median of %.3g over %zu %s pairs\n", key.first.c_str(),
-                    x["src"].get<std::string>().c_str(), x["dst"].get<std::string>().c_str(), x["src_host"].get<std::string>().c_str(),
-                    x["dst_host"].get<std::string>().c_str(), x["value"].get<double>(), rec["unit"].get<std::string>().c_str(),
-                    rec["median"].get<double>(), group.size(), key.second.c_str());
-    }
+    const LinkOutliersRecord rec = findOutliers(key.first, key.second, group, o.outlierFraction, key.first == "mpi_latency");
+    if (leader && ctx.writer) ctx.writer->add(toJson(rec));
+    if (leader) std::printf("%s", outlierLines(rec).c_str());
   }
   return failed;
 }
@@ -237,8 +229,10 @@ std::size_t runLinksStep(const LinksOptions& o, RunContext& ctx) {
   if (o.memory) failed += hostMemory(o, ctx, out, hosts);
   if (o.mpi) {
 #ifdef TRAINSCOPE_HAVE_MPI
-    if (boot.kind() == "mpi" && boot.size() > 1) failed += mpiPairs(o, ctx, out, hosts);
-    else if (boot.rank() == 0) std::printf("#\n# MPI point-to-point: skipped (run under mpirun with 2 or more ranks)\n");
+    if (boot.kind() == "mpi" && boot.size() > 1)
+      failed += mpiPairs(o, ctx, out, hosts);
+    else if (boot.rank() == 0)
+      std::printf("#\n# MPI point-to-point: skipped (run under mpirun with 2 or more ranks)\n");
 #else
     if (boot.rank() == 0) std::printf("#\n# MPI point-to-point: skipped (built without MPI)\n");
 #endif
@@ -246,11 +240,7 @@ std::size_t runLinksStep(const LinksOptions& o, RunContext& ctx) {
   if (o.gpu) {
     // GPU tests run on the first process of each host: their records travel to process 0, which writes.
     nlohmann::json mine = nlohmann::json::array();
-    failed += runGpuLinks(o, ctx, [&](const LinkMeasurement& m) {
-      nlohmann::json rec = toRecord(m, o.label);
-      if (!ctx.step.empty()) rec["step"] = ctx.step;
-      mine.push_back(rec);
-    });
+    failed += runGpuLinks(o, ctx, [&](const LinkMeasurement& m) { mine.push_back(toJson(out.tagged(m))); });
     const auto all = boot.allGatherStrings(mine.dump());
     if (boot.rank() == 0 && ctx.writer)
       for (const auto& s : all)
@@ -258,7 +248,8 @@ std::size_t runLinksStep(const LinksOptions& o, RunContext& ctx) {
     failed = static_cast<std::size_t>(boot.sum(static_cast<long long>(failed)));
   }
   activity::set("");
-  if (failed && boot.rank() == 0) std::fprintf(stderr, "trainscope: error: %zu link test(s) failed their payload check\n", failed);
+  if (failed && boot.rank() == 0)
+    std::fprintf(stderr, "trainscope: error: %zu link test(s) failed their payload check\n", failed);
   return failed;
 }
 

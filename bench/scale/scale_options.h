@@ -2,34 +2,11 @@
 // What `trainscope scale` was asked to do (scale_command.cpp fills it; scale_runner.cpp runs it).
 #include <cstdint>
 #include <string>
-#include <string_view>
-#include <utility>
 #include <vector>
 
-#include "base/enum_names.h"
+#include "bench/scale/scale_choices.h"
 
 namespace ts {
-
-enum class ScaleMode {
-  kWeak,    // --batch per rank: the global batch grows with the ranks
-  kStrong,  // --batch is the global batch
-};
-
-enum class LauncherKind {
-  kMpirun,
-  kSrun,  // inside an allocation
-  kNone,  // this process runs the one point (--ranks 1 only)
-};
-
-template <>
-struct EnumNames<ScaleMode> {
-  static constexpr std::pair<std::string_view, ScaleMode> kNames[] = {{"weak", ScaleMode::kWeak}, {"strong", ScaleMode::kStrong}};
-};
-template <>
-struct EnumNames<LauncherKind> {
-  static constexpr std::pair<std::string_view, LauncherKind> kNames[] = {
-      {"mpirun", LauncherKind::kMpirun}, {"srun", LauncherKind::kSrun}, {"none", LauncherKind::kNone}};
-};
 
 struct ScaleOptions {
   std::vector<int> ranks = {1, 2, 4};

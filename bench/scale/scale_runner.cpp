@@ -16,6 +16,8 @@
 #include "base/error.h"
 #include "bench/commands.h"
 #include "bench/scale/scale_options.h"
+#include "bench/scale/scale_table.h"
+#include "bench/scale/scaling_record.h"
 #include "bench/session/child_process.h"
 #include "bench/session/progress.h"
 #include "bench/session/result_writer.h"
@@ -97,6 +99,62 @@ double medianOfRanks(const nlohmann::json& ranks, const char* field) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
+std::optional<std::string> textOf(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && j[key].is_string() ? std::optional<std::string>(j[key].get<std::string>()) : std::nullopt;
+}
+
+// A field of the train record's block that may be null there.
+std::optional<double> numberOf(const nlohmann::json& j) {
+  return j.is_null() ? std::nullopt : std::optional<double>(j.get<double>());
+}
+
+ScalingTrainFacts trainFactsOf(const nlohmann::json& t) {
+  return {textOf(t, "model"), textOf(t, "preset"), textOf(t, "backend"), textOf(t, "precision"),
+          t.contains("layout") ? t["layout"]["name"].get<std::string>() : "single"};
+}
+
+// The figures of a completed point, against the smallest completed point (`base`: its ranks and throughput).
+ScalingFigures figuresOf(const nlohmann::json& t, int ranks, std::pair<int, double> base) {
+  ScalingFigures f;
+  f.baselineRanks = base.first;
+  f.stepTimeUs = t["step_time_us"]["median"].get<double>();
+  f.throughputPerS = t["throughput_per_s"].get<double>();
+  f.item = textOf(t, "item");
+  f.speedup = f.throughputPerS / base.second;
+  f.efficiency = (f.throughputPerS / ranks) / (base.second / base.first);
+  const nlohmann::json rs = t.value("ranks", nlohmann::json::array());
+  f.breakdown = {medianOfRanks(rs, "compute_us"),       medianOfRanks(rs, "data_us"),
+                 medianOfRanks(rs, "sync_us"),          medianOfRanks(rs, "idle_us"),
+                 medianOfRanks(rs, "communication_us"), medianOfRanks(rs, "exposed_communication_us")};
+  if (t.contains("communication")) f.overlap = numberOf(t["communication"]["overlap"]);
+  if (t.contains("stragglers")) f.lateRanks = t["stragglers"]["late_ranks"].get<std::vector<int>>();
+  if (t.contains("pipeline")) f.pipelineBubble = numberOf(t["pipeline"]["measured_bubble"]);
+  return f;
+}
+
+// The command that runs one point: `trainscope train` under the launcher, with the point's batch, result
+// file and label, then the study's train flags.
+std::vector<std::string> pointCommand(const ScaleOptions& o, const std::string& exe, int n, std::int64_t batch,
+                                      const fs::path& json) {
+  std::vector<std::string> cmd;
+  switch (o.launcher) {
+    case LauncherKind::kMpirun:
+      cmd = {"mpirun", "-np", std::to_string(n)};
+      break;
+    case LauncherKind::kSrun:
+      cmd = {"srun", "-n", std::to_string(n)};
+      break;
+    case LauncherKind::kNone:
+      break;
+  }
+  for (const auto& w : words(o.launcherArgs)) cmd.push_back(w);
+  cmd.insert(cmd.end(), {exe, "train", "--batch", std::to_string(batch), "--json", json.string(), "--label",
+                         fmt::format("scale {} rank(s)", n)});
+  if (!o.traceDir.empty()) cmd.insert(cmd.end(), {"--trace", (fs::path(o.traceDir) / fmt::format("ranks{}", n)).string()});
+  cmd.insert(cmd.end(), o.trainArgs.begin(), o.trainArgs.end());
+  return cmd;
+}
+
 }  // namespace
 
 std::vector<int> validateScale(const ScaleOptions& o) {
@@ -125,11 +183,7 @@ int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string
   if (ec) throw UsageError(fmt::format("--points-dir {}: {}", dir.string(), ec.message()));
   const std::string exe = selfExe();
   const bool nested = launchedByMpi();  // a suite under mpirun: the points' launcher must start afresh
-  std::printf("# scale (%s): %s ranks, batch %lld %s; each point's result and log in %s\n", std::string(nameOf(o.mode)).c_str(),
-              fmt::format("{}", fmt::join(ranks, ",")).c_str(), static_cast<long long>(o.batch),
-              o.mode == ScaleMode::kWeak ? "per rank" : "global", dir.c_str());
-  std::printf("# %6s %8s %12s %14s %9s %10s %12s %12s  %s\n", "ranks", "batch", "step(ms)", "items/s", "speedup", "efficiency",
-              "compute(ms)", "exposed(ms)", "layout");
+  std::printf("%s", scaleTableHeader(o, ranks, dir).c_str());
   std::fflush(stdout);
   std::optional<std::pair<int, double>> base;  // (ranks, throughput) of the smallest point that ran
   int failed = 0;
@@ -138,83 +192,37 @@ int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string
     const std::int64_t batch = o.mode == ScaleMode::kWeak ? o.batch * n : o.batch;
     const fs::path json = dir / fmt::format("ranks{}.json", n), log = dir / fmt::format("ranks{}.log", n);
     fs::remove(json, ec);
-    std::vector<std::string> cmd;
-    switch (o.launcher) {
-      case LauncherKind::kMpirun:
-        cmd = {"mpirun", "-np", std::to_string(n)};
-        break;
-      case LauncherKind::kSrun:
-        cmd = {"srun", "-n", std::to_string(n)};
-        break;
-      case LauncherKind::kNone:
-        break;
-    }
-    for (const auto& w : words(o.launcherArgs)) cmd.push_back(w);
-    cmd.insert(cmd.end(), {exe, "train", "--batch", std::to_string(batch), "--json", json.string(), "--label",
-                           fmt::format("scale {} rank(s)", n)});
-    if (!o.traceDir.empty()) cmd.insert(cmd.end(), {"--trace", (fs::path(o.traceDir) / fmt::format("ranks{}", n)).string()});
-    cmd.insert(cmd.end(), o.trainArgs.begin(), o.trainArgs.end());
     progress.step(fmt::format("{} rank(s)", n));
-    const int rc = runChild(cmd, ChildOptions{{}, log.string(), nested && o.launcher == LauncherKind::kMpirun});
+    const int rc =
+        runChild(pointCommand(o, exe, n, batch, json), ChildOptions{{}, log.string(), nested && o.launcher == LauncherKind::kMpirun});
     progress.done();
     const std::optional<nlohmann::json> train = trainRecordOf(json);
-    nlohmann::json rec = {{"kind", "scaling"},
-                          {"mode", nameOf(o.mode)},
-                          {"ranks", n},
-                          {"global_batch", batch},
-                          {"launcher", nameOf(o.launcher)},
-                          {"completed", false},
-                          {"series", fmt::format("{} {}", nameOf(o.mode),
-                                                 o.trainArgs.empty() ? std::string("(defaults)")
-                                                                     : fmt::format("{}", fmt::join(o.trainArgs, " ")))}};
-    if (!o.label.empty()) rec["label"] = o.label;
-    if (!step.empty()) rec["step"] = step;
-    if (!o.traceDir.empty()) rec["trace"] = (fs::path(o.traceDir) / fmt::format("ranks{}", n)).string();
+    ScalingRecord rec;
+    rec.mode = o.mode;
+    rec.ranks = n;
+    rec.globalBatch = batch;
+    rec.launcher = o.launcher;
+    rec.series = fmt::format("{} {}", nameOf(o.mode),
+                             o.trainArgs.empty() ? std::string("(defaults)") : fmt::format("{}", fmt::join(o.trainArgs, " ")));
+    rec.label = o.label;
+    rec.step = step;
+    if (!o.traceDir.empty()) rec.trace = (fs::path(o.traceDir) / fmt::format("ranks{}", n)).string();
     if (train) {
       nlohmann::json t = *train;
       if (!step.empty()) t["step"] = step;
       if (!o.label.empty()) t["label"] = fmt::format("{}: {} rank(s)", o.label, n);
       writer.add(t);
-      rec["model"] = t["model"];
-      rec["preset"] = t["preset"];
-      rec["backend"] = t["backend"];
-      rec["precision"] = t["precision"];
-      rec["layout"] = t.contains("layout") ? t["layout"]["name"] : nlohmann::json("single");
+      rec.train = trainFactsOf(t);
     }
     if (rc != 0 || !train || !train->value("completed", false) || !train->contains("throughput_per_s")) {
       ++failed;
-      rec["error"] =
-          rc != 0 ? failureOf(log, rc) : fmt::format("the point wrote no complete train record (see {})", log.string());
-      writer.add(rec);
-      std::printf("  %6d %8lld  failed: %s\n", n, static_cast<long long>(batch), rec["error"].get<std::string>().c_str());
-      std::fflush(stdout);
-      continue;
+      rec.error = rc != 0 ? failureOf(log, rc) : fmt::format("the point wrote no complete train record (see {})", log.string());
+    } else {
+      if (!base) base = std::make_pair(n, (*train)["throughput_per_s"].get<double>());
+      rec.figures = figuresOf(*train, n, *base);
     }
-    const nlohmann::json& t = *train;
-    const double thr = t["throughput_per_s"].get<double>(), step = t["step_time_us"]["median"].get<double>();
-    if (!base) base = std::make_pair(n, thr);
-    const double speedup = thr / base->second, efficiency = (thr / n) / (base->second / base->first);
-    const nlohmann::json ranksJson = t.value("ranks", nlohmann::json::array());
-    rec["completed"] = true;
-    rec["baseline_ranks"] = base->first;
-    rec["step_time_us"] = step;
-    rec["throughput_per_s"] = thr;
-    rec["item"] = t["item"];
-    rec["speedup"] = speedup;
-    rec["efficiency"] = efficiency;
-    rec["breakdown_us"] = {{"compute", medianOfRanks(ranksJson, "compute_us")},
-                           {"data", medianOfRanks(ranksJson, "data_us")},
-                           {"sync", medianOfRanks(ranksJson, "sync_us")},
-                           {"idle", medianOfRanks(ranksJson, "idle_us")},
-                           {"communication", medianOfRanks(ranksJson, "communication_us")},
-                           {"exposed_communication", medianOfRanks(ranksJson, "exposed_communication_us")}};
-    if (t.contains("communication")) rec["overlap"] = t["communication"]["overlap"];
-    if (t.contains("stragglers")) rec["late_ranks"] = t["stragglers"]["late_ranks"];
-    if (t.contains("pipeline")) rec["pipeline_bubble"] = t["pipeline"]["measured_bubble"];
-    writer.add(rec);
-    std::printf("  %6d %8lld %12.3f %14.1f %9.2f %9.1f%% %12.3f %12.3f  %s\n", n, static_cast<long long>(batch), step / 1e3, thr,
-                speedup, 100 * efficiency, rec["breakdown_us"]["compute"].get<double>() / 1e3,
-                rec["breakdown_us"]["exposed_communication"].get<double>() / 1e3, rec["layout"].get<std::string>().c_str());
+    writer.add(toJson(rec));
+    std::printf("%s", scaleTableRow(rec).c_str());
     std::fflush(stdout);
   }
   return failed;

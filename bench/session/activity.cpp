@@ -25,9 +25,9 @@ std::atomic<int> g_ready{-1};
 
 void rebuild() {
   const int next = g_ready.load() == 0 ? 1 : 0;
-  std::string line = fmt::format("trainscope: error: {}: stopped by signal {{SIG}}{}{}", g_who,
-                                 g_what.empty() ? "" : " during " + g_what,
-                                 g_stream.empty() ? "" : "; records measured so far are in " + g_stream);
+  std::string line =
+      fmt::format("trainscope: error: {}: stopped by signal {{SIG}}{}{}", g_who, g_what.empty() ? "" : " during " + g_what,
+                  g_stream.empty() ? "" : "; records measured so far are in " + g_stream);
   line += "\n";
   std::strncpy(g_msgs[next].data(), line.c_str(), g_msgs[next].size() - 1);
   g_msgs[next][g_msgs[next].size() - 1] = '\0';
@@ -107,7 +107,7 @@ void installSignalHandlers() {
     std::lock_guard lock(g_mu);
     rebuild();
   }
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = onSignal;
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaction(sig, &sa, nullptr);

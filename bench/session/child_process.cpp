@@ -19,8 +19,8 @@ namespace ts {
 namespace {
 
 bool launcherVariable(const std::string& name) {
-  for (const char* keep : {"OMPI_ALLOW_RUN_AS_ROOT", "OMPI_MCA_btl", "OMPI_MCA_pml", "OMPI_MCA_rmaps", "OMPI_MCA_coll", "OMPI_MCA_mtl", "OMPI_MCA_osc",
-                           "OMPI_MCA_hwloc", "OMPI_MCA_opal_cuda"})
+  for (const char* keep : {"OMPI_ALLOW_RUN_AS_ROOT", "OMPI_MCA_btl", "OMPI_MCA_pml", "OMPI_MCA_rmaps", "OMPI_MCA_coll",
+                           "OMPI_MCA_mtl", "OMPI_MCA_osc", "OMPI_MCA_hwloc", "OMPI_MCA_opal_cuda"})
     if (name.rfind(keep, 0) == 0) return false;
   return name.rfind("OMPI_", 0) == 0 || name.rfind("PMIX_", 0) == 0 || name.rfind("PRTE_", 0) == 0;
 }

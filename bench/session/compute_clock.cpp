@@ -47,8 +47,12 @@ std::optional<double> gpuSmClockMhz([[maybe_unused]] int cudaOrdinal) {
   return std::nullopt;
 }
 
+std::optional<double> readComputeClockMhz(int cudaOrdinal) {
+  return cudaOrdinal >= 0 ? gpuSmClockMhz(cudaOrdinal) : cpuFrequencyMhz();
+}
+
 nlohmann::json computeClockMhz(int cudaOrdinal) {
-  const std::optional<double> mhz = cudaOrdinal >= 0 ? gpuSmClockMhz(cudaOrdinal) : cpuFrequencyMhz();
+  const std::optional<double> mhz = readComputeClockMhz(cudaOrdinal);
   return mhz ? nlohmann::json(*mhz) : nlohmann::json();
 }
 

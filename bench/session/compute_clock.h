@@ -10,7 +10,9 @@ namespace ts {
 
 std::optional<double> cpuFrequencyMhz();
 std::optional<double> gpuSmClockMhz(int cudaOrdinal);
-// The CUDA device's SM clock for an ordinal >= 0, the CPU frequency for -1; as a number or null.
+// The CUDA device's SM clock for an ordinal >= 0, the CPU frequency for -1; nullopt where unknown.
+std::optional<double> readComputeClockMhz(int cudaOrdinal);
+// The same as a record writes it: a number or null.
 nlohmann::json computeClockMhz(int cudaOrdinal);
 
 }  // namespace ts

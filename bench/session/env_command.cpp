@@ -45,7 +45,8 @@ SuiteStep readStep(StepReader& r) {
 
 Subcommand envSubcommand() {
   return {"env", "Print the system inventory: CPU, memory, GPUs and their links, NICs, versions",
-          [](CLI::App& sub) { return addTable<EnvArgs>(sub, envOptions(), std::make_shared<EnvArgs>(), runEnv); }, readStep, envOptions().describe()};
+          [](CLI::App& sub) { return addTable<EnvArgs>(sub, envOptions(), std::make_shared<EnvArgs>(), runEnv); }, readStep,
+          envOptions().describe()};
 }
 
 }  // namespace ts

@@ -16,7 +16,8 @@ namespace {
 double parseScale(const std::string& value) {
   char* end = nullptr;
   const double x = std::strtod(value.c_str(), &end);
-  if (end == value.c_str() || *end || !(x > 0)) throw UsageError(fmt::format("TRAINSCOPE_FAULT: scale '{}' must be a number > 0", value));
+  if (end == value.c_str() || *end || !(x > 0))
+    throw UsageError(fmt::format("TRAINSCOPE_FAULT: scale '{}' must be a number > 0", value));
   return x;
 }
 
@@ -31,24 +32,38 @@ std::optional<Fault> parseFault(const std::string& spec) {
   while (std::getline(in, part, ':')) {
     if (first) {
       first = false;
-      if (part == "corrupt") f.kind = Fault::Kind::kCorrupt;
-      else if (part == "hang") f.kind = Fault::Kind::kHang;
-      else if (part == "die") f.kind = Fault::Kind::kDie;
-      else if (part == "delay") f.kind = Fault::Kind::kDelay;
-      else if (part == "ceiling") f.kind = Fault::Kind::kCeiling;
-      else throw UsageError(fmt::format("TRAINSCOPE_FAULT: unknown fault '{}' (corrupt, hang, die, delay, ceiling)", part));
+      if (part == "corrupt")
+        f.kind = Fault::Kind::kCorrupt;
+      else if (part == "hang")
+        f.kind = Fault::Kind::kHang;
+      else if (part == "die")
+        f.kind = Fault::Kind::kDie;
+      else if (part == "delay")
+        f.kind = Fault::Kind::kDelay;
+      else if (part == "ceiling")
+        f.kind = Fault::Kind::kCeiling;
+      else
+        throw UsageError(fmt::format("TRAINSCOPE_FAULT: unknown fault '{}' (corrupt, hang, die, delay, ceiling)", part));
       continue;
     }
     const auto eq = part.find('=');
     if (eq == std::string::npos) throw UsageError(fmt::format("TRAINSCOPE_FAULT: '{}' is not key=value", part));
     const std::string key = part.substr(0, eq), value = part.substr(eq + 1);
-    if (key == "rank") { f.rank = std::atoi(value.c_str()); haveRank = true; }
-    else if (key == "op") f.op = value;
-    else if (key == "bytes") f.bytes = parseBytes(value, "TRAINSCOPE_FAULT bytes");
-    else if (key == "ms") f.delayMs = std::atoi(value.c_str());
-    else if (key == "step") f.step = std::atoll(value.c_str());
-    else if (key == "scale") f.scale = parseScale(value);
-    else throw UsageError(fmt::format("TRAINSCOPE_FAULT: unknown key '{}' (rank, op, bytes, ms, step, scale)", key));
+    if (key == "rank") {
+      f.rank = std::atoi(value.c_str());
+      haveRank = true;
+    } else if (key == "op")
+      f.op = value;
+    else if (key == "bytes")
+      f.bytes = parseBytes(value, "TRAINSCOPE_FAULT bytes");
+    else if (key == "ms")
+      f.delayMs = std::atoi(value.c_str());
+    else if (key == "step")
+      f.step = std::atoll(value.c_str());
+    else if (key == "scale")
+      f.scale = parseScale(value);
+    else
+      throw UsageError(fmt::format("TRAINSCOPE_FAULT: unknown key '{}' (rank, op, bytes, ms, step, scale)", key));
   }
   if (first) return std::nullopt;
   if (!haveRank) throw UsageError("TRAINSCOPE_FAULT: rank=<r> is required");

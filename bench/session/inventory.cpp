@@ -28,10 +28,8 @@ nlohmann::json collectHostInventory() {
   utsname u{};
   ::uname(&u);
   nlohmann::json host = {
-      {"hostname", hostName()},
-      {"os", fmt::format("{} {} {}", u.sysname, u.release, u.machine)},
-      {"cpu", collectCpuInventory()},
-      {"gpus", collectGpuInventory()},
+      {"hostname", hostName()},        {"os", fmt::format("{} {} {}", u.sysname, u.release, u.machine)},
+      {"cpu", collectCpuInventory()},  {"gpus", collectGpuInventory()},
       {"nics", collectNicInventory()},
   };
   return host;
@@ -49,7 +47,8 @@ nlohmann::json collectVersions() {
 }
 
 nlohmann::json collectEnvironment() {
-  static constexpr const char* kPrefixes[] = {"NCCL_", "CUDA_", "OMPI_MCA_", "UCX_", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TRAINSCOPE_"};
+  static constexpr const char* kPrefixes[] = {
+      "NCCL_", "CUDA_", "OMPI_MCA_", "UCX_", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TRAINSCOPE_"};
   // What mpirun sets for its own processes (job ids, daemon URIs) says nothing about the measurement.
   static constexpr const char* kLauncherInternal[] = {"OMPI_MCA_orte_", "OMPI_MCA_ess", "OMPI_MCA_pmix", "OMPI_MCA_initial_wdir",
                                                       "OMPI_MCA_shmem_RUNTIME_QUERY_hint"};
@@ -90,10 +89,11 @@ std::string formatInventory(const nlohmann::json& host, const nlohmann::json& ve
   } else {
     out += fmt::format("gpus      {}\n", gpus["devices"].size());
     for (const auto& d : gpus["devices"]) {
-      out += fmt::format("  [{}] {}  {}  bus {}  {}  {} SMs  cc {}  sm {} MHz  mem {} MHz\n", d["index"].get<int>(),
-                         d["name"].get<std::string>(), d["uuid"].get<std::string>(), d["pci_bus_id"].get<std::string>(),
-                         formatBytes(d["memory_bytes"].get<std::uint64_t>()), d["sm_count"].get<int>(),
-                         d["compute_capability"].get<std::string>(), orDash(d["sm_clock_max_mhz"]), orDash(d["mem_clock_max_mhz"]));
+      out +=
+          fmt::format("  [{}] {}  {}  bus {}  {}  {} SMs  cc {}  sm {} MHz  mem {} MHz\n", d["index"].get<int>(),
+                      d["name"].get<std::string>(), d["uuid"].get<std::string>(), d["pci_bus_id"].get<std::string>(),
+                      formatBytes(d["memory_bytes"].get<std::uint64_t>()), d["sm_count"].get<int>(),
+                      d["compute_capability"].get<std::string>(), orDash(d["sm_clock_max_mhz"]), orDash(d["mem_clock_max_mhz"]));
     }
     const auto& links = gpus["links"];
     if (links.contains("matrix")) {

@@ -16,10 +16,10 @@ nlohmann::json collectEnvironment();
 std::string hostName();
 
 // The parts, one file each.
-nlohmann::json collectCpuInventory();   // inventory_cpu.cpp (hwloc where built in, else /proc)
-nlohmann::json collectGpuInventory();   // inventory_gpu.cpp: {"available", "reason", "devices", "links"}
-nlohmann::json collectGpuVersions();    // inventory_gpu.cpp: driver, CUDA, cuBLAS, cuDNN, NCCL (null where not built in)
-nlohmann::json collectNicInventory();   // inventory_nic.cpp (libibverbs where built in, and /sys/class/net)
+nlohmann::json collectCpuInventory();  // inventory_cpu.cpp (hwloc where built in, else /proc)
+nlohmann::json collectGpuInventory();  // inventory_gpu.cpp: {"available", "reason", "devices", "links"}
+nlohmann::json collectGpuVersions();   // inventory_gpu.cpp: driver, CUDA, cuBLAS, cuDNN, NCCL (null where not built in)
+nlohmann::json collectNicInventory();  // inventory_nic.cpp (libibverbs where built in, and /sys/class/net)
 
 // Text rendering for `trainscope env`.
 std::string formatInventory(const nlohmann::json& host, const nlohmann::json& versions, const nlohmann::json& env);

@@ -4,6 +4,7 @@
 
 #include "bench/session/inventory.h"
 #include "bench/session/nvml_loader.h"
+#include "kernels/cuda/device_count.h"
 #ifdef TRAINSCOPE_HAVE_CUDA
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
@@ -21,8 +22,8 @@ namespace {
 #ifdef TRAINSCOPE_HAVE_CUDA
 std::string uuidString(const cudaUUID_t& u) {
   const auto* b = reinterpret_cast<const unsigned char*>(u.bytes);
-  return fmt::format("GPU-{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}", b[0], b[1],
-                     b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  return fmt::format("GPU-{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}",
+                     b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 }
 
 std::string versionString(int v, int majorDiv, int minorDiv, int minorMod) {
@@ -43,9 +44,15 @@ nlohmann::json linkMatrix(const nlohmann::json& devices) {
   for (std::size_t i = 0; i < n; ++i) {
     nlohmann::json row = nlohmann::json::array();
     for (std::size_t j = 0; j < n; ++j) {
-      if (i == j) { row.push_back("X"); continue; }
+      if (i == j) {
+        row.push_back("X");
+        continue;
+      }
       const int nv = lib.nvlinksBetween(handles[i], pci[j]);
-      if (nv > 0) { row.push_back(fmt::format("NV{}", nv)); continue; }
+      if (nv > 0) {
+        row.push_back(fmt::format("NV{}", nv));
+        continue;
+      }
       int level = -1;
       row.push_back(lib.commonAncestor(handles[i], handles[j], &level) ? nvml::topologyName(level) : "?");
     }
@@ -60,11 +67,10 @@ nlohmann::json linkMatrix(const nlohmann::json& devices) {
 nlohmann::json collectGpuInventory() {
   nlohmann::json g = {{"available", false}, {"devices", nlohmann::json::array()}, {"links", nlohmann::json::object()}};
 #ifdef TRAINSCOPE_HAVE_CUDA
-  int count = 0;
-  const cudaError_t rc = cudaGetDeviceCount(&count);
-  if (rc != cudaSuccess || count == 0) {
-    g["reason"] = rc != cudaSuccess ? "cudaGetDeviceCount: " + std::string(cudaGetErrorString(rc)) : "the CUDA runtime sees no device";
-    cudaGetLastError();
+  std::string whyNone;
+  const int count = cuda::usableDeviceCount(&whyNone);
+  if (count == 0) {
+    g["reason"] = whyNone;
     g["links"] = {{"reason", "no GPUs"}};
     return g;
   }

@@ -18,35 +18,56 @@ namespace {
 // Nominal per-lane rate of an active_speed code in Gb/s, as ibstat reports it (4x NDR = 400).
 double laneGbps(unsigned speed) {
   switch (speed) {
-    case 1: return 2.5;     // SDR
-    case 2: return 5.0;     // DDR
-    case 4: return 10.0;    // QDR
-    case 8: return 10.0;    // FDR10
-    case 16: return 14.0;   // FDR
-    case 32: return 25.0;   // EDR
-    case 64: return 50.0;   // HDR
-    case 128: return 100.0; // NDR
-    case 256: return 200.0; // XDR
-    default: return 0;
+    case 1:
+      return 2.5;  // SDR
+    case 2:
+      return 5.0;  // DDR
+    case 4:
+      return 10.0;  // QDR
+    case 8:
+      return 10.0;  // FDR10
+    case 16:
+      return 14.0;  // FDR
+    case 32:
+      return 25.0;  // EDR
+    case 64:
+      return 50.0;  // HDR
+    case 128:
+      return 100.0;  // NDR
+    case 256:
+      return 200.0;  // XDR
+    default:
+      return 0;
   }
 }
 int laneCount(unsigned width) {
   switch (width) {
-    case 1: return 1;
-    case 2: return 4;
-    case 4: return 8;
-    case 8: return 12;
-    case 16: return 2;
-    default: return 0;
+    case 1:
+      return 1;
+    case 2:
+      return 4;
+    case 4:
+      return 8;
+    case 8:
+      return 12;
+    case 16:
+      return 2;
+    default:
+      return 0;
   }
 }
 const char* portState(int s) {
   switch (s) {
-    case IBV_PORT_DOWN: return "down";
-    case IBV_PORT_INIT: return "init";
-    case IBV_PORT_ARMED: return "armed";
-    case IBV_PORT_ACTIVE: return "active";
-    default: return "unknown";
+    case IBV_PORT_DOWN:
+      return "down";
+    case IBV_PORT_INIT:
+      return "init";
+    case IBV_PORT_ARMED:
+      return "armed";
+    case IBV_PORT_ACTIVE:
+      return "active";
+    default:
+      return "unknown";
   }
 }
 #endif

@@ -14,13 +14,20 @@ Fn sym(void* h, const char* name) {
 
 const char* topologyName(int level) {
   switch (level) {
-    case 0: return "X";      // NVML_TOPOLOGY_INTERNAL: the same board
-    case 10: return "PIX";   // one PCIe switch
-    case 20: return "PXB";   // several PCIe switches
-    case 30: return "PHB";   // a PCIe host bridge
-    case 40: return "NODE";  // host bridges within a NUMA node
-    case 50: return "SYS";   // across NUMA nodes (SMP interconnect)
-    default: return "?";
+    case 0:
+      return "X";  // NVML_TOPOLOGY_INTERNAL: the same board
+    case 10:
+      return "PIX";  // one PCIe switch
+    case 20:
+      return "PXB";  // several PCIe switches
+    case 30:
+      return "PHB";  // a PCIe host bridge
+    case 40:
+      return "NODE";  // host bridges within a NUMA node
+    case 50:
+      return "SYS";  // across NUMA nodes (SMP interconnect)
+    default:
+      return "?";
   }
 }
 
@@ -98,10 +105,14 @@ struct Reason {
   bool throttles;
 };
 // nvmlClocksEventReasons (nvml.h).
-constexpr Reason kReasons[] = {{0x1, "gpu_idle", false},           {0x2, "applications_clocks_setting", false},
-                               {0x4, "sw_power_cap", true},        {0x8, "hw_slowdown", true},
-                               {0x10, "sync_boost", false},        {0x20, "sw_thermal_slowdown", true},
-                               {0x40, "hw_thermal_slowdown", true}, {0x80, "hw_power_brake_slowdown", true},
+constexpr Reason kReasons[] = {{0x1, "gpu_idle", false},
+                               {0x2, "applications_clocks_setting", false},
+                               {0x4, "sw_power_cap", true},
+                               {0x8, "hw_slowdown", true},
+                               {0x10, "sync_boost", false},
+                               {0x20, "sw_thermal_slowdown", true},
+                               {0x40, "hw_thermal_slowdown", true},
+                               {0x80, "hw_power_brake_slowdown", true},
                                {0x100, "display_clock_setting", false}};
 }  // namespace
 
@@ -157,7 +168,8 @@ bool Library::utilizationPercent(Device d, unsigned* gpu, unsigned* memory) cons
 
 bool Library::clocksEventReasons(Device d, unsigned long long* mask) const {
   auto f = sym<int (*)(Device, unsigned long long*)>(handle_, "nvmlDeviceGetCurrentClocksEventReasons");
-  if (!f) f = sym<int (*)(Device, unsigned long long*)>(handle_, "nvmlDeviceGetCurrentClocksThrottleReasons");  // drivers before 535
+  if (!f)
+    f = sym<int (*)(Device, unsigned long long*)>(handle_, "nvmlDeviceGetCurrentClocksThrottleReasons");  // drivers before 535
   return ok_ && f && f(d, mask) == 0;
 }
 
@@ -166,13 +178,20 @@ std::optional<unsigned long long> counterValue(const FieldValue& v) {
   const auto nonNegative = [](long long x) { return x >= 0 ? Counter(static_cast<unsigned long long>(x)) : std::nullopt; };
   if (v.nvmlReturn != 0) return std::nullopt;
   switch (v.valueType) {
-    case 1: return v.value.ui;
-    case 2: return v.value.ul;
-    case 3: return v.value.ull;
-    case 4: return nonNegative(v.value.sll);
-    case 5: return nonNegative(v.value.si);
-    case 6: return v.value.us;
-    default: return std::nullopt;  // 0 (double) is no counter
+    case 1:
+      return v.value.ui;
+    case 2:
+      return v.value.ul;
+    case 3:
+      return v.value.ull;
+    case 4:
+      return nonNegative(v.value.sll);
+    case 5:
+      return nonNegative(v.value.si);
+    case 6:
+      return v.value.us;
+    default:
+      return std::nullopt;  // 0 (double) is no counter
   }
 }
 

@@ -62,8 +62,8 @@ class Library {
   bool commonAncestor(Device a, Device b, int* level) const;
   // Number of active NVLinks from a to the GPU at b's PCI address.
   int nvlinksBetween(Device a, const PciInfo& b) const;
-  bool maxClockMhz(Device d, int clockType, unsigned* mhz) const;  // 1 = SM, 2 = memory
-  bool currentClockMhz(Device d, int clockType, unsigned* mhz) const;  // the clock now
+  bool maxClockMhz(Device d, int clockType, unsigned* mhz) const;        // 1 = SM, 2 = memory
+  bool currentClockMhz(Device d, int clockType, unsigned* mhz) const;    // the clock now
   bool pcieLink(Device d, unsigned* generation, unsigned* width) const;  // the link's maximum generation and width
   std::string driverVersion() const;
   // Live state, for telemetry (each false when the driver does not support it).
@@ -72,7 +72,7 @@ class Library {
   bool powerMilliwatts(Device d, unsigned* mw) const;
   bool temperatureC(Device d, unsigned* c) const;
   bool utilizationPercent(Device d, unsigned* gpu, unsigned* memory) const;
-  bool clocksEventReasons(Device d, unsigned long long* mask) const;  // why the clocks are below their maximum
+  bool clocksEventReasons(Device d, unsigned long long* mask) const;      // why the clocks are below their maximum
   bool pcieThroughputKBps(Device d, bool receive, unsigned* kbps) const;  // over the last 20 ms
   // NVLink data (payload) sent and received over all links since the driver loaded, in KiB; false on a
   // GPU without NVLink or a driver without the counters (before R450).

@@ -9,8 +9,12 @@
 namespace ts {
 
 Progress::Progress(std::string task, double totalWork, bool enabled)
-    : task_(std::move(task)), total_(totalWork), enabled_(enabled), tty_(::isatty(STDERR_FILENO) == 1),
-      start_(std::chrono::steady_clock::now()), lastPrint_(start_) {}
+    : task_(std::move(task)),
+      total_(totalWork),
+      enabled_(enabled),
+      tty_(::isatty(STDERR_FILENO) == 1),
+      start_(std::chrono::steady_clock::now()),
+      lastPrint_(start_) {}
 
 Progress::~Progress() { done(); }
 
@@ -33,8 +37,10 @@ void Progress::print(const std::string& what) {
   std::string eta;
   if (frac > 0.02) eta = fmt::format(", ~{:.0f} s left", elapsed / frac * (1 - frac));
   const std::string line = fmt::format("[{}] {:.0f}% {} ({:.0f} s elapsed{})", task_, 100 * frac, what, elapsed, eta);
-  if (tty_) std::fprintf(stderr, "\r\033[K%s", line.c_str());
-  else std::fprintf(stderr, "%s\n", line.c_str());
+  if (tty_)
+    std::fprintf(stderr, "\r\033[K%s", line.c_str());
+  else
+    std::fprintf(stderr, "%s\n", line.c_str());
   std::fflush(stderr);
   printed_ = true;
   printedAny_ = true;

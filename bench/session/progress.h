@@ -14,7 +14,7 @@ class Progress {
   Progress(std::string task, double totalWork, bool enabled);
   ~Progress();
   void step(const std::string& what, double work = 1);  // a step of this weight is about to start
-  void done();                         // clears the line on a terminal
+  void done();                                          // clears the line on a terminal
 
  private:
   void print(const std::string& what);

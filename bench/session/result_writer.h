@@ -1,6 +1,6 @@
 #pragma once
-// The only place results are written (DESIGN.md "Results"). Records stream to <out>.jsonl as they are
-// measured (one JSON object a line, flushed each time: a crash or a kill keeps them); the final document
+// The only place results are written (docs/architecture.md "A run, end to end"). Records stream to <out>.jsonl
+// as they are measured (one JSON object a line, flushed each time: a crash or a kill keeps them); the final document
 // is written once, at the end, to a temporary file that is fsync'ed and renamed over <out>, so <out> is
 // either absent or complete, never half-written.
 #include <cstdio>

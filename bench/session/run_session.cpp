@@ -29,7 +29,8 @@ void RunContext::addLayout(const std::string& step, const std::string& backend, 
     }
   }
   std::sort(ranks.begin(), ranks.end(), [](const auto& a, const auto& b) { return a["rank"] < b["rank"]; });
-  layouts.push_back({{"step", step}, {"backend", backend}, {"size", worldSize}, {"gpus_per_process", gpusPerProcess}, {"ranks", ranks}});
+  layouts.push_back(
+      {{"step", step}, {"backend", backend}, {"size", worldSize}, {"gpus_per_process", gpusPerProcess}, {"ranks", ranks}});
 }
 
 std::unique_ptr<RunSession> RunSession::open(BootstrapKind bootstrap, bool wantMpi, const std::string& subcommand,
@@ -82,16 +83,21 @@ namespace {
 // One line per host: what the CPU and GPUs did, and whether the clocks throttled.
 void printTelemetry(const nlohmann::json& rec) {
   const nlohmann::json& s = rec["summary"];
-  std::string line = fmt::format("# telemetry {}: {} sample(s) over {:.1f} s", rec["host"].get<std::string>(), rec["samples"].size(),
-                                 s["duration_s"].get<double>());
-  if (s["cpu_busy_fraction"].is_object()) line += fmt::format(", CPU busy {:.0f}% median", 100 * s["cpu_busy_fraction"]["median"].get<double>());
+  std::string line = fmt::format("# telemetry {}: {} sample(s) over {:.1f} s", rec["host"].get<std::string>(),
+                                 rec["samples"].size(), s["duration_s"].get<double>());
+  if (s["cpu_busy_fraction"].is_object())
+    line += fmt::format(", CPU busy {:.0f}% median", 100 * s["cpu_busy_fraction"]["median"].get<double>());
   if (s["cpu_freq_mhz"].is_object()) line += fmt::format(" at {:.0f} MHz", s["cpu_freq_mhz"]["median"].get<double>());
   for (const auto& g : s["gpus"]) {
     line += fmt::format("; GPU {}", g["index"].get<int>());
-    if (g["sm_clock_mhz"].is_object()) line += fmt::format(" SM {:.0f}-{:.0f} MHz", g["sm_clock_mhz"]["min"].get<double>(), g["sm_clock_mhz"]["max"].get<double>());
+    if (g["sm_clock_mhz"].is_object())
+      line +=
+          fmt::format(" SM {:.0f}-{:.0f} MHz", g["sm_clock_mhz"]["min"].get<double>(), g["sm_clock_mhz"]["max"].get<double>());
     if (g["power_w"].is_object()) line += fmt::format(", {:.0f} W max", g["power_w"]["max"].get<double>());
     if (g["temperature_c"].is_object()) line += fmt::format(", {:.0f} C max", g["temperature_c"]["max"].get<double>());
-    if (g["throttled_samples"].get<int>() > 0) line += fmt::format(", THROTTLED in {} sample(s) ({})", g["throttled_samples"].get<int>(), fmt::join(g["throttle_reasons"], ", "));
+    if (g["throttled_samples"].get<int>() > 0)
+      line += fmt::format(", THROTTLED in {} sample(s) ({})", g["throttled_samples"].get<int>(),
+                          fmt::join(g["throttle_reasons"], ", "));
     if (g["low_clock_samples"].get<int>() > 0)
       line += fmt::format(", SM clock under {:.0f}% of its maximum while busy in {} sample(s)", 100 * kLowClockFraction,
                           g["low_clock_samples"].get<int>());

@@ -19,11 +19,11 @@ class TelemetrySampler;
 // What the steps of a run share.
 struct RunContext {
   Bootstrap& boot;
-  ResultWriter* writer;     // process 0 only; null elsewhere
-  std::string streamPath;   // where records stream ("" when not writing)
+  ResultWriter* writer;                              // process 0 only; null elsewhere
+  std::string streamPath;                            // where records stream ("" when not writing)
   nlohmann::json layouts = nlohmann::json::array();  // one per step that built a communicator
-  std::string step;         // the suite step running now ("" outside suites); records carry it
-  const nlohmann::json* metadata = nullptr;  // the run metadata (hosts, environment)
+  std::string step;                                  // the suite step running now ("" outside suites); records carry it
+  const nlohmann::json* metadata = nullptr;          // the run metadata (hosts, environment)
   // Process 0, after recording a failure that will end the run (a peer gone): streams its own host's
   // telemetry now, since the session may never finish (unwinding can block on the dead peer).
   std::function<void()> keepTelemetry = [] {};

@@ -34,8 +34,8 @@ Stats summarize(std::vector<double> v) {
 }
 
 nlohmann::json toJson(const Stats& s) {
-  return {{"min", s.min}, {"median", s.median}, {"mean", s.mean}, {"p95", s.p95}, {"max", s.max},
-          {"stdev", s.stdev}, {"cv", s.cv}, {"n", s.n}};
+  return {{"min", s.min}, {"median", s.median}, {"mean", s.mean}, {"p95", s.p95},
+          {"max", s.max}, {"stdev", s.stdev},   {"cv", s.cv},     {"n", s.n}};
 }
 
 }  // namespace ts

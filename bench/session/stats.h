@@ -1,5 +1,6 @@
 #pragma once
-// The statistics block every timed figure carries (DESIGN.md: min, median, mean, p95, stdev, n, cv).
+// The statistics block every timed figure carries (docs/architecture.md "Measurement rules (as built)": min, median,
+// mean, p95, stdev, n, cv).
 #include <cstddef>
 #include <vector>
 

@@ -91,7 +91,8 @@ double telemetryIntervalFromEnvironment() {
   if (!v || !*v) return 0.2;
   char* end = nullptr;
   const double ms = std::strtod(v, &end);
-  if (end == v || *end != '\0' || !(ms >= 0)) throw UsageError(fmt::format("TRAINSCOPE_TELEMETRY_MS={}: not a number of milliseconds >= 0", v));
+  if (end == v || *end != '\0' || !(ms >= 0))
+    throw UsageError(fmt::format("TRAINSCOPE_TELEMETRY_MS={}: not a number of milliseconds >= 0", v));
   return ms / 1e3;
 }
 
@@ -222,7 +223,9 @@ nlohmann::json TelemetrySampler::sample() {
   const unsigned long long own = ownTicksSinceLastSample();
   const bool interval = cpu && lastCpu_ && cpu->total > lastCpu_->total;
   s["cpu_busy_fraction"] = interval ? nlohmann::json(busyFraction(*lastCpu_, *cpu)) : nlohmann::json();
-  s["cpu_busy_others_fraction"] = interval && !runPids_.empty() ? nlohmann::json(othersBusyFraction(*lastCpu_, *cpu, static_cast<double>(own))) : nlohmann::json();
+  s["cpu_busy_others_fraction"] = interval && !runPids_.empty()
+                                      ? nlohmann::json(othersBusyFraction(*lastCpu_, *cpu, static_cast<double>(own)))
+                                      : nlohmann::json();
   if (cpu) lastCpu_ = cpu;
   const std::optional<double> load = parseLoadAverage(readTextFile("/proc/loadavg"));
   s["load1"] = load ? nlohmann::json(*load) : nlohmann::json();

@@ -1,9 +1,9 @@
 #pragma once
 // Telemetry: what the machine did while a run measured. A thread samples, every interval (200 ms unless
 // TRAINSCOPE_TELEMETRY_MS says otherwise; 0 turns it off), the CPU (busy fraction from /proc/stat, the part of it
-// used by processes outside the run — what `compare` calls contention —, load from /proc/loadavg, frequency from /sys/devices/system/cpu/cpu*/cpufreq where the kernel exposes it)
-// and every GPU through NVML, loaded at run time (SM and memory clocks, power, temperature,
-// utilisation, the reasons the clocks are held down, PCIe throughput, and NVLink throughput from the
+// used by processes outside the run — what `compare` calls contention —, load from /proc/loadavg, frequency from
+// /sys/devices/system/cpu/cpu*/cpufreq where the kernel exposes it) and every GPU through NVML, loaded at run time (SM and memory
+// clocks, power, temperature, utilisation, the reasons the clocks are held down, PCIe throughput, and NVLink throughput from the
 // driver's byte counters where the GPU has NVLink). Absent NVML or an absent counter
 // is not an error: the field is null. One process per host samples; the result gets one
 // `kind: "telemetry"` record per host, with the time series and a summary that says whether the
@@ -26,9 +26,9 @@ struct CpuTimes {
   unsigned long long busy = 0, total = 0;
 };
 std::optional<CpuTimes> parseProcStat(const std::string& text);
-std::optional<CpuTimes> readProcStat();  // this host's, now
+std::optional<CpuTimes> readProcStat();                              // this host's, now
 double busyFraction(const CpuTimes& before, const CpuTimes& after);  // in [0, 1]; 0 when no time passed
-std::optional<double> parseLoadAverage(const std::string& text);      // the 1-minute load
+std::optional<double> parseLoadAverage(const std::string& text);     // the 1-minute load
 // utime + stime of one process (every thread of it), in the jiffies /proc/stat counts, from the text of
 // /proc/<pid>/stat; nothing for text that is not such a line. The command name may hold spaces and ')'.
 std::optional<unsigned long long> parseProcessTicks(const std::string& statText);

@@ -14,9 +14,8 @@
 #include "comm/bootstrap.h"
 #include "kernels/trace.h"
 #ifdef TRAINSCOPE_HAVE_CUPTI
-#include <cuda_runtime_api.h>
-
 #include "kernels/cuda/cupti_activity.h"
+#include "kernels/cuda/device_count.h"
 #else
 namespace ts::cuda {
 class ActivityTrace {};  // a build without CUPTI has no device spans
@@ -41,8 +40,11 @@ std::vector<trace::Event> deviceEvents(const std::vector<cuda::DeviceSpan>& span
     trace::Event e;
     e.name = s.name;
     const bool api = s.kind == K::kRuntimeApi || s.kind == K::kDriverApi;
-    e.category = s.kind == K::kKernel ? "kernel" : s.kind == K::kMemcpy ? "memcpy" : s.kind == K::kMemset ? "memset"
-               : s.kind == K::kDriverApi ? "cuda_driver" : "cuda_runtime";
+    e.category = s.kind == K::kKernel      ? "kernel"
+                 : s.kind == K::kMemcpy    ? "memcpy"
+                 : s.kind == K::kMemset    ? "memset"
+                 : s.kind == K::kDriverApi ? "cuda_driver"
+                                           : "cuda_runtime";
     e.startUs = s.startUs;
     e.durationUs = s.endUs - s.startUs;
     e.track = static_cast<trace::Track>(api ? kApiTrack : kDeviceTrackBase + static_cast<int>(s.stream));
@@ -71,15 +73,12 @@ TraceFiles::TraceFiles(Bootstrap& boot, std::string dir, int worldSize) : boot_(
   std::filesystem::create_directories(dir_, ec);
   if (ec) throw UsageError(fmt::format("--trace {}: {}", dir_, ec.message()));
 #ifdef TRAINSCOPE_HAVE_CUPTI
-  int gpus = 0;
-  if (cudaGetDeviceCount(&gpus) == cudaSuccess && gpus > 0) {
+  if (cuda::usableDeviceCount() > 0) {
     try {
       device_ = std::make_unique<cuda::ActivityTrace>();
     } catch (const std::exception& e) {  // another profiler holds CUPTI, or no permission: host spans only
       std::fprintf(stderr, "trainscope: warning: --trace %s: no kernel-level spans: %s\n", dir_.c_str(), e.what());
     }
-  } else {
-    cudaGetLastError();
   }
 #endif
   boot_.barrier();
@@ -93,8 +92,10 @@ TraceFiles::~TraceFiles() = default;
 void TraceFiles::finish(const std::string& what, const nlohmann::json& about) {
   trace::enable(false);
   const int rank = boot_.rank();
-  nlohmann::json clock = {{"method", "barrier"}, {"note", "times are microseconds since a barrier every rank left together; "
-                                                         "aligned to within that barrier's exit skew"}};
+  nlohmann::json clock = {{"method", "barrier"},
+                          {"note",
+                           "times are microseconds since a barrier every rank left together; "
+                           "aligned to within that barrier's exit skew"}};
   std::vector<trace::Event> recorded = trace::take();
 #ifdef TRAINSCOPE_HAVE_CUPTI
   std::vector<trace::Event> device;
@@ -109,12 +110,16 @@ void TraceFiles::finish(const std::string& what, const nlohmann::json& about) {
   recorded.insert(recorded.end(), device.begin(), device.end());
 #endif
   nlohmann::json events = nlohmann::json::array();
-  events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", rank}, {"tid", 0}, {"args", {{"name", fmt::format("rank {}", rank)}}}});
+  events.push_back(
+      {{"ph", "M"}, {"name", "process_name"}, {"pid", rank}, {"tid", 0}, {"args", {{"name", fmt::format("rank {}", rank)}}}});
   events.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", rank}, {"tid", 0}, {"args", {{"sort_index", rank}}}});
   std::set<int> tracks = {0, 1};
   for (const trace::Event& e : recorded) tracks.insert(static_cast<int>(e.track));
   for (int t : tracks) {
-    const std::string name = t == 0 ? "main" : t == 1 ? "communication" : t == kApiTrack ? "cuda runtime" : fmt::format("gpu stream {}", t - kDeviceTrackBase);
+    const std::string name = t == 0           ? "main"
+                             : t == 1         ? "communication"
+                             : t == kApiTrack ? "cuda runtime"
+                                              : fmt::format("gpu stream {}", t - kDeviceTrackBase);
     events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", rank}, {"tid", t}, {"args", {{"name", name}}}});
   }
   // In time order on each track, a parent before the spans it contains (a step before its phases).
@@ -124,8 +129,13 @@ void TraceFiles::finish(const std::string& what, const nlohmann::json& about) {
     return a.durationUs > b.durationUs;
   });
   for (const trace::Event& e : recorded) {
-    nlohmann::json j = {{"ph", "X"}, {"name", e.name}, {"cat", e.category}, {"ts", e.startUs - originUs_}, {"dur", e.durationUs},
-                        {"pid", rank}, {"tid", static_cast<int>(e.track)}};
+    nlohmann::json j = {{"ph", "X"},
+                        {"name", e.name},
+                        {"cat", e.category},
+                        {"ts", e.startUs - originUs_},
+                        {"dur", e.durationUs},
+                        {"pid", rank},
+                        {"tid", static_cast<int>(e.track)}};
     if (!e.args.is_null()) j["args"] = e.args;
     events.push_back(std::move(j));
   }
@@ -138,8 +148,20 @@ void TraceFiles::finish(const std::string& what, const nlohmann::json& about) {
     const auto it = launches.find(e.args.at("correlation").get<std::uint64_t>());
     if (it == launches.end()) continue;
     const double id = static_cast<double>(it->first);
-    events.push_back({{"ph", "s"}, {"name", "launch"}, {"cat", "launch"}, {"id", id}, {"pid", rank}, {"tid", kApiTrack}, {"ts", it->second->startUs - originUs_}});
-    events.push_back({{"ph", "f"}, {"bp", "e"}, {"name", "launch"}, {"cat", "launch"}, {"id", id}, {"pid", rank}, {"tid", static_cast<int>(e.track)},
+    events.push_back({{"ph", "s"},
+                      {"name", "launch"},
+                      {"cat", "launch"},
+                      {"id", id},
+                      {"pid", rank},
+                      {"tid", kApiTrack},
+                      {"ts", it->second->startUs - originUs_}});
+    events.push_back({{"ph", "f"},
+                      {"bp", "e"},
+                      {"name", "launch"},
+                      {"cat", "launch"},
+                      {"id", id},
+                      {"pid", rank},
+                      {"tid", static_cast<int>(e.track)},
                       {"ts", e.startUs - originUs_}});
   }
   const nlohmann::json mine = {{"traceEvents", events},
@@ -147,7 +169,8 @@ void TraceFiles::finish(const std::string& what, const nlohmann::json& about) {
                                {"distributedInfo", {{"rank", rank}, {"world_size", world_}}},
                                {"trainscope", {{"what", what}, {"clock", clock}, {"about", about}}}};
   writeFileAtomically((std::filesystem::path(dir_) / fmt::format("rank-{}.json", rank)).string(), mine.dump());
-  const std::vector<std::string> all = world_ > 1 ? boot_.allGatherStrings(events.dump()) : std::vector<std::string>{events.dump()};
+  const std::vector<std::string> all =
+      world_ > 1 ? boot_.allGatherStrings(events.dump()) : std::vector<std::string>{events.dump()};
   if (rank != 0) return;
   nlohmann::json merged = nlohmann::json::array();
   for (const auto& s : all)

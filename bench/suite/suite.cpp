@@ -31,7 +31,8 @@ Suite loadSuite(const std::string& path) {
   for (const auto& [key, node] : doc) {
     const std::string k(key.str());
     if (k != "suite" && k != "step")
-      throw UsageError(fmt::format("{}:{}: unknown key '{}' (a suite has a [suite] table and [[step]] tables)", path, node.source().begin.line, k));
+      throw UsageError(fmt::format("{}:{}: unknown key '{}' (a suite has a [suite] table and [[step]] tables)", path,
+                                   node.source().begin.line, k));
   }
   if (const auto* head = doc.get("suite")) {
     if (!head->is_table()) throw UsageError(fmt::format("{}:{}: 'suite' must be a table", path, head->source().begin.line));

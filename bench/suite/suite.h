@@ -29,10 +29,10 @@ struct RunContext;
 
 struct SuiteStep {
   std::string kind;
-  std::string name;      // the step's `name`, or its kind
-  int line = 0;          // where it starts in the file
-  bool wantsMpi = false; // needs the MPI bootstrap (an MPI backend step)
-  nlohmann::json config; // the step as resolved, for the record
+  std::string name;                             // the step's `name`, or its kind
+  int line = 0;                                 // where it starts in the file
+  bool wantsMpi = false;                        // needs the MPI bootstrap (an MPI backend step)
+  nlohmann::json config;                        // the step as resolved, for the record
   std::function<std::size_t(RunContext&)> run;  // returns the number of failed checks
 };
 

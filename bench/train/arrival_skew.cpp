@@ -8,7 +8,7 @@
 
 namespace ts {
 
-nlohmann::json arrivalSkew(const std::vector<RankLaunches>& ranks, double thresholdMs) {
+ArrivalSkew analyzeArrivalSkew(const std::vector<RankLaunches>& ranks, double thresholdMs) {
   std::map<std::pair<std::string, std::size_t>, std::vector<std::pair<int, double>>> ops;  // (group, k) -> (rank, launch)
   for (const RankLaunches& r : ranks)
     for (const auto& [group, launches] : r.groups)
@@ -23,24 +23,37 @@ nlohmann::json arrivalSkew(const std::vector<RankLaunches>& ranks, double thresh
   }
   std::map<int, double> medians;
   for (const auto& [rank, v] : skews) medians[rank] = v.empty() ? 0.0 : summarize(v).median;
-  nlohmann::json rows = nlohmann::json::array(), late = nlohmann::json::array();
+  ArrivalSkew out;
+  out.thresholdMs = thresholdMs;
   for (const auto& [rank, v] : skews) {
     std::vector<double> others;
     for (const auto& [r, m] : medians)
       if (r != rank) others.push_back(m);
     const double othersMedian = others.empty() ? 0.0 : summarize(others).median;
     const bool isLate = medians[rank] > thresholdMs * 1e3 && medians[rank] > 3 * othersMedian;
-    if (isLate) late.push_back(rank);
-    rows.push_back({{"rank", rank},
-                    {"collectives", v.size()},
-                    {"median_skew_us", medians[rank]},
-                    {"max_skew_us", v.empty() ? 0.0 : *std::max_element(v.begin(), v.end())},
-                    {"late", isLate}});
+    if (isLate) out.lateRanks.push_back(rank);
+    out.ranks.push_back({rank, v.size(), medians[rank], v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()), isLate});
   }
-  return {{"threshold_ms", thresholdMs}, {"late_ranks", late}, {"ranks", rows}};
+  return out;
 }
 
-nlohmann::json gatherArrivalSkew(Bootstrap& boot, const std::vector<wl::CollectiveTiming>& mine, double originS, double thresholdMs) {
+nlohmann::json arrivalSkew(const std::vector<RankLaunches>& ranks, double thresholdMs) {
+  return toJson(analyzeArrivalSkew(ranks, thresholdMs));
+}
+
+nlohmann::json toJson(const ArrivalSkew& skew) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const RankSkew& r : skew.ranks)
+    rows.push_back({{"rank", r.rank},
+                    {"collectives", r.collectives},
+                    {"median_skew_us", r.medianSkewUs},
+                    {"max_skew_us", r.maxSkewUs},
+                    {"late", r.late}});
+  return {{"threshold_ms", skew.thresholdMs}, {"late_ranks", skew.lateRanks}, {"ranks", rows}};
+}
+
+ArrivalSkew gatherArrivalSkew(Bootstrap& boot, const std::vector<wl::CollectiveTiming>& mine, double originS,
+                              double thresholdMs) {
   // Group by group label, in launch order; send/recv are between two stages, not a group's operation.
   std::map<std::string, std::vector<double>> byGroup;
   for (const auto& c : mine)
@@ -56,7 +69,7 @@ nlohmann::json gatherArrivalSkew(Bootstrap& boot, const std::vector<wl::Collecti
     for (const auto& [g, v] : launches.items()) r.groups.emplace_back(g, v.get<std::vector<double>>());
     ranks.push_back(std::move(r));
   }
-  return arrivalSkew(ranks, thresholdMs);
+  return analyzeArrivalSkew(ranks, thresholdMs);
 }
 
 }  // namespace ts

@@ -4,6 +4,9 @@
 // later than the group's first member it launched it, on clocks aligned at a barrier before the steps.
 // A rank whose median skew is above the threshold and over 3x the median of the other ranks' is named
 // late — the rule `trainscope analyze` applies to a trace (reports/analyze.py), here without one.
+#include <cstddef>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -14,15 +17,33 @@ namespace ts {
 
 class Bootstrap;
 
+struct RankSkew {
+  int rank = 0;
+  std::size_t collectives = 0;  // of its groups' operations with another member to compare with
+  double medianSkewUs = 0, maxSkewUs = 0;
+  bool late = false;
+};
+
+struct ArrivalSkew {
+  double thresholdMs = 1.0;
+  std::vector<int> lateRanks;
+  std::vector<RankSkew> ranks;  // by rank
+};
+// The record's `stragglers` block: {"threshold_ms", "late_ranks", "ranks": [...]}.
+nlohmann::json toJson(const ArrivalSkew& skew);
+
 // Collective over every process; `originS` is this rank's steady-clock time at the common barrier.
-// The result ({"threshold_ms", "late_ranks", "ranks": [...]}) matters on process 0.
-nlohmann::json gatherArrivalSkew(Bootstrap& boot, const std::vector<wl::CollectiveTiming>& mine, double originS, double thresholdMs = 1.0);
+// The result matters on process 0.
+ArrivalSkew gatherArrivalSkew(Bootstrap& boot, const std::vector<wl::CollectiveTiming>& mine, double originS,
+                              double thresholdMs = 1.0);
 
 // The analysis on gathered launches: per rank, per group, its launch times (seconds since the origin).
 struct RankLaunches {
   int rank = 0;
   std::vector<std::pair<std::string, std::vector<double>>> groups;
 };
+ArrivalSkew analyzeArrivalSkew(const std::vector<RankLaunches>& ranks, double thresholdMs);
+// The same, as the record's block.
 nlohmann::json arrivalSkew(const std::vector<RankLaunches>& ranks, double thresholdMs);
 
 }  // namespace ts

@@ -16,10 +16,8 @@ struct Entry {
 // Most specific names first.
 const std::vector<Entry>& table() {
   static const std::vector<Entry> t = {
-      {"H100 PCIe", "H100 PCIe", 51.2, 378.0, 756.0, 756.0, 1755},
-      {"H100 NVL", "H100 NVL", 60.0, 417.5, 835.0, 835.0, 1785},
-      {"H100", "H100 SXM5", 66.9, 494.7, 989.4, 989.4, 1980},
-      {"H200", "H200 SXM", 66.9, 494.7, 989.4, 989.4, 1980},
+      {"H100 PCIe", "H100 PCIe", 51.2, 378.0, 756.0, 756.0, 1755}, {"H100 NVL", "H100 NVL", 60.0, 417.5, 835.0, 835.0, 1785},
+      {"H100", "H100 SXM5", 66.9, 494.7, 989.4, 989.4, 1980},      {"H200", "H200 SXM", 66.9, 494.7, 989.4, 989.4, 1980},
       {"A100", "A100", 19.5, 156.0, 312.0, 312.0, 1410},
   };
   return t;
@@ -30,7 +28,10 @@ const std::vector<Entry>& table() {
 std::optional<ComputePeak> datasheetPeak(const std::string& name, Precision p) {
   for (const Entry& e : table())
     if (name.find(e.match) != std::string::npos) {
-      const double tflops = p == Precision::kFloat32 ? e.fp32 : p == Precision::kTF32 ? e.tf32 : p == Precision::kBFloat16 ? e.bf16 : e.fp16;
+      const double tflops = p == Precision::kFloat32    ? e.fp32
+                            : p == Precision::kTF32     ? e.tf32
+                            : p == Precision::kBFloat16 ? e.bf16
+                                                        : e.fp16;
       return ComputePeak{e.gpu, tflops, e.boostMhz};
     }
   return std::nullopt;

@@ -2,37 +2,27 @@
 
 #include <algorithm>
 #include <map>
-#include <string>
 #include <tuple>
 
-#include "bench/train/arrival_skew.h"
-#include "bench/session/stats.h"
 #include "comm/bootstrap.h"
 #include "comm/collectives/collective.h"
 
 namespace ts {
 
-nlohmann::json usStats(const std::vector<double>& seconds) {
+Stats usSummary(const std::vector<double>& seconds) {
   std::vector<double> us;
   for (double s : seconds) us.push_back(s * 1e6);
-  return toJson(summarize(us));
+  return summarize(us);
 }
 
-namespace {
+nlohmann::json usStats(const std::vector<double>& seconds) { return toJson(usSummary(seconds)); }
 
-double median(std::vector<double> v) { return v.empty() ? 0.0 : summarize(std::move(v)).median; }
+std::optional<double> overlapOf(double communicationS, double exposedS) {
+  if (!(communicationS > 0)) return std::nullopt;
+  return std::clamp(1.0 - exposedS / communicationS, 0.0, 1.0);
+}
 
-// One row of the record's collectives: the same op and size in different groups are different rows (a
-// tensor-parallel all-reduce and a data-parallel one cross other links, with another bus factor).
-struct CollectiveRowKey {
-  wl::GroupKind kind;
-  int groupSize;
-  std::string op;
-  std::size_t bytes;
-  bool operator<(const CollectiveRowKey& o) const { return std::tie(kind, groupSize, op, bytes) < std::tie(o.kind, o.groupSize, o.op, o.bytes); }
-};
-
-}  // namespace
+double RankRow::idle() const { return std::max(0.0, step - compute - data - sync); }
 
 void RankSteps::add(const wl::StepResult& r) {
   total.push_back(r.totalS);
@@ -47,96 +37,114 @@ void RankSteps::add(const wl::StepResult& r) {
   collectives.insert(collectives.end(), r.comm.collectives.begin(), r.comm.collectives.end());
 }
 
-TrainBreakdown gatherBreakdown(Bootstrap& boot, const wl::ProcessGrid& grid, const RankSteps& mine) {
-  const int P = boot.size();
-  const std::size_t n = mine.total.size();
-  // Every rank trained the same steps, so the per-step vectors line up; they travel as one block.
-  const std::vector<const std::vector<double>*> series = {&mine.total, &mine.data, &mine.forward, &mine.backward,
-                                                          &mine.sync, &mine.optimizer, &mine.communication, &mine.exposed,
-                                                          &mine.pipelineWait};
-  std::vector<double> block;
-  block.push_back(grid.dpRank());
-  block.push_back(grid.tpRank());
-  block.push_back(grid.ppRank());
-  for (const auto* s : series) block.insert(block.end(), s->begin(), s->end());
-  const std::vector<double> all = boot.allGatherDoubles(block);
-  const std::size_t per = block.size();
-  auto seriesOf = [&](int rank, std::size_t k) {
-    const auto* base = all.data() + static_cast<std::size_t>(rank) * per + 3 + k * n;
-    return std::vector<double>(base, base + n);
-  };
+namespace {
 
-  TrainBreakdown out;
+double median(std::vector<double> v) { return v.empty() ? 0.0 : summarize(std::move(v)).median; }
+
+// Every rank's place and per-step series, gathered in one block: every rank trained the same steps, so
+// the series line up.
+class GatheredSteps {
+ public:
+  enum Series { kTotal, kData, kForward, kBackward, kSync, kOptimizer, kCommunication, kExposed, kPipelineWait };
+
+  GatheredSteps(Bootstrap& boot, const wl::Mesh& mesh, const RankSteps& mine)
+      : axes_(mesh.axes().size()), steps_(mine.total.size()) {
+    std::vector<double> block;
+    for (const wl::MeshAxis& a : mesh.axes()) block.push_back(a.coordinate);
+    for (const auto* s : {&mine.total, &mine.data, &mine.forward, &mine.backward, &mine.sync, &mine.optimizer,
+                          &mine.communication, &mine.exposed, &mine.pipelineWait})
+      block.insert(block.end(), s->begin(), s->end());
+    per_ = block.size();
+    all_ = boot.allGatherDoubles(block);
+  }
+  int ranks() const { return static_cast<int>(all_.size() / per_); }
+  std::size_t steps() const { return steps_; }
+  std::vector<double> series(int rank, Series k) const {
+    const double* base = all_.data() + static_cast<std::size_t>(rank) * per_ + axes_ + static_cast<std::size_t>(k) * steps_;
+    return std::vector<double>(base, base + steps_);
+  }
+  double medianOf(int rank, Series k) const { return median(series(rank, k)); }
+  std::vector<int> coordinates(int rank) const {
+    std::vector<int> out;
+    for (std::size_t a = 0; a < axes_; ++a) out.push_back(static_cast<int>(all_[static_cast<std::size_t>(rank) * per_ + a]));
+    return out;
+  }
+
+ private:
+  std::size_t axes_, steps_, per_ = 0;
+  std::vector<double> all_;
+};
+
+RankRow rowOf(const GatheredSteps& g, int rank) {
+  using S = GatheredSteps;
+  RankRow r;
+  r.rank = rank;
+  r.coordinates = g.coordinates(rank);
+  r.step = g.medianOf(rank, S::kTotal);
+  r.data = g.medianOf(rank, S::kData);
+  r.compute = g.medianOf(rank, S::kForward) + g.medianOf(rank, S::kBackward) + g.medianOf(rank, S::kOptimizer);
+  r.sync = g.medianOf(rank, S::kSync);
+  r.communication = g.medianOf(rank, S::kCommunication);
+  r.exposed = g.medianOf(rank, S::kExposed);
+  r.pipelineWait = g.medianOf(rank, S::kPipelineWait);
+  return r;
+}
+
+// Per step, the slowest rank's time; and the median over the steps of how much faster the fastest was.
+void stepTimes(const GatheredSteps& g, TrainBreakdown& out) {
+  const std::size_t n = g.steps();
   out.stepSeconds.assign(n, 0.0);
-  std::vector<double> spread(n, 0.0), fastest(n, 1e300);
-  nlohmann::json ranks = nlohmann::json::array();
-  std::vector<double> bubbles;
-  for (int p = 0; p < P; ++p) {
-    const std::vector<double> total = seriesOf(p, 0);
+  std::vector<double> fastest(n, 1e300), spread(n, 0.0);
+  for (int p = 0; p < g.ranks(); ++p) {
+    const std::vector<double> total = g.series(p, GatheredSteps::kTotal);
     for (std::size_t i = 0; i < n; ++i) {
       out.stepSeconds[i] = std::max(out.stepSeconds[i], total[i]);
       fastest[i] = std::min(fastest[i], total[i]);
     }
-    const double* place = all.data() + static_cast<std::size_t>(p) * per;
-    const double step = median(total), comm = median(seriesOf(p, 6)), exposed = median(seriesOf(p, 7));
-    const double compute = median(seriesOf(p, 2)) + median(seriesOf(p, 3)) + median(seriesOf(p, 5));
-    const double wait = median(seriesOf(p, 8));
-    if (step > 0) bubbles.push_back(wait / step);
-    ranks.push_back({{"rank", p},
-                     {"dp_rank", static_cast<int>(place[0])},
-                     {"tp_rank", static_cast<int>(place[1])},
-                     {"pp_rank", static_cast<int>(place[2])},
-                     {"step_us", step * 1e6},
-                     {"data_us", median(seriesOf(p, 1)) * 1e6},
-                     {"compute_us", compute * 1e6},
-                     {"sync_us", median(seriesOf(p, 4)) * 1e6},
-                     {"communication_us", comm * 1e6},
-                     {"exposed_communication_us", exposed * 1e6},
-                     {"pipeline_wait_us", wait * 1e6},
-                     {"idle_us", std::max(0.0, step - compute - median(seriesOf(p, 1)) - median(seriesOf(p, 4))) * 1e6},
-                     {"overlap", comm > 0 ? nlohmann::json(std::clamp(1.0 - exposed / comm, 0.0, 1.0)) : nlohmann::json()}});
   }
-  for (std::size_t i = 0; i < n; ++i) spread[i] = out.stepSeconds[i] > 0 ? (out.stepSeconds[i] - fastest[i]) / out.stepSeconds[i] : 0.0;
+  for (std::size_t i = 0; i < n; ++i)
+    spread[i] = out.stepSeconds[i] > 0 ? (out.stepSeconds[i] - fastest[i]) / out.stepSeconds[i] : 0.0;
+  out.rankSpread = median(spread);
+}
 
-  // Process 0's own view of the collectives: per group and (op, bytes), their times and achieved
-  // bandwidth, each with its own group's bus factor.
-  std::map<CollectiveRowKey, std::vector<double>> byRow;
-  for (const auto& c : mine.collectives) {
-    const wl::LabelledGroup g = wl::groupOfLabel(grid.layout(), c.group);
+// Process 0's own view of the collectives: per group kind and (op, bytes), their times and achieved
+// bandwidth, each with its own group's bus factor. The same op and size in different groups are
+// different rows (a tensor-parallel all-reduce and a data-parallel one cross other links).
+std::vector<CollectiveRow> collectiveRows(const wl::Mesh& mesh, const std::vector<wl::CollectiveTiming>& mine) {
+  using Key = std::tuple<wl::GroupKind, int, std::string, std::size_t>;
+  std::map<Key, std::vector<double>> byRow;
+  for (const auto& c : mine) {
+    const wl::LabelledGroup g = wl::groupOfLabel(mesh.layout(), c.group);
     byRow[{g.kind, g.size, c.op, c.bytes}].push_back(c.seconds);
   }
-  nlohmann::json collectives = nlohmann::json::array();
-  for (const auto& [key, seconds] : byRow) {
+  std::vector<CollectiveRow> rows;
+  for (auto& [key, seconds] : byRow) {
+    const auto& [kind, groupSize, op, bytes] = key;
     const double med = median(seconds);
-    const double algbw = med > 0 ? static_cast<double>(key.bytes) / med / 1e9 : 0.0;
+    const double algbw = med > 0 ? static_cast<double>(bytes) / med / 1e9 : 0.0;
     // A pipeline send or receive is between two stages: all its bytes cross the one link.
-    const double busFactor = key.op == "send" || key.op == "recv" ? 1.0 : findCollective(key.op).busFactor(key.groupSize);
-    collectives.push_back({{"group", std::string(wl::groupKindName(key.kind))},
-                           {"group_size", key.groupSize},
-                           {"op", key.op},
-                           {"bytes", key.bytes},
-                           {"count", seconds.size()},
-                           {"time_us", usStats(seconds)},
-                           {"algbw_gbps", algbw},
-                           {"busbw_gbps", algbw * busFactor}});
+    const double busFactor = op == "send" || op == "recv" ? 1.0 : findCollective(op).busFactor(groupSize);
+    rows.push_back({kind, groupSize, op, bytes, std::move(seconds), algbw, algbw * busFactor});
   }
-  const double comm = median(mine.communication), exposed = median(mine.exposed);
-  out.fields = {{"phases_us",
-                 {{"data", usStats(mine.data)},
-                  {"forward", usStats(mine.forward)},
-                  {"backward", usStats(mine.backward)},
-                  {"sync", usStats(mine.sync)},
-                  {"optimizer", usStats(mine.optimizer)}}},
-                {"communication",
-                 {{"communication_us", usStats(mine.communication)},
-                  {"exposed_us", usStats(mine.exposed)},
-                  {"overlap", comm > 0 ? nlohmann::json(std::clamp(1.0 - exposed / comm, 0.0, 1.0)) : nlohmann::json()},
-                  {"rank_spread", median(spread)}}},
-                {"ranks", ranks},
-                {"collectives", collectives}};
-  if (grid.layout().pp > 1) out.fields["measured_bubble"] = median(bubbles);
+  return rows;
+}
+
+}  // namespace
+
+TrainBreakdown gatherBreakdown(Bootstrap& boot, const wl::Mesh& mesh, const RankSteps& mine) {
+  const GatheredSteps gathered(boot, mesh, mine);
+  TrainBreakdown out;
+  stepTimes(gathered, out);
+  std::vector<double> bubbles;
+  for (int p = 0; p < gathered.ranks(); ++p) {
+    out.ranks.push_back(rowOf(gathered, p));
+    if (out.ranks.back().step > 0) bubbles.push_back(out.ranks.back().pipelineWait / out.ranks.back().step);
+  }
+  out.collectives = collectiveRows(mesh, mine.collectives);
+  if (mesh.size(wl::GroupKind::kPp) > 1) out.measuredBubble = median(bubbles);
   // Late means late enough to matter: by more than 1 ms and 5% of the step.
-  if (P > 1) out.fields["stragglers"] = gatherArrivalSkew(boot, mine.collectives, mine.originS, std::max(1.0, 0.05 * median(out.stepSeconds) * 1e3));
+  if (boot.size() > 1)
+    out.stragglers = gatherArrivalSkew(boot, mine.collectives, mine.originS, std::max(1.0, 0.05 * median(out.stepSeconds) * 1e3));
   return out;
 }
 

@@ -1,20 +1,27 @@
 #pragma once
 // The per-rank side of a `train` record: every rank's phase times, gathered to process 0 after the last
 // step (never during the timed steps), the step time as the slowest rank's, the spread between ranks,
-// communication and exposed communication, and the collectives the training issued with their
-// achieved bus bandwidth.
+// and the collectives the training issued with their achieved bus bandwidth.
+#include <cstddef>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "bench/session/stats.h"
+#include "bench/train/arrival_skew.h"
 #include "workloads/trainer.h"
 
 namespace ts {
 
 class Bootstrap;
 
-// The statistics block of durations given in seconds, in microseconds.
+// The statistics of durations given in seconds, in microseconds (and as the record's block).
+Stats usSummary(const std::vector<double>& seconds);
 nlohmann::json usStats(const std::vector<double>& seconds);
+// 1 - exposed / communication, clamped to [0, 1]; none without communication.
+std::optional<double> overlapOf(double communicationS, double exposedS);
 
 // The timed steps of one rank.
 struct RankSteps {
@@ -24,15 +31,37 @@ struct RankSteps {
   void add(const wl::StepResult& r);
 };
 
+// One rank's medians per step, in seconds.
+struct RankRow {
+  int rank = 0;
+  std::vector<int> coordinates;  // on each axis of the mesh, in its order
+  double step = 0, data = 0, compute = 0, sync = 0, communication = 0, exposed = 0, pipelineWait = 0;
+  double idle() const;  // the step less compute, data and sync
+};
+
+// The collectives of one group kind, op and size that process 0 issued.
+struct CollectiveRow {
+  wl::GroupKind group;
+  int groupSize = 1;
+  std::string op;
+  std::size_t bytes = 0;
+  std::vector<double> seconds;  // launch to observed completion, each
+  double algbwGbps = 0, busbwGbps = 0;
+};
+
 struct TrainBreakdown {
   std::vector<double> stepSeconds;  // per timed step: the slowest rank's time
-  nlohmann::json fields;            // ranks, phases_us, communication, collectives (process 0's record); measured_bubble with --pp
+  double rankSpread = 0;            // median over the steps of (slowest - fastest) / slowest
+  std::vector<RankRow> ranks;
+  std::vector<CollectiveRow> collectives;
+  std::optional<double> measuredBubble;   // with pipeline stages: the median rank's wait / step
+  std::optional<ArrivalSkew> stragglers;  // with several ranks
 };
 
 // Collective over every process of the run (each passes its own steps); the result matters on process 0.
 // With several ranks it includes `stragglers` (bench/train/arrival_skew.h; late: by more than 1 ms and 5% of
 // the median step).
-// `grid` names each rank's place and the size of each group a collective ran in (its bus factor's n).
-TrainBreakdown gatherBreakdown(Bootstrap& boot, const wl::ProcessGrid& grid, const RankSteps& mine);
+// `mesh` names each rank's place and the size of each group a collective ran in (its bus factor's n).
+TrainBreakdown gatherBreakdown(Bootstrap& boot, const wl::Mesh& mesh, const RankSteps& mine);
 
 }  // namespace ts

@@ -10,17 +10,21 @@ class AllReduce final : public Collective {
   std::string_view name() const override { return "all_reduce"; }
   CollectiveKind kind() const override { return CollectiveKind::kAllReduce; }
   bool reduces() const override { return true; }
-  CollectiveLayout layout(std::size_t bytes, std::size_t elt, int) const override { return flatLayout(bytes, elt); }
+  BufferShape shape() const override { return BufferShape::kFlat; }
   double busFactor(int n) const override { return 2.0 * ringFactor(n); }
   double input(const CollectiveArgs& a, int rank, std::size_t i) const override { return reductionInput(a.redop, rank, i); }
   std::optional<double> expected(const CollectiveArgs& a, int, std::size_t i, const CollectiveLayout&) const override {
     return reducedValue(a.redop, a.dtype, a.nranks, i);
   }
   InPlaceGeometry inPlace(int, const CollectiveLayout&) const override { return {false, 0}; }
-  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay, const CollectiveArgs& a) const override {
+  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay,
+              const CollectiveArgs& a) const override {
     c.allReduce(l, s, r, lay.count, a.dtype, a.redop);
   }
 };
 }  // namespace
-const Collective& allReduceCollective() { static const AllReduce c; return c; }
+const Collective& allReduceCollective() {
+  static const AllReduce c;
+  return c;
+}
 }  // namespace ts

@@ -9,17 +9,21 @@ class Broadcast final : public Collective {
   std::string_view name() const override { return "broadcast"; }
   CollectiveKind kind() const override { return CollectiveKind::kBroadcast; }
   bool rooted() const override { return true; }
-  CollectiveLayout layout(std::size_t bytes, std::size_t elt, int) const override { return flatLayout(bytes, elt); }
+  BufferShape shape() const override { return BufferShape::kFlat; }
   double busFactor(int) const override { return 1.0; }
   double input(const CollectiveArgs&, int rank, std::size_t i) const override { return movedInput(rank, i); }
   std::optional<double> expected(const CollectiveArgs& a, int, std::size_t i, const CollectiveLayout&) const override {
     return movedInput(a.root, i);
   }
   InPlaceGeometry inPlace(int, const CollectiveLayout&) const override { return {false, 0}; }
-  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay, const CollectiveArgs& a) const override {
+  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay,
+              const CollectiveArgs& a) const override {
     c.broadcast(l, s, r, lay.count, a.dtype, a.root);
   }
 };
 }  // namespace
-const Collective& broadcastCollective() { static const Broadcast c; return c; }
+const Collective& broadcastCollective() {
+  static const Broadcast c;
+  return c;
+}
 }  // namespace ts

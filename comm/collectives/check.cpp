@@ -7,11 +7,16 @@ namespace {
 
 double epsilonOf(DType t) {
   switch (t) {
-    case DType::kFloat16: return 0x1p-10;
-    case DType::kBFloat16: return 0x1p-7;
-    case DType::kFloat32: return 0x1p-23;
-    case DType::kFloat64: return 0x1p-52;
-    default: return 0;
+    case DType::kFloat16:
+      return 0x1p-10;
+    case DType::kBFloat16:
+      return 0x1p-7;
+    case DType::kFloat32:
+      return 0x1p-23;
+    case DType::kFloat64:
+      return 0x1p-52;
+    default:
+      return 0;
   }
 }
 
@@ -28,7 +33,8 @@ void fillInput(const Collective& c, const CollectiveArgs& a, int rank, const Col
   for (std::size_t i = 0; i < lay.sendElems; ++i) storeElement(hostSend, a.dtype, i, c.input(a, rank, i));
 }
 
-CheckResult checkOutput(const Collective& c, const CollectiveArgs& a, int rank, const CollectiveLayout& lay, const void* hostRecv) {
+CheckResult checkOutput(const Collective& c, const CollectiveArgs& a, int rank, const CollectiveLayout& lay,
+                        const void* hostRecv) {
   CheckResult res;
   const bool approx = c.reduces() && a.redop == RedOp::kAvg && dtypeIsFloat(a.dtype);
   const double tolUlps = 2.0 * a.nranks * epsilonOf(a.dtype);

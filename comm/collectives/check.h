@@ -7,9 +7,9 @@
 namespace ts {
 
 struct CheckResult {
-  std::size_t checked = 0;      // elements compared
-  std::size_t wrong = 0;        // elements that differ from the expected value
-  std::size_t firstWrong = 0;   // index of the first wrong element (valid when wrong > 0)
+  std::size_t checked = 0;     // elements compared
+  std::size_t wrong = 0;       // elements that differ from the expected value
+  std::size_t firstWrong = 0;  // index of the first wrong element (valid when wrong > 0)
   double firstGot = 0, firstExpected = 0;
 };
 
@@ -17,6 +17,7 @@ struct CheckResult {
 void fillInput(const Collective& c, const CollectiveArgs& a, int rank, const CollectiveLayout& lay, void* hostSend);
 // Compares `hostRecv` (layout.recvElems elements) with the op's expected output. Exact, except avg on
 // floating types (NCCL pre-multiplies by 1/n), which allows a few units in the last place per rank.
-CheckResult checkOutput(const Collective& c, const CollectiveArgs& a, int rank, const CollectiveLayout& lay, const void* hostRecv);
+CheckResult checkOutput(const Collective& c, const CollectiveArgs& a, int rank, const CollectiveLayout& lay,
+                        const void* hostRecv);
 
 }  // namespace ts

@@ -1,9 +1,12 @@
 #pragma once
 // One collective = one small file answering four questions (as nccl-tests does): how many bytes a size
-// moves and in what buffers (layout), the bus-bandwidth factor, how inputs are filled, and what every
-// output element must be. A shared driver (bench/collectives_runner) does the rest.
+// moves and in what buffers (shape, hence layout), the bus-bandwidth factor, how inputs are filled, and
+// what every output element must be. A shared driver (bench/collectives/collectives_runner) does the rest.
+// registry.cpp is the one list of them: everything else that names the collectives (--ops, the tracker's
+// records, the schema's enum, the report's order) derives from it or is tested against it.
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -17,7 +20,15 @@ struct CollectiveLayout {
   std::size_t count = 0;      // the op's count argument (per rank, as NCCL's API takes it); 0 = size too small
   std::size_t sendElems = 0;  // this rank's input buffer
   std::size_t recvElems = 0;  // this rank's output buffer
-  std::size_t bytes = 0;      // bytes of the record: the whole buffer for gather-type ops (DESIGN.md)
+  std::size_t bytes = 0;      // bytes of the record: the whole buffer for gather-type ops (docs/architecture.md "Formulas")
+};
+
+// Which of the op's buffers hold one block of `count` elements per rank; the others hold one block.
+enum class BufferShape {
+  kFlat,       // every rank sends and receives `count` (all_reduce, broadcast, reduce, sendrecv)
+  kGathered,   // the receive buffer holds nranks blocks (all_gather, gather)
+  kScattered,  // the send buffer holds nranks blocks (reduce_scatter, scatter)
+  kExchanged,  // both do (alltoall)
 };
 
 struct CollectiveArgs {
@@ -41,8 +52,12 @@ class Collective {
   virtual bool reduces() const { return false; }  // takes --redop
   virtual bool rooted() const { return false; }   // takes --root
 
+  virtual BufferShape shape() const = 0;
   // The layout for a requested size, rounded down to what the op can divide among nranks.
-  virtual CollectiveLayout layout(std::size_t bytes, std::size_t eltSize, int nranks) const = 0;
+  CollectiveLayout layout(std::size_t bytes, std::size_t eltSize, int nranks) const;
+  // The layout of a call with this count argument (what a training step issues): its bytes are those the
+  // sweep records for the same call, so the two compare.
+  CollectiveLayout layoutOfCount(std::size_t count, std::size_t eltSize, int nranks) const;
   // busbw = algbw * busFactor: the fraction of the data each rank's busiest link carries, so that the
   // figure compares with the hardware's link bandwidth whatever the rank count.
   virtual double busFactor(int nranks) const = 0;
@@ -55,38 +70,15 @@ class Collective {
                       const CollectiveArgs& a) const = 0;
 };
 
+// The registry (registry.cpp), in its order: that of `--ops all`, the help and the report.
 const std::vector<const Collective*>& allCollectives();
 // By name ("all_reduce", ...); UsageError listing the known names otherwise.
 const Collective& findCollective(std::string_view name);
+// The collective a Communicator call of this kind runs.
+const Collective& collectiveOf(CollectiveKind kind);
+// "all_reduce, all_gather, ..., sendrecv": the registry's names in order, for help texts and errors.
+std::string collectiveNameList();
 
-// The collectives, one per file.
-const Collective& allReduceCollective();
-const Collective& allGatherCollective();
-const Collective& reduceScatterCollective();
-const Collective& broadcastCollective();
-const Collective& reduceCollective();
-const Collective& allToAllCollective();
-const Collective& gatherCollective();
-const Collective& scatterCollective();
-const Collective& sendRecvCollective();
-
-}  // namespace ts
-
-namespace ts {
-
-// The two buffer shapes the collectives share.
-// Every rank sends and receives `count` elements (all_reduce, broadcast, reduce, send/recv).
-inline CollectiveLayout flatLayout(std::size_t bytes, std::size_t eltSize) {
-  const std::size_t count = bytes / eltSize;
-  return {count, count, count, count * eltSize};
-}
-// A whole buffer of nranks blocks of `count` elements, on the send side, the receive side, or both
-// (all_gather, reduce_scatter, all_to_all, gather, scatter); the record's bytes are the whole buffer.
-inline CollectiveLayout blockedLayout(std::size_t bytes, std::size_t eltSize, int nranks, bool wholeSend, bool wholeRecv) {
-  const std::size_t n = static_cast<std::size_t>(nranks);
-  const std::size_t count = bytes / (eltSize * n);
-  return {count, wholeSend ? count * n : count, wholeRecv ? count * n : count, count * n * eltSize};
-}
 inline double ringFactor(int n) { return n > 1 ? static_cast<double>(n - 1) / n : 0.0; }
 
 }  // namespace ts

@@ -10,7 +10,7 @@ class Gather final : public Collective {
   std::string_view name() const override { return "gather"; }
   CollectiveKind kind() const override { return CollectiveKind::kGather; }
   bool rooted() const override { return true; }
-  CollectiveLayout layout(std::size_t bytes, std::size_t elt, int n) const override { return blockedLayout(bytes, elt, n, false, true); }
+  BufferShape shape() const override { return BufferShape::kGathered; }
   double busFactor(int n) const override { return ringFactor(n); }
   double input(const CollectiveArgs&, int rank, std::size_t i) const override { return movedInput(rank, i); }
   std::optional<double> expected(const CollectiveArgs& a, int rank, std::size_t i, const CollectiveLayout& lay) const override {
@@ -18,10 +18,14 @@ class Gather final : public Collective {
     return movedInput(static_cast<int>(i / lay.count), i % lay.count);
   }
   InPlaceGeometry inPlace(int rank, const CollectiveLayout& lay) const override { return {false, rank * lay.count}; }
-  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay, const CollectiveArgs& a) const override {
+  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay,
+              const CollectiveArgs& a) const override {
     c.gather(l, s, r, lay.count, a.dtype, a.root);
   }
 };
 }  // namespace
-const Collective& gatherCollective() { static const Gather c; return c; }
+const Collective& gatherCollective() {
+  static const Gather c;
+  return c;
+}
 }  // namespace ts

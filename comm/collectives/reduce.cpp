@@ -11,7 +11,7 @@ class Reduce final : public Collective {
   CollectiveKind kind() const override { return CollectiveKind::kReduce; }
   bool reduces() const override { return true; }
   bool rooted() const override { return true; }
-  CollectiveLayout layout(std::size_t bytes, std::size_t elt, int) const override { return flatLayout(bytes, elt); }
+  BufferShape shape() const override { return BufferShape::kFlat; }
   double busFactor(int) const override { return 1.0; }
   double input(const CollectiveArgs& a, int rank, std::size_t i) const override { return reductionInput(a.redop, rank, i); }
   std::optional<double> expected(const CollectiveArgs& a, int rank, std::size_t i, const CollectiveLayout&) const override {
@@ -19,10 +19,14 @@ class Reduce final : public Collective {
     return reducedValue(a.redop, a.dtype, a.nranks, i);
   }
   InPlaceGeometry inPlace(int, const CollectiveLayout&) const override { return {false, 0}; }
-  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay, const CollectiveArgs& a) const override {
+  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay,
+              const CollectiveArgs& a) const override {
     c.reduce(l, s, r, lay.count, a.dtype, a.redop, a.root);
   }
 };
 }  // namespace
-const Collective& reduceCollective() { static const Reduce c; return c; }
+const Collective& reduceCollective() {
+  static const Reduce c;
+  return c;
+}
 }  // namespace ts

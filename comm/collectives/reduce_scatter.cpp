@@ -10,17 +10,21 @@ class ReduceScatter final : public Collective {
   std::string_view name() const override { return "reduce_scatter"; }
   CollectiveKind kind() const override { return CollectiveKind::kReduceScatter; }
   bool reduces() const override { return true; }
-  CollectiveLayout layout(std::size_t bytes, std::size_t elt, int n) const override { return blockedLayout(bytes, elt, n, true, false); }
+  BufferShape shape() const override { return BufferShape::kScattered; }
   double busFactor(int n) const override { return ringFactor(n); }
   double input(const CollectiveArgs& a, int rank, std::size_t i) const override { return reductionInput(a.redop, rank, i); }
   std::optional<double> expected(const CollectiveArgs& a, int rank, std::size_t i, const CollectiveLayout& lay) const override {
     return reducedValue(a.redop, a.dtype, a.nranks, rank * lay.count + i);
   }
   InPlaceGeometry inPlace(int rank, const CollectiveLayout& lay) const override { return {true, rank * lay.count}; }
-  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay, const CollectiveArgs& a) const override {
+  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay,
+              const CollectiveArgs& a) const override {
     c.reduceScatter(l, s, r, lay.count, a.dtype, a.redop);
   }
 };
 }  // namespace
-const Collective& reduceScatterCollective() { static const ReduceScatter c; return c; }
+const Collective& reduceScatterCollective() {
+  static const ReduceScatter c;
+  return c;
+}
 }  // namespace ts

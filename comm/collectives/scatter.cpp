@@ -10,17 +10,21 @@ class Scatter final : public Collective {
   std::string_view name() const override { return "scatter"; }
   CollectiveKind kind() const override { return CollectiveKind::kScatter; }
   bool rooted() const override { return true; }
-  CollectiveLayout layout(std::size_t bytes, std::size_t elt, int n) const override { return blockedLayout(bytes, elt, n, true, false); }
+  BufferShape shape() const override { return BufferShape::kScattered; }
   double busFactor(int n) const override { return ringFactor(n); }
   double input(const CollectiveArgs&, int rank, std::size_t i) const override { return movedInput(rank, i); }
   std::optional<double> expected(const CollectiveArgs& a, int rank, std::size_t i, const CollectiveLayout& lay) const override {
     return movedInput(a.root, rank * lay.count + i);
   }
   InPlaceGeometry inPlace(int rank, const CollectiveLayout& lay) const override { return {true, rank * lay.count}; }
-  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay, const CollectiveArgs& a) const override {
+  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay,
+              const CollectiveArgs& a) const override {
     c.scatter(l, s, r, lay.count, a.dtype, a.root);
   }
 };
 }  // namespace
-const Collective& scatterCollective() { static const Scatter c; return c; }
+const Collective& scatterCollective() {
+  static const Scatter c;
+  return c;
+}
 }  // namespace ts

@@ -17,9 +17,9 @@ inline std::string mpiErrorString(int code) {
 
 }  // namespace ts
 
-#define MPI_CHECK(call)                                                                   \
-  do {                                                                                    \
-    const int ts_mpi_rc_ = (call);                                                        \
-    if (ts_mpi_rc_ != MPI_SUCCESS)                                                        \
+#define MPI_CHECK(call)                                                                                \
+  do {                                                                                                 \
+    const int ts_mpi_rc_ = (call);                                                                     \
+    if (ts_mpi_rc_ != MPI_SUCCESS)                                                                     \
       throw ::ts::errorInContext(std::string(#call) + " failed: " + ::ts::mpiErrorString(ts_mpi_rc_)); \
   } while (0)

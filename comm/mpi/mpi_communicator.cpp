@@ -5,12 +5,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string_view>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "base/heartbeat.h"
 #include "base/stop_request.h"
+#include "comm/collectives/collective.h"
 #include "comm/mpi/mpi_check.h"
 
 namespace ts {
@@ -19,13 +21,19 @@ namespace {
 // float16/bfloat16 travel as 16-bit words; MPI has no arithmetic for them.
 MPI_Datatype mpiType(DType t) {
   switch (t) {
-    case DType::kFloat32: return MPI_FLOAT;
-    case DType::kFloat64: return MPI_DOUBLE;
-    case DType::kInt32: return MPI_INT32_T;
-    case DType::kInt8: return MPI_INT8_T;
-    case DType::kUInt8: return MPI_UINT8_T;
+    case DType::kFloat32:
+      return MPI_FLOAT;
+    case DType::kFloat64:
+      return MPI_DOUBLE;
+    case DType::kInt32:
+      return MPI_INT32_T;
+    case DType::kInt8:
+      return MPI_INT8_T;
+    case DType::kUInt8:
+      return MPI_UINT8_T;
     case DType::kFloat16:
-    case DType::kBFloat16: return MPI_UINT16_T;
+    case DType::kBFloat16:
+      return MPI_UINT16_T;
   }
   return MPI_BYTE;
 }
@@ -34,10 +42,14 @@ MPI_Datatype mpiType(DType t) {
 MPI_Op mpiOp(RedOp op) {
   switch (op) {
     case RedOp::kSum:
-    case RedOp::kAvg: return MPI_SUM;
-    case RedOp::kProd: return MPI_PROD;
-    case RedOp::kMin: return MPI_MIN;
-    case RedOp::kMax: return MPI_MAX;
+    case RedOp::kAvg:
+      return MPI_SUM;
+    case RedOp::kProd:
+      return MPI_PROD;
+    case RedOp::kMin:
+      return MPI_MIN;
+    case RedOp::kMax:
+      return MPI_MAX;
   }
   return MPI_SUM;
 }
@@ -51,12 +63,23 @@ void divideAll(void* p, std::size_t n, int by) {
 void finishAverage(void* p, std::size_t n, DType t, RedOp op, int worldSize) {
   if (op != RedOp::kAvg) return;
   switch (t) {
-    case DType::kFloat32: divideAll<float>(p, n, worldSize); break;
-    case DType::kFloat64: divideAll<double>(p, n, worldSize); break;
-    case DType::kInt32: divideAll<std::int32_t>(p, n, worldSize); break;
-    case DType::kInt8: divideAll<std::int8_t>(p, n, worldSize); break;
-    case DType::kUInt8: divideAll<std::uint8_t>(p, n, worldSize); break;
-    default: break;  // rejected by supports()
+    case DType::kFloat32:
+      divideAll<float>(p, n, worldSize);
+      break;
+    case DType::kFloat64:
+      divideAll<double>(p, n, worldSize);
+      break;
+    case DType::kInt32:
+      divideAll<std::int32_t>(p, n, worldSize);
+      break;
+    case DType::kInt8:
+      divideAll<std::int8_t>(p, n, worldSize);
+      break;
+    case DType::kUInt8:
+      divideAll<std::uint8_t>(p, n, worldSize);
+      break;
+    default:
+      break;  // rejected by supports()
   }
 }
 
@@ -99,7 +122,7 @@ namespace {
 // waits does not take a core from a peer on an oversubscribed host.
 class MpiPending final : public PendingCollective {
  public:
-  MpiPending(const char* what, std::size_t bytes, int rank, std::function<void()> finish)
+  MpiPending(std::string_view what, std::size_t bytes, int rank, std::function<void()> finish)
       : what_(what), bytes_(bytes), rank_(rank), finish_(std::move(finish)) {}
   ~MpiPending() override {
     if (!done_ && request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);  // never leave MPI writing freed memory
@@ -122,15 +145,18 @@ class MpiPending final : public PendingCollective {
       if ((polls & 255) == 0) heartbeat::beat();
       const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (timeoutS > 0 && waited > timeoutS)
-        throw errorInContext(fmt::format("timeout: {} of {} bytes on rank {} waited {:.1f} s for its peers", what_, bytes_, rank_, waited));
+        throw errorInContext(
+            fmt::format("timeout: {} of {} bytes on rank {} waited {:.1f} s for its peers", what_, bytes_, rank_, waited));
       if (const int sig = stopRequested())
-        throw Error(fmt::format("stopped by signal {} while {} of {} bytes waited for its peers (the launcher is ending the run: did another rank fail?)", sig,
-                                what_, bytes_));
+        throw Error(
+            fmt::format("stopped by signal {} while {} of {} bytes waited for its peers (the launcher is ending the run: did "
+                        "another rank fail?)",
+                        sig, what_, bytes_));
     }
   }
 
  private:
-  const char* what_;
+  std::string_view what_;  // a collective's name or "send"/"recv": static strings
   std::size_t bytes_;
   int rank_;
   std::function<void()> finish_;
@@ -141,35 +167,45 @@ class MpiPending final : public PendingCollective {
 }  // namespace
 
 std::unique_ptr<PendingCollective> MpiCommunicator::start(int l, const CollectiveCall& c) {
-  const bool inPlaceScatter = c.kind == CollectiveKind::kReduceScatter && c.recv == offsetBytes(const_cast<void*>(c.send), c.count * rank_, c.dtype);
-  const bool nonblocking = c.op != RedOp::kAvg && !inPlaceScatter &&
-                           (c.kind == CollectiveKind::kAllReduce || c.kind == CollectiveKind::kReduceScatter || c.kind == CollectiveKind::kAllGather ||
-                            c.kind == CollectiveKind::kBroadcast || c.kind == CollectiveKind::kReduce);
+  const bool inPlaceScatter =
+      c.kind == CollectiveKind::kReduceScatter && c.recv == offsetBytes(const_cast<void*>(c.send), c.count * rank_, c.dtype);
+  const bool nonblocking =
+      c.op != RedOp::kAvg && !inPlaceScatter &&
+      (c.kind == CollectiveKind::kAllReduce || c.kind == CollectiveKind::kReduceScatter || c.kind == CollectiveKind::kAllGather ||
+       c.kind == CollectiveKind::kBroadcast || c.kind == CollectiveKind::kReduce);
   if (!nonblocking) return Communicator::start(l, c);
   const int n = mpiCount(c.count);
   const MPI_Datatype t = mpiType(c.dtype);
   std::function<void()> finish;
   if (c.kind == CollectiveKind::kBroadcast && rank_ == c.root && c.send != c.recv)
     finish = [s = c.send, r = c.recv, bytes = c.count * dtypeSize(c.dtype)] { std::memcpy(r, s, bytes); };
-  auto p = std::make_unique<MpiPending>(collectiveKindName(c.kind), c.count * dtypeSize(c.dtype), rank_, std::move(finish));
+  auto p = std::make_unique<MpiPending>(collectiveOf(c.kind).name(), c.count * dtypeSize(c.dtype), rank_, std::move(finish));
   switch (c.kind) {
-    case CollectiveKind::kAllReduce: MPI_CHECK(MPI_Iallreduce(inPlaceOr(c.send, c.recv), c.recv, n, t, mpiOp(c.op), comm_, p->request())); break;
-    case CollectiveKind::kReduceScatter: MPI_CHECK(MPI_Ireduce_scatter_block(c.send, c.recv, n, t, mpiOp(c.op), comm_, p->request())); break;
+    case CollectiveKind::kAllReduce:
+      MPI_CHECK(MPI_Iallreduce(inPlaceOr(c.send, c.recv), c.recv, n, t, mpiOp(c.op), comm_, p->request()));
+      break;
+    case CollectiveKind::kReduceScatter:
+      MPI_CHECK(MPI_Ireduce_scatter_block(c.send, c.recv, n, t, mpiOp(c.op), comm_, p->request()));
+      break;
     case CollectiveKind::kAllGather:
-      MPI_CHECK(MPI_Iallgather(inPlaceOr(c.send, offsetBytes(c.recv, c.count * rank_, c.dtype)), n, t, c.recv, n, t, comm_, p->request()));
+      MPI_CHECK(MPI_Iallgather(inPlaceOr(c.send, offsetBytes(c.recv, c.count * rank_, c.dtype)), n, t, c.recv, n, t, comm_,
+                               p->request()));
       break;
     case CollectiveKind::kBroadcast:
       MPI_CHECK(MPI_Ibcast(rank_ == c.root ? const_cast<void*>(c.send) : c.recv, n, t, c.root, comm_, p->request()));
       break;
     case CollectiveKind::kReduce:
-      MPI_CHECK(MPI_Ireduce(rank_ == c.root ? inPlaceOr(c.send, c.recv) : c.send, c.recv, n, t, mpiOp(c.op), c.root, comm_, p->request()));
+      MPI_CHECK(MPI_Ireduce(rank_ == c.root ? inPlaceOr(c.send, c.recv) : c.send, c.recv, n, t, mpiOp(c.op), c.root, comm_,
+                            p->request()));
       break;
-    default: break;
+    default:
+      break;
   }
   return p;
 }
 
-std::unique_ptr<PendingCollective> MpiCommunicator::startSend(int, const void* buf, std::size_t count, DType t, int peer, int tag) {
+std::unique_ptr<PendingCollective> MpiCommunicator::startSend(int, const void* buf, std::size_t count, DType t, int peer,
+                                                              int tag) {
   auto p = std::make_unique<MpiPending>("send", count * dtypeSize(t), rank_, nullptr);
   MPI_CHECK(MPI_Isend(buf, mpiCount(count), mpiType(t), peer, tag, comm_, p->request()));
   return p;
@@ -186,9 +222,10 @@ MpiCommunicator::~MpiCommunicator() {
 }
 
 bool MpiCommunicator::supports(CollectiveKind op, DType t, RedOp, std::string* why) const {
-  const bool reduces = op == CollectiveKind::kAllReduce || op == CollectiveKind::kReduceScatter || op == CollectiveKind::kReduce;
-  if (reduces && (t == DType::kFloat16 || t == DType::kBFloat16)) {
-    if (why) *why = fmt::format("the mpi backend cannot reduce {} (MPI has no 16-bit float arithmetic); use float32, or --backend nccl", dtypeName(t));
+  if (collectiveOf(op).reduces() && (t == DType::kFloat16 || t == DType::kBFloat16)) {
+    if (why)
+      *why = fmt::format("the mpi backend cannot reduce {} (MPI has no 16-bit float arithmetic); use float32, or --backend nccl",
+                         dtypeName(t));
     return false;
   }
   return true;
@@ -241,7 +278,8 @@ void MpiCommunicator::reduce(int, const void* send, void* recv, std::size_t coun
 }
 
 void MpiCommunicator::allToAll(int, const void* send, void* recv, std::size_t countPerPeer, DType t) {
-  MPI_CHECK(MPI_Alltoall(inPlaceOr(send, recv), mpiCount(countPerPeer), mpiType(t), recv, mpiCount(countPerPeer), mpiType(t), comm_));
+  MPI_CHECK(
+      MPI_Alltoall(inPlaceOr(send, recv), mpiCount(countPerPeer), mpiType(t), recv, mpiCount(countPerPeer), mpiType(t), comm_));
 }
 
 void MpiCommunicator::gather(int, const void* send, void* recv, std::size_t sendCount, DType t, int root) {
@@ -260,7 +298,8 @@ void MpiCommunicator::sendRecv(int, const void* send, void* recv, std::size_t co
   if (send == recv) {
     MPI_CHECK(MPI_Sendrecv_replace(recv, mpiCount(count), mpiType(t), sendPeer, kTag, recvPeer, kTag, comm_, MPI_STATUS_IGNORE));
   } else {
-    MPI_CHECK(MPI_Sendrecv(send, mpiCount(count), mpiType(t), sendPeer, kTag, recv, mpiCount(count), mpiType(t), recvPeer, kTag, comm_, MPI_STATUS_IGNORE));
+    MPI_CHECK(MPI_Sendrecv(send, mpiCount(count), mpiType(t), sendPeer, kTag, recv, mpiCount(count), mpiType(t), recvPeer, kTag,
+                           comm_, MPI_STATUS_IGNORE));
   }
 }
 

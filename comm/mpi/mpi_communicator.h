@@ -8,7 +8,7 @@ namespace ts {
 
 class MpiCommunicator final : public Communicator {
  public:
-  MpiCommunicator();                     // a duplicate of MPI_COMM_WORLD
+  MpiCommunicator();                         // a duplicate of MPI_COMM_WORLD
   explicit MpiCommunicator(MPI_Comm owned);  // takes ownership (split)
   ~MpiCommunicator() override;
   MpiCommunicator(const MpiCommunicator&) = delete;

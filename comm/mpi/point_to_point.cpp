@@ -100,8 +100,10 @@ PairSamples MpiPointToPoint::stream(int a, int b, std::size_t bytes, int window,
     }
     MPI_CHECK(MPI_Waitall(k, requests_.data(), MPI_STATUSES_IGNORE));
     // The receiver acknowledges the whole window, so the sender's clock covers delivery, as osu_bw does.
-    if (rank_ == a) MPI_CHECK(MPI_Recv(&ack, 1, MPI_CHAR, b, kAck, comm_, MPI_STATUS_IGNORE));
-    else MPI_CHECK(MPI_Send(&ack, 1, MPI_CHAR, a, kAck, comm_));
+    if (rank_ == a)
+      MPI_CHECK(MPI_Recv(&ack, 1, MPI_CHAR, b, kAck, comm_, MPI_STATUS_IGNORE));
+    else
+      MPI_CHECK(MPI_Send(&ack, 1, MPI_CHAR, a, kAck, comm_));
     const double t1 = nowUs();
     if (rank_ == a && i >= 0) out.us.push_back(t1 - t0);
     heartbeat::beat();

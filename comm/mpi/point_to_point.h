@@ -41,6 +41,8 @@ class MpiPointToPoint {
 };
 
 // The pattern byte i of a payload from `sender` carries.
-inline unsigned char payloadByte(int sender, std::size_t i) { return static_cast<unsigned char>((sender * 131 + i * 7 + 1) & 0xff); }
+inline unsigned char payloadByte(int sender, std::size_t i) {
+  return static_cast<unsigned char>((sender * 131 + i * 7 + 1) & 0xff);
+}
 
 }  // namespace ts

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "kernels/cuda/device_resources.h"
 #include "kernels/cuda/stream_gate.h"
 
 namespace ts {
@@ -53,12 +54,15 @@ class NcclCommunicator final : public Communicator {
   void abort() override;
 
  private:
+  // One local GPU: its rank, communicator, stream and gate (the stream and gate made on that GPU).
   struct Local {
-    int device = 0;
+    explicit Local(int d) : select(d), device(d) {}
+    cuda::SelectDevice select;  // first: what follows is made on `device`
+    int device;
     int rank = 0;
-    ncclComm_t comm = nullptr;
-    cudaStream_t stream = nullptr;
-    std::unique_ptr<cuda::StreamGate> gate;
+    ncclComm_t comm = nullptr;  // destroyed (or aborted) by the communicator
+    cuda::Stream stream;
+    std::unique_ptr<cuda::StreamGate> gate = std::make_unique<cuda::StreamGate>();
   };
   NcclCommunicator() = default;  // split() fills it in
   friend class NcclPending;

@@ -59,7 +59,8 @@ void conv2dBackwardData(float* dx, const float* dy, const float* w, const Conv2d
   const int P = s.P(), Q = s.Q(), CRS = s.C * s.R * s.S;
   std::vector<float> dcol(static_cast<std::size_t>(CRS) * P * Q);
   for (int n = 0; n < s.N; ++n) {
-    gemm(true, false, CRS, P * Q, s.K, 1.0f, w, CRS, dy + static_cast<std::size_t>(n) * s.K * P * Q, P * Q, 0.0f, dcol.data(), P * Q);
+    gemm(true, false, CRS, P * Q, s.K, 1.0f, w, CRS, dy + static_cast<std::size_t>(n) * s.K * P * Q, P * Q, 0.0f, dcol.data(),
+         P * Q);
     col2imAdd(dx + static_cast<std::size_t>(n) * s.C * s.H * s.W, dcol.data(), s);
   }
 }

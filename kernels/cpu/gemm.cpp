@@ -21,42 +21,47 @@ void naiveGemm(bool ta, bool tb, int m, int n, int k, T alpha, const T* A, int l
 }
 
 template <typename T>
-void stridedBatched(bool ta, bool tb, int m, int n, int k, T alpha, const T* A, int lda, std::int64_t sA, const T* B, int ldb, std::int64_t sB,
-                    T beta, T* C, int ldc, std::int64_t sC, int batch) {
+void stridedBatched(bool ta, bool tb, int m, int n, int k, T alpha, const T* A, int lda, std::int64_t sA, const T* B, int ldb,
+                    std::int64_t sB, T beta, T* C, int ldc, std::int64_t sC, int batch) {
   for (int b = 0; b < batch; ++b) gemm(ta, tb, m, n, k, alpha, A + b * sA, lda, B + b * sB, ldb, beta, C + b * sC, ldc);
 }
 
 }  // namespace
 
-void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* A, int lda, const float* B, int ldb, float beta, float* C, int ldc) {
+void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* A, int lda, const float* B, int ldb, float beta,
+          float* C, int ldc) {
 #ifdef TRAINSCOPE_HAVE_OPENBLAS
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, A, lda, B, ldb, beta,
+              C, ldc);
 #else
   naiveGemm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 #endif
 }
 
-void gemm(bool ta, bool tb, int m, int n, int k, double alpha, const double* A, int lda, const double* B, int ldb, double beta, double* C,
-          int ldc) {
+void gemm(bool ta, bool tb, int m, int n, int k, double alpha, const double* A, int lda, const double* B, int ldb, double beta,
+          double* C, int ldc) {
 #ifdef TRAINSCOPE_HAVE_OPENBLAS
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, A, lda, B, ldb, beta,
+              C, ldc);
 #else
   naiveGemm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 #endif
 }
 
-void gemmStridedBatched(bool ta, bool tb, int m, int n, int k, float alpha, const float* A, int lda, std::int64_t strideA, const float* B, int ldb,
-                        std::int64_t strideB, float beta, float* C, int ldc, std::int64_t strideC, int batch) {
+void gemmStridedBatched(bool ta, bool tb, int m, int n, int k, float alpha, const float* A, int lda, std::int64_t strideA,
+                        const float* B, int ldb, std::int64_t strideB, float beta, float* C, int ldc, std::int64_t strideC,
+                        int batch) {
   stridedBatched(ta, tb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC, batch);
 }
 
-void gemmStridedBatched(bool ta, bool tb, int m, int n, int k, double alpha, const double* A, int lda, std::int64_t strideA, const double* B,
-                        int ldb, std::int64_t strideB, double beta, double* C, int ldc, std::int64_t strideC, int batch) {
+void gemmStridedBatched(bool ta, bool tb, int m, int n, int k, double alpha, const double* A, int lda, std::int64_t strideA,
+                        const double* B, int ldb, std::int64_t strideB, double beta, double* C, int ldc, std::int64_t strideC,
+                        int batch) {
   stridedBatched(ta, tb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC, batch);
 }
 
-void gemmEpilogue(bool ta, bool tb, int m, int n, int k, float alpha, const float* A, int lda, const float* B, int ldb, float beta, float* C, int ldc,
-                  const float* bias, bool gelu) {
+void gemmEpilogue(bool ta, bool tb, int m, int n, int k, float alpha, const float* A, int lda, const float* B, int ldb,
+                  float beta, float* C, int ldc, const float* bias, bool gelu) {
   gemm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   if (!bias && !gelu) return;
   // Row by row: C's rows are ldc apart, which biasAdd and geluForward (contiguous [N,C]) do not know.

@@ -7,8 +7,8 @@
 
 namespace ts::cpu {
 
-void crossEntropyForwardBackward(float* losses, float* dlogits, const float* logits, const int* targets, std::size_t N, std::size_t V,
-                                 float dloss) {
+void crossEntropyForwardBackward(float* losses, float* dlogits, const float* logits, const int* targets, std::size_t N,
+                                 std::size_t V, float dloss) {
   for (std::size_t i = 0; i < N; ++i) {
     const float* z = logits + i * V;
     float mx = -std::numeric_limits<float>::infinity();
@@ -25,8 +25,8 @@ void crossEntropyForwardBackward(float* losses, float* dlogits, const float* log
   }
 }
 
-void adamwUpdate(float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1, float beta2, float eps,
-                 float weightDecay, int t) {
+void adamwUpdate(float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1, float beta2,
+                 float eps, float weightDecay, int t) {
   const double c1 = 1.0 - std::pow(static_cast<double>(beta1), t);
   const double c2 = 1.0 - std::pow(static_cast<double>(beta2), t);
   for (std::size_t i = 0; i < n; ++i) {
@@ -37,13 +37,15 @@ void adamwUpdate(float* params, const float* grads, float* m, float* v, std::siz
   }
 }
 
-void adamwUpdateMulti(const AdamwTensor* tensors, std::size_t count, float lr, float beta1, float beta2, float eps, float weightDecay, int t) {
+void adamwUpdateMulti(const AdamwTensor* tensors, std::size_t count, float lr, float beta1, float beta2, float eps,
+                      float weightDecay, int t) {
   for (std::size_t i = 0; i < count; ++i)
-    adamwUpdate(tensors[i].params, tensors[i].grads, tensors[i].m, tensors[i].v, tensors[i].n, lr, beta1, beta2, eps, weightDecay, t);
+    adamwUpdate(tensors[i].params, tensors[i].grads, tensors[i].m, tensors[i].v, tensors[i].n, lr, beta1, beta2, eps, weightDecay,
+                t);
 }
 
-void adamUpdate(float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1, float beta2, float eps,
-                float weightDecay, int t) {
+void adamUpdate(float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1, float beta2,
+                float eps, float weightDecay, int t) {
   const double c1 = 1.0 - std::pow(static_cast<double>(beta1), t);
   const double c2 = 1.0 - std::pow(static_cast<double>(beta2), t);
   for (std::size_t i = 0; i < n; ++i) {
@@ -54,7 +56,8 @@ void adamUpdate(float* params, const float* grads, float* m, float* v, std::size
   }
 }
 
-void rmspropUpdate(float* params, const float* grads, float* sq, std::size_t n, float lr, float alpha, float eps, float weightDecay) {
+void rmspropUpdate(float* params, const float* grads, float* sq, std::size_t n, float lr, float alpha, float eps,
+                   float weightDecay) {
   for (std::size_t i = 0; i < n; ++i) {
     const float g = grads[i] + weightDecay * params[i];
     sq[i] = alpha * sq[i] + (1 - alpha) * g * g;
@@ -62,8 +65,8 @@ void rmspropUpdate(float* params, const float* grads, float* sq, std::size_t n, 
   }
 }
 
-void lambUpdate(float* params, const float* grads, float* m, float* v, float* update, std::size_t n, float lr, float beta1, float beta2,
-                float eps, float weightDecay, int t) {
+void lambUpdate(float* params, const float* grads, float* m, float* v, float* update, std::size_t n, float lr, float beta1,
+                float beta2, float eps, float weightDecay, int t) {
   const double c1 = 1.0 - std::pow(static_cast<double>(beta1), t);
   const double c2 = 1.0 - std::pow(static_cast<double>(beta2), t);
   double pNorm = 0, uNorm = 0;

@@ -7,8 +7,8 @@
 
 namespace ts::cpu {
 
-void layernormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias, std::size_t N,
-                      std::size_t C, float eps) {
+void layernormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
+                      std::size_t N, std::size_t C, float eps) {
   for (std::size_t i = 0; i < N; ++i) {
     const float* x = inp + i * C;
     double m = 0;  // double accumulation: the CPU op is also the reference
@@ -60,7 +60,8 @@ void softmaxForward(float* out, const float* inp, std::size_t rows, std::size_t 
     for (std::size_t c = 0; c < valid; ++c) mx = std::max(mx, x[c]);
     double sum = 0;
     for (std::size_t c = 0; c < valid; ++c) sum += std::exp(static_cast<double>(x[c]) - mx);
-    for (std::size_t c = 0; c < cols; ++c) y[c] = c < valid ? static_cast<float>(std::exp(static_cast<double>(x[c]) - mx) / sum) : 0.0f;
+    for (std::size_t c = 0; c < cols; ++c)
+      y[c] = c < valid ? static_cast<float>(std::exp(static_cast<double>(x[c]) - mx) / sum) : 0.0f;
   }
 }
 
@@ -75,8 +76,9 @@ void softmaxBackward(float* dinp, const float* dout, const float* out, std::size
 }
 
 // Per channel over N*HW values: the same algebra as layernorm, with the roles of rows and columns swapped.
-void batchnormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias, std::size_t N,
-                      std::size_t C, std::size_t HW, float eps, float* runningMean, float* runningVar, float momentum) {
+void batchnormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
+                      std::size_t N, std::size_t C, std::size_t HW, float eps, float* runningMean, float* runningVar,
+                      float momentum) {
   const double count = static_cast<double>(N * HW);
   for (std::size_t c = 0; c < C; ++c) {
     double m = 0, v = 0;
@@ -98,7 +100,8 @@ void batchnormForward(float* out, float* mean, float* rstd, const float* inp, co
     if (mean) mean[c] = static_cast<float>(m);
     if (rstd) rstd[c] = static_cast<float>(r);
     if (runningMean) runningMean[c] = static_cast<float>((1 - momentum) * runningMean[c] + momentum * m);
-    if (runningVar) runningVar[c] = static_cast<float>((1 - momentum) * runningVar[c] + momentum * v * count / std::max(1.0, count - 1));
+    if (runningVar)
+      runningVar[c] = static_cast<float>((1 - momentum) * runningVar[c] + momentum * v * count / std::max(1.0, count - 1));
   }
 }
 

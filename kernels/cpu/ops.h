@@ -20,9 +20,11 @@ void gemm(bool transA, bool transB, int m, int n, int k, double alpha, const dou
 // `batch` independent GEMMs, matrix b of each operand `stride` elements after matrix b-1 (as
 // cublasGemmStridedBatched): C_b = alpha op(A_b) op(B_b) + beta C_b. 2*batch*m*n*k FLOPs.
 void gemmStridedBatched(bool transA, bool transB, int m, int n, int k, float alpha, const float* A, int lda, std::int64_t strideA,
-                        const float* B, int ldb, std::int64_t strideB, float beta, float* C, int ldc, std::int64_t strideC, int batch);
-void gemmStridedBatched(bool transA, bool transB, int m, int n, int k, double alpha, const double* A, int lda, std::int64_t strideA,
-                        const double* B, int ldb, std::int64_t strideB, double beta, double* C, int ldc, std::int64_t strideC, int batch);
+                        const float* B, int ldb, std::int64_t strideB, float beta, float* C, int ldc, std::int64_t strideC,
+                        int batch);
+void gemmStridedBatched(bool transA, bool transB, int m, int n, int k, double alpha, const double* A, int lda,
+                        std::int64_t strideA, const double* B, int ldb, std::int64_t strideB, double beta, double* C, int ldc,
+                        std::int64_t strideC, int batch);
 // GEMM with an epilogue, as cuBLASLt's CUBLASLT_EPILOGUE_BIAS / GELU / GELU_BIAS:
 // C = act(alpha op(A) op(B) + beta C + bias[n]), bias (one value per column of C; null: none) added to
 // every row, act = geluForward when gelu is set (else the identity). Reads bias once more, rewrites C.
@@ -62,9 +64,9 @@ double sumOfSquares(const float* x, std::size_t n);
 
 // Batch normalisation of x[N,C,HW] per channel over N*HW (training: batch statistics, saved as mean[C] and
 // rstd[C] for the backward; runningMean/runningVar updated with `momentum` when not null).
-void batchnormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias, std::size_t N,
-                      std::size_t C, std::size_t HW, float eps = 1e-5f, float* runningMean = nullptr, float* runningVar = nullptr,
-                      float momentum = 0.1f);
+void batchnormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
+                      std::size_t N, std::size_t C, std::size_t HW, float eps = 1e-5f, float* runningMean = nullptr,
+                      float* runningVar = nullptr, float momentum = 0.1f);
 void batchnormBackward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const float* weight,
                        const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW);
 
@@ -78,8 +80,10 @@ void maxPool2dBackward(float* dinp, const float* dout, const int* argmax, std::s
 
 // Token and position embeddings: out[B*T, C] = wte[tokens[b,t]] + wpe[t]; the backward accumulates into the
 // rows of dwte and dwpe that were used.
-void embeddingForward(float* out, const int* tokens, const float* wte, const float* wpe, std::size_t B, std::size_t T, std::size_t C);
-void embeddingBackward(float* dwte, float* dwpe, const float* dout, const int* tokens, std::size_t B, std::size_t T, std::size_t C);
+void embeddingForward(float* out, const int* tokens, const float* wte, const float* wpe, std::size_t B, std::size_t T,
+                      std::size_t C);
+void embeddingBackward(float* dwte, float* dwpe, const float* dout, const int* tokens, std::size_t B, std::size_t T,
+                       std::size_t C);
 
 // Fused softmax cross-entropy over logits[N,V] with integer targets[N]: losses[n] = -log softmax(logits)[target];
 // dlogits = (softmax - onehot(target)) * dloss (per row); either output may be null. Reads N*V, writes N*V.
@@ -98,16 +102,18 @@ struct AdamwTensor {
   float* v;
   std::size_t n;
 };
-void adamwUpdateMulti(const AdamwTensor* tensors, std::size_t count, float lr, float beta1, float beta2, float eps, float weightDecay, int t);
+void adamwUpdateMulti(const AdamwTensor* tensors, std::size_t count, float lr, float beta1, float beta2, float eps,
+                      float weightDecay, int t);
 // Adam with L2 weight decay added to the gradient (the original Adam): g' = g + wd p, then the Adam step.
-void adamUpdate(float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1, float beta2, float eps,
-                float weightDecay, int t);
+void adamUpdate(float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1, float beta2,
+                float eps, float weightDecay, int t);
 // RMSprop (PyTorch's form): g' = g + wd p; sq = alpha sq + (1 - alpha) g'^2; p -= lr g' / (sqrt(sq) + eps).
-void rmspropUpdate(float* params, const float* grads, float* sq, std::size_t n, float lr, float alpha, float eps, float weightDecay);
+void rmspropUpdate(float* params, const float* grads, float* sq, std::size_t n, float lr, float alpha, float eps,
+                   float weightDecay);
 // LAMB for one tensor: the AdamW direction u = mhat / (sqrt(vhat) + eps) + wd p, scaled by the trust ratio
 // ||p|| / ||u|| (1 when either norm is 0): p -= lr * trust * u. `update` is scratch of n floats.
-void lambUpdate(float* params, const float* grads, float* m, float* v, float* update, std::size_t n, float lr, float beta1, float beta2,
-                float eps, float weightDecay, int t);
+void lambUpdate(float* params, const float* grads, float* m, float* v, float* update, std::size_t n, float lr, float beta1,
+                float beta2, float eps, float weightDecay, int t);
 // SGD with momentum and (coupled) weight decay: g' = g + wd*p; buf = mu*buf + g'; p -= lr * buf.
 void sgdMomentumUpdate(float* params, const float* grads, float* momentum, std::size_t n, float lr, float mu, float weightDecay);
 

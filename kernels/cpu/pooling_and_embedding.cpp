@@ -50,7 +50,8 @@ void maxPool2dBackward(float* dinp, const float* dout, const int* argmax, std::s
     if (argmax[o] >= 0) dinp[argmax[o]] += dout[o];
 }
 
-void embeddingForward(float* out, const int* tokens, const float* wte, const float* wpe, std::size_t B, std::size_t T, std::size_t C) {
+void embeddingForward(float* out, const int* tokens, const float* wte, const float* wpe, std::size_t B, std::size_t T,
+                      std::size_t C) {
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t t = 0; t < T; ++t) {
       const float* e = wte + static_cast<std::size_t>(tokens[b * T + t]) * C;
@@ -60,7 +61,8 @@ void embeddingForward(float* out, const int* tokens, const float* wte, const flo
     }
 }
 
-void embeddingBackward(float* dwte, float* dwpe, const float* dout, const int* tokens, std::size_t B, std::size_t T, std::size_t C) {
+void embeddingBackward(float* dwte, float* dwpe, const float* dout, const int* tokens, std::size_t B, std::size_t T,
+                       std::size_t C) {
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t t = 0; t < T; ++t) {
       const float* g = dout + (b * T + t) * C;

@@ -1,5 +1,8 @@
-// Causal scaled dot-product attention: a fused one-pass kernel (online softmax over key tiles) and the
-// unfused two-pass path (cuBLASLt batched GEMMs around the causal softmax kernel). See attention.h.
+// Causal scaled dot-product attention on the GPU (kernels/cpu/attention.cpp): a fused one-pass kernel (online
+// softmax over key tiles) and the unfused two-pass path (cuBLASLt batched GEMMs around the causal softmax
+// kernel), see attention.h; and the head permutes of multi-head attention (headsFromRows / rowsFromHeads,
+// ops.h), pure copies.
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cmath>
@@ -10,26 +13,17 @@
 #include "base/error.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_common.cuh"
 #include "kernels/cuda/ops.h"
 
 namespace ts::cuda {
 namespace {
 
-constexpr int kWarp = 32;
 constexpr int kBr = 64;        // queries per block
 constexpr int kBc = 64;        // keys per tile (two per lane in the softmax step)
 constexpr int kThreads = 256;  // 16 x 16 threads, each a 4-row micro-tile
 constexpr int kRowsPerWarp = kBr / (kThreads / kWarp);
 static_assert(kBc == 2 * kWarp && kBr == 64 && kBc == kBr && kThreads == 256, "the thread mapping below assumes these");
-
-__device__ float warpMax(float v) {
-  for (int o = kWarp / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-__device__ float warpSum(float v) {
-  for (int o = kWarp / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 
 // Shared memory of one block: the Q tile, the K tile (then the V tile, in the same place), the scores
 // (then the probabilities) of the tile, and per query row the running max, the running sum of
@@ -47,8 +41,8 @@ constexpr std::size_t sharedBytes() {
 // ty + 16i, tx + 16j and output rows ty + 16i, dimensions tx + 16j, all in registers. Reads q once and k, v
 // once per query tile (L2 serves the repeats); writes out once.
 template <int kD>
-__global__ void __launch_bounds__(kThreads) attentionFusedKernel(float* out, const float* q, const float* k, const float* v, int T, int D,
-                                                                 int queryTiles, float scale) {
+__global__ void __launch_bounds__(kThreads)
+    attentionFusedKernel(float* out, const float* q, const float* k, const float* v, int T, int D, int queryTiles, float scale) {
   static_assert(kD % 32 == 0 && kD <= kAttentionMaxHeadDim, "kD: a multiple of 32 up to the largest head dimension");
   constexpr int kLd = kD + 1, kLdS = kBc + 1, kCols = kD / 16;
   extern __shared__ float smem[];
@@ -189,13 +183,15 @@ void launchFused(float* out, const float* q, const float* k, const float* v, int
     CUDA_CHECK(cudaGetDevice(&device));
     const std::uint64_t bit = device < 64 ? (std::uint64_t{1} << device) : 0;
     if (!bit || !(devicesDone.load() & bit)) {
-      CUDA_CHECK(cudaFuncSetAttribute(attentionFusedKernel<kD>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+      CUDA_CHECK(
+          cudaFuncSetAttribute(attentionFusedKernel<kD>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
       devicesDone.fetch_or(bit);
     }
   }
   const int queryTiles = (T + kBr - 1) / kBr;
   const unsigned blocks = static_cast<unsigned>(std::int64_t(BH) * queryTiles);
-  attentionFusedKernel<kD><<<blocks, kThreads, bytes, stream>>>(out, q, k, v, T, D, queryTiles, 1.0f / std::sqrt(static_cast<float>(D)));
+  attentionFusedKernel<kD>
+      <<<blocks, kThreads, bytes, stream>>>(out, q, k, v, T, D, queryTiles, 1.0f / std::sqrt(static_cast<float>(D)));
   CUDA_CHECK(cudaGetLastError());
 }
 
@@ -203,28 +199,58 @@ void checkDims(const char* what, int B, int NH, int T, int D) {
   if (B < 1 || NH < 1 || T < 1 || D < 1)
     throw UsageError(fmt::format("{}: B, NH, T and D must be positive (got {}, {}, {}, {})", what, B, NH, T, D));
   // Row and block counts are ints in the kernels.
-  if (std::int64_t(B) * NH * T > INT_MAX) throw UsageError(fmt::format("{}: B*NH*T = {} is too large", what, std::int64_t(B) * NH * T));
+  if (std::int64_t(B) * NH * T > INT_MAX)
+    throw UsageError(fmt::format("{}: B*NH*T = {} is too large", what, std::int64_t(B) * NH * T));
+}
+
+// ---- head permutes ----------------------------------------------------------------------------------------
+
+// heads[b, h, t, d] <-> rows[b*T + t, col0 + h*D + d] (row width W), one thread per head element i (runs of
+// D consecutive addresses on both sides): kToHeads copies rows -> heads (dst indexed by i, src by the row
+// offset), else heads -> rows (dst by the row offset, src by i). Reads and writes B*T*NH*D floats.
+template <typename I, bool kToHeads>
+__global__ void permuteHeadsKernel(float* dst, const float* src, I count, I T, I NH, I D, I col0, I W) {
+  for (I i = static_cast<I>(firstIndex()); i < count; i += static_cast<I>(gridStride())) {
+    const I d = i % D;
+    I rest = i / D;
+    const I t = rest % T;
+    rest /= T;
+    const I h = rest % NH;
+    const I b = rest / NH;
+    const I j = (b * T + t) * W + col0 + h * D + d;
+    if constexpr (kToHeads)
+      dst[i] = src[j];
+    else
+      dst[j] = src[i];
+  }
 }
 
 }  // namespace
 
-void attentionForward(float* out, const float* q, const float* k, const float* v, int B, int NH, int T, int D, cudaStream_t stream) {
+void attentionForward(float* out, const float* q, const float* k, const float* v, int B, int NH, int T, int D,
+                      cudaStream_t stream) {
   checkDims("attention", B, NH, T, D);
   if (D > kAttentionMaxHeadDim)
-    throw UsageError(fmt::format("attention: the fused kernel takes head dimensions up to {} (got D = {})", kAttentionMaxHeadDim, D));
+    throw UsageError(
+        fmt::format("attention: the fused kernel takes head dimensions up to {} (got D = {})", kAttentionMaxHeadDim, D));
   const int BH = B * NH;
-  if (D <= 32) launchFused<32>(out, q, k, v, BH, T, D, stream);
-  else if (D <= 64) launchFused<64>(out, q, k, v, BH, T, D, stream);
-  else if (D <= 96) launchFused<96>(out, q, k, v, BH, T, D, stream);
-  else launchFused<128>(out, q, k, v, BH, T, D, stream);
+  if (D <= 32)
+    launchFused<32>(out, q, k, v, BH, T, D, stream);
+  else if (D <= 64)
+    launchFused<64>(out, q, k, v, BH, T, D, stream);
+  else if (D <= 96)
+    launchFused<96>(out, q, k, v, BH, T, D, stream);
+  else
+    launchFused<128>(out, q, k, v, BH, T, D, stream);
 }
 
 std::size_t attentionTwoPassWorkspaceBytes(int B, int NH, int T) {
-  return 2 * static_cast<std::size_t>(B) * static_cast<std::size_t>(NH) * static_cast<std::size_t>(T) * static_cast<std::size_t>(T) * sizeof(float);
+  return 2 * static_cast<std::size_t>(B) * static_cast<std::size_t>(NH) * static_cast<std::size_t>(T) *
+         static_cast<std::size_t>(T) * sizeof(float);
 }
 
-void attentionForwardTwoPass(float* out, const float* q, const float* k, const float* v, int B, int NH, int T, int D, Blas& blas, void* workspace,
-                             cudaStream_t stream) {
+void attentionForwardTwoPass(float* out, const float* q, const float* k, const float* v, int B, int NH, int T, int D, Blas& blas,
+                             void* workspace, cudaStream_t stream) {
   checkDims("attention (two-pass)", B, NH, T, D);
   const int BH = B * NH;
   const std::int64_t tt = std::int64_t(T) * T, td = std::int64_t(T) * D;
@@ -246,8 +272,8 @@ void attentionForwardTwoPass(float* out, const float* q, const float* k, const f
   s.alpha = 1.0f / std::sqrt(static_cast<float>(D));
   blas.gemm(s, q, k, scores, stream);
   // Causal softmax over each row of T scores (row r sees the columns up to r % T).
-  softmaxForward(probs, scores, static_cast<std::size_t>(BH) * static_cast<std::size_t>(T), static_cast<std::size_t>(T), static_cast<std::size_t>(T),
-                 stream);
+  softmaxForward(probs, scores, static_cast<std::size_t>(BH) * static_cast<std::size_t>(T), static_cast<std::size_t>(T),
+                 static_cast<std::size_t>(T), stream);
   // out_b[T,D] = probs_b[T,T] v_b[T,D].
   GemmSpec o;
   o.m = T;
@@ -261,6 +287,31 @@ void attentionForwardTwoPass(float* out, const float* q, const float* k, const f
   o.strideB = td;
   o.strideC = td;
   blas.gemm(o, probs, v, out, stream);
+}
+
+namespace {
+template <bool kToHeads>
+void permuteHeads(float* dst, const float* src, int B, int T, int NH, int D, int col0, int W, cudaStream_t stream) {
+  if (B <= 0 || T <= 0 || NH <= 0 || D <= 0) return;
+  const std::size_t count = std::size_t(B) * T * NH * D;
+  const std::size_t rowsExtent =
+      std::size_t(B) * T * std::size_t(std::max(W, 0)) + std::size_t(std::max(col0, 0)) + std::size_t(NH) * D;
+  if (fits32(count) && fits32(rowsExtent) && col0 >= 0 && W >= 0)
+    permuteHeadsKernel<std::uint32_t, kToHeads>
+        <<<elementGrid(count), kBlock, 0, stream>>>(dst, src, static_cast<std::uint32_t>(count), T, NH, D, col0, W);
+  else
+    permuteHeadsKernel<std::size_t, kToHeads>
+        <<<elementGrid(count), kBlock, 0, stream>>>(dst, src, count, std::size_t(T), std::size_t(NH), std::size_t(D),
+                                                    static_cast<std::size_t>(col0), static_cast<std::size_t>(W));
+  CUDA_CHECK(cudaGetLastError());
+}
+}  // namespace
+
+void headsFromRows(float* heads, const float* rows, int B, int T, int NH, int D, int col0, int W, cudaStream_t stream) {
+  permuteHeads<true>(heads, rows, B, T, NH, D, col0, W, stream);
+}
+void rowsFromHeads(float* rows, const float* heads, int B, int T, int NH, int D, int col0, int W, cudaStream_t stream) {
+  permuteHeads<false>(rows, heads, B, T, NH, D, col0, W, stream);
 }
 
 }  // namespace ts::cuda

@@ -11,7 +11,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "kernels/cuda/blas.h"
+#include "kernels/cuda/gemm.h"
 
 namespace ts::cuda {
 
@@ -19,7 +19,8 @@ namespace ts::cuda {
 constexpr int kAttentionMaxHeadDim = 128;
 
 // Fused; D from 1 to kAttentionMaxHeadDim (UsageError otherwise).
-void attentionForward(float* out, const float* q, const float* k, const float* v, int B, int NH, int T, int D, cudaStream_t stream);
+void attentionForward(float* out, const float* q, const float* k, const float* v, int B, int NH, int T, int D,
+                      cudaStream_t stream);
 
 // The scores and the probabilities, B*NH*T*T float32 each.
 std::size_t attentionTwoPassWorkspaceBytes(int B, int NH, int T);

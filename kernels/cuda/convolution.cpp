@@ -20,7 +20,7 @@
 
 #include "base/error.h"
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/device_array.h"
+#include "kernels/cuda/device_resources.h"
 
 namespace ts::cuda {
 namespace {
@@ -211,14 +211,12 @@ struct Convolution::State {
   int algo[kDirections] = {0, 0, 0};  // the three above, for names
   cudnnMathType_t math[kDirections] = {CUDNN_DEFAULT_MATH, CUDNN_DEFAULT_MATH, CUDNN_DEFAULT_MATH};
   std::size_t workspace[kDirections] = {0, 0, 0};
-  void* workspacePtr = nullptr;
-  std::size_t workspaceAllocated = 0;
+  DeviceBuffer workspaceBuffer;  // the largest of workspace[]
 
   State() = default;
   State(const State&) = delete;
   State& operator=(const State&) = delete;
   ~State() {  // destructors do not throw: statuses ignored
-    if (workspacePtr) cudaFree(workspacePtr);
     for (auto& c : conv)
       if (c) cudnnDestroyConvolutionDescriptor(c);
     if (w) cudnnDestroyFilterDescriptor(w);
@@ -367,11 +365,7 @@ Convolution::Convolution(const cpu::Conv2dShape& shape, const ConvolutionOptions
   if (search) CUDA_CHECK(cudaDeviceSynchronize());  // the search's work done before its scratch is freed
 
   // One workspace for all directions: they run one after another on the caller's stream.
-  const std::size_t bytes = *std::max_element(std::begin(s_->workspace), std::end(s_->workspace));
-  if (bytes > 0) {
-    CUDA_CHECK(cudaMalloc(&s_->workspacePtr, bytes));
-    s_->workspaceAllocated = bytes;
-  }
+  s_->workspaceBuffer = DeviceBuffer(*std::max_element(std::begin(s_->workspace), std::end(s_->workspace)));
 }
 
 Convolution::~Convolution() = default;
@@ -393,8 +387,8 @@ void Convolution::forward(void* y, const void* x, const void* w, const void* bia
   requirePointers({y, x, w}, d);
   const float one = 1.0f;  // alpha and beta are float for float, bfloat16 and float16 tensors
   CUDNN_CHECK(cudnnSetStream(s_->handle, stream));
-  CUDNN_CHECK(cudnnConvolutionForward(s_->handle, &one, s_->x, x, s_->w, w, s_->conv[index(d)], s_->forwardAlgo, s_->workspacePtr,
-                                      s_->workspaceAllocated, &beta, s_->y, y));
+  CUDNN_CHECK(cudnnConvolutionForward(s_->handle, &one, s_->x, x, s_->w, w, s_->conv[index(d)], s_->forwardAlgo,
+                                      s_->workspaceBuffer.get(), s_->workspaceBuffer.bytes(), &beta, s_->y, y));
   if (bias)
     CUDNN_CHECK(cudnnAddTensor(s_->handle, &one, s_->bias, bias, &one, s_->y, y));  // y += bias[k], broadcast over N, P, Q
 }
@@ -406,7 +400,7 @@ void Convolution::backwardData(void* dx, const void* dy, const void* w, cudaStre
   const float one = 1.0f;
   CUDNN_CHECK(cudnnSetStream(s_->handle, stream));
   CUDNN_CHECK(cudnnConvolutionBackwardData(s_->handle, &one, s_->w, w, s_->y, dy, s_->conv[index(d)], s_->backwardDataAlgo,
-                                           s_->workspacePtr, s_->workspaceAllocated, &beta, s_->x, dx));
+                                           s_->workspaceBuffer.get(), s_->workspaceBuffer.bytes(), &beta, s_->x, dx));
 }
 
 void Convolution::backwardFilter(void* dw, void* dbias, const void* dy, const void* x, cudaStream_t stream, float beta) {
@@ -416,7 +410,7 @@ void Convolution::backwardFilter(void* dw, void* dbias, const void* dy, const vo
   const float one = 1.0f;
   CUDNN_CHECK(cudnnSetStream(s_->handle, stream));
   CUDNN_CHECK(cudnnConvolutionBackwardFilter(s_->handle, &one, s_->x, x, s_->y, dy, s_->conv[index(d)], s_->backwardFilterAlgo,
-                                             s_->workspacePtr, s_->workspaceAllocated, &beta, s_->w, dw));
+                                             s_->workspaceBuffer.get(), s_->workspaceBuffer.bytes(), &beta, s_->w, dw));
   if (dbias) CUDNN_CHECK(cudnnConvolutionBackwardBias(s_->handle, &one, s_->y, dy, &beta, s_->bias, dbias));
 }
 
@@ -435,6 +429,6 @@ std::size_t Convolution::workspaceBytes(ConvDirection d) const {
   return s_->workspace[index(d)];
 }
 
-std::size_t Convolution::workspaceAllocatedBytes() const { return s_->workspaceAllocated; }
+std::size_t Convolution::workspaceAllocatedBytes() const { return s_->workspaceBuffer.bytes(); }
 
 }  // namespace ts::cuda

@@ -17,14 +17,14 @@
 
 #include "base/error.h"
 
-#define CUPTI_CHECK(call)                                                                  \
-  do {                                                                                     \
-    const CUptiResult ts_cupti_rc_ = (call);                                               \
-    if (ts_cupti_rc_ != CUPTI_SUCCESS) {                                                   \
-      const char* ts_cupti_text_ = "unknown CUPTI error";                                  \
-      cuptiGetResultString(ts_cupti_rc_, &ts_cupti_text_);                                 \
-      throw ::ts::Error(std::string(#call) + " failed: " + ts_cupti_text_);                \
-    }                                                                                      \
+#define CUPTI_CHECK(call)                                                   \
+  do {                                                                      \
+    const CUptiResult ts_cupti_rc_ = (call);                                \
+    if (ts_cupti_rc_ != CUPTI_SUCCESS) {                                    \
+      const char* ts_cupti_text_ = "unknown CUPTI error";                   \
+      cuptiGetResultString(ts_cupti_rc_, &ts_cupti_text_);                  \
+      throw ::ts::Error(std::string(#call) + " failed: " + ts_cupti_text_); \
+    }                                                                       \
   } while (0)
 
 namespace ts::cuda {
@@ -53,11 +53,16 @@ std::string demangled(const char* name) {
 
 const char* copyKindName(std::uint8_t k) {
   switch (k) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "Memcpy HtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "Memcpy DtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "Memcpy DtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "Memcpy PtoP";
-    default: return "Memcpy";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+      return "Memcpy HtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+      return "Memcpy DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+      return "Memcpy DtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
+      return "Memcpy PtoP";
+    default:
+      return "Memcpy";
   }
 }
 
@@ -93,7 +98,8 @@ void CUPTIAPI bufferRequested(std::uint8_t** buffer, std::size_t* size, std::siz
   *maxRecords = 0;  // as many as fit
 }
 
-void CUPTIAPI bufferCompleted(CUcontext context, std::uint32_t streamId, std::uint8_t* buffer, std::size_t, std::size_t validBytes) {
+void CUPTIAPI bufferCompleted(CUcontext context, std::uint32_t streamId, std::uint8_t* buffer, std::size_t,
+                              std::size_t validBytes) {
   std::vector<DeviceSpan> got;
   CUpti_Activity* record = nullptr;
   while (cuptiActivityGetNextRecord(buffer, validBytes, &record) == CUPTI_SUCCESS) {
@@ -109,8 +115,12 @@ void CUPTIAPI bufferCompleted(CUcontext context, std::uint32_t streamId, std::ui
         s.block[0] = k->blockX, s.block[1] = k->blockY, s.block[2] = k->blockZ;
         break;
       }
-      case CUPTI_ACTIVITY_KIND_MEMCPY: copied(s, reinterpret_cast<const CUpti_ActivityMemcpy6*>(record)); break;
-      case CUPTI_ACTIVITY_KIND_MEMCPY2: copied(s, reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record)); break;  // peer to peer
+      case CUPTI_ACTIVITY_KIND_MEMCPY:
+        copied(s, reinterpret_cast<const CUpti_ActivityMemcpy6*>(record));
+        break;
+      case CUPTI_ACTIVITY_KIND_MEMCPY2:
+        copied(s, reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record));
+        break;  // peer to peer
       case CUPTI_ACTIVITY_KIND_MEMSET: {
         const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
         s.kind = DeviceSpan::Kind::kMemset;
@@ -136,7 +146,8 @@ void CUPTIAPI bufferCompleted(CUcontext context, std::uint32_t streamId, std::ui
         s.thread = a->threadId;
         break;
       }
-      default: continue;
+      default:
+        continue;
     }
     got.push_back(std::move(s));
   }
@@ -147,9 +158,12 @@ void CUPTIAPI bufferCompleted(CUcontext context, std::uint32_t streamId, std::ui
   for (auto& s : got) collected().spans.push_back(std::move(s));
 }
 
-constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                         CUPTI_ACTIVITY_KIND_MEMCPY2 /* peer to peer */, CUPTI_ACTIVITY_KIND_MEMSET,
-                                         CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER};
+constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                         CUPTI_ACTIVITY_KIND_MEMCPY,
+                                         CUPTI_ACTIVITY_KIND_MEMCPY2 /* peer to peer */,
+                                         CUPTI_ACTIVITY_KIND_MEMSET,
+                                         CUPTI_ACTIVITY_KIND_RUNTIME,
+                                         CUPTI_ACTIVITY_KIND_DRIVER};
 
 void disableAll() {  // best effort, on the way out: nothing to report a failure to
   for (CUpti_ActivityKind k : kKinds) cuptiActivityDisable(k);
@@ -157,7 +171,9 @@ void disableAll() {  // best effort, on the way out: nothing to report a failure
 
 bool isApi(const DeviceSpan& s) { return s.kind == DeviceSpan::Kind::kRuntimeApi || s.kind == DeviceSpan::Kind::kDriverApi; }
 
-double steadyUs() { return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+double steadyUs() {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 }  // namespace
 

@@ -21,8 +21,8 @@ struct DeviceSpan {
   std::string launch;  // device work: the API call that launched it (same correlation id); "" when none was recorded
   double startUs = 0, endUs = 0;  // host steady clock, microseconds since its epoch
   std::uint32_t device = 0, stream = 0, correlation = 0;
-  std::uint32_t thread = 0;     // API calls: the calling thread's id
-  std::uint64_t bytes = 0;      // memcpy / memset
+  std::uint32_t thread = 0;  // API calls: the calling thread's id
+  std::uint64_t bytes = 0;   // memcpy / memset
   int grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
 };
 

@@ -10,6 +10,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "kernels/cuda/device_resources.h"
 #include "kernels/cuda/stream_gate.h"
 
 namespace ts::cuda {
@@ -17,7 +18,6 @@ namespace ts::cuda {
 class DeviceTimer {
  public:
   explicit DeviceTimer(cudaStream_t stream);
-  ~DeviceTimer();
   DeviceTimer(const DeviceTimer&) = delete;
   DeviceTimer& operator=(const DeviceTimer&) = delete;
   // Microseconds per iteration of `launch` (which queues work on the stream).
@@ -28,8 +28,7 @@ class DeviceTimer {
  private:
   cudaStream_t stream_;
   StreamGate gate_;
-  void* flush_ = nullptr;
-  std::size_t flushBytes_ = 0;
+  DeviceBuffer flush_;  // twice the L2
 };
 
 }  // namespace ts::cuda

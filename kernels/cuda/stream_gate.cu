@@ -21,16 +21,11 @@ __global__ void waitForGate(const volatile int* flag, std::uint64_t maxWaitNs) {
 
 }  // namespace
 
-StreamGate::StreamGate() {
-  int* h = nullptr;
-  CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&h), sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable));
-  hostFlag_ = h;
+StreamGate::StreamGate()
+    : flag_(sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable),
+      hostFlag_(static_cast<volatile int*>(flag_.get())),
+      deviceFlag_(static_cast<int*>(flag_.devicePointer())) {
   *hostFlag_ = 0;
-  CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&deviceFlag_), h, 0));
-}
-
-StreamGate::~StreamGate() {
-  if (hostFlag_) cudaFreeHost(const_cast<int*>(hostFlag_));
 }
 
 void StreamGate::close(cudaStream_t stream, std::uint64_t maxWaitNs) {

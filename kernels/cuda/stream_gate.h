@@ -6,12 +6,13 @@
 
 #include <cuda_runtime_api.h>
 
+#include "kernels/cuda/device_resources.h"
+
 namespace ts::cuda {
 
 class StreamGate {
  public:
   StreamGate();  // on the current device
-  ~StreamGate();
   StreamGate(const StreamGate&) = delete;
   StreamGate& operator=(const StreamGate&) = delete;
 
@@ -19,7 +20,8 @@ class StreamGate {
   void open();                                                                  // let it finish
 
  private:
-  volatile int* hostFlag_ = nullptr;  // pinned, mapped
+  PinnedHostBuffer flag_;  // one int, mapped
+  volatile int* hostFlag_ = nullptr;
   int* deviceFlag_ = nullptr;
 };
 

@@ -5,7 +5,7 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/specs/kernel_op.h"
 #ifdef TRAINSCOPE_HAVE_CUDA
-#include "kernels/cuda/device_array.h"
+#include "kernels/cuda/device_resources.h"
 #include "kernels/cuda/ops.h"
 #endif
 
@@ -16,7 +16,8 @@ struct State {
   std::vector<float> p, g, m, v;
 };
 State state(std::size_t n, unsigned seed) {
-  return {randomInputs(n, seed), randomInputs(n, seed + 1), randomInputs(n, seed + 2, 0.01f, 0.1f), randomInputs(n, seed + 3, 0.01f, 0.1f)};
+  return {randomInputs(n, seed), randomInputs(n, seed + 1), randomInputs(n, seed + 2, 0.01f, 0.1f),
+          randomInputs(n, seed + 3, 0.01f, 0.1f)};
 }
 constexpr float kLr = 1e-3f, kB1 = 0.9f, kB2 = 0.999f, kEps = 1e-8f, kWd = 0.1f;
 constexpr int kStep = 10;
@@ -25,7 +26,8 @@ constexpr int kStep = 10;
 std::vector<double> reference(const State& s) {
   std::vector<double> want(s.p.begin(), s.p.end());
   for (std::size_t i = 0; i < want.size(); ++i) {
-    const double m = kB1 * double(s.m[i]) + (1 - double(kB1)) * s.g[i], v = kB2 * double(s.v[i]) + (1 - double(kB2)) * double(s.g[i]) * s.g[i];
+    const double m = kB1 * double(s.m[i]) + (1 - double(kB1)) * s.g[i],
+                 v = kB2 * double(s.v[i]) + (1 - double(kB2)) * double(s.g[i]) * s.g[i];
     const double mh = m / (1 - std::pow(double(kB1), kStep)), vh = v / (1 - std::pow(double(kB2), kStep));
     want[i] -= kLr * (mh / (std::sqrt(vh) + kEps) + kWd * want[i]);
   }
@@ -35,7 +37,11 @@ std::vector<double> reference(const State& s) {
 class AdamWCase final : public KernelCase {
  public:
   explicit AdamWCase(std::int64_t n)
-      : n_(n), p_(randomInputs(n, 1)), g_(randomInputs(n, 2)), m_(randomInputs(n, 3, 0.01f, 0.1f)), v_(randomInputs(n, 4, 0.01f, 0.1f)) {}
+      : n_(n),
+        p_(randomInputs(n, 1)),
+        g_(randomInputs(n, 2)),
+        m_(randomInputs(n, 3, 0.01f, 0.1f)),
+        v_(randomInputs(n, 4, 0.01f, 0.1f)) {}
   void run() override { cpu::adamwUpdate(p_.data(), g_.data(), m_.data(), v_.data(), n_, kLr, kB1, kB2, kEps, kWd, kStep); }
   double flops() const override { return 12.0 * n_; }
   double bytes() const override { return 28.0 * n_; }
@@ -59,7 +65,9 @@ class AdamWCase final : public KernelCase {
 class CudaAdamWCase final : public KernelCase {
  public:
   explicit CudaAdamWCase(std::size_t n) : n_(n), p_(n), g_(n), m_(n), v_(n) { upload(state(n, 1)); }
-  void run() override { cuda::adamwUpdate(p_.get(), g_.get(), m_.get(), v_.get(), n_, kLr, kB1, kB2, kEps, kWd, kStep, stream_.get()); }
+  void run() override {
+    cuda::adamwUpdate(p_.get(), g_.get(), m_.get(), v_.get(), n_, kLr, kB1, kB2, kEps, kWd, kStep, stream_.get());
+  }
   double flops() const override { return 12.0 * n_; }
   double bytes() const override { return 28.0 * n_; }
   KernelCheck check() override {
@@ -104,5 +112,8 @@ class AdamWOp final : public KernelOp {
 };
 
 }  // namespace
-const KernelOp& adamwKernelOp() { static const AdamWOp op; return op; }
+const KernelOp& adamwKernelOp() {
+  static const AdamWOp op;
+  return op;
+}
 }  // namespace ts

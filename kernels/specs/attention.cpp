@@ -16,7 +16,7 @@
 #include "kernels/specs/kernel_op.h"
 #ifdef TRAINSCOPE_HAVE_CUDA
 #include "kernels/cuda/attention.h"
-#include "kernels/cuda/device_array.h"
+#include "kernels/cuda/device_resources.h"
 #endif
 
 namespace ts {
@@ -31,7 +31,8 @@ struct Dims {
 };
 
 // float64: per (batch, head) and query i, softmax over keys j <= i of q_i . k_j / sqrt(D), times v.
-std::vector<double> reference(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v, const Dims& dm) {
+std::vector<double> reference(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
+                              const Dims& dm) {
   const int T = dm.t, D = dm.d;
   std::vector<double> want(dm.n(), 0.0);
   for (int bh = 0; bh < dm.b * dm.nh; ++bh)
@@ -56,7 +57,8 @@ constexpr double kTolerance = 2e-5;
 
 class AttentionCase final : public KernelCase {
  public:
-  explicit AttentionCase(Dims d) : d_(d), q_(randomInputs(d.n(), 1)), k_(randomInputs(d.n(), 2)), v_(randomInputs(d.n(), 3)), out_(d.n()) {}
+  explicit AttentionCase(Dims d)
+      : d_(d), q_(randomInputs(d.n(), 1)), k_(randomInputs(d.n(), 2)), v_(randomInputs(d.n(), 3)), out_(d.n()) {}
   void run() override { cpu::attentionForward(out_.data(), q_.data(), k_.data(), v_.data(), d_.b, d_.nh, d_.t, d_.d); }
   double flops() const override { return d_.flops(); }
   double bytes() const override { return d_.bytes(); }
@@ -80,16 +82,22 @@ class AttentionCase final : public KernelCase {
 class CudaAttentionCase final : public KernelCase {
  public:
   explicit CudaAttentionCase(Dims d)
-      : d_(d), q_(d.n()), k_(d.n()), v_(d.n()), out_(d.n()),
+      : d_(d),
+        q_(d.n()),
+        k_(d.n()),
+        v_(d.n()),
+        out_(d.n()),
         workspace_(d.twoPass ? cuda::attentionTwoPassWorkspaceBytes(d.b, d.nh, d.t) : 0) {
     if (!d.twoPass && d.d > cuda::kAttentionMaxHeadDim)
-      throw UsageError(fmt::format("attention: the fused kernel takes D up to {} (got {}; impl = 1 is the two-pass one)", cuda::kAttentionMaxHeadDim, d.d));
+      throw UsageError(fmt::format("attention: the fused kernel takes D up to {} (got {}; impl = 1 is the two-pass one)",
+                                   cuda::kAttentionMaxHeadDim, d.d));
     if (d.twoPass) blas_ = std::make_unique<cuda::Blas>();
     upload(randomInputs(d.n(), 1), randomInputs(d.n(), 2), randomInputs(d.n(), 3));
   }
   void run() override {
     if (d_.twoPass)
-      cuda::attentionForwardTwoPass(out_.get(), q_.get(), k_.get(), v_.get(), d_.b, d_.nh, d_.t, d_.d, *blas_, workspace_.get(), stream_.get());
+      cuda::attentionForwardTwoPass(out_.get(), q_.get(), k_.get(), v_.get(), d_.b, d_.nh, d_.t, d_.d, *blas_, workspace_.get(),
+                                    stream_.get());
     else
       cuda::attentionForward(out_.get(), q_.get(), k_.get(), v_.get(), d_.b, d_.nh, d_.t, d_.d, stream_.get());
   }
@@ -130,7 +138,8 @@ class AttentionOp final : public KernelOp {
  public:
   std::string_view name() const override { return "attention"; }
   std::vector<KernelShape> shapes(std::int64_t H, std::int64_t S, std::int64_t B, std::int64_t) const override {
-    return {{"attn.sdpa", {{"B", B}, {"NH", H / 64}, {"T", S}, {"D", 64}}}, {"attn.sdpa.2pass", {{"B", B}, {"NH", H / 64}, {"T", S}, {"D", 64}, {"impl", 1}}}};
+    return {{"attn.sdpa", {{"B", B}, {"NH", H / 64}, {"T", S}, {"D", 64}}},
+            {"attn.sdpa.2pass", {{"B", B}, {"NH", H / 64}, {"T", S}, {"D", 64}, {"impl", 1}}}};
   }
   std::unique_ptr<KernelCase> make(const KernelShape& s, const KernelSettings& settings) const override {
     requireFloat32(name(), settings.precision);
@@ -138,7 +147,8 @@ class AttentionOp final : public KernelOp {
   }
   std::unique_ptr<KernelCase> makeCuda(const KernelShape& s, const KernelSettings& settings) const override {
     if (settings.precision != Precision::kFloat32)
-      throw UsageError(fmt::format("attention: the CUDA implementations run in float32 only (got {})", precisionName(settings.precision)));
+      throw UsageError(
+          fmt::format("attention: the CUDA implementations run in float32 only (got {})", precisionName(settings.precision)));
     return makeCase<CudaAttentionCase>(dims(s));
   }
 
@@ -148,7 +158,8 @@ class AttentionOp final : public KernelOp {
       std::int64_t v = fallback;
       for (const auto& [k, x] : s.dims)
         if (k == d) v = x;
-      if (v < lo || v > hi) throw UsageError(fmt::format("attention shape '{}': {} = {} is outside [{}, {}]", s.name, d, v, lo, hi));
+      if (v < lo || v > hi)
+        throw UsageError(fmt::format("attention shape '{}': {} = {} is outside [{}, {}]", s.name, d, v, lo, hi));
       return static_cast<int>(v);
     };
     Dims d;
@@ -162,5 +173,8 @@ class AttentionOp final : public KernelOp {
 };
 
 }  // namespace
-const KernelOp& attentionKernelOp() { static const AttentionOp op; return op; }
+const KernelOp& attentionKernelOp() {
+  static const AttentionOp op;
+  return op;
+}
 }  // namespace ts

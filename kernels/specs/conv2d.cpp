@@ -21,7 +21,7 @@
 #include "kernels/specs/kernel_op.h"
 #ifdef TRAINSCOPE_HAVE_CUDNN
 #include "kernels/cuda/convolution.h"
-#include "kernels/cuda/device_array.h"
+#include "kernels/cuda/device_resources.h"
 #endif
 
 namespace ts {

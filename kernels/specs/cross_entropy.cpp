@@ -5,7 +5,7 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/specs/kernel_op.h"
 #ifdef TRAINSCOPE_HAVE_CUDA
-#include "kernels/cuda/device_array.h"
+#include "kernels/cuda/device_resources.h"
 #include "kernels/cuda/ops.h"
 #endif
 
@@ -19,8 +19,8 @@ std::vector<int> targetsFor(std::size_t n, std::size_t v) {
 }
 
 // Per-row losses and the logit gradients (scaled by 1/N), in float64.
-void reference(const std::vector<float>& z, const std::vector<int>& targets, std::size_t n, std::size_t V, std::vector<double>& loss,
-               std::vector<double>& grad) {
+void reference(const std::vector<float>& z, const std::vector<int>& targets, std::size_t n, std::size_t V,
+               std::vector<double>& loss, std::vector<double>& grad) {
   loss.assign(n, 0.0);
   grad.assign(n * V, 0.0);
   for (std::size_t i = 0; i < n; ++i) {
@@ -38,7 +38,9 @@ class CrossEntropyCase final : public KernelCase {
  public:
   CrossEntropyCase(std::int64_t n, std::int64_t v)
       : n_(n), v_(v), z_(randomInputs(n * v, 1, -4, 4)), dz_(n * v), losses_(n), targets_(targetsFor(n, v)) {}
-  void run() override { cpu::crossEntropyForwardBackward(losses_.data(), dz_.data(), z_.data(), targets_.data(), n_, v_, 1.0f / n_); }
+  void run() override {
+    cpu::crossEntropyForwardBackward(losses_.data(), dz_.data(), z_.data(), targets_.data(), n_, v_, 1.0f / n_);
+  }
   double flops() const override { return 6.0 * n_ * v_; }
   double bytes() const override { return 8.0 * n_ * v_ + 8.0 * n_; }
   KernelCheck check() override {
@@ -48,7 +50,8 @@ class CrossEntropyCase final : public KernelCase {
     run();
     std::vector<double> wantLoss, want;
     reference(z_, targets_, n_, v_, wantLoss, want);
-    return worstOf(compareWith(dz_.data(), want.data(), want.size(), 1e-5), compareWith(losses_.data(), wantLoss.data(), n_, 1e-5));
+    return worstOf(compareWith(dz_.data(), want.data(), want.size(), 1e-5),
+                   compareWith(losses_.data(), wantLoss.data(), n_, 1e-5));
   }
 
  private:
@@ -78,7 +81,8 @@ class CudaCrossEntropyCase final : public KernelCase {
     std::vector<double> wantLoss, want;
     reference(z, targetsFor(n_, v_), n_, v_, wantLoss, want);
     const auto grads = dz_.download(stream_.get()), losses = losses_.download(stream_.get());
-    return worstOf(compareWith(grads.data(), want.data(), want.size(), 1e-5), compareWith(losses.data(), wantLoss.data(), n_, 1e-5));
+    return worstOf(compareWith(grads.data(), want.data(), want.size(), 1e-5),
+                   compareWith(losses.data(), wantLoss.data(), n_, 1e-5));
   }
   void* deviceStream() const override { return stream_.get(); }
 
@@ -109,5 +113,8 @@ class CrossEntropyOp final : public KernelOp {
 };
 
 }  // namespace
-const KernelOp& crossEntropyKernelOp() { static const CrossEntropyOp op; return op; }
+const KernelOp& crossEntropyKernelOp() {
+  static const CrossEntropyOp op;
+  return op;
+}
 }  // namespace ts

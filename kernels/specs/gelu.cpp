@@ -5,7 +5,7 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/specs/kernel_op.h"
 #ifdef TRAINSCOPE_HAVE_CUDA
-#include "kernels/cuda/device_array.h"
+#include "kernels/cuda/device_resources.h"
 #include "kernels/cuda/ops.h"
 #endif
 
@@ -84,5 +84,8 @@ class GeluOp final : public KernelOp {
 };
 
 }  // namespace
-const KernelOp& geluKernelOp() { static const GeluOp op; return op; }
+const KernelOp& geluKernelOp() {
+  static const GeluOp op;
+  return op;
+}
 }  // namespace ts

@@ -21,8 +21,8 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/specs/kernel_op.h"
 #ifdef TRAINSCOPE_HAVE_CUDA
-#include "kernels/cuda/device_array.h"
-#include "kernels/cuda/blas.h"
+#include "kernels/cuda/device_resources.h"
+#include "kernels/cuda/gemm.h"
 #endif
 
 namespace ts {
@@ -44,7 +44,8 @@ struct Dims {
 };
 
 // float64: for each matrix of the batch, op(A) op(B) (+ bias[n]) (then GELU).
-std::vector<double> reference(const std::vector<float>& a, const std::vector<float>& b, const std::vector<float>& bias, const Dims& d) {
+std::vector<double> reference(const std::vector<float>& a, const std::vector<float>& b, const std::vector<float>& bias,
+                              const Dims& d) {
   std::vector<double> ad(a.begin(), a.end()), bd(b.begin(), b.end()), c(d.sizeC() * d.batch);
   cpu::gemmStridedBatched(d.transA, d.transB, d.m, d.n, d.k, 1.0, ad.data(), d.lda(), std::int64_t(d.sizeA()), bd.data(), d.ldb(),
                           std::int64_t(d.sizeB()), 0.0, c.data(), d.n, std::int64_t(d.sizeC()), d.batch);
@@ -67,17 +68,22 @@ double tolerance(const Dims& d, bool tf32 = false, bool gpuGelu = false) {
 class GemmCase final : public KernelCase {
  public:
   explicit GemmCase(Dims d)
-      : d_(d), a_(randomInputs(d.sizeA() * d.batch, 1)), b_(randomInputs(d.sizeB() * d.batch, 2)), bias_(randomInputs(std::size_t(d.n), 3)),
+      : d_(d),
+        a_(randomInputs(d.sizeA() * d.batch, 1)),
+        b_(randomInputs(d.sizeB() * d.batch, 2)),
+        bias_(randomInputs(std::size_t(d.n), 3)),
         c_(d.sizeC() * d.batch) {}
   void run() override {
     if (!d_.bias && !d_.gelu) {
-      cpu::gemmStridedBatched(d_.transA, d_.transB, d_.m, d_.n, d_.k, 1.0f, a_.data(), d_.lda(), std::int64_t(d_.sizeA()), b_.data(), d_.ldb(),
-                              std::int64_t(d_.sizeB()), 0.0f, c_.data(), d_.n, std::int64_t(d_.sizeC()), d_.batch);
+      cpu::gemmStridedBatched(d_.transA, d_.transB, d_.m, d_.n, d_.k, 1.0f, a_.data(), d_.lda(), std::int64_t(d_.sizeA()),
+                              b_.data(), d_.ldb(), std::int64_t(d_.sizeB()), 0.0f, c_.data(), d_.n, std::int64_t(d_.sizeC()),
+                              d_.batch);
       return;
     }
     for (int i = 0; i < d_.batch; ++i)
-      cpu::gemmEpilogue(d_.transA, d_.transB, d_.m, d_.n, d_.k, 1.0f, a_.data() + i * d_.sizeA(), d_.lda(), b_.data() + i * d_.sizeB(), d_.ldb(),
-                        0.0f, c_.data() + i * d_.sizeC(), d_.n, d_.bias ? bias_.data() : nullptr, d_.gelu);
+      cpu::gemmEpilogue(d_.transA, d_.transB, d_.m, d_.n, d_.k, 1.0f, a_.data() + i * d_.sizeA(), d_.lda(),
+                        b_.data() + i * d_.sizeB(), d_.ldb(), 0.0f, c_.data() + i * d_.sizeC(), d_.n,
+                        d_.bias ? bias_.data() : nullptr, d_.gelu);
   }
   double flops() const override { return d_.flops(); }
   double bytes() const override { return d_.bytes(4); }
@@ -110,8 +116,13 @@ std::vector<float> roundedInputs(std::size_t n, unsigned seed, DType t) {
 class CudaGemmCase final : public KernelCase {
  public:
   CudaGemmCase(Dims d, Precision p)
-      : d_(d), t_(storageType(p)), tf32_(p == Precision::kTF32), a_(d.sizeA() * d.batch * dtypeSize(t_)), b_(d.sizeB() * d.batch * dtypeSize(t_)),
-        bias_(std::size_t(d.n)), c_(d.sizeC() * d.batch) {
+      : d_(d),
+        t_(storageType(p)),
+        tf32_(p == Precision::kTF32),
+        a_(d.sizeA() * d.batch * dtypeSize(t_)),
+        b_(d.sizeB() * d.batch * dtypeSize(t_)),
+        bias_(std::size_t(d.n)),
+        c_(d.sizeC() * d.batch) {
     upload(randomInputs(d.sizeA() * d.batch, 1), randomInputs(d.sizeB() * d.batch, 2), randomInputs(std::size_t(d.n), 3));
     spec_.transA = d.transA;
     spec_.transB = d.transB;
@@ -237,5 +248,8 @@ class GemmOp final : public KernelOp {
 };
 
 }  // namespace
-const KernelOp& gemmKernelOp() { static const GemmOp op; return op; }
+const KernelOp& gemmKernelOp() {
+  static const GemmOp op;
+  return op;
+}
 }  // namespace ts

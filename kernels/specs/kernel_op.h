@@ -76,8 +76,10 @@ const KernelOp& findKernelOp(std::string_view name);  // UsageError listing the 
 // without CUDA, so makeCuda needs no #ifdef of its own.
 template <typename Case, typename... Args>
 std::unique_ptr<KernelCase> makeCase([[maybe_unused]] Args&&... args) {
-  if constexpr (std::is_void_v<Case>) return nullptr;
-  else return std::make_unique<Case>(std::forward<Args>(args)...);
+  if constexpr (std::is_void_v<Case>)
+    return nullptr;
+  else
+    return std::make_unique<Case>(std::forward<Args>(args)...);
 }
 
 // Helpers shared by the op files.

@@ -5,7 +5,7 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/specs/kernel_op.h"
 #ifdef TRAINSCOPE_HAVE_CUDA
-#include "kernels/cuda/device_array.h"
+#include "kernels/cuda/device_resources.h"
 #include "kernels/cuda/ops.h"
 #endif
 
@@ -15,7 +15,9 @@ namespace {
 struct Inputs {
   std::vector<float> x, w, b;
 };
-Inputs inputs(std::size_t n, std::size_t c, unsigned seed) { return {randomInputs(n * c, seed, -3, 3), randomInputs(c, seed + 1), randomInputs(c, seed + 2)}; }
+Inputs inputs(std::size_t n, std::size_t c, unsigned seed) {
+  return {randomInputs(n * c, seed, -3, 3), randomInputs(c, seed + 1), randomInputs(c, seed + 2)};
+}
 
 std::vector<double> reference(const Inputs& in, std::size_t N, std::size_t C) {
   std::vector<double> y(N * C);
@@ -37,7 +39,9 @@ double bytesOf(std::size_t n, std::size_t c) { return 4.0 * (2.0 * n * c + 2.0 *
 class LayerNormCase final : public KernelCase {
  public:
   LayerNormCase(std::size_t n, std::size_t c) : n_(n), c_(c), in_(inputs(n, c, 1)), y_(n * c), mean_(n), rstd_(n) {}
-  void run() override { cpu::layernormForward(y_.data(), mean_.data(), rstd_.data(), in_.x.data(), in_.w.data(), in_.b.data(), n_, c_); }
+  void run() override {
+    cpu::layernormForward(y_.data(), mean_.data(), rstd_.data(), in_.x.data(), in_.w.data(), in_.b.data(), n_, c_);
+  }
   double flops() const override { return flopsOf(n_, c_); }
   double bytes() const override { return bytesOf(n_, c_); }
   KernelCheck check() override {
@@ -57,7 +61,9 @@ class LayerNormCase final : public KernelCase {
 #ifdef TRAINSCOPE_HAVE_CUDA
 class CudaLayerNormCase final : public KernelCase {
  public:
-  CudaLayerNormCase(std::size_t n, std::size_t c) : n_(n), c_(c), x_(n * c), w_(c), b_(c), y_(n * c), mean_(n), rstd_(n) { upload(inputs(n, c, 1)); }
+  CudaLayerNormCase(std::size_t n, std::size_t c) : n_(n), c_(c), x_(n * c), w_(c), b_(c), y_(n * c), mean_(n), rstd_(n) {
+    upload(inputs(n, c, 1));
+  }
   void run() override {
     cuda::layernormForward(y_.get(), mean_.get(), rstd_.get(), x_.get(), w_.get(), b_.get(), n_, c_, stream_.get());
   }
@@ -105,5 +111,8 @@ class LayerNormOp final : public KernelOp {
 };
 
 }  // namespace
-const KernelOp& layernormKernelOp() { static const LayerNormOp op; return op; }
+const KernelOp& layernormKernelOp() {
+  static const LayerNormOp op;
+  return op;
+}
 }  // namespace ts

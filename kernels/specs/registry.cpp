@@ -16,8 +16,9 @@ std::int64_t KernelShape::operator[](std::string_view d) const {
 }
 
 const std::vector<const KernelOp*>& allKernelOps() {
-  static const std::vector<const KernelOp*> ops = {&gemmKernelOp(), &conv2dKernelOp(), &conv2dBwdDataKernelOp(), &conv2dBwdFilterKernelOp(), &attentionKernelOp(), &layernormKernelOp(),
-                                                   &softmaxKernelOp(), &geluKernelOp(), &crossEntropyKernelOp(), &adamwKernelOp()};
+  static const std::vector<const KernelOp*> ops = {
+      &gemmKernelOp(),      &conv2dKernelOp(),  &conv2dBwdDataKernelOp(), &conv2dBwdFilterKernelOp(), &attentionKernelOp(),
+      &layernormKernelOp(), &softmaxKernelOp(), &geluKernelOp(),          &crossEntropyKernelOp(),    &adamwKernelOp()};
   return ops;
 }
 

@@ -5,7 +5,7 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/specs/kernel_op.h"
 #ifdef TRAINSCOPE_HAVE_CUDA
-#include "kernels/cuda/device_array.h"
+#include "kernels/cuda/device_resources.h"
 #include "kernels/cuda/ops.h"
 #endif
 
@@ -90,5 +90,8 @@ class SoftmaxOp final : public KernelOp {
 };
 
 }  // namespace
-const KernelOp& softmaxKernelOp() { static const SoftmaxOp op; return op; }
+const KernelOp& softmaxKernelOp() {
+  static const SoftmaxOp op;
+  return op;
+}
 }  // namespace ts

@@ -10,10 +10,34 @@ Blocks are plain data, escaped by the template:
 """
 import importlib
 import pkgutil
+from typing import Protocol, TypedDict
+
+from ..json_types import Block
+from ..load import Result
+from ..plots import PlotSink
 
 
-def all_sections():
-    found = []
+class Section(Protocol):
+    key: str
+    title: str
+    order: int  # where the section stands on the page, lowest first
+
+    def applies(self, results: list[Result]) -> bool:
+        ...
+
+    def build(self, results: list[Result], plots: PlotSink) -> list[Block]:
+        ...
+
+
+class BuiltSection(TypedDict):
+    """A section as the page template and summary.md read it."""
+    key: str
+    title: str
+    blocks: list[Block]
+
+
+def all_sections() -> list[Section]:
+    found: list[Section] = []
     for info in pkgutil.iter_modules(__path__):
         module = importlib.import_module(f"{__name__}.{info.name}")
         section = getattr(module, "SECTION", None)

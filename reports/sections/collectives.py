@@ -2,18 +2,21 @@
 dtype and reduction; dashed = in place), latency of the small messages, and the peak of each series."""
 from collections import defaultdict
 
-from ..plots import log2_size_axis, new_figure, size_label
+from ..json_types import Block, Record
+from ..load import Result, collective_ops
+from ..plots import PlotSink, log2_size_axis, new_figure, size_label
 
-OPS = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "gather", "scatter", "sendrecv"]
 SMALL = 64 * 1024  # the latency plot covers sizes up to here
 
+SeriesKey = tuple[str, str, int, str, str, str]  # label, backend, ranks, dtype, reduction, transport/algo/proto
 
-def _series_key(result, rec):
+
+def _series_key(result: Result, rec: Record) -> SeriesKey:
     variant = "/".join(x for x in (rec.get("transport"), rec.get("algo"), rec.get("proto")) if x)
     return (result.label, rec["backend"], rec["ranks"], rec["dtype"], rec["redop"] or "", variant)
 
 
-def _series_name(key, many_runs):
+def _series_name(key: SeriesKey, many_runs: bool) -> str:
     label, backend, ranks, dtype, redop, transport = key
     parts = [backend + (f"/{transport}" if transport else ""), f"{ranks} ranks", dtype] + ([redop] if redop else [])
     text = (f"{label}: " if many_runs else "") + " ".join(str(p) for p in parts)
@@ -25,30 +28,35 @@ class CollectivesSection:
     title = "Collectives"
     order = 20
 
-    def applies(self, results):
+    def applies(self, results: list[Result]) -> bool:
         return any(r.records_of("collective") for r in results)
 
-    def build(self, results, plots):
-        blocks = []
-        failed = [(r, rec) for r in results for rec in r.records_of("collective") if rec["check"]["performed"] and not rec["check"]["passed"]]
+    def build(self, results: list[Result], plots: PlotSink) -> list[Block]:
+        blocks: list[Block] = []
+        failed = [(r, rec) for r in results for rec in r.records_of("collective")
+                  if rec["check"]["performed"] and not rec["check"]["passed"]]
         if failed:
             blocks.append({"kind": "alert", "text": f"{len(failed)} record(s) failed their result check: "
                            + "; ".join(f"{r.label}: {rec['op']} {rec['dtype']} {size_label(rec['bytes'])} "
-                                       f"{'in-place' if rec['in_place'] else 'out-of-place'} ({rec['check']['wrong']} wrong)" for r, rec in failed[:10])})
+                                       f"{'in-place' if rec['in_place'] else 'out-of-place'} ({rec['check']['wrong']} wrong)"
+                                       for r, rec in failed[:10])})
         many = len(results) > 1
-        by_op = defaultdict(lambda: defaultdict(list))
+        by_op: defaultdict[str, defaultdict[SeriesKey, list[Record]]] = defaultdict(lambda: defaultdict(list))
         for r in results:
             for rec in r.records_of("collective"):
                 by_op[rec["op"]][_series_key(r, rec)].append(rec)
-        peak_rows = []
-        for op in [o for o in OPS if o in by_op] + sorted(o for o in by_op if o not in OPS):
+        peak_rows: list[list[str]] = []
+        order = collective_ops()  # the registry's order; ops it does not know (none, once validated) go last
+        for op in [o for o in order if o in by_op] + sorted(o for o in by_op if o not in order):
             series = by_op[op]
             fig, (bw_ax, lat_ax) = new_figure(ncols=2)
-            sizes, small = [], []
+            sizes: list[int] = []
+            small: list[int] = []
             for i, (key, recs) in enumerate(sorted(series.items())):
                 color = f"C{i % 10}"
                 for in_place, style in ((False, "-"), (True, "--")):
-                    pts = sorted((rec["bytes"], rec["busbw_gbps"], rec["time_us"]["median"]) for rec in recs if rec["in_place"] == in_place)
+                    pts = sorted((rec["bytes"], rec["busbw_gbps"], rec["time_us"]["median"])
+                                 for rec in recs if rec["in_place"] == in_place)
                     if not pts:
                         continue
                     name = _series_name(key, many) + (" in-place" if in_place else "")

@@ -2,7 +2,13 @@
 compute one and a memory one per level of the hierarchy), each op's fraction of the ceiling that bounds it,
 and the records that land above their ceiling even after it was re-measured (ceiling_suspect), which are
 never shown without saying so."""
-from ..plots import new_figure
+from typing import Any
+
+from matplotlib.axes import Axes
+
+from ..json_types import Block, Record
+from ..load import Result
+from ..plots import PlotSink, new_figure
 from .telemetry import throttle_alert
 
 LEVELS = ("l1", "l2", "l3", "dram")
@@ -17,31 +23,73 @@ CAUSES = {
 }
 
 
-def ceilings(result):
+def ceilings(result: Result) -> dict[str, float]:
     """The best value of each ceiling in a result: {"compute": TFLOP/s, "l1".."dram": GB/s} (a memory ceiling
     without a level, from before the levels, is DRAM's). A re-measured ceiling counts at its best."""
-    best = {}
+    best: dict[str, float] = {}
     for c in result.records_of("kernel_ceiling"):
         key = "compute" if c["ceiling"] == "compute" else c.get("level") or "dram"
         best[key] = max(best.get(key, 0.0), c["value"])
     return best
 
 
-def suspect_alert(results, many):
+def suspect_alert(results: list[Result], many: bool) -> Block | None:
     """One alert naming the kernel records above their ceiling, grouped by likely cause; None without any."""
-    by_cause = {}
+    by_cause: dict[str, list[str]] = {}
     for r in results:
         for x in r.records_of("kernel"):
             if x.get("ceiling_suspect"):
-                name = (f"{r.label}: " if many else "") + f"{x['op']} {x['shape_name']} ({100 * x['roofline']['fraction_of_ceiling']:.0f}%)"
+                name = ((f"{r.label}: " if many else "")
+                        + f"{x['op']} {x['shape_name']} ({100 * x['roofline']['fraction_of_ceiling']:.0f}%)")
                 by_cause.setdefault(x.get("ceiling_suspect_cause", "unexplained"), []).append(name)
     if not by_cause:
         return None
     count = sum(len(v) for v in by_cause.values())
-    parts = [", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "") + f": likely cause: {CAUSES.get(cause, cause)}"
-             for cause, names in by_cause.items()]
+    parts = [", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+             + f": likely cause: {CAUSES.get(cause, cause)}" for cause, names in by_cause.items()]
     return {"kind": "alert", "text": f"{count} kernel record(s) above 100% of their ceiling even after it was re-measured "
-                                     f"(ceiling_suspect, marked ! in the table; their fractions are not to be believed): " + "; ".join(parts)}
+                                     f"(ceiling_suspect, marked ! in the table; their fractions are not to be believed): "
+                                     + "; ".join(parts)}
+
+
+def _draw_ceilings(ax: Axes, r: Result, recs: list[Record], color: str, many: bool) -> None:
+    """One result's roofline: per memory level, the slope of its bandwidth up to the flat compute ceiling."""
+    ceil = ceilings(r)
+    if "compute" not in ceil or not recs:
+        return
+    lo = min(x["arithmetic_intensity"] for x in recs) / 4
+    hi = max(x["arithmetic_intensity"] for x in recs) * 4
+    for level in (lev for lev in LEVELS if lev in ceil):
+        ridge = ceil["compute"] * 1e3 / ceil[level]
+        xs = sorted({lo, hi, min(max(ridge, lo), hi)})
+        dram = level == "dram"
+        label = (f"ceilings {ceil['compute']:.3g} TFLOP/s, {LEVEL_LABELS[level]} {ceil[level]:.3g} GB/s" if dram
+                 else f"{LEVEL_LABELS[level]} {ceil[level]:.3g} GB/s")
+        ax.plot(xs, [min(ceil["compute"] * 1e3, x * ceil[level]) for x in xs], "-" if dram else ":", color=color,
+                alpha=0.6 if dram else 0.4, label=(f"{r.label}: " if many else "") + label)
+
+
+def _kernel_row(r: Result, x: Record, many: bool) -> list[Any]:
+    suspect = x.get("ceiling_suspect", False)
+    roof = x["roofline"] or {}
+    bound = roof.get("bound", "-")
+    if bound == "memory":
+        bound = f"memory ({LEVEL_LABELS.get(roof.get('memory_level', 'dram'), '?')})"
+    return [(f"{r.label}: " if many else "") + x["op"], x["shape_name"], " ".join(f"{k}={v}" for k, v in x["shape"].items()),
+            x["dtype"], x["backend"], f"{x['time_us']['median']:.2f}", f"{x['tflops'] * 1e3:.2f}", f"{x['gbps']:.2f}",
+            bound, (f"{100 * roof['fraction_of_ceiling']:.0f}%" + (" !" if suspect else "")) if roof else "-",
+            f"{x['clock_mhz']:.0f}" if x.get("clock_mhz") is not None else "-",
+            "ok" if x["check"]["passed"] else "FAILED"]
+
+
+def _ceiling_row(r: Result, c: Record, many: bool) -> list[Any]:
+    others = c.get("others_cpu_fraction")
+    return [(f"{r.label}: " if many else "") + c["ceiling"],
+            LEVEL_LABELS.get(c.get("level", ""), "-") if c["ceiling"] == "memory" else "-",
+            f"{c['value']:.4g} {c['unit']}", c["source"],
+            f"best of {c['trials']} after {c['warmup']} warm-up" if "trials" in c else f"best of {c['time_us']['n']}",
+            f"{100 * others:.0f}%" if others is not None else "-", c.get("recheck_of", "-"),
+            f"x{c['planted_fault_scale']:g} (planted)" if "planted_fault_scale" in c else "-"]
 
 
 class KernelsSection:
@@ -49,16 +97,17 @@ class KernelsSection:
     title = "Kernels"
     order = 18
 
-    def applies(self, results):
+    def applies(self, results: list[Result]) -> bool:
         return any(r.records_of("kernel") for r in results)
 
-    def build(self, results, plots):
-        blocks = []
+    def build(self, results: list[Result], plots: PlotSink) -> list[Block]:
+        blocks: list[Block] = []
         many = len(results) > 1
         failed = [(r, x) for r in results for x in r.records_of("kernel") if not x["check"]["passed"]]
         if failed:
             blocks.append({"kind": "alert", "text": f"{len(failed)} kernel(s) failed their check against the float64 reference: "
-                           + "; ".join(f"{r.label}: {x['op']} {x['shape_name']} (max rel err {x['check']['max_rel_err']})" for r, x in failed[:10])})
+                           + "; ".join(f"{r.label}: {x['op']} {x['shape_name']} (max rel err {x['check']['max_rel_err']})"
+                                       for r, x in failed[:10])})
         suspects = suspect_alert(results, many)
         if suspects:
             blocks.append(suspects)
@@ -69,58 +118,37 @@ class KernelsSection:
         rows = []
         for i, r in enumerate(results):
             color = f"C{i % 10}"
-            ceil = ceilings(r)
             recs = r.records_of("kernel")
-            if "compute" in ceil and recs:
-                lo = min(x["arithmetic_intensity"] for x in recs) / 4
-                hi = max(x["arithmetic_intensity"] for x in recs) * 4
-                for level in (l for l in LEVELS if l in ceil):
-                    ridge = ceil["compute"] * 1e3 / ceil[level]
-                    xs = sorted({lo, hi, min(max(ridge, lo), hi)})
-                    dram = level == "dram"
-                    ax.plot(xs, [min(ceil["compute"] * 1e3, x * ceil[level]) for x in xs], "-" if dram else ":", color=color, alpha=0.6 if dram else 0.4,
-                            label=(f"{r.label}: " if many else "") + (f"ceilings {ceil['compute']:.3g} TFLOP/s, {LEVEL_LABELS[level]} {ceil[level]:.3g} GB/s"
-                                                                      if dram else f"{LEVEL_LABELS[level]} {ceil[level]:.3g} GB/s"))
+            _draw_ceilings(ax, r, recs, color, many)
             for x in recs:
                 suspect = x.get("ceiling_suspect", False)
                 ax.scatter(x["arithmetic_intensity"], x["tflops"] * 1e3, color=color, s=18, marker="x" if suspect else "o")
-                ax.annotate(x["op"] + (" !" if suspect else ""), (x["arithmetic_intensity"], x["tflops"] * 1e3), fontsize=6, xytext=(3, 2),
-                            textcoords="offset points")
-                roof = x["roofline"] or {}
-                bound = roof.get("bound", "-")
-                if bound == "memory":
-                    bound = f"memory ({LEVEL_LABELS.get(roof.get('memory_level', 'dram'), '?')})"
-                rows.append([(f"{r.label}: " if many else "") + x["op"], x["shape_name"], " ".join(f"{k}={v}" for k, v in x["shape"].items()),
-                             x["dtype"], x["backend"], f"{x['time_us']['median']:.2f}", f"{x['tflops'] * 1e3:.2f}", f"{x['gbps']:.2f}", bound,
-                             (f"{100 * roof['fraction_of_ceiling']:.0f}%" + (" !" if suspect else "")) if roof else "-",
-                             f"{x['clock_mhz']:.0f}" if x.get("clock_mhz") is not None else "-",
-                             "ok" if x["check"]["passed"] else "FAILED"])
+                ax.annotate(x["op"] + (" !" if suspect else ""), (x["arithmetic_intensity"], x["tflops"] * 1e3), fontsize=6,
+                            xytext=(3, 2), textcoords="offset points")
+                rows.append(_kernel_row(r, x, many))
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("arithmetic intensity (FLOP per byte moved)")
         ax.set_ylabel("achieved GFLOP/s")
         ax.set_title("roofline")
         ax.legend(fontsize=7)
-        blocks.append(plots.save(fig, "kernels_roofline", "roofline", "each kernel's arithmetic intensity and achieved FLOP/s under the measured "
-                                                                     "ceilings (solid: DRAM, dotted: the cache levels; x and !: above its ceiling)"))
-        blocks.append({"kind": "table", "caption": "Kernels against their ceiling (the memory one of the level the kernel's bytes fit), at the clock each "
-                                                   "was timed at (GPU SM clock or CPU frequency; - where unknown); ! marks a record above its ceiling even "
-                                                   "after the ceiling was re-measured",
-                       "columns": ["op", "shape", "dims", "dtype", "backend", "time (us)", "GFLOP/s", "GB/s", "bound", "of ceiling", "clock (MHz)", "check"],
+        blocks.append(plots.save(fig, "kernels_roofline", "roofline",
+                                 "each kernel's arithmetic intensity and achieved FLOP/s under the measured "
+                                 "ceilings (solid: DRAM, dotted: the cache levels; x and !: above its ceiling)"))
+        blocks.append({"kind": "table",
+                       "caption": "Kernels against their ceiling (the memory one of the level the kernel's bytes fit), "
+                                  "at the clock each was timed at (GPU SM clock or CPU frequency; - where unknown); "
+                                  "! marks a record above its ceiling even after the ceiling was re-measured",
+                       "columns": ["op", "shape", "dims", "dtype", "backend", "time (us)", "GFLOP/s", "GB/s", "bound",
+                                   "of ceiling", "clock (MHz)", "check"],
                        "rows": rows})
-        ceiling_rows = []
-        for r in results:
-            for c in r.records_of("kernel_ceiling"):
-                others = c.get("others_cpu_fraction")
-                ceiling_rows.append([(f"{r.label}: " if many else "") + c["ceiling"], LEVEL_LABELS.get(c.get("level"), "-") if c["ceiling"] == "memory" else "-",
-                                     f"{c['value']:.4g} {c['unit']}", c["source"],
-                                     f"best of {c['trials']} after {c['warmup']} warm-up" if "trials" in c else f"best of {c['time_us']['n']}",
-                                     f"{100 * others:.0f}%" if others is not None else "-", c.get("recheck_of", "-"),
-                                     f"x{c['planted_fault_scale']:g} (planted)" if "planted_fault_scale" in c else "-"])
+        ceiling_rows = [_ceiling_row(r, c, many) for r in results for c in r.records_of("kernel_ceiling")]
         if ceiling_rows:
-            blocks.append({"kind": "table", "caption": "The ceilings as measured (a re-measure names the record that set it off; the ceiling is the best "
-                                                       "of its measurements)",
-                           "columns": ["ceiling", "level", "value", "source", "trials", "other processes' CPU", "re-measured for", "fault"],
+            blocks.append({"kind": "table",
+                           "caption": "The ceilings as measured (a re-measure names the record that set it off; "
+                                      "the ceiling is the best of its measurements)",
+                           "columns": ["ceiling", "level", "value", "source", "trials", "other processes' CPU", "re-measured for",
+                                       "fault"],
                            "rows": ceiling_rows})
         return blocks
 

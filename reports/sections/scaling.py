@@ -1,7 +1,9 @@
 """Scaling: weak- or strong-scaling efficiency against rank count for every study (`trainscope scale`),
 and where each point's step went (compute, exposed communication, data, idle), so a falling efficiency
 comes with its reason."""
-from ..plots import new_figure
+from ..json_types import Block, Record
+from ..load import Result
+from ..plots import PlotSink, new_figure
 
 PARTS = ("compute", "exposed_communication", "data", "idle")
 
@@ -11,31 +13,35 @@ class ScalingSection:
     title = "Scaling"
     order = 35
 
-    def applies(self, results):
+    def applies(self, results: list[Result]) -> bool:
         return any(r.records_of("scaling") for r in results)
 
-    def build(self, results, plots):
-        series = {}
+    def build(self, results: list[Result], plots: PlotSink) -> list[Block]:
+        series: dict[str, list[Record]] = {}
         for r in results:
             for x in r.records_of("scaling"):
-                key = ((f"{r.label}: " if len(results) > 1 else "") + (f"{x['model']} {x['preset']} " if x.get("model") else "") + x["series"])
+                key = ((f"{r.label}: " if len(results) > 1 else "") + (f"{x['model']} {x['preset']} " if x.get("model") else "")
+                       + x["series"])
                 series.setdefault(key, []).append(x)
-        blocks = []
+        blocks: list[Block] = []
         failed = [(k, x) for k, xs in series.items() for x in xs if not x["completed"]]
         if failed:
-            blocks.append({"kind": "alert", "text": "; ".join(f"{k} at {x['ranks']} rank(s): {x.get('error', '?')}" for k, x in failed)})
+            blocks.append({"kind": "alert",
+                           "text": "; ".join(f"{k} at {x['ranks']} rank(s): {x.get('error', '?')}" for k, x in failed)})
 
         fig, (ax,) = new_figure(width=7.5, height=4.0)
         for i, (key, xs) in enumerate(series.items()):
             done = sorted((x for x in xs if x["completed"]), key=lambda x: x["ranks"])
-            ax.plot([x["ranks"] for x in done], [100 * x["efficiency"] for x in done], marker="o", color=f"C{i % 10}", label=key, linewidth=1.2)
+            ax.plot([x["ranks"] for x in done], [100 * x["efficiency"] for x in done], marker="o", color=f"C{i % 10}", label=key,
+                    linewidth=1.2)
         ax.axhline(100, color="0.6", linewidth=0.8, linestyle="--")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("ranks")
         ax.set_ylabel("scaling efficiency (%)")
         ax.set_title("efficiency against the smallest point")
         ax.legend(fontsize=7)
-        blocks.append(plots.save(fig, "scaling_efficiency", "scaling efficiency", "efficiency in percent against the number of ranks, one line per study"))
+        blocks.append(plots.save(fig, "scaling_efficiency", "scaling efficiency",
+                                 "efficiency in percent against the number of ranks, one line per study"))
 
         points = [(key, x) for key, xs in series.items() for x in sorted(xs, key=lambda x: x["ranks"]) if x["completed"]]
         if points:
@@ -48,14 +54,18 @@ class ScalingSection:
                 left = [a + b for a, b in zip(left, widths)]
             ax.set_xlabel("median per step (ms), the median rank")
             ax.set_title("step breakdown per point")
-            ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.35 if len(points) < 3 else -0.12), frameon=False)
+            ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.35 if len(points) < 3 else -0.12),
+                      frameon=False)
             ax.invert_yaxis()
-            blocks.append(plots.save(fig, "scaling_breakdown", "step breakdown", "compute, exposed communication, data and idle time per step at each point"))
+            blocks.append(plots.save(fig, "scaling_breakdown", "step breakdown",
+                                     "compute, exposed communication, data and idle time per step at each point"))
 
-        rows = [[key, x["ranks"], x["global_batch"], x.get("layout", "-"), f"{x['step_time_us'] / 1e3:.3f}", f"{x['throughput_per_s']:.1f}",
-                 f"{x['speedup']:.2f}", f"{100 * x['efficiency']:.1f}%", f"{x['breakdown_us']['exposed_communication'] / 1e3:.3f}"] for key, x in points]
+        rows = [[key, x["ranks"], x["global_batch"], x.get("layout", "-"), f"{x['step_time_us'] / 1e3:.3f}",
+                 f"{x['throughput_per_s']:.1f}", f"{x['speedup']:.2f}", f"{100 * x['efficiency']:.1f}%",
+                 f"{x['breakdown_us']['exposed_communication'] / 1e3:.3f}"] for key, x in points]
         blocks.append({"kind": "table", "caption": "Scaling points (efficiency against the smallest point of each study)",
-                       "columns": ["study", "ranks", "global batch", "layout", "step (ms)", "items/s", "speedup", "efficiency", "exposed comm (ms)"],
+                       "columns": ["study", "ranks", "global batch", "layout", "step (ms)", "items/s", "speedup", "efficiency",
+                                   "exposed comm (ms)"],
                        "rows": rows})
         return blocks
 

@@ -1,8 +1,44 @@
 """System: what each run ran on (the `env` inventory), the GPU link matrix and the NICs."""
+from ..json_types import Block, JsonObject
+from ..load import Result
+from ..plots import PlotSink
 
 
-def _gib(b):
+def _gib(b: int) -> str:
     return f"{b / 2**30:.1f} GiB"
+
+
+def _gpu_blocks(r: Result, h: JsonObject) -> list[Block]:
+    """A host's GPUs and the links between them; none for a host without GPUs."""
+    gpus = h["gpus"]["devices"]
+    if not gpus:
+        return []
+    blocks: list[Block] = [{"kind": "table", "caption": f"GPUs of {h['hostname']} ({r.label})",
+                            "columns": ["GPU", "name", "UUID", "PCI bus", "memory", "SMs", "CC", "SM MHz", "mem MHz"],
+                            "rows": [[g["index"], g["name"], g["uuid"], g["pci_bus_id"], _gib(g["memory_bytes"]), g["sm_count"],
+                                      g["compute_capability"], g["sm_clock_max_mhz"], g["mem_clock_max_mhz"]] for g in gpus]}]
+    links = h["gpus"]["links"]
+    if "matrix" in links:
+        m = links["matrix"]
+        blocks.append({"kind": "table",
+                       "caption": f"GPU links of {h['hostname']} (NV<n>: n NVLinks; PIX/PXB/PHB/NODE/SYS: PCIe path)",
+                       "columns": [""] + [f"GPU{j}" for j in range(len(m))],
+                       "rows": [[f"GPU{i}"] + row for i, row in enumerate(m)]})
+    else:
+        blocks.append({"kind": "text", "text": f"GPU links of {h['hostname']}: unavailable ({links.get('reason', 'unknown')})"})
+    return blocks
+
+
+def _nic_blocks(r: Result, h: JsonObject) -> list[Block]:
+    nics = h["nics"]
+    rows = [[n["device"], n["port"], n["link_layer"], n["state"], n["rate_gbps"] if n["rate_gbps"] is not None else "-"]
+            for n in nics["rdma"]]
+    rows += [[n["name"], "-", "Ethernet (kernel)", n["state"], f"{n['speed_mbps'] / 1000:g}" if n["speed_mbps"] else "-"]
+             for n in nics["net"]]
+    if not rows:
+        return []
+    return [{"kind": "table", "caption": f"NICs of {h['hostname']} ({r.label})",
+             "columns": ["device", "port", "link", "state", "rate (Gb/s)"], "rows": rows}]
 
 
 class SystemSection:
@@ -10,11 +46,11 @@ class SystemSection:
     title = "System"
     order = 10
 
-    def applies(self, results):
+    def applies(self, results: list[Result]) -> bool:
         return bool(results)
 
-    def build(self, results, plots):
-        blocks = []
+    def build(self, results: list[Result], plots: PlotSink) -> list[Block]:
+        blocks: list[Block] = []
         rows = []
         for r in results:
             run = r.run
@@ -23,41 +59,26 @@ class SystemSection:
                 gpus = h["gpus"]["devices"]
                 gpu_text = f"{len(gpus)} x {gpus[0]['name']}" if gpus else f"none ({h['gpus'].get('reason', '')})"
                 cpu = h["cpu"]
-                rows.append([r.label, h["hostname"], cpu["model"] or "-", f"{cpu['sockets'] or '-'} / {cpu['cores'] or '-'} / {cpu['threads']}",
+                rows.append([r.label, h["hostname"], cpu["model"] or "-",
+                             f"{cpu['sockets'] or '-'} / {cpu['cores'] or '-'} / {cpu['threads']}",
                              _gib(cpu["memory_bytes"]), cpu["numa_nodes"] if cpu["numa_nodes"] is not None else "-", gpu_text,
-                             v.get("driver") or "-", v.get("cuda_runtime") or "-", v.get("nccl") or "-", (v.get("mpi") or "-").split(",")[0]])
+                             v.get("driver") or "-", v.get("cuda_runtime") or "-", v.get("nccl") or "-",
+                             (v.get("mpi") or "-").split(",")[0]])
         blocks.append({"kind": "table", "caption": "Hosts", "rows": rows,
-                       "columns": ["run", "host", "CPU", "sockets / cores / threads", "memory", "NUMA", "GPUs", "driver", "CUDA", "NCCL", "MPI"]})
+                       "columns": ["run", "host", "CPU", "sockets / cores / threads", "memory", "NUMA", "GPUs", "driver", "CUDA",
+                                   "NCCL", "MPI"]})
         runs = []
         for r in results:
             run = r.run
-            layouts = "; ".join(f"{l['step']}: {l['backend']}, {l['size']} ranks" for l in run["layouts"]) or "-"
+            layouts = "; ".join(f"{lay['step']}: {lay['backend']}, {lay['size']} ranks" for lay in run["layouts"]) or "-"
             runs.append([r.label, run["subcommand"], run["started_at"], run["world"]["processes"], run["world"]["hosts"],
                          run["world"]["bootstrap"], layouts, run["tool"]["version"], run["tool"]["git_commit"][:12]])
         blocks.append({"kind": "table", "caption": "Runs", "rows": runs,
-                       "columns": ["run", "command", "started", "processes", "hosts", "bootstrap", "layouts", "trainscope", "commit"]})
+                       "columns": ["run", "command", "started", "processes", "hosts", "bootstrap", "layouts", "trainscope",
+                                   "commit"]})
         for r in results:
             for h in r.run["hosts"]:
-                gpus = h["gpus"]["devices"]
-                if gpus:
-                    blocks.append({"kind": "table", "caption": f"GPUs of {h['hostname']} ({r.label})",
-                                   "columns": ["GPU", "name", "UUID", "PCI bus", "memory", "SMs", "CC", "SM MHz", "mem MHz"],
-                                   "rows": [[g["index"], g["name"], g["uuid"], g["pci_bus_id"], _gib(g["memory_bytes"]), g["sm_count"],
-                                             g["compute_capability"], g["sm_clock_max_mhz"], g["mem_clock_max_mhz"]] for g in gpus]})
-                    links = h["gpus"]["links"]
-                    if "matrix" in links:
-                        m = links["matrix"]
-                        blocks.append({"kind": "table", "caption": f"GPU links of {h['hostname']} (NV<n>: n NVLinks; PIX/PXB/PHB/NODE/SYS: PCIe path)",
-                                       "columns": [""] + [f"GPU{j}" for j in range(len(m))],
-                                       "rows": [[f"GPU{i}"] + row for i, row in enumerate(m)]})
-                    else:
-                        blocks.append({"kind": "text", "text": f"GPU links of {h['hostname']}: unavailable ({links.get('reason', 'unknown')})"})
-                nics = h["nics"]
-                nic_rows = [[n["device"], n["port"], n["link_layer"], n["state"], n["rate_gbps"] if n["rate_gbps"] is not None else "-"] for n in nics["rdma"]]
-                nic_rows += [[n["name"], "-", "Ethernet (kernel)", n["state"], f"{n['speed_mbps'] / 1000:g}" if n["speed_mbps"] else "-"] for n in nics["net"]]
-                if nic_rows:
-                    blocks.append({"kind": "table", "caption": f"NICs of {h['hostname']} ({r.label})",
-                                   "columns": ["device", "port", "link", "state", "rate (Gb/s)"], "rows": nic_rows})
+                blocks += _gpu_blocks(r, h) + _nic_blocks(r, h)
         env_rows = [[r.label, k, v] for r in results for k, v in sorted(r.run["environment"].items())]
         if env_rows:
             blocks.append({"kind": "table", "caption": "Environment", "columns": ["run", "variable", "value"], "rows": env_rows})

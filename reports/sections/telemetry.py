@@ -4,27 +4,32 @@ time. A GPU whose clocks were held down under load (power cap, thermal or hardwa
 reports the reasons), or whose SM clock stayed well below its maximum while it was busy, is called out at
 the top, and the training and kernels sections say so beside their MFU and roofline fractions: every
 clock-dependent figure of that run is below what the GPU can do."""
-from ..plots import new_figure
+from typing import Any
+
+from ..json_types import Block, Record
+from ..load import Result
+from ..plots import PlotSink, new_figure
 
 
 # low_clock_samples came after the first telemetry records: older results lack it.
-def throttled_gpus(result):
+def throttled_gpus(result: Result) -> list[str]:
     """The GPUs of a result whose clocks throttled, as "host GPU i" (empty when none did or there is no telemetry)."""
     return [f"{t['host']} GPU {g['index']}" for t in result.records_of("telemetry") for g in t["summary"]["gpus"]
             if g["throttled_samples"] > 0 or g.get("low_clock_samples", 0) > 0]
 
 
-def throttle_alert(results, figures):
+def throttle_alert(results: list[Result], figures: str) -> Block | None:
     """One alert block naming the runs whose clocks throttled, for a section whose figures depend on the clock; or None."""
     hit = [(r, throttled_gpus(r)) for r in results]
     hit = [(r, g) for r, g in hit if g]
     if not hit:
         return None
     where = "; ".join((f"{r.label}: " if len(results) > 1 else "") + ", ".join(g) for r, g in hit)
-    return {"kind": "alert", "text": f"Clocks throttled during the run ({where}): {figures} were measured below the GPU's normal clocks (see Telemetry)"}
+    return {"kind": "alert", "text": f"Clocks throttled during the run ({where}): {figures} were measured below the GPU's normal "
+                                     "clocks (see Telemetry)"}
 
 
-def _throttled_cell(g):
+def _throttled_cell(g: Record) -> str:
     parts = []
     if g["throttled_samples"]:
         parts.append(f"{g['throttled_samples']} ({', '.join(g['throttle_reasons']) or 'reason not reported'})")
@@ -33,7 +38,7 @@ def _throttled_cell(g):
     return "; ".join(parts) or "0"
 
 
-def _fmt(r, key, scale=1.0, unit="", digits=0):
+def _fmt(r: dict[str, Any] | None, key: str, scale: float = 1.0, unit: str = "", digits: int = 0) -> str:
     v = r.get(key) if r else None
     return "-" if not v else f"{v * scale:.{digits}f}{unit}"
 
@@ -41,29 +46,41 @@ def _fmt(r, key, scale=1.0, unit="", digits=0):
 LOW_CLOCK_FRACTION = 0.85  # bench/session/telemetry.h kLowClockFraction
 
 
+def _clock_alerts(name: str, t: Record) -> list[Block]:
+    """An alert per GPU of the host whose clocks were throttled, or held low while it was busy."""
+    blocks: list[Block] = []
+    for g in t["summary"]["gpus"]:
+        if g["throttled_samples"] > 0:
+            blocks.append({"kind": "alert", "text": f"{name} GPU {g['index']}: clocks throttled in {g['throttled_samples']} of "
+                           f"{len(t['samples'])} samples ({', '.join(g['throttle_reasons']) or 'reason not reported'}); its MFU, "
+                           "roofline fractions and bandwidths were measured below the GPU's normal clocks"})
+        low = g.get("low_clock_samples", 0)
+        if low > 0:
+            blocks.append({"kind": "alert", "text": f"{name} GPU {g['index']}: SM clock under {LOW_CLOCK_FRACTION:.0%} of its "
+                           f"maximum ({g['max_sm_clock_mhz']:.0f} MHz) while busy in {low} of {len(t['samples'])} samples "
+                           f"(lowest {g['sm_clock_mhz']['min']:.0f} MHz); its MFU, roofline fractions and bandwidths were "
+                           "measured at that clock"})
+    return blocks
+
+
 class TelemetrySection:
     key = "telemetry"
     title = "Telemetry"
     order = 90
 
-    def applies(self, results):
+    def applies(self, results: list[Result]) -> bool:
         return any(r.records_of("telemetry") for r in results)
 
-    def build(self, results, plots):
+    def build(self, results: list[Result], plots: PlotSink) -> list[Block]:
         records = [(r, t) for r in results for t in r.records_of("telemetry")]
-        name = lambda r, t: (f"{r.label}: " if len(results) > 1 else "") + t["host"]
-        blocks = []
+        many = len(results) > 1
+
+        def name(r: Result, t: Record) -> str:
+            return (f"{r.label}: " if many else "") + t["host"]
+
+        blocks: list[Block] = []
         for r, t in records:
-            for g in t["summary"]["gpus"]:
-                if g["throttled_samples"] > 0:
-                    blocks.append({"kind": "alert", "text": f"{name(r, t)} GPU {g['index']}: clocks throttled in {g['throttled_samples']} of "
-                                   f"{len(t['samples'])} samples ({', '.join(g['throttle_reasons']) or 'reason not reported'}); its MFU, roofline "
-                                   "fractions and bandwidths were measured below the GPU's normal clocks"})
-                low = g.get("low_clock_samples", 0)
-                if low > 0:
-                    blocks.append({"kind": "alert", "text": f"{name(r, t)} GPU {g['index']}: SM clock under {LOW_CLOCK_FRACTION:.0%} of its maximum "
-                                   f"({g['max_sm_clock_mhz']:.0f} MHz) while busy in {low} of {len(t['samples'])} samples (lowest "
-                                   f"{g['sm_clock_mhz']['min']:.0f} MHz); its MFU, roofline fractions and bandwidths were measured at that clock"})
+            blocks += _clock_alerts(name(r, t), t)
         rows = []
         for r, t in records:
             s = t["summary"]
@@ -76,12 +93,15 @@ class TelemetrySection:
                 clock = f"{sm['min']:.0f}-{sm['max']:.0f} MHz" if sm else "-"
                 if sm and g["max_sm_clock_mhz"]:
                     clock += f" (max {g['max_sm_clock_mhz']:.0f})"
-                rows.append([name(r, t), f"GPU {g['index']}", len(t["samples"]), f"{s['duration_s']:.1f}", _fmt(g["gpu_util_percent"], "median", unit="% busy"),
-                             "-", clock, _fmt(g["power_w"], "max", unit=" W"), _fmt(g["temperature_c"], "max", unit=" C"),
+                rows.append([name(r, t), f"GPU {g['index']}", len(t["samples"]), f"{s['duration_s']:.1f}",
+                             _fmt(g["gpu_util_percent"], "median", unit="% busy"), "-", clock,
+                             _fmt(g["power_w"], "max", unit=" W"), _fmt(g["temperature_c"], "max", unit=" C"),
                              _throttled_cell(g)])
-        blocks.append({"kind": "table", "caption": "Per host and device over the run: utilisation median, load max, clock (CPU median; GPU SM min-max), "
-                                                   "power and temperature max, samples with throttled clocks",
-                       "columns": ["host", "device", "samples", "seconds", "utilisation", "load", "clock", "power", "temperature", "throttled"],
+        blocks.append({"kind": "table",
+                       "caption": "Per host and device over the run: utilisation median, load max, "
+                                  "clock (CPU median; GPU SM min-max), power and temperature max, samples with throttled clocks",
+                       "columns": ["host", "device", "samples", "seconds", "utilisation", "load", "clock", "power", "temperature",
+                                   "throttled"],
                        "rows": rows})
 
         has_gpu = any(t["summary"]["gpus"] for _, t in records)
@@ -104,7 +124,8 @@ class TelemetrySection:
             ax.set_xlabel("time since the run started (s)")
             ax.set_ylabel("SM clock (MHz)")
             ax.legend(fontsize=7)
-        blocks.append(plots.save(fig, "telemetry", "telemetry over the run", "CPU busy percentage and GPU SM clock over the run, per host"))
+        blocks.append(plots.save(fig, "telemetry", "telemetry over the run",
+                                 "CPU busy percentage and GPU SM clock over the run, per host"))
         return blocks
 
 

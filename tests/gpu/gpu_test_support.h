@@ -9,17 +9,12 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_count.h"
+#include "kernels/cuda/device_resources.h"
 
 namespace ts {
 
-inline bool haveGpu() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return n > 0;
-}
+inline bool haveGpu() { return cuda::usableDeviceCount() > 0; }
 
 #define REQUIRE_GPU() \
   if (!::ts::haveGpu()) GTEST_SKIP() << "no CUDA GPU is usable here (cudaGetDeviceCount found none)"
@@ -28,16 +23,16 @@ inline bool haveGpu() {
 // (unwritten floats read as NaN, ints as -1) or zeros; freed at scope end.
 template <typename T>
 struct Dev {
+  cuda::DeviceBuffer buffer;
   T* p = nullptr;
   std::size_t n = 0;
-  explicit Dev(std::size_t count, bool poison = true) : n(count) {
-    CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(T) + 16));
+  explicit Dev(std::size_t count, bool poison = true)
+      : buffer(count * sizeof(T) + 16), p(static_cast<T*>(buffer.get())), n(count) {
     CUDA_CHECK(cudaMemset(p, poison ? 0xff : 0, n * sizeof(T)));
   }
-  explicit Dev(const std::vector<T>& h) : Dev(h.size()) { CUDA_CHECK(cudaMemcpy(p, h.data(), n * sizeof(T), cudaMemcpyHostToDevice)); }
-  Dev(const Dev&) = delete;
-  Dev& operator=(const Dev&) = delete;
-  ~Dev() { cudaFree(p); }
+  explicit Dev(const std::vector<T>& h) : Dev(h.size()) {
+    CUDA_CHECK(cudaMemcpy(p, h.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+  }
   std::vector<T> host() const {
     std::vector<T> h(n);
     CUDA_CHECK(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));

@@ -19,9 +19,9 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/cuda/convolution.h"
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/device_array.h"
-#include "tests/gpu/gpu_test_support.h"
+#include "kernels/cuda/device_resources.h"
 #include "kernels/specs/kernel_op.h"  // randomInputs
+#include "tests/gpu/gpu_test_support.h"
 
 namespace ts {
 namespace {

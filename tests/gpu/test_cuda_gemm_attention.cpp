@@ -15,10 +15,10 @@
 #include "base/error.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cuda/attention.h"
-#include "kernels/cuda/blas.h"
 #include "kernels/cuda/cuda_check.h"
-#include "tests/gpu/gpu_test_support.h"
+#include "kernels/cuda/gemm.h"
 #include "kernels/specs/kernel_op.h"  // randomInputs, the ops
+#include "tests/gpu/gpu_test_support.h"
 
 namespace ts {
 namespace {
@@ -51,12 +51,12 @@ std::string name(DType t, bool tf32) { return tf32 ? "tf32" : std::string(dtypeN
 TEST(CudaGemm, StridedBatchedAgainstTheCpuForEveryDtypeAndTranspose) {
   REQUIRE_GPU();
   cuda::Blas blas;
-  for (auto [m, n, k, batch] : {std::tuple{1, 1, 1, 1}, std::tuple{7, 13, 5, 3}, std::tuple{37, 37, 64, 3}, std::tuple{64, 80, 37, 12},
-                                std::tuple{256, 128, 512, 4}}) {
+  for (auto [m, n, k, batch] : {std::tuple{1, 1, 1, 1}, std::tuple{7, 13, 5, 3}, std::tuple{37, 37, 64, 3},
+                                std::tuple{64, 80, 37, 12}, std::tuple{256, 128, 512, 4}}) {
     for (bool ta : {false, true})
       for (bool tb : {false, true})
-        for (auto [t, tf32] : {std::pair{DType::kFloat32, false}, std::pair{DType::kFloat32, true}, std::pair{DType::kBFloat16, false},
-                               std::pair{DType::kFloat16, false}}) {
+        for (auto [t, tf32] : {std::pair{DType::kFloat32, false}, std::pair{DType::kFloat32, true},
+                               std::pair{DType::kBFloat16, false}, std::pair{DType::kFloat16, false}}) {
           cuda::GemmSpec s;
           s.transA = ta;
           s.transB = tb;
@@ -82,7 +82,8 @@ TEST(CudaGemm, StridedBatchedAgainstTheCpuForEveryDtypeAndTranspose) {
           CUDA_CHECK(cudaDeviceSynchronize());
           const auto C = dC.host();
           std::vector<double> Ad(A.begin(), A.end()), Bd(B.begin(), B.end()), want(C.size(), 0.0);
-          cpu::gemmStridedBatched(ta, tb, m, n, k, 0.75, Ad.data(), s.lda, s.strideA, Bd.data(), s.ldb, s.strideB, 0.0, want.data(), n, s.strideC, batch);
+          cpu::gemmStridedBatched(ta, tb, m, n, k, 0.75, Ad.data(), s.lda, s.strideA, Bd.data(), s.ldb, s.strideB, 0.0,
+                                  want.data(), n, s.strideC, batch);
           const double tol = (t == DType::kFloat32 && !tf32 ? 1e-5 : 2e-3) * std::sqrt(double(k));
           double worst = 0;
           bool gapsUnwritten = true;
@@ -93,9 +94,11 @@ TEST(CudaGemm, StridedBatchedAgainstTheCpuForEveryDtypeAndTranspose) {
                 gapsUnwritten = gapsUnwritten && std::isnan(C[i]);
                 continue;
               }
-              worst = std::isfinite(C[i]) ? std::max(worst, std::fabs(C[i] - want[i]) / std::max(1.0, std::fabs(want[i]))) : INFINITY;
+              worst =
+                  std::isfinite(C[i]) ? std::max(worst, std::fabs(C[i] - want[i]) / std::max(1.0, std::fabs(want[i]))) : INFINITY;
             }
-          const auto what = ::testing::Message() << batch << " x " << m << "x" << n << "x" << k << " " << name(t, tf32) << " trans " << ta << tb;
+          const auto what = ::testing::Message()
+                            << batch << " x " << m << "x" << n << "x" << k << " " << name(t, tf32) << " trans " << ta << tb;
           EXPECT_LT(worst, tol) << what;
           EXPECT_TRUE(gapsUnwritten) << what;
         }
@@ -110,8 +113,8 @@ TEST(CudaGemm, EpiloguesAgainstTheCpu) {
   for (auto [m, n, k] : {std::tuple{1, 1, 1}, std::tuple{37, 13, 64}, std::tuple{129, 65, 257}, std::tuple{512, 3072, 768}})
     for (int batch : {1, 3})
       for (int epilogue = 1; epilogue < 4; ++epilogue)
-        for (auto [t, tf32] : {std::pair{DType::kFloat32, false}, std::pair{DType::kFloat32, true}, std::pair{DType::kBFloat16, false},
-                               std::pair{DType::kFloat16, false}})
+        for (auto [t, tf32] : {std::pair{DType::kFloat32, false}, std::pair{DType::kFloat32, true},
+                               std::pair{DType::kBFloat16, false}, std::pair{DType::kFloat16, false}})
           for (bool out16 : {false, true}) {
             if (out16 && t == DType::kFloat32) continue;
             const DType out = out16 ? t : DType::kFloat32;
@@ -134,17 +137,20 @@ TEST(CudaGemm, EpiloguesAgainstTheCpu) {
             s.inputs = t;
             s.output = out;
             s.tf32 = tf32;
-            auto A = randomInputs(std::size_t(s.strideA) * batch, 3), B = randomInputs(std::size_t(s.strideB) * batch, 4), bias = randomInputs(std::size_t(n), 5);
+            auto A = randomInputs(std::size_t(s.strideA) * batch, 3), B = randomInputs(std::size_t(s.strideB) * batch, 4),
+                 bias = randomInputs(std::size_t(n), 5);
             for (auto& x : A) x = roundTo(x * 2.0f / std::sqrt(float(k)), t);
             for (auto& x : B) x = roundTo(x, t);
             for (auto& x : bias) x = roundTo(x, out);  // the bias has the output's type
-            Dev<unsigned char> dA(bytesIn(A, t)), dB(bytesIn(B, t)), dBias(bytesIn(bias, out)), dC(std::size_t(s.strideC) * batch * dtypeSize(out));
+            Dev<unsigned char> dA(bytesIn(A, t)), dB(bytesIn(B, t)), dBias(bytesIn(bias, out)),
+                dC(std::size_t(s.strideC) * batch * dtypeSize(out));
             if (withBias) s.bias = dBias.p;
             blas.gemm(s, dA.p, dB.p, dC.p, nullptr);
             CUDA_CHECK(cudaDeviceSynchronize());
             const auto C = floatsFrom(dC.host(), out);
             std::vector<double> Ad(A.begin(), A.end()), Bd(B.begin(), B.end()), want(C.size());
-            cpu::gemmStridedBatched(ta, tb, m, n, k, 1.0, Ad.data(), s.lda, s.strideA, Bd.data(), s.ldb, s.strideB, 0.0, want.data(), n, s.strideC, batch);
+            cpu::gemmStridedBatched(ta, tb, m, n, k, 1.0, Ad.data(), s.lda, s.strideA, Bd.data(), s.ldb, s.strideB, 0.0,
+                                    want.data(), n, s.strideC, batch);
             for (std::size_t i = 0; i < want.size(); ++i) {
               if (withBias) want[i] += bias[i % n];
               if (gelu) want[i] = geluRef(want[i]);
@@ -155,9 +161,10 @@ TEST(CudaGemm, EpiloguesAgainstTheCpu) {
             if (out == DType::kFloat16) tol += 1e-3;
             double worst = 0;
             for (std::size_t i = 0; i < C.size(); ++i)
-              worst = std::isfinite(C[i]) ? std::max(worst, std::fabs(C[i] - want[i]) / std::max(1.0, std::fabs(want[i]))) : INFINITY;
-            EXPECT_LT(worst, tol) << batch << " x " << m << "x" << n << "x" << k << " epilogue " << epilogue << " " << name(t, tf32) << " -> "
-                                  << dtypeName(out) << " trans " << ta << tb;
+              worst =
+                  std::isfinite(C[i]) ? std::max(worst, std::fabs(C[i] - want[i]) / std::max(1.0, std::fabs(want[i]))) : INFINITY;
+            EXPECT_LT(worst, tol) << batch << " x " << m << "x" << n << "x" << k << " epilogue " << epilogue << " "
+                                  << name(t, tf32) << " -> " << dtypeName(out) << " trans " << ta << tb;
           }
 }
 
@@ -166,7 +173,8 @@ TEST(CudaGemm, BiasWithBetaMatchesCpuGemmEpilogue) {
   REQUIRE_GPU();
   cuda::Blas blas;
   const int m = 33, n = 17, k = 65;
-  const auto A = randomInputs(std::size_t(m) * k, 6), B = randomInputs(std::size_t(k) * n, 7), bias = randomInputs(std::size_t(n), 8);
+  const auto A = randomInputs(std::size_t(m) * k, 6), B = randomInputs(std::size_t(k) * n, 7),
+             bias = randomInputs(std::size_t(n), 8);
   auto C = randomInputs(std::size_t(m) * n, 9);
   Dev<float> dA(A), dB(B), dBias(bias), dC(C);
   cuda::GemmSpec s;
@@ -212,9 +220,10 @@ TEST(CudaGemm, ArgumentsItCannotTakeAreUsageErrors) {
 TEST(CudaAttention, FusedAndTwoPassAgainstTheCpu) {
   REQUIRE_GPU();
   cuda::Blas blas;
-  for (auto [B, NH, T, D] : {std::tuple{1, 1, 1, 64}, std::tuple{1, 3, 37, 64}, std::tuple{3, 1, 37, 80}, std::tuple{1, 3, 37, 80}, std::tuple{2, 1, 65, 33},
-                             std::tuple{1, 2, 100, 1}, std::tuple{1, 2, 129, 128}, std::tuple{2, 3, 64, 96}, std::tuple{1, 2, 1024, 64},
-                             std::tuple{1, 1, 1024, 80}}) {
+  for (auto [B, NH, T, D] :
+       {std::tuple{1, 1, 1, 64}, std::tuple{1, 3, 37, 64}, std::tuple{3, 1, 37, 80}, std::tuple{1, 3, 37, 80},
+        std::tuple{2, 1, 65, 33}, std::tuple{1, 2, 100, 1}, std::tuple{1, 2, 129, 128}, std::tuple{2, 3, 64, 96},
+        std::tuple{1, 2, 1024, 64}, std::tuple{1, 1, 1024, 80}}) {
     const std::size_t n = std::size_t(B) * NH * T * D;
     const auto q = randomInputs(n, 21), k = randomInputs(n, 22), v = randomInputs(n, 23);
     std::vector<float> want(n);
@@ -223,13 +232,17 @@ TEST(CudaAttention, FusedAndTwoPassAgainstTheCpu) {
     for (bool twoPass : {false, true}) {
       Dev<float> dout(n);  // poisoned: a row the kernel skips stays NaN
       Dev<unsigned char> workspace(twoPass ? cuda::attentionTwoPassWorkspaceBytes(B, NH, T) : 0);
-      if (twoPass) cuda::attentionForwardTwoPass(dout.p, dq.p, dk.p, dv.p, B, NH, T, D, blas, workspace.p, nullptr);
-      else cuda::attentionForward(dout.p, dq.p, dk.p, dv.p, B, NH, T, D, nullptr);
+      if (twoPass)
+        cuda::attentionForwardTwoPass(dout.p, dq.p, dk.p, dv.p, B, NH, T, D, blas, workspace.p, nullptr);
+      else
+        cuda::attentionForward(dout.p, dq.p, dk.p, dv.p, B, NH, T, D, nullptr);
       CUDA_CHECK(cudaDeviceSynchronize());
       const auto got = dout.host();
       double worst = 0;
       for (std::size_t i = 0; i < n; ++i)
-        worst = std::isfinite(got[i]) ? std::max(worst, std::fabs(got[i] - double(want[i])) / std::max(1.0, std::fabs(double(want[i])))) : INFINITY;
+        worst = std::isfinite(got[i])
+                    ? std::max(worst, std::fabs(got[i] - double(want[i])) / std::max(1.0, std::fabs(double(want[i]))))
+                    : INFINITY;
       EXPECT_LT(worst, 3e-5) << (twoPass ? "two-pass" : "fused") << " B=" << B << " NH=" << NH << " T=" << T << " D=" << D;
     }
   }
@@ -237,7 +250,8 @@ TEST(CudaAttention, FusedAndTwoPassAgainstTheCpu) {
 
 // Runs without a GPU: the arguments are checked before anything is launched.
 TEST(CudaAttention, HeadDimensionsBeyondTheFusedKernelAreUsageErrors) {
-  EXPECT_THROW(cuda::attentionForward(nullptr, nullptr, nullptr, nullptr, 1, 1, 16, cuda::kAttentionMaxHeadDim + 1, nullptr), UsageError);
+  EXPECT_THROW(cuda::attentionForward(nullptr, nullptr, nullptr, nullptr, 1, 1, 16, cuda::kAttentionMaxHeadDim + 1, nullptr),
+               UsageError);
   EXPECT_THROW(cuda::attentionForward(nullptr, nullptr, nullptr, nullptr, 1, 1, 0, 64, nullptr), UsageError);
 }
 
@@ -253,7 +267,8 @@ TEST(CudaGemm, BenchmarkCasesPassTheirChecks) {
         auto kc = op->makeCuda(shape, KernelSettings{p});
         ASSERT_NE(kc, nullptr) << op->name() << " " << shape.name;
         const KernelCheck c = kc->check();
-        EXPECT_TRUE(c.passed) << op->name() << " " << shape.name << " " << precisionName(p) << ": " << c.maxRelErr << " > " << c.tolerance;
+        EXPECT_TRUE(c.passed) << op->name() << " " << shape.name << " " << precisionName(p) << ": " << c.maxRelErr << " > "
+                              << c.tolerance;
         kc->run();
         CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(kc->deviceStream())));
       }

@@ -9,15 +9,13 @@
 #include "base/dtype.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/blas.h"
+#include "kernels/cuda/gemm.h"
 #include "kernels/cuda/ops.h"
-#include "tests/gpu/gpu_test_support.h"
 #include "kernels/specs/kernel_op.h"  // randomInputs
+#include "tests/gpu/gpu_test_support.h"
 
 namespace ts {
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 TEST(CudaOps, GemmAgainstOpenBlasForEveryDtypeAndTranspose) {
   REQUIRE_GPU();
@@ -50,7 +48,8 @@ TEST(CudaOps, GemmAgainstOpenBlasForEveryDtypeAndTranspose) {
             blas.gemm(ta, tb, m, n, k, 1.0f, a, ta ? m : k, b, tb ? k : n, 0.0f, dC.p, n, t, tf32, nullptr);
             CUDA_CHECK(cudaDeviceSynchronize());
             const double tol = (t == DType::kFloat32 && !tf32) ? 1e-5 * std::sqrt(double(k)) : 2e-3 * std::sqrt(double(k));
-            EXPECT_LT(maxRel(dC.host(), want), tol) << m << "x" << n << "x" << k << " " << dtypeName(t) << (tf32 ? " tf32" : "") << " " << ta << tb;
+            EXPECT_LT(maxRel(dC.host(), want), tol)
+                << m << "x" << n << "x" << k << " " << dtypeName(t) << (tf32 ? " tf32" : "") << " " << ta << tb;
           }
   }
 }
@@ -69,7 +68,8 @@ TEST(CudaOps, RowOpsAgainstTheCpu) {
       const auto dy = randomInputs(N * C, 6);
       auto dxWant = randomInputs(N * C, 7), dwWant = randomInputs(C, 8), dbWant = randomInputs(C, 9);
       Dev<float> ddy(dy), ddx(dxWant), ddw(dwWant), ddb(dbWant);  // accumulated into, as on the CPU
-      cpu::layernormBackward(dxWant.data(), dwWant.data(), dbWant.data(), dy.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C);
+      cpu::layernormBackward(dxWant.data(), dwWant.data(), dbWant.data(), dy.data(), x.data(), w.data(), mean.data(), rstd.data(),
+                             N, C);
       cuda::layernormBackward(ddx.p, ddw.p, ddb.p, ddy.p, dx.p, dw.p, dm.p, dr.p, N, C, nullptr);
       // dweight and dbias sum N rows (in another order on the GPU).
       EXPECT_LT(maxRel(ddx.host(), dxWant), 1e-4) << "layernorm backward dinp " << N << "x" << C;
@@ -124,10 +124,12 @@ TEST(CudaOps, ElementwiseAndOptimizersAgainstTheCpu) {
       auto p2 = randomInputs(n, 20), m2 = randomInputs(n, 21, 0, 1), v2 = randomInputs(n, 22, 0, 1);
       std::vector<float> p3(n / 2 + 1, 0.5f), m3(n / 2 + 1, 0.1f), v3(n / 2 + 1, 0.2f);
       Dev<float> dp2(p2), dm2(m2), dv2(v2), dp3(p3), dm3(m3), dv3(v3);
-      cpu::AdamwTensor host[3] = {{p2.data(), g.data(), m2.data(), v2.data(), n}, {nullptr, nullptr, nullptr, nullptr, 0},
+      cpu::AdamwTensor host[3] = {{p2.data(), g.data(), m2.data(), v2.data(), n},
+                                  {nullptr, nullptr, nullptr, nullptr, 0},
                                   {p3.data(), g.data(), m3.data(), v3.data(), p3.size()}};
       cpu::adamwUpdateMulti(host, 3, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, 3);
-      cpu::AdamwTensor dev[3] = {{dp2.p, dG.p, dm2.p, dv2.p, n}, {nullptr, nullptr, nullptr, nullptr, 0}, {dp3.p, dG.p, dm3.p, dv3.p, p3.size()}};
+      cpu::AdamwTensor dev[3] = {
+          {dp2.p, dG.p, dm2.p, dv2.p, n}, {nullptr, nullptr, nullptr, nullptr, 0}, {dp3.p, dG.p, dm3.p, dv3.p, p3.size()}};
       cuda::adamwUpdateMulti(dev, 3, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, 3, nullptr);
       EXPECT_LT(maxRel(dp2.host(), p2), 1e-6) << "multi-tensor adamw " << n;
       EXPECT_LT(maxRel(dp3.host(), p3), 1e-6) << "multi-tensor adamw " << n;

@@ -31,8 +31,8 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/ops.h"
-#include "tests/gpu/gpu_test_support.h"
 #include "kernels/specs/kernel_op.h"  // randomInputs
+#include "tests/gpu/gpu_test_support.h"
 
 namespace ts {
 namespace {
@@ -70,8 +70,9 @@ float fromBits(std::uint32_t u) {
   for (std::size_t i = 0; i < got.size(); ++i)
     if (bits(got[i]) != bits(want[i]) && bad++ == 0) first = i;
   if (bad == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << bad << " of " << got.size() << " elements differ in their bits; first at " << first << ": got "
-                                       << got[first] << " (" << hexBits(got[first]) << ") want " << want[first] << " (" << hexBits(want[first]) << ")";
+  return ::testing::AssertionFailure() << bad << " of " << got.size() << " elements differ in their bits; first at " << first
+                                       << ": got " << got[first] << " (" << hexBits(got[first]) << ") want " << want[first]
+                                       << " (" << hexBits(want[first]) << ")";
 }
 ::testing::AssertionResult intEqual(const std::vector<int>& got, const std::vector<int>& want) {
   for (std::size_t i = 0; i < got.size(); ++i)
@@ -84,23 +85,25 @@ float fromBits(std::uint32_t u) {
   double worst = 0;
   std::size_t at = 0;
   for (std::size_t i = 0; i < got.size(); ++i) {
-    const double e = std::isfinite(got[i]) ? std::fabs(double(got[i]) - want[i]) / std::max(1.0, std::fabs(double(want[i]))) : INFINITY;
+    const double e =
+        std::isfinite(got[i]) ? std::fabs(double(got[i]) - want[i]) / std::max(1.0, std::fabs(double(want[i]))) : INFINITY;
     if (!(e <= worst)) {
       worst = e;
       at = i;
     }
   }
   if (worst <= tol) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "relative error " << worst << " > " << tol << " at " << at << " of " << got.size() << ": got " << got[at]
-                                       << " want " << want[at];
+  return ::testing::AssertionFailure() << "relative error " << worst << " > " << tol << " at " << at << " of " << got.size()
+                                       << ": got " << got[at] << " want " << want[at];
 }
 // Sums in another order: |got - want| <= tol * scale, scale = the sum of the magnitudes of the terms.
-::testing::AssertionResult sumClose(const std::vector<float>& got, const std::vector<float>& want, const std::vector<float>& scale, double tol) {
+::testing::AssertionResult sumClose(const std::vector<float>& got, const std::vector<float>& want,
+                                    const std::vector<float>& scale, double tol) {
   for (std::size_t i = 0; i < got.size(); ++i) {
     const double e = std::fabs(double(got[i]) - want[i]);
     if (!(e <= tol * std::max(double(scale[i]), 1e-30)))
-      return ::testing::AssertionFailure() << "element " << i << " of " << got.size() << ": got " << got[i] << " want " << want[i] << ", error " << e
-                                           << " > " << tol << " x " << scale[i];
+      return ::testing::AssertionFailure() << "element " << i << " of " << got.size() << ": got " << got[i] << " want " << want[i]
+                                           << ", error " << e << " > " << tol << " x " << scale[i];
   }
   return ::testing::AssertionSuccess();
 }
@@ -122,10 +125,37 @@ std::vector<float> roundingInputs(std::size_t n, unsigned seed) {
   std::mt19937 rng(seed);
   std::vector<float> x(n);
   for (auto& v : x) v = fromBits(static_cast<std::uint32_t>(rng()));
-  const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, fromBits(0x7f800001u), fromBits(0xffc12345u),
-                            65504.0f, 65519.99f, 65520.0f, -65520.0f, 65536.0f, 1e9f, 6.0e-8f, 2.98e-8f, 2.9802322e-8f, 5.9604645e-8f,
-                            8.940697e-8f, 6.1035156e-5f, 6.1e-5f, 1e-40f, -1e-45f, fromBits(0x3f808000u), fromBits(0x3f818000u),
-                            fromBits(0x3f807fffu), fromBits(0x7f7fffffu), fromBits(0xff7fffffu), 1.0009765625f, 1.00048828125f, 1.00146484375f};
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            INFINITY,
+                            -INFINITY,
+                            NAN,
+                            -NAN,
+                            fromBits(0x7f800001u),
+                            fromBits(0xffc12345u),
+                            65504.0f,
+                            65519.99f,
+                            65520.0f,
+                            -65520.0f,
+                            65536.0f,
+                            1e9f,
+                            6.0e-8f,
+                            2.98e-8f,
+                            2.9802322e-8f,
+                            5.9604645e-8f,
+                            8.940697e-8f,
+                            6.1035156e-5f,
+                            6.1e-5f,
+                            1e-40f,
+                            -1e-45f,
+                            fromBits(0x3f808000u),
+                            fromBits(0x3f818000u),
+                            fromBits(0x3f807fffu),
+                            fromBits(0x7f7fffffu),
+                            fromBits(0xff7fffffu),
+                            1.0009765625f,
+                            1.00048828125f,
+                            1.00146484375f};
   for (std::size_t i = 0; i < std::size(specials) && i < n; ++i) x[(i * 7919) % n] = specials[i];
   return x;
 }
@@ -208,7 +238,8 @@ TEST(CudaTrainingOps, RoundingAgainstTheCpu) {
 TEST(CudaTrainingOps, BiasBackwardAgainstTheCpu) {
   REQUIRE_GPU();
   // The last shape has more than 65535 slices of 256 rows: the slices stride over gridDim.y.
-  for (auto [N, C] : {std::pair<std::size_t, std::size_t>{1, 1}, {3, 33}, {1000, 769}, {4099, 1000}, {(std::size_t{1} << 24) + 1001, 1}}) {
+  for (auto [N, C] :
+       {std::pair<std::size_t, std::size_t>{1, 1}, {3, 33}, {1000, 769}, {4099, 1000}, {(std::size_t{1} << 24) + 1001, 1}}) {
     const auto dout = randomInputs(N * C, 5);
     auto db = randomInputs(C, 6);
     auto scale = absOf(db);
@@ -223,7 +254,12 @@ TEST(CudaTrainingOps, BiasBackwardAgainstTheCpu) {
 
 TEST(CudaTrainingOps, BatchnormAgainstTheCpu) {
   REQUIRE_GPU();
-  for (auto [N, C, HW] : {std::tuple<std::size_t, std::size_t, std::size_t>{1, 1, 1}, {2, 3, 5}, {7, 33, 49}, {5, 4, 1}, {32, 64, 784}, {3, 2, 100003}}) {
+  for (auto [N, C, HW] : {std::tuple<std::size_t, std::size_t, std::size_t>{1, 1, 1},
+                          {2, 3, 5},
+                          {7, 33, 49},
+                          {5, 4, 1},
+                          {32, 64, 784},
+                          {3, 2, 100003}}) {
     SCOPED_TRACE(std::to_string(N) + "x" + std::to_string(C) + "x" + std::to_string(HW));
     const std::size_t n = N * C * HW;
     const auto x = randomInputs(n, 7, -2, 3), w = randomInputs(C, 8), b = randomInputs(C, 9);
@@ -231,10 +267,10 @@ TEST(CudaTrainingOps, BatchnormAgainstTheCpu) {
     std::vector<float> y(n), mean(C), rstd(C);
     Dev<float> dX(x), dW(w), dB(b), dRm(rm), dRv(rv), dY(n), dMean(C), dRstd(C);
     const bool nulls = N == 5;  // one shape without the optional outputs
-    cpu::batchnormForward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C, HW, 1e-5f, nulls ? nullptr : rm.data(),
-                          nulls ? nullptr : rv.data(), 0.1f);
-    cuda::batchnormForward(dY.p, nulls ? nullptr : dMean.p, nulls ? nullptr : dRstd.p, dX.p, dW.p, dB.p, N, C, HW, 1e-5f, nulls ? nullptr : dRm.p,
-                           nulls ? nullptr : dRv.p, 0.1f, nullptr);
+    cpu::batchnormForward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C, HW, 1e-5f,
+                          nulls ? nullptr : rm.data(), nulls ? nullptr : rv.data(), 0.1f);
+    cuda::batchnormForward(dY.p, nulls ? nullptr : dMean.p, nulls ? nullptr : dRstd.p, dX.p, dW.p, dB.p, N, C, HW, 1e-5f,
+                           nulls ? nullptr : dRm.p, nulls ? nullptr : dRv.p, 0.1f, nullptr);
     sync();
     EXPECT_TRUE(close(dY.host(), y, 1e-5)) << "batchnormForward out";
     if (!nulls) {
@@ -249,7 +285,8 @@ TEST(CudaTrainingOps, BatchnormAgainstTheCpu) {
     const auto dy = randomInputs(n, 12);
     auto dx = randomInputs(n, 13), dw = randomInputs(C, 14), db = randomInputs(C, 15);
     Dev<float> dDy(dy), dDx(dx), dDw(dw), dDb(db), dM(mean), dR(rstd);
-    cpu::batchnormBackward(nulls ? nullptr : dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C, HW);
+    cpu::batchnormBackward(nulls ? nullptr : dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), mean.data(),
+                           rstd.data(), N, C, HW);
     cuda::batchnormBackward(nulls ? nullptr : dDx.p, dDw.p, dDb.p, dDy.p, dX.p, dW.p, dM.p, dR.p, N, C, HW, nullptr);
     sync();
     EXPECT_TRUE(close(dDx.host(), dx, 1e-5)) << "batchnormBackward dinp";
@@ -260,7 +297,8 @@ TEST(CudaTrainingOps, BatchnormAgainstTheCpu) {
 
 TEST(CudaTrainingOps, PoolingAgainstTheCpu) {
   REQUIRE_GPU();
-  for (auto [N, C, HW] : {std::tuple<std::size_t, std::size_t, std::size_t>{1, 1, 1}, {3, 7, 49}, {64, 512, 49}, {2, 3, 100003}}) {
+  for (auto [N, C, HW] :
+       {std::tuple<std::size_t, std::size_t, std::size_t>{1, 1, 1}, {3, 7, 49}, {64, 512, 49}, {2, 3, 100003}}) {
     SCOPED_TRACE("avg pool " + std::to_string(N) + "x" + std::to_string(C) + "x" + std::to_string(HW));
     const auto x = randomInputs(N * C * HW, 16), dy = randomInputs(N * C, 17);
     auto dx = randomInputs(N * C * HW, 18);
@@ -278,10 +316,12 @@ TEST(CudaTrainingOps, PoolingAgainstTheCpu) {
     int N, C, H, W, k, stride, pad;
   };
   // Overlapping windows, non-overlapping ones, a window wholly in the padding (argmax -1), and a large one.
-  for (const Pool s : {Pool{1, 1, 1, 1, 1, 1, 0}, Pool{2, 3, 7, 9, 3, 2, 1}, Pool{4, 5, 32, 33, 2, 2, 0}, Pool{1, 2, 5, 5, 3, 1, 1},
-                       Pool{1, 1, 2, 2, 2, 1, 2}, Pool{3, 1, 11, 4, 4, 3, 2}, Pool{8, 64, 56, 56, 3, 2, 1}}) {
-    SCOPED_TRACE("max pool " + std::to_string(s.N) + "x" + std::to_string(s.C) + "x" + std::to_string(s.H) + "x" + std::to_string(s.W) + " k " +
-                 std::to_string(s.k) + " stride " + std::to_string(s.stride) + " pad " + std::to_string(s.pad));
+  for (const Pool s :
+       {Pool{1, 1, 1, 1, 1, 1, 0}, Pool{2, 3, 7, 9, 3, 2, 1}, Pool{4, 5, 32, 33, 2, 2, 0}, Pool{1, 2, 5, 5, 3, 1, 1},
+        Pool{1, 1, 2, 2, 2, 1, 2}, Pool{3, 1, 11, 4, 4, 3, 2}, Pool{8, 64, 56, 56, 3, 2, 1}}) {
+    SCOPED_TRACE("max pool " + std::to_string(s.N) + "x" + std::to_string(s.C) + "x" + std::to_string(s.H) + "x" +
+                 std::to_string(s.W) + " k " + std::to_string(s.k) + " stride " + std::to_string(s.stride) + " pad " +
+                 std::to_string(s.pad));
     const int P = (s.H + 2 * s.pad - s.k) / s.stride + 1, Q = (s.W + 2 * s.pad - s.k) / s.stride + 1;
     const std::size_t in = std::size_t(s.N) * s.C * s.H * s.W, out = std::size_t(s.N) * s.C * P * Q;
     auto x = randomInputs(in, 19);
@@ -310,7 +350,10 @@ TEST(CudaTrainingOps, PoolingAgainstTheCpu) {
 TEST(CudaTrainingOps, EmbeddingAgainstTheCpu) {
   REQUIRE_GPU();
   // (B, T, C, vocabulary): a vocabulary of 1 or 2 makes every row of dwte collect many atomic additions.
-  for (auto [B, T, C, V] : {std::tuple<std::size_t, std::size_t, std::size_t, int>{1, 1, 1, 1}, {3, 5, 33, 7}, {2, 3, 1000, 2}, {4, 256, 768, 1000},
+  for (auto [B, T, C, V] : {std::tuple<std::size_t, std::size_t, std::size_t, int>{1, 1, 1, 1},
+                            {3, 5, 33, 7},
+                            {2, 3, 1000, 2},
+                            {4, 256, 768, 1000},
                             {64, 64, 3, 1}}) {
     SCOPED_TRACE(std::to_string(B) + "x" + std::to_string(T) + "x" + std::to_string(C) + " V " + std::to_string(V));
     std::mt19937 rng(static_cast<unsigned>(B * 131 + T));
@@ -373,7 +416,8 @@ TEST(CudaTrainingOps, OptimizersAgainstTheCpu) {
     // LAMB: random parameters, then all-zero ones (||p|| = 0: trust 1). The trust ratio comes from float64
     // norms summed in another order, so the parameters may differ in their last bit.
     for (bool zero : {false, true}) {
-      auto p = zero ? std::vector<float>(n, 0.0f) : randomInputs(n, 33), m = randomInputs(n, 34, -0.1f, 0.1f), v = randomInputs(n, 35, 0, 0.1f);
+      auto p = zero ? std::vector<float>(n, 0.0f) : randomInputs(n, 33), m = randomInputs(n, 34, -0.1f, 0.1f),
+           v = randomInputs(n, 35, 0, 0.1f);
       std::vector<float> u(n);
       Dev<float> dP(p), dM(m), dV(v), dU(n);
       cpu::lambUpdate(p.data(), g.data(), m.data(), v.data(), u.data(), n, 1e-3f, 0.9f, 0.999f, 1e-6f, 0.01f, 3);
@@ -393,10 +437,10 @@ TEST(CudaTrainingOps, HeadPermutesAgainstTheCpu) {
     int B, T, NH, D, col0, W;
   };
   // The q, k and v slices of a fused QKV row (col0 = 0, C, 2C; W = 3C), odd sizes, and a GPT-2-small batch.
-  for (const Shape s : {Shape{1, 1, 1, 1, 0, 1}, Shape{2, 5, 3, 7, 0, 63}, Shape{2, 5, 3, 7, 21, 63}, Shape{2, 5, 3, 7, 42, 63}, Shape{3, 17, 2, 5, 3, 14},
-                        Shape{4, 128, 12, 64, 768, 2304}}) {
-    SCOPED_TRACE("B " + std::to_string(s.B) + " T " + std::to_string(s.T) + " NH " + std::to_string(s.NH) + " D " + std::to_string(s.D) + " col0 " +
-                 std::to_string(s.col0) + " W " + std::to_string(s.W));
+  for (const Shape s : {Shape{1, 1, 1, 1, 0, 1}, Shape{2, 5, 3, 7, 0, 63}, Shape{2, 5, 3, 7, 21, 63}, Shape{2, 5, 3, 7, 42, 63},
+                        Shape{3, 17, 2, 5, 3, 14}, Shape{4, 128, 12, 64, 768, 2304}}) {
+    SCOPED_TRACE("B " + std::to_string(s.B) + " T " + std::to_string(s.T) + " NH " + std::to_string(s.NH) + " D " +
+                 std::to_string(s.D) + " col0 " + std::to_string(s.col0) + " W " + std::to_string(s.W));
     const std::size_t heads = std::size_t(s.B) * s.NH * s.T * s.D, rows = std::size_t(s.B) * s.T * s.W;
     const auto r = randomInputs(rows, 36);
     std::vector<float> h(heads);

@@ -6,9 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
-#include "kernels/cuda/copy_kernels.h"
+#include "kernels/cuda/memory_stream.h"
 #include "kernels/trace.h"
 #include "tests/gpu/gpu_test_support.h"
 #ifdef TRAINSCOPE_HAVE_CUPTI
@@ -32,8 +33,8 @@ TEST(CuptiActivity, KernelMemcpyAndMemsetOnTheHostClock) {
   GTEST_SKIP() << "built without CUPTI";
 #else
   constexpr std::size_t kBytes = 8u << 20;
-  cudaStream_t stream = nullptr;
-  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::optional<cuda::Stream> owned(std::in_place);  // destroyed before the second trace, below
+  const cudaStream_t stream = owned->get();
   Dev<char> a(kBytes), b(kBytes);
   std::vector<char> host(kBytes, 1);
   CUDA_CHECK(cudaDeviceSynchronize());
@@ -81,7 +82,7 @@ TEST(CuptiActivity, KernelMemcpyAndMemsetOnTheHostClock) {
     return s.kind == K::kRuntimeApi && s.correlation == kernel->correlation &&
            s.startUs <= kernel->startUs + t.clockUncertaintyUs() + 1.0;
   }));
-  CUDA_CHECK(cudaStreamDestroy(stream));
+  owned.reset();
 
   cuda::ActivityTrace again;  // one at a time, not one per process
   CUDA_CHECK(cudaMemsetAsync(b.p, 1, 1024, nullptr));

@@ -9,18 +9,10 @@
 #include "comm/bootstrap_single.h"
 #include "comm/collectives/check.h"
 #include "comm/nccl/nccl_communicator.h"
+#include "kernels/cuda/device_count.h"
 
 namespace ts {
 namespace {
-
-int usableGpus() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return n;
-}
 
 void runAll(int gpus) {
   SingleBootstrap boot;
@@ -65,12 +57,12 @@ void runAll(int gpus) {
 }  // namespace
 
 TEST(NcclWorld, OneGpu) {
-  if (usableGpus() < 1) GTEST_SKIP() << "no CUDA GPU is usable here (cudaGetDeviceCount found none)";
+  if (cuda::usableDeviceCount() < 1) GTEST_SKIP() << "no CUDA GPU is usable here (cudaGetDeviceCount found none)";
   runAll(1);
 }
 
 TEST(NcclWorld, AllLocalGpusFromOneProcess) {
-  const int n = usableGpus();
+  const int n = cuda::usableDeviceCount();
   if (n < 2) GTEST_SKIP() << "needs at least 2 GPUs on this host, found " << n;
   runAll(n);
 }

@@ -1,5 +1,5 @@
 """`trainscope collectives --backend mpi` under mpirun: every op checks clean, the figures follow the
-DESIGN.md formulas, and every failure (bad input, planted wrong element, hang, dead rank) ends the way
+formulas of docs/architecture.md, and every failure (bad input, planted wrong element, hang, dead rank) ends the way
 the issue asks: one clear line, a non-zero exit, the measured records kept, no half-written document."""
 import json
 

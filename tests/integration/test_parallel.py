@@ -126,6 +126,9 @@ def test_layout_trains_like_one_process(tmp_path, tmp_path_factory, validate, mo
     # Megatron's order: rank = (pp_rank * dp + dp_rank) * tp + tp_rank
     assert ([(r["pp_rank"], r["dp_rank"], r["tp_rank"]) for r in sorted(rec["ranks"], key=lambda r: r["rank"])]
             == [(k // (dp * tp), k // tp % dp, k % tp) for k in range(np)])
+    # The mesh names the axes and how a rank's coordinates make its number.
+    assert [(a["name"], a["size"]) for a in rec["mesh"]] == [("dp", dp), ("tp", tp), ("pp", pp)]
+    assert all(sum(r[f"{a['name']}_rank"] * a["stride"] for a in rec["mesh"]) == r["rank"] for r in rec["ranks"])
     assert rec["step_time_us"]["median"] >= max(r["step_us"] for r in rec["ranks"]) * 0.999
     ops = {c["op"] for c in rec["collectives"]}
     expected = ({"all_reduce"} | ({"reduce_scatter", "all_gather"} if "--zero" in flags else set()) | ({"reduce", "broadcast"} if "ps" in flags else set())

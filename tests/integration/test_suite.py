@@ -62,3 +62,30 @@ def test_bad_suite_is_rejected_before_anything_runs(text, message, tmp_path):
     assert r.rc == 2, r.err
     assert len(r.error_lines()) == 1 and message in r.error_lines()[0], r.err
     assert not out.exists() and not out.with_suffix(".jsonl").exists()
+
+
+def test_a_train_step_takes_every_train_flag_as_the_command_line_does(tmp_path):
+    """Options a suite could not set before the one option table (momentum, the step schedule's knobs,
+    log_every): the step's resolved config is the command line's, key for key."""
+    flags = {"model": "mlp", "steps": 3, "warmup_steps": 1, "ceiling": False, "optimizer": "sgd", "momentum": 0.5,
+             "schedule": "step", "lr_step_size": 2, "lr_gamma": 0.5, "log_every": 1, "set": ["depth=2"]}
+    step = "".join(f"{k} = {json.dumps(v)}\n" for k, v in flags.items())
+    suite = tmp_path / "train.toml"
+    suite.write_text('[[step]]\nkind = "train"\n' + step)
+    r = run_trainscope(["suite", suite, "--json", tmp_path / "suite.json"])
+    assert r.rc == 0, r.err
+    argv = ["train", "--json", tmp_path / "cli.json"]
+    for k, v in flags.items():
+        name = "--" + k.replace("_", "-")
+        if v is False:
+            argv.append("--no-" + k)
+        else:
+            for item in v if isinstance(v, list) else [v]:
+                argv += [name, str(item)]
+    r = run_trainscope(argv)
+    assert r.rc == 0, r.err
+    from_suite = json.loads((tmp_path / "suite.json").read_text())["run"]["config"]["steps"][0]
+    from_cli = json.loads((tmp_path / "cli.json").read_text())["run"]["config"]
+    assert from_suite["optimizer"]["momentum"] == 0.5 and from_suite["schedule"]["gamma"] == 0.5
+    for key in from_cli:
+        assert from_suite[key] == from_cli[key], key

@@ -41,8 +41,10 @@ nvtxDomainHandle_t NVTX_API domainCreate(const char* name) {
 void NVTX_API nameCategory(nvtxDomainHandle_t, uint32_t category, const char* name) { line("category %u %s", category, name); }
 
 int NVTX_API push(nvtxDomainHandle_t, const nvtxEventAttributes_t* a) {
-  if (a && a->payloadType == NVTX_PAYLOAD_TYPE_INT64) line("push %u %lld %s", a->category, static_cast<long long>(a->payload.llValue), message(a));
-  else line("push %u - %s", a ? a->category : 0u, message(a));
+  if (a && a->payloadType == NVTX_PAYLOAD_TYPE_INT64)
+    line("push %u %lld %s", a->category, static_cast<long long>(a->payload.llValue), message(a));
+  else
+    line("push %u - %s", a ? a->category : 0u, message(a));
   return 0;
 }
 
@@ -69,7 +71,8 @@ extern "C" NVTX_DYNAMIC_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFu
   const auto* callbacks = static_cast<const NvtxExportTableCallbacks*>(getExportTable(NVTX_ETID_CALLBACKS));
   NvtxFunctionTable table = nullptr;
   unsigned int size = 0;
-  if (!callbacks || !callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &table, &size) || size <= NVTX_CBID_CORE2_DomainCreateA)
+  if (!callbacks || !callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &table, &size) ||
+      size <= NVTX_CBID_CORE2_DomainCreateA)
     return 0;
   *table[NVTX_CBID_CORE2_DomainCreateA] = reinterpret_cast<NvtxFunctionPointer>(&domainCreate);
   *table[NVTX_CBID_CORE2_DomainNameCategoryA] = reinterpret_cast<NvtxFunctionPointer>(&nameCategory);

@@ -27,7 +27,8 @@ TEST(ArrivalSkew, BelowTheThresholdOrLikeEveryoneElseIsNotLate) {
   const std::vector<RankLaunches> spread = {{0, {{"dp0", {0.000, 0.002}}}}, {1, {{"dp0", {0.002, 0.000}}}}};
   EXPECT_TRUE(arrivalSkew(spread, 1.0)["late_ranks"].empty());
   // 0.5 ms late every time, under a 1 ms threshold.
-  const std::vector<RankLaunches> small = {{0, {{"dp0", {0.0, 0.1}}}}, {1, {{"dp0", {0.0005, 0.1005}}}}, {2, {{"dp0", {0.0, 0.1}}}}};
+  const std::vector<RankLaunches> small = {
+      {0, {{"dp0", {0.0, 0.1}}}}, {1, {{"dp0", {0.0005, 0.1005}}}}, {2, {{"dp0", {0.0, 0.1}}}}};
   EXPECT_TRUE(arrivalSkew(small, 1.0)["late_ranks"].empty());
   EXPECT_EQ(arrivalSkew(small, 0.1)["late_ranks"], nlohmann::json::array({1}));
   // A group of one (tp=1 in every group) has nothing to compare with.

@@ -33,19 +33,32 @@ Buffers simulate(const Collective& c, const CollectiveArgs& a, const CollectiveL
   for (int r = 0; r < n; ++r)
     for (std::size_t i = 0; i < lay.sendElems; ++i) in[r].push_back(c.input(a, r, i));
   const std::size_t k = lay.count;
-  auto column = [&](std::size_t i) { std::vector<double> xs; for (int r = 0; r < n; ++r) xs.push_back(in[r][i]); return xs; };
+  auto column = [&](std::size_t i) {
+    std::vector<double> xs;
+    for (int r = 0; r < n; ++r) xs.push_back(in[r][i]);
+    return xs;
+  };
   for (int r = 0; r < n; ++r) {
     for (std::size_t i = 0; i < lay.recvElems; ++i) {
       const std::string name(c.name());
-      if (name == "all_reduce") out[r][i] = reduce(a.redop, a.dtype, column(i));
-      else if (name == "reduce") out[r][i] = r == a.root ? reduce(a.redop, a.dtype, column(i)) : NAN;
-      else if (name == "broadcast") out[r][i] = in[a.root][i];
-      else if (name == "all_gather") out[r][i] = in[i / k][i % k];
-      else if (name == "gather") out[r][i] = r == a.root ? in[i / k][i % k] : NAN;
-      else if (name == "reduce_scatter") out[r][i] = reduce(a.redop, a.dtype, column(r * k + i));
-      else if (name == "scatter") out[r][i] = in[a.root][r * k + i];
-      else if (name == "alltoall") out[r][i] = in[i / k][r * k + i % k];
-      else if (name == "sendrecv") out[r][i] = in[(r + n - 1) % n][i];
+      if (name == "all_reduce")
+        out[r][i] = reduce(a.redop, a.dtype, column(i));
+      else if (name == "reduce")
+        out[r][i] = r == a.root ? reduce(a.redop, a.dtype, column(i)) : NAN;
+      else if (name == "broadcast")
+        out[r][i] = in[a.root][i];
+      else if (name == "all_gather")
+        out[r][i] = in[i / k][i % k];
+      else if (name == "gather")
+        out[r][i] = r == a.root ? in[i / k][i % k] : NAN;
+      else if (name == "reduce_scatter")
+        out[r][i] = reduce(a.redop, a.dtype, column(r * k + i));
+      else if (name == "scatter")
+        out[r][i] = in[a.root][r * k + i];
+      else if (name == "alltoall")
+        out[r][i] = in[i / k][r * k + i % k];
+      else if (name == "sendrecv")
+        out[r][i] = in[(r + n - 1) % n][i];
     }
   }
   return out;

@@ -13,10 +13,10 @@
 #include "base/atomic_file.h"
 #include "base/dtype.h"
 #include "base/error.h"
+#include "tests/unit/test_support.h"
 #include "workloads/checkpoint/checkpoint.h"
 #include "workloads/checkpoint/content_hash.h"
 #include "workloads/checkpoint/safetensors.h"
-#include "tests/unit/test_support.h"
 
 namespace ts::ckpt {
 namespace fs = std::filesystem;
@@ -26,9 +26,6 @@ using test::writeBytes;
 
 namespace {
 fs::path scratch(const std::string& name) { return test::scratchDir("ckpt", name); }
-
-
-
 
 template <typename T>
 TensorView view(std::string name, TensorDType dtype, std::vector<std::int64_t> shape, const std::vector<T>& data) {

@@ -1,4 +1,4 @@
-// Each collective's byte count and bus factor against the formulas of DESIGN.md.
+// Each collective's byte count and bus factor against the formulas of docs/architecture.md ("Formulas").
 #include <gtest/gtest.h>
 
 #include "base/error.h"

@@ -47,14 +47,15 @@ TEST(CollectiveSweep, APowerOfTwoFactorGivesThePowersItAlwaysGave) {
   std::vector<std::uint64_t> powers;
   for (std::uint64_t s = 8; s <= (1u << 20); s *= 2) powers.push_back(s);
   for (std::size_t elt : {1, 2, 4, 8}) EXPECT_EQ(sweepSizes(sweep(8, 1u << 20, 2), elt), powers) << elt;
-  EXPECT_EQ(sweepSizes(sweep(8, 4u << 20, 4), 4), (std::vector<std::uint64_t>{8, 32, 128, 512, 2048, 8192, 32768, 131072, 524288, 2097152}));
+  EXPECT_EQ(sweepSizes(sweep(8, 4u << 20, 4), 4),
+            (std::vector<std::uint64_t>{8, 32, 128, 512, 2048, 8192, 32768, 131072, 524288, 2097152}));
 }
 
 TEST(CollectiveSweep, TheEndsAndTheArithmeticStepAreWholeElementsToo) {
-  EXPECT_EQ(sweepSizes(sweep(10, 40, 2), 4), (std::vector<std::uint64_t>{12, 24}));       // -b rounded up; 48 is past -e
+  EXPECT_EQ(sweepSizes(sweep(10, 40, 2), 4), (std::vector<std::uint64_t>{12, 24}));               // -b rounded up; 48 is past -e
   EXPECT_EQ(sweepSizes(sweep(8, 24, 2, 3), 4), (std::vector<std::uint64_t>{8, 12, 16, 20, 24}));  // 8 + 3 = 11 -> 12
   EXPECT_EQ(sweepSizes(sweep(8, 8, 2), 4), (std::vector<std::uint64_t>{8}));
-  EXPECT_TRUE(sweepSizes(sweep(4, 4, 2), 8).empty());  // no whole float64 in 4 bytes
+  EXPECT_TRUE(sweepSizes(sweep(4, 4, 2), 8).empty());                   // no whole float64 in 4 bytes
   EXPECT_THROW(sweepSizes(sweep(8, 1u << 20, 1.0001), 4), UsageError);  // one element at a time: too many sizes
 }
 
@@ -74,7 +75,8 @@ TEST(CollectiveSweep, EachOpRunsTheSizesItCanDivideOnceEach) {
     EXPECT_EQ(bytesOf(sweepLayouts(findCollective("all_reduce"), sizes, 4, n)), sizes);  // flat: every size as it is
   }
   // -f 2 from 8 B on 3 ranks: all_gather ran 12, 24, 60 from 16, 32, 64 before, and still does.
-  EXPECT_EQ(bytesOf(sweepLayouts(findCollective("all_gather"), sweepSizes(sweep(8, 64, 2), 4), 4, 3)), (std::vector<std::uint64_t>{12, 24, 60}));
+  EXPECT_EQ(bytesOf(sweepLayouts(findCollective("all_gather"), sweepSizes(sweep(8, 64, 2), 4), 4, 3)),
+            (std::vector<std::uint64_t>{12, 24, 60}));
 }
 
 }  // namespace

@@ -14,11 +14,13 @@ namespace ts {
 namespace {
 
 // Row-major element (i, j) of op(X), X stored with leading dimension ld.
-double at(const float* X, int ld, bool trans, int i, int j) { return trans ? X[std::size_t(j) * ld + i] : X[std::size_t(i) * ld + j]; }
+double at(const float* X, int ld, bool trans, int i, int j) {
+  return trans ? X[std::size_t(j) * ld + i] : X[std::size_t(i) * ld + j];
+}
 
 // alpha op(A) op(B) + beta C0 (+ bias[j]) (then GELU), one matrix, in float64.
-std::vector<double> reference(bool ta, bool tb, int m, int n, int k, double alpha, const float* A, int lda, const float* B, int ldb, double beta,
-                              const float* C0, int ldc, const float* bias, bool gelu) {
+std::vector<double> reference(bool ta, bool tb, int m, int n, int k, double alpha, const float* A, int lda, const float* B,
+                              int ldb, double beta, const float* C0, int ldc, const float* bias, bool gelu) {
   std::vector<double> out(std::size_t(m) * n);
   for (int i = 0; i < m; ++i)
     for (int j = 0; j < n; ++j) {
@@ -46,12 +48,14 @@ double maxRelErr(const float* C, int ldc, const std::vector<double>& want, int m
 }  // namespace
 
 TEST(CpuGemm, StridedBatchedMatchesFloat64PerMatrix) {
-  for (auto [m, n, k, batch] : {std::tuple{1, 1, 1, 1}, std::tuple{7, 13, 5, 3}, std::tuple{37, 37, 64, 3}, std::tuple{33, 1, 17, 4}}) {
+  for (auto [m, n, k, batch] :
+       {std::tuple{1, 1, 1, 1}, std::tuple{7, 13, 5, 3}, std::tuple{37, 37, 64, 3}, std::tuple{33, 1, 17, 4}}) {
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
         // Leading dimensions one longer than a row and strides with a gap, so that neither can be mistaken for packed.
         const int lda = (ta ? m : k) + 1, ldb = (tb ? k : n) + 1, ldc = n + 1;
-        const std::int64_t sA = std::int64_t(ta ? k : m) * lda + 3, sB = std::int64_t(tb ? n : k) * ldb + 5, sC = std::int64_t(m) * ldc + 7;
+        const std::int64_t sA = std::int64_t(ta ? k : m) * lda + 3, sB = std::int64_t(tb ? n : k) * ldb + 5,
+                           sC = std::int64_t(m) * ldc + 7;
         const auto A = randomInputs(std::size_t(sA) * batch, 1), B = randomInputs(std::size_t(sB) * batch, 2);
         auto C = randomInputs(std::size_t(sC) * batch, 3);
         const auto C0 = C;
@@ -59,11 +63,14 @@ TEST(CpuGemm, StridedBatchedMatchesFloat64PerMatrix) {
         std::vector<double> Ad(A.begin(), A.end()), Bd(B.begin(), B.end()), Cd(C0.begin(), C0.end());
         cpu::gemmStridedBatched(ta, tb, m, n, k, 1.5, Ad.data(), lda, sA, Bd.data(), ldb, sB, 0.5, Cd.data(), ldc, sC, batch);
         for (int b = 0; b < batch; ++b) {
-          const auto want = reference(ta, tb, m, n, k, 1.5, A.data() + b * sA, lda, B.data() + b * sB, ldb, 0.5, C0.data() + b * sC, ldc, nullptr, false);
-          EXPECT_LT(maxRelErr(C.data() + b * sC, ldc, want, m, n), 1e-5 * std::sqrt(double(k))) << m << "x" << n << "x" << k << " b=" << b << " " << ta << tb;
+          const auto want = reference(ta, tb, m, n, k, 1.5, A.data() + b * sA, lda, B.data() + b * sB, ldb, 0.5,
+                                      C0.data() + b * sC, ldc, nullptr, false);
+          EXPECT_LT(maxRelErr(C.data() + b * sC, ldc, want, m, n), 1e-5 * std::sqrt(double(k)))
+              << m << "x" << n << "x" << k << " b=" << b << " " << ta << tb;
           for (int i = 0; i < m; ++i)
             for (int j = 0; j < n; ++j)
-              EXPECT_NEAR(Cd[b * sC + std::int64_t(i) * ldc + j], want[std::size_t(i) * n + j], 1e-12 * std::max(1.0, std::fabs(want[std::size_t(i) * n + j])));
+              EXPECT_NEAR(Cd[b * sC + std::int64_t(i) * ldc + j], want[std::size_t(i) * n + j],
+                          1e-12 * std::max(1.0, std::fabs(want[std::size_t(i) * n + j])));
         }
         // The gaps between matrices and after each row are left alone.
         for (int b = 0; b < batch; ++b)
@@ -94,8 +101,10 @@ TEST(CpuGemm, EpiloguesMatchFloat64) {
             if (beta == 0.0f)
               for (int i = 0; i < m; ++i)
                 for (int j = 0; j < n; ++j) C[std::size_t(i) * ldc + j] = NAN;  // beta = 0: the old contents must not leak in
-            cpu::gemmEpilogue(ta, tb, m, n, k, 1.25f, A.data(), lda, B.data(), ldb, beta, C.data(), ldc, withBias ? bias.data() : nullptr, gelu);
-            const auto want = reference(ta, tb, m, n, k, 1.25, A.data(), lda, B.data(), ldb, beta, C0.data(), ldc, withBias ? bias.data() : nullptr, gelu);
+            cpu::gemmEpilogue(ta, tb, m, n, k, 1.25f, A.data(), lda, B.data(), ldb, beta, C.data(), ldc,
+                              withBias ? bias.data() : nullptr, gelu);
+            const auto want = reference(ta, tb, m, n, k, 1.25, A.data(), lda, B.data(), ldb, beta, C0.data(), ldc,
+                                        withBias ? bias.data() : nullptr, gelu);
             EXPECT_LT(maxRelErr(C.data(), ldc, want, m, n), 1e-5 * std::sqrt(double(k)))
                 << m << "x" << n << "x" << k << " " << ta << tb << " epilogue " << epilogue << " beta " << beta;
             for (int i = 0; i < m; ++i)

@@ -16,12 +16,14 @@ namespace {
 
 double maxRelErr(const std::vector<float>& got, const std::vector<double>& want) {
   double worst = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]) / std::max(1.0, std::fabs(want[i])));
+  for (std::size_t i = 0; i < got.size(); ++i)
+    worst = std::max(worst, std::fabs(got[i] - want[i]) / std::max(1.0, std::fabs(want[i])));
   return worst;
 }
 
 // d/dx_i of f at x, central differences in float64.
-std::vector<double> numericGrad(const std::function<double(const std::vector<double>&)>& f, std::vector<double> x, double h = 1e-6) {
+std::vector<double> numericGrad(const std::function<double(const std::vector<double>&)>& f, std::vector<double> x,
+                                double h = 1e-6) {
   std::vector<double> g(x.size());
   for (std::size_t i = 0; i < x.size(); ++i) {
     const double keep = x[i];
@@ -38,7 +40,8 @@ std::vector<double> numericGrad(const std::function<double(const std::vector<dou
 std::vector<double> toDouble(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 
 // float64 forwards, written from the formulas.
-std::vector<double> layernormRef(const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>& b, std::size_t N, std::size_t C) {
+std::vector<double> layernormRef(const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>& b,
+                                 std::size_t N, std::size_t C) {
   std::vector<double> y(N * C);
   for (std::size_t i = 0; i < N; ++i) {
     double m = 0, v = 0;
@@ -64,7 +67,8 @@ TEST(CpuOps, GemmMatchesFloat64ForEveryTransposeAndAwkwardSizes) {
         for (int i = 0; i < m; ++i)
           for (int j = 0; j < n; ++j) {
             double acc = 0;
-            for (int p = 0; p < k; ++p) acc += double(ta ? A[p * m + i] : A[i * k + p]) * double(tb ? B[j * k + p] : B[p * n + j]);
+            for (int p = 0; p < k; ++p)
+              acc += double(ta ? A[p * m + i] : A[i * k + p]) * double(tb ? B[j * k + p] : B[p * n + j]);
             product[i * n + j] = acc;
             want[i * n + j] = 1.5 * acc + 0.5 * C[i * n + j];
           }
@@ -232,7 +236,8 @@ TEST(KernelSpecs, EveryOpPassesItsOwnCheckAtAwkwardShapes) {
       EXPECT_GT(c->bytes(), 0);
     }
   }
-  EXPECT_THROW(findKernelOp("gemm").make(KernelShape{"x", {{"M", 2}, {"N", 2}, {"K", 2}}}, KernelSettings{Precision::kBFloat16}), UsageError);
+  EXPECT_THROW(findKernelOp("gemm").make(KernelShape{"x", {{"M", 2}, {"N", 2}, {"K", 2}}}, KernelSettings{Precision::kBFloat16}),
+               UsageError);
 }
 
 }  // namespace ts
@@ -241,7 +246,8 @@ namespace ts {
 namespace {
 
 // Direct convolution in float64, from the definition.
-std::vector<double> convRef(const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>& b, const cpu::Conv2dShape& s) {
+std::vector<double> convRef(const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>& b,
+                            const cpu::Conv2dShape& s) {
   const int P = s.P(), Q = s.Q();
   std::vector<double> y(static_cast<std::size_t>(s.N) * s.K * P * Q);
   for (int n = 0; n < s.N; ++n)

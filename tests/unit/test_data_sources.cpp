@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "tests/unit/test_support.h"
 #include "workloads/data/cifar10.h"
 #include "workloads/data/counter_rng.h"
 #include "workloads/data/data_source.h"
@@ -20,7 +21,6 @@
 #include "workloads/data/prefetcher.h"
 #include "workloads/data/sample_order.h"
 #include "workloads/data/synthetic.h"
-#include "tests/unit/test_support.h"
 
 namespace ts::data {
 namespace fs = std::filesystem;
@@ -31,11 +31,9 @@ using test::writeBytes;
 namespace {
 fs::path scratch(const std::string& name) { return test::scratchDir("data", name); }
 
-
 void putBigEndian(std::vector<std::uint8_t>& v, std::uint32_t x) {
   for (int s = 24; s >= 0; s -= 8) v.push_back(static_cast<std::uint8_t>(x >> s));
 }
-
 
 DataOptions syntheticOptions(Task task = Task::kClassification) {
   DataOptions o;

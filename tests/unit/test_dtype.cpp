@@ -40,7 +40,10 @@ TEST(DType, HalfConversionMatchesTheCompiler) {
     const auto hb = static_cast<std::uint16_t>(h);
     std::memcpy(&x, &hb, 2);
     const float ref = static_cast<float>(x);
-    if (std::isnan(ref)) { EXPECT_TRUE(std::isnan(halfToFloat(hb))); continue; }
+    if (std::isnan(ref)) {
+      EXPECT_TRUE(std::isnan(halfToFloat(hb)));
+      continue;
+    }
     ASSERT_EQ(halfToFloat(hb), ref) << "h=" << h;
   }
 }

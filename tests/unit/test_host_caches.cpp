@@ -18,8 +18,9 @@ TEST(HostCaches, ParsesSysfsSizes) {
 TEST(HostCaches, SumsDistinctDataInstancesPerLevel) {
   // Two cores: private L1d, L1i and L2 each, one shared L3 (seen from both CPUs, counted once).
   const std::vector<CacheInstance> seen = {
-      {1, "Data", 32 << 10, "0"},  {1, "Instruction", 32 << 10, "0"}, {2, "Unified", 1 << 20, "0"}, {3, "Unified", 32 << 20, "0-1"},
-      {1, "Data", 32 << 10, "1"},  {1, "Instruction", 32 << 10, "1"}, {2, "Unified", 1 << 20, "1"}, {3, "Unified", 32 << 20, "0-1"},
+      {1, "Data", 32 << 10, "0"},      {1, "Instruction", 32 << 10, "0"}, {2, "Unified", 1 << 20, "0"},
+      {3, "Unified", 32 << 20, "0-1"}, {1, "Data", 32 << 10, "1"},        {1, "Instruction", 32 << 10, "1"},
+      {2, "Unified", 1 << 20, "1"},    {3, "Unified", 32 << 20, "0-1"},
   };
   const std::vector<CacheLevelSize> levels = sumCacheLevels(seen);
   ASSERT_EQ(levels.size(), 3u);

@@ -15,6 +15,7 @@
 #include "base/error.h"
 #include "workloads/parallel/buckets.h"
 #include "workloads/parallel/layout.h"
+#include "workloads/parallel/mesh.h"
 #include "workloads/parallel/pipeline.h"
 
 namespace ts::wl {
@@ -193,13 +194,54 @@ TEST(ProcessGroups, ALabelNamesItsGroupsKindAndTheLayoutItsSize) {
   }
   for (const char* bad : {"", "ep0", "dpx", "d", "tp-1", "0dp", "DP0"}) EXPECT_THROW(groupOfLabel(l, bad), Error) << bad;
   // Every label a grid gives reads back as its own kind (one process: every group has one rank).
-  const ProcessGrid single(resolveLayout({}, 1), nullptr);
+  const Mesh single(resolveLayout({}, 1), nullptr);
   for (GroupKind kind : {GroupKind::kDp, GroupKind::kTp, GroupKind::kPp}) {
     const std::string label = groupLabel(single, kind);
     EXPECT_EQ(label, std::string(groupKindName(kind)) + "0");
     EXPECT_EQ(groupOfLabel(single.layout(), label).kind, kind);
     EXPECT_EQ(groupOfLabel(single.layout(), label).size, 1);
   }
+}
+
+TEST(Mesh, PlacesRanksInMegatronsOrderAndGroupsThoseThatDifferOnOneAxis) {
+  LayoutOptions o;
+  o.tp = 2;
+  o.pp = 3;
+  const LayoutOptions l = resolveLayout(o, 24);                   // dp = 4
+  std::map<std::pair<GroupKind, int>, std::vector<int>> members;  // (kind, group index) -> ranks
+  for (int rank = 0; rank < 24; ++rank) {
+    const std::vector<MeshAxis> axes = meshAxesOf(l, rank);
+    ASSERT_EQ(axes.size(), 3u);
+    std::map<GroupKind, int> at;
+    int fromStrides = 0;
+    for (const MeshAxis& a : axes) {
+      EXPECT_EQ(a.name, groupKindName(a.kind));
+      EXPECT_EQ(a.size, groupSize(l, a.kind));
+      at[a.kind] = a.coordinate;
+      fromStrides += a.coordinate * a.stride;
+    }
+    EXPECT_EQ(fromStrides, rank);
+    EXPECT_EQ(rank, (at[GroupKind::kPp] * 4 + at[GroupKind::kDp]) * 2 + at[GroupKind::kTp]) << rank;
+    for (const MeshAxis& a : axes) members[{a.kind, groupIndexOf(axes, a.kind)}].push_back(rank);
+  }
+  // Each kind's groups partition the ranks into groups of that axis's size, numbered 0.. without gaps,
+  // whose members agree on every other coordinate.
+  for (GroupKind kind : {GroupKind::kDp, GroupKind::kTp, GroupKind::kPp}) {
+    const int size = groupSize(l, kind);
+    for (int g = 0; g < 24 / size; ++g) {
+      const std::vector<int>& ranks = members[{kind, g}];
+      ASSERT_EQ(static_cast<int>(ranks.size()), size) << groupKindName(kind) << g;
+      auto otherCoordinates = [&](int rank) {
+        std::vector<int> c;
+        for (const MeshAxis& a : meshAxesOf(l, rank))
+          if (a.kind != kind) c.push_back(a.coordinate);
+        return c;
+      };
+      for (int r : ranks)
+        EXPECT_EQ(otherCoordinates(r), otherCoordinates(ranks.front())) << groupKindName(kind) << g << " rank " << r;
+    }
+  }
+  EXPECT_EQ(members.size(), 24u / 4 + 24u / 2 + 24u / 3);
 }
 
 }  // namespace

@@ -62,9 +62,7 @@ TEST(ResultWriter, NeverWritesNaN) {
   fs::remove_all(dir);
 }
 
-TEST(ResultWriter, UnwritablePathIsAUsageError) {
-  EXPECT_THROW(ResultWriter("/proc/version/r.json"), Error);
-}
+TEST(ResultWriter, UnwritablePathIsAUsageError) { EXPECT_THROW(ResultWriter("/proc/version/r.json"), Error); }
 
 TEST(ResultWriter, AtomicWriteReplacesWhole) {
   const fs::path dir = scratch("atomic");

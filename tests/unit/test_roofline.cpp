@@ -10,8 +10,10 @@ namespace ts {
 namespace {
 
 const double kInf = std::numeric_limits<double>::infinity();
-const std::vector<MemoryCeiling> kLevels = {{MemoryLevel::kL1, 64 << 10, 900}, {MemoryLevel::kL2, 2 << 20, 400},
-                                             {MemoryLevel::kL3, 32 << 20, 150}, {MemoryLevel::kDram, kInf, 25}};
+const std::vector<MemoryCeiling> kLevels = {{MemoryLevel::kL1, 64 << 10, 900},
+                                            {MemoryLevel::kL2, 2 << 20, 400},
+                                            {MemoryLevel::kL3, 32 << 20, 150},
+                                            {MemoryLevel::kDram, kInf, 25}};
 
 }  // namespace
 
@@ -33,8 +35,8 @@ TEST(Roofline, DataFlushedBetweenRunsStreamsFromDram) {
 }
 
 TEST(Roofline, CacheCopyWorkingSetFitsTheLevelAndPassesTheOneBefore) {
-  EXPECT_DOUBLE_EQ(*cacheCopyWorkingSet(0, 64 << 10), 32 << 10);          // L1: half of it
-  EXPECT_DOUBLE_EQ(*cacheCopyWorkingSet(64 << 10, 2 << 20), 1 << 20);     // L2: half, well past L1
+  EXPECT_DOUBLE_EQ(*cacheCopyWorkingSet(0, 64 << 10), 32 << 10);           // L1: half of it
+  EXPECT_DOUBLE_EQ(*cacheCopyWorkingSet(64 << 10, 2 << 20), 1 << 20);      // L2: half, well past L1
   EXPECT_DOUBLE_EQ(*cacheCopyWorkingSet(96 << 20, 128 << 20), 112 << 20);  // half would fit the level before: halfway
   EXPECT_FALSE(cacheCopyWorkingSet(32 << 20, 32 << 20));                   // no larger than the one before: not measured
 }
@@ -57,8 +59,8 @@ TEST(Roofline, LikelyCauseInItsOrder) {
   EXPECT_EQ(likelySuspectCause(false, kBusyHostFraction, CeilingKind::kMemory), SuspectCause::kBusyHost);
   EXPECT_EQ(likelySuspectCause(false, 0.01, CeilingKind::kMemory), SuspectCause::kCacheResidency);
   EXPECT_EQ(likelySuspectCause(false, std::nullopt, CeilingKind::kCompute), SuspectCause::kUnexplained);
-  for (SuspectCause c : {SuspectCause::kPlantedFault, SuspectCause::kBusyHost, SuspectCause::kCacheResidency, SuspectCause::kUnexplained,
-                         SuspectCause::kDatasheetMismatch})
+  for (SuspectCause c : {SuspectCause::kPlantedFault, SuspectCause::kBusyHost, SuspectCause::kCacheResidency,
+                         SuspectCause::kUnexplained, SuspectCause::kDatasheetMismatch})
     EXPECT_EQ(suspectCauseFromName(suspectCauseName(c)), c);
 }
 
@@ -70,7 +72,8 @@ TEST(Roofline, OneWarningLineGroupedByCause) {
   EXPECT_EQ(line.find('\n'), std::string::npos);
   EXPECT_EQ(line.rfind("# warning: 3 figure(s) above 100% of their ceiling", 0), 0u) << line;
   EXPECT_NE(line.find("gemm attn.qkv (118%), gemm mlp.up (120%): likely cause: other processes"), std::string::npos) << line;
-  EXPECT_NE(line.find("layernorm block.ln (150%): likely cause: the data sat in a nearer cache level"), std::string::npos) << line;
+  EXPECT_NE(line.find("layernorm block.ln (150%): likely cause: the data sat in a nearer cache level"), std::string::npos)
+      << line;
   std::vector<SuspectFigure> many(kSuspectNames + 3, {"gelu mlp.gelu", 2.0, SuspectCause::kPlantedFault});
   EXPECT_NE(suspectWarning(many).find(" and 3 more: likely cause: a planted fault"), std::string::npos);
 }

@@ -48,7 +48,8 @@ TEST(Telemetry, LoadAverageIsTheOneMinuteFigure) {
 }
 
 TEST(Telemetry, ClocksEventReasonsAreNamedAndOnlyLoadReasonsThrottle) {
-  EXPECT_EQ(nvml::clocksEventReasonNames(0x1 | 0x4 | 0x40), (std::vector<std::string>{"gpu_idle", "sw_power_cap", "hw_thermal_slowdown"}));
+  EXPECT_EQ(nvml::clocksEventReasonNames(0x1 | 0x4 | 0x40),
+            (std::vector<std::string>{"gpu_idle", "sw_power_cap", "hw_thermal_slowdown"}));
   EXPECT_EQ(nvml::clocksEventReasonNames(0x1000), (std::vector<std::string>{"other"}));
   EXPECT_TRUE(nvml::throttling(0x4));
   EXPECT_TRUE(nvml::throttling(0x80));
@@ -89,10 +90,12 @@ TEST(Telemetry, CounterRatesAreGigabytesPerSecondAndNeverBackwards) {
 }
 
 TEST(Telemetry, ALowClockCountsOnlyWhenTheGpuIsBusy) {
-  const auto g = [](nlohmann::json sm, nlohmann::json util) { return nlohmann::json{{"sm_clock_mhz", sm}, {"gpu_util_percent", util}}; };
+  const auto g = [](nlohmann::json sm, nlohmann::json util) {
+    return nlohmann::json{{"sm_clock_mhz", sm}, {"gpu_util_percent", util}};
+  };
   EXPECT_TRUE(lowClockUnderLoad(g(1400, 95), 1980));
-  EXPECT_FALSE(lowClockUnderLoad(g(1755, 95), 1980));  // 89% of the maximum: boost varies that much
-  EXPECT_FALSE(lowClockUnderLoad(g(210, 0), 1980));    // idle GPUs lower their clocks
+  EXPECT_FALSE(lowClockUnderLoad(g(1755, 95), 1980));     // 89% of the maximum: boost varies that much
+  EXPECT_FALSE(lowClockUnderLoad(g(210, 0), 1980));       // idle GPUs lower their clocks
   EXPECT_FALSE(lowClockUnderLoad(g(1400, 95), nullptr));  // no maximum known: no verdict
   EXPECT_FALSE(lowClockUnderLoad(g(nullptr, 95), 1980));
   EXPECT_FALSE(lowClockUnderLoad(g(1400, nullptr), 1980));
@@ -113,9 +116,17 @@ TEST(Telemetry, IntervalComesFromTheEnvironment) {
 }
 
 nlohmann::json gpuSample(double sm, bool throttled, nlohmann::json reasons) {
-  return {{"index", 0},           {"sm_clock_mhz", sm},    {"mem_clock_mhz", 2619}, {"power_w", 650.5},      {"temperature_c", 71},
-          {"gpu_util_percent", 99}, {"mem_util_percent", 40}, {"throttle_reasons", reasons}, {"throttled", throttled},
-          {"pcie_tx_gbps", nullptr}, {"pcie_rx_gbps", nullptr}};
+  return {{"index", 0},
+          {"sm_clock_mhz", sm},
+          {"mem_clock_mhz", 2619},
+          {"power_w", 650.5},
+          {"temperature_c", 71},
+          {"gpu_util_percent", 99},
+          {"mem_util_percent", 40},
+          {"throttle_reasons", reasons},
+          {"throttled", throttled},
+          {"pcie_tx_gbps", nullptr},
+          {"pcie_rx_gbps", nullptr}};
 }
 
 TEST(Telemetry, TheRecordSaysWhetherAndWhyTheClocksThrottled) {
@@ -123,11 +134,12 @@ TEST(Telemetry, TheRecordSaysWhetherAndWhyTheClocksThrottled) {
   const double sm[] = {1980, 1755, 1410, 1980};
   for (int i = 0; i < 4; ++i) {
     const bool t = i == 1 || i == 2;
-    sampled["samples"].push_back({{"t_s", 0.2 * i},
-                                  {"cpu_busy_fraction", i == 0 ? nlohmann::json() : nlohmann::json(0.25 * i)},
-                                  {"load1", 2.0},
-                                  {"cpu_freq_mhz", nullptr},
-                                  {"gpus", {gpuSample(sm[i], t, t ? nlohmann::json({"gpu_idle", "sw_power_cap"}) : nlohmann::json::array())}}});
+    sampled["samples"].push_back(
+        {{"t_s", 0.2 * i},
+         {"cpu_busy_fraction", i == 0 ? nlohmann::json() : nlohmann::json(0.25 * i)},
+         {"load1", 2.0},
+         {"cpu_freq_mhz", nullptr},
+         {"gpus", {gpuSample(sm[i], t, t ? nlohmann::json({"gpu_idle", "sw_power_cap"}) : nlohmann::json::array())}}});
   }
   const nlohmann::json rec = telemetryRecord("node7", 4, sampled);
   EXPECT_EQ(rec["kind"], "telemetry");

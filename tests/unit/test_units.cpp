@@ -40,7 +40,8 @@ TEST(NonFiniteReason, NamesNanAndTheInfinitiesAsTypedAndPassesEveryFiniteNumber)
   EXPECT_EQ(nonFiniteReason(std::numeric_limits<double>::quiet_NaN(), "NaN"), "NaN is not a finite number");
   EXPECT_EQ(nonFiniteReason(std::numeric_limits<double>::infinity(), "1e999"), "1e999 is not a finite number");
   EXPECT_EQ(nonFiniteReason(-std::numeric_limits<double>::infinity(), "-inf"), "-inf is not a finite number");
-  for (double ok : {0.0, -1.5, 1e300, std::numeric_limits<double>::denorm_min(), std::numeric_limits<double>::max()}) EXPECT_EQ(nonFiniteReason(ok, "x"), "") << ok;
+  for (double ok : {0.0, -1.5, 1e300, std::numeric_limits<double>::denorm_min(), std::numeric_limits<double>::max()})
+    EXPECT_EQ(nonFiniteReason(ok, "x"), "") << ok;
 }
 
 }  // namespace ts

@@ -18,15 +18,19 @@ Activation::Activation(Arena& arena, ActivationKind kind, std::vector<std::int64
 
 const Tensor& Activation::forward(const Tensor& x, StepContext&) {
   x_ = &x;
-  if (kind_ == ActivationKind::kRelu) ops::reluForward(*y_.device, y_.data, x.data, x.numel());
-  else ops::geluForward(*y_.device, y_.data, x.data, x.numel());
+  if (kind_ == ActivationKind::kRelu)
+    ops::reluForward(*y_.device, y_.data, x.data, x.numel());
+  else
+    ops::geluForward(*y_.device, y_.data, x.data, x.numel());
   return y_;
 }
 
 const Tensor& Activation::backward(const Tensor& dy, StepContext&) {
   zero(dx_);
-  if (kind_ == ActivationKind::kRelu) ops::reluBackward(*y_.device, dx_.data, x_->data, dy.data, dy.numel());
-  else ops::geluBackward(*y_.device, dx_.data, x_->data, dy.data, dy.numel());
+  if (kind_ == ActivationKind::kRelu)
+    ops::reluBackward(*y_.device, dx_.data, x_->data, dy.data, dy.numel());
+  else
+    ops::geluBackward(*y_.device, dx_.data, x_->data, dy.data, dy.numel());
   return dx_;
 }
 

@@ -20,18 +20,35 @@ TensorSplit qkvSplit(std::int64_t channels, int rank, int ranks) {
 
 }  // namespace
 
-CausalSelfAttention::CausalSelfAttention(Arena& arena, const Init& init, const std::string& name, std::int64_t batch, std::int64_t seq,
-                                         std::int64_t channels, std::int64_t heads, double initStd, double projStd, int tpRank, int tpRanks)
-    : B_(batch), T_(seq), C_(channels / tpRanks), NH_(heads / tpRanks), D_(channels / heads), fullHeads_(heads),
+CausalSelfAttention::CausalSelfAttention(Arena& arena, const Init& init, const std::string& name, std::int64_t batch,
+                                         std::int64_t seq, std::int64_t channels, std::int64_t heads, double initStd,
+                                         double projStd, int tpRank, int tpRanks)
+    : B_(batch),
+      T_(seq),
+      C_(channels / tpRanks),
+      NH_(heads / tpRanks),
+      D_(channels / heads),
+      fullHeads_(heads),
       qkv_(arena, init, name + ".qkv", batch * seq, channels, 3 * channels, true, initStd, qkvSplit(channels, tpRank, tpRanks)),
-      proj_(arena, init, name + ".proj", batch * seq, channels, channels, true, projStd, TensorSplit{TensorSplit::kRow, tpRank, tpRanks, {}}),
-      q_(arena.tensor({B_, NH_, T_, D_})), k_(arena.tensor({B_, NH_, T_, D_})), v_(arena.tensor({B_, NH_, T_, D_})),
-      o_(arena.tensor({B_, NH_, T_, D_})), att_(arena.tensor({B_, NH_, T_, T_})), merged_(arena.tensor({B_ * T_, C_})),
-      do_(arena.tensor({B_, NH_, T_, D_})), dq_(arena.tensor({B_, NH_, T_, D_})), dk_(arena.tensor({B_, NH_, T_, D_})),
-      dv_(arena.tensor({B_, NH_, T_, D_})), datt_(arena.tensor({B_, NH_, T_, T_})), dscores_(arena.tensor({B_, NH_, T_, T_})),
+      proj_(arena, init, name + ".proj", batch * seq, channels, channels, true, projStd,
+            TensorSplit{TensorSplit::kRow, tpRank, tpRanks, {}}),
+      q_(arena.tensor({B_, NH_, T_, D_})),
+      k_(arena.tensor({B_, NH_, T_, D_})),
+      v_(arena.tensor({B_, NH_, T_, D_})),
+      o_(arena.tensor({B_, NH_, T_, D_})),
+      att_(arena.tensor({B_, NH_, T_, T_})),
+      merged_(arena.tensor({B_ * T_, C_})),
+      do_(arena.tensor({B_, NH_, T_, D_})),
+      dq_(arena.tensor({B_, NH_, T_, D_})),
+      dk_(arena.tensor({B_, NH_, T_, D_})),
+      dv_(arena.tensor({B_, NH_, T_, D_})),
+      datt_(arena.tensor({B_, NH_, T_, T_})),
+      dscores_(arena.tensor({B_, NH_, T_, T_})),
       dqkv_(arena.tensor({B_ * T_, 3 * C_})) {}
 
-double CausalSelfAttention::forwardFlops() const { return qkv_.forwardFlops() + proj_.forwardFlops() + 4.0 * B_ * fullHeads_ * T_ * T_ * D_; }
+double CausalSelfAttention::forwardFlops() const {
+  return qkv_.forwardFlops() + proj_.forwardFlops() + 4.0 * B_ * fullHeads_ * T_ * T_ * D_;
+}
 
 // Every (batch, head) pair at once: the head permutes, then strided batched GEMMs over B*NH matrices.
 const Tensor& CausalSelfAttention::forward(const Tensor& x, StepContext& ctx) {
@@ -65,8 +82,10 @@ const Tensor& CausalSelfAttention::backward(const Tensor& dy, StepContext& ctx) 
   zero(dscores_);
   ops::softmaxBackward(d, dscores_.data, datt_.data, att_.data, B_ * NH_ * T_, T_);
   // scores = scale q k^T:  dq = scale dscores k,  dk = scale dscores^T q.
-  ops::gemmStridedBatched(d, false, false, T, D, T, scale, dscores_.data, T, sAtt, k_.data, D, sHead, 0.0f, dq_.data, D, sHead, BH);
-  ops::gemmStridedBatched(d, true, false, T, D, T, scale, dscores_.data, T, sAtt, q_.data, D, sHead, 0.0f, dk_.data, D, sHead, BH);
+  ops::gemmStridedBatched(d, false, false, T, D, T, scale, dscores_.data, T, sAtt, k_.data, D, sHead, 0.0f, dq_.data, D, sHead,
+                          BH);
+  ops::gemmStridedBatched(d, true, false, T, D, T, scale, dscores_.data, T, sAtt, q_.data, D, sHead, 0.0f, dk_.data, D, sHead,
+                          BH);
   ops::rowsFromHeads(d, dqkv_.data, dq_.data, B, T, NH, D, 0, 3 * C);
   ops::rowsFromHeads(d, dqkv_.data, dk_.data, B, T, NH, D, C, 3 * C);
   ops::rowsFromHeads(d, dqkv_.data, dv_.data, B, T, NH, D, 2 * C, 3 * C);

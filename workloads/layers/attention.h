@@ -15,8 +15,8 @@ namespace ts::wl {
 
 class CausalSelfAttention final : public Layer {
  public:
-  CausalSelfAttention(Arena& arena, const Init& init, const std::string& name, std::int64_t batch, std::int64_t seq, std::int64_t channels,
-                      std::int64_t heads, double initStd, double projStd, int tpRank = 0, int tpRanks = 1);
+  CausalSelfAttention(Arena& arena, const Init& init, const std::string& name, std::int64_t batch, std::int64_t seq,
+                      std::int64_t channels, std::int64_t heads, double initStd, double projStd, int tpRank = 0, int tpRanks = 1);
   const Tensor& forward(const Tensor& x, StepContext& ctx) override;
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override;

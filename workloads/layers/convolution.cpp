@@ -6,8 +6,17 @@
 
 namespace ts::wl {
 namespace {
-cpu::Conv2dShape convShape(std::int64_t n, std::int64_t cin, std::int64_t h, std::int64_t w, std::int64_t cout, int k, int stride) {
-  return {static_cast<int>(n), static_cast<int>(cin), static_cast<int>(h), static_cast<int>(w), static_cast<int>(cout), k, k, stride, k / 2};
+cpu::Conv2dShape convShape(std::int64_t n, std::int64_t cin, std::int64_t h, std::int64_t w, std::int64_t cout, int k,
+                           int stride) {
+  return {static_cast<int>(n),
+          static_cast<int>(cin),
+          static_cast<int>(h),
+          static_cast<int>(w),
+          static_cast<int>(cout),
+          k,
+          k,
+          stride,
+          k / 2};
 }
 }  // namespace
 
@@ -27,7 +36,9 @@ Conv2d::Conv2d(Arena& arena, const Init& init, const std::string& name, const cp
   init.normal(w_.value, w_.name, std::sqrt(2.0 / (double(s.K) * s.R * s.S)), slice);
 }
 
-double Conv2d::forwardFlops() const { return 2.0 * full_.N * full_.K * full_.P() * full_.Q() * double(full_.C) * full_.R * full_.S; }
+double Conv2d::forwardFlops() const {
+  return 2.0 * full_.N * full_.K * full_.P() * full_.Q() * double(full_.C) * full_.R * full_.S;
+}
 
 const Tensor& Conv2d::forward(const Tensor& x, StepContext& ctx) {
   x_ = &x;
@@ -60,12 +71,22 @@ const Tensor& GlobalAvgPool::backward(const Tensor& dy, StepContext&) {
 }
 
 MaxPool2d::MaxPool2d(Arena& arena, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, int k, int stride, int pad)
-    : n_(n), c_(c), h_(h), w_(w), k_(k), stride_(stride), pad_(pad), p_((h + 2 * pad - k) / stride + 1), q_((w + 2 * pad - k) / stride + 1),
-      argmax_(arena.ints(static_cast<std::size_t>(n * c * p_ * q_))), y_(arena.tensor({n, c, p_, q_})), dx_(arena.tensor({n, c, h, w})) {}
+    : n_(n),
+      c_(c),
+      h_(h),
+      w_(w),
+      k_(k),
+      stride_(stride),
+      pad_(pad),
+      p_((h + 2 * pad - k) / stride + 1),
+      q_((w + 2 * pad - k) / stride + 1),
+      argmax_(arena.ints(static_cast<std::size_t>(n * c * p_ * q_))),
+      y_(arena.tensor({n, c, p_, q_})),
+      dx_(arena.tensor({n, c, h, w})) {}
 
 const Tensor& MaxPool2d::forward(const Tensor& x, StepContext&) {
-  ops::maxPool2dForward(*y_.device, y_.data, argmax_, x.data, static_cast<int>(n_), static_cast<int>(c_), static_cast<int>(h_), static_cast<int>(w_), k_,
-                        stride_, pad_);
+  ops::maxPool2dForward(*y_.device, y_.data, argmax_, x.data, static_cast<int>(n_), static_cast<int>(c_), static_cast<int>(h_),
+                        static_cast<int>(w_), k_, stride_, pad_);
   return y_;
 }
 
@@ -77,7 +98,8 @@ const Tensor& MaxPool2d::backward(const Tensor& dy, StepContext&) {
 
 BasicBlock::BasicBlock(Arena& arena, const Init& init, const std::string& name, std::int64_t n, std::int64_t cin, std::int64_t h,
                        std::int64_t w, std::int64_t cout, int stride, int tpRank, int tpRanks)
-    : conv1_(arena, init, name + ".conv1", convShape(n, cin, h, w, cout, 3, stride), TensorSplit{TensorSplit::kColumn, tpRank, tpRanks, {}}),
+    : conv1_(arena, init, name + ".conv1", convShape(n, cin, h, w, cout, 3, stride),
+             TensorSplit{TensorSplit::kColumn, tpRank, tpRanks, {}}),
       bn1_(arena, name + ".bn1", n, cout / tpRanks, conv1_.shape().P(), conv1_.shape().Q(), tpRanks > 1),
       conv2_(arena, init, name + ".conv2", convShape(n, cout, conv1_.shape().P(), conv1_.shape().Q(), cout, 3, 1),
              TensorSplit{TensorSplit::kRow, tpRank, tpRanks, {}}),
@@ -115,8 +137,10 @@ const Tensor& BasicBlock::backward(const Tensor& dy, StepContext& ctx) {
   zero(dsum_);
   ops::reluBackward(*sum_.device, dsum_.data, sum_.data, dy.data, dy.numel());  // relu(s) > 0 iff s > 0
   // Shortcut branch first (its gradient goes straight to x), then the main branch.
-  if (downConv_) copy(dx_, downConv_->backward(downBn_->backward(dsum_, ctx), ctx));
-  else copy(dx_, dsum_);
+  if (downConv_)
+    copy(dx_, downConv_->backward(downBn_->backward(dsum_, ctx), ctx));
+  else
+    copy(dx_, dsum_);
   const Tensor& drelu = conv2_.backward(bn2_.backward(dsum_, ctx), ctx);
   zero(drelu1_);
   ops::reluBackward(*sum_.device, drelu1_.data, relu1_.data, drelu.data, drelu.numel());

@@ -64,8 +64,8 @@ class MaxPool2d final : public Layer {
 // over the group); bn2 and the shortcut replicated: one sum forward, one backward, as Megatron's MLP.
 class BasicBlock final : public Layer {
  public:
-  BasicBlock(Arena& arena, const Init& init, const std::string& name, std::int64_t n, std::int64_t cin, std::int64_t h, std::int64_t w,
-             std::int64_t cout, int stride, int tpRank = 0, int tpRanks = 1);
+  BasicBlock(Arena& arena, const Init& init, const std::string& name, std::int64_t n, std::int64_t cin, std::int64_t h,
+             std::int64_t w, std::int64_t cout, int stride, int tpRank = 0, int tpRanks = 1);
   const Tensor& forward(const Tensor& x, StepContext& ctx) override;
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override;

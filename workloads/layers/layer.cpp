@@ -36,8 +36,12 @@ std::vector<float> Init::drawUniform(const std::string& name, double bound, std:
   return v;
 }
 
-void Init::normal(const Tensor& t, const std::string& name, double stddev) const { t.fromHost(drawNormal(name, stddev, t.numel())); }
-void Init::uniform(const Tensor& t, const std::string& name, double bound) const { t.fromHost(drawUniform(name, bound, t.numel())); }
+void Init::normal(const Tensor& t, const std::string& name, double stddev) const {
+  t.fromHost(drawNormal(name, stddev, t.numel()));
+}
+void Init::uniform(const Tensor& t, const std::string& name, double bound) const {
+  t.fromHost(drawUniform(name, bound, t.numel()));
+}
 
 namespace {
 std::vector<float> sliced(const std::vector<float>& full, const Init::Slice& s) {

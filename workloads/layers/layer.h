@@ -16,7 +16,7 @@ namespace ts::wl {
 struct Param {
   std::string name;  // "blocks.0.attn.qkv.weight": the name in checkpoints (PyTorch's naming style)
   Tensor value, grad;
-  bool decay = true;  // weight decay applies (weights), not to biases and normalisation gains
+  bool decay = true;     // weight decay applies (weights), not to biases and normalisation gains
   bool tpShard = false;  // tensor parallel: this rank holds a slice; the tensor-parallel ranks' slices make the tensor
 };
 

@@ -20,8 +20,8 @@ std::vector<std::int64_t> heldRows(const TensorSplit& s, std::int64_t out) {
 
 }  // namespace
 
-Linear::Linear(Arena& arena, const Init& init, const std::string& name, std::int64_t rows, std::int64_t in, std::int64_t out, bool bias,
-               double initStd, TensorSplit split)
+Linear::Linear(Arena& arena, const Init& init, const std::string& name, std::int64_t rows, std::int64_t in, std::int64_t out,
+               bool bias, double initStd, TensorSplit split)
     : rows_(rows), fullIn_(in), fullOut_(out), hasBias_(bias), split_(split) {
   const std::vector<std::int64_t> held = heldRows(split, out);
   const bool column = split.split() && split.kind == TensorSplit::kColumn, row = split.split() && split.kind == TensorSplit::kRow;
@@ -34,8 +34,10 @@ Linear::Linear(Arena& arena, const Init& init, const std::string& name, std::int
   // The slice of the one-device weights this rank holds.
   Init::Slice ws{out, in, held, row ? split.rank * in_ : 0, row ? (split.rank + 1) * in_ : in};
   const double bound = 1.0 / std::sqrt(static_cast<double>(in));
-  if (initStd < 0) init.uniform(w_.value, w_.name, bound, ws);
-  else init.normal(w_.value, w_.name, initStd, ws);
+  if (initStd < 0)
+    init.uniform(w_.value, w_.name, bound, ws);
+  else
+    init.normal(w_.value, w_.name, initStd, ws);
   if (hasBias_) {
     b_ = makeParam(arena, name + ".bias", {out_}, false);
     b_.tpShard = column;

@@ -13,8 +13,9 @@ namespace ts::wl {
 
 class Linear final : public Layer {
  public:
-  Linear(Arena& arena, const Init& init, const std::string& name, std::int64_t rows, std::int64_t in, std::int64_t out, bool bias = true,
-         double initStd = -1, TensorSplit split = {});  // initStd < 0: PyTorch's default U(-1/sqrt(in), 1/sqrt(in))
+  Linear(Arena& arena, const Init& init, const std::string& name, std::int64_t rows, std::int64_t in, std::int64_t out,
+         bool bias = true, double initStd = -1,
+         TensorSplit split = {});  // initStd < 0: PyTorch's default U(-1/sqrt(in), 1/sqrt(in))
   const Tensor& forward(const Tensor& x, StepContext& ctx) override;
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override;
@@ -22,8 +23,8 @@ class Linear final : public Layer {
   Param& weight() { return w_; }
 
  private:
-  std::int64_t rows_, in_, out_;     // this rank's
-  std::int64_t fullIn_, fullOut_;    // the whole layer's
+  std::int64_t rows_, in_, out_;   // this rank's
+  std::int64_t fullIn_, fullOut_;  // the whole layer's
   bool hasBias_;
   TensorSplit split_;
   Param w_, b_;

@@ -5,8 +5,14 @@
 namespace ts::wl {
 
 LayerNorm::LayerNorm(Arena& arena, const std::string& name, std::int64_t rows, std::int64_t channels)
-    : rows_(rows), channels_(channels), w_(makeParam(arena, name + ".weight", {channels}, false)), b_(makeParam(arena, name + ".bias", {channels}, false)),
-      y_(arena.tensor({rows, channels})), mean_(arena.tensor({rows})), rstd_(arena.tensor({rows})), dx_(arena.tensor({rows, channels})) {
+    : rows_(rows),
+      channels_(channels),
+      w_(makeParam(arena, name + ".weight", {channels}, false)),
+      b_(makeParam(arena, name + ".bias", {channels}, false)),
+      y_(arena.tensor({rows, channels})),
+      mean_(arena.tensor({rows})),
+      rstd_(arena.tensor({rows})),
+      dx_(arena.tensor({rows, channels})) {
   Init(0).constant(w_.value, 1.0f);
 }
 
@@ -18,7 +24,8 @@ const Tensor& LayerNorm::forward(const Tensor& x, StepContext&) {
 
 const Tensor& LayerNorm::backward(const Tensor& dy, StepContext& ctx) {
   zero(dx_);
-  ops::layernormBackward(*y_.device, dx_.data, w_.grad.data, b_.grad.data, dy.data, x_->data, w_.value.data, mean_.data, rstd_.data, rows_, channels_);
+  ops::layernormBackward(*y_.device, dx_.data, w_.grad.data, b_.grad.data, dy.data, x_->data, w_.value.data, mean_.data,
+                         rstd_.data, rows_, channels_);
   ctx.ready(w_);
   ctx.ready(b_);
   return dx_;
@@ -29,10 +36,20 @@ void LayerNorm::params(std::vector<Param*>& out) {
   out.push_back(&b_);
 }
 
-BatchNorm2d::BatchNorm2d(Arena& arena, const std::string& name, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, bool tpShard)
-    : name_(name), n_(n), c_(c), hw_(h * w), w_(makeParam(arena, name + ".weight", {c}, false)), b_(makeParam(arena, name + ".bias", {c}, false)),
-      runningMean_(arena.tensor({c})), runningVar_(arena.tensor({c})), y_(arena.tensor({n, c, h, w})), mean_(arena.tensor({c})),
-      rstd_(arena.tensor({c})), dx_(arena.tensor({n, c, h, w})) {
+BatchNorm2d::BatchNorm2d(Arena& arena, const std::string& name, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
+                         bool tpShard)
+    : name_(name),
+      n_(n),
+      c_(c),
+      hw_(h * w),
+      w_(makeParam(arena, name + ".weight", {c}, false)),
+      b_(makeParam(arena, name + ".bias", {c}, false)),
+      runningMean_(arena.tensor({c})),
+      runningVar_(arena.tensor({c})),
+      y_(arena.tensor({n, c, h, w})),
+      mean_(arena.tensor({c})),
+      rstd_(arena.tensor({c})),
+      dx_(arena.tensor({n, c, h, w})) {
   Init(0).constant(w_.value, 1.0f);
   Init(0).constant(runningVar_, 1.0f);
   w_.tpShard = b_.tpShard = tpShard;
@@ -47,7 +64,8 @@ const Tensor& BatchNorm2d::forward(const Tensor& x, StepContext& ctx) {
 
 const Tensor& BatchNorm2d::backward(const Tensor& dy, StepContext& ctx) {
   zero(dx_);
-  ops::batchnormBackward(*y_.device, dx_.data, w_.grad.data, b_.grad.data, dy.data, x_->data, w_.value.data, mean_.data, rstd_.data, n_, c_, hw_);
+  ops::batchnormBackward(*y_.device, dx_.data, w_.grad.data, b_.grad.data, dy.data, x_->data, w_.value.data, mean_.data,
+                         rstd_.data, n_, c_, hw_);
   ctx.ready(w_);
   ctx.ready(b_);
   return dx_;

@@ -25,7 +25,8 @@ class BatchNorm2d final : public Layer {
  public:
   // tpShard: these c channels are this rank's slice of a tensor-parallel layer's (weights 1, biases 0, as
   // the whole layer's are).
-  BatchNorm2d(Arena& arena, const std::string& name, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, bool tpShard = false);
+  BatchNorm2d(Arena& arena, const std::string& name, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
+              bool tpShard = false);
   const Tensor& forward(const Tensor& x, StepContext& ctx) override;
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override;

@@ -11,11 +11,14 @@ TransformerBlock::TransformerBlock(Arena& arena, const Init& init, const std::st
     : ln1_(arena, name + ".ln_1", batch * seq, channels),
       attn_(arena, init, name + ".attn", batch, seq, channels, heads, 0.02, 0.02 / std::sqrt(2.0 * layers), tpRank, tpRanks),
       ln2_(arena, name + ".ln_2", batch * seq, channels),
-      fc_(arena, init, name + ".mlp.fc", batch * seq, channels, 4 * channels, true, 0.02, TensorSplit{TensorSplit::kColumn, tpRank, tpRanks, {}}),
+      fc_(arena, init, name + ".mlp.fc", batch * seq, channels, 4 * channels, true, 0.02,
+          TensorSplit{TensorSplit::kColumn, tpRank, tpRanks, {}}),
       gelu_(arena, ActivationKind::kGelu, {batch * seq, 4 * channels / tpRanks}),
       proj_(arena, init, name + ".mlp.proj", batch * seq, 4 * channels, channels, true, 0.02 / std::sqrt(2.0 * layers),
             TensorSplit{TensorSplit::kRow, tpRank, tpRanks, {}}),
-      mid_(arena.tensor({batch * seq, channels})), out_(arena.tensor({batch * seq, channels})), dmid_(arena.tensor({batch * seq, channels})),
+      mid_(arena.tensor({batch * seq, channels})),
+      out_(arena.tensor({batch * seq, channels})),
+      dmid_(arena.tensor({batch * seq, channels})),
       dx_(arena.tensor({batch * seq, channels})) {}
 
 const Tensor& TransformerBlock::forward(const Tensor& x, StepContext& ctx) {

@@ -13,8 +13,8 @@ namespace ts::wl {
 class TransformerBlock final : public Layer {
  public:
   // GPT-2 initialisation: N(0, 0.02) weights, the residual projections scaled by 1/sqrt(2 layers).
-  TransformerBlock(Arena& arena, const Init& init, const std::string& name, std::int64_t batch, std::int64_t seq, std::int64_t channels,
-                   std::int64_t heads, std::int64_t layers, int tpRank = 0, int tpRanks = 1);
+  TransformerBlock(Arena& arena, const Init& init, const std::string& name, std::int64_t batch, std::int64_t seq,
+                   std::int64_t channels, std::int64_t heads, std::int64_t layers, int tpRank = 0, int tpRanks = 1);
   const Tensor& forward(const Tensor& x, StepContext& ctx) override;
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override;

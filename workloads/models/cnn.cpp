@@ -36,8 +36,8 @@ class Cnn final : public SequentialClassifier {
     for (std::size_t s = 0; s < c.widths.size(); ++s)
       for (std::int64_t b = 0; b < c.blocks[s]; ++b) {
         const int blockStride = (s > 0 && b == 0) ? 2 : 1;
-        auto block = std::make_unique<BasicBlock>(arena_, init, "layer" + std::to_string(s + 1) + "." + std::to_string(b), batch, ch, h, w,
-                                                  c.widths[s], blockStride, tp.rank, tp.ranks);
+        auto block = std::make_unique<BasicBlock>(arena_, init, "layer" + std::to_string(s + 1) + "." + std::to_string(b), batch,
+                                                  ch, h, w, c.widths[s], blockStride, tp.rank, tp.ranks);
         h = block->outH();
         w = block->outW();
         ch = c.widths[s];

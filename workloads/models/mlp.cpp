@@ -25,12 +25,14 @@ class Mlp final : public SequentialClassifier {
     };
     for (std::int64_t i = 0; i < c.depth; ++i) {
       const TensorSplit split = splitOf(i);
-      layers_.push_back(std::make_unique<Linear>(arena_, init, "layers." + std::to_string(2 * i), batch, in, c.width, true, -1, split));
+      layers_.push_back(
+          std::make_unique<Linear>(arena_, init, "layers." + std::to_string(2 * i), batch, in, c.width, true, -1, split));
       const std::int64_t held = split.kind == TensorSplit::kColumn ? c.width / tp.ranks : c.width;
       layers_.push_back(std::make_unique<Activation>(arena_, act, std::vector<std::int64_t>{batch, held}));
       in = c.width;
     }
-    layers_.push_back(std::make_unique<Linear>(arena_, init, "layers." + std::to_string(2 * c.depth), batch, in, c.classes, true, -1, splitOf(c.depth)));
+    layers_.push_back(std::make_unique<Linear>(arena_, init, "layers." + std::to_string(2 * c.depth), batch, in, c.classes, true,
+                                               -1, splitOf(c.depth)));
     finish();
   }
 };

@@ -5,13 +5,13 @@
 // Tensor parallel: each block split by heads and MLP columns (transformer_block.h); the embeddings, the
 // final layernorm and the LM head are replicated (Megatron also splits the vocabulary; not here).
 // Forward FLOPs per sequence batch: L (24 B T C^2 + 4 B T^2 C) + 2 B T C V (the LM head).
-#include "workloads/ops.h"
+#include "workloads/batch_staging.h"
 #include "workloads/layers/linear.h"
 #include "workloads/layers/normalization.h"
 #include "workloads/layers/transformer_block.h"
-#include "workloads/batch_staging.h"
 #include "workloads/mixed_precision.h"
 #include "workloads/models/model.h"
+#include "workloads/ops.h"
 
 #include <optional>
 
@@ -25,14 +25,21 @@ namespace {
 class Transformer final : public Model {
  public:
   Transformer(const ModelConfig& c, std::int64_t batch, Device& device, TensorParallel tp)
-      : Model(c, device), B_(batch), T_(c.seqLen), C_(c.hidden), V_(c.vocab), wte_(makeParam(arena_, "wte.weight", {V_, C_})),
-        wpe_(makeParam(arena_, "wpe.weight", {T_, C_})), x0_(arena_.tensor({B_ * T_, C_})) {
+      : Model(c, device),
+        B_(batch),
+        T_(c.seqLen),
+        C_(c.hidden),
+        V_(c.vocab),
+        wte_(makeParam(arena_, "wte.weight", {V_, C_})),
+        wpe_(makeParam(arena_, "wpe.weight", {T_, C_})),
+        x0_(arena_.tensor({B_ * T_, C_})) {
     const Init init(c.seed);
     init.normal(wte_.value, wte_.name, 0.02);
     init.normal(wpe_.value, wpe_.name, 0.01);
     leading_ = {&wte_, &wpe_};
     for (std::int64_t l = 0; l < c.layers; ++l)
-      layers_.push_back(std::make_unique<TransformerBlock>(arena_, init, "h." + std::to_string(l), B_, T_, C_, c.heads, c.layers, tp.rank, tp.ranks));
+      layers_.push_back(std::make_unique<TransformerBlock>(arena_, init, "h." + std::to_string(l), B_, T_, C_, c.heads, c.layers,
+                                                           tp.rank, tp.ranks));
     layers_.push_back(std::make_unique<LayerNorm>(arena_, "ln_f", B_ * T_, C_));
     layers_.push_back(std::make_unique<Linear>(arena_, init, "lm_head", B_ * T_, C_, V_, false, 0.02));
     loss_ = std::make_unique<CrossEntropy>(arena_, B_ * T_, V_);
@@ -45,8 +52,10 @@ class Transformer final : public Model {
     for (const std::int32_t t : batch.tokens)
       if (t < 0 || t >= V_) throw UsageError(fmt::format("a token of {} is outside the model's vocabulary of {}", t, V_));
     Device& d = *x0_.device;
-    if (const std::optional<StagedRows> staged = stagedRows(d, batch)) d.copy(tokens_, staged->inputs, batch.tokens.size() * sizeof(int));
-    else d.upload(tokens_, batch.tokens.data(), batch.tokens.size() * sizeof(int));
+    if (const std::optional<StagedRows> staged = stagedRows(d, batch))
+      d.copy(tokens_, staged->inputs, batch.tokens.size() * sizeof(int));
+    else
+      d.upload(tokens_, batch.tokens.data(), batch.tokens.size() * sizeof(int));
     ops::embeddingForward(d, x0_.data, tokens_, wte_.value.data, wpe_.value.data, B_, T_, C_);
     roundTo(compute_, x0_);
     return x0_;

@@ -5,8 +5,10 @@
 namespace ts::wl {
 
 AllReduceSync::AllReduceSync(Communicator& dp, const ModelPart& model, const LayoutOptions& layout, double timeoutS)
-    : GradientSync(model.params, dp, timeoutS), params_(model.params), buckets_(params_, layout.bucketMb, 1, *model.arena), overlap_(layout.overlap) {
-}
+    : GradientSync(model.params, dp, timeoutS),
+      params_(model.params),
+      buckets_(params_, layout.bucketMb, 1, *model.arena),
+      overlap_(layout.overlap) {}
 
 void AllReduceSync::launch(Bucket& b) {
   b.flat.device->synchronize();  // the communicator's stream must see the gradients

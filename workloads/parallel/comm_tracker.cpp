@@ -5,12 +5,15 @@
 
 #include "base/dtype.h"
 #include "base/error.h"
+#include "comm/collectives/collective.h"
 #include "kernels/instrumentation.h"
 #include "kernels/trace.h"
 
 namespace ts::wl {
 
-double CommTracker::now() const { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+double CommTracker::now() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 int CommTracker::track(std::string name, std::size_t bytes, const std::function<std::unique_ptr<PendingCollective>()>& issue) {
   Op op;
@@ -25,10 +28,9 @@ int CommTracker::track(std::string name, std::size_t bytes, const std::function<
 }
 
 int CommTracker::start(const CollectiveCall& call) {
-  // Bytes as the collectives sweep counts them: the whole buffer (all-gather/reduce-scatter: the gathered one).
-  const int n = comm_.worldSize();
-  const bool whole = call.kind == CollectiveKind::kAllGather || call.kind == CollectiveKind::kReduceScatter;
-  return track(collectiveKindName(call.kind), call.count * dtypeSize(call.dtype) * static_cast<std::size_t>(whole ? n : 1),
+  // Name and bytes as the collectives sweep records them, so a step's op compares with the sweep's.
+  const Collective& op = collectiveOf(call.kind);
+  return track(std::string(op.name()), op.layoutOfCount(call.count, dtypeSize(call.dtype), comm_.worldSize()).bytes,
                [&] { return comm_.start(0, call); });
 }
 
@@ -65,7 +67,8 @@ void CommTracker::wait(int id) {
   }
   completed(op);
   exposedS_ += op.end - t0;
-  if (trace::enabled()) trace::record("wait " + op.name, "wait", t0 * 1e6, op.end * 1e6, trace::Track::kMain, {{"group", group_}});
+  if (trace::enabled())
+    trace::record("wait " + op.name, "wait", t0 * 1e6, op.end * 1e6, trace::Track::kMain, {{"group", group_}});
 }
 
 void CommTracker::waitAll() {

@@ -18,10 +18,11 @@
 namespace ts::wl {
 
 struct CollectiveTiming {
-  std::string op;  // all_reduce, reduce_scatter, all_gather, reduce, broadcast
+  std::string op;  // the collective's registry name (all_reduce, reduce_scatter, ...), or send/recv
   std::size_t bytes = 0;
   double seconds = 0;  // launch to observed completion
-  std::string group;   // the communicator's label ("dp0", "pp1": groupLabel, read back by groupOfLabel): the k-th op of a group is one operation on every member
+  std::string group;  // the communicator's label ("dp0", "pp1": groupLabel, read back by groupOfLabel): the k-th op of a group is
+                      // one operation on every member
   double launchS = 0;  // when this rank launched it (steady clock, seconds): its arrival
 };
 
@@ -34,7 +35,8 @@ struct StepComm {
 class CommTracker {
  public:
   // group names the communicator in trace spans and timings (layout.h's groupLabel: "dp0", "tp1", "pp0").
-  CommTracker(Communicator& comm, double timeoutS, std::string group = "") : comm_(comm), timeoutS_(timeoutS), group_(std::move(group)) {}
+  CommTracker(Communicator& comm, double timeoutS, std::string group = "")
+      : comm_(comm), timeoutS_(timeoutS), group_(std::move(group)) {}
   Communicator& comm() { return comm_; }
   void setGroup(std::string group) { group_ = std::move(group); }
   // Issues the call and returns its id.

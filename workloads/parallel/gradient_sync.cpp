@@ -8,7 +8,9 @@
 namespace ts::wl {
 
 GradientSync::GradientSync(std::vector<Param*> modelParams, Communicator& group, double timeoutS)
-    : modelParams_(std::move(modelParams)), group_(&group), tracker_(std::make_unique<CommTracker>(group, timeoutS, "dp")) {}
+    : modelParams_(std::move(modelParams)),
+      group_(&group),
+      tracker_(std::make_unique<CommTracker>(group, timeoutS, std::string(groupKindName(GroupKind::kDp)))) {}
 
 double GradientSync::groupSum(double v, bool timed) { return group_ ? tracker_->sum(v, timed) : v; }
 
@@ -46,10 +48,10 @@ class LocalSync final : public GradientSync {
 
 ModelPart wholeModel(Model& model) { return {model.params(), model.layers(), model.leadingParams(), &model.arena()}; }
 
-std::unique_ptr<GradientSync> makeGradientSync(const ProcessGrid& grid, const ModelPart& model, double timeoutS) {
-  Communicator* dp = grid.dp();
+std::unique_ptr<GradientSync> makeGradientSync(const Mesh& mesh, const ModelPart& model, double timeoutS) {
+  Communicator* dp = mesh.group(GroupKind::kDp);
   if (!dp) return std::make_unique<LocalSync>(model);
-  const LayoutOptions& l = grid.layout();
+  const LayoutOptions& l = mesh.layout();
   std::unique_ptr<GradientSync> sync;
   if (l.zero == 3)
     sync = std::make_unique<Zero3Sync>(*dp, model, l, timeoutS);
@@ -57,7 +59,7 @@ std::unique_ptr<GradientSync> makeGradientSync(const ProcessGrid& grid, const Mo
     sync = std::make_unique<ShardedSync>(*dp, model, l, timeoutS);
   else
     sync = std::make_unique<AllReduceSync>(*dp, model, l, timeoutS);
-  sync->setTraceLabel(groupLabel(grid, GroupKind::kDp));
+  sync->setTraceLabel(groupLabel(mesh, GroupKind::kDp));
   return sync;
 }
 

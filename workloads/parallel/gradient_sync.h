@@ -17,7 +17,7 @@
 
 #include "workloads/layers/layer.h"
 #include "workloads/parallel/comm_tracker.h"
-#include "workloads/parallel/layout.h"
+#include "workloads/parallel/mesh.h"
 
 namespace ts::wl {
 
@@ -26,7 +26,7 @@ class Model;
 // The part of the model a rank trains: all of it, or its pipeline stage's layers (and the embeddings
 // on the first stage).
 struct ModelPart {
-  std::vector<Param*> params;   // leading, then the layers' in order
+  std::vector<Param*> params;  // leading, then the layers' in order
   std::vector<Layer*> layers;
   std::vector<Param*> leading;  // used outside the layers (embeddings)
   Arena* arena = nullptr;       // the model's: buckets and shards live there
@@ -69,7 +69,7 @@ class GradientSync {
   std::unique_ptr<CommTracker> tracker_;
 };
 
-// The sync of `grid`'s data-parallel group for the part's parameters (a group of one: no communication).
-std::unique_ptr<GradientSync> makeGradientSync(const ProcessGrid& grid, const ModelPart& part, double timeoutS);
+// The sync of `mesh`'s data-parallel group for the part's parameters (a group of one: no communication).
+std::unique_ptr<GradientSync> makeGradientSync(const Mesh& mesh, const ModelPart& part, double timeoutS);
 
 }  // namespace ts::wl

@@ -82,16 +82,16 @@ std::vector<PipeOp> pipelineSchedule(PipelineSchedule kind, int stage, int stage
   return ops;
 }
 
-Pipeline::Pipeline(const ProcessGrid& grid, Model& model, double timeoutS)
+Pipeline::Pipeline(const Mesh& mesh, Model& model, double timeoutS)
     : model_(model),
-      stage_(grid.ppRank()),
-      stagesCount_(grid.layout().pp),
-      schedule_(grid.layout().schedule),
-      comm_(grid.pp()),
-      tracker_(*grid.pp(), timeoutS, groupLabel(grid, GroupKind::kPp)) {
+      stage_(mesh.coordinate(GroupKind::kPp)),
+      stagesCount_(mesh.size(GroupKind::kPp)),
+      schedule_(mesh.layout().schedule),
+      comm_(mesh.group(GroupKind::kPp)),
+      tracker_(*comm_, timeoutS, groupLabel(mesh, GroupKind::kPp)) {
   std::vector<double> flops;
   for (Layer* l : model.layers()) flops.push_back(l->forwardFlops());
-  stages_ = splitStages(flops, stagesCount_, grid.layout().ppSplit);
+  stages_ = splitStages(flops, stagesCount_, mesh.layout().ppSplit);
   range_ = stages_[static_cast<std::size_t>(stage_)];
 }
 

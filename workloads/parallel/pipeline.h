@@ -48,8 +48,9 @@ struct PipelineTimes {
 
 class Pipeline {
  public:
-  // The stage of this rank (grid.ppRank()) over grid.pp(); probes the activation sizes with one forward.
-  Pipeline(const ProcessGrid& grid, Model& model, double timeoutS);
+  // The stage of this rank (its coordinate on the mesh's pp axis) over that axis's group; probes the
+  // activation sizes with one forward.
+  Pipeline(const Mesh& mesh, Model& model, double timeoutS);
   const StageRange& range() const { return range_; }
   const std::vector<StageRange>& stages() const { return stages_; }
   bool first() const { return stage_ == 0; }

@@ -36,7 +36,6 @@ Zero3Sync::Zero3Sync(Communicator& dp, const ModelPart& model, const LayoutOptio
     for (Param& p : g.buckets->pieces(bucketOf(g), rank_, g.grads, &g.values)) pieces_.push_back(std::move(p));
 }
 
-
 void Zero3Sync::gather(Group& g) {
   if (g.gathered) return;
   Bucket& b = bucketOf(g);
@@ -60,7 +59,8 @@ void Zero3Sync::sendGradients(Group& g) {
   for (const auto& s : b.slots) zero(s.param->grad);  // sent: the next micro-batch starts afresh
   b.flat.device->synchronize();
   g.accumulate = !firstMicro_;
-  tracker_->start({CollectiveKind::kReduceScatter, b.flat.data, g.accumulate ? g.received.data : g.grads.data, b.chunk, DType::kFloat32});
+  tracker_->start(
+      {CollectiveKind::kReduceScatter, b.flat.data, g.accumulate ? g.received.data : g.grads.data, b.chunk, DType::kFloat32});
   tracker_->poll();
 }
 

@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include "base/dtype.h"
+#include "kernels/cuda/device_resources.h"
 
 namespace ts::cuda {
 
@@ -24,14 +25,14 @@ struct GemmSpec {
   int batch = 1;
   std::int64_t strideA = 0, strideB = 0, strideC = 0;  // elements from one matrix of the batch to the next
   float alpha = 1.0f, beta = 0.0f;
-  const void* bias = nullptr;       // [n] in the output type, or null for none (CUBLASLT_EPILOGUE_BIAS)
-  bool gelu = false;                // CUBLASLT_EPILOGUE_GELU (after the bias, when both)
-  DType inputs = DType::kFloat32;   // A and B: float32, bfloat16 or float16
-  DType output = DType::kFloat32;   // C: float32, or the 16-bit type of the inputs
-  bool tf32 = false;                // float32 inputs through TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32)
+  const void* bias = nullptr;      // [n] in the output type, or null for none (CUBLASLT_EPILOGUE_BIAS)
+  bool gelu = false;               // CUBLASLT_EPILOGUE_GELU (after the bias, when both)
+  DType inputs = DType::kFloat32;  // A and B: float32, bfloat16 or float16
+  DType output = DType::kFloat32;  // C: float32, or the 16-bit type of the inputs
+  bool tf32 = false;               // float32 inputs through TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32)
 };
 
-// cuBLASLt with its workspace, for one device.
+// cuBLASLt with its workspace, for the current device.
 class Blas {
  public:
   explicit Blas(std::size_t workspaceBytes = 32u << 20);
@@ -44,13 +45,12 @@ class Blas {
   void gemm(const GemmSpec& s, const void* A, const void* B, void* C, cudaStream_t stream);
   // Row-major C[m,n] = alpha op(A) op(B) + beta C with A, B in `inputs` (float32, bfloat16 or float16) and C
   // in float32 (float16/bfloat16 inputs accumulate in float32). tf32: let float32 inputs use TF32 tensor cores.
-  void gemm(bool transA, bool transB, int m, int n, int k, float alpha, const void* A, int lda, const void* B, int ldb, float beta,
-            float* C, int ldc, DType inputs, bool tf32, cudaStream_t stream);
+  void gemm(bool transA, bool transB, int m, int n, int k, float alpha, const void* A, int lda, const void* B, int ldb,
+            float beta, float* C, int ldc, DType inputs, bool tf32, cudaStream_t stream);
 
  private:
+  DeviceBuffer workspace_;  // first: freed if creating the handle throws
   cublasLtHandle_t handle_ = nullptr;
-  void* workspace_ = nullptr;
-  std::size_t workspaceBytes_ = 0;
 };
 
 }  // namespace ts::cuda

@@ -1,14 +1,15 @@
-#include "kernels/cuda/copy_kernels.h"
+// The SM copy and the pointer chase of the link and memory tests (memory_stream.h).
+#include "kernels/cuda/memory_stream.h"
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_common.cuh"
 
 namespace ts::cuda {
 namespace {
 
 // Grid-stride 16-byte copy: each thread moves uint4 elements; costs bytes/16 loads and stores.
 __global__ void copy16(uint4* __restrict__ dst, const uint4* __restrict__ src, std::size_t n) {
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+  for (std::size_t i = firstIndex(); i < n; i += gridStride()) {
     dst[i] = src[i];
   }
 }

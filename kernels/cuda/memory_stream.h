@@ -1,5 +1,6 @@
 #pragma once
-// Copies done by the SMs instead of the copy engines, and a pointer chase for load latency.
+// The GPU side of the memory and link tests (kernels/cpu/memory_stream.h is the host's): copies done by the
+// SMs instead of the copy engines, and a pointer chase for load latency.
 #include <cstddef>
 #include <cstdint>
 

@@ -9,13 +9,13 @@
 
 #include "base/error.h"
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/blas.h"
+#include "kernels/cuda/gemm.h"
 
-#define CUBLAS_CHECK(call)                                                                                   \
-  do {                                                                                                       \
-    const cublasStatus_t ts_blas_rc_ = (call);                                                               \
-    if (ts_blas_rc_ != CUBLAS_STATUS_SUCCESS)                                                                \
-      throw ::ts::errorInContext(std::string(#call) + " failed: " + cublasLtGetStatusString(ts_blas_rc_));   \
+#define CUBLAS_CHECK(call)                                                                                 \
+  do {                                                                                                     \
+    const cublasStatus_t ts_blas_rc_ = (call);                                                             \
+    if (ts_blas_rc_ != CUBLAS_STATUS_SUCCESS)                                                              \
+      throw ::ts::errorInContext(std::string(#call) + " failed: " + cublasLtGetStatusString(ts_blas_rc_)); \
   } while (0)
 
 namespace ts::cuda {
@@ -23,10 +23,14 @@ namespace {
 
 cudaDataType_t cudaType(DType t) {
   switch (t) {
-    case DType::kFloat32: return CUDA_R_32F;
-    case DType::kBFloat16: return CUDA_R_16BF;
-    case DType::kFloat16: return CUDA_R_16F;
-    default: throw UsageError(fmt::format("gemm: {} inputs are not supported (float32, bfloat16, float16)", dtypeName(t)));
+    case DType::kFloat32:
+      return CUDA_R_32F;
+    case DType::kBFloat16:
+      return CUDA_R_16BF;
+    case DType::kFloat16:
+      return CUDA_R_16F;
+    default:
+      throw UsageError(fmt::format("gemm: {} inputs are not supported (float32, bfloat16, float16)", dtypeName(t)));
   }
 }
 
@@ -69,8 +73,9 @@ std::uint32_t alignmentOf(const void* p, int ld, std::int64_t stride, int batch,
 
 std::string describe(const GemmSpec& s) {
   std::string epi = s.bias ? (s.gelu ? "+bias+gelu" : "+bias") : (s.gelu ? "+gelu" : "");
-  return fmt::format("{}{}x{}x{}{} {}{}{}{}", s.batch > 1 ? fmt::format("{} x ", s.batch) : "", s.m, s.n, s.k, epi, dtypeName(s.inputs),
-                     s.tf32 && s.inputs == DType::kFloat32 ? " (tf32)" : "", s.output != s.inputs ? fmt::format(" -> {}", dtypeName(s.output)) : "",
+  return fmt::format("{}{}x{}x{}{} {}{}{}{}", s.batch > 1 ? fmt::format("{} x ", s.batch) : "", s.m, s.n, s.k, epi,
+                     dtypeName(s.inputs), s.tf32 && s.inputs == DType::kFloat32 ? " (tf32)" : "",
+                     s.output != s.inputs ? fmt::format(" -> {}", dtypeName(s.output)) : "",
                      s.transA || s.transB ? fmt::format(" trans {}{}", s.transA ? "A" : "", s.transB ? "B" : "") : "");
 }
 
@@ -82,25 +87,15 @@ void validate(const GemmSpec& s) {
     throw bad(fmt::format("a leading dimension is shorter than its row (lda {}, ldb {}, ldc {})", s.lda, s.ldb, s.ldc));
   if (s.batch > 1 && (s.strideA < 0 || s.strideB < 0 || s.strideC < 0)) throw bad("batch strides must not be negative");
   if (s.output != DType::kFloat32 && s.output != s.inputs)
-    throw bad(fmt::format("{} output needs {} inputs (the output is float32 or the 16-bit input type)", dtypeName(s.output), dtypeName(s.output)));
+    throw bad(fmt::format("{} output needs {} inputs (the output is float32 or the 16-bit input type)", dtypeName(s.output),
+                          dtypeName(s.output)));
 }
 
 }  // namespace
 
-Blas::Blas(std::size_t workspaceBytes) : workspaceBytes_(workspaceBytes) {
-  CUBLAS_CHECK(cublasLtCreate(&handle_));
-  if (workspaceBytes_ > 0) {
-    const cudaError_t rc = cudaMalloc(&workspace_, workspaceBytes_);
-    if (rc != cudaSuccess) {
-      cublasLtDestroy(handle_);  // the destructor does not run when the constructor throws
-      handle_ = nullptr;
-      CUDA_CHECK(rc);
-    }
-  }
-}
+Blas::Blas(std::size_t workspaceBytes) : workspace_(workspaceBytes) { CUBLAS_CHECK(cublasLtCreate(&handle_)); }
 
 Blas::~Blas() {
-  if (workspace_) cudaFree(workspace_);
   if (handle_) cublasLtDestroy(handle_);
 }
 
@@ -115,7 +110,8 @@ void Blas::gemm(const GemmSpec& s, const void* A, const void* B, void* C, cudaSt
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &opB, sizeof(opB)));
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &opA, sizeof(opA)));
   if (s.bias || s.gelu) {
-    const cublasLtEpilogue_t epilogue = s.bias ? (s.gelu ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_BIAS) : CUBLASLT_EPILOGUE_GELU;
+    const cublasLtEpilogue_t epilogue =
+        s.bias ? (s.gelu ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_BIAS) : CUBLASLT_EPILOGUE_GELU;
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
     // The bias has the output's type (cuBLASLt's default for CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE) and n
     // elements, one per row of the column-major D; with batches, the same vector for each (batch stride 0).
@@ -127,9 +123,12 @@ void Blas::gemm(const GemmSpec& s, const void* A, const void* B, void* C, cudaSt
   makeLayout(&d.a, in, s.transA ? s.m : s.k, s.transA ? s.k : s.m, s.lda, s.batch, s.strideA);
   makeLayout(&d.c, out, s.n, s.m, s.ldc, s.batch, s.strideC);
   CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&d.pref));
-  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspaceBytes_, sizeof(workspaceBytes_)));
+  const std::size_t workspaceBytes = workspace_.bytes();
+  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspaceBytes,
+                                                    sizeof(workspaceBytes)));
   // cuBLASLt's A is our B and its B our A (the swap above); C and D are the same matrix.
-  const std::uint32_t alignA = alignmentOf(B, s.ldb, s.strideB, s.batch, s.inputs), alignB = alignmentOf(A, s.lda, s.strideA, s.batch, s.inputs),
+  const std::uint32_t alignA = alignmentOf(B, s.ldb, s.strideB, s.batch, s.inputs),
+                      alignB = alignmentOf(A, s.lda, s.strideA, s.batch, s.inputs),
                       alignC = alignmentOf(C, s.ldc, s.strideC, s.batch, s.output);
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &alignA, sizeof(alignA)));
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &alignB, sizeof(alignB)));
@@ -138,12 +137,14 @@ void Blas::gemm(const GemmSpec& s, const void* A, const void* B, void* C, cudaSt
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
   CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(handle_, d.op, d.b, d.a, d.c, d.c, d.pref, 1, &heuristic, &found));
-  if (found == 0 || heuristic.state != CUBLAS_STATUS_SUCCESS) throw errorInContext(fmt::format("cuBLASLt has no algorithm for a {} GEMM", describe(s)));
-  CUBLAS_CHECK(cublasLtMatmul(handle_, d.op, &s.alpha, B, d.b, A, d.a, &s.beta, C, d.c, C, d.c, &heuristic.algo, workspace_, workspaceBytes_, stream));
+  if (found == 0 || heuristic.state != CUBLAS_STATUS_SUCCESS)
+    throw errorInContext(fmt::format("cuBLASLt has no algorithm for a {} GEMM", describe(s)));
+  CUBLAS_CHECK(cublasLtMatmul(handle_, d.op, &s.alpha, B, d.b, A, d.a, &s.beta, C, d.c, C, d.c, &heuristic.algo, workspace_.get(),
+                              workspaceBytes, stream));
 }
 
-void Blas::gemm(bool transA, bool transB, int m, int n, int k, float alpha, const void* A, int lda, const void* B, int ldb, float beta,
-                float* C, int ldc, DType inputs, bool tf32, cudaStream_t stream) {
+void Blas::gemm(bool transA, bool transB, int m, int n, int k, float alpha, const void* A, int lda, const void* B, int ldb,
+                float beta, float* C, int ldc, DType inputs, bool tf32, cudaStream_t stream) {
   GemmSpec s;
   s.transA = transA;
   s.transB = transB;

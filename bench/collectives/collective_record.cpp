@@ -1,0 +1,47 @@
+#include "bench/collectives/collective_record.h"
+
+#include "bench/session/record_json.h"
+
+namespace ts {
+
+nlohmann::json toJson(const CollectiveRecord& r) {
+  const std::optional<std::string> redop = r.redop ? std::optional<std::string>(redOpName(*r.redop)) : std::nullopt;
+  nlohmann::json j = {
+      {"kind", "collective"},
+      {"op", r.op},
+      {"backend", r.backend},
+      {"dtype", std::string(dtypeName(r.dtype))},
+      {"redop", orNull(redop)},
+      {"root", orNull(r.root)},
+      {"ranks", r.ranks},
+      {"processes", r.processes},
+      {"bytes", r.bytes},
+      {"count", r.count},
+      {"in_place", r.inPlace},
+      {"graph", r.graph},
+      {"iters", r.iters},
+      {"trials", r.trials},
+      {"timer", r.timer},
+      {"time_us", toJson(r.time)},
+      {"samples_us", r.samplesUs},
+      {"host_time_us", toJson(r.hostTime)},
+      {"algbw_gbps", r.algbwGbps},
+      {"bus_factor", r.busFactor},
+      {"busbw_gbps", r.busbwGbps},
+      {"rank_spread",
+       {{"unit", "process"},
+        {"fastest", r.spread.fastest},
+        {"fastest_median_us", r.spread.fastestMedianUs},
+        {"slowest", r.spread.slowest},
+        {"slowest_median_us", r.spread.slowestMedianUs}}},
+      {"check",
+       {{"performed", r.checked},
+        {"passed", r.checked ? nlohmann::json(r.wrong == 0) : nlohmann::json(nullptr)},
+        {"wrong", r.wrong}}},
+  };
+  putUnlessEmpty(j, "label", r.label);
+  putUnlessEmpty(j, "step", r.step);
+  return j;
+}
+
+}  // namespace ts

@@ -1,0 +1,25 @@
+#include "bench/scale/scale_table.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "bench/scale/scale_options.h"
+
+namespace ts {
+
+std::string scaleTableHeader(const ScaleOptions& o, const std::vector<int>& ranks, const std::filesystem::path& pointsDir) {
+  return fmt::format("# scale ({}): {} ranks, batch {} {}; each point's result and log in {}\n", nameOf(o.mode), fmt::join(ranks, ","),
+                     o.batch, o.mode == ScaleMode::kWeak ? "per rank" : "global", pointsDir.string()) +
+         fmt::format("# {:>6} {:>8} {:>12} {:>14} {:>9} {:>10} {:>12} {:>12}  {}\n", "ranks", "batch", "step(ms)", "items/s",
+                     "speedup", "efficiency", "compute(ms)", "exposed(ms)", "layout");
+}
+
+std::string scaleTableRow(const ScalingRecord& r) {
+  if (!r.figures) return fmt::format("  {:>6} {:>8}  failed: {}\n", r.ranks, r.globalBatch, r.error);
+  const ScalingFigures& f = *r.figures;
+  return fmt::format("  {:>6} {:>8} {:>12.3f} {:>14.1f} {:>9.2f} {:>9.1f}% {:>12.3f} {:>12.3f}  {}\n", r.ranks, r.globalBatch,
+                     f.stepTimeUs / 1e3, f.throughputPerS, f.speedup, 100 * f.efficiency, f.breakdown.compute / 1e3,
+                     f.breakdown.exposedCommunication / 1e3, r.train ? r.train->layout : "");
+}
+
+}  // namespace ts

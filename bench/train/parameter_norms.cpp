@@ -1,0 +1,49 @@
+#include "bench/train/parameter_norms.h"
+
+#include <cmath>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "comm/bootstrap.h"
+
+namespace ts {
+namespace {
+
+// Every parameter's squared L2 norm (float64 sums), size and whether it is a tensor-parallel slice.
+nlohmann::json parameterSquares(const std::vector<wl::Param*>& params) {
+  nlohmann::json out = nlohmann::json::object();
+  for (wl::Param* p : params) {
+    double sq = 0;
+    for (float v : p->value.toHost()) sq += double(v) * double(v);
+    out[p->name] = {sq, p->value.numel(), p->tpShard};
+  }
+  return out;
+}
+
+}  // namespace
+
+ParameterNorms gatherParameterNorms(Bootstrap& boot, const wl::Mesh& mesh, const std::vector<wl::Param*>& params) {
+  const nlohmann::json mine = mesh.coordinate(wl::GroupKind::kDp) == 0 ? parameterSquares(params) : nlohmann::json::object();
+  std::vector<std::string> all = {mine.dump()};
+  if (mesh.worldSize() > 1) all = boot.allGatherStrings(mine.dump());
+  std::map<std::string, std::pair<double, std::int64_t>> total;
+  for (const auto& s : all) {
+    const nlohmann::json rank = nlohmann::json::parse(s);
+    for (const auto& [name, v] : rank.items()) {
+      auto& [sq, n] = total[name];
+      if (v[2].get<bool>() || n == 0) {  // slices add up; a replicated tensor counts once
+        sq += v[0].get<double>();
+        n += v[1].get<std::int64_t>();
+      }
+    }
+  }
+  ParameterNorms out;
+  for (const auto& [name, v] : total) {
+    out.norms[name] = std::sqrt(v.first);
+    out.count += v.second;
+  }
+  return out;
+}
+
+}  // namespace ts

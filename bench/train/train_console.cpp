@@ -1,0 +1,89 @@
+#include "bench/train/train_console.h"
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "bench/kernels/roofline.h"
+#include "bench/train/train_mfu.h"
+
+namespace ts {
+
+void printTrainBanner(wl::Trainer& trainer, const TrainRunOptions& o, const wl::Mesh& mesh) {
+  wl::Model& model = trainer.model();
+  const auto& cfg = model.config();
+  std::printf(
+      "# train %s %s on %s in %s: %lld parameters, %.3g GFLOP per step (3x forward), %lld %s per step, batch %lld in %lld "
+      "micro-batch(es), data %s\n",
+      std::string(nameOf(cfg.kind)).c_str(), cfg.preset.c_str(), trainer.device().name().c_str(),
+      std::string(nameOf(o.train.precision)).c_str(),
+      static_cast<long long>(model.parameterCount()), trainer.flopsPerStep() / 1e9,
+      static_cast<long long>(trainer.itemsPerStep()), model.itemName().c_str(), static_cast<long long>(o.train.batch),
+      static_cast<long long>(o.train.microBatches), trainer.dataInfo().name.c_str());
+  if (mesh.worldSize() > 1)
+    std::printf("# layout %s over %d ranks: %lld %s per rank per micro-batch; this rank updates %zu of %lld parameters\n",
+                mesh.layout().name().c_str(), mesh.worldSize(), static_cast<long long>(trainer.microBatchSize()),
+                model.itemName() == "tokens" ? "sequences" : "samples", trainer.ownedParameterElements(),
+                static_cast<long long>(model.parameterCount()));
+  if (trainer.firstStep() > 0)
+    std::printf("# resumed at step %lld from %s\n", static_cast<long long>(trainer.firstStep()), o.train.checkpointDir.c_str());
+}
+
+void printStepHeader(const std::string& itemName) {
+  std::printf("# %8s %12s %10s %10s %10s %10s %10s %10s %10s %12s\n", "step", "loss", "lr", "grad_norm", "data(ms)", "fwd(ms)",
+              "bwd(ms)", "sync(ms)", "opt(ms)", (itemName + "/s").c_str());
+}
+
+void printStepLine(const wl::StepResult& r, std::int64_t itemsPerStep) {
+  std::printf("  %8lld %12.5f %10.3g %10.4g%s %10.3f %10.3f %10.3f %10.3f %10.3f %12.1f\n", static_cast<long long>(r.step),
+              r.loss, r.lr, r.gradNorm, r.skipped ? " (overflow: skipped)" : "", r.dataS * 1e3, r.forwardS * 1e3,
+              r.backwardS * 1e3, r.syncS * 1e3, r.optimizerS * 1e3, double(itemsPerStep) / r.totalS);
+  std::fflush(stdout);
+}
+
+namespace {
+
+void printPipeline(const PipelineRecord& p, const std::optional<double>& measuredBubble) {
+  std::string cuts;
+  for (const auto& s : p.stages) cuts += fmt::format(" [{},{})", s.from, s.to);
+  std::printf("# pipeline: %zu stages, layers%s, %lld micro-batches, %s: bubble %s measured, %.1f%% theoretical\n",
+              p.stages.size(), cuts.c_str(), static_cast<long long>(p.microBatches), std::string(nameOf(p.schedule)).c_str(),
+              measuredBubble ? fmt::format("{:.1f}%", 100 * *measuredBubble).c_str() : "n/a", 100 * p.theoreticalBubble());
+}
+
+void printStepTime(const TrainRecord& r) {
+  const double median = r.medianStepS();
+  std::printf("# step %.3f ms median over %zu timed steps%s: %.1f %s/s, %.4f TFLOP/s; peak memory %.1f MiB; loss %.4f -> %.4f\n",
+              median * 1e3, r.ranks.stepSeconds.size(), r.worldSize > 1 ? " (slowest rank)" : "", r.throughputPerS(),
+              r.item.c_str(), r.tflops(), double(r.peakMemoryBytes) / (1 << 20), r.steps.initialLoss, r.steps.finalLoss);
+  if (const std::string line = mfuConsoleLine(r.mfu); !line.empty()) std::printf("%s\n", line.c_str());
+  if (const std::string warning = suspectWarning(mfuSuspects(r.mfu)); !warning.empty()) std::printf("%s\n", warning.c_str());
+}
+
+void printCommunication(const TrainRecord& r) {
+  const RankSteps& own = r.steps.timed;
+  const double comm = usSummary(own.communication).median, exposed = usSummary(own.exposed).median;
+  const std::optional<double> overlap = overlapOf(summarize(own.communication).median, summarize(own.exposed).median);
+  std::printf("# communication %.3f ms per step, exposed %.3f ms (overlap %s), rank spread %.1f%%\n", comm / 1e3, exposed / 1e3,
+              overlap ? fmt::format("{:.0f}%", 100 * *overlap).c_str() : "n/a", 100 * r.ranks.rankSpread);
+  if (!r.ranks.stragglers) return;
+  const ArrivalSkew& s = *r.ranks.stragglers;
+  std::string late;
+  for (const RankSkew& k : s.ranks)
+    if (k.late)
+      late += fmt::format("{}rank {} ({:.3f} ms median arrival skew)", late.empty() ? "" : ", ", k.rank, k.medianSkewUs / 1e3);
+  std::printf(
+      "# stragglers: %s\n",
+      late.empty() ? fmt::format("none (no rank consistently late by more than {:g} ms)", s.thresholdMs).c_str() : late.c_str());
+}
+
+}  // namespace
+
+void printTrainSummary(const TrainRecord& r) {
+  if (r.pipeline) printPipeline(*r.pipeline, r.ranks.measuredBubble);
+  if (!r.timed()) return;
+  printStepTime(r);
+  if (r.worldSize > 1 && r.completed()) printCommunication(r);
+}
+
+}  // namespace ts

@@ -1,0 +1,118 @@
+#include "bench/train/train_loop.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "base/atomic_file.h"
+#include "base/error.h"
+#include "base/heartbeat.h"
+#include "base/stop_request.h"
+#include "bench/session/activity.h"
+#include "bench/session/progress.h"
+#include "bench/session/trace_files.h"
+#include "bench/train/train_console.h"
+#include "comm/bootstrap.h"
+
+namespace ts {
+namespace {
+
+// The first step's logits (of its last micro-batch, computed with the weights before the step's update),
+// which samples they are, and the step's loss.
+void dumpLogits(const std::string& path, wl::Trainer& trainer, const wl::StepResult& r) {
+  const wl::Tensor& logits = trainer.model().logits();
+  const std::vector<float> host = logits.toHost();
+  const std::size_t cols = static_cast<std::size_t>(logits.shape.back()), rows = logits.numel() / cols;
+  nlohmann::json rowsJson = nlohmann::json::array();
+  for (std::size_t i = 0; i < rows; ++i)
+    rowsJson.push_back(std::vector<float>(host.begin() + i * cols, host.begin() + (i + 1) * cols));
+  const nlohmann::json doc = {{"step", r.step},
+                              {"loss", trainer.lastMicroBatchLoss()},
+                              {"sample_indices", trainer.lastSampleIndices()},
+                              {"logits", rowsJson}};
+  writeFileAtomically(path, doc.dump());
+}
+
+// Before each step: a stop asked for by a signal, and a planted fault due at this step on this rank.
+void beforeStep(const wl::Trainer& trainer, const std::optional<Fault>& fault, int rank) {
+  activity::set(fmt::format("train step {}", trainer.nextStep()));
+  if (const int sig = stopRequested())
+    throw Error(fmt::format("stopped by signal {} before train step {}", sig, trainer.nextStep()));
+  // A delay without :step= fires every step (a straggler); the others fire once, at their step (or step 0).
+  const bool due = fault && (fault->step == trainer.nextStep() ||
+                             (fault->step < 0 && (fault->kind == Fault::Kind::kDelay || trainer.nextStep() == 0)));
+  if (!due || fault->rank != rank || !fault->inOperation()) return;
+  if (fault->kind == Fault::Kind::kDie)
+    std::fprintf(stderr, "trainscope: planted fault: %s dies at the start of train step %lld\n", activity::who().c_str(),
+                 fault->step);
+  std::fflush(stderr);
+  injectInOperation(*fault);
+}
+
+void addStep(MeasuredSteps& steps, const wl::StepResult& r, bool timed) {
+  if (std::isnan(steps.initialLoss)) steps.initialLoss = r.loss;
+  steps.finalLoss = r.loss;
+  steps.lossCurve.push_back({r.step, r.loss, r.lr, r.gradNorm, r.skipped, r.lossScale});
+  steps.checkpointS += r.checkpointS;
+  if (timed) steps.timed.add(r);
+}
+
+// This rank's place in every trace file: the mesh, and per axis its size and this rank's coordinate
+// ("pp", "pp_rank"), which reports/critical_path.py reads.
+void finishTrace(TraceFiles& files, wl::Trainer& trainer, const wl::Mesh& mesh, std::int64_t microBatches) {
+  nlohmann::json about = {{"mesh", mesh.toJson()}, {"micro_batches", microBatches}};
+  for (const wl::MeshAxis& a : mesh.axes()) {
+    about[std::string(a.name)] = a.size;
+    about[wl::coordinateField(a)] = a.coordinate;
+  }
+  const auto& cfg = trainer.model().config();
+  files.finish(fmt::format("train {} {} {}", nameOf(cfg.kind), cfg.preset, mesh.layout().name()), about);
+}
+
+}  // namespace
+
+TrainLoopResult runTrainLoop(wl::Trainer& trainer, const TrainRunOptions& o, const wl::Mesh& mesh, Bootstrap& boot,
+                             const std::optional<Fault>& fault, bool leader) {
+  const int world = mesh.worldSize();
+  const std::int64_t todo = o.train.steps - trainer.firstStep();
+  const std::int64_t logEvery = o.logEvery > 0 ? o.logEvery : std::max<std::int64_t>(1, todo / 20);
+  if (leader) printStepHeader(trainer.model().itemName());
+  Progress progress("train", static_cast<double>(todo), leader);
+  std::unique_ptr<TraceFiles> traceFiles;
+  if (!o.traceDir.empty()) traceFiles = std::make_unique<TraceFiles>(boot, o.traceDir, world);
+  // A launcher ending the run (another rank died) asks this rank to stop: the waits notice, the steps
+  // measured so far go into the record, then the process exits.
+  activity::setGracefulStop(world > 1);
+  if (world > 1) boot.barrier();  // the origin every rank's collective launches are measured from
+  TrainLoopResult out;
+  out.steps.timed.originS = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  try {
+    for (std::int64_t i = 0; !trainer.done(); ++i) {
+      beforeStep(trainer, fault, mesh.rank());
+      progress.step(fmt::format("step {}", trainer.nextStep()));
+      const wl::StepResult r = trainer.step();
+      heartbeat::beat();
+      if (std::isnan(out.steps.initialLoss) && !o.dumpLogits.empty() && leader) dumpLogits(o.dumpLogits, trainer, r);
+      addStep(out.steps, r, i >= o.warmupSteps);
+      if (leader && (r.step % logEvery == 0 || trainer.done())) {
+        progress.done();
+        printStepLine(r, trainer.itemsPerStep());
+      }
+    }
+  } catch (const std::exception& e) {
+    // Another rank cannot finish the step this one left: keep what was measured here (process 0) and
+    // end the run from the caller (main ends every process).
+    out.steps.error = e.what();
+    out.failed = std::current_exception();
+  }
+  progress.done();
+  activity::setGracefulStop(false);
+  activity::set(out.steps.error ? "" : "gathering the ranks' step times");
+  if (traceFiles && !out.steps.error) finishTrace(*traceFiles, trainer, mesh, o.train.microBatches);
+  return out;
+}
+
+}  // namespace ts

@@ -1,0 +1,28 @@
+#pragma once
+// The measured part of `trainscope train`: every rank trains its steps, timing each (the first
+// --warmup-steps untimed), with the planted faults of TRAINSCOPE_FAULT, the progress line, a console row
+// every few steps on process 0 and, with --trace, the trace files.
+#include <exception>
+#include <optional>
+
+#include "bench/session/fault_injection.h"
+#include "bench/train/train_options.h"
+#include "bench/train/train_record.h"
+#include "workloads/trainer.h"
+
+namespace ts {
+
+class Bootstrap;
+
+struct TrainLoopResult {
+  MeasuredSteps steps;
+  // What stopped the loop (another rank gone, a timeout, a signal): rethrown once the steps trained are
+  // recorded.
+  std::exception_ptr failed;
+};
+
+// Collective: every rank of the mesh calls it. `leader`: the process that prints.
+TrainLoopResult runTrainLoop(wl::Trainer& trainer, const TrainRunOptions& o, const wl::Mesh& mesh, Bootstrap& boot,
+                             const std::optional<Fault>& fault, bool leader);
+
+}  // namespace ts

@@ -1,0 +1,157 @@
+#include "bench/train/train_record.h"
+
+namespace ts {
+
+double PipelineRecord::theoreticalBubble() const {
+  const double m = static_cast<double>(microBatches), p = static_cast<double>(stages.size());
+  return (p - 1) / (m + p - 1);
+}
+
+double TrainRecord::medianStepS() const { return summarize(ranks.stepSeconds).median; }
+
+std::int64_t TrainRecord::skippedSteps() const {
+  std::int64_t n = 0;
+  for (const LossPoint& p : steps.lossCurve) n += p.skipped;
+  return n;
+}
+
+namespace {
+
+nlohmann::json orNull(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
+
+nlohmann::json lossCurve(const TrainRecord& r) {
+  nlohmann::json curve = nlohmann::json::array();
+  for (const LossPoint& p : r.steps.lossCurve) {
+    nlohmann::json point = {{"step", p.step},
+                            {"loss", p.loss},
+                            {"lr", p.lr},
+                            {"grad_norm", p.skipped ? nlohmann::json() : nlohmann::json(p.gradNorm)}};
+    if (r.float16) {
+      point["loss_scale"] = p.lossScale;
+      point["skipped"] = p.skipped;
+    }
+    curve.push_back(point);
+  }
+  return curve;
+}
+
+nlohmann::json meshJson(const std::vector<wl::MeshAxis>& mesh) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const wl::MeshAxis& a : mesh) out.push_back({{"name", a.name}, {"size", a.size}, {"stride", a.stride}});
+  return out;
+}
+
+nlohmann::json pipelineJson(const PipelineRecord& p, const std::optional<double>& measuredBubble) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (const wl::StageRange& s : p.stages) layers.push_back({s.from, s.to});
+  return {{"stages", p.stages.size()},
+          {"microbatches", p.microBatches},
+          {"schedule", nameOf(p.schedule)},
+          {"layers", layers},
+          {"theoretical_bubble", p.theoreticalBubble()},
+          {"measured_bubble", orNull(measuredBubble)}};
+}
+
+nlohmann::json phasesJson(const RankSteps& s) {
+  return {{"data", usStats(s.data)},
+          {"forward", usStats(s.forward)},
+          {"backward", usStats(s.backward)},
+          {"sync", usStats(s.sync)},
+          {"optimizer", usStats(s.optimizer)}};
+}
+
+nlohmann::json rankJson(const RankRow& row, const std::vector<wl::MeshAxis>& mesh) {
+  nlohmann::json j = {{"rank", row.rank},
+                      {"step_us", row.step * 1e6},
+                      {"data_us", row.data * 1e6},
+                      {"compute_us", row.compute * 1e6},
+                      {"sync_us", row.sync * 1e6},
+                      {"communication_us", row.communication * 1e6},
+                      {"exposed_communication_us", row.exposed * 1e6},
+                      {"pipeline_wait_us", row.pipelineWait * 1e6},
+                      {"idle_us", row.idle() * 1e6},
+                      {"overlap", orNull(overlapOf(row.communication, row.exposed))}};
+  for (std::size_t a = 0; a < mesh.size() && a < row.coordinates.size(); ++a)
+    j[wl::coordinateField(mesh[a])] = row.coordinates[a];
+  return j;
+}
+
+nlohmann::json collectiveJson(const CollectiveRow& c) {
+  return {{"group", wl::groupKindName(c.group)},
+          {"group_size", c.groupSize},
+          {"op", c.op},
+          {"bytes", c.bytes},
+          {"count", c.seconds.size()},
+          {"time_us", usStats(c.seconds)},
+          {"algbw_gbps", c.algbwGbps},
+          {"busbw_gbps", c.busbwGbps}};
+}
+
+// What every rank's steps came to: written for a completed run.
+void addRanks(const TrainRecord& r, nlohmann::json& rec) {
+  const RankSteps& own = r.steps.timed;
+  const double comm = own.communication.empty() ? 0.0 : summarize(own.communication).median;
+  const double exposed = own.exposed.empty() ? 0.0 : summarize(own.exposed).median;
+  rec["communication"] = {{"communication_us", usStats(own.communication)},
+                          {"exposed_us", usStats(own.exposed)},
+                          {"overlap", orNull(overlapOf(comm, exposed))},
+                          {"rank_spread", r.ranks.rankSpread}};
+  nlohmann::json ranks = nlohmann::json::array(), collectives = nlohmann::json::array();
+  for (const RankRow& row : r.ranks.ranks) ranks.push_back(rankJson(row, r.mesh));
+  for (const CollectiveRow& c : r.ranks.collectives) collectives.push_back(collectiveJson(c));
+  rec["ranks"] = ranks;
+  rec["collectives"] = collectives;
+  if (r.ranks.stragglers) rec["stragglers"] = toJson(*r.ranks.stragglers);
+}
+
+void addTimedSteps(const TrainRecord& r, nlohmann::json& rec) {
+  rec["step_time_us"] = usStats(r.ranks.stepSeconds);
+  nlohmann::json samples = nlohmann::json::array();
+  for (double t : r.ranks.stepSeconds) samples.push_back(t * 1e6);
+  rec["step_samples_us"] = samples;
+  rec["phases_us"] = phasesJson(r.steps.timed);
+  if (r.completed()) addRanks(r, rec);
+  rec["throughput_per_s"] = r.throughputPerS();
+  rec["tflops"] = r.tflops();
+  rec["tflops_per_device"] = r.tflopsPerDevice;
+  rec["mfu"] = r.mfu;
+}
+
+}  // namespace
+
+nlohmann::json toJson(const TrainRecord& r) {
+  nlohmann::json rec = {{"kind", "train"},
+                        {"model", nameOf(r.model)},
+                        {"preset", r.preset},
+                        {"backend", r.backend},
+                        {"device", r.device},
+                        {"precision", nameOf(r.precision)},
+                        {"world_size", r.worldSize},
+                        {"layout", r.layout.toJson()},
+                        {"mesh", meshJson(r.mesh)},
+                        {"config", r.config},
+                        {"parameters", r.parameters},
+                        {"owned_parameters", r.ownedParameters},
+                        {"flops_per_step", r.flopsPerStep},
+                        {"items_per_step", r.itemsPerStep},
+                        {"item", r.item},
+                        {"first_step", r.firstStep},
+                        {"steps_done", static_cast<std::int64_t>(r.steps.lossCurve.size())},
+                        {"warmup_steps", r.warmupSteps},
+                        {"timed_steps", static_cast<std::int64_t>(r.ranks.stepSeconds.size())},
+                        {"completed", r.completed()},
+                        {"peak_memory_bytes", r.peakMemoryBytes},
+                        {"checkpoint_time_s", r.steps.checkpointS},
+                        {"loss", {{"initial", r.steps.initialLoss}, {"final", r.steps.finalLoss}}},
+                        {"loss_curve", lossCurve(r)}};
+  if (r.parameterNorms) rec["parameter_norms"] = *r.parameterNorms;
+  if (r.pipeline) rec["pipeline"] = pipelineJson(*r.pipeline, r.ranks.measuredBubble);
+  if (r.steps.error) rec["error"] = *r.steps.error;
+  if (r.float16) rec["skipped_steps"] = r.skippedSteps();
+  if (r.timed()) addTimedSteps(r, rec);
+  if (!r.label.empty()) rec["label"] = r.label;
+  if (!r.suiteStep.empty()) rec["step"] = r.suiteStep;
+  return rec;
+}
+
+}  // namespace ts

@@ -1,0 +1,85 @@
+#pragma once
+// The `train` record (reports/schema/result-v1.schema.json, $defs/train): what was trained, what its steps
+// measured, and what every rank's steps came to. The runner fills it on process 0, toJson writes it, and
+// the console (bench/train/train_console.h) prints from it.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/precision.h"
+#include "bench/train/train_breakdown.h"
+#include "workloads/models/model.h"
+#include "workloads/parallel/layout.h"
+#include "workloads/parallel/mesh.h"
+#include "workloads/parallel/pipeline.h"
+
+namespace ts {
+
+// One optimizer step of the loss curve.
+struct LossPoint {
+  std::int64_t step = 0;
+  double loss = 0, lr = 0, gradNorm = 0;
+  bool skipped = false;  // float16: the gradients overflowed (no update, no gradient norm)
+  double lossScale = 1;  // float16: the scale its backward used
+};
+
+// What the training loop measured on this rank.
+struct MeasuredSteps {
+  std::vector<LossPoint> lossCurve;  // every step trained
+  double initialLoss = NAN, finalLoss = NAN;
+  double checkpointS = 0;
+  RankSteps timed;                   // the steps after the warm-up
+  std::optional<std::string> error;  // why the loop stopped before the last step
+};
+
+struct PipelineRecord {
+  std::vector<wl::StageRange> stages;  // layers [from, to) of each
+  std::int64_t microBatches = 1;
+  wl::PipelineSchedule schedule = wl::PipelineSchedule::k1F1B;
+  double theoreticalBubble() const;  // (p - 1) / (m + p - 1)
+};
+
+struct TrainRecord {
+  // What was trained.
+  wl::ModelKind model = wl::ModelKind::kMlp;
+  Precision precision = Precision::kFloat32;
+  std::string preset, backend, device;
+  std::string item;  // what a step's items are: samples, tokens
+  int worldSize = 1;
+  wl::LayoutOptions layout;
+  std::vector<wl::MeshAxis> mesh;
+  nlohmann::json config;            // the trainer's resolved configuration, as it writes it
+  std::int64_t parameters = 0;      // the whole model's
+  std::size_t ownedParameters = 0;  // what process 0 updates: its shard, slice or stage
+  double flopsPerStep = 0;
+  std::int64_t itemsPerStep = 0, firstStep = 0, warmupSteps = 0;
+  std::size_t peakMemoryBytes = 0;
+  bool float16 = false;  // loss scaling: each point's scale and skip, and the skipped steps
+  std::optional<PipelineRecord> pipeline;
+  // What the steps measured.
+  MeasuredSteps steps;  // process 0's
+  std::optional<std::map<std::string, double>> parameterNorms;
+  // Every rank's steps (a completed run); after a failure, process 0's step times only.
+  TrainBreakdown ranks;
+  double tflopsPerDevice = 0;
+  nlohmann::json mfu;  // bench/train/train_mfu.h's block
+  std::string label, suiteStep;
+
+  bool completed() const { return !steps.error; }
+  bool timed() const { return !ranks.stepSeconds.empty(); }
+  // Over the timed steps (timed() only).
+  double medianStepS() const;
+  double throughputPerS() const { return static_cast<double>(itemsPerStep) / medianStepS(); }
+  double tflops() const { return flopsPerStep / medianStepS() / 1e12; }
+  std::int64_t skippedSteps() const;
+};
+
+nlohmann::json toJson(const TrainRecord& r);
+
+}  // namespace ts

@@ -1,0 +1,221 @@
+// The fused softmax cross-entropy and the optimizer updates on the GPU (kernels/cpu/loss_and_optimizers.cpp).
+// Memory-bound: each optimizer reads and writes its state once per step. See ops.h for the arguments.
+//
+// Numerics. Cross-entropy, AdamW and SGD let nvcc contract into FMAs: they match the CPU to rounding.
+// Adam, RMSprop and LAMB repeat the CPU's arithmetic step by step (the same float or double type at each
+// step, explicit round-to-nearest intrinsics where nvcc would contract): bit-equal elementwise; LAMB's
+// norms are float64 sums in a fixed order (deterministic).
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_common.cuh"
+#include "kernels/cuda/device_resources.h"
+#include "kernels/cuda/ops.h"
+
+namespace ts::cuda {
+namespace {
+
+// One warp per row of V logits: max and sum of exponentials, the loss, and the gradient written in the
+// same pass over the row. Reads N*V, writes N*V (+N losses).
+__global__ void crossEntropyKernel(float* losses, float* dlogits, const float* logits, const int* targets, int N, int V,
+                                   float dloss) {
+  const int row = static_cast<int>(firstRow());
+  const int lane = static_cast<int>(laneId());
+  if (row >= N) return;
+  const float* z = logits + static_cast<std::size_t>(row) * V;
+  float mx = -FLT_MAX;
+  for (int v = lane; v < V; v += kWarp) mx = fmaxf(mx, z[v]);
+  mx = warpMax(mx);
+  float s = 0;
+  for (int v = lane; v < V; v += kWarp) s += expf(z[v] - mx);
+  s = warpSum(s);
+  const int t = targets[row];
+  if (losses && lane == 0) losses[row] = logf(s) - (z[t] - mx);
+  if (dlogits) {
+    const float inv = 1.0f / s;
+    for (int v = lane; v < V; v += kWarp)
+      dlogits[static_cast<std::size_t>(row) * V + v] = (expf(z[v] - mx) * inv - (v == t ? 1.0f : 0.0f)) * dloss;
+  }
+}
+
+// AdamW: reads params, grads, m, v and writes params, m, v (28 bytes per parameter).
+__global__ void adamwKernel(float* p, const float* g, float* m, float* v, std::size_t n, float lr, float b1, float b2, float eps,
+                            float wd, float c1, float c2) {
+  for (std::size_t i = firstIndex(); i < n; i += gridStride()) {
+    const float mi = b1 * m[i] + (1 - b1) * g[i];
+    const float vi = b2 * v[i] + (1 - b2) * g[i] * g[i];
+    m[i] = mi;
+    v[i] = vi;
+    p[i] -= lr * ((mi / c1) / (sqrtf(vi / c2) + eps) + wd * p[i]);
+  }
+}
+
+// Multi-tensor AdamW: blockIdx.y picks the tensor of the group, blockIdx.x strides over its elements;
+// the same 28 bytes per parameter as above, one launch for up to kMultiTensorGroup tensors.
+constexpr int kMultiTensorGroup = 48;  // 48 x 40-byte descriptors: within the 4 KiB of kernel parameters
+struct AdamwGroup {
+  cpu::AdamwTensor t[kMultiTensorGroup];
+};
+__global__ void adamwMultiKernel(AdamwGroup group, float lr, float b1, float b2, float eps, float wd, float c1, float c2) {
+  const cpu::AdamwTensor& x = group.t[blockIdx.y];
+  for (std::size_t i = firstIndex(); i < x.n; i += gridStride()) {
+    const float g = x.grads[i];
+    const float mi = b1 * x.m[i] + (1 - b1) * g;
+    const float vi = b2 * x.v[i] + (1 - b2) * g * g;
+    x.m[i] = mi;
+    x.v[i] = vi;
+    x.params[i] -= lr * ((mi / c1) / (sqrtf(vi / c2) + eps) + wd * x.params[i]);
+  }
+}
+
+// SGD with momentum: buf = mu buf + (g + wd p); p -= lr buf. Reads p, g, buf; writes p, buf (20 bytes per parameter).
+__global__ void sgdKernel(float* p, const float* g, float* buf, std::size_t n, float lr, float mu, float wd) {
+  for (std::size_t i = firstIndex(); i < n; i += gridStride()) {
+    const float gi = g[i] + wd * p[i];
+    buf[i] = mu * buf[i] + gi;
+    p[i] -= lr * buf[i];
+  }
+}
+
+// Adam with L2 decay in the gradient. float: g = grad + wd p; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g g;
+// float64: step = lr (m / c1) / (sqrt(v / c2) + eps); p -= (float)step. Reads p, g, m, v; writes p, m, v.
+__global__ void adamKernel(float* p, const float* grads, float* m, float* v, std::size_t n, float lr, float b1, float oneMinusB1,
+                           float b2, float oneMinusB2, float eps, float wd, double c1, double c2) {
+  for (std::size_t i = firstIndex(); i < n; i += gridStride()) {
+    const float pi = p[i];
+    const float g = __fadd_rn(grads[i], __fmul_rn(wd, pi));
+    const float mi = __fadd_rn(__fmul_rn(b1, m[i]), __fmul_rn(oneMinusB1, g));
+    const float vi = __fadd_rn(__fmul_rn(b2, v[i]), __fmul_rn(__fmul_rn(oneMinusB2, g), g));
+    m[i] = mi;
+    v[i] = vi;
+    const double step = static_cast<double>(lr) * ((mi / c1) / (sqrt(vi / c2) + static_cast<double>(eps)));
+    p[i] = __fsub_rn(pi, static_cast<float>(step));
+  }
+}
+
+// RMSprop, all float: g = grad + wd p; sq = alpha sq + (1-alpha) g g; p -= lr g / (sqrt(sq) + eps).
+// Reads p, g, sq; writes p, sq.
+__global__ void rmspropKernel(float* p, const float* grads, float* sq, std::size_t n, float lr, float alpha, float oneMinusAlpha,
+                              float eps, float wd) {
+  for (std::size_t i = firstIndex(); i < n; i += gridStride()) {
+    const float pi = p[i];
+    const float g = __fadd_rn(grads[i], __fmul_rn(wd, pi));
+    const float s = __fadd_rn(__fmul_rn(alpha, sq[i]), __fmul_rn(__fmul_rn(oneMinusAlpha, g), g));
+    sq[i] = s;
+    p[i] = __fsub_rn(pi, __fdiv_rn(__fmul_rn(lr, g), __fadd_rn(__fsqrt_rn(s), eps)));
+  }
+}
+
+// LAMB, part 1: m, v (float) and the AdamW direction update = (float)((m / c1) / (sqrt(v / c2) + eps) + wd p)
+// as the CPU; block b writes partial[b] = sum of p^2 and partial[gridDim.x + b] = sum of update^2 (float64,
+// p before the step). Reads p, g, m, v; writes m, v, update.
+__global__ void lambDirectionKernel(double* partial, float* update, const float* p, const float* grads, float* m, float* v,
+                                    std::size_t n, float b1, float oneMinusB1, float b2, float oneMinusB2, float eps, float wd,
+                                    double c1, double c2) {
+  double sp = 0, su = 0;
+  for (std::size_t i = firstIndex(); i < n; i += gridStride()) {
+    const float g = grads[i], pi = p[i];
+    const float mi = __fadd_rn(__fmul_rn(b1, m[i]), __fmul_rn(oneMinusB1, g));
+    const float vi = __fadd_rn(__fmul_rn(b2, v[i]), __fmul_rn(__fmul_rn(oneMinusB2, g), g));
+    m[i] = mi;
+    v[i] = vi;
+    const float u =
+        static_cast<float>((mi / c1) / (sqrt(vi / c2) + static_cast<double>(eps)) + static_cast<double>(__fmul_rn(wd, pi)));
+    update[i] = u;
+    sp += static_cast<double>(pi) * pi;
+    su += static_cast<double>(u) * u;
+  }
+  sp = blockSum(sp);
+  su = blockSum(su);
+  if (threadIdx.x == 0) {
+    partial[blockIdx.x] = sp;
+    partial[gridDim.x + blockIdx.x] = su;
+  }
+}
+// Part 2, one block: *trust = ||p|| / ||update|| from the 2*blocks partial sums, 1 when either is 0.
+// Reads 2*blocks doubles.
+__global__ void lambTrustKernel(double* trust, const double* partial, std::size_t blocks) {
+  const double pNorm = sumPartials(partial, blocks);
+  const double uNorm = sumPartials(partial + blocks, blocks);
+  if (threadIdx.x == 0) *trust = (pNorm > 0 && uNorm > 0) ? sqrt(pNorm) / sqrt(uNorm) : 1.0;
+}
+// Part 3: p -= (float)(lr trust update). Reads p, update (and the trust); writes p.
+__global__ void lambApplyKernel(float* p, const float* update, const double* trust, std::size_t n, float lr) {
+  const double lt = static_cast<double>(lr) * *trust;
+  for (std::size_t i = firstIndex(); i < n; i += gridStride()) p[i] = __fsub_rn(p[i], static_cast<float>(lt * update[i]));
+}
+
+}  // namespace
+
+void crossEntropyForwardBackward(float* losses, float* dlogits, const float* logits, const int* targets, std::size_t N,
+                                 std::size_t V, float dloss, cudaStream_t s) {
+  crossEntropyKernel<<<everyRowGrid(N), kBlock, 0, s>>>(losses, dlogits, logits, targets, static_cast<int>(N),
+                                                        static_cast<int>(V), dloss);
+  CUDA_CHECK(cudaGetLastError());
+}
+void adamwUpdate(float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1, float beta2,
+                 float eps, float weightDecay, int t, cudaStream_t s) {
+  const float c1 = 1.0f - powf(beta1, static_cast<float>(t)), c2 = 1.0f - powf(beta2, static_cast<float>(t));
+  adamwKernel<<<elementGrid(n), kBlock, 0, s>>>(params, grads, m, v, n, lr, beta1, beta2, eps, weightDecay, c1, c2);
+  CUDA_CHECK(cudaGetLastError());
+}
+void adamwUpdateMulti(const cpu::AdamwTensor* tensors, std::size_t count, float lr, float beta1, float beta2, float eps,
+                      float weightDecay, int t, cudaStream_t s) {
+  const float c1 = 1.0f - powf(beta1, static_cast<float>(t)), c2 = 1.0f - powf(beta2, static_cast<float>(t));
+  for (std::size_t first = 0; first < count; first += kMultiTensorGroup) {
+    AdamwGroup group{};
+    const std::size_t n = std::min<std::size_t>(kMultiTensorGroup, count - first);
+    std::size_t largest = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      group.t[i] = tensors[first + i];
+      largest = std::max(largest, tensors[first + i].n);
+    }
+    if (largest == 0) continue;
+    // Blocks enough for the largest tensor; the smaller ones' blocks stride out early.
+    const dim3 grid(std::min<unsigned>(blocksFor(largest, kBlock), 4096u), static_cast<unsigned>(n));
+    adamwMultiKernel<<<grid, kBlock, 0, s>>>(group, lr, beta1, beta2, eps, weightDecay, c1, c2);
+    CUDA_CHECK(cudaGetLastError());
+  }
+}
+void sgdMomentumUpdate(float* params, const float* grads, float* momentum, std::size_t n, float lr, float mu, float weightDecay,
+                       cudaStream_t s) {
+  sgdKernel<<<elementGrid(n), kBlock, 0, s>>>(params, grads, momentum, n, lr, mu, weightDecay);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void adamUpdate(float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1, float beta2,
+                float eps, float weightDecay, int t, cudaStream_t stream) {
+  if (n == 0) return;
+  const double c1 = 1.0 - std::pow(static_cast<double>(beta1), t), c2 = 1.0 - std::pow(static_cast<double>(beta2), t);
+  adamKernel<<<elementGrid(n), kBlock, 0, stream>>>(params, grads, m, v, n, lr, beta1, 1 - beta1, beta2, 1 - beta2, eps,
+                                                    weightDecay, c1, c2);
+  CUDA_CHECK(cudaGetLastError());
+}
+void rmspropUpdate(float* params, const float* grads, float* sq, std::size_t n, float lr, float alpha, float eps,
+                   float weightDecay, cudaStream_t stream) {
+  if (n == 0) return;
+  rmspropKernel<<<elementGrid(n), kBlock, 0, stream>>>(params, grads, sq, n, lr, alpha, 1 - alpha, eps, weightDecay);
+  CUDA_CHECK(cudaGetLastError());
+}
+void lambUpdate(float* params, const float* grads, float* m, float* v, float* update, std::size_t n, float lr, float beta1,
+                float beta2, float eps, float weightDecay, int t, cudaStream_t stream) {
+  if (n == 0) return;
+  const double c1 = 1.0 - std::pow(static_cast<double>(beta1), t), c2 = 1.0 - std::pow(static_cast<double>(beta2), t);
+  const unsigned blocks = reduceGrid(n);
+  StreamOrderedBuffer scratch((2 * std::size_t{blocks} + 1) * sizeof(double),
+                              stream);  // 2 x blocks partial sums, then the trust ratio
+  double* partial = scratch.doubles();
+  double* trust = partial + 2 * std::size_t{blocks};
+  lambDirectionKernel<<<blocks, kBlock, 0, stream>>>(partial, update, params, grads, m, v, n, beta1, 1 - beta1, beta2, 1 - beta2,
+                                                     eps, weightDecay, c1, c2);
+  CUDA_CHECK(cudaGetLastError());
+  lambTrustKernel<<<1, kBlock, 0, stream>>>(trust, partial, blocks);
+  CUDA_CHECK(cudaGetLastError());
+  lambApplyKernel<<<elementGrid(n), kBlock, 0, stream>>>(params, update, trust, n, lr);
+  CUDA_CHECK(cudaGetLastError());
+  scratch.freeAsync();
+}
+
+}  // namespace ts::cuda

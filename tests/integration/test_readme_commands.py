@@ -1,0 +1,48 @@
+"""Every trainscope command the README shows still parses: its subcommand and flags are the ones the
+option tables declare (run with TRAINSCOPE_PARSE_ONLY, which stops after the command line is read).
+What the commands then do is the other tests' business."""
+import re
+import shlex
+import subprocess
+
+import pytest
+
+from helpers import ROOT, base_env, trainscope_path
+
+PYTHON_TOOLS = {"report", "compare", "analyze"}  # their flags are the Python tool's, tested in tests/reports
+
+
+def readme_commands():
+    commands = []
+    lines = (ROOT / "README.md").read_text().splitlines()
+    for number, line in enumerate(lines, 1):
+        start = line.find("build/trainscope ")
+        if start < 0 or line.lstrip().startswith(("#", "|")) or "`" in line:
+            continue
+        text = line[start + len("build/trainscope "):]
+        text = re.split(r"\s+#|\||;|&&|\s>", text)[0].replace("$i", "1")
+        argv = shlex.split(text)
+        if argv and argv[0] not in PYTHON_TOOLS:
+            shown = lines[number] if number < len(lines) and lines[number].startswith("trainscope: error:") else None
+            commands.append(pytest.param(argv, shown, id=f"README:{number}"))
+    return commands
+
+
+COMMANDS = readme_commands()
+
+
+def test_the_readme_shows_commands_of_every_measuring_subcommand():
+    shown = {c.values[0][0] for c in COMMANDS}
+    assert {"env", "links", "collectives", "kernels", "train", "scale", "suite"} <= shown
+
+
+@pytest.mark.parametrize("argv,shown_error", COMMANDS)
+def test_a_readme_command_parses(argv, shown_error):
+    """A command the README shows failing either fails later (rc 0 here) or fails the parse with the
+    very line the README shows."""
+    env = base_env({"TRAINSCOPE_PARSE_ONLY": "1"})
+    r = subprocess.run([trainscope_path(), *argv], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+    if shown_error and r.returncode != 0:
+        assert r.stderr.strip() == shown_error
+    else:
+        assert r.returncode == 0, r.stderr

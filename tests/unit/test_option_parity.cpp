@@ -1,0 +1,73 @@
+// Every subcommand's options are settable both from the command line and from a suite step (under the
+// long name with dashes as underscores), or declare which side only and why. The test reads what each
+// side really does: the options CLI11 ends up with, and the keys a suite step of that kind asks for.
+#include <set>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <toml++/toml.h>
+
+#include "bench/commands.h"
+
+namespace ts {
+namespace {
+
+std::string keyOf(const CLI::Option& option) {
+  std::string key = option.get_lnames().empty() ? option.get_name() : option.get_lnames().front();
+  for (char& c : key)
+    if (c == '-') c = '_';
+  return key;
+}
+
+std::set<std::string> commandLineKeys(const Subcommand& command) {
+  CLI::App app;
+  CLI::App* sub = app.add_subcommand(command.name);
+  command.addToCommandLine(*sub);
+  std::set<std::string> keys;
+  for (const CLI::Option* option : sub->get_options())
+    if (option != sub->get_help_ptr()) keys.insert(keyOf(*option));
+  return keys;
+}
+
+// A step with nothing but its kind: every key the step's reader asks for, and a step the defaults make.
+std::set<std::string> suiteKeys(const Subcommand& command) {
+  const toml::table step;
+  StepReader reader("parity.toml", step);
+  EXPECT_NO_THROW(command.readStep(reader)) << "a step with only its kind must take the defaults";
+  return {reader.keys().begin(), reader.keys().end()};
+}
+
+TEST(OptionParity, EveryOptionIsSettableFromTheCommandLineAndFromASuiteStep) {
+  int stepKinds = 0;
+  for (const Subcommand& command : subcommands()) {
+    if (!command.readStep) continue;
+    ++stepKinds;
+    SCOPED_TRACE(command.name);
+    std::set<std::string> cli = commandLineKeys(command), suite = suiteKeys(command);
+    EXPECT_FALSE(command.options.empty() && !cli.empty()) << "options declared outside the table";
+    for (const OptionInfo& option : command.options) {
+      SCOPED_TRACE(option.names);
+      if (option.scope == OptionScope::kBoth) continue;
+      EXPECT_FALSE(option.why.empty()) << "an option settable from one side only says why";
+      if (option.scope == OptionScope::kCommandLineOnly) {
+        EXPECT_TRUE(cli.count(option.key) == 1 && suite.count(option.key) == 0);
+        cli.erase(option.key);
+      } else {
+        EXPECT_TRUE(suite.count(option.key) == 1 && cli.count(option.key) == 0);
+        suite.erase(option.key);
+      }
+    }
+    EXPECT_EQ(cli, suite) << "the command line and the suite step take different options";
+  }
+  EXPECT_EQ(stepKinds, 6);  // env, links, collectives, kernels, train, scale
+}
+
+TEST(OptionParity, TheSuiteStepKindsAreTheRegisteredSubcommands) {
+  std::set<std::string> names;
+  for (const Subcommand& command : subcommands())
+    EXPECT_TRUE(names.insert(command.name).second) << command.name << " registered twice";
+  for (const char* kind : {"env", "links", "collectives", "kernels", "train", "scale"}) EXPECT_EQ(names.count(kind), 1u) << kind;
+}
+
+}  // namespace
+}  // namespace ts

@@ -1,0 +1,141 @@
+// The option table reads each kind of field the same way from the command line and from a suite step,
+// and turns a bad suite value into one UsageError naming the file, line and key.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <toml++/toml.h>
+
+#include "base/error.h"
+#include "bench/option_table.h"
+
+namespace ts {
+
+enum class Colour { kRed, kGreen };
+template <>
+struct EnumNames<Colour> {
+  static constexpr std::pair<std::string_view, Colour> kNames[] = {
+      {"red", Colour::kRed}, {"green", Colour::kGreen}, {"verde", Colour::kGreen}};
+};
+
+namespace {
+
+struct Fields {
+  bool flag = false, check = true, overlap = true;
+  int count = 1;
+  std::uint64_t seed = 7;
+  double rate = 0.5;
+  std::string text = "a", list = "x", size = "8";
+  std::vector<std::string> sets;
+  std::vector<int> split;
+  Colour colour = Colour::kRed;
+  std::string only;
+};
+
+OptionTable<Fields> table() {
+  OptionTable<Fields> t;
+  t.add("--flag", "a flag", TS_FIELD(flag));
+  t.add("--check,!--no-check", "a flag and its negation", TS_FIELD(check));
+  t.addOnOff("--overlap", "on or off", TS_FIELD(overlap));
+  t.add("-c,--count", "an int", TS_FIELD(count));
+  t.add("--seed", "an unsigned", TS_FIELD(seed));
+  t.add("--rate", "a double", TS_FIELD(rate));
+  t.add("--text", "text", TS_FIELD(text));
+  t.add("--list", "a list", TS_FIELD(list), TextForm::kList);
+  t.add("--size", "a size", TS_FIELD(size), TextForm::kSize);
+  t.add("--set", "repeated", TS_FIELD(sets));
+  t.add("--split", "integers", TS_FIELD(split));
+  t.add("--colour", "an enum", TS_FIELD(colour));
+  t.add("--only", "command line only", TS_FIELD(only)).commandLineOnly("a test");
+  return t;
+}
+
+Fields fromCommandLine(std::vector<std::string> args) {
+  Fields f;
+  CLI::App app;
+  table().addToCommandLine(app, f);
+  args.insert(args.begin(), "test");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  app.parse(static_cast<int>(argv.size()), argv.data());
+  return f;
+}
+
+Fields fromSuite(const std::string& toml) {
+  const toml::table step = toml::parse(toml);
+  StepReader reader("step.toml", step);
+  Fields f;
+  table().readFromSuite(reader, f);
+  reader.finish();
+  return f;
+}
+
+void expectSame(const Fields& a, const Fields& b) {
+  EXPECT_EQ(a.flag, b.flag);
+  EXPECT_EQ(a.check, b.check);
+  EXPECT_EQ(a.overlap, b.overlap);
+  EXPECT_EQ(a.count, b.count);
+  EXPECT_EQ(a.seed, b.seed);
+  EXPECT_EQ(a.rate, b.rate);
+  EXPECT_EQ(a.text, b.text);
+  EXPECT_EQ(a.list, b.list);
+  EXPECT_EQ(a.size, b.size);
+  EXPECT_EQ(a.sets, b.sets);
+  EXPECT_EQ(a.split, b.split);
+  EXPECT_EQ(a.colour, b.colour);
+}
+
+TEST(OptionTable, TheCommandLineAndASuiteStepSetTheSameFields) {
+  const Fields cli = fromCommandLine({"--flag", "--no-check", "--overlap", "off",     "-c",      "4",   "--seed",   "99",
+                                      "--rate", "0.25",       "--text",    "b",       "--list",  "p,q", "--size",   "64M",
+                                      "--set",  "depth=3",    "--set",     "width=8", "--split", "2,3", "--colour", "green"});
+  const Fields suite = fromSuite(
+      "flag = true\ncheck = false\noverlap = false\ncount = 4\nseed = 99\nrate = 0.25\ntext = \"b\"\nlist = [\"p\", \"q\"]\nsize "
+      "= \"64M\"\n"
+      "set = [\"depth=3\", \"width=8\"]\nsplit = [2, 3]\ncolour = \"green\"\n");
+  EXPECT_TRUE(cli.flag && !cli.check && !cli.overlap && cli.count == 4 && cli.list == "p,q" && cli.colour == Colour::kGreen);
+  expectSame(cli, suite);
+  // The suite's other spellings: a ';' string of sets, a comma string of integers, an integer size, an alias.
+  expectSame(
+      fromSuite("set = \"depth=3;width=8\"\nsplit = \"2,3\"\nsize = 67108864\ncolour = \"verde\"\n"),
+      fromCommandLine({"--set", "depth=3", "--set", "width=8", "--split", "2,3", "--size", "67108864", "--colour", "green"}));
+}
+
+TEST(OptionTable, NothingSetKeepsTheDefaults) { expectSame(fromCommandLine({}), fromSuite("")); }
+
+TEST(OptionTable, ABadSuiteValueIsOneLineNamingTheKey) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"count = 1.5\n", "step.toml:1: 'count' must be an integer"},
+      {"count = 3000000000\n", "step.toml:1: 'count': 3000000000 is out of range"},
+      {"seed = -1\n", "step.toml:1: 'seed': -1 is negative"},
+      {"split = [1, \"x\"]\n", "step.toml:1: 'split' must be an array of integers"},
+      {"split = \"1,x\"\n", "step.toml:1: 'split': 'x' is not an integer"},
+      {"colour = \"blue\"\n", "step.toml:1: 'colour': unknown 'blue' (expected red or green)"},
+      {"rate = nan\n", "step.toml:1: 'rate': nan is not a finite number"},
+      {"only = \"x\"\n", "step.toml:1: unknown key 'only'"},
+  };
+  for (const auto& [toml, message] : cases) {
+    SCOPED_TRACE(toml);
+    try {
+      fromSuite(toml);
+      ADD_FAILURE() << "accepted";
+    } catch (const UsageError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(message, 0), 0u) << e.what();
+    }
+  }
+}
+
+TEST(OptionTable, TheCommandLineRejectsAnUnknownEnumName) {
+  EXPECT_THROW(fromCommandLine({"--colour", "blue"}), CLI::ValidationError);
+}
+
+TEST(OptionTable, SuiteKeysAreTheLongNamesWithUnderscores) {
+  EXPECT_EQ(optionKey("-w,--warmup"), "warmup");
+  EXPECT_EQ(optionKey("--check,!--no-check"), "check");
+  EXPECT_EQ(optionKey("--pp-split"), "pp_split");
+  EXPECT_EQ(optionKey("train_args"), "train_args");
+}
+
+}  // namespace
+}  // namespace ts

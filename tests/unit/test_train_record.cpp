@@ -1,0 +1,179 @@
+// The train record as toJson writes it from the typed TrainRecord: the fields of a completed parallel run,
+// of a run that stopped part-way, and of one that timed no step; each rank's place named by the mesh's axes.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "bench/train/train_record.h"
+
+namespace ts {
+namespace {
+
+std::set<std::string> keys(const nlohmann::json& j) {
+  std::set<std::string> out;
+  for (const auto& [k, v] : j.items()) out.insert(k);
+  return out;
+}
+
+wl::StepResult step(std::int64_t i, double seconds, bool skipped = false) {
+  wl::StepResult r;
+  r.step = i;
+  r.loss = 3.0 - 0.1 * static_cast<double>(i);
+  r.lr = 0.01;
+  r.gradNorm = 1.5;
+  r.skipped = skipped;
+  r.lossScale = 1024;
+  r.totalS = seconds;
+  r.forwardS = seconds / 4;
+  r.backwardS = seconds / 2;
+  r.comm.communicationS = seconds / 5;
+  r.comm.exposedS = seconds / 20;
+  return r;
+}
+
+// Three steps of a dp=2 tp=2 pp=2 run in float16 (the second skipped), the last two timed.
+TrainRecord parallelRecord() {
+  wl::LayoutOptions l;
+  l.tp = 2;
+  l.pp = 2;
+  TrainRecord r;
+  r.model = wl::ModelKind::kTransformer;
+  r.preset = "tiny";
+  r.worldSize = 8;
+  r.layout = wl::resolveLayout(l, 8);
+  r.mesh = wl::meshAxesOf(r.layout, 0);
+  r.itemsPerStep = 64;
+  r.flopsPerStep = 2e12;
+  r.float16 = true;
+  r.pipeline = PipelineRecord{{{0, 1}, {1, 4}}, 4, wl::PipelineSchedule::k1F1B};
+  for (int i = 0; i < 3; ++i) {
+    const wl::StepResult s = step(i, 0.1 * (i + 1), i == 1);
+    r.steps.lossCurve.push_back({s.step, s.loss, s.lr, s.gradNorm, s.skipped, s.lossScale});
+    if (i > 0) r.steps.timed.add(s);
+  }
+  r.steps.initialLoss = 3.0;
+  r.steps.finalLoss = 2.8;
+  r.ranks.stepSeconds = {0.2, 0.4};
+  r.ranks.measuredBubble = 0.25;
+  RankRow row;
+  row.rank = 5;
+  row.coordinates = {0, 1, 1};  // dp, tp, pp: rank = 1 x 1 + 0 x 2 + 1 x 4
+  row.step = 0.3;
+  row.compute = 0.2;
+  row.data = 0.01;
+  row.sync = 0.02;
+  row.communication = 0.05;
+  row.exposed = 0.01;
+  r.ranks.ranks = {row};
+  r.ranks.collectives = {{wl::GroupKind::kTp, 2, "all_reduce", 4096, {0.001, 0.003}, 2.0, 2.0}};
+  r.ranks.stragglers = ArrivalSkew{1.0, {}, {}};
+  r.mfu = {{"vs_measured", 0.5}};
+  return r;
+}
+
+TEST(TrainRecord, ACompletedParallelRunWritesEveryFieldItHas) {
+  const nlohmann::json j = toJson(parallelRecord());
+  EXPECT_EQ(keys(j), (std::set<std::string>{"kind",
+                                            "model",
+                                            "preset",
+                                            "backend",
+                                            "device",
+                                            "precision",
+                                            "world_size",
+                                            "layout",
+                                            "mesh",
+                                            "config",
+                                            "parameters",
+                                            "owned_parameters",
+                                            "flops_per_step",
+                                            "items_per_step",
+                                            "item",
+                                            "first_step",
+                                            "steps_done",
+                                            "warmup_steps",
+                                            "timed_steps",
+                                            "completed",
+                                            "peak_memory_bytes",
+                                            "checkpoint_time_s",
+                                            "loss",
+                                            "loss_curve",
+                                            "pipeline",
+                                            "skipped_steps",
+                                            "step_time_us",
+                                            "step_samples_us",
+                                            "phases_us",
+                                            "communication",
+                                            "ranks",
+                                            "collectives",
+                                            "stragglers",
+                                            "throughput_per_s",
+                                            "tflops",
+                                            "tflops_per_device",
+                                            "mfu"}));
+  EXPECT_EQ(j["kind"], "train");
+  EXPECT_EQ(j["completed"], true);
+  EXPECT_EQ(j["steps_done"], 3);
+  EXPECT_EQ(j["timed_steps"], 2);
+  EXPECT_EQ(j["skipped_steps"], 1);
+  EXPECT_TRUE(j["loss_curve"][1]["grad_norm"].is_null());  // the skipped step has no gradient norm
+  EXPECT_EQ(j["loss_curve"][1]["skipped"], true);
+  EXPECT_EQ(j["loss_curve"][0]["loss_scale"], 1024.0);
+  EXPECT_EQ(j["mesh"],
+            nlohmann::json::parse(
+                R"([{"name":"dp","size":2,"stride":2},{"name":"tp","size":2,"stride":1},{"name":"pp","size":2,"stride":4}])"));
+  EXPECT_EQ(j["layout"]["name"], "dp=2 tp=2 pp=2 1f1b");
+  EXPECT_DOUBLE_EQ(j["pipeline"]["theoretical_bubble"].get<double>(), 1.0 / 5);
+  EXPECT_EQ(j["pipeline"]["measured_bubble"], 0.25);
+  EXPECT_EQ(j["pipeline"]["layers"], nlohmann::json::parse("[[0,1],[1,4]]"));
+  const nlohmann::json& rank = j["ranks"][0];
+  EXPECT_EQ(rank["rank"], 5);
+  EXPECT_EQ(rank["dp_rank"], 0);
+  EXPECT_EQ(rank["tp_rank"], 1);
+  EXPECT_EQ(rank["pp_rank"], 1);
+  EXPECT_NEAR(rank["idle_us"].get<double>(), 0.07e6, 1e-6);
+  EXPECT_NEAR(rank["overlap"].get<double>(), 0.8, 1e-12);
+  const nlohmann::json& c = j["collectives"][0];
+  EXPECT_EQ(c["group"], "tp");
+  EXPECT_EQ(c["count"], 2);
+  EXPECT_NEAR(c["time_us"]["median"].get<double>(), 2000, 1e-9);
+  EXPECT_DOUBLE_EQ(j["step_time_us"]["median"].get<double>(), 0.3e6);
+  EXPECT_DOUBLE_EQ(j["throughput_per_s"].get<double>(), 64 / 0.3);
+  EXPECT_DOUBLE_EQ(j["tflops"].get<double>(), 2e12 / 0.3 / 1e12);
+  EXPECT_NEAR(j["communication"]["overlap"].get<double>(), 0.75, 1e-12);
+  EXPECT_EQ(j["phases_us"]["forward"]["n"], 2);
+}
+
+TEST(TrainRecord, ARunThatStoppedKeepsItsOwnStepsAndNoRankFigures) {
+  TrainRecord r = parallelRecord();
+  r.steps.error = "all_reduce on rank 0 waited for its peers";
+  r.ranks = TrainBreakdown{};
+  r.ranks.stepSeconds = r.steps.timed.total;
+  const nlohmann::json j = toJson(r);
+  EXPECT_EQ(j["completed"], false);
+  EXPECT_EQ(j["error"], "all_reduce on rank 0 waited for its peers");
+  for (const char* gathered : {"communication", "ranks", "collectives", "stragglers"})
+    EXPECT_FALSE(j.contains(gathered)) << gathered;
+  EXPECT_EQ(j["phases_us"]["data"]["n"], 2);
+  EXPECT_TRUE(j["pipeline"]["measured_bubble"].is_null());
+  EXPECT_EQ(j["timed_steps"], 2);
+}
+
+TEST(TrainRecord, NoTimedStepNoStepFigures) {
+  TrainRecord r = parallelRecord();
+  r.float16 = false;
+  r.pipeline.reset();
+  r.ranks = TrainBreakdown{};
+  r.label = "baseline";
+  r.suiteStep = "train-small";
+  const nlohmann::json j = toJson(r);
+  for (const char* timed : {"step_time_us", "step_samples_us", "phases_us", "throughput_per_s", "tflops", "tflops_per_device",
+                            "mfu", "ranks", "skipped_steps", "pipeline"})
+    EXPECT_FALSE(j.contains(timed)) << timed;
+  EXPECT_FALSE(j["loss_curve"][0].contains("loss_scale"));
+  EXPECT_EQ(j["label"], "baseline");
+  EXPECT_EQ(j["step"], "train-small");
+}
+
+}  // namespace
+}  // namespace ts
