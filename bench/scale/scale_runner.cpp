@@ -193,8 +193,8 @@ int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string
     const fs::path json = dir / fmt::format("ranks{}.json", n), log = dir / fmt::format("ranks{}.log", n);
     fs::remove(json, ec);
     progress.step(fmt::format("{} rank(s)", n));
-    const int rc =
-        runChild(pointCommand(o, exe, n, batch, json), ChildOptions{{}, log.string(), nested && o.launcher == LauncherKind::kMpirun});
+    const int rc = runChild(pointCommand(o, exe, n, batch, json),
+                            ChildOptions{{}, log.string(), nested && o.launcher == LauncherKind::kMpirun});
     progress.done();
     const std::optional<nlohmann::json> train = trainRecordOf(json);
     ScalingRecord rec;

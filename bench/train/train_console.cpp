@@ -16,10 +16,9 @@ void printTrainBanner(wl::Trainer& trainer, const TrainRunOptions& o, const wl::
       "# train %s %s on %s in %s: %lld parameters, %.3g GFLOP per step (3x forward), %lld %s per step, batch %lld in %lld "
       "micro-batch(es), data %s\n",
       std::string(nameOf(cfg.kind)).c_str(), cfg.preset.c_str(), trainer.device().name().c_str(),
-      std::string(nameOf(o.train.precision)).c_str(),
-      static_cast<long long>(model.parameterCount()), trainer.flopsPerStep() / 1e9,
-      static_cast<long long>(trainer.itemsPerStep()), model.itemName().c_str(), static_cast<long long>(o.train.batch),
-      static_cast<long long>(o.train.microBatches), trainer.dataInfo().name.c_str());
+      std::string(nameOf(o.train.precision)).c_str(), static_cast<long long>(model.parameterCount()),
+      trainer.flopsPerStep() / 1e9, static_cast<long long>(trainer.itemsPerStep()), model.itemName().c_str(),
+      static_cast<long long>(o.train.batch), static_cast<long long>(o.train.microBatches), trainer.dataInfo().name.c_str());
   if (mesh.worldSize() > 1)
     std::printf("# layout %s over %d ranks: %lld %s per rank per micro-batch; this rank updates %zu of %lld parameters\n",
                 mesh.layout().name().c_str(), mesh.worldSize(), static_cast<long long>(trainer.microBatchSize()),

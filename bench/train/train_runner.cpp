@@ -53,8 +53,7 @@ nlohmann::json mfuFor(wl::Trainer& trainer, Precision precision, Precision gemmP
                             ceilings->computeRechecked(), ceilings->likelyCause(CeilingKind::kCompute, MemoryLevel::kDram)};
   std::optional<DatasheetPeak> datasheet;
   if (trainer.device().cuda())
-    if (const auto p = datasheetPeak(trainer.device().name(), precision))
-      datasheet = DatasheetPeak{*p, precision};
+    if (const auto p = datasheetPeak(trainer.device().name(), precision)) datasheet = DatasheetPeak{*p, precision};
   return mfuBlock(perDevice, measured, datasheet, clock);
 }
 
