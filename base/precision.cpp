@@ -1,32 +1,6 @@
 #include "base/precision.h"
 
-#include <fmt/format.h>
-
-#include "base/error.h"
-
 namespace ts {
-
-std::string_view precisionName(Precision p) {
-  switch (p) {
-    case Precision::kFloat32:
-      return "float32";
-    case Precision::kTF32:
-      return "tf32";
-    case Precision::kBFloat16:
-      return "bfloat16";
-    case Precision::kFloat16:
-      return "float16";
-  }
-  return "?";
-}
-
-Precision parsePrecision(std::string_view name) {
-  if (name == "float32" || name == "fp32" || name == "float") return Precision::kFloat32;
-  if (name == "tf32" || name == "tfloat32") return Precision::kTF32;
-  if (name == "bfloat16" || name == "bf16") return Precision::kBFloat16;
-  if (name == "float16" || name == "fp16" || name == "half") return Precision::kFloat16;
-  throw UsageError(fmt::format("unknown precision '{}' (float32, tf32, bfloat16, float16)", name));
-}
 
 DType storageType(Precision p) {
   switch (p) {

@@ -14,38 +14,6 @@
 
 namespace ts {
 
-void Communicator::run(int l, const CollectiveCall& c) {
-  switch (c.kind) {
-    case CollectiveKind::kAllReduce:
-      allReduce(l, c.send, c.recv, c.count, c.dtype, c.op);
-      return;
-    case CollectiveKind::kAllGather:
-      allGather(l, c.send, c.recv, c.count, c.dtype);
-      return;
-    case CollectiveKind::kReduceScatter:
-      reduceScatter(l, c.send, c.recv, c.count, c.dtype, c.op);
-      return;
-    case CollectiveKind::kBroadcast:
-      broadcast(l, c.send, c.recv, c.count, c.dtype, c.root);
-      return;
-    case CollectiveKind::kReduce:
-      reduce(l, c.send, c.recv, c.count, c.dtype, c.op, c.root);
-      return;
-    case CollectiveKind::kAllToAll:
-      allToAll(l, c.send, c.recv, c.count, c.dtype);
-      return;
-    case CollectiveKind::kGather:
-      gather(l, c.send, c.recv, c.count, c.dtype, c.root);
-      return;
-    case CollectiveKind::kScatter:
-      scatter(l, c.send, c.recv, c.count, c.dtype, c.root);
-      return;
-    case CollectiveKind::kSendRecv:
-      sendRecv(l, c.send, c.recv, c.count, c.dtype, c.root, c.peer);
-      return;
-  }
-}
-
 namespace {
 class CompletedCollective final : public PendingCollective {
  public:

@@ -18,20 +18,7 @@
 namespace ts {
 
 class Bootstrap;
-
-// The collectives a Communicator runs, as calls. Each is one entry of the registry in comm/collectives
-// (collectiveOf(kind)), which gives its one name and its layout; this enum only picks the backend call.
-enum class CollectiveKind {
-  kAllReduce,
-  kAllGather,
-  kReduceScatter,
-  kBroadcast,
-  kReduce,
-  kAllToAll,
-  kGather,
-  kScatter,
-  kSendRecv
-};
+class Collective;  // comm/collectives/collective.h: one per file, each with its MPI and NCCL calls
 
 // What timing one batch of iterations produced, for this process.
 struct TimedBatch {
@@ -39,17 +26,17 @@ struct TimedBatch {
   double hostUsPerOp = 0;    // host wall-clock for the batch / iterations (includes launch cost)
 };
 
-// One collective described as data, for Communicator::run and start. count is what the blocking call of
-// that kind takes (allGather: sendCount, reduceScatter: recvCount, allToAll: countPerPeer).
+// One collective call, for Communicator::run and start. count is NCCL's count argument for that
+// collective (all_gather: the send count, reduce_scatter: the receive count, alltoall: per peer).
 struct CollectiveCall {
-  CollectiveKind kind = CollectiveKind::kAllReduce;
+  const Collective* collective = nullptr;  // collectives::all_reduce(), ...
   const void* send = nullptr;
   void* recv = nullptr;
   std::size_t count = 0;
   DType dtype = DType::kFloat32;
-  RedOp op = RedOp::kSum;
-  int root = 0;  // broadcast, reduce, gather, scatter; sendRecv: the peer sent to
-  int peer = 0;  // sendRecv: the peer received from
+  RedOp redop = RedOp::kSum;
+  int root = 0;  // broadcast, reduce, gather, scatter; sendrecv: the peer sent to
+  int peer = 0;  // sendrecv: the peer received from
 };
 
 // A collective in flight (Communicator::start).
@@ -74,8 +61,8 @@ class Communicator {
   virtual std::string device(int l) const = 0;  // "cpu", "cuda:0"
 
   // Whether the backend can run this op with this dtype/redop; when not, *why says why.
-  virtual bool supports(CollectiveKind op, DType t, RedOp r, std::string* why) const = 0;
-  virtual bool supportsInPlace(CollectiveKind op) const = 0;
+  virtual bool supports(const Collective& op, DType t, RedOp r, std::string* why) const = 0;
+  virtual bool supportsInPlace(const Collective& op) const = 0;
 
   // Memory in the space the backend works on (host for MPI, the local rank's GPU for NCCL).
   virtual void* allocate(int l, std::size_t bytes) = 0;
@@ -83,18 +70,9 @@ class Communicator {
   virtual void copyIn(int l, void* dst, const void* hostSrc, std::size_t bytes) = 0;
   virtual void copyOut(int l, void* hostDst, const void* src, std::size_t bytes) = 0;
 
-  virtual void allReduce(int l, const void* send, void* recv, std::size_t count, DType t, RedOp op) = 0;
-  virtual void allGather(int l, const void* send, void* recv, std::size_t sendCount, DType t) = 0;
-  virtual void reduceScatter(int l, const void* send, void* recv, std::size_t recvCount, DType t, RedOp op) = 0;
-  virtual void broadcast(int l, const void* send, void* recv, std::size_t count, DType t, int root) = 0;
-  virtual void reduce(int l, const void* send, void* recv, std::size_t count, DType t, RedOp op, int root) = 0;
-  virtual void allToAll(int l, const void* send, void* recv, std::size_t countPerPeer, DType t) = 0;
-  virtual void gather(int l, const void* send, void* recv, std::size_t sendCount, DType t, int root) = 0;
-  virtual void scatter(int l, const void* send, void* recv, std::size_t recvCount, DType t, int root) = 0;
-  virtual void sendRecv(int l, const void* send, void* recv, std::size_t count, DType t, int sendPeer, int recvPeer) = 0;
-
-  // The blocking call `c` describes.
-  void run(int l, const CollectiveCall& c);
+  // The blocking call `c` describes, for local rank l: the collective's own MPI or NCCL call
+  // (Collective::runMpi, runNccl), so a new collective needs nothing here.
+  virtual void run(int l, const CollectiveCall& c) = 0;
   // Issues `c` and returns before it completes where the backend can (MPI nonblocking collectives for
   // sum all-reduce, reduce-scatter, all-gather, broadcast and reduce; NCCL: every op, on its stream);
   // otherwise runs it and returns it completed. The buffers must stay untouched until it completes.

@@ -26,29 +26,18 @@ Device::Device(int ordinal) : ordinal_(ordinal) {
 
 Device::~Device() = default;
 
-std::unique_ptr<Device> Device::open(const std::string& spec) {
-  if (spec == "cpu") return std::unique_ptr<Device>(new Device(-1));
-  int ordinal = -1;
-  if (spec == "cuda")
-    ordinal = 0;
-  else if (spec.rfind("cuda:", 0) == 0) {
-    char* end = nullptr;
-    const long v = std::strtol(spec.c_str() + 5, &end, 10);
-    if (end == spec.c_str() + 5 || *end != '\0' || v < 0)
-      throw UsageError(fmt::format("--device {}: expected cpu, cuda or cuda:N", spec));
-    ordinal = static_cast<int>(v);
-  } else {
-    throw UsageError(fmt::format("--device {}: expected cpu, cuda or cuda:N", spec));
-  }
+std::unique_ptr<Device> Device::open(const DeviceSpec& spec) {
+  if (!spec.cuda()) return std::unique_ptr<Device>(new Device(-1));
+  const int ordinal = spec.ordinal();
 #ifdef TRAINSCOPE_HAVE_CUDA
   const int count = cuda::usableDeviceCount();
-  if (count == 0) throw UsageError(fmt::format("--device {}: no CUDA GPU is usable on this host", spec));
+  if (count == 0) throw UsageError(fmt::format("--device {}: no CUDA GPU is usable on this host", spec.name()));
   if (ordinal >= count)
-    throw UsageError(fmt::format("--device {}: this host has {} GPU(s) (cuda:0 .. cuda:{})", spec, count, count - 1));
+    throw UsageError(fmt::format("--device {}: this host has {} GPU(s) (cuda:0 .. cuda:{})", spec.name(), count, count - 1));
   return std::unique_ptr<Device>(new Device(ordinal));
 #else
   (void)ordinal;
-  throw UsageError(fmt::format("--device {}: this trainscope was built without CUDA", spec));
+  throw UsageError(fmt::format("--device {}: this trainscope was built without CUDA", spec.name()));
 #endif
 }
 

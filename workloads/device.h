@@ -9,14 +9,14 @@
 #include <string>
 
 #include "base/precision.h"
+#include "workloads/device_spec.h"
 
 namespace ts::wl {
 
 class Device {
  public:
-  // "cpu", "cuda" (GPU 0) or "cuda:N". UsageError for an unknown name, a GPU that is not there, or CUDA
-  // asked of a build without it.
-  static std::unique_ptr<Device> open(const std::string& spec);
+  // UsageError for a GPU that is not there, or CUDA asked of a build without it.
+  static std::unique_ptr<Device> open(const DeviceSpec& spec);
   static Device& hostCpu();  // the process's CPU device (tests, host-side tensors)
   ~Device();
   Device(const Device&) = delete;

@@ -49,15 +49,15 @@ std::vector<NamedTensor> modelTensors(Model& m) {
 }  // namespace
 
 nlohmann::json TrainOptions::toJson() const {
-  return {{"model", model},
+  return {{"model", nameOf(model)},
           {"preset", preset},
           {"set", overrides},
           {"steps", steps},
           {"batch", batch},
           {"micro_batches", microBatches},
-          {"device", device},
-          {"precision", precision},
-          {"loss_scale", precision == "float16" ? nlohmann::json(lossScale) : nlohmann::json()},
+          {"device", device.name()},
+          {"precision", nameOf(precision)},
+          {"loss_scale", precision == Precision::kFloat16 ? nlohmann::json(lossScale) : nlohmann::json()},
           {"optimizer", optimizer.toJson()},
           {"schedule", schedule.toJson()},
           {"clip_norm", clipNorm},
@@ -84,9 +84,7 @@ void validateTrainOptions(const TrainOptions& o) {
   if (o.batch < 1) throw UsageError(fmt::format("--batch {}: must be at least 1", o.batch));
   if (o.microBatches < 1 || o.batch % o.microBatches)
     throw UsageError(fmt::format("--micro-batches {}: must be at least 1 and divide --batch {}", o.microBatches, o.batch));
-  if (o.precision != "float32" && o.precision != "tf32" && o.precision != "bfloat16" && o.precision != "float16")
-    throw UsageError(fmt::format("--precision {}: expected float32, tf32 (CUDA), bfloat16 or float16", o.precision));
-  if (o.precision == "float16") LossScaler(o.lossScale, o.lossScaleInterval);  // checks the two
+  if (o.precision == Precision::kFloat16) LossScaler(o.lossScale, o.lossScaleInterval);  // checks the two
   if (o.clipNorm < 0) throw UsageError("--clip-norm must be >= 0 (0 = off)");
   if (o.checkpointEvery < 0) throw UsageError("--checkpoint-every must be >= 0");
   if ((o.resume || o.checkpointEvery > 0) && o.checkpointDir.empty())
@@ -110,8 +108,8 @@ Trainer::Trainer(const TrainOptions& options, const Mesh* mesh, double commTimeo
   if (o.batch % (o.microBatches * layout.dp))
     throw UsageError(fmt::format("--batch {} does not split into {} data-parallel rank(s) x {} micro-batch(es)", o.batch,
                                  layout.dp, o.microBatches));
-  const bool sharded = layout.dp > 1 && (layout.zero > 0 || layout.sync == "ps");
-  if (sharded && o.optimizer.kind == "lamb")
+  const bool sharded = layout.dp > 1 && (layout.zero > 0 || layout.sync == SyncKind::kParameterServer);
+  if (sharded && o.optimizer.kind == OptimizerKind::kLamb)
     throw UsageError(
         "--optimizer lamb with --zero or --sync ps: LAMB's trust ratio needs whole-tensor norms, and a shard may hold part of a "
         "tensor");
@@ -126,24 +124,25 @@ Trainer::Trainer(const TrainOptions& options, const Mesh* mesh, double commTimeo
         "--checkpoint-dir with --tp: tensor-parallel slices are not gathered into a checkpoint in this version (use --tp 1)");
   options_.schedule.total = o.steps;
   device_ = Device::open(o.device);  // first: a missing GPU is reported before any data is read
-  device_->setMatmulPrecision(parsePrecision(o.precision));
+  device_->setMatmulPrecision(o.precision);
 
   ModelConfig config = modelConfigOf(o);
 
   data::DataOptions d;
   d.spec = o.data;
-  d.task = o.model == "transformer" ? data::Task::kLanguageModel : data::Task::kClassification;
+  const bool language = o.model == ModelKind::kTransformer;
+  d.task = language ? data::Task::kLanguageModel : data::Task::kClassification;
   d.seed = o.seed;
   d.globalBatch = o.batch;
   d.shard = {mesh_->coordinate(GroupKind::kDp), layout.dp};
   d.syntheticSize = o.syntheticSize;
-  if (o.model == "mlp") d.sampleShape = {784};
-  if (o.model == "cnn") d.sampleShape = {3, 32, 32};
+  if (o.model == ModelKind::kMlp) d.sampleShape = {784};
+  if (o.model == ModelKind::kCnn) d.sampleShape = {3, 32, 32};
   d.seqLen = config.seqLen;
   d.vocab = static_cast<int>(std::min<std::int64_t>(config.vocab, 1 << 20));
   source_ = std::make_unique<data::DataSource>(data::makeDataSource(d));
   const data::DataInfo& info = source_->info();
-  if (o.model != "transformer") {
+  if (!language) {
     config.inputShape = info.sampleShape;
     config.classes = info.classes;
   }
@@ -159,12 +158,11 @@ Trainer::Trainer(const TrainOptions& options, const Mesh* mesh, double commTimeo
   }
   sync_ = makeGradientSync(*mesh_, part_, commTimeoutS);
   optimizer_ = std::make_unique<Optimizer>(o.optimizer, sync_->updateParams(), model_->arena());
-  const Precision precision = parsePrecision(o.precision);
-  if (precision == Precision::kBFloat16 || precision == Precision::kFloat16) {
-    model_->setComputePrecision(precision);
-    masters_ = std::make_unique<MasterWeights>(precision, sync_->masterParams(), model_->arena());
+  if (o.precision == Precision::kBFloat16 || o.precision == Precision::kFloat16) {
+    model_->setComputePrecision(o.precision);
+    masters_ = std::make_unique<MasterWeights>(o.precision, sync_->masterParams(), model_->arena());
   }
-  if (precision == Precision::kFloat16) scaler_ = std::make_unique<LossScaler>(o.lossScale, o.lossScaleInterval);
+  if (o.precision == Precision::kFloat16) scaler_ = std::make_unique<LossScaler>(o.lossScale, o.lossScaleInterval);
 
   if (o.resume) {
     if (auto latest = ckpt::latestCheckpoint(o.checkpointDir)) {
@@ -326,7 +324,8 @@ std::string Trainer::saveCheckpoint() {
   const HostTensors model = downloaded(modelTensors(*model_));
   const HostTensors optim = downloaded(optimizer_->state());
   ckpt::SaveOptions so;
-  so.modelMetadata = {{"format", "pt"}, {"model", model_->config().kind}, {"preset", model_->config().preset}};
+  so.modelMetadata = {
+      {"format", "pt"}, {"model", std::string(nameOf(model_->config().kind))}, {"preset", model_->config().preset}};
   return ckpt::saveCheckpoint(options_.checkpointDir, model.views, optim.views, state, so);
 }
 

@@ -11,9 +11,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/precision.h"
 #include "workloads/batch_staging.h"
 #include "workloads/data/data_source.h"
 #include "workloads/data/prefetcher.h"
+#include "workloads/device_spec.h"
 #include "workloads/mixed_precision.h"
 #include "workloads/models/model.h"
 #include "workloads/optim/optimizer.h"
@@ -26,15 +28,16 @@
 namespace ts::wl {
 
 struct TrainOptions {
-  std::string model = "mlp", preset = "tiny";
+  ModelKind model = ModelKind::kMlp;
+  std::string preset = "tiny";
   std::vector<std::string> overrides;  // key=value model fields
   std::int64_t steps = 100;
-  std::int64_t batch = 32;            // global batch per optimizer step (samples or sequences)
-  std::int64_t microBatches = 1;      // gradient accumulation: the batch is cut into this many micro-batches
-  std::string device = "cpu";         // cpu, cuda, cuda:N
-  std::string precision = "float32";  // float32, or bfloat16 / float16 mixed precision (emulated on the CPU)
-  double lossScale = 65536.0;         // float16: the initial dynamic loss scale
-  int lossScaleInterval = 2000;       // float16: good steps before the scale doubles
+  std::int64_t batch = 32;        // global batch per optimizer step (samples or sequences)
+  std::int64_t microBatches = 1;  // gradient accumulation: the batch is cut into this many micro-batches
+  DeviceSpec device;
+  Precision precision = Precision::kFloat32;  // or bfloat16 / float16 mixed precision (emulated on the CPU); tf32 on CUDA
+  double lossScale = 65536.0;                 // float16: the initial dynamic loss scale
+  int lossScaleInterval = 2000;               // float16: good steps before the scale doubles
   OptimizerOptions optimizer;
   Schedule schedule;
   double clipNorm = 0;  // clip the global gradient norm to this (0: off)

@@ -115,7 +115,7 @@ class CollectivesRun {
   static double weight(std::uint64_t bytes) { return static_cast<double>(bytes) + 65536.0; }
 
   bool runsPlacement(const Collective& c, bool inPlace) const {
-    if (inPlace) return o_.inPlace && comm_.supportsInPlace(c.kind());
+    if (inPlace) return o_.inPlace && comm_.supportsInPlace(c);
     return o_.outOfPlace;
   }
 
@@ -347,7 +347,7 @@ std::size_t runCollectivesStep(const CollectivesOptions& o, RunContext& ctx) {
       for (DType t : o.dtypes)
         for (RedOp r : o.redops) {
           std::string why;
-          if (!comm->supports(c->kind(), t, r, &why)) throw UsageError(fmt::format("{}: {}", c->name(), why));
+          if (!comm->supports(*c, t, r, &why)) throw UsageError(fmt::format("{}: {}", c->name(), why));
         }
   });
   std::optional<Fault> fault;

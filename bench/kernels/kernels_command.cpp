@@ -1,6 +1,7 @@
 // `trainscope kernels`: the option table of the kernel benchmarks, their command line and their suite step.
 #include <memory>
 
+#include "bench/choice_errors.h"
 #include "bench/commands.h"
 #include "bench/kernels/kernels_options.h"
 #include "bench/run_flags.h"
@@ -16,12 +17,19 @@ const OptionTable<KernelsArgs>& kernelsOptions() {
           "all, or a comma list of gemm, conv2d, conv2d_bwd_data, conv2d_bwd_filter, attention, layernorm, softmax, gelu, "
           "cross_entropy, adamw",
           TS_FIELD(ops), TextForm::kList);
-    t.add("--backend", "cpu, cuda (GPU 0), or auto: cuda when a GPU is present", TS_FIELD(backend));
-    t.add("-d,--dtype", "Precision: float32, tf32, bfloat16, float16 (the CPU runs float32; on CUDA each op says which it takes)",
-          TS_FIELD(dtype));
-    t.add("--conv-algo", "cuDNN convolution algorithm: heuristic (cuDNN's first choice) or search (cuDNN times each)",
-          TS_FIELD(convAlgo));
-    t.add("--conv-layout", "Convolution tensor layout on CUDA: nchw or nhwc", TS_FIELD(convLayout));
+    onUnknownChoice(t.add("--backend", "cpu, cuda (GPU 0), or auto: cuda when a GPU is present", TS_FIELD(backend)),
+                    notOneOf<KernelBackend>());
+    onUnknownChoice(
+        t.add("-d,--dtype",
+              "Precision: float32, tf32, bfloat16, float16 (the CPU runs float32; on CUDA each op says which it takes)",
+              TS_FIELD(dtype)),
+        unknownChoice<Precision>("precision"));
+    onUnknownChoice(
+        t.add("--conv-algo", "cuDNN convolution algorithm: heuristic (cuDNN's first choice) or search (cuDNN times each)",
+              TS_FIELD(convAlgo)),
+        notOneOf<ConvAlgo>());
+    onUnknownChoice(t.add("--conv-layout", "Convolution tensor layout on CUDA: nchw or nhwc", TS_FIELD(convLayout)),
+                    notOneOf<ConvLayout>());
     t.add("--preset", "The transformer block whose shapes are measured: tiny, small (GPT-2 small), base", TS_FIELD(preset));
     t.add("--shapes", "A TOML file of [[shape]] tables (op, name, dimensions): measure these shapes instead of the preset's",
           TS_FIELD(shapesFile));

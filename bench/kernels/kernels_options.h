@@ -2,16 +2,38 @@
 // What `trainscope kernels` was asked to do (kernels_command.cpp fills it; kernels_runner.cpp runs it).
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "base/enum_names.h"
 #include "base/precision.h"
 #include "kernels/specs/kernel_op.h"
 
 namespace ts {
 
 struct RunContext;
+
+enum class KernelBackend { kAuto, kCpu, kCuda };  // --backend; auto: CUDA when a GPU is usable
+enum class ConvAlgo { kHeuristic, kSearch };      // --conv-algo: cuDNN's first choice, or cuDNN times each
+enum class ConvLayout { kNchw, kNhwc };           // --conv-layout (CUDA)
+
+template <>
+struct EnumNames<KernelBackend> {
+  static constexpr std::pair<std::string_view, KernelBackend> kNames[] = {
+      {"auto", KernelBackend::kAuto}, {"cpu", KernelBackend::kCpu}, {"cuda", KernelBackend::kCuda}};
+};
+template <>
+struct EnumNames<ConvAlgo> {
+  static constexpr std::pair<std::string_view, ConvAlgo> kNames[] = {{"heuristic", ConvAlgo::kHeuristic},
+                                                                     {"search", ConvAlgo::kSearch}};
+};
+template <>
+struct EnumNames<ConvLayout> {
+  static constexpr std::pair<std::string_view, ConvLayout> kNames[] = {{"nchw", ConvLayout::kNchw}, {"nhwc", ConvLayout::kNhwc}};
+};
 
 struct KernelsOptions {
   std::vector<const KernelOp*> ops;
@@ -32,8 +54,11 @@ struct KernelsOptions {
 };
 
 struct KernelsArgs {
-  std::string ops = "all", dtype = "float32", preset = "tiny", shapesFile, backend = "auto", convAlgo = "heuristic",
-              convLayout = "nchw";
+  std::string ops = "all", preset = "tiny", shapesFile;
+  KernelBackend backend = KernelBackend::kAuto;
+  ConvAlgo convAlgo = ConvAlgo::kHeuristic;
+  ConvLayout convLayout = ConvLayout::kNchw;
+  Precision dtype = Precision::kFloat32;
   std::int64_t hidden = 0, seq = 0, batch = 0, vocab = 0;  // 0 = the preset's
   KernelsOptions opts;
 };

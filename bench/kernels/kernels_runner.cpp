@@ -215,17 +215,9 @@ KernelsOptions resolveKernelsArgs(const KernelsArgs& a) {
       if (!name.empty()) o.ops.push_back(&findKernelOp(name));
   }
   if (o.ops.empty()) throw UsageError("--ops: no kernel given");
-  try {
-    o.settings.precision = parsePrecision(a.dtype);
-  } catch (const UsageError& e) {
-    throw UsageError(std::string("--dtype: ") + e.what());
-  }
-  if (a.convAlgo != "heuristic" && a.convAlgo != "search")
-    throw UsageError(fmt::format("--conv-algo: '{}' is not heuristic or search", a.convAlgo));
-  if (a.convLayout != "nchw" && a.convLayout != "nhwc")
-    throw UsageError(fmt::format("--conv-layout: '{}' is not nchw or nhwc", a.convLayout));
-  o.settings.convSearch = a.convAlgo == "search";
-  o.settings.convNhwc = a.convLayout == "nhwc";
+  o.settings.precision = a.dtype;
+  o.settings.convSearch = a.convAlgo == ConvAlgo::kSearch;
+  o.settings.convNhwc = a.convLayout == ConvLayout::kNhwc;
   const Presets* p = nullptr;
   for (const auto& x : kPresets)
     if (a.preset == x.name) p = &x;
@@ -239,11 +231,10 @@ KernelsOptions resolveKernelsArgs(const KernelsArgs& a) {
   if (o.seq < 1 || o.batch < 1 || o.vocab < 2) throw UsageError("--seq and --batch must be at least 1, --vocab at least 2");
   if (o.warmup < 0 || o.iters < 1 || o.trials < 1) throw UsageError("-w/--warmup >= 0, -n/--iters >= 1 and --trials >= 1");
   if (!a.shapesFile.empty()) o.userShapes = loadKernelShapes(a.shapesFile, o.hidden, o.seq, o.batch, o.vocab);
-  if (a.backend != "auto" && a.backend != "cpu" && a.backend != "cuda")
-    throw UsageError(fmt::format("--backend: '{}' is not auto, cpu or cuda", a.backend));
   const int gpus = cuda::usableDeviceCount();
-  if (a.backend == "cuda" && gpus == 0) throw UsageError("--backend cuda needs a CUDA GPU, and none is usable on this host");
-  o.cuda = a.backend == "cuda" || (a.backend == "auto" && gpus > 0);
+  if (a.backend == KernelBackend::kCuda && gpus == 0)
+    throw UsageError("--backend cuda needs a CUDA GPU, and none is usable on this host");
+  o.cuda = a.backend == KernelBackend::kCuda || (a.backend == KernelBackend::kAuto && gpus > 0);
   for (const KernelOp* op : o.ops)
     if (!op->supports(o.settings.precision, o.cuda))
       throw UsageError(fmt::format("--dtype {}: the {} implementation of {} does not run in it",

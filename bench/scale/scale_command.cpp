@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "bench/choice_errors.h"
 #include "bench/commands.h"
 #include "bench/run_flags.h"
 #include "bench/scale/scale_options.h"
@@ -21,10 +22,14 @@ const OptionTable<ScaleOptions>& scaleOptions() {
     OptionTable<ScaleOptions> t;
     const auto self = [](auto& o) -> auto& { return o; };
     t.add("--ranks", "Rank counts, comma-separated; efficiency is against the smallest", TS_FIELD(ranks));
-    t.add("--mode", "weak: --batch per rank (the global batch grows with the ranks); strong: --batch is the global batch",
-          TS_FIELD(mode));
+    onUnknownChoice(
+        t.add("--mode", "weak: --batch per rank (the global batch grows with the ranks); strong: --batch is the global batch",
+              TS_FIELD(mode)),
+        expectedChoice<ScaleMode>());
     t.add("--batch", "Batch per rank (weak) or global batch (strong)", TS_FIELD(batch));
-    t.add("--launcher", "mpirun, srun (inside an allocation), or none (one process: --ranks 1 only)", TS_FIELD(launcher));
+    onUnknownChoice(
+        t.add("--launcher", "mpirun, srun (inside an allocation), or none (one process: --ranks 1 only)", TS_FIELD(launcher)),
+        expectedChoice<LauncherKind>());
     t.add("--launcher-args", "Extra launcher arguments, e.g. \"--oversubscribe\" or \"--hostfile hosts\"",
           TS_FIELD(launcherArgs));
     t.add("--points-dir", "Keep each point's result and log here (default: <json>.points)", TS_FIELD(pointsDir));
@@ -54,9 +59,9 @@ SuiteStep readStep(StepReader& r) {
   validateScale(o);
   SuiteStep s;
   s.config = {{"ranks", o.ranks},
-              {"mode", o.mode},
+              {"mode", nameOf(o.mode)},
               {"batch", o.batch},
-              {"launcher", o.launcher},
+              {"launcher", nameOf(o.launcher)},
               {"launcher_args", o.launcherArgs},
               {"train_args", o.trainArgs}};
   s.run = [o](RunContext& ctx) {

@@ -4,15 +4,17 @@
 #include <string>
 #include <vector>
 
+#include "bench/scale/scale_choices.h"
+
 namespace ts {
 
 struct ScaleOptions {
   std::vector<int> ranks = {1, 2, 4};
-  std::string mode = "weak";  // weak: --batch per rank, the global batch grows; strong: --batch is the global batch
+  ScaleMode mode = ScaleMode::kWeak;
   std::int64_t batch = 32;
-  std::string launcher = "mpirun";  // mpirun | srun | none
-  std::string launcherArgs;         // extra launcher arguments, split on spaces ("--oversubscribe", "--hostfile h")
-  std::string pointsDir;            // each point's result document and log ("" = <json>.points, or a temporary directory)
+  LauncherKind launcher = LauncherKind::kMpirun;
+  std::string launcherArgs;  // extra launcher arguments, split on spaces ("--oversubscribe", "--hostfile h")
+  std::string pointsDir;     // each point's result document and log ("" = <json>.points, or a temporary directory)
   std::string jsonPath;
   std::string label;
   std::string traceDir;                // each point traces its training into <traceDir>/ranks<n> ("" = no trace)

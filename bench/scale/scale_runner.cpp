@@ -137,8 +137,16 @@ ScalingFigures figuresOf(const nlohmann::json& t, int ranks, std::pair<int, doub
 std::vector<std::string> pointCommand(const ScaleOptions& o, const std::string& exe, int n, std::int64_t batch,
                                       const fs::path& json) {
   std::vector<std::string> cmd;
-  if (o.launcher == "mpirun") cmd = {"mpirun", "-np", std::to_string(n)};
-  if (o.launcher == "srun") cmd = {"srun", "-n", std::to_string(n)};
+  switch (o.launcher) {
+    case LauncherKind::kMpirun:
+      cmd = {"mpirun", "-np", std::to_string(n)};
+      break;
+    case LauncherKind::kSrun:
+      cmd = {"srun", "-n", std::to_string(n)};
+      break;
+    case LauncherKind::kNone:
+      break;
+  }
   for (const auto& w : words(o.launcherArgs)) cmd.push_back(w);
   cmd.insert(cmd.end(), {exe, "train", "--batch", std::to_string(batch), "--json", json.string(), "--label",
                          fmt::format("scale {} rank(s)", n)});
@@ -154,10 +162,7 @@ std::vector<int> validateScale(const ScaleOptions& o) {
   for (int n : o.ranks)
     if (n < 1) throw UsageError(fmt::format("--ranks: {} is not a rank count", n));
   if (o.batch < 1) throw UsageError(fmt::format("--batch {}: must be at least 1", o.batch));
-  if (o.mode != "weak" && o.mode != "strong") throw UsageError(fmt::format("--mode {}: expected weak or strong", o.mode));
-  if (o.launcher != "mpirun" && o.launcher != "srun" && o.launcher != "none")
-    throw UsageError(fmt::format("--launcher {}: expected mpirun, srun or none", o.launcher));
-  if (o.launcher == "none" && (o.ranks.size() != 1 || o.ranks[0] != 1))
+  if (o.launcher == LauncherKind::kNone && (o.ranks.size() != 1 || o.ranks[0] != 1))
     throw UsageError("--launcher none runs one process: --ranks 1 only (use mpirun or srun for more)");
   rejectOwnedFlags(o.trainArgs);
   checkTrainFlags(o.trainArgs);
@@ -184,12 +189,12 @@ int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string
   int failed = 0;
   Progress progress("scale", static_cast<double>(ranks.size()), true);
   for (int n : ranks) {
-    const std::int64_t batch = o.mode == "weak" ? o.batch * n : o.batch;
+    const std::int64_t batch = o.mode == ScaleMode::kWeak ? o.batch * n : o.batch;
     const fs::path json = dir / fmt::format("ranks{}.json", n), log = dir / fmt::format("ranks{}.log", n);
     fs::remove(json, ec);
     progress.step(fmt::format("{} rank(s)", n));
-    const int rc =
-        runChild(pointCommand(o, exe, n, batch, json), ChildOptions{{}, log.string(), nested && o.launcher == "mpirun"});
+    const int rc = runChild(pointCommand(o, exe, n, batch, json),
+                            ChildOptions{{}, log.string(), nested && o.launcher == LauncherKind::kMpirun});
     progress.done();
     const std::optional<nlohmann::json> train = trainRecordOf(json);
     ScalingRecord rec;
@@ -197,7 +202,7 @@ int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string
     rec.ranks = n;
     rec.globalBatch = batch;
     rec.launcher = o.launcher;
-    rec.series = fmt::format("{} {}", o.mode,
+    rec.series = fmt::format("{} {}", nameOf(o.mode),
                              o.trainArgs.empty() ? std::string("(defaults)") : fmt::format("{}", fmt::join(o.trainArgs, " ")));
     rec.label = o.label;
     rec.step = step;
@@ -227,9 +232,9 @@ int runScale(const ScaleOptions& o, const std::vector<std::string>& argv) {
   if (launchedByMpi()) throw UsageError("scale launches its own jobs: run it as one process (not under mpirun or srun)");
   const std::vector<int> ranks = validateScale(o);
   const nlohmann::json config = {{"ranks", ranks},
-                                 {"mode", o.mode},
+                                 {"mode", nameOf(o.mode)},
                                  {"batch", o.batch},
-                                 {"launcher", o.launcher},
+                                 {"launcher", nameOf(o.launcher)},
                                  {"launcher_args", o.launcherArgs},
                                  {"train_args", o.trainArgs}};
   auto session = RunSession::open(BootstrapKind::kSingle, false, "scale", argv, config, o.jsonPath);

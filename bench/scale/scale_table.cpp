@@ -8,8 +8,8 @@
 namespace ts {
 
 std::string scaleTableHeader(const ScaleOptions& o, const std::vector<int>& ranks, const std::filesystem::path& pointsDir) {
-  return fmt::format("# scale ({}): {} ranks, batch {} {}; each point's result and log in {}\n", o.mode, fmt::join(ranks, ","),
-                     o.batch, o.mode == "weak" ? "per rank" : "global", pointsDir.string()) +
+  return fmt::format("# scale ({}): {} ranks, batch {} {}; each point's result and log in {}\n", nameOf(o.mode),
+                     fmt::join(ranks, ","), o.batch, o.mode == ScaleMode::kWeak ? "per rank" : "global", pointsDir.string()) +
          fmt::format("# {:>6} {:>8} {:>12} {:>14} {:>9} {:>10} {:>12} {:>12}  {}\n", "ranks", "batch", "step(ms)", "items/s",
                      "speedup", "efficiency", "compute(ms)", "exposed(ms)", "layout");
 }

@@ -35,9 +35,12 @@ void putFigures(nlohmann::json& j, const ScalingFigures& f) {
 }  // namespace
 
 nlohmann::json toJson(const ScalingRecord& r) {
-  nlohmann::json j = {{"kind", "scaling"},      {"mode", r.mode},
-                      {"ranks", r.ranks},       {"global_batch", r.globalBatch},
-                      {"launcher", r.launcher}, {"completed", r.figures.has_value()},
+  nlohmann::json j = {{"kind", "scaling"},
+                      {"mode", nameOf(r.mode)},
+                      {"ranks", r.ranks},
+                      {"global_batch", r.globalBatch},
+                      {"launcher", nameOf(r.launcher)},
+                      {"completed", r.figures.has_value()},
                       {"series", r.series}};
   putUnlessEmpty(j, "label", r.label);
   putUnlessEmpty(j, "step", r.step);

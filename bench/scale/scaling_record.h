@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/scale/scale_choices.h"
+
 namespace ts {
 
 // What the point's train record says of the run, repeated so a study reads without its train records.
@@ -36,7 +38,8 @@ struct ScalingFigures {
 };
 
 struct ScalingRecord {
-  std::string mode, launcher;
+  ScaleMode mode = ScaleMode::kWeak;
+  LauncherKind launcher = LauncherKind::kMpirun;
   int ranks = 0;
   std::int64_t globalBatch = 0;
   std::string series;                      // the mode and the train flags: the points of one study

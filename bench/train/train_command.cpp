@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "bench/choice_errors.h"
 #include "bench/commands.h"
 #include "bench/run_flags.h"
 #include "bench/train/train_options.h"
@@ -13,7 +14,7 @@ namespace {
 
 // The model, the data and the optimizer.
 void addModelOptions(OptionTable<TrainRunOptions>& t) {
-  t.add("--model", "mlp, cnn or transformer", TS_FIELD(train.model));
+  onUnknownChoice(t.add("--model", "mlp, cnn or transformer", TS_FIELD(train.model)), unknownChoice<wl::ModelKind>("model"));
   t.add("--preset",
         "Named size: mlp tiny|small|base; cnn tiny|resnet20|resnet18|resnet34; transformer tiny|small|gpt2|gpt2-medium",
         TS_FIELD(train.preset));
@@ -24,15 +25,22 @@ void addModelOptions(OptionTable<TrainRunOptions>& t) {
   t.add("--steps", "Optimizer steps", TS_FIELD(train.steps));
   t.add("--batch", "Global batch per step (samples, or sequences for the transformer)", TS_FIELD(train.batch));
   t.add("--micro-batches", "Gradient accumulation: micro-batches per step (must divide --batch)", TS_FIELD(train.microBatches));
-  t.add("--device", "cpu, cuda (GPU 0) or cuda:N", TS_FIELD(train.device));
-  t.add("--precision",
-        "float32; tf32 (CUDA); bfloat16 / float16: mixed precision with float32 master weights (16-bit rounding emulated)",
-        TS_FIELD(train.precision));
+  t.add("--device", "cpu, cuda (GPU 0) or cuda:N", TS_FIELD(device));
+  onUnknownChoice(
+      t.add("--precision",
+            "float32; tf32 (CUDA); bfloat16 / float16: mixed precision with float32 master weights (16-bit rounding emulated)",
+            TS_FIELD(train.precision)),
+      UnknownChoice<Precision>{[](const std::string& flag, const std::string& value) {
+        return fmt::format("{} {}: expected float32, tf32 (CUDA), bfloat16 or float16", flag, value);
+      }});
   t.add("--loss-scale", "float16: the initial dynamic loss scale", TS_FIELD(train.lossScale));
   t.add("--loss-scale-interval", "float16: good steps before the loss scale doubles", TS_FIELD(train.lossScaleInterval));
-  t.add("--optimizer", "sgd, adam, adamw, rmsprop or lamb", TS_FIELD(train.optimizer.kind));
+  onUnknownChoice(t.add("--optimizer", "sgd, adam, adamw, rmsprop or lamb", TS_FIELD(train.optimizer.kind)),
+                  unknownChoice<wl::OptimizerKind>("optimizer"));
   t.add("--lr", "Peak learning rate", TS_FIELD(train.schedule.lr));
-  t.add("--schedule", "constant, step, cosine or linear (the last two after --lr-warmup)", TS_FIELD(train.schedule.kind));
+  onUnknownChoice(
+      t.add("--schedule", "constant, step, cosine or linear (the last two after --lr-warmup)", TS_FIELD(train.schedule.kind)),
+      unknownChoice<wl::ScheduleKind>("schedule"));
   t.add("--lr-warmup", "Linear learning-rate warm-up steps (cosine, linear)", TS_FIELD(train.schedule.warmup));
   t.add("--min-lr", "Learning rate at the end of a cosine or linear decay", TS_FIELD(train.schedule.minLr));
   t.add("--lr-step-size", "Steps between decays (step schedule)", TS_FIELD(train.schedule.stepSize));
@@ -55,12 +63,15 @@ void addLayoutOptions(OptionTable<TrainRunOptions>& t) {
         "ZeRO stage over the data-parallel group: 0 (all-reduce), 1 (optimizer state sharded), 2 (gradients too), 3 (parameters "
         "too)",
         TS_FIELD(train.layout.zero));
-  t.add("--sync", "How data-parallel ranks combine gradients: allreduce, or ps (parameter servers)", TS_FIELD(train.layout.sync));
+  onUnknownChoice(t.add("--sync", "How data-parallel ranks combine gradients: allreduce, or ps (parameter servers)",
+                        TS_FIELD(train.layout.sync)),
+                  expectedChoice<wl::SyncKind>());
   t.add("--ps-shards", "--sync ps: parameter shards, served by data-parallel ranks 0..N-1", TS_FIELD(train.layout.psShards));
   t.add("--bucket-mb", "Gradient bucket size in MiB", TS_FIELD(train.layout.bucketMb));
   t.addOnOff("--overlap", "on: send each bucket as soon as its gradients are ready (during the backward); off: after it",
              TS_FIELD(train.layout.overlap));
-  t.add("--pp-schedule", "Pipeline schedule: gpipe or 1f1b", TS_FIELD(train.layout.schedule));
+  onUnknownChoice(t.add("--pp-schedule", "Pipeline schedule: gpipe or 1f1b", TS_FIELD(train.layout.schedule)),
+                  expectedChoice<wl::PipelineSchedule>());
   t.add("--pp-split", "Pipeline: layers per stage, comma-separated (default: balanced by FLOPs)", TS_FIELD(train.layout.ppSplit));
 }
 

@@ -15,10 +15,10 @@ void printTrainBanner(wl::Trainer& trainer, const TrainRunOptions& o, const wl::
   std::printf(
       "# train %s %s on %s in %s: %lld parameters, %.3g GFLOP per step (3x forward), %lld %s per step, batch %lld in %lld "
       "micro-batch(es), data %s\n",
-      cfg.kind.c_str(), cfg.preset.c_str(), trainer.device().name().c_str(), o.train.precision.c_str(),
-      static_cast<long long>(model.parameterCount()), trainer.flopsPerStep() / 1e9,
-      static_cast<long long>(trainer.itemsPerStep()), model.itemName().c_str(), static_cast<long long>(o.train.batch),
-      static_cast<long long>(o.train.microBatches), trainer.dataInfo().name.c_str());
+      std::string(nameOf(cfg.kind)).c_str(), cfg.preset.c_str(), trainer.device().name().c_str(),
+      std::string(nameOf(o.train.precision)).c_str(), static_cast<long long>(model.parameterCount()),
+      trainer.flopsPerStep() / 1e9, static_cast<long long>(trainer.itemsPerStep()), model.itemName().c_str(),
+      static_cast<long long>(o.train.batch), static_cast<long long>(o.train.microBatches), trainer.dataInfo().name.c_str());
   if (mesh.worldSize() > 1)
     std::printf("# layout %s over %d ranks: %lld %s per rank per micro-batch; this rank updates %zu of %lld parameters\n",
                 mesh.layout().name().c_str(), mesh.worldSize(), static_cast<long long>(trainer.microBatchSize()),
@@ -46,7 +46,7 @@ void printPipeline(const PipelineRecord& p, const std::optional<double>& measure
   std::string cuts;
   for (const auto& s : p.stages) cuts += fmt::format(" [{},{})", s.from, s.to);
   std::printf("# pipeline: %zu stages, layers%s, %lld micro-batches, %s: bubble %s measured, %.1f%% theoretical\n",
-              p.stages.size(), cuts.c_str(), static_cast<long long>(p.microBatches), p.schedule.c_str(),
+              p.stages.size(), cuts.c_str(), static_cast<long long>(p.microBatches), std::string(nameOf(p.schedule)).c_str(),
               measuredBubble ? fmt::format("{:.1f}%", 100 * *measuredBubble).c_str() : "n/a", 100 * p.theoreticalBubble());
 }
 

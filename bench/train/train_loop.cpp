@@ -69,7 +69,7 @@ void finishTrace(TraceFiles& files, wl::Trainer& trainer, const wl::Mesh& mesh, 
     about[wl::coordinateField(a)] = a.coordinate;
   }
   const auto& cfg = trainer.model().config();
-  files.finish(fmt::format("train {} {} {}", cfg.kind, cfg.preset, mesh.layout().name()), about);
+  files.finish(fmt::format("train {} {} {}", nameOf(cfg.kind), cfg.preset, mesh.layout().name()), about);
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ nlohmann::json mfuBlock(double perDeviceTflops, const std::optional<MeasuredPeak
   if (measured && measured->tflops > 0) {
     const double mfu = perDeviceTflops / measured->tflops;
     m = {{"tflops", measured->tflops},
-         {"precision", measured->precision},
+         {"precision", nameOf(measured->precision)},
          {"source", measured->source},
          {"clock_mhz", measured->clockMhz},
          {"mfu", mfu},
@@ -30,7 +30,7 @@ nlohmann::json mfuBlock(double perDeviceTflops, const std::optional<MeasuredPeak
     const double atClock = clockMhz.is_number() ? p.tflops * clockMhz.get<double>() / p.boostMhz : p.tflops;
     const double mfu = perDeviceTflops / atClock;
     d = {{"entry", p.gpu},
-         {"precision", datasheet->precision},
+         {"precision", nameOf(datasheet->precision)},
          {"datasheet_tflops", p.tflops},
          {"boost_clock_mhz", p.boostMhz},
          {"clock_mhz", clockMhz},

@@ -17,16 +17,16 @@ namespace ts {
 
 struct MeasuredPeak {
   double tflops = 0;
-  std::string precision;    // the GEMM's ("float32" on the CPU; the run's on a GPU)
-  std::string source;       // which GEMM, how many trials
-  nlohmann::json clockMhz;  // the clock it was measured at, or null
+  Precision precision = Precision::kFloat32;  // the GEMM's (float32 on the CPU; the run's on a GPU)
+  std::string source;                         // which GEMM, how many trials
+  nlohmann::json clockMhz;                    // the clock it was measured at, or null
   bool rechecked = false;
   SuspectCause cause = SuspectCause::kUnexplained;  // why an MFU above it would be (bench/kernels/roofline.h)
 };
 
 struct DatasheetPeak {
   ComputePeak peak;  // the table entry, in the run's precision
-  std::string precision;
+  Precision precision = Precision::kFloat32;
 };
 
 // The `mfu` block for `perDeviceTflops` achieved at `clockMhz` (a number, or null: the datasheet figure

@@ -13,7 +13,8 @@ namespace ts {
 struct RunContext;
 
 struct TrainRunOptions {
-  wl::TrainOptions train;
+  wl::TrainOptions train;        // train.device is read from `device` by runTrainStep
+  std::string device = "cpu";    // --device as given: cpu, cuda or cuda:N (the table reads no struct)
   std::int64_t warmupSteps = 2;  // the first steps are trained but not timed (caches, allocator, first touch)
   std::int64_t logEvery = 0;     // print a line every N steps (0: about 20 lines per run)
   bool ceiling = true;           // measure the GEMM ceiling for MFU

@@ -46,7 +46,7 @@ nlohmann::json pipelineJson(const PipelineRecord& p, const std::optional<double>
   for (const wl::StageRange& s : p.stages) layers.push_back({s.from, s.to});
   return {{"stages", p.stages.size()},
           {"microbatches", p.microBatches},
-          {"schedule", p.schedule},
+          {"schedule", nameOf(p.schedule)},
           {"layers", layers},
           {"theoretical_bubble", p.theoreticalBubble()},
           {"measured_bubble", orNull(measuredBubble)}};
@@ -121,11 +121,11 @@ void addTimedSteps(const TrainRecord& r, nlohmann::json& rec) {
 
 nlohmann::json toJson(const TrainRecord& r) {
   nlohmann::json rec = {{"kind", "train"},
-                        {"model", r.model},
+                        {"model", nameOf(r.model)},
                         {"preset", r.preset},
                         {"backend", r.backend},
                         {"device", r.device},
-                        {"precision", r.precision},
+                        {"precision", nameOf(r.precision)},
                         {"world_size", r.worldSize},
                         {"layout", r.layout.toJson()},
                         {"mesh", meshJson(r.mesh)},

@@ -12,7 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/precision.h"
 #include "bench/train/train_breakdown.h"
+#include "workloads/models/model.h"
 #include "workloads/parallel/layout.h"
 #include "workloads/parallel/mesh.h"
 #include "workloads/parallel/pipeline.h"
@@ -39,13 +41,15 @@ struct MeasuredSteps {
 struct PipelineRecord {
   std::vector<wl::StageRange> stages;  // layers [from, to) of each
   std::int64_t microBatches = 1;
-  std::string schedule;
+  wl::PipelineSchedule schedule = wl::PipelineSchedule::k1F1B;
   double theoreticalBubble() const;  // (p - 1) / (m + p - 1)
 };
 
 struct TrainRecord {
   // What was trained.
-  std::string model, preset, backend, device, precision;
+  wl::ModelKind model = wl::ModelKind::kMlp;
+  Precision precision = Precision::kFloat32;
+  std::string preset, backend, device;
   std::string item;  // what a step's items are: samples, tokens
   int worldSize = 1;
   wl::LayoutOptions layout;

@@ -30,6 +30,7 @@ namespace ts {
 
 nlohmann::json toJson(const TrainRunOptions& o) {
   nlohmann::json j = o.train.toJson();
+  j["device"] = o.device;  // as given (runTrainStep resolves it)
   j["warmup_steps"] = o.warmupSteps;
   j["ceiling"] = o.ceiling;
   j["timeout_s"] = o.timeoutS;
@@ -41,19 +42,18 @@ namespace {
 
 // The record's MFU block: against the ceiling this run measured (when it did) and, for a GPU the table
 // knows, the datasheet peak in the run's precision at the SM clock read now.
-nlohmann::json mfuFor(wl::Trainer& trainer, const std::string& precision, Precision gemmPrecision,
+nlohmann::json mfuFor(wl::Trainer& trainer, Precision precision, Precision gemmPrecision,
                       const std::optional<CeilingSet>& ceilings, double perDevice) {
   const nlohmann::json clock =
       computeClockMhz(trainer.device().ordinal());  // the SM clock on a GPU, the CPU frequency where known
   std::optional<MeasuredPeak> measured;
   if (ceilings && ceilings->computeTflops() > 0)
-    measured = MeasuredPeak{ceilings->computeTflops(),    std::string(precisionName(gemmPrecision)),
+    measured = MeasuredPeak{ceilings->computeTflops(),    gemmPrecision,
                             ceilings->computeSource(),    ceilings->computeClockMhz(),
                             ceilings->computeRechecked(), ceilings->likelyCause(CeilingKind::kCompute, MemoryLevel::kDram)};
   std::optional<DatasheetPeak> datasheet;
   if (trainer.device().cuda())
-    if (const auto p = datasheetPeak(trainer.device().name(), parsePrecision(precision)))
-      datasheet = DatasheetPeak{*p, precision};
+    if (const auto p = datasheetPeak(trainer.device().name(), precision)) datasheet = DatasheetPeak{*p, precision};
   return mfuBlock(perDevice, measured, datasheet, clock);
 }
 
@@ -130,7 +130,7 @@ TrainRecord describeRun(wl::Trainer& trainer, const TrainRunOptions& o, const wl
   r.firstStep = trainer.firstStep();
   r.warmupSteps = o.warmupSteps;
   r.peakMemoryBytes = model.memoryBytes();
-  r.float16 = o.train.precision == "float16";
+  r.float16 = o.train.precision == Precision::kFloat16;
   if (const wl::Pipeline* p = trainer.pipeline())
     r.pipeline = PipelineRecord{p->stages(), o.train.microBatches, mesh.layout().schedule};
   r.label = o.label;
@@ -153,7 +153,7 @@ void trainOnMesh(const TrainRunOptions& o, RunContext& ctx, const wl::Mesh& mesh
   if (leader) printTrainBanner(trainer, o, mesh);
   std::optional<Fault> fault;
   collectively(ctx.boot, [&] { fault = faultFromEnvironment(); });
-  const Precision gemmPrecision = trainer.device().cuda() ? parsePrecision(o.train.precision) : Precision::kFloat32;
+  const Precision gemmPrecision = trainer.device().cuda() ? o.train.precision : Precision::kFloat32;
   std::optional<CeilingSet> ceilings;
   if (o.ceiling && leader) measureGemmCeiling(ceilings, ctx, trainer, fault, gemmPrecision);
   if (world > 1) ctx.boot.quietBarrier();  // the ceiling is measured on process 0 alone
@@ -190,13 +190,14 @@ void trainOnMesh(const TrainRunOptions& o, RunContext& ctx, const wl::Mesh& mesh
 void runTrainStep(const TrainRunOptions& given, RunContext& ctx) {
   Bootstrap& boot = ctx.boot;
   TrainRunOptions o = given;
-  if (o.train.device == "cuda" && boot.size() > 1)
-    o.train.device = fmt::format("cuda:{}", boot.localRank());  // one GPU per process
+  o.train.device = wl::parseDeviceSpec(o.device);
+  if (o.train.device.cuda() && o.train.device.index < 0 && boot.size() > 1)
+    o.train.device.index = boot.localRank();  // one GPU per process
   const wl::LayoutOptions layout = wl::resolveLayout(o.train.layout, boot.size());
   std::unique_ptr<Communicator> world;
   if (boot.size() > 1) {
     CommunicatorOptions co;
-    co.backend = o.train.device.rfind("cuda", 0) == 0 ? BackendKind::kNccl : BackendKind::kMpi;
+    co.backend = o.train.device.cuda() ? BackendKind::kNccl : BackendKind::kMpi;
     collectively(boot, [&] { world = makeCommunicator(co, boot); });
     ctx.addLayout(ctx.step.empty() ? "train" : ctx.step, world->backend(), world->worldSize(), 1,
                   nlohmann::json::array({{{"rank", world->rank(0)}, {"device", world->device(0)}}}));

@@ -2,13 +2,18 @@
 // Bytes are the whole gathered buffer; bus factor (n-1)/n: each rank receives the n-1 blocks it lacks.
 #include "comm/collectives/collective.h"
 #include "comm/collectives/values.h"
+#ifdef TRAINSCOPE_HAVE_MPI
+#include "comm/mpi/mpi_call.h"
+#endif
+#ifdef TRAINSCOPE_HAVE_NCCL
+#include "comm/nccl/nccl_call.h"
+#endif
 
 namespace ts {
 namespace {
 class AllGather final : public Collective {
  public:
   std::string_view name() const override { return "all_gather"; }
-  CollectiveKind kind() const override { return CollectiveKind::kAllGather; }
   BufferShape shape() const override { return BufferShape::kGathered; }
   double busFactor(int n) const override { return ringFactor(n); }
   double input(const CollectiveArgs&, int rank, std::size_t i) const override { return movedInput(rank, i); }
@@ -16,14 +21,27 @@ class AllGather final : public Collective {
     return movedInput(static_cast<int>(i / lay.count), i % lay.count);
   }
   InPlaceGeometry inPlace(int rank, const CollectiveLayout& lay) const override { return {false, rank * lay.count}; }
-  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay,
-              const CollectiveArgs& a) const override {
-    c.allGather(l, s, r, lay.count, a.dtype);
+#ifdef TRAINSCOPE_HAVE_MPI
+  void runMpi(const MpiCall& m, const CollectiveCall& c) const override {
+    const int n = mpiCount(c.count);
+    MPI_CHECK(MPI_Allgather(mine(m, c), n, mpiType(c.dtype), c.recv, n, mpiType(c.dtype), m.comm));
   }
+  bool startMpi(const MpiCall& m, const CollectiveCall& c, MpiRequest& req, std::function<void()>&) const override {
+    const int n = mpiCount(c.count);
+    MPI_CHECK(MPI_Iallgather(mine(m, c), n, mpiType(c.dtype), c.recv, n, mpiType(c.dtype), m.comm, &req.handle));
+    return true;
+  }
+  // In place, this rank's block already sits at its place in the receive buffer.
+  static const void* mine(const MpiCall& m, const CollectiveCall& c) {
+    return inPlaceOr(c.send, offsetBytes(c.recv, c.count * m.rank, c.dtype));
+  }
+#endif
+#ifdef TRAINSCOPE_HAVE_NCCL
+  void runNccl(const NcclCall& n, const CollectiveCall& c) const override {
+    NCCL_CHECK(ncclAllGather(c.send, c.recv, c.count, ncclType(c.dtype), n.comm, n.stream));
+  }
+#endif
 };
 }  // namespace
-const Collective& allGatherCollective() {
-  static const AllGather c;
-  return c;
-}
+TS_DEFINE_COLLECTIVE(all_gather, AllGather)
 }  // namespace ts

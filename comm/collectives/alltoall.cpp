@@ -2,13 +2,18 @@
 // Bytes are the whole buffer; bus factor (n-1)/n: all but the block kept locally crosses a link.
 #include "comm/collectives/collective.h"
 #include "comm/collectives/values.h"
+#ifdef TRAINSCOPE_HAVE_MPI
+#include "comm/mpi/mpi_call.h"
+#endif
+#ifdef TRAINSCOPE_HAVE_NCCL
+#include "comm/nccl/nccl_call.h"
+#endif
 
 namespace ts {
 namespace {
 class AllToAll final : public Collective {
  public:
   std::string_view name() const override { return "alltoall"; }
-  CollectiveKind kind() const override { return CollectiveKind::kAllToAll; }
   BufferShape shape() const override { return BufferShape::kExchanged; }
   double busFactor(int n) const override { return ringFactor(n); }
   double input(const CollectiveArgs&, int rank, std::size_t i) const override { return movedInput(rank, i); }
@@ -16,14 +21,19 @@ class AllToAll final : public Collective {
     return movedInput(static_cast<int>(i / lay.count), rank * lay.count + i % lay.count);
   }
   InPlaceGeometry inPlace(int, const CollectiveLayout&) const override { return {false, 0}; }
-  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay,
-              const CollectiveArgs& a) const override {
-    c.allToAll(l, s, r, lay.count, a.dtype);
+  bool ncclInPlace() const override { return false; }  // ncclAlltoAll defines no in-place form
+#ifdef TRAINSCOPE_HAVE_MPI
+  void runMpi(const MpiCall& m, const CollectiveCall& c) const override {
+    const int n = mpiCount(c.count);
+    MPI_CHECK(MPI_Alltoall(inPlaceOr(c.send, c.recv), n, mpiType(c.dtype), c.recv, n, mpiType(c.dtype), m.comm));
   }
+#endif
+#ifdef TRAINSCOPE_HAVE_NCCL
+  void runNccl(const NcclCall& n, const CollectiveCall& c) const override {
+    NCCL_CHECK(ncclAlltoAll(c.send, c.recv, c.count, ncclType(c.dtype), n.comm, n.stream));
+  }
+#endif
 };
 }  // namespace
-const Collective& allToAllCollective() {
-  static const AllToAll c;
-  return c;
-}
+TS_DEFINE_COLLECTIVE(alltoall, AllToAll)
 }  // namespace ts

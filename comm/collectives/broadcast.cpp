@@ -1,13 +1,20 @@
 // broadcast: every rank ends with the root's buffer. Bus factor 1: a pipelined chain moves each byte once per link.
+#include <cstring>
+
 #include "comm/collectives/collective.h"
 #include "comm/collectives/values.h"
+#ifdef TRAINSCOPE_HAVE_MPI
+#include "comm/mpi/mpi_call.h"
+#endif
+#ifdef TRAINSCOPE_HAVE_NCCL
+#include "comm/nccl/nccl_call.h"
+#endif
 
 namespace ts {
 namespace {
 class Broadcast final : public Collective {
  public:
   std::string_view name() const override { return "broadcast"; }
-  CollectiveKind kind() const override { return CollectiveKind::kBroadcast; }
   bool rooted() const override { return true; }
   BufferShape shape() const override { return BufferShape::kFlat; }
   double busFactor(int) const override { return 1.0; }
@@ -16,14 +23,27 @@ class Broadcast final : public Collective {
     return movedInput(a.root, i);
   }
   InPlaceGeometry inPlace(int, const CollectiveLayout&) const override { return {false, 0}; }
-  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay,
-              const CollectiveArgs& a) const override {
-    c.broadcast(l, s, r, lay.count, a.dtype, a.root);
+#ifdef TRAINSCOPE_HAVE_MPI
+  // Out of place, the root sends from its send buffer and the others receive into their receive buffer;
+  // the root's copy into its own receive buffer follows.
+  void runMpi(const MpiCall& m, const CollectiveCall& c) const override {
+    MPI_CHECK(MPI_Bcast(buffer(m, c), mpiCount(c.count), mpiType(c.dtype), c.root, m.comm));
+    if (m.rank == c.root && c.send != c.recv) std::memcpy(c.recv, c.send, c.count * dtypeSize(c.dtype));
   }
+  bool startMpi(const MpiCall& m, const CollectiveCall& c, MpiRequest& req, std::function<void()>& finish) const override {
+    MPI_CHECK(MPI_Ibcast(buffer(m, c), mpiCount(c.count), mpiType(c.dtype), c.root, m.comm, &req.handle));
+    if (m.rank == c.root && c.send != c.recv)
+      finish = [s = c.send, r = c.recv, bytes = c.count * dtypeSize(c.dtype)] { std::memcpy(r, s, bytes); };
+    return true;
+  }
+  static void* buffer(const MpiCall& m, const CollectiveCall& c) { return m.rank == c.root ? const_cast<void*>(c.send) : c.recv; }
+#endif
+#ifdef TRAINSCOPE_HAVE_NCCL
+  void runNccl(const NcclCall& n, const CollectiveCall& c) const override {
+    NCCL_CHECK(ncclBroadcast(c.send, c.recv, c.count, ncclType(c.dtype), c.root, n.comm, n.stream));
+  }
+#endif
 };
 }  // namespace
-const Collective& broadcastCollective() {
-  static const Broadcast c;
-  return c;
-}
+TS_DEFINE_COLLECTIVE(broadcast, Broadcast)
 }  // namespace ts

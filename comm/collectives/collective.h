@@ -1,10 +1,14 @@
 #pragma once
-// One collective = one small file answering four questions (as nccl-tests does): how many bytes a size
-// moves and in what buffers (shape, hence layout), the bus-bandwidth factor, how inputs are filled, and
-// what every output element must be. A shared driver (bench/collectives/collectives_runner) does the rest.
-// registry.cpp is the one list of them: everything else that names the collectives (--ops, the tracker's
-// records, the schema's enum, the report's order) derives from it or is tested against it.
+// One collective = one small file, comm/collectives/<name>.cpp (as nccl-tests has one per collective):
+// how many bytes a size moves and in what buffers (shape, hence layout), the bus-bandwidth factor, how
+// inputs are filled, what every output element must be, and the MPI and NCCL calls that run it. A shared
+// driver (bench/collectives/collectives_runner) does the rest.
+// The one list of them is the result schema's enum of collective ops
+// (reports/schema/result-v1.schema.json): the build compiles comm/collectives/<name>.cpp for each name
+// there, in that order, and registry.cpp lists them from it; --ops, its help, the tracker's records and
+// the report's order all read that list.
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,6 +35,12 @@ enum class BufferShape {
   kExchanged,  // both do (alltoall)
 };
 
+// The backends' handles on one rank, for the calls each collective makes itself (comm/mpi/mpi_call.h,
+// comm/nccl/nccl_call.h); declared only, so that this header needs neither library.
+struct MpiCall;
+struct MpiRequest;
+struct NcclCall;
+
 struct CollectiveArgs {
   DType dtype = DType::kFloat32;
   RedOp redop = RedOp::kSum;
@@ -48,7 +58,6 @@ class Collective {
  public:
   virtual ~Collective() = default;
   virtual std::string_view name() const = 0;
-  virtual CollectiveKind kind() const = 0;
   virtual bool reduces() const { return false; }  // takes --redop
   virtual bool rooted() const { return false; }   // takes --root
 
@@ -66,19 +75,46 @@ class Collective {
   // Element i of `rank`'s output buffer after the op; nullopt where the op defines nothing (non-root ranks).
   virtual std::optional<double> expected(const CollectiveArgs& a, int rank, std::size_t i, const CollectiveLayout& lay) const = 0;
   virtual InPlaceGeometry inPlace(int rank, const CollectiveLayout& lay) const = 0;
-  virtual void launch(Communicator& c, int l, const void* send, void* recv, const CollectiveLayout& lay,
-                      const CollectiveArgs& a) const = 0;
+  // The call this collective makes at this layout for `rank` (the count, root and, for sendrecv, peers).
+  virtual CollectiveCall call(int rank, const void* send, void* recv, const CollectiveLayout& lay, const CollectiveArgs& a) const;
+  // Runs call(...) on local rank l of `c`.
+  void launch(Communicator& c, int l, const void* send, void* recv, const CollectiveLayout& lay, const CollectiveArgs& a) const;
+
+  // The backends' calls, each written in the collective's own file (under TRAINSCOPE_HAVE_MPI and
+  // TRAINSCOPE_HAVE_NCCL; these defaults, for a build without the library, are never reached).
+  // The blocking MPI call, with NCCL's buffer conventions (communicator.h).
+  virtual void runMpi(const MpiCall& m, const CollectiveCall& c) const;
+  // Issues the nonblocking MPI form and returns true; false where there is none for this call (the
+  // communicator then runs it blocking). `finish` is what must run once the request completes, if anything.
+  virtual bool startMpi(const MpiCall& m, const CollectiveCall& c, MpiRequest& request, std::function<void()>& finish) const;
+  // The NCCL call, on the local rank's stream.
+  virtual void runNccl(const NcclCall& n, const CollectiveCall& c) const;
+  // Whether NCCL defines the op with send == recv (its in-place form).
+  virtual bool ncclInPlace() const { return true; }
 };
 
 // The registry (registry.cpp), in its order: that of `--ops all`, the help and the report.
 const std::vector<const Collective*>& allCollectives();
 // By name ("all_reduce", ...); UsageError listing the known names otherwise.
 const Collective& findCollective(std::string_view name);
-// The collective a Communicator call of this kind runs.
-const Collective& collectiveOf(CollectiveKind kind);
 // "all_reduce, all_gather, ..., sendrecv": the registry's names in order, for help texts and errors.
 std::string collectiveNameList();
 
 inline double ringFactor(int n) { return n > 1 ? static_cast<double>(n - 1) / n : 0.0; }
+
+// Each collective by name, as code calls it (collectives::all_reduce()): one accessor per entry of the
+// generated list, defined in the collective's file by TS_DEFINE_COLLECTIVE.
+namespace collectives {
+#define TS_COLLECTIVE(name) const Collective& name();
+#include "comm/collectives/collective_list.inc"
+#undef TS_COLLECTIVE
+}  // namespace collectives
+
+// In comm/collectives/<name>.cpp, after the class: the accessor the registry and callers use.
+#define TS_DEFINE_COLLECTIVE(name, Class) \
+  const Collective& collectives::name() { \
+    static const Class c;                 \
+    return c;                             \
+  }
 
 }  // namespace ts

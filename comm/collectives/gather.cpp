@@ -2,13 +2,18 @@
 // Bytes are the whole gathered buffer; bus factor (n-1)/n: the root's link receives the n-1 other blocks.
 #include "comm/collectives/collective.h"
 #include "comm/collectives/values.h"
+#ifdef TRAINSCOPE_HAVE_MPI
+#include "comm/mpi/mpi_call.h"
+#endif
+#ifdef TRAINSCOPE_HAVE_NCCL
+#include "comm/nccl/nccl_call.h"
+#endif
 
 namespace ts {
 namespace {
 class Gather final : public Collective {
  public:
   std::string_view name() const override { return "gather"; }
-  CollectiveKind kind() const override { return CollectiveKind::kGather; }
   bool rooted() const override { return true; }
   BufferShape shape() const override { return BufferShape::kGathered; }
   double busFactor(int n) const override { return ringFactor(n); }
@@ -18,14 +23,19 @@ class Gather final : public Collective {
     return movedInput(static_cast<int>(i / lay.count), i % lay.count);
   }
   InPlaceGeometry inPlace(int rank, const CollectiveLayout& lay) const override { return {false, rank * lay.count}; }
-  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay,
-              const CollectiveArgs& a) const override {
-    c.gather(l, s, r, lay.count, a.dtype, a.root);
+#ifdef TRAINSCOPE_HAVE_MPI
+  void runMpi(const MpiCall& m, const CollectiveCall& c) const override {
+    const int n = mpiCount(c.count);
+    const void* s = m.rank == c.root ? inPlaceOr(c.send, offsetBytes(c.recv, c.count * m.rank, c.dtype)) : c.send;
+    MPI_CHECK(MPI_Gather(s, n, mpiType(c.dtype), c.recv, n, mpiType(c.dtype), c.root, m.comm));
   }
+#endif
+#ifdef TRAINSCOPE_HAVE_NCCL
+  void runNccl(const NcclCall& n, const CollectiveCall& c) const override {
+    NCCL_CHECK(ncclGather(c.send, c.recv, c.count, ncclType(c.dtype), c.root, n.comm, n.stream));
+  }
+#endif
 };
 }  // namespace
-const Collective& gatherCollective() {
-  static const Gather c;
-  return c;
-}
+TS_DEFINE_COLLECTIVE(gather, Gather)
 }  // namespace ts

@@ -2,13 +2,18 @@
 // Bus factor 1.
 #include "comm/collectives/collective.h"
 #include "comm/collectives/values.h"
+#ifdef TRAINSCOPE_HAVE_MPI
+#include "comm/mpi/mpi_call.h"
+#endif
+#ifdef TRAINSCOPE_HAVE_NCCL
+#include "comm/nccl/nccl_call.h"
+#endif
 
 namespace ts {
 namespace {
 class Reduce final : public Collective {
  public:
   std::string_view name() const override { return "reduce"; }
-  CollectiveKind kind() const override { return CollectiveKind::kReduce; }
   bool reduces() const override { return true; }
   bool rooted() const override { return true; }
   BufferShape shape() const override { return BufferShape::kFlat; }
@@ -19,14 +24,27 @@ class Reduce final : public Collective {
     return reducedValue(a.redop, a.dtype, a.nranks, i);
   }
   InPlaceGeometry inPlace(int, const CollectiveLayout&) const override { return {false, 0}; }
-  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay,
-              const CollectiveArgs& a) const override {
-    c.reduce(l, s, r, lay.count, a.dtype, a.redop, a.root);
+#ifdef TRAINSCOPE_HAVE_MPI
+  void runMpi(const MpiCall& m, const CollectiveCall& c) const override {
+    MPI_CHECK(MPI_Reduce(sendBuffer(m, c), c.recv, mpiCount(c.count), mpiType(c.dtype), mpiOp(c.redop), c.root, m.comm));
+    if (m.rank == c.root) finishAverage(c.recv, c.count, c.dtype, c.redop, m.size);
   }
+  bool startMpi(const MpiCall& m, const CollectiveCall& c, MpiRequest& req, std::function<void()>&) const override {
+    if (c.redop == RedOp::kAvg) return false;  // the division needs the result
+    MPI_CHECK(
+        MPI_Ireduce(sendBuffer(m, c), c.recv, mpiCount(c.count), mpiType(c.dtype), mpiOp(c.redop), c.root, m.comm, &req.handle));
+    return true;
+  }
+  static const void* sendBuffer(const MpiCall& m, const CollectiveCall& c) {
+    return m.rank == c.root ? inPlaceOr(c.send, c.recv) : c.send;
+  }
+#endif
+#ifdef TRAINSCOPE_HAVE_NCCL
+  void runNccl(const NcclCall& n, const CollectiveCall& c) const override {
+    NCCL_CHECK(ncclReduce(c.send, c.recv, c.count, ncclType(c.dtype), ncclOp(c.redop), c.root, n.comm, n.stream));
+  }
+#endif
 };
 }  // namespace
-const Collective& reduceCollective() {
-  static const Reduce c;
-  return c;
-}
+TS_DEFINE_COLLECTIVE(reduce, Reduce)
 }  // namespace ts

@@ -1,14 +1,21 @@
 // reduce_scatter: the reduction of all ranks' whole buffers, rank r keeping block r.
 // Bytes are the whole input buffer; bus factor (n-1)/n.
+#include <cstring>
+
 #include "comm/collectives/collective.h"
 #include "comm/collectives/values.h"
+#ifdef TRAINSCOPE_HAVE_MPI
+#include "comm/mpi/mpi_call.h"
+#endif
+#ifdef TRAINSCOPE_HAVE_NCCL
+#include "comm/nccl/nccl_call.h"
+#endif
 
 namespace ts {
 namespace {
 class ReduceScatter final : public Collective {
  public:
   std::string_view name() const override { return "reduce_scatter"; }
-  CollectiveKind kind() const override { return CollectiveKind::kReduceScatter; }
   bool reduces() const override { return true; }
   BufferShape shape() const override { return BufferShape::kScattered; }
   double busFactor(int n) const override { return ringFactor(n); }
@@ -17,14 +24,33 @@ class ReduceScatter final : public Collective {
     return reducedValue(a.redop, a.dtype, a.nranks, rank * lay.count + i);
   }
   InPlaceGeometry inPlace(int rank, const CollectiveLayout& lay) const override { return {true, rank * lay.count}; }
-  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay,
-              const CollectiveArgs& a) const override {
-    c.reduceScatter(l, s, r, lay.count, a.dtype, a.redop);
+#ifdef TRAINSCOPE_HAVE_MPI
+  void runMpi(const MpiCall& m, const CollectiveCall& c) const override {
+    const int n = mpiCount(c.count);
+    char* mine = offsetBytes(const_cast<void*>(c.send), c.count * m.rank, c.dtype);
+    if (c.recv == mine) {
+      // MPI's in-place result lands at the start of the buffer; NCCL's (our contract) at this rank's block.
+      MPI_CHECK(MPI_Reduce_scatter_block(MPI_IN_PLACE, const_cast<void*>(c.send), n, mpiType(c.dtype), mpiOp(c.redop), m.comm));
+      if (m.rank != 0) std::memmove(mine, c.send, c.count * dtypeSize(c.dtype));
+    } else {
+      MPI_CHECK(MPI_Reduce_scatter_block(c.send, c.recv, n, mpiType(c.dtype), mpiOp(c.redop), m.comm));
+    }
+    finishAverage(c.recv, c.count, c.dtype, c.redop, m.size);
   }
+  bool startMpi(const MpiCall& m, const CollectiveCall& c, MpiRequest& req, std::function<void()>&) const override {
+    // The average's division and the in-place move both need the result: those run blocking.
+    if (c.redop == RedOp::kAvg || c.recv == offsetBytes(c.send, c.count * m.rank, c.dtype)) return false;
+    MPI_CHECK(
+        MPI_Ireduce_scatter_block(c.send, c.recv, mpiCount(c.count), mpiType(c.dtype), mpiOp(c.redop), m.comm, &req.handle));
+    return true;
+  }
+#endif
+#ifdef TRAINSCOPE_HAVE_NCCL
+  void runNccl(const NcclCall& n, const CollectiveCall& c) const override {
+    NCCL_CHECK(ncclReduceScatter(c.send, c.recv, c.count, ncclType(c.dtype), ncclOp(c.redop), n.comm, n.stream));
+  }
+#endif
 };
 }  // namespace
-const Collective& reduceScatterCollective() {
-  static const ReduceScatter c;
-  return c;
-}
+TS_DEFINE_COLLECTIVE(reduce_scatter, ReduceScatter)
 }  // namespace ts

@@ -1,6 +1,7 @@
-// THE list of collectives. Adding one: its file, its accessor's declaration and its place in the list
-// below. The order is that of `--ops all`, the help and the report (which reads it from the result
-// schema's enum; test_collective_registry holds the schema equal to this list).
+// The registry: the collectives in the order of the result schema's enum of collective ops, which the
+// build turns into collective_list.inc (comm/CMakeLists.txt) and compiles comm/collectives/<name>.cpp
+// for. Adding a collective: its file (with TS_DEFINE_COLLECTIVE), its name in that enum, and its test.
+// The order is that of `--ops all`, the help and the report.
 #include <fmt/format.h>
 
 #include "base/error.h"
@@ -8,21 +9,11 @@
 
 namespace ts {
 
-// Each defined in the file of that name.
-const Collective& allReduceCollective();
-const Collective& allGatherCollective();
-const Collective& reduceScatterCollective();
-const Collective& broadcastCollective();
-const Collective& reduceCollective();
-const Collective& allToAllCollective();
-const Collective& gatherCollective();
-const Collective& scatterCollective();
-const Collective& sendRecvCollective();
-
 const std::vector<const Collective*>& allCollectives() {
   static const std::vector<const Collective*> all = {
-      &allReduceCollective(), &allGatherCollective(), &reduceScatterCollective(), &broadcastCollective(), &reduceCollective(),
-      &allToAllCollective(),  &gatherCollective(),    &scatterCollective(),       &sendRecvCollective(),
+#define TS_COLLECTIVE(name) &collectives::name(),
+#include "comm/collectives/collective_list.inc"
+#undef TS_COLLECTIVE
   };
   return all;
 }
@@ -37,12 +28,6 @@ const Collective& findCollective(std::string_view name) {
   for (const Collective* c : allCollectives())
     if (c->name() == name) return *c;
   throw UsageError(fmt::format("unknown collective '{}' (expected all, or a comma list of {})", name, collectiveNameList()));
-}
-
-const Collective& collectiveOf(CollectiveKind kind) {
-  for (const Collective* c : allCollectives())
-    if (c->kind() == kind) return *c;
-  throw Error(fmt::format("internal: no collective in the registry runs CollectiveKind {}", static_cast<int>(kind)));
 }
 
 }  // namespace ts

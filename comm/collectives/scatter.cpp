@@ -2,13 +2,18 @@
 // Bytes are the root's whole buffer; bus factor (n-1)/n: the root's link sends the n-1 other blocks.
 #include "comm/collectives/collective.h"
 #include "comm/collectives/values.h"
+#ifdef TRAINSCOPE_HAVE_MPI
+#include "comm/mpi/mpi_call.h"
+#endif
+#ifdef TRAINSCOPE_HAVE_NCCL
+#include "comm/nccl/nccl_call.h"
+#endif
 
 namespace ts {
 namespace {
 class Scatter final : public Collective {
  public:
   std::string_view name() const override { return "scatter"; }
-  CollectiveKind kind() const override { return CollectiveKind::kScatter; }
   bool rooted() const override { return true; }
   BufferShape shape() const override { return BufferShape::kScattered; }
   double busFactor(int n) const override { return ringFactor(n); }
@@ -17,14 +22,20 @@ class Scatter final : public Collective {
     return movedInput(a.root, rank * lay.count + i);
   }
   InPlaceGeometry inPlace(int rank, const CollectiveLayout& lay) const override { return {true, rank * lay.count}; }
-  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay,
-              const CollectiveArgs& a) const override {
-    c.scatter(l, s, r, lay.count, a.dtype, a.root);
+#ifdef TRAINSCOPE_HAVE_MPI
+  void runMpi(const MpiCall& m, const CollectiveCall& c) const override {
+    const int n = mpiCount(c.count);
+    void* r = c.recv;
+    if (m.rank == c.root && c.recv == offsetBytes(c.send, c.count * m.rank, c.dtype)) r = MPI_IN_PLACE;
+    MPI_CHECK(MPI_Scatter(c.send, n, mpiType(c.dtype), r, n, mpiType(c.dtype), c.root, m.comm));
   }
+#endif
+#ifdef TRAINSCOPE_HAVE_NCCL
+  void runNccl(const NcclCall& n, const CollectiveCall& c) const override {
+    NCCL_CHECK(ncclScatter(c.send, c.recv, c.count, ncclType(c.dtype), c.root, n.comm, n.stream));
+  }
+#endif
 };
 }  // namespace
-const Collective& scatterCollective() {
-  static const Scatter c;
-  return c;
-}
+TS_DEFINE_COLLECTIVE(scatter, Scatter)
 }  // namespace ts

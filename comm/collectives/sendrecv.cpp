@@ -2,13 +2,18 @@
 // carries the buffer once, in one direction.
 #include "comm/collectives/collective.h"
 #include "comm/collectives/values.h"
+#ifdef TRAINSCOPE_HAVE_MPI
+#include "comm/mpi/mpi_call.h"
+#endif
+#ifdef TRAINSCOPE_HAVE_NCCL
+#include "comm/nccl/nccl_call.h"
+#endif
 
 namespace ts {
 namespace {
 class SendRecv final : public Collective {
  public:
   std::string_view name() const override { return "sendrecv"; }
-  CollectiveKind kind() const override { return CollectiveKind::kSendRecv; }
   BufferShape shape() const override { return BufferShape::kFlat; }
   double busFactor(int) const override { return 1.0; }
   double input(const CollectiveArgs&, int rank, std::size_t i) const override { return movedInput(rank, i); }
@@ -16,15 +21,31 @@ class SendRecv final : public Collective {
     return movedInput((rank - 1 + a.nranks) % a.nranks, i);
   }
   InPlaceGeometry inPlace(int, const CollectiveLayout&) const override { return {false, 0}; }
-  void launch(Communicator& c, int l, const void* s, void* r, const CollectiveLayout& lay,
-              const CollectiveArgs& a) const override {
-    const int me = c.rank(l);
-    c.sendRecv(l, s, r, lay.count, a.dtype, (me + 1) % a.nranks, (me - 1 + a.nranks) % a.nranks);
+  // Sends to the next rank (the call's root field), receives from the previous one (its peer).
+  CollectiveCall call(int rank, const void* s, void* r, const CollectiveLayout& lay, const CollectiveArgs& a) const override {
+    return {this, s, r, lay.count, a.dtype, a.redop, (rank + 1) % a.nranks, (rank - 1 + a.nranks) % a.nranks};
   }
+  bool ncclInPlace() const override { return false; }  // a send and a receive of one buffer would race
+#ifdef TRAINSCOPE_HAVE_MPI
+  void runMpi(const MpiCall& m, const CollectiveCall& c) const override {
+    constexpr int kTag = 7;
+    const int n = mpiCount(c.count);
+    if (c.send == c.recv)
+      MPI_CHECK(MPI_Sendrecv_replace(c.recv, n, mpiType(c.dtype), c.root, kTag, c.peer, kTag, m.comm, MPI_STATUS_IGNORE));
+    else
+      MPI_CHECK(MPI_Sendrecv(c.send, n, mpiType(c.dtype), c.root, kTag, c.recv, n, mpiType(c.dtype), c.peer, kTag, m.comm,
+                             MPI_STATUS_IGNORE));
+  }
+#endif
+#ifdef TRAINSCOPE_HAVE_NCCL
+  void runNccl(const NcclCall& n, const CollectiveCall& c) const override {
+    NCCL_CHECK(ncclGroupStart());
+    NCCL_CHECK(ncclSend(c.send, c.count, ncclType(c.dtype), c.root, n.comm, n.stream));
+    NCCL_CHECK(ncclRecv(c.recv, c.count, ncclType(c.dtype), c.peer, n.comm, n.stream));
+    NCCL_CHECK(ncclGroupEnd());
+  }
+#endif
 };
 }  // namespace
-const Collective& sendRecvCollective() {
-  static const SendRecv c;
-  return c;
-}
+TS_DEFINE_COLLECTIVE(sendrecv, SendRecv)
 }  // namespace ts

@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include "comm/communicator.h"
+#include "comm/mpi/mpi_call.h"
 
 namespace ts {
 
@@ -20,24 +21,15 @@ class MpiCommunicator final : public Communicator {
   int localCount() const override { return 1; }
   int rank(int) const override { return rank_; }
   std::string device(int) const override { return "cpu"; }
-  bool supports(CollectiveKind op, DType t, RedOp r, std::string* why) const override;
-  bool supportsInPlace(CollectiveKind) const override { return true; }
+  bool supports(const Collective& op, DType t, RedOp r, std::string* why) const override;
+  bool supportsInPlace(const Collective&) const override { return true; }
 
   void* allocate(int l, std::size_t bytes) override;
   void release(int l, void* p) override;
   void copyIn(int l, void* dst, const void* hostSrc, std::size_t bytes) override;
   void copyOut(int l, void* hostDst, const void* src, std::size_t bytes) override;
 
-  void allReduce(int l, const void* send, void* recv, std::size_t count, DType t, RedOp op) override;
-  void allGather(int l, const void* send, void* recv, std::size_t sendCount, DType t) override;
-  void reduceScatter(int l, const void* send, void* recv, std::size_t recvCount, DType t, RedOp op) override;
-  void broadcast(int l, const void* send, void* recv, std::size_t count, DType t, int root) override;
-  void reduce(int l, const void* send, void* recv, std::size_t count, DType t, RedOp op, int root) override;
-  void allToAll(int l, const void* send, void* recv, std::size_t countPerPeer, DType t) override;
-  void gather(int l, const void* send, void* recv, std::size_t sendCount, DType t, int root) override;
-  void scatter(int l, const void* send, void* recv, std::size_t recvCount, DType t, int root) override;
-  void sendRecv(int l, const void* send, void* recv, std::size_t count, DType t, int sendPeer, int recvPeer) override;
-
+  void run(int l, const CollectiveCall& c) override;
   std::unique_ptr<PendingCollective> start(int l, const CollectiveCall& c) override;
   std::unique_ptr<Communicator> split(int color, int key) override;
   std::unique_ptr<PendingCollective> startSend(int l, const void* buf, std::size_t count, DType t, int peer, int tag) override;
@@ -48,6 +40,7 @@ class MpiCommunicator final : public Communicator {
   void abort() override;
 
  private:
+  MpiCall call() const { return {comm_, rank_, size_}; }
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;

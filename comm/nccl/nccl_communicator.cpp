@@ -9,50 +9,12 @@
 #include "base/stop_request.h"
 #include "base/units.h"
 #include "comm/bootstrap.h"
-#include "comm/nccl/nccl_check.h"
+#include "comm/collectives/collective.h"
+#include "comm/nccl/nccl_call.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_count.h"
 
 namespace ts {
-namespace {
-
-ncclDataType_t ncclType(DType t) {
-  switch (t) {
-    case DType::kFloat32:
-      return ncclFloat32;
-    case DType::kFloat64:
-      return ncclFloat64;
-    case DType::kFloat16:
-      return ncclFloat16;
-    case DType::kBFloat16:
-      return ncclBfloat16;
-    case DType::kInt32:
-      return ncclInt32;
-    case DType::kInt8:
-      return ncclInt8;
-    case DType::kUInt8:
-      return ncclUint8;
-  }
-  return ncclFloat32;
-}
-
-ncclRedOp_t ncclOp(RedOp op) {
-  switch (op) {
-    case RedOp::kSum:
-      return ncclSum;
-    case RedOp::kProd:
-      return ncclProd;
-    case RedOp::kMin:
-      return ncclMin;
-    case RedOp::kMax:
-      return ncclMax;
-    case RedOp::kAvg:
-      return ncclAvg;
-  }
-  return ncclSum;
-}
-
-}  // namespace
 
 NcclCommunicator::NcclCommunicator(Bootstrap& boot, int gpusPerProcess) {
   std::string whyNone;
@@ -92,12 +54,9 @@ NcclCommunicator::~NcclCommunicator() {
 
 std::string NcclCommunicator::device(int l) const { return fmt::format("cuda:{}", locals_[l].device); }
 
-bool NcclCommunicator::supports(CollectiveKind, DType, RedOp, std::string*) const { return true; }
+bool NcclCommunicator::supports(const Collective&, DType, RedOp, std::string*) const { return true; }
 
-bool NcclCommunicator::supportsInPlace(CollectiveKind op) const {
-  // ncclAlltoAll defines no in-place form; send and receive of one buffer in a ring shift would race.
-  return op != CollectiveKind::kAllToAll && op != CollectiveKind::kSendRecv;
-}
+bool NcclCommunicator::supportsInPlace(const Collective& op) const { return op.ncclInPlace(); }
 
 void* NcclCommunicator::allocate(int l, std::size_t bytes) {
   CUDA_CHECK(cudaSetDevice(locals_[l].device));
@@ -133,35 +92,8 @@ void NcclCommunicator::copyOut(int l, void* dst, const void* src, std::size_t by
   CUDA_CHECK(cudaStreamSynchronize(locals_[l].stream.get()));
 }
 
-void NcclCommunicator::allReduce(int l, const void* s, void* r, std::size_t n, DType t, RedOp op) {
-  NCCL_CHECK(ncclAllReduce(s, r, n, ncclType(t), ncclOp(op), locals_[l].comm, locals_[l].stream.get()));
-}
-void NcclCommunicator::allGather(int l, const void* s, void* r, std::size_t n, DType t) {
-  NCCL_CHECK(ncclAllGather(s, r, n, ncclType(t), locals_[l].comm, locals_[l].stream.get()));
-}
-void NcclCommunicator::reduceScatter(int l, const void* s, void* r, std::size_t n, DType t, RedOp op) {
-  NCCL_CHECK(ncclReduceScatter(s, r, n, ncclType(t), ncclOp(op), locals_[l].comm, locals_[l].stream.get()));
-}
-void NcclCommunicator::broadcast(int l, const void* s, void* r, std::size_t n, DType t, int root) {
-  NCCL_CHECK(ncclBroadcast(s, r, n, ncclType(t), root, locals_[l].comm, locals_[l].stream.get()));
-}
-void NcclCommunicator::reduce(int l, const void* s, void* r, std::size_t n, DType t, RedOp op, int root) {
-  NCCL_CHECK(ncclReduce(s, r, n, ncclType(t), ncclOp(op), root, locals_[l].comm, locals_[l].stream.get()));
-}
-void NcclCommunicator::allToAll(int l, const void* s, void* r, std::size_t n, DType t) {
-  NCCL_CHECK(ncclAlltoAll(s, r, n, ncclType(t), locals_[l].comm, locals_[l].stream.get()));
-}
-void NcclCommunicator::gather(int l, const void* s, void* r, std::size_t n, DType t, int root) {
-  NCCL_CHECK(ncclGather(s, r, n, ncclType(t), root, locals_[l].comm, locals_[l].stream.get()));
-}
-void NcclCommunicator::scatter(int l, const void* s, void* r, std::size_t n, DType t, int root) {
-  NCCL_CHECK(ncclScatter(s, r, n, ncclType(t), root, locals_[l].comm, locals_[l].stream.get()));
-}
-void NcclCommunicator::sendRecv(int l, const void* s, void* r, std::size_t n, DType t, int sendPeer, int recvPeer) {
-  NCCL_CHECK(ncclGroupStart());
-  NCCL_CHECK(ncclSend(s, n, ncclType(t), sendPeer, locals_[l].comm, locals_[l].stream.get()));
-  NCCL_CHECK(ncclRecv(r, n, ncclType(t), recvPeer, locals_[l].comm, locals_[l].stream.get()));
-  NCCL_CHECK(ncclGroupEnd());
+void NcclCommunicator::run(int l, const CollectiveCall& c) {
+  c.collective->runNccl({locals_[l].comm, locals_[l].stream.get()}, c);
 }
 
 // An op on the local rank's stream, and an event recorded after it.

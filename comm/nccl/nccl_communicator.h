@@ -24,24 +24,15 @@ class NcclCommunicator final : public Communicator {
   int localCount() const override { return static_cast<int>(locals_.size()); }
   int rank(int l) const override { return locals_[l].rank; }
   std::string device(int l) const override;
-  bool supports(CollectiveKind op, DType t, RedOp r, std::string* why) const override;
-  bool supportsInPlace(CollectiveKind op) const override;
+  bool supports(const Collective& op, DType t, RedOp r, std::string* why) const override;
+  bool supportsInPlace(const Collective& op) const override;
 
   void* allocate(int l, std::size_t bytes) override;
   void release(int l, void* p) override;
   void copyIn(int l, void* dst, const void* hostSrc, std::size_t bytes) override;
   void copyOut(int l, void* hostDst, const void* src, std::size_t bytes) override;
 
-  void allReduce(int l, const void* send, void* recv, std::size_t count, DType t, RedOp op) override;
-  void allGather(int l, const void* send, void* recv, std::size_t sendCount, DType t) override;
-  void reduceScatter(int l, const void* send, void* recv, std::size_t recvCount, DType t, RedOp op) override;
-  void broadcast(int l, const void* send, void* recv, std::size_t count, DType t, int root) override;
-  void reduce(int l, const void* send, void* recv, std::size_t count, DType t, RedOp op, int root) override;
-  void allToAll(int l, const void* send, void* recv, std::size_t countPerPeer, DType t) override;
-  void gather(int l, const void* send, void* recv, std::size_t sendCount, DType t, int root) override;
-  void scatter(int l, const void* send, void* recv, std::size_t recvCount, DType t, int root) override;
-  void sendRecv(int l, const void* send, void* recv, std::size_t count, DType t, int sendPeer, int recvPeer) override;
-
+  void run(int l, const CollectiveCall& c) override;
   std::unique_ptr<PendingCollective> start(int l, const CollectiveCall& c) override;
   std::unique_ptr<Communicator> split(int color, int key) override;
   std::unique_ptr<PendingCollective> startSend(int l, const void* buf, std::size_t count, DType t, int peer, int tag) override;

@@ -48,7 +48,7 @@ std::vector<T> download(Device& d, const void* p, std::size_t n) {
 
 TEST(BatchStaging, DeviceRowsEqualTheHostBatchAndSlicesTheirOwnRows) {
   REQUIRE_GPU();
-  auto dev = Device::open("cuda");
+  auto dev = Device::open({DeviceKind::kCuda});
   std::unique_ptr<BatchStager> stager;
   const data::Prefetcher::Prepare hook = stagingHook(*dev, 2, stager);
   ASSERT_TRUE(hook);
@@ -76,7 +76,7 @@ TEST(BatchStaging, DeviceRowsEqualTheHostBatchAndSlicesTheirOwnRows) {
 
 TEST(BatchStaging, SlotsAreReusedOnlyWhenReleasedAndAFullPoolFallsBack) {
   REQUIRE_GPU();
-  auto dev = Device::open("cuda");
+  auto dev = Device::open({DeviceKind::kCuda});
   BatchStager stager(*dev, 2);
   data::Batch a = classificationBatch(64, 33, 5, 1), b = classificationBatch(64, 33, 5, 2), c = classificationBatch(64, 33, 5, 3);
   stager.stage(a);
@@ -100,7 +100,7 @@ TEST(BatchStaging, SlotsAreReusedOnlyWhenReleasedAndAFullPoolFallsBack) {
 
 TEST(BatchStaging, PrefetchedStagedBatchesArriveInOrder) {
   REQUIRE_GPU();
-  auto dev = Device::open("cuda");
+  auto dev = Device::open({DeviceKind::kCuda});
   std::unique_ptr<BatchStager> stager;
   data::Prefetcher loader([](std::int64_t step) { return classificationBatch(16, 9, 3, static_cast<int>(step)); }, 0, 2,
                           stagingHook(*dev, 2, stager), 20);
@@ -119,11 +119,11 @@ double forwardLoss(Model& m, const data::Batch& b) {
 
 TEST(BatchStaging, ModelLossOnAStagedBatchEqualsTheUploadedOne) {
   REQUIRE_GPU();
-  auto dev = Device::open("cuda");
+  auto dev = Device::open({DeviceKind::kCuda});
   std::unique_ptr<BatchStager> stager;
   const data::Prefetcher::Prepare hook = stagingHook(*dev, 2, stager);
 
-  ModelConfig mlp = modelPreset("mlp", "tiny");
+  ModelConfig mlp = modelPreset(ModelKind::kMlp, "tiny");
   mlp.inputShape = {12};
   mlp.classes = 5;
   auto m = makeModel(mlp, 8, *dev);
@@ -133,7 +133,7 @@ TEST(BatchStaging, ModelLossOnAStagedBatchEqualsTheUploadedOne) {
   ASSERT_TRUE(staged.staged);
   EXPECT_EQ(forwardLoss(*m, staged), forwardLoss(*m, plain));
 
-  ModelConfig gpt = modelPreset("transformer", "tiny");
+  ModelConfig gpt = modelPreset(ModelKind::kTransformer, "tiny");
   auto t = makeModel(gpt, 2, *dev);
   const data::Batch tokens = tokenBatch(2, gpt.seqLen, static_cast<int>(gpt.vocab), 5);
   data::Batch stagedTokens = tokens;
@@ -143,7 +143,7 @@ TEST(BatchStaging, ModelLossOnAStagedBatchEqualsTheUploadedOne) {
 }
 
 TEST(BatchStaging, NothingIsStagedOnTheCpu) {
-  auto cpu = Device::open("cpu");
+  auto cpu = Device::open({DeviceKind::kCpu});
   std::unique_ptr<BatchStager> stager;
   EXPECT_FALSE(stagingHook(*cpu, 2, stager));
   EXPECT_FALSE(stager);

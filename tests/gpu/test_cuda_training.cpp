@@ -14,8 +14,8 @@
 namespace ts::wl {
 namespace {
 
-std::vector<double> losses(TrainOptions o, const std::string& device) {
-  o.device = device;
+std::vector<double> losses(TrainOptions o, DeviceKind device) {
+  o.device = {device};
   Trainer t(o);
   std::vector<double> out;
   while (!t.done()) out.push_back(t.step().loss);
@@ -23,9 +23,9 @@ std::vector<double> losses(TrainOptions o, const std::string& device) {
 }
 
 struct Case {
-  const char* model;
+  ModelKind model;
   std::int64_t batch;
-  const char* precision;
+  Precision precision;
   double tolerance;  // relative, per step
 };
 
@@ -41,22 +41,26 @@ TEST_P(CudaTraining, LossTrajectoryMatchesTheCpu) {
   o.batch = c.batch;
   o.precision = c.precision;
   o.schedule.lr = 3e-3;
-  const auto cpu = losses(o, "cpu"), gpu = losses(o, "cuda");
+  const auto cpu = losses(o, DeviceKind::kCpu), gpu = losses(o, DeviceKind::kCuda);
   ASSERT_EQ(cpu.size(), gpu.size());
   for (std::size_t i = 0; i < cpu.size(); ++i)
-    EXPECT_NEAR(gpu[i], cpu[i], c.tolerance * std::fabs(cpu[i])) << c.model << " step " << i;
+    EXPECT_NEAR(gpu[i], cpu[i], c.tolerance * std::fabs(cpu[i])) << nameOf(c.model) << " step " << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryModel, CudaTraining,
-                         ::testing::Values(Case{"mlp", 32, "float32", 1e-4}, Case{"cnn", 8, "float32", 1e-3},
-                                           Case{"transformer", 4, "float32", 1e-4}, Case{"transformer", 4, "bfloat16", 2e-2},
-                                           Case{"mlp", 32, "float16", 5e-3}),
-                         [](const auto& info) { return std::string(info.param.model) + "_" + info.param.precision; });
+                         ::testing::Values(Case{ModelKind::kMlp, 32, Precision::kFloat32, 1e-4},
+                                           Case{ModelKind::kCnn, 8, Precision::kFloat32, 1e-3},
+                                           Case{ModelKind::kTransformer, 4, Precision::kFloat32, 1e-4},
+                                           Case{ModelKind::kTransformer, 4, Precision::kBFloat16, 2e-2},
+                                           Case{ModelKind::kMlp, 32, Precision::kFloat16, 5e-3}),
+                         [](const auto& info) {
+                           return std::string(nameOf(info.param.model)) + "_" + std::string(nameOf(info.param.precision));
+                         });
 
 TEST(CudaTrainingErrors, AMissingGpuIsOneClearError) {
   if (haveGpu()) GTEST_SKIP() << "a GPU is present: the no-GPU error cannot be shown here";
   TrainOptions o;
-  o.device = "cuda";
+  o.device = {DeviceKind::kCuda};
   try {
     Trainer t(o);
     FAIL() << "a Trainer on cuda without a GPU";

@@ -22,7 +22,7 @@ void runAll(int gpus) {
     for (DType t : {DType::kFloat32, DType::kBFloat16, DType::kInt32}) {
       for (RedOp op : c->reduces() ? allRedOps() : std::vector<RedOp>{RedOp::kSum}) {
         for (bool inPlace : {false, true}) {
-          if (inPlace && !comm.supportsInPlace(c->kind())) continue;
+          if (inPlace && !comm.supportsInPlace(*c)) continue;
           const CollectiveArgs a{t, op, 0, gpus};
           const CollectiveLayout lay = c->layout(std::size_t{1} << 20, dtypeSize(t), gpus);
           std::vector<CommBuffer> A, B;

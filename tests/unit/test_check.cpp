@@ -5,62 +5,29 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
+#include "collective_references.h"
 #include "comm/collectives/check.h"
 
 namespace ts {
 namespace {
 
-using Buffers = std::vector<std::vector<double>>;
+using test::Buffers;
 
-double reduce(RedOp op, DType t, const std::vector<double>& xs) {
-  double acc = xs[0];
-  for (std::size_t i = 1; i < xs.size(); ++i) {
-    if (op == RedOp::kSum || op == RedOp::kAvg) acc += xs[i];
-    if (op == RedOp::kProd) acc *= xs[i];
-    if (op == RedOp::kMin) acc = std::min(acc, xs[i]);
-    if (op == RedOp::kMax) acc = std::max(acc, xs[i]);
-  }
-  if (op == RedOp::kAvg) acc = dtypeIsFloat(t) ? acc / xs.size() : std::trunc(acc / xs.size());
-  return acc;
-}
-
-// What each rank's output buffer holds after the op, computed from all ranks' inputs the obvious way.
+// What each rank's output buffer holds after the op, from all ranks' inputs by the op's reference
+// (collective_references.cpp), which states it apart from comm/collectives.
 Buffers simulate(const Collective& c, const CollectiveArgs& a, const CollectiveLayout& lay) {
+  const test::CollectiveReference* ref = test::findReference(c.name());
+  if (!ref) throw std::runtime_error("no reference for " + std::string(c.name()));
   const int n = a.nranks;
   Buffers in(n), out(n, std::vector<double>(lay.recvElems, NAN));
   for (int r = 0; r < n; ++r)
     for (std::size_t i = 0; i < lay.sendElems; ++i) in[r].push_back(c.input(a, r, i));
-  const std::size_t k = lay.count;
-  auto column = [&](std::size_t i) {
-    std::vector<double> xs;
-    for (int r = 0; r < n; ++r) xs.push_back(in[r][i]);
-    return xs;
-  };
-  for (int r = 0; r < n; ++r) {
-    for (std::size_t i = 0; i < lay.recvElems; ++i) {
-      const std::string name(c.name());
-      if (name == "all_reduce")
-        out[r][i] = reduce(a.redop, a.dtype, column(i));
-      else if (name == "reduce")
-        out[r][i] = r == a.root ? reduce(a.redop, a.dtype, column(i)) : NAN;
-      else if (name == "broadcast")
-        out[r][i] = in[a.root][i];
-      else if (name == "all_gather")
-        out[r][i] = in[i / k][i % k];
-      else if (name == "gather")
-        out[r][i] = r == a.root ? in[i / k][i % k] : NAN;
-      else if (name == "reduce_scatter")
-        out[r][i] = reduce(a.redop, a.dtype, column(r * k + i));
-      else if (name == "scatter")
-        out[r][i] = in[a.root][r * k + i];
-      else if (name == "alltoall")
-        out[r][i] = in[i / k][r * k + i % k];
-      else if (name == "sendrecv")
-        out[r][i] = in[(r + n - 1) % n][i];
-    }
-  }
+  for (int r = 0; r < n; ++r)
+    for (std::size_t i = 0; i < lay.recvElems; ++i) out[r][i] = ref->output(in, a, lay.count, r, i);
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "collective_references.h"
 #include "comm/collectives/collective.h"
 #include "workloads/parallel/comm_tracker.h"
 
@@ -22,21 +23,13 @@ class IdleCommunicator final : public Communicator {
   int localCount() const override { return 1; }
   int rank(int) const override { return 0; }
   std::string device(int) const override { return "cpu"; }
-  bool supports(CollectiveKind, DType, RedOp, std::string*) const override { return true; }
-  bool supportsInPlace(CollectiveKind) const override { return true; }
+  bool supports(const Collective&, DType, RedOp, std::string*) const override { return true; }
+  bool supportsInPlace(const Collective&) const override { return true; }
   void* allocate(int, std::size_t) override { return nullptr; }
   void release(int, void*) override {}
   void copyIn(int, void*, const void*, std::size_t) override {}
   void copyOut(int, void*, const void*, std::size_t) override {}
-  void allReduce(int, const void*, void*, std::size_t, DType, RedOp) override {}
-  void allGather(int, const void*, void*, std::size_t, DType) override {}
-  void reduceScatter(int, const void*, void*, std::size_t, DType, RedOp) override {}
-  void broadcast(int, const void*, void*, std::size_t, DType, int) override {}
-  void reduce(int, const void*, void*, std::size_t, DType, RedOp, int) override {}
-  void allToAll(int, const void*, void*, std::size_t, DType) override {}
-  void gather(int, const void*, void*, std::size_t, DType, int) override {}
-  void scatter(int, const void*, void*, std::size_t, DType, int) override {}
-  void sendRecv(int, const void*, void*, std::size_t, DType, int, int) override {}
+  void run(int, const CollectiveCall&) override {}
   std::unique_ptr<Communicator> split(int, int) override { return nullptr; }
   std::unique_ptr<PendingCollective> startSend(int, const void*, std::size_t, DType, int, int) override { return nullptr; }
   std::unique_ptr<PendingCollective> startRecv(int, void*, std::size_t, DType, int, int) override { return nullptr; }
@@ -51,20 +44,19 @@ class IdleCommunicator final : public Communicator {
 }  // namespace
 
 TEST(CommTracker, NamesAndSizesEveryCollectiveAsTheSweepRecordsIt) {
-  // DESIGN.md: the gathered, scattered and exchanged ops count the whole buffer, nranks blocks of count.
-  const std::set<std::string> wholeBuffer = {"all_gather", "reduce_scatter", "alltoall", "gather", "scatter"};
+  // docs/architecture.md: the gathered, scattered and exchanged ops count the whole buffer, nranks blocks of count.
   constexpr std::size_t kCount = 96;
   for (int n : {1, 2, 4, 8}) {
     IdleCommunicator comm(n);
     wl::CommTracker tracker(comm, 0, "dp0");
-    for (const Collective* c : allCollectives()) tracker.run({c->kind(), nullptr, nullptr, kCount, DType::kFloat64});
+    for (const Collective* c : allCollectives()) tracker.run({c, nullptr, nullptr, kCount, DType::kFloat64});
     const wl::StepComm step = tracker.take();
     ASSERT_EQ(step.collectives.size(), allCollectives().size());
     for (std::size_t i = 0; i < step.collectives.size(); ++i) {
       const Collective& c = *allCollectives()[i];
       const wl::CollectiveTiming& t = step.collectives[i];
       EXPECT_EQ(t.op, c.name());
-      const std::size_t blocks = wholeBuffer.count(t.op) ? static_cast<std::size_t>(n) : 1;
+      const std::size_t blocks = test::findReference(t.op)->wholeBuffer ? static_cast<std::size_t>(n) : 1;
       EXPECT_EQ(t.bytes, kCount * 8 * blocks) << t.op << " n=" << n;
       // And the sweep, asked for those bytes, runs the same call.
       EXPECT_EQ(c.layout(t.bytes, 8, n).count, kCount) << t.op << " n=" << n;

@@ -89,7 +89,7 @@ TEST(PipelineSchedule, GpipeRunsEveryForwardFirst) {
   for (int p = 1; p <= 4; ++p)
     for (int m = 1; m <= 6; ++m)
       for (int s = 0; s < p; ++s) {
-        const auto ops = pipelineSchedule("gpipe", s, p, m);
+        const auto ops = pipelineSchedule(PipelineSchedule::kGPipe, s, p, m);
         expectComplete(ops, m);
         for (int i = 0; i < m; ++i) EXPECT_TRUE(ops[static_cast<std::size_t>(i)].forward);
       }
@@ -99,7 +99,7 @@ TEST(PipelineSchedule, OneForwardOneBackwardKeepsAtMostStagesLeftInFlight) {
   for (int p = 1; p <= 4; ++p)
     for (int m = 1; m <= 6; ++m)
       for (int s = 0; s < p; ++s) {
-        const auto ops = pipelineSchedule("1f1b", s, p, m);
+        const auto ops = pipelineSchedule(PipelineSchedule::k1F1B, s, p, m);
         expectComplete(ops, m);
         int inFlight = 0, most = 0;
         for (const auto& op : ops) {
@@ -171,7 +171,7 @@ TEST(Layout, ResolvesTheDataParallelSizeAndRejectsImpossibleGrids) {
   z.zero = 4;
   EXPECT_THROW(resolveLayout(z, 2), UsageError);
   LayoutOptions ps;
-  ps.sync = "ps";
+  ps.sync = SyncKind::kParameterServer;
   ps.psShards = 3;
   EXPECT_THROW(resolveLayout(ps, 2), UsageError);  // more shards than servers
   ps.psShards = 2;

@@ -10,8 +10,8 @@ namespace {
 
 ScalingRecord point(int ranks) {
   ScalingRecord r;
-  r.mode = "weak";
-  r.launcher = "mpirun";
+  r.mode = ScaleMode::kWeak;
+  r.launcher = LauncherKind::kMpirun;
   r.ranks = ranks;
   r.globalBatch = 8 * ranks;
   r.series = "weak --model mlp";

@@ -7,8 +7,9 @@
 namespace ts {
 
 TEST(TrainMfu, NamesBothPeaksAndKeepsTheFlatFields) {
-  const MeasuredPeak measured{400, "bfloat16", "cuBLASLt gemm square 8192 bfloat16, best of 5 after 2 warm-up", 1755.0, false};
-  const DatasheetPeak sheet{ComputePeak{"H100 SXM5", 989.4, 1980}, "bfloat16"};
+  const MeasuredPeak measured{400, Precision::kBFloat16, "cuBLASLt gemm square 8192 bfloat16, best of 5 after 2 warm-up", 1755.0,
+                              false};
+  const DatasheetPeak sheet{ComputePeak{"H100 SXM5", 989.4, 1980}, Precision::kBFloat16};
   const nlohmann::json m = mfuBlock(200, measured, sheet, 1755.0);
   EXPECT_DOUBLE_EQ(m["measured"]["mfu"].get<double>(), 0.5);
   EXPECT_EQ(m["measured"]["precision"], "bfloat16");
@@ -33,7 +34,8 @@ TEST(TrainMfu, NamesBothPeaksAndKeepsTheFlatFields) {
 }
 
 TEST(TrainMfu, AnUnknownClockLeavesTheDatasheetAtBoost) {
-  const nlohmann::json m = mfuBlock(100, std::nullopt, DatasheetPeak{ComputePeak{"A100", 312, 1410}, "float16"}, nullptr);
+  const nlohmann::json m =
+      mfuBlock(100, std::nullopt, DatasheetPeak{ComputePeak{"A100", 312, 1410}, Precision::kFloat16}, nullptr);
   EXPECT_DOUBLE_EQ(m["datasheet"]["tflops"].get<double>(), 312);
   EXPECT_TRUE(m["measured"].is_null() && m["vs_measured"].is_null() && m["measured_ceiling_tflops"].is_null());
 }
@@ -45,7 +47,8 @@ TEST(TrainMfu, NothingToCompareWithOnACpuWithoutACeiling) {
 }
 
 TEST(TrainMfu, AboveItsPeakIsSuspectWithItsCause) {
-  MeasuredPeak measured{0.01, "float32", "gemm square 2048 float32 (OpenBLAS)", nullptr, true, SuspectCause::kPlantedFault};
+  MeasuredPeak measured{0.01, Precision::kFloat32,        "gemm square 2048 float32 (OpenBLAS)", nullptr,
+                        true, SuspectCause::kPlantedFault};
   const nlohmann::json m = mfuBlock(0.02, measured, std::nullopt, nullptr);
   EXPECT_EQ(m["ceiling_suspect"], true);
   EXPECT_EQ(m["measured"]["ceiling_suspect_cause"], "planted_fault");
@@ -55,7 +58,7 @@ TEST(TrainMfu, AboveItsPeakIsSuspectWithItsCause) {
   ASSERT_EQ(suspects.size(), 1u);
   EXPECT_EQ(suspects[0].cause, SuspectCause::kPlantedFault);
   const nlohmann::json over =
-      mfuBlock(1000, std::nullopt, DatasheetPeak{ComputePeak{"H100 PCIe", 756, 1755}, "bfloat16"}, 1755.0);
+      mfuBlock(1000, std::nullopt, DatasheetPeak{ComputePeak{"H100 PCIe", 756, 1755}, Precision::kBFloat16}, 1755.0);
   EXPECT_EQ(over["datasheet"]["ceiling_suspect_cause"], "datasheet_mismatch");
 }
 

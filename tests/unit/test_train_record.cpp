@@ -38,7 +38,7 @@ TrainRecord parallelRecord() {
   l.tp = 2;
   l.pp = 2;
   TrainRecord r;
-  r.model = "transformer";
+  r.model = wl::ModelKind::kTransformer;
   r.preset = "tiny";
   r.worldSize = 8;
   r.layout = wl::resolveLayout(l, 8);
@@ -46,7 +46,7 @@ TrainRecord parallelRecord() {
   r.itemsPerStep = 64;
   r.flopsPerStep = 2e12;
   r.float16 = true;
-  r.pipeline = PipelineRecord{{{0, 1}, {1, 4}}, 4, "1f1b"};
+  r.pipeline = PipelineRecord{{{0, 1}, {1, 4}}, 4, wl::PipelineSchedule::k1F1B};
   for (int i = 0; i < 3; ++i) {
     const wl::StepResult s = step(i, 0.1 * (i + 1), i == 1);
     r.steps.lossCurve.push_back({s.step, s.loss, s.lr, s.gradNorm, s.skipped, s.lossScale});

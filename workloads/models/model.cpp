@@ -13,21 +13,26 @@
 namespace ts::wl {
 
 nlohmann::json ModelConfig::toJson() const {
-  nlohmann::json j = {{"kind", kind}, {"preset", preset}, {"input_shape", inputShape}, {"classes", classes}, {"seed", seed}};
-  if (kind == "mlp") {
-    j["depth"] = depth;
-    j["width"] = width;
-    j["activation"] = activation;
-  } else if (kind == "cnn") {
-    j["widths"] = widths;
-    j["blocks"] = blocks;
-    j["stem"] = stem;
-  } else {
-    j["layers"] = layers;
-    j["hidden"] = hidden;
-    j["heads"] = heads;
-    j["seq_len"] = seqLen;
-    j["vocab"] = vocab;
+  nlohmann::json j = {
+      {"kind", nameOf(kind)}, {"preset", preset}, {"input_shape", inputShape}, {"classes", classes}, {"seed", seed}};
+  switch (kind) {
+    case ModelKind::kMlp:
+      j["depth"] = depth;
+      j["width"] = width;
+      j["activation"] = activation;
+      break;
+    case ModelKind::kCnn:
+      j["widths"] = widths;
+      j["blocks"] = blocks;
+      j["stem"] = stem;
+      break;
+    case ModelKind::kTransformer:
+      j["layers"] = layers;
+      j["hidden"] = hidden;
+      j["heads"] = heads;
+      j["seq_len"] = seqLen;
+      j["vocab"] = vocab;
+      break;
   }
   return j;
 }
@@ -113,18 +118,20 @@ std::unique_ptr<Model> makeModel(const ModelConfig& config, std::int64_t batch, 
   if (batch < 1) throw UsageError(fmt::format("a micro-batch of {} samples: it must be at least 1", batch));
   auto divides = [&](std::int64_t n, const std::string& what) {
     if (n % tp.ranks)
-      throw UsageError(fmt::format("--tp {} does not divide the {} {} of the {} model", tp.ranks, n, what, config.kind));
+      throw UsageError(fmt::format("--tp {} does not divide the {} {} of the {} model", tp.ranks, n, what, nameOf(config.kind)));
   };
-  if (tp.ranks > 1) {
-    if (config.kind == "mlp") divides(config.width, "hidden features (width)");
-    if (config.kind == "transformer") divides(config.heads, "attention heads");
-    if (config.kind == "cnn")
+  switch (config.kind) {
+    case ModelKind::kMlp:
+      divides(config.width, "hidden features (width)");
+      return makeMlp(config, batch, device, tp);
+    case ModelKind::kCnn:
       for (auto w : config.widths) divides(w, "channels of a stage (widths)");
+      return makeCnn(config, batch, device, tp);
+    case ModelKind::kTransformer:
+      divides(config.heads, "attention heads");
+      return makeTransformer(config, batch, device, tp);
   }
-  if (config.kind == "mlp") return makeMlp(config, batch, device, tp);
-  if (config.kind == "cnn") return makeCnn(config, batch, device, tp);
-  if (config.kind == "transformer") return makeTransformer(config, batch, device, tp);
-  throw UsageError(fmt::format("--model: unknown model '{}' (mlp, cnn, transformer)", config.kind));
+  throw Error("internal: a model kind outside ModelKind");
 }
 
 SequentialClassifier::SequentialClassifier(ModelConfig config, std::int64_t batch, Device& device)

@@ -5,10 +5,13 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "base/enum_names.h"
 #include "base/precision.h"
 #include "workloads/data/batch.h"
 #include "workloads/data/dataset.h"
@@ -17,10 +20,12 @@
 
 namespace ts::wl {
 
+enum class ModelKind { kMlp, kCnn, kTransformer };
+
 // A model's resolved configuration: the preset's fields with the overrides applied and, where the data
 // decides them (input shape, classes, vocabulary), the data's values.
 struct ModelConfig {
-  std::string kind;    // mlp | cnn | transformer
+  ModelKind kind = ModelKind::kMlp;
   std::string preset;  // tiny | small | ...
   // mlp
   std::int64_t depth = 0, width = 0;
@@ -39,8 +44,8 @@ struct ModelConfig {
 };
 
 // The preset of a kind (UsageError naming the known ones), and the fields `--set`-style overrides may name.
-ModelConfig modelPreset(const std::string& kind, const std::string& preset);
-std::vector<std::string> modelPresetNames(const std::string& kind);
+ModelConfig modelPreset(ModelKind kind, const std::string& preset);
+std::vector<std::string> modelPresetNames(ModelKind kind);
 // Applies "key=value" overrides (depth=4, widths=16,32,64, heads=8, ...): UsageError for an unknown key or
 // a bad value.
 void applyModelOverride(ModelConfig& config, const std::string& assignment);
@@ -116,3 +121,11 @@ std::unique_ptr<Model> makeCnn(const ModelConfig& config, std::int64_t batch, De
 std::unique_ptr<Model> makeTransformer(const ModelConfig& config, std::int64_t batch, Device& device, TensorParallel tp);
 
 }  // namespace ts::wl
+
+namespace ts {
+template <>
+struct EnumNames<wl::ModelKind> {
+  static constexpr std::pair<std::string_view, wl::ModelKind> kNames[] = {
+      {"mlp", wl::ModelKind::kMlp}, {"cnn", wl::ModelKind::kCnn}, {"transformer", wl::ModelKind::kTransformer}};
+};
+}  // namespace ts

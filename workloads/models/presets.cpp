@@ -13,7 +13,7 @@ namespace ts::wl {
 namespace {
 
 struct Preset {
-  const char* kind;
+  ModelKind kind;
   const char* name;
   ModelConfig config;
 };
@@ -43,17 +43,17 @@ ModelConfig gpt(std::int64_t layers, std::int64_t hidden, std::int64_t heads, st
 
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> all = {
-      {"mlp", "tiny", mlp(2, 64)},
-      {"mlp", "small", mlp(4, 512)},
-      {"mlp", "base", mlp(8, 2048)},
-      {"cnn", "tiny", cnn({16, 32, 64}, {1, 1, 1}, "cifar")},      // a 8-layer CIFAR ResNet
-      {"cnn", "resnet20", cnn({16, 32, 64}, {3, 3, 3}, "cifar")},  // He et al.'s CIFAR ResNet-20
-      {"cnn", "resnet18", cnn({64, 128, 256, 512}, {2, 2, 2, 2}, "imagenet")},
-      {"cnn", "resnet34", cnn({64, 128, 256, 512}, {3, 4, 6, 3}, "imagenet")},
-      {"transformer", "tiny", gpt(2, 64, 4, 32, 256)},
-      {"transformer", "small", gpt(6, 384, 6, 256, 256)},      // byte-level, llm.c's shakespeare size
-      {"transformer", "gpt2", gpt(12, 768, 12, 1024, 50304)},  // GPT-2 small (vocabulary padded to 64)
-      {"transformer", "gpt2-medium", gpt(24, 1024, 16, 1024, 50304)},
+      {ModelKind::kMlp, "tiny", mlp(2, 64)},
+      {ModelKind::kMlp, "small", mlp(4, 512)},
+      {ModelKind::kMlp, "base", mlp(8, 2048)},
+      {ModelKind::kCnn, "tiny", cnn({16, 32, 64}, {1, 1, 1}, "cifar")},      // a 8-layer CIFAR ResNet
+      {ModelKind::kCnn, "resnet20", cnn({16, 32, 64}, {3, 3, 3}, "cifar")},  // He et al.'s CIFAR ResNet-20
+      {ModelKind::kCnn, "resnet18", cnn({64, 128, 256, 512}, {2, 2, 2, 2}, "imagenet")},
+      {ModelKind::kCnn, "resnet34", cnn({64, 128, 256, 512}, {3, 4, 6, 3}, "imagenet")},
+      {ModelKind::kTransformer, "tiny", gpt(2, 64, 4, 32, 256)},
+      {ModelKind::kTransformer, "small", gpt(6, 384, 6, 256, 256)},      // byte-level, llm.c's shakespeare size
+      {ModelKind::kTransformer, "gpt2", gpt(12, 768, 12, 1024, 50304)},  // GPT-2 small (vocabulary padded to 64)
+      {ModelKind::kTransformer, "gpt2-medium", gpt(24, 1024, 16, 1024, 50304)},
   };
   return all;
 }
@@ -77,16 +77,14 @@ std::vector<std::int64_t> parseList(const std::string& key, const std::string& v
 
 }  // namespace
 
-std::vector<std::string> modelPresetNames(const std::string& kind) {
+std::vector<std::string> modelPresetNames(ModelKind kind) {
   std::vector<std::string> names;
   for (const auto& p : presets())
     if (kind == p.kind) names.push_back(p.name);
   return names;
 }
 
-ModelConfig modelPreset(const std::string& kind, const std::string& preset) {
-  if (kind != "mlp" && kind != "cnn" && kind != "transformer")
-    throw UsageError(fmt::format("--model: unknown model '{}' (mlp, cnn, transformer)", kind));
+ModelConfig modelPreset(ModelKind kind, const std::string& preset) {
   for (const auto& p : presets())
     if (kind == p.kind && preset == p.name) {
       ModelConfig c = p.config;
@@ -94,7 +92,8 @@ ModelConfig modelPreset(const std::string& kind, const std::string& preset) {
       c.preset = preset;
       return c;
     }
-  throw UsageError(fmt::format("--preset: unknown {} preset '{}' ({})", kind, preset, fmt::join(modelPresetNames(kind), ", ")));
+  throw UsageError(
+      fmt::format("--preset: unknown {} preset '{}' ({})", nameOf(kind), preset, fmt::join(modelPresetNames(kind), ", ")));
 }
 
 void applyModelOverride(ModelConfig& c, const std::string& assignment) {
@@ -104,12 +103,12 @@ void applyModelOverride(ModelConfig& c, const std::string& assignment) {
   const bool mlpKey = key == "depth" || key == "width" || key == "activation";
   const bool cnnKey = key == "widths" || key == "blocks" || key == "stem";
   const bool gptKey = key == "layers" || key == "hidden" || key == "heads" || key == "seq_len" || key == "vocab";
-  if ((mlpKey && c.kind != "mlp") || (cnnKey && c.kind != "cnn") || (gptKey && c.kind != "transformer") ||
-      (!mlpKey && !cnnKey && !gptKey))
+  if ((mlpKey && c.kind != ModelKind::kMlp) || (cnnKey && c.kind != ModelKind::kCnn) ||
+      (gptKey && c.kind != ModelKind::kTransformer) || (!mlpKey && !cnnKey && !gptKey))
     throw UsageError(
         fmt::format("--set {}: not a field of the {} model (mlp: depth, width, activation; cnn: widths, blocks, stem; "
                     "transformer: layers, hidden, heads, seq_len, vocab)",
-                    key, c.kind));
+                    key, nameOf(c.kind)));
   if (key == "depth")
     c.depth = parseInt(key, v);
   else if (key == "width")
@@ -138,31 +137,37 @@ void validateModelConfig(const ModelConfig& c, const data::DataInfo& d) {
   auto need = [](bool ok, const std::string& why) {
     if (!ok) throw UsageError(why);
   };
-  if (c.kind == "mlp") {
-    need(c.depth >= 0 && c.width >= 1, fmt::format("mlp: depth {} and width {} must be >= 0 and >= 1", c.depth, c.width));
-    need(c.activation == "relu" || c.activation == "gelu", fmt::format("mlp: activation '{}' is not relu or gelu", c.activation));
-    need(d.task == data::Task::kClassification, fmt::format("mlp: the data '{}' is not a classification set", d.name));
-  } else if (c.kind == "cnn") {
-    need(!c.widths.empty() && c.widths.size() == c.blocks.size(),
-         fmt::format("cnn: {} stage widths but {} block counts: give one of each per stage", c.widths.size(), c.blocks.size()));
-    for (std::size_t i = 0; i < c.widths.size(); ++i)
-      need(c.widths[i] >= 1 && c.blocks[i] >= 1, "cnn: every stage needs a width >= 1 and at least 1 block");
-    need(c.stem == "cifar" || c.stem == "imagenet", fmt::format("cnn: stem '{}' is not cifar or imagenet", c.stem));
-    need(d.task == data::Task::kClassification && d.sampleShape.size() == 3,
-         fmt::format("cnn: the data '{}' does not have images [C, H, W] (sample shape of {} dimensions)", d.name,
-                     d.sampleShape.size()));
-    const std::int64_t minSide = (c.stem == "imagenet" ? 4 : 1) << (c.widths.size() - 1);
-    need(d.sampleShape[1] >= minSide && d.sampleShape[2] >= minSide,
-         fmt::format("cnn: {}x{} images are too small for {} stages (at least {}x{})", d.sampleShape[1], d.sampleShape[2],
-                     c.widths.size(), minSide, minSide));
-  } else {
-    need(c.layers >= 1 && c.hidden >= 1 && c.heads >= 1 && c.seqLen >= 1 && c.vocab >= 2,
-         "transformer: layers, hidden, heads, seq_len >= 1 and vocab >= 2");
-    need(c.hidden % c.heads == 0, fmt::format("transformer: {} heads do not divide the hidden size {}", c.heads, c.hidden));
-    need(d.task == data::Task::kLanguageModel,
-         fmt::format("transformer: the data '{}' is not a token stream (use synthetic or text:FILE)", d.name));
-    need(d.vocab <= c.vocab,
-         fmt::format("transformer: the data has {} tokens but the model's vocabulary is {}", d.vocab, c.vocab));
+  switch (c.kind) {
+    case ModelKind::kMlp:
+      need(c.depth >= 0 && c.width >= 1, fmt::format("mlp: depth {} and width {} must be >= 0 and >= 1", c.depth, c.width));
+      need(c.activation == "relu" || c.activation == "gelu",
+           fmt::format("mlp: activation '{}' is not relu or gelu", c.activation));
+      need(d.task == data::Task::kClassification, fmt::format("mlp: the data '{}' is not a classification set", d.name));
+      break;
+    case ModelKind::kCnn: {
+      need(!c.widths.empty() && c.widths.size() == c.blocks.size(),
+           fmt::format("cnn: {} stage widths but {} block counts: give one of each per stage", c.widths.size(), c.blocks.size()));
+      for (std::size_t i = 0; i < c.widths.size(); ++i)
+        need(c.widths[i] >= 1 && c.blocks[i] >= 1, "cnn: every stage needs a width >= 1 and at least 1 block");
+      need(c.stem == "cifar" || c.stem == "imagenet", fmt::format("cnn: stem '{}' is not cifar or imagenet", c.stem));
+      need(d.task == data::Task::kClassification && d.sampleShape.size() == 3,
+           fmt::format("cnn: the data '{}' does not have images [C, H, W] (sample shape of {} dimensions)", d.name,
+                       d.sampleShape.size()));
+      const std::int64_t minSide = (c.stem == "imagenet" ? 4 : 1) << (c.widths.size() - 1);
+      need(d.sampleShape[1] >= minSide && d.sampleShape[2] >= minSide,
+           fmt::format("cnn: {}x{} images are too small for {} stages (at least {}x{})", d.sampleShape[1], d.sampleShape[2],
+                       c.widths.size(), minSide, minSide));
+      break;
+    }
+    case ModelKind::kTransformer:
+      need(c.layers >= 1 && c.hidden >= 1 && c.heads >= 1 && c.seqLen >= 1 && c.vocab >= 2,
+           "transformer: layers, hidden, heads, seq_len >= 1 and vocab >= 2");
+      need(c.hidden % c.heads == 0, fmt::format("transformer: {} heads do not divide the hidden size {}", c.heads, c.hidden));
+      need(d.task == data::Task::kLanguageModel,
+           fmt::format("transformer: the data '{}' is not a token stream (use synthetic or text:FILE)", d.name));
+      need(d.vocab <= c.vocab,
+           fmt::format("transformer: the data has {} tokens but the model's vocabulary is {}", d.vocab, c.vocab));
+      break;
   }
 }
 

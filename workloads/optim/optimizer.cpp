@@ -9,21 +9,26 @@
 
 namespace ts::wl {
 
+namespace {
+// Adam, AdamW and LAMB keep two moments per parameter (exp_avg, exp_avg_sq); SGD and RMSprop one.
+bool keepsTwoMoments(OptimizerKind kind) {
+  return kind == OptimizerKind::kAdam || kind == OptimizerKind::kAdamW || kind == OptimizerKind::kLamb;
+}
+}  // namespace
+
 nlohmann::json OptimizerOptions::toJson() const {
-  nlohmann::json j = {{"kind", kind}, {"weight_decay", weightDecay}};
-  if (kind == "sgd") j["momentum"] = momentum;
-  if (kind == "rmsprop") j["alpha"] = alpha;
-  if (kind == "adam" || kind == "adamw" || kind == "lamb") {
+  nlohmann::json j = {{"kind", nameOf(kind)}, {"weight_decay", weightDecay}};
+  if (kind == OptimizerKind::kSgd) j["momentum"] = momentum;
+  if (kind == OptimizerKind::kRmsprop) j["alpha"] = alpha;
+  if (keepsTwoMoments(kind)) {
     j["beta1"] = beta1;
     j["beta2"] = beta2;
   }
-  if (kind != "sgd") j["eps"] = eps;
+  if (kind != OptimizerKind::kSgd) j["eps"] = eps;
   return j;
 }
 
 void validateOptimizerOptions(const OptimizerOptions& o) {
-  if (o.kind != "sgd" && o.kind != "adam" && o.kind != "adamw" && o.kind != "rmsprop" && o.kind != "lamb")
-    throw UsageError(fmt::format("--optimizer: unknown optimizer '{}' (sgd, adam, adamw, rmsprop, lamb)", o.kind));
   if (o.weightDecay < 0) throw UsageError(fmt::format("--weight-decay {}: must be >= 0", o.weightDecay));
   if (o.beta1 < 0 || o.beta1 >= 1 || o.beta2 < 0 || o.beta2 >= 1) throw UsageError("--beta1 and --beta2 must be in [0, 1)");
   if (o.momentum < 0 || o.momentum >= 1) throw UsageError(fmt::format("--momentum {}: must be in [0, 1)", o.momentum));
@@ -32,7 +37,7 @@ void validateOptimizerOptions(const OptimizerOptions& o) {
 
 Optimizer::Optimizer(const OptimizerOptions& options, std::vector<Param*> params, Arena& arena) : o_(options) {
   validateOptimizerOptions(o_);
-  const bool two = o_.kind == "adam" || o_.kind == "adamw" || o_.kind == "lamb";
+  const bool two = keepsTwoMoments(o_.kind);
   std::size_t largest = 0;
   for (Param* p : params) {
     Slot s{p, arena.tensor(p->value.shape), {}};
@@ -40,7 +45,7 @@ Optimizer::Optimizer(const OptimizerOptions& options, std::vector<Param*> params
     largest = std::max(largest, p->value.numel());
     slots_.push_back(std::move(s));
   }
-  if (o_.kind == "lamb" && largest) scratch_ = arena.tensor({static_cast<std::int64_t>(largest)});
+  if (o_.kind == OptimizerKind::kLamb && largest) scratch_ = arena.tensor({static_cast<std::int64_t>(largest)});
 }
 
 void Optimizer::step(double lrD, int t) {
@@ -49,22 +54,31 @@ void Optimizer::step(double lrD, int t) {
     Param& p = *s.p;
     const std::size_t n = p.value.numel();
     const float wd = p.decay ? static_cast<float>(o_.weightDecay) : 0.0f;
-    if (o_.kind == "sgd")
-      ops::sgdMomentumUpdate(*p.value.device, p.value.data, p.grad.data, s.a.data, n, lr, float(o_.momentum), wd);
-    else if (o_.kind == "adam")
-      ops::adamUpdate(*p.value.device, p.value.data, p.grad.data, s.a.data, s.b.data, n, lr, b1, b2, eps, wd, t);
-    else if (o_.kind == "adamw")
-      ops::adamwUpdate(*p.value.device, p.value.data, p.grad.data, s.a.data, s.b.data, n, lr, b1, b2, eps, wd, t);
-    else if (o_.kind == "rmsprop")
-      ops::rmspropUpdate(*p.value.device, p.value.data, p.grad.data, s.a.data, n, lr, float(o_.alpha), eps, wd);
-    else
-      ops::lambUpdate(*p.value.device, p.value.data, p.grad.data, s.a.data, s.b.data, scratch_.data, n, lr, b1, b2, eps, wd, t);
+    switch (o_.kind) {
+      case OptimizerKind::kSgd:
+        ops::sgdMomentumUpdate(*p.value.device, p.value.data, p.grad.data, s.a.data, n, lr, float(o_.momentum), wd);
+        break;
+      case OptimizerKind::kAdam:
+        ops::adamUpdate(*p.value.device, p.value.data, p.grad.data, s.a.data, s.b.data, n, lr, b1, b2, eps, wd, t);
+        break;
+      case OptimizerKind::kAdamW:
+        ops::adamwUpdate(*p.value.device, p.value.data, p.grad.data, s.a.data, s.b.data, n, lr, b1, b2, eps, wd, t);
+        break;
+      case OptimizerKind::kRmsprop:
+        ops::rmspropUpdate(*p.value.device, p.value.data, p.grad.data, s.a.data, n, lr, float(o_.alpha), eps, wd);
+        break;
+      case OptimizerKind::kLamb:
+        ops::lambUpdate(*p.value.device, p.value.data, p.grad.data, s.a.data, s.b.data, scratch_.data, n, lr, b1, b2, eps, wd, t);
+        break;
+    }
   }
 }
 
 std::vector<NamedTensor> Optimizer::state() {
   std::vector<NamedTensor> out;
-  const char* first = o_.kind == "sgd" ? "momentum_buffer" : o_.kind == "rmsprop" ? "square_avg" : "exp_avg";
+  const char* first = o_.kind == OptimizerKind::kSgd       ? "momentum_buffer"
+                      : o_.kind == OptimizerKind::kRmsprop ? "square_avg"
+                                                           : "exp_avg";
   for (Slot& s : slots_) {
     out.push_back({s.p->name + "." + first, &s.a});
     if (s.b.data) out.push_back({s.p->name + ".exp_avg_sq", &s.b});

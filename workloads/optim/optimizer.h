@@ -4,17 +4,21 @@
 // parameters marked `decay` (weights), never to biases and normalisation gains. The state tensors are
 // named after their parameter (PyTorch's exp_avg / exp_avg_sq / momentum_buffer / square_avg) for
 // checkpoints.
-#include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "base/enum_names.h"
 #include "workloads/layers/layer.h"
 
 namespace ts::wl {
 
+enum class OptimizerKind { kSgd, kAdam, kAdamW, kRmsprop, kLamb };
+
 struct OptimizerOptions {
-  std::string kind = "adamw";
+  OptimizerKind kind = OptimizerKind::kAdamW;
   double weightDecay = 0.0;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // adam, adamw, lamb
   double momentum = 0.9;                          // sgd
@@ -41,3 +45,14 @@ class Optimizer {
 };
 
 }  // namespace ts::wl
+
+namespace ts {
+template <>
+struct EnumNames<wl::OptimizerKind> {
+  static constexpr std::pair<std::string_view, wl::OptimizerKind> kNames[] = {{"sgd", wl::OptimizerKind::kSgd},
+                                                                              {"adam", wl::OptimizerKind::kAdam},
+                                                                              {"adamw", wl::OptimizerKind::kAdamW},
+                                                                              {"rmsprop", wl::OptimizerKind::kRmsprop},
+                                                                              {"lamb", wl::OptimizerKind::kLamb}};
+};
+}  // namespace ts

@@ -1,5 +1,6 @@
 #include "workloads/parallel/allreduce_sync.h"
 
+#include "comm/collectives/collective.h"
 #include "workloads/ops.h"
 
 namespace ts::wl {
@@ -12,7 +13,7 @@ AllReduceSync::AllReduceSync(Communicator& dp, const ModelPart& model, const Lay
 
 void AllReduceSync::launch(Bucket& b) {
   b.flat.device->synchronize();  // the communicator's stream must see the gradients
-  tracker_->start({CollectiveKind::kAllReduce, b.flat.data, b.flat.data, b.elements, DType::kFloat32, RedOp::kSum});
+  tracker_->start({&collectives::all_reduce(), b.flat.data, b.flat.data, b.elements, DType::kFloat32, RedOp::kSum});
   b.launched = true;
 }
 

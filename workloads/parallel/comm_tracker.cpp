@@ -29,7 +29,7 @@ int CommTracker::track(std::string name, std::size_t bytes, const std::function<
 
 int CommTracker::start(const CollectiveCall& call) {
   // Name and bytes as the collectives sweep records them, so a step's op compares with the sweep's.
-  const Collective& op = collectiveOf(call.kind);
+  const Collective& op = *call.collective;
   return track(std::string(op.name()), op.layoutOfCount(call.count, dtypeSize(call.dtype), comm_.worldSize()).bytes,
                [&] { return comm_.start(0, call); });
 }
@@ -78,7 +78,7 @@ void CommTracker::waitAll() {
 double CommTracker::sum(double v, bool timed) {
   if (!scalar_.get()) scalar_ = CommBuffer(comm_, 0, sizeof(double));
   comm_.copyIn(0, scalar_.get(), &v, sizeof(double));
-  const CollectiveCall call{CollectiveKind::kAllReduce, scalar_.get(), scalar_.get(), 1, DType::kFloat64, RedOp::kSum};
+  const CollectiveCall call{&collectives::all_reduce(), scalar_.get(), scalar_.get(), 1, DType::kFloat64, RedOp::kSum};
   if (timed) {
     run(call);
   } else {

@@ -55,7 +55,7 @@ std::unique_ptr<GradientSync> makeGradientSync(const Mesh& mesh, const ModelPart
   std::unique_ptr<GradientSync> sync;
   if (l.zero == 3)
     sync = std::make_unique<Zero3Sync>(*dp, model, l, timeoutS);
-  else if (l.sync == "ps" || l.zero > 0)
+  else if (l.sync == SyncKind::kParameterServer || l.zero > 0)
     sync = std::make_unique<ShardedSync>(*dp, model, l, timeoutS);
   else
     sync = std::make_unique<AllReduceSync>(*dp, model, l, timeoutS);

@@ -42,10 +42,14 @@ std::string_view groupKindName(GroupKind kind) { return meshAxis(kind).name; }
 int groupSize(const LayoutOptions& resolved, GroupKind kind) { return resolved.*meshAxis(kind).size; }
 
 nlohmann::json LayoutOptions::toJson() const {
-  nlohmann::json j = {
-      {"zero", zero},          {"sync", sync},       {"ps_shards", sync == "ps" ? nlohmann::json(psShards) : nlohmann::json()},
-      {"bucket_mb", bucketMb}, {"overlap", overlap}, {"schedule", pp > 1 ? nlohmann::json(schedule) : nlohmann::json()},
-      {"pp_split", ppSplit},   {"name", name()}};
+  nlohmann::json j = {{"zero", zero},
+                      {"sync", nameOf(sync)},
+                      {"ps_shards", sync == SyncKind::kParameterServer ? nlohmann::json(psShards) : nlohmann::json()},
+                      {"bucket_mb", bucketMb},
+                      {"overlap", overlap},
+                      {"schedule", pp > 1 ? nlohmann::json(nameOf(schedule)) : nlohmann::json()},
+                      {"pp_split", ppSplit},
+                      {"name", name()}};
   for (const MeshAxisSpec& a : kMeshAxes) j[std::string(a.name)] = this->*a.size;
   return j;
 }
@@ -56,8 +60,8 @@ std::string LayoutOptions::name() const {
   for (const MeshAxisSpec& a : kMeshAxes)
     if (this->*a.size > 1) add(fmt::format("{}={}", a.name, this->*a.size));
   if (zero > 0) add(fmt::format("zero={}", zero));
-  if (sync == "ps") add(fmt::format("ps({})", psShards));
-  if (pp > 1) add(schedule);
+  if (sync == SyncKind::kParameterServer) add(fmt::format("ps({})", psShards));
+  if (pp > 1) add(std::string(nameOf(schedule)));
   if (dp > 1 && !overlap) add("no-overlap");
   return s.empty() ? "single" : s;
 }
@@ -78,22 +82,20 @@ LayoutOptions resolveLayout(LayoutOptions o, int worldSize) {
   if (fills * others.product != worldSize)
     throw UsageError(fmt::format("--{} {} x {} = {} processes, but this run has {}{}", fillsName, fills, others.sizes,
                                  fills * others.product, worldSize, worldSize == 1 ? " (launch with mpirun -np N)" : ""));
-  if (o.pp > 1 && o.sync == "ps")
+  const bool ps = o.sync == SyncKind::kParameterServer;
+  if (o.pp > 1 && ps)
     throw UsageError("--sync ps with --pp: the parameter server serves whole models, not pipeline stages, in this version");
-  if (o.tp > 1 && o.sync == "ps")
+  if (o.tp > 1 && ps)
     throw UsageError(
         "--sync ps with --tp: the parameter server serves whole models, not tensor-parallel slices, in this version");
-  if (o.schedule != "gpipe" && o.schedule != "1f1b")
-    throw UsageError(fmt::format("--pp-schedule {}: expected gpipe or 1f1b", o.schedule));
   if (!o.ppSplit.empty() && static_cast<int>(o.ppSplit.size()) != o.pp)
     throw UsageError(fmt::format("--pp-split gives {} stage(s), but --pp is {}", o.ppSplit.size(), o.pp));
   for (int n : o.ppSplit)
     if (n < 1) throw UsageError(fmt::format("--pp-split: a stage of {} layers (each needs at least 1)", n));
   if (o.zero < 0 || o.zero > 3) throw UsageError(fmt::format("--zero {}: expected 0, 1, 2 or 3", o.zero));
-  if (o.sync != "allreduce" && o.sync != "ps") throw UsageError(fmt::format("--sync {}: expected allreduce or ps", o.sync));
-  if (o.sync == "ps" && o.zero > 0)
+  if (ps && o.zero > 0)
     throw UsageError("--sync ps shards the optimizer on its servers already; it does not combine with --zero");
-  if (o.sync == "ps" && (o.psShards < 1 || o.psShards > o.dp))
+  if (ps && (o.psShards < 1 || o.psShards > o.dp))
     throw UsageError(
         fmt::format("--ps-shards {}: must be between 1 and the {} data-parallel rank(s) that serve them", o.psShards, o.dp));
   if (!(o.bucketMb > 0)) throw UsageError(fmt::format("--bucket-mb {}: must be positive", o.bucketMb));

@@ -64,9 +64,9 @@ std::vector<StageRange> splitStages(const std::vector<double>& flops, int stages
   return out;
 }
 
-std::vector<PipeOp> pipelineSchedule(const std::string& kind, int stage, int stages, int micros) {
+std::vector<PipeOp> pipelineSchedule(PipelineSchedule kind, int stage, int stages, int micros) {
   std::vector<PipeOp> ops;
-  if (kind == "gpipe") {
+  if (kind == PipelineSchedule::kGPipe) {
     for (int i = 0; i < micros; ++i) ops.push_back({true, i});
     for (int i = micros - 1; i >= 0; --i) ops.push_back({false, i});  // the last forward's state is still held
     return ops;

@@ -22,6 +22,7 @@
 #include "workloads/data/batch.h"
 #include "workloads/parallel/comm_tracker.h"
 #include "workloads/parallel/gradient_sync.h"
+#include "workloads/parallel/layout_choices.h"
 
 namespace ts::wl {
 
@@ -38,7 +39,7 @@ struct PipeOp {
   int micro;
 };
 // The order stage `stage` of `stages` runs the forwards and backwards of `micros` micro-batches.
-std::vector<PipeOp> pipelineSchedule(const std::string& kind, int stage, int stages, int micros);
+std::vector<PipeOp> pipelineSchedule(PipelineSchedule kind, int stage, int stages, int micros);
 
 struct PipelineTimes {
   double forwardS = 0, backwardS = 0, waitS = 0;  // compute (recomputation included), blocked on receives
@@ -68,7 +69,7 @@ class Pipeline {
   const Tensor& forwardMicro(const data::Batch& batch, int micro, StepContext& ctx, double* loss);
   Model& model_;
   int stage_, stagesCount_;
-  std::string schedule_;
+  PipelineSchedule schedule_;
   std::vector<StageRange> stages_;
   StageRange range_;
   Communicator* comm_;

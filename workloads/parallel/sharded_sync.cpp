@@ -1,5 +1,6 @@
 #include "workloads/parallel/sharded_sync.h"
 
+#include "comm/collectives/collective.h"
 #include "workloads/ops.h"
 
 namespace ts::wl {
@@ -7,7 +8,7 @@ namespace ts::wl {
 ShardedSync::ShardedSync(Communicator& dp, const ModelPart& model, const LayoutOptions& layout, double timeoutS)
     : GradientSync(model.params, dp, timeoutS),
       params_(model.params),
-      ps_(layout.sync == "ps"),
+      ps_(layout.sync == SyncKind::kParameterServer),
       zero2_(layout.zero == 2),
       overlap_(layout.overlap),
       parts_(ps_ ? layout.psShards : dp.worldSize()),
@@ -27,10 +28,10 @@ void ShardedSync::launch(Bucket& b) {
   const std::size_t i = static_cast<std::size_t>(&b - buckets_.all().data());
   if (ps_) {
     for (int k = 0; k < parts_; ++k)
-      tracker_->start({CollectiveKind::kReduce, b.chunkData(k), b.chunkData(k), b.chunk, DType::kFloat32, RedOp::kSum, k});
+      tracker_->start({&collectives::reduce(), b.chunkData(k), b.chunkData(k), b.chunk, DType::kFloat32, RedOp::kSum, k});
   } else {
     float* into = (zero2_ && micro_ > 0) ? received_[i].data : shardGrads_[i].data;
-    tracker_->start({CollectiveKind::kReduceScatter, b.flat.data, into, b.chunk, DType::kFloat32, RedOp::kSum});
+    tracker_->start({&collectives::reduce_scatter(), b.flat.data, into, b.chunk, DType::kFloat32, RedOp::kSum});
   }
   b.launched = true;
 }
@@ -76,9 +77,9 @@ void ShardedSync::afterUpdate() {
     b.flat.device->synchronize();
     if (ps_) {
       for (int k = 0; k < parts_; ++k)
-        tracker_->start({CollectiveKind::kBroadcast, b.chunkData(k), b.chunkData(k), b.chunk, DType::kFloat32, RedOp::kSum, k});
+        tracker_->start({&collectives::broadcast(), b.chunkData(k), b.chunkData(k), b.chunk, DType::kFloat32, RedOp::kSum, k});
     } else {
-      tracker_->start({CollectiveKind::kAllGather, b.chunkData(owned_), b.flat.data, b.chunk, DType::kFloat32});
+      tracker_->start({&collectives::all_gather(), b.chunkData(owned_), b.flat.data, b.chunk, DType::kFloat32});
     }
   }
   tracker_->waitAll();

@@ -1,5 +1,6 @@
 #include "workloads/parallel/zero3_sync.h"
 
+#include "comm/collectives/collective.h"
 #include "workloads/ops.h"
 
 namespace ts::wl {
@@ -41,7 +42,7 @@ void Zero3Sync::gather(Group& g) {
   Bucket& b = bucketOf(g);
   copy(viewOf(b.flat, static_cast<std::size_t>(rank_) * b.chunk, b.chunk), g.values);
   b.flat.device->synchronize();
-  tracker_->run({CollectiveKind::kAllGather, b.chunkData(rank_), b.flat.data, b.chunk, DType::kFloat32});
+  tracker_->run({&collectives::all_gather(), b.chunkData(rank_), b.flat.data, b.chunk, DType::kFloat32});
   g.buckets->valuesFromFlat(b);
   g.gathered = true;
 }
@@ -60,7 +61,7 @@ void Zero3Sync::sendGradients(Group& g) {
   b.flat.device->synchronize();
   g.accumulate = !firstMicro_;
   tracker_->start(
-      {CollectiveKind::kReduceScatter, b.flat.data, g.accumulate ? g.received.data : g.grads.data, b.chunk, DType::kFloat32});
+      {&collectives::reduce_scatter(), b.flat.data, g.accumulate ? g.received.data : g.grads.data, b.chunk, DType::kFloat32});
   tracker_->poll();
 }
 

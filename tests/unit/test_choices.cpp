@@ -1,0 +1,143 @@
+// The closed choices of a training run and a scaling study, each named once (EnumNames): every value has
+// the name the records wrote when these were strings and reads back from it; the options' JSON writes
+// names, not numbers; a --device text is read into its kind and GPU; and the command line answers a value
+// outside an option's names in that option's own words (bench/choice_errors.h).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "base/precision.h"
+#include "bench/choice_errors.h"
+#include "bench/scale/scale_options.h"
+#include "tests/unit/test_support.h"
+#include "workloads/device_spec.h"
+#include "workloads/trainer.h"
+
+namespace ts {
+namespace {
+
+// The canonical names of E's first `count` values, each checked to read back as its value.
+template <NamedEnum E>
+std::vector<std::string_view> roundTripped(int count) {
+  std::vector<std::string_view> names;
+  for (int i = 0; i < count; ++i) {
+    const E e = static_cast<E>(i);
+    names.push_back(nameOf(e));
+    EXPECT_EQ(enumFromName<E>(nameOf(e)), e) << nameOf(e);
+  }
+  return names;
+}
+
+using Names = std::vector<std::string_view>;
+
+TEST(Choices, EveryValueHasTheNameTheRecordsWrite) {
+  EXPECT_EQ(roundTripped<Precision>(4), (Names{"float32", "tf32", "bfloat16", "float16"}));
+  EXPECT_EQ(roundTripped<wl::ModelKind>(3), (Names{"mlp", "cnn", "transformer"}));
+  EXPECT_EQ(roundTripped<wl::OptimizerKind>(5), (Names{"sgd", "adam", "adamw", "rmsprop", "lamb"}));
+  EXPECT_EQ(roundTripped<wl::ScheduleKind>(4), (Names{"constant", "step", "cosine", "linear"}));
+  EXPECT_EQ(roundTripped<wl::SyncKind>(2), (Names{"allreduce", "ps"}));
+  EXPECT_EQ(roundTripped<wl::PipelineSchedule>(2), (Names{"gpipe", "1f1b"}));
+  EXPECT_EQ(roundTripped<ScaleMode>(2), (Names{"weak", "strong"}));
+  EXPECT_EQ(roundTripped<LauncherKind>(3), (Names{"mpirun", "srun", "none"}));
+}
+
+TEST(Choices, PrecisionKeepsTheAliasesTheKernelsTookButListsOnlyItsNames) {
+  EXPECT_EQ(enumFromName<Precision>("bf16"), Precision::kBFloat16);
+  EXPECT_EQ(enumFromName<Precision>("half"), Precision::kFloat16);
+  EXPECT_EQ(enumFromName<Precision>("fp32"), Precision::kFloat32);
+  EXPECT_EQ(enumFromName<Precision>("tfloat32"), Precision::kTF32);
+  EXPECT_FALSE(enumFromName<Precision>("fp8"));
+  EXPECT_EQ(enumNameList<Precision>(), "float32, tf32, bfloat16 or float16");
+  EXPECT_EQ(nameOf(*enumFromName<Precision>("bf16")), "bfloat16");  // an alias is written by its canonical name
+}
+
+TEST(Choices, TheTrainOptionsJsonWritesNames) {
+  wl::TrainOptions o;
+  o.model = wl::ModelKind::kCnn;
+  o.precision = Precision::kFloat16;
+  o.device = wl::parseDeviceSpec("cuda:1");
+  o.optimizer.kind = wl::OptimizerKind::kSgd;
+  o.schedule.kind = wl::ScheduleKind::kCosine;
+  o.layout.sync = wl::SyncKind::kParameterServer;
+  o.layout.pp = 2;
+  o.layout.schedule = wl::PipelineSchedule::kGPipe;
+  const nlohmann::json j = o.toJson();
+  EXPECT_EQ(j["model"], "cnn");
+  EXPECT_EQ(j["precision"], "float16");
+  EXPECT_EQ(j["loss_scale"], 65536.0);  // float16 only
+  EXPECT_EQ(j["device"], "cuda:1");
+  EXPECT_EQ(j["optimizer"]["kind"], "sgd");
+  EXPECT_TRUE(j["optimizer"].contains("momentum") && !j["optimizer"].contains("beta1"));
+  EXPECT_EQ(j["schedule"]["kind"], "cosine");
+  EXPECT_TRUE(j["schedule"].contains("warmup"));
+  EXPECT_EQ(j["layout"]["sync"], "ps");
+  EXPECT_EQ(j["layout"]["schedule"], "gpipe");
+  EXPECT_EQ(j["layout"]["name"], "pp=2 ps(1) gpipe");
+}
+
+TEST(DeviceSpec, ReadsCpuCudaAndCudaN) {
+  const wl::DeviceSpec cpu = wl::parseDeviceSpec("cpu");
+  EXPECT_FALSE(cpu.cuda());
+  EXPECT_EQ(cpu.name(), "cpu");
+  const wl::DeviceSpec cuda = wl::parseDeviceSpec("cuda");
+  EXPECT_TRUE(cuda.cuda());
+  EXPECT_EQ(cuda.index, -1);  // no index given: each process of a multi-process run takes its own
+  EXPECT_EQ(cuda.ordinal(), 0);
+  EXPECT_EQ(cuda.name(), "cuda");
+  const wl::DeviceSpec third = wl::parseDeviceSpec("cuda:3");
+  EXPECT_EQ(third, (wl::DeviceSpec{wl::DeviceKind::kCuda, 3}));
+  EXPECT_EQ(third.name(), "cuda:3");
+  EXPECT_EQ(test::usageError([] { wl::parseDeviceSpec("gpu"); }), "--device gpu: expected cpu, cuda or cuda:N");
+  for (const char* bad : {"", "CPU", "cuda:", "cuda:-1", "cuda:1x", "cuda:+1", "cuda0"})
+    EXPECT_NE(test::usageError([&] { wl::parseDeviceSpec(bad); }).find("expected cpu, cuda or cuda:N"), std::string::npos) << bad;
+}
+
+struct Chosen {
+  wl::SyncKind sync = wl::SyncKind::kAllReduce;
+  Precision precision = Precision::kFloat32;
+  wl::ModelKind model = wl::ModelKind::kMlp;
+};
+
+OptionTable<Chosen> chosenOptions() {
+  OptionTable<Chosen> t;
+  onUnknownChoice(t.add("--sync", "", TS_FIELD(sync)), expectedChoice<wl::SyncKind>());
+  onUnknownChoice(t.add("-d,--dtype", "", TS_FIELD(precision)), unknownChoice<Precision>("precision"));
+  onUnknownChoice(t.add("--model", "", TS_FIELD(model)), unknownChoice<wl::ModelKind>("model"));
+  return t;
+}
+
+// What the command line makes of `args`: the options, or the error line.
+std::string parsed(const std::string& args, Chosen& o) {
+  const OptionTable<Chosen> table = chosenOptions();
+  CLI::App app;
+  table.addToCommandLine(app, o);
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ChoiceErrors, TheNamesAndAliasesSetTheField) {
+  Chosen o;
+  EXPECT_EQ(parsed("--sync ps -d bf16 --model transformer", o), "");
+  EXPECT_EQ(o.sync, wl::SyncKind::kParameterServer);
+  EXPECT_EQ(o.precision, Precision::kBFloat16);
+  EXPECT_EQ(o.model, wl::ModelKind::kTransformer);
+}
+
+TEST(ChoiceErrors, AValueOutsideTheNamesIsTheOptionsOwnLine) {
+  Chosen o;
+  EXPECT_EQ(parsed("--sync gossip", o), "--sync gossip: expected allreduce or ps");
+  EXPECT_EQ(parsed("--dtype fp8", o), "--dtype: unknown precision 'fp8' (float32, tf32, bfloat16, float16)");
+  EXPECT_EQ(parsed("--model rnn", o), "--model: unknown model 'rnn' (mlp, cnn, transformer)");
+  EXPECT_EQ(o.sync, wl::SyncKind::kAllReduce);  // untouched by the values refused
+}
+
+}  // namespace
+}  // namespace ts

@@ -1,0 +1,29 @@
+#pragma once
+// The closed choices of a parallel layout (LayoutOptions): how data-parallel ranks combine gradients, and
+// the order of a pipeline stage's forwards and backwards. Their own header, so that the layout's grid
+// code and these names change apart.
+#include <string_view>
+#include <utility>
+
+#include "base/enum_names.h"
+
+namespace ts::wl {
+
+enum class SyncKind { kAllReduce, kParameterServer };  // --sync: all-reduce (sharded by --zero), or parameter servers
+
+enum class PipelineSchedule { kGPipe, k1F1B };  // --pp-schedule (pipeline.h says what each runs)
+
+}  // namespace ts::wl
+
+namespace ts {
+template <>
+struct EnumNames<wl::SyncKind> {
+  static constexpr std::pair<std::string_view, wl::SyncKind> kNames[] = {{"allreduce", wl::SyncKind::kAllReduce},
+                                                                         {"ps", wl::SyncKind::kParameterServer}};
+};
+template <>
+struct EnumNames<wl::PipelineSchedule> {
+  static constexpr std::pair<std::string_view, wl::PipelineSchedule> kNames[] = {{"gpipe", wl::PipelineSchedule::kGPipe},
+                                                                                 {"1f1b", wl::PipelineSchedule::k1F1B}};
+};
+}  // namespace ts
