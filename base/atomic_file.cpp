@@ -1,6 +1,7 @@
 #include "base/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -37,6 +38,10 @@ void syncDirectory(const std::string& dir) {
 }
 
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
+  // The rename would replace whatever is there: never a device, a FIFO, a link or a directory.
+  struct stat st {};
+  if (::lstat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw Error(fmt::format("{} exists and is not a regular file: it is not replaced", path_));
   createParentDirectories(path_);
   tmp_ = fmt::format("{}.tmp.{}.{}", path_, ::getpid(), g_tmpCounter.fetch_add(1));
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

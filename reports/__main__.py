@@ -6,15 +6,16 @@ never a traceback.
 """
 import argparse
 import json
+import signal
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, NoReturn
 
 from . import baselines
 from .analyze import analyze, format_table as format_analysis
 from .compare import compare, format_json, format_junit, format_markdown, format_table, machine_key
 from .errors import InputError
+from .files import check_output_dir, check_output_file, write_atomically
 from .kernel_breakdown import coverage_failures
 from .load import load_result, load_results
 from .policy import Policy, apply as apply_policy, from_toml, parse_override
@@ -77,6 +78,10 @@ def _parser() -> argparse.ArgumentParser:
 def _analyze(args: argparse.Namespace) -> int:
     if args.check_kernel_coverage is not None and not args.check_kernel_coverage > 0:
         raise InputError("--check-kernel-coverage must be a positive percentage")
+    if not args.straggler_ms >= 0 or args.straggler_ms == float("inf"):
+        raise InputError(f"--straggler-ms {args.straggler_ms}: must be a finite number of milliseconds, 0 or more")
+    if args.json:
+        check_output_file(args.json, "--json")
     kernel_records = load_result(args.kernels_result).records_of("kernel") if args.kernels_result else ()
     result = analyze(args.trace_dir, args.straggler_ms, kernel_records)
     print(format_analysis(result))
@@ -93,14 +98,11 @@ def _analyze(args: argparse.Namespace) -> int:
 
 
 def _write(path: str, text: str) -> None:
-    try:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(text)
-    except OSError as e:
-        raise InputError(f"{path}: cannot write: {e.strerror}") from None
+    write_atomically(path, text)
 
 
 def _report(args: argparse.Namespace) -> int:
+    check_output_dir(args.output, "-o/--output")
     results = load_results(args.results, args.label)
     index = write_report(results, args.output, args.title, args.trace)
     print(f"report: {index} (plots and summary.md beside it)")
@@ -121,6 +123,9 @@ def _policy(args: argparse.Namespace) -> Policy:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    for option, path in (("--markdown", args.markdown), ("--junit", args.junit), ("--json", args.json)):
+        if path:
+            check_output_file(path, option)  # before anything is read or compared
     policy = _policy(args)
     storing = [o for o, on in (("--save-baseline", args.save_baseline), ("--add-baseline", args.add_baseline),
                                ("--replace-baseline", args.replace_baseline)) if on]
@@ -170,6 +175,9 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # A reader that closes the pipe (`analyze DIR | head -3`) ends this process as it ends any Unix tool,
+    # quietly, by SIGPIPE: no BrokenPipeError traceback, and no exit code 0 that a gate could take for a pass.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
         args = _parser().parse_args(argv)
         return {"report": _report, "compare": _compare, "analyze": _analyze}[args.command](args)

@@ -10,16 +10,17 @@ a rank's arrival skew is how much later than the first member it started it. A r
 above --straggler-ms and well above the others' is named. Pipeline: each rank's time blocked on receives
 per step, as a fraction of the step (its bubble).
 """
-import json
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
 from .critical_path import critical_path, format_path
 from .errors import InputError
+from .files import loads_strict, read_input
 from .intervals import clip, intersect, length, span, subtract, union
 from .json_types import JsonObject, Record, TraceDoc, TraceEvent
 from .kernel_breakdown import DEVICE, format_kernels, kernel_breakdown
+from .load import validate_trace
 
 P2P = {"send", "recv"}
 
@@ -33,12 +34,13 @@ def load_trace_docs(directory: str | Path) -> dict[int, TraceDoc]:
     ranks: dict[int, TraceDoc] = {}
     for f in files:
         try:
-            doc = json.loads(f.read_text())
-        except (OSError, json.JSONDecodeError) as e:
-            raise InputError(f"{f}: not a trace file ({e})")
-        rank = doc.get("distributedInfo", {}).get("rank")
-        if rank is None:
-            raise InputError(f"{f}: no distributedInfo.rank")
+            doc = loads_strict(read_input(f))
+        except ValueError as e:  # json.JSONDecodeError included
+            raise InputError(f"{f}: not a trace file ({e})") from None
+        validate_trace(doc, str(f))
+        rank = doc["distributedInfo"]["rank"]
+        if rank in ranks:
+            raise InputError(f"{f}: rank {rank} again (another file of {d} is that rank's)")
         ranks[rank] = doc
     return ranks
 

@@ -27,6 +27,7 @@ from . import identity as ids
 from .effect import Run, ratio_of_medians, robust_cv, seed_for
 from .json_types import Record
 from .load import Result
+from .markdown import markdown_text
 from .policy import Policy
 
 
@@ -265,7 +266,7 @@ def format_table(cmp: Comparison) -> str:
 
 
 def _md(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    return markdown_text(text)
 
 
 def format_markdown(cmp: Comparison) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 import jsonschema
 
 from .errors import InputError
+from .files import loads_strict, read_input
 from .json_types import JsonObject, Record, ResultDoc
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "result-v1.schema.json"
@@ -31,6 +32,12 @@ def collective_ops() -> list[str]:
 
 
 _VALIDATOR: jsonschema.Draft202012Validator | None = None
+TRACE_SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "trace-v1.schema.json"
+
+
+@functools.cache
+def _trace_validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(json.loads(TRACE_SCHEMA_PATH.read_text()))
 
 
 def validate(document: Any, name: str = "document") -> None:
@@ -38,7 +45,16 @@ def validate(document: Any, name: str = "document") -> None:
     global _VALIDATOR
     if _VALIDATOR is None:
         _VALIDATOR = _validator()
-    errors = sorted(_VALIDATOR.iter_errors(document), key=lambda e: (len(list(e.absolute_path)), e.json_path))
+    _first_error(_VALIDATOR, document, name)
+
+
+def validate_trace(document: Any, name: str = "trace") -> None:
+    """A trace file against reports/schema/trace-v1.schema.json (a negative duration, a missing rank)."""
+    _first_error(_trace_validator(), document, name)
+
+
+def _first_error(validator: jsonschema.Draft202012Validator, document: Any, name: str) -> None:
+    errors = sorted(validator.iter_errors(document), key=lambda e: (len(list(e.absolute_path)), e.json_path))
     if errors:
         e = errors[0]
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
@@ -71,14 +87,13 @@ def default_label(doc: ResultDoc) -> str:
 
 def load_result(path: str | Path, label: str | None = None) -> Result:
     p = Path(path)
+    text = read_input(p)
     try:
-        text = p.read_text()
-    except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror}") from None
-    try:
-        doc = json.loads(text)
+        doc = loads_strict(text)
     except json.JSONDecodeError as e:
         raise InputError(f"{path}: not JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
+    except ValueError as e:
+        raise InputError(f"{path}: not JSON: {e}") from None
     validate(doc, str(path))
     return Result(path=str(path), doc=doc, label=label or default_label(doc), records=doc["records"])
 

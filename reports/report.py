@@ -6,7 +6,9 @@ from pathlib import Path
 
 import jinja2
 
+from .files import check_output_dir, staged_directory
 from .load import Result
+from .markdown import markdown_text
 from .plots import PlotSink
 from .profile import build_profile
 from .sections import BuiltSection, all_sections
@@ -26,11 +28,11 @@ def build_sections(results: list[Result], outdir: str | Path, trace_dir: str | N
 
 
 def _md_cell(v: object) -> str:
-    return str(v).replace("|", "\\|").replace("\n", " ")
+    return markdown_text(v)
 
 
 def summary_markdown(title: str, results: Sequence[Result], sections: list[BuiltSection]) -> str:
-    out = [f"# {title}", ""] + [f"- **{_md_cell(r.label)}**: `{r.path}`" for r in results] + [""]
+    out = [f"# {_md_cell(title)}", ""] + [f"- **{_md_cell(r.label)}**: {_md_cell(r.path)}" for r in results] + [""]
     for s in sections:
         out += [f"## {s['title']}", ""]
         for b in s["blocks"]:
@@ -48,14 +50,15 @@ def summary_markdown(title: str, results: Sequence[Result], sections: list[Built
 
 def write_report(results: list[Result], outdir: str | Path, title: str = "trainscope report",
                  trace_dir: str | None = None) -> Path:
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    sections = build_sections(results, outdir, trace_dir)
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
-                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-    made_at = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    html = env.get_template("report.html.j2").render(title=title, results=results, sections=sections, made_at=made_at)
-    index = outdir / "index.html"
-    index.write_text(html)
-    (outdir / "summary.md").write_text(summary_markdown(title, results, sections))
-    return index
+    """Everything is written into a staging directory first and moved into `outdir` once complete: a report
+    that fails part-way (an unreadable --trace) leaves `outdir` as it was."""
+    check_output_dir(outdir, "-o/--output")
+    with staged_directory(outdir) as stage:
+        sections = build_sections(results, stage, trace_dir)
+        env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                                 undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+        made_at = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        html = env.get_template("report.html.j2").render(title=title, results=results, sections=sections, made_at=made_at)
+        (stage / "index.html").write_text(html)
+        (stage / "summary.md").write_text(summary_markdown(title, results, sections))
+    return Path(outdir) / "index.html"

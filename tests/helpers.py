@@ -16,7 +16,7 @@ def trainscope_path() -> str:
     path = os.environ.get("TRAINSCOPE", str(ROOT / "build" / "trainscope"))
     if not Path(path).exists():
         pytest.exit(f"trainscope binary not found at {path}: run scripts/setup.sh first", returncode=2)
-    return path
+    return str(Path(path).absolute())  # tests may run it from another directory
 
 
 def base_env(extra=None):
@@ -39,14 +39,14 @@ class Run:
         return [l for l in self.err.splitlines() if l.startswith("trainscope: error:")]
 
 
-def run_trainscope(args, np=None, env=None, timeout=600):
+def run_trainscope(args, np=None, env=None, timeout=600, cwd=None):
     """Runs trainscope (under mpirun -np NP when np is given) and returns its exit code and output."""
     cmd = [trainscope_path()] + [str(a) for a in args]
     if np is not None:
         if not shutil.which("mpirun"):
             pytest.skip("mpirun not installed")
         cmd = ["mpirun", "-np", str(np), "--oversubscribe"] + cmd
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=base_env(env), timeout=timeout)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=base_env(env), timeout=timeout, cwd=cwd)
     return Run(proc)
 
 

@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "base/units.h"
+#include "base/user_paths.h"
 
 namespace ts {
 
@@ -144,6 +145,7 @@ void validate(const CollectivesOptions& o) {
   if (!o.outOfPlace && !o.inPlace) throw UsageError("--placement: nothing to run");
   if (o.dtypes.empty()) throw UsageError("-d/--dtype: no dtype given");
   if (o.redops.empty()) throw UsageError("-o/--redop: no reduction given");
+  if (!o.traceDir.empty()) checkOutputDirectory("--trace", o.traceDir);
   // The smallest element gives the most sizes: the bound on the sweep's length holds for every dtype.
   std::size_t smallest = dtypeSize(o.dtypes.front());
   for (DType t : o.dtypes) smallest = std::min(smallest, dtypeSize(t));

@@ -16,6 +16,7 @@
 #include <toml++/toml.h>
 
 #include "base/error.h"
+#include "base/user_paths.h"
 #include "bench/kernels/kernels_options.h"
 
 namespace ts {
@@ -34,6 +35,7 @@ constexpr OptionalRange kOptionalRanges[] = {
 
 std::vector<std::pair<const KernelOp*, KernelShape>> loadKernelShapes(const std::string& path, std::int64_t H, std::int64_t S,
                                                                       std::int64_t B, std::int64_t V) {
+  checkInputFile("--shapes", path, 1 << 20);
   toml::table doc;
   try {
     doc = toml::parse_file(path);

@@ -16,6 +16,7 @@
 #include "base/error.h"
 #include "base/heartbeat.h"
 #include "base/units.h"
+#include "base/user_paths.h"
 #include "bench/kernels/ceilings.h"
 #include "bench/kernels/host_caches.h"
 #include "bench/kernels/kernel_record.h"
@@ -231,6 +232,7 @@ KernelsOptions resolveKernelsArgs(const KernelsArgs& a) {
   if (o.seq < 1 || o.batch < 1 || o.vocab < 2) throw UsageError("--seq and --batch must be at least 1, --vocab at least 2");
   if (o.warmup < 0 || o.iters < 1 || o.trials < 1) throw UsageError("-w/--warmup >= 0, -n/--iters >= 1 and --trials >= 1");
   if (!a.shapesFile.empty()) o.userShapes = loadKernelShapes(a.shapesFile, o.hidden, o.seq, o.batch, o.vocab);
+  if (!o.traceDir.empty()) checkOutputDirectory("--trace", o.traceDir);
   const int gpus = cuda::usableDeviceCount();
   if (a.backend == KernelBackend::kCuda && gpus == 0)
     throw UsageError("--backend cuda needs a CUDA GPU, and none is usable on this host");

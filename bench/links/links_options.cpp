@@ -9,8 +9,13 @@
 
 #include "base/error.h"
 #include "base/units.h"
+#include "base/user_paths.h"
 
 namespace ts {
+
+namespace {
+constexpr std::uintmax_t kMaxPairsFileBytes = 1 << 20;  // "hostA hostB" lines: a megabyte is tens of thousands of pairs
+}  // namespace
 
 nlohmann::json toJson(const LinksOptions& o) {
   return {{"memory", o.memory},
@@ -43,8 +48,11 @@ void validate(const LinksOptions& o) {
   if (o.threads < 0) throw UsageError("--threads cannot be negative");
   if (!(o.outlierFraction > 0 && o.outlierFraction < 1)) throw UsageError("--outlier-fraction must be between 0 and 1");
   if (o.timeoutS < 0) throw UsageError("--timeout cannot be negative");
-  if (o.pairs != "ring" && o.pairs != "all" && !std::filesystem::exists(o.pairs))
-    throw UsageError(fmt::format("--pairs: '{}' is neither ring, all, nor a file", o.pairs));
+  if (o.pairs != "ring" && o.pairs != "all") {
+    if (!std::filesystem::exists(o.pairs))
+      throw UsageError(fmt::format("--pairs: '{}' is neither ring, all, nor a file", o.pairs));
+    checkInputFile("--pairs", o.pairs, kMaxPairsFileBytes);
+  }
 }
 
 std::vector<std::pair<int, int>> linkPairs(const std::string& spec, const std::vector<std::string>& hosts) {

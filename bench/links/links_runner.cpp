@@ -175,10 +175,9 @@ std::array<LinkMeasurement, 3> measurePair(const LinksOptions& o, Bootstrap& boo
   return out;
 }
 
-std::size_t mpiPairs(const LinksOptions& o, RunContext& ctx, Emitter& out, const std::vector<std::string>& hosts) {
+std::size_t mpiPairs(const LinksOptions& o, RunContext& ctx, Emitter& out, const std::vector<std::string>& hosts,
+                     const std::vector<std::pair<int, int>>& pairs) {
   Bootstrap& boot = ctx.boot;
-  std::vector<std::pair<int, int>> pairs;
-  collectively(boot, [&] { pairs = linkPairs(o.pairs, hosts); });
   if (pairs.empty()) return 0;
   MpiPointToPoint p2p;
   const bool leader = boot.rank() == 0;
@@ -223,6 +222,9 @@ std::size_t runLinksStep(const LinksOptions& o, RunContext& ctx) {
   Emitter out{ctx, o};
   if (o.gpu) collectively(boot, [&] { validateGpuSelection(o); });  // before anything is measured
   const auto hosts = boot.allGatherStrings(hostName());
+  // The pairs (a --pairs file names hosts) are read before anything is measured.
+  std::vector<std::pair<int, int>> pairs;
+  if (o.mpi && boot.size() > 1) collectively(boot, [&] { pairs = linkPairs(o.pairs, hosts); });
   Watchdog watchdog(o.timeoutS, endAllRanksOnTimeout(o.timeoutS, boot, ctx.streamPath));
   WatchdogScope guard(watchdog);
   std::size_t failed = 0;
@@ -230,7 +232,7 @@ std::size_t runLinksStep(const LinksOptions& o, RunContext& ctx) {
   if (o.mpi) {
 #ifdef TRAINSCOPE_HAVE_MPI
     if (boot.kind() == "mpi" && boot.size() > 1)
-      failed += mpiPairs(o, ctx, out, hosts);
+      failed += mpiPairs(o, ctx, out, hosts, pairs);
     else if (boot.rank() == 0)
       std::printf("#\n# MPI point-to-point: skipped (run under mpirun with 2 or more ranks)\n");
 #else

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/user_paths.h"
 #include "bench/commands.h"
 #include "bench/scale/scale_options.h"
 #include "bench/scale/scale_table.h"
@@ -166,6 +167,8 @@ std::vector<int> validateScale(const ScaleOptions& o) {
     throw UsageError("--launcher none runs one process: --ranks 1 only (use mpirun or srun for more)");
   rejectOwnedFlags(o.trainArgs);
   checkTrainFlags(o.trainArgs);
+  if (!o.pointsDir.empty()) checkOutputDirectory("--points-dir", o.pointsDir);
+  if (!o.traceDir.empty()) checkOutputDirectory("--trace", o.traceDir);
   std::vector<int> ranks = o.ranks;
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());

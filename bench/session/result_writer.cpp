@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/user_paths.h"
 
 namespace ts {
 
@@ -32,6 +33,9 @@ std::string ResultWriter::streamPathFor(const std::string& jsonPath) {
 ResultWriter::ResultWriter(std::string jsonPath) : jsonPath_(std::move(jsonPath)) {
   if (jsonPath_.empty()) return;
   streamPath_ = streamPathFor(jsonPath_);
+  // Before anything is measured: both files can be written, and neither replaces what is not a file.
+  checkOutputFile("--json", jsonPath_);
+  checkOutputFile("--json", streamPath_);
   createParentDirectories(jsonPath_);
   stream_ = std::fopen(streamPath_.c_str(), "w");
   if (!stream_) throw UsageError(fmt::format("--json {}: cannot write {}: {}", jsonPath_, streamPath_, std::strerror(errno)));

@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/units.h"
+#include "base/user_paths.h"
 #include "bench/commands.h"
 
 namespace ts {
@@ -18,6 +19,7 @@ nlohmann::json Suite::config() const {
 }
 
 Suite loadSuite(const std::string& path) {
+  checkInputFile("suite", path, 1 << 20);  // a suite is a page of TOML; /dev/zero would be read forever
   toml::table doc;
   try {
     doc = toml::parse_file(path);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/user_paths.h"
 #include "bench/commands.h"
 #include "bench/session/inventory.h"
 #include "bench/session/run_metadata.h"
@@ -46,6 +47,7 @@ Action addSuiteOptions(CLI::App& app) {
   sub->add_flag("--check-only", args->checkOnly, "Check the suite file and list its steps; run nothing");
   return [args](const std::vector<std::string>& argv) -> int {
     const Suite suite = loadSuite(args->file);  // everything checked before anything runs
+    if (!args->reportDir.empty()) checkOutputDirectory("--report", args->reportDir);
     if (args->checkOnly) {
       if (launcherRank() == 0) {
         std::printf("suite %s (%s): %zu steps, all valid\n", suite.name.c_str(), args->file.c_str(), suite.steps.size());
@@ -57,7 +59,8 @@ Action addSuiteOptions(CLI::App& app) {
     if (json.empty()) {
       std::string stamp = isoTimeNow().substr(0, 19);  // 2026-11-22T04:30:58 -> 20261122T043058Z
       stamp.erase(std::remove_if(stamp.begin(), stamp.end(), [](char c) { return c == '-' || c == ':'; }), stamp.end());
-      json = fmt::format("results/{}-{}-{}Z.json", suite.name, hostName(), stamp);
+      // The suite's name and the host's are input: each is one file-name component, never a path.
+      json = fmt::format("results/{}-{}-{}Z.json", safeFileComponent(suite.name), safeFileComponent(hostName()), stamp);
     }
     bool wantMpi = false;
     for (const auto& s : suite.steps) wantMpi = wantMpi || s.wantsMpi;

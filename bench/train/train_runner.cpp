@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/user_paths.h"
 #include "bench/kernels/ceilings.h"
 #include "bench/session/activity.h"
 #include "bench/session/agreement.h"
@@ -61,6 +62,10 @@ void checkRunOptions(const TrainRunOptions& o, const wl::Mesh& mesh) {
   if (o.warmupSteps < 0) throw UsageError("--warmup-steps must be >= 0");
   if (!o.dumpLogits.empty() && mesh.size(wl::GroupKind::kPp) > 1)
     throw UsageError("--dump-logits with --pp: the logits are on the last stage; dump them from a run without --pp");
+  // Where the run writes, checked before the model is built and a step is trained.
+  if (!o.dumpLogits.empty()) checkOutputFile("--dump-logits", o.dumpLogits);
+  if (!o.train.checkpointDir.empty()) checkOutputDirectory("--checkpoint-dir", o.train.checkpointDir);
+  if (!o.traceDir.empty()) checkOutputDirectory("--trace", o.traceDir);
 }
 
 void checkWarmup(const TrainRunOptions& o, const wl::Trainer& trainer) {
