@@ -18,6 +18,13 @@ class UsageError : public Error {
   using Error::Error;
 };
 
+// A UsageError found in this process's own setup before the processes have met (its RANK, WORLD_SIZE,
+// MASTER_ADDR): process 0 may not have found it, so every process that does prints it.
+class LocalUsageError : public UsageError {
+ public:
+  using UsageError::UsageError;
+};
+
 // What the program is doing right now on this thread ("all_reduce 4 MiB float32"); innermost last.
 class ErrorContext {
  public:

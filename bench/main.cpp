@@ -61,6 +61,10 @@ int main(int argc, char** argv) {
     ts::activity::errorReported();
     if (printsSharedErrors()) printError(e.what());
     return e.usage() ? 2 : 1;
+  } catch (const ts::LocalUsageError& e) {
+    ts::activity::errorReported();
+    printError(e.what());
+    return 2;
   } catch (const ts::UsageError& e) {
     ts::activity::errorReported();
     if (printsSharedErrors()) printError(e.what());

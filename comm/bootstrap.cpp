@@ -16,10 +16,18 @@ namespace ts {
 
 std::vector<std::string> Bootstrap::allGatherStrings(const std::string& mine) {
   const unsigned long long len = mine.size();
+  if (len > kMaxGatheredString)
+    throw Error(fmt::format("internal: a {}-byte message is more than the {} bytes processes exchange", len, kMaxGatheredString));
   std::vector<unsigned long long> lens(static_cast<std::size_t>(size()));
   allGather(&len, lens.data(), sizeof(len));
   unsigned long long longest = 0;
-  for (auto l : lens) longest = std::max(longest, l);
+  // Checked before anything is allocated: a length from another process is no reason to ask for 2^62 bytes.
+  for (int p = 0; p < size(); ++p) {
+    if (lens[p] > kMaxGatheredString)
+      throw Error(fmt::format("process {} announced a {}-byte message, more than the {} bytes processes exchange", p, lens[p],
+                              kMaxGatheredString));
+    longest = std::max(longest, lens[p]);
+  }
   std::string padded = mine;
   padded.resize(longest);
   std::string all(longest * static_cast<std::size_t>(size()), '\0');

@@ -27,7 +27,8 @@ class Bootstrap {
   // Ends every process of the run (used on timeouts and fatal errors); does not return.
   [[noreturn]] virtual void abortAll(int exitCode) = 0;
 
-  // Built on allGather.
+  // Built on allGather. Strings are at most kMaxGatheredString bytes (Error naming a process that announces more).
+  static constexpr unsigned long long kMaxGatheredString = 1ull << 30;
   std::vector<std::string> allGatherStrings(const std::string& mine);
   std::vector<double> allGatherDoubles(const std::vector<double>& mine);  // concatenated, rank-major
   long long sum(long long v);

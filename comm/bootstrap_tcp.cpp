@@ -1,75 +1,38 @@
 #include "comm/bootstrap_tcp.h"
 
 #include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <climits>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "comm/bootstrap_admission.h"
+#include "comm/bootstrap_hello.h"
+#include "comm/job_token.h"
+#include "comm/tcp_socket.h"
 
 namespace ts {
 namespace {
 
-class Socket {
- public:
-  Socket() = default;
-  explicit Socket(int fd) : fd_(fd) {}
-  Socket(Socket&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-  Socket& operator=(Socket&& o) noexcept {
-    if (this != &o) {
-      reset();
-      fd_ = o.fd_;
-      o.fd_ = -1;
-    }
-    return *this;
-  }
-  ~Socket() { reset(); }
-  int fd() const { return fd_; }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
+using Clock = std::chrono::steady_clock;
 
-  void sendAll(const void* data, std::size_t n, const char* peer) const {
-    const auto* p = static_cast<const char*>(data);
-    while (n > 0) {
-      const ssize_t k = ::send(fd_, p, n, MSG_NOSIGNAL);
-      if (k < 0 && errno == EINTR) continue;
-      if (k <= 0) throw Error(fmt::format("bootstrap: lost the connection to {} while sending: {}", peer, std::strerror(errno)));
-      p += k;
-      n -= static_cast<std::size_t>(k);
-    }
-  }
-  void recvAll(void* data, std::size_t n, const char* peer) const {
-    auto* p = static_cast<char*>(data);
-    while (n > 0) {
-      const ssize_t k = ::recv(fd_, p, n, 0);
-      if (k < 0 && errno == EINTR) continue;
-      if (k == 0) throw Error(fmt::format("bootstrap: {} closed the connection (did it exit?)", peer));
-      if (k < 0) throw Error(fmt::format("bootstrap: receiving from {} failed: {}", peer, std::strerror(errno)));
-      p += k;
-      n -= static_cast<std::size_t>(k);
-    }
-  }
+// One socket per other process on process 0, and a vector sized by WORLD_SIZE: a bound keeps a typo from
+// asking for gigabytes.
+constexpr int kMaxWorldSize = 1 << 20;
 
- private:
-  int fd_ = -1;
-};
-
-void setNoDelay(int fd) {
-  int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-}
+double secondsUntil(Clock::time_point t) { return std::chrono::duration<double>(t - Clock::now()).count(); }
 
 std::string hostName() {
   char buf[256] = {};
@@ -77,15 +40,36 @@ std::string hostName() {
   return buf;
 }
 
+// Everything about the configuration that can be wrong, checked before any connection is made.
+void validate(const TcpBootstrapConfig& cfg) {
+  if (cfg.size < 1 || cfg.size > kMaxWorldSize)
+    throw LocalUsageError(fmt::format("WORLD_SIZE={} must be between 1 and {}", cfg.size, kMaxWorldSize));
+  if (cfg.rank < 0 || cfg.rank >= cfg.size)
+    throw LocalUsageError(
+        fmt::format("RANK={} is outside the world of WORLD_SIZE={} (ranks are 0..{})", cfg.rank, cfg.size, cfg.size - 1));
+  if (cfg.localRank < -1 || cfg.localRank >= cfg.size)
+    throw LocalUsageError(fmt::format("LOCAL_RANK={} is outside 0..{} (WORLD_SIZE={})", cfg.localRank, cfg.size - 1, cfg.size));
+  if (cfg.size == 1) return;
+  if (cfg.masterPort <= 0 || cfg.masterPort > 65535)
+    throw LocalUsageError(fmt::format("MASTER_PORT={} is not a TCP port (1-65535)", cfg.masterPort));
+  if (!(std::isfinite(cfg.connectTimeoutS) && cfg.connectTimeoutS > 0))
+    throw LocalUsageError(fmt::format("the bootstrap timeout must be a number of seconds above 0, not {}", cfg.connectTimeoutS));
+  if (!(std::isfinite(cfg.helloTimeoutS) && cfg.helloTimeoutS > 0))
+    throw LocalUsageError(fmt::format("the hello timeout must be a number of seconds above 0, not {}", cfg.helloTimeoutS));
+  if (cfg.jobToken.size() > hello::kMaxFramePayload)
+    throw LocalUsageError(fmt::format("the job token is {} bytes; at most {}", cfg.jobToken.size(), hello::kMaxFramePayload));
+}
+
 class TcpBootstrap final : public Bootstrap {
  public:
   explicit TcpBootstrap(const TcpBootstrapConfig& cfg) : cfg_(cfg) {
-    if (cfg.size < 1) throw UsageError(fmt::format("WORLD_SIZE={} must be at least 1", cfg.size));
-    if (cfg.rank < 0 || cfg.rank >= cfg.size)
-      throw UsageError(fmt::format("RANK={} is outside the world of WORLD_SIZE={}", cfg.rank, cfg.size));
-    if (cfg.masterPort <= 0 || cfg.masterPort > 65535)
-      throw UsageError(fmt::format("MASTER_PORT={} is not a TCP port", cfg.masterPort));
-    if (cfg.size > 1) (cfg.rank == 0 ? listenAndAccept() : connectToMaster());
+    validate(cfg);
+    if (cfg.size > 1) {
+      if (cfg.rank == 0)
+        peers_ = admitProcesses(cfg);
+      else
+        connectToMaster();
+    }
     const auto hosts = allGatherStrings(hostName());
     local_ = cfg.localRank;
     if (local_ < 0) {
@@ -107,8 +91,8 @@ class TcpBootstrap final : public Bootstrap {
     }
     if (cfg_.rank == 0) {
       std::memmove(o, in, bytes);
-      for (int p = 1; p < cfg_.size; ++p) peers_[p].recvAll(o + p * bytes, bytes, peerName(p).c_str());
-      for (int p = 1; p < cfg_.size; ++p) peers_[p].sendAll(o, bytes * cfg_.size, peerName(p).c_str());
+      for (int p = 1; p < cfg_.size; ++p) peers_[p].recvAll(o + p * bytes, bytes, peerName(p));
+      for (int p = 1; p < cfg_.size; ++p) peers_[p].sendAll(o, bytes * cfg_.size, peerName(p));
     } else {
       master_.sendAll(in, bytes, "process 0");
       master_.recvAll(o, bytes * cfg_.size, "process 0");
@@ -131,98 +115,89 @@ class TcpBootstrap final : public Bootstrap {
  private:
   static std::string peerName(int p) { return fmt::format("process {}", p); }
 
-  void listenAndAccept() {
-    Socket listener(::socket(AF_INET6, SOCK_STREAM, 0));
-    if (listener.fd() < 0) listener = Socket(::socket(AF_INET, SOCK_STREAM, 0));
-    if (listener.fd() < 0) throw Error(fmt::format("bootstrap: socket() failed: {}", std::strerror(errno)));
-    int one = 1;
-    ::setsockopt(listener.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    sockaddr_storage addr{};
-    socklen_t len = 0;
-    int family = 0;
-    {
-      socklen_t l = sizeof(family);
-      ::getsockopt(listener.fd(), SOL_SOCKET, SO_DOMAIN, &family, &l);
-    }
-    if (family == AF_INET6) {
-      int zero = 0;
-      ::setsockopt(listener.fd(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-      auto* a = reinterpret_cast<sockaddr_in6*>(&addr);
-      a->sin6_family = AF_INET6;
-      a->sin6_addr = in6addr_any;
-      a->sin6_port = htons(static_cast<uint16_t>(cfg_.masterPort));
-      len = sizeof(sockaddr_in6);
-    } else {
-      auto* a = reinterpret_cast<sockaddr_in*>(&addr);
-      a->sin_family = AF_INET;
-      a->sin_addr.s_addr = htonl(INADDR_ANY);
-      a->sin_port = htons(static_cast<uint16_t>(cfg_.masterPort));
-      len = sizeof(sockaddr_in);
-    }
-    if (::bind(listener.fd(), reinterpret_cast<sockaddr*>(&addr), len) != 0)
-      throw Error(fmt::format("bootstrap: process 0 cannot listen on MASTER_PORT={}: {}", cfg_.masterPort, std::strerror(errno)));
-    if (::listen(listener.fd(), cfg_.size) != 0) throw Error(fmt::format("bootstrap: listen() failed: {}", std::strerror(errno)));
-    peers_.resize(static_cast<std::size_t>(cfg_.size));
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(cfg_.connectTimeoutS);
-    for (int accepted = 1; accepted < cfg_.size; ++accepted) {
-      timeval tv{};
-      const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
-      if (left <= 0)
-        throw Error(fmt::format("bootstrap: only {} of {} processes connected to MASTER_PORT={} within {:.0f} s", accepted,
-                                cfg_.size, cfg_.masterPort, cfg_.connectTimeoutS));
-      tv.tv_sec = static_cast<long>(left);
-      tv.tv_usec = static_cast<long>((left - static_cast<double>(tv.tv_sec)) * 1e6);
-      ::setsockopt(listener.fd(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-      Socket s(::accept(listener.fd(), nullptr, nullptr));
-      if (s.fd() < 0) {
-        if (errno == EINTR) {
-          --accepted;
+  std::string where() const { return fmt::format("MASTER_ADDR={} MASTER_PORT={}", cfg_.masterAddr, cfg_.masterPort); }
+
+  // Connects, says hello and waits for process 0's answer, retrying until the bootstrap deadline while
+  // process 0 is not listening yet or closes the connection unanswered (it drops connections it is too
+  // busy for). A refusal or an answer that is not process 0's ends this process with the reason.
+  void connectToMaster() {
+    const auto deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(cfg_.connectTimeoutS));
+    const std::string helloBytes = hello::encodeHello({cfg_.rank, cfg_.size, cfg_.jobToken});
+    std::string last = "no attempt";
+    while (secondsUntil(deadline) > 0) {
+      int gai = 0;
+      const auto addresses = resolveTcp(cfg_.masterAddr, cfg_.masterPort, gai);
+      if (gai == EAI_AGAIN)
+        last = fmt::format("MASTER_ADDR={}: {}", cfg_.masterAddr, ::gai_strerror(gai));
+      else if (gai != 0)
+        throw LocalUsageError(fmt::format("MASTER_ADDR={} cannot be resolved: {}", cfg_.masterAddr, ::gai_strerror(gai)));
+      for (const auto& a : addresses) {
+        const double left = secondsUntil(deadline);
+        if (left <= 0) break;
+        Socket s(::socket(a.family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        if (!s.open()) {
+          last = std::strerror(errno);
           continue;
         }
-        throw Error(fmt::format("bootstrap: only {} of {} processes connected to MASTER_PORT={} within {:.0f} s", accepted,
-                                cfg_.size, cfg_.masterPort, cfg_.connectTimeoutS));
+        s.setTimeouts(left);  // bounds the connect, the hello and the wait for the answer
+        if (::connect(s.fd(), reinterpret_cast<const sockaddr*>(&a.storage), a.length) != 0) {
+          last = fmt::format("{}: {}", a.text(), std::strerror(errno));
+          continue;
+        }
+        s.setNoDelay();
+        if (::send(s.fd(), helloBytes.data(), helloBytes.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(helloBytes.size())) {
+          last = fmt::format("{}: sending the hello failed: {}", a.text(), std::strerror(errno));
+          continue;
+        }
+        const auto answer = readAnswer(s, a.text());
+        if (!answer) {
+          last = fmt::format("{} closed the connection without answering", a.text());
+          continue;
+        }
+        if (!answer->admitted) throw Error(refusedMessage(a.text(), answer->reason));
+        s.setTimeouts(0);
+        master_ = std::move(s);
+        return;
       }
-      setNoDelay(s.fd());
-      int32_t hello[2] = {0, 0};  // rank, world size
-      s.recvAll(hello, sizeof(hello), "a connecting process");
-      if (hello[1] != cfg_.size || hello[0] <= 0 || hello[0] >= cfg_.size || peers_[hello[0]].fd() >= 0)
-        throw Error(
-            fmt::format("bootstrap: a process connected as RANK={} WORLD_SIZE={}, but this world has WORLD_SIZE={} (two runs on "
-                        "one MASTER_PORT?)",
-                        hello[0], hello[1], cfg_.size));
-      peers_[hello[0]] = std::move(s);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    throw Error(
+        fmt::format("bootstrap: could not reach process 0 at {} within {:g} s ({})", where(), cfg_.connectTimeoutS, last));
+  }
+
+  // Process 0's answer; nullopt when the connection closed before its first byte.
+  std::optional<hello::Answer> readAnswer(const Socket& s, const std::string& peer) const {
+    std::string bytes;
+    for (;;) {
+      char buf[hello::kMaxFrameBytes];
+      const auto parsed = hello::parseAnswer(bytes);
+      if (parsed.state == hello::Parsed<hello::Answer>::State::kComplete) return parsed.message;
+      if (parsed.state == hello::Parsed<hello::Answer>::State::kInvalid)
+        throw Error(fmt::format("bootstrap: what listens at {} ({}) is not a trainscope process 0 of this version: {}", where(),
+                                peer, parsed.why));
+      const ssize_t k = ::recv(s.fd(), buf, parsed.needed - bytes.size(), 0);
+      if (k < 0 && errno == EINTR) continue;
+      if (k == 0 && bytes.empty()) return std::nullopt;
+      if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        throw Error(fmt::format("bootstrap: process 0 at {} did not answer the hello of this process within {:g} s", where(),
+                                cfg_.connectTimeoutS));
+      if (k <= 0)
+        throw Error(fmt::format("bootstrap: the connection to process 0 at {} broke during its answer: {}", where(),
+                                k == 0 ? "closed" : std::strerror(errno)));
+      bytes.append(buf, static_cast<std::size_t>(k));
     }
   }
 
-  void connectToMaster() {
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    const std::string port = std::to_string(cfg_.masterPort);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(cfg_.connectTimeoutS);
-    std::string last = "no attempt";
-    while (std::chrono::steady_clock::now() < deadline) {
-      addrinfo* res = nullptr;
-      const int gai = ::getaddrinfo(cfg_.masterAddr.c_str(), port.c_str(), &hints, &res);
-      if (gai != 0) throw UsageError(fmt::format("MASTER_ADDR={}: {}", cfg_.masterAddr, ::gai_strerror(gai)));
-      for (addrinfo* a = res; a; a = a->ai_next) {
-        Socket s(::socket(a->ai_family, a->ai_socktype, a->ai_protocol));
-        if (s.fd() < 0) continue;
-        if (::connect(s.fd(), a->ai_addr, a->ai_addrlen) == 0) {
-          ::freeaddrinfo(res);
-          setNoDelay(s.fd());
-          const int32_t hello[2] = {cfg_.rank, cfg_.size};
-          s.sendAll(hello, sizeof(hello), "process 0");
-          master_ = std::move(s);
-          return;
-        }
-        last = std::strerror(errno);
-      }
-      ::freeaddrinfo(res);
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    throw Error(fmt::format("bootstrap: could not reach process 0 at {}:{} within {:.0f} s ({})", cfg_.masterAddr,
-                            cfg_.masterPort, cfg_.connectTimeoutS, last));
+  std::string refusedMessage(const std::string& peer, const std::string& reason) const {
+    std::string msg = fmt::format("bootstrap: process 0 at {} ({}) refused this process (RANK={} WORLD_SIZE={}): {}", where(),
+                                  peer, cfg_.rank, cfg_.size, reason);
+    if (reason == "wrong job token")
+      msg += fmt::format(
+          " (this process's token comes from {}; every process of a job needs the same one, and "
+          "MASTER_ADDR:MASTER_PORT must be this job's)",
+          cfg_.jobTokenSource.empty() ? "nothing: no job token is set" : cfg_.jobTokenSource);
+    return msg;
   }
 
   TcpBootstrapConfig cfg_;
@@ -231,16 +206,29 @@ class TcpBootstrap final : public Bootstrap {
   Socket master_;              // on the others: to process 0
 };
 
+// A whole decimal integer (optional sign) that fits an int; LocalUsageError naming the variable otherwise.
 int envInt(const char* name, bool required, int fallback) {
   const char* v = std::getenv(name);
   if (!v || !*v) {
-    if (required) throw UsageError(fmt::format("the environment bootstrap needs {} to be set", name));
+    if (required) throw LocalUsageError(fmt::format("the environment bootstrap needs {} to be set", name));
     return fallback;
   }
   char* end = nullptr;
+  errno = 0;
   const long x = std::strtol(v, &end, 10);
-  if (*end != '\0') throw UsageError(fmt::format("{}='{}' is not an integer", name, v));
+  if (end == v || *end != '\0') throw LocalUsageError(fmt::format("{}='{}' is not an integer", name, v));
+  if (errno == ERANGE || x < INT_MIN || x > INT_MAX) throw LocalUsageError(fmt::format("{}={} is out of range", name, v));
   return static_cast<int>(x);
+}
+
+double envSeconds(const char* name, double fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  const double x = std::strtod(v, &end);
+  if (end == v || *end != '\0' || !std::isfinite(x) || x <= 0)
+    throw LocalUsageError(fmt::format("{}='{}' is not a number of seconds above 0", name, v));
+  return x;
 }
 
 }  // namespace
@@ -254,11 +242,23 @@ std::unique_ptr<Bootstrap> makeTcpBootstrapFromEnv() {
   cfg.localRank = envInt("LOCAL_RANK", false, -1);
   if (cfg.size > 1) {
     const char* addr = std::getenv("MASTER_ADDR");
-    if (!addr || !*addr) throw UsageError("the environment bootstrap needs MASTER_ADDR to be set");
+    if (!addr || !*addr) throw LocalUsageError("the environment bootstrap needs MASTER_ADDR to be set");
     cfg.masterAddr = addr;
     cfg.masterPort = envInt("MASTER_PORT", true, 0);
   }
-  if (const char* t = std::getenv("TRAINSCOPE_BOOTSTRAP_TIMEOUT")) cfg.connectTimeoutS = std::atof(t);
+  cfg.connectTimeoutS = envSeconds("TRAINSCOPE_BOOTSTRAP_TIMEOUT", cfg.connectTimeoutS);
+  const JobToken token = jobTokenFromEnvironment();
+  cfg.jobToken = token.value;
+  cfg.jobTokenSource = token.source;
+  validate(cfg);
+  if (cfg.rank == 0 && cfg.size > 1 && cfg.jobToken.empty()) {
+    // Process 0 is the one that admits: it says so, once.
+    std::fprintf(stderr,
+                 "trainscope: warning: no job token (TRAINSCOPE_JOB_TOKEN, TORCHELASTIC_RUN_ID, SLURM_JOB_ID, "
+                 "OMPI_MCA_ess_base_jobid and PMIX_NAMESPACE are unset): process 0 admits any connection to "
+                 "MASTER_ADDR:MASTER_PORT that claims a free rank; set TRAINSCOPE_JOB_TOKEN to one secret in every process\n");
+    std::fflush(stderr);
+  }
   return makeTcpBootstrap(cfg);
 }
 

@@ -1,7 +1,10 @@
 #pragma once
 // The environment-variable bootstrap over TCP, for launchers without MPI (torchrun, Kubernetes, containers).
-// Process 0 listens on MASTER_ADDR:MASTER_PORT; every other process connects to it; all exchanges go
-// through process 0 (a star), which is plenty for the few small messages of the control plane.
+// Process 0 listens on the address MASTER_ADDR resolves to (only there), port MASTER_PORT; every other
+// process connects and says hello with its RANK, its WORLD_SIZE and the job token (job_token.h); process 0
+// admits one connection per rank and turns away everything else without stopping (bootstrap_admission.h).
+// All exchanges then go through process 0 (a star), plenty for the few small messages of the control plane.
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -15,11 +18,17 @@ struct TcpBootstrapConfig {
   int localRank = -1;  // -1: derive from host names
   std::string masterAddr = "127.0.0.1";
   int masterPort = 29500;
-  double connectTimeoutS = 60.0;
+  double connectTimeoutS = 60.0;  // for the whole job to meet
+  double helloTimeoutS = 5.0;     // for one connection to process 0 to say hello, else it is dropped
+  std::string jobToken;           // every hello carries it; empty: none (any hello is admitted)
+  std::string jobTokenSource;     // where it came from, for messages
+  // Where process 0 reports each connection it turns away (default: "trainscope: bootstrap: ..." on stderr).
+  std::function<void(const std::string&)> log;
 };
 
 std::unique_ptr<Bootstrap> makeTcpBootstrap(const TcpBootstrapConfig& cfg);
-// Reads RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; UsageError naming a missing or bad variable.
+// Reads RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, TRAINSCOPE_BOOTSTRAP_TIMEOUT and the job
+// token; LocalUsageError naming a missing or bad variable, before any connection is made.
 std::unique_ptr<Bootstrap> makeTcpBootstrapFromEnv();
 
 }  // namespace ts

@@ -1,15 +1,23 @@
 // The environment-variable bootstrap with real processes on loopback: every process must see every
 // other's contribution in rank order, local ranks must be derived, and a wrong world must fail clearly.
+// Process 0's admission is also driven here by raw connections, whose order the test controls.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
 
 #include "base/error.h"
+#include "comm/bootstrap_admission.h"
+#include "comm/bootstrap_hello.h"
 #include "comm/bootstrap_tcp.h"
+#include "comm/tcp_socket.h"
 
 namespace ts {
 namespace {
@@ -36,6 +44,7 @@ int worldMember(int rank, int size, int port) {
     cfg.masterAddr = "127.0.0.1";
     cfg.masterPort = port;
     cfg.connectTimeoutS = 20;
+    cfg.jobToken = "unit-test-job";
     auto boot = makeTcpBootstrap(cfg);
     if (boot->rank() != rank || boot->size() != size || boot->kind() != "env") return 10;
     if (boot->localRank() != rank) return 11;  // all on one host: local rank = rank
@@ -54,7 +63,177 @@ int worldMember(int rank, int size, int port) {
   }
 }
 
+// A connection to process 0 on loopback that says `h` (when given) and returns its answer, if any.
+struct Stranger {
+  Socket socket;
+  std::string address;  // its own end, as process 0 logs it
+  explicit Stranger(int port) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    for (int attempt = 0; attempt < 400; ++attempt) {  // until process 0 listens
+      socket = Socket(::socket(AF_INET, SOCK_STREAM, 0));
+      if (::connect(socket.fd(), reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    sockaddr_in mine{};
+    socklen_t len = sizeof(mine);
+    ::getsockname(socket.fd(), reinterpret_cast<sockaddr*>(&mine), &len);
+    address = "127.0.0.1:" + std::to_string(ntohs(mine.sin_port));
+    socket.setTimeouts(20);
+  }
+  hello::Answer say(const hello::Hello& h) const {
+    const std::string bytes = hello::encodeHello(h);
+    socket.sendAll(bytes.data(), bytes.size(), "process 0");
+    std::string got;
+    for (;;) {
+      const auto p = hello::parseAnswer(got);
+      if (p.state == hello::Parsed<hello::Answer>::State::kComplete) return p.message;
+      if (p.state == hello::Parsed<hello::Answer>::State::kInvalid) throw Error(p.why);
+      std::string more(p.needed - got.size(), '\0');
+      socket.recvAll(more.data(), more.size(), "process 0");
+      got += more;
+    }
+  }
+  bool closedByPeer() const {  // blocks until process 0 closes it (or 20 s pass)
+    char c;
+    return ::recv(socket.fd(), &c, 1, 0) == 0;
+  }
+};
+
+TcpBootstrapConfig processZero(int size, int port, std::vector<std::string>& log, std::mutex& m) {
+  TcpBootstrapConfig cfg;
+  cfg.size = size;
+  cfg.masterPort = port;
+  cfg.connectTimeoutS = 20;
+  cfg.jobToken = "tok";
+  cfg.log = [&](const std::string& line) {
+    std::lock_guard<std::mutex> lock(m);
+    log.push_back(line);
+  };
+  return cfg;
+}
+
 }  // namespace
+
+TEST(TcpBootstrap, DuplicateAndImpossibleRanksAreRefusedWithALineNamingThem) {
+  const int port = freePort();
+  std::vector<std::string> log;
+  std::mutex m;
+  const TcpBootstrapConfig cfg = processZero(3, port, log, m);
+  std::vector<std::string> answers, addresses;
+  std::thread others([&] {
+    Stranger first(port), twin(port), outside(port), second(port);
+    answers.push_back(first.say({1, 3, "tok"}).reason);  // admitted: ""
+    answers.push_back(twin.say({1, 3, "tok"}).reason);
+    answers.push_back(outside.say({3, 3, "tok"}).reason);
+    answers.push_back(second.say({2, 3, "tok"}).reason);  // admitted: the job is complete
+    addresses = {first.address, twin.address, outside.address};
+  });
+  const std::vector<Socket> peers = admitProcesses(cfg);
+  others.join();
+  EXPECT_TRUE(peers[1].open() && peers[2].open());
+  ASSERT_EQ(answers.size(), 4u);
+  EXPECT_EQ(answers[0], "");
+  EXPECT_EQ(answers[1], "RANK=1 has joined already (two processes with one RANK?)");
+  EXPECT_EQ(answers[2], "RANK=3 is outside 1..2 (WORLD_SIZE=3; process 0 is the one listening)");
+  EXPECT_EQ(answers[3], "");
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[0], "refused " + addresses[1] +
+                        " claiming RANK=1 WORLD_SIZE=3: RANK=1 has joined already (two processes with one RANK?) (RANK=1 "
+                        "joined from " +
+                        addresses[0] + ")");
+  EXPECT_EQ(log[1], "refused " + addresses[2] +
+                        " claiming RANK=3 WORLD_SIZE=3: RANK=3 is outside 1..2 (WORLD_SIZE=3; process 0 is the one listening)");
+}
+
+TEST(TcpBootstrap, ASilentConnectionIsDroppedAtItsHelloDeadlineWhileTheJobGoesOn) {
+  const int port = freePort();
+  std::vector<std::string> log;
+  std::mutex m;
+  TcpBootstrapConfig cfg = processZero(2, port, log, m);
+  cfg.helloTimeoutS = 0.2;
+  std::string silentAddress;
+  bool dropped = false;
+  std::string answer = "none";
+  std::thread others([&] {
+    Stranger silent(port);
+    silentAddress = silent.address;
+    dropped = silent.closedByPeer();  // process 0 drops it: only then does the real rank 1 come
+    answer = Stranger(port).say({1, 2, "tok"}).reason;
+  });
+  const std::vector<Socket> peers = admitProcesses(cfg);
+  others.join();
+  EXPECT_TRUE(dropped);
+  EXPECT_EQ(answer, "");
+  EXPECT_TRUE(peers[1].open());
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0], "dropped the connection from " + silentAddress + ": no whole hello within 0.2 s");
+}
+
+TEST(TcpBootstrap, AProcessWithAnotherJobsTokenIsToldWhy) {
+  const int port = freePort();
+  const pid_t pid = ::fork();
+  if (pid == 0) {  // process 0 of a job whose token differs; it gives up soon
+    TcpBootstrapConfig cfg;
+    cfg.size = 2;
+    cfg.masterPort = port;
+    cfg.connectTimeoutS = 5;
+    cfg.jobToken = "theirs";
+    cfg.log = [](const std::string&) {};
+    try {
+      makeTcpBootstrap(cfg);
+    } catch (const std::exception&) {
+    }
+    std::_Exit(0);
+  }
+  TcpBootstrapConfig cfg;
+  cfg.rank = 1;
+  cfg.size = 2;
+  cfg.masterPort = port;
+  cfg.connectTimeoutS = 20;
+  cfg.jobToken = "mine";
+  cfg.jobTokenSource = "TRAINSCOPE_JOB_TOKEN";
+  try {
+    makeTcpBootstrap(cfg);
+    ADD_FAILURE() << "a process with another job's token was admitted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("refused this process (RANK=1 WORLD_SIZE=2): wrong job token (this process's token "
+                                         "comes from TRAINSCOPE_JOB_TOKEN"),
+              std::string::npos)
+        << e.what();
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+}
+
+// A bootstrap whose other process announces a string of 2^62 bytes.
+class Boasting final : public Bootstrap {
+ public:
+  std::string kind() const override { return "test"; }
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  int localRank() const override { return 0; }
+  void allGather(const void* in, void* out, std::size_t bytes) override {
+    std::memcpy(out, in, bytes);
+    const unsigned long long huge = 1ull << 62;
+    std::memcpy(static_cast<char*>(out) + bytes, &huge, sizeof(huge));
+  }
+  void barrier() override {}
+  [[noreturn]] void abortAll(int) override { std::abort(); }
+};
+
+TEST(TcpBootstrap, AHugeAnnouncedStringIsAnErrorNamingTheProcessNotAnAllocation) {
+  Boasting boot;
+  try {
+    boot.allGatherStrings("host");
+    FAIL() << "a 2^62-byte string was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "process 1 announced a 4611686018427387904-byte message, more than the 1073741824 bytes processes exchange");
+  }
+}
 
 TEST(TcpBootstrap, FourProcessesExchangeInRankOrder) {
   const int size = 4, port = freePort();

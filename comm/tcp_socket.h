@@ -1,0 +1,52 @@
+#pragma once
+// A TCP socket owned by one object, and the few calls the environment bootstrap makes with it.
+#include <sys/socket.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace ts {
+
+class Socket {
+ public:
+  Socket() = default;
+  explicit Socket(int fd) : fd_(fd) {}
+  Socket(Socket&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  Socket& operator=(Socket&& o) noexcept;
+  Socket(const Socket&) = delete;
+  Socket& operator=(const Socket&) = delete;
+  ~Socket() { reset(); }
+  int fd() const { return fd_; }
+  bool open() const { return fd_ >= 0; }
+  void reset();
+
+  // Blocking whole-buffer transfers; Error naming `peer` when the connection breaks or closes.
+  void sendAll(const void* data, std::size_t n, const std::string& peer) const;
+  void recvAll(void* data, std::size_t n, const std::string& peer) const;
+
+  void setNonBlocking(bool on) const;
+  void setNoDelay() const;
+  // Bounds how long one blocking send/connect (SO_SNDTIMEO) and recv (SO_RCVTIMEO) may wait; 0: no bound.
+  void setTimeouts(double seconds) const;
+
+ private:
+  int fd_ = -1;
+};
+
+// An address to listen on or connect to.
+struct SocketAddress {
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+  int family = 0;
+  std::string text() const;  // "127.0.0.1:29500", "[::1]:29500"
+};
+
+// Every address `host` resolves to, with `port`. Returns the getaddrinfo error code in `gaiError` (0 when
+// resolved), so that callers decide whether a failure is worth retrying (EAI_AGAIN) or a usage error.
+std::vector<SocketAddress> resolveTcp(const std::string& host, int port, int& gaiError);
+
+// The address of the other end of a connected socket ("?" when unknown).
+std::string peerAddress(int fd);
+
+}  // namespace ts
