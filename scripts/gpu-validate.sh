@@ -94,6 +94,7 @@ pair() {
   step "$name" "$limit" bash -c '
     port=$1; shift
     log1=$(mktemp)
+    export TRAINSCOPE_JOB_TOKEN="gpu-validate-$$-$port"  # the pair admits only each other (docs/reliability.md)
     WORLD_SIZE=2 RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port NCCL_HOSTID=trainscope-rank1 "$@" >"$log1" 2>&1 &
     WORLD_SIZE=2 RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port NCCL_HOSTID=trainscope-rank0 "$@"; rc=$?
     wait $!; r1=$?

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up, then runs every check: the source formatting (clang-format) and the Python linters (flake8, mypy on
 # reports/) first, as they take seconds; the C++ unit tests (ctest, GPU tests skip visibly without a GPU); the
-# command-line integration tests and result-format tests (pytest, multi-rank ones under mpirun).
+# fuzz targets of the readers of untrusted bytes, 20 s each from their seed corpus (scripts/fuzz.sh, its own
+# clang build in build-fuzz); the command-line integration tests and result-format tests (pytest, multi-rank
+# ones under mpirun).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 "$TS_ROOT/scripts/setup.sh"
@@ -16,6 +18,9 @@ scripts/lint-python.sh
 
 echo "== ctest" >&2
 ctest --test-dir "$TS_BUILD" --output-on-failure -j2
+
+echo "== fuzz" >&2
+scripts/fuzz.sh
 
 echo "== pytest" >&2
 PY="$(ts_python "pytest, jsonschema")"

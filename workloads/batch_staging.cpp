@@ -6,8 +6,10 @@
 #include <vector>
 
 #include "base/error.h"
+#ifdef TRAINSCOPE_HAVE_CUDA
 #include "kernels/cuda/device_resources.h"
 #include "workloads/device_cuda.h"
+#endif
 
 namespace ts::wl {
 

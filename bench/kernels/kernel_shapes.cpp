@@ -67,8 +67,9 @@ std::vector<std::pair<const KernelOp*, KernelShape>> loadKernelShapes(const std:
     const KernelShape& model = builtIn.front();
     std::vector<std::string> optional;
     for (const auto& other : builtIn)
-      for (const auto& [d, unused] : other.dims)
-        if (std::none_of(model.dims.begin(), model.dims.end(), [&](const auto& m) { return m.first == d; }) &&
+      for (const auto& dim : other.dims)  // not a structured binding: clang 14 (the fuzz build) cannot capture one
+        if (const std::string& d = dim.first;
+            std::none_of(model.dims.begin(), model.dims.end(), [&](const auto& m) { return m.first == d; }) &&
             std::find(optional.begin(), optional.end(), d) == optional.end())
           optional.push_back(d);
     KernelShape shape;

@@ -69,7 +69,17 @@ std::vector<std::pair<int, int>> linkPairs(const std::string& spec, const std::v
       for (int b = a + 1; b < n; ++b) pairs.emplace_back(a, b);
     return pairs;
   }
-  // A file: one "hostA hostB" per line ('#' comments); each host's first rank stands for it.
+  std::ifstream in(spec);
+  std::stringstream text;
+  text << in.rdbuf();
+  return linkPairsFromText(text.str(), spec, hosts);
+}
+
+std::vector<std::pair<int, int>> linkPairsFromText(std::string_view text, const std::string& spec,
+                                                   const std::vector<std::string>& hosts) {
+  const int n = static_cast<int>(hosts.size());
+  std::vector<std::pair<int, int>> pairs;
+  // One "hostA hostB" per line ('#' comments); each host's first rank stands for it.
   auto firstRank = [&](const std::string& host, int line) {
     for (int r = 0; r < n; ++r)
       if (hosts[r] == host) return r;
@@ -78,13 +88,13 @@ std::vector<std::pair<int, int>> linkPairs(const std::string& spec, const std::v
     for (const auto& h : known) list += (list.empty() ? "" : ", ") + h;
     throw UsageError(fmt::format("{}:{}: host '{}' has no rank in this run (hosts: {})", spec, line, host, list));
   };
-  std::ifstream in(spec);
-  std::string text;
+  std::istringstream in{std::string(text)};
+  std::string content;
   int line = 0;
-  while (std::getline(in, text)) {
+  while (std::getline(in, content)) {
     ++line;
-    if (const auto hash = text.find('#'); hash != std::string::npos) text.resize(hash);
-    std::istringstream words(text);
+    if (const auto hash = content.find('#'); hash != std::string::npos) content.resize(hash);
+    std::istringstream words(content);
     std::string a, b, extra;
     if (!(words >> a)) continue;
     if (!(words >> b) || (words >> extra)) throw UsageError(fmt::format("{}:{}: expected two host names", spec, line));

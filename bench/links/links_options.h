@@ -2,6 +2,7 @@
 // What `trainscope links` was asked to do (links_command.cpp fills it; links_runner.cpp runs it).
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -43,6 +44,9 @@ void validate(const LinksOptions& o);
 // Rank pairs to measure among `hosts` (one host name per rank, in rank order). UsageError for a pair file
 // that names an unknown host or is malformed.
 std::vector<std::pair<int, int>> linkPairs(const std::string& spec, const std::vector<std::string>& hosts);
+// The same for the text of a pair file, which may be anything; `spec` names it in errors.
+std::vector<std::pair<int, int>> linkPairsFromText(std::string_view text, const std::string& spec,
+                                                   const std::vector<std::string>& hosts);
 
 std::size_t runLinksStep(const LinksOptions& o, RunContext& ctx);  // returns the number of failed checks
 int runLinks(const LinksOptions& o, const std::vector<std::string>& argv);

@@ -50,7 +50,9 @@ void rejectOwnedFlags(const std::vector<std::string>& args) {
 // line before any point starts, not the same failure at every point.
 void checkTrainFlags(const std::vector<std::string>& args) {
   CLI::App app;
-  trainSubcommand().addToCommandLine(*app.add_subcommand("train"));
+  // The action owns the options the flags are parsed into: dropped at once, parse() wrote into freed
+  // memory (AddressSanitizer, fuzz/suite_toml.cpp on bench/suites/quick.toml).
+  const Action keepOptions = trainSubcommand().addToCommandLine(*app.add_subcommand("train"));
   requireFiniteNumbers(app);
   std::vector<const char*> argv = {"trainscope", "train"};
   for (const auto& a : args) argv.push_back(a.c_str());

@@ -18,16 +18,15 @@ nlohmann::json Suite::config() const {
   return {{"suite", path}, {"name", name}, {"description", description}, {"steps", steps}};
 }
 
-Suite loadSuite(const std::string& path) {
-  checkInputFile("suite", path, 1 << 20);  // a suite is a page of TOML; /dev/zero would be read forever
-  toml::table doc;
-  try {
-    doc = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    const auto& where = e.source().begin;
-    if (!where) throw UsageError(fmt::format("{}: cannot read the suite: {}", path, e.description()));
-    throw UsageError(fmt::format("{}:{}: {}", path, where.line, e.description()));
-  }
+namespace {
+
+UsageError parseFailure(const toml::parse_error& e, const std::string& path) {
+  const auto& where = e.source().begin;
+  if (!where) return UsageError(fmt::format("{}: cannot read the suite: {}", path, e.description()));
+  return UsageError(fmt::format("{}:{}: {}", path, where.line, e.description()));
+}
+
+Suite suiteFrom(const toml::table& doc, const std::string& path) {
   Suite suite;
   suite.path = path;
   for (const auto& [key, node] : doc) {
@@ -76,6 +75,29 @@ Suite loadSuite(const std::string& path) {
   }
   if (suite.name.empty()) suite.name = "suite";
   return suite;
+}
+
+}  // namespace
+
+Suite parseSuite(std::string_view text, const std::string& path) {
+  toml::table doc;
+  try {
+    doc = toml::parse(text, path);
+  } catch (const toml::parse_error& e) {
+    throw parseFailure(e, path);
+  }
+  return suiteFrom(doc, path);
+}
+
+Suite loadSuite(const std::string& path) {
+  checkInputFile("suite", path, 1 << 20);  // a suite is a page of TOML; /dev/zero would be read forever
+  toml::table doc;
+  try {
+    doc = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    throw parseFailure(e, path);
+  }
+  return suiteFrom(doc, path);
 }
 
 }  // namespace ts

@@ -17,6 +17,7 @@
 // wrong type is a UsageError naming the file, the line and the key.
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -43,5 +44,7 @@ struct Suite {
 };
 
 Suite loadSuite(const std::string& path);
+// The same for a suite's text, which may be anything; `path` names it in errors.
+Suite parseSuite(std::string_view text, const std::string& path);
 
 }  // namespace ts

@@ -162,6 +162,8 @@ TEST(Safetensors, EveryDamageIsOneLineNamingTheFile) {
   EXPECT_NE(problem(huge).find("is not plausible"), std::string::npos);
   EXPECT_EQ(problem(fileWith("[1, 2]", {})), "the header is not a JSON object: not a safetensors file, or corrupt");
   EXPECT_NE(problem(fileWith(R"({"a": {"dtype": )", {})).find("the header is not valid JSON"), std::string::npos);
+  // A number beyond every JSON type is an out_of_range, not a parse_error: it escaped as an internal error (fuzz/).
+  EXPECT_EQ(problem(fileWith(R"({"a":{"shape":[1e999]}})", {})), "the header holds a number out of any range: corrupt");
   EXPECT_EQ(problem(fileWith(R"({"a":{"dtype":"F8","shape":[2],"data_offsets":[0,2]}})", {0, 0})),
             "tensor 'a': dtype \"F8\" is not one trainscope reads (F64, F32, F16, BF16, I64, I32, I8, U8)");
   EXPECT_EQ(problem(fileWith(R"({"a":{"dtype":"F32","data_offsets":[0,8]}})", eight)), "tensor 'a': no \"shape\"");
@@ -445,6 +447,9 @@ TEST(Checkpoint, DamageIsOneClearLine) {
 
   writeBytes(step / "trainer.json", {'{', '"', 'f'});
   EXPECT_EQ(load(), prefix + "trainer.json is not valid JSON (at byte 4): corrupt");
+  const std::string overflow = R"({"format": 1e999})";
+  writeBytes(step / "trainer.json", std::vector<std::uint8_t>(overflow.begin(), overflow.end()));
+  EXPECT_EQ(load(), prefix + "trainer.json holds a number out of any range: corrupt");
   auto j = nlohmann::json::parse(trainer);
   j["format"] = "trainscope/checkpoint/v2";
   const std::string v2 = j.dump();

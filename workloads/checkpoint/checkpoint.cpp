@@ -172,6 +172,8 @@ LoadedCheckpoint loadCheckpoint(const std::string& path) {
     trainer = nlohmann::json::parse(slurp(trainerPath));
   } catch (const nlohmann::json::parse_error& e) {
     throw bad(fmt::format("{} is not valid JSON (at byte {}): corrupt", kTrainerFile, e.byte));
+  } catch (const nlohmann::json::exception&) {  // out_of_range.406: 1e999, as the safetensors header's fuzzing found
+    throw bad(fmt::format("{} holds a number out of any range: corrupt", kTrainerFile));
   }
   if (!trainer.is_object() || !trainer.contains("format") || !trainer["format"].is_string())
     throw bad(fmt::format("{} has no format: not a trainscope checkpoint", kTrainerFile));

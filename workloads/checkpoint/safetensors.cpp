@@ -120,41 +120,44 @@ const TensorView* SafetensorsFile::find(std::string_view name) const {
   return it == index_.end() ? nullptr : &tensors_[it->second];
 }
 
-SafetensorsFile SafetensorsFile::open(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw UsageError(fmt::format("{} does not exist", path));
-  SafetensorsFile f{data::MappedFile(path)};
-  auto bad = [&](const std::string& what) { return UsageError(fmt::format("{}: {}", path, what)); };
+SafetensorsContents parseSafetensors(std::span<const std::uint8_t> bytes, const std::string& origin) {
+  SafetensorsContents f;
+  auto bad = [&](const std::string& what) { return UsageError(fmt::format("{}: {}", origin, what)); };
 
-  const std::uint64_t size = f.file_.size();
+  const std::uint64_t size = bytes.size();
   if (size < 8) throw bad(fmt::format("{} bytes is too short for a safetensors file (truncated?)", size));
   std::uint64_t n;
-  std::memcpy(&n, f.file_.data(), 8);
+  std::memcpy(&n, bytes.data(), 8);
   if (n > kMaxHeaderBytes) throw bad(fmt::format("header length {} is not plausible: not a safetensors file, or corrupt", n));
   if (n > size - 8) throw bad(fmt::format("header length {} runs past the end of the file ({} bytes): truncated?", n, size));
-  if (n < 2 || f.file_.data()[8] != '{') throw bad("the header is not a JSON object: not a safetensors file, or corrupt");
-  const auto* headerStart = reinterpret_cast<const char*>(f.file_.data() + 8);
+  if (n < 2 || bytes[8] != '{') throw bad("the header is not a JSON object: not a safetensors file, or corrupt");
+  const auto* headerStart = reinterpret_cast<const char*>(bytes.data() + 8);
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(headerStart, headerStart + n);
   } catch (const nlohmann::json::parse_error& e) {
     throw bad(fmt::format("the header is not valid JSON (at byte {} of {}): corrupt", e.byte, n));
+  } catch (const nlohmann::json::exception&) {  // out_of_range.406: a number no JSON type holds (found by fuzz/)
+    throw bad("the header holds a number out of any range: corrupt");
   }
   if (!header.is_object()) throw bad("the header is not a JSON object");
   const std::uint64_t buffer = size - 8 - n;
-  const std::uint8_t* base = f.file_.data() + 8 + n;
+  const std::uint8_t* base = bytes.data() + 8 + n;
 
   struct Span {
     std::uint64_t begin, end;
     std::size_t tensor;
   };
   std::vector<Span> spans;
-  for (const auto& [name, entry] : header.items()) {
+  for (const auto& item : header.items()) {
+    // Not a structured binding: clang 14 (the fuzz build) cannot capture one in the lambda below.
+    const std::string& name = item.key();
+    const nlohmann::json& entry = item.value();
     if (name == "__metadata__") {
       if (!entry.is_object()) throw bad("__metadata__ is not an object of strings");
       for (const auto& [k, v] : entry.items()) {
         if (!v.is_string()) throw bad(fmt::format("__metadata__ value of '{}' is not a string", k));
-        f.metadata_[k] = v.get<std::string>();
+        f.metadata[k] = v.get<std::string>();
       }
       continue;
     }
@@ -197,8 +200,8 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
           "shape {} of {} needs {} bytes but data_offsets [{}, {}] hold {}", shapeText(t.shape), dtypeName,
           tooBig && !empty ? std::string("more than the file") : std::to_string(elements * size1), begin, end, end - begin));
     t.data = base + begin;
-    spans.push_back({begin, end, f.tensors_.size()});
-    f.tensors_.push_back(std::move(t));
+    spans.push_back({begin, end, f.tensors.size()});
+    f.tensors.push_back(std::move(t));
   }
 
   // Contiguous, in order, covering the whole buffer: the official reader insists on it too.
@@ -206,11 +209,11 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
             [](const Span& a, const Span& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
   std::uint64_t covered = 0;
   for (std::size_t i = 0; i < spans.size(); ++i) {
-    const std::string& name = f.tensors_[spans[i].tensor].name;
+    const std::string& tensor = f.tensors[spans[i].tensor].name;
     if (spans[i].begin < covered)
-      throw bad(fmt::format("tensor '{}' overlaps tensor '{}'", name, f.tensors_[spans[i - 1].tensor].name));
+      throw bad(fmt::format("tensor '{}' overlaps tensor '{}'", tensor, f.tensors[spans[i - 1].tensor].name));
     if (spans[i].begin > covered)
-      throw bad(fmt::format("{} bytes before tensor '{}' belong to no tensor", spans[i].begin - covered, name));
+      throw bad(fmt::format("{} bytes before tensor '{}' belong to no tensor", spans[i].begin - covered, tensor));
     covered = spans[i].end;
   }
   if (covered != buffer)
@@ -218,8 +221,18 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
                           covered < buffer ? "trailing bytes belong to no tensor" : "truncated"));
   std::vector<TensorView> ordered;
   ordered.reserve(spans.size());
-  for (const Span& s : spans) ordered.push_back(std::move(f.tensors_[s.tensor]));
-  f.tensors_ = std::move(ordered);
+  for (const Span& s : spans) ordered.push_back(std::move(f.tensors[s.tensor]));
+  f.tensors = std::move(ordered);
+  return f;
+}
+
+SafetensorsFile SafetensorsFile::open(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw UsageError(fmt::format("{} does not exist", path));
+  SafetensorsFile f{data::MappedFile(path)};
+  SafetensorsContents contents = parseSafetensors({f.file_.data(), f.file_.size()}, path);
+  f.tensors_ = std::move(contents.tensors);
+  f.metadata_ = std::move(contents.metadata);
   for (std::size_t i = 0; i < f.tensors_.size(); ++i) f.index_[f.tensors_[i].name] = i;
   return f;
 }

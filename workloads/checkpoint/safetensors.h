@@ -60,6 +60,16 @@ struct WrittenFile {
 WrittenFile writeSafetensors(const std::string& path, std::span<const TensorView> tensors,
                              const std::map<std::string, std::string>& metadata = {});
 
+// What a safetensors file holds: its tensors in file (offset) order, their views pointing into the bytes.
+struct SafetensorsContents {
+  std::vector<TensorView> tensors;
+  std::map<std::string, std::string> metadata;
+};
+
+// Checks and reads the bytes of a safetensors file (all of it), which may come from anyone: UsageError
+// "ORIGIN: <what is wrong>" for anything truncated, inconsistent or not safetensors.
+SafetensorsContents parseSafetensors(std::span<const std::uint8_t> bytes, const std::string& origin);
+
 // A safetensors file, mapped and validated. Views point into the mapping: valid while this object lives.
 class SafetensorsFile {
  public:

@@ -26,19 +26,25 @@ std::string batchDirectory(const std::string& dir) {
 }
 }  // namespace
 
+std::int64_t checkCifar10Batch(std::span<const std::uint8_t> bytes, const std::string& origin) {
+  constexpr auto kRecordBytes = Cifar10::kRecordBytes;
+  if (bytes.empty() || bytes.size() % kRecordBytes != 0)
+    throw UsageError(fmt::format("{} is {} bytes, not a whole number of {}-byte records (label + 3x32x32 pixels){}", origin,
+                                 bytes.size(), kRecordBytes, bytes.empty() ? "" : " (truncated?)"));
+  const auto records = static_cast<std::int64_t>(bytes.size()) / kRecordBytes;
+  for (std::int64_t r = 0; r < records; ++r)
+    if (const std::uint8_t label = bytes[static_cast<std::size_t>(r * kRecordBytes)]; label > 9)
+      throw UsageError(
+          fmt::format("{}: label {} of record {} is not a class 0-9 (is this the CIFAR-100 file?)", origin, label, r));
+  return records;
+}
+
 Cifar10::Cifar10(const std::string& dir) {
   const std::string where = batchDirectory(dir);
   std::int64_t total = 0;
   for (int f = 1; f <= kFiles; ++f) {
     MappedFile file(findDatasetFile(where, {fmt::format("data_batch_{}.bin", f)}));
-    if (file.size() == 0 || file.size() % kRecordBytes != 0)
-      throw UsageError(fmt::format("{} is {} bytes, not a whole number of {}-byte records (label + 3x32x32 pixels){}",
-                                   file.path(), file.size(), kRecordBytes, file.size() == 0 ? "" : " (truncated?)"));
-    const auto records = static_cast<std::int64_t>(file.size()) / kRecordBytes;
-    for (std::int64_t r = 0; r < records; ++r)
-      if (const std::uint8_t label = file.data()[r * kRecordBytes]; label > 9)
-        throw UsageError(
-            fmt::format("{}: label {} of record {} is not a class 0-9 (is this the CIFAR-100 file?)", file.path(), label, r));
+    const std::int64_t records = checkCifar10Batch({file.data(), file.size()}, file.path());
     firstIndex_.push_back(total);
     total += records;
     files_.push_back(std::move(file));

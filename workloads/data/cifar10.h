@@ -4,6 +4,8 @@
 // pixel bytes (3 planes of 32×32: red, green, blue). The real files hold 10000 records each; any whole
 // number of records is accepted, so tests can use small ones. Pixels are normalised per channel with the
 // training set's mean and standard deviation. Samples are [3, 32, 32].
+#include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,10 @@
 #include "workloads/data/mapped_file.h"
 
 namespace ts::data {
+
+// The number of records in the bytes of one batch file, which may be anything: UsageError "ORIGIN ..."
+// unless they are a whole number of records, each with a label 0-9.
+std::int64_t checkCifar10Batch(std::span<const std::uint8_t> bytes, const std::string& origin);
 
 class Cifar10 : public Dataset {
  public:

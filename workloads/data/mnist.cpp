@@ -19,43 +19,50 @@ MappedFile openIdx(const std::string& dir, const char* dashed, const char* dotte
 }
 }  // namespace
 
+IdxImages checkIdxImages(std::span<const std::uint8_t> bytes, const std::string& origin) {
+  if (bytes.size() < 16)
+    throw UsageError(fmt::format("{} is {} bytes, too short for an IDX image header (16)", origin, bytes.size()));
+  if (const std::uint32_t m = readBigEndian32(bytes.data()); m != kImagesMagic)
+    throw UsageError(fmt::format("{} is not an IDX image file: magic number {}, expected {}", origin, m, kImagesMagic));
+  const IdxImages h{readBigEndian32(bytes.data() + 4), readBigEndian32(bytes.data() + 8), readBigEndian32(bytes.data() + 12)};
+  if (h.count == 0 || h.rows == 0 || h.cols == 0 || h.rows > 4096 || h.cols > 4096)
+    throw UsageError(
+        fmt::format("{} says it holds {} images of {}x{}, which is not a usable dataset", origin, h.count, h.rows, h.cols));
+  const std::uint64_t imageBytes = 16 + h.count * h.rows * h.cols;  // < 2^57: no overflow
+  if (bytes.size() != imageBytes)
+    throw UsageError(fmt::format("{} is {} bytes, but {} images of {}x{} need {}{}", origin, bytes.size(), h.count, h.rows,
+                                 h.cols, imageBytes, bytes.size() < imageBytes ? " (truncated)" : ""));
+  return h;
+}
+
+std::uint64_t checkIdxLabels(std::span<const std::uint8_t> bytes, const std::string& origin) {
+  if (bytes.size() < 8)
+    throw UsageError(fmt::format("{} is {} bytes, too short for an IDX label header (8)", origin, bytes.size()));
+  if (const std::uint32_t m = readBigEndian32(bytes.data()); m != kLabelsMagic)
+    throw UsageError(fmt::format("{} is not an IDX label file: magic number {}, expected {}", origin, m, kLabelsMagic));
+  const std::uint64_t n = readBigEndian32(bytes.data() + 4);
+  if (bytes.size() != 8 + n)
+    throw UsageError(fmt::format("{} is {} bytes, but {} labels need {}{}", origin, bytes.size(), n, 8 + n,
+                                 bytes.size() < 8 + n ? " (truncated)" : ""));
+  for (std::uint64_t i = 0; i < n; ++i)
+    if (bytes[8 + i] > 9) throw UsageError(fmt::format("{}: label {} of sample {} is not a digit 0-9", origin, bytes[8 + i], i));
+  return n;
+}
+
 Mnist::Mnist(const std::string& dir)
     : images_(openIdx(dir, "train-images-idx3-ubyte", "train-images.idx3-ubyte")),
       labels_(openIdx(dir, "train-labels-idx1-ubyte", "train-labels.idx1-ubyte")) {
-  const std::string& ip = images_.path();
-  const std::string& lp = labels_.path();
-  if (images_.size() < 16)
-    throw UsageError(fmt::format("{} is {} bytes, too short for an IDX image header (16)", ip, images_.size()));
-  if (const std::uint32_t m = readBigEndian32(images_.data()); m != kImagesMagic)
-    throw UsageError(fmt::format("{} is not an IDX image file: magic number {}, expected {}", ip, m, kImagesMagic));
-  const std::uint64_t n = readBigEndian32(images_.data() + 4);
-  const std::uint64_t rows = readBigEndian32(images_.data() + 8), cols = readBigEndian32(images_.data() + 12);
-  if (n == 0 || rows == 0 || cols == 0 || rows > 4096 || cols > 4096)
-    throw UsageError(fmt::format("{} says it holds {} images of {}x{}, which is not a usable dataset", ip, n, rows, cols));
-  const std::uint64_t imageBytes = 16 + n * rows * cols;
-  if (images_.size() != imageBytes)
-    throw UsageError(fmt::format("{} is {} bytes, but {} images of {}x{} need {}{}", ip, images_.size(), n, rows, cols,
-                                 imageBytes, images_.size() < imageBytes ? " (truncated)" : ""));
-
-  if (labels_.size() < 8)
-    throw UsageError(fmt::format("{} is {} bytes, too short for an IDX label header (8)", lp, labels_.size()));
-  if (const std::uint32_t m = readBigEndian32(labels_.data()); m != kLabelsMagic)
-    throw UsageError(fmt::format("{} is not an IDX label file: magic number {}, expected {}", lp, m, kLabelsMagic));
-  const std::uint64_t nl = readBigEndian32(labels_.data() + 4);
-  if (labels_.size() != 8 + nl)
-    throw UsageError(fmt::format("{} is {} bytes, but {} labels need {}{}", lp, labels_.size(), nl, 8 + nl,
-                                 labels_.size() < 8 + nl ? " (truncated)" : ""));
-  if (nl != n) throw UsageError(fmt::format("{} has {} labels but {} has {} images", lp, nl, ip, n));
-  for (std::uint64_t i = 0; i < n; ++i)
-    if (labels_.data()[8 + i] > 9)
-      throw UsageError(fmt::format("{}: label {} of sample {} is not a digit 0-9", lp, labels_.data()[8 + i], i));
+  const IdxImages images = checkIdxImages({images_.data(), images_.size()}, images_.path());
+  const std::uint64_t labels = checkIdxLabels({labels_.data(), labels_.size()}, labels_.path());
+  if (labels != images.count)
+    throw UsageError(fmt::format("{} has {} labels but {} has {} images", labels_.path(), labels, images_.path(), images.count));
 
   info_.name = "mnist";
   info_.origin = dir;
   info_.task = Task::kClassification;
-  info_.sampleShape = {1, static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)};
+  info_.sampleShape = {1, static_cast<std::int64_t>(images.rows), static_cast<std::int64_t>(images.cols)};
   info_.classes = 10;
-  info_.size = static_cast<std::int64_t>(n);
+  info_.size = static_cast<std::int64_t>(images.count);
 }
 
 void Mnist::sample(std::int64_t index, float* features, std::int32_t*, std::int32_t* targets) const {

@@ -3,12 +3,22 @@
 // (magic 2051, count, rows, cols, then count·rows·cols pixel bytes) and train-labels-idx1-ubyte (magic
 // 2049, count, then count label bytes). Pixels are normalised to (x/255 − 0.1307) / 0.3081, the
 // training set's mean and standard deviation. Samples are [1, rows, cols].
+#include <cstdint>
+#include <span>
 #include <string>
 
 #include "workloads/data/dataset.h"
 #include "workloads/data/mapped_file.h"
 
 namespace ts::data {
+
+// The readers of the two IDX files' bytes, which may be anything: UsageError "ORIGIN ..." saying what is wrong.
+struct IdxImages {
+  std::uint64_t count = 0, rows = 0, cols = 0;
+};
+IdxImages checkIdxImages(std::span<const std::uint8_t> bytes, const std::string& origin);
+// The number of labels; each is checked to be a digit 0-9.
+std::uint64_t checkIdxLabels(std::span<const std::uint8_t> bytes, const std::string& origin);
 
 class Mnist : public Dataset {
  public:

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Coverage-guided fuzzing of the readers of untrusted bytes (fuzz/: the safetensors header, MNIST IDX,
+# CIFAR-10 batches, the suite TOML, the bootstrap's hello, the links pairs file). Builds the libFuzzer
+# targets with Debian's clang in a build directory of their own (build-fuzz: the main build is untouched),
+# then runs each for a bounded time, starting from its committed seed corpus (fuzz/corpus/<target>/, which
+# also holds the regression inputs of crashes found before). Fails on any crash, sanitizer report, hang or
+# memory blow-up, and leaves the input that caused it in build-fuzz/findings/<target>/.
+#   scripts/fuzz.sh [SECONDS]   each target's time, default 20 (6 targets: about 2 minutes)
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+seconds="${1:-20}"
+case "$seconds" in '' | *[!0-9]* | 0) echo "usage: scripts/fuzz.sh [SECONDS], a whole number above 0" >&2; exit 2 ;; esac
+
+# clang-14 with libFuzzer and the sanitizers' runtimes (a Recommends of clang, which ts_apt_install skips).
+ts_apt_install clang libclang-rt-14-dev
+build="${TS_FUZZ_BUILD:-$TS_ROOT/build-fuzz}"
+launcher=()
+command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+CC=clang CXX=clang++ cmake -S "$TS_ROOT" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" "${launcher[@]}" \
+  -DTRAINSCOPE_FUZZ=ON -DTRAINSCOPE_WITH_CUDA=OFF -DTRAINSCOPE_WITH_MPI=OFF -DTRAINSCOPE_BUILD_TESTS=OFF >/dev/null
+nice ninja -C "$build" -j2 fuzz
+
+status=0
+for seeds in "$TS_ROOT"/fuzz/corpus/*/; do
+  target="$(basename "$seeds")"
+  found="$build/corpus/$target"  # what this run discovers; the committed seeds are only read
+  findings="$build/findings/$target"
+  log="$build/fuzz-$target.log"
+  mkdir -p "$found" "$findings"
+  echo "== fuzz $target (${seconds} s)" >&2
+  # -timeout: one input taking 10 s is a hang; -rss_limit_mb: a reader asking for gigabytes is a bug too.
+  if "$build/fuzz/fuzz_$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    -artifact_prefix="$findings/" "$found" "$seeds" >"$log" 2>&1; then
+    grep -E '^stat::number_of_executed_units|^Done' "$log" | tr '\n' ' ' >&2 && echo >&2
+  else
+    tail -n 60 "$log" >&2
+    echo "fuzz: $target failed: the input is in $findings/ (fix the reader, then add it to fuzz/corpus/$target/)" >&2
+    status=1
+  fi
+done
+exit "$status"
