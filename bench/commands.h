@@ -42,10 +42,6 @@ Subcommand reportSubcommand();
 Subcommand compareSubcommand();
 Subcommand analyzeSubcommand();
 
-// After the commands are added: every real-valued option of `app` and its subcommands rejects NaN and
-// the infinities at parse time ("--timeout: nan is not a finite number"), before anything runs.
-void requireFiniteNumbers(CLI::App& app);  // finite_options.cpp
-
 // A subcommand's table on its CLI::App: the options, and the action built by `run` from the filled struct.
 template <class Opts>
 Action addTable(CLI::App& sub, const OptionTable<Opts>& table, std::shared_ptr<Opts> o,

@@ -35,7 +35,6 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, ts::Action>> actions;
   for (const ts::Subcommand& command : ts::subcommands())
     actions.emplace_back(command.name, command.addToCommandLine(*app.add_subcommand(command.name, command.description)));
-  ts::requireFiniteNumbers(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

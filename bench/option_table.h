@@ -8,14 +8,17 @@
 //   t.add("--steps", "Optimizer steps", TS_FIELD(train.steps));
 //   t.add("--json", "...", TS_FIELD(jsonPath)).commandLineOnly("a suite writes one document (suite --json)");
 //
-// The field's type picks the parsing: bool (a flag; "--x,!--no-x" for both), integers (range-checked in a
-// suite), double (finite: bench/finite_options.cpp on the command line, StepReader in a suite), std::string
-// (in the form given: text, comma list, size), std::vector<std::string> (a repeated option; a suite's array
-// or ';'-separated string), std::vector<int> (comma-separated), and enums with EnumNames (base/enum_names.h).
+// The field's type picks the parsing: bool (a flag; "--x,!--no-x" for both), integers (held to the field's
+// type on both sides: an unsigned one takes no minus sign, so --seed -1 does not wrap), double (finite on
+// both sides, and in the range it declares: `.range(...)`, which every real-valued option has: the parity
+// test holds them to it), std::string (in the form given: text, comma list, size), std::vector<std::string>
+// (a repeated option; a suite's array or ';'-separated string), std::vector<int> (comma-separated), and
+// enums with EnumNames (base/enum_names.h). A range can be given to an integer option too.
 #include <deque>
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -46,11 +49,22 @@ enum class OptionScope { kBoth, kCommandLineOnly, kSuiteOnly };
 // "-w,--warmup" -> "warmup"; "--check,!--no-check" -> "check"; "--pp-split" -> "pp_split": the suite key.
 std::string optionKey(const std::string& names);
 
+// The values a number option takes, each end closed or open: "[0, 1)", "(0, 1e+06]".
+struct NumberRange {
+  double lo, hi;
+  bool loOpen = false, hiOpen = false;
+  bool contains(double v) const { return (loOpen ? v > lo : v >= lo) && (hiOpen ? v < hi : v <= hi); }  // false for NaN
+  std::string describe() const { return fmt::format("{}{}, {}{}", loOpen ? '(' : '[', lo, hi, hiOpen ? ')' : ']'); }
+};
+
 // What the parity test and the docs read of a declaration.
 struct OptionInfo {
   std::string names, key, help;
   OptionScope scope = OptionScope::kBoth;
   std::string why;
+  bool real = false;                 // the field is a double: it needs a range
+  bool number = false;               // any number (a double or an integer)
+  std::optional<NumberRange> range;  // the values it takes, when declared
 };
 
 template <class Opts>
@@ -59,6 +73,8 @@ struct OptionDecl {
   std::function<CLI::Option*(CLI::App&, Opts&)> addToCommandLine;  // null: suite only
   std::function<void(StepReader&, Opts&)> readFromSuite;           // null: command line only
 
+  std::function<double(const Opts&)> numberOf;  // a number option's value; null otherwise
+
   // Settable on the command line only; `why` says what a suite step does instead.
   OptionDecl& commandLineOnly(std::string why) {
     info.scope = OptionScope::kCommandLineOnly;
@@ -66,9 +82,37 @@ struct OptionDecl {
     readFromSuite = nullptr;
     return *this;
   }
+
+  // The values a number option takes, checked on both sides before anything runs: "--momentum 1: 1 is not
+  // in [0, 1)" on the command line, the file, line and key in a suite.
+  OptionDecl& range(NumberRange r) {
+    info.range = r;
+    if (addToCommandLine)
+      addToCommandLine = [add = std::move(addToCommandLine), r](CLI::App& app, Opts& o) {
+        return add(app, o)->check(CLI::Validator(
+            [r](std::string& text) {
+              double value = 0;
+              // Read as CLI11 reads it; text that is no number is the conversion's error to report.
+              if (!CLI::detail::lexical_cast(text, value) || r.contains(value)) return std::string();
+              return fmt::format("{} is not in {}", text, r.describe());
+            },
+            ""));
+      };
+    if (readFromSuite)
+      readFromSuite = [read = std::move(readFromSuite), r, key = info.key, value = numberOf](StepReader& reader, Opts& o) {
+        read(reader, o);
+        if (const double v = value(o); !r.contains(v)) reader.invalid(key, fmt::format("{} is not in {}", v, r.describe()));
+      };
+    return *this;
+  }
 };
 
 namespace option_detail {
+
+// Every real-valued option: NaN and the infinities are no settings ("--lr: nan is not a finite number").
+CLI::Validator finiteNumber();
+// An unsigned option: CLI11 would read -1 as the largest value (a seed of 2^64 - 1).
+CLI::Validator noMinusSign();
 
 template <class T>
 struct IsVector : std::false_type {};
@@ -96,7 +140,10 @@ CLI::Option* addField(CLI::App& app, const std::string& names, const std::string
     return option;
   } else {
     static_assert(std::is_arithmetic_v<T>, "an option field is a bool, a number, a string, a vector or a named enum");
-    return app.add_option(names, field, help)->capture_default_str();
+    CLI::Option* option = app.add_option(names, field, help)->capture_default_str();
+    if constexpr (std::is_floating_point_v<T>) option->check(finiteNumber());
+    if constexpr (std::is_unsigned_v<T>) option->check(noMinusSign());
+    return option;
   }
 }
 
@@ -159,9 +206,15 @@ class OptionTable {
   template <class Get>
   OptionDecl<Opts>& add(std::string names, std::string help, Get get, TextForm form = TextForm::kText) {
     OptionDecl<Opts> d;
-    d.info = OptionInfo{names, optionKey(names), help, OptionScope::kBoth, ""};
+    d.info = infoOf(names, help);
     d.addToCommandLine = [names, help, get](CLI::App& app, Opts& o) { return option_detail::addField(app, names, help, get(o)); };
     d.readFromSuite = [key = d.info.key, get, form](StepReader& r, Opts& o) { option_detail::readField(r, key, get(o), form); };
+    using T = std::remove_cvref_t<decltype(get(std::declval<Opts&>()))>;
+    if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+      d.info.number = true;
+      d.info.real = std::is_floating_point_v<T>;
+      d.numberOf = [get](const Opts& o) { return static_cast<double>(get(o)); };
+    }
     return push(std::move(d));
   }
 
@@ -169,7 +222,7 @@ class OptionTable {
   template <class Get>
   OptionDecl<Opts>& addOnOff(std::string names, std::string help, Get get) {
     OptionDecl<Opts> d;
-    d.info = OptionInfo{names, optionKey(names), help, OptionScope::kBoth, ""};
+    d.info = infoOf(names, help);
     d.addToCommandLine = [names, help, get](CLI::App& app, Opts& o) {
       bool& field = get(o);
       return app.add_option(names, field, help)
@@ -184,7 +237,10 @@ class OptionTable {
   OptionDecl<Opts>& addSuiteOnly(std::string key, std::string help, std::function<void(StepReader&, Opts&)> read,
                                  std::string why) {
     OptionDecl<Opts> d;
-    d.info = {key, key, std::move(help), OptionScope::kSuiteOnly, std::move(why)};
+    d.info = infoOf(key, std::move(help));
+    d.info.key = key;
+    d.info.scope = OptionScope::kSuiteOnly;
+    d.info.why = std::move(why);
     d.readFromSuite = std::move(read);
     return push(std::move(d));
   }
@@ -204,6 +260,13 @@ class OptionTable {
   }
 
  private:
+  static OptionInfo infoOf(const std::string& names, std::string help) {
+    OptionInfo info;
+    info.names = names;
+    info.key = optionKey(names);
+    info.help = std::move(help);
+    return info;
+  }
   OptionDecl<Opts>& push(OptionDecl<Opts> d) {
     decls_.push_back(std::move(d));
     return decls_.back();

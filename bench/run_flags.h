@@ -30,10 +30,11 @@ OptionDecl<Opts>& addTrialsFlag(OptionTable<Opts>& t, Holder holder) {
 
 template <class Opts, class Holder>
 OptionDecl<Opts>& addTimeoutFlag(OptionTable<Opts>& t, Holder holder) {
-  return t.add(
+  OptionDecl<Opts>& timeout = t.add(
       "--timeout", "Seconds without progress before every process is stopped (0 = never)", [holder](auto& o) -> auto& {
         return holder(o).timeoutS;
       });
+  return timeout.range({0, 1e6});  // about 11 days without progress
 }
 
 // --json and --label; a suite step has no --json of its own (the suite writes one document: suite --json).

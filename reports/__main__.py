@@ -6,6 +6,7 @@ never a traceback.
 """
 import argparse
 import json
+import math
 import signal
 import sys
 from collections.abc import Sequence
@@ -31,7 +32,8 @@ def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="trainscope", description="trainscope reports: HTML reports and regression comparison of result documents")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     r = sub.add_parser("report", help="write an HTML report (plots embedded), PNGs and summary.md")
-    r.add_argument("results", nargs="+", help="result documents (trainscope .json); several are overlaid")
+    r.add_argument("results", nargs="+", help="result documents (trainscope .json, or the .jsonl stream of a run that did not "
+                   "finish, marked incomplete); several are overlaid")
     r.add_argument("-o", "--output", required=True, help="directory to write index.html, the plots and summary.md into")
     r.add_argument("--label", action="append", help="a name per result, in order (default: the run's label, or host and date)")
     r.add_argument("--title", default="trainscope report")
@@ -76,7 +78,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    if args.check_kernel_coverage is not None and not args.check_kernel_coverage > 0:
+    if args.check_kernel_coverage is not None and not 0 < args.check_kernel_coverage < math.inf:
         raise InputError("--check-kernel-coverage must be a positive percentage")
     if not args.straggler_ms >= 0 or args.straggler_ms == float("inf"):
         raise InputError(f"--straggler-ms {args.straggler_ms}: must be a finite number of milliseconds, 0 or more")
@@ -144,6 +146,9 @@ def _compare(args: argparse.Namespace) -> int:
         store = baselines.Store(args.baseline_dir, keys.pop())
         runs = store.runs()
         if args.replace_baseline or args.add_baseline or (args.save_baseline and not runs):
+            for f, c in zip(args.files, candidates):
+                if c.incomplete:  # a crashed run would make every later comparison against it meaningless
+                    raise InputError(f"{f} is incomplete ({c.incomplete}): a baseline run must be one that finished")
             paths = [store.add(f, c, replace=args.replace_baseline and i == 0)
                      for i, (f, c) in enumerate(zip(args.files, candidates))]
             how = ("no baseline for this machine yet: stored" if args.save_baseline else
@@ -164,7 +169,9 @@ def _compare(args: argparse.Namespace) -> int:
     sys.stdout.write(format_table(cmp))
     if not cmp.rows:
         # A gate that compared nothing must not pass: the two runs measured different things.
-        raise InputError(f"nothing to compare: no record of {cmp.candidate} matches one of {cmp.baseline} (see the lists above)")
+        unfinished = f"; incomplete: {'; '.join(cmp.incomplete)}" if cmp.incomplete else ""
+        raise InputError(f"nothing to compare: no record of {cmp.candidate} matches one of {cmp.baseline} (see the lists above)"
+                         + unfinished)
     if args.markdown:
         _write(args.markdown, format_markdown(cmp))
     if args.junit:

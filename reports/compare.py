@@ -11,8 +11,9 @@ the threshold t (policy.py):
 - pass: none of these — the interval rules out a regression beyond t.
 A record whose interval lies wholly beyond the threshold is a regression however noisy it is: noise
 widens the interval, so a clear regression stays clear. The run's outcome is regression when any record
-regressed, else inconclusive when any record was, else pass. Records present on one side only are listed,
-never dropped silently.
+regressed, else inconclusive when any record was or when a run did not finish (a crashed run's stream:
+what it never measured cannot pass), else pass. Records present on one side only are listed, never
+dropped silently.
 """
 import json
 import re
@@ -83,6 +84,7 @@ class Comparison:
     telemetry: tuple[bool, bool]  # (baseline has telemetry, candidate has telemetry)
     baseline_runs: int = 1
     candidate_runs: int = 1
+    incomplete: list[str] = field(default_factory=list)  # runs that did not finish: "candidate x.jsonl: why"
 
     def of(self, outcome: Outcome) -> list[Row]:
         return [r for r in self.rows if r.outcome == outcome]
@@ -95,7 +97,7 @@ class Comparison:
     def outcome(self) -> Outcome:
         if self.regressions:
             return Outcome.REGRESSION
-        if self.of(Outcome.INCONCLUSIVE):
+        if self.of(Outcome.INCONCLUSIVE) or self.incomplete:
             return Outcome.INCONCLUSIVE
         return Outcome.PASS
 
@@ -190,9 +192,11 @@ def compare(baselines: Result | Sequence[Result], candidates: Result | Sequence[
     rows.sort(key=lambda r: (ORDER[r.outcome], -r.change if r.outcome == Outcome.REGRESSION else r.change, r.identity))
     only_b = sorted(ids.describe(k) for k in base_keys - cand_keys)
     only_c = sorted(ids.describe(k) for k in cand_keys - base_keys)
+    incomplete = [f"{side} {res.path}: {res.incomplete}" for side, runs in (("baseline", baselines), ("candidate", candidates))
+                  for res in runs if res.incomplete]
     return Comparison(", ".join(b.path for b in baselines), ", ".join(c.path for c in candidates), policy, rows, only_b, only_c,
                       reasons, (all(map(contention.has_telemetry, baselines)), all(map(contention.has_telemetry, candidates))),
-                      len(baselines), len(candidates))
+                      len(baselines), len(candidates), incomplete)
 
 
 def _pct(x: float | None) -> str:
@@ -219,7 +223,12 @@ def method_line(cmp: Comparison) -> str:
 
 
 def verdict_line(cmp: Comparison) -> str:
-    """The run's outcome and why, in one line."""
+    """The run's outcome and why, in one line; a run that did not finish is named whatever the outcome."""
+    unfinished = "; incomplete: " + "; ".join(cmp.incomplete) if cmp.incomplete else ""
+    return _outcome_line(cmp) + unfinished
+
+
+def _outcome_line(cmp: Comparison) -> str:
     o = cmp.outcome
     if o == Outcome.REGRESSION:
         worst = cmp.regressions[0]
@@ -232,6 +241,8 @@ def verdict_line(cmp: Comparison) -> str:
     if o == Outcome.INCONCLUSIVE:
         if cmp.contention:
             return "verdict: inconclusive — measured under contention: " + "; ".join(cmp.contention)
+        if not cmp.of(Outcome.INCONCLUSIVE):
+            return "verdict: inconclusive — a run did not finish, so what it did not measure cannot pass"
         why: dict[str, int] = {}
         for r in cmp.of(Outcome.INCONCLUSIVE):
             kind = r.reason.split(":")[0]  # "noisy", "wide interval", "too few samples"

@@ -1,4 +1,6 @@
-"""Loading result documents: read, parse, validate against the schema, and name what is wrong."""
+"""Loading result documents: read, parse, validate against the schema, and name what is wrong. A result is a
+document (<out>.json) or the stream of one (<out>.jsonl, reports/stream.py), a crashed run's included: such a
+result is marked incomplete, and every tool that reads it says so."""
 import functools
 import json
 from collections.abc import Sequence
@@ -11,6 +13,7 @@ import jsonschema
 from .errors import InputError
 from .files import loads_strict, read_input
 from .json_types import JsonObject, Record, ResultDoc
+from .stream import document_from_stream, fold_training
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "result-v1.schema.json"
 
@@ -68,6 +71,7 @@ class Result:
     doc: ResultDoc
     label: str = ""
     records: list[Record] = field(default_factory=list)
+    incomplete: str = ""  # why the result is incomplete (the run did not finish), or "" when it is whole
 
     @property
     def run(self) -> JsonObject:
@@ -85,17 +89,36 @@ def default_label(doc: ResultDoc) -> str:
     return label or f"{hosts} {date}"
 
 
-def load_result(path: str | Path, label: str | None = None) -> Result:
-    p = Path(path)
-    text = read_input(p)
+def parse_result(text: str, name: str) -> ResultDoc:
+    """A document, or the stream of one: a stream's lines after the first are what json.loads calls extra data."""
     try:
         doc = loads_strict(text)
     except json.JSONDecodeError as e:
-        raise InputError(f"{path}: not JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
+        if e.msg != "Extra data":
+            raise InputError(f"{name}: not JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
+        return document_from_stream(text, name)
     except ValueError as e:
-        raise InputError(f"{path}: not JSON: {e}") from None
+        raise InputError(f"{name}: not JSON: {e}") from None
+    if isinstance(doc, dict) and doc.get("kind") == "run":  # a stream of one line: the run started, nothing measured
+        return document_from_stream(text, name)
+    return doc
+
+
+def _incomplete(doc: ResultDoc, made: int) -> str:
+    if doc["run"]["ended_at"] is not None:
+        return ""
+    trains = f"; {made} training run(s) read from their steps" if made else ""
+    return f"the run did not finish (killed, hung or crashed): {len(doc['records'])} record(s) streamed{trains}"
+
+
+def load_result(path: str | Path, label: str | None = None) -> Result:
+    p = Path(path)
+    text = read_input(p)
+    doc = parse_result(text, str(path))
     validate(doc, str(path))
-    return Result(path=str(path), doc=doc, label=label or default_label(doc), records=doc["records"])
+    records, made = fold_training(doc["records"])
+    return Result(path=str(path), doc=doc, label=label or default_label(doc), records=records,
+                  incomplete=_incomplete(doc, made))
 
 
 def load_results(paths: Sequence[str], labels: Sequence[str] | None = None) -> list[Result]:

@@ -32,7 +32,9 @@ def _md_cell(v: object) -> str:
 
 
 def summary_markdown(title: str, results: Sequence[Result], sections: list[BuiltSection]) -> str:
-    out = [f"# {_md_cell(title)}", ""] + [f"- **{_md_cell(r.label)}**: {_md_cell(r.path)}" for r in results] + [""]
+    runs = [f"- **{_md_cell(r.label)}**: {_md_cell(r.path)}" + (f" — **incomplete**: {_md_cell(r.incomplete)}" if r.incomplete else "")
+            for r in results]
+    out = [f"# {_md_cell(title)}", ""] + runs + [""]
     for s in sections:
         out += [f"## {s['title']}", ""]
         for b in s["blocks"]:

@@ -7,6 +7,7 @@
 
 #include "base/dtype.h"
 #include "base/error.h"
+#include "base/json_text.h"
 #include "workloads/ops.h"
 
 namespace ts::wl {
@@ -65,7 +66,7 @@ nlohmann::json LossScaler::state() const {
 void LossScaler::restore(const nlohmann::json& s) {
   if (!s.is_object() || !s.contains("scale") || !s["scale"].is_number() || !s.contains("good_steps") ||
       !s["good_steps"].is_number_integer())
-    throw UsageError(fmt::format("--resume: the checkpoint's loss-scaler state is malformed ({})", s.dump()));
+    throw UsageError(fmt::format("--resume: the checkpoint's loss-scaler state is malformed ({})", jsonText(s)));
   scale_ = s["scale"].get<double>();
   goodSteps_ = s["good_steps"].get<int>();
   if (s.contains("growth_interval") && s["growth_interval"].is_number_integer())

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/json_text.h"
 #include "kernels/trace.h"
 #include "workloads/checkpoint/checkpoint.h"
 #include "workloads/ops.h"
@@ -168,11 +169,11 @@ Trainer::Trainer(const TrainOptions& options, const Mesh* mesh, double commTimeo
     if (auto latest = ckpt::latestCheckpoint(o.checkpointDir)) {
       const ckpt::LoadedCheckpoint c = ckpt::loadCheckpoint(*latest);
       if (c.state.data != source_->identity())
-        throw UsageError(fmt::format("--resume: {} was trained on other data ({}), not {}", c.directory, c.state.data.dump(),
-                                     source_->identity().dump()));
+        throw UsageError(fmt::format("--resume: {} was trained on other data ({}), not {}", c.directory, jsonText(c.state.data),
+                                     jsonText(source_->identity())));
       if (c.state.config.value("model", nlohmann::json()) != config.toJson())
         throw UsageError(fmt::format("--resume: {} holds another model ({})", c.directory,
-                                     c.state.config.value("model", nlohmann::json()).dump()));
+                                     jsonText(c.state.config.value("model", nlohmann::json()))));
       restoreInto(c.model, modelTensors(*model_));
       restoreInto(c.optimizer, optimizer_->state());
       if (scaler_) scaler_->restore(c.state.scaler);
@@ -281,6 +282,9 @@ StepResult Trainer::step() {
     r.gradNorm = NAN;
   } else {
     r.gradNorm = std::sqrt(sumOfSquares());
+    // Global, so every rank stops alike; before the update, so the weights of the steps kept stay finite.
+    if (!std::isfinite(r.gradNorm))
+      throw Error(fmt::format("step {}: the gradient norm is {} (diverged; lower --lr)", r.step, r.gradNorm));
     if (options_.clipNorm > 0 && r.gradNorm > options_.clipNorm) {
       const float s = static_cast<float>(options_.clipNorm / r.gradNorm);
       for (Param* p : params) ops::scale(*p->grad.device, p->grad.data, s, p->grad.numel());

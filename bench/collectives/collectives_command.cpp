@@ -25,7 +25,7 @@ const OptionTable<CollectivesArgs>& collectivesOptions() {
     t.add("--ops", "all, or a comma list of " + collectiveNameList(), TS_FIELD(ops), TextForm::kList);
     t.add("-b,--min-bytes", "Smallest size (K/M/G binary suffixes)", TS_FIELD(minBytes), TextForm::kSize);
     t.add("-e,--max-bytes", "Largest size", TS_FIELD(maxBytes), TextForm::kSize);
-    t.add("-f,--step-factor", "Multiply the size by this between steps", TS_FIELD(opts.stepFactor));
+    t.add("-f,--step-factor", "Multiply the size by this between steps", TS_FIELD(opts.stepFactor)).range({1, 1e6, true});
     t.add("-i,--step-bytes", "Add this many bytes between steps instead (0 = use the factor)", TS_FIELD(stepBytes),
           TextForm::kSize);
     t.add("-d,--dtype", "float32, float64, float16, bfloat16, int32, int8, uint8; a comma list, or all", TS_FIELD(dtype),

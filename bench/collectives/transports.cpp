@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "bench/session/child_process.h"
+#include "bench/session/result_stream.h"
 #include "bench/session/result_writer.h"
 #include "bench/session/run_metadata.h"
 #include "comm/bootstrap.h"
@@ -222,16 +223,10 @@ int runVariants(const VariantRequest& req, const std::vector<std::string>& argv)
         layouts.push_back(l);
       }
       records = doc["records"].get<std::vector<nlohmann::json>>();
-    } else if (fs::exists(ResultWriter::streamPathFor(part.string()))) {
-      std::ifstream in(ResultWriter::streamPathFor(part.string()));
-      std::string line;
-      while (std::getline(in, line)) {
-        auto j = nlohmann::json::parse(line, nullptr, false);
-        if (j.is_object() && j.value("kind", "") != "run")
-          records.push_back(j);
-        else if (j.is_object() && run.is_null())
-          run = j;
-      }
+    } else {
+      StreamedRun streamed = readStream(ResultWriter::streamPathFor(part.string()));
+      records = std::move(streamed.records);
+      if (run.is_null()) run = std::move(streamed.run);
     }
     for (auto& rec : records) {
       rec["transport"] = v.transport.name.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.transport.name);

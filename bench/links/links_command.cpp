@@ -59,7 +59,8 @@ const OptionTable<LinksArgs>& linksOptions() {
     t.add("--latency-iters", "Timed round trips (latency tests)", TS_FIELD(opts.latencyIters));
     t.add("--pairs", "ring, all, or a file of 'hostA hostB' lines", TS_FIELD(opts.pairs));
     t.add("--outlier-fraction", "A pair is an outlier when this much worse than the median of its link type",
-          TS_FIELD(opts.outlierFraction));
+          TS_FIELD(opts.outlierFraction))
+        .range({0, 1, true, true});
     addTimeoutFlag(t, opts);
     addOutputFlags(t, opts);
     return t;

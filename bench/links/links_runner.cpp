@@ -27,6 +27,7 @@
 #include "bench/session/watchdog.h"
 #include "kernels/cpu/memory_stream.h"
 #ifdef TRAINSCOPE_HAVE_MPI
+#include "base/json_text.h"
 #include "comm/mpi/point_to_point.h"
 #endif
 
@@ -225,7 +226,7 @@ std::size_t runLinksStep(const LinksOptions& o, RunContext& ctx) {
   // The pairs (a --pairs file names hosts) are read before anything is measured.
   std::vector<std::pair<int, int>> pairs;
   if (o.mpi && boot.size() > 1) collectively(boot, [&] { pairs = linkPairs(o.pairs, hosts); });
-  Watchdog watchdog(o.timeoutS, endAllRanksOnTimeout(o.timeoutS, boot, ctx.streamPath));
+  Watchdog watchdog(o.timeoutS, endAllRanksOnTimeout(o.timeoutS, boot));
   WatchdogScope guard(watchdog);
   std::size_t failed = 0;
   if (o.memory) failed += hostMemory(o, ctx, out, hosts);
@@ -243,7 +244,7 @@ std::size_t runLinksStep(const LinksOptions& o, RunContext& ctx) {
     // GPU tests run on the first process of each host: their records travel to process 0, which writes.
     nlohmann::json mine = nlohmann::json::array();
     failed += runGpuLinks(o, ctx, [&](const LinkMeasurement& m) { mine.push_back(toJson(out.tagged(m))); });
-    const auto all = boot.allGatherStrings(mine.dump());
+    const auto all = boot.allGatherStrings(jsonText(mine));
     if (boot.rank() == 0 && ctx.writer)
       for (const auto& s : all)
         for (const auto& rec : nlohmann::json::parse(s)) ctx.writer->add(rec);

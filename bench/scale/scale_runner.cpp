@@ -21,6 +21,7 @@
 #include "bench/scale/scaling_record.h"
 #include "bench/session/child_process.h"
 #include "bench/session/progress.h"
+#include "bench/session/result_stream.h"
 #include "bench/session/result_writer.h"
 #include "bench/session/run_session.h"
 #include "comm/bootstrap.h"
@@ -53,7 +54,6 @@ void checkTrainFlags(const std::vector<std::string>& args) {
   // The action owns the options the flags are parsed into: dropped at once, parse() wrote into freed
   // memory (AddressSanitizer, fuzz/suite_toml.cpp on bench/suites/quick.toml).
   const Action keepOptions = trainSubcommand().addToCommandLine(*app.add_subcommand("train"));
-  requireFiniteNumbers(app);
   std::vector<const char*> argv = {"trainscope", "train"};
   for (const auto& a : args) argv.push_back(a.c_str());
   try {
@@ -83,14 +83,39 @@ std::string failureOf(const fs::path& log, int rc) {
   return fmt::format("exit {}: {}", rc, error.empty() ? last : error);
 }
 
-std::optional<nlohmann::json> trainRecordOf(const fs::path& json) {
+// What a point kept: the records of its document, else of its stream (a point killed or timed out writes
+// no document): its train record, or the progress of the steps it trained when it never wrote one
+// (bench/train/train_record.h, progressJson).
+std::vector<nlohmann::json> pointRecords(const fs::path& json) {
+  std::vector<nlohmann::json> records;
   std::ifstream in(json);
-  if (!in) return std::nullopt;
-  nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
-  if (doc.is_discarded() || !doc.contains("records")) return std::nullopt;
-  for (const auto& r : doc["records"])
-    if (r.value("kind", "") == "train") return r;
+  const nlohmann::json doc = in ? nlohmann::json::parse(in, nullptr, false) : nlohmann::json();
+  if (doc.is_object() && doc.contains("records") && doc["records"].is_array())
+    records = doc["records"].get<std::vector<nlohmann::json>>();
+  else
+    records = readStream(ResultWriter::streamPathFor(json.string())).records;
+  std::vector<nlohmann::json> kept;
+  for (const auto& r : records)
+    if (r.value("kind", "") == "train") return {r};
+  for (const auto& r : records)
+    if (r.value("kind", "") == "train_progress") kept.push_back(r);
+  return kept;
+}
+
+// The point's train record, or what its first progress record says of the run when it wrote none.
+std::optional<nlohmann::json> trainRecordOf(const std::vector<nlohmann::json>& records) {
+  if (records.empty()) return std::nullopt;
+  if (records[0].value("kind", "") == "train") return records[0];
+  if (records[0].contains("train")) return records[0]["train"];
   return std::nullopt;
+}
+
+// The study's step name and the point's label on a record the point wrote (and on the run a progress
+// record describes).
+void relabel(nlohmann::json& r, const std::string& step, const std::string& label) {
+  if (!step.empty()) r["step"] = step;
+  if (!label.empty()) r["label"] = label;
+  if (r.contains("train")) relabel(r["train"], step, label);
 }
 
 double medianOfRanks(const nlohmann::json& ranks, const char* field) {
@@ -201,7 +226,9 @@ int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string
     const int rc = runChild(pointCommand(o, exe, n, batch, json),
                             ChildOptions{{}, log.string(), nested && o.launcher == LauncherKind::kMpirun});
     progress.done();
-    const std::optional<nlohmann::json> train = trainRecordOf(json);
+    std::vector<nlohmann::json> kept = pointRecords(json);
+    for (auto& r : kept) relabel(r, step, o.label.empty() ? "" : fmt::format("{}: {} rank(s)", o.label, n));
+    const std::optional<nlohmann::json> train = trainRecordOf(kept);
     ScalingRecord rec;
     rec.mode = o.mode;
     rec.ranks = n;
@@ -212,13 +239,8 @@ int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string
     rec.label = o.label;
     rec.step = step;
     if (!o.traceDir.empty()) rec.trace = (fs::path(o.traceDir) / fmt::format("ranks{}", n)).string();
-    if (train) {
-      nlohmann::json t = *train;
-      if (!step.empty()) t["step"] = step;
-      if (!o.label.empty()) t["label"] = fmt::format("{}: {} rank(s)", o.label, n);
-      writer.add(t);
-      rec.train = trainFactsOf(t);
-    }
+    for (const auto& r : kept) writer.add(r);  // as the point ends: a study stopped later keeps it
+    if (train) rec.train = trainFactsOf(*train);
     if (rc != 0 || !train || !train->value("completed", false) || !train->contains("throughput_per_s")) {
       ++failed;
       rec.error = rc != 0 ? failureOf(log, rc) : fmt::format("the point wrote no complete train record (see {})", log.string());

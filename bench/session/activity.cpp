@@ -5,6 +5,7 @@
 #include <array>
 #include <atomic>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 
@@ -18,6 +19,11 @@ namespace {
 std::mutex g_mu;
 std::string g_who = "rank 0";
 std::string g_stream;
+// The stream as the handler needs it: a fixed buffer (no allocation in a handler), whether this process
+// writes it, and how many records it holds.
+std::array<char, 4096> g_streamPath{};
+std::atomic<bool> g_streamWriter{false};
+std::atomic<long> g_streamed{0};
 std::string g_what;
 // Two pre-formatted messages; the handler reads the one g_ready points at (async-signal-safe: no allocation).
 std::array<std::array<char, 1024>, 2> g_msgs{};
@@ -25,10 +31,9 @@ std::atomic<int> g_ready{-1};
 
 void rebuild() {
   const int next = g_ready.load() == 0 ? 1 : 0;
-  std::string line =
-      fmt::format("trainscope: error: {}: stopped by signal {{SIG}}{}{}", g_who, g_what.empty() ? "" : " during " + g_what,
-                  g_stream.empty() ? "" : "; records measured so far are in " + g_stream);
-  line += "\n";
+  // {SIG} and {KEPT} are filled in by the handler: the signal, and what the stream holds at that moment.
+  std::string line = fmt::format("trainscope: error: {}: stopped by signal {{SIG}}{}{{KEPT}}\n", g_who,
+                                 g_what.empty() ? "" : " during " + g_what);
   std::strncpy(g_msgs[next].data(), line.c_str(), g_msgs[next].size() - 1);
   g_msgs[next][g_msgs[next].size() - 1] = '\0';
   g_ready.store(next);
@@ -47,6 +52,34 @@ std::atomic<bool> g_graceful{false};
 
 std::atomic<bool> g_reported{false};
 
+void writeText(const char* s) { writeAll(s, std::strlen(s)); }
+
+void writeNumber(long n) {  // async-signal-safe: no printf
+  char digits[24];
+  int i = sizeof(digits);
+  do {
+    digits[--i] = static_cast<char>('0' + n % 10);
+    n /= 10;
+  } while (n > 0 && i > 0);
+  writeAll(digits + i, sizeof(digits) - static_cast<std::size_t>(i));
+}
+
+// The end of the line: what the stream kept (keptRecords(), async-signal-safe).
+void writeKept() {
+  if (!g_streamWriter.load() || g_streamPath[0] == '\0') return;
+  const long n = g_streamed.load();
+  if (n == 0) {
+    ::unlink(g_streamPath.data());  // an empty stream is no result (as when a run ends before measuring)
+    writeText("; nothing was measured, so nothing was kept");
+    return;
+  }
+  writeText("; records measured so far are in ");
+  writeText(g_streamPath.data());
+  writeText(" (");
+  writeNumber(n);
+  writeText(n == 1 ? " record)" : " records)");
+}
+
 extern "C" void onSignal(int sig) {
   if (g_reported.load()) ::_exit(128 + sig);  // the run's error is already said: the launcher only ends us
   if (g_graceful.load() && stopRequested() == 0) {
@@ -56,14 +89,16 @@ extern "C" void onSignal(int sig) {
   const int idx = g_ready.load();
   if (idx >= 0) {
     const char* msg = g_msgs[idx].data();
-    const char* mark = std::strstr(msg, "{SIG}");
-    if (mark) {
-      writeAll(msg, static_cast<std::size_t>(mark - msg));
-      char num[4] = {static_cast<char>('0' + (sig / 10) % 10), static_cast<char>('0' + sig % 10), 0, 0};
-      writeAll(sig >= 10 ? num : num + 1, sig >= 10 ? 2 : 1);
-      writeAll(mark + 5, std::strlen(mark + 5));
+    const char* sigMark = std::strstr(msg, "{SIG}");
+    const char* keptMark = sigMark ? std::strstr(sigMark, "{KEPT}") : nullptr;
+    if (sigMark && keptMark) {
+      writeAll(msg, static_cast<std::size_t>(sigMark - msg));
+      writeNumber(sig);
+      writeAll(sigMark + 5, static_cast<std::size_t>(keptMark - sigMark - 5));
+      writeKept();
+      writeText(keptMark + 6);
     } else {
-      writeAll(msg, std::strlen(msg));
+      writeText(msg);
     }
   }
   ::_exit(128 + sig);
@@ -77,10 +112,27 @@ void setIdentity(int rank, int worldProcesses, const std::string& host) {
   rebuild();
 }
 
-void setStreamPath(const std::string& jsonlPath) {
+void setStream(const std::string& jsonlPath, bool writer) {
   std::lock_guard lock(g_mu);
   g_stream = jsonlPath;
-  rebuild();
+  g_streamWriter.store(false);  // while the buffer changes, the handler reads no path
+  std::strncpy(g_streamPath.data(), jsonlPath.c_str(), g_streamPath.size() - 1);
+  g_streamPath[g_streamPath.size() - 1] = '\0';
+  g_streamed.store(0);
+  g_streamWriter.store(writer && !jsonlPath.empty());
+}
+
+void recordsStreamed(long records) { g_streamed.store(records); }
+
+std::string keptRecords() {
+  std::lock_guard lock(g_mu);
+  if (!g_streamWriter.load() || g_stream.empty()) return "";
+  const long n = g_streamed.load();
+  if (n == 0) {
+    std::remove(g_stream.c_str());
+    return "; nothing was measured, so nothing was kept";
+  }
+  return fmt::format("; records measured so far are in {} ({} record{})", g_stream, n, n == 1 ? "" : "s");
 }
 
 void set(const std::string& what) {

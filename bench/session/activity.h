@@ -1,14 +1,21 @@
 #pragma once
 // What this process is doing now, kept pre-formatted so that a signal handler can say it: when mpirun,
 // srun or a user stops the run (SIGTERM, SIGINT, SIGHUP), each rank prints one line naming the operation
-// it was in and where the records measured so far are, then exits 128+signal.
+// it was in and, on the process that writes the stream, what it kept there, then exits 128+signal.
 #include <string>
 
 namespace ts::activity {
 
 void setIdentity(int rank, int worldProcesses, const std::string& host);
-void setStreamPath(const std::string& jsonlPath);  // "" when not writing one
-void set(const std::string& what);                 // e.g. "all_reduce 4 MiB float32 sum out-of-place"
+// Where the run's records stream ("" when not writing one), and whether this process writes them (process 0).
+void setStream(const std::string& jsonlPath, bool writer);
+// The stream holds `records` records now (async-signal-safe to read; the result writer counts).
+void recordsStreamed(long records);
+// What the stream kept, as the end of an error line: "; records measured so far are in X.jsonl (N records)",
+// or, when nothing was measured yet, "; nothing was measured, so nothing was kept" (and the empty stream is
+// removed). "" on the processes that do not write the stream, or without one.
+std::string keptRecords();
+void set(const std::string& what);  // e.g. "all_reduce 4 MiB float32 sum out-of-place"
 std::string current();
 // "rank 1 of 4 (host-a)"
 std::string who();

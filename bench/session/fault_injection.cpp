@@ -1,7 +1,9 @@
 #include "bench/session/fault_injection.h"
 
+#include <charconv>
 #include <csignal>
 #include <cstdlib>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -18,6 +20,15 @@ double parseScale(const std::string& value) {
   const double x = std::strtod(value.c_str(), &end);
   if (end == value.c_str() || *end || !(x > 0))
     throw UsageError(fmt::format("TRAINSCOPE_FAULT: scale '{}' must be a number > 0", value));
+  return x;
+}
+
+// rank=, ms= and step= take whole numbers, all of the text ("abc" is no rank 0).
+long long integerOf(const std::string& key, const std::string& value, long long max = std::numeric_limits<int>::max()) {
+  long long x = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), x);
+  if (value.empty() || ec != std::errc() || end != value.data() + value.size() || x < 0 || x > max)
+    throw UsageError(fmt::format("TRAINSCOPE_FAULT: {}='{}' must be a whole number in [0, {}]", key, value, max));
   return x;
 }
 
@@ -50,16 +61,16 @@ std::optional<Fault> parseFault(const std::string& spec) {
     if (eq == std::string::npos) throw UsageError(fmt::format("TRAINSCOPE_FAULT: '{}' is not key=value", part));
     const std::string key = part.substr(0, eq), value = part.substr(eq + 1);
     if (key == "rank") {
-      f.rank = std::atoi(value.c_str());
+      f.rank = static_cast<int>(integerOf(key, value));
       haveRank = true;
     } else if (key == "op")
       f.op = value;
     else if (key == "bytes")
       f.bytes = parseBytes(value, "TRAINSCOPE_FAULT bytes");
     else if (key == "ms")
-      f.delayMs = std::atoi(value.c_str());
+      f.delayMs = static_cast<int>(integerOf(key, value));
     else if (key == "step")
-      f.step = std::atoll(value.c_str());
+      f.step = integerOf(key, value, std::numeric_limits<long long>::max());
     else if (key == "scale")
       f.scale = parseScale(value);
     else

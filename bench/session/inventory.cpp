@@ -11,6 +11,7 @@
 #include "base/units.h"
 #include "trainscope/build_info.h"
 #ifdef TRAINSCOPE_HAVE_MPI
+#include "base/json_text.h"
 #include "comm/mpi/mpi_bootstrap.h"
 #endif
 
@@ -71,7 +72,7 @@ namespace {
 std::string orDash(const nlohmann::json& j) {
   if (j.is_null()) return "-";
   if (j.is_string()) return j.get<std::string>();
-  return j.dump();
+  return jsonText(j);
 }
 }  // namespace
 

@@ -9,7 +9,9 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/json_text.h"
 #include "base/user_paths.h"
+#include "bench/session/activity.h"
 
 namespace ts {
 
@@ -52,7 +54,7 @@ void ResultWriter::appendLine(const nlohmann::json& j) {
   if (!stream_) return;
   nlohmann::json clean = j;
   scrubNonFinite(clean);
-  const std::string line = clean.dump() + "\n";
+  const std::string line = jsonText(clean) + "\n";
   if (std::fwrite(line.data(), 1, line.size(), stream_) != line.size() || std::fflush(stream_) != 0)
     throw Error(fmt::format("writing {} failed: {}", streamPath_, std::strerror(errno)));
 }
@@ -64,10 +66,15 @@ void ResultWriter::begin(const nlohmann::json& run) {
 }
 
 void ResultWriter::add(const nlohmann::json& record) {
+  records_.push_back(record);
+  stream(record);
+}
+
+void ResultWriter::stream(const nlohmann::json& record) {
   if (!wroteAny_) appendLine(header_);  // the header goes out with the first record
   wroteAny_ = true;
-  records_.push_back(record);
   appendLine(record);
+  if (stream_) activity::recordsStreamed(++streamed_);  // what a signal's line can say was kept
 }
 
 void ResultWriter::finish(const nlohmann::json& run) {
@@ -75,11 +82,15 @@ void ResultWriter::finish(const nlohmann::json& run) {
   if (stream_) {
     if (!wroteAny_) appendLine(header_);
     wroteAny_ = true;
+    nlohmann::json last = run;  // the stream says the run finished, for readers of the stream alone
+    last["kind"] = "run";
+    last["schema"] = kResultSchema;
+    appendLine(last);
     ::fsync(::fileno(stream_));
   }
   nlohmann::json doc = {{"schema", kResultSchema}, {"run", run}, {"records", records_}};
   scrubNonFinite(doc);
-  writeFileAtomically(jsonPath_, doc.dump(1) + "\n");
+  writeFileAtomically(jsonPath_, jsonText(doc, 1) + "\n");
 }
 
 }  // namespace ts

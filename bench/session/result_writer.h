@@ -3,6 +3,10 @@
 // as they are measured (one JSON object a line, flushed each time: a crash or a kill keeps them); the final document
 // is written once, at the end, to a temporary file that is fsync'ed and renamed over <out>, so <out> is
 // either absent or complete, never half-written.
+//
+// The stream: a "run" line (the metadata as the run started, ended_at null), the records, and at finish
+// the "run" line again with the end time. A stream whose last "run" line has no end time is a run that
+// did not finish (killed, hung, crashed); the readers (reports/stream.py) mark it incomplete.
 #include <cstdio>
 #include <string>
 
@@ -26,6 +30,9 @@ class ResultWriter {
   // that ends before measuring anything leaves no stream behind).
   void begin(const nlohmann::json& run);
   void add(const nlohmann::json& record);
+  // A record for the stream only: what a later record of the run sums up (a training run's steps, which
+  // its train record holds). It is on disk at once, for a run that never gets to that later record.
+  void stream(const nlohmann::json& record);
   // Writes {"schema", "run", "records"} atomically; `run` is the final metadata (with the end time).
   void finish(const nlohmann::json& run);
 
@@ -43,6 +50,7 @@ class ResultWriter {
   std::FILE* stream_ = nullptr;
   nlohmann::json header_;
   bool wroteAny_ = false;
+  long streamed_ = 0;  // records on the stream (the run lines not counted)
   nlohmann::json records_ = nlohmann::json::array();
 };
 

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "base/json_text.h"
 #include "bench/session/inventory.h"
 #include "comm/bootstrap.h"
 #include "trainscope/build_info.h"
@@ -34,7 +35,7 @@ nlohmann::json makeRunMetadata(Bootstrap& boot, const std::string& subcommand, c
   }
   nlohmann::json hosts = nlohmann::json::array();
   std::set<std::string> seen, names;
-  for (const auto& s : boot.allGatherStrings(mine.dump())) {
+  for (const auto& s : boot.allGatherStrings(jsonText(mine))) {
     const auto p = nlohmann::json::parse(s);
     names.insert(p["host"].get<std::string>());
     if (p.contains("inventory") && seen.insert(p["host"].get<std::string>()).second) hosts.push_back(p["inventory"]);

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "base/json_text.h"
 #include "bench/session/activity.h"
 #include "bench/session/agreement.h"
 #include "bench/session/inventory.h"
@@ -20,7 +21,7 @@ void RunContext::addLayout(const std::string& step, const std::string& backend, 
                            const nlohmann::json& myRanks) {
   nlohmann::json mine = {{"process", boot.rank()}, {"host", hostName()}, {"ranks", myRanks}};
   nlohmann::json ranks = nlohmann::json::array();
-  for (const auto& s : boot.allGatherStrings(mine.dump())) {
+  for (const auto& s : boot.allGatherStrings(jsonText(mine))) {
     const auto p = nlohmann::json::parse(s);
     for (auto r : p["ranks"]) {
       r["process"] = p["process"];
@@ -61,7 +62,7 @@ std::unique_ptr<RunSession> RunSession::open(BootstrapKind bootstrap, bool wantM
     if (boot.rank() == 0) s->writer_ = std::make_unique<ResultWriter>(jsonPath);
   });
   const std::string stream = jsonPath.empty() ? "" : ResultWriter::streamPathFor(jsonPath);
-  activity::setStreamPath(stream);
+  activity::setStream(stream, s->writer_ != nullptr);
   if (s->writer_) s->writer_->begin(s->meta_);
   s->ctx_ = std::make_unique<RunContext>(RunContext{boot, s->writer_.get(), stream, nlohmann::json::array(), "", &s->meta_});
   s->ctx_->keepTelemetry = [p = s.get()] { p->keepOwnTelemetry(); };
@@ -126,7 +127,7 @@ void RunSession::finish() {
   if (telemetry_ && !writer_) mine = {{"host", hostName()}, {"process", boot_->rank()}, {"sampled", telemetry_->stop()}};
   telemetry_.reset();
   if (boot_->size() > 1)
-    for (const std::string& s : boot_->allGatherStrings(mine.dump()))
+    for (const std::string& s : boot_->allGatherStrings(jsonText(mine)))
       if (const nlohmann::json t = nlohmann::json::parse(s); writer_ && t.is_object())
         addTelemetry(*writer_, telemetryRecord(t["host"], t["process"], t["sampled"]));
   meta_["ended_at"] = isoTimeNow();

@@ -14,6 +14,7 @@
 #include "comm/bootstrap.h"
 #include "kernels/trace.h"
 #ifdef TRAINSCOPE_HAVE_CUPTI
+#include "base/json_text.h"
 #include "kernels/cuda/cupti_activity.h"
 #include "kernels/cuda/device_count.h"
 #else
@@ -168,9 +169,9 @@ void TraceFiles::finish(const std::string& what, const nlohmann::json& about) {
                                {"displayTimeUnit", "ms"},
                                {"distributedInfo", {{"rank", rank}, {"world_size", world_}}},
                                {"trainscope", {{"what", what}, {"clock", clock}, {"about", about}}}};
-  writeFileAtomically((std::filesystem::path(dir_) / fmt::format("rank-{}.json", rank)).string(), mine.dump());
+  writeFileAtomically((std::filesystem::path(dir_) / fmt::format("rank-{}.json", rank)).string(), jsonText(mine));
   const std::vector<std::string> all =
-      world_ > 1 ? boot_.allGatherStrings(events.dump()) : std::vector<std::string>{events.dump()};
+      world_ > 1 ? boot_.allGatherStrings(jsonText(events)) : std::vector<std::string>{jsonText(events)};
   if (rank != 0) return;
   nlohmann::json merged = nlohmann::json::array();
   for (const auto& s : all)
@@ -179,7 +180,7 @@ void TraceFiles::finish(const std::string& what, const nlohmann::json& about) {
                               {"displayTimeUnit", "ms"},
                               {"distributedInfo", {{"world_size", world_}}},
                               {"trainscope", {{"what", what}, {"clock", clock}, {"ranks", world_}}}};
-  writeFileAtomically((std::filesystem::path(dir_) / "merged.json").string(), doc.dump());
+  writeFileAtomically((std::filesystem::path(dir_) / "merged.json").string(), jsonText(doc));
 }
 
 }  // namespace ts

@@ -46,10 +46,9 @@ void Watchdog::loop() {
   }
 }
 
-Watchdog::Handler endAllRanksOnTimeout(double timeoutS, Bootstrap& boot, std::string streamPath,
-                                       std::function<void()> beforeEnd) {
-  return [timeoutS, &boot, streamPath = std::move(streamPath), beforeEnd = std::move(beforeEnd)](double waited) {
-    const std::string saved = streamPath.empty() ? "" : "; records measured so far are in " + streamPath;
+Watchdog::Handler endAllRanksOnTimeout(double timeoutS, Bootstrap& boot, std::function<void()> beforeEnd) {
+  return [timeoutS, &boot, beforeEnd = std::move(beforeEnd)](double waited) {
+    const std::string saved = activity::keptRecords();
     std::fprintf(stderr, "trainscope: error: %s: timeout: %s made no progress for %.1f s (--timeout %g); ending all ranks%s\n",
                  activity::who().c_str(), activity::current().c_str(), waited, timeoutS, saved.c_str());
     std::fflush(stderr);

@@ -47,9 +47,8 @@ class WatchdogScope {
 };
 
 // The handler every subcommand's --timeout uses: one error line naming the rank, what it was doing and for
-// how long (and where the records measured so far are, when `streamPath` is set), then `beforeEnd` (say,
-// aborting a communicator) and every rank ended with exit code 3.
-Watchdog::Handler endAllRanksOnTimeout(double timeoutS, Bootstrap& boot, std::string streamPath = "",
-                                       std::function<void()> beforeEnd = {});
+// how long (and, on the process that writes the stream, what it kept: activity::keptRecords), then
+// `beforeEnd` (say, aborting a communicator) and every rank ended with exit code 3.
+Watchdog::Handler endAllRanksOnTimeout(double timeoutS, Bootstrap& boot, std::function<void()> beforeEnd = {});
 
 }  // namespace ts

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "base/json_text.h"
 #include "bench/session/stats.h"
 #include "comm/bootstrap.h"
 
@@ -60,7 +61,8 @@ ArrivalSkew gatherArrivalSkew(Bootstrap& boot, const std::vector<wl::CollectiveT
     if (c.op != "send" && c.op != "recv") byGroup[c.group].push_back(c.launchS - originS);
   nlohmann::json j = nlohmann::json::object();
   for (auto& [g, v] : byGroup) j[g] = v;
-  const std::vector<std::string> all = boot.size() > 1 ? boot.allGatherStrings(j.dump()) : std::vector<std::string>{j.dump()};
+  const std::vector<std::string> all =
+      boot.size() > 1 ? boot.allGatherStrings(jsonText(j)) : std::vector<std::string>{jsonText(j)};
   std::vector<RankLaunches> ranks;
   for (std::size_t p = 0; p < all.size(); ++p) {
     RankLaunches r;

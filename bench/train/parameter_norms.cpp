@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_text.h"
 #include "comm/bootstrap.h"
 
 namespace ts {
@@ -21,19 +22,28 @@ nlohmann::json parameterSquares(const std::vector<wl::Param*>& params) {
   return out;
 }
 
+// A square as the JSON between the ranks carries it: NaN and infinities travel as null.
+double squareOf(const nlohmann::json& v) { return v.is_number() ? v.get<double>() : NAN; }
+
 }  // namespace
+
+bool ParameterNorms::finite() const {
+  for (const auto& [name, norm] : norms)
+    if (!std::isfinite(norm)) return false;
+  return true;
+}
 
 ParameterNorms gatherParameterNorms(Bootstrap& boot, const wl::Mesh& mesh, const std::vector<wl::Param*>& params) {
   const nlohmann::json mine = mesh.coordinate(wl::GroupKind::kDp) == 0 ? parameterSquares(params) : nlohmann::json::object();
-  std::vector<std::string> all = {mine.dump()};
-  if (mesh.worldSize() > 1) all = boot.allGatherStrings(mine.dump());
+  std::vector<std::string> all = {jsonText(mine)};
+  if (mesh.worldSize() > 1) all = boot.allGatherStrings(jsonText(mine));
   std::map<std::string, std::pair<double, std::int64_t>> total;
   for (const auto& s : all) {
     const nlohmann::json rank = nlohmann::json::parse(s);
     for (const auto& [name, v] : rank.items()) {
       auto& [sq, n] = total[name];
       if (v[2].get<bool>() || n == 0) {  // slices add up; a replicated tensor counts once
-        sq += v[0].get<double>();
+        sq += squareOf(v[0]);
         n += v[1].get<std::int64_t>();
       }
     }

@@ -16,6 +16,8 @@ class Bootstrap;
 struct ParameterNorms {
   std::map<std::string, double> norms;
   std::int64_t count = 0;  // the parameters (elements) they cover: the whole model's
+  // Weights that diverged (a run stopped by a NaN loss) have NaN or infinite norms: no fingerprint.
+  bool finite() const;
 };
 
 // Pipeline stages each know their own parameters (`params`: the ones this rank trains), tensor-parallel

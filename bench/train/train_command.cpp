@@ -33,23 +33,24 @@ void addModelOptions(OptionTable<TrainRunOptions>& t) {
       UnknownChoice<Precision>{[](const std::string& flag, const std::string& value) {
         return fmt::format("{} {}: expected float32, tf32 (CUDA), bfloat16 or float16", flag, value);
       }});
-  t.add("--loss-scale", "float16: the initial dynamic loss scale", TS_FIELD(train.lossScale));
+  t.add("--loss-scale", "float16: the initial dynamic loss scale", TS_FIELD(train.lossScale)).range({0, 1e30, true});
   t.add("--loss-scale-interval", "float16: good steps before the loss scale doubles", TS_FIELD(train.lossScaleInterval));
   onUnknownChoice(t.add("--optimizer", "sgd, adam, adamw, rmsprop or lamb", TS_FIELD(train.optimizer.kind)),
                   unknownChoice<wl::OptimizerKind>("optimizer"));
-  t.add("--lr", "Peak learning rate", TS_FIELD(train.schedule.lr));
+  t.add("--lr", "Peak learning rate", TS_FIELD(train.schedule.lr)).range({0, 1e6, true});
   onUnknownChoice(
       t.add("--schedule", "constant, step, cosine or linear (the last two after --lr-warmup)", TS_FIELD(train.schedule.kind)),
       unknownChoice<wl::ScheduleKind>("schedule"));
   t.add("--lr-warmup", "Linear learning-rate warm-up steps (cosine, linear)", TS_FIELD(train.schedule.warmup));
-  t.add("--min-lr", "Learning rate at the end of a cosine or linear decay", TS_FIELD(train.schedule.minLr));
+  t.add("--min-lr", "Learning rate at the end of a cosine or linear decay", TS_FIELD(train.schedule.minLr)).range({0, 1e6});
   t.add("--lr-step-size", "Steps between decays (step schedule)", TS_FIELD(train.schedule.stepSize));
-  t.add("--lr-gamma", "Decay factor (step schedule)", TS_FIELD(train.schedule.gamma));
-  t.add("--weight-decay", "Weight decay (weights only, not biases or norms)", TS_FIELD(train.optimizer.weightDecay));
-  t.add("--momentum", "SGD momentum", TS_FIELD(train.optimizer.momentum));
-  t.add("--beta1", "Adam/AdamW/LAMB beta1", TS_FIELD(train.optimizer.beta1));
-  t.add("--beta2", "Adam/AdamW/LAMB beta2", TS_FIELD(train.optimizer.beta2));
-  t.add("--clip-norm", "Clip the global gradient norm to this (0 = off)", TS_FIELD(train.clipNorm));
+  t.add("--lr-gamma", "Decay factor (step schedule)", TS_FIELD(train.schedule.gamma)).range({0, 1, true});
+  t.add("--weight-decay", "Weight decay (weights only, not biases or norms)", TS_FIELD(train.optimizer.weightDecay))
+      .range({0, 1});
+  t.add("--momentum", "SGD momentum", TS_FIELD(train.optimizer.momentum)).range({0, 1, false, true});
+  t.add("--beta1", "Adam/AdamW/LAMB beta1", TS_FIELD(train.optimizer.beta1)).range({0, 1, false, true});
+  t.add("--beta2", "Adam/AdamW/LAMB beta2", TS_FIELD(train.optimizer.beta2)).range({0, 1, false, true});
+  t.add("--clip-norm", "Clip the global gradient norm to this (0 = off)", TS_FIELD(train.clipNorm)).range({0, 1e12});
   t.add("--seed", "Seed of the initial weights and the data order", TS_FIELD(train.seed));
   t.add("--data", "synthetic, mnist:DIR, cifar10:DIR or text:FILE", TS_FIELD(train.data));
 }
@@ -67,7 +68,7 @@ void addLayoutOptions(OptionTable<TrainRunOptions>& t) {
                         TS_FIELD(train.layout.sync)),
                   expectedChoice<wl::SyncKind>());
   t.add("--ps-shards", "--sync ps: parameter shards, served by data-parallel ranks 0..N-1", TS_FIELD(train.layout.psShards));
-  t.add("--bucket-mb", "Gradient bucket size in MiB", TS_FIELD(train.layout.bucketMb));
+  t.add("--bucket-mb", "Gradient bucket size in MiB", TS_FIELD(train.layout.bucketMb)).range({0, 1 << 20, true});  // 1 TiB
   t.addOnOff("--overlap", "on: send each bucket as soon as its gradients are ready (during the backward); off: after it",
              TS_FIELD(train.layout.overlap));
   onUnknownChoice(t.add("--pp-schedule", "Pipeline schedule: gpipe or 1f1b", TS_FIELD(train.layout.schedule)),

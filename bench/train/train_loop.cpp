@@ -10,6 +10,7 @@
 #include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/heartbeat.h"
+#include "base/json_text.h"
 #include "base/stop_request.h"
 #include "bench/session/activity.h"
 #include "bench/session/progress.h"
@@ -33,7 +34,7 @@ void dumpLogits(const std::string& path, wl::Trainer& trainer, const wl::StepRes
                               {"loss", trainer.lastMicroBatchLoss()},
                               {"sample_indices", trainer.lastSampleIndices()},
                               {"logits", rowsJson}};
-  writeFileAtomically(path, doc.dump());
+  writeFileAtomically(path, jsonText(doc));
 }
 
 // Before each step: a stop asked for by a signal, and a planted fault due at this step on this rank.
@@ -75,7 +76,7 @@ void finishTrace(TraceFiles& files, wl::Trainer& trainer, const wl::Mesh& mesh, 
 }  // namespace
 
 TrainLoopResult runTrainLoop(wl::Trainer& trainer, const TrainRunOptions& o, const wl::Mesh& mesh, Bootstrap& boot,
-                             const std::optional<Fault>& fault, bool leader) {
+                             const std::optional<Fault>& fault, bool leader, const StepDone& stepDone) {
   const int world = mesh.worldSize();
   const std::int64_t todo = o.train.steps - trainer.firstStep();
   const std::int64_t logEvery = o.logEvery > 0 ? o.logEvery : std::max<std::int64_t>(1, todo / 20);
@@ -97,6 +98,7 @@ TrainLoopResult runTrainLoop(wl::Trainer& trainer, const TrainRunOptions& o, con
       heartbeat::beat();
       if (std::isnan(out.steps.initialLoss) && !o.dumpLogits.empty() && leader) dumpLogits(o.dumpLogits, trainer, r);
       addStep(out.steps, r, i >= o.warmupSteps);
+      if (stepDone) stepDone(r, i >= o.warmupSteps);
       if (leader && (r.step % logEvery == 0 || trainer.done())) {
         progress.done();
         printStepLine(r, trainer.itemsPerStep());

@@ -3,6 +3,7 @@
 // --warmup-steps untimed), with the planted faults of TRAINSCOPE_FAULT, the progress line, a console row
 // every few steps on process 0 and, with --trace, the trace files.
 #include <exception>
+#include <functional>
 #include <optional>
 
 #include "bench/session/fault_injection.h"
@@ -21,8 +22,11 @@ struct TrainLoopResult {
   std::exception_ptr failed;
 };
 
+// Called after every step trained, with whether it is timed (past the warm-up): process 0 streams it.
+using StepDone = std::function<void(const wl::StepResult&, bool timed)>;
+
 // Collective: every rank of the mesh calls it. `leader`: the process that prints.
 TrainLoopResult runTrainLoop(wl::Trainer& trainer, const TrainRunOptions& o, const wl::Mesh& mesh, Bootstrap& boot,
-                             const std::optional<Fault>& fault, bool leader);
+                             const std::optional<Fault>& fault, bool leader, const StepDone& stepDone);
 
 }  // namespace ts

@@ -155,3 +155,31 @@ nlohmann::json toJson(const TrainRecord& r) {
 }
 
 }  // namespace ts
+
+namespace ts {
+
+nlohmann::json progressJson(const wl::StepResult& r, bool timed, const TrainRecord& about, bool first) {
+  nlohmann::json rec = {{"kind", "train_progress"},
+                        {"train_step", r.step},
+                        {"loss", r.loss},
+                        {"lr", r.lr},
+                        {"grad_norm", r.skipped ? nlohmann::json() : nlohmann::json(r.gradNorm)},
+                        {"timed", timed},
+                        {"step_us", r.totalS * 1e6},
+                        {"phases_us",
+                         {{"data", r.dataS * 1e6},
+                          {"forward", r.forwardS * 1e6},
+                          {"backward", r.backwardS * 1e6},
+                          {"sync", r.syncS * 1e6},
+                          {"optimizer", r.optimizerS * 1e6}}}};
+  if (about.float16) {
+    rec["loss_scale"] = r.lossScale;
+    rec["skipped"] = r.skipped;
+  }
+  if (first) rec["train"] = toJson(about);
+  if (!about.label.empty()) rec["label"] = about.label;
+  if (!about.suiteStep.empty()) rec["step"] = about.suiteStep;
+  return rec;
+}
+
+}  // namespace ts

@@ -148,7 +148,7 @@ void trainOnMesh(const TrainRunOptions& o, RunContext& ctx, const wl::Mesh& mesh
   checkRunOptions(o, mesh);
   const bool leader = ctx.boot.rank() == 0;
   const int world = mesh.worldSize();
-  Watchdog watchdog(o.timeoutS, endAllRanksOnTimeout(o.timeoutS, ctx.boot));  // the train record comes at the end
+  Watchdog watchdog(o.timeoutS, endAllRanksOnTimeout(o.timeoutS, ctx.boot));
   WatchdogScope guard(watchdog);
   activity::set("building the model and loading the data");
   std::unique_ptr<wl::Trainer> built;
@@ -164,7 +164,16 @@ void trainOnMesh(const TrainRunOptions& o, RunContext& ctx, const wl::Mesh& mesh
   if (world > 1) ctx.boot.quietBarrier();  // the ceiling is measured on process 0 alone
   std::fflush(stdout);
 
-  TrainLoopResult loop = runTrainLoop(trainer, o, mesh, ctx.boot, fault, leader);
+  // Process 0 streams every step as it ends: a kill, a hang or a crash loses at most the step in flight.
+  TrainRecord about = describeRun(trainer, o, mesh, ctx);
+  about.steps.error = "the run stopped before it wrote its train record";  // what a reader of this alone says
+  StepDone streamStep;
+  if (ctx.writer)
+    streamStep = [&ctx, &about, first = true](const wl::StepResult& r, bool timed) mutable {
+      ctx.writer->stream(progressJson(r, timed, about, first));
+      first = false;
+    };
+  TrainLoopResult loop = runTrainLoop(trainer, o, mesh, ctx.boot, fault, leader, streamStep);
   AfterTraining after = gatherAfterTraining(ctx.boot, trainer, mesh, loop.steps);
   const std::vector<double>& stepSeconds = after.ranks.stepSeconds;
   const double perDevice = stepSeconds.empty() ? 0 : trainer.flopsPerStep() / summarize(stepSeconds).median / 1e12 / world;
@@ -177,8 +186,8 @@ void trainOnMesh(const TrainRunOptions& o, RunContext& ctx, const wl::Mesh& mesh
   rec.steps = std::move(loop.steps);
   rec.ranks = std::move(after.ranks);
   if (after.norms) {
-    rec.parameterNorms = std::move(after.norms->norms);
     if (rec.completed()) rec.parameters = after.norms->count;  // the whole model's, over the stages
+    if (after.norms->finite()) rec.parameterNorms = std::move(after.norms->norms);
   }
   rec.tflopsPerDevice = perDevice;
   if (rec.timed()) rec.mfu = mfuFor(trainer, o.train.precision, gemmPrecision, ceilings, perDevice);

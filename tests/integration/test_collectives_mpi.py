@@ -49,9 +49,10 @@ def test_full_sweep_checks_clean_and_follows_the_formulas(np, tmp_path, validate
                 for size in expected_sizes(op, np, sizes, 4):
                     for in_place in (False, True):
                         assert (op, dtype, redop, size, in_place) in seen, (op, dtype, redop, size, in_place)
-    # The stream holds the same records, after the run line.
+    # The stream holds the same records, between the run line and the run line again, with its end time.
     stream = read_jsonl(tmp_path / "sweep.jsonl")
-    assert stream[0]["kind"] == "run" and measurements({"records": stream[1:]}) == records
+    assert stream[0]["kind"] == "run" and measurements({"records": stream[1:-1]}) == records
+    assert stream[-1]["kind"] == "run" and stream[-1]["ended_at"] == doc["run"]["ended_at"]
     layout = doc["run"]["layouts"][0]
     assert doc["run"]["world"]["processes"] == np and layout["size"] == np and layout["backend"] == "mpi"
     assert [r["rank"] for r in layout["ranks"]] == list(range(np)) and all(r["device"] == "cpu" for r in layout["ranks"])
@@ -118,7 +119,7 @@ BAD_INPUTS = [
     (["-r", "2"], "-r/--root 2 is outside the world of 2 rank(s)"),
     (["-d", "bfloat16"], "the mpi backend cannot reduce bfloat16"),
     (["-e", "1T"], "-e/--max-bytes 1 TiB needs"),
-    (["-f", "1"], "-f/--step-factor must be greater than 1"),
+    (["-f", "1"], "--step-factor: 1 is not in (1, 1000000]"),
     (["-f", "inf"], "--step-factor: inf is not a finite number"),
     (["-f", "nan"], "--step-factor: nan is not a finite number"),
     (["--timeout", "nan"], "--timeout: nan is not a finite number"),

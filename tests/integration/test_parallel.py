@@ -209,7 +209,7 @@ def test_checkpoints_under_data_parallel_resume_on_one_process(tmp_path):
     (3, ["--tp", 3], "--tp 3 does not divide the 64 hidden features (width) of the mlp model"),
     (2, ["--tp", 2, "--sync", "ps"], "the parameter server serves whole models"),
     (2, ["--batch", 3], "--batch 3 does not split into 2 data-parallel rank(s) x 1 micro-batch(es)"),
-    (2, ["--bucket-mb", 0], "--bucket-mb 0: must be positive"),
+    (2, ["--bucket-mb", 0], "--bucket-mb: 0 is not in (0, 1048576]"),
     (2, ["--overlap", "maybe"], "--overlap"),
 ])
 def test_bad_layouts_are_one_line(tmp_path, np, args, message):

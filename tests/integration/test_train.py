@@ -180,7 +180,7 @@ def test_checkpoint_weights_reproduce_the_logits_in_numpy(tmp_path):
     (["--set", "heads=3"], "--set heads: not a field of the mlp model"),
     (["--precision", "tf32"], "--precision tf32: TF32 is a GPU tensor-core mode"),
     (["--precision", "fp8"], "--precision fp8: expected float32, tf32 (CUDA), bfloat16 or float16"),
-    (["--precision", "float16", "--loss-scale", 0], "--loss-scale 0: must be a positive number"),
+    (["--precision", "float16", "--loss-scale", 0], "--loss-scale: 0 is not in (0, 1e+30]"),
     (["--optimizer", "adagrad"], "--optimizer: unknown optimizer 'adagrad'"),
     (["--device", "gpu"], "--device gpu: expected cpu, cuda or cuda:N"),
     (["--data", "mnist:/nonexistent"], "/nonexistent"),
@@ -190,6 +190,15 @@ def test_checkpoint_weights_reproduce_the_logits_in_numpy(tmp_path):
     (["--weight-decay", "nan"], "--weight-decay: nan is not a finite number"),
     (["--lr=-inf"], "--lr: -inf is not a finite number"),
     (["--timeout", "nan"], "--timeout: nan is not a finite number"),
+    # Finite but out of range (issue #17): each once trained, overflowed, and died writing the record.
+    (["--weight-decay", "1e308"], "--weight-decay: 1e308 is not in [0, 1]"),
+    (["--optimizer", "rmsprop", "--lr", "1e38"], "--lr: 1e38 is not in (0, 1000000]"),
+    (["--momentum", 1], "--momentum: 1 is not in [0, 1)"),
+    (["--beta2", "-0.5"], "--beta2: -0.5 is not in [0, 1)"),
+    (["--lr-gamma", 2], "--lr-gamma: 2 is not in (0, 1]"),
+    (["--clip-norm", "-1"], "--clip-norm: -1 is not in [0, 1000000000000]"),
+    (["--timeout", "1e300"], "--timeout: 1e300 is not in [0, 1000000]"),
+    (["--seed", "-1"], "--seed: -1 is negative"),
 ])
 def test_bad_input_gives_one_clear_error(tmp_path, args, message):
     out = tmp_path / "bad.json"

@@ -41,4 +41,21 @@ TEST(FaultInjection, RejectsMalformedSpecs) {
   EXPECT_THROW(parseFault("hang:rank=0:colour=red"), UsageError);
 }
 
+// Whole numbers only: atoi read "rank=abc" as rank 0, which then planted the fault on the wrong process.
+TEST(FaultInjection, NumbersAreWholeNumbersOrAnError) {
+  for (const char* spec : {"hang:rank=abc", "hang:rank=1x", "hang:rank=-1", "hang:rank=", "hang:rank=99999999999",
+                           "delay:rank=0:ms=abc", "delay:rank=0:ms=-5", "hang:rank=0:step=abc", "hang:rank=0:step=2.5"}) {
+    SCOPED_TRACE(spec);
+    try {
+      parseFault(spec);
+      ADD_FAILURE() << "accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("must be a whole number"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(parseFault("hang:rank=3:step=7")->rank, 3);
+  EXPECT_EQ(parseFault("hang:rank=3:step=7")->step, 7);
+  EXPECT_EQ(parseFault("delay:rank=0:ms=250")->delayMs, 250);
+}
+
 }  // namespace ts

@@ -5,8 +5,10 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "base/error.h"
+#include "bench/session/activity.h"
 #include "bench/session/result_writer.h"
 
 namespace ts {
@@ -59,6 +61,67 @@ TEST(ResultWriter, NeverWritesNaN) {
   const auto doc = nlohmann::json::parse(slurp(dir / "r.json"));  // parses: valid JSON
   EXPECT_TRUE(doc["records"][0]["x"].is_null());
   EXPECT_TRUE(doc["records"][0]["y"][1].is_null());
+  fs::remove_all(dir);
+}
+
+// Progress goes to the stream only (the record that sums it up is the document's), and the stream ends with
+// the run line again, with its end time: a stream without it is a run that did not finish.
+TEST(ResultWriter, StreamedOnlyRecordsAndTheEndOfTheRun) {
+  const fs::path dir = scratch("progress");
+  ResultWriter w((dir / "r.json").string());
+  w.begin({{"ended_at", nullptr}});
+  w.stream({{"kind", "train_progress"}, {"train_step", 0}});
+  w.add({{"kind", "train"}});
+  EXPECT_EQ(w.records().size(), 1u);
+  w.finish({{"ended_at", "now"}});
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(slurp(dir / "r.jsonl"));
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0]["kind"], "run");
+  EXPECT_TRUE(lines[0]["ended_at"].is_null());
+  EXPECT_EQ(lines[1]["kind"], "train_progress");
+  EXPECT_EQ(lines[2]["kind"], "train");
+  EXPECT_EQ(lines[3]["kind"], "run");
+  EXPECT_EQ(lines[3]["ended_at"], "now");
+  const auto doc = nlohmann::json::parse(slurp(dir / "r.json"));
+  EXPECT_EQ(doc["records"], nlohmann::json::parse(R"([{"kind":"train"}])"));
+  fs::remove_all(dir);
+}
+
+// A label or a file name in Latin-1 is written, as U+FFFD, instead of ending the run (type_error.316).
+TEST(ResultWriter, WritesStringsThatAreNotUtf8) {
+  const fs::path dir = scratch("utf8");
+  ResultWriter w((dir / "r.json").string());
+  w.begin({{"environment", {{"NCCL_DEBUG", "\xff"}}}});
+  w.add({{"kind", "train"}, {"label", "caf\xe9"}});
+  w.finish({{"environment", {{"NCCL_DEBUG", "\xff"}}}});
+  const auto doc = nlohmann::json::parse(slurp(dir / "r.json"));
+  EXPECT_EQ(doc["records"][0]["label"], "caf\xef\xbf\xbd");
+  EXPECT_EQ(doc["run"]["environment"]["NCCL_DEBUG"], "\xef\xbf\xbd");
+  fs::remove_all(dir);
+}
+
+// The end of a signal's or a timeout's error line says what the stream holds, on the process that writes it:
+// a count, or that nothing was kept (and no empty stream is left behind to say otherwise).
+TEST(ResultWriter, TheErrorLineSaysWhatTheStreamKept) {
+  const fs::path dir = scratch("kept");
+  {
+    ResultWriter w((dir / "r.json").string());
+    activity::setStream(w.streamPath(), true);
+    w.begin({});
+    EXPECT_EQ(activity::keptRecords(), "; nothing was measured, so nothing was kept");
+    EXPECT_FALSE(fs::exists(w.streamPath()));
+  }
+  ResultWriter w((dir / "r.json").string());
+  activity::setStream(w.streamPath(), true);
+  w.begin({});
+  w.add({{"kind", "train"}});
+  w.stream({{"kind", "train_progress"}});
+  EXPECT_EQ(activity::keptRecords(), "; records measured so far are in " + w.streamPath() + " (2 records)");
+  activity::setStream(w.streamPath(), false);  // another process: it does not know what process 0 kept
+  EXPECT_EQ(activity::keptRecords(), "");
+  activity::setStream("", false);
   fs::remove_all(dir);
 }
 

@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 
+#include "base/json_text.h"
 #include "bench/train/train_record.h"
 
 namespace ts {
@@ -173,6 +174,33 @@ TEST(TrainRecord, NoTimedStepNoStepFigures) {
   EXPECT_FALSE(j["loss_curve"][0].contains("loss_scale"));
   EXPECT_EQ(j["label"], "baseline");
   EXPECT_EQ(j["step"], "train-small");
+}
+
+// The steps as the stream has them while the run trains: each its own figures, the first the run's
+// description (which a reader turns into the train record of a run that never wrote one).
+TEST(TrainRecord, ProgressCarriesEachStepAndTheFirstCarriesTheRun) {
+  TrainRecord about = parallelRecord();
+  about.steps = MeasuredSteps{};
+  about.steps.error = "stopped before its train record";
+  about.ranks = TrainBreakdown{};
+  about.label = "study";
+  const wl::StepResult s = step(4, 0.25, true);
+  const nlohmann::json first = progressJson(s, true, about, true);
+  EXPECT_EQ(keys(first), (std::set<std::string>{"kind", "train_step", "loss", "lr", "grad_norm", "timed", "step_us", "phases_us",
+                                                "loss_scale", "skipped", "train", "label"}));
+  EXPECT_EQ(first["kind"], "train_progress");
+  EXPECT_EQ(first["train_step"], 4);
+  EXPECT_TRUE(first["grad_norm"].is_null());  // skipped: no gradient norm
+  EXPECT_DOUBLE_EQ(first["step_us"].get<double>(), 0.25e6);
+  EXPECT_DOUBLE_EQ(first["phases_us"]["backward"].get<double>(), 0.125e6);
+  EXPECT_EQ(jsonText(first["train"]), jsonText(toJson(about)));  // as written (the NaN losses of no step as null)
+  EXPECT_EQ(first["train"]["completed"], false);
+  EXPECT_EQ(first["train"]["steps_done"], 0);
+  about.float16 = false;
+  const nlohmann::json next = progressJson(step(5, 0.2), false, about, false);
+  EXPECT_FALSE(next.contains("train") || next.contains("loss_scale") || next.contains("skipped"));
+  EXPECT_EQ(next["timed"], false);
+  EXPECT_EQ(next["grad_norm"], 1.5);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 
 #include "base/atomic_file.h"
 #include "base/error.h"
+#include "base/json_text.h"
 #include "workloads/checkpoint/content_hash.h"
 
 namespace ts::ckpt {
@@ -126,7 +127,7 @@ std::string saveCheckpoint(const std::string& dir, std::span<const TensorView> m
        {{kModelFile, {{"bytes", m.bytes}, {"hash", ContentHash::hex(m.hash)}}},
         {kOptimizerFile, {{"bytes", o.bytes}, {"hash", ContentHash::hex(o.hash)}}}}},
   };
-  writeFileAtomically((partial / kTrainerFile).string(), trainer.dump(1) + "\n");
+  writeFileAtomically((partial / kTrainerFile).string(), jsonText(trainer, 1) + "\n");
   syncDirectory(partial.string());
 
   publish(partial, final);

@@ -12,6 +12,7 @@
 
 #include "base/atomic_file.h"
 #include "base/error.h"
+#include "base/json_text.h"
 #include "workloads/checkpoint/content_hash.h"
 
 namespace ts::ckpt {
@@ -93,7 +94,7 @@ WrittenFile writeSafetensors(const std::string& path, std::span<const TensorView
   }
   std::string text;
   try {
-    text = header.dump();
+    text = jsonText(header);
   } catch (const nlohmann::json::type_error&) {
     throw Error(fmt::format("{}: a tensor name or metadata string is not valid UTF-8", path));
   }
