@@ -12,6 +12,7 @@
 
 #include "base/error.h"
 #include "base/heartbeat.h"
+#include "base/json_text.h"
 #include "base/units.h"
 #include "bench/links/link_outliers.h"
 #include "bench/links/link_record.h"
@@ -27,7 +28,6 @@
 #include "bench/session/watchdog.h"
 #include "kernels/cpu/memory_stream.h"
 #ifdef TRAINSCOPE_HAVE_MPI
-#include "base/json_text.h"
 #include "comm/mpi/point_to_point.h"
 #endif
 

@@ -8,10 +8,10 @@
 
 #include <fmt/format.h>
 
+#include "base/json_text.h"
 #include "base/units.h"
 #include "trainscope/build_info.h"
 #ifdef TRAINSCOPE_HAVE_MPI
-#include "base/json_text.h"
 #include "comm/mpi/mpi_bootstrap.h"
 #endif
 

@@ -11,10 +11,10 @@
 
 #include "base/atomic_file.h"
 #include "base/error.h"
+#include "base/json_text.h"
 #include "comm/bootstrap.h"
 #include "kernels/trace.h"
 #ifdef TRAINSCOPE_HAVE_CUPTI
-#include "base/json_text.h"
 #include "kernels/cuda/cupti_activity.h"
 #include "kernels/cuda/device_count.h"
 #else
