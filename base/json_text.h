@@ -17,5 +17,8 @@ namespace ts {
 
 // nlohmann's text of j (indented by `indent` when >= 0), invalid UTF-8 replaced by U+FFFD.
 std::string jsonText(const nlohmann::json& j, int indent = -1);
+// The same for a document whose keys keep their insertion order (a safetensors header: "__metadata__"
+// first, tensors in offset order). Without it an ordered_json would convert to json and sort its keys.
+std::string jsonTextInOrder(const nlohmann::ordered_json& j, int indent = -1);
 
 }  // namespace ts

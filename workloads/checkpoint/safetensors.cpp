@@ -94,7 +94,7 @@ WrittenFile writeSafetensors(const std::string& path, std::span<const TensorView
   }
   std::string text;
   try {
-    text = jsonText(header);
+    text = jsonTextInOrder(header);
   } catch (const nlohmann::json::type_error&) {
     throw Error(fmt::format("{}: a tensor name or metadata string is not valid UTF-8", path));
   }
