@@ -19,7 +19,7 @@ TOKEN_SOURCES = ("TRAINSCOPE_JOB_TOKEN", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", 
 
 def job_env(port, rank, size=2, token=TOKEN, extra=None):
     env = base_env({"RANK": str(rank), "WORLD_SIZE": str(size), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-                    "TRAINSCOPE_BOOTSTRAP_TIMEOUT": "20"})
+                    "TRAINSCOPE_BOOTSTRAP_TIMEOUT": "60"})
     for name in TOKEN_SOURCES + ("LOCAL_RANK",):
         env.pop(name, None)
     if token is not None:
@@ -33,7 +33,7 @@ def start(port, rank, **kw):
                             stderr=subprocess.PIPE, text=True)
 
 
-def finish(*procs, timeout=20):
+def finish(*procs, timeout=60):
     """Each process's (exit code, stderr); a job still running after `timeout` is a failure, not a hang."""
     out = []
     for p in procs:
