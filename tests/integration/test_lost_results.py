@@ -203,9 +203,9 @@ def test_a_diverging_gradient_stops_with_one_line_and_keeps_the_steps_before(tmp
     ({"TRAINSCOPE_FAULT": "hang:rank=abc"}, "TRAINSCOPE_FAULT: rank='abc' must be a whole number"),
     ({"TRAINSCOPE_FAULT": "delay:rank=0:ms=-1"}, "TRAINSCOPE_FAULT: ms='-1' must be a whole number"),
     ({"RANK": "0", "WORLD_SIZE": "1", "TRAINSCOPE_BOOTSTRAP_TIMEOUT": "abc"},
-     "TRAINSCOPE_BOOTSTRAP_TIMEOUT='abc' must be a number of seconds"),
+     "TRAINSCOPE_BOOTSTRAP_TIMEOUT='abc' is not a number of seconds above 0"),
     ({"RANK": "0", "WORLD_SIZE": "1", "TRAINSCOPE_BOOTSTRAP_TIMEOUT": "nan"},
-     "TRAINSCOPE_BOOTSTRAP_TIMEOUT='nan' must be a number of seconds"),
+     "TRAINSCOPE_BOOTSTRAP_TIMEOUT='nan' is not a number of seconds above 0"),
 ])
 def test_numbers_in_the_environment_are_numbers_or_one_line(tmp_path, env, message):
     out = tmp_path / "env.json"
@@ -216,9 +216,9 @@ def test_numbers_in_the_environment_are_numbers_or_one_line(tmp_path, env, messa
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--straggler-ms", "nan"], "--straggler-ms: nan is not a finite number"),
-    (["--straggler-ms", "-1"], "--straggler-ms: -1 must be at least 0"),
-    (["--check-kernel-coverage", "inf"], "--check-kernel-coverage: inf is not a finite number"),
+    (["--straggler-ms", "nan"], "--straggler-ms nan: must be a finite number of milliseconds, 0 or more"),
+    (["--straggler-ms", "-1"], "--straggler-ms -1.0: must be a finite number of milliseconds, 0 or more"),
+    (["--check-kernel-coverage", "inf"], "--check-kernel-coverage must be a positive percentage"),
 ])
 def test_analyze_numbers_are_finite(tmp_path, args, message):
     r = run_trainscope(["analyze", tmp_path] + args)
