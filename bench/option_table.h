@@ -10,15 +10,16 @@
 //
 // The field's type picks the parsing: bool (a flag; "--x,!--no-x" for both), integers (held to the field's
 // type on both sides: an unsigned one takes no minus sign, so --seed -1 does not wrap), double (finite on
-// both sides, and in the range it declares: `.range(...)`, which every real-valued option has: the parity
-// test holds them to it), std::string (in the form given: text, comma list, size), std::vector<std::string>
-// (a repeated option; a suite's array or ';'-separated string), std::vector<int> (comma-separated), and
+// both sides, and in the range it declares: `.range(...)`, which every real-valued option has:
+// tests/unit/test_number_options.cpp holds them to it), std::string (in the form given: text, comma list, size),
+// std::vector<std::string> (a repeated option; a suite's array or ';'-separated string), std::vector<int> (comma-separated), and
 // enums with EnumNames (base/enum_names.h). A range can be given to an integer option too.
 #include <deque>
 #include <functional>
 #include <limits>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -83,9 +84,10 @@ struct OptionDecl {
     return *this;
   }
 
-  // The values a number option takes, checked on both sides before anything runs: "--momentum 1: 1 is not
+  // The values a number option takes, checked on both sides before anything runs: "--momentum: 1 is not
   // in [0, 1)" on the command line, the file, line and key in a suite.
   OptionDecl& range(NumberRange r) {
+    if (!numberOf) throw std::logic_error(info.names + ": a range is for an option that takes a number");
     info.range = r;
     if (addToCommandLine)
       addToCommandLine = [add = std::move(addToCommandLine), r](CLI::App& app, Opts& o) {

@@ -1,9 +1,11 @@
 #include "bench/session/result_writer.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cmath>
+#include <csignal>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -25,6 +27,25 @@ void scrubNonFinite(nlohmann::json& j) {
     for (auto& v : j) scrubNonFinite(v);
   }
 }
+// The stopping signals (bench/session/activity.h) held back while a record goes to the stream: their
+// handler says how many records the stream holds and exits, so it comes after a whole line and its count,
+// never in the middle of a line.
+class StopSignalsHeld {
+ public:
+  StopSignalsHeld() {
+    sigset_t stop;
+    sigemptyset(&stop);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&stop, sig);
+    pthread_sigmask(SIG_BLOCK, &stop, &old_);
+  }
+  ~StopSignalsHeld() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+  StopSignalsHeld(const StopSignalsHeld&) = delete;
+  StopSignalsHeld& operator=(const StopSignalsHeld&) = delete;
+
+ private:
+  sigset_t old_;
+};
+
 }  // namespace
 
 std::string ResultWriter::streamPathFor(const std::string& jsonPath) {
@@ -71,6 +92,7 @@ void ResultWriter::add(const nlohmann::json& record) {
 }
 
 void ResultWriter::stream(const nlohmann::json& record) {
+  const StopSignalsHeld held;
   if (!wroteAny_) appendLine(header_);  // the header goes out with the first record
   wroteAny_ = true;
   appendLine(record);

@@ -18,7 +18,12 @@ TEST(JsonText, ReplacesBytesThatAreNotUtf8) {
   const nlohmann::json back = nlohmann::json::parse(text);
   EXPECT_EQ(back["label"], "caf\xef\xbf\xbd \xef\xbf\xbdok");
   EXPECT_EQ(back["nested"][0], "a\xef\xbf\xbd");
-  EXPECT_EQ(jsonText({{"x", "\xc3\xa9"}}, 1), "{\n \"x\": \"\xc3\xa9\"\n}");  // valid UTF-8 passes as it is; indent kept
+  EXPECT_EQ(jsonText(nlohmann::json{{"x", "\xc3\xa9"}}, 1),
+            "{\n \"x\": \"\xc3\xa9\"\n}");  // valid UTF-8 passes as it is; indent kept
+  nlohmann::ordered_json ordered;           // a safetensors header: its keys stay in the order written
+  ordered["b"] = "\xff";
+  ordered["a"] = 1;
+  EXPECT_EQ(jsonTextInOrder(ordered), "{\"b\":\"\xef\xbf\xbd\",\"a\":1}");
 }
 
 // A dump() outside the helper is a run that dies on the first Latin-1 byte: none is left in the program.
