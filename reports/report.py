@@ -6,7 +6,7 @@ from pathlib import Path
 
 import jinja2
 
-from .files import check_output_dir, staged_directory
+from .files import staged_directory
 from .load import Result
 from .markdown import markdown_text
 from .plots import PlotSink
@@ -32,7 +32,8 @@ def _md_cell(v: object) -> str:
 
 
 def summary_markdown(title: str, results: Sequence[Result], sections: list[BuiltSection]) -> str:
-    runs = [f"- **{_md_cell(r.label)}**: {_md_cell(r.path)}" + (f" — **incomplete**: {_md_cell(r.incomplete)}" if r.incomplete else "")
+    runs = [f"- **{_md_cell(r.label)}**: {_md_cell(r.path)}"
+            + (f" — **incomplete**: {_md_cell(r.incomplete)}" if r.incomplete else "")
             for r in results]
     out = [f"# {_md_cell(title)}", ""] + runs + [""]
     for s in sections:
@@ -54,7 +55,6 @@ def write_report(results: list[Result], outdir: str | Path, title: str = "trains
                  trace_dir: str | None = None) -> Path:
     """Everything is written into a staging directory first and moved into `outdir` once complete: a report
     that fails part-way (an unreadable --trace) leaves `outdir` as it was."""
-    check_output_dir(outdir, "-o/--output")
     with staged_directory(outdir) as stage:
         sections = build_sections(results, stage, trace_dir)
         env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,

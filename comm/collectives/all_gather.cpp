@@ -1,13 +1,6 @@
 // all_gather: every rank ends with all ranks' blocks, rank q's at q*count.
 // Bytes are the whole gathered buffer; bus factor (n-1)/n: each rank receives the n-1 blocks it lacks.
-#include "comm/collectives/collective.h"
-#include "comm/collectives/values.h"
-#ifdef TRAINSCOPE_HAVE_MPI
-#include "comm/mpi/mpi_call.h"
-#endif
-#ifdef TRAINSCOPE_HAVE_NCCL
-#include "comm/nccl/nccl_call.h"
-#endif
+#include "comm/collectives/collective_file.h"
 
 namespace ts {
 namespace {

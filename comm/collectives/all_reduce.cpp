@@ -1,13 +1,6 @@
 // all_reduce: every rank ends with the reduction of all ranks' buffers.
 // Bus factor 2(n-1)/n: a ring reduce-scatter then all-gather moves each byte over 2(n-1)/n links.
-#include "comm/collectives/collective.h"
-#include "comm/collectives/values.h"
-#ifdef TRAINSCOPE_HAVE_MPI
-#include "comm/mpi/mpi_call.h"
-#endif
-#ifdef TRAINSCOPE_HAVE_NCCL
-#include "comm/nccl/nccl_call.h"
-#endif
+#include "comm/collectives/collective_file.h"
 
 namespace ts {
 namespace {

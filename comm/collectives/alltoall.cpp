@@ -1,13 +1,6 @@
 // alltoall: rank r sends block q of its buffer to rank q and receives rank q's block r at q*count.
 // Bytes are the whole buffer; bus factor (n-1)/n: all but the block kept locally crosses a link.
-#include "comm/collectives/collective.h"
-#include "comm/collectives/values.h"
-#ifdef TRAINSCOPE_HAVE_MPI
-#include "comm/mpi/mpi_call.h"
-#endif
-#ifdef TRAINSCOPE_HAVE_NCCL
-#include "comm/nccl/nccl_call.h"
-#endif
+#include "comm/collectives/collective_file.h"
 
 namespace ts {
 namespace {

@@ -1,14 +1,7 @@
 // broadcast: every rank ends with the root's buffer. Bus factor 1: a pipelined chain moves each byte once per link.
 #include <cstring>
 
-#include "comm/collectives/collective.h"
-#include "comm/collectives/values.h"
-#ifdef TRAINSCOPE_HAVE_MPI
-#include "comm/mpi/mpi_call.h"
-#endif
-#ifdef TRAINSCOPE_HAVE_NCCL
-#include "comm/nccl/nccl_call.h"
-#endif
+#include "comm/collectives/collective_file.h"
 
 namespace ts {
 namespace {

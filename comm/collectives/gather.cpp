@@ -1,13 +1,6 @@
 // gather: the root ends with every rank's block, rank q's at q*count.
 // Bytes are the whole gathered buffer; bus factor (n-1)/n: the root's link receives the n-1 other blocks.
-#include "comm/collectives/collective.h"
-#include "comm/collectives/values.h"
-#ifdef TRAINSCOPE_HAVE_MPI
-#include "comm/mpi/mpi_call.h"
-#endif
-#ifdef TRAINSCOPE_HAVE_NCCL
-#include "comm/nccl/nccl_call.h"
-#endif
+#include "comm/collectives/collective_file.h"
 
 namespace ts {
 namespace {

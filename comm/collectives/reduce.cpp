@@ -1,13 +1,6 @@
 // reduce: the root ends with the reduction of all ranks' buffers; other ranks' outputs are undefined.
 // Bus factor 1.
-#include "comm/collectives/collective.h"
-#include "comm/collectives/values.h"
-#ifdef TRAINSCOPE_HAVE_MPI
-#include "comm/mpi/mpi_call.h"
-#endif
-#ifdef TRAINSCOPE_HAVE_NCCL
-#include "comm/nccl/nccl_call.h"
-#endif
+#include "comm/collectives/collective_file.h"
 
 namespace ts {
 namespace {

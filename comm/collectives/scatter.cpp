@@ -1,13 +1,6 @@
 // scatter: rank r ends with block r of the root's buffer.
 // Bytes are the root's whole buffer; bus factor (n-1)/n: the root's link sends the n-1 other blocks.
-#include "comm/collectives/collective.h"
-#include "comm/collectives/values.h"
-#ifdef TRAINSCOPE_HAVE_MPI
-#include "comm/mpi/mpi_call.h"
-#endif
-#ifdef TRAINSCOPE_HAVE_NCCL
-#include "comm/nccl/nccl_call.h"
-#endif
+#include "comm/collectives/collective_file.h"
 
 namespace ts {
 namespace {

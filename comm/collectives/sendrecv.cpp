@@ -1,13 +1,6 @@
 // sendrecv: a ring shift; rank r sends its buffer to r+1 and receives r-1's. Bus factor 1: every link
 // carries the buffer once, in one direction.
-#include "comm/collectives/collective.h"
-#include "comm/collectives/values.h"
-#ifdef TRAINSCOPE_HAVE_MPI
-#include "comm/mpi/mpi_call.h"
-#endif
-#ifdef TRAINSCOPE_HAVE_NCCL
-#include "comm/nccl/nccl_call.h"
-#endif
+#include "comm/collectives/collective_file.h"
 
 namespace ts {
 namespace {
