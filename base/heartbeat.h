@@ -1,6 +1,6 @@
 #pragma once
 // Progress, as the watchdog sees it: code that completes a unit of work (one collective, one kernel)
-// calls beat(); the watchdog (bench/watchdog) fires when no beat came for --timeout seconds. One relaxed
+// calls beat(); the watchdog (bench/session/watchdog.h) fires when no beat came for --timeout seconds. One relaxed
 // atomic store of the steady clock: cheap enough to call after every operation, outside timed regions.
 #include <atomic>
 #include <chrono>
@@ -18,5 +18,28 @@ inline std::int64_t nowNs() noexcept {
 }
 
 inline void beat() noexcept { lastBeatNs().store(nowNs(), std::memory_order_relaxed); }
+
+// Whose progress a stall is waiting on. A process inside a collective, a barrier or a receive waits for its
+// peers; anywhere else (computing, copying, a planted hang) it waits for itself. The watchdog reads this to
+// tell the rank that hangs from the ranks that wait for it (bench/session/watchdog.h), and the signal
+// handler to know which processes have nothing to say when the launcher ends the run.
+enum class Stall { kOwnWork, kPeers };
+
+inline std::atomic<int>& peerWaitDepth() {
+  static std::atomic<int> depth{0};
+  return depth;
+}
+
+// Async-signal-safe (one atomic load).
+inline Stall stall() noexcept { return peerWaitDepth().load(std::memory_order_relaxed) > 0 ? Stall::kPeers : Stall::kOwnWork; }
+
+// RAII: this process waits for its peers for the scope's lifetime (the comm layer's blocking calls).
+class WaitingForPeers {
+ public:
+  WaitingForPeers() noexcept { peerWaitDepth().fetch_add(1, std::memory_order_relaxed); }
+  ~WaitingForPeers() { peerWaitDepth().fetch_sub(1, std::memory_order_relaxed); }
+  WaitingForPeers(const WaitingForPeers&) = delete;
+  WaitingForPeers& operator=(const WaitingForPeers&) = delete;
+};
 
 }  // namespace ts::heartbeat

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "base/error.h"
+#include "base/stop_request.h"
 #include "bench/commands.h"
 #include "bench/session/activity.h"
 #include "bench/session/agreement.h"
@@ -68,6 +69,11 @@ int main(int argc, char** argv) {
     ts::activity::errorReported();
     if (printsSharedErrors()) printError(e.what());
     return 2;
+  } catch (const ts::StoppedWhileWaiting& e) {
+    // The launcher ends the run, and this process was only waiting for the others: process 0 says so once.
+    ts::activity::errorReported();
+    if (printsSharedErrors()) printError(fmt::format("{}: {}", ts::activity::who(), e.what()));
+    std::quick_exit(1);
   } catch (const ts::Error& e) {
     // A failure on this process only: say where, and end the others, which may be waiting for it.
     ts::activity::errorReported();

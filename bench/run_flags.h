@@ -31,9 +31,10 @@ OptionDecl<Opts>& addTrialsFlag(OptionTable<Opts>& t, Holder holder) {
 template <class Opts, class Holder>
 OptionDecl<Opts>& addTimeoutFlag(OptionTable<Opts>& t, Holder holder) {
   OptionDecl<Opts>& timeout = t.add(
-      "--timeout", "Seconds without progress before every process is stopped (0 = never)", [holder](auto& o) -> auto& {
-        return holder(o).timeoutS;
-      });
+      "--timeout",
+      "Seconds without progress before every process is stopped (0 = never; a process waiting for its peers waits longer, "
+      "docs/reliability.md)",
+      [holder](auto& o) -> auto& { return holder(o).timeoutS; });
   return timeout.range({0, 1e6});  // about 11 days without progress
 }
 

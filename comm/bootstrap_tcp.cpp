@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/heartbeat.h"
 #include "comm/bootstrap_admission.h"
 #include "comm/bootstrap_hello.h"
 #include "comm/job_token.h"
@@ -89,6 +90,7 @@ class TcpBootstrap final : public Bootstrap {
       std::memmove(o, in, bytes);
       return;
     }
+    const heartbeat::WaitingForPeers waiting;
     if (cfg_.rank == 0) {
       std::memmove(o, in, bytes);
       for (int p = 1; p < cfg_.size; ++p) peers_[p].recvAll(o + p * bytes, bytes, peerName(p));

@@ -191,7 +191,7 @@ class CollectivesRun {
       comm_.copyIn(l, p.send, host_.data(), lay.sendElems * elt);
     }
     launch();
-    comm_.synchronize(o_.timeoutS);
+    comm_.synchronize(0);  // the watchdog times it, and speaks for this process if the peers never come
     std::size_t wrong = 0;
     for (int l = 0; l < comm_.localCount(); ++l) {
       const Placement p = placement(l, c, lay, a.dtype, inPlace);
@@ -359,8 +359,8 @@ std::size_t runCollectivesStep(const CollectivesOptions& o, RunContext& ctx) {
   for (int l = 0; l < comm->localCount(); ++l) myRanks.push_back({{"rank", comm->rank(l)}, {"device", comm->device(l)}});
   ctx.addLayout(ctx.step.empty() ? "collectives" : ctx.step, comm->backend(), comm->worldSize(), comm->localCount(), myRanks);
 
-  run.setWatchdog(
-      std::make_unique<Watchdog>(o.timeoutS, endAllRanksOnTimeout(o.timeoutS, boot, [c = comm.get()] { c->abort(); })));
+  run.setWatchdog(std::make_unique<Watchdog>(o.timeoutS, boot.rank(),
+                                             endAllRanksOnTimeout(o.timeoutS, boot, [c = comm.get()] { c->abort(); })));
   std::unique_ptr<TraceFiles> traceFiles;
   if (!o.traceDir.empty()) traceFiles = std::make_unique<TraceFiles>(boot, o.traceDir, boot.size());
   const std::size_t wrong = run.run(ctx.writer, ctx.step);  // run (and its buffers) goes before comm

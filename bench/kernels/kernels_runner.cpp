@@ -286,7 +286,7 @@ std::size_t runKernelsStep(const KernelsOptions& o, RunContext& ctx) {
 
 std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
   ResultWriter* writer = ctx.writer;
-  Watchdog watchdog(o.timeoutS, endAllRanksOnTimeout(o.timeoutS, ctx.boot));
+  Watchdog watchdog(o.timeoutS, ctx.boot.rank(), endAllRanksOnTimeout(o.timeoutS, ctx.boot));
   WatchdogScope guard(watchdog);
   const double plantedScale = plantedCeilingScale(faultFromEnvironment(), ctx.boot.rank());
   const int usable = static_cast<int>(cpusInUse().size());

@@ -226,7 +226,7 @@ std::size_t runLinksStep(const LinksOptions& o, RunContext& ctx) {
   // The pairs (a --pairs file names hosts) are read before anything is measured.
   std::vector<std::pair<int, int>> pairs;
   if (o.mpi && boot.size() > 1) collectively(boot, [&] { pairs = linkPairs(o.pairs, hosts); });
-  Watchdog watchdog(o.timeoutS, endAllRanksOnTimeout(o.timeoutS, boot));
+  Watchdog watchdog(o.timeoutS, boot.rank(), endAllRanksOnTimeout(o.timeoutS, boot));
   WatchdogScope guard(watchdog);
   std::size_t failed = 0;
   if (o.memory) failed += hostMemory(o, ctx, out, hosts);

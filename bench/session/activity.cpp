@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "base/heartbeat.h"
 #include "base/stop_request.h"
 
 namespace ts::activity {
@@ -25,17 +26,23 @@ std::array<char, 4096> g_streamPath{};
 std::atomic<bool> g_streamWriter{false};
 std::atomic<long> g_streamed{0};
 std::string g_what;
-// Two pre-formatted messages; the handler reads the one g_ready points at (async-signal-safe: no allocation).
-std::array<std::array<char, 1024>, 2> g_msgs{};
+// The message, pre-formatted for each stall (in its own work, waiting for its peers), twice: the handler reads
+// the pair g_ready points at while the other is rebuilt (async-signal-safe: no allocation).
+using Message = std::array<char, 1024>;
+std::array<std::array<Message, 2>, 2> g_msgs{};
 std::atomic<int> g_ready{-1};
 
 void rebuild() {
   const int next = g_ready.load() == 0 ? 1 : 0;
-  // {SIG} and {KEPT} are filled in by the handler: the signal, and what the stream holds at that moment.
-  std::string line = fmt::format("trainscope: error: {}: stopped by signal {{SIG}}{}{{KEPT}}\n", g_who,
-                                 g_what.empty() ? "" : " during " + g_what);
-  std::strncpy(g_msgs[next].data(), line.c_str(), g_msgs[next].size() - 1);
-  g_msgs[next][g_msgs[next].size() - 1] = '\0';
+  for (const heartbeat::Stall stall : {heartbeat::Stall::kOwnWork, heartbeat::Stall::kPeers}) {
+    const char* where = stall == heartbeat::Stall::kOwnWork ? " during " : " while waiting for its peers in ";
+    // {SIG} and {KEPT} are filled in by the handler: the signal, and what the stream holds at that moment.
+    const std::string line =
+        fmt::format("trainscope: error: {}: stopped by signal {{SIG}}{}{{KEPT}}\n", g_who, g_what.empty() ? "" : where + g_what);
+    Message& m = g_msgs[next][static_cast<int>(stall)];
+    std::strncpy(m.data(), line.c_str(), m.size() - 1);
+    m[m.size() - 1] = '\0';
+  }
   g_ready.store(next);
 }
 
@@ -51,6 +58,7 @@ void writeAll(const char* s, std::size_t n) {
 std::atomic<bool> g_graceful{false};
 
 std::atomic<bool> g_reported{false};
+std::atomic<int> g_rank{0};
 
 void writeText(const char* s) { writeAll(s, std::strlen(s)); }
 
@@ -82,13 +90,17 @@ void writeKept() {
 
 extern "C" void onSignal(int sig) {
   if (g_reported.load()) ::_exit(128 + sig);  // the run's error is already said: the launcher only ends us
+  // A process that only waits for its peers has nothing to say about why the run ends (the rank that
+  // failed or hung said it, or the user knows): process 0 alone speaks for those, and says what it kept.
+  const heartbeat::Stall stall = heartbeat::stall();
+  if (stall == heartbeat::Stall::kPeers && g_rank.load() != 0) ::_exit(128 + sig);
   if (g_graceful.load() && stopRequested() == 0) {
     requestStop(sig);
     return;
   }
   const int idx = g_ready.load();
   if (idx >= 0) {
-    const char* msg = g_msgs[idx].data();
+    const char* msg = g_msgs[idx][static_cast<int>(stall)].data();
     const char* sigMark = std::strstr(msg, "{SIG}");
     const char* keptMark = sigMark ? std::strstr(sigMark, "{KEPT}") : nullptr;
     if (sigMark && keptMark) {
@@ -108,6 +120,7 @@ extern "C" void onSignal(int sig) {
 
 void setIdentity(int rank, int worldProcesses, const std::string& host) {
   std::lock_guard lock(g_mu);
+  g_rank.store(rank);
   g_who = fmt::format("rank {} of {} ({})", rank, worldProcesses, host);
   rebuild();
 }
@@ -153,6 +166,7 @@ std::string who() {
 
 void setGracefulStop(bool on) { g_graceful.store(on); }
 void errorReported() { g_reported.store(true); }
+bool errorWasReported() { return g_reported.load(); }
 
 void installSignalHandlers() {
   {

@@ -26,5 +26,6 @@ void setGracefulStop(bool on);
 // The run's error has been printed (by this process or, agreed, by process 0): a signal from the
 // launcher ending the other processes now exits without a second line.
 void errorReported();
+bool errorWasReported();
 
 }  // namespace ts::activity

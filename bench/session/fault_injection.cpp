@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/units.h"
+#include "bench/session/activity.h"
 
 namespace ts {
 namespace {
@@ -49,12 +50,14 @@ std::optional<Fault> parseFault(const std::string& spec) {
         f.kind = Fault::Kind::kHang;
       else if (part == "die")
         f.kind = Fault::Kind::kDie;
+      else if (part == "freeze")
+        f.kind = Fault::Kind::kFreeze;
       else if (part == "delay")
         f.kind = Fault::Kind::kDelay;
       else if (part == "ceiling")
         f.kind = Fault::Kind::kCeiling;
       else
-        throw UsageError(fmt::format("TRAINSCOPE_FAULT: unknown fault '{}' (corrupt, hang, die, delay, ceiling)", part));
+        throw UsageError(fmt::format("TRAINSCOPE_FAULT: unknown fault '{}' (corrupt, hang, freeze, die, delay, ceiling)", part));
       continue;
     }
     const auto eq = part.find('=');
@@ -91,6 +94,12 @@ void injectInOperation(const Fault& f) {
   switch (f.kind) {
     case Fault::Kind::kHang:
       for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+    case Fault::Kind::kFreeze:
+      // A frozen host never speaks again: its watchdog stops with it, and when the launcher ends the job (which
+      // sends SIGCONT before SIGTERM) it leaves without a word, as if it were gone.
+      activity::errorReported();
+      std::raise(SIGSTOP);
+      std::_Exit(128 + SIGKILL);
     case Fault::Kind::kDie:
       std::raise(SIGKILL);
       break;

@@ -3,13 +3,15 @@
 //   TRAINSCOPE_FAULT="<kind>:rank=<r>[:op=<name>][:bytes=<n>]"
 //     corrupt — rank r changes one element of its output before the result check (the check must catch it)
 //     hang    — rank r stops inside the operation and never returns (--timeout must end the run)
+//     freeze  — rank r stops its whole process inside the operation (SIGSTOP, its watchdog too), as a frozen
+//               host would: the ranks waiting for it must end the run, and say so once
 //     die     — rank r kills itself (SIGKILL) inside the operation (the launcher must end the run)
 //     delay   — rank r sleeps <ms> milliseconds (:ms=<n>, default 10) before each timed operation
 //     ceiling — rank r (the process that measures: 0) scales every roofline/MFU ceiling it measures by
 //               <scale> (:scale=<x>, default 0.01), so that kernels and MFU land above 100% of it and the
 //               ceiling_suspect path (re-measure, then flag) can be tested without a busy machine
 // op and bytes restrict the fault to one collective and size; without them it fires at the first one.
-// In `train`, :step=<n> places it at the start of training step n on rank r (hang, die, delay): the other
+// In `train`, :step=<n> places it at the start of training step n on rank r (hang, freeze, die, delay): the other
 // ranks are then in the middle of that step, waiting for it.
 #include <cstddef>
 #include <optional>
@@ -18,7 +20,7 @@
 namespace ts {
 
 struct Fault {
-  enum class Kind { kCorrupt, kHang, kDie, kDelay, kCeiling } kind = Kind::kCorrupt;
+  enum class Kind { kCorrupt, kHang, kFreeze, kDie, kDelay, kCeiling } kind = Kind::kCorrupt;
   int rank = 0;
   std::string op;         // "" = any
   std::size_t bytes = 0;  // 0 = any
@@ -28,7 +30,7 @@ struct Fault {
 
   // The faults that act inside a timed operation (injectInOperation); corrupt acts on the output, ceiling
   // on the ceilings.
-  bool inOperation() const { return kind == Kind::kHang || kind == Kind::kDie || kind == Kind::kDelay; }
+  bool inOperation() const { return kind == Kind::kHang || kind == Kind::kFreeze || kind == Kind::kDie || kind == Kind::kDelay; }
 
   bool matches(int rank_, const std::string& op_, std::size_t bytes_) const {
     return rank_ == rank && (op.empty() || op == op_) && (bytes == 0 || bytes == bytes_);

@@ -1,6 +1,12 @@
 #pragma once
 // The --timeout guard. A thread watches the heartbeat (base/heartbeat.h) while armed; when no operation
-// has completed for `timeoutS` it calls onTimeout (which reports and ends every rank; it does not return).
+// has completed for longer than the stall's limit (stallLimitS) it calls onTimeout (which reports and ends
+// every rank; it does not return).
+//
+// One voice per timeout: when one rank hangs, every other rank soon waits for it, and each would say the
+// same thing. So the limit depends on whose progress the process waits on. The rank stuck in its own work
+// reports at --timeout, naming itself and its operation, and ends the run; the ranks waiting for it inside
+// a collective or a barrier are ended by it before they would speak.
 #include <atomic>
 #include <condition_variable>
 #include <functional>
@@ -8,14 +14,23 @@
 #include <string>
 #include <thread>
 
+#include "base/heartbeat.h"
+
 namespace ts {
 
 class Bootstrap;
 
+// How long a stall may last on process `rank` before it reports it:
+//   in its own work:         timeoutS;
+//   waiting for its peers:   (2 + rank) x timeoutS. The stuck rank had its timeoutS to report itself first;
+//                            process 0 then speaks for a run in which nobody could (a frozen process, a lost
+//                            host, the network), and a higher rank only if every lower one could not either.
+double stallLimitS(heartbeat::Stall stall, int rank, double timeoutS);
+
 class Watchdog {
  public:
-  using Handler = std::function<void(double waitedS)>;
-  Watchdog(double timeoutS, Handler onTimeout);  // timeoutS <= 0: never fires
+  using Handler = std::function<void(double waitedS, heartbeat::Stall stall)>;
+  Watchdog(double timeoutS, int rank, Handler onTimeout);  // timeoutS <= 0: never fires
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
@@ -26,6 +41,7 @@ class Watchdog {
  private:
   void loop();
   double timeoutS_;
+  int rank_;
   Handler onTimeout_;
   std::atomic<bool> armed_{false};
   std::mutex mu_;
@@ -46,9 +62,9 @@ class WatchdogScope {
   Watchdog& w_;
 };
 
-// The handler every subcommand's --timeout uses: one error line naming the rank, what it was doing and for
-// how long (and, on the process that writes the stream, what it kept: activity::keptRecords), then
-// `beforeEnd` (say, aborting a communicator) and every rank ended with exit code 3.
+// The handler every subcommand's --timeout uses: one error line naming the rank, what it was doing (or
+// waiting in) and for how long (and, on the process that writes the stream, what it kept:
+// activity::keptRecords), then `beforeEnd` (say, aborting a communicator) and every rank ended with exit code 3.
 Watchdog::Handler endAllRanksOnTimeout(double timeoutS, Bootstrap& boot, std::function<void()> beforeEnd = {});
 
 }  // namespace ts

@@ -148,11 +148,13 @@ void trainOnMesh(const TrainRunOptions& o, RunContext& ctx, const wl::Mesh& mesh
   checkRunOptions(o, mesh);
   const bool leader = ctx.boot.rank() == 0;
   const int world = mesh.worldSize();
-  Watchdog watchdog(o.timeoutS, endAllRanksOnTimeout(o.timeoutS, ctx.boot));
+  Watchdog watchdog(o.timeoutS, ctx.boot.rank(), endAllRanksOnTimeout(o.timeoutS, ctx.boot));
   WatchdogScope guard(watchdog);
   activity::set("building the model and loading the data");
   std::unique_ptr<wl::Trainer> built;
-  collectively(ctx.boot, [&] { built = std::make_unique<wl::Trainer>(o.train, &mesh, o.timeoutS); });
+  // The watchdog times every wait (commTimeoutS 0): a wait that gave up on its own at --timeout would be a second
+  // voice, racing the rank that is stuck in its own work to say it.
+  collectively(ctx.boot, [&] { built = std::make_unique<wl::Trainer>(o.train, &mesh, 0); });
   wl::Trainer& trainer = *built;
   checkWarmup(o, trainer);
   if (leader) printTrainBanner(trainer, o, mesh);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "base/heartbeat.h"
 #include "comm/mpi/mpi_check.h"
 
 namespace ts {
@@ -39,12 +40,17 @@ MpiBootstrap::~MpiBootstrap() {
 
 void MpiBootstrap::allGather(const void* in, void* out, std::size_t bytes) {
   if (bytes > static_cast<std::size_t>(INT_MAX)) throw Error("internal: control-plane message over 2 GiB");
+  const heartbeat::WaitingForPeers waiting;
   MPI_CHECK(MPI_Allgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, control_));
 }
 
-void MpiBootstrap::barrier() { MPI_CHECK(MPI_Barrier(control_)); }
+void MpiBootstrap::barrier() {
+  const heartbeat::WaitingForPeers waiting;
+  MPI_CHECK(MPI_Barrier(control_));
+}
 
 void MpiBootstrap::quietBarrier() {
+  const heartbeat::WaitingForPeers waiting;
   MPI_Request req = MPI_REQUEST_NULL;
   MPI_CHECK(MPI_Ibarrier(control_, &req));
   for (int done = 0;;) {

@@ -61,16 +61,18 @@ class MpiPending final : public PendingCollective {
     return done_;
   }
   void wait(double timeoutS) override {
+    // No heartbeat while waiting: a stall here is the peers' (heartbeat::WaitingForPeers), so the watchdog
+    // leaves the rank that is stuck in its own work to report it.
+    const heartbeat::WaitingForPeers waiting;
     const auto t0 = std::chrono::steady_clock::now();
     for (int polls = 0; !test(); ++polls) {
       if (polls > 64) std::this_thread::sleep_for(std::chrono::microseconds(polls > 4096 ? 500 : 20));
-      if ((polls & 255) == 0) heartbeat::beat();
       const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (timeoutS > 0 && waited > timeoutS)
         throw errorInContext(
             fmt::format("timeout: {} of {} bytes on rank {} waited {:.1f} s for its peers", what_, bytes_, rank_, waited));
       if (const int sig = stopRequested())
-        throw Error(
+        throw StoppedWhileWaiting(
             fmt::format("stopped by signal {} while {} of {} bytes waited for its peers (the launcher is ending the run: did "
                         "another rank fail?)",
                         sig, what_, bytes_));
@@ -88,7 +90,10 @@ class MpiPending final : public PendingCollective {
 
 }  // namespace
 
-void MpiCommunicator::run(int, const CollectiveCall& c) { c.collective->runMpi(call(), c); }
+void MpiCommunicator::run(int, const CollectiveCall& c) {
+  const heartbeat::WaitingForPeers waiting;
+  c.collective->runMpi(call(), c);
+}
 
 std::unique_ptr<PendingCollective> MpiCommunicator::start(int l, const CollectiveCall& c) {
   auto p = std::make_unique<MpiPending>(c.collective->name(), c.count * dtypeSize(c.dtype), rank_);
@@ -141,7 +146,10 @@ TimedBatch MpiCommunicator::timeBatch(int iters, int, const std::function<void()
   out.opUs.reserve(static_cast<std::size_t>(iters));
   double total = 0;
   for (int i = 0; i < iters; ++i) {
-    MPI_CHECK(MPI_Barrier(comm_));
+    {
+      const heartbeat::WaitingForPeers waiting;
+      MPI_CHECK(MPI_Barrier(comm_));
+    }
     const auto t0 = std::chrono::steady_clock::now();
     launch();
     const auto t1 = std::chrono::steady_clock::now();

@@ -34,6 +34,7 @@ class MpiPointToPoint {
   void prepare(std::size_t bytes, int window);
   long long checkFrom(int sender, std::size_t bytes) const;
   long long agreeWrong(long long mine);
+  void waitForAll();  // a barrier
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
   std::vector<unsigned char> send_, recv_;

@@ -156,6 +156,7 @@ void NcclCommunicator::groupEnd() { NCCL_CHECK(ncclGroupEnd()); }
 void NcclCommunicator::waitFor(int l, cudaEvent_t event, double timeoutS) {
   // Poll rather than block, so that a peer that never arrives turns into a timeout, and an asynchronous
   // NCCL error (a dead peer, a network failure) is reported instead of waited on forever.
+  const heartbeat::WaitingForPeers waiting;
   const auto start = std::chrono::steady_clock::now();
   const Local& L = locals_[l];
   CUDA_CHECK(cudaSetDevice(L.device));
@@ -171,7 +172,7 @@ void NcclCommunicator::waitFor(int l, cudaEvent_t event, double timeoutS) {
     if (timeoutS > 0 && waited > timeoutS)
       throw errorInContext(fmt::format("did not complete within {:g} s on rank {} (cuda:{})", timeoutS, L.rank, L.device));
     if (const int sig = stopRequested())
-      throw Error(fmt::format(
+      throw StoppedWhileWaiting(fmt::format(
           "stopped by signal {} while rank {} waited for its peers (the launcher is ending the run: did another rank fail?)", sig,
           L.rank));
     std::this_thread::yield();

@@ -34,6 +34,15 @@ TEST(FaultInjection, CeilingFaultScalesTheMeasuringProcessOnly) {
   EXPECT_THROW(parseFault("ceiling:rank=0:scale=x"), UsageError);
 }
 
+// A frozen process (SIGSTOP, watchdog included) fires where a hang does: inside the operation.
+TEST(FaultInjection, FreezeIsAnInOperationFault) {
+  const auto f = parseFault("freeze:rank=2:op=all_reduce");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->kind, Fault::Kind::kFreeze);
+  EXPECT_TRUE(f->inOperation());
+  EXPECT_TRUE(f->matches(2, "all_reduce", 8));
+}
+
 TEST(FaultInjection, RejectsMalformedSpecs) {
   EXPECT_THROW(parseFault("explode:rank=0"), UsageError);
   EXPECT_THROW(parseFault("hang"), UsageError);
