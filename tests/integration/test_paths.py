@@ -2,10 +2,15 @@
 before anything is measured, a path that is not a regular file is never replaced, input files are
 refused when they are devices or too large, and names from input never become path components."""
 import os
+import shutil
 import stat
+import subprocess
+import tempfile
 from pathlib import Path
 
-from helpers import run_trainscope
+import pytest
+
+from helpers import ROOT, Run, base_env, run_trainscope, trainscope_path
 
 # The quickest measuring run: one small collective sweep on one process.
 QUICK = ["collectives", "--ops", "all_reduce", "-b", "64", "-e", "64", "-n", "1", "-w", "0"]
@@ -95,3 +100,48 @@ def test_suite_report_folder_is_checked_before_the_steps_run(tmp_path):
     r = run_trainscope(["suite", suite, "--json", tmp_path / "r.json", "--report", afile], timeout=120)
     assert f"--report {afile}: is a regular file, not a directory" in one_error(r)
     assert not (tmp_path / "r.json").exists() and "step 1/1" not in r.out
+
+
+NOBODY = 65534
+
+
+@pytest.fixture
+def unwritable(tmp_path):
+    """(a folder anyone may write, a folder in it nobody but root may) for runs as user nobody: root writes
+    everywhere, so a permission test must drop it. Outside tmp_path, whose parents only root may enter."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root and setpriv, to run trainscope as user nobody")
+    top = Path(tempfile.mkdtemp(prefix="trainscope-perm-"))
+    top.chmod(0o777)
+    locked = top / "locked"
+    locked.mkdir(mode=0o555)
+    locked.chmod(0o555)
+    yield top, locked
+    shutil.rmtree(top)
+
+
+def as_nobody(args, cwd, home):
+    cmd = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"] + [str(a) for a in args]
+    env = base_env({"HOME": str(home)})  # root's home is not nobody's to write (matplotlib's cache)
+    return Run(subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120, cwd=cwd))
+
+
+@pytest.mark.parametrize("flag", ["--json", "--trace", "--checkpoint-dir", "--dump-logits"])
+def test_a_folder_that_cannot_be_written_is_one_line_before_training(unwritable, flag):
+    top, locked = unwritable
+    target = locked / "out"
+    args = [trainscope_path(), "train", "--model", "mlp", "--steps", "2", "--no-ceiling", flag, target]
+    if flag != "--json":
+        args += ["--json", top / "ok.json"]
+    r = as_nobody(args, cwd=top, home=top)
+    line = one_error(r)
+    assert r.rc == 2 and f"{flag} {target}" in line and "Permission denied" in line, r.err
+    assert "step" not in r.out and not (top / "ok.json").exists() and not (top / "ok.jsonl").exists()
+
+
+def test_the_report_tool_refuses_a_folder_it_cannot_write(unwritable):
+    top, locked = unwritable
+    sample = ROOT / "tests" / "reports" / "data" / "ci-quiet-1.json"  # a committed real run
+    r = as_nobody(["/usr/bin/python3", "-m", "reports", "report", sample, "-o", locked / "report"], cwd=ROOT, home=top)
+    assert r.rc == 2 and "ermission denied" in r.err and len(r.err.strip().splitlines()) == 1, r.err
+    assert not (locked / "report").exists()
