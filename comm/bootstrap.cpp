@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "comm/bootstrap_single.h"
 #include "comm/bootstrap_tcp.h"
+#include "comm/launcher.h"
 #ifdef TRAINSCOPE_HAVE_MPI
 #include "comm/mpi/mpi_bootstrap.h"
 #endif
@@ -66,7 +67,7 @@ const char* env(const char* name) {
 }
 }  // namespace
 
-bool launchedByMpi() { return env("OMPI_COMM_WORLD_SIZE") || env("PMI_SIZE") || env("PMIX_RANK") || env("MPI_LOCALNRANKS"); }
+bool launchedByMpi() { return detectLaunch().mpiWired; }
 
 int launcherRank() {
   for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID", "RANK"})
@@ -74,15 +75,36 @@ int launcherRank() {
   return 0;
 }
 
-std::unique_ptr<Bootstrap> makeBootstrap(BootstrapKind kind, bool wantMpi) {
-  if (kind == BootstrapKind::kAuto) {
-    if (launchedByMpi() || wantMpi)
-      kind = BootstrapKind::kMpi;
-    else if (env("WORLD_SIZE") && env("RANK"))
-      kind = BootstrapKind::kEnv;
-    else
-      kind = BootstrapKind::kSingle;
-  }
+namespace {
+
+// How processes meet, given who started them: a launcher of N processes that the bootstrap could not see would
+// leave N worlds of 1, so those cases stop here, on every process, with what to do instead.
+BootstrapKind chooseBootstrap(const Launch& launch, bool wantMpi) {
+  if (launch.mpiWired) return BootstrapKind::kMpi;
+  if (launch.launcher == Launcher::kSrun && launch.size > 1)
+    throw LocalUsageError(fmt::format(
+        "started by srun as {} tasks, but srun set up no PMIx or PMI for MPI to find the others: launch with srun --mpi=pmix, "
+        "or with mpirun inside the allocation",
+        launch.size));
+  const bool envLaunch = launch.launcher == Launcher::kEnv || launch.launcher == Launcher::kTorchrun;
+  if (envLaunch && wantMpi)
+    throw LocalUsageError(fmt::format(
+        "started by {} (RANK/WORLD_SIZE) as {} processes, but the MPI backend needs an MPI launcher: use mpirun or srun "
+        "--mpi=pmix (RANK/WORLD_SIZE serve the NCCL backend on GPUs)",
+        launcherName(launch.launcher), launch.size));
+  if (envLaunch) return BootstrapKind::kEnv;
+  return wantMpi ? BootstrapKind::kMpi : BootstrapKind::kSingle;
+}
+
+// A world other than the one the launcher started is never run: not a silent world of 1, not a partial one.
+void checkWorld(const Launch& launch, const Bootstrap& boot) {
+  if (launch.size <= 0 || boot.size() == launch.size) return;
+  throw LocalUsageError(fmt::format("started by {} as {} processes, but the {} bootstrap found {}{}",
+                                    launcherName(launch.launcher), launch.size, boot.kind(), boot.size(),
+                                    boot.kind() == "single" ? " (--bootstrap single runs one process: leave it at auto)" : ""));
+}
+
+std::unique_ptr<Bootstrap> create(BootstrapKind kind) {
   switch (kind) {
     case BootstrapKind::kMpi:
 #ifdef TRAINSCOPE_HAVE_MPI
@@ -99,6 +121,15 @@ std::unique_ptr<Bootstrap> makeBootstrap(BootstrapKind kind, bool wantMpi) {
       break;
   }
   return std::make_unique<SingleBootstrap>();
+}
+
+}  // namespace
+
+std::unique_ptr<Bootstrap> makeBootstrap(BootstrapKind kind, bool wantMpi) {
+  const Launch launch = detectLaunch();
+  std::unique_ptr<Bootstrap> boot = create(kind == BootstrapKind::kAuto ? chooseBootstrap(launch, wantMpi) : kind);
+  checkWorld(launch, *boot);
+  return boot;
 }
 
 }  // namespace ts

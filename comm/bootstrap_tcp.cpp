@@ -22,6 +22,7 @@
 #include "comm/bootstrap_admission.h"
 #include "comm/bootstrap_hello.h"
 #include "comm/job_token.h"
+#include "comm/launcher.h"
 #include "comm/tcp_socket.h"
 
 namespace ts {
@@ -233,6 +234,21 @@ double envSeconds(const char* name, double fallback) {
   return x;
 }
 
+// Where process 0 listens: TRAINSCOPE_MASTER_PORT when set, else MASTER_PORT, except under torchrun, whose own
+// rendezvous store already holds MASTER_PORT on process 0's host: there, MASTER_PORT + 1 (documented in the README).
+int bootstrapPort() {
+  if (std::getenv("TRAINSCOPE_MASTER_PORT") && *std::getenv("TRAINSCOPE_MASTER_PORT"))
+    return envInt("TRAINSCOPE_MASTER_PORT", true, 0);
+  const int port = envInt("MASTER_PORT", true, 0);
+  if (detectLaunch().launcher != Launcher::kTorchrun) return port;
+  if (port >= 65535)
+    throw LocalUsageError(
+        fmt::format("under torchrun trainscope listens on MASTER_PORT + 1, and MASTER_PORT={} leaves no port "
+                    "above it: set TRAINSCOPE_MASTER_PORT",
+                    port));
+  return port + 1;
+}
+
 }  // namespace
 
 std::unique_ptr<Bootstrap> makeTcpBootstrap(const TcpBootstrapConfig& cfg) { return std::make_unique<TcpBootstrap>(cfg); }
@@ -246,7 +262,7 @@ std::unique_ptr<Bootstrap> makeTcpBootstrapFromEnv() {
     const char* addr = std::getenv("MASTER_ADDR");
     if (!addr || !*addr) throw LocalUsageError("the environment bootstrap needs MASTER_ADDR to be set");
     cfg.masterAddr = addr;
-    cfg.masterPort = envInt("MASTER_PORT", true, 0);
+    cfg.masterPort = bootstrapPort();
   }
   cfg.connectTimeoutS = envSeconds("TRAINSCOPE_BOOTSTRAP_TIMEOUT", cfg.connectTimeoutS);
   const JobToken token = jobTokenFromEnvironment();

@@ -59,7 +59,10 @@ std::unique_ptr<Communicator> makeCommunicator(const CommunicatorOptions& opts, 
   if (opts.gpusPerProcess != 1) throw UsageError("--gpus-per-process applies to --backend nccl only");
 #ifdef TRAINSCOPE_HAVE_MPI
   if (boot.kind() != "mpi")
-    throw UsageError("--backend mpi needs the MPI bootstrap (launch with mpirun, or leave --bootstrap at auto)");
+    throw UsageError(fmt::format(
+        "the processes met through the {} bootstrap, but the MPI backend (the CPU's) needs them started by an MPI launcher: use "
+        "mpirun or srun --mpi=pmix (RANK/WORLD_SIZE serve the NCCL backend on GPUs)",
+        boot.kind()));
   return std::make_unique<MpiCommunicator>();
 #else
   throw UsageError("--backend mpi: this trainscope was built without MPI");

@@ -9,6 +9,7 @@
 #include "base/json_text.h"
 #include "bench/session/inventory.h"
 #include "comm/bootstrap.h"
+#include "comm/launcher.h"
 #include "trainscope/build_info.h"
 
 namespace ts {
@@ -24,6 +25,21 @@ std::string isoTimeNow() {
   return fmt::format("{}.{:03d}Z", buf, static_cast<int>(ms));
 }
 
+namespace {
+
+// Who started the run and how its tasks landed: a cluster result names its Slurm job and nodes.
+nlohmann::json launcherJson(const Launch& l, const nlohmann::json& ranksByHost) {
+  auto orNull = [](const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); };
+  return {{"kind", std::string(launcherName(l.launcher))},
+          {"job_id", orNull(l.jobId)},
+          {"nodes", orNull(l.nodes)},
+          {"tasks", l.size > 0 ? nlohmann::json(l.size) : nlohmann::json(nullptr)},
+          {"tasks_per_node", orNull(l.tasksPerNode)},
+          {"ranks_by_host", ranksByHost}};
+}
+
+}  // namespace
+
 nlohmann::json makeRunMetadata(Bootstrap& boot, const std::string& subcommand, const std::vector<std::string>& argv,
                                const nlohmann::json& config) {
   const std::string started = isoTimeNow();
@@ -35,9 +51,12 @@ nlohmann::json makeRunMetadata(Bootstrap& boot, const std::string& subcommand, c
   }
   nlohmann::json hosts = nlohmann::json::array();
   std::set<std::string> seen, names;
+  nlohmann::json ranksByHost = nlohmann::json::object();  // the task layout as it came out: host -> its ranks
+  int rank = 0;
   for (const auto& s : boot.allGatherStrings(jsonText(mine))) {
     const auto p = nlohmann::json::parse(s);
     names.insert(p["host"].get<std::string>());
+    ranksByHost[p["host"].get<std::string>()].push_back(rank++);
     if (p.contains("inventory") && seen.insert(p["host"].get<std::string>()).second) hosts.push_back(p["inventory"]);
   }
   return {{"tool", {{"name", "trainscope"}, {"version", build::kVersion}, {"git_commit", build::kGitCommit}}},
@@ -48,6 +67,7 @@ nlohmann::json makeRunMetadata(Bootstrap& boot, const std::string& subcommand, c
           {"ended_at", nullptr},
           {"hosts", hosts},
           {"world", {{"processes", boot.size()}, {"hosts", names.size()}, {"bootstrap", boot.kind()}}},
+          {"launcher", launcherJson(detectLaunch(), ranksByHost)},
           {"layouts", nlohmann::json::array()},
           {"environment", collectEnvironment()}};
 }

@@ -1,0 +1,116 @@
+#include "comm/launcher.h"
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+
+namespace ts {
+namespace {
+
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return (v && *v) ? v : nullptr;
+}
+
+std::string envString(const char* name) {
+  const char* v = env(name);
+  return v ? v : "";
+}
+
+// A whole number in [lo, INT_MAX], or `fallback` when unset; LocalUsageError naming the variable otherwise.
+int envWhole(const char* name, int fallback, int lo = 0) {
+  const char* v = env(name);
+  if (!v) return fallback;
+  char* end = nullptr;
+  errno = 0;
+  const long x = std::strtol(v, &end, 10);
+  if (end == v || *end != '\0' || errno == ERANGE || x < lo || x > INT_MAX)
+    throw LocalUsageError(fmt::format("{}='{}' is not a whole number of at least {}", name, v, lo));
+  return static_cast<int>(x);
+}
+
+// RANK, WORLD_SIZE and LOCAL_RANK as far as they are whole numbers: the environment bootstrap checks them with
+// its own messages (comm/bootstrap_tcp.cpp), so here a bad one only means "not known".
+int lenientWhole(const char* name, int fallback) {
+  const char* v = env(name);
+  if (!v) return fallback;
+  char* end = nullptr;
+  errno = 0;
+  const long x = std::strtol(v, &end, 10);
+  return (end == v || *end != '\0' || errno == ERANGE || x < 0 || x > INT_MAX) ? fallback : static_cast<int>(x);
+}
+
+// The launcher, by the variables only it sets, most specific first: Open MPI's mpirun sets its own and may run
+// inside a Slurm allocation; srun sets PMIX_RANK only with --mpi=pmix; torchrun sets RANK and WORLD_SIZE too.
+Launch fromVariables() {
+  Launch l;
+  if (env("OMPI_COMM_WORLD_SIZE")) {
+    l.launcher = Launcher::kMpirun;
+    l.rank = envWhole("OMPI_COMM_WORLD_RANK", 0);
+    l.size = envWhole("OMPI_COMM_WORLD_SIZE", 1, 1);
+    l.localRank = envWhole("OMPI_COMM_WORLD_LOCAL_RANK", -1);
+    l.mpiWired = true;
+    l.jobId = envString("OMPI_MCA_ess_base_jobid");
+  } else if (env("PMIX_RANK") || env("PMI_RANK") || env("PMI_SIZE") || env("MPI_LOCALNRANKS")) {
+    l.launcher = Launcher::kPmi;
+    l.rank = envWhole(env("PMIX_RANK") ? "PMIX_RANK" : "PMI_RANK", 0);
+    // PMIx exports no size: a Slurm step's task count, or PMI's, when there is one.
+    l.size = envWhole("SLURM_STEP_NUM_TASKS", envWhole("PMI_SIZE", 0, 1), 1);
+    l.localRank = envWhole("SLURM_LOCALID", envWhole("MPI_LOCALRANKID", -1));
+    l.mpiWired = true;
+    l.jobId = envString("PMIX_NAMESPACE");
+  } else if (env("SLURM_STEP_NUM_TASKS") && env("SLURM_PROCID")) {
+    // A step of srun (the batch script itself has SLURM_JOB_ID and SLURM_NTASKS but is no step of N tasks).
+    l.launcher = Launcher::kSrun;
+    l.rank = envWhole("SLURM_PROCID", 0);
+    l.size = envWhole("SLURM_STEP_NUM_TASKS", 1, 1);
+    l.localRank = envWhole("SLURM_LOCALID", -1);
+  } else if (env("RANK") || env("WORLD_SIZE")) {
+    l.launcher = env("TORCHELASTIC_RUN_ID") ? Launcher::kTorchrun : Launcher::kEnv;
+    l.rank = lenientWhole("RANK", 0);
+    l.size = lenientWhole("WORLD_SIZE", 0);
+    l.localRank = lenientWhole("LOCAL_RANK", -1);
+    if (l.launcher == Launcher::kTorchrun) l.jobId = envString("TORCHELASTIC_RUN_ID");
+  }
+  if (const char* job = env("SLURM_JOB_ID")) {
+    l.jobId = job;
+    l.nodes = envString("SLURM_JOB_NODELIST");
+    l.tasksPerNode = envString("SLURM_TASKS_PER_NODE");
+  }
+  return l;
+}
+
+}  // namespace
+
+std::string_view launcherName(Launcher l) {
+  switch (l) {
+    case Launcher::kNone:
+      return "none";
+    case Launcher::kMpirun:
+      return "mpirun";
+    case Launcher::kPmi:
+      return "pmi";
+    case Launcher::kSrun:
+      return "srun";
+    case Launcher::kTorchrun:
+      return "torchrun";
+    case Launcher::kEnv:
+      return "env";
+  }
+  return "none";
+}
+
+Launch detectLaunch() {
+  const Launch l = fromVariables();
+  const bool checkedByTheEnvBootstrap = l.launcher == Launcher::kEnv || l.launcher == Launcher::kTorchrun;
+  if (!checkedByTheEnvBootstrap && l.size > 0 && l.rank >= l.size)
+    throw LocalUsageError(fmt::format("started by {} as rank {} of a world of {}: the launcher's variables disagree",
+                                      launcherName(l.launcher), l.rank, l.size));
+  return l;
+}
+
+}  // namespace ts

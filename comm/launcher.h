@@ -1,0 +1,34 @@
+#pragma once
+// Who started this process, and the world it meant, read from the environment before any bootstrap: a
+// process must never run as a world of 1 when its launcher started N (a plain srun without PMIx, two processes
+// with torchrun's variables and the MPI backend, an MPI singleton), and every result says how it was launched.
+//   mpirun   — Open MPI's mpirun/mpiexec (OMPI_COMM_WORLD_*; inside a Slurm allocation too);
+//   pmi      — another MPI launcher that MPI_Init can read (PMIX_RANK, PMI_RANK/PMI_SIZE: srun --mpi=pmix, hydra);
+//   srun     — a Slurm step (SLURM_STEP_NUM_TASKS, SLURM_PROCID) with no PMI for MPI to read;
+//   torchrun — torch.distributed.run / torchelastic (TORCHELASTIC_RUN_ID, RANK, WORLD_SIZE, LOCAL_RANK);
+//   env      — RANK and WORLD_SIZE set by hand or by a Kubernetes operator;
+//   none     — a plain process.
+#include <string>
+#include <string_view>
+
+namespace ts {
+
+enum class Launcher { kNone, kMpirun, kPmi, kSrun, kTorchrun, kEnv };
+
+std::string_view launcherName(Launcher l);
+
+struct Launch {
+  Launcher launcher = Launcher::kNone;
+  int rank = 0;
+  int size = 1;  // the processes the launcher started; 0 when it does not say (PMIx alone)
+  int localRank = -1;
+  bool mpiWired = false;     // MPI_Init will find the world (the launcher set up Open MPI's or PMI's variables)
+  std::string jobId;         // SLURM_JOB_ID, else the MPI launcher's or torchrun's job id ("" when none)
+  std::string nodes;         // SLURM_JOB_NODELIST ("" outside Slurm)
+  std::string tasksPerNode;  // SLURM_TASKS_PER_NODE, e.g. "2(x2)" ("" outside Slurm)
+};
+
+// LocalUsageError (one line naming the variable) for a value that is not a whole number or a rank outside its world.
+Launch detectLaunch();
+
+}  // namespace ts
