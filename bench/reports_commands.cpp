@@ -13,22 +13,19 @@
 
 #include "base/error.h"
 #include "bench/commands.h"
+#include "bench/session/data_home.h"
 #include "trainscope/build_info.h"
 
 namespace ts {
 namespace {
 namespace fs = std::filesystem;
 
-// Where the `reports` package lives: $TRAINSCOPE_HOME, the source tree this binary was built from, or
-// the installed data directory (cmake --install).
+// Where the `reports` package lives (bench/session/data_home.h).
 std::string reportsHome() {
-  for (const char* candidate :
-       {static_cast<const char*>(std::getenv("TRAINSCOPE_HOME")), build::kSourceDir, build::kInstallDataDir}) {
-    if (candidate && *candidate && fs::exists(fs::path(candidate) / "reports" / "__main__.py")) return candidate;
-  }
+  if (const auto home = dataHome()) return home->string();
   throw UsageError(
       fmt::format("cannot find the reports tool: set TRAINSCOPE_HOME to the directory that holds reports/ (looked in {})",
-                  build::kSourceDir));
+                  dataHomeCandidates()));
 }
 
 // The first python3 that can import what the tool needs (Debian's /usr/bin/python3 before a pyenv one).

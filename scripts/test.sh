@@ -7,8 +7,9 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 "$TS_ROOT/scripts/setup.sh"
-# What only the tests need: pytest, hypothesis (property tests of the readers), and Chromium to open the HTML report headless.
-ts_apt_install python3-pytest python3-hypothesis chromium fonts-dejavu-core
+# What only the tests need: pytest, hypothesis (property tests of the readers), Chromium to open the HTML report headless,
+# and dpkg-dev (dpkg-shlibdeps) to build the Debian package.
+ts_apt_install python3-pytest python3-hypothesis chromium fonts-dejavu-core dpkg-dev
 ts_mpi_env
 cd "$TS_ROOT"
 

@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "base/user_paths.h"
 #include "bench/commands.h"
+#include "bench/session/data_home.h"
 #include "bench/session/inventory.h"
 #include "bench/session/run_metadata.h"
 #include "bench/session/run_session.h"
@@ -41,11 +42,12 @@ int writeReport(const std::string& self, const std::string& json, const std::str
 Action addSuiteOptions(CLI::App& app) {
   auto args = std::make_shared<SuiteArgs>();
   CLI::App* sub = &app;
-  sub->add_option("file", args->file, "The suite file")->required();
+  sub->add_option("file", args->file, "The suite file, or the name of a shipped suite (quick, ci, cluster)")->required();
   sub->add_option("--json", args->jsonPath, "The result document (default: results/<suite>-<host>-<UTC time>.json)");
   sub->add_option("--report", args->reportDir, "Also write the HTML report of the run into this directory");
   sub->add_flag("--check-only", args->checkOnly, "Check the suite file and list its steps; run nothing");
   return [args](const std::vector<std::string>& argv) -> int {
+    args->file = resolveSuite(args->file);
     const Suite suite = loadSuite(args->file);  // everything checked before anything runs
     if (!args->reportDir.empty()) checkOutputDirectory("--report", args->reportDir);
     if (args->checkOnly) {
