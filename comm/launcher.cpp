@@ -86,24 +86,6 @@ Launch fromVariables() {
 
 }  // namespace
 
-std::string_view launcherName(Launcher l) {
-  switch (l) {
-    case Launcher::kNone:
-      return "none";
-    case Launcher::kMpirun:
-      return "mpirun";
-    case Launcher::kPmi:
-      return "pmi";
-    case Launcher::kSrun:
-      return "srun";
-    case Launcher::kTorchrun:
-      return "torchrun";
-    case Launcher::kEnv:
-      return "env";
-  }
-  return "none";
-}
-
 Launch detectLaunch() {
   const Launch l = fromVariables();
   const bool checkedByTheEnvBootstrap = l.launcher == Launcher::kEnv || l.launcher == Launcher::kTorchrun;

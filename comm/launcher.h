@@ -11,11 +11,20 @@
 #include <string>
 #include <string_view>
 
+#include "base/enum_names.h"
+
 namespace ts {
 
 enum class Launcher { kNone, kMpirun, kPmi, kSrun, kTorchrun, kEnv };
 
-std::string_view launcherName(Launcher l);
+template <>
+struct EnumNames<Launcher> {  // as the result schema's run.launcher.kind names them
+  static constexpr std::pair<std::string_view, Launcher> kNames[] = {
+      {"none", Launcher::kNone}, {"mpirun", Launcher::kMpirun},     {"pmi", Launcher::kPmi},
+      {"srun", Launcher::kSrun}, {"torchrun", Launcher::kTorchrun}, {"env", Launcher::kEnv}};
+};
+
+inline std::string_view launcherName(Launcher l) { return nameOf(l); }
 
 struct Launch {
   Launcher launcher = Launcher::kNone;
