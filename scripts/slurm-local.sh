@@ -107,8 +107,8 @@ start() {
   # -c: a fresh controller, no jobs left over from an earlier run.
   alive "$DIR/slurmctld.pid" || slurmctld -c -f "$CONF" || die "slurmctld did not start; see $DIR/slurmctld.log"
   alive "$DIR/slurmd.pid" || slurmd -f "$CONF" || die "slurmd did not start; see $DIR/slurmd.log"
-  local i state=""
-  for i in $(seq 1 60); do
+  local state=""
+  for _ in $(seq 1 60); do
     state="$(node_state)"
     case "$state" in
       idle | mixed | allocated) echo "export SLURM_CONF=$CONF"; return 0 ;;
@@ -119,27 +119,27 @@ start() {
   die "node $NODE is not idle after 30 s (state: ${state:-no answer}); see $DIR/slurmctld.log and $DIR/slurmd.log"
 }
 
-stop_pid() {
-  local f="$1" i
-  alive "$f" || { rm -f "$f"; return 0; }
-  local pid
-  pid="$(cat "$f")"
-  kill "$pid" 2>/dev/null || true
-  for i in $(seq 1 50); do
-    kill -0 "$pid" 2>/dev/null || { rm -f "$f"; return 0; }
+# Stops the daemons of these pid files together (each takes about 2 s to exit), SIGKILL after 5 s.
+stop_pids() {
+  local f p pids=() left
+  for f in "$@"; do
+    if alive "$f"; then pids+=("$(cat "$f")"); kill "$(cat "$f")" 2>/dev/null || true; fi
+  done
+  for _ in $(seq 1 50); do
+    left=0
+    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && left=1; done
+    [ "$left" = 0 ] && break
     sleep 0.1
   done
-  kill -9 "$pid" 2>/dev/null || true
-  rm -f "$f"
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  rm -f "$@"
 }
 
 stop() {
   [ -d "$DIR" ] || return 0
   # Jobs first, so that no step outlives its slurmd.
-  alive "$DIR/slurmctld.pid" && scancel --quiet --full --user=root >/dev/null 2>&1 || true
-  stop_pid "$DIR/slurmd.pid"
-  stop_pid "$DIR/slurmctld.pid"
-  stop_pid "$DIR/munge/munged.pid"
+  if alive "$DIR/slurmctld.pid"; then scancel --quiet --user=root >/dev/null 2>&1 || true; fi
+  stop_pids "$DIR/slurmd.pid" "$DIR/slurmctld.pid" "$DIR/munge/munged.pid"
   # Only what this script made: the state directory's known contents, then the directory if it is empty.
   rm -rf "$DIR/ctld" "$DIR/slurmd" "$DIR/munge" "$CONF" "$DIR"/slurmctld.log "$DIR"/slurmd.log
   rmdir "$DIR" 2>/dev/null || true

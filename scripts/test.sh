@@ -7,8 +7,10 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 "$TS_ROOT/scripts/setup.sh"
-# What only the tests need: pytest, hypothesis (property tests of the readers), and Chromium to open the HTML report headless.
-ts_apt_install python3-pytest python3-hypothesis chromium fonts-dejavu-core
+# What only the tests need: pytest, hypothesis (property tests of the readers), Chromium to open the HTML report headless,
+# and a real Slurm (slurm-wlm: slurmctld, slurmd, slurm-client with sbatch/srun; munge) that
+# tests/integration/test_slurm.py starts on this machine with scripts/slurm-local.sh.
+ts_apt_install python3-pytest python3-hypothesis chromium fonts-dejavu-core slurm-wlm munge
 ts_mpi_env
 cd "$TS_ROOT"
 
