@@ -75,13 +75,11 @@ def job_state(slurm, job_id):
     return fields.get("JobState", "?"), fields.get("ExitCode", "?")
 
 
-@pytest.fixture(scope="module")
-def job(slurm, tmp_path_factory):
+def submit(slurm, work, extra_env=None):
     """The shipped batch script, submitted and waited for: (job id, job state, exit code, results dir, job output).
     Not `sbatch --wait`: that polls at 2, 10 and 42 s, so a 10 s job would cost 42."""
-    work = tmp_path_factory.mktemp("sbatch")
     results = work / "results"
-    env = dict(slurm, TRAINSCOPE=trainscope_path())
+    env = dict(slurm, TRAINSCOPE=trainscope_path(), **(extra_env or {}))
     cmd = ["sbatch", "--parsable", "--time=5", f"--output={work}/job.out", str(SBATCH), str(results)]
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=work, timeout=60)
     job_id = r.stdout.strip().split(";")[0]
@@ -94,6 +92,11 @@ def job(slurm, tmp_path_factory):
         time.sleep(0.5)
     log = (work / "job.out").read_text(errors="replace") if (work / "job.out").exists() else "(no job output)"
     return job_id, state[0], state[1], results, log
+
+
+@pytest.fixture(scope="module")
+def job(slurm, tmp_path_factory):
+    return submit(slurm, tmp_path_factory.mktemp("sbatch"))
 
 
 def load(results, name):
@@ -120,15 +123,16 @@ def test_the_sbatch_example_runs_a_checked_sweep_and_a_train_over_2_tasks(job, v
 
 
 def test_the_result_carries_the_slurm_job(job):
-    """run.launcher: which launcher started the run and, under Slurm, the job, its nodes and its task layout."""
+    """run.launcher: which launcher started the run (srun --mpi=pmix sets up PMIx: "pmi") and, under Slurm, the
+    job, its nodes and its task layout."""
     job_id, state, exit_code, results, log = job
     assert (state, exit_code) == ("COMPLETED", "0:0"), log[-3000:]
+    host = socket.gethostname().split(".")[0]
     for name in ("collectives.json", "train.json"):
         launcher = load(results, name)["run"].get("launcher")
         assert launcher is not None, f"{name}: no run.launcher"
-        assert launcher["kind"] == "slurm" and launcher["job_id"] == job_id, launcher
-        assert launcher["tasks"] == 2 and launcher["tasks_per_node"] == "2", launcher
-        assert launcher["nodes"] == socket.gethostname().split(".")[0], launcher
+        assert launcher == {"kind": "pmi", "job_id": job_id, "nodes": host, "tasks": 2, "tasks_per_node": "2",
+                            "ranks_by_host": {socket.gethostname(): [0, 1]}}, launcher
 
 
 SWEEP = ["collectives", "--ops", "all_reduce", "-b", "1K", "-e", "4K", "-n", "2", "-w", "1"]
@@ -151,22 +155,28 @@ def test_srun_pmix_launches_one_mpi_world_directly(slurm, tmp_path, validate):
     assert all(rec["ranks"] == 2 and rec["check"]["passed"] for rec in measurements(doc))
 
 
-def never_two_one_rank_worlds(r, out):
-    """Whatever trainscope does about a launch without PMIx (refuse it, or meet another way), it must not run
-    two separate 1-rank worlds that each report success."""
-    if r.returncode == 0 or out.exists():
-        world = json.loads(out.read_text())["run"]["world"] if out.exists() else None
-        assert world and world["processes"] == 2, (
-            f"srun -n 2 --mpi=none: exit {r.returncode}, result world {world}: the tasks ran apart, each a world of its own")
+@pytest.mark.parametrize("args", [SWEEP, TRAIN], ids=["collectives", "train"])
+def test_srun_without_pmix_stops_every_task_with_one_line(slurm, tmp_path, args):
+    """Without PMIx the tasks cannot meet through MPI: never two separate 1-rank worlds that each report success
+    (train on the CPU once did just that), but one line on every task, before any work."""
+    r, out = srun(slurm, "none", tmp_path, args)
+    assert r.returncode == 2 and not out.exists(), r.stdout[-2000:] + r.stderr[-2000:]
+    line = ("trainscope: error: started by srun as 2 tasks, but srun set up no PMIx or PMI for MPI to find the others: "
+            "launch with srun --mpi=pmix, or with mpirun inside the allocation")
+    assert r.stderr.count(line) == 2, r.stderr[-3000:]
 
 
-def test_srun_without_pmix_collectives_are_never_two_silent_one_rank_worlds(slurm, tmp_path):
-    """Open MPI refuses the direct launch without PMIx ("OMPI was not built with SLURM's PMI support"): every
-    task exits 1."""
-    never_two_one_rank_worlds(*srun(slurm, "none", tmp_path, SWEEP))
-
-
-def test_srun_without_pmix_train_is_never_two_silent_one_rank_worlds(slurm, tmp_path):
-    """train on the CPU starts MPI only when it sees an MPI launcher (PMIX_RANK, PMI_SIZE, ...), which srun
-    --mpi=none does not set: each task trains alone, until launch detection counts SLURM_NTASKS."""
-    never_two_one_rank_worlds(*srun(slurm, "none", tmp_path, TRAIN))
+def test_the_sbatch_example_with_mpirun_inside_the_allocation(slurm, tmp_path, validate):
+    """TRAINSCOPE_LAUNCHER=mpirun, for a Slurm without PMIx: mpirun finds the allocation's 2 slots by itself."""
+    job_id, state, exit_code, results, log = submit(slurm, tmp_path, {
+        "TRAINSCOPE_LAUNCHER": "mpirun", "TRAINSCOPE_COLLECTIVES_ARGS": " ".join(SWEEP[1:]),
+        "TRAINSCOPE_TRAIN_ARGS": " ".join(TRAIN[1:])})
+    assert (state, exit_code) == ("COMPLETED", "0:0"), log[-3000:]
+    for name in ("collectives.json", "train.json"):
+        doc = load(results, name)
+        validate(doc)
+        assert doc["run"]["world"]["processes"] == 2, doc["run"]["world"]
+        launcher = doc["run"]["launcher"]
+        assert (launcher["kind"], launcher["job_id"], launcher["tasks"]) == ("mpirun", job_id, 2), launcher
+    assert all(r["ranks"] == 2 and r["check"]["passed"] for r in measurements(load(results, "collectives.json")))
+    assert json.loads((results / "slurm-job.json").read_text())["launcher"] == "mpirun"
