@@ -8,8 +8,9 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 "$TS_ROOT/scripts/setup.sh"
 # What only the tests need: pytest, hypothesis (property tests of the readers), Chromium to open the HTML report headless,
-# and dpkg-dev (dpkg-shlibdeps) to build the Debian package.
-ts_apt_install python3-pytest python3-hypothesis chromium fonts-dejavu-core dpkg-dev
+# dpkg-dev (dpkg-shlibdeps) to build the Debian package, and a real Slurm (slurm-wlm: slurmctld, slurmd, slurm-client
+# with sbatch/srun; munge) that tests/integration/test_slurm.py starts on this machine with scripts/slurm-local.sh.
+ts_apt_install python3-pytest python3-hypothesis chromium fonts-dejavu-core dpkg-dev slurm-wlm munge
 ts_mpi_env
 cd "$TS_ROOT"
 
