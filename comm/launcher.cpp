@@ -56,7 +56,7 @@ Launch fromVariables() {
     l.mpiWired = true;
     l.jobId = envString("OMPI_MCA_ess_base_jobid");
   } else if (env("PMIX_RANK") || env("PMI_RANK") || env("PMI_SIZE") || env("MPI_LOCALNRANKS")) {
-    l.launcher = Launcher::kPmi;
+    l.launcher = env("SLURM_STEP_NUM_TASKS") ? Launcher::kSrun : Launcher::kPmi;  // srun --mpi=pmix is srun
     l.rank = envWhole(env("PMIX_RANK") ? "PMIX_RANK" : "PMI_RANK", 0);
     // PMIx exports no size: a Slurm step's task count, or PMI's, when there is one.
     l.size = envWhole("SLURM_STEP_NUM_TASKS", envWhole("PMI_SIZE", 0, 1), 1);

@@ -3,8 +3,9 @@
 // process must never run as a world of 1 when its launcher started N (a plain srun without PMIx, two processes
 // with torchrun's variables and the MPI backend, an MPI singleton), and every result says how it was launched.
 //   mpirun   — Open MPI's mpirun/mpiexec (OMPI_COMM_WORLD_*; inside a Slurm allocation too);
-//   pmi      — another MPI launcher that MPI_Init can read (PMIX_RANK, PMI_RANK/PMI_SIZE: srun --mpi=pmix, hydra);
-//   srun     — a Slurm step (SLURM_STEP_NUM_TASKS, SLURM_PROCID) with no PMI for MPI to read;
+//   srun     — a Slurm step (SLURM_STEP_NUM_TASKS, SLURM_PROCID): with PMIx/PMI for MPI (srun --mpi=pmix), or
+//              without, which MPI cannot run as one world;
+//   pmi      — another MPI launcher that MPI_Init can read (PMIX_RANK, PMI_RANK/PMI_SIZE: MPICH's hydra);
 //   torchrun — torch.distributed.run / torchelastic (TORCHELASTIC_RUN_ID, RANK, WORLD_SIZE, LOCAL_RANK);
 //   env      — RANK and WORLD_SIZE set by hand or by a Kubernetes operator;
 //   none     — a plain process.

@@ -123,7 +123,7 @@ def test_the_sbatch_example_runs_a_checked_sweep_and_a_train_over_2_tasks(job, v
 
 
 def test_the_result_carries_the_slurm_job(job):
-    """run.launcher: which launcher started the run (srun --mpi=pmix sets up PMIx: "pmi") and, under Slurm, the
+    """run.launcher: which launcher started the run (srun, with PMIx set up for MPI by --mpi=pmix) and, under Slurm, the
     job, its nodes and its task layout."""
     job_id, state, exit_code, results, log = job
     assert (state, exit_code) == ("COMPLETED", "0:0"), log[-3000:]
@@ -131,7 +131,7 @@ def test_the_result_carries_the_slurm_job(job):
     for name in ("collectives.json", "train.json"):
         launcher = load(results, name)["run"].get("launcher")
         assert launcher is not None, f"{name}: no run.launcher"
-        assert launcher == {"kind": "pmi", "job_id": job_id, "nodes": host, "tasks": 2, "tasks_per_node": "2",
+        assert launcher == {"kind": "srun", "job_id": job_id, "nodes": host, "tasks": 2, "tasks_per_node": "2",
                             "ranks_by_host": {socket.gethostname(): [0, 1]}}, launcher
 
 
