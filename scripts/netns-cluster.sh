@@ -20,7 +20,8 @@ usage: $0 up N [--shape HOST=RATE]... | down | hostfile [SLOTS] | exec HOST CMD.
   down          remove every namespace, link and file of the cluster (nothing there: no error)
   hostfile      print an Open MPI hostfile (SLOTS per host, default 1)
   exec H CMD    run CMD on host H (its network, hostname and /etc/hosts)
-  launch CMD    run CMD in the launcher's namespace ($P-head), e.g. mpirun with scripts/netns-rsh
+  launch CMD    run CMD in the launcher's namespace ($P-head) with Open MPI set for the cluster
+                (OMPI_MCA_*: scripts/netns-rsh, the hostfile, TCP on the bridge), e.g. mpirun -np 4 ...
   link H up|down  set host H's link up or down (from the bridge side, as a pulled cable)
 EOF
   exit 2
@@ -36,18 +37,21 @@ die() {
   exit 1
 }
 
-hosts() { [ -f "$STATE/hosts" ] && cat "$STATE/hosts" || true; }
+hosts() { cat "$STATE/hosts" 2>/dev/null || true; }
 
-# Runs "$@" inside namespace $1 with its hostname and /etc/hosts.
-in_ns() {
+# Runs "$@" in namespace $1 with its hostname and /etc/hosts, in this process's place (ip netns exec and
+# nsenter exec too): a signal to the script reaches the command.
+exec_in_ns() {
   local ns="$1"
   shift
-  ip netns exec "$ns" nsenter --uts="$STATE/$ns.uts" "$@"
+  exec ip netns exec "$ns" nsenter --uts="$STATE/$ns.uts" "$@"
 }
 
 down() {
   local ns
   for ns in $(hosts) "$HEAD"; do
+    # What still runs there (an orted whose mpirun lost it when a link went down) goes with the host.
+    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
     ip netns del "$ns" 2>/dev/null || true  # takes its veth ends (and their peers) with it
     rm -rf "/etc/netns/$ns"
   done
@@ -122,6 +126,7 @@ $NET.1 $HEAD"
       ip netns exec "$HEAD" tc qdisc add dev "h$i" root tbf rate "${shape[$ns]}" burst 32kb latency 100ms
     fi
   done
+  sed 's/$/ slots=1/' "$STATE/hosts" >"$STATE/hostfile"
   trap - ERR
   # Every host answers the launcher before anyone starts MPI on them: a TCP connection to a closed port is
   # refused at once by a reachable host (no ping needed: iputils-ping may be missing).
@@ -165,12 +170,26 @@ case "$cmd" in
     h="$1"
     shift
     [ "$h" = "$HEAD" ] || host_index "$h" >/dev/null
-    in_ns "$h" "$@"
+    exec_in_ns "$h" "$@"
     ;;
   launch)
     [ $# -ge 1 ] || usage
     [ -e "$STATE/$HEAD.uts" ] || die "no cluster: run '$0 up N' first"
-    in_ns "$HEAD" "$@"
+    # Open MPI's settings for the cluster, as environment (so that commands which start mpirun themselves,
+    # `scale` and `collectives --transports`, inherit them): the rsh agent, the hosts, TCP only on the
+    # bridge's subnet, and ranks that yield when idle (many hosts share few cores). A value already set wins.
+    export TS_NETNS_PREFIX="$P"
+    export OMPI_MCA_plm_rsh_agent="${OMPI_MCA_plm_rsh_agent:-$(cd "$(dirname "$0")" && pwd)/netns-rsh}"
+    export OMPI_MCA_orte_default_hostfile="${OMPI_MCA_orte_default_hostfile:-$STATE/hostfile}"
+    export OMPI_MCA_btl_tcp_if_include="${OMPI_MCA_btl_tcp_if_include:-$NET.0/24}"
+    export OMPI_MCA_oob_tcp_if_include="${OMPI_MCA_oob_tcp_if_include:-$NET.0/24}"
+    export OMPI_MCA_mpi_yield_when_idle="${OMPI_MCA_mpi_yield_when_idle:-1}"
+    # mpirun notices a lost host's daemon through TCP keepalives on its idle connection: after 300 + 9 x 20 s
+    # by default, here after about 2 + 3 x 1 s (a host whose link goes down ends the job in seconds).
+    export OMPI_MCA_oob_tcp_keepalive_time="${OMPI_MCA_oob_tcp_keepalive_time:-2}"
+    export OMPI_MCA_oob_tcp_keepalive_intvl="${OMPI_MCA_oob_tcp_keepalive_intvl:-1}"
+    export OMPI_MCA_oob_tcp_keepalive_probes="${OMPI_MCA_oob_tcp_keepalive_probes:-3}"
+    exec_in_ns "$HEAD" "$@"
     ;;
   link)
     [ $# -eq 2 ] && { [ "$2" = up ] || [ "$2" = down ]; } || usage
