@@ -14,7 +14,8 @@ set -euo pipefail
 
 usage() {
   cat >&2 <<EOF
-usage: $0 up N [--shape HOST=RATE]... | down | hostfile [SLOTS] | exec HOST CMD... | launch CMD... | status
+usage: $0 up N [--shape HOST=RATE]... | down | hostfile [SLOTS] | exec HOST CMD... | launch CMD...
+       | shape HOST RATE|off | link HOST up|down | status
   up N          create hosts $P-h1..$P-hN (again: tears the old cluster down first)
   --shape H=R   cap host H's link at rate R both ways (tc tbf; e.g. $P-h4=20mbit)
   down          remove every namespace, link and file of the cluster (nothing there: no error)
@@ -22,6 +23,7 @@ usage: $0 up N [--shape HOST=RATE]... | down | hostfile [SLOTS] | exec HOST CMD.
   exec H CMD    run CMD on host H (its network, hostname and /etc/hosts)
   launch CMD    run CMD in the launcher's namespace ($P-head) with Open MPI set for the cluster
                 (OMPI_MCA_*: scripts/netns-rsh, the hostfile, TCP on the bridge), e.g. mpirun -np 4 ...
+  shape H R|off cap host H's link at rate R both ways, or lift the cap
   link H up|down  set host H's link up or down (from the bridge side, as a pulled cable)
 EOF
   exit 2
@@ -68,6 +70,19 @@ down() {
 make_uts() {
   touch "$STATE/$1.uts"
   unshare --uts="$STATE/$1.uts" hostname "$1"
+}
+
+# Caps host $1's (its index) link at rate $2 both ways, or lifts the cap ("off"). tbf shapes what leaves an
+# interface: eth0 caps what the host sends, h<I> what it receives. A burst of 32 KB keeps short messages
+# quick; the queue holds 100 ms before it drops (TCP backs off).
+shape() {
+  local dev
+  for dev in "$P-h$1 eth0" "$HEAD h$1"; do
+    read -r ns ifname <<<"$dev"
+    ip -n "$ns" link show "$ifname" >/dev/null
+    tc -n "$ns" qdisc del dev "$ifname" root 2>/dev/null || true
+    [ "$2" = off ] || tc -n "$ns" qdisc add dev "$ifname" root tbf rate "$2" burst 32kb latency 100ms
+  done
 }
 
 up() {
@@ -119,12 +134,7 @@ $NET.1 $HEAD"
     ip -n "$ns" link set lo up
     ip -n "$ns" addr add "$NET.$((10 + i))/24" dev eth0
     ip -n "$ns" link set eth0 up
-    if [ -n "${shape[$ns]:-}" ]; then
-      # tbf shapes what leaves an interface: eth0 caps what the host sends, h<I> what it receives. A burst of
-      # 32 KB keeps short messages quick; the queue holds 100 ms before it drops (TCP backs off).
-      ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "${shape[$ns]}" burst 32kb latency 100ms
-      ip netns exec "$HEAD" tc qdisc add dev "h$i" root tbf rate "${shape[$ns]}" burst 32kb latency 100ms
-    fi
+    [ -z "${shape[$ns]:-}" ] || shape "$i" "${shape[$ns]}"
   done
   sed 's/$/ slots=1/' "$STATE/hosts" >"$STATE/hostfile"
   trap - ERR
@@ -190,6 +200,11 @@ case "$cmd" in
     export OMPI_MCA_oob_tcp_keepalive_intvl="${OMPI_MCA_oob_tcp_keepalive_intvl:-1}"
     export OMPI_MCA_oob_tcp_keepalive_probes="${OMPI_MCA_oob_tcp_keepalive_probes:-3}"
     exec_in_ns "$HEAD" "$@"
+    ;;
+  shape)
+    [ $# -eq 2 ] || usage
+    i="$(host_index "$1")"
+    shape "$i" "$2"
     ;;
   link)
     [ $# -eq 2 ] && { [ "$2" = up ] || [ "$2" = down ]; } || usage
