@@ -7,8 +7,9 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 "$TS_ROOT/scripts/setup.sh"
-# What only the tests need: pytest, hypothesis (property tests of the readers), and Chromium to open the HTML report headless.
-ts_apt_install python3-pytest python3-hypothesis chromium fonts-dejavu-core
+# What only the tests need: pytest, hypothesis (property tests of the readers), Chromium to open the HTML report headless,
+# and iproute2 (ip, tc) for the cluster of network namespaces (tests/integration/test_netns_cluster.py).
+ts_apt_install python3-pytest python3-hypothesis chromium fonts-dejavu-core iproute2
 ts_mpi_env
 cd "$TS_ROOT"
 

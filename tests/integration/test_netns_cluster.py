@@ -118,6 +118,22 @@ def test_two_ranks_per_host_shared_memory_inside_tcp_between(hosts, tmp_path, va
     assert {(h, h) for h in hosts} <= pairs and len(pairs) == 8  # ranks 2i, 2i+1 share host i
 
 
+def test_transport_variant_over_four_hosts_of_two_ranks(hosts, tmp_path, validate):
+    """--transports re-launches itself under --launcher, which the launcher's environment carries to the cluster.
+    Only tcp here: the shm variant (btl self,vader) cannot cross hosts, and Open MPI's ranks then hang (see
+    docs/reliability.md)."""
+    out = tmp_path / "ab.json"
+    r = launch([trainscope_path(), "collectives", "--backend", "mpi", "--ops", "all_reduce", "-b", "1K", "-e", "16K", "-f", "4",
+                "-w", "1", "-n", "2", "--timeout", "30", "--transports", "tcp", "--launcher", "mpirun -np 8 --npernode 2",
+                "--json", out])
+    assert r.rc == 0, r.err
+    doc = json.loads(out.read_text())
+    validate(doc)
+    assert [h["hostname"] for h in doc["run"]["hosts"]] == hosts
+    recs = measurements(doc)
+    assert recs and all(x["transport"] == "tcp" and x["ranks"] == 8 and x["check"]["passed"] for x in recs)
+
+
 def collective_lines(path):
     """The collective records streamed so far (a line being written is not one yet)."""
     if not path.exists():
