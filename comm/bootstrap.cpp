@@ -104,7 +104,7 @@ void checkWorld(const Launch& launch, const Bootstrap& boot) {
                                     boot.kind() == "single" ? " (--bootstrap single runs one process: leave it at auto)" : ""));
 }
 
-std::unique_ptr<Bootstrap> create(BootstrapKind kind) {
+std::unique_ptr<Bootstrap> create(BootstrapKind kind, const Launch& launch) {
   switch (kind) {
     case BootstrapKind::kMpi:
 #ifdef TRAINSCOPE_HAVE_MPI
@@ -115,7 +115,7 @@ std::unique_ptr<Bootstrap> create(BootstrapKind kind) {
           "rebuild with MPI");
 #endif
     case BootstrapKind::kEnv:
-      return makeTcpBootstrapFromEnv();
+      return makeTcpBootstrapFromEnv(launch.launcher);
     case BootstrapKind::kSingle:
     case BootstrapKind::kAuto:
       break;
@@ -127,7 +127,7 @@ std::unique_ptr<Bootstrap> create(BootstrapKind kind) {
 
 std::unique_ptr<Bootstrap> makeBootstrap(BootstrapKind kind, bool wantMpi) {
   const Launch launch = detectLaunch();
-  std::unique_ptr<Bootstrap> boot = create(kind == BootstrapKind::kAuto ? chooseBootstrap(launch, wantMpi) : kind);
+  std::unique_ptr<Bootstrap> boot = create(kind == BootstrapKind::kAuto ? chooseBootstrap(launch, wantMpi) : kind, launch);
   checkWorld(launch, *boot);
   return boot;
 }

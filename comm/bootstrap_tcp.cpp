@@ -236,11 +236,11 @@ double envSeconds(const char* name, double fallback) {
 
 // Where process 0 listens: TRAINSCOPE_MASTER_PORT when set, else MASTER_PORT, except under torchrun, whose own
 // rendezvous store already holds MASTER_PORT on process 0's host: there, MASTER_PORT + 1 (documented in the README).
-int bootstrapPort() {
+int bootstrapPort(Launcher launcher) {
   if (std::getenv("TRAINSCOPE_MASTER_PORT") && *std::getenv("TRAINSCOPE_MASTER_PORT"))
     return envInt("TRAINSCOPE_MASTER_PORT", true, 0);
   const int port = envInt("MASTER_PORT", true, 0);
-  if (detectLaunch().launcher != Launcher::kTorchrun) return port;
+  if (launcher != Launcher::kTorchrun) return port;
   if (port >= 65535)
     throw LocalUsageError(
         fmt::format("under torchrun trainscope listens on MASTER_PORT + 1, and MASTER_PORT={} leaves no port "
@@ -253,7 +253,7 @@ int bootstrapPort() {
 
 std::unique_ptr<Bootstrap> makeTcpBootstrap(const TcpBootstrapConfig& cfg) { return std::make_unique<TcpBootstrap>(cfg); }
 
-std::unique_ptr<Bootstrap> makeTcpBootstrapFromEnv() {
+std::unique_ptr<Bootstrap> makeTcpBootstrapFromEnv(Launcher launcher) {
   TcpBootstrapConfig cfg;
   cfg.rank = envInt("RANK", true, 0);
   cfg.size = envInt("WORLD_SIZE", true, 1);
@@ -262,7 +262,7 @@ std::unique_ptr<Bootstrap> makeTcpBootstrapFromEnv() {
     const char* addr = std::getenv("MASTER_ADDR");
     if (!addr || !*addr) throw LocalUsageError("the environment bootstrap needs MASTER_ADDR to be set");
     cfg.masterAddr = addr;
-    cfg.masterPort = bootstrapPort();
+    cfg.masterPort = bootstrapPort(launcher);
   }
   cfg.connectTimeoutS = envSeconds("TRAINSCOPE_BOOTSTRAP_TIMEOUT", cfg.connectTimeoutS);
   const JobToken token = jobTokenFromEnvironment();

@@ -1,6 +1,7 @@
 #pragma once
 // The environment-variable bootstrap over TCP, for launchers without MPI (torchrun, Kubernetes, containers).
-// Process 0 listens on the address MASTER_ADDR resolves to (only there), port MASTER_PORT; every other
+// Process 0 listens on the address MASTER_ADDR resolves to (only there), port MASTER_PORT (TRAINSCOPE_MASTER_PORT
+// when set; MASTER_PORT + 1 under torchrun, whose rendezvous store holds MASTER_PORT); every other
 // process connects and says hello with its RANK, its WORLD_SIZE and the job token (job_token.h); process 0
 // admits one connection per rank and turns away everything else without stopping (bootstrap_admission.h).
 // All exchanges then go through process 0 (a star), plenty for the few small messages of the control plane.
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "comm/bootstrap.h"
+#include "comm/launcher.h"
 
 namespace ts {
 
@@ -28,7 +30,8 @@ struct TcpBootstrapConfig {
 
 std::unique_ptr<Bootstrap> makeTcpBootstrap(const TcpBootstrapConfig& cfg);
 // Reads RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, TRAINSCOPE_BOOTSTRAP_TIMEOUT and the job
-// token; LocalUsageError naming a missing or bad variable, before any connection is made.
-std::unique_ptr<Bootstrap> makeTcpBootstrapFromEnv();
+// token; LocalUsageError naming a missing or bad variable, before any connection is made. `launcher` (as
+// detectLaunch found it) decides the port: under torchrun, whose store holds MASTER_PORT, MASTER_PORT + 1.
+std::unique_ptr<Bootstrap> makeTcpBootstrapFromEnv(Launcher launcher);
 
 }  // namespace ts

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -21,27 +22,28 @@ std::string envString(const char* name) {
   return v ? v : "";
 }
 
+// The whole number `text` spells, when it fits [lo, INT_MAX].
+std::optional<int> wholeNumber(const char* text, int lo) {
+  char* end = nullptr;
+  errno = 0;
+  const long x = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || errno == ERANGE || x < lo || x > INT_MAX) return std::nullopt;
+  return static_cast<int>(x);
+}
+
 // A whole number in [lo, INT_MAX], or `fallback` when unset; LocalUsageError naming the variable otherwise.
 int envWhole(const char* name, int fallback, int lo = 0) {
   const char* v = env(name);
   if (!v) return fallback;
-  char* end = nullptr;
-  errno = 0;
-  const long x = std::strtol(v, &end, 10);
-  if (end == v || *end != '\0' || errno == ERANGE || x < lo || x > INT_MAX)
-    throw LocalUsageError(fmt::format("{}='{}' is not a whole number of at least {}", name, v, lo));
-  return static_cast<int>(x);
+  if (const auto x = wholeNumber(v, lo)) return *x;
+  throw LocalUsageError(fmt::format("{}='{}' is not a whole number of at least {}", name, v, lo));
 }
 
 // RANK, WORLD_SIZE and LOCAL_RANK as far as they are whole numbers: the environment bootstrap checks them with
 // its own messages (comm/bootstrap_tcp.cpp), so here a bad one only means "not known".
 int lenientWhole(const char* name, int fallback) {
   const char* v = env(name);
-  if (!v) return fallback;
-  char* end = nullptr;
-  errno = 0;
-  const long x = std::strtol(v, &end, 10);
-  return (end == v || *end != '\0' || errno == ERANGE || x < 0 || x > INT_MAX) ? fallback : static_cast<int>(x);
+  return v ? wholeNumber(v, 0).value_or(fallback) : fallback;
 }
 
 // The launcher, by the variables only it sets, most specific first: Open MPI's mpirun sets its own and may run

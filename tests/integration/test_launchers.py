@@ -98,6 +98,21 @@ def test_under_torchrun_the_bootstrap_leaves_master_port_to_torchruns_store(tmp_
     assert launcher["kind"] == "torchrun" and launcher["job_id"] == "run-17" and launcher["tasks"] == 2
 
 
+def test_under_torchrun_trainscope_master_port_names_the_port_and_the_last_port_has_no_successor(tmp_path):
+    with socket.socket() as store:
+        store.bind(("127.0.0.1", 0))
+        store.listen()
+        port = store.getsockname()[1]
+        own = free_port()
+        envs = [dict(env_launch(r, port, torchrun=True), TRAINSCOPE_MASTER_PORT=str(own), TRAINSCOPE_BOOTSTRAP_TIMEOUT="30")
+                for r in (0, 1)]
+        results = start_processes(["env", "--json", tmp_path / "env.json"], envs)
+    assert [rc for rc, _, _ in results] == [0, 0], results
+    (rc, _, err), = start_processes(["env"], [dict(env_launch(0, 65535, torchrun=True))])
+    assert rc == 2 and err.strip() == ("trainscope: error: under torchrun trainscope listens on MASTER_PORT + 1, and "
+                                       "MASTER_PORT=65535 leaves no port above it: set TRAINSCOPE_MASTER_PORT"), err
+
+
 def test_one_srun_task_runs_and_the_result_names_the_slurm_job(tmp_path, validate):
     (rc, _, err), = start_processes(["env", "--json", tmp_path / "env.json"], [srun_step(0, tasks=1, job="987")])
     assert rc == 0, err

@@ -30,8 +30,8 @@ def unpacked(tmp_path_factory):
 
 
 def run_installed(root, args, cwd):
-    # Nothing points back at the source tree: no TRAINSCOPE_HOME; the source tree moved away would be the real test,
-    # so the binary's data must come from beside it (the package's share/trainscope), which the suite path shows.
+    # No TRAINSCOPE_HOME: the binary must take its data from beside itself (the package's share/trainscope), before
+    # the source tree it was built from, which the suite's path in the output shows.
     env = base_env()
     env.pop("TRAINSCOPE_HOME", None)
     return subprocess.run([root / "usr" / "bin" / "trainscope", *map(str, args)], capture_output=True, text=True, env=env,
