@@ -69,6 +69,13 @@ const char* env(const char* name) {
 
 bool launchedByMpi() { return detectLaunch().mpiWired; }
 
+void abortWithoutBootstrap(int exitCode) {
+#ifdef TRAINSCOPE_HAVE_MPI
+  abortMpiWorldIfInitialized(exitCode);
+#endif
+  std::_Exit(exitCode);
+}
+
 int launcherRank() {
   for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID", "RANK"})
     if (const char* v = env(name)) return std::atoi(v);
@@ -108,6 +115,7 @@ std::unique_ptr<Bootstrap> create(BootstrapKind kind, const Launch& launch) {
   switch (kind) {
     case BootstrapKind::kMpi:
 #ifdef TRAINSCOPE_HAVE_MPI
+      checkMpiTransportsReachEveryHost(launch);
       return std::make_unique<MpiBootstrap>();
 #else
       throw UsageError(

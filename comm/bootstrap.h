@@ -40,6 +40,10 @@ enum class BootstrapKind { kAuto, kMpi, kEnv, kSingle };
 // kAuto: MPI when launched by an MPI launcher (or when wantMpi), else env when RANK/WORLD_SIZE are set, else single.
 std::unique_ptr<Bootstrap> makeBootstrap(BootstrapKind kind, bool wantMpi);
 
+// Ends this process where no bootstrap exists yet (one hung while being made): MPI_Abort when MPI was
+// initialised (the launcher then ends the others), else _Exit. Does not return.
+[[noreturn]] void abortWithoutBootstrap(int exitCode);
+
 // This process's rank as the launcher announced it (before any bootstrap): OMPI/PMI/PMIX/SLURM/RANK, else 0.
 int launcherRank();
 // True when an MPI launcher started this process.

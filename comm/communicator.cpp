@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/heartbeat.h"
 #include "comm/bootstrap.h"
 #ifdef TRAINSCOPE_HAVE_MPI
 #include "comm/mpi/mpi_communicator.h"
@@ -49,6 +50,8 @@ BackendKind resolveBackend(BackendKind requested) {
 
 std::unique_ptr<Communicator> makeCommunicator(const CommunicatorOptions& opts, [[maybe_unused]] Bootstrap& boot) {
   const BackendKind b = resolveBackend(opts.backend);
+  // Creating one is a collective (ncclCommInitRank, MPI_Comm_dup): a hang here is a peer's or the network's.
+  const heartbeat::WaitingForPeers waiting;
   if (b == BackendKind::kNccl) {
 #ifdef TRAINSCOPE_HAVE_NCCL
     return std::make_unique<NcclCommunicator>(boot, opts.gpusPerProcess);

@@ -55,6 +55,7 @@ Launch fromVariables() {
     l.rank = envWhole("OMPI_COMM_WORLD_RANK", 0);
     l.size = envWhole("OMPI_COMM_WORLD_SIZE", 1, 1);
     l.localRank = envWhole("OMPI_COMM_WORLD_LOCAL_RANK", -1);
+    l.spansHosts = envWhole("OMPI_COMM_WORLD_LOCAL_SIZE", l.size, 1) < l.size;
     l.mpiWired = true;
     l.jobId = envString("OMPI_MCA_ess_base_jobid");
   } else if (env("PMIX_RANK") || env("PMI_RANK") || env("PMI_SIZE") || env("MPI_LOCALNRANKS")) {
@@ -78,6 +79,7 @@ Launch fromVariables() {
     l.localRank = lenientWhole("LOCAL_RANK", -1);
     if (l.launcher == Launcher::kTorchrun) l.jobId = envString("TORCHELASTIC_RUN_ID");
   }
+  if (l.launcher == Launcher::kSrun) l.spansHosts = envWhole("SLURM_STEP_NUM_NODES", 1, 1) > 1;
   if (const char* job = env("SLURM_JOB_ID")) {
     l.jobId = job;
     l.nodes = envString("SLURM_JOB_NODELIST");
@@ -95,6 +97,24 @@ Launch detectLaunch() {
     throw LocalUsageError(fmt::format("started by {} as rank {} of a world of {}: the launcher's variables disagree",
                                       launcherName(l.launcher), l.rank, l.size));
   return l;
+}
+
+void checkMpiTransportsReachEveryHost(const Launch& launch) {
+  const char* btl = env("OMPI_MCA_btl");
+  if (!launch.spansHosts || !btl || btl[0] == '^') return;  // "^x" excludes: what is left may cross hosts
+  std::string_view list(btl);
+  while (!list.empty()) {
+    const std::size_t comma = list.find(',');
+    const std::string_view item = list.substr(0, comma);
+    // self, vader (sm in Open MPI 5) and smcuda only ever reach processes of the same host.
+    if (!item.empty() && item != "self" && item != "vader" && item != "sm" && item != "smcuda") return;
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+  }
+  // The same on every process (mpirun passes --mca and -x to all): one of them says it.
+  throw UsageError(fmt::format(
+      "OMPI_MCA_btl={} reaches only processes on the same host, but {} placed this run's {} processes on several hosts: add "
+      "a network transport (e.g. OMPI_MCA_btl=self,vader,tcp) or run on one host",
+      btl, launcherName(launch.launcher), launch.size));
 }
 
 }  // namespace ts

@@ -33,6 +33,7 @@ struct Launch {
   int size = 1;  // the processes the launcher started; 0 when it does not say (PMIx alone)
   int localRank = -1;
   bool mpiWired = false;     // MPI_Init will find the world (the launcher set up Open MPI's or PMI's variables)
+  bool spansHosts = false;   // the launcher placed the processes on more than one host (when it says so)
   std::string jobId;         // SLURM_JOB_ID, else the MPI launcher's or torchrun's job id ("" when none)
   std::string nodes;         // SLURM_JOB_NODELIST ("" outside Slurm)
   std::string tasksPerNode;  // SLURM_TASKS_PER_NODE, e.g. "2(x2)" ("" outside Slurm)
@@ -40,5 +41,9 @@ struct Launch {
 
 // LocalUsageError (one line naming the variable) for a value that is not a whole number or a rank outside its world.
 Launch detectLaunch();
+
+// UsageError when Open MPI is told to use only transports that stay inside a host (OMPI_MCA_btl=self,vader)
+// but the launch spans hosts: its ranks could not reach each other and would hang in their first collective.
+void checkMpiTransportsReachEveryHost(const Launch& launch);
 
 }  // namespace ts

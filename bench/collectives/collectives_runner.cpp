@@ -337,6 +337,7 @@ std::size_t runCollectivesStep(const CollectivesOptions& o, RunContext& ctx) {
     CommunicatorOptions co;
     co.backend = o.backend;
     co.gpusPerProcess = o.gpusPerProcess;
+    activity::set(fmt::format("creating the {} communicator", backendName(resolveBackend(o.backend))));
     comm = makeCommunicator(co, boot);
   });
   collectively(boot, [&] {
@@ -372,7 +373,8 @@ int runCollectives(const CollectivesOptions& o, const std::vector<std::string>& 
   const BackendKind backend = resolveBackend(o.backend);
   CollectivesOptions resolved = o;
   resolved.backend = backend;
-  auto session = RunSession::open(resolved.bootstrap, backend == BackendKind::kMpi, "collectives", argv, toJson(o), o.jsonPath);
+  auto session =
+      RunSession::open(resolved.bootstrap, backend == BackendKind::kMpi, "collectives", argv, toJson(o), o.jsonPath, o.timeoutS);
   const std::size_t wrong = runCollectivesStep(resolved, session->context());
   session->finish();
   return wrong ? 1 : 0;

@@ -334,7 +334,7 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
 }
 
 int runKernels(const KernelsOptions& o, const std::vector<std::string>& argv) {
-  auto session = RunSession::open(BootstrapKind::kAuto, launchedByMpi(), "kernels", argv, toJson(o), o.jsonPath);
+  auto session = RunSession::open(BootstrapKind::kAuto, launchedByMpi(), "kernels", argv, toJson(o), o.jsonPath, o.timeoutS);
   const std::size_t failed = runKernelsStep(o, session->context());
   session->finish();
   return failed ? 1 : 0;

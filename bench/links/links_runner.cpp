@@ -257,7 +257,7 @@ std::size_t runLinksStep(const LinksOptions& o, RunContext& ctx) {
 }
 
 int runLinks(const LinksOptions& o, const std::vector<std::string>& argv) {
-  auto session = RunSession::open(BootstrapKind::kAuto, launchedByMpi(), "links", argv, toJson(o), o.jsonPath);
+  auto session = RunSession::open(BootstrapKind::kAuto, launchedByMpi(), "links", argv, toJson(o), o.jsonPath, o.timeoutS);
   const std::size_t failed = runLinksStep(o, session->context());
   session->finish();
   return failed ? 1 : 0;

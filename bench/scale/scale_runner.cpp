@@ -264,7 +264,8 @@ int runScale(const ScaleOptions& o, const std::vector<std::string>& argv) {
                                  {"launcher", nameOf(o.launcher)},
                                  {"launcher_args", o.launcherArgs},
                                  {"train_args", o.trainArgs}};
-  auto session = RunSession::open(BootstrapKind::kSingle, false, "scale", argv, config, o.jsonPath);
+  auto session = RunSession::open(BootstrapKind::kSingle, false, "scale", argv, config, o.jsonPath,
+                                  0 /* one process: each point's job has its own --timeout */);
   const int failed = runScaleStudy(o, *session->context().writer);
   session->finish();
   if (failed)

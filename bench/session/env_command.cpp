@@ -24,7 +24,8 @@ const OptionTable<EnvArgs>& envOptions() {
 }
 
 int runEnv(const EnvArgs& a, const std::vector<std::string>& argv) {
-  auto session = RunSession::open(BootstrapKind::kAuto, false, "env", argv, {{"json", a.jsonPath}}, a.jsonPath);
+  auto session =
+      RunSession::open(BootstrapKind::kAuto, false, "env", argv, {{"json", a.jsonPath}}, a.jsonPath, kSessionSetupTimeoutS);
   printInventory(session->context());
   session->finish();
   return 0;

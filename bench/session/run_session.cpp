@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "base/heartbeat.h"
 #include "base/json_text.h"
 #include "bench/session/activity.h"
 #include "bench/session/agreement.h"
@@ -14,6 +15,8 @@
 #include "bench/session/result_writer.h"
 #include "bench/session/run_metadata.h"
 #include "bench/session/telemetry.h"
+#include "bench/session/watchdog.h"
+#include "comm/launcher.h"
 
 namespace ts {
 
@@ -36,12 +39,25 @@ void RunContext::addLayout(const std::string& step, const std::string& backend, 
 
 std::unique_ptr<RunSession> RunSession::open(BootstrapKind bootstrap, bool wantMpi, const std::string& subcommand,
                                              const std::vector<std::string>& argv, const nlohmann::json& config,
-                                             const std::string& jsonPath) {
+                                             const std::string& jsonPath, double timeoutS) {
   std::unique_ptr<RunSession> s(new RunSession());
-  s->boot_ = makeBootstrap(bootstrap, wantMpi);
+  // Until the bootstrap exists, the rank and world are the launcher's (the bootstrap then checks they agree).
+  const Launch launch = detectLaunch();
+  activity::setIdentity(launch.rank, std::max(1, launch.size), hostName());
+  activity::installSignalHandlers();
+  activity::set("meeting the other processes (bootstrap)");
+  s->setupWatchdog_ = std::make_unique<Watchdog>(timeoutS, launch.rank, endAllRanksOnTimeout(timeoutS, [p = s.get()](int code) {
+                                                   if (p->boot_) p->boot_->abortAll(code);
+                                                   abortWithoutBootstrap(code);
+                                                 }));
+  s->setupWatchdog_->arm();
+  {
+    const heartbeat::WaitingForPeers waiting;
+    s->boot_ = makeBootstrap(bootstrap, wantMpi);
+  }
   Bootstrap& boot = *s->boot_;
   activity::setIdentity(boot.rank(), boot.size(), hostName());
-  activity::installSignalHandlers();
+  activity::set("gathering the run's metadata");
   s->meta_ = makeRunMetadata(boot, subcommand, argv, config);
   double interval = 0;
   collectively(boot, [&] { interval = telemetryIntervalFromEnvironment(); });
@@ -66,10 +82,12 @@ std::unique_ptr<RunSession> RunSession::open(BootstrapKind bootstrap, bool wantM
   if (s->writer_) s->writer_->begin(s->meta_);
   s->ctx_ = std::make_unique<RunContext>(RunContext{boot, s->writer_.get(), stream, nlohmann::json::array(), "", &s->meta_});
   s->ctx_->keepTelemetry = [p = s.get()] { p->keepOwnTelemetry(); };
+  activity::set("");
   return s;
 }
 
 RunSession::~RunSession() {
+  setupWatchdog_.reset();  // before anything it could abort through goes
   // The run failed before finish() after measuring something: process 0 keeps its own host's telemetry
   // beside those records (the others may be gone). A run that measured nothing leaves no files.
   if (writer_ && !writer_->records().empty()) {
@@ -123,6 +141,7 @@ void RunSession::finish() {
   // Every host's telemetry to process 0 (collective: each process calls finish). Process 0 streams its
   // own host's first: the gather needs every process, and a run that lost one may never get past it.
   keepOwnTelemetry();
+  activity::set("gathering the hosts' telemetry");
   nlohmann::json mine;
   if (telemetry_ && !writer_) mine = {{"host", hostName()}, {"process", boot_->rank()}, {"sampled", telemetry_->stop()}};
   telemetry_.reset();

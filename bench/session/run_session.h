@@ -15,6 +15,7 @@ namespace ts {
 
 class ResultWriter;
 class TelemetrySampler;
+class Watchdog;
 
 // What the steps of a run share.
 struct RunContext {
@@ -36,10 +37,12 @@ struct RunContext {
 class RunSession {
  public:
   // Meets the other processes, gathers the inventories and opens <jsonPath> (process 0). Errors are
-  // agreed: every process throws the same one.
+  // agreed: every process throws the same one. From here to its end the session's watchdog guards whatever no
+  // subcommand's watchdog does (the bootstrap, creating communicators, the final gathers) with `timeoutS`
+  // (0: unguarded): a setup that cannot reach a peer ends with one line instead of hanging.
   static std::unique_ptr<RunSession> open(BootstrapKind bootstrap, bool wantMpi, const std::string& subcommand,
                                           const std::vector<std::string>& argv, const nlohmann::json& config,
-                                          const std::string& jsonPath);
+                                          const std::string& jsonPath, double timeoutS);
   ~RunSession();
   RunContext& context() { return *ctx_; }
   Bootstrap& boot() { return *boot_; }
@@ -49,13 +52,17 @@ class RunSession {
 
  private:
   RunSession() = default;
-  void keepOwnTelemetry();  // process 0: its host's telemetry record, streamed once
+  void keepOwnTelemetry();                   // process 0: its host's telemetry record, streamed once
+  std::unique_ptr<Watchdog> setupWatchdog_;  // declared first: it outlives the bootstrap it may abort through
   std::unique_ptr<Bootstrap> boot_;
   std::unique_ptr<ResultWriter> writer_;
   std::unique_ptr<RunContext> ctx_;
   std::unique_ptr<TelemetrySampler> telemetry_;  // the first process on each host samples
   nlohmann::json meta_;
 };
+
+// The timeout of a session whose subcommand has no --timeout (env, suite): their setup is guarded all the same.
+inline constexpr double kSessionSetupTimeoutS = 300;
 
 // The inventory of every host of the run, as text on stdout (process 0): the `env` command and step.
 void printInventory(RunContext& ctx);

@@ -1,7 +1,9 @@
 #include "bench/session/watchdog.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -15,9 +17,20 @@ double stallLimitS(heartbeat::Stall stall, int rank, double timeoutS) {
   return stall == heartbeat::Stall::kOwnWork ? timeoutS : (2.0 + rank) * timeoutS;
 }
 
+namespace {
+// The live watchdogs that can fire, outermost first.
+std::mutex g_nestMu;
+std::vector<const Watchdog*> g_nest;
+}  // namespace
+
 Watchdog::Watchdog(double timeoutS, int rank, Handler onTimeout)
     : timeoutS_(timeoutS), rank_(rank), onTimeout_(std::move(onTimeout)) {
-  if (timeoutS_ > 0) thread_ = std::thread([this] { loop(); });
+  if (timeoutS_ <= 0) return;
+  {
+    std::lock_guard lock(g_nestMu);
+    g_nest.push_back(this);
+  }
+  thread_ = std::thread([this] { loop(); });
 }
 
 Watchdog::~Watchdog() {
@@ -27,6 +40,17 @@ Watchdog::~Watchdog() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  std::lock_guard lock(g_nestMu);
+  const auto me = std::find(g_nest.begin(), g_nest.end(), this);
+  if (me == g_nest.end()) return;
+  // The outer one watches again from now: the time the inner one watched is not a stall of the outer's.
+  if (me + 1 == g_nest.end()) heartbeat::beat();
+  g_nest.erase(me);
+}
+
+bool Watchdog::innermost() const {
+  std::lock_guard lock(g_nestMu);
+  return !g_nest.empty() && g_nest.back() == this;
 }
 
 void Watchdog::arm() {
@@ -42,7 +66,7 @@ void Watchdog::loop() {
   std::unique_lock lock(mu_);
   while (!stop_) {
     cv_.wait_for(lock, tick);
-    if (stop_ || !armed_.load()) continue;
+    if (stop_ || !armed_.load() || !innermost()) continue;
     const double waited = static_cast<double>(heartbeat::nowNs() - heartbeat::lastBeatNs().load()) * 1e-9;
     const heartbeat::Stall stall = heartbeat::stall();
     if (waited > stallLimitS(stall, rank_, timeoutS_)) {
@@ -55,7 +79,14 @@ void Watchdog::loop() {
 }
 
 Watchdog::Handler endAllRanksOnTimeout(double timeoutS, Bootstrap& boot, std::function<void()> beforeEnd) {
-  return [timeoutS, &boot, beforeEnd = std::move(beforeEnd)](double waited, heartbeat::Stall stall) {
+  return endAllRanksOnTimeout(timeoutS, [&boot, beforeEnd = std::move(beforeEnd)](int exitCode) {
+    if (beforeEnd) beforeEnd();
+    boot.abortAll(exitCode);
+  });
+}
+
+Watchdog::Handler endAllRanksOnTimeout(double timeoutS, std::function<void(int exitCode)> endAll) {
+  return [timeoutS, endAll = std::move(endAll)](double waited, heartbeat::Stall stall) {
     if (activity::errorWasReported()) return;  // this process said why the run ends, and is on its way out
     const std::string saved = activity::keptRecords();
     const std::string what =
@@ -68,8 +99,7 @@ Watchdog::Handler endAllRanksOnTimeout(double timeoutS, Bootstrap& boot, std::fu
     std::fprintf(stderr, "trainscope: error: %s: timeout: %s (--timeout %g); ending all ranks%s\n", activity::who().c_str(),
                  what.c_str(), timeoutS, saved.c_str());
     std::fflush(stderr);
-    if (beforeEnd) beforeEnd();
-    boot.abortAll(3);
+    endAll(3);
   };
 }
 

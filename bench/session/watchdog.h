@@ -7,6 +7,11 @@
 // same thing. So the limit depends on whose progress the process waits on. The rank stuck in its own work
 // reports at --timeout, naming itself and its operation, and ends the run; the ranks waiting for it inside
 // a collective or a barrier are ended by it before they would speak.
+//
+// Watchdogs nest: the session's guards its setup (the bootstrap, the communicator: an MPI that cannot reach a
+// peer hangs there), a subcommand's guards its measurements. Only the innermost live one watches (an outer one
+// would fire during a phase the inner one disarmed on purpose); when it goes, the outer one watches again, from
+// that moment.
 #include <atomic>
 #include <condition_variable>
 #include <functional>
@@ -30,7 +35,7 @@ double stallLimitS(heartbeat::Stall stall, int rank, double timeoutS);
 class Watchdog {
  public:
   using Handler = std::function<void(double waitedS, heartbeat::Stall stall)>;
-  Watchdog(double timeoutS, int rank, Handler onTimeout);  // timeoutS <= 0: never fires
+  Watchdog(double timeoutS, int rank, Handler onTimeout);  // timeoutS <= 0: never fires (and hides no outer one)
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
@@ -40,6 +45,7 @@ class Watchdog {
 
  private:
   void loop();
+  bool innermost() const;
   double timeoutS_;
   int rank_;
   Handler onTimeout_;
@@ -66,5 +72,7 @@ class WatchdogScope {
 // waiting in) and for how long (and, on the process that writes the stream, what it kept:
 // activity::keptRecords), then `beforeEnd` (say, aborting a communicator) and every rank ended with exit code 3.
 Watchdog::Handler endAllRanksOnTimeout(double timeoutS, Bootstrap& boot, std::function<void()> beforeEnd = {});
+// The same, where the run may have no bootstrap yet (the session's setup): `endAll` ends every rank.
+Watchdog::Handler endAllRanksOnTimeout(double timeoutS, std::function<void(int exitCode)> endAll);
 
 }  // namespace ts

@@ -66,7 +66,7 @@ Action addSuiteOptions(CLI::App& app) {
     }
     bool wantMpi = false;
     for (const auto& s : suite.steps) wantMpi = wantMpi || s.wantsMpi;
-    auto session = RunSession::open(BootstrapKind::kAuto, wantMpi, "suite", argv, suite.config(), json);
+    auto session = RunSession::open(BootstrapKind::kAuto, wantMpi, "suite", argv, suite.config(), json, kSessionSetupTimeoutS);
     std::size_t failed = 0;
     for (std::size_t i = 0; i < suite.steps.size(); ++i) {
       const SuiteStep& step = suite.steps[i];

@@ -214,6 +214,7 @@ void runTrainStep(const TrainRunOptions& given, RunContext& ctx) {
   if (boot.size() > 1) {
     CommunicatorOptions co;
     co.backend = o.train.device.cuda() ? BackendKind::kNccl : BackendKind::kMpi;
+    activity::set(fmt::format("creating the {} communicator", backendName(co.backend)));
     collectively(boot, [&] { world = makeCommunicator(co, boot); });
     ctx.addLayout(ctx.step.empty() ? "train" : ctx.step, world->backend(), world->worldSize(), 1,
                   nlohmann::json::array({{{"rank", world->rank(0)}, {"device", world->device(0)}}}));
@@ -224,7 +225,7 @@ void runTrainStep(const TrainRunOptions& given, RunContext& ctx) {
 }
 
 int runTrain(const TrainRunOptions& o, const std::vector<std::string>& argv) {
-  auto session = RunSession::open(BootstrapKind::kAuto, launchedByMpi(), "train", argv, toJson(o), o.jsonPath);
+  auto session = RunSession::open(BootstrapKind::kAuto, launchedByMpi(), "train", argv, toJson(o), o.jsonPath, o.timeoutS);
   try {
     runTrainStep(o, session->context());
   } catch (const std::exception&) {

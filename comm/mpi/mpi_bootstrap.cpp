@@ -65,6 +65,14 @@ void MpiBootstrap::abortAll(int exitCode) {
   std::_Exit(exitCode);  // MPI_Abort does not return; this is for an MPI that does
 }
 
+void abortMpiWorldIfInitialized(int exitCode) {
+  int initialized = 0;
+  int finalized = 0;
+  if (MPI_Initialized(&initialized) != MPI_SUCCESS || !initialized) return;
+  if (MPI_Finalized(&finalized) != MPI_SUCCESS || finalized) return;
+  MPI_Abort(MPI_COMM_WORLD, exitCode);
+}
+
 std::string mpiLibraryVersion() {
   char buf[MPI_MAX_LIBRARY_VERSION_STRING] = {};
   int len = 0;

@@ -29,6 +29,9 @@ class MpiBootstrap final : public Bootstrap {
   int threadLevel_ = MPI_THREAD_SINGLE;
 };
 
+// MPI_Abort on MPI_COMM_WORLD when MPI is initialised and not finalised (then it does not return); else nothing.
+void abortMpiWorldIfInitialized(int exitCode);
+
 // MPI's library version string ("Open MPI v4.1.4, ..."); callable before MPI_Init.
 std::string mpiLibraryVersion();
 

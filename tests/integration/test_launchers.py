@@ -2,6 +2,7 @@
 meant or one clear line before any work, on every process; never a silent world of 1. Every result names its
 launcher (run.launcher). The real launchers are in test_slurm.py (a local Slurm) and the mpirun tests."""
 import json
+import re
 import socket
 import subprocess
 
@@ -138,3 +139,32 @@ def test_a_bootstrap_that_finds_fewer_processes_than_the_launcher_started_is_ref
     assert ("started by mpirun as 2 processes, but the single bootstrap found 1 (--bootstrap single runs one process: leave it "
             "at auto)") in r.err, r.err
     assert "all_reduce" not in r.out
+
+
+def test_a_process_whose_peer_never_comes_ends_with_one_line_within_its_timeout():
+    """The session's watchdog guards the bootstrap: a world of 2 whose second process never starts ends at
+    process 0's turn (2 x --timeout for a process waiting for its peers), naming what it waited in."""
+    (rc, out, err), = start_processes(["kernels", "--timeout", "2", "-n", "1", "-w", "0"],
+                                      [dict(env_launch(0, free_port()), TRAINSCOPE_BOOTSTRAP_TIMEOUT="120")])
+    assert rc == 3, err
+    errors = [line for line in err.splitlines() if line.startswith("trainscope: error:")]
+    assert len(errors) == 1, err
+    m = re.fullmatch(r"trainscope: error: rank 0 of 2 \((.+)\): timeout: meeting the other processes \(bootstrap\) waited "
+                     r"([0-9.]+) s for its peers, and none of them reported being stuck in its own work \(a frozen or lost "
+                     r"process, a lost host, or the network\) \(--timeout 2\); ending all ranks", errors[0])
+    assert m and m.group(1) == socket.gethostname() and float(m.group(2)) >= 4.0, errors
+    assert "kernel" not in out
+
+
+def test_shared_memory_alone_across_hosts_is_one_line_before_mpi_starts():
+    """OMPI_MCA_btl=self,vader over several hosts would hang the first collective: the launcher's own variables
+    (fewer local processes than the world) say so before MPI_Init."""
+    mpirun = {"OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_LOCAL_SIZE": "1", "OMPI_COMM_WORLD_LOCAL_RANK": "0",
+              "OMPI_MCA_btl": "self,vader"}
+    (rc, out, err), (rc1, _, err1) = start_processes(QUICK, [dict(mpirun, OMPI_COMM_WORLD_RANK="0"),
+                                                             dict(mpirun, OMPI_COMM_WORLD_RANK="1")])
+    assert (rc, rc1) == (2, 2), (err, err1)
+    assert err.strip() == ("trainscope: error: OMPI_MCA_btl=self,vader reaches only processes on the same host, but mpirun "
+                           "placed this run's 2 processes on several hosts: add a network transport (e.g. "
+                           "OMPI_MCA_btl=self,vader,tcp) or run on one host"), err
+    assert err1 == "" and "all_reduce" not in out  # one voice: process 0's

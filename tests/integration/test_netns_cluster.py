@@ -118,20 +118,31 @@ def test_two_ranks_per_host_shared_memory_inside_tcp_between(hosts, tmp_path, va
     assert {(h, h) for h in hosts} <= pairs and len(pairs) == 8  # ranks 2i, 2i+1 share host i
 
 
-def test_transport_variant_over_four_hosts_of_two_ranks(hosts, tmp_path, validate):
+def test_transport_ab_over_four_hosts_of_two_ranks_shows_both(hosts, tmp_path, validate):
     """--transports re-launches itself under --launcher, which the launcher's environment carries to the cluster.
-    Only tcp here: the shm variant (btl self,vader) cannot cross hosts, and Open MPI's ranks then hang (see
-    docs/reliability.md)."""
+    shm is shared memory inside each host (TCP between them), tcp is TCP between every pair."""
     out = tmp_path / "ab.json"
-    r = launch([trainscope_path(), "collectives", "--backend", "mpi", "--ops", "all_reduce", "-b", "1K", "-e", "16K", "-f", "4",
-                "-w", "1", "-n", "2", "--timeout", "30", "--transports", "tcp", "--launcher", "mpirun -np 8 --npernode 2",
+    r = launch([trainscope_path(), "collectives", "--backend", "mpi", "--ops", "all_reduce", "-b", "1K", "-e", "64K", "-f", "8",
+                "-w", "1", "-n", "2", "--timeout", "30", "--transports", "shm,tcp", "--launcher", "mpirun -np 8 --npernode 2",
                 "--json", out])
     assert r.rc == 0, r.err
     doc = json.loads(out.read_text())
     validate(doc)
     assert [h["hostname"] for h in doc["run"]["hosts"]] == hosts
     recs = measurements(doc)
-    assert recs and all(x["transport"] == "tcp" and x["ranks"] == 8 and x["check"]["passed"] for x in recs)
+    assert {x["transport"] for x in recs} == {"shm", "tcp"}
+    assert all(x["ranks"] == 8 and x["check"]["passed"] for x in recs)
+    for x in recs:
+        assert x["transport_env"]["OMPI_MCA_btl"] == {"shm": "self,vader,tcp", "tcp": "self,tcp"}[x["transport"]], x
+
+
+def test_shared_memory_alone_over_several_hosts_is_one_line_not_a_hang(hosts):
+    r = mpirun(4, ["collectives", "--backend", "mpi", "--ops", "all_reduce", "-b", "1K", "-e", "1K", "-n", "2", "-w", "1"],
+               extra=["--mca", "btl", "self,vader"], timeout=60)
+    assert r.rc != 0
+    assert r.error_lines() == ["trainscope: error: OMPI_MCA_btl=self,vader reaches only processes on the same host, but mpirun "
+                               "placed this run's 4 processes on several hosts: add a network transport (e.g. "
+                               "OMPI_MCA_btl=self,vader,tcp) or run on one host"], r.err
 
 
 def collective_lines(path):

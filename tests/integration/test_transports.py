@@ -17,7 +17,7 @@ def test_shm_against_tcp_in_one_result(tmp_path, validate):
     recs = measurements(doc)
     assert {x["transport"] for x in recs} == {"shm", "tcp"}
     for x in recs:
-        assert x["transport_env"]["OMPI_MCA_btl"] == {"shm": "self,vader", "tcp": "self,tcp"}[x["transport"]]
+        assert x["transport_env"]["OMPI_MCA_btl"] == {"shm": "self,vader,tcp", "tcp": "self,tcp"}[x["transport"]]
         assert x["check"]["passed"] and x["ranks"] == 2
     by = {(x["transport"], x["op"], x["bytes"], x["in_place"]) for x in recs}
     assert len(by) == len(recs) == 2 * 2 * 3 * 2  # transports x ops x sizes x placements

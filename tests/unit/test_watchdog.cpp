@@ -73,5 +73,38 @@ TEST(Watchdog, WaitsLongerBeforeSpeakingForPeersItWaitsOn) {
   EXPECT_GT(fired.waited.load(), stallLimitS(Stall::kPeers, 1, 0.05));  // never before its turn
 }
 
+// The session's watchdog (outer) guards the setup; a subcommand's (inner) its measurements. While the inner one
+// lives, the outer one must stay silent, even when the inner one is disarmed on purpose; after it, it watches again.
+TEST(Watchdog, OnlyTheInnermostWatchesAndTheOuterOneResumesAfterIt) {
+  std::atomic<int> outerFired{0};
+  Watchdog outer(0.05, 1, [&outerFired](double, Stall) { ++outerFired; });
+  outer.arm();
+  {
+    Watchdog inner(0.05, 1, [](double, Stall) { ADD_FAILURE() << "the inner watchdog is disarmed"; });
+    inner.arm();
+    inner.disarm();                                               // a host-side check that may take long
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));  // 8 x the outer's timeout
+    EXPECT_EQ(outerFired.load(), 0);
+  }
+  const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (outerFired.load() == 0 && std::chrono::steady_clock::now() < giveUp)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(outerFired.load(), 1);
+}
+
+TEST(Watchdog, OneThatNeverFiresHidesNoOuterOne) {
+  Fired fired;
+  Watchdog outer(0.05, 1, [&fired](double waited, Stall stall) {
+    fired.waited = waited;
+    fired.stall = stall;
+    fired.done = true;
+  });
+  const WatchdogScope armed(outer);
+  const Watchdog never(0, 1, [](double, Stall) { ADD_FAILURE() << "a watchdog of timeout 0 never fires"; });
+  const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!fired.done && std::chrono::steady_clock::now() < giveUp) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_TRUE(fired.done);
+}
+
 }  // namespace
 }  // namespace ts
