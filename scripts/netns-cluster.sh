@@ -110,6 +110,9 @@ up() {
   ip netns add "$HEAD"
   make_uts "$HEAD"
   ip -n "$HEAD" link set lo up
+  # When a rank ends the job (MPI_Abort), mpirun tells every daemon, and waits for a lost host's until TCP gives
+  # up on the unacknowledged message: net.ipv4.tcp_retries2 = 15 (about 15 minutes) by default, 3 (seconds) here.
+  ip netns exec "$HEAD" sysctl -qw net.ipv4.tcp_retries2=3
   ip -n "$HEAD" link add br0 type bridge
   ip -n "$HEAD" addr add "$NET.1/24" dev br0
   ip -n "$HEAD" link set br0 up
@@ -195,8 +198,9 @@ case "$cmd" in
     export OMPI_MCA_oob_tcp_if_include="${OMPI_MCA_oob_tcp_if_include:-$NET.0/24}"
     export OMPI_MCA_mpi_yield_when_idle="${OMPI_MCA_mpi_yield_when_idle:-1}"
     # mpirun notices a lost host's daemon through TCP keepalives on its idle connection: after 300 + 9 x 20 s
-    # by default, here after about 2 + 3 x 1 s (a host whose link goes down ends the job in seconds).
-    export OMPI_MCA_oob_tcp_keepalive_time="${OMPI_MCA_oob_tcp_keepalive_time:-2}"
+    # by default, here after about 10 + 3 x 1 s. Later than trainscope's own --timeout in the tests, so that it is
+    # trainscope's line that names the lost host, as on a real cluster, and soon enough to end a job in seconds.
+    export OMPI_MCA_oob_tcp_keepalive_time="${OMPI_MCA_oob_tcp_keepalive_time:-10}"
     export OMPI_MCA_oob_tcp_keepalive_intvl="${OMPI_MCA_oob_tcp_keepalive_intvl:-1}"
     export OMPI_MCA_oob_tcp_keepalive_probes="${OMPI_MCA_oob_tcp_keepalive_probes:-3}"
     exec_in_ns "$HEAD" "$@"

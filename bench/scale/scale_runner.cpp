@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -169,9 +170,16 @@ std::vector<std::string> pointCommand(const ScaleOptions& o, const std::string& 
     case LauncherKind::kMpirun:
       cmd = {"mpirun", "-np", std::to_string(n)};
       break;
-    case LauncherKind::kSrun:
+    case LauncherKind::kSrun: {
       cmd = {"srun", "-n", std::to_string(n)};
+      // Without PMIx srun's tasks cannot form one MPI world (each would stop with one line): PMIx unless the
+      // user chose the plugin, in --launcher-args or in SLURM_MPI_TYPE (srun's own variable).
+      const auto args = words(o.launcherArgs);
+      const bool chosen = std::getenv("SLURM_MPI_TYPE") != nullptr ||
+                          std::any_of(args.begin(), args.end(), [](const std::string& a) { return a.rfind("--mpi", 0) == 0; });
+      if (!chosen) cmd.push_back("--mpi=pmix");
       break;
+    }
     case LauncherKind::kNone:
       break;
   }

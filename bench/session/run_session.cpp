@@ -12,6 +12,7 @@
 #include "bench/session/activity.h"
 #include "bench/session/agreement.h"
 #include "bench/session/inventory.h"
+#include "bench/session/peer_census.h"
 #include "bench/session/result_writer.h"
 #include "bench/session/run_metadata.h"
 #include "bench/session/telemetry.h"
@@ -57,6 +58,7 @@ std::unique_ptr<RunSession> RunSession::open(BootstrapKind bootstrap, bool wantM
   }
   Bootstrap& boot = *s->boot_;
   activity::setIdentity(boot.rank(), boot.size(), hostName());
+  if (boot.size() > 1) s->census_ = std::make_unique<PeerCensus>(boot, hostName());
   activity::set("gathering the run's metadata");
   s->meta_ = makeRunMetadata(boot, subcommand, argv, config);
   double interval = 0;

@@ -16,6 +16,7 @@ namespace ts {
 class ResultWriter;
 class TelemetrySampler;
 class Watchdog;
+class PeerCensus;
 
 // What the steps of a run share.
 struct RunContext {
@@ -55,6 +56,7 @@ class RunSession {
   void keepOwnTelemetry();                   // process 0: its host's telemetry record, streamed once
   std::unique_ptr<Watchdog> setupWatchdog_;  // declared first: it outlives the bootstrap it may abort through
   std::unique_ptr<Bootstrap> boot_;
+  std::unique_ptr<PeerCensus> census_;  // multi-process runs: names the peers a timed-out wait lost
   std::unique_ptr<ResultWriter> writer_;
   std::unique_ptr<RunContext> ctx_;
   std::unique_ptr<TelemetrySampler> telemetry_;  // the first process on each host samples

@@ -9,6 +9,7 @@
 
 #include "base/heartbeat.h"
 #include "bench/session/activity.h"
+#include "bench/session/peer_census.h"
 #include "comm/bootstrap.h"
 
 namespace ts {
@@ -89,13 +90,17 @@ Watchdog::Handler endAllRanksOnTimeout(double timeoutS, std::function<void(int e
   return [timeoutS, endAll = std::move(endAll)](double waited, heartbeat::Stall stall) {
     if (activity::errorWasReported()) return;  // this process said why the run ends, and is on its way out
     const std::string saved = activity::keptRecords();
-    const std::string what =
-        stall == heartbeat::Stall::kOwnWork
-            ? fmt::format("{} made no progress for {:.1f} s", activity::current(), waited)
-            : fmt::format(
-                  "{} waited {:.1f} s for its peers, and none of them reported being stuck in its own work (a "
-                  "frozen or lost process, a lost host, or the network)",
-                  activity::current(), waited);
+    std::string what;
+    if (stall == heartbeat::Stall::kOwnWork) {
+      what = fmt::format("{} made no progress for {:.1f} s", activity::current(), waited);
+    } else if (const std::string census = askPeersOfThisRun(); !census.empty()) {
+      what = fmt::format("{} waited {:.1f} s for its peers: {}", activity::current(), waited, census);
+    } else {
+      what = fmt::format(
+          "{} waited {:.1f} s for its peers, and none of them reported being stuck in its own work (a frozen or lost "
+          "process, a lost host, or the network)",
+          activity::current(), waited);
+    }
     std::fprintf(stderr, "trainscope: error: %s: timeout: %s (--timeout %g); ending all ranks%s\n", activity::who().c_str(),
                  what.c_str(), timeoutS, saved.c_str());
     std::fflush(stderr);

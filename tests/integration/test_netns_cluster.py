@@ -182,15 +182,21 @@ def test_scale_shows_the_drop_the_capped_link_causes(hosts, tmp_path):
     assert capped[4] < 0.5 * free[4], (free, capped)
 
 
-def test_a_host_whose_link_goes_down_ends_the_job_in_seconds(hosts, tmp_path):
-    """Runs last (it leaves the cut host's daemon behind: down kills it). mpirun's keepalives (2 + 3 x 1 s, set by
-    launch) notice the lost daemon and end the job: Open MPI names the host, trainscope's one line the records kept."""
+@pytest.mark.parametrize("np,per_host", [(4, 1), (8, 2)], ids=["4x1", "4x2"])
+def test_a_host_whose_link_goes_down_ends_the_job_in_seconds_naming_it(hosts, tmp_path, np, per_host):
+    """Runs last. Process 0 waits 2 x --timeout for its
+    peers, asks every peer's liveness beacon, and names the host that does not answer with its ranks; its
+    MPI_Abort then ends the job (mpirun's keepalives, 10 + 3 x 1 s in launch, would only come later)."""
     out = tmp_path / "down.json"
     jsonl = tmp_path / "down.jsonl"
-    cmd = [str(CLUSTER), "launch", "mpirun", "-np", "4", trainscope_path(), "collectives", "--backend", "mpi",
-           "--ops", "all_reduce", "-b", "1K", "-e", "16M", "-f", "2", "-w", "1", "-n", "20", "--timeout", "5", "--json", str(out)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=base_env({"TS_NETNS_PREFIX": PREFIX}))
+    cmd = [str(CLUSTER), "launch", "mpirun", "-np", str(np), "--npernode", str(per_host), trainscope_path(), "collectives",
+           "--backend", "mpi", "--ops", "all_reduce", "-b", "1K", "-e", "16M", "-f", "2", "-w", "1", "-n", "20", "--timeout", "3",
+           "--json", str(out)]
+    # Unshaped: tbf's drops can stall a TCP flow for seconds (retransmission timeouts), longer than --timeout 3.
+    cluster("shape", SHAPED, "off")
+    # Files, not pipes: the cut host's daemon outlives the job holding the launcher's stdout and stderr (down ends it).
+    with open(tmp_path / "down.out", "w") as stdout, open(tmp_path / "down.err", "w") as stderr_file:
+        proc = subprocess.Popen(cmd, stdout=stdout, stderr=stderr_file, text=True, env=base_env({"TS_NETNS_PREFIX": PREFIX}))
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and proc.poll() is None:
@@ -198,20 +204,29 @@ def test_a_host_whose_link_goes_down_ends_the_job_in_seconds(hosts, tmp_path):
                 break
             time.sleep(0.5)
         before = len(collective_lines(jsonl))
-        assert before >= 3 and proc.poll() is None, "the run did not measure 3 records within 60 s"
+        if before < 3 or proc.poll() is not None:
+            pytest.fail(f"the run did not measure 3 records within 60 s: {(tmp_path / 'down.err').read_text()}")
         cut = time.monotonic()
         cluster("link", HOSTS[1], "down")
-        stdout, stderr = proc.communicate(timeout=60)
+        proc.wait(timeout=60)
         took = time.monotonic() - cut
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.communicate()
+            proc.wait()
         cluster("link", HOSTS[1], "up")
+        cluster("shape", SHAPED, RATE)
+        # The cut host's daemon (and its ranks) outlived the job: end them, as a node's reboot would.
+        pids = subprocess.run(["ip", "netns", "pids", HOSTS[1]], capture_output=True, text=True).stdout.split()
+        subprocess.run(["kill", "-9", *pids], capture_output=True)
+    stderr = (tmp_path / "down.err").read_text()
     assert proc.returncode != 0
     assert took < 30, f"the job took {took:.1f} s to end"
-    assert "ORTE has lost communication with a remote daemon" in stderr and f"on node {HOSTS[1]}" in stderr, stderr
     errors = [line for line in stderr.splitlines() if line.startswith("trainscope: error:")]
-    assert len(errors) == 1 and f"records measured so far are in {jsonl}" in errors[0], stderr
+    lost = ", ".join(str(r) for r in range(per_host, 2 * per_host))  # host 2 holds ranks per_host .. 2 per_host - 1
+    assert len(errors) == 1, stderr
+    assert errors[0].startswith(f"trainscope: error: rank 0 of {np} ({HOSTS[0]}): timeout: all_reduce "), errors
+    assert (f"for its peers: host {HOSTS[1]} ({'rank' if per_host == 1 else 'ranks'} {lost}) does not answer (the host or "
+            f"its link is down) (--timeout 3); ending all ranks; records measured so far are in {jsonl}") in errors[0], errors
     kept = [x for x in read_jsonl(jsonl) if x["kind"] == "collective"]
     assert len(kept) >= before and all(x["check"]["passed"] for x in kept)

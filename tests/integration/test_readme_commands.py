@@ -20,7 +20,7 @@ def readme_commands():
         if start < 0 or line.lstrip().startswith(("#", "|")) or "`" in line:
             continue
         text = line[start + len("build/trainscope "):]
-        text = re.split(r"\s+#|\||;|&&|\s>", text)[0].replace("$i", "1")
+        text = re.split(r"\s+#|\||;|&&|\s>|\s&\s*$", text)[0].replace("$i", "1")
         argv = shlex.split(text)
         if argv and argv[0] not in PYTHON_TOOLS:
             shown = lines[number] if number < len(lines) and lines[number].startswith("trainscope: error:") else None

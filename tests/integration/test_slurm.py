@@ -180,3 +180,16 @@ def test_the_sbatch_example_with_mpirun_inside_the_allocation(slurm, tmp_path, v
         assert (launcher["kind"], launcher["job_id"], launcher["tasks"]) == ("mpirun", job_id, 2), launcher
     assert all(r["ranks"] == 2 and r["check"]["passed"] for r in measurements(load(results, "collectives.json")))
     assert json.loads((results / "slurm-job.json").read_text())["launcher"] == "mpirun"
+
+
+def test_scale_over_srun_forms_one_world_per_point_without_being_told_pmix(slurm, tmp_path):
+    """scale --launcher srun adds --mpi=pmix (unless --launcher-args or SLURM_MPI_TYPE chose a plugin): a plain
+    srun would stop every task of the 2-rank point with one line."""
+    out = tmp_path / "scale.json"
+    env = {k: v for k, v in slurm.items() if k != "SLURM_MPI_TYPE"}
+    r = subprocess.run([trainscope_path(), "scale", "--launcher", "srun", "--ranks", "1,2", "--mode", "weak", "--batch", "8",
+                        "--model", "mlp", "--preset", "tiny", "--steps", "3", "--warmup-steps", "1", "--no-ceiling", "--json",
+                        str(out)], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    points = [x for x in json.loads(out.read_text())["records"] if x["kind"] == "scaling"]
+    assert [p["ranks"] for p in points] == [1, 2] and all(p.get("error") is None for p in points), points

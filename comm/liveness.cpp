@@ -1,0 +1,237 @@
+#include "comm/liveness.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "base/json_text.h"
+#include "comm/tcp_socket.h"
+
+namespace ts {
+
+namespace {
+
+constexpr const char* kGreeting = "trainscope-beacon ";
+
+std::string randomNonce() {
+  std::random_device rd;
+  return fmt::format("{:08x}{:08x}{:08x}{:08x}", rd(), rd(), rd(), rd());
+}
+
+// A pipe whose write end wakes the beacon's thread to stop.
+struct Pipe {
+  int fd[2] = {-1, -1};
+  Pipe() {
+    if (::pipe2(fd, O_CLOEXEC | O_NONBLOCK) != 0) throw Error(fmt::format("liveness beacon: pipe: {}", std::strerror(errno)));
+  }
+  ~Pipe() {
+    for (int f : fd)
+      if (f >= 0) ::close(f);
+  }
+  Pipe(const Pipe&) = delete;
+  Pipe& operator=(const Pipe&) = delete;
+};
+
+}  // namespace
+
+std::string BeaconCard::encode() const {
+  return jsonText(nlohmann::json{{"rank", rank}, {"host", host}, {"addresses", addresses}, {"port", port}, {"nonce", nonce}});
+}
+
+BeaconCard BeaconCard::decode(const std::string& text) {
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    BeaconCard c;
+    c.rank = j.at("rank").get<int>();
+    c.host = j.at("host").get<std::string>();
+    c.addresses = j.at("addresses").get<std::vector<std::string>>();
+    c.port = j.at("port").get<int>();
+    c.nonce = j.at("nonce").get<std::string>();
+    return c;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("a peer's liveness card is malformed: {}", e.what()));
+  }
+}
+
+std::vector<std::string> localIpv4Addresses() {
+  std::vector<std::string> out;
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return out;
+  for (ifaddrs* a = list; a; a = a->ifa_next) {
+    if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET) continue;
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
+    if ((ntohl(v4->sin_addr.s_addr) >> 24) == 127) continue;
+    char text[INET_ADDRSTRLEN] = {};
+    if (::inet_ntop(AF_INET, &v4->sin_addr, text, sizeof(text)) && std::find(out.begin(), out.end(), text) == out.end())
+      out.emplace_back(text);
+  }
+  ::freeifaddrs(list);
+  return out;
+}
+
+struct LivenessBeacon::Impl {
+  Socket listener;
+  Pipe stop;
+  std::string greeting;
+  std::thread thread;
+
+  void serve() const {
+    pollfd fds[2] = {{listener.fd(), POLLIN, 0}, {stop.fd[0], POLLIN, 0}};
+    for (;;) {
+      if (::poll(fds, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        return;
+      }
+      if (fds[1].revents) return;
+      if (!(fds[0].revents & POLLIN)) continue;
+      // Whoever connects gets the greeting and is closed at once: nothing is read, so a stranger on the port
+      // can neither block the beacon nor tell it anything.
+      const Socket peer(::accept4(listener.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+      if (peer.open()) (void)::send(peer.fd(), greeting.data(), greeting.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+  }
+};
+
+LivenessBeacon::LivenessBeacon(int rank, const std::string& host) : impl_(std::make_unique<Impl>()) {
+  impl_->listener = Socket(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!impl_->listener.open()) throw Error(fmt::format("liveness beacon: socket: {}", std::strerror(errno)));
+  sockaddr_in any{};
+  any.sin_family = AF_INET;
+  any.sin_addr.s_addr = htonl(INADDR_ANY);
+  any.sin_port = 0;  // the kernel picks a free one; the port travels in the card
+  socklen_t len = sizeof(any);
+  if (::bind(impl_->listener.fd(), reinterpret_cast<sockaddr*>(&any), sizeof(any)) != 0 || ::listen(impl_->listener.fd(), 64) != 0 ||
+      ::getsockname(impl_->listener.fd(), reinterpret_cast<sockaddr*>(&any), &len) != 0)
+    throw Error(fmt::format("liveness beacon: cannot listen: {}", std::strerror(errno)));
+  card_ = BeaconCard{rank, host, localIpv4Addresses(), ntohs(any.sin_port), randomNonce()};
+  impl_->greeting = kGreeting + card_.nonce + "\n";
+  impl_->thread = std::thread([impl = impl_.get()] { impl->serve(); });
+}
+
+LivenessBeacon::~LivenessBeacon() {
+  const char byte = 1;
+  (void)::write(impl_->stop.fd[1], &byte, 1);
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+namespace {
+
+// One connection attempt to one address of one peer.
+struct Attempt {
+  std::size_t peer = 0;
+  Socket socket;
+  bool connected = false;
+  bool done = false;
+  std::string reply;  // what came back on a connected attempt
+};
+
+// What one attempt says about its peer, most telling first (a peer is as alive as its best address says).
+int rankOf(PeerState s) {
+  switch (s) {
+    case PeerState::kAlive:
+      return 3;
+    case PeerState::kFrozen:
+      return 2;
+    case PeerState::kGone:
+      return 1;
+    case PeerState::kUnreachable:
+      break;
+  }
+  return 0;
+}
+
+void note(std::vector<PeerState>& states, std::size_t peer, PeerState s) {
+  if (rankOf(s) > rankOf(states[peer])) states[peer] = s;
+}
+
+}  // namespace
+
+std::vector<PeerState> askBeacons(const BeaconCard& self, const std::vector<BeaconCard>& peers, double deadlineS) {
+  std::vector<PeerState> states(peers.size(), PeerState::kUnreachable);
+  std::vector<Attempt> attempts;
+  for (std::size_t p = 0; p < peers.size(); ++p) {
+    std::vector<std::string> addresses;
+    if (peers[p].host == self.host) {
+      addresses = {"127.0.0.1"};
+    } else {
+      for (const std::string& a : peers[p].addresses)
+        if (std::find(self.addresses.begin(), self.addresses.end(), a) == self.addresses.end()) addresses.push_back(a);
+    }
+    for (const std::string& a : addresses) {
+      sockaddr_in to{};
+      to.sin_family = AF_INET;
+      to.sin_port = htons(static_cast<std::uint16_t>(peers[p].port));
+      if (::inet_pton(AF_INET, a.c_str(), &to.sin_addr) != 1) continue;
+      Attempt at;
+      at.peer = p;
+      at.socket = Socket(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+      if (!at.socket.open()) continue;
+      if (::connect(at.socket.fd(), reinterpret_cast<sockaddr*>(&to), sizeof(to)) == 0) {
+        at.connected = true;
+      } else if (errno != EINPROGRESS) {
+        if (errno == ECONNREFUSED) note(states, p, PeerState::kGone);
+        continue;
+      }
+      attempts.push_back(std::move(at));
+    }
+  }
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(deadlineS);
+  for (;;) {
+    std::vector<pollfd> fds;
+    std::vector<Attempt*> polled;
+    for (Attempt& at : attempts) {
+      if (at.done || states[at.peer] == PeerState::kAlive) continue;
+      fds.push_back({at.socket.fd(), static_cast<short>(at.connected ? POLLIN : POLLOUT), 0});
+      polled.push_back(&at);
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now()).count();
+    if (fds.empty() || left <= 0) break;
+    if (::poll(fds.data(), fds.size(), static_cast<int>(left)) < 0 && errno != EINTR) break;
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      Attempt& at = *polled[i];
+      if (!fds[i].revents) continue;
+      if (!at.connected) {
+        int err = 0;
+        socklen_t len = sizeof(err);
+        ::getsockopt(at.socket.fd(), SOL_SOCKET, SO_ERROR, &err, &len);
+        if (err != 0) {
+          if (err == ECONNREFUSED) note(states, at.peer, PeerState::kGone);
+          at.done = true;
+          continue;
+        }
+        at.connected = true;  // the host is up; the greeting says whether the process is
+        continue;
+      }
+      char buf[128];
+      const ssize_t k = ::recv(at.socket.fd(), buf, sizeof(buf), 0);
+      if (k > 0 && at.reply.size() < 256) at.reply.append(buf, static_cast<std::size_t>(k));
+      if (k <= 0 || at.reply.find('\n') != std::string::npos) {
+        at.done = true;
+        // Anything but the peer's greeting (another program on its port, a beacon of another run) means the
+        // peer's process is no longer the one there.
+        note(states, at.peer, at.reply == kGreeting + peers[at.peer].nonce + "\n" ? PeerState::kAlive : PeerState::kGone);
+      }
+    }
+  }
+  // Accepted and silent until the deadline: the kernel accepts for a process that is stopped or stuck.
+  for (const Attempt& at : attempts)
+    if (at.connected && !at.done) note(states, at.peer, PeerState::kFrozen);
+  return states;
+}
+
+}  // namespace ts

@@ -1,0 +1,61 @@
+#pragma once
+// Who is still there, asked outside the run's own transport. When a process waits too long for its peers
+// inside a collective, the collective cannot say whom it waits for; so every process of a multi-process run
+// keeps a beacon (a TCP listener that answers each connection with its nonce and closes it), and the process
+// that reports the timeout asks every peer's beacon, with a deadline:
+//   answers with its nonce        alive (its process runs; the stall is elsewhere);
+//   accepts but does not answer   frozen (the kernel accepts for a stopped process; nothing replies);
+//   refuses the connection        gone (its host is up, its process is not);
+//   nothing within the deadline   unreachable (the host, or its link, is down).
+// IPv4 only; a peer's addresses that this process also has (a docker bridge on every host) are not asked: the
+// answer would come from here.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/enum_names.h"
+
+namespace ts {
+
+// How a peer's beacon is reached: what each process publishes to the others at the start of a run.
+struct BeaconCard {
+  int rank = 0;
+  std::string host;                    // its hostname
+  std::vector<std::string> addresses;  // its IPv4 addresses, loopback excluded
+  int port = 0;
+  std::string nonce;  // what its beacon answers: proves the answer is that process's, not a stranger's on the port
+
+  std::string encode() const;  // one line of text, for the bootstrap's allGatherStrings
+  static BeaconCard decode(const std::string& text);  // Error on a malformed card
+};
+
+enum class PeerState { kAlive, kFrozen, kGone, kUnreachable };
+
+template <>
+struct EnumNames<PeerState> {
+  static constexpr std::pair<std::string_view, PeerState> kNames[] = {
+      {"alive", PeerState::kAlive}, {"frozen", PeerState::kFrozen}, {"gone", PeerState::kGone}, {"unreachable", PeerState::kUnreachable}};
+};
+
+class LivenessBeacon {
+ public:
+  explicit LivenessBeacon(int rank, const std::string& host);  // listens on an ephemeral port of every interface
+  ~LivenessBeacon();
+  LivenessBeacon(const LivenessBeacon&) = delete;
+  LivenessBeacon& operator=(const LivenessBeacon&) = delete;
+  const BeaconCard& card() const { return card_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  BeaconCard card_;
+};
+
+// Asks every card's beacon at once; returns one state per card, in order. `self` is the asking process's own card
+// (its host tells which peers share it, reached over loopback; its addresses which of the others' to skip).
+std::vector<PeerState> askBeacons(const BeaconCard& self, const std::vector<BeaconCard>& peers, double deadlineS);
+
+// This host's IPv4 addresses, loopback excluded.
+std::vector<std::string> localIpv4Addresses();
+
+}  // namespace ts
