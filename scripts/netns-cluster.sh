@@ -112,7 +112,7 @@ up() {
   ip -n "$HEAD" link set lo up
   # When a rank ends the job (MPI_Abort), mpirun tells every daemon, and waits for a lost host's until TCP gives
   # up on the unacknowledged message: net.ipv4.tcp_retries2 = 15 (about 15 minutes) by default, 3 (seconds) here.
-  ip netns exec "$HEAD" sysctl -qw net.ipv4.tcp_retries2=3
+  ip netns exec "$HEAD" sh -c 'echo 3 >/proc/sys/net/ipv4/tcp_retries2'  # per namespace; no procps needed
   ip -n "$HEAD" link add br0 type bridge
   ip -n "$HEAD" addr add "$NET.1/24" dev br0
   ip -n "$HEAD" link set br0 up
