@@ -115,7 +115,8 @@ LivenessBeacon::LivenessBeacon(int rank, const std::string& host) : impl_(std::m
   any.sin_addr.s_addr = htonl(INADDR_ANY);
   any.sin_port = 0;  // the kernel picks a free one; the port travels in the card
   socklen_t len = sizeof(any);
-  if (::bind(impl_->listener.fd(), reinterpret_cast<sockaddr*>(&any), sizeof(any)) != 0 || ::listen(impl_->listener.fd(), 64) != 0 ||
+  if (::bind(impl_->listener.fd(), reinterpret_cast<sockaddr*>(&any), sizeof(any)) != 0 ||
+      ::listen(impl_->listener.fd(), 64) != 0 ||
       ::getsockname(impl_->listener.fd(), reinterpret_cast<sockaddr*>(&any), &len) != 0)
     throw Error(fmt::format("liveness beacon: cannot listen: {}", std::strerror(errno)));
   card_ = BeaconCard{rank, host, localIpv4Addresses(), ntohs(any.sin_port), randomNonce()};

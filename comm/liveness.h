@@ -25,7 +25,7 @@ struct BeaconCard {
   int port = 0;
   std::string nonce;  // what its beacon answers: proves the answer is that process's, not a stranger's on the port
 
-  std::string encode() const;  // one line of text, for the bootstrap's allGatherStrings
+  std::string encode() const;                         // one line of text, for the bootstrap's allGatherStrings
   static BeaconCard decode(const std::string& text);  // Error on a malformed card
 };
 
@@ -33,8 +33,10 @@ enum class PeerState { kAlive, kFrozen, kGone, kUnreachable };
 
 template <>
 struct EnumNames<PeerState> {
-  static constexpr std::pair<std::string_view, PeerState> kNames[] = {
-      {"alive", PeerState::kAlive}, {"frozen", PeerState::kFrozen}, {"gone", PeerState::kGone}, {"unreachable", PeerState::kUnreachable}};
+  static constexpr std::pair<std::string_view, PeerState> kNames[] = {{"alive", PeerState::kAlive},
+                                                                      {"frozen", PeerState::kFrozen},
+                                                                      {"gone", PeerState::kGone},
+                                                                      {"unreachable", PeerState::kUnreachable}};
 };
 
 class LivenessBeacon {

@@ -43,9 +43,7 @@ PeerCensus::~PeerCensus() {
   if (g_census == this) g_census = nullptr;
 }
 
-std::string PeerCensus::ask(double deadlineS) const {
-  return describePeers(peers_, askBeacons(mine_, peers_, deadlineS));
-}
+std::string PeerCensus::ask(double deadlineS) const { return describePeers(peers_, askBeacons(mine_, peers_, deadlineS)); }
 
 std::string askPeersOfThisRun(double deadlineS) {
   std::lock_guard lock(g_mu);
@@ -63,7 +61,9 @@ std::string describePeers(const std::vector<BeaconCard>& peers, const std::vecto
     g->second.push_back(peers[i].rank);
   }
   if (groups.empty())
-    return peers.empty() ? "" : "every peer's process answers (so the stall is in the communication itself: the network, or a peer stuck inside it)";
+    return peers.empty() ? ""
+                         : "every peer's process answers (so the stall is in the communication itself: the network, or a peer "
+                           "stuck inside it)";
   std::vector<std::string> parts;
   for (const auto& [key, ranks] : groups) {
     const auto& [state, host] = key;
@@ -76,8 +76,8 @@ std::string describePeers(const std::vector<BeaconCard>& peers, const std::vecto
                                     ranks.size() == 1 ? "is" : "are"));
         break;
       case PeerState::kFrozen:
-        parts.push_back(fmt::format("{} on host {} accept{} but do{} not answer (a stopped or stuck process)", rankList(ranks), host,
-                                    ranks.size() == 1 ? "s" : "", ranks.size() == 1 ? "es" : ""));
+        parts.push_back(fmt::format("{} on host {} accept{} but do{} not answer (a stopped or stuck process)", rankList(ranks),
+                                    host, ranks.size() == 1 ? "s" : "", ranks.size() == 1 ? "es" : ""));
         break;
       case PeerState::kAlive:
         break;
