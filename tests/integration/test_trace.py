@@ -2,6 +2,7 @@
 files that parse, name every rank, nest their spans and carry the collectives' bytes; an analysis whose
 parts add up to the step; a planted straggler named."""
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -134,7 +135,9 @@ def test_the_report_gets_a_profile_section_from_the_traces(tmp_path):
     r = run_trainscope(["report", tmp_path / "straggler.json", "--trace", d, "-o", rep])
     assert r.rc == 0, r.err
     html = (rep / "index.html").read_text()
-    assert "Profile" in html and "Arrival skew at the collectives" in html and "stragglers: rank 1" in html
+    assert "Profile" in html and "Arrival skew at the collectives" in html
+    # The planted straggler is named; on a loaded 2-core machine another rank may be late too ("rank 0, rank 1").
+    assert re.search(r"stragglers: [^<]*\brank 1\b", html), re.findall(r"stragglers: [^<]*", html)
     for png in ("profile_gantt.png", "profile_breakdown.png"):
         assert (rep / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "## Profile" in (rep / "summary.md").read_text()
