@@ -133,8 +133,7 @@ std::unique_ptr<Bootstrap> create(BootstrapKind kind, const Launch& launch) {
 
 }  // namespace
 
-std::unique_ptr<Bootstrap> makeBootstrap(BootstrapKind kind, bool wantMpi) {
-  const Launch launch = detectLaunch();
+std::unique_ptr<Bootstrap> makeBootstrap(BootstrapKind kind, bool wantMpi, const Launch& launch) {
   std::unique_ptr<Bootstrap> boot = create(kind == BootstrapKind::kAuto ? chooseBootstrap(launch, wantMpi) : kind, launch);
   checkWorld(launch, *boot);
   return boot;

@@ -37,8 +37,11 @@ class Bootstrap {
 
 enum class BootstrapKind { kAuto, kMpi, kEnv, kSingle };
 
+struct Launch;
+
 // kAuto: MPI when launched by an MPI launcher (or when wantMpi), else env when RANK/WORLD_SIZE are set, else single.
-std::unique_ptr<Bootstrap> makeBootstrap(BootstrapKind kind, bool wantMpi);
+// `launch` is detectLaunch()'s (comm/launcher.h), read once by the caller.
+std::unique_ptr<Bootstrap> makeBootstrap(BootstrapKind kind, bool wantMpi, const Launch& launch);
 
 // Ends this process where no bootstrap exists yet (one hung while being made): MPI_Abort when MPI was
 // initialised (the launcher then ends the others), else _Exit. Does not return.

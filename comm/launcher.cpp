@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/split.h"
 
 namespace ts {
 namespace {
@@ -102,14 +103,9 @@ Launch detectLaunch() {
 void checkMpiTransportsReachEveryHost(const Launch& launch) {
   const char* btl = env("OMPI_MCA_btl");
   if (!launch.spansHosts || !btl || btl[0] == '^') return;  // "^x" excludes: what is left may cross hosts
-  std::string_view list(btl);
-  while (!list.empty()) {
-    const std::size_t comma = list.find(',');
-    const std::string_view item = list.substr(0, comma);
-    // self, vader (sm in Open MPI 5) and smcuda only ever reach processes of the same host.
-    if (!item.empty() && item != "self" && item != "vader" && item != "sm" && item != "smcuda") return;
-    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-  }
+  // self, vader (sm in Open MPI 5) and smcuda only ever reach processes of the same host.
+  for (const std::string& item : splitNonEmpty(btl, ','))
+    if (item != "self" && item != "vader" && item != "sm" && item != "smcuda") return;
   // The same on every process (mpirun passes --mca and -x to all): one of them says it.
   throw UsageError(fmt::format(
       "OMPI_MCA_btl={} reaches only processes on the same host, but {} placed this run's {} processes on several hosts: add "

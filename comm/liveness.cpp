@@ -141,24 +141,7 @@ struct Attempt {
   std::string reply;  // what came back on a connected attempt
 };
 
-// What one attempt says about its peer, most telling first (a peer is as alive as its best address says).
-int rankOf(PeerState s) {
-  switch (s) {
-    case PeerState::kAlive:
-      return 3;
-    case PeerState::kFrozen:
-      return 2;
-    case PeerState::kGone:
-      return 1;
-    case PeerState::kUnreachable:
-      break;
-  }
-  return 0;
-}
-
-void note(std::vector<PeerState>& states, std::size_t peer, PeerState s) {
-  if (rankOf(s) > rankOf(states[peer])) states[peer] = s;
-}
+void note(std::vector<PeerState>& states, std::size_t peer, PeerState s) { states[peer] = std::max(states[peer], s); }
 
 }  // namespace
 

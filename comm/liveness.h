@@ -29,7 +29,8 @@ struct BeaconCard {
   static BeaconCard decode(const std::string& text);  // Error on a malformed card
 };
 
-enum class PeerState { kAlive, kFrozen, kGone, kUnreachable };
+// Ordered from no sign of life to alive: a peer asked at several addresses is as alive as its best answer.
+enum class PeerState { kUnreachable, kGone, kFrozen, kAlive };
 
 template <>
 struct EnumNames<PeerState> {

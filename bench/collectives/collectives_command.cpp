@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "base/error.h"
+#include "base/split.h"
 #include "bench/collectives/collectives_options.h"
 #include "bench/collectives/transports.h"
 #include "bench/commands.h"
@@ -63,9 +64,9 @@ int runFromCommandLine(const CollectivesArgs& args, const std::vector<std::strin
     return runCollectives(o, argv);
   }
   VariantRequest req;
-  req.transports = splitList(args.transports);
-  req.algos = splitList(args.algos);
-  req.protos = splitList(args.protos);
+  req.transports = splitNonEmpty(args.transports, ',');
+  req.algos = splitNonEmpty(args.algos, ',');
+  req.protos = splitNonEmpty(args.protos, ',');
   req.launcher = args.launcher;
   req.backend = o.backend;
   req.jsonPath = o.jsonPath;

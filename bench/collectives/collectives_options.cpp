@@ -4,24 +4,15 @@
 #include <cmath>
 #include <limits>
 #include <optional>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/split.h"
 #include "base/units.h"
 #include "base/user_paths.h"
 
 namespace ts {
-
-std::vector<std::string> splitList(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 CollectivesOptions resolveCollectivesArgs(const CollectivesArgs& raw) {
   CollectivesOptions o = raw.opts;
@@ -47,17 +38,17 @@ CollectivesOptions resolveCollectivesArgs(const CollectivesArgs& raw) {
   if (raw.ops == "all")
     o.ops = allCollectives();
   else
-    for (const auto& name : splitList(raw.ops)) o.ops.push_back(&findCollective(name));
+    for (const auto& name : splitNonEmpty(raw.ops, ',')) o.ops.push_back(&findCollective(name));
   o.dtypes.clear();
   if (raw.dtype == "all")
     o.dtypes = allDTypes();
   else
-    for (const auto& name : splitList(raw.dtype)) o.dtypes.push_back(parseDType(name));
+    for (const auto& name : splitNonEmpty(raw.dtype, ',')) o.dtypes.push_back(parseDType(name));
   o.redops.clear();
   if (raw.redop == "all")
     o.redops = allRedOps();
   else
-    for (const auto& name : splitList(raw.redop)) o.redops.push_back(parseRedOp(name));
+    for (const auto& name : splitNonEmpty(raw.redop, ',')) o.redops.push_back(parseRedOp(name));
   o.minBytes = parseBytes(raw.minBytes, "-b/--min-bytes");
   o.maxBytes = parseBytes(raw.maxBytes, "-e/--max-bytes");
   o.stepBytes = parseBytes(raw.stepBytes, "-i/--step-bytes");

@@ -49,9 +49,6 @@ struct CollectivesArgs {
   CollectivesOptions opts;
 };
 
-// "a,b,,c" -> {"a", "b", "c"}
-std::vector<std::string> splitList(const std::string& s);
-
 // Resolves names and sizes and validates everything that does not need the world; UsageError otherwise.
 CollectivesOptions resolveCollectivesArgs(const CollectivesArgs& args);
 

@@ -3,11 +3,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/split.h"
 #include "bench/session/child_process.h"
 #include "bench/session/result_stream.h"
 #include "bench/session/result_writer.h"
@@ -56,15 +56,6 @@ const std::vector<Row>& table() {
         "Open MPI TCP between every pair (loopback inside a host)"}},
   };
   return rows;
-}
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, sep))
-    if (!item.empty()) out.push_back(item);
-  return out;
 }
 
 std::string capitalized(const std::string& algo) {  // NCCL_ALGO takes Ring, Tree, NVLS, CollNetDirect, ...
@@ -169,7 +160,7 @@ std::vector<Variant> variantsOf(const VariantRequest& req, BackendKind backend) 
 std::vector<std::string> variantCommand(std::string launcher, const Variant& v, BackendKind childBackend, const std::string& self,
                                         const std::vector<std::string>& childArgs, const fs::path& part) {
   if (launcher.empty() && childBackend == BackendKind::kMpi) launcher = "mpirun -np 2";
-  std::vector<std::string> args = split(launcher, ' ');
+  std::vector<std::string> args = splitNonEmpty(launcher, ' ');
   const bool mpirun = !args.empty() && (fs::path(args[0]).filename() == "mpirun" || fs::path(args[0]).filename() == "mpiexec");
   if (mpirun)  // mpirun passes a variable to the ranks on other hosts only when told to
     for (const auto& [k, val] : v.env) {

@@ -40,8 +40,8 @@ nlohmann::json launcherJson(const Launch& l, const nlohmann::json& ranksByHost) 
 
 }  // namespace
 
-nlohmann::json makeRunMetadata(Bootstrap& boot, const std::string& subcommand, const std::vector<std::string>& argv,
-                               const nlohmann::json& config) {
+nlohmann::json makeRunMetadata(Bootstrap& boot, const Launch& launch, const std::string& subcommand,
+                               const std::vector<std::string>& argv, const nlohmann::json& config) {
   const std::string started = isoTimeNow();
   // The first process on each host reports the host's inventory; the others only their host name.
   nlohmann::json mine = {{"host", hostName()}};
@@ -67,7 +67,7 @@ nlohmann::json makeRunMetadata(Bootstrap& boot, const std::string& subcommand, c
           {"ended_at", nullptr},
           {"hosts", hosts},
           {"world", {{"processes", boot.size()}, {"hosts", names.size()}, {"bootstrap", boot.kind()}}},
-          {"launcher", launcherJson(detectLaunch(), ranksByHost)},
+          {"launcher", launcherJson(launch, ranksByHost)},
           {"layouts", nlohmann::json::array()},
           {"environment", collectEnvironment()}};
 }

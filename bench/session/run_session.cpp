@@ -48,19 +48,20 @@ std::unique_ptr<RunSession> RunSession::open(BootstrapKind bootstrap, bool wantM
   activity::installSignalHandlers();
   activity::set("meeting the other processes (bootstrap)");
   s->setupWatchdog_ = std::make_unique<Watchdog>(timeoutS, launch.rank, endAllRanksOnTimeout(timeoutS, [p = s.get()](int code) {
-                                                   if (p->boot_) p->boot_->abortAll(code);
+                                                   if (Bootstrap* b = p->abortThrough_.load()) b->abortAll(code);
                                                    abortWithoutBootstrap(code);
                                                  }));
   s->setupWatchdog_->arm();
   {
     const heartbeat::WaitingForPeers waiting;
-    s->boot_ = makeBootstrap(bootstrap, wantMpi);
+    s->boot_ = makeBootstrap(bootstrap, wantMpi, launch);
   }
   Bootstrap& boot = *s->boot_;
+  s->abortThrough_.store(&boot);
   activity::setIdentity(boot.rank(), boot.size(), hostName());
   if (boot.size() > 1) s->census_ = std::make_unique<PeerCensus>(boot, hostName());
   activity::set("gathering the run's metadata");
-  s->meta_ = makeRunMetadata(boot, subcommand, argv, config);
+  s->meta_ = makeRunMetadata(boot, launch, subcommand, argv, config);
   double interval = 0;
   collectively(boot, [&] { interval = telemetryIntervalFromEnvironment(); });
   // Every process's host and pid: the first process of a host samples it, and the CPU time of the run's

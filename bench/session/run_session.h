@@ -2,6 +2,7 @@
 // One run of trainscope from start to result document: the bootstrap (how the processes meet), the run
 // metadata, and the result writer on process 0. A subcommand opens a session, runs one step (collectives)
 // or several (suite) in its context, and finishes it, which writes the document.
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -56,7 +57,8 @@ class RunSession {
   void keepOwnTelemetry();                   // process 0: its host's telemetry record, streamed once
   std::unique_ptr<Watchdog> setupWatchdog_;  // declared first: it outlives the bootstrap it may abort through
   std::unique_ptr<Bootstrap> boot_;
-  std::unique_ptr<PeerCensus> census_;  // multi-process runs: names the peers a timed-out wait lost
+  std::atomic<Bootstrap*> abortThrough_{nullptr};  // boot_, as the setup watchdog's thread may read it
+  std::unique_ptr<PeerCensus> census_;             // multi-process runs: names the peers a timed-out wait lost
   std::unique_ptr<ResultWriter> writer_;
   std::unique_ptr<RunContext> ctx_;
   std::unique_ptr<TelemetrySampler> telemetry_;  // the first process on each host samples
