@@ -141,21 +141,25 @@ $NET.1 $HEAD"
   done
   sed 's/$/ slots=1/' "$STATE/hosts" >"$STATE/hostfile"
   trap - ERR
-  # Every host answers the launcher before anyone starts MPI on them: a TCP connection to a closed port is
-  # refused at once by a reachable host (no ping needed: iputils-ping may be missing).
-  # A new link may take a moment to carry traffic: up to 10 tries, half a second apart.
-  local try
   for i in $(seq 1 "$n"); do
-    for try in $(seq 1 10); do
-      [[ "$(ip netns exec "$HEAD" timeout 2 bash -c "</dev/tcp/$NET.$((10 + i))/9" 2>&1)" == *refused* ]] && break
-      [ "$try" = 10 ] && {
-        down
-        die "host $P-h$i does not answer on $NET.$((10 + i)): cluster torn down"
-      }
-      sleep 0.5
-    done
+    reachable "$i" || {
+      down
+      die "host $P-h$i does not answer on $NET.$((10 + i)): cluster torn down"
+    }
   done
   echo "netns-cluster: $n host(s) $P-h1..$P-h$n on $NET.0/24, launcher $HEAD ($NET.1)${shape[*]:+, shaped: ${!shape[*]}}" >&2
+}
+
+# Whether host I answers the launcher, waiting up to 5 s (a new or re-raised link may take a moment to carry
+# traffic): a TCP connection to a closed port is refused at once by a reachable host (no ping needed:
+# iputils-ping may be missing). Every host answers before anyone starts MPI on them.
+reachable() {
+  local try
+  for try in $(seq 1 10); do
+    [[ "$(ip netns exec "$HEAD" timeout 2 bash -c "</dev/tcp/$NET.$((10 + $1))/9" 2>&1)" == *refused* ]] && return 0
+    sleep 0.5
+  done
+  return 1
 }
 
 host_index() {
@@ -214,6 +218,8 @@ case "$cmd" in
     [ $# -eq 2 ] && { [ "$2" = up ] || [ "$2" = down ]; } || usage
     i="$(host_index "$1")"
     ip -n "$HEAD" link set "h$i" "$2"
+    # A raised link carries traffic before this returns: the next mpirun's daemon on it must reach the launcher.
+    [ "$2" = down ] || reachable "$i" || die "host $1 does not answer on $NET.$((10 + i)) after its link came up"
     ;;
   status)
     hosts

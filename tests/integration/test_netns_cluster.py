@@ -49,6 +49,18 @@ def hosts():
     cluster("down")
 
 
+def end_processes_on(host, within=10.0):
+    """Kills whatever runs in host's namespace and waits until it is gone."""
+    deadline = time.monotonic() + within
+    while True:
+        pids = subprocess.run(["ip", "netns", "pids", host], capture_output=True, text=True).stdout.split()
+        if not pids:
+            return
+        assert time.monotonic() < deadline, f"processes {pids} on {host} outlived kill -9 for {within} s"
+        subprocess.run(["kill", "-9", *pids], capture_output=True)
+        time.sleep(0.2)
+
+
 def launch(args, timeout=120):
     """Runs args in the launcher's namespace, with Open MPI set for the cluster (scripts/netns-cluster.sh launch)."""
     proc = subprocess.run([str(CLUSTER), "launch"] + [str(a) for a in args], capture_output=True, text=True,
@@ -214,11 +226,11 @@ def test_a_host_whose_link_goes_down_ends_the_job_in_seconds_naming_it(hosts, tm
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        # The cut host's daemon (and its ranks) outlived the job: end them, as a node's reboot would, before its
+        # link comes back (a dying daemon must not meet the next test's mpirun); `link up` waits until the host answers.
+        end_processes_on(HOSTS[1])
         cluster("link", HOSTS[1], "up")
         cluster("shape", SHAPED, RATE)
-        # The cut host's daemon (and its ranks) outlived the job: end them, as a node's reboot would.
-        pids = subprocess.run(["ip", "netns", "pids", HOSTS[1]], capture_output=True, text=True).stdout.split()
-        subprocess.run(["kill", "-9", *pids], capture_output=True)
     stderr = (tmp_path / "down.err").read_text()
     assert proc.returncode != 0
     assert took < 30, f"the job took {took:.1f} s to end"
