@@ -20,6 +20,7 @@ from .files import check_output_dir, check_output_file, write_atomically
 from .kernel_breakdown import coverage_failures
 from .load import load_result, load_results
 from .policy import Policy, apply as apply_policy, from_toml, parse_override
+from .memory import memory_text
 from .report import write_report
 
 
@@ -65,6 +66,9 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--junit",
                    help="write JUnit XML: one test case per compared record (regression: failure; inconclusive: skipped)")
     c.add_argument("--json", help="write the comparison as JSON")
+    m = sub.add_parser("memory", help="each train record's memory per rank by kind, beside its layout's model-state formula")
+    m.add_argument("results", nargs="+", help="result documents (trainscope .json or .jsonl)")
+    m.add_argument("--label", action="append", help="a name per result, in order")
     a = sub.add_parser("analyze", help="where each step of a --trace run went, per rank; stragglers; pipeline bubbles")
     a.add_argument("trace_dir", help="the directory `trainscope train --trace DIR` wrote")
     a.add_argument("--json", help="also write the analysis as JSON here")
@@ -96,6 +100,11 @@ def _analyze(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 1
         print(f"kernel coverage: every rank's device busy time is within {args.check_kernel_coverage:g}% of its step")
+    return 0
+
+
+def _memory(args: argparse.Namespace) -> int:
+    print(memory_text(load_results(args.results, args.label)))
     return 0
 
 
@@ -187,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
         args = _parser().parse_args(argv)
-        return {"report": _report, "compare": _compare, "analyze": _analyze}[args.command](args)
+        return {"report": _report, "compare": _compare, "analyze": _analyze, "memory": _memory}[args.command](args)
     except InputError as e:
         print(f"trainscope: error: {e}", file=sys.stderr)
         return 2

@@ -123,7 +123,8 @@ void BatchStager::stage(data::Batch& b) {
     s.device = nullptr;
     s.capacity = 0;
     s.host = cuda::PinnedHostBuffer(bytes);
-    s.device = d.allocate(bytes);  // never freed during the run (the arena's rule); counted in peak memory
+    s.device =
+        d.allocate(bytes, MemoryKind::kWorkspace);  // never freed during the run (the arena's rule); counted in peak memory
     s.capacity = bytes;
     // allocate() zeroes the memory on the compute stream: the upload below waits for that (via `released`).
     s.released.record(static_cast<cudaStream_t>(d.stream()));

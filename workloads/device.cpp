@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/units.h"
 #include "kernels/cuda/device_count.h"
 #include "workloads/device_cuda.h"
 
@@ -53,24 +54,40 @@ std::string Device::name() const {
   return "cpu";
 }
 
-void* Device::allocate(std::size_t bytes) {
+MemoryLimitExceeded::MemoryLimitExceeded(MemoryKind k, std::size_t n, std::size_t used, std::size_t cap)
+    : UsageError(fmt::format("--memory-limit {}: {} more for {} with {} in use", formatBytes(cap), formatBytes(n), nameOf(k),
+                             formatBytes(used))),
+      kind(k),
+      bytes(n),
+      inUse(used),
+      limit(cap) {}
+
+void* Device::allocate(std::size_t bytes, MemoryKind kind) {
   const std::size_t n = bytes ? bytes : 1;
   std::lock_guard lock(memory_);
+  if (limit_ && counters_.total + n > limit_) throw MemoryLimitExceeded(kind, n, counters_.total, limit_);
   void* p = nullptr;
 #ifdef TRAINSCOPE_HAVE_CUDA
-  if (cuda()) p = cuda_->allocate(n, inUse_);
+  if (cuda()) p = cuda_->allocate(n, counters_.total);
 #endif
   if (!cuda()) {
     p = std::calloc(1, n);
-    if (!p) throw Error(fmt::format("out of host memory: {} bytes more ({} bytes taken so far)", n, inUse_));
+    if (!p) throw Error(fmt::format("out of host memory: {} bytes more ({} bytes taken so far)", n, counters_.total));
   }
-  inUse_ += n;
-  peak_ = std::max(peak_, inUse_);
+  counters_.add(kind, n);
+  blocks_[p] = {n, kind};
   return p;
 }
 
 void Device::release(void* p) {
   if (!p) return;
+  {
+    std::lock_guard lock(memory_);
+    const auto it = blocks_.find(p);
+    if (it == blocks_.end()) throw Error("internal: Device::release of memory it did not allocate");
+    counters_.remove(it->second.second, it->second.first);
+    blocks_.erase(it);
+  }
 #ifdef TRAINSCOPE_HAVE_CUDA
   if (cuda()) {
     cuda_->release(p);

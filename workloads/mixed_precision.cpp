@@ -20,7 +20,7 @@ void roundTo(Precision p, const Tensor& x) {
 }
 
 MasterWeights::MasterWeights(Precision p, const std::vector<Param*>& params, Arena& arena) : p_(p), params_(params) {
-  for (Param* q : params_) masters_.push_back(arena.tensor(q->value.shape));
+  for (Param* q : params_) masters_.push_back(arena.tensor(q->value.shape, MemoryKind::kMasterWeights));
 }
 
 void MasterWeights::beginStep() {

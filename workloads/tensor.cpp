@@ -28,26 +28,35 @@ void Tensor::fromHost(const std::vector<float>& values) const {
 }
 
 Arena::~Arena() {
-  for (void* p : blocks_) device_->release(p);
+  for (const auto& [p, bytes] : blocks_) device_->release(p);
 }
 
-Tensor Arena::tensor(std::vector<std::int64_t> shape) {
+Tensor Arena::tensor(std::vector<std::int64_t> shape, MemoryKind kind) {
   Tensor t{nullptr, std::move(shape), device_};
   for (auto d : t.shape)
     if (d <= 0) throw Error(fmt::format("internal: a tensor of shape {}", t.shapeText()));
   const std::size_t bytes = t.numel() * sizeof(float);
-  t.data = static_cast<float*>(device_->allocate(bytes));  // zeroed; out of memory names the sizes
-  blocks_.push_back(t.data);
+  t.data = static_cast<float*>(device_->allocate(bytes, kind));  // zeroed; out of memory names the sizes
+  blocks_[t.data] = bytes;
   bytes_ += bytes;
   return t;
 }
 
-int* Arena::ints(std::size_t n) {
+int* Arena::ints(std::size_t n, MemoryKind kind) {
   const std::size_t bytes = std::max<std::size_t>(n, 1) * sizeof(int);
-  int* p = static_cast<int*>(device_->allocate(bytes));
-  blocks_.push_back(p);
+  int* p = static_cast<int*>(device_->allocate(bytes, kind));
+  blocks_[p] = bytes;
   bytes_ += bytes;
   return p;
+}
+
+void Arena::release(Tensor& t) {
+  const auto it = blocks_.find(t.data);
+  if (it == blocks_.end()) throw Error(fmt::format("internal: Arena::release of a tensor {} it does not hold", t.shapeText()));
+  bytes_ -= it->second;
+  blocks_.erase(it);
+  device_->release(t.data);
+  t.data = nullptr;
 }
 
 void zero(const Tensor& t) { t.device->zero(t.data, t.numel() * sizeof(float)); }

@@ -1,10 +1,12 @@
 #pragma once
-// Tensors of the workloads: a float32 view (data + shape) into memory an Arena took from a Device. Every
-// buffer a model needs is taken once, when the model is built for a batch size, so a training step
-// allocates nothing and the arena's size is the run's memory footprint (reported as peak memory).
+// Tensors of the workloads: a float32 view (data + shape) into memory an Arena took from a Device. The
+// buffers a model needs are taken when it is built for a batch size; the layouts that exist to save
+// memory (ZeRO 2 and 3) take a layer's gathered weights or gradient buckets only while they are in use and
+// give them back (Arena::release). Every block is counted by kind on the device (memory.h).
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "workloads/device.h"
@@ -28,14 +30,18 @@ class Arena {
   ~Arena();
   Arena(const Arena&) = delete;
   Arena& operator=(const Arena&) = delete;
-  Tensor tensor(std::vector<std::int64_t> shape);  // zero-filled
-  int* ints(std::size_t n);                        // zero-filled
-  std::size_t bytes() const { return bytes_; }
+  // Zero-filled, counted under `kind` (memory.h).
+  Tensor tensor(std::vector<std::int64_t> shape, MemoryKind kind = MemoryKind::kActivations);
+  int* ints(std::size_t n, MemoryKind kind = MemoryKind::kActivations);
+  // Gives t's memory back to the device before the arena ends (a layout that keeps a parameter's
+  // gradient elsewhere, a layer gathered only while it runs); t is left empty (no data).
+  void release(Tensor& t);
+  std::size_t bytes() const { return bytes_; }  // held now
   Device& device() const { return *device_; }
 
  private:
   Device* device_;
-  std::vector<void*> blocks_;
+  std::unordered_map<void*, std::size_t> blocks_;  // -> bytes
   std::size_t bytes_ = 0;
 };
 

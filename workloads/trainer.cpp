@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/json_text.h"
+#include "base/units.h"
 #include "kernels/trace.h"
 #include "workloads/checkpoint/checkpoint.h"
 #include "workloads/ops.h"
@@ -67,10 +68,27 @@ nlohmann::json TrainOptions::toJson() const {
           {"checkpoint_dir", checkpointDir},
           {"checkpoint_every", checkpointEvery},
           {"resume", resume},
-          {"layout", layout.toJson()}};
+          {"layout", layout.toJson()},
+          {"memory_limit_bytes", parseBytes(memoryLimit, "--memory-limit")}};
 }
 
 namespace {
+// The advice of a --memory-limit line: the layouts that hold less per rank.
+constexpr const char* kSaveMemory = "try --zero 3, --tp or --pp";
+
+std::string mib(double bytes) { return fmt::format("{:.1f} MiB", bytes / (1 << 20)); }
+
+// What the layout's model states need by the formulas, against the limit: one line, before the layout
+// takes its memory.
+void checkModelStatesFit(const ModelStateBytes& f, std::size_t limit, const LayoutOptions& layout) {
+  if (!limit || f.total() <= static_cast<double>(limit)) return;
+  throw UsageError(
+      fmt::format("--memory-limit {} per rank: {} needs {} of model states per rank (parameters {}, gradients {}, "
+                  "optimizer {}{}) before any activation: {}",
+                  formatBytes(limit), layout.name(), mib(f.total()), mib(f.parameters), mib(f.gradients), mib(f.optimizer),
+                  f.masterWeights > 0 ? ", master weights " + mib(f.masterWeights) : "", kSaveMemory));
+}
+
 // The preset with the overrides and the seed (the data adds input shape and classes later).
 ModelConfig modelConfigOf(const TrainOptions& o) {
   ModelConfig config = modelPreset(o.model, o.preset);
@@ -94,6 +112,7 @@ void validateTrainOptions(const TrainOptions& o) {
   Schedule sched = o.schedule;
   sched.total = o.steps;
   validateSchedule(sched);
+  parseBytes(o.memoryLimit, "--memory-limit");
   modelConfigOf(o);
 }
 
@@ -126,6 +145,23 @@ Trainer::Trainer(const TrainOptions& options, const Mesh* mesh, double commTimeo
   options_.schedule.total = o.steps;
   device_ = Device::open(o.device);  // first: a missing GPU is reported before any data is read
   device_->setMatmulPrecision(o.precision);
+  device_->setMemoryLimit(parseBytes(o.memoryLimit, "--memory-limit"));
+  try {
+    build(commTimeoutS);
+  } catch (const MemoryLimitExceeded& e) {
+    throw UsageError(fmt::format(
+        "--memory-limit {} per rank: building the model for layout {} needed {} more for {} with {} in "
+        "use: {}",
+        formatBytes(e.limit), layout.name(), formatBytes(e.bytes), nameOf(e.kind), formatBytes(e.inUse), kSaveMemory));
+  }
+  // The record's peaks are the steps': setup built the whole model before the layout gave its share back.
+  setupPeak_ = device_->memory().totalPeak;
+  device_->resetPeaks();
+}
+
+void Trainer::build(double commTimeoutS) {
+  const TrainOptions& o = options_;
+  const LayoutOptions& layout = options_.layout;
 
   ModelConfig config = modelConfigOf(o);
 
@@ -152,11 +188,23 @@ Trainer::Trainer(const TrainOptions& options, const Mesh* mesh, double commTimeo
   if (Communicator* tp = mesh_->group(GroupKind::kTp))
     tp_ = std::make_unique<TensorParallelGroup>(*tp, commTimeoutS, groupLabel(*mesh_, GroupKind::kTp));
   if (layout.pp > 1) {
-    pipeline_ = std::make_unique<Pipeline>(*mesh_, *model_, commTimeoutS);
+    const data::Batch sample = source_->batch(0).slice(0, microBatchSize());  // its shapes size the stages' buffers
+    pipeline_ = std::make_unique<Pipeline>(*mesh_, *model_, commTimeoutS, sample, static_cast<int>(o.microBatches));
     part_ = pipeline_->part();
   } else {
     part_ = wholeModel(*model_);
   }
+  ModelStateFacts facts;
+  for (const Param* p : part_.params) facts.elements += p->value.numel();
+  facts.dp = layout.dp;
+  facts.zero = layout.zero;
+  facts.parameterServer = layout.sync == SyncKind::kParameterServer && layout.dp > 1;
+  facts.psShards = layout.psShards;
+  facts.server = mesh_->coordinate(GroupKind::kDp) < layout.psShards;
+  facts.optimizerSlots = keepsTwoMoments(o.optimizer.kind) ? 2 : 1;
+  facts.masterWeights = o.precision == Precision::kBFloat16 || o.precision == Precision::kFloat16;
+  formula_ = modelStateFormula(facts);
+  checkModelStatesFit(formula_, device_->memoryLimit(), layout);
   sync_ = makeGradientSync(*mesh_, part_, commTimeoutS);
   optimizer_ = std::make_unique<Optimizer>(o.optimizer, sync_->updateParams(), model_->arena());
   if (o.precision == Precision::kBFloat16 || o.precision == Precision::kFloat16) {
@@ -191,6 +239,8 @@ Trainer::Trainer(const TrainOptions& options, const Mesh* mesh, double commTimeo
 }
 
 Trainer::~Trainer() = default;
+
+MemoryAccount Trainer::memoryAccount() const { return {device_->memory(), setupPeak_, formula_}; }
 
 double Trainer::flopsPerStep() const {
   return 3.0 * model_->forwardFlops() * static_cast<double>(options_.microBatches * dataParallel());

@@ -16,6 +16,7 @@
 #include "workloads/data/data_source.h"
 #include "workloads/data/prefetcher.h"
 #include "workloads/device_spec.h"
+#include "workloads/memory_account.h"
 #include "workloads/mixed_precision.h"
 #include "workloads/models/model.h"
 #include "workloads/optim/optimizer.h"
@@ -47,7 +48,8 @@ struct TrainOptions {
   std::string checkpointDir;
   std::int64_t checkpointEvery = 0;  // steps between checkpoints (0: only at the end when a directory is given)
   bool resume = false;
-  LayoutOptions layout;  // the parallel layout (resolved against the world by the caller)
+  LayoutOptions layout;           // the parallel layout (resolved against the world by the caller)
+  std::string memoryLimit = "0";  // per rank, as given ("6G"): what the device may hand out at once ("0": no limit)
   nlohmann::json toJson() const;
 };
 
@@ -92,11 +94,13 @@ class Trainer {
   std::int64_t microBatchSize() const { return options_.batch / (options_.microBatches * dataParallel()); }
   int dataParallel() const { return mesh_->size(GroupKind::kDp); }
   const Mesh& mesh() const { return *mesh_; }
+  // This rank's memory: the steps' peaks by kind since setup, the setup's peak, and the layout's formula.
+  MemoryAccount memoryAccount() const;
   // Elements of the parameters whose update (optimizer state, reduced gradients) this rank owns.
   std::size_t ownedParameterElements() { return sync_->ownedParameterElements(); }
-  // Makes every parameter's value current in the model (ZeRO-3 keeps only shards between layers): call on
-  // every rank before reading the weights.
-  void gatherParameters() { sync_->gatherParameters(); }
+  // Calls visit with each parameter this rank trains, its value current during the call (ZeRO-3 keeps only
+  // shards between layers and gathers one layer at a time): call on every rank.
+  void visitParameters(const std::function<void(Param&)>& visit) { sync_->visitParameters(visit); }
   // The parameters this rank trains: all, or its pipeline stage's.
   const std::vector<Param*>& trainedParams() const { return part_.params; }
   const Pipeline* pipeline() const { return pipeline_.get(); }
@@ -109,6 +113,7 @@ class Trainer {
   double lastMicroBatchLoss() const { return lastMicroLoss_; }
 
  private:
+  void build(double commTimeoutS);  // data, model, layout, optimizer, resume, loader
   TrainOptions options_;
   std::unique_ptr<Mesh> ownMesh_;  // when none was given: a mesh of one
   const Mesh* mesh_;
@@ -125,6 +130,8 @@ class Trainer {
   ModelPart part_;
   std::unique_ptr<GradientSync> sync_;  // after the model: it holds buckets in the model's arena
   std::int64_t nextStep_ = 0, firstStep_ = 0;
+  std::size_t setupPeak_ = 0;
+  ModelStateBytes formula_;
   std::vector<std::int64_t> lastIndices_;
   double lastMicroLoss_ = 0;
 };

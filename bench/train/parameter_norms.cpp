@@ -12,13 +12,15 @@ namespace ts {
 namespace {
 
 // Every parameter's squared L2 norm (float64 sums), size and whether it is a tensor-parallel slice.
-nlohmann::json parameterSquares(const std::vector<wl::Param*>& params) {
+// Collective: every rank visits (ZeRO-3 gathers each layer), ranks of data-parallel coordinate 0 keep it.
+nlohmann::json parameterSquares(wl::Trainer& trainer, bool keep) {
   nlohmann::json out = nlohmann::json::object();
-  for (wl::Param* p : params) {
+  trainer.visitParameters([&](wl::Param& p) {
+    if (!keep) return;
     double sq = 0;
-    for (float v : p->value.toHost()) sq += double(v) * double(v);
-    out[p->name] = {sq, p->value.numel(), p->tpShard};
-  }
+    for (float v : p.value.toHost()) sq += double(v) * double(v);
+    out[p.name] = {sq, p.value.numel(), p.tpShard};
+  });
   return out;
 }
 
@@ -33,8 +35,8 @@ bool ParameterNorms::finite() const {
   return true;
 }
 
-ParameterNorms gatherParameterNorms(Bootstrap& boot, const wl::Mesh& mesh, const std::vector<wl::Param*>& params) {
-  const nlohmann::json mine = mesh.coordinate(wl::GroupKind::kDp) == 0 ? parameterSquares(params) : nlohmann::json::object();
+ParameterNorms gatherParameterNorms(Bootstrap& boot, const wl::Mesh& mesh, wl::Trainer& trainer) {
+  const nlohmann::json mine = parameterSquares(trainer, mesh.coordinate(wl::GroupKind::kDp) == 0);
   std::vector<std::string> all = {jsonText(mine)};
   if (mesh.worldSize() > 1) all = boot.allGatherStrings(jsonText(mine));
   std::map<std::string, std::pair<double, std::int64_t>> total;

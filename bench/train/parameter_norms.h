@@ -8,6 +8,7 @@
 
 #include "workloads/layers/layer.h"
 #include "workloads/parallel/mesh.h"
+#include "workloads/trainer.h"
 
 namespace ts {
 
@@ -23,6 +24,6 @@ struct ParameterNorms {
 // Pipeline stages each know their own parameters (`params`: the ones this rank trains), tensor-parallel
 // ranks their slices (summed); data-parallel replicas are equal, and the first of each group speaks.
 // Collective when the mesh has more than one rank.
-ParameterNorms gatherParameterNorms(Bootstrap& boot, const wl::Mesh& mesh, const std::vector<wl::Param*>& params);
+ParameterNorms gatherParameterNorms(Bootstrap& boot, const wl::Mesh& mesh, wl::Trainer& trainer);
 
 }  // namespace ts

@@ -74,6 +74,9 @@ void addLayoutOptions(OptionTable<TrainRunOptions>& t) {
   onUnknownChoice(t.add("--pp-schedule", "Pipeline schedule: gpipe or 1f1b", TS_FIELD(train.layout.schedule)),
                   expectedChoice<wl::PipelineSchedule>());
   t.add("--pp-split", "Pipeline: layers per stage, comma-separated (default: balanced by FLOPs)", TS_FIELD(train.layout.ppSplit));
+  t.add("--memory-limit",
+        "Memory each rank may hold at once (e.g. 6G; 0 = no limit but the device's): a layout that needs more ends with one line",
+        TS_FIELD(train.memoryLimit));
 }
 
 // The run around the training: timing, checkpoints, output.

@@ -104,6 +104,17 @@ void addRanks(const TrainRecord& r, nlohmann::json& rec) {
   if (r.ranks.stragglers) rec["stragglers"] = toJson(*r.ranks.stragglers);
 }
 
+// Every rank's account beside its coordinates on the mesh, and the limit they ran under.
+nlohmann::json memoryJson(const TrainRecord& r) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (std::size_t i = 0; i < r.memory.size(); ++i) {
+    nlohmann::json row = r.memory[i];
+    row["rank"] = i;
+    ranks.push_back(row);
+  }
+  return {{"limit_bytes", r.memoryLimitBytes ? nlohmann::json(r.memoryLimitBytes) : nlohmann::json()}, {"ranks", ranks}};
+}
+
 void addTimedSteps(const TrainRecord& r, nlohmann::json& rec) {
   rec["step_time_us"] = usStats(r.ranks.stepSeconds);
   nlohmann::json samples = nlohmann::json::array();
@@ -141,6 +152,7 @@ nlohmann::json toJson(const TrainRecord& r) {
                         {"timed_steps", static_cast<std::int64_t>(r.ranks.stepSeconds.size())},
                         {"completed", r.completed()},
                         {"peak_memory_bytes", r.peakMemoryBytes},
+                        {"memory", memoryJson(r)},
                         {"checkpoint_time_s", r.steps.checkpointS},
                         {"loss", {{"initial", r.steps.initialLoss}, {"final", r.steps.finalLoss}}},
                         {"loss_curve", lossCurve(r)}};

@@ -60,8 +60,10 @@ struct TrainRecord {
   std::size_t ownedParameters = 0;  // what process 0 updates: its shard, slice or stage
   double flopsPerStep = 0;
   std::int64_t itemsPerStep = 0, firstStep = 0, warmupSteps = 0;
-  std::size_t peakMemoryBytes = 0;
-  bool float16 = false;  // loss scaling: each point's scale and skip, and the skipped steps
+  std::size_t peakMemoryBytes = 0;   // process 0's most in use at once, setup or steps
+  std::size_t memoryLimitBytes = 0;  // --memory-limit (0: none)
+  nlohmann::json memory;             // every rank's memory account (wl::MemoryAccount::toJson), in rank order
+  bool float16 = false;              // loss scaling: each point's scale and skip, and the skipped steps
   std::optional<PipelineRecord> pipeline;
   // What the steps measured.
   MeasuredSteps steps;  // process 0's

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/json_text.h"
 #include "base/user_paths.h"
 #include "bench/kernels/ceilings.h"
 #include "bench/session/activity.h"
@@ -90,16 +91,28 @@ void measureGemmCeiling(std::optional<CeilingSet>& ceilings, RunContext& ctx, wl
 struct AfterTraining {
   TrainBreakdown ranks;
   std::optional<ParameterNorms> norms;
+  nlohmann::json memory;           // every rank's account, in rank order (this rank's alone after a failure)
+  std::size_t stepsPeakBytes = 0;  // this process's, before the weights were gathered for the norms
 };
 AfterTraining gatherAfterTraining(Bootstrap& boot, wl::Trainer& trainer, const wl::Mesh& mesh, const MeasuredSteps& steps) {
   AfterTraining out;
+  // Before gathering the weights for the norms: ZeRO-3 takes the whole model for that, after the steps.
+  const wl::MemoryAccount mine = trainer.memoryAccount();
+  out.stepsPeakBytes = mine.steps.totalPeak;
+  const std::string account = jsonText(mine.toJson());
+  out.memory = nlohmann::json::array();
   if (!steps.error) {
-    trainer.gatherParameters();  // ZeRO-3: the weights, for the record's parameter norms
-    out.norms = gatherParameterNorms(boot, mesh, trainer.trainedParams());
+    for (const std::string& s : mesh.worldSize() > 1 ? boot.allGatherStrings(account) : std::vector<std::string>{account})
+      out.memory.push_back(nlohmann::json::parse(s));
+  } else {
+    out.memory.push_back(nlohmann::json::parse(account));
+  }
+  if (!steps.error) {
+    out.norms = gatherParameterNorms(boot, mesh, trainer);
     out.ranks = gatherBreakdown(boot, mesh, steps.timed);
   } else {
     out.ranks.stepSeconds = steps.timed.total;  // the others are not reachable
-    if (mesh.worldSize() == 1) out.norms = gatherParameterNorms(boot, mesh, trainer.trainedParams());
+    if (mesh.worldSize() == 1) out.norms = gatherParameterNorms(boot, mesh, trainer);
   }
   return out;
 }
@@ -134,7 +147,9 @@ TrainRecord describeRun(wl::Trainer& trainer, const TrainRunOptions& o, const wl
   r.itemsPerStep = trainer.itemsPerStep();
   r.firstStep = trainer.firstStep();
   r.warmupSteps = o.warmupSteps;
-  r.peakMemoryBytes = model.memoryBytes();
+  const wl::MemoryAccount memory = trainer.memoryAccount();
+  r.peakMemoryBytes = std::max(memory.setupPeak, memory.steps.totalPeak);
+  r.memoryLimitBytes = trainer.device().memoryLimit();
   r.float16 = o.train.precision == Precision::kFloat16;
   if (const wl::Pipeline* p = trainer.pipeline())
     r.pipeline = PipelineRecord{p->stages(), o.train.microBatches, mesh.layout().schedule};
@@ -187,6 +202,8 @@ void trainOnMesh(const TrainRunOptions& o, RunContext& ctx, const wl::Mesh& mesh
   TrainRecord rec = describeRun(trainer, o, mesh, ctx);
   rec.steps = std::move(loop.steps);
   rec.ranks = std::move(after.ranks);
+  rec.memory = std::move(after.memory);
+  rec.peakMemoryBytes = std::max(rec.peakMemoryBytes, after.stepsPeakBytes);
   if (after.norms) {
     if (rec.completed()) rec.parameters = after.norms->count;  // the whole model's, over the stages
     if (after.norms->finite()) rec.parameterNorms = std::move(after.norms->norms);

@@ -5,6 +5,7 @@ from collections.abc import Callable
 
 from ..json_types import Block, Record
 from ..load import Result
+from ..memory import COLUMNS as MEMORY_COLUMNS, KINDS as MEMORY_KINDS, memory_rows
 from ..mesh import axis_names, coordinate
 from ..plots import PlotSink, new_figure
 from .kernels import CAUSES
@@ -121,6 +122,34 @@ def _phase_plot(runs: list[TrainRun], name: Namer, plots: PlotSink) -> Block | N
                       "median data, forward, backward, sync and optimizer time per step")
 
 
+def _memory_blocks(runs: list[TrainRun], name: Namer, plots: PlotSink) -> list[Block]:
+    """Each rank's memory by kind (a stacked bar per rank of every run) and the table beside the formula."""
+    named = [(name(r, x), x) for r, x in runs]
+    rows = memory_rows(named)
+    if not rows:
+        return []
+    bars = [(f"{n} r{m['rank']}", m["peak_bytes"]) for n, x in named for m in (x.get("memory") or {}).get("ranks", [])]
+    fig, (ax,) = new_figure(width=7.5, height=0.8 + 0.3 * len(bars))
+    left = [0.0] * len(bars)
+    for j, kind in enumerate(MEMORY_KINDS):
+        widths = [peaks[kind] / 2**20 for _, peaks in bars]
+        ax.barh([label for label, _ in bars], widths, left=left, color=f"C{j}", label=kind.replace("_", " "))
+        left = [a + b for a, b in zip(left, widths)]
+    ax.set_xlabel("MiB per rank (each kind's peak during the steps)")
+    ax.set_title("memory by kind, per rank")
+    ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False)
+    ax.invert_yaxis()
+    plot = plots.save(fig, "training_memory", "memory by kind", "each rank's memory by kind, peaks during the steps")
+    table: Block = {"kind": "table",
+                    "caption": "Memory per rank (MiB, each kind's peak during the steps). Model states are parameters, "
+                               "gradients, optimizer state and master weights; the formula is the ZeRO paper's for the "
+                               "layout (data parallel 16 bytes per parameter with Adam, ZeRO 1-3 sharding the optimizer, "
+                               "gradients and parameters, 1/tp and 1/pp splits); what a layout holds in flight (ZeRO-2's "
+                               "buckets, ZeRO-3's gathered layer) is measured, not in the formula",
+                    "columns": MEMORY_COLUMNS, "rows": rows}
+    return [plot, table]
+
+
 def _summary_table(runs: list[TrainRun], name: Namer) -> Block:
     rows = []
     for r, x in runs:
@@ -203,6 +232,7 @@ class TrainingSection:
         if phases:
             blocks.append(phases)
         blocks.append(_summary_table(runs, name))
+        blocks.extend(_memory_blocks(runs, name, plots))
         parallel = [(r, x) for r, x in runs if x.get("ranks")]
         if parallel:
             blocks.append(_per_rank_table(parallel, name))

@@ -124,7 +124,7 @@ TEST(GradientBuckets, PackInBackwardOrderPadToThePartsAndSplitIntoPiecesThatCove
   std::vector<Param*> order;
   for (auto& p : params) order.push_back(&p);
   const int parts = 4;
-  Buckets buckets(order, 200 * 4 / (1024.0 * 1024.0), parts, arena);  // about 200 elements a bucket
+  Buckets buckets(order, 200 * 4 / (1024.0 * 1024.0), parts);  // about 200 elements a bucket
   std::vector<std::string> seen;
   std::map<std::string, std::size_t> covered;
   for (Bucket& b : buckets.all()) {
@@ -146,8 +146,10 @@ TEST(GradientBuckets, DepositCopiesAGradientAndCompletesItsBucketOnce) {
   Param a = makeParam(arena, "a", {3}), b = makeParam(arena, "b", {2});
   a.grad.fromHost({1, 2, 3});
   b.grad.fromHost({4, 5});
-  Buckets buckets({&a, &b}, 1.0, 2, arena);
+  Buckets buckets({&a, &b}, 1.0, 2);
   ASSERT_EQ(buckets.all().size(), 1u);
+  EXPECT_THROW(buckets.deposit(b), Error);  // no flat taken yet
+  buckets.takeFlat(buckets.all()[0], arena, MemoryKind::kCommBuffers);
   EXPECT_EQ(buckets.deposit(b), nullptr);
   Bucket* done = buckets.deposit(a);
   ASSERT_NE(done, nullptr);
@@ -155,6 +157,30 @@ TEST(GradientBuckets, DepositCopiesAGradientAndCompletesItsBucketOnce) {
   EXPECT_THROW(buckets.deposit(a), Error);                                 // twice in one backward
   buckets.startMicroBatch();
   EXPECT_EQ(buckets.deposit(a), nullptr);
+}
+
+TEST(GradientBuckets, TakenFlatsAreTheGradientsAndGivingThemBackFreesTheirMemory) {
+  Arena arena;
+  Param a = makeParam(arena, "a", {3}), b = makeParam(arena, "b", {5});
+  const auto inUse = [&] { return arena.device().memory().inUseOf(MemoryKind::kGradients); };
+  const std::size_t before = inUse();
+  Buckets buckets({&a, &b}, 1.0, 4);  // 8 elements: no padding
+  buckets.releaseParamGrads(arena);
+  EXPECT_EQ(inUse(), before - 8 * sizeof(float));
+  EXPECT_EQ(a.grad.data, nullptr);
+  Bucket& bucket = buckets.all()[0];
+  buckets.take(bucket, arena);
+  EXPECT_EQ(inUse(), before);
+  EXPECT_EQ(b.grad.data, bucket.flat.data);  // b first: the backward's order
+  EXPECT_EQ(a.grad.data, bucket.flat.data + 5);
+  a.grad.fromHost({1, 2, 3});  // the backward writes straight into the bucket: deposit copies nothing
+  EXPECT_EQ(buckets.deposit(a), nullptr);
+  EXPECT_NE(buckets.deposit(b), nullptr);
+  EXPECT_EQ(bucket.flat.toHost(), (std::vector<float>{0, 0, 0, 0, 0, 1, 2, 3}));
+  buckets.give(bucket, arena);
+  EXPECT_EQ(inUse(), before - 8 * sizeof(float));
+  EXPECT_EQ(b.grad.data, nullptr);
+  EXPECT_EQ(b.grad.numel(), 5u);  // the shape stays: the layout still knows what it holds
 }
 
 TEST(Layout, ResolvesTheDataParallelSizeAndRejectsImpossibleGrids) {

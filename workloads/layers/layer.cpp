@@ -68,8 +68,8 @@ void Init::constant(const Tensor& t, float value) const { t.fromHost(std::vector
 Param makeParam(Arena& arena, std::string name, std::vector<std::int64_t> shape, bool decay) {
   Param p;
   p.name = std::move(name);
-  p.value = arena.tensor(shape);
-  p.grad = arena.tensor(std::move(shape));
+  p.value = arena.tensor(shape, MemoryKind::kParameters);
+  p.grad = arena.tensor(std::move(shape), MemoryKind::kGradients);
   p.decay = decay;
   return p;
 }

@@ -111,7 +111,8 @@ double Model::forwardFlops() const {
 }
 
 void Model::zeroGrads() {
-  for (Param* p : params()) zero(p->grad);
+  for (Param* p : params())
+    if (p->grad.data) zero(p->grad);  // a layout that keeps gradients only during the backward has none now
 }
 
 std::unique_ptr<Model> makeModel(const ModelConfig& config, std::int64_t batch, Device& device, TensorParallel tp) {

@@ -46,6 +46,7 @@ const std::vector<Preset>& presets() {
       {ModelKind::kMlp, "tiny", mlp(2, 64)},
       {ModelKind::kMlp, "small", mlp(4, 512)},
       {ModelKind::kMlp, "base", mlp(8, 2048)},
+      {ModelKind::kMlp, "deep", mlp(32, 1024)},  // as many parameters as base in 33 small layers: model states dominate
       {ModelKind::kCnn, "tiny", cnn({16, 32, 64}, {1, 1, 1}, "cifar")},      // a 8-layer CIFAR ResNet
       {ModelKind::kCnn, "resnet20", cnn({16, 32, 64}, {3, 3, 3}, "cifar")},  // He et al.'s CIFAR ResNet-20
       {ModelKind::kCnn, "resnet18", cnn({64, 128, 256, 512}, {2, 2, 2, 2}, "imagenet")},

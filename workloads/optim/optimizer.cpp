@@ -9,12 +9,9 @@
 
 namespace ts::wl {
 
-namespace {
-// Adam, AdamW and LAMB keep two moments per parameter (exp_avg, exp_avg_sq); SGD and RMSprop one.
 bool keepsTwoMoments(OptimizerKind kind) {
   return kind == OptimizerKind::kAdam || kind == OptimizerKind::kAdamW || kind == OptimizerKind::kLamb;
 }
-}  // namespace
 
 nlohmann::json OptimizerOptions::toJson() const {
   nlohmann::json j = {{"kind", nameOf(kind)}, {"weight_decay", weightDecay}};
@@ -40,12 +37,13 @@ Optimizer::Optimizer(const OptimizerOptions& options, std::vector<Param*> params
   const bool two = keepsTwoMoments(o_.kind);
   std::size_t largest = 0;
   for (Param* p : params) {
-    Slot s{p, arena.tensor(p->value.shape), {}};
-    if (two) s.b = arena.tensor(p->value.shape);
+    Slot s{p, arena.tensor(p->value.shape, MemoryKind::kOptimizer), {}};
+    if (two) s.b = arena.tensor(p->value.shape, MemoryKind::kOptimizer);
     largest = std::max(largest, p->value.numel());
     slots_.push_back(std::move(s));
   }
-  if (o_.kind == OptimizerKind::kLamb && largest) scratch_ = arena.tensor({static_cast<std::int64_t>(largest)});
+  if (o_.kind == OptimizerKind::kLamb && largest)
+    scratch_ = arena.tensor({static_cast<std::int64_t>(largest)}, MemoryKind::kOptimizer);
 }
 
 void Optimizer::step(double lrD, int t) {

@@ -26,6 +26,8 @@ struct OptimizerOptions {
   nlohmann::json toJson() const;
 };
 void validateOptimizerOptions(const OptimizerOptions& o);  // UsageError naming the flag
+// Adam, AdamW and LAMB keep two moments per parameter (exp_avg, exp_avg_sq); SGD and RMSprop one.
+bool keepsTwoMoments(OptimizerKind kind);
 
 class Optimizer {
  public:

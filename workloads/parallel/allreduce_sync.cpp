@@ -8,8 +8,12 @@ namespace ts::wl {
 AllReduceSync::AllReduceSync(Communicator& dp, const ModelPart& model, const LayoutOptions& layout, double timeoutS)
     : GradientSync(model.params, dp, timeoutS),
       params_(model.params),
-      buckets_(params_, layout.bucketMb, 1, *model.arena),
-      overlap_(layout.overlap) {}
+      buckets_(params_, layout.bucketMb, 1),
+      overlap_(layout.overlap) {
+  // The gradients are the buckets: the backward accumulates straight into what is all-reduced.
+  buckets_.releaseParamGrads(*model.arena);
+  buckets_.takeAll(*model.arena);
+}
 
 void AllReduceSync::launch(Bucket& b) {
   b.flat.device->synchronize();  // the communicator's stream must see the gradients
@@ -34,8 +38,7 @@ void AllReduceSync::afterBackward(bool last) {
       buckets_.depositRest(b);
       launch(b);
     }
-  tracker_->waitAll();
-  for (Bucket& b : buckets_.all()) buckets_.gradsFromFlat(b);
+  tracker_->waitAll();  // in place: the parameters' gradients are the group's sum now
 }
 
 }  // namespace ts::wl

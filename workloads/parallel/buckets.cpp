@@ -13,7 +13,7 @@ Tensor viewOf(const Tensor& t, std::size_t offset, std::size_t n) {
   return Tensor{t.data + offset, {static_cast<std::int64_t>(n)}, t.device};
 }
 
-Buckets::Buckets(const std::vector<Param*>& modelOrder, double bucketMb, int parts, Arena& arena) {
+Buckets::Buckets(const std::vector<Param*>& modelOrder, double bucketMb, int parts) {
   const std::size_t cap = static_cast<std::size_t>(bucketMb * 1024 * 1024 / sizeof(float));
   std::vector<Bucket> list;
   for (auto it = modelOrder.rbegin(); it != modelOrder.rend(); ++it) {
@@ -28,10 +28,61 @@ Buckets::Buckets(const std::vector<Param*>& modelOrder, double bucketMb, int par
     Bucket& b = list[i];
     b.padded = (b.elements + parts - 1) / parts * parts;
     b.chunk = b.padded / parts;
-    b.flat = arena.tensor({static_cast<std::int64_t>(b.padded)});
+    b.flat.shape = {static_cast<std::int64_t>(b.padded)};
     for (std::size_t s = 0; s < b.slots.size(); ++s) where_[b.slots[s].param] = {i, s};
   }
   buckets_ = std::move(list);
+}
+
+void Buckets::releaseParamGrads(Arena& arena) {
+  for (Bucket& b : buckets_)
+    for (auto& s : b.slots)
+      if (s.param->grad.data) arena.release(s.param->grad);
+}
+
+void Buckets::takeFlat(Bucket& b, Arena& arena, MemoryKind kind) {
+  if (b.flat.data) throw Error("internal: a bucket taken twice");
+  b.flat = arena.tensor(b.flat.shape, kind);
+}
+
+void Buckets::take(Bucket& b, Arena& arena) {
+  takeFlat(b, arena, MemoryKind::kGradients);
+  gradsAsViewsOf(b, b.flat);
+}
+
+void Buckets::give(Bucket& b, Arena& arena) {
+  unbindGrads(b);
+  arena.release(b.flat);
+}
+
+void Buckets::gradsAsViewsOf(Bucket& b, const Tensor& flat) {
+  for (auto& s : b.slots) s.param->grad.data = flat.data + s.offset;
+}
+
+void Buckets::valuesAsViewsOf(Bucket& b, const Tensor& flat) {
+  for (auto& s : b.slots) s.param->value.data = flat.data + s.offset;
+}
+
+void Buckets::unbindGrads(Bucket& b) {
+  for (auto& s : b.slots) s.param->grad.data = nullptr;
+}
+
+void Buckets::takeAll(Arena& arena) {
+  for (Bucket& b : buckets_) take(b, arena);
+}
+
+void Buckets::unbindValues(Bucket& b) {
+  for (auto& s : b.slots) s.param->value.data = nullptr;
+}
+
+void Buckets::chunkOfValues(const Bucket& b, int k, const Tensor& dst) const {
+  const std::size_t lo = static_cast<std::size_t>(k) * b.chunk, hi = lo + b.chunk;
+  zero(dst);
+  for (const auto& s : b.slots) {
+    const std::size_t n = s.param->value.numel();
+    const std::size_t a = std::max(lo, s.offset), z = std::min(hi, s.offset + n);
+    if (a < z) copy(viewOf(dst, a - lo, z - a), viewOf(s.param->value, a - s.offset, z - a));
+  }
 }
 
 Bucket* Buckets::deposit(Param& p) {
@@ -39,23 +90,23 @@ Bucket* Buckets::deposit(Param& p) {
   if (it == where_.end()) throw Error(fmt::format("internal: gradient of {} reported, and it is in no bucket", p.name));
   Bucket& b = buckets_[it->second.first];
   Bucket::Slot& s = b.slots[it->second.second];
+  if (!b.flat.data) throw Error(fmt::format("internal: gradient of {} reported, and its bucket is not taken", p.name));
   if (s.deposited) throw Error(fmt::format("internal: gradient of {} reported twice in one backward", p.name));
-  copy(viewOf(b.flat, s.offset, p.grad.numel()), p.grad);
+  const Tensor place = viewOf(b.flat, s.offset, p.grad.numel());
+  if (place.data != p.grad.data) copy(place, p.grad);
   s.deposited = true;
   return ++b.ready == b.slots.size() ? &b : nullptr;
 }
 
 void Buckets::depositRest(Bucket& b) {
+  if (!b.flat.data) throw Error("internal: the rest of a bucket that is not taken");
   for (auto& s : b.slots)
     if (!s.deposited) {
-      copy(viewOf(b.flat, s.offset, s.param->grad.numel()), s.param->grad);
+      const Tensor place = viewOf(b.flat, s.offset, s.param->grad.numel());
+      if (place.data != s.param->grad.data) copy(place, s.param->grad);
       s.deposited = true;
       ++b.ready;
     }
-}
-
-void Buckets::gradsFromFlat(Bucket& b) {
-  for (const auto& s : b.slots) copy(s.param->grad, viewOf(b.flat, s.offset, s.param->grad.numel()));
 }
 
 void Buckets::valuesToFlat(Bucket& b) {
@@ -88,6 +139,7 @@ void Buckets::startMicroBatch() {
   for (auto& b : buckets_) {
     b.ready = 0;
     b.launched = false;
+    b.op = -1;
     for (auto& s : b.slots) s.deposited = false;
   }
 }

@@ -12,6 +12,7 @@
 // Each rank's backward is scaled by 1/(micro-batches x group size), so its gradient is exactly its
 // samples' share of the single-device gradient of the global batch (same magnitudes, so float16
 // overflows where one device would), and the group's sum is that gradient.
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -45,9 +46,11 @@ class GradientSync {
   // The parameters whose float32 masters mixed precision keeps (the model's, or this rank's shards when
   // the model's values are not kept between steps).
   virtual std::vector<Param*> masterParams() { return modelParams_; }
-  // Every parameter's current value in the model (ZeRO-3 releases them between layers): for reading the
-  // weights after training. Collective.
-  virtual void gatherParameters() {}
+  // Calls visit with every parameter's current value in the model, each valid during its call only
+  // (ZeRO-3 gathers one layer at a time, so reading the weights never holds the whole model). Collective.
+  virtual void visitParameters(const std::function<void(Param&)>& visit) {
+    for (Param* p : modelParams_) visit(*p);
+  }
   // Bytes of gradients and optimizer-state parameters this rank keeps (for the record).
   std::size_t ownedParameterElements();
   StepComm takeStepComm() { return tracker_ ? tracker_->take() : StepComm{}; }

@@ -82,7 +82,7 @@ std::vector<PipeOp> pipelineSchedule(PipelineSchedule kind, int stage, int stage
   return ops;
 }
 
-Pipeline::Pipeline(const Mesh& mesh, Model& model, double timeoutS)
+Pipeline::Pipeline(const Mesh& mesh, Model& model, double timeoutS, const data::Batch& sample, int micros)
     : model_(model),
       stage_(mesh.coordinate(GroupKind::kPp)),
       stagesCount_(mesh.size(GroupKind::kPp)),
@@ -93,6 +93,50 @@ Pipeline::Pipeline(const Mesh& mesh, Model& model, double timeoutS)
   for (Layer* l : model.layers()) flops.push_back(l->forwardFlops());
   stages_ = splitStages(flops, stagesCount_, mesh.layout().ppSplit);
   range_ = stages_[static_cast<std::size_t>(stage_)];
+  allocateBuffers(sample, micros);
+  releaseOtherStages();
+}
+
+void Pipeline::allocateBuffers(const data::Batch& sample, int M) {
+  // The sizes of the activations crossing the cuts, from one forward of the whole model on this rank
+  // (its weights are everyone's initial ones); the batch-norm statistics it touched are put back.
+  std::vector<NamedTensor> buffers = model_.buffers();
+  std::vector<std::vector<float>> saved;
+  for (const auto& b : buffers) saved.push_back(b.tensor->toHost());
+  StepContext probe;
+  std::vector<std::int64_t> inShape, outShape;
+  const Tensor* y = &model_.embed(sample, probe);
+  for (std::size_t i = 0; i < model_.layerCount(); ++i) {
+    if (i == range_.from) inShape = y->shape;
+    y = &model_.forwardLayers(*y, probe, i, i + 1);
+    if (i + 1 == range_.to) outShape = y->shape;
+  }
+  for (std::size_t k = 0; k < buffers.size(); ++k) buffers[k].tensor->fromHost(saved[k]);
+  Arena& arena = model_.arena();
+  // 1F1B: stage s has at most p - s micro-batches between forward and backward, and they start and end
+  // in order, so micro-batch i's input can live in slot i mod (p - s).
+  const int inFlight = schedule_ == PipelineSchedule::k1F1B ? std::min(M, stagesCount_ - stage_) : M;
+  if (!first())
+    for (int i = 0; i < inFlight; ++i) inputs_.push_back(arena.tensor(inShape, MemoryKind::kActivations));
+  for (int i = 0; i < M; ++i) {
+    if (!last()) outputs_.push_back(arena.tensor(outShape, MemoryKind::kCommBuffers));
+    if (!first()) gradsOut_.push_back(arena.tensor(inShape, MemoryKind::kCommBuffers));
+  }
+  if (!last()) gradIn_ = arena.tensor(outShape, MemoryKind::kCommBuffers);
+  inCount_ = first() ? 0 : inputs_[0].numel();
+  outCount_ = last() ? 0 : outputs_[0].numel();
+  micros_ = M;
+}
+
+void Pipeline::releaseOtherStages() {
+  Arena& arena = model_.arena();
+  const ModelPart mine = part();
+  std::vector<Param*> all = model_.params();
+  for (Param* p : all)
+    if (std::find(mine.params.begin(), mine.params.end(), p) == mine.params.end()) {
+      arena.release(p->value);
+      arena.release(p->grad);
+    }
 }
 
 ModelPart Pipeline::part() const {
@@ -109,7 +153,7 @@ ModelPart Pipeline::part() const {
 }
 
 const Tensor& Pipeline::forwardMicro(const data::Batch& batch, int micro, StepContext& ctx, double* loss) {
-  const Tensor& x = first() ? model_.embed(batch, ctx) : inputs_[static_cast<std::size_t>(micro)];
+  const Tensor& x = first() ? model_.embed(batch, ctx) : inputOf(micro);
   const Tensor& y = model_.forwardLayers(x, ctx, range_.from, range_.to);
   if (last()) {
     const double l = model_.lossForward(y, batch);
@@ -122,38 +166,8 @@ const Tensor& Pipeline::forwardMicro(const data::Batch& batch, int micro, StepCo
 double Pipeline::step(const std::vector<data::Batch>& micros, float scale, GradientSync& sync, StepContext& ctx,
                       PipelineTimes& times) {
   const int M = static_cast<int>(micros.size());
-  if (inputs_.size() != micros.size()) {
-    // The sizes of the activations crossing the cuts, from one forward of the whole model on this rank
-    // (its weights are everyone's initial ones); the batch-norm statistics it touched are put back.
-    std::vector<NamedTensor> buffers = model_.buffers();
-    std::vector<std::vector<float>> saved;
-    for (const auto& b : buffers) saved.push_back(b.tensor->toHost());
-    StepContext probe;
-    std::vector<std::int64_t> inShape, outShape;
-    const Tensor* y = &model_.embed(micros[0], probe);
-    for (std::size_t i = 0; i < model_.layerCount(); ++i) {
-      if (i == range_.from) inShape = y->shape;
-      y = &model_.forwardLayers(*y, probe, i, i + 1);
-      if (i + 1 == range_.to) outShape = y->shape;
-    }
-    for (std::size_t k = 0; k < buffers.size(); ++k) buffers[k].tensor->fromHost(saved[k]);
-    Arena& arena = model_.arena();
-    inputs_.clear();
-    outputs_.clear();
-    gradsOut_.clear();
-    for (int i = 0; i < M; ++i) {
-      if (!first())
-        inputs_.push_back(arena.tensor(inShape));
-      else
-        inputs_.emplace_back();
-      if (!last()) outputs_.push_back(arena.tensor(outShape));
-      if (!first()) gradsOut_.push_back(arena.tensor(inShape));
-    }
-    if (!last()) gradIn_ = arena.tensor(outShape);
-    inCount_ = first() ? 0 : inputs_[0].numel();
-    outCount_ = last() ? 0 : outputs_[0].numel();
-    held_ = -1;
-  }
+  if (M != micros_) throw Error(fmt::format("internal: a pipeline built for {} micro-batches given {}", micros_, M));
+  held_ = -1;
 
   double lossSum = 0;
   int backwardsLeft = M;
@@ -166,7 +180,7 @@ double Pipeline::step(const std::vector<data::Batch>& micros, float scale, Gradi
   for (const PipeOp& op : pipelineSchedule(schedule_, stage_, stagesCount_, M)) {
     const auto i = static_cast<std::size_t>(op.micro);
     if (op.forward) {
-      if (!first()) blockOn(tracker_.startRecv(inputs_[i].data, inCount_, stage_ - 1, tagOf(op.micro, false)));
+      if (!first()) blockOn(tracker_.startRecv(inputOf(op.micro).data, inCount_, stage_ - 1, tagOf(op.micro, false)));
       trace::Span forward("forward", "compute", op.micro);
       sync.beforeForward(ctx);
       const Tensor& y = forwardMicro(micros[i], op.micro, ctx, &lossSum);

@@ -13,8 +13,11 @@
 // stage's saved input (activation recomputation, as GPipe does): the extra forward shows in the stage's
 // compute time. The result is the same, so is the loss trajectory.
 //
-// Every rank builds the whole model (the same initial weights everywhere) and trains only its stage's
-// part; the first stage also embeds, the last computes the loss.
+// Every rank builds the whole model (the same initial weights everywhere), measures the activations
+// crossing the cuts with one forward, and then gives back the parameters and gradients of every layer
+// outside its stage: it holds and trains only its stage's part; the first stage also embeds, the last
+// computes the loss. A stage keeps the inputs of its micro-batches in flight only: 1F1B has at most
+// p - s of them at stage s, GPipe all m.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -48,9 +51,10 @@ struct PipelineTimes {
 
 class Pipeline {
  public:
-  // The stage of this rank (its coordinate on the mesh's pp axis) over that axis's group; probes the
-  // activation sizes with one forward.
-  Pipeline(const Mesh& mesh, Model& model, double timeoutS);
+  // The stage of this rank (its coordinate on the mesh's pp axis) over that axis's group, for steps of
+  // `micros` micro-batches shaped like `sample`: probes the activation sizes with one forward, then
+  // gives back what the other stages' layers held.
+  Pipeline(const Mesh& mesh, Model& model, double timeoutS, const data::Batch& sample, int micros);
   const StageRange& range() const { return range_; }
   const std::vector<StageRange>& stages() const { return stages_; }
   bool first() const { return stage_ == 0; }
@@ -67,6 +71,9 @@ class Pipeline {
 
  private:
   const Tensor& forwardMicro(const data::Batch& batch, int micro, StepContext& ctx, double* loss);
+  void allocateBuffers(const data::Batch& sample, int micros);
+  void releaseOtherStages();
+  const Tensor& inputOf(int micro) const { return inputs_[static_cast<std::size_t>(micro) % inputs_.size()]; }
   Model& model_;
   int stage_, stagesCount_;
   PipelineSchedule schedule_;
@@ -75,10 +82,12 @@ class Pipeline {
   Communicator* comm_;
   CommTracker tracker_;
   std::size_t inCount_ = 0, outCount_ = 0;  // elements received from the stage before, sent to the next
-  std::vector<Tensor> inputs_, outputs_;    // per micro-batch: the received input (kept for recomputation), the sent output
+  std::vector<Tensor> inputs_;              // per micro-batch in flight (a ring): the received input, kept for recomputation
+  std::vector<Tensor> outputs_;             // per micro-batch: the sent output
   std::vector<Tensor> gradsOut_;            // per micro-batch: the input gradient sent back
   Tensor gradIn_;                           // the output gradient received
   int held_ = -1;                           // the micro-batch whose forward the stage's layers hold
+  int micros_ = 0;                          // the micro-batches per step the buffers are for
 };
 
 }  // namespace ts::wl

@@ -1,5 +1,7 @@
 #include "workloads/parallel/sharded_sync.h"
 
+#include <algorithm>
+
 #include "comm/collectives/collective.h"
 #include "workloads/ops.h"
 
@@ -8,37 +10,105 @@ namespace ts::wl {
 ShardedSync::ShardedSync(Communicator& dp, const ModelPart& model, const LayoutOptions& layout, double timeoutS)
     : GradientSync(model.params, dp, timeoutS),
       params_(model.params),
+      arena_(*model.arena),
       ps_(layout.sync == SyncKind::kParameterServer),
       zero2_(layout.zero == 2),
       overlap_(layout.overlap),
       parts_(ps_ ? layout.psShards : dp.worldSize()),
       owned_(dp.rank(0) < parts_ ? dp.rank(0) : -1),
-      buckets_(params_, layout.bucketMb, parts_, *model.arena) {
+      buckets_(params_, layout.bucketMb, parts_) {
+  buckets_.releaseParamGrads(arena_);
+  if (!zero2_) buckets_.takeAll(arena_);
+  std::unordered_map<const Param*, std::size_t> bucketOf;
   for (Bucket& b : buckets_.all()) {
+    // The parameters become views of a flat of their own, laid out as the bucket: the owner updates its
+    // chunk where it lies, and the all-gather (broadcast) fills the rest in place: nothing is copied.
+    Tensor values = arena_.tensor(b.flat.shape, MemoryKind::kParameters);
+    for (const auto& s : b.slots) {
+      copy(viewOf(values, s.offset, s.param->value.numel()), s.param->value);
+      arena_.release(s.param->value);
+    }
+    Buckets::valuesAsViewsOf(b, values);
+    values_.push_back(values);
+    const Tensor ownedValues = owned_ >= 0 ? viewOf(values, owned_ * b.chunk, b.chunk) : Tensor{};
     const auto c = static_cast<std::int64_t>(b.chunk);
-    shardGrads_.push_back(owned_ >= 0 ? model.arena->tensor({c}) : Tensor{});
-    received_.push_back(zero2_ ? model.arena->tensor({c}) : Tensor{});
+    // zero 1 and ps reduce in place: the owned chunk's reduced gradient stays in the flat. zero 2's flats
+    // come and go, so its reduced chunks add up in a shard of their own.
+    if (owned_ < 0)
+      shardGrads_.emplace_back();
+    else
+      shardGrads_.push_back(zero2_ ? arena_.tensor({c}, MemoryKind::kGradients) : viewOf(b.flat, owned_ * b.chunk, b.chunk));
     if (owned_ >= 0)
-      for (Param& p : buckets_.pieces(b, owned_, shardGrads_.back())) pieces_.push_back(std::move(p));
+      for (Param& p : buckets_.pieces(b, owned_, shardGrads_.back(), &ownedValues)) pieces_.push_back(std::move(p));
+    for (const auto& s : b.slots) bucketOf[s.param] = indexOf(b);
+  }
+  auto bucketsFor = [&](const std::vector<Param*>& ps) {
+    std::vector<std::size_t> out;
+    for (const Param* p : ps) out.push_back(bucketOf.at(p));
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  };
+  if (zero2_) {
+    for (Layer* l : model.layers) {
+      std::vector<Param*> ps;
+      l->params(ps);
+      if (!ps.empty()) bucketsOf_[l] = bucketsFor(ps);
+    }
+    leadingBuckets_ = bucketsFor(model.leading);
   }
 }
 
 void ShardedSync::launch(Bucket& b) {
   b.flat.device->synchronize();
-  const std::size_t i = static_cast<std::size_t>(&b - buckets_.all().data());
   if (ps_) {
     for (int k = 0; k < parts_; ++k)
-      tracker_->start({&collectives::reduce(), b.chunkData(k), b.chunkData(k), b.chunk, DType::kFloat32, RedOp::kSum, k});
+      b.op = tracker_->start({&collectives::reduce(), b.chunkData(k), b.chunkData(k), b.chunk, DType::kFloat32, RedOp::kSum, k});
   } else {
-    float* into = (zero2_ && micro_ > 0) ? received_[i].data : shardGrads_[i].data;
-    tracker_->start({&collectives::reduce_scatter(), b.flat.data, into, b.chunk, DType::kFloat32, RedOp::kSum});
+    // In place: this rank's reduced chunk lands at its own place in the flat.
+    b.op = tracker_->start(
+        {&collectives::reduce_scatter(), b.flat.data, b.chunkData(owned_), b.chunk, DType::kFloat32, RedOp::kSum});
   }
   b.launched = true;
+  if (zero2_) sent_.push_back(indexOf(b));
+}
+
+void ShardedSync::retire(Bucket& b) {
+  tracker_->wait(b.op);
+  const std::size_t i = indexOf(b);
+  const Tensor reduced = viewOf(b.flat, static_cast<std::size_t>(owned_) * b.chunk, b.chunk);
+  if (micro_ == 0)
+    copy(shardGrads_[i], reduced);
+  else
+    ops::axpy(*b.flat.device, shardGrads_[i].data, reduced.data, 1.0f, b.chunk);
+  buckets_.give(b, arena_);
+}
+
+void ShardedSync::takeFor(const std::vector<std::size_t>& list) {
+  auto& all = buckets_.all();
+  // What was sent is done with first, so that only the running layer's buckets hold memory: a bucket's
+  // reduce-scatter still overlaps the rest of its layer's backward (a linear layer's input gradient comes
+  // after its weight gradient).
+  for (std::size_t i : sent_) retire(all[i]);
+  sent_.clear();
+  for (std::size_t i : list)
+    if (!all[i].flat.data) buckets_.take(all[i], arena_);
 }
 
 void ShardedSync::beforeBackward(StepContext& ctx, bool last) {
   buckets_.startMicroBatch();
   ctx.gradReady = nullptr;
+  ctx.beforeBackward = nullptr;
+  if (zero2_) {
+    if (overlap_) {
+      ctx.beforeBackward = [this](Layer& l) {
+        if (const auto it = bucketsOf_.find(&l); it != bucketsOf_.end()) takeFor(it->second);
+      };
+      takeFor(leadingBuckets_);
+    } else {
+      for (Bucket& b : buckets_.all()) buckets_.take(b, arena_);  // sent after the backward: all held until then
+    }
+  }
   if (!communicates(last) || !overlap_) return;
   ctx.gradReady = [this](Param& p) {
     if (Bucket* b = buckets_.deposit(p)) launch(*b);
@@ -53,37 +123,31 @@ void ShardedSync::afterBackward(bool last) {
       buckets_.depositRest(b);
       launch(b);
     }
-  tracker_->waitAll();
-  auto& list = buckets_.all();
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    Bucket& b = list[i];
-    Device& d = *b.flat.device;
-    if (ps_ && owned_ >= 0) copy(shardGrads_[i], viewOf(b.flat, static_cast<std::size_t>(owned_) * b.chunk, b.chunk));
-    if (zero2_ && micro_ > 0) ops::axpy(d, shardGrads_[i].data, received_[i].data, 1.0f, b.chunk);
-  }
   if (zero2_) {
-    // The full gradients have been sent: the next micro-batch starts them afresh (accumulation is in the shard).
-    for (Param* p : params_) zero(p->grad);
+    for (std::size_t i : sent_) retire(buckets_.all()[i]);
+    sent_.clear();
     ++micro_;
   }
+  tracker_->waitAll();
   if (last) micro_ = 0;
 }
 
 double ShardedSync::globalSumOfSquares(double local) { return groupSum(local, true); }
 
 void ShardedSync::afterUpdate() {
-  for (Bucket& b : buckets_.all()) {
-    buckets_.valuesToFlat(b);
-    b.flat.device->synchronize();
+  auto& all = buckets_.all();
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const Bucket& b = all[i];
+    float* v = values_[i].data;
+    if (i == 0) values_[i].device->synchronize();  // the updates are done
     if (ps_) {
       for (int k = 0; k < parts_; ++k)
-        tracker_->start({&collectives::broadcast(), b.chunkData(k), b.chunkData(k), b.chunk, DType::kFloat32, RedOp::kSum, k});
+        tracker_->start({&collectives::broadcast(), v + k * b.chunk, v + k * b.chunk, b.chunk, DType::kFloat32, RedOp::kSum, k});
     } else {
-      tracker_->start({&collectives::all_gather(), b.chunkData(owned_), b.flat.data, b.chunk, DType::kFloat32});
+      tracker_->start({&collectives::all_gather(), v + owned_ * b.chunk, v, b.chunk, DType::kFloat32});
     }
   }
   tracker_->waitAll();
-  for (Bucket& b : buckets_.all()) buckets_.valuesFromFlat(b);
 }
 
 }  // namespace ts::wl

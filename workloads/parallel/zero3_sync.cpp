@@ -6,21 +6,21 @@
 namespace ts::wl {
 
 Zero3Sync::Zero3Sync(Communicator& dp, const ModelPart& model, const LayoutOptions&, double timeoutS)
-    : GradientSync(model.params, dp, timeoutS), rank_(dp.rank(0)) {
+    : GradientSync(model.params, dp, timeoutS), arena_(*model.arena), rank_(dp.rank(0)) {
   const int parts = dp.worldSize();
   auto addGroup = [&](const std::vector<Param*>& params) {
     Group g;
-    g.buckets = std::make_unique<Buckets>(params, 1e12, parts, *model.arena);  // one bucket, however large
-    const auto c = static_cast<std::int64_t>(bucketOf(g).chunk);
-    g.values = model.arena->tensor({c});
-    g.grads = model.arena->tensor({c});
-    g.received = model.arena->tensor({c});
-    // Every rank built the same initial weights (same seed): keep this rank's chunk, release the rest.
+    g.buckets = std::make_unique<Buckets>(params, 1e12, parts);  // one bucket, however large
     Bucket& b = bucketOf(g);
-    g.buckets->valuesToFlat(b);
-    copy(g.values, viewOf(b.flat, static_cast<std::size_t>(rank_) * b.chunk, b.chunk));
+    const auto c = static_cast<std::int64_t>(b.chunk);
+    g.gathered.shape = g.sending.shape = {static_cast<std::int64_t>(b.padded)};
+    // Every rank built the same initial weights (same seed): keep this rank's chunk, give the rest back.
+    g.values = arena_.tensor({c}, MemoryKind::kParameters);
+    g.buckets->chunkOfValues(b, rank_, g.values);
+    g.grads = arena_.tensor({c}, MemoryKind::kGradients);
+    g.buckets->releaseParamGrads(arena_);
+    for (const auto& s : b.slots) arena_.release(s.param->value);
     groups_.push_back(std::move(g));
-    release(groups_.back());
   };
   if (!model.leading.empty()) {
     leading_ = 0;
@@ -38,31 +38,53 @@ Zero3Sync::Zero3Sync(Communicator& dp, const ModelPart& model, const LayoutOptio
 }
 
 void Zero3Sync::gather(Group& g) {
-  if (g.gathered) return;
+  if (g.gathered.data) return;
   Bucket& b = bucketOf(g);
-  copy(viewOf(b.flat, static_cast<std::size_t>(rank_) * b.chunk, b.chunk), g.values);
-  b.flat.device->synchronize();
-  tracker_->run({&collectives::all_gather(), b.chunkData(rank_), b.flat.data, b.chunk, DType::kFloat32});
-  g.buckets->valuesFromFlat(b);
-  g.gathered = true;
+  g.gathered = arena_.tensor(g.gathered.shape, MemoryKind::kParameters);
+  copy(viewOf(g.gathered, static_cast<std::size_t>(rank_) * b.chunk, b.chunk), g.values);
+  g.gathered.device->synchronize();
+  tracker_->run({&collectives::all_gather(), g.gathered.data + static_cast<std::size_t>(rank_) * b.chunk, g.gathered.data,
+                 b.chunk, DType::kFloat32});
+  Buckets::valuesAsViewsOf(b, g.gathered);
 }
 
 void Zero3Sync::release(Group& g) {
-  for (const auto& s : bucketOf(g).slots) zero(s.param->value);
-  g.gathered = false;
+  if (!g.gathered.data) return;
+  Buckets::unbindValues(bucketOf(g));
+  arena_.release(g.gathered);
+}
+
+void Zero3Sync::takeGradients(Group& g) {
+  // The oldest gradients in flight are done with first: at most one group's are sent while the next
+  // group's backward writes its own.
+  while (!sent_.empty()) {
+    retire(groups_[sent_.front()]);
+    sent_.erase(sent_.begin());
+  }
+  g.sending = arena_.tensor(g.sending.shape, MemoryKind::kGradients);
+  Buckets::gradsAsViewsOf(bucketOf(g), g.sending);
 }
 
 void Zero3Sync::sendGradients(Group& g) {
   Bucket& b = bucketOf(g);
-  b.ready = 0;
-  for (auto& s : b.slots) s.deposited = false;
-  g.buckets->depositRest(b);
-  for (const auto& s : b.slots) zero(s.param->grad);  // sent: the next micro-batch starts afresh
-  b.flat.device->synchronize();
-  g.accumulate = !firstMicro_;
-  tracker_->start(
-      {&collectives::reduce_scatter(), b.flat.data, g.accumulate ? g.received.data : g.grads.data, b.chunk, DType::kFloat32});
+  Buckets::unbindGrads(b);
+  g.sending.device->synchronize();
+  // In place: this rank's reduced chunk lands at its own place in the buffer.
+  g.op = tracker_->start({&collectives::reduce_scatter(), g.sending.data,
+                          g.sending.data + static_cast<std::size_t>(rank_) * b.chunk, b.chunk, DType::kFloat32});
+  sent_.push_back(static_cast<std::size_t>(&g - groups_.data()));
   tracker_->poll();
+}
+
+void Zero3Sync::retire(Group& g) {
+  tracker_->wait(g.op);
+  const std::size_t chunk = bucketOf(g).chunk;
+  const Tensor reduced = viewOf(g.sending, static_cast<std::size_t>(rank_) * chunk, chunk);
+  if (firstMicro_)
+    copy(g.grads, reduced);
+  else
+    ops::axpy(*g.grads.device, g.grads.data, reduced.data, 1.0f, chunk);
+  arena_.release(g.sending);
 }
 
 void Zero3Sync::hook(StepContext& ctx) {
@@ -76,7 +98,12 @@ void Zero3Sync::hook(StepContext& ctx) {
   ctx.afterForward = [=, this](Layer& l) {
     if (Group* g = groupOf(l)) release(*g);
   };
-  ctx.beforeBackward = ctx.beforeForward;
+  ctx.beforeBackward = [=, this](Layer& l) {
+    if (Group* g = groupOf(l)) {
+      takeGradients(*g);
+      gather(*g);
+    }
+  };
   ctx.afterBackward = [=, this](Layer& l) {
     if (Group* g = groupOf(l)) {
       sendGradients(*g);
@@ -93,24 +120,26 @@ void Zero3Sync::beforeForward(StepContext& ctx) {
 void Zero3Sync::beforeBackward(StepContext& ctx, bool) {
   ctx.gradReady = nullptr;
   hook(ctx);
+  // The embeddings' backward runs after every layer's: their gradients are held through it, sent last.
+  if (leading_ != SIZE_MAX) takeGradients(groups_[leading_]);
 }
 
 void Zero3Sync::afterBackward(bool last) {
   if (leading_ != SIZE_MAX) sendGradients(groups_[leading_]);
+  for (std::size_t i : sent_) retire(groups_[i]);
+  sent_.clear();
   tracker_->waitAll();
-  for (Group& g : groups_)
-    if (g.accumulate) {
-      ops::axpy(*g.grads.device, g.grads.data, g.received.data, 1.0f, g.grads.numel());
-      g.accumulate = false;
-    }
   firstMicro_ = last;
   if (last && leading_ != SIZE_MAX) release(groups_[leading_]);
 }
 
-void Zero3Sync::afterUpdate() {}
-
-void Zero3Sync::gatherParameters() {
-  for (Group& g : groups_) gather(g);
+void Zero3Sync::visitParameters(const std::function<void(Param&)>& visit) {
+  for (Group& g : groups_) {
+    const bool held = g.gathered.data != nullptr;  // the leading group during a step
+    gather(g);
+    for (const auto& s : bucketOf(g).slots) visit(*s.param);
+    if (!held) release(g);
+  }
 }
 
 }  // namespace ts::wl

@@ -1,15 +1,17 @@
 #pragma once
 // ZeRO stage 3 / fully sharded data parallel (--zero 3): every rank keeps only its chunk of each layer's
-// parameters (and their gradients and optimizer state). A layer's parameters are all-gathered just before
-// it runs, forward and again backward, and released (cleared) after; its gradients are reduce-scattered
-// as soon as its backward is done, accumulating in the owner's chunk across micro-batches. The
-// parameters used outside the layers (the transformer's embeddings) are one more group, gathered for the
-// step. The update touches only the shards; there is nothing to send back afterwards.
+// parameters (and their gradients and optimizer state). A layer's parameters are all-gathered into a
+// buffer taken just before it runs, forward and again backward, its parameters made views of it, and
+// the buffer given back after; its gradients are written into a buffer taken for its backward,
+// reduce-scattered in place as soon as that is done, added into the owner's chunk (accumulating across
+// micro-batches), and the buffer given back. The parameters used outside the layers (the transformer's
+// embeddings) are one more group, gathered for the step. The update touches only the shards; there is
+// nothing to send back afterwards.
 //
-// The arena keeps full-size buffers for every layer (models are built once, for one batch size), so
-// peak_memory_bytes does not shrink; what this layout changes is what is communicated and when, and that
-// no rank uses a parameter it has not just gathered (released values are zeros, so a missing gather
-// shows up as wrong losses in the tests).
+// Memory per rank: 1/N of the parameters, gradients and optimizer state, plus the layers in use: the one
+// running (values and gradients) and the one whose gradients are still being sent. The model is built
+// whole on every rank first (each rank draws the same initial weights, then keeps its chunk and gives
+// the rest back), so setup briefly holds all the parameters once.
 #include <unordered_map>
 
 #include "workloads/parallel/buckets.h"
@@ -25,26 +27,31 @@ class Zero3Sync final : public GradientSync {
   void afterBackward(bool last) override;
   std::vector<Param*> updateParams() override { return pointersTo(pieces_); }
   double globalSumOfSquares(double local) override { return groupSum(local, true); }
-  void afterUpdate() override;
+  void afterUpdate() override {}
   std::vector<Param*> masterParams() override { return updateParams(); }
-  void gatherParameters() override;
+  void visitParameters(const std::function<void(Param&)>& visit) override;
 
  private:
   struct Group {
-    std::unique_ptr<Buckets> buckets;  // one bucket: the group's parameters
-    Tensor values, grads, received;    // this rank's chunk
-    bool gathered = false, accumulate = false;
+    std::unique_ptr<Buckets> buckets;  // one bucket: the group's parameters (its layout; no flat of its own)
+    Tensor values, grads;              // this rank's chunk, for the run
+    Tensor gathered, sending;          // the gathered values and the gradients being written or sent (no data when not)
+    int op = -1;                       // the reduce-scatter in flight on `sending`
   };
   Bucket& bucketOf(Group& g) { return g.buckets->all().front(); }
   void gather(Group& g);
   void release(Group& g);
+  void takeGradients(Group& g);
   void sendGradients(Group& g);
+  void retire(Group& g);  // waits for g's gradients, adds them into its chunk, gives the buffer back
   void hook(StepContext& ctx);
+  Arena& arena_;
   int rank_;
   std::vector<Group> groups_;
   std::unordered_map<const Layer*, std::size_t> groupOf_;
   std::size_t leading_ = SIZE_MAX;  // the group of the parameters outside the layers, if any
   std::vector<Param> pieces_;
+  std::vector<std::size_t> sent_;  // groups whose gradients are in flight, oldest first
   bool firstMicro_ = true;
 };
 

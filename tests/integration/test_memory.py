@@ -1,0 +1,106 @@
+"""Layouts that save the memory they exist for, measured (issue #19): under mpirun -np 2, every rank's model
+states (the allocator's peaks during the steps for parameters, gradients, optimizer state) lie within 10%
+above the ZeRO paper's formula for ZeRO 0-3, tensor and pipeline parallel and the parameter server, and
+shrink in the order the formulas say; a per-rank --memory-limit that plain data parallel cannot meet ends
+it with one line before any step, while ZeRO-3, tp and pp train under the same cap.
+
+The model has many small layers (an MLP of depth 16, width 512: 4.3M parameters in 17 linear layers), so
+what a layout holds in flight (ZeRO-3's gathered layer, ZeRO-2's buckets, about one layer) stays small
+beside the model states, as in the large models these layouts are for. Whether every layout trains along
+the one-process loss curve is tests/integration/test_parallel.py's."""
+import json
+
+import pytest
+
+from helpers import run_trainscope
+
+MODEL = ["--model", "mlp", "--preset", "small", "--set", "depth=16", "--set", "width=512", "--batch", 4, "--steps", 2, "--warmup-steps", 1,
+         "--no-ceiling"]
+# ZeRO-2 holds the buckets of the layer running its backward: buckets about a layer's size (1 MiB).
+LAYOUTS = {
+    "zero0": ["--zero", 0],
+    "zero1": ["--zero", 1],
+    "zero2": ["--zero", 2, "--bucket-mb", 1],
+    "zero3": ["--zero", 3],
+    "tp2": ["--tp", 2],
+    "pp2": ["--pp", 2, "--micro-batches", 2],
+    "ps": ["--sync", "ps"],
+}
+MIB = 2**20
+
+
+def train(tmp_path, name, args):
+    out = tmp_path / f"{name}.json"
+    r = run_trainscope(["train", *MODEL, *args, "--json", out], np=2, timeout=300)
+    return r, out
+
+
+@pytest.fixture(scope="module")
+def accounts(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("memory")
+    out = {}
+    for name, args in LAYOUTS.items():
+        r, path = train(tmp, name, args)
+        assert r.rc == 0, r.err
+        (rec,) = [x for x in json.loads(path.read_text())["records"] if x["kind"] == "train"]
+        out[name] = rec
+    return out
+
+
+@pytest.mark.parametrize("name", LAYOUTS)
+def test_every_rank_holds_the_model_states_its_layout_should(accounts, name, validate):
+    rec = accounts[name]
+    ranks = rec["memory"]["ranks"]
+    assert [m["rank"] for m in ranks] == [0, 1]
+    for m in ranks:
+        formula = m["formula_bytes"]["model_states"]
+        measured = m["model_states_bytes"]
+        assert sum(m["peak_bytes"][k] for k in ("parameters", "gradients", "optimizer", "master_weights")) == measured
+        assert formula <= measured <= 1.10 * formula, (name, m)
+        # Each kind on its own, so that one kind's excess cannot hide behind another's saving.
+        # (within two layers' worth: a ZeRO-3 gathered layer, ZeRO-2's buckets of one layer; 64 B of padding).
+        for kind in ("parameters", "gradients", "optimizer"):
+            assert m["formula_bytes"][kind] <= m["peak_bytes"][kind] + 64 <= m["formula_bytes"][kind] + 2 * MIB, (name, kind, m)
+        assert m["total_peak_bytes"] >= measured
+
+
+def test_the_layouts_save_in_the_order_of_the_formulas(accounts):
+    states = {name: rec["memory"]["ranks"][0]["model_states_bytes"] for name, rec in accounts.items()}
+    assert states["zero0"] > states["zero1"] > states["zero2"] > states["zero3"]
+    # tp and pp each halve everything; ZeRO-3 halves everything but holds a gathered layer on top.
+    for half in ("tp2", "pp2", "zero3"):
+        assert states[half] < 0.56 * states["zero0"], (half, states)
+    # The parameter server's workers keep no optimizer state; its one server keeps all of it.
+    ps = accounts["ps"]["memory"]["ranks"]
+    assert ps[1]["peak_bytes"]["optimizer"] == 0 and ps[0]["peak_bytes"]["optimizer"] > 0
+
+
+def test_a_cap_plain_data_parallel_cannot_meet_is_one_line_and_zero3_tp_pp_train_under_it(accounts, tmp_path):
+    dp = accounts["zero0"]["memory"]["ranks"][0]["formula_bytes"]["model_states"]
+    limit_mib = int(0.75 * dp / MIB)
+    cap = ["--memory-limit", f"{limit_mib}M"]
+    r, out = train(tmp_path, "dp", cap)
+    assert r.rc == 2, r.err
+    assert not out.exists()  # refused before any step
+    lines = r.error_lines()
+    assert len(lines) >= 1 and len(set(lines)) == 1, r.err  # every process says the same one line
+    assert lines[0] == (f"trainscope: error: --memory-limit {limit_mib} MiB per rank: dp=2 needs {dp / MIB:.1f} MiB of model "
+                        f"states per rank (parameters {dp / 4 / MIB:.1f} MiB, gradients {dp / 4 / MIB:.1f} MiB, optimizer "
+                        f"{dp / 2 / MIB:.1f} MiB) before any activation: try --zero 3, --tp or --pp"), lines
+    for name in ("zero3", "tp2", "pp2"):
+        r, out = train(tmp_path, name, LAYOUTS[name] + cap)
+        assert r.rc == 0, (name, r.err)
+        (rec,) = [x for x in json.loads(out.read_text())["records"] if x["kind"] == "train"]
+        assert rec["memory"]["limit_bytes"] == limit_mib * MIB
+        for m in rec["memory"]["ranks"]:
+            assert max(m["total_peak_bytes"], m["setup_peak_bytes"]) <= limit_mib * MIB, (name, m)
+
+
+def test_a_cap_below_what_the_model_needs_to_be_built_is_one_line(tmp_path):
+    r, _ = train(tmp_path, "tiny-cap", ["--zero", 3, "--memory-limit", "4M"])
+    assert r.rc == 2
+    lines = set(r.error_lines())
+    assert len(lines) == 1, r.err
+    (line,) = lines
+    assert line.startswith("trainscope: error: --memory-limit 4 MiB per rank: building the model for layout dp=2 zero=3 needed ")
+    assert line.endswith(": try --zero 3, --tp or --pp")

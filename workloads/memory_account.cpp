@@ -1,0 +1,41 @@
+#include "workloads/memory_account.h"
+
+namespace ts::wl {
+
+ModelStateBytes modelStateFormula(const ModelStateFacts& f) {
+  const double psi = 4.0 * static_cast<double>(f.elements), n = f.dp;
+  ModelStateBytes b;
+  if (f.parameterServer) {
+    b.parameters = b.gradients = psi;
+    b.optimizer = f.server ? f.optimizerSlots * psi / f.psShards : 0;
+    if (f.masterWeights) b.masterWeights = f.server ? psi / f.psShards : 0;
+    return b;
+  }
+  b.parameters = f.zero >= 3 ? psi / n : psi;
+  b.gradients = f.zero >= 2 ? psi / n : psi;
+  b.optimizer = f.zero >= 1 ? f.optimizerSlots * psi / n : f.optimizerSlots * psi;
+  if (f.masterWeights) b.masterWeights = f.zero >= 1 ? psi / n : psi;
+  return b;
+}
+
+std::size_t MemoryAccount::modelStates() const {
+  return steps.peakOf(MemoryKind::kParameters) + steps.peakOf(MemoryKind::kGradients) + steps.peakOf(MemoryKind::kOptimizer) +
+         steps.peakOf(MemoryKind::kMasterWeights);
+}
+
+nlohmann::json MemoryAccount::toJson() const {
+  nlohmann::json peaks = nlohmann::json::object();
+  for (const auto& [name, kind] : EnumNames<MemoryKind>::kNames) peaks[std::string(name)] = steps.peakOf(kind);
+  return {{"peak_bytes", peaks},
+          {"total_peak_bytes", steps.totalPeak},
+          {"setup_peak_bytes", setupPeak},
+          {"model_states_bytes", modelStates()},
+          {"formula_bytes",
+           {{"parameters", formula.parameters},
+            {"gradients", formula.gradients},
+            {"optimizer", formula.optimizer},
+            {"master_weights", formula.masterWeights},
+            {"model_states", formula.total()}}}};
+}
+
+}  // namespace ts::wl

@@ -1,0 +1,51 @@
+#pragma once
+// A rank's memory account: what the allocator counted by kind during the training steps (and the peak of
+// setup, when the model is built whole), beside what the layout should hold in model states by the
+// ZeRO paper's formulas (Rajbhandari et al. 2020, section 5), so a record shows whether a layout saves
+// the memory it exists for.
+//
+// With Psi the elements of the parameters this rank trains (all, its tensor-parallel slices or its
+// pipeline stage's layers), N the data-parallel ranks, 4 bytes an element and K optimizer slots per
+// element (Adam and LAMB 2, SGD 1):
+//   --zero 0   parameters 4 Psi, gradients 4 Psi,   optimizer 4K Psi
+//   --zero 1   parameters 4 Psi, gradients 4 Psi,   optimizer 4K Psi / N
+//   --zero 2   parameters 4 Psi, gradients 4 Psi/N, optimizer 4K Psi / N
+//   --zero 3   parameters 4 Psi/N, gradients 4 Psi/N, optimizer 4K Psi / N
+//   --sync ps  parameters and gradients 4 Psi; optimizer 4K Psi / S on the S servers, none on the workers
+// Mixed precision adds float32 master weights: 4 Psi, or 4 Psi / N when the optimizer state is sharded.
+// The formulas leave out what a layout holds in flight (ZeRO-2's buckets being sent, ZeRO-3's gathered
+// layer): the measured figures include it.
+#include <cstddef>
+#include <cstdint>
+
+#include <nlohmann/json.hpp>
+
+#include "workloads/memory.h"
+
+namespace ts::wl {
+
+struct ModelStateFacts {
+  std::size_t elements = 0;  // Psi: this rank's part of the model
+  int dp = 1, zero = 0;
+  bool parameterServer = false, server = false;  // --sync ps, and whether this rank is one of the servers
+  int psShards = 1;
+  int optimizerSlots = 2;
+  bool masterWeights = false;  // bfloat16 / float16 mixed precision
+};
+
+struct ModelStateBytes {
+  double parameters = 0, gradients = 0, optimizer = 0, masterWeights = 0;
+  double total() const { return parameters + gradients + optimizer + masterWeights; }
+};
+ModelStateBytes modelStateFormula(const ModelStateFacts& f);
+
+struct MemoryAccount {
+  MemoryCounters steps;       // the training steps' peaks by kind (reset after setup)
+  std::size_t setupPeak = 0;  // the most in use while building (the model whole, before a layout gave its share back)
+  ModelStateBytes formula;
+  // The measured model states: each model-state kind's peak during the steps, added.
+  std::size_t modelStates() const;
+  nlohmann::json toJson() const;
+};
+
+}  // namespace ts::wl
