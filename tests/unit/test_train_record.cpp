@@ -96,6 +96,7 @@ TEST(TrainRecord, ACompletedParallelRunWritesEveryFieldItHas) {
                                             "timed_steps",
                                             "completed",
                                             "peak_memory_bytes",
+                                            "memory",
                                             "checkpoint_time_s",
                                             "loss",
                                             "loss_curve",
