@@ -172,7 +172,7 @@ def test_checkpoint_weights_reproduce_the_logits_in_numpy(tmp_path):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--model", "mlp", "--preset", "huge"], "--preset: unknown mlp preset 'huge' (tiny, small, base)"),
+    (["--model", "mlp", "--preset", "huge"], "--preset: unknown mlp preset 'huge' (tiny, small, base, deep)"),
     (["--model", "rnn"], "--model: unknown model 'rnn' (mlp, cnn, transformer)"),
     (["--batch", 0], "--batch 0: must be at least 1"),
     (["--batch", 6, "--micro-batches", 4], "--micro-batches 4: must be at least 1 and divide --batch 6"),
