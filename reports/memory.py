@@ -11,6 +11,7 @@ COLUMNS = ["run", "rank", "params", "grads", "optimizer", "masters", "activation
 
 
 def layout_name(x: Record) -> str:
+    """A train record's layout as the record names it ("dp=2 zero=3"); "single" for one process and older records."""
     return (x.get("layout") or {}).get("name", "single")
 
 

@@ -37,7 +37,8 @@ for entry in "${LAYOUTS[@]}"; do
   "${MPI[@]}" -np 2 "$TS" train --no-ceiling "${TRAIN[@]}" "${layout[@]}" --json "$OUT/$name.json" >"$OUT/$name.log" 2>&1 ||
     {
       echo "memory-by-layout: error: $name failed; its output is in $OUT/$name.log:" >&2
-      tail -5 "$OUT/$name.log" >&2
+      # trainscope's own line when it said one, else the end of what the launcher said
+      grep '^trainscope: error:' "$OUT/$name.log" | sort -u >&2 || tail -5 "$OUT/$name.log" >&2
       exit 1
     }
   files+=("$OUT/$name.json")

@@ -58,7 +58,6 @@ class Device {
     std::lock_guard lock(memory_);
     counters_.resetPeaks();
   }
-  std::size_t peakBytes() const { return memory().totalPeak; }
   // The most this device may hand out at once (--memory-limit; 0: no limit but the hardware's).
   void setMemoryLimit(std::size_t bytes) { limit_ = bytes; }
   std::size_t memoryLimit() const { return limit_; }

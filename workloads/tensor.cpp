@@ -28,7 +28,7 @@ void Tensor::fromHost(const std::vector<float>& values) const {
 }
 
 Arena::~Arena() {
-  for (const auto& [p, bytes] : blocks_) device_->release(p);
+  for (void* p : blocks_) device_->release(p);
 }
 
 Tensor Arena::tensor(std::vector<std::int64_t> shape, MemoryKind kind) {
@@ -37,24 +37,19 @@ Tensor Arena::tensor(std::vector<std::int64_t> shape, MemoryKind kind) {
     if (d <= 0) throw Error(fmt::format("internal: a tensor of shape {}", t.shapeText()));
   const std::size_t bytes = t.numel() * sizeof(float);
   t.data = static_cast<float*>(device_->allocate(bytes, kind));  // zeroed; out of memory names the sizes
-  blocks_[t.data] = bytes;
-  bytes_ += bytes;
+  blocks_.insert(t.data);
   return t;
 }
 
 int* Arena::ints(std::size_t n, MemoryKind kind) {
   const std::size_t bytes = std::max<std::size_t>(n, 1) * sizeof(int);
   int* p = static_cast<int*>(device_->allocate(bytes, kind));
-  blocks_[p] = bytes;
-  bytes_ += bytes;
+  blocks_.insert(p);
   return p;
 }
 
 void Arena::release(Tensor& t) {
-  const auto it = blocks_.find(t.data);
-  if (it == blocks_.end()) throw Error(fmt::format("internal: Arena::release of a tensor {} it does not hold", t.shapeText()));
-  bytes_ -= it->second;
-  blocks_.erase(it);
+  if (!blocks_.erase(t.data)) throw Error(fmt::format("internal: Arena::release of a tensor {} it does not hold", t.shapeText()));
   device_->release(t.data);
   t.data = nullptr;
 }

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "workloads/device.h"
@@ -36,13 +36,11 @@ class Arena {
   // Gives t's memory back to the device before the arena ends (a layout that keeps a parameter's
   // gradient elsewhere, a layer gathered only while it runs); t is left empty (no data).
   void release(Tensor& t);
-  std::size_t bytes() const { return bytes_; }  // held now
   Device& device() const { return *device_; }
 
  private:
   Device* device_;
-  std::unordered_map<void*, std::size_t> blocks_;  // -> bytes
-  std::size_t bytes_ = 0;
+  std::unordered_set<void*> blocks_;  // what it holds (the device counts the bytes)
 };
 
 void zero(const Tensor& t);

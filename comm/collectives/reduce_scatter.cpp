@@ -30,11 +30,16 @@ class ReduceScatter final : public Collective {
     }
     finishAverage(c.recv, c.count, c.dtype, c.redop, m.size);
   }
-  bool startMpi(const MpiCall& m, const CollectiveCall& c, MpiRequest& req, std::function<void()>&) const override {
-    // The average's division and the in-place move both need the result: those run blocking.
-    if (c.redop == RedOp::kAvg || c.recv == offsetBytes(c.send, c.count * m.rank, c.dtype)) return false;
-    MPI_CHECK(
-        MPI_Ireduce_scatter_block(c.send, c.recv, mpiCount(c.count), mpiType(c.dtype), mpiOp(c.redop), m.comm, &req.handle));
+  bool startMpi(const MpiCall& m, const CollectiveCall& c, MpiRequest& req, std::function<void()>& finish) const override {
+    if (c.redop == RedOp::kAvg) return false;  // the division needs the result: that runs blocking
+    char* mine = offsetBytes(const_cast<void*>(c.send), c.count * m.rank, c.dtype);
+    const bool inPlace = c.recv == mine;
+    MPI_CHECK(MPI_Ireduce_scatter_block(inPlace ? MPI_IN_PLACE : c.send, inPlace ? const_cast<void*>(c.send) : c.recv,
+                                        mpiCount(c.count), mpiType(c.dtype), mpiOp(c.redop), m.comm, &req.handle));
+    // In place, as in runMpi: MPI's result lands at the start of the buffer, ours belongs at this rank's block
+    // (the ZeRO layouts reduce-scatter their buckets in place while the backward goes on).
+    if (inPlace && m.rank != 0)
+      finish = [mine, start = c.send, bytes = c.count * dtypeSize(c.dtype)] { std::memmove(mine, start, bytes); };
     return true;
   }
 #endif

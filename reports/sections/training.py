@@ -5,7 +5,7 @@ from collections.abc import Callable
 
 from ..json_types import Block, Record
 from ..load import Result
-from ..memory import COLUMNS as MEMORY_COLUMNS, KINDS as MEMORY_KINDS, memory_rows
+from ..memory import COLUMNS as MEMORY_COLUMNS, KINDS as MEMORY_KINDS, layout_name, memory_rows
 from ..mesh import axis_names, coordinate
 from ..plots import PlotSink, new_figure
 from .kernels import CAUSES
@@ -222,7 +222,7 @@ class TrainingSection:
         many_results = len(results) > 1
 
         def name(r: Result, x: Record) -> str:
-            layout = (x.get("layout") or {}).get("name", "single")
+            layout = layout_name(x)
             return ((f"{r.label}: " if many_results else "") + f"{x['model']} {x['preset']}"
                     + (f" {layout}" if layout != "single" else "") + (f" [{x['step']}]" if x.get("step") else ""))
 

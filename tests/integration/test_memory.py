@@ -9,10 +9,12 @@ what a layout holds in flight (ZeRO-3's gathered layer, ZeRO-2's buckets, about 
 beside the model states, as in the large models these layouts are for. Whether every layout trains along
 the one-process loss curve is tests/integration/test_parallel.py's."""
 import json
+import shutil
+import subprocess
 
 import pytest
 
-from helpers import run_trainscope
+from helpers import ROOT, base_env, run_trainscope, trainscope_path
 
 MODEL = ["--model", "mlp", "--preset", "small", "--set", "depth=16", "--set", "width=512", "--batch", 4, "--steps", 2, "--warmup-steps", 1,
          "--no-ceiling"]
@@ -104,3 +106,28 @@ def test_a_cap_below_what_the_model_needs_to_be_built_is_one_line(tmp_path):
     (line,) = lines
     assert line.startswith("trainscope: error: --memory-limit 4 MiB per rank: building the model for layout dp=2 zero=3 needed ")
     assert line.endswith(": try --zero 3, --tp or --pp")
+
+
+def test_the_readme_command_prints_the_table_for_every_layout(tmp_path):
+    """scripts/memory-by-layout.sh, on a small model: one result per layout and a row per rank of each."""
+    if not shutil.which("mpirun"):
+        pytest.skip("mpirun not installed")
+    small = [str(a) for a in MODEL if a != "--no-ceiling"]  # the script adds it
+    r = subprocess.run([str(ROOT / "scripts" / "memory-by-layout.sh"), str(tmp_path), "--", *small], capture_output=True,
+                       text=True, timeout=600, env=base_env({"TRAINSCOPE": trainscope_path()}))
+    assert r.returncode == 0, r.stderr
+    layouts = ["zero0", "zero1", "zero2", "zero3", "tp2", "pp2"]
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == sorted(f"{n}.json" for n in layouts)
+    rows = [line.split() for line in r.stdout.splitlines() if line.split() and line.split()[0].rstrip(":") in layouts]
+    assert [(row[0].rstrip(":"), row[-12]) for row in rows] == [(n, rank) for n in layouts for rank in ("0", "1")]
+    # ratio: measured model states / formula, never below it (how close is the test above's: the script's 4 MiB
+    # ZeRO-2 buckets suit mlp deep's 4 MiB layers, not this model's 1 MiB ones)
+    assert all(float(row[-2]) >= 1.0 for row in rows), r.stdout
+
+
+def test_the_readme_command_says_what_failed(tmp_path):
+    r = subprocess.run([str(ROOT / "scripts" / "memory-by-layout.sh"), str(tmp_path), "--", "--model", "mlp", "--preset", "huge"],
+                       capture_output=True, text=True, timeout=120, env=base_env({"TRAINSCOPE": trainscope_path()}))
+    assert r.returncode == 1
+    assert f"memory-by-layout: error: zero0 failed; its output is in {tmp_path}/zero0.log:" in r.stderr
+    assert "unknown mlp preset 'huge'" in r.stderr

@@ -175,6 +175,8 @@ def test_checkpoint_weights_reproduce_the_logits_in_numpy(tmp_path):
     (["--model", "mlp", "--preset", "huge"], "--preset: unknown mlp preset 'huge' (tiny, small, base, deep)"),
     (["--model", "rnn"], "--model: unknown model 'rnn' (mlp, cnn, transformer)"),
     (["--batch", 0], "--batch 0: must be at least 1"),
+    (["--memory-limit", "12X"], "--memory-limit: '12X' is not a size (expected a whole number of bytes with an optional K, M or G "
+     "suffix, e.g. 8, 64K, 4M)"),
     (["--batch", 6, "--micro-batches", 4], "--micro-batches 4: must be at least 1 and divide --batch 6"),
     (["--model", "transformer", "--set", "heads=3"], "transformer: 3 heads do not divide the hidden size 64"),
     (["--set", "heads=3"], "--set heads: not a field of the mlp model"),

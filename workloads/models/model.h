@@ -84,7 +84,6 @@ class Model {
   const std::vector<Param*>& leadingParams() const { return leading_; }  // used outside the layers (embeddings)
   std::vector<NamedTensor> buffers();
   std::int64_t parameterCount();
-  std::size_t memoryBytes() const { return arena_.bytes(); }
   Arena& arena() { return arena_; }
   void zeroGrads();
   // bfloat16/float16: round the activations and activation gradients passed between layers (see

@@ -5,12 +5,20 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "workloads/ops.h"
 
 namespace ts::wl {
 
 Tensor viewOf(const Tensor& t, std::size_t offset, std::size_t n) {
   if (offset + n > t.numel()) throw Error(fmt::format("internal: a view of [{}, {}) of {}", offset, offset + n, t.shapeText()));
   return Tensor{t.data + offset, {static_cast<std::int64_t>(n)}, t.device};
+}
+
+void accumulateInto(const Tensor& shard, const Tensor& reduced, bool first) {
+  if (first)
+    copy(shard, reduced);
+  else
+    ops::axpy(*shard.device, shard.data, reduced.data, 1.0f, shard.numel());
 }
 
 Buckets::Buckets(const std::vector<Param*>& modelOrder, double bucketMb, int parts) {
@@ -83,6 +91,12 @@ void Buckets::chunkOfValues(const Bucket& b, int k, const Tensor& dst) const {
     const std::size_t a = std::max(lo, s.offset), z = std::min(hi, s.offset + n);
     if (a < z) copy(viewOf(dst, a - lo, z - a), viewOf(s.param->value, a - s.offset, z - a));
   }
+}
+
+std::size_t Buckets::bucketOf(const Param& p) const {
+  const auto it = where_.find(&p);
+  if (it == where_.end()) throw Error(fmt::format("internal: {} is in no bucket", p.name));
+  return it->second.first;
 }
 
 Bucket* Buckets::deposit(Param& p) {

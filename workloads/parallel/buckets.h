@@ -67,6 +67,8 @@ class Buckets {
   // of the parameters' own values.
   std::vector<Param> pieces(const Bucket& b, int k, const Tensor& grads, const Tensor* values = nullptr) const;
   void startMicroBatch();  // nothing deposited, nothing launched
+  // The index (in all()) of the bucket holding p.
+  std::size_t bucketOf(const Param& p) const;
 
  private:
   std::vector<Bucket> buckets_;
@@ -75,5 +77,9 @@ class Buckets {
 
 // A view of n elements of t from element `offset`.
 Tensor viewOf(const Tensor& t, std::size_t offset, std::size_t n);
+
+// An owner's chunk of a reduce-scatter into the shard that accumulates it over micro-batches: copied for
+// the step's first micro-batch, added after.
+void accumulateInto(const Tensor& shard, const Tensor& reduced, bool first);
 
 }  // namespace ts::wl

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <limits>
 #include <numeric>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -130,10 +131,10 @@ void Pipeline::allocateBuffers(const data::Batch& sample, int M) {
 
 void Pipeline::releaseOtherStages() {
   Arena& arena = model_.arena();
-  const ModelPart mine = part();
-  std::vector<Param*> all = model_.params();
-  for (Param* p : all)
-    if (std::find(mine.params.begin(), mine.params.end(), p) == mine.params.end()) {
+  const ModelPart part = this->part();
+  const std::unordered_set<const Param*> mine(part.params.begin(), part.params.end());
+  for (Param* p : model_.params())
+    if (!mine.count(p)) {
       arena.release(p->value);
       arena.release(p->grad);
     }

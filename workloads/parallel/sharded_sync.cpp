@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "comm/collectives/collective.h"
-#include "workloads/ops.h"
 
 namespace ts::wl {
 
@@ -19,7 +18,6 @@ ShardedSync::ShardedSync(Communicator& dp, const ModelPart& model, const LayoutO
       buckets_(params_, layout.bucketMb, parts_) {
   buckets_.releaseParamGrads(arena_);
   if (!zero2_) buckets_.takeAll(arena_);
-  std::unordered_map<const Param*, std::size_t> bucketOf;
   for (Bucket& b : buckets_.all()) {
     // The parameters become views of a flat of their own, laid out as the bucket: the owner updates its
     // chunk where it lies, and the all-gather (broadcast) fills the rest in place: nothing is copied.
@@ -40,11 +38,10 @@ ShardedSync::ShardedSync(Communicator& dp, const ModelPart& model, const LayoutO
       shardGrads_.push_back(zero2_ ? arena_.tensor({c}, MemoryKind::kGradients) : viewOf(b.flat, owned_ * b.chunk, b.chunk));
     if (owned_ >= 0)
       for (Param& p : buckets_.pieces(b, owned_, shardGrads_.back(), &ownedValues)) pieces_.push_back(std::move(p));
-    for (const auto& s : b.slots) bucketOf[s.param] = indexOf(b);
   }
   auto bucketsFor = [&](const std::vector<Param*>& ps) {
     std::vector<std::size_t> out;
-    for (const Param* p : ps) out.push_back(bucketOf.at(p));
+    for (const Param* p : ps) out.push_back(buckets_.bucketOf(*p));
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;
@@ -76,11 +73,7 @@ void ShardedSync::launch(Bucket& b) {
 void ShardedSync::retire(Bucket& b) {
   tracker_->wait(b.op);
   const std::size_t i = indexOf(b);
-  const Tensor reduced = viewOf(b.flat, static_cast<std::size_t>(owned_) * b.chunk, b.chunk);
-  if (micro_ == 0)
-    copy(shardGrads_[i], reduced);
-  else
-    ops::axpy(*b.flat.device, shardGrads_[i].data, reduced.data, 1.0f, b.chunk);
+  accumulateInto(shardGrads_[i], viewOf(b.flat, static_cast<std::size_t>(owned_) * b.chunk, b.chunk), micro_ == 0);
   buckets_.give(b, arena_);
 }
 

@@ -1,7 +1,6 @@
 #include "workloads/parallel/zero3_sync.h"
 
 #include "comm/collectives/collective.h"
-#include "workloads/ops.h"
 
 namespace ts::wl {
 
@@ -79,11 +78,7 @@ void Zero3Sync::sendGradients(Group& g) {
 void Zero3Sync::retire(Group& g) {
   tracker_->wait(g.op);
   const std::size_t chunk = bucketOf(g).chunk;
-  const Tensor reduced = viewOf(g.sending, static_cast<std::size_t>(rank_) * chunk, chunk);
-  if (firstMicro_)
-    copy(g.grads, reduced);
-  else
-    ops::axpy(*g.grads.device, g.grads.data, reduced.data, 1.0f, chunk);
+  accumulateInto(g.grads, viewOf(g.sending, static_cast<std::size_t>(rank_) * chunk, chunk), firstMicro_);
   arena_.release(g.sending);
 }
 
