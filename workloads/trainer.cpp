@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -11,44 +12,10 @@
 #include "kernels/trace.h"
 #include "workloads/checkpoint/checkpoint.h"
 #include "workloads/ops.h"
+#include "workloads/training_state.h"
 
 namespace ts::wl {
-namespace {
-
-// Host copies of device tensors, for the checkpoint files, and back.
-struct HostTensors {
-  std::vector<std::vector<float>> values;
-  std::vector<ckpt::TensorView> views;
-  std::vector<ckpt::MutableTensorView> mutableViews;
-};
-
-HostTensors downloaded(const std::vector<NamedTensor>& ts) {
-  HostTensors h;
-  for (const auto& t : ts) h.values.push_back(t.tensor->toHost());
-  for (std::size_t i = 0; i < ts.size(); ++i)
-    h.views.push_back({ts[i].name, ckpt::TensorDType::kF32, ts[i].tensor->shape, h.values[i].data()});
-  return h;
-}
-
-// Restores `ts` from a checkpoint file (names, dtypes and shapes checked by restore()).
-void restoreInto(const ckpt::SafetensorsFile& file, const std::vector<NamedTensor>& ts) {
-  HostTensors h;
-  for (const auto& t : ts) h.values.emplace_back(t.tensor->numel());
-  for (std::size_t i = 0; i < ts.size(); ++i)
-    h.mutableViews.push_back({ts[i].name, ckpt::TensorDType::kF32, ts[i].tensor->shape, h.values[i].data()});
-  file.restore(h.mutableViews);
-  for (std::size_t i = 0; i < ts.size(); ++i) ts[i].tensor->fromHost(h.values[i]);
-}
-
-// Parameters then buffers: everything model.safetensors holds.
-std::vector<NamedTensor> modelTensors(Model& m) {
-  std::vector<NamedTensor> out;
-  for (Param* p : m.params()) out.push_back({p->name, &p->value});
-  for (const auto& b : m.buffers()) out.push_back(b);
-  return out;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 nlohmann::json TrainOptions::toJson() const {
   return {{"model", nameOf(model)},
@@ -68,6 +35,7 @@ nlohmann::json TrainOptions::toJson() const {
           {"checkpoint_dir", checkpointDir},
           {"checkpoint_every", checkpointEvery},
           {"resume", resume},
+          {"checkpoint_async", checkpointAsync},
           {"layout", layout.toJson()},
           {"memory_limit_bytes", parseBytes(memoryLimit, "--memory-limit")}};
 }
@@ -106,8 +74,8 @@ void validateTrainOptions(const TrainOptions& o) {
   if (o.precision == Precision::kFloat16) LossScaler(o.lossScale, o.lossScaleInterval);  // checks the two
   if (o.clipNorm < 0) throw UsageError("--clip-norm must be >= 0 (0 = off)");
   if (o.checkpointEvery < 0) throw UsageError("--checkpoint-every must be >= 0");
-  if ((o.resume || o.checkpointEvery > 0) && o.checkpointDir.empty())
-    throw UsageError("--resume and --checkpoint-every need --checkpoint-dir");
+  if ((o.resume || o.checkpointEvery > 0 || o.checkpointAsync) && o.checkpointDir.empty())
+    throw UsageError("--resume, --checkpoint-every and --checkpoint-async need --checkpoint-dir");
   validateOptimizerOptions(o.optimizer);
   Schedule sched = o.schedule;
   sched.total = o.steps;
@@ -133,16 +101,8 @@ Trainer::Trainer(const TrainOptions& options, const Mesh* mesh, double commTimeo
     throw UsageError(
         "--optimizer lamb with --zero or --sync ps: LAMB's trust ratio needs whole-tensor norms, and a shard may hold part of a "
         "tensor");
-  if (sharded && !o.checkpointDir.empty())
-    throw UsageError(
-        "--checkpoint-dir with --zero or --sync ps: sharded optimizer state is not saved in this version (use --zero 0)");
-  if (layout.pp > 1 && !o.checkpointDir.empty())
-    throw UsageError("--checkpoint-dir with --pp: per-stage checkpoints are not in this version");
-  // Rank 0 writes the checkpoint, so it must hold the whole model: a tensor-parallel rank holds slices.
-  if (layout.tp > 1 && !o.checkpointDir.empty())
-    throw UsageError(
-        "--checkpoint-dir with --tp: tensor-parallel slices are not gathered into a checkpoint in this version (use --tp 1)");
   options_.schedule.total = o.steps;
+  checkpointStats_.async = o.checkpointAsync;
   device_ = Device::open(o.device);  // first: a missing GPU is reported before any data is read
   device_->setMatmulPrecision(o.precision);
   device_->setMemoryLimit(parseBytes(o.memoryLimit, "--memory-limit"));
@@ -213,29 +173,54 @@ void Trainer::build(double commTimeoutS) {
   }
   if (o.precision == Precision::kFloat16) scaler_ = std::make_unique<LossScaler>(o.lossScale, o.lossScaleInterval);
 
-  if (o.resume) {
-    if (auto latest = ckpt::latestCheckpoint(o.checkpointDir)) {
-      const ckpt::LoadedCheckpoint c = ckpt::loadCheckpoint(*latest);
-      if (c.state.data != source_->identity())
-        throw UsageError(fmt::format("--resume: {} was trained on other data ({}), not {}", c.directory, jsonText(c.state.data),
-                                     jsonText(source_->identity())));
-      if (c.state.config.value("model", nlohmann::json()) != config.toJson())
-        throw UsageError(fmt::format("--resume: {} holds another model ({})", c.directory,
-                                     jsonText(c.state.config.value("model", nlohmann::json()))));
-      restoreInto(c.model, modelTensors(*model_));
-      restoreInto(c.optimizer, optimizer_->state());
-      if (scaler_) scaler_->restore(c.state.scaler);
-      firstStep_ = nextStep_ = c.state.step;
-      if (firstStep_ >= o.steps)
-        throw UsageError(
-            fmt::format("--resume: {} is at step {}, and --steps {} asks for no more", c.directory, firstStep_, o.steps));
-    }
-  }
+  if (o.resume)
+    if (auto latest = ckpt::latestCheckpoint(o.checkpointDir)) resumeFrom(*latest, config);
   // The loader thread produces batches two steps ahead and, on a GPU, uploads them (pinned memory, a side
   // stream): the step's data phase is then only the wait for a batch that is not ready yet.
   constexpr int kPrefetchDepth = 2;
   loader_ = std::make_unique<data::Prefetcher>(*source_, nextStep_, kPrefetchDepth,
                                                stagingHook(*device_, kPrefetchDepth, stager_), o.steps);
+}
+
+// A save between its snapshot and its commit: the host copy the writer reads, and the writer.
+struct Trainer::PendingSave {
+  std::unique_ptr<ckpt::CheckpointSave> save;
+  ckpt::TrainerState state;
+  std::vector<std::vector<float>> values;
+  std::vector<ckpt::Piece> pieces;
+  std::thread writer;
+  ~PendingSave() {
+    if (writer.joinable()) writer.join();
+  }
+};
+
+// Every tensor this rank holds, from whichever pieces of the checkpoint cover it: the same layout or another.
+void Trainer::resumeFrom(const std::string& stepDir, const ModelConfig& config) {
+  ckpt::CheckpointReader c = ckpt::CheckpointReader::open(stepDir);
+  const ckpt::TrainerState& s = c.state();
+  if (s.data != source_->identity())
+    throw UsageError(fmt::format("--resume: {} was trained on other data ({}), not {}", c.directory(), jsonText(s.data),
+                                 jsonText(source_->identity())));
+  if (s.config.value("model", nlohmann::json()) != config.toJson())
+    throw UsageError(
+        fmt::format("--resume: {} holds another model ({})", c.directory(), jsonText(s.config.value("model", nlohmann::json()))));
+  const nlohmann::json theirs = s.config.value("optimizer", nlohmann::json::object()).value("kind", nlohmann::json());
+  if (theirs != options_.optimizer.toJson().value("kind", nlohmann::json()))
+    throw UsageError(fmt::format("--resume: {} was trained with --optimizer {}, not {}", c.directory(),
+                                 theirs.is_string() ? theirs.get<std::string>() : jsonText(theirs),
+                                 nameOf(options_.optimizer.kind)));
+  for (const StateTensor& t : stateTensors(*sync_, *optimizer_, part_, *mesh_, StateUse::kLoad)) {
+    std::vector<float> values(static_cast<std::size_t>(t.region.elements()));
+    c.read(t.tensor, t.region, values.data());
+    t.value->fromHost(values);
+  }
+  if (scaler_) scaler_->restore(s.scaler);
+  firstStep_ = nextStep_ = s.step;
+  if (firstStep_ >= options_.steps)
+    throw UsageError(
+        fmt::format("--resume: {} is at step {}, and --steps {} asks for no more", c.directory(), firstStep_, options_.steps));
+  checkpointStats_.readBytes = c.bytesRead();
+  checkpointStats_.readS = c.readSeconds();
 }
 
 Trainer::~Trainer() = default;
@@ -322,7 +307,7 @@ StepResult Trainer::step() {
   auto sumOfSquares = [&] {
     double sliced = 0, replicated = 0;
     for (Param* p : params)
-      (p->tpShard ? sliced : replicated) += ops::sumOfSquares(*p->grad.device, p->grad.data, p->grad.numel());
+      (p->tpShard() ? sliced : replicated) += ops::sumOfSquares(*p->grad.device, p->grad.data, p->grad.numel());
     return global(sliced, replicated);
   };
   r.lr = options_.schedule.at(r.step);
@@ -363,24 +348,65 @@ StepResult Trainer::step() {
     trace::Span checkpoint("checkpoint", "phase");
     saveCheckpoint();
     r.checkpointS = checkpoint.close();
+    checkpointStats_.stallS.push_back(r.checkpointS);
+    if (done()) finishCheckpoint();  // training is over: the last save's write is no longer a stall
   }
   return r;
 }
 
 std::string Trainer::saveCheckpoint() {
-  // Data parallel by all-reduce: every rank holds the same state, and rank 0 writes it.
-  if (options_.checkpointDir.empty() || mesh_->rank() != 0) return {};
-  ckpt::TrainerState state;
-  state.step = nextStep_;
-  state.data = source_->identity();
-  state.config = resolvedConfig();
-  if (scaler_) state.scaler = scaler_->state();
-  const HostTensors model = downloaded(modelTensors(*model_));
-  const HostTensors optim = downloaded(optimizer_->state());
-  ckpt::SaveOptions so;
-  so.modelMetadata = {
-      {"format", "pt"}, {"model", std::string(nameOf(model_->config().kind))}, {"preset", model_->config().preset}};
-  return ckpt::saveCheckpoint(options_.checkpointDir, model.views, optim.views, state, so);
+  if (options_.checkpointDir.empty()) return {};
+  if (group_.size != mesh_->worldSize())
+    throw Error(fmt::format("internal: a checkpoint of {} ranks with a save group of {}", mesh_->worldSize(), group_.size));
+  std::string committed = finishCheckpoint();  // async: the previous save first
+  auto p = std::make_unique<PendingSave>();
+  p->state.step = nextStep_;
+  p->state.data = source_->identity();
+  p->state.config = resolvedConfig();
+  if (scaler_) p->state.scaler = scaler_->state();
+  p->save = std::make_unique<ckpt::CheckpointSave>(options_.checkpointDir, nextStep_, group_);
+  // The snapshot: this rank's share of the state, copied to host memory (the training may go on after this).
+  const std::vector<StateTensor> tensors = stateTensors(*sync_, *optimizer_, part_, *mesh_, StateUse::kSave);
+  for (const StateTensor& t : tensors) p->values.push_back(t.value->toHost());
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    p->pieces.push_back({tensors[i].tensor, tensors[i].kind, tensors[i].region, p->values[i].data()});
+  const std::map<std::string, std::string> meta = {{"model", std::string(nameOf(model_->config().kind))},
+                                                   {"preset", model_->config().preset},
+                                                   {"trainscope_step", std::to_string(nextStep_)}};
+  PendingSave* raw = p.get();
+  pending_ = std::move(p);
+  if (options_.checkpointAsync) {
+    raw->writer = std::thread([raw, meta] { raw->save->write(raw->pieces, meta); });
+    return committed;
+  }
+  raw->save->write(raw->pieces, meta);
+  return finishCheckpoint();
+}
+
+std::string Trainer::finishCheckpoint() {
+  if (!pending_) return {};
+  std::unique_ptr<PendingSave> p = std::move(pending_);
+  if (p->writer.joinable()) p->writer.join();
+  const std::string dir = p->save->commit(p->state);
+  checkpointStats_.bytes += p->save->totalBytes();
+  checkpointStats_.writeS += p->save->slowestWriteSeconds();
+  return dir;
+}
+
+nlohmann::json CheckpointStats::toJson() const {
+  auto rate = [](double bytes, double s) { return s > 0 ? nlohmann::json(bytes / s) : nlohmann::json(); };
+  double stall = 0;
+  for (double s : stallS) stall += s;
+  return {{"mode", async ? "async" : "sync"},
+          {"saves", stallS.size()},
+          {"stall_s", stallS},
+          {"stall_total_s", stall},
+          {"write_bytes", bytes},
+          {"write_s", writeS},
+          {"write_bytes_per_s", rate(static_cast<double>(bytes), writeS)},
+          {"read_bytes", readBytes},
+          {"read_s", readS},
+          {"read_bytes_per_s", rate(static_cast<double>(readBytes), readS)}};
 }
 
 }  // namespace ts::wl

@@ -13,6 +13,7 @@
 
 #include "base/precision.h"
 #include "workloads/batch_staging.h"
+#include "workloads/checkpoint/checkpoint.h"
 #include "workloads/data/data_source.h"
 #include "workloads/data/prefetcher.h"
 #include "workloads/device_spec.h"
@@ -48,6 +49,7 @@ struct TrainOptions {
   std::string checkpointDir;
   std::int64_t checkpointEvery = 0;  // steps between checkpoints (0: only at the end when a directory is given)
   bool resume = false;
+  bool checkpointAsync = false;   // snapshot to host memory, write in the background, commit at the next save or the end
   LayoutOptions layout;           // the parallel layout (resolved against the world by the caller)
   std::string memoryLimit = "0";  // per rank, as given ("6G"): what the device may hand out at once ("0": no limit)
   nlohmann::json toJson() const;
@@ -71,6 +73,18 @@ struct StepResult {
   double checkpointS = 0;    // writing a checkpoint after the step: not part of totalS (the step's time)
 };
 
+// What checkpointing cost the run: the training's stall per save, the writes (every rank's, per save the
+// slowest rank's time) and this rank's read on a resume.
+struct CheckpointStats {
+  bool async = false;
+  std::vector<double> stallS;   // per save: how long this rank's training stood still for it
+  std::uint64_t bytes = 0;      // written, over every rank and save
+  double writeS = 0;            // per save the slowest rank's write (sync included), summed
+  std::uint64_t readBytes = 0;  // a resume: the files this rank read (mapped and hashed)
+  double readS = 0;
+  nlohmann::json toJson() const;
+};
+
 class Trainer {
  public:
   // Builds data, model and optimizer, checking every option (UsageError, one line). With resume and a
@@ -83,8 +97,14 @@ class Trainer {
   bool done() const { return nextStep_ >= options_.steps; }
   std::int64_t nextStep() const { return nextStep_; }
   std::int64_t firstStep() const { return firstStep_; }  // > 0 after a resume
-  // Saves a checkpoint of the state after the last step (a no-op without a checkpoint directory).
+  // Saves a checkpoint of the state after the last step (a no-op without a checkpoint directory); returns
+  // the step directory committed (async: the previous save's, committed first; "" when none). Collective.
   std::string saveCheckpoint();
+  // Async: waits for the save in the background and commits it (collective); "" when none is pending.
+  std::string finishCheckpoint();
+  // How the ranks agree on a checkpoint (the run's control plane); needed before a save by several ranks.
+  void setCheckpointGroup(ckpt::SaveGroup group) { group_ = std::move(group); }
+  const CheckpointStats& checkpointStats() const { return checkpointStats_; }
 
   Model& model() { return *model_; }
   Device& device() { return *device_; }
@@ -114,6 +134,8 @@ class Trainer {
 
  private:
   void build(double commTimeoutS);  // data, model, layout, optimizer, resume, loader
+  void resumeFrom(const std::string& stepDir, const ModelConfig& config);
+  struct PendingSave;
   TrainOptions options_;
   std::unique_ptr<Mesh> ownMesh_;  // when none was given: a mesh of one
   const Mesh* mesh_;
@@ -132,6 +154,9 @@ class Trainer {
   std::int64_t nextStep_ = 0, firstStep_ = 0;
   std::size_t setupPeak_ = 0;
   ModelStateBytes formula_;
+  ckpt::SaveGroup group_;
+  std::unique_ptr<PendingSave> pending_;  // a save written (or being written) but not committed
+  CheckpointStats checkpointStats_;
   std::vector<std::int64_t> lastIndices_;
   double lastMicroLoss_ = 0;
 };

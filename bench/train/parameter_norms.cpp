@@ -19,7 +19,7 @@ nlohmann::json parameterSquares(wl::Trainer& trainer, bool keep) {
     if (!keep) return;
     double sq = 0;
     for (float v : p.value.toHost()) sq += double(v) * double(v);
-    out[p.name] = {sq, p.value.numel(), p.tpShard};
+    out[p.name] = {sq, p.value.numel(), p.tpShard()};
   });
   return out;
 }

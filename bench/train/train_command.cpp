@@ -85,8 +85,12 @@ void addRunOptions(OptionTable<TrainRunOptions>& t) {
   t.add("--warmup-steps", "Steps trained but not timed", TS_FIELD(warmupSteps));
   t.add("--log-every", "Print a line every N steps (0 = about 20 lines)", TS_FIELD(logEvery));
   t.add("--ceiling,!--no-ceiling", "Measure the GEMM ceiling first, for MFU", TS_FIELD(ceiling));
-  t.add("--checkpoint-dir", "Write checkpoints here (safetensors weights + optimizer state + trainer.json)",
+  t.add("--checkpoint-dir",
+        "Write checkpoints here: each rank's safetensors file (parameters, optimizer state) and index.json; any layout resumes "
+        "from any other",
         TS_FIELD(train.checkpointDir));
+  t.add("--checkpoint-async", "Snapshot the state to host memory and write it in the background (commit at the next save)",
+        TS_FIELD(train.checkpointAsync));
   t.add("--checkpoint-every", "Steps between checkpoints (0 = at the end only)", TS_FIELD(train.checkpointEvery));
   t.add("--resume", "Continue from the latest checkpoint in --checkpoint-dir (if there is one)", TS_FIELD(train.resume));
   addTimeoutFlag(t, self);

@@ -157,6 +157,7 @@ nlohmann::json toJson(const TrainRecord& r) {
                         {"loss", {{"initial", r.steps.initialLoss}, {"final", r.steps.finalLoss}}},
                         {"loss_curve", lossCurve(r)}};
   if (r.parameterNorms) rec["parameter_norms"] = *r.parameterNorms;
+  if (r.checkpoint) rec["checkpoint"] = *r.checkpoint;
   if (r.pipeline) rec["pipeline"] = pipelineJson(*r.pipeline, r.ranks.measuredBubble);
   if (r.steps.error) rec["error"] = *r.steps.error;
   if (r.float16) rec["skipped_steps"] = r.skippedSteps();

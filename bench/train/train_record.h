@@ -68,6 +68,7 @@ struct TrainRecord {
   // What the steps measured.
   MeasuredSteps steps;  // process 0's
   std::optional<std::map<std::string, double>> parameterNorms;
+  std::optional<nlohmann::json> checkpoint;  // with --checkpoint-dir: CheckpointStats (stall, write and read bandwidth)
   // Every rank's steps (a completed run); after a failure, process 0's step times only.
   TrainBreakdown ranks;
   double tflopsPerDevice = 0;

@@ -171,6 +171,8 @@ void trainOnMesh(const TrainRunOptions& o, RunContext& ctx, const wl::Mesh& mesh
   // voice, racing the rank that is stuck in its own work to say it.
   collectively(ctx.boot, [&] { built = std::make_unique<wl::Trainer>(o.train, &mesh, 0); });
   wl::Trainer& trainer = *built;
+  trainer.setCheckpointGroup(
+      {ctx.boot.rank(), ctx.boot.size(), [&boot = ctx.boot](const std::string& mine) { return boot.allGatherStrings(mine); }});
   checkWarmup(o, trainer);
   if (leader) printTrainBanner(trainer, o, mesh);
   std::optional<Fault> fault;
@@ -208,6 +210,7 @@ void trainOnMesh(const TrainRunOptions& o, RunContext& ctx, const wl::Mesh& mesh
     if (rec.completed()) rec.parameters = after.norms->count;  // the whole model's, over the stages
     if (after.norms->finite()) rec.parameterNorms = std::move(after.norms->norms);
   }
+  if (!o.train.checkpointDir.empty()) rec.checkpoint = trainer.checkpointStats().toJson();
   rec.tflopsPerDevice = perDevice;
   if (rec.timed()) rec.mfu = mfuFor(trainer, o.train.precision, gemmPrecision, ceilings, perDevice);
   printTrainSummary(rec);

@@ -3,10 +3,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -292,33 +295,20 @@ TEST(CheckpointAtomicFile, NothingAppearsWithoutCommit) {
 }
 
 namespace {
-// A small model and optimizer state whose values depend on `seed`.
+// A small model and optimizer state whose values depend on `seed`, saved whole by one rank.
 struct State {
-  std::vector<float> w, b, m, v;
-  std::vector<std::int64_t> count{0};
-  explicit State(float seed) : w(12), b(3), m(12), v(12) {
+  std::vector<float> w, b, m;
+  explicit State(float seed) : w(12), b(3), m(12) {
     for (std::size_t i = 0; i < 12; ++i) {
       w[i] = seed + static_cast<float>(i);
       m[i] = seed * 0.5f - static_cast<float>(i);
-      v[i] = seed * 0.25f;
     }
     for (std::size_t i = 0; i < 3; ++i) b[i] = -seed - static_cast<float>(i);
-    count[0] = static_cast<std::int64_t>(seed);
   }
-  std::vector<TensorView> model() const {
-    return {view("fc.weight", TensorDType::kF32, {3, 4}, w), view("fc.bias", TensorDType::kF32, {3}, b)};
-  }
-  std::vector<TensorView> optimizer() const {
-    return {view("fc.weight.exp_avg", TensorDType::kF32, {3, 4}, m), view("fc.weight.exp_avg_sq", TensorDType::kF32, {3, 4}, v),
-            view("step", TensorDType::kI64, {1}, count)};
-  }
-  std::vector<MutableTensorView> modelSlots() {
-    return {{"fc.weight", TensorDType::kF32, {3, 4}, w.data()}, {"fc.bias", TensorDType::kF32, {3}, b.data()}};
-  }
-  std::vector<MutableTensorView> optimizerSlots() {
-    return {{"fc.weight.exp_avg", TensorDType::kF32, {3, 4}, m.data()},
-            {"fc.weight.exp_avg_sq", TensorDType::kF32, {3, 4}, v.data()},
-            {"step", TensorDType::kI64, {1}, count.data()}};
+  std::vector<Piece> pieces() const {
+    return {{"fc.weight", StateKind::kParameter, Region::whole({3, 4}), w.data()},
+            {"fc.bias", StateKind::kParameter, Region::whole({3}), b.data()},
+            {"fc.weight.exp_avg", StateKind::kOptimizer, Region::whole({3, 4}), m.data()}};
   }
 };
 
@@ -332,81 +322,293 @@ TrainerState trainerAt(std::int64_t step) {
   return t;
 }
 
+std::string saveOne(const fs::path& dir, std::int64_t step, const std::vector<Piece>& pieces, const SaveOptions& o = {}) {
+  CheckpointSave save(dir.string(), step, {});
+  save.write(pieces);
+  return save.commit(trainerAt(step), o);
+}
+
+std::vector<float> readAll(CheckpointReader& r, const std::string& name, const Region& region) {
+  std::vector<float> out(static_cast<std::size_t>(region.elements()));
+  r.read(name, region, out.data());
+  return out;
+}
+
+// Every tensor of the checkpoint read whole: what a resume touches (the first damage found, as a UsageError).
+void readEverything(const fs::path& dir) {
+  CheckpointReader r = CheckpointReader::open(dir.string());
+  for (const auto& t : r.tensors()) readAll(r, t.name, Region::whole(t.shape));
+}
+
 std::vector<std::string> entries(const fs::path& dir) {
   std::vector<std::string> out;
   for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
   std::sort(out.begin(), out.end());
   return out;
 }
+
+// The ranks of a save as threads of this process: allGather meets at a barrier.
+class ThreadGroup {
+ public:
+  explicit ThreadGroup(int size) : size_(size), slots_(static_cast<std::size_t>(size)) {}
+  SaveGroup member(int rank) {
+    return {rank, size_, [this, rank](const std::string& mine) { return gather(rank, mine); }};
+  }
+
+ private:
+  std::vector<std::string> gather(int rank, const std::string& mine) {
+    std::unique_lock lock(mu_);
+    const std::uint64_t round = round_;
+    slots_[static_cast<std::size_t>(rank)] = mine;
+    if (++arrived_ == size_) {
+      result_ = slots_;
+      arrived_ = 0;
+      ++round_;
+      cv_.notify_all();
+    } else {
+      cv_.wait(lock, [&] { return round_ != round; });
+    }
+    return result_;
+  }
+  int size_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::string> slots_, result_;
+  int arrived_ = 0;
+  std::uint64_t round_ = 0;
+};
+
+// Runs one save by `ranks` threads, rank r writing pieces[r]; returns each rank's commit (or its error).
+std::vector<std::string> saveByRanks(const fs::path& dir, std::int64_t step, const std::vector<std::vector<Piece>>& pieces) {
+  ThreadGroup group(static_cast<int>(pieces.size()));
+  std::vector<std::string> out(pieces.size());
+  std::vector<std::thread> threads;
+  for (std::size_t r = 0; r < pieces.size(); ++r)
+    threads.emplace_back([&, r] {
+      try {
+        CheckpointSave save(dir.string(), step, group.member(static_cast<int>(r)));
+        save.write(pieces[r]);
+        out[r] = save.commit(trainerAt(step));
+      } catch (const Error& e) {
+        out[r] = std::string("error: ") + e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  return out;
+}
+
+std::vector<float> iota(std::size_t n, float from) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = from + static_cast<float>(i);
+  return v;
+}
 }  // namespace
+
+// Each element of a piece lands where the slice's definition puts it: row lr of the slice is the lr-th row of
+// the runs, column lc is colFrom + lc; the piece is elements [from, to) of the slice, row-major.
+TEST(CheckpointRegion, RunsPutEveryElementWhereTheSliceDefinitionSays) {
+  Region r = Region::whole({5, 2, 3});
+  r.rows = 5;
+  r.cols = r.colTo = 6;
+  r.rowRuns = Region::runsOf({4, 0, 1, 3});
+  EXPECT_EQ(r.rowRuns, (std::vector<std::pair<std::int64_t, std::int64_t>>{{4, 5}, {0, 2}, {3, 4}}));
+  r.colFrom = 1;
+  r.colTo = 5;
+  const std::vector<std::int64_t> rows{4, 0, 1, 3};
+  for (std::int64_t from = 0; from <= 16; from += 3)
+    for (std::int64_t to = from; to <= 16; to += 5) {
+      r.from = from;
+      r.to = to;
+      r.check("test");
+      std::vector<std::int64_t> got(static_cast<std::size_t>(to - from), -1);
+      r.forEachRun([&](std::int64_t at, std::int64_t in, std::int64_t n) {
+        for (std::int64_t k = 0; k < n; ++k) got[static_cast<std::size_t>(at + k)] = in + k;
+      });
+      for (std::int64_t i = from; i < to; ++i)
+        EXPECT_EQ(got[static_cast<std::size_t>(i - from)], rows[static_cast<std::size_t>(i / 4)] * 6 + 1 + i % 4)
+            << from << " " << to << " " << i;
+    }
+  EXPECT_FALSE(r.isWhole());
+  EXPECT_TRUE(Region::whole({3, 4}).isWhole());
+  EXPECT_TRUE(Region::fromJson(r.toJson(), "t").sameSlice(r));
+}
+
+TEST(CheckpointRegion, AHostileRegionIsOneLine) {
+  auto bad = [](const std::string& text) { return usageError([&] { Region::fromJson(nlohmann::json::parse(text), "idx"); }); };
+  EXPECT_EQ(bad(R"({"shape": [4], "view": [1, 4], "cols": [0, 4], "elements": [0, 5]})"),
+            "idx: elements [0, 5) are not within the slice's 4");
+  EXPECT_EQ(bad(R"({"shape": [4], "view": [2, 4], "cols": [0, 4], "elements": [0, 4]})"),
+            "idx: view [2, 4] does not hold the 4 elements of the shape");
+  EXPECT_EQ(bad(R"({"shape": [4294967296, 4294967296], "view": [1, 1], "cols": [0, 1], "elements": [0, 1]})"),
+            "idx: shape dimension 4294967296 is out of range");
+  EXPECT_EQ(bad(R"({"shape": [4, 2], "view": [4, 2], "rows": [[3, 9]], "cols": [0, 2], "elements": [0, 1]})"),
+            "idx: row run [3, 9) is not within the view's 4 rows");
+  EXPECT_EQ(bad(R"({"shape": [4, 2], "view": [4, 2], "cols": [1, 3], "elements": [0, 1]})"),
+            "idx: columns [1, 3) are not within the view's 2");
+  EXPECT_EQ(bad(R"({"shape": [4], "view": [1, 4], "cols": [0, 4], "elements": [0, 1.5]})"),
+            "idx: 'elements' holds 1.5, not an integer");
+  EXPECT_EQ(bad(R"({"shape": [4], "view": [1], "cols": [0, 4], "elements": [0, 1]})"),
+            "idx: 'view' is missing or not a list of 2 integers");
+  EXPECT_EQ(bad(R"({"shape": [4], "view": [1, 4], "rows": 3, "cols": [0, 4], "elements": [0, 1]})"),
+            "idx: 'rows' is not a list of [begin, end) runs");
+}
 
 TEST(Checkpoint, SaveAndLoadRoundTrip) {
   const fs::path dir = scratch("roundtrip");
   const State saved(3.0f);
-  const std::string stepDir = saveCheckpoint(dir.string(), saved.model(), saved.optimizer(), trainerAt(120));
+  const std::string stepDir = saveOne(dir, 120, saved.pieces());
   EXPECT_EQ(stepDir, (dir / "step-00000120").string());
   EXPECT_EQ(entries(dir), (std::vector<std::string>{"latest", "step-00000120"}));
-  EXPECT_EQ(entries(stepDir), (std::vector<std::string>{"model.safetensors", "optimizer.safetensors", "trainer.json"}));
+  EXPECT_EQ(entries(stepDir), (std::vector<std::string>{"index.json", "rank-00000.safetensors"}));
+  // One rank holding everything whole: its file is an ordinary safetensors file of named tensors.
+  const SafetensorsFile file = SafetensorsFile::open((fs::path(stepDir) / "rank-00000.safetensors").string());
+  ASSERT_NE(file.find("fc.weight"), nullptr);
+  EXPECT_EQ(file.find("fc.weight")->shape, (std::vector<std::int64_t>{3, 4}));
+  EXPECT_EQ(file.metadata().at("format"), "pt");
 
   for (const fs::path& from : {dir, fs::path(stepDir)}) {  // the checkpoint directory or one step directory
-    const LoadedCheckpoint c = loadCheckpoint(from.string());
-    EXPECT_EQ(c.directory, stepDir);
-    EXPECT_EQ(c.state.step, 120);
-    EXPECT_EQ(c.state.data, trainerAt(120).data);
-    EXPECT_EQ(c.state.scaler, trainerAt(120).scaler);
-    EXPECT_EQ(c.state.rng, trainerAt(120).rng);
-    EXPECT_EQ(c.state.config, trainerAt(120).config);
-    EXPECT_EQ(c.model.metadata().at("format"), "pt");
-    State restored(0.0f);
-    c.model.restore(restored.modelSlots());
-    c.optimizer.restore(restored.optimizerSlots());
-    EXPECT_EQ(restored.w, saved.w);
-    EXPECT_EQ(restored.b, saved.b);
-    EXPECT_EQ(restored.m, saved.m);
-    EXPECT_EQ(restored.v, saved.v);
-    EXPECT_EQ(restored.count, saved.count);
+    CheckpointReader c = CheckpointReader::open(from.string());
+    EXPECT_EQ(c.directory(), stepDir);
+    EXPECT_EQ(c.state().step, 120);
+    EXPECT_EQ(c.state().data, trainerAt(120).data);
+    EXPECT_EQ(c.state().scaler, trainerAt(120).scaler);
+    EXPECT_EQ(c.state().rng, trainerAt(120).rng);
+    EXPECT_EQ(c.state().config, trainerAt(120).config);
+    ASSERT_EQ(c.tensors().size(), 3u);
+    EXPECT_EQ(c.find("fc.weight.exp_avg")->kind, StateKind::kOptimizer);
+    EXPECT_EQ(readAll(c, "fc.weight", Region::whole({3, 4})), saved.w);
+    EXPECT_EQ(readAll(c, "fc.bias", Region::whole({3})), saved.b);
+    EXPECT_EQ(readAll(c, "fc.weight.exp_avg", Region::whole({3, 4})), saved.m);
+    Region part = Region::whole({3, 4});  // a ZeRO-style piece of it: elements 5..9
+    part.from = 5;
+    part.to = 9;
+    EXPECT_EQ(readAll(c, "fc.weight", part), std::vector<float>(saved.w.begin() + 5, saved.w.begin() + 9));
+    EXPECT_GT(c.bytesRead(), 0u);
+    EXPECT_EQ(usageError([&] { readAll(c, "fc.nothing", Region::whole({3})); }),
+              "checkpoint " + stepDir + ": holds no tensor fc.nothing");
+    EXPECT_EQ(usageError([&] { readAll(c, "fc.bias", Region::whole({4})); }),
+              "checkpoint " + stepDir + ": fc.bias is [3] there and [4] here");
   }
-  const auto trainer = nlohmann::json::parse(std::ifstream(fs::path(stepDir) / "trainer.json"));
-  EXPECT_EQ(trainer["format"], kCheckpointFormat);
+  const auto index = nlohmann::json::parse(std::ifstream(fs::path(stepDir) / "index.json"));
+  EXPECT_EQ(index["format"], kCheckpointFormat);
+  fs::remove_all(dir);
+}
+
+// Two ranks write a tensor-parallel layer's slices (rows of a column-parallel weight, columns of a row-
+// parallel one) and ZeRO pieces of them; every other cut of the same tensors reads back what was written.
+TEST(Checkpoint, ShardsWrittenByRanksReadBackInAnyOtherCut) {
+  const fs::path dir = scratch("shards");
+  const std::vector<float> wholeQ = iota(6 * 4, 0.0f), wholeO = iota(4 * 6, 100.0f);
+  // Rank r holds rows {r, r+2, r+4} of q [6, 4] (interleaved heads: three runs) and columns [3r, 3r+3) of o [4, 6].
+  std::vector<std::vector<float>> held(4);
+  std::vector<std::vector<Piece>> pieces(2);
+  for (int r = 0; r < 2; ++r) {
+    std::vector<float>& q = held[static_cast<std::size_t>(2 * r)];
+    std::vector<float>& o = held[static_cast<std::size_t>(2 * r + 1)];
+    for (int row : {r, r + 2, r + 4})
+      for (int c = 0; c < 4; ++c) q.push_back(wholeQ[static_cast<std::size_t>(row * 4 + c)]);
+    for (int row = 0; row < 4; ++row)
+      for (int c = 3 * r; c < 3 * r + 3; ++c) o.push_back(wholeO[static_cast<std::size_t>(row * 6 + c)]);
+    Region rq = Region::whole({6, 4});
+    rq.rows = 6;
+    rq.cols = rq.colTo = 4;
+    rq.rowRuns = Region::runsOf({r, r + 2, r + 4});
+    rq.to = 12;
+    // q's slice goes in two ZeRO-style pieces, [0, 5) and [5, 12); its optimizer state only in the second
+    // (as a test of cover, not of a layout).
+    Region first = rq, second = rq;
+    first.to = 5;
+    second.from = 5;
+    Region ro = Region::whole({4, 6});
+    ro.rows = 4;
+    ro.cols = 6;
+    ro.colFrom = 3 * r;
+    ro.colTo = 3 * r + 3;
+    ro.to = 12;
+    pieces[static_cast<std::size_t>(r)] = {{"q", StateKind::kParameter, first, q.data()},
+                                           {"q", StateKind::kParameter, second, q.data() + 5},
+                                           {"q.exp_avg", StateKind::kOptimizer, second, q.data() + 5},
+                                           {"o", StateKind::kParameter, ro, o.data()}};
+  }
+  const auto commits = saveByRanks(dir, 9, pieces);
+  EXPECT_EQ(commits[0], (dir / "step-00000009").string());
+  EXPECT_EQ(commits[1], commits[0]);
+  EXPECT_EQ(entries(commits[0]), (std::vector<std::string>{"index.json", "rank-00000.safetensors", "rank-00001.safetensors"}));
+
+  CheckpointReader c = CheckpointReader::open(dir.string());
+  // Whole (tp 1, consolidate): the slices put back in place.
+  EXPECT_EQ(readAll(c, "q", Region::whole({6, 4})), wholeQ);
+  EXPECT_EQ(readAll(c, "o", Region::whole({4, 6})), wholeO);
+  // Another tensor-parallel cut (rows 0-2 as one run) and a ZeRO piece of it.
+  Region rows = Region::whole({6, 4});
+  rows.rows = 6;
+  rows.cols = rows.colTo = 4;
+  rows.rowRuns = {{0, 3}};
+  rows.from = 2;
+  rows.to = 10;
+  EXPECT_EQ(readAll(c, "q", rows), std::vector<float>(wholeQ.begin() + 2, wholeQ.begin() + 10));
+  // q.exp_avg: elements 5.. of each rank's slice only, so whole it is not covered; rank 1's own piece is.
+  EXPECT_EQ(usageError([&] {
+              readAll(c, "q.exp_avg", Region::whole({6, 4}));
+            }),
+            "checkpoint " + commits[0] + ": its pieces of q.exp_avg do not cover the part this rank holds: damaged index");
+  const Region mine = pieces[1][2].region;
+  EXPECT_EQ(readAll(c, "q.exp_avg", mine), std::vector<float>(held[2].begin() + 5, held[2].end()));
+  fs::remove_all(dir);
+}
+
+TEST(Checkpoint, ARankThatFailsToWriteFailsTheSaveOnEveryRank) {
+  const fs::path dir = scratch("rankfails");
+  const State s(1);
+  saveOne(dir, 10, s.pieces());
+  const std::vector<float> x{1};
+  // Rank 1's list names one key twice: its write fails; every rank reports it, nothing is published.
+  const std::vector<std::vector<Piece>> pieces = {
+      {{"a", StateKind::kParameter, Region::whole({1}), x.data()}},
+      {{"b", StateKind::kParameter, Region::whole({1}), x.data()}, {"b", StateKind::kParameter, Region::whole({1}), x.data()}}};
+  const auto commits = saveByRanks(dir, 20, pieces);
+  for (const auto& c : commits) EXPECT_TRUE(c.starts_with("error: rank 1: ")) << c;
+  EXPECT_EQ(entries(dir), (std::vector<std::string>{"latest", "step-00000010"}));
+  EXPECT_EQ(CheckpointReader::open(dir.string()).state().step, 10);
   fs::remove_all(dir);
 }
 
 TEST(Checkpoint, LatestNamesOnlyCompleteSaves) {
   const fs::path dir = scratch("latest");
   EXPECT_EQ(latestCheckpoint(dir.string()), std::nullopt);
-  EXPECT_EQ(usageError([&] { loadCheckpoint(dir.string()); }),
-            "checkpoint " + dir.string() + " holds no checkpoint: no latest and no trainer.json");
-  EXPECT_EQ(usageError([&] { loadCheckpoint((dir / "none").string()); }),
+  EXPECT_EQ(usageError([&] { CheckpointReader::open(dir.string()); }),
+            "checkpoint " + dir.string() + " holds no checkpoint: no latest and no index.json");
+  EXPECT_EQ(usageError([&] { CheckpointReader::open((dir / "none").string()); }),
             "checkpoint " + (dir / "none").string() + " does not exist");
 
-  saveCheckpoint(dir.string(), State(1).model(), State(1).optimizer(), trainerAt(10));
-  saveCheckpoint(dir.string(), State(2).model(), State(2).optimizer(), trainerAt(20));
+  saveOne(dir, 10, State(1).pieces());
+  saveOne(dir, 20, State(2).pieces());
   EXPECT_EQ(latestCheckpoint(dir.string()), (dir / "step-00000020").string());
-  EXPECT_EQ(loadCheckpoint(dir.string()).state.step, 20);
+  EXPECT_EQ(CheckpointReader::open(dir.string()).state().step, 20);
 
   // A save that crashed half-way (killed before its rename): invisible to loading, cleared by the next save.
   fs::create_directories(dir / ".step-00000030.partial-99999");
-  writeBytes(dir / ".step-00000030.partial-99999" / "model.safetensors", {1, 2, 3});
-  EXPECT_EQ(loadCheckpoint(dir.string()).state.step, 20);
+  writeBytes(dir / ".step-00000030.partial-99999" / "rank-00000.safetensors", {1, 2, 3});
+  EXPECT_EQ(CheckpointReader::open(dir.string()).state().step, 20);
   // A save that fails (a bad tensor list) leaves latest and the directory as they were.
   const std::vector<float> x{1};
-  const std::vector<TensorView> dup{view("w", TensorDType::kF32, {1}, x), view("w", TensorDType::kF32, {1}, x)};
-  EXPECT_THROW(saveCheckpoint(dir.string(), dup, {}, trainerAt(30)), Error);
+  const std::vector<Piece> dup{{"w", StateKind::kParameter, Region::whole({1}), x.data()},
+                               {"w", StateKind::kParameter, Region::whole({1}), x.data()}};
+  EXPECT_THROW(saveOne(dir, 30, dup), Error);
   EXPECT_EQ(entries(dir), (std::vector<std::string>{"latest", "step-00000010", "step-00000020"}));
-  EXPECT_EQ(loadCheckpoint(dir.string()).state.step, 20);
+  EXPECT_EQ(CheckpointReader::open(dir.string()).state().step, 20);
 
   // Saving a step that exists again (a fresh run into the same directory) replaces it.
-  saveCheckpoint(dir.string(), State(7).model(), State(7).optimizer(), trainerAt(10));
+  saveOne(dir, 10, State(7).pieces());
   EXPECT_EQ(latestCheckpoint(dir.string()), (dir / "step-00000010").string()) << "latest is the last save, not the highest step";
-  State r(0);
-  loadCheckpoint(dir.string()).model.restore(r.modelSlots());
-  EXPECT_EQ(r.w, State(7).w);
+  CheckpointReader r = CheckpointReader::open(dir.string());
+  EXPECT_EQ(readAll(r, "fc.weight", Region::whole({3, 4})), State(7).w);
   EXPECT_EQ(entries(dir), (std::vector<std::string>{"latest", "step-00000010", "step-00000020"}));
 
   writeBytes(dir / "latest", {'.', '.', '/', 'x'});
-  EXPECT_NE(usageError([&] { loadCheckpoint(dir.string()); }).find("does not name a step directory"), std::string::npos);
+  EXPECT_NE(usageError([&] { CheckpointReader::open(dir.string()); }).find("does not name a step directory"), std::string::npos);
   writeBytes(dir / "latest", {'s', 't', 'e', 'p', '-', '5', '\n'});
-  EXPECT_EQ(usageError([&] { loadCheckpoint(dir.string()); }),
+  EXPECT_EQ(usageError([&] { CheckpointReader::open(dir.string()); }),
             "checkpoint " + dir.string() + ": latest names step-5, which is not there");
   fs::remove_all(dir);
 }
@@ -415,50 +617,79 @@ TEST(Checkpoint, KeepsTheNewestWhenAsked) {
   const fs::path dir = scratch("keep");
   SaveOptions keep2;
   keep2.keepLast = 2;
-  for (std::int64_t step : {100, 200, 300, 400, 500})
-    saveCheckpoint(dir.string(), State(1).model(), State(1).optimizer(), trainerAt(step), keep2);
+  for (std::int64_t step : {100, 200, 300, 400, 500}) saveOne(dir, step, State(1).pieces(), keep2);
   EXPECT_EQ(entries(dir), (std::vector<std::string>{"latest", "step-00000400", "step-00000500"}));
+  fs::remove_all(dir);
+}
+
+TEST(Checkpoint, ConsolidateWritesTheWholeModelByName) {
+  const fs::path dir = scratch("consolidate");
+  const State s(4);
+  saveOne(dir, 3, s.pieces());
+  const fs::path out = dir / "model.safetensors";
+  EXPECT_EQ(consolidate(dir.string(), out.string(), false), 2u);
+  SafetensorsFile f = SafetensorsFile::open(out.string());
+  EXPECT_EQ(f.tensors().size(), 2u) << "parameters and buffers only, without --optimizer";
+  std::vector<float> w(12), b(3);
+  f.restore(std::vector<MutableTensorView>{{"fc.weight", TensorDType::kF32, {3, 4}, w.data()},
+                                           {"fc.bias", TensorDType::kF32, {3}, b.data()}});
+  EXPECT_EQ(w, s.w);
+  EXPECT_EQ(b, s.b);
+  EXPECT_EQ(consolidate(dir.string(), out.string(), true), 3u);
   fs::remove_all(dir);
 }
 
 TEST(Checkpoint, DamageIsOneClearLine) {
   const fs::path dir = scratch("damage");
   const State s(5);
-  const fs::path step = saveCheckpoint(dir.string(), s.model(), s.optimizer(), trainerAt(7));
-  const auto model = readBytes(step / "model.safetensors");
-  const auto trainer = readBytes(step / "trainer.json");
-  auto load = [&] { return usageError([&] { loadCheckpoint(dir.string()); }); };
+  const fs::path step = saveOne(dir, 7, s.pieces());
+  const auto file = readBytes(step / "rank-00000.safetensors");
+  const auto index = readBytes(step / "index.json");
+  auto load = [&] { return usageError([&] { readEverything(dir); }); };
   const std::string prefix = "checkpoint " + step.string() + ": ";
 
-  auto flipped = model;
-  flipped[flipped.size() - 5] ^= 0x10;  // one bit of one weight: structurally fine, so only the hash can tell
-  writeBytes(step / "model.safetensors", flipped);
-  EXPECT_EQ(load(), prefix + "model.safetensors does not hash to what was saved: corrupt");
-  writeBytes(step / "model.safetensors", std::vector<std::uint8_t>(model.begin(), model.end() - 4));
-  EXPECT_EQ(load(), prefix + "model.safetensors is " + std::to_string(model.size() - 4) + " bytes but " +
-                        std::to_string(model.size()) + " were saved: truncated or replaced");
-  writeBytes(step / "model.safetensors", model);
-  EXPECT_EQ(loadCheckpoint(dir.string()).state.step, 7);
+  auto flipped = file;
+  flipped[flipped.size() - 5] ^= 0x10;  // one bit of one value: structurally fine, so only the hash can tell
+  writeBytes(step / "rank-00000.safetensors", flipped);
+  EXPECT_EQ(load(), prefix + "rank-00000.safetensors does not hash to what was saved: corrupt");
+  writeBytes(step / "rank-00000.safetensors", std::vector<std::uint8_t>(file.begin(), file.end() - 4));
+  EXPECT_EQ(load(), prefix + "rank-00000.safetensors is " + std::to_string(file.size() - 4) + " bytes but " +
+                        std::to_string(file.size()) + " were saved: truncated or replaced");
+  fs::remove(step / "rank-00000.safetensors");
+  EXPECT_EQ(load(), prefix + "rank-00000.safetensors is missing");
+  writeBytes(step / "rank-00000.safetensors", file);
+  readEverything(dir);
 
-  fs::remove(step / "optimizer.safetensors");
-  EXPECT_EQ(load(), prefix + "optimizer.safetensors is missing");
-  fs::remove_all(step);
-  saveCheckpoint(dir.string(), s.model(), s.optimizer(), trainerAt(7));
-
-  writeBytes(step / "trainer.json", {'{', '"', 'f'});
-  EXPECT_EQ(load(), prefix + "trainer.json is not valid JSON (at byte 4): corrupt");
+  auto withIndex = [&](const nlohmann::json& j) {
+    const std::string text = j.dump();
+    writeBytes(step / "index.json", std::vector<std::uint8_t>(text.begin(), text.end()));
+  };
+  writeBytes(step / "index.json", {'{', '"', 'f'});
+  EXPECT_EQ(load(), prefix + "index.json is not valid JSON (at byte 4): corrupt");
   const std::string overflow = R"({"format": 1e999})";
-  writeBytes(step / "trainer.json", std::vector<std::uint8_t>(overflow.begin(), overflow.end()));
-  EXPECT_EQ(load(), prefix + "trainer.json holds a number out of any range: corrupt");
-  auto j = nlohmann::json::parse(trainer);
-  j["format"] = "trainscope/checkpoint/v2";
-  const std::string v2 = j.dump();
-  writeBytes(step / "trainer.json", std::vector<std::uint8_t>(v2.begin(), v2.end()));
-  EXPECT_EQ(load(), prefix + "written in format trainscope/checkpoint/v2; this trainscope reads trainscope/checkpoint/v1");
-  writeBytes(step / "trainer.json", {'[', ']'});
-  EXPECT_EQ(load(), prefix + "trainer.json has no format: not a trainscope checkpoint");
-  fs::remove(step / "trainer.json");
-  EXPECT_EQ(load(), prefix + "trainer.json is missing");
+  writeBytes(step / "index.json", std::vector<std::uint8_t>(overflow.begin(), overflow.end()));
+  EXPECT_EQ(load(), prefix + "index.json holds a number out of any range: corrupt");
+  auto j = nlohmann::json::parse(index);
+  j["format"] = "trainscope/checkpoint/v1";
+  withIndex(j);
+  EXPECT_EQ(load(), prefix + "written in format trainscope/checkpoint/v1; this trainscope reads trainscope/checkpoint/v2");
+  // Hostile file names and regions: refused before anything is opened.
+  j = nlohmann::json::parse(index);
+  j["files"]["../../etc/passwd"] = j["files"]["rank-00000.safetensors"];
+  withIndex(j);
+  EXPECT_EQ(load(), prefix + "index.json lists a file named '../../etc/passwd'");
+  j = nlohmann::json::parse(index);
+  j["tensors"]["fc.bias"]["pieces"][0]["region"]["elements"] = {0, 1000};
+  withIndex(j);
+  EXPECT_EQ(load(), prefix + "index.json: tensor fc.bias: elements [0, 1000) are not within the slice's 3");
+  j = nlohmann::json::parse(index);
+  j["tensors"]["fc.bias"]["pieces"][0]["key"] = "fc.weight";  // 12 values where 3 are expected
+  withIndex(j);
+  EXPECT_EQ(load(), prefix + "rank-00000.safetensors holds no float32 tensor fc.weight of 3 elements, as the index says");
+  withIndex(nlohmann::json::array());
+  EXPECT_EQ(load(), prefix + "index.json has no format: not a trainscope checkpoint");
+  fs::remove(step / "index.json");
+  EXPECT_EQ(load(), prefix + "index.json is missing");
   fs::remove_all(dir);
 }
 

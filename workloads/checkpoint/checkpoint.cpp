@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/atomic_file.h"
 #include "base/error.h"
@@ -23,11 +25,14 @@ namespace ts::ckpt {
 namespace fs = std::filesystem;
 
 namespace {
-constexpr const char* kModelFile = "model.safetensors";
-constexpr const char* kOptimizerFile = "optimizer.safetensors";
-constexpr const char* kTrainerFile = "trainer.json";
+constexpr const char* kIndexFile = "index.json";
 constexpr const char* kLatestFile = "latest";
 const std::regex kStepName(R"(step-(\d+))");
+const std::regex kRankFileName(R"(rank-\d{5,9}\.safetensors)");  // what the writer names them: no path, no ".."
+
+double secondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
 
 // Removes a directory unless release()d: a save that fails half-way leaves nothing behind.
 class RemoveOnFailure {
@@ -94,49 +99,141 @@ std::string slurp(const fs::path& p) {
 }
 }  // namespace
 
-std::string saveCheckpoint(const std::string& dir, std::span<const TensorView> model, std::span<const TensorView> optimizer,
-                           const TrainerState& state, const SaveOptions& options) {
-  if (state.step < 0) throw Error(fmt::format("checkpoint of step {}: steps count from 0", state.step));
+std::vector<std::string> SaveGroup::gather(const std::string& mine) const {
+  if (size == 1 || !allGather) return {mine};
+  return allGather(mine);
+}
+
+CheckpointSave::CheckpointSave(const std::string& dir, std::int64_t step, SaveGroup group) : dir_(dir), group_(std::move(group)) {
+  if (step < 0) throw Error(fmt::format("checkpoint of step {}: steps count from 0", step));
+  name_ = fmt::format("step-{:08d}", step);
+  std::string made;  // rank 0: the hidden directory, or "!" and why it could not be made
+  if (group_.rank == 0) {
+    try {
+      std::error_code ec;
+      fs::create_directories(dir, ec);
+      if (ec) throw Error(fmt::format("cannot create checkpoint directory {}: {}", dir, ec.message()));
+      removeStalePartials(dir);
+      const fs::path partial = fs::path(dir) / fmt::format(".{}.partial-{}", name_, ::getpid());
+      fs::remove_all(partial, ec);
+      if (!fs::create_directory(partial, ec) || ec)
+        throw Error(fmt::format("cannot create {}: {}", partial.string(), ec ? ec.message() : "it exists"));
+      made = partial.string();
+    } catch (const std::exception& e) {
+      made = std::string("!") + e.what();
+    }
+  }
+  const std::string agreed = group_.gather(made).at(0);
+  if (agreed.starts_with("!")) throw Error(agreed.substr(1));
+  partial_ = agreed;
+}
+
+CheckpointSave::~CheckpointSave() {
+  if (committed_ || group_.rank != 0) return;
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw Error(fmt::format("cannot create checkpoint directory {}: {}", dir, ec.message()));
-  removeStalePartials(dir);
+  fs::remove_all(partial_, ec);
+}
 
-  const std::string name = fmt::format("step-{:08d}", state.step);
-  const fs::path partial = fs::path(dir) / fmt::format(".{}.partial-{}", name, ::getpid());
-  const fs::path final = fs::path(dir) / name;
-  fs::remove_all(partial, ec);
-  if (!fs::create_directory(partial, ec) || ec)
-    throw Error(fmt::format("cannot create {}: {}", partial.string(), ec ? ec.message() : "it exists"));
-  RemoveOnFailure cleanup(partial);
+void CheckpointSave::write(std::span<const Piece> pieces, const std::map<std::string, std::string>& metadata) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string file = fmt::format("rank-{:05d}.safetensors", group_.rank);
+  try {
+    std::vector<TensorView> views;
+    nlohmann::json list = nlohmann::json::array();
+    for (const Piece& p : pieces) {
+      p.region.check(fmt::format("{}: the region of {}", file, p.tensor));
+      // A whole tensor keeps its name and shape, so that PyTorch reads it as itself.
+      const bool whole = p.region.isWhole();
+      const std::string key = whole ? p.tensor : fmt::format("{}[{}:{}]", p.tensor, p.region.from, p.region.to);
+      views.push_back({key, TensorDType::kF32, whole ? p.region.shape : std::vector<std::int64_t>{p.region.elements()}, p.data});
+      list.push_back({{"tensor", p.tensor}, {"kind", nameOf(p.kind)}, {"key", key}, {"region", p.region.toJson()}});
+    }
+    std::map<std::string, std::string> meta = metadata;
+    meta.emplace("format", "pt");  // what Hugging Face loaders look for
+    const WrittenFile w = writeSafetensors((fs::path(partial_) / file).string(), views, meta);
+    mine_ = {{"file", file}, {"bytes", w.bytes}, {"hash", ContentHash::hex(w.hash)}, {"pieces", std::move(list)}};
+    bytes_ = w.bytes;
+  } catch (const std::exception& e) {
+    mine_ = {{"error", fmt::format("rank {}: {}", group_.rank, e.what())}};
+  }
+  writeS_ = secondsSince(t0);
+}
 
-  std::map<std::string, std::string> modelMeta = options.modelMetadata;
-  modelMeta.emplace("format", "pt");  // what Hugging Face loaders look for
-  modelMeta.emplace("trainscope_step", std::to_string(state.step));
-  const WrittenFile m = writeSafetensors((partial / kModelFile).string(), model, modelMeta);
-  const WrittenFile o =
-      writeSafetensors((partial / kOptimizerFile).string(), optimizer, {{"trainscope_step", std::to_string(state.step)}});
-  const nlohmann::json trainer = {
+namespace {
+// Rank 0's part of a commit: every rank's file checked, the index written, the directory published.
+nlohmann::json publishIndex(const fs::path& dir, const fs::path& partial, const std::string& name,
+                            const std::vector<std::string>& ranks, const TrainerState& state, const SaveOptions& options) {
+  nlohmann::json files = nlohmann::json::object(), tensors = nlohmann::json::object();
+  double slowest = 0;
+  std::uint64_t total = 0;
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    const nlohmann::json f = nlohmann::json::parse(ranks[r], nullptr, false);
+    if (f.is_discarded() || !f.is_object()) throw Error(fmt::format("rank {} sent a malformed checkpoint entry", r));
+    if (f.contains("error")) throw Error(f["error"].get<std::string>());
+    const std::string file = f.at("file").get<std::string>();
+    std::error_code ec;
+    const auto size = fs::file_size(partial / file, ec);
+    if (ec || size != f.at("bytes").get<std::uint64_t>())
+      throw Error(
+          fmt::format("rank {}'s {} is not in {} as written (the checkpoint directory must be on a filesystem every "
+                      "rank shares)",
+                      r, file, partial.string()));
+    files[file] = {{"bytes", f["bytes"]}, {"hash", f["hash"]}};
+    total += size;
+    slowest = std::max(slowest, f.value("write_s", 0.0));
+    for (const auto& p : f.at("pieces")) {
+      const std::string tensor = p.at("tensor").get<std::string>();
+      nlohmann::json& t = tensors[tensor];
+      if (t.is_null())
+        t = {
+            {"kind", p.at("kind")}, {"dtype", "F32"}, {"shape", p.at("region").at("shape")}, {"pieces", nlohmann::json::array()}};
+      if (t["kind"] != p["kind"] || t["shape"] != p["region"]["shape"])
+        throw Error(fmt::format("internal: ranks disagree on the kind or shape of {}", tensor));
+      t["pieces"].push_back({{"file", file}, {"key", p.at("key")}, {"region", p.at("region")}});
+    }
+  }
+  const nlohmann::json index = {
       {"format", kCheckpointFormat},
       {"step", state.step},
       {"data", state.data},
       {"scaler", state.scaler},
       {"rng", state.rng},
       {"config", state.config},
-      {"files",
-       {{kModelFile, {{"bytes", m.bytes}, {"hash", ContentHash::hex(m.hash)}}},
-        {kOptimizerFile, {{"bytes", o.bytes}, {"hash", ContentHash::hex(o.hash)}}}}},
+      {"ranks", ranks.size()},
+      {"write", {{"bytes", total}, {"seconds", slowest}}},
+      {"files", files},
+      {"tensors", tensors},
   };
-  writeFileAtomically((partial / kTrainerFile).string(), jsonText(trainer, 1) + "\n");
+  writeFileAtomically((partial / kIndexFile).string(), jsonText(index, 1) + "\n");
   syncDirectory(partial.string());
-
-  publish(partial, final);
-  cleanup.release();
-  syncDirectory(dir);
+  publish(partial, dir / name);
+  syncDirectory(dir.string());
   // Only now, with the step directory complete and durable, does `latest` move.
-  writeFileAtomically((fs::path(dir) / kLatestFile).string(), name + "\n");
+  writeFileAtomically((dir / kLatestFile).string(), name + "\n");
   if (options.keepLast > 0) keepNewest(dir, options.keepLast, name);
-  return final.string();
+  return index["write"];
+}
+}  // namespace
+
+std::string CheckpointSave::commit(const TrainerState& state, const SaveOptions& options) {
+  if (committed_) throw Error("internal: a checkpoint committed twice");
+  if (mine_.is_null()) mine_ = {{"error", fmt::format("rank {}: wrote no checkpoint file", group_.rank)}};
+  mine_["write_s"] = writeS_;
+  const std::vector<std::string> ranks = group_.gather(jsonText(mine_));
+  nlohmann::json outcome;  // rank 0: what was written, or what went wrong
+  if (group_.rank == 0) {
+    try {
+      outcome = publishIndex(dir_, partial_, name_, ranks, state, options);
+    } catch (const std::exception& e) {
+      outcome = {{"error", std::string(e.what())}};
+    }
+  }
+  const nlohmann::json agreed = nlohmann::json::parse(group_.gather(jsonText(outcome)).at(0));
+  if (agreed.contains("error")) throw Error(agreed["error"].get<std::string>());
+  totalBytes_ = agreed.at("bytes").get<std::uint64_t>();
+  slowestS_ = agreed.at("seconds").get<double>();
+  committed_ = true;
+  return (fs::path(dir_) / name_).string();
 }
 
 std::optional<std::string> latestCheckpoint(const std::string& dir) {
@@ -153,65 +250,204 @@ std::optional<std::string> latestCheckpoint(const std::string& dir) {
   return step.string();
 }
 
-LoadedCheckpoint loadCheckpoint(const std::string& path) {
+struct CheckpointReader::Impl {
+  struct PieceRef {
+    std::string file, key;
+    Region region;
+  };
+  struct Entry {
+    std::vector<PieceRef> pieces;
+  };
+  struct File {
+    std::uint64_t bytes = 0;
+    std::string hash;
+    std::optional<SafetensorsFile> mapped;
+  };
+  std::map<std::string, Entry, std::less<>> entries;
+  std::map<std::string, File, std::less<>> files;
+};
+
+CheckpointReader::~CheckpointReader() = default;
+CheckpointReader::CheckpointReader(CheckpointReader&&) noexcept = default;
+CheckpointReader& CheckpointReader::operator=(CheckpointReader&&) noexcept = default;
+
+CheckpointReader CheckpointReader::open(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw UsageError(fmt::format("checkpoint {} does not exist", path));
   if (!fs::is_directory(path, ec)) throw UsageError(fmt::format("checkpoint {} is not a directory", path));
   std::string stepDir = path;
-  if (!fs::exists(fs::path(path) / kTrainerFile, ec)) {
+  if (!fs::exists(fs::path(path) / kIndexFile, ec)) {
     const auto latest = latestCheckpoint(path);
     if (!latest)
-      throw UsageError(fmt::format("checkpoint {} holds no checkpoint: no {} and no {}", path, kLatestFile, kTrainerFile));
+      throw UsageError(fmt::format("checkpoint {} holds no checkpoint: no {} and no {}", path, kLatestFile, kIndexFile));
     stepDir = *latest;
   }
   auto bad = [&](const std::string& what) { return UsageError(fmt::format("checkpoint {}: {}", stepDir, what)); };
-
-  const fs::path trainerPath = fs::path(stepDir) / kTrainerFile;
-  if (!fs::exists(trainerPath, ec)) throw bad(fmt::format("{} is missing", kTrainerFile));
-  nlohmann::json trainer;
+  const fs::path indexPath = fs::path(stepDir) / kIndexFile;
+  if (!fs::exists(indexPath, ec)) throw bad(fmt::format("{} is missing", kIndexFile));
+  nlohmann::json index;
   try {
-    trainer = nlohmann::json::parse(slurp(trainerPath));
+    index = nlohmann::json::parse(slurp(indexPath));
   } catch (const nlohmann::json::parse_error& e) {
-    throw bad(fmt::format("{} is not valid JSON (at byte {}): corrupt", kTrainerFile, e.byte));
+    throw bad(fmt::format("{} is not valid JSON (at byte {}): corrupt", kIndexFile, e.byte));
   } catch (const nlohmann::json::exception&) {  // out_of_range.406: 1e999, as the safetensors header's fuzzing found
-    throw bad(fmt::format("{} holds a number out of any range: corrupt", kTrainerFile));
+    throw bad(fmt::format("{} holds a number out of any range: corrupt", kIndexFile));
   }
-  if (!trainer.is_object() || !trainer.contains("format") || !trainer["format"].is_string())
-    throw bad(fmt::format("{} has no format: not a trainscope checkpoint", kTrainerFile));
-  if (const auto format = trainer["format"].get<std::string>(); format != kCheckpointFormat)
+  if (!index.is_object() || !index.contains("format") || !index["format"].is_string())
+    throw bad(fmt::format("{} has no format: not a trainscope checkpoint", kIndexFile));
+  if (const auto format = index["format"].get<std::string>(); format != kCheckpointFormat)
     throw bad(fmt::format("written in format {}; this trainscope reads {}", format, kCheckpointFormat));
-  if (!trainer.contains("step") || !trainer["step"].is_number_unsigned())
-    throw bad(fmt::format("{} has no step (a non-negative integer)", kTrainerFile));
-  if (!trainer.contains("files") || !trainer["files"].is_object())
-    throw bad(fmt::format("{} does not list the checkpoint's files", kTrainerFile));
+  if (!index.contains("step") || !index["step"].is_number_unsigned())
+    throw bad(fmt::format("{} has no step (a non-negative integer)", kIndexFile));
+  if (!index.contains("files") || !index["files"].is_object())
+    throw bad(fmt::format("{} does not list the checkpoint's files", kIndexFile));
+  if (!index.contains("tensors") || !index["tensors"].is_object())
+    throw bad(fmt::format("{} does not list the checkpoint's tensors", kIndexFile));
 
-  auto open = [&](const char* file) {
-    const auto& rec = trainer["files"].contains(file) ? trainer["files"][file] : nlohmann::json();
+  CheckpointReader r;
+  r.dir_ = stepDir;
+  r.impl_ = std::make_unique<Impl>();
+  for (const auto& [file, rec] : index["files"].items()) {
+    if (!std::regex_match(file, kRankFileName)) throw bad(fmt::format("{} lists a file named '{}'", kIndexFile, file));
     if (!rec.is_object() || !rec.contains("bytes") || !rec["bytes"].is_number_unsigned() || !rec.contains("hash") ||
         !rec["hash"].is_string())
-      throw bad(fmt::format("{} does not record the size and hash of {}", kTrainerFile, file));
-    const fs::path p = fs::path(stepDir) / file;
-    if (!fs::exists(p, ec)) throw bad(fmt::format("{} is missing", file));
-    const auto saved = rec["bytes"].get<std::uint64_t>();
-    const auto size = fs::file_size(p, ec);
-    if (ec || size != saved) throw bad(fmt::format("{} is {} bytes but {} were saved: truncated or replaced", file, size, saved));
-    SafetensorsFile st = SafetensorsFile::open(p.string());
-    ContentHash h;
-    h.update(st.fileBytes().data(), st.fileBytes().size());
-    if (ContentHash::hex(h.digest()) != rec["hash"].get<std::string>())
-      throw bad(fmt::format("{} does not hash to what was saved: corrupt", file));
-    return st;
-  };
-  SafetensorsFile model = open(kModelFile);
-  SafetensorsFile optimizer = open(kOptimizerFile);
+      throw bad(fmt::format("{} does not record the size and hash of {}", kIndexFile, file));
+    r.impl_->files[file] = {rec["bytes"].get<std::uint64_t>(), rec["hash"].get<std::string>(), std::nullopt};
+  }
+  for (const auto& [name, t] : index["tensors"].items()) {
+    const std::string where = fmt::format("checkpoint {}: {}: tensor {}", stepDir, kIndexFile, name);
+    if (!t.is_object() || !t.contains("kind") || !t["kind"].is_string() || !t.contains("pieces") || !t["pieces"].is_array() ||
+        !t.contains("shape"))
+      throw UsageError(fmt::format("{}: no kind, shape or pieces", where));
+    const auto kind = enumFromName<StateKind>(t["kind"].get<std::string>());
+    if (!kind) throw UsageError(fmt::format("{}: unknown kind {}", where, jsonText(t["kind"])));
+    Impl::Entry e;
+    std::vector<std::int64_t> shape;
+    for (const auto& p : t["pieces"]) {
+      if (!p.is_object() || !p.contains("file") || !p["file"].is_string() || !p.contains("key") || !p["key"].is_string() ||
+          !p.contains("region"))
+        throw UsageError(fmt::format("{}: a piece without file, key or region", where));
+      const std::string file = p["file"].get<std::string>();
+      if (!r.impl_->files.count(file))
+        throw UsageError(fmt::format("{}: a piece in {}, which the index does not list", where, file));
+      Region region = Region::fromJson(p["region"], where);
+      if (e.pieces.empty()) shape = region.shape;
+      if (region.shape != shape) throw UsageError(fmt::format("{}: its pieces disagree on its shape", where));
+      e.pieces.push_back({file, p["key"].get<std::string>(), std::move(region)});
+    }
+    if (e.pieces.empty()) throw UsageError(fmt::format("{}: no pieces", where));
+    r.list_.push_back({name, *kind, shape});
+    r.impl_->entries[name] = std::move(e);
+  }
+  TrainerState& state = r.state_;
+  state.step = index["step"].get<std::int64_t>();
+  state.data = index.value("data", nlohmann::json::object());
+  state.scaler = index.value("scaler", nlohmann::json());
+  state.rng = index.value("rng", nlohmann::json());
+  state.config = index.value("config", nlohmann::json::object());
+  return r;
+}
 
-  TrainerState state;
-  state.step = trainer["step"].get<std::int64_t>();
-  state.data = trainer.value("data", nlohmann::json::object());
-  state.scaler = trainer.value("scaler", nlohmann::json());
-  state.rng = trainer.value("rng", nlohmann::json());
-  state.config = trainer.value("config", nlohmann::json::object());
-  return LoadedCheckpoint{stepDir, std::move(state), std::move(model), std::move(optimizer)};
+const CheckpointReader::Tensor* CheckpointReader::find(const std::string& name) const {
+  for (const Tensor& t : list_)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+namespace {
+std::string shapeText(const std::vector<std::int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+}  // namespace
+
+void CheckpointReader::read(const std::string& name, const Region& region, float* out) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto bad = [&](const std::string& what) { return UsageError(fmt::format("checkpoint {}: {}", dir_, what)); };
+  const auto it = impl_->entries.find(name);
+  if (it == impl_->entries.end()) throw bad(fmt::format("holds no tensor {}", name));
+  const auto& pieces = it->second.pieces;
+  if (pieces.front().region.shape != region.shape)
+    throw bad(fmt::format("{} is {} there and {} here", name, shapeText(pieces.front().region.shape), shapeText(region.shape)));
+
+  // A piece's values, from its file (mapped, checked the first time): they may be unaligned, so copied.
+  auto valuesOf = [&](const Impl::PieceRef& p) {
+    Impl::File& f = impl_->files.at(p.file);
+    if (!f.mapped) {
+      const fs::path path = fs::path(dir_) / p.file;
+      std::error_code ec;
+      if (!fs::exists(path, ec)) throw bad(fmt::format("{} is missing", p.file));
+      const auto size = fs::file_size(path, ec);
+      if (ec || size != f.bytes)
+        throw bad(fmt::format("{} is {} bytes but {} were saved: truncated or replaced", p.file, size, f.bytes));
+      SafetensorsFile st = SafetensorsFile::open(path.string());
+      ContentHash h;
+      h.update(st.fileBytes().data(), st.fileBytes().size());
+      if (ContentHash::hex(h.digest()) != f.hash) throw bad(fmt::format("{} does not hash to what was saved: corrupt", p.file));
+      bytesRead_ += size;
+      f.mapped = std::move(st);
+    }
+    const TensorView* v = f.mapped->find(p.key);
+    if (!v || v->dtype != TensorDType::kF32 || v->elements() != p.region.elements())
+      throw bad(
+          fmt::format("{} holds no float32 tensor {} of {} elements, as the index says", p.file, p.key, p.region.elements()));
+    std::vector<float> values(static_cast<std::size_t>(p.region.elements()));
+    if (!values.empty()) std::memcpy(values.data(), v->data, values.size() * sizeof(float));
+    return values;
+  };
+  auto uncovered = [&] {
+    return bad(fmt::format("its pieces of {} do not cover the part this rank holds: damaged index", name));
+  };
+
+  // Same slice as every piece (a resume on the same tensor-parallel layout): copy the overlaps of the
+  // element ranges, reading only the pieces that overlap.
+  const bool sameSlices = std::all_of(pieces.begin(), pieces.end(), [&](const auto& p) { return p.region.sameSlice(region); });
+  if (sameSlices) {
+    std::vector<std::pair<std::int64_t, std::int64_t>> covered;
+    for (const auto& p : pieces) {
+      const std::int64_t a = std::max(p.region.from, region.from), z = std::min(p.region.to, region.to);
+      if (a >= z) continue;
+      const std::vector<float> values = valuesOf(p);
+      std::memcpy(out + (a - region.from), values.data() + (a - p.region.from), static_cast<std::size_t>(z - a) * sizeof(float));
+      covered.emplace_back(a, z);
+    }
+    std::sort(covered.begin(), covered.end());
+    std::int64_t reached = region.from;
+    for (const auto& [a, z] : covered) {
+      if (a > reached) break;
+      reached = std::max(reached, z);
+    }
+    if (reached < region.to) throw uncovered();
+  } else {
+    // Another slicing: put every piece in place in the whole tensor, then take this region out.
+    std::vector<float> whole(static_cast<std::size_t>(region.wholeElements()));
+    std::vector<std::uint8_t> have(whole.size(), 0);
+    for (const auto& p : pieces) {
+      const std::vector<float> values = valuesOf(p);
+      p.region.forEachRun([&](std::int64_t at, std::int64_t in, std::int64_t n) {
+        std::memcpy(whole.data() + in, values.data() + at, static_cast<std::size_t>(n) * sizeof(float));
+        std::memset(have.data() + in, 1, static_cast<std::size_t>(n));
+      });
+    }
+    region.forEachRun([&](std::int64_t at, std::int64_t in, std::int64_t n) {
+      if (!std::all_of(have.begin() + in, have.begin() + in + n, [](std::uint8_t h) { return h != 0; })) throw uncovered();
+      std::memcpy(out + at, whole.data() + in, static_cast<std::size_t>(n) * sizeof(float));
+    });
+  }
+  readS_ += secondsSince(t0);
+}
+
+std::size_t consolidate(const std::string& path, const std::string& out, bool optimizer) {
+  CheckpointReader reader = CheckpointReader::open(path);
+  std::vector<std::vector<float>> values;
+  std::vector<TensorView> views;
+  values.reserve(reader.tensors().size());
+  for (const auto& t : reader.tensors()) {
+    if (t.kind == StateKind::kOptimizer && !optimizer) continue;
+    const Region whole = Region::whole(t.shape);
+    values.emplace_back(static_cast<std::size_t>(whole.elements()));
+    reader.read(t.name, whole, values.back().data());
+    views.push_back({t.name, TensorDType::kF32, t.shape, values.back().data()});
+  }
+  writeSafetensors(out, views, {{"format", "pt"}, {"trainscope_step", std::to_string(reader.state().step)}});
+  return views.size();
 }
 
 }  // namespace ts::ckpt

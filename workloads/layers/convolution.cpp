@@ -6,6 +6,14 @@
 
 namespace ts::wl {
 namespace {
+// Channels [rank c/ranks, (rank+1) c/ranks) of c (a column-parallel convolution's output channels).
+TensorSlice channelsOf(std::int64_t c, int rank, int ranks) {
+  if (ranks == 1) return {};
+  TensorSlice s{{c}, c, 1, {}, 0, 1};
+  for (std::int64_t k = rank * (c / ranks); k < (rank + 1) * (c / ranks); ++k) s.rows.push_back(k);
+  return s;
+}
+
 cpu::Conv2dShape convShape(std::int64_t n, std::int64_t cin, std::int64_t h, std::int64_t w, std::int64_t cout, int k,
                            int stride) {
   return {static_cast<int>(n),
@@ -26,13 +34,14 @@ Conv2d::Conv2d(Arena& arena, const Init& init, const std::string& name, const cp
   if (column) s_.K = s.K / split.ranks;
   if (row) s_.C = s.C / split.ranks;
   w_ = makeParam(arena, name + ".weight", {s_.K, s_.C, s_.R, s_.S});
-  w_.tpShard = column || row;
   y_ = arena.tensor({s_.N, s_.K, s_.P(), s_.Q()});
   dx_ = arena.tensor({s_.N, s_.C, s_.H, s_.W});
   // The slice of the one-device [K, C R S] weights: rows of the output channels, columns of the input ones.
   const std::int64_t rs = std::int64_t(s.R) * s.S;
-  Init::Slice slice{s.K, s.C * rs, {}, row ? split.rank * s_.C * rs : 0, row ? (split.rank + 1) * s_.C * rs : s.C * rs};
+  TensorSlice slice{
+      {s.K, s.C, s.R, s.S}, s.K, s.C * rs, {}, row ? split.rank * s_.C * rs : 0, row ? (split.rank + 1) * s_.C * rs : s.C * rs};
   for (std::int64_t k = column ? split.rank * s_.K : 0; column && k < (split.rank + 1) * s_.K; ++k) slice.rows.push_back(k);
+  if (column || row) w_.slice = slice;
   init.normal(w_.value, w_.name, std::sqrt(2.0 / (double(s.K) * s.R * s.S)), slice);
 }
 
@@ -100,7 +109,7 @@ BasicBlock::BasicBlock(Arena& arena, const Init& init, const std::string& name, 
                        std::int64_t w, std::int64_t cout, int stride, int tpRank, int tpRanks)
     : conv1_(arena, init, name + ".conv1", convShape(n, cin, h, w, cout, 3, stride),
              TensorSplit{TensorSplit::kColumn, tpRank, tpRanks, {}}),
-      bn1_(arena, name + ".bn1", n, cout / tpRanks, conv1_.shape().P(), conv1_.shape().Q(), tpRanks > 1),
+      bn1_(arena, name + ".bn1", n, cout / tpRanks, conv1_.shape().P(), conv1_.shape().Q(), channelsOf(cout, tpRank, tpRanks)),
       conv2_(arena, init, name + ".conv2", convShape(n, cout, conv1_.shape().P(), conv1_.shape().Q(), cout, 3, 1),
              TensorSplit{TensorSplit::kRow, tpRank, tpRanks, {}}),
       bn2_(arena, name + ".bn2", n, cout, conv1_.shape().P(), conv1_.shape().Q()) {

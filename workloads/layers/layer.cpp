@@ -44,7 +44,7 @@ void Init::uniform(const Tensor& t, const std::string& name, double bound) const
 }
 
 namespace {
-std::vector<float> sliced(const std::vector<float>& full, const Init::Slice& s) {
+std::vector<float> sliced(const std::vector<float>& full, const TensorSlice& s) {
   std::vector<std::int64_t> rows = s.rows;
   if (rows.empty())
     for (std::int64_t r = 0; r < s.fullRows; ++r) rows.push_back(r);
@@ -55,11 +55,11 @@ std::vector<float> sliced(const std::vector<float>& full, const Init::Slice& s) 
 }
 }  // namespace
 
-void Init::normal(const Tensor& t, const std::string& name, double stddev, const Slice& s) const {
+void Init::normal(const Tensor& t, const std::string& name, double stddev, const TensorSlice& s) const {
   t.fromHost(sliced(drawNormal(name, stddev, static_cast<std::size_t>(s.fullRows * s.fullCols)), s));
 }
 
-void Init::uniform(const Tensor& t, const std::string& name, double bound, const Slice& s) const {
+void Init::uniform(const Tensor& t, const std::string& name, double bound, const TensorSlice& s) const {
   t.fromHost(sliced(drawUniform(name, bound, static_cast<std::size_t>(s.fullRows * s.fullCols)), s));
 }
 

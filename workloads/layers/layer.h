@@ -13,17 +13,36 @@
 
 namespace ts::wl {
 
+// Which part of a one-device tensor a tensor-parallel rank holds: the tensor (of `shape`) seen as a
+// [fullRows, fullCols] matrix, its `rows` (all when empty; in the order held) and columns [colFrom, colTo).
+// Init draws a slice's values from the one-device tensor's, and checkpoints put the slice back in place,
+// so a checkpoint written with one --tp loads with another.
+struct TensorSlice {
+  std::vector<std::int64_t> shape;  // the one-device tensor's; empty: the tensor is whole (not sliced)
+  std::int64_t fullRows = 0, fullCols = 0;
+  std::vector<std::int64_t> rows;
+  std::int64_t colFrom = 0, colTo = 0;
+  bool sliced() const { return !shape.empty(); }
+};
+
 struct Param {
   std::string name;  // "blocks.0.attn.qkv.weight": the name in checkpoints (PyTorch's naming style)
   Tensor value, grad;
-  bool decay = true;     // weight decay applies (weights), not to biases and normalisation gains
-  bool tpShard = false;  // tensor parallel: this rank holds a slice; the tensor-parallel ranks' slices make the tensor
+  bool decay = true;  // weight decay applies (weights), not to biases and normalisation gains
+  TensorSlice slice;  // tensor parallel: the part of the one-device tensor this rank holds
+  // A sharded layout's piece of a parameter (ZeRO, the parameter server's chunks): the parameter's name and
+  // the piece's first element in it (in this rank's slice, row-major). Empty for a parameter itself.
+  std::string pieceOf;
+  std::int64_t pieceOffset = 0;
+  // Tensor parallel: this rank holds a slice; the tensor-parallel ranks' slices make the tensor.
+  bool tpShard() const { return slice.sliced(); }
 };
 
 // State that is not trained but belongs in a checkpoint (BatchNorm's running statistics).
 struct NamedTensor {
   std::string name;
   Tensor* tensor;
+  TensorSlice slice = {};  // tensor parallel: as Param::slice
 };
 
 class Layer;
@@ -77,15 +96,10 @@ class Init {
   void normal(const Tensor& t, const std::string& name, double stddev) const;
   void uniform(const Tensor& t, const std::string& name, double bound) const;  // U(-bound, bound)
   void constant(const Tensor& t, float value) const;
-  // The part of the full [fullRows, fullCols] tensor `name`: its `rows` (all when empty) and columns
-  // [colFrom, colTo). A tensor-parallel slice starts as that slice of the one-device weights.
-  struct Slice {
-    std::int64_t fullRows = 0, fullCols = 0;
-    std::vector<std::int64_t> rows;
-    std::int64_t colFrom = 0, colTo = 0;
-  };
-  void normal(const Tensor& t, const std::string& name, double stddev, const Slice& slice) const;
-  void uniform(const Tensor& t, const std::string& name, double bound, const Slice& slice) const;
+  // The slice of the one-device tensor `name`: a tensor-parallel slice starts as that slice of the
+  // one-device weights.
+  void normal(const Tensor& t, const std::string& name, double stddev, const TensorSlice& slice) const;
+  void uniform(const Tensor& t, const std::string& name, double bound, const TensorSlice& slice) const;
 
  private:
   std::vector<float> drawNormal(const std::string& name, double stddev, std::size_t n) const;

@@ -28,11 +28,11 @@ Linear::Linear(Arena& arena, const Init& init, const std::string& name, std::int
   out_ = column ? static_cast<std::int64_t>(held.size()) : out;
   in_ = row ? in / split.ranks : in;
   w_ = makeParam(arena, name + ".weight", {out_, in_});
-  w_.tpShard = column || row;
   y_ = arena.tensor({rows, out_});
   dx_ = arena.tensor({rows, in_});
   // The slice of the one-device weights this rank holds.
-  Init::Slice ws{out, in, held, row ? split.rank * in_ : 0, row ? (split.rank + 1) * in_ : in};
+  const TensorSlice ws{{out, in}, out, in, held, row ? split.rank * in_ : 0, row ? (split.rank + 1) * in_ : in};
+  if (column || row) w_.slice = ws;
   const double bound = 1.0 / std::sqrt(static_cast<double>(in));
   if (initStd < 0)
     init.uniform(w_.value, w_.name, bound, ws);
@@ -40,8 +40,9 @@ Linear::Linear(Arena& arena, const Init& init, const std::string& name, std::int
     init.normal(w_.value, w_.name, initStd, ws);
   if (hasBias_) {
     b_ = makeParam(arena, name + ".bias", {out_}, false);
-    b_.tpShard = column;
-    if (initStd < 0) init.uniform(b_.value, b_.name, bound, Init::Slice{out, 1, held, 0, 1});  // else zeros, as GPT-2 does
+    const TensorSlice bs{{out}, out, 1, held, 0, 1};
+    if (column) b_.slice = bs;
+    if (initStd < 0) init.uniform(b_.value, b_.name, bound, bs);  // else zeros, as GPT-2 does
   }
 }
 

@@ -37,7 +37,7 @@ void LayerNorm::params(std::vector<Param*>& out) {
 }
 
 BatchNorm2d::BatchNorm2d(Arena& arena, const std::string& name, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
-                         bool tpShard)
+                         TensorSlice slice)
     : name_(name),
       n_(n),
       c_(c),
@@ -46,13 +46,14 @@ BatchNorm2d::BatchNorm2d(Arena& arena, const std::string& name, std::int64_t n, 
       b_(makeParam(arena, name + ".bias", {c}, false)),
       runningMean_(arena.tensor({c})),
       runningVar_(arena.tensor({c})),
+      slice_(std::move(slice)),
       y_(arena.tensor({n, c, h, w})),
       mean_(arena.tensor({c})),
       rstd_(arena.tensor({c})),
       dx_(arena.tensor({n, c, h, w})) {
   Init(0).constant(w_.value, 1.0f);
   Init(0).constant(runningVar_, 1.0f);
-  w_.tpShard = b_.tpShard = tpShard;
+  w_.slice = b_.slice = slice_;
 }
 
 const Tensor& BatchNorm2d::forward(const Tensor& x, StepContext& ctx) {
@@ -80,7 +81,7 @@ void BatchNorm2d::params(std::vector<Param*>& out) {
 
 namespace ts::wl {
 void BatchNorm2d::buffers(std::vector<NamedTensor>& out) {
-  out.push_back({name_ + ".running_mean", &runningMean_});
-  out.push_back({name_ + ".running_var", &runningVar_});
+  out.push_back({name_ + ".running_mean", &runningMean_, slice_});
+  out.push_back({name_ + ".running_var", &runningVar_, slice_});
 }
 }  // namespace ts::wl

@@ -23,10 +23,10 @@ class LayerNorm final : public Layer {
 // for evaluation and checkpoints, as PyTorch's running_mean / running_var buffers).
 class BatchNorm2d final : public Layer {
  public:
-  // tpShard: these c channels are this rank's slice of a tensor-parallel layer's (weights 1, biases 0, as
-  // the whole layer's are).
+  // slice: these c channels are this rank's slice of a tensor-parallel layer's (weights 1, biases 0, as
+  // the whole layer's are; the running statistics sliced alike).
   BatchNorm2d(Arena& arena, const std::string& name, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
-              bool tpShard = false);
+              TensorSlice slice = {});
   const Tensor& forward(const Tensor& x, StepContext& ctx) override;
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override;
@@ -37,6 +37,7 @@ class BatchNorm2d final : public Layer {
   std::int64_t n_, c_, hw_;
   Param w_, b_;
   Tensor runningMean_, runningVar_;
+  TensorSlice slice_;
   const Tensor* x_ = nullptr;
   Tensor y_, mean_, rstd_, dx_;
 };

@@ -72,14 +72,14 @@ void Optimizer::step(double lrD, int t) {
   }
 }
 
-std::vector<NamedTensor> Optimizer::state() {
-  std::vector<NamedTensor> out;
+std::vector<Optimizer::State> Optimizer::state() {
+  std::vector<State> out;
   const char* first = o_.kind == OptimizerKind::kSgd       ? "momentum_buffer"
                       : o_.kind == OptimizerKind::kRmsprop ? "square_avg"
                                                            : "exp_avg";
   for (Slot& s : slots_) {
-    out.push_back({s.p->name + "." + first, &s.a});
-    if (s.b.data) out.push_back({s.p->name + ".exp_avg_sq", &s.b});
+    out.push_back({s.p, first, &s.a});
+    if (s.b.data) out.push_back({s.p, "exp_avg_sq", &s.b});
   }
   return out;
 }

@@ -34,7 +34,13 @@ class Optimizer {
   Optimizer(const OptimizerOptions& options, std::vector<Param*> params, Arena& arena);
   // One update with learning rate lr; t is the 1-based count of updates (Adam's bias correction).
   void step(double lr, int t);
-  std::vector<NamedTensor> state();
+  // The state tensors, each with its parameter and its name after it: "<param>.<suffix>" (checkpoints).
+  struct State {
+    Param* param;
+    const char* suffix;  // "exp_avg", "exp_avg_sq", "momentum_buffer", "square_avg"
+    Tensor* tensor;
+  };
+  std::vector<State> state();
 
  private:
   struct Slot {

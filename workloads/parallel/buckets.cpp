@@ -143,7 +143,9 @@ std::vector<Param> Buckets::pieces(const Bucket& b, int k, const Tensor& grads, 
     piece.value = values ? viewOf(*values, a - lo, z - a) : viewOf(s.param->value, a - s.offset, z - a);
     piece.grad = viewOf(grads, a - lo, z - a);
     piece.decay = s.param->decay;
-    piece.tpShard = s.param->tpShard;
+    piece.slice = s.param->slice;
+    piece.pieceOf = s.param->name;
+    piece.pieceOffset = static_cast<std::int64_t>(a - s.offset);
     out.push_back(std::move(piece));
   }
   return out;

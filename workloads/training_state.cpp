@@ -1,0 +1,68 @@
+#include "workloads/training_state.h"
+
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+
+namespace ts::wl {
+namespace {
+
+// Where n values from `offset` of a tensor (whole of `shape`, or a tensor-parallel slice) sit in the whole.
+ckpt::Region regionOf(const std::vector<std::int64_t>& shape, const TensorSlice& slice, std::int64_t offset, std::int64_t n) {
+  ckpt::Region r = ckpt::Region::whole(slice.sliced() ? slice.shape : shape);
+  if (slice.sliced()) {
+    r.rows = slice.fullRows;
+    r.cols = slice.fullCols;
+    r.rowRuns = ckpt::Region::runsOf(slice.rows);
+    r.colFrom = slice.colFrom;
+    r.colTo = slice.colTo;
+  }
+  r.from = offset;
+  r.to = offset + n;
+  r.check("internal: the region of a tensor this rank holds");
+  return r;
+}
+
+}  // namespace
+
+std::vector<StateTensor> stateTensors(GradientSync& sync, Optimizer& optimizer, const ModelPart& part, const Mesh& mesh,
+                                      StateUse use) {
+  const bool firstDp = mesh.coordinate(GroupKind::kDp) == 0, firstTp = mesh.coordinate(GroupKind::kTp) == 0;
+  // A piece (ZeRO, ps) is its holder's alone along the data-parallel axis; a whole tensor every
+  // data-parallel rank holds alike. A tensor not sliced by tensor parallelism every tensor-parallel rank holds alike.
+  auto writes = [&](const Param& p) { return (!p.pieceOf.empty() || firstDp) && (p.tpShard() || firstTp); };
+  std::unordered_map<std::string, const Param*> whole;  // a piece's parameter, for its shape
+  for (const Param* p : part.params) whole[p->name] = p;
+  auto regionOfParam = [&](const Param& p) {
+    const std::int64_t n = static_cast<std::int64_t>(p.value.numel());
+    if (p.pieceOf.empty()) return regionOf(p.value.shape, p.slice, 0, n);
+    const auto it = whole.find(p.pieceOf);
+    if (it == whole.end())
+      throw Error(fmt::format("internal: {} is a piece of {}, which this rank does not train", p.name, p.pieceOf));
+    return regionOf(it->second->value.shape, p.slice, p.pieceOffset, n);
+  };
+  auto nameOf = [](const Param& p) { return p.pieceOf.empty() ? p.name : p.pieceOf; };
+
+  std::vector<StateTensor> out;
+  // The values kept between steps (masterParams: the model's, or ZeRO-3's pieces); those written are the
+  // updated ones (updateParams: the model's, or this rank's pieces, which the others do not hold).
+  for (Param* p : use == StateUse::kLoad ? sync.masterParams() : sync.updateParams())
+    if (use == StateUse::kLoad || writes(*p))
+      out.push_back({nameOf(*p), ckpt::StateKind::kParameter, regionOfParam(*p), &p->value});
+  for (const Optimizer::State& s : optimizer.state())
+    if (use == StateUse::kLoad || writes(*s.param))
+      out.push_back({nameOf(*s.param) + "." + s.suffix, ckpt::StateKind::kOptimizer, regionOfParam(*s.param), s.tensor});
+  for (Layer* l : part.layers) {
+    std::vector<NamedTensor> buffers;
+    l->buffers(buffers);
+    for (const NamedTensor& b : buffers)
+      if (use == StateUse::kLoad || (firstDp && (b.slice.sliced() || firstTp)))
+        out.push_back({b.name, ckpt::StateKind::kBuffer,
+                       regionOf(b.tensor->shape, b.slice, 0, static_cast<std::int64_t>(b.tensor->numel())), b.tensor});
+  }
+  return out;
+}
+
+}  // namespace ts::wl
