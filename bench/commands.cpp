@@ -7,8 +7,9 @@ namespace ts {
 
 const std::vector<Subcommand>& subcommands() {
   static const std::vector<Subcommand> all = {
-      envSubcommand(),   linksSubcommand(), collectivesSubcommand(), kernelsSubcommand(), trainSubcommand(),
-      scaleSubcommand(), suiteSubcommand(), reportSubcommand(),      compareSubcommand(), analyzeSubcommand(),
+      envSubcommand(),    linksSubcommand(),      collectivesSubcommand(), kernelsSubcommand(),
+      trainSubcommand(),  checkpointSubcommand(), scaleSubcommand(),       suiteSubcommand(),
+      reportSubcommand(), compareSubcommand(),    analyzeSubcommand(),
   };
   return all;
 }

@@ -35,7 +35,8 @@ Subcommand linksSubcommand();
 Subcommand collectivesSubcommand();
 Subcommand kernelsSubcommand();
 Subcommand trainSubcommand();
-Subcommand scaleSubcommand();  // spawns `train` at each rank count
+Subcommand checkpointSubcommand();  // train/checkpoint_command.cpp: consolidate
+Subcommand scaleSubcommand();       // spawns `train` at each rank count
 Subcommand suiteSubcommand();
 // reports_commands.cpp: the Python tool in reports/ (report, compare, analyze).
 Subcommand reportSubcommand();

@@ -78,8 +78,24 @@ void printCommunication(const TrainRecord& r) {
 
 }  // namespace
 
+// What checkpointing cost: the saves' stall on rank 0, every rank's writes, and the resume's read.
+void printCheckpoints(const nlohmann::json& c) {
+  auto rate = [](const nlohmann::json& v) {
+    return v.is_number() ? fmt::format("{:.1f} MiB/s", v.get<double>() / (1 << 20)) : "-";
+  };
+  const auto saves = c["saves"].get<std::size_t>();
+  if (saves > 0)
+    std::printf("# checkpoints (%s): %zu save(s), training stalled %.3f ms in all; wrote %.2f MiB at %s (slowest rank)\n",
+                c["mode"].get<std::string>().c_str(), saves, c["stall_total_s"].get<double>() * 1e3,
+                c["write_bytes"].get<double>() / (1 << 20), rate(c["write_bytes_per_s"]).c_str());
+  if (c["read_bytes"].get<std::uint64_t>() > 0)
+    std::printf("# resumed from %.2f MiB read at %s (rank 0)\n", c["read_bytes"].get<double>() / (1 << 20),
+                rate(c["read_bytes_per_s"]).c_str());
+}
+
 void printTrainSummary(const TrainRecord& r) {
   if (r.pipeline) printPipeline(*r.pipeline, r.ranks.measuredBubble);
+  if (r.checkpoint) printCheckpoints(*r.checkpoint);
   if (!r.timed()) return;
   printStepTime(r);
   if (r.worldSize > 1 && r.completed()) printCommunication(r);

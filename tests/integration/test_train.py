@@ -157,7 +157,10 @@ def test_checkpoint_weights_reproduce_the_logits_in_numpy(tmp_path):
     _, rec = train(tmp_path, "second", common + ["--steps", 4, "--resume", "--dump-logits", dump])
     got = json.loads(dump.read_text())
     assert got["step"] == 3 and got["loss"] == rec["loss_curve"][0]["loss"]  # one micro-batch: its loss is the step's
-    w = read_safetensors(tmp_path / "ckpt" / "step-00000003" / "model.safetensors")
+    consolidated = tmp_path / "model.safetensors"
+    r = run_trainscope(["checkpoint", "consolidate", tmp_path / "ckpt" / "step-00000003", "-o", consolidated])
+    assert r.rc == 0, r.err
+    w = read_safetensors(consolidated)
     idx = np.array(got["sample_indices"])
     x = ((images[idx].reshape(len(idx), -1).astype(np.float64) / 255.0) - 0.1307) / 0.3081
     gelu = lambda v: 0.5 * v * (1 + np.tanh(np.sqrt(2 / np.pi) * (v + 0.044715 * v ** 3)))
@@ -186,7 +189,7 @@ def test_checkpoint_weights_reproduce_the_logits_in_numpy(tmp_path):
     (["--optimizer", "adagrad"], "--optimizer: unknown optimizer 'adagrad'"),
     (["--device", "gpu"], "--device gpu: expected cpu, cuda or cuda:N"),
     (["--data", "mnist:/nonexistent"], "/nonexistent"),
-    (["--resume"], "--resume and --checkpoint-every need --checkpoint-dir"),
+    (["--resume"], "--resume, --checkpoint-every and --checkpoint-async need --checkpoint-dir"),
     (["--warmup-steps", 3], "--warmup-steps 3 leaves none of the 3 steps to time"),
     (["--lr-gamma", "inf"], "--lr-gamma: inf is not a finite number"),
     (["--weight-decay", "nan"], "--weight-decay: nan is not a finite number"),
@@ -222,10 +225,10 @@ def test_cuda_without_a_gpu_is_one_clear_error(tmp_path):
 def test_a_corrupt_checkpoint_is_named_on_resume(tmp_path):
     ckpt = tmp_path / "ckpt"
     train(tmp_path, "first", ["--steps", 3, "--batch", 4, "--checkpoint-dir", ckpt])
-    model = ckpt / "step-00000003" / "model.safetensors"
+    model = ckpt / "step-00000003" / "rank-00000.safetensors"
     model.write_bytes(model.read_bytes()[:-7])
     r = run_trainscope(["train", "--no-ceiling", "--steps", 5, "--batch", 4, "--checkpoint-dir", ckpt, "--resume"])
-    assert r.rc == 2 and len(r.error_lines()) == 1 and "model.safetensors" in r.error_lines()[0], r.err
+    assert r.rc == 2 and len(r.error_lines()) == 1 and "rank-00000.safetensors" in r.error_lines()[0], r.err
 
 
 def test_the_report_has_a_training_section(tmp_path):
