@@ -11,14 +11,9 @@ namespace {
 
 // Where n values from `offset` of a tensor (whole of `shape`, or a tensor-parallel slice) sit in the whole.
 ckpt::Region regionOf(const std::vector<std::int64_t>& shape, const TensorSlice& slice, std::int64_t offset, std::int64_t n) {
-  ckpt::Region r = ckpt::Region::whole(slice.sliced() ? slice.shape : shape);
-  if (slice.sliced()) {
-    r.rows = slice.fullRows;
-    r.cols = slice.fullCols;
-    r.rowRuns = ckpt::Region::runsOf(slice.rows);
-    r.colFrom = slice.colFrom;
-    r.colTo = slice.colTo;
-  }
+  ckpt::Region r = slice.sliced()
+                       ? ckpt::Region::sliced(slice.shape, slice.fullRows, slice.fullCols, slice.rows, slice.colFrom, slice.colTo)
+                       : ckpt::Region::whole(shape);
   r.from = offset;
   r.to = offset + n;
   r.check("internal: the region of a tensor this rank holds");

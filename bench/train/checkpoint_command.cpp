@@ -3,8 +3,6 @@
 // PyTorch's load_state_dict takes (safetensors.torch.load_file).
 #include <cstdio>
 
-#include <fmt/format.h>
-
 #include "bench/commands.h"
 #include "workloads/checkpoint/checkpoint.h"
 

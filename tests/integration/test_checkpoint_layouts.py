@@ -134,3 +134,15 @@ def test_consolidate_of_nothing_is_one_line(tmp_path):
     r = run_trainscope(["checkpoint", "consolidate", tmp_path / "none", "-o", tmp_path / "x.safetensors"])
     assert r.rc == 2 and len(r.error_lines()) == 1 and "does not exist" in r.error_lines()[0], r.err
     assert not (tmp_path / "x.safetensors").exists()
+
+
+@pytest.mark.parametrize("change,message", [
+    (["--optimizer", "sgd"], "was trained with --optimizer adamw, not sgd"),
+    (["--set", "width=32"], "holds another model"),
+    (["--seed", 7], "was trained on other data"),
+])
+def test_a_resume_into_another_run_is_one_line(tmp_path, change, message):
+    ckpt = tmp_path / "ckpt"
+    train(tmp_path, "first", "single", ["--steps", 2, "--checkpoint-dir", ckpt])
+    r = run_trainscope(["train", *MODEL, "--steps", 4, "--checkpoint-dir", ckpt, "--resume", *change])
+    assert r.rc == 2 and len(r.error_lines()) == 1 and message in r.error_lines()[0], r.err

@@ -407,13 +407,9 @@ std::vector<float> iota(std::size_t n, float from) {
 // Each element of a piece lands where the slice's definition puts it: row lr of the slice is the lr-th row of
 // the runs, column lc is colFrom + lc; the piece is elements [from, to) of the slice, row-major.
 TEST(CheckpointRegion, RunsPutEveryElementWhereTheSliceDefinitionSays) {
-  Region r = Region::whole({5, 2, 3});
-  r.rows = 5;
-  r.cols = r.colTo = 6;
-  r.rowRuns = Region::runsOf({4, 0, 1, 3});
+  Region r = Region::sliced({5, 2, 3}, 5, 6, {4, 0, 1, 3}, 1, 5);
   EXPECT_EQ(r.rowRuns, (std::vector<std::pair<std::int64_t, std::int64_t>>{{4, 5}, {0, 2}, {3, 4}}));
-  r.colFrom = 1;
-  r.colTo = 5;
+  EXPECT_EQ(r.to, 16) << "all of the slice: 4 rows of 4 columns";
   const std::vector<std::int64_t> rows{4, 0, 1, 3};
   for (std::int64_t from = 0; from <= 16; from += 3)
     for (std::int64_t to = from; to <= 16; to += 5) {
@@ -509,22 +505,13 @@ TEST(Checkpoint, ShardsWrittenByRanksReadBackInAnyOtherCut) {
       for (int c = 0; c < 4; ++c) q.push_back(wholeQ[static_cast<std::size_t>(row * 4 + c)]);
     for (int row = 0; row < 4; ++row)
       for (int c = 3 * r; c < 3 * r + 3; ++c) o.push_back(wholeO[static_cast<std::size_t>(row * 6 + c)]);
-    Region rq = Region::whole({6, 4});
-    rq.rows = 6;
-    rq.cols = rq.colTo = 4;
-    rq.rowRuns = Region::runsOf({r, r + 2, r + 4});
-    rq.to = 12;
+    const Region rq = Region::sliced({6, 4}, 6, 4, {r, r + 2, r + 4}, 0, 4);
     // q's slice goes in two ZeRO-style pieces, [0, 5) and [5, 12); its optimizer state only in the second
     // (as a test of cover, not of a layout).
     Region first = rq, second = rq;
     first.to = 5;
     second.from = 5;
-    Region ro = Region::whole({4, 6});
-    ro.rows = 4;
-    ro.cols = 6;
-    ro.colFrom = 3 * r;
-    ro.colTo = 3 * r + 3;
-    ro.to = 12;
+    const Region ro = Region::sliced({4, 6}, 4, 6, {}, 3 * r, 3 * r + 3);
     pieces[static_cast<std::size_t>(r)] = {{"q", StateKind::kParameter, first, q.data()},
                                            {"q", StateKind::kParameter, second, q.data() + 5},
                                            {"q.exp_avg", StateKind::kOptimizer, second, q.data() + 5},
@@ -540,10 +527,7 @@ TEST(Checkpoint, ShardsWrittenByRanksReadBackInAnyOtherCut) {
   EXPECT_EQ(readAll(c, "q", Region::whole({6, 4})), wholeQ);
   EXPECT_EQ(readAll(c, "o", Region::whole({4, 6})), wholeO);
   // Another tensor-parallel cut (rows 0-2 as one run) and a ZeRO piece of it.
-  Region rows = Region::whole({6, 4});
-  rows.rows = 6;
-  rows.cols = rows.colTo = 4;
-  rows.rowRuns = {{0, 3}};
+  Region rows = Region::sliced({6, 4}, 6, 4, {0, 1, 2}, 0, 4);
   rows.from = 2;
   rows.to = 10;
   EXPECT_EQ(readAll(c, "q", rows), std::vector<float>(wholeQ.begin() + 2, wholeQ.begin() + 10));
@@ -570,6 +554,39 @@ TEST(Checkpoint, ARankThatFailsToWriteFailsTheSaveOnEveryRank) {
   for (const auto& c : commits) EXPECT_TRUE(c.starts_with("error: rank 1: ")) << c;
   EXPECT_EQ(entries(dir), (std::vector<std::string>{"latest", "step-00000010"}));
   EXPECT_EQ(CheckpointReader::open(dir.string()).state().step, 10);
+  fs::remove_all(dir);
+}
+
+// Rank 0 publishes only once it sees every rank's file as written: a rank writing where rank 0 cannot see
+// (a directory that is not on a shared filesystem) fails the save on every rank, naming why.
+TEST(Checkpoint, AFileRankZeroCannotSeeFailsTheSaveOnEveryRank) {
+  const fs::path dir = scratch("unshared");
+  ThreadGroup group(2), meet(2);
+  const std::vector<float> x{1, 2};
+  std::vector<std::string> out(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        CheckpointSave save(dir.string(), 5, group.member(r));
+        const std::vector<Piece> mine{{"t" + std::to_string(r), StateKind::kParameter, Region::whole({2}), x.data()}};
+        save.write(mine);
+        meet.member(r).gather("");  // both written
+        if (r == 1)
+          for (const auto& e : fs::directory_iterator(dir))  // the hidden directory
+            fs::remove(e.path() / "rank-00001.safetensors");
+        meet.member(r).gather("");  // before either commits
+        out[static_cast<std::size_t>(r)] = save.commit(trainerAt(5));
+      } catch (const Error& e) {
+        out[static_cast<std::size_t>(r)] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (const auto& o : out)
+    EXPECT_TRUE(o.starts_with("rank 1's rank-00001.safetensors is not in ") &&
+                o.ends_with("as written (the checkpoint directory must be on a filesystem every rank shares)"))
+        << o;
+  EXPECT_EQ(entries(dir), std::vector<std::string>{}) << "nothing published, the hidden directory removed";
   fs::remove_all(dir);
 }
 

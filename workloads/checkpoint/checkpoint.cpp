@@ -34,20 +34,6 @@ double secondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Removes a directory unless release()d: a save that fails half-way leaves nothing behind.
-class RemoveOnFailure {
- public:
-  explicit RemoveOnFailure(fs::path p) : path_(std::move(p)) {}
-  ~RemoveOnFailure() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  void release() { path_.clear(); }
-
- private:
-  fs::path path_;
-};
-
 // Moves the finished directory to its final name. When a directory of that step exists already (a run
 // restarted without --resume into the same place), the two are swapped atomically, so that a crash keeps
 // one complete copy under the name `latest` may be pointing at.
@@ -367,8 +353,8 @@ void CheckpointReader::read(const std::string& name, const Region& region, float
   if (pieces.front().region.shape != region.shape)
     throw bad(fmt::format("{} is {} there and {} here", name, shapeText(pieces.front().region.shape), shapeText(region.shape)));
 
-  // A piece's values, from its file (mapped, checked the first time): they may be unaligned, so copied.
-  auto valuesOf = [&](const Impl::PieceRef& p) {
+  // A piece's values in its file (mapped, checked the first time); they may be unaligned: read with memcpy.
+  auto valuesOf = [&](const Impl::PieceRef& p) -> const std::uint8_t* {
     Impl::File& f = impl_->files.at(p.file);
     if (!f.mapped) {
       const fs::path path = fs::path(dir_) / p.file;
@@ -388,9 +374,7 @@ void CheckpointReader::read(const std::string& name, const Region& region, float
     if (!v || v->dtype != TensorDType::kF32 || v->elements() != p.region.elements())
       throw bad(
           fmt::format("{} holds no float32 tensor {} of {} elements, as the index says", p.file, p.key, p.region.elements()));
-    std::vector<float> values(static_cast<std::size_t>(p.region.elements()));
-    if (!values.empty()) std::memcpy(values.data(), v->data, values.size() * sizeof(float));
-    return values;
+    return static_cast<const std::uint8_t*>(v->data);
   };
   auto uncovered = [&] {
     return bad(fmt::format("its pieces of {} do not cover the part this rank holds: damaged index", name));
@@ -404,8 +388,8 @@ void CheckpointReader::read(const std::string& name, const Region& region, float
     for (const auto& p : pieces) {
       const std::int64_t a = std::max(p.region.from, region.from), z = std::min(p.region.to, region.to);
       if (a >= z) continue;
-      const std::vector<float> values = valuesOf(p);
-      std::memcpy(out + (a - region.from), values.data() + (a - p.region.from), static_cast<std::size_t>(z - a) * sizeof(float));
+      std::memcpy(out + (a - region.from), valuesOf(p) + (a - p.region.from) * sizeof(float),
+                  static_cast<std::size_t>(z - a) * sizeof(float));
       covered.emplace_back(a, z);
     }
     std::sort(covered.begin(), covered.end());
@@ -420,9 +404,9 @@ void CheckpointReader::read(const std::string& name, const Region& region, float
     std::vector<float> whole(static_cast<std::size_t>(region.wholeElements()));
     std::vector<std::uint8_t> have(whole.size(), 0);
     for (const auto& p : pieces) {
-      const std::vector<float> values = valuesOf(p);
+      const std::uint8_t* values = valuesOf(p);
       p.region.forEachRun([&](std::int64_t at, std::int64_t in, std::int64_t n) {
-        std::memcpy(whole.data() + in, values.data() + at, static_cast<std::size_t>(n) * sizeof(float));
+        std::memcpy(whole.data() + in, values + at * sizeof(float), static_cast<std::size_t>(n) * sizeof(float));
         std::memset(have.data() + in, 1, static_cast<std::size_t>(n));
       });
     }

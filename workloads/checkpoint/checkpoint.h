@@ -64,8 +64,7 @@ struct TrainerState {
 };
 
 struct SaveOptions {
-  int keepLast = 0;                             // > 0: afterwards remove all but the newest keepLast step directories
-  std::map<std::string, std::string> metadata;  // added to every rank file's __metadata__ (with format "pt")
+  int keepLast = 0;  // > 0: afterwards remove all but the newest keepLast step directories
 };
 
 // The ranks that write one checkpoint together and how they exchange a line of text (the run's control

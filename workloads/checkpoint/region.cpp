@@ -20,6 +20,19 @@ Region Region::whole(std::vector<std::int64_t> shape) {
   return r;
 }
 
+Region Region::sliced(std::vector<std::int64_t> shape, std::int64_t rows, std::int64_t cols,
+                      const std::vector<std::int64_t>& heldRows, std::int64_t colFrom, std::int64_t colTo) {
+  Region r;
+  r.shape = std::move(shape);
+  r.rows = rows;
+  r.cols = cols;
+  r.rowRuns = runsOf(heldRows);
+  r.colFrom = colFrom;
+  r.colTo = colTo;
+  r.to = r.sliceElements();
+  return r;
+}
+
 std::vector<std::pair<std::int64_t, std::int64_t>> Region::runsOf(const std::vector<std::int64_t>& rows) {
   std::vector<std::pair<std::int64_t, std::int64_t>> runs;
   for (std::int64_t r : rows) {

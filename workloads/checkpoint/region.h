@@ -26,6 +26,10 @@ struct Region {
 
   // All of a tensor of this shape.
   static Region whole(std::vector<std::int64_t> shape);
+  // All of a tensor-parallel slice: the tensor of `shape` seen as [rows, cols], the rows held (all when
+  // none are listed) and the columns [colFrom, colTo).
+  static Region sliced(std::vector<std::int64_t> shape, std::int64_t rows, std::int64_t cols,
+                       const std::vector<std::int64_t>& heldRows, std::int64_t colFrom, std::int64_t colTo);
   // Rows held as listed (a tensor-parallel slice), packed into runs.
   static std::vector<std::pair<std::int64_t, std::int64_t>> runsOf(const std::vector<std::int64_t>& rows);
 
