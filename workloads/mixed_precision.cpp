@@ -19,19 +19,22 @@ void roundTo(Precision p, const Tensor& x) {
     ops::roundToHalf(*x.device, x.data, x.numel());
 }
 
-MasterWeights::MasterWeights(Precision p, const std::vector<Param*>& params, Arena& arena) : p_(p), params_(params) {
-  for (Param* q : params_) masters_.push_back(arena.tensor(q->value.shape, MemoryKind::kMasterWeights));
+MasterWeights::MasterWeights(Precision p, const std::vector<Param*>& updated, const std::vector<Param*>& kept, Arena& arena)
+    : p_(p),
+      updated_(updated),
+      kept_(kept),
+      // Pieces of the kept parameters (ZeRO-1/2, the parameter server), on every rank of the layout alike.
+      sharded_(updated != kept) {
+  for (Param* q : updated_) masters_.push_back(arena.tensor(q->value.shape, MemoryKind::kMasterWeights));
 }
 
 void MasterWeights::beginStep() {
-  for (std::size_t i = 0; i < params_.size(); ++i) {
-    copy(masters_[i], params_[i]->value);
-    roundTo(p_, params_[i]->value);
-  }
+  for (std::size_t i = 0; i < updated_.size(); ++i) copy(masters_[i], updated_[i]->value);
+  for (Param* q : kept_) roundTo(p_, q->value);
 }
 
 void MasterWeights::endStep() {
-  for (std::size_t i = 0; i < params_.size(); ++i) copy(params_[i]->value, masters_[i]);
+  for (std::size_t i = 0; i < updated_.size(); ++i) copy(updated_[i]->value, masters_[i]);
 }
 
 LossScaler::LossScaler(double initialScale, int growthInterval) : scale_(initialScale), growthInterval_(growthInterval) {

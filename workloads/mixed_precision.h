@@ -23,17 +23,24 @@ namespace ts::wl {
 // Rounds x to the precision's 16-bit format in place (no-op for float32).
 void roundTo(Precision p, const Tensor& x);
 
-// The float32 masters of a model's weights while their values hold the 16-bit compute copies.
+// The float32 masters of the weights while the values hold the 16-bit compute copies. A rank keeps the
+// masters of what it updates (`updated`: the whole model, or its ZeRO / parameter-server shards, as the
+// ZeRO paper counts them: 4 bytes per parameter / N) and rounds the values it keeps (`kept`: the whole
+// model, or ZeRO-3's shards). With sharded masters, the values outside this rank's shards are float32
+// again only once the owners' updates are gathered: after a skipped step, the sync's afterUpdate() must
+// still run (shardsMasters()).
 class MasterWeights {
  public:
-  MasterWeights(Precision p, const std::vector<Param*>& params, Arena& arena);
+  MasterWeights(Precision p, const std::vector<Param*>& updated, const std::vector<Param*>& kept, Arena& arena);
   void beginStep();  // keep the masters, round the values
   void endStep();    // put the masters back (before the optimizer updates them)
+  bool shardsMasters() const { return sharded_; }
 
  private:
   Precision p_;
-  std::vector<Param*> params_;
-  std::vector<Tensor> masters_;
+  std::vector<Param*> updated_, kept_;
+  std::vector<Tensor> masters_;  // one per updated parameter
+  bool sharded_;
 };
 
 class LossScaler {

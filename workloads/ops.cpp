@@ -204,6 +204,14 @@ void lambUpdate([[maybe_unused]] Device& d, float* p, const float* g, float* m, 
                 float b1, float b2, float eps, float wd, int t) {
   TS_OP(d, lambUpdate, p, g, m, v, u, n, lr, b1, b2, eps, wd, t);
 }
+void lambMoments([[maybe_unused]] Device& d, const float* p, const float* g, float* m, float* v, std::size_t n, float b1,
+                 float b2, float eps, float wd, int t, double* sums) {
+  TS_OP(d, lambMoments, p, g, m, v, n, b1, b2, eps, wd, t, sums);
+}
+void lambApply([[maybe_unused]] Device& d, float* p, const float* m, const float* v, std::size_t n, float lr, float b1, float b2,
+               float eps, float wd, int t, double trust) {
+  TS_OP(d, lambApply, p, m, v, n, lr, b1, b2, eps, wd, t, trust);
+}
 void headsFromRows([[maybe_unused]] Device& d, float* heads, const float* rows, int B, int T, int NH, int D, int col0, int W) {
   TS_OP(d, headsFromRows, heads, rows, B, T, NH, D, col0, W);
 }

@@ -59,6 +59,10 @@ void rmspropUpdate(Device& d, float* params, const float* grads, float* sq, std:
                    float weightDecay);
 void lambUpdate(Device& d, float* params, const float* grads, float* m, float* v, float* update, std::size_t n, float lr,
                 float beta1, float beta2, float eps, float weightDecay, int t);
+void lambMoments(Device& d, const float* params, const float* grads, float* m, float* v, std::size_t n, float beta1, float beta2,
+                 float eps, float weightDecay, int t, double* sums);
+void lambApply(Device& d, float* params, const float* m, const float* v, std::size_t n, float lr, float beta1, float beta2,
+               float eps, float weightDecay, int t, double trust);
 void headsFromRows(Device& d, float* heads, const float* rows, int B, int T, int NH, int D, int col0, int W);
 void rowsFromHeads(Device& d, float* rows, const float* heads, int B, int T, int NH, int D, int col0, int W);
 void roundToBFloat16(Device& d, float* x, std::size_t n);

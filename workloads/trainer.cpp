@@ -12,6 +12,7 @@
 #include "kernels/trace.h"
 #include "workloads/checkpoint/checkpoint.h"
 #include "workloads/ops.h"
+#include "workloads/parallel/part_sums.h"
 #include "workloads/training_state.h"
 
 namespace ts::wl {
@@ -96,11 +97,6 @@ Trainer::Trainer(const TrainOptions& options, const Mesh* mesh, double commTimeo
   if (o.batch % (o.microBatches * layout.dp))
     throw UsageError(fmt::format("--batch {} does not split into {} data-parallel rank(s) x {} micro-batch(es)", o.batch,
                                  layout.dp, o.microBatches));
-  const bool sharded = layout.dp > 1 && (layout.zero > 0 || layout.sync == SyncKind::kParameterServer);
-  if (sharded && o.optimizer.kind == OptimizerKind::kLamb)
-    throw UsageError(
-        "--optimizer lamb with --zero or --sync ps: LAMB's trust ratio needs whole-tensor norms, and a shard may hold part of a "
-        "tensor");
   options_.schedule.total = o.steps;
   checkpointStats_.async = o.checkpointAsync;
   device_ = Device::open(o.device);  // first: a missing GPU is reported before any data is read
@@ -166,10 +162,16 @@ void Trainer::build(double commTimeoutS) {
   formula_ = modelStateFormula(facts);
   checkModelStatesFit(formula_, device_->memoryLimit(), layout);
   sync_ = makeGradientSync(*mesh_, part_, commTimeoutS);
-  optimizer_ = std::make_unique<Optimizer>(o.optimizer, sync_->updateParams(), model_->arena());
+  // LAMB's norms are whole tensors': where this rank updates parts of some, they are added over the ranks.
+  const bool parts = tp_ || (layout.dp > 1 && (layout.zero > 0 || layout.sync == SyncKind::kParameterServer));
+  const std::vector<Param*> updating = sync_->updateParams();
+  optimizer_ = std::make_unique<Optimizer>(o.optimizer, updating, model_->arena(),
+                                           o.optimizer.kind == OptimizerKind::kLamb && parts
+                                               ? lambPartSums(updating, part_, *mesh_, *sync_, tp_.get())
+                                               : Optimizer::PartSums{});
   if (o.precision == Precision::kBFloat16 || o.precision == Precision::kFloat16) {
     model_->setComputePrecision(o.precision);
-    masters_ = std::make_unique<MasterWeights>(o.precision, sync_->masterParams(), model_->arena());
+    masters_ = std::make_unique<MasterWeights>(o.precision, updating, sync_->keptParams(), model_->arena());
   }
   if (o.precision == Precision::kFloat16) scaler_ = std::make_unique<LossScaler>(o.lossScale, o.lossScaleInterval);
 
@@ -334,6 +336,7 @@ StepResult Trainer::step() {
     sync_->afterUpdate();
     r.syncS += afterUpdate.close();
   }
+  if (r.skipped && masters_ && masters_->shardsMasters()) sync_->afterUpdate();  // the values float32 again
   if (r.skipped) r.syncS += syncSpan.close();
   r.comm = sync_->takeStepComm();
   for (StepComm p : {pipeline_ ? pipeline_->takeStepComm() : StepComm{}, tp_ ? tp_->takeStepComm() : StepComm{}}) {

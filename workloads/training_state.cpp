@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "workloads/parallel/part_sums.h"
 
 namespace ts::wl {
 namespace {
@@ -25,9 +26,8 @@ ckpt::Region regionOf(const std::vector<std::int64_t>& shape, const TensorSlice&
 std::vector<StateTensor> stateTensors(GradientSync& sync, Optimizer& optimizer, const ModelPart& part, const Mesh& mesh,
                                       StateUse use) {
   const bool firstDp = mesh.coordinate(GroupKind::kDp) == 0, firstTp = mesh.coordinate(GroupKind::kTp) == 0;
-  // A piece (ZeRO, ps) is its holder's alone along the data-parallel axis; a whole tensor every
-  // data-parallel rank holds alike. A tensor not sliced by tensor parallelism every tensor-parallel rank holds alike.
-  auto writes = [&](const Param& p) { return (!p.pieceOf.empty() || firstDp) && (p.tpShard() || firstTp); };
+  // Each element once: the copies that count (part_sums.h).
+  auto writes = [&](const Param& p) { return countsHere(p, mesh); };
   std::unordered_map<std::string, const Param*> whole;  // a piece's parameter, for its shape
   for (const Param* p : part.params) whole[p->name] = p;
   auto regionOfParam = [&](const Param& p) {
@@ -41,9 +41,9 @@ std::vector<StateTensor> stateTensors(GradientSync& sync, Optimizer& optimizer, 
   auto nameOf = [](const Param& p) { return p.pieceOf.empty() ? p.name : p.pieceOf; };
 
   std::vector<StateTensor> out;
-  // The values kept between steps (masterParams: the model's, or ZeRO-3's pieces); those written are the
+  // The values kept between steps (keptParams: the model's, or ZeRO-3's pieces); those written are the
   // updated ones (updateParams: the model's, or this rank's pieces, which the others do not hold).
-  for (Param* p : use == StateUse::kLoad ? sync.masterParams() : sync.updateParams())
+  for (Param* p : use == StateUse::kLoad ? sync.keptParams() : sync.updateParams())
     if (use == StateUse::kLoad || writes(*p))
       out.push_back({nameOf(*p), ckpt::StateKind::kParameter, regionOfParam(*p), &p->value});
   for (const Optimizer::State& s : optimizer.state())

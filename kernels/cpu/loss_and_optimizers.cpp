@@ -65,20 +65,54 @@ void rmspropUpdate(float* params, const float* grads, float* sq, std::size_t n, 
   }
 }
 
+namespace {
+// Adam's bias corrections 1 - beta^t.
+double correction(float beta, int t) { return 1.0 - std::pow(static_cast<double>(beta), t); }
+// LAMB's direction: the AdamW step's u = mhat / (sqrt(vhat) + eps) + wd p, rounded to float (m, v updated).
+float lambDirection(float m, float v, float p, double c1, double c2, float eps, float weightDecay) {
+  return static_cast<float>((m / c1) / (std::sqrt(v / c2) + eps) + weightDecay * p);
+}
+}  // namespace
+
+double lambTrust(double pSquared, double uSquared) {
+  return (pSquared > 0 && uSquared > 0) ? std::sqrt(pSquared) / std::sqrt(uSquared) : 1.0;
+}
+
 void lambUpdate(float* params, const float* grads, float* m, float* v, float* update, std::size_t n, float lr, float beta1,
                 float beta2, float eps, float weightDecay, int t) {
-  const double c1 = 1.0 - std::pow(static_cast<double>(beta1), t);
-  const double c2 = 1.0 - std::pow(static_cast<double>(beta2), t);
+  const double c1 = correction(beta1, t), c2 = correction(beta2, t);
   double pNorm = 0, uNorm = 0;
   for (std::size_t i = 0; i < n; ++i) {
     m[i] = beta1 * m[i] + (1 - beta1) * grads[i];
     v[i] = beta2 * v[i] + (1 - beta2) * grads[i] * grads[i];
-    update[i] = static_cast<float>((m[i] / c1) / (std::sqrt(v[i] / c2) + eps) + weightDecay * params[i]);
+    update[i] = lambDirection(m[i], v[i], params[i], c1, c2, eps, weightDecay);
     pNorm += double(params[i]) * params[i];
     uNorm += double(update[i]) * update[i];
   }
-  const double trust = (pNorm > 0 && uNorm > 0) ? std::sqrt(pNorm) / std::sqrt(uNorm) : 1.0;
+  const double trust = lambTrust(pNorm, uNorm);
   for (std::size_t i = 0; i < n; ++i) params[i] -= static_cast<float>(lr * trust * update[i]);
+}
+
+void lambMoments(const float* params, const float* grads, float* m, float* v, std::size_t n, float beta1, float beta2, float eps,
+                 float weightDecay, int t, double* sums) {
+  const double c1 = correction(beta1, t), c2 = correction(beta2, t);
+  double pNorm = 0, uNorm = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    m[i] = beta1 * m[i] + (1 - beta1) * grads[i];
+    v[i] = beta2 * v[i] + (1 - beta2) * grads[i] * grads[i];
+    const double u = lambDirection(m[i], v[i], params[i], c1, c2, eps, weightDecay);
+    pNorm += double(params[i]) * params[i];
+    uNorm += u * u;
+  }
+  sums[0] += pNorm;
+  sums[1] += uNorm;
+}
+
+void lambApply(float* params, const float* m, const float* v, std::size_t n, float lr, float beta1, float beta2, float eps,
+               float weightDecay, int t, double trust) {
+  const double c1 = correction(beta1, t), c2 = correction(beta2, t);
+  for (std::size_t i = 0; i < n; ++i)
+    params[i] -= static_cast<float>(lr * trust * lambDirection(m[i], v[i], params[i], c1, c2, eps, weightDecay));
 }
 
 void sgdMomentumUpdate(float* params, const float* grads, float* momentum, std::size_t n, float lr, float mu, float weightDecay) {

@@ -114,6 +114,18 @@ void rmspropUpdate(float* params, const float* grads, float* sq, std::size_t n, 
 // ||p|| / ||u|| (1 when either norm is 0): p -= lr * trust * u. `update` is scratch of n floats.
 void lambUpdate(float* params, const float* grads, float* m, float* v, float* update, std::size_t n, float lr, float beta1,
                 float beta2, float eps, float weightDecay, int t);
+// LAMB in two passes, for a tensor whose parts several ranks hold (ZeRO or parameter-server pieces, tensor-
+// parallel slices): its trust ratio needs the whole tensor's norms. lambMoments advances m and v and adds this
+// part's sums of p^2 and u^2 (float64) to sums[0] and sums[1]; the callers add the sums over the ranks; lambApply
+// recomputes u from m, v and p (the same float expression as lambUpdate's) and steps p -= lr * trust * u, with
+// trust = lambTrust(whole sums). No scratch: u is recomputed rather than kept for every part until the sums
+// arrive. Reads p, g, m, v and writes m, v (moments); reads p, m, v and writes p (apply).
+void lambMoments(const float* params, const float* grads, float* m, float* v, std::size_t n, float beta1, float beta2, float eps,
+                 float weightDecay, int t, double* sums);
+void lambApply(float* params, const float* m, const float* v, std::size_t n, float lr, float beta1, float beta2, float eps,
+               float weightDecay, int t, double trust);
+// ||p|| / ||u|| from their squares; 1 when either is 0.
+double lambTrust(double pSquared, double uSquared);
 // SGD with momentum and (coupled) weight decay: g' = g + wd*p; buf = mu*buf + g'; p -= lr * buf.
 void sgdMomentumUpdate(float* params, const float* grads, float* momentum, std::size_t n, float lr, float mu, float weightDecay);
 

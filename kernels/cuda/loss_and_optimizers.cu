@@ -108,9 +108,14 @@ __global__ void rmspropKernel(float* p, const float* grads, float* sq, std::size
   }
 }
 
-// LAMB, part 1: m, v (float) and the AdamW direction update = (float)((m / c1) / (sqrt(v / c2) + eps) + wd p)
-// as the CPU; block b writes partial[b] = sum of p^2 and partial[gridDim.x + b] = sum of update^2 (float64,
-// p before the step). Reads p, g, m, v; writes m, v, update.
+// LAMB's direction as the CPU computes it: u = (float)((m / c1) / (sqrt(v / c2) + eps) + wd p), float64 inside.
+__device__ inline float lambDirection(float mi, float vi, float pi, double c1, double c2, float eps, float wd) {
+  return static_cast<float>((mi / c1) / (sqrt(vi / c2) + static_cast<double>(eps)) + static_cast<double>(__fmul_rn(wd, pi)));
+}
+
+// LAMB, part 1: m, v (float) and the AdamW direction u; block b writes partial[b] = sum of p^2 and
+// partial[gridDim.x + b] = sum of u^2 (float64, p before the step); u is stored in `update` unless it is
+// null (lambMoments recomputes it). Reads p, g, m, v; writes m, v (and update).
 __global__ void lambDirectionKernel(double* partial, float* update, const float* p, const float* grads, float* m, float* v,
                                     std::size_t n, float b1, float oneMinusB1, float b2, float oneMinusB2, float eps, float wd,
                                     double c1, double c2) {
@@ -121,9 +126,8 @@ __global__ void lambDirectionKernel(double* partial, float* update, const float*
     const float vi = __fadd_rn(__fmul_rn(b2, v[i]), __fmul_rn(__fmul_rn(oneMinusB2, g), g));
     m[i] = mi;
     v[i] = vi;
-    const float u =
-        static_cast<float>((mi / c1) / (sqrt(vi / c2) + static_cast<double>(eps)) + static_cast<double>(__fmul_rn(wd, pi)));
-    update[i] = u;
+    const float u = lambDirection(mi, vi, pi, c1, c2, eps, wd);
+    if (update) update[i] = u;
     sp += static_cast<double>(pi) * pi;
     su += static_cast<double>(u) * u;
   }
@@ -132,6 +136,15 @@ __global__ void lambDirectionKernel(double* partial, float* update, const float*
   if (threadIdx.x == 0) {
     partial[blockIdx.x] = sp;
     partial[gridDim.x + blockIdx.x] = su;
+  }
+}
+// Part 2, one block: sums[0] = sum of p^2, sums[1] = sum of u^2 from the 2*blocks partial sums. Reads 2*blocks doubles.
+__global__ void lambSumsKernel(double* sums, const double* partial, std::size_t blocks) {
+  const double pNorm = sumPartials(partial, blocks);
+  const double uNorm = sumPartials(partial + blocks, blocks);
+  if (threadIdx.x == 0) {
+    sums[0] = pNorm;
+    sums[1] = uNorm;
   }
 }
 // Part 2, one block: *trust = ||p|| / ||update|| from the 2*blocks partial sums, 1 when either is 0.
@@ -145,6 +158,12 @@ __global__ void lambTrustKernel(double* trust, const double* partial, std::size_
 __global__ void lambApplyKernel(float* p, const float* update, const double* trust, std::size_t n, float lr) {
   const double lt = static_cast<double>(lr) * *trust;
   for (std::size_t i = firstIndex(); i < n; i += gridStride()) p[i] = __fsub_rn(p[i], static_cast<float>(lt * update[i]));
+}
+// Part 3 of the two-pass LAMB: u recomputed from m, v, p; p -= (float)(lr trust u). Reads p, m, v; writes p.
+__global__ void lambRecomputeApplyKernel(float* p, const float* m, const float* v, std::size_t n, double lrTrust, float eps,
+                                         float wd, double c1, double c2) {
+  for (std::size_t i = firstIndex(); i < n; i += gridStride())
+    p[i] = __fsub_rn(p[i], static_cast<float>(lrTrust * lambDirection(m[i], v[i], p[i], c1, c2, eps, wd)));
 }
 
 }  // namespace
@@ -216,6 +235,36 @@ void lambUpdate(float* params, const float* grads, float* m, float* v, float* up
   lambApplyKernel<<<elementGrid(n), kBlock, 0, stream>>>(params, update, trust, n, lr);
   CUDA_CHECK(cudaGetLastError());
   scratch.freeAsync();
+}
+
+void lambMoments(const float* params, const float* grads, float* m, float* v, std::size_t n, float beta1, float beta2, float eps,
+                 float weightDecay, int t, double* sums, cudaStream_t stream) {
+  if (n == 0) return;
+  const double c1 = 1.0 - std::pow(static_cast<double>(beta1), t), c2 = 1.0 - std::pow(static_cast<double>(beta2), t);
+  const unsigned blocks = reduceGrid(n);
+  StreamOrderedBuffer scratch((2 * std::size_t{blocks} + 2) * sizeof(double), stream);  // partial sums, then the two
+  double* partial = scratch.doubles();
+  double* two = partial + 2 * std::size_t{blocks};
+  lambDirectionKernel<<<blocks, kBlock, 0, stream>>>(partial, nullptr, params, grads, m, v, n, beta1, 1 - beta1, beta2, 1 - beta2,
+                                                     eps, weightDecay, c1, c2);
+  CUDA_CHECK(cudaGetLastError());
+  lambSumsKernel<<<1, kBlock, 0, stream>>>(two, partial, blocks);
+  CUDA_CHECK(cudaGetLastError());
+  double host[2] = {0, 0};
+  // The sums go to the other ranks through the host: this waits for the stream.
+  CUDA_CHECK(cudaMemcpyAsync(host, two, sizeof host, cudaMemcpyDeviceToHost, stream));
+  scratch.freeAsync();
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  sums[0] += host[0];
+  sums[1] += host[1];
+}
+void lambApply(float* params, const float* m, const float* v, std::size_t n, float lr, float beta1, float beta2, float eps,
+               float weightDecay, int t, double trust, cudaStream_t stream) {
+  if (n == 0) return;
+  const double c1 = 1.0 - std::pow(static_cast<double>(beta1), t), c2 = 1.0 - std::pow(static_cast<double>(beta2), t);
+  lambRecomputeApplyKernel<<<elementGrid(n), kBlock, 0, stream>>>(params, m, v, n, static_cast<double>(lr) * trust, eps,
+                                                                  weightDecay, c1, c2);
+  CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace ts::cuda

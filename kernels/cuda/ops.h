@@ -87,6 +87,12 @@ void rmspropUpdate(float* params, const float* grads, float* sq, std::size_t n, 
 // (cudaMallocAsync), and the trust ratio never leaves the device.
 void lambUpdate(float* params, const float* grads, float* m, float* v, float* update, std::size_t n, float lr, float beta1,
                 float beta2, float eps, float weightDecay, int t, cudaStream_t stream);
+// The two-pass LAMB (kernels/cpu/ops.h): lambMoments waits for the stream (its sums go to the host, to be added
+// over the ranks); lambApply is asynchronous.
+void lambMoments(const float* params, const float* grads, float* m, float* v, std::size_t n, float beta1, float beta2, float eps,
+                 float weightDecay, int t, double* sums, cudaStream_t stream);
+void lambApply(float* params, const float* m, const float* v, std::size_t n, float lr, float beta1, float beta2, float eps,
+               float weightDecay, int t, double trust, cudaStream_t stream);
 
 // ---- pooling_and_embedding.cu (CPU-exact) --------------------------------------------------------------
 

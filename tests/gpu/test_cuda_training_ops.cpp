@@ -428,6 +428,24 @@ TEST(CudaTrainingOps, OptimizersAgainstTheCpu) {
       EXPECT_TRUE(stepwise(dV.host(), v, 1e-6)) << "lamb v";
       EXPECT_TRUE(stepwise(dU.host(), u, 1e-6)) << "lamb update";
     }
+    // The two-pass LAMB (a tensor in parts on several ranks): the sums come back to the host, the step
+    // recomputes the direction.
+    {
+      auto p = randomInputs(n, 36), m = randomInputs(n, 37, -0.1f, 0.1f), v = randomInputs(n, 38, 0, 0.1f);
+      Dev<float> dP(p), dM(m), dV(v);
+      double cpuSums[2] = {0, 0}, gpuSums[2] = {0, 0};
+      cpu::lambMoments(p.data(), g.data(), m.data(), v.data(), n, 0.9f, 0.999f, 1e-6f, 0.01f, 3, cpuSums);
+      cuda::lambMoments(dP.p, dG.p, dM.p, dV.p, n, 0.9f, 0.999f, 1e-6f, 0.01f, 3, gpuSums, nullptr);
+      EXPECT_NEAR(gpuSums[0], cpuSums[0], 1e-9 * cpuSums[0]);
+      EXPECT_NEAR(gpuSums[1], cpuSums[1], 1e-9 * cpuSums[1]);
+      const double trust = cpu::lambTrust(cpuSums[0], cpuSums[1]);
+      cpu::lambApply(p.data(), m.data(), v.data(), n, 1e-3f, 0.9f, 0.999f, 1e-6f, 0.01f, 3, trust);
+      cuda::lambApply(dP.p, dM.p, dV.p, n, 1e-3f, 0.9f, 0.999f, 1e-6f, 0.01f, 3, trust, nullptr);
+      sync();
+      EXPECT_TRUE(stepwise(dP.host(), p, 1e-6)) << "lamb in parts: params";
+      EXPECT_TRUE(stepwise(dM.host(), m, 1e-6)) << "lamb in parts: m";
+      EXPECT_TRUE(stepwise(dV.host(), v, 1e-6)) << "lamb in parts: v";
+    }
   }
 }
 

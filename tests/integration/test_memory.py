@@ -77,6 +77,28 @@ def test_the_layouts_save_in_the_order_of_the_formulas(accounts):
     assert ps[1]["peak_bytes"]["optimizer"] == 0 and ps[0]["peak_bytes"]["optimizer"] > 0
 
 
+@pytest.mark.parametrize("name", ["zero0", "zero1", "zero2", "zero3", "ps"])
+def test_mixed_precision_keeps_the_masters_of_what_a_rank_updates(tmp_path, name):
+    """bfloat16: the float32 masters are 4 bytes per parameter the rank updates: all of them under data parallel,
+    1/N under ZeRO 1-3 (the ZeRO paper's count), the parameter server's share on its server and none on a
+    worker. Before, ZeRO-1 and ZeRO-2 kept masters of the whole model."""
+    r, out = train(tmp_path, name, LAYOUTS[name] + ["--precision", "bfloat16"])
+    assert r.rc == 0, r.err
+    (rec,) = [x for x in json.loads(out.read_text())["records"] if x["kind"] == "train"]
+    for m in rec["memory"]["ranks"]:
+        want = m["formula_bytes"]["master_weights"]
+        assert want <= m["peak_bytes"]["master_weights"] <= want + 64, (name, m)
+        assert m["formula_bytes"]["model_states"] <= m["model_states_bytes"] <= 1.10 * m["formula_bytes"]["model_states"], (name, m)
+    whole = 4 * rec["parameters"]
+    masters = [m["peak_bytes"]["master_weights"] for m in rec["memory"]["ranks"]]
+    if name == "zero0":
+        assert masters == [whole, whole]
+    elif name == "ps":
+        assert masters[0] >= whole and masters[1] == 0
+    else:
+        assert all(abs(m - whole / 2) <= 64 for m in masters), masters
+
+
 def test_a_cap_plain_data_parallel_cannot_meet_is_one_line_and_zero3_tp_pp_train_under_it(accounts, tmp_path):
     dp = accounts["zero0"]["memory"]["ranks"][0]["formula_bytes"]["model_states"]
     limit_mib = int(0.75 * dp / MIB)

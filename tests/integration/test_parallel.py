@@ -45,6 +45,8 @@ LAYOUTS = [
     ("tp2-pp2", 4, ["--tp", 2, "--pp", 2, "--micro-batches", 2, "--pp-schedule", "gpipe"], 2, 1, 2),
     ("dp2-pp2-zero1", 4, ["--pp", 2, "--micro-batches", 2, "--zero", 1], 2, 2, 1),
     ("dp2-tp2-zero3", 4, ["--tp", 2, "--zero", 3], 1, 2, 2),
+    ("dp2-tp2-ps", 4, ["--tp", 2, "--sync", "ps"], 1, 2, 2),
+    ("dp2-pp2-ps", 4, ["--pp", 2, "--micro-batches", 2, "--sync", "ps"], 2, 2, 1),
 ]
 
 
@@ -158,6 +160,17 @@ def test_data_parallel_matches_with_gradient_accumulation_and_mixed_precision(tm
     assert_same_training(dp, one, rtol=4e-3)
 
 
+@pytest.mark.parametrize("np,flags", [(2, ["--zero", 1]), (2, ["--zero", 3]), (2, ["--sync", "ps"]), (2, ["--tp", 2]),
+                                      (4, ["--tp", 2, "--zero", 2])], ids=["zero1", "zero3", "ps", "tp2", "tp2-zero2"])
+def test_lamb_trust_ratio_is_the_whole_tensors_in_every_layout(tmp_path, np, flags):
+    """LAMB scales each tensor's step by ||p|| / ||u|| of the whole tensor: a rank that holds a ZeRO piece or a
+    tensor-parallel slice adds its part's sums with the other holders', so every layout follows one process."""
+    args = MODELS["mlp"][:-4] + ["--optimizer", "lamb", "--weight-decay", 0.1]
+    _, one = train(tmp_path, "one", args)
+    _, rec = train(tmp_path, "layout", args + flags, np=np)
+    assert_same_training(rec, one)
+
+
 def test_float16_loss_scaling_decides_alike_on_every_rank(tmp_path):
     args = ["--model", "mlp", "--preset", "tiny", "--batch", 8, "--precision", "float16", "--loss-scale", 1e7, "--loss-scale-interval", 2]
     _, one = train(tmp_path, "one", args)
@@ -197,14 +210,12 @@ def test_checkpoints_under_data_parallel_resume_on_one_process(tmp_path):
     (2, ["--zero", 4], "--zero 4: expected 0, 1, 2 or 3"),
     (2, ["--sync", "gossip"], "--sync gossip: expected allreduce or ps"),
     (2, ["--sync", "ps", "--ps-shards", 3], "--ps-shards 3: must be between 1 and the 2"),
-    (2, ["--zero", 1, "--optimizer", "lamb"], "LAMB's trust ratio needs whole-tensor norms"),
     (2, ["--sync", "ps", "--zero", 1], "does not combine with --zero"),
     (2, ["--pp", 2, "--set", "depth=0"], "--pp 2: the model has only 1 layers to cut into stages"),
     (2, ["--pp", 2, "--pp-split", "1,1"], "--pp-split adds up to 2 layers, but the model has 5"),
     (2, ["--pp", 2, "--pp-split", "5"], "--pp-split gives 1 stage(s), but --pp is 2"),
     (2, ["--pp", 2, "--pp-schedule", "zigzag"], "--pp-schedule zigzag: expected gpipe or 1f1b"),
     (3, ["--tp", 3], "--tp 3 does not divide the 64 hidden features (width) of the mlp model"),
-    (2, ["--tp", 2, "--sync", "ps"], "the parameter server serves whole models"),
     (2, ["--batch", 3], "--batch 3 does not split into 2 data-parallel rank(s) x 1 micro-batch(es)"),
     (2, ["--bucket-mb", 0], "--bucket-mb: 0 is not in (0, 1048576]"),
     (2, ["--overlap", "maybe"], "--overlap"),

@@ -190,6 +190,44 @@ TEST(CpuOps, OptimizerStepsMatchTheirDefinitions) {
   EXPECT_LT(maxRelErr(q, qd), 1e-6);
 }
 
+// LAMB against its definition (one tensor), and in parts: the parts' moments, their sums added, then each
+// part's step with the whole tensor's trust ratio give the one-tensor update bit for bit (how ZeRO pieces and
+// tensor-parallel slices run it).
+TEST(CpuOps, LambWholeAndInPartsMatchItsDefinition) {
+  const std::size_t n = 11;
+  const float lr = 1e-2f, b1 = 0.9f, b2 = 0.999f, eps = 1e-6f, wd = 0.1f;
+  const int t = 3;
+  const auto g = randomInputs(n, 21), p0 = randomInputs(n, 22), m0 = randomInputs(n, 23, 0, 1), v0 = randomInputs(n, 24, 0, 1);
+  auto p = p0, m = m0, v = v0;
+  std::vector<float> u(n);
+  cpu::lambUpdate(p.data(), g.data(), m.data(), v.data(), u.data(), n, lr, b1, b2, eps, wd, t);
+  std::vector<double> pd = toDouble(p0), ud(n);
+  double pn = 0, un = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double mi = 0.9 * m0[i] + 0.1 * g[i], vi = 0.999 * v0[i] + 0.001 * double(g[i]) * g[i];
+    ud[i] = (mi / (1 - std::pow(0.9, t))) / (std::sqrt(vi / (1 - std::pow(0.999, t))) + 1e-6) + 0.1 * pd[i];
+    pn += pd[i] * pd[i];
+    un += ud[i] * ud[i];
+  }
+  for (std::size_t i = 0; i < n; ++i) pd[i] -= 1e-2 * std::sqrt(pn / un) * ud[i];
+  EXPECT_LT(maxRelErr(p, pd), 1e-5);
+
+  auto q = p0, mq = m0, vq = v0;
+  const std::size_t cuts[] = {0, 4, 5, n};  // parts of 4, 1 and 6 elements
+  double sums[2] = {0, 0};
+  for (int k = 0; k < 3; ++k)
+    cpu::lambMoments(q.data() + cuts[k], g.data() + cuts[k], mq.data() + cuts[k], vq.data() + cuts[k], cuts[k + 1] - cuts[k], b1,
+                     b2, eps, wd, t, sums);
+  for (int k = 0; k < 3; ++k)
+    cpu::lambApply(q.data() + cuts[k], mq.data() + cuts[k], vq.data() + cuts[k], cuts[k + 1] - cuts[k], lr, b1, b2, eps, wd, t,
+                   cpu::lambTrust(sums[0], sums[1]));
+  EXPECT_EQ(q, p);
+  EXPECT_EQ(mq, m);
+  EXPECT_EQ(vq, v);
+  EXPECT_EQ(cpu::lambTrust(0, 4), 1.0) << "a zero tensor steps by the direction itself";
+  EXPECT_EQ(cpu::lambTrust(9, 4), 1.5);
+}
+
 TEST(CpuOps, AddsAndCasts) {
   const auto a = randomInputs(12, 19), b = randomInputs(4, 20);
   std::vector<float> out(12);

@@ -32,7 +32,8 @@ void validateOptimizerOptions(const OptimizerOptions& o) {
   if (o.eps <= 0) throw UsageError("--eps must be > 0");
 }
 
-Optimizer::Optimizer(const OptimizerOptions& options, std::vector<Param*> params, Arena& arena) : o_(options) {
+Optimizer::Optimizer(const OptimizerOptions& options, std::vector<Param*> params, Arena& arena, PartSums partSums)
+    : o_(options), partSums_(std::move(partSums)) {
   validateOptimizerOptions(o_);
   const bool two = keepsTwoMoments(o_.kind);
   std::size_t largest = 0;
@@ -42,12 +43,32 @@ Optimizer::Optimizer(const OptimizerOptions& options, std::vector<Param*> params
     largest = std::max(largest, p->value.numel());
     slots_.push_back(std::move(s));
   }
-  if (o_.kind == OptimizerKind::kLamb && largest)
+  if (o_.kind == OptimizerKind::kLamb && largest && !partSums_)
     scratch_ = arena.tensor({static_cast<std::int64_t>(largest)}, MemoryKind::kOptimizer);
+}
+
+// LAMB over parts of tensors: every part's moments and sums first, the sums added over the ranks (one
+// collective for all), then every part's step with its whole tensor's trust ratio.
+void Optimizer::lambInParts(float lr, int t) {
+  const float b1 = float(o_.beta1), b2 = float(o_.beta2), eps = float(o_.eps);
+  auto decayOf = [&](const Param& p) { return p.decay ? static_cast<float>(o_.weightDecay) : 0.0f; };
+  std::vector<double> sums(2 * slots_.size(), 0.0);
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    Param& p = *slots_[i].p;
+    ops::lambMoments(*p.value.device, p.value.data, p.grad.data, slots_[i].a.data, slots_[i].b.data, p.value.numel(), b1, b2, eps,
+                     decayOf(p), t, &sums[2 * i]);
+  }
+  partSums_(sums);
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    Param& p = *slots_[i].p;
+    ops::lambApply(*p.value.device, p.value.data, slots_[i].a.data, slots_[i].b.data, p.value.numel(), lr, b1, b2, eps,
+                   decayOf(p), t, cpu::lambTrust(sums[2 * i], sums[2 * i + 1]));
+  }
 }
 
 void Optimizer::step(double lrD, int t) {
   const float lr = static_cast<float>(lrD), b1 = float(o_.beta1), b2 = float(o_.beta2), eps = float(o_.eps);
+  if (o_.kind == OptimizerKind::kLamb && partSums_) return lambInParts(lr, t);
   for (Slot& s : slots_) {
     Param& p = *s.p;
     const std::size_t n = p.value.numel();

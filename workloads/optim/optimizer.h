@@ -4,6 +4,8 @@
 // parameters marked `decay` (weights), never to biases and normalisation gains. The state tensors are
 // named after their parameter (PyTorch's exp_avg / exp_avg_sq / momentum_buffer / square_avg) for
 // checkpoints.
+#include <functional>
+#include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -31,7 +33,12 @@ bool keepsTwoMoments(OptimizerKind kind);
 
 class Optimizer {
  public:
-  Optimizer(const OptimizerOptions& options, std::vector<Param*> params, Arena& arena);
+  // LAMB's trust ratio is a whole tensor's ||p|| / ||u||. Where this rank holds part of some tensors (ZeRO or
+  // parameter-server pieces, tensor-parallel slices), partSums adds, in place, the pairs [sum p^2, sum u^2] of
+  // the parameters (entries 2i and 2i + 1 for params[i]) over the ranks that hold the tensors' other parts.
+  // Unset: every parameter is a whole tensor.
+  using PartSums = std::function<void(std::span<double> sums)>;
+  Optimizer(const OptimizerOptions& options, std::vector<Param*> params, Arena& arena, PartSums partSums = {});
   // One update with learning rate lr; t is the 1-based count of updates (Adam's bias correction).
   void step(double lr, int t);
   // The state tensors, each with its parameter and its name after it: "<param>.<suffix>" (checkpoints).
@@ -48,8 +55,10 @@ class Optimizer {
     Tensor a, b;  // first and second state tensors (unused ones empty)
   };
   OptimizerOptions o_;
+  void lambInParts(float lr, int t);
   std::vector<Slot> slots_;
-  Tensor scratch_;  // lamb's per-tensor update
+  Tensor scratch_;  // lamb's per-tensor update (whole tensors only: the parts' pass recomputes it)
+  PartSums partSums_;
 };
 
 }  // namespace ts::wl

@@ -76,18 +76,23 @@ void CommTracker::waitAll() {
 }
 
 double CommTracker::sum(double v, bool timed) {
-  if (!scalar_.get()) scalar_ = CommBuffer(comm_, 0, sizeof(double));
-  comm_.copyIn(0, scalar_.get(), &v, sizeof(double));
-  const CollectiveCall call{&collectives::all_reduce(), scalar_.get(), scalar_.get(), 1, DType::kFloat64, RedOp::kSum};
+  sum(std::span<double>(&v, 1), timed);
+  return v;
+}
+
+void CommTracker::sum(std::span<double> v, bool timed) {
+  if (v.empty()) return;
+  const std::size_t bytes = v.size_bytes();
+  if (sums_.bytes() < bytes) sums_ = CommBuffer(comm_, 0, bytes);
+  comm_.copyIn(0, sums_.get(), v.data(), bytes);
+  const CollectiveCall call{&collectives::all_reduce(), sums_.get(), sums_.get(), v.size(), DType::kFloat64, RedOp::kSum};
   if (timed) {
     run(call);
   } else {
     trace::Span blocked("wait sum", "wait");  // not the step's communication, but the host waits on its peers
     comm_.start(0, call)->wait(timeoutS_);
   }
-  double out = 0;
-  comm_.copyOut(0, &out, scalar_.get(), sizeof(double));
-  return out;
+  comm_.copyOut(0, v.data(), sums_.get(), bytes);
 }
 
 StepComm CommTracker::take() {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,8 @@ class CommTracker {
   // The sum of one number over the group (a loss, a squared norm), through a buffer where the backend
   // works; timed: counted in this step's figures, else not recorded.
   double sum(double v, bool timed);
+  // The same for several numbers at once, in place (one collective).
+  void sum(std::span<double> v, bool timed);
   // This step's figures; clears them. Every op must be complete.
   StepComm take();
 
@@ -73,7 +76,7 @@ class CommTracker {
   std::string group_;
   std::vector<Op> ops_;
   double exposedS_ = 0;
-  CommBuffer scalar_;
+  CommBuffer sums_;  // sum()'s numbers, where the backend works
 };
 
 }  // namespace ts::wl

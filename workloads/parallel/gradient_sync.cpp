@@ -26,6 +26,10 @@ std::size_t GradientSync::ownedParameterElements() {
   return n;
 }
 
+void GradientSync::sumOverGroup(std::span<double> v) {
+  if (group_) tracker_->sum(v, true);
+}
+
 double GradientSync::groupMean(double v) { return group_ ? groupSum(v, false) / group_->worldSize() : v; }
 
 namespace {

@@ -14,6 +14,7 @@
 // overflows where one device would), and the group's sum is that gradient.
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "workloads/layers/layer.h"
@@ -43,9 +44,9 @@ class GradientSync {
   virtual std::vector<Param*> updateParams() = 0;
   virtual double globalSumOfSquares(double local) = 0;
   virtual void afterUpdate() = 0;
-  // The parameters whose float32 masters mixed precision keeps (the model's, or this rank's shards when
-  // the model's values are not kept between steps).
-  virtual std::vector<Param*> masterParams() { return modelParams_; }
+  // The parameters whose values this rank keeps between steps: the model's, or ZeRO-3's shards (its
+  // layers are gathered only to run). A resume fills these; mixed precision rounds them for the compute.
+  virtual std::vector<Param*> keptParams() { return modelParams_; }
   // Calls visit with every parameter's current value in the model, each valid during its call only
   // (ZeRO-3 gathers one layer at a time, so reading the weights never holds the whole model). Collective.
   virtual void visitParameters(const std::function<void(Param&)>& visit) {
@@ -59,6 +60,9 @@ class GradientSync {
   }
   // The group's mean of a per-rank figure (the loss); not counted as the step's communication.
   double groupMean(double v);
+  // Sums v over the group in place (one collective, counted as the step's communication); a group of one
+  // leaves it as it is.
+  void sumOverGroup(std::span<double> v);
 
  protected:
   explicit GradientSync(std::vector<Param*> modelParams) : modelParams_(std::move(modelParams)) {}

@@ -83,11 +83,6 @@ LayoutOptions resolveLayout(LayoutOptions o, int worldSize) {
     throw UsageError(fmt::format("--{} {} x {} = {} processes, but this run has {}{}", fillsName, fills, others.sizes,
                                  fills * others.product, worldSize, worldSize == 1 ? " (launch with mpirun -np N)" : ""));
   const bool ps = o.sync == SyncKind::kParameterServer;
-  if (o.pp > 1 && ps)
-    throw UsageError("--sync ps with --pp: the parameter server serves whole models, not pipeline stages, in this version");
-  if (o.tp > 1 && ps)
-    throw UsageError(
-        "--sync ps with --tp: the parameter server serves whole models, not tensor-parallel slices, in this version");
   if (!o.ppSplit.empty() && static_cast<int>(o.ppSplit.size()) != o.pp)
     throw UsageError(fmt::format("--pp-split gives {} stage(s), but --pp is {}", o.ppSplit.size(), o.pp));
   for (int n : o.ppSplit)

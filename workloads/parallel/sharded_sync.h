@@ -14,7 +14,8 @@
 //   ps       the final micro-batch's buckets are reduced in place, chunk k to server k (--ps-shards
 //            servers, data-parallel ranks 0..S-1, which also train); each server updates its chunks and
 //            broadcasts them.
-// LAMB is not offered here: its trust ratio needs whole-tensor norms, and a chunk may hold part of one.
+// LAMB's trust ratio needs whole-tensor norms and a chunk may hold part of a tensor: the optimizer adds the
+// pieces' sums over the group (part_sums.h).
 #include <unordered_map>
 
 #include "workloads/parallel/buckets.h"

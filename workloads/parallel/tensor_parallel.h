@@ -13,6 +13,7 @@ class TensorParallelGroup {
   void install(StepContext& ctx);
   // The sum of v over the group (the gradient norm's tensor-parallel slices); counted as communication.
   double sum(double v) { return tracker_.sum(v, true); }
+  void sum(std::span<double> v) { tracker_.sum(v, true); }
   StepComm takeStepComm() { return tracker_.take(); }
 
  private:

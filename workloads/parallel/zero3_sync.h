@@ -28,7 +28,7 @@ class Zero3Sync final : public GradientSync {
   std::vector<Param*> updateParams() override { return pointersTo(pieces_); }
   double globalSumOfSquares(double local) override { return groupSum(local, true); }
   void afterUpdate() override {}
-  std::vector<Param*> masterParams() override { return updateParams(); }
+  std::vector<Param*> keptParams() override { return updateParams(); }
   void visitParameters(const std::function<void(Param&)>& visit) override;
 
  private:
