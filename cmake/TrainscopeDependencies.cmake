@@ -50,7 +50,17 @@ find_package(PkgConfig)
 set(TRAINSCOPE_HAVE_HWLOC OFF)
 set(TRAINSCOPE_HAVE_IBVERBS OFF)
 set(TRAINSCOPE_HAVE_OPENBLAS OFF)
+# OpenMP: the CPU kernels' threads (and `#pragma omp simd` for their vector loops).
+find_package(OpenMP COMPONENTS CXX)
 if(PKG_CONFIG_FOUND)
+  # OpenBLAS built on OpenMP when Debian has it (libopenblas-openmp-dev, installed beside the default pthread
+  # build): its threads are then OpenMP's, the one pool of our kernels (and oneDNN), so one thread count governs
+  # them all and an idle thread waits briefly (GOMP_SPINCOUNT) instead of spinning in sched_yield (the pthread
+  # build's idle workers took half of the CPU samples of a 2-core run, issue #20). The library is linked by its
+  # path there and found through the RUNPATH, not the system's alternatives link.
+  if(OpenMP_CXX_FOUND AND CMAKE_LIBRARY_ARCHITECTURE AND EXISTS "/usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-openmp/pkgconfig")
+    set(ENV{PKG_CONFIG_PATH} "/usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-openmp/pkgconfig:$ENV{PKG_CONFIG_PATH}")
+  endif()
   pkg_check_modules(OPENBLAS IMPORTED_TARGET openblas)
   set(TRAINSCOPE_HAVE_OPENBLAS ${OPENBLAS_FOUND})
   pkg_check_modules(HWLOC IMPORTED_TARGET hwloc)

@@ -25,6 +25,8 @@ def base_env(extra=None):
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     env["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
     env.pop("TRAINSCOPE_FAULT", None)
+    for name in ("TRAINSCOPE_THREADS", "OMP_NUM_THREADS"):  # the thread policy's default unless a test sets them
+        env.pop(name, None)
     env.update(extra or {})
     return env
 

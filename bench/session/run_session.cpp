@@ -11,6 +11,7 @@
 #include "base/json_text.h"
 #include "bench/session/activity.h"
 #include "bench/session/agreement.h"
+#include "bench/session/compute_threads.h"
 #include "bench/session/inventory.h"
 #include "bench/session/peer_census.h"
 #include "bench/session/result_writer.h"
@@ -77,6 +78,11 @@ std::unique_ptr<RunSession> RunSession::open(BootstrapKind bootstrap, bool wantM
     if (firstLocal < 0) firstLocal = static_cast<int>(p);
   }
   if (interval > 0 && firstLocal == boot.rank()) s->telemetry_ = std::make_unique<TelemetrySampler>(interval, localPids);
+  // The compute threads: decided once the processes on this host are known, before any measuring.
+  ComputeThreads threads;
+  collectively(boot, [&] { threads = decideComputeThreads(static_cast<int>(localPids.size())); });
+  applyComputeThreads(threads);
+  s->meta_["threads"] = threads.toJson();
   collectively(boot, [&] {
     if (boot.rank() == 0) s->writer_ = std::make_unique<ResultWriter>(jsonPath);
   });

@@ -1,6 +1,10 @@
 // GEMM through OpenBLAS (row-major CBLAS); without OpenBLAS, a blocked loop that is correct but slow.
-// The strided batch loops over it; the epilogue (bias, GELU) is a pass over C after it.
+// The strided batch loops over it; the epilogue (bias, GELU) is one pass over C after it.
+#include <algorithm>
+
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/parallel_chunks.h"
+#include "kernels/cpu/vector_math.h"
 
 #ifdef TRAINSCOPE_HAVE_OPENBLAS
 #include <cblas.h>
@@ -60,16 +64,33 @@ void gemmStridedBatched(bool ta, bool tb, int m, int n, int k, double alpha, con
   stridedBatched(ta, tb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC, batch);
 }
 
+namespace {
+// One pass over a row of C: + bias, then GELU (either may be off).
+TS_SIMD_CLONES void epilogueRow(float* row, const float* bias, bool gelu, std::size_t n) {
+  if (bias && gelu) {
+#pragma omp simd
+    for (std::size_t j = 0; j < n; ++j) row[j] = vmath::gelu(row[j] + bias[j]);
+  } else if (bias) {
+#pragma omp simd
+    for (std::size_t j = 0; j < n; ++j) row[j] += bias[j];
+  } else {
+#pragma omp simd
+    for (std::size_t j = 0; j < n; ++j) row[j] = vmath::gelu(row[j]);
+  }
+}
+constexpr std::size_t kEpilogueGrain = 1 << 16;  // elements of C below which one thread does the pass
+}  // namespace
+
 void gemmEpilogue(bool ta, bool tb, int m, int n, int k, float alpha, const float* A, int lda, const float* B, int ldb,
                   float beta, float* C, int ldc, const float* bias, bool gelu) {
   gemm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   if (!bias && !gelu) return;
-  // Row by row: C's rows are ldc apart, which biasAdd and geluForward (contiguous [N,C]) do not know.
-  for (int i = 0; i < m; ++i) {
-    float* row = C + static_cast<std::size_t>(i) * ldc;
-    if (bias) biasAdd(row, row, bias, 1, static_cast<std::size_t>(n));
-    if (gelu) geluForward(row, row, static_cast<std::size_t>(n));
-  }
+  // Row by row (C's rows are ldc apart), whole rows to each thread.
+  const auto rows = static_cast<std::size_t>(m), cols = static_cast<std::size_t>(n);
+  parallelChunks(rows, std::max<std::size_t>(1, kEpilogueGrain / std::max<std::size_t>(1, cols)),
+                 [&](std::size_t a, std::size_t z) {
+                   for (std::size_t i = a; i < z; ++i) epilogueRow(C + i * static_cast<std::size_t>(ldc), bias, gelu, cols);
+                 });
 }
 
 }  // namespace ts::cpu

@@ -1,40 +1,70 @@
 // The fused softmax cross-entropy (one pass for the loss and the logit gradients) and the optimizer updates.
+// Float arithmetic, SIMD loops and the compute threads (vector_math.h, threads.h): the optimizers are
+// memory-bound, reading and writing each parameter's state once; float64 is kept where a sum needs it
+// (cross-entropy's sum of exponentials, LAMB's norms).
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/parallel_chunks.h"
+#include "kernels/cpu/vector_math.h"
 
 namespace ts::cpu {
 
+namespace {
+// Below this many parameters an optimizer step stays on one thread.
+constexpr std::size_t kOptimizerGrain = 1 << 15;
+
+// The loss and the logit gradients of one row: exp in float (vector_math.h), the sum of exponentials and
+// the log in float64.
+TS_SIMD_CLONES void crossEntropyRow(float* loss, float* dlogits, const float* z, int target, std::size_t V, float dloss) {
+  float mx = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : mx)
+  for (std::size_t v = 0; v < V; ++v) mx = std::max(mx, z[v]);
+  const double sum = vmath::blockedSum(V, [z, mx](std::size_t v) { return double(vmath::exp(z[v] - mx)); });
+  const auto t = static_cast<std::size_t>(target);
+  if (loss) *loss = static_cast<float>(std::log(sum) - (static_cast<double>(z[t]) - mx));
+  if (!dlogits) return;
+  const auto scale = static_cast<float>(dloss / sum);
+#pragma omp simd
+  for (std::size_t v = 0; v < V; ++v) dlogits[v] = vmath::exp(z[v] - mx) * scale;
+  dlogits[t] -= dloss;
+}
+}  // namespace
+
 void crossEntropyForwardBackward(float* losses, float* dlogits, const float* logits, const int* targets, std::size_t N,
                                  std::size_t V, float dloss) {
-  for (std::size_t i = 0; i < N; ++i) {
-    const float* z = logits + i * V;
-    float mx = -std::numeric_limits<float>::infinity();
-    for (std::size_t v = 0; v < V; ++v) mx = std::max(mx, z[v]);
-    double sum = 0;
-    for (std::size_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(z[v]) - mx);
-    const auto t = static_cast<std::size_t>(targets[i]);
-    if (losses) losses[i] = static_cast<float>(std::log(sum) - (static_cast<double>(z[t]) - mx));
-    if (dlogits)
-      for (std::size_t v = 0; v < V; ++v) {
-        const double p = std::exp(static_cast<double>(z[v]) - mx) / sum;
-        dlogits[i * V + v] = static_cast<float>((p - (v == t ? 1.0 : 0.0)) * dloss);
-      }
+  parallelChunks(N, std::max<std::size_t>(1, (std::size_t{1} << 15) / std::max<std::size_t>(1, V)),
+                 [&](std::size_t a, std::size_t z) {
+                   for (std::size_t i = a; i < z; ++i)
+                     crossEntropyRow(losses ? losses + i : nullptr, dlogits ? dlogits + i * V : nullptr, logits + i * V,
+                                     targets[i], V, dloss);
+                 });
+}
+
+namespace {
+// AdamW in float, one pass (PyTorch's arithmetic: the decay, then the step over the corrected moments):
+// p -= lr (m / c1) / (sqrt(v) / sqrt(c2) + eps) + lr wd p. Reads p, g, m, v; writes p, m, v.
+TS_SIMD_CLONES void adamwRange(float* p, const float* g, float* m, float* v, std::size_t n, float lr, float b1, float b2,
+                               float eps, float wd, float stepSize, float invSqrtC2) {
+#pragma omp simd
+  for (std::size_t i = 0; i < n; ++i) {
+    const float mi = b1 * m[i] + (1 - b1) * g[i];
+    const float vi = b2 * v[i] + (1 - b2) * g[i] * g[i];
+    m[i] = mi;
+    v[i] = vi;
+    p[i] = p[i] - lr * wd * p[i] - stepSize * mi / (std::sqrt(vi) * invSqrtC2 + eps);
   }
 }
+}  // namespace
 
 void adamwUpdate(float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1, float beta2,
                  float eps, float weightDecay, int t) {
-  const double c1 = 1.0 - std::pow(static_cast<double>(beta1), t);
-  const double c2 = 1.0 - std::pow(static_cast<double>(beta2), t);
-  for (std::size_t i = 0; i < n; ++i) {
-    m[i] = beta1 * m[i] + (1 - beta1) * grads[i];
-    v[i] = beta2 * v[i] + (1 - beta2) * grads[i] * grads[i];
-    const double mhat = m[i] / c1, vhat = v[i] / c2;
-    params[i] -= static_cast<float>(lr * (mhat / (std::sqrt(vhat) + eps) + weightDecay * params[i]));
-  }
+  const AdamFactors f = adamFactors(lr, beta1, beta2, t);
+  parallelChunks(n, kOptimizerGrain, [&](std::size_t a, std::size_t z) {
+    adamwRange(params + a, grads + a, m + a, v + a, z - a, lr, beta1, beta2, eps, weightDecay, f.stepSize, f.invSqrtC2);
+  });
 }
 
 void adamwUpdateMulti(const AdamwTensor* tensors, std::size_t count, float lr, float beta1, float beta2, float eps,
@@ -44,25 +74,55 @@ void adamwUpdateMulti(const AdamwTensor* tensors, std::size_t count, float lr, f
                 t);
 }
 
+namespace {
+// Adam with L2 decay in the gradient, in float (PyTorch's arithmetic): g = grad + wd p, the moments, then
+// p -= (lr / c1) m / (sqrt(v) / sqrt(c2) + eps). Reads p, g, m, v; writes p, m, v.
+TS_SIMD_CLONES void adamRange(float* p, const float* grads, float* m, float* v, std::size_t n, float b1, float b2, float eps,
+                              float wd, float stepSize, float invSqrtC2) {
+#pragma omp simd
+  for (std::size_t i = 0; i < n; ++i) {
+    const float g = grads[i] + wd * p[i];
+    const float mi = b1 * m[i] + (1 - b1) * g;
+    const float vi = b2 * v[i] + (1 - b2) * g * g;
+    m[i] = mi;
+    v[i] = vi;
+    p[i] = p[i] - stepSize * mi / (std::sqrt(vi) * invSqrtC2 + eps);
+  }
+}
+
+TS_SIMD_CLONES void rmspropRange(float* p, const float* grads, float* sq, std::size_t n, float lr, float alpha, float eps,
+                                 float wd) {
+#pragma omp simd
+  for (std::size_t i = 0; i < n; ++i) {
+    const float g = grads[i] + wd * p[i];
+    sq[i] = alpha * sq[i] + (1 - alpha) * g * g;
+    p[i] -= lr * g / (std::sqrt(sq[i]) + eps);
+  }
+}
+
+TS_SIMD_CLONES void sgdRange(float* p, const float* grads, float* momentum, std::size_t n, float lr, float mu, float wd) {
+#pragma omp simd
+  for (std::size_t i = 0; i < n; ++i) {
+    const float g = grads[i] + wd * p[i];
+    momentum[i] = mu * momentum[i] + g;
+    p[i] -= lr * momentum[i];
+  }
+}
+}  // namespace
+
 void adamUpdate(float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1, float beta2,
                 float eps, float weightDecay, int t) {
-  const double c1 = 1.0 - std::pow(static_cast<double>(beta1), t);
-  const double c2 = 1.0 - std::pow(static_cast<double>(beta2), t);
-  for (std::size_t i = 0; i < n; ++i) {
-    const float g = grads[i] + weightDecay * params[i];
-    m[i] = beta1 * m[i] + (1 - beta1) * g;
-    v[i] = beta2 * v[i] + (1 - beta2) * g * g;
-    params[i] -= static_cast<float>(lr * ((m[i] / c1) / (std::sqrt(v[i] / c2) + eps)));
-  }
+  const AdamFactors f = adamFactors(lr, beta1, beta2, t);
+  parallelChunks(n, kOptimizerGrain, [&](std::size_t a, std::size_t z) {
+    adamRange(params + a, grads + a, m + a, v + a, z - a, beta1, beta2, eps, weightDecay, f.stepSize, f.invSqrtC2);
+  });
 }
 
 void rmspropUpdate(float* params, const float* grads, float* sq, std::size_t n, float lr, float alpha, float eps,
                    float weightDecay) {
-  for (std::size_t i = 0; i < n; ++i) {
-    const float g = grads[i] + weightDecay * params[i];
-    sq[i] = alpha * sq[i] + (1 - alpha) * g * g;
-    params[i] -= lr * g / (std::sqrt(sq[i]) + eps);
-  }
+  parallelChunks(n, kOptimizerGrain, [&](std::size_t a, std::size_t z) {
+    rmspropRange(params + a, grads + a, sq + a, z - a, lr, alpha, eps, weightDecay);
+  });
 }
 
 namespace {
@@ -116,11 +176,9 @@ void lambApply(float* params, const float* m, const float* v, std::size_t n, flo
 }
 
 void sgdMomentumUpdate(float* params, const float* grads, float* momentum, std::size_t n, float lr, float mu, float weightDecay) {
-  for (std::size_t i = 0; i < n; ++i) {
-    const float g = grads[i] + weightDecay * params[i];
-    momentum[i] = mu * momentum[i] + g;
-    params[i] -= lr * momentum[i];
-  }
+  parallelChunks(n, kOptimizerGrain, [&](std::size_t a, std::size_t z) {
+    sgdRange(params + a, grads + a, momentum + a, z - a, lr, mu, weightDecay);
+  });
 }
 
 }  // namespace ts::cpu

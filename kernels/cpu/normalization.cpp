@@ -4,131 +4,178 @@
 #include <limits>
 
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/parallel_chunks.h"
+#include "kernels/cpu/vector_math.h"
 
 namespace ts::cpu {
 
+namespace {
+// Rows of a row op go to the compute threads by whole rows (a row's sums stay one thread's, in one order);
+// below this many elements in all, one thread.
+constexpr std::size_t kRowsGrain = 1 << 15;
+
+template <class Row>
+void forEachRow(std::size_t rows, std::size_t cols, Row&& row) {
+  parallelChunks(rows, std::max<std::size_t>(1, kRowsGrain / std::max<std::size_t>(1, cols)), [&](std::size_t a, std::size_t z) {
+    for (std::size_t r = a; r < z; ++r) row(r);
+  });
+}
+
+TS_SIMD_CLONES void layernormRow(float* y, float* mean, float* rstd, const float* x, const float* weight, const float* bias,
+                                 std::size_t C, float eps) {
+  // float64 sums: the mean and variance of a wide row lose digits in float.
+  const double m = vmath::blockedSum(C, [x](std::size_t c) { return double(x[c]); }) / static_cast<double>(C);
+  const double var = vmath::blockedSum(C, [x, m](std::size_t c) { return (x[c] - m) * (x[c] - m); }) / static_cast<double>(C);
+  const double s = 1.0 / std::sqrt(var + eps);
+#pragma omp simd
+  for (std::size_t c = 0; c < C; ++c) y[c] = static_cast<float>((x[c] - m) * s) * weight[c] + bias[c];
+  if (mean) *mean = static_cast<float>(m);
+  if (rstd) *rstd = static_cast<float>(s);
+}
+
+// dxhat = dy * w; dx = s * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)); dweight and dbias are summed over
+// rows, so the backward's rows stay on one thread (they all add into them).
+TS_SIMD_CLONES void layernormBackwardRow(float* dx, float* dweight, float* dbias, const float* dy, const float* x,
+                                         const float* weight, double m, double s, std::size_t C) {
+  auto xhat = [&](std::size_t c) { return (x[c] - m) * s; };
+  auto dnorm = [&](std::size_t c) { return static_cast<double>(dy[c]) * weight[c]; };
+  const double dnormMean = vmath::blockedSum(C, dnorm) / static_cast<double>(C);
+  const double dnormNormMean = vmath::blockedSum(C, [&](std::size_t c) { return dnorm(c) * xhat(c); }) / static_cast<double>(C);
+  if (dbias) {
+#pragma omp simd
+    for (std::size_t c = 0; c < C; ++c) dbias[c] += dy[c];
+  }
+  if (dweight) {
+#pragma omp simd
+    for (std::size_t c = 0; c < C; ++c) dweight[c] += static_cast<float>(xhat(c) * dy[c]);
+  }
+  if (dx) {
+#pragma omp simd
+    for (std::size_t c = 0; c < C; ++c) dx[c] += static_cast<float>(s * (dnorm(c) - dnormMean - xhat(c) * dnormNormMean));
+  }
+}
+
+// exp(x - max) in float (vector_math.h), summed in float64; y = e / sum. Masked columns (causal) are 0.
+TS_SIMD_CLONES void softmaxRow(float* y, const float* x, std::size_t cols, std::size_t valid) {
+  float mx = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : mx)
+  for (std::size_t c = 0; c < valid; ++c) mx = std::max(mx, x[c]);
+#pragma omp simd
+  for (std::size_t c = 0; c < valid; ++c) y[c] = vmath::exp(x[c] - mx);
+  const float inv = static_cast<float>(1.0 / vmath::blockedSum(valid, [y](std::size_t c) { return double(y[c]); }));
+#pragma omp simd
+  for (std::size_t c = 0; c < valid; ++c) y[c] *= inv;
+  for (std::size_t c = valid; c < cols; ++c) y[c] = 0.0f;
+}
+
+TS_SIMD_CLONES void softmaxBackwardRow(float* dx, const float* dy, const float* y, std::size_t cols) {
+  const double dot = vmath::blockedSum(cols, [dy, y](std::size_t c) { return static_cast<double>(dy[c]) * y[c]; });
+  const auto d = static_cast<float>(dot);
+#pragma omp simd
+  for (std::size_t c = 0; c < cols; ++c) dx[c] += y[c] * (dy[c] - d);
+}
+}  // namespace
+
 void layernormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
                       std::size_t N, std::size_t C, float eps) {
-  for (std::size_t i = 0; i < N; ++i) {
-    const float* x = inp + i * C;
-    double m = 0;  // double accumulation: the CPU op is also the reference
-    for (std::size_t c = 0; c < C; ++c) m += x[c];
-    m /= static_cast<double>(C);
-    double var = 0;
-    for (std::size_t c = 0; c < C; ++c) var += (x[c] - m) * (x[c] - m);
-    var /= static_cast<double>(C);
-    const double s = 1.0 / std::sqrt(var + eps);
-    float* y = out + i * C;
-    for (std::size_t c = 0; c < C; ++c) y[c] = static_cast<float>((x[c] - m) * s) * weight[c] + bias[c];
-    if (mean) mean[i] = static_cast<float>(m);
-    if (rstd) rstd[i] = static_cast<float>(s);
-  }
+  forEachRow(N, C, [&](std::size_t i) {
+    layernormRow(out + i * C, mean ? mean + i : nullptr, rstd ? rstd + i : nullptr, inp + i * C, weight, bias, C, eps);
+  });
 }
 
 void layernormBackward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const float* weight,
                        const float* mean, const float* rstd, std::size_t N, std::size_t C) {
-  for (std::size_t i = 0; i < N; ++i) {
-    const float* dy = dout + i * C;
-    const float* x = inp + i * C;
-    const double m = mean[i], s = rstd[i];
-    // dxhat = dy * w; dx = s * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
-    double dnormMean = 0, dnormNormMean = 0;
-    for (std::size_t c = 0; c < C; ++c) {
-      const double xhat = (x[c] - m) * s;
-      const double dnorm = static_cast<double>(dy[c]) * weight[c];
-      dnormMean += dnorm;
-      dnormNormMean += dnorm * xhat;
-    }
-    dnormMean /= static_cast<double>(C);
-    dnormNormMean /= static_cast<double>(C);
-    for (std::size_t c = 0; c < C; ++c) {
-      const double xhat = (x[c] - m) * s;
-      const double dnorm = static_cast<double>(dy[c]) * weight[c];
-      if (dbias) dbias[c] += dy[c];
-      if (dweight) dweight[c] += static_cast<float>(xhat * dy[c]);
-      if (dinp) dinp[i * C + c] += static_cast<float>(s * (dnorm - dnormMean - xhat * dnormNormMean));
-    }
-  }
+  for (std::size_t i = 0; i < N; ++i)
+    layernormBackwardRow(dinp ? dinp + i * C : nullptr, dweight, dbias, dout + i * C, inp + i * C, weight, mean[i], rstd[i], C);
 }
 
 void softmaxForward(float* out, const float* inp, std::size_t rows, std::size_t cols, std::size_t causalT) {
-  for (std::size_t r = 0; r < rows; ++r) {
-    const float* x = inp + r * cols;
-    float* y = out + r * cols;
-    const std::size_t valid = causalT ? std::min(cols, r % causalT + 1) : cols;
-    float mx = -std::numeric_limits<float>::infinity();
-    for (std::size_t c = 0; c < valid; ++c) mx = std::max(mx, x[c]);
-    double sum = 0;
-    for (std::size_t c = 0; c < valid; ++c) sum += std::exp(static_cast<double>(x[c]) - mx);
-    for (std::size_t c = 0; c < cols; ++c)
-      y[c] = c < valid ? static_cast<float>(std::exp(static_cast<double>(x[c]) - mx) / sum) : 0.0f;
-  }
+  forEachRow(rows, cols, [&](std::size_t r) {
+    softmaxRow(out + r * cols, inp + r * cols, cols, causalT ? std::min(cols, r % causalT + 1) : cols);
+  });
 }
 
 void softmaxBackward(float* dinp, const float* dout, const float* out, std::size_t rows, std::size_t cols) {
-  for (std::size_t r = 0; r < rows; ++r) {
-    const float* dy = dout + r * cols;
-    const float* y = out + r * cols;
-    double dot = 0;
-    for (std::size_t c = 0; c < cols; ++c) dot += static_cast<double>(dy[c]) * y[c];
-    for (std::size_t c = 0; c < cols; ++c) dinp[r * cols + c] += static_cast<float>(y[c] * (dy[c] - dot));
-  }
+  forEachRow(rows, cols, [&](std::size_t r) { softmaxBackwardRow(dinp + r * cols, dout + r * cols, out + r * cols, cols); });
 }
 
-// Per channel over N*HW values: the same algebra as layernorm, with the roles of rows and columns swapped.
+// Per channel over N*HW values: the same algebra as layernorm, with the roles of rows and columns swapped. A
+// channel's values are N runs of HW; its sums (float64) add the runs' blocked sums in order. Channels go to
+// the compute threads whole.
+namespace {
+template <class F>
+double channelSum(std::size_t N, std::size_t C, std::size_t HW, std::size_t c, F&& f) {
+  double s = 0;
+  for (std::size_t n = 0; n < N; ++n) {
+    const std::size_t base = (n * C + c) * HW;
+    s += vmath::blockedSum(HW, [&](std::size_t i) { return f(base + i); });
+  }
+  return s;
+}
+
+template <class Channel>
+void forEachChannel(std::size_t N, std::size_t C, std::size_t HW, Channel&& channel) {
+  parallelChunks(C, std::max<std::size_t>(1, kRowsGrain / std::max<std::size_t>(1, N * HW)), [&](std::size_t a, std::size_t z) {
+    for (std::size_t c = a; c < z; ++c) channel(c);
+  });
+}
+
+TS_SIMD_CLONES void batchnormForwardChannel(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                                            const float* bias, std::size_t N, std::size_t C, std::size_t HW, float eps,
+                                            float* runningMean, float* runningVar, float momentum, std::size_t c) {
+  const double count = static_cast<double>(N * HW);
+  const double m = channelSum(N, C, HW, c, [inp](std::size_t j) { return double(inp[j]); }) / count;
+  const double v = channelSum(N, C, HW, c, [inp, m](std::size_t j) { return (inp[j] - m) * (inp[j] - m); }) / count;
+  const double r = 1.0 / std::sqrt(v + eps);
+  const double w = weight[c], b = bias[c];
+  for (std::size_t n = 0; n < N; ++n) {
+    const std::size_t base = (n * C + c) * HW;
+#pragma omp simd
+    for (std::size_t i = 0; i < HW; ++i) out[base + i] = static_cast<float>((inp[base + i] - m) * r * w + b);
+  }
+  if (mean) mean[c] = static_cast<float>(m);
+  if (rstd) rstd[c] = static_cast<float>(r);
+  if (runningMean) runningMean[c] = static_cast<float>((1 - momentum) * runningMean[c] + momentum * m);
+  if (runningVar)
+    runningVar[c] = static_cast<float>((1 - momentum) * runningVar[c] + momentum * v * count / std::max(1.0, count - 1));
+}
+
+TS_SIMD_CLONES void batchnormBackwardChannel(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                                             const float* weight, const float* mean, const float* rstd, std::size_t N,
+                                             std::size_t C, std::size_t HW, std::size_t c) {
+  const double count = static_cast<double>(N * HW);
+  const double m = mean[c], r = rstd[c];
+  const double sumDy = channelSum(N, C, HW, c, [dout](std::size_t j) { return double(dout[j]); });
+  const double sumDyXhat = channelSum(N, C, HW, c, [&](std::size_t j) { return dout[j] * (inp[j] - m) * r; });
+  if (dbias) dbias[c] += static_cast<float>(sumDy);
+  if (dweight) dweight[c] += static_cast<float>(sumDyXhat);
+  if (!dinp) return;
+  // dx = w r (dy - mean(dy) - xhat mean(dy xhat))
+  const double meanDy = sumDy / count, meanDyXhat = sumDyXhat / count, wr = weight[c] * r;
+  for (std::size_t n = 0; n < N; ++n) {
+    const std::size_t base = (n * C + c) * HW;
+#pragma omp simd
+    for (std::size_t i = 0; i < HW; ++i) {
+      const std::size_t j = base + i;
+      dinp[j] += static_cast<float>(wr * (dout[j] - meanDy - (inp[j] - m) * r * meanDyXhat));
+    }
+  }
+}
+}  // namespace
+
 void batchnormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
                       std::size_t N, std::size_t C, std::size_t HW, float eps, float* runningMean, float* runningVar,
                       float momentum) {
-  const double count = static_cast<double>(N * HW);
-  for (std::size_t c = 0; c < C; ++c) {
-    double m = 0, v = 0;
-    for (std::size_t n = 0; n < N; ++n)
-      for (std::size_t i = 0; i < HW; ++i) m += inp[(n * C + c) * HW + i];
-    m /= count;
-    for (std::size_t n = 0; n < N; ++n)
-      for (std::size_t i = 0; i < HW; ++i) {
-        const double d = inp[(n * C + c) * HW + i] - m;
-        v += d * d;
-      }
-    v /= count;
-    const double r = 1.0 / std::sqrt(v + eps);
-    for (std::size_t n = 0; n < N; ++n)
-      for (std::size_t i = 0; i < HW; ++i) {
-        const std::size_t j = (n * C + c) * HW + i;
-        out[j] = static_cast<float>((inp[j] - m) * r * weight[c] + bias[c]);
-      }
-    if (mean) mean[c] = static_cast<float>(m);
-    if (rstd) rstd[c] = static_cast<float>(r);
-    if (runningMean) runningMean[c] = static_cast<float>((1 - momentum) * runningMean[c] + momentum * m);
-    if (runningVar)
-      runningVar[c] = static_cast<float>((1 - momentum) * runningVar[c] + momentum * v * count / std::max(1.0, count - 1));
-  }
+  forEachChannel(N, C, HW, [&](std::size_t c) {
+    batchnormForwardChannel(out, mean, rstd, inp, weight, bias, N, C, HW, eps, runningMean, runningVar, momentum, c);
+  });
 }
 
 void batchnormBackward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const float* weight,
                        const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW) {
-  const double count = static_cast<double>(N * HW);
-  for (std::size_t c = 0; c < C; ++c) {
-    const double m = mean[c], r = rstd[c];
-    double sumDy = 0, sumDyXhat = 0;
-    for (std::size_t n = 0; n < N; ++n)
-      for (std::size_t i = 0; i < HW; ++i) {
-        const std::size_t j = (n * C + c) * HW + i;
-        sumDy += dout[j];
-        sumDyXhat += dout[j] * (inp[j] - m) * r;
-      }
-    if (dbias) dbias[c] += static_cast<float>(sumDy);
-    if (dweight) dweight[c] += static_cast<float>(sumDyXhat);
-    if (!dinp) continue;
-    // dx = w r (dy - mean(dy) - xhat mean(dy xhat))
-    const double meanDy = sumDy / count, meanDyXhat = sumDyXhat / count;
-    for (std::size_t n = 0; n < N; ++n)
-      for (std::size_t i = 0; i < HW; ++i) {
-        const std::size_t j = (n * C + c) * HW + i;
-        const double xhat = (inp[j] - m) * r;
-        dinp[j] += static_cast<float>(weight[c] * r * (dout[j] - meanDy - xhat * meanDyXhat));
-      }
-  }
+  forEachChannel(N, C, HW, [&](std::size_t c) {
+    batchnormBackwardChannel(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, HW, c);
+  });
 }
 
 }  // namespace ts::cpu

@@ -5,6 +5,7 @@
 //
 // Gradients accumulate (+=) into dweight/dbias, so that one backward can sum over micro-batches; dinp is
 // accumulated as well, matching how a layer's input gradient sums contributions from several consumers.
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -90,7 +91,17 @@ void embeddingBackward(float* dwte, float* dwpe, const float* dout, const int* t
 void crossEntropyForwardBackward(float* losses, float* dlogits, const float* logits, const int* targets, std::size_t N,
                                  std::size_t V, float dloss);
 
-// AdamW (decoupled weight decay), step t >= 1: m, v updated in place; params -= lr * (mhat / (sqrt(vhat) + eps) + wd * params).
+// Adam's and AdamW's step factors, lr / c1 and 1 / sqrt(c2) with c = 1 - beta^t: float64, rounded to float once
+// (the CPU and CUDA updates take the same ones).
+struct AdamFactors {
+  float stepSize, invSqrtC2;
+};
+inline AdamFactors adamFactors(float lr, float beta1, float beta2, int t) {
+  const double c1 = 1.0 - std::pow(static_cast<double>(beta1), t), c2 = 1.0 - std::pow(static_cast<double>(beta2), t);
+  return {static_cast<float>(lr / c1), static_cast<float>(1.0 / std::sqrt(c2))};
+}
+// AdamW (decoupled weight decay), step t >= 1: m, v updated in place; params -= lr * (mhat / (sqrt(vhat) + eps) + wd * params),
+// in float as PyTorch computes it: p - lr wd p - (lr / c1) m / (sqrt(v) / sqrt(c2) + eps), c = 1 - beta^t.
 void adamwUpdate(float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1, float beta2,
                  float eps, float weightDecay, int t);
 // The same AdamW step over many tensors at once (a model's parameters): one call, one launch per group on
@@ -104,7 +115,8 @@ struct AdamwTensor {
 };
 void adamwUpdateMulti(const AdamwTensor* tensors, std::size_t count, float lr, float beta1, float beta2, float eps,
                       float weightDecay, int t);
-// Adam with L2 weight decay added to the gradient (the original Adam): g' = g + wd p, then the Adam step.
+// Adam with L2 weight decay added to the gradient (the original Adam): g' = g + wd p, then the Adam step
+// (in float, as AdamW's).
 void adamUpdate(float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1, float beta2,
                 float eps, float weightDecay, int t);
 // RMSprop (PyTorch's form): g' = g + wd p; sq = alpha sq + (1 - alpha) g'^2; p -= lr g' / (sqrt(sq) + eps).

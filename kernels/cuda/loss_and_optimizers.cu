@@ -4,7 +4,8 @@
 // Numerics. Cross-entropy, AdamW and SGD let nvcc contract into FMAs: they match the CPU to rounding.
 // Adam, RMSprop and LAMB repeat the CPU's arithmetic step by step (the same float or double type at each
 // step, explicit round-to-nearest intrinsics where nvcc would contract): bit-equal elementwise; LAMB's
-// norms are float64 sums in a fixed order (deterministic).
+// norms are float64 sums in a fixed order (deterministic). AdamW and Adam are PyTorch's float form:
+// p -= (lr / c1) m / (sqrt(v) / sqrt(c2) + eps), the two factors computed once on the host.
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -40,16 +41,20 @@ __global__ void crossEntropyKernel(float* losses, float* dlogits, const float* l
   }
 }
 
-// AdamW: reads params, grads, m, v and writes params, m, v (28 bytes per parameter).
+// AdamW: p - lr wd p - stepSize m / (sqrt(v) invSqrtC2 + eps); reads params, grads, m, v and writes params, m, v
+// (28 bytes per parameter).
+__device__ inline float adamwElement(float& p, float g, float& m, float& v, float lr, float b1, float b2, float eps, float wd,
+                                     float stepSize, float invSqrtC2) {
+  const float mi = b1 * m + (1 - b1) * g;
+  const float vi = b2 * v + (1 - b2) * g * g;
+  m = mi;
+  v = vi;
+  return p - lr * wd * p - stepSize * mi / (sqrtf(vi) * invSqrtC2 + eps);
+}
 __global__ void adamwKernel(float* p, const float* g, float* m, float* v, std::size_t n, float lr, float b1, float b2, float eps,
-                            float wd, float c1, float c2) {
-  for (std::size_t i = firstIndex(); i < n; i += gridStride()) {
-    const float mi = b1 * m[i] + (1 - b1) * g[i];
-    const float vi = b2 * v[i] + (1 - b2) * g[i] * g[i];
-    m[i] = mi;
-    v[i] = vi;
-    p[i] -= lr * ((mi / c1) / (sqrtf(vi / c2) + eps) + wd * p[i]);
-  }
+                            float wd, float stepSize, float invSqrtC2) {
+  for (std::size_t i = firstIndex(); i < n; i += gridStride())
+    p[i] = adamwElement(p[i], g[i], m[i], v[i], lr, b1, b2, eps, wd, stepSize, invSqrtC2);
 }
 
 // Multi-tensor AdamW: blockIdx.y picks the tensor of the group, blockIdx.x strides over its elements;
@@ -58,16 +63,11 @@ constexpr int kMultiTensorGroup = 48;  // 48 x 40-byte descriptors: within the 4
 struct AdamwGroup {
   cpu::AdamwTensor t[kMultiTensorGroup];
 };
-__global__ void adamwMultiKernel(AdamwGroup group, float lr, float b1, float b2, float eps, float wd, float c1, float c2) {
+__global__ void adamwMultiKernel(AdamwGroup group, float lr, float b1, float b2, float eps, float wd, float stepSize,
+                                 float invSqrtC2) {
   const cpu::AdamwTensor& x = group.t[blockIdx.y];
-  for (std::size_t i = firstIndex(); i < x.n; i += gridStride()) {
-    const float g = x.grads[i];
-    const float mi = b1 * x.m[i] + (1 - b1) * g;
-    const float vi = b2 * x.v[i] + (1 - b2) * g * g;
-    x.m[i] = mi;
-    x.v[i] = vi;
-    x.params[i] -= lr * ((mi / c1) / (sqrtf(vi / c2) + eps) + wd * x.params[i]);
-  }
+  for (std::size_t i = firstIndex(); i < x.n; i += gridStride())
+    x.params[i] = adamwElement(x.params[i], x.grads[i], x.m[i], x.v[i], lr, b1, b2, eps, wd, stepSize, invSqrtC2);
 }
 
 // SGD with momentum: buf = mu buf + (g + wd p); p -= lr buf. Reads p, g, buf; writes p, buf (20 bytes per parameter).
@@ -79,10 +79,10 @@ __global__ void sgdKernel(float* p, const float* g, float* buf, std::size_t n, f
   }
 }
 
-// Adam with L2 decay in the gradient. float: g = grad + wd p; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g g;
-// float64: step = lr (m / c1) / (sqrt(v / c2) + eps); p -= (float)step. Reads p, g, m, v; writes p, m, v.
-__global__ void adamKernel(float* p, const float* grads, float* m, float* v, std::size_t n, float lr, float b1, float oneMinusB1,
-                           float b2, float oneMinusB2, float eps, float wd, double c1, double c2) {
+// Adam with L2 decay in the gradient, all float as the CPU: g = grad + wd p; m = b1 m + (1-b1) g;
+// v = b2 v + (1-b2) g g; p -= stepSize m / (sqrt(v) invSqrtC2 + eps). Reads p, g, m, v; writes p, m, v.
+__global__ void adamKernel(float* p, const float* grads, float* m, float* v, std::size_t n, float b1, float oneMinusB1, float b2,
+                           float oneMinusB2, float eps, float wd, float stepSize, float invSqrtC2) {
   for (std::size_t i = firstIndex(); i < n; i += gridStride()) {
     const float pi = p[i];
     const float g = __fadd_rn(grads[i], __fmul_rn(wd, pi));
@@ -90,8 +90,7 @@ __global__ void adamKernel(float* p, const float* grads, float* m, float* v, std
     const float vi = __fadd_rn(__fmul_rn(b2, v[i]), __fmul_rn(__fmul_rn(oneMinusB2, g), g));
     m[i] = mi;
     v[i] = vi;
-    const double step = static_cast<double>(lr) * ((mi / c1) / (sqrt(vi / c2) + static_cast<double>(eps)));
-    p[i] = __fsub_rn(pi, static_cast<float>(step));
+    p[i] = __fsub_rn(pi, __fdiv_rn(__fmul_rn(stepSize, mi), __fadd_rn(__fmul_rn(__fsqrt_rn(vi), invSqrtC2), eps)));
   }
 }
 
@@ -176,13 +175,14 @@ void crossEntropyForwardBackward(float* losses, float* dlogits, const float* log
 }
 void adamwUpdate(float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1, float beta2,
                  float eps, float weightDecay, int t, cudaStream_t s) {
-  const float c1 = 1.0f - powf(beta1, static_cast<float>(t)), c2 = 1.0f - powf(beta2, static_cast<float>(t));
-  adamwKernel<<<elementGrid(n), kBlock, 0, s>>>(params, grads, m, v, n, lr, beta1, beta2, eps, weightDecay, c1, c2);
+  const cpu::AdamFactors f = cpu::adamFactors(lr, beta1, beta2, t);
+  adamwKernel<<<elementGrid(n), kBlock, 0, s>>>(params, grads, m, v, n, lr, beta1, beta2, eps, weightDecay, f.stepSize,
+                                                f.invSqrtC2);
   CUDA_CHECK(cudaGetLastError());
 }
 void adamwUpdateMulti(const cpu::AdamwTensor* tensors, std::size_t count, float lr, float beta1, float beta2, float eps,
                       float weightDecay, int t, cudaStream_t s) {
-  const float c1 = 1.0f - powf(beta1, static_cast<float>(t)), c2 = 1.0f - powf(beta2, static_cast<float>(t));
+  const cpu::AdamFactors f = cpu::adamFactors(lr, beta1, beta2, t);
   for (std::size_t first = 0; first < count; first += kMultiTensorGroup) {
     AdamwGroup group{};
     const std::size_t n = std::min<std::size_t>(kMultiTensorGroup, count - first);
@@ -194,7 +194,7 @@ void adamwUpdateMulti(const cpu::AdamwTensor* tensors, std::size_t count, float 
     if (largest == 0) continue;
     // Blocks enough for the largest tensor; the smaller ones' blocks stride out early.
     const dim3 grid(std::min<unsigned>(blocksFor(largest, kBlock), 4096u), static_cast<unsigned>(n));
-    adamwMultiKernel<<<grid, kBlock, 0, s>>>(group, lr, beta1, beta2, eps, weightDecay, c1, c2);
+    adamwMultiKernel<<<grid, kBlock, 0, s>>>(group, lr, beta1, beta2, eps, weightDecay, f.stepSize, f.invSqrtC2);
     CUDA_CHECK(cudaGetLastError());
   }
 }
@@ -207,9 +207,9 @@ void sgdMomentumUpdate(float* params, const float* grads, float* momentum, std::
 void adamUpdate(float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1, float beta2,
                 float eps, float weightDecay, int t, cudaStream_t stream) {
   if (n == 0) return;
-  const double c1 = 1.0 - std::pow(static_cast<double>(beta1), t), c2 = 1.0 - std::pow(static_cast<double>(beta2), t);
-  adamKernel<<<elementGrid(n), kBlock, 0, stream>>>(params, grads, m, v, n, lr, beta1, 1 - beta1, beta2, 1 - beta2, eps,
-                                                    weightDecay, c1, c2);
+  const cpu::AdamFactors f = cpu::adamFactors(lr, beta1, beta2, t);
+  adamKernel<<<elementGrid(n), kBlock, 0, stream>>>(params, grads, m, v, n, beta1, 1 - beta1, beta2, 1 - beta2, eps, weightDecay,
+                                                    f.stepSize, f.invSqrtC2);
   CUDA_CHECK(cudaGetLastError());
 }
 void rmspropUpdate(float* params, const float* grads, float* sq, std::size_t n, float lr, float alpha, float eps,

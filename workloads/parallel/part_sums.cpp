@@ -12,8 +12,8 @@ bool countsHere(const Param& p, const Mesh& mesh) {
   return (!p.pieceOf.empty() || mesh.coordinate(GroupKind::kDp) == 0) && (p.tpShard() || mesh.coordinate(GroupKind::kTp) == 0);
 }
 
-Optimizer::PartSums lambPartSums(const std::vector<Param*>& updateParams, const ModelPart& part, const Mesh& mesh, GradientSync& sync,
-                                 TensorParallelGroup* tp) {
+Optimizer::PartSums lambPartSums(const std::vector<Param*>& updateParams, const ModelPart& part, const Mesh& mesh,
+                                 GradientSync& sync, TensorParallelGroup* tp) {
   std::unordered_map<std::string, std::size_t> indexOf;
   for (std::size_t j = 0; j < part.params.size(); ++j) indexOf[part.params[j]->name] = j;
   std::vector<std::size_t> tensorOf;  // per update parameter: its whole tensor's index in the part

@@ -22,7 +22,7 @@ bool countsHere(const Param& p, const Mesh& mesh);
 // part (the same list on every rank of the data- and tensor-parallel groups), the counted ones added over
 // the data-parallel group when the layout shards (ZeRO, the parameter server) and over the tensor-parallel
 // group (tp may be null), and every pair read back from its tensor's.
-Optimizer::PartSums lambPartSums(const std::vector<Param*>& updateParams, const ModelPart& part, const Mesh& mesh, GradientSync& sync,
-                                 TensorParallelGroup* tp);
+Optimizer::PartSums lambPartSums(const std::vector<Param*>& updateParams, const ModelPart& part, const Mesh& mesh,
+                                 GradientSync& sync, TensorParallelGroup* tp);
 
 }  // namespace ts::wl
