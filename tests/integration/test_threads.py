@@ -52,4 +52,5 @@ def test_a_bad_count_is_one_line_before_any_work(tmp_path, value):
     out = tmp_path / "t.json"
     r = run_trainscope([*TRAIN, "--json", out], env={"TRAINSCOPE_THREADS": value})
     assert r.rc == 2 and not out.exists()
-    assert r.error_lines() == [f"trainscope: error: TRAINSCOPE_THREADS={value}: expected a whole number of threads from 1 to 4096"]
+    want = f"trainscope: error: TRAINSCOPE_THREADS={value}: expected a whole number of threads from 1 to 4096"
+    assert r.error_lines() == [want]
