@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -22,7 +23,7 @@ std::optional<int> threadsFrom(const char* name) {
   if (!v || !*v) return std::nullopt;
   char* end = nullptr;
   const long n = std::strtol(v, &end, 10);
-  if (end == v || *end != '\0' || n < 1 || n > kMaxThreads)
+  if (!std::isdigit(static_cast<unsigned char>(v[0])) || *end != '\0' || n < 1 || n > kMaxThreads)
     throw UsageError(fmt::format("{}={}: expected a whole number of threads from 1 to {}", name, v, kMaxThreads));
   return static_cast<int>(n);
 }
