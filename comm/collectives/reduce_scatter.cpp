@@ -21,6 +21,17 @@ Buffers buffers(const MpiCall& m, const CollectiveCall& c) {
   if (c.recv != mine) return {c.send, c.recv, mine, false};
   return {MPI_IN_PLACE, const_cast<void*>(c.send), mine, m.rank != 0};
 }
+// Why counts (MPI_Reduce_scatter) is the default call (kDefaultMpiReduceScatter, comm/communicator.h):
+// measured with `collectives --ops reduce_scatter` at 2 ranks on a 2-core VM (Open MPI 4.1.4, shared memory,
+// load 3-13 from other builds), 6 runs per call interleaved, median time in us out of place, block / counts:
+//   256 KiB 72 / 29, 1 MiB 516 / 162, 4 MiB 23130 / 11323, 16 MiB 73826 / 33575, 32 MiB 130206 / 119345,
+//   64 MiB 252728 / 271632
+// (in place alike). counts is 2-13x faster up to 16 MiB (block is a reduce and a scatter through a
+// temporary of the whole buffer, allocated per call) and a little faster at 32 MiB. At 64 MiB it takes 5-27%
+// longer (three rounds of runs): there both calls' temporaries are past glibc's mmap threshold and fault in
+// on every call, counts' more (about 49k minor faults per call against 17k; with MALLOC_MMAP_THRESHOLD_ and
+// MALLOC_TRIM_THRESHOLD_ raised, one run each, faults fell 4-8x and counts was the faster there too).
+// Nonblocking (the ZeRO layouts' calls, libnbc) the two are within noise of each other at every size.
 // The MPI call c.mpiReduceScatter names, nonblocking when `request` is given. `counts` holds the receive
 // counts of MPI_(I)reduce_scatter: the caller keeps it until the request completes.
 void issue(const MpiCall& m, const CollectiveCall& c, const Buffers& b, std::vector<int>& counts, MPI_Request* request) {
