@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/dtype.h"
+#include "base/enum_names.h"
 
 namespace ts {
 
@@ -26,6 +27,22 @@ struct TimedBatch {
   double hostUsPerOp = 0;    // host wall-clock for the batch / iterations (includes launch cost)
 };
 
+// Which MPI call runs reduce_scatter (the MPI backend; NCCL has one call). Both give the same result, but
+// Open MPI runs them with different algorithms: 4.1 runs MPI_Reduce_scatter_block at 2 ranks as a reduce and
+// a scatter through a temporary of the whole buffer, allocated per call (issue #20).
+enum class MpiReduceScatter {
+  kBlock,   // MPI_Reduce_scatter_block, MPI_Ireduce_scatter_block
+  kCounts,  // MPI_Reduce_scatter, MPI_Ireduce_scatter, with a receive count per rank (all equal)
+};
+template <>
+struct EnumNames<MpiReduceScatter> {
+  static constexpr std::pair<std::string_view, MpiReduceScatter> kNames[] = {{"block", MpiReduceScatter::kBlock},
+                                                                             {"counts", MpiReduceScatter::kCounts}};
+};
+// The call training and the sweep use unless told otherwise: the faster of the two as measured
+// (comm/collectives/reduce_scatter.cpp has the numbers).
+inline constexpr MpiReduceScatter kDefaultMpiReduceScatter = MpiReduceScatter::kCounts;
+
 // One collective call, for Communicator::run and start. count is NCCL's count argument for that
 // collective (all_gather: the send count, reduce_scatter: the receive count, alltoall: per peer).
 struct CollectiveCall {
@@ -37,6 +54,8 @@ struct CollectiveCall {
   RedOp redop = RedOp::kSum;
   int root = 0;  // broadcast, reduce, gather, scatter; sendrecv: the peer sent to
   int peer = 0;  // sendrecv: the peer received from
+  // reduce_scatter on the MPI backend: which MPI call it makes
+  MpiReduceScatter mpiReduceScatter = kDefaultMpiReduceScatter;
 };
 
 // A collective in flight (Communicator::start).

@@ -39,6 +39,9 @@ nlohmann::json toJson(const CollectiveRecord& r) {
         {"passed", r.checked ? nlohmann::json(r.wrong == 0) : nlohmann::json(nullptr)},
         {"wrong", r.wrong}}},
   };
+  // `algo` names what ran the op where there is a choice: NCCL's algorithm (--algos, set when the variants
+  // merge) or reduce_scatter's MPI call, so that the reports tell the two calls apart as they do algorithms.
+  if (r.mpiReduceScatter) j["algo"] = std::string(nameOf(*r.mpiReduceScatter));
   putUnlessEmpty(j, "label", r.label);
   putUnlessEmpty(j, "step", r.step);
   return j;

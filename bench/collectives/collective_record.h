@@ -11,6 +11,7 @@
 
 #include "base/dtype.h"
 #include "bench/session/stats.h"
+#include "comm/communicator.h"
 
 namespace ts {
 
@@ -29,6 +30,7 @@ struct CollectiveRecord {
   int ranks = 0, processes = 0;
   std::size_t bytes = 0, count = 0;
   bool inPlace = false;
+  std::optional<MpiReduceScatter> mpiReduceScatter;  // reduce_scatter on MPI: its call, written as the record's algo
   int graph = 0, iters = 0, trials = 0;
   Stats time, hostTime;           // per iteration (host: per op of a batch), the slowest rank's
   std::vector<double> samplesUs;  // behind time, in order

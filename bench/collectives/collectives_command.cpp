@@ -37,6 +37,10 @@ const OptionTable<CollectivesArgs>& collectivesOptions() {
     addItersFlag(t, opts);
     addTrialsFlag(t, opts);
     t.add("--placement", "both, out (out-of-place only) or in (in-place only)", TS_FIELD(placement));
+    t.add("--mpi-reduce-scatter",
+          "MPI: the call reduce_scatter makes: block (MPI_Reduce_scatter_block), counts (MPI_Reduce_scatter, as OSU and "
+          "the frameworks call it), or both, each measured in a section of its own",
+          TS_FIELD(mpiReduceScatter));
     t.add("-G,--graph", "NCCL: capture this many operations in a CUDA graph and time its replays (0 = off)",
           TS_FIELD(opts.graph));
     t.add("--check,!--no-check", "Check every result against its expected value (untimed)", TS_FIELD(opts.check));

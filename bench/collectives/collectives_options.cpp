@@ -14,6 +14,17 @@
 
 namespace ts {
 
+namespace {
+
+// "block, counts or both": the calls, then both.
+std::string mpiReduceScatterChoices() {
+  std::string names;
+  for (const auto& [name, call] : EnumNames<MpiReduceScatter>::kNames) names += std::string(name) + ", ";
+  return names.substr(0, names.size() - 2) + " or both";
+}
+
+}  // namespace
+
 CollectivesOptions resolveCollectivesArgs(const CollectivesArgs& raw) {
   CollectivesOptions o = raw.opts;
   if (raw.backend == "auto")
@@ -62,6 +73,13 @@ CollectivesOptions resolveCollectivesArgs(const CollectivesArgs& raw) {
     o.inPlace = true;
   } else
     throw UsageError(fmt::format("--placement: '{}' is not both, out or in", raw.placement));
+  o.mpiReduceScatter.clear();
+  if (const auto call = enumFromName<MpiReduceScatter>(raw.mpiReduceScatter))
+    o.mpiReduceScatter = {*call};
+  else if (raw.mpiReduceScatter == "both")
+    for (const auto& [name, call] : EnumNames<MpiReduceScatter>::kNames) o.mpiReduceScatter.push_back(call);
+  else
+    throw UsageError(fmt::format("--mpi-reduce-scatter: '{}' is not {}", raw.mpiReduceScatter, mpiReduceScatterChoices()));
   validate(o);
   return o;
 }
@@ -144,10 +162,12 @@ void validate(const CollectivesOptions& o) {
 }
 
 nlohmann::json toJson(const CollectivesOptions& o) {
-  nlohmann::json ops = nlohmann::json::array(), dtypes = nlohmann::json::array(), redops = nlohmann::json::array();
+  nlohmann::json ops = nlohmann::json::array(), dtypes = nlohmann::json::array(), redops = nlohmann::json::array(),
+                 mpiCalls = nlohmann::json::array();
   for (auto* c : o.ops) ops.push_back(std::string(c->name()));
   for (auto t : o.dtypes) dtypes.push_back(std::string(dtypeName(t)));
   for (auto r : o.redops) redops.push_back(std::string(redOpName(r)));
+  for (auto m : o.mpiReduceScatter) mpiCalls.push_back(std::string(nameOf(m)));
   return {{"backend", backendName(o.backend)},
           {"gpus_per_process", o.gpusPerProcess},
           {"ops", ops},
@@ -163,6 +183,7 @@ nlohmann::json toJson(const CollectivesOptions& o) {
           {"trials", o.trials},
           {"out_of_place", o.outOfPlace},
           {"in_place", o.inPlace},
+          {"mpi_reduce_scatter", mpiCalls},
           {"graph", o.graph},
           {"check", o.check},
           {"timeout_s", o.timeoutS},

@@ -31,6 +31,8 @@ struct CollectivesOptions {
   int trials = 1;
   bool outOfPlace = true;
   bool inPlace = true;
+  // reduce_scatter on the MPI backend: the MPI calls to measure, each a section of its own.
+  std::vector<MpiReduceScatter> mpiReduceScatter = {kDefaultMpiReduceScatter};
   int graph = 0;
   bool check = true;
   double timeoutS = 300;
@@ -44,6 +46,7 @@ struct CollectivesArgs {
   // text forms, resolved by resolveCollectivesArgs; the rest is in opts
   std::string backend = "auto", bootstrap = "auto", ops = "all", dtype = "float32", redop = "sum";
   std::string minBytes = "8", maxBytes = "32M", stepBytes = "0", placement = "both";
+  std::string mpiReduceScatter{nameOf(kDefaultMpiReduceScatter)};  // block, counts or both
   // The command line's variants: one run per transport, algorithm or protocol, started by `launcher`.
   std::string transports, algos, protos, launcher;
   CollectivesOptions opts;

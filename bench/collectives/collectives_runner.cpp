@@ -83,7 +83,8 @@ class CollectivesRun {
     double total = 0;
     for (auto* c : o_.ops)
       for (DType t : o_.dtypes)
-        for (const CollectiveLayout& lay : layoutsOf(*c, t)) total += weight(lay.bytes) * (c->reduces() ? o_.redops.size() : 1);
+        for (const CollectiveLayout& lay : layoutsOf(*c, t))
+          total += weight(lay.bytes) * static_cast<double>((c->reduces() ? o_.redops.size() : 1) * mpiCallsOf(*c).size());
     Progress progress("collectives", total, leader);
     if (leader) {
       std::printf("# trainscope collectives: backend %s, %d ranks (%d processes x %d), timer %s\n", comm_.backend().c_str(),
@@ -97,7 +98,11 @@ class CollectivesRun {
     for (const Collective* c : o_.ops)
       for (DType t : o_.dtypes)
         for (RedOp r : c->reduces() ? o_.redops : std::vector<RedOp>{RedOp::kSum})
-          wrongTotal += runSection(*c, CollectiveArgs{t, r, o_.root, comm_.worldSize()}, progress, writer, step, failures);
+          for (const std::optional<MpiReduceScatter> call : mpiCallsOf(*c)) {
+            CollectiveArgs args{t, r, o_.root, comm_.worldSize()};
+            if (call) args.mpiReduceScatter = *call;
+            wrongTotal += runSection(*c, args, call, progress, writer, step, failures);
+          }
     progress.done();
     activity::set("");
     if (leader)
@@ -110,6 +115,18 @@ class CollectivesRun {
     return sweepLayouts(c, sweepSizes(o_, dtypeSize(t)), dtypeSize(t), comm_.worldSize());
   }
 
+  // The MPI calls `c` is measured with, each a section: reduce_scatter's on the MPI backend
+  // (--mpi-reduce-scatter); one nullopt for the ops (and the backend) with one call.
+  std::vector<std::optional<MpiReduceScatter>> mpiCallsOf(const Collective& c) const {
+    if (&c != &collectives::reduce_scatter() || comm_.backend() != "mpi") return {std::nullopt};
+    return {o_.mpiReduceScatter.begin(), o_.mpiReduceScatter.end()};
+  }
+
+  // What sets a section apart besides op, dtype and reduction, as the command line chooses it; "" if nothing.
+  static std::string variantOf(std::optional<MpiReduceScatter> call) {
+    return call ? fmt::format("--mpi-reduce-scatter {}", nameOf(*call)) : "";
+  }
+
   // Progress weighs each size by the bytes it moves plus a fixed cost, so the estimate holds for sweeps
   // whose time is all in the largest sizes.
   static double weight(std::uint64_t bytes) { return static_cast<double>(bytes) + 65536.0; }
@@ -119,14 +136,16 @@ class CollectivesRun {
     return o_.outOfPlace;
   }
 
-  // One section of the table (an op, dtype and reduction over every size); returns its wrong elements and
-  // adds a line per failed check to `failures`.
-  std::size_t runSection(const Collective& c, const CollectiveArgs& args, Progress& progress, ResultWriter* writer,
-                         const std::string& step, std::vector<std::string>& failures) {
+  // One section of the table (an op, dtype, reduction and MPI call over every size); returns its wrong
+  // elements and adds a line per failed check to `failures`.
+  std::size_t runSection(const Collective& c, const CollectiveArgs& args, std::optional<MpiReduceScatter> call,
+                         Progress& progress, ResultWriter* writer, const std::string& step, std::vector<std::string>& failures) {
     const bool leader = boot_.rank() == 0;
     const std::string redop = c.reduces() ? std::string(redOpName(args.redop)) : "";
+    const std::string variant = variantOf(call);
     if (leader)
-      std::printf("%s", collectivesTableHeader(std::string(c.name()), std::string(dtypeName(args.dtype)), redop).c_str());
+      std::printf("%s",
+                  collectivesTableHeader(std::string(c.name()), std::string(dtypeName(args.dtype)), redop, variant).c_str());
     double busbwSum = 0;
     int busbwN = 0;
     std::size_t sectionWrong = 0;
@@ -136,12 +155,12 @@ class CollectivesRun {
       for (int p = 0; p < 2; ++p) {
         const bool inPlace = p == 1;
         if (!runsPlacement(c, inPlace)) continue;
-        CollectiveRecord& rec = recs[p].emplace(measure(c, args, lay, inPlace));
+        CollectiveRecord& rec = recs[p].emplace(measure(c, args, call, lay, inPlace));
         rec.step = step;
         if (rec.wrong)
-          failures.push_back(fmt::format("{} {} {}{} {}: {} wrong element(s)", c.name(), dtypeName(args.dtype),
+          failures.push_back(fmt::format("{} {} {}{} {}{}: {} wrong element(s)", c.name(), dtypeName(args.dtype),
                                          redop.empty() ? "" : redop + " ", formatBytes(lay.bytes),
-                                         inPlace ? "in-place" : "out-of-place", rec.wrong));
+                                         inPlace ? "in-place" : "out-of-place", variant.empty() ? "" : " " + variant, rec.wrong));
         sectionWrong += static_cast<std::size_t>(rec.wrong);
         busbwSum += rec.busbwGbps;
         ++busbwN;
@@ -169,10 +188,12 @@ class CollectivesRun {
     return {A + g.offsetElems * elt, A, extent};
   }
 
-  std::string describe(const Collective& c, const CollectiveArgs& a, const CollectiveLayout& lay, bool inPlace) const {
-    return fmt::format("{} {} ({} x {}{}{}, {})", c.name(), formatBytes(lay.bytes), lay.count, dtypeName(a.dtype),
+  std::string describe(const Collective& c, const CollectiveArgs& a, std::optional<MpiReduceScatter> call,
+                       const CollectiveLayout& lay, bool inPlace) const {
+    return fmt::format("{} {} ({} x {}{}{}, {}{})", c.name(), formatBytes(lay.bytes), lay.count, dtypeName(a.dtype),
                        c.reduces() ? fmt::format(" {}", redOpName(a.redop)) : "",
-                       c.rooted() ? fmt::format(", root {}", a.root) : "", inPlace ? "in-place" : "out-of-place");
+                       c.rooted() ? fmt::format(", root {}", a.root) : "", inPlace ? "in-place" : "out-of-place",
+                       call ? ", " + variantOf(call) : "");
   }
 
   // Fills inputs over poisoned outputs, runs the op once, and counts wrong elements on this process.
@@ -260,8 +281,9 @@ class CollectivesRun {
     return out;
   }
 
-  CollectiveRecord measure(const Collective& c, const CollectiveArgs& a, const CollectiveLayout& lay, bool inPlace) {
-    const std::string what = describe(c, a, lay, inPlace);
+  CollectiveRecord measure(const Collective& c, const CollectiveArgs& a, std::optional<MpiReduceScatter> call,
+                           const CollectiveLayout& lay, bool inPlace) {
+    const std::string what = describe(c, a, call, lay, inPlace);
     activity::set(what);
     ErrorContext ctx(what);
     trace::Span span(what, "communication");  // and its NVTX range
@@ -303,6 +325,7 @@ class CollectivesRun {
     r.bytes = lay.bytes;
     r.count = lay.count;
     r.inPlace = inPlace;
+    r.mpiReduceScatter = call;
     r.graph = o_.graph;
     r.iters = o_.iters;
     r.trials = o_.trials;

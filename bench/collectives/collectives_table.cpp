@@ -13,8 +13,10 @@ std::string placementCells(const std::optional<CollectiveRecord>& r) {
 
 }  // namespace
 
-std::string collectivesTableHeader(const std::string& op, const std::string& dtype, const std::string& redop) {
-  std::string h = fmt::format("#\n# {}  {}{}\n", op, dtype, redop.empty() ? "" : "  " + redop);
+std::string collectivesTableHeader(const std::string& op, const std::string& dtype, const std::string& redop,
+                                   const std::string& variant) {
+  std::string h =
+      fmt::format("#\n# {}  {}{}{}\n", op, dtype, redop.empty() ? "" : "  " + redop, variant.empty() ? "" : "  " + variant);
   h += fmt::format("# {:>12} {:>12} {:>8} {:>6} {:>5}  {:^31}  {:^31}\n", "", "", "", "", "", "out-of-place", "in-place");
   h += fmt::format("# {:>12} {:>12} {:>8} {:>6} {:>5} {:>9} {:>7} {:>7} {:>6} {:>9} {:>7} {:>7} {:>6}\n", "size", "count", "type",
                    "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");

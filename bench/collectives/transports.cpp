@@ -230,7 +230,11 @@ int runVariants(const VariantRequest& req, const std::vector<std::string>& argv)
     }
     for (auto& rec : records) {
       rec["transport"] = v.transport.name.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.transport.name);
-      rec["algo"] = v.algo.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.algo);
+      // A record that names its own algo (reduce_scatter's MPI call) keeps it: --algos is NCCL's alone.
+      if (!v.algo.empty())
+        rec["algo"] = v.algo;
+      else if (!rec.contains("algo"))
+        rec["algo"] = nullptr;
       rec["proto"] = v.proto.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.proto);
       rec["transport_env"] = v.env;
       writer.add(rec);

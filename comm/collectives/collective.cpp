@@ -9,7 +9,7 @@
 namespace ts {
 
 CollectiveCall Collective::call(int, const void* send, void* recv, const CollectiveLayout& lay, const CollectiveArgs& a) const {
-  return {this, send, recv, lay.count, a.dtype, a.redop, a.root};
+  return {this, send, recv, lay.count, a.dtype, a.redop, a.root, 0, a.mpiReduceScatter};
 }
 
 void Collective::launch(Communicator& c, int l, const void* send, void* recv, const CollectiveLayout& lay,

@@ -46,6 +46,7 @@ struct CollectiveArgs {
   RedOp redop = RedOp::kSum;
   int root = 0;
   int nranks = 1;
+  MpiReduceScatter mpiReduceScatter = kDefaultMpiReduceScatter;  // the call reduce_scatter makes on MPI
 };
 
 // Where the single buffer of an in-place call holds the input and the output.

@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <vector>
 
 #include "base/dtype.h"
 #include "comm/mpi/mpi_check.h"
@@ -20,6 +21,7 @@ struct MpiCall {
 // A nonblocking call's request: its own type so that collective.h can name it without including mpi.h.
 struct MpiRequest {
   MPI_Request handle = MPI_REQUEST_NULL;
+  std::vector<int> counts;  // the counts array of a call that takes one (MPI reads it until the request completes)
 };
 
 // float16/bfloat16 travel as 16-bit words; MPI has no arithmetic for them (MpiCommunicator::supports

@@ -2,10 +2,13 @@
 formulas of docs/architecture.md, and every failure (bad input, planted wrong element, hang, dead rank) ends the way
 the issue asks: one clear line, a non-zero exit, the measured records kept, no half-written document."""
 import json
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 
-from helpers import WHOLE_BUFFER, bus_factor, measurements, read_jsonl, run_trainscope
+from helpers import WHOLE_BUFFER, base_env, bus_factor, measurements, read_jsonl, run_trainscope, trainscope_path
 
 OPS = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "gather", "scatter", "sendrecv"]
 REDUCING = {"all_reduce", "reduce_scatter", "reduce"}
@@ -110,6 +113,54 @@ def test_dead_rank_ends_the_run_and_keeps_the_records(tmp_path):
     assert len([rec for rec in stream if rec["kind"] == "collective" and rec["op"] == "all_reduce"]) == 6
 
 
+@pytest.mark.parametrize("np", [2, 3])
+def test_both_reduce_scatter_calls_check_clean_and_each_record_names_its_call(np, tmp_path, validate):
+    out = tmp_path / "rs.json"
+    r = run_trainscope(["collectives", "--backend", "mpi", "--ops", "reduce_scatter,all_reduce", "--mpi-reduce-scatter", "both",
+                        "-b", "1K", "-e", "2M", "-f", "32", "-o", "sum,max", "-w", "0", "-n", "1", "--json", out], np=np)
+    assert r.rc == 0, r.err
+    doc = json.loads(out.read_text())
+    validate(doc)
+    assert doc["run"]["config"]["mpi_reduce_scatter"] == ["block", "counts"]
+    records = measurements(doc)
+    assert all(rec["check"] == {"performed": True, "passed": True, "wrong": 0} for rec in records)
+    assert all("algo" not in rec for rec in records if rec["op"] == "all_reduce")  # one call: nothing to name
+    rs = [rec for rec in records if rec["op"] == "reduce_scatter"]
+    sizes = {rec["bytes"] for rec in rs}
+    assert len(sizes) == 3  # 1K, 32K, 1M, each as n ranks divide it
+    assert sorted((rec["algo"], rec["redop"], rec["bytes"], rec["in_place"]) for rec in rs) == sorted(
+        (call, redop, size, in_place) for call in ("block", "counts") for redop in ("sum", "max") for size in sizes
+        for in_place in (False, True))
+    for call in ("block", "counts"):  # a section of its own, each clean
+        assert f"# reduce_scatter  float32  sum  --mpi-reduce-scatter {call}\n" in r.out
+    assert r.out.count("# Out of bounds values : 0 OK") == 2 + 4
+
+
+def test_the_default_reduce_scatter_call_is_named_in_every_record(tmp_path):
+    out = tmp_path / "rs.json"
+    r = run_trainscope(["collectives", "--backend", "mpi", "--ops", "reduce_scatter", "-b", "1K", "-e", "4K", "-f", "4",
+                        "-w", "0", "-n", "1", "--json", out], np=2)
+    assert r.rc == 0, r.err
+    assert {rec["algo"] for rec in measurements(json.loads(out.read_text()))} == {"counts"}
+
+
+# The calls the sweep does not reach (it calls blocking, the ZeRO layouts nonblocking) are C++ tests run
+# under mpirun (tests/mpi/test_reduce_scatter_calls.cpp): each call, in place and out of place, blocking
+# and nonblocking, checked on every rank.
+MPI_TESTS = Path(trainscope_path()).parent / "tests" / "ts_mpi_tests"
+
+
+@pytest.mark.parametrize("np", [2, 3])
+def test_both_reduce_scatter_calls_check_clean_blocking_and_nonblocking(np):
+    if not shutil.which("mpirun"):
+        pytest.skip("mpirun not installed")
+    assert MPI_TESTS.exists(), f"{MPI_TESTS} not built"
+    proc = subprocess.run(["mpirun", "-np", str(np), "--oversubscribe", str(MPI_TESTS), "--gtest_color=no"],
+                          capture_output=True, text=True, env=base_env(), timeout=300)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert proc.stdout.count("[  PASSED  ] 8 tests.") == np, proc.stdout[-4000:]
+
+
 BAD_INPUTS = [
     (["-b", "4M", "-e", "8"], "-b/--min-bytes (4 MiB) is larger than -e/--max-bytes (8 B)"),
     (["-b", "12Q"], "-b/--min-bytes: '12Q' is not a size"),
@@ -126,6 +177,7 @@ BAD_INPUTS = [
     (["-G", "4"], "-G/--graph needs --backend nccl"),
     (["--frobnicate"], "The following argument was not expected: --frobnicate"),
     (["--gpus-per-process", "2"], "--gpus-per-process applies to --backend nccl only"),
+    (["--mpi-reduce-scatter", "ring"], "--mpi-reduce-scatter: 'ring' is not block, counts or both"),
 ]
 
 

@@ -73,6 +73,21 @@ TEST(CollectiveRecord, JsonHasEveryFieldOfTheSchemaAndNoOther) {
   EXPECT_EQ(j["samples_us"].dump(), "[12.5,13.0]");
 }
 
+TEST(CollectiveRecord, ReduceScatterOnMpiNamesItsCallAsTheAlgo) {
+  CollectiveRecord r = broadcast();
+  r.op = "reduce_scatter";
+  r.mpiReduceScatter = MpiReduceScatter::kBlock;
+  EXPECT_EQ(toJson(r)["algo"], "block");
+  r.mpiReduceScatter = MpiReduceScatter::kCounts;
+  EXPECT_EQ(toJson(r)["algo"], "counts");
+}
+
+TEST(CollectivesTable, HeaderNamesTheSectionsVariant) {
+  EXPECT_EQ(collectivesTableHeader("all_reduce", "float32", "sum", "").substr(0, 29), "#\n# all_reduce  float32  sum\n");
+  EXPECT_EQ(collectivesTableHeader("reduce_scatter", "float32", "max", "--mpi-reduce-scatter counts").substr(0, 62),
+            "#\n# reduce_scatter  float32  max  --mpi-reduce-scatter counts\n");
+}
+
 TEST(CollectivesTable, RowShowsEachPlacementFromItsRecord) {
   const CollectiveRecord r = broadcast();
   EXPECT_EQ(
