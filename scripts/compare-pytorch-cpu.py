@@ -31,7 +31,7 @@ torch.set_num_threads plus OMP_NUM_THREADS, MKL_NUM_THREADS and OPENBLAS_NUM_THR
 trainscope gets the variables of trainscope_threads() below: OPENBLAS_NUM_THREADS and OMP_NUM_THREADS (its GEMMs
 are OpenBLAS's; its own loops are single-threaded), and `--threads N` as well when `trainscope train --help` lists
 such an option (the thread policy planned on main; if it lands as an environment variable instead, add it to
-TRAINSCOPE_THREAD_ENV).
+TRAINSCOPE_THREAD_ENV). The JSON's settings say which were used.
 """
 import argparse
 import json
@@ -81,12 +81,14 @@ def label(name, case, gemm_shape):
     return f"`--dp 2` vs DDP (gloo), {what}" if case.get("dp") else what
 
 
-def trainscope_threads(trainscope, threads, _cache={}):
-    """(extra command-line arguments, environment) that give trainscope `threads` threads."""
-    if trainscope not in _cache:
-        r = subprocess.run([trainscope, "train", "--help"], capture_output=True, text=True)
-        _cache[trainscope] = "--threads" in r.stdout
-    args = ["--threads", str(threads)] if _cache[trainscope] else []
+def trainscope_threads(trainscope, threads, subcommand="train", _cache={}):
+    """(extra command-line arguments, environment) that give trainscope's `subcommand` `threads` threads: the
+    environment of TRAINSCOPE_THREAD_ENV, and `--threads N` where the subcommand's --help lists that option."""
+    key = (trainscope, subcommand)
+    if key not in _cache:
+        r = subprocess.run([trainscope, subcommand, "--help"], capture_output=True, text=True)
+        _cache[key] = "--threads" in r.stdout
+    args = ["--threads", str(threads)] if _cache[key] else []
     return args, {k: str(threads) for k in TRAINSCOPE_THREAD_ENV}
 
 
@@ -139,11 +141,11 @@ def run_trainscope_gemm(args, name, rnd):
     shapes = work / "gemm-shape.toml"
     shapes.write_text(f'[[shape]]\nop = "gemm"\nname = "bias+gelu"\nM = {m}\nN = {n}\nK = {k}\nepilogue = 3\n')
     out = work / f"{name}-round{rnd}.json"
-    _, tenv = trainscope_threads(args.trainscope, args.threads)
+    extra, tenv = trainscope_threads(args.trainscope, args.threads, "kernels")
     env = base_env()
     env.update(tenv)
     cmd = [args.trainscope, "kernels", "--backend", "cpu", "--ops", "gemm", "--shapes", str(shapes), "--no-ceilings",
-           "--json", str(out)]
+           "--json", str(out)] + extra
     run_checked(cmd, env, f"case {name}: trainscope kernels", args.timeout)
     recs = [r for r in json.loads(out.read_text())["records"] if r.get("kind") == "kernel" and r.get("op") == "gemm"]
     if not recs:
