@@ -164,6 +164,7 @@ def run_worker(args, kind, name, case, steps):
     threads = max(1, args.threads // dp)
     env = base_env()
     env.update({k: str(threads) for k in TORCH_THREAD_ENV})
+    env.update(kv.split("=", 1) for kv in args.pytorch_env)
     spec = dict(case, steps=steps, warmup=args.warmup, threads=threads, gemm_shape=args.gemm, seed=args.seed)
     if dp > 1:
         with socket.socket() as sock:
@@ -352,6 +353,9 @@ def parse_args():
                    help="threads for both sides (default: this process's CPUs); --dp 2 gives each rank threads // 2")
     p.add_argument("--cases", default=",".join(CASES), help=f"comma list of {', '.join(CASES)} (default: all)")
     p.add_argument("--gemm", default=",".join(map(str, DEFAULT_GEMM)), help="M,N,K of the gemm case (default %(default)s)")
+    p.add_argument("--pytorch-env", action="append", default=[], metavar="KEY=VALUE",
+                   help="an environment variable for PyTorch's (and numpy's) processes only, e.g. OMP_WAIT_POLICY=PASSIVE "
+                   "(repeatable; recorded in the JSON)")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--trainscope", default=str(ROOT / "build" / "trainscope"))
     p.add_argument("--mpirun", default="mpirun --oversubscribe", help="the launcher of the dp2 cases (-np 2 is added)")
@@ -371,6 +375,9 @@ def parse_args():
         assert len(args.gemm) == 3 and min(args.gemm) >= 1
     except (ValueError, AssertionError):
         p.error(f"--gemm {args.gemm}: expected M,N,K, three positive integers")
+    bad = [kv for kv in args.pytorch_env if "=" not in kv or kv.startswith("=")]
+    if bad:
+        p.error(f"--pytorch-env {bad[0]}: expected KEY=VALUE")
     if args.rounds < 1 or args.steps < 0 or args.warmup < 0 or args.threads < 1:
         p.error("--rounds and --threads must be >= 1, --steps and --warmup >= 0")
     return args
@@ -395,7 +402,7 @@ def main():
         return 1
     (Path(args.out) / NAME).mkdir(parents=True, exist_ok=True)
     doc = {"settings": {"rounds": args.rounds, "warmup": args.warmup, "steps": args.steps or "per case",
-                        "threads": args.threads, "gemm": args.gemm, "seed": args.seed,
+                        "threads": args.threads, "gemm": args.gemm, "seed": args.seed, "pytorch_env": args.pytorch_env,
                         "trainscope_thread_env": list(TRAINSCOPE_THREAD_ENV),
                         "trainscope_thread_args": trainscope_threads(args.trainscope, args.threads)[0]},
            "machine": dict(machine(), load_before=os.getloadavg()), "torch": torch.__version__,
