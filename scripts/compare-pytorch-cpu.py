@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Benchmark (not a test): trainscope's CPU backend against PyTorch on the CPU (issue #20), training the same
-models on the same batches with the same threads, interleaved, as a table of step-time ratios.
+models at the same batch sizes with the same threads, interleaved, as a table of step-time ratios.
 
     /usr/bin/python3 scripts/compare-pytorch-cpu.py [--rounds 3] [--steps N] [--warmup 3] [--threads 2]
-        [--cases mlp-tiny,dp2-transformer-tiny,gemm,...] [--out results] [--trainscope build/trainscope]
+        [--cases mlp-tiny,dp2-transformer-tiny,gemm,...] [--pytorch-env KEY=VALUE] [--out results]
+        [--trainscope build/trainscope]
 
 Each case runs R rounds of (trainscope, PyTorch), the order alternating from round to round; a round's ratio is
 trainscope's median step time over PyTorch's (> 1: trainscope is slower), and the table gives the median ratio
