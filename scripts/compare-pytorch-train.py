@@ -2,9 +2,9 @@
 """Benchmark (not a test; needs a CUDA GPU and PyTorch): one transformer training step of trainscope against
 the same model in PyTorch, eager and torch.compile, in one run on the same GPU.
 
-The PyTorch model mirrors workloads/ exactly: token + position embeddings, pre-layernorm blocks (ln_1,
-attn.qkv, causal softmax attention, attn.proj, ln_2, mlp.fc, tanh-GELU, mlp.proj), ln_f and an untied
-lm_head, cross-entropy on the next token; AdamW (lr 3e-4, betas 0.9/0.999, eps 1e-8, no decay), float32 or
+The PyTorch model is scripts/pytorch_mirror.py's mirror of workloads/: token + position embeddings, pre-layernorm
+blocks (ln_1, attn.qkv, causal softmax attention, attn.proj, ln_2, mlp.fc, tanh-GELU, mlp.proj), ln_f and an
+untied lm_head, cross-entropy on the next token; AdamW (lr 3e-4, betas 0.9/0.999, eps 1e-8, no decay), float32 or
 bfloat16 autocast. Steps are timed with CUDA events after warm-up; tokens/s is at the median step.
 
     scripts/compare-pytorch-train.py [--preset gpt2] [--batch 8] [--steps 30] [--precision bfloat16] [--out DIR]
@@ -13,56 +13,19 @@ Prints a table and writes DIR/pytorch-train.json and trainscope's result DIR/tra
 """
 import argparse
 import json
-import math
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PRESETS = {"tiny": (2, 64, 4, 32, 256), "small": (6, 384, 6, 256, 256), "gpt2": (12, 768, 12, 1024, 50304),
-           "gpt2-medium": (24, 1024, 16, 1024, 50304)}  # layers, hidden, heads, seq_len, vocab (workloads/models/presets.cpp)
-
-
-def build(torch, L, C, NH, T, V):
-    nn, F = torch.nn, torch.nn.functional
-
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.ln_1, self.ln_2 = nn.LayerNorm(C), nn.LayerNorm(C)
-            self.qkv, self.proj = nn.Linear(C, 3 * C), nn.Linear(C, C)
-            self.fc, self.mproj = nn.Linear(C, 4 * C), nn.Linear(4 * C, C)
-
-        def forward(self, x):
-            B, T_, _ = x.shape
-            q, k, v = self.qkv(self.ln_1(x)).split(C, dim=2)
-            heads = lambda t: t.view(B, T_, NH, C // NH).transpose(1, 2)
-            att = (heads(q) @ heads(k).transpose(-2, -1)) / math.sqrt(C // NH)
-            att = att.masked_fill(torch.ones(T_, T_, device=x.device, dtype=torch.bool).triu(1), float("-inf")).softmax(-1)
-            x = x + self.proj((att @ heads(v)).transpose(1, 2).reshape(B, T_, C))
-            return x + self.mproj(F.gelu(self.fc(self.ln_2(x)), approximate="tanh"))
-
-    class Gpt(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.wte, self.wpe = nn.Embedding(V, C), nn.Embedding(T, C)
-            self.h = nn.ModuleList(Block() for _ in range(L))
-            self.ln_f, self.lm_head = nn.LayerNorm(C), nn.Linear(C, V, bias=False)
-
-        def forward(self, idx, targets):
-            x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
-            for b in self.h:
-                x = b(x)
-            logits = self.lm_head(self.ln_f(x))
-            return F.cross_entropy(logits.float().view(-1, V), targets.view(-1))
-
-    return Gpt()
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pytorch_mirror import GPT_PRESETS as PRESETS, build_gpt  # noqa: E402  (layers, hidden, heads, seq_len, vocab)
 
 
 def time_pytorch(torch, args, compiled):
     L, C, NH, T, V = PRESETS[args.preset]
-    model = build(torch, L, C, NH, T, V).cuda()
+    model = build_gpt(torch, L, C, NH, T, V).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, fused=True)
     step_fn = torch.compile(model) if compiled else model
     idx = torch.randint(0, V, (args.batch, T), device="cuda")
@@ -107,18 +70,22 @@ def main():
         rows[name] = time_pytorch(torch, args, compiled)
         print(f"{name}: {rows[name] / 1e3:.2f} ms/step", file=sys.stderr)
     ts_json = out / "trainscope-train.json"
-    subprocess.run([args.trainscope, "train", "--device", "cuda", "--model", "transformer", "--preset", args.preset, "--batch", str(args.batch),
-                    "--steps", str(args.warmup + args.steps), "--warmup-steps", str(args.warmup), "--precision", args.precision,
-                    "--optimizer", "adamw", "--lr", "3e-4", "--no-ceiling", "--json", str(ts_json)], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([args.trainscope, "train", "--device", "cuda", "--model", "transformer", "--preset", args.preset,
+                    "--batch", str(args.batch), "--steps", str(args.warmup + args.steps), "--warmup-steps", str(args.warmup),
+                    "--precision", args.precision, "--optimizer", "adamw", "--lr", "3e-4", "--no-ceiling",
+                    "--json", str(ts_json)],
+                   check=True, stdout=subprocess.DEVNULL)
     rec = next(r for r in json.loads(ts_json.read_text())["records"] if r["kind"] == "train")
     rows["trainscope"] = rec["step_time_us"]["median"]
     eager = rows["pytorch eager"]
-    print(f"# transformer {args.preset}, batch {args.batch} x {PRESETS[args.preset][3]} tokens, {args.precision}, {torch.cuda.get_device_name()}")
+    print(f"# transformer {args.preset}, batch {args.batch} x {PRESETS[args.preset][3]} tokens, {args.precision}, "
+          f"{torch.cuda.get_device_name()}")
     print(f"# {'implementation':24s} {'step (ms)':>10s} {'tokens/s':>12s} {'vs eager':>9s}")
     for name, us in rows.items():
         print(f"  {name:24s} {us / 1e3:10.2f} {tokens / (us * 1e-6):12.0f} {eager / us:9.2f}x")
     (out / "pytorch-train.json").write_text(json.dumps({"preset": args.preset, "batch": args.batch, "precision": args.precision,
-                                                         "device": torch.cuda.get_device_name(), "median_step_us": rows}, indent=2))
+                                                        "device": torch.cuda.get_device_name(), "median_step_us": rows},
+                                                       indent=2))
 
 
 if __name__ == "__main__":
