@@ -29,10 +29,8 @@ float32, AdamW lr 1e-3, betas 0.9/0.999, eps 1e-8, no weight decay, constant sch
 
 Threads: one number (--threads, default: the CPUs this process may use) for both sides. PyTorch gets
 torch.set_num_threads plus OMP_NUM_THREADS, MKL_NUM_THREADS and OPENBLAS_NUM_THREADS; numpy the same variables.
-trainscope gets the variables of trainscope_threads() below: OPENBLAS_NUM_THREADS and OMP_NUM_THREADS (its GEMMs
-are OpenBLAS's; its own loops are single-threaded), and `--threads N` as well when `trainscope train --help` lists
-such an option (the thread policy planned on main; if it lands as an environment variable instead, add it to
-TRAINSCOPE_THREAD_ENV). The JSON's settings say which were used.
+trainscope gets TRAINSCOPE_THREADS (its one thread policy: OpenBLAS and its kernels' OpenMP pool, README
+"Threads"); its result's run.threads says what it ran with.
 """
 import argparse
 import json
@@ -53,7 +51,6 @@ import pytorch_mirror as mirror  # noqa: E402
 
 NAME = "compare-pytorch-cpu"
 # The environment variables trainscope reads its thread count from (see the docstring).
-TRAINSCOPE_THREAD_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
 TORCH_THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 # name: what runs, and the timed steps by default (the heavy cases fewer, so that a round stays short).
@@ -82,15 +79,9 @@ def label(name, case, gemm_shape):
     return f"`--dp 2` vs DDP (gloo), {what}" if case.get("dp") else what
 
 
-def trainscope_threads(trainscope, threads, subcommand="train", _cache={}):
-    """(extra command-line arguments, environment) that give trainscope's `subcommand` `threads` threads: the
-    environment of TRAINSCOPE_THREAD_ENV, and `--threads N` where the subcommand's --help lists that option."""
-    key = (trainscope, subcommand)
-    if key not in _cache:
-        r = subprocess.run([trainscope, subcommand, "--help"], capture_output=True, text=True)
-        _cache[key] = "--threads" in r.stdout
-    args = ["--threads", str(threads)] if _cache[key] else []
-    return args, {k: str(threads) for k in TRAINSCOPE_THREAD_ENV}
+def trainscope_threads(threads):
+    """The environment that gives trainscope `threads` compute threads per process."""
+    return {"TRAINSCOPE_THREADS": str(threads)}
 
 
 def last_line(text):
@@ -121,12 +112,12 @@ def run_trainscope_train(args, name, case, rnd, steps):
     out = Path(args.out) / NAME / f"{name}-round{rnd}.json"
     dp = case.get("dp", 1)
     threads = max(1, args.threads // dp)
-    extra, tenv = trainscope_threads(args.trainscope, threads)
+    tenv = trainscope_threads(threads)
     env = base_env()
     env.update(tenv)
     cmd = [args.trainscope, "train", "--model", case["model"], "--preset", case["preset"], "--batch", str(case["batch"]),
            "--steps", str(args.warmup + steps), "--warmup-steps", str(args.warmup), "--optimizer", "adamw", "--lr", "1e-3",
-           "--weight-decay", "0", "--no-ceiling", "--log-every", str(args.warmup + steps), "--json", str(out)] + extra
+           "--weight-decay", "0", "--no-ceiling", "--log-every", str(args.warmup + steps), "--json", str(out)]
     if dp > 1:
         cmd = args.mpirun.split() + ["-np", str(dp)] + [a for k in tenv for a in ("-x", k)] + cmd + ["--dp", str(dp)]
     run_checked(cmd, env, f"case {name}: trainscope", args.timeout)
@@ -142,11 +133,11 @@ def run_trainscope_gemm(args, name, rnd):
     shapes = work / "gemm-shape.toml"
     shapes.write_text(f'[[shape]]\nop = "gemm"\nname = "bias+gelu"\nM = {m}\nN = {n}\nK = {k}\nepilogue = 3\n')
     out = work / f"{name}-round{rnd}.json"
-    extra, tenv = trainscope_threads(args.trainscope, args.threads, "kernels")
+    tenv = trainscope_threads(args.threads)
     env = base_env()
     env.update(tenv)
     cmd = [args.trainscope, "kernels", "--backend", "cpu", "--ops", "gemm", "--shapes", str(shapes), "--no-ceilings",
-           "--json", str(out)] + extra
+           "--json", str(out)]
     run_checked(cmd, env, f"case {name}: trainscope kernels", args.timeout)
     recs = [r for r in json.loads(out.read_text())["records"] if r.get("kind") == "kernel" and r.get("op") == "gemm"]
     if not recs:
@@ -404,8 +395,7 @@ def main():
     (Path(args.out) / NAME).mkdir(parents=True, exist_ok=True)
     doc = {"settings": {"rounds": args.rounds, "warmup": args.warmup, "steps": args.steps or "per case",
                         "threads": args.threads, "gemm": args.gemm, "seed": args.seed, "pytorch_env": args.pytorch_env,
-                        "trainscope_thread_env": list(TRAINSCOPE_THREAD_ENV),
-                        "trainscope_thread_args": trainscope_threads(args.trainscope, args.threads)[0]},
+                        "trainscope_thread_env": trainscope_threads(args.threads)},
            "machine": dict(machine(), load_before=os.getloadavg()), "torch": torch.__version__,
            "torch_config": torch.__config__.show(), "cases": {}}
     json_path = Path(args.out) / f"{NAME}.json"
