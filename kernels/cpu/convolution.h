@@ -27,9 +27,9 @@ namespace cpu {
 enum class ConvAlgorithm { kOneDnn, kIm2col };
 enum class ConvPass { kForward, kBackwardData, kBackwardFilter };
 
-bool haveOneDnn();                        // built with oneDNN
-ConvAlgorithm defaultConvAlgorithm();     // oneDNN when built with it, else im2col
-std::string oneDnnDescription();          // "oneDNN 2.6.3, OpenMP threads"; "" without oneDNN
+bool haveOneDnn();                     // built with oneDNN
+ConvAlgorithm defaultConvAlgorithm();  // oneDNN when built with it, else im2col
+std::string oneDnnDescription();       // "oneDNN 2.6.3, OpenMP threads"; "" without oneDNN
 
 struct ConvMethod {
   ConvAlgorithm algorithm = defaultConvAlgorithm();

@@ -21,8 +21,8 @@ struct Span {
   int q0, q1;
 };
 Span inBounds(int t, const Conv2dShape& s, int Q) {
-  const int lo = s.pad - t;               // q * stride >= lo
-  const int hi = s.W - 1 + s.pad - t;     // q * stride <= hi
+  const int lo = s.pad - t;            // q * stride >= lo
+  const int hi = s.W - 1 + s.pad - t;  // q * stride <= hi
   const int q0 = lo <= 0 ? 0 : (lo + s.stride - 1) / s.stride;
   const int q1 = hi < 0 ? 0 : std::min(Q, hi / s.stride + 1);
   return {std::min(q0, q1), q1};
@@ -87,7 +87,8 @@ void forward(float* y, const float* x, const float* w, const float* bias, const 
   for (int n = 0; n < s.N; ++n) {
     const float* xn = x + static_cast<std::size_t>(n) * s.C * s.H * s.W;
     float* yn = y + static_cast<std::size_t>(n) * s.K * PQ;
-    for (int k = 0; k < s.K; ++k) std::fill(yn + static_cast<std::size_t>(k) * PQ, yn + static_cast<std::size_t>(k + 1) * PQ, bias ? bias[k] : 0.0f);
+    for (int k = 0; k < s.K; ++k)
+      std::fill(yn + static_cast<std::size_t>(k) * PQ, yn + static_cast<std::size_t>(k + 1) * PQ, bias ? bias[k] : 0.0f);
     if (col) unroll(col, xn, s);
     gemm(false, false, s.K, PQ, CRS, 1.0f, w, CRS, col ? col : xn, PQ, 1.0f, yn, PQ);
   }

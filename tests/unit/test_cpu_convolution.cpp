@@ -15,9 +15,9 @@
 namespace ts {
 namespace {
 
+using cpu::Conv2dShape;
 using cpu::ConvAlgorithm;
 using cpu::ConvMethod;
-using cpu::Conv2dShape;
 
 struct Grads {
   std::vector<double> y, dx, dw, db;  // the forward (with bias) and the three gradients alone
@@ -108,10 +108,10 @@ TEST_P(CpuConvolution, AllThreePassesMatchFloat64AndAccumulate) {
   if (m.algorithm == ConvAlgorithm::kOneDnn && !cpu::haveOneDnn()) GTEST_SKIP() << "built without oneDNN";
   // {N, C, H, W, K, R, S, stride, pad}: padded 3x3, stride 2 with odd sizes, unpadded stride 2, 1x1 (stride 1
   // and 2), a 5x5 filter, batch 1, channels not a multiple of any vector width, a ResNet downsampling.
-  for (const Conv2dShape s : {Conv2dShape{2, 3, 5, 6, 4, 3, 3, 1, 1}, Conv2dShape{3, 5, 9, 7, 6, 3, 3, 2, 1},
-                              Conv2dShape{1, 2, 7, 7, 3, 3, 3, 2, 0}, Conv2dShape{1, 4, 6, 6, 4, 1, 1, 1, 0},
-                              Conv2dShape{2, 8, 8, 8, 16, 1, 1, 2, 0}, Conv2dShape{2, 17, 11, 13, 9, 5, 5, 1, 2},
-                              Conv2dShape{4, 16, 16, 16, 32, 3, 3, 2, 1}}) {
+  for (const Conv2dShape s :
+       {Conv2dShape{2, 3, 5, 6, 4, 3, 3, 1, 1}, Conv2dShape{3, 5, 9, 7, 6, 3, 3, 2, 1}, Conv2dShape{1, 2, 7, 7, 3, 3, 3, 2, 0},
+        Conv2dShape{1, 4, 6, 6, 4, 1, 1, 1, 0}, Conv2dShape{2, 8, 8, 8, 16, 1, 1, 2, 0},
+        Conv2dShape{2, 17, 11, 13, 9, 5, 5, 1, 2}, Conv2dShape{4, 16, 16, 16, 32, 3, 3, 2, 1}}) {
     SCOPED_TRACE(testing::Message() << "N" << s.N << " C" << s.C << " H" << s.H << " W" << s.W << " K" << s.K << " R" << s.R
                                     << " stride " << s.stride << " pad " << s.pad);
     const std::size_t nx = std::size_t(s.N) * s.C * s.H * s.W, nw = std::size_t(s.K) * s.C * s.R * s.S;
@@ -166,11 +166,12 @@ TEST(CpuConvolutionMethod, DefaultIsOneDnnWhenBuiltWithIt) {
 TEST(CpuConvolutionMethod, ImpossibleMethodsAreOneLineErrors) {
   std::vector<float> t(64, 1.0f);
   const Conv2dShape s{1, 1, 4, 4, 1, 3, 3, 1, 1};
-  EXPECT_THROW(cpu::conv2dForward(t.data(), t.data(), t.data(), nullptr, s, ConvMethod{ConvAlgorithm::kIm2col, ConvLayout::kNhwc}),
-               Error);
+  EXPECT_THROW(
+      cpu::conv2dForward(t.data(), t.data(), t.data(), nullptr, s, ConvMethod{ConvAlgorithm::kIm2col, ConvLayout::kNhwc}), Error);
   if (!cpu::haveOneDnn()) {
-    EXPECT_THROW(cpu::conv2dForward(t.data(), t.data(), t.data(), nullptr, s, ConvMethod{ConvAlgorithm::kOneDnn, ConvLayout::kNchw}),
-                 Error);
+    EXPECT_THROW(
+        cpu::conv2dForward(t.data(), t.data(), t.data(), nullptr, s, ConvMethod{ConvAlgorithm::kOneDnn, ConvLayout::kNchw}),
+        Error);
     return;
   }
   // A filter larger than the padded input: oneDNN refuses it, and says so as the project's Error.
