@@ -1,5 +1,5 @@
 # Finds every dependency once and says, in TRAINSCOPE_HAVE_*, what this build has.
-# Required: nlohmann_json, CLI11, fmt, toml++. Optional: CUDA (+ NCCL, cuBLASLt, cuDNN), MPI, OpenBLAS, hwloc, ibverbs.
+# Required: nlohmann_json, CLI11, fmt, toml++. Optional: CUDA (+ NCCL, cuBLASLt, cuDNN), MPI, OpenBLAS, oneDNN, hwloc, ibverbs.
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(fmt REQUIRED)
 find_package(tomlplusplus REQUIRED)
@@ -67,4 +67,11 @@ if(PKG_CONFIG_FOUND)
   set(TRAINSCOPE_HAVE_HWLOC ${HWLOC_FOUND})
   pkg_check_modules(IBVERBS IMPORTED_TARGET libibverbs)
   set(TRAINSCOPE_HAVE_IBVERBS ${IBVERBS_FOUND})
+endif()
+
+# oneDNN: the CPU convolution (without it, im2col + GEMM).
+set(TRAINSCOPE_HAVE_ONEDNN OFF)
+if(TRAINSCOPE_WITH_ONEDNN)
+  find_package(OneDNN)
+  set(TRAINSCOPE_HAVE_ONEDNN ${OneDNN_FOUND})
 endif()

@@ -10,7 +10,7 @@ cd "$TS_ROOT"
 
 PACKAGES=(
   g++ cmake ninja-build pkg-config git
-  libopenmpi-dev openmpi-bin libopenblas-dev libopenblas-openmp-dev
+  libopenmpi-dev openmpi-bin libopenblas-dev libopenblas-openmp-dev libdnnl-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libtomlplusplus-dev libgtest-dev libbenchmark-dev
   libhwloc-dev libibverbs-dev
   python3 python3-jsonschema python3-matplotlib python3-numpy python3-jinja2

@@ -138,8 +138,8 @@ void crossEntropyForwardBackward([[maybe_unused]] Device& d, float* losses, floa
   TS_OP(d, crossEntropyForwardBackward, losses, dlogits, logits, targets, N, V, dloss);
 }
 
-// Convolutions: im2col + GEMM on the CPU; cuDNN on CUDA (its algorithm chosen once per shape by its
-// heuristics, the workspace kept with the device).
+// Convolutions: oneDNN on the CPU (im2col + GEMM in a build without it; kernels/cpu/convolution.h); cuDNN on
+// CUDA (its algorithm chosen once per shape by its heuristics, the workspace kept with the device).
 #ifdef TRAINSCOPE_HAVE_CUDA
 namespace {
 #ifdef TRAINSCOPE_HAVE_CUDNN

@@ -25,11 +25,14 @@ const OptionTable<KernelsArgs>& kernelsOptions() {
               TS_FIELD(dtype)),
         unknownChoice<Precision>("precision"));
     onUnknownChoice(
-        t.add("--conv-algo", "cuDNN convolution algorithm: heuristic (cuDNN's first choice) or search (cuDNN times each)",
+        t.add("--conv-algo",
+              "Convolution algorithm: heuristic (the library's first choice: cuDNN's, or on the CPU oneDNN's where built "
+              "with it), search (cuDNN times each), onednn or im2col (the CPU's)",
               TS_FIELD(convAlgo)),
         notOneOf<ConvAlgo>());
-    onUnknownChoice(t.add("--conv-layout", "Convolution tensor layout on CUDA: nchw or nhwc", TS_FIELD(convLayout)),
-                    notOneOf<ConvLayout>());
+    onUnknownChoice(
+        t.add("--conv-layout", "Convolution tensor layout: nchw or nhwc (on the CPU: oneDNN's)", TS_FIELD(convLayout)),
+        notOneOf<ConvLayout>());
     t.add("--preset", "The transformer block whose shapes are measured: tiny, small (GPT-2 small), base", TS_FIELD(preset));
     t.add("--shapes", "A TOML file of [[shape]] tables (op, name, dimensions): measure these shapes instead of the preset's",
           TS_FIELD(shapesFile));

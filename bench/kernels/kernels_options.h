@@ -17,8 +17,9 @@ namespace ts {
 struct RunContext;
 
 enum class KernelBackend { kAuto, kCpu, kCuda };  // --backend; auto: CUDA when a GPU is usable
-enum class ConvAlgo { kHeuristic, kSearch };      // --conv-algo: cuDNN's first choice, or cuDNN times each
-enum class ConvLayout { kNchw, kNhwc };           // --conv-layout (CUDA)
+// --conv-algo: the library's first choice (cuDNN's on CUDA; on the CPU oneDNN's, or im2col in a build without
+// it), cuDNN timing each (CUDA), or a named CPU algorithm. --conv-layout is ConvLayout (kernels/cpu/convolution.h).
+enum class ConvAlgo { kHeuristic, kSearch, kOneDnn, kIm2col };
 
 template <>
 struct EnumNames<KernelBackend> {
@@ -28,17 +29,16 @@ struct EnumNames<KernelBackend> {
 template <>
 struct EnumNames<ConvAlgo> {
   static constexpr std::pair<std::string_view, ConvAlgo> kNames[] = {{"heuristic", ConvAlgo::kHeuristic},
-                                                                     {"search", ConvAlgo::kSearch}};
-};
-template <>
-struct EnumNames<ConvLayout> {
-  static constexpr std::pair<std::string_view, ConvLayout> kNames[] = {{"nchw", ConvLayout::kNchw}, {"nhwc", ConvLayout::kNhwc}};
+                                                                     {"search", ConvAlgo::kSearch},
+                                                                     {"onednn", ConvAlgo::kOneDnn},
+                                                                     {"im2col", ConvAlgo::kIm2col}};
 };
 
 struct KernelsOptions {
   std::vector<const KernelOp*> ops;
-  bool cuda = false;        // the CUDA implementations on GPU 0 (--backend cuda, or auto with a GPU)
-  KernelSettings settings;  // --dtype, --conv-algo, --conv-layout
+  bool cuda = false;                         // the CUDA implementations on GPU 0 (--backend cuda, or auto with a GPU)
+  KernelSettings settings;                   // --dtype, --conv-algo, --conv-layout
+  ConvAlgo convAlgo = ConvAlgo::kHeuristic;  // as asked (settings holds what it resolved to)
   // The transformer block whose shapes the ops are measured at.
   std::int64_t hidden = 128, seq = 64, batch = 2, vocab = 1024;
   int warmup = 2;

@@ -200,6 +200,29 @@ std::optional<KernelRecord> measureCase(const KernelOp& op, const KernelShape& s
   return r;
 }
 
+// --conv-algo and --conv-layout against the backend: cuDNN's search on CUDA only, the CPU's algorithms on the
+// CPU only, and a CPU method this build can run (oneDNN built in; im2col in NCHW).
+void checkConvChoice(const KernelsOptions& o, const KernelsArgs& a) {
+  const bool cpuAlgo = a.convAlgo == ConvAlgo::kOneDnn || a.convAlgo == ConvAlgo::kIm2col;
+  if (o.cuda && cpuAlgo)
+    throw UsageError(fmt::format("--conv-algo {} is a CPU algorithm: on CUDA, heuristic or search", nameOf(a.convAlgo)));
+  if (o.cuda) return;
+  if (a.convAlgo == ConvAlgo::kSearch)
+    throw UsageError("--conv-algo search times cuDNN's algorithms (CUDA): on the CPU, heuristic, onednn or im2col");
+  try {
+    cpu::requireConvMethod({o.settings.cpuConv, a.convLayout});
+  } catch (const Error& e) {
+    throw UsageError(fmt::format("--conv-algo {} --conv-layout {}: {}", nameOf(a.convAlgo), nameOf(a.convLayout), e.what()));
+  }
+}
+
+// The CPU convolution the conv cases run, for the console: "onednn (oneDNN 2.6.3, OpenMP threads), nchw".
+std::string cpuConvLine(const KernelSettings& k) {
+  const bool onednn = k.cpuConv == cpu::ConvAlgorithm::kOneDnn;
+  return fmt::format("{}{}, {}", nameOf(k.cpuConv), onednn ? " (" + cpu::oneDnnDescription() + ")" : " + GEMM",
+                     nameOf(k.convNhwc ? ConvLayout::kNhwc : ConvLayout::kNchw));
+}
+
 }  // namespace
 
 std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx);
@@ -217,8 +240,11 @@ KernelsOptions resolveKernelsArgs(const KernelsArgs& a) {
   }
   if (o.ops.empty()) throw UsageError("--ops: no kernel given");
   o.settings.precision = a.dtype;
+  o.convAlgo = a.convAlgo;
   o.settings.convSearch = a.convAlgo == ConvAlgo::kSearch;
   o.settings.convNhwc = a.convLayout == ConvLayout::kNhwc;
+  if (a.convAlgo == ConvAlgo::kOneDnn) o.settings.cpuConv = cpu::ConvAlgorithm::kOneDnn;
+  if (a.convAlgo == ConvAlgo::kIm2col) o.settings.cpuConv = cpu::ConvAlgorithm::kIm2col;
   const Presets* p = nullptr;
   for (const auto& x : kPresets)
     if (a.preset == x.name) p = &x;
@@ -237,6 +263,7 @@ KernelsOptions resolveKernelsArgs(const KernelsArgs& a) {
   if (a.backend == KernelBackend::kCuda && gpus == 0)
     throw UsageError("--backend cuda needs a CUDA GPU, and none is usable on this host");
   o.cuda = a.backend == KernelBackend::kCuda || (a.backend == KernelBackend::kAuto && gpus > 0);
+  checkConvChoice(o, a);
   for (const KernelOp* op : o.ops)
     if (!op->supports(o.settings.precision, o.cuda))
       throw UsageError(fmt::format("--dtype {}: the {} implementation of {} does not run in it",
@@ -257,8 +284,8 @@ nlohmann::json toJson(const KernelsOptions& o) {
           {"backend", o.cuda ? "cuda" : "cpu"},
           {"shapes", user},
           {"dtype", std::string(precisionName(o.settings.precision))},
-          {"conv_algo", o.settings.convSearch ? "search" : "heuristic"},
-          {"conv_layout", o.settings.convNhwc ? "nhwc" : "nchw"},
+          {"conv_algo", nameOf(o.convAlgo)},
+          {"conv_layout", nameOf(o.settings.convNhwc ? ConvLayout::kNhwc : ConvLayout::kNchw)},
           {"hidden", o.hidden},
           {"seq", o.seq},
           {"batch", o.batch},
@@ -295,6 +322,7 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
         "#\n# kernels on the CPU (%s) with %d of %ld hardware threads (this process's affinity; mpirun binds ranks to cores "
         "unless --bind-to none)\n",
         std::string(precisionName(o.settings.precision)).c_str(), usable, ::sysconf(_SC_NPROCESSORS_ONLN));
+  if (!o.cuda) std::printf("# convolution: %s\n", cpuConvLine(o.settings).c_str());
   if (o.userShapes.empty())
     std::printf("# shapes of a transformer block of hidden %lld, sequence %lld, batch %lld, vocabulary %lld\n",
                 static_cast<long long>(o.hidden), static_cast<long long>(o.seq), static_cast<long long>(o.batch),

@@ -142,7 +142,8 @@ double lambTrust(double pSquared, double uSquared);
 void sgdMomentumUpdate(float* params, const float* grads, float* momentum, std::size_t n, float lr, float mu, float weightDecay);
 
 // 2-D convolution, NCHW: x[N,C,H,W] * w[K,C,R,S] (+ bias[K]) -> y[N,K,P,Q], with stride and zero padding;
-// through im2col and GEMM (2*N*K*P*Q*C*R*S FLOPs). The backward ops accumulate into dx, dw, dbias.
+// 2*N*K*P*Q*C*R*S FLOPs, through oneDNN where built with it, else im2col and GEMM (kernels/cpu/convolution.h,
+// which also runs NHWC and names the method). The backward ops accumulate into dx, dw, dbias.
 struct Conv2dShape {
   int N, C, H, W, K, R, S, stride, pad;
   int P() const { return (H + 2 * pad - R) / stride + 1; }

@@ -6,9 +6,11 @@
 // The backward passes accumulate, as a training step does (the CPU ops always do; on CUDA, beta = 1).
 // Each pass is 2*N*K*P*Q*C*R*S FLOPs and moves at least its two inputs and its output once (e bytes an
 // element: 4 for float32 and TF32, 2 for bfloat16 and float16; the forward reads bias[K] too).
-// CPU: im2col + GEMM (kernels/cpu), float32, NCHW. CUDA: cuDNN (kernels/cuda/convolution.h), float32, TF32,
-// bfloat16 or float16 tensors (16-bit outputs too), NCHW or NHWC (--conv-layout), the algorithm from
-// cuDNN's heuristics or its timed search (--conv-algo).
+// CPU (kernels/cpu/convolution.h): float32, oneDNN (the default where built with it; --conv-algo onednn) in
+// NCHW or NHWC (--conv-layout), or im2col + GEMM (--conv-algo im2col) in NCHW; the record names the algorithm,
+// oneDNN's kernel and the layout. CUDA: cuDNN (kernels/cuda/convolution.h), float32, TF32, bfloat16 or
+// float16 tensors (16-bit outputs too), NCHW or NHWC (--conv-layout), the algorithm from cuDNN's heuristics
+// or its timed search (--conv-algo).
 // Checked against a direct float64 convolution from the definition on fresh inputs: the forward's output
 // poisoned with NaN first, the backward's output holding random values the gradient must be added to.
 #include <climits>
@@ -17,7 +19,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/convolution.h"
 #include "kernels/specs/kernel_op.h"
 #ifdef TRAINSCOPE_HAVE_CUDNN
 #include "kernels/cuda/convolution.h"
@@ -27,7 +29,7 @@
 namespace ts {
 namespace {
 
-enum class Pass { kForward, kBackwardData, kBackwardFilter };
+using Pass = cpu::ConvPass;
 
 // The three tensors every pass touches. The forward reads x, w and writes y; backward-data reads dy (kept
 // in y) and w and writes dx (in x); backward-filter reads dy (in y) and x and writes dw (in w).
@@ -119,67 +121,22 @@ double termsPerOutput(Pass pass, const cpu::Conv2dShape& s) {
   return 1;
 }
 
-// Relative tolerance. float32 sums of `terms` products: 4e-6 sqrt(terms) as for GEMM, 4 times that on
-// cuDNN, whose FFT and Winograd algorithms round their transformed operands too. TF32 rounds each input to
-// a 10-bit mantissa first: 2e-3 sqrt(terms). bfloat16 and float16 inputs are rounded on the host, so the
-// reference sees what the op sees and the float32 accumulation differs alone, but the outputs are stored
-// in 16 bits: up to three roundings (the forward's sum, then its bias added; a backward's gradient, then
-// the value it is added to), each unitRoundoff of the larger of 1 and the result.
-double tolerance(Pass pass, const cpu::Conv2dShape& s, Precision p, bool cuda) {
+// Relative tolerance. float32 sums of `terms` products: 4e-6 sqrt(terms) as for GEMM (im2col + OpenBLAS), 4
+// times that on cuDNN, whose FFT and Winograd algorithms round their transformed operands too, and on oneDNN,
+// whose backward-filter kernels add each gradient's N*P*Q products in long running float32 sums (7.3e-4 at
+// N*P*Q = 32768 on this CPU, over GEMM's 7.2e-4). TF32 rounds each input to a 10-bit mantissa first: 2e-3 sqrt(terms).
+// bfloat16 and float16 inputs are rounded on the host, so the reference sees what the op sees and the float32
+// accumulation differs alone, but the outputs are stored in 16 bits: up to three roundings (the forward's sum,
+// then its bias added; a backward's gradient, then the value it is added to), each unitRoundoff of the larger
+// of 1 and the result.
+double tolerance(Pass pass, const cpu::Conv2dShape& s, Precision p, bool cuda, bool onednn = false) {
   const double root = std::sqrt(termsPerOutput(pass, s));
-  if (!cuda) return 4e-6 * root;
+  const double sums = (cuda || onednn ? 1.6e-5 : 4e-6) * root;
+  if (!cuda) return sums;
   if (p == Precision::kTF32) return 2e-3 * root;
-  const double sums = 1.6e-5 * root;
   return p == Precision::kFloat32 ? sums : sums + 3 * unitRoundoff(p);
 }
 
-// The CPU pass, float32, NCHW.
-class ConvCase final : public KernelCase {
- public:
-  ConvCase(Pass pass, const cpu::Conv2dShape& s)
-      : pass_(pass),
-        s_(s),
-        x_(randomInputs(countOf(s, Tensor::kX), 1)),
-        w_(randomInputs(countOf(s, Tensor::kW), 2)),
-        y_(randomInputs(countOf(s, Tensor::kY), 4)),
-        b_(randomInputs(s.K, 3)) {}
-  void run() override {
-    switch (pass_) {
-      case Pass::kForward:
-        cpu::conv2dForward(y_.data(), x_.data(), w_.data(), b_.data(), s_);
-        break;
-      case Pass::kBackwardData:
-        cpu::conv2dBackwardData(x_.data(), y_.data(), w_.data(), s_);
-        break;
-      case Pass::kBackwardFilter:
-        cpu::conv2dBackwardFilter(w_.data(), nullptr, y_.data(), x_.data(), s_);
-        break;
-    }
-  }
-  double flops() const override { return convFlops(s_); }
-  double bytes() const override { return convBytes(pass_, s_, sizeof(float)); }
-  KernelCheck check() override {
-    x_ = randomInputs(x_.size(), 71);
-    w_ = randomInputs(w_.size(), 72);
-    y_ = randomInputs(y_.size(), 73);
-    std::vector<float>& out = tensor(outputOf(pass_));
-    const std::vector<float> prior = out;  // what a backward pass adds onto
-    if (pass_ == Pass::kForward) poison(out);
-    run();
-    std::vector<double> want = reference(pass_, s_, x_, w_, y_, b_);  // reads only the pass's inputs
-    if (pass_ != Pass::kForward)
-      for (std::size_t i = 0; i < want.size(); ++i) want[i] += prior[i];
-    return compareWith(out.data(), want.data(), want.size(), tolerance(pass_, s_, Precision::kFloat32, false));
-  }
-
- private:
-  std::vector<float>& tensor(Tensor t) { return t == Tensor::kX ? x_ : t == Tensor::kW ? w_ : y_; }
-  Pass pass_;
-  cpu::Conv2dShape s_;
-  std::vector<float> x_, w_, y_, b_;  // y_ is dy for the backward passes; x_ / w_ their outputs dx / dw
-};
-
-#ifdef TRAINSCOPE_HAVE_CUDNN
 // [d0,d1,d2,d3] -> [d0,d2,d3,d1] (NCHW to NHWC, KCRS to KRSC), and back.
 std::vector<float> toChannelsLast(const std::vector<float>& v, Dims4 d) {
   std::vector<float> out(v.size());
@@ -200,6 +157,71 @@ std::vector<float> fromChannelsLast(const std::vector<float>& v, Dims4 d) {
   return out;
 }
 
+// The CPU pass, float32, by the chosen algorithm in the chosen layout (tensors generated in NCHW and
+// transposed for NHWC, as on CUDA).
+class ConvCase final : public KernelCase {
+ public:
+  ConvCase(Pass pass, const cpu::Conv2dShape& s, const KernelSettings& k)
+      : pass_(pass),
+        s_(s),
+        method_{k.cpuConv, k.convNhwc ? ConvLayout::kNhwc : ConvLayout::kNchw},
+        x_(inLayout(Tensor::kX, randomInputs(countOf(s, Tensor::kX), 1))),
+        w_(inLayout(Tensor::kW, randomInputs(countOf(s, Tensor::kW), 2))),
+        y_(inLayout(Tensor::kY, randomInputs(countOf(s, Tensor::kY), 4))),
+        b_(randomInputs(s.K, 3)) {}
+  void run() override {
+    switch (pass_) {
+      case Pass::kForward:
+        cpu::conv2dForward(y_.data(), x_.data(), w_.data(), b_.data(), s_, method_);
+        break;
+      case Pass::kBackwardData:
+        cpu::conv2dBackwardData(x_.data(), y_.data(), w_.data(), s_, method_);
+        break;
+      case Pass::kBackwardFilter:
+        cpu::conv2dBackwardFilter(w_.data(), nullptr, y_.data(), x_.data(), s_, method_);
+        break;
+    }
+  }
+  double flops() const override { return convFlops(s_); }
+  double bytes() const override { return convBytes(pass_, s_, sizeof(float)); }
+  KernelCheck check() override {
+    const auto x = randomInputs(x_.size(), 71), w = randomInputs(w_.size(), 72), y = randomInputs(y_.size(), 73);
+    x_ = inLayout(Tensor::kX, x);
+    w_ = inLayout(Tensor::kW, w);
+    y_ = inLayout(Tensor::kY, y);
+    const Tensor outT = outputOf(pass_);
+    std::vector<float>& out = tensor(outT);
+    if (pass_ == Pass::kForward) poison(out);
+    run();
+    const std::vector<float> got = nhwc() ? fromChannelsLast(out, dimsOf(s_, outT)) : out;
+    std::vector<double> want = reference(pass_, s_, x, w, y, b_);
+    if (pass_ != Pass::kForward) {  // what the backward pass added onto
+      const std::vector<float>& prior = outT == Tensor::kX ? x : w;
+      for (std::size_t i = 0; i < want.size(); ++i) want[i] += prior[i];
+    }
+    return compareWith(got.data(), want.data(), want.size(),
+                       tolerance(pass_, s_, Precision::kFloat32, false, method_.algorithm == cpu::ConvAlgorithm::kOneDnn));
+  }
+  nlohmann::json details() const override {
+    return {{"algo", nameOf(method_.algorithm)},
+            {"kernel", cpu::convImplementation(pass_, s_, method_)},
+            {"layout", nameOf(method_.layout)}};
+  }
+
+ private:
+  bool nhwc() const { return method_.layout == ConvLayout::kNhwc; }
+  std::vector<float>& tensor(Tensor t) { return t == Tensor::kX ? x_ : t == Tensor::kW ? w_ : y_; }
+  // An NCHW (KCRS) tensor in the method's layout.
+  std::vector<float> inLayout(Tensor t, std::vector<float> nchw) const {
+    return nhwc() ? toChannelsLast(nchw, dimsOf(s_, t)) : nchw;
+  }
+  Pass pass_;
+  cpu::Conv2dShape s_;
+  cpu::ConvMethod method_;            // declared before the tensors, which inLayout makes in its layout
+  std::vector<float> x_, w_, y_, b_;  // y_ is dy for the backward passes; x_ / w_ their outputs dx / dw
+};
+
+#ifdef TRAINSCOPE_HAVE_CUDNN
 // Random inputs rounded to the dtype, so that the reference sees exactly what the op sees.
 std::vector<float> roundedInputs(std::size_t n, unsigned seed, DType t) {
   auto v = randomInputs(n, seed);
@@ -339,7 +361,7 @@ class ConvOp final : public KernelOp {
   bool supports(Precision p, bool cuda) const override { return cuda || p == Precision::kFloat32; }
   std::unique_ptr<KernelCase> make(const KernelShape& sh, const KernelSettings& settings) const override {
     requireFloat32(name(), settings.precision);
-    return std::make_unique<ConvCase>(pass_, shapeOf(sh));
+    return std::make_unique<ConvCase>(pass_, shapeOf(sh), settings);
   }
   std::unique_ptr<KernelCase> makeCuda(const KernelShape& sh, const KernelSettings& settings) const override {
     return makeCase<CudaConvCase>(pass_, shapeOf(sh), settings);

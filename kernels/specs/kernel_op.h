@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/precision.h"
+#include "kernels/cpu/convolution.h"
 
 namespace ts {
 
@@ -28,6 +29,7 @@ struct KernelSettings {
   Precision precision = Precision::kFloat32;  // --dtype
   bool convSearch = false;                    // --conv-algo search: cuDNN times its algorithms (else its heuristic)
   bool convNhwc = false;                      // --conv-layout nhwc (else NCHW)
+  cpu::ConvAlgorithm cpuConv = cpu::defaultConvAlgorithm();  // --conv-algo on the CPU: onednn or im2col
 };
 
 struct KernelCheck {

@@ -125,6 +125,9 @@ def test_a_kernel_over_its_ceiling_is_remeasured_then_flagged(tmp_path, validate
     (["--hidden", "100"], "--hidden 100 must be a positive multiple of 64"),
     (["--preset", "huge"], "--preset: unknown preset 'huge'"),
     (["--timeout", "inf"], "--timeout: inf is not a finite number"),
+    (["--backend", "cpu", "--conv-algo", "search"], "--conv-algo search times cuDNN's algorithms (CUDA): on the CPU, heuristic, onednn or im2col"),
+    (["--backend", "cpu", "--conv-algo", "im2col", "--conv-layout", "nhwc"], "the im2col convolution runs in nchw only, not nhwc"),
+    (["--conv-algo", "winograd"], "--conv-algo: 'winograd' is not heuristic, search, onednn or im2col"),
 ])
 def test_bad_input(args, message, tmp_path):
     r = run_trainscope(["kernels", "--json", tmp_path / "x.json"] + args)
@@ -145,6 +148,34 @@ def test_shapes_file(tmp_path, validate):
     got = [(x["op"], x["shape_name"], x["shape"]) for x in doc["records"] if x["kind"] == "kernel"]
     assert got == [("gemm", "odd", {"M": 33, "N": 17, "K": 65}), ("gelu", "custom", {"n": 1001})]
     assert all(x["roofline"] is None for x in doc["records"] if x["kind"] == "kernel")  # --no-ceilings
+
+
+@pytest.mark.parametrize("algo,layout", [("heuristic", "nchw"), ("onednn", "nchw"), ("onednn", "nhwc"), ("im2col", "nchw")])
+def test_cpu_convolution_records_name_their_algorithm(tmp_path, validate, algo, layout):
+    """Each CPU conv record says which algorithm, kernel and layout ran, and passes its float64 check (backward passes
+    accumulating); heuristic is oneDNN where the build has it."""
+    shapes = tmp_path / "shapes.toml"
+    dims = "N = 2\nC = 5\nH = 9\nW = 7\nK = 16\nR = 3\nS = 3\nstride = 2\npad = 1\n"
+    shapes.write_text("".join(f'[[shape]]\nop = "{op}"\nname = "odd"\n{dims}\n' for op in ("conv2d", "conv2d_bwd_data", "conv2d_bwd_filter")))
+    out = tmp_path / "c.json"
+    r = run_trainscope(["kernels", "--backend", "cpu", "--shapes", shapes, "--no-ceilings", "-n", "2", "--conv-algo", algo, "--conv-layout", layout,
+                        "--json", out])
+    if r.rc == 2 and "needs a build with oneDNN" in r.err:
+        pytest.skip("built without oneDNN")
+    assert r.rc == 0, r.err
+    doc = json.loads(out.read_text())
+    validate(doc)
+    recs = [x for x in doc["records"] if x["kind"] == "kernel"]
+    ran = recs[0]["details"]["algo"]
+    assert ran == algo if algo != "heuristic" else ran in ("onednn", "im2col")
+    assert f"# convolution: {ran}" in r.out and f", {layout}\n" in r.out, r.out
+    assert [x["op"] for x in recs] == ["conv2d", "conv2d_bwd_data", "conv2d_bwd_filter"]
+    for x in recs:
+        assert x["check"]["passed"], x
+        assert x["details"]["algo"] == ran and x["details"]["layout"] == layout and x["details"]["kernel"], x
+        assert (x["details"]["kernel"] == "gemm") == (ran == "im2col"), x
+    config = doc["run"]["config"]
+    assert config["conv_algo"] == algo and config["conv_layout"] == layout
 
 
 @pytest.mark.parametrize("text,message", [

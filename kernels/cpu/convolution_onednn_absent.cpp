@@ -1,0 +1,18 @@
+// A build without oneDNN: the CPU convolution is im2col + GEMM alone. requireConvMethod refuses oneDNN before
+// any of these passes is reached; they throw rather than do nothing should a caller skip it.
+#include "base/error.h"
+#include "kernels/cpu/convolution_backends.h"
+
+namespace ts::cpu::onednn {
+namespace {
+[[noreturn]] void absent() { throw Error("this build has no oneDNN (libdnnl-dev): the CPU convolution is im2col"); }
+}  // namespace
+
+bool available() { return false; }
+std::string description() { return ""; }
+void forward(float*, const float*, const float*, const float*, const Conv2dShape&, ConvLayout) { absent(); }
+void backwardData(float*, const float*, const float*, const Conv2dShape&, ConvLayout) { absent(); }
+void backwardFilter(float*, float*, const float*, const float*, const Conv2dShape&, ConvLayout) { absent(); }
+std::string implementation(ConvPass, const Conv2dShape&, ConvLayout) { absent(); }
+
+}  // namespace ts::cpu::onednn
