@@ -74,7 +74,8 @@ TEST(VectorMath, BlockedSumAddsEveryTermInAFixedOrder) {
 // Every kernel that splits its work over the compute threads, at 1 and at 3 threads: the same bits.
 TEST(ComputeThreads, KernelsGiveTheSameBitsAtAnyThreadCount) {
   const std::size_t rows = 97, cols = 1031, n = rows * cols;  // above every kernel's grain
-  const std::vector<float> x = randomInputs(n, 11), y = randomInputs(n, 12), w = randomInputs(cols, 13), b = randomInputs(cols, 14);
+  const std::vector<float> x = randomInputs(n, 11), y = randomInputs(n, 12), w = randomInputs(cols, 13),
+                           b = randomInputs(cols, 14);
   std::vector<int> targets(rows);
   for (std::size_t i = 0; i < rows; ++i) targets[i] = static_cast<int>((i * 37) % cols);
   auto runAll = [&] {
@@ -96,8 +97,8 @@ TEST(ComputeThreads, KernelsGiveTheSameBitsAtAnyThreadCount) {
     out.push_back(o);
     out.push_back(losses);
     std::vector<float> rm(rows, 0.0f), rv(rows, 1.0f), bm(rows), br(rows);
-    cpu::batchnormForward(o.data(), bm.data(), br.data(), x.data(), w.data(), b.data(), 1, rows, cols, 1e-5f, rm.data(), rv.data(),
-                          0.1f);
+    cpu::batchnormForward(o.data(), bm.data(), br.data(), x.data(), w.data(), b.data(), 1, rows, cols, 1e-5f, rm.data(),
+                          rv.data(), 0.1f);
     out.push_back(o);
     std::vector<float> p = x, m(n, 0.1f), v(n, 0.2f);
     cpu::adamwUpdate(p.data(), y.data(), m.data(), v.data(), n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 3);
