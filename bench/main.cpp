@@ -1,8 +1,10 @@
 // trainscope: benchmarks and profiles multi-GPU training. This file only dispatches to the subcommands
 // and turns every failure into one line on stderr and an exit code (2: bad input, 1: a failure, 3: timeout).
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -26,6 +28,15 @@ void printError(const std::string& what) {
   std::fflush(stderr);
 }
 
+// An error every process shares is said by process 0 alone; the launcher stops the run when the first
+// process exits non-zero, so the others wait a moment before exiting with it. Otherwise, on a loaded
+// machine, another process exits first and process 0 is stopped before its line is out (seen: a bad
+// --pp-split said nothing but mpirun's "1 process returned a non-zero exit code").
+int sharedErrorExit(int code) {
+  if (!printsSharedErrors()) std::this_thread::sleep_for(std::chrono::seconds(2));
+  return code;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -47,7 +58,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     ts::activity::errorReported();
     if (printsSharedErrors()) printError(fmt::format("{} (see trainscope --help)", e.what()));
-    return 2;
+    return sharedErrorExit(2);
   }
   // The README's commands are checked against the parser this way (tests/integration/test_readme_commands.py).
   if (std::getenv("TRAINSCOPE_PARSE_ONLY")) return 0;
@@ -60,7 +71,7 @@ int main(int argc, char** argv) {
     // exits first makes the launcher stop the rest, which must then not add a "stopped by signal" line.
     ts::activity::errorReported();
     if (printsSharedErrors()) printError(e.what());
-    return e.usage() ? 2 : 1;
+    return sharedErrorExit(e.usage() ? 2 : 1);
   } catch (const ts::LocalUsageError& e) {
     ts::activity::errorReported();
     printError(e.what());
@@ -68,7 +79,7 @@ int main(int argc, char** argv) {
   } catch (const ts::UsageError& e) {
     ts::activity::errorReported();
     if (printsSharedErrors()) printError(e.what());
-    return 2;
+    return sharedErrorExit(2);
   } catch (const ts::StoppedWhileWaiting& e) {
     // The launcher ends the run, and this process was only waiting for the others: process 0 says so once.
     ts::activity::errorReported();

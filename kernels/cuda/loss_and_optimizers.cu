@@ -146,16 +146,11 @@ __global__ void lambSumsKernel(double* sums, const double* partial, std::size_t 
     sums[1] = uNorm;
   }
 }
-// Part 2, one block: *trust = ||p|| / ||update|| from the 2*blocks partial sums, 1 when either is 0.
-// Reads 2*blocks doubles.
-__global__ void lambTrustKernel(double* trust, const double* partial, std::size_t blocks) {
-  const double pNorm = sumPartials(partial, blocks);
-  const double uNorm = sumPartials(partial + blocks, blocks);
-  if (threadIdx.x == 0) *trust = (pNorm > 0 && uNorm > 0) ? sqrt(pNorm) / sqrt(uNorm) : 1.0;
-}
-// Part 3: p -= (float)(lr trust update). Reads p, update (and the trust); writes p.
-__global__ void lambApplyKernel(float* p, const float* update, const double* trust, std::size_t n, float lr) {
-  const double lt = static_cast<double>(lr) * *trust;
+// Part 3: p -= (float)(lr trust update), trust = ||p|| / ||update|| from the two sums (1 when either is 0).
+// Reads p, update (and the sums); writes p.
+__global__ void lambApplyKernel(float* p, const float* update, const double* sums, std::size_t n, float lr) {
+  const double trust = (sums[0] > 0 && sums[1] > 0) ? sqrt(sums[0]) / sqrt(sums[1]) : 1.0;
+  const double lt = static_cast<double>(lr) * trust;
   for (std::size_t i = firstIndex(); i < n; i += gridStride()) p[i] = __fsub_rn(p[i], static_cast<float>(lt * update[i]));
 }
 // Part 3 of the two-pass LAMB: u recomputed from m, v, p; p -= (float)(lr trust u). Reads p, m, v; writes p.
@@ -218,21 +213,31 @@ void rmspropUpdate(float* params, const float* grads, float* sq, std::size_t n, 
   rmspropKernel<<<elementGrid(n), kBlock, 0, stream>>>(params, grads, sq, n, lr, alpha, 1 - alpha, eps, weightDecay);
   CUDA_CHECK(cudaGetLastError());
 }
-void lambUpdate(float* params, const float* grads, float* m, float* v, float* update, std::size_t n, float lr, float beta1,
-                float beta2, float eps, float weightDecay, int t, cudaStream_t stream) {
-  if (n == 0) return;
+namespace {
+// LAMB's parts 1 and 2 on the stream: m and v advanced, `update` written unless null, and sums[0..1] (device)
+// the sums of p^2 and update^2. `partial` holds 2 * reduceGrid(n) doubles.
+void lambDirectionAndSums(double* sums, double* partial, float* update, const float* params, const float* grads, float* m,
+                          float* v, std::size_t n, float beta1, float beta2, float eps, float weightDecay, int t,
+                          cudaStream_t stream) {
   const double c1 = 1.0 - std::pow(static_cast<double>(beta1), t), c2 = 1.0 - std::pow(static_cast<double>(beta2), t);
   const unsigned blocks = reduceGrid(n);
-  StreamOrderedBuffer scratch((2 * std::size_t{blocks} + 1) * sizeof(double),
-                              stream);  // 2 x blocks partial sums, then the trust ratio
-  double* partial = scratch.doubles();
-  double* trust = partial + 2 * std::size_t{blocks};
   lambDirectionKernel<<<blocks, kBlock, 0, stream>>>(partial, update, params, grads, m, v, n, beta1, 1 - beta1, beta2, 1 - beta2,
                                                      eps, weightDecay, c1, c2);
   CUDA_CHECK(cudaGetLastError());
-  lambTrustKernel<<<1, kBlock, 0, stream>>>(trust, partial, blocks);
+  lambSumsKernel<<<1, kBlock, 0, stream>>>(sums, partial, blocks);
   CUDA_CHECK(cudaGetLastError());
-  lambApplyKernel<<<elementGrid(n), kBlock, 0, stream>>>(params, update, trust, n, lr);
+}
+// Stream-ordered scratch for lambDirectionAndSums: the partial sums, then the two.
+std::size_t lambScratchBytes(std::size_t n) { return (2 * std::size_t{reduceGrid(n)} + 2) * sizeof(double); }
+}  // namespace
+
+void lambUpdate(float* params, const float* grads, float* m, float* v, float* update, std::size_t n, float lr, float beta1,
+                float beta2, float eps, float weightDecay, int t, cudaStream_t stream) {
+  if (n == 0) return;
+  StreamOrderedBuffer scratch(lambScratchBytes(n), stream);
+  double* sums = scratch.doubles();
+  lambDirectionAndSums(sums, sums + 2, update, params, grads, m, v, n, beta1, beta2, eps, weightDecay, t, stream);
+  lambApplyKernel<<<elementGrid(n), kBlock, 0, stream>>>(params, update, sums, n, lr);
   CUDA_CHECK(cudaGetLastError());
   scratch.freeAsync();
 }
@@ -240,16 +245,9 @@ void lambUpdate(float* params, const float* grads, float* m, float* v, float* up
 void lambMoments(const float* params, const float* grads, float* m, float* v, std::size_t n, float beta1, float beta2, float eps,
                  float weightDecay, int t, double* sums, cudaStream_t stream) {
   if (n == 0) return;
-  const double c1 = 1.0 - std::pow(static_cast<double>(beta1), t), c2 = 1.0 - std::pow(static_cast<double>(beta2), t);
-  const unsigned blocks = reduceGrid(n);
-  StreamOrderedBuffer scratch((2 * std::size_t{blocks} + 2) * sizeof(double), stream);  // partial sums, then the two
-  double* partial = scratch.doubles();
-  double* two = partial + 2 * std::size_t{blocks};
-  lambDirectionKernel<<<blocks, kBlock, 0, stream>>>(partial, nullptr, params, grads, m, v, n, beta1, 1 - beta1, beta2, 1 - beta2,
-                                                     eps, weightDecay, c1, c2);
-  CUDA_CHECK(cudaGetLastError());
-  lambSumsKernel<<<1, kBlock, 0, stream>>>(two, partial, blocks);
-  CUDA_CHECK(cudaGetLastError());
+  StreamOrderedBuffer scratch(lambScratchBytes(n), stream);
+  double* two = scratch.doubles();
+  lambDirectionAndSums(two, two + 2, nullptr, params, grads, m, v, n, beta1, beta2, eps, weightDecay, t, stream);
   double host[2] = {0, 0};
   // The sums go to the other ranks through the host: this waits for the stream.
   CUDA_CHECK(cudaMemcpyAsync(host, two, sizeof host, cudaMemcpyDeviceToHost, stream));

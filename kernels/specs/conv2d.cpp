@@ -137,25 +137,23 @@ double tolerance(Pass pass, const cpu::Conv2dShape& s, Precision p, bool cuda, b
   return p == Precision::kFloat32 ? sums : sums + 3 * unitRoundoff(p);
 }
 
-// [d0,d1,d2,d3] -> [d0,d2,d3,d1] (NCHW to NHWC, KCRS to KRSC), and back.
-std::vector<float> toChannelsLast(const std::vector<float>& v, Dims4 d) {
+// [d0,d1,d2,d3] <-> [d0,d2,d3,d1] (NCHW and NHWC, KCRS and KRSC): toLast moves d1 last, else back.
+std::vector<float> permuteChannels(const std::vector<float>& v, Dims4 d, bool toLast) {
   std::vector<float> out(v.size());
   for (std::size_t a = 0; a < d.d0; ++a)
     for (std::size_t b = 0; b < d.d1; ++b)
       for (std::size_t c = 0; c < d.d2; ++c)
-        for (std::size_t e = 0; e < d.d3; ++e)
-          out[((a * d.d2 + c) * d.d3 + e) * d.d1 + b] = v[((a * d.d1 + b) * d.d2 + c) * d.d3 + e];
+        for (std::size_t e = 0; e < d.d3; ++e) {
+          const std::size_t first = ((a * d.d1 + b) * d.d2 + c) * d.d3 + e, last = ((a * d.d2 + c) * d.d3 + e) * d.d1 + b;
+          if (toLast)
+            out[last] = v[first];
+          else
+            out[first] = v[last];
+        }
   return out;
 }
-std::vector<float> fromChannelsLast(const std::vector<float>& v, Dims4 d) {
-  std::vector<float> out(v.size());
-  for (std::size_t a = 0; a < d.d0; ++a)
-    for (std::size_t b = 0; b < d.d1; ++b)
-      for (std::size_t c = 0; c < d.d2; ++c)
-        for (std::size_t e = 0; e < d.d3; ++e)
-          out[((a * d.d1 + b) * d.d2 + c) * d.d3 + e] = v[((a * d.d2 + c) * d.d3 + e) * d.d1 + b];
-  return out;
-}
+std::vector<float> toChannelsLast(const std::vector<float>& v, Dims4 d) { return permuteChannels(v, d, true); }
+std::vector<float> fromChannelsLast(const std::vector<float>& v, Dims4 d) { return permuteChannels(v, d, false); }
 
 // The CPU pass, float32, by the chosen algorithm in the chosen layout (tensors generated in NCHW and
 // transposed for NHWC, as on CUDA).

@@ -56,9 +56,15 @@ const Tensor& Conv2d::forward(const Tensor& x, StepContext& ctx) {
   return y_;
 }
 
+void Conv2d::skipInputGradient() {
+  inputGradient_ = false;
+  zero(dx_);
+}
+
 const Tensor& Conv2d::backward(const Tensor& dy, StepContext& ctx) {
   ops::conv2dBackwardFilter(*y_.device, w_.grad.data, dy.data, x_->data, s_);
   ctx.ready(w_);
+  if (!inputGradient_) return dx_;
   zero(dx_);
   ops::conv2dBackwardData(*y_.device, dx_.data, dy.data, w_.value.data, s_);
   if (split_.split() && split_.kind == TensorSplit::kColumn) ctx.sumOverTensorParallel(dx_);

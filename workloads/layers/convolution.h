@@ -20,6 +20,7 @@ class Conv2d final : public Layer {
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override { out.push_back(&w_); }
   double forwardFlops() const override;
+  void skipInputGradient() override;
   const cpu::Conv2dShape& shape() const { return s_; }
 
  private:
@@ -28,6 +29,7 @@ class Conv2d final : public Layer {
   Param w_;
   const Tensor* x_ = nullptr;
   Tensor y_, dx_;
+  bool inputGradient_ = true;
 };
 
 // x[N, C, H, W] -> y[N, C]: the mean over H*W.

@@ -87,6 +87,10 @@ class Layer {
   virtual void params(std::vector<Param*>&) {}
   virtual void buffers(std::vector<NamedTensor>&) {}
   virtual double forwardFlops() const { return 0; }  // matmul/conv FLOPs of one forward at the built batch
+  // The model's first layer, whose input is the data: nothing reads its input gradient, so a layer that
+  // would compute it with a GEMM or a convolution skips it (as PyTorch does for inputs that need no grad)
+  // and backward returns zeros. On every tensor-parallel rank alike (the sum it skips is collective).
+  virtual void skipInputGradient() {}
 };
 
 // Parameters initialised from (seed, name): independent of the order layers are built in.

@@ -63,6 +63,7 @@ const Tensor& Linear::backward(const Tensor& dy, StepContext& ctx) {
     ops::biasBackward(*y_.device, b_.grad.data, dy.data, rows_, out_);
     ctx.ready(b_);
   }
+  if (!inputGradient_) return dx_;
   ops::gemm(*y_.device, false, false, N, I, O, 1.0f, dy.data, O, w_.value.data, I, 0.0f, dx_.data, I);  // dx = dy W
   if (split_.split() && split_.kind == TensorSplit::kColumn) ctx.sumOverTensorParallel(dx_);  // each rank's outputs' share
   return dx_;

@@ -20,6 +20,10 @@ class Linear final : public Layer {
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override;
   double forwardFlops() const override { return 2.0 * rows_ * fullIn_ * fullOut_; }
+  void skipInputGradient() override {
+    inputGradient_ = false;
+    zero(dx_);
+  }
   Param& weight() { return w_; }
 
  private:
@@ -30,6 +34,7 @@ class Linear final : public Layer {
   Param w_, b_;
   const Tensor* x_ = nullptr;
   Tensor y_, dx_;
+  bool inputGradient_ = true;
 };
 
 }  // namespace ts::wl

@@ -142,7 +142,10 @@ SequentialClassifier::SequentialClassifier(ModelConfig config, std::int64_t batc
   input_ = arena_.tensor(shape);
 }
 
-void SequentialClassifier::finish() { loss_ = std::make_unique<CrossEntropy>(arena_, batch_, config_.classes); }
+void SequentialClassifier::finish() {
+  if (!layers_.empty()) layers_.front()->skipInputGradient();  // its input is the data
+  loss_ = std::make_unique<CrossEntropy>(arena_, batch_, config_.classes);
+}
 
 const Tensor& SequentialClassifier::embed(const data::Batch& batch, StepContext&) {
   if (batch.size() != batch_ || batch.features.size() != input_.numel())
