@@ -103,18 +103,14 @@ void softmaxBackward(float* dinp, const float* dout, const float* out, std::size
 // channel's values are N runs of HW; its sums (float64) add the runs' blocked sums in order. Channels go to
 // the compute threads whole.
 namespace {
-// Two sums over a channel's values in one pass (f and g of each value's index).
-template <class F, class G>
-void channelSums(std::size_t N, std::size_t C, std::size_t HW, std::size_t c, F&& f, G&& g, double& sumF, double& sumG) {
-  sumF = sumG = 0;
+template <class F>
+double channelSum(std::size_t N, std::size_t C, std::size_t HW, std::size_t c, F&& f) {
+  double s = 0;
   for (std::size_t n = 0; n < N; ++n) {
     const std::size_t base = (n * C + c) * HW;
-    double a = 0, b = 0;
-    vmath::blockedSums(
-        HW, [&](std::size_t i) { return f(base + i); }, [&](std::size_t i) { return g(base + i); }, a, b);
-    sumF += a;
-    sumG += b;
+    s += vmath::blockedSum(HW, [&](std::size_t i) { return f(base + i); });
   }
+  return s;
 }
 
 template <class Channel>
@@ -128,16 +124,8 @@ TS_SIMD_CLONES void batchnormForwardChannel(float* out, float* mean, float* rstd
                                             const float* bias, std::size_t N, std::size_t C, std::size_t HW, float eps,
                                             float* runningMean, float* runningVar, float momentum, std::size_t c) {
   const double count = static_cast<double>(N * HW);
-  // One pass: the sums of x - k and its square, shifted by the channel's first value k so that the variance
-  // E[(x-k)^2] - E[x-k]^2 does not cancel (float64; a second pass over the values cost 1/3 of the op).
-  const double k = inp[c * HW];
-  double sum = 0, sumSq = 0;
-  channelSums(
-      N, C, HW, c, [inp, k](std::size_t j) { return inp[j] - k; },
-      [inp, k](std::size_t j) { return (inp[j] - k) * (inp[j] - k); }, sum, sumSq);
-  const double shiftedMean = sum / count;
-  const double m = k + shiftedMean;
-  const double v = std::max(0.0, sumSq / count - shiftedMean * shiftedMean);
+  const double m = channelSum(N, C, HW, c, [inp](std::size_t j) { return double(inp[j]); }) / count;
+  const double v = channelSum(N, C, HW, c, [inp, m](std::size_t j) { return (inp[j] - m) * (inp[j] - m); }) / count;
   const double r = 1.0 / std::sqrt(v + eps);
   const double w = weight[c], b = bias[c];
   for (std::size_t n = 0; n < N; ++n) {
@@ -157,10 +145,8 @@ TS_SIMD_CLONES void batchnormBackwardChannel(float* dinp, float* dweight, float*
                                              std::size_t C, std::size_t HW, std::size_t c) {
   const double count = static_cast<double>(N * HW);
   const double m = mean[c], r = rstd[c];
-  double sumDy = 0, sumDyXhat = 0;
-  channelSums(
-      N, C, HW, c, [dout](std::size_t j) { return double(dout[j]); }, [&](std::size_t j) { return dout[j] * (inp[j] - m) * r; },
-      sumDy, sumDyXhat);
+  const double sumDy = channelSum(N, C, HW, c, [dout](std::size_t j) { return double(dout[j]); });
+  const double sumDyXhat = channelSum(N, C, HW, c, [&](std::size_t j) { return dout[j] * (inp[j] - m) * r; });
   if (dbias) dbias[c] += static_cast<float>(sumDy);
   if (dweight) dweight[c] += static_cast<float>(sumDyXhat);
   if (!dinp) return;

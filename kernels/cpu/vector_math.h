@@ -79,28 +79,4 @@ inline double blockedSum(std::size_t n, F&& f) {
   return s;
 }
 
-// Two such sums in one pass over the data (f and g of the same i), each in blockedSum's order.
-template <class F, class G>
-inline void blockedSums(std::size_t n, F&& f, G&& g, double& sumF, double& sumG) {
-  constexpr std::size_t kLanes = 16;
-  double a[kLanes] = {}, b[kLanes] = {};
-  std::size_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-#pragma omp simd
-    for (std::size_t j = 0; j < kLanes; ++j) {
-      a[j] += f(i + j);
-      b[j] += g(i + j);
-    }
-  }
-  for (std::size_t j = 0; i < n; ++i, ++j) {
-    a[j] += f(i);
-    b[j] += g(i);
-  }
-  sumF = sumG = 0;
-  for (std::size_t j = 0; j < kLanes; ++j) {
-    sumF += a[j];
-    sumG += b[j];
-  }
-}
-
 }  // namespace ts::cpu::vmath
