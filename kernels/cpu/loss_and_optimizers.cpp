@@ -22,13 +22,21 @@ TS_SIMD_CLONES void crossEntropyRow(float* loss, float* dlogits, const float* z,
   float mx = -std::numeric_limits<float>::infinity();
 #pragma omp simd reduction(max : mx)
   for (std::size_t v = 0; v < V; ++v) mx = std::max(mx, z[v]);
-  const double sum = vmath::blockedSum(V, [z, mx](std::size_t v) { return double(vmath::exp(z[v] - mx)); });
+  // The exponentials once: kept in dlogits when there is one (then scaled in place), else summed as made.
+  double sum = 0;
+  if (dlogits) {
+#pragma omp simd
+    for (std::size_t v = 0; v < V; ++v) dlogits[v] = vmath::exp(z[v] - mx);
+    sum = vmath::blockedSum(V, [dlogits](std::size_t v) { return double(dlogits[v]); });
+  } else {
+    sum = vmath::blockedSum(V, [z, mx](std::size_t v) { return double(vmath::exp(z[v] - mx)); });
+  }
   const auto t = static_cast<std::size_t>(target);
   if (loss) *loss = static_cast<float>(std::log(sum) - (static_cast<double>(z[t]) - mx));
   if (!dlogits) return;
   const auto scale = static_cast<float>(dloss / sum);
 #pragma omp simd
-  for (std::size_t v = 0; v < V; ++v) dlogits[v] = vmath::exp(z[v] - mx) * scale;
+  for (std::size_t v = 0; v < V; ++v) dlogits[v] *= scale;
   dlogits[t] -= dloss;
 }
 }  // namespace

@@ -54,3 +54,10 @@ def test_a_bad_count_is_one_line_before_any_work(tmp_path, value):
     assert r.rc == 2 and not out.exists()
     want = f"trainscope: error: TRAINSCOPE_THREADS={value}: expected a whole number of threads from 1 to 4096"
     assert r.error_lines() == [want]
+
+
+def test_a_bad_openmp_count_is_one_line_too(tmp_path):
+    """OMP_NUM_THREADS may hold a list for nested levels ("4,2"); trainscope has one level and says so."""
+    r = run_trainscope([*TRAIN, "--json", tmp_path / "t.json"], env={"OMP_NUM_THREADS": "4,2"})
+    assert r.rc == 2 and not (tmp_path / "t.json").exists()
+    assert r.error_lines() == ["trainscope: error: OMP_NUM_THREADS=4,2: expected a whole number of threads from 1 to 4096"]

@@ -47,11 +47,13 @@ Optimizer::Optimizer(const OptimizerOptions& options, std::vector<Param*> params
     scratch_ = arena.tensor({static_cast<std::int64_t>(largest)}, MemoryKind::kOptimizer);
 }
 
+// Weight decay applies to weights, never to biases and normalisation gains.
+float Optimizer::decayOf(const Param& p) const { return p.decay ? static_cast<float>(o_.weightDecay) : 0.0f; }
+
 // LAMB over parts of tensors: every part's moments and sums first, the sums added over the ranks (one
 // collective for all), then every part's step with its whole tensor's trust ratio.
 void Optimizer::lambInParts(float lr, int t) {
   const float b1 = float(o_.beta1), b2 = float(o_.beta2), eps = float(o_.eps);
-  auto decayOf = [&](const Param& p) { return p.decay ? static_cast<float>(o_.weightDecay) : 0.0f; };
   std::vector<double> sums(2 * slots_.size(), 0.0);
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     Param& p = *slots_[i].p;
@@ -72,7 +74,7 @@ void Optimizer::step(double lrD, int t) {
   for (Slot& s : slots_) {
     Param& p = *s.p;
     const std::size_t n = p.value.numel();
-    const float wd = p.decay ? static_cast<float>(o_.weightDecay) : 0.0f;
+    const float wd = decayOf(p);
     switch (o_.kind) {
       case OptimizerKind::kSgd:
         ops::sgdMomentumUpdate(*p.value.device, p.value.data, p.grad.data, s.a.data, n, lr, float(o_.momentum), wd);

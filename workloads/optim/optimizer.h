@@ -56,6 +56,7 @@ class Optimizer {
   };
   OptimizerOptions o_;
   void lambInParts(float lr, int t);
+  float decayOf(const Param& p) const;
   std::vector<Slot> slots_;
   Tensor scratch_;  // lamb's per-tensor update (whole tensors only: the parts' pass recomputes it)
   PartSums partSums_;
