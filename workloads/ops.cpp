@@ -87,8 +87,21 @@ void geluBackward([[maybe_unused]] Device& d, float* dinp, const float* inp, con
   TS_OP(d, geluBackward, dinp, inp, dout, n);
 }
 void reluForward([[maybe_unused]] Device& d, float* out, const float* inp, std::size_t n) { TS_OP(d, reluForward, out, inp, n); }
-void reluBackward([[maybe_unused]] Device& d, float* dinp, const float* inp, const float* dout, std::size_t n) {
-  TS_OP(d, reluBackward, dinp, inp, dout, n);
+#ifdef TRAINSCOPE_HAVE_CUDA
+namespace {
+// CUDA's input-gradient kernels accumulate: an overwrite is a zeroed buffer first (as the layers did).
+void zeroForOverwriteOnCuda(Device& d, float* dinp, std::size_t n, Write write) {
+  if (d.cuda() && write == Write::kOverwrite) d.zero(dinp, n * sizeof(float));
+}
+}  // namespace
+#endif
+
+void reluBackward([[maybe_unused]] Device& d, float* dinp, const float* inp, const float* dout, std::size_t n, Write write) {
+#ifdef TRAINSCOPE_HAVE_CUDA
+  zeroForOverwriteOnCuda(d, dinp, n, write);
+  if (d.cuda()) return cuda::reluBackward(dinp, inp, dout, n, TS_STREAM(d));
+#endif
+  cpu::reluBackward(dinp, inp, dout, n, write);
 }
 void biasAdd([[maybe_unused]] Device& d, float* out, const float* inp, const float* bias, std::size_t N, std::size_t C) {
   TS_OP(d, biasAdd, out, inp, bias, N, C);
@@ -107,8 +120,13 @@ void batchnormForward([[maybe_unused]] Device& d, float* out, float* mean, float
   TS_OP(d, batchnormForward, out, mean, rstd, inp, w, b, N, C, HW, 1e-5f, runningMean, runningVar, 0.1f);
 }
 void batchnormBackward([[maybe_unused]] Device& d, float* dinp, float* dw, float* db, const float* dout, const float* inp,
-                       const float* w, const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW) {
-  TS_OP(d, batchnormBackward, dinp, dw, db, dout, inp, w, mean, rstd, N, C, HW);
+                       const float* w, const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW,
+                       Write write) {
+#ifdef TRAINSCOPE_HAVE_CUDA
+  zeroForOverwriteOnCuda(d, dinp, N * C * HW, write);
+  if (d.cuda()) return cuda::batchnormBackward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, HW, TS_STREAM(d));
+#endif
+  cpu::batchnormBackward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, HW, write);
 }
 void globalAvgPoolForward([[maybe_unused]] Device& d, float* out, const float* inp, std::size_t N, std::size_t C,
                           std::size_t HW) {
@@ -173,10 +191,11 @@ void conv2dForward(Device& d, float* y, const float* x, const float* w, const cp
       d, s, [&](auto& c, auto stream) { c.forward(y, x, w, nullptr, stream, 0.0f); },
       [&] { cpu::conv2dForward(y, x, w, nullptr, s); });
 }
-void conv2dBackwardData(Device& d, float* dx, const float* dy, const float* w, const cpu::Conv2dShape& s) {
+void conv2dBackwardData(Device& d, float* dx, const float* dy, const float* w, const cpu::Conv2dShape& s, Write write) {
+  const float beta = write == Write::kOverwrite ? 0.0f : 1.0f;  // cuDNN's: dx = conv^T(dy) + beta dx
   convolution(
-      d, s, [&](auto& c, auto stream) { c.backwardData(dx, dy, w, stream, 1.0f); },  // accumulate, as the CPU does
-      [&] { cpu::conv2dBackwardData(dx, dy, w, s); });
+      d, s, [&](auto& c, auto stream) { c.backwardData(dx, dy, w, stream, beta); },
+      [&] { cpu::conv2dBackwardData(dx, dy, w, s, write); });
 }
 void conv2dBackwardFilter(Device& d, float* dw, const float* dy, const float* x, const cpu::Conv2dShape& s) {
   convolution(

@@ -24,7 +24,10 @@ void softmaxBackward(Device& d, float* dinp, const float* dout, const float* out
 void geluForward(Device& d, float* out, const float* inp, std::size_t n);
 void geluBackward(Device& d, float* dinp, const float* inp, const float* dout, std::size_t n);
 void reluForward(Device& d, float* out, const float* inp, std::size_t n);
-void reluBackward(Device& d, float* dinp, const float* inp, const float* dout, std::size_t n);
+// The input-gradient ops that take a cpu::Write: kOverwrite writes dinp without reading it (on CUDA: dinp is
+// zeroed on the stream first, then the accumulating kernel runs; the same result).
+using cpu::Write;
+void reluBackward(Device& d, float* dinp, const float* inp, const float* dout, std::size_t n, Write write = Write::kAccumulate);
 void biasAdd(Device& d, float* out, const float* inp, const float* bias, std::size_t N, std::size_t C);
 void biasBackward(Device& d, float* dbias, const float* dout, std::size_t N, std::size_t C);
 void residualAdd(Device& d, float* out, const float* a, const float* b, std::size_t n);
@@ -34,7 +37,8 @@ double sumOfSquares(Device& d, const float* x, std::size_t n);  // synchronous
 void batchnormForward(Device& d, float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
                       std::size_t N, std::size_t C, std::size_t HW, float* runningMean, float* runningVar);
 void batchnormBackward(Device& d, float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                       const float* weight, const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW);
+                       const float* weight, const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW,
+                       Write write = Write::kAccumulate);
 void globalAvgPoolForward(Device& d, float* out, const float* inp, std::size_t N, std::size_t C, std::size_t HW);
 void globalAvgPoolBackward(Device& d, float* dinp, const float* dout, std::size_t N, std::size_t C, std::size_t HW);
 void maxPool2dForward(Device& d, float* out, int* argmax, const float* inp, int N, int C, int H, int W, int k, int stride,
@@ -47,7 +51,8 @@ void embeddingBackward(Device& d, float* dwte, float* dwpe, const float* dout, c
 void crossEntropyForwardBackward(Device& d, float* losses, float* dlogits, const float* logits, const int* targets, std::size_t N,
                                  std::size_t V, float dloss);
 void conv2dForward(Device& d, float* y, const float* x, const float* w, const cpu::Conv2dShape& s);  // no bias: BatchNorm follows
-void conv2dBackwardData(Device& d, float* dx, const float* dy, const float* w, const cpu::Conv2dShape& s);
+void conv2dBackwardData(Device& d, float* dx, const float* dy, const float* w, const cpu::Conv2dShape& s,
+                        Write write = Write::kAccumulate);
 void conv2dBackwardFilter(Device& d, float* dw, const float* dy, const float* x, const cpu::Conv2dShape& s);
 void sgdMomentumUpdate(Device& d, float* params, const float* grads, float* momentum, std::size_t n, float lr, float mu,
                        float weightDecay);

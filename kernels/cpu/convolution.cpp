@@ -25,10 +25,10 @@ void conv2dForward(float* y, const float* x, const float* w, const float* bias, 
   onednn::forward(y, x, w, bias, s, m.layout);
 }
 
-void conv2dBackwardData(float* dx, const float* dy, const float* w, const Conv2dShape& s, const ConvMethod& m) {
+void conv2dBackwardData(float* dx, const float* dy, const float* w, const Conv2dShape& s, const ConvMethod& m, Write write) {
   requireConvMethod(m);
-  if (m.algorithm == ConvAlgorithm::kIm2col) return im2col::backwardData(dx, dy, w, s);
-  onednn::backwardData(dx, dy, w, s, m.layout);
+  if (m.algorithm == ConvAlgorithm::kIm2col) return im2col::backwardData(dx, dy, w, s, write);
+  onednn::backwardData(dx, dy, w, s, m.layout, write);
 }
 
 void conv2dBackwardFilter(float* dw, float* dbias, const float* dy, const float* x, const Conv2dShape& s, const ConvMethod& m) {
@@ -48,8 +48,8 @@ std::string oneDnnDescription() { return onednn::description(); }
 void conv2dForward(float* y, const float* x, const float* w, const float* bias, const Conv2dShape& s) {
   conv2dForward(y, x, w, bias, s, ConvMethod{});
 }
-void conv2dBackwardData(float* dx, const float* dy, const float* w, const Conv2dShape& s) {
-  conv2dBackwardData(dx, dy, w, s, ConvMethod{});
+void conv2dBackwardData(float* dx, const float* dy, const float* w, const Conv2dShape& s, Write write) {
+  conv2dBackwardData(dx, dy, w, s, ConvMethod{}, write);
 }
 void conv2dBackwardFilter(float* dw, float* dbias, const float* dy, const float* x, const Conv2dShape& s) {
   conv2dBackwardFilter(dw, dbias, dy, x, s, ConvMethod{});

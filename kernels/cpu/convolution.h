@@ -5,7 +5,8 @@
 //           choice of kernel (impl below names it), primitives cached by shape, pass and layout.
 //   im2col: each image's receptive fields unrolled into columns and one GEMM (OpenBLAS); NCHW only. The
 //           fallback of a build without oneDNN.
-// Both keep ops.h's contract: the forward overwrites y; the backward passes accumulate into dx, dw, dbias.
+// Both keep ops.h's contract: the forward overwrites y; the backward passes accumulate into dx, dw, dbias
+// (dx: or overwrite it, as the caller asks).
 #include <string>
 #include <string_view>
 #include <utility>
@@ -40,7 +41,8 @@ void requireConvMethod(const ConvMethod& m);
 
 // As ops.h's, with x, y (dx, dy) and w (dw) in m.layout. Error (one line) when oneDNN fails.
 void conv2dForward(float* y, const float* x, const float* w, const float* bias, const Conv2dShape& s, const ConvMethod& m);
-void conv2dBackwardData(float* dx, const float* dy, const float* w, const Conv2dShape& s, const ConvMethod& m);
+void conv2dBackwardData(float* dx, const float* dy, const float* w, const Conv2dShape& s, const ConvMethod& m,
+                        Write write = Write::kAccumulate);
 void conv2dBackwardFilter(float* dw, float* dbias, const float* dy, const float* x, const Conv2dShape& s, const ConvMethod& m);
 
 // The kernel that runs pass p at s with m: oneDNN's implementation ("jit:avx512_core", "brgconv:avx512_core",

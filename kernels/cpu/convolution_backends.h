@@ -1,6 +1,7 @@
 #pragma once
 // The two CPU convolution implementations behind kernels/cpu/convolution.h's dispatch (internal to kernels/cpu).
-// Each takes ops.h's arguments: the forward overwrites y; the backward passes accumulate.
+// Each takes ops.h's arguments: the forward overwrites y; the backward passes accumulate (backward-data: or
+// overwrites, as `write` says).
 #include <string>
 
 #include "kernels/cpu/convolution.h"
@@ -9,7 +10,7 @@ namespace ts::cpu {
 
 namespace im2col {  // convolution_im2col.cpp: NCHW
 void forward(float* y, const float* x, const float* w, const float* bias, const Conv2dShape& s);
-void backwardData(float* dx, const float* dy, const float* w, const Conv2dShape& s);
+void backwardData(float* dx, const float* dy, const float* w, const Conv2dShape& s, Write write);
 void backwardFilter(float* dw, float* dbias, const float* dy, const float* x, const Conv2dShape& s);
 }  // namespace im2col
 
@@ -18,7 +19,7 @@ void backwardFilter(float* dw, float* dbias, const float* dy, const float* x, co
 namespace onednn {
 bool available();
 void forward(float* y, const float* x, const float* w, const float* bias, const Conv2dShape& s, ConvLayout l);
-void backwardData(float* dx, const float* dy, const float* w, const Conv2dShape& s, ConvLayout l);
+void backwardData(float* dx, const float* dy, const float* w, const Conv2dShape& s, ConvLayout l, Write write);
 void backwardFilter(float* dw, float* dbias, const float* dy, const float* x, const Conv2dShape& s, ConvLayout l);
 std::string implementation(ConvPass p, const Conv2dShape& s, ConvLayout l);
 std::string description();  // "" when absent

@@ -94,15 +94,19 @@ void forward(float* y, const float* x, const float* w, const float* bias, const 
   }
 }
 
-void backwardData(float* dx, const float* dy, const float* w, const Conv2dShape& s) {
+void backwardData(float* dx, const float* dy, const float* w, const Conv2dShape& s, Write write) {
   const int PQ = s.P() * s.Q(), CRS = s.C * s.R * s.S;
-  const bool direct = colIsInput(s);  // then dcol is dx: the GEMM accumulates into it
+  const bool direct = colIsInput(s);  // then dcol is dx: the GEMM accumulates into it (or overwrites it)
+  const bool overwrite = write == Write::kOverwrite;
   float* dcol = direct ? nullptr : workspace(colCount(s));
   for (int n = 0; n < s.N; ++n) {
     const float* dyn = dy + static_cast<std::size_t>(n) * s.K * PQ;
     float* dxn = dx + static_cast<std::size_t>(n) * s.C * s.H * s.W;
-    gemm(true, false, CRS, PQ, s.K, 1.0f, w, CRS, dyn, PQ, direct ? 1.0f : 0.0f, direct ? dxn : dcol, PQ);
-    if (!direct) foldAdd(dxn, dcol, s);
+    gemm(true, false, CRS, PQ, s.K, 1.0f, w, CRS, dyn, PQ, direct && !overwrite ? 1.0f : 0.0f, direct ? dxn : dcol, PQ);
+    if (direct) continue;
+    // The fold adds overlapping windows into dx, so an overwrite starts from zero.
+    if (overwrite) std::fill_n(dxn, static_cast<std::size_t>(s.C) * s.H * s.W, 0.0f);
+    foldAdd(dxn, dcol, s);
   }
 }
 

@@ -165,7 +165,7 @@ dnnl::convolution_forward::primitive_desc forwardDesc(const Descs& d, bool bias)
   return F::primitive_desc(desc, userScratchpad(), cpuEngine());
 }
 
-std::unique_ptr<Plan> makePlan(ConvPass pass, const Conv2dShape& s, ConvLayout l, bool bias) {
+std::unique_ptr<Plan> makePlan(ConvPass pass, const Conv2dShape& s, ConvLayout l, bool bias, Write write) {
   const Descs d = descsOf(s, l);
   const auto fwd = forwardDesc(d, bias);
   const auto algo = dnnl::algorithm::convolution_direct;
@@ -181,10 +181,12 @@ std::unique_ptr<Plan> makePlan(ConvPass pass, const Conv2dShape& s, ConvLayout l
       using B = dnnl::convolution_backward_data;
       const B::primitive_desc pd(B::desc(algo, d.xAsked, d.wAsked, d.yAsked, d.strides, d.padding, d.padding), userScratchpad(),
                                  cpuEngine(), fwd);
-      return std::make_unique<Plan>(B(pd), pd,
-                                    std::vector<Port>{{DNNL_ARG_DIFF_DST, Role::kInput, d.y, pd.diff_dst_desc()},
-                                                      {DNNL_ARG_WEIGHTS, Role::kInput, d.w, pd.weights_desc()},
-                                                      {DNNL_ARG_DIFF_SRC, Role::kAccumulate, d.x, pd.diff_src_desc()}});
+      return std::make_unique<Plan>(
+          B(pd), pd,
+          std::vector<Port>{
+              {DNNL_ARG_DIFF_DST, Role::kInput, d.y, pd.diff_dst_desc()},
+              {DNNL_ARG_WEIGHTS, Role::kInput, d.w, pd.weights_desc()},
+              {DNNL_ARG_DIFF_SRC, write == Write::kOverwrite ? Role::kOutput : Role::kAccumulate, d.x, pd.diff_src_desc()}});
     }
     case ConvPass::kBackwardFilter: {
       using B = dnnl::convolution_backward_weights;
@@ -202,12 +204,12 @@ std::unique_ptr<Plan> makePlan(ConvPass pass, const Conv2dShape& s, ConvLayout l
 }
 
 // This thread's plan of the pass at s, created on first use.
-Plan& planFor(ConvPass pass, const Conv2dShape& s, ConvLayout l, bool bias) {
-  using Key = std::array<int, 12>;
+Plan& planFor(ConvPass pass, const Conv2dShape& s, ConvLayout l, bool bias, Write write = Write::kAccumulate) {
+  using Key = std::array<int, 13>;
   thread_local std::map<Key, std::unique_ptr<Plan>> plans;
-  const Key key{int(pass), int(l), int(bias), s.N, s.C, s.H, s.W, s.K, s.R, s.S, s.stride, s.pad};
+  const Key key{int(pass), int(l), int(bias), int(write), s.N, s.C, s.H, s.W, s.K, s.R, s.S, s.stride, s.pad};
   std::unique_ptr<Plan>& plan = plans[key];
-  if (!plan) plan = makePlan(pass, s, l, bias);
+  if (!plan) plan = makePlan(pass, s, l, bias, write);
   return *plan;
 }
 
@@ -257,8 +259,8 @@ void forward(float* y, const float* x, const float* w, const float* bias, const 
   });
 }
 
-void backwardData(float* dx, const float* dy, const float* w, const Conv2dShape& s, ConvLayout l) {
-  guarded(ConvPass::kBackwardData, s, l, [&] { planFor(ConvPass::kBackwardData, s, l, false).run({dy, w, dx}); });
+void backwardData(float* dx, const float* dy, const float* w, const Conv2dShape& s, ConvLayout l, Write write) {
+  guarded(ConvPass::kBackwardData, s, l, [&] { planFor(ConvPass::kBackwardData, s, l, false, write).run({dy, w, dx}); });
 }
 
 void backwardFilter(float* dw, float* dbias, const float* dy, const float* x, const Conv2dShape& s, ConvLayout l) {

@@ -11,7 +11,7 @@ namespace {
 bool available() { return false; }
 std::string description() { return ""; }
 void forward(float*, const float*, const float*, const float*, const Conv2dShape&, ConvLayout) { absent(); }
-void backwardData(float*, const float*, const float*, const Conv2dShape&, ConvLayout) { absent(); }
+void backwardData(float*, const float*, const float*, const Conv2dShape&, ConvLayout, Write) { absent(); }
 void backwardFilter(float*, float*, const float*, const float*, const Conv2dShape&, ConvLayout) { absent(); }
 std::string implementation(ConvPass, const Conv2dShape&, ConvLayout) { absent(); }
 

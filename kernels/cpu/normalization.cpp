@@ -127,11 +127,13 @@ TS_SIMD_CLONES void batchnormForwardChannel(float* out, float* mean, float* rstd
   const double m = channelSum(N, C, HW, c, [inp](std::size_t j) { return double(inp[j]); }) / count;
   const double v = channelSum(N, C, HW, c, [inp, m](std::size_t j) { return (inp[j] - m) * (inp[j] - m); }) / count;
   const double r = 1.0 / std::sqrt(v + eps);
-  const double w = weight[c], b = bias[c];
+  // The per-element pass in float, as PyTorch's: the statistics are float64 sums, the transform of each element
+  // is y = (x - mean) (w rstd) + b, a subtraction and one multiply-add (twice the lanes of the float64 pass).
+  const auto mf = static_cast<float>(m), scale = static_cast<float>(r * weight[c]), shift = bias[c];
   for (std::size_t n = 0; n < N; ++n) {
     const std::size_t base = (n * C + c) * HW;
 #pragma omp simd
-    for (std::size_t i = 0; i < HW; ++i) out[base + i] = static_cast<float>((inp[base + i] - m) * r * w + b);
+    for (std::size_t i = 0; i < HW; ++i) out[base + i] = std::fma(inp[base + i] - mf, scale, shift);
   }
   if (mean) mean[c] = static_cast<float>(m);
   if (rstd) rstd[c] = static_cast<float>(r);
@@ -142,7 +144,7 @@ TS_SIMD_CLONES void batchnormForwardChannel(float* out, float* mean, float* rstd
 
 TS_SIMD_CLONES void batchnormBackwardChannel(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                                              const float* weight, const float* mean, const float* rstd, std::size_t N,
-                                             std::size_t C, std::size_t HW, std::size_t c) {
+                                             std::size_t C, std::size_t HW, std::size_t c, Write write) {
   const double count = static_cast<double>(N * HW);
   const double m = mean[c], r = rstd[c];
   const double sumDy = channelSum(N, C, HW, c, [dout](std::size_t j) { return double(dout[j]); });
@@ -150,14 +152,21 @@ TS_SIMD_CLONES void batchnormBackwardChannel(float* dinp, float* dweight, float*
   if (dbias) dbias[c] += static_cast<float>(sumDy);
   if (dweight) dweight[c] += static_cast<float>(sumDyXhat);
   if (!dinp) return;
-  // dx = w r (dy - mean(dy) - xhat mean(dy xhat))
+  // dx = w r (dy - mean(dy) - xhat mean(dy xhat)) = a dy + b (x - mean) + k, per element in float (the
+  // coefficients from the float64 sums).
   const double meanDy = sumDy / count, meanDyXhat = sumDyXhat / count, wr = weight[c] * r;
+  const auto a = static_cast<float>(wr), b = static_cast<float>(-wr * r * meanDyXhat), k = static_cast<float>(-wr * meanDy);
+  const auto mf = static_cast<float>(m);
   for (std::size_t n = 0; n < N; ++n) {
     const std::size_t base = (n * C + c) * HW;
+    float* dx = dinp + base;
+    const float *dy = dout + base, *x = inp + base;
+    if (write == Write::kOverwrite) {
 #pragma omp simd
-    for (std::size_t i = 0; i < HW; ++i) {
-      const std::size_t j = base + i;
-      dinp[j] += static_cast<float>(wr * (dout[j] - meanDy - (inp[j] - m) * r * meanDyXhat));
+      for (std::size_t i = 0; i < HW; ++i) dx[i] = std::fma(a, dy[i], std::fma(b, x[i] - mf, k));
+    } else {
+#pragma omp simd
+      for (std::size_t i = 0; i < HW; ++i) dx[i] += std::fma(a, dy[i], std::fma(b, x[i] - mf, k));
     }
   }
 }
@@ -172,9 +181,9 @@ void batchnormForward(float* out, float* mean, float* rstd, const float* inp, co
 }
 
 void batchnormBackward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const float* weight,
-                       const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW) {
+                       const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW, Write write) {
   forEachChannel(N, C, HW, [&](std::size_t c) {
-    batchnormBackwardChannel(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, HW, c);
+    batchnormBackwardChannel(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, HW, c, write);
   });
 }
 

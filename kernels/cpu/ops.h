@@ -5,11 +5,17 @@
 //
 // Gradients accumulate (+=) into dweight/dbias, so that one backward can sum over micro-batches; dinp is
 // accumulated as well, matching how a layer's input gradient sums contributions from several consumers.
+// The input-gradient ops of the CNN (ReLU, batch norm, convolution backward-data) can instead overwrite
+// dinp (Write::kOverwrite): a layer that owns its gradient buffer then neither zero-fills it first nor reads
+// it back (those passes were 6% of a ResNet step, issue #20).
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 
 namespace ts::cpu {
+
+// How a backward op stores an input gradient: added into dinp, or written over it.
+enum class Write { kAccumulate, kOverwrite };
 
 // C[m,n] = alpha * op(A)[m,k] @ op(B)[k,n] + beta * C, op = transpose when the flag is set. Row-major,
 // leading dimensions as stored. 2*m*n*k FLOPs; reads A, B (and C when beta != 0), writes C.
@@ -49,9 +55,9 @@ void softmaxBackward(float* dinp, const float* dout, const float* out, std::size
 void geluForward(float* out, const float* inp, std::size_t n);
 void geluBackward(float* dinp, const float* inp, const float* dout, std::size_t n);  // dinp += gelu'(x) * dout
 
-// ReLU: out = max(x, 0); dinp += dout where x > 0.
+// ReLU: out = max(x, 0); dinp += dout where x > 0 (kOverwrite: dinp = dout there, 0 elsewhere).
 void reluForward(float* out, const float* inp, std::size_t n);
-void reluBackward(float* dinp, const float* inp, const float* dout, std::size_t n);
+void reluBackward(float* dinp, const float* inp, const float* dout, std::size_t n, Write write = Write::kAccumulate);
 
 // out[N,C] = inp[N,C] + bias[C].   out[n] = a[n] + b[n].
 void biasAdd(float* out, const float* inp, const float* bias, std::size_t N, std::size_t C);
@@ -69,7 +75,8 @@ void batchnormForward(float* out, float* mean, float* rstd, const float* inp, co
                       std::size_t N, std::size_t C, std::size_t HW, float eps = 1e-5f, float* runningMean = nullptr,
                       float* runningVar = nullptr, float momentum = 0.1f);
 void batchnormBackward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const float* weight,
-                       const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW);
+                       const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW,
+                       Write write = Write::kAccumulate);
 
 // Global average pooling x[N,C,HW] -> y[N,C]; the backward spreads dy / HW back (accumulating).
 void globalAvgPoolForward(float* out, const float* inp, std::size_t N, std::size_t C, std::size_t HW);
@@ -143,14 +150,15 @@ void sgdMomentumUpdate(float* params, const float* grads, float* momentum, std::
 
 // 2-D convolution, NCHW: x[N,C,H,W] * w[K,C,R,S] (+ bias[K]) -> y[N,K,P,Q], with stride and zero padding;
 // 2*N*K*P*Q*C*R*S FLOPs, through oneDNN where built with it, else im2col and GEMM (kernels/cpu/convolution.h,
-// which also runs NHWC and names the method). The backward ops accumulate into dx, dw, dbias.
+// which also runs NHWC and names the method). The backward ops accumulate into dx, dw, dbias (dx: or
+// overwrite it).
 struct Conv2dShape {
   int N, C, H, W, K, R, S, stride, pad;
   int P() const { return (H + 2 * pad - R) / stride + 1; }
   int Q() const { return (W + 2 * pad - S) / stride + 1; }
 };
 void conv2dForward(float* y, const float* x, const float* w, const float* bias, const Conv2dShape& s);
-void conv2dBackwardData(float* dx, const float* dy, const float* w, const Conv2dShape& s);
+void conv2dBackwardData(float* dx, const float* dy, const float* w, const Conv2dShape& s, Write write = Write::kAccumulate);
 void conv2dBackwardFilter(float* dw, float* dbias, const float* dy, const float* x, const Conv2dShape& s);
 
 // Causal scaled dot-product attention, q/k/v/out [B, NH, T, D]: out = softmax(q k^T / sqrt(D), causal) v.

@@ -103,7 +103,7 @@ std::string caseName(const testing::TestParamInfo<MethodCase>& i) {
 
 class CpuConvolution : public testing::TestWithParam<MethodCase> {};
 
-TEST_P(CpuConvolution, AllThreePassesMatchFloat64AndAccumulate) {
+TEST_P(CpuConvolution, AllThreePassesMatchFloat64AndAccumulateOrOverwrite) {
   const ConvMethod m{GetParam().algorithm, GetParam().layout};
   if (m.algorithm == ConvAlgorithm::kOneDnn && !cpu::haveOneDnn()) GTEST_SKIP() << "built without oneDNN";
   // {N, C, H, W, K, R, S, stride, pad}: padded 3x3, stride 2 with odd sizes, unpadded stride 2, 1x1 (stride 1
@@ -144,6 +144,10 @@ TEST_P(CpuConvolution, AllThreePassesMatchFloat64AndAccumulate) {
       for (std::size_t i = 0; i < ny; ++i) unbiased[i] -= b[(i / (std::size_t(s.P()) * s.Q())) % s.K];
       EXPECT_LE(maxRelErr(L.y(y0, true), unbiased), tolerance(s.C * s.R * s.S + 1));
       EXPECT_LE(maxRelErr(L.w(dwAlone, true), plus(want.dw, dw0)), tolerance(s.N * s.P() * s.Q()));
+      // Overwriting backward-data: the old contents (NaN here) neither read nor kept.
+      std::vector<float> dxOver(nx, NAN);
+      cpu::conv2dBackwardData(dxOver.data(), dyl.data(), wl.data(), s, m, cpu::Write::kOverwrite);
+      EXPECT_LE(maxRelErr(L.x(dxOver, true), want.dx), tolerance(s.K * s.R * s.S));
     }
     EXPECT_FALSE(cpu::convImplementation(cpu::ConvPass::kBackwardData, s, m).empty());
   }

@@ -228,6 +228,62 @@ TEST(CpuOps, LambWholeAndInPartsMatchItsDefinition) {
   EXPECT_EQ(cpu::lambTrust(9, 4), 1.5);
 }
 
+// Batch norm per channel over N*HW against float64 (forward from the formula, backward against finite
+// differences of sum(dy * y)), on inputs whose mean is far from 0 (the float per-element pass subtracts the
+// mean first); then ReLU's and batch norm's input gradients added into dinp or written over it.
+TEST(CpuOps, BatchNormAndReluMatchFloat64AndAccumulateOrOverwrite) {
+  const std::size_t N = 3, C = 5, HW = 37, n = N * C * HW;
+  auto x = randomInputs(n, 71);
+  for (std::size_t i = 0; i < n; ++i) x[i] = 20.0f + 3.0f * x[i] * float(1 + (i / HW) % C);
+  const auto w = randomInputs(C, 72), b = randomInputs(C, 73), dy = randomInputs(n, 74), dinp0 = randomInputs(n, 75);
+  const auto forward = [&](const std::vector<double>& xd) {
+    std::vector<double> y(n);
+    for (std::size_t c = 0; c < C; ++c) {
+      double m = 0, v = 0;
+      for (std::size_t i = 0; i < N; ++i)
+        for (std::size_t j = 0; j < HW; ++j) m += xd[(i * C + c) * HW + j];
+      m /= double(N * HW);
+      for (std::size_t i = 0; i < N; ++i)
+        for (std::size_t j = 0; j < HW; ++j) v += std::pow(xd[(i * C + c) * HW + j] - m, 2);
+      v /= double(N * HW);
+      for (std::size_t i = 0; i < N; ++i)
+        for (std::size_t j = 0; j < HW; ++j) {
+          const std::size_t k = (i * C + c) * HW + j;
+          y[k] = (xd[k] - m) / std::sqrt(v + 1e-5) * w[c] + b[c];
+        }
+    }
+    return y;
+  };
+  std::vector<float> y(n), mean(C), rstd(C);
+  cpu::batchnormForward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C, HW);
+  EXPECT_LE(maxRelErr(y, forward(toDouble(x))), 2e-5);
+  const auto want = numericGrad(
+      [&](const std::vector<double>& xd) {
+        const auto yd = forward(xd);
+        double l = 0;
+        for (std::size_t k = 0; k < n; ++k) l += yd[k] * dy[k];
+        return l;
+      },
+      toDouble(x), 1e-4);
+  std::vector<float> added = dinp0, written(n, NAN), dw(C, 0.0f), db(C, 0.0f);
+  cpu::batchnormBackward(added.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C, HW);
+  cpu::batchnormBackward(written.data(), nullptr, nullptr, dy.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C, HW,
+                         cpu::Write::kOverwrite);
+  std::vector<double> wantAdded = want;
+  for (std::size_t k = 0; k < n; ++k) wantAdded[k] += dinp0[k];
+  EXPECT_LE(maxRelErr(written, want), 1e-4);
+  EXPECT_LE(maxRelErr(added, wantAdded), 1e-4);
+
+  std::vector<float> reluAdded = dinp0, reluWritten(n, NAN);
+  const auto centred = randomInputs(n, 76);
+  cpu::reluBackward(reluAdded.data(), centred.data(), dy.data(), n);
+  cpu::reluBackward(reluWritten.data(), centred.data(), dy.data(), n, cpu::Write::kOverwrite);
+  for (std::size_t k = 0; k < n; ++k) {
+    ASSERT_EQ(reluWritten[k], centred[k] > 0 ? dy[k] : 0.0f) << k;
+    ASSERT_EQ(reluAdded[k], dinp0[k] + (centred[k] > 0 ? dy[k] : 0.0f)) << k;
+  }
+}
+
 TEST(CpuOps, AddsAndCasts) {
   const auto a = randomInputs(12, 19), b = randomInputs(4, 20);
   std::vector<float> out(12);

@@ -58,6 +58,16 @@ TEST(VectorMath, GeluAndItsGradientMatchTheDefinition) {
       ASSERT_NEAR(cpu::vmath::geluGrad(x), grad, 4e-6 * std::max(1.0, std::fabs(grad))) << x;
     }
   }
+  // The edges, where x^3 and e^-2u leave the floats: gelu tends to 0 below and to x above.
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(cpu::vmath::gelu(-1e38f), 0.0f) << "not x / e^88";
+  EXPECT_EQ(cpu::vmath::gelu(-1e20f), 0.0f);
+  EXPECT_EQ(cpu::vmath::gelu(1e38f), 1e38f);
+  EXPECT_EQ(cpu::vmath::gelu(inf), inf);
+  EXPECT_TRUE(std::isnan(cpu::vmath::gelu(-inf))) << "as 0.5 x (1 + tanh(u)) = -inf * 0";
+  EXPECT_TRUE(std::isnan(cpu::vmath::gelu(std::numeric_limits<float>::quiet_NaN())));
+  EXPECT_EQ(cpu::vmath::geluGrad(-1e3f), 0.0f);
+  EXPECT_EQ(cpu::vmath::geluGrad(1e3f), 1.0f);
 }
 
 TEST(VectorMath, BlockedSumAddsEveryTermInAFixedOrder) {

@@ -26,11 +26,12 @@ const Tensor& Activation::forward(const Tensor& x, StepContext&) {
 }
 
 const Tensor& Activation::backward(const Tensor& dy, StepContext&) {
-  zero(dx_);
-  if (kind_ == ActivationKind::kRelu)
-    ops::reluBackward(*y_.device, dx_.data, x_->data, dy.data, dy.numel());
-  else
+  if (kind_ == ActivationKind::kRelu) {
+    ops::reluBackward(*y_.device, dx_.data, x_->data, dy.data, dy.numel(), ops::Write::kOverwrite);
+  } else {
+    zero(dx_);
     ops::geluBackward(*y_.device, dx_.data, x_->data, dy.data, dy.numel());
+  }
   return dx_;
 }
 

@@ -65,8 +65,7 @@ const Tensor& Conv2d::backward(const Tensor& dy, StepContext& ctx) {
   ops::conv2dBackwardFilter(*y_.device, w_.grad.data, dy.data, x_->data, s_);
   ctx.ready(w_);
   if (!inputGradient_) return dx_;
-  zero(dx_);
-  ops::conv2dBackwardData(*y_.device, dx_.data, dy.data, w_.value.data, s_);
+  ops::conv2dBackwardData(*y_.device, dx_.data, dy.data, w_.value.data, s_, ops::Write::kOverwrite);
   if (split_.split() && split_.kind == TensorSplit::kColumn) ctx.sumOverTensorParallel(dx_);
   return dx_;
 }
@@ -149,16 +148,14 @@ const Tensor& BasicBlock::forward(const Tensor& x, StepContext& ctx) {
 }
 
 const Tensor& BasicBlock::backward(const Tensor& dy, StepContext& ctx) {
-  zero(dsum_);
-  ops::reluBackward(*sum_.device, dsum_.data, sum_.data, dy.data, dy.numel());  // relu(s) > 0 iff s > 0
+  ops::reluBackward(*sum_.device, dsum_.data, sum_.data, dy.data, dy.numel(), ops::Write::kOverwrite);  // relu(s) > 0 iff s > 0
   // Shortcut branch first (its gradient goes straight to x), then the main branch.
   if (downConv_)
     copy(dx_, downConv_->backward(downBn_->backward(dsum_, ctx), ctx));
   else
     copy(dx_, dsum_);
   const Tensor& drelu = conv2_.backward(bn2_.backward(dsum_, ctx), ctx);
-  zero(drelu1_);
-  ops::reluBackward(*sum_.device, drelu1_.data, relu1_.data, drelu.data, drelu.numel());
+  ops::reluBackward(*sum_.device, drelu1_.data, relu1_.data, drelu.data, drelu.numel(), ops::Write::kOverwrite);
   const Tensor& dx1 = conv1_.backward(bn1_.backward(drelu1_, ctx), ctx);
   ops::axpy(*sum_.device, dx_.data, dx1.data, 1.0f, dx_.numel());
   return dx_;

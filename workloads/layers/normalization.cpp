@@ -64,9 +64,8 @@ const Tensor& BatchNorm2d::forward(const Tensor& x, StepContext& ctx) {
 }
 
 const Tensor& BatchNorm2d::backward(const Tensor& dy, StepContext& ctx) {
-  zero(dx_);
   ops::batchnormBackward(*y_.device, dx_.data, w_.grad.data, b_.grad.data, dy.data, x_->data, w_.value.data, mean_.data,
-                         rstd_.data, n_, c_, hw_);
+                         rstd_.data, n_, c_, hw_, ops::Write::kOverwrite);
   ctx.ready(w_);
   ctx.ready(b_);
   return dx_;
