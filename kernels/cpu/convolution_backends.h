@@ -14,7 +14,7 @@ void backwardData(float* dx, const float* dy, const float* w, const Conv2dShape&
 void backwardFilter(float* dw, float* dbias, const float* dy, const float* x, const Conv2dShape& s);
 }  // namespace im2col
 
-// convolution_onednn.cpp; in a build without oneDNN, convolution_onednn_absent.cpp, whose available() is false
+// convolution_onednn.cpp; in a build without oneDNN, onednn_absent.cpp, whose available() is false
 // and whose passes throw (requireConvMethod refuses oneDNN there before they are reached).
 namespace onednn {
 bool available();

@@ -32,6 +32,7 @@
 
 #include "base/error.h"
 #include "kernels/cpu/convolution_backends.h"
+#include "kernels/cpu/onednn_engine.h"
 
 namespace ts::cpu::onednn {
 namespace {
@@ -39,16 +40,6 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 constexpr memory::data_type kF32 = memory::data_type::f32;
-
-dnnl::engine& cpuEngine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-dnnl::stream& threadStream() {
-  thread_local dnnl::stream stream(cpuEngine());
-  return stream;
-}
 
 // What the primitive does with a tensor: reads it, overwrites it, or adds its result into it.
 enum class Role { kInput, kOutput, kAccumulate };

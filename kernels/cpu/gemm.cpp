@@ -1,7 +1,9 @@
 // GEMM through OpenBLAS (row-major CBLAS); without OpenBLAS, a blocked loop that is correct but slow.
-// The strided batch loops over it; the epilogue (bias, GELU) is one pass over C after it.
+// The strided batch loops over it. The epilogue (bias, GELU) is fused into oneDNN's GEMM where the build has
+// oneDNN and the call is dense (gemm_backends.h), else one pass over C after OpenBLAS's GEMM.
 #include <algorithm>
 
+#include "kernels/cpu/gemm_backends.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/parallel_chunks.h"
 #include "kernels/cpu/vector_math.h"
@@ -83,6 +85,7 @@ constexpr std::size_t kEpilogueGrain = 1 << 16;  // elements of C below which on
 
 void gemmEpilogue(bool ta, bool tb, int m, int n, int k, float alpha, const float* A, int lda, const float* B, int ldb,
                   float beta, float* C, int ldc, const float* bias, bool gelu) {
+  if (onednn::gemmEpilogue(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, bias, gelu)) return;
   gemm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   if (!bias && !gelu) return;
   // Row by row (C's rows are ldc apart), whole rows to each thread.
@@ -91,6 +94,16 @@ void gemmEpilogue(bool ta, bool tb, int m, int n, int k, float alpha, const floa
                  [&](std::size_t a, std::size_t z) {
                    for (std::size_t i = a; i < z; ++i) epilogueRow(C + i * static_cast<std::size_t>(ldc), bias, gelu, cols);
                  });
+}
+
+std::string gemmEpilogueImplementation(bool ta, bool tb, int m, int n, int k, bool bias, bool gelu) {
+  std::string fused = onednn::gemmEpilogueImplementation(ta, tb, m, n, k, bias, gelu);
+  if (!fused.empty()) return fused;
+#ifdef TRAINSCOPE_HAVE_OPENBLAS
+  return bias || gelu ? "OpenBLAS sgemm, then a pass over C" : "OpenBLAS sgemm";
+#else
+  return bias || gelu ? "blocked loop, then a pass over C" : "blocked loop";
+#endif
 }
 
 }  // namespace ts::cpu

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace ts::cpu {
 
@@ -34,9 +35,13 @@ void gemmStridedBatched(bool transA, bool transB, int m, int n, int k, double al
                         std::int64_t strideC, int batch);
 // GEMM with an epilogue, as cuBLASLt's CUBLASLT_EPILOGUE_BIAS / GELU / GELU_BIAS:
 // C = act(alpha op(A) op(B) + beta C + bias[n]), bias (one value per column of C; null: none) added to
-// every row, act = geluForward when gelu is set (else the identity). Reads bias once more, rewrites C.
+// every row, act = GELU (tanh form) when gelu is set (else the identity). Fused into oneDNN's GEMM where
+// built with it (dense operands, alpha 1, beta 0), else a pass over C after the GEMM (reads C once more).
 void gemmEpilogue(bool transA, bool transB, int m, int n, int k, float alpha, const float* A, int lda, const float* B, int ldb,
                   float beta, float* C, int ldc, const float* bias, bool gelu);
+// What gemmEpilogue runs for a dense call of that shape: "oneDNN inner product x64:gemm:jit", "OpenBLAS
+// sgemm, then a pass over C", ... (for the kernels benchmark's record).
+std::string gemmEpilogueImplementation(bool transA, bool transB, int m, int n, int k, bool bias, bool gelu);
 
 // LayerNorm over the last dimension of inp[N,C]: out = (x - mean) * rstd * weight + bias; saves mean[N]
 // and rstd[N] for the backward. Reads N*C, writes N*C (+2N).

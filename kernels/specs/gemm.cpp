@@ -4,7 +4,8 @@
 // Shapes: the four GEMMs of a transformer block's forward over B*S tokens (QKV, attention output, MLP up
 // and down) and their two backward products each, the LM head, the attention score and value GEMMs
 // batched over B*NH heads, two fused epilogues, and large squares (the compute ceiling).
-// CPU: OpenBLAS, float32. CUDA: cuBLASLt, float32 (or TF32), bfloat16 or float16 inputs.
+// CPU: OpenBLAS, float32; with an epilogue, oneDNN's inner product where built with it (the record's
+// implementation says which). CUDA: cuBLASLt, float32 (or TF32), bfloat16 or float16 inputs.
 //
 // Dimensions: M, N, K (the row-major product: C is M x N, the sum runs over K) and, optional in a shapes
 // file: batch (default 1), transA / transB (0 or 1, default 0: A stored [M,K], or [K,M] when set; B stored
@@ -87,6 +88,9 @@ class GemmCase final : public KernelCase {
   }
   double flops() const override { return d_.flops(); }
   double bytes() const override { return d_.bytes(4); }
+  nlohmann::json details() const override {
+    return {{"implementation", cpu::gemmEpilogueImplementation(d_.transA, d_.transB, d_.m, d_.n, d_.k, d_.bias, d_.gelu)}};
+  }
   KernelCheck check() override {
     a_ = randomInputs(a_.size(), 11);
     b_ = randomInputs(b_.size(), 12);

@@ -4,9 +4,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <tuple>
 #include <vector>
 
+#include "kernels/cpu/convolution.h"  // haveOneDnn
 #include "kernels/cpu/ops.h"
 #include "kernels/specs/kernel_op.h"  // randomInputs: random data, never zeros
 
@@ -84,14 +86,18 @@ TEST(CpuGemm, StridedBatchedMatchesFloat64PerMatrix) {
   }
 }
 
+// Dense calls with alpha 1 and beta 0 are the ones oneDNN's fused GEMM takes where the build has it; the
+// others (alpha 1.25, beta 0.5, a padded C) run OpenBLAS and the pass over C.
 TEST(CpuGemm, EpiloguesMatchFloat64) {
   for (auto [m, n, k] : {std::tuple{1, 1, 1}, std::tuple{7, 13, 5}, std::tuple{64, 65, 129}}) {
     for (bool ta : {false, true})
       for (bool tb : {false, true})
         for (int epilogue = 0; epilogue < 4; ++epilogue)
-          for (float beta : {0.0f, 0.5f}) {
-            const bool withBias = epilogue & 1, gelu = epilogue & 2;
-            const int lda = ta ? m : k, ldb = tb ? k : n, ldc = n + 2;
+          for (float beta : {0.0f, 0.5f, -1.0f}) {  // -1: the dense call, alpha 1 and beta 0
+            const bool dense = beta < 0, withBias = epilogue & 1, gelu = epilogue & 2;
+            const float alpha = dense ? 1.0f : 1.25f;
+            if (dense) beta = 0.0f;
+            const int lda = ta ? m : k, ldb = tb ? k : n, ldc = dense ? n : n + 2;
             // Scaled so that the products are O(1) and GELU is tested where it bends, not only where it is ~x or ~0.
             auto A = randomInputs(std::size_t(ta ? k : m) * lda, 4), B = randomInputs(std::size_t(tb ? n : k) * ldb, 5);
             for (auto& x : A) x *= 2.0f / std::sqrt(float(k));
@@ -101,18 +107,29 @@ TEST(CpuGemm, EpiloguesMatchFloat64) {
             if (beta == 0.0f)
               for (int i = 0; i < m; ++i)
                 for (int j = 0; j < n; ++j) C[std::size_t(i) * ldc + j] = NAN;  // beta = 0: the old contents must not leak in
-            cpu::gemmEpilogue(ta, tb, m, n, k, 1.25f, A.data(), lda, B.data(), ldb, beta, C.data(), ldc,
+            cpu::gemmEpilogue(ta, tb, m, n, k, alpha, A.data(), lda, B.data(), ldb, beta, C.data(), ldc,
                               withBias ? bias.data() : nullptr, gelu);
-            const auto want = reference(ta, tb, m, n, k, 1.25, A.data(), lda, B.data(), ldb, beta, C0.data(), ldc,
+            const auto want = reference(ta, tb, m, n, k, alpha, A.data(), lda, B.data(), ldb, beta, C0.data(), ldc,
                                         withBias ? bias.data() : nullptr, gelu);
             EXPECT_LT(maxRelErr(C.data(), ldc, want, m, n), 1e-5 * std::sqrt(double(k)))
-                << m << "x" << n << "x" << k << " " << ta << tb << " epilogue " << epilogue << " beta " << beta;
+                << m << "x" << n << "x" << k << " " << ta << tb << " epilogue " << epilogue << " beta " << beta << " dense "
+                << dense << " (" << cpu::gemmEpilogueImplementation(ta, tb, m, n, k, withBias, gelu) << ")";
             for (int i = 0; i < m; ++i)
               for (int j = n; j < ldc; ++j) {
                 EXPECT_EQ(C[std::size_t(i) * ldc + j], C0[std::size_t(i) * ldc + j]);
               }
           }
   }
+}
+
+TEST(CpuGemm, TheEpilogueNamesWhatRunsIt) {
+  const std::string fused = cpu::gemmEpilogueImplementation(false, false, 64, 65, 129, true, true);
+  if (cpu::haveOneDnn())
+    EXPECT_NE(fused.find("oneDNN inner product"), std::string::npos) << fused;
+  else
+    EXPECT_NE(fused.find("then a pass over C"), std::string::npos) << fused;
+  EXPECT_EQ(cpu::gemmEpilogueImplementation(false, false, 64, 65, 129, false, false).find("oneDNN"), std::string::npos)
+      << "no epilogue: the plain GEMM";
 }
 
 TEST(CpuGemm, GeluEpilogueIsTheTanhApproximationAfterTheBias) {

@@ -1,0 +1,11 @@
+#pragma once
+// The one oneDNN CPU engine of the process, and a stream per thread: shared by the convolution and the GEMM
+// epilogue (internal to kernels/cpu; compiled only with oneDNN).
+#include <oneapi/dnnl/dnnl.hpp>
+
+namespace ts::cpu::onednn {
+
+dnnl::engine& cpuEngine();
+dnnl::stream& threadStream();
+
+}  // namespace ts::cpu::onednn
