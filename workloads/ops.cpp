@@ -219,6 +219,25 @@ void rmspropUpdate([[maybe_unused]] Device& d, float* p, const float* g, float* 
                    float eps, float wd) {
   TS_OP(d, rmspropUpdate, p, g, sq, n, lr, alpha, eps, wd);
 }
+void updateMany(Device& d, const cpu::UpdateRule& r, const std::vector<cpu::UpdateTensor>& tensors) {
+  if (!d.cuda()) return cpu::updateMany(r, tensors.data(), tensors.size());
+  for (const cpu::UpdateTensor& x : tensors) {
+    switch (r.kind) {
+      case cpu::ElementwiseUpdate::kSgd:
+        sgdMomentumUpdate(d, x.params, x.grads, x.a, x.n, r.lr, r.momentum, x.weightDecay);
+        break;
+      case cpu::ElementwiseUpdate::kAdam:
+        adamUpdate(d, x.params, x.grads, x.a, x.b, x.n, r.lr, r.beta1, r.beta2, r.eps, x.weightDecay, r.t);
+        break;
+      case cpu::ElementwiseUpdate::kAdamW:
+        adamwUpdate(d, x.params, x.grads, x.a, x.b, x.n, r.lr, r.beta1, r.beta2, r.eps, x.weightDecay, r.t);
+        break;
+      case cpu::ElementwiseUpdate::kRmsprop:
+        rmspropUpdate(d, x.params, x.grads, x.a, x.n, r.lr, r.alpha, r.eps, x.weightDecay);
+        break;
+    }
+  }
+}
 void lambUpdate([[maybe_unused]] Device& d, float* p, const float* g, float* m, float* v, float* u, std::size_t n, float lr,
                 float b1, float b2, float eps, float wd, int t) {
   TS_OP(d, lambUpdate, p, g, m, v, u, n, lr, b1, b2, eps, wd, t);

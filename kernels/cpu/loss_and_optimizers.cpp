@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/parallel_chunks.h"
@@ -77,9 +78,10 @@ void adamwUpdate(float* params, const float* grads, float* m, float* v, std::siz
 
 void adamwUpdateMulti(const AdamwTensor* tensors, std::size_t count, float lr, float beta1, float beta2, float eps,
                       float weightDecay, int t) {
+  std::vector<UpdateTensor> many;
   for (std::size_t i = 0; i < count; ++i)
-    adamwUpdate(tensors[i].params, tensors[i].grads, tensors[i].m, tensors[i].v, tensors[i].n, lr, beta1, beta2, eps, weightDecay,
-                t);
+    many.push_back({tensors[i].params, tensors[i].grads, tensors[i].m, tensors[i].v, tensors[i].n, weightDecay});
+  updateMany({ElementwiseUpdate::kAdamW, lr, beta1, beta2, eps, 0.0f, 0.0f, t}, many.data(), many.size());
 }
 
 namespace {
@@ -186,6 +188,39 @@ void lambApply(float* params, const float* m, const float* v, std::size_t n, flo
 void sgdMomentumUpdate(float* params, const float* grads, float* momentum, std::size_t n, float lr, float mu, float weightDecay) {
   parallelChunks(n, kOptimizerGrain, [&](std::size_t a, std::size_t z) {
     sgdRange(params + a, grads + a, momentum + a, z - a, lr, mu, weightDecay);
+  });
+}
+
+namespace {
+// Elements [from, from + n) of one tensor under rule r (f: Adam's factors).
+void updateRange(const UpdateRule& r, const AdamFactors& f, const UpdateTensor& x, std::size_t from, std::size_t n) {
+  float *p = x.params + from, *a = x.a + from, *b = x.b ? x.b + from : nullptr;
+  const float* g = x.grads + from;
+  switch (r.kind) {
+    case ElementwiseUpdate::kSgd:
+      return sgdRange(p, g, a, n, r.lr, r.momentum, x.weightDecay);
+    case ElementwiseUpdate::kAdam:
+      return adamRange(p, g, a, b, n, r.beta1, r.beta2, r.eps, x.weightDecay, f.stepSize, f.invSqrtC2);
+    case ElementwiseUpdate::kAdamW:
+      return adamwRange(p, g, a, b, n, r.lr, r.beta1, r.beta2, r.eps, x.weightDecay, f.stepSize, f.invSqrtC2);
+    case ElementwiseUpdate::kRmsprop:
+      return rmspropRange(p, g, a, n, r.lr, r.alpha, r.eps, x.weightDecay);
+  }
+}
+}  // namespace
+
+void updateMany(const UpdateRule& rule, const UpdateTensor* tensors, std::size_t count) {
+  const bool adam = rule.kind == ElementwiseUpdate::kAdam || rule.kind == ElementwiseUpdate::kAdamW;
+  const AdamFactors f = adam ? adamFactors(rule.lr, rule.beta1, rule.beta2, rule.t) : AdamFactors{0.0f, 0.0f};
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < count; ++i) total += tensors[i].n;
+  parallelChunks(total, kOptimizerGrain, [&](std::size_t from, std::size_t to) {
+    // The tensors overlapping [from, to) of the concatenation, each its overlapping part.
+    std::size_t offset = 0;
+    for (std::size_t i = 0; i < count && offset < to; offset += tensors[i].n, ++i) {
+      const std::size_t lo = std::max(from, offset), hi = std::min(to, offset + tensors[i].n);
+      if (lo < hi) updateRange(rule, f, tensors[i], lo - offset, hi - lo);
+    }
   });
 }
 

@@ -153,6 +153,28 @@ double lambTrust(double pSquared, double uSquared);
 // SGD with momentum and (coupled) weight decay: g' = g + wd*p; buf = mu*buf + g'; p -= lr * buf.
 void sgdMomentumUpdate(float* params, const float* grads, float* momentum, std::size_t n, float lr, float mu, float weightDecay);
 
+// A whole model's element-wise optimizer step in one parallel region (multi-tensor, as PyTorch's foreach and
+// apex's multi_tensor_apply): the elements of all tensors, in order, split into one contiguous range per
+// compute thread, each tensor with its own weight decay (biases and gains have none). The same bits as one
+// call per tensor (the updates are element-wise); many small tensors (a ResNet's batch-norm gains) no longer
+// wake the threads once each. LAMB is not element-wise (its trust ratio is per tensor) and has no Many.
+enum class ElementwiseUpdate { kSgd, kAdam, kAdamW, kRmsprop };
+struct UpdateRule {
+  ElementwiseUpdate kind;
+  float lr, beta1, beta2, eps;  // beta1/beta2/eps: Adam, AdamW; eps: RMSprop
+  float momentum, alpha;        // SGD's momentum, RMSprop's alpha
+  int t;                        // Adam's and AdamW's step, from 1
+};
+struct UpdateTensor {
+  float* params;
+  const float* grads;
+  float* a;  // SGD's momentum buffer, Adam's m, RMSprop's square average
+  float* b;  // Adam's v (else unused)
+  std::size_t n;
+  float weightDecay;
+};
+void updateMany(const UpdateRule& rule, const UpdateTensor* tensors, std::size_t count);
+
 // 2-D convolution, NCHW: x[N,C,H,W] * w[K,C,R,S] (+ bias[K]) -> y[N,K,P,Q], with stride and zero padding;
 // 2*N*K*P*Q*C*R*S FLOPs, through oneDNN where built with it, else im2col and GEMM (kernels/cpu/convolution.h,
 // which also runs NHWC and names the method). The backward ops accumulate into dx, dw, dbias (dx: or

@@ -131,6 +131,51 @@ TEST(ComputeThreads, KernelsGiveTheSameBitsAtAnyThreadCount) {
   for (std::size_t k = 0; k < one.size(); ++k) EXPECT_EQ(one[k], three[k]) << "kernel output " << k;
 }
 
+// The multi-tensor step against one call per tensor, for every element-wise optimizer: the same bits, at 1 and
+// at 3 threads, with tensors of awkward sizes (one of them empty, one larger than a thread's share) and
+// their own weight decays.
+TEST(ComputeThreads, MultiTensorStepsGiveTheBitsOfOneCallPerTensor) {
+  const std::vector<std::size_t> sizes = {7, 0, 70001, 1, 1031};
+  for (auto kind : {cpu::ElementwiseUpdate::kSgd, cpu::ElementwiseUpdate::kAdam, cpu::ElementwiseUpdate::kAdamW,
+                    cpu::ElementwiseUpdate::kRmsprop}) {
+    const cpu::UpdateRule rule{kind, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.9f, 0.99f, 3};
+    std::vector<std::vector<float>> p, g, a, b, p1, a1, b1;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      const unsigned seed = 40 + 4 * unsigned(i);
+      p.push_back(randomInputs(sizes[i], seed));
+      g.push_back(randomInputs(sizes[i], seed + 1));
+      a.push_back(randomInputs(sizes[i], seed + 2, 0, 1));
+      b.push_back(randomInputs(sizes[i], seed + 3, 0, 1));
+    }
+    p1 = p, a1 = a, b1 = b;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {  // one call per tensor
+      const float wd = 0.01f * float(i % 2);
+      float *pi = p1[i].data(), *ai = a1[i].data(), *bi = b1[i].data();
+      const float* gi = g[i].data();
+      const std::size_t n = sizes[i];
+      if (kind == cpu::ElementwiseUpdate::kSgd) cpu::sgdMomentumUpdate(pi, gi, ai, n, rule.lr, rule.momentum, wd);
+      if (kind == cpu::ElementwiseUpdate::kAdam) cpu::adamUpdate(pi, gi, ai, bi, n, rule.lr, 0.9f, 0.999f, 1e-8f, wd, 3);
+      if (kind == cpu::ElementwiseUpdate::kAdamW) cpu::adamwUpdate(pi, gi, ai, bi, n, rule.lr, 0.9f, 0.999f, 1e-8f, wd, 3);
+      if (kind == cpu::ElementwiseUpdate::kRmsprop) cpu::rmspropUpdate(pi, gi, ai, n, rule.lr, rule.alpha, 1e-8f, wd);
+    }
+    const int before = cpu::computeThreads();
+    for (int threads : {1, 3}) {
+      cpu::setComputeThreads(threads);
+      auto pm = p, am = a, bm = b;
+      std::vector<cpu::UpdateTensor> many;
+      for (std::size_t i = 0; i < sizes.size(); ++i)
+        many.push_back({pm[i].data(), g[i].data(), am[i].data(), bm[i].data(), sizes[i], 0.01f * float(i % 2)});
+      cpu::updateMany(rule, many.data(), many.size());
+      for (std::size_t i = 0; i < sizes.size(); ++i) {
+        EXPECT_EQ(pm[i], p1[i]) << int(kind) << " tensor " << i << " at " << threads << " threads";
+        EXPECT_EQ(am[i], a1[i]) << int(kind) << " tensor " << i;
+        if (kind == cpu::ElementwiseUpdate::kAdam || kind == cpu::ElementwiseUpdate::kAdamW) EXPECT_EQ(bm[i], b1[i]);
+      }
+    }
+    cpu::setComputeThreads(before);
+  }
+}
+
 // Adam and RMSprop in float against their definitions in float64.
 TEST(CpuOps, AdamAndRmspropMatchTheirDefinitions) {
   const std::size_t n = 9;

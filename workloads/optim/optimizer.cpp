@@ -1,6 +1,7 @@
 #include "workloads/optim/optimizer.h"
 
 #include <algorithm>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -47,6 +48,24 @@ Optimizer::Optimizer(const OptimizerOptions& options, std::vector<Param*> params
     scratch_ = arena.tensor({static_cast<std::int64_t>(largest)}, MemoryKind::kOptimizer);
 }
 
+namespace {
+cpu::ElementwiseUpdate elementwiseKind(OptimizerKind k) {
+  switch (k) {
+    case OptimizerKind::kSgd:
+      return cpu::ElementwiseUpdate::kSgd;
+    case OptimizerKind::kAdam:
+      return cpu::ElementwiseUpdate::kAdam;
+    case OptimizerKind::kAdamW:
+      return cpu::ElementwiseUpdate::kAdamW;
+    case OptimizerKind::kRmsprop:
+      return cpu::ElementwiseUpdate::kRmsprop;
+    case OptimizerKind::kLamb:
+      break;
+  }
+  throw Error("LAMB is not an element-wise update");
+}
+}  // namespace
+
 // Weight decay applies to weights, never to biases and normalisation gains.
 float Optimizer::decayOf(const Param& p) const { return p.decay ? static_cast<float>(o_.weightDecay) : 0.0f; }
 
@@ -71,28 +90,21 @@ void Optimizer::lambInParts(float lr, int t) {
 void Optimizer::step(double lrD, int t) {
   const float lr = static_cast<float>(lrD), b1 = float(o_.beta1), b2 = float(o_.beta2), eps = float(o_.eps);
   if (o_.kind == OptimizerKind::kLamb && partSums_) return lambInParts(lr, t);
-  for (Slot& s : slots_) {
-    Param& p = *s.p;
-    const std::size_t n = p.value.numel();
-    const float wd = decayOf(p);
-    switch (o_.kind) {
-      case OptimizerKind::kSgd:
-        ops::sgdMomentumUpdate(*p.value.device, p.value.data, p.grad.data, s.a.data, n, lr, float(o_.momentum), wd);
-        break;
-      case OptimizerKind::kAdam:
-        ops::adamUpdate(*p.value.device, p.value.data, p.grad.data, s.a.data, s.b.data, n, lr, b1, b2, eps, wd, t);
-        break;
-      case OptimizerKind::kAdamW:
-        ops::adamwUpdate(*p.value.device, p.value.data, p.grad.data, s.a.data, s.b.data, n, lr, b1, b2, eps, wd, t);
-        break;
-      case OptimizerKind::kRmsprop:
-        ops::rmspropUpdate(*p.value.device, p.value.data, p.grad.data, s.a.data, n, lr, float(o_.alpha), eps, wd);
-        break;
-      case OptimizerKind::kLamb:
-        ops::lambUpdate(*p.value.device, p.value.data, p.grad.data, s.a.data, s.b.data, scratch_.data, n, lr, b1, b2, eps, wd, t);
-        break;
+  if (slots_.empty()) return;
+  if (o_.kind == OptimizerKind::kLamb) {
+    for (Slot& s : slots_) {
+      Param& p = *s.p;
+      ops::lambUpdate(*p.value.device, p.value.data, p.grad.data, s.a.data, s.b.data, scratch_.data, p.value.numel(), lr, b1, b2,
+                      eps, decayOf(p), t);
     }
+    return;
   }
+  // The element-wise ones: every tensor in one call (multi-tensor).
+  std::vector<cpu::UpdateTensor> many;
+  many.reserve(slots_.size());
+  for (Slot& s : slots_) many.push_back({s.p->value.data, s.p->grad.data, s.a.data, s.b.data, s.p->value.numel(), decayOf(*s.p)});
+  ops::updateMany(*slots_.front().p->value.device,
+                  {elementwiseKind(o_.kind), lr, b1, b2, eps, float(o_.momentum), float(o_.alpha), t}, many);
 }
 
 std::vector<Optimizer::State> Optimizer::state() {
