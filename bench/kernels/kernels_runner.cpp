@@ -32,6 +32,7 @@
 #include "bench/session/trace_files.h"
 #include "bench/session/watchdog.h"
 #include "comm/bootstrap.h"
+#include "kernels/cpu/ops.h"
 #include "kernels/cuda/device_count.h"
 #include "kernels/trace.h"
 #ifdef TRAINSCOPE_HAVE_CUDA
@@ -322,7 +323,12 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
         "#\n# kernels on the CPU (%s) with %d of %ld hardware threads (this process's affinity; mpirun binds ranks to cores "
         "unless --bind-to none)\n",
         std::string(precisionName(o.settings.precision)).c_str(), usable, ::sysconf(_SC_NPROCESSORS_ONLN));
-  if (!o.cuda) std::printf("# convolution: %s\n", cpuConvLine(o.settings).c_str());
+  if (!o.cuda) {
+    std::printf("# convolution: %s\n", cpuConvLine(o.settings).c_str());
+    // A dense bias + GELU GEMM names what fuses its epilogue (each record's details.implementation: its own).
+    std::printf("# gemm: OpenBLAS; epilogues: %s\n",
+                cpu::gemmEpilogueImplementation(false, false, 64, 64, 64, true, true).c_str());
+  }
   if (o.userShapes.empty())
     std::printf("# shapes of a transformer block of hidden %lld, sequence %lld, batch %lld, vocabulary %lld\n",
                 static_cast<long long>(o.hidden), static_cast<long long>(o.seq), static_cast<long long>(o.batch),
