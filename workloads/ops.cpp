@@ -115,18 +115,32 @@ void residualAdd([[maybe_unused]] Device& d, float* out, const float* a, const f
 void axpy([[maybe_unused]] Device& d, float* y, const float* x, float alpha, std::size_t n) { TS_OP(d, axpy, y, x, alpha, n); }
 void scale([[maybe_unused]] Device& d, float* x, float alpha, std::size_t n) { TS_OP(d, scale, x, alpha, n); }
 double sumOfSquares([[maybe_unused]] Device& d, const float* x, std::size_t n) { return TS_OP(d, sumOfSquares, x, n); }
+namespace {
+// SyncBatchNorm's sums are host float64 between the passes of the CPU kernels; the CUDA kernels are fused.
+void requireCpuForSyncBatchNorm([[maybe_unused]] Device& d, const cpu::ReplicaSum* replicas) {
+  if (replicas && d.cuda()) throw Error("SyncBatchNorm (--sync-bn) runs on the CPU only in this version");
+}
+}  // namespace
+
 void batchnormForward([[maybe_unused]] Device& d, float* out, float* mean, float* rstd, const float* inp, const float* w,
-                      const float* b, std::size_t N, std::size_t C, std::size_t HW, float* runningMean, float* runningVar) {
-  TS_OP(d, batchnormForward, out, mean, rstd, inp, w, b, N, C, HW, 1e-5f, runningMean, runningVar, 0.1f);
+                      const float* b, std::size_t N, std::size_t C, std::size_t HW, float* runningMean, float* runningVar,
+                      const cpu::ReplicaSum* replicas) {
+  requireCpuForSyncBatchNorm(d, replicas);
+#ifdef TRAINSCOPE_HAVE_CUDA
+  if (d.cuda())
+    return cuda::batchnormForward(out, mean, rstd, inp, w, b, N, C, HW, 1e-5f, runningMean, runningVar, 0.1f, TS_STREAM(d));
+#endif
+  cpu::batchnormForward(out, mean, rstd, inp, w, b, N, C, HW, 1e-5f, runningMean, runningVar, 0.1f, replicas);
 }
 void batchnormBackward([[maybe_unused]] Device& d, float* dinp, float* dw, float* db, const float* dout, const float* inp,
                        const float* w, const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW,
-                       Write write) {
+                       Write write, const cpu::ReplicaSum* replicas) {
+  requireCpuForSyncBatchNorm(d, replicas);
 #ifdef TRAINSCOPE_HAVE_CUDA
   zeroForOverwriteOnCuda(d, dinp, N * C * HW, write);
   if (d.cuda()) return cuda::batchnormBackward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, HW, TS_STREAM(d));
 #endif
-  cpu::batchnormBackward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, HW, write);
+  cpu::batchnormBackward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, HW, write, replicas);
 }
 void globalAvgPoolForward([[maybe_unused]] Device& d, float* out, const float* inp, std::size_t N, std::size_t C,
                           std::size_t HW) {

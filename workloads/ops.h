@@ -34,11 +34,14 @@ void residualAdd(Device& d, float* out, const float* a, const float* b, std::siz
 void axpy(Device& d, float* y, const float* x, float alpha, std::size_t n);
 void scale(Device& d, float* x, float alpha, std::size_t n);
 double sumOfSquares(Device& d, const float* x, std::size_t n);  // synchronous
+// replicas: SyncBatchNorm's statistics over the data-parallel group (cpu::ReplicaSum; the CPU only: on CUDA,
+// an error).
 void batchnormForward(Device& d, float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
-                      std::size_t N, std::size_t C, std::size_t HW, float* runningMean, float* runningVar);
+                      std::size_t N, std::size_t C, std::size_t HW, float* runningMean, float* runningVar,
+                      const cpu::ReplicaSum* replicas = nullptr);
 void batchnormBackward(Device& d, float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                        const float* weight, const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW,
-                       Write write = Write::kAccumulate);
+                       Write write = Write::kAccumulate, const cpu::ReplicaSum* replicas = nullptr);
 void globalAvgPoolForward(Device& d, float* out, const float* inp, std::size_t N, std::size_t C, std::size_t HW);
 void globalAvgPoolBackward(Device& d, float* dinp, const float* dout, std::size_t N, std::size_t C, std::size_t HW);
 void maxPool2dForward(Device& d, float* out, int* argmax, const float* inp, int N, int C, int H, int W, int k, int stride,

@@ -83,6 +83,15 @@ void validateTrainOptions(const TrainOptions& o) {
   validateSchedule(sched);
   parseBytes(o.memoryLimit, "--memory-limit");
   modelConfigOf(o);
+  if (o.layout.syncBn == SyncBatchNorm::kOn && o.model != ModelKind::kCnn)
+    throw UsageError(fmt::format("--sync-bn on: the {} has no batch norm", nameOf(o.model)));
+  if (o.layout.syncBn == SyncBatchNorm::kOn && o.device.cuda())
+    throw UsageError("--sync-bn on: SyncBatchNorm runs on the CPU only in this version (--device cpu, or --sync-bn off)");
+}
+
+SyncBatchNorm resolveSyncBatchNorm(const TrainOptions& o, int dp) {
+  if (o.layout.syncBn != SyncBatchNorm::kAuto) return o.layout.syncBn;
+  return o.model == ModelKind::kCnn && dp > 1 && !o.device.cuda() ? SyncBatchNorm::kOn : SyncBatchNorm::kOff;
 }
 
 Trainer::Trainer(const TrainOptions& options, const Mesh* mesh, double commTimeoutS) : options_(options), mesh_(mesh) {
@@ -93,6 +102,7 @@ Trainer::Trainer(const TrainOptions& options, const Mesh* mesh, double commTimeo
     mesh_ = ownMesh_.get();
   }
   options_.layout = mesh_->layout();
+  options_.layout.syncBn = resolveSyncBatchNorm(o, options_.layout.dp);
   const LayoutOptions& layout = options_.layout;
   if (o.batch % (o.microBatches * layout.dp))
     throw UsageError(fmt::format("--batch {} does not split into {} data-parallel rank(s) x {} micro-batch(es)", o.batch,
@@ -143,6 +153,9 @@ void Trainer::build(double commTimeoutS) {
   model_ = makeModel(config, microBatchSize(), *device_, TensorParallel{mesh_->coordinate(GroupKind::kTp), layout.tp});
   if (Communicator* tp = mesh_->group(GroupKind::kTp))
     tp_ = std::make_unique<TensorParallelGroup>(*tp, commTimeoutS, groupLabel(*mesh_, GroupKind::kTp));
+  if (layout.syncBn == SyncBatchNorm::kOn)
+    if (Communicator* dp = mesh_->group(GroupKind::kDp))
+      syncBn_ = std::make_unique<SyncBatchNormGroup>(*dp, commTimeoutS, groupLabel(*mesh_, GroupKind::kDp));
   if (layout.pp > 1) {
     const data::Batch sample = source_->batch(0).slice(0, microBatchSize());  // its shapes size the stages' buffers
     pipeline_ = std::make_unique<Pipeline>(*mesh_, *model_, commTimeoutS, sample, static_cast<int>(o.microBatches));
@@ -258,6 +271,7 @@ StepResult Trainer::step() {
   r.lossScale = scaler_ ? scaler_->scale() : 1.0;
   StepContext ctx;
   if (tp_) tp_->install(ctx);
+  if (syncBn_) syncBn_->install(ctx);
   const std::int64_t M = options_.microBatches, mb = microBatchSize();
   // The step's loss is the mean over every rank's micro-batches: each backward takes its share.
   const auto scale = static_cast<float>(r.lossScale / static_cast<double>(M * dataParallel()));
@@ -339,7 +353,8 @@ StepResult Trainer::step() {
   if (r.skipped && masters_ && masters_->shardsMasters()) sync_->afterUpdate();  // the values float32 again
   if (r.skipped) r.syncS += syncSpan.close();
   r.comm = sync_->takeStepComm();
-  for (StepComm p : {pipeline_ ? pipeline_->takeStepComm() : StepComm{}, tp_ ? tp_->takeStepComm() : StepComm{}}) {
+  for (StepComm p : {pipeline_ ? pipeline_->takeStepComm() : StepComm{}, tp_ ? tp_->takeStepComm() : StepComm{},
+                     syncBn_ ? syncBn_->takeStepComm() : StepComm{}}) {
     r.comm.communicationS += p.communicationS;
     r.comm.exposedS += p.exposedS;
     r.comm.collectives.insert(r.comm.collectives.end(), p.collectives.begin(), p.collectives.end());

@@ -25,6 +25,7 @@
 #include "workloads/parallel/gradient_sync.h"
 #include "workloads/parallel/mesh.h"
 #include "workloads/parallel/pipeline.h"
+#include "workloads/parallel/sync_batchnorm.h"
 #include "workloads/parallel/tensor_parallel.h"
 
 namespace ts::wl {
@@ -57,6 +58,9 @@ struct TrainOptions {
 
 // Every check that needs no data and no memory (flags, preset, overrides, optimizer, schedule): UsageError.
 void validateTrainOptions(const TrainOptions& options);
+// --sync-bn auto, decided: on where it makes data parallel train as one process does (the cnn, dp > 1, the
+// CPU); on and off stay. The record's layout says which it was.
+SyncBatchNorm resolveSyncBatchNorm(const TrainOptions& options, int dp);
 
 struct StepResult {
   std::int64_t step = 0;  // 0-based index of the optimizer step
@@ -145,10 +149,11 @@ class Trainer {
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<BatchStager> stager_;  // CUDA: the loader thread's uploads (before the loader, which calls it)
   std::unique_ptr<data::Prefetcher> loader_;
-  std::unique_ptr<MasterWeights> masters_;   // bfloat16 / float16
-  std::unique_ptr<LossScaler> scaler_;       // float16
-  std::unique_ptr<Pipeline> pipeline_;       // pp > 1
-  std::unique_ptr<TensorParallelGroup> tp_;  // tp > 1
+  std::unique_ptr<MasterWeights> masters_;      // bfloat16 / float16
+  std::unique_ptr<LossScaler> scaler_;          // float16
+  std::unique_ptr<Pipeline> pipeline_;          // pp > 1
+  std::unique_ptr<TensorParallelGroup> tp_;     // tp > 1
+  std::unique_ptr<SyncBatchNormGroup> syncBn_;  // --sync-bn on and dp > 1
   ModelPart part_;
   std::unique_ptr<GradientSync> sync_;  // after the model: it holds buckets in the model's arena
   std::int64_t nextStep_ = 0, firstStep_ = 0;

@@ -71,6 +71,11 @@ void addLayoutOptions(OptionTable<TrainRunOptions>& t) {
   t.add("--bucket-mb", "Gradient bucket size in MiB", TS_FIELD(train.layout.bucketMb)).range({0, 1 << 20, true});  // 1 TiB
   t.addOnOff("--overlap", "on: send each bucket as soon as its gradients are ready (during the backward); off: after it",
              TS_FIELD(train.layout.overlap));
+  onUnknownChoice(t.add("--sync-bn",
+                        "Batch norm's statistics over the whole data-parallel batch (SyncBatchNorm): auto (on for the cnn "
+                        "under --dp on the CPU), on or off (each rank's own batch)",
+                        TS_FIELD(train.layout.syncBn)),
+                  expectedChoice<wl::SyncBatchNorm>());
   onUnknownChoice(t.add("--pp-schedule", "Pipeline schedule: gpipe or 1f1b", TS_FIELD(train.layout.schedule)),
                   expectedChoice<wl::PipelineSchedule>());
   t.add("--pp-split", "Pipeline: layers per stage, comma-separated (default: balanced by FLOPs)", TS_FIELD(train.layout.ppSplit));

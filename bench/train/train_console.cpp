@@ -19,11 +19,16 @@ void printTrainBanner(wl::Trainer& trainer, const TrainRunOptions& o, const wl::
       std::string(nameOf(o.train.precision)).c_str(), static_cast<long long>(model.parameterCount()),
       trainer.flopsPerStep() / 1e9, static_cast<long long>(trainer.itemsPerStep()), model.itemName().c_str(),
       static_cast<long long>(o.train.batch), static_cast<long long>(o.train.microBatches), trainer.dataInfo().name.c_str());
-  if (mesh.worldSize() > 1)
-    std::printf("# layout %s over %d ranks: %lld %s per rank per micro-batch; this rank updates %zu of %lld parameters\n",
+  if (mesh.worldSize() > 1) {
+    const bool syncBn = mesh.layout().dp > 1 && cfg.kind == wl::ModelKind::kCnn;  // whether batch norm meets the dp group
+    std::printf("# layout %s over %d ranks: %lld %s per rank per micro-batch%s; this rank updates %zu of %lld parameters\n",
                 mesh.layout().name().c_str(), mesh.worldSize(), static_cast<long long>(trainer.microBatchSize()),
-                model.itemName() == "tokens" ? "sequences" : "samples", trainer.ownedParameterElements(),
-                static_cast<long long>(model.parameterCount()));
+                model.itemName() == "tokens" ? "sequences" : "samples",
+                !syncBn                                                     ? ""
+                : trainer.options().layout.syncBn == wl::SyncBatchNorm::kOn ? ", batch norm over the whole batch (--sync-bn on)"
+                                                                            : ", batch norm over each rank's own (--sync-bn off)",
+                trainer.ownedParameterElements(), static_cast<long long>(model.parameterCount()));
+  }
   if (trainer.firstStep() > 0)
     std::printf("# resumed at step %lld from %s\n", static_cast<long long>(trainer.firstStep()), o.train.checkpointDir.c_str());
 }

@@ -229,7 +229,8 @@ void runTrainStep(const TrainRunOptions& given, RunContext& ctx) {
   o.train.device = wl::parseDeviceSpec(o.device);
   if (o.train.device.cuda() && o.train.device.index < 0 && boot.size() > 1)
     o.train.device.index = boot.localRank();  // one GPU per process
-  const wl::LayoutOptions layout = wl::resolveLayout(o.train.layout, boot.size());
+  wl::LayoutOptions layout = wl::resolveLayout(o.train.layout, boot.size());
+  layout.syncBn = wl::resolveSyncBatchNorm(o.train, layout.dp);
   std::unique_ptr<Communicator> world;
   if (boot.size() > 1) {
     CommunicatorOptions co;

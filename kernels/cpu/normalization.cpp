@@ -2,6 +2,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/parallel_chunks.h"
@@ -120,12 +123,12 @@ void forEachChannel(std::size_t N, std::size_t C, std::size_t HW, Channel&& chan
   });
 }
 
-TS_SIMD_CLONES void batchnormForwardChannel(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                                            const float* bias, std::size_t N, std::size_t C, std::size_t HW, float eps,
-                                            float* runningMean, float* runningVar, float momentum, std::size_t c) {
-  const double count = static_cast<double>(N * HW);
-  const double m = channelSum(N, C, HW, c, [inp](std::size_t j) { return double(inp[j]); }) / count;
-  const double v = channelSum(N, C, HW, c, [inp, m](std::size_t j) { return (inp[j] - m) * (inp[j] - m); }) / count;
+// y = (x - m) (w r) + b over channel c, r = 1 / sqrt(v + eps), and the saved and running statistics
+// (`count` values made m and v: the running variance is unbiased).
+TS_SIMD_CLONES void normalizeChannel(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                                     const float* bias, std::size_t N, std::size_t C, std::size_t HW, float eps,
+                                     float* runningMean, float* runningVar, float momentum, std::size_t c, double m, double v,
+                                     double count) {
   const double r = 1.0 / std::sqrt(v + eps);
   // The per-element pass in float, as PyTorch's: the statistics are float64 sums, the transform of each element
   // is y = (x - mean) (w rstd) + b, a subtraction and one multiply-add (twice the lanes of the float64 pass).
@@ -142,21 +145,26 @@ TS_SIMD_CLONES void batchnormForwardChannel(float* out, float* mean, float* rstd
     runningVar[c] = static_cast<float>((1 - momentum) * runningVar[c] + momentum * v * count / std::max(1.0, count - 1));
 }
 
-TS_SIMD_CLONES void batchnormBackwardChannel(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                                             const float* weight, const float* mean, const float* rstd, std::size_t N,
-                                             std::size_t C, std::size_t HW, std::size_t c, Write write) {
-  const double count = static_cast<double>(N * HW);
+double centredSquares(const float* inp, std::size_t N, std::size_t C, std::size_t HW, std::size_t c, double m) {
+  return channelSum(N, C, HW, c, [inp, m](std::size_t j) { return (inp[j] - m) * (inp[j] - m); });
+}
+
+// The backward's two sums over channel c: sum dy and sum dy xhat (float64).
+std::pair<double, double> gradientSums(const float* dout, const float* inp, const float* mean, const float* rstd, std::size_t N,
+                                       std::size_t C, std::size_t HW, std::size_t c) {
   const double m = mean[c], r = rstd[c];
-  const double sumDy = channelSum(N, C, HW, c, [dout](std::size_t j) { return double(dout[j]); });
-  const double sumDyXhat = channelSum(N, C, HW, c, [&](std::size_t j) { return dout[j] * (inp[j] - m) * r; });
-  if (dbias) dbias[c] += static_cast<float>(sumDy);
-  if (dweight) dweight[c] += static_cast<float>(sumDyXhat);
-  if (!dinp) return;
-  // dx = w r (dy - mean(dy) - xhat mean(dy xhat)) = a dy + b (x - mean) + k, per element in float (the
-  // coefficients from the float64 sums).
-  const double meanDy = sumDy / count, meanDyXhat = sumDyXhat / count, wr = weight[c] * r;
+  return {channelSum(N, C, HW, c, [dout](std::size_t j) { return double(dout[j]); }),
+          channelSum(N, C, HW, c, [&](std::size_t j) { return dout[j] * (inp[j] - m) * r; })};
+}
+
+// dx = w r (dy - mean(dy) - xhat mean(dy xhat)) = a dy + b (x - mean) + k over channel c, per element in float
+// (the coefficients from the float64 means).
+TS_SIMD_CLONES void inputGradientChannel(float* dinp, const float* dout, const float* inp, const float* weight, const float* mean,
+                                         const float* rstd, std::size_t N, std::size_t C, std::size_t HW, std::size_t c,
+                                         double meanDy, double meanDyXhat, Write write) {
+  const double r = rstd[c], wr = weight[c] * r;
   const auto a = static_cast<float>(wr), b = static_cast<float>(-wr * r * meanDyXhat), k = static_cast<float>(-wr * meanDy);
-  const auto mf = static_cast<float>(m);
+  const float mf = mean[c];
   for (std::size_t n = 0; n < N; ++n) {
     const std::size_t base = (n * C + c) * HW;
     float* dx = dinp + base;
@@ -172,19 +180,64 @@ TS_SIMD_CLONES void batchnormBackwardChannel(float* dinp, float* dweight, float*
 }
 }  // namespace
 
+// Without replicas each channel's passes run back to back on one thread (its values stay in cache); with
+// them, each statistic is summed over the replicas between passes over all channels.
 void batchnormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
                       std::size_t N, std::size_t C, std::size_t HW, float eps, float* runningMean, float* runningVar,
-                      float momentum) {
+                      float momentum, const ReplicaSum* replicas) {
+  const auto local = static_cast<double>(N * HW);
+  if (!replicas) {
+    forEachChannel(N, C, HW, [&](std::size_t c) {
+      const double m = channelSum(N, C, HW, c, [inp](std::size_t j) { return double(inp[j]); }) / local;
+      const double v = centredSquares(inp, N, C, HW, c, m) / local;
+      normalizeChannel(out, mean, rstd, inp, weight, bias, N, C, HW, eps, runningMean, runningVar, momentum, c, m, v, local);
+    });
+    return;
+  }
+  std::vector<double> sums(C + 1), squares(C);
+  forEachChannel(N, C, HW,
+                 [&](std::size_t c) { sums[c] = channelSum(N, C, HW, c, [inp](std::size_t j) { return double(inp[j]); }); });
+  sums[C] = local;
+  (*replicas)(sums.data(), sums.size());
+  const double count = sums[C];
+  forEachChannel(N, C, HW, [&](std::size_t c) { squares[c] = centredSquares(inp, N, C, HW, c, sums[c] / count); });
+  (*replicas)(squares.data(), squares.size());
   forEachChannel(N, C, HW, [&](std::size_t c) {
-    batchnormForwardChannel(out, mean, rstd, inp, weight, bias, N, C, HW, eps, runningMean, runningVar, momentum, c);
+    normalizeChannel(out, mean, rstd, inp, weight, bias, N, C, HW, eps, runningMean, runningVar, momentum, c, sums[c] / count,
+                     squares[c] / count, count);
   });
 }
 
 void batchnormBackward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const float* weight,
-                       const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW, Write write) {
+                       const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW, Write write,
+                       const ReplicaSum* replicas) {
+  const auto local = static_cast<double>(N * HW);
+  // dweight and dbias take this process's sums (the data-parallel gradient average adds them over the
+  // replicas); dx the sums over all of them.
+  const auto own = [&](std::size_t c, double sumDy, double sumDyXhat) {
+    if (dbias) dbias[c] += static_cast<float>(sumDy);
+    if (dweight) dweight[c] += static_cast<float>(sumDyXhat);
+  };
+  if (!replicas) {
+    forEachChannel(N, C, HW, [&](std::size_t c) {
+      const auto [sumDy, sumDyXhat] = gradientSums(dout, inp, mean, rstd, N, C, HW, c);
+      own(c, sumDy, sumDyXhat);
+      if (dinp) inputGradientChannel(dinp, dout, inp, weight, mean, rstd, N, C, HW, c, sumDy / local, sumDyXhat / local, write);
+    });
+    return;
+  }
+  std::vector<double> sums(2 * C + 1);
   forEachChannel(N, C, HW, [&](std::size_t c) {
-    batchnormBackwardChannel(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, HW, c, write);
+    std::tie(sums[2 * c], sums[2 * c + 1]) = gradientSums(dout, inp, mean, rstd, N, C, HW, c);
+    own(c, sums[2 * c], sums[2 * c + 1]);
   });
+  sums[2 * C] = local;
+  (*replicas)(sums.data(), sums.size());
+  const double count = sums[2 * C];
+  if (dinp)
+    forEachChannel(N, C, HW, [&](std::size_t c) {
+      inputGradientChannel(dinp, dout, inp, weight, mean, rstd, N, C, HW, c, sums[2 * c] / count, sums[2 * c + 1] / count, write);
+    });
 }
 
 }  // namespace ts::cpu

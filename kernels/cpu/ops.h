@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace ts::cpu {
@@ -76,12 +77,19 @@ double sumOfSquares(const float* x, std::size_t n);
 
 // Batch normalisation of x[N,C,HW] per channel over N*HW (training: batch statistics, saved as mean[C] and
 // rstd[C] for the backward; runningMean/runningVar updated with `momentum` when not null).
+//
+// SyncBatchNorm: with `replicas`, the batch is split over processes (data parallel) and the statistics are
+// the whole batch's: *replicas adds a vector of float64 over the processes in place (an all-reduce). The
+// forward sums the channels' sums and value counts, then their centred squares; the backward its two
+// gradient sums. dweight/dbias still take this process's own sums (the data-parallel gradient average adds
+// them), and dinp the sums over all, so N processes of batch B train as one of batch N*B.
+using ReplicaSum = std::function<void(double* values, std::size_t n)>;
 void batchnormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
                       std::size_t N, std::size_t C, std::size_t HW, float eps = 1e-5f, float* runningMean = nullptr,
-                      float* runningVar = nullptr, float momentum = 0.1f);
+                      float* runningVar = nullptr, float momentum = 0.1f, const ReplicaSum* replicas = nullptr);
 void batchnormBackward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const float* weight,
                        const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW,
-                       Write write = Write::kAccumulate);
+                       Write write = Write::kAccumulate, const ReplicaSum* replicas = nullptr);
 
 // Global average pooling x[N,C,HW] -> y[N,C]; the backward spreads dy / HW back (accumulating).
 void globalAvgPoolForward(float* out, const float* inp, std::size_t N, std::size_t C, std::size_t HW);

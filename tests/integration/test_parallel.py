@@ -5,9 +5,12 @@ went (per-rank compute and communication, the collectives issued); bad layouts a
 
 Tolerance: the layouts sum the same float32 gradients in another order (a rank's partial sum, then the
 group's), so losses and the parameters' norms agree to 1e-5 relative, not bit for bit. The CNN's batch
-norm normalises over each rank's samples (as PyTorch DDP without SyncBatchNorm does), so its reference is
-the one-process run with one micro-batch per data-parallel rank: the same sample groups. It trains with
-SGD: Adam turns float32 noise in a near-zero gradient into a full-size step, which no layout can avoid."""
+norm is SyncBatchNorm under data parallel (--sync-bn auto): it normalises over the whole batch, so its
+reference is the same one-process run. With micro-batches too, a rank's micro-batch i would be normalised
+with the other ranks' micro-batch i, a grouping no one-process run makes; those layouts run with
+--sync-bn off, each rank normalising its own samples (as PyTorch DDP without SyncBatchNorm does), against
+the one-process run with one micro-batch per rank's micro-batch: the same sample groups. The CNN trains
+with SGD: Adam turns float32 noise in a near-zero gradient into a full-size step, which no layout can avoid."""
 import json
 
 import pytest
@@ -97,9 +100,11 @@ def assert_rows_per_group(rec):
 @pytest.mark.parametrize("model", list(MODELS))
 @pytest.mark.parametrize("name,np,flags,micro,dp,tp", LAYOUTS, ids=[l[0] for l in LAYOUTS])
 def test_layout_trains_like_one_process(tmp_path, tmp_path_factory, validate, model, name, np, flags, micro, dp, tp):
-    doc, rec = train(tmp_path, name, MODELS[model] + flags, np=np)
+    per_rank_bn = model == "cnn" and dp > 1 and micro > 1
+    doc, rec = train(tmp_path, name, MODELS[model] + flags + (["--sync-bn", "off"] if per_rank_bn else []), np=np)
     validate(doc)
-    ref_micro = micro * dp if model == "cnn" else micro
+    assert rec["layout"]["sync_bn"] == ("on" if model == "cnn" and dp > 1 and not per_rank_bn else "off")
+    ref_micro = micro * dp if per_rank_bn else micro
     ref = reference(tmp_path_factory, model, ref_micro)
     assert_same_training(rec, ref)
     assert rec["parameters"] == ref["parameters"]  # the whole model's, whatever each rank holds
@@ -137,8 +142,10 @@ def test_layout_trains_like_one_process(tmp_path, tmp_path_factory, validate, mo
                 | ({"send", "recv"} if pp > 1 else set()))
     assert ops == expected
     assert_rows_per_group(rec)
-    if pp > 1 or tp > 1:
-        return  # the gradient volume below is the whole model's; a stage or a slice sends its own part
+    if pp > 1 or tp > 1 or rec["layout"]["sync_bn"] == "on":
+        # The gradient volume below is the whole model's: a stage or a slice sends its own part, and
+        # SyncBatchNorm's statistics are all-reduces too (the models without it check the volume).
+        return
     steps_timed = rec["timed_steps"]
     grads = [c for c in rec["collectives"] if c["op"] in ("all_reduce", "reduce_scatter", "reduce") and c["bytes"] > 8]
     # Each timed step moves every gradient once per communicating micro-batch (the buckets, padded).

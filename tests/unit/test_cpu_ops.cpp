@@ -2,8 +2,11 @@
 // central finite differences of the float64 forward. Random inputs (never zeros), awkward sizes.
 #include <gtest/gtest.h>
 
+#include <barrier>
 #include <cmath>
 #include <functional>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "base/dtype.h"
@@ -281,6 +284,67 @@ TEST(CpuOps, BatchNormAndReluMatchFloat64AndAccumulateOrOverwrite) {
   for (std::size_t k = 0; k < n; ++k) {
     ASSERT_EQ(reluWritten[k], centred[k] > 0 ? dy[k] : 0.0f) << k;
     ASSERT_EQ(reluAdded[k], dinp0[k] + (centred[k] > 0 ? dy[k] : 0.0f)) << k;
+  }
+}
+
+// SyncBatchNorm in one process: two replicas (threads) each hold half of the batch and add their statistics
+// through a ReplicaSum (a barrier and a shared buffer: an all-reduce of two). Each half's output and input
+// gradient are the whole batch's, and the halves' dweight/dbias add up to the whole batch's.
+TEST(CpuOps, SyncBatchNormOverTwoReplicasIsTheWholeBatchs) {
+  const std::size_t N = 4, C = 3, HW = 29, n = N * C * HW, half = n / 2;
+  auto x = randomInputs(n, 81);
+  for (std::size_t i = 0; i < n; ++i) x[i] = 5.0f + 2.0f * x[i] + (i < half ? 1.0f : -1.0f);  // the halves differ
+  const auto w = randomInputs(C, 82), b = randomInputs(C, 83), dy = randomInputs(n, 84);
+  std::vector<float> y(n), mean(C), rstd(C), dx(n, NAN), dw(C, 0.0f), db(C, 0.0f), rm(C, 0.0f), rv(C, 1.0f);
+  cpu::batchnormForward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C, HW, 1e-5f, rm.data(), rv.data());
+  cpu::batchnormBackward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C, HW,
+                         cpu::Write::kOverwrite);
+
+  std::vector<double> shared;
+  std::barrier sync(2);
+  struct Replica {
+    std::vector<float> y, mean, rstd, dx, dw, db, rm, rv;
+  };
+  Replica r[2];
+  const auto run = [&](int k) {
+    const cpu::ReplicaSum sum = [&](double* v, std::size_t count) {
+      if (k == 0) shared.assign(count, 0.0);
+      sync.arrive_and_wait();
+      {
+        static std::mutex m;
+        std::lock_guard lock(m);
+        for (std::size_t i = 0; i < count; ++i) shared[i] += v[i];
+      }
+      sync.arrive_and_wait();
+      std::copy(shared.begin(), shared.end(), v);
+      sync.arrive_and_wait();
+    };
+    Replica& me = r[k];
+    me = {std::vector<float>(half),    std::vector<float>(C),       std::vector<float>(C),       std::vector<float>(half, NAN),
+          std::vector<float>(C, 0.0f), std::vector<float>(C, 0.0f), std::vector<float>(C, 0.0f), std::vector<float>(C, 1.0f)};
+    const float* xk = x.data() + k * half;
+    cpu::batchnormForward(me.y.data(), me.mean.data(), me.rstd.data(), xk, w.data(), b.data(), N / 2, C, HW, 1e-5f, me.rm.data(),
+                          me.rv.data(), 0.1f, &sum);
+    cpu::batchnormBackward(me.dx.data(), me.dw.data(), me.db.data(), dy.data() + k * half, xk, w.data(), me.mean.data(),
+                           me.rstd.data(), N / 2, C, HW, cpu::Write::kOverwrite, &sum);
+  };
+  std::thread other(run, 1);
+  run(0);
+  other.join();
+  for (int k = 0; k < 2; ++k) {
+    for (std::size_t i = 0; i < half; ++i) {
+      ASSERT_NEAR(r[k].y[i], y[k * half + i], 1e-5 * std::max(1.0f, std::fabs(y[k * half + i]))) << k << " " << i;
+      ASSERT_NEAR(r[k].dx[i], dx[k * half + i], 1e-5 * std::max(1.0f, std::fabs(dx[k * half + i]))) << k << " " << i;
+    }
+    for (std::size_t c = 0; c < C; ++c) {
+      EXPECT_NEAR(r[k].mean[c], mean[c], 1e-6 * std::fabs(mean[c]));
+      EXPECT_NEAR(r[k].rstd[c], rstd[c], 1e-6 * rstd[c]);
+      EXPECT_NEAR(r[k].rv[c], rv[c], 1e-6 * rv[c]) << "the running variance is the whole batch's (unbiased)";
+    }
+  }
+  for (std::size_t c = 0; c < C; ++c) {
+    EXPECT_NEAR(r[0].dw[c] + r[1].dw[c], dw[c], 1e-5 * std::max(1.0f, std::fabs(dw[c])));
+    EXPECT_NEAR(r[0].db[c] + r[1].db[c], db[c], 1e-5 * std::max(1.0f, std::fabs(db[c])));
   }
 }
 

@@ -63,6 +63,9 @@ struct StepContext {
   void sumOverTensorParallel(const Tensor& t) {
     if (tpSum) tpSum(t);
   }
+  // SyncBatchNorm: adds batch norm's float64 statistics over the data-parallel group, in place (unset: each
+  // rank normalises its own batch). The type is cpu::ReplicaSum's.
+  std::function<void(double* values, std::size_t n)> bnSum;
 };
 
 // Which part of a layer's weights this rank holds (Megatron's tensor parallelism). A column-parallel

@@ -59,13 +59,14 @@ BatchNorm2d::BatchNorm2d(Arena& arena, const std::string& name, std::int64_t n, 
 const Tensor& BatchNorm2d::forward(const Tensor& x, StepContext& ctx) {
   x_ = &x;
   ops::batchnormForward(*y_.device, y_.data, mean_.data, rstd_.data, x.data, w_.value.data, b_.value.data, n_, c_, hw_,
-                        ctx.training ? runningMean_.data : nullptr, ctx.training ? runningVar_.data : nullptr);
+                        ctx.training ? runningMean_.data : nullptr, ctx.training ? runningVar_.data : nullptr,
+                        ctx.bnSum ? &ctx.bnSum : nullptr);
   return y_;
 }
 
 const Tensor& BatchNorm2d::backward(const Tensor& dy, StepContext& ctx) {
   ops::batchnormBackward(*y_.device, dx_.data, w_.grad.data, b_.grad.data, dy.data, x_->data, w_.value.data, mean_.data,
-                         rstd_.data, n_, c_, hw_, ops::Write::kOverwrite);
+                         rstd_.data, n_, c_, hw_, ops::Write::kOverwrite, ctx.bnSum ? &ctx.bnSum : nullptr);
   ctx.ready(w_);
   ctx.ready(b_);
   return dx_;

@@ -47,6 +47,7 @@ nlohmann::json LayoutOptions::toJson() const {
                       {"ps_shards", sync == SyncKind::kParameterServer ? nlohmann::json(psShards) : nlohmann::json()},
                       {"bucket_mb", bucketMb},
                       {"overlap", overlap},
+                      {"sync_bn", nameOf(syncBn)},
                       {"schedule", pp > 1 ? nlohmann::json(nameOf(schedule)) : nlohmann::json()},
                       {"pp_split", ppSplit},
                       {"name", name()}};

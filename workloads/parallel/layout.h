@@ -18,11 +18,12 @@ namespace ts::wl {
 struct LayoutOptions {
   int dp = 0;  // data-parallel ranks; 0: whatever the world leaves after the other axes
   int tp = 1, pp = 1;
-  int zero = 0;                          // ZeRO stage 0..3 (over the data-parallel group)
-  SyncKind sync = SyncKind::kAllReduce;  // allreduce | ps (parameter server)
-  int psShards = 1;                      // ps: parameter shards, served by data-parallel ranks 0..psShards-1
-  double bucketMb = 25;                  // gradient bucket size (MiB) for the all-reduce, reduce-scatter and reduce
-  bool overlap = true;                   // launch a bucket's communication as soon as its gradients are ready
+  int zero = 0;                                 // ZeRO stage 0..3 (over the data-parallel group)
+  SyncKind sync = SyncKind::kAllReduce;         // allreduce | ps (parameter server)
+  int psShards = 1;                             // ps: parameter shards, served by data-parallel ranks 0..psShards-1
+  double bucketMb = 25;                         // gradient bucket size (MiB) for the all-reduce, reduce-scatter and reduce
+  bool overlap = true;                          // launch a bucket's communication as soon as its gradients are ready
+  SyncBatchNorm syncBn = SyncBatchNorm::kAuto;  // batch-norm statistics over the data-parallel group (resolved by the trainer)
   PipelineSchedule schedule = PipelineSchedule::k1F1B;  // pipeline: gpipe | 1f1b
   std::vector<int> ppSplit;                             // pipeline: layers per stage, by hand (empty: balanced by FLOPs)
   nlohmann::json toJson() const;

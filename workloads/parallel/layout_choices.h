@@ -13,6 +13,10 @@ enum class SyncKind { kAllReduce, kParameterServer };  // --sync: all-reduce (sh
 
 enum class PipelineSchedule { kGPipe, k1F1B };  // --pp-schedule (pipeline.h says what each runs)
 
+// --sync-bn: batch norm's statistics over the whole data-parallel batch (SyncBatchNorm) or each rank's own;
+// auto: on where it makes data parallel train as one process does (a model with batch norm, dp > 1, the CPU).
+enum class SyncBatchNorm { kAuto, kOn, kOff };
+
 }  // namespace ts::wl
 
 namespace ts {
@@ -20,6 +24,11 @@ template <>
 struct EnumNames<wl::SyncKind> {
   static constexpr std::pair<std::string_view, wl::SyncKind> kNames[] = {{"allreduce", wl::SyncKind::kAllReduce},
                                                                          {"ps", wl::SyncKind::kParameterServer}};
+};
+template <>
+struct EnumNames<wl::SyncBatchNorm> {
+  static constexpr std::pair<std::string_view, wl::SyncBatchNorm> kNames[] = {
+      {"auto", wl::SyncBatchNorm::kAuto}, {"on", wl::SyncBatchNorm::kOn}, {"off", wl::SyncBatchNorm::kOff}};
 };
 template <>
 struct EnumNames<wl::PipelineSchedule> {
