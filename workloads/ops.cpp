@@ -112,6 +112,11 @@ void biasBackward([[maybe_unused]] Device& d, float* dbias, const float* dout, s
 void residualAdd([[maybe_unused]] Device& d, float* out, const float* a, const float* b, std::size_t n) {
   TS_OP(d, residualAdd, out, a, b, n);
 }
+void residualAddRelu(Device& d, float* out, const float* a, const float* b, std::size_t n) {
+  if (!d.cuda()) return cpu::residualAddRelu(out, a, b, n);
+  residualAdd(d, out, a, b, n);
+  reluForward(d, out, out, n);
+}
 void axpy([[maybe_unused]] Device& d, float* y, const float* x, float alpha, std::size_t n) { TS_OP(d, axpy, y, x, alpha, n); }
 void scale([[maybe_unused]] Device& d, float* x, float alpha, std::size_t n) { TS_OP(d, scale, x, alpha, n); }
 double sumOfSquares([[maybe_unused]] Device& d, const float* x, std::size_t n) { return TS_OP(d, sumOfSquares, x, n); }
@@ -124,13 +129,16 @@ void requireCpuForSyncBatchNorm([[maybe_unused]] Device& d, const cpu::ReplicaSu
 
 void batchnormForward([[maybe_unused]] Device& d, float* out, float* mean, float* rstd, const float* inp, const float* w,
                       const float* b, std::size_t N, std::size_t C, std::size_t HW, float* runningMean, float* runningVar,
-                      const cpu::ReplicaSum* replicas) {
+                      const cpu::ReplicaSum* replicas, bool reluAfter) {
   requireCpuForSyncBatchNorm(d, replicas);
 #ifdef TRAINSCOPE_HAVE_CUDA
-  if (d.cuda())
-    return cuda::batchnormForward(out, mean, rstd, inp, w, b, N, C, HW, 1e-5f, runningMean, runningVar, 0.1f, TS_STREAM(d));
+  if (d.cuda()) {
+    cuda::batchnormForward(out, mean, rstd, inp, w, b, N, C, HW, 1e-5f, runningMean, runningVar, 0.1f, TS_STREAM(d));
+    if (reluAfter) cuda::reluForward(out, out, N * C * HW, TS_STREAM(d));
+    return;
+  }
 #endif
-  cpu::batchnormForward(out, mean, rstd, inp, w, b, N, C, HW, 1e-5f, runningMean, runningVar, 0.1f, replicas);
+  cpu::batchnormForward(out, mean, rstd, inp, w, b, N, C, HW, 1e-5f, runningMean, runningVar, 0.1f, replicas, reluAfter);
 }
 void batchnormBackward([[maybe_unused]] Device& d, float* dinp, float* dw, float* db, const float* dout, const float* inp,
                        const float* w, const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW,

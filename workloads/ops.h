@@ -31,14 +31,16 @@ void reluBackward(Device& d, float* dinp, const float* inp, const float* dout, s
 void biasAdd(Device& d, float* out, const float* inp, const float* bias, std::size_t N, std::size_t C);
 void biasBackward(Device& d, float* dbias, const float* dout, std::size_t N, std::size_t C);
 void residualAdd(Device& d, float* out, const float* a, const float* b, std::size_t n);
+void residualAddRelu(Device& d, float* out, const float* a, const float* b, std::size_t n);  // CUDA: the two ops
 void axpy(Device& d, float* y, const float* x, float alpha, std::size_t n);
 void scale(Device& d, float* x, float alpha, std::size_t n);
 double sumOfSquares(Device& d, const float* x, std::size_t n);  // synchronous
 // replicas: SyncBatchNorm's statistics over the data-parallel group (cpu::ReplicaSum; the CPU only: on CUDA,
 // an error).
+// reluAfter: relu(y) in the same pass (on CUDA: a ReLU after).
 void batchnormForward(Device& d, float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
                       std::size_t N, std::size_t C, std::size_t HW, float* runningMean, float* runningVar,
-                      const cpu::ReplicaSum* replicas = nullptr);
+                      const cpu::ReplicaSum* replicas = nullptr, bool reluAfter = false);
 void batchnormBackward(Device& d, float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                        const float* weight, const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW,
                        Write write = Write::kAccumulate, const cpu::ReplicaSum* replicas = nullptr);

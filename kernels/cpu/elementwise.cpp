@@ -45,6 +45,13 @@ TS_SIMD_CLONES void residualAddRange(float* out, const float* a, const float* b,
 #pragma omp simd
   for (std::size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
 }
+TS_SIMD_CLONES void residualAddReluRange(float* out, const float* a, const float* b, std::size_t n) {
+#pragma omp simd
+  for (std::size_t i = 0; i < n; ++i) {
+    const float v = a[i] + b[i];
+    out[i] = v > 0.0f ? v : 0.0f;
+  }
+}
 TS_SIMD_CLONES void reluForwardRange(float* out, const float* inp, std::size_t n) {
 #pragma omp simd
   for (std::size_t i = 0; i < n; ++i) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
@@ -76,6 +83,9 @@ void biasAdd(float* out, const float* inp, const float* bias, std::size_t N, std
 
 void residualAdd(float* out, const float* a, const float* b, std::size_t n) {
   parallelChunks(n, kElementwiseGrain, [&](std::size_t f, std::size_t z) { residualAddRange(out + f, a + f, b + f, z - f); });
+}
+void residualAddRelu(float* out, const float* a, const float* b, std::size_t n) {
+  parallelChunks(n, kElementwiseGrain, [&](std::size_t f, std::size_t z) { residualAddReluRange(out + f, a + f, b + f, z - f); });
 }
 
 void reluForward(float* out, const float* inp, std::size_t n) {

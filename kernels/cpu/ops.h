@@ -68,6 +68,8 @@ void reluBackward(float* dinp, const float* inp, const float* dout, std::size_t 
 // out[N,C] = inp[N,C] + bias[C].   out[n] = a[n] + b[n].
 void biasAdd(float* out, const float* inp, const float* bias, std::size_t N, std::size_t C);
 void residualAdd(float* out, const float* a, const float* b, std::size_t n);
+// out[n] = max(a[n] + b[n], 0): a residual block's sum and its ReLU in one pass.
+void residualAddRelu(float* out, const float* a, const float* b, std::size_t n);
 // dbias[C] += column sums of dout[N,C] (the bias gradient of a linear layer).
 void biasBackward(float* dbias, const float* dout, std::size_t N, std::size_t C);
 // y += alpha * x;  x *= alpha;  sum of x^2 in float64 (gradient norms).
@@ -84,9 +86,11 @@ double sumOfSquares(const float* x, std::size_t n);
 // gradient sums. dweight/dbias still take this process's own sums (the data-parallel gradient average adds
 // them), and dinp the sums over all, so N processes of batch B train as one of batch N*B.
 using ReplicaSum = std::function<void(double* values, std::size_t n)>;
+// reluAfter: out = max(y, 0) in the same pass (a ResNet block's first batch norm and its ReLU).
 void batchnormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
                       std::size_t N, std::size_t C, std::size_t HW, float eps = 1e-5f, float* runningMean = nullptr,
-                      float* runningVar = nullptr, float momentum = 0.1f, const ReplicaSum* replicas = nullptr);
+                      float* runningVar = nullptr, float momentum = 0.1f, const ReplicaSum* replicas = nullptr,
+                      bool reluAfter = false);
 void batchnormBackward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const float* weight,
                        const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW,
                        Write write = Write::kAccumulate, const ReplicaSum* replicas = nullptr);

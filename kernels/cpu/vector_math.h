@@ -101,12 +101,13 @@ inline float geluGrad(float x) {
   return s + 2.0f * x * s * (1.0f - s) * kGeluScale * (1.0f + 3.0f * kGeluCubic * x * x);
 }
 
-// The float64 sum of f(i) over [0, n) in a fixed order: 16 interleaved partial sums, then those in order.
-// The vector loop over the 16 lanes is the same arithmetic at any SIMD width (16, 8, 4 or 2 lanes), where a
-// `reduction` clause would sum in an order that depends on the width.
+// The float64 sum of f(i) over [0, n) in a fixed order: 32 interleaved partial sums, then those in order.
+// The vector loop over the 32 lanes is the same arithmetic at any SIMD width (8, 4 or 2 float64 lanes per
+// register), where a `reduction` clause would sum in an order that depends on the width. 32, not 16: four
+// AVX-512 accumulators, so four add chains run at once (batch norm's sums were latency-bound on two).
 template <class F>
 inline double blockedSum(std::size_t n, F&& f) {
-  constexpr std::size_t kLanes = 16;
+  constexpr std::size_t kLanes = 32;
   double acc[kLanes] = {};
   std::size_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {

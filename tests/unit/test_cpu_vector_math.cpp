@@ -169,7 +169,9 @@ TEST(ComputeThreads, MultiTensorStepsGiveTheBitsOfOneCallPerTensor) {
       for (std::size_t i = 0; i < sizes.size(); ++i) {
         EXPECT_EQ(pm[i], p1[i]) << int(kind) << " tensor " << i << " at " << threads << " threads";
         EXPECT_EQ(am[i], a1[i]) << int(kind) << " tensor " << i;
-        if (kind == cpu::ElementwiseUpdate::kAdam || kind == cpu::ElementwiseUpdate::kAdamW) EXPECT_EQ(bm[i], b1[i]);
+        if (kind == cpu::ElementwiseUpdate::kAdam || kind == cpu::ElementwiseUpdate::kAdamW) {
+          EXPECT_EQ(bm[i], b1[i]);
+        }
       }
     }
     cpu::setComputeThreads(before);

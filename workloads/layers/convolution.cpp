@@ -126,7 +126,7 @@ BasicBlock::BasicBlock(Arena& arena, const Init& init, const std::string& name, 
     downBn_ = std::make_unique<BatchNorm2d>(arena, name + ".downsample.1", n, cout, s.P(), s.Q());
   }
   sum_ = arena.tensor(out);
-  relu1_ = arena.tensor(held);
+  bn1_.fuseRelu();
   drelu1_ = arena.tensor(held);
   dsum_ = arena.tensor(out);
   dx_ = arena.tensor({n, cin, h, w});
@@ -138,26 +138,24 @@ double BasicBlock::forwardFlops() const {
 
 const Tensor& BasicBlock::forward(const Tensor& x, StepContext& ctx) {
   x_ = &x;
-  const Tensor& a = bn1_.forward(conv1_.forward(x, ctx), ctx);
-  ops::reluForward(*sum_.device, relu1_.data, a.data, a.numel());
-  const Tensor& b = bn2_.forward(conv2_.forward(relu1_, ctx), ctx);
+  const Tensor& relu1 = bn1_.forward(conv1_.forward(x, ctx), ctx);  // relu(bn1(conv1(x))): bn1 applies the ReLU
+  const Tensor& b = bn2_.forward(conv2_.forward(relu1, ctx), ctx);
   const Tensor& shortcut = downConv_ ? downBn_->forward(downConv_->forward(x, ctx), ctx) : x;
-  ops::residualAdd(*sum_.device, sum_.data, b.data, shortcut.data, b.numel());
-  ops::reluForward(*sum_.device, sum_.data, sum_.data, sum_.numel());  // the block's output; > 0 exactly where the sum was
+  // The block's output, relu(b + shortcut); > 0 exactly where the sum was, which its backward reads.
+  ops::residualAddRelu(*sum_.device, sum_.data, b.data, shortcut.data, b.numel());
   return sum_;
 }
 
 const Tensor& BasicBlock::backward(const Tensor& dy, StepContext& ctx) {
   ops::reluBackward(*sum_.device, dsum_.data, sum_.data, dy.data, dy.numel(), ops::Write::kOverwrite);  // relu(s) > 0 iff s > 0
-  // Shortcut branch first (its gradient goes straight to x), then the main branch.
-  if (downConv_)
-    copy(dx_, downConv_->backward(downBn_->backward(dsum_, ctx), ctx));
-  else
-    copy(dx_, dsum_);
+  // Shortcut branch first (its gradient goes straight to x: dsum itself, or the downsampling's input
+  // gradient, which that layer owns until its next backward), then the main branch; dx is their sum, in one pass.
+  const Tensor& shortcut = downConv_ ? downConv_->backward(downBn_->backward(dsum_, ctx), ctx) : dsum_;
   const Tensor& drelu = conv2_.backward(bn2_.backward(dsum_, ctx), ctx);
-  ops::reluBackward(*sum_.device, drelu1_.data, relu1_.data, drelu.data, drelu.numel(), ops::Write::kOverwrite);
+  const Tensor& relu1 = bn1_.output();
+  ops::reluBackward(*sum_.device, drelu1_.data, relu1.data, drelu.data, drelu.numel(), ops::Write::kOverwrite);
   const Tensor& dx1 = conv1_.backward(bn1_.backward(drelu1_, ctx), ctx);
-  ops::axpy(*sum_.device, dx_.data, dx1.data, 1.0f, dx_.numel());
+  ops::residualAdd(*sum_.device, dx_.data, shortcut.data, dx1.data, dx_.numel());
   return dx_;
 }
 

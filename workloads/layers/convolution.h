@@ -83,7 +83,7 @@ class BasicBlock final : public Layer {
   BatchNorm2d bn2_;
   std::unique_ptr<Conv2d> downConv_;
   std::unique_ptr<BatchNorm2d> downBn_;
-  Tensor sum_, relu1_, drelu1_, dsum_, dx_;
+  Tensor sum_, drelu1_, dsum_, dx_;
   const Tensor* x_ = nullptr;
 };
 

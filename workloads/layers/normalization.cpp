@@ -60,7 +60,7 @@ const Tensor& BatchNorm2d::forward(const Tensor& x, StepContext& ctx) {
   x_ = &x;
   ops::batchnormForward(*y_.device, y_.data, mean_.data, rstd_.data, x.data, w_.value.data, b_.value.data, n_, c_, hw_,
                         ctx.training ? runningMean_.data : nullptr, ctx.training ? runningVar_.data : nullptr,
-                        ctx.bnSum ? &ctx.bnSum : nullptr);
+                        ctx.bnSum ? &ctx.bnSum : nullptr, relu_);
   return y_;
 }
 

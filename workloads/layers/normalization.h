@@ -31,8 +31,13 @@ class BatchNorm2d final : public Layer {
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override;
   void buffers(std::vector<NamedTensor>& out) override;
+  // The output is relu(y) from now on, in the same pass. The caller applies the ReLU's backward (relu(y) > 0
+  // exactly where y > 0) before this layer's backward, which takes the gradient of y.
+  void fuseRelu() { relu_ = true; }
+  const Tensor& output() const { return y_; }  // the last forward's
 
  private:
+  bool relu_ = false;
   std::string name_;
   std::int64_t n_, c_, hw_;
   Param w_, b_;
