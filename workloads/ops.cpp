@@ -140,6 +140,10 @@ void batchnormForward([[maybe_unused]] Device& d, float* out, float* mean, float
 #endif
   cpu::batchnormForward(out, mean, rstd, inp, w, b, N, C, HW, 1e-5f, runningMean, runningVar, 0.1f, replicas, reluAfter);
 }
+void batchnormInference([[maybe_unused]] Device& d, float* out, const float* inp, const float* w, const float* b,
+                        const float* runningMean, const float* runningVar, std::size_t N, std::size_t C, std::size_t HW) {
+  TS_OP(d, batchnormInference, out, inp, w, b, runningMean, runningVar, N, C, HW, 1e-5f);
+}
 void batchnormBackward([[maybe_unused]] Device& d, float* dinp, float* dw, float* db, const float* dout, const float* inp,
                        const float* w, const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW,
                        Write write, const cpu::ReplicaSum* replicas) {

@@ -41,6 +41,8 @@ double sumOfSquares(Device& d, const float* x, std::size_t n);  // synchronous
 void batchnormForward(Device& d, float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
                       std::size_t N, std::size_t C, std::size_t HW, float* runningMean, float* runningVar,
                       const cpu::ReplicaSum* replicas = nullptr, bool reluAfter = false);
+void batchnormInference(Device& d, float* out, const float* inp, const float* weight, const float* bias, const float* runningMean,
+                        const float* runningVar, std::size_t N, std::size_t C, std::size_t HW);
 void batchnormBackward(Device& d, float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                        const float* weight, const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW,
                        Write write = Write::kAccumulate, const cpu::ReplicaSum* replicas = nullptr);

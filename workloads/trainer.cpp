@@ -1,5 +1,6 @@
 #include "workloads/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <thread>
@@ -38,7 +39,11 @@ nlohmann::json TrainOptions::toJson() const {
           {"resume", resume},
           {"checkpoint_async", checkpointAsync},
           {"layout", layout.toJson()},
-          {"memory_limit_bytes", parseBytes(memoryLimit, "--memory-limit")}};
+          {"memory_limit_bytes", parseBytes(memoryLimit, "--memory-limit")},
+          {"eval_every", evalEvery},
+          {"eval_batches", evalBatches},
+          {"target_accuracy", targetAccuracy > 0 ? nlohmann::json(targetAccuracy) : nlohmann::json()},
+          {"target_loss", targetLoss > 0 ? nlohmann::json(targetLoss) : nlohmann::json()}};
 }
 
 namespace {
@@ -83,6 +88,17 @@ void validateTrainOptions(const TrainOptions& o) {
   validateSchedule(sched);
   parseBytes(o.memoryLimit, "--memory-limit");
   modelConfigOf(o);
+  if (o.evalEvery < 0) throw UsageError(fmt::format("--eval-every {}: must be at least 0 (0: no evaluation)", o.evalEvery));
+  if (o.evalBatches < 0)
+    throw UsageError(fmt::format("--eval-batches {}: must be at least 0 (0: the whole held-out split)", o.evalBatches));
+  if (!(o.targetAccuracy >= 0 && o.targetAccuracy <= 1))
+    throw UsageError(fmt::format("--target-accuracy {}: a fraction in (0, 1]", o.targetAccuracy));
+  if (!(o.targetLoss >= 0) || !std::isfinite(o.targetLoss))
+    throw UsageError(fmt::format("--target-loss {}: must be a finite loss above 0", o.targetLoss));
+  if ((o.targetAccuracy > 0 || o.targetLoss > 0) && o.evalEvery == 0)
+    throw UsageError("--target-accuracy and --target-loss are checked at evaluations: give --eval-every N");
+  if (o.evalEvery > 0 && o.layout.pp > 1)
+    throw UsageError("--eval-every with --pp: pipeline stages cannot evaluate yet (a forward-only schedule is to come)");
   if (o.layout.syncBn == SyncBatchNorm::kOn && o.model != ModelKind::kCnn)
     throw UsageError(fmt::format("--sync-bn on: the {} has no batch norm", nameOf(o.model)));
   if (o.layout.syncBn == SyncBatchNorm::kOn && o.device.cuda())
@@ -144,6 +160,20 @@ void Trainer::build(double commTimeoutS) {
   d.seqLen = config.seqLen;
   d.vocab = static_cast<int>(std::min<std::int64_t>(config.vocab, 1 << 20));
   source_ = std::make_unique<data::DataSource>(data::makeDataSource(d));
+  if (o.evalEvery > 0) {
+    // The held-out split in batches of what the model is built for on every rank: dp x micro-batch samples.
+    data::DataOptions e = d;
+    e.split = data::Split::kHeldOut;
+    e.globalBatch = microBatchSize() * layout.dp;
+    evalSource_ = std::make_unique<data::DataSource>(data::makeDataSource(e));
+    const std::int64_t whole = evalSource_->info().size / e.globalBatch;
+    if (whole < 1)
+      throw UsageError(
+          fmt::format("--eval-every: the held-out split of --data {} has {} samples, fewer than one evaluation "
+                      "batch ({} = {} data-parallel rank(s) x {} per micro-batch)",
+                      o.data, evalSource_->info().size, e.globalBatch, layout.dp, microBatchSize()));
+    evalBatches_ = o.evalBatches > 0 ? std::min(o.evalBatches, whole) : whole;
+  }
   const data::DataInfo& info = source_->info();
   if (!language) {
     config.inputShape = info.sampleShape;
@@ -370,6 +400,61 @@ StepResult Trainer::step() {
     if (done()) finishCheckpoint();  // training is over: the last save's write is no longer a stall
   }
   return r;
+}
+
+EvalResult Trainer::evaluate() {
+  if (!evalSource_) throw Error("internal: Trainer::evaluate without --eval-every");
+  trace::Span span("eval", "phase");
+  const auto t0 = std::chrono::steady_clock::now();
+  EvalResult e;
+  e.step = nextStep_;
+  StepContext ctx;
+  ctx.training = false;
+  ctx.evaluating = true;
+  if (tp_) tp_->install(ctx);
+  double lossSum = 0, correct = 0, rows = 0;
+  std::vector<float> logits;
+  for (std::int64_t i = 0; i < evalBatches_; ++i) {
+    const data::Batch batch = evalSource_->batch(i);
+    sync_->beforeForward(ctx);
+    const double loss = model_->forward(batch, ctx);
+    // Top-1 of each row of the logits ([samples, classes] or [tokens, vocabulary]) against its target.
+    const Tensor& out = model_->logits();
+    const std::size_t n = batch.targets.size(), classes = out.numel() / n;
+    logits.resize(out.numel());
+    device_->download(logits.data(), out.data, logits.size() * sizeof(float));
+    for (std::size_t r = 0; r < n; ++r) {
+      const float* row = logits.data() + r * classes;
+      correct += static_cast<double>(std::max_element(row, row + classes) - row == batch.targets[r]);
+    }
+    lossSum += loss * static_cast<double>(n);
+    rows += static_cast<double>(n);
+  }
+  sync_->afterForwardOnly();
+  // The evaluation's collectives (ZeRO-3's gathers, tensor-parallel sums) are not the next step's.
+  sync_->takeStepComm();
+  if (tp_) tp_->takeStepComm();
+  // Every rank evaluates as many rows, so the group's mean of the ranks' means is the mean over all rows.
+  e.loss = sync_->groupMean(lossSum / rows);
+  e.accuracy = sync_->groupMean(correct / rows);
+  e.perplexity = model_->itemName() == "tokens" ? std::exp(e.loss) : 0.0;
+  e.items = static_cast<std::int64_t>(rows) * dataParallel();
+  e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return e;
+}
+
+bool Trainer::reachedTarget(const EvalResult& e) const {
+  return (options_.targetAccuracy > 0 && e.accuracy >= options_.targetAccuracy) ||
+         (options_.targetLoss > 0 && e.loss <= options_.targetLoss);
+}
+
+void Trainer::stop() {
+  if (done()) return;
+  stopped_ = true;
+  if (options_.checkpointDir.empty()) return;
+  // The step just trained has its checkpoint already when --checkpoint-every fell on it.
+  if (!(options_.checkpointEvery > 0 && nextStep_ % options_.checkpointEvery == 0)) saveCheckpoint();
+  finishCheckpoint();
 }
 
 std::string Trainer::saveCheckpoint() {

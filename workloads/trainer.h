@@ -53,6 +53,11 @@ struct TrainOptions {
   bool checkpointAsync = false;   // snapshot to host memory, write in the background, commit at the next save or the end
   LayoutOptions layout;           // the parallel layout (resolved against the world by the caller)
   std::string memoryLimit = "0";  // per rank, as given ("6G"): what the device may hand out at once ("0": no limit)
+  // Evaluation on the held-out split: every evalEvery steps (0: never) over evalBatches batches of
+  // microBatchSize() samples per rank (0: the whole split once); the run stops early once the metric reaches
+  // a target (accuracy at or above targetAccuracy, loss at or below targetLoss; 0: none).
+  std::int64_t evalEvery = 0, evalBatches = 0;
+  double targetAccuracy = 0, targetLoss = 0;
   nlohmann::json toJson() const;
 };
 
@@ -61,6 +66,17 @@ void validateTrainOptions(const TrainOptions& options);
 // --sync-bn auto, decided: on where it makes data parallel train as one process does (the cnn, dp > 1, the
 // CPU); on and off stay. The record's layout says which it was.
 SyncBatchNorm resolveSyncBatchNorm(const TrainOptions& options, int dp);
+
+// One evaluation on the held-out split: every rank its shard of each batch, the figures the data-parallel
+// group's (the same on every rank, so that all decide alike whether a target is reached).
+struct EvalResult {
+  std::int64_t step = 0;   // optimizer steps trained before it
+  double loss = 0;         // mean cross-entropy per sample (classification) or per token (language model)
+  double accuracy = 0;     // top-1, of samples or of next tokens
+  double perplexity = 0;   // language model: exp(loss); 0 for a classifier
+  std::int64_t items = 0;  // samples or tokens evaluated, all ranks
+  double seconds = 0;      // this rank's wall time for it (kept out of every step time)
+};
 
 struct StepResult {
   std::int64_t step = 0;  // 0-based index of the optimizer step
@@ -98,7 +114,17 @@ class Trainer {
   ~Trainer();
   // Trains one optimizer step (the one after the last), saving a checkpoint when one is due.
   StepResult step();
-  bool done() const { return nextStep_ >= options_.steps; }
+  bool done() const { return stopped_ || nextStep_ >= options_.steps; }
+  // Evaluates the model as it is now on the held-out split (--eval-every's batches); collective.
+  EvalResult evaluate();
+  // Whether an evaluation reached --target-accuracy / --target-loss (false without one).
+  bool reachedTarget(const EvalResult& e) const;
+  // Ends training after the step just trained (done() from now on), with a checkpoint where the run keeps
+  // them (collective): the run reached its target early.
+  void stop();
+  std::int64_t evalBatchCount() const { return evalBatches_; }
+  double epochsTrained() const { return source_->epochsAfter(nextStep_); }
+  const data::DataInfo* evalDataInfo() const { return evalSource_ ? &evalSource_->info() : nullptr; }
   std::int64_t nextStep() const { return nextStep_; }
   std::int64_t firstStep() const { return firstStep_; }  // > 0 after a resume
   // Saves a checkpoint of the state after the last step (a no-op without a checkpoint directory); returns
@@ -145,6 +171,8 @@ class Trainer {
   const Mesh* mesh_;
   std::unique_ptr<Device> device_;  // before the model: its memory is the device's
   std::unique_ptr<data::DataSource> source_;
+  std::unique_ptr<data::DataSource> evalSource_;  // --eval-every: the held-out split, batches of dp x micro-batch
+  std::int64_t evalBatches_ = 0;
   std::unique_ptr<Model> model_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<BatchStager> stager_;  // CUDA: the loader thread's uploads (before the loader, which calls it)
@@ -157,6 +185,7 @@ class Trainer {
   ModelPart part_;
   std::unique_ptr<GradientSync> sync_;  // after the model: it holds buckets in the model's arena
   std::int64_t nextStep_ = 0, firstStep_ = 0;
+  bool stopped_ = false;
   std::size_t setupPeak_ = 0;
   ModelStateBytes formula_;
   ckpt::SaveGroup group_;

@@ -53,6 +53,23 @@ void addModelOptions(OptionTable<TrainRunOptions>& t) {
   t.add("--clip-norm", "Clip the global gradient norm to this (0 = off)", TS_FIELD(train.clipNorm)).range({0, 1e12});
   t.add("--seed", "Seed of the initial weights and the data order", TS_FIELD(train.seed));
   t.add("--data", "synthetic, mnist:DIR, cifar10:DIR or text:FILE", TS_FIELD(train.data));
+  t.add("--synthetic-size", "Samples per epoch of synthetic data (its held-out split is the next tenth of that)",
+        TS_FIELD(train.syntheticSize))
+      .range({1, double(std::int64_t{1} << 40)});
+}
+
+// Evaluation on the held-out split and time to a target (MLPerf's measure).
+void addEvalOptions(OptionTable<TrainRunOptions>& t) {
+  t.add("--eval-every", "Evaluate on the held-out split every N steps and after the last (0 = never)", TS_FIELD(train.evalEvery));
+  t.add("--eval-batches", "Batches per evaluation, each the global batch of one micro-batch (0 = the whole held-out split)",
+        TS_FIELD(train.evalBatches));
+  t.add("--target-accuracy", "Stop once an evaluation's top-1 accuracy reaches this fraction (time to target)",
+        TS_FIELD(train.targetAccuracy))
+      .range({0, 1});
+  t.add("--target-loss", "Stop once an evaluation's loss is at or below this (time to target)", TS_FIELD(train.targetLoss))
+      .range({0, 1e6});
+  t.add("--mllog", "Write an MLPerf-style :::MLLOG log of the run (run_start, evaluations, run_stop) to FILE",
+        TS_FIELD(mllogPath));
 }
 
 // How the model is laid out over the processes.
@@ -112,6 +129,7 @@ const OptionTable<TrainRunOptions>& trainOptions() {
   static const OptionTable<TrainRunOptions> table = [] {
     OptionTable<TrainRunOptions> t;
     addModelOptions(t);
+    addEvalOptions(t);
     addLayoutOptions(t);
     addRunOptions(t);
     return t;

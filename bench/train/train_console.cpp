@@ -33,6 +33,21 @@ void printTrainBanner(wl::Trainer& trainer, const TrainRunOptions& o, const wl::
     std::printf("# resumed at step %lld from %s\n", static_cast<long long>(trainer.firstStep()), o.train.checkpointDir.c_str());
 }
 
+void printEvalLine(const EvalPoint& p, const std::string& itemName) {
+  const wl::EvalResult& e = p.result;
+  std::printf("# eval after step %lld: loss %.5f, accuracy %.2f%%%s on %lld held-out %s (%.3f s, kept out of the step times)\n",
+              static_cast<long long>(e.step), e.loss, 100.0 * e.accuracy,
+              e.perplexity > 0 ? fmt::format(", perplexity {:.3f}", e.perplexity).c_str() : "", static_cast<long long>(e.items),
+              itemName.c_str(), e.seconds);
+}
+
+void printTargetLine(const TargetRecord& t) {
+  const EvalPoint& at = *t.reached;
+  std::printf("# target %s %s %g reached after %lld steps: %.3f s to target, evaluations included (%.3f s in the steps)\n",
+              t.metric.c_str(), t.metric == "loss" ? "<=" : ">=", t.value, static_cast<long long>(at.result.step), at.elapsedS,
+              at.trainS);
+}
+
 void printStepHeader(const std::string& itemName) {
   std::printf("# %8s %12s %10s %10s %10s %10s %10s %10s %10s %12s\n", "step", "loss", "lr", "grad_norm", "data(ms)", "fwd(ms)",
               "bwd(ms)", "sync(ms)", "opt(ms)", (itemName + "/s").c_str());
@@ -99,6 +114,13 @@ void printCheckpoints(const nlohmann::json& c) {
 }
 
 void printTrainSummary(const TrainRecord& r) {
+  if (r.steps.target && !r.steps.target->reached && !r.steps.evals.empty()) {
+    const TargetRecord& t = *r.steps.target;
+    const wl::EvalResult& last = r.steps.evals.back().result;
+    std::printf("# target %s %s %g not reached in %lld steps (last evaluation: %s %.5f)\n", t.metric.c_str(),
+                t.metric == "loss" ? "<=" : ">=", t.value, static_cast<long long>(last.step), t.metric.c_str(),
+                t.metric == "loss" ? last.loss : last.accuracy);
+  }
   if (r.pipeline) printPipeline(*r.pipeline, r.ranks.measuredBubble);
   if (r.checkpoint) printCheckpoints(*r.checkpoint);
   if (!r.timed()) return;

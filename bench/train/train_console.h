@@ -15,6 +15,9 @@ void printTrainBanner(wl::Trainer& trainer, const TrainRunOptions& o, const wl::
 // The step table's header and one row per logged step.
 void printStepHeader(const std::string& itemName);
 void printStepLine(const wl::StepResult& r, std::int64_t itemsPerStep);
+// "# eval after step N: ..." (the held-out figures) and "# target ... reached ..." (time to target).
+void printEvalLine(const EvalPoint& p, const std::string& itemName);
+void printTargetLine(const TargetRecord& t);
 // The pipeline, the step time and MFU, and with several ranks the communication and the stragglers.
 void printTrainSummary(const TrainRecord& r);
 

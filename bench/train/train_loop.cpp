@@ -73,10 +73,41 @@ void finishTrace(TraceFiles& files, wl::Trainer& trainer, const wl::Mesh& mesh, 
   files.finish(fmt::format("train {} {} {}", nameOf(cfg.kind), cfg.preset, mesh.layout().name()), about);
 }
 
+std::optional<TargetRecord> targetOf(const wl::TrainOptions& o) {
+  if (o.targetAccuracy > 0) return TargetRecord{"accuracy", o.targetAccuracy, std::nullopt};
+  if (o.targetLoss > 0) return TargetRecord{"loss", o.targetLoss, std::nullopt};
+  return std::nullopt;
+}
+
+// An evaluation after the step just trained, when one is due: recorded, printed, logged, and the run
+// stopped at its target (every rank holds the same figures, so all stop alike).
+void evaluateIfDue(wl::Trainer& trainer, const TrainRunOptions& o, MeasuredSteps& steps, double elapsedS, double trainS,
+                   bool leader, MlperfLog* mllog) {
+  const std::int64_t every = o.train.evalEvery;
+  if (every <= 0 || (trainer.nextStep() % every != 0 && !trainer.done())) return;
+  activity::set(fmt::format("evaluating after train step {}", trainer.nextStep() - 1));
+  const nlohmann::json when = {{"epoch_num", trainer.epochsTrained()}, {"step", trainer.nextStep()}};
+  if (mllog) mllog->log(MlEvent::kStart, "eval_start", nullptr, when);
+  const auto t0 = std::chrono::steady_clock::now();
+  const wl::EvalResult e = trainer.evaluate();
+  const EvalPoint point{e, elapsedS + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), trainS};
+  steps.evals.push_back(point);
+  if (mllog) {
+    mllog->log(MlEvent::kEnd, "eval_stop", nullptr, when);
+    mllog->log(MlEvent::kPoint, "eval_accuracy", e.accuracy, when);
+    mllog->log(MlEvent::kPoint, "eval_loss", e.loss, when);
+  }
+  if (leader) printEvalLine(point, trainer.model().itemName());
+  if (!steps.target || steps.target->reached || !trainer.reachedTarget(e)) return;
+  steps.target->reached = point;
+  if (leader) printTargetLine(*steps.target);
+  trainer.stop();
+}
+
 }  // namespace
 
 TrainLoopResult runTrainLoop(wl::Trainer& trainer, const TrainRunOptions& o, const wl::Mesh& mesh, Bootstrap& boot,
-                             const std::optional<Fault>& fault, bool leader, const StepDone& stepDone) {
+                             const std::optional<Fault>& fault, bool leader, const StepDone& stepDone, MlperfLog* mllog) {
   const int world = mesh.worldSize();
   const std::int64_t todo = o.train.steps - trainer.firstStep();
   const std::int64_t logEvery = o.logEvery > 0 ? o.logEvery : std::max<std::int64_t>(1, todo / 20);
@@ -90,6 +121,10 @@ TrainLoopResult runTrainLoop(wl::Trainer& trainer, const TrainRunOptions& o, con
   if (world > 1) boot.barrier();  // the origin every rank's collective launches are measured from
   TrainLoopResult out;
   out.steps.timed.originS = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  out.steps.target = targetOf(o.train);
+  const auto start = std::chrono::steady_clock::now();
+  double trainS = 0;  // the steps' own time, evaluations excluded
+  if (mllog) mllog->log(MlEvent::kStart, "run_start");
   try {
     for (std::int64_t i = 0; !trainer.done(); ++i) {
       beforeStep(trainer, fault, mesh.rank());
@@ -103,6 +138,10 @@ TrainLoopResult runTrainLoop(wl::Trainer& trainer, const TrainRunOptions& o, con
         progress.done();
         printStepLine(r, trainer.itemsPerStep());
       }
+      trainS += r.totalS;
+      progress.done();
+      evaluateIfDue(trainer, o, out.steps, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                    trainS, leader, mllog);
     }
   } catch (const std::exception& e) {
     // Another rank cannot finish the step this one left: keep what was measured here (process 0) and
@@ -111,6 +150,11 @@ TrainLoopResult runTrainLoop(wl::Trainer& trainer, const TrainRunOptions& o, con
     out.failed = std::current_exception();
   }
   progress.done();
+  if (mllog) {
+    // MLPerf's statuses: success when the target was reached (or, without one, every step trained).
+    const bool success = !out.steps.error && (!out.steps.target || out.steps.target->reached);
+    mllog->log(MlEvent::kEnd, "run_stop", nullptr, {{"status", success ? "success" : "aborted"}});
+  }
   activity::setGracefulStop(false);
   activity::set(out.steps.error ? "" : "gathering the ranks' step times");
   if (traceFiles && !out.steps.error) finishTrace(*traceFiles, trainer, mesh, o.train.microBatches);

@@ -23,6 +23,7 @@ struct TrainRunOptions {
   std::string label;
   std::string traceDir;    // --trace: per-rank and merged Chrome trace files of the training steps
   std::string dumpLogits;  // write the first step's logits, sample indices and loss here (JSON): for checking
+  std::string mllogPath;   // --mllog: an MLPerf-style :::MLLOG log of the run (bench/train/mlperf_log.h)
 };
 
 nlohmann::json toJson(const TrainRunOptions& o);

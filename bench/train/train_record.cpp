@@ -128,6 +128,39 @@ void addTimedSteps(const TrainRecord& r, nlohmann::json& rec) {
   rec["mfu"] = r.mfu;
 }
 
+nlohmann::json evalPointJson(const EvalPoint& p) {
+  const wl::EvalResult& e = p.result;
+  nlohmann::json j = {{"step", e.step},       {"loss", e.loss},          {"accuracy", e.accuracy}, {"items", e.items},
+                      {"seconds", e.seconds}, {"elapsed_s", p.elapsedS}, {"train_s", p.trainS}};
+  if (e.perplexity > 0) j["perplexity"] = e.perplexity;
+  return j;
+}
+
+// The evaluations (with --eval-every) and the target (with --target-*): MLPerf's time to train is
+// time_to_target_s, from the loop's start to the end of the first evaluation at the target.
+void addEvaluation(const TrainRecord& r, nlohmann::json& rec) {
+  if (r.steps.evals.empty() && !r.steps.target) return;
+  nlohmann::json points = nlohmann::json::array();
+  double seconds = 0;
+  for (const EvalPoint& p : r.steps.evals) {
+    points.push_back(evalPointJson(p));
+    seconds += p.result.seconds;
+  }
+  rec["eval"] = {
+      {"every", r.evalEvery}, {"batches", r.evalBatches}, {"split", r.evalSplit}, {"seconds", seconds}, {"points", points}};
+  if (!r.steps.target) return;
+  const TargetRecord& t = *r.steps.target;
+  nlohmann::json target = {
+      {"metric", t.metric}, {"value", t.value}, {"reached", t.reached.has_value()}, {"eval_every", r.evalEvery}};
+  if (t.reached) {
+    target["steps_to_target"] = t.reached->result.step;
+    target["time_to_target_s"] = t.reached->elapsedS;
+    target["train_time_to_target_s"] = t.reached->trainS;
+    target["at"] = evalPointJson(*t.reached);
+  }
+  rec["target"] = target;
+}
+
 }  // namespace
 
 nlohmann::json toJson(const TrainRecord& r) {
@@ -162,6 +195,7 @@ nlohmann::json toJson(const TrainRecord& r) {
   if (r.steps.error) rec["error"] = *r.steps.error;
   if (r.float16) rec["skipped_steps"] = r.skippedSteps();
   if (r.timed()) addTimedSteps(r, rec);
+  addEvaluation(r, rec);
   if (!r.label.empty()) rec["label"] = r.label;
   if (!r.suiteStep.empty()) rec["step"] = r.suiteStep;
   return rec;

@@ -30,6 +30,20 @@ struct LossPoint {
   double lossScale = 1;  // float16: the scale its backward used
 };
 
+// One evaluation on the held-out split, and where in the run it fell.
+struct EvalPoint {
+  wl::EvalResult result;
+  double elapsedS = 0;  // since the training loop started, evaluations included (MLPerf's clock)
+  double trainS = 0;    // the steps' own time up to it, evaluations excluded
+};
+
+// --target-accuracy / --target-loss: the metric and value, and the first evaluation that reached it.
+struct TargetRecord {
+  std::string metric;  // "accuracy" or "loss"
+  double value = 0;
+  std::optional<EvalPoint> reached;
+};
+
 // What the training loop measured on this rank.
 struct MeasuredSteps {
   std::vector<LossPoint> lossCurve;  // every step trained
@@ -37,6 +51,8 @@ struct MeasuredSteps {
   double checkpointS = 0;
   RankSteps timed;                   // the steps after the warm-up
   std::optional<std::string> error;  // why the loop stopped before the last step
+  std::vector<EvalPoint> evals;      // --eval-every
+  std::optional<TargetRecord> target;
 };
 
 struct PipelineRecord {
@@ -65,6 +81,9 @@ struct TrainRecord {
   nlohmann::json memory;             // every rank's memory account (wl::MemoryAccount::toJson), in rank order
   bool float16 = false;              // loss scaling: each point's scale and skip, and the skipped steps
   std::optional<PipelineRecord> pipeline;
+  // --eval-every: its cadence, batches per evaluation, and the held-out split read (name, origin, samples).
+  std::int64_t evalEvery = 0, evalBatches = 0;
+  nlohmann::json evalSplit;
   // What the steps measured.
   MeasuredSteps steps;  // process 0's
   std::optional<std::map<std::string, double>> parameterNorms;

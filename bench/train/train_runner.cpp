@@ -37,6 +37,7 @@ nlohmann::json toJson(const TrainRunOptions& o) {
   j["ceiling"] = o.ceiling;
   j["timeout_s"] = o.timeoutS;
   j["trace"] = o.traceDir;
+  j["mllog"] = o.mllogPath;
   return j;
 }
 
@@ -65,6 +66,7 @@ void checkRunOptions(const TrainRunOptions& o, const wl::Mesh& mesh) {
     throw UsageError("--dump-logits with --pp: the logits are on the last stage; dump them from a run without --pp");
   // Where the run writes, checked before the model is built and a step is trained.
   if (!o.dumpLogits.empty()) checkOutputFile("--dump-logits", o.dumpLogits);
+  if (!o.mllogPath.empty()) checkOutputFile("--mllog", o.mllogPath);
   if (!o.train.checkpointDir.empty()) checkOutputDirectory("--checkpoint-dir", o.train.checkpointDir);
   if (!o.traceDir.empty()) checkOutputDirectory("--trace", o.traceDir);
 }
@@ -153,9 +155,26 @@ TrainRecord describeRun(wl::Trainer& trainer, const TrainRunOptions& o, const wl
   r.float16 = o.train.precision == Precision::kFloat16;
   if (const wl::Pipeline* p = trainer.pipeline())
     r.pipeline = PipelineRecord{p->stages(), o.train.microBatches, mesh.layout().schedule};
+  r.evalEvery = o.train.evalEvery;
+  r.evalBatches = trainer.evalBatchCount();
+  if (const data::DataInfo* e = trainer.evalDataInfo())
+    r.evalSplit = {{"name", e->name}, {"split", nameOf(e->split)}, {"samples", e->size}};
   r.label = o.label;
   r.suiteStep = ctx.step;
   return r;
+}
+
+// The run's MLPerf keys, then init_stop: what was trained, on what batch, with which optimizer and data.
+void logRunConfig(MlperfLog& log, wl::Trainer& trainer, const TrainRunOptions& o) {
+  const auto& cfg = trainer.model().config();
+  log.log(MlEvent::kPoint, "submission_benchmark", fmt::format("{} {}", nameOf(cfg.kind), cfg.preset));
+  log.log(MlEvent::kPoint, "global_batch_size", o.train.batch);
+  log.log(MlEvent::kPoint, "opt_name", nameOf(o.train.optimizer.kind));
+  log.log(MlEvent::kPoint, "opt_base_learning_rate", o.train.schedule.lr);
+  log.log(MlEvent::kPoint, "train_samples", trainer.dataInfo().size);
+  if (trainer.evalDataInfo())
+    log.log(MlEvent::kPoint, "eval_samples", trainer.evalBatchCount() * o.train.batch / o.train.microBatches);
+  log.log(MlEvent::kEnd, "init_stop");
 }
 
 // Every rank trains its part of the layout; process 0 prints and writes the record.
@@ -166,6 +185,11 @@ void trainOnMesh(const TrainRunOptions& o, RunContext& ctx, const wl::Mesh& mesh
   Watchdog watchdog(o.timeoutS, ctx.boot.rank(), endAllRanksOnTimeout(o.timeoutS, ctx.boot));
   WatchdogScope guard(watchdog);
   activity::set("building the model and loading the data");
+  std::unique_ptr<MlperfLog> mllog;
+  if (leader && !o.mllogPath.empty()) {
+    mllog = std::make_unique<MlperfLog>(o.mllogPath);
+    mllog->log(MlEvent::kStart, "init_start");
+  }
   std::unique_ptr<wl::Trainer> built;
   // The watchdog times every wait (commTimeoutS 0): a wait that gave up on its own at --timeout would be a second
   // voice, racing the rank that is stuck in its own work to say it.
@@ -192,7 +216,8 @@ void trainOnMesh(const TrainRunOptions& o, RunContext& ctx, const wl::Mesh& mesh
       ctx.writer->stream(progressJson(r, timed, about, first));
       first = false;
     };
-  TrainLoopResult loop = runTrainLoop(trainer, o, mesh, ctx.boot, fault, leader, streamStep);
+  if (mllog) logRunConfig(*mllog, trainer, o);
+  TrainLoopResult loop = runTrainLoop(trainer, o, mesh, ctx.boot, fault, leader, streamStep, mllog.get());
   AfterTraining after = gatherAfterTraining(ctx.boot, trainer, mesh, loop.steps);
   const std::vector<double>& stepSeconds = after.ranks.stepSeconds;
   const double perDevice = stepSeconds.empty() ? 0 : trainer.flopsPerStep() / summarize(stepSeconds).median / 1e12 / world;

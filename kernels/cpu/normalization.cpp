@@ -196,6 +196,17 @@ TS_SIMD_CLONES void inputGradientChannel(float* dinp, const float* dout, const f
 }
 }  // namespace
 
+void batchnormInference(float* out, const float* inp, const float* weight, const float* bias, const float* runningMean,
+                        const float* runningVar, std::size_t N, std::size_t C, std::size_t HW, float eps) {
+  forEachChannel(N, C, HW, [&](std::size_t c) {
+    const float scale = weight[c] / std::sqrt(runningVar[c] + eps), shift = bias[c], m = runningMean[c];
+    for (std::size_t n = 0; n < N; ++n) {
+      const std::size_t base = (n * C + c) * HW;
+      for (std::size_t i = 0; i < HW; ++i) out[base + i] = (inp[base + i] - m) * scale + shift;
+    }
+  });
+}
+
 // Without replicas each channel's passes run back to back on one thread (its values stay in cache); with
 // them, each statistic is summed over the replicas between passes over all channels.
 void batchnormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,

@@ -86,6 +86,9 @@ double sumOfSquares(const float* x, std::size_t n);
 // gradient sums. dweight/dbias still take this process's own sums (the data-parallel gradient average adds
 // them), and dinp the sums over all, so N processes of batch B train as one of batch N*B.
 using ReplicaSum = std::function<void(double* values, std::size_t n)>;
+// Evaluation (PyTorch's model.eval()): y = (x - runningMean) weight / sqrt(runningVar + eps) + bias.
+void batchnormInference(float* out, const float* inp, const float* weight, const float* bias, const float* runningMean,
+                        const float* runningVar, std::size_t N, std::size_t C, std::size_t HW, float eps = 1e-5f);
 // reluAfter: out = max(y, 0) in the same pass (a ResNet block's first batch norm and its ReLU).
 void batchnormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
                       std::size_t N, std::size_t C, std::size_t HW, float eps = 1e-5f, float* runningMean = nullptr,

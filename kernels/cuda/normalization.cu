@@ -5,6 +5,7 @@
 // arithmetic into FMAs: they match the CPU to rounding. Batch norm repeats the CPU's arithmetic step by step
 // (float64 statistics, explicit round-to-nearest intrinsics where nvcc would contract), its sums in a fixed
 // order: deterministic, and equal to the CPU but for the order of the sums.
+#include <algorithm>
 #include <cfloat>
 #include <string>
 
@@ -226,6 +227,30 @@ void softmaxBackward(float* dinp, const float* dout, const float* out, std::size
 void softmaxForward(float* out, const float* inp, std::size_t rows, std::size_t cols, std::size_t causalT, cudaStream_t s) {
   softmaxKernel<<<everyRowGrid(rows), kBlock, 0, s>>>(out, inp, static_cast<int>(rows), static_cast<int>(cols),
                                                       static_cast<int>(causalT));
+  CUDA_CHECK(cudaGetLastError());
+}
+
+namespace {
+// y = (x - running mean) w / sqrt(running var + eps) + b: one thread per element, each channel's two
+// factors recomputed (two loads and a sqrt: cheaper than a pass to precompute them).
+__global__ void batchnormInferenceKernel(float* out, const float* inp, const float* weight, const float* bias,
+                                         const float* runningMean, const float* runningVar, std::size_t C, std::size_t HW,
+                                         std::size_t n, float eps) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    const std::size_t c = (i / HW) % C;
+    const float scale = weight[c] / sqrtf(runningVar[c] + eps);
+    out[i] = (inp[i] - runningMean[c]) * scale + bias[c];
+  }
+}
+}  // namespace
+
+void batchnormInference(float* out, const float* inp, const float* weight, const float* bias, const float* runningMean,
+                        const float* runningVar, std::size_t N, std::size_t C, std::size_t HW, float eps, cudaStream_t stream) {
+  const std::size_t n = N * C * HW;
+  if (n == 0) return;
+  constexpr unsigned kThreads = 256;
+  const auto blocks = static_cast<unsigned>(std::min<std::size_t>((n + kThreads - 1) / kThreads, 65535));
+  batchnormInferenceKernel<<<blocks, kThreads, 0, stream>>>(out, inp, weight, bias, runningMean, runningVar, C, HW, n, eps);
   CUDA_CHECK(cudaGetLastError());
 }
 

@@ -40,6 +40,8 @@ void batchnormForward(float* out, float* mean, float* rstd, const float* inp, co
                       float momentum, cudaStream_t stream);
 void batchnormBackward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const float* weight,
                        const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW, cudaStream_t stream);
+void batchnormInference(float* out, const float* inp, const float* weight, const float* bias, const float* runningMean,
+                        const float* runningVar, std::size_t N, std::size_t C, std::size_t HW, float eps, cudaStream_t stream);
 
 // ---- elementwise.cu ------------------------------------------------------------------------------------
 

@@ -348,6 +348,20 @@ TEST(CpuOps, SyncBatchNormOverTwoReplicasIsTheWholeBatchs) {
   }
 }
 
+// Evaluation's batch norm: the running statistics, not the batch's.
+TEST(CpuOps, BatchNormInferenceUsesTheRunningStatistics) {
+  const std::size_t N = 2, C = 3, HW = 5, n = N * C * HW;
+  const auto x = randomInputs(n, 91), w = randomInputs(C, 92), b = randomInputs(C, 93), rm = randomInputs(C, 94);
+  const auto rv = randomInputs(C, 95, 0.5f, 2.0f);
+  std::vector<float> y(n);
+  cpu::batchnormInference(y.data(), x.data(), w.data(), b.data(), rm.data(), rv.data(), N, C, HW);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t c = (i / HW) % C;
+    const double want = (double(x[i]) - rm[c]) / std::sqrt(double(rv[c]) + 1e-5) * w[c] + b[c];
+    ASSERT_NEAR(y[i], want, 1e-6 * std::max(1.0, std::fabs(want))) << i;
+  }
+}
+
 TEST(CpuOps, AddsAndCasts) {
   const auto a = randomInputs(12, 19), b = randomInputs(4, 20);
   std::vector<float> out(12);

@@ -294,19 +294,43 @@ TEST(DataSources, TextWindowsAndShiftedTargets) {
   o.globalBatch = 16;
   const DataSource source = makeDataSource(o);
   EXPECT_EQ(source.info().vocab, 256);
-  EXPECT_EQ(source.info().size, 1000 - 32);
+  EXPECT_EQ(source.info().size, 900 - 32) << "the last tenth is held out: windows end before byte 900";
   for (std::int64_t step : {0, 1, 70}) {
     const Batch b = source.batch(step);
     ASSERT_EQ(b.inputShape, (std::vector<std::int64_t>{16, 32}));
     for (std::int64_t r = 0; r < 16; ++r) {
       const std::int64_t start = b.sampleIndices[static_cast<std::size_t>(r)];
-      ASSERT_LE(start + 33, 1000);
+      ASSERT_LE(start + 33, 900);
       for (std::int64_t t = 0; t < 32; ++t) {
         EXPECT_EQ(b.tokens[static_cast<std::size_t>(r * 32 + t)], bytes[static_cast<std::size_t>(start + t)]);
         EXPECT_EQ(b.targets[static_cast<std::size_t>(r * 32 + t)], bytes[static_cast<std::size_t>(start + t + 1)]);
       }
     }
   }
+  // The held-out split: windows inside the last 100 bytes.
+  o.split = Split::kHeldOut;
+  const DataSource held = makeDataSource(o);
+  EXPECT_EQ(held.info().size, 100 - 32);
+  EXPECT_EQ(held.info().split, Split::kHeldOut);
+  std::set<std::int64_t> heldStarts;
+  for (std::int64_t step = 0; step < 5; ++step) {
+    const Batch b = held.batch(step);
+    for (std::int64_t r = 0; r < 16; ++r) {
+      const std::int64_t i = b.sampleIndices[static_cast<std::size_t>(r)];
+      heldStarts.insert(i);
+      for (std::int64_t t = 0; t < 32; ++t) {
+        ASSERT_EQ(b.tokens[static_cast<std::size_t>(r * 32 + t)], bytes[static_cast<std::size_t>(900 + i + t)]);
+        ASSERT_EQ(b.targets[static_cast<std::size_t>(r * 32 + t)], bytes[static_cast<std::size_t>(900 + i + t + 1)]);
+      }
+    }
+  }
+  EXPECT_EQ(heldStarts.size(), 68u);
+  // Too short to hold anything out: training reads the whole file, and the held-out split is one line.
+  writeBytes(dir / "small.txt", std::vector<std::uint8_t>(50, 'b'));
+  o.spec = "text:" + (dir / "small.txt").string();
+  EXPECT_NE(usageError([&] { makeDataSource(o); }).find("too few to hold out 33 for evaluation"), std::string::npos);
+  o.split = Split::kTrain;
+  EXPECT_EQ(makeDataSource(o).info().size, 50 - 32);
   writeBytes(dir / "short.txt", std::vector<std::uint8_t>(32, 'a'));
   o.spec = "text:" + (dir / "short.txt").string();
   EXPECT_EQ(usageError([&] { makeDataSource(o); }), "--data " + o.spec + ": " + (dir / "short.txt").string() +
@@ -318,7 +342,8 @@ TEST(DataSources, TextWindowsAndShiftedTargets) {
 
 namespace {
 // A tiny MNIST in IDX format: n images of rows×cols, pixel (i, j) = (i·31 + j) mod 256, label i mod 10.
-void writeMnist(const fs::path& dir, std::uint32_t n, std::uint32_t rows = 28, std::uint32_t cols = 28) {
+void writeMnist(const fs::path& dir, std::uint32_t n, std::uint32_t rows = 28, std::uint32_t cols = 28,
+                const std::string& set = "train") {
   std::vector<std::uint8_t> images, labels;
   putBigEndian(images, 2051);
   putBigEndian(images, n);
@@ -329,8 +354,8 @@ void writeMnist(const fs::path& dir, std::uint32_t n, std::uint32_t rows = 28, s
   putBigEndian(labels, 2049);
   putBigEndian(labels, n);
   for (std::uint32_t i = 0; i < n; ++i) labels.push_back(static_cast<std::uint8_t>(i % 10));
-  writeBytes(dir / "train-images-idx3-ubyte", images);
-  writeBytes(dir / "train-labels-idx1-ubyte", labels);
+  writeBytes(dir / (set + "-images-idx3-ubyte"), images);
+  writeBytes(dir / (set + "-labels-idx1-ubyte"), labels);
 }
 
 }  // namespace
@@ -361,6 +386,14 @@ TEST(DataSources, MnistFromIdxFiles) {
     }
   }
   EXPECT_EQ(seen.size(), 20u);
+  // The held-out split is the test set's files; without them, one line naming what is missing.
+  o.split = Split::kHeldOut;
+  EXPECT_NE(usageError([&] { makeDataSource(o); }).find("t10k-images-idx3-ubyte"), std::string::npos);
+  writeMnist(dir, 7, 28, 28, "t10k");
+  const DataSource held = makeDataSource(o);
+  EXPECT_EQ(held.info().size, 7);
+  EXPECT_EQ(held.info().split, Split::kHeldOut);
+  EXPECT_NE(held.identity().dump(), source.identity().dump());
   fs::remove_all(dir);
 }
 
@@ -452,7 +485,59 @@ TEST(DataSources, Cifar10FromBinaryBatches) {
     }
   }
   EXPECT_EQ(seen.size(), 15u);
+  // The held-out split: test_batch.bin, beside the training files.
+  o.split = Split::kHeldOut;
+  EXPECT_NE(usageError([&] { makeDataSource(o); }).find("test_batch.bin"), std::string::npos);
+  std::vector<std::uint8_t> test;
+  for (int r = 0; r < 4; ++r) {
+    test.push_back(static_cast<std::uint8_t>(r));
+    for (int j = 0; j < 3072; ++j) test.push_back(static_cast<std::uint8_t>((r * 5 + j) % 256));
+  }
+  writeBytes(dir / "cifar-10-batches-bin" / "test_batch.bin", test);
+  o.globalBatch = 4;
+  const DataSource held = makeDataSource(o);
+  EXPECT_EQ(held.info().size, 4);
+  const Batch b = held.batch(0);
+  for (std::int64_t row = 0; row < 4; ++row)
+    EXPECT_EQ(b.targets[static_cast<std::size_t>(row)], b.sampleIndices[static_cast<std::size_t>(row)]);
   fs::remove_all(dir);
+}
+
+// Synthetic data's held-out split: the generator's next samples, past the training set's indices.
+TEST(DataSources, SyntheticHeldOutIsTheGeneratorsNextSamples) {
+  for (Task task : {Task::kClassification, Task::kLanguageModel}) {
+    DataOptions o;
+    o.task = task;
+    o.seqLen = 8;
+    o.vocab = 16;
+    o.sampleShape = {12};
+    o.syntheticSize = 100;
+    o.globalBatch = 5;
+    const DataSource train = makeDataSource(o);
+    o.split = Split::kHeldOut;
+    const DataSource held = makeDataSource(o);
+    EXPECT_EQ(held.info().size, 10);
+    EXPECT_EQ(held.info().split, Split::kHeldOut);
+    const Batch b = held.batch(1);
+    const std::int64_t per = task == Task::kLanguageModel ? 8 : 12;
+    std::vector<float> features(static_cast<std::size_t>(per));
+    std::vector<std::int32_t> tokens(static_cast<std::size_t>(per)), targets(static_cast<std::size_t>(per));
+    for (std::int64_t r = 0; r < 5; ++r) {
+      const std::int64_t i = b.sampleIndices[static_cast<std::size_t>(r)];
+      ASSERT_LT(i, 10);
+      const bool lm = task == Task::kLanguageModel;
+      train.dataset().sample(100 + i, lm ? nullptr : features.data(), lm ? tokens.data() : nullptr, targets.data());
+      if (lm) {
+        for (std::int64_t t = 0; t < per; ++t)
+          EXPECT_EQ(b.tokens[static_cast<std::size_t>(r * per + t)], tokens[static_cast<std::size_t>(t)]);
+      } else {
+        for (std::int64_t t = 0; t < per; ++t)
+          EXPECT_EQ(b.features[static_cast<std::size_t>(r * per + t)], features[static_cast<std::size_t>(t)]);
+        EXPECT_EQ(b.targets[static_cast<std::size_t>(r)], targets[0]);
+      }
+    }
+    EXPECT_NE(held.identity().dump(), train.identity().dump());
+  }
 }
 
 TEST(DataSources, Cifar10DamageIsNamed) {

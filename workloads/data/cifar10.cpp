@@ -39,11 +39,14 @@ std::int64_t checkCifar10Batch(std::span<const std::uint8_t> bytes, const std::s
   return records;
 }
 
-Cifar10::Cifar10(const std::string& dir) {
+Cifar10::Cifar10(const std::string& dir, Split split) {
   const std::string where = batchDirectory(dir);
+  std::vector<std::string> names;
+  for (int f = 1; f <= kFiles; ++f) names.push_back(fmt::format("data_batch_{}.bin", f));
+  if (split == Split::kHeldOut) names = {"test_batch.bin"};
   std::int64_t total = 0;
-  for (int f = 1; f <= kFiles; ++f) {
-    MappedFile file(findDatasetFile(where, {fmt::format("data_batch_{}.bin", f)}));
+  for (const std::string& name : names) {
+    MappedFile file(findDatasetFile(where, {name}));
     const std::int64_t records = checkCifar10Batch({file.data(), file.size()}, file.path());
     firstIndex_.push_back(total);
     total += records;
@@ -51,6 +54,7 @@ Cifar10::Cifar10(const std::string& dir) {
   }
   info_.name = "cifar10";
   info_.origin = dir;
+  info_.split = split;
   info_.task = Task::kClassification;
   info_.sampleShape = {3, 32, 32};
   info_.classes = 10;
@@ -67,6 +71,10 @@ void Cifar10::sample(std::int64_t index, float* features, std::int32_t*, std::in
       features[c * kPlane + j] = (static_cast<float>(rec[1 + c * kPlane + j]) / 255.0f - kMean[c]) / kStd[c];
 }
 
-nlohmann::json Cifar10::identity() const { return {{"kind", "cifar10"}, {"size", info_.size}}; }
+nlohmann::json Cifar10::identity() const {
+  nlohmann::json j = {{"kind", "cifar10"}, {"size", info_.size}};
+  if (info_.split != Split::kTrain) j["split"] = nameOf(info_.split);
+  return j;
+}
 
 }  // namespace ts::data

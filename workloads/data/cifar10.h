@@ -20,7 +20,8 @@ std::int64_t checkCifar10Batch(std::span<const std::uint8_t> bytes, const std::s
 
 class Cifar10 : public Dataset {
  public:
-  explicit Cifar10(const std::string& dir);  // reads and checks all five files
+  // Reads and checks the split's files: data_batch_1.bin .. data_batch_5.bin, or test_batch.bin (held out).
+  explicit Cifar10(const std::string& dir, Split split = Split::kTrain);
   const DataInfo& info() const override { return info_; }
   void sample(std::int64_t index, float* features, std::int32_t* tokens, std::int32_t* targets) const override;
   nlohmann::json identity() const override;

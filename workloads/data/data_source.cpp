@@ -1,11 +1,13 @@
 #include "workloads/data/data_source.h"
 
+#include <algorithm>
 #include <string_view>
 
 #include <fmt/format.h>
 
 #include "base/error.h"
 #include "workloads/data/cifar10.h"
+#include "workloads/data/held_out.h"
 #include "workloads/data/mnist.h"
 #include "workloads/data/synthetic.h"
 #include "workloads/data/text_file.h"
@@ -92,19 +94,24 @@ std::shared_ptr<const Dataset> makeDataset(const DataOptions& o, std::string_vie
   };
   if (kind == "synthetic") {
     if (hasArg) throw UsageError("synthetic takes no argument");
-    if (lm) return std::make_shared<SyntheticTokens>(o.seed, o.seqLen, o.vocab, o.syntheticSize);
-    return std::make_shared<SyntheticClassification>(o.seed, o.sampleShape, o.classes, o.syntheticSize);
+    std::shared_ptr<const Dataset> train;
+    if (lm)
+      train = std::make_shared<SyntheticTokens>(o.seed, o.seqLen, o.vocab, o.syntheticSize);
+    else
+      train = std::make_shared<SyntheticClassification>(o.seed, o.sampleShape, o.classes, o.syntheticSize);
+    if (o.split == Split::kTrain) return train;
+    return std::make_shared<GeneratedHeldOut>(train, std::max<std::int64_t>(1, o.syntheticSize / 10));
   }
   if (kind == "mnist" || kind == "cifar10") {
     needsArg("directory", "DIR");
     if (lm) throw UsageError(fmt::format("{} is an image dataset; a language model trains on text:FILE or synthetic", kind));
-    if (kind == "mnist") return std::make_shared<Mnist>(arg);
-    return std::make_shared<Cifar10>(arg);
+    if (kind == "mnist") return std::make_shared<Mnist>(arg, o.split);
+    return std::make_shared<Cifar10>(arg, o.split);
   }
   if (kind == "text") {
     needsArg("file", "FILE");
     if (!lm) throw UsageError("text is for language models; a classifier trains on synthetic, mnist:DIR or cifar10:DIR");
-    return std::make_shared<TextFile>(arg, o.seqLen);
+    return std::make_shared<TextFile>(arg, o.seqLen, o.split);
   }
   throw UsageError(fmt::format("unknown data source '{}' (expected synthetic, mnist:DIR, cifar10:DIR or text:FILE)", kind));
 }

@@ -60,7 +60,8 @@ class DataSource {
 
 // What the run asks of its data; makeDataSource reads the fields that matter to the spec given.
 struct DataOptions {
-  std::string spec = "synthetic";     // synthetic | mnist:DIR | cifar10:DIR | text:FILE
+  std::string spec = "synthetic";  // synthetic | mnist:DIR | cifar10:DIR | text:FILE
+  Split split = Split::kTrain;
   Task task = Task::kClassification;  // what the model trains on: decides what `synthetic` generates
   std::uint64_t seed = 0;
   std::int64_t globalBatch = 32;
@@ -72,7 +73,8 @@ struct DataOptions {
   // (text is bytes: always 256).
   std::int64_t seqLen = 128;
   int vocab = 256;
-  // Synthetic data: samples per epoch (each generated on demand, none stored).
+  // Synthetic data: samples per epoch (each generated on demand, none stored); the held-out split is the
+  // next tenth of that (at least one sample).
   std::int64_t syntheticSize = 1 << 16;
 };
 

@@ -7,13 +7,21 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/enum_names.h"
+
 #include "workloads/data/batch.h"
 
 namespace ts::data {
 
+// Which part of a data source: the samples training visits, or the held-out ones evaluation reads (never
+// trained on): MNIST's and CIFAR-10's test files, the last tenth of a text file, and for synthetic data
+// further samples of the same generator (indices past the training set's).
+enum class Split { kTrain, kHeldOut };
+
 struct DataInfo {
   std::string name;    // "synthetic", "mnist", "cifar10", "text"
   std::string origin;  // the directory or file read, "" for synthetic data
+  Split split = Split::kTrain;
   Task task = Task::kClassification;
   // Inputs per sample: [D] or [C, H, W] float32 for classification, [T] tokens for language modelling.
   std::vector<std::int64_t> sampleShape;
@@ -39,3 +47,11 @@ class Dataset {
 };
 
 }  // namespace ts::data
+
+namespace ts {
+template <>
+struct EnumNames<data::Split> {
+  static constexpr std::pair<std::string_view, data::Split> kNames[] = {{"train", data::Split::kTrain},
+                                                                        {"held_out", data::Split::kHeldOut}};
+};
+}  // namespace ts

@@ -49,9 +49,11 @@ std::uint64_t checkIdxLabels(std::span<const std::uint8_t> bytes, const std::str
   return n;
 }
 
-Mnist::Mnist(const std::string& dir)
-    : images_(openIdx(dir, "train-images-idx3-ubyte", "train-images.idx3-ubyte")),
-      labels_(openIdx(dir, "train-labels-idx1-ubyte", "train-labels.idx1-ubyte")) {
+Mnist::Mnist(const std::string& dir, Split split)
+    : images_(split == Split::kTrain ? openIdx(dir, "train-images-idx3-ubyte", "train-images.idx3-ubyte")
+                                     : openIdx(dir, "t10k-images-idx3-ubyte", "t10k-images.idx3-ubyte")),
+      labels_(split == Split::kTrain ? openIdx(dir, "train-labels-idx1-ubyte", "train-labels.idx1-ubyte")
+                                     : openIdx(dir, "t10k-labels-idx1-ubyte", "t10k-labels.idx1-ubyte")) {
   const IdxImages images = checkIdxImages({images_.data(), images_.size()}, images_.path());
   const std::uint64_t labels = checkIdxLabels({labels_.data(), labels_.size()}, labels_.path());
   if (labels != images.count)
@@ -59,6 +61,7 @@ Mnist::Mnist(const std::string& dir)
 
   info_.name = "mnist";
   info_.origin = dir;
+  info_.split = split;
   info_.task = Task::kClassification;
   info_.sampleShape = {1, static_cast<std::int64_t>(images.rows), static_cast<std::int64_t>(images.cols)};
   info_.classes = 10;
@@ -74,7 +77,9 @@ void Mnist::sample(std::int64_t index, float* features, std::int32_t*, std::int3
 
 nlohmann::json Mnist::identity() const {
   // Not the directory: the same files moved elsewhere are the same data.
-  return {{"kind", "mnist"}, {"size", info_.size}, {"sample_shape", info_.sampleShape}};
+  nlohmann::json j = {{"kind", "mnist"}, {"size", info_.size}, {"sample_shape", info_.sampleShape}};
+  if (info_.split != Split::kTrain) j["split"] = nameOf(info_.split);
+  return j;
 }
 
 }  // namespace ts::data

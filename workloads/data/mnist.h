@@ -1,8 +1,8 @@
 #pragma once
-// MNIST training set from its IDX files, as distributed (uncompressed): train-images-idx3-ubyte
-// (magic 2051, count, rows, cols, then count·rows·cols pixel bytes) and train-labels-idx1-ubyte (magic
-// 2049, count, then count label bytes). Pixels are normalised to (x/255 − 0.1307) / 0.3081, the
-// training set's mean and standard deviation. Samples are [1, rows, cols].
+// MNIST from its IDX files, as distributed (uncompressed): train-images-idx3-ubyte (magic 2051, count,
+// rows, cols, then count·rows·cols pixel bytes) and train-labels-idx1-ubyte (magic 2049, count, then count
+// label bytes); the held-out split is the test set, t10k-images-idx3-ubyte and t10k-labels-idx1-ubyte. Pixels are normalised to
+// (x/255 − 0.1307) / 0.3081, the training set's mean and standard deviation. Samples are [1, rows, cols].
 #include <cstdint>
 #include <span>
 #include <string>
@@ -22,8 +22,8 @@ std::uint64_t checkIdxLabels(std::span<const std::uint8_t> bytes, const std::str
 
 class Mnist : public Dataset {
  public:
-  // Reads and checks both files (UsageError naming the file and what is wrong).
-  explicit Mnist(const std::string& dir);
+  // Reads and checks the split's two files (UsageError naming the file and what is wrong).
+  explicit Mnist(const std::string& dir, Split split = Split::kTrain);
   const DataInfo& info() const override { return info_; }
   void sample(std::int64_t index, float* features, std::int32_t* tokens, std::int32_t* targets) const override;
   nlohmann::json identity() const override;

@@ -1,5 +1,6 @@
 #include "workloads/data/text_file.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -16,21 +17,32 @@ MappedFile openText(const std::string& path) {
 }
 }  // namespace
 
-TextFile::TextFile(const std::string& path, std::int64_t seqLen) : file_(openText(path)) {
+TextFile::TextFile(const std::string& path, std::int64_t seqLen, Split split) : file_(openText(path)) {
   if (seqLen < 1) throw UsageError(fmt::format("sequence length {} is below 1", seqLen));
   const auto bytes = static_cast<std::int64_t>(file_.size());
   if (bytes < seqLen + 1)
     throw UsageError(fmt::format("{} has {} bytes; a sequence of {} tokens needs at least {}", path, bytes, seqLen, seqLen + 1));
+  const std::int64_t heldOut = std::max(seqLen + 1, bytes / 10), cut = bytes - heldOut;
+  const bool splits = cut >= seqLen + 1;
+  if (split == Split::kHeldOut && !splits)
+    throw UsageError(fmt::format("{} has {} bytes: too few to hold out {} for evaluation and train on the rest (at least {})",
+                                 path, bytes, heldOut, 2 * (seqLen + 1)));
   info_.name = "text";
   info_.origin = path;
+  info_.split = split;
   info_.task = Task::kLanguageModel;
   info_.sampleShape = {seqLen};
   info_.vocab = 256;
-  info_.size = bytes - seqLen;
+  if (split == Split::kHeldOut) {
+    first_ = cut;
+    info_.size = heldOut - seqLen;
+  } else {
+    info_.size = (splits ? cut : bytes) - seqLen;
+  }
 }
 
 void TextFile::sample(std::int64_t index, float*, std::int32_t* tokens, std::int32_t* targets) const {
-  const std::uint8_t* p = file_.data() + index;
+  const std::uint8_t* p = file_.data() + first_ + index;
   const std::int64_t t = info_.sampleShape[0];
   for (std::int64_t i = 0; i < t; ++i) {
     tokens[i] = p[i];
@@ -39,7 +51,9 @@ void TextFile::sample(std::int64_t index, float*, std::int32_t* tokens, std::int
 }
 
 nlohmann::json TextFile::identity() const {
-  return {{"kind", "text"}, {"bytes", file_.size()}, {"seq_len", info_.sampleShape[0]}};
+  nlohmann::json j = {{"kind", "text"}, {"bytes", file_.size()}, {"seq_len", info_.sampleShape[0]}};
+  j[info_.split == Split::kTrain ? "windows" : "held_out_windows"] = info_.size;  // where the split falls
+  return j;
 }
 
 }  // namespace ts::data

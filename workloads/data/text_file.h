@@ -1,7 +1,9 @@
 #pragma once
 // Byte-level language modelling on any file: tokens are its bytes (vocabulary 256). Sample i is the
 // window of T+1 bytes starting at byte i: the first T are the inputs, the last T (shifted by one) the
-// targets. There are size − T windows; the DataSource's shuffled order picks which one each row gets.
+// targets; the DataSource's shuffled order picks which one each row gets. The last tenth of the file (at
+// least T+1 bytes) is held out: training's windows end before it, the held-out split's lie inside it. A
+// file too short for both (under 2 (T+1) bytes) trains on all of it and has no held-out split.
 #include <string>
 
 #include "workloads/data/dataset.h"
@@ -11,8 +13,8 @@ namespace ts::data {
 
 class TextFile : public Dataset {
  public:
-  // UsageError when the file cannot be read or is shorter than T+1 bytes.
-  TextFile(const std::string& path, std::int64_t seqLen);
+  // UsageError when the file cannot be read or is shorter than T+1 bytes (the held-out split: when there is none).
+  TextFile(const std::string& path, std::int64_t seqLen, Split split = Split::kTrain);
   const DataInfo& info() const override { return info_; }
   void sample(std::int64_t index, float* features, std::int32_t* tokens, std::int32_t* targets) const override;
   nlohmann::json identity() const override;
@@ -20,6 +22,7 @@ class TextFile : public Dataset {
  private:
   DataInfo info_;
   MappedFile file_;
+  std::int64_t first_ = 0;  // the byte sample 0 starts at
 };
 
 }  // namespace ts::data

@@ -50,6 +50,9 @@ class Layer;
 // What one forward/backward pass is part of.
 struct StepContext {
   bool training = true;
+  // Evaluation (model.eval()): batch norm normalises with its running statistics, and nothing is kept for a
+  // backward. (training = false alone, the finite-difference probes', keeps batch statistics.)
+  bool evaluating = false;
   // Called once per parameter when its gradient for this backward is complete.
   std::function<void(Param&)> gradReady;
   void ready(Param& p) {

@@ -58,6 +58,12 @@ BatchNorm2d::BatchNorm2d(Arena& arena, const std::string& name, std::int64_t n, 
 
 const Tensor& BatchNorm2d::forward(const Tensor& x, StepContext& ctx) {
   x_ = &x;
+  if (ctx.evaluating) {
+    ops::batchnormInference(*y_.device, y_.data, x.data, w_.value.data, b_.value.data, runningMean_.data, runningVar_.data, n_,
+                            c_, hw_);
+    if (relu_) ops::reluForward(*y_.device, y_.data, y_.data, y_.numel());
+    return y_;
+  }
   ops::batchnormForward(*y_.device, y_.data, mean_.data, rstd_.data, x.data, w_.value.data, b_.value.data, n_, c_, hw_,
                         ctx.training ? runningMean_.data : nullptr, ctx.training ? runningVar_.data : nullptr,
                         ctx.bnSum ? &ctx.bnSum : nullptr, relu_);

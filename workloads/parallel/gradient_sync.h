@@ -39,6 +39,8 @@ class GradientSync {
  public:
   virtual ~GradientSync() = default;
   virtual void beforeForward(StepContext&) {}
+  // After forwards with no backward (an evaluation): what beforeForward holds for a backward is let go.
+  virtual void afterForwardOnly() {}
   virtual void beforeBackward(StepContext& ctx, bool last) = 0;
   virtual void afterBackward(bool last) = 0;
   virtual std::vector<Param*> updateParams() = 0;

@@ -112,6 +112,10 @@ void Zero3Sync::beforeForward(StepContext& ctx) {
   if (leading_ != SIZE_MAX) gather(groups_[leading_]);
 }
 
+void Zero3Sync::afterForwardOnly() {
+  if (leading_ != SIZE_MAX) release(groups_[leading_]);  // the embeddings, held for a backward that is not coming
+}
+
 void Zero3Sync::beforeBackward(StepContext& ctx, bool) {
   ctx.gradReady = nullptr;
   hook(ctx);

@@ -23,6 +23,7 @@ class Zero3Sync final : public GradientSync {
  public:
   Zero3Sync(Communicator& dp, const ModelPart& model, const LayoutOptions& layout, double timeoutS);
   void beforeForward(StepContext& ctx) override;
+  void afterForwardOnly() override;
   void beforeBackward(StepContext& ctx, bool last) override;
   void afterBackward(bool last) override;
   std::vector<Param*> updateParams() override { return pointersTo(pieces_); }
