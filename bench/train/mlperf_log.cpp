@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/json_text.h"
 
 namespace ts {
 
@@ -35,9 +36,15 @@ MlperfLog::MlperfLog(const std::string& path) : path_(path), file_(openLog(path)
 void MlperfLog::log(MlEvent type, const std::string& key, const nlohmann::json& value, const nlohmann::json& metadata) {
   const auto ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  const nlohmann::json line = {{"namespace", ""}, {"time_ms", ms},  {"event_type", eventName(type)},
-                               {"key", key},      {"value", value}, {"metadata", metadata}};
-  if (std::fprintf(file_.get(), ":::MLLOG %s\n", line.dump().c_str()) < 0 || std::fflush(file_.get()) != 0)
+  // mllog's key order (namespace, time_ms, event_type, key, value, metadata); UTF-8 made safe as everywhere.
+  nlohmann::ordered_json line;
+  line["namespace"] = "";
+  line["time_ms"] = ms;
+  line["event_type"] = eventName(type);
+  line["key"] = key;
+  line["value"] = value;
+  line["metadata"] = metadata;
+  if (std::fprintf(file_.get(), ":::MLLOG %s\n", jsonTextInOrder(line).c_str()) < 0 || std::fflush(file_.get()) != 0)
     throw Error(fmt::format("--mllog {}: writing failed: {}", path_, std::strerror(errno)));
 }
 
