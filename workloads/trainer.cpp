@@ -13,6 +13,7 @@
 #include "kernels/trace.h"
 #include "workloads/checkpoint/checkpoint.h"
 #include "workloads/ops.h"
+#include "workloads/parallel/average_sync.h"
 #include "workloads/parallel/part_sums.h"
 #include "workloads/training_state.h"
 
@@ -99,6 +100,11 @@ void validateTrainOptions(const TrainOptions& o) {
     throw UsageError("--target-accuracy and --target-loss are checked at evaluations: give --eval-every N");
   if (o.evalEvery > 0 && o.layout.pp > 1)
     throw UsageError("--eval-every with --pp: pipeline stages cannot evaluate yet (a forward-only schedule is to come)");
+  if (o.layout.sync == SyncKind::kAverage && (o.precision == Precision::kBFloat16 || o.precision == Precision::kFloat16))
+    throw UsageError(
+        fmt::format("--sync average with --precision {}: not yet (the float32 master weights would be averaged "
+                    "too); train in float32",
+                    nameOf(o.precision)));
   if (o.layout.syncBn == SyncBatchNorm::kOn && o.model != ModelKind::kCnn)
     throw UsageError(fmt::format("--sync-bn on: the {} has no batch norm", nameOf(o.model)));
   if (o.layout.syncBn == SyncBatchNorm::kOn && o.device.cuda())
@@ -124,6 +130,7 @@ Trainer::Trainer(const TrainOptions& options, const Mesh* mesh, double commTimeo
     throw UsageError(fmt::format("--batch {} does not split into {} data-parallel rank(s) x {} micro-batch(es)", o.batch,
                                  layout.dp, o.microBatches));
   options_.schedule.total = o.steps;
+  options_.schedule.scaleFor(o.batch);  // --lr-scaling: the rates for this global batch
   checkpointStats_.async = o.checkpointAsync;
   device_ = Device::open(o.device);  // first: a missing GPU is reported before any data is read
   device_->setMatmulPrecision(o.precision);
@@ -217,9 +224,15 @@ void Trainer::build(double commTimeoutS) {
     masters_ = std::make_unique<MasterWeights>(o.precision, updating, sync_->keptParams(), model_->arena());
   }
   if (o.precision == Precision::kFloat16) scaler_ = std::make_unique<LossScaler>(o.lossScale, o.lossScaleInterval);
+  if (auto* average = dynamic_cast<AverageSync*>(sync_.get()); average && layout.averageOptimizer) {
+    std::vector<Tensor*> state;
+    for (const Optimizer::State& s : optimizer_->state()) state.push_back(s.tensor);
+    average->alsoAverage(std::move(state));
+  }
 
   if (o.resume)
     if (auto latest = ckpt::latestCheckpoint(o.checkpointDir)) resumeFrom(*latest, config);
+  if (auto* average = dynamic_cast<AverageSync*>(sync_.get())) average->continueAt(firstStep_);
   // The loader thread produces batches two steps ahead and, on a GPU, uploads them (pinned memory, a side
   // stream): the step's data phase is then only the wait for a batch that is not ready yet.
   constexpr int kPrefetchDepth = 2;
@@ -303,8 +316,10 @@ StepResult Trainer::step() {
   if (tp_) tp_->install(ctx);
   if (syncBn_) syncBn_->install(ctx);
   const std::int64_t M = options_.microBatches, mb = microBatchSize();
-  // The step's loss is the mean over every rank's micro-batches: each backward takes its share.
-  const auto scale = static_cast<float>(r.lossScale / static_cast<double>(M * dataParallel()));
+  // The step's loss is the mean over every rank's micro-batches: each backward takes its share. Under model
+  // averaging each rank's gradient is its own batch's mean (it steps on it alone).
+  const int shares = options_.layout.sync == SyncKind::kAverage ? 1 : dataParallel();
+  const auto scale = static_cast<float>(r.lossScale / static_cast<double>(M * shares));
   double loss = 0;
   if (pipeline_) {
     std::vector<data::Batch> micros;

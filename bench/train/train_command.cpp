@@ -39,12 +39,19 @@ void addModelOptions(OptionTable<TrainRunOptions>& t) {
                   unknownChoice<wl::OptimizerKind>("optimizer"));
   t.add("--lr", "Peak learning rate", TS_FIELD(train.schedule.lr)).range({0, 1e6, true});
   onUnknownChoice(
-      t.add("--schedule", "constant, step, cosine or linear (the last two after --lr-warmup)", TS_FIELD(train.schedule.kind)),
+      t.add("--schedule",
+            "constant, step, cosine, linear (the two after --lr-warmup) or cyclic (triangular, half cycle --lr-step-size)",
+            TS_FIELD(train.schedule.kind)),
       unknownChoice<wl::ScheduleKind>("schedule"));
   t.add("--lr-warmup", "Linear learning-rate warm-up steps (cosine, linear)", TS_FIELD(train.schedule.warmup));
   t.add("--min-lr", "Learning rate at the end of a cosine or linear decay", TS_FIELD(train.schedule.minLr)).range({0, 1e6});
-  t.add("--lr-step-size", "Steps between decays (step schedule)", TS_FIELD(train.schedule.stepSize));
+  t.add("--lr-step-size", "Steps between decays (step schedule); half a cycle (cyclic)", TS_FIELD(train.schedule.stepSize));
   t.add("--lr-gamma", "Decay factor (step schedule)", TS_FIELD(train.schedule.gamma)).range({0, 1, true});
+  onUnknownChoice(t.add("--lr-scaling",
+                        "Scale --lr and --min-lr by the global batch over --base-batch: none, linear or sqrt (large-batch rules)",
+                        TS_FIELD(train.schedule.scaling)),
+                  expectedChoice<wl::LrScaling>());
+  t.add("--base-batch", "--lr-scaling: the global batch the given --lr is for", TS_FIELD(train.schedule.baseBatch));
   t.add("--weight-decay", "Weight decay (weights only, not biases or norms)", TS_FIELD(train.optimizer.weightDecay))
       .range({0, 1});
   t.add("--momentum", "SGD momentum", TS_FIELD(train.optimizer.momentum)).range({0, 1, false, true});
@@ -81,10 +88,17 @@ void addLayoutOptions(OptionTable<TrainRunOptions>& t) {
         "ZeRO stage over the data-parallel group: 0 (all-reduce), 1 (optimizer state sharded), 2 (gradients too), 3 (parameters "
         "too)",
         TS_FIELD(train.layout.zero));
-  onUnknownChoice(t.add("--sync", "How data-parallel ranks combine gradients: allreduce, or ps (parameter servers)",
-                        TS_FIELD(train.layout.sync)),
-                  expectedChoice<wl::SyncKind>());
+  onUnknownChoice(
+      t.add("--sync",
+            "How data-parallel ranks combine their work: allreduce, ps (parameter servers) or average (each steps on its own "
+            "gradients, the parameters averaged every --average-every steps)",
+            TS_FIELD(train.layout.sync)),
+      expectedChoice<wl::SyncKind>());
   t.add("--ps-shards", "--sync ps: parameter shards, served by data-parallel ranks 0..N-1", TS_FIELD(train.layout.psShards));
+  t.add("--average-every", "--sync average: optimizer steps between two averagings of the parameters (local SGD)",
+        TS_FIELD(train.layout.averageEvery));
+  t.add("--average-optimizer", "--sync average: average the optimizer state with the parameters",
+        TS_FIELD(train.layout.averageOptimizer));
   t.add("--bucket-mb", "Gradient bucket size in MiB", TS_FIELD(train.layout.bucketMb)).range({0, 1 << 20, true});  // 1 TiB
   t.addOnOff("--overlap", "on: send each bucket as soon as its gradients are ready (during the backward); off: after it",
              TS_FIELD(train.layout.overlap));

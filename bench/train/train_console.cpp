@@ -85,6 +85,10 @@ void printCommunication(const TrainRecord& r) {
   const std::optional<double> overlap = overlapOf(summarize(own.communication).median, summarize(own.exposed).median);
   std::printf("# communication %.3f ms per step, exposed %.3f ms (overlap %s), rank spread %.1f%%\n", comm / 1e3, exposed / 1e3,
               overlap ? fmt::format("{:.0f}%", 100 * *overlap).c_str() : "n/a", 100 * r.ranks.rankSpread);
+  // Model averaging every K > 1 steps: most steps send nothing, so the median says 0; the mean is the cost.
+  if (r.layout.sync == wl::SyncKind::kAverage && r.layout.averageEvery > 1)
+    std::printf("# the parameters are averaged every %d steps: communication %.3f ms per step on average, exposed %.3f ms\n",
+                r.layout.averageEvery, usSummary(own.communication).mean / 1e3, usSummary(own.exposed).mean / 1e3);
   if (!r.ranks.stragglers) return;
   const ArrivalSkew& s = *r.ranks.stragglers;
   std::string late;

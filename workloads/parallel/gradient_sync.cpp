@@ -2,6 +2,7 @@
 
 #include "workloads/models/model.h"
 #include "workloads/parallel/allreduce_sync.h"
+#include "workloads/parallel/average_sync.h"
 #include "workloads/parallel/sharded_sync.h"
 #include "workloads/parallel/zero3_sync.h"
 
@@ -57,7 +58,9 @@ std::unique_ptr<GradientSync> makeGradientSync(const Mesh& mesh, const ModelPart
   if (!dp) return std::make_unique<LocalSync>(model);
   const LayoutOptions& l = mesh.layout();
   std::unique_ptr<GradientSync> sync;
-  if (l.zero == 3)
+  if (l.sync == SyncKind::kAverage)
+    sync = std::make_unique<AverageSync>(*dp, model, l, timeoutS);
+  else if (l.zero == 3)
     sync = std::make_unique<Zero3Sync>(*dp, model, l, timeoutS);
   else if (l.sync == SyncKind::kParameterServer || l.zero > 0)
     sync = std::make_unique<ShardedSync>(*dp, model, l, timeoutS);

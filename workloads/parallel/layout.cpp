@@ -45,6 +45,8 @@ nlohmann::json LayoutOptions::toJson() const {
   nlohmann::json j = {{"zero", zero},
                       {"sync", nameOf(sync)},
                       {"ps_shards", sync == SyncKind::kParameterServer ? nlohmann::json(psShards) : nlohmann::json()},
+                      {"average_every", sync == SyncKind::kAverage ? nlohmann::json(averageEvery) : nlohmann::json()},
+                      {"average_optimizer", sync == SyncKind::kAverage ? nlohmann::json(averageOptimizer) : nlohmann::json()},
                       {"bucket_mb", bucketMb},
                       {"overlap", overlap},
                       {"sync_bn", nameOf(syncBn)},
@@ -62,6 +64,7 @@ std::string LayoutOptions::name() const {
     if (this->*a.size > 1) add(fmt::format("{}={}", a.name, this->*a.size));
   if (zero > 0) add(fmt::format("zero={}", zero));
   if (sync == SyncKind::kParameterServer) add(fmt::format("ps({})", psShards));
+  if (sync == SyncKind::kAverage) add(fmt::format("average({}{})", averageEvery, averageOptimizer ? "+optimizer" : ""));
   if (pp > 1) add(std::string(nameOf(schedule)));
   if (dp > 1 && !overlap) add("no-overlap");
   return s.empty() ? "single" : s;
@@ -95,6 +98,12 @@ LayoutOptions resolveLayout(LayoutOptions o, int worldSize) {
     throw UsageError(
         fmt::format("--ps-shards {}: must be between 1 and the {} data-parallel rank(s) that serve them", o.psShards, o.dp));
   if (!(o.bucketMb > 0)) throw UsageError(fmt::format("--bucket-mb {}: must be positive", o.bucketMb));
+  const bool average = o.sync == SyncKind::kAverage;
+  if (o.averageEvery < 1) throw UsageError(fmt::format("--average-every {}: must be at least 1", o.averageEvery));
+  if (!average && (o.averageEvery != 1 || o.averageOptimizer))
+    throw UsageError("--average-every and --average-optimizer are --sync average's: give --sync average");
+  if (average && o.zero > 0)
+    throw UsageError("--sync average: every rank keeps and steps the whole model; it does not combine with --zero");
   return o;
 }
 

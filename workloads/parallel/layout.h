@@ -21,6 +21,8 @@ struct LayoutOptions {
   int zero = 0;                                 // ZeRO stage 0..3 (over the data-parallel group)
   SyncKind sync = SyncKind::kAllReduce;         // allreduce | ps (parameter server)
   int psShards = 1;                             // ps: parameter shards, served by data-parallel ranks 0..psShards-1
+  int averageEvery = 1;                         // average: updates between two averagings of the parameters
+  bool averageOptimizer = false;                // average: the optimizer state averaged with them
   double bucketMb = 25;                         // gradient bucket size (MiB) for the all-reduce, reduce-scatter and reduce
   bool overlap = true;                          // launch a bucket's communication as soon as its gradients are ready
   SyncBatchNorm syncBn = SyncBatchNorm::kAuto;  // batch-norm statistics over the data-parallel group (resolved by the trainer)

@@ -9,7 +9,9 @@
 
 namespace ts::wl {
 
-enum class SyncKind { kAllReduce, kParameterServer };  // --sync: all-reduce (sharded by --zero), or parameter servers
+// --sync: all-reduce (sharded by --zero), parameter servers, or model averaging (local SGD: every rank steps on
+// its own gradients, the parameters averaged every --average-every steps).
+enum class SyncKind { kAllReduce, kParameterServer, kAverage };
 
 enum class PipelineSchedule { kGPipe, k1F1B };  // --pp-schedule (pipeline.h says what each runs)
 
@@ -22,8 +24,8 @@ enum class SyncBatchNorm { kAuto, kOn, kOff };
 namespace ts {
 template <>
 struct EnumNames<wl::SyncKind> {
-  static constexpr std::pair<std::string_view, wl::SyncKind> kNames[] = {{"allreduce", wl::SyncKind::kAllReduce},
-                                                                         {"ps", wl::SyncKind::kParameterServer}};
+  static constexpr std::pair<std::string_view, wl::SyncKind> kNames[] = {
+      {"allreduce", wl::SyncKind::kAllReduce}, {"ps", wl::SyncKind::kParameterServer}, {"average", wl::SyncKind::kAverage}};
 };
 template <>
 struct EnumNames<wl::SyncBatchNorm> {

@@ -1,0 +1,27 @@
+#include "workloads/parallel/average_sync.h"
+
+#include "comm/collectives/collective.h"
+#include "workloads/ops.h"
+
+namespace ts::wl {
+
+AverageSync::AverageSync(Communicator& dp, const ModelPart& model, const LayoutOptions& layout, double timeoutS)
+    : GradientSync(model.params, dp, timeoutS), params_(model.params), every_(layout.averageEvery) {}
+
+void AverageSync::average(const Tensor& t) {
+  t.device->synchronize();  // the communicator's stream must see the values
+  tracker_->start({&collectives::all_reduce(), t.data, t.data, t.numel(), DType::kFloat32, RedOp::kSum});
+}
+
+void AverageSync::afterUpdate() {
+  if (++updates_ % every_ != 0) return;
+  // Every tensor's sum launched, then waited for together, then each scaled to the mean.
+  for (Param* p : params_) average(p->value);
+  for (Tensor* t : extra_) average(*t);
+  tracker_->waitAll();
+  const float inverse = 1.0f / static_cast<float>(group_->worldSize());
+  for (Param* p : params_) ops::scale(*p->value.device, p->value.data, inverse, p->value.numel());
+  for (Tensor* t : extra_) ops::scale(*t->device, t->data, inverse, t->numel());
+}
+
+}  // namespace ts::wl
