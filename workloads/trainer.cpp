@@ -42,6 +42,7 @@ nlohmann::json TrainOptions::toJson() const {
           {"layout", layout.toJson()},
           {"memory_limit_bytes", parseBytes(memoryLimit, "--memory-limit")},
           {"eval_every", evalEvery},
+          {"augment", nameOf(augment)},
           {"eval_batches", evalBatches},
           {"target_accuracy", targetAccuracy > 0 ? nlohmann::json(targetAccuracy) : nlohmann::json()},
           {"target_loss", targetLoss > 0 ? nlohmann::json(targetLoss) : nlohmann::json()}};
@@ -162,6 +163,7 @@ void Trainer::build(double commTimeoutS) {
   d.globalBatch = o.batch;
   d.shard = {mesh_->coordinate(GroupKind::kDp), layout.dp};
   d.syntheticSize = o.syntheticSize;
+  d.augment = o.augment;
   if (o.model == ModelKind::kMlp) d.sampleShape = {784};
   if (o.model == ModelKind::kCnn) d.sampleShape = {3, 32, 32};
   d.seqLen = config.seqLen;

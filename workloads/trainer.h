@@ -57,6 +57,7 @@ struct TrainOptions {
   // microBatchSize() samples per rank (0: the whole split once); the run stops early once the metric reaches
   // a target (accuracy at or above targetAccuracy, loss at or below targetLoss; 0: none).
   std::int64_t evalEvery = 0, evalBatches = 0;
+  data::Augment augment = data::Augment::kNone;  // --augment: the training images' random crop and flip
   double targetAccuracy = 0, targetLoss = 0;
   nlohmann::json toJson() const;
 };

@@ -60,6 +60,11 @@ void addModelOptions(OptionTable<TrainRunOptions>& t) {
   t.add("--clip-norm", "Clip the global gradient norm to this (0 = off)", TS_FIELD(train.clipNorm)).range({0, 1e12});
   t.add("--seed", "Seed of the initial weights and the data order", TS_FIELD(train.seed));
   t.add("--data", "synthetic, mnist:DIR, cifar10:DIR or text:FILE", TS_FIELD(train.data));
+  onUnknownChoice(t.add("--augment",
+                        "Training images' augmentation: none, or crop-flip (pad 4, random crop, random horizontal flip; "
+                        "seeded by sample position, the same in every layout)",
+                        TS_FIELD(train.augment)),
+                  expectedChoice<data::Augment>());
   t.add("--synthetic-size", "Samples per epoch of synthetic data (its held-out split is the next tenth of that)",
         TS_FIELD(train.syntheticSize))
       .range({1, double(std::int64_t{1} << 40)});

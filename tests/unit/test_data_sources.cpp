@@ -692,3 +692,70 @@ TEST(DataPrefetcher, StopsPromptlyWhileTheConsumerIsAway) {
 }
 
 }  // namespace ts::data
+
+namespace ts::data {
+namespace {
+
+// The crop and flip against their definition: output (y, x) is the padded image's (y + dy, x' + dx), x'
+// mirrored when flipped, padding outside; the draws cover every offset and both flips.
+TEST(DataAugment, CropAndFlipMoveThePixelsTheDrawSays) {
+  const std::int64_t C = 2, H = 5, W = 6;
+  std::vector<float> image(static_cast<std::size_t>(C * H * W));
+  for (std::size_t i = 0; i < image.size(); ++i) image[i] = static_cast<float>(i + 1);
+  std::vector<float> scratch;
+  for (const CropFlip c : {CropFlip{4, 4, false}, CropFlip{0, 8, true}, CropFlip{7, 2, true}}) {
+    std::vector<float> out = image;
+    applyCropFlip(out.data(), C, H, W, c, scratch);
+    for (std::int64_t ch = 0; ch < C; ++ch)
+      for (std::int64_t y = 0; y < H; ++y)
+        for (std::int64_t x = 0; x < W; ++x) {
+          const std::int64_t sy = y + c.dy - 4, sx = (c.flip ? W - 1 - x : x) + c.dx - 4;
+          const float want =
+              sy >= 0 && sy < H && sx >= 0 && sx < W ? image[static_cast<std::size_t>((ch * H + sy) * W + sx)] : 0.0f;
+          ASSERT_EQ(out[static_cast<std::size_t>((ch * H + y) * W + x)], want) << c.dx << " " << c.dy << " " << c.flip;
+        }
+  }
+  std::vector<float> same = image;
+  applyCropFlip(same.data(), C, H, W, CropFlip{4, 4, false}, scratch);
+  EXPECT_EQ(same, image) << "the centre window without a flip is the image";
+  std::set<int> dxs;
+  int flips = 0;
+  for (std::int64_t p = 0; p < 2000; ++p) {
+    const CropFlip c = drawCropFlip(9, p);
+    dxs.insert(c.dx);
+    flips += c.flip;
+    ASSERT_TRUE(c.dy >= 0 && c.dy <= 8);
+  }
+  EXPECT_EQ(dxs.size(), 9u);
+  EXPECT_NEAR(flips, 1000, 120);
+}
+
+// Augmented batches stay a pure function of the step, and the ranks' batches still concatenate to the
+// one-rank batch (the draws follow the global sample position); held-out data is not augmented.
+TEST(DataAugment, AugmentedBatchesArePureAndTheSameInEveryLayout) {
+  DataOptions o;
+  o.sampleShape = {3, 8, 8};
+  o.globalBatch = 8;
+  o.augment = Augment::kCropFlip;
+  const DataSource one = makeDataSource(o);
+  const Batch a = one.batch(3), again = one.batch(3);
+  EXPECT_EQ(a.features, again.features);
+  o.augment = Augment::kNone;
+  EXPECT_NE(makeDataSource(o).batch(3).features, a.features);
+  o.augment = Augment::kCropFlip;
+  o.shard = {1, 2};
+  const Batch second = makeDataSource(o).batch(3);
+  EXPECT_TRUE(std::equal(second.features.begin(), second.features.end(), a.features.begin() + a.features.size() / 2));
+  o.shard = {};
+  o.split = Split::kHeldOut;
+  o.augment = Augment::kCropFlip;
+  const DataSource held = makeDataSource(o);
+  o.augment = Augment::kNone;
+  EXPECT_EQ(held.batch(0).features, makeDataSource(o).batch(0).features);
+  DataOptions flat;
+  flat.augment = Augment::kCropFlip;  // [784]: not an image
+  EXPECT_NE(usageError([&] { makeDataSource(flat); }).find("--augment crop-flip is for images [C, H, W]"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ts::data

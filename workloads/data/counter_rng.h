@@ -29,7 +29,7 @@ constexpr std::uint64_t hashKey(Words... words) {
 }
 
 // Tags that separate the streams of one seed (teacher weights vs. sample values vs. sample order).
-enum class Stream : std::uint64_t { kSampleOrder = 1, kFeatures = 2, kTeacher = 3, kTokens = 4, kSuccessor = 5 };
+enum class Stream : std::uint64_t { kSampleOrder = 1, kFeatures = 2, kTeacher = 3, kTokens = 4, kSuccessor = 5, kAugment = 6 };
 
 // The stream of one key: value i is mix64(start + (i+1)·golden ratio) — splitmix64 started at a hash of the key.
 class CounterRng {

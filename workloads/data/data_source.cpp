@@ -32,12 +32,17 @@ std::shared_ptr<const Dataset> requireDataset(std::shared_ptr<const Dataset> d) 
 }
 }  // namespace
 
-DataSource::DataSource(std::shared_ptr<const Dataset> dataset, std::uint64_t seed, std::int64_t globalBatch, Shard shard)
+DataSource::DataSource(std::shared_ptr<const Dataset> dataset, std::uint64_t seed, std::int64_t globalBatch, Shard shard,
+                       Augment augment)
     : dataset_(requireDataset(std::move(dataset))),
       seed_(seed),
       globalBatch_(globalBatch),
       shard_(shard),
-      order_(seed, dataset_->info().size) {
+      order_(seed, dataset_->info().size),
+      augment_(augment) {
+  if (augment != Augment::kNone && (dataset_->info().task != Task::kClassification || dataset_->info().sampleShape.size() != 3))
+    throw UsageError(
+        fmt::format("--augment {} is for images [C, H, W]; {} samples are not", nameOf(augment), dataset_->info().name));
   if (globalBatch < 1) throw UsageError(fmt::format("global batch {} is below 1", globalBatch));
   if (shard.count < 1 || shard.rank < 0 || shard.rank >= shard.count)
     throw Error(fmt::format("data shard {} of {} does not exist", shard.rank, shard.count));
@@ -46,7 +51,7 @@ DataSource::DataSource(std::shared_ptr<const Dataset> dataset, std::uint64_t see
         fmt::format("global batch {} does not divide evenly among {} data-parallel ranks", globalBatch, shard.count));
 }
 
-DataSource DataSource::forShard(Shard shard) const { return DataSource(dataset_, seed_, globalBatch_, shard); }
+DataSource DataSource::forShard(Shard shard) const { return DataSource(dataset_, seed_, globalBatch_, shard, augment_); }
 
 Batch DataSource::batch(std::int64_t step) const {
   if (step < 0) throw Error(fmt::format("batch of step {}: steps count from 0", step));
@@ -69,11 +74,16 @@ Batch DataSource::batch(std::int64_t step) const {
   b.sampleIndices.resize(static_cast<std::size_t>(rows));
   // This rank's rows are its contiguous part of the global batch (see the header).
   const std::int64_t first = step * globalBatch_ + shard_.rank * rows;
+  std::vector<float> scratch;
   for (std::int64_t j = 0; j < rows; ++j) {
     const std::int64_t index = order_.index(first + j);
     b.sampleIndices[static_cast<std::size_t>(j)] = index;
     dataset_->sample(index, lm ? nullptr : b.features.data() + j * perSample, lm ? b.tokens.data() + j * perSample : nullptr,
                      b.targets.data() + j * perTarget);
+    if (augment_ == Augment::kCropFlip) {
+      const std::vector<std::int64_t>& s = info.sampleShape;
+      applyCropFlip(b.features.data() + j * perSample, s[0], s[1], s[2], drawCropFlip(seed_, first + j), scratch);
+    }
   }
   return b;
 }
@@ -83,7 +93,9 @@ double DataSource::epochsAfter(std::int64_t steps) const {
 }
 
 nlohmann::json DataSource::identity() const {
-  return {{"dataset", dataset_->identity()}, {"seed", seed_}, {"global_batch", globalBatch_}};
+  nlohmann::json j = {{"dataset", dataset_->identity()}, {"seed", seed_}, {"global_batch", globalBatch_}};
+  if (augment_ != Augment::kNone) j["augment"] = nameOf(augment_);
+  return j;
 }
 
 namespace {
@@ -130,7 +142,13 @@ DataSource makeDataSource(const DataOptions& options) {
     // One line that says which --data it was about.
     throw UsageError(fmt::format("--data {}: {}", spec, e.what()));
   }
-  return DataSource(std::move(dataset), options.seed, options.globalBatch, options.shard);
+  // Held-out data is evaluated as it is.
+  const Augment augment = options.split == Split::kTrain ? options.augment : Augment::kNone;
+  try {
+    return DataSource(std::move(dataset), options.seed, options.globalBatch, options.shard, augment);
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("--data {}: {}", spec, e.what()));
+  }
 }
 
 }  // namespace ts::data

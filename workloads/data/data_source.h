@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "workloads/data/augment.h"
 #include "workloads/data/batch.h"
 #include "workloads/data/dataset.h"
 #include "workloads/data/sample_order.h"
@@ -31,7 +32,8 @@ struct Shard {
 class DataSource {
  public:
   // globalBatch must divide evenly among shard.count ranks (UsageError otherwise).
-  DataSource(std::shared_ptr<const Dataset> dataset, std::uint64_t seed, std::int64_t globalBatch, Shard shard = {});
+  DataSource(std::shared_ptr<const Dataset> dataset, std::uint64_t seed, std::int64_t globalBatch, Shard shard = {},
+             Augment augment = Augment::kNone);
 
   // This rank's rows of global step `step` (≥ 0). Thread-safe; the same bytes for the same step every time.
   Batch batch(std::int64_t step) const;
@@ -56,12 +58,14 @@ class DataSource {
   std::int64_t globalBatch_;
   Shard shard_;
   SampleOrder order_;
+  Augment augment_;
 };
 
 // What the run asks of its data; makeDataSource reads the fields that matter to the spec given.
 struct DataOptions {
   std::string spec = "synthetic";  // synthetic | mnist:DIR | cifar10:DIR | text:FILE
   Split split = Split::kTrain;
+  Augment augment = Augment::kNone;   // images, training split only (augment.h)
   Task task = Task::kClassification;  // what the model trains on: decides what `synthetic` generates
   std::uint64_t seed = 0;
   std::int64_t globalBatch = 32;
