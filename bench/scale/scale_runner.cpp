@@ -158,6 +158,11 @@ ScalingFigures figuresOf(const nlohmann::json& t, int ranks, std::pair<int, doub
   if (t.contains("communication")) f.overlap = numberOf(t["communication"]["overlap"]);
   if (t.contains("stragglers")) f.lateRanks = t["stragglers"]["late_ranks"].get<std::vector<int>>();
   if (t.contains("pipeline")) f.pipelineBubble = numberOf(t["pipeline"]["measured_bubble"]);
+  if (t.contains("target")) {
+    const nlohmann::json& g = t["target"];
+    f.target =
+        ScalingTarget{g["reached"].get<bool>(), g.value("steps_to_target", std::int64_t{0}), g.value("time_to_target_s", 0.0)};
+  }
   return f;
 }
 

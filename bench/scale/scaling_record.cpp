@@ -30,6 +30,11 @@ void putFigures(nlohmann::json& j, const ScalingFigures& f) {
   if (f.overlap) j["overlap"] = orNull(*f.overlap);
   if (f.lateRanks) j["late_ranks"] = *f.lateRanks;
   if (f.pipelineBubble) j["pipeline_bubble"] = orNull(*f.pipelineBubble);
+  if (f.target) {
+    j["target_reached"] = f.target->reached;
+    j["steps_to_target"] = f.target->reached ? nlohmann::json(f.target->steps) : nlohmann::json();
+    j["time_to_target_s"] = f.target->reached ? nlohmann::json(f.target->seconds) : nlohmann::json();
+  }
 }
 
 }  // namespace

@@ -25,6 +25,13 @@ struct ScalingBreakdown {
   double compute = 0, data = 0, sync = 0, idle = 0, communication = 0, exposedCommunication = 0;
 };
 
+// A point's time to its --target-accuracy / --target-loss (from its train record's target block).
+struct ScalingTarget {
+  bool reached = false;
+  std::int64_t steps = 0;  // steps to the target (reached only)
+  double seconds = 0;      // MLPerf's clock: the training loop's start to the evaluation at the target
+};
+
 // The figures of a point that completed.
 struct ScalingFigures {
   int baselineRanks = 0;  // the smallest point that completed: speedup and efficiency are against it
@@ -35,6 +42,7 @@ struct ScalingFigures {
   // the bubble may be null there.
   std::optional<std::optional<double>> overlap, pipelineBubble;
   std::optional<std::vector<int>> lateRanks;
+  std::optional<ScalingTarget> target;  // where the study trains to a target
 };
 
 struct ScalingRecord {

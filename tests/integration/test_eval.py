@@ -109,3 +109,19 @@ def test_eval_with_pipeline_stages_is_one_line():
                         "--eval-every", 2], np=2)
     assert r.rc == 2, r.err
     assert "--eval-every with --pp" in r.err
+
+
+def test_scale_reports_the_time_to_target_of_every_rank_count(tmp_path, validate):
+    out = tmp_path / "scale.json"
+    r = run_trainscope(["scale", "--ranks", "1,2", "--mode", "strong", "--batch", 16, "--launcher-args", "--oversubscribe",
+                        "--json", out, "--model", "mlp", "--lr", 3e-3, "--steps", 600, "--warmup-steps", 1, "--no-ceiling",
+                        "--eval-every", 5, "--eval-batches", 8, "--target-accuracy", 0.3], timeout=600)
+    assert r.rc == 0, r.err
+    doc = json.loads(out.read_text())
+    validate(doc)
+    points = [x for x in doc["records"] if x["kind"] == "scaling"]
+    assert [p["ranks"] for p in points] == [1, 2]
+    assert all(p["target_reached"] and p["time_to_target_s"] > 0 for p in points)
+    # Strong scaling keeps the global batch: dp2 trains as one process does, so it needs the same steps.
+    assert points[0]["steps_to_target"] == points[1]["steps_to_target"] > 0
+    assert "to target" in r.out
