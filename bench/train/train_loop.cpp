@@ -79,12 +79,14 @@ std::optional<TargetRecord> targetOf(const wl::TrainOptions& o) {
   return std::nullopt;
 }
 
-// An evaluation after the step just trained, when one is due: recorded, printed, logged, and the run
-// stopped at its target (every rank holds the same figures, so all stop alike).
-void evaluateIfDue(wl::Trainer& trainer, const TrainRunOptions& o, MeasuredSteps& steps, double elapsedS, double trainS,
-                   bool leader, MlperfLog* mllog) {
+// An evaluation after the step just trained (--eval-every): recorded, printed, logged, and the run stopped
+// at its target (every rank holds the same figures, so all stop alike).
+bool evaluationDue(const wl::Trainer& trainer, const TrainRunOptions& o) {
   const std::int64_t every = o.train.evalEvery;
-  if (every <= 0 || (trainer.nextStep() % every != 0 && !trainer.done())) return;
+  return every > 0 && (trainer.nextStep() % every == 0 || trainer.done());
+}
+
+void evaluate(wl::Trainer& trainer, MeasuredSteps& steps, double elapsedS, double trainS, bool leader, MlperfLog* mllog) {
   activity::set(fmt::format("evaluating after train step {}", trainer.nextStep() - 1));
   const nlohmann::json when = {{"epoch_num", trainer.epochsTrained()}, {"step", trainer.nextStep()}};
   if (mllog) mllog->log(MlEvent::kStart, "eval_start", nullptr, when);
@@ -139,9 +141,11 @@ TrainLoopResult runTrainLoop(wl::Trainer& trainer, const TrainRunOptions& o, con
         printStepLine(r, trainer.itemsPerStep());
       }
       trainS += r.totalS;
-      progress.done();
-      evaluateIfDue(trainer, o, out.steps, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
-                    trainS, leader, mllog);
+      if (evaluationDue(trainer, o)) {
+        progress.done();
+        evaluate(trainer, out.steps, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), trainS,
+                 leader, mllog);
+      }
     }
   } catch (const std::exception& e) {
     // Another rank cannot finish the step this one left: keep what was measured here (process 0) and

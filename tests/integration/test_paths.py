@@ -59,6 +59,7 @@ def test_train_checks_where_it_writes_before_training(tmp_path):
     train = ["train", "--steps", "3", "--warmup-steps", "1", "--no-ceiling"]
     for flag, path, why in (("--checkpoint-dir", afile, "is a regular file, not a directory"),
                             ("--dump-logits", fifo, "is a FIFO; only a regular file is replaced"),
+                            ("--mllog", fifo, "is a FIFO; only a regular file is replaced"),
                             ("--trace", afile, "is a regular file, not a directory")):
         r = run_trainscope(train + [flag, path], timeout=120)
         assert f"{flag} {path}: {why}" in one_error(r)
@@ -126,7 +127,7 @@ def as_nobody(args, cwd, home):
     return Run(subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120, cwd=cwd))
 
 
-@pytest.mark.parametrize("flag", ["--json", "--trace", "--checkpoint-dir", "--dump-logits"])
+@pytest.mark.parametrize("flag", ["--json", "--trace", "--checkpoint-dir", "--dump-logits", "--mllog"])
 def test_a_folder_that_cannot_be_written_is_one_line_before_training(unwritable, flag):
     top, locked = unwritable
     target = locked / "out"
