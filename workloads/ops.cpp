@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "kernels/cpu/convolution.h"
 #ifdef TRAINSCOPE_HAVE_CUDA
 #include "kernels/cuda/ops.h"
 #include "workloads/device_cuda.h"
@@ -125,12 +126,18 @@ namespace {
 void requireCpuForSyncBatchNorm([[maybe_unused]] Device& d, const cpu::ReplicaSum* replicas) {
   if (replicas && d.cuda()) throw Error("SyncBatchNorm (--sync-bn) runs on the CPU only in this version");
 }
+// The CUDA image ops take NCHW only (the CNN picks channels-last on the CPU alone: workloads/layers/convolution.h).
+void requireNchwOnCuda(Device& d, ConvLayout layout) {
+  if (layout != ConvLayout::kNchw && d.cuda())
+    throw Error("channels-last (nhwc) activations run on the CPU only in this version");
+}
 }  // namespace
 
 void batchnormForward([[maybe_unused]] Device& d, float* out, float* mean, float* rstd, const float* inp, const float* w,
                       const float* b, std::size_t N, std::size_t C, std::size_t HW, float* runningMean, float* runningVar,
-                      const cpu::ReplicaSum* replicas, bool reluAfter) {
+                      const cpu::ReplicaSum* replicas, bool reluAfter, ConvLayout layout) {
   requireCpuForSyncBatchNorm(d, replicas);
+  requireNchwOnCuda(d, layout);
 #ifdef TRAINSCOPE_HAVE_CUDA
   if (d.cuda()) {
     cuda::batchnormForward(out, mean, rstd, inp, w, b, N, C, HW, 1e-5f, runningMean, runningVar, 0.1f, TS_STREAM(d));
@@ -138,33 +145,55 @@ void batchnormForward([[maybe_unused]] Device& d, float* out, float* mean, float
     return;
   }
 #endif
-  cpu::batchnormForward(out, mean, rstd, inp, w, b, N, C, HW, 1e-5f, runningMean, runningVar, 0.1f, replicas, reluAfter);
+  cpu::batchnormForward(out, mean, rstd, inp, w, b, N, C, HW, 1e-5f, runningMean, runningVar, 0.1f, replicas, reluAfter, layout);
 }
 void batchnormInference([[maybe_unused]] Device& d, float* out, const float* inp, const float* w, const float* b,
-                        const float* runningMean, const float* runningVar, std::size_t N, std::size_t C, std::size_t HW) {
-  TS_OP(d, batchnormInference, out, inp, w, b, runningMean, runningVar, N, C, HW, 1e-5f);
+                        const float* runningMean, const float* runningVar, std::size_t N, std::size_t C, std::size_t HW,
+                        ConvLayout layout) {
+  requireNchwOnCuda(d, layout);
+#ifdef TRAINSCOPE_HAVE_CUDA
+  if (d.cuda()) return cuda::batchnormInference(out, inp, w, b, runningMean, runningVar, N, C, HW, 1e-5f, TS_STREAM(d));
+#endif
+  cpu::batchnormInference(out, inp, w, b, runningMean, runningVar, N, C, HW, 1e-5f, layout);
 }
 void batchnormBackward([[maybe_unused]] Device& d, float* dinp, float* dw, float* db, const float* dout, const float* inp,
                        const float* w, const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW,
-                       Write write, const cpu::ReplicaSum* replicas) {
+                       Write write, const cpu::ReplicaSum* replicas, ConvLayout layout) {
   requireCpuForSyncBatchNorm(d, replicas);
+  requireNchwOnCuda(d, layout);
 #ifdef TRAINSCOPE_HAVE_CUDA
   zeroForOverwriteOnCuda(d, dinp, N * C * HW, write);
   if (d.cuda()) return cuda::batchnormBackward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, HW, TS_STREAM(d));
 #endif
-  cpu::batchnormBackward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, HW, write, replicas);
+  cpu::batchnormBackward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, HW, write, replicas, layout);
 }
-void globalAvgPoolForward([[maybe_unused]] Device& d, float* out, const float* inp, std::size_t N, std::size_t C,
-                          std::size_t HW) {
-  TS_OP(d, globalAvgPoolForward, out, inp, N, C, HW);
+void globalAvgPoolForward(Device& d, float* out, const float* inp, std::size_t N, std::size_t C, std::size_t HW,
+                          ConvLayout layout) {
+  requireNchwOnCuda(d, layout);
+#ifdef TRAINSCOPE_HAVE_CUDA
+  if (d.cuda()) return cuda::globalAvgPoolForward(out, inp, N, C, HW, TS_STREAM(d));
+#endif
+  cpu::globalAvgPoolForward(out, inp, N, C, HW, layout);
 }
-void globalAvgPoolBackward([[maybe_unused]] Device& d, float* dinp, const float* dout, std::size_t N, std::size_t C,
-                           std::size_t HW) {
-  TS_OP(d, globalAvgPoolBackward, dinp, dout, N, C, HW);
+void globalAvgPoolBackward(Device& d, float* dinp, const float* dout, std::size_t N, std::size_t C, std::size_t HW,
+                           ConvLayout layout) {
+  requireNchwOnCuda(d, layout);
+#ifdef TRAINSCOPE_HAVE_CUDA
+  if (d.cuda()) return cuda::globalAvgPoolBackward(dinp, dout, N, C, HW, TS_STREAM(d));
+#endif
+  cpu::globalAvgPoolBackward(dinp, dout, N, C, HW, layout);
 }
-void maxPool2dForward([[maybe_unused]] Device& d, float* out, int* argmax, const float* inp, int N, int C, int H, int W, int k,
-                      int stride, int pad) {
-  TS_OP(d, maxPool2dForward, out, argmax, inp, N, C, H, W, k, stride, pad);
+void maxPool2dForward(Device& d, float* out, int* argmax, const float* inp, int N, int C, int H, int W, int k, int stride,
+                      int pad, ConvLayout layout) {
+  requireNchwOnCuda(d, layout);
+#ifdef TRAINSCOPE_HAVE_CUDA
+  if (d.cuda()) return cuda::maxPool2dForward(out, argmax, inp, N, C, H, W, k, stride, pad, TS_STREAM(d));
+#endif
+  cpu::maxPool2dForward(out, argmax, inp, N, C, H, W, k, stride, pad, layout);
+}
+void transposeImages(Device& d, float* out, const float* inp, std::size_t N, std::size_t C, std::size_t HW, ConvLayout from) {
+  requireNchwOnCuda(d, ConvLayout::kNhwc);
+  cpu::transposeImages(out, inp, N, C, HW, from);
 }
 void maxPool2dBackward([[maybe_unused]] Device& d, float* dinp, const float* dout, const int* argmax, std::size_t outCount) {
   TS_OP(d, maxPool2dBackward, dinp, dout, argmax, outCount);
@@ -195,6 +224,9 @@ cuda::Convolution& convolutionFor(Device& d, const cpu::Conv2dShape& s) { return
 #endif
 
 namespace {
+// The layers' CPU convolution: the build's default algorithm, activations in `layout`, the filter KCRS.
+cpu::ConvMethod layerMethod(ConvLayout layout) { return {cpu::defaultConvAlgorithm(), layout, cpu::FilterLayout::kKcrs}; }
+
 // A convolution through cuDNN on a CUDA device (an error where cuDNN is not built in), else on the CPU.
 template <typename OnCuda, typename OnCpu>
 void convolution([[maybe_unused]] Device& d, [[maybe_unused]] const cpu::Conv2dShape& s, [[maybe_unused]] OnCuda&& onCuda,
@@ -212,21 +244,25 @@ void convolution([[maybe_unused]] Device& d, [[maybe_unused]] const cpu::Conv2dS
 }
 }  // namespace
 
-void conv2dForward(Device& d, float* y, const float* x, const float* w, const cpu::Conv2dShape& s) {
+void conv2dForward(Device& d, float* y, const float* x, const float* w, const cpu::Conv2dShape& s, ConvLayout layout) {
+  requireNchwOnCuda(d, layout);
   convolution(
       d, s, [&](auto& c, auto stream) { c.forward(y, x, w, nullptr, stream, 0.0f); },
-      [&] { cpu::conv2dForward(y, x, w, nullptr, s); });
+      [&] { cpu::conv2dForward(y, x, w, nullptr, s, layerMethod(layout)); });
 }
-void conv2dBackwardData(Device& d, float* dx, const float* dy, const float* w, const cpu::Conv2dShape& s, Write write) {
+void conv2dBackwardData(Device& d, float* dx, const float* dy, const float* w, const cpu::Conv2dShape& s, Write write,
+                        ConvLayout layout) {
+  requireNchwOnCuda(d, layout);
   const float beta = write == Write::kOverwrite ? 0.0f : 1.0f;  // cuDNN's: dx = conv^T(dy) + beta dx
   convolution(
       d, s, [&](auto& c, auto stream) { c.backwardData(dx, dy, w, stream, beta); },
-      [&] { cpu::conv2dBackwardData(dx, dy, w, s, write); });
+      [&] { cpu::conv2dBackwardData(dx, dy, w, s, layerMethod(layout), write); });
 }
-void conv2dBackwardFilter(Device& d, float* dw, const float* dy, const float* x, const cpu::Conv2dShape& s) {
+void conv2dBackwardFilter(Device& d, float* dw, const float* dy, const float* x, const cpu::Conv2dShape& s, ConvLayout layout) {
+  requireNchwOnCuda(d, layout);
   convolution(
       d, s, [&](auto& c, auto stream) { c.backwardFilter(dw, nullptr, dy, x, stream, 1.0f); },
-      [&] { cpu::conv2dBackwardFilter(dw, nullptr, dy, x, s); });
+      [&] { cpu::conv2dBackwardFilter(dw, nullptr, dy, x, s, layerMethod(layout)); });
 }
 
 void sgdMomentumUpdate([[maybe_unused]] Device& d, float* p, const float* g, float* mom, std::size_t n, float lr, float mu,

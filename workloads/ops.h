@@ -40,27 +40,36 @@ double sumOfSquares(Device& d, const float* x, std::size_t n);  // synchronous
 // reluAfter: relu(y) in the same pass (on CUDA: a ReLU after).
 void batchnormForward(Device& d, float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
                       std::size_t N, std::size_t C, std::size_t HW, float* runningMean, float* runningVar,
-                      const cpu::ReplicaSum* replicas = nullptr, bool reluAfter = false);
+                      const cpu::ReplicaSum* replicas = nullptr, bool reluAfter = false, ConvLayout layout = ConvLayout::kNchw);
 void batchnormInference(Device& d, float* out, const float* inp, const float* weight, const float* bias, const float* runningMean,
-                        const float* runningVar, std::size_t N, std::size_t C, std::size_t HW);
+                        const float* runningVar, std::size_t N, std::size_t C, std::size_t HW,
+                        ConvLayout layout = ConvLayout::kNchw);
 void batchnormBackward(Device& d, float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                        const float* weight, const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW,
-                       Write write = Write::kAccumulate, const cpu::ReplicaSum* replicas = nullptr);
-void globalAvgPoolForward(Device& d, float* out, const float* inp, std::size_t N, std::size_t C, std::size_t HW);
-void globalAvgPoolBackward(Device& d, float* dinp, const float* dout, std::size_t N, std::size_t C, std::size_t HW);
+                       Write write = Write::kAccumulate, const cpu::ReplicaSum* replicas = nullptr,
+                       ConvLayout layout = ConvLayout::kNchw);
+void globalAvgPoolForward(Device& d, float* out, const float* inp, std::size_t N, std::size_t C, std::size_t HW,
+                          ConvLayout layout = ConvLayout::kNchw);
+void globalAvgPoolBackward(Device& d, float* dinp, const float* dout, std::size_t N, std::size_t C, std::size_t HW,
+                           ConvLayout layout = ConvLayout::kNchw);
 void maxPool2dForward(Device& d, float* out, int* argmax, const float* inp, int N, int C, int H, int W, int k, int stride,
-                      int pad);
+                      int pad, ConvLayout layout = ConvLayout::kNchw);
 void maxPool2dBackward(Device& d, float* dinp, const float* dout, const int* argmax, std::size_t outCount);
+void transposeImages(Device& d, float* out, const float* inp, std::size_t N, std::size_t C, std::size_t HW,
+                     ConvLayout from);  // CPU
 void embeddingForward(Device& d, float* out, const int* tokens, const float* wte, const float* wpe, std::size_t B, std::size_t T,
                       std::size_t C);
 void embeddingBackward(Device& d, float* dwte, float* dwpe, const float* dout, const int* tokens, std::size_t B, std::size_t T,
                        std::size_t C);
 void crossEntropyForwardBackward(Device& d, float* losses, float* dlogits, const float* logits, const int* targets, std::size_t N,
                                  std::size_t V, float dloss);
-void conv2dForward(Device& d, float* y, const float* x, const float* w, const cpu::Conv2dShape& s);  // no bias: BatchNorm follows
+// No bias (BatchNorm follows); the filter KCRS in either activation layout.
+void conv2dForward(Device& d, float* y, const float* x, const float* w, const cpu::Conv2dShape& s,
+                   ConvLayout layout = ConvLayout::kNchw);
 void conv2dBackwardData(Device& d, float* dx, const float* dy, const float* w, const cpu::Conv2dShape& s,
-                        Write write = Write::kAccumulate);
-void conv2dBackwardFilter(Device& d, float* dw, const float* dy, const float* x, const cpu::Conv2dShape& s);
+                        Write write = Write::kAccumulate, ConvLayout layout = ConvLayout::kNchw);
+void conv2dBackwardFilter(Device& d, float* dw, const float* dy, const float* x, const cpu::Conv2dShape& s,
+                          ConvLayout layout = ConvLayout::kNchw);
 void sgdMomentumUpdate(Device& d, float* params, const float* grads, float* momentum, std::size_t n, float lr, float mu,
                        float weightDecay);
 void adamUpdate(Device& d, float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1,

@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "base/json_text.h"
 #include "base/units.h"
+#include "kernels/cpu/convolution.h"
 #include "kernels/trace.h"
 #include "workloads/checkpoint/checkpoint.h"
 #include "workloads/ops.h"
@@ -295,6 +296,8 @@ std::int64_t Trainer::itemsPerStep() const { return model_->itemsPerMicroBatch()
 nlohmann::json Trainer::resolvedConfig() const {
   nlohmann::json j = options_.toJson();
   j["model"] = model_->config().toJson();
+  // What --set layout resolved to (auto: the device's and build's choice); not part of the model's identity.
+  if (const auto layout = model_->imageLayout()) j["activation_layout"] = nameOf(*layout);
   j["micro_batch"] = microBatchSize();
   j["data_info"] = {{"name", source_->info().name}, {"origin", source_->info().origin}, {"size", source_->info().size}};
   return j;

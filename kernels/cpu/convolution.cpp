@@ -22,24 +22,24 @@ void requireConvMethod(const ConvMethod& m) {
 void conv2dForward(float* y, const float* x, const float* w, const float* bias, const Conv2dShape& s, const ConvMethod& m) {
   requireConvMethod(m);
   if (m.algorithm == ConvAlgorithm::kIm2col) return im2col::forward(y, x, w, bias, s);
-  onednn::forward(y, x, w, bias, s, m.layout);
+  onednn::forward(y, x, w, bias, s, m);
 }
 
 void conv2dBackwardData(float* dx, const float* dy, const float* w, const Conv2dShape& s, const ConvMethod& m, Write write) {
   requireConvMethod(m);
   if (m.algorithm == ConvAlgorithm::kIm2col) return im2col::backwardData(dx, dy, w, s, write);
-  onednn::backwardData(dx, dy, w, s, m.layout, write);
+  onednn::backwardData(dx, dy, w, s, m, write);
 }
 
 void conv2dBackwardFilter(float* dw, float* dbias, const float* dy, const float* x, const Conv2dShape& s, const ConvMethod& m) {
   requireConvMethod(m);
   if (m.algorithm == ConvAlgorithm::kIm2col) return im2col::backwardFilter(dw, dbias, dy, x, s);
-  onednn::backwardFilter(dw, dbias, dy, x, s, m.layout);
+  onednn::backwardFilter(dw, dbias, dy, x, s, m);
 }
 
 std::string convImplementation(ConvPass p, const Conv2dShape& s, const ConvMethod& m) {
   requireConvMethod(m);
-  return m.algorithm == ConvAlgorithm::kIm2col ? "gemm" : onednn::implementation(p, s, m.layout);
+  return m.algorithm == ConvAlgorithm::kIm2col ? "gemm" : onednn::implementation(p, s, m);
 }
 
 std::string oneDnnDescription() { return onednn::description(); }

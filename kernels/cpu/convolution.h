@@ -16,8 +16,6 @@
 
 namespace ts {
 
-// The layout of the activations: NCHW (the layers'), or channels-last NHWC, whose filter is then KRSC.
-enum class ConvLayout { kNchw, kNhwc };
 template <>
 struct EnumNames<ConvLayout> {
   static constexpr std::pair<std::string_view, ConvLayout> kNames[] = {{"nchw", ConvLayout::kNchw}, {"nhwc", ConvLayout::kNhwc}};
@@ -32,14 +30,22 @@ bool haveOneDnn();                     // built with oneDNN
 ConvAlgorithm defaultConvAlgorithm();  // oneDNN when built with it, else im2col
 std::string oneDnnDescription();       // "oneDNN 2.6.3, OpenMP threads"; "" without oneDNN
 
+// The filter's layout: the activations' (KCRS with NCHW, KRSC with NHWC: what a channels-last caller of the
+// kernels benchmark holds), or KCRS whatever the activations' (the CNN's parameters and checkpoints, which
+// stay KCRS when its activations are channels-last: oneDNN reorders a filter into its own blocked layout in
+// either case).
+enum class FilterLayout { kMatching, kKcrs };
+
 struct ConvMethod {
   ConvAlgorithm algorithm = defaultConvAlgorithm();
   ConvLayout layout = ConvLayout::kNchw;
+  FilterLayout filter = FilterLayout::kMatching;
+  bool krscFilter() const { return layout == ConvLayout::kNhwc && filter == FilterLayout::kMatching; }
 };
 // Error when the build cannot run `m` (oneDNN absent; im2col asked for NHWC).
 void requireConvMethod(const ConvMethod& m);
 
-// As ops.h's, with x, y (dx, dy) and w (dw) in m.layout. Error (one line) when oneDNN fails.
+// As ops.h's, with x, y (dx, dy) in m.layout and w (dw) in m's filter layout. Error (one line) when oneDNN fails.
 void conv2dForward(float* y, const float* x, const float* w, const float* bias, const Conv2dShape& s, const ConvMethod& m);
 void conv2dBackwardData(float* dx, const float* dy, const float* w, const Conv2dShape& s, const ConvMethod& m,
                         Write write = Write::kAccumulate);

@@ -18,10 +18,10 @@ void backwardFilter(float* dw, float* dbias, const float* dy, const float* x, co
 // and whose passes throw (requireConvMethod refuses oneDNN there before they are reached).
 namespace onednn {
 bool available();
-void forward(float* y, const float* x, const float* w, const float* bias, const Conv2dShape& s, ConvLayout l);
-void backwardData(float* dx, const float* dy, const float* w, const Conv2dShape& s, ConvLayout l, Write write);
-void backwardFilter(float* dw, float* dbias, const float* dy, const float* x, const Conv2dShape& s, ConvLayout l);
-std::string implementation(ConvPass p, const Conv2dShape& s, ConvLayout l);
+void forward(float* y, const float* x, const float* w, const float* bias, const Conv2dShape& s, const ConvMethod& m);
+void backwardData(float* dx, const float* dy, const float* w, const Conv2dShape& s, const ConvMethod& m, Write write);
+void backwardFilter(float* dw, float* dbias, const float* dy, const float* x, const Conv2dShape& s, const ConvMethod& m);
+std::string implementation(ConvPass p, const Conv2dShape& s, const ConvMethod& m);
 std::string description();  // "" when absent
 }  // namespace onednn
 

@@ -4,7 +4,9 @@
 // any: the blocked nChw16c its fastest kernels take; plain NCHW would get its im2col + GEMM kernel) and the
 // filter layout always; NHWC callers keep NHWC activations, which oneDNN 2.6 convolves natively (brgconv / jit). Where the
 // primitive's layout is not the caller's, the tensor passes through a staging buffer by a reorder, as
-// PyTorch's mkldnn convolution does.
+// PyTorch's mkldnn convolution does. Those reorders are why the CNN's layers are channels-last on the CPU
+// (workloads/layers/convolution.h): in NCHW, moving cnn tiny's activations in and out of nChw16c took 10 of
+// the 25 ms its convolutions spent per step at batch 32 on one core; NHWC needs none.
 //
 // Accumulation: oneDNN 2.6's backward convolutions take no sum post-op and no beta (their descriptors
 // refuse the attribute), so a backward pass writes its gradient into the staging buffer and the reorder out
@@ -118,8 +120,8 @@ struct Descs {
   memory::desc xAsked, wAsked, yAsked;  // any where oneDNN chooses
   memory::dims strides, padding;
 };
-Descs descsOf(const Conv2dShape& s, ConvLayout l) {
-  const bool nhwc = l == ConvLayout::kNhwc;
+Descs descsOf(const Conv2dShape& s, const ConvMethod& m) {
+  const bool nhwc = m.layout == ConvLayout::kNhwc;
   const memory::dims xd{s.N, s.C, s.H, s.W}, wd{s.K, s.C, s.R, s.S}, yd{s.N, s.K, s.P(), s.Q()};
   const Tag act = nhwc ? Tag::nhwc : Tag::nchw;
   // NCHW activations of fewer channels than oneDNN's 16-wide blocks stay NCHW: blocked, they would be
@@ -127,7 +129,7 @@ Descs descsOf(const Conv2dShape& s, ConvLayout l) {
   // N=32 C=3 H=W=32 K=64 on one AVX-512 core).
   const auto asked = [&](int channels) { return nhwc || channels < 16 ? act : Tag::any; };
   return {memory::desc(xd, kF32, act),
-          memory::desc(wd, kF32, nhwc ? Tag::ohwi : Tag::oihw),
+          memory::desc(wd, kF32, m.krscFilter() ? Tag::ohwi : Tag::oihw),
           memory::desc(yd, kF32, act),
           memory::desc({s.K}, kF32, Tag::x),
           memory::desc(xd, kF32, asked(s.C)),
@@ -156,8 +158,8 @@ dnnl::convolution_forward::primitive_desc forwardDesc(const Descs& d, bool bias)
   return F::primitive_desc(desc, userScratchpad(), cpuEngine());
 }
 
-std::unique_ptr<Plan> makePlan(ConvPass pass, const Conv2dShape& s, ConvLayout l, bool bias, Write write) {
-  const Descs d = descsOf(s, l);
+std::unique_ptr<Plan> makePlan(ConvPass pass, const Conv2dShape& s, const ConvMethod& m, bool bias, Write write) {
+  const Descs d = descsOf(s, m);
   const auto fwd = forwardDesc(d, bias);
   const auto algo = dnnl::algorithm::convolution_direct;
   switch (pass) {
@@ -195,23 +197,24 @@ std::unique_ptr<Plan> makePlan(ConvPass pass, const Conv2dShape& s, ConvLayout l
 }
 
 // This thread's plan of the pass at s, created on first use.
-Plan& planFor(ConvPass pass, const Conv2dShape& s, ConvLayout l, bool bias, Write write = Write::kAccumulate) {
-  using Key = std::array<int, 13>;
+Plan& planFor(ConvPass pass, const Conv2dShape& s, const ConvMethod& m, bool bias, Write write = Write::kAccumulate) {
+  using Key = std::array<int, 14>;
   thread_local std::map<Key, std::unique_ptr<Plan>> plans;
-  const Key key{int(pass), int(l), int(bias), int(write), s.N, s.C, s.H, s.W, s.K, s.R, s.S, s.stride, s.pad};
+  const Key key{int(pass), int(m.layout), int(m.krscFilter()), int(bias), int(write), s.N, s.C, s.H, s.W, s.K, s.R, s.S,
+                s.stride,  s.pad};
   std::unique_ptr<Plan>& plan = plans[key];
-  if (!plan) plan = makePlan(pass, s, l, bias, write);
+  if (!plan) plan = makePlan(pass, s, m, bias, write);
   return *plan;
 }
 
 // Runs f, turning oneDNN's exception into the project's one-line Error naming the pass and shape.
 template <class F>
-auto guarded(ConvPass pass, const Conv2dShape& s, ConvLayout l, F f) {
+auto guarded(ConvPass pass, const Conv2dShape& s, const ConvMethod& m, F f) {
   try {
     return f();
   } catch (const dnnl::error& e) {
     throw errorInContext(fmt::format("oneDNN convolution {} {} N={} C={} H={} W={} K={} R={} S={} stride={} pad={}: {} ({})",
-                                     nameOf(pass), nameOf(l), s.N, s.C, s.H, s.W, s.K, s.R, s.S, s.stride, s.pad, e.what(),
+                                     nameOf(pass), nameOf(m.layout), s.N, s.C, s.H, s.W, s.K, s.R, s.S, s.stride, s.pad, e.what(),
                                      dnnl_status2str(e.status)));
   }
 }
@@ -240,9 +243,9 @@ std::string description() {
   return fmt::format("oneDNN {}.{}.{}, {} threads", v->major, v->minor, v->patch, runtimeName(v->cpu_runtime));
 }
 
-void forward(float* y, const float* x, const float* w, const float* bias, const Conv2dShape& s, ConvLayout l) {
-  guarded(ConvPass::kForward, s, l, [&] {
-    Plan& plan = planFor(ConvPass::kForward, s, l, bias != nullptr);
+void forward(float* y, const float* x, const float* w, const float* bias, const Conv2dShape& s, const ConvMethod& m) {
+  guarded(ConvPass::kForward, s, m, [&] {
+    Plan& plan = planFor(ConvPass::kForward, s, m, bias != nullptr);
     if (bias)
       plan.run({x, w, bias, y});
     else
@@ -250,13 +253,13 @@ void forward(float* y, const float* x, const float* w, const float* bias, const 
   });
 }
 
-void backwardData(float* dx, const float* dy, const float* w, const Conv2dShape& s, ConvLayout l, Write write) {
-  guarded(ConvPass::kBackwardData, s, l, [&] { planFor(ConvPass::kBackwardData, s, l, false, write).run({dy, w, dx}); });
+void backwardData(float* dx, const float* dy, const float* w, const Conv2dShape& s, const ConvMethod& m, Write write) {
+  guarded(ConvPass::kBackwardData, s, m, [&] { planFor(ConvPass::kBackwardData, s, m, false, write).run({dy, w, dx}); });
 }
 
-void backwardFilter(float* dw, float* dbias, const float* dy, const float* x, const Conv2dShape& s, ConvLayout l) {
-  guarded(ConvPass::kBackwardFilter, s, l, [&] {
-    Plan& plan = planFor(ConvPass::kBackwardFilter, s, l, dbias != nullptr);
+void backwardFilter(float* dw, float* dbias, const float* dy, const float* x, const Conv2dShape& s, const ConvMethod& m) {
+  guarded(ConvPass::kBackwardFilter, s, m, [&] {
+    Plan& plan = planFor(ConvPass::kBackwardFilter, s, m, dbias != nullptr);
     if (dbias)
       plan.run({x, dy, dw, dbias});
     else
@@ -264,9 +267,9 @@ void backwardFilter(float* dw, float* dbias, const float* dy, const float* x, co
   });
 }
 
-std::string implementation(ConvPass p, const Conv2dShape& s, ConvLayout l) {
+std::string implementation(ConvPass p, const Conv2dShape& s, const ConvMethod& m) {
   // The plans the benchmark runs: the forward with a bias, backward-filter without one.
-  return guarded(p, s, l, [&] { return planFor(p, s, l, p == ConvPass::kForward).implementation(); });
+  return guarded(p, s, m, [&] { return planFor(p, s, m, p == ConvPass::kForward).implementation(); });
 }
 
 }  // namespace ts::cpu::onednn

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/cpu/normalization_backends.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/parallel_chunks.h"
 #include "kernels/cpu/vector_math.h"
@@ -197,7 +198,9 @@ TS_SIMD_CLONES void inputGradientChannel(float* dinp, const float* dout, const f
 }  // namespace
 
 void batchnormInference(float* out, const float* inp, const float* weight, const float* bias, const float* runningMean,
-                        const float* runningVar, std::size_t N, std::size_t C, std::size_t HW, float eps) {
+                        const float* runningVar, std::size_t N, std::size_t C, std::size_t HW, float eps, ConvLayout layout) {
+  if (layout == ConvLayout::kNhwc)
+    return channels_last::batchnormInference(out, inp, weight, bias, runningMean, runningVar, N * HW, C, eps);
   forEachChannel(N, C, HW, [&](std::size_t c) {
     const float scale = weight[c] / std::sqrt(runningVar[c] + eps), shift = bias[c], m = runningMean[c];
     for (std::size_t n = 0; n < N; ++n) {
@@ -211,7 +214,10 @@ void batchnormInference(float* out, const float* inp, const float* weight, const
 // them, each statistic is summed over the replicas between passes over all channels.
 void batchnormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
                       std::size_t N, std::size_t C, std::size_t HW, float eps, float* runningMean, float* runningVar,
-                      float momentum, const ReplicaSum* replicas, bool reluAfter) {
+                      float momentum, const ReplicaSum* replicas, bool reluAfter, ConvLayout layout) {
+  if (layout == ConvLayout::kNhwc)
+    return channels_last::batchnormForward(out, mean, rstd, inp, weight, bias, N * HW, C, eps, runningMean, runningVar, momentum,
+                                           replicas, reluAfter);
   const auto local = static_cast<double>(N * HW);
   if (!replicas) {
     forEachChannel(N, C, HW, [&](std::size_t c) {
@@ -237,7 +243,9 @@ void batchnormForward(float* out, float* mean, float* rstd, const float* inp, co
 
 void batchnormBackward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const float* weight,
                        const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW, Write write,
-                       const ReplicaSum* replicas) {
+                       const ReplicaSum* replicas, ConvLayout layout) {
+  if (layout == ConvLayout::kNhwc)
+    return channels_last::batchnormBackward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N * HW, C, write, replicas);
   const auto local = static_cast<double>(N * HW);
   // dweight and dbias take this process's sums (the data-parallel gradient average adds them over the
   // replicas); dx the sums over all of them.

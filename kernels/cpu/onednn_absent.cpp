@@ -12,10 +12,10 @@ namespace {
 
 bool available() { return false; }
 std::string description() { return ""; }
-void forward(float*, const float*, const float*, const float*, const Conv2dShape&, ConvLayout) { absent(); }
-void backwardData(float*, const float*, const float*, const Conv2dShape&, ConvLayout, Write) { absent(); }
-void backwardFilter(float*, float*, const float*, const float*, const Conv2dShape&, ConvLayout) { absent(); }
-std::string implementation(ConvPass, const Conv2dShape&, ConvLayout) { absent(); }
+void forward(float*, const float*, const float*, const float*, const Conv2dShape&, const ConvMethod&) { absent(); }
+void backwardData(float*, const float*, const float*, const Conv2dShape&, const ConvMethod&, Write) { absent(); }
+void backwardFilter(float*, float*, const float*, const float*, const Conv2dShape&, const ConvMethod&) { absent(); }
+std::string implementation(ConvPass, const Conv2dShape&, const ConvMethod&) { absent(); }
 
 bool gemmEpilogue(bool, bool, int, int, int, float, const float*, int, const float*, int, float, float*, int, const float*,
                   bool) {

@@ -14,6 +14,13 @@
 #include <functional>
 #include <string>
 
+namespace ts {
+// The layout of image activations [N, C, H, W]: NCHW, or channels-last NHWC (each pixel's C values
+// adjacent), which oneDNN convolves without reordering (kernels/cpu/convolution.h; the CNN's layout on the
+// CPU). The ops that take one default to NCHW, the CUDA ops' only layout.
+enum class ConvLayout { kNchw, kNhwc };
+}  // namespace ts
+
 namespace ts::cpu {
 
 // How a backward op stores an input gradient: added into dinp, or written over it.
@@ -78,7 +85,8 @@ void scale(float* x, float alpha, std::size_t n);
 double sumOfSquares(const float* x, std::size_t n);
 
 // Batch normalisation of x[N,C,HW] per channel over N*HW (training: batch statistics, saved as mean[C] and
-// rstd[C] for the backward; runningMean/runningVar updated with `momentum` when not null).
+// rstd[C] for the backward; runningMean/runningVar updated with `momentum` when not null); x[N,HW,C] with
+// layout NHWC (normalization_channels_last.cpp).
 //
 // SyncBatchNorm: with `replicas`, the batch is split over processes (data parallel) and the statistics are
 // the whole batch's: *replicas adds a vector of float64 over the processes in place (an all-reduce). The
@@ -88,23 +96,30 @@ double sumOfSquares(const float* x, std::size_t n);
 using ReplicaSum = std::function<void(double* values, std::size_t n)>;
 // Evaluation (PyTorch's model.eval()): y = (x - runningMean) weight / sqrt(runningVar + eps) + bias.
 void batchnormInference(float* out, const float* inp, const float* weight, const float* bias, const float* runningMean,
-                        const float* runningVar, std::size_t N, std::size_t C, std::size_t HW, float eps = 1e-5f);
+                        const float* runningVar, std::size_t N, std::size_t C, std::size_t HW, float eps = 1e-5f,
+                        ConvLayout layout = ConvLayout::kNchw);
 // reluAfter: out = max(y, 0) in the same pass (a ResNet block's first batch norm and its ReLU).
 void batchnormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
                       std::size_t N, std::size_t C, std::size_t HW, float eps = 1e-5f, float* runningMean = nullptr,
                       float* runningVar = nullptr, float momentum = 0.1f, const ReplicaSum* replicas = nullptr,
-                      bool reluAfter = false);
+                      bool reluAfter = false, ConvLayout layout = ConvLayout::kNchw);
 void batchnormBackward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const float* weight,
                        const float* mean, const float* rstd, std::size_t N, std::size_t C, std::size_t HW,
-                       Write write = Write::kAccumulate, const ReplicaSum* replicas = nullptr);
+                       Write write = Write::kAccumulate, const ReplicaSum* replicas = nullptr,
+                       ConvLayout layout = ConvLayout::kNchw);
 
-// Global average pooling x[N,C,HW] -> y[N,C]; the backward spreads dy / HW back (accumulating).
-void globalAvgPoolForward(float* out, const float* inp, std::size_t N, std::size_t C, std::size_t HW);
-void globalAvgPoolBackward(float* dinp, const float* dout, std::size_t N, std::size_t C, std::size_t HW);
-// Max pooling, NCHW, window k, stride, padding (padded cells never win); argmax[N*C*P*Q] keeps the winner for
-// the backward. P = (H + 2 pad - k) / stride + 1.
-void maxPool2dForward(float* out, int* argmax, const float* inp, int N, int C, int H, int W, int k, int stride, int pad);
+// Global average pooling x[N,C,HW] (or [N,HW,C]) -> y[N,C]; the backward spreads dy / HW back (accumulating).
+void globalAvgPoolForward(float* out, const float* inp, std::size_t N, std::size_t C, std::size_t HW,
+                          ConvLayout layout = ConvLayout::kNchw);
+void globalAvgPoolBackward(float* dinp, const float* dout, std::size_t N, std::size_t C, std::size_t HW,
+                           ConvLayout layout = ConvLayout::kNchw);
+// Max pooling, window k, stride, padding (padded cells never win), y in x's layout; argmax[N*C*P*Q] keeps
+// each output's winner (its index into x) for the backward. P = (H + 2 pad - k) / stride + 1.
+void maxPool2dForward(float* out, int* argmax, const float* inp, int N, int C, int H, int W, int k, int stride, int pad,
+                      ConvLayout layout = ConvLayout::kNchw);
 void maxPool2dBackward(float* dinp, const float* dout, const int* argmax, std::size_t outCount);
+// An image tensor into the other layout: out[N, HW, C] from inp[N, C, HW] (from NCHW), or back (from NHWC).
+void transposeImages(float* out, const float* inp, std::size_t N, std::size_t C, std::size_t HW, ConvLayout from);
 
 // Token and position embeddings: out[B*T, C] = wte[tokens[b,t]] + wpe[t]; the backward accumulates into the
 // rows of dwte and dwpe that were used.

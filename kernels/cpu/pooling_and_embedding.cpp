@@ -7,7 +7,16 @@
 
 namespace ts::cpu {
 
-void globalAvgPoolForward(float* out, const float* inp, std::size_t N, std::size_t C, std::size_t HW) {
+void globalAvgPoolForward(float* out, const float* inp, std::size_t N, std::size_t C, std::size_t HW, ConvLayout layout) {
+  if (layout == ConvLayout::kNhwc) {
+    for (std::size_t n = 0; n < N; ++n)
+      for (std::size_t c = 0; c < C; ++c) {
+        double s = 0;
+        for (std::size_t i = 0; i < HW; ++i) s += inp[(n * HW + i) * C + c];
+        out[n * C + c] = static_cast<float>(s / static_cast<double>(HW));
+      }
+    return;
+  }
   for (std::size_t nc = 0; nc < N * C; ++nc) {
     double s = 0;
     for (std::size_t i = 0; i < HW; ++i) s += inp[nc * HW + i];
@@ -15,15 +24,29 @@ void globalAvgPoolForward(float* out, const float* inp, std::size_t N, std::size
   }
 }
 
-void globalAvgPoolBackward(float* dinp, const float* dout, std::size_t N, std::size_t C, std::size_t HW) {
+void globalAvgPoolBackward(float* dinp, const float* dout, std::size_t N, std::size_t C, std::size_t HW, ConvLayout layout) {
+  if (layout == ConvLayout::kNhwc) {
+    for (std::size_t n = 0; n < N; ++n)
+      for (std::size_t i = 0; i < HW; ++i)
+        for (std::size_t c = 0; c < C; ++c) dinp[(n * HW + i) * C + c] += dout[n * C + c] / static_cast<float>(HW);
+    return;
+  }
   for (std::size_t nc = 0; nc < N * C; ++nc) {
     const float g = dout[nc] / static_cast<float>(HW);
     for (std::size_t i = 0; i < HW; ++i) dinp[nc * HW + i] += g;
   }
 }
 
-void maxPool2dForward(float* out, int* argmax, const float* inp, int N, int C, int H, int W, int k, int stride, int pad) {
+void maxPool2dForward(float* out, int* argmax, const float* inp, int N, int C, int H, int W, int k, int stride, int pad,
+                      ConvLayout layout) {
   const int P = (H + 2 * pad - k) / stride + 1, Q = (W + 2 * pad - k) / stride + 1;
+  const bool nhwc = layout == ConvLayout::kNhwc;
+  // Where x[n, c, h, w] and y[n, c, p, q] are in the layout (nc = n C + c).
+  const auto in = [&](int nc, int h, int w) { return nhwc ? ((nc / C * H + h) * W + w) * C + nc % C : (nc * H + h) * W + w; };
+  const auto outAt = [&](int nc, int p, int q) {
+    return nhwc ? ((static_cast<std::size_t>(nc / C) * P + p) * Q + q) * C + nc % C
+                : (static_cast<std::size_t>(nc) * P + p) * Q + q;
+  };
   for (int nc = 0; nc < N * C; ++nc)
     for (int p = 0; p < P; ++p)
       for (int q = 0; q < Q; ++q) {
@@ -33,13 +56,13 @@ void maxPool2dForward(float* out, int* argmax, const float* inp, int N, int C, i
           for (int s = 0; s < k; ++s) {
             const int h = p * stride - pad + r, w = q * stride - pad + s;
             if (h < 0 || h >= H || w < 0 || w >= W) continue;
-            const int j = (nc * H + h) * W + w;
+            const int j = in(nc, h, w);
             if (at < 0 || inp[j] > best) {
               best = inp[j];
               at = j;
             }
           }
-        const std::size_t o = (static_cast<std::size_t>(nc) * P + p) * Q + q;
+        const std::size_t o = outAt(nc, p, q);
         out[o] = best;
         argmax[o] = at;
       }
@@ -48,6 +71,16 @@ void maxPool2dForward(float* out, int* argmax, const float* inp, int N, int C, i
 void maxPool2dBackward(float* dinp, const float* dout, const int* argmax, std::size_t outCount) {
   for (std::size_t o = 0; o < outCount; ++o)
     if (argmax[o] >= 0) dinp[argmax[o]] += dout[o];
+}
+
+void transposeImages(float* out, const float* inp, std::size_t N, std::size_t C, std::size_t HW, ConvLayout from) {
+  const bool toLast = from == ConvLayout::kNchw;
+  for (std::size_t n = 0; n < N; ++n)
+    for (std::size_t c = 0; c < C; ++c)
+      for (std::size_t i = 0; i < HW; ++i) {
+        const std::size_t first = (n * C + c) * HW + i, last = (n * HW + i) * C + c;
+        out[toLast ? last : first] = inp[toLast ? first : last];
+      }
 }
 
 void embeddingForward(float* out, const int* tokens, const float* wte, const float* wpe, std::size_t B, std::size_t T,

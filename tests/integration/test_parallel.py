@@ -18,6 +18,12 @@ import pytest
 from helpers import bus_factor, read_jsonl, run_trainscope
 
 RTOL = 1e-5
+# The CNN: a ReLU whose input lies within float32 rounding of 0 goes either way under two summation orders
+# (channels-last oneDNN sums a weight gradient in an order that depends on the threads and the batch per rank),
+# moving that step's gradient norm by ~1e-5 and, at lr 0.05, the next steps' losses by up to ~1e-4 and
+# parameters by ~1e-4 (absolute; relative to bn1.bias's norm of 0.016, 4e-3). A layout that got the training
+# wrong is off by far more (dp2 without SyncBatchNorm: 5e-3 at the first step).
+CNN_TOLERANCE = {"rtol": 3e-4, "atol": 2e-4}
 STEPS = 6
 
 MODELS = {
@@ -72,14 +78,14 @@ def reference(tmp_path_factory, model, micro):
     return _references[key]
 
 
-def assert_same_training(rec, ref, rtol=RTOL):
+def assert_same_training(rec, ref, rtol=RTOL, atol=1e-7):
     assert len(rec["loss_curve"]) == len(ref["loss_curve"]) == STEPS
     for a, b in zip(rec["loss_curve"], ref["loss_curve"]):
         assert a["loss"] == pytest.approx(b["loss"], rel=rtol), (a, b)
         assert a["grad_norm"] == pytest.approx(b["grad_norm"], rel=rtol), (a, b)
     assert rec["parameter_norms"].keys() == ref["parameter_norms"].keys()
     for name, norm in ref["parameter_norms"].items():
-        assert rec["parameter_norms"][name] == pytest.approx(norm, rel=rtol, abs=1e-7), name
+        assert rec["parameter_norms"][name] == pytest.approx(norm, rel=rtol, abs=atol), name
 
 
 def assert_rows_per_group(rec):
@@ -106,7 +112,7 @@ def test_layout_trains_like_one_process(tmp_path, tmp_path_factory, validate, mo
     assert rec["layout"]["sync_bn"] == ("on" if model == "cnn" and dp > 1 and not per_rank_bn else "off")
     ref_micro = micro * dp if per_rank_bn else micro
     ref = reference(tmp_path_factory, model, ref_micro)
-    assert_same_training(rec, ref)
+    assert_same_training(rec, ref, **(CNN_TOLERANCE if model == "cnn" else {}))
     assert rec["parameters"] == ref["parameters"]  # the whole model's, whatever each rank holds
     layout = rec["layout"]
     pp = np // (dp * tp)

@@ -183,6 +183,8 @@ def test_checkpoint_weights_reproduce_the_logits_in_numpy(tmp_path):
     (["--batch", 6, "--micro-batches", 4], "--micro-batches 4: must be at least 1 and divide --batch 6"),
     (["--model", "transformer", "--set", "heads=3"], "transformer: 3 heads do not divide the hidden size 64"),
     (["--set", "heads=3"], "--set heads: not a field of the mlp model"),
+    (["--model", "cnn", "--set", "layout=chwn"], "cnn: layout 'chwn' is not auto, nchw or nhwc"),
+    (["--set", "layout=nhwc"], "--set layout: not a field of the mlp model"),
     (["--precision", "tf32"], "--precision tf32: TF32 is a GPU tensor-core mode"),
     (["--precision", "fp8"], "--precision fp8: expected float32, tf32 (CUDA), bfloat16 or float16"),
     (["--precision", "float16", "--loss-scale", 0], "--loss-scale: 0 is not in (0, 1e+30]"),
@@ -211,6 +213,41 @@ def test_bad_input_gives_one_clear_error(tmp_path, args, message):
     assert r.rc == 2, (r.rc, r.err)
     assert len(r.error_lines()) == 1 and message in r.error_lines()[0], r.err
     assert not out.exists()
+
+
+def test_the_cnn_trains_the_same_in_either_activation_layout(tmp_path, validate):
+    """Channels-last (the CPU's default with oneDNN) and NCHW are the same network: the same loss and gradient
+    norm to float32 rounding from the same weights and batch, checkpoints of the same tensors; the config
+    records the layout that ran."""
+    common = ["--model", "cnn", "--preset", "tiny", "--batch", 8, "--steps", 6, "--lr", 0.05, "--optimizer", "sgd"]
+    runs = {}
+    for layout in ("nchw", "nhwc"):
+        out = tmp_path / f"{layout}.json"
+        r = run_trainscope(["train", "--no-ceiling", "--json", out, "--set", f"layout={layout}",
+                            "--checkpoint-dir", tmp_path / layout, "--checkpoint-every", 6] + [str(a) for a in common])
+        if r.rc == 2 and "needs the CPU with oneDNN" in r.err:
+            pytest.skip("built without oneDNN: channels-last cannot run")
+        assert r.rc == 0, r.err
+        doc = json.loads(out.read_text())
+        validate(doc)
+        (rec,) = [x for x in doc["records"] if x["kind"] == "train"]
+        assert rec["config"]["activation_layout"] == layout
+        runs[layout] = rec
+    # The first step (same weights, same batch) agrees to float32 rounding; from there the two summation orders'
+    # ulp-sized differences grow about tenfold a step (batch norm over 8 images at lr 0.05), so later steps are
+    # held to 1e-3.
+    first = runs["nchw"]["loss_curve"][0], runs["nhwc"]["loss_curve"][0]
+    assert first[0]["loss"] == pytest.approx(first[1]["loss"], rel=1e-7), first
+    assert first[0]["grad_norm"] == pytest.approx(first[1]["grad_norm"], rel=1e-6), first
+    for a, b in zip(runs["nchw"]["loss_curve"], runs["nhwc"]["loss_curve"]):
+        assert a["loss"] == pytest.approx(b["loss"], rel=1e-3), (a, b)
+        assert a["grad_norm"] == pytest.approx(b["grad_norm"], rel=1e-3), (a, b)
+    names = {p.name for p in (tmp_path / "nchw" / "step-00000006").iterdir()}
+    assert names == {p.name for p in (tmp_path / "nhwc" / "step-00000006").iterdir()}
+    default = run_trainscope(["train", "--no-ceiling", "--json", tmp_path / "auto.json"] + [str(a) for a in common[:6]] + ["--steps", 3])
+    assert default.rc == 0, default.err
+    (rec,) = [x for x in json.loads((tmp_path / "auto.json").read_text())["records"] if x["kind"] == "train"]
+    assert rec["config"]["activation_layout"] == "nhwc", "the CPU with oneDNN runs channels-last by default"
 
 
 def test_cuda_without_a_gpu_is_one_clear_error(tmp_path):

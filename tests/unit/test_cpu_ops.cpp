@@ -11,6 +11,7 @@
 
 #include "base/dtype.h"
 #include "base/error.h"
+#include "kernels/cpu/convolution.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/specs/kernel_op.h"  // randomInputs: random data, never zeros
 
@@ -231,35 +232,57 @@ TEST(CpuOps, LambWholeAndInPartsMatchItsDefinition) {
   EXPECT_EQ(cpu::lambTrust(9, 4), 1.5);
 }
 
+// The batch-norm tests run in both layouts: NCHW's channel-at-a-time passes and the channels-last kernels'
+// blocks of rows (normalization_channels_last.cpp).
+class CpuBatchNorm : public testing::TestWithParam<ConvLayout> {
+ protected:
+  ConvLayout layout() const { return GetParam(); }
+  // Element (i, c, j) of an [N, C, HW] tensor in the layout, and the channel of flat index k.
+  std::size_t at(std::size_t C, std::size_t HW, std::size_t i, std::size_t c, std::size_t j) const {
+    return layout() == ConvLayout::kNhwc ? (i * HW + j) * C + c : (i * C + c) * HW + j;
+  }
+  std::size_t channelOf(std::size_t C, std::size_t HW, std::size_t k) const {
+    return layout() == ConvLayout::kNhwc ? k % C : (k / HW) % C;
+  }
+};
+INSTANTIATE_TEST_SUITE_P(Layouts, CpuBatchNorm, testing::Values(ConvLayout::kNchw, ConvLayout::kNhwc),
+                         [](const testing::TestParamInfo<ConvLayout>& i) { return std::string(nameOf(i.param)); });
+
 // Batch norm per channel over N*HW against float64 (forward from the formula, backward against finite
 // differences of sum(dy * y)), on inputs whose mean is far from 0 (the float per-element pass subtracts the
-// mean first); then ReLU's and batch norm's input gradients added into dinp or written over it.
-TEST(CpuOps, BatchNormAndReluMatchFloat64AndAccumulateOrOverwrite) {
-  const std::size_t N = 3, C = 5, HW = 37, n = N * C * HW;
+// mean first); then ReLU's and batch norm's input gradients added into dinp or written over it. HW = 437:
+// channels-last, several blocks of rows (819 rows each at C = 5) and a short last one.
+TEST_P(CpuBatchNorm, BatchNormAndReluMatchFloat64AndAccumulateOrOverwrite) {
+  const std::size_t N = 3, C = 5, HW = 437, n = N * C * HW;
   auto x = randomInputs(n, 71);
-  for (std::size_t i = 0; i < n; ++i) x[i] = 20.0f + 3.0f * x[i] * float(1 + (i / HW) % C);
+  for (std::size_t i = 0; i < n; ++i) x[i] = 20.0f + 3.0f * x[i] * float(1 + channelOf(C, HW, i));
   const auto w = randomInputs(C, 72), b = randomInputs(C, 73), dy = randomInputs(n, 74), dinp0 = randomInputs(n, 75);
   const auto forward = [&](const std::vector<double>& xd) {
     std::vector<double> y(n);
     for (std::size_t c = 0; c < C; ++c) {
       double m = 0, v = 0;
       for (std::size_t i = 0; i < N; ++i)
-        for (std::size_t j = 0; j < HW; ++j) m += xd[(i * C + c) * HW + j];
+        for (std::size_t j = 0; j < HW; ++j) m += xd[at(C, HW, i, c, j)];
       m /= double(N * HW);
       for (std::size_t i = 0; i < N; ++i)
-        for (std::size_t j = 0; j < HW; ++j) v += std::pow(xd[(i * C + c) * HW + j] - m, 2);
+        for (std::size_t j = 0; j < HW; ++j) v += std::pow(xd[at(C, HW, i, c, j)] - m, 2);
       v /= double(N * HW);
       for (std::size_t i = 0; i < N; ++i)
         for (std::size_t j = 0; j < HW; ++j) {
-          const std::size_t k = (i * C + c) * HW + j;
+          const std::size_t k = at(C, HW, i, c, j);
           y[k] = (xd[k] - m) / std::sqrt(v + 1e-5) * w[c] + b[c];
         }
     }
     return y;
   };
   std::vector<float> y(n), mean(C), rstd(C);
-  cpu::batchnormForward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C, HW);
+  cpu::batchnormForward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C, HW, 1e-5f, nullptr, nullptr, 0.1f,
+                        nullptr, false, layout());
   EXPECT_LE(maxRelErr(y, forward(toDouble(x))), 2e-5);
+  std::vector<float> relu(n);
+  cpu::batchnormForward(relu.data(), nullptr, nullptr, x.data(), w.data(), b.data(), N, C, HW, 1e-5f, nullptr, nullptr, 0.1f,
+                        nullptr, true, layout());
+  for (std::size_t k = 0; k < n; ++k) ASSERT_EQ(relu[k], y[k] > 0 ? y[k] : 0.0f) << "the fused ReLU, at " << k;
   const auto want = numericGrad(
       [&](const std::vector<double>& xd) {
         const auto yd = forward(xd);
@@ -269,13 +292,32 @@ TEST(CpuOps, BatchNormAndReluMatchFloat64AndAccumulateOrOverwrite) {
       },
       toDouble(x), 1e-4);
   std::vector<float> added = dinp0, written(n, NAN), dw(C, 0.0f), db(C, 0.0f);
-  cpu::batchnormBackward(added.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C, HW);
+  cpu::batchnormBackward(added.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C, HW,
+                         cpu::Write::kAccumulate, nullptr, layout());
   cpu::batchnormBackward(written.data(), nullptr, nullptr, dy.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C, HW,
-                         cpu::Write::kOverwrite);
+                         cpu::Write::kOverwrite, nullptr, layout());
   std::vector<double> wantAdded = want;
   for (std::size_t k = 0; k < n; ++k) wantAdded[k] += dinp0[k];
   EXPECT_LE(maxRelErr(written, want), 1e-4);
   EXPECT_LE(maxRelErr(added, wantAdded), 1e-4);
+  // dweight = sum dy xhat, dbias = sum dy (float64, from the reference's statistics).
+  for (std::size_t c = 0; c < C; ++c) {
+    double m = 0, v = 0, sdy = 0, sdyx = 0;
+    for (std::size_t i = 0; i < N; ++i)
+      for (std::size_t j = 0; j < HW; ++j) m += x[at(C, HW, i, c, j)];
+    m /= double(N * HW);
+    for (std::size_t i = 0; i < N; ++i)
+      for (std::size_t j = 0; j < HW; ++j) v += std::pow(x[at(C, HW, i, c, j)] - m, 2);
+    v /= double(N * HW);
+    for (std::size_t i = 0; i < N; ++i)
+      for (std::size_t j = 0; j < HW; ++j) {
+        const std::size_t k = at(C, HW, i, c, j);
+        sdy += dy[k];
+        sdyx += dy[k] * (x[k] - m) / std::sqrt(v + 1e-5);
+      }
+    EXPECT_NEAR(db[c], sdy, 1e-5 * std::max(1.0, std::fabs(sdy))) << c;
+    EXPECT_NEAR(dw[c], sdyx, 1e-4 * std::max(1.0, std::fabs(sdyx))) << c;
+  }
 
   std::vector<float> reluAdded = dinp0, reluWritten(n, NAN);
   const auto centred = randomInputs(n, 76);
@@ -290,15 +332,16 @@ TEST(CpuOps, BatchNormAndReluMatchFloat64AndAccumulateOrOverwrite) {
 // SyncBatchNorm in one process: two replicas (threads) each hold half of the batch and add their statistics
 // through a ReplicaSum (a barrier and a shared buffer: an all-reduce of two). Each half's output and input
 // gradient are the whole batch's, and the halves' dweight/dbias add up to the whole batch's.
-TEST(CpuOps, SyncBatchNormOverTwoReplicasIsTheWholeBatchs) {
+TEST_P(CpuBatchNorm, SyncBatchNormOverTwoReplicasIsTheWholeBatchs) {
   const std::size_t N = 4, C = 3, HW = 29, n = N * C * HW, half = n / 2;
   auto x = randomInputs(n, 81);
   for (std::size_t i = 0; i < n; ++i) x[i] = 5.0f + 2.0f * x[i] + (i < half ? 1.0f : -1.0f);  // the halves differ
   const auto w = randomInputs(C, 82), b = randomInputs(C, 83), dy = randomInputs(n, 84);
   std::vector<float> y(n), mean(C), rstd(C), dx(n, NAN), dw(C, 0.0f), db(C, 0.0f), rm(C, 0.0f), rv(C, 1.0f);
-  cpu::batchnormForward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C, HW, 1e-5f, rm.data(), rv.data());
+  cpu::batchnormForward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C, HW, 1e-5f, rm.data(), rv.data(),
+                        0.1f, nullptr, false, layout());
   cpu::batchnormBackward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C, HW,
-                         cpu::Write::kOverwrite);
+                         cpu::Write::kOverwrite, nullptr, layout());
 
   std::vector<double> shared;
   std::barrier sync(2);
@@ -324,9 +367,9 @@ TEST(CpuOps, SyncBatchNormOverTwoReplicasIsTheWholeBatchs) {
           std::vector<float>(C, 0.0f), std::vector<float>(C, 0.0f), std::vector<float>(C, 0.0f), std::vector<float>(C, 1.0f)};
     const float* xk = x.data() + k * half;
     cpu::batchnormForward(me.y.data(), me.mean.data(), me.rstd.data(), xk, w.data(), b.data(), N / 2, C, HW, 1e-5f, me.rm.data(),
-                          me.rv.data(), 0.1f, &sum);
+                          me.rv.data(), 0.1f, &sum, false, layout());
     cpu::batchnormBackward(me.dx.data(), me.dw.data(), me.db.data(), dy.data() + k * half, xk, w.data(), me.mean.data(),
-                           me.rstd.data(), N / 2, C, HW, cpu::Write::kOverwrite, &sum);
+                           me.rstd.data(), N / 2, C, HW, cpu::Write::kOverwrite, &sum, layout());
   };
   std::thread other(run, 1);
   run(0);
@@ -349,17 +392,62 @@ TEST(CpuOps, SyncBatchNormOverTwoReplicasIsTheWholeBatchs) {
 }
 
 // Evaluation's batch norm: the running statistics, not the batch's.
-TEST(CpuOps, BatchNormInferenceUsesTheRunningStatistics) {
+TEST_P(CpuBatchNorm, BatchNormInferenceUsesTheRunningStatistics) {
   const std::size_t N = 2, C = 3, HW = 5, n = N * C * HW;
   const auto x = randomInputs(n, 91), w = randomInputs(C, 92), b = randomInputs(C, 93), rm = randomInputs(C, 94);
   const auto rv = randomInputs(C, 95, 0.5f, 2.0f);
   std::vector<float> y(n);
-  cpu::batchnormInference(y.data(), x.data(), w.data(), b.data(), rm.data(), rv.data(), N, C, HW);
+  cpu::batchnormInference(y.data(), x.data(), w.data(), b.data(), rm.data(), rv.data(), N, C, HW, 1e-5f, layout());
   for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t c = (i / HW) % C;
+    const std::size_t c = channelOf(C, HW, i);
     const double want = (double(x[i]) - rm[c]) / std::sqrt(double(rv[c]) + 1e-5) * w[c] + b[c];
     ASSERT_NEAR(y[i], want, 1e-6 * std::max(1.0, std::fabs(want))) << i;
   }
+}
+
+// The channels-last image ops are NCHW's on the transposed tensor: the transpose there and back is the
+// identity, and global average pooling, max pooling (its argmax the winner's index in the NHWC input) and
+// their backward passes give NCHW's values in the other order.
+TEST(CpuOps, ChannelsLastPoolingIsNchwPoolingTransposed) {
+  const int N = 2, C = 5, H = 7, W = 6;
+  const std::size_t HW = H * W, n = std::size_t(N) * C * HW;
+  const auto x = randomInputs(n, 101);
+  std::vector<float> last(n), back(n);
+  cpu::transposeImages(last.data(), x.data(), N, C, HW, ConvLayout::kNchw);
+  for (int i = 0; i < N; ++i)
+    for (int c = 0; c < C; ++c)
+      for (std::size_t j = 0; j < HW; ++j) ASSERT_EQ(last[(i * HW + j) * C + c], x[(i * C + c) * HW + j]);
+  cpu::transposeImages(back.data(), last.data(), N, C, HW, ConvLayout::kNhwc);
+  EXPECT_EQ(back, x);
+
+  std::vector<float> pooled(N * C), pooledLast(N * C);
+  cpu::globalAvgPoolForward(pooled.data(), x.data(), N, C, HW);
+  cpu::globalAvgPoolForward(pooledLast.data(), last.data(), N, C, HW, ConvLayout::kNhwc);
+  EXPECT_EQ(pooledLast, pooled);
+  const auto dy = randomInputs(std::size_t(N) * C, 102), dx0 = randomInputs(n, 103);
+  std::vector<float> dx = dx0, dxLast(n), dxBack(n);
+  cpu::transposeImages(dxLast.data(), dx0.data(), N, C, HW, ConvLayout::kNchw);
+  cpu::globalAvgPoolBackward(dx.data(), dy.data(), N, C, HW);
+  cpu::globalAvgPoolBackward(dxLast.data(), dy.data(), N, C, HW, ConvLayout::kNhwc);
+  cpu::transposeImages(dxBack.data(), dxLast.data(), N, C, HW, ConvLayout::kNhwc);
+  EXPECT_EQ(dxBack, dx);
+
+  const int k = 3, stride = 2, pad = 1, P = (H + 2 * pad - k) / stride + 1, Q = (W + 2 * pad - k) / stride + 1;
+  const std::size_t outs = std::size_t(N) * C * P * Q;
+  std::vector<float> y(outs), yLast(outs), yBack(outs), g(n, 0.0f), gLast(n, 0.0f), gBack(n);
+  std::vector<int> arg(outs), argLast(outs);
+  cpu::maxPool2dForward(y.data(), arg.data(), x.data(), N, C, H, W, k, stride, pad);
+  cpu::maxPool2dForward(yLast.data(), argLast.data(), last.data(), N, C, H, W, k, stride, pad, ConvLayout::kNhwc);
+  cpu::transposeImages(yBack.data(), yLast.data(), N, C, std::size_t(P) * Q, ConvLayout::kNhwc);
+  EXPECT_EQ(yBack, y);
+  for (std::size_t o = 0; o < outs; ++o) ASSERT_EQ(last[argLast[o]], yLast[o]) << "the argmax holds the maximum, at " << o;
+  const auto dpool = randomInputs(outs, 104);
+  std::vector<float> dpoolLast(outs);
+  cpu::transposeImages(dpoolLast.data(), dpool.data(), N, C, std::size_t(P) * Q, ConvLayout::kNchw);
+  cpu::maxPool2dBackward(g.data(), dpool.data(), arg.data(), outs);
+  cpu::maxPool2dBackward(gLast.data(), dpoolLast.data(), argLast.data(), outs);
+  cpu::transposeImages(gBack.data(), gLast.data(), N, C, HW, ConvLayout::kNhwc);
+  EXPECT_EQ(gBack, g);
 }
 
 TEST(CpuOps, AddsAndCasts) {

@@ -11,6 +11,7 @@
 #include <random>
 
 #include "base/error.h"
+#include "kernels/cpu/convolution.h"
 #include "workloads/layers/activation.h"
 #include "workloads/layers/attention.h"
 #include "workloads/layers/convolution.h"
@@ -120,10 +121,21 @@ TEST(Layers, LayerNormBackwardMatchesFiniteDifferences) {
   checkLayer(l, x, 1e-2);
 }
 
-TEST(Layers, BatchNormBackwardMatchesFiniteDifferences) {
+// The CNN's layers in both layouts (channels-last: the CPU's with oneDNN; NHWC convolution needs it).
+class ImageLayers : public testing::TestWithParam<ConvLayout> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == ConvLayout::kNhwc && !cpu::haveOneDnn()) GTEST_SKIP() << "channels-last convolution needs oneDNN";
+  }
+  ConvLayout layout() const { return GetParam(); }
+};
+INSTANTIATE_TEST_SUITE_P(Layouts, ImageLayers, testing::Values(ConvLayout::kNchw, ConvLayout::kNhwc),
+                         [](const testing::TestParamInfo<ConvLayout>& i) { return std::string(nameOf(i.param)); });
+
+TEST_P(ImageLayers, BatchNormBackwardMatchesFiniteDifferences) {
   Arena a;
-  BatchNorm2d l(a, "bn", 3, 2, 3, 3);
-  Tensor x = a.tensor({3, 2, 3, 3});
+  BatchNorm2d l(a, "bn", 3, 2, 3, 3, layout());
+  Tensor x = a.tensor(imageShape(3, 2, 3, 3, layout()));
   fillRandom(x, 5, -2, 2);
   std::vector<Param*> ps;
   l.params(ps);
@@ -131,28 +143,51 @@ TEST(Layers, BatchNormBackwardMatchesFiniteDifferences) {
   checkLayer(l, x, 1e-2);
 }
 
-TEST(Layers, ConvAndPoolingBackwardMatchFiniteDifferences) {
+TEST_P(ImageLayers, ConvAndPoolingBackwardMatchFiniteDifferences) {
   Arena a;
-  Conv2d conv(a, Init(2), "conv", cpu::Conv2dShape{2, 3, 7, 6, 4, 3, 3, 2, 1});
-  Tensor x = a.tensor({2, 3, 7, 6});
+  Conv2d conv(a, Init(2), "conv", cpu::Conv2dShape{2, 3, 7, 6, 4, 3, 3, 2, 1}, layout());
+  Tensor x = a.tensor(imageShape(2, 3, 7, 6, layout()));
   fillRandom(x, 7);
   checkLayer(conv, x);
-  GlobalAvgPool gap(a, 2, 3, 7, 6);
+  GlobalAvgPool gap(a, 2, 3, 7, 6, layout());
   checkLayer(gap, x);
-  MaxPool2d mp(a, 2, 3, 7, 6, 3, 2, 1);
+  MaxPool2d mp(a, 2, 3, 7, 6, 3, 2, 1, layout());
   // Distinct values far apart, so a step of h never changes which element wins a window.
   for (std::size_t i = 0; i < x.numel(); ++i) x.data[i] = float((i * 37) % x.numel()) * 0.1f;
   checkLayer(mp, x, 1e-3);
 }
 
-TEST(Layers, ResidualBasicBlockBackwardMatchesFiniteDifferences) {
+TEST_P(ImageLayers, ResidualBasicBlockBackwardMatchesFiniteDifferences) {
   for (auto [cin, cout, stride] : {std::tuple{3, 3, 1}, std::tuple{2, 4, 2}}) {  // identity and projection shortcuts
     Arena a;
-    BasicBlock block(a, Init(3), "block", 2, cin, 6, 5, cout, stride);
-    Tensor x = a.tensor({2, cin, 6, 5});
+    BasicBlock block(a, Init(3), "block", 2, cin, 6, 5, cout, stride, layout());
+    Tensor x = a.tensor(imageShape(2, cin, 6, 5, layout()));
     fillRandom(x, 8);
     checkLayer(block, x, 2e-4);
   }
+}
+
+// The same convolution on NCHW and on channels-last data gives the same outputs (in the other order) from the
+// same KCRS weights, and the transpose in front of a channels-last network passes its gradient back.
+TEST(Layers, ChannelsLastConvolutionIsTheNchwOneTransposed) {
+  if (!cpu::haveOneDnn()) GTEST_SKIP() << "channels-last convolution needs oneDNN";
+  Arena a;
+  const cpu::Conv2dShape s{2, 3, 7, 6, 4, 3, 3, 2, 1};
+  Conv2d nchw(a, Init(2), "conv", s, ConvLayout::kNchw), nhwc(a, Init(2), "conv", s, ConvLayout::kNhwc);
+  ChannelsLast transpose(a, 2, 3, 7, 6);
+  Tensor x = a.tensor({2, 3, 7, 6});
+  fillRandom(x, 7);
+  StepContext ctx;
+  const Tensor& y = nchw.forward(x, ctx);
+  const Tensor& yLast = nhwc.forward(transpose.forward(x, ctx), ctx);
+  const std::size_t PQ = std::size_t(s.P()) * s.Q();
+  for (int n = 0; n < s.N; ++n)
+    for (int k = 0; k < s.K; ++k)
+      for (std::size_t i = 0; i < PQ; ++i) {
+        const float want = y.data[(n * s.K + k) * PQ + i], got = yLast.data[(n * PQ + i) * s.K + k];
+        ASSERT_NEAR(got, want, 1e-5 * std::max(1.0f, std::fabs(want))) << n << " " << k << " " << i;
+      }
+  checkLayer(transpose, x);
 }
 
 TEST(Layers, CausalSelfAttentionBackwardMatchesFiniteDifferences) {

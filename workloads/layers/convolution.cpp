@@ -28,14 +28,15 @@ cpu::Conv2dShape convShape(std::int64_t n, std::int64_t cin, std::int64_t h, std
 }
 }  // namespace
 
-Conv2d::Conv2d(Arena& arena, const Init& init, const std::string& name, const cpu::Conv2dShape& s, TensorSplit split)
-    : s_(s), full_(s), split_(split) {
+Conv2d::Conv2d(Arena& arena, const Init& init, const std::string& name, const cpu::Conv2dShape& s, ConvLayout layout,
+               TensorSplit split)
+    : s_(s), full_(s), layout_(layout), split_(split) {
   const bool column = split.split() && split.kind == TensorSplit::kColumn, row = split.split() && split.kind == TensorSplit::kRow;
   if (column) s_.K = s.K / split.ranks;
   if (row) s_.C = s.C / split.ranks;
   w_ = makeParam(arena, name + ".weight", {s_.K, s_.C, s_.R, s_.S});
-  y_ = arena.tensor({s_.N, s_.K, s_.P(), s_.Q()});
-  dx_ = arena.tensor({s_.N, s_.C, s_.H, s_.W});
+  y_ = arena.tensor(imageShape(s_.N, s_.K, s_.P(), s_.Q(), layout));
+  dx_ = arena.tensor(imageShape(s_.N, s_.C, s_.H, s_.W, layout));
   // The slice of the one-device [K, C R S] weights: rows of the output channels, columns of the input ones.
   const std::int64_t rs = std::int64_t(s.R) * s.S;
   TensorSlice slice{
@@ -51,7 +52,7 @@ double Conv2d::forwardFlops() const {
 
 const Tensor& Conv2d::forward(const Tensor& x, StepContext& ctx) {
   x_ = &x;
-  ops::conv2dForward(*y_.device, y_.data, x.data, w_.value.data, s_);
+  ops::conv2dForward(*y_.device, y_.data, x.data, w_.value.data, s_, layout_);
   if (split_.split() && split_.kind == TensorSplit::kRow) ctx.sumOverTensorParallel(y_);
   return y_;
 }
@@ -62,29 +63,30 @@ void Conv2d::skipInputGradient() {
 }
 
 const Tensor& Conv2d::backward(const Tensor& dy, StepContext& ctx) {
-  ops::conv2dBackwardFilter(*y_.device, w_.grad.data, dy.data, x_->data, s_);
+  ops::conv2dBackwardFilter(*y_.device, w_.grad.data, dy.data, x_->data, s_, layout_);
   ctx.ready(w_);
   if (!inputGradient_) return dx_;
-  ops::conv2dBackwardData(*y_.device, dx_.data, dy.data, w_.value.data, s_, ops::Write::kOverwrite);
+  ops::conv2dBackwardData(*y_.device, dx_.data, dy.data, w_.value.data, s_, ops::Write::kOverwrite, layout_);
   if (split_.split() && split_.kind == TensorSplit::kColumn) ctx.sumOverTensorParallel(dx_);
   return dx_;
 }
 
-GlobalAvgPool::GlobalAvgPool(Arena& arena, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w)
-    : n_(n), c_(c), hw_(h * w), y_(arena.tensor({n, c})), dx_(arena.tensor({n, c, h, w})) {}
+GlobalAvgPool::GlobalAvgPool(Arena& arena, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, ConvLayout layout)
+    : n_(n), c_(c), hw_(h * w), layout_(layout), y_(arena.tensor({n, c})), dx_(arena.tensor(imageShape(n, c, h, w, layout))) {}
 
 const Tensor& GlobalAvgPool::forward(const Tensor& x, StepContext&) {
-  ops::globalAvgPoolForward(*y_.device, y_.data, x.data, n_, c_, hw_);
+  ops::globalAvgPoolForward(*y_.device, y_.data, x.data, n_, c_, hw_, layout_);
   return y_;
 }
 
 const Tensor& GlobalAvgPool::backward(const Tensor& dy, StepContext&) {
   zero(dx_);
-  ops::globalAvgPoolBackward(*y_.device, dx_.data, dy.data, n_, c_, hw_);
+  ops::globalAvgPoolBackward(*y_.device, dx_.data, dy.data, n_, c_, hw_, layout_);
   return dx_;
 }
 
-MaxPool2d::MaxPool2d(Arena& arena, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, int k, int stride, int pad)
+MaxPool2d::MaxPool2d(Arena& arena, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, int k, int stride, int pad,
+                     ConvLayout layout)
     : n_(n),
       c_(c),
       h_(h),
@@ -92,15 +94,16 @@ MaxPool2d::MaxPool2d(Arena& arena, std::int64_t n, std::int64_t c, std::int64_t 
       k_(k),
       stride_(stride),
       pad_(pad),
+      layout_(layout),
       p_((h + 2 * pad - k) / stride + 1),
       q_((w + 2 * pad - k) / stride + 1),
       argmax_(arena.ints(static_cast<std::size_t>(n * c * p_ * q_))),
-      y_(arena.tensor({n, c, p_, q_})),
-      dx_(arena.tensor({n, c, h, w})) {}
+      y_(arena.tensor(imageShape(n, c, p_, q_, layout))),
+      dx_(arena.tensor(imageShape(n, c, h, w, layout))) {}
 
 const Tensor& MaxPool2d::forward(const Tensor& x, StepContext&) {
   ops::maxPool2dForward(*y_.device, y_.data, argmax_, x.data, static_cast<int>(n_), static_cast<int>(c_), static_cast<int>(h_),
-                        static_cast<int>(w_), k_, stride_, pad_);
+                        static_cast<int>(w_), k_, stride_, pad_, layout_);
   return y_;
 }
 
@@ -111,25 +114,25 @@ const Tensor& MaxPool2d::backward(const Tensor& dy, StepContext&) {
 }
 
 BasicBlock::BasicBlock(Arena& arena, const Init& init, const std::string& name, std::int64_t n, std::int64_t cin, std::int64_t h,
-                       std::int64_t w, std::int64_t cout, int stride, int tpRank, int tpRanks)
-    : conv1_(arena, init, name + ".conv1", convShape(n, cin, h, w, cout, 3, stride),
+                       std::int64_t w, std::int64_t cout, int stride, ConvLayout layout, int tpRank, int tpRanks)
+    : conv1_(arena, init, name + ".conv1", convShape(n, cin, h, w, cout, 3, stride), layout,
              TensorSplit{TensorSplit::kColumn, tpRank, tpRanks, {}}),
-      bn1_(arena, name + ".bn1", n, cout / tpRanks, conv1_.shape().P(), conv1_.shape().Q(), channelsOf(cout, tpRank, tpRanks)),
-      conv2_(arena, init, name + ".conv2", convShape(n, cout, conv1_.shape().P(), conv1_.shape().Q(), cout, 3, 1),
+      bn1_(arena, name + ".bn1", n, cout / tpRanks, conv1_.shape().P(), conv1_.shape().Q(), layout,
+           channelsOf(cout, tpRank, tpRanks)),
+      conv2_(arena, init, name + ".conv2", convShape(n, cout, conv1_.shape().P(), conv1_.shape().Q(), cout, 3, 1), layout,
              TensorSplit{TensorSplit::kRow, tpRank, tpRanks, {}}),
-      bn2_(arena, name + ".bn2", n, cout, conv1_.shape().P(), conv1_.shape().Q()) {
-  const std::vector<std::int64_t> out = {n, cout, conv1_.shape().P(), conv1_.shape().Q()};
-  const std::vector<std::int64_t> held = {n, cout / tpRanks, conv1_.shape().P(), conv1_.shape().Q()};  // conv1's slice
+      bn2_(arena, name + ".bn2", n, cout, conv1_.shape().P(), conv1_.shape().Q(), layout) {
+  const std::int64_t p = conv1_.shape().P(), q = conv1_.shape().Q();
   if (stride != 1 || cin != cout) {
     cpu::Conv2dShape s = convShape(n, cin, h, w, cout, 1, stride);
-    downConv_ = std::make_unique<Conv2d>(arena, init, name + ".downsample.0", s);
-    downBn_ = std::make_unique<BatchNorm2d>(arena, name + ".downsample.1", n, cout, s.P(), s.Q());
+    downConv_ = std::make_unique<Conv2d>(arena, init, name + ".downsample.0", s, layout);
+    downBn_ = std::make_unique<BatchNorm2d>(arena, name + ".downsample.1", n, cout, s.P(), s.Q(), layout);
   }
-  sum_ = arena.tensor(out);
+  sum_ = arena.tensor(imageShape(n, cout, p, q, layout));
   bn1_.fuseRelu();
-  drelu1_ = arena.tensor(held);
-  dsum_ = arena.tensor(out);
-  dx_ = arena.tensor({n, cin, h, w});
+  drelu1_ = arena.tensor(imageShape(n, cout / tpRanks, p, q, layout));  // conv1's slice
+  dsum_ = arena.tensor(imageShape(n, cout, p, q, layout));
+  dx_ = arena.tensor(imageShape(n, cin, h, w, layout));
 }
 
 double BasicBlock::forwardFlops() const {
@@ -174,6 +177,24 @@ void BasicBlock::buffers(std::vector<NamedTensor>& out) {
   bn1_.buffers(out);
   bn2_.buffers(out);
   if (downBn_) downBn_->buffers(out);
+}
+
+ChannelsLast::ChannelsLast(Arena& arena, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w)
+    : n_(n), c_(c), hw_(h * w), y_(arena.tensor(imageShape(n, c, h, w, ConvLayout::kNhwc))), dx_(arena.tensor({n, c, h, w})) {}
+
+const Tensor& ChannelsLast::forward(const Tensor& x, StepContext&) {
+  ops::transposeImages(*y_.device, y_.data, x.data, n_, c_, hw_, ConvLayout::kNchw);
+  return y_;
+}
+
+void ChannelsLast::skipInputGradient() {
+  inputGradient_ = false;
+  zero(dx_);
+}
+
+const Tensor& ChannelsLast::backward(const Tensor& dy, StepContext&) {
+  if (inputGradient_) ops::transposeImages(*y_.device, dx_.data, dy.data, n_, c_, hw_, ConvLayout::kNhwc);
+  return dx_;
 }
 
 }  // namespace ts::wl

@@ -1,6 +1,8 @@
 #pragma once
-// The CNN's layers over NCHW tensors: Conv2d (no bias: a BatchNorm follows every convolution, as in
-// ResNet), global average pooling, max pooling, and a residual basic block. Conv FLOPs: 2 N K P Q C R S
+// The CNN's layers over image tensors in one layout (ConvLayout: NCHW, or channels-last NHWC, which the CPU's
+// oneDNN convolves without reordering; each layer allocates its tensors in its layout, imageShape): Conv2d
+// (no bias: a BatchNorm follows every convolution, as in ResNet), global average pooling, max pooling, a
+// residual basic block, and the NCHW-to-NHWC transpose in front of a channels-last network. Conv FLOPs: 2 N K P Q C R S
 // forward; the backward is two products of the same size (data and filter).
 #include <memory>
 
@@ -15,7 +17,9 @@ class Conv2d final : public Layer {
   // Kaiming-normal weights (fan-out, ReLU gain), as torchvision's ResNet. Tensor parallel: column holds a
   // slice of the output channels (its input gradient is summed over the group), row a slice of the input
   // channels (its output is summed over the group). `shape` is the whole layer's; FLOPs are too.
-  Conv2d(Arena& arena, const Init& init, const std::string& name, const cpu::Conv2dShape& shape, TensorSplit split = {});
+  // The weights are [K, C, R, S] in either layout (checkpoints do not depend on it).
+  Conv2d(Arena& arena, const Init& init, const std::string& name, const cpu::Conv2dShape& shape, ConvLayout layout,
+         TensorSplit split = {});
   const Tensor& forward(const Tensor& x, StepContext& ctx) override;
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override { out.push_back(&w_); }
@@ -25,6 +29,7 @@ class Conv2d final : public Layer {
 
  private:
   cpu::Conv2dShape s_, full_;  // this rank's, the whole layer's
+  ConvLayout layout_;
   TensorSplit split_;
   Param w_;
   const Tensor* x_ = nullptr;
@@ -35,18 +40,20 @@ class Conv2d final : public Layer {
 // x[N, C, H, W] -> y[N, C]: the mean over H*W.
 class GlobalAvgPool final : public Layer {
  public:
-  GlobalAvgPool(Arena& arena, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w);
+  GlobalAvgPool(Arena& arena, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, ConvLayout layout);
   const Tensor& forward(const Tensor& x, StepContext& ctx) override;
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
 
  private:
   std::int64_t n_, c_, hw_;
+  ConvLayout layout_;
   Tensor y_, dx_;
 };
 
 class MaxPool2d final : public Layer {
  public:
-  MaxPool2d(Arena& arena, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, int k, int stride, int pad);
+  MaxPool2d(Arena& arena, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, int k, int stride, int pad,
+            ConvLayout layout);
   const Tensor& forward(const Tensor& x, StepContext& ctx) override;
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   std::int64_t outH() const { return p_; }
@@ -55,6 +62,7 @@ class MaxPool2d final : public Layer {
  private:
   std::int64_t n_, c_, h_, w_;
   int k_, stride_, pad_;
+  ConvLayout layout_;
   std::int64_t p_, q_;
   int* argmax_;
   Tensor y_, dx_;
@@ -67,7 +75,7 @@ class MaxPool2d final : public Layer {
 class BasicBlock final : public Layer {
  public:
   BasicBlock(Arena& arena, const Init& init, const std::string& name, std::int64_t n, std::int64_t cin, std::int64_t h,
-             std::int64_t w, std::int64_t cout, int stride, int tpRank = 0, int tpRanks = 1);
+             std::int64_t w, std::int64_t cout, int stride, ConvLayout layout, int tpRank = 0, int tpRanks = 1);
   const Tensor& forward(const Tensor& x, StepContext& ctx) override;
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override;
@@ -85,6 +93,21 @@ class BasicBlock final : public Layer {
   std::unique_ptr<BatchNorm2d> downBn_;
   Tensor sum_, drelu1_, dsum_, dx_;
   const Tensor* x_ = nullptr;
+};
+
+// x[N, C, H, W] -> y[N, H, W, C]: the data's images into a channels-last network (a transpose, one read and one
+// write; the backward transposes the gradient back, unless the input is the data).
+class ChannelsLast final : public Layer {
+ public:
+  ChannelsLast(Arena& arena, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w);
+  const Tensor& forward(const Tensor& x, StepContext& ctx) override;
+  const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
+  void skipInputGradient() override;
+
+ private:
+  std::int64_t n_, c_, hw_;
+  Tensor y_, dx_;
+  bool inputGradient_ = true;
 };
 
 }  // namespace ts::wl

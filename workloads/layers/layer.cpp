@@ -17,6 +17,10 @@ double unit(std::mt19937_64& g) { return (static_cast<double>(g() >> 11) + 0.5) 
 
 }  // namespace
 
+std::vector<std::int64_t> imageShape(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, ConvLayout layout) {
+  return layout == ConvLayout::kNhwc ? std::vector<std::int64_t>{n, h, w, c} : std::vector<std::int64_t>{n, c, h, w};
+}
+
 // Values are drawn on the host and uploaded, so every device starts from the same weights.
 std::vector<float> Init::drawNormal(const std::string& name, double stddev, std::size_t n) const {
   std::mt19937_64 g(seed_ ^ fnv1a(name));

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/ops.h"
 #include "workloads/tensor.h"
 
 namespace ts::wl {
@@ -24,6 +25,10 @@ struct TensorSlice {
   std::int64_t colFrom = 0, colTo = 0;
   bool sliced() const { return !shape.empty(); }
 };
+
+// The shape an image tensor [n, c, h, w] is stored in: [n, h, w, c] when channels-last (the CNN's layers
+// take the layout they were built with and allocate in it, so a tensor's shape is its memory order).
+std::vector<std::int64_t> imageShape(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, ConvLayout layout);
 
 struct Param {
   std::string name;  // "blocks.0.attn.qkv.weight": the name in checkpoints (PyTorch's naming style)

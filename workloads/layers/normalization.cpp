@@ -37,20 +37,21 @@ void LayerNorm::params(std::vector<Param*>& out) {
 }
 
 BatchNorm2d::BatchNorm2d(Arena& arena, const std::string& name, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
-                         TensorSlice slice)
+                         ConvLayout layout, TensorSlice slice)
     : name_(name),
       n_(n),
       c_(c),
       hw_(h * w),
+      layout_(layout),
       w_(makeParam(arena, name + ".weight", {c}, false)),
       b_(makeParam(arena, name + ".bias", {c}, false)),
       runningMean_(arena.tensor({c})),
       runningVar_(arena.tensor({c})),
       slice_(std::move(slice)),
-      y_(arena.tensor({n, c, h, w})),
+      y_(arena.tensor(imageShape(n, c, h, w, layout))),
       mean_(arena.tensor({c})),
       rstd_(arena.tensor({c})),
-      dx_(arena.tensor({n, c, h, w})) {
+      dx_(arena.tensor(imageShape(n, c, h, w, layout))) {
   Init(0).constant(w_.value, 1.0f);
   Init(0).constant(runningVar_, 1.0f);
   w_.slice = b_.slice = slice_;
@@ -60,19 +61,19 @@ const Tensor& BatchNorm2d::forward(const Tensor& x, StepContext& ctx) {
   x_ = &x;
   if (ctx.evaluating) {
     ops::batchnormInference(*y_.device, y_.data, x.data, w_.value.data, b_.value.data, runningMean_.data, runningVar_.data, n_,
-                            c_, hw_);
+                            c_, hw_, layout_);
     if (relu_) ops::reluForward(*y_.device, y_.data, y_.data, y_.numel());
     return y_;
   }
   ops::batchnormForward(*y_.device, y_.data, mean_.data, rstd_.data, x.data, w_.value.data, b_.value.data, n_, c_, hw_,
                         ctx.training ? runningMean_.data : nullptr, ctx.training ? runningVar_.data : nullptr,
-                        ctx.bnSum ? &ctx.bnSum : nullptr, relu_);
+                        ctx.bnSum ? &ctx.bnSum : nullptr, relu_, layout_);
   return y_;
 }
 
 const Tensor& BatchNorm2d::backward(const Tensor& dy, StepContext& ctx) {
   ops::batchnormBackward(*y_.device, dx_.data, w_.grad.data, b_.grad.data, dy.data, x_->data, w_.value.data, mean_.data,
-                         rstd_.data, n_, c_, hw_, ops::Write::kOverwrite, ctx.bnSum ? &ctx.bnSum : nullptr);
+                         rstd_.data, n_, c_, hw_, ops::Write::kOverwrite, ctx.bnSum ? &ctx.bnSum : nullptr, layout_);
   ctx.ready(w_);
   ctx.ready(b_);
   return dx_;

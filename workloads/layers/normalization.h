@@ -25,8 +25,9 @@ class BatchNorm2d final : public Layer {
  public:
   // slice: these c channels are this rank's slice of a tensor-parallel layer's (weights 1, biases 0, as
   // the whole layer's are; the running statistics sliced alike).
+  // layout: how x (and y, dx) are stored (imageShape).
   BatchNorm2d(Arena& arena, const std::string& name, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
-              TensorSlice slice = {});
+              ConvLayout layout, TensorSlice slice = {});
   const Tensor& forward(const Tensor& x, StepContext& ctx) override;
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override;
@@ -40,6 +41,7 @@ class BatchNorm2d final : public Layer {
   bool relu_ = false;
   std::string name_;
   std::int64_t n_, c_, hw_;
+  ConvLayout layout_;
   Param w_, b_;
   Tensor runningMean_, runningVar_;
   TensorSlice slice_;

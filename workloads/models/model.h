@@ -4,6 +4,7 @@
 // each with named presets (models/presets.cpp) whose every field can be overridden.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -33,6 +34,9 @@ struct ModelConfig {
   // cnn: stage widths and residual blocks per stage; "cifar" stem (3x3 conv) or "imagenet" (7x7/2 + max pool)
   std::vector<std::int64_t> widths, blocks;
   std::string stem = "cifar";
+  // The activations' layout: auto (channels-last nhwc on the CPU with oneDNN, else nchw), nchw or nhwc (the
+  // CPU's only). Speed only: the same function, so not part of the model's identity (toJson, --resume).
+  std::string layout = "auto";
   // transformer
   std::int64_t layers = 0, hidden = 0, heads = 0, seqLen = 0, vocab = 0;
   // inputs and outputs (from the data for mlp/cnn)
@@ -67,6 +71,8 @@ class Model {
   // Samples (classification) or tokens (language model) per micro-batch: the unit of throughput.
   virtual std::int64_t itemsPerMicroBatch() const = 0;
   virtual std::string itemName() const = 0;  // "samples" | "tokens"
+  // The layout of the image activations (the CNN's); none for the others.
+  virtual std::optional<ConvLayout> imageLayout() const { return std::nullopt; }
 
   // The same pass in pieces, for pipeline stages: embed (the batch to layer 0's input: features uploaded,
   // or token + position embeddings), layers [from, to), the loss on the last layer's output; and back.

@@ -102,12 +102,12 @@ void applyModelOverride(ModelConfig& c, const std::string& assignment) {
   if (eq == std::string::npos || eq == 0) throw UsageError(fmt::format("--set '{}': expected key=value", assignment));
   const std::string key = assignment.substr(0, eq), v = assignment.substr(eq + 1);
   const bool mlpKey = key == "depth" || key == "width" || key == "activation";
-  const bool cnnKey = key == "widths" || key == "blocks" || key == "stem";
+  const bool cnnKey = key == "widths" || key == "blocks" || key == "stem" || key == "layout";
   const bool gptKey = key == "layers" || key == "hidden" || key == "heads" || key == "seq_len" || key == "vocab";
   if ((mlpKey && c.kind != ModelKind::kMlp) || (cnnKey && c.kind != ModelKind::kCnn) ||
       (gptKey && c.kind != ModelKind::kTransformer) || (!mlpKey && !cnnKey && !gptKey))
     throw UsageError(
-        fmt::format("--set {}: not a field of the {} model (mlp: depth, width, activation; cnn: widths, blocks, stem; "
+        fmt::format("--set {}: not a field of the {} model (mlp: depth, width, activation; cnn: widths, blocks, stem, layout; "
                     "transformer: layers, hidden, heads, seq_len, vocab)",
                     key, nameOf(c.kind)));
   if (key == "depth")
@@ -122,6 +122,8 @@ void applyModelOverride(ModelConfig& c, const std::string& assignment) {
     c.blocks = parseList(key, v);
   else if (key == "stem")
     c.stem = v;
+  else if (key == "layout")
+    c.layout = v;
   else if (key == "layers")
     c.layers = parseInt(key, v);
   else if (key == "hidden")
@@ -151,6 +153,8 @@ void validateModelConfig(const ModelConfig& c, const data::DataInfo& d) {
       for (std::size_t i = 0; i < c.widths.size(); ++i)
         need(c.widths[i] >= 1 && c.blocks[i] >= 1, "cnn: every stage needs a width >= 1 and at least 1 block");
       need(c.stem == "cifar" || c.stem == "imagenet", fmt::format("cnn: stem '{}' is not cifar or imagenet", c.stem));
+      need(c.layout == "auto" || c.layout == "nchw" || c.layout == "nhwc",
+           fmt::format("cnn: layout '{}' is not auto, nchw or nhwc", c.layout));
       need(d.task == data::Task::kClassification && d.sampleShape.size() == 3,
            fmt::format("cnn: the data '{}' does not have images [C, H, W] (sample shape of {} dimensions)", d.name,
                        d.sampleShape.size()));
