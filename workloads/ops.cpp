@@ -191,6 +191,15 @@ void maxPool2dForward(Device& d, float* out, int* argmax, const float* inp, int 
 #endif
   cpu::maxPool2dForward(out, argmax, inp, N, C, H, W, k, stride, pad, layout);
 }
+void dropoutForward(Device& d, float* out, const float* inp, std::size_t rows, std::size_t cols, const cpu::DropoutKeys& keys) {
+  if (d.cuda()) throw Error("--dropout runs on the CPU only in this version");
+  cpu::dropoutForward(out, inp, rows, cols, keys);
+}
+void dropoutBackward(Device& d, float* dinp, const float* dout, std::size_t rows, std::size_t cols, const cpu::DropoutKeys& keys,
+                     Write write) {
+  if (d.cuda()) throw Error("--dropout runs on the CPU only in this version");
+  cpu::dropoutBackward(dinp, dout, rows, cols, keys, write);
+}
 void transposeImages(Device& d, float* out, const float* inp, std::size_t N, std::size_t C, std::size_t HW, ConvLayout from) {
   requireNchwOnCuda(d, ConvLayout::kNhwc);
   cpu::transposeImages(out, inp, N, C, HW, from);

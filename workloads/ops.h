@@ -55,6 +55,10 @@ void globalAvgPoolBackward(Device& d, float* dinp, const float* dout, std::size_
 void maxPool2dForward(Device& d, float* out, int* argmax, const float* inp, int N, int C, int H, int W, int k, int stride,
                       int pad, ConvLayout layout = ConvLayout::kNchw);
 void maxPool2dBackward(Device& d, float* dinp, const float* dout, const int* argmax, std::size_t outCount);
+// Dropout (the CPU only in this version: on CUDA, an error).
+void dropoutForward(Device& d, float* out, const float* inp, std::size_t rows, std::size_t cols, const cpu::DropoutKeys& keys);
+void dropoutBackward(Device& d, float* dinp, const float* dout, std::size_t rows, std::size_t cols, const cpu::DropoutKeys& keys,
+                     Write write = Write::kAccumulate);
 void transposeImages(Device& d, float* out, const float* inp, std::size_t N, std::size_t C, std::size_t HW,
                      ConvLayout from);  // CPU
 void embeddingForward(Device& d, float* out, const int* tokens, const float* wte, const float* wpe, std::size_t B, std::size_t T,

@@ -44,6 +44,7 @@ nlohmann::json TrainOptions::toJson() const {
           {"memory_limit_bytes", parseBytes(memoryLimit, "--memory-limit")},
           {"eval_every", evalEvery},
           {"augment", nameOf(augment)},
+          {"dropout", dropout},
           {"eval_batches", evalBatches},
           {"target_accuracy", targetAccuracy > 0 ? nlohmann::json(targetAccuracy) : nlohmann::json()},
           {"target_loss", targetLoss > 0 ? nlohmann::json(targetLoss) : nlohmann::json()}};
@@ -71,6 +72,7 @@ ModelConfig modelConfigOf(const TrainOptions& o) {
   ModelConfig config = modelPreset(o.model, o.preset);
   for (const auto& a : o.overrides) applyModelOverride(config, a);
   config.seed = o.seed;
+  config.dropout = o.dropout;
   return config;
 }
 }  // namespace
@@ -100,8 +102,6 @@ void validateTrainOptions(const TrainOptions& o) {
     throw UsageError(fmt::format("--target-loss {}: must be a finite loss above 0", o.targetLoss));
   if ((o.targetAccuracy > 0 || o.targetLoss > 0) && o.evalEvery == 0)
     throw UsageError("--target-accuracy and --target-loss are checked at evaluations: give --eval-every N");
-  if (o.evalEvery > 0 && o.layout.pp > 1)
-    throw UsageError("--eval-every with --pp: pipeline stages cannot evaluate yet (a forward-only schedule is to come)");
   if (o.layout.sync == SyncKind::kAverage && (o.precision == Precision::kBFloat16 || o.precision == Precision::kFloat16))
     throw UsageError(
         fmt::format("--sync average with --precision {}: not yet (the float32 master weights would be averaged "
@@ -111,6 +111,9 @@ void validateTrainOptions(const TrainOptions& o) {
     throw UsageError(fmt::format("--sync-bn on: the {} has no batch norm", nameOf(o.model)));
   if (o.layout.syncBn == SyncBatchNorm::kOn && o.device.cuda())
     throw UsageError("--sync-bn on: SyncBatchNorm runs on the CPU only in this version (--device cpu, or --sync-bn off)");
+  if (!(o.dropout >= 0 && o.dropout < 1)) throw UsageError(fmt::format("--dropout {}: a probability in [0, 1)", o.dropout));
+  if (o.dropout > 0 && o.device.cuda())
+    throw UsageError("--dropout: dropout runs on the CPU only in this version (--device cpu)");
 }
 
 SyncBatchNorm resolveSyncBatchNorm(const TrainOptions& o, int dp) {
@@ -437,23 +440,33 @@ EvalResult Trainer::evaluate() {
   for (std::int64_t i = 0; i < evalBatches_; ++i) {
     const data::Batch batch = evalSource_->batch(i);
     sync_->beforeForward(ctx);
-    const double loss = model_->forward(batch, ctx);
-    // Top-1 of each row of the logits ([samples, classes] or [tokens, vocabulary]) against its target.
-    const Tensor& out = model_->logits();
-    const std::size_t n = batch.targets.size(), classes = out.numel() / n;
-    logits.resize(out.numel());
-    device_->download(logits.data(), out.data, logits.size() * sizeof(float));
-    for (std::size_t r = 0; r < n; ++r) {
-      const float* row = logits.data() + r * classes;
-      correct += static_cast<double>(std::max_element(row, row + classes) - row == batch.targets[r]);
+    // Pipeline stages pass the batch along; the last one has the loss and the logits.
+    double loss = 0;
+    const Tensor* out = pipeline_ ? pipeline_->forwardOnly(batch, ctx, &loss) : &model_->logits();
+    if (!pipeline_) loss = model_->forward(batch, ctx);
+    const std::size_t n = batch.targets.size();
+    if (out) {
+      // Top-1 of each row of the logits ([samples, classes] or [tokens, vocabulary]) against its target.
+      const std::size_t classes = out->numel() / n;
+      logits.resize(out->numel());
+      device_->download(logits.data(), out->data, logits.size() * sizeof(float));
+      for (std::size_t r = 0; r < n; ++r) {
+        const float* row = logits.data() + r * classes;
+        correct += static_cast<double>(std::max_element(row, row + classes) - row == batch.targets[r]);
+      }
+      lossSum += loss * static_cast<double>(n);
     }
-    lossSum += loss * static_cast<double>(n);
     rows += static_cast<double>(n);
   }
   sync_->afterForwardOnly();
+  if (pipeline_) {  // the last stage's sums, on every stage
+    lossSum = pipeline_->sumOverStages(lossSum, false);
+    correct = pipeline_->sumOverStages(correct, false);
+  }
   // The evaluation's collectives (ZeRO-3's gathers, tensor-parallel sums) are not the next step's.
   sync_->takeStepComm();
   if (tp_) tp_->takeStepComm();
+  if (pipeline_) pipeline_->takeStepComm();
   // Every rank evaluates as many rows, so the group's mean of the ranks' means is the mean over all rows.
   e.loss = sync_->groupMean(lossSum / rows);
   e.accuracy = sync_->groupMean(correct / rows);

@@ -58,6 +58,7 @@ struct TrainOptions {
   // a target (accuracy at or above targetAccuracy, loss at or below targetLoss; 0: none).
   std::int64_t evalEvery = 0, evalBatches = 0;
   data::Augment augment = data::Augment::kNone;  // --augment: the training images' random crop and flip
+  double dropout = 0;                            // --dropout: the drop probability of the models' dropout layers (0: none)
   double targetAccuracy = 0, targetLoss = 0;
   nlohmann::json toJson() const;
 };

@@ -65,6 +65,11 @@ void addModelOptions(OptionTable<TrainRunOptions>& t) {
                         "seeded by sample position, the same in every layout)",
                         TS_FIELD(train.augment)),
                   expectedChoice<data::Augment>());
+  t.add("--dropout",
+        "Dropout probability (0 = none): mlp after each hidden activation, cnn before the head, transformer on the "
+        "embeddings and each block's attention and MLP outputs; masks keyed by sample and feature, the same in every layout",
+        TS_FIELD(train.dropout))
+      .range({0, 1, false, true});
   t.add("--synthetic-size", "Samples per epoch of synthetic data (its held-out split is the next tenth of that)",
         TS_FIELD(train.syntheticSize))
       .range({1, double(std::int64_t{1} << 40)});

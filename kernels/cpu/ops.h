@@ -72,6 +72,23 @@ void geluBackward(float* dinp, const float* inp, const float* dout, std::size_t 
 void reluForward(float* out, const float* inp, std::size_t n);
 void reluBackward(float* dinp, const float* inp, const float* dout, std::size_t n, Write write = Write::kAccumulate);
 
+// Dropout over x[rows, cols] (training: out = x m / (1 - p), m = 0 with probability p). The mask is a pure
+// function of `keys` and each element's global row and column (kernels/cpu/dropout.cpp), so the same element
+// gets the same draw in every layout, and the backward recomputes it: dinp = dout m / (1 - p).
+struct DropoutKeys {
+  std::uint64_t seed = 0, layer = 0;  // the run's seed; the layer (a hash of its name)
+  std::int64_t step = 0;              // the training step
+  // Row r is position r % rowsPerSample (a token) of sample firstSample + r / rowsPerSample (the sample's place
+  // in the run's order: the same in every layout); its global row is sample * rowsPerSample + position.
+  std::int64_t firstSample = 0;
+  std::int64_t rowsPerSample = 1;
+  std::int64_t colOffset = 0;  // the global column of column 0 (a tensor-parallel slice's first feature)
+  float p = 0;                 // the drop probability, in [0, 1)
+};
+void dropoutForward(float* out, const float* inp, std::size_t rows, std::size_t cols, const DropoutKeys& keys);
+void dropoutBackward(float* dinp, const float* dout, std::size_t rows, std::size_t cols, const DropoutKeys& keys,
+                     Write write = Write::kAccumulate);
+
 // out[N,C] = inp[N,C] + bias[C].   out[n] = a[n] + b[n].
 void biasAdd(float* out, const float* inp, const float* bias, std::size_t N, std::size_t C);
 void residualAdd(float* out, const float* a, const float* b, std::size_t n);

@@ -104,11 +104,20 @@ def test_bad_evaluation_options_are_one_line(args, line):
     assert len(r.error_lines()) == 1 and line in r.error_lines()[0], r.err
 
 
-def test_eval_with_pipeline_stages_is_one_line():
-    r = run_trainscope(["train", "--model", "mlp", "--steps", 4, "--no-ceiling", "--pp", 2, "--micro-batches", 2,
-                        "--eval-every", 2], np=2)
-    assert r.rc == 2, r.err
-    assert "--eval-every with --pp" in r.err
+@pytest.mark.parametrize("model", list(MODELS))
+@pytest.mark.parametrize("np,layout", [(2, ["--pp", 2]), (4, ["--pp", 2, "--dp", 2])], ids=["pp2", "dp2-pp2"])
+def test_pipeline_stages_evaluate_as_one_process(tmp_path, model, np, layout):
+    """A forward-only pass through the stages (each batch handed on, the last stage's loss and top-1 summed over
+    the stages, then averaged over the data-parallel group): the one process's evaluation at the same
+    micro-batch size."""
+    args = MODELS[model] + EVAL + ["--steps", 3, "--micro-batches", 2]
+    one, _ = train(tmp_path, "one", args)
+    other, _ = train(tmp_path, "pp", args + layout, np=np)
+    # The CNN's SyncBatchNorm sums in another order (test_parallel.py's CNN_TOLERANCE).
+    rtol = 3e-4 if model == "cnn" and "--dp" in layout else 1e-5
+    for p, q in zip(one["eval"]["points"], other["eval"]["points"], strict=True):
+        assert p["items"] == q["items"] > 0
+        assert p["loss"] == pytest.approx(q["loss"], rel=rtol) and p["accuracy"] == pytest.approx(q["accuracy"], abs=1e-9)
 
 
 def test_scale_reports_the_time_to_target_of_every_rank_count(tmp_path, validate):

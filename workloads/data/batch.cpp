@@ -35,6 +35,7 @@ Batch Batch::slice(std::int64_t begin, std::int64_t end) const {
   out.tokens = rowsOf(tokens, perRow(inputShape), begin, end);
   out.targets = rowsOf(targets, perRow(targetShape), begin, end);
   out.sampleIndices = rowsOf(sampleIndices, 1, begin, end);
+  out.firstPosition = firstPosition + begin;
   out.staged = staged;
   out.stagedRow = stagedRow + begin;
   return out;

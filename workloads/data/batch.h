@@ -19,6 +19,9 @@ struct Batch {
   std::vector<std::int32_t> targets;     // [B] or [B, T]
   std::vector<std::int64_t> targetShape;
   std::vector<std::int64_t> sampleIndices;  // the dataset index of each row: which samples these are
+  // Row j's place in the run's sequence of training samples (step * global batch + the row's place in the
+  // global batch), the same whichever rank or micro-batch holds it: what per-sample randomness is keyed by.
+  std::int64_t firstPosition = 0;
   // Filled by the Prefetcher's prepare hook in the loader thread: the batch's device copy and the event
   // marking its upload done (wl::BatchStager). Opaque here; the host vectors above stay valid beside it.
   // A slice shares it, starting at row `stagedRow` of the staged batch.

@@ -74,6 +74,7 @@ Batch DataSource::batch(std::int64_t step) const {
   b.sampleIndices.resize(static_cast<std::size_t>(rows));
   // This rank's rows are its contiguous part of the global batch (see the header).
   const std::int64_t first = step * globalBatch_ + shard_.rank * rows;
+  b.firstPosition = first;
   std::vector<float> scratch;
   for (std::int64_t j = 0; j < rows; ++j) {
     const std::int64_t index = order_.index(first + j);

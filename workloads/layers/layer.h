@@ -74,6 +74,9 @@ struct StepContext {
   // SyncBatchNorm: adds batch norm's float64 statistics over the data-parallel group, in place (unset: each
   // rank normalises its own batch). The type is cpu::ReplicaSum's.
   std::function<void(double* values, std::size_t n)> bnSum;
+  // The micro-batch being run: its training step and its first row's place in the run's sample order
+  // (data::Batch::firstPosition), which key dropout's masks (cpu::DropoutKeys).
+  std::int64_t step = 0, firstSample = 0;
 };
 
 // Which part of a layer's weights this rank holds (Megatron's tensor parallelism). A column-parallel

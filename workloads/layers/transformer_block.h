@@ -1,10 +1,14 @@
 #pragma once
 // A pre-layernorm GPT block over x[B*T, C]: x + attn(ln1(x)), then + mlp(ln2(.)) with mlp = proj(gelu(fc(.)))
-// and fc of 4C outputs. Forward FLOPs: the attention's plus 2 * 2(B T C 4C) for the MLP. Tensor parallel:
-// the attention split by heads, fc column- and proj row-parallel (Megatron's block: two sums forward,
-// two backward); the layernorms are replicated.
+// and fc of 4C outputs; with dropout, each branch's output dropped before its residual sum (GPT-2's
+// resid_pdrop: on the whole C features, after the row-parallel sums). Forward FLOPs: the attention's plus 2 * 2(B T C 4C) for the
+// MLP. Tensor parallel: the attention split by heads, fc column- and proj row-parallel (Megatron's block: two sums forward, two
+// backward); the layernorms are replicated.
+#include <memory>
+
 #include "workloads/layers/activation.h"
 #include "workloads/layers/attention.h"
+#include "workloads/layers/dropout.h"
 #include "workloads/layers/linear.h"
 #include "workloads/layers/normalization.h"
 
@@ -14,7 +18,8 @@ class TransformerBlock final : public Layer {
  public:
   // GPT-2 initialisation: N(0, 0.02) weights, the residual projections scaled by 1/sqrt(2 layers).
   TransformerBlock(Arena& arena, const Init& init, const std::string& name, std::int64_t batch, std::int64_t seq,
-                   std::int64_t channels, std::int64_t heads, std::int64_t layers, int tpRank = 0, int tpRanks = 1);
+                   std::int64_t channels, std::int64_t heads, std::int64_t layers, int tpRank = 0, int tpRanks = 1,
+                   double dropout = 0, std::uint64_t seed = 0);
   const Tensor& forward(const Tensor& x, StepContext& ctx) override;
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override;
@@ -27,6 +32,7 @@ class TransformerBlock final : public Layer {
   Linear fc_;
   Activation gelu_;
   Linear proj_;
+  std::unique_ptr<Dropout> attnDrop_, mlpDrop_;  // with dropout: on the attention's and the MLP's outputs
   Tensor mid_, out_, dmid_, dx_;
 };
 

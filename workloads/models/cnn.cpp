@@ -1,7 +1,7 @@
 // CNN: a ResNet of basic blocks. Stem: a 3x3 conv (CIFAR) or a 7x7/2 conv and a 3x3/2 max pool (ImageNet),
 // each followed by BatchNorm and ReLU; then one stage per entry of `widths` with `blocks` basic blocks
-// (the first of each stage after the first halves the resolution); global average pooling; a Linear
-// head. Tensor parallel: each basic block split by channels (convolution.h); the stem, the shortcuts and
+// (the first of each stage after the first halves the resolution); global average pooling; dropout with
+// --dropout; a Linear head. Tensor parallel: each basic block split by channels (convolution.h); the stem, the shortcuts and
 // the head replicated. Forward FLOPs: the sum of the convolutions' 2 N K P Q C R S plus the head's 2 N C classes
 // (BatchNorm, ReLU and pooling are memory-bound and not counted).
 //
@@ -16,6 +16,7 @@
 #include "kernels/cpu/convolution.h"
 #include "workloads/layers/activation.h"
 #include "workloads/layers/convolution.h"
+#include "workloads/layers/dropout.h"
 #include "workloads/layers/linear.h"
 #include "workloads/models/sequential_classifier.h"
 
@@ -68,6 +69,7 @@ class Cnn final : public SequentialClassifier {
         layers_.push_back(std::move(block));
       }
     layers_.push_back(std::make_unique<GlobalAvgPool>(arena_, batch, ch, h, w, layout_));
+    if (c.dropout > 0) layers_.push_back(std::make_unique<Dropout>(arena_, "dropout", c.seed, c.dropout, batch, ch));
     layers_.push_back(std::make_unique<Linear>(arena_, init, "fc", batch, ch, c.classes));
     finish();
   }

@@ -1,10 +1,12 @@
-// MLP: `depth` hidden Linear layers of `width` with ReLU or GELU, then a Linear head to the classes.
+// MLP: `depth` hidden Linear layers of `width` with ReLU or GELU (each followed by dropout with --dropout),
+// then a Linear head to the classes.
 // Tensor parallel: the Linear layers in pairs, column- then row-parallel (the activation between them
 // works on the column layer's slice); a layer left without a partner (the head after an odd number) is
 // replicated.
 // Parameters: in*w + w + (depth-1)(w*w + w) + w*classes + classes. Forward FLOPs: 2 B (in w + (depth-1) w^2
 // + w classes).
 #include "workloads/layers/activation.h"
+#include "workloads/layers/dropout.h"
 #include "workloads/layers/linear.h"
 #include "workloads/models/sequential_classifier.h"
 
@@ -29,6 +31,9 @@ class Mlp final : public SequentialClassifier {
           std::make_unique<Linear>(arena_, init, "layers." + std::to_string(2 * i), batch, in, c.width, true, -1, split));
       const std::int64_t held = split.kind == TensorSplit::kColumn ? c.width / tp.ranks : c.width;
       layers_.push_back(std::make_unique<Activation>(arena_, act, std::vector<std::int64_t>{batch, held}));
+      if (c.dropout > 0)  // on this rank's features: a column slice's start at rank * held
+        layers_.push_back(std::make_unique<Dropout>(arena_, "layers." + std::to_string(2 * i + 1) + ".dropout", c.seed, c.dropout,
+                                                    batch, held, 1, held == c.width ? 0 : tp.rank * held));
       in = c.width;
     }
     layers_.push_back(std::make_unique<Linear>(arena_, init, "layers." + std::to_string(2 * c.depth), batch, in, c.classes, true,

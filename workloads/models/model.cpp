@@ -97,6 +97,8 @@ double Model::lossForward(const Tensor& logits, const data::Batch& batch) {
 const Tensor& Model::lossBackward(float scale) { return loss_->backward(scale); }
 
 double Model::forward(const data::Batch& batch, StepContext& ctx) {
+  ctx.step = batch.step;
+  ctx.firstSample = batch.firstPosition;
   return lossForward(forwardLayers(embed(batch, ctx), ctx, 0, layers_.size()), batch);
 }
 

@@ -42,7 +42,12 @@ struct ModelConfig {
   // inputs and outputs (from the data for mlp/cnn)
   std::vector<std::int64_t> inputShape;  // per sample
   std::int64_t classes = 0;
-  std::uint64_t seed = 0;  // parameter initialisation
+  std::uint64_t seed = 0;  // parameter initialisation (and dropout's masks)
+  // Dropout's drop probability (0: no dropout layers): after each hidden activation (mlp), before the head
+  // (cnn), on the embeddings and on each block's attention and MLP outputs before their residual sums
+  // (transformer, as GPT-2's embd_pdrop and resid_pdrop; no dropout on the attention probabilities). A
+  // training option, not part of the model's identity (toJson, --resume).
+  double dropout = 0;
 
   nlohmann::json toJson() const;
 };

@@ -37,9 +37,10 @@ class Transformer final : public Model {
     init.normal(wte_.value, wte_.name, 0.02);
     init.normal(wpe_.value, wpe_.name, 0.01);
     leading_ = {&wte_, &wpe_};
+    if (c.dropout > 0) layers_.push_back(std::make_unique<Dropout>(arena_, "drop", c.seed, c.dropout, B_ * T_, C_, T_));
     for (std::int64_t l = 0; l < c.layers; ++l)
       layers_.push_back(std::make_unique<TransformerBlock>(arena_, init, "h." + std::to_string(l), B_, T_, C_, c.heads, c.layers,
-                                                           tp.rank, tp.ranks));
+                                                           tp.rank, tp.ranks, c.dropout, c.seed));
     layers_.push_back(std::make_unique<LayerNorm>(arena_, "ln_f", B_ * T_, C_));
     layers_.push_back(std::make_unique<Linear>(arena_, init, "lm_head", B_ * T_, C_, V_, false, 0.02));
     loss_ = std::make_unique<CrossEntropy>(arena_, B_ * T_, V_);

@@ -154,6 +154,8 @@ ModelPart Pipeline::part() const {
 }
 
 const Tensor& Pipeline::forwardMicro(const data::Batch& batch, int micro, StepContext& ctx, double* loss) {
+  ctx.step = batch.step;
+  ctx.firstSample = batch.firstPosition;
   const Tensor& x = first() ? model_.embed(batch, ctx) : inputOf(micro);
   const Tensor& y = model_.forwardLayers(x, ctx, range_.from, range_.to);
   if (last()) {
@@ -162,6 +164,17 @@ const Tensor& Pipeline::forwardMicro(const data::Batch& batch, int micro, StepCo
   }
   held_ = micro;
   return y;
+}
+
+const Tensor* Pipeline::forwardOnly(const data::Batch& batch, StepContext& ctx, double* loss) {
+  if (!first()) tracker_.wait(tracker_.startRecv(inputOf(0).data, inCount_, stage_ - 1, tagOf(0, false)));
+  const Tensor& y = forwardMicro(batch, 0, ctx, loss);
+  held_ = -1;  // not a training micro-batch's forward: a backward must recompute
+  if (last()) return &model_.logits();
+  copy(outputs_[0], Tensor{y.data, outputs_[0].shape, y.device});
+  model_.arena().device().synchronize();
+  tracker_.wait(tracker_.startSend(outputs_[0].data, outCount_, stage_ + 1, tagOf(0, false)));
+  return nullptr;
 }
 
 double Pipeline::step(const std::vector<data::Batch>& micros, float scale, GradientSync& sync, StepContext& ctx,
@@ -196,8 +209,13 @@ double Pipeline::step(const std::vector<data::Batch>& micros, float scale, Gradi
     if (!last()) blockOn(tracker_.startRecv(gradIn_.data, outCount_, stage_ + 1, tagOf(op.micro, true)));
     trace::Span backward("backward", "compute", op.micro);
     if (held_ != op.micro) {
+      // Recomputation: the loss was counted, and batch norm's running statistics updated, the first time
+      // (updating them again counted the recomputed micro-batches twice: found by evaluating under --pp).
       sync.beforeForward(ctx);
-      forwardMicro(micros[i], op.micro, ctx, nullptr);  // recomputation: the loss was counted the first time
+      const bool training = ctx.training;
+      ctx.training = false;
+      forwardMicro(micros[i], op.micro, ctx, nullptr);
+      ctx.training = training;
     }
     sync.beforeBackward(ctx, lastBackward);
     const Tensor& dy = last() ? model_.lossBackward(scale) : gradIn_;

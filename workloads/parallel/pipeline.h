@@ -64,6 +64,10 @@ class Pipeline {
   // its loss by `scale`; the sync's hooks run around each forward and backward. Returns the sum of the
   // micro-batches' losses on the last stage (0 elsewhere).
   double step(const std::vector<data::Batch>& micros, float scale, GradientSync& sync, StepContext& ctx, PipelineTimes& times);
+  // A forward-only pass of one micro-batch (evaluation): the input from the stage before, this stage's layers,
+  // the output to the next, each transfer waited for. Adds the batch's mean loss into *loss and returns the
+  // logits on the last stage; null elsewhere.
+  const Tensor* forwardOnly(const data::Batch& batch, StepContext& ctx, double* loss);
   StepComm takeStepComm() { return tracker_.take(); }
   // The sum of v over the stages (the loss lives on the last; the gradient norm is every stage's);
   // timed: counted as the step's communication.
