@@ -4,6 +4,7 @@ models at the same batch sizes with the same threads, interleaved, as a table of
 
     /usr/bin/python3 scripts/compare-pytorch-cpu.py [--rounds 3] [--steps N] [--warmup 3] [--threads 2]
         [--cases mlp-tiny,dp2-transformer-tiny,gemm,...] [--pytorch-env KEY=VALUE] [--out results]
+        [--pytorch-memory-format contiguous|channels_last]
         [--trainscope build/trainscope]
 
 Each case runs R rounds of (trainscope, PyTorch), the order alternating from round to round; a round's ratio is
@@ -20,6 +21,8 @@ float32, AdamW lr 1e-3, betas 0.9/0.999, eps 1e-8, no weight decay, constant sch
 - PyTorch: W warm-up then S timed steps of zero_grad(set_to_none), forward + cross-entropy, backward, the global
   gradient norm (trainscope computes it every step), optimizer step and loss.item(), each timed with
   time.perf_counter; random batches of the shapes trainscope's synthetic data has, made before the loop.
+  With --pytorch-memory-format channels_last the CNN and its images are NHWC (`model.to(memory_format=
+  torch.channels_last)`), the layout trainscope's CNN trains in on the CPU; PyTorch's default is NCHW.
 - dp2: `mpirun -np 2 trainscope train --dp 2` against 2 processes of DistributedDataParallel over gloo (bucket
   25 MiB and overlap, as trainscope's defaults; each process pinned to one core, as mpirun binds ranks), each with
   threads // 2 threads (1 on 2 cores); a step's time is the slower rank's, as trainscope's.
@@ -157,7 +160,8 @@ def run_worker(args, kind, name, case, steps):
     env = base_env()
     env.update({k: str(threads) for k in TORCH_THREAD_ENV})
     env.update(kv.split("=", 1) for kv in args.pytorch_env)
-    spec = dict(case, steps=steps, warmup=args.warmup, threads=threads, gemm_shape=args.gemm, seed=args.seed)
+    spec = dict(case, steps=steps, warmup=args.warmup, threads=threads, gemm_shape=args.gemm, seed=args.seed,
+                memory_format=args.pytorch_memory_format)
     if dp > 1:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
@@ -208,6 +212,15 @@ def torch_step_loop(torch, model, opt, batches, warmup, steps):
     return times
 
 
+def in_memory_format(torch, spec, model, batches):
+    """The CNN and its images in --pytorch-memory-format (channels_last: PyTorch's NHWC, as trainscope's CNN is on
+    the CPU); the other models as they are."""
+    if spec["model"] != "cnn" or spec.get("memory_format", "contiguous") == "contiguous":
+        return model, batches
+    fmt = torch.channels_last
+    return model.to(memory_format=fmt), [(x.contiguous(memory_format=fmt), t) for x, t in batches]
+
+
 def worker_train(spec):
     import torch
     torch.set_num_threads(spec["threads"])
@@ -216,9 +229,12 @@ def worker_train(spec):
     model.train()
     opt = mirror.make_optimizer(torch, model, **{k: v for k, v in mirror.OPTIMIZER_DEFAULTS.items() if k != "kind"})
     batches = [mirror.random_batch(torch, spec["model"], spec["preset"], spec["batch"]) for _ in range(4)]
+    model, batches = in_memory_format(torch, spec, model, batches)
     times = torch_step_loop(torch, model, opt, batches, spec["warmup"], spec["steps"])
+    x = batches[0][0]
     return {"samples_us": times, "parameters": mirror.parameter_count(model), "threads": torch.get_num_threads(),
-            "torch": torch.__version__}
+            "torch": torch.__version__,
+            "channels_last": x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last) and x.shape[1] > 1}
 
 
 def worker_ddp(spec):
@@ -348,6 +364,8 @@ def parse_args():
     p.add_argument("--pytorch-env", action="append", default=[], metavar="KEY=VALUE",
                    help="an environment variable for PyTorch's (and numpy's) processes only, e.g. OMP_WAIT_POLICY=PASSIVE "
                    "(repeatable; recorded in the JSON)")
+    p.add_argument("--pytorch-memory-format", choices=["contiguous", "channels_last"], default="contiguous",
+                   help="PyTorch's CNN and images: contiguous (NCHW, PyTorch's default) or channels_last (NHWC)")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--trainscope", default=str(ROOT / "build" / "trainscope"))
     p.add_argument("--mpirun", default="mpirun --oversubscribe", help="the launcher of the dp2 cases (-np 2 is added)")
@@ -395,6 +413,7 @@ def main():
     (Path(args.out) / NAME).mkdir(parents=True, exist_ok=True)
     doc = {"settings": {"rounds": args.rounds, "warmup": args.warmup, "steps": args.steps or "per case",
                         "threads": args.threads, "gemm": args.gemm, "seed": args.seed, "pytorch_env": args.pytorch_env,
+                        "pytorch_memory_format": args.pytorch_memory_format,
                         "trainscope_thread_env": trainscope_threads(args.threads)},
            "machine": dict(machine(), load_before=os.getloadavg()), "torch": torch.__version__,
            "torch_config": torch.__config__.show(), "cases": {}}

@@ -52,6 +52,18 @@ def test_the_smallest_case_prints_one_row_and_writes_the_raw_numbers(tmp_path):
     assert set(case["summary"]) >= {"ratio_median", "ratio_min", "ratio_max", "trainscope_ms", "pytorch_ms"}
 
 
+def test_pytorchs_cnn_can_train_channels_last_as_trainscopes_does(tmp_path):
+    py = python_with_torch()
+    for fmt, last in (("channels_last", True), ("contiguous", False)):
+        r = compare(py, tmp_path, "--trainscope", trainscope_path(), "--cases", "cnn-tiny", "--rounds", "1", "--steps", "1",
+                    "--warmup", "1", "--threads", "1", "--pytorch-memory-format", fmt)
+        assert r.returncode == 0, r.stderr
+        doc = json.loads((tmp_path / "compare-pytorch-cpu.json").read_text())
+        assert doc["settings"]["pytorch_memory_format"] == fmt
+        (rnd,) = doc["cases"]["cnn-tiny"]["rounds"]
+        assert rnd["pytorch"]["channels_last"] is last
+
+
 def test_a_failing_trainscope_is_one_line_naming_the_case(tmp_path):
     py = python_with_torch()
     r = compare(py, tmp_path, "--trainscope", "/bin/false", "--cases", "mlp-tiny", "--rounds", "1", "--steps", "1")
