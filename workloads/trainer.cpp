@@ -111,6 +111,19 @@ void validateTrainOptions(const TrainOptions& o) {
     throw UsageError(fmt::format("--sync-bn on: the {} has no batch norm", nameOf(o.model)));
   if (o.layout.syncBn == SyncBatchNorm::kOn && o.device.cuda())
     throw UsageError("--sync-bn on: SyncBatchNorm runs on the CPU only in this version (--device cpu, or --sync-bn off)");
+  if (o.layout.sync == SyncKind::kAsyncParameterServer) {
+    // Each of these needs every rank at the same step, which ps-async's workers never are.
+    const auto notWith = [](const std::string& what, const std::string& why) {
+      throw UsageError(fmt::format("--sync ps-async with {}: {}", what, why));
+    };
+    if (o.clipNorm > 0) notWith("--clip-norm", "the global gradient norm needs every worker's gradient of a step at once");
+    if (o.precision != Precision::kFloat32) notWith("--precision " + std::string(nameOf(o.precision)), "train in float32");
+    if (o.optimizer.kind == OptimizerKind::kLamb) notWith("--optimizer lamb", "its trust ratio needs whole tensors' norms");
+    if (!o.checkpointDir.empty()) notWith("--checkpoint-dir", "not yet (the servers' optimizer state is not saved)");
+    if (o.evalEvery > 0) notWith("--eval-every", "not yet (the workers hold parameters of different versions)");
+    if (o.layout.syncBn == SyncBatchNorm::kOn) notWith("--sync-bn on", "batch norm's statistics would be a per-step barrier");
+    if (o.device.cuda()) notWith("--device cuda", "the CPU only in this version");
+  }
   if (!(o.dropout >= 0 && o.dropout < 1)) throw UsageError(fmt::format("--dropout {}: a probability in [0, 1)", o.dropout));
   if (o.dropout > 0 && o.device.cuda())
     throw UsageError("--dropout: dropout runs on the CPU only in this version (--device cpu)");
@@ -118,7 +131,9 @@ void validateTrainOptions(const TrainOptions& o) {
 
 SyncBatchNorm resolveSyncBatchNorm(const TrainOptions& o, int dp) {
   if (o.layout.syncBn != SyncBatchNorm::kAuto) return o.layout.syncBn;
-  return o.model == ModelKind::kCnn && dp > 1 && !o.device.cuda() ? SyncBatchNorm::kOn : SyncBatchNorm::kOff;
+  return o.model == ModelKind::kCnn && dp > 1 && !o.device.cuda() && o.layout.sync != SyncKind::kAsyncParameterServer
+             ? SyncBatchNorm::kOn
+             : SyncBatchNorm::kOff;
 }
 
 Trainer::Trainer(const TrainOptions& options, const Mesh* mesh, double commTimeoutS) : options_(options), mesh_(mesh) {
@@ -131,9 +146,9 @@ Trainer::Trainer(const TrainOptions& options, const Mesh* mesh, double commTimeo
   options_.layout = mesh_->layout();
   options_.layout.syncBn = resolveSyncBatchNorm(o, options_.layout.dp);
   const LayoutOptions& layout = options_.layout;
-  if (o.batch % (o.microBatches * layout.dp))
+  if (o.batch % (o.microBatches * layout.workers()))
     throw UsageError(fmt::format("--batch {} does not split into {} data-parallel rank(s) x {} micro-batch(es)", o.batch,
-                                 layout.dp, o.microBatches));
+                                 layout.workers(), o.microBatches));
   options_.schedule.total = o.steps;
   options_.schedule.scaleFor(o.batch);  // --lr-scaling: the rates for this global batch
   checkpointStats_.async = o.checkpointAsync;
@@ -165,7 +180,9 @@ void Trainer::build(double commTimeoutS) {
   d.task = language ? data::Task::kLanguageModel : data::Task::kClassification;
   d.seed = o.seed;
   d.globalBatch = o.batch;
-  d.shard = {mesh_->coordinate(GroupKind::kDp), layout.dp};
+  // Split over the ranks that train (a dedicated ps-async server reads shard 0 and never trains on it).
+  const int dpIndex = mesh_->coordinate(GroupKind::kDp);
+  d.shard = {dpIndex < layout.workers() ? dpIndex : 0, layout.workers()};
   d.syntheticSize = o.syntheticSize;
   d.augment = o.augment;
   if (o.model == ModelKind::kMlp) d.sampleShape = {784};
@@ -210,14 +227,22 @@ void Trainer::build(double commTimeoutS) {
   for (const Param* p : part_.params) facts.elements += p->value.numel();
   facts.dp = layout.dp;
   facts.zero = layout.zero;
-  facts.parameterServer = layout.sync == SyncKind::kParameterServer && layout.dp > 1;
-  facts.psShards = layout.psShards;
-  facts.server = mesh_->coordinate(GroupKind::kDp) < layout.psShards;
+  const bool async = layout.sync == SyncKind::kAsyncParameterServer;
+  facts.parameterServer = (layout.sync == SyncKind::kParameterServer || async) && layout.dp > 1;
+  facts.psShards = async && layout.psServers > 0 ? layout.psServers : layout.psShards;
+  facts.server = async && layout.psServers > 0 ? dpIndex >= layout.workers() : dpIndex < layout.psShards;
   facts.optimizerSlots = keepsTwoMoments(o.optimizer.kind) ? 2 : 1;
   facts.masterWeights = o.precision == Precision::kBFloat16 || o.precision == Precision::kFloat16;
   formula_ = modelStateFormula(facts);
   checkModelStatesFit(formula_, device_->memoryLimit(), layout);
-  sync_ = makeGradientSync(*mesh_, part_, commTimeoutS);
+  if (Communicator* dp = mesh_->group(GroupKind::kDp); dp && async) {
+    auto ps = std::make_unique<AsyncPsSync>(*dp, part_, layout, o.steps, commTimeoutS);
+    asyncPs_ = ps.get();
+    sync_ = std::move(ps);
+    sync_->setTraceLabel(groupLabel(*mesh_, GroupKind::kDp));
+  } else {
+    sync_ = makeGradientSync(*mesh_, part_, commTimeoutS);
+  }
   // LAMB's norms are whole tensors': where this rank updates parts of some, they are added over the ranks.
   const bool parts = tp_ || (layout.dp > 1 && (layout.zero > 0 || layout.sync == SyncKind::kParameterServer));
   const std::vector<Param*> updating = sync_->updateParams();
@@ -230,6 +255,12 @@ void Trainer::build(double commTimeoutS) {
     masters_ = std::make_unique<MasterWeights>(o.precision, updating, sync_->keptParams(), model_->arena());
   }
   if (o.precision == Precision::kFloat16) scaler_ = std::make_unique<LossScaler>(o.lossScale, o.lossScaleInterval);
+  // A ps-async server updates its shard when a clock's gradients are all in, at that step's rate.
+  if (asyncPs_)
+    asyncPs_->setUpdate([this](std::int64_t clock) {
+      optimizer_->step(options_.schedule.at(clock), static_cast<int>(clock + 1));
+      device_->synchronize();
+    });
   if (auto* average = dynamic_cast<AverageSync*>(sync_.get()); average && layout.averageOptimizer) {
     std::vector<Tensor*> state;
     for (const Optimizer::State& s : optimizer_->state()) state.push_back(s.tensor);
@@ -313,11 +344,17 @@ StepResult Trainer::step() {
   // Every phase is a trace span (and an NVTX range); the phase times are the spans' lengths.
   trace::Span stepSpan("step", "step", static_cast<int>(r.step));
   if (trace::enabled()) stepSpan.annotate({{"step", r.step}});  // no JSON built per step otherwise
+  if (asyncPs_ && !asyncPs_->worker()) return serveStep(r, stepSpan);
   trace::Span dataSpan("data", "phase");
   data::Prefetcher::Next next = loader_->next();
   dataSpan.close();
   r.dataS = next.waitSeconds;
   model_->zeroGrads();
+  if (asyncPs_) {  // the parameter versions this step may use (waiting, if it is more than --staleness ahead)
+    trace::Span wait("sync", "phase");
+    r.staleness = asyncPs_->beginStep(r.step);
+    r.syncS += wait.close();
+  }
   if (masters_) masters_->beginStep();
   r.lossScale = scaler_ ? scaler_->scale() : 1.0;
   StepContext ctx;
@@ -359,6 +396,7 @@ StepResult Trainer::step() {
     sync_->afterBackward(last);
     r.syncS += sync.close();
   }
+  if (asyncPs_) return finishAsyncStep(r, loss, stepSpan);
   trace::Span syncSpan("sync", "phase");
   if (pipeline_) loss = pipeline_->sumOverStages(loss, false);  // the last stage's
   r.loss = sync_->groupMean(loss / static_cast<double>(M));     // every rank's mean: the same on all, so all decide alike
@@ -422,6 +460,41 @@ StepResult Trainer::step() {
     checkpointStats_.stallS.push_back(r.checkpointS);
     if (done()) finishCheckpoint();  // training is over: the last save's write is no longer a stall
   }
+  return r;
+}
+
+// A dedicated ps-async server's step: the update of this clock, once every worker's gradient is in, sent to
+// the workers; no batch of its own. After the last, every worker holds the final values.
+StepResult Trainer::serveStep(StepResult& r, trace::Span& stepSpan) {
+  trace::Span sync("sync", "phase");
+  asyncPs_->serve(r.step);
+  r.served = true;
+  r.lr = options_.schedule.at(r.step);
+  ++nextStep_;
+  if (done()) asyncPs_->finish();
+  r.syncS = sync.close();
+  r.comm = asyncPs_->takeWaits();
+  r.totalS = stepSpan.close();
+  return r;
+}
+
+// A ps-async worker's step after its backward (its gradient sent): no group mean and no update here. Its
+// loss and gradient norm are its own batch's (the norm of its gradient before the 1 / workers scaling).
+StepResult Trainer::finishAsyncStep(StepResult& r, double loss, trace::Span& stepSpan) {
+  r.loss = loss / static_cast<double>(options_.microBatches);
+  if (!std::isfinite(r.loss)) throw Error(fmt::format("step {}: the loss is {} (diverged; lower --lr)", r.step, r.loss));
+  double sq = 0;
+  for (Param* p : model_->params()) sq += ops::sumOfSquares(*p->grad.device, p->grad.data, p->grad.numel());
+  r.gradNorm = std::sqrt(sq) * dataParallel();
+  r.lr = options_.schedule.at(r.step);
+  ++nextStep_;
+  if (done()) {
+    trace::Span last("sync", "phase");
+    asyncPs_->finish();
+    r.syncS += last.close();
+  }
+  r.comm = asyncPs_->takeWaits();
+  r.totalS = stepSpan.close();
   return r;
 }
 

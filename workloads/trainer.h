@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/precision.h"
+#include "kernels/trace.h"
 #include "workloads/batch_staging.h"
 #include "workloads/checkpoint/checkpoint.h"
 #include "workloads/data/data_source.h"
@@ -22,6 +23,7 @@
 #include "workloads/models/model.h"
 #include "workloads/optim/optimizer.h"
 #include "workloads/optim/schedule.h"
+#include "workloads/parallel/async_ps.h"
 #include "workloads/parallel/gradient_sync.h"
 #include "workloads/parallel/mesh.h"
 #include "workloads/parallel/pipeline.h"
@@ -93,6 +95,10 @@ struct StepResult {
   double pipelineWaitS = 0;  // pipeline stages: blocked on receiving activations or gradients (bubble + transfer)
   StepComm comm;             // the step's collectives: in flight (communication) and waited for (exposed)
   double checkpointS = 0;    // writing a checkpoint after the step: not part of totalS (the step's time)
+  // --sync ps-async: how many updates behind the oldest parameter shard this step used was (-1: not a
+  // ps-async worker's step), and whether the step was a dedicated server's (serving, no batch of its own).
+  int staleness = -1;
+  bool served = false;
 };
 
 // What checkpointing cost the run: the training's stall per save, the writes (every rank's, per save the
@@ -144,12 +150,15 @@ class Trainer {
   const data::DataInfo& dataInfo() const { return source_->info(); }
   // Samples per micro-batch on this rank: the global batch over data-parallel ranks and micro-batches.
   std::int64_t microBatchSize() const { return options_.batch / (options_.microBatches * dataParallel()); }
-  int dataParallel() const { return mesh_->size(GroupKind::kDp); }
+  // The data-parallel ranks that train (ps-async's dedicated servers do not), over which batches are split.
+  int dataParallel() const { return mesh_->layout().workers(); }
   const Mesh& mesh() const { return *mesh_; }
   // This rank's memory: the steps' peaks by kind since setup, the setup's peak, and the layout's formula.
   MemoryAccount memoryAccount() const;
   // Elements of the parameters whose update (optimizer state, reduced gradients) this rank owns.
   std::size_t ownedParameterElements() { return sync_->ownedParameterElements(); }
+  // --sync ps-async: what a worker sends per step (its gradient's shards); 0 otherwise.
+  std::size_t asyncPsBytesPerStep() const { return asyncPs_ ? asyncPs_->bytesPerStep() : 0; }
   // Calls visit with each parameter this rank trains, its value current during the call (ZeRO-3 keeps only
   // shards between layers and gathers one layer at a time): call on every rank.
   void visitParameters(const std::function<void(Param&)>& visit) { sync_->visitParameters(visit); }
@@ -165,7 +174,9 @@ class Trainer {
   double lastMicroBatchLoss() const { return lastMicroLoss_; }
 
  private:
-  void build(double commTimeoutS);  // data, model, layout, optimizer, resume, loader
+  void build(double commTimeoutS);                             // data, model, layout, optimizer, resume, loader
+  StepResult serveStep(StepResult& r, trace::Span& stepSpan);  // ps-async: a dedicated server's
+  StepResult finishAsyncStep(StepResult& r, double loss, trace::Span& stepSpan);  // ps-async: a worker's, after its backward
   void resumeFrom(const std::string& stepDir, const ModelConfig& config);
   struct PendingSave;
   TrainOptions options_;
@@ -186,6 +197,7 @@ class Trainer {
   std::unique_ptr<SyncBatchNormGroup> syncBn_;  // --sync-bn on and dp > 1
   ModelPart part_;
   std::unique_ptr<GradientSync> sync_;  // after the model: it holds buckets in the model's arena
+  AsyncPsSync* asyncPs_ = nullptr;      // sync_, under --sync ps-async
   std::int64_t nextStep_ = 0, firstStep_ = 0;
   bool stopped_ = false;
   std::size_t setupPeak_ = 0;

@@ -100,11 +100,17 @@ void addLayoutOptions(OptionTable<TrainRunOptions>& t) {
         TS_FIELD(train.layout.zero));
   onUnknownChoice(
       t.add("--sync",
-            "How data-parallel ranks combine their work: allreduce, ps (parameter servers) or average (each steps on its own "
-            "gradients, the parameters averaged every --average-every steps)",
+            "How data-parallel ranks combine their work: allreduce, ps (parameter servers), ps-async (parameter servers without "
+            "a barrier: each step at most --staleness updates behind) or average (each steps on its own gradients, the "
+            "parameters averaged every --average-every steps)",
             TS_FIELD(train.layout.sync)),
       expectedChoice<wl::SyncKind>());
-  t.add("--ps-shards", "--sync ps: parameter shards, served by data-parallel ranks 0..N-1", TS_FIELD(train.layout.psShards));
+  t.add("--ps-shards", "--sync ps, ps-async: parameter shards, served by data-parallel ranks 0..N-1",
+        TS_FIELD(train.layout.psShards));
+  t.add("--ps-servers", "--sync ps-async: dedicated server processes (the last N ranks, which do not train; 0: workers serve)",
+        TS_FIELD(train.layout.psServers));
+  t.add("--staleness", "--sync ps-async: how many updates behind a worker's step may be (0: the synchronous parameter server)",
+        TS_FIELD(train.layout.staleness));
   t.add("--average-every", "--sync average: optimizer steps between two averagings of the parameters (local SGD)",
         TS_FIELD(train.layout.averageEvery));
   t.add("--average-optimizer", "--sync average: average the optimizer state with the parameters",

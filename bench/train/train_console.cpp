@@ -89,6 +89,19 @@ void printCommunication(const TrainRecord& r) {
   if (r.layout.sync == wl::SyncKind::kAverage && r.layout.averageEvery > 1)
     std::printf("# the parameters are averaged every %d steps: communication %.3f ms per step on average, exposed %.3f ms\n",
                 r.layout.averageEvery, usSummary(own.communication).mean / 1e3, usSummary(own.exposed).mean / 1e3);
+  if (r.staleness) {
+    const wl::StalenessCounts& st = *r.staleness;
+    std::string counts;
+    for (std::size_t s = 0; s < st.counts.size(); ++s) counts += fmt::format("{}{}: {}", s ? ", " : "", s, st.counts[s]);
+    std::printf(
+        "# ps-async: %d worker(s), %s, staleness bound %d: the workers' steps ran %.2f updates behind on average, at most %d "
+        "(steps by updates behind: %s); each worker sends %.1f KiB of gradients per step (communication above: the time "
+        "waited)\n",
+        r.layout.workers(),
+        r.layout.psServers > 0 ? fmt::format("{} dedicated server(s)", r.layout.psServers).c_str()
+                               : fmt::format("{} shard(s) served by workers", r.layout.psShards).c_str(),
+        r.layout.staleness, st.mean(), st.max(), counts.c_str(), double(r.asyncPsBytesPerStep) / 1024);
+  }
   if (!r.ranks.stragglers) return;
   const ArrivalSkew& s = *r.ranks.stragglers;
   std::string late;

@@ -56,7 +56,8 @@ void beforeStep(const wl::Trainer& trainer, const std::optional<Fault>& fault, i
 void addStep(MeasuredSteps& steps, const wl::StepResult& r, bool timed) {
   if (std::isnan(steps.initialLoss)) steps.initialLoss = r.loss;
   steps.finalLoss = r.loss;
-  steps.lossCurve.push_back({r.step, r.loss, r.lr, r.gradNorm, r.skipped, r.lossScale});
+  steps.lossCurve.push_back({r.step, r.loss, r.lr, r.gradNorm, r.skipped, r.lossScale, r.staleness});
+  steps.staleness.add(r.staleness);
   steps.checkpointS += r.checkpointS;
   if (timed) steps.timed.add(r);
 }

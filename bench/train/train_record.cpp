@@ -30,6 +30,7 @@ nlohmann::json lossCurve(const TrainRecord& r) {
       point["loss_scale"] = p.lossScale;
       point["skipped"] = p.skipped;
     }
+    if (p.staleness >= 0) point["staleness"] = p.staleness;
     curve.push_back(point);
   }
   return curve;
@@ -196,6 +197,11 @@ nlohmann::json toJson(const TrainRecord& r) {
   if (r.float16) rec["skipped_steps"] = r.skippedSteps();
   if (r.timed()) addTimedSteps(r, rec);
   addEvaluation(r, rec);
+  if (r.staleness)
+    rec["ps_async"] = {{"staleness_bound", r.layout.staleness},  {"workers", r.layout.workers()},
+                       {"servers", r.layout.psServers},          {"staleness_mean", r.staleness->mean()},
+                       {"staleness_max", r.staleness->max()},    {"staleness_counts", r.staleness->counts},
+                       {"bytes_per_step", r.asyncPsBytesPerStep}};
   if (!r.label.empty()) rec["label"] = r.label;
   if (!r.suiteStep.empty()) rec["step"] = r.suiteStep;
   return rec;

@@ -28,6 +28,7 @@ struct LossPoint {
   double loss = 0, lr = 0, gradNorm = 0;
   bool skipped = false;  // float16: the gradients overflowed (no update, no gradient norm)
   double lossScale = 1;  // float16: the scale its backward used
+  int staleness = -1;    // ps-async: updates behind the oldest shard the step used (-1: none)
 };
 
 // One evaluation on the held-out split, and where in the run it fell.
@@ -53,6 +54,7 @@ struct MeasuredSteps {
   std::optional<std::string> error;  // why the loop stopped before the last step
   std::vector<EvalPoint> evals;      // --eval-every
   std::optional<TargetRecord> target;
+  wl::StalenessCounts staleness;  // ps-async: this rank's steps (a worker's)
 };
 
 struct PipelineRecord {
@@ -63,6 +65,9 @@ struct PipelineRecord {
 };
 
 struct TrainRecord {
+  // ps-async: every worker's steps by staleness (gathered after training).
+  std::optional<wl::StalenessCounts> staleness;
+  std::size_t asyncPsBytesPerStep = 0;  // ps-async: a worker's gradient shards sent per step
   // What was trained.
   wl::ModelKind model = wl::ModelKind::kMlp;
   Precision precision = Precision::kFloat32;

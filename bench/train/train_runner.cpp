@@ -93,8 +93,9 @@ void measureGemmCeiling(std::optional<CeilingSet>& ceilings, RunContext& ctx, wl
 struct AfterTraining {
   TrainBreakdown ranks;
   std::optional<ParameterNorms> norms;
-  nlohmann::json memory;           // every rank's account, in rank order (this rank's alone after a failure)
-  std::size_t stepsPeakBytes = 0;  // this process's, before the weights were gathered for the norms
+  nlohmann::json memory;                         // every rank's account, in rank order (this rank's alone after a failure)
+  std::optional<wl::StalenessCounts> staleness;  // ps-async: every worker's steps by staleness
+  std::size_t stepsPeakBytes = 0;                // this process's, before the weights were gathered for the norms
 };
 AfterTraining gatherAfterTraining(Bootstrap& boot, wl::Trainer& trainer, const wl::Mesh& mesh, const MeasuredSteps& steps) {
   AfterTraining out;
@@ -108,6 +109,16 @@ AfterTraining gatherAfterTraining(Bootstrap& boot, wl::Trainer& trainer, const w
       out.memory.push_back(nlohmann::json::parse(s));
   } else {
     out.memory.push_back(nlohmann::json::parse(account));
+  }
+  if (mesh.layout().sync == wl::SyncKind::kAsyncParameterServer) {
+    // Each worker saw its own staleness: the counts added over the ranks (a dedicated server's are empty).
+    out.staleness = steps.staleness;
+    if (!steps.error && mesh.worldSize() > 1) {
+      out.staleness = wl::StalenessCounts{};
+      for (const std::string& s : boot.allGatherStrings(jsonText(nlohmann::json(steps.staleness.counts))))
+        for (std::size_t k = 0; const auto& n : nlohmann::json::parse(s))
+          out.staleness->add(static_cast<int>(k++), n.get<std::int64_t>());
+    }
   }
   if (!steps.error) {
     out.norms = gatherParameterNorms(boot, mesh, trainer);
@@ -230,6 +241,8 @@ void trainOnMesh(const TrainRunOptions& o, RunContext& ctx, const wl::Mesh& mesh
   rec.steps = std::move(loop.steps);
   rec.ranks = std::move(after.ranks);
   rec.memory = std::move(after.memory);
+  rec.staleness = std::move(after.staleness);
+  rec.asyncPsBytesPerStep = trainer.asyncPsBytesPerStep();
   rec.peakMemoryBytes = std::max(rec.peakMemoryBytes, after.stepsPeakBytes);
   if (after.norms) {
     if (rec.completed()) rec.parameters = after.norms->count;  // the whole model's, over the stages

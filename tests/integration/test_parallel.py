@@ -221,7 +221,7 @@ def test_checkpoints_under_data_parallel_resume_on_one_process(tmp_path):
     (2, ["--dp", 3], "--dp 3 x --tp 1 x --pp 1 = 3 processes, but this run has 2"),
     (None, ["--dp", 2], "launch with mpirun"),
     (2, ["--zero", 4], "--zero 4: expected 0, 1, 2 or 3"),
-    (2, ["--sync", "gossip"], "--sync gossip: expected allreduce, ps or average"),
+    (2, ["--sync", "gossip"], "--sync gossip: expected allreduce, ps, ps-async or average"),
     (2, ["--sync", "ps", "--ps-shards", 3], "--ps-shards 3: must be between 1 and the 2"),
     (2, ["--sync", "ps", "--zero", 1], "does not combine with --zero"),
     (2, ["--pp", 2, "--set", "depth=0"], "--pp 2: the model has only 1 layers to cut into stages"),

@@ -133,7 +133,7 @@ TEST(ChoiceErrors, TheNamesAndAliasesSetTheField) {
 
 TEST(ChoiceErrors, AValueOutsideTheNamesIsTheOptionsOwnLine) {
   Chosen o;
-  EXPECT_EQ(parsed("--sync gossip", o), "--sync gossip: expected allreduce, ps or average");
+  EXPECT_EQ(parsed("--sync gossip", o), "--sync gossip: expected allreduce, ps, ps-async or average");
   EXPECT_EQ(parsed("--dtype fp8", o), "--dtype: unknown precision 'fp8' (float32, tf32, bfloat16, float16)");
   EXPECT_EQ(parsed("--model rnn", o), "--model: unknown model 'rnn' (mlp, cnn, transformer)");
   EXPECT_EQ(o.sync, wl::SyncKind::kAllReduce);  // untouched by the values refused

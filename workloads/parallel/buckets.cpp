@@ -131,6 +131,16 @@ void Buckets::valuesFromFlat(Bucket& b) {
   for (const auto& s : b.slots) copy(s.param->value, viewOf(b.flat, s.offset, s.param->value.numel()));
 }
 
+Tensor Buckets::moveValuesIntoFlat(Bucket& b, Arena& arena) {
+  Tensor values = arena.tensor(b.flat.shape, MemoryKind::kParameters);
+  for (const auto& s : b.slots) {
+    copy(viewOf(values, s.offset, s.param->value.numel()), s.param->value);
+    arena.release(s.param->value);
+  }
+  valuesAsViewsOf(b, values);
+  return values;
+}
+
 std::vector<Param> Buckets::pieces(const Bucket& b, int k, const Tensor& grads, const Tensor* values) const {
   std::vector<Param> out;
   const std::size_t lo = static_cast<std::size_t>(k) * b.chunk, hi = lo + b.chunk;

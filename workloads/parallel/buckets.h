@@ -38,6 +38,7 @@ class Buckets {
   // The layout only: no flat is taken yet, the parameters' gradients are untouched.
   Buckets(const std::vector<Param*>& modelOrder, double bucketMb, int parts);
   std::vector<Bucket>& all() { return buckets_; }
+  const std::vector<Bucket>& all() const { return buckets_; }
   // Gives the parameters' own gradient memory back to `arena` (at setup, while every gradient is zero):
   // from now on a gradient lives in its bucket's flat only.
   void releaseParamGrads(Arena& arena);
@@ -50,6 +51,9 @@ class Buckets {
   // The parameters' gradients or values as views of `flat` (b's layout: ZeRO-3's gathered layer and its
   // gradients), or without memory.
   static void gradsAsViewsOf(Bucket& b, const Tensor& flat);
+  // Moves b's parameters' values into a flat of their own laid out as b (counted as parameters) and makes
+  // them views of it: a layout that updates or receives chunks of them in place.
+  static Tensor moveValuesIntoFlat(Bucket& b, Arena& arena);
   static void valuesAsViewsOf(Bucket& b, const Tensor& flat);
   static void unbindGrads(Bucket& b);
   static void unbindValues(Bucket& b);

@@ -42,9 +42,13 @@ std::string_view groupKindName(GroupKind kind) { return meshAxis(kind).name; }
 int groupSize(const LayoutOptions& resolved, GroupKind kind) { return resolved.*meshAxis(kind).size; }
 
 nlohmann::json LayoutOptions::toJson() const {
+  const bool async = sync == SyncKind::kAsyncParameterServer;
   nlohmann::json j = {{"zero", zero},
                       {"sync", nameOf(sync)},
-                      {"ps_shards", sync == SyncKind::kParameterServer ? nlohmann::json(psShards) : nlohmann::json()},
+                      {"ps_shards", sync == SyncKind::kParameterServer || (async && psServers == 0) ? nlohmann::json(psShards)
+                                                                                                    : nlohmann::json()},
+                      {"ps_servers", async ? nlohmann::json(psServers) : nlohmann::json()},
+                      {"staleness", async ? nlohmann::json(staleness) : nlohmann::json()},
                       {"average_every", sync == SyncKind::kAverage ? nlohmann::json(averageEvery) : nlohmann::json()},
                       {"average_optimizer", sync == SyncKind::kAverage ? nlohmann::json(averageOptimizer) : nlohmann::json()},
                       {"bucket_mb", bucketMb},
@@ -64,6 +68,9 @@ std::string LayoutOptions::name() const {
     if (this->*a.size > 1) add(fmt::format("{}={}", a.name, this->*a.size));
   if (zero > 0) add(fmt::format("zero={}", zero));
   if (sync == SyncKind::kParameterServer) add(fmt::format("ps({})", psShards));
+  if (sync == SyncKind::kAsyncParameterServer)
+    add(psServers > 0 ? fmt::format("ps-async(S={}, {} server{})", staleness, psServers, psServers > 1 ? "s" : "")
+                      : fmt::format("ps-async(S={}, {} shard{})", staleness, psShards, psShards > 1 ? "s" : ""));
   if (sync == SyncKind::kAverage) add(fmt::format("average({}{})", averageEvery, averageOptimizer ? "+optimizer" : ""));
   if (pp > 1) add(std::string(nameOf(schedule)));
   if (dp > 1 && !overlap) add("no-overlap");
@@ -86,14 +93,24 @@ LayoutOptions resolveLayout(LayoutOptions o, int worldSize) {
   if (fills * others.product != worldSize)
     throw UsageError(fmt::format("--{} {} x {} = {} processes, but this run has {}{}", fillsName, fills, others.sizes,
                                  fills * others.product, worldSize, worldSize == 1 ? " (launch with mpirun -np N)" : ""));
-  const bool ps = o.sync == SyncKind::kParameterServer;
+  const bool async = o.sync == SyncKind::kAsyncParameterServer;
+  const bool ps = o.sync == SyncKind::kParameterServer || (async && o.psServers == 0);
   if (!o.ppSplit.empty() && static_cast<int>(o.ppSplit.size()) != o.pp)
     throw UsageError(fmt::format("--pp-split gives {} stage(s), but --pp is {}", o.ppSplit.size(), o.pp));
   for (int n : o.ppSplit)
     if (n < 1) throw UsageError(fmt::format("--pp-split: a stage of {} layers (each needs at least 1)", n));
   if (o.zero < 0 || o.zero > 3) throw UsageError(fmt::format("--zero {}: expected 0, 1, 2 or 3", o.zero));
-  if (ps && o.zero > 0)
-    throw UsageError("--sync ps shards the optimizer on its servers already; it does not combine with --zero");
+  if ((ps || async) && o.zero > 0)
+    throw UsageError(
+        fmt::format("--sync {} shards the optimizer on its servers already; it does not combine with --zero", nameOf(o.sync)));
+  if (!async && (o.staleness != 0 || o.psServers != 0))
+    throw UsageError("--staleness and --ps-servers are --sync ps-async's: give --sync ps-async");
+  if (async && (o.tp > 1 || o.pp > 1)) throw UsageError("--sync ps-async trains data parallel only: --tp and --pp must be 1");
+  if (async && (o.staleness < 0 || o.staleness > 1000))
+    throw UsageError(fmt::format("--staleness {}: must be between 0 (synchronous) and 1000", o.staleness));
+  if (async && (o.psServers < 0 || o.psServers >= o.dp))
+    throw UsageError(fmt::format("--ps-servers {}: must leave at least one of the {} rank(s) to train (0: the workers serve)",
+                                 o.psServers, o.dp));
   if (ps && (o.psShards < 1 || o.psShards > o.dp))
     throw UsageError(
         fmt::format("--ps-shards {}: must be between 1 and the {} data-parallel rank(s) that serve them", o.psShards, o.dp));

@@ -19,8 +19,10 @@ struct LayoutOptions {
   int dp = 0;  // data-parallel ranks; 0: whatever the world leaves after the other axes
   int tp = 1, pp = 1;
   int zero = 0;                                 // ZeRO stage 0..3 (over the data-parallel group)
-  SyncKind sync = SyncKind::kAllReduce;         // allreduce | ps (parameter server)
-  int psShards = 1;                             // ps: parameter shards, served by data-parallel ranks 0..psShards-1
+  SyncKind sync = SyncKind::kAllReduce;         // allreduce | ps | ps-async (parameter servers) | average
+  int psShards = 1;                             // ps, ps-async: parameter shards, served by data-parallel ranks 0..psShards-1
+  int psServers = 0;                            // ps-async: dedicated servers (the last ranks; 0: shards served by workers)
+  int staleness = 0;                            // ps-async: how many updates behind a worker's step may be
   int averageEvery = 1;                         // average: updates between two averagings of the parameters
   bool averageOptimizer = false;                // average: the optimizer state averaged with them
   double bucketMb = 25;                         // gradient bucket size (MiB) for the all-reduce, reduce-scatter and reduce
@@ -29,7 +31,9 @@ struct LayoutOptions {
   PipelineSchedule schedule = PipelineSchedule::k1F1B;  // pipeline: gpipe | 1f1b
   std::vector<int> ppSplit;                             // pipeline: layers per stage, by hand (empty: balanced by FLOPs)
   nlohmann::json toJson() const;
-  std::string name() const;  // "dp=2 zero=1", "dp=4 ps(2)", "single"
+  std::string name() const;  // "dp=2 zero=1", "dp=4 ps(2)", "dp=3 ps-async(S=1, 1 server)", "single"
+  // The data-parallel ranks that train: dp, less ps-async's dedicated servers.
+  int workers() const { return dp - (sync == SyncKind::kAsyncParameterServer ? psServers : 0); }
 };
 
 // The kinds of group a training communicates in: one per axis of its mesh.

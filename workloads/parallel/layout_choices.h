@@ -9,9 +9,10 @@
 
 namespace ts::wl {
 
-// --sync: all-reduce (sharded by --zero), parameter servers, or model averaging (local SGD: every rank steps on
-// its own gradients, the parameters averaged every --average-every steps).
-enum class SyncKind { kAllReduce, kParameterServer, kAverage };
+// --sync: all-reduce (sharded by --zero), parameter servers (synchronous, or asynchronous with bounded
+// staleness: async_ps.h), or model averaging (local SGD: every rank steps on its own gradients, the
+// parameters averaged every --average-every steps).
+enum class SyncKind { kAllReduce, kParameterServer, kAsyncParameterServer, kAverage };
 
 enum class PipelineSchedule { kGPipe, k1F1B };  // --pp-schedule (pipeline.h says what each runs)
 
@@ -24,8 +25,10 @@ enum class SyncBatchNorm { kAuto, kOn, kOff };
 namespace ts {
 template <>
 struct EnumNames<wl::SyncKind> {
-  static constexpr std::pair<std::string_view, wl::SyncKind> kNames[] = {
-      {"allreduce", wl::SyncKind::kAllReduce}, {"ps", wl::SyncKind::kParameterServer}, {"average", wl::SyncKind::kAverage}};
+  static constexpr std::pair<std::string_view, wl::SyncKind> kNames[] = {{"allreduce", wl::SyncKind::kAllReduce},
+                                                                         {"ps", wl::SyncKind::kParameterServer},
+                                                                         {"ps-async", wl::SyncKind::kAsyncParameterServer},
+                                                                         {"average", wl::SyncKind::kAverage}};
 };
 template <>
 struct EnumNames<wl::SyncBatchNorm> {

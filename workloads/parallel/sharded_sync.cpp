@@ -21,12 +21,7 @@ ShardedSync::ShardedSync(Communicator& dp, const ModelPart& model, const LayoutO
   for (Bucket& b : buckets_.all()) {
     // The parameters become views of a flat of their own, laid out as the bucket: the owner updates its
     // chunk where it lies, and the all-gather (broadcast) fills the rest in place: nothing is copied.
-    Tensor values = arena_.tensor(b.flat.shape, MemoryKind::kParameters);
-    for (const auto& s : b.slots) {
-      copy(viewOf(values, s.offset, s.param->value.numel()), s.param->value);
-      arena_.release(s.param->value);
-    }
-    Buckets::valuesAsViewsOf(b, values);
+    const Tensor values = Buckets::moveValuesIntoFlat(b, arena_);
     values_.push_back(values);
     const Tensor ownedValues = owned_ >= 0 ? viewOf(values, owned_ * b.chunk, b.chunk) : Tensor{};
     const auto c = static_cast<std::int64_t>(b.chunk);
