@@ -191,7 +191,7 @@ void AsyncPsSync::pumpServer() {
         if (timeoutS_ > 0 && now() - t0 > timeoutS_)
           throw Error(fmt::format("--sync ps-async: server {} waited {:.0f} s to hand worker {} version {}", served_shard_,
                                   timeoutS_, w, served_ - 1));
-        pumpWorker();
+        if (worker_) pumpWorker();  // a serving worker takes its own versions meanwhile
       }
       packValues(out.buf.data);
       out.op = comm_.startSend(0, out.buf.data, out.buf.numel(), DType::kFloat32, w, kValuesTag);
