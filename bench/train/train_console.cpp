@@ -102,7 +102,8 @@ void printCommunication(const TrainRecord& r) {
                                : fmt::format("{} shard(s) served by workers", r.layout.psShards).c_str(),
         r.layout.staleness, st.mean(), st.max(), counts.c_str(), double(r.asyncPsBytesPerStep) / 1024);
   }
-  if (!r.ranks.stragglers) return;
+  // Arrival skew is measured at collectives, which ps-async's steps have none of: its staleness is the measure.
+  if (!r.ranks.stragglers || r.staleness) return;
   const ArrivalSkew& s = *r.ranks.stragglers;
   std::string late;
   for (const RankSkew& k : s.ranks)
