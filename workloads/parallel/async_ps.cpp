@@ -220,8 +220,7 @@ void AsyncPsSync::pumpUntil(const std::function<bool()>& done, const char* what)
 
 int AsyncPsSync::beginStep(std::int64_t c) {
   const std::int64_t need = c - staleness_;
-  pumpUntil(
-      [&] { return *std::min_element(version_.begin(), version_.end()) >= need; }, "the parameter versions a step needs");
+  pumpUntil([&] { return *std::min_element(version_.begin(), version_.end()) >= need; }, "the parameter versions a step needs");
   return static_cast<int>(c - *std::min_element(version_.begin(), version_.end()));
 }
 
