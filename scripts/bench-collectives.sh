@@ -4,14 +4,16 @@
 # median), same sizes, same warm-up and iterations, same mpirun, in one run. The two programs alternate
 # for several rounds so that drift of a noisy machine falls on both; the table gives the median over
 # rounds and trainscope's overhead. The target: within 5% at 1 MiB and above.
-#   scripts/bench-collectives.sh [ranks=2] [rounds=5]
+#   scripts/bench-collectives.sh [ranks=2] [rounds=5] [max bytes=16777216] [iterations=100]
+# With TS_BUILD_GIVEN=1 the programs in TS_BUILD (default build/) are used as they are, without setup.sh.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-"$TS_ROOT/scripts/setup.sh" >/dev/null
+# TS_BUILD set: the build there as it is (tests); else setup.sh builds build/ first.
+if [[ -z "${TS_BUILD_GIVEN:-}" ]]; then "$TS_ROOT/scripts/setup.sh" >/dev/null; fi
 ts_mpi_env
 NP="${1:-2}"
 ROUNDS="${2:-5}"
-MIN=8 MAX=$((16 << 20)) WARMUP=10 ITERS=100
+MIN=8 MAX="${3:-$((16 << 20))}" WARMUP=10 ITERS="${4:-100}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
@@ -31,8 +33,10 @@ for r in range(1, rounds + 1):
     for line in open(f"{work}/ref-{r}.txt"):
         b, us = line.split()
         ref.setdefault(int(b), []).append(float(us))
+    # The collective records only: a result also holds the hosts' telemetry records (no bytes there).
     for rec in json.load(open(f"{work}/ts-{r}.json"))["records"]:
-        ts.setdefault(rec["bytes"], []).append(rec["time_us"]["median"])
+        if rec["kind"] == "collective":
+            ts.setdefault(rec["bytes"], []).append(rec["time_us"]["median"])
 print(f"MPI all_reduce, float32 sum, {np} ranks, median of {rounds} rounds (each the median of the slowest rank over the iterations)\n")
 print("| size (B) | hand-timed MPI loop (us) | trainscope (us) | overhead |")
 print("|---:|---:|---:|---:|")

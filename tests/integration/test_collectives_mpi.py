@@ -239,3 +239,19 @@ def test_table_reads_like_nccl_tests(tmp_path):
     rows = [l.split() for l in lines if l.strip() and not l.startswith("#")]
     assert [row[0] for row in rows] == ["1024", "2048", "4096"]
     assert all(row[2] == "float32" and row[3] == "sum" and row[8] == "0" and row[12] == "0" for row in rows)
+
+
+def test_the_readme_benchmark_against_a_hand_timed_mpi_loop_runs(tmp_path):
+    """scripts/bench-collectives.sh (README) on small sizes: it reads only the collective records of the result
+    (it once read the telemetry records too and died with KeyError: 'bytes') and prints its table."""
+    build = Path(trainscope_path()).parent
+    if not shutil.which("mpirun") or not (build / "mpi_allreduce_reference").exists():
+        pytest.skip("mpirun or the reference MPI loop (built with MPI) is missing")
+    r = subprocess.run([str(Path(__file__).resolve().parents[2] / "scripts" / "bench-collectives.sh"), "2", "1", "4096", "3"],
+                       capture_output=True, text=True, timeout=300,
+                       env=base_env({"TS_BUILD": str(build), "TS_BUILD_GIVEN": "1"}))
+    assert r.returncode == 0, r.stderr
+    rows = [line for line in r.stdout.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    assert [int(row.split("|")[1]) for row in rows] == [8 << k for k in range(10)], r.stdout
+    assert "within the 5% target" in r.stdout
+
