@@ -1,5 +1,7 @@
 // trainscope: benchmarks and profiles multi-GPU training. This file only dispatches to the subcommands
 // and turns every failure into one line on stderr and an exit code (2: bad input, 1: a failure, 3: timeout).
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -37,6 +39,19 @@ int sharedErrorExit(int code) {
   return code;
 }
 
+// CLI11's line, except where no known subcommand came first: then the subcommands are named (CLI11 says only "A
+// subcommand is required", also for a misspelt one).
+std::string parseErrorLine(const CLI::ParseError& e, const std::vector<std::string>& args) {
+  std::vector<std::string> names;
+  for (const ts::Subcommand& command : ts::subcommands()) names.push_back(command.name);
+  const std::string first = args.size() > 1 ? args[1] : "";
+  if (std::find(names.begin(), names.end(), first) != names.end()) return e.what();
+  if (first.empty() || first[0] == '-') return fmt::format("a subcommand is required: {}", fmt::join(names, ", "));
+  std::string shown;  // one line whatever was typed: control bytes as \xNN
+  for (unsigned char c : first.substr(0, 64)) shown += std::isprint(c) ? std::string(1, char(c)) : fmt::format("\\x{:02x}", c);
+  return fmt::format("unknown subcommand '{}': expected one of {}", shown, fmt::join(names, ", "));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -57,7 +72,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     ts::activity::errorReported();
-    if (printsSharedErrors()) printError(fmt::format("{} (see trainscope --help)", e.what()));
+    if (printsSharedErrors()) printError(fmt::format("{} (see trainscope --help)", parseErrorLine(e, args)));
     return sharedErrorExit(2);
   }
   // The README's commands are checked against the parser this way (tests/integration/test_readme_commands.py).

@@ -124,7 +124,16 @@ struct IsVector<std::vector<T>> : std::true_type {};
 template <class T>
 CLI::Option* addField(CLI::App& app, const std::string& names, const std::string& help, T& field) {
   if constexpr (std::is_same_v<T, bool>) {
-    return app.add_flag(names, field, help);
+    // "--x,!--no-x": two flags, each with its own line of help and the default said in words (CLI11's own
+    // rendering, "--x,--no-x{false}", read as "off by default" whatever the default was).
+    const std::string note = fmt::format(" (default: {})", field ? "on" : "off");
+    const auto bang = names.find(",!");
+    if (bang == std::string::npos) return app.add_flag(names, field, help + note);
+    const std::string yes = names.substr(0, bang), no = names.substr(bang + 2);
+    CLI::Option* option = app.add_flag(yes, field, help + note);
+    app.add_flag_callback(
+        no, [&field] { field = false; }, fmt::format("The opposite of {}", yes));
+    return option;
   } else if constexpr (NamedEnum<T>) {
     std::map<std::string, T> byName;
     for (const auto& [name, value] : EnumNames<T>::kNames) byName.emplace(std::string(name), value);

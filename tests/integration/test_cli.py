@@ -1,0 +1,31 @@
+"""The command line a new user meets first (issue #22): a missing or misspelt subcommand names the
+subcommands, and a boolean flag's help gives each spelling its own line and the default in words."""
+import pytest
+
+from helpers import run_trainscope
+
+SUBCOMMANDS = "env, links, collectives, kernels, train, checkpoint, scale, suite, report, compare, analyze"
+
+
+@pytest.mark.parametrize("args,line", [
+    ([], f"a subcommand is required: {SUBCOMMANDS}"),
+    (["--frobnicate"], f"a subcommand is required: {SUBCOMMANDS}"),
+    (["trian"], f"unknown subcommand 'trian': expected one of {SUBCOMMANDS}"),
+    (["a\nb\x1b"], "unknown subcommand 'a\\x0ab\\x1b': expected one of"),  # one line whatever was typed
+])
+def test_a_missing_or_unknown_subcommand_names_the_subcommands(args, line):
+    r = run_trainscope(args)
+    assert r.rc == 2 and len(r.error_lines()) == 1, r.err
+    assert line in r.error_lines()[0], r.err
+
+
+@pytest.mark.parametrize("command,flag,default", [(["train"], "ceiling", "on"), (["collectives"], "check", "on"),
+                                                  (["kernels"], "ceilings", "on")])
+def test_a_boolean_flags_help_says_its_default_in_words(command, flag, default):
+    r = run_trainscope(command + ["--help"])
+    assert r.rc == 0, r.err
+    lines = [line.split(None, 1) for line in r.out.splitlines() if line.strip().startswith(f"--{flag} ") or
+             line.strip().startswith(f"--no-{flag} ")]
+    assert [words[0] for words in lines] == [f"--{flag}", f"--no-{flag}"], r.out
+    assert lines[0][1].endswith(f"(default: {default})") and lines[1][1] == f"The opposite of --{flag}"
+    assert "{false}" not in r.out and "{true}" not in r.out
