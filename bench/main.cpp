@@ -57,7 +57,8 @@ std::string parseErrorLine(const CLI::ParseError& e, const std::vector<std::stri
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   CLI::App app{"trainscope: benchmarks and profiles multi-GPU training (links, collectives, kernels, training)", "trainscope"};
-  app.set_version_flag("--version", fmt::format("trainscope {} ({})", ts::build::kVersion, ts::build::kGitCommit));
+  app.set_version_flag("--version", fmt::format("trainscope {} ({}), built with: {}", ts::build::kVersion, ts::build::kGitCommit,
+                                                ts::build::kFeatures));
   app.require_subcommand(1);
   std::vector<std::pair<std::string, ts::Action>> actions;
   for (const ts::Subcommand& command : ts::subcommands())

@@ -23,3 +23,11 @@ fi
 mpirun -np "$np" "$TS_BUILD/trainscope" suite bench/suites/quick.toml --json "$out" --report "$report" "$@"
 echo "run: results in $out" >&2
 echo "run: report in $report/index.html" >&2
+cat >&2 <<EOF
+run: next, for instance:
+  $TS_BUILD/trainscope env                                   # what this machine has
+  mpirun -np $np $TS_BUILD/trainscope collectives -e 64M     # the collectives, nccl-tests style
+  mpirun -np $np $TS_BUILD/trainscope train --model transformer --dp $np   # a model trained data parallel
+  $TS_BUILD/trainscope compare $out NEW.json                 # a later run against this one (exit 1: regression)
+  README.md says what every subcommand measures.
+EOF

@@ -21,4 +21,5 @@ ts_apt_install "${PACKAGES[@]}"
 # shellcheck disable=SC2086
 cmake -S . -B "$TS_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release ${TRAINSCOPE_CMAKE_ARGS:-} >/dev/null
 cmake --build "$TS_BUILD" -j"$(nproc)"
-echo "setup: built $TS_BUILD/trainscope" >&2
+# Which optional parts this machine's build has (CUDA, NCCL, cuDNN, MPI, hwloc, verbs, ...): what can run here.
+echo "setup: built $TS_BUILD/trainscope: $("$TS_BUILD/trainscope" --version)" >&2

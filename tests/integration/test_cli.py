@@ -29,3 +29,14 @@ def test_a_boolean_flags_help_says_its_default_in_words(command, flag, default):
     assert [words[0] for words in lines] == [f"--{flag}", f"--no-{flag}"], r.out
     assert lines[0][1].endswith(f"(default: {default})") and lines[1][1] == f"The opposite of --{flag}"
     assert "{false}" not in r.out and "{true}" not in r.out
+
+
+def test_the_version_says_which_optional_parts_were_built():
+    """setup.sh prints this line after the build: what can run on this machine (issue #22)."""
+    r = run_trainscope(["--version"])
+    assert r.rc == 0, r.err
+    head, built = r.out.strip().split(", built with: ")
+    assert head.startswith("trainscope ")
+    parts = dict(p.rsplit(" ", 1) for p in built.split(", "))
+    assert list(parts) == ["CUDA", "NCCL", "cuDNN", "MPI", "OpenBLAS", "oneDNN", "hwloc", "ibverbs", "NVTX"]
+    assert set(parts.values()) <= {"yes", "no"} and parts["OpenBLAS"] == "yes"
