@@ -42,6 +42,7 @@ Subcommand suiteSubcommand();
 Subcommand reportSubcommand();
 Subcommand compareSubcommand();
 Subcommand analyzeSubcommand();
+Subcommand exportSubcommand();
 
 // A subcommand's table on its CLI::App: the options, and the action built by `run` from the filled struct.
 template <class Opts>

@@ -76,6 +76,12 @@ Subcommand analyzeSubcommand() {
                     "pipeline bubbles: analyze TRACE_DIR");
 }
 
+Subcommand exportSubcommand() {
+  return pythonTool("export",
+                    "Write result documents as CSV (a row per record) or OpenMetrics text for Prometheus: export RESULT... --format "
+                    "csv|openmetrics [-o FILE]");
+}
+
 Subcommand compareSubcommand() {
   return pythonTool("compare",
                     "Compare a candidate result with a baseline, with an interval per record: compare BASELINE CANDIDATE (exit 0 "

@@ -16,6 +16,7 @@ from . import baselines
 from .analyze import analyze, format_table as format_analysis
 from .compare import compare, format_json, format_junit, format_markdown, format_table, machine_key
 from .errors import InputError
+from .export import FORMATS
 from .files import check_output_dir, check_output_file, write_atomically
 from .kernel_breakdown import coverage_failures
 from .load import load_result, load_results
@@ -69,6 +70,11 @@ def _parser() -> argparse.ArgumentParser:
     m = sub.add_parser("memory", help="each train record's memory per rank by kind, beside its layout's model-state formula")
     m.add_argument("results", nargs="+", help="result documents (trainscope .json or .jsonl)")
     m.add_argument("--label", action="append", help="a name per result, in order")
+    x = sub.add_parser("export", help="result documents as CSV (a row per record) or OpenMetrics text (Prometheus)")
+    x.add_argument("results", nargs="+", help="result documents (trainscope .json or .jsonl)")
+    x.add_argument("--format", required=True, choices=sorted(FORMATS), help="csv or openmetrics")
+    x.add_argument("-o", "--output", help="write here (default: standard output)")
+    x.add_argument("--label", action="append", help="a name per result, in order")
     a = sub.add_parser("analyze", help="where each step of a --trace run went, per rank; stragglers; pipeline bubbles")
     a.add_argument("trace_dir", help="the directory `trainscope train --trace DIR` wrote")
     a.add_argument("--json", help="also write the analysis as JSON here")
@@ -100,6 +106,17 @@ def _analyze(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 1
         print(f"kernel coverage: every rank's device busy time is within {args.check_kernel_coverage:g}% of its step")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    if args.output:
+        check_output_file(args.output, "-o/--output")  # before anything is read
+    text = FORMATS[args.format](load_results(args.results, args.label))
+    if args.output:
+        _write(args.output, text)
+    else:
+        sys.stdout.write(text)
     return 0
 
 
@@ -196,7 +213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
         args = _parser().parse_args(argv)
-        return {"report": _report, "compare": _compare, "analyze": _analyze, "memory": _memory}[args.command](args)
+        return {"report": _report, "compare": _compare, "analyze": _analyze, "memory": _memory,
+                "export": _export}[args.command](args)
     except InputError as e:
         print(f"trainscope: error: {e}", file=sys.stderr)
         return 2

@@ -12,7 +12,7 @@ source "$(dirname "$0")/lib.sh"
 # sbatch/srun; munge) that tests/integration/test_slurm.py starts on this machine with scripts/slurm-local.sh, and
 # iproute2 (ip, tc) for the cluster of network namespaces (tests/integration/test_netns_cluster.py), and PyTorch for
 # the external check of every model's losses (tests/integration/test_pytorch_agreement.py; a few minutes to install).
-ts_apt_install python3-pytest python3-hypothesis chromium fonts-dejavu-core dpkg-dev slurm-wlm munge iproute2 python3-torch
+ts_apt_install python3-pytest python3-hypothesis python3-prometheus-client chromium fonts-dejavu-core dpkg-dev slurm-wlm munge iproute2 python3-torch
 ts_mpi_env
 cd "$TS_ROOT"
 

@@ -4,7 +4,7 @@ import pytest
 
 from helpers import run_trainscope
 
-SUBCOMMANDS = "env, links, collectives, kernels, train, checkpoint, scale, suite, report, compare, analyze"
+SUBCOMMANDS = "env, links, collectives, kernels, train, checkpoint, scale, suite, report, compare, analyze, export"
 
 
 @pytest.mark.parametrize("args,line", [
