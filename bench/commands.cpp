@@ -9,7 +9,7 @@ const std::vector<Subcommand>& subcommands() {
   static const std::vector<Subcommand> all = {
       envSubcommand(),    linksSubcommand(),      collectivesSubcommand(), kernelsSubcommand(),
       trainSubcommand(),  checkpointSubcommand(), scaleSubcommand(),       suiteSubcommand(),
-      reportSubcommand(), compareSubcommand(),    analyzeSubcommand(), exportSubcommand(),
+      reportSubcommand(), compareSubcommand(),    analyzeSubcommand(),     exportSubcommand(),
   };
   return all;
 }

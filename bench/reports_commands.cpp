@@ -77,9 +77,10 @@ Subcommand analyzeSubcommand() {
 }
 
 Subcommand exportSubcommand() {
-  return pythonTool("export",
-                    "Write result documents as CSV (a row per record) or OpenMetrics text for Prometheus: export RESULT... --format "
-                    "csv|openmetrics [-o FILE]");
+  return pythonTool(
+      "export",
+      "Write result documents as CSV (a row per record) or OpenMetrics text for Prometheus: export RESULT... --format "
+      "csv|openmetrics [-o FILE]");
 }
 
 Subcommand compareSubcommand() {
