@@ -17,11 +17,13 @@ const OptionTable<KernelsArgs>& kernelsOptions() {
           "all, or a comma list of gemm, conv2d, conv2d_bwd_data, conv2d_bwd_filter, attention, layernorm, softmax, gelu, "
           "cross_entropy, adamw",
           TS_FIELD(ops), TextForm::kList);
-    onUnknownChoice(t.add("--backend", "cpu, cuda (GPU 0), or auto: cuda when a GPU is present", TS_FIELD(backend)),
+    // --device and --precision: train's words for the same choices (the suite keys stay backend and dtype).
+    onUnknownChoice(t.add("--backend,--device", "cpu, cuda (GPU 0), or auto: cuda when a GPU is present", TS_FIELD(backend)),
                     notOneOf<KernelBackend>());
     onUnknownChoice(
-        t.add("-d,--dtype",
-              "Precision: float32, tf32, bfloat16, float16 (the CPU runs float32; on CUDA each op says which it takes)",
+        t.add("-d,--dtype,--precision",
+              "Precision: float32, tf32, bfloat16, float16 (or bf16, fp16; the CPU runs float32; on CUDA each op says which it "
+              "takes)",
               TS_FIELD(dtype)),
         unknownChoice<Precision>("precision"));
     onUnknownChoice(

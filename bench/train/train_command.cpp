@@ -25,10 +25,12 @@ void addModelOptions(OptionTable<TrainRunOptions>& t) {
   t.add("--steps", "Optimizer steps", TS_FIELD(train.steps));
   t.add("--batch", "Global batch per step (samples, or sequences for the transformer)", TS_FIELD(train.batch));
   t.add("--micro-batches", "Gradient accumulation: micro-batches per step (must divide --batch)", TS_FIELD(train.microBatches));
+  // --dtype: kernels' word for the same choice (one vocabulary across subcommands; the suite key stays precision).
   t.add("--device", "cpu, cuda (GPU 0) or cuda:N", TS_FIELD(device));
   onUnknownChoice(
-      t.add("--precision",
-            "float32; tf32 (CUDA); bfloat16 / float16: mixed precision with float32 master weights (16-bit rounding emulated)",
+      t.add("--precision,--dtype",
+            "float32; tf32 (CUDA); bfloat16 / float16 (or bf16, fp16): mixed precision with float32 master weights (16-bit "
+            "rounding emulated)",
             TS_FIELD(train.precision)),
       UnknownChoice<Precision>{[](const std::string& flag, const std::string& value) {
         return fmt::format("{} {}: expected float32, tf32 (CUDA), bfloat16 or float16", flag, value);

@@ -40,3 +40,14 @@ def test_the_version_says_which_optional_parts_were_built():
     parts = dict(p.rsplit(" ", 1) for p in built.split(", "))
     assert list(parts) == ["CUDA", "NCCL", "cuDNN", "MPI", "OpenBLAS", "oneDNN", "hwloc", "ibverbs", "NVTX"]
     assert set(parts.values()) <= {"yes", "no"} and parts["OpenBLAS"] == "yes"
+
+
+@pytest.mark.parametrize("args", [
+    ["train", "--dtype", "bf16"], ["train", "--precision", "fp16"], ["kernels", "--device", "cpu", "--precision", "bf16"],
+    ["kernels", "--backend", "cpu", "--dtype", "bfloat16"],
+])
+def test_one_vocabulary_across_subcommands(args):
+    """train's --precision and --device and kernels' --dtype and --backend are each other's aliases, bf16 and fp16
+    everywhere (parsed only: TRAINSCOPE_PARSE_ONLY stops after the command line)."""
+    r = run_trainscope(args, env={"TRAINSCOPE_PARSE_ONLY": "1"})
+    assert r.rc == 0, r.err
