@@ -22,7 +22,8 @@ const OptionTable<CollectivesArgs>& collectivesOptions() {
     t.add("--bootstrap", "How processes meet: mpi, env (RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT), single, or auto",
           TS_FIELD(bootstrap))
         .commandLineOnly("a suite's steps run in the suite's processes, which met once when the suite started");
-    t.add("--gpus-per-process", "NCCL: GPUs driven by each process (0 = all visible)", TS_FIELD(opts.gpusPerProcess));
+    t.add("-g,--gpus-per-process", "NCCL: GPUs driven by each process (0 = all visible; -g: nccl-tests' spelling)",
+          TS_FIELD(opts.gpusPerProcess));
     t.add("--ops", "all, or a comma list of " + collectiveNameList(), TS_FIELD(ops), TextForm::kList);
     t.add("-b,--min-bytes", "Smallest size (K/M/G binary suffixes)", TS_FIELD(minBytes), TextForm::kSize);
     t.add("-e,--max-bytes", "Largest size", TS_FIELD(maxBytes), TextForm::kSize);
@@ -54,6 +55,18 @@ const OptionTable<CollectivesArgs>& collectivesOptions() {
         .commandLineOnly(variant);
     t.add("--algos", "NCCL: run once per algorithm (ring,tree,nvls,...) and merge", TS_FIELD(algos)).commandLineOnly(variant);
     t.add("--protos", "NCCL: run once per protocol (LL,LL128,Simple) and merge", TS_FIELD(protos)).commandLineOnly(variant);
+    // nccl-tests' flags, pasted from its command lines (nccl_tests_flags.h says what each means here).
+    const std::string ncclTests = "nccl-tests' spelling; a suite step takes trainscope's own";
+    t.add("-t", "nccl-tests: threads per process (1: trainscope drives a process's GPUs from one thread)",
+          TS_FIELD(ncclTests.threads))
+        .commandLineOnly(ncclTests);
+    t.add("-c", "nccl-tests: check results, 0 or 1 (--no-check, --check)", TS_FIELD(ncclTests.check)).commandLineOnly(ncclTests);
+    t.add("-z", "nccl-tests: blocking collectives (0: trainscope queues and waits once)", TS_FIELD(ncclTests.blocking))
+        .commandLineOnly(ncclTests);
+    t.add("-a", "nccl-tests: which rank's time (3, the slowest: what trainscope reports)", TS_FIELD(ncclTests.average))
+        .commandLineOnly(ncclTests);
+    t.add("-R", "nccl-tests: buffer registration (0: none)", TS_FIELD(ncclTests.localRegister)).commandLineOnly(ncclTests);
+    t.add("-m", "nccl-tests: operations per iteration (1)", TS_FIELD(ncclTests.aggIters)).commandLineOnly(ncclTests);
     t.add("--launcher", "How --transports/--algos/--protos start each run (default for mpi: 'mpirun -np 2')", TS_FIELD(launcher))
         .commandLineOnly(variant);
     return t;

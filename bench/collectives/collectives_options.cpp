@@ -27,6 +27,7 @@ std::string mpiReduceScatterChoices() {
 
 CollectivesOptions resolveCollectivesArgs(const CollectivesArgs& raw) {
   CollectivesOptions o = raw.opts;
+  applyNcclTestsFlags(raw.ncclTests, o);
   if (raw.backend == "auto")
     o.backend = BackendKind::kAuto;
   else if (raw.backend == "mpi")

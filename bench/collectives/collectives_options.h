@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/dtype.h"
+#include "bench/collectives/nccl_tests_flags.h"
 #include "comm/bootstrap.h"
 #include "comm/collectives/collective.h"
 #include "comm/communicator.h"
@@ -50,6 +51,7 @@ struct CollectivesArgs {
   // The command line's variants: one run per transport, algorithm or protocol, started by `launcher`.
   std::string transports, algos, protos, launcher;
   CollectivesOptions opts;
+  NcclTestsFlags ncclTests;  // nccl-tests' own spellings (-t -c -z -a -R -m), applied over opts
 };
 
 // Resolves names and sizes and validates everything that does not need the world; UsageError otherwise.

@@ -1,5 +1,7 @@
 """The command line a new user meets first (issue #22): a missing or misspelt subcommand names the
 subcommands, and a boolean flag's help gives each spelling its own line and the default in words."""
+import json
+
 import pytest
 
 from helpers import run_trainscope
@@ -51,3 +53,26 @@ def test_one_vocabulary_across_subcommands(args):
     everywhere (parsed only: TRAINSCOPE_PARSE_ONLY stops after the command line)."""
     r = run_trainscope(args, env={"TRAINSCOPE_PARSE_ONLY": "1"})
     assert r.rc == 0, r.err
+
+
+def test_a_nccl_tests_command_line_runs_as_it_reads(tmp_path):
+    """The flags a user pastes from nccl-tests (all_reduce_perf -b 8 -e 64 -f 2 -g 1 -t 1 -c 1 -z 0 -a 3 -R 0 -m 1)
+    mean the same here: the sweep runs, checked."""
+    out = tmp_path / "n.json"
+    r = run_trainscope(["collectives", "--ops", "all_reduce", "-b", "8", "-e", "64", "-f", "2", "-g", "1", "-t", "1", "-c", "1",
+                        "-z", "0", "-a", "3", "-R", "0", "-m", "1", "-n", "3", "-w", "1", "--json", out], np=2)
+    assert r.rc == 0, r.err
+    recs = [x for x in json.loads(out.read_text())["records"] if x["kind"] == "collective"]
+    assert sorted({x["bytes"] for x in recs}) == [8, 16, 32, 64] and all(x["check"]["performed"] for x in recs)
+
+
+@pytest.mark.parametrize("args,line", [
+    (["-t", "2"], "-t 2 (as nccl-tests reads it): trainscope drives a process's GPUs from one thread"),
+    (["-z", "1"], "-z 1 (as nccl-tests reads it): trainscope queues a size's iterations and waits for them once"),
+    (["-a", "1"], "-a 1 (as nccl-tests reads it): trainscope reports the slowest rank's time"),
+    (["-R", "1"], "-R 1 (as nccl-tests reads it): trainscope does not register its buffers"),
+    (["-c", "2"], "-c 2: 0 (no check, --no-check) or 1 (check, --check)"),
+])
+def test_a_nccl_tests_flag_trainscope_cannot_honour_is_one_line(args, line):
+    r = run_trainscope(["collectives"] + args)
+    assert r.rc == 2 and len(r.error_lines()) == 1 and line in r.error_lines()[0], r.err
