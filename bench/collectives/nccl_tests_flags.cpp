@@ -9,8 +9,8 @@ namespace ts {
 namespace {
 void onlyValue(const char* flag, int given, int accepted, const char* why) {
   if (given != accepted)
-    throw UsageError(fmt::format("{} {} (as nccl-tests reads it): {}; only {} {} means the same here", flag, given, why, flag,
-                                 accepted));
+    throw UsageError(
+        fmt::format("{} {} (as nccl-tests reads it): {}; only {} {} means the same here", flag, given, why, flag, accepted));
 }
 }  // namespace
 
