@@ -411,10 +411,18 @@ StepResult Trainer::step() {
     sq += tp_ ? tp_->sum(s) : s;
     return pipeline_ ? pipeline_->sumOverStages(sq, true) : sq;
   };
+  // The gradient norm's own sums and the clipping are the update's compute, timed with the optimizer; only
+  // their sums over the ranks are the sync's (on one process the sync column timed the norm alone).
+  double normS = 0;
+  const auto since = [](std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
   auto sumOfSquares = [&] {
+    const auto t0 = std::chrono::steady_clock::now();
     double sliced = 0, replicated = 0;
     for (Param* p : params)
       (p->tpShard() ? sliced : replicated) += ops::sumOfSquares(*p->grad.device, p->grad.data, p->grad.numel());
+    normS += since(t0);
     return global(sliced, replicated);
   };
   r.lr = options_.schedule.at(r.step);
@@ -428,15 +436,18 @@ StepResult Trainer::step() {
     if (!std::isfinite(r.gradNorm))
       throw Error(fmt::format("step {}: the gradient norm is {} (diverged; lower --lr)", r.step, r.gradNorm));
     if (options_.clipNorm > 0 && r.gradNorm > options_.clipNorm) {
+      const auto t0 = std::chrono::steady_clock::now();
       const float s = static_cast<float>(options_.clipNorm / r.gradNorm);
       for (Param* p : params) ops::scale(*p->grad.device, p->grad.data, s, p->grad.numel());
+      device_->synchronize();
+      normS += since(t0);
     }
-    r.syncS += syncSpan.close();
+    r.syncS += syncSpan.close() - normS;
     trace::Span optimizerSpan("optimizer", "compute");
     // Adam's bias correction counts the updates made, not the steps (a skipped step made none).
     optimizer_->step(r.lr, static_cast<int>(r.step + 1 - (scaler_ ? scaler_->skippedSteps() : 0)));
     device_->synchronize();
-    r.optimizerS = optimizerSpan.close();
+    r.optimizerS = optimizerSpan.close() + normS;
     trace::Span afterUpdate("sync", "phase");
     sync_->afterUpdate();
     r.syncS += afterUpdate.close();
