@@ -1,23 +1,46 @@
 """The report's profile section, from a `train --trace DIR` directory (`report ... --trace DIR`): one
 step of every rank on one time axis (a Gantt picture), the breakdown per rank (compute, exposed
 communication, idle) with the overlap, and the stragglers (reports/analyze.py does the arithmetic)."""
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from .analyze import analyze_docs, load_trace_docs, spans_of
 from .critical_path import format_path
 from .json_types import Block
+from .load import Result
 from .plots import PlotSink, new_figure
 from .sections import BuiltSection
 
 COLORS = {"compute": "C0", "wait": "C3", "phase": "0.75", "communication": "C1"}
 
 
-def build_profile(trace_dir: str | Path, plots: PlotSink) -> BuiltSection:
+def foreign_trace(docs: dict, results: Sequence[Result]) -> str | None:
+    """Why the trace is of none of the results' runs (its run: "train mlp tiny dp=2" over N ranks, as trainscope
+    writes it in every trace file, against each train record's model, preset, layout and world size), or None."""
+    about = docs[min(docs)].get("trainscope", {})
+    what, ranks = about.get("what"), about.get("ranks", len(docs))
+    if not isinstance(what, str) or not what.startswith("train "):
+        return None  # a collectives or kernels trace: nothing in a train record to hold it to
+    runs = [(f"train {r['model']} {r['preset']} {r['layout']['name']}", r["world_size"])
+            for res in results for r in res.records_of("train")]
+    if (what, ranks) in runs:
+        return None
+    theirs = "; ".join(f"{w} over {n} rank(s)" for w, n in runs) or "no train run"
+    return (f"This trace is of '{what}' over {ranks} rank(s), which none of the results is ({theirs}): it may be of "
+            "another run, and its figures do not explain these results.")
+
+
+def build_profile(trace_dir: str | Path, plots: PlotSink, results: Sequence[Result] = ()) -> BuiltSection:
     docs = load_trace_docs(trace_dir)  # read once: with kernel-level spans the files are large
     result = analyze_docs(docs)
     ranks = spans_of(docs)
-    blocks: list[Block] = [{"kind": "text", "text": f"Traces in {trace_dir}: {len(ranks)} rank(s). "
-                                                    "Times are since a barrier all ranks left together."}]
+    blocks: list[Block] = []
+    if results and (why := foreign_trace(docs, results)):
+        print(f"report: warning: --trace {trace_dir}: {why}", file=sys.stderr)
+        blocks.append({"kind": "alert", "text": why})
+    blocks.append({"kind": "text", "text": f"Traces in {trace_dir}: {len(ranks)} rank(s). "
+                                           "Times are since a barrier all ranks left together."})
     if not result["ranks"]:  # a collectives or kernels trace: where its time went
         for r in result["spans"]:
             blocks.append({"kind": "table",

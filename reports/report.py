@@ -23,7 +23,7 @@ def build_sections(results: list[Result], outdir: str | Path, trace_dir: str | N
         if section.applies(results):
             built.append({"key": section.key, "title": section.title, "blocks": section.build(results, plots)})
     if trace_dir:
-        built.append(build_profile(trace_dir, plots))
+        built.append(build_profile(trace_dir, plots, results))
     return built
 
 

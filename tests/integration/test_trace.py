@@ -143,6 +143,20 @@ def test_the_report_gets_a_profile_section_from_the_traces(tmp_path):
     assert "## Profile" in (rep / "summary.md").read_text()
 
 
+def test_the_report_warns_of_a_trace_of_another_run(tmp_path):
+    """A --trace directory of a dp4 MLP run beside the result of a one-process run: the report says, at the top of its
+    profile and on stderr, that the trace is of another run; beside its own result, nothing is said."""
+    d = traced(tmp_path, "dp4", RUNS["data-parallel"])
+    other = tmp_path / "one.json"
+    assert run_trainscope(["train", "--no-ceiling", "--steps", 3, "--warmup-steps", 1, "--json", other]).rc == 0
+    r = run_trainscope(["report", other, "--trace", d, "-o", tmp_path / "rep"])
+    assert r.rc == 0, r.err
+    assert "report: warning: --trace" in r.err and "'train mlp tiny dp=4' over 4 rank(s)" in r.err
+    assert '<div class="alert">This trace is of &#39;train mlp tiny dp=4&#39;' in (tmp_path / "rep" / "index.html").read_text()
+    r = run_trainscope(["report", tmp_path / "dp4.json", "--trace", d, "-o", tmp_path / "own"])
+    assert r.rc == 0 and "warning" not in r.err, r.err
+
+
 def test_collectives_and_kernels_runs_trace_their_measurements(tmp_path, validate):
     d = tmp_path / "coll"
     r = run_trainscope(["collectives", "--backend", "mpi", "--ops", "all_reduce,all_gather", "-b", "1K", "-e", "4K", "-f", 4, "-n", 3, "-w", 1,
