@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .analyze import analyze_docs, load_trace_docs, spans_of
 from .critical_path import format_path
-from .json_types import Block
+from .json_types import Block, TraceDoc
 from .load import Result
 from .plots import PlotSink, new_figure
 from .sections import BuiltSection
@@ -15,7 +15,7 @@ from .sections import BuiltSection
 COLORS = {"compute": "C0", "wait": "C3", "phase": "0.75", "communication": "C1"}
 
 
-def foreign_trace(docs: dict, results: Sequence[Result]) -> str | None:
+def foreign_trace(docs: dict[int, TraceDoc], results: Sequence[Result]) -> str | None:
     """Why the trace is of none of the results' runs (its run: "train mlp tiny dp=2" over N ranks, as trainscope
     writes it in every trace file, against each train record's model, preset, layout and world size), or None."""
     about = docs[min(docs)].get("trainscope", {})
