@@ -6,6 +6,7 @@ from pathlib import Path
 
 import jinja2
 
+from .banner import Status, status_of
 from .files import staged_directory
 from .load import Result
 from .markdown import markdown_text
@@ -31,11 +32,19 @@ def _md_cell(v: object) -> str:
     return markdown_text(v)
 
 
-def summary_markdown(title: str, results: Sequence[Result], sections: list[BuiltSection]) -> str:
+def status_markdown(status: Status) -> list[str]:
+    if status.ok:
+        return [f"**Status: no problem found** ({_md_cell(', '.join(status.checked))}).", ""]
+    lines = [f"**Status: {len(status.problems)} problem(s)**", ""]
+    lines += [f"- {_md_cell(title)}: {_md_cell(text)}" for _, title, text in status.problems]
+    return lines + [""]
+
+
+def summary_markdown(title: str, results: Sequence[Result], sections: list[BuiltSection], status: Status | None = None) -> str:
     runs = [f"- **{_md_cell(r.label)}**: {_md_cell(r.path)}"
             + (f" — **incomplete**: {_md_cell(r.incomplete)}" if r.incomplete else "")
             for r in results]
-    out = [f"# {_md_cell(title)}", ""] + runs + [""]
+    out = [f"# {_md_cell(title)}", ""] + status_markdown(status or status_of(list(results), sections)) + runs + [""]
     for s in sections:
         out += [f"## {s['title']}", ""]
         for b in s["blocks"]:
@@ -60,7 +69,9 @@ def write_report(results: list[Result], outdir: str | Path, title: str = "trains
         env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                                  undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
         made_at = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        html = env.get_template("report.html.j2").render(title=title, results=results, sections=sections, made_at=made_at)
+        status = status_of(results, sections)
+        html = env.get_template("report.html.j2").render(title=title, results=results, sections=sections, made_at=made_at,
+                                                         status=status)
         (stage / "index.html").write_text(html)
-        (stage / "summary.md").write_text(summary_markdown(title, results, sections))
+        (stage / "summary.md").write_text(summary_markdown(title, results, sections, status))
     return Path(outdir) / "index.html"

@@ -45,6 +45,22 @@ def test_failed_checks_are_flagged(write_doc, tmp_path):
     assert "1 record(s) failed their result check" in (out / "index.html").read_text()
 
 
+def test_the_report_leads_with_its_verdict(write_doc, tmp_path):
+    """The status banner comes before everything else: the problems, each a link to its section (a failed check
+    of two records, one of them a second result's), or, when there is none, the sections looked at."""
+    bad, good = tmp_path / "bad", tmp_path / "good"
+    failing = write_doc("w.json", make_doc([make_record(samples=noisy(10, 0.1), wrong=3)]))
+    assert run_tool("report", failing, "-o", bad).returncode == 0
+    html = (bad / "index.html").read_text()
+    banner = html.index('<div class="status fail" id="status"><b>Status: 1 problem(s)</b>')
+    assert banner < html.index('<ul class="runs"') and banner < html.index("<nav>")
+    assert '<li><a href="#collectives">Collectives</a>: 1 record(s) failed their result check' in html
+    assert "**Status: 1 problem(s)**" in (bad / "summary.md").read_text()
+    assert run_tool("report", write_doc("g.json", make_doc([make_record(samples=noisy(10, 0.1))])), "-o", good).returncode == 0
+    html = (good / "index.html").read_text()
+    assert '<div class="status ok" id="status"><b>Status: no problem found</b> — System, Collectives:' in html
+
+
 @pytest.fixture(scope="module")
 def real_report(tmp_path_factory):
     """A report of two real runs of trainscope under mpirun, overlaid."""

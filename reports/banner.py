@@ -1,0 +1,34 @@
+"""The report's first lines: its verdict (issue #22). Every section already says what went wrong in alert
+blocks (failed result checks, throttled clocks, ceilings measured under, stragglers, a trace of another run,
+an incomplete result); the banner gathers them at the top, each a link to its section, so a reader sees
+at once whether anything failed and where, and says so plainly when nothing did."""
+from dataclasses import dataclass
+
+from .load import Result
+from .sections import BuiltSection
+
+SHORT = 160  # characters of an alert's text in the banner (the section has the whole)
+
+
+@dataclass
+class Status:
+    problems: list[tuple[str, str, str]]  # (section key, section title, the alert's text, shortened)
+    checked: list[str]  # what was looked at and found fine, for the all-clear line
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= SHORT else text[:SHORT - 1].rstrip() + "…"
+
+
+def status_of(results: list[Result], sections: list[BuiltSection]) -> Status:
+    problems = [("runs", "Runs", _short(f"{r.label} is incomplete: {r.incomplete}")) for r in results if r.incomplete]
+    for s in sections:
+        for b in s["blocks"]:
+            if b["kind"] == "alert":
+                problems.append((s["key"], s["title"], _short(str(b["text"]))))
+    checked = [s["title"] for s in sections]
+    return Status(problems, checked)
