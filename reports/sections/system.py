@@ -1,4 +1,6 @@
 """System: what each run ran on (the `env` inventory), the GPU link matrix and the NICs."""
+import json
+
 from ..json_types import Block, JsonObject
 from ..load import Result
 from ..plots import PlotSink
@@ -41,6 +43,24 @@ def _nic_blocks(r: Result, h: JsonObject) -> list[Block]:
              "columns": ["device", "port", "link", "state", "rate (Gb/s)"], "rows": rows}]
 
 
+def _folded(labelled: list[tuple[str, Block]]) -> list[Block]:
+    """A host's GPU and NIC tables once for all the runs that saw the same table (overlaid runs of one machine
+    showed it once per run), the runs named in the caption."""
+    groups: dict[str, tuple[Block, list[str]]] = {}
+    for label, b in labelled:
+        suffix = f" ({label})"
+        base = b["caption"][:-len(suffix)] if b["caption"].endswith(suffix) else b["caption"]
+        key = json.dumps([base, b.get("columns"), b.get("rows")], default=str)
+        if key not in groups:
+            groups[key] = (dict(b, caption=base), [])
+        groups[key][1].append(label)
+    out: list[Block] = []
+    for b, labels in groups.values():
+        runs = labels[0] if len(labels) == 1 else f"the same for {len(labels)} runs: {', '.join(labels)}"
+        out.append(dict(b, caption=f"{b['caption']} ({runs})"))
+    return out
+
+
 class SystemSection:
     key = "system"
     title = "System"
@@ -76,9 +96,7 @@ class SystemSection:
         blocks.append({"kind": "table", "caption": "Runs", "rows": runs,
                        "columns": ["run", "command", "started", "processes", "hosts", "bootstrap", "layouts", "trainscope",
                                    "commit"]})
-        for r in results:
-            for h in r.run["hosts"]:
-                blocks += _gpu_blocks(r, h) + _nic_blocks(r, h)
+        blocks += _folded([(r.label, b) for r in results for h in r.run["hosts"] for b in _gpu_blocks(r, h) + _nic_blocks(r, h)])
         env_rows = [[r.label, k, v] for r in results for k, v in sorted(r.run["environment"].items())]
         if env_rows:
             blocks.append({"kind": "table", "caption": "Environment", "columns": ["run", "variable", "value"], "rows": env_rows})

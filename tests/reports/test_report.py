@@ -163,3 +163,13 @@ def test_links_section_with_gpu_records(write_doc, tmp_path):
     assert (out / "links_gpu_matrix_node-a_0.png").read_bytes()[:8] == PNG_MAGIC
     assert (out / "links_host_device.png").read_bytes()[:8] == PNG_MAGIC
     assert "GPU latencies" in html and "MPI point-to-point between rank pairs" in html
+
+
+def test_overlaid_runs_of_one_machine_show_its_nic_table_once(tmp_path):
+    """Four runs of one VM: one NIC table naming the four runs, not four identical tables (issue #22)."""
+    data = ROOT / "tests" / "reports" / "data"
+    out = tmp_path / "four"
+    r = run_tool("report", *[data / f"ci-quiet-{i}.json" for i in range(1, 5)], "-o", out)
+    assert r.returncode == 0, r.stderr
+    html = (out / "index.html").read_text()
+    assert html.count("<caption>NICs of vm") == 1 and "<caption>NICs of vm (the same for 4 runs: " in html
