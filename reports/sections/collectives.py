@@ -23,6 +23,22 @@ def _series_name(key: SeriesKey, many_runs: bool) -> str:
     return text.replace("$", r"\$")  # matplotlib would read $...$ in a label as math
 
 
+def _side_by_side(labels: list[str], side: dict[tuple[str, str, bool], dict[str, float]]) -> Block:
+    first = labels[0]
+    rows = []
+    for (op, series, in_place), peaks in sorted(side.items()):
+        row = [op, series, "in-place" if in_place else "out-of-place"]
+        row += [f"{peaks[lab]:.2f}" if lab in peaks else "-" for lab in labels]
+        for lab in labels[1:]:
+            if lab in peaks and first in peaks and peaks[first] > 0:
+                row.append(f"{100 * (peaks[lab] / peaks[first] - 1):+.1f}%")
+            else:
+                row.append("-")
+        rows.append(row)
+    return {"kind": "table", "caption": f"Peak bus bandwidth (GB/s), the runs side by side, change against {first}",
+            "columns": ["op", "series", "placement"] + labels + [f"{lab} vs {first}" for lab in labels[1:]], "rows": rows}
+
+
 class CollectivesSection:
     key = "collectives"
     title = "Collectives"
@@ -46,6 +62,8 @@ class CollectivesSection:
             for rec in r.records_of("collective"):
                 by_op[rec["op"]][_series_key(r, rec)].append(rec)
         peak_rows: list[list[str]] = []
+        # Overlaid runs: each (op, series, placement) once, a column per run and its change against the first.
+        side: defaultdict[tuple[str, str, bool], dict[str, float]] = defaultdict(dict)
         order = collective_ops()  # the registry's order; ops it does not know (none, once validated) go last
         for op in [o for o in order if o in by_op] + sorted(o for o in by_op if o not in order):
             series = by_op[op]
@@ -67,6 +85,7 @@ class CollectivesSection:
                         lat_ax.plot([p[0] for p in sp], [p[2] for p in sp], style, marker="o", ms=3, color=color, label=name)
                         small += [p[0] for p in sp]
                     best = max(pts, key=lambda p: p[1])
+                    side[(op, _series_name(key, False), in_place)][key[0]] = best[1]
                     peak_rows.append([op, _series_name(key, True), "in-place" if in_place else "out-of-place", f"{best[1]:.2f}",
                                       size_label(best[0]), f"{pts[0][2]:.2f}", size_label(pts[0][0])])
             bw_ax.set_title(f"{op}: bus bandwidth")
@@ -87,6 +106,8 @@ class CollectivesSection:
         blocks.append({"kind": "table", "caption": "Peak bus bandwidth per op and series",
                        "columns": ["op", "series", "placement", "peak busbw (GB/s)", "at", "smallest-size time (us)", "size"],
                        "rows": peak_rows})
+        if many:
+            blocks.append(_side_by_side([r.label for r in results], side))
         return blocks
 
 

@@ -173,3 +173,19 @@ def test_overlaid_runs_of_one_machine_show_its_nic_table_once(tmp_path):
     assert r.returncode == 0, r.stderr
     html = (out / "index.html").read_text()
     assert html.count("<caption>NICs of vm") == 1 and "<caption>NICs of vm (the same for 4 runs: " in html
+
+
+def test_overlaid_runs_get_a_column_each_and_their_change(tmp_path):
+    """Two runs: one row per op, series and placement, a column per run and the second's % change against the
+    first (issue #22), computed from the records' own peaks."""
+    data = ROOT / "tests" / "reports" / "data"
+    out = tmp_path / "two"
+    assert run_tool("report", data / "ci-quiet-1.json", data / "ci-quiet-2.json", "-o", out, "--label", "a", "--label", "b").returncode == 0
+    html = (out / "index.html").read_text()
+    assert "Peak bus bandwidth (GB/s), the runs side by side, change against a" in html
+    docs = [json.loads((data / f"ci-quiet-{i}.json").read_text()) for i in (1, 2)]
+    peak = [max(r["busbw_gbps"] for r in d["records"] if r["kind"] == "collective" and r["op"] == "all_reduce" and not r["in_place"])
+            for d in docs]
+    row = f"<td>all_reduce</td><td>mpi 2 ranks float32 sum</td><td>out-of-place</td><td>{peak[0]:.2f}</td><td>{peak[1]:.2f}</td>" \
+          f"<td>{100 * (peak[1] / peak[0] - 1):+.1f}%</td>"
+    assert row in html.replace("\n", ""), "the all_reduce row"
