@@ -23,6 +23,12 @@ def _series_name(key: SeriesKey, many_runs: bool) -> str:
     return text.replace("$", r"\$")  # matplotlib would read $...$ in a label as math
 
 
+def _busbw_at(rec: Record, time_us: float) -> float:
+    """The record's bus bandwidth had an iteration taken time_us (its busbw scales as 1 / time)."""
+    median = rec["time_us"]["median"]
+    return rec["busbw_gbps"] * median / time_us if time_us > 0 else rec["busbw_gbps"]
+
+
 def _side_by_side(labels: list[str], side: dict[tuple[str, str, bool], dict[str, float]]) -> Block:
     first = labels[0]
     rows = []
@@ -77,6 +83,11 @@ class CollectivesSection:
                                  for rec in recs if rec["in_place"] == in_place)
                     if not pts:
                         continue
+                    # The spread of the iterations: busbw at the p95 time (slow) to the fastest time (fast).
+                    band = sorted((rec["bytes"], _busbw_at(rec, rec["time_us"]["p95"]), _busbw_at(rec, rec["time_us"]["min"]))
+                                  for rec in recs if rec["in_place"] == in_place)
+                    bw_ax.fill_between([b[0] for b in band], [b[1] for b in band], [b[2] for b in band], color=color, alpha=0.15,
+                                       linewidth=0)
                     name = _series_name(key, many) + (" in-place" if in_place else "")
                     bw_ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o", ms=3, color=color, label=name)
                     sizes += [p[0] for p in pts]
@@ -88,7 +99,7 @@ class CollectivesSection:
                     side[(op, _series_name(key, False), in_place)][key[0]] = best[1]
                     peak_rows.append([op, _series_name(key, True), "in-place" if in_place else "out-of-place", f"{best[1]:.2f}",
                                       size_label(best[0]), f"{pts[0][2]:.2f}", size_label(pts[0][0])])
-            bw_ax.set_title(f"{op}: bus bandwidth")
+            bw_ax.set_title(f"{op}: bus bandwidth (bands: fastest to p95 iteration)")
             bw_ax.set_xlabel("message size (bytes)")
             bw_ax.set_ylabel("busbw (GB/s)")
             log2_size_axis(bw_ax, sizes)
