@@ -58,6 +58,10 @@ def test_traces_are_per_rank_merged_nested_and_carry_bytes(tmp_path, run):
         assert layers  # every rank ran some layers
         if run == "pipeline":
             assert {e["name"] for e in comm} >= ({"send"} if rank < 3 else {"recv"})
+            # Each send and receive names the stage it went to or came from (issue #22): the next stage's
+            # activations, the previous stage's gradient, so always a neighbour.
+            p2p = [e for e in comm if e["name"] in ("send", "recv")]
+            assert p2p and all(e["args"]["peer"] in (rank - 1, rank + 1) for e in p2p), p2p[:3]
     merged = json.loads((d / "merged.json").read_text())["traceEvents"]
     assert {e["pid"] for e in merged if e["ph"] == "X"} == {0, 1, 2, 3}
     last = {}

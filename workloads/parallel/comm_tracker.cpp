@@ -15,10 +15,12 @@ double CommTracker::now() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-int CommTracker::track(std::string name, std::size_t bytes, const std::function<std::unique_ptr<PendingCollective>()>& issue) {
+int CommTracker::track(std::string name, std::size_t bytes, const std::function<std::unique_ptr<PendingCollective>()>& issue,
+                       int peer) {
   Op op;
   op.name = std::move(name);
   op.bytes = bytes;
+  op.peer = peer;
   op.start = now();
   op.nvtxRange = nvtx::start(op.name.c_str(), nvtx::Category::kCommunication);
   op.pending = issue();
@@ -35,19 +37,23 @@ int CommTracker::start(const CollectiveCall& call) {
 }
 
 int CommTracker::startSend(const float* buf, std::size_t count, int peer, int tag) {
-  return track("send", count * sizeof(float), [&] { return comm_.startSend(0, buf, count, DType::kFloat32, peer, tag); });
+  return track(
+      "send", count * sizeof(float), [&] { return comm_.startSend(0, buf, count, DType::kFloat32, peer, tag); }, peer);
 }
 
 int CommTracker::startRecv(float* buf, std::size_t count, int peer, int tag) {
-  return track("recv", count * sizeof(float), [&] { return comm_.startRecv(0, buf, count, DType::kFloat32, peer, tag); });
+  return track(
+      "recv", count * sizeof(float), [&] { return comm_.startRecv(0, buf, count, DType::kFloat32, peer, tag); }, peer);
 }
 
 void CommTracker::completed(Op& op) {
   op.end = now();
   nvtx::end(op.nvtxRange);
-  if (trace::enabled())
-    trace::record(op.name, "communication", op.start * 1e6, op.end * 1e6, trace::Track::kCommunication,
-                  {{"bytes", op.bytes}, {"group", group_}, {"ranks", comm_.worldSize()}});
+  if (trace::enabled()) {
+    nlohmann::json args = {{"bytes", op.bytes}, {"group", group_}, {"ranks", comm_.worldSize()}};
+    if (op.peer >= 0) args["peer"] = op.peer;  // the rank within `group` sent to or received from
+    trace::record(op.name, "communication", op.start * 1e6, op.end * 1e6, trace::Track::kCommunication, args);
+  }
 }
 
 void CommTracker::poll() {

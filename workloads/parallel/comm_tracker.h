@@ -67,10 +67,11 @@ class CommTracker {
     double start, end = -1;
     std::unique_ptr<PendingCollective> pending;
     std::uint64_t nvtxRange = 0;  // launch to observed completion, as in the trace
+    int peer = -1;                // send/recv: the other rank (in the group), which the trace span names
   };
   double now() const;
   void completed(Op& op);  // notes the end (and its trace span)
-  int track(std::string name, std::size_t bytes, const std::function<std::unique_ptr<PendingCollective>()>& issue);
+  int track(std::string name, std::size_t bytes, const std::function<std::unique_ptr<PendingCollective>()>& issue, int peer = -1);
   Communicator& comm_;
   double timeoutS_;
   std::string group_;
