@@ -29,6 +29,13 @@ namespace {
 // Tracks (Chrome tids) beside the host's main (0) and communication (1) ones: CUDA runtime and driver
 // calls, and one per device stream from kDeviceTrackBase on.
 constexpr int kApiTrack = 2, kDeviceTrackBase = 100;
+
+// A span's name in the file: a training step's as PyTorch's profiler names it ("ProfilerStep#3", which Holistic
+// Trace Analysis finds iterations by), every other span's as recorded ("step 3" stays so in NVTX).
+std::string spanName(const trace::Event& e) {
+  if (e.category == "step" && e.name.rfind("step ", 0) == 0) return "ProfilerStep#" + e.name.substr(5);
+  return e.name;
+}
 }  // namespace
 
 #ifdef TRAINSCOPE_HAVE_CUPTI
@@ -131,7 +138,7 @@ void TraceFiles::finish(const std::string& what, const nlohmann::json& about) {
   });
   for (const trace::Event& e : recorded) {
     nlohmann::json j = {{"ph", "X"},
-                        {"name", e.name},
+                        {"name", spanName(e)},
                         {"cat", e.category},
                         {"ts", e.startUs - originUs_},
                         {"dur", e.durationUs},
@@ -180,7 +187,11 @@ void TraceFiles::finish(const std::string& what, const nlohmann::json& about) {
                               {"displayTimeUnit", "ms"},
                               {"distributedInfo", {{"world_size", world_}}},
                               {"trainscope", {{"what", what}, {"clock", clock}, {"ranks", world_}}}};
-  writeFileAtomically((std::filesystem::path(dir_) / "merged.json").string(), jsonText(doc));
+  // In a directory of its own: Holistic Trace Analysis loads every JSON file of DIR as one rank's trace and
+  // stops at one without distributedInfo.rank, which the merged view (every rank) has not.
+  const std::filesystem::path mergedDir = std::filesystem::path(dir_) / "merged";
+  std::filesystem::create_directories(mergedDir);
+  writeFileAtomically((mergedDir / "merged.json").string(), jsonText(doc));
 }
 
 }  // namespace ts

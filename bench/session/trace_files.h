@@ -1,14 +1,14 @@
 #pragma once
 // `--trace DIR`: every rank's spans as Chrome trace JSON (Perfetto, chrome://tracing, Holistic Trace
-// Analysis: `distributedInfo.rank` is set), DIR/rank-<r>.json, and DIR/merged.json with every rank on one
-// time axis (pid = rank). Times are microseconds since a barrier all ranks left together at the start:
-// the ranks' clocks are aligned to that barrier's exit, good to its exit skew (microseconds on one host,
-// tens on a network), which trace.json's "clock" entry states. On a GPU (a build with CUPTI), each
-// process's kernels, memcpys and memsets are added on tracks of their own (tid 100 + stream, category
-// "kernel"/"memcpy"/"memset"), its CUDA runtime calls on tid 2 ("cuda_runtime"; driver calls that launched
-// work themselves, as NCCL's do, "cuda_driver"), with flow arrows from each launch to what it launched
-// (and its name in the work's args.launch); the device-to-host clock offset and its uncertainty, and the
-// records CUPTI dropped or left incomplete, are stated in "clock".
+// Analysis: `distributedInfo.rank` is set, steps named ProfilerStep#N as PyTorch's profiler names them),
+// DIR/rank-<r>.json, and DIR/merged/merged.json with every rank on one time axis (pid = rank; in a directory of
+// its own, since HTA reads every JSON file of DIR as a rank's). Times are microseconds since a barrier all ranks left together at
+// the start: the ranks' clocks are aligned to that barrier's exit, good to its exit skew (microseconds on one host, tens on a
+// network), which trace.json's "clock" entry states. On a GPU (a build with CUPTI), each process's kernels, memcpys and memsets
+// are added on tracks of their own (tid 100 + stream, category "kernel"/"memcpy"/"memset"), its CUDA runtime calls on tid 2
+// ("cuda_runtime"; driver calls that launched work themselves, as NCCL's do, "cuda_driver"), with flow arrows from each launch to
+// what it launched (and its name in the work's args.launch); the device-to-host clock offset and its uncertainty, and the records
+// CUPTI dropped or left incomplete, are stated in "clock".
 #include <memory>
 #include <string>
 

@@ -149,9 +149,9 @@ void addRunOptions(OptionTable<TrainRunOptions>& t) {
   t.add("--resume", "Continue from the latest checkpoint in --checkpoint-dir (if there is one)", TS_FIELD(train.resume));
   addTimeoutFlag(t, self);
   addOutputFlags(t, self);
-  addTraceFlag(
-      t, self,
-      "Write every rank's spans (steps, phases, layers, collectives, waits) as Chrome trace JSON into DIR, and DIR/merged.json");
+  addTraceFlag(t, self,
+               "Write every rank's spans (steps, phases, layers, collectives, waits) as Chrome trace JSON into DIR, and "
+               "DIR/merged/merged.json");
   t.add("--dump-logits",
         "Write the logits, dataset indices and loss of this run's first step to FILE (JSON), to check the model elsewhere",
         TS_FIELD(dumpLogits));
