@@ -2,6 +2,7 @@
 files that parse, name every rank, nest their spans and carry the collectives' bytes; an analysis whose
 parts add up to the step; a planted straggler named."""
 import json
+import os
 import re
 from pathlib import Path
 
@@ -79,18 +80,19 @@ def test_traces_are_per_rank_merged_nested_and_carry_bytes(tmp_path, run):
 
 @pytest.mark.parametrize("run", list(RUNS))
 def test_the_directory_passes_holistic_trace_analysis_loader_rules(tmp_path, run):
-    """What HTA's loader (hta/common/trace_parser.py, on PyPI, not Debian) requires of a trace directory, checked as
-    it checks: every *.json directly in DIR is one rank's trace with distributedInfo.rank (the merged view is in
-    DIR/merged/, which HTA does not read), events with ph/name/cat/ts/dur/pid/tid, and iterations found by the
-    ProfilerStep#N spans, the same on every rank."""
+    """What HTA's loader requires of a trace directory (HTA is on PyPI, not Debian), checked as it checks
+    (hta/common/trace_file.py, create_rank_to_trace_dict): every entry of os.listdir(DIR) ending in .json or .gz is
+    one rank's trace with an integer distributedInfo.rank >= 0 (the merged view is in DIR/merged/, a directory it
+    skips); then events with ph/name/cat/ts/dur/pid/tid, and iterations found by ProfilerStep#N spans, the same on
+    every rank."""
     d = traced(tmp_path, run, RUNS[run])
-    files = sorted(d.glob("*.json"))
+    files = sorted(d / name for name in os.listdir(d) if name.endswith((".json", ".gz")))
     assert [f.name for f in files] == [f"rank-{r}.json" for r in range(4)]
     iterations = set()
     for f in files:
         doc = json.loads(f.read_text())
         info = doc["distributedInfo"]
-        assert isinstance(info["rank"], int) and info["world_size"] == 4
+        assert isinstance(info["rank"], int) and info["rank"] >= 0 and info["world_size"] == 4
         spans = [e for e in doc["traceEvents"] if e["ph"] == "X"]
         assert all({"name", "cat", "ts", "dur", "pid", "tid"} <= e.keys() for e in spans)
         steps = sorted(int(m.group(1)) for e in spans if (m := re.fullmatch(r"ProfilerStep#(\d+)", e["name"])))
