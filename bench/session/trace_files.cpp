@@ -30,6 +30,31 @@ namespace {
 // calls, and one per device stream from kDeviceTrackBase on.
 constexpr int kApiTrack = 2, kDeviceTrackBase = 100;
 
+// Operations in flight together (a pipeline stage's sends, a bucket's all-reduce beside the next) overlap in time,
+// and one thread's slices must nest for Perfetto and chrome://tracing: the communication track is split into
+// lanes, tid 1 and then kCommLaneBase + k, each op on the first lane free when it starts.
+constexpr int kCommLaneBase = 10;
+
+// The tid of each event (sorted by track, then start): its track's, communication ones spread over lanes.
+std::vector<int> threadIds(const std::vector<trace::Event>& sorted) {
+  std::vector<int> tids;
+  std::vector<double> laneEnds;  // per lane: when its last op ended
+  for (const trace::Event& e : sorted) {
+    if (e.track != trace::Track::kCommunication) {
+      tids.push_back(static_cast<int>(e.track));
+      continue;
+    }
+    std::size_t lane = 0;
+    while (lane < laneEnds.size() && laneEnds[lane] > e.startUs) ++lane;
+    if (lane == laneEnds.size()) laneEnds.push_back(0);
+    laneEnds[lane] = e.startUs + e.durationUs;
+    // Past the lanes there is room for, the last one takes the rest (it may then overlap).
+    tids.push_back(
+        lane == 0 ? 1 : kCommLaneBase + static_cast<int>(std::min<std::size_t>(lane, kDeviceTrackBase - kCommLaneBase)) - 1);
+  }
+  return tids;
+}
+
 // A span's name in the file: a training step's as PyTorch's profiler names it ("ProfilerStep#3", which Holistic
 // Trace Analysis finds iterations by), every other span's as recorded ("step 3" stays so in NVTX).
 std::string spanName(const trace::Event& e) {
@@ -121,29 +146,27 @@ void TraceFiles::finish(const std::string& what, const nlohmann::json& about) {
   events.push_back(
       {{"ph", "M"}, {"name", "process_name"}, {"pid", rank}, {"tid", 0}, {"args", {{"name", fmt::format("rank {}", rank)}}}});
   events.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", rank}, {"tid", 0}, {"args", {{"sort_index", rank}}}});
-  std::set<int> tracks = {0, 1};
-  for (const trace::Event& e : recorded) tracks.insert(static_cast<int>(e.track));
-  for (int t : tracks) {
-    const std::string name = t == 0           ? "main"
-                             : t == 1         ? "communication"
-                             : t == kApiTrack ? "cuda runtime"
-                                              : fmt::format("gpu stream {}", t - kDeviceTrackBase);
-    events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", rank}, {"tid", t}, {"args", {{"name", name}}}});
-  }
   // In time order on each track, a parent before the spans it contains (a step before its phases).
   std::stable_sort(recorded.begin(), recorded.end(), [](const trace::Event& a, const trace::Event& b) {
     if (a.track != b.track) return a.track < b.track;
     if (a.startUs != b.startUs) return a.startUs < b.startUs;
     return a.durationUs > b.durationUs;
   });
-  for (const trace::Event& e : recorded) {
-    nlohmann::json j = {{"ph", "X"},
-                        {"name", spanName(e)},
-                        {"cat", e.category},
-                        {"ts", e.startUs - originUs_},
-                        {"dur", e.durationUs},
-                        {"pid", rank},
-                        {"tid", static_cast<int>(e.track)}};
+  const std::vector<int> tids = threadIds(recorded);
+  std::set<int> tracks = {0, 1};
+  tracks.insert(tids.begin(), tids.end());
+  for (int t : tracks) {
+    const std::string name = t == 0                                       ? "main"
+                             : t == 1                                     ? "communication"
+                             : t >= kCommLaneBase && t < kDeviceTrackBase ? fmt::format("communication {}", t - kCommLaneBase + 2)
+                             : t == kApiTrack                             ? "cuda runtime"
+                                                                          : fmt::format("gpu stream {}", t - kDeviceTrackBase);
+    events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", rank}, {"tid", t}, {"args", {{"name", name}}}});
+  }
+  for (std::size_t i = 0; i < recorded.size(); ++i) {
+    const trace::Event& e = recorded[i];
+    nlohmann::json j = {{"ph", "X"},           {"name", spanName(e)}, {"cat", e.category}, {"ts", e.startUs - originUs_},
+                        {"dur", e.durationUs}, {"pid", rank},         {"tid", tids[i]}};
     if (!e.args.is_null()) j["args"] = e.args;
     events.push_back(std::move(j));
   }

@@ -50,11 +50,13 @@ def test_traces_are_per_rank_merged_nested_and_carry_bytes(tmp_path, run):
         assert doc["distributedInfo"] == {"rank": rank, "world_size": 4}
         spans = [e for e in doc["traceEvents"] if e["ph"] == "X"]
         assert all(e["pid"] == rank for e in spans)
-        assert_nested([e for e in spans if e["tid"] == 0])
+        for tid in {e["tid"] for e in spans}:  # every track, the communication lanes too: slices nest or follow
+            assert_nested([e for e in spans if e["tid"] == tid])
         steps = [e for e in spans if e["cat"] == "step"]
         assert [e["name"] for e in steps] == [f"ProfilerStep#{i}" for i in range(4)]  # PyTorch's profiler's names
         comm = [e for e in spans if e["cat"] == "communication"]
-        assert comm and all(e["tid"] == 1 and e["args"]["bytes"] > 0 and e["args"]["group"] for e in comm)
+        # Ops in flight together go to lanes of their own: tid 1, then 10, 11, ...
+        assert comm and all((e["tid"] == 1 or 10 <= e["tid"] < 100) and e["args"]["bytes"] > 0 and e["args"]["group"] for e in comm)
         layers = {e["name"] for e in spans if e["name"].startswith(("forward layer", "backward layer"))}
         assert layers  # every rank ran some layers
         if run == "pipeline":
