@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import matplotlib
+from matplotlib import ticker
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
@@ -60,3 +61,15 @@ def log2_size_axis(ax: Axes, sizes: Iterable[int]) -> None:
     ax.set_xticks(ticks)
     ax.set_xticklabels([size_label(t) for t in ticks], rotation=45, ha="right")
     ax.minorticks_off()
+
+
+def log_axis(ax: Axes, axis: str = "y") -> None:
+    """A base-10 log axis that reads: labels at 1, 2 and 5 of each decade (matplotlib labels the decades only,
+    so a curve within one or two decades had one or two tick labels)."""
+    getattr(ax, f"set_{axis}scale")("log")
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    target.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    target.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    target.set_minor_locator(ticker.LogLocator(base=10, subs="auto"))
+    target.set_minor_formatter(ticker.NullFormatter())
+

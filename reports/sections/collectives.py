@@ -4,7 +4,7 @@ from collections import defaultdict
 
 from ..json_types import Block, Record
 from ..load import Result, collective_ops
-from ..plots import PlotSink, log2_size_axis, new_figure, size_label
+from ..plots import PlotSink, log2_size_axis, log_axis, new_figure, size_label
 
 SMALL = 64 * 1024  # the latency plot covers sizes up to here
 
@@ -106,7 +106,7 @@ class CollectivesSection:
             bw_ax.legend(fontsize=7)
             if small:
                 lat_ax.set_title(f"{op}: latency, messages up to {size_label(SMALL)}")
-                lat_ax.set_yscale("log")
+                log_axis(lat_ax, "y")
                 log2_size_axis(lat_ax, small)
                 lat_ax.set_xlabel("message size (bytes)")
                 lat_ax.set_ylabel("time (us, median of the slowest rank)")

@@ -8,7 +8,7 @@ from matplotlib.axes import Axes
 
 from ..json_types import Block, Record
 from ..load import Result
-from ..plots import PlotSink, new_figure
+from ..plots import PlotSink, log_axis, new_figure
 from .telemetry import throttle_alert
 
 LEVELS = ("l1", "l2", "l3", "dram")
@@ -126,8 +126,8 @@ class KernelsSection:
                 ax.annotate(x["op"] + (" !" if suspect else ""), (x["arithmetic_intensity"], x["tflops"] * 1e3), fontsize=6,
                             xytext=(3, 2), textcoords="offset points")
                 rows.append(_kernel_row(r, x, many))
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+        log_axis(ax, "x")
+        log_axis(ax, "y")
         ax.set_xlabel("arithmetic intensity (FLOP per byte moved)")
         ax.set_ylabel("achieved GFLOP/s")
         ax.set_title("roofline")

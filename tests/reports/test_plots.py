@@ -1,0 +1,23 @@
+"""The report's log axes read (issue #22): a curve within one or two decades gets labels at 1, 2 and 5 of each
+decade, where matplotlib's default labelled the decades alone (one or two labels)."""
+from reports.plots import log_axis, new_figure
+
+
+def visible_labels(ax, axis):
+    fig = ax.figure
+    fig.canvas.draw()
+    lo, hi = ax.get_ylim() if axis == "y" else ax.get_xlim()
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    return [t.get_text() for t in target.get_majorticklabels() if t.get_text() and lo <= t.get_position()[axis == "y"] <= hi]
+
+
+def test_a_log_axis_within_two_decades_has_labels_to_read():
+    fig, (ax,) = new_figure()
+    ax.plot([1, 2, 3], [1.3, 4.0, 17.0])
+    log_axis(ax, "y")
+    labels = visible_labels(ax, "y")
+    assert {"2", "5", "10"} <= set(labels), labels  # the default labelled 10 alone
+    fig, (ax,) = new_figure()
+    ax.plot([0.3, 40], [1, 2])
+    log_axis(ax, "x")
+    assert {"0.5", "1", "2", "5", "10", "20"} <= set(visible_labels(ax, "x"))
