@@ -72,4 +72,3 @@ def log_axis(ax: Axes, axis: str = "y") -> None:
     target.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     target.set_minor_locator(ticker.LogLocator(base=10, subs="auto"))
     target.set_minor_formatter(ticker.NullFormatter())
-

@@ -92,6 +92,20 @@ def _ceiling_row(r: Result, c: Record, many: bool) -> list[Any]:
             f"x{c['planted_fault_scale']:g} (planted)" if "planted_fault_scale" in c else "-"]
 
 
+def _place_labels(ax: Axes, labels: list[tuple[bool, str, float, float]]) -> None:
+    """Each point's op beside it where the label overlaps none placed before (suspect points first), so a cluster
+    of shapes of one op shows one label, not a pile; the table below names every point."""
+    ax.autoscale_view()
+    placed: list[tuple[float, float, float, float]] = []
+    for _, text, x, y in sorted(labels):
+        px, py = ax.transData.transform((x, y))
+        box = (px + 3, py + 2, px + 3 + 4.2 * len(text), py + 2 + 9)  # fontsize 6 at 100 dpi, with a margin
+        if any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in placed):
+            continue
+        placed.append(box)
+        ax.annotate(text, (x, y), fontsize=6, xytext=(3, 2), textcoords="offset points")
+
+
 class KernelsSection:
     key = "kernels"
     title = "Kernels"
@@ -116,6 +130,7 @@ class KernelsSection:
             blocks.append(throttled)
         fig, (ax,) = new_figure(width=7.5, height=4.6)
         rows = []
+        labels: list[tuple[bool, str, float, float]] = []  # (not suspect: suspects placed first, text, x, y)
         for i, r in enumerate(results):
             color = f"C{i % 10}"
             recs = r.records_of("kernel")
@@ -123,11 +138,11 @@ class KernelsSection:
             for x in recs:
                 suspect = x.get("ceiling_suspect", False)
                 ax.scatter(x["arithmetic_intensity"], x["tflops"] * 1e3, color=color, s=18, marker="x" if suspect else "o")
-                ax.annotate(x["op"] + (" !" if suspect else ""), (x["arithmetic_intensity"], x["tflops"] * 1e3), fontsize=6,
-                            xytext=(3, 2), textcoords="offset points")
+                labels.append((not suspect, x["op"] + (" !" if suspect else ""), x["arithmetic_intensity"], x["tflops"] * 1e3))
                 rows.append(_kernel_row(r, x, many))
         log_axis(ax, "x")
         log_axis(ax, "y")
+        _place_labels(ax, labels)
         ax.set_xlabel("arithmetic intensity (FLOP per byte moved)")
         ax.set_ylabel("achieved GFLOP/s")
         ax.set_title("roofline")

@@ -21,3 +21,20 @@ def test_a_log_axis_within_two_decades_has_labels_to_read():
     ax.plot([0.3, 40], [1, 2])
     log_axis(ax, "x")
     assert {"0.5", "1", "2", "5", "10", "20"} <= set(visible_labels(ax, "x"))
+
+
+def test_roofline_labels_do_not_pile_up():
+    """Twenty shapes of one op on top of each other get one label, a far point its own, a suspect one first."""
+    from reports.sections.kernels import _place_labels
+    fig, (ax,) = new_figure()
+    points = [(True, "gemm", 20 + 0.1 * i, 100 + i) for i in range(20)] + [(True, "softmax", 0.5, 4.0), (False, "gemm !", 21, 101)]
+    for _, _, x, y in points:
+        ax.scatter(x, y)
+    log_axis(ax, "x")
+    log_axis(ax, "y")
+    _place_labels(ax, points)
+    texts = [t.get_text() for t in ax.texts]
+    assert sorted(texts) == ["gemm !", "softmax"], texts
+    fig.canvas.draw()
+    boxes = [t.get_window_extent() for t in ax.texts]
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
