@@ -27,7 +27,7 @@ def test_roofline_labels_do_not_pile_up():
     """Twenty shapes of one op on top of each other get one label, a far point its own, a suspect one first."""
     from reports.sections.kernels import _place_labels
     fig, (ax,) = new_figure()
-    points = [(True, "gemm", 20 + 0.1 * i, 100 + i) for i in range(20)] + [(True, "softmax", 0.5, 4.0), (False, "gemm !", 21, 101)]
+    points = [(True, "gemm", 20 + 0.01 * i, 100 + 0.1 * i) for i in range(20)] + [(True, "softmax", 0.5, 4.0), (False, "gemm !", 21, 101)]
     for _, _, x, y in points:
         ax.scatter(x, y)
     log_axis(ax, "x")
