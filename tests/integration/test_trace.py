@@ -57,6 +57,11 @@ def test_traces_are_per_rank_merged_nested_and_carry_bytes(tmp_path, run):
         comm = [e for e in spans if e["cat"] == "communication"]
         # Ops in flight together go to lanes of their own: tid 1, then 10, 11, ...
         assert comm and all((e["tid"] == 1 or 10 <= e["tid"] < 100) and e["args"]["bytes"] > 0 and e["args"]["group"] for e in comm)
+        # Kineto's names for the same facts, as PyTorch's profiler writes them on its NCCL spans (issue #22).
+        for e in comm:
+            a = e["args"]
+            assert a["Collective name"] == e["name"] and a["dtype"] in ("float32", "float64") and a["Group size"] == a["ranks"], a
+            assert a["In msg nelems"] + a["Out msg nelems"] > 0 and a["In msg nelems"] <= a["bytes"] * a["ranks"], a
         layers = {e["name"] for e in spans if e["name"].startswith(("forward layer", "backward layer"))}
         assert layers  # every rank ran some layers
         if run == "pipeline":

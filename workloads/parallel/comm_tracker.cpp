@@ -16,11 +16,14 @@ double CommTracker::now() const {
 }
 
 int CommTracker::track(std::string name, std::size_t bytes, const std::function<std::unique_ptr<PendingCollective>()>& issue,
-                       int peer) {
+                       int peer, std::size_t inElems, std::size_t outElems, DType dtype) {
   Op op;
   op.name = std::move(name);
   op.bytes = bytes;
   op.peer = peer;
+  op.inElems = inElems;
+  op.outElems = outElems;
+  op.dtype = dtype;
   op.start = now();
   op.nvtxRange = nvtx::start(op.name.c_str(), nvtx::Category::kCommunication);
   op.pending = issue();
@@ -32,18 +35,20 @@ int CommTracker::track(std::string name, std::size_t bytes, const std::function<
 int CommTracker::start(const CollectiveCall& call) {
   // Name and bytes as the collectives sweep records them, so a step's op compares with the sweep's.
   const Collective& op = *call.collective;
-  return track(std::string(op.name()), op.layoutOfCount(call.count, dtypeSize(call.dtype), comm_.worldSize()).bytes,
-               [&] { return comm_.start(0, call); });
+  const CollectiveLayout layout = op.layoutOfCount(call.count, dtypeSize(call.dtype), comm_.worldSize());
+  return track(
+      std::string(op.name()), layout.bytes, [&] { return comm_.start(0, call); }, -1, layout.sendElems, layout.recvElems,
+      call.dtype);
 }
 
 int CommTracker::startSend(const float* buf, std::size_t count, int peer, int tag) {
   return track(
-      "send", count * sizeof(float), [&] { return comm_.startSend(0, buf, count, DType::kFloat32, peer, tag); }, peer);
+      "send", count * sizeof(float), [&] { return comm_.startSend(0, buf, count, DType::kFloat32, peer, tag); }, peer, count, 0);
 }
 
 int CommTracker::startRecv(float* buf, std::size_t count, int peer, int tag) {
   return track(
-      "recv", count * sizeof(float), [&] { return comm_.startRecv(0, buf, count, DType::kFloat32, peer, tag); }, peer);
+      "recv", count * sizeof(float), [&] { return comm_.startRecv(0, buf, count, DType::kFloat32, peer, tag); }, peer, 0, count);
 }
 
 void CommTracker::completed(Op& op) {
@@ -52,6 +57,12 @@ void CommTracker::completed(Op& op) {
   if (trace::enabled()) {
     nlohmann::json args = {{"bytes", op.bytes}, {"group", group_}, {"ranks", comm_.worldSize()}};
     if (op.peer >= 0) args["peer"] = op.peer;  // the rank within `group` sent to or received from
+    // The same facts under the names Kineto gives them on PyTorch's NCCL spans, for the tools that read those.
+    args["Collective name"] = op.name;
+    args["In msg nelems"] = op.inElems;
+    args["Out msg nelems"] = op.outElems;
+    args["dtype"] = std::string(dtypeName(op.dtype));
+    args["Group size"] = comm_.worldSize();
     trace::record(op.name, "communication", op.start * 1e6, op.end * 1e6, trace::Track::kCommunication, args);
   }
 }

@@ -68,10 +68,15 @@ class CommTracker {
     std::unique_ptr<PendingCollective> pending;
     std::uint64_t nvtxRange = 0;  // launch to observed completion, as in the trace
     int peer = -1;                // send/recv: the other rank (in the group), which the trace span names
+    // Kineto's collective arguments (PyTorch's profiler writes them on its NCCL spans; HTA reads them): this
+    // rank's input and output elements and their type.
+    std::size_t inElems = 0, outElems = 0;
+    DType dtype = DType::kFloat32;
   };
   double now() const;
   void completed(Op& op);  // notes the end (and its trace span)
-  int track(std::string name, std::size_t bytes, const std::function<std::unique_ptr<PendingCollective>()>& issue, int peer = -1);
+  int track(std::string name, std::size_t bytes, const std::function<std::unique_ptr<PendingCollective>()>& issue, int peer = -1,
+            std::size_t inElems = 0, std::size_t outElems = 0, DType dtype = DType::kFloat32);
   Communicator& comm_;
   double timeoutS_;
   std::string group_;
