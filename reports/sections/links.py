@@ -112,7 +112,7 @@ class LinksSection:
         ax.set_xticklabels(labels, rotation=20, ha="right")
         ax.set_ylabel("GB/s")
         ax.set_title("host memory bandwidth (STREAM-like, all processes of the host at once)")
-        ax.legend()
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # beside the bars, never on them
         return [plots.save(fig, "links_host_memory", "host memory", "host memory bandwidth per host, copy and triad"),
                 {"kind": "table", "caption": "Host memory (STREAM-like)", "rows": rows,
                  "columns": ["host", "processes", "threads each", "array", "copy (GB/s)", "triad (GB/s)"]}]
