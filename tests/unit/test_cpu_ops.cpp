@@ -7,6 +7,7 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "base/dtype.h"
@@ -257,16 +258,20 @@ TEST_P(CpuBatchNorm, BatchNormAndReluMatchFloat64AndAccumulateOrOverwrite) {
   auto x = randomInputs(n, 71);
   for (std::size_t i = 0; i < n; ++i) x[i] = 20.0f + 3.0f * x[i] * float(1 + channelOf(C, HW, i));
   const auto w = randomInputs(C, 72), b = randomInputs(C, 73), dy = randomInputs(n, 74), dinp0 = randomInputs(n, 75);
+  // Channel c's mean and (biased) variance in float64.
+  const auto moments = [&](const auto& xd, std::size_t c) {
+    double m = 0, v = 0;
+    for (std::size_t i = 0; i < N; ++i)
+      for (std::size_t j = 0; j < HW; ++j) m += xd[at(C, HW, i, c, j)];
+    m /= double(N * HW);
+    for (std::size_t i = 0; i < N; ++i)
+      for (std::size_t j = 0; j < HW; ++j) v += std::pow(xd[at(C, HW, i, c, j)] - m, 2);
+    return std::pair{m, v / double(N * HW)};
+  };
   const auto forward = [&](const std::vector<double>& xd) {
     std::vector<double> y(n);
     for (std::size_t c = 0; c < C; ++c) {
-      double m = 0, v = 0;
-      for (std::size_t i = 0; i < N; ++i)
-        for (std::size_t j = 0; j < HW; ++j) m += xd[at(C, HW, i, c, j)];
-      m /= double(N * HW);
-      for (std::size_t i = 0; i < N; ++i)
-        for (std::size_t j = 0; j < HW; ++j) v += std::pow(xd[at(C, HW, i, c, j)] - m, 2);
-      v /= double(N * HW);
+      const auto [m, v] = moments(xd, c);
       for (std::size_t i = 0; i < N; ++i)
         for (std::size_t j = 0; j < HW; ++j) {
           const std::size_t k = at(C, HW, i, c, j);
@@ -302,13 +307,8 @@ TEST_P(CpuBatchNorm, BatchNormAndReluMatchFloat64AndAccumulateOrOverwrite) {
   EXPECT_LE(maxRelErr(added, wantAdded), 1e-4);
   // dweight = sum dy xhat, dbias = sum dy (float64, from the reference's statistics).
   for (std::size_t c = 0; c < C; ++c) {
-    double m = 0, v = 0, sdy = 0, sdyx = 0;
-    for (std::size_t i = 0; i < N; ++i)
-      for (std::size_t j = 0; j < HW; ++j) m += x[at(C, HW, i, c, j)];
-    m /= double(N * HW);
-    for (std::size_t i = 0; i < N; ++i)
-      for (std::size_t j = 0; j < HW; ++j) v += std::pow(x[at(C, HW, i, c, j)] - m, 2);
-    v /= double(N * HW);
+    const auto [m, v] = moments(x, c);
+    double sdy = 0, sdyx = 0;
     for (std::size_t i = 0; i < N; ++i)
       for (std::size_t j = 0; j < HW; ++j) {
         const std::size_t k = at(C, HW, i, c, j);
