@@ -506,12 +506,9 @@ TEST(DataSources, Cifar10FromBinaryBatches) {
 // Synthetic data's held-out split: the generator's next samples, past the training set's indices.
 TEST(DataSources, SyntheticHeldOutIsTheGeneratorsNextSamples) {
   for (Task task : {Task::kClassification, Task::kLanguageModel}) {
-    DataOptions o;
-    o.task = task;
+    DataOptions o = syntheticOptions(task);  // 100 samples of 12 features
     o.seqLen = 8;
     o.vocab = 16;
-    o.sampleShape = {12};
-    o.syntheticSize = 100;
     o.globalBatch = 5;
     const DataSource train = makeDataSource(o);
     o.split = Split::kHeldOut;

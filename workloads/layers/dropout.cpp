@@ -3,13 +3,6 @@
 #include "workloads/ops.h"
 
 namespace ts::wl {
-namespace {
-std::uint64_t nameHash(const std::string& s) {  // FNV-1a: the layer's part of the key, the same in every process
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-}  // namespace
 
 Dropout::Dropout(Arena& arena, const std::string& name, std::uint64_t seed, double p, std::int64_t rows, std::int64_t cols,
                  std::int64_t rowsPerSample, std::int64_t colOffset)

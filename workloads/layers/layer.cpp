@@ -4,13 +4,14 @@
 #include <random>
 
 namespace ts::wl {
-namespace {
 
-std::uint64_t fnv1a(const std::string& s) {
+std::uint64_t nameHash(const std::string& s) {
   std::uint64_t h = 1469598103934665603ull;
   for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
   return h;
 }
+
+namespace {
 
 // 53 random bits as a double in (0, 1): the same numbers from every standard library.
 double unit(std::mt19937_64& g) { return (static_cast<double>(g() >> 11) + 0.5) * (1.0 / 9007199254740992.0); }
@@ -23,7 +24,7 @@ std::vector<std::int64_t> imageShape(std::int64_t n, std::int64_t c, std::int64_
 
 // Values are drawn on the host and uploaded, so every device starts from the same weights.
 std::vector<float> Init::drawNormal(const std::string& name, double stddev, std::size_t n) const {
-  std::mt19937_64 g(seed_ ^ fnv1a(name));
+  std::mt19937_64 g(seed_ ^ nameHash(name));
   std::vector<float> v(n);
   for (std::size_t i = 0; i < v.size(); i += 2) {  // Box-Muller, two values per draw
     const double r = std::sqrt(-2.0 * std::log(unit(g))), a = 6.283185307179586 * unit(g);
@@ -34,7 +35,7 @@ std::vector<float> Init::drawNormal(const std::string& name, double stddev, std:
 }
 
 std::vector<float> Init::drawUniform(const std::string& name, double bound, std::size_t n) const {
-  std::mt19937_64 g(seed_ ^ fnv1a(name));
+  std::mt19937_64 g(seed_ ^ nameHash(name));
   std::vector<float> v(n);
   for (auto& x : v) x = static_cast<float>((2 * unit(g) - 1) * bound);
   return v;

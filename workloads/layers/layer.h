@@ -26,6 +26,10 @@ struct TensorSlice {
   bool sliced() const { return !shape.empty(); }
 };
 
+// FNV-1a of a parameter's or layer's name: its part of a seed (initial weights, dropout masks), the same in every
+// process and with every standard library.
+std::uint64_t nameHash(const std::string& s);
+
 // The shape an image tensor [n, c, h, w] is stored in: [n, h, w, c] when channels-last (the CNN's layers
 // take the layout they were built with and allocate in it, so a tensor's shape is its memory order).
 std::vector<std::int64_t> imageShape(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, ConvLayout layout);
