@@ -3,7 +3,7 @@ embedded into index.html as base64 so that the report is one self-contained file
 import base64
 import io
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import matplotlib
@@ -50,6 +50,27 @@ class PlotSink:
 def new_figure(ncols: int = 1, width: float = 6.4, height: float = 3.8) -> tuple[Figure, list[Axes]]:
     fig, axes = plt.subplots(1, ncols, figsize=(width * ncols, height), squeeze=False)
     return fig, list(axes[0])
+
+
+SPREAD = "fastest to p95 iteration"  # what every band and error bar of the report spans (said in each plot's title)
+
+
+def rate_spread(value: float, time_us: Mapping[str, float]) -> tuple[float, float]:
+    """A rate computed from the median time (GB/s, FLOP/s, busbw) over the iterations' spread: its value at the p95
+    time (low) and at the fastest (high), as the bands and error bars of the report draw it."""
+    median, p95, fastest = time_us["median"], time_us["p95"], time_us["min"]
+    return (value * median / p95 if p95 > 0 else value, value * median / fastest if fastest > 0 else value)
+
+
+def error_bars(values: Sequence[float], spreads: Sequence[tuple[float, float]]) -> list[list[float]]:
+    """matplotlib's asymmetric yerr/xerr: for each value the distance down to its low and up to its high."""
+    return [[max(0.0, v - lo) for v, (lo, _) in zip(values, spreads)], [max(0.0, hi - v) for v, (_, hi) in zip(values, spreads)]]
+
+
+def legend_beside(ax: Axes) -> None:
+    """The legend right of the axes, top-aligned: never on the bars nor on the axis label below them (a legend
+    under the axes at a fixed offset met the x label whenever the figure's height changed)."""
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
 
 
 def log2_size_axis(ax: Axes, sizes: Iterable[int]) -> None:

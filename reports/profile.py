@@ -9,7 +9,7 @@ from .analyze import analyze_docs, load_trace_docs, spans_of
 from .critical_path import format_path
 from .json_types import Block, TraceDoc
 from .load import Result
-from .plots import PlotSink, new_figure
+from .plots import PlotSink, legend_beside, new_figure
 from .sections import BuiltSection
 
 COLORS = {"compute": "C0", "wait": "C3", "phase": "0.75", "communication": "C1"}
@@ -85,7 +85,7 @@ def build_profile(trace_dir: str | Path, plots: PlotSink, results: Sequence[Resu
         left = [a + b for a, b in zip(left, widths)]
     ax.set_xlabel("median per step (ms)")
     ax.set_title("where each rank's step goes")
-    ax.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.3), frameon=False)
+    legend_beside(ax)
     ax.invert_yaxis()
     blocks.append(plots.save(fig, "profile_breakdown", "breakdown per rank",
                              "compute, exposed communication and idle time per rank"))

@@ -147,6 +147,8 @@ ScalingFigures figuresOf(const nlohmann::json& t, int ranks, std::pair<int, doub
   ScalingFigures f;
   f.baselineRanks = base.first;
   f.stepTimeUs = t["step_time_us"]["median"].get<double>();
+  f.stepTimeMinUs = t["step_time_us"]["min"].get<double>();
+  f.stepTimeP95Us = t["step_time_us"]["p95"].get<double>();
   f.throughputPerS = t["throughput_per_s"].get<double>();
   f.item = textOf(t, "item");
   f.speedup = f.throughputPerS / base.second;

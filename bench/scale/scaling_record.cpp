@@ -16,6 +16,7 @@ void putTrain(nlohmann::json& j, const ScalingTrainFacts& t) {
 void putFigures(nlohmann::json& j, const ScalingFigures& f) {
   j["baseline_ranks"] = f.baselineRanks;
   j["step_time_us"] = f.stepTimeUs;
+  j["step_time_spread_us"] = {{"min", f.stepTimeMinUs}, {"p95", f.stepTimeP95Us}};
   j["throughput_per_s"] = f.throughputPerS;
   j["item"] = orNull(f.item);
   j["speedup"] = f.speedup;

@@ -36,7 +36,8 @@ struct ScalingTarget {
 struct ScalingFigures {
   int baselineRanks = 0;  // the smallest point that completed: speedup and efficiency are against it
   double stepTimeUs = 0, throughputPerS = 0, speedup = 0, efficiency = 0;
-  std::optional<std::string> item;  // samples | tokens
+  double stepTimeMinUs = 0, stepTimeP95Us = 0;  // the spread of the point's step times (the report's error bars)
+  std::optional<std::string> item;              // samples | tokens
   ScalingBreakdown breakdown;
   // Each only where the train record had its block (communication, stragglers, pipeline); overlap and
   // the bubble may be null there.

@@ -4,7 +4,7 @@ from collections import defaultdict
 
 from ..json_types import Block, Record
 from ..load import Result, collective_ops
-from ..plots import PlotSink, log2_size_axis, log_axis, new_figure, size_label
+from ..plots import SPREAD, PlotSink, log2_size_axis, log_axis, new_figure, rate_spread, size_label
 
 SMALL = 64 * 1024  # the latency plot covers sizes up to here
 
@@ -21,12 +21,6 @@ def _series_name(key: SeriesKey, many_runs: bool) -> str:
     parts = [backend + (f"/{transport}" if transport else ""), f"{ranks} ranks", dtype] + ([redop] if redop else [])
     text = (f"{label}: " if many_runs else "") + " ".join(str(p) for p in parts)
     return text.replace("$", r"\$")  # matplotlib would read $...$ in a label as math
-
-
-def _busbw_at(rec: Record, time_us: float) -> float:
-    """The record's bus bandwidth had an iteration taken time_us (its busbw scales as 1 / time)."""
-    median = rec["time_us"]["median"]
-    return rec["busbw_gbps"] * median / time_us if time_us > 0 else rec["busbw_gbps"]
 
 
 def _side_by_side(labels: list[str], side: dict[tuple[str, str, bool], dict[str, float]]) -> Block:
@@ -84,8 +78,8 @@ class CollectivesSection:
                     if not pts:
                         continue
                     # The spread of the iterations: busbw at the p95 time (slow) to the fastest time (fast).
-                    band = sorted((rec["bytes"], _busbw_at(rec, rec["time_us"]["p95"]), _busbw_at(rec, rec["time_us"]["min"]))
-                                  for rec in recs if rec["in_place"] == in_place)
+                    band = sorted((rec["bytes"], *rate_spread(rec["busbw_gbps"], rec["time_us"]), rec["time_us"]["min"],
+                                   rec["time_us"]["p95"]) for rec in recs if rec["in_place"] == in_place)
                     bw_ax.fill_between([b[0] for b in band], [b[1] for b in band], [b[2] for b in band], color=color, alpha=0.15,
                                        linewidth=0)
                     name = _series_name(key, many) + (" in-place" if in_place else "")
@@ -94,18 +88,21 @@ class CollectivesSection:
                     sp = [p for p in pts if p[0] <= SMALL]
                     if sp:
                         lat_ax.plot([p[0] for p in sp], [p[2] for p in sp], style, marker="o", ms=3, color=color, label=name)
+                        small_band = [b for b in band if b[0] <= SMALL]
+                        lat_ax.fill_between([b[0] for b in small_band], [b[3] for b in small_band], [b[4] for b in small_band],
+                                            color=color, alpha=0.15, linewidth=0)
                         small += [p[0] for p in sp]
                     best = max(pts, key=lambda p: p[1])
                     side[(op, _series_name(key, False), in_place)][key[0]] = best[1]
                     peak_rows.append([op, _series_name(key, True), "in-place" if in_place else "out-of-place", f"{best[1]:.2f}",
                                       size_label(best[0]), f"{pts[0][2]:.2f}", size_label(pts[0][0])])
-            bw_ax.set_title(f"{op}: bus bandwidth (bands: fastest to p95 iteration)")
+            bw_ax.set_title(f"{op}: bus bandwidth (bands: {SPREAD})")
             bw_ax.set_xlabel("message size (bytes)")
             bw_ax.set_ylabel("busbw (GB/s)")
             log2_size_axis(bw_ax, sizes)
             bw_ax.legend(fontsize=7)
             if small:
-                lat_ax.set_title(f"{op}: latency, messages up to {size_label(SMALL)}")
+                lat_ax.set_title(f"{op}: latency up to {size_label(SMALL)} (bands: {SPREAD})")
                 log_axis(lat_ax, "y")
                 log2_size_axis(lat_ax, small)
                 lat_ax.set_xlabel("message size (bytes)")

@@ -8,7 +8,7 @@ from matplotlib.axes import Axes
 
 from ..json_types import Block, Record
 from ..load import Result
-from ..plots import PlotSink, log_axis, new_figure
+from ..plots import SPREAD, PlotSink, error_bars, log_axis, new_figure, rate_spread
 from .telemetry import throttle_alert
 
 LEVELS = ("l1", "l2", "l3", "dram")
@@ -138,6 +138,9 @@ class KernelsSection:
             for x in recs:
                 suspect = x.get("ceiling_suspect", False)
                 ax.scatter(x["arithmetic_intensity"], x["tflops"] * 1e3, color=color, s=18, marker="x" if suspect else "o")
+                gflops = x["tflops"] * 1e3
+                ax.errorbar([x["arithmetic_intensity"]], [gflops], yerr=error_bars([gflops], [rate_spread(gflops, x["time_us"])]),
+                            fmt="none", ecolor=color, elinewidth=0.8, capsize=2)
                 labels.append((not suspect, x["op"] + (" !" if suspect else ""), x["arithmetic_intensity"], x["tflops"] * 1e3))
                 rows.append(_kernel_row(r, x, many))
         log_axis(ax, "x")
@@ -145,7 +148,7 @@ class KernelsSection:
         _place_labels(ax, labels)
         ax.set_xlabel("arithmetic intensity (FLOP per byte moved)")
         ax.set_ylabel("achieved GFLOP/s")
-        ax.set_title("roofline")
+        ax.set_title(f"roofline (error bars: {SPREAD})")
         ax.legend(fontsize=7)
         blocks.append(plots.save(fig, "kernels_roofline", "roofline",
                                  "each kernel's arithmetic intensity and achieved FLOP/s under the measured "

@@ -7,7 +7,7 @@ import matplotlib
 
 from ..json_types import Block, Record
 from ..load import Result
-from ..plots import PlotSink, new_figure, size_label
+from ..plots import SPREAD, PlotSink, error_bars, legend_beside, new_figure, rate_spread, size_label
 
 Namer = Callable[[Result, str], str]  # a row's name: prefixed by the run's label when there are several
 Variant = tuple[str, str, bool]  # engine, direction, P2P on
@@ -88,7 +88,7 @@ class LinksSection:
 
     def _memory(self, results: list[Result], plots: PlotSink, name: Namer) -> list[Block]:
         rows = []
-        bars: defaultdict[str, dict[str, float]] = defaultdict(dict)
+        bars: defaultdict[str, dict[str, Record]] = defaultdict(dict)
         for r in results:
             per_host: defaultdict[str, dict[str, Record]] = defaultdict(dict)
             for x in r.records_of("link"):
@@ -100,19 +100,22 @@ class LinksSection:
                              size_label(any_rec["array_bytes"]),
                              _num(k.get("copy", {}).get("bandwidth_gbps")), _num(k.get("triad", {}).get("bandwidth_gbps"))])
                 for kernel, x in k.items():
-                    bars[name(r, host)][kernel] = x["bandwidth_gbps"]
+                    bars[name(r, host)][kernel] = x
         if not rows:
             return []
         fig, (ax,) = new_figure(width=max(4.0, 1.2 * len(bars) + 2), height=3.2)
         labels = list(bars)
         for i, kernel in enumerate(("copy", "triad")):
-            ax.bar([j + 0.4 * i for j in range(len(labels))], [bars[label].get(kernel, 0) for label in labels], width=0.4,
-                   label=kernel)
+            measured = [(j, bars[label][kernel]) for j, label in enumerate(labels) if kernel in bars[label]]
+            values = [x["bandwidth_gbps"] for _, x in measured]
+            ax.bar([j + 0.4 * i for j, _ in measured], values, width=0.4, label=kernel,
+                   yerr=error_bars(values, [rate_spread(x["bandwidth_gbps"], x["time_us"]) for _, x in measured]),
+                   error_kw={"elinewidth": 0.8, "capsize": 2})
         ax.set_xticks([j + 0.2 for j in range(len(labels))])
         ax.set_xticklabels(labels, rotation=20, ha="right")
         ax.set_ylabel("GB/s")
-        ax.set_title("host memory bandwidth (STREAM-like, all processes of the host at once)")
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # beside the bars, never on them
+        ax.set_title(f"host memory bandwidth (STREAM-like, every process of the host at once; bars: {SPREAD})")
+        legend_beside(ax)
         return [plots.save(fig, "links_host_memory", "host memory", "host memory bandwidth per host, copy and triad"),
                 {"kind": "table", "caption": "Host memory (STREAM-like)", "rows": rows,
                  "columns": ["host", "processes", "threads each", "array", "copy (GB/s)", "triad (GB/s)"]}]

@@ -3,7 +3,7 @@ and where each point's step went (compute, exposed communication, data, idle), s
 comes with its reason."""
 from ..json_types import Block, Record
 from ..load import Result
-from ..plots import PlotSink, new_figure
+from ..plots import SPREAD, PlotSink, error_bars, legend_beside, new_figure, rate_spread
 
 PARTS = ("compute", "exposed_communication", "data", "idle")
 
@@ -34,11 +34,16 @@ class ScalingSection:
             done = sorted((x for x in xs if x["completed"]), key=lambda x: x["ranks"])
             ax.plot([x["ranks"] for x in done], [100 * x["efficiency"] for x in done], marker="o", color=f"C{i % 10}", label=key,
                     linewidth=1.2)
+            spread = [x for x in done if x.get("step_time_spread_us")]  # results before the spread was recorded have none
+            values = [100 * x["efficiency"] for x in spread]
+            ax.errorbar([x["ranks"] for x in spread], values, fmt="none", ecolor=f"C{i % 10}", elinewidth=0.8, capsize=2,
+                        yerr=error_bars(values, [rate_spread(v, {"median": x["step_time_us"], **x["step_time_spread_us"]})
+                                                 for v, x in zip(values, spread)]))
         ax.axhline(100, color="0.6", linewidth=0.8, linestyle="--")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("ranks")
         ax.set_ylabel("scaling efficiency (%)")
-        ax.set_title("efficiency against the smallest point")
+        ax.set_title(f"efficiency against the smallest point (error bars: step times {SPREAD})")
         ax.legend(fontsize=7)
         blocks.append(plots.save(fig, "scaling_efficiency", "scaling efficiency",
                                  "efficiency in percent against the number of ranks, one line per study"))
@@ -54,8 +59,7 @@ class ScalingSection:
                 left = [a + b for a, b in zip(left, widths)]
             ax.set_xlabel("median per step (ms), the median rank")
             ax.set_title("step breakdown per point")
-            ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.35 if len(points) < 3 else -0.12),
-                      frameon=False)
+            legend_beside(ax)
             ax.invert_yaxis()
             blocks.append(plots.save(fig, "scaling_breakdown", "step breakdown",
                                      "compute, exposed communication, data and idle time per step at each point"))

@@ -7,7 +7,7 @@ from ..json_types import Block, Record
 from ..load import Result
 from ..memory import COLUMNS as MEMORY_COLUMNS, KINDS as MEMORY_KINDS, layout_name, memory_rows
 from ..mesh import axis_names, coordinate
-from ..plots import PlotSink, new_figure
+from ..plots import PlotSink, error_bars, legend_beside, new_figure
 from .kernels import CAUSES
 from .telemetry import throttle_alert
 
@@ -114,9 +114,16 @@ def _phase_plot(runs: list[TrainRun], name: Namer, plots: PlotSink) -> Block | N
         widths = [x["phases_us"].get(phase, {}).get("median", 0.0) / 1e3 for _, x in timed]
         ax.barh(labels, widths, left=left, color=f"C{j}", label=phase)
         left = [a + b for a, b in zip(left, widths)]
+    # The whole step's median with its spread, against the phases' medians stacked (which need not add up to it).
+    steps = [(label, x["step_time_us"]) for label, (_, x) in zip(labels, timed) if x.get("step_time_us")]
+    if steps:
+        medians = [t["median"] / 1e3 for _, t in steps]
+        ax.errorbar(medians, [label for label, _ in steps], fmt="|", color="black", markersize=10, elinewidth=0.8, capsize=3,
+                    xerr=error_bars(medians, [(t["min"] / 1e3, t["p95"] / 1e3) for _, t in steps]),
+                    label="step (median, fastest to p95)")
     ax.set_xlabel("median time per step (ms)")
     ax.set_title("where a step's time goes")
-    ax.legend(fontsize=7, ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.35 if len(timed) < 3 else -0.12), frameon=False)
+    legend_beside(ax)
     ax.invert_yaxis()
     return plots.save(fig, "training_phases", "phase breakdown",
                       "median data, forward, backward, sync and optimizer time per step")
@@ -137,7 +144,7 @@ def _memory_blocks(runs: list[TrainRun], name: Namer, plots: PlotSink) -> list[B
         left = [a + b for a, b in zip(left, widths)]
     ax.set_xlabel("MiB per rank (each kind's peak during the steps)")
     ax.set_title("memory by kind, per rank")
-    ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False)
+    legend_beside(ax)
     ax.invert_yaxis()
     plot = plots.save(fig, "training_memory", "memory by kind", "each rank's memory by kind, peaks during the steps")
     table: Block = {"kind": "table",

@@ -38,3 +38,55 @@ def test_roofline_labels_do_not_pile_up():
     fig.canvas.draw()
     boxes = [t.get_window_extent() for t in ax.texts]
     assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+
+class FigureSink:
+    """A PlotSink that keeps the figures, to read what was drawn."""
+
+    def __init__(self):
+        self.figures = {}
+
+    def save(self, fig, name, title, alt):
+        self.figures[name] = fig
+        return {"kind": "plot", "file": f"{name}.png", "title": title, "alt": alt, "png_b64": ""}
+
+
+def drawn_bars(ax):
+    """Each error bar's (low, high) as drawn: the vertical or horizontal segments of the axes' error bar containers."""
+    from matplotlib.container import ErrorbarContainer
+    spans = []
+    for c in ax.containers:
+        if isinstance(c, ErrorbarContainer):
+            for collection in c.lines[2]:
+                for seg in collection.get_segments():
+                    (x0, y0), (x1, y1) = seg
+                    spans.append(tuple(sorted((y0, y1))) if x0 == x1 else tuple(sorted((x0, x1))))
+    return spans
+
+
+def test_measured_figures_carry_their_spread(write_doc):
+    """Every measured curve shows the iterations' spread (issue #22): a kernel's roofline point and a host's memory
+    bandwidth bar span the rate at the p95 time to the rate at the fastest time (value x median / p95 .. x median / min)."""
+    import pytest
+    from reports.load import load_result
+    from reports.sections.kernels import SECTION as KERNELS
+    from reports.sections.links import SECTION as LINKS
+    from synthetic import make_ceiling, make_doc, make_kernel, make_link, stats
+
+    kernel = make_kernel("gemm", "small", 0.1, 20.0, 0.2, 50.0)
+    times = [4.0, 5.0, 5.0, 5.0, 10.0, 20.0]  # median 5: 100 GFLOP/s at 5 us, 25 at the p95 (20 us), 125 at the fastest (4 us)
+    kernel.update(time_us=stats(times), samples_us=times, tflops=0.1)
+    link = make_link("host_memory_copy", "host", "host", engine="cpu", bw=10.0, processes=1, threads_per_process=1, array_bytes=1 << 20)
+    link_times = [500.0, 1000.0, 1000.0, 1000.0, 2000.0]  # the record's bandwidth at the median time; half at p95, twice at the fastest
+    link["time_us"], link["samples_us"] = stats(link_times), link_times
+    doc = make_doc([kernel, make_ceiling("compute", 0.2), make_ceiling("memory", 50.0, level="dram"), link])
+    results = [load_result(write_doc("k.json", doc))]
+
+    sink = FigureSink()
+    KERNELS.build(results, sink)
+    (ax,) = sink.figures["kernels_roofline"].axes
+    assert drawn_bars(ax) == [pytest.approx((25.0, 125.0))]
+    LINKS.build(results, sink)
+    ax = sink.figures["links_host_memory"].axes[0]
+    bw = link["bandwidth_gbps"]
+    assert drawn_bars(ax) == [pytest.approx((bw / 2, bw * 2))]

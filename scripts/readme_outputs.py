@@ -1,0 +1,282 @@
+#!/usr/bin/python3
+"""Runs every command the README shows, and checks or rewrites the output the README shows for it.
+
+    scripts/readme_outputs.py --check            # every `$ ` command runs as shown (exit 0), or says what does not
+    scripts/readme_outputs.py --write            # refresh README.md's outputs from fresh runs
+    scripts/readme_outputs.py --check --only train,collectives   # the blocks under headings containing these words
+
+A runnable block is a fenced block whose lines start with `$ ` (a command; a line ending in `\\` goes on) followed
+by what it printed (stdout and stderr together). The README shows excerpts: `...` stands for lines left out, and
+the lines shown are a subsequence of the real output. So each shown line is matched with a line of the fresh
+output by its *shape* — the line with every number, hex id and the date turned into `#` — in order, and
+`--write` puts the fresh line in its place: the excerpt stays the one a person chose, its figures become
+today's. A shown line that no longer has a line of the same shape (a renamed column, a message that changed)
+is stale: `--check` fails on it, `--write` leaves it and names it.
+
+A command "runs as shown" when its exit status is the one the README implies: an error line
+(`trainscope: error: ...`) shown after it means it must fail (1 or 2) with that line; a command followed by
+`echo $?` may end 0, 1 or 3 (compare's verdicts, which depend on the machine's noise; the shapes of its lines
+are then reported, not required); every other command must exit 0.
+
+Commands run in order, in one scratch directory (results/ starts empty; build/, bench/, scripts/, tests/,
+reports/ are links to this checkout), under the hostname the README shows (`vm`, in a UTS namespace when root),
+with Open MPI allowed to run as root and oversubscribe (scripts/lib.sh). An HTML comment just before a block,
+`<!-- readme-setup` ... `-->`, holds shell lines run first and not shown (files a command reads). A command whose
+program is not installed here (nsys) is skipped, and said so.
+"""
+import argparse
+import dataclasses
+import difflib
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+HOSTNAME = "vm"  # what the README's outputs show
+LINKED = ("build", "bench", "scripts", "tests", "reports", "docs")
+ELISION = "..."
+ERROR_PREFIX = "trainscope: error:"
+VERDICT_CODES = {0, 1, 3}  # compare: pass, regression, inconclusive (2 is bad input)
+TIMEOUT_S = 900
+MIN_SIMILARITY = 0.9  # of two shapes, for a shown line to count as the same line with other words nearby
+
+SHAPE_RULES = [
+    (re.compile(r"\b[0-9a-f]{7,40}\b"), "#"),  # commit ids
+    (re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?"), "#"),  # every number
+    (re.compile(r"#([.:/,x-]?#)+"), "#"),  # dates, versions, sizes like 2x2
+    (re.compile(r"\s+"), " "),  # column widths follow the figures
+]
+
+
+def shape(line: str) -> str:
+    for pattern, repl in SHAPE_RULES:
+        line = pattern.sub(repl, line)
+    return line.strip()
+
+
+@dataclasses.dataclass
+class Command:
+    text: str  # without the `$ `; continuation lines joined
+    line: int  # 0-based index of its `$ ` line in README.md
+    shown: list[int]  # the indices of the output lines shown after it
+
+
+@dataclasses.dataclass
+class Block:
+    heading: str
+    setup: str
+    commands: list[Command]
+
+
+def parse(lines: list[str]) -> list[Block]:
+    blocks, heading, setup, i = [], "", "", 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("#") and not line.startswith("#!"):
+            heading = line.lstrip("#").strip()
+        if line.startswith("<!-- readme-setup"):
+            end = next(j for j in range(i, len(lines)) if lines[j].rstrip().endswith("-->"))
+            setup = "\n".join(lines[i + 1:end])
+            i = end + 1
+            continue
+        if line.strip() == "```" and i + 1 < len(lines) and lines[i + 1].startswith("$ "):
+            commands, i = [], i + 1
+            while not lines[i].startswith("```"):
+                if lines[i].startswith("$ "):
+                    start, text = i, lines[i][2:]
+                    while text.endswith("\\"):
+                        i += 1
+                        text = text[:-1] + lines[i].strip()
+                    commands.append(Command(text, start, []))
+                elif commands:
+                    commands[-1].shown.append(i)
+                i += 1
+            blocks.append(Block(heading, setup, commands))
+            setup = ""  # a setup comment belongs to the block right after it
+        i += 1
+    return blocks
+
+
+def scratch_dir() -> Path:
+    d = Path(tempfile.mkdtemp(prefix="readme-"))
+    for name in LINKED:
+        (d / name).symlink_to(ROOT / name)
+    (d / "results").mkdir()
+    return d
+
+
+def environment() -> dict[str, str]:
+    env = dict(os.environ)
+    if os.geteuid() == 0:
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    env["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
+    env["TRAINSCOPE_HOME"] = str(ROOT)
+    return env
+
+
+def missing_program(text: str) -> str | None:
+    words = [w for w in text.split() if "=" not in w]
+    program = words[0] if words else ""
+    if program in ("for", "echo", "ls", "head", "tail", "cd") or "/" in program:
+        return None
+    return None if shutil.which(program) else program
+
+
+def run(text: str, cwd: Path, env: dict[str, str]) -> tuple[int, list[str]]:
+    r = subprocess.run(["bash", "-c", text], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, errors="replace", timeout=TIMEOUT_S)
+    return r.returncode, r.stdout.splitlines()
+
+
+def label(line_shape: str) -> str:
+    """What a line is about, without its values: its first word (the first two when it starts with `#`)."""
+    words = line_shape.split()
+    return " ".join(words[:2] if words and words[0] == "#" else words[:1])
+
+
+def similar(want: str, got: str) -> bool:
+    if want.endswith(ELISION):  # a line cut short in the README (a long commit id, say)
+        return got.startswith(want[:-len(ELISION)].rstrip("#").rstrip())
+    return want == got or difflib.SequenceMatcher(None, want, got).ratio() >= MIN_SIMILARITY
+
+
+def match(shown: list[str], output: list[str]) -> list[tuple[int, bool] | None]:
+    """For each shown line, (the index of its line in output, whether only its label matched): the first line
+    after the previous match of the same shape (or nearly: MIN_SIMILARITY), else of the same label — an error
+    line needs its shape; None where there is none."""
+    shapes = [shape(o) for o in output]
+    found: list[tuple[int, bool] | None] = []
+    start = 0
+    for s in shown:
+        if s.strip() == ELISION:
+            found.append(None)
+            continue
+        want = shape(s)
+        at = next((j for j in range(start, len(output)) if similar(want, shapes[j])), None)
+        loose = False
+        if at is None and not s.startswith(ERROR_PREFIX) and label(want):
+            at = next((j for j in range(start, len(output)) if label(shapes[j]) == label(want)), None)
+            loose = at is not None
+        found.append(None if at is None else (at, loose))
+        if at is not None:
+            start = at + 1
+    return found
+
+
+def refreshed(shown: str, fresh: str) -> str:
+    """The fresh line, cut as the README cut the shown one."""
+    if shown.endswith(ELISION):
+        return fresh[:len(shown) - len(ELISION)] + ELISION
+    return fresh
+
+
+@dataclasses.dataclass
+class Outcome:
+    problems: list[str] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
+    ran: int = 0
+
+
+def check_command(lines: list[str], cmd: Command, nxt: Command | None, rc: int, output: list[str], prev_rc: int,
+                  outcome: Outcome, write: bool) -> None:
+    where = f"README.md:{cmd.line + 1}"
+    shown = [lines[k] for k in cmd.shown]
+    lenient = nxt is not None and nxt.text.strip() == "echo $?"
+    if cmd.text.strip() == "echo $?":
+        if rc != 0 or not output or int(output[0]) != prev_rc:
+            outcome.problems.append(f"{where}: echo $? printed {output}")
+        elif shown and shown[0] != output[0]:
+            outcome.notes.append(f"{where}: exit status now {output[0]} (README shows {shown[0]}; verdicts vary)")
+            if write:
+                lines[cmd.shown[0]] = output[0]
+        return
+    error = next((s for s in shown if s.startswith(ERROR_PREFIX)), None)
+    if error is not None:
+        ok = rc in (1, 2)
+    elif lenient:
+        ok = rc in VERDICT_CODES
+    else:
+        ok = rc == 0
+    if not ok:
+        tail = " | ".join(output[-3:])
+        outcome.problems.append(f"{where}: `{cmd.text}` exited {rc} ({'expected an error' if error else 'expected 0'}): {tail}")
+        return
+    for k, found in zip(cmd.shown, match(shown, output)):
+        if lines[k].strip() == ELISION:
+            continue
+        if found is None:
+            (outcome.notes if lenient else outcome.problems).append(f"README.md:{k + 1}: no such line any more: {lines[k]}")
+            continue
+        at, loose = found
+        if loose:
+            outcome.notes.append(f"README.md:{k + 1}: now reads: {output[at]}")
+        if write:
+            lines[k] = refreshed(lines[k], output[at])
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    mode = p.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--check", action="store_true", help="run every command; exit 1 when one fails or shows stale lines")
+    mode.add_argument("--write", action="store_true", help="run every command and rewrite README.md's outputs")
+    p.add_argument("--only", help="comma-separated words: only the blocks under a heading containing one of them")
+    p.add_argument("--keep", action="store_true", help="keep the scratch directory (its path is printed)")
+    args = p.parse_args()
+    if os.geteuid() == 0 and socket.gethostname() != HOSTNAME and not os.environ.get("READMEOUT_IN_UTS"):
+        # the outputs name the host; give the runs the README's name in a UTS namespace of their own
+        argv = ["unshare", "--uts", "sh", "-c", f'hostname {HOSTNAME} && exec "$0" "$@"', sys.executable, *sys.argv]
+        return subprocess.run(argv, env={**os.environ, "READMEOUT_IN_UTS": "1"}).returncode
+    lines = README.read_text().splitlines()
+    blocks = parse(lines)
+    if args.only:
+        words = [w.strip().lower() for w in args.only.split(",")]
+        blocks = [b for b in blocks if any(w in b.heading.lower() for w in words)]
+    cwd, env, outcome = scratch_dir(), environment(), Outcome()
+    try:
+        for block in blocks:
+            if block.setup:
+                rc, out = run(block.setup, cwd, env)
+                if rc != 0:
+                    outcome.problems.append(f"setup of '{block.heading}' exited {rc}: {' | '.join(out[-3:])}")
+                    continue
+            prev_rc = 0
+            for n, cmd in enumerate(block.commands):
+                if missing := missing_program(cmd.text):
+                    outcome.notes.append(f"README.md:{cmd.line + 1}: skipped: {missing} is not installed here")
+                    continue
+                t0 = time.monotonic()
+                try:
+                    rc, out = run(cmd.text, cwd, env) if cmd.text.strip() != "echo $?" else (0, [str(prev_rc)])
+                except subprocess.TimeoutExpired:
+                    outcome.problems.append(f"README.md:{cmd.line + 1}: still running after {TIMEOUT_S} s: {cmd.text}")
+                    continue
+                print(f"readme: {time.monotonic() - t0:6.1f} s  rc {rc}  {cmd.text[:110]}", file=sys.stderr, flush=True)
+                nxt = block.commands[n + 1] if n + 1 < len(block.commands) else None
+                check_command(lines, cmd, nxt, rc, out, prev_rc, outcome, args.write)
+                prev_rc = rc
+                outcome.ran += 1
+    finally:
+        if args.keep:
+            print(f"readme: scratch directory {cwd}", file=sys.stderr)
+        else:
+            shutil.rmtree(cwd, ignore_errors=True)
+    if args.write:
+        README.write_text("\n".join(lines) + "\n")
+    for note in outcome.notes:
+        print(f"readme: note: {note}", file=sys.stderr)
+    for problem in outcome.problems:
+        print(f"readme: FAIL: {problem}", file=sys.stderr)
+    print(f"readme: {outcome.ran} command(s) ran, {len(outcome.problems)} problem(s)"
+          + (", README.md rewritten" if args.write else ""), file=sys.stderr)
+    return 1 if outcome.problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
