@@ -18,8 +18,10 @@ from .compare import compare, format_json, format_junit, format_markdown, format
 from .errors import InputError
 from .export import FORMATS
 from .files import check_output_dir, check_output_file, write_atomically
+from .import_records import Tool
+from .importers import import_results
 from .kernel_breakdown import coverage_failures
-from .load import load_result, load_results
+from .load import collective_ops, load_result, load_results
 from .policy import Policy, apply as apply_policy, from_toml, parse_override
 from .memory import memory_text
 from .report import write_report
@@ -75,6 +77,15 @@ def _parser() -> argparse.ArgumentParser:
     x.add_argument("--format", required=True, choices=sorted(FORMATS), help="csv or openmetrics")
     x.add_argument("-o", "--output", help="write here (default: standard output)")
     x.add_argument("--label", action="append", help="a name per result, in order")
+    i = sub.add_parser("import", help="nccl-tests (text or -J JSON) or OSU osu_allreduce output as a result document, "
+                       "for compare and report")
+    i.add_argument("files", nargs="+", metavar="FILE", help="the tools' output files (several: one document)")
+    i.add_argument("-o", "--output", help="write the result here (default: standard output)")
+    i.add_argument("--from", dest="tool", choices=[t.value for t in Tool], help="the tool (default: told from the text)")
+    i.add_argument("--label", help="the run's label in reports (default: the tool and its programs)")
+    i.add_argument("--op", choices=collective_ops(), help="the collective, for nccl-tests output that does not name its "
+                   "test (before 2.16)")
+    i.add_argument("--ranks", type=int, help="how many ranks ran (OSU's output does not say)")
     a = sub.add_parser("analyze", help="where each step of a --trace run went, per rank; stragglers; pipeline bubbles")
     a.add_argument("trace_dir", help="the directory `trainscope train --trace DIR` wrote")
     a.add_argument("--json", help="also write the analysis as JSON here")
@@ -115,6 +126,25 @@ def _export(args: argparse.Namespace) -> int:
     text = FORMATS[args.format](load_results(args.results, args.label))
     if args.output:
         _write(args.output, text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    if args.ranks is not None and not 2 <= args.ranks <= 1 << 20:
+        raise InputError(f"--ranks {args.ranks}: a collective's ranks, from 2 to {1 << 20}")
+    if args.output:
+        check_output_file(args.output, "-o/--output")  # before anything is read
+    argv = [*args.files] + [x for opt, v in (("-o", args.output), ("--from", args.tool), ("--label", args.label),
+                                             ("--op", args.op), ("--ranks", args.ranks)) if v is not None for x in (opt, str(v))]
+    doc = import_results(args.files, args.tool, args.op, args.ranks, args.label, argv)
+    text = json.dumps(doc, indent=1) + "\n"
+    if args.output:
+        _write(args.output, text)
+        counts = ", ".join(f"{s['records']} record(s) from {s['file']} ({s['tool']} {s['benchmark']})"
+                           for s in doc["run"]["config"]["source"])
+        print(f"import: {args.output}: {counts}")
     else:
         sys.stdout.write(text)
     return 0
@@ -214,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
         return {"report": _report, "compare": _compare, "analyze": _analyze, "memory": _memory,
-                "export": _export}[args.command](args)
+                "export": _export, "import": _import}[args.command](args)
     except InputError as e:
         print(f"trainscope: error: {e}", file=sys.stderr)
         return 2

@@ -5,8 +5,9 @@ Per record, the deciding metric's effect is the ratio of medians with its interv
 the threshold t (policy.py):
 - regression: the whole interval lies above 1 + t (worse by more than t, beyond doubt);
 - improvement: the whole interval lies below 1 / (1 + t) (a pass, listed as such);
-- inconclusive: too few samples; either record noisier than the limit (robust cv); the interval reaching
-  past 1 + t (the data cannot rule a regression out); or either run measured under contention
+- inconclusive: too few samples (an imported record, one average from another tool, always); either
+  record noisier than the limit (robust cv); the interval reaching past 1 + t (the data cannot rule a
+  regression out); or either run measured under contention
   (contention.py) — then nothing is decided, since a busy machine slows a run by any factor;
 - pass: none of these — the interval rules out a regression beyond t.
 A record whose interval lies wholly beyond the threshold is a regression however noisy it is: noise
@@ -137,6 +138,11 @@ def judge(kind: str, metric: ids.Metric, bases: list[Record], cands: list[Record
                    (len(a), len(z)))
 
     plain = ((cv / bv) ** sign - 1) if bv and cv else 0.0
+    # An imported record (importers.py) is another tool's one average: a point value, whose change is shown but
+    # decides nothing, whatever --min-samples says — there is no spread to tell a change from noise.
+    imported = sorted({r["source"]["tool"] for r in bases + cands if r.get("source")})
+    if imported:
+        return row(Outcome.INCONCLUSIVE, f"summary only: {' and '.join(imported)} gave one average per size, no samples", plain)
     fewest = min(len(s) for s, _ in base_runs + cand_runs)
     if fewest < policy.min_samples:
         return row(Outcome.INCONCLUSIVE, f"too few samples: {fewest} < {policy.min_samples}", plain)

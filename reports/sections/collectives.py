@@ -1,5 +1,7 @@
 """Collectives: bus bandwidth against message size per op (one line per run, backend, rank count,
-dtype and reduction; dashed = in place), latency of the small messages, and the peak of each series."""
+dtype and reduction; dashed = in place), latency of the small messages, and the peak of each series.
+Records imported from another tool (importers.py) are their own series, named by the tool and drawn with
+square markers and no band: one average per size has no spread to show."""
 from collections import defaultdict
 
 from ..json_types import Block, Record
@@ -8,17 +10,21 @@ from ..plots import SPREAD, PlotSink, log2_size_axis, log_axis, new_figure, rate
 
 SMALL = 64 * 1024  # the latency plot covers sizes up to here
 
-SeriesKey = tuple[str, str, int, str, str, str]  # label, backend, ranks, dtype, reduction, transport/algo/proto
+# label, backend, ranks, dtype, reduction, transport/algo/proto, the tool of imported records ("" for trainscope's)
+SeriesKey = tuple[str, str, int, str, str, str, str]
+IMPORTED_MARKER, MARKER = "s", "o"
 
 
 def _series_key(result: Result, rec: Record) -> SeriesKey:
     variant = "/".join(x for x in (rec.get("transport"), rec.get("algo"), rec.get("proto")) if x)
-    return (result.label, rec["backend"], rec["ranks"], rec["dtype"], rec["redop"] or "", variant)
+    tool = rec["source"]["tool"] if rec.get("source") else ""
+    return (result.label, rec["backend"], rec["ranks"], rec["dtype"], rec["redop"] or "", variant, tool)
 
 
 def _series_name(key: SeriesKey, many_runs: bool) -> str:
-    label, backend, ranks, dtype, redop, transport = key
-    parts = [backend + (f"/{transport}" if transport else ""), f"{ranks} ranks", dtype] + ([redop] if redop else [])
+    label, backend, ranks, dtype, redop, transport, tool = key
+    parts = ([tool] if tool else []) + [backend + (f"/{transport}" if transport else ""), f"{ranks} ranks", dtype]
+    parts += [redop] if redop else []
     text = (f"{label}: " if many_runs else "") + " ".join(str(p) for p in parts)
     return text.replace("$", r"\$")  # matplotlib would read $...$ in a label as math
 
@@ -77,17 +83,21 @@ class CollectivesSection:
                                  for rec in recs if rec["in_place"] == in_place)
                     if not pts:
                         continue
-                    # The spread of the iterations: busbw at the p95 time (slow) to the fastest time (fast).
-                    band = sorted((rec["bytes"], *rate_spread(rec["busbw_gbps"], rec["time_us"]), rec["time_us"]["min"],
-                                   rec["time_us"]["p95"]) for rec in recs if rec["in_place"] == in_place)
-                    bw_ax.fill_between([b[0] for b in band], [b[1] for b in band], [b[2] for b in band], color=color, alpha=0.15,
-                                       linewidth=0)
+                    imported = bool(key[6])
+                    band = []
+                    if not imported:
+                        # The spread of the iterations: busbw at the p95 time (slow) to the fastest time (fast).
+                        band = sorted((rec["bytes"], *rate_spread(rec["busbw_gbps"], rec["time_us"]), rec["time_us"]["min"],
+                                       rec["time_us"]["p95"]) for rec in recs if rec["in_place"] == in_place)
+                        bw_ax.fill_between([b[0] for b in band], [b[1] for b in band], [b[2] for b in band], color=color,
+                                           alpha=0.15, linewidth=0)
                     name = _series_name(key, many) + (" in-place" if in_place else "")
-                    bw_ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o", ms=3, color=color, label=name)
+                    marker, ms = (IMPORTED_MARKER, 4) if imported else (MARKER, 3)
+                    bw_ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker=marker, ms=ms, color=color, label=name)
                     sizes += [p[0] for p in pts]
                     sp = [p for p in pts if p[0] <= SMALL]
                     if sp:
-                        lat_ax.plot([p[0] for p in sp], [p[2] for p in sp], style, marker="o", ms=3, color=color, label=name)
+                        lat_ax.plot([p[0] for p in sp], [p[2] for p in sp], style, marker=marker, ms=ms, color=color, label=name)
                         small_band = [b for b in band if b[0] <= SMALL]
                         lat_ax.fill_between([b[0] for b in small_band], [b[3] for b in small_band], [b[4] for b in small_band],
                                             color=color, alpha=0.15, linewidth=0)

@@ -6,8 +6,8 @@ from ..load import Result
 from ..plots import PlotSink
 
 
-def _gib(b: int) -> str:
-    return f"{b / 2**30:.1f} GiB"
+def _gib(b: int | None) -> str:
+    return "-" if b is None else f"{b / 2**30:.1f} GiB"  # None: not known (an imported result)
 
 
 def _gpu_blocks(r: Result, h: JsonObject) -> list[Block]:
@@ -80,7 +80,7 @@ class SystemSection:
                 gpu_text = f"{len(gpus)} x {gpus[0]['name']}" if gpus else f"none ({h['gpus'].get('reason', '')})"
                 cpu = h["cpu"]
                 rows.append([r.label, h["hostname"], cpu["model"] or "-",
-                             f"{cpu['sockets'] or '-'} / {cpu['cores'] or '-'} / {cpu['threads']}",
+                             f"{cpu['sockets'] or '-'} / {cpu['cores'] or '-'} / {cpu['threads'] or '-'}",
                              _gib(cpu["memory_bytes"]), cpu["numa_nodes"] if cpu["numa_nodes"] is not None else "-", gpu_text,
                              v.get("driver") or "-", v.get("cuda_runtime") or "-", v.get("nccl") or "-",
                              (v.get("mpi") or "-").split(",")[0]])

@@ -1,0 +1,117 @@
+"""OSU Micro-Benchmarks' output as trainscope collective records. The layout is that of OMB's
+c/util/osu_util_mpi.c (print_preamble: '# OSU MPI Allreduce Latency Test v7.4'; '# Datatype: MPI_FLOAT.'
+from 7.0 on; print_only_header and print_stats: '# Size' and 'Avg Latency(us)', with -f the min, max and
+iterations columns, with -c a Validation column); the samples in tests/reports/data/import are written in it.
+
+OSU's Avg Latency is the mean iteration time of each rank, averaged over the ranks, measured with
+MPI_Wtime; its size is the buffer in bytes, trainscope's bytes of an all_reduce. Its output does not say
+how many ranks ran: --ranks gives it. Only osu_allreduce is read: the point-to-point tests (osu_latency,
+osu_bw) become link records, which need the hosts and the link's type that OSU's output does not give.
+"""
+import re
+
+from .import_records import Row, Tool, Where, bus_factor, collective_record, integer, number, source
+from .json_types import Record
+
+TITLE = re.compile(r"^#\s*OSU MPI(?:-[A-Z ]+)?\s+(.+?)\s+Test(?:\s+v(\S+))?\s*$")
+DATATYPE = re.compile(r"^#\s*Datatype:\s*(\S+?)\.?\s*$")
+# Title -> (OSU program, trainscope op) of the benchmarks read.
+BENCHMARKS = {"Allreduce Latency": ("osu_allreduce", "all_reduce")}
+# MPI datatype name -> (trainscope dtype, bytes); OMB before 7.0 print no Datatype line and reduce MPI_FLOAT.
+DTYPES = {"MPI_CHAR": ("int8", 1), "MPI_SIGNED_CHAR": ("int8", 1), "MPI_INT": ("int32", 4), "MPI_FLOAT": ("float32", 4)}
+DEFAULT_DTYPE = "MPI_FLOAT"
+AVG, MIN, MAX, ITERATIONS, VALIDATION = "Avg Latency(us)", "Min Latency(us)", "Max Latency(us)", "Iterations", "Validation"
+COLUMN = re.compile(r"Avg Latency\(us\)|Min Latency\(us\)|Max Latency\(us\)|Iterations|Validation|P\d+ Tail Lat\(us\)")
+VALIDATION_STATUS = {"Pass": 0, "Fail": 1}  # OSU prints whether any element was wrong, not how many
+# OMB's iterations per size (util/osu_util.h COLL_LOOP_SMALL / COLL_LOOP_LARGE above LARGE_MESSAGE_SIZE), which
+# the output states only with -f: without it, a run with -i ran other counts than these.
+LOOP_SMALL, LOOP_LARGE, LARGE_MESSAGE_SIZE = 1000, 100, 8192
+
+
+def looks_like(text: str) -> bool:
+    return any(TITLE.match(line.strip()) for line in text.splitlines()[:200])
+
+
+def _columns(header: str, where: Where) -> list[str]:
+    rest = header.strip()[len("# Size"):]
+    columns = COLUMN.findall(rest)
+    if COLUMN.sub("", rest).strip() or not columns or columns[0] != AVG:
+        where.fail(f"a '# Size' header with columns trainscope does not read: {rest.strip()!r} "
+                   f"(it reads {AVG}, with -f {MIN}, {MAX}, {ITERATIONS}, with -c {VALIDATION})")
+    return columns
+
+
+def parse(text: str, path: str, ranks: int | None) -> tuple[list[Record], str | None, str]:
+    """The records of an osu_allreduce output, its OMB version and its program's name."""
+    benchmark = op = version = None
+    dtype = DEFAULT_DTYPE
+    columns: list[str] = []
+    records: list[Record] = []
+    for n, line in enumerate(text.splitlines(), 1):
+        where = Where(path, n)
+        s = line.strip()
+        if not s:
+            continue
+        if m := TITLE.match(s):
+            if benchmark:
+                where.fail("a second OSU run in one file: import each run's output on its own")
+            title, version = m.group(1), m.group(2)
+            if title not in BENCHMARKS:
+                where.fail(f"OSU's {title} test is not imported (only {', '.join(b for b, _ in BENCHMARKS.values())}; "
+                           "point-to-point results need hosts and link types that OSU's output does not give)")
+            benchmark, op = BENCHMARKS[title]
+        elif m := DATATYPE.match(s):
+            dtype = m.group(1)
+            if dtype not in DTYPES:
+                where.fail(f"datatype {dtype} has no trainscope dtype (known: {', '.join(DTYPES)})")
+        elif s.startswith("# Size"):
+            if not benchmark:
+                where.fail("a '# Size' table before the '# OSU MPI ... Test' title line")
+            columns = _columns(s, where)
+        elif s.startswith("#"):
+            continue  # OMB's other remarks (buffer placement, ...)
+        elif columns:
+            assert op is not None and benchmark is not None
+            records.append(_record(s.split(), columns, where, op, benchmark, version, dtype, ranks))
+        elif benchmark:
+            where.fail("a row before the '# Size ...' header line")
+    where = Where(path)
+    if not benchmark:
+        where.fail("no '# OSU MPI ... Test' title line: not OSU output")
+    if not columns:
+        where.fail("no '# Size  Avg Latency(us)' header line")
+    if not records:
+        where.fail("the table has no rows")
+    assert benchmark is not None
+    return records, version, benchmark
+
+
+def _record(cells: list[str], columns: list[str], where: Where, op: str, benchmark: str, version: str | None, dtype: str,
+            ranks: int | None) -> Record:
+    if len(cells) != 1 + len(columns):
+        where.fail(f"a row of {len(cells)} cells, expected {1 + len(columns)} (Size, {', '.join(columns)})")
+    if ranks is None:
+        where.fail("OSU's output does not say how many ranks ran: give --ranks")
+    size = integer(cells[0], where, "size", 1)
+    values = dict(zip(columns, cells[1:]))
+    for c, v in values.items():
+        if c not in (ITERATIONS, VALIDATION):
+            number(v, where, c)
+    t = number(values[AVG], where, AVG)
+    if t <= 0:
+        where.fail(f"{AVG} {t:g}: an iteration takes some time")
+    name, width = DTYPES[dtype]
+    if size % width:
+        where.fail(f"size {size} is not a whole number of {dtype} elements ({width} bytes each)")
+    iters = (integer(values[ITERATIONS], where, ITERATIONS, 1) if ITERATIONS in values
+             else LOOP_SMALL if size <= LARGE_MESSAGE_SIZE else LOOP_LARGE)
+    wrong = None
+    if VALIDATION in values:
+        if values[VALIDATION] not in VALIDATION_STATUS:
+            where.fail(f"{VALIDATION} {values[VALIDATION]!r} is not Pass or Fail")
+        wrong = VALIDATION_STATUS[values[VALIDATION]]
+    factor = bus_factor(op, ranks)
+    algbw = size / (t * 1e-6) / 1e9
+    row = Row(op, "mpi", name, "sum", None, ranks, ranks, size, size // width, False, iters, t, algbw, algbw * factor, factor,
+              wrong)
+    return collective_record(row, source(Tool.OSU, version, benchmark, where))

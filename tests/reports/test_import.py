@@ -1,0 +1,196 @@
+"""`trainscope import` (reports/importers.py, issue #22): the committed nccl-tests (text and -J JSON) and OSU
+samples become valid result documents whose records hold the samples' own figures (each table read again
+here, by a regex of its own); compare matches them to trainscope's records and calls them inconclusive
+(one average, no samples); report draws them under the tool's name; bad input is one line, exit 2."""
+import json
+import re
+from pathlib import Path
+
+import pytest
+from synthetic import make_doc, make_record
+
+from reports.__main__ import main
+from reports.compare import Outcome, compare
+from reports.load import load_result, validate
+from reports.policy import Policy
+from reports.report import write_report
+
+DATA = Path(__file__).parent / "data" / "import"
+NCCL_TEXT = DATA / "nccl-tests-all_reduce.txt"
+NCCL_JSON = DATA / "nccl-tests-all_reduce.json"
+OSU_ALLREDUCE = DATA / "osu_allreduce.txt"
+NCCL_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+float\s+sum\s+-1" + r"\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+)" * 2 + r"\s*$")
+OSU_ROW = re.compile(r"^(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+)$")
+
+
+def imported(tmp_path, *args):
+    out = tmp_path / "imported.json"
+    assert main(["import", *map(str, args), "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    validate(doc)
+    return doc, out
+
+
+def by_place(doc):
+    return {(r["bytes"], r["in_place"]): r for r in doc["records"]}
+
+
+def test_nccl_tests_text_imports_the_tables_figures(tmp_path):
+    doc, _ = imported(tmp_path, NCCL_TEXT)
+    lines = NCCL_TEXT.read_text().splitlines()
+    rows = [(n, m) for n, line in enumerate(lines, 1) if (m := NCCL_ROW.match(line))]
+    recs = by_place(doc)
+    assert len(rows) == 25 and len(recs) == 2 * len(rows)
+    for n, m in rows:
+        size, count = int(m[1]), int(m[2])
+        for in_place, (t, alg, bus, wrong) in ((False, m.groups()[2:6]), (True, m.groups()[6:10])):
+            r = recs[(size, in_place)]
+            assert (r["op"], r["backend"], r["dtype"], r["redop"], r["root"], r["count"]) == ("all_reduce", "nccl", "float32",
+                                                                                             "sum", None, count)
+            assert r["time_us"]["median"] == r["samples_us"][0] == float(t) and r["time_us"]["n"] == 1
+            assert (r["algbw_gbps"], r["busbw_gbps"], r["check"]["wrong"]) == (float(alg), float(bus), int(wrong))
+            assert (r["ranks"], r["processes"], r["bus_factor"], r["iters"]) == (4, 4, 1.5, 20)
+            assert r["source"] == {"tool": "nccl-tests", "version": "2.19.6", "benchmark": "all_reduce_perf",
+                                   "file": str(NCCL_TEXT), "line": n}
+    run = doc["run"]
+    assert [h["hostname"] for h in run["hosts"]] == ["node-a", "node-b"] and run["world"]["processes"] == 4
+    assert [(x["rank"], x["process"], x["host"], x["device"]) for x in run["layouts"][0]["ranks"]] == [
+        (0, 0, "node-a", "cuda:0"), (1, 1, "node-a", "cuda:1"), (2, 2, "node-b", "cuda:0"), (3, 3, "node-b", "cuda:1")]
+    assert run["hosts"][0]["versions"]["nccl"] == "2.28.7" and run["hosts"][0]["cpu"]["threads"] is None
+
+
+def test_nccl_tests_json_imports_its_own_figures_and_agrees_with_the_text(tmp_path):
+    doc, _ = imported(tmp_path, NCCL_JSON)
+    text_doc, _ = imported(tmp_path, NCCL_TEXT)
+    raw = json.loads(NCCL_JSON.read_text())
+    recs, text_recs = by_place(doc), by_place(text_doc)
+    assert recs.keys() == text_recs.keys()
+    for entry in raw["results"]:
+        for in_place, key in ((False, "out_of_place"), (True, "in_place")):
+            r = recs[(entry["size"], in_place)]
+            assert (r["time_us"]["median"], r["algbw_gbps"], r["busbw_gbps"]) == (
+                entry[key]["time"], entry[key]["alg_bw"], entry[key]["bus_bw"])
+            t = text_recs[(entry["size"], in_place)]  # the text rounds to its columns' widths
+            assert t["time_us"]["median"] == pytest.approx(r["time_us"]["median"], rel=5e-3, abs=6e-3)
+            assert t["busbw_gbps"] == pytest.approx(r["busbw_gbps"], abs=6e-3)
+    assert doc["run"]["environment"] == {"NCCL_IB_HCA": "mlx5_0", "NCCL_SOCKET_IFNAME": "eth0"}
+    assert {r["source"]["version"] for r in doc["records"]} == {None}  # the JSON does not give nccl-tests' version
+
+
+def test_osu_allreduce_imports_its_table_with_the_ranks_given(tmp_path):
+    doc, _ = imported(tmp_path, OSU_ALLREDUCE, "--ranks", 2)
+    rows = [m for line in OSU_ALLREDUCE.read_text().splitlines() if (m := OSU_ROW.match(line))]
+    recs = by_place(doc)
+    assert len(rows) == len(recs) == 19
+    for m in rows:
+        size, avg, iters = int(m[1]), float(m[2]), int(m[5])
+        r = recs[(size, False)]
+        assert (r["op"], r["backend"], r["dtype"], r["ranks"], r["count"], r["iters"]) == ("all_reduce", "mpi", "float32", 2,
+                                                                                          size // 4, iters)
+        assert r["time_us"]["median"] == avg and r["algbw_gbps"] == pytest.approx(size / avg / 1e3)
+        assert r["busbw_gbps"] == pytest.approx(r["algbw_gbps"])  # 2 (n - 1) / n = 1 on 2 ranks
+        assert r["source"]["tool"] == "osu" and r["source"]["version"] == "7.4"
+
+
+def trainscope_nccl_result(sizes):
+    """trainscope's own records of the sample's op and placement (collectives --backend nccl on 4 ranks)."""
+    recs = []
+    for nbytes in sizes:
+        for in_place in (False, True):
+            rec = make_record(nbytes=nbytes, in_place=in_place, samples=[20.0 + nbytes / 40e3 + 0.1 * i for i in range(20)])
+            rec.update(backend="nccl", ranks=4, processes=4, bus_factor=1.5, busbw_gbps=rec["algbw_gbps"] * 1.5,
+                       timer="cuda_event")
+            recs.append(rec)
+    return make_doc(recs, label="trainscope")
+
+
+def test_compare_matches_imported_records_and_calls_them_inconclusive(tmp_path, write_doc):
+    _, path = imported(tmp_path, NCCL_TEXT)
+    sizes = [1 << 10, 1 << 20, 1 << 26]
+    ours = load_result(write_doc("ours.json", trainscope_nccl_result(sizes)))
+    for policy in (Policy(), Policy(min_samples=1)):  # even a policy content with one sample decides nothing
+        cmp = compare(load_result(path), ours, policy)
+        assert len(cmp.rows) == 2 * len(sizes) and len(cmp.only_in_baseline) == 50 - 2 * len(sizes)
+        for row in cmp.rows:
+            assert row.outcome == Outcome.INCONCLUSIVE and row.reason.startswith("summary only: nccl-tests")
+            assert row.samples == (1, 20)
+        assert cmp.exit_code == 3
+    row = next(r for r in cmp.rows if r.identity.startswith("all_reduce nccl float32 sum 1048576 B 4 ranks out-of-place"))
+    t = NCCL_ROW.match(next(line for line in NCCL_TEXT.read_text().splitlines() if line.split()[:1] == ["1048576"]))
+    assert t is not None and row.baseline == float(t[3])  # the point value is shown, with its change
+
+
+def test_compare_through_the_command_says_why(tmp_path, write_doc, capsys):
+    _, path = imported(tmp_path, NCCL_TEXT)
+    ours = write_doc("ours.json", trainscope_nccl_result([1 << 20]))
+    assert main(["compare", str(path), str(ours)]) == 3
+    out = capsys.readouterr().out
+    assert "(summary only: nccl-tests gave one average per size, no samples)" in out
+    assert "2 record(s) summary only" in out
+
+
+def test_report_overlays_the_imported_curve_under_the_tools_name(tmp_path, write_doc):
+    _, path = imported(tmp_path, NCCL_TEXT)
+    ours = write_doc("ours.json", trainscope_nccl_result([1 << 10, 1 << 20]))
+    results = [load_result(path, "team numbers"), load_result(ours, "trainscope")]
+    index = write_report(results, tmp_path / "report", "import", None)
+    html = Path(index).read_text()
+    assert "team numbers: nccl-tests nccl 4 ranks float32 sum" in html  # the peak table names the tool's series
+    assert "trainscope: nccl 4 ranks float32 sum" in html
+    assert (tmp_path / "report" / "collectives_all_reduce.png").exists()
+
+
+def hostile_cases(tmp_path):
+    text = NCCL_TEXT.read_text()
+    lines = text.splitlines()
+    row = next(i for i, line in enumerate(lines) if NCCL_ROW.match(line))
+    short = lines.copy()
+    short[row] = " ".join(lines[row].split()[:-1])
+    nan = lines.copy()
+    nan[row + 3] = lines[row + 3].replace("21.00", "  nan", 1)
+    inf = lines.copy()
+    inf[row + 3] = re.sub(r"  0\.00  ", "  inf   ", lines[row + 3], count=1)
+    headless = [x for x in lines if not x.startswith("# nThread")]
+    wrong_factor = lines.copy()
+    cells = lines[-7].split()
+    cells[7] = f"{float(cells[7]) * 2:.2f}"  # busbw twice what algbw x 1.5 gives
+    wrong_factor[-7] = "  ".join(cells)
+    raw = json.loads(NCCL_JSON.read_text())
+    raw["results"][3]["in_place"]["time"] = "nan"  # what nccl-tests' writer prints for a NaN
+    cases = {
+        "empty": ("", [], "empty file"),
+        "other tool": ("hello\nthis is not a benchmark\n", [], "neither nccl-tests output"),
+        "trainscope result": (json.dumps(make_doc([make_record()])), [], "neither nccl-tests output"),
+        "short row": ("\n".join(short), [], f"line {row + 1}: a row of 12 cells"),
+        "nan time": ("\n".join(nan), [], f"line {row + 4}: time 'nan' must be a finite number"),
+        "inf algbw": ("\n".join(inf), [], f"line {row + 4}: algbw 'inf' must be a finite number"),
+        "no header": ("\n".join(headless), [], "results table before the '# nThread"),
+        "busbw off": ("\n".join(wrong_factor), [], f"line {len(lines) - 6}: busbw"),
+        "json nan": (json.dumps(raw), [], "results[3].in_place.time is 'nan', not a number"),
+        "osu without ranks": (OSU_ALLREDUCE.read_text(), [], "give --ranks"),
+        "osu bw": ((DATA / "osu_bw.txt").read_text(), ["--ranks", "2"], "line 2: OSU's Bandwidth test is not imported"),
+        "osu as nccl-tests": (OSU_ALLREDUCE.read_text(), ["--from", "nccl-tests"], "no '# nThread"),
+        "nccl-tests as osu": (text, ["--from", "osu", "--ranks", "4"], "not OSU output"),
+        "osu bad row": (OSU_ALLREDUCE.read_text().replace("1.65", "1.6.5"), ["--ranks", "2"], "line 6: Avg Latency(us) '1.6.5'"),
+    }
+    return cases
+
+
+@pytest.mark.parametrize("case", ["empty", "other tool", "trainscope result", "short row", "nan time", "inf algbw", "no header",
+                                  "busbw off", "json nan", "osu without ranks", "osu bw", "osu as nccl-tests",
+                                  "nccl-tests as osu", "osu bad row"])
+def test_bad_input_is_one_line_naming_the_file_and_exit_2(tmp_path, capsys, case):
+    text, extra, expected = hostile_cases(tmp_path)[case]
+    f = tmp_path / "input.txt"
+    f.write_text(text)
+    assert main(["import", str(f), *extra, "-o", str(tmp_path / "out.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"trainscope: error: {f}") and expected in err, err
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_op_and_ranks_options_are_checked(tmp_path, capsys):
+    assert main(["import", str(NCCL_TEXT), "--op", "all_gather"]) == 2
+    assert "--op all_gather, but the output is of all_reduce_perf" in capsys.readouterr().err
+    assert main(["import", str(OSU_ALLREDUCE), "--ranks", "1"]) == 2
+    assert "--ranks 1" in capsys.readouterr().err
