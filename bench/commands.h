@@ -43,6 +43,7 @@ Subcommand reportSubcommand();
 Subcommand compareSubcommand();
 Subcommand analyzeSubcommand();
 Subcommand exportSubcommand();
+Subcommand importSubcommand();
 
 // A subcommand's table on its CLI::App: the options, and the action built by `run` from the filled struct.
 template <class Opts>

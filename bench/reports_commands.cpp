@@ -1,4 +1,4 @@
-// `trainscope report`, `trainscope compare` and `trainscope analyze`: the Python tool in reports/, started with a python3 that
+// `trainscope report`, `compare`, `analyze`, `export` and `import`: the Python tool in reports/, started with a python3 that
 // has Debian's matplotlib, jinja2 and jsonschema. Arguments pass through untouched; its exit code is ours.
 #include <unistd.h>
 
@@ -51,6 +51,9 @@ Action toolAction(CLI::App& sub, const std::string& name) {
     const char* old = std::getenv("PYTHONPATH");
     const std::string path = old && *old ? home + ":" + old : home;
     ::setenv("PYTHONPATH", path.c_str(), 1);
+    // What `import` writes as the run's tool, as every trainscope result names the build that wrote it.
+    ::setenv("TRAINSCOPE_VERSION", build::kVersion, 1);
+    ::setenv("TRAINSCOPE_GIT_COMMIT", build::kGitCommit, 1);
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -81,6 +84,12 @@ Subcommand exportSubcommand() {
       "export",
       "Write result documents as CSV (a row per record) or OpenMetrics text for Prometheus: export RESULT... --format "
       "csv|openmetrics [-o FILE]");
+}
+
+Subcommand importSubcommand() {
+  return pythonTool("import",
+                    "Read nccl-tests (text or -J JSON) or OSU osu_allreduce output into a result document, for compare and "
+                    "report: import FILE... [-o OUT.json] [--from nccl-tests|osu] [--label L] [--ranks N (OSU)]");
 }
 
 Subcommand compareSubcommand() {
