@@ -1,5 +1,5 @@
-// `trainscope report`, `compare`, `analyze`, `export` and `import`: the Python tool in reports/, started with a python3 that
-// has Debian's matplotlib, jinja2 and jsonschema. Arguments pass through untouched; its exit code is ours.
+// `trainscope report`, `compare`, `analyze`, `export`, `import` and `accept`: the Python tool in reports/, started with a python3
+// that has Debian's matplotlib, jinja2 and jsonschema. Arguments pass through untouched; its exit code is ours.
 #include <unistd.h>
 
 #include <cerrno>
@@ -90,6 +90,12 @@ Subcommand importSubcommand() {
   return pythonTool("import",
                     "Read nccl-tests (text or -J JSON) or OSU osu_allreduce output into a result document, for compare and "
                     "report: import FILE... [-o OUT.json] [--from nccl-tests|osu] [--label L] [--ranks N (OSU)]");
+}
+
+Subcommand acceptSubcommand() {
+  return pythonTool("accept",
+                    "Node acceptance: PASS/FAIL per host against a rules file (thresholds per metric): accept RESULT... "
+                    "[--rules FILE] [--junit FILE] (exit 0 all pass, 1 a host fails, 2 bad input)");
 }
 
 Subcommand compareSubcommand() {

@@ -21,7 +21,9 @@ from .files import check_output_dir, check_output_file, write_atomically
 from .import_records import Tool
 from .importers import import_results
 from .kernel_breakdown import coverage_failures
-from .load import collective_ops, load_result, load_results
+from .load import Result, collective_ops, load_result, load_results
+from .accept import accept, format_junit as format_acceptance_junit, format_table as format_acceptance
+from .rules import Rules, default_for as default_rules, from_toml as rules_from_toml, shipped as shipped_rules
 from .policy import Policy, apply as apply_policy, from_toml, parse_override
 from .memory import memory_text
 from .report import write_report
@@ -43,6 +45,14 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--title", default="trainscope report")
     r.add_argument("--trace", help="a `train --trace` directory: adds the profile section (one step of every rank, breakdown, "
                    "stragglers)")
+    r.add_argument("--rules", metavar="TOML", help="node acceptance rules: adds a PASS/FAIL per host (default: the shipped "
+                   "rules of the bring-up suite the results ran, when there are some)")
+    v = sub.add_parser("accept", help="node acceptance: PASS/FAIL per host against a rules file: exit 0 all pass, 1 a host "
+                       "fails")
+    v.add_argument("results", nargs="+", help="result documents (one cluster run, or one run per node)")
+    v.add_argument("--rules", metavar="TOML", help="the rules (see README; default: the shipped rules of the bring-up suite "
+                   "the results ran)")
+    v.add_argument("--junit", help="write JUnit XML: one test case per host, a failure listing its failing rules")
     c = sub.add_parser("compare", help="compare a candidate result with a baseline: exit 0 pass, 1 regression, 3 inconclusive")
     c.add_argument("files", nargs="+", metavar="RESULT", help="BASELINE... CANDIDATE (several baselines: runs of one build, "
                    "whose spread joins the interval); with --baseline or --baseline-dir, CANDIDATE... (one or several runs)")
@@ -159,10 +169,32 @@ def _write(path: str, text: str) -> None:
     write_atomically(path, text)
 
 
+def _rules(args: argparse.Namespace, results: list[Result]) -> Rules | None:
+    return rules_from_toml(args.rules) if args.rules else default_rules(results)
+
+
+def _accept(args: argparse.Namespace) -> int:
+    if args.junit:
+        check_output_file(args.junit, "--junit")
+    results = load_results(args.results)
+    rules = _rules(args, results)
+    if rules is None:
+        raise InputError("no --rules given, and the results are not of one shipped suite with default rules "
+                         f"({', '.join(f.stem for f in shipped_rules())})")
+    acc = accept(results, rules)
+    sys.stdout.write(format_acceptance(acc))
+    if acc.judged_nothing:
+        raise InputError(acc.nothing_judged())
+    if args.junit:
+        _write(args.junit, format_acceptance_junit(acc))
+    return acc.exit_code
+
+
 def _report(args: argparse.Namespace) -> int:
     check_output_dir(args.output, "-o/--output")
     results = load_results(args.results, args.label)
-    index = write_report(results, args.output, args.title, args.trace)
+    rules = _rules(args, results)
+    index = write_report(results, args.output, args.title, args.trace, accept(results, rules) if rules else None)
     print(f"report: {index} (plots and summary.md beside it)")
     return 0
 
@@ -244,7 +276,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
         return {"report": _report, "compare": _compare, "analyze": _analyze, "memory": _memory,
-                "export": _export, "import": _import}[args.command](args)
+                "export": _export, "import": _import, "accept": _accept}[args.command](args)
     except InputError as e:
         print(f"trainscope: error: {e}", file=sys.stderr)
         return 2

@@ -1,7 +1,8 @@
 """The report's first lines: its verdict (issue #22). Every section already says what went wrong in alert
 blocks (failed result checks, throttled clocks, ceilings measured under, stragglers, a trace of another run,
-an incomplete result); the banner gathers them at the top, each a link to its section, so a reader sees
-at once whether anything failed and where, and says so plainly when nothing did."""
+an incomplete result, a host that failed its acceptance rules); the banner gathers them at the top, each a
+link to its section, so a reader sees at once whether anything failed and where, and says so plainly when
+nothing did."""
 from dataclasses import dataclass
 
 from .load import Result

@@ -19,15 +19,15 @@ dropped silently.
 import json
 import re
 from statistics import median
-import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 
-from . import contention
+from . import contention, junit
 from . import identity as ids
 from .effect import Run, ratio_of_medians, robust_cv, seed_for
 from .json_types import Record
+from .junit import Case
 from .load import Result
 from .markdown import markdown_text
 from .policy import Policy
@@ -305,21 +305,18 @@ def format_markdown(cmp: Comparison) -> str:
 
 def format_junit(cmp: Comparison) -> str:
     """One test case per record: a failure per regression, skipped (with the reason) per inconclusive one."""
-    suite = ET.Element("testsuite", name="trainscope compare", tests=str(len(cmp.rows)), failures=str(len(cmp.regressions)),
-                       errors="0", skipped=str(len(cmp.of(Outcome.INCONCLUSIVE))))
+    cases = []
     for r in cmp.rows:
-        case = ET.SubElement(suite, "testcase", classname="trainscope." + r.identity.split(" ")[0], name=r.identity)
         text = f"{r.metric} {r.baseline:.6g} -> {r.candidate:.6g} ({_pct(r.change)}, interval {_interval(r)})"
+        name = ("trainscope." + r.identity.split(" ")[0], r.identity)
         if r.outcome == Outcome.REGRESSION:
-            ET.SubElement(case, "failure", message=f"{r.metric} {_pct(r.change)} ({r.baseline:.4g} -> {r.candidate:.4g})",
-                          type="regression").text = f"{r.identity}: {text}"
+            cases.append(Case(*name, junit.Outcome.FAILURE, f"{r.metric} {_pct(r.change)} ({r.baseline:.4g} -> "
+                              f"{r.candidate:.4g})", f"{r.identity}: {text}", failure_type="regression"))
         elif r.outcome == Outcome.INCONCLUSIVE:
-            ET.SubElement(case, "skipped", message=f"inconclusive: {r.reason}").text = text
+            cases.append(Case(*name, junit.Outcome.SKIPPED, f"inconclusive: {r.reason}", text))
         else:
-            ET.SubElement(case, "system-out").text = f"{r.outcome.value}: {text}"
-    root = ET.Element("testsuites")
-    root.append(suite)
-    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+            cases.append(Case(*name, junit.Outcome.PASSED, "", f"{r.outcome.value}: {text}"))
+    return junit.junit_text("trainscope compare", cases)
 
 
 def format_json(cmp: Comparison) -> str:

@@ -34,6 +34,16 @@ def collective_ops() -> list[str]:
     return list(_schema()["$defs"]["collective"]["properties"]["op"]["enum"])
 
 
+def record_field_accepts(kind: str, path: tuple[str, ...], value: Any) -> bool:
+    """Whether a record of `kind` may hold `value` at `path` (a field, or a field of a nested object): a
+    value no result can hold (a misspelt test name) is a typo in whatever selects records by it."""
+    schema = _schema()
+    field: JsonObject = schema["$defs"][kind]
+    for key in path:
+        field = field.get("properties", {}).get(key, {})
+    return jsonschema.Draft202012Validator({"$defs": schema["$defs"], **field}).is_valid(value)
+
+
 _VALIDATOR: jsonschema.Draft202012Validator | None = None
 TRACE_SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "trace-v1.schema.json"
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from . import identity as ids
 from .errors import InputError
+from .files import read_input
 
 PERCENT_KEYS = ("threshold", "max_cv", "confidence", "max_others_busy")
 
@@ -48,7 +49,7 @@ def _lookup(table: dict[str, float], kind: str, metric: str, default: float) -> 
     return table.get(f"{kind}.{metric}", table.get(kind, default))
 
 
-def _number(name: str, value: Any, low: float, high: float = math.inf, integer: bool = False) -> int | float:
+def number(name: str, value: Any, low: float, high: float = math.inf, integer: bool = False) -> int | float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise InputError(f"{name}: {value!r} is not a finite number")
     if integer and value != int(value):
@@ -71,27 +72,29 @@ def _check_key(name: str, key: str) -> None:
 
 def _scalar(key: str, name: str, value: Any) -> int | float:
     if key == "min_samples":
-        return _number(name, value, 1, integer=True)
+        return number(name, value, 1, integer=True)
     if key == "max_load_per_cpu":
-        return _number(name, value, 0)
+        return number(name, value, 0)
     if key == "confidence":
-        pct = _number(name, value, 0, 100)
+        pct = number(name, value, 0, 100)
         if pct == 100:
             raise InputError(f"{name}: 100% has no interval; use e.g. 99")
         return pct / 100
-    return _number(name, value, 0, 100) / 100
+    return number(name, value, 0, 100) / 100
 
 
 def from_toml(path: str | Path, base: Policy | None = None) -> Policy:
     """A policy from a TOML file (percentages), over `base`."""
+    return apply(base or Policy(), read_toml(path), str(path))
+
+
+def read_toml(path: str | Path) -> dict[str, Any]:
+    """A TOML file's table; one line naming the file when it cannot be read or is not TOML."""
+    text = read_input(path)  # a regular file of bounded size, not a FIFO that would block the gate
     try:
-        with open(path, "rb") as f:
-            doc = tomllib.load(f)
-    except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror}") from None
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise InputError(f"{path}: not TOML: {e}") from None
-    return apply(base or Policy(), doc, str(path))
 
 
 def apply(policy: Policy, settings: dict[str, Any], where: str = "settings") -> Policy:
@@ -105,7 +108,7 @@ def apply(policy: Policy, settings: dict[str, Any], where: str = "settings") -> 
             table = dict(getattr(policy, key))
             for k, v in value.items():
                 _check_key(f"{name}.{k}", k)
-                table[k] = _number(f"{name}.{k}", v, 0, 100) / 100
+                table[k] = number(f"{name}.{k}", v, 0, 100) / 100
             changes[key] = table
         elif key in Policy.__dataclass_fields__:
             changes[key] = _scalar(key, name, value)

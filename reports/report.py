@@ -6,6 +6,7 @@ from pathlib import Path
 
 import jinja2
 
+from .accept import Acceptance, section as accept_section
 from .banner import Status, status_of
 from .files import staged_directory
 from .load import Result
@@ -17,9 +18,12 @@ from .sections import BuiltSection, all_sections
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
-def build_sections(results: list[Result], outdir: str | Path, trace_dir: str | None = None) -> list[BuiltSection]:
+def build_sections(results: list[Result], outdir: str | Path, trace_dir: str | None = None,
+                   acceptance: Acceptance | None = None) -> list[BuiltSection]:
     plots = PlotSink(outdir)
     built: list[BuiltSection] = []
+    if acceptance:  # first: the verdict on each host is what a bring-up run is for
+        built.append({"key": "acceptance", "title": "Node acceptance", "blocks": accept_section(acceptance)})
     for section in all_sections():
         if section.applies(results):
             built.append({"key": section.key, "title": section.title, "blocks": section.build(results, plots)})
@@ -61,11 +65,11 @@ def summary_markdown(title: str, results: Sequence[Result], sections: list[Built
 
 
 def write_report(results: list[Result], outdir: str | Path, title: str = "trainscope report",
-                 trace_dir: str | None = None) -> Path:
+                 trace_dir: str | None = None, acceptance: Acceptance | None = None) -> Path:
     """Everything is written into a staging directory first and moved into `outdir` once complete: a report
     that fails part-way (an unreadable --trace) leaves `outdir` as it was."""
     with staged_directory(outdir) as stage:
-        sections = build_sections(results, stage, trace_dir)
+        sections = build_sections(results, stage, trace_dir, acceptance)
         env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                                  undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
         made_at = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

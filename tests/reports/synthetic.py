@@ -36,6 +36,21 @@ def make_doc(records, hostname="node-a", label="", environment=None):
     }
 
 
+def make_fleet_doc(records, ranks_by_host, suite=None):
+    """A run across several hosts ({host: [ranks]}), as the launcher records it; `suite`: a suite's name."""
+    doc = make_doc(records, hostname=next(iter(ranks_by_host)))
+    run = doc["run"]
+    run["hosts"] = [dict(copy.deepcopy(HOST), hostname=h) for h in ranks_by_host]
+    ranks = sum(len(r) for r in ranks_by_host.values())
+    run["world"] = {"processes": ranks, "hosts": len(ranks_by_host), "bootstrap": "mpi"}
+    run["launcher"] = {"kind": "mpirun", "job_id": "1", "nodes": None, "tasks": ranks, "tasks_per_node": None,
+                       "ranks_by_host": ranks_by_host}
+    run["layouts"] = []
+    if suite:
+        run["subcommand"], run["config"] = "suite", {"suite": f"/somewhere/{suite}.toml", "name": suite, "steps": []}
+    return doc
+
+
 def stats(samples):
     s = sorted(samples)
     n = len(s)
@@ -104,4 +119,18 @@ def make_kernel(op, shape_name, tflops, intensity, ceiling_tflops, ceiling_gbps,
            "check": {"performed": True, "passed": True, "max_rel_err": 1e-7, "tolerance": 1e-5}}
     if suspect:
         rec["ceiling_suspect_cause"] = cause
+    return rec
+
+
+def make_train(mfu=None, **extra):
+    """A train record of a tiny run (one rank unless `extra` says otherwise), with its MFU when given."""
+    rec = {"kind": "train", "model": "mlp", "preset": "tiny", "backend": "cuda", "device": "cuda:0 (NVIDIA H100 80GB HBM3)",
+           "precision": "bfloat16", "world_size": 1, "config": {}, "parameters": 10, "flops_per_step": 1e12, "items_per_step": 8,
+           "item": "samples", "first_step": 0, "steps_done": 3, "warmup_steps": 1, "timed_steps": 2, "completed": True,
+           "peak_memory_bytes": 1 << 20, "loss": {"initial": 2.3, "final": 2.2},
+           "loss_curve": [{"step": i, "loss": 2.3, "lr": 0.1, "grad_norm": 1.0} for i in range(3)],
+           "step_time_us": stats([2000.0, 2000.0]), "throughput_per_s": 4000.0, "tflops": 500.0}
+    if mfu is not None:
+        rec["mfu"] = mfu
+    rec.update(extra)
     return rec

@@ -4,7 +4,7 @@ its peaks; results from before the memory levels and the named peaks still rende
 import subprocess
 import sys
 
-from synthetic import ROOT, make_ceiling, make_doc, make_kernel, stats
+from synthetic import ROOT, make_ceiling, make_doc, make_kernel, make_train, stats
 
 
 def report_html(write_doc, tmp_path, doc, name):
@@ -52,14 +52,6 @@ def test_results_from_before_the_levels_still_render(write_doc, tmp_path, valida
     assert "Kernels against their ceiling" in html and "best of 5</td>" in html
 
 
-def train_record(mfu):
-    return {"kind": "train", "model": "mlp", "preset": "tiny", "backend": "cuda", "device": "cuda:0 (NVIDIA H100 80GB HBM3)", "precision": "bfloat16",
-            "world_size": 1, "config": {}, "parameters": 10, "flops_per_step": 1e12, "items_per_step": 8, "item": "samples", "first_step": 0,
-            "steps_done": 3, "warmup_steps": 1, "timed_steps": 2, "completed": True, "peak_memory_bytes": 1 << 20,
-            "loss": {"initial": 2.3, "final": 2.2}, "loss_curve": [{"step": i, "loss": 2.3, "lr": 0.1, "grad_norm": 1.0} for i in range(3)],
-            "step_time_us": stats([2000.0, 2000.0]), "throughput_per_s": 4000.0, "tflops": 500.0, "mfu": mfu}
-
-
 def test_mfu_names_its_peaks_and_flags_the_impossible(write_doc, tmp_path, validate):
     measured = {"tflops": 400.0, "precision": "bfloat16", "source": "cuBLASLt gemm square 8192 bfloat16, best of 5 after 2 warm-up, re-measured once",
                 "clock_mhz": 1755.0, "mfu": 1.25, "rechecked": True, "ceiling_suspect": True, "ceiling_suspect_cause": "unexplained"}
@@ -67,7 +59,7 @@ def test_mfu_names_its_peaks_and_flags_the_impossible(write_doc, tmp_path, valid
                  "tflops": 877.0, "mfu": 500 / 877.0, "ceiling_suspect": False}
     mfu = {"measured_ceiling_tflops": 400.0, "vs_measured": 1.25, "datasheet_peak_tflops": 877.0, "datasheet_gpu": "H100 SXM5",
            "vs_datasheet": 500 / 877.0, "clock_mhz": 1755.0, "measured": measured, "datasheet": datasheet, "ceiling_suspect": True}
-    doc = make_doc([train_record(mfu)])
+    doc = make_doc([make_train(mfu)])
     validate(doc)
     html = report_html(write_doc, tmp_path, doc, "mfu")
     assert "MFU above 100% of its peak (ceiling_suspect" in html and "125.0% of the measured GEMM ceiling after re-measuring it" in html
@@ -76,7 +68,7 @@ def test_mfu_names_its_peaks_and_flags_the_impossible(write_doc, tmp_path, valid
     # A record from before the peaks were named: its flat fields only.
     flat = {k: mfu[k] for k in ("measured_ceiling_tflops", "datasheet_peak_tflops", "datasheet_gpu", "vs_datasheet", "clock_mhz")}
     flat["vs_measured"] = 0.5
-    doc = make_doc([train_record(flat)])
+    doc = make_doc([make_train(flat)])
     validate(doc)
     html = report_html(write_doc, tmp_path, doc, "flat")
     assert "MFU above 100% of its peak (ceiling_suspect" not in html and "50.0%</td>" in html and "measured: 400 TFLOP/s; datasheet: H100 SXM5 877 TFLOP/s" in html
