@@ -108,11 +108,11 @@ def _rule(where: str, table: Any) -> Rule:
     for lim in Limit:
         if lim.value not in table:
             continue
+        takes = [x for x in LIMITS[metric.better] if x != Limit.MIN_FRACTION_OF_PEAK or metric.peak]
         if lim not in LIMITS[metric.better]:
             raise InputError(f"{where}.{lim.value}: {metric_name} is better {metric.better.value}: it takes "
-                             + ", ".join(x.value for x in LIMITS[metric.better] if x != Limit.MIN_FRACTION_OF_PEAK
-                                         or metric.peak))
-        if lim == Limit.MIN_FRACTION_OF_PEAK and not metric.peak:
+                             + ", ".join(x.value for x in takes))
+        if lim not in takes:
             raise InputError(f"{where}.{lim.value}: {metric_name} records carry no peak")
         low, high = RANGES[lim]
         limits[lim] = float(number(f"{where}.{lim.value}", table[lim.value], low, high))
@@ -162,5 +162,6 @@ def default_for(results: list[Result]) -> Rules | None:
     name = names.pop() if len(names) == 1 else None
     for f in shipped():
         if f.stem == name:
-            return from_toml(f, f"the default of suite {name}")
+            shown = f.relative_to(Path.cwd()) if f.is_relative_to(Path.cwd()) else f  # as the user would type it
+            return from_toml(shown, f"the default of suite {name}")
     return None

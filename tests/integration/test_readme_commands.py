@@ -9,7 +9,7 @@ import pytest
 
 from helpers import ROOT, base_env, trainscope_path
 
-PYTHON_TOOLS = {"report", "compare", "analyze", "export", "import"}  # their flags are the Python tool's, tested in tests/reports
+PYTHON_TOOLS = {"report", "compare", "analyze", "export", "import", "accept"}  # their flags are the Python tool's, tested in tests/reports
 
 
 def readme_commands():
