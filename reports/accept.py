@@ -57,10 +57,13 @@ class HostVerdict:
         """The worst failure of each failing rule (the others are counted in its text)."""
         out = []
         for fails in self.failed.values():
-            fails = sorted(fails, key=lambda f: -abs(math.log(f.value / f.limit)))  # furthest from its limit first
+            fails = sorted(fails, key=lambda f: -(abs(f.value - f.limit) / f.limit if f.limit else math.inf))  # furthest first
             more = f" (and {len(fails) - 1} more)" if len(fails) > 1 else ""
             out.append(Failure(fails[0].rule, fails[0].value, fails[0].limit, fails[0].text + more))
         return out
+
+    def failing(self, sep: str = "; ") -> str:
+        return sep.join(f"{f.rule}: {f.text}" for f in self.failures())
 
 
 @dataclass
@@ -124,7 +127,10 @@ def _varying(groups: list[tuple[Any, ...]]) -> set[str]:
     return {k for k, vs in seen.items() if len(vs) > 1}
 
 
-def _judge(rule: Rule, results: list[Result], verdicts: dict[str, HostVerdict]) -> bool:
+Groups = dict[tuple[Any, ...], dict[str, list[hm.Value]]]  # same measurement -> host -> its figures
+
+
+def _gather(rule: Rule, results: list[Result]) -> Groups:
     per_group: defaultdict[tuple[Any, ...], defaultdict[str, list[hm.Value]]] = defaultdict(lambda: defaultdict(list))
     for res in results:
         for rec in res.records:
@@ -132,6 +138,10 @@ def _judge(rule: Rule, results: list[Result], verdicts: dict[str, HostVerdict]) 
                 group = hm.same_measurement(rule.metric, rec)
                 for v in hm.values(rule.metric, res, rec):
                     per_group[group][v.host].append(v)
+    return {g: dict(by_host) for g, by_host in per_group.items()}
+
+
+def _judge(rule: Rule, per_group: Groups, verdicts: dict[str, HostVerdict]) -> bool:
     varying = _varying(list(per_group))
     judged_hosts: set[str] = set()
     for group, by_host in per_group.items():
@@ -154,17 +164,13 @@ def _judge(rule: Rule, results: list[Result], verdicts: dict[str, HostVerdict]) 
 
 
 def accept(results: list[Result], rules: Rules) -> Acceptance:
-    hosts: dict[str, HostVerdict] = {}
-    for res in results:  # every host the runs name, measured or not: a host no rule judged is listed as such
-        for h in hm.run_hosts(res):
-            hosts.setdefault(h, HostVerdict(h))
-    for rule in rules.rules:  # hosts only a record names (a pair's peer from another run) join too
-        for res in results:
-            for rec in res.records:
-                if rule.selects(rec):
-                    for v in hm.values(rule.metric, res, rec):
-                        hosts.setdefault(v.host, HostVerdict(v.host))
-    unmeasured = [r.name for r in rules.rules if not _judge(r, results, hosts)]
+    gathered = [(rule, _gather(rule, results)) for rule in rules.rules]
+    # Every host the runs name, measured or not (a host no rule judged is listed as such), and those only a
+    # record names (a pair's peer).
+    names = [h for res in results for h in hm.run_hosts(res)]
+    names += [h for _, groups in gathered for by_host in groups.values() for h in by_host]
+    hosts = {h: HostVerdict(h) for h in names}
+    unmeasured = [rule.name for rule, groups in gathered if not _judge(rule, groups, hosts)]
     return Acceptance(rules, [r.path for r in results], sorted(hosts.values(), key=lambda h: h.host), unmeasured,
                       [f"{r.path}: {r.incomplete}" for r in results if r.incomplete])
 
@@ -203,10 +209,9 @@ def format_junit(acc: Acceptance) -> str:
     """One test case per host: a failure listing its failing rules; skipped when no rule judged it."""
     cases = []
     for h in acc.hosts:
-        fails = h.failures()
         if h.verdict == Verdict.FAIL:
             cases.append(Case("trainscope.accept", h.host, CaseOutcome.FAILURE,
-                              "; ".join(f"{f.rule}: {f.text}" for f in fails), "\n".join(f"{f.rule}: {f.text}" for f in fails)))
+                              h.failing(), h.failing("\n")))
         elif h.verdict == Verdict.NOT_MEASURED:
             cases.append(Case("trainscope.accept", h.host, CaseOutcome.SKIPPED, "not measured: no rule found a value for it"))
         else:
@@ -217,12 +222,11 @@ def format_junit(acc: Acceptance) -> str:
 
 def section(acc: Acceptance) -> list[Block]:
     """The report's blocks: an alert per failing host (the status banner gathers them), then the table."""
-    blocks: list[Block] = [{"kind": "alert", "text": f"{h.host} FAILS acceptance: "
-                                     + "; ".join(f"{f.rule}: {f.text}" for f in h.failures())}
-                                    for h in acc.of(Verdict.FAIL)]
+    blocks: list[Block] = [{"kind": "alert", "text": f"{h.host} FAILS acceptance: {h.failing()}"}
+                           for h in acc.of(Verdict.FAIL)]
     blocks.append({"kind": "text", "text": header_line(acc).lstrip("# ") + ". " + verdict_line(acc)})
     rows = [[h.host, h.verdict.value, len(h.passed), len(h.failed), len(h.not_measured),
-             "; ".join(f"{f.rule}: {f.text}" for f in h.failures()) or "-"] for h in acc.hosts]
+             h.failing() or "-"] for h in acc.hosts]
     blocks.append({"kind": "table", "caption": "Node acceptance per host",
                    "columns": ["host", "verdict", "rules passed", "failed", "not measured", "failing rules"], "rows": rows})
     if acc.judged_nothing:
