@@ -1,0 +1,23 @@
+"""Every command the README shows runs as shown (issue #22): scripts/readme_outputs.py --check runs them in order
+in a scratch directory — the ones that show an error line must fail with it, the others exit 0 (compare's
+verdicts may be any of 0, 1, 3) — and every output line the README shows still has a line of its shape in the
+fresh output (numbers aside), so a renamed column or a changed message makes the README stale and this test red.
+`scripts/readme_outputs.py --write` refreshes the figures. Minutes: the README's examples are real runs."""
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from helpers import ROOT
+
+
+def test_every_readme_command_runs_as_shown():
+    if not (ROOT / "build" / "trainscope").exists():
+        pytest.skip("no build/trainscope (scripts/setup.sh builds it)")
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("the README's outputs name the host vm: the check gives its runs that name in a UTS namespace (root)")
+    r = subprocess.run(["/usr/bin/python3", str(ROOT / "scripts" / "readme_outputs.py"), "--check"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=3600)
+    problems = [line for line in r.stderr.splitlines() if line.startswith("readme: FAIL")]
+    assert r.returncode == 0 and not problems, "\n".join(problems) or r.stderr[-3000:]
