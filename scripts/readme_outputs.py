@@ -21,7 +21,9 @@ are then reported, not required); every other command must exit 0.
 Commands run in order, in one scratch directory (results/ starts empty; build/, bench/, scripts/, tests/,
 reports/ are links to this checkout), under the hostname the README shows (`vm`, in a UTS namespace when root),
 with Open MPI allowed to run as root and oversubscribe (scripts/lib.sh). An HTML comment just before a block,
-`<!-- readme-setup` ... `-->`, holds shell lines run first and not shown (files a command reads). A command whose
+`<!-- readme-setup` ... `-->`, holds shell lines run first and not shown (files a command reads);
+`<!-- readme-varies: REGEX -->` names the shown lines that report events a run may not have (a ceiling
+re-measured, a straggler): their absence is reported, not a failure. A command whose
 program is not installed here (nsys) is skipped, and said so.
 """
 import argparse
@@ -72,15 +74,18 @@ class Command:
 class Block:
     heading: str
     setup: str
+    varies: str  # a regular expression: shown lines it matches report events a run may not have (a re-measured ceiling)
     commands: list[Command]
 
 
 def parse(lines: list[str]) -> list[Block]:
-    blocks, heading, setup, i = [], "", "", 0
+    blocks, heading, setup, varies, i = [], "", "", "", 0
     while i < len(lines):
         line = lines[i]
         if line.startswith("#") and not line.startswith("#!"):
             heading = line.lstrip("#").strip()
+        if line.startswith("<!-- readme-varies:"):
+            varies = line[len("<!-- readme-varies:"):].rsplit("-->", 1)[0].strip()
         if line.startswith("<!-- readme-setup"):
             end = next(j for j in range(i, len(lines)) if lines[j].rstrip().endswith("-->"))
             setup = "\n".join(lines[i + 1:end])
@@ -98,8 +103,8 @@ def parse(lines: list[str]) -> list[Block]:
                 elif commands:
                     commands[-1].shown.append(i)
                 i += 1
-            blocks.append(Block(heading, setup, commands))
-            setup = ""  # a setup comment belongs to the block right after it
+            blocks.append(Block(heading, setup, varies, commands))
+            setup = varies = ""  # these comments belong to the block right after them
         i += 1
     return blocks
 
@@ -142,8 +147,9 @@ def label(line_shape: str) -> str:
 
 
 def similar(want: str, got: str) -> bool:
-    if want.endswith(ELISION):  # a line cut short in the README (a long commit id, say)
-        return got.startswith(want[:-len(ELISION)].rstrip("#").rstrip())
+    if ELISION in want:  # a line the README cut short (a long commit id, a list: `..., max_bytes, ...)`)
+        parts = [re.escape(p.rstrip("#").strip()) for p in want.split(ELISION)]
+        return re.match(".*".join(parts), got) is not None
     return want == got or difflib.SequenceMatcher(None, want, got).ratio() >= MIN_SIMILARITY
 
 
@@ -165,16 +171,16 @@ def match(shown: list[str], output: list[str]) -> list[tuple[int, bool] | None]:
             at = next((j for j in range(start, len(output)) if label(shapes[j]) == label(want)), None)
             loose = at is not None
         found.append(None if at is None else (at, loose))
-        if at is not None:
+        if at is not None and not loose:  # a line matched by its label alone may stand elsewhere in a run's output
             start = at + 1
     return found
 
 
 def refreshed(shown: str, fresh: str) -> str:
-    """The fresh line, cut as the README cut the shown one."""
-    if shown.endswith(ELISION):
+    """The fresh line, cut as the README cut the shown one (a line with a cut inside it stays as written)."""
+    if shown.endswith(ELISION) and ELISION not in shown[:-len(ELISION)]:
         return fresh[:len(shown) - len(ELISION)] + ELISION
-    return fresh
+    return shown if ELISION in shown else fresh
 
 
 @dataclasses.dataclass
@@ -184,8 +190,10 @@ class Outcome:
     ran: int = 0
 
 
-def check_command(lines: list[str], cmd: Command, nxt: Command | None, rc: int, output: list[str], prev_rc: int,
-                  outcome: Outcome, write: bool) -> None:
+def check_command(lines: list[str], block: Block, n: int, rc: int, output: list[str], prev_rc: int, outcome: Outcome,
+                  write: bool) -> None:
+    cmd = block.commands[n]
+    nxt = block.commands[n + 1] if n + 1 < len(block.commands) else None
     where = f"README.md:{cmd.line + 1}"
     shown = [lines[k] for k in cmd.shown]
     lenient = nxt is not None and nxt.text.strip() == "echo $?"
@@ -212,7 +220,8 @@ def check_command(lines: list[str], cmd: Command, nxt: Command | None, rc: int, 
         if lines[k].strip() == ELISION:
             continue
         if found is None:
-            (outcome.notes if lenient else outcome.problems).append(f"README.md:{k + 1}: no such line any more: {lines[k]}")
+            optional = lenient or (block.varies and re.search(block.varies, lines[k]))
+            (outcome.notes if optional else outcome.problems).append(f"README.md:{k + 1}: no such line any more: {lines[k]}")
             continue
         at, loose = found
         if loose:
@@ -258,8 +267,7 @@ def main() -> int:
                     outcome.problems.append(f"README.md:{cmd.line + 1}: still running after {TIMEOUT_S} s: {cmd.text}")
                     continue
                 print(f"readme: {time.monotonic() - t0:6.1f} s  rc {rc}  {cmd.text[:110]}", file=sys.stderr, flush=True)
-                nxt = block.commands[n + 1] if n + 1 < len(block.commands) else None
-                check_command(lines, cmd, nxt, rc, out, prev_rc, outcome, args.write)
+                check_command(lines, block, n, rc, out, prev_rc, outcome, args.write)
                 prev_rc = rc
                 outcome.ran += 1
     finally:
