@@ -268,6 +268,16 @@ TEST(Mesh, PlacesRanksInMegatronsOrderAndGroupsThoseThatDifferOnOneAxis) {
     }
   }
   EXPECT_EQ(members.size(), 24u / 4 + 24u / 2 + 24u / 3);
+  // Every rank lists its groups' members as they are, in the group's own rank order (the traces' "Process Group Ranks").
+  for (int rank = 0; rank < 24; ++rank) {
+    const std::vector<MeshAxis> axes = meshAxesOf(l, rank);
+    for (const MeshAxis& a : axes) {
+      const std::vector<int> ranks = groupRanksOf(axes, a.kind);
+      const std::vector<int>& expected = members[{a.kind, groupIndexOf(axes, a.kind)}];
+      EXPECT_EQ(ranks, expected) << groupKindName(a.kind) << " of rank " << rank;
+      EXPECT_EQ(ranks[static_cast<std::size_t>(a.coordinate)], rank);
+    }
+  }
 }
 
 }  // namespace

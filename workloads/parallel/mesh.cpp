@@ -41,6 +41,16 @@ int groupIndexOf(const std::vector<MeshAxis>& axes, GroupKind kind) {
   return index;
 }
 
+std::vector<int> groupRanksOf(const std::vector<MeshAxis>& axes, GroupKind kind) {
+  const MeshAxis& own = findAxis(axes, kind);
+  int first = 0;  // the member at coordinate 0 of this axis: every other coordinate as this rank's
+  for (const MeshAxis& a : axes)
+    if (a.kind != kind) first += a.coordinate * a.stride;
+  std::vector<int> ranks;
+  for (int c = 0; c < own.size; ++c) ranks.push_back(first + c * own.stride);
+  return ranks;
+}
+
 Mesh::Mesh(const LayoutOptions& resolved, Communicator* world)
     : layout_(resolved), world_(world), rank_(world ? world->rank(0) : 0), axes_(meshAxesOf(resolved, rank_)) {
   const int size = world ? world->worldSize() : 1;

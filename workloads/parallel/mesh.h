@@ -28,6 +28,8 @@ std::vector<MeshAxis> meshAxesOf(const LayoutOptions& resolved, int rank);
 // Which group of that kind a rank placed on `axes` is in: the ranks of a group agree on every coordinate
 // but their own axis's, and are numbered in rank order with that axis taken out.
 int groupIndexOf(const std::vector<MeshAxis>& axes, GroupKind kind);
+// The global ranks of that group, in its own rank order (what traces list as its "Process Group Ranks").
+std::vector<int> groupRanksOf(const std::vector<MeshAxis>& axes, GroupKind kind);
 
 class Mesh {
  public:
@@ -44,6 +46,7 @@ class Mesh {
   Communicator* group(GroupKind kind) const;
   // Which group of that kind this rank is in, 0.. (the colour its communicator was split with).
   int groupIndex(GroupKind kind) const { return groupIndexOf(axes_, kind); }
+  std::vector<int> groupRanks(GroupKind kind) const { return groupRanksOf(axes_, kind); }
   int rank() const { return rank_; }
   int worldSize() const;
   Communicator* world() const { return world_; }
