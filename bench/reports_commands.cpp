@@ -75,8 +75,8 @@ Subcommand reportSubcommand() {
 
 Subcommand analyzeSubcommand() {
   return pythonTool("analyze",
-                    "Where each step of a --trace run went, per rank (compute, exposed communication, idle), stragglers, "
-                    "pipeline bubbles: analyze TRACE_DIR");
+                    "Where each step of a --trace run (or a PyTorch profiler trace) went, per rank (compute, exposed "
+                    "communication, idle), stragglers, pipeline bubbles: analyze TRACE_DIR...");
 }
 
 Subcommand exportSubcommand() {

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from . import baselines
-from .analyze import analyze, format_table as format_analysis
+from .analyze import analyze, format_side_by_side, format_table as format_analysis
 from .compare import compare, format_json, format_junit, format_markdown, format_table, machine_key
 from .errors import InputError
 from .export import FORMATS
@@ -97,7 +97,9 @@ def _parser() -> argparse.ArgumentParser:
                    "test (before 2.16)")
     i.add_argument("--ranks", type=int, help="how many ranks ran (OSU's output does not say)")
     a = sub.add_parser("analyze", help="where each step of a --trace run went, per rank; stragglers; pipeline bubbles")
-    a.add_argument("trace_dir", help="the directory `trainscope train --trace DIR` wrote")
+    a.add_argument("trace_dirs", nargs="+", metavar="TRACE_DIR",
+                   help="the directory `trainscope train --trace DIR` wrote, or one of PyTorch profiler traces "
+                   "(a file per rank); several: each, then all side by side")
     a.add_argument("--json", help="also write the analysis as JSON here")
     a.add_argument("--straggler-ms", type=float, default=1.0,
                    help="name a rank whose median arrival skew exceeds this (default 1 ms) and 3x the others'")
@@ -116,12 +118,19 @@ def _analyze(args: argparse.Namespace) -> int:
     if args.json:
         check_output_file(args.json, "--json")
     kernel_records = load_result(args.kernels_result).records_of("kernel") if args.kernels_result else ()
-    result = analyze(args.trace_dir, args.straggler_ms, kernel_records)
-    print(format_analysis(result))
+    results = [(d, analyze(d, args.straggler_ms, kernel_records)) for d in args.trace_dirs]
+    if len(results) == 1:
+        print(format_analysis(results[0][1]))
+    else:
+        for d, result in results:
+            print(f"## {d}\n{format_analysis(result)}\n")
+        print(format_side_by_side(results))
     if args.json:
-        _write(args.json, json.dumps(result, indent=1))
+        _write(args.json, json.dumps(results[0][1] if len(results) == 1 else
+                                     {"traces": [dict(r, trace_dir=d) for d, r in results]}, indent=1))
     if args.check_kernel_coverage is not None:
-        failures = coverage_failures(result.get("kernels"), args.check_kernel_coverage)
+        failures = [f"{d}: {f}" if len(results) > 1 else f for d, r in results
+                    for f in coverage_failures(r.get("kernels"), args.check_kernel_coverage)]
         if failures:
             print(f"trainscope: kernel coverage check failed ({args.check_kernel_coverage:g}%): " + "; ".join(failures),
                   file=sys.stderr)

@@ -1,6 +1,7 @@
-"""`trainscope analyze TRACE_DIR`: what a `--trace` run's spans say about where each step went.
+"""`trainscope analyze TRACE_DIR...`: what a `--trace` run's spans (or a PyTorch profiler trace's, reports/pytorch_trace.py)
+say about where each step went; several directories side by side.
 
-Per rank and step, from the spans alone (kernels/trace.h names the categories):
+Per rank and step, from the spans' roles alone (kernels/trace.h names them; reports/trace_dir.py reads them):
   compute   = the union of "compute" spans minus the time blocked in "wait" spans inside them
   exposed   = communication ("communication" spans, launch to completion) not under compute
   idle      = the rest of the step (data waits, host overhead, pipeline bubbles)
@@ -16,33 +17,12 @@ from pathlib import Path
 
 from .critical_path import critical_path, format_path
 from .errors import InputError
-from .files import loads_strict, read_input
 from .intervals import clip, intersect, length, span, subtract, union
 from .json_types import JsonObject, Record, TraceDoc, TraceEvent
 from .kernel_breakdown import DEVICE, format_kernels, kernel_breakdown
-from .load import validate_trace
+from .trace_dir import load_trace_docs
 
 P2P = {"send", "recv"}
-
-
-def load_trace_docs(directory: str | Path) -> dict[int, TraceDoc]:
-    """{rank: the rank's trace document}."""
-    d = Path(directory)
-    files = sorted(d.glob("rank-*.json"), key=lambda p: int(p.stem.split("-")[1]))
-    if not files:
-        raise InputError(f"{d}: no rank-<r>.json trace files (write them with `trainscope train --trace {d}`)")
-    ranks: dict[int, TraceDoc] = {}
-    for f in files:
-        try:
-            doc = loads_strict(read_input(f))
-        except ValueError as e:  # json.JSONDecodeError included
-            raise InputError(f"{f}: not a trace file ({e})") from None
-        validate_trace(doc, str(f))
-        rank = doc["distributedInfo"]["rank"]
-        if rank in ranks:
-            raise InputError(f"{f}: rank {rank} again (another file of {d} is that rank's)")
-        ranks[rank] = doc
-    return ranks
 
 
 def spans_of(docs: dict[int, TraceDoc]) -> dict[int, list[TraceEvent]]:
@@ -167,8 +147,11 @@ def analyze_docs(docs: dict[int, TraceDoc], threshold_ms: float = 1.0, kernel_re
                          "idle_host_wait_us": med("idle_host_wait_us"),
                          **({k: med(k) for k in DEVICE_FIELDS} if all("device_busy_us" in r for r in rows) else {}),
                          "per_step": rows})
-    table, late = stragglers(ranks, threshold_ms)
-    return {"what": what, "ranks": per_rank, "stragglers": table, "late_ranks": late, "straggler_threshold_ms": threshold_ms,
+    # Arrival skew compares the ranks' clocks: without one time axis (the legacy PyTorch profiler's) it says nothing.
+    aligned = all(doc.get("trainscope", {}).get("clocks_aligned", True) for doc in docs.values())
+    table, late = stragglers(ranks, threshold_ms) if aligned else ([], [])
+    return {"what": what, "ranks": per_rank, "clocks_aligned": aligned, "stragglers": table, "late_ranks": late,
+            "straggler_threshold_ms": threshold_ms,
             "critical_path": critical_path(docs), "kernels": kernel_breakdown(ranks, kernel_records=kernel_records)}
 
 
@@ -209,15 +192,37 @@ def format_table(result: JsonObject) -> str:
             lines.append(f"  rank {r['rank']:>3}: busy {r['device_busy_us'] / 1e3:.3f}, idle {r['device_idle_us'] / 1e3:.3f} = "
                          f"host waiting {r['device_idle_host_waiting_us'] / 1e3:.3f} "
                          f"+ host busy {r['device_idle_host_busy_us'] / 1e3:.3f}")
-    lines.append("# arrival skew at the collectives (ms): how much later than the first member each rank started them")
+    if result["stragglers"]:
+        lines.append("# arrival skew at the collectives (ms): how much later than the first member each rank started them")
     for s in result["stragglers"]:
         lines.append(f"  rank {s['rank']:>3}: median {s['median_skew_us'] / 1e3:.3f}, max {s['max_skew_us'] / 1e3:.3f} "
                      f"over {s['collectives']} collective(s)" + ("  <- late" if s["late"] else ""))
     late = result["late_ranks"]
-    lines.append(f"# stragglers: {', '.join(f'rank {r}' for r in late)}" if late else
-                 f"# stragglers: none (no rank consistently late by more than {result['straggler_threshold_ms']:g} ms)")
+    if not result.get("clocks_aligned", True):
+        lines.append("# stragglers: not looked for (the traces' clocks start at each process's own profiler start)")
+    elif late:
+        lines.append(f"# stragglers: {', '.join(f'rank {r}' for r in late)}")
+    else:
+        lines.append(f"# stragglers: none (no rank consistently late by more than {result['straggler_threshold_ms']:g} ms)")
     if result.get("critical_path"):
         lines.append(format_path(result["critical_path"]))
     if result.get("kernels"):
         lines.append(format_kernels(result["kernels"]))
+    return "\n".join(lines)
+
+
+def format_side_by_side(results: Sequence[tuple[str, JsonObject]]) -> str:
+    """Several traces' breakdowns in one table (a trainscope run beside a PyTorch job's): the mean over every rank's
+    steps of each part, and its share of the mean step (means, so that the parts add up to the step)."""
+    lines = ["# side by side, mean over ranks and steps (ms): compute + exposed communication + idle = step",
+             f"# {'step':>10} {'compute':>16} {'exposed':>16} {'idle':>16}  trace"]
+    for directory, r in results:
+        rows = [s for x in r["ranks"] for s in x["per_step"]]
+        if not rows:
+            lines.append(f"  {'-':>10} {'-':>16} {'-':>16} {'-':>16}  {directory} ({r['what'] or 'trace'}: no training steps)")
+            continue
+        step = statistics.fmean(s["step_us"] for s in rows)
+        parts = [statistics.fmean(s[k] for s in rows) for k in ("compute_us", "exposed_us", "idle_us")]
+        cells = " ".join(f"{p / 1e3:>9.3f} ({100 * p / step if step > 0 else 0:>3.0f}%)" for p in parts)
+        lines.append(f"  {step / 1e3:>10.3f} {cells}  {directory} ({r['what'] or 'trace'}, {len(r['ranks'])} rank(s))")
     return "\n".join(lines)

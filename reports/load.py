@@ -45,12 +45,27 @@ def record_field_accepts(kind: str, path: tuple[str, ...], value: Any) -> bool:
 
 
 _VALIDATOR: jsonschema.Draft202012Validator | None = None
-TRACE_SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "trace-v1.schema.json"
+# The trace formats this version reads, by the name a file gives in trainscope.format (v1 files give none).
+TRACE_FORMATS = ("trace-v1", "trace-v2")
+
+
+def trace_schema_path(fmt: str) -> Path:
+    return Path(__file__).resolve().parent / "schema" / f"{fmt}.schema.json"
 
 
 @functools.cache
-def _trace_validator() -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(json.loads(TRACE_SCHEMA_PATH.read_text()))
+def _trace_validator(fmt: str) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(json.loads(trace_schema_path(fmt).read_text()))
+
+
+def trace_format(document: Any, name: str = "trace") -> str:
+    """The format a trainscope trace file says it is in: trainscope.format, or trace-v1 where it says none."""
+    about = document.get("trainscope") if isinstance(document, dict) else None
+    fmt = about.get("format", TRACE_FORMATS[0]) if isinstance(about, dict) else TRACE_FORMATS[0]
+    if fmt not in TRACE_FORMATS:
+        raise InputError(f"{name}: trainscope.format {json.dumps(fmt)[:80]} is not a trace format this version reads "
+                         f"({', '.join(TRACE_FORMATS)})")
+    return str(fmt)
 
 
 def validate(document: Any, name: str = "document") -> None:
@@ -62,8 +77,20 @@ def validate(document: Any, name: str = "document") -> None:
 
 
 def validate_trace(document: Any, name: str = "trace") -> None:
-    """A trace file against reports/schema/trace-v1.schema.json (a negative duration, a missing rank)."""
-    _first_error(_trace_validator(), document, name)
+    """A trace file against the schema of its format, reports/schema/trace-v<N>.schema.json (a negative duration,
+    a missing rank)."""
+    _first_error(_trace_validator(trace_format(document, name)), document, name)
+
+
+def validate_trace_events(events: Any, name: str) -> None:
+    """Chrome trace events as any tool writes them (PyTorch's profiler): the event rules of trace-v1's schema."""
+    _first_error(_event_validator(), events, name)
+
+
+@functools.cache
+def _event_validator() -> jsonschema.Draft202012Validator:
+    v1 = json.loads(trace_schema_path(TRACE_FORMATS[0]).read_text())
+    return jsonschema.Draft202012Validator({"$defs": v1["$defs"], "type": "array", "items": {"$ref": "#/$defs/event"}})
 
 
 def _first_error(validator: jsonschema.Draft202012Validator, document: Any, name: str) -> None:

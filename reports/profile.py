@@ -5,12 +5,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .analyze import analyze_docs, load_trace_docs, spans_of
+from .analyze import analyze_docs, spans_of
 from .critical_path import format_path
 from .json_types import Block, TraceDoc
 from .load import Result
 from .plots import PlotSink, legend_beside, new_figure
 from .sections import BuiltSection
+from .trace_dir import load_trace_docs
 
 COLORS = {"compute": "C0", "wait": "C3", "phase": "0.75", "communication": "C1"}
 

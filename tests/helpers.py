@@ -4,6 +4,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,14 @@ def bus_factor(op, n):
     if op in WHOLE_BUFFER:
         return (n - 1) / n
     return 1.0
+
+
+def python_with_torch():
+    """A python3 that imports torch (this one, or Debian's python3-torch's), or a visible skip."""
+    for py in (sys.executable, "/usr/bin/python3"):
+        try:
+            if subprocess.run([py, "-c", "import torch"], capture_output=True, timeout=120).returncode == 0:
+                return py
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+    pytest.skip("PyTorch is not installed for any python3 here (Debian: apt-get install python3-torch)")

@@ -388,7 +388,7 @@ std::size_t runCollectivesStep(const CollectivesOptions& o, RunContext& ctx) {
   std::unique_ptr<TraceFiles> traceFiles;
   if (!o.traceDir.empty()) traceFiles = std::make_unique<TraceFiles>(boot, o.traceDir, boot.size());
   const std::size_t wrong = run.run(ctx.writer, ctx.step);  // run (and its buffers) goes before comm
-  if (traceFiles) traceFiles->finish("collectives");
+  if (traceFiles) traceFiles->finish("collectives", nlohmann::json::object(), {}, comm->backend());
   return wrong;
 }
 

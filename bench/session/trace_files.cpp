@@ -4,9 +4,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "base/atomic_file.h"
@@ -53,6 +55,41 @@ std::vector<int> threadIds(const std::vector<trace::Event>& sorted) {
         lane == 0 ? 1 : kCommLaneBase + static_cast<int>(std::min<std::size_t>(lane, kDeviceTrackBase - kCommLaneBase)) - 1);
   }
   return tids;
+}
+
+// The format of the files (reports/schema/trace-v2.schema.json), in their "trainscope" entry: v1 had our categories as `cat`.
+constexpr const char* kTraceFormat = "trace-v2";
+
+// Kineto's category for each of ours (kernels/trace.h's, and the device's), which HTA classes spans by: the ranges we
+// open around work are record_function's ("user_annotation"), the work the host does an op ("cpu_op": a CPU-only
+// PyTorch trace's compute is aten ops, and its collectives, gloo:all_reduce from start to end, are cpu_ops too).
+std::string kinetoCategory(const std::string& ours) {
+  static const std::map<std::string, std::string> kinds = {
+      {"step", "user_annotation"},      {"phase", "user_annotation"},   {"wait", "user_annotation"}, {"compute", "cpu_op"},
+      {"communication", "cpu_op"},      {"kernel", "kernel"},           {"memcpy", "gpu_memcpy"},    {"memset", "gpu_memset"},
+      {"cuda_runtime", "cuda_runtime"}, {"cuda_driver", "cuda_driver"},
+  };
+  const auto it = kinds.find(ours);
+  if (it == kinds.end()) throw Error(fmt::format("internal: trace category '{}' has no Kineto category", ours));
+  return it->second;
+}
+
+// A list of ranks as Kineto writes one ("[0, 1, 2]", a string: PyTorch's profiler formats it so).
+std::string rankList(const std::vector<int>& ranks) { return fmt::format("[{}]", fmt::join(ranks, ", ")); }
+
+// A collective's span names its group as Kineto does: name, description, global ranks, and a send's or receive's
+// other end as a global rank.
+void addGroupArgs(nlohmann::json& args, const std::vector<TraceGroup>& groups) {
+  if (!args.contains("Collective name") || !args.contains("group")) return;
+  const auto g = std::find_if(groups.begin(), groups.end(), [&](const TraceGroup& t) { return t.name == args["group"]; });
+  if (g == groups.end()) return;
+  args["Process Group Name"] = g->name;
+  args["Process Group Description"] = g->desc;
+  args["Process Group Ranks"] = rankList(g->ranks);
+  if (!args.contains("peer")) return;
+  const int peer = args["peer"].get<int>();
+  if (peer < 0 || peer >= static_cast<int>(g->ranks.size())) return;
+  args[args.value("Collective name", "") == "send" ? "Dst Rank" : "Src Rank"] = g->ranks[static_cast<std::size_t>(peer)];
 }
 
 // A span's name in the file: a training step's as PyTorch's profiler names it ("ProfilerStep#3", which Holistic
@@ -122,7 +159,8 @@ TraceFiles::TraceFiles(Bootstrap& boot, std::string dir, int worldSize) : boot_(
 
 TraceFiles::~TraceFiles() = default;
 
-void TraceFiles::finish(const std::string& what, const nlohmann::json& about) {
+void TraceFiles::finish(const std::string& what, const nlohmann::json& about, const std::vector<TraceGroup>& groups,
+                        const std::string& backend) {
   trace::enable(false);
   const int rank = boot_.rank();
   nlohmann::json clock = {{"method", "barrier"},
@@ -163,14 +201,25 @@ void TraceFiles::finish(const std::string& what, const nlohmann::json& about) {
                                                                           : fmt::format("gpu stream {}", t - kDeviceTrackBase);
     events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", rank}, {"tid", t}, {"args", {{"name", name}}}});
   }
+  std::vector<TraceGroup> allGroups = groups;
+  std::vector<int> everyRank(static_cast<std::size_t>(world_));
+  std::iota(everyRank.begin(), everyRank.end(), 0);
+  allGroups.push_back({"world", "default_pg", everyRank});
   for (std::size_t i = 0; i < recorded.size(); ++i) {
     const trace::Event& e = recorded[i];
-    nlohmann::json j = {{"ph", "X"},           {"name", spanName(e)}, {"cat", e.category}, {"ts", e.startUs - originUs_},
-                        {"dur", e.durationUs}, {"pid", rank},         {"tid", tids[i]}};
-    if (!e.args.is_null()) j["args"] = e.args;
-    events.push_back(std::move(j));
+    nlohmann::json args = e.args.is_null() ? nlohmann::json::object() : e.args;
+    args["role"] = e.category;
+    addGroupArgs(args, allGroups);
+    events.push_back({{"ph", "X"},
+                      {"name", spanName(e)},
+                      {"cat", kinetoCategory(e.category)},
+                      {"ts", e.startUs - originUs_},
+                      {"dur", e.durationUs},
+                      {"pid", rank},
+                      {"tid", tids[i]},
+                      {"args", std::move(args)}});
   }
-  // Flow arrows from each CUDA runtime call to the device work it launched (same correlation id).
+  // Flow arrows from each CUDA runtime call to the device work it launched (same correlation id), as Kineto names them.
   std::map<std::uint64_t, const trace::Event*> launches;
   for (const trace::Event& e : recorded)
     if (static_cast<int>(e.track) == kApiTrack) launches[e.args.at("correlation").get<std::uint64_t>()] = &e;
@@ -180,25 +229,31 @@ void TraceFiles::finish(const std::string& what, const nlohmann::json& about) {
     if (it == launches.end()) continue;
     const double id = static_cast<double>(it->first);
     events.push_back({{"ph", "s"},
-                      {"name", "launch"},
-                      {"cat", "launch"},
+                      {"name", "ac2g"},
+                      {"cat", "ac2g"},
                       {"id", id},
                       {"pid", rank},
                       {"tid", kApiTrack},
                       {"ts", it->second->startUs - originUs_}});
     events.push_back({{"ph", "f"},
                       {"bp", "e"},
-                      {"name", "launch"},
-                      {"cat", "launch"},
+                      {"name", "ac2g"},
+                      {"cat", "ac2g"},
                       {"id", id},
                       {"pid", rank},
                       {"tid", static_cast<int>(e.track)},
                       {"ts", e.startUs - originUs_}});
   }
+  // distributedInfo as Kineto writes it: the backend, and the process groups this rank is in.
+  nlohmann::json pgConfig = nlohmann::json::array();
+  for (const TraceGroup& g : allGroups)
+    pgConfig.push_back({{"pg_name", g.name}, {"pg_desc", g.desc}, {"pg_size", g.ranks.size()}, {"ranks", rankList(g.ranks)}});
+  nlohmann::json info = {{"rank", rank}, {"world_size", world_}, {"pg_count", pgConfig.size()}, {"pg_config", pgConfig}};
+  if (!backend.empty()) info["backend"] = backend;
   const nlohmann::json mine = {{"traceEvents", events},
                                {"displayTimeUnit", "ms"},
-                               {"distributedInfo", {{"rank", rank}, {"world_size", world_}}},
-                               {"trainscope", {{"what", what}, {"clock", clock}, {"about", about}}}};
+                               {"distributedInfo", info},
+                               {"trainscope", {{"format", kTraceFormat}, {"what", what}, {"clock", clock}, {"about", about}}}};
   writeFileAtomically((std::filesystem::path(dir_) / fmt::format("rank-{}.json", rank)).string(), jsonText(mine));
   const std::vector<std::string> all =
       world_ > 1 ? boot_.allGatherStrings(jsonText(events)) : std::vector<std::string>{jsonText(events)};
@@ -209,7 +264,7 @@ void TraceFiles::finish(const std::string& what, const nlohmann::json& about) {
   const nlohmann::json doc = {{"traceEvents", merged},
                               {"displayTimeUnit", "ms"},
                               {"distributedInfo", {{"world_size", world_}}},
-                              {"trainscope", {{"what", what}, {"clock", clock}, {"ranks", world_}}}};
+                              {"trainscope", {{"format", kTraceFormat}, {"what", what}, {"clock", clock}, {"ranks", world_}}}};
   // In a directory of its own: Holistic Trace Analysis loads every JSON file of DIR as one rank's trace and
   // stops at one without distributedInfo.rank, which the merged view (every rank) has not.
   const std::filesystem::path mergedDir = std::filesystem::path(dir_) / "merged";

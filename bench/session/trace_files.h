@@ -9,8 +9,15 @@
 // ("cuda_runtime"; driver calls that launched work themselves, as NCCL's do, "cuda_driver"), with flow arrows from each launch to
 // what it launched (and its name in the work's args.launch); the device-to-host clock offset and its uncertainty, and the records
 // CUPTI dropped or left incomplete, are stated in "clock".
+//
+// Categories (`cat`) are Kineto's, so that HTA and Perfetto class our spans as they class PyTorch's: a step, a phase
+// or a wait is a "user_annotation" (a record_function range), the host's compute and each collective a "cpu_op" (as
+// aten ops and gloo's collectives are on a CPU trace), the device's work "kernel"/"gpu_memcpy"/"gpu_memset". What the
+// span is to our analysis (kernels/trace.h's category: "compute", "communication", ...) is its args.role. The file
+// says which format it is in `trainscope.format` (reports/schema/trace-v2.schema.json).
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -21,14 +28,24 @@ namespace cuda {
 class ActivityTrace;
 }
 
+// A process group as Kineto describes it (distributedInfo.pg_config) and names it on each collective's span
+// ("Process Group Name", "Process Group Ranks"): the spans whose args.group is `name` (layout.h's groupLabel).
+struct TraceGroup {
+  std::string name;        // "dp0"
+  std::string desc;        // "dp" (Kineto's "Process Group Description")
+  std::vector<int> ranks;  // global ranks, in the group's rank order
+};
+
 class TraceFiles {
  public:
   // Collective: every process calls it (and finish) with the same directory.
   TraceFiles(Bootstrap& boot, std::string dir, int worldSize);
   ~TraceFiles();
   // Stops recording and writes the files; collective. `about` (this rank's place in the run, e.g. its
-  // data/tensor/pipeline coordinates) goes into the file's "trainscope" entry beside `what`.
-  void finish(const std::string& what, const nlohmann::json& about = nlohmann::json::object());
+  // data/tensor/pipeline coordinates) goes into the file's "trainscope" entry beside `what`; `groups` (this rank's
+  // process groups, the world's is added) and `backend` ("mpi", "nccl"; "" when unknown) into distributedInfo.
+  void finish(const std::string& what, const nlohmann::json& about = nlohmann::json::object(),
+              const std::vector<TraceGroup>& groups = {}, const std::string& backend = "");
 
  private:
   Bootstrap& boot_;

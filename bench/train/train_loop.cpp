@@ -66,12 +66,15 @@ void addStep(MeasuredSteps& steps, const wl::StepResult& r, bool timed) {
 // ("pp", "pp_rank"), which reports/critical_path.py reads.
 void finishTrace(TraceFiles& files, wl::Trainer& trainer, const wl::Mesh& mesh, std::int64_t microBatches) {
   nlohmann::json about = {{"mesh", mesh.toJson()}, {"micro_batches", microBatches}};
+  std::vector<TraceGroup> groups;  // the communicators the collectives' spans name (groupLabel)
   for (const wl::MeshAxis& a : mesh.axes()) {
     about[std::string(a.name)] = a.size;
     about[wl::coordinateField(a)] = a.coordinate;
+    if (a.size > 1) groups.push_back({wl::groupLabel(mesh, a.kind), std::string(a.name), mesh.groupRanks(a.kind)});
   }
   const auto& cfg = trainer.model().config();
-  files.finish(fmt::format("train {} {} {}", nameOf(cfg.kind), cfg.preset, mesh.layout().name()), about);
+  files.finish(fmt::format("train {} {} {}", nameOf(cfg.kind), cfg.preset, mesh.layout().name()), about, groups,
+               mesh.world() ? mesh.world()->backend() : "");
 }
 
 std::optional<TargetRecord> targetOf(const wl::TrainOptions& o) {

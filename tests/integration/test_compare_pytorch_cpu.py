@@ -8,20 +8,10 @@ import sys
 
 import pytest
 
-from helpers import ROOT, base_env, trainscope_path
+from helpers import ROOT, base_env, python_with_torch, trainscope_path
 
 SCRIPT = ROOT / "scripts" / "compare-pytorch-cpu.py"
 RATIO = r"\d+\.\d\d \(\d+\.\d\d-\d+\.\d\d\)"
-
-
-def python_with_torch():
-    for py in (sys.executable, "/usr/bin/python3"):
-        try:
-            if subprocess.run([py, "-c", "import torch"], capture_output=True, timeout=120).returncode == 0:
-                return py
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-    pytest.skip("PyTorch is not installed for any python3 here (Debian: apt-get install python3-torch)")
 
 
 def compare(py, tmp_path, *args, env=None, timeout=600):

@@ -1,14 +1,16 @@
-"""`train --trace DIR` and `trainscope analyze DIR` under mpirun -np 4: per-rank and merged Chrome trace
-files that parse, name every rank, nest their spans and carry the collectives' bytes; an analysis whose
-parts add up to the step; a planted straggler named."""
+"""`train --trace DIR` and `trainscope analyze DIR` under mpirun: per-rank and merged Chrome trace files that parse,
+name every rank, nest their spans and carry the collectives' bytes and groups as Kineto names them; dp2, pp2 and tp2
+directories that pass the trace schema and HTA's loader rules; an analysis whose parts add up to the step; a planted
+straggler named."""
 import json
 import os
 import re
 from pathlib import Path
 
+import jsonschema
 import pytest
 
-from helpers import run_trainscope
+from helpers import ROOT, run_trainscope
 
 RUNS = {
     "data-parallel": ["--model", "mlp", "--preset", "tiny", "--batch", 16, "--steps", 4],
@@ -22,6 +24,11 @@ def traced(tmp_path, name, args, env=None):
                        timeout=600)
     assert r.rc == 0, r.err
     return d
+
+
+def role(e):
+    """What a span is to our analysis (kernels/trace.h's category): args.role; `cat` is Kineto's."""
+    return e["args"]["role"]
 
 
 def analyze(d, tmp_path, *extra):
@@ -47,14 +54,16 @@ def test_traces_are_per_rank_merged_nested_and_carry_bytes(tmp_path, run):
     d = traced(tmp_path, run, RUNS[run])
     for rank in range(4):
         doc = json.loads((d / f"rank-{rank}.json").read_text())
-        assert doc["distributedInfo"] == {"rank": rank, "world_size": 4}
+        info = doc["distributedInfo"]
+        assert (info["rank"], info["world_size"], info["backend"]) == (rank, 4, "mpi")
         spans = [e for e in doc["traceEvents"] if e["ph"] == "X"]
         assert all(e["pid"] == rank for e in spans)
         for tid in {e["tid"] for e in spans}:  # every track, the communication lanes too: slices nest or follow
             assert_nested([e for e in spans if e["tid"] == tid])
-        steps = [e for e in spans if e["cat"] == "step"]
+        steps = [e for e in spans if role(e) == "step"]
         assert [e["name"] for e in steps] == [f"ProfilerStep#{i}" for i in range(4)]  # PyTorch's profiler's names
-        comm = [e for e in spans if e["cat"] == "communication"]
+        assert {e["cat"] for e in steps} == {"user_annotation"}  # a record_function range, as PyTorch's steps are
+        comm = [e for e in spans if role(e) == "communication"]
         # Ops in flight together go to lanes of their own: tid 1, then 10, 11, ...
         assert comm and all((e["tid"] == 1 or 10 <= e["tid"] < 100) and e["args"]["bytes"] > 0 and e["args"]["group"] for e in comm)
         # Kineto's names for the same facts, as PyTorch's profiler writes them on its NCCL spans (issue #22).
@@ -62,6 +71,10 @@ def test_traces_are_per_rank_merged_nested_and_carry_bytes(tmp_path, run):
             a = e["args"]
             assert a["Collective name"] == e["name"] and a["dtype"] in ("float32", "float64") and a["Group size"] == a["ranks"], a
             assert a["In msg nelems"] + a["Out msg nelems"] > 0 and a["In msg nelems"] <= a["bytes"] * a["ranks"], a
+            # the group by name and global ranks, as distributedInfo.pg_config lists it
+            group = next(g for g in info["pg_config"] if g["pg_name"] == a["group"])
+            assert (a["Process Group Name"], a["Process Group Ranks"]) == (a["group"], group["ranks"]) and e["cat"] == "cpu_op", a
+            assert rank in json.loads(a["Process Group Ranks"])
         layers = {e["name"] for e in spans if e["name"].startswith(("forward layer", "backward layer"))}
         assert layers  # every rank ran some layers
         if run == "pipeline":
@@ -70,6 +83,8 @@ def test_traces_are_per_rank_merged_nested_and_carry_bytes(tmp_path, run):
             # activations, the previous stage's gradient, so always a neighbour.
             p2p = [e for e in comm if e["name"] in ("send", "recv")]
             assert p2p and all(e["args"]["peer"] in (rank - 1, rank + 1) for e in p2p), p2p[:3]
+            # and Kineto's other end, a global rank (the pipeline group here is the world)
+            assert all(e["args"]["Dst Rank" if e["name"] == "send" else "Src Rank"] == e["args"]["peer"] for e in p2p)
     merged = json.loads((d / "merged" / "merged.json").read_text())["traceEvents"]
     assert {e["pid"] for e in merged if e["ph"] == "X"} == {0, 1, 2, 3}
     last = {}
@@ -80,33 +95,52 @@ def test_traces_are_per_rank_merged_nested_and_carry_bytes(tmp_path, run):
         assert e["ts"] >= last.get(key, float("-inf"))
         last[key] = e["ts"]
     # one time axis: every rank's first step starts within a step's length of the others'
-    firsts = [min(e["ts"] for e in merged if e["ph"] == "X" and e["pid"] == p and e["cat"] == "step") for p in range(4)]
-    longest = max(e["dur"] for e in merged if e["ph"] == "X" and e["cat"] == "step")
+    firsts = [min(e["ts"] for e in merged if e["ph"] == "X" and e["pid"] == p and role(e) == "step") for p in range(4)]
+    longest = max(e["dur"] for e in merged if e["ph"] == "X" and role(e) == "step")
     assert max(firsts) - min(firsts) < longest
 
 
-@pytest.mark.parametrize("run", list(RUNS))
-def test_the_directory_passes_holistic_trace_analysis_loader_rules(tmp_path, run):
-    """What HTA's loader requires of a trace directory (HTA is on PyPI, not Debian), checked as it checks
-    (hta/common/trace_file.py, create_rank_to_trace_dict): every entry of os.listdir(DIR) ending in .json or .gz is
-    one rank's trace with an integer distributedInfo.rank >= 0 (the merged view is in DIR/merged/, a directory it
-    skips); then events with ph/name/cat/ts/dur/pid/tid, and iterations found by ProfilerStep#N spans, the same on
-    every rank."""
-    d = traced(tmp_path, run, RUNS[run])
+# Two ranks on each axis: the layouts whose traces must load in HTA and Perfetto (issue #22), small and short.
+LAYOUTS = {
+    "dp2": ["--model", "mlp", "--preset", "tiny", "--batch", 16, "--steps", 3],
+    "pp2": ["--model", "transformer", "--preset", "tiny", "--batch", 8, "--steps", 3, "--pp", 2, "--micro-batches", 2],
+    "tp2": ["--model", "mlp", "--preset", "tiny", "--batch", 16, "--steps", 3, "--tp", 2],
+}
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_dp_pp_and_tp_directories_pass_the_trace_schema_and_holistic_trace_analysis_loader_rules(tmp_path, layout):
+    """Every rank file against reports/schema/trace-v2.schema.json, and what HTA's loader requires of a trace directory
+    (HTA is on PyPI, not Debian), checked as it checks (hta/common/trace_file.py, create_rank_to_trace_dict): every entry of
+    os.listdir(DIR) ending in .json or .gz is one rank's trace with an integer distributedInfo.rank >= 0 (the merged view
+    is in DIR/merged/, a directory it skips); then events with ph/name/cat/ts/dur/pid/tid, iterations found by
+    ProfilerStep#N spans, the same on every rank; and no two slices of one (pid, tid) overlapping (Perfetto)."""
+    validator = jsonschema.Draft202012Validator(json.loads((ROOT / "reports" / "schema" / "trace-v2.schema.json").read_text()))
+    r = run_trainscope(["train", "--no-ceiling", "--warmup-steps", 1, "--trace", tmp_path / "t"] + LAYOUTS[layout], np=2, timeout=600)
+    assert r.rc == 0, r.err
+    d = tmp_path / "t"
     files = sorted(d / name for name in os.listdir(d) if name.endswith((".json", ".gz")))
-    assert [f.name for f in files] == [f"rank-{r}.json" for r in range(4)]
+    assert [f.name for f in files] == ["rank-0.json", "rank-1.json"]
     iterations = set()
     for f in files:
         doc = json.loads(f.read_text())
+        errors = [f"{e.json_path}: {e.message}" for e in validator.iter_errors(doc)]
+        assert not errors, errors[:3]
         info = doc["distributedInfo"]
-        assert isinstance(info["rank"], int) and info["rank"] >= 0 and info["world_size"] == 4
+        assert isinstance(info["rank"], int) and info["rank"] >= 0 and info["world_size"] == 2
+        # The layout's one group of two ranks, under its axis's name, beside the world's.
+        assert [(g["pg_desc"], g["ranks"]) for g in info["pg_config"]] == [(layout[:2], "[0, 1]"), ("default_pg", "[0, 1]")]
         spans = [e for e in doc["traceEvents"] if e["ph"] == "X"]
         assert all({"name", "cat", "ts", "dur", "pid", "tid"} <= e.keys() for e in spans)
+        for key in {(e["pid"], e["tid"]) for e in spans}:
+            assert_nested([e for e in spans if (e["pid"], e["tid"]) == key])
+        comm = [e for e in spans if "Collective name" in e["args"]]
+        assert comm and all(e["args"]["Process Group Description"] == layout[:2] for e in comm)
         steps = sorted(int(m.group(1)) for e in spans if (m := re.fullmatch(r"ProfilerStep#(\d+)", e["name"])))
         iterations.add(tuple(steps))
-    assert iterations == {(0, 1, 2, 3)}
+    assert iterations == {(0, 1, 2)}
     merged = json.loads((d / "merged" / "merged.json").read_text())
-    assert {e["pid"] for e in merged["traceEvents"] if e["ph"] == "X"} == {0, 1, 2, 3}
+    assert {e["pid"] for e in merged["traceEvents"] if e["ph"] == "X"} == {0, 1}
 
 
 @pytest.mark.parametrize("run", list(RUNS))
@@ -162,7 +196,8 @@ def test_a_planted_straggler_is_named(tmp_path):
 def test_analyze_without_traces_is_one_line(tmp_path):
     r = run_trainscope(["analyze", tmp_path])
     assert r.rc == 2
-    assert r.error_lines() == [f"trainscope: error: {tmp_path}: no rank-<r>.json trace files (write them with `trainscope train --trace {tmp_path}`)"]
+    assert r.error_lines() == [f"trainscope: error: {tmp_path}: no trace files: neither rank-<r>.json (`trainscope train --trace {tmp_path}`) "
+                               "nor PyTorch profiler traces (*.json)"]
 
 
 def test_the_report_gets_a_profile_section_from_the_traces(tmp_path):

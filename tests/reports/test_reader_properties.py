@@ -5,7 +5,7 @@ import json
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from reports.analyze import load_trace_docs
+from reports.trace_dir import load_trace_docs
 from reports.errors import InputError
 from reports.load import load_result
 from synthetic import make_doc, make_record
