@@ -15,7 +15,7 @@ from helpers import ROOT
 def test_every_readme_command_runs_as_shown():
     if not (ROOT / "build" / "trainscope").exists():
         pytest.skip("no build/trainscope (scripts/setup.sh builds it)")
-    if os.geteuid() != 0 or shutil.which("unshare") is None:
+    if os.geteuid() != 0 or shutil.which("unshare") is None or subprocess.run(["unshare", "--uts", "true"]).returncode != 0:
         pytest.skip("the README's outputs name the host vm: the check gives its runs that name in a UTS namespace (root)")
     r = subprocess.run(["/usr/bin/python3", str(ROOT / "scripts" / "readme_outputs.py"), "--check"], cwd=ROOT,
                        capture_output=True, text=True, timeout=3600)
