@@ -44,6 +44,7 @@ README = ROOT / "README.md"
 HOSTNAME = "vm"  # what the README's outputs show
 LINKED = ("build", "bench", "scripts", "tests", "reports", "docs")
 ELISION = "..."
+DROPPED = "\0dropped"  # the mark of a shown line --write removes (an event this run did not have)
 ERROR_PREFIX = "trainscope: error:"
 VERDICT_CODES = {0, 1, 3}  # compare: pass, regression, inconclusive (2 is bad input)
 TIMEOUT_S = 900
@@ -91,7 +92,10 @@ def parse(lines: list[str]) -> list[Block]:
             setup = "\n".join(lines[i + 1:end])
             i = end + 1
             continue
-        if line.strip() == "```" and i + 1 < len(lines) and lines[i + 1].startswith("$ "):
+        if line.startswith("```") and not (line.strip() == "```" and i + 1 < len(lines) and lines[i + 1].startswith("$ ")):
+            i = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```")) + 1  # a block of code, not run
+            continue
+        if line.startswith("```"):
             commands, i = [], i + 1
             while not lines[i].startswith("```"):
                 if lines[i].startswith("$ "):
@@ -137,7 +141,9 @@ def missing_program(text: str) -> str | None:
 def run(text: str, cwd: Path, env: dict[str, str]) -> tuple[int, list[str]]:
     r = subprocess.run(["bash", "-c", text], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        text=True, errors="replace", timeout=TIMEOUT_S)
-    return r.returncode, r.stdout.splitlines()
+    # this checkout's paths as a user in the repository sees them (the scratch directory links to them)
+    # and tabs as a terminal shows them
+    return r.returncode, [line.replace(f"{ROOT}/", "").expandtabs() for line in r.stdout.splitlines()]
 
 
 def label(line_shape: str) -> str:
@@ -154,30 +160,54 @@ def similar(want: str, got: str) -> bool:
 
 
 def match(shown: list[str], output: list[str]) -> list[tuple[int, bool] | None]:
-    """For each shown line, (the index of its line in output, whether only its label matched): the first line
-    after the previous match of the same shape (or nearly: MIN_SIMILARITY), else of the same label — an error
-    line needs its shape; None where there is none."""
+    """For each shown line, (the index of its line in output, whether only its label matched), in order: the first
+    line after the previous match of the same shape, else the most similar (at least MIN_SIMILARITY), else the first
+    unused one of the same label (an error line needs its shape); None where there is none. Lines matched by label
+    right after a `...` are then moved to just before the next line matched by shape, as an excerpt that skips to
+    the end of a list shows its last rows."""
     shapes = [shape(o) for o in output]
     found: list[tuple[int, bool] | None] = []
+    used: set[int] = set()
     start = 0
     for s in shown:
         if s.strip() == ELISION:
             found.append(None)
             continue
         want = shape(s)
-        at = next((j for j in range(start, len(output)) if similar(want, shapes[j])), None)
+        after = range(start, len(output))
+        at = next((j for j in after if shapes[j] == want), None)
+        if at is None:
+            best = max(((difflib.SequenceMatcher(None, want, shapes[j]).ratio(), -j) for j in after if similar(want, shapes[j])),
+                       default=None)
+            at = -best[1] if best else None
         loose = False
         if at is None and not s.startswith(ERROR_PREFIX) and label(want):
-            at = next((j for j in range(start, len(output)) if label(shapes[j]) == label(want)), None)
+            at = next((j for j in after if j not in used and label(shapes[j]) == label(want)), None)
             loose = at is not None
         found.append(None if at is None else (at, loose))
-        if at is not None and not loose:  # a line matched by its label alone may stand elsewhere in a run's output
-            start = at + 1
+        if at is not None:
+            used.add(at)
+            if not loose:  # a line matched by its label alone may stand elsewhere in a run's output
+                start = at + 1
+    i = 0
+    while i < len(shown):
+        run_end = i
+        while run_end < len(shown) and found[run_end] is not None and found[run_end][1]:
+            run_end += 1
+        if run_end > i and i > 0 and shown[i - 1].strip() == ELISION:
+            anchor = next((f[0] for f in found[run_end:] if f is not None and not f[1]), len(output))
+            tail = range(anchor - (run_end - i), anchor)
+            if tail.start >= 0 and all(label(shapes[j]) == label(shape(shown[k])) for k, j in zip(range(i, run_end), tail)):
+                for k, j in zip(range(i, run_end), tail):
+                    found[k] = (j, True)
+        i = max(run_end, i + 1)
     return found
 
 
 def refreshed(shown: str, fresh: str) -> str:
-    """The fresh line, cut as the README cut the shown one (a line with a cut inside it stays as written)."""
+    """The fresh line, cut as the README cut the shown one (a line with a cut inside it stays as written), without
+    trailing blanks."""
+    fresh = fresh.rstrip()
     if shown.endswith(ELISION) and ELISION not in shown[:-len(ELISION)]:
         return fresh[:len(shown) - len(ELISION)] + ELISION
     return shown if ELISION in shown else fresh
@@ -219,9 +249,14 @@ def check_command(lines: list[str], block: Block, n: int, rc: int, output: list[
     for k, found in zip(cmd.shown, match(shown, output)):
         if lines[k].strip() == ELISION:
             continue
+        event = bool(block.varies and re.search(block.varies, lines[k]))
+        if found is not None and found[1] and event:
+            found = None  # another event of the kind (a different ceiling re-measured) is not this one
         if found is None:
-            optional = lenient or (block.varies and re.search(block.varies, lines[k]))
-            (outcome.notes if optional else outcome.problems).append(f"README.md:{k + 1}: no such line any more: {lines[k]}")
+            gone = f"README.md:{k + 1}: no such line any more: {lines[k]}"
+            (outcome.notes if lenient or event else outcome.problems).append(gone)
+            if write and event:
+                lines[k] = DROPPED  # this run had no such event: its line goes
             continue
         at, loose = found
         if loose:
@@ -276,7 +311,7 @@ def main() -> int:
         else:
             shutil.rmtree(cwd, ignore_errors=True)
     if args.write:
-        README.write_text("\n".join(lines) + "\n")
+        README.write_text("\n".join(line for line in lines if line is not DROPPED) + "\n")
     for note in outcome.notes:
         print(f"readme: note: {note}", file=sys.stderr)
     for problem in outcome.problems:
