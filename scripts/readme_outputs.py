@@ -23,7 +23,8 @@ reports/ are links to this checkout), under the hostname the README shows (`vm`,
 with Open MPI allowed to run as root and oversubscribe (scripts/lib.sh). An HTML comment just before a block,
 `<!-- readme-setup` ... `-->`, holds shell lines run first and not shown (files a command reads);
 `<!-- readme-varies: REGEX -->` names the shown lines that report events a run may not have (a ceiling
-re-measured, a straggler): their absence is reported, not a failure. A command whose
+re-measured, a straggler): their absence is reported, not a failure; `<!-- readme-ranked: REGEX -->` the rows
+of a ranked list (compare's, worst first), matched by their place rather than by what they name. A command whose
 program is not installed here (nsys) is skipped, and said so.
 """
 import argparse
@@ -76,17 +77,20 @@ class Block:
     heading: str
     setup: str
     varies: str  # a regular expression: shown lines it matches report events a run may not have (a re-measured ceiling)
+    ranked: str  # a regular expression: shown lines it matches are rows of a ranked list (see match)
     commands: list[Command]
 
 
 def parse(lines: list[str]) -> list[Block]:
-    blocks, heading, setup, varies, i = [], "", "", "", 0
+    blocks, heading, setup, varies, ranked, i = [], "", "", "", "", 0
     while i < len(lines):
         line = lines[i]
         if line.startswith("#") and not line.startswith("#!"):
             heading = line.lstrip("#").strip()
         if line.startswith("<!-- readme-varies:"):
             varies = line[len("<!-- readme-varies:"):].rsplit("-->", 1)[0].strip()
+        if line.startswith("<!-- readme-ranked:"):
+            ranked = line[len("<!-- readme-ranked:"):].rsplit("-->", 1)[0].strip()
         if line.startswith("<!-- readme-setup"):
             end = next(j for j in range(i, len(lines)) if lines[j].rstrip().endswith("-->"))
             setup = "\n".join(lines[i + 1:end])
@@ -107,8 +111,8 @@ def parse(lines: list[str]) -> list[Block]:
                 elif commands:
                     commands[-1].shown.append(i)
                 i += 1
-            blocks.append(Block(heading, setup, varies, commands))
-            setup = varies = ""  # these comments belong to the block right after them
+            blocks.append(Block(heading, setup, varies, ranked, commands))
+            setup = varies = ranked = ""  # these comments belong to the block right after them
         i += 1
     return blocks
 
@@ -159,14 +163,18 @@ def similar(want: str, got: str) -> bool:
     return want == got or difflib.SequenceMatcher(None, want, got).ratio() >= MIN_SIMILARITY
 
 
-def match(shown: list[str], output: list[str]) -> list[tuple[int, bool] | None]:
-    """For each shown line, (the index of its line in output, whether only its label matched), in order: the first
-    line after the previous match of the same shape, else the most similar (at least MIN_SIMILARITY), else the first
-    unused one of the same label (an error line needs its shape); None where there is none. Lines matched by label
-    right after a `...` are then moved to just before the next line matched by shape, as an excerpt that skips to
-    the end of a list shows its last rows."""
+SHAPE, LABEL, RANK = "shape", "label", "rank"  # how a shown line found its fresh one
+
+
+def match(shown: list[str], output: list[str], ranked: str = "") -> list[tuple[int, str] | None]:
+    """For each shown line, (the index of its line in output, how it was found), in order: the first line after the
+    previous match of the same shape, else the most similar (at least MIN_SIMILARITY), else the first unused one of
+    the same label (an error line needs its shape); None where there is none. Rows of a ranked list (lines `ranked`
+    matches: compare's rows, worst first) take the next row of their label wherever they are: what stands first
+    is the point, not which record it is. Rows found by label right after a `...` are then moved to just before the
+    next line found by shape, as an excerpt that skips to the end of a list shows its last rows."""
     shapes = [shape(o) for o in output]
-    found: list[tuple[int, bool] | None] = []
+    found: list[tuple[int, str] | None] = []
     used: set[int] = set()
     start = 0
     for s in shown:
@@ -175,31 +183,34 @@ def match(shown: list[str], output: list[str]) -> list[tuple[int, bool] | None]:
             continue
         want = shape(s)
         after = range(start, len(output))
-        at = next((j for j in after if shapes[j] == want), None)
-        if at is None:
-            best = max(((difflib.SequenceMatcher(None, want, shapes[j]).ratio(), -j) for j in after if similar(want, shapes[j])),
-                       default=None)
-            at = -best[1] if best else None
-        loose = False
-        if at is None and not s.startswith(ERROR_PREFIX) and label(want):
-            at = next((j for j in after if j not in used and label(shapes[j]) == label(want)), None)
-            loose = at is not None
-        found.append(None if at is None else (at, loose))
+        by_label = next((j for j in after if j not in used and label(shapes[j]) == label(want)), None) if label(want) else None
+        at, how = None, SHAPE
+        if ranked and re.search(ranked, s):
+            at, how = by_label, RANK
+        else:
+            at = next((j for j in after if shapes[j] == want), None)
+            if at is None:
+                scored = ((difflib.SequenceMatcher(None, want, shapes[j]).ratio(), -j) for j in after if similar(want, shapes[j]))
+                best = max(scored, default=None)
+                at = -best[1] if best else None
+            if at is None and not s.startswith(ERROR_PREFIX):
+                at, how = by_label, LABEL
+        found.append(None if at is None else (at, how))
         if at is not None:
             used.add(at)
-            if not loose:  # a line matched by its label alone may stand elsewhere in a run's output
+            if how != LABEL:  # a line found by its label alone may stand elsewhere in a run's output
                 start = at + 1
     i = 0
     while i < len(shown):
         run_end = i
-        while run_end < len(shown) and found[run_end] is not None and found[run_end][1]:
+        while run_end < len(shown) and (f := found[run_end]) is not None and f[1] != SHAPE:
             run_end += 1
         if run_end > i and i > 0 and shown[i - 1].strip() == ELISION:
-            anchor = next((f[0] for f in found[run_end:] if f is not None and not f[1]), len(output))
+            anchor = next((f[0] for f in found[run_end:] if f is not None and f[1] == SHAPE), len(output))
             tail = range(anchor - (run_end - i), anchor)
             if tail.start >= 0 and all(label(shapes[j]) == label(shape(shown[k])) for k, j in zip(range(i, run_end), tail)):
                 for k, j in zip(range(i, run_end), tail):
-                    found[k] = (j, True)
+                    found[k] = (j, found[k][1])  # type: ignore[index]
         i = max(run_end, i + 1)
     return found
 
@@ -246,11 +257,11 @@ def check_command(lines: list[str], block: Block, n: int, rc: int, output: list[
         tail = " | ".join(output[-3:])
         outcome.problems.append(f"{where}: `{cmd.text}` exited {rc} ({'expected an error' if error else 'expected 0'}): {tail}")
         return
-    for k, found in zip(cmd.shown, match(shown, output)):
+    for k, found in zip(cmd.shown, match(shown, output, block.ranked)):
         if lines[k].strip() == ELISION:
             continue
         event = bool(block.varies and re.search(block.varies, lines[k]))
-        if found is not None and found[1] and event:
+        if found is not None and found[1] == LABEL and event:
             found = None  # another event of the kind (a different ceiling re-measured) is not this one
         if found is None:
             gone = f"README.md:{k + 1}: no such line any more: {lines[k]}"
@@ -258,8 +269,8 @@ def check_command(lines: list[str], block: Block, n: int, rc: int, output: list[
             if write and event:
                 lines[k] = DROPPED  # this run had no such event: its line goes
             continue
-        at, loose = found
-        if loose:
+        at, how = found
+        if how == LABEL:
             outcome.notes.append(f"README.md:{k + 1}: now reads: {output[at]}")
         if write:
             lines[k] = refreshed(lines[k], output[at])
