@@ -15,7 +15,14 @@ PYTHON_TOOLS = {"report", "compare", "analyze", "export", "import", "accept"}  #
 def readme_commands():
     commands = []
     lines = (ROOT / "README.md").read_text().splitlines()
+    hidden = False  # inside an HTML comment: a readme-setup block (scripts/readme_outputs.py runs those)
     for number, line in enumerate(lines, 1):
+        if line.startswith("<!--"):
+            hidden = not line.rstrip().endswith("-->")
+            continue
+        if hidden:
+            hidden = not line.rstrip().endswith("-->")
+            continue
         start = line.find("build/trainscope ")
         if start < 0 or line.lstrip().startswith(("#", "|")) or "`" in line:
             continue
