@@ -7,6 +7,7 @@ from collections import defaultdict
 from ..json_types import Block, Record
 from ..load import Result, collective_ops
 from ..plots import SPREAD, PlotSink, log2_size_axis, log_axis, new_figure, rate_spread, size_label
+from ..side_by_side import side_by_side
 
 SMALL = 64 * 1024  # the latency plot covers sizes up to here
 
@@ -27,22 +28,6 @@ def _series_name(key: SeriesKey, many_runs: bool) -> str:
     parts += [redop] if redop else []
     text = (f"{label}: " if many_runs else "") + " ".join(str(p) for p in parts)
     return text.replace("$", r"\$")  # matplotlib would read $...$ in a label as math
-
-
-def _side_by_side(labels: list[str], side: dict[tuple[str, str, bool], dict[str, float]]) -> Block:
-    first = labels[0]
-    rows = []
-    for (op, series, in_place), peaks in sorted(side.items()):
-        row = [op, series, "in-place" if in_place else "out-of-place"]
-        row += [f"{peaks[lab]:.2f}" if lab in peaks else "-" for lab in labels]
-        for lab in labels[1:]:
-            if lab in peaks and first in peaks and peaks[first] > 0:
-                row.append(f"{100 * (peaks[lab] / peaks[first] - 1):+.1f}%")
-            else:
-                row.append("-")
-        rows.append(row)
-    return {"kind": "table", "caption": f"Peak bus bandwidth (GB/s), the runs side by side, change against {first}",
-            "columns": ["op", "series", "placement"] + labels + [f"{lab} vs {first}" for lab in labels[1:]], "rows": rows}
 
 
 class CollectivesSection:
@@ -125,7 +110,11 @@ class CollectivesSection:
                        "columns": ["op", "series", "placement", "peak busbw (GB/s)", "at", "smallest-size time (us)", "size"],
                        "rows": peak_rows})
         if many:
-            blocks.append(_side_by_side([r.label for r in results], side))
+            table = side_by_side("Peak bus bandwidth (GB/s)", ["op", "series", "placement"], [r.label for r in results],
+                                 {(op, series, "in-place" if in_place else "out-of-place"): peaks
+                                  for (op, series, in_place), peaks in side.items()})
+            if table:
+                blocks.append(table)
         return blocks
 
 

@@ -9,6 +9,7 @@ from matplotlib.axes import Axes
 from ..json_types import Block, Record
 from ..load import Result
 from ..plots import SPREAD, PlotSink, error_bars, log_axis, new_figure, rate_spread
+from ..side_by_side import side_by_side
 from .telemetry import throttle_alert
 
 LEVELS = ("l1", "l2", "l3", "dram")
@@ -160,6 +161,14 @@ class KernelsSection:
                        "columns": ["op", "shape", "dims", "dtype", "backend", "time (us)", "GFLOP/s", "GB/s", "bound",
                                    "of ceiling", "clock (MHz)", "check"],
                        "rows": rows})
+        if many:
+            times: dict[tuple[str, ...], dict[str, float]] = {}
+            for r in results:
+                for x in r.records_of("kernel"):
+                    times.setdefault((x["op"], x["shape_name"], x["dtype"], x["backend"]), {})[r.label] = x["time_us"]["median"]
+            table = side_by_side("Median kernel time (us)", ["op", "shape", "dtype", "backend"], [r.label for r in results], times)
+            if table:
+                blocks.append(table)
         ceiling_rows = [_ceiling_row(r, c, many) for r in results for c in r.records_of("kernel_ceiling")]
         if ceiling_rows:
             blocks.append({"kind": "table",

@@ -8,6 +8,7 @@ from ..load import Result
 from ..memory import COLUMNS as MEMORY_COLUMNS, KINDS as MEMORY_KINDS, layout_name, memory_rows
 from ..mesh import axis_names, coordinate
 from ..plots import PlotSink, error_bars, legend_beside, new_figure
+from ..side_by_side import side_by_side
 from .kernels import CAUSES
 from .telemetry import throttle_alert
 
@@ -178,6 +179,24 @@ def _summary_table(runs: list[TrainRun], name: Namer) -> Block:
             "rows": rows}
 
 
+def _side_by_side(results: list[Result], runs: list[TrainRun]) -> list[Block]:
+    """Overlaid results: each training configuration's step time and throughput, a column per run."""
+    step: dict[tuple[str, ...], dict[str, float]] = {}
+    rate: dict[tuple[str, ...], dict[str, float]] = {}
+    for r, x in runs:
+        if not x.get("step_time_us"):
+            continue
+        key = (f"{x['model']} {x['preset']}", layout_name(x), x["backend"], x["precision"], x.get("step") or "-")
+        step.setdefault(key, {})[r.label] = x["step_time_us"]["median"] / 1e3
+        if x.get("throughput_per_s"):
+            rate.setdefault(key, {})[r.label] = x["throughput_per_s"]
+    columns = ["model", "layout", "backend", "precision", "step"]
+    labels = [r.label for r in results]
+    tables = [side_by_side("Median step time (ms)", columns, labels, step, digits=3),
+              side_by_side("Throughput (items/s)", columns, labels, rate, digits=1)]
+    return [t for t in tables if t]
+
+
 def _per_rank_table(parallel: list[TrainRun], name: Namer) -> Block:
     axes = axis_names([x for _, x in parallel])
     rows = []
@@ -239,6 +258,8 @@ class TrainingSection:
         if phases:
             blocks.append(phases)
         blocks.append(_summary_table(runs, name))
+        if many_results:
+            blocks.extend(_side_by_side(results, runs))
         blocks.extend(_memory_blocks(runs, name, plots))
         parallel = [(r, x) for r, x in runs if x.get("ranks")]
         if parallel:

@@ -189,3 +189,25 @@ def test_overlaid_runs_get_a_column_each_and_their_change(tmp_path):
     row = f"<td>all_reduce</td><td>mpi 2 ranks float32 sum</td><td>out-of-place</td><td>{peak[0]:.2f}</td><td>{peak[1]:.2f}</td>" \
           f"<td>{100 * (peak[1] / peak[0] - 1):+.1f}%</td>"
     assert row in html.replace("\n", ""), "the all_reduce row"
+
+
+def test_overlaid_training_and_kernels_get_a_column_per_run(write_doc, tmp_path):
+    """Overlaid runs, one table per fact (issue #22): a training configuration's median step time and throughput, and a
+    kernel's median time, a column per run and the second run's change against the first's; a configuration only one
+    run measured gets no row."""
+    from synthetic import make_kernel, make_train, stats
+    fast = make_kernel("gemm", "square", 0.1, 20.0, 0.2, 50.0)
+    slow = dict(fast, time_us=stats([fast["time_us"]["median"] * 1.25] * 3))
+    a = make_doc([make_train(), fast])
+    b = make_doc([make_train(step_time_us=stats([2500.0, 2500.0]), throughput_per_s=3200.0),
+                  make_train(preset="small"), slow])
+    out = tmp_path / "ab"
+    r = run_tool("report", write_doc("a.json", a), write_doc("b.json", b), "-o", out, "--label", "a", "--label", "b")
+    assert r.returncode == 0, r.stderr
+    html = (out / "index.html").read_text().replace("\n", "")
+    assert "<caption>Median step time (ms), the runs side by side, change against a</caption>" in html
+    assert "<td>mlp tiny</td><td>single</td><td>cuda</td><td>bfloat16</td><td>-</td><td>2.000</td><td>2.500</td><td>+25.0%</td>" in html
+    assert "<td>4000.0</td><td>3200.0</td><td>-20.0%</td>" in html
+    assert "<td>mlp small</td><td>single</td>" not in html  # measured by run b alone
+    us = fast["time_us"]["median"]
+    assert f"<td>gemm</td><td>square</td><td>float32</td><td>cpu</td><td>{us:.2f}</td><td>{1.25 * us:.2f}</td><td>+25.0%</td>" in html
