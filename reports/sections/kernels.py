@@ -166,7 +166,8 @@ class KernelsSection:
             for r in results:
                 for x in r.records_of("kernel"):
                     times.setdefault((x["op"], x["shape_name"], x["dtype"], x["backend"]), {})[r.label] = x["time_us"]["median"]
-            table = side_by_side("Median kernel time (us)", ["op", "shape", "dtype", "backend"], [r.label for r in results], times)
+            table = side_by_side("Median kernel time (us)", ["op", "shape", "dtype", "backend"], [r.label for r in results],
+                                 times)
             if table:
                 blocks.append(table)
         ceiling_rows = [_ceiling_row(r, c, many) for r in results for c in r.records_of("kernel_ceiling")]
