@@ -88,7 +88,7 @@ Subcommand exportSubcommand() {
 
 Subcommand importSubcommand() {
   return pythonTool("import",
-                    "Read nccl-tests (text or -J JSON) or OSU osu_allreduce output into a result document, for compare and "
+                    "Read nccl-tests (text or -J JSON) or OSU collective tests' output into a result document, for compare and "
                     "report: import FILE... [-o OUT.json] [--from nccl-tests|osu] [--label L] [--ranks N (OSU)]");
 }
 

@@ -87,7 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     x.add_argument("--format", required=True, choices=sorted(FORMATS), help="csv or openmetrics")
     x.add_argument("-o", "--output", help="write here (default: standard output)")
     x.add_argument("--label", action="append", help="a name per result, in order")
-    i = sub.add_parser("import", help="nccl-tests (text or -J JSON) or OSU osu_allreduce output as a result document, "
+    i = sub.add_parser("import", help="nccl-tests (text or -J JSON) or OSU collective tests' output as a result document, "
                        "for compare and report")
     i.add_argument("files", nargs="+", metavar="FILE", help="the tools' output files (several: one document)")
     i.add_argument("-o", "--output", help="write the result here (default: standard output)")

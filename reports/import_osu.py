@@ -4,10 +4,15 @@ from 7.0 on; print_only_header and print_stats: '# Size' and 'Avg Latency(us)', 
 iterations columns, with -c a Validation column); the samples in tests/reports/data/import are written in it.
 
 OSU's Avg Latency is the mean iteration time of each rank, averaged over the ranks, measured with
-MPI_Wtime; its size is the buffer in bytes, trainscope's bytes of an all_reduce. Its output does not say
-how many ranks ran: --ranks gives it. Only osu_allreduce is read: the point-to-point tests (osu_latency,
-osu_bw) become link records, which need the hosts and the link's type that OSU's output does not give.
+MPI_Wtime. Its size is what each call passes per process (c/mpi/collective/blocking/osu_<op>.c): the whole
+buffer for allreduce, reduce and bcast, which is trainscope's (nccl-tests') bytes; one rank's block for
+allgather, alltoall, gather and scatter, where trainscope's bytes are the whole receive (or send) buffer, so
+size x ranks. Its output does not say how many ranks ran: --ranks gives it. Not read: reduce_scatter (OSU
+splits its size over the ranks unevenly where it does not divide, which no trainscope record is), and the
+point-to-point tests (osu_latency, osu_bw), which would be link records, needing the hosts and the link's
+type that OSU's output does not give.
 """
+from dataclasses import dataclass
 import re
 
 from .import_records import Row, Tool, Where, bus_factor, collective_record, integer, number, source
@@ -15,8 +20,25 @@ from .json_types import Record
 
 TITLE = re.compile(r"^#\s*OSU MPI(?:-[A-Z ]+)?\s+(.+?)\s+Test(?:\s+v(\S+))?\s*$")
 DATATYPE = re.compile(r"^#\s*Datatype:\s*(\S+?)\.?\s*$")
-# Title -> (OSU program, trainscope op) of the benchmarks read.
-BENCHMARKS = {"Allreduce Latency": ("osu_allreduce", "all_reduce")}
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    program: str
+    op: str
+    per_rank: bool  # OSU's size is one rank's block: trainscope's bytes are size x ranks
+    redop: str | None = None  # OSU reduces with MPI_SUM
+    root: int | None = None  # the rooted ones use rank 0
+
+
+# Title (after "OSU MPI[-CUDA ...]") -> the benchmark it names.
+BENCHMARKS = {"Allreduce Latency": Benchmark("osu_allreduce", "all_reduce", False, redop="sum"),
+              "Reduce Latency": Benchmark("osu_reduce", "reduce", False, redop="sum", root=0),
+              "Broadcast Latency": Benchmark("osu_bcast", "broadcast", False, root=0),
+              "Allgather Latency": Benchmark("osu_allgather", "all_gather", True),
+              "All-to-All Personalized Exchange Latency": Benchmark("osu_alltoall", "alltoall", True),
+              "Gather Latency": Benchmark("osu_gather", "gather", True, root=0),
+              "Scatter Latency": Benchmark("osu_scatter", "scatter", True, root=0)}
 # MPI datatype name -> (trainscope dtype, bytes); OMB before 7.0 print no Datatype line and reduce MPI_FLOAT.
 DTYPES = {"MPI_CHAR": ("int8", 1), "MPI_SIGNED_CHAR": ("int8", 1), "MPI_INT": ("int32", 4), "MPI_FLOAT": ("float32", 4)}
 DEFAULT_DTYPE = "MPI_FLOAT"
@@ -42,8 +64,9 @@ def _columns(header: str, where: Where) -> list[str]:
 
 
 def parse(text: str, path: str, ranks: int | None) -> tuple[list[Record], str | None, str]:
-    """The records of an osu_allreduce output, its OMB version and its program's name."""
-    benchmark = op = version = None
+    """The records of an OSU collective's output, its OMB version and its program's name."""
+    bench: Benchmark | None = None
+    version = None
     dtype = DEFAULT_DTYPE
     columns: list[str] = []
     records: list[Record] = []
@@ -53,40 +76,40 @@ def parse(text: str, path: str, ranks: int | None) -> tuple[list[Record], str | 
         if not s:
             continue
         if m := TITLE.match(s):
-            if benchmark:
+            if bench:
                 where.fail("a second OSU run in one file: import each run's output on its own")
             title, version = m.group(1), m.group(2)
             if title not in BENCHMARKS:
-                where.fail(f"OSU's {title} test is not imported (only {', '.join(b for b, _ in BENCHMARKS.values())}; "
+                where.fail(f"OSU's {title} test is not imported (only {', '.join(b.program for b in BENCHMARKS.values())}; "
                            "point-to-point results need hosts and link types that OSU's output does not give)")
-            benchmark, op = BENCHMARKS[title]
+            bench = BENCHMARKS[title]
         elif m := DATATYPE.match(s):
             dtype = m.group(1)
             if dtype not in DTYPES:
                 where.fail(f"datatype {dtype} has no trainscope dtype (known: {', '.join(DTYPES)})")
         elif s.startswith("# Size"):
-            if not benchmark:
+            if not bench:
                 where.fail("a '# Size' table before the '# OSU MPI ... Test' title line")
             columns = _columns(s, where)
         elif s.startswith("#"):
             continue  # OMB's other remarks (buffer placement, ...)
         elif columns:
-            assert op is not None and benchmark is not None
-            records.append(_record(s.split(), columns, where, op, benchmark, version, dtype, ranks))
-        elif benchmark:
+            assert bench is not None
+            records.append(_record(s.split(), columns, where, bench, version, dtype, ranks))
+        elif bench:
             where.fail("a row before the '# Size ...' header line")
     where = Where(path)
-    if not benchmark:
+    if not bench:
         where.fail("no '# OSU MPI ... Test' title line: not OSU output")
     if not columns:
         where.fail("no '# Size  Avg Latency(us)' header line")
     if not records:
         where.fail("the table has no rows")
-    assert benchmark is not None
-    return records, version, benchmark
+    assert bench is not None
+    return records, version, bench.program
 
 
-def _record(cells: list[str], columns: list[str], where: Where, op: str, benchmark: str, version: str | None, dtype: str,
+def _record(cells: list[str], columns: list[str], where: Where, bench: Benchmark, version: str | None, dtype: str,
             ranks: int | None) -> Record:
     if len(cells) != 1 + len(columns):
         where.fail(f"a row of {len(cells)} cells, expected {1 + len(columns)} (Size, {', '.join(columns)})")
@@ -110,8 +133,10 @@ def _record(cells: list[str], columns: list[str], where: Where, op: str, benchma
         if values[VALIDATION] not in VALIDATION_STATUS:
             where.fail(f"{VALIDATION} {values[VALIDATION]!r} is not Pass or Fail")
         wrong = VALIDATION_STATUS[values[VALIDATION]]
-    factor = bus_factor(op, ranks)
-    algbw = size / (t * 1e-6) / 1e9
-    row = Row(op, "mpi", name, "sum", None, ranks, ranks, size, size // width, False, iters, t, algbw, algbw * factor, factor,
-              wrong)
-    return collective_record(row, source(Tool.OSU, version, benchmark, where))
+    nbytes = size * ranks if bench.per_rank else size
+    factor = bus_factor(bench.op, ranks)
+    algbw = nbytes / (t * 1e-6) / 1e9
+    # count as trainscope's records (and nccl-tests) give it: elements per call and rank, one rank's block where it has one
+    row = Row(bench.op, "mpi", name, bench.redop, bench.root, ranks, ranks, nbytes, size // width, False, iters, t, algbw,
+              algbw * factor, factor, wrong)
+    return collective_record(row, source(Tool.OSU, version, bench.program, where))

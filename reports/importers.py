@@ -1,4 +1,4 @@
-"""`trainscope import`: other tools' output (nccl-tests text and JSON, OSU's osu_allreduce) as one result
+"""`trainscope import`: other tools' output (nccl-tests text and JSON, OSU's collective tests) as one result
 document (schema/result-v1.schema.json), so that compare and report put a team's existing numbers beside
 trainscope's. Each record carries a `source` (tool, program, file, line); its one value per size is its one
 sample (import_records.py). The format is told from the text, or forced with --from.

@@ -92,6 +92,30 @@ def test_osu_allreduce_imports_its_table_with_the_ranks_given(tmp_path):
         assert r["source"]["tool"] == "osu" and r["source"]["version"] == "7.4"
 
 
+OSU_ALLGATHER = DATA / "osu_allgather.txt"
+OSU_SHORT_ROW = re.compile(r"^(\d+)\s+([\d.]+)$")
+
+
+def test_osu_allgather_sizes_are_one_ranks_block(tmp_path, write_doc):
+    """osu_allgather's size is what each rank sends (OMB's MPI_Allgather(sendbuf, size, ...)): trainscope's bytes are the
+    whole receive buffer, size x ranks, and its count one rank's elements, so the record meets trainscope's own
+    all_gather of the same buffer; OMB's default loop counts (1000, 100 above 8 KiB) stand where -f did not print them."""
+    doc, path = imported(tmp_path, OSU_ALLGATHER, "--ranks", 2)
+    rows = [m for line in OSU_ALLGATHER.read_text().splitlines() if (m := OSU_SHORT_ROW.match(line))]
+    recs = by_place(doc)
+    assert len(rows) == len(recs) == 21
+    for m in rows:
+        size, avg = int(m[1]), float(m[2])
+        r = recs[(2 * size, False)]
+        assert (r["op"], r["dtype"], r["count"], r["redop"], r["root"], r["iters"]) == ("all_gather", "int8", size, None, None,
+                                                                                       1000 if size <= 8192 else 100)
+        assert r["algbw_gbps"] == pytest.approx(2 * size / avg / 1e3) and r["busbw_gbps"] == pytest.approx(r["algbw_gbps"] / 2)
+        assert r["source"]["benchmark"] == "osu_allgather"
+    ours = load_result(write_doc("ours.json", make_doc([make_record(op="all_gather", nbytes=2048, dtype="int8")])))
+    cmp = compare(load_result(path), ours, Policy())
+    assert [r.identity.split(" [")[0] for r in cmp.rows] == ["all_gather mpi int8 2048 B 2 ranks out-of-place"]
+
+
 def trainscope_nccl_result(sizes):
     """trainscope's own records of the sample's op and placement (collectives --backend nccl on 4 ranks)."""
     recs = []
@@ -172,13 +196,15 @@ def hostile_cases(tmp_path):
         "osu as nccl-tests": (OSU_ALLREDUCE.read_text(), ["--from", "nccl-tests"], "no '# nThread"),
         "nccl-tests as osu": (text, ["--from", "osu", "--ranks", "4"], "not OSU output"),
         "osu bad row": (OSU_ALLREDUCE.read_text().replace("1.65", "1.6.5"), ["--ranks", "2"], "line 6: Avg Latency(us) '1.6.5'"),
+        "osu reduce_scatter": (OSU_ALLGATHER.read_text().replace("Allgather", "Reduce_scatter"), ["--ranks", "2"],
+                               "line 2: OSU's Reduce_scatter Latency test is not imported"),
     }
     return cases
 
 
 @pytest.mark.parametrize("case", ["empty", "other tool", "trainscope result", "short row", "nan time", "inf algbw", "no header",
                                   "busbw off", "json nan", "osu without ranks", "osu bw", "osu as nccl-tests",
-                                  "nccl-tests as osu", "osu bad row"])
+                                  "nccl-tests as osu", "osu bad row", "osu reduce_scatter"])
 def test_bad_input_is_one_line_naming_the_file_and_exit_2(tmp_path, capsys, case):
     text, extra, expected = hostile_cases(tmp_path)[case]
     f = tmp_path / "input.txt"
