@@ -6,7 +6,7 @@ import pytest
 
 from helpers import run_trainscope
 
-SUBCOMMANDS = "env, links, collectives, kernels, train, checkpoint, scale, suite, report, compare, analyze, export, accept"
+SUBCOMMANDS = "env, links, collectives, kernels, train, checkpoint, scale, suite, report, compare, analyze, export, import, accept"
 
 
 @pytest.mark.parametrize("args,line", [
