@@ -90,3 +90,24 @@ def test_measured_figures_carry_their_spread(write_doc):
     ax = sink.figures["links_host_memory"].axes[0]
     bw = link["bandwidth_gbps"]
     assert drawn_bars(ax) == [pytest.approx((bw / 2, bw * 2))]
+
+
+def test_legends_stay_off_the_axis_label_and_the_plot(write_doc):
+    """A legend placed under the axes at a fixed offset sat on the x label once three runs stacked their bars
+    (issue #22: "a legend overlaps an axis label"): the phase plot's legend now stands beside the axes, clear of
+    both the label and the plotting area."""
+    from reports.load import load_result
+    from reports.sections.training import SECTION as TRAINING
+    from synthetic import make_doc, make_train
+
+    from synthetic import stats
+    phases = {p: stats([100.0 * (i + 1)] * 3) for i, p in enumerate(("data", "forward", "backward", "sync", "optimizer"))}
+    runs = [make_train(preset=preset, phases_us=phases) for preset in ("tiny", "small", "base")]
+    sink = FigureSink()
+    TRAINING.build([load_result(write_doc("t.json", make_doc(runs)))], sink)
+    fig = sink.figures["training_phases"]
+    fig.canvas.draw()
+    (ax,) = [a for a in fig.axes if a.get_legend()]
+    legend = ax.get_legend().get_window_extent()
+    assert not legend.overlaps(ax.xaxis.label.get_window_extent())
+    assert not legend.overlaps(ax.get_window_extent())
