@@ -10,12 +10,12 @@ def _gib(b: int | None) -> str:
     return "-" if b is None else f"{b / 2**30:.1f} GiB"  # None: not known (an imported result)
 
 
-def _gpu_blocks(r: Result, h: JsonObject) -> list[Block]:
+def _gpu_blocks(h: JsonObject) -> list[Block]:
     """A host's GPUs and the links between them; none for a host without GPUs."""
     gpus = h["gpus"]["devices"]
     if not gpus:
         return []
-    blocks: list[Block] = [{"kind": "table", "caption": f"GPUs of {h['hostname']} ({r.label})",
+    blocks: list[Block] = [{"kind": "table", "caption": f"GPUs of {h['hostname']}",
                             "columns": ["GPU", "name", "UUID", "PCI bus", "memory", "SMs", "CC", "SM MHz", "mem MHz"],
                             "rows": [[g["index"], g["name"], g["uuid"], g["pci_bus_id"], _gib(g["memory_bytes"]), g["sm_count"],
                                       g["compute_capability"], g["sm_clock_max_mhz"], g["mem_clock_max_mhz"]] for g in gpus]}]
@@ -31,7 +31,7 @@ def _gpu_blocks(r: Result, h: JsonObject) -> list[Block]:
     return blocks
 
 
-def _nic_blocks(r: Result, h: JsonObject) -> list[Block]:
+def _nic_blocks(h: JsonObject) -> list[Block]:
     nics = h["nics"]
     rows = [[n["device"], n["port"], n["link_layer"], n["state"], n["rate_gbps"] if n["rate_gbps"] is not None else "-"]
             for n in nics["rdma"]]
@@ -39,25 +39,21 @@ def _nic_blocks(r: Result, h: JsonObject) -> list[Block]:
              for n in nics["net"]]
     if not rows:
         return []
-    return [{"kind": "table", "caption": f"NICs of {h['hostname']} ({r.label})",
+    return [{"kind": "table", "caption": f"NICs of {h['hostname']}",
              "columns": ["device", "port", "link", "state", "rate (Gb/s)"], "rows": rows}]
 
 
 def _folded(labelled: list[tuple[str, Block]]) -> list[Block]:
-    """A host's GPU and NIC tables once for all the runs that saw the same table (overlaid runs of one machine
-    showed it once per run), the runs named in the caption."""
+    """A host's GPU and NIC blocks once for all the runs that saw the same (overlaid runs of one machine showed
+    them once per run), the runs named after the block's caption (a table) or text (a GPU link matrix unavailable)."""
     groups: dict[str, tuple[Block, list[str]]] = {}
     for label, b in labelled:
-        suffix = f" ({label})"
-        base = b["caption"][:-len(suffix)] if b["caption"].endswith(suffix) else b["caption"]
-        key = json.dumps([base, b.get("columns"), b.get("rows")], default=str)
-        if key not in groups:
-            groups[key] = (dict(b, caption=base), [])
-        groups[key][1].append(label)
+        groups.setdefault(json.dumps(b, sort_keys=True, default=str), (b, []))[1].append(label)
     out: list[Block] = []
     for b, labels in groups.values():
         runs = labels[0] if len(labels) == 1 else f"the same for {len(labels)} runs: {', '.join(labels)}"
-        out.append(dict(b, caption=f"{b['caption']} ({runs})"))
+        field = "caption" if "caption" in b else "text"
+        out.append(dict(b, **{field: f"{b[field]} ({runs})"}))
     return out
 
 
@@ -96,7 +92,7 @@ class SystemSection:
         blocks.append({"kind": "table", "caption": "Runs", "rows": runs,
                        "columns": ["run", "command", "started", "processes", "hosts", "bootstrap", "layouts", "trainscope",
                                    "commit"]})
-        blocks += _folded([(r.label, b) for r in results for h in r.run["hosts"] for b in _gpu_blocks(r, h) + _nic_blocks(r, h)])
+        blocks += _folded([(r.label, b) for r in results for h in r.run["hosts"] for b in _gpu_blocks(h) + _nic_blocks(h)])
         env_rows = [[r.label, k, v] for r in results for k, v in sorted(r.run["environment"].items())]
         if env_rows:
             blocks.append({"kind": "table", "caption": "Environment", "columns": ["run", "variable", "value"], "rows": env_rows})

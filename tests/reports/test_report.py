@@ -211,3 +211,18 @@ def test_overlaid_training_and_kernels_get_a_column_per_run(write_doc, tmp_path)
     assert "<td>mlp small</td><td>single</td>" not in html  # measured by run b alone
     us = fast["time_us"]["median"]
     assert f"<td>gemm</td><td>square</td><td>float32</td><td>cpu</td><td>{us:.2f}</td><td>{1.25 * us:.2f}</td><td>+25.0%</td>" in html
+
+
+def test_a_gpu_host_without_its_link_matrix_is_shown_once_per_host(write_doc, tmp_path):
+    """A GPU host whose link matrix NVML could not give: its GPUs and an "unavailable" line (the folding of overlaid
+    runs' identical host tables read every block's caption, and a text block has none: internal error)."""
+    doc = make_doc([make_record()])
+    gpu = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-0", "pci_bus_id": "0000:01:00.0", "memory_bytes": 80 << 30,
+           "sm_count": 132, "compute_capability": "9.0", "sm_clock_max_mhz": 1980, "mem_clock_max_mhz": 2619}
+    doc["run"]["hosts"][0]["gpus"] = {"available": True, "devices": [gpu], "links": {"reason": "NVML not loaded"}}
+    out = tmp_path / "gpu-host"
+    r = run_tool("report", write_doc("a.json", doc), write_doc("b.json", doc), "-o", out, "--label", "a", "--label", "b")
+    assert r.returncode == 0, r.stderr
+    html = (out / "index.html").read_text()
+    assert html.count("GPU links of node-a: unavailable (NVML not loaded) (the same for 2 runs: a, b)") == 1
+    assert html.count("<caption>GPUs of node-a (the same for 2 runs: a, b)</caption>") == 1
