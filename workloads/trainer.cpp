@@ -411,18 +411,15 @@ StepResult Trainer::step() {
     sq += tp_ ? tp_->sum(s) : s;
     return pipeline_ ? pipeline_->sumOverStages(sq, true) : sq;
   };
-  // The gradient norm's own sums and the clipping are the update's compute, timed with the optimizer; only
-  // their sums over the ranks are the sync's (on one process the sync column timed the norm alone).
+  // The gradient norm's own sums are the update's compute, timed with the optimizer (as the clipping is, inside
+  // its span); only their sums over the ranks are the sync's (on one process the sync column timed the norm alone).
   double normS = 0;
-  const auto since = [](std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
   auto sumOfSquares = [&] {
     const auto t0 = std::chrono::steady_clock::now();
-    double sliced = 0, replicated = 0;
+    double sliced = 0, replicated = 0;  // each sum a value on the host: its device work is done
     for (Param* p : params)
       (p->tpShard() ? sliced : replicated) += ops::sumOfSquares(*p->grad.device, p->grad.data, p->grad.numel());
-    normS += since(t0);
+    normS += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return global(sliced, replicated);
   };
   r.lr = options_.schedule.at(r.step);
@@ -435,15 +432,12 @@ StepResult Trainer::step() {
     // Global, so every rank stops alike; before the update, so the weights of the steps kept stay finite.
     if (!std::isfinite(r.gradNorm))
       throw Error(fmt::format("step {}: the gradient norm is {} (diverged; lower --lr)", r.step, r.gradNorm));
-    if (options_.clipNorm > 0 && r.gradNorm > options_.clipNorm) {
-      const auto t0 = std::chrono::steady_clock::now();
-      const float s = static_cast<float>(options_.clipNorm / r.gradNorm);
-      for (Param* p : params) ops::scale(*p->grad.device, p->grad.data, s, p->grad.numel());
-      device_->synchronize();
-      normS += since(t0);
-    }
     r.syncS += syncSpan.close() - normS;
     trace::Span optimizerSpan("optimizer", "compute");
+    if (options_.clipNorm > 0 && r.gradNorm > options_.clipNorm) {  // done on the device by the synchronize below
+      const float s = static_cast<float>(options_.clipNorm / r.gradNorm);
+      for (Param* p : params) ops::scale(*p->grad.device, p->grad.data, s, p->grad.numel());
+    }
     // Adam's bias correction counts the updates made, not the steps (a skipped step made none).
     optimizer_->step(r.lr, static_cast<int>(r.step + 1 - (scaler_ ? scaler_->skippedSteps() : 0)));
     device_->synchronize();
@@ -479,7 +473,6 @@ StepResult Trainer::step() {
 StepResult Trainer::serveStep(StepResult& r, trace::Span& stepSpan) {
   trace::Span sync("sync", "phase");
   asyncPs_->serve(r.step);
-  r.served = true;
   r.lr = options_.schedule.at(r.step);
   ++nextStep_;
   if (done()) asyncPs_->finish();

@@ -96,9 +96,8 @@ struct StepResult {
   StepComm comm;             // the step's collectives: in flight (communication) and waited for (exposed)
   double checkpointS = 0;    // writing a checkpoint after the step: not part of totalS (the step's time)
   // --sync ps-async: how many updates behind the oldest parameter shard this step used was (-1: not a
-  // ps-async worker's step), and whether the step was a dedicated server's (serving, no batch of its own).
+  // ps-async worker's step).
   int staleness = -1;
-  bool served = false;
 };
 
 // What checkpointing cost the run: the training's stall per save, the writes (every rank's, per save the

@@ -39,8 +39,8 @@ std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) {
 namespace {
 
 // An MPI nonblocking collective; `finish` runs once it completes (the root's copy of an out-of-place
-// broadcast). Waiting polls MPI_Test, sleeping between polls once the op is not quick, so a rank that
-// waits does not take a core from a peer on an oversubscribed host.
+// broadcast). Waiting polls MPI_Test, yielding between polls and sleeping only once the wait is long, so a
+// rank that waits does not take a core from a peer on an oversubscribed host.
 class MpiPending final : public PendingCollective {
  public:
   MpiPending(std::string_view what, std::size_t bytes, int rank) : what_(what), bytes_(bytes), rank_(rank) {}
@@ -68,9 +68,10 @@ class MpiPending final : public PendingCollective {
     for (int polls = 0; !test(); ++polls) {
       const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       // A nonblocking collective advances only inside MPI calls: Open MPI's Ireduce and Ibcast of a few MiB
-      // are schedules of many rounds, one per test, so sleeping 20 us between polls made a 4.6 MiB reduce +
-      // broadcast take 67 ms instead of 1 (the parameter server, issue #21). Yield instead (a peer waiting
-      // for a core gets it), and sleep only in waits long enough that the peers are plainly elsewhere.
+      // are schedules of many rounds, one per test, so sleeping 20 us between polls stretched a parameter
+      // server's reduce + broadcast many times over (issue #21: sync ps, mlp small, dp 2, 72 -> 4.9 ms per step
+      // in the train records before and after). Yield instead (a peer waiting for a core gets it), and sleep
+      // only in waits long enough that the peers are plainly elsewhere.
       if (polls > 64) {
         if (waited < 0.05)
           std::this_thread::yield();

@@ -186,13 +186,14 @@ void AsyncPsSync::pumpServer() {
     for (int w = 0; w < workers_; ++w) {
       if (w == rank_) continue;
       Peer& out = *valuesOut_[static_cast<std::size_t>(w)];
-      const double t0 = now();
-      while (!out.done()) {
-        if (timeoutS_ > 0 && now() - t0 > timeoutS_)
-          throw Error(fmt::format("--sync ps-async: server {} waited {:.0f} s to hand worker {} version {}", served_shard_,
-                                  timeoutS_, w, served_ - 1));
-        if (worker_) pumpWorker();  // a serving worker takes its own versions meanwhile
-      }
+      spinUntil([&] { return out.done(); },
+                [&] {
+                  if (worker_) pumpWorker();  // a serving worker takes its own versions meanwhile (never pumpServer: re-entry)
+                },
+                [&] {
+                  return fmt::format("--sync ps-async: server {} waited {:.0f} s to hand worker {} version {}", served_shard_,
+                                     timeoutS_, w, served_ - 1);
+                });
       packValues(out.buf.data);
       out.op = comm_.startSend(0, out.buf.data, out.buf.numel(), DType::kFloat32, w, kValuesTag);
     }
@@ -204,18 +205,21 @@ void AsyncPsSync::pump() {
   if (worker_) pumpWorker();
 }
 
-void AsyncPsSync::pumpUntil(const std::function<bool()>& done, const char* what) {
+double AsyncPsSync::spinUntil(const std::function<bool()>& done, const std::function<void()>& progress,
+                              const std::function<std::string()>& timedOut) const {
   const double t0 = now();
   for (int spins = 0;; ++spins) {
-    pump();
-    if (done()) {
-      waitedS_ += now() - t0;
-      return;
-    }
-    if (timeoutS_ > 0 && now() - t0 > timeoutS_)
-      throw Error(fmt::format("--sync ps-async: rank {} waited {:.0f} s for {}", rank_, timeoutS_, what));
+    progress();
+    if (done()) return now() - t0;
+    if (timeoutS_ > 0 && now() - t0 > timeoutS_) throw Error(timedOut());
     if (spins > 64) std::this_thread::yield();  // MPI progresses inside test(); give the other ranks the cores
   }
+}
+
+void AsyncPsSync::pumpUntil(const std::function<bool()>& done, const char* what) {
+  waitedS_ += spinUntil(
+      done, [this] { pump(); },
+      [&] { return fmt::format("--sync ps-async: rank {} waited {:.0f} s for {}", rank_, timeoutS_, what); });
 }
 
 int AsyncPsSync::beginStep(std::int64_t c) {

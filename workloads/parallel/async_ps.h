@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "workloads/parallel/buckets.h"
@@ -74,6 +75,10 @@ class AsyncPsSync final : public GradientSync {
   void pumpServer();
   // Pumps until done() holds, or throws an Error naming what was awaited after the timeout.
   void pumpUntil(const std::function<bool()>& done, const char* what);
+  // The one wait loop: `progress` between tests of `done` (MPI advances inside them), the core yielded after the
+  // first spins, `timedOut()`'s message thrown past the timeout. Returns the seconds it waited.
+  double spinUntil(const std::function<bool()>& done, const std::function<void()>& progress,
+                   const std::function<std::string()>& timedOut) const;
   int serverRank(int shard) const { return dedicated_ ? workers_ + shard : shard; }
   void packGradients(int shard, float* out) const;
   void unpackValues(int shard, const float* in);
