@@ -8,7 +8,6 @@
 # With TS_BUILD_GIVEN=1 the programs in TS_BUILD (default build/) are used as they are, without setup.sh.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-# TS_BUILD set: the build there as it is (tests); else setup.sh builds build/ first.
 if [[ -z "${TS_BUILD_GIVEN:-}" ]]; then "$TS_ROOT/scripts/setup.sh" >/dev/null; fi
 ts_mpi_env
 NP="${1:-2}"
@@ -42,6 +41,8 @@ print("| size (B) | hand-timed MPI loop (us) | trainscope (us) | overhead |")
 print("|---:|---:|---:|---:|")
 worst = 0.0
 for b in sorted(ref):
+    if b not in ts:
+        sys.exit(f"bench-collectives: error: trainscope has no all_reduce record of {b} B (the reference loop has)")
     r, t = statistics.median(ref[b]), statistics.median(ts[b])
     over = (t - r) / r * 100
     if b >= 1 << 20:

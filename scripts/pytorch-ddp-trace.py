@@ -11,10 +11,14 @@ import os
 import sys
 import tempfile
 
-import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
-from torch.profiler import ProfilerActivity, profile, schedule
+try:
+    import torch
+    import torch.distributed as dist
+    import torch.multiprocessing as mp
+    from torch.profiler import ProfilerActivity, profile, schedule
+except ImportError:
+    sys.exit("pytorch-ddp-trace: error: PyTorch is not installed for this python3 (Debian: apt-get install python3-torch; "
+             "run it with /usr/bin/python3)")
 
 from pytorch_mirror import MLP_INPUT, MLP_PRESETS, OPTIMIZER_DEFAULTS, build_mlp  # beside this script
 

@@ -44,7 +44,10 @@ def main() -> int:
     p.add_argument("report", type=Path, help="a report directory (its index.html)")
     p.add_argument("out", type=Path, help="the directory to write <section>.png into")
     args = p.parse_args()
-    html = (args.report / "index.html").read_text()
+    try:
+        html = (args.report / "index.html").read_text()
+    except OSError as e:
+        sys.exit(f"report_screenshots: error: {args.report}/index.html: {e.strerror}")
     sections = re.findall(r'<section id="([\w-]+)">', html)
     if not sections:
         sys.exit(f"report_screenshots: error: {args.report}/index.html has no sections")
@@ -56,8 +59,15 @@ def main() -> int:
             page = Path(tmp) / f"{key}.html"
             page.write_text(html.replace("</head>", f"<style>{hide}</style></head>", 1))
             png = args.out / f"{key}.png"
-            subprocess.run([browser, *FLAGS, f"--user-data-dir={Path(tmp) / 'profile'}", f"--window-size={WIDTH},{HEIGHT}",
-                            f"--screenshot={png}", page.as_uri()], check=True, capture_output=True, timeout=180)
+            try:
+                r = subprocess.run([browser, *FLAGS, f"--user-data-dir={Path(tmp) / 'profile'}",
+                                    f"--window-size={WIDTH},{HEIGHT}", f"--screenshot={png}", page.as_uri()],
+                                   capture_output=True, text=True, timeout=180)
+            except subprocess.TimeoutExpired:
+                sys.exit(f"report_screenshots: error: Chromium took over 180 s on section {key}")
+            if r.returncode != 0 or not png.exists():
+                last = (r.stderr.strip().splitlines() or ["no message"])[-1]
+                sys.exit(f"report_screenshots: error: Chromium failed on section {key} (exit {r.returncode}): {last}")
             crop(png)
             print(f"report_screenshots: {png}", file=sys.stderr)
     return 0
