@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import WHOLE_BUFFER, base_env, bus_factor, measurements, read_jsonl, run_trainscope, trainscope_path
+from helpers import ROOT, WHOLE_BUFFER, base_env, bus_factor, measurements, read_jsonl, run_trainscope, trainscope_path
 
 OPS = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "gather", "scatter", "sendrecv"]
 REDUCING = {"all_reduce", "reduce_scatter", "reduce"}
@@ -247,11 +247,12 @@ def test_the_readme_benchmark_against_a_hand_timed_mpi_loop_runs(tmp_path):
     build = Path(trainscope_path()).parent
     if not shutil.which("mpirun") or not (build / "mpi_allreduce_reference").exists():
         pytest.skip("mpirun or the reference MPI loop (built with MPI) is missing")
-    r = subprocess.run([str(Path(__file__).resolve().parents[2] / "scripts" / "bench-collectives.sh"), "2", "1", "4096", "3"],
+    r = subprocess.run([str(ROOT / "scripts" / "bench-collectives.sh"), "2", "1", "4096", "3"],
                        capture_output=True, text=True, timeout=300,
                        env=base_env({"TS_BUILD": str(build), "TS_BUILD_GIVEN": "1"}))
     assert r.returncode == 0, r.stderr
     rows = [line for line in r.stdout.splitlines() if line.startswith("| ") and line[2].isdigit()]
     assert [int(row.split("|")[1]) for row in rows] == [8 << k for k in range(10)], r.stdout
-    assert "within the 5% target" in r.stdout
-
+    # The summary line is printed; its verdict is timing (no size here reaches 1 MiB, on purpose: a benchmark's
+    # figures decide nothing in a test).
+    assert "largest overhead at 1 MiB and above:" in r.stdout

@@ -51,6 +51,11 @@ def make_fleet_doc(records, ranks_by_host, suite=None):
     return doc
 
 
+def span(name, cat, a, b, tid=0, **args):
+    """A complete trace event ("X") on process 0 from a to b (microseconds), its args given as keywords."""
+    return {"ph": "X", "name": name, "cat": cat, "ts": a, "dur": b - a, "pid": 0, "tid": tid, "args": args}
+
+
 def stats(samples):
     s = sorted(samples)
     n = len(s)

@@ -30,8 +30,8 @@ def test_csv_has_a_row_per_record_whose_cells_read_back_to_its_fields(tmp_path):
     rows = list(csv.DictReader(io.StringIO(export(tmp_path, "csv"))))
     recs = records()
     assert len(rows) == len(recs) and {r["kind"] for r in recs} >= {"collective", "telemetry"}
-    for row, rec in zip(rows, recs, strict=True):
-        assert row["result"] == str(RESULT) and row["record"] == str(recs.index(rec))
+    for i, (row, rec) in enumerate(zip(rows, recs, strict=True)):
+        assert row["result"] == str(RESULT) and row["record"] == str(i)
         for key, value in flatten(rec):
             cell = row[key]
             if value is None:

@@ -98,9 +98,8 @@ def test_legends_stay_off_the_axis_label_and_the_plot(write_doc):
     both the label and the plotting area."""
     from reports.load import load_result
     from reports.sections.training import SECTION as TRAINING
-    from synthetic import make_doc, make_train
+    from synthetic import make_doc, make_train, stats
 
-    from synthetic import stats
     phases = {p: stats([100.0 * (i + 1)] * 3) for i, p in enumerate(("data", "forward", "backward", "sync", "optimizer"))}
     runs = [make_train(preset=preset, phases_us=phases) for preset in ("tiny", "small", "base")]
     sink = FigureSink()

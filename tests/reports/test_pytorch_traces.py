@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT, python_with_torch
+from synthetic import span
 from reports.__main__ import main
 from reports.analyze import analyze, format_table
 from reports.trace_dir import load_trace_docs
@@ -79,9 +80,7 @@ def test_a_real_pytorch_ddp_job_on_gloo_is_analyzed(tmp_path):
 def test_a_trainscope_trace_and_a_pytorch_trace_side_by_side(tmp_path, capsys):
     ours = tmp_path / "ours"
     ours.mkdir()
-    x = lambda name, role, a, b, tid=0, **args: {"ph": "X", "name": name, "cat": role, "ts": a, "dur": b - a, "pid": 0, "tid": tid,
-                                                  "args": args}
-    events = [x("ProfilerStep#0", "step", 0, 1000, step=0), x("forward 0", "compute", 0, 600), x("all_reduce", "communication", 500, 900, 1)]
+    events = [span("ProfilerStep#0", "step", 0, 1000, step=0), span("forward 0", "compute", 0, 600), span("all_reduce", "communication", 500, 900, 1)]
     (ours / "rank-0.json").write_text(json.dumps({"traceEvents": events, "distributedInfo": {"rank": 0, "world_size": 1},
                                                   "trainscope": {"what": "train mlp tiny dp=1"}}))
     pt = tmp_path / "pt"

@@ -4,6 +4,7 @@ without its group's ranks, a format this version does not know) is refused in on
 import json
 
 import pytest
+from synthetic import span
 
 from reports.analyze import analyze
 from reports.errors import InputError
@@ -15,9 +16,8 @@ ALL_REDUCE = {"bytes": 4096, "group": "dp0", "ranks": 2, "Collective name": "all
 
 
 def spans():
-    x = lambda name, role, a, b, tid=0, **args: {"ph": "X", "name": name, "cat": role, "ts": a, "dur": b - a, "pid": 0, "tid": tid, "args": args}
-    return [x("ProfilerStep#0", "step", 0, 100, step=0), x("forward 0", "compute", 0, 60), x("data", "phase", 60, 70),
-            x("wait all_reduce", "wait", 80, 90, group="dp0"), x("all_reduce", "communication", 75, 95, 1, **ALL_REDUCE)]
+    return [span("ProfilerStep#0", "step", 0, 100, step=0), span("forward 0", "compute", 0, 60), span("data", "phase", 60, 70),
+            span("wait all_reduce", "wait", 80, 90, group="dp0"), span("all_reduce", "communication", 75, 95, 1, **ALL_REDUCE)]
 
 
 def v1(d):
