@@ -139,7 +139,8 @@ def judge(kind: str, metric: ids.Metric, bases: list[Record], cands: list[Record
 
     plain = ((cv / bv) ** sign - 1) if bv and cv else 0.0
     # An imported record (importers.py) is another tool's one average: a point value, whose change is shown but
-    # decides nothing, whatever --min-samples says — there is no spread to tell a change from noise.
+    # decides nothing, whatever --min-samples says — there is no spread to tell a change from noise. (The sample
+    # count below would stop it too, as "too few samples"; this says why, and holds at --min-samples 1.)
     imported = sorted({r["source"]["tool"] for r in bases + cands if r.get("source")})
     if imported:
         return row(Outcome.INCONCLUSIVE, f"summary only: {' and '.join(imported)} gave one average per size, no samples", plain)

@@ -63,7 +63,7 @@ def _columns(header: str, where: Where) -> list[str]:
     return columns
 
 
-def parse(text: str, path: str, ranks: int | None) -> tuple[list[Record], str | None, str]:
+def parse(text: str, path: str, ranks: int) -> tuple[list[Record], str | None, str]:
     """The records of an OSU collective's output, its OMB version and its program's name."""
     bench: Benchmark | None = None
     version = None
@@ -110,11 +110,9 @@ def parse(text: str, path: str, ranks: int | None) -> tuple[list[Record], str | 
 
 
 def _record(cells: list[str], columns: list[str], where: Where, bench: Benchmark, version: str | None, dtype: str,
-            ranks: int | None) -> Record:
+            ranks: int) -> Record:
     if len(cells) != 1 + len(columns):
         where.fail(f"a row of {len(cells)} cells, expected {1 + len(columns)} (Size, {', '.join(columns)})")
-    if ranks is None:
-        where.fail("OSU's output does not say how many ranks ran: give --ranks")
     size = integer(cells[0], where, "size", 1)
     values = dict(zip(columns, cells[1:]))
     for c, v in values.items():

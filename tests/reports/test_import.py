@@ -196,6 +196,13 @@ def hostile_cases(tmp_path):
         "osu as nccl-tests": (OSU_ALLREDUCE.read_text(), ["--from", "nccl-tests"], "no '# nThread"),
         "nccl-tests as osu": (text, ["--from", "osu", "--ranks", "4"], "not OSU output"),
         "osu bad row": (OSU_ALLREDUCE.read_text().replace("1.65", "1.6.5"), ["--ranks", "2"], "line 6: Avg Latency(us) '1.6.5'"),
+        "osu datatype": (OSU_ALLREDUCE.read_text().replace("MPI_FLOAT", "MPI_DOUBLE_COMPLEX"), ["--ranks", "2"],
+                         "line 3: datatype MPI_DOUBLE_COMPLEX has no trainscope dtype"),
+        "osu zero time": (OSU_ALLREDUCE.read_text().replace("1.60", "0.00", 1), ["--ranks", "2"],
+                          "line 5: Avg Latency(us) 0: an iteration takes some time"),
+        "osu partial element": (OSU_ALLREDUCE.read_text().replace("\n4   ", "\n6   ", 1), ["--ranks", "2"],
+                                "line 5: size 6 is not a whole number of MPI_FLOAT elements"),
+        "osu two runs": (OSU_ALLREDUCE.read_text() * 2, ["--ranks", "2"], "a second OSU run in one file"),
         "osu reduce_scatter": (OSU_ALLGATHER.read_text().replace("Allgather", "Reduce_scatter"), ["--ranks", "2"],
                                "line 2: OSU's Reduce_scatter Latency test is not imported"),
     }
@@ -204,7 +211,8 @@ def hostile_cases(tmp_path):
 
 @pytest.mark.parametrize("case", ["empty", "other tool", "trainscope result", "short row", "nan time", "inf algbw", "no header",
                                   "busbw off", "json nan", "osu without ranks", "osu bw", "osu as nccl-tests",
-                                  "nccl-tests as osu", "osu bad row", "osu reduce_scatter"])
+                                  "nccl-tests as osu", "osu bad row", "osu reduce_scatter", "osu datatype", "osu zero time",
+                                  "osu partial element", "osu two runs"])
 def test_bad_input_is_one_line_naming_the_file_and_exit_2(tmp_path, capsys, case):
     text, extra, expected = hostile_cases(tmp_path)[case]
     f = tmp_path / "input.txt"
