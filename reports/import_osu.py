@@ -137,4 +137,7 @@ def _record(cells: list[str], columns: list[str], where: Where, bench: Benchmark
     # count as trainscope's records (and nccl-tests) give it: elements per call and rank, one rank's block where it has one
     row = Row(bench.op, "mpi", name, bench.redop, bench.root, ranks, ranks, nbytes, size // width, False, iters, t, algbw,
               algbw * factor, factor, wrong)
-    return collective_record(row, source(Tool.OSU, version, bench.program, where))
+    src = source(Tool.OSU, version, bench.program, where)
+    if ITERATIONS not in values:
+        src["assumed"] = ["iters"]  # OMB's default loop counts: a run with -i ran others, and the output would not say
+    return collective_record(row, src)

@@ -89,7 +89,7 @@ def test_osu_allreduce_imports_its_table_with_the_ranks_given(tmp_path):
                                                                                           size // 4, iters)
         assert r["time_us"]["median"] == avg and r["algbw_gbps"] == pytest.approx(size / avg / 1e3)
         assert r["busbw_gbps"] == pytest.approx(r["algbw_gbps"])  # 2 (n - 1) / n = 1 on 2 ranks
-        assert r["source"]["tool"] == "osu" and r["source"]["version"] == "7.4"
+        assert r["source"]["tool"] == "osu" and r["source"]["version"] == "7.4" and "assumed" not in r["source"]  # -f printed them
 
 
 OSU_ALLGATHER = DATA / "osu_allgather.txt"
@@ -110,7 +110,7 @@ def test_osu_allgather_sizes_are_one_ranks_block(tmp_path, write_doc):
         assert (r["op"], r["dtype"], r["count"], r["redop"], r["root"], r["iters"]) == ("all_gather", "int8", size, None, None,
                                                                                        1000 if size <= 8192 else 100)
         assert r["algbw_gbps"] == pytest.approx(2 * size / avg / 1e3) and r["busbw_gbps"] == pytest.approx(r["algbw_gbps"] / 2)
-        assert r["source"]["benchmark"] == "osu_allgather"
+        assert r["source"]["benchmark"] == "osu_allgather" and r["source"]["assumed"] == ["iters"]  # no -f: not printed
     ours = load_result(write_doc("ours.json", make_doc([make_record(op="all_gather", nbytes=2048, dtype="int8")])))
     cmp = compare(load_result(path), ours, Policy())
     assert [r.identity.split(" [")[0] for r in cmp.rows] == ["all_gather mpi int8 2048 B 2 ranks out-of-place"]
