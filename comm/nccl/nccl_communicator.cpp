@@ -227,6 +227,7 @@ TimedBatch NcclCommunicator::timeWithEvents(int iters, int opsPerIter, const std
     for (std::size_t g = 0; g < locals_.size(); ++g) waitFor(static_cast<int>(g), events[g][i].get(), 0);
     heartbeat::beat();
   }
+  for (auto& L : locals_) L.gate->checkOpenedInTime(fmt::format("timing {} iteration(s) on cuda:{}", iters, L.device));
   const auto t1 = std::chrono::steady_clock::now();
   TimedBatch out;
   out.hostUsPerOp = std::chrono::duration<double, std::micro>(t1 - t0).count() / std::max(iters * opsPerIter, 1);

@@ -79,7 +79,7 @@ Outcome simulate(const std::vector<Program>& programs) {
   std::vector<std::size_t> pc(programs.size(), 0);
   std::vector<std::vector<std::vector<Posted>>> groups(programs.size());  // per stage, its posted groups in order
   std::vector<std::size_t> running(programs.size(), 0);                   // per stage, the group its stream runs
-  std::map<std::pair<int, int>, int> sent, received;                       // per (from, to): transfers posted so far
+  std::map<std::pair<int, int>, int> sent, received;                      // per (from, to): transfers posted so far
   auto complete = [](const std::vector<Posted>& g) {
     for (const Posted& p : g)
       if (!p.done) return false;
@@ -116,12 +116,13 @@ Outcome simulate(const std::vector<Program>& programs) {
         const auto peer = static_cast<std::size_t>(s + send.transfer.peerOffset());
         if (running[peer] >= groups[peer].size()) continue;
         for (Posted& recv : groups[peer][running[peer]])
-          if (!recv.done && !recv.transfer.send() && static_cast<std::size_t>(static_cast<int>(peer) + recv.transfer.peerOffset()) == u &&
-              recv.order == send.order) {
+          if (!recv.done && !recv.transfer.send() &&
+              static_cast<std::size_t>(static_cast<int>(peer) + recv.transfer.peerOffset()) == u && recv.order == send.order) {
             send.done = recv.done = true;
             progress = true;
             if (recv.transfer.micro != send.transfer.micro)
-              out.mismatched += fmt::format("stage {} received micro-batch {} as {}; ", peer, send.transfer.micro, recv.transfer.micro);
+              out.mismatched +=
+                  fmt::format("stage {} received micro-batch {} as {}; ", peer, send.transfer.micro, recv.transfer.micro);
           }
       }
     }
@@ -139,11 +140,12 @@ Outcome simulate(const std::vector<Program>& programs) {
     if (running[u] < groups[u].size())
       for (const Posted& p : groups[u][running[u]])
         if (!p.done)
-          out.stuck += fmt::format(" {} {} of micro-batch {} {} stage {};", p.transfer.send() ? "send" : "recv",
-                                   p.transfer.kind == PipeTransferKind::kSendActivation || p.transfer.kind == PipeTransferKind::kRecvActivation
-                                       ? "activation"
-                                       : "gradient",
-                                   p.transfer.micro, p.transfer.send() ? "to" : "from", s + p.transfer.peerOffset());
+          out.stuck += fmt::format(
+              " {} {} of micro-batch {} {} stage {};", p.transfer.send() ? "send" : "recv",
+              p.transfer.kind == PipeTransferKind::kSendActivation || p.transfer.kind == PipeTransferKind::kRecvActivation
+                  ? "activation"
+                  : "gradient",
+              p.transfer.micro, p.transfer.send() ? "to" : "from", s + p.transfer.peerOffset());
     out.stuck += " | ";
   }
   return out;
