@@ -30,7 +30,8 @@ std::vector<std::uint32_t> randomCycle(std::size_t spanBytes) {
   std::shuffle(order.begin() + 1, order.end(), std::mt19937(7));
   std::vector<std::uint32_t> chain(elems * kWordsPerLine, 0);
   for (std::size_t i = 0; i < elems; ++i)
-    chain[static_cast<std::size_t>(order[i]) * kWordsPerLine] = static_cast<std::uint32_t>(order[(i + 1) % elems] * kWordsPerLine);
+    chain[static_cast<std::size_t>(order[i]) * kWordsPerLine] =
+        static_cast<std::uint32_t>(order[(i + 1) % elems] * kWordsPerLine);
   return chain;
 }
 
