@@ -46,7 +46,8 @@ __global__ void channelBiasBackwardKernel(std::uint16_t* dbias, const std::uint1
     s += T::load(dy[channelsLast ? (n * PQ + i) * K + k : (n * K + k) * PQ + i]);
   }
   s = blockSum(s);
-  if (threadIdx.x == 0) dbias[k] = T::store(static_cast<float>(beta == 0.0f ? s : s + static_cast<double>(beta) * T::load(dbias[k])));
+  if (threadIdx.x == 0)
+    dbias[k] = T::store(static_cast<float>(beta == 0.0f ? s : s + static_cast<double>(beta) * T::load(dbias[k])));
 }
 
 void requireSixteenBit(DType t, const char* what) {
