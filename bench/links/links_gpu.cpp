@@ -387,14 +387,17 @@ void GpuLinks::smallCopyLatency(Gpu& g) {
     m.latency = true;
     m.link = {"pcie", "host <-> GPU", g.pcie};
     m.extra = {{"host", host_}, {"memory", "pinned"}};
-    m.samplesUs = timeIterations({&g}, o_.warmup, o_.iters, kSmall, [&] {
-      for (int i = 0; i < kSmall; ++i) {
-        if (toDevice)
-          CUDA_CHECK(cudaMemcpyAsync(g.b.get(), tiny.get(), 4, cudaMemcpyHostToDevice, g.stream.get()));
-        else
-          CUDA_CHECK(cudaMemcpyAsync(tiny.get(), g.a.get(), 4, cudaMemcpyDeviceToHost, g.stream.get()));
-      }
-    });
+    // One gate per sample: every sample's kSmall copies behind one gate would be thousands of commands, which
+    // may fill the stream's queue (its depth is the driver's) and block the host until the gate gave up.
+    for (int it = 0; it < o_.iters; ++it)
+      m.samplesUs.push_back(timeIterations({&g}, it == 0 ? o_.warmup : 0, 1, kSmall, [&] {
+                              for (int i = 0; i < kSmall; ++i) {
+                                if (toDevice)
+                                  CUDA_CHECK(cudaMemcpyAsync(g.b.get(), tiny.get(), 4, cudaMemcpyHostToDevice, g.stream.get()));
+                                else
+                                  CUDA_CHECK(cudaMemcpyAsync(tiny.get(), g.a.get(), 4, cudaMemcpyDeviceToHost, g.stream.get()));
+                              }
+                            }).front());
     m.wrong = countNotPattern(tiny.get(), 4);
     if (toDevice) {
       unsigned char back[4];
