@@ -21,7 +21,33 @@ class CompletedCollective final : public PendingCollective {
   bool test() override { return true; }
   void wait(double) override {}
 };
+// Operations that complete together: tested and waited for one after another.
+class PendingTogether final : public PendingCollective {
+ public:
+  explicit PendingTogether(std::vector<std::unique_ptr<PendingCollective>> parts) : parts_(std::move(parts)) {}
+  bool test() override {
+    bool all = true;
+    for (auto& p : parts_) all = p->test() && all;  // every part tested, so MPI progresses each
+    return all;
+  }
+  void wait(double timeoutS) override {
+    for (auto& p : parts_) p->wait(timeoutS);
+  }
+
+ private:
+  std::vector<std::unique_ptr<PendingCollective>> parts_;
+};
 }  // namespace
+
+std::unique_ptr<PendingCollective> Communicator::startTogether(int l, const std::vector<PointToPoint>& ops) {
+  std::vector<std::unique_ptr<PendingCollective>> parts;
+  groupStart();
+  for (const PointToPoint& op : ops)
+    parts.push_back(op.kind == PointToPoint::Kind::kSend ? startSend(l, op.buf, op.count, op.dtype, op.peer, op.tag)
+                                                         : startRecv(l, op.buf, op.count, op.dtype, op.peer, op.tag));
+  groupEnd();
+  return std::make_unique<PendingTogether>(std::move(parts));
+}
 
 std::unique_ptr<PendingCollective> Communicator::start(int l, const CollectiveCall& c) {
   run(l, c);

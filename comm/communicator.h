@@ -58,6 +58,17 @@ struct CollectiveCall {
   MpiReduceScatter mpiReduceScatter = kDefaultMpiReduceScatter;
 };
 
+// One send or receive of a batch posted together (Communicator::startTogether).
+struct PointToPoint {
+  enum class Kind { kSend, kRecv };
+  Kind kind = Kind::kSend;
+  void* buf = nullptr;  // a send's source (not written) or a receive's destination
+  std::size_t count = 0;
+  DType dtype = DType::kFloat32;
+  int peer = 0;
+  int tag = 0;
+};
+
 // A collective in flight (Communicator::start).
 class PendingCollective {
  public:
@@ -104,6 +115,14 @@ class Communicator {
   // Messages from one rank to another with one tag arrive in the order sent.
   virtual std::unique_ptr<PendingCollective> startSend(int l, const void* buf, std::size_t count, DType t, int peer, int tag) = 0;
   virtual std::unique_ptr<PendingCollective> startRecv(int l, void* buf, std::size_t count, DType t, int peer, int tag) = 0;
+  // Posts sends and receives together, as one operation that completes once all of them have. NCCL runs a
+  // stream's operations one after another and a large send blocks until its receiver runs: two neighbours
+  // that each send to the other before receiving would wait on each other forever, unless each send is
+  // posted in one group with the receive that must progress beside it (ncclGroupStart/End; NCCL's "calls
+  // within a group ... should never block each other"). Within one batch at most one send to and one
+  // receive from each peer: NCCL runs a group's calls to the same peer in order. The default posts each
+  // through startSend/startRecv between groupStart() and groupEnd(); MPI's progress independently anyway.
+  virtual std::unique_ptr<PendingCollective> startTogether(int l, const std::vector<PointToPoint>& ops);
 
   virtual void groupStart() {}
   virtual void groupEnd() {}

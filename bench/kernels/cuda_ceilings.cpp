@@ -1,6 +1,9 @@
 // The GPU's ceilings (bench/kernels/ceilings.h): cuBLASLt GEMMs and device copies, timed by CUDA events as the
 // kernels are (bench/kernels/kernels_runner.cpp's timeCase): a GEMM with the L2 flushed before it, the L2 copy as
-// graph replays with nothing flushed (as kernels under 20 us are timed), the device-memory copy plain.
+// graph replays with nothing flushed (as kernels under 20 us are timed), the device-memory copy plain. The copies
+// are an SM kernel (cuda::smCopy, 16-byte loads and stores by every SM), not the copy engine: the kernels they
+// judge move their bytes through the SMs, and the copy engine reaches neither the SMs' L2 bandwidth nor, on
+// some parts, their share of HBM's.
 #include <memory>
 
 #include <fmt/format.h>
@@ -14,6 +17,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_resources.h"
 #include "kernels/cuda/device_timer.h"
+#include "kernels/cuda/memory_stream.h"
 #endif
 
 namespace ts {
@@ -21,27 +25,31 @@ namespace ts {
 #ifdef TRAINSCOPE_HAVE_CUDA
 namespace {
 
-// A device copy of workingSet bytes (two buffers of half each) on `device`; graphOps > 0 times it as
-// replays of a graph of that many copies (the data stays in L2), 0 one copy at a time.
+// A device copy of workingSet bytes (two buffers of half each, whole 16-byte words) by an SM kernel on
+// `device`; graphOps > 0 times it as replays of a graph of that many copies (the data stays in L2), 0 one
+// copy at a time.
 CeilingSpec deviceCopySpec(MemoryLevel level, double workingSet, double capacity, int device, int graphOps) {
-  const std::string half = formatBytes(static_cast<std::uint64_t>(workingSet / 2));
+  const std::size_t halfBytes = static_cast<std::size_t>(workingSet / 2) / 16 * 16;
+  const std::string half = formatBytes(halfBytes);
   CeilingSpec s = memoryCeilingSpec(
       level, workingSet, capacity,
-      graphOps > 0
-          ? fmt::format("device-to-device copy of {}, read + write, as graph replays of {} (L2-resident)", half, graphOps)
-          : fmt::format("device-to-device copy of {}, read + write", half));
+      graphOps > 0 ? fmt::format("SM copy kernel of {}, read + write, as graph replays of {} (L2-resident)", half, graphOps)
+                   : fmt::format("SM copy kernel of {}, read + write", half));
   s.cudaDevice = device;
-  s.make = [workingSet, device, graphOps] {
+  s.make = [halfBytes, device, graphOps] {
     CUDA_CHECK(cudaSetDevice(device));
+    int sms = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     struct Buffers {
       std::size_t bytes;
+      int sms;
       cuda::Stream stream;
       cuda::DeviceArray<unsigned char> a, b;
       cuda::DeviceTimer timer;
-      explicit Buffers(std::size_t n) : bytes(n), a(n), b(n), timer(stream.get()) {}
-      void copy() { CUDA_CHECK(cudaMemcpyAsync(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice, stream.get())); }
+      Buffers(std::size_t n, int smCount) : bytes(n), sms(smCount), a(n), b(n), timer(stream.get()) {}
+      void copy() { cuda::smCopy(b.get(), a.get(), bytes, sms, stream.get()); }
     };
-    auto buf = std::make_shared<Buffers>(static_cast<std::size_t>(workingSet / 2));
+    auto buf = std::make_shared<Buffers>(halfBytes, sms);
     CUDA_CHECK(cudaMemsetAsync(buf->a.get(), 1, buf->bytes, buf->stream.get()));
     CUDA_CHECK(cudaStreamSynchronize(buf->stream.get()));
     auto time = [buf, graphOps] {

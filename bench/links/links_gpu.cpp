@@ -1,12 +1,11 @@
 #include "bench/links/links_gpu.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <deque>
 #include <map>
-#include <numeric>
-#include <random>
 
 #include <fmt/format.h>
 
@@ -16,6 +15,7 @@
 #include "bench/links/link_record.h"
 #include "bench/links/links_options.h"
 #include "bench/links/numa_memory.h"
+#include "bench/links/pointer_chase.h"
 #include "bench/session/activity.h"
 #include "bench/session/inventory.h"
 #include "bench/session/run_session.h"
@@ -61,8 +61,18 @@ Gpu::Gpu(int d, std::optional<double> pcieGbps, std::size_t bytes) : select(d), 
   ErrorContext ectx(fmt::format("allocating 2 x {} on cuda:{} for --copy-bytes", formatBytes(bytes), d));
   a = cuda::DeviceBuffer(bytes);
   b = cuda::DeviceBuffer(bytes);
-  CUDA_CHECK(cudaMemset(a.get(), kPattern, bytes));
-  CUDA_CHECK(cudaMemset(b.get(), 0, bytes));
+  // On the GPU's own stream and waited for: the legacy stream (a plain cudaMemset) is not ordered against
+  // the non-blocking stream the copies run on, and cudaMemset of device memory may return before it ran.
+  CUDA_CHECK(cudaMemsetAsync(a.get(), kPattern, bytes, stream.get()));
+  CUDA_CHECK(cudaMemsetAsync(b.get(), 0, bytes, stream.get()));
+  CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+}
+
+// A copy on g's stream, waited for (the legacy stream is not ordered against g's: see Gpu::Gpu).
+void copyOnStream(Gpu& g, void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
+  CUDA_CHECK(cudaSetDevice(g.index));
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, g.stream.get()));
+  CUDA_CHECK(cudaStreamSynchronize(g.stream.get()));
 }
 
 // The streams of one timed test: each is gated, then `launch` queues one iteration on all of them; the
@@ -93,19 +103,39 @@ std::vector<double> timeIterations(const std::vector<Gpu*>& gpus, int warmup, in
   for (std::size_t k = 0; k < gpus.size(); ++k) {
     CUDA_CHECK(cudaSetDevice(gpus[k]->index));
     CUDA_CHECK(cudaStreamSynchronize(gpus[k]->stream.get()));
+    gpus[k]->gate.checkOpenedInTime(fmt::format("timing {} iteration(s) on cuda:{}", iters, gpus[k]->index));
     heartbeat::beat();
     for (int i = 0; i < iters; ++i) us[i] = std::max(us[i], 1000.0 * cuda::elapsedMs(ev[k][i], ev[k][i + 1]) / opsPerIter);
   }
   return us;
 }
 
+// One copy at a time by the host clock, from its call until its stream has finished it: for copies from or
+// to pageable host memory, which the driver stages through a pinned buffer of its own with the host taking
+// part (a device-to-host one returns only once the data is in the host buffer). Behind a closed gate such a
+// copy would block the host until the gate gave up, so they are not gated; what each sample holds is what a
+// program's pageable copy costs it, launch included.
+std::vector<double> timeSynchronousCopies(Gpu& g, int warmup, int iters, const std::function<void()>& copy) {
+  CUDA_CHECK(cudaSetDevice(g.index));
+  std::vector<double> us;
+  for (int i = -warmup; i < iters; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    copy();
+    CUDA_CHECK(cudaStreamSynchronize(g.stream.get()));
+    const auto t1 = std::chrono::steady_clock::now();
+    if (i >= 0) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    heartbeat::beat();
+  }
+  return us;
+}
+
 // Counts the bytes of `devicePtr` (on gpu) that do not hold the pattern, and clears it for the next test.
 long long checkPattern(Gpu& g, void* devicePtr, std::size_t bytes, std::vector<unsigned char>& host) {
-  CUDA_CHECK(cudaSetDevice(g.index));
-  CUDA_CHECK(cudaMemcpy(host.data(), devicePtr, bytes, cudaMemcpyDeviceToHost));
+  copyOnStream(g, host.data(), devicePtr, bytes, cudaMemcpyDeviceToHost);
   long long wrong = 0;
   for (std::size_t i = 0; i < bytes; ++i) wrong += host[i] != kPattern;
-  CUDA_CHECK(cudaMemset(devicePtr, 0, bytes));
+  CUDA_CHECK(cudaMemsetAsync(devicePtr, 0, bytes, g.stream.get()));  // ordered before the next test's copies
+  CUDA_CHECK(cudaStreamSynchronize(g.stream.get()));
   return wrong;
 }
 
@@ -134,18 +164,6 @@ void setPeerAccess(int x, int y, bool enable) {
     if (rc != cudaSuccess && rc != cudaErrorPeerAccessAlreadyEnabled && rc != cudaErrorPeerAccessNotEnabled) CUDA_CHECK(rc);
     cudaGetLastError();
   }
-}
-
-// A random cycle through kElems elements, one per 64-byte line of 64 MiB (defeats caches and prefetch):
-// chain[at] holds the index of the next element; the cycle starts at 0.
-std::vector<std::uint32_t> randomCycle() {
-  constexpr std::uint32_t kElems = (64u << 20) / 64;
-  std::vector<std::uint32_t> order(kElems);
-  std::iota(order.begin(), order.end(), 0u);
-  std::shuffle(order.begin() + 1, order.end(), std::mt19937(7));
-  std::vector<std::uint32_t> chain(static_cast<std::size_t>(kElems) * 16, 0);
-  for (std::uint32_t i = 0; i < kElems; ++i) chain[static_cast<std::size_t>(order[i]) * 16] = order[(i + 1) % kElems] * 16;
-  return chain;
 }
 
 std::string cell(const std::optional<double>& v) { return v ? fmt::format("{:8.1f}", *v) : fmt::format("{:>8}", "N/A"); }
@@ -275,13 +293,15 @@ std::optional<double> GpuLinks::hostDeviceCopy(Gpu& g, void* hostBuf, bool isPin
   m.extra = {{"host", host_},
              {"memory", isPinned ? "pinned" : "pageable"},
              {"numa_node", numaNode >= 0 ? nlohmann::json(numaNode) : nlohmann::json(nullptr)}};
-  m.samplesUs = timeIterations({&g}, o_.warmup, o_.iters, 1, [&] {
+  auto copy = [&] {
     CUDA_CHECK(cudaSetDevice(g.index));
     if (toDevice)
       CUDA_CHECK(cudaMemcpyAsync(g.b.get(), hostBuf, bytes_, cudaMemcpyHostToDevice, g.stream.get()));
     else
       CUDA_CHECK(cudaMemcpyAsync(hostBuf, g.a.get(), bytes_, cudaMemcpyDeviceToHost, g.stream.get()));
-  });
+  };
+  m.samplesUs =
+      isPinned ? timeIterations({&g}, o_.warmup, o_.iters, 1, copy) : timeSynchronousCopies(g, o_.warmup, o_.iters, copy);
   m.wrong = toDevice ? checkPattern(g, g.b.get(), bytes_, checkBuf_) : countNotPattern(hostBuf, bytes_);
   return measure(m);
 }
@@ -367,18 +387,21 @@ void GpuLinks::smallCopyLatency(Gpu& g) {
     m.latency = true;
     m.link = {"pcie", "host <-> GPU", g.pcie};
     m.extra = {{"host", host_}, {"memory", "pinned"}};
-    m.samplesUs = timeIterations({&g}, o_.warmup, o_.iters, kSmall, [&] {
-      for (int i = 0; i < kSmall; ++i) {
-        if (toDevice)
-          CUDA_CHECK(cudaMemcpyAsync(g.b.get(), tiny.get(), 4, cudaMemcpyHostToDevice, g.stream.get()));
-        else
-          CUDA_CHECK(cudaMemcpyAsync(tiny.get(), g.a.get(), 4, cudaMemcpyDeviceToHost, g.stream.get()));
-      }
-    });
+    // One gate per sample: every sample's kSmall copies behind one gate would be thousands of commands, which
+    // may fill the stream's queue (its depth is the driver's) and block the host until the gate gave up.
+    for (int it = 0; it < o_.iters; ++it)
+      m.samplesUs.push_back(timeIterations({&g}, it == 0 ? o_.warmup : 0, 1, kSmall, [&] {
+                              for (int i = 0; i < kSmall; ++i) {
+                                if (toDevice)
+                                  CUDA_CHECK(cudaMemcpyAsync(g.b.get(), tiny.get(), 4, cudaMemcpyHostToDevice, g.stream.get()));
+                                else
+                                  CUDA_CHECK(cudaMemcpyAsync(tiny.get(), g.a.get(), 4, cudaMemcpyDeviceToHost, g.stream.get()));
+                              }
+                            }).front());
     m.wrong = countNotPattern(tiny.get(), 4);
     if (toDevice) {
       unsigned char back[4];
-      CUDA_CHECK(cudaMemcpy(back, g.b.get(), 4, cudaMemcpyDeviceToHost));
+      copyOnStream(g, back, g.b.get(), 4, cudaMemcpyDeviceToHost);
       m.wrong += countNotPattern(back, 4);
     }
     measure(m);
@@ -388,9 +411,14 @@ void GpuLinks::smallCopyLatency(Gpu& g) {
 void GpuLinks::pointerChaseLatency(Gpu& g) {
   constexpr std::uint64_t kSteps = 100000;
   CUDA_CHECK(cudaSetDevice(g.index));
-  const std::vector<std::uint32_t> chain = randomCycle();
-  cuda::DeviceArray<std::uint32_t> dChain(chain.size()), dOut(1);
-  CUDA_CHECK(cudaMemcpy(dChain.get(), chain.data(), chain.size() * sizeof(std::uint32_t), cudaMemcpyHostToDevice));
+  int l2 = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, g.index));
+  const std::size_t span = pointerChaseSpanBytes(static_cast<std::size_t>(std::max(l2, 0)));
+  activity::set(fmt::format("pointer chase over {} on cuda:{}", formatBytes(span), g.index));
+  const std::vector<std::uint32_t> chain = randomCycle(span);
+  cuda::DeviceArray<std::uint32_t> dChain(chain.size()), dCursor(1);
+  copyOnStream(g, dChain.get(), chain.data(), chain.size() * sizeof(std::uint32_t), cudaMemcpyHostToDevice);
+  CUDA_CHECK(cudaMemsetAsync(dCursor.get(), 0, sizeof(std::uint32_t), g.stream.get()));  // the cycle starts at 0
   LinkMeasurement m;
   m.test = "device_load_latency";
   m.src = m.dst = fmt::format("cuda:{}", g.index);
@@ -398,18 +426,26 @@ void GpuLinks::pointerChaseLatency(Gpu& g) {
   m.direction = "uni";
   m.bytes = 4;
   m.latency = true;
-  m.link = {"hbm", "dependent loads from device memory (random, 64 MiB)", std::nullopt};
+  m.link = {"hbm",
+            fmt::format("dependent loads from device memory (random over {}; L2 {})", formatBytes(span),
+                        l2 > 0 ? formatBytes(static_cast<std::uint64_t>(l2)) : std::string("unknown")),
+            std::nullopt};
   m.extra = {{"host", host_}, {"steps", kSteps}};
-  const auto us = timeIterations({&g}, 1, std::max(3, o_.iters / 4), 1,
-                                 [&] { cuda::pointerChase(dChain.get(), kSteps, dOut.get(), g.stream.get()); });
+  // Each launch walks on from where the last stopped (the cursor), so no launch finds the lines of the one
+  // before still in the L2.
+  constexpr int kWarmup = 1;
+  const int iters = std::max(3, o_.iters / 4);
+  const auto us =
+      timeIterations({&g}, kWarmup, iters, 1, [&] { cuda::pointerChase(dChain.get(), kSteps, dCursor.get(), g.stream.get()); });
   for (double t : us) m.samplesUs.push_back(t / static_cast<double>(kSteps));
-  // The chain is a cycle: after kSteps loads from 0 it is at a known element.
+  // The chain is a cycle: after every launch's steps from 0 it is at a known element.
   std::uint32_t got = 0, want = 0;
-  for (std::uint64_t s = 0; s < kSteps; ++s) want = chain[want];
-  CUDA_CHECK(cudaMemcpy(&got, dOut.get(), sizeof(got), cudaMemcpyDeviceToHost));
+  for (std::uint64_t s = 0; s < static_cast<std::uint64_t>(kWarmup + iters) * kSteps; ++s) want = chain[want];
+  copyOnStream(g, &got, dCursor.get(), sizeof(got), cudaMemcpyDeviceToHost);
   m.wrong = got != want;
   measure(m);
-  std::printf("# GPU%d latency: pointer chase %.3f us per load\n", g.index, summarize(m.samplesUs).median);
+  std::printf("# GPU%d latency: pointer chase over %s, %.3f us per load\n", g.index, formatBytes(span).c_str(),
+              summarize(m.samplesUs).median);
 }
 
 }  // namespace

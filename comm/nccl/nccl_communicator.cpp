@@ -135,6 +135,24 @@ std::unique_ptr<PendingCollective> NcclCommunicator::startRecv(int l, void* buf,
   return std::make_unique<NcclPending>(*this, l);
 }
 
+// One group, and one event after it: inside a group ncclSend and ncclRecv only record what to do, and
+// ncclGroupEnd launches it on the stream, so an event recorded per call would fire before the transfers ran.
+std::unique_ptr<PendingCollective> NcclCommunicator::startTogether(int l, const std::vector<PointToPoint>& ops) {
+  const Local& L = locals_[l];
+  NCCL_CHECK(ncclGroupStart());
+  for (const PointToPoint& op : ops) {
+    const ncclResult_t ncclSendOrRecv = op.kind == PointToPoint::Kind::kSend
+                                            ? ncclSend(op.buf, op.count, ncclType(op.dtype), op.peer, L.comm, L.stream.get())
+                                            : ncclRecv(op.buf, op.count, ncclType(op.dtype), op.peer, L.comm, L.stream.get());
+    if (ncclSendOrRecv != ncclSuccess && ncclSendOrRecv != ncclInProgress) {
+      (void)ncclGroupEnd();  // closed before reporting, so later calls are not grouped; its error is this one's
+      NCCL_CHECK(ncclSendOrRecv);
+    }
+  }
+  NCCL_CHECK(ncclGroupEnd());
+  return std::make_unique<NcclPending>(*this, l);
+}
+
 std::unique_ptr<Communicator> NcclCommunicator::split(int color, int key) {
   if (locals_.size() != 1)
     throw UsageError("sub-communicators (data/tensor/pipeline groups) need one GPU per process (--gpus-per-process 1)");
@@ -209,6 +227,7 @@ TimedBatch NcclCommunicator::timeWithEvents(int iters, int opsPerIter, const std
     for (std::size_t g = 0; g < locals_.size(); ++g) waitFor(static_cast<int>(g), events[g][i].get(), 0);
     heartbeat::beat();
   }
+  for (auto& L : locals_) L.gate->checkOpenedInTime(fmt::format("timing {} iteration(s) on cuda:{}", iters, L.device));
   const auto t1 = std::chrono::steady_clock::now();
   TimedBatch out;
   out.hostUsPerOp = std::chrono::duration<double, std::micro>(t1 - t0).count() / std::max(iters * opsPerIter, 1);

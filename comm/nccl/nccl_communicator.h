@@ -37,6 +37,7 @@ class NcclCommunicator final : public Communicator {
   std::unique_ptr<Communicator> split(int color, int key) override;
   std::unique_ptr<PendingCollective> startSend(int l, const void* buf, std::size_t count, DType t, int peer, int tag) override;
   std::unique_ptr<PendingCollective> startRecv(int l, void* buf, std::size_t count, DType t, int peer, int tag) override;
+  std::unique_ptr<PendingCollective> startTogether(int l, const std::vector<PointToPoint>& ops) override;
 
   void groupStart() override;
   void groupEnd() override;

@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "kernels/cuda/channel_bias.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_resources.h"
 
@@ -389,8 +390,14 @@ void Convolution::forward(void* y, const void* x, const void* w, const void* bia
   CUDNN_CHECK(cudnnSetStream(s_->handle, stream));
   CUDNN_CHECK(cudnnConvolutionForward(s_->handle, &one, s_->x, x, s_->w, w, s_->conv[index(d)], s_->forwardAlgo,
                                       s_->workspaceBuffer.get(), s_->workspaceBuffer.bytes(), &beta, s_->y, y));
-  if (bias)
+  if (!bias) return;
+  const DType storage = storageType(options_.precision);
+  if (storage == DType::kFloat32)
     CUDNN_CHECK(cudnnAddTensor(s_->handle, &one, s_->bias, bias, &one, s_->y, y));  // y += bias[k], broadcast over N, P, Q
+  else  // cuDNN 9 does not document cudnnAddTensor for bfloat16: our kernel (channel_bias.h)
+    channelBiasAdd16(static_cast<std::uint16_t*>(y), static_cast<const std::uint16_t*>(bias), std::size_t(shape_.N),
+                     std::size_t(shape_.K), std::size_t(shape_.P()) * shape_.Q(), options_.layout == ConvLayout::kNhwc, storage,
+                     stream);
 }
 
 void Convolution::backwardData(void* dx, const void* dy, const void* w, cudaStream_t stream, float beta) {
@@ -411,7 +418,14 @@ void Convolution::backwardFilter(void* dw, void* dbias, const void* dy, const vo
   CUDNN_CHECK(cudnnSetStream(s_->handle, stream));
   CUDNN_CHECK(cudnnConvolutionBackwardFilter(s_->handle, &one, s_->x, x, s_->y, dy, s_->conv[index(d)], s_->backwardFilterAlgo,
                                              s_->workspaceBuffer.get(), s_->workspaceBuffer.bytes(), &beta, s_->w, dw));
-  if (dbias) CUDNN_CHECK(cudnnConvolutionBackwardBias(s_->handle, &one, s_->y, dy, &beta, s_->bias, dbias));
+  if (!dbias) return;
+  const DType storage = storageType(options_.precision);
+  if (storage == DType::kFloat32)
+    CUDNN_CHECK(cudnnConvolutionBackwardBias(s_->handle, &one, s_->y, dy, &beta, s_->bias, dbias));
+  else  // nor cudnnConvolutionBackwardBias: our kernel (channel_bias.h)
+    channelBiasBackward16(static_cast<std::uint16_t*>(dbias), static_cast<const std::uint16_t*>(dy), std::size_t(shape_.N),
+                          std::size_t(shape_.K), std::size_t(shape_.P()) * shape_.Q(), options_.layout == ConvLayout::kNhwc, beta,
+                          storage, stream);
 }
 
 std::string Convolution::algoName(ConvDirection d) const {

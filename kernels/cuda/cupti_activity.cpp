@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -197,6 +198,7 @@ ActivityTrace::ActivityTrace() {
         best = after - before;
         offsetUs_ = (before + after) / 2 - static_cast<double>(ns) / 1e3;
         uncertaintyUs_ = (after - before) / 2;
+        offsetMeasuredAtUs_ = (before + after) / 2;
       }
     }
   } catch (...) {  // leave nothing half enabled: no destructor runs for a constructor that threw
@@ -204,6 +206,10 @@ ActivityTrace::ActivityTrace() {
     throw;
   }
   running_ = true;
+}
+
+double ActivityTrace::clockErrorUs(double atUs) const {
+  return uncertaintyUs_ + kMaxDriftPpm * 1e-6 * std::fabs(atUs - offsetMeasuredAtUs_) + kTimestampTickUs;
 }
 
 ActivityTrace::~ActivityTrace() {

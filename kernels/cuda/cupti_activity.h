@@ -38,12 +38,20 @@ class ActivityTrace {
   std::vector<DeviceSpan> finish();
   double clockOffsetUs() const { return offsetUs_; }
   double clockUncertaintyUs() const { return uncertaintyUs_; }
+  // How far a span's time, converted to the host clock, may be from the host clock's own reading of the same
+  // instant at host time atUs: the offset's uncertainty, the two clocks' drift since the offset was measured
+  // (CUPTI's clock need not be steady_clock's, which NTP may slew by up to kMaxDriftPpm), and the
+  // timestamps' nanosecond tick.
+  double clockErrorUs(double atUs) const;
+  static constexpr double kMaxDriftPpm = 500;       // Linux's limit on NTP's frequency correction (adjtimex)
+  static constexpr double kTimestampTickUs = 1e-3;  // CUPTI's timestamps are nanoseconds
   std::uint64_t droppedRecords() const;
   std::uint64_t incompleteRecords() const { return incomplete_; }  // device records without an end (left out)
 
  private:
   bool running_ = false;
   double offsetUs_ = 0, uncertaintyUs_ = 0;
+  double offsetMeasuredAtUs_ = 0;  // host steady clock
   std::uint64_t incomplete_ = 0;
 };
 

@@ -1,36 +1,12 @@
 #pragma once
-// What the kernels of kernels/cuda/*.cu share: the launch shapes (threads per block, grids for n elements
-// or rows, never empty and capped where the kernel strides), the grid-stride and warp-per-row indices, and
-// the warp and block reductions. Included by .cu files only.
+// What the kernels of kernels/cuda/*.cu share: the launch shapes (launch_shape.h), the grid-stride and
+// warp-per-row indices, and the warp and block reductions. Included by .cu files only.
 #include <algorithm>
 #include <cstddef>
 
+#include "kernels/cuda/launch_shape.h"  // the grids (host)
+
 namespace ts::cuda {
-
-constexpr int kWarp = 32;
-constexpr int kBlock = 256;  // threads per block of the elementwise and row kernels
-constexpr int kWarpsPerBlock = kBlock / kWarp;
-constexpr std::size_t kMaxGrid = 65535u * 4;  // blocks of a grid-stride launch
-constexpr std::size_t kReduceBlocks = 1024;   // partial sums of a reduction (256K threads: fills an H100)
-
-// ---- grids (host) ----------------------------------------------------------------------------------------
-
-inline std::size_t ceilDiv(std::size_t n, std::size_t d) { return (n + d - 1) / d; }
-// Blocks of `perBlock` threads (or rows, or columns) for n: the exact count, possibly 0.
-inline unsigned blocksFor(std::size_t n, std::size_t perBlock) { return static_cast<unsigned>(ceilDiv(n, perBlock)); }
-// The same between 1 (never an empty grid) and cap; a kernel launched on it strides over the rest.
-inline unsigned cappedGrid(std::size_t work, std::size_t perBlock, std::size_t cap) {
-  return static_cast<unsigned>(std::clamp<std::size_t>(ceilDiv(work, perBlock), 1, cap));
-}
-inline unsigned elementGrid(std::size_t n) { return cappedGrid(n, kBlock, kMaxGrid); }  // grid-stride over n elements
-inline unsigned rowGrid(std::size_t rows) {
-  return cappedGrid(rows, kWarpsPerBlock, kMaxGrid);
-}  // a warp per row, striding over rows
-// A warp for every row, uncapped: for the kernels whose warp handles one row and returns.
-inline unsigned everyRowGrid(std::size_t rows) { return std::max(1u, blocksFor(rows, kWarpsPerBlock)); }
-inline unsigned reduceGrid(std::size_t n) { return cappedGrid(n, kBlock, kReduceBlocks); }
-// 32-bit index arithmetic (cheaper divisions) where every index, and index + grid stride, stays below 2^32.
-inline bool fits32(std::size_t n) { return n <= std::size_t{0x7fffffff}; }
 
 // ---- indices (device) ------------------------------------------------------------------------------------
 

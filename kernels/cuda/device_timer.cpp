@@ -1,5 +1,7 @@
 #include "kernels/cuda/device_timer.h"
 
+#include <fmt/format.h>
+
 #include "base/heartbeat.h"
 #include "kernels/cuda/cuda_check.h"
 
@@ -27,6 +29,7 @@ std::vector<double> DeviceTimer::time(int iters, const std::function<void()>& la
   }
   gate_.open();
   CUDA_CHECK(cudaStreamSynchronize(stream_));
+  gate_.checkOpenedInTime(fmt::format("timing {} iteration(s) by CUDA events", iters));
   heartbeat::beat();
   std::vector<double> us;
   for (int i = 0; i < iters; ++i) us.push_back(1000.0 * elapsedMs(ev[2 * i], ev[2 * i + 1]));

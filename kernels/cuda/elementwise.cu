@@ -20,8 +20,6 @@ namespace ts::cuda {
 namespace {
 
 constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2/pi)
-constexpr std::size_t kRowsPerSlice = 256;         // rows one thread of biasBackward sums before its atomicAdd
-constexpr std::size_t kMaxGridY = 65535;
 
 // Elementwise, grid-stride: one read and one write per element (8 bytes).
 __global__ void geluKernel(float* out, const float* inp, std::size_t n) {
@@ -75,7 +73,7 @@ __global__ void scaleKernel(float* x, float alpha, std::size_t n) {
 __global__ void biasBackwardKernel(float* dbias, const float* dout, std::size_t N, std::size_t C) {
   const std::size_t c = firstIndex();
   if (c >= C) return;
-  for (std::size_t first = blockIdx.y * kRowsPerSlice; first < N; first += gridDim.y * kRowsPerSlice) {
+  for (std::size_t first = firstSliceRow(blockIdx.y); first < N; first += sliceRowStride(gridDim.y)) {
     const std::size_t last = N - first < kRowsPerSlice ? N : first + kRowsPerSlice;
     float s = 0;
     for (std::size_t r = first; r < last; ++r) s += dout[r * C + c];
@@ -183,8 +181,8 @@ void reluBackward(float* dinp, const float* inp, const float* dout, std::size_t 
 }
 void biasBackward(float* dbias, const float* dout, std::size_t N, std::size_t C, cudaStream_t stream) {
   if (N == 0 || C == 0) return;
-  const dim3 grid(cappedGrid(C, kBlock, std::size_t{0x7fffffff}), cappedGrid(N, kRowsPerSlice, kMaxGridY));
-  biasBackwardKernel<<<grid, kBlock, 0, stream>>>(dbias, dout, N, C);
+  const ColumnSliceGrid g = columnSliceGrid(N, C);
+  biasBackwardKernel<<<dim3(g.x, g.y), kBlock, 0, stream>>>(dbias, dout, N, C);
   CUDA_CHECK(cudaGetLastError());
 }
 void axpy(float* y, const float* x, float alpha, std::size_t n, cudaStream_t stream) {

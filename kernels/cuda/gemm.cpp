@@ -2,6 +2,8 @@
 // C^T = op(B)^T op(A)^T, so the operands are passed swapped with the same transpose flags. In that view the
 // row-major C[m,n] is the column-major D[n,m]: the bias of one value per row-major column is one value per
 // ROW of D, which is what CUBLASLT_EPILOGUE_BIAS broadcasts (its vector has D's row count, n).
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <string>
 
@@ -79,6 +81,22 @@ std::string describe(const GemmSpec& s) {
                      s.transA || s.transB ? fmt::format(" trans {}{}", s.transA ? "A" : "", s.transB ? "B" : "") : "");
 }
 
+constexpr int kGemmCandidates = 8;  // algorithms asked of cuBLASLt's heuristic per call
+
+// Why a GEMM found no algorithm, on one line: the shape, what was offered and refused, the alignments of
+// A, B and C (alignmentOf), and for 16-bit inputs the 16 bytes cuBLASLt's tensor-core kernels want.
+std::string noAlgorithm(const GemmSpec& s, int offered, int refused, std::uint32_t alignOfA, std::uint32_t alignOfB,
+                        std::uint32_t alignOfC) {
+  const bool sixteenBit = s.inputs == DType::kBFloat16 || s.inputs == DType::kFloat16;
+  return fmt::format(
+      "cuBLASLt has no algorithm for a {} GEMM ({} offered, {} refused; alignments A {} B {} C {} bytes, lda {} ldb {} "
+      "ldc {}){}",
+      describe(s), offered, refused, alignOfA, alignOfB, alignOfC, s.lda, s.ldb, s.ldc,
+      sixteenBit ? ": 16-bit inputs want 16-byte-aligned pointers, leading dimensions and batch strides (multiples of "
+                   "8 elements) for the tensor-core kernels; pad the shape to that"
+                 : "");
+}
+
 void validate(const GemmSpec& s) {
   auto bad = [&](const std::string& why) { return UsageError(fmt::format("gemm {}: {}", describe(s), why)); };
   if (s.m < 1 || s.n < 1 || s.k < 1 || s.batch < 1) throw bad("m, n, k and batch must be positive");
@@ -134,13 +152,25 @@ void Blas::gemm(const GemmSpec& s, const void* A, const void* B, void* C, cudaSt
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &alignB, sizeof(alignB)));
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &alignC, sizeof(alignC)));
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &alignC, sizeof(alignC)));
-  cublasLtMatmulHeuristicResult_t heuristic{};
+  // Several candidates, best first: one the heuristic offers may still refuse this call (NOT_SUPPORTED,
+  // or INVALID_VALUE for a workspace it wants beyond ours), and the next one is tried. No candidate at all
+  // (the heuristic has none, or answers NOT_SUPPORTED) is one line naming the shape and the alignments.
+  std::array<cublasLtMatmulHeuristicResult_t, kGemmCandidates> candidates{};
   int found = 0;
-  CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(handle_, d.op, d.b, d.a, d.c, d.c, d.pref, 1, &heuristic, &found));
-  if (found == 0 || heuristic.state != CUBLAS_STATUS_SUCCESS)
-    throw errorInContext(fmt::format("cuBLASLt has no algorithm for a {} GEMM", describe(s)));
-  CUBLAS_CHECK(cublasLtMatmul(handle_, d.op, &s.alpha, B, d.b, A, d.a, &s.beta, C, d.c, C, d.c, &heuristic.algo, workspace_.get(),
-                              workspaceBytes, stream));
+  const cublasStatus_t asked =
+      cublasLtMatmulAlgoGetHeuristic(handle_, d.op, d.b, d.a, d.c, d.c, d.pref, kGemmCandidates, candidates.data(), &found);
+  if (asked != CUBLAS_STATUS_NOT_SUPPORTED) CUBLAS_CHECK(asked);
+  int refused = 0;
+  for (int i = 0; asked == CUBLAS_STATUS_SUCCESS && i < found; ++i) {
+    const cublasLtMatmulHeuristicResult_t& c = candidates[static_cast<std::size_t>(i)];
+    if (c.state != CUBLAS_STATUS_SUCCESS || c.workspaceSize > workspaceBytes) continue;
+    const cublasStatus_t ran = cublasLtMatmul(handle_, d.op, &s.alpha, B, d.b, A, d.a, &s.beta, C, d.c, C, d.c, &c.algo,
+                                              workspace_.get(), workspaceBytes, stream);
+    if (ran == CUBLAS_STATUS_SUCCESS) return;
+    if (ran != CUBLAS_STATUS_NOT_SUPPORTED && ran != CUBLAS_STATUS_INVALID_VALUE) CUBLAS_CHECK(ran);
+    ++refused;
+  }
+  throw errorInContext(noAlgorithm(s, std::max(found, 0), refused, alignB, alignA, alignC));  // ours: A is cuBLASLt's B
 }
 
 void Blas::gemm(bool transA, bool transB, int m, int n, int k, float alpha, const void* A, int lda, const void* B, int ldb,

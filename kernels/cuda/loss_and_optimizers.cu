@@ -164,8 +164,8 @@ __global__ void lambRecomputeApplyKernel(float* p, const float* m, const float* 
 
 void crossEntropyForwardBackward(float* losses, float* dlogits, const float* logits, const int* targets, std::size_t N,
                                  std::size_t V, float dloss, cudaStream_t s) {
-  crossEntropyKernel<<<everyRowGrid(N), kBlock, 0, s>>>(losses, dlogits, logits, targets, static_cast<int>(N),
-                                                        static_cast<int>(V), dloss);
+  crossEntropyKernel<<<everyRowGrid(N), kBlock, 0, s>>>(losses, dlogits, logits, targets, intExtent("cross-entropy rows", N),
+                                                        intExtent("cross-entropy classes", V), dloss);
   CUDA_CHECK(cudaGetLastError());
 }
 void adamwUpdate(float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1, float beta2,

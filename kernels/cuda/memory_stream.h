@@ -13,8 +13,10 @@ namespace ts::cuda {
 void smCopy(void* dst, const void* src, std::size_t bytes, int smCount, cudaStream_t stream);
 
 // Follows a chain of `steps` dependent loads through `chain` (chain[i] holds the index of the next
-// element), on one thread, and stores the last index in *out so the loads cannot be elided. The chain may
-// live in another GPU's memory (peer) or in mapped host memory.
-void pointerChase(const std::uint32_t* chain, std::uint64_t steps, std::uint32_t* out, cudaStream_t stream);
+// element), on one thread, from the index in *cursor, and leaves the last index there: the loads cannot be
+// elided, and each launch walks on where the last one stopped, so repeated launches load new lines instead
+// of the ones the previous launch left in the L2. The chain may live in another GPU's memory (peer) or in
+// mapped host memory.
+void pointerChase(const std::uint32_t* chain, std::uint64_t steps, std::uint32_t* cursor, cudaStream_t stream);
 
 }  // namespace ts::cuda

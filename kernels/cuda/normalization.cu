@@ -66,22 +66,24 @@ __global__ void layernormBackwardInputKernel(float* dinp, const float* dout, con
 }
 
 // Backward, part 2 - dweight and dbias, sums over rows: each thread owns one column (consecutive threads,
-// consecutive columns: coalesced) over a slice of kRowsPerSlice rows, and adds its partial sums atomically.
-// Reads x and dout once more: 8NC bytes.
-constexpr int kRowsPerSlice = 256;  // rows one thread of layernormBackwardParamsKernel sums before its atomicAdds
+// consecutive columns: coalesced) over slices of kRowsPerSlice rows (blockIdx.y, striding by gridDim.y:
+// columnSliceGrid caps it at 65535), adding each slice's partial sums atomically. Reads x and dout once
+// more: 8NC bytes.
 __global__ void layernormBackwardParamsKernel(float* dweight, float* dbias, const float* dout, const float* inp,
-                                              const float* mean, const float* rstd, int N, int C) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+                                              const float* mean, const float* rstd, std::size_t N, std::size_t C) {
+  const std::size_t c = firstIndex();
   if (c >= C) return;
-  const int first = blockIdx.y * kRowsPerSlice, last = min(N, first + kRowsPerSlice);
-  float dw = 0, db = 0;
-  for (int row = first; row < last; ++row) {
-    const std::size_t i = static_cast<std::size_t>(row) * C + c;
-    dw += dout[i] * (inp[i] - mean[row]) * rstd[row];
-    db += dout[i];
+  for (std::size_t first = firstSliceRow(blockIdx.y); first < N; first += sliceRowStride(gridDim.y)) {
+    const std::size_t last = N - first < kRowsPerSlice ? N : first + kRowsPerSlice;
+    float dw = 0, db = 0;
+    for (std::size_t row = first; row < last; ++row) {
+      const std::size_t i = row * C + c;
+      dw += dout[i] * (inp[i] - mean[row]) * rstd[row];
+      db += dout[i];
+    }
+    if (dweight) atomicAdd(dweight + c, dw);
+    if (dbias) atomicAdd(dbias + c, db);
   }
-  if (dweight) atomicAdd(dweight + c, dw);
-  if (dbias) atomicAdd(dbias + c, db);
 }
 
 // One warp per row: max, then sum of exponentials, then the normalised write. With causalT, row r keeps
@@ -201,32 +203,32 @@ __global__ void batchnormBackwardKernel(float* dinp, float* dweight, float* dbia
 
 void layernormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
                       std::size_t N, std::size_t C, cudaStream_t s, float eps) {
-  layernormKernel<<<everyRowGrid(N), kBlock, 0, s>>>(out, mean, rstd, inp, weight, bias, static_cast<int>(N), static_cast<int>(C),
-                                                     eps);
+  const int rows = intExtent("layernorm rows", N), cols = intExtent("layernorm columns", C);
+  layernormKernel<<<everyRowGrid(N), kBlock, 0, s>>>(out, mean, rstd, inp, weight, bias, rows, cols, eps);
   CUDA_CHECK(cudaGetLastError());
 }
 void layernormBackward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const float* weight,
                        const float* mean, const float* rstd, std::size_t N, std::size_t C, cudaStream_t s) {
   if (N == 0 || C == 0) return;
   if (dinp) {
-    layernormBackwardInputKernel<<<everyRowGrid(N), kBlock, 0, s>>>(dinp, dout, inp, weight, mean, rstd, static_cast<int>(N),
-                                                                    static_cast<int>(C));
+    const int rows = intExtent("layernorm rows", N), cols = intExtent("layernorm columns", C);
+    layernormBackwardInputKernel<<<everyRowGrid(N), kBlock, 0, s>>>(dinp, dout, inp, weight, mean, rstd, rows, cols);
     CUDA_CHECK(cudaGetLastError());
   }
   if (dweight || dbias) {
-    const dim3 grid(blocksFor(C, kBlock), blocksFor(N, kRowsPerSlice));
-    layernormBackwardParamsKernel<<<grid, kBlock, 0, s>>>(dweight, dbias, dout, inp, mean, rstd, static_cast<int>(N),
-                                                          static_cast<int>(C));
+    const ColumnSliceGrid g = columnSliceGrid(N, C);
+    layernormBackwardParamsKernel<<<dim3(g.x, g.y), kBlock, 0, s>>>(dweight, dbias, dout, inp, mean, rstd, N, C);
     CUDA_CHECK(cudaGetLastError());
   }
 }
 void softmaxBackward(float* dinp, const float* dout, const float* out, std::size_t rows, std::size_t cols, cudaStream_t s) {
-  softmaxBackwardKernel<<<everyRowGrid(rows), kBlock, 0, s>>>(dinp, dout, out, static_cast<int>(rows), static_cast<int>(cols));
+  softmaxBackwardKernel<<<everyRowGrid(rows), kBlock, 0, s>>>(dinp, dout, out, intExtent("softmax rows", rows),
+                                                              intExtent("softmax columns", cols));
   CUDA_CHECK(cudaGetLastError());
 }
 void softmaxForward(float* out, const float* inp, std::size_t rows, std::size_t cols, std::size_t causalT, cudaStream_t s) {
-  softmaxKernel<<<everyRowGrid(rows), kBlock, 0, s>>>(out, inp, static_cast<int>(rows), static_cast<int>(cols),
-                                                      static_cast<int>(causalT));
+  softmaxKernel<<<everyRowGrid(rows), kBlock, 0, s>>>(
+      out, inp, intExtent("softmax rows", rows), intExtent("softmax columns", cols), intExtent("softmax causal length", causalT));
   CUDA_CHECK(cudaGetLastError());
 }
 

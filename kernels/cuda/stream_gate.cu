@@ -1,5 +1,8 @@
 #include "kernels/cuda/stream_gate.h"
 
+#include <fmt/format.h>
+
+#include "base/error.h"
 #include "kernels/cuda/cuda_check.h"
 
 namespace ts::cuda {
@@ -11,10 +14,15 @@ __device__ std::uint64_t globalTimerNs() {
   return t;
 }
 
-// Moves nothing, computes nothing: polls one mapped host word until it turns non-zero or time runs out.
-__global__ void waitForGate(const volatile int* flag, std::uint64_t maxWaitNs) {
+// Moves nothing, computes nothing: polls one mapped host word until it turns non-zero, or time runs out
+// (then says so in the second word, which the host reads once the stream has passed).
+__global__ void waitForGate(volatile int* words, std::uint64_t maxWaitNs) {
   const std::uint64_t start = globalTimerNs();
-  while (*flag == 0 && globalTimerNs() - start < maxWaitNs) {
+  while (words[0] == 0) {
+    if (globalTimerNs() - start >= maxWaitNs) {
+      words[1] = 1;
+      return;
+    }
     __nanosleep(1000);
   }
 }
@@ -22,18 +30,32 @@ __global__ void waitForGate(const volatile int* flag, std::uint64_t maxWaitNs) {
 }  // namespace
 
 StreamGate::StreamGate()
-    : flag_(sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable),
-      hostFlag_(static_cast<volatile int*>(flag_.get())),
-      deviceFlag_(static_cast<int*>(flag_.devicePointer())) {
-  *hostFlag_ = 0;
+    : words_(2 * sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable),
+      host_(static_cast<volatile int*>(words_.get())),
+      device_(static_cast<int*>(words_.devicePointer())) {
+  host_[0] = 0;
+  host_[1] = 0;
 }
 
 void StreamGate::close(cudaStream_t stream, std::uint64_t maxWaitNs) {
-  *hostFlag_ = 0;
-  waitForGate<<<1, 1, 0, stream>>>(deviceFlag_, maxWaitNs);
+  host_[0] = 0;
+  host_[1] = 0;
+  maxWaitNs_ = maxWaitNs;
+  waitForGate<<<1, 1, 0, stream>>>(device_, maxWaitNs);
   CUDA_CHECK(cudaGetLastError());
 }
 
-void StreamGate::open() { *hostFlag_ = 1; }
+void StreamGate::open() { host_[0] = 1; }
+
+bool StreamGate::expired() const { return host_[1] != 0; }
+
+void StreamGate::checkOpenedInTime(std::string_view what) const {
+  if (!expired()) return;
+  throw errorInContext(fmt::format(
+      "{}: the stream gate gave up after {:g} s, before the host had queued the timed work (a full launch queue blocks "
+      "the host until the device drains it: fewer iterations queue in time), so the times would include the host's "
+      "gaps; not recorded",
+      what, static_cast<double>(maxWaitNs_) / 1e9));
+}
 
 }  // namespace ts::cuda

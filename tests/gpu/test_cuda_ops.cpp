@@ -100,6 +100,33 @@ TEST(CudaOps, RowOpsAgainstTheCpu) {
   }
 }
 
+// Issue #33: the column sums (biasBackward, layernormBackward's dweight and dbias) launched a block row per
+// 256 rows, past grid.y's limit of 65535 above 16.7 M rows (the launch failed); now capped and strided.
+TEST(CudaOps, ColumnSumsOfMoreThan65535RowSlices) {
+  REQUIRE_GPU();
+  const std::size_t N = 65535 * 256 + 1000, C = 3;
+  const auto x = randomInputs(N * C, 30), dy = randomInputs(N * C, 31);
+  const std::vector<float> mean(N, 0.0f), rstd(N, 1.0f);  // xhat = x
+  std::vector<double> wantW(C, 0.0), wantB(C, 0.0), scale(C, 0.0);
+  for (std::size_t r = 0; r < N; ++r)
+    for (std::size_t c = 0; c < C; ++c) {
+      const double g = dy[r * C + c], v = x[r * C + c];
+      wantW[c] += g * v;
+      wantB[c] += g;
+      scale[c] += std::fabs(g) * (1 + std::fabs(v));
+    }
+  Dev<float> dx(x), ddy(dy), dmean(mean), drstd(rstd), dw(C, false), db(C, false), dbias(C, false);
+  cuda::layernormBackward(nullptr, dw.p, db.p, ddy.p, dx.p, nullptr, dmean.p, drstd.p, N, C, nullptr);
+  cuda::biasBackward(dbias.p, ddy.p, N, C, nullptr);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  const auto gotW = dw.host(), gotB = db.host(), gotBias = dbias.host();
+  for (std::size_t c = 0; c < C; ++c) {  // float sums of 16.7 M terms: within 1e-5 of the terms' magnitude
+    EXPECT_NEAR(gotW[c], wantW[c], 1e-5 * scale[c]) << "layernorm dweight, column " << c;
+    EXPECT_NEAR(gotB[c], wantB[c], 1e-5 * scale[c]) << "layernorm dbias, column " << c;
+    EXPECT_NEAR(gotBias[c], wantB[c], 1e-5 * scale[c]) << "biasBackward, column " << c;
+  }
+}
+
 TEST(CudaOps, ElementwiseAndOptimizersAgainstTheCpu) {
   REQUIRE_GPU();
   for (std::size_t n : {std::size_t{1}, std::size_t{1023}, std::size_t{1} << 24}) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <vector>
 
 #include "comm/bootstrap_single.h"
 #include "comm/collectives/check.h"
@@ -59,6 +60,30 @@ void runAll(int gpus) {
 TEST(NcclWorld, OneGpu) {
   if (cuda::usableDeviceCount() < 1) GTEST_SKIP() << "no CUDA GPU is usable here (cudaGetDeviceCount found none)";
   runAll(1);
+}
+
+// Issue #33: a pipeline stage posts each send with the receive beside it in one NCCL group
+// (Communicator::startTogether), its completion event recorded after the group. At world size 1 a rank that
+// sends GPT-2-sized activations (25 MB) to itself and receives them is the smallest case where a send must
+// progress beside a receive: posted one after the other on the stream, the send, larger than NCCL's
+// buffering, would wait for a receive queued behind it (the wait below then fails after 30 s).
+TEST(NcclWorld, ASendAndTheReceivePostedWithItComplete) {
+  if (cuda::usableDeviceCount() < 1) GTEST_SKIP() << "no CUDA GPU is usable here (cudaGetDeviceCount found none)";
+  SingleBootstrap boot;
+  NcclCommunicator comm(boot, 1);
+  constexpr std::size_t kCount = 25'000'000 / sizeof(float);
+  CommBuffer a(comm, 0, kCount * sizeof(float)), b(comm, 0, kCount * sizeof(float));
+  std::vector<float> host(kCount);
+  for (std::size_t i = 0; i < kCount; ++i) host[i] = static_cast<float>(i % 4093);
+  comm.copyIn(0, a.get(), host.data(), kCount * sizeof(float));
+  const std::vector<PointToPoint> ops = {{PointToPoint::Kind::kSend, a.get(), kCount, DType::kFloat32, 0, 0},
+                                         {PointToPoint::Kind::kRecv, b.get(), kCount, DType::kFloat32, 0, 0}};
+  comm.startTogether(0, ops)->wait(30);
+  std::vector<float> got(kCount, -1.0f);
+  comm.copyOut(0, got.data(), b.get(), kCount * sizeof(float));
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < kCount; ++i) wrong += got[i] != host[i];
+  EXPECT_EQ(wrong, 0u);
 }
 
 TEST(NcclWorld, AllLocalGpusFromOneProcess) {

@@ -51,6 +51,37 @@ int CommTracker::startRecv(float* buf, std::size_t count, int peer, int tag) {
       "recv", count * sizeof(float), [&] { return comm_.startRecv(0, buf, count, DType::kFloat32, peer, tag); }, peer, 0, count);
 }
 
+std::vector<int> CommTracker::startTogether(const std::vector<PointToPoint>& ops) {
+  std::vector<int> ids;
+  if (ops.empty()) return ids;
+  const double t0 = now();
+  for (const PointToPoint& p : ops) {
+    const bool send = p.kind == PointToPoint::Kind::kSend;
+    Op op;
+    op.name = send ? "send" : "recv";
+    op.bytes = p.count * dtypeSize(p.dtype);
+    op.peer = p.peer;
+    op.inElems = send ? p.count : 0;
+    op.outElems = send ? 0 : p.count;
+    op.dtype = p.dtype;
+    op.start = t0;
+    op.nvtxRange = nvtx::start(op.name.c_str(), nvtx::Category::kCommunication);
+    ops_.push_back(std::move(op));
+    ids.push_back(static_cast<int>(ops_.size()) - 1);
+  }
+  std::shared_ptr<PendingCollective> pending;
+  try {
+    pending = comm_.startTogether(0, ops);
+  } catch (...) {  // nothing was posted: no op of these may be polled or waited for later
+    for (int id : ids) nvtx::end(ops_[static_cast<std::size_t>(id)].nvtxRange);
+    ops_.resize(static_cast<std::size_t>(ids.front()));
+    throw;
+  }
+  for (int id : ids) ops_[static_cast<std::size_t>(id)].pending = pending;
+  exposedS_ += now() - t0;  // issuing is host time taken from compute
+  return ids;
+}
+
 void CommTracker::completed(Op& op) {
   op.end = now();
   nvtx::end(op.nvtxRange);

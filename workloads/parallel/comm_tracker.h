@@ -45,6 +45,9 @@ class CommTracker {
   // Point to point (pipeline stages): a send to / a receive from `peer` of this communicator.
   int startSend(const float* buf, std::size_t count, int peer, int tag);
   int startRecv(float* buf, std::size_t count, int peer, int tag);
+  // Sends and receives posted together (Communicator::startTogether: one NCCL group), each tracked as its
+  // own send or recv; their ids, in order.
+  std::vector<int> startTogether(const std::vector<PointToPoint>& ops);
   // Tests every op in flight (lets MPI progress them) and notes the ones that completed.
   void poll();
   // Blocks until op `id` (every op: waitAll) completes; the time blocked counts as exposed.
@@ -65,9 +68,9 @@ class CommTracker {
     std::string name;
     std::size_t bytes;
     double start, end = -1;
-    std::unique_ptr<PendingCollective> pending;
-    std::uint64_t nvtxRange = 0;  // launch to observed completion, as in the trace
-    int peer = -1;                // send/recv: the other rank (in the group), which the trace span names
+    std::shared_ptr<PendingCollective> pending;  // shared by the ops posted together
+    std::uint64_t nvtxRange = 0;                 // launch to observed completion, as in the trace
+    int peer = -1;                               // send/recv: the other rank (in the group), which the trace span names
     // Kineto's collective arguments (PyTorch's profiler writes them on its NCCL spans; HTA reads them): this
     // rank's input and output elements and their type.
     std::size_t inElems = 0, outElems = 0;

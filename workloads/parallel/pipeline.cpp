@@ -83,6 +83,29 @@ std::vector<PipeOp> pipelineSchedule(PipelineSchedule kind, int stage, int stage
   return ops;
 }
 
+std::vector<PipeStep> pipelinePlan(PipelineSchedule kind, int stage, int stages, int micros) {
+  const bool first = stage == 0, last = stage == stages - 1;
+  // What an op needs before it runs, and what it sends once it has (none at the pipeline's ends).
+  auto receiveFor = [&](const PipeOp& op, std::vector<PipeTransfer>& into) {
+    if (op.forward && !first) into.push_back({PipeTransferKind::kRecvActivation, op.micro});
+    if (!op.forward && !last) into.push_back({PipeTransferKind::kRecvGradient, op.micro});
+  };
+  auto sendOf = [&](const PipeOp& op, std::vector<PipeTransfer>& into) {
+    if (op.forward && !last) into.push_back({PipeTransferKind::kSendActivation, op.micro});
+    if (!op.forward && !first) into.push_back({PipeTransferKind::kSendGradient, op.micro});
+  };
+  const std::vector<PipeOp> ops = pipelineSchedule(kind, stage, stages, micros);
+  std::vector<PipeStep> plan(1);
+  if (!ops.empty()) receiveFor(ops.front(), plan.back().post);
+  for (std::size_t k = 0; k < ops.size(); ++k) {
+    PipeStep& step = plan.emplace_back();
+    step.compute = ops[k];
+    sendOf(ops[k], step.post);
+    if (k + 1 < ops.size()) receiveFor(ops[k + 1], step.post);
+  }
+  return plan;
+}
+
 Pipeline::Pipeline(const Mesh& mesh, Model& model, double timeoutS, const data::Batch& sample, int micros)
     : model_(model),
       stage_(mesh.coordinate(GroupKind::kPp)),
@@ -177,6 +200,23 @@ const Tensor* Pipeline::forwardOnly(const data::Batch& batch, StepContext& ctx, 
   return nullptr;
 }
 
+PointToPoint Pipeline::transferOf(const PipeTransfer& t) {
+  const auto i = static_cast<std::size_t>(t.micro);
+  const int peer = stage_ + t.peerOffset();
+  switch (t.kind) {
+    case PipeTransferKind::kSendActivation:
+      return {PointToPoint::Kind::kSend, outputs_[i].data, outCount_, DType::kFloat32, peer, tagOf(t.micro, false)};
+    case PipeTransferKind::kRecvActivation:
+      return {PointToPoint::Kind::kRecv, inputs_[i % inputs_.size()].data, inCount_, DType::kFloat32, peer,
+              tagOf(t.micro, false)};
+    case PipeTransferKind::kSendGradient:
+      return {PointToPoint::Kind::kSend, gradsOut_[i].data, inCount_, DType::kFloat32, peer, tagOf(t.micro, true)};
+    case PipeTransferKind::kRecvGradient:
+      return {PointToPoint::Kind::kRecv, gradIn_.data, outCount_, DType::kFloat32, peer, tagOf(t.micro, true)};
+  }
+  throw Error("internal: a pipeline transfer of no kind");
+}
+
 double Pipeline::step(const std::vector<data::Batch>& micros, float scale, GradientSync& sync, StepContext& ctx,
                       PipelineTimes& times) {
   const int M = static_cast<int>(micros.size());
@@ -186,27 +226,43 @@ double Pipeline::step(const std::vector<data::Batch>& micros, float scale, Gradi
   double lossSum = 0;
   int backwardsLeft = M;
   Device& device = model_.arena().device();
-  auto blockOn = [&](int id) {
+  std::vector<int> posted;          // the transfers the previous step posted together
+  std::vector<PointToPoint> group;  // this step's
+  auto post = [&] { posted = tracker_.startTogether(group); };
+  auto waitPosted = [&] {
+    // Receives first: they complete with the group, so the trace's `wait recv` spans hold the time blocked,
+    // which `analyze` counts as the bubble; the sends are done by then.
     const double t0 = now();
-    tracker_.wait(id);
+    for (bool receives : {true, false})
+      for (std::size_t k = 0; k < posted.size(); ++k)
+        if ((group[k].kind == PointToPoint::Kind::kRecv) == receives) tracker_.wait(posted[k]);
     times.waitS += now() - t0;
   };
-  for (const PipeOp& op : pipelineSchedule(schedule_, stage_, stagesCount_, M)) {
+  for (const PipeStep& st : pipelinePlan(schedule_, stage_, stagesCount_, M)) {
+    // The previous step's group first: this compute's input is in it. Every buffer its sends read or its
+    // receives write is free again once it completes (a micro-batch's own output, the one gradient slot,
+    // an input slot the backward before let go).
+    waitPosted();
+    group.clear();
+    for (const PipeTransfer& t : st.post) group.push_back(transferOf(t));
+    if (!st.compute) {
+      post();
+      continue;
+    }
+    const PipeOp& op = *st.compute;
     const auto i = static_cast<std::size_t>(op.micro);
     if (op.forward) {
-      if (!first()) blockOn(tracker_.startRecv(inputOf(op.micro).data, inCount_, stage_ - 1, tagOf(op.micro, false)));
       trace::Span forward("forward", "compute", op.micro);
       sync.beforeForward(ctx);
       const Tensor& y = forwardMicro(micros[i], op.micro, ctx, &lossSum);
       if (!last()) copy(outputs_[i], Tensor{y.data, outputs_[i].shape, y.device});
       device.synchronize();
       times.forwardS += forward.close();
-      if (!last()) tracker_.startSend(outputs_[i].data, outCount_, stage_ + 1, tagOf(op.micro, false));
+      post();
       tracker_.poll();
       continue;
     }
     const bool lastBackward = --backwardsLeft == 0;
-    if (!last()) blockOn(tracker_.startRecv(gradIn_.data, outCount_, stage_ + 1, tagOf(op.micro, true)));
     trace::Span backward("backward", "compute", op.micro);
     if (held_ != op.micro) {
       // Recomputation: the loss was counted, and batch norm's running statistics updated, the first time
@@ -226,14 +282,13 @@ double Pipeline::step(const std::vector<data::Batch>& micros, float scale, Gradi
       copy(gradsOut_[i], Tensor{dx.data, gradsOut_[i].shape, dx.device});
     device.synchronize();
     times.backwardS += backward.close();
+    // Posted before the data-parallel sync, which may block: the neighbours' transfers go on meanwhile.
+    post();
     trace::Span syncSpan("sync", "phase");
-    if (!first()) tracker_.startSend(gradsOut_[i].data, inCount_, stage_ - 1, tagOf(op.micro, true));
     sync.afterBackward(lastBackward);
     times.syncS += syncSpan.close();
   }
-  const double w0 = now();
-  tracker_.waitAll();  // the last sends
-  times.waitS += now() - w0;
+  waitPosted();  // the last send
   return lossSum;
 }
 

@@ -6,7 +6,7 @@
 //   1f1b   stage s runs min(p-s-1, m) forwards, then alternates one forward and one backward, then drains
 //          the backwards: at most p-s micro-batches in flight, so less to keep.
 // The theoretical idle fraction (the bubble) of both is (p-1)/(m+p-1); the measured one is each stage's
-// time blocked on a receive over its step time.
+// time blocked on its transfers (a receive, and the send posted with it: pipelinePlan) over its step time.
 //
 // Layers keep the state of one micro-batch (their inputs and outputs for the backward), so a backward
 // for a micro-batch that is not the one the stage last ran forward re-runs that forward first from the
@@ -19,6 +19,7 @@
 // computes the loss. A stage keeps the inputs of its micro-batches in flight only: 1F1B has at most
 // p - s of them at stage s, GPipe all m.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,9 +45,33 @@ struct PipeOp {
 // The order stage `stage` of `stages` runs the forwards and backwards of `micros` micro-batches.
 std::vector<PipeOp> pipelineSchedule(PipelineSchedule kind, int stage, int stages, int micros);
 
+// A transfer between neighbouring stages as one of them sees it: an activation goes to the next stage, its
+// gradient comes back to the previous one.
+enum class PipeTransferKind { kSendActivation, kRecvActivation, kSendGradient, kRecvGradient };
+struct PipeTransfer {
+  PipeTransferKind kind;
+  int micro;
+  bool send() const { return kind == PipeTransferKind::kSendActivation || kind == PipeTransferKind::kSendGradient; }
+  // The other stage: +1 (the next) or -1 (the previous), from this stage.
+  int peerOffset() const { return kind == PipeTransferKind::kSendActivation || kind == PipeTransferKind::kRecvGradient ? 1 : -1; }
+};
+// One step of a stage: its compute (none in the first step), then the transfers it posts together once that
+// is done and waits for before the next step's compute: the send of what the compute produced with the
+// receive the next compute needs (Megatron's send_forward_recv_backward, send_backward_recv_forward). On
+// NCCL a send of more than its buffering blocks until the receiver runs, and a stage's transfers run one
+// after another on its stream: 1F1B's steady state, where two neighbours each send before they receive,
+// deadlocks unless each send progresses beside the receive posted with it (one group). The last step posts
+// the last send alone.
+struct PipeStep {
+  std::optional<PipeOp> compute;
+  std::vector<PipeTransfer> post;
+};
+std::vector<PipeStep> pipelinePlan(PipelineSchedule kind, int stage, int stages, int micros);
+
 struct PipelineTimes {
-  double forwardS = 0, backwardS = 0, waitS = 0;  // compute (recomputation included), blocked on receives
-  double syncS = 0;                               // the data-parallel sync after each backward
+  double forwardS = 0, backwardS = 0;  // compute (recomputation included)
+  double waitS = 0;                    // blocked on transfers: a receive, with the send posted beside it
+  double syncS = 0;                    // the data-parallel sync after each backward
 };
 
 class Pipeline {
@@ -75,6 +100,7 @@ class Pipeline {
 
  private:
   const Tensor& forwardMicro(const data::Batch& batch, int micro, StepContext& ctx, double* loss);
+  PointToPoint transferOf(const PipeTransfer& t);  // its buffer, size, peer and tag
   void allocateBuffers(const data::Batch& sample, int micros);
   void releaseOtherStages();
   const Tensor& inputOf(int micro) const { return inputs_[static_cast<std::size_t>(micro) % inputs_.size()]; }
