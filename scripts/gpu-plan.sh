@@ -120,6 +120,12 @@ preflight_libs() {
   while IFS= read -r sp; do
     [ -n "$sp" ] && ls -d "$sp"/nvidia_*.dist-info 2>/dev/null
   done <<<"$(ts_gpu_site_packages)"
+  echo "== CUDA's libraries as the loader finds them (the file each resolves to names its version, where it has one):"
+  local so found
+  for so in libcudart.so.13 libcublasLt.so.13 libcudnn.so.9 libnccl.so.2 libcupti.so.13; do
+    found="$(ts_gpu_resolved "$so")"
+    echo "$so => ${found:-not found}${found:+ ($(readlink -f "$found"))}"
+  done
   echo "== NCCL as loaded: $(grep -a -o -m 1 'NCCL version [0-9][0-9.a-z+-]*' "$(ts_gpu_resolved libnccl.so.2)" 2>/dev/null || echo unknown)"
   echo "== the driver's libraries (loaded at run time: libcuda by the CUDA runtime, NVML by trainscope):"
   ldconfig -p 2>/dev/null | grep -E 'libcuda\.so\.1|libnvidia-ml\.so\.1' || echo "(not in ld.so.cache: LD_LIBRARY_PATH must name them)"

@@ -4,6 +4,7 @@ output folder is whole after every step, within the device's file limits — and
 (scripts/gpu-first-contact.sh, scripts/gpu-rerun.sh) dry-run here, where every GPU step fails fast with one line:
 within the deadline, one line per step, and a run killed midway leaves the summary and the logs of what ran."""
 import io
+import json
 import os
 import re
 import signal
@@ -144,6 +145,13 @@ def test_the_first_contact_dry_run_ends_within_its_deadline_with_one_line_per_st
     assert {f"first-contact-logs/{n}.log" for n in names} <= set(logs), sorted(logs)
     assert "| pair-nccl | FAILED" in (out / "first-contact-summary.md").read_text()
     assert len(list(out.iterdir())) <= 8
+    # One process per suite loses no test: the suites' JSON together count every test the binary lists.
+    gtests = Path(trainscope_path()).parent / "tests" / "ts_gpu_tests"
+    if gtests.exists():
+        listed = subprocess.run([gtests, "--gtest_list_tests"], capture_output=True, text=True, check=True).stdout
+        total = sum(1 for line in listed.splitlines() if line.startswith("  "))
+        ran = sum(json.loads(v)["tests"] for k, v in logs.items() if re.fullmatch(r"first-contact-logs/tests-.*\.json", k))
+        assert ran == total > 0, (ran, total)
 
 
 def session_processes(sid: int) -> list[int]:
