@@ -1,7 +1,11 @@
 // NCCL's entry points that trainscope imports, refused: NCCL moves data between GPUs, which a fake GPU has
-// none of. ncclGetVersion is left to the real library (it asks the library, not a device). Without this,
-// the real NCCL would look for a driver of its own (it links the CUDA runtime statically, which no preload
-// reaches) and fail in its own words, or find a real GPU that the fake does not describe.
+// none of. Without this, the real NCCL would look for a driver of its own (it links the CUDA runtime
+// statically, which no preload reaches) and fail in its own words, or find a real GPU that the fake does not
+// describe. Two calls touch no GPU and go to the real library: ncclGetVersion, and ncclGetUniqueId (a socket
+// address that process 0 hands the others), so that process 0 goes on to the exchange of the id as it would on
+// a real node; refusing it would hide the very failures the fake exists to show (a process waiting there for
+// one that gave up).
+#include <dlfcn.h>
 #include <nccl.h>
 
 #include <string>
@@ -29,10 +33,16 @@ const char* ncclGetErrorString(ncclResult_t result) {
 
 const char* ncclGetLastError(ncclComm_t) { return t_refusal.c_str(); }
 
+ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
+  using Real = ncclResult_t (*)(ncclUniqueId*);
+  static const auto real = reinterpret_cast<Real>(::dlsym(RTLD_NEXT, "ncclGetUniqueId"));
+  fakegpu::logCall("ncclGetUniqueId");
+  return real ? real(id) : refuse("ncclGetUniqueId (no NCCL library loaded after the fake)");
+}
+
 #define FAKE_REFUSE(name, params) \
   ncclResult_t name params { return refuse(#name); }
 
-FAKE_REFUSE(ncclGetUniqueId, (ncclUniqueId*))
 FAKE_REFUSE(ncclCommInitRank, (ncclComm_t*, int, ncclUniqueId, int))
 FAKE_REFUSE(ncclCommInitRankConfig, (ncclComm_t*, int, ncclUniqueId, int, ncclConfig_t*))
 FAKE_REFUSE(ncclCommSplit, (ncclComm_t, int, int, ncclComm_t*, ncclConfig_t*))
