@@ -6,6 +6,8 @@ drives, and every refusal of a GPU count ending every process with one line with
 so a hang fails the test instead of stalling the suite."""
 import json
 import re
+import shutil
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -32,7 +34,8 @@ def fake_env(spec, log=None, extra=None):
 
 
 class Ended:
-    """The processes of one run, each ended: exit codes, stderr, and how long the slowest took."""
+    """The processes of one run, each ended (killed, and the test failed, when still running after LIVENESS_S): exit
+    codes and stderr."""
 
     def __init__(self, procs, started):
         self.rcs, self.errs = [], []
@@ -46,27 +49,27 @@ class Ended:
                 p.kill()
                 p.communicate()
             pytest.fail(f"still running after {LIVENESS_S} s (a hang: it would have waited for --timeout)")
-        self.seconds = time.monotonic() - started
 
     def error_lines(self):
-        return [l for e in self.errs for l in e.splitlines() if l.startswith("trainscope: error:")]
+        return [line for e in self.errs for line in e.splitlines() if line.startswith("trainscope: error:")]
 
 
-def run_env_pair(spec, args, log=None, extra=None):
+def run_env_pair(spec, args, log=None):
     """Two processes (RANK 0 and 1, one host) met through the RANK/WORLD_SIZE bootstrap, each its own NCCL_HOSTID."""
     port, started, procs = free_port(), time.monotonic(), []
     for rank in (1, 0):
         env = base_env(fake_env(spec, log, {"RANK": str(rank), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
                                             "MASTER_PORT": str(port), "NCCL_HOSTID": f"fake-rank{rank}",
-                                            "TRAINSCOPE_JOB_TOKEN": f"fake-gpu-{port}", **(extra or {})}))
+                                            "TRAINSCOPE_JOB_TOKEN": f"fake-gpu-{port}"}))
         procs.append(subprocess.Popen([trainscope_path()] + args, env=env, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.PIPE, text=True))
-    ended = Ended(procs[::-1], started)  # rank 0 first
-    return ended
+    return Ended(procs[::-1], started)  # rank 0 first
 
 
 def run_mpi(np, spec, args, log=None):
     """NP processes under mpirun (its local ranks), the fake GPU preloaded in each."""
+    if not shutil.which("mpirun"):
+        pytest.skip("mpirun not installed")
     env = base_env(fake_env(spec, log))
     cmd = ["mpirun", "-np", str(np), "--oversubscribe", "-x", "LD_PRELOAD", "-x", "TS_FAKE_GPU"]
     cmd += ["-x", "TS_FAKE_GPU_LOG"] if log else []
@@ -87,7 +90,7 @@ def devices_by_rank(log):
 
 
 def host():
-    return subprocess.run(["hostname"], capture_output=True, text=True).stdout.strip()
+    return socket.gethostname()  # as trainscope names this host
 
 
 # --- the node as trainscope sees it ---------------------------------------------------------------------------------
@@ -132,7 +135,7 @@ def test_cuda_visible_devices_narrows_what_cuda_shows(tmp_path):
 def test_work_on_a_fake_gpu_is_one_line_naming_it():
     proc = subprocess.run([trainscope_path()] + TRAIN + ["--device", "cuda"], env=base_env(fake_env("h100:1")),
                           capture_output=True, text=True, timeout=LIVENESS_S)
-    lines = [l for l in proc.stderr.splitlines() if l.startswith("trainscope: error:")]
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("trainscope: error:")]
     assert proc.returncode == 1 and len(lines) == 1, proc.stderr
     assert "fake GPU (TS_FAKE_GPU=h100:1)" in lines[0] and "runs nothing" in lines[0]
 
