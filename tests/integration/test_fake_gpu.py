@@ -19,6 +19,9 @@ from helpers import base_env, free_port, trainscope_path
 FAKE = Path(trainscope_path()).parent / "tests" / "libts_fake_gpu.so"
 pytestmark = pytest.mark.skipif(not FAKE.exists(), reason=f"built without CUDA (no fake GPU library at {FAKE})")
 
+BUILT_WITH = subprocess.run([trainscope_path(), "--version"], capture_output=True, text=True).stdout
+needs_nccl = pytest.mark.skipif("NCCL yes" not in BUILT_WITH, reason="built without NCCL: no NCCL backend to give GPUs")
+
 LIVENESS_S = 60  # every run here ends in seconds; the old behaviour waited for --timeout
 TIMEOUT = ["--timeout", "300"]
 COLLECTIVES = ["collectives", "--backend", "nccl", "--ops", "all_reduce", "-e", "1K"] + TIMEOUT
@@ -142,6 +145,7 @@ def test_work_on_a_fake_gpu_is_one_line_naming_it():
 
 # --- two processes on one GPU: the hang of issue 33 -----------------------------------------------------------------
 
+@needs_nccl
 @pytest.mark.parametrize("args", [COLLECTIVES, TRAIN + ["--device", "cuda"]], ids=["collectives", "train"])
 def test_two_processes_on_one_gpu_end_with_one_line(args):
     """Process 1 is local process 1 of a one-GPU host: it refuses GPU 1 of 1, and process 0, which has its GPU,
@@ -156,6 +160,7 @@ def test_two_processes_on_one_gpu_end_with_one_line(args):
     assert ended.errs[1] == "", "process 1 leaves the line to process 0"
 
 
+@needs_nccl
 @pytest.mark.parametrize("args", [COLLECTIVES + ["--device", "cuda:0"], TRAIN + ["--device", "cuda:0"]],
                          ids=["collectives", "train"])
 def test_sharing_one_gpu_deliberately_puts_both_processes_on_it(tmp_path, args):
@@ -171,6 +176,7 @@ def test_sharing_one_gpu_deliberately_puts_both_processes_on_it(tmp_path, args):
 
 # The first GPU each process makes current (the fake refuses the stream made on it, so a process that drives
 # several stops at its first; which ones follow is tests/unit/test_gpu_plan.cpp's).
+@needs_nccl
 @pytest.mark.parametrize("np,spec,args,first", [
     (2, "h100:2", COLLECTIVES, [0, 1]),
     (2, "h100:8", COLLECTIVES + ["--gpus-per-process", "4"], [0, 4]),
@@ -186,6 +192,7 @@ def test_each_process_drives_its_local_ranks_gpus_under_mpirun(tmp_path, np, spe
     assert len(lines) == 1 and f"fake GPU (TS_FAKE_GPU={spec})" in lines[0], ended.errs
 
 
+@needs_nccl
 def test_each_process_drives_its_local_ranks_gpu_under_the_env_bootstrap(tmp_path):
     log = tmp_path / "calls.log"
     run_env_pair("h100:8", COLLECTIVES, log)
@@ -194,6 +201,7 @@ def test_each_process_drives_its_local_ranks_gpu_under_the_env_bootstrap(tmp_pat
 
 # --- GPU counts a host does not have: every process ends with one line ----------------------------------------------
 
+@needs_nccl
 @pytest.mark.parametrize("np,spec,args,line", [
     (2, "h100:2", COLLECTIVES + ["--gpus-per-process", "4"], "--gpus-per-process 4 asks for more GPUs than this host has (2)"),
     (3, "h100:2", COLLECTIVES, "process 2 on {host}: this host has 2 GPUs and runs 3 or more processes of this job, 1 GPU "
@@ -210,6 +218,7 @@ def test_gpus_a_host_lacks_end_every_process_with_one_line(np, spec, args, line)
     assert ended.rcs == [2], ended.errs
 
 
+@needs_nccl
 def test_a_refusal_under_the_env_bootstrap_ends_both_processes():
     ended = run_env_pair("h100:2", COLLECTIVES + ["--gpus-per-process", "4"])
     assert ended.rcs == [2, 2] and ended.error_lines() == [

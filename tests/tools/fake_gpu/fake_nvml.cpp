@@ -4,6 +4,7 @@
 // it returns it (the dynamic loader matches the names of loaded objects first): no other setting is needed.
 // The types are NVML's documented ABI (nvml.h is not part of the toolkit); NVML sees every GPU of the node,
 // whatever CUDA_VISIBLE_DEVICES says, as the real one does.
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -44,8 +45,8 @@ struct FieldValue {  // nvmlFieldValue_t
 static_assert(sizeof(FieldValue) == 40, "nvmlFieldValue_t is 40 bytes");
 
 nvmlDevice_st g_devices[fakegpu::kMaxGpus] = {{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}};
-int g_initialised = 0;  // nvmlInit and nvmlShutdown count, as NVML's do
-std::string g_whyNot;   // why nvmlInit failed, for nvmlErrorString
+std::atomic<int> g_initialised{0};  // nvmlInit and nvmlShutdown count, as NVML's do (telemetry's thread calls too)
+thread_local std::string t_whyNot;  // why nvmlInit failed, for nvmlErrorString
 
 // Clock types (nvmlClockType_t) and the idle node's current clocks.
 constexpr int kClockGraphics = 0, kClockSm = 1, kClockMem = 2;
@@ -93,7 +94,7 @@ extern "C" {
 nvmlReturn_t nvmlInit_v2() {
   const fakegpu::Node n = fakegpu::currentNode();
   if (!n.error.empty()) {
-    g_whyNot = "fake GPU: " + n.error;
+    t_whyNot = "fake GPU: " + n.error;
     return kDriverNotLoaded;
   }
   ++g_initialised;
@@ -124,7 +125,7 @@ const char* nvmlErrorString(nvmlReturn_t r) {
     case kInsufficientSize:
       return "Insufficient Size";
     case kDriverNotLoaded:
-      return g_whyNot.empty() ? "Driver Not Loaded" : g_whyNot.c_str();
+      return t_whyNot.empty() ? "Driver Not Loaded" : t_whyNot.c_str();
     default:
       return "Unknown Error";
   }
