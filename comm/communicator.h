@@ -15,6 +15,7 @@
 
 #include "base/dtype.h"
 #include "base/enum_names.h"
+#include "comm/gpu_plan.h"
 
 namespace ts {
 
@@ -172,14 +173,16 @@ enum class BackendKind { kAuto, kMpi, kNccl };
 
 struct CommunicatorOptions {
   BackendKind backend = BackendKind::kAuto;
-  int gpusPerProcess = 1;  // NCCL: GPUs this process drives; 0 = all visible
+  GpuChoice gpus;  // NCCL: which GPUs each process drives (comm/gpu_plan.h)
 };
 
 // The backend `auto` resolves to on this machine: NCCL when built with it and a GPU is visible, else MPI.
 BackendKind resolveBackend(BackendKind requested);
 std::string backendName(BackendKind b);
 // Builds the communicator over the processes of `boot`; UsageError when the backend is not built in,
-// when there is no GPU for NCCL, or when more GPUs are asked for than exist.
+// when there is no GPU for NCCL, or when more GPUs are asked for than exist. Every check that one process
+// can fail alone is agreed (comm/agreed_step.h) before the backend's exchanges: a failure on any process
+// is the same error on every process, never a process left waiting for one that gave up.
 std::unique_ptr<Communicator> makeCommunicator(const CommunicatorOptions& opts, Bootstrap& boot);
 
 }  // namespace ts

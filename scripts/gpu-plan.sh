@@ -14,7 +14,7 @@ source "$TS_GPU_SCRIPTS/gpu-libpath.sh"
 
 # The GPU test suites, the most basic first; a suite not named here (a new one) runs after these, under 60 s.
 TS_GPU_SUITES=(DeviceResources:30 CudaOps:60 CudaGemm:60 CudaAttention:45 CudaTrainingOps:45 CudaTrainingErrors:30
-  CudaConvSemantics:45 CudaConv:120 CudaTraining:90 BatchStaging:30 NcclWorld:45 CuptiActivity:30)
+  CudaConvSemantics:45 CudaConv:120 CudaTraining:90 BatchStaging:30 StreamGate:30 NcclWorld:45 CuptiActivity:30)
 
 # gpu_list PLAN: "NAME LIMIT_S" per step of PLAN; the GPU tests as this checkout's build lists them.
 gpu_list() {
@@ -254,7 +254,7 @@ plan_first_contact() {
     -o sum,max --timeout 50 --json "$L/nccl-world1.json"
   runner_step nccl-world1-graph 60 trainscope collectives --backend nccl --ops all_reduce,all_gather,reduce_scatter \
     -b 8 -e 256M -f 4 -G 20 --timeout 50 --json "$L/nccl-world1-graph.json"
-  runner_step pair-nccl 75 pair collectives --backend nccl --ops all_reduce,all_gather,reduce_scatter,sendrecv \
+  runner_step pair-nccl 75 pair collectives --backend nccl --device cuda:0 --ops all_reduce,all_gather,reduce_scatter,sendrecv \
     -b 8 -e 64M -f 8 --timeout 60 --json "$L/pair-nccl.json"
   local tiny=(train --device cuda:0 --model transformer --preset tiny --steps 10 --batch 8 --no-ceiling --timeout 45)
   runner_step pair-train-pp 60 pair "${tiny[@]}" --pp 2 --micro-batches 4 --json "$L/pair-train-pp.json"

@@ -23,7 +23,11 @@ const OptionTable<CollectivesArgs>& collectivesOptions() {
           TS_FIELD(bootstrap))
         .commandLineOnly("a suite's steps run in the suite's processes, which met once when the suite started");
     t.add("-g,--gpus-per-process", "NCCL: GPUs driven by each process (0 = all visible; -g: nccl-tests' spelling)",
-          TS_FIELD(opts.gpusPerProcess));
+          TS_FIELD(opts.gpus.perProcess));
+    t.add("--device",
+          "NCCL: cuda (each process its own GPUs, by its local rank) or cuda:N (every process of a host from GPU N: to share "
+          "GPUs deliberately, with a distinct NCCL_HOSTID per process)",
+          TS_FIELD(device));
     t.add("--ops", "all, or a comma list of " + collectiveNameList(), TS_FIELD(ops), TextForm::kList);
     t.add("-b,--min-bytes", "Smallest size (K/M/G binary suffixes)", TS_FIELD(minBytes), TextForm::kSize);
     t.add("-e,--max-bytes", "Largest size", TS_FIELD(maxBytes), TextForm::kSize);

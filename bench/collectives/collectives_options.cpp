@@ -11,6 +11,7 @@
 #include "base/split.h"
 #include "base/units.h"
 #include "base/user_paths.h"
+#include "workloads/device_spec.h"
 
 namespace ts {
 
@@ -46,6 +47,9 @@ CollectivesOptions resolveCollectivesArgs(const CollectivesArgs& raw) {
     o.bootstrap = BootstrapKind::kSingle;
   else
     throw UsageError(fmt::format("--bootstrap: unknown bootstrap '{}' (auto, mpi, env, single)", raw.bootstrap));
+  const wl::DeviceSpec device = wl::parseDeviceSpec(raw.device);
+  if (!device.cuda()) throw UsageError("--device cpu: collectives on the CPU are --backend mpi");
+  o.gpus.first = device.index;
   o.ops.clear();
   if (raw.ops == "all")
     o.ops = allCollectives();
@@ -151,7 +155,7 @@ void validate(const CollectivesOptions& o) {
   if (o.root < 0) throw UsageError(fmt::format("-r/--root {} is not a rank", o.root));
   if (o.graph < 0) throw UsageError("-G/--graph cannot be negative");
   if (o.timeoutS < 0) throw UsageError("--timeout cannot be negative");
-  if (o.gpusPerProcess < 0) throw UsageError("--gpus-per-process cannot be negative");
+  if (o.gpus.perProcess < 0) throw UsageError("--gpus-per-process cannot be negative");
   if (!o.outOfPlace && !o.inPlace) throw UsageError("--placement: nothing to run");
   if (o.dtypes.empty()) throw UsageError("-d/--dtype: no dtype given");
   if (o.redops.empty()) throw UsageError("-o/--redop: no reduction given");
@@ -170,7 +174,8 @@ nlohmann::json toJson(const CollectivesOptions& o) {
   for (auto r : o.redops) redops.push_back(std::string(redOpName(r)));
   for (auto m : o.mpiReduceScatter) mpiCalls.push_back(std::string(nameOf(m)));
   return {{"backend", backendName(o.backend)},
-          {"gpus_per_process", o.gpusPerProcess},
+          {"gpus_per_process", o.gpus.perProcess},
+          {"device", o.gpus.first < 0 ? std::string("cuda") : fmt::format("cuda:{}", o.gpus.first)},
           {"ops", ops},
           {"dtypes", dtypes},
           {"redops", redops},

@@ -18,7 +18,7 @@ namespace ts {
 struct CollectivesOptions {
   BackendKind backend = BackendKind::kAuto;
   BootstrapKind bootstrap = BootstrapKind::kAuto;
-  int gpusPerProcess = 1;
+  GpuChoice gpus;  // NCCL: GPUs per process (--gpus-per-process) and the first one (--device cuda:N)
   std::vector<const Collective*> ops;
   std::vector<DType> dtypes = {DType::kFloat32};
   std::vector<RedOp> redops = {RedOp::kSum};
@@ -45,7 +45,7 @@ struct CollectivesOptions {
 // The options as the user writes them (command line or suite file): names and sizes as text.
 struct CollectivesArgs {
   // text forms, resolved by resolveCollectivesArgs; the rest is in opts
-  std::string backend = "auto", bootstrap = "auto", ops = "all", dtype = "float32", redop = "sum";
+  std::string backend = "auto", bootstrap = "auto", device = "cuda", ops = "all", dtype = "float32", redop = "sum";
   std::string minBytes = "8", maxBytes = "32M", stepBytes = "0", placement = "both";
   std::string mpiReduceScatter{nameOf(kDefaultMpiReduceScatter)};  // block, counts or both
   // The command line's variants: one run per transport, algorithm or protocol, started by `launcher`.

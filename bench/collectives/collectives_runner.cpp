@@ -359,7 +359,7 @@ std::size_t runCollectivesStep(const CollectivesOptions& o, RunContext& ctx) {
   collectively(boot, [&] {
     CommunicatorOptions co;
     co.backend = o.backend;
-    co.gpusPerProcess = o.gpusPerProcess;
+    co.gpus = o.gpus;
     activity::set(fmt::format("creating the {} communicator", backendName(resolveBackend(o.backend))));
     comm = makeCommunicator(co, boot);
   });

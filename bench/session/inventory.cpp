@@ -19,12 +19,6 @@ extern char** environ;
 
 namespace ts {
 
-std::string hostName() {
-  char buf[256] = {};
-  ::gethostname(buf, sizeof(buf) - 1);
-  return buf;
-}
-
 nlohmann::json collectHostInventory() {
   utsname u{};
   ::uname(&u);

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/host_name.h"  // hostName(), which results name hosts by
+
 namespace ts {
 
 // Everything about this host that this process can see.
@@ -13,7 +15,6 @@ nlohmann::json collectHostInventory();
 nlohmann::json collectVersions();
 // NCCL_*, CUDA_VISIBLE_DEVICES and the other variables that steer communication libraries.
 nlohmann::json collectEnvironment();
-std::string hostName();
 
 // The parts, one file each.
 nlohmann::json collectCpuInventory();  // inventory_cpu.cpp (hwloc where built in, else /proc)

@@ -48,7 +48,7 @@ nlohmann::json linkMatrix(const nlohmann::json& devices) {
         row.push_back("X");
         continue;
       }
-      const int nv = lib.nvlinksBetween(handles[i], pci[j]);
+      const int nv = lib.nvlinksBetween(handles[i], handles[j], pci[j]);
       if (nv > 0) {
         row.push_back(fmt::format("NV{}", nv));
         continue;

@@ -67,19 +67,30 @@ bool Library::commonAncestor(Device a, Device b, int* level) const {
   return ok_ && f && f(a, b, level) == 0;
 }
 
-int Library::nvlinksBetween(Device a, const PciInfo& b) const {
+int Library::nvlinksBetween(Device a, Device b, const PciInfo& bPci) const {
   auto state = sym<int (*)(Device, unsigned, int*)>(handle_, "nvmlDeviceGetNvLinkState");
   auto remote = sym<int (*)(Device, unsigned, PciInfo*)>(handle_, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
+  auto remoteType = sym<int (*)(Device, unsigned, int*)>(handle_, "nvmlDeviceGetNvLinkRemoteDeviceType");
+  auto p2p = sym<int (*)(Device, Device, int, int*)>(handle_, "nvmlDeviceGetP2PStatus");
   if (!ok_ || !state || !remote) return 0;
-  int links = 0;
+  constexpr int kRemoteSwitch = 2;  // NVML_NVLINK_DEVICE_TYPE_SWITCH
+  constexpr int kP2pNvlink = 2;     // NVML_P2P_CAPS_INDEX_NVLINK
+  int direct = 0, toSwitches = 0;
   for (unsigned l = 0; l < kMaxNvLinks; ++l) {
     int active = 0;
     if (state(a, l, &active) != 0 || !active) continue;
+    int type = -1;
+    if (remoteType && remoteType(a, l, &type) == 0 && type == kRemoteSwitch) {
+      ++toSwitches;
+      continue;
+    }
     PciInfo r{};
     if (remote(a, l, &r) != 0) continue;
-    if (r.domain == b.domain && r.bus == b.bus && r.device == b.device) ++links;
+    if (r.domain == bPci.domain && r.bus == bPci.bus && r.device == bPci.device) ++direct;
   }
-  return links;
+  if (direct > 0 || toSwitches == 0 || !p2p) return direct;
+  int status = -1;  // NVML_P2P_STATUS_OK is 0
+  return p2p(a, b, kP2pNvlink, &status) == 0 && status == 0 ? toSwitches : 0;
 }
 
 bool Library::maxClockMhz(Device d, int clockType, unsigned* mhz) const {

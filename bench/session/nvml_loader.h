@@ -60,8 +60,10 @@ class Library {
   bool deviceByPciBusId(const std::string& busId, Device* out) const;
   bool pciInfo(Device d, PciInfo* out) const;
   bool commonAncestor(Device a, Device b, int* level) const;
-  // Number of active NVLinks from a to the GPU at b's PCI address.
-  int nvlinksBetween(Device a, const PciInfo& b) const;
+  // Number of active NVLinks from a to GPU b (at PCI address bPci), as nvidia-smi topo -m counts them: the
+  // links that reach b directly, else (NVSwitch nodes, where every link reaches a switch) a's links to the
+  // switches when NVML says b is reachable from a over NVLink.
+  int nvlinksBetween(Device a, Device b, const PciInfo& bPci) const;
   bool maxClockMhz(Device d, int clockType, unsigned* mhz) const;        // 1 = SM, 2 = memory
   bool currentClockMhz(Device d, int clockType, unsigned* mhz) const;    // the clock now
   bool pcieLink(Device d, unsigned* generation, unsigned* width) const;  // the link's maximum generation and width

@@ -129,22 +129,26 @@ struct TelemetrySampler::Gpus {
       const auto [nvlinkTx, nvlinkRx] = nvlinkRates(i);
       unsigned sm = 0, mem = 0, mw = 0, temp = 0, util = 0, memUtil = 0, tx = 0, rx = 0;
       unsigned long long reasons = 0;
+      // Each read before its value is used: in one call's arguments the order of the two is unspecified.
+      const bool haveSm = lib.currentClockMhz(d, 1, &sm), haveMem = lib.currentClockMhz(d, 2, &mem);
+      const bool havePower = lib.powerMilliwatts(d, &mw), haveTemp = lib.temperatureC(d, &temp);
+      const bool haveTx = lib.pcieThroughputKBps(d, false, &tx), haveRx = lib.pcieThroughputKBps(d, true, &rx);
       const bool haveUtil = lib.utilizationPercent(d, &util, &memUtil);
       const bool haveReasons = lib.clocksEventReasons(d, &reasons);
       nlohmann::json names = nlohmann::json::array();
       if (haveReasons)
         for (const auto& n : nvml::clocksEventReasonNames(reasons)) names.push_back(n);
       out.push_back({{"index", i},
-                     {"sm_clock_mhz", orNull(lib.currentClockMhz(d, 1, &sm), sm)},
-                     {"mem_clock_mhz", orNull(lib.currentClockMhz(d, 2, &mem), mem)},
-                     {"power_w", orNull(lib.powerMilliwatts(d, &mw), mw / 1e3)},
-                     {"temperature_c", orNull(lib.temperatureC(d, &temp), temp)},
+                     {"sm_clock_mhz", orNull(haveSm, sm)},
+                     {"mem_clock_mhz", orNull(haveMem, mem)},
+                     {"power_w", orNull(havePower, mw / 1e3)},
+                     {"temperature_c", orNull(haveTemp, temp)},
                      {"gpu_util_percent", orNull(haveUtil, util)},
                      {"mem_util_percent", orNull(haveUtil, memUtil)},
                      {"throttle_reasons", haveReasons ? names : nlohmann::json()},
                      {"throttled", haveReasons ? nlohmann::json(nvml::throttling(reasons)) : nlohmann::json()},
-                     {"pcie_tx_gbps", orNull(lib.pcieThroughputKBps(d, false, &tx), tx * 1e3 / 1e9)},
-                     {"pcie_rx_gbps", orNull(lib.pcieThroughputKBps(d, true, &rx), rx * 1e3 / 1e9)},
+                     {"pcie_tx_gbps", orNull(haveTx, tx * 1e3 / 1e9)},
+                     {"pcie_rx_gbps", orNull(haveRx, rx * 1e3 / 1e9)},
                      {"nvlink_tx_gbps", nvlinkTx},
                      {"nvlink_rx_gbps", nvlinkRx}});
     }

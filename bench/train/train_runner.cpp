@@ -265,6 +265,7 @@ void runTrainStep(const TrainRunOptions& given, RunContext& ctx) {
   Bootstrap& boot = ctx.boot;
   TrainRunOptions o = given;
   o.train.device = wl::parseDeviceSpec(o.device);
+  const int namedGpu = o.train.device.index;  // cuda:N: every process on GPU N (comm/gpu_plan.h); -1: its local rank's
   if (o.train.device.cuda() && o.train.device.index < 0 && boot.size() > 1)
     o.train.device.index = boot.localRank();  // one GPU per process
   wl::LayoutOptions layout = wl::resolveLayout(o.train.layout, boot.size());
@@ -273,6 +274,7 @@ void runTrainStep(const TrainRunOptions& given, RunContext& ctx) {
   if (boot.size() > 1) {
     CommunicatorOptions co;
     co.backend = o.train.device.cuda() ? BackendKind::kNccl : BackendKind::kMpi;
+    co.gpus.first = namedGpu;
     activity::set(fmt::format("creating the {} communicator", backendName(co.backend)));
     collectively(boot, [&] { world = makeCommunicator(co, boot); });
     ctx.addLayout(ctx.step.empty() ? "train" : ctx.step, world->backend(), world->worldSize(), 1,

@@ -8,6 +8,7 @@
 #include "base/heartbeat.h"
 #include "base/stop_request.h"
 #include "base/units.h"
+#include "comm/agreed_step.h"
 #include "comm/bootstrap.h"
 #include "comm/collectives/collective.h"
 #include "comm/nccl/nccl_call.h"
@@ -16,26 +17,34 @@
 
 namespace ts {
 
-NcclCommunicator::NcclCommunicator(Bootstrap& boot, int gpusPerProcess) {
-  std::string whyNone;
-  const int visible = cuda::usableDeviceCount(&whyNone);
-  if (visible == 0)
-    throw UsageError(fmt::format("--backend nccl needs a CUDA GPU, and none is usable on this host ({})", whyNone));
-  const int perProcess = gpusPerProcess == 0 ? visible : gpusPerProcess;
-  const int first = boot.localRank() * perProcess;
-  if (perProcess < 1 || first + perProcess > visible)
-    throw UsageError(fmt::format("asked for {} GPU(s) per process for local process {}, but this host has {} visible GPU(s)",
-                                 perProcess, boot.localRank(), visible));
-  worldSize_ = boot.size() * perProcess;
-
+NcclCommunicator::NcclCommunicator(Bootstrap& boot, const GpuChoice& choice) : boot_(&boot) {
+  // All that this process can fail alone comes first, and is agreed: which GPUs it drives and whether they
+  // start (a stream on each makes its context), and on process 0 the id. Only then the exchange of the id,
+  // which every process reaches or none.
   ncclUniqueId id{};
-  if (boot.rank() == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+  agreedStep(boot, [&] {
+    std::string whyNone;
+    const int visible = cuda::usableDeviceCount(&whyNone);
+    if (visible == 0)
+      throw UsageError(fmt::format("--backend nccl needs a CUDA GPU, and none is usable on this host ({})", whyNone));
+    const std::vector<int> gpus = planLocalGpus(choice, boot.localRank(), visible);
+    locals_.reserve(gpus.size());
+    for (int gpu : gpus) locals_.emplace_back(gpu);
+    if (boot.rank() == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+  });
   std::vector<ncclUniqueId> ids(static_cast<std::size_t>(boot.size()));
   boot.allGather(&id, ids.data(), sizeof(id));
   id = ids[0];
+  // Every process computes the same verdict from the same counts, so a refusal here is agreed too.
+  const long long perProcess = static_cast<long long>(locals_.size());
+  if (boot.sum(perProcess) != perProcess * boot.size())
+    throw UsageError(
+        "--gpus-per-process 0 gives the processes different numbers of GPUs (their hosts show different counts): name a "
+        "count every host has");
+  worldSize_ = boot.size() * static_cast<int>(perProcess);
+  for (std::size_t g = 0; g < locals_.size(); ++g)
+    locals_[g].rank = boot.rank() * static_cast<int>(perProcess) + static_cast<int>(g);
 
-  locals_.reserve(static_cast<std::size_t>(perProcess));
-  for (int g = 0; g < perProcess; ++g) locals_.emplace_back(first + g).rank = boot.rank() * perProcess + g;
   NCCL_CHECK(ncclGroupStart());
   for (auto& L : locals_) {
     CUDA_CHECK(cudaSetDevice(L.device));
@@ -158,7 +167,14 @@ std::unique_ptr<Communicator> NcclCommunicator::split(int color, int key) {
     throw UsageError("sub-communicators (data/tensor/pipeline groups) need one GPU per process (--gpus-per-process 1)");
   const Local& from = locals_[0];
   std::unique_ptr<NcclCommunicator> sub(new NcclCommunicator());
-  Local& L = sub->locals_.emplace_back(from.device);  // owned by sub from here: its comm too, once split
+  // The sub-communicator's stream can fail on one process alone: agreed before ncclCommSplit, which every
+  // rank must reach. Only the world splits (the mesh's groups), so the world's processes are the ranks.
+  const auto makeLocal = [&] { sub->locals_.emplace_back(from.device); };  // owned by sub: its comm too, once split
+  if (boot_)
+    agreedStep(*boot_, makeLocal);
+  else
+    makeLocal();
+  Local& L = sub->locals_.back();
   NCCL_CHECK(ncclCommSplit(from.comm, color, key, &L.comm, nullptr));
   int rank = 0, size = 0;
   NCCL_CHECK(ncclCommUserRank(L.comm, &rank));

@@ -1,13 +1,16 @@
 #pragma once
 // The NCCL backend: device buffers, NCCL collectives on one CUDA stream per local GPU, CUDA-event timing.
-// One process drives `gpusPerProcess` GPUs (one NCCL rank each); the processes of the bootstrap exchange
-// the ncclUniqueId. Global rank = process * gpusPerProcess + local index.
+// One process drives the GPUs its GpuChoice gives it (comm/gpu_plan.h; one NCCL rank each, the same number
+// on every process); the processes of the bootstrap exchange the ncclUniqueId. Global rank = process x GPUs
+// per process + local index. What one process can fail alone is agreed before each collective step (the
+// id's exchange, ncclCommSplit); a failure inside NCCL's own ncclCommInitRank is NCCL's to end.
 #include <nccl.h>
 
 #include <memory>
 #include <vector>
 
 #include "comm/communicator.h"
+#include "comm/gpu_plan.h"
 #include "kernels/cuda/device_resources.h"
 #include "kernels/cuda/stream_gate.h"
 
@@ -15,7 +18,7 @@ namespace ts {
 
 class NcclCommunicator final : public Communicator {
  public:
-  NcclCommunicator(Bootstrap& boot, int gpusPerProcess);
+  NcclCommunicator(Bootstrap& boot, const GpuChoice& choice);
   ~NcclCommunicator() override;
 
   std::string backend() const override { return "nccl"; }
@@ -62,6 +65,7 @@ class NcclCommunicator final : public Communicator {
   TimedBatch timeWithEvents(int iters, int opsPerIter, const std::function<void()>& launchOne);
 
   std::vector<Local> locals_;
+  Bootstrap* boot_ = nullptr;  // the world's processes (null in a sub-communicator)
   int worldSize_ = 1;
   bool aborted_ = false;
 };

@@ -17,7 +17,7 @@ namespace {
 
 void runAll(int gpus) {
   SingleBootstrap boot;
-  NcclCommunicator comm(boot, gpus);
+  NcclCommunicator comm(boot, GpuChoice{gpus, -1});
   ASSERT_EQ(comm.worldSize(), gpus);
   for (const Collective* c : allCollectives()) {
     for (DType t : {DType::kFloat32, DType::kBFloat16, DType::kInt32}) {

@@ -177,6 +177,9 @@ BAD_INPUTS = [
     (["-G", "4"], "-G/--graph needs --backend nccl"),
     (["--frobnicate"], "The following argument was not expected: --frobnicate"),
     (["--gpus-per-process", "2"], "--gpus-per-process applies to --backend nccl only"),
+    (["--device", "cuda:0"], "--device cuda:N applies to --backend nccl only"),
+    (["--device", "cpu"], "--device cpu: collectives on the CPU are --backend mpi"),
+    (["--device", "gpu0"], "--device gpu0: expected cpu, cuda or cuda:N"),
     (["--mpi-reduce-scatter", "ring"], "--mpi-reduce-scatter: 'ring' is not block, counts or both"),
 ]
 
