@@ -70,7 +70,7 @@ TEST(NcclWorld, OneGpu) {
 TEST(NcclWorld, ASendAndTheReceivePostedWithItComplete) {
   if (cuda::usableDeviceCount() < 1) GTEST_SKIP() << "no CUDA GPU is usable here (cudaGetDeviceCount found none)";
   SingleBootstrap boot;
-  NcclCommunicator comm(boot, 1);
+  NcclCommunicator comm(boot, GpuChoice{1, -1});
   constexpr std::size_t kCount = 25'000'000 / sizeof(float);
   CommBuffer a(comm, 0, kCount * sizeof(float)), b(comm, 0, kCount * sizeof(float));
   std::vector<float> host(kCount);
