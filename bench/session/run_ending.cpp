@@ -235,12 +235,15 @@ void onHubGone() {
 
 // Another process: process 0 says its line and ends the run; if it cannot (gone), this process says it.
 [[noreturn]] void tellProcess0(const Failure& f) {
+  // Process 0 may have ended the run already, this failure being a consequence (its connection closed under a
+  // bootstrap exchange): its "end" came, or is on its way over the lifeline.
+  if (const int code = g_endCode.load(); code >= 0) std::_Exit(code);
   const std::string frame = f.kind == FailureKind::kStopped ? lifeline::stopFrame(false, f.exitCode, f.line)
                                                             : lifeline::failFrame(f.exitCode, f.line);
-  if (!g_lifeline->send(frame)) sayItHere(f);
-  activity::errorReported();
+  const bool told = g_lifeline->send(frame);
+  if (told) activity::errorReported();
   std::unique_lock lock(g_spokeMu);
-  g_spokeCv.wait_for(lock, std::chrono::duration<double>(kWaitForEndS), [] { return g_hubGone; });
+  g_spokeCv.wait_for(lock, std::chrono::duration<double>(told ? kWaitForEndS : kSettleS), [] { return g_hubGone; });
   lock.unlock();
   if (const int code = g_endCode.load(); code >= 0) std::_Exit(code);  // told to end, and process 0 is gone
   sayItHere(f);
