@@ -52,8 +52,7 @@ void checkStopWhileWaiting(std::string_view what, std::size_t bytes) {
     throw PeerFailed(g_peerLine, g_peerCode);
   }
   if (const int sig = stopRequested())
-    throw StoppedWhileWaiting(fmt::format(
-        "stopped by signal {} while {} of {} bytes waited for its peers", sig, what, bytes));
+    throw StoppedWhileWaiting(fmt::format("stopped by signal {} while {} of {} bytes waited for its peers", sig, what, bytes));
 }
 
 }  // namespace ts

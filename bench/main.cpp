@@ -42,9 +42,7 @@ int sharedErrorExit(int code) {
 
 // A run of several processes with lifelines ends here, agreed: process 0 says the one line (its own failure's, or the
 // peer's that explains the run's) and ends every process (bench/session/run_ending.h); does not return then.
-void endRun(ts::ending::FailureKind kind, const std::string& line, int exitCode) {
-  ts::ending::endRun({kind, line, exitCode});
-}
+void endRun(ts::ending::FailureKind kind, const std::string& line, int exitCode) { ts::ending::endRun({kind, line, exitCode}); }
 
 // CLI11's line, except where no known subcommand came first: then the subcommands are named (CLI11 says only "A
 // subcommand is required", also for a misspelt one).

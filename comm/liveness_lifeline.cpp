@@ -429,8 +429,7 @@ Lifeline::Lifeline(const LifelineCard& hub, const BeaconCard& self, int rank, Ha
     impl_->socket = std::move(s);
     break;
   }
-  if (!impl_->socket.open())
-    throw Error(fmt::format("cannot reach process 0's lifeline on host {} ({})", hub.host, last));
+  if (!impl_->socket.open()) throw Error(fmt::format("cannot reach process 0's lifeline on host {} ({})", hub.host, last));
   g_lifelineFd.store(impl_->socket.fd());
   impl_->thread = std::thread([impl = impl_.get()] { impl->watch(); });
 }

@@ -96,7 +96,7 @@ class LifelineHub {
   LifelineHub& operator=(const LifelineHub&) = delete;
 
   const LifelineCard& card() const { return card_; }
-  int joined() const;                // how many processes have said hello
+  int joined() const;                 // how many processes have said hello
   std::vector<PeerEnd> ends() const;  // in arrival order
   // Returns once the hub's thread has read everything that had arrived when it was called, or after maxS.
   void settle(double maxS);

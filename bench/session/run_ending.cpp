@@ -162,8 +162,8 @@ std::pair<std::string, int> verdict(const std::string& ownStop, int ownCode) {
 void endFromHub(int from) {
   if (!g_state.compare_exchange_strong(from, kEnding)) return;
   const int sig = stopRequested();
-  const auto [line, code] = verdict(sig ? ownStopLine(sig) : fmt::format("{}: a peer ended", activity::who()),
-                                    sig ? 128 + sig : 1);
+  const auto [line, code] =
+      verdict(sig ? ownStopLine(sig) : fmt::format("{}: a peer ended", activity::who()), sig ? 128 + sig : 1);
   endWith(line, code);
 }
 
@@ -238,8 +238,8 @@ void onHubGone() {
   // Process 0 may have ended the run already, this failure being a consequence (its connection closed under a
   // bootstrap exchange): its "end" came, or is on its way over the lifeline.
   if (const int code = g_endCode.load(); code >= 0) std::_Exit(code);
-  const std::string frame = f.kind == FailureKind::kStopped ? lifeline::stopFrame(false, f.exitCode, f.line)
-                                                            : lifeline::failFrame(f.exitCode, f.line);
+  const std::string frame =
+      f.kind == FailureKind::kStopped ? lifeline::stopFrame(false, f.exitCode, f.line) : lifeline::failFrame(f.exitCode, f.line);
   const bool told = g_lifeline->send(frame);
   if (told) activity::errorReported();
   std::unique_lock lock(g_spokeMu);

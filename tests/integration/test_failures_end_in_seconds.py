@@ -6,13 +6,13 @@ full disk) ended none of them: the failed ranks left for MPI_Finalize while proc
 from them, and the run hung for 2 x --timeout, then blamed a healthy rank ("rank 1 ... is gone") without ever saying
 the error. A SIGTERM to process 0 hung the same way, and a rank killed with kill -9 ended the run with no line at all.
 
-Each case runs under mpirun at 2 and at 4 ranks; each layout family appears at both sizes, the failure kinds
-rotating over them (the ending does not depend on the layout: every wait for peers is the same poll, and every
-process's end reaches process 0 over the same lifeline). A --memory-limit can be reached inside a step only where the
-step allocates, which is ZeRO-3 (it gathers the parameters in each step): that case runs ZeRO-3 alone and with
-pipeline stages, where only the first stage's ranks reach it. ps-async takes no checkpoints, so it never meets the
-full disk. Each run has --timeout 30: the old hang lasted 2 x 30 s, far past the 10 s bound asserted here, which is
-measured from the failure (the last step streamed before it, or the signal) to the exit of mpirun.
+Every layout family runs at 2 and at 4 ranks under mpirun with every failure that can happen to it (the layouts
+wait for their peers in loops of their own: ps-async's did not notice a peer's end until this test). A --memory-limit
+can be reached inside a step only where the step allocates, which is ZeRO-3 (it gathers the parameters in each step):
+that case runs ZeRO-3 alone and with pipeline stages, where only the first stage's ranks reach it. ps-async takes no
+checkpoints, so it never meets the full disk. Each run has --timeout 30: the old hang lasted 2 x 30 s, far past the
+10 s bound asserted here, which is measured from the failure (the last step streamed before it, or the signal) to the
+exit of mpirun.
 """
 import json
 import os

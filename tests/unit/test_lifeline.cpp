@@ -31,12 +31,13 @@ struct Hub {
   std::vector<PeerEnd> seen;
   LifelineHub hub;
   explicit Hub(int world)
-      : hub(world, "here", {[this](const PeerEnd& e) {
-                              std::lock_guard lock(mu);
-                              seen.push_back(e);
-                              cv.notify_all();
-                            },
-                            {}}) {}
+      : hub(world, "here",
+            {[this](const PeerEnd& e) {
+               std::lock_guard lock(mu);
+               seen.push_back(e);
+               cv.notify_all();
+             },
+             {}}) {}
   std::vector<PeerEnd> waitFor(std::size_t n) {
     std::unique_lock lock(mu);
     cv.wait_for(lock, 10s, [&] { return seen.size() >= n; });

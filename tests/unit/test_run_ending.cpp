@@ -11,8 +11,8 @@
 
 #include <chrono>
 #include <csignal>
-#include <memory>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -74,7 +74,7 @@ enum class Role { kWaits, kWorks, kFails, kDies };
         std::this_thread::sleep_for(std::chrono::seconds(60));
         break;
     }
-    std::_Exit(90);  // never here
+    std::_Exit(90);                // never here
   } catch (const PeerFailed& e) {  // as bench/main.cpp
     ending::endRun({ending::FailureKind::kPeer, e.what(), e.exitCode()});
     std::_Exit(92);
@@ -89,9 +89,9 @@ enum class Role { kWaits, kWorks, kFails, kDies };
 }
 
 struct Ended {
-  std::vector<int> codes;   // each process's exit code (-signal when a signal ended it)
+  std::vector<int> codes;        // each process's exit code (-signal when a signal ended it)
   std::vector<std::string> err;  // each process's stderr
-  double seconds = 0;       // from the start until every process ended
+  double seconds = 0;            // from the start until every process ended
 };
 
 // Forks one process per role, each with its own stderr, and waits (at most 60 s) for all of them.
