@@ -78,7 +78,7 @@ std::string peerSummary(const PeerEnd& e) {
     case PeerEndKind::kVanished:
       return fmt::format("{} ended without a word (killed, or crashed)", peerWho(e.rank));
     case PeerEndKind::kSaid:
-      return fmt::format("{} reported why the run ends (its line is above)", peerWho(e.rank));
+      return fmt::format("{} ended the run with its own line (a timeout)", peerWho(e.rank));
     case PeerEndKind::kClosed:
       return fmt::format("{} finished", peerWho(e.rank));
     case PeerEndKind::kFailed:
