@@ -246,3 +246,39 @@ def test_a_failure_ends_every_rank_in_seconds_with_one_true_line(tmp_path, valid
         assert line.endswith(f"; records measured so far are in {run.stream} ({records} records)"), line
         assert len(kept(run, validate, line)) >= 3
         ended_in_seconds(run, signalled)
+
+
+def run_mpi(np_, args, env=None, cwd=None):
+    r = subprocess.run(["mpirun", "-np", str(np_), "--oversubscribe", "--tag-output", trainscope_path(), *map(str, args)],
+                       capture_output=True, text=True, env=base_env(env), timeout=4 * TIMEOUT_S, cwd=cwd)
+    return r.returncode, r.stderr
+
+
+@pytest.mark.skipif(not shutil.which("mpirun"), reason="mpirun not installed")
+def test_a_rank_killed_in_a_collectives_sweep_is_named_by_process_0(tmp_path):
+    """The other subcommands end the same way: a rank that dies inside a collective is named by process 0 (before,
+    its line said only that mpirun's SIGTERM stopped it while it waited)."""
+    out = tmp_path / "c.json"
+    rc, err = run_mpi(3, ["collectives", "--backend", "mpi", "--ops", "all_reduce", "-b", "1K", "-e", "16K", "-f", 2, "-w", 1,
+                          "-n", 3, "--timeout", TIMEOUT_S, "--json", out],
+                      env={"TRAINSCOPE_FAULT": "die:rank=1:op=all_reduce:bytes=4K"})
+    assert rc == 128 + signal.SIGKILL, err
+    (printer, line), = error_lines(err)
+    assert printer == 0 and line.startswith("trainscope: error: rank 0 of 3 (") and "all_reduce 4 KiB" in line, line
+    assert f"rank 1 of 3 ({HOST}) ended without a word (killed, or crashed); ending all ranks; records measured so far " \
+           f"are in {tmp_path / 'c.jsonl'} (" in line, line
+
+
+@pytest.mark.skipif(not shutil.which("mpirun"), reason="mpirun not installed")
+def test_a_suite_step_that_fails_on_every_rank_is_said_once(tmp_path):
+    """A suite's training step diverging on both ranks: one line, from process 0 (before, each rank said it), and the
+    steps trained are in the suite's stream."""
+    suite = tmp_path / "s.toml"
+    suite.write_text('[suite]\nname = "diverge"\n[[step]]\nkind = "train"\nname = "sgd"\nmodel = "mlp"\noptimizer = "sgd"\n'
+                     'lr = 1e4\nsteps = 30\nceiling = false\n')
+    rc, err = run_mpi(2, ["suite", suite, "--json", tmp_path / "r.json"])
+    assert rc == 1, err
+    (printer, line), = error_lines(err)
+    assert printer == 0 and re.match(rf"trainscope: error: rank 0 of 2 \({HOST}\): step (\d+): the loss is \S*nan", line), line
+    step = int(re.search(r"step (\d+):", line).group(1))
+    assert progress(tmp_path / "r.jsonl") == list(range(step))
