@@ -77,6 +77,7 @@ class WakePipe {
   WakePipe(const WakePipe&) = delete;
   WakePipe& operator=(const WakePipe&) = delete;
   int readFd() const { return fd_[0]; }
+  int writeFd() const { return fd_[1]; }
   void wake() const;   // never blocks
   void drain() const;  // reads every byte written so far
 

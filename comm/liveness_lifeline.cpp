@@ -138,6 +138,9 @@ using Clock = std::chrono::steady_clock;
 std::atomic<std::atomic<int>*> g_hubFds{nullptr};
 std::atomic<int> g_hubFdCount{0};
 
+// The write end of the last hub's wake pipe (-1: none), for wakeFromSignal.
+std::atomic<int> g_hubWakeFd{-1};
+
 // The lifeline of this process (-1: none), for sendFromSignal.
 std::atomic<int> g_lifelineFd{-1};
 
@@ -224,6 +227,7 @@ LifelineHub::LifelineHub(int worldSize, const std::string& host, Handlers handle
   g_hubFdCount.store(0);
   g_hubFds.store(m.fds.get());
   g_hubFdCount.store(worldSize);
+  g_hubWakeFd.store(m.wake.writeFd());
   m.thread = std::thread([&m] { m.serve(); });
 }
 
@@ -231,6 +235,7 @@ LifelineHub::~LifelineHub() {
   if (g_hubFds.load() == impl_->fds.get()) {
     g_hubFdCount.store(0);
     g_hubFds.store(nullptr);
+    g_hubWakeFd.store(-1);
   }
   impl_->stopping.store(true);
   impl_->wake.wake();
@@ -269,13 +274,24 @@ void LifelineHub::endAllFromSignal(int exitCode) {
   for (int r = 0; r < n; ++r) sendAllQuietly(fds[r].load(), frame, len);
 }
 
+void LifelineHub::wakeFromSignal() {
+  if (const int fd = g_hubWakeFd.load(); fd >= 0) {
+    const char byte = 1;
+    (void)::write(fd, &byte, 1);
+  }
+}
+
 void LifelineHub::Impl::serve() {
+  int sleepMs = 50;
   while (!stopping.load()) {
     std::vector<pollfd> polled = {{wake.readFd(), POLLIN, 0}};
     if (listener.open()) polled.push_back({listener.fd(), POLLIN, 0});
     const std::size_t first = polled.size();
     for (const Conn& c : conns) polled.push_back({c.socket.fd(), POLLIN, 0});
-    if (::poll(polled.data(), polled.size(), 50) < 0 && errno != EINTR) break;
+    // While strangers may still be waiting for their hello deadline, look at least every 50 ms.
+    const bool hellos = std::any_of(conns.begin(), conns.end(), [](const Conn& c) { return c.rank < 0; });
+    if (::poll(polled.data(), polled.size(), hellos && (sleepMs < 0 || sleepMs > 50) ? 50 : sleepMs) < 0 && errno != EINTR)
+      break;
     if (polled[0].revents) wake.drain();
     if (listener.open() && polled[1].revents) accept();
     for (std::size_t i = first; i < polled.size(); ++i)
@@ -291,7 +307,7 @@ void LifelineHub::Impl::serve() {
       ++cycles;
     }
     cv.notify_all();
-    if (handlers.onTick) handlers.onTick();
+    sleepMs = handlers.onTick ? handlers.onTick() : -1;
   }
 }
 

@@ -88,7 +88,9 @@ class LifelineHub {
  public:
   struct Handlers {
     std::function<void(const PeerEnd&)> onEnd;  // on the hub's thread: each process's end, once (a "bye" is no end)
-    std::function<void()> onTick;               // on the hub's thread, about every 50 ms
+    // On the hub's thread after each look at its connections; returns how long it may sleep before the next look
+    // when nothing arrives, in ms (-1: until something arrives or wake() is called).
+    std::function<int()> onTick;
   };
   LifelineHub(int worldSize, const std::string& host, Handlers handlers);  // Error when it cannot listen
   ~LifelineHub();
@@ -104,6 +106,8 @@ class LifelineHub {
   // async-signal-safe (for the last hub made).
   void endAll(int exitCode);
   static void endAllFromSignal(int exitCode);
+  // Has the hub's thread look again now (onTick); async-signal-safe (the last hub made).
+  static void wakeFromSignal();
 
  private:
   struct Impl;

@@ -134,6 +134,7 @@ extern "C" void onSignal(int sig) {
   }
   if (zero && ending::hubDefersSignals()) {
     requestStop(sig);
+    ending::wakeHubFromSignal();
     return;
   }
   // A process that only waits for its peers has nothing to say about why the run ends (the rank that

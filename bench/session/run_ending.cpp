@@ -178,21 +178,26 @@ void onPeerEnd(const PeerEnd& e) {
   if (!g_endBy || by < *g_endBy) g_endBy = by;
 }
 
-void onHubTick() {
+// Returns how long the hub may sleep: until the next deadline's look, else until something arrives (a peer's end,
+// or the signal handler's wake).
+int onHubTick() {
+  constexpr int kLookMs = 50;
   const int state = g_state.load();
-  if (state == kEnding || activity::errorWasReported()) return;
+  if (state == kEnding || activity::errorWasReported()) return -1;
   std::unique_lock lock(g_mu);
   if (state == kClaimed) {
     if (g_claimedAt && secondsSince(*g_claimedAt) > kWhileEndingS) {
       lock.unlock();
       endFromHub(kClaimed);
     }
-    return;
+    return kLookMs;
   }
   if (stopRequested() && !g_stopSeenAt) g_stopSeenAt = Clock::now();
   const bool late = (g_stopSeenAt && secondsSince(*g_stopSeenAt) > kAfterSignalS) || (g_endBy && Clock::now() > *g_endBy);
+  const bool pending = g_stopSeenAt || g_endBy;
   lock.unlock();
   if (late) endFromHub(kRunning);
+  return pending ? kLookMs : -1;
 }
 
 void onEndFromHub(int exitCode) {
@@ -303,6 +308,7 @@ void endRun(const Failure& f) {
     std::lock_guard lock(g_mu);
     g_claimedAt = Clock::now();
   }
+  LifelineHub::wakeFromSignal();  // its deadline while this thread ends the run
   std::string line = f.line;
   int code = f.exitCode;
   if (f.kind != FailureKind::kError) {  // this process's own error is the run's; anything else may have a cause elsewhere
@@ -321,6 +327,8 @@ void tellTimeoutReported(int exitCode) {
 }
 
 bool hubDefersSignals() { return g_hubOpen.load() && stopRequested() == 0; }
+
+void wakeHubFromSignal() { LifelineHub::wakeFromSignal(); }
 
 bool tellStopFromSignal(int exitCode, bool waiting, const char* line, std::size_t length) {
   if (!g_lifelineOpen.load()) return false;

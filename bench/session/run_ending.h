@@ -52,6 +52,8 @@ void tellTimeoutReported(int exitCode);
 // For the signal handler (bench/session/activity.cpp), async-signal-safe:
 // process 0 with a hub: the first SIGTERM/SIGINT/SIGHUP only asks to stop; the run ends through endRun or the hub.
 bool hubDefersSignals();
+// Process 0, having asked to stop: the hub looks at once (its deadline for the main thread starts).
+void wakeHubFromSignal();
 // Another process: sends "stop" with the handler's line (without "trainscope: error: " and '\n'); false when it
 // has no lifeline or the frame could not be sent (then it prints its own line).
 bool tellStopFromSignal(int exitCode, bool waiting, const char* line, std::size_t length);
