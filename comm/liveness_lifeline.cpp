@@ -290,8 +290,7 @@ void LifelineHub::Impl::serve() {
     for (const Conn& c : conns) polled.push_back({c.socket.fd(), POLLIN, 0});
     // While strangers may still be waiting for their hello deadline, look at least every 50 ms.
     const bool hellos = std::any_of(conns.begin(), conns.end(), [](const Conn& c) { return c.rank < 0; });
-    if (::poll(polled.data(), polled.size(), hellos && (sleepMs < 0 || sleepMs > 50) ? 50 : sleepMs) < 0 && errno != EINTR)
-      break;
+    if (::poll(polled.data(), polled.size(), hellos && (sleepMs < 0 || sleepMs > 50) ? 50 : sleepMs) < 0 && errno != EINTR) break;
     if (polled[0].revents) wake.drain();
     if (listener.open() && polled[1].revents) accept();
     for (std::size_t i = first; i < polled.size(); ++i)
