@@ -1,12 +1,26 @@
 #include "base/stop_request.h"
 
 #include <atomic>
+#include <cstdint>
+#include <mutex>
+
+#include <fmt/format.h>
 
 #include "base/heartbeat.h"
 
 namespace ts {
 namespace {
 std::atomic<int> g_stop{0};
+
+std::atomic<bool> g_peerFailed{false};
+std::atomic<std::int64_t> g_peerFailedAtNs{0};
+// A wait gives its own exchange this long to complete after a peer's failure is noted: a failure every process
+// meets at the same point (a checkpoint that no rank could write, a loss every rank reduced) is then reported by
+// process 0 as its own, and only a wait that a failed peer will never join gives up.
+constexpr std::int64_t kPeerFailureGraceNs = 500'000'000;
+std::mutex g_peerMu;
+std::string g_peerLine;
+int g_peerCode = 1;
 }  // namespace
 
 void requestStop(int signal) {
@@ -17,5 +31,28 @@ void requestStop(int signal) {
   g_stop.store(signal);
 }
 int stopRequested() { return g_stop.load(); }
+
+void notePeerFailure(const std::string& line, int exitCode, bool mayBeShared) {
+  {
+    std::lock_guard lock(g_peerMu);
+    if (g_peerFailed.load()) return;  // the first one is the one the waits report
+    g_peerLine = line;
+    g_peerCode = exitCode;
+  }
+  heartbeat::beat();  // as a stop: ending the run is progress
+  g_peerFailedAtNs.store(heartbeat::nowNs() - (mayBeShared ? 0 : kPeerFailureGraceNs));
+  g_peerFailed.store(true);
+}
+
+bool peerFailureNoted() { return g_peerFailed.load(); }
+
+void checkStopWhileWaiting(std::string_view what, std::size_t bytes) {
+  if (g_peerFailed.load() && heartbeat::nowNs() - g_peerFailedAtNs.load() > kPeerFailureGraceNs) {
+    std::lock_guard lock(g_peerMu);
+    throw PeerFailed(g_peerLine, g_peerCode);
+  }
+  if (const int sig = stopRequested())
+    throw StoppedWhileWaiting(fmt::format("stopped by signal {} while {} of {} bytes waited for its peers", sig, what, bytes));
+}
 
 }  // namespace ts

@@ -17,6 +17,7 @@
 #include "bench/commands.h"
 #include "bench/session/activity.h"
 #include "bench/session/agreement.h"
+#include "bench/session/run_ending.h"
 #include "comm/bootstrap.h"
 #include "trainscope/build_info.h"
 
@@ -38,6 +39,10 @@ int sharedErrorExit(int code) {
   if (!printsSharedErrors()) std::this_thread::sleep_for(std::chrono::seconds(2));
   return code;
 }
+
+// A run of several processes with lifelines ends here, agreed: process 0 says the one line (its own failure's, or the
+// peer's that explains the run's) and ends every process (bench/session/run_ending.h); does not return then.
+void endRun(ts::ending::FailureKind kind, const std::string& line, int exitCode) { ts::ending::endRun({kind, line, exitCode}); }
 
 // CLI11's line, except where no known subcommand came first: then the subcommands are named (CLI11 says only "A
 // subcommand is required", also for a misspelt one).
@@ -93,20 +98,36 @@ int main(int argc, char** argv) {
     printError(e.what());
     return 2;
   } catch (const ts::UsageError& e) {
+    // Bad input found once the processes have met may be this process's alone (a --memory-limit reached on one
+    // rank): with lifelines, process 0 says it once, whichever processes found it (run_ending.h).
+    endRun(ts::ending::FailureKind::kError,
+           printsSharedErrors() ? std::string(e.what()) : fmt::format("{}: {}", ts::activity::who(), e.what()), 2);
     ts::activity::errorReported();
     if (printsSharedErrors()) printError(e.what());
     return sharedErrorExit(2);
-  } catch (const ts::StoppedWhileWaiting& e) {
+  } catch (const ts::PeerFailed& e) {
+    // Process 0: a peer failed and said why (or died): the run ends with that line.
+    endRun(ts::ending::FailureKind::kPeer, e.what(), e.exitCode());
+    ts::activity::errorReported();
+    printError(e.what());
+    std::quick_exit(e.exitCode());
+  } catch (const ts::StoppedBySignal& e) {
+    endRun(ts::ending::FailureKind::kStopped, fmt::format("{}: {}", ts::activity::who(), e.what()), 128 + e.signal());
     // The launcher ends the run, and this process was only waiting for the others: process 0 says so once.
     ts::activity::errorReported();
-    if (printsSharedErrors()) printError(fmt::format("{}: {}", ts::activity::who(), e.what()));
+    if (!dynamic_cast<const ts::StoppedWhileWaiting*>(&e))
+      printError(fmt::format("{}: {}", ts::activity::who(), e.what()));
+    else if (printsSharedErrors())
+      printError(fmt::format("{}: {} (the launcher is ending the run: did another rank fail?)", ts::activity::who(), e.what()));
     std::quick_exit(1);
   } catch (const ts::Error& e) {
     // A failure on this process only: say where, and end the others, which may be waiting for it.
+    endRun(ts::ending::FailureKind::kError, fmt::format("{}: {}", ts::activity::who(), e.what()), 1);
     ts::activity::errorReported();
     printError(fmt::format("{}: {}", ts::activity::who(), e.what()));
     std::quick_exit(1);
   } catch (const std::exception& e) {
+    endRun(ts::ending::FailureKind::kError, fmt::format("{}: internal error: {}", ts::activity::who(), e.what()), 1);
     ts::activity::errorReported();
     printError(fmt::format("{}: internal error: {}", ts::activity::who(), e.what()));
     std::quick_exit(1);

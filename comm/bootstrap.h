@@ -26,6 +26,9 @@ class Bootstrap {
   virtual void quietBarrier() { barrier(); }
   // Ends every process of the run (used on timeouts and fatal errors); does not return.
   [[noreturn]] virtual void abortAll(int exitCode) = 0;
+  // This process leaves a run that failed without every process agreeing: the others may be inside a collective,
+  // or gone, so nothing that waits for them (MPI_Finalize) is done when the bootstrap goes.
+  virtual void abandon() {}
 
   // Built on allGather. Strings are at most kMaxGatheredString bytes (Error naming a process that announces more).
   static constexpr unsigned long long kMaxGatheredString = 1ull << 30;

@@ -1,6 +1,7 @@
 #include "comm/bootstrap_tcp.h"
 
 #include <netdb.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 
 #include "base/error.h"
 #include "base/heartbeat.h"
+#include "base/stop_request.h"
 #include "comm/bootstrap_admission.h"
 #include "comm/bootstrap_hello.h"
 #include "comm/job_token.h"
@@ -62,6 +64,13 @@ void validate(const TcpBootstrapConfig& cfg) {
     throw LocalUsageError(fmt::format("the job token is {} bytes; at most {}", cfg.jobToken.size(), hello::kMaxFramePayload));
 }
 
+// Until `s` has something to read: polls, so that a peer's failure or a stop ends the wait (as every wait for
+// peers does, base/stop_request.h) instead of a read that a failed peer would never answer.
+void awaitBytes(const Socket& s, std::size_t bytes) {
+  for (pollfd p{s.fd(), POLLIN, 0}; ::poll(&p, 1, 50) <= 0 || !p.revents; p.revents = 0)
+    checkStopWhileWaiting("a control-plane exchange", bytes);
+}
+
 class TcpBootstrap final : public Bootstrap {
  public:
   explicit TcpBootstrap(const TcpBootstrapConfig& cfg) : cfg_(cfg) {
@@ -94,10 +103,14 @@ class TcpBootstrap final : public Bootstrap {
     const heartbeat::WaitingForPeers waiting;
     if (cfg_.rank == 0) {
       std::memmove(o, in, bytes);
-      for (int p = 1; p < cfg_.size; ++p) peers_[p].recvAll(o + p * bytes, bytes, peerName(p));
+      for (int p = 1; p < cfg_.size; ++p) {
+        awaitBytes(peers_[p], bytes * static_cast<std::size_t>(cfg_.size));
+        peers_[p].recvAll(o + p * bytes, bytes, peerName(p));
+      }
       for (int p = 1; p < cfg_.size; ++p) peers_[p].sendAll(o, bytes * cfg_.size, peerName(p));
     } else {
       master_.sendAll(in, bytes, "process 0");
+      awaitBytes(master_, bytes * static_cast<std::size_t>(cfg_.size));
       master_.recvAll(o, bytes * cfg_.size, "process 0");
     }
   }
@@ -106,6 +119,13 @@ class TcpBootstrap final : public Bootstrap {
     std::vector<char> out(static_cast<std::size_t>(cfg_.size));
     char one = 1;
     allGather(&one, out.data(), 1);
+  }
+
+  // The connections stay open to the process's end: a peer that saw this one's close would take it for a death
+  // before process 0 has said what happened (bench/session/run_ending.h).
+  void abandon() override {
+    for (Socket& s : peers_) (void)s.release();
+    (void)master_.release();
   }
 
   [[noreturn]] void abortAll(int exitCode) override {

@@ -28,26 +28,41 @@ namespace {
 
 constexpr const char* kGreeting = "trainscope-beacon ";
 
-std::string randomNonce() {
+}  // namespace
+
+std::string randomHex128() {
   std::random_device rd;
   return fmt::format("{:08x}{:08x}{:08x}{:08x}", rd(), rd(), rd(), rd());
 }
 
-// A pipe whose write end wakes the beacon's thread to stop.
-struct Pipe {
-  int fd[2] = {-1, -1};
-  Pipe() {
-    if (::pipe2(fd, O_CLOEXEC | O_NONBLOCK) != 0) throw Error(fmt::format("liveness beacon: pipe: {}", std::strerror(errno)));
-  }
-  ~Pipe() {
-    for (int f : fd)
-      if (f >= 0) ::close(f);
-  }
-  Pipe(const Pipe&) = delete;
-  Pipe& operator=(const Pipe&) = delete;
-};
+WakePipe::WakePipe() {
+  if (::pipe2(fd_, O_CLOEXEC | O_NONBLOCK) != 0) throw Error(fmt::format("liveness: pipe: {}", std::strerror(errno)));
+}
 
-}  // namespace
+WakePipe::~WakePipe() {
+  for (int f : fd_)
+    if (f >= 0) ::close(f);
+}
+
+void WakePipe::wake() const {
+  const char byte = 1;
+  (void)::write(fd_[1], &byte, 1);  // a full pipe wakes the reader as well
+}
+
+void WakePipe::drain() const {
+  char buf[64];
+  while (::read(fd_[0], buf, sizeof(buf)) > 0) {
+  }
+}
+
+std::vector<std::string> addressesToReach(const BeaconCard& self, const std::string& host,
+                                          const std::vector<std::string>& addresses) {
+  if (host == self.host) return {"127.0.0.1"};
+  std::vector<std::string> out;
+  for (const std::string& a : addresses)
+    if (std::find(self.addresses.begin(), self.addresses.end(), a) == self.addresses.end()) out.push_back(a);
+  return out;
+}
 
 std::string BeaconCard::encode() const {
   return jsonText(nlohmann::json{{"rank", rank}, {"host", host}, {"addresses", addresses}, {"port", port}, {"nonce", nonce}});
@@ -86,12 +101,12 @@ std::vector<std::string> localIpv4Addresses() {
 
 struct LivenessBeacon::Impl {
   Socket listener;
-  Pipe stop;
+  WakePipe stop;
   std::string greeting;
   std::thread thread;
 
   void serve() const {
-    pollfd fds[2] = {{listener.fd(), POLLIN, 0}, {stop.fd[0], POLLIN, 0}};
+    pollfd fds[2] = {{listener.fd(), POLLIN, 0}, {stop.readFd(), POLLIN, 0}};
     for (;;) {
       if (::poll(fds, 2, -1) < 0) {
         if (errno == EINTR) continue;
@@ -119,14 +134,13 @@ LivenessBeacon::LivenessBeacon(int rank, const std::string& host) : impl_(std::m
       ::listen(impl_->listener.fd(), 64) != 0 ||
       ::getsockname(impl_->listener.fd(), reinterpret_cast<sockaddr*>(&any), &len) != 0)
     throw Error(fmt::format("liveness beacon: cannot listen: {}", std::strerror(errno)));
-  card_ = BeaconCard{rank, host, localIpv4Addresses(), ntohs(any.sin_port), randomNonce()};
+  card_ = BeaconCard{rank, host, localIpv4Addresses(), ntohs(any.sin_port), randomHex128()};
   impl_->greeting = kGreeting + card_.nonce + "\n";
   impl_->thread = std::thread([impl = impl_.get()] { impl->serve(); });
 }
 
 LivenessBeacon::~LivenessBeacon() {
-  const char byte = 1;
-  (void)::write(impl_->stop.fd[1], &byte, 1);
+  impl_->stop.wake();
   if (impl_->thread.joinable()) impl_->thread.join();
 }
 
@@ -149,14 +163,7 @@ std::vector<PeerState> askBeacons(const BeaconCard& self, const std::vector<Beac
   std::vector<PeerState> states(peers.size(), PeerState::kUnreachable);
   std::vector<Attempt> attempts;
   for (std::size_t p = 0; p < peers.size(); ++p) {
-    std::vector<std::string> addresses;
-    if (peers[p].host == self.host) {
-      addresses = {"127.0.0.1"};
-    } else {
-      for (const std::string& a : peers[p].addresses)
-        if (std::find(self.addresses.begin(), self.addresses.end(), a) == self.addresses.end()) addresses.push_back(a);
-    }
-    for (const std::string& a : addresses) {
+    for (const std::string& a : addressesToReach(self, peers[p].host, peers[p].addresses)) {
       sockaddr_in to{};
       to.sin_family = AF_INET;
       to.sin_port = htons(static_cast<std::uint16_t>(peers[p].port));

@@ -61,4 +61,28 @@ std::vector<PeerState> askBeacons(const BeaconCard& self, const std::vector<Beac
 // This host's IPv4 addresses, loopback excluded.
 std::vector<std::string> localIpv4Addresses();
 
+// The addresses `self` reaches a process on `host` (with `addresses`) by: loopback on its own host, else those of
+// its addresses that `self` does not have too (a docker bridge on every host would answer from here).
+std::vector<std::string> addressesToReach(const BeaconCard& self, const std::string& host,
+                                          const std::vector<std::string>& addresses);
+
+// A random 128-bit value as 32 hex digits (a beacon's nonce, the lifeline hub's key).
+std::string randomHex128();
+
+// A pipe whose write end wakes a thread that polls its read end (to stop it, or to have it look again).
+class WakePipe {
+ public:
+  WakePipe();  // Error when the pipe cannot be made
+  ~WakePipe();
+  WakePipe(const WakePipe&) = delete;
+  WakePipe& operator=(const WakePipe&) = delete;
+  int readFd() const { return fd_[0]; }
+  int writeFd() const { return fd_[1]; }
+  void wake() const;   // never blocks
+  void drain() const;  // reads every byte written so far
+
+ private:
+  int fd_[2] = {-1, -1};
+};
+
 }  // namespace ts

@@ -20,6 +20,11 @@ class Socket {
   int fd() const { return fd_; }
   bool open() const { return fd_ >= 0; }
   void reset();
+  int release() {  // gives the descriptor up without closing it
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
 
   // Blocking whole-buffer transfers; Error naming `peer` when the connection breaks or closes.
   void sendAll(const void* data, std::size_t n, const std::string& peer) const;

@@ -338,6 +338,19 @@ nlohmann::json Trainer::resolvedConfig() const {
 }
 
 StepResult Trainer::step() {
+  const std::int64_t step = nextStep_;
+  try {
+    return trainStep();
+  } catch (const MemoryLimitExceeded& e) {
+    // The same line as a layout that cannot be built, for a step that needs more than its setup did (ZeRO-3
+    // gathers parameters inside each step), naming the step.
+    throw UsageError(fmt::format("--memory-limit {} per rank: train step {} needed {} more for {} with {} in use: {}",
+                                 formatBytes(e.limit), step, formatBytes(e.bytes), nameOf(e.kind), formatBytes(e.inUse),
+                                 kSaveMemory));
+  }
+}
+
+StepResult Trainer::trainStep() {
   if (done()) throw Error("internal: Trainer::step after the last step");
   StepResult r;
   r.step = nextStep_;

@@ -173,6 +173,7 @@ class Trainer {
   double lastMicroBatchLoss() const { return lastMicroLoss_; }
 
  private:
+  StepResult trainStep();                                      // step(), without its --memory-limit line
   void build(double commTimeoutS);                             // data, model, layout, optimizer, resume, loader
   StepResult serveStep(StepResult& r, trace::Span& stepSpan);  // ps-async: a dedicated server's
   StepResult finishAsyncStep(StepResult& r, double loss, trace::Span& stepSpan);  // ps-async: a worker's, after its backward

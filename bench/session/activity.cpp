@@ -1,5 +1,6 @@
 #include "bench/session/activity.h"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <array>
@@ -8,11 +9,13 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <string_view>
 
 #include <fmt/format.h>
 
 #include "base/heartbeat.h"
 #include "base/stop_request.h"
+#include "bench/session/run_ending.h"
 
 namespace ts::activity {
 namespace {
@@ -88,12 +91,55 @@ void writeKept() {
   writeText(n == 1 ? " record)" : " records)");
 }
 
+// A process other than 0 with a lifeline tells process 0 how it was stopped ("rank 1 of 4 (h): stopped by signal 15
+// during train step 3"): process 0 says it, once, with what it kept. False when it could not.
+bool tellProcess0(int sig, heartbeat::Stall stall) {
+  const int idx = g_ready.load();
+  if (idx < 0) return false;
+  const char* msg = g_msgs[idx][static_cast<int>(stall)].data();
+  constexpr std::string_view kPrefix = "trainscope: error: ";
+  const char* sigMark = std::strstr(msg, "{SIG}");
+  const char* keptMark = sigMark ? std::strstr(sigMark, "{KEPT}") : nullptr;
+  if (!sigMark || !keptMark || std::strncmp(msg, kPrefix.data(), kPrefix.size()) != 0) return false;
+  std::array<char, 1100> line{};
+  std::size_t n = 0;
+  auto put = [&](const char* s, std::size_t k) {
+    for (std::size_t i = 0; i < k && n < line.size(); ++i) line[n++] = s[i];
+  };
+  put(msg + kPrefix.size(), static_cast<std::size_t>(sigMark - msg) - kPrefix.size());
+  char digits[8];
+  int i = sizeof(digits);
+  for (int v = sig; i > 0;) {
+    digits[--i] = static_cast<char>('0' + v % 10);
+    v /= 10;
+    if (v == 0) break;
+  }
+  put(digits + i, sizeof(digits) - static_cast<std::size_t>(i));
+  put(sigMark + 5, static_cast<std::size_t>(keptMark - sigMark - 5));
+  return ending::tellStopFromSignal(128 + sig, stall == heartbeat::Stall::kPeers, line.data(), n);
+}
+
 extern "C" void onSignal(int sig) {
   if (g_reported.load()) ::_exit(128 + sig);  // the run's error is already said: the launcher only ends us
+  const heartbeat::Stall stall = heartbeat::stall();
+  const bool zero = g_rank.load() == 0;
+  // With lifelines (bench/session/run_ending.h), process 0 says how the run ends, once: another process tells it
+  // and ends; process 0 asks to stop, and keeps what it measured before it says the line.
+  if (!zero && tellProcess0(sig, stall)) {
+    // Process 0 ends this process once it has said the line (run_ending.h), well within this second. Exiting first
+    // would have mpirun SIGKILL every process at once, process 0 before its line.
+    const timespec second{1, 0};
+    ::nanosleep(&second, nullptr);
+    ::_exit(128 + sig);
+  }
+  if (zero && ending::hubDefersSignals()) {
+    requestStop(sig);
+    ending::wakeHubFromSignal();
+    return;
+  }
   // A process that only waits for its peers has nothing to say about why the run ends (the rank that
   // failed or hung said it, or the user knows): process 0 alone speaks for those, and says what it kept.
-  const heartbeat::Stall stall = heartbeat::stall();
-  if (stall == heartbeat::Stall::kPeers && g_rank.load() != 0) ::_exit(128 + sig);
+  if (stall == heartbeat::Stall::kPeers && !zero) ::_exit(128 + sig);
   if (g_graceful.load() && stopRequested() == 0) {
     requestStop(sig);
     return;
@@ -113,6 +159,7 @@ extern "C" void onSignal(int sig) {
       writeText(msg);
     }
   }
+  if (zero) ending::endPeersFromSignal(128 + sig);
   ::_exit(128 + sig);
 }
 

@@ -23,6 +23,7 @@ class PeerCensus {
   PeerCensus(const PeerCensus&) = delete;
   PeerCensus& operator=(const PeerCensus&) = delete;
   std::string ask(double deadlineS) const;
+  const BeaconCard& mine() const { return mine_; }  // this process's card (its port is 0 when it has no beacon)
 
  private:
   std::unique_ptr<LivenessBeacon> beacon_;  // null when it could not listen

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <exception>
 
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include "bench/session/inventory.h"
 #include "bench/session/peer_census.h"
 #include "bench/session/result_writer.h"
+#include "bench/session/run_ending.h"
 #include "bench/session/run_metadata.h"
 #include "bench/session/telemetry.h"
 #include "bench/session/watchdog.h"
@@ -60,7 +62,10 @@ std::unique_ptr<RunSession> RunSession::open(BootstrapKind bootstrap, bool wantM
   Bootstrap& boot = *s->boot_;
   s->abortThrough_.store(&boot);
   activity::setIdentity(boot.rank(), boot.size(), hostName());
-  if (boot.size() > 1) s->census_ = std::make_unique<PeerCensus>(boot, hostName());
+  if (boot.size() > 1) {
+    s->census_ = std::make_unique<PeerCensus>(boot, hostName());
+    ending::openLifelines(boot, s->census_->mine());
+  }
   activity::set("gathering the run's metadata");
   s->meta_ = makeRunMetadata(boot, launch, subcommand, argv, config);
   double interval = 0;
@@ -97,6 +102,13 @@ std::unique_ptr<RunSession> RunSession::open(BootstrapKind bootstrap, bool wantM
 
 RunSession::~RunSession() {
   setupWatchdog_.reset();  // before anything it could abort through goes
+  if (std::uncaught_exceptions() > 0 && !activity::errorWasReported()) {
+    // A failure that the processes did not agree on (collectively): the others may be inside a collective, or gone,
+    // and MPI_Finalize would wait for them. bench/main.cpp ends this process (bench/session/run_ending.h).
+    if (boot_) boot_->abandon();
+  } else if (!finished_) {
+    ending::closing();  // a subcommand that returned without a document: its end is no failure
+  }
   // The run failed before finish() after measuring something: process 0 keeps its own host's telemetry
   // beside those records (the others may be gone). A run that measured nothing leaves no files.
   if (writer_ && !writer_->records().empty()) {
@@ -147,6 +159,7 @@ void RunSession::keepOwnTelemetry() {
 }
 
 void RunSession::finish() {
+  ending::closing();
   // Every host's telemetry to process 0 (collective: each process calls finish). Process 0 streams its
   // own host's first: the gather needs every process, and a run that lost one may never get past it.
   keepOwnTelemetry();
@@ -158,6 +171,17 @@ void RunSession::finish() {
     for (const std::string& s : boot_->allGatherStrings(jsonText(mine)))
       if (const nlohmann::json t = nlohmann::json::parse(s); writer_ && t.is_object())
         addTelemetry(*writer_, telemetryRecord(t["host"], t["process"], t["sampled"]));
+  writeDocument();
+}
+
+void RunSession::finishAfterFailure() {
+  keepOwnTelemetry();
+  telemetry_.reset();
+  writeDocument();
+}
+
+void RunSession::writeDocument() {
+  finished_ = true;
   meta_["ended_at"] = isoTimeNow();
   meta_["layouts"] = ctx_->layouts;
   if (writer_ && !writer_->jsonPath().empty()) {

@@ -49,8 +49,11 @@ class RunSession {
   RunContext& context() { return *ctx_; }
   Bootstrap& boot() { return *boot_; }
   const nlohmann::json& metadata() const { return meta_; }
-  // Writes the result document (end time, layouts) and says where it is.
+  // Writes the result document (end time, layouts) and says where it is. Collective: every process calls it.
   void finish();
+  // After a failure, on process 0 alone: writes the document of what was measured (its own host's telemetry,
+  // nothing gathered: the others may be inside a collective, or gone). The other processes call nothing.
+  void finishAfterFailure();
 
  private:
   RunSession() = default;
@@ -63,6 +66,8 @@ class RunSession {
   std::unique_ptr<RunContext> ctx_;
   std::unique_ptr<TelemetrySampler> telemetry_;  // the first process on each host samples
   nlohmann::json meta_;
+  bool finished_ = false;
+  void writeDocument();  // process 0: the end time, the layouts, the document
 };
 
 // The timeout of a session whose subcommand has no --timeout (env, suite): their setup is guarded all the same.

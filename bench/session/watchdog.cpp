@@ -10,6 +10,7 @@
 #include "base/heartbeat.h"
 #include "bench/session/activity.h"
 #include "bench/session/peer_census.h"
+#include "bench/session/run_ending.h"
 #include "comm/bootstrap.h"
 
 namespace ts {
@@ -104,6 +105,9 @@ Watchdog::Handler endAllRanksOnTimeout(double timeoutS, std::function<void(int e
     std::fprintf(stderr, "trainscope: error: %s: timeout: %s (--timeout %g); ending all ranks%s\n", activity::who().c_str(),
                  what.c_str(), timeoutS, saved.c_str());
     std::fflush(stderr);
+    // The others hear it over their lifelines too (bench/session/run_ending.h): where no launcher ends them
+    // (RANK/WORLD_SIZE), and so that process 0 does not take this process's end for a death.
+    ending::tellTimeoutReported(3);
     endAll(3);
   };
 }

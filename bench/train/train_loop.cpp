@@ -41,7 +41,7 @@ void dumpLogits(const std::string& path, wl::Trainer& trainer, const wl::StepRes
 void beforeStep(const wl::Trainer& trainer, const std::optional<Fault>& fault, int rank) {
   activity::set(fmt::format("train step {}", trainer.nextStep()));
   if (const int sig = stopRequested())
-    throw Error(fmt::format("stopped by signal {} before train step {}", sig, trainer.nextStep()));
+    throw StoppedBySignal(sig, fmt::format("stopped by signal {} before train step {}", sig, trainer.nextStep()));
   // A delay without :step= fires every step (a straggler); the others fire once, at their step (or step 0).
   const bool due = fault && (fault->step == trainer.nextStep() ||
                              (fault->step < 0 && (fault->kind == Fault::Kind::kDelay || trainer.nextStep() == 0)));
@@ -164,7 +164,8 @@ TrainLoopResult runTrainLoop(wl::Trainer& trainer, const TrainRunOptions& o, con
     mllog->log(MlEvent::kEnd, "run_stop", nullptr, {{"status", success ? "success" : "aborted"}});
   }
   activity::setGracefulStop(false);
-  activity::set(out.steps.error ? "" : "gathering the ranks' step times");
+  // After a failure the activity stays the step it happened in: the run's last line may name it.
+  if (!out.steps.error) activity::set("gathering the ranks' step times");
   if (traceFiles && !out.steps.error) finishTrace(*traceFiles, trainer, mesh, o.train.microBatches);
   return out;
 }

@@ -290,9 +290,11 @@ int runTrain(const TrainRunOptions& o, const std::vector<std::string>& argv) {
   try {
     runTrainStep(o, session->context());
   } catch (const std::exception&) {
-    // The steps trained before a failure stay in the result; an error before any record leaves no file.
+    // The steps trained before a failure stay in the result, written by process 0 alone: the other processes may
+    // be inside a collective, or gone, so nothing is gathered (bench/session/run_ending.h ends them). An error
+    // before any record leaves no file.
     const ResultWriter* w = session->context().writer;
-    if (w && !w->records().empty()) session->finish();
+    if (w && !w->records().empty()) session->finishAfterFailure();
     throw;
   }
   session->finish();

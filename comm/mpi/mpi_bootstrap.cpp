@@ -3,9 +3,11 @@
 #include <chrono>
 #include <climits>
 #include <cstdlib>
+#include <exception>
 #include <thread>
 
 #include "base/heartbeat.h"
+#include "base/stop_request.h"
 #include "comm/mpi/mpi_check.h"
 
 namespace ts {
@@ -31,33 +33,59 @@ MpiBootstrap::MpiBootstrap() {
 }
 
 MpiBootstrap::~MpiBootstrap() {
-  // Destructors must not throw: failures at shutdown are not worth more than the results already written.
+  // Destructors must not throw: failures at shutdown are not worth more than the results already written. A run
+  // that failed without every process agreeing (RunSession abandons it) ends without MPI_Finalize, whose fence
+  // would wait for processes that are inside a collective, or gone.
+  if (abandoned_ || (std::uncaught_exceptions() > 0 && (stopRequested() || peerFailureNoted()))) return;
   if (control_ != MPI_COMM_NULL) MPI_Comm_free(&control_);
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();
 }
 
+namespace {
+// Waits for a control-plane exchange by polling, so that a peer's failure or a stop ends the wait (as the
+// measured collectives' waits do): a blocking MPI_Allgather would wait for a peer that never comes. `quiet`
+// sleeps between polls (a process standing by while another measures on its host); otherwise it yields and
+// sleeps only once the wait is long.
+void waitPolling(MPI_Request& req, const char* what, std::size_t bytes, bool quiet) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int polls = 0;; ++polls) {
+    int done = 0;
+    MPI_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+    if (done) return;
+    checkStopWhileWaiting(what, bytes);
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (quiet)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    else if (polls > 64 && waited >= 0.05)
+      std::this_thread::sleep_for(std::chrono::microseconds(waited < 1 ? 50 : 500));
+    else
+      std::this_thread::yield();
+  }
+}
+}  // namespace
+
 void MpiBootstrap::allGather(const void* in, void* out, std::size_t bytes) {
   if (bytes > static_cast<std::size_t>(INT_MAX)) throw Error("internal: control-plane message over 2 GiB");
   const heartbeat::WaitingForPeers waiting;
-  MPI_CHECK(MPI_Allgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, control_));
+  MPI_Request req = MPI_REQUEST_NULL;
+  MPI_CHECK(MPI_Iallgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, control_, &req));
+  waitPolling(req, "a control-plane exchange", bytes * static_cast<std::size_t>(size_), false);
 }
 
 void MpiBootstrap::barrier() {
   const heartbeat::WaitingForPeers waiting;
-  MPI_CHECK(MPI_Barrier(control_));
+  MPI_Request req = MPI_REQUEST_NULL;
+  MPI_CHECK(MPI_Ibarrier(control_, &req));
+  waitPolling(req, "a barrier", 0, false);
 }
 
 void MpiBootstrap::quietBarrier() {
   const heartbeat::WaitingForPeers waiting;
   MPI_Request req = MPI_REQUEST_NULL;
   MPI_CHECK(MPI_Ibarrier(control_, &req));
-  for (int done = 0;;) {
-    MPI_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
-    if (done) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+  waitPolling(req, "a barrier", 0, true);
 }
 
 void MpiBootstrap::abortAll(int exitCode) {
@@ -72,6 +100,8 @@ void abortMpiWorldIfInitialized(int exitCode) {
   if (MPI_Finalized(&finalized) != MPI_SUCCESS || finalized) return;
   MPI_Abort(MPI_COMM_WORLD, exitCode);
 }
+
+bool abandoningMpi() { return std::uncaught_exceptions() > 0 || stopRequested() != 0 || peerFailureNoted(); }
 
 std::string mpiLibraryVersion() {
   char buf[MPI_MAX_LIBRARY_VERSION_STRING] = {};

@@ -18,6 +18,7 @@ class MpiBootstrap final : public Bootstrap {
   void barrier() override;
   void quietBarrier() override;
   [[noreturn]] void abortAll(int exitCode) override;
+  void abandon() override { abandoned_ = true; }
   // The thread support MPI granted (MPI_THREAD_*).
   int threadLevel() const { return threadLevel_; }
 
@@ -27,7 +28,13 @@ class MpiBootstrap final : public Bootstrap {
   int size_ = 1;
   int localRank_ = 0;
   int threadLevel_ = MPI_THREAD_SINGLE;
+  bool abandoned_ = false;
 };
+
+// True on the way out of a failed run: a peer failed, a stop was asked for, or an exception unwinds. Then no MPI
+// call that could wait for the others or progress an abandoned request is made (MPI_Wait on a pending request,
+// MPI_Comm_free, MPI_Finalize: a fence with every process): the others may be anywhere, or gone.
+bool abandoningMpi();
 
 // MPI_Abort on MPI_COMM_WORLD when MPI is initialised and not finalised (then it does not return); else nothing.
 void abortMpiWorldIfInitialized(int exitCode);

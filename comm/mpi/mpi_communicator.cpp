@@ -13,6 +13,7 @@
 #include "base/heartbeat.h"
 #include "base/stop_request.h"
 #include "comm/collectives/collective.h"
+#include "comm/mpi/mpi_bootstrap.h"
 #include "comm/mpi/mpi_check.h"
 
 namespace ts {
@@ -46,8 +47,10 @@ class MpiPending final : public PendingCollective {
   MpiPending(std::string_view what, std::size_t bytes, int rank) : what_(what), bytes_(bytes), rank_(rank) {}
   std::function<void()>& finish() { return finish_; }
   ~MpiPending() override {
-    if (!done_ && request_.handle != MPI_REQUEST_NULL)
-      MPI_Wait(&request_.handle, MPI_STATUS_IGNORE);  // never leave MPI writing freed memory
+    // Never leave MPI writing freed memory; except on the way out of a failed run (a peer failed, a signal came,
+    // an exception unwinds), where the others may never join and the wait would not return: the process makes no
+    // further MPI call that could progress it (comm/mpi/mpi_bootstrap.h, abandon) and ends.
+    if (!done_ && request_.handle != MPI_REQUEST_NULL && !abandoningMpi()) MPI_Wait(&request_.handle, MPI_STATUS_IGNORE);
   }
   MpiRequest& request() { return request_; }
   bool test() override {
@@ -81,11 +84,7 @@ class MpiPending final : public PendingCollective {
       if (timeoutS > 0 && waited > timeoutS)
         throw errorInContext(
             fmt::format("timeout: {} of {} bytes on rank {} waited {:.1f} s for its peers", what_, bytes_, rank_, waited));
-      if (const int sig = stopRequested())
-        throw StoppedWhileWaiting(
-            fmt::format("stopped by signal {} while {} of {} bytes waited for its peers (the launcher is ending the run: did "
-                        "another rank fail?)",
-                        sig, what_, bytes_));
+      checkStopWhileWaiting(what_, bytes_);
     }
   }
 
@@ -125,7 +124,7 @@ std::unique_ptr<PendingCollective> MpiCommunicator::startRecv(int, void* buf, st
 }
 
 MpiCommunicator::~MpiCommunicator() {
-  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  if (comm_ != MPI_COMM_NULL && !abandoningMpi()) MPI_Comm_free(&comm_);
 }
 
 bool MpiCommunicator::supports(const Collective& op, DType t, RedOp, std::string* why) const {

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/stop_request.h"
 
 namespace ts::wl {
 namespace {
@@ -212,6 +213,7 @@ double AsyncPsSync::spinUntil(const std::function<bool()>& done, const std::func
     progress();
     if (done()) return now() - t0;
     if (timeoutS_ > 0 && now() - t0 > timeoutS_) throw Error(timedOut());
+    checkStopWhileWaiting("--sync ps-async's parameter exchange", 0);  // a peer failed, or a signal came
     if (spins > 64) std::this_thread::yield();  // MPI progresses inside test(); give the other ranks the cores
   }
 }
