@@ -13,6 +13,8 @@ import tarfile
 import time
 from pathlib import Path
 
+import pytest
+
 from helpers import ROOT, base_env, trainscope_path
 
 RUNNER = ROOT / "scripts" / "gpu-runner.sh"
@@ -272,3 +274,34 @@ def test_a_pair_whose_rank_is_left_waiting_ends_within_its_grace_and_names_it(tm
     assert "[rank 1] rank 1 local 0 host trainscope-rank1: collectives --backend nccl" in p.stdout
     assert p.stdout.strip().splitlines()[-1] == "rank 0 exit 3, rank 1 exit 143"
     assert not Path(f"/proc/{(tmp_path / 'rank1.pid').read_text().strip()}").exists(), "rank 1 outlived the pair"
+
+
+FAKE_GPU = Path(trainscope_path()).parent / "tests" / "libts_fake_gpu.so"
+
+
+def test_the_first_contact_on_a_fake_h200_plans_each_process_on_the_one_gpu_and_every_step_ends_in_one_line(tmp_path):
+    # The host-side half of first contact on the device's own shape of node (tests/tools/fake_gpu: one H200 that
+    # answers every device query and refuses all work): the inventory is read, and every step that starts work on
+    # the GPU (both processes of a pair included, each planned on cuda:0) ends at the first refused call with
+    # trainscope's one line, never at its limit and never by the pair's grace (a rank left waiting for the other).
+    if not FAKE_GPU.exists():
+        pytest.skip(f"built without CUDA (no fake GPU library at {FAKE_GPU})")
+    out = tmp_path / "out"
+    steps = "env,train-mlp-float32,nccl-world1,pair-nccl,pair-train-pp,pair-train-tp"
+    p = subprocess.run([ROOT / "scripts" / "gpu-first-contact.sh", "--bundle", fake_bundle(tmp_path), "--out", out],
+                       capture_output=True, text=True, timeout=300,
+                       env=base_env({"TMPDIR": str(tmp_path), "TS_GPU_ONLY": steps, "LD_PRELOAD": str(FAKE_GPU),
+                                     "TS_FAKE_GPU": "h200:1"}))
+    ran = dict(step_lines(p.stdout))
+    assert list(ran) == steps.split(","), p.stdout + p.stderr
+    assert ran.pop("env") == "ok", p.stdout
+    assert set(ran.values()) == {"FAILED"}, p.stdout
+    for name in ran:
+        line = next(line for line in p.stdout.splitlines() if line.startswith(f"step {name}: "))
+        assert re.search(r": (\[rank 1\] )?trainscope: error: .*fake GPU", line), line
+    logs = members(out / "first-contact-logs.tar.gz")
+    for name in ("pair-nccl", "pair-train-pp", "pair-train-tp"):
+        log = logs[f"first-contact-logs/{name}.log"].decode()
+        assert "still running" not in log and len(re.findall(r"^trainscope: error: ", log, re.M)) == 1, log
+    gpus = json.loads(logs["first-contact-logs/env.json"])["run"]["hosts"][0]["gpus"]["devices"]
+    assert [g["name"] for g in gpus] == ["NVIDIA H200"] and gpus[0]["sm_count"] == 132, gpus
