@@ -13,16 +13,17 @@ from pathlib import Path
 def _outside_the_working_folder() -> Iterator[None]:
     """matplotlib's import reads ./matplotlibrc before any other settings file: a file of whatever folder the tool was
     started in, as likely a shared results folder as the user's own. Its settings would change the plots (text.usetex
-    would run LaTeX on a result's labels) and a FIFO there would block the import. So matplotlib is imported from this
-    package's folder, which holds none, and the working folder given back after (by descriptor, so that relative paths
-    keep their meaning even where the folder was renamed meanwhile)."""
+    would run LaTeX on a result's labels) and a FIFO there would block the import. So matplotlib is imported from `/`
+    (only root writes there; not this package's folder, whose module names would shadow others should the import path
+    hold a relative entry), and the working folder given back after, by descriptor, so that relative paths keep their
+    meaning even where the folder was renamed meanwhile."""
     try:
         here = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:  # no working folder to read a matplotlibrc from either
         yield
         return
     try:
-        os.chdir(Path(__file__).resolve().parent)
+        os.chdir("/")
         yield
     finally:
         os.fchdir(here)
