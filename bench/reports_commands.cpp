@@ -1,5 +1,10 @@
-// `trainscope report`, `compare`, `analyze`, `export`, `import` and `accept`: the Python tool in reports/, started with a python3
-// that has Debian's matplotlib, jinja2 and jsonschema. Arguments pass through untouched; its exit code is ours.
+// `trainscope report`, `compare`, `analyze`, `export`, `import` and `accept`: the Python tool in reports/, started
+// with a python3 that has Debian's matplotlib, jinja2 and jsonschema. Arguments pass through untouched; its exit code is ours.
+//
+// The tool reads files from anywhere (a result mailed by someone else, a shared results folder), so it runs isolated
+// (python3 -I): no PYTHON* variable, no user site-packages, and neither the working directory nor a script's folder on
+// the import path: `python3 -m reports` put the working directory first, and a `signal.py` beside a result ran as the
+// user (issue #34). The package's folder is handed to a one-line starter (kStarter) instead of PYTHONPATH.
 #include <unistd.h>
 
 #include <cerrno>
@@ -28,10 +33,15 @@ std::string reportsHome() {
                   dataHomeCandidates()));
 }
 
-// The first python3 that can import what the tool needs (Debian's /usr/bin/python3 before a pyenv one).
+// Puts the folder given as the first argument first on the import path and runs the package `reports` as `-m` would.
+constexpr const char* kStarter =
+    "import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); runpy.run_module('reports', run_name='__main__', alter_sys=True)";
+
+// The first python3 that can import what the tool needs (Debian's /usr/bin/python3 before a pyenv one), asked as the
+// tool will run (isolated) and from `/`, since importing matplotlib reads a ./matplotlibrc (a FIFO there would block).
 std::string pythonWithModules() {
   for (const char* py : {"/usr/bin/python3", "python3"}) {
-    const std::string probe = fmt::format("{} -c 'import matplotlib, jinja2, jsonschema' >/dev/null 2>&1", py);
+    const std::string probe = fmt::format("cd / && {} -I -c 'import matplotlib, jinja2, jsonschema' >/dev/null 2>&1", py);
     if (std::system(probe.c_str()) == 0) return py;
   }
   throw UsageError(
@@ -44,13 +54,11 @@ Action toolAction(CLI::App& sub, const std::string& name) {
   sub.prefix_command();  // everything after the subcommand is the tool's
   sub.set_help_flag();   // so is --help
   return [&sub, name](const std::vector<std::string>&) -> int {
-    const std::string home = reportsHome();
+    // Absolute: the tool changes folder for a moment (reports/plots.py), and a relative import path would then name another.
+    const std::string home = fs::absolute(reportsHome()).string();
     const std::string python = pythonWithModules();
-    std::vector<std::string> args = {python, "-m", "reports", name};
+    std::vector<std::string> args = {python, "-I", "-c", kStarter, home, name};
     for (const auto& a : sub.remaining()) args.push_back(a);
-    const char* old = std::getenv("PYTHONPATH");
-    const std::string path = old && *old ? home + ":" + old : home;
-    ::setenv("PYTHONPATH", path.c_str(), 1);
     // What `import` writes as the run's tool, as every trainscope result names the build that wrote it.
     ::setenv("TRAINSCOPE_VERSION", build::kVersion, 1);
     ::setenv("TRAINSCOPE_GIT_COMMIT", build::kGitCommit, 1);

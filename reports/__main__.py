@@ -10,7 +10,7 @@ import math
 import signal
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO, cast
 
 from . import baselines
 from .analyze import analyze, format_side_by_side, format_table as format_analysis
@@ -27,6 +27,7 @@ from .rules import Rules, default_for as default_rules, from_toml as rules_from_
 from .policy import Policy, apply as apply_policy, from_toml, parse_override
 from .memory import memory_text
 from .report import write_report
+from .terminal import Escaping, printable
 
 
 class _Parser(argparse.ArgumentParser):
@@ -278,20 +279,33 @@ def _compare(args: argparse.Namespace) -> int:
     return cmp.exit_code
 
 
+def _data_on_stdout(args: argparse.Namespace) -> bool:
+    """Whether the command writes a file's bytes to standard output (export, import without -o): kept as they are
+    where they go to a file or a pipe, escaped only where they reach a terminal."""
+    return args.command in ("export", "import") and not args.output and not sys.stdout.isatty()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     # A reader that closes the pipe (`analyze DIR | head -3`) ends this process as it ends any Unix tool,
     # quietly, by SIGPIPE: no BrokenPipeError traceback, and no exit code 0 that a gate could take for a pass.
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    out, err = sys.stdout, sys.stderr
+    sys.stderr = cast(TextIO, Escaping(err))  # a text stream in all that is used of one
     try:
         args = _parser().parse_args(argv)
+        if not _data_on_stdout(args):
+            sys.stdout = cast(TextIO, Escaping(out))
         return {"report": _report, "compare": _compare, "analyze": _analyze, "memory": _memory,
                 "export": _export, "import": _import, "accept": _accept}[args.command](args)
     except InputError as e:
-        print(f"trainscope: error: {e}", file=sys.stderr)
+        print(f"trainscope: error: {printable(str(e), one_line=True)}", file=sys.stderr)
         return 2
     except Exception as e:  # never a traceback: say what broke, in one line
-        print(f"trainscope: error: internal error in reports: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"trainscope: error: internal error in reports: {type(e).__name__}: {printable(str(e), one_line=True)}",
+              file=sys.stderr)
         return 2
+    finally:
+        sys.stdout, sys.stderr = out, err
 
 
 if __name__ == "__main__":

@@ -17,11 +17,14 @@ what it never measured cannot pass), else pass. Records present on one side only
 dropped silently.
 """
 import json
+import math
 import re
 from statistics import median
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from enum import Enum
+
+import numpy as np
 
 from . import contention, junit
 from . import identity as ids
@@ -137,7 +140,7 @@ def judge(kind: str, metric: ids.Metric, bases: list[Record], cands: list[Record
         return Row(name, kind, metric.name, metric.unit, outcome, reason, bv, cv, change, low, high, t, cvs[0], cvs[1],
                    (len(a), len(z)))
 
-    plain = ((cv / bv) ** sign - 1) if bv and cv else 0.0
+    plain = ((cv / bv) ** sign - 1) if bv and cv and math.isfinite(bv) and math.isfinite(cv) else 0.0
     # An imported record (importers.py) is another tool's one average: a point value, whose change is shown but
     # decides nothing, whatever --min-samples says — there is no spread to tell a change from noise. (The sample
     # count below would stop it too, as "too few samples"; this says why, and holds at --min-samples 1.)
@@ -147,9 +150,14 @@ def judge(kind: str, metric: ids.Metric, bases: list[Record], cands: list[Record
     fewest = min(len(s) for s, _ in base_runs + cand_runs)
     if fewest < policy.min_samples:
         return row(Outcome.INCONCLUSIVE, f"too few samples: {fewest} < {policy.min_samples}", plain)
-    e = ratio_of_medians(base_runs, cand_runs, policy.confidence, seed_for(name + metric.name))
-    ratio, low, high = (e.ratio, e.low, e.high) if sign > 0 else (1 / e.ratio, 1 / e.high, 1 / e.low)
-    cvs = (robust_cv(a), robust_cv(z))
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # an overflow is caught below, not printed
+        e = ratio_of_medians(base_runs, cand_runs, policy.confidence, seed_for(name + metric.name))
+        ratio, low, high = (e.ratio, e.low, e.high) if sign > 0 else (1 / e.ratio, 1 / e.high, 1 / e.low)
+        cvs = (robust_cv(a), robust_cv(z))
+    if not all(math.isfinite(x) for x in (bv, cv, ratio, low, high, *cvs)):
+        # Numbers a result may hold (strict_json.py) whose medians or ratios still overflow a double (1.7e308): no
+        # verdict can be read from them, least of all a pass.
+        return row(Outcome.INCONCLUSIVE, "figures too large to compare: their arithmetic overflows a double", 0.0)
     args = (ratio - 1, low - 1, high - 1, cvs)
     limit = policy.max_cv_for(kind, metric.name)
     if contended:
@@ -323,8 +331,10 @@ def format_junit(cmp: Comparison) -> str:
 def format_json(cmp: Comparison) -> str:
     doc = asdict(cmp)
     doc["policy"] = asdict(cmp.policy)
+    # A median that overflowed (judge) is null: what compare writes is strict JSON too (strict_json.py).
+    doc["rows"] = [{k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in r.items()} for r in doc["rows"]]
     return json.dumps(doc | {"outcome": cmp.outcome.value, "exit_code": cmp.exit_code, "regressions": len(cmp.regressions)},
-                      indent=1, default=str) + "\n"
+                      indent=1, default=str, allow_nan=False) + "\n"
 
 
 def machine_key(result: Result) -> str:

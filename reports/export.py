@@ -4,7 +4,10 @@ exposition format, for a pushgateway or a textfile collector).
 
 CSV: a header of every column any record has (`result`, `label`, `record` first: which document, its label,
 the record's place in it; then the record's own fields, nested objects as `a.b.c`), one row per record; a
-list is one cell holding its JSON; an absent field an empty cell.
+list is one cell holding its JSON; an absent field an empty cell. Text cells are quoted, and one that starts with
+=, +, -, @, tab or carriage return gets a single quote before it, as OWASP's CSV injection guidance says, so that a
+spreadsheet shows a hostile label (`=HYPERLINK(...)`) as text instead of running it; numbers are written bare, a
+negative one as a number.
 
 OpenMetrics: each numeric field of a record (nested ones flattened with `_`; lists left out) is a gauge
 `trainscope_<kind>_<field>`, labelled by what identifies the record (its string and boolean fields, and the
@@ -47,18 +50,32 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # OWASP, CSV Injection
+
+
+def _csv_cell(v: Any) -> str | int | float | None:
+    """A number as itself (written bare), anything else as its text, made inert where a spreadsheet would read a formula."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return v
+    if v is None:
+        return None
+    text = _cell(v)
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
 def to_csv(results: Sequence[Result]) -> str:
-    rows: list[dict[str, str]] = []
+    rows: list[dict[str, str | int | float | None]] = []
     columns: dict[str, None] = {"result": None, "label": None, "record": None}
     for r in results:
         for i, rec in enumerate(r.doc["records"]):
-            row = {"result": r.path, "label": r.label, "record": str(i)}
+            row: dict[str, str | int | float | None] = {"result": _csv_cell(r.path), "label": _csv_cell(r.label), "record": i}
             for k, v in flatten(rec):
-                row[k] = _cell(v)
+                row[k] = _csv_cell(v)
                 columns.setdefault(k, None)
             rows.append(row)
     out = io.StringIO()
-    w = csv.DictWriter(out, fieldnames=list(columns), restval="", lineterminator="\n")
+    # Every text cell quoted, numbers bare; an absent value is an empty field.
+    w = csv.DictWriter(out, fieldnames=list(columns), restval=None, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
     w.writeheader()
     w.writerows(rows)
     return out.getvalue()

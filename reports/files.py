@@ -1,24 +1,26 @@
 """Files the reports tool reads and writes, checked as trainscope checks its own (docs/reliability.md "Paths").
 
-Inputs are regular files of bounded size, read as strict JSON (no NaN or Infinity, which Python's json
-would otherwise accept). Outputs are checked before any work — an existing regular file or a new name in
-a directory that can be written — and written atomically (a temporary file renamed over the target), so a
-failure leaves the old file or none, never half of one, and never replaces a device, a FIFO or a link.
+Inputs are regular files of bounded size (settings.max_input_bytes), refused by their size before a byte is read,
+opened without blocking (a path swapped for a FIFO after the check cannot hold the tool) and checked again once open;
+a file whose first block holds a NUL byte is no text and is refused there (a sparse file of 2 GiB was read whole, 4.26
+GB of memory, before it was found not to be JSON). JSON is read under one policy, strict_json.py. Outputs are checked
+before any work — an existing regular file or a new name in a directory that can be written — and written atomically
+(a temporary file renamed over the target), so a failure leaves the old file or none, never half of one, and never
+replaces a device, a FIFO or a link.
 """
 import contextlib
-import json
 import os
 import shutil
 import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import BinaryIO
 
 from .errors import InputError
+from .settings import max_input_bytes
 
-# A result document with every sample of a long sweep is tens of MiB; a trace of a long run, hundreds.
-MAX_INPUT_BYTES = int(os.environ.get("TRAINSCOPE_MAX_INPUT_BYTES", 2 << 30))
+HEAD_BYTES = 64 << 10  # the first block, looked at before the rest is read
 
 
 def _kind(mode: int) -> str:
@@ -31,38 +33,53 @@ def _kind(mode: int) -> str:
     return "a special file"
 
 
-def read_input(path: str | Path, max_bytes: int = MAX_INPUT_BYTES) -> str:
-    """The text of a regular file (through links) of at most max_bytes; InputError naming what is wrong."""
-    p = Path(path)
-    try:
-        st = p.stat()
-    except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror}") from None
+def _check(path: str | Path, st: os.stat_result, max_bytes: int, hint: str) -> None:
     if not stat.S_ISREG(st.st_mode):
         raise InputError(f"{path}: is {_kind(st.st_mode)}, not a regular file")
     if st.st_size > max_bytes:
-        raise InputError(f"{path}: {st.st_size} bytes, more than the {max_bytes} an input may be "
-                         "(TRAINSCOPE_MAX_INPUT_BYTES raises the bound)")
+        raise InputError(f"{path}: {st.st_size} bytes, more than the {max_bytes} an input may be{hint}")
+
+
+@contextlib.contextmanager
+def open_input(path: str | Path, max_bytes: int | None = None) -> Iterator[tuple[BinaryIO, int]]:
+    """An input file open for reading, and the most bytes that may be read from it: a regular file (through links) of
+    at most max_bytes (default TRAINSCOPE_MAX_INPUT_BYTES) whose first block holds no NUL byte; InputError naming what
+    is wrong."""
+    hint = " (TRAINSCOPE_MAX_INPUT_BYTES raises the bound)" if max_bytes is None else ""
+    max_bytes = max_input_bytes() if max_bytes is None else max_bytes
     try:
-        with open(p, "rb") as f:
-            data = f.read(max_bytes + 1)
+        _check(path, os.stat(path), max_bytes, hint)  # before opening: opening a device can have effects of its own
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
         raise InputError(f"{path}: cannot read: {e.strerror}") from None
-    if len(data) > max_bytes:  # it grew while being read
-        raise InputError(f"{path}: more than the {max_bytes} bytes an input may be")
+    with os.fdopen(fd, "rb") as f:
+        try:
+            _check(path, os.fstat(fd), max_bytes, hint)  # what was opened, should the path have changed meanwhile
+            head = os.pread(fd, HEAD_BYTES, 0)
+        except OSError as e:
+            raise InputError(f"{path}: cannot read: {e.strerror}") from None
+        if (nul := head.find(0)) >= 0:
+            raise InputError(f"{path}: not text: a NUL byte at byte {nul}")
+        yield f, max_bytes
+
+
+def decode(data: bytes, path: str | Path, offset: int = 0) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise InputError(f"{path}: not UTF-8 text (byte {e.start})") from None
+        raise InputError(f"{path}: not UTF-8 text (byte {offset + e.start})") from None
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def loads_strict(text: str) -> Any:
-    """json.loads that refuses NaN, Infinity and -Infinity (raises json.JSONDecodeError or ValueError)."""
-    return json.loads(text, parse_constant=_no_constant)
+def read_input(path: str | Path, max_bytes: int | None = None) -> str:
+    """The text of an input file (open_input), read whole."""
+    with open_input(path, max_bytes) as (f, max_bytes):
+        try:
+            data = f.read(max_bytes + 1)
+        except OSError as e:
+            raise InputError(f"{path}: cannot read: {e.strerror}") from None
+    if len(data) > max_bytes:  # it grew while being read
+        raise InputError(f"{path}: more than the {max_bytes} bytes an input may be")
+    return decode(data, path)
 
 
 def _creatable(path: Path, what: str) -> None:

@@ -13,10 +13,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .files import loads_strict
 from .import_records import Row, Tool, Where, bus_factor, collective_record, integer, number, source
 from .json_types import JsonObject, Record
 from .load import collective_ops
+from .strict_json import loads
 
 # nccl-tests' type names (current and those of older releases) -> trainscope's dtypes; the others
 # (uint32, int64, uint64, fp8) have no trainscope counterpart.
@@ -196,8 +196,8 @@ def _field(obj: Any, key: str, kind: type | tuple[type, ...], where: Where, at: 
 def parse_json(text: str, path: str, forced_op: str | None) -> Parsed:
     where = Where(path)
     try:
-        doc = loads_strict(text)
-    except (json.JSONDecodeError, ValueError) as e:
+        doc = loads(text, path)
+    except json.JSONDecodeError as e:
         where.fail(f"not JSON: {e}")
     if not looks_like_json(doc):
         where.fail("not nccl-tests JSON output (no 'config' and 'results')")

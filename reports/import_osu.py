@@ -133,7 +133,7 @@ def _record(cells: list[str], columns: list[str], where: Where, bench: Benchmark
         wrong = VALIDATION_STATUS[values[VALIDATION]]
     nbytes = size * ranks if bench.per_rank else size
     factor = bus_factor(bench.op, ranks)
-    algbw = nbytes / (t * 1e-6) / 1e9
+    algbw = nbytes / t / 1e3  # bytes per microsecond / 1e3 = GB/s (a tiny t overflows to infinity: refused after)
     # count as trainscope's records (and nccl-tests) give it: elements per call and rank, one rank's block where it has one
     row = Row(bench.op, "mpi", name, bench.redop, bench.root, ranks, ranks, nbytes, size // width, False, iters, t, algbw,
               algbw * factor, factor, wrong)

@@ -6,12 +6,14 @@ the statistics of one value (n = 1), and a `source` naming the tool, its program
 compare reads that marker and calls the record inconclusive (summary only), never a pass.
 """
 import math
+import re
 from dataclasses import dataclass
 from enum import Enum
 from typing import NoReturn
 
 from .errors import InputError
 from .json_types import JsonObject, Record
+from .strict_json import INT_MAX
 
 
 class Tool(str, Enum):
@@ -44,9 +46,11 @@ def number(text: str, where: Where, what: str, minimum: float = 0.0) -> float:
     return v
 
 
-def integer(text: str, where: Where, what: str, minimum: int = 0) -> int:
-    if not text.isdigit() or int(text) < minimum:
-        where.fail(f"{what} {text!r} must be a whole number of at least {minimum}")
+def integer(text: str, where: Where, what: str, minimum: int = 0, maximum: int = INT_MAX) -> int:
+    """A whole number in ASCII digits from `minimum` to `maximum` (at most 2^63-1, what a result may hold: strict_json.py),
+    or a one-line error naming it."""
+    if not re.fullmatch(r"[0-9]{1,19}", text) or not minimum <= int(text) <= maximum:
+        where.fail(f"{what} {text[:40]!r} must be a whole number from {minimum} to {maximum}")
     return int(text)
 
 

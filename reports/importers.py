@@ -8,6 +8,7 @@ with a reason), the spread over ranks (null), the run's time (the file's modific
 text carries no date).
 """
 import datetime
+import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -16,10 +17,12 @@ from pathlib import Path
 
 from . import import_nccl_tests as nccl_tests
 from . import import_osu as osu
-from .files import loads_strict, read_input
+from .files import read_input
 from .import_records import Tool, Where
 from .json_types import JsonObject, Record, ResultDoc
 from .load import validate
+from .settings import build_name
+from .strict_json import check, loads, violation
 
 
 class Format(str, Enum):
@@ -46,8 +49,8 @@ class Imported:
 def detect(text: str, where: Where) -> Format:
     if text.lstrip().startswith("{"):
         try:
-            doc = loads_strict(text)
-        except ValueError:
+            doc = loads(text, where.path)
+        except json.JSONDecodeError:
             doc = None
         if nccl_tests.looks_like_json(doc):
             return Format.NCCL_TESTS_JSON
@@ -85,7 +88,7 @@ def import_file(path: str, forced: Tool | None, op: str | None, ranks: int | Non
         where.fail("--ranks is for OSU output: nccl-tests' output names its ranks")
     if fmt == Format.NCCL_TESTS_JSON or (fmt is None and text.lstrip().startswith("{")):
         parsed = nccl_tests.parse_json(text, path, op)
-        code = loads_strict(text).get("nccl_version")
+        code = loads(text, path).get("nccl_version")
         nccl = _nccl_version(code if isinstance(code, int) and not isinstance(code, bool) else None)
     else:
         parsed = nccl_tests.parse_text(text, path, op)
@@ -159,8 +162,8 @@ def document(files: list[Imported], label: str | None, argv: Sequence[str]) -> R
                           "source": [{"tool": f.tool.value, "version": f.version, "benchmark": f.benchmark, "file": f.path,
                                       "records": len(f.records)} for f in files]}
     return {"schema": "trainscope/result/v1",
-            "run": {"tool": {"name": "trainscope", "version": os.environ.get("TRAINSCOPE_VERSION", "unknown"),
-                             "git_commit": os.environ.get("TRAINSCOPE_GIT_COMMIT", "unknown")},
+            "run": {"tool": {"name": "trainscope", "version": build_name("TRAINSCOPE_VERSION"),
+                             "git_commit": build_name("TRAINSCOPE_GIT_COMMIT")},
                     "subcommand": "import", "command_line": ["trainscope", "import", *argv], "config": config,
                     "started_at": when, "ended_at": when, "hosts": host_objects,
                     "world": {"processes": processes, "hosts": len(host_objects),
@@ -174,6 +177,12 @@ def import_results(paths: Sequence[str], forced: str | None, op: str | None, ran
     """The result document of the files' records, validated against the schema."""
     tool = Tool(forced) if forced else None
     files = [import_file(p, tool, op, ranks) for p in paths]
+    for f in files:
+        for rec in f.records:
+            if why := violation(rec):  # a figure computed from the row that no result may hold (an infinite bandwidth)
+                src = rec["source"]
+                Where(src["file"], src.get("line")).fail(f"the record made of it would hold what no result may: {why}")
     doc = document(files, label, argv)
+    check(doc, "the imported document")  # what report, compare and export will read back (strict_json.py)
     validate(doc, "the imported document")
     return doc

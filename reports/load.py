@@ -3,17 +3,18 @@ document (<out>.json) or the stream of one (<out>.jsonl, reports/stream.py), a c
 result is marked incomplete, and every tool that reads it says so."""
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import jsonschema
 
 from .errors import InputError
-from .files import loads_strict, read_input
+from .files import decode, open_input
 from .json_types import JsonObject, Record, ResultDoc
-from .stream import document_from_stream, fold_training
+from .stream import document_from_lines, fold_training
+from .strict_json import loads
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "result-v1.schema.json"
 
@@ -93,6 +94,17 @@ def _event_validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator({"$defs": v1["$defs"], "type": "array", "items": {"$ref": "#/$defs/event"}})
 
 
+@functools.cache
+def _record_validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator({"$defs": _schema()["$defs"], "$ref": "#/$defs/record"},
+                                           format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+
+
+def validate_record(record: Any, name: str) -> None:
+    """One record (a line of a stream) against the schema's record definitions."""
+    _first_error(_record_validator(), record, name)
+
+
 def _first_error(validator: jsonschema.Draft202012Validator, document: Any, name: str) -> None:
     errors = sorted(validator.iter_errors(document), key=lambda e: (len(list(e.absolute_path)), e.json_path))
     if errors:
@@ -126,36 +138,75 @@ def default_label(doc: ResultDoc) -> str:
     return label or f"{hosts} {date}"
 
 
-def parse_result(text: str, name: str) -> ResultDoc:
-    """A document, or the stream of one: a stream's lines after the first are what json.loads calls extra data."""
-    try:
-        doc = loads_strict(text)
-    except json.JSONDecodeError as e:
-        if e.msg != "Extra data":
-            raise InputError(f"{name}: not JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
-        return document_from_stream(text, name)
-    except ValueError as e:
-        raise InputError(f"{name}: not JSON: {e}") from None
-    if isinstance(doc, dict) and doc.get("kind") == "run":  # a stream of one line: the run started, nothing measured
-        return document_from_stream(text, name)
-    return doc
-
-
-def _incomplete(doc: ResultDoc, made: int) -> str:
+def _incomplete(doc: ResultDoc, streamed: int, made: int) -> str:
     if doc["run"]["ended_at"] is not None:
         return ""
     trains = f"; {made} training run(s) read from their steps" if made else ""
-    return f"the run did not finish (killed, hung or crashed): {len(doc['records'])} record(s) streamed{trains}"
+    return f"the run did not finish (killed, hung or crashed): {streamed} record(s) streamed{trains}"
+
+
+def _lines(f: BinaryIO, first: bytes, max_bytes: int, name: str) -> Iterator[tuple[int, bytes]]:
+    """The numbered lines of a stream, `first` (already read) and those left in `f`; at most max_bytes in all."""
+    total = len(first)
+    yield 1, first
+    for n, line in enumerate(f, 2):
+        total += len(line)
+        if total > max_bytes:  # it grew while being read
+            raise InputError(f"{name}: more than the {max_bytes} bytes an input may be")
+        yield n, line
+
+
+def _neither(name: str) -> InputError:
+    return InputError(f"{name}: not a trainscope result: neither a JSON document nor a stream starting with its run line")
+
+
+def _stream(lines: Iterable[tuple[int, bytes]], name: str) -> tuple[ResultDoc, int, int]:
+    doc, streamed, made = document_from_lines(lines, name, validate_record)
+    validate(doc, name)  # the run line; the records were, each as it was read
+    return doc, streamed, made
+
+
+def read_result(path: str | Path) -> tuple[ResultDoc, int, int]:
+    """A result file's document, its records' training runs folded (stream.py), how many records it held and how many
+    train records were made. A stream (its first line a run line) is read line by line, keeping only what the document
+    keeps; a document is read whole. Both are validated against the schema before anything is made of them."""
+    name = str(path)
+    with open_input(path) as (f, max_bytes):
+        first = f.readline(max_bytes + 1)
+        try:
+            head = loads(decode(first, name), name)
+        except json.JSONDecodeError:
+            head = None  # not a whole value on the first line: a document written over several (or not JSON)
+        if isinstance(head, dict) and head.get("kind") == "run":
+            return _stream(_lines(f, first, max_bytes, name), name)
+        if head is not None:  # a document on one line, or a first line that is a whole value with more after it
+            if f.read(max_bytes + 1 - len(first)).strip():
+                raise _neither(name)
+            doc = head
+        else:
+            f.seek(0)
+            data = f.read(max_bytes + 1)
+    if head is None:
+        if len(data) > max_bytes:  # it grew while being read
+            raise InputError(f"{name}: more than the {max_bytes} bytes an input may be")
+        text = decode(data, name)
+        del data
+        try:
+            doc = loads(text, name)
+        except json.JSONDecodeError as e:
+            if e.msg == "Extra data":  # more after one whole value: lines, but not a stream's
+                raise _neither(name) from None
+            raise InputError(f"{name}: not JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
+    validate(doc, name)
+    records, made = fold_training(doc["records"])
+    doc["records"] = records
+    return doc, len(records), made
 
 
 def load_result(path: str | Path, label: str | None = None) -> Result:
-    p = Path(path)
-    text = read_input(p)
-    doc = parse_result(text, str(path))
-    validate(doc, str(path))
-    records, made = fold_training(doc["records"])
-    return Result(path=str(path), doc=doc, label=label or default_label(doc), records=records,
-                  incomplete=_incomplete(doc, made))
+    doc, streamed, made = read_result(path)
+    return Result(path=str(path), doc=doc, label=label or default_label(doc), records=doc["records"],
+                  incomplete=_incomplete(doc, streamed, made))
 
 
 def load_results(paths: Sequence[str], labels: Sequence[str] | None = None) -> list[Result]:

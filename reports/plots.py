@@ -1,23 +1,49 @@
 """matplotlib, headless, with one look for every plot: figures are saved as PNG beside the report and
 embedded into index.html as base64 so that the report is one self-contained file."""
 import base64
+import contextlib
 import io
+import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-import matplotlib
-from matplotlib import ticker
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
 
-from .json_types import Block
+@contextlib.contextmanager
+def _outside_the_working_folder() -> Iterator[None]:
+    """matplotlib's import reads ./matplotlibrc before any other settings file: a file of whatever folder the tool was
+    started in, as likely a shared results folder as the user's own. Its settings would change the plots (text.usetex
+    would run LaTeX on a result's labels) and a FIFO there would block the import. So matplotlib is imported from `/`
+    (only root writes there; not this package's folder, whose module names would shadow others should the import path
+    hold a relative entry), and the working folder given back after, by descriptor, so that relative paths keep their
+    meaning even where the folder was renamed meanwhile."""
+    try:
+        here = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:  # no working folder to read a matplotlibrc from either
+        yield
+        return
+    try:
+        os.chdir("/")
+        yield
+    finally:
+        os.fchdir(here)
+        os.close(here)
+
+
+with _outside_the_working_folder():
+    import matplotlib
+from matplotlib import ticker  # noqa: E402  (matplotlib must be imported first, above)
+from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from .json_types import Block  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 
+# text.usetex off whatever the user's own matplotlibrc says: a result's labels are never handed to LaTeX.
 plt.rcParams.update({"figure.dpi": 110, "axes.grid": True, "grid.alpha": 0.3, "font.size": 9,
-                     "axes.spines.top": False, "axes.spines.right": False})
+                     "axes.spines.top": False, "axes.spines.right": False, "text.usetex": False})
 
 
 def size_label(b: int) -> str:

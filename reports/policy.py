@@ -24,6 +24,9 @@ from . import identity as ids
 from .errors import InputError
 from .files import read_input
 
+# A policy or rules file is a page of thresholds: at most 1 MiB, as trainscope bounds its own TOML files (a suite).
+TOML_MAX_BYTES = 1 << 20
+
 PERCENT_KEYS = ("threshold", "max_cv", "confidence", "max_others_busy")
 
 
@@ -90,11 +93,13 @@ def from_toml(path: str | Path, base: Policy | None = None) -> Policy:
 
 def read_toml(path: str | Path) -> dict[str, Any]:
     """A TOML file's table; one line naming the file when it cannot be read or is not TOML."""
-    text = read_input(path)  # a regular file of bounded size, not a FIFO that would block the gate
+    text = read_input(path, TOML_MAX_BYTES)  # a regular file of bounded size, not a FIFO that would block the gate
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise InputError(f"{path}: not TOML: {e}") from None
+    except RecursionError:  # tomllib recurses into nested arrays and inline tables
+        raise InputError(f"{path}: not TOML this tool reads: nested deeper than Python's parser can follow") from None
 
 
 def apply(policy: Policy, settings: dict[str, Any], where: str = "settings") -> Policy:

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
-from .files import loads_strict, read_input
+from .files import read_input
+from .strict_json import loads
 from .intervals import span, subtract, union
 from .json_types import TraceDoc, TraceEvent
 from .load import validate_trace_events
@@ -89,7 +90,7 @@ def group_of(e: TraceEvent) -> dict[str, str]:
 def read_trace(f: Path) -> tuple[list[TraceEvent], dict[str, Any]]:
     """(its events, its top-level fields) of one PyTorch trace file."""
     try:
-        doc = loads_strict(read_input(f))
+        doc = loads(read_input(f), str(f))
     except ValueError as e:  # json.JSONDecodeError included
         raise InputError(f"{f}: not a trace file ({e})") from None
     events, meta = (doc, {}) if isinstance(doc, list) else (doc.get("traceEvents"), doc) if isinstance(doc, dict) else (None, {})

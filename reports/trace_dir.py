@@ -6,7 +6,8 @@ import re
 from pathlib import Path
 
 from .errors import InputError
-from .files import loads_strict, read_input
+from .files import read_input
+from .strict_json import loads
 from .json_types import TraceDoc
 from .load import trace_format, validate_trace
 from .pytorch_trace import load_pytorch_dir
@@ -34,7 +35,7 @@ def load_trace_docs(directory: str | Path) -> dict[int, TraceDoc]:
     ranks: dict[int, TraceDoc] = {}
     for _, f in sorted(numbered):
         try:
-            doc = loads_strict(read_input(f))
+            doc = loads(read_input(f), str(f))
         except ValueError as e:  # json.JSONDecodeError included
             raise InputError(f"{f}: not a trace file ({e})") from None
         fmt = trace_format(doc, str(f))

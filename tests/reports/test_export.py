@@ -86,3 +86,24 @@ def test_a_bad_format_or_output_is_one_line(tmp_path, capsys):
     assert "invalid choice: 'xlsx'" in capsys.readouterr().err
     assert main(["export", str(RESULT), "--format", "csv", "-o", str(tmp_path)]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_csv_text_cells_cannot_be_formulas_and_numbers_stay_numbers(tmp_path):
+    """OWASP's CSV injection guidance (issue #34): a text cell starting with =, +, -, @, tab or carriage return is
+    written with a single quote before it, and quoted, so that a spreadsheet shows it as text instead of running it;
+    numbers, negative ones included, are written as they are and read back as numbers."""
+    from reports.export import to_csv
+    from reports.load import Result
+
+    hostile = ["=HYPERLINK(\"http://x\",\"y\")", "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(A1)", "\tx", "\rx", "=1"]
+    record = {"kind": "collective", "numbers": [-1], "delta": -1.5, "count": -3, "ok": "plain", "negative_text": "-x"}
+    record.update({f"t{i}": text for i, text in enumerate(hostile)})
+    text = to_csv([Result(path="=r.json", doc={"records": [record]}, label="@label")])
+    (row,) = list(csv.DictReader(io.StringIO(text)))
+    for i, cell in enumerate(hostile):
+        assert row[f"t{i}"] == "'" + cell
+    assert row["result"] == "'=r.json" and row["label"] == "'@label" and row["negative_text"] == "'-x"
+    assert row["ok"] == "plain" and row["numbers"] == "[-1]"
+    assert float(row["delta"]) == -1.5 and int(row["count"]) == -3
+    line = text.split("\n")[1]  # (splitlines would split at the \r inside a quoted cell)
+    assert '"\'-2+3"' in line and '"\'=1"' in line and ",-1.5," in line and ",-3," in line
