@@ -78,7 +78,7 @@ def hello(rank, size, token, claimed_length=None):
     """A hello as docs/reliability.md spells it: magic, RANK, WORLD_SIZE, token length, token (big-endian)."""
     token = token.encode()
     n = len(token) if claimed_length is None else claimed_length
-    return b"TSHELLO1" + struct.pack(">iiI", rank, size, n) + token
+    return b"TSHELLO2" + struct.pack(">iiI", rank, size, n) + token
 
 
 def connect(port):
@@ -96,7 +96,7 @@ def read_answer(s):
         data += chunk
     if not data:
         return None
-    assert data[:8] == b"TSANSWR1", data
+    assert data[:8] == b"TSANSWR2", data
     status, _, n = struct.unpack(">III", data[8:20])
     return status == 0, data[20:20 + n].decode()
 
@@ -212,7 +212,8 @@ def test_without_a_token_every_process_refuses_to_start_with_one_line():
         assert err.startswith("trainscope: error: no job token: the RANK/WORLD_SIZE bootstrap admits only processes that "
                               "carry the job's token, and neither TRAINSCOPE_JOB_TOKEN nor a launcher's job id"), err
         assert "set TRAINSCOPE_JOB_TOKEN to one secret in every process" in err
-        assert err.rstrip().endswith("or TRAINSCOPE_JOB_TOKEN=none to admit any process that reaches MASTER_ADDR:MASTER_PORT"), err
+        assert err.rstrip().endswith("or TRAINSCOPE_JOB_TOKEN=none to admit any process that reaches "
+                                     "MASTER_ADDR:MASTER_PORT"), err
     assert listeners(port) == []
 
 
@@ -266,7 +267,7 @@ def read_one_answer(s):
         chunk = s.recv(4096)
         assert chunk, data
         data += chunk
-    assert data[:8] == b"TSANSWR1" and struct.unpack(">I", data[8:12])[0] == 0, data
+    assert data[:8] == b"TSANSWR2" and struct.unpack(">I", data[8:12])[0] == 0, data
     return data
 
 
@@ -303,7 +304,8 @@ def test_a_member_announcing_more_than_its_byte_budget_is_refused_before_process
     s.close()
     err = err_path.read_text()
     assert p0.returncode == 1, err
-    assert err.splitlines() == [f"trainscope: error: bootstrap: process 1 ({me}) announced a 1073741824-byte message, past "
+    assert err.splitlines() == [f"trainscope: error: rank 0 of 2 ({socket.gethostname()}): bootstrap: process 1 ({me}) "
+                                "announced a 1073741824-byte message, past "
                                 "its budget: one process may send process 0 at most 268435456 bytes (256 MiB) in a run, and "
                                 "it had sent 0"], err
     assert hwm < 600 << 20, f"process 0 reached {hwm >> 20} MiB"
