@@ -313,11 +313,23 @@ void LifelineHub::Impl::accept() {
   for (;;) {
     Socket s(::accept4(listener.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (!s.open()) return;
-    // Strangers may connect; at most this many wait for their hello at once, the rest are closed at once.
-    const auto waiting = std::count_if(conns.begin(), conns.end(), [](const Conn& c) { return c.rank < 0; });
-    if (waiting > world + 64) continue;
+    // Strangers may connect; at most this many wait for their hello at once. A process of the run says its hello
+    // as soon as it is connected, so it is read here at once; when the room is full the one that waited longest
+    // goes, never the newest: a process whose lifeline was closed unread would take process 0 for gone.
     Conn c;
     c.socket = std::move(s);
+    read(c);
+    if (!c.socket.open() || c.rank >= 0) {
+      if (c.socket.open()) conns.push_back(std::move(c));
+      continue;
+    }
+    std::vector<Conn*> waiting;
+    for (Conn& o : conns)
+      if (o.rank < 0 && o.socket.open()) waiting.push_back(&o);
+    if (waiting.size() >= static_cast<std::size_t>(world) + 64)
+      (*std::min_element(waiting.begin(), waiting.end(), [](const Conn* a, const Conn* b) {
+        return a->since < b->since;
+      }))->socket.reset();
     conns.push_back(std::move(c));
   }
 }

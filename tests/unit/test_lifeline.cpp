@@ -167,6 +167,25 @@ TEST(Lifeline, TheHubListensOnlyOnTheAddressItIsGiven) {
   EXPECT_THROW(LifelineHub(2, "here", "", {}), Error);  // no address: no hub (the run warns and goes on)
 }
 
+// Issue #34: silent strangers filling the hub's waiting room had it close a process's own lifeline unread, and that
+// process took process 0 for gone and ended the run. The one that waited longest makes room instead.
+TEST(Lifeline, StrangersFillingTheHubsWaitingRoomDoNotKeepAProcessOut) {
+  Hub h(2);
+  const auto at = numericAddress("127.0.0.1", h.hub.card().port);
+  ASSERT_TRUE(at);
+  std::vector<Socket> strangers;
+  for (int i = 0; i < 100; ++i) {
+    strangers.emplace_back(::socket(AF_INET, SOCK_STREAM, 0));
+    ASSERT_EQ(::connect(strangers.back().fd(), reinterpret_cast<const sockaddr*>(&at->storage), at->length), 0);
+  }
+  std::this_thread::sleep_for(100ms);  // the hub has taken them all
+  Spoke real(h.hub.card(), 1);
+  h.waitJoined(1);
+  EXPECT_EQ(h.hub.joined(), 1);
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(real.hubGone.load());
+}
+
 TEST(Lifeline, SettleReturnsOnceWhatHadArrivedIsRead) {
   Hub h(2);
   Spoke s(h.hub.card(), 1);
