@@ -6,6 +6,7 @@
 //   single — one process.
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,9 +31,15 @@ class Bootstrap {
   // or gone, so nothing that waits for them (MPI_Finalize) is done when the bootstrap goes.
   virtual void abandon() {}
 
-  // Built on allGather. Strings are at most kMaxGatheredString bytes (Error naming a process that announces more).
+  // Strings are at most kMaxGatheredString bytes (Error naming a process that announces more). Built on allGather
+  // (each padded to the longest); the TCP bootstrap, whose members anyone with the token can be, sends each as it
+  // is and holds each member to a budget.
   static constexpr unsigned long long kMaxGatheredString = 1ull << 30;
-  std::vector<std::string> allGatherStrings(const std::string& mine);
+  virtual std::vector<std::string> allGatherStrings(const std::string& mine);
+  // The numeric address of this process's end of the bootstrap's own connections (the TCP bootstrap's: the
+  // interface it reaches process 0 by, or that process 0 is reached at; "" if the system cannot say), nullopt for a
+  // bootstrap without connections of its own (MPI, single). The same kind of answer on every process.
+  virtual std::optional<std::string> controlAddress() const { return std::nullopt; }
   std::vector<double> allGatherDoubles(const std::vector<double>& mine);  // concatenated, rank-major
   long long sum(long long v);
   bool allTrue(bool v);

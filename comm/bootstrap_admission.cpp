@@ -93,7 +93,7 @@ class Admission {
       // One socket per address: an IPv6 one must not also take IPv4 connections on every interface.
       if (s.open() && a.family == AF_INET6) ::setsockopt(s.fd(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
       if (!s.open() || ::bind(s.fd(), reinterpret_cast<const sockaddr*>(&a.storage), a.length) != 0 ||
-          ::listen(s.fd(), std::min(cfg_.size + 16, SOMAXCONN)) != 0) {
+          ::listen(s.fd(), SOMAXCONN) != 0) {  // a full queue would turn the job's own processes away
         notHere = notHere && errno == EADDRNOTAVAIL;
         failures.push_back(fmt::format("{}: {}", a.text(), std::strerror(errno)));
         continue;
@@ -108,18 +108,27 @@ class Admission {
                             cfg_.masterPort, fmt::join(failures, "; ")));
   }
 
+  // Takes every connection waiting to be accepted and reads what each has said already: a process of the job says
+  // its hello as soon as it is connected, so it is usually heard here and never waits among strangers. When the
+  // waiting room is full, the connection that has waited longest goes: a silent stranger has had its chance, and a
+  // flood of them cannot keep a new connection (maybe the job's) from being heard.
   void acceptFrom(const Socket& listener) {
     const std::size_t maxPending = static_cast<std::size_t>(cfg_.size) + 64;
     for (;;) {
       Socket s(::accept4(listener.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
       if (!s.open()) return;  // EAGAIN: none left; anything else: the next poll() tries again
+      const auto now = Clock::now();
       Pending p{std::move(s), "",
-                Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(cfg_.helloTimeoutS)),
-                ""};
+                now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(cfg_.helloTimeoutS)), ""};
       p.peer = peerAddress(p.socket.fd());
+      if (hearFrom(p)) continue;
       if (pending_.size() >= maxPending) {
-        turnAway(p, fmt::format("{} connections are already waiting to say hello", maxPending));
-        continue;
+        const auto oldest = std::min_element(pending_.begin(), pending_.end(),
+                                             [](const Pending& a, const Pending& b) { return a.deadline < b.deadline; });
+        turnAway(*oldest,
+                 fmt::format("{} connections were waiting to say hello, and it had waited longest ({:.1f} s)", maxPending,
+                             cfg_.helloTimeoutS - std::chrono::duration<double>(oldest->deadline - now).count()));
+        pending_.erase(oldest);
       }
       pending_.push_back(std::move(p));
     }

@@ -7,8 +7,8 @@
 namespace ts::hello {
 
 namespace {
-constexpr std::string_view kHelloMagic = "TSHELLO1";
-constexpr std::string_view kAnswerMagic = "TSANSWR1";
+constexpr std::string_view kHelloMagic = "TSHELLO2";
+constexpr std::string_view kAnswerMagic = "TSANSWR2";
 
 void putU32(std::string& out, std::uint32_t v) {
   for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((v >> shift) & 0xff));
@@ -40,7 +40,12 @@ Parsed<Frame> parseFrame(std::string_view bytes, std::string_view magic, const c
   const std::size_t have = std::min(bytes.size(), magic.size());
   if (bytes.substr(0, have) != magic.substr(0, have)) {
     p.state = Parsed<Frame>::State::kInvalid;
-    p.why = fmt::format("not a trainscope {} (it starts with other bytes)", what);
+    const std::size_t version = magic.size() - 1;
+    const char theirs = have > version ? bytes[version] : '\0';
+    p.why = have > version && bytes.substr(0, version) == magic.substr(0, version) && theirs >= '0' && theirs <= '9'
+                ? fmt::format("a {} of trainscope's version {} of this exchange, and this one speaks version {}", what, theirs,
+                              magic[version])
+                : fmt::format("not a trainscope {} (it starts with other bytes)", what);
     return p;
   }
   if (bytes.size() < kHeaderBytes) return p;

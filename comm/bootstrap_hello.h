@@ -4,7 +4,9 @@
 // before it is used, and bytes that are not a whole, well-formed message are refused, never waited on forever.
 //
 // Both messages are one frame, integers big-endian:
-//   8 bytes  magic ("TSHELLO1": a process's hello; "TSANSWR1": process 0's answer)
+//   8 bytes  magic ("TSHELLO2": a process's hello; "TSANSWR2": process 0's answer); the last byte is the version
+//            of the whole exchange (2: strings travel unpadded, bootstrap_tcp.h), so processes of two versions
+//            never mistake each other's bytes
 //   4 bytes  a   (hello: the sender's RANK;        answer: 0 admitted, 1 refused)
 //   4 bytes  b   (hello: the sender's WORLD_SIZE;  answer: process 0's WORLD_SIZE)
 //   4 bytes  n   the payload's length, at most kMaxFramePayload

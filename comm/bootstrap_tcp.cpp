@@ -9,6 +9,7 @@
 #include <chrono>
 #include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +22,7 @@
 #include "base/error.h"
 #include "base/heartbeat.h"
 #include "base/stop_request.h"
+#include "base/units.h"
 #include "comm/bootstrap_admission.h"
 #include "comm/bootstrap_hello.h"
 #include "comm/job_token.h"
@@ -76,10 +78,12 @@ class TcpBootstrap final : public Bootstrap {
   explicit TcpBootstrap(const TcpBootstrapConfig& cfg) : cfg_(cfg) {
     validate(cfg);
     if (cfg.size > 1) {
-      if (cfg.rank == 0)
+      if (cfg.rank == 0) {
         peers_ = admitProcesses(cfg);
-      else
+        sent_.assign(peers_.size(), 0);
+      } else {
         connectToMaster();
+      }
     }
     const auto hosts = allGatherStrings(hostName());
     local_ = cfg.localRank;
@@ -113,6 +117,69 @@ class TcpBootstrap final : public Bootstrap {
       awaitBytes(master_, bytes * static_cast<std::size_t>(cfg_.size));
       master_.recvAll(o, bytes * cfg_.size, "process 0");
     }
+  }
+
+  // Each process's string goes to process 0 as it is (its length first), never padded to the longest: one
+  // process's length must not multiply by the world's size in what process 0 holds. Process 0 checks every
+  // length against what that process may still send it in this run before it allocates anything.
+  std::vector<std::string> allGatherStrings(const std::string& mine) override {
+    if (mine.size() > kMaxGatheredString)
+      throw Error(fmt::format("internal: a {}-byte message is more than the {} bytes processes exchange", mine.size(),
+                              kMaxGatheredString));
+    if (cfg_.size == 1) return {mine};
+    const heartbeat::WaitingForPeers waiting;
+    const auto world = static_cast<std::size_t>(cfg_.size);
+    std::vector<std::uint64_t> lens(world);
+    std::vector<std::string> out(world);
+    if (cfg_.rank != 0) {
+      const std::uint64_t len = mine.size();
+      master_.sendAll(&len, sizeof(len), "process 0");
+      master_.sendAll(mine.data(), mine.size(), "process 0");
+      awaitBytes(master_, world * sizeof(std::uint64_t));
+      master_.recvAll(lens.data(), world * sizeof(std::uint64_t), "process 0");
+      // Process 0 holds every other process to its budget; checked again here before allocating.
+      for (std::size_t p = 0; p < world; ++p)
+        if (lens[p] > (p == 0 ? kMaxGatheredString : cfg_.memberByteBudget))
+          throw Error(
+              fmt::format("bootstrap: process 0 announced a {}-byte message from process {}, more than the {} bytes "
+                          "a process may send",
+                          lens[p], p, p == 0 ? kMaxGatheredString : cfg_.memberByteBudget));
+      for (std::size_t p = 0; p < world; ++p) {
+        out[p].resize(lens[p]);
+        if (lens[p] > 0) master_.recvAll(out[p].data(), lens[p], "process 0");
+      }
+      return out;
+    }
+    lens[0] = mine.size();
+    out[0] = mine;
+    for (int p = 1; p < cfg_.size; ++p) {
+      awaitBytes(peers_[p], sizeof(std::uint64_t));
+      peers_[p].recvAll(&lens[p], sizeof(std::uint64_t), peerName(p));
+      const std::uint64_t left = cfg_.memberByteBudget - std::min(cfg_.memberByteBudget, sent_[p]);
+      if (lens[p] > left)
+        throw Error(fmt::format(
+            "bootstrap: {} ({}) announced a {}-byte message, past its budget: one process may send process 0 at most {} "
+            "bytes ({}) in a run, and it had sent {}",
+            peerName(p), peerAddress(peers_[p].fd()), lens[p], cfg_.memberByteBudget, formatBytes(cfg_.memberByteBudget),
+            sent_[p]));
+    }
+    for (int p = 1; p < cfg_.size; ++p) {
+      out[p].resize(lens[p]);
+      if (lens[p] == 0) continue;
+      awaitBytes(peers_[p], lens[p]);
+      peers_[p].recvAll(out[p].data(), lens[p], peerName(p));
+      sent_[p] += lens[p];
+    }
+    for (int p = 1; p < cfg_.size; ++p) {
+      peers_[p].sendAll(lens.data(), world * sizeof(std::uint64_t), peerName(p));
+      for (const std::string& s : out) peers_[p].sendAll(s.data(), s.size(), peerName(p));
+    }
+    return out;
+  }
+
+  std::optional<std::string> controlAddress() const override {
+    if (cfg_.size == 1) return std::nullopt;
+    return localHost(cfg_.rank == 0 ? peers_[1].fd() : master_.fd());
   }
 
   void barrier() override {
@@ -189,7 +256,7 @@ class TcpBootstrap final : public Bootstrap {
         fmt::format("bootstrap: could not reach process 0 at {} within {:g} s ({})", where(), cfg_.connectTimeoutS, last));
   }
 
-  // Process 0's answer; nullopt when the connection closed before its first byte.
+  // Process 0's answer; nullopt when the connection closed or was reset before its first byte.
   std::optional<hello::Answer> readAnswer(const Socket& s, const std::string& peer) const {
     std::string bytes;
     for (;;) {
@@ -201,7 +268,9 @@ class TcpBootstrap final : public Bootstrap {
                                 peer, parsed.why));
       const ssize_t k = ::recv(s.fd(), buf, parsed.needed - bytes.size(), 0);
       if (k < 0 && errno == EINTR) continue;
-      if (k == 0 && bytes.empty()) return std::nullopt;
+      // Closed, or reset (process 0 closed it with the hello unread: strangers filled its waiting room), before a
+      // word of answer: process 0 was too busy for this connection, and the next one may be admitted.
+      if (bytes.empty() && (k == 0 || (k < 0 && (errno == ECONNRESET || errno == EPIPE)))) return std::nullopt;
       if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         throw Error(fmt::format("bootstrap: process 0 at {} did not answer the hello of this process within {:g} s", where(),
                                 cfg_.connectTimeoutS));
@@ -225,8 +294,9 @@ class TcpBootstrap final : public Bootstrap {
 
   TcpBootstrapConfig cfg_;
   int local_ = 0;
-  std::vector<Socket> peers_;  // on process 0: one per other process
-  Socket master_;              // on the others: to process 0
+  std::vector<Socket> peers_;        // on process 0: one per other process
+  std::vector<std::uint64_t> sent_;  // on process 0: the bytes of strings each other process sent it so far
+  Socket master_;                    // on the others: to process 0
 };
 
 // A whole decimal integer (optional sign) that fits an int; LocalUsageError naming the variable otherwise.
@@ -289,12 +359,12 @@ std::unique_ptr<Bootstrap> makeTcpBootstrapFromEnv(Launcher launcher) {
   cfg.jobToken = token.value;
   cfg.jobTokenSource = token.source;
   validate(cfg);
-  if (cfg.rank == 0 && cfg.size > 1 && cfg.jobToken.empty()) {
+  if (cfg.size > 1 && cfg.jobToken.empty() && !token.waived) throw LocalUsageError(missingJobTokenMessage());
+  if (cfg.rank == 0 && cfg.size > 1 && token.waived) {
     // Process 0 is the one that admits: it says so, once.
     std::fprintf(stderr,
-                 "trainscope: warning: no job token (TRAINSCOPE_JOB_TOKEN, TORCHELASTIC_RUN_ID, SLURM_JOB_ID, "
-                 "OMPI_MCA_ess_base_jobid and PMIX_NAMESPACE are unset): process 0 admits any connection to "
-                 "MASTER_ADDR:MASTER_PORT that claims a free rank; set TRAINSCOPE_JOB_TOKEN to one secret in every process\n");
+                 "trainscope: warning: TRAINSCOPE_JOB_TOKEN=none: process 0 admits any process that reaches "
+                 "MASTER_ADDR:MASTER_PORT and claims a free rank\n");
     std::fflush(stderr);
   }
   return makeTcpBootstrap(cfg);

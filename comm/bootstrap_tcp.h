@@ -5,6 +5,9 @@
 // process connects and says hello with its RANK, its WORLD_SIZE and the job token (job_token.h); process 0
 // admits one connection per rank and turns away everything else without stopping (bootstrap_admission.h).
 // All exchanges then go through process 0 (a star), plenty for the few small messages of the control plane.
+// A process with the token is a member, but what it may make process 0 hold is bounded: the strings it sends
+// process 0 over the run total at most memberByteBudget bytes, each length checked before anything is allocated.
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -13,6 +16,8 @@
 #include "comm/launcher.h"
 
 namespace ts {
+
+inline constexpr std::uint64_t kMemberByteBudget = 256ull << 20;
 
 struct TcpBootstrapConfig {
   int rank = 0;
@@ -24,6 +29,9 @@ struct TcpBootstrapConfig {
   double helloTimeoutS = 5.0;     // for one connection to process 0 to say hello, else it is dropped
   std::string jobToken;           // every hello carries it; empty: none (any hello is admitted)
   std::string jobTokenSource;     // where it came from, for messages
+  // What each other process's strings (allGatherStrings) may total over the run on process 0: a run's metadata,
+  // inventories and cards take kilobytes; a trace or the telemetry of a long run some megabytes.
+  std::uint64_t memberByteBudget = kMemberByteBudget;
   // Where process 0 reports each connection it turns away (default: "trainscope: bootstrap: ..." on stderr).
   std::function<void(const std::string&)> log;
 };

@@ -57,10 +57,10 @@ void WakePipe::drain() const {
 
 std::vector<std::string> addressesToReach(const BeaconCard& self, const std::string& host,
                                           const std::vector<std::string>& addresses) {
-  if (host == self.host) return {"127.0.0.1"};
+  if (host == self.host) return addresses;
   std::vector<std::string> out;
   for (const std::string& a : addresses)
-    if (std::find(self.addresses.begin(), self.addresses.end(), a) == self.addresses.end()) out.push_back(a);
+    if (!isAddressOfThisHost(a)) out.push_back(a);
   return out;
 }
 
@@ -81,6 +81,26 @@ BeaconCard BeaconCard::decode(const std::string& text) {
   } catch (const nlohmann::json::exception& e) {
     throw Error(fmt::format("a peer's liveness card is malformed: {}", e.what()));
   }
+}
+
+bool isAddressOfThisHost(const std::string& address) {
+  const auto a = numericAddress(address, 0);
+  if (!a) return false;
+  const auto* sa = reinterpret_cast<const sockaddr*>(&a->storage);
+  if (sa->sa_family == AF_INET && (ntohl(reinterpret_cast<const sockaddr_in*>(sa)->sin_addr.s_addr) >> 24) == 127) return true;
+  if (sa->sa_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr)) return true;
+  bool found = false;
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return false;
+  for (ifaddrs* i = list; i && !found; i = i->ifa_next) {
+    if (!i->ifa_addr || i->ifa_addr->sa_family != sa->sa_family) continue;
+    found = sa->sa_family == AF_INET ? reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr ==
+                                           reinterpret_cast<const sockaddr_in*>(sa)->sin_addr.s_addr
+                                     : std::memcmp(&reinterpret_cast<const sockaddr_in6*>(i->ifa_addr)->sin6_addr,
+                                                   &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, sizeof(in6_addr)) == 0;
+  }
+  ::freeifaddrs(list);
+  return found;
 }
 
 std::vector<std::string> localIpv4Addresses() {
@@ -122,19 +142,10 @@ struct LivenessBeacon::Impl {
   }
 };
 
-LivenessBeacon::LivenessBeacon(int rank, const std::string& host) : impl_(std::make_unique<Impl>()) {
-  impl_->listener = Socket(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!impl_->listener.open()) throw Error(fmt::format("liveness beacon: socket: {}", std::strerror(errno)));
-  sockaddr_in any{};
-  any.sin_family = AF_INET;
-  any.sin_addr.s_addr = htonl(INADDR_ANY);
-  any.sin_port = 0;  // the kernel picks a free one; the port travels in the card
-  socklen_t len = sizeof(any);
-  if (::bind(impl_->listener.fd(), reinterpret_cast<sockaddr*>(&any), sizeof(any)) != 0 ||
-      ::listen(impl_->listener.fd(), 64) != 0 ||
-      ::getsockname(impl_->listener.fd(), reinterpret_cast<sockaddr*>(&any), &len) != 0)
-    throw Error(fmt::format("liveness beacon: cannot listen: {}", std::strerror(errno)));
-  card_ = BeaconCard{rank, host, localIpv4Addresses(), ntohs(any.sin_port), randomHex128()};
+LivenessBeacon::LivenessBeacon(int rank, const std::string& host, const std::string& address) : impl_(std::make_unique<Impl>()) {
+  int port = 0;  // the kernel picks a free one; the port travels in the card
+  impl_->listener = listenOnEphemeralPort(address, 64, false, "liveness beacon", port);
+  card_ = BeaconCard{rank, host, {address}, port, randomHex128()};
   impl_->greeting = kGreeting + card_.nonce + "\n";
   impl_->thread = std::thread([impl = impl_.get()] { impl->serve(); });
 }
@@ -164,15 +175,13 @@ std::vector<PeerState> askBeacons(const BeaconCard& self, const std::vector<Beac
   std::vector<Attempt> attempts;
   for (std::size_t p = 0; p < peers.size(); ++p) {
     for (const std::string& a : addressesToReach(self, peers[p].host, peers[p].addresses)) {
-      sockaddr_in to{};
-      to.sin_family = AF_INET;
-      to.sin_port = htons(static_cast<std::uint16_t>(peers[p].port));
-      if (::inet_pton(AF_INET, a.c_str(), &to.sin_addr) != 1) continue;
+      const auto to = numericAddress(a, peers[p].port);
+      if (!to) continue;
       Attempt at;
       at.peer = p;
-      at.socket = Socket(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+      at.socket = Socket(::socket(to->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
       if (!at.socket.open()) continue;
-      if (::connect(at.socket.fd(), reinterpret_cast<sockaddr*>(&to), sizeof(to)) == 0) {
+      if (::connect(at.socket.fd(), reinterpret_cast<const sockaddr*>(&to->storage), to->length) == 0) {
         at.connected = true;
       } else if (errno != EINPROGRESS) {
         if (errno == ECONNREFUSED) note(states, p, PeerState::kGone);

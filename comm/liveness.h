@@ -7,8 +7,9 @@
 //   accepts but does not answer   frozen (the kernel accepts for a stopped process; nothing replies);
 //   refuses the connection        gone (its host is up, its process is not);
 //   nothing within the deadline   unreachable (the host, or its link, is down).
-// IPv4 only; a peer's addresses that this process also has (a docker bridge on every host) are not asked: the
-// answer would come from here.
+// A beacon listens only on the address the run's processes reach each other by (bootstrap_interface.h), never on
+// every interface. A peer on another host is never asked at an address this host has too (a docker bridge on
+// every host): the answer would come from here.
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,7 +22,7 @@ namespace ts {
 struct BeaconCard {
   int rank = 0;
   std::string host;                    // its hostname
-  std::vector<std::string> addresses;  // its IPv4 addresses, loopback excluded
+  std::vector<std::string> addresses;  // where its beacon listens (one numeric address; none when it has no beacon)
   int port = 0;
   std::string nonce;  // what its beacon answers: proves the answer is that process's, not a stranger's on the port
 
@@ -42,7 +43,8 @@ struct EnumNames<PeerState> {
 
 class LivenessBeacon {
  public:
-  explicit LivenessBeacon(int rank, const std::string& host);  // listens on an ephemeral port of every interface
+  // Listens on an ephemeral port of `address` (numeric, IPv4 or IPv6) only. Error when it cannot.
+  LivenessBeacon(int rank, const std::string& host, const std::string& address);
   ~LivenessBeacon();
   LivenessBeacon(const LivenessBeacon&) = delete;
   LivenessBeacon& operator=(const LivenessBeacon&) = delete;
@@ -55,14 +57,17 @@ class LivenessBeacon {
 };
 
 // Asks every card's beacon at once; returns one state per card, in order. `self` is the asking process's own card
-// (its host tells which peers share it, reached over loopback; its addresses which of the others' to skip).
+// (its host tells which peers share it).
 std::vector<PeerState> askBeacons(const BeaconCard& self, const std::vector<BeaconCard>& peers, double deadlineS);
 
 // This host's IPv4 addresses, loopback excluded.
 std::vector<std::string> localIpv4Addresses();
 
-// The addresses `self` reaches a process on `host` (with `addresses`) by: loopback on its own host, else those of
-// its addresses that `self` does not have too (a docker bridge on every host would answer from here).
+// True when `address` (numeric) is one of this host's: loopback, or an address of one of its interfaces.
+bool isAddressOfThisHost(const std::string& address);
+
+// The addresses `self` reaches a process on `host` that listens at `addresses` by: all of them on its own host,
+// else those this host does not have too (a docker bridge on every host, loopback: the answer would come from here).
 std::vector<std::string> addressesToReach(const BeaconCard& self, const std::string& host,
                                           const std::vector<std::string>& addresses);
 

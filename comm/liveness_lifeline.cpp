@@ -206,7 +206,8 @@ struct LifelineHub::Impl {
   void record(Conn& c, PeerEndKind kind, int exitCode, std::string line);
 };
 
-LifelineHub::LifelineHub(int worldSize, const std::string& host, Handlers handlers) : impl_(std::make_unique<Impl>()) {
+LifelineHub::LifelineHub(int worldSize, const std::string& host, const std::string& address, Handlers handlers)
+    : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.world = worldSize;
   m.key = randomHex128();
@@ -214,16 +215,9 @@ LifelineHub::LifelineHub(int worldSize, const std::string& host, Handlers handle
   m.fds = std::make_unique<std::atomic<int>[]>(static_cast<std::size_t>(worldSize));
   for (int r = 0; r < worldSize; ++r) m.fds[r].store(-1);
   m.joinedRank.assign(static_cast<std::size_t>(worldSize), false);
-  m.listener = Socket(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!m.listener.open()) throw Error(fmt::format("lifeline hub: socket: {}", std::strerror(errno)));
-  sockaddr_in any{};
-  any.sin_family = AF_INET;
-  any.sin_addr.s_addr = htonl(INADDR_ANY);
-  socklen_t len = sizeof(any);
-  if (::bind(m.listener.fd(), reinterpret_cast<sockaddr*>(&any), sizeof(any)) != 0 || ::listen(m.listener.fd(), 128) != 0 ||
-      ::getsockname(m.listener.fd(), reinterpret_cast<sockaddr*>(&any), &len) != 0)
-    throw Error(fmt::format("lifeline hub: cannot listen: {}", std::strerror(errno)));
-  card_ = LifelineCard{host, localIpv4Addresses(), ntohs(any.sin_port), m.key};
+  int port = 0;
+  m.listener = listenOnEphemeralPort(address, 128, true, "lifeline hub", port);
+  card_ = LifelineCard{host, {address}, port, m.key};
   g_hubFdCount.store(0);
   g_hubFds.store(m.fds.get());
   g_hubFdCount.store(worldSize);
@@ -254,10 +248,15 @@ std::vector<PeerEnd> LifelineHub::ends() const {
 
 void LifelineHub::settle(double maxS) {
   std::unique_lock lock(impl_->mu);
-  // The cycle running now may have polled before the last bytes came; the one after it has read them.
+  // The cycle running now may have polled before the last bytes came; the one after it has read them. Each cycle
+  // is woken: a thread asleep in poll() would otherwise run one and sleep again, and this wait would last maxS.
   const std::uint64_t until = impl_->cycles + 2;
-  impl_->wake.wake();
-  impl_->cv.wait_for(lock, std::chrono::duration<double>(maxS), [&] { return impl_->cycles >= until; });
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(maxS));
+  while (impl_->cycles < until) {
+    const std::uint64_t seen = impl_->cycles;
+    impl_->wake.wake();
+    if (!impl_->cv.wait_until(lock, deadline, [&] { return impl_->cycles != seen; })) return;
+  }
 }
 
 void LifelineHub::endAll(int exitCode) {
@@ -314,11 +313,23 @@ void LifelineHub::Impl::accept() {
   for (;;) {
     Socket s(::accept4(listener.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (!s.open()) return;
-    // Strangers may connect; at most this many wait for their hello at once, the rest are closed at once.
-    const auto waiting = std::count_if(conns.begin(), conns.end(), [](const Conn& c) { return c.rank < 0; });
-    if (waiting > world + 64) continue;
+    // Strangers may connect; at most this many wait for their hello at once. A process of the run says its hello
+    // as soon as it is connected, so it is read here at once; when the room is full the one that waited longest
+    // goes, never the newest: a process whose lifeline was closed unread would take process 0 for gone.
     Conn c;
     c.socket = std::move(s);
+    read(c);
+    if (!c.socket.open() || c.rank >= 0) {
+      if (c.socket.open()) conns.push_back(std::move(c));
+      continue;
+    }
+    std::vector<Conn*> waiting;
+    for (Conn& o : conns)
+      if (o.rank < 0 && o.socket.open()) waiting.push_back(&o);
+    if (waiting.size() >= static_cast<std::size_t>(world) + 64)
+      (*std::min_element(waiting.begin(), waiting.end(), [](const Conn* a, const Conn* b) {
+        return a->since < b->since;
+      }))->socket.reset();
     conns.push_back(std::move(c));
   }
 }
@@ -422,23 +433,21 @@ Lifeline::Lifeline(const LifelineCard& hub, const BeaconCard& self, int rank, Ha
   const std::string hello = lifeline::helloFrame(hub.key, rank);
   std::string last = "no address to reach it by";
   for (const std::string& a : addressesToReach(self, hub.host, hub.addresses)) {
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port = htons(static_cast<std::uint16_t>(hub.port));
-    if (::inet_pton(AF_INET, a.c_str(), &to.sin_addr) != 1) continue;
-    Socket s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    const auto to = numericAddress(a, hub.port);
+    if (!to) continue;
+    Socket s(::socket(to->family, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (!s.open()) {
       last = std::strerror(errno);
       continue;
     }
     s.setTimeouts(connectS);  // bounds the connect and each send
-    if (::connect(s.fd(), reinterpret_cast<const sockaddr*>(&to), sizeof(to)) != 0) {
-      last = fmt::format("{}:{}: {}", a, hub.port, std::strerror(errno));
+    if (::connect(s.fd(), reinterpret_cast<const sockaddr*>(&to->storage), to->length) != 0) {
+      last = fmt::format("{}: {}", to->text(), std::strerror(errno));
       continue;
     }
     s.setNoDelay();
     if (::send(s.fd(), hello.data(), hello.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(hello.size())) {
-      last = fmt::format("{}:{}: sending the hello failed: {}", a, hub.port, std::strerror(errno));
+      last = fmt::format("{}: sending the hello failed: {}", to->text(), std::strerror(errno));
       continue;
     }
     impl_->socket = std::move(s);

@@ -27,7 +27,7 @@ namespace ts {
 // How the other processes reach the hub: published through the bootstrap at the start of the run.
 struct LifelineCard {
   std::string host;
-  std::vector<std::string> addresses;  // IPv4, loopback excluded (as a BeaconCard's)
+  std::vector<std::string> addresses;  // where the hub listens (one numeric address, as a BeaconCard's)
   int port = 0;
   std::string key;
 
@@ -82,8 +82,8 @@ std::optional<int> parseEnd(std::string_view frame);
 
 }  // namespace lifeline
 
-// Process 0's end: it listens (every interface, an ephemeral port) until every other process has said hello, and
-// keeps each connection.
+// Process 0's end: it listens (an ephemeral port of the address the run's processes reach each other by, never every
+// interface) until every other process has said hello, and keeps each connection.
 class LifelineHub {
  public:
   struct Handlers {
@@ -92,7 +92,8 @@ class LifelineHub {
     // when nothing arrives, in ms (-1: until something arrives or wake() is called).
     std::function<int()> onTick;
   };
-  LifelineHub(int worldSize, const std::string& host, Handlers handlers);  // Error when it cannot listen
+  // Listens on `address` (numeric: process 0's beacon's, comm/bootstrap_interface.h). Error when it cannot.
+  LifelineHub(int worldSize, const std::string& host, const std::string& address, Handlers handlers);
   ~LifelineHub();
   LifelineHub(const LifelineHub&) = delete;
   LifelineHub& operator=(const LifelineHub&) = delete;

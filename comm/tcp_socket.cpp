@@ -76,18 +76,18 @@ void Socket::setTimeouts(double seconds) const {
 }
 
 namespace {
+// The numeric host of `a` ("" for another family).
+std::string hostText(const sockaddr* a) {
+  char host[INET6_ADDRSTRLEN] = "";
+  if (a->sa_family == AF_INET) ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(a)->sin_addr, host, sizeof(host));
+  if (a->sa_family == AF_INET6) ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(a)->sin6_addr, host, sizeof(host));
+  return host;
+}
+
 std::string addressText(const sockaddr* a) {
-  char host[INET6_ADDRSTRLEN] = "?";
-  if (a->sa_family == AF_INET) {
-    const auto* v4 = reinterpret_cast<const sockaddr_in*>(a);
-    ::inet_ntop(AF_INET, &v4->sin_addr, host, sizeof(host));
-    return fmt::format("{}:{}", host, ntohs(v4->sin_port));
-  }
-  if (a->sa_family == AF_INET6) {
-    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(a);
-    ::inet_ntop(AF_INET6, &v6->sin6_addr, host, sizeof(host));
-    return fmt::format("[{}]:{}", host, ntohs(v6->sin6_port));
-  }
+  if (a->sa_family == AF_INET) return fmt::format("{}:{}", hostText(a), ntohs(reinterpret_cast<const sockaddr_in*>(a)->sin_port));
+  if (a->sa_family == AF_INET6)
+    return fmt::format("[{}]:{}", hostText(a), ntohs(reinterpret_cast<const sockaddr_in6*>(a)->sin6_port));
   return "?";
 }
 }  // namespace
@@ -122,6 +122,48 @@ std::string peerAddress(int fd) {
   socklen_t len = sizeof(a);
   if (::getpeername(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) return "?";
   return addressText(reinterpret_cast<const sockaddr*>(&a));
+}
+
+std::string localHost(int fd) {
+  sockaddr_storage a{};
+  socklen_t len = sizeof(a);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) return "";
+  return hostText(reinterpret_cast<const sockaddr*>(&a));
+}
+
+std::optional<SocketAddress> numericAddress(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+  addrinfo* res = nullptr;
+  if (host.empty() || ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0) return std::nullopt;
+  std::optional<SocketAddress> out;
+  if (res->ai_family == AF_INET || res->ai_family == AF_INET6) {
+    out.emplace();
+    std::memcpy(&out->storage, res->ai_addr, res->ai_addrlen);
+    out->length = res->ai_addrlen;
+    out->family = res->ai_family;
+  }
+  ::freeaddrinfo(res);
+  return out;
+}
+
+Socket listenOnEphemeralPort(const std::string& host, int backlog, bool nonBlocking, const std::string& what, int& port) {
+  auto a = numericAddress(host, 0);  // port 0: the kernel picks a free one
+  if (!a) throw Error(fmt::format("{}: '{}' is no numeric address to listen on", what, host));
+  Socket s(::socket(a->family, SOCK_STREAM | SOCK_CLOEXEC | (nonBlocking ? SOCK_NONBLOCK : 0), 0));
+  if (!s.open()) throw Error(fmt::format("{}: socket: {}", what, std::strerror(errno)));
+  int one = 1;
+  // An IPv6 socket must not also take IPv4 connections on every interface.
+  if (a->family == AF_INET6) ::setsockopt(s.fd(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+  socklen_t len = sizeof(a->storage);
+  if (::bind(s.fd(), reinterpret_cast<const sockaddr*>(&a->storage), a->length) != 0 || ::listen(s.fd(), backlog) != 0 ||
+      ::getsockname(s.fd(), reinterpret_cast<sockaddr*>(&a->storage), &len) != 0)
+    throw Error(fmt::format("{}: cannot listen on {}: {}", what, host, std::strerror(errno)));
+  port = a->family == AF_INET ? ntohs(reinterpret_cast<const sockaddr_in*>(&a->storage)->sin_port)
+                              : ntohs(reinterpret_cast<const sockaddr_in6*>(&a->storage)->sin6_port);
+  return s;
 }
 
 }  // namespace ts

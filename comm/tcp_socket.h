@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,5 +54,15 @@ std::vector<SocketAddress> resolveTcp(const std::string& host, int port, int& ga
 
 // The address of the other end of a connected socket ("?" when unknown).
 std::string peerAddress(int fd);
+
+// The numeric host of this end of a socket ("127.0.0.1", "::1"; "" when unknown).
+std::string localHost(int fd);
+
+// `host` as a numeric IPv4 or IPv6 address with `port`, never looked up by name; nullopt when it is none.
+std::optional<SocketAddress> numericAddress(const std::string& host, int port);
+
+// A listening socket on an ephemeral port of `host` (a numeric address) only, never every interface; its port in
+// `port`. Error naming `what` when it cannot listen there.
+Socket listenOnEphemeralPort(const std::string& host, int backlog, bool nonBlocking, const std::string& what, int& port);
 
 }  // namespace ts

@@ -192,7 +192,9 @@ gpu_test_step() {  # SUITE LIMIT
 pair() {
   local port=$((29500 + RANDOM % 2000)) log1 rc0 rc1 p0 p1 waited=0 grace=$((${TS_GPU_PAIR_GRACE:-20} * 10))
   log1="$(mktemp)"
-  export TRAINSCOPE_JOB_TOKEN="gpu-pair-$$-$port"  # the two admit only each other (docs/reliability.md)
+  # The two admit only each other: a secret of their own (docs/reliability.md, "A stranger on the bootstrap port").
+  TRAINSCOPE_JOB_TOKEN="gpu-pair-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+  export TRAINSCOPE_JOB_TOKEN
   WORLD_SIZE=2 RANK=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port NCCL_HOSTID=trainscope-rank1 \
     trainscope "$@" >"$log1" 2>&1 &
   p1=$!

@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "comm/bootstrap.h"
+#include "comm/bootstrap_interface.h"
 
 namespace ts {
 
@@ -22,13 +23,16 @@ std::string rankList(const std::vector<int>& ranks) {
 }  // namespace
 
 PeerCensus::PeerCensus(Bootstrap& boot, const std::string& host) {
+  const std::string address = runListenAddress(boot);  // collective: before anything can fail
   try {
-    beacon_ = std::make_unique<LivenessBeacon>(boot.rank(), host);
+    if (address.empty()) throw Error("liveness beacon: no address of this host reaches process 0's");
+    beacon_ = std::make_unique<LivenessBeacon>(boot.rank(), host, address);
     mine_ = beacon_->card();
   } catch (const Error& e) {
     // Not worth failing a run for: only a timeout's line would have named more.
     std::fprintf(stderr, "trainscope: warning: %s (a timeout will not name which peers are gone)\n", e.what());
-    mine_ = BeaconCard{boot.rank(), host, localIpv4Addresses(), 0, ""};
+    mine_ = BeaconCard{boot.rank(), host, {}, 0, ""};
+    if (!address.empty()) mine_.addresses = {address};
   }
   for (const std::string& s : boot.allGatherStrings(mine_.encode())) {
     BeaconCard c = BeaconCard::decode(s);

@@ -23,7 +23,9 @@ class PeerCensus {
   PeerCensus(const PeerCensus&) = delete;
   PeerCensus& operator=(const PeerCensus&) = delete;
   std::string ask(double deadlineS) const;
-  const BeaconCard& mine() const { return mine_; }  // this process's card (its port is 0 when it has no beacon)
+  // This process's card (its port is 0 when it has no beacon; its address is where the run's listeners listen,
+  // comm/bootstrap_interface.h, none when no address reaches the others).
+  const BeaconCard& mine() const { return mine_; }
 
  private:
   std::unique_ptr<LivenessBeacon> beacon_;  // null when it could not listen

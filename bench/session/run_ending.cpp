@@ -264,7 +264,8 @@ void openLifelines(Bootstrap& boot, const BeaconCard& mine) {
   nlohmann::json card;  // process 0's hub, null when it could not open one
   if (boot.rank() == 0) {
     try {
-      hub = std::make_unique<LifelineHub>(boot.size(), mine.host, LifelineHub::Handlers{onPeerEnd, onHubTick});
+      hub = std::make_unique<LifelineHub>(boot.size(), mine.host, mine.addresses.empty() ? "" : mine.addresses.front(),
+                                          LifelineHub::Handlers{onPeerEnd, onHubTick});
       card = nlohmann::json::parse(hub->card().encode());
     } catch (const Error& e) {
       std::fprintf(stderr, "trainscope: warning: %s (a failure will end the run the launcher's way)\n", e.what());

@@ -3,6 +3,7 @@
 job meets and finishes, and process 0 logs what it turned away with the stranger's address. Also where
 process 0 listens, and one line for each bad environment value."""
 import os
+import re
 import socket
 import struct
 import subprocess
@@ -77,7 +78,7 @@ def hello(rank, size, token, claimed_length=None):
     """A hello as docs/reliability.md spells it: magic, RANK, WORLD_SIZE, token length, token (big-endian)."""
     token = token.encode()
     n = len(token) if claimed_length is None else claimed_length
-    return b"TSHELLO1" + struct.pack(">iiI", rank, size, n) + token
+    return b"TSHELLO2" + struct.pack(">iiI", rank, size, n) + token
 
 
 def connect(port):
@@ -95,7 +96,7 @@ def read_answer(s):
         data += chunk
     if not data:
         return None
-    assert data[:8] == b"TSANSWR1", data
+    assert data[:8] == b"TSANSWR2", data
     status, _, n = struct.unpack(">III", data[8:20])
     return status == 0, data[20:20 + n].decode()
 
@@ -199,16 +200,115 @@ def test_process_0_listens_only_on_the_address_master_addr_names():
         p0.wait()
 
 
-def test_without_a_token_process_0_warns_once_and_still_admits():
+def test_without_a_token_every_process_refuses_to_start_with_one_line():
+    """Outside a launcher nothing hands the processes a job id: without TRAINSCOPE_JOB_TOKEN any local process
+    could join as a member, so each process stops before listening or connecting (issue #34)."""
     port = free_port()
     p0 = start(port, 0, token=None)
     p1 = start(port, 1, token=None)
+    for rc, err in finish(p0, p1):
+        assert rc == 2, err
+        assert len(err.splitlines()) == 1, err
+        assert err.startswith("trainscope: error: no job token: the RANK/WORLD_SIZE bootstrap admits only processes that "
+                              "carry the job's token, and neither TRAINSCOPE_JOB_TOKEN nor a launcher's job id"), err
+        assert "set TRAINSCOPE_JOB_TOKEN to one secret in every process" in err
+        assert err.rstrip().endswith("or TRAINSCOPE_JOB_TOKEN=none to admit any process that reaches "
+                                     "MASTER_ADDR:MASTER_PORT"), err
+    assert listeners(port) == []
+
+
+def test_torchruns_default_run_id_is_no_token_either():
+    port = free_port()
+    p = start(port, 1, token=None, extra={"TORCHELASTIC_RUN_ID": "none", "TRAINSCOPE_MASTER_PORT": str(port)})
+    (rc, err), = finish(p)
+    assert rc == 2 and err.startswith("trainscope: error: no job token: "), err
+
+
+def test_job_token_none_admits_any_process_and_process_0_warns_once():
+    port = free_port()
+    p0 = start(port, 0, token="none")
+    p1 = start(port, 1, token="none")
     (rc0, err0), (rc1, err1) = finish(p0, p1)
     assert rc0 == 0 and rc1 == 0, err0 + err1
-    warnings = [line for line in err0.splitlines() if line.startswith("trainscope: warning: no job token")]
-    assert len(warnings) == 1, err0
-    assert "set TRAINSCOPE_JOB_TOKEN to one secret in every process" in warnings[0]
+    warnings = [line for line in err0.splitlines() if line.startswith("trainscope: warning: ")]
+    assert warnings == ["trainscope: warning: TRAINSCOPE_JOB_TOKEN=none: process 0 admits any process that reaches "
+                        "MASTER_ADDR:MASTER_PORT and claims a free rank"], err0
     assert "warning" not in err1
+
+
+def test_a_world_of_one_needs_no_token():
+    p = start(free_port(), 0, size=1, token=None)
+    (rc, err), = finish(p)
+    assert rc == 0, err
+
+
+def test_silent_strangers_holding_many_connections_do_not_keep_the_real_ranks_out():
+    """Issue #34: 100 silent connections held for 3 s filled process 0's waiting room; it closed the real rank 1's
+    connection unread, rank 1 took the reset for a fatal error and process 0 waited out the bootstrap timeout. Now
+    the oldest silent connection makes room, and a real process whose connection is reset tries again."""
+    port = free_port()
+    p0 = start(port, 0)
+    wait_listening(port, p0)
+    strangers = [socket.create_connection(("127.0.0.1", port), timeout=20) for _ in range(100)]
+    p1 = start(port, 1)
+    time.sleep(3)
+    for s in strangers:
+        s.close()
+    (rc0, err0), (rc1, err1) = finish(p0, p1)
+    assert rc0 == 0 and rc1 == 0, err0 + err1
+    assert "error" not in err0 + err1, err0 + err1
+    assert "trainscope: bootstrap: more connections turned away are counted, not logged" in err0, err0
+
+
+def read_one_answer(s):
+    """Process 0's answer to a hello, read to its last byte (the connection stays open)."""
+    data = b""
+    while len(data) < 20 or len(data) < 20 + struct.unpack(">I", data[16:20])[0]:
+        chunk = s.recv(4096)
+        assert chunk, data
+        data += chunk
+    assert data[:8] == b"TSANSWR2" and struct.unpack(">I", data[8:12])[0] == 0, data
+    return data
+
+
+def test_a_member_announcing_more_than_its_byte_budget_is_refused_before_process_0_allocates(tmp_path):
+    """Issue #34: a process with the token is a member, and the first thing members exchange is their host names,
+    each announcing its length first. One announcing 1 GiB took process 0 to 3.3 GB (the string, padded to the
+    longest for every process). Now each member has a budget for everything it sends process 0 (256 MiB for the
+    whole run), checked before anything is allocated, and exceeding it is one line naming the member."""
+    port = free_port()
+    err_path = tmp_path / "p0.err"
+    with open(err_path, "w") as err_file:
+        p0 = subprocess.Popen([trainscope_path(), "env"], env=job_env(port, 0), stdout=subprocess.DEVNULL, stderr=err_file)
+    wait_listening(port, p0)
+    s, me = connect(port)
+    s.sendall(hello(1, 2, TOKEN))
+    read_one_answer(s)
+    s.sendall(struct.pack("<Q", 1 << 30))  # the length of its "host name", in the byte order of the machine
+    deadline, hwm = time.monotonic() + 30, 0
+    while True:
+        pid, status, usage = os.wait4(p0.pid, os.WNOHANG)
+        if pid:
+            p0.returncode = os.waitstatus_to_exitcode(status)
+            hwm = max(hwm, usage.ru_maxrss * 1024)
+            break
+        try:
+            hwm = max(hwm, int(re.search(r"VmHWM:\s+(\d+) kB", Path(f"/proc/{p0.pid}/status").read_text()).group(1)) * 1024)
+        except (OSError, AttributeError):
+            pass
+        if time.monotonic() > deadline:
+            p0.kill()
+            p0.wait()
+            pytest.fail(f"process 0 still waited 30 s after the announcement (its peak memory: {hwm >> 20} MiB)")
+        time.sleep(0.05)
+    s.close()
+    err = err_path.read_text()
+    assert p0.returncode == 1, err
+    assert err.splitlines() == [f"trainscope: error: rank 0 of 2 ({socket.gethostname()}): bootstrap: process 1 ({me}) "
+                                "announced a 1073741824-byte message, past "
+                                "its budget: one process may send process 0 at most 268435456 bytes (256 MiB) in a run, and "
+                                "it had sent 0"], err
+    assert hwm < 600 << 20, f"process 0 reached {hwm >> 20} MiB"
 
 
 def test_a_process_with_another_token_fails_with_the_reason_and_process_0_times_out_naming_the_rank():

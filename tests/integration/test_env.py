@@ -33,7 +33,8 @@ def test_environment_bootstrap_gathers_every_process(tmp_path, validate):
     out = tmp_path / "env2.json"
     procs = []
     for rank in (1, 0):
-        env = base_env({"RANK": str(rank), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port})
+        env = base_env({"RANK": str(rank), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port,
+                        "TRAINSCOPE_JOB_TOKEN": f"env-test-{port}"})
         args = [trainscope_path(), "env"] + (["--json", str(out)] if rank == 0 else [])
         procs.append(subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     for p in procs:

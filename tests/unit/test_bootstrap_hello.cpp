@@ -16,7 +16,7 @@ using HelloState = hello::Parsed<hello::Hello>::State;
 
 // The bytes of a hello as docs/reliability.md describes them, written out here rather than by the encoder.
 std::string rawHello(std::uint32_t rank, std::uint32_t size, const std::string& token, std::uint32_t claimedLength) {
-  std::string b = "TSHELLO1";
+  std::string b = "TSHELLO2";
   for (std::uint32_t v : {rank, size, claimedLength})
     for (int shift = 24; shift >= 0; shift -= 8) b.push_back(static_cast<char>((v >> shift) & 0xff));
   return b + token;
@@ -47,6 +47,18 @@ TEST(BootstrapHello, GarbageIsRefusedFromItsFirstWrongByte) {
     EXPECT_EQ(p.state, HelloState::kInvalid) << junk;
     EXPECT_NE(p.why.find("not a trainscope hello"), std::string::npos) << p.why;
   }
+}
+
+// Version 2 (issue #34) sends strings unpadded after the hello: a process of version 1 would misread them, so its
+// hello is refused at its eighth byte, with a reason that says so.
+TEST(BootstrapHello, AHelloOfAnotherVersionIsRefusedNamingTheVersions) {
+  std::string old = rawHello(1, 2, "tok", 3);
+  old[7] = '1';
+  const auto p = hello::parseHello(old);
+  ASSERT_EQ(p.state, HelloState::kInvalid);
+  EXPECT_EQ(p.why, "a hello of trainscope's version 1 of this exchange, and this one speaks version 2");
+  old[7] = '\x1b';  // not a version: garbage
+  EXPECT_EQ(hello::parseHello(old).why, "not a trainscope hello (it starts with other bytes)");
 }
 
 TEST(BootstrapHello, AHugeClaimedLengthIsRefusedBeforeAnythingIsRead) {
@@ -125,6 +137,16 @@ TEST_F(JobTokenEnv, TheFirstSetVariableWinsAndALaunchersIdIsNamed) {
   const JobToken t = jobTokenFromEnvironment();
   EXPECT_EQ(t.value, "s3cret");
   EXPECT_EQ(t.source, "TRAINSCOPE_JOB_TOKEN");
+}
+
+TEST_F(JobTokenEnv, NoneAsksForNoTokenAndNothingSetIsNoTokenWithoutAsking) {
+  EXPECT_FALSE(jobTokenFromEnvironment().waived);
+  ::setenv("SLURM_JOB_ID", "1234", 1);
+  ::setenv("TRAINSCOPE_JOB_TOKEN", "none", 1);  // above a launcher's id too
+  const JobToken t = jobTokenFromEnvironment();
+  EXPECT_EQ(t.value, "");
+  EXPECT_TRUE(t.waived);
+  EXPECT_EQ(t.source, "TRAINSCOPE_JOB_TOKEN=none");
 }
 
 TEST_F(JobTokenEnv, ATokenTooLongForAHelloIsAUsageError) {

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/error.h"
 #include "comm/liveness_lifeline.h"
 #include "comm/tcp_socket.h"
 
@@ -31,7 +32,7 @@ struct Hub {
   std::vector<PeerEnd> seen;
   LifelineHub hub;
   explicit Hub(int world)
-      : hub(world, "here",
+      : hub(world, "here", "127.0.0.1",
             {[this](const PeerEnd& e) {
                std::lock_guard lock(mu);
                seen.push_back(e);
@@ -149,6 +150,39 @@ TEST(Lifeline, OnlyTheRunsProcessesJoinStrangersAreDropped) {
   EXPECT_TRUE(Spoke::eventually([&] { return outside.hubGone.load(); }));
   EXPECT_EQ(h.hub.joined(), 1);
   EXPECT_TRUE(h.seen.empty());  // a dropped stranger is no process's end
+  EXPECT_FALSE(real.hubGone.load());
+}
+
+// Issue #34: the hub listened on every interface. It listens on the address it is given (process 0's beacon's).
+TEST(Lifeline, TheHubListensOnlyOnTheAddressItIsGiven) {
+  Hub h(2);
+  EXPECT_EQ(h.hub.card().addresses, std::vector<std::string>{"127.0.0.1"});
+  const auto other = numericAddress("127.0.0.2", h.hub.card().port);
+  ASSERT_TRUE(other);
+  const Socket s(::socket(AF_INET, SOCK_STREAM, 0));
+  EXPECT_NE(::connect(s.fd(), reinterpret_cast<const sockaddr*>(&other->storage), other->length), 0);
+  Spoke real(h.hub.card(), 1);
+  h.waitJoined(1);
+  EXPECT_EQ(h.hub.joined(), 1);
+  EXPECT_THROW(LifelineHub(2, "here", "", {}), Error);  // no address: no hub (the run warns and goes on)
+}
+
+// Issue #34: silent strangers filling the hub's waiting room had it close a process's own lifeline unread, and that
+// process took process 0 for gone and ended the run. The one that waited longest makes room instead.
+TEST(Lifeline, StrangersFillingTheHubsWaitingRoomDoNotKeepAProcessOut) {
+  Hub h(2);
+  const auto at = numericAddress("127.0.0.1", h.hub.card().port);
+  ASSERT_TRUE(at);
+  std::vector<Socket> strangers;
+  for (int i = 0; i < 100; ++i) {
+    strangers.emplace_back(::socket(AF_INET, SOCK_STREAM, 0));
+    ASSERT_EQ(::connect(strangers.back().fd(), reinterpret_cast<const sockaddr*>(&at->storage), at->length), 0);
+  }
+  std::this_thread::sleep_for(100ms);  // the hub has taken them all
+  Spoke real(h.hub.card(), 1);
+  h.waitJoined(1);
+  EXPECT_EQ(h.hub.joined(), 1);
+  std::this_thread::sleep_for(100ms);
   EXPECT_FALSE(real.hubGone.load());
 }
 

@@ -5,6 +5,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <memory>
+
 #include <gtest/gtest.h>
 
 #include "base/error.h"
@@ -34,11 +37,13 @@ struct SilentListener {
   }
 };
 
-BeaconCard cardOn(int rank, int port, const std::string& nonce = "n") { return BeaconCard{rank, "here", {}, port, nonce}; }
+BeaconCard cardOn(int rank, int port, const std::string& nonce = "n") {
+  return BeaconCard{rank, "here", {"127.0.0.1"}, port, nonce};
+}
 
 TEST(Liveness, ALiveBeaconAnswersWithItsNonceAndOnlyThatCounts) {
-  const LivenessBeacon self(0, "here");
-  const LivenessBeacon peer(1, "here");
+  const LivenessBeacon self(0, "here", "127.0.0.1");
+  const LivenessBeacon peer(1, "here", "127.0.0.1");
   BeaconCard impostor = peer.card();
   impostor.nonce = "another run's";
   const auto states = askBeacons(self.card(), {peer.card(), impostor}, 5.0);
@@ -46,7 +51,7 @@ TEST(Liveness, ALiveBeaconAnswersWithItsNonceAndOnlyThatCounts) {
 }
 
 TEST(Liveness, APortNobodyHoldsIsAGoneProcessAndASilentOneAFrozenProcess) {
-  const LivenessBeacon self(0, "here");
+  const LivenessBeacon self(0, "here", "127.0.0.1");
   const SilentListener silent(true);
   int closedPort = 0;
   {
@@ -58,14 +63,50 @@ TEST(Liveness, APortNobodyHoldsIsAGoneProcessAndASilentOneAFrozenProcess) {
 }
 
 TEST(Liveness, APeerOnAnotherHostIsAskedOnlyAtAddressesThisHostDoesNotHave) {
-  // Its only address is one of ours (a docker bridge on every host): asking it would reach this host, so the peer
-  // is not asked at all, and stays unreachable rather than being called gone by our own refusal.
+  // Its only address is one of ours (a docker bridge on every host, loopback): asking it would reach this host, so
+  // the peer is not asked at all, and stays unreachable rather than being called gone by our own refusal.
   BeaconCard self = cardOn(0, 1);
-  self.addresses = {"127.0.0.1"};
   BeaconCard peer = cardOn(1, 1);
   peer.host = "elsewhere";
   peer.addresses = {"127.0.0.1"};
   EXPECT_EQ(askBeacons(self, {peer}, 0.2), std::vector<PeerState>{PeerState::kUnreachable});
+  for (const std::string& mine : localIpv4Addresses()) {
+    EXPECT_TRUE(isAddressOfThisHost(mine)) << mine;
+    EXPECT_TRUE(addressesToReach(self, "elsewhere", {mine}).empty()) << mine;
+  }
+  EXPECT_EQ(addressesToReach(self, "elsewhere", {"127.0.0.1", "192.0.2.7"}), std::vector<std::string>{"192.0.2.7"});
+  EXPECT_FALSE(isAddressOfThisHost("192.0.2.7"));  // TEST-NET-1: nobody's
+  // On its own host a peer is asked where it listens.
+  EXPECT_EQ(addressesToReach(self, "here", {"127.0.0.1"}), std::vector<std::string>{"127.0.0.1"});
+}
+
+// Issue #34: a beacon listened on every interface (0.0.0.0). It listens where it is told, and nowhere else.
+TEST(Liveness, ABeaconListensOnlyOnTheAddressItIsGiven) {
+  const LivenessBeacon beacon(1, "here", "127.0.0.1");
+  EXPECT_EQ(beacon.card().addresses, std::vector<std::string>{"127.0.0.1"});
+  std::vector<std::string> elsewhere = localIpv4Addresses();  // this host's other addresses, and loopback's
+  elsewhere.push_back("127.0.0.2");
+  for (const std::string& other : elsewhere) {
+    const auto a = numericAddress(other, beacon.card().port);
+    ASSERT_TRUE(a);
+    const Socket s(::socket(AF_INET, SOCK_STREAM, 0));
+    EXPECT_NE(::connect(s.fd(), reinterpret_cast<const sockaddr*>(&a->storage), a->length), 0) << other;
+    EXPECT_EQ(errno, ECONNREFUSED) << other;
+  }
+  const LivenessBeacon asker(0, "here", "127.0.0.1");
+  EXPECT_EQ(askBeacons(asker.card(), {beacon.card()}, 5.0), std::vector<PeerState>{PeerState::kAlive});
+  EXPECT_THROW(LivenessBeacon(2, "here", "not an address"), Error);
+  EXPECT_THROW(LivenessBeacon(2, "here", "192.0.2.7"), Error);  // no address of this host
+}
+
+TEST(Liveness, ABeaconOnIpv6LoopbackIsAskedThere) {
+  std::unique_ptr<LivenessBeacon> peer;
+  try {
+    peer = std::make_unique<LivenessBeacon>(1, "here", "::1");
+  } catch (const Error& e) {
+    GTEST_SKIP() << "no IPv6 loopback here: " << e.what();
+  }
+  EXPECT_EQ(askBeacons(cardOn(0, 1), {peer->card()}, 5.0), std::vector<PeerState>{PeerState::kAlive});
 }
 
 TEST(Liveness, CardsTravelAsTextAndAMalformedOneIsAnError) {

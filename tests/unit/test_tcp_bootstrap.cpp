@@ -10,13 +10,21 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "base/error.h"
+#include "base/host_name.h"
 #include "comm/bootstrap_admission.h"
 #include "comm/bootstrap_hello.h"
+#include "comm/bootstrap_interface.h"
 #include "comm/bootstrap_tcp.h"
+#include "comm/liveness.h"
 #include "comm/tcp_socket.h"
 
 namespace ts {
@@ -233,6 +241,144 @@ TEST(TcpBootstrap, AHugeAnnouncedStringIsAnErrorNamingTheProcessNotAnAllocation)
     EXPECT_EQ(std::string(e.what()),
               "process 1 announced a 4611686018427387904-byte message, more than the 1073741824 bytes processes exchange");
   }
+}
+
+// Issue #34: a member announcing a 1 GiB string took process 0 to 3.3 GB (each string padded to the longest, for
+// every process). Strings now travel as they are, and what one member sends process 0 over the run has a budget.
+TEST(TcpBootstrap, EachMemberHasAByteBudgetForTheRunAndPassingItNamesTheMember) {
+  const int port = freePort();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    try {
+      TcpBootstrapConfig cfg;
+      cfg.rank = 1;
+      cfg.size = 2;
+      cfg.masterPort = port;
+      cfg.connectTimeoutS = 20;
+      cfg.jobToken = "tok";
+      auto boot = makeTcpBootstrap(cfg);
+      const auto first = boot->allGatherStrings(std::string(40, 'x'));  // within the budget
+      if (first.size() != 2 || first[0] != "" || first[1] != std::string(40, 'x')) std::_Exit(3);
+      boot->allGatherStrings(std::string(40, 'y'));  // past it: process 0 stops here
+    } catch (const std::exception&) {
+    }
+    std::_Exit(0);
+  }
+  TcpBootstrapConfig cfg;
+  cfg.size = 2;
+  cfg.masterPort = port;
+  cfg.connectTimeoutS = 20;
+  cfg.jobToken = "tok";
+  cfg.memberByteBudget = 64 + hostName().size();  // the host names are the first strings exchanged
+  auto boot = makeTcpBootstrap(cfg);
+  EXPECT_EQ(boot->allGatherStrings(""), (std::vector<std::string>{"", std::string(40, 'x')}));
+  try {
+    boot->allGatherStrings("");
+    ADD_FAILURE() << "a member past its budget was heard";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("bootstrap: process 1 (127.0.0.1:", 0), 0u) << what;
+    EXPECT_NE(what.find(fmt::format("announced a 40-byte message, past its budget: one process may send process 0 at most {} "
+                                    "bytes ({} B) in a run, and it had sent {}",
+                                    cfg.memberByteBudget, cfg.memberByteBudget, 40 + hostName().size())),
+              std::string::npos)
+        << what;
+  }
+  boot.reset();
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+// Issue #34: 100 silent connections filled process 0's waiting room; the real rank 1 was closed unread, took the
+// reset for a fatal error, and process 0 waited out the bootstrap timeout.
+TEST(TcpBootstrap, StrangersFillingTheWaitingRoomDoNotKeepTheJobOut) {
+  const int port = freePort();
+  const pid_t zero = ::fork();
+  if (zero == 0) std::_Exit(worldMember(0, 2, port));
+  std::vector<std::unique_ptr<Stranger>> strangers;
+  for (int i = 0; i < 100; ++i) strangers.push_back(std::make_unique<Stranger>(port));  // silent
+  const pid_t one = ::fork();
+  if (one == 0) std::_Exit(worldMember(1, 2, port));
+  for (pid_t pid : {zero, one}) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "process " << (pid == zero ? 0 : 1);
+  }
+}
+
+// Where the run's listeners go (comm/bootstrap_interface.h): the TCP bootstrap's own connection, on every process.
+TEST(TcpBootstrap, TheRunListensWhereTheBootstrapConnects) {
+  const int port = freePort();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    try {
+      TcpBootstrapConfig cfg;
+      cfg.rank = 1;
+      cfg.size = 2;
+      cfg.masterPort = port;
+      cfg.connectTimeoutS = 20;
+      cfg.jobToken = "tok";
+      auto boot = makeTcpBootstrap(cfg);
+      std::_Exit(runListenAddress(*boot) == "127.0.0.1" ? 0 : 3);
+    } catch (const std::exception&) {
+      std::_Exit(4);
+    }
+  }
+  TcpBootstrapConfig cfg;
+  cfg.size = 2;
+  cfg.masterPort = port;
+  cfg.connectTimeoutS = 20;
+  cfg.jobToken = "tok";
+  auto boot = makeTcpBootstrap(cfg);
+  EXPECT_EQ(boot->controlAddress(), std::optional<std::string>("127.0.0.1"));
+  EXPECT_EQ(runListenAddress(*boot), "127.0.0.1");
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+// A bootstrap of `hosts.size()` processes without connections of its own (as MPI's), this one being `rank`.
+class Placed final : public Bootstrap {
+ public:
+  Placed(int rank, std::vector<std::string> hosts) : rank_(rank), hosts_(std::move(hosts)) {}
+  std::string kind() const override { return "test"; }
+  int rank() const override { return rank_; }
+  int size() const override { return static_cast<int>(hosts_.size()); }
+  int localRank() const override { return 0; }
+  void allGather(const void*, void*, std::size_t) override { std::abort(); }
+  std::vector<std::string> allGatherStrings(const std::string& mine) override {
+    std::vector<std::string> out;
+    for (const std::string& h : hosts_) {
+      auto j = nlohmann::json::parse(mine);
+      j["host"] = h;
+      if (h != hostName()) j["addresses"] = addresses;
+      out.push_back(j.dump());
+    }
+    return out;
+  }
+  void barrier() override {}
+  [[noreturn]] void abortAll(int) override { std::abort(); }
+  std::vector<std::string> addresses;  // of every process on another host
+
+ private:
+  int rank_;
+  std::vector<std::string> hosts_;
+};
+
+TEST(BootstrapInterface, OneHostListensOnLoopbackSeveralOnTheRouteToProcess0) {
+  EXPECT_EQ(runListenAddress(*std::make_unique<Placed>(1, std::vector<std::string>{hostName(), hostName()})), "127.0.0.1");
+  // Process 0 elsewhere, reachable only at addresses this host has too (loopback, its own): nowhere to listen.
+  Placed apart(1, {"elsewhere", hostName()});
+  apart.addresses = {"127.0.0.1"};
+  for (const std::string& mine : localIpv4Addresses()) apart.addresses.push_back(mine);
+  EXPECT_EQ(runListenAddress(apart), "");
+  // The route to an address of another host starts at an address of this one (when this host has a route at all).
+  apart.addresses = {"192.0.2.7"};
+  const std::string from = sourceAddressToward("192.0.2.7");
+  EXPECT_EQ(runListenAddress(apart), from);
+  if (from.empty()) GTEST_SKIP() << "no route to 192.0.2.7 here";
+  EXPECT_TRUE(isAddressOfThisHost(from)) << from;
 }
 
 TEST(TcpBootstrap, FourProcessesExchangeInRankOrder) {
