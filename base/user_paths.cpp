@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/input_file.h"
 
 namespace ts {
 namespace fs = std::filesystem;
@@ -18,17 +19,6 @@ namespace {
 
 [[noreturn]] void refuse(std::string_view what, const std::string& path, std::string_view why) {
   throw UsageError(fmt::format("{} {}: {}", what, path, why));
-}
-
-std::string_view kindOf(mode_t m) {
-  if (S_ISREG(m)) return "a regular file";
-  if (S_ISDIR(m)) return "a directory";
-  if (S_ISLNK(m)) return "a symbolic link";
-  if (S_ISCHR(m)) return "a character device";
-  if (S_ISBLK(m)) return "a block device";
-  if (S_ISFIFO(m)) return "a FIFO";
-  if (S_ISSOCK(m)) return "a socket";
-  return "a special file";
 }
 
 // The nearest ancestor of `p` that exists (p itself excluded), or "." for a relative name.
@@ -49,7 +39,7 @@ void checkCreatable(std::string_view what, const std::string& path) {
   struct stat st {};
   if (::stat(ancestor.c_str(), &st) != 0)
     refuse(what, path, fmt::format("cannot reach {}: {}", ancestor.string(), std::strerror(errno)));
-  if (!S_ISDIR(st.st_mode)) refuse(what, path, fmt::format("{} is {}, not a directory", ancestor.string(), kindOf(st.st_mode)));
+  if (!S_ISDIR(st.st_mode)) refuse(what, path, fmt::format("{} is {}, not a directory", ancestor.string(), fileKind(st.st_mode)));
   if (::access(ancestor.c_str(), W_OK | X_OK) != 0)
     refuse(what, path, fmt::format("cannot create it in {}: {}", ancestor.string(), std::strerror(errno)));
 }
@@ -61,7 +51,7 @@ void checkOutputFile(std::string_view what, const std::string& path) {
   if (path.back() == '/') refuse(what, path, "names a directory (a file name is expected)");
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) {
-    if (!S_ISREG(st.st_mode)) refuse(what, path, fmt::format("is {}; only a regular file is replaced", kindOf(st.st_mode)));
+    if (!S_ISREG(st.st_mode)) refuse(what, path, fmt::format("is {}; only a regular file is replaced", fileKind(st.st_mode)));
     if (::access(path.c_str(), W_OK) != 0) refuse(what, path, fmt::format("cannot write it: {}", std::strerror(errno)));
     // The file is replaced by renaming a new one over it: its directory must be writable too.
     checkCreatable(what, path);
@@ -75,7 +65,7 @@ void checkOutputDirectory(std::string_view what, const std::string& path) {
   if (path.empty()) refuse(what, path, "an empty path");
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) {
-    if (!S_ISDIR(st.st_mode)) refuse(what, path, fmt::format("is {}, not a directory", kindOf(st.st_mode)));
+    if (!S_ISDIR(st.st_mode)) refuse(what, path, fmt::format("is {}, not a directory", fileKind(st.st_mode)));
     if (::access(path.c_str(), W_OK | X_OK) != 0)
       refuse(what, path, fmt::format("cannot write into it: {}", std::strerror(errno)));
     return;
@@ -85,13 +75,7 @@ void checkOutputDirectory(std::string_view what, const std::string& path) {
 }
 
 void checkInputFile(std::string_view what, const std::string& path, std::uintmax_t maxBytes) {
-  if (path.empty()) refuse(what, path, "an empty path");
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) refuse(what, path, fmt::format("cannot read it: {}", std::strerror(errno)));
-  if (!S_ISREG(st.st_mode)) refuse(what, path, fmt::format("is {}, not a regular file", kindOf(st.st_mode)));
-  if (::access(path.c_str(), R_OK) != 0) refuse(what, path, fmt::format("cannot read it: {}", std::strerror(errno)));
-  if (static_cast<std::uintmax_t>(st.st_size) > maxBytes)
-    refuse(what, path, fmt::format("{} bytes, more than the {} this input may be", st.st_size, maxBytes));
+  const InputFile opened(what, path, maxBytes);  // the same rules as every reader of such a file
 }
 
 std::string safeFileComponent(std::string_view name) {

@@ -16,7 +16,8 @@ void checkOutputFile(std::string_view what, const std::string& path);
 // A directory trainscope will write files into: an existing directory it may write, or one it can create.
 void checkOutputDirectory(std::string_view what, const std::string& path);
 
-// A file trainscope will read: a regular file (through symbolic links) it may read, at most maxBytes long.
+// A file trainscope will read: a regular file (through symbolic links) it may read, at most maxBytes long. Only a
+// check ahead of the run: the reader itself opens it through base/input_file.h, which holds it to the same rules.
 void checkInputFile(std::string_view what, const std::string& path, std::uintmax_t maxBytes);
 
 // `name` as one file-name component: letters, digits, '.', '_' and '-' kept, anything else (a '/', "..",

@@ -1,11 +1,14 @@
 #include "bench/collectives/transports.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include <fmt/format.h>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/split.h"
 #include "bench/session/child_process.h"
@@ -174,6 +177,18 @@ std::vector<std::string> variantCommand(std::string launcher, const Variant& v, 
   return args;
 }
 
+// A folder of this run's own beside the result for the variants' documents (a fresh random name, mode 0700): the
+// removal at the end takes only what this run made, never an earlier run's parts or a link someone planted.
+fs::path makeScratchFolder(const std::string& jsonPath) {
+  createParentDirectories(jsonPath);
+  const fs::path parent = fs::path(jsonPath).parent_path();
+  std::string name =
+      ((parent.empty() ? fs::path(".") : parent) / fmt::format(".{}.parts-XXXXXX", fs::path(jsonPath).filename().string()))
+          .string();
+  if (!::mkdtemp(name.data())) throw Error(fmt::format("cannot make a folder beside {}: {}", jsonPath, std::strerror(errno)));
+  return name;
+}
+
 }  // namespace
 
 int runVariants(const VariantRequest& req, const std::vector<std::string>& argv) {
@@ -197,9 +212,7 @@ int runVariants(const VariantRequest& req, const std::vector<std::string>& argv)
   writer.begin({{"subcommand", "collectives"}, {"command_line", argv}, {"variants", names}});  // the stream's first line
   nlohmann::json run;
   nlohmann::json layouts = nlohmann::json::array();
-  const fs::path scratch =
-      fs::path(req.jsonPath).parent_path() / fmt::format(".{}.parts", fs::path(req.jsonPath).filename().string());
-  fs::create_directories(scratch);
+  const fs::path scratch = makeScratchFolder(req.jsonPath);
   int rc = 0;
   std::string failedVariant;
   for (std::size_t i = 0; i < variants.size(); ++i) {
@@ -215,8 +228,7 @@ int runVariants(const VariantRequest& req, const std::vector<std::string>& argv)
     const int childRc = runChild(args, ChildOptions{v.env, "", false});
     // Merge what the run measured, finished or not: from the document, else from its stream.
     std::vector<nlohmann::json> records;
-    if (fs::exists(part)) {
-      const auto doc = nlohmann::json::parse(std::ifstream(part));
+    if (const nlohmann::json doc = readDocument(part.string()); doc.is_object()) {
       if (run.is_null()) run = doc["run"];
       for (auto l : doc["run"]["layouts"]) {
         l["step"] = v.name;

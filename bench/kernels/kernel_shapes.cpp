@@ -16,7 +16,7 @@
 #include <toml++/toml.h>
 
 #include "base/error.h"
-#include "base/user_paths.h"
+#include "base/input_file.h"
 #include "bench/kernels/kernels_options.h"
 
 namespace ts {
@@ -35,10 +35,10 @@ constexpr OptionalRange kOptionalRanges[] = {
 
 std::vector<std::pair<const KernelOp*, KernelShape>> loadKernelShapes(const std::string& path, std::int64_t H, std::int64_t S,
                                                                       std::int64_t B, std::int64_t V) {
-  checkInputFile("--shapes", path, 1 << 20);
+  const std::string text = readInputFile("--shapes", path, 1 << 20);
   toml::table doc;
   try {
-    doc = toml::parse_file(path);
+    doc = toml::parse(text, path);
   } catch (const toml::parse_error& e) {
     if (!e.source().begin) throw UsageError(fmt::format("--shapes {}: cannot read it: {}", path, e.description()));
     throw UsageError(fmt::format("{}:{}: {}", path, e.source().begin.line, e.description()));

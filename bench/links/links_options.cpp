@@ -1,13 +1,13 @@
 #include "bench/links/links_options.h"
 
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/input_file.h"
 #include "base/units.h"
 #include "base/user_paths.h"
 
@@ -69,10 +69,7 @@ std::vector<std::pair<int, int>> linkPairs(const std::string& spec, const std::v
       for (int b = a + 1; b < n; ++b) pairs.emplace_back(a, b);
     return pairs;
   }
-  std::ifstream in(spec);
-  std::stringstream text;
-  text << in.rdbuf();
-  return linkPairsFromText(text.str(), spec, hosts);
+  return linkPairsFromText(readInputFile("--pairs", spec, kMaxPairsFileBytes), spec, hosts);
 }
 
 std::vector<std::pair<int, int>> linkPairsFromText(std::string_view text, const std::string& spec,

@@ -8,13 +8,13 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/input_file.h"
 #include "base/user_paths.h"
 #include "bench/commands.h"
 #include "bench/scale/scale_options.h"
@@ -74,7 +74,7 @@ std::string selfExe() {
 // The point's error from its log: the first "trainscope: error:" line (later ones are ranks the
 // launcher stopped because of it), else the log's last line.
 std::string failureOf(const fs::path& log, int rc) {
-  std::ifstream in(log);
+  std::istringstream in(readInputFile("", log.string(), kMaxResultFileBytes));
   std::string line, error, last;
   while (std::getline(in, line)) {
     if (error.empty() && line.rfind("trainscope: error: ", 0) == 0) error = line.substr(19);
@@ -89,8 +89,7 @@ std::string failureOf(const fs::path& log, int rc) {
 // (bench/train/train_record.h, progressJson).
 std::vector<nlohmann::json> pointRecords(const fs::path& json) {
   std::vector<nlohmann::json> records;
-  std::ifstream in(json);
-  const nlohmann::json doc = in ? nlohmann::json::parse(in, nullptr, false) : nlohmann::json();
+  const nlohmann::json doc = readDocument(json.string());
   if (doc.is_object() && doc.contains("records") && doc["records"].is_array())
     records = doc["records"].get<std::vector<nlohmann::json>>();
   else
@@ -236,7 +235,7 @@ int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string
   for (int n : ranks) {
     const std::int64_t batch = o.mode == ScaleMode::kWeak ? o.batch * n : o.batch;
     const fs::path json = dir / fmt::format("ranks{}.json", n), log = dir / fmt::format("ranks{}.log", n);
-    fs::remove(json, ec);
+    keepAside(json.string());  // an earlier study's point is kept, never read as this one's
     progress.step(fmt::format("{} rank(s)", n));
     const int rc = runChild(pointCommand(o, exe, n, batch, json),
                             ChildOptions{{}, log.string(), nested && o.launcher == LauncherKind::kMpirun});

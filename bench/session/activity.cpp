@@ -79,8 +79,7 @@ void writeNumber(long n) {  // async-signal-safe: no printf
 void writeKept() {
   if (!g_streamWriter.load() || g_streamPath[0] == '\0') return;
   const long n = g_streamed.load();
-  if (n == 0) {
-    ::unlink(g_streamPath.data());  // an empty stream is no result (as when a run ends before measuring)
+  if (n == 0) {  // no stream was made (bench/session/result_writer.h): a file there is an earlier run's, kept
     writeText("; nothing was measured, so nothing was kept");
     return;
   }
@@ -188,8 +187,7 @@ std::string keptRecords() {
   std::lock_guard lock(g_mu);
   if (!g_streamWriter.load() || g_stream.empty()) return "";
   const long n = g_streamed.load();
-  if (n == 0) {
-    std::remove(g_stream.c_str());
+  if (n == 0) {  // no stream was made: a file at its name is an earlier run's, and stays
     return "; nothing was measured, so nothing was kept";
   }
   return fmt::format("; records measured so far are in {} ({} record{})", g_stream, n, n == 1 ? "" : "s");

@@ -1,6 +1,5 @@
 #include "bench/session/child_process.h"
 
-#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,8 +8,11 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <optional>
+
 #include <fmt/format.h>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
 
 extern char** environ;
@@ -28,11 +30,9 @@ bool launcherVariable(const std::string& name) {
 }  // namespace
 
 int runChild(const std::vector<std::string>& argv, const ChildOptions& options) {
-  int fd = -1;
-  if (!options.logPath.empty()) {
-    fd = ::open(options.logPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) throw Error(fmt::format("cannot write {}: {}", options.logPath, std::strerror(errno)));
-  }
+  std::optional<StreamFile> log;  // made like every file trainscope writes: never through a planted link
+  if (!options.logPath.empty()) log.emplace(options.logPath);
+  const int fd = log ? log->fd() : -1;
   const pid_t pid = ::fork();
   if (pid < 0) throw Error(fmt::format("fork failed: {}", std::strerror(errno)));
   if (pid == 0) {
@@ -57,7 +57,7 @@ int runChild(const std::vector<std::string>& argv, const ChildOptions& options) 
     std::fprintf(stderr, "trainscope: error: cannot start %s: %s\n", cargv[0], std::strerror(errno));
     std::_Exit(127);
   }
-  if (fd >= 0) ::close(fd);
+  log.reset();
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0)
     if (errno != EINTR) throw Error(fmt::format("waitpid: {}", std::strerror(errno)));

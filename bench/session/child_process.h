@@ -10,7 +10,7 @@ namespace ts {
 
 struct ChildOptions {
   std::map<std::string, std::string> env;  // set in the child
-  std::string logPath;                     // stdout and stderr go here ("" = this process's)
+  std::string logPath;                     // stdout and stderr go here ("" = this process's); an earlier log is kept aside
   // Unset the variables an MPI launcher gives its processes (not the user's MCA settings), so that a
   // launcher started from inside a job (a suite under mpirun) starts a job of its own.
   bool scrubLauncher = false;

@@ -59,25 +59,23 @@ ResultWriter::ResultWriter(std::string jsonPath) : jsonPath_(std::move(jsonPath)
   // Before anything is measured: both files can be written, and neither replaces what is not a file.
   checkOutputFile("--json", jsonPath_);
   checkOutputFile("--json", streamPath_);
-  createParentDirectories(jsonPath_);
-  stream_ = std::fopen(streamPath_.c_str(), "w");
-  if (!stream_) throw UsageError(fmt::format("--json {}: cannot write {}: {}", jsonPath_, streamPath_, std::strerror(errno)));
 }
 
 ResultWriter::~ResultWriter() {
-  if (!stream_) return;
-  std::fclose(stream_);
-  // A run that stopped before its first record (bad input found after start-up) leaves no file behind.
-  if (!wroteAny_) std::remove(streamPath_.c_str());
+  // A stream whose first write failed part-way holds no result: this run made it, so it goes.
+  if (stream_ && !wroteAny_) stream_->remove();
 }
 
-void ResultWriter::appendLine(const nlohmann::json& j) {
-  if (!stream_) return;
-  nlohmann::json clean = j;
-  scrubNonFinite(clean);
-  const std::string line = jsonText(clean) + "\n";
-  if (std::fwrite(line.data(), 1, line.size(), stream_) != line.size() || std::fflush(stream_) != 0)
-    throw Error(fmt::format("writing {} failed: {}", streamPath_, std::strerror(errno)));
+void ResultWriter::appendLines(std::initializer_list<nlohmann::json> lines) {
+  if (jsonPath_.empty()) return;
+  std::string text;
+  for (const nlohmann::json& j : lines) {
+    nlohmann::json clean = j;
+    scrubNonFinite(clean);
+    text += jsonText(clean) + "\n";
+  }
+  if (!stream_) stream_ = std::make_unique<StreamFile>(streamPath_);
+  stream_->write(text);  // one write: the header and the first record land together
 }
 
 void ResultWriter::begin(const nlohmann::json& run) {
@@ -93,23 +91,26 @@ void ResultWriter::add(const nlohmann::json& record) {
 
 void ResultWriter::stream(const nlohmann::json& record) {
   const StopSignalsHeld held;
-  if (!wroteAny_) appendLine(header_);  // the header goes out with the first record
-  wroteAny_ = true;
-  appendLine(record);
+  if (!wroteAny_) {
+    appendLines({header_, record});  // the header goes out with the first record
+    wroteAny_ = true;
+  } else {
+    appendLines({record});
+  }
   if (stream_) activity::recordsStreamed(++streamed_);  // what a signal's line can say was kept
 }
 
 void ResultWriter::finish(const nlohmann::json& run) {
   if (jsonPath_.empty()) return;
-  if (stream_) {
-    if (!wroteAny_) appendLine(header_);
-    wroteAny_ = true;
-    nlohmann::json last = run;  // the stream says the run finished, for readers of the stream alone
-    last["kind"] = "run";
-    last["schema"] = kResultSchema;
-    appendLine(last);
-    ::fsync(::fileno(stream_));
-  }
+  nlohmann::json last = run;  // the stream says the run finished, for readers of the stream alone
+  last["kind"] = "run";
+  last["schema"] = kResultSchema;
+  if (!wroteAny_)
+    appendLines({header_, last});
+  else
+    appendLines({last});
+  wroteAny_ = true;
+  stream_->sync();
   nlohmann::json doc = {{"schema", kResultSchema}, {"run", run}, {"records", records_}};
   scrubNonFinite(doc);
   writeFileAtomically(jsonPath_, jsonText(doc, 1) + "\n");

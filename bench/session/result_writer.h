@@ -1,18 +1,23 @@
 #pragma once
 // The only place results are written (docs/architecture.md "A run, end to end"). Records stream to <out>.jsonl
-// as they are measured (one JSON object a line, flushed each time: a crash or a kill keeps them); the final document
+// as they are measured (one JSON object a line, written at once: a crash or a kill keeps them); the final document
 // is written once, at the end, to a temporary file that is fsync'ed and renamed over <out>, so <out> is
 // either absent or complete, never half-written.
+//
+// The stream is created with the first record (base/atomic_file.h StreamFile): a run that ends before measuring
+// anything touches nothing on disk, and an earlier run's <out>.jsonl, possibly the only copy of what a killed run
+// measured, is never truncated or deleted: it is kept aside as <out>.jsonl.N when the new stream starts.
 //
 // The stream: a "run" line (the metadata as the run started, ended_at null), the records, and at finish
 // the "run" line again with the end time. A stream whose last "run" line has no end time is a run that
 // did not finish (killed, hung, crashed); the readers (reports/stream.py) mark it incomplete.
-#include <cstdio>
+#include <initializer_list>
+#include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
-#include "base/atomic_file.h"  // writeFileAtomically, which the final document goes through
+#include "base/atomic_file.h"  // StreamFile and writeFileAtomically, which the stream and the final document go through
 
 namespace ts {
 
@@ -20,7 +25,7 @@ inline constexpr const char* kResultSchema = "trainscope/result/v1";
 
 class ResultWriter {
  public:
-  // jsonPath empty: nothing is written (records are still kept for the caller). Creates parent directories.
+  // jsonPath empty: nothing is written (records are still kept for the caller). Checks both paths; creates nothing.
   explicit ResultWriter(std::string jsonPath);
   ~ResultWriter();
   ResultWriter(const ResultWriter&) = delete;
@@ -44,10 +49,10 @@ class ResultWriter {
   static std::string streamPathFor(const std::string& jsonPath);
 
  private:
-  void appendLine(const nlohmann::json& j);
+  void appendLines(std::initializer_list<nlohmann::json> lines);
   std::string jsonPath_;
   std::string streamPath_;
-  std::FILE* stream_ = nullptr;
+  std::unique_ptr<StreamFile> stream_;  // made with the first record
   nlohmann::json header_;
   bool wroteAny_ = false;
   long streamed_ = 0;  // records on the stream (the run lines not counted)

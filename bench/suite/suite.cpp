@@ -6,8 +6,8 @@
 #include <toml++/toml.h>
 
 #include "base/error.h"
+#include "base/input_file.h"
 #include "base/units.h"
-#include "base/user_paths.h"
 #include "bench/commands.h"
 
 namespace ts {
@@ -90,14 +90,7 @@ Suite parseSuite(std::string_view text, const std::string& path) {
 }
 
 Suite loadSuite(const std::string& path) {
-  checkInputFile("suite", path, 1 << 20);  // a suite is a page of TOML; /dev/zero would be read forever
-  toml::table doc;
-  try {
-    doc = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    throw parseFailure(e, path);
-  }
-  return suiteFrom(doc, path);
+  return parseSuite(readInputFile("suite", path, 1 << 20), path);  // a page of TOML; /dev/zero would be read forever
 }
 
 }  // namespace ts

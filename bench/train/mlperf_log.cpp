@@ -1,23 +1,12 @@
 #include "bench/train/mlperf_log.h"
 
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 
-#include <fmt/format.h>
-
-#include "base/error.h"
 #include "base/json_text.h"
 
 namespace ts {
 
 namespace {
-std::FILE* openLog(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) throw UsageError(fmt::format("--mllog {}: cannot write it: {}", path, std::strerror(errno)));
-  return f;
-}
-
 const char* eventName(MlEvent e) {
   switch (e) {
     case MlEvent::kStart:
@@ -31,7 +20,7 @@ const char* eventName(MlEvent e) {
 }
 }  // namespace
 
-MlperfLog::MlperfLog(const std::string& path) : path_(path), file_(openLog(path), &std::fclose) {}
+MlperfLog::MlperfLog(const std::string& path) : file_(path) {}
 
 void MlperfLog::log(MlEvent type, const std::string& key, const nlohmann::json& value, const nlohmann::json& metadata) {
   const auto ms =
@@ -44,8 +33,7 @@ void MlperfLog::log(MlEvent type, const std::string& key, const nlohmann::json& 
   line["key"] = key;
   line["value"] = value;
   line["metadata"] = metadata;
-  if (std::fprintf(file_.get(), ":::MLLOG %s\n", jsonTextInOrder(line).c_str()) < 0 || std::fflush(file_.get()) != 0)
-    throw Error(fmt::format("--mllog {}: writing failed: {}", path_, std::strerror(errno)));
+  file_.write(":::MLLOG " + jsonTextInOrder(line) + "\n");
 }
 
 }  // namespace ts

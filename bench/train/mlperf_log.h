@@ -5,12 +5,13 @@
 // read a trainscope run's time to target. The keys are MLPerf's: init_start/init_stop, run_start/run_stop
 // (metadata status success or aborted), eval_start/eval_stop, eval_accuracy (metadata epoch_num), and the
 // run's submission_benchmark, global_batch_size, opt_name, opt_base_learning_rate, train_samples and
-// eval_samples. Each line is flushed as it is written: a killed run keeps what it logged.
-#include <cstdio>
-#include <memory>
+// eval_samples. Each line is written at once: a killed run keeps what it logged. An earlier log at the path is
+// kept aside as PATH.N, never truncated (base/atomic_file.h StreamFile).
 #include <string>
 
 #include <nlohmann/json.hpp>
+
+#include "base/atomic_file.h"
 
 namespace ts {
 
@@ -18,14 +19,13 @@ enum class MlEvent { kPoint, kStart, kEnd };
 
 class MlperfLog {
  public:
-  // Opens (truncates) path; UsageError, one line, when it cannot.
+  // Creates path (an earlier file there kept aside); one line (Error) when it cannot.
   explicit MlperfLog(const std::string& path);
   void log(MlEvent type, const std::string& key, const nlohmann::json& value = nullptr,
            const nlohmann::json& metadata = nlohmann::json::object());
 
  private:
-  std::string path_;
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file_;
+  StreamFile file_;
 };
 
 }  // namespace ts

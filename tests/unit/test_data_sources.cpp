@@ -560,6 +560,38 @@ TEST(DataSources, Cifar10DamageIsNamed) {
   fs::remove_all(dir);
 }
 
+// A data file truncated while training (`: > t.txt`) ends the run with one line naming it; mapped, it was SIGBUS.
+TEST(DataSources, DataFilesTruncatedWhileTrainingAreOneLine) {
+  const fs::path dir = scratch("truncated");
+  writeBytes(dir / "t.txt", std::vector<std::uint8_t>(1000, 'a'));
+  fs::create_directories(dir / "mnist");
+  writeMnist(dir / "mnist", 20);
+  writeCifar(dir / "cifar", 4);
+  for (const std::string& spec :
+       {"text:" + (dir / "t.txt").string(), "mnist:" + (dir / "mnist").string(), "cifar10:" + (dir / "cifar").string()}) {
+    DataOptions o;
+    o.spec = spec;
+    o.task = spec.starts_with("text:") ? Task::kLanguageModel : Task::kClassification;
+    o.seqLen = 16;
+    o.globalBatch = 4;
+    const DataSource source = makeDataSource(o);
+    source.batch(0);
+    // Every file of the dataset emptied: whichever the next batch reads, the line names it.
+    std::vector<fs::path> files = {dir / "t.txt"};
+    if (spec.starts_with("mnist:")) files = {dir / "mnist" / "train-images-idx3-ubyte"};
+    if (spec.starts_with("cifar10:")) {
+      files.clear();
+      for (int f = 1; f <= 5; ++f) files.push_back(dir / "cifar" / ("data_batch_" + std::to_string(f) + ".bin"));
+    }
+    const std::string before = std::to_string(fs::file_size(files[0]));
+    for (const auto& f : files) fs::resize_file(f, 0);
+    const std::string what = usageError([&] { source.batch(1); });
+    EXPECT_TRUE(what.starts_with(files[0].parent_path().string() + "/")) << what;
+    EXPECT_TRUE(what.ends_with(" changed while in use: it is 0 bytes now, " + before + " when it was opened")) << what;
+  }
+  fs::remove_all(dir);
+}
+
 TEST(DataSources, SpecErrorsAreOneClearLine) {
   DataOptions o;
   o.spec = "imagenet:/x";

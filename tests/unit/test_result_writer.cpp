@@ -48,7 +48,7 @@ TEST(ResultWriter, StreamsEachRecordBeforeTheDocumentExists) {
   EXPECT_EQ(doc["records"].size(), 1u);
   EXPECT_EQ(doc["run"]["ended_at"], "now");
   for (const auto& e : fs::directory_iterator(dir / "sub"))  // no temporary file left behind
-    EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
+    EXPECT_FALSE(e.path().filename().string().ends_with(".tmp")) << e.path();
   fs::remove_all(dir);
 }
 
@@ -151,10 +151,35 @@ TEST(ResultWriter, ARunThatMeasuredNothingLeavesNoStream) {
   {
     ResultWriter w((dir / "r.json").string());
     w.begin({{"subcommand", "collectives"}});
-    EXPECT_TRUE(fs::exists(dir / "r.jsonl"));  // the path is checked (opened) up front
+    EXPECT_FALSE(fs::exists(dir));  // the paths are checked up front; the stream is made with the first record
   }
-  EXPECT_FALSE(fs::exists(dir / "r.jsonl"));
-  EXPECT_FALSE(fs::exists(dir / "r.json"));
+  EXPECT_FALSE(fs::exists(dir));
+  fs::remove_all(dir);
+}
+
+// An earlier run's stream may be the only copy of a killed run's steps: a run that ends before measuring leaves it
+// as it was (issue #34: a late error deleted it), and one that measures keeps it aside, never truncates it.
+TEST(ResultWriter, AnEarlierStreamIsNeverDeletedOrTruncated) {
+  const fs::path dir = scratch("earlier");
+  fs::create_directories(dir);
+  const std::string earlier = "{\"kind\":\"run\"}\n{\"kind\":\"train_progress\",\"train_step\":0}\n";
+  std::ofstream(dir / "r.jsonl") << earlier;
+  {
+    ResultWriter w((dir / "r.json").string());
+    activity::setStream(w.streamPath(), true);
+    w.begin({});
+    EXPECT_EQ(activity::keptRecords(), "; nothing was measured, so nothing was kept");  // what an error line ends with
+  }
+  activity::setStream("", false);
+  EXPECT_EQ(slurp(dir / "r.jsonl"), earlier);
+  {
+    ResultWriter w((dir / "r.json").string());
+    w.begin({});
+    w.add({{"kind", "train"}});
+    w.finish({{"ended_at", "now"}});
+  }
+  EXPECT_EQ(slurp(dir / "r.jsonl.1"), earlier);
+  EXPECT_NE(slurp(dir / "r.jsonl").find("\"ended_at\":\"now\""), std::string::npos);
   fs::remove_all(dir);
 }
 

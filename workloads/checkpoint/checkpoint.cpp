@@ -9,15 +9,14 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <regex>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "base/atomic_file.h"
 #include "base/error.h"
+#include "base/input_file.h"
 #include "base/json_text.h"
 #include "workloads/checkpoint/content_hash.h"
 
@@ -77,12 +76,11 @@ void keepNewest(const fs::path& dir, int keep, const std::string& current) {
     if (steps[i].second.filename() != current) fs::remove_all(steps[i].second, ec);
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+// Bounds on the metadata a checkpoint is found by: a step name, and the index (a few hundred bytes per piece: a
+// thousand tensors on a thousand ranks stay under it). Read as files trainscope did not write (base/input_file.h):
+// a FIFO or a device put in their place is one line, not a hang or a read without end.
+constexpr std::uint64_t kMaxLatestBytes = 4096;
+constexpr std::uint64_t kMaxIndexBytes = std::uint64_t{256} << 20;
 }  // namespace
 
 std::vector<std::string> SaveGroup::gather(const std::string& mine) const {
@@ -226,7 +224,7 @@ std::optional<std::string> latestCheckpoint(const std::string& dir) {
   const fs::path pointer = fs::path(dir) / kLatestFile;
   std::error_code ec;
   if (!fs::exists(pointer, ec)) return std::nullopt;
-  std::string name = slurp(pointer);
+  std::string name = readInputFile("", pointer.string(), kMaxLatestBytes);
   while (!name.empty() && (name.back() == '\n' || name.back() == ' ' || name.back() == '\r')) name.pop_back();
   if (!std::regex_match(name, kStepName))
     throw UsageError(fmt::format("checkpoint {}: {} does not name a step directory (it holds {} bytes): damaged", dir,
@@ -273,7 +271,7 @@ CheckpointReader CheckpointReader::open(const std::string& path) {
   if (!fs::exists(indexPath, ec)) throw bad(fmt::format("{} is missing", kIndexFile));
   nlohmann::json index;
   try {
-    index = nlohmann::json::parse(slurp(indexPath));
+    index = nlohmann::json::parse(readInputFile("", indexPath.string(), kMaxIndexBytes));
   } catch (const nlohmann::json::parse_error& e) {
     throw bad(fmt::format("{} is not valid JSON (at byte {}): corrupt", kIndexFile, e.byte));
   } catch (const nlohmann::json::exception&) {  // out_of_range.406: 1e999, as the safetensors header's fuzzing found
@@ -360,10 +358,11 @@ void CheckpointReader::read(const std::string& name, const Region& region, float
       const fs::path path = fs::path(dir_) / p.file;
       std::error_code ec;
       if (!fs::exists(path, ec)) throw bad(fmt::format("{} is missing", p.file));
-      const auto size = fs::file_size(path, ec);
-      if (ec || size != f.bytes)
+      const InputFile file("", path.string(), kMaxSafetensorsBytes);  // a FIFO or a device: one line
+      const std::uint64_t size = file.size();
+      if (size != f.bytes)
         throw bad(fmt::format("{} is {} bytes but {} were saved: truncated or replaced", p.file, size, f.bytes));
-      SafetensorsFile st = SafetensorsFile::open(path.string());
+      SafetensorsFile st = SafetensorsFile::read(file);
       ContentHash h;
       h.update(st.fileBytes().data(), st.fileBytes().size());
       if (ContentHash::hex(h.digest()) != f.hash) throw bad(fmt::format("{} does not hash to what was saved: corrupt", p.file));

@@ -230,8 +230,12 @@ SafetensorsContents parseSafetensors(std::span<const std::uint8_t> bytes, const 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw UsageError(fmt::format("{} does not exist", path));
-  SafetensorsFile f{data::MappedFile(path)};
-  SafetensorsContents contents = parseSafetensors({f.file_.data(), f.file_.size()}, path);
+  return read(InputFile("", path, kMaxSafetensorsBytes));
+}
+
+SafetensorsFile SafetensorsFile::read(const InputFile& file) {
+  SafetensorsFile f{file.path(), file.readBytes()};
+  SafetensorsContents contents = parseSafetensors(f.fileBytes(), f.path_);
   f.tensors_ = std::move(contents.tensors);
   f.metadata_ = std::move(contents.metadata);
   for (std::size_t i = 0; i < f.tensors_.size(); ++i) f.index_[f.tensors_[i].name] = i;

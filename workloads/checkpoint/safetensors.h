@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "base/dtype.h"
-#include "workloads/data/mapped_file.h"
+#include "base/input_file.h"
 
 namespace ts::ckpt {
 
@@ -70,26 +70,35 @@ struct SafetensorsContents {
 // "ORIGIN: <what is wrong>" for anything truncated, inconsistent or not safetensors.
 SafetensorsContents parseSafetensors(std::span<const std::uint8_t> bytes, const std::string& origin);
 
-// A safetensors file, mapped and validated. Views point into the mapping: valid while this object lives.
+// The most a safetensors file read whole may be (a rank's parameters and optimizer state).
+inline constexpr std::uint64_t kMaxSafetensorsBytes = std::uint64_t{1} << 40;
+
+// A safetensors file, read whole into memory and validated. Views point into that memory: valid while this object
+// lives. Read, not mapped: a mapped file truncated while it is read kills the process with SIGBUS; read, it is a
+// UsageError naming the file (base/input_file.h).
 class SafetensorsFile {
  public:
-  // UsageError "PATH: <what is wrong>" for a missing, truncated or corrupt file.
+  // UsageError "PATH: <what is wrong>" for a missing, truncated or corrupt file ("cannot read PATH: ..." for one
+  // that is not a regular file, or is more than kMaxSafetensorsBytes).
   static SafetensorsFile open(const std::string& path);
+  // The same, from a file already opened (whose size the caller checked).
+  static SafetensorsFile read(const InputFile& file);
 
-  const std::string& path() const { return file_.path(); }
+  const std::string& path() const { return path_; }
   const std::vector<TensorView>& tensors() const { return tensors_; }  // in file (offset) order
   const TensorView* find(std::string_view name) const;                 // null when absent
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   // The whole file, for hashing.
-  std::span<const std::uint8_t> fileBytes() const { return {file_.data(), file_.size()}; }
+  std::span<const std::uint8_t> fileBytes() const { return bytes_; }
 
   // Copies every tensor of `into` from this file, after checking that the file holds exactly these
   // names with these dtypes and shapes (UsageError naming the file and the first differences).
   void restore(std::span<const MutableTensorView> into) const;
 
  private:
-  explicit SafetensorsFile(data::MappedFile file) : file_(std::move(file)) {}
-  data::MappedFile file_;
+  SafetensorsFile(std::string path, std::vector<std::uint8_t> bytes) : path_(std::move(path)), bytes_(std::move(bytes)) {}
+  std::string path_;
+  std::vector<std::uint8_t> bytes_;  // the whole file (a vector: a move keeps its buffer, where the views point)
   std::vector<TensorView> tensors_;
   std::map<std::string, std::size_t, std::less<>> index_;  // name -> position in tensors_
   std::map<std::string, std::string> metadata_;

@@ -46,8 +46,8 @@ Cifar10::Cifar10(const std::string& dir, Split split) {
   if (split == Split::kHeldOut) names = {"test_batch.bin"};
   std::int64_t total = 0;
   for (const std::string& name : names) {
-    MappedFile file(findDatasetFile(where, {name}));
-    const std::int64_t records = checkCifar10Batch({file.data(), file.size()}, file.path());
+    InputFile file = openDataFile(findDatasetFile(where, {name}), kMaxWholeDataFileBytes);
+    const std::int64_t records = checkCifar10Batch(file.readBytes(), file.path());
     firstIndex_.push_back(total);
     total += records;
     files_.push_back(std::move(file));
@@ -64,7 +64,8 @@ Cifar10::Cifar10(const std::string& dir, Split split) {
 void Cifar10::sample(std::int64_t index, float* features, std::int32_t*, std::int32_t* targets) const {
   const auto f =
       static_cast<std::size_t>(std::upper_bound(firstIndex_.begin(), firstIndex_.end(), index) - firstIndex_.begin() - 1);
-  const std::uint8_t* rec = files_[f].data() + (index - firstIndex_[f]) * kRecordBytes;
+  std::uint8_t rec[kRecordBytes];
+  files_[f].readAt(static_cast<std::uint64_t>((index - firstIndex_[f]) * kRecordBytes), rec, sizeof rec);
   targets[0] = rec[0];
   for (int c = 0; c < 3; ++c)
     for (std::int64_t j = 0; j < kPlane; ++j)

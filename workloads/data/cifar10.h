@@ -3,14 +3,15 @@
 // DIR/cifar-10-batches-bin, as the archive unpacks), each a run of records of 1 label byte and 3072
 // pixel bytes (3 planes of 32×32: red, green, blue). The real files hold 10000 records each; any whole
 // number of records is accepted, so tests can use small ones. Pixels are normalised per channel with the
-// training set's mean and standard deviation. Samples are [3, 32, 32].
+// training set's mean and standard deviation. Samples are [3, 32, 32]. Each file is read whole once at the start (its
+// labels checked), then a record at a time when a sample is asked for (workloads/data/dataset_files.h).
 #include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "base/input_file.h"
 #include "workloads/data/dataset.h"
-#include "workloads/data/mapped_file.h"
 
 namespace ts::data {
 
@@ -31,7 +32,7 @@ class Cifar10 : public Dataset {
 
  private:
   DataInfo info_;
-  std::vector<MappedFile> files_;
+  std::vector<InputFile> files_;
   std::vector<std::int64_t> firstIndex_;  // the dataset index of each file's first record
 };
 

@@ -28,6 +28,8 @@ std::string findDatasetFile(const std::string& dir, const std::vector<std::strin
   throw UsageError(fmt::format("{} has no {}", dir, names.front()));
 }
 
+InputFile openDataFile(const std::string& path, std::uint64_t maxBytes) { return InputFile("", path, maxBytes); }
+
 std::uint32_t readBigEndian32(const std::uint8_t* p) {
   return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | std::uint32_t{p[3]};
 }

@@ -1,5 +1,8 @@
 #include "workloads/data/mnist.h"
 
+#include <algorithm>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "base/error.h"
@@ -12,26 +15,41 @@ constexpr std::uint32_t kImagesMagic = 2051;  // 0x00000803: unsigned bytes, 3 d
 constexpr std::uint32_t kLabelsMagic = 2049;  // 0x00000801: unsigned bytes, 1 dimension
 constexpr float kMean = 0.1307f, kStd = 0.3081f;
 
+constexpr std::size_t kImagesHeader = 16, kLabelsHeader = 8;
+
 // Some mirrors spell the names with a dot before "idx".
-MappedFile openIdx(const std::string& dir, const char* dashed, const char* dotted) {
+InputFile openIdx(const std::string& dir, const char* dashed, const char* dotted, std::uint64_t maxBytes) {
   requireDirectory(dir);
-  return MappedFile(findDatasetFile(dir, {dashed, dotted}));
+  return openDataFile(findDatasetFile(dir, {dashed, dotted}), maxBytes);
+}
+
+// The labels, read whole: one byte a sample.
+struct LabelFile {
+  std::string path;
+  std::vector<std::uint8_t> bytes;
+};
+
+LabelFile readLabels(const std::string& dir, Split split) {
+  const InputFile file = split == Split::kTrain
+                             ? openIdx(dir, "train-labels-idx1-ubyte", "train-labels.idx1-ubyte", kMaxWholeDataFileBytes)
+                             : openIdx(dir, "t10k-labels-idx1-ubyte", "t10k-labels.idx1-ubyte", kMaxWholeDataFileBytes);
+  return {file.path(), file.readBytes()};
 }
 }  // namespace
 
-IdxImages checkIdxImages(std::span<const std::uint8_t> bytes, const std::string& origin) {
-  if (bytes.size() < 16)
-    throw UsageError(fmt::format("{} is {} bytes, too short for an IDX image header (16)", origin, bytes.size()));
-  if (const std::uint32_t m = readBigEndian32(bytes.data()); m != kImagesMagic)
+IdxImages checkIdxImages(std::span<const std::uint8_t> header, std::uint64_t fileBytes, const std::string& origin) {
+  if (fileBytes < kImagesHeader || header.size() < kImagesHeader)
+    throw UsageError(fmt::format("{} is {} bytes, too short for an IDX image header (16)", origin, fileBytes));
+  if (const std::uint32_t m = readBigEndian32(header.data()); m != kImagesMagic)
     throw UsageError(fmt::format("{} is not an IDX image file: magic number {}, expected {}", origin, m, kImagesMagic));
-  const IdxImages h{readBigEndian32(bytes.data() + 4), readBigEndian32(bytes.data() + 8), readBigEndian32(bytes.data() + 12)};
+  const IdxImages h{readBigEndian32(header.data() + 4), readBigEndian32(header.data() + 8), readBigEndian32(header.data() + 12)};
   if (h.count == 0 || h.rows == 0 || h.cols == 0 || h.rows > 4096 || h.cols > 4096)
     throw UsageError(
         fmt::format("{} says it holds {} images of {}x{}, which is not a usable dataset", origin, h.count, h.rows, h.cols));
   const std::uint64_t imageBytes = 16 + h.count * h.rows * h.cols;  // < 2^57: no overflow
-  if (bytes.size() != imageBytes)
-    throw UsageError(fmt::format("{} is {} bytes, but {} images of {}x{} need {}{}", origin, bytes.size(), h.count, h.rows,
-                                 h.cols, imageBytes, bytes.size() < imageBytes ? " (truncated)" : ""));
+  if (fileBytes != imageBytes)
+    throw UsageError(fmt::format("{} is {} bytes, but {} images of {}x{} need {}{}", origin, fileBytes, h.count, h.rows, h.cols,
+                                 imageBytes, fileBytes < imageBytes ? " (truncated)" : ""));
   return h;
 }
 
@@ -50,14 +68,17 @@ std::uint64_t checkIdxLabels(std::span<const std::uint8_t> bytes, const std::str
 }
 
 Mnist::Mnist(const std::string& dir, Split split)
-    : images_(split == Split::kTrain ? openIdx(dir, "train-images-idx3-ubyte", "train-images.idx3-ubyte")
-                                     : openIdx(dir, "t10k-images-idx3-ubyte", "t10k-images.idx3-ubyte")),
-      labels_(split == Split::kTrain ? openIdx(dir, "train-labels-idx1-ubyte", "train-labels.idx1-ubyte")
-                                     : openIdx(dir, "t10k-labels-idx1-ubyte", "t10k-labels.idx1-ubyte")) {
-  const IdxImages images = checkIdxImages({images_.data(), images_.size()}, images_.path());
-  const std::uint64_t labels = checkIdxLabels({labels_.data(), labels_.size()}, labels_.path());
+    : images_(split == Split::kTrain ? openIdx(dir, "train-images-idx3-ubyte", "train-images.idx3-ubyte", kMaxDataFileBytes)
+                                     : openIdx(dir, "t10k-images-idx3-ubyte", "t10k-images.idx3-ubyte", kMaxDataFileBytes)) {
+  LabelFile labelFile = readLabels(dir, split);
+  std::uint8_t header[kImagesHeader] = {};
+  const std::size_t headerBytes = static_cast<std::size_t>(std::min<std::uint64_t>(images_.size(), kImagesHeader));
+  images_.readAt(0, header, headerBytes);
+  const IdxImages images = checkIdxImages({header, headerBytes}, images_.size(), images_.path());
+  const std::uint64_t labels = checkIdxLabels(labelFile.bytes, labelFile.path);
   if (labels != images.count)
-    throw UsageError(fmt::format("{} has {} labels but {} has {} images", labels_.path(), labels, images_.path(), images.count));
+    throw UsageError(fmt::format("{} has {} labels but {} has {} images", labelFile.path, labels, images_.path(), images.count));
+  labels_ = std::move(labelFile.bytes);
 
   info_.name = "mnist";
   info_.origin = dir;
@@ -70,9 +91,10 @@ Mnist::Mnist(const std::string& dir, Split split)
 
 void Mnist::sample(std::int64_t index, float* features, std::int32_t*, std::int32_t* targets) const {
   const std::int64_t d = info_.sampleElements();
-  const std::uint8_t* px = images_.data() + 16 + index * d;
+  std::vector<std::uint8_t> px(static_cast<std::size_t>(d));
+  images_.readAt(kImagesHeader + static_cast<std::uint64_t>(index * d), px.data(), px.size());
   for (std::int64_t j = 0; j < d; ++j) features[j] = (static_cast<float>(px[j]) / 255.0f - kMean) / kStd;
-  targets[0] = labels_.data()[8 + index];
+  targets[0] = labels_[kLabelsHeader + static_cast<std::size_t>(index)];
 }
 
 nlohmann::json Mnist::identity() const {

@@ -2,13 +2,15 @@
 // MNIST from its IDX files, as distributed (uncompressed): train-images-idx3-ubyte (magic 2051, count,
 // rows, cols, then count·rows·cols pixel bytes) and train-labels-idx1-ubyte (magic 2049, count, then count
 // label bytes); the held-out split is the test set, t10k-images-idx3-ubyte and t10k-labels-idx1-ubyte. Pixels are normalised to
-// (x/255 − 0.1307) / 0.3081, the training set's mean and standard deviation. Samples are [1, rows, cols].
+// (x/255 − 0.1307) / 0.3081, the training set's mean and standard deviation. Samples are [1, rows, cols]. The labels
+// are read whole at the start; each image when it is asked for (workloads/data/dataset_files.h).
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
+#include "base/input_file.h"
 #include "workloads/data/dataset.h"
-#include "workloads/data/mapped_file.h"
 
 namespace ts::data {
 
@@ -16,7 +18,8 @@ namespace ts::data {
 struct IdxImages {
   std::uint64_t count = 0, rows = 0, cols = 0;
 };
-IdxImages checkIdxImages(std::span<const std::uint8_t> bytes, const std::string& origin);
+// The images file from its first bytes (its header: min(16, fileBytes) of them) and its size.
+IdxImages checkIdxImages(std::span<const std::uint8_t> header, std::uint64_t fileBytes, const std::string& origin);
 // The number of labels; each is checked to be a digit 0-9.
 std::uint64_t checkIdxLabels(std::span<const std::uint8_t> bytes, const std::string& origin);
 
@@ -30,8 +33,8 @@ class Mnist : public Dataset {
 
  private:
   DataInfo info_;
-  MappedFile images_;
-  MappedFile labels_;
+  InputFile images_;
+  std::vector<std::uint8_t> labels_;  // the label file's bytes
 };
 
 }  // namespace ts::data

@@ -2,18 +2,20 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "workloads/data/dataset_files.h"
 
 namespace ts::data {
 
 namespace {
-MappedFile openText(const std::string& path) {
+InputFile openText(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw UsageError(fmt::format("file {} does not exist", path));
-  return MappedFile(path);
+  return openDataFile(path);
 }
 }  // namespace
 
@@ -42,8 +44,10 @@ TextFile::TextFile(const std::string& path, std::int64_t seqLen, Split split) : 
 }
 
 void TextFile::sample(std::int64_t index, float*, std::int32_t* tokens, std::int32_t* targets) const {
-  const std::uint8_t* p = file_.data() + first_ + index;
   const std::int64_t t = info_.sampleShape[0];
+  std::vector<std::uint8_t> window(static_cast<std::size_t>(t + 1));
+  file_.readAt(static_cast<std::uint64_t>(first_ + index), window.data(), window.size());
+  const std::uint8_t* p = window.data();
   for (std::int64_t i = 0; i < t; ++i) {
     tokens[i] = p[i];
     targets[i] = p[i + 1];

@@ -3,11 +3,12 @@
 // window of T+1 bytes starting at byte i: the first T are the inputs, the last T (shifted by one) the
 // targets; the DataSource's shuffled order picks which one each row gets. The last tenth of the file (at
 // least T+1 bytes) is held out: training's windows end before it, the held-out split's lie inside it. A
-// file too short for both (under 2 (T+1) bytes) trains on all of it and has no held-out split.
+// file too short for both (under 2 (T+1) bytes) trains on all of it and has no held-out split. Each window is read
+// from the file when it is asked for (workloads/data/dataset_files.h): a file truncated while training is an error.
 #include <string>
 
+#include "base/input_file.h"
 #include "workloads/data/dataset.h"
-#include "workloads/data/mapped_file.h"
 
 namespace ts::data {
 
@@ -21,7 +22,7 @@ class TextFile : public Dataset {
 
  private:
   DataInfo info_;
-  MappedFile file_;
+  InputFile file_;
   std::int64_t first_ = 0;  // the byte sample 0 starts at
 };
 
