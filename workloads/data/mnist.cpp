@@ -12,12 +12,17 @@ constexpr std::uint32_t kImagesMagic = 2051;  // 0x00000803: unsigned bytes, 3 d
 constexpr std::uint32_t kLabelsMagic = 2049;  // 0x00000801: unsigned bytes, 1 dimension
 constexpr float kMean = 0.1307f, kStd = 0.3081f;
 
-// Some mirrors spell the names with a dot before "idx".
-MappedFile openIdx(const std::string& dir, const char* dashed, const char* dotted) {
-  requireDirectory(dir);
-  return MappedFile(findDatasetFile(dir, {dashed, dotted}));
-}
 }  // namespace
+
+std::vector<std::string> Mnist::files(const std::string& dir, Split split) {
+  requireDirectory(dir);
+  // Some mirrors spell the names with a dot before "idx".
+  if (split == Split::kTrain)
+    return {findDatasetFile(dir, {"train-images-idx3-ubyte", "train-images.idx3-ubyte"}),
+            findDatasetFile(dir, {"train-labels-idx1-ubyte", "train-labels.idx1-ubyte"})};
+  return {findDatasetFile(dir, {"t10k-images-idx3-ubyte", "t10k-images.idx3-ubyte"}),
+          findDatasetFile(dir, {"t10k-labels-idx1-ubyte", "t10k-labels.idx1-ubyte"})};
+}
 
 IdxImages checkIdxImages(std::span<const std::uint8_t> bytes, const std::string& origin) {
   if (bytes.size() < 16)
@@ -49,11 +54,10 @@ std::uint64_t checkIdxLabels(std::span<const std::uint8_t> bytes, const std::str
   return n;
 }
 
-Mnist::Mnist(const std::string& dir, Split split)
-    : images_(split == Split::kTrain ? openIdx(dir, "train-images-idx3-ubyte", "train-images.idx3-ubyte")
-                                     : openIdx(dir, "t10k-images-idx3-ubyte", "t10k-images.idx3-ubyte")),
-      labels_(split == Split::kTrain ? openIdx(dir, "train-labels-idx1-ubyte", "train-labels.idx1-ubyte")
-                                     : openIdx(dir, "t10k-labels-idx1-ubyte", "t10k-labels.idx1-ubyte")) {
+Mnist::Mnist(const std::string& dir, Split split) : Mnist(dir, split, files(dir, split)) {}
+
+Mnist::Mnist(const std::string& dir, Split split, const std::vector<std::string>& paths)
+    : images_(MappedFile(paths[0])), labels_(MappedFile(paths[1])) {
   const IdxImages images = checkIdxImages({images_.data(), images_.size()}, images_.path());
   const std::uint64_t labels = checkIdxLabels({labels_.data(), labels_.size()}, labels_.path());
   if (labels != images.count)
