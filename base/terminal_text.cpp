@@ -30,7 +30,7 @@ std::size_t utf8Length(std::string_view s) {
 bool steers(std::string_view c) {
   const auto b = [&](std::size_t i) { return static_cast<unsigned char>(c[i]); };
   if (c.size() == 1) return b(0) < 0x20 || b(0) == 0x7F;
-  if (c.size() == 2) return b(0) == 0xC2 && b(1) <= 0x9F;  // C1: U+0080..U+009F
+  if (c.size() == 2) return b(0) == 0xC2 && b(1) <= 0x9F;                                  // C1: U+0080..U+009F
   if (c.size() == 3 && b(0) == 0xE2 && b(1) == 0x80) return b(2) >= 0xAA && b(2) <= 0xAE;  // U+202A..U+202E
   if (c.size() == 3 && b(0) == 0xE2 && b(1) == 0x81) return b(2) >= 0xA6 && b(2) <= 0xA9;  // U+2066..U+2069
   return false;

@@ -83,8 +83,8 @@ std::vector<std::int64_t> syntheticSampleShape(ModelKind kind) {
 
 // A model built on the CPU holds its parameters and gradients in host memory: one that cannot is refused before any of
 // it is allocated. (A GPU's allocations are counted and refused one by one; its memory is not known before it is opened.)
-void checkFitsTheHost(const ModelConfig& config, const DeviceSpec& device) {
-  if (!device.cuda()) checkModelFits(config, Device::hostMemoryBytes(), "this host's memory");
+void checkFitsTheHost(const ModelConfig& config, const DeviceSpec& device, int tp) {
+  if (!device.cuda()) checkModelFits(config, Device::hostMemoryBytes(), "this host's memory", tp);
 }
 }  // namespace
 
@@ -108,7 +108,7 @@ void validateTrainOptions(const TrainOptions& o) {
     model.inputShape = syntheticSampleShape(model.kind);
     model.classes = 10;
   }
-  checkFitsTheHost(model, o.device);
+  checkFitsTheHost(model, o.device, o.layout.tp);
   if (o.evalEvery < 0) throw UsageError(fmt::format("--eval-every {}: must be at least 0 (0: no evaluation)", o.evalEvery));
   if (o.evalBatches < 0)
     throw UsageError(fmt::format("--eval-batches {}: must be at least 0 (0: the whole held-out split)", o.evalBatches));
@@ -234,7 +234,7 @@ void Trainer::build(double commTimeoutS) {
     config.classes = info.classes;
   }
   validateModelConfig(config, info);
-  checkFitsTheHost(config, o.device);
+  checkFitsTheHost(config, o.device, layout.tp);
   model_ = makeModel(config, microBatchSize(), *device_, TensorParallel{mesh_->coordinate(GroupKind::kTp), layout.tp});
   if (Communicator* tp = mesh_->group(GroupKind::kTp))
     tp_ = std::make_unique<TensorParallelGroup>(*tp, commTimeoutS, groupLabel(*mesh_, GroupKind::kTp));

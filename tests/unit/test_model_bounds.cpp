@@ -60,6 +60,12 @@ TEST(ModelBounds, AModelTheMemoryCannotHoldIsOneLine) {
   EXPECT_NO_THROW(checkModelFits(tiny, 8 * *modelParameterCount(tiny), "x"));
   EXPECT_THROW(checkModelFits(tiny, 8 * *modelParameterCount(tiny) - 1, "x"), UsageError);
   EXPECT_NO_THROW(checkModelFits(c, 0, "x"));
+  // Tensor-parallel ranks build their slices only: 2 share what one cannot hold.
+  EXPECT_NO_THROW(checkModelFits(tiny, 4 * *modelParameterCount(tiny), "x", 2));
+  EXPECT_NE(test::usageError([&] {
+              checkModelFits(tiny, 4 * *modelParameterCount(tiny) - 1, "x", 2);
+            }).find("alone (shared by 2 tensor-parallel ranks), more than x"),
+            std::string::npos);
 }
 
 TEST(ModelBounds, AShapeBeyondRangeIsRefusedAsItIsSet) {

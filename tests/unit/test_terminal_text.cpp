@@ -17,18 +17,25 @@ TEST(TerminalText, ControlBytesBecomeEscapes) {
 
 TEST(TerminalText, PrintableTextAndUtf8AreKept) {
   EXPECT_EQ(printable("suite quick (bench/suites/quick.toml): 3 steps"), "suite quick (bench/suites/quick.toml): 3 steps");
-  EXPECT_EQ(printable("caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x9a\x80"), "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x9a\x80");
+  EXPECT_EQ(printable("caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x9a\x80"),
+            "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x9a\x80");
   EXPECT_EQ(printable(""), "");
 }
 
 TEST(TerminalText, C1ControlsBidiOverridesAndInvalidUtf8AreEscaped) {
-  EXPECT_EQ(printable("a\xc2\x9b" "31mb"), "a\\xc2\\x9b31mb");           // U+009B: CSI on a terminal that reads C1
-  EXPECT_EQ(printable("\xe2\x80\xae" "txt.exe"), "\\xe2\\x80\\xaetxt.exe");  // U+202E: shown right to left
-  EXPECT_EQ(printable("\xe2\x81\xa6x"), "\\xe2\\x81\\xa6x");                // U+2066
-  EXPECT_EQ(printable("\x9b" "2J"), "\\x9b2J");                             // a lone 8-bit CSI
-  EXPECT_EQ(printable("\xc3"), "\\xc3");                                    // cut short
-  EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf");                           // overlong '/'
-  EXPECT_EQ(printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");                  // a surrogate
+  EXPECT_EQ(printable("a\xc2\x9b"
+                      "31mb"),
+            "a\\xc2\\x9b31mb");  // U+009B: CSI on a terminal that reads C1
+  EXPECT_EQ(printable("\xe2\x80\xae"
+                      "txt.exe"),
+            "\\xe2\\x80\\xaetxt.exe");                        // U+202E: shown right to left
+  EXPECT_EQ(printable("\xe2\x81\xa6x"), "\\xe2\\x81\\xa6x");  // U+2066
+  EXPECT_EQ(printable("\x9b"
+                      "2J"),
+            "\\x9b2J");                                     // a lone 8-bit CSI
+  EXPECT_EQ(printable("\xc3"), "\\xc3");                    // cut short
+  EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf");           // overlong '/'
+  EXPECT_EQ(printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
 }
 
 TEST(TerminalText, ABlockKeepsItsNewlinesOnly) {

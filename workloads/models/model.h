@@ -71,8 +71,9 @@ inline constexpr std::int64_t kMaxModelStages = 16;      // cnn stages (entries 
 // config alone, every product checked: nullopt past 2^64. Nothing is allocated to find a model too large.
 std::optional<std::uint64_t> modelParameterCount(const ModelConfig& config);
 // UsageError, one line, when the model's parameters and their gradients (8 bytes each, allocated as it is built) need more
-// than `availableBytes` (0: no bound); `whose` names what that is ("this host's memory").
-void checkModelFits(const ModelConfig& config, std::uint64_t availableBytes, std::string_view whose);
+// than `availableBytes` (0: no bound); `whose` names what that is ("this host's memory"). With tensor parallelism a rank
+// builds its slices only: `slices` ranks share the count (a lower bound on each one's: what is replicated is not divided).
+void checkModelFits(const ModelConfig& config, std::uint64_t availableBytes, std::string_view whose, int slices = 1);
 
 class Model {
  public:

@@ -2,6 +2,7 @@
 // formulas written beside each model (mlp.cpp, cnn.cpp, transformer.cpp), in 64 bits with every product checked,
 // and the refusal of a model the host cannot hold. Without it, `--set layers=2147483648` built layer after layer
 // (tens of GB of host memory) before anything failed.
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 
@@ -107,20 +108,22 @@ std::optional<std::uint64_t> modelParameterCount(const ModelConfig& c) {
   return n.value();
 }
 
-void checkModelFits(const ModelConfig& c, std::uint64_t availableBytes, std::string_view whose) {
+void checkModelFits(const ModelConfig& c, std::uint64_t availableBytes, std::string_view whose, int slices) {
   if (availableBytes == 0) return;
   const std::optional<std::uint64_t> parameters = modelParameterCount(c);
-  // A parameter's value and its gradient, float32 each, are allocated as the model is built.
+  // A parameter's value and its gradient, float32 each, are allocated as the model is built; a rank holds at least
+  // 1/slices of them.
   std::uint64_t bytes = 0;
   const bool counted = parameters && !__builtin_mul_overflow(*parameters, std::uint64_t{8}, &bytes);
-  if (counted && bytes <= availableBytes) return;
+  if (counted && bytes / static_cast<std::uint64_t>(std::max(1, slices)) <= availableBytes) return;
   const std::string count =
       parameters ? fmt::format("{:.3g} parameters", static_cast<double>(*parameters)) : std::string("more than 2^64 parameters");
   const std::string need = counted      ? formatBytes(bytes)
                            : parameters ? fmt::format("{:.3g} TiB", static_cast<double>(*parameters) * 8 / 1099511627776.0)
                                         : std::string("more than 2^67 bytes");
-  throw UsageError(fmt::format("the {} has {}: {} for them and their gradients alone, more than {} ({})", describe(c), count,
-                               need, whose, formatBytes(availableBytes)));
+  throw UsageError(fmt::format("the {} has {}: {} for them and their gradients alone{}, more than {} ({})", describe(c), count,
+                               need, slices > 1 ? fmt::format(" (shared by {} tensor-parallel ranks)", slices) : "", whose,
+                               formatBytes(availableBytes)));
 }
 
 }  // namespace ts::wl
