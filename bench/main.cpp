@@ -1,7 +1,6 @@
 // trainscope: benchmarks and profiles multi-GPU training. This file only dispatches to the subcommands
 // and turns every failure into one line on stderr and an exit code (2: bad input, 1: a failure, 3: timeout).
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +13,7 @@
 
 #include "base/error.h"
 #include "base/stop_request.h"
+#include "base/terminal_text.h"
 #include "bench/commands.h"
 #include "bench/session/activity.h"
 #include "bench/session/agreement.h"
@@ -26,8 +26,9 @@ namespace {
 // Only one process of a multi-process run prints errors that all processes share.
 bool printsSharedErrors() { return ts::launcherRank() == 0; }
 
+// Every error line is one line whatever it echoes (a file name, a key, a peer's line): control bytes as \xNN.
 void printError(const std::string& what) {
-  std::fprintf(stderr, "trainscope: error: %s\n", what.c_str());
+  std::fprintf(stderr, "trainscope: error: %s\n", ts::printable(what).c_str());
   std::fflush(stderr);
 }
 
@@ -52,9 +53,7 @@ std::string parseErrorLine(const CLI::ParseError& e, const std::vector<std::stri
   const std::string first = args.size() > 1 ? args[1] : "";
   if (std::find(names.begin(), names.end(), first) != names.end()) return e.what();
   if (first.empty() || first[0] == '-') return fmt::format("a subcommand is required: {}", fmt::join(names, ", "));
-  std::string shown;  // one line whatever was typed: control bytes as \xNN
-  for (unsigned char c : first.substr(0, 64)) shown += std::isprint(c) ? std::string(1, char(c)) : fmt::format("\\x{:02x}", c);
-  return fmt::format("unknown subcommand '{}': expected one of {}", shown, fmt::join(names, ", "));
+  return fmt::format("unknown subcommand '{}': expected one of {}", first.substr(0, 64), fmt::join(names, ", "));
 }
 
 }  // namespace

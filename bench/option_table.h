@@ -8,16 +8,22 @@
 //   t.add("--steps", "Optimizer steps", TS_FIELD(train.steps));
 //   t.add("--json", "...", TS_FIELD(jsonPath)).commandLineOnly("a suite writes one document (suite --json)");
 //
-// The field's type picks the parsing: bool (a flag; "--x,!--no-x" for both), integers (held to the field's
-// type on both sides: an unsigned one takes no minus sign, so --seed -1 does not wrap), double (finite on
-// both sides, and in the range it declares: `.range(...)`, which every real-valued option has:
-// tests/unit/test_number_options.cpp holds them to it), std::string (in the form given: text, comma list, size),
-// std::vector<std::string> (a repeated option; a suite's array or ';'-separated string), std::vector<int> (comma-separated), and
-// enums with EnumNames (base/enum_names.h). A range can be given to an integer option too.
+// The field's type picks the parsing: bool (a flag; "--x,!--no-x" for both), integers (decimal, held to the
+// field's type on both sides and to the range declared: an unsigned one takes no minus sign, so --seed -1 does
+// not wrap, and an int64 takes no 99999999999999999999), double (finite on both sides, and in the range it
+// declares: `.range(...)`, which every real-valued option has: tests/unit/test_number_options.cpp holds them
+// to it), std::string (in the form given: text, comma list, size), std::vector<std::string> (a repeated option;
+// a suite's array or ';'-separated string), std::vector<int> (comma-separated, each held to int), and enums with
+// EnumNames (base/enum_names.h). A range can be given to an integer option too (closed ends): a count says
+// "--batch: must be a positive integer, got -1" and "--steps: 2147483648 is out of range (at most 2147483647)",
+// in a suite the same after the file, line and key.
+#include <algorithm>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -58,6 +64,32 @@ struct NumberRange {
   std::string describe() const { return fmt::format("{}{}, {}{}", loOpen ? '(' : '[', lo, hi, hiOpen ? ')' : ']'); }
 };
 
+// The most a count option takes (steps, iterations, a batch, a rank count): a count past int's range is a typo, not a run.
+inline constexpr double kMaxCount = std::numeric_limits<std::int32_t>::max();
+
+namespace option_detail {
+
+// The integers an integer option takes, both ends included: its field's type's, narrowed by a declared range.
+struct IntegerBounds {
+  long long lo;
+  unsigned long long hi;
+};
+
+template <class T>
+IntegerBounds typeBounds() {
+  return {static_cast<long long>(std::numeric_limits<T>::min()), static_cast<unsigned long long>(std::numeric_limits<T>::max())};
+}
+
+// Why a suite's integer is not in `b`, in our words ("must be a positive integer, got -1", "2147483648 is out of range (at
+// most 2147483647)"); "" when it is.
+std::string integerProblem(long long value, const IntegerBounds& b);
+// The command line's check of an integer (each item of a list): decimal digits with an optional sign, in `*b` (read when
+// the option is parsed, after every range was declared), in the words above ("must be an integer, got '1.5'"); a value
+// taken is rewritten as the decimal it is (CLI11 alone reads 010 as octal 8 and 0x10 as 16).
+CLI::Validator integerIn(std::shared_ptr<const IntegerBounds> b);
+
+}  // namespace option_detail
+
 // What the parity test and the docs read of a declaration.
 struct OptionInfo {
   std::string names, key, help;
@@ -75,6 +107,9 @@ struct OptionDecl {
   std::function<void(StepReader&, Opts&)> readFromSuite;           // null: command line only
 
   std::function<double(const Opts&)> numberOf;  // a number option's value; null otherwise
+  // An integer option's (or a list of integers') bounds, which the checks on both sides read when they run: a range
+  // declared after add() narrows them. Null for any other option.
+  std::shared_ptr<option_detail::IntegerBounds> integer;
 
   // Settable on the command line only; `why` says what a suite step does instead.
   OptionDecl& commandLineOnly(std::string why) {
@@ -85,16 +120,25 @@ struct OptionDecl {
   }
 
   // The values a number option takes, checked on both sides before anything runs: "--momentum: 1 is not
-  // in [0, 1)" on the command line, the file, line and key in a suite.
+  // in [0, 1)" on the command line, the file, line and key in a suite; an integer option's in its own words
+  // ("--batch: must be a positive integer, got 0").
   OptionDecl& range(NumberRange r) {
     if (!numberOf) throw std::logic_error(info.names + ": a range is for an option that takes a number");
     info.range = r;
+    if (integer) {
+      if (r.loOpen || r.hiOpen || r.lo != static_cast<double>(static_cast<long long>(r.lo)) || r.hi < 0 ||
+          r.hi != static_cast<double>(static_cast<unsigned long long>(r.hi)))
+        throw std::logic_error(info.names + ": an integer option's range has whole, closed ends");
+      integer->lo = std::max(integer->lo, static_cast<long long>(r.lo));
+      integer->hi = std::min(integer->hi, static_cast<unsigned long long>(r.hi));
+      return *this;  // the integer checks read the bounds when they run
+    }
     if (addToCommandLine)
       addToCommandLine = [add = std::move(addToCommandLine), r](CLI::App& app, Opts& o) {
         return add(app, o)->check(CLI::Validator(
             [r](std::string& text) {
               double value = 0;
-              // Read as CLI11 reads it; text that is no number is the conversion's error to report.
+              // Read as CLI11 reads it; text that is no number is finiteNumber's to report.
               if (!CLI::detail::lexical_cast(text, value) || r.contains(value)) return std::string();
               return fmt::format("{} is not in {}", text, r.describe());
             },
@@ -111,15 +155,27 @@ struct OptionDecl {
 
 namespace option_detail {
 
-// Every real-valued option: NaN and the infinities are no settings ("--lr: nan is not a finite number").
+// Every real-valued option: a number ("--lr: must be a number, got 'abc'"), and NaN and the infinities are no
+// settings ("--lr: nan is not a finite number").
 CLI::Validator finiteNumber();
-// An unsigned option: CLI11 would read -1 as the largest value (a seed of 2^64 - 1).
-CLI::Validator noMinusSign();
 
 template <class T>
 struct IsVector : std::false_type {};
 template <class T>
 struct IsVector<std::vector<T>> : std::true_type {};
+
+template <class T>
+struct IntegerElement {
+  using type = T;
+};
+template <class T>
+struct IntegerElement<std::vector<T>> {
+  using type = T;
+};
+// An integer field, or a list of integers: the options the integer checks are for.
+template <class T>
+constexpr bool kIntegerField = std::is_integral_v<typename IntegerElement<T>::type> &&
+                               !std::is_same_v<typename IntegerElement<T>::type, bool> && !NamedEnum<T>;
 
 template <class T>
 CLI::Option* addField(CLI::App& app, const std::string& names, const std::string& help, T& field) {
@@ -153,26 +209,20 @@ CLI::Option* addField(CLI::App& app, const std::string& names, const std::string
     static_assert(std::is_arithmetic_v<T>, "an option field is a bool, a number, a string, a vector or a named enum");
     CLI::Option* option = app.add_option(names, field, help)->capture_default_str();
     if constexpr (std::is_floating_point_v<T>) option->check(finiteNumber());
-    if constexpr (std::is_unsigned_v<T>) option->check(noMinusSign());
     return option;
   }
 }
 
-// An integer read from a suite, held to T's range (a negative seed, a rank count past int).
+// An integer read from a suite, held to `b` (within T's range: a negative seed, a rank count past int).
 template <class T>
-T narrowed(StepReader& r, const std::string& key, long long value) {
-  if constexpr (std::is_unsigned_v<T>) {
-    if (value < 0) r.invalid(key, fmt::format("{} is negative", value));
-  } else {
-    if (value < static_cast<long long>(std::numeric_limits<T>::min()) ||
-        value > static_cast<long long>(std::numeric_limits<T>::max()))
-      r.invalid(key, fmt::format("{} is out of range", value));
-  }
+T narrowed(StepReader& r, const std::string& key, long long value, const IntegerBounds& b) {
+  if (const std::string why = integerProblem(value, b); !why.empty()) r.invalid(key, why);
   return static_cast<T>(value);
 }
 
+// One field from a suite; `bounds` holds an integer field's (null for any other).
 template <class T>
-void readField(StepReader& r, const std::string& key, T& field, TextForm form) {
+void readField(StepReader& r, const std::string& key, T& field, TextForm form, const IntegerBounds* bounds) {
   if constexpr (std::is_same_v<T, bool>) {
     field = r.boolean(key, field);
   } else if constexpr (NamedEnum<T>) {
@@ -187,7 +237,7 @@ void readField(StepReader& r, const std::string& key, T& field, TextForm form) {
     static_assert(std::is_integral_v<Elt>, "a vector option holds strings or integers");
     const std::vector<long long> values = r.integers(key, std::vector<long long>(field.begin(), field.end()));
     field.clear();
-    for (long long v : values) field.push_back(narrowed<Elt>(r, key, v));
+    for (long long v : values) field.push_back(narrowed<Elt>(r, key, v, *bounds));
   } else if constexpr (std::is_same_v<T, std::string>) {
     switch (form) {
       case TextForm::kText:
@@ -203,7 +253,7 @@ void readField(StepReader& r, const std::string& key, T& field, TextForm form) {
   } else if constexpr (std::is_floating_point_v<T>) {
     field = static_cast<T>(r.number(key, field));
   } else {
-    field = narrowed<T>(r, key, r.integer(key, static_cast<long long>(field)));
+    field = narrowed<T>(r, key, r.integer(key, static_cast<long long>(field)), *bounds);
   }
 }
 
@@ -216,11 +266,20 @@ class OptionTable {
   // An option setting the field `get` reaches (TS_FIELD); `form` says how a suite may write a string.
   template <class Get>
   OptionDecl<Opts>& add(std::string names, std::string help, Get get, TextForm form = TextForm::kText) {
+    using T = std::remove_cvref_t<decltype(get(std::declval<Opts&>()))>;
     OptionDecl<Opts> d;
     d.info = infoOf(names, help);
-    d.addToCommandLine = [names, help, get](CLI::App& app, Opts& o) { return option_detail::addField(app, names, help, get(o)); };
-    d.readFromSuite = [key = d.info.key, get, form](StepReader& r, Opts& o) { option_detail::readField(r, key, get(o), form); };
-    using T = std::remove_cvref_t<decltype(get(std::declval<Opts&>()))>;
+    if constexpr (option_detail::kIntegerField<T>)
+      d.integer = std::make_shared<option_detail::IntegerBounds>(
+          option_detail::typeBounds<typename option_detail::IntegerElement<T>::type>());
+    d.addToCommandLine = [names, help, get, bounds = d.integer](CLI::App& app, Opts& o) {
+      CLI::Option* option = option_detail::addField(app, names, help, get(o));
+      if (bounds) option->transform(option_detail::integerIn(bounds));
+      return option;
+    };
+    d.readFromSuite = [key = d.info.key, get, form, bounds = d.integer](StepReader& r, Opts& o) {
+      option_detail::readField(r, key, get(o), form, bounds.get());
+    };
     if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
       d.info.number = true;
       d.info.real = std::is_floating_point_v<T>;

@@ -1,8 +1,8 @@
 #pragma once
 // The flags every measuring subcommand shares, declared once: -w/--warmup, -n/--iters, --trials, --timeout,
-// --json, --label, --trace. Each reaches its field through `holder` (TS_FIELD of the struct that holds it)
-// under one conventional name there (warmup, iters, trials, timeoutS, jsonPath, label, traceDir); the
-// defaults are the holder's, so each subcommand keeps its own.
+// --json, --label, --trace; the counts with their ranges (a warm-up of 0 or more, at least 1 iteration and trial). Each reaches
+// its field through `holder` (TS_FIELD of the struct that holds it) under one conventional name there (warmup, iters, trials,
+// timeoutS, jsonPath, label, traceDir); the defaults are the holder's, so each subcommand keeps its own.
 #include <string>
 
 #include "bench/option_table.h"
@@ -12,20 +12,26 @@ namespace ts {
 template <class Opts, class Holder>
 OptionDecl<Opts>& addWarmupFlag(OptionTable<Opts>& t, Holder holder,
                                 std::string help = "Untimed iterations before the timed ones") {
-  return t.add(
-      "-w,--warmup", std::move(help), [holder](auto& o) -> auto& { return holder(o).warmup; });
+  return t
+      .add(
+          "-w,--warmup", std::move(help), [holder](auto& o) -> auto& { return holder(o).warmup; })
+      .range({0, kMaxCount});
 }
 
 template <class Opts, class Holder>
 OptionDecl<Opts>& addItersFlag(OptionTable<Opts>& t, Holder holder, std::string help = "Timed iterations per trial") {
-  return t.add(
-      "-n,--iters", std::move(help), [holder](auto& o) -> auto& { return holder(o).iters; });
+  return t
+      .add(
+          "-n,--iters", std::move(help), [holder](auto& o) -> auto& { return holder(o).iters; })
+      .range({1, kMaxCount});
 }
 
 template <class Opts, class Holder>
 OptionDecl<Opts>& addTrialsFlag(OptionTable<Opts>& t, Holder holder) {
-  return t.add(
-      "--trials", "Trials of --iters iterations", [holder](auto& o) -> auto& { return holder(o).trials; });
+  return t
+      .add(
+          "--trials", "Trials of --iters iterations", [holder](auto& o) -> auto& { return holder(o).trials; })
+      .range({1, kMaxCount});
 }
 
 template <class Opts, class Holder>

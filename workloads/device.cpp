@@ -1,5 +1,7 @@
 #include "workloads/device.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -40,6 +42,12 @@ std::unique_ptr<Device> Device::open(const DeviceSpec& spec) {
   (void)ordinal;
   throw UsageError(fmt::format("--device {}: this trainscope was built without CUDA", spec.name()));
 #endif
+}
+
+std::uint64_t Device::hostMemoryBytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), pageBytes = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || pageBytes <= 0) return 0;
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(pageBytes);
 }
 
 Device& Device::hostCpu() {

@@ -4,6 +4,7 @@
 // model code is the same for both (docs/architecture.md "Backends"). Memory comes from the device through
 // an Arena.
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -30,6 +31,8 @@ class Device {
   // UsageError for a GPU that is not there, or CUDA asked of a build without it.
   static std::unique_ptr<Device> open(const DeviceSpec& spec);
   static Device& hostCpu();  // the process's CPU device (tests, host-side tensors)
+  // The host's physical memory: the most the CPU device's allocations can ever take (0 where it cannot be read).
+  static std::uint64_t hostMemoryBytes();
   ~Device();
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;

@@ -75,6 +75,17 @@ ModelConfig modelConfigOf(const TrainOptions& o) {
   config.dropout = o.dropout;
   return config;
 }
+
+// The samples synthetic data makes for a classifier (mnist and cifar10 bring their own).
+std::vector<std::int64_t> syntheticSampleShape(ModelKind kind) {
+  return kind == ModelKind::kCnn ? std::vector<std::int64_t>{3, 32, 32} : std::vector<std::int64_t>{784};
+}
+
+// A model built on the CPU holds its parameters and gradients in host memory: one that cannot is refused before any of
+// it is allocated. (A GPU's allocations are counted and refused one by one; its memory is not known before it is opened.)
+void checkFitsTheHost(const ModelConfig& config, const DeviceSpec& device, int tp) {
+  if (!device.cuda()) checkModelFits(config, Device::hostMemoryBytes(), "this host's memory", tp);
+}
 }  // namespace
 
 void validateTrainOptions(const TrainOptions& o) {
@@ -92,7 +103,12 @@ void validateTrainOptions(const TrainOptions& o) {
   sched.total = o.steps;
   validateSchedule(sched);
   parseBytes(o.memoryLimit, "--memory-limit");
-  modelConfigOf(o);
+  ModelConfig model = modelConfigOf(o);
+  if (model.kind != ModelKind::kTransformer) {  // the data's shapes are checked when it is read (Trainer::build)
+    model.inputShape = syntheticSampleShape(model.kind);
+    model.classes = 10;
+  }
+  checkFitsTheHost(model, o.device, o.layout.tp);
   if (o.evalEvery < 0) throw UsageError(fmt::format("--eval-every {}: must be at least 0 (0: no evaluation)", o.evalEvery));
   if (o.evalBatches < 0)
     throw UsageError(fmt::format("--eval-batches {}: must be at least 0 (0: the whole held-out split)", o.evalBatches));
@@ -127,6 +143,15 @@ void validateTrainOptions(const TrainOptions& o) {
   if (!(o.dropout >= 0 && o.dropout < 1)) throw UsageError(fmt::format("--dropout {}: a probability in [0, 1)", o.dropout));
   if (o.dropout > 0 && o.device.cuda())
     throw UsageError("--dropout: dropout runs on the CPU only in this version (--device cpu)");
+  // The data's spec and the files it names (none read: build() loads them), the held-out split's too when evaluated.
+  data::DataOptions d;
+  d.spec = o.data;
+  d.task = o.model == ModelKind::kTransformer ? data::Task::kLanguageModel : data::Task::kClassification;
+  data::checkDataSource(d);
+  if (o.evalEvery > 0) {
+    d.split = data::Split::kHeldOut;
+    data::checkDataSource(d);
+  }
 }
 
 SyncBatchNorm resolveSyncBatchNorm(const TrainOptions& o, int dp) {
@@ -185,8 +210,7 @@ void Trainer::build(double commTimeoutS) {
   d.shard = {dpIndex < layout.workers() ? dpIndex : 0, layout.workers()};
   d.syntheticSize = o.syntheticSize;
   d.augment = o.augment;
-  if (o.model == ModelKind::kMlp) d.sampleShape = {784};
-  if (o.model == ModelKind::kCnn) d.sampleShape = {3, 32, 32};
+  if (!language) d.sampleShape = syntheticSampleShape(o.model);
   d.seqLen = config.seqLen;
   d.vocab = static_cast<int>(std::min<std::int64_t>(config.vocab, 1 << 20));
   source_ = std::make_unique<data::DataSource>(data::makeDataSource(d));
@@ -210,6 +234,7 @@ void Trainer::build(double commTimeoutS) {
     config.classes = info.classes;
   }
   validateModelConfig(config, info);
+  checkFitsTheHost(config, o.device, layout.tp);
   model_ = makeModel(config, microBatchSize(), *device_, TensorParallel{mesh_->coordinate(GroupKind::kTp), layout.tp});
   if (Communicator* tp = mesh_->group(GroupKind::kTp))
     tp_ = std::make_unique<TensorParallelGroup>(*tp, commTimeoutS, groupLabel(*mesh_, GroupKind::kTp));

@@ -65,7 +65,9 @@ struct TrainOptions {
   nlohmann::json toJson() const;
 };
 
-// Every check that needs no data and no memory (flags, preset, overrides, optimizer, schedule): UsageError.
+// Every check that reads no data and allocates nothing (flags, preset, overrides, optimizer, schedule; the model's
+// size against the host's memory on the CPU; the data's spec and that each file it names is a readable regular
+// file): UsageError.
 void validateTrainOptions(const TrainOptions& options);
 // --sync-bn auto, decided: on where it makes data parallel train as one process does (the cnn, dp > 1, the
 // CPU); on and off stay. The record's layout says which it was.

@@ -11,6 +11,7 @@
 #include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/split.h"
+#include "base/terminal_text.h"
 #include "bench/session/child_process.h"
 #include "bench/session/result_stream.h"
 #include "bench/session/result_writer.h"
@@ -222,8 +223,8 @@ int runVariants(const VariantRequest& req, const std::vector<std::string>& argv)
     const std::vector<std::string> args = variantCommand(req.launcher, v, childBackend, self, childArgs, part);
     std::string envText;
     for (const auto& [k, val] : v.env) envText += fmt::format(" {}={}", k, val);
-    std::printf("#\n# ===== variant %zu/%zu: %s (%s%s)\n", i + 1, variants.size(), v.name.c_str(),
-                v.transport.description.empty() ? "NCCL settings" : v.transport.description.c_str(), envText.c_str());
+    std::printf("#\n# ===== variant %zu/%zu: %s (%s%s)\n", i + 1, variants.size(), printable(v.name).c_str(),
+                v.transport.description.empty() ? "NCCL settings" : v.transport.description.c_str(), printable(envText).c_str());
     std::fflush(stdout);
     const int childRc = runChild(args, ChildOptions{v.env, "", false});
     // Merge what the run measured, finished or not: from the document, else from its stream.
@@ -268,11 +269,11 @@ int runVariants(const VariantRequest& req, const std::vector<std::string>& argv)
     run["layouts"] = layouts;
     run["ended_at"] = isoTimeNow();
     writer.finish(run);
-    std::printf("#\n# results: %s (%zu variants merged)\n", req.jsonPath.c_str(), variants.size());
+    std::printf("#\n# results: %s (%zu variants merged)\n", printable(req.jsonPath).c_str(), variants.size());
   }
   if (rc != 0)
     std::fprintf(stderr, "trainscope: error: variant %s ended with exit code %d (the records of every variant are in %s)\n",
-                 failedVariant.c_str(), rc, req.jsonPath.c_str());
+                 printable(failedVariant).c_str(), rc, printable(req.jsonPath).c_str());
   return rc;
 }
 

@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/heartbeat.h"
+#include "base/terminal_text.h"
 #include "base/units.h"
 #include "bench/links/link_record.h"
 #include "bench/links/links_options.h"
@@ -250,8 +251,8 @@ GpuLinks::GpuLinks(const LinksOptions& o, RunContext& ctx, const std::function<v
     }
     gpus_.emplace_back(d, pcie, bytes_);
   }
-  std::printf("#\n# GPU links on %s: %d GPU(s), copies of %s, %d iterations\n", host_.c_str(), count, formatBytes(bytes_).c_str(),
-              o.iters);
+  std::printf("#\n# GPU links on %s: %d GPU(s), copies of %s, %d iterations\n", printable(host_).c_str(), count,
+              formatBytes(bytes_).c_str(), o.iters);
 }
 
 // Host <-> device, pinned and pageable host memory, placed on the GPU's NUMA node where it can be.

@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "base/heartbeat.h"
 #include "base/json_text.h"
+#include "base/terminal_text.h"
 #include "base/units.h"
 #include "bench/links/link_outliers.h"
 #include "bench/links/link_record.h"
@@ -202,7 +203,7 @@ std::size_t mpiPairs(const LinksOptions& o, RunContext& ctx, Emitter& out, const
     }
     failed += pairWrong != 0;
     if (leader) {
-      std::printf("%s", mpiPairsTableRow(a, b, tests).c_str());
+      std::printf("%s", printableLines(mpiPairsTableRow(a, b, tests)).c_str());  // the peers' host names
       std::fflush(stdout);
     }
   }
@@ -210,7 +211,7 @@ std::size_t mpiPairs(const LinksOptions& o, RunContext& ctx, Emitter& out, const
     if (group.size() < 3) continue;  // a median of one or two says nothing about outliers
     const LinkOutliersRecord rec = findOutliers(key.first, key.second, group, o.outlierFraction, key.first == "mpi_latency");
     if (leader && ctx.writer) ctx.writer->add(toJson(rec));
-    if (leader) std::printf("%s", outlierLines(rec).c_str());
+    if (leader) std::printf("%s", printableLines(outlierLines(rec)).c_str());
   }
   return failed;
 }

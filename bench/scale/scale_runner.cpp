@@ -15,6 +15,7 @@
 
 #include "base/error.h"
 #include "base/input_file.h"
+#include "base/terminal_text.h"
 #include "base/user_paths.h"
 #include "bench/commands.h"
 #include "bench/scale/scale_options.h"
@@ -227,7 +228,7 @@ int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string
   if (ec) throw UsageError(fmt::format("--points-dir {}: {}", dir.string(), ec.message()));
   const std::string exe = selfExe();
   const bool nested = launchedByMpi();  // a suite under mpirun: the points' launcher must start afresh
-  std::printf("%s", scaleTableHeader(o, ranks, dir).c_str());
+  std::printf("%s", printableLines(scaleTableHeader(o, ranks, dir)).c_str());
   std::fflush(stdout);
   std::optional<std::pair<int, double>> base;  // (ranks, throughput) of the smallest point that ran
   int failed = 0;

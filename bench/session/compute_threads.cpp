@@ -4,13 +4,16 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/terminal_text.h"
 #include "kernels/cpu/threads.h"
 
 namespace ts {
@@ -18,14 +21,48 @@ namespace {
 
 constexpr int kMaxThreads = 4096;
 
-std::optional<int> threadsFrom(const char* name) {
-  const char* v = std::getenv(name);
+// One count: digits only, 1 to kMaxThreads.
+std::optional<int> countOf(std::string_view text) {
+  int n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0])) || ec != std::errc() ||
+      end != text.data() + text.size() || n < 1 || n > kMaxThreads)
+    return std::nullopt;
+  return n;
+}
+
+// TRAINSCOPE_THREADS: one count.
+std::optional<int> trainscopeThreads() {
+  const char* v = std::getenv("TRAINSCOPE_THREADS");
   if (!v || !*v) return std::nullopt;
-  char* end = nullptr;
-  const long n = std::strtol(v, &end, 10);
-  if (!std::isdigit(static_cast<unsigned char>(v[0])) || *end != '\0' || n < 1 || n > kMaxThreads)
-    throw UsageError(fmt::format("{}={}: expected a whole number of threads from 1 to {}", name, v, kMaxThreads));
-  return static_cast<int>(n);
+  if (const auto n = countOf(v)) return n;
+  throw UsageError(
+      fmt::format("TRAINSCOPE_THREADS={}: expected a whole number of threads from 1 to {}", printable(v), kMaxThreads));
+}
+
+// OMP_NUM_THREADS: as OpenMP defines it, a list of counts, one per nesting level ("4,2"), spaces around each allowed; the
+// first level's applies (trainscope's parallel regions do not nest). Every level is checked: a typo is no setting.
+std::optional<int> openmpThreads() {
+  const char* v = std::getenv("OMP_NUM_THREADS");
+  if (!v || !*v) return std::nullopt;
+  std::optional<int> first;
+  bool good = true;
+  for (std::string_view rest = v; good;) {
+    const std::size_t comma = rest.find(',');
+    std::string_view level = rest.substr(0, comma);
+    while (!level.empty() && (level.front() == ' ' || level.front() == '\t')) level.remove_prefix(1);
+    while (!level.empty() && (level.back() == ' ' || level.back() == '\t')) level.remove_suffix(1);
+    const auto n = countOf(level);
+    good = n.has_value();
+    if (!first) first = n;
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  if (good) return first;
+  throw UsageError(
+      fmt::format("OMP_NUM_THREADS={}: expected a whole number of threads from 1 to {}, or a list of them, one per nesting "
+                  "level (4,2: the first applies)",
+                  printable(v), kMaxThreads));
 }
 
 int cpusOfThisProcess() {
@@ -49,10 +86,10 @@ ComputeThreads decideComputeThreads(int processesOnHost) {
   ComputeThreads t;
   t.cpus = cpusOfThisProcess();
   t.processesOnHost = std::max(1, processesOnHost);
-  if (const auto n = threadsFrom("TRAINSCOPE_THREADS")) {
+  if (const auto n = trainscopeThreads()) {
     t.perProcess = *n;
     t.source = "TRAINSCOPE_THREADS";
-  } else if (const auto m = threadsFrom("OMP_NUM_THREADS")) {
+  } else if (const auto m = openmpThreads()) {
     t.perProcess = *m;
     t.source = "OMP_NUM_THREADS";
   } else {

@@ -2,7 +2,8 @@
 // How many compute threads each process runs (OpenBLAS, the CPU kernels' OpenMP pool, oneDNN): one policy for
 // every subcommand, decided when a run starts and recorded in the result (run.threads).
 //   TRAINSCOPE_THREADS=N   N threads per process;
-//   OMP_NUM_THREADS=N      the OpenMP convention, honoured when TRAINSCOPE_THREADS is unset;
+//   OMP_NUM_THREADS=N      the OpenMP convention, honoured when TRAINSCOPE_THREADS is unset (a list for nested
+//                          levels, "4,2", gives its first: trainscope's parallel regions do not nest);
 //   otherwise              the CPUs this process may run on divided among the run's processes on this host
 //                          (at least 1): two ranks on 2 cores get 1 thread each, never 2 x 2 threads fighting
 //                          for 2 cores.
@@ -19,7 +20,7 @@ struct ComputeThreads {
 };
 
 // Decides from the environment (UsageError naming the variable for a value that is not a whole number in
-// [1, 4096]); does not apply it.
+// [1, 4096], or for OMP_NUM_THREADS a list of them); does not apply it.
 ComputeThreads decideComputeThreads(int processesOnHost);
 // Sets the thread counts of the process's compute libraries.
 void applyComputeThreads(const ComputeThreads& t);

@@ -18,6 +18,7 @@
 #include "base/heartbeat.h"
 #include "base/json_text.h"
 #include "base/stop_request.h"
+#include "base/terminal_text.h"
 #include "bench/session/activity.h"
 #include "comm/bootstrap.h"
 #include "comm/liveness_lifeline.h"
@@ -142,7 +143,7 @@ std::string ownStopLine(int sig) {
 // Prints the run's line, tells every other process to end, and ends this one (process 0).
 [[noreturn]] void endWith(const std::string& line, int exitCode) {
   std::fflush(stdout);
-  std::fprintf(stderr, "trainscope: error: %s\n", line.c_str());
+  std::fprintf(stderr, "trainscope: error: %s\n", printable(line).c_str());  // a peer's words, its host's name
   std::fflush(stderr);
   activity::errorReported();
   g_hub->endAll(exitCode);
@@ -224,7 +225,7 @@ void onHubGone() {
   activity::errorReported();
   if (g_rank == 1) {
     std::fprintf(stderr, "trainscope: error: %s: process 0 (%s) ended without a word (killed, or crashed); ending all ranks\n",
-                 activity::who().c_str(), g_hosts.empty() ? "?" : g_hosts[0].c_str());
+                 printable(activity::who()).c_str(), g_hosts.empty() ? "?" : printable(g_hosts[0]).c_str());
     std::fflush(stderr);
   }
   std::_Exit(1);
@@ -232,7 +233,7 @@ void onHubGone() {
 
 [[noreturn]] void sayItHere(const Failure& f) {
   std::fflush(stdout);
-  std::fprintf(stderr, "trainscope: error: %s\n", f.line.c_str());
+  std::fprintf(stderr, "trainscope: error: %s\n", printable(f.line).c_str());
   std::fflush(stderr);
   activity::errorReported();
   std::_Exit(f.exitCode);

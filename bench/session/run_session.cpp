@@ -10,6 +10,7 @@
 
 #include "base/heartbeat.h"
 #include "base/json_text.h"
+#include "base/terminal_text.h"
 #include "bench/session/activity.h"
 #include "bench/session/agreement.h"
 #include "bench/session/compute_threads.h"
@@ -142,7 +143,7 @@ void printTelemetry(const nlohmann::json& rec) {
       line += fmt::format(", SM clock under {:.0f}% of its maximum while busy in {} sample(s)", 100 * kLowClockFraction,
                           g["low_clock_samples"].get<int>());
   }
-  std::printf("%s\n", line.c_str());
+  std::printf("%s\n", printable(line).c_str());  // GPU names and host names as read
 }
 
 void addTelemetry(ResultWriter& writer, const nlohmann::json& rec) {
@@ -186,7 +187,8 @@ void RunSession::writeDocument() {
   meta_["layouts"] = ctx_->layouts;
   if (writer_ && !writer_->jsonPath().empty()) {
     writer_->finish(meta_);
-    std::printf("#\n# results: %s (records streamed to %s)\n", writer_->jsonPath().c_str(), writer_->streamPath().c_str());
+    std::printf("#\n# results: %s (records streamed to %s)\n", printable(writer_->jsonPath()).c_str(),
+                printable(writer_->streamPath()).c_str());
   }
   std::fflush(stdout);
 }
@@ -199,7 +201,8 @@ void printInventory(RunContext& ctx) {
   if (ctx.boot.rank() != 0) return;
   const nlohmann::json& meta = *ctx.metadata;
   for (const auto& host : meta["hosts"]) {
-    std::printf("%s", formatInventory(host, host["versions"], meta["environment"]).c_str());
+    // Host names, model names and environment values as every process read them: text, not terminal commands.
+    std::printf("%s", printableLines(formatInventory(host, host["versions"], meta["environment"])).c_str());
     if (meta["hosts"].size() > 1) std::printf("\n");
   }
   std::fflush(stdout);

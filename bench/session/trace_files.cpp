@@ -14,6 +14,7 @@
 #include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/json_text.h"
+#include "base/terminal_text.h"
 #include "comm/bootstrap.h"
 #include "kernels/trace.h"
 #ifdef TRAINSCOPE_HAVE_CUPTI
@@ -147,7 +148,7 @@ TraceFiles::TraceFiles(Bootstrap& boot, std::string dir, int worldSize) : boot_(
     try {
       device_ = std::make_unique<cuda::ActivityTrace>();
     } catch (const std::exception& e) {  // another profiler holds CUPTI, or no permission: host spans only
-      std::fprintf(stderr, "trainscope: warning: --trace %s: no kernel-level spans: %s\n", dir_.c_str(), e.what());
+      std::fprintf(stderr, "trainscope: warning: --trace %s: no kernel-level spans: %s\n", printable(dir_).c_str(), e.what());
     }
   }
 #endif

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "base/heartbeat.h"
+#include "base/terminal_text.h"
 #include "bench/session/activity.h"
 #include "bench/session/peer_census.h"
 #include "bench/session/run_ending.h"
@@ -102,8 +103,10 @@ Watchdog::Handler endAllRanksOnTimeout(double timeoutS, std::function<void(int e
           "process, a lost host, or the network)",
           activity::current(), waited);
     }
-    std::fprintf(stderr, "trainscope: error: %s: timeout: %s (--timeout %g); ending all ranks%s\n", activity::who().c_str(),
-                 what.c_str(), timeoutS, saved.c_str());
+    std::fprintf(
+        stderr, "trainscope: error: %s\n",
+        printable(fmt::format("{}: timeout: {} (--timeout {:g}); ending all ranks{}", activity::who(), what, timeoutS, saved))
+            .c_str());
     std::fflush(stderr);
     // The others hear it over their lifelines too (bench/session/run_ending.h): where no launcher ends them
     // (RANK/WORLD_SIZE), and so that process 0 does not take this process's end for a death.

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/terminal_text.h"
 #include "base/user_paths.h"
 #include "bench/commands.h"
 #include "bench/session/data_home.h"
@@ -48,12 +49,16 @@ Action addSuiteOptions(CLI::App& app) {
   sub->add_flag("--check-only", args->checkOnly, "Check the suite file and list its steps; run nothing");
   return [args](const std::vector<std::string>& argv) -> int {
     args->file = resolveSuite(args->file);
-    const Suite suite = loadSuite(args->file);  // everything checked before anything runs
+    // Every step of the whole file checked before anything runs, the run's as --check-only's: each kind's step reader
+    // makes the checks its subcommand makes before it starts (paths, data, values: train's checkTrainRun).
+    const Suite suite = loadSuite(args->file);
     if (!args->reportDir.empty()) checkOutputDirectory("--report", args->reportDir);
     if (args->checkOnly) {
       if (launcherRank() == 0) {
-        std::printf("suite %s (%s): %zu steps, all valid\n", suite.name.c_str(), args->file.c_str(), suite.steps.size());
-        for (const auto& s : suite.steps) std::printf("  line %d: %s (%s)\n", s.line, s.name.c_str(), s.kind.c_str());
+        // The names are the file's, printed as text (base/terminal_text.h); the record keeps them as given.
+        std::printf("suite %s (%s): %zu steps, all valid\n", printable(suite.name).c_str(), printable(args->file).c_str(),
+                    suite.steps.size());
+        for (const auto& s : suite.steps) std::printf("  line %d: %s (%s)\n", s.line, printable(s.name).c_str(), s.kind.c_str());
       }
       return 0;
     }
@@ -71,8 +76,8 @@ Action addSuiteOptions(CLI::App& app) {
     for (std::size_t i = 0; i < suite.steps.size(); ++i) {
       const SuiteStep& step = suite.steps[i];
       if (session->boot().rank() == 0) {
-        std::printf("#\n# ===== suite %s: step %zu/%zu: %s (%s, line %d)\n", suite.name.c_str(), i + 1, suite.steps.size(),
-                    step.name.c_str(), step.kind.c_str(), step.line);
+        std::printf("#\n# ===== suite %s: step %zu/%zu: %s (%s, line %d)\n", printable(suite.name).c_str(), i + 1,
+                    suite.steps.size(), printable(step.name).c_str(), step.kind.c_str(), step.line);
         std::fflush(stdout);
       }
       session->context().step = step.name;
@@ -82,7 +87,8 @@ Action addSuiteOptions(CLI::App& app) {
     int rc = failed ? 1 : 0;
     if (!args->reportDir.empty() && session->boot().rank() == 0) {
       if (writeReport("/proc/self/exe", json, args->reportDir) != 0) {
-        std::fprintf(stderr, "trainscope: error: the report of %s could not be written (the results are kept)\n", json.c_str());
+        std::fprintf(stderr, "trainscope: error: the report of %s could not be written (the results are kept)\n",
+                     printable(json).c_str());
         rc = rc ? rc : 1;
       }
     }

@@ -3,6 +3,7 @@
 // PyTorch's load_state_dict takes (safetensors.torch.load_file).
 #include <cstdio>
 
+#include "base/terminal_text.h"
 #include "bench/commands.h"
 #include "workloads/checkpoint/checkpoint.h"
 
@@ -24,7 +25,7 @@ Subcommand checkpointSubcommand() {
             c->add_flag("--optimizer", *optimizer, "Add the optimizer state (<param>.exp_avg, ...)");
             return [path, out, optimizer](const std::vector<std::string>&) {
               const std::size_t n = ckpt::consolidate(*path, *out, *optimizer);
-              std::printf("# %zu tensors of %s -> %s\n", n, path->c_str(), out->c_str());
+              std::printf("# %zu tensors of %s -> %s\n", n, printable(*path).c_str(), printable(*out).c_str());
               return 0;
             };
           },

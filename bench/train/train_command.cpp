@@ -22,9 +22,11 @@ void addModelOptions(OptionTable<TrainRunOptions>& t) {
         "Override a model field, key=value (depth, width, activation; widths, blocks, stem; layers, hidden, heads, seq_len, "
         "vocab); in a suite an array, or one string of key=value;key=value",
         TS_FIELD(train.overrides));
-  t.add("--steps", "Optimizer steps", TS_FIELD(train.steps));
-  t.add("--batch", "Global batch per step (samples, or sequences for the transformer)", TS_FIELD(train.batch));
-  t.add("--micro-batches", "Gradient accumulation: micro-batches per step (must divide --batch)", TS_FIELD(train.microBatches));
+  t.add("--steps", "Optimizer steps", TS_FIELD(train.steps)).range({1, kMaxCount});
+  t.add("--batch", "Global batch per step (samples, or sequences for the transformer)", TS_FIELD(train.batch))
+      .range({1, kMaxCount});
+  t.add("--micro-batches", "Gradient accumulation: micro-batches per step (must divide --batch)", TS_FIELD(train.microBatches))
+      .range({1, kMaxCount});
   // --dtype: kernels' word for the same choice (one vocabulary across subcommands; the suite key stays precision).
   t.add("--device", "cpu, cuda (GPU 0) or cuda:N", TS_FIELD(device));
   onUnknownChoice(
@@ -136,8 +138,8 @@ void addLayoutOptions(OptionTable<TrainRunOptions>& t) {
 // The run around the training: timing, checkpoints, output.
 void addRunOptions(OptionTable<TrainRunOptions>& t) {
   const auto self = [](auto& o) -> auto& { return o; };
-  t.add("--warmup-steps", "Steps trained but not timed", TS_FIELD(warmupSteps));
-  t.add("--log-every", "Print a line every N steps (0 = about 20 lines)", TS_FIELD(logEvery));
+  t.add("--warmup-steps", "Steps trained but not timed", TS_FIELD(warmupSteps)).range({0, kMaxCount});
+  t.add("--log-every", "Print a line every N steps (0 = about 20 lines)", TS_FIELD(logEvery)).range({0, kMaxCount});
   t.add("--ceiling,!--no-ceiling", "Measure the GEMM ceiling first, for MFU", TS_FIELD(ceiling));
   t.add("--checkpoint-dir",
         "Write checkpoints here: each rank's safetensors file (parameters, optimizer state) and index.json; any layout resumes "
@@ -145,7 +147,8 @@ void addRunOptions(OptionTable<TrainRunOptions>& t) {
         TS_FIELD(train.checkpointDir));
   t.add("--checkpoint-async", "Snapshot the state to host memory and write it in the background (commit at the next save)",
         TS_FIELD(train.checkpointAsync));
-  t.add("--checkpoint-every", "Steps between checkpoints (0 = at the end only)", TS_FIELD(train.checkpointEvery));
+  t.add("--checkpoint-every", "Steps between checkpoints (0 = at the end only)", TS_FIELD(train.checkpointEvery))
+      .range({0, kMaxCount});
   t.add("--resume", "Continue from the latest checkpoint in --checkpoint-dir (if there is one)", TS_FIELD(train.resume));
   addTimeoutFlag(t, self);
   addOutputFlags(t, self);
@@ -172,9 +175,8 @@ const OptionTable<TrainRunOptions>& trainOptions() {
 SuiteStep readStep(StepReader& r) {
   TrainRunOptions o;
   trainOptions().readFromSuite(r, o);
-  wl::validateTrainOptions(o.train);
-  if (o.warmupSteps < 0 || o.warmupSteps >= o.train.steps)
-    throw UsageError(fmt::format("warmup_steps {} must be in [0, steps {})", o.warmupSteps, o.train.steps));
+  checkTrainRun(o);  // the subcommand's own check, before the suite's first step
+  checkWarmupSteps(o.warmupSteps, o.train.steps);
   SuiteStep s;
   s.config = toJson(o);
   s.run = [o](RunContext& ctx) {

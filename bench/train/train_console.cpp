@@ -1,4 +1,5 @@
 #include "bench/train/train_console.h"
+#include "base/terminal_text.h"
 
 #include <cstdio>
 
@@ -30,7 +31,8 @@ void printTrainBanner(wl::Trainer& trainer, const TrainRunOptions& o, const wl::
                 trainer.ownedParameterElements(), static_cast<long long>(model.parameterCount()));
   }
   if (trainer.firstStep() > 0)
-    std::printf("# resumed at step %lld from %s\n", static_cast<long long>(trainer.firstStep()), o.train.checkpointDir.c_str());
+    std::printf("# resumed at step %lld from %s\n", static_cast<long long>(trainer.firstStep()),
+                printable(o.train.checkpointDir).c_str());
 }
 
 void printEvalLine(const EvalPoint& p, const std::string& itemName) {

@@ -27,6 +27,14 @@ struct TrainRunOptions {
 };
 
 nlohmann::json toJson(const TrainRunOptions& o);
+// Every check of a run's options that runs nothing (no process met, no data read, nothing allocated): the values, the
+// model's size, the data's spec and files, the device's spec, where the run writes. UsageError, one line. `trainscope
+// train` checks with it before it starts; a suite checks each train step with it before its first step runs. (The GPU is
+// opened, the data read and the warm-up checked when the run starts.)
+void checkTrainRun(const TrainRunOptions& o);
+// The warm-up against the steps there are to train: the run checks it once it knows where it resumes (after every other
+// check, the data's and the device's included); a suite's step, before the suite's first step, against all its steps.
+void checkWarmupSteps(std::int64_t warmupSteps, std::int64_t stepsToTrain);
 // Trains and writes one `train` record (also when the run fails part-way: the steps done are kept).
 void runTrainStep(const TrainRunOptions& o, RunContext& ctx);
 int runTrain(const TrainRunOptions& o, const std::vector<std::string>& argv);

@@ -60,22 +60,8 @@ nlohmann::json mfuFor(wl::Trainer& trainer, Precision precision, Precision gemmP
   return mfuBlock(perDevice, measured, datasheet, clock);
 }
 
-void checkRunOptions(const TrainRunOptions& o, const wl::Mesh& mesh) {
-  if (o.warmupSteps < 0) throw UsageError("--warmup-steps must be >= 0");
-  if (!o.dumpLogits.empty() && mesh.size(wl::GroupKind::kPp) > 1)
-    throw UsageError("--dump-logits with --pp: the logits are on the last stage; dump them from a run without --pp");
-  // Where the run writes, checked before the model is built and a step is trained.
-  if (!o.dumpLogits.empty()) checkOutputFile("--dump-logits", o.dumpLogits);
-  if (!o.mllogPath.empty()) checkOutputFile("--mllog", o.mllogPath);
-  if (!o.train.checkpointDir.empty()) checkOutputDirectory("--checkpoint-dir", o.train.checkpointDir);
-  if (!o.traceDir.empty()) checkOutputDirectory("--trace", o.traceDir);
-}
-
 void checkWarmup(const TrainRunOptions& o, const wl::Trainer& trainer) {
-  const std::int64_t todo = o.train.steps - trainer.firstStep();
-  if (o.warmupSteps >= todo)
-    throw UsageError(fmt::format("--warmup-steps {} leaves none of the {} steps to time: train more steps or warm up fewer",
-                                 o.warmupSteps, todo));
+  checkWarmupSteps(o.warmupSteps, o.train.steps - trainer.firstStep());
 }
 
 // Process 0 measures the GEMM ceiling MFU is against, in the precision the run's GEMMs take: the run's on
@@ -190,7 +176,6 @@ void logRunConfig(MlperfLog& log, wl::Trainer& trainer, const TrainRunOptions& o
 
 // Every rank trains its part of the layout; process 0 prints and writes the record.
 void trainOnMesh(const TrainRunOptions& o, RunContext& ctx, const wl::Mesh& mesh) {
-  checkRunOptions(o, mesh);
   const bool leader = ctx.boot.rank() == 0;
   const int world = mesh.worldSize();
   Watchdog watchdog(o.timeoutS, ctx.boot.rank(), endAllRanksOnTimeout(o.timeoutS, ctx.boot));
@@ -261,6 +246,25 @@ void trainOnMesh(const TrainRunOptions& o, RunContext& ctx, const wl::Mesh& mesh
 
 }  // namespace
 
+void checkTrainRun(const TrainRunOptions& o) {
+  wl::TrainOptions train = o.train;
+  train.device = wl::parseDeviceSpec(o.device);
+  wl::validateTrainOptions(train);
+  if (!o.dumpLogits.empty() && o.train.layout.pp > 1)
+    throw UsageError("--dump-logits with --pp: the logits are on the last stage; dump them from a run without --pp");
+  // Where the run writes: a run must not train for minutes and then find it cannot.
+  if (!o.dumpLogits.empty()) checkOutputFile("--dump-logits", o.dumpLogits);
+  if (!o.mllogPath.empty()) checkOutputFile("--mllog", o.mllogPath);
+  if (!o.train.checkpointDir.empty()) checkOutputDirectory("--checkpoint-dir", o.train.checkpointDir);
+  if (!o.traceDir.empty()) checkOutputDirectory("--trace", o.traceDir);
+}
+
+void checkWarmupSteps(std::int64_t warmupSteps, std::int64_t stepsToTrain) {
+  if (warmupSteps >= stepsToTrain)
+    throw UsageError(fmt::format("--warmup-steps {} leaves none of the {} steps to time: train more steps or warm up fewer",
+                                 warmupSteps, stepsToTrain));
+}
+
 void runTrainStep(const TrainRunOptions& given, RunContext& ctx) {
   Bootstrap& boot = ctx.boot;
   TrainRunOptions o = given;
@@ -286,6 +290,7 @@ void runTrainStep(const TrainRunOptions& given, RunContext& ctx) {
 }
 
 int runTrain(const TrainRunOptions& o, const std::vector<std::string>& argv) {
+  checkTrainRun(o);
   auto session = RunSession::open(BootstrapKind::kAuto, launchedByMpi(), "train", argv, toJson(o), o.jsonPath, o.timeoutS);
   try {
     runTrainStep(o, session->context());

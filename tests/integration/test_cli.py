@@ -76,3 +76,29 @@ def test_a_nccl_tests_command_line_runs_as_it_reads(tmp_path):
 def test_a_nccl_tests_flag_trainscope_cannot_honour_is_one_line(args, line):
     r = run_trainscope(["collectives"] + args)
     assert r.rc == 2 and len(r.error_lines()) == 1 and line in r.error_lines()[0], r.err
+
+
+@pytest.mark.parametrize("args,line", [
+    (["train", "--batch", "-1"], "--batch: must be a positive integer, got -1"),
+    (["train", "--steps", "2147483648"], "--steps: 2147483648 is out of range (at most 2147483647)"),
+    (["train", "--steps", "99999999999999999999"], "--steps: 99999999999999999999 is out of range (at most 2147483647)"),
+    (["train", "--log-every", "-5"], "--log-every: must be a non-negative integer, got -5"),
+    (["train", "--loss-scale-interval", "2147483648"], "--loss-scale-interval: 2147483648 is out of range (at most 2147483647)"),
+    (["train", "--batch", "1.5"], "--batch: must be an integer, got '1.5'"),
+    (["train", "--lr", "abc"], "--lr: must be a number, got 'abc'"),
+    (["collectives", "-n", "2147483648"], "--iters: 2147483648 is out of range (at most 2147483647)"),
+    (["kernels", "--iters", "-1"], "--iters: must be a positive integer, got -1"),
+    (["scale", "--ranks", "2147483648"], "--ranks: 2147483648 is out of range (at most 2147483647)"),
+])
+def test_a_number_out_of_its_range_is_said_in_our_words(args, line):
+    """Issue #34: CLI11's "At Most 1 required but received 2" and "Could not convert" said nothing of the range, and an
+    int64 option took 99999999999999999999 as 2^63 - 1 steps and ran."""
+    r = run_trainscope(args, timeout=60)
+    assert r.rc == 2 and r.error_lines() == [f"trainscope: error: {line} (see trainscope --help)"], r.err
+
+
+def test_control_bytes_of_an_error_reach_the_terminal_escaped(tmp_path):
+    """A file name is echoed in the error line with its control bytes as \\xNN: one line, no escape sequence."""
+    r = run_trainscope(["suite", tmp_path / "no\x1b[2Jsuch\n.toml"])
+    assert r.rc == 2 and len(r.error_lines()) == 1, r.err
+    assert "\x1b" not in r.err and "no\\x1b[2Jsuch\\x0a.toml" in r.error_lines()[0], r.err

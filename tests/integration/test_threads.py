@@ -56,8 +56,15 @@ def test_a_bad_count_is_one_line_before_any_work(tmp_path, value):
     assert r.error_lines() == [want]
 
 
+def test_an_openmp_list_takes_its_first_level(tmp_path):
+    """OMP_NUM_THREADS may hold a list for nested levels ("4,2", valid OpenMP); trainscope runs one level, the first's
+    count (issue #34: it refused the list)."""
+    t = threads_of(tmp_path, env={"OMP_NUM_THREADS": "4,2"})
+    assert (t["per_process"], t["source"]) == (4, "OMP_NUM_THREADS")
+
+
 def test_a_bad_openmp_count_is_one_line_too(tmp_path):
-    """OMP_NUM_THREADS may hold a list for nested levels ("4,2"); trainscope has one level and says so."""
-    r = run_trainscope([*TRAIN, "--json", tmp_path / "t.json"], env={"OMP_NUM_THREADS": "4,2"})
+    r = run_trainscope([*TRAIN, "--json", tmp_path / "t.json"], env={"OMP_NUM_THREADS": "4,x"})
     assert r.rc == 2 and not (tmp_path / "t.json").exists()
-    assert r.error_lines() == ["trainscope: error: OMP_NUM_THREADS=4,2: expected a whole number of threads from 1 to 4096"]
+    assert r.error_lines() == ["trainscope: error: OMP_NUM_THREADS=4,x: expected a whole number of threads from 1 to 4096, or a "
+                               "list of them, one per nesting level (4,2: the first applies)"]

@@ -4,11 +4,13 @@ forward pass, and bad input gives one clear error line."""
 import json
 import math
 import struct
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
-from helpers import run_trainscope
+from helpers import base_env, run_trainscope, trainscope_path
 
 GPL3 = "/usr/share/common-licenses/GPL-3"
 
@@ -177,7 +179,7 @@ def test_checkpoint_weights_reproduce_the_logits_in_numpy(tmp_path):
 @pytest.mark.parametrize("args,message", [
     (["--model", "mlp", "--preset", "huge"], "--preset: unknown mlp preset 'huge' (tiny, small, base, deep)"),
     (["--model", "rnn"], "--model: unknown model 'rnn' (mlp, cnn, transformer)"),
-    (["--batch", 0], "--batch 0: must be at least 1"),
+    (["--batch", 0], "--batch: must be a positive integer, got 0"),
     (["--memory-limit", "12X"], "--memory-limit: '12X' is not a size (expected a whole number of bytes with an optional K, M or G "
      "suffix, e.g. 8, 64K, 4M)"),
     (["--batch", 6, "--micro-batches", 4], "--micro-batches 4: must be at least 1 and divide --batch 6"),
@@ -205,7 +207,7 @@ def test_checkpoint_weights_reproduce_the_logits_in_numpy(tmp_path):
     (["--lr-gamma", 2], "--lr-gamma: 2 is not in (0, 1]"),
     (["--clip-norm", "-1"], "--clip-norm: -1 is not in [0, 1000000000000]"),
     (["--timeout", "1e300"], "--timeout: 1e300 is not in [0, 1000000]"),
-    (["--seed", "-1"], "--seed: -1 is negative"),
+    (["--seed", "-1"], "--seed: must be a non-negative integer, got -1"),
 ])
 def test_bad_input_gives_one_clear_error(tmp_path, args, message):
     out = tmp_path / "bad.json"
@@ -321,3 +323,38 @@ def test_mfu_over_its_ceiling_is_remeasured_then_flagged(tmp_path, validate, np)
     assert run_trainscope(["report", out, "-o", rep]).rc == 0
     html = (rep / "index.html").read_text()
     assert "MFU above 100% of its peak (ceiling_suspect" in html and "after re-measuring it" in html and "% !</td>" in html
+
+
+# Runs a command under an address-space cap (a guard for this machine: the old code took 21 GB for layers=2^31) and says
+# its exit code, its stderr and its peak resident memory (VmHWM, from the kernel's accounting of this wrapper's child).
+PEAK = """
+import json, resource, subprocess, sys
+cap = int(sys.argv[1])
+p = subprocess.run(sys.argv[2:], capture_output=True, text=True, timeout=120,
+                   preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (cap, cap)))
+print(json.dumps({"rc": p.returncode, "err": p.stderr, "peak_kib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))
+"""
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--model", "transformer", "--set", "layers=2147483648"], "--set layers=2147483648: out of range (at most 4096)"),
+    (["--model", "mlp", "--set", "depth=100000000"], "--set depth=100000000: out of range (at most 4096)"),
+    (["--model", "transformer", "--set", "vocab=1099511627776"], "--set vocab=1099511627776: out of range (at most 16777216)"),
+    (["--model", "cnn", "--set", "blocks=1,1,1000000", "--set", "widths=16,32,64"], "--set blocks=1,1,1000000: out of range"),
+    (["--model", "transformer", "--set", "hidden=65536", "--set", "layers=4096", "--set", "heads=1"], "more than this host's"),
+    (["--model", "mlp", "--set", "width=1048576", "--set", "depth=4096"], "more than this host's"),
+])
+def test_a_model_too_large_is_refused_before_anything_is_allocated(tmp_path, args, message):
+    """Issue #34: --set layers=2147483648 built layer after layer (6.8 GB, 21 GB here) before failing. The model's size is
+    computed from its config first, each product checked, and a shape beyond range or a model whose parameters and
+    gradients alone exceed the host's memory is one line, the process staying small."""
+    out = tmp_path / "big.json"
+    cmd = [trainscope_path(), "train", "--no-ceiling", "--steps", "2", "--json", str(out), *args]
+    run = subprocess.run([sys.executable, "-c", PEAK, str(4 << 30), *cmd], capture_output=True, text=True, env=base_env(),
+                         timeout=180)
+    r = json.loads(run.stdout)
+    assert r["rc"] == 2, r["err"]
+    lines = [line for line in r["err"].splitlines() if line.startswith("trainscope: error:")]
+    assert len(lines) == 1 and message in lines[0], r["err"]
+    assert r["peak_kib"] < 1 << 20, f"peak resident memory {r['peak_kib']} KiB"  # about 230 MiB: the binary and its libraries
+    assert not out.exists()

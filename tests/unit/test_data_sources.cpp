@@ -2,6 +2,7 @@
 // synthetic tasks carry a learnable signal, and real-dataset files are parsed and checked (each kind of
 // damage gives one line naming the file).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -11,6 +12,8 @@
 #include <fstream>
 #include <set>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "base/error.h"
 #include "tests/unit/test_support.h"
@@ -613,6 +616,33 @@ TEST(DataSources, SpecErrorsAreOneClearLine) {
   o.spec = "synthetic";
   o.classes = 1;
   EXPECT_NE(usageError([&] { makeDataSource(o); }).find("at least 2 classes"), std::string::npos);
+}
+
+// The check a suite makes of every train step's data before its first step (issue #34): what makeDataSource would
+// refuse for the spec, and every file it would read there and a regular file, none opened (a FIFO would block the open).
+TEST(DataSources, CheckDataSourceFindsEveryFileWithoutReadingOne) {
+  const fs::path dir = scratch("check");
+  DataOptions o;
+  o.spec = "imagenet:/x";
+  EXPECT_EQ(usageError([&] { checkDataSource(o); }), usageError([&] { makeDataSource(o); }));
+  o.spec = "mnist:" + dir.string();
+  EXPECT_EQ(usageError([&] { checkDataSource(o); }),
+            fmt::format("--data {}: {} has no train-images-idx3-ubyte", o.spec, dir.string()));
+  writeMnist(dir, 20);
+  EXPECT_NO_THROW(checkDataSource(o));
+  o.split = Split::kHeldOut;  // the held-out split's own files
+  EXPECT_NE(usageError([&] { checkDataSource(o); }).find("has no t10k-images-idx3-ubyte"), std::string::npos);
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  o.spec = "text:" + (dir / "fifo").string();
+  o.task = Task::kLanguageModel;
+  o.split = Split::kTrain;
+  EXPECT_EQ(usageError([&] { checkDataSource(o); }),
+            fmt::format("--data {}: file {}: is a FIFO, not a regular file", o.spec, (dir / "fifo").string()));
+  o.spec = "text:" + dir.string();
+  EXPECT_EQ(usageError([&] { checkDataSource(o); }),
+            fmt::format("--data {}: file {}: is a directory, not a regular file", o.spec, dir.string()));
+  o.spec = "synthetic";
+  EXPECT_NO_THROW(checkDataSource(o));
 }
 
 TEST(DataSources, SliceTakesRows) {

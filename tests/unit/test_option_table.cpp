@@ -108,7 +108,9 @@ TEST(OptionTable, ABadSuiteValueIsOneLineNamingTheKey) {
   const std::pair<const char*, const char*> cases[] = {
       {"count = 1.5\n", "step.toml:1: 'count' must be an integer"},
       {"count = 3000000000\n", "step.toml:1: 'count': 3000000000 is out of range"},
-      {"seed = -1\n", "step.toml:1: 'seed': -1 is negative"},
+      {"count = 3000000000\n", "step.toml:1: 'count': 3000000000 is out of range (at most 2147483647)"},
+      {"count = -3000000000\n", "step.toml:1: 'count': must be an integer of at least -2147483648, got -3000000000"},
+      {"seed = -1\n", "step.toml:1: 'seed': must be a non-negative integer, got -1"},
       {"split = [1, \"x\"]\n", "step.toml:1: 'split' must be an array of integers"},
       {"split = \"1,x\"\n", "step.toml:1: 'split': 'x' is not an integer"},
       {"colour = \"blue\"\n", "step.toml:1: 'colour': unknown 'blue' (expected red or green)"},
@@ -124,6 +126,32 @@ TEST(OptionTable, ABadSuiteValueIsOneLineNamingTheKey) {
       EXPECT_EQ(std::string(e.what()).rfind(message, 0), 0u) << e.what();
     }
   }
+}
+
+// The command line's words for an integer are the suite's: the field's type bounds it, and a number that is no integer says so.
+TEST(OptionTable, TheCommandLineSaysWhatIsWrongWithAnInteger) {
+  const std::pair<std::vector<std::string>, const char*> cases[] = {
+      {{"-c", "3000000000"}, "--count: 3000000000 is out of range (at most 2147483647)"},
+      {{"-c", "-3000000000"}, "--count: must be an integer of at least -2147483648, got -3000000000"},
+      {{"-c", "1e3"}, "--count: must be an integer, got '1e3'"},
+      {{"--seed", "-1"}, "--seed: must be a non-negative integer, got -1"},
+      {{"--seed", "18446744073709551616"}, "--seed: 18446744073709551616 is out of range (at most 18446744073709551615)"},
+      {{"--split", "2,x"}, "--split: must be an integer, got 'x'"},
+      {{"--split", "2,3000000000"}, "--split: 3000000000 is out of range (at most 2147483647)"},
+  };
+  for (const auto& [args, message] : cases) {
+    SCOPED_TRACE(args[1]);
+    try {
+      fromCommandLine(args);
+      ADD_FAILURE() << "accepted";
+    } catch (const CLI::ParseError& e) {
+      EXPECT_EQ(std::string(e.what()), message);
+    }
+  }
+  // Decimal, whatever the leading zeros (CLI11 alone read 010 as octal 8), and a plus sign is a sign.
+  EXPECT_EQ(fromCommandLine({"-c", "010"}).count, 10);
+  EXPECT_EQ(fromCommandLine({"-c", "+7"}).count, 7);
+  EXPECT_EQ(fromCommandLine({"-c", "-2147483648"}).count, -2147483648LL);
 }
 
 TEST(OptionTable, TheCommandLineRejectsAnUnknownEnumName) {

@@ -39,14 +39,20 @@ std::int64_t checkCifar10Batch(std::span<const std::uint8_t> bytes, const std::s
   return records;
 }
 
-Cifar10::Cifar10(const std::string& dir, Split split) {
+std::vector<std::string> Cifar10::files(const std::string& dir, Split split) {
   const std::string where = batchDirectory(dir);
   std::vector<std::string> names;
   for (int f = 1; f <= kFiles; ++f) names.push_back(fmt::format("data_batch_{}.bin", f));
   if (split == Split::kHeldOut) names = {"test_batch.bin"};
+  std::vector<std::string> paths;
+  for (const std::string& name : names) paths.push_back(findDatasetFile(where, {name}));
+  return paths;
+}
+
+Cifar10::Cifar10(const std::string& dir, Split split) {
   std::int64_t total = 0;
-  for (const std::string& name : names) {
-    InputFile file = openDataFile(findDatasetFile(where, {name}), kMaxWholeDataFileBytes);
+  for (const std::string& path : files(dir, split)) {
+    InputFile file = openDataFile(path, kMaxWholeDataFileBytes);
     const std::int64_t records = checkCifar10Batch(file.readBytes(), file.path());
     firstIndex_.push_back(total);
     total += records;

@@ -23,6 +23,8 @@ class Cifar10 : public Dataset {
  public:
   // Reads and checks the split's files: data_batch_1.bin .. data_batch_5.bin, or test_batch.bin (held out).
   explicit Cifar10(const std::string& dir, Split split = Split::kTrain);
+  // The split's batch files, found as the constructor finds them (in DIR or the archive's folder in it); none is opened.
+  static std::vector<std::string> files(const std::string& dir, Split split);
   const DataInfo& info() const override { return info_; }
   void sample(std::int64_t index, float* features, std::int32_t* tokens, std::int32_t* targets) const override;
   nlohmann::json identity() const override;

@@ -1,11 +1,15 @@
 #include "workloads/data/data_source.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/user_paths.h"
 #include "workloads/data/cifar10.h"
 #include "workloads/data/held_out.h"
 #include "workloads/data/mnist.h"
@@ -100,56 +104,94 @@ nlohmann::json DataSource::identity() const {
 }
 
 namespace {
-std::shared_ptr<const Dataset> makeDataset(const DataOptions& o, std::string_view kind, const std::string& arg, bool hasArg) {
+
+// --data as given: "kind" or "kind:argument".
+struct DataSpec {
+  std::string kind, arg;
+  bool hasArg = false;
+};
+
+DataSpec parseSpec(const std::string& spec) {
+  const auto colon = spec.find(':');
+  DataSpec s;
+  s.kind = spec.substr(0, colon);
+  s.hasArg = colon != std::string::npos;
+  if (s.hasArg) s.arg = spec.substr(colon + 1);
+  return s;
+}
+
+// What the spec says of itself and the task: a known source, the argument it needs, data the model trains on.
+void checkSpec(const DataOptions& o, const DataSpec& s) {
   const bool lm = o.task == Task::kLanguageModel;
   auto needsArg = [&](const char* noun, const char* placeholder) {
-    if (!hasArg || arg.empty()) throw UsageError(fmt::format("{} needs a {}: {}:{}", kind, noun, kind, placeholder));
+    if (!s.hasArg || s.arg.empty()) throw UsageError(fmt::format("{} needs a {}: {}:{}", s.kind, noun, s.kind, placeholder));
   };
-  if (kind == "synthetic") {
-    if (hasArg) throw UsageError("synthetic takes no argument");
+  if (s.kind == "synthetic") {
+    if (s.hasArg) throw UsageError("synthetic takes no argument");
+  } else if (s.kind == "mnist" || s.kind == "cifar10") {
+    needsArg("directory", "DIR");
+    if (lm) throw UsageError(fmt::format("{} is an image dataset; a language model trains on text:FILE or synthetic", s.kind));
+  } else if (s.kind == "text") {
+    needsArg("file", "FILE");
+    if (!lm) throw UsageError("text is for language models; a classifier trains on synthetic, mnist:DIR or cifar10:DIR");
+  } else {
+    throw UsageError(fmt::format("unknown data source '{}' (expected synthetic, mnist:DIR, cifar10:DIR or text:FILE)", s.kind));
+  }
+}
+
+std::shared_ptr<const Dataset> makeDataset(const DataOptions& o, const DataSpec& s) {
+  checkSpec(o, s);
+  if (s.kind == "synthetic") {
     std::shared_ptr<const Dataset> train;
-    if (lm)
+    if (o.task == Task::kLanguageModel)
       train = std::make_shared<SyntheticTokens>(o.seed, o.seqLen, o.vocab, o.syntheticSize);
     else
       train = std::make_shared<SyntheticClassification>(o.seed, o.sampleShape, o.classes, o.syntheticSize);
     if (o.split == Split::kTrain) return train;
     return std::make_shared<GeneratedHeldOut>(train, std::max<std::int64_t>(1, o.syntheticSize / 10));
   }
-  if (kind == "mnist" || kind == "cifar10") {
-    needsArg("directory", "DIR");
-    if (lm) throw UsageError(fmt::format("{} is an image dataset; a language model trains on text:FILE or synthetic", kind));
-    if (kind == "mnist") return std::make_shared<Mnist>(arg, o.split);
-    return std::make_shared<Cifar10>(arg, o.split);
-  }
-  if (kind == "text") {
-    needsArg("file", "FILE");
-    if (!lm) throw UsageError("text is for language models; a classifier trains on synthetic, mnist:DIR or cifar10:DIR");
-    return std::make_shared<TextFile>(arg, o.seqLen, o.split);
-  }
-  throw UsageError(fmt::format("unknown data source '{}' (expected synthetic, mnist:DIR, cifar10:DIR or text:FILE)", kind));
+  if (s.kind == "mnist") return std::make_shared<Mnist>(s.arg, o.split);
+  if (s.kind == "cifar10") return std::make_shared<Cifar10>(s.arg, o.split);
+  return std::make_shared<TextFile>(s.arg, o.seqLen, o.split);
 }
+
+// The files the source reads for the split, found as its reader finds them; none is opened.
+std::vector<std::string> filesOf(const DataOptions& o, const DataSpec& s) {
+  if (s.kind == "mnist") return Mnist::files(s.arg, o.split);
+  if (s.kind == "cifar10") return Cifar10::files(s.arg, o.split);
+  if (s.kind == "text") return {s.arg};
+  return {};
+}
+
+// One line that says which --data it was about.
+template <class F>
+auto aboutSpec(const std::string& spec, F&& f) {
+  try {
+    return f();
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("--data {}: {}", spec, e.what()));
+  }
+}
+
 }  // namespace
 
+void checkDataSource(const DataOptions& options) {
+  const DataSpec s = parseSpec(options.spec);
+  aboutSpec(options.spec, [&] {
+    checkSpec(options, s);
+    // Is each a regular file this process may read: a FIFO would block the read that loads it, a directory or a device is
+    // no dataset. (A minimal check; the readers' own refuse the same when they open the files.)
+    for (const std::string& file : filesOf(options, s)) checkInputFile("file", file, std::numeric_limits<std::uintmax_t>::max());
+  });
+}
+
 DataSource makeDataSource(const DataOptions& options) {
-  const std::string& spec = options.spec;
-  const auto colon = spec.find(':');
-  const std::string kind = spec.substr(0, colon);
-  const bool hasArg = colon != std::string::npos;
-  const std::string arg = hasArg ? spec.substr(colon + 1) : "";
-  std::shared_ptr<const Dataset> dataset;
-  try {
-    dataset = makeDataset(options, kind, arg, hasArg);
-  } catch (const UsageError& e) {
-    // One line that says which --data it was about.
-    throw UsageError(fmt::format("--data {}: {}", spec, e.what()));
-  }
+  const DataSpec s = parseSpec(options.spec);
+  std::shared_ptr<const Dataset> dataset = aboutSpec(options.spec, [&] { return makeDataset(options, s); });
   // Held-out data is evaluated as it is.
   const Augment augment = options.split == Split::kTrain ? options.augment : Augment::kNone;
-  try {
-    return DataSource(std::move(dataset), options.seed, options.globalBatch, options.shard, augment);
-  } catch (const UsageError& e) {
-    throw UsageError(fmt::format("--data {}: {}", spec, e.what()));
-  }
+  return aboutSpec(options.spec,
+                   [&] { return DataSource(std::move(dataset), options.seed, options.globalBatch, options.shard, augment); });
 }
 
 }  // namespace ts::data

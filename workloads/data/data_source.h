@@ -82,6 +82,11 @@ struct DataOptions {
   std::int64_t syntheticSize = 1 << 16;
 };
 
+// Every check of the spec that reads no data (UsageError, the line makeDataSource would give): a known source with
+// the argument it needs, suiting the task, and each file it would read for the split a regular file this process may
+// read. A suite checks its train steps' data with it before its first step runs.
+void checkDataSource(const DataOptions& options);
+
 // Parses the spec and loads the data, checking it (UsageError, one line naming the spec, the file and
 // what is wrong with it). mnist and cifar10 bring their own sample shape and 10 classes; the model is
 // built from info() afterwards.

@@ -16,26 +16,17 @@ constexpr std::uint32_t kLabelsMagic = 2049;  // 0x00000801: unsigned bytes, 1 d
 constexpr float kMean = 0.1307f, kStd = 0.3081f;
 
 constexpr std::size_t kImagesHeader = 16, kLabelsHeader = 8;
-
-// Some mirrors spell the names with a dot before "idx".
-InputFile openIdx(const std::string& dir, const char* dashed, const char* dotted, std::uint64_t maxBytes) {
-  requireDirectory(dir);
-  return openDataFile(findDatasetFile(dir, {dashed, dotted}), maxBytes);
-}
-
-// The labels, read whole: one byte a sample.
-struct LabelFile {
-  std::string path;
-  std::vector<std::uint8_t> bytes;
-};
-
-LabelFile readLabels(const std::string& dir, Split split) {
-  const InputFile file = split == Split::kTrain
-                             ? openIdx(dir, "train-labels-idx1-ubyte", "train-labels.idx1-ubyte", kMaxWholeDataFileBytes)
-                             : openIdx(dir, "t10k-labels-idx1-ubyte", "t10k-labels.idx1-ubyte", kMaxWholeDataFileBytes);
-  return {file.path(), file.readBytes()};
-}
 }  // namespace
+
+std::vector<std::string> Mnist::files(const std::string& dir, Split split) {
+  requireDirectory(dir);
+  // Some mirrors spell the names with a dot before "idx".
+  if (split == Split::kTrain)
+    return {findDatasetFile(dir, {"train-images-idx3-ubyte", "train-images.idx3-ubyte"}),
+            findDatasetFile(dir, {"train-labels-idx1-ubyte", "train-labels.idx1-ubyte"})};
+  return {findDatasetFile(dir, {"t10k-images-idx3-ubyte", "t10k-images.idx3-ubyte"}),
+          findDatasetFile(dir, {"t10k-labels-idx1-ubyte", "t10k-labels.idx1-ubyte"})};
+}
 
 IdxImages checkIdxImages(std::span<const std::uint8_t> header, std::uint64_t fileBytes, const std::string& origin) {
   if (fileBytes < kImagesHeader || header.size() < kImagesHeader)
@@ -67,18 +58,21 @@ std::uint64_t checkIdxLabels(std::span<const std::uint8_t> bytes, const std::str
   return n;
 }
 
-Mnist::Mnist(const std::string& dir, Split split)
-    : images_(split == Split::kTrain ? openIdx(dir, "train-images-idx3-ubyte", "train-images.idx3-ubyte", kMaxDataFileBytes)
-                                     : openIdx(dir, "t10k-images-idx3-ubyte", "t10k-images.idx3-ubyte", kMaxDataFileBytes)) {
-  LabelFile labelFile = readLabels(dir, split);
+Mnist::Mnist(const std::string& dir, Split split) : Mnist(dir, split, files(dir, split)) {}
+
+// The images are read a sample at a time; the labels, one byte a sample, whole.
+Mnist::Mnist(const std::string& dir, Split split, const std::vector<std::string>& paths)
+    : images_(openDataFile(paths[0], kMaxDataFileBytes)) {
+  const InputFile labelFile = openDataFile(paths[1], kMaxWholeDataFileBytes);
+  std::vector<std::uint8_t> labelBytes = labelFile.readBytes();
   std::uint8_t header[kImagesHeader] = {};
   const std::size_t headerBytes = static_cast<std::size_t>(std::min<std::uint64_t>(images_.size(), kImagesHeader));
   images_.readAt(0, header, headerBytes);
   const IdxImages images = checkIdxImages({header, headerBytes}, images_.size(), images_.path());
-  const std::uint64_t labels = checkIdxLabels(labelFile.bytes, labelFile.path);
+  const std::uint64_t labels = checkIdxLabels(labelBytes, labelFile.path());
   if (labels != images.count)
-    throw UsageError(fmt::format("{} has {} labels but {} has {} images", labelFile.path, labels, images_.path(), images.count));
-  labels_ = std::move(labelFile.bytes);
+    throw UsageError(fmt::format("{} has {} labels but {} has {} images", labelFile.path(), labels, images_.path(), images.count));
+  labels_ = std::move(labelBytes);
 
   info_.name = "mnist";
   info_.origin = dir;

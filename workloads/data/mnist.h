@@ -27,11 +27,15 @@ class Mnist : public Dataset {
  public:
   // Reads and checks the split's two files (UsageError naming the file and what is wrong).
   explicit Mnist(const std::string& dir, Split split = Split::kTrain);
+  // The split's images and labels files in `dir`, found as the constructor finds them; none is opened (UsageError for a
+  // missing one).
+  static std::vector<std::string> files(const std::string& dir, Split split);
   const DataInfo& info() const override { return info_; }
   void sample(std::int64_t index, float* features, std::int32_t* tokens, std::int32_t* targets) const override;
   nlohmann::json identity() const override;
 
  private:
+  Mnist(const std::string& dir, Split split, const std::vector<std::string>& paths);
   DataInfo info_;
   InputFile images_;
   std::vector<std::uint8_t> labels_;  // the label file's bytes

@@ -61,6 +61,20 @@ void applyModelOverride(ModelConfig& config, const std::string& assignment);
 // Checks the config against itself and the data (heads dividing hidden, image size for the CNN, ...).
 void validateModelConfig(const ModelConfig& config, const data::DataInfo& data);
 
+// The most a shape field may be (an override beyond it is a UsageError, "--set layers=2147483648: out of range (at
+// most 4096)"): far past any model trained here, and small enough that every product of the size formulas fits 64 bits.
+inline constexpr std::int64_t kMaxModelLayers = 4096;    // mlp depth, transformer layers, a cnn stage's blocks
+inline constexpr std::int64_t kMaxModelWidth = 1 << 20;  // mlp width, transformer hidden, heads and seq_len, cnn widths
+inline constexpr std::int64_t kMaxModelVocab = 1 << 24;  // transformer vocab
+inline constexpr std::int64_t kMaxModelStages = 16;      // cnn stages (entries of widths and blocks)
+// The parameters of `config` (inputShape and classes set for mlp and cnn) by the formulas beside each model, from the
+// config alone, every product checked: nullopt past 2^64. Nothing is allocated to find a model too large.
+std::optional<std::uint64_t> modelParameterCount(const ModelConfig& config);
+// UsageError, one line, when the model's parameters and their gradients (8 bytes each, allocated as it is built) need more
+// than `availableBytes` (0: no bound); `whose` names what that is ("this host's memory"). With tensor parallelism a rank
+// builds its slices only: `slices` ranks share the count (a lower bound on each one's: what is replicated is not divided).
+void checkModelFits(const ModelConfig& config, std::uint64_t availableBytes, std::string_view whose, int slices = 1);
+
 class Model {
  public:
   virtual ~Model() = default;

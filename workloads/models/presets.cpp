@@ -67,11 +67,24 @@ std::int64_t parseInt(const std::string& key, const std::string& v) {
   return out;
 }
 
-std::vector<std::int64_t> parseList(const std::string& key, const std::string& v) {
+// A shape value, held to its field's maximum before anything is built from it (model.h: kMaxModelLayers, ...).
+std::int64_t parseShape(const std::string& key, const std::string& v, std::int64_t most) {
+  const std::int64_t n = parseInt(key, v);
+  if (n > most) throw UsageError(fmt::format("--set {}={}: out of range (at most {})", key, v, most));
+  return n;
+}
+
+std::vector<std::int64_t> parseList(const std::string& key, const std::string& v, std::int64_t most) {
   std::vector<std::int64_t> out;
   std::stringstream in(v);
   std::string item;
-  while (std::getline(in, item, ',')) out.push_back(parseInt(key, item));
+  while (std::getline(in, item, ',')) {
+    if (static_cast<std::int64_t>(out.size()) == kMaxModelStages)
+      throw UsageError(fmt::format("--set {}={}: more than {} stages", key, v, kMaxModelStages));
+    const std::int64_t n = parseInt(key, item);
+    if (n > most) throw UsageError(fmt::format("--set {}={}: out of range (at most {} each)", key, v, most));
+    out.push_back(n);
+  }
   if (out.empty()) throw UsageError(fmt::format("--set {}=: an empty list", key));
   return out;
 }
@@ -111,29 +124,29 @@ void applyModelOverride(ModelConfig& c, const std::string& assignment) {
                     "transformer: layers, hidden, heads, seq_len, vocab)",
                     key, nameOf(c.kind)));
   if (key == "depth")
-    c.depth = parseInt(key, v);
+    c.depth = parseShape(key, v, kMaxModelLayers);
   else if (key == "width")
-    c.width = parseInt(key, v);
+    c.width = parseShape(key, v, kMaxModelWidth);
   else if (key == "activation")
     c.activation = v;
   else if (key == "widths")
-    c.widths = parseList(key, v);
+    c.widths = parseList(key, v, kMaxModelWidth);
   else if (key == "blocks")
-    c.blocks = parseList(key, v);
+    c.blocks = parseList(key, v, kMaxModelLayers);
   else if (key == "stem")
     c.stem = v;
   else if (key == "layout")
     c.layout = v;
   else if (key == "layers")
-    c.layers = parseInt(key, v);
+    c.layers = parseShape(key, v, kMaxModelLayers);
   else if (key == "hidden")
-    c.hidden = parseInt(key, v);
+    c.hidden = parseShape(key, v, kMaxModelWidth);
   else if (key == "heads")
-    c.heads = parseInt(key, v);
+    c.heads = parseShape(key, v, kMaxModelWidth);
   else if (key == "seq_len")
-    c.seqLen = parseInt(key, v);
+    c.seqLen = parseShape(key, v, kMaxModelWidth);
   else if (key == "vocab")
-    c.vocab = parseInt(key, v);
+    c.vocab = parseShape(key, v, kMaxModelVocab);
 }
 
 void validateModelConfig(const ModelConfig& c, const data::DataInfo& d) {

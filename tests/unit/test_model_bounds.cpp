@@ -1,0 +1,89 @@
+// A model's size from its config alone (workloads/models/model_size.cpp): the count is the built model's, a count past
+// 64 bits is no count, and a shape beyond range or a model the memory cannot hold is one line before anything is built.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "test_support.h"
+#include "workloads/models/model.h"
+
+namespace ts::wl {
+namespace {
+
+ModelConfig configOf(ModelKind kind, const std::string& preset, const std::vector<std::string>& overrides = {}) {
+  ModelConfig c = modelPreset(kind, preset);
+  for (const std::string& o : overrides) applyModelOverride(c, o);
+  if (kind == ModelKind::kMlp) c.inputShape = {784};
+  if (kind == ModelKind::kCnn) c.inputShape = {3, 32, 32};
+  c.classes = kind == ModelKind::kTransformer ? 0 : 10;
+  return c;
+}
+
+TEST(ModelBounds, TheCountFromTheConfigIsTheBuiltModels) {
+  const std::vector<ModelConfig> configs = {
+      configOf(ModelKind::kMlp, "tiny"),
+      configOf(ModelKind::kMlp, "tiny", {"depth=0"}),
+      configOf(ModelKind::kMlp, "small", {"depth=1"}),
+      configOf(ModelKind::kCnn, "tiny"),
+      configOf(ModelKind::kCnn, "resnet20", {"widths=8,16,32"}),
+      configOf(ModelKind::kCnn, "tiny", {"stem=imagenet", "widths=8,8,16", "blocks=2,1,1"}),
+      configOf(ModelKind::kTransformer, "tiny"),
+      configOf(ModelKind::kTransformer, "tiny", {"layers=3", "vocab=300", "seq_len=16"}),
+  };
+  for (const ModelConfig& c : configs) {
+    SCOPED_TRACE(c.toJson().dump());
+    const auto counted = modelParameterCount(c);
+    ASSERT_TRUE(counted);
+    EXPECT_EQ(static_cast<std::int64_t>(*counted), makeModel(c, 2)->parameterCount());
+  }
+}
+
+TEST(ModelBounds, ACountPast64BitsIsNoCount) {
+  ModelConfig c = configOf(ModelKind::kTransformer, "tiny");
+  c.hidden = std::int64_t{1} << 40;  // 12 C^2 alone is past 2^64
+  EXPECT_FALSE(modelParameterCount(c));
+  EXPECT_NE(test::usageError([&] { checkModelFits(c, 1 << 30, "this host's memory"); }).find("more than 2^64 parameters"),
+            std::string::npos);
+}
+
+TEST(ModelBounds, AModelTheMemoryCannotHoldIsOneLine) {
+  const ModelConfig c = configOf(ModelKind::kTransformer, "tiny", {"hidden=65536", "layers=4096", "heads=1"});
+  const std::string line = test::usageError([&] { checkModelFits(c, std::uint64_t{64} << 30, "this host's memory"); });
+  EXPECT_EQ(line.rfind("the transformer (layers 4096, hidden 65536, seq_len 32, vocab 256) has 2.11e+14 parameters: ", 0), 0u)
+      << line;
+  EXPECT_NE(line.find("for them and their gradients alone, more than this host's memory (64 GiB)"), std::string::npos) << line;
+  // What fits is taken; 0 is no bound.
+  const ModelConfig tiny = configOf(ModelKind::kTransformer, "tiny");
+  EXPECT_NO_THROW(checkModelFits(tiny, 8 * *modelParameterCount(tiny), "x"));
+  EXPECT_THROW(checkModelFits(tiny, 8 * *modelParameterCount(tiny) - 1, "x"), UsageError);
+  EXPECT_NO_THROW(checkModelFits(c, 0, "x"));
+  // Tensor-parallel ranks build their slices only: 2 share what one cannot hold.
+  EXPECT_NO_THROW(checkModelFits(tiny, 4 * *modelParameterCount(tiny), "x", 2));
+  EXPECT_NE(test::usageError([&] {
+              checkModelFits(tiny, 4 * *modelParameterCount(tiny) - 1, "x", 2);
+            }).find("alone (shared by 2 tensor-parallel ranks), more than x"),
+            std::string::npos);
+}
+
+TEST(ModelBounds, AShapeBeyondRangeIsRefusedAsItIsSet) {
+  ModelConfig gpt = modelPreset(ModelKind::kTransformer, "tiny");
+  EXPECT_EQ(test::usageError([&] { applyModelOverride(gpt, "layers=2147483648"); }),
+            "--set layers=2147483648: out of range (at most 4096)");
+  EXPECT_EQ(test::usageError([&] { applyModelOverride(gpt, "vocab=16777217"); }),
+            "--set vocab=16777217: out of range (at most 16777216)");
+  EXPECT_NO_THROW(applyModelOverride(gpt, "layers=4096"));
+  ModelConfig mlp = modelPreset(ModelKind::kMlp, "tiny");
+  EXPECT_EQ(test::usageError([&] { applyModelOverride(mlp, "width=1048577"); }),
+            "--set width=1048577: out of range (at most 1048576)");
+  ModelConfig cnn = modelPreset(ModelKind::kCnn, "tiny");
+  EXPECT_EQ(test::usageError([&] { applyModelOverride(cnn, "blocks=1,4097"); }),
+            "--set blocks=1,4097: out of range (at most 4096 each)");
+  EXPECT_EQ(test::usageError([&] { applyModelOverride(cnn, "widths=1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1"); }),
+            "--set widths=1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1: more than 16 stages");
+}
+
+}  // namespace
+}  // namespace ts::wl
