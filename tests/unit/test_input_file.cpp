@@ -46,7 +46,8 @@ TEST_F(InputFiles, WhatIsNotARegularFileIsRefusedWithWhatItIs) {
             "cannot read /dev/zero: it is a character device, not a regular file");
   EXPECT_EQ(test::usageError([&] { InputFile("", dir_.string(), 1 << 20); }),
             "cannot read " + dir_.string() + ": it is a directory, not a regular file");
-  EXPECT_EQ(test::usageError([&] { InputFile("", at("absent"), 1); }), "cannot read " + at("absent") + ": No such file or directory");
+  EXPECT_EQ(test::usageError([&] { InputFile("", at("absent"), 1); }),
+            "cannot read " + at("absent") + ": No such file or directory");
   fs::create_symlink("/dev/zero", at("zero"));  // through a link: what the link leads to
   EXPECT_EQ(test::usageError([&] { InputFile("--pairs", at("zero"), 1); }),
             "--pairs " + at("zero") + ": is a character device, not a regular file");

@@ -71,7 +71,8 @@ Mnist::Mnist(const std::string& dir, Split split, const std::vector<std::string>
   const IdxImages images = checkIdxImages({header, headerBytes}, images_.size(), images_.path());
   const std::uint64_t labels = checkIdxLabels(labelBytes, labelFile.path());
   if (labels != images.count)
-    throw UsageError(fmt::format("{} has {} labels but {} has {} images", labelFile.path(), labels, images_.path(), images.count));
+    throw UsageError(
+        fmt::format("{} has {} labels but {} has {} images", labelFile.path(), labels, images_.path(), images.count));
   labels_ = std::move(labelBytes);
 
   info_.name = "mnist";
