@@ -17,6 +17,7 @@
 #include <fmt/ranges.h>
 
 #include "base/error.h"
+#include "base/terminal_text.h"
 #include "comm/bootstrap_hello.h"
 
 namespace ts {
@@ -200,7 +201,8 @@ class Admission {
 
   void log(const std::string& line) const {
     if (cfg_.log) return cfg_.log(line);
-    std::fprintf(stderr, "trainscope: bootstrap: %s\n", line.c_str());
+    // A stranger's claim is in the line: its bytes reach the terminal escaped.
+    std::fprintf(stderr, "trainscope: bootstrap: %s\n", printable(line).c_str());
     std::fflush(stderr);
   }
 
