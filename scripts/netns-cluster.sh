@@ -201,9 +201,10 @@ case "$cmd" in
     export OMPI_MCA_btl_tcp_if_include="${OMPI_MCA_btl_tcp_if_include:-$NET.0/24}"
     export OMPI_MCA_oob_tcp_if_include="${OMPI_MCA_oob_tcp_if_include:-$NET.0/24}"
     export OMPI_MCA_mpi_yield_when_idle="${OMPI_MCA_mpi_yield_when_idle:-1}"
-    # mpirun notices a lost host's daemon through TCP keepalives on its idle connection: after 300 + 9 x 20 s
-    # by default, here after about 10 + 3 x 1 s. Later than trainscope's own --timeout in the tests, so that it is
-    # trainscope's line that names the lost host, as on a real cluster, and soon enough to end a job in seconds.
+    # mpirun notices a lost host's daemon through TCP keepalives on its idle connection: by default up to
+    # 300 + 9 x 20 s after the loss (Open MPI's defaults); here within 3 to 13 s (a probe every 10 s of idleness, counted from the launch,
+    # then 3 unanswered 1 s apart), soon enough to end a job in seconds. A test that needs trainscope's own line
+    # first raises the interval (tests/integration/test_netns_cluster.py).
     export OMPI_MCA_oob_tcp_keepalive_time="${OMPI_MCA_oob_tcp_keepalive_time:-10}"
     export OMPI_MCA_oob_tcp_keepalive_intvl="${OMPI_MCA_oob_tcp_keepalive_intvl:-1}"
     export OMPI_MCA_oob_tcp_keepalive_probes="${OMPI_MCA_oob_tcp_keepalive_probes:-3}"
