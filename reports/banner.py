@@ -1,14 +1,20 @@
-"""The report's first lines: its verdict (issue #22). Every section already says what went wrong in alert
-blocks (failed result checks, throttled clocks, ceilings measured under, stragglers, a trace of another run,
-an incomplete result, a host that failed its acceptance rules); the banner gathers them at the top, each a
+"""The report's first lines: its verdict (issue #22). Every section says what went wrong in alert blocks
+(failed result checks, throttled clocks, ceilings measured under, stragglers, a busy host, a trace of another
+run, an incomplete result, a host that failed its acceptance rules); the banner gathers them at the top, each a
 link to its section, so a reader sees at once whether anything failed and where, and says so plainly when
-nothing did."""
+nothing did. The banner has no detector of its own: what it lists is what the sections raised (issue #35: it
+once said "no straggler" for a run whose sections never looked at the record's stragglers)."""
 from dataclasses import dataclass
 
 from .load import Result
 from .sections import BuiltSection
 
 SHORT = 160  # characters of an alert's text in the banner (the section has the whole)
+
+# What the sections raise an alert for, as the all-clear line names it: a section that learns to look for
+# something new adds it here.
+LOOKED_FOR = ("failed check", "stopped or incomplete run", "throttled clock", "suspect ceiling", "straggler", "busy host",
+              "host failing acceptance")
 
 
 @dataclass
@@ -19,6 +25,11 @@ class Status:
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    @property
+    def all_clear(self) -> str:
+        """What the all-clear line says was found absent."""
+        return "no " + ", ".join(LOOKED_FOR[:-1]) + " or " + LOOKED_FOR[-1]
 
 
 def _short(text: str) -> str:

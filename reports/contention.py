@@ -25,8 +25,9 @@ def _median(rng: Any) -> float | None:
     return rng["median"] if isinstance(rng, dict) else None
 
 
-def reasons(result: Result, policy: Policy) -> list[str]:
-    """One short sentence per sign of contention in `result` (empty when none, or when it has no telemetry)."""
+def busy_host_reasons(result: Result, policy: Policy) -> list[str]:
+    """One short sentence per host of `result` that other work kept busy (the first two signs): what `compare`
+    refuses to decide on and the report's Telemetry section names."""
     out = []
     for t in result.records_of("telemetry"):
         s, host = t["summary"], t["host"]
@@ -38,6 +39,14 @@ def reasons(result: Result, policy: Policy) -> list[str]:
             load, cpus = _median(s.get("load1")), _cpus(result, host)
             if load is not None and cpus and load > policy.max_load_per_cpu * cpus:
                 out.append(f"load {load:.1f} on {host}'s {cpus} CPU(s) (limit {policy.max_load_per_cpu:g} per CPU)")
+    return out
+
+
+def reasons(result: Result, policy: Policy) -> list[str]:
+    """One short sentence per sign of contention in `result` (empty when none, or when it has no telemetry)."""
+    out = busy_host_reasons(result, policy)
+    for t in result.records_of("telemetry"):
+        s, host = t["summary"], t["host"]
         if s.get("throttled"):
             gpus = [str(g["index"]) for g in s.get("gpus", []) if g.get("throttled_samples") or g.get("low_clock_samples")]
             out.append(f"GPU {','.join(gpus) or '?'} on {host} throttled")

@@ -38,7 +38,7 @@ def _md_cell(v: object) -> str:
 
 def status_markdown(status: Status) -> list[str]:
     if status.ok:
-        return [f"**Status: no problem found** ({_md_cell(', '.join(status.checked))}).", ""]
+        return [f"**Status: no problem found** ({_md_cell(', '.join(status.checked))}): {_md_cell(status.all_clear)}.", ""]
     lines = [f"**Status: {len(status.problems)} problem(s)**", ""]
     lines += [f"- {_md_cell(title)}: {_md_cell(text)}" for _, title, text in status.problems]
     return lines + [""]

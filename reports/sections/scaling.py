@@ -28,6 +28,11 @@ class ScalingSection:
         if failed:
             blocks.append({"kind": "alert",
                            "text": "; ".join(f"{k} at {x['ranks']} rank(s): {x.get('error', '?')}" for k, x in failed)})
+        late = [f"{k} at {x['ranks']} ranks: " + ", ".join(f"rank {n}" for n in x["late_ranks"])
+                for k, xs in series.items() for x in sorted(xs, key=lambda x: x["ranks"]) if x.get("late_ranks")]
+        if late:
+            blocks.append({"kind": "alert", "text": "Stragglers (ranks consistently late at the collectives, as each point's "
+                                                    "train record named them): " + "; ".join(late)})
 
         fig, (ax,) = new_figure(width=7.5, height=4.0)
         for i, (key, xs) in enumerate(series.items()):

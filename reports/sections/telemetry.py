@@ -6,9 +6,11 @@ the top, and the training and kernels sections say so beside their MFU and roofl
 clock-dependent figure of that run is below what the GPU can do."""
 from typing import Any
 
+from ..contention import busy_host_reasons
 from ..json_types import Block, Record
 from ..load import Result
 from ..plots import PlotSink, new_figure
+from ..policy import Policy
 
 
 # low_clock_samples came after the first telemetry records: older results lack it.
@@ -63,6 +65,18 @@ def _clock_alerts(name: str, t: Record) -> list[Block]:
     return blocks
 
 
+def _busy_alerts(results: list[Result]) -> list[Block]:
+    """An alert per run measured on a host that other work kept busy, by the default limits `compare` refuses to
+    decide under (the same function): every time that run measured may include theirs."""
+    blocks: list[Block] = []
+    for r in results:
+        busy = busy_host_reasons(r, Policy())
+        if busy:
+            blocks.append({"kind": "alert", "text": (f"{r.label}: " if len(results) > 1 else "") + "Busy host: " + "; ".join(busy)
+                           + ": the run's times include the other work's (compare calls them inconclusive)"})
+    return blocks
+
+
 class TelemetrySection:
     key = "telemetry"
     title = "Telemetry"
@@ -78,7 +92,7 @@ class TelemetrySection:
         def name(r: Result, t: Record) -> str:
             return (f"{r.label}: " if many else "") + t["host"]
 
-        blocks: list[Block] = []
+        blocks: list[Block] = _busy_alerts(results)
         for r, t in records:
             blocks += _clock_alerts(name(r, t), t)
         rows = []

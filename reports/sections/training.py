@@ -63,8 +63,17 @@ def attainable(result: Result, issued: Record) -> Record | None:
     return best[1] if best else None
 
 
+def straggler_text(run: str, stragglers: Record) -> str:
+    """The late ranks of a train record's arrival-skew block as its console named them (bench/train/arrival_skew.h
+    decided; the report repeats that verdict, it does not judge again)."""
+    skew = {k["rank"]: k["median_skew_us"] for k in stragglers["ranks"]}
+    late = ", ".join(f"rank {k}" + (f" ({skew[k] / 1e3:.3f} ms median arrival skew)" if k in skew else "")
+                     for k in stragglers["late_ranks"])
+    return f"{run}: {late}, consistently late at the collectives by more than {stragglers['threshold_ms']:g} ms"
+
+
 def _alerts(results: list[Result], runs: list[TrainRun], name: Namer) -> list[Block]:
-    """Runs that stopped early, MFU figures above their peak, and clocks that throttled under the run."""
+    """Runs that stopped early, MFU figures above their peak, late ranks, and clocks that throttled under the run."""
     blocks: list[Block] = []
     failed = [(r, x) for r, x in runs if not x["completed"]]
     if failed:
@@ -84,6 +93,9 @@ def _alerts(results: list[Result], runs: list[TrainRun], name: Namer) -> list[Bl
         blocks.append({"kind": "alert",
                        "text": "MFU above 100% of its peak (ceiling_suspect, marked ! in the table; not to be believed): "
                                + "; ".join(suspects)})
+    late = [straggler_text(name(r, x), x["stragglers"]) for r, x in runs if (x.get("stragglers") or {}).get("late_ranks")]
+    if late:
+        blocks.append({"kind": "alert", "text": "Stragglers: " + "; ".join(late)})
     throttled = throttle_alert([r for r in results if r.records_of("train")], "their step times and MFU")
     if throttled:
         blocks.append(throttled)

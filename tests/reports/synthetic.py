@@ -127,6 +127,15 @@ def make_kernel(op, shape_name, tflops, intensity, ceiling_tflops, ceiling_gbps,
     return rec
 
 
+def telemetry(host="node-a", others=None, load=1.0, throttled=False):
+    """A telemetry record of one sample: `others`, the fraction of the CPUs other processes used (None: not measured)."""
+    rng = lambda v: None if v is None else {"min": v, "median": v, "max": v}  # noqa: E731
+    return {"kind": "telemetry", "host": host, "process": 0, "interval_s": 0.2,
+            "samples": [{"t_s": 0.0, "cpu_busy_fraction": None, "cpu_busy_others_fraction": None, "load1": load, "cpu_freq_mhz": None, "gpus": []}],
+            "summary": {"duration_s": 1.0, "cpu_busy_fraction": rng(0.9), "cpu_busy_others_fraction": rng(others), "load1": rng(load),
+                        "cpu_freq_mhz": None, "gpus": [], "throttled": throttled}}
+
+
 def make_train(mfu=None, **extra):
     """A train record of a tiny run (one rank unless `extra` says otherwise), with its MFU when given."""
     rec = {"kind": "train", "model": "mlp", "preset": "tiny", "backend": "cuda", "device": "cuda:0 (NVIDIA H100 80GB HBM3)",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from synthetic import ROOT, make_doc, make_record, noisy
+from synthetic import ROOT, make_doc, make_record, noisy, telemetry
 
 from reports import calibration
 from reports.compare import Outcome, compare, format_junit, format_markdown, machine_key
@@ -181,14 +181,6 @@ def test_the_interval_is_the_bootstrap_of_the_ratio_of_medians():
     e = ratio_of_medians([(a, 1)], [(b, 1)], 0.99)
     assert e.low < 1.3 < e.high and e.high - e.low < 0.05
     assert ratio_of_medians([(a, 1)], [(b, 1)], 0.99) == e  # seeded: the same inputs, the same verdict
-
-
-def telemetry(host="node-a", others=None, load=1.0, throttled=False):
-    rng = lambda v: None if v is None else {"min": v, "median": v, "max": v}  # noqa: E731
-    return {"kind": "telemetry", "host": host, "process": 0, "interval_s": 0.2,
-            "samples": [{"t_s": 0.0, "cpu_busy_fraction": None, "cpu_busy_others_fraction": None, "load1": load, "cpu_freq_mhz": None, "gpus": []}],
-            "summary": {"duration_s": 1.0, "cpu_busy_fraction": rng(0.9), "cpu_busy_others_fraction": rng(others), "load1": rng(load),
-                        "cpu_freq_mhz": None, "gpus": [], "throttled": throttled}}
 
 
 @pytest.mark.parametrize("tel, said", [
