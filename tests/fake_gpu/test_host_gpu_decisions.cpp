@@ -46,10 +46,26 @@ TEST_F(FakeGpu, TheGpuCountIsTheNodesAsCudaVisibleDevicesNarrowsIt) {
   node("h200:0");
   std::string why;
   EXPECT_EQ(cuda::usableDeviceCount(&why), 0);
-  EXPECT_EQ(why, "cudaGetDeviceCount: no CUDA-capable device is detected");
+  // (with "; no NVIDIA kernel module is loaded" after it on a host without one, as here)
+  EXPECT_EQ(why.rfind("cudaGetDeviceCount: no CUDA-capable device is detected", 0), 0u) << why;
   ::unsetenv("TS_FAKE_GPU");
   EXPECT_EQ(cuda::usableDeviceCount(&why), 0);
   EXPECT_NE(why.find("TS_FAKE_GPU is not set"), std::string::npos) << why;
+}
+
+// The runtime says "CUDA driver version is insufficient" both for a driver too old and for none: each is told.
+TEST_F(FakeGpu, ADriverTooOldIsToldFromNone) {
+  node("h100:8");
+  std::string why;
+  ::setenv("TS_FAKE_CUDA_DRIVER", "12020", 1);  // a 535 driver
+  EXPECT_EQ(cuda::usableDeviceCount(&why), 0);
+  EXPECT_EQ(why.rfind("NVIDIA driver too old: it supports CUDA 12.2", 0), 0u) << why;
+  EXPECT_NE(why.find("this build's CUDA 13."), std::string::npos) << why;
+  ::setenv("TS_FAKE_CUDA_DRIVER", "0", 1);  // none installed
+  EXPECT_EQ(cuda::usableDeviceCount(&why), 0);
+  EXPECT_EQ(why.rfind("no NVIDIA driver", 0), 0u) << why;
+  ::unsetenv("TS_FAKE_CUDA_DRIVER");
+  EXPECT_EQ(cuda::usableDeviceCount(), 8);
 }
 
 TEST_F(FakeGpu, TheInventoryOfAnEightGpuNodeIsAnNvSwitchFabric) {

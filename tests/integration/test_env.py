@@ -1,6 +1,10 @@
 """`trainscope env`: the inventory as text and as a result document, alone and across processes."""
+import ctypes
 import json
+import os
 import subprocess
+
+import pytest
 
 from helpers import base_env, free_port, measurements, run_trainscope, trainscope_path
 
@@ -25,6 +29,23 @@ def test_json_inventory_validates(tmp_path, validate):
     if not host["gpus"]["available"]:
         assert host["gpus"]["reason"]  # a machine without GPUs says why
         assert "gpus      none (" in r.out
+
+
+def no_driver_here():
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        return False
+    except OSError:
+        return not os.path.exists("/proc/driver/nvidia")
+
+
+@pytest.mark.skipif(not no_driver_here(), reason="an NVIDIA driver is installed here")
+def test_a_host_without_a_driver_hears_so():
+    """Not "CUDA driver version is insufficient", the runtime's words for a driver too old (issue #35)."""
+    r = run_trainscope(["env"])
+    assert r.rc == 0, r.err
+    assert "gpus      none (no NVIDIA driver: neither its library libcuda.so.1 nor its kernel module" in r.out, r.out
+    assert "needs a driver for CUDA 1" in r.out
 
 
 def test_environment_bootstrap_gathers_every_process(tmp_path, validate):

@@ -124,6 +124,20 @@ def test_env_inventories_the_node(tmp_path, validate, spec, name, mib, matrix):
     assert [(g["sm_clock_mhz"], g["power_w"], g["temperature_c"]) for g in sample["gpus"]] == [(345, 72, 33)] * len(matrix)
 
 
+def test_env_tells_a_driver_too_old_from_none():
+    """The runtime's one text for both ("CUDA driver version is insufficient") becomes two (issue #35)."""
+    said = {}
+    for driver in ("12020", "0"):
+        proc = subprocess.run([trainscope_path(), "env"], env=base_env(fake_env("h100:8", extra={"TS_FAKE_CUDA_DRIVER": driver})),
+                              capture_output=True, text=True, timeout=LIVENESS_S)
+        assert proc.returncode == 0, proc.stderr
+        said[driver] = next(line for line in proc.stdout.splitlines() if line.startswith("gpus "))
+    assert said["12020"].startswith("gpus      none (NVIDIA driver too old: it supports CUDA 12.2"), said
+    assert "this build's CUDA 13." in said["12020"] and "R580 or newer" in said["12020"], said
+    assert said["0"].startswith("gpus      none (no NVIDIA driver"), said
+    assert "insufficient" not in said["12020"] + said["0"]
+
+
 def test_cuda_visible_devices_narrows_what_cuda_shows(tmp_path):
     out = tmp_path / "env.json"
     proc = subprocess.run([trainscope_path(), "env", "--json", str(out)],

@@ -30,6 +30,10 @@ cudaError_t refuse(const char* call) {
 
 // The node, or the error every call returns without one: a fake GPU that is not configured says so.
 bool node(fakegpu::Node& n, cudaError_t& rc) {
+  if (fakegpu::driverCudaVersion() / 1000 < CUDART_VERSION / 1000) {
+    rc = fail(cudaErrorInsufficientDriver);
+    return false;
+  }
   n = fakegpu::currentNode();
   if (!n.error.empty()) {
     t_refusal = "fake GPU: " + n.error;
@@ -62,6 +66,8 @@ struct Code {
 constexpr Code kCodes[] = {{cudaSuccess, "cudaSuccess", "no error"},
                            {cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
                            {cudaErrorNoDevice, "cudaErrorNoDevice", "no CUDA-capable device is detected"},
+                           {cudaErrorInsufficientDriver, "cudaErrorInsufficientDriver",
+                            "CUDA driver version is insufficient for CUDA runtime version"},
                            {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
                            {cudaErrorNotSupported, "cudaErrorNotSupported (fake GPU)", "fake GPU: operation not supported"}};
 
@@ -237,9 +243,9 @@ cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
   return cudaSuccess;
 }
 
-// CUDA 13 needs a driver of the 580 series, which reports 13.0.
+// CUDA 13 needs a driver of the 580 series, which reports 13.0 (TS_FAKE_CUDA_DRIVER: another, or 0 for none).
 cudaError_t cudaDriverGetVersion(int* driverVersion) {
-  *driverVersion = 13000;
+  *driverVersion = fakegpu::driverCudaVersion();
   return cudaSuccess;
 }
 

@@ -50,6 +50,11 @@ Node currentNode() {
   return n;
 }
 
+int driverCudaVersion() {
+  const char* v = env("TS_FAKE_CUDA_DRIVER");
+  return v ? std::atoi(v) : 13000;
+}
+
 unsigned gpuBus(int index) { return kGpuBuses[index]; }
 unsigned switchBus(int s) { return 0x05 + static_cast<unsigned>(s); }
 

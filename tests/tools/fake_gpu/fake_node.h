@@ -35,6 +35,11 @@ inline constexpr int kNvSwitches = 4;      // HGX H100/H200: four third-generati
 
 Node currentNode();
 
+// The CUDA version the fake driver supports, as cudaDriverGetVersion encodes it: TS_FAKE_CUDA_DRIVER (12020 for a
+// 535 driver, 0 for none installed), else 13000 (the 580 series). Below the runtime's major version every device
+// query fails with cudaErrorInsufficientDriver, as the real runtime does.
+int driverCudaVersion();
+
 // The PCI location of GPU `index` (0..7) and of NVSwitch `s`, as on a DGX H100: a bus each, domain 0.
 unsigned gpuBus(int index);
 unsigned switchBus(int s);
