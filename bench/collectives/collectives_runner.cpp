@@ -91,6 +91,7 @@ class CollectivesRun {
                   comm_.worldSize(), boot_.size(), comm_.localCount(), comm_.timer().c_str());
       std::printf("# warmup %d, %d iterations x %d trials, time = median of the slowest rank, check %s%s\n", o_.warmup, o_.iters,
                   o_.trials, o_.check ? "on" : "off", o_.graph ? fmt::format(", CUDA graph of {} ops", o_.graph).c_str() : "");
+      if (comm_.worldSize() == 1) std::printf("%s", oneRankNotice().c_str());
       std::fflush(stdout);
     }
     std::size_t wrongTotal = 0;
@@ -172,7 +173,8 @@ class CollectivesRun {
         std::fflush(stdout);
       }
     }
-    if (leader) std::printf("%s", collectivesTableFooter(busbwN ? busbwSum / busbwN : 0, sectionWrong).c_str());
+    if (leader)
+      std::printf("%s", collectivesTableFooter(busbwN ? busbwSum / busbwN : 0, sectionWrong, comm_.worldSize()).c_str());
     return sectionWrong;
   }
 

@@ -33,9 +33,15 @@ std::string collectivesTableRow(const std::optional<CollectiveRecord>& oop, cons
                      placementCells(oop), placementCells(ip));
 }
 
-std::string collectivesTableFooter(double avgBusbwGbps, std::size_t wrong) {
-  return fmt::format("# Out of bounds values : {} {}\n# Avg bus bandwidth    : {:.4g} GB/s\n", wrong, wrong ? "FAILED" : "OK",
-                     avgBusbwGbps);
+std::string collectivesTableFooter(double avgBusbwGbps, std::size_t wrong, int ranks) {
+  return fmt::format("# Out of bounds values : {} {}\n# Avg bus bandwidth    : {:.4g} GB/s{}\n", wrong, wrong ? "FAILED" : "OK",
+                     avgBusbwGbps, ranks == 1 ? " (one rank: no link measured)" : "");
+}
+
+std::string oneRankNotice() {
+  return "# one rank: a collective over one rank crosses no link (busbw 0; in-place figures time a call with nothing to "
+         "move).\n# To measure links, launch 2 or more: mpirun --oversubscribe -np 2 trainscope collectives ..., or one "
+         "process each with RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set\n";
 }
 
 }  // namespace ts

@@ -15,6 +15,11 @@ std::string collectivesTableHeader(const std::string& op, const std::string& dty
 // outOfPlace / inPlace: the records, or nullopt where that placement was not run (not both).
 std::string collectivesTableRow(const std::optional<CollectiveRecord>& outOfPlace,
                                 const std::optional<CollectiveRecord>& inPlace);
-std::string collectivesTableFooter(double avgBusbwGbps, std::size_t wrong);
+// `ranks`: the sweep's; with one, the average says that no link was measured.
+std::string collectivesTableFooter(double avgBusbwGbps, std::size_t wrong, int ranks);
+
+// Said once before a one-rank sweep (a run started without mpirun): a collective over one rank crosses no
+// link, so its busbw is 0 by definition and its in-place figures time a call with nothing to move.
+std::string oneRankNotice();
 
 }  // namespace ts

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -159,15 +160,16 @@ std::vector<Variant> variantsOf(const VariantRequest& req, BackendKind backend) 
   return variants;
 }
 
-// The command line of one variant's run: the launcher (told to pass the variant's environment to every
+// The command line of one variant's run: the launcher (told to pass `env`, the variant's environment, to every
 // host), this program, the user's flags without the variant ones, and the part file it writes.
-std::vector<std::string> variantCommand(std::string launcher, const Variant& v, BackendKind childBackend, const std::string& self,
+std::vector<std::string> variantCommand(std::string launcher, const std::map<std::string, std::string>& env,
+                                        BackendKind childBackend, const std::string& self,
                                         const std::vector<std::string>& childArgs, const fs::path& part) {
   if (launcher.empty() && childBackend == BackendKind::kMpi) launcher = "mpirun -np 2";
   std::vector<std::string> args = splitNonEmpty(launcher, ' ');
   const bool mpirun = !args.empty() && (fs::path(args[0]).filename() == "mpirun" || fs::path(args[0]).filename() == "mpiexec");
   if (mpirun)  // mpirun passes a variable to the ranks on other hosts only when told to
-    for (const auto& [k, val] : v.env) {
+    for (const auto& [k, val] : env) {
       args.insert(args.begin() + 1, k);
       args.insert(args.begin() + 1, "-x");
     }
@@ -220,13 +222,15 @@ int runVariants(const VariantRequest& req, const std::vector<std::string>& argv)
     const Variant& v = variants[i];
     const BackendKind childBackend = v.transport.backend.value_or(backend);
     const fs::path part = scratch / fmt::format("{}.json", i);
-    const std::vector<std::string> args = variantCommand(req.launcher, v, childBackend, self, childArgs, part);
+    std::map<std::string, std::string> childEnv = v.env;  // the variant's settings, and where its records end up
+    childEnv[kMergedIntoVariable] = req.jsonPath;
+    const std::vector<std::string> args = variantCommand(req.launcher, childEnv, childBackend, self, childArgs, part);
     std::string envText;
     for (const auto& [k, val] : v.env) envText += fmt::format(" {}={}", k, val);
     std::printf("#\n# ===== variant %zu/%zu: %s (%s%s)\n", i + 1, variants.size(), printable(v.name).c_str(),
                 v.transport.description.empty() ? "NCCL settings" : v.transport.description.c_str(), printable(envText).c_str());
     std::fflush(stdout);
-    const int childRc = runChild(args, ChildOptions{v.env, "", false});
+    const int childRc = runChild(args, ChildOptions{childEnv, "", false});
     // Merge what the run measured, finished or not: from the document, else from its stream.
     std::vector<nlohmann::json> records;
     if (const nlohmann::json doc = readDocument(part.string()); doc.is_object()) {

@@ -23,6 +23,11 @@ namespace ts {
 
 inline constexpr const char* kResultSchema = "trainscope/result/v1";
 
+// Set by a trainscope that runs others and merges their results (collectives --transports) to the merged
+// result's path: each part is removed once merged, so a run under it names the merged result, never its own
+// files (issue #35: every path printed exists after the run).
+inline constexpr const char* kMergedIntoVariable = "TRAINSCOPE_MERGED_INTO";
+
 class ResultWriter {
  public:
   // jsonPath empty: nothing is written (records are still kept for the caller). Checks both paths; creates nothing.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 
 #include <unistd.h>
@@ -187,8 +188,11 @@ void RunSession::writeDocument() {
   meta_["layouts"] = ctx_->layouts;
   if (writer_ && !writer_->jsonPath().empty()) {
     writer_->finish(meta_);
-    std::printf("#\n# results: %s (records streamed to %s)\n", printable(writer_->jsonPath()).c_str(),
-                printable(writer_->streamPath()).c_str());
+    if (const char* merged = std::getenv(kMergedIntoVariable); merged && *merged)
+      std::printf("#\n# results: this variant's records go into %s once every variant has run\n", printable(merged).c_str());
+    else
+      std::printf("#\n# results: %s (records streamed to %s)\n", printable(writer_->jsonPath()).c_str(),
+                  printable(writer_->streamPath()).c_str());
   }
   std::fflush(stdout);
 }

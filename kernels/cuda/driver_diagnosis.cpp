@@ -58,15 +58,17 @@ std::string whyNoDevice(const DriverFacts& f) {
     if (!f.kernelModule)
       return "no NVIDIA driver: neither its library libcuda.so.1 nor its kernel module (/proc/driver/nvidia) is present; " +
              needed(f.runtimeCuda);
-    return fmt::format("no NVIDIA driver library: {} but libcuda.so.1 is not found; in a container, start it with the NVIDIA "
-                       "container toolkit's --gpus; {}",
-                       loaded(*f.kernelModule), needed(f.runtimeCuda));
+    return fmt::format(
+        "no NVIDIA driver library: {} but libcuda.so.1 is not found; in a container, start it with the NVIDIA "
+        "container toolkit's --gpus; {}",
+        loaded(*f.kernelModule), needed(f.runtimeCuda));
   }
   if (f.insufficientDriver)
     return fmt::format("NVIDIA driver too old: it supports CUDA {}{}; {}", cudaVersionText(f.driverCuda),
                        f.kernelModule && !f.kernelModule->empty() ? ", kernel module " + *f.kernelModule : std::string(),
                        needed(f.runtimeCuda));
-  return "cudaGetDeviceCount: " + f.cudaText + (f.kernelModule ? "" : "; no NVIDIA kernel module is loaded: no /proc/driver/nvidia");
+  return "cudaGetDeviceCount: " + f.cudaText +
+         (f.kernelModule ? "" : "; no NVIDIA kernel module is loaded: no /proc/driver/nvidia");
 }
 
 }  // namespace ts::cuda

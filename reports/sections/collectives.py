@@ -47,6 +47,11 @@ class CollectivesSection:
                            + "; ".join(f"{r.label}: {rec['op']} {rec['dtype']} {size_label(rec['bytes'])} "
                                        f"{'in-place' if rec['in_place'] else 'out-of-place'} ({rec['check']['wrong']} wrong)"
                                        for r, rec in failed[:10])})
+        alone = sorted({r.label for r in results for rec in r.records_of("collective") if rec["ranks"] == 1})
+        if alone:  # not a problem, but no figure of theirs is a link's
+            blocks.append({"kind": "text", "text": f"One rank ({', '.join(alone)}): a collective over one rank crosses no link, "
+                                                   "so its busbw is 0 and its in-place figures time a call with nothing to move; "
+                                                   "launch 2 or more ranks to measure links."})
         many = len(results) > 1
         by_op: defaultdict[str, defaultdict[SeriesKey, list[Record]]] = defaultdict(lambda: defaultdict(list))
         for r in results:

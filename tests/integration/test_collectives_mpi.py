@@ -213,6 +213,14 @@ def test_single_process_without_mpirun(tmp_path, validate):
     validate(doc)
     assert {rec["ranks"] for rec in measurements(doc)} == {1}
     assert all(rec["busbw_gbps"] == 0 for rec in measurements(doc) if rec["op"] == "all_reduce")  # 2(n-1)/n = 0
+    # Said once, before the first table: one rank measures no link, and how to launch more (issue #35).
+    lines = r.out.splitlines()
+    notice = [i for i, line in enumerate(lines) if line.startswith("# one rank: a collective over one rank crosses no link")]
+    assert len(notice) == 1 and notice[0] < lines.index("# all_reduce  float32  sum"), r.out
+    assert lines[notice[0] + 1].startswith("# To measure links, launch 2 or more: mpirun --oversubscribe -np 2 trainscope"), r.out
+    assert "RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT" in lines[notice[0] + 1]
+    footers = [line for line in lines if line.startswith("# Avg bus bandwidth")]
+    assert len(footers) == 2 and all(line.endswith("GB/s (one rank: no link measured)") for line in footers), footers
 
 
 def test_a_factor_near_one_sweeps_strictly_increasing_whole_elements(tmp_path, validate):
@@ -242,6 +250,7 @@ def test_table_reads_like_nccl_tests(tmp_path):
     rows = [l.split() for l in lines if l.strip() and not l.startswith("#")]
     assert [row[0] for row in rows] == ["1024", "2048", "4096"]
     assert all(row[2] == "float32" and row[3] == "sum" and row[8] == "0" and row[12] == "0" for row in rows)
+    assert "one rank" not in r.out and "no link measured" not in r.out  # two ranks measure one
 
 
 def test_the_readme_benchmark_against_a_hand_timed_mpi_loop_runs(tmp_path):

@@ -1,6 +1,8 @@
 """Interconnect A/B on the CPU: `collectives --transports shm,tcp` re-launches itself once per Open MPI
 transport, and merges both labelled series into one result."""
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +27,10 @@ def test_shm_against_tcp_in_one_result(tmp_path, validate):
     assert [v["name"] for v in doc["run"]["config"]["variants"]] == ["shm", "tcp"]
     assert "===== variant 1/2: shm" in r.out and "===== variant 2/2: tcp" in r.out
     assert not list(tmp_path.glob(".ab.json.parts*"))  # the per-variant files are cleaned up
+    # ...and no line named them: every path printed exists after the run (issue #35).
+    printed = re.findall(r"[\w./-]+\.jsonl?\b", r.out)
+    assert str(out) in printed and all(Path(p).exists() for p in printed), printed
+    assert r.out.count(f"# results: this variant's records go into {out} once every variant has run") == 2, r.out
     # The report draws one line per transport.
     rep = tmp_path / "rep"
     assert run_trainscope(["report", out, "-o", rep]).rc == 0

@@ -226,3 +226,15 @@ def test_a_gpu_host_without_its_link_matrix_is_shown_once_per_host(write_doc, tm
     html = (out / "index.html").read_text()
     assert html.count("GPU links of node-a: unavailable (NVML not loaded) (the same for 2 runs: a, b)") == 1
     assert html.count("<caption>GPUs of node-a (the same for 2 runs: a, b)</caption>") == 1
+
+
+def test_a_one_rank_sweep_says_it_measured_no_link(write_doc, tmp_path):
+    """Not an alert (nothing failed), but a reader of its 0 GB/s busbw learns why (issue #35)."""
+    one, two = make_record(samples=noisy(10, 0.1)), make_record(samples=noisy(10, 0.1))
+    one["ranks"] = 1
+    for name, rec, said in (("one", one, True), ("two", two, False)):
+        out = tmp_path / name
+        assert run_tool("report", write_doc(f"{name}.json", make_doc([rec])), "-o", out).returncode == 0
+        html = (out / "index.html").read_text()
+        assert ("a collective over one rank crosses no link" in html) == said
+        assert "Status: no problem found" in html

@@ -63,13 +63,13 @@ struct Code {
   const char* name;
   const char* text;
 };
-constexpr Code kCodes[] = {{cudaSuccess, "cudaSuccess", "no error"},
-                           {cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
-                           {cudaErrorNoDevice, "cudaErrorNoDevice", "no CUDA-capable device is detected"},
-                           {cudaErrorInsufficientDriver, "cudaErrorInsufficientDriver",
-                            "CUDA driver version is insufficient for CUDA runtime version"},
-                           {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
-                           {cudaErrorNotSupported, "cudaErrorNotSupported (fake GPU)", "fake GPU: operation not supported"}};
+constexpr Code kCodes[] = {
+    {cudaSuccess, "cudaSuccess", "no error"},
+    {cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
+    {cudaErrorNoDevice, "cudaErrorNoDevice", "no CUDA-capable device is detected"},
+    {cudaErrorInsufficientDriver, "cudaErrorInsufficientDriver", "CUDA driver version is insufficient for CUDA runtime version"},
+    {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
+    {cudaErrorNotSupported, "cudaErrorNotSupported (fake GPU)", "fake GPU: operation not supported"}};
 
 void fillProperties(cudaDeviceProp& p, const fakegpu::Model& m, int gpu) {
   std::memset(&p, 0, sizeof(p));
