@@ -3,7 +3,9 @@ CPU busy fraction, load and frequency, and per GPU its SM clock, power, temperat
 time. A GPU whose clocks were held down under load (power cap, thermal or hardware slowdown, as NVML
 reports the reasons), or whose SM clock stayed well below its maximum while it was busy, is called out at
 the top, and the training and kernels sections say so beside their MFU and roofline fractions: every
-clock-dependent figure of that run is below what the GPU can do."""
+clock-dependent figure of that run is below what the GPU can do. So is a host that other work kept busy
+(contention.busy_host_reasons, the test `compare` refuses to decide by): every time that run measured may
+include the other work's."""
 from typing import Any
 
 from ..contention import busy_host_reasons
