@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -57,8 +58,23 @@ struct Presets {
 };
 constexpr Presets kPresets[] = {{"tiny", 128, 64, 2, 1024}, {"small", 768, 256, 4, 50257}, {"base", 1024, 1024, 8, 50257}};
 
-std::vector<double> timeRuns(KernelCase& c, int warmup, int iters, int trials) {
-  for (int i = 0; i < warmup; ++i) c.run();
+// The timed runs per trial: --iters, or more where `onceUs` (one run) is short enough that --iters runs would
+// take less than --min-time-ms in all; at most 1000 for the time (each is a sample in the record), --iters if more.
+int itersFor(int iters, int trials, double minTimeMs, double onceUs) {
+  constexpr double kMostForTime = 1000;
+  if (minTimeMs <= 0 || onceUs <= 0) return iters;
+  const double wanted = std::ceil(minTimeMs * 1e3 / (onceUs * trials));
+  return std::max(iters, static_cast<int>(std::min(wanted, kMostForTime)));
+}
+
+std::vector<double> timeRuns(KernelCase& c, int warmup, int iters, int trials, double minTimeMs) {
+  double onceUs = 0;  // the last warm-up run, for itersFor
+  for (int i = 0; i < warmup; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    c.run();
+    onceUs = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  }
+  iters = itersFor(iters, trials, minTimeMs, onceUs);
   std::vector<double> us;
   for (int t = 0; t < trials; ++t)
     for (int i = 0; i < iters; ++i) {
@@ -81,7 +97,7 @@ struct TimedCase {
 // Device time for a CUDA case (events on its stream: kernels under 20 us as CUDA-graph replays of 20, which
 // leave the L2 warm, the others one by one with the L2 flushed in between); host time for a CPU case, whose
 // buffers stay in whatever cache holds them.
-TimedCase timeCase(KernelCase& c, int warmup, int iters, int trials) {
+TimedCase timeCase(KernelCase& c, int warmup, int iters, int trials, double minTimeMs) {
 #ifdef TRAINSCOPE_HAVE_CUDA
   if (void* s = c.deviceStream()) {
     const auto stream = static_cast<cudaStream_t>(s);
@@ -92,13 +108,14 @@ TimedCase timeCase(KernelCase& c, int warmup, int iters, int trials) {
                             .time(
                                 1, [&] { c.run(); }, true)
                             .front();
-    if (once < 20.0) return {timer.timeGraph(iters * trials, 20, [&] { c.run(); }), true};
+    const int runs = itersFor(iters, trials, minTimeMs, once) * trials;
+    if (once < 20.0) return {timer.timeGraph(runs, 20, [&] { c.run(); }), true};
     return {timer.time(
-                iters * trials, [&] { c.run(); }, true),
+                runs, [&] { c.run(); }, true),
             false};
   }
 #endif
-  return {timeRuns(c, warmup, iters, trials), true};
+  return {timeRuns(c, warmup, iters, trials, minTimeMs), true};
 }
 
 // The case's clock: the CUDA device current on this thread, or the CPU's (-1) for a CPU case.
@@ -180,7 +197,7 @@ std::optional<KernelRecord> measureCase(const KernelOp& op, const KernelShape& s
   checking.close();
   trace::Span timing("timed", "compute");
   const OthersCpuMeter others;  // the host's CPUs taken by other processes while this case was timed
-  TimedCase timed = timeCase(*kc, o.warmup, o.iters, o.trials);
+  TimedCase timed = timeCase(*kc, o.warmup, o.iters, o.trials, o.minTimeMs);
   if (!o.cuda) r.othersCpuFraction = others.fraction();
   timing.close();
   r.clockMhz = caseClockMhz(o.cuda);  // the clock its roofline fraction is at
@@ -303,6 +320,7 @@ nlohmann::json toJson(const KernelsOptions& o) {
           {"warmup", o.warmup},
           {"iters", o.iters},
           {"trials", o.trials},
+          {"min_time_ms", o.minTimeMs},
           {"ceilings", o.ceilings},
           {"timeout_s", o.timeoutS},
           {"label", o.label},
