@@ -230,8 +230,8 @@ def _judge(rule: Rule, per_group: Groups, verdicts: dict[str, HostVerdict], refe
             for f in (j.failure for j in judged if j.failure):
                 tail = (f" [{label}]" if label else "") + (f" (median of {len(vs)})" if len(vs) > 1 else "")
                 verdicts[host].failed.setdefault(rule.name, []).append(Failure(f.rule, f.value, f.limit, f.text + tail))
-    for host, judged in pooled.items():
-        for f in _pooled(rule, judged, units[host]):
+    for host, figures in pooled.items():
+        for f in _pooled(rule, figures, units[host]):
             verdicts[host].failed.setdefault(rule.name, []).append(f)
     for host, hv in verdicts.items():
         if rule.name in hv.failed:

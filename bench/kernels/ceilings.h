@@ -69,10 +69,10 @@ using CeilingSink = std::function<void(const nlohmann::json&)>;
 CeilingSink writerSink(ResultWriter* writer);
 
 struct CeilingOptions {
-  CeilingSink emit;                // a kernel_ceiling record per spec, at each measurement (none: not recorded)
-  std::string step;                // the suite step, for the records
-  double plantedScale = 1;         // a planted TRAINSCOPE_FAULT=ceiling (tests): every value x this
-  bool hostContention = true;      // state other processes' share of the CPUs (the CPU's ceilings)
+  CeilingSink emit;            // a kernel_ceiling record per spec, at each measurement (none: not recorded)
+  std::string step;            // the suite step, for the records
+  double plantedScale = 1;     // a planted TRAINSCOPE_FAULT=ceiling (tests): every value x this
+  bool hostContention = true;  // state other processes' share of the CPUs (the CPU's ceilings)
 };
 
 class CeilingSet {

@@ -17,10 +17,10 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/heartbeat.h"
 #include "base/host_name.h"
 #include "base/json_text.h"
 #include "base/terminal_text.h"
-#include "base/heartbeat.h"
 #include "base/units.h"
 #include "base/user_paths.h"
 #include "bench/kernels/ceilings.h"
@@ -341,8 +341,8 @@ void printOtherHosts(const nlohmann::json& records, const std::string& mine) {
     if (rec["kind"] == "kernel_ceiling" && rec["ceiling"] == "compute") ceiling = std::max(ceiling, rec["value"].get<double>());
   }
   for (const auto& [host, figures] : hosts)
-    std::printf("%s", printableLines(fmt::format("# also measured on {}: compute ceiling {:.4g} TFLOP/s, {} kernel(s)\n",
-                                                 host, figures.first, figures.second))
+    std::printf("%s", printableLines(fmt::format("# also measured on {}: compute ceiling {:.4g} TFLOP/s, {} kernel(s)\n", host,
+                                                 figures.first, figures.second))
                           .c_str());
 }
 

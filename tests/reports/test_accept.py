@@ -10,6 +10,7 @@ from synthetic import ROOT, make_ceiling, make_fleet_doc, make_kernel, make_link
 from reports.__main__ import main
 from reports.accept import Verdict, accept
 from reports.load import load_result
+from reports.sections.kernels import ceilings as kernel_ceilings
 from reports.rules import from_toml, shipped
 
 FLEET = {"node-a": [0], "node-b": [1], "node-c": [2], "node-d": [3]}
@@ -385,3 +386,14 @@ def test_the_new_keys_are_checked(tmp_path, write_doc, capsys, text, said):
     (tmp_path / "r.toml").write_text(text)
     assert main(["accept", str(doc), "--rules", str(tmp_path / "r.toml")]) == 2
     assert said in capsys.readouterr().err
+
+
+def test_the_kernels_section_of_a_run_across_hosts_names_each_rows_host_and_draws_process_0s_roofline(tmp_path, write_doc):
+    fleet = {"h1": [0], "h2": [1]}
+    records = gemms("h1", HEALTHY[:2]) + gemms("h2", HEALTHY[:2]) + [ceiling("h1", 0.2), ceiling("h2", 0.3)]
+    doc = write_doc("fleet.json", make_fleet_doc(records, fleet))
+    assert kernel_ceilings(load_result(doc)) == {"compute": 0.2}  # h1's (process 0's), not the best of both
+    assert main(["report", str(doc), "-o", str(tmp_path / "rep")]) == 0
+    html = (tmp_path / "rep" / "index.html").read_text()
+    for host in fleet:
+        assert f"<td>shape0 ({host})</td>" in html and f"<td>compute ({host})</td>" in html
