@@ -311,10 +311,19 @@ def test_a_degraded_host_that_was_busy_is_inconclusive_naming_why(write_doc, cap
     assert h.verdict == Verdict.INCONCLUSIVE and acc.exit_code == 3
     assert h.busy and all("other processes used 73% of vm's CPUs" in b for b in h.busy), h.busy
     doc = write_doc("busy.json", make_fleet_doc(records, {"vm": [0, 1]}, suite="quick"))
-    assert main(["accept", str(doc)]) == 3
+    junit = doc.parent / f"busy-{where}.xml"
+    assert main(["accept", str(doc), "--junit", str(junit)]) == 3
     out = capsys.readouterr().out
     assert "vm    INCONCLUSIVE" in out and "busy: other processes used 73% of vm's CPUs" in out
     assert out.splitlines()[-1].startswith("verdict: INCONCLUSIVE — 1 of 1 host(s) failed a rule while busy"), out
+    (case,) = ET.parse(junit).getroot().iter("testcase")
+    assert "inconclusive: measured while busy" in case.find("skipped").get("message")
+    # the report's banner names it (the section's alert)
+    assert main(["report", str(doc), "-o", str(doc.parent / f"rep-{where}")]) == 0
+    assert "vm: acceptance INCONCLUSIVE, measured while busy" in (doc.parent / f"rep-{where}" / "summary.md").read_text()
+    # a policy that counts no contention: the same figures FAIL
+    (doc.parent / "lax.toml").write_text("max_others_busy = 100\n")
+    assert main(["accept", str(doc), "--policy", str(doc.parent / "lax.toml")]) == 1
 
 
 def test_a_busy_host_that_passes_still_passes_and_a_quiet_slow_one_beside_it_fails(write_doc):
