@@ -48,6 +48,8 @@ def _parser() -> argparse.ArgumentParser:
                    "stragglers)")
     r.add_argument("--rules", metavar="TOML", help="node acceptance rules: adds a PASS/FAIL per host (default: the shipped "
                    "rules of the bring-up suite the results ran, when there are some)")
+    r.add_argument("--reference", action="append", default=[], metavar="RESULT", help="with the acceptance rules: a result "
+                   "of a known good node that their fraction-of-reference limits read (repeatable)")
     v = sub.add_parser("accept", help="node acceptance: PASS/FAIL per host against a rules file: exit 0 all pass, 1 a host "
                        "fails, 3 inconclusive (a host failed a rule while busy with other work)")
     v.add_argument("results", nargs="+", help="result documents (one cluster run, or one run per node)")
@@ -209,7 +211,8 @@ def _report(args: argparse.Namespace) -> int:
     check_output_dir(args.output, "-o/--output")
     results = load_results(args.results, args.label)
     rules = _rules(args, results)
-    index = write_report(results, args.output, args.title, args.trace, accept(results, rules) if rules else None)
+    reference = load_results(args.reference) if args.reference else []
+    index = write_report(results, args.output, args.title, args.trace, accept(results, rules, reference) if rules else None)
     print(f"report: {index} (plots and summary.md beside it)")
     return 0
 

@@ -369,6 +369,8 @@ def test_half_the_fleet_degraded_passes_the_median_rule_and_fails_against_the_re
     assert main(["accept", str(doc), "--reference", str(ref)]) == 1
     out = capsys.readouterr().out
     assert f", reference {ref}" in out.splitlines()[0] and "verdict: FAIL — 2 of 3 host(s) fail: h2, h3" in out
+    assert main(["report", str(doc), "-o", str(doc.parent / "rep"), "--reference", str(ref)]) == 0
+    assert "h2 FAILS acceptance: compute ceiling: 0.1 TFLOP/s &lt; 0.85 x reference" in (doc.parent / "rep" / "index.html").read_text()
 
 
 @pytest.mark.parametrize("q, passes", [(0.5, True), (0.25, False)])
