@@ -48,12 +48,18 @@ def _parser() -> argparse.ArgumentParser:
                    "stragglers)")
     r.add_argument("--rules", metavar="TOML", help="node acceptance rules: adds a PASS/FAIL per host (default: the shipped "
                    "rules of the bring-up suite the results ran, when there are some)")
+    r.add_argument("--reference", action="append", default=[], metavar="RESULT", help="with the acceptance rules: a result "
+                   "of a known good node that their fraction-of-reference limits read (repeatable)")
     v = sub.add_parser("accept", help="node acceptance: PASS/FAIL per host against a rules file: exit 0 all pass, 1 a host "
-                       "fails")
+                       "fails, 3 inconclusive (a host failed a rule while busy with other work)")
     v.add_argument("results", nargs="+", help="result documents (one cluster run, or one run per node)")
     v.add_argument("--rules", metavar="TOML", help="the rules (see README; default: the shipped rules of the bring-up suite "
                    "the results ran)")
     v.add_argument("--junit", help="write JUnit XML: one test case per host, a failure listing its failing rules")
+    v.add_argument("--reference", action="append", default=[], metavar="RESULT", help="a result of a known good node (or a "
+                   "baseline run) that the rules' fraction-of-reference limits read (repeatable: the median of them)")
+    v.add_argument("--policy", metavar="TOML", help="when a host counts as busy: max_others_busy, max_load_per_cpu (as for "
+                   "compare; default 25%% of the CPUs)")
     c = sub.add_parser("compare", help="compare a candidate result with a baseline: exit 0 pass, 1 regression, 3 inconclusive")
     c.add_argument("files", nargs="+", metavar="RESULT", help="BASELINE... CANDIDATE (several baselines: runs of one build, "
                    "whose spread joins the interval); with --baseline or --baseline-dir, CANDIDATE... (one or several runs)")
@@ -191,7 +197,8 @@ def _accept(args: argparse.Namespace) -> int:
     if rules is None:
         raise InputError("no --rules given, and the results are not of one shipped suite with default rules "
                          f"({', '.join(f.stem for f in shipped_rules())})")
-    acc = accept(results, rules)
+    reference = load_results(args.reference) if args.reference else []
+    acc = accept(results, rules, reference, from_toml(args.policy) if args.policy else Policy())
     sys.stdout.write(format_acceptance(acc))
     if acc.judged_nothing:
         raise InputError(acc.nothing_judged())
@@ -204,7 +211,8 @@ def _report(args: argparse.Namespace) -> int:
     check_output_dir(args.output, "-o/--output")
     results = load_results(args.results, args.label)
     rules = _rules(args, results)
-    index = write_report(results, args.output, args.title, args.trace, accept(results, rules) if rules else None)
+    reference = load_results(args.reference) if args.reference else []
+    index = write_report(results, args.output, args.title, args.trace, accept(results, rules, reference) if rules else None)
     print(f"report: {index} (plots and summary.md beside it)")
     return 0
 

@@ -6,7 +6,8 @@ Which hosts a record speaks for (Where):
 - HOST: the record names its host (`host`), or the two hosts of a pair (`src_host`, `dst_host`: a slow
   pair counts against both; each host's value is then the median of its pairs, so one bad host does not
   fail every peer it was paired with);
-- PROCESS_0: process 0's host (the kernels and their ceilings are measured by process 0 only);
+- MEASURING_HOST: the record's `host` (the kernels and their ceilings: the first process of each host
+  measures that host); a record without one (older results, where process 0 alone measured) is process 0's host;
 - RUN: every host of the run (a collective or a training run's throughput involves them all);
 - PER_RANK: each entry of a per-rank list (`ranks` of a train record) on the host its rank ran on.
 """
@@ -22,7 +23,7 @@ from .load import Result
 
 class Where(str, Enum):
     HOST = "host"
-    PROCESS_0 = "process 0"
+    MEASURING_HOST = "measuring host"
     RUN = "run"
     PER_RANK = "per rank"
 
@@ -54,9 +55,9 @@ METRICS = _metrics(
     HostMetric("link", "latency_us", ("latency_us", "median"), L, "us", Where.HOST),
     HostMetric("collective", "busbw_gbps", ("busbw_gbps",), H, "GB/s", Where.RUN),
     HostMetric("collective", "time_us", ("time_us", "median"), L, "us", Where.RUN),
-    HostMetric("kernel", "tflops", ("tflops",), H, "TFLOP/s", Where.PROCESS_0, peak=("roofline", "attainable_tflops")),
-    HostMetric("kernel", "time_us", ("time_us", "median"), L, "us", Where.PROCESS_0),
-    HostMetric("kernel_ceiling", "value", ("value",), H, "", Where.PROCESS_0),  # unit: the record's own
+    HostMetric("kernel", "tflops", ("tflops",), H, "TFLOP/s", Where.MEASURING_HOST, peak=("roofline", "attainable_tflops")),
+    HostMetric("kernel", "time_us", ("time_us", "median"), L, "us", Where.MEASURING_HOST),
+    HostMetric("kernel_ceiling", "value", ("value",), H, "", Where.MEASURING_HOST),  # unit: the record's own
     HostMetric("train", "throughput_per_s", ("throughput_per_s",), H, "items/s", Where.RUN),
     HostMetric("train", "step_time_us", ("step_time_us", "median"), L, "us", Where.RUN),
     HostMetric("train", "rank_step_us", ("step_us",), L, "us", Where.PER_RANK, entries="ranks"),
@@ -146,8 +147,8 @@ def values(metric: HostMetric, result: Result, record: Record) -> Iterator[Value
         return
     if metric.where == Where.HOST:
         hosts = [record[k] for k in ("host", "src_host", "dst_host") if record.get(k)]
-    elif metric.where == Where.PROCESS_0:
-        hosts = [host_of_rank(result, 0) or run_hosts(result)[0]]
+    elif metric.where == Where.MEASURING_HOST:
+        hosts = [record["host"] if record.get("host") else host_of_rank(result, 0) or run_hosts(result)[0]]
     else:
         hosts = run_hosts(result)
     for host in dict.fromkeys(hosts):  # a pair on one host counts once for it

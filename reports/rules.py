@@ -6,9 +6,17 @@
     where = { test = "host_memory_triad" }        # optional: the records it reads (a value, or a list of values)
     min_fraction_of_median = 0.8                  # of the fleet's median over hosts
     min_fraction_of_peak = 0.6                    # of the peak the record carries (datasheet link peak, roofline)
+    min_fraction_of_reference = 0.85              # of the same measurement in the reference (accept --reference)
     min = 5.0                                     # an absolute floor, in the metric's unit
+    quantile = 0.5                                # optional: judge the host's records together (below)
 
-A metric where lower is better (a latency, a step time) takes `max` and `max_fraction_of_median` instead.
+A metric where lower is better (a latency, a step time) takes `max`, `max_fraction_of_median` and
+`max_fraction_of_reference` instead.
+
+Without `quantile`, each measurement the rule selects (a GEMM shape, a message size) is judged on its own and
+the host fails when any fails. With `quantile = q` (above 0, at most 0.5), each limit is judged once per host
+on the q-quantile of its measurements' figures counted from the worst: 0.5 the median, 0.25 the quartile on
+the slow side; one slow shape of 19 then says nothing, most shapes slow fail.
 Every name, key, value and number is checked here: a typo must not make a rule that never fails.
 """
 import re
@@ -33,15 +41,21 @@ class Limit(str, Enum):
     MIN_FRACTION_OF_MEDIAN = "min_fraction_of_median"
     MAX_FRACTION_OF_MEDIAN = "max_fraction_of_median"
     MIN_FRACTION_OF_PEAK = "min_fraction_of_peak"
+    MIN_FRACTION_OF_REFERENCE = "min_fraction_of_reference"
+    MAX_FRACTION_OF_REFERENCE = "max_fraction_of_reference"
 
 
 # Which limits a metric takes by its direction: a floor under a latency would pass every slow host.
-LIMITS = {hm.Better.HIGHER: (Limit.MIN, Limit.MIN_FRACTION_OF_MEDIAN, Limit.MIN_FRACTION_OF_PEAK),
-          hm.Better.LOWER: (Limit.MAX, Limit.MAX_FRACTION_OF_MEDIAN)}
+LIMITS = {hm.Better.HIGHER: (Limit.MIN, Limit.MIN_FRACTION_OF_MEDIAN, Limit.MIN_FRACTION_OF_PEAK,
+                             Limit.MIN_FRACTION_OF_REFERENCE),
+          hm.Better.LOWER: (Limit.MAX, Limit.MAX_FRACTION_OF_MEDIAN, Limit.MAX_FRACTION_OF_REFERENCE)}
+LOW = (Limit.MIN, Limit.MIN_FRACTION_OF_MEDIAN, Limit.MIN_FRACTION_OF_PEAK, Limit.MIN_FRACTION_OF_REFERENCE)  # floors
 # (exclusive low, inclusive high) of each limit: a fraction of a floor above 1 would fail every host.
 RANGES = {Limit.MIN: (0.0, float("inf")), Limit.MAX: (0.0, float("inf")), Limit.MIN_FRACTION_OF_MEDIAN: (0.0, 1.0),
-          Limit.MAX_FRACTION_OF_MEDIAN: (1.0, float("inf")), Limit.MIN_FRACTION_OF_PEAK: (0.0, 1.0)}
-RULE_KEYS = ("name", "metric", "where") + tuple(lim.value for lim in Limit)
+          Limit.MAX_FRACTION_OF_MEDIAN: (1.0, float("inf")), Limit.MIN_FRACTION_OF_PEAK: (0.0, 1.0),
+          Limit.MIN_FRACTION_OF_REFERENCE: (0.0, 1.0), Limit.MAX_FRACTION_OF_REFERENCE: (1.0, float("inf"))}
+QUANTILE = "quantile"
+RULE_KEYS = ("name", "metric", "where", QUANTILE) + tuple(lim.value for lim in Limit)
 Scalar = str | int | float | bool
 
 
@@ -51,6 +65,7 @@ class Rule:
     metric: hm.HostMetric
     where: dict[str, tuple[Scalar, ...]] = field(default_factory=dict)
     limits: dict[Limit, float] = field(default_factory=dict)
+    quantile: float | None = None  # None: each measurement on its own; q: the host's q-quantile from the worst
 
     def selects(self, record: dict[str, Any]) -> bool:
         return (record["kind"] == self.metric.kind
@@ -118,7 +133,8 @@ def _rule(where: str, table: Any) -> Rule:
         limits[lim] = float(number(f"{where}.{lim.value}", table[lim.value], low, high))
     if not limits:
         raise InputError(f"{where}: no limit ({', '.join(x.value for x in LIMITS[metric.better])})")
-    return Rule(name, metric, _where(f"{where}.where", metric, table.get("where", {})), limits)
+    quantile = float(number(f"{where}.{QUANTILE}", table[QUANTILE], 0.0, 0.5)) if QUANTILE in table else None
+    return Rule(name, metric, _where(f"{where}.where", metric, table.get("where", {})), limits, quantile)
 
 
 def parse(doc: dict[str, Any], path: str) -> list[Rule]:

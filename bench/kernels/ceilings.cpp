@@ -97,6 +97,11 @@ std::vector<CeilingSpec> cpuMemoryCeilingSpecs(int threads, const std::vector<Ca
   return out;
 }
 
+CeilingSink writerSink(ResultWriter* writer) {
+  if (!writer) return {};
+  return [writer](const nlohmann::json& rec) { writer->add(rec); };
+}
+
 CeilingSet::CeilingSet(std::vector<CeilingSpec> specs, CeilingOptions o) : o_(std::move(o)) {
   std::vector<std::size_t> all;
   for (auto& s : specs) {
@@ -139,7 +144,7 @@ double CeilingSet::measure(const std::vector<std::size_t>& which, const std::str
       e.others = others;
     }
     if (!trigger.empty()) e.rechecked = true;
-    if (o_.writer) o_.writer->add(toJson(rec));
+    if (o_.emit) o_.emit(toJson(rec));
   }
   activity::set("");
   return best;

@@ -61,11 +61,18 @@ std::vector<CeilingSpec> cudaGemmCeilingSpecs(Precision p, int device);
 // data stays in L2), and 1 GiB (device memory); none in a build without CUDA.
 std::vector<CeilingSpec> cudaMemoryCeilingSpecs(int device);
 
+// Where a kernel_ceiling record goes, one per spec at each measurement: process 0's writer, or (another
+// host's measuring process) a list that travels to process 0.
+using CeilingSink = std::function<void(const nlohmann::json&)>;
+
+// The sink into `writer` (none when null: a process that writes nothing).
+CeilingSink writerSink(ResultWriter* writer);
+
 struct CeilingOptions {
-  ResultWriter* writer = nullptr;  // a kernel_ceiling record per spec, at each measurement
-  std::string step;                // the suite step, for the records
-  double plantedScale = 1;         // a planted TRAINSCOPE_FAULT=ceiling (tests): every value x this
-  bool hostContention = true;      // state other processes' share of the CPUs (the CPU's ceilings)
+  CeilingSink emit;            // a kernel_ceiling record per spec, at each measurement (none: not recorded)
+  std::string step;            // the suite step, for the records
+  double plantedScale = 1;     // a planted TRAINSCOPE_FAULT=ceiling (tests): every value x this
+  bool hostContention = true;  // state other processes' share of the CPUs (the CPU's ceilings)
 };
 
 class CeilingSet {

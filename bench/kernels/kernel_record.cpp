@@ -38,6 +38,7 @@ nlohmann::json toJson(const KernelRecord& r) {
       {"arithmetic_intensity", r.intensity},
       {"roofline", r.roofline ? toJson(*r.roofline) : nlohmann::json(nullptr)},
       {"clock_mhz", orNull(r.clockMhz)},
+      {"others_cpu_fraction", orNull(r.othersCpuFraction)},
       {"ceiling_suspect", r.suspect.has_value()},
       {"check",
        {{"performed", true}, {"passed", r.check.passed}, {"max_rel_err", r.check.maxRelErr}, {"tolerance", r.check.tolerance}}}};

@@ -36,6 +36,7 @@ struct KernelRecord {
   double tflops = 0, gbps = 0, intensity = 0;
   std::optional<KernelRoofline> roofline;             // none without ceilings (--no-ceilings)
   std::optional<double> clockMhz;                     // the clock it was timed at, where known
+  std::optional<double> othersCpuFraction;            // CPU cases: the host's CPUs other processes took while timed
   std::optional<SuspectCause> suspect;                // above its ceiling even after re-measuring it: the likely cause
   KernelCheck check;                                  // against the float64 reference
   nlohmann::json details = nlohmann::json::object();  // the op's facts of this case (KernelCase::details)

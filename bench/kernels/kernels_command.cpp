@@ -45,6 +45,11 @@ const OptionTable<KernelsArgs>& kernelsOptions() {
     addWarmupFlag(t, opts, "Untimed runs first");
     addItersFlag(t, opts, "Timed runs per trial");
     addTrialsFlag(t, opts);
+    t.add("--min-time-ms",
+          "Time each case for at least this many milliseconds in all: more than --iters runs where one is short (0 = --iters "
+          "only)",
+          TS_FIELD(opts.minTimeMs))
+        .range({0, 1e6});
     t.add("--ceilings,!--no-ceilings", "Measure the compute and memory ceilings first (the roofline)", TS_FIELD(opts.ceilings));
     addTimeoutFlag(t, opts);
     addOutputFlags(t, opts);

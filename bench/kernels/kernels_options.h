@@ -44,6 +44,9 @@ struct KernelsOptions {
   int warmup = 2;
   int iters = 10;
   int trials = 1;
+  // A case's timed runs last at least this long in all (more than --iters where one run is short): a tiny GEMM
+  // timed 5 times is one scheduler tick from a wrong figure, timed for 30 ms it is its median. 0: --iters only.
+  double minTimeMs = 0;
   bool ceilings = true;  // measure the compute and memory ceilings first
   // Shapes from --shapes FILE, per op; an op listed there is measured at those shapes only.
   std::vector<std::pair<const KernelOp*, KernelShape>> userShapes;

@@ -5,8 +5,11 @@
 // GPU 0) by CUDA events.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <tuple>
@@ -15,9 +18,13 @@
 
 #include "base/error.h"
 #include "base/heartbeat.h"
+#include "base/host_name.h"
+#include "base/json_text.h"
+#include "base/terminal_text.h"
 #include "base/units.h"
 #include "base/user_paths.h"
 #include "bench/kernels/ceilings.h"
+#include "bench/kernels/cpu_contention.h"
 #include "bench/kernels/host_caches.h"
 #include "bench/kernels/kernel_record.h"
 #include "bench/kernels/kernels_options.h"
@@ -51,8 +58,23 @@ struct Presets {
 };
 constexpr Presets kPresets[] = {{"tiny", 128, 64, 2, 1024}, {"small", 768, 256, 4, 50257}, {"base", 1024, 1024, 8, 50257}};
 
-std::vector<double> timeRuns(KernelCase& c, int warmup, int iters, int trials) {
-  for (int i = 0; i < warmup; ++i) c.run();
+// The timed runs per trial: --iters, or more where `onceUs` (one run) is short enough that --iters runs would
+// take less than --min-time-ms in all; at most 1000 for the time (each is a sample in the record), --iters if more.
+int itersFor(int iters, int trials, double minTimeMs, double onceUs) {
+  constexpr double kMostForTime = 1000;
+  if (minTimeMs <= 0 || onceUs <= 0) return iters;
+  const double wanted = std::ceil(minTimeMs * 1e3 / (onceUs * trials));
+  return std::max(iters, static_cast<int>(std::min(wanted, kMostForTime)));
+}
+
+std::vector<double> timeRuns(KernelCase& c, int warmup, int iters, int trials, double minTimeMs) {
+  double onceUs = 0;  // the last warm-up run, for itersFor
+  for (int i = 0; i < warmup; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    c.run();
+    onceUs = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  }
+  iters = itersFor(iters, trials, minTimeMs, onceUs);
   std::vector<double> us;
   for (int t = 0; t < trials; ++t)
     for (int i = 0; i < iters; ++i) {
@@ -75,7 +97,7 @@ struct TimedCase {
 // Device time for a CUDA case (events on its stream: kernels under 20 us as CUDA-graph replays of 20, which
 // leave the L2 warm, the others one by one with the L2 flushed in between); host time for a CPU case, whose
 // buffers stay in whatever cache holds them.
-TimedCase timeCase(KernelCase& c, int warmup, int iters, int trials) {
+TimedCase timeCase(KernelCase& c, int warmup, int iters, int trials, double minTimeMs) {
 #ifdef TRAINSCOPE_HAVE_CUDA
   if (void* s = c.deviceStream()) {
     const auto stream = static_cast<cudaStream_t>(s);
@@ -86,13 +108,14 @@ TimedCase timeCase(KernelCase& c, int warmup, int iters, int trials) {
                             .time(
                                 1, [&] { c.run(); }, true)
                             .front();
-    if (once < 20.0) return {timer.timeGraph(iters * trials, 20, [&] { c.run(); }), true};
+    const int runs = itersFor(iters, trials, minTimeMs, once) * trials;
+    if (once < 20.0) return {timer.timeGraph(runs, 20, [&] { c.run(); }), true};
     return {timer.time(
-                iters * trials, [&] { c.run(); }, true),
+                runs, [&] { c.run(); }, true),
             false};
   }
 #endif
-  return {timeRuns(c, warmup, iters, trials), true};
+  return {timeRuns(c, warmup, iters, trials, minTimeMs), true};
 }
 
 // The case's clock: the CUDA device current on this thread, or the CPU's (-1) for a CPU case.
@@ -107,14 +130,15 @@ std::optional<double> caseClockMhz(bool cuda) {
 }
 
 // The ceilings of the run: the GPU's on GPU 0, or the CPU's with the threads this process may use.
-CeilingSet measureCeilings(const KernelsOptions& o, RunContext& ctx, double plantedScale, int threads) {
-  CeilingOptions co{ctx.writer, ctx.step, plantedScale, !o.cuda};
+CeilingSet measureCeilings(const KernelsOptions& o, RunContext& ctx, const CeilingSink& emit, bool speaks, double plantedScale,
+                           int threads) {
+  CeilingOptions co{emit, ctx.step, plantedScale, !o.cuda};
   std::vector<CeilingSpec> specs = o.cuda ? cudaGemmCeilingSpecs(o.settings.precision, 0) : cpuGemmCeilingSpecs();
   std::vector<CeilingSpec> memory =
       o.cuda ? cudaMemoryCeilingSpecs(0) : cpuMemoryCeilingSpecs(threads, hostDataCaches(cpusInUse()));
   for (auto& m : memory) specs.push_back(std::move(m));
   CeilingSet c(std::move(specs), co);
-  std::printf("%s\n", c.consoleLine().c_str());
+  if (speaks) std::printf("%s\n", c.consoleLine().c_str());
   return c;
 }
 
@@ -172,7 +196,9 @@ std::optional<KernelRecord> measureCase(const KernelOp& op, const KernelShape& s
   r.check = kc->check();
   checking.close();
   trace::Span timing("timed", "compute");
-  TimedCase timed = timeCase(*kc, o.warmup, o.iters, o.trials);
+  const OthersCpuMeter others;  // the host's CPUs taken by other processes while this case was timed
+  TimedCase timed = timeCase(*kc, o.warmup, o.iters, o.trials, o.minTimeMs);
+  if (!o.cuda) r.othersCpuFraction = others.fraction();
   timing.close();
   r.clockMhz = caseClockMhz(o.cuda);  // the clock its roofline fraction is at
   // Its typical rate (the median) against the best the ceilings showed: a fraction that never flatters.
@@ -226,7 +252,7 @@ std::string cpuConvLine(const KernelSettings& k) {
 
 }  // namespace
 
-std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx);
+std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx, const CeilingSink& emit, bool speaks);
 
 KernelsOptions resolveKernelsArgs(const KernelsArgs& a) {
   KernelsOptions o = a.opts;
@@ -294,49 +320,93 @@ nlohmann::json toJson(const KernelsOptions& o) {
           {"warmup", o.warmup},
           {"iters", o.iters},
           {"trials", o.trials},
+          {"min_time_ms", o.minTimeMs},
           {"ceilings", o.ceilings},
           {"timeout_s", o.timeoutS},
           {"label", o.label},
           {"trace", o.traceDir}};
 }
 
-std::size_t runKernelsStep(const KernelsOptions& o, RunContext& ctx) {
-  const bool leader = ctx.boot.rank() == 0;
-  // Process 0 measures; the others stand by without spinning, so the host is its own.
-  ctx.boot.barrier();
-  std::unique_ptr<TraceFiles> traceFiles;
-  if (!o.traceDir.empty()) traceFiles = std::make_unique<TraceFiles>(ctx.boot, o.traceDir, ctx.boot.size());
-  const std::size_t failed = leader ? measureKernels(o, ctx) : 0;
-  ctx.boot.quietBarrier();
-  if (traceFiles) traceFiles->finish("kernels");
-  return static_cast<std::size_t>(ctx.boot.sum(static_cast<long long>(failed)));
+namespace {
+
+// "# also measured on node-b: compute ceiling 0.11 TFLOP/s, 19 kernels": what the other hosts' processes
+// measured (process 0 prints its own table; theirs would interleave with it).
+void printOtherHosts(const nlohmann::json& records, const std::string& mine) {
+  std::map<std::string, std::pair<double, int>> hosts;  // host -> (best compute ceiling, kernel records)
+  for (const auto& rec : records) {
+    const std::string host = rec.value("host", "");
+    if (host == mine) continue;
+    auto& [ceiling, kernels] = hosts[host];
+    if (rec["kind"] == "kernel") ++kernels;
+    if (rec["kind"] == "kernel_ceiling" && rec["ceiling"] == "compute") ceiling = std::max(ceiling, rec["value"].get<double>());
+  }
+  for (const auto& [host, figures] : hosts)
+    std::printf("%s", printableLines(fmt::format("# also measured on {}: compute ceiling {:.4g} TFLOP/s, {} kernel(s)\n", host,
+                                                 figures.first, figures.second))
+                          .c_str());
 }
 
-std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
-  ResultWriter* writer = ctx.writer;
+}  // namespace
+
+std::size_t runKernelsStep(const KernelsOptions& o, RunContext& ctx) {
+  Bootstrap& boot = ctx.boot;
+  // The first process of each host measures that host, so that every host of a run across nodes has its own
+  // ceilings and kernels to be judged on (accept); the others stand by without spinning, so the host is its own.
+  const std::string host = hostName();
+  const std::vector<std::string> hosts = boot.allGatherStrings(host);
+  const bool measures = std::find(hosts.begin(), hosts.end(), host) - hosts.begin() == boot.rank();
+  std::unique_ptr<TraceFiles> traceFiles;
+  if (!o.traceDir.empty()) traceFiles = std::make_unique<TraceFiles>(boot, o.traceDir, boot.size());
+  // Each record names its host. Process 0 writes its own as they are measured (a crash keeps them); the
+  // other hosts' travel to it at the end of the step.
+  nlohmann::json others = nlohmann::json::array();
+  const CeilingSink emit = [&](const nlohmann::json& rec) {
+    nlohmann::json tagged = rec;
+    tagged["host"] = host;
+    if (ctx.writer)
+      ctx.writer->add(tagged);
+    else
+      others.push_back(std::move(tagged));
+  };
+  const std::size_t failed = measures ? measureKernels(o, ctx, emit, boot.rank() == 0) : 0;
+  boot.quietBarrier();
+  const std::vector<std::string> gathered = boot.allGatherStrings(jsonText(others));
+  if (boot.rank() == 0) {
+    nlohmann::json all = nlohmann::json::array();
+    for (const auto& text : gathered)
+      for (const auto& rec : nlohmann::json::parse(text)) all.push_back(rec);
+    if (ctx.writer)
+      for (const auto& rec : all) ctx.writer->add(rec);
+    printOtherHosts(all, host);
+  }
+  if (traceFiles) traceFiles->finish("kernels");
+  return static_cast<std::size_t>(boot.sum(static_cast<long long>(failed)));
+}
+
+std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx, const CeilingSink& emit, bool speaks) {
   Watchdog watchdog(o.timeoutS, ctx.boot.rank(), endAllRanksOnTimeout(o.timeoutS, ctx.boot));
   WatchdogScope guard(watchdog);
   const double plantedScale = plantedCeilingScale(faultFromEnvironment(), ctx.boot.rank());
   const int usable = static_cast<int>(cpusInUse().size());
-  if (!o.cuda)
+  if (speaks && !o.cuda)
     std::printf(
         "#\n# kernels on the CPU (%s) with %d of %ld hardware threads (this process's affinity; mpirun binds ranks to cores "
         "unless --bind-to none)\n",
         std::string(precisionName(o.settings.precision)).c_str(), usable, ::sysconf(_SC_NPROCESSORS_ONLN));
-  if (!o.cuda) {
+  if (speaks && !o.cuda) {
     std::printf("# convolution: %s\n", cpuConvLine(o.settings).c_str());
     // A dense bias + GELU GEMM names what fuses its epilogue (each record's details.implementation: its own).
     std::printf("# gemm: OpenBLAS; epilogues: %s\n",
                 cpu::gemmEpilogueImplementation(false, false, 64, 64, 64, true, true).c_str());
   }
-  if (o.userShapes.empty())
+  if (speaks && o.userShapes.empty())
     std::printf("# shapes of a transformer block of hidden %lld, sequence %lld, batch %lld, vocabulary %lld\n",
                 static_cast<long long>(o.hidden), static_cast<long long>(o.seq), static_cast<long long>(o.batch),
                 static_cast<long long>(o.vocab));
-  else
+  else if (speaks)
     std::printf("# shapes from the --shapes file\n");
 #ifdef TRAINSCOPE_HAVE_CUDA
-  if (o.cuda) {
+  if (speaks && o.cuda) {
     cudaDeviceProp prop{};
     CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
     std::printf("#\n# kernels on cuda:0 (%s) in %s: device time from CUDA events\n", prop.name,
@@ -344,25 +414,25 @@ std::size_t measureKernels(const KernelsOptions& o, RunContext& ctx) {
   }
 #endif
   std::optional<CeilingSet> ceilings;
-  if (o.ceilings) ceilings.emplace(measureCeilings(o, ctx, plantedScale, usable));
-  std::printf("%s", kernelsTableHeader().c_str());
+  if (o.ceilings) ceilings.emplace(measureCeilings(o, ctx, emit, speaks, plantedScale, usable));
+  if (speaks) std::printf("%s", kernelsTableHeader().c_str());
   std::size_t failed = 0;
   std::vector<SuspectFigure> suspects;
   for (const KernelOp* op : o.ops)
     for (const KernelShape& shape : shapesOf(*op, o)) {
       std::optional<KernelRecord> rec = measureCase(*op, shape, o, ceilings, suspects);
       if (!rec) {
-        std::printf("%s", kernelsSkippedRow(op->name(), shape.name).c_str());
+        if (speaks) std::printf("%s", kernelsSkippedRow(op->name(), shape.name).c_str());
         continue;
       }
       failed += !rec->check.passed;
       rec->step = ctx.step;
-      if (writer) writer->add(toJson(*rec));
-      std::printf("%s", kernelsTableRow(*rec).c_str());
+      emit(toJson(*rec));
+      if (speaks) std::printf("%s", kernelsTableRow(*rec).c_str());
       std::fflush(stdout);
     }
   activity::set("");
-  if (!suspects.empty()) std::printf("%s\n", suspectWarning(suspects).c_str());
+  if (speaks && !suspects.empty()) std::printf("%s\n", suspectWarning(suspects).c_str());
   if (failed) std::fprintf(stderr, "trainscope: error: %zu kernel(s) failed their check against the float64 reference\n", failed);
   return failed;
 }

@@ -70,7 +70,7 @@ void measureGemmCeiling(std::optional<CeilingSet>& ceilings, RunContext& ctx, wl
                         const std::optional<Fault>& fault, Precision gemmPrecision) {
   const bool cuda = trainer.device().cuda();
   ceilings.emplace(cuda ? cudaGemmCeilingSpecs(gemmPrecision, trainer.device().ordinal()) : cpuGemmCeilingSpecs(),
-                   CeilingOptions{ctx.writer, ctx.step, plantedCeilingScale(fault, ctx.boot.rank()), !cuda});
+                   CeilingOptions{writerSink(ctx.writer), ctx.step, plantedCeilingScale(fault, ctx.boot.rank()), !cuda});
   std::printf("%s\n", ceilings->consoleLine().c_str());
 }
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from matplotlib.axes import Axes
 
+from .. import host_metrics as hm
 from ..json_types import Block, Record
 from ..load import Result
 from ..plots import SPREAD, PlotSink, error_bars, log_axis, new_figure, rate_spread
@@ -24,11 +25,26 @@ CAUSES = {
 }
 
 
+def measuring_hosts(result: Result) -> list[str]:
+    """The hosts whose kernels and ceilings a result holds (the first process of each host measures it), when
+    its records name them: several in a run across nodes."""
+    return sorted({str(x["host"]) for kind in ("kernel", "kernel_ceiling") for x in result.records_of(kind) if x.get("host")})
+
+
+def _of_process_0(result: Result, records: list[Record]) -> list[Record]:
+    """Of a run across hosts, the records of process 0's host (the roofline drawn is one host's)."""
+    if len(measuring_hosts(result)) < 2:
+        return records
+    host = hm.host_of_rank(result, 0)
+    return [x for x in records if x.get("host") in (None, host)]
+
+
 def ceilings(result: Result) -> dict[str, float]:
     """The best value of each ceiling in a result: {"compute": TFLOP/s, "l1".."dram": GB/s} (a memory ceiling
-    without a level, from before the levels, is DRAM's). A re-measured ceiling counts at its best."""
+    without a level, from before the levels, is DRAM's), process 0's host's in a run across hosts. A
+    re-measured ceiling counts at its best."""
     best: dict[str, float] = {}
-    for c in result.records_of("kernel_ceiling"):
+    for c in _of_process_0(result, result.records_of("kernel_ceiling")):
         key = "compute" if c["ceiling"] == "compute" else c.get("level") or "dram"
         best[key] = max(best.get(key, 0.0), c["value"])
     return best
@@ -70,22 +86,24 @@ def _draw_ceilings(ax: Axes, r: Result, recs: list[Record], color: str, many: bo
                 alpha=0.6 if dram else 0.4, label=(f"{r.label}: " if many else "") + label)
 
 
-def _kernel_row(r: Result, x: Record, many: bool) -> list[Any]:
+def _kernel_row(r: Result, x: Record, many: bool, hosts: bool = False) -> list[Any]:
     suspect = x.get("ceiling_suspect", False)
     roof = x["roofline"] or {}
     bound = roof.get("bound", "-")
     if bound == "memory":
         bound = f"memory ({LEVEL_LABELS.get(roof.get('memory_level', 'dram'), '?')})"
-    return [(f"{r.label}: " if many else "") + x["op"], x["shape_name"], " ".join(f"{k}={v}" for k, v in x["shape"].items()),
+    on = f" ({x['host']})" if hosts and x.get("host") else ""  # a run across hosts: whose kernel
+    return [(f"{r.label}: " if many else "") + x["op"], x["shape_name"] + on, " ".join(f"{k}={v}" for k, v in x["shape"].items()),
             x["dtype"], x["backend"], f"{x['time_us']['median']:.2f}", f"{x['tflops'] * 1e3:.2f}", f"{x['gbps']:.2f}",
             bound, (f"{100 * roof['fraction_of_ceiling']:.0f}%" + (" !" if suspect else "")) if roof else "-",
             f"{x['clock_mhz']:.0f}" if x.get("clock_mhz") is not None else "-",
             "ok" if x["check"]["passed"] else "FAILED"]
 
 
-def _ceiling_row(r: Result, c: Record, many: bool) -> list[Any]:
+def _ceiling_row(r: Result, c: Record, many: bool, hosts: bool = False) -> list[Any]:
     others = c.get("others_cpu_fraction")
-    return [(f"{r.label}: " if many else "") + c["ceiling"],
+    on = f" ({c['host']})" if hosts and c.get("host") else ""
+    return [(f"{r.label}: " if many else "") + c["ceiling"] + on,
             LEVEL_LABELS.get(c.get("level", ""), "-") if c["ceiling"] == "memory" else "-",
             f"{c['value']:.4g} {c['unit']}", c["source"],
             f"best of {c['trials']} after {c['warmup']} warm-up" if "trials" in c else f"best of {c['time_us']['n']}",
@@ -135,7 +153,8 @@ class KernelsSection:
         for i, r in enumerate(results):
             color = f"C{i % 10}"
             recs = r.records_of("kernel")
-            _draw_ceilings(ax, r, recs, color, many)
+            across = len(measuring_hosts(r)) > 1  # a run across hosts: each row names its host
+            _draw_ceilings(ax, r, _of_process_0(r, recs), color, many)
             for x in recs:
                 suspect = x.get("ceiling_suspect", False)
                 ax.scatter(x["arithmetic_intensity"], x["tflops"] * 1e3, color=color, s=18, marker="x" if suspect else "o")
@@ -143,7 +162,7 @@ class KernelsSection:
                 ax.errorbar([x["arithmetic_intensity"]], [gflops], yerr=error_bars([gflops], [rate_spread(gflops, x["time_us"])]),
                             fmt="none", ecolor=color, elinewidth=0.8, capsize=2)
                 labels.append((not suspect, x["op"] + (" !" if suspect else ""), x["arithmetic_intensity"], x["tflops"] * 1e3))
-                rows.append(_kernel_row(r, x, many))
+                rows.append(_kernel_row(r, x, many, across))
         log_axis(ax, "x")
         log_axis(ax, "y")
         _place_labels(ax, labels)
@@ -170,7 +189,8 @@ class KernelsSection:
                                  times)
             if table:
                 blocks.append(table)
-        ceiling_rows = [_ceiling_row(r, c, many) for r in results for c in r.records_of("kernel_ceiling")]
+        ceiling_rows = [_ceiling_row(r, c, many, len(measuring_hosts(r)) > 1) for r in results
+                        for c in r.records_of("kernel_ceiling")]
         if ceiling_rows:
             blocks.append({"kind": "table",
                            "caption": "The ceilings as measured (a re-measure names the record that set it off; "

@@ -199,3 +199,19 @@ def test_cuda_backend_without_a_gpu_is_a_clear_error():
         pytest.skip("this machine has a GPU: the CUDA path ran")
     assert r.rc == 2 and len(r.error_lines()) == 1
     assert "--backend cuda needs a CUDA GPU" in r.err or "built without CUDA" in r.err
+
+
+def test_min_time_gives_a_short_case_more_runs_than_iters(tmp_path):
+    """--min-time-ms: a 64^3 GEMM (microseconds) timed for 20 ms in all gets more than -n 3 runs (at most 1000, each a
+    sample); without it, exactly -n. What the figure is, is this machine's business: only the counts are held."""
+    shapes = tmp_path / "one.toml"
+    shapes.write_text('[[shape]]\nop = "gemm"\nname = "s64"\nM = 64\nN = 64\nK = 64\n')
+    counts = {}
+    for ms in (0, 20):
+        out = tmp_path / f"k{ms}.json"
+        r = run_trainscope(["kernels", "--ops", "gemm", "--shapes", shapes, "--no-ceilings", "-n", 3, "--min-time-ms", ms,
+                            "--json", out])
+        assert r.rc == 0, r.err
+        (rec,) = [x for x in json.loads(out.read_text())["records"] if x["kind"] == "kernel"]
+        counts[ms] = len(rec["samples_us"])
+    assert counts[0] == 3 and 3 < counts[20] <= 1000, counts

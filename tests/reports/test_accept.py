@@ -5,11 +5,12 @@ section and puts the failures in its status banner; the shipped rules parse and 
 import xml.etree.ElementTree as ET
 
 import pytest
-from synthetic import ROOT, make_fleet_doc, make_link, make_train
+from synthetic import ROOT, make_ceiling, make_fleet_doc, make_kernel, make_link, make_train
 
 from reports.__main__ import main
 from reports.accept import Verdict, accept
 from reports.load import load_result
+from reports.sections.kernels import ceilings as kernel_ceilings
 from reports.rules import from_toml, shipped
 
 FLEET = {"node-a": [0], "node-b": [1], "node-c": [2], "node-d": [3]}
@@ -240,3 +241,170 @@ def test_the_shipped_rules_parse_and_address_what_their_suites_record():
         for rule in from_toml(f).rules:  # telemetry: every run samples it, whatever its steps
             assert rule.metric.kind == "telemetry" or makes[rule.metric.kind] in steps[name], (name, rule.name)
 
+
+
+# Issue #35: acceptance right on a healthy, a busy and a degraded host, on every host of a multi-node run, and
+# against a reference when much of the fleet is degraded alike. Every figure is planted: none depends on this
+# machine's speed.
+QUICK_RULES = ROOT / "bench" / "suites" / "rules" / "quick.toml"
+GEMM_SHAPES = [f"shape{i}" for i in range(19)]
+
+
+def gemms(host, fractions):
+    """The quick suite's 19 GEMM shapes on `host`, each at the fraction of its roofline given."""
+    out = []
+    for name, f in zip(GEMM_SHAPES, fractions):
+        rec = make_kernel("gemm", name, 0.2 * f, 100.0, 0.2, 20.0)
+        rec["host"] = host
+        out.append(rec)
+    return out
+
+
+def ceiling(host, tflops, **extra):
+    return make_ceiling("compute", tflops, host=host, **extra)
+
+
+def quick_accept(write_doc, records, fleet, reference=None, name="q.json"):
+    doc = write_doc(name, make_fleet_doc(records, fleet, suite="quick"))
+    ref = [load_result(write_doc("ref.json", make_fleet_doc(reference, {"good": [0]}, suite="quick")))] if reference else []
+    return accept([load_result(doc)], from_toml(QUICK_RULES), ref)
+
+
+def busy(host, others):
+    rng = {"min": others, "median": others, "max": others}
+    return {"kind": "telemetry", "host": host, "process": 0, "interval_s": 0.2,
+            "samples": [{"t_s": 0.0, "cpu_busy_fraction": None, "cpu_busy_others_fraction": others, "load1": 1.0,
+                         "cpu_freq_mhz": None, "gpus": []}],
+            "summary": {"duration_s": 1.0, "cpu_busy_fraction": rng, "cpu_busy_others_fraction": rng, "load1": rng,
+                        "cpu_freq_mhz": None, "gpus": [], "throttled": False}}
+
+
+HEALTHY = [0.2785] + [0.45 + 0.02 * i for i in range(18)]  # one 128^3 GEMM timed slow, as on the 2-core VM
+DEGRADED = [0.12 + 0.01 * i for i in range(19)]            # most shapes far under their roofline
+
+
+def test_a_healthy_host_with_one_slow_shape_passes_the_quick_rules(write_doc):
+    acc = quick_accept(write_doc, gemms("vm", HEALTHY) + [ceiling("vm", 0.2)], {"vm": [0, 1]})
+    (h,) = acc.hosts
+    assert h.verdict == Verdict.PASS and "GEMM roofline" in h.passed and acc.exit_code == 0, h
+
+
+def test_a_degraded_host_fails_on_the_median_of_its_shapes(write_doc):
+    acc = quick_accept(write_doc, gemms("vm", DEGRADED) + [ceiling("vm", 0.2)], {"vm": [0, 1]})
+    (h,) = acc.hosts
+    (fail,) = h.failures()
+    assert h.verdict == Verdict.FAIL and acc.exit_code == 1
+    assert fail.rule == "GEMM roofline" and fail.value == pytest.approx(0.21) and fail.limit == 0.3
+    assert fail.text == "median of 19: 0.21 of peak < 0.3 (worst 0.12 [shape_name=shape0])"
+
+
+@pytest.mark.parametrize("where", ["telemetry", "records"])
+def test_a_degraded_host_that_was_busy_is_inconclusive_naming_why(write_doc, capsys, where):
+    records = gemms("vm", DEGRADED) + [ceiling("vm", 0.2)]
+    if where == "telemetry":
+        records.append(busy("vm", 0.73))
+    else:  # no telemetry: the kernels step's own share of the CPUs others took
+        for rec in records:
+            rec["others_cpu_fraction"] = 0.73
+    acc = quick_accept(write_doc, records, {"vm": [0, 1]})
+    (h,) = acc.hosts
+    assert h.verdict == Verdict.INCONCLUSIVE and acc.exit_code == 3
+    assert h.busy and all("other processes used 73% of vm's CPUs" in b for b in h.busy), h.busy
+    doc = write_doc("busy.json", make_fleet_doc(records, {"vm": [0, 1]}, suite="quick"))
+    junit = doc.parent / f"busy-{where}.xml"
+    assert main(["accept", str(doc), "--junit", str(junit)]) == 3
+    out = capsys.readouterr().out
+    assert "vm    INCONCLUSIVE" in out and "busy: other processes used 73% of vm's CPUs" in out
+    assert out.splitlines()[-1].startswith("verdict: INCONCLUSIVE — 1 of 1 host(s) failed a rule while busy"), out
+    (case,) = ET.parse(junit).getroot().iter("testcase")
+    assert "inconclusive: measured while busy" in case.find("skipped").get("message")
+    # the report's banner names it (the section's alert)
+    assert main(["report", str(doc), "-o", str(doc.parent / f"rep-{where}")]) == 0
+    assert "vm: acceptance INCONCLUSIVE, measured while busy" in (doc.parent / f"rep-{where}" / "summary.md").read_text()
+    # a policy that counts no contention: the same figures FAIL
+    (doc.parent / "lax.toml").write_text("max_others_busy = 100\n")
+    assert main(["accept", str(doc), "--policy", str(doc.parent / "lax.toml")]) == 1
+
+
+def test_a_busy_host_that_passes_still_passes_and_a_quiet_slow_one_beside_it_fails(write_doc):
+    acc = quick_accept(write_doc, gemms("node-a", HEALTHY) + [busy("node-a", 0.9)] + gemms("node-b", DEGRADED),
+                       {"node-a": [0], "node-b": [1]})
+    assert verdicts(acc) == {"node-a": Verdict.PASS, "node-b": Verdict.FAIL} and acc.exit_code == 1
+
+
+def test_every_host_of_a_multi_node_run_is_judged_on_its_own_kernels(write_doc):
+    """A planted slow CPU on the 4th host of a run across 4 (ceiling:rank=3:scale=0.5): its ceiling record names
+    it, so it fails; the others pass. Before, every kernels record counted for process 0's host."""
+    fleet = {f"h{i}": [i] for i in range(1, 5)}
+    records = [r for h in fleet for r in gemms(h, HEALTHY)]
+    records += [ceiling("h1", 0.2), ceiling("h2", 0.21), ceiling("h3", 0.19), ceiling("h4", 0.1, planted_fault_scale=0.5)]
+    acc = quick_accept(write_doc, records, fleet)
+    assert verdicts(acc) == {"h1": Verdict.PASS, "h2": Verdict.PASS, "h3": Verdict.PASS, "h4": Verdict.FAIL}
+    (fail,) = next(h for h in acc.hosts if h.host == "h4").failures()
+    assert fail.rule == "compute ceiling" and "0.1 TFLOP/s < 0.85 x fleet median 0.195 TFLOP/s" in fail.text
+
+
+def test_records_without_a_host_still_count_for_process_0s_host(write_doc):
+    """Results written before kernels measured every host: process 0's host alone has kernels."""
+    records = gemms("x", DEGRADED)
+    for rec in records:
+        del rec["host"]
+    acc = quick_accept(write_doc, records, {"node-a": [0], "node-b": [1]})
+    assert verdicts(acc) == {"node-a": Verdict.FAIL, "node-b": Verdict.NOT_MEASURED}
+
+
+def test_half_the_fleet_degraded_passes_the_median_rule_and_fails_against_the_reference(write_doc, capsys):
+    """3 hosts, 2 with a planted 0.5x ceiling: the fleet's median is theirs, so the median rule passes them; the
+    reference (a known good node's result) does not."""
+    fleet = {"h1": [0], "h2": [1], "h3": [2]}
+    records = [ceiling("h1", 0.2), ceiling("h2", 0.1), ceiling("h3", 0.1)]
+    acc = quick_accept(write_doc, records, fleet)
+    assert verdicts(acc) == {"h1": Verdict.PASS, "h2": Verdict.PASS, "h3": Verdict.PASS}
+    acc = quick_accept(write_doc, records, fleet, reference=[ceiling("good", 0.2)])
+    assert verdicts(acc) == {"h1": Verdict.PASS, "h2": Verdict.FAIL, "h3": Verdict.FAIL}
+    (fail,) = next(h for h in acc.hosts if h.host == "h2").failures()
+    assert fail.text == "0.1 TFLOP/s < 0.85 x reference 0.2 TFLOP/s = 0.17 TFLOP/s"
+    doc = write_doc("fleet.json", make_fleet_doc(records, fleet, suite="quick"))
+    ref = write_doc("good.json", make_fleet_doc([ceiling("good", 0.2)], {"good": [0]}, suite="quick"))
+    assert main(["accept", str(doc), "--reference", str(ref)]) == 1
+    out = capsys.readouterr().out
+    assert f", reference {ref}" in out.splitlines()[0] and "verdict: FAIL — 2 of 3 host(s) fail: h2, h3" in out
+    assert main(["report", str(doc), "-o", str(doc.parent / "rep"), "--reference", str(ref)]) == 0
+    assert "h2 FAILS acceptance: compute ceiling: 0.1 TFLOP/s &lt; 0.85 x reference" in (doc.parent / "rep" / "index.html").read_text()
+
+
+@pytest.mark.parametrize("q, passes", [(0.5, True), (0.25, False)])
+def test_a_quantile_judges_the_hosts_shapes_together(judge, q, passes):
+    """Triads at 4 sizes (groups): 10, 10, 4, 3 GB/s against min 5: the median (7) passes, the quartile from the
+    worst (3.75) fails; without a quantile the two slow sizes fail on their own."""
+    recs = [triad("node-a", bw) for bw in (10, 10, 4, 3)]
+    for i, rec in enumerate(recs):
+        rec["bytes"] = 1 << (20 + i)
+    rules = TRIAD + "min = 5\n"
+    assert verdicts(judge(rules, recs, {"node-a": [0]}))["node-a"] == Verdict.FAIL
+    acc = judge(rules + f"quantile = {q}\n", recs, {"node-a": [0]})
+    assert verdicts(acc)["node-a"] == (Verdict.PASS if passes else Verdict.FAIL)
+
+
+@pytest.mark.parametrize("text, said", [
+    (TRIAD + "min = 1\nquantile = 0.6\n", "quantile: 0.6 is out of range"),
+    (TRIAD + "min = 1\nquantile = 0\n", "quantile: 0 is out of range"),
+    (TRIAD + "max_fraction_of_reference = 1.2\n", "link.bandwidth_gbps is better higher"),
+    (TRIAD + "min_fraction_of_reference = 1.5\n", "min_fraction_of_reference: 1.5 is out of range"),
+])
+def test_the_new_keys_are_checked(tmp_path, write_doc, capsys, text, said):
+    doc = write_doc("fleet.json", make_fleet_doc([triad("node-a", 10)], FLEET))
+    (tmp_path / "r.toml").write_text(text)
+    assert main(["accept", str(doc), "--rules", str(tmp_path / "r.toml")]) == 2
+    assert said in capsys.readouterr().err
+
+
+def test_the_kernels_section_of_a_run_across_hosts_names_each_rows_host_and_draws_process_0s_roofline(tmp_path, write_doc):
+    fleet = {"h1": [0], "h2": [1]}
+    records = gemms("h1", HEALTHY[:2]) + gemms("h2", HEALTHY[:2]) + [ceiling("h1", 0.2), ceiling("h2", 0.3)]
+    doc = write_doc("fleet.json", make_fleet_doc(records, fleet))
+    assert kernel_ceilings(load_result(doc)) == {"compute": 0.2}  # h1's (process 0's), not the best of both
+    assert main(["report", str(doc), "-o", str(tmp_path / "rep")]) == 0
+    html = (tmp_path / "rep" / "index.html").read_text()
+    for host in fleet:
+        assert f"<td>shape0 ({host})</td>" in html and f"<td>compute ({host})</td>" in html
