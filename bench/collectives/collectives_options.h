@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/session/default_timeout.h"
 #include "base/dtype.h"
 #include "bench/collectives/nccl_tests_flags.h"
 #include "comm/bootstrap.h"
@@ -36,7 +37,7 @@ struct CollectivesOptions {
   std::vector<MpiReduceScatter> mpiReduceScatter = {kDefaultMpiReduceScatter};
   int graph = 0;
   bool check = true;
-  double timeoutS = 300;
+  double timeoutS = kDefaultTimeoutS;
   std::string jsonPath;
   std::string label;
   std::string traceDir;  // --trace: every rank's spans (each measurement, its check, warm-up and trials)
