@@ -119,7 +119,7 @@ struct OptionDecl {
   OptionInfo info;
   // Adds the option under `names` (commandLineNames: its own and its aliases). Null: suite only.
   std::function<CLI::Option*(CLI::App&, Opts&, const std::string& names)> addToCommandLine;
-  std::function<void(StepReader&, Opts&)> readFromSuite;           // null: command line only
+  std::function<void(StepReader&, Opts&)> readFromSuite;  // null: command line only
 
   std::function<double(const Opts&)> numberOf;  // a number option's value; null otherwise
   // An integer option's (or a list of integers') bounds, which the checks on both sides read when they run: a range
@@ -169,14 +169,15 @@ struct OptionDecl {
     }
     if (addToCommandLine)
       addToCommandLine = [add = std::move(addToCommandLine), r](CLI::App& app, Opts& o, const std::string& names) {
-        return add(app, o, names)->check(CLI::Validator(
-            [r](std::string& text) {
-              double value = 0;
-              // Read as CLI11 reads it; text that is no number is finiteNumber's to report.
-              if (!CLI::detail::lexical_cast(text, value) || r.contains(value)) return std::string();
-              return fmt::format("{} is not in {}", text, r.describe());
-            },
-            ""));
+        return add(app, o, names)
+            ->check(CLI::Validator(
+                [r](std::string& text) {
+                  double value = 0;
+                  // Read as CLI11 reads it; text that is no number is finiteNumber's to report.
+                  if (!CLI::detail::lexical_cast(text, value) || r.contains(value)) return std::string();
+                  return fmt::format("{} is not in {}", text, r.describe());
+                },
+                ""));
       };
     if (readFromSuite)
       readFromSuite = [read = std::move(readFromSuite), r, key = info.key, value = numberOf](StepReader& reader, Opts& o) {
@@ -349,7 +350,10 @@ class OptionTable {
     d.info = infoOf(names, help);
     d.addToCommandLine = [help, get](CLI::App& app, Opts& o, const std::string& names) {
       bool& field = get(o);
-      return app.add_option(names, field, help)->transform(option_detail::onOff())->type_name("{on,off}")->default_str(field ? "on" : "off");
+      return app.add_option(names, field, help)
+          ->transform(option_detail::onOff())
+          ->type_name("{on,off}")
+          ->default_str(field ? "on" : "off");
     };
     d.readFromSuite = [key = d.info.key, get](StepReader& r, Opts& o) { get(o) = r.boolean(key, get(o)); };
     return push(std::move(d));

@@ -81,9 +81,8 @@ bool isFlag(const CLI::App& sub, const std::string& name) {
 std::string rewritten(const CLI::App& sub, const std::string& what) {
   std::smatch m;
   if (std::regex_match(what, m, std::regex("Could not convert: (\\S+) = (.*)")))
-    return isFlag(sub, m[1])
-               ? fmt::format("{} is a flag: give it alone (or ={{true,false}}), not '{}'", m[1].str(), m[2].str())
-               : fmt::format("{}: cannot read '{}'", m[1].str(), m[2].str());
+    return isFlag(sub, m[1]) ? fmt::format("{} is a flag: give it alone (or ={{true,false}}), not '{}'", m[1].str(), m[2].str())
+                             : fmt::format("{}: cannot read '{}'", m[1].str(), m[2].str());
   if (std::regex_match(what, m, std::regex("(\\S+): too many inputs for a flag")))
     return fmt::format("{} is a flag: it takes no value", m[1].str());
   if (std::regex_match(what, m, std::regex("(\\S+): Should be true/false or a number")))

@@ -48,8 +48,9 @@ OptionDecl<Opts>& addTimeoutFlag(OptionTable<Opts>& t, Holder holder) {
 template <class Opts, class Holder>
 OptionDecl<Opts>& addOutputFlags(OptionTable<Opts>& t, Holder holder) {
   OptionDecl<Opts>& json = t.add(
-       "--json", "Write the result document here; records stream to the .jsonl beside it",
-       [holder](auto& o) -> auto& { return holder(o).jsonPath; });
+      "--json", "Write the result document here; records stream to the .jsonl beside it", [holder](auto& o) -> auto& {
+        return holder(o).jsonPath;
+      });
   json.commandLineOnly("a suite writes one result document for all its steps (trainscope suite --json)");
   t.add(
       "--label",

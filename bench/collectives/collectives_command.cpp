@@ -77,7 +77,8 @@ const OptionTable<CollectivesArgs>& collectivesOptions() {
         .commandLineOnly(ncclTests);
     t.add("-R", "nccl-tests: buffer registration (0: none)", TS_FIELD(ncclTests.localRegister)).commandLineOnly(ncclTests);
     t.add("-m", "nccl-tests: operations per iteration (1)", TS_FIELD(ncclTests.aggIters)).commandLineOnly(ncclTests);
-    t.add("-N", "nccl-tests: run cycles (1; --trials repeats each size)", TS_FIELD(ncclTests.runCycles)).commandLineOnly(ncclTests);
+    t.add("-N", "nccl-tests: run cycles (1; --trials repeats each size)", TS_FIELD(ncclTests.runCycles))
+        .commandLineOnly(ncclTests);
     t.add("-p", "nccl-tests: parallel NCCL init, 0 or 1 (the same with one thread per process)", TS_FIELD(ncclTests.parallelInit))
         .commandLineOnly(ncclTests);
     t.add("-y", "nccl-tests: the default stream (0: trainscope uses its own)", TS_FIELD(ncclTests.streamNull))

@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/session/default_timeout.h"
 #include "base/enum_names.h"
 #include "base/precision.h"
+#include "bench/session/default_timeout.h"
 #include "kernels/specs/kernel_op.h"
 
 namespace ts {

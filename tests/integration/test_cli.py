@@ -12,7 +12,7 @@ SUBCOMMANDS = "env, links, collectives, kernels, train, checkpoint, scale, suite
 @pytest.mark.parametrize("args,line", [
     ([], f"a subcommand is required: {SUBCOMMANDS}"),
     (["--frobnicate"], f"a subcommand is required: {SUBCOMMANDS}"),
-    (["trian"], f"unknown subcommand 'trian': expected one of {SUBCOMMANDS}"),
+    (["trian"], f"unknown subcommand 'trian' (did you mean train?): expected one of {SUBCOMMANDS}"),
     (["a\nb\x1b"], "unknown subcommand 'a\\x0ab\\x1b': expected one of"),  # one line whatever was typed
 ])
 def test_a_missing_or_unknown_subcommand_names_the_subcommands(args, line):

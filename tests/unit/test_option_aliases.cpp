@@ -41,7 +41,7 @@ struct CommandLine {
 std::vector<std::string> someValue(const CLI::Option& option) {
   if (option.get_expected_max() == 0) return {};
   return {option.get_type_name().rfind("{", 0) == 0 ? option.get_type_name().substr(1, option.get_type_name().find(',') - 1)
-                                                     : "1"};
+                                                    : "1"};
 }
 
 std::vector<std::string> parsed(const Subcommand& command, const std::string& name) {

@@ -27,7 +27,8 @@ std::string keyOf(const CLI::Option& option, const Subcommand& command) {
       if (declared.key == keyOfName(name)) return declared.key;
       if (name.rfind("no-", 0) == 0 && declared.key == keyOfName(name.substr(3))) return "no_" + declared.key;  // --no-x
     }
-  return keyOfName(option.get_lnames().empty() ? option.get_name() : option.get_lnames().front());
+  // A short name alone ("-t"): its key as optionKey makes it ("_t"), also for an option hidden from the help.
+  return keyOfName(option.get_lnames().empty() ? "-" + option.get_snames().front() : option.get_lnames().front());
 }
 
 std::set<std::string> commandLineKeys(const Subcommand& command) {
