@@ -82,8 +82,8 @@ def train_config(tmp_path, name, flags):
 def test_an_old_name_sets_what_its_new_name_sets(tmp_path):
     """train's --warmup-steps is now -w/--warmup, as in every measuring subcommand; --no-ceilings is kernels' old
     name of --no-ceiling (parsed only: tests/unit/test_option_aliases.cpp holds every alias to its option)."""
-    new, old = train_config(tmp_path, "new", ["-w", "2", "--no-ceiling"]), train_config(tmp_path, "old", ["--warmup-steps", "2",
-                                                                                                           "--no-ceiling"])
+    new = train_config(tmp_path, "new", ["-w", "2", "--no-ceiling"])
+    old = train_config(tmp_path, "old", ["--warmup-steps", "2", "--no-ceiling"])
     assert new == old and new["warmup_steps"] == 2, (new, old)
     assert run_trainscope(["kernels", "--no-ceilings", "--warmup-steps"], env=PARSE_ONLY).rc == 2  # train's alone
     assert run_trainscope(["kernels", "--no-ceilings", "-w", "1"], env=PARSE_ONLY).rc == 0
