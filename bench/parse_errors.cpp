@@ -45,21 +45,18 @@ bool looksLikeOption(const std::string& arg) {
   return arg.size() > 1 && arg[0] == '-' && !(std::isdigit(static_cast<unsigned char>(arg[1])) || arg[1] == '.');
 }
 
-// What CLI11 calls extras (`extras`: the arguments no option of `sub` took), in the order given: CLI11 lists them
-// reversed.
-std::string extrasLine(const CLI::App& sub, const std::vector<std::string>& extras, const std::vector<std::string>& args) {
+// What CLI11 calls extras: the arguments no option of `sub` took, in the order given (`extras`, as CLI11 keeps them;
+// its message lists them reversed).
+std::string extrasLine(const CLI::App& sub, const std::vector<std::string>& extras) {
   std::vector<std::string> unknown, unexpected;
-  for (std::size_t i = 2; i < args.size(); ++i) {
-    if (std::find(extras.begin(), extras.end(), args[i]) == extras.end()) continue;
-    if (!looksLikeOption(args[i])) {
-      // The value of an unknown option before it is no argument of its own.
-      if (i > 2 && looksLikeOption(args[i - 1]) && std::find(extras.begin(), extras.end(), args[i - 1]) != extras.end() &&
-          args[i - 1].find('=') == std::string::npos)
-        continue;
-      unexpected.push_back(fmt::format("'{}'", args[i]));
+  for (std::size_t i = 0; i < extras.size(); ++i) {
+    if (!looksLikeOption(extras[i])) {
+      // The value given to an unknown option is no argument of its own.
+      if (i > 0 && looksLikeOption(extras[i - 1]) && extras[i - 1].find('=') == std::string::npos) continue;
+      unexpected.push_back(fmt::format("'{}'", extras[i]));
       continue;
     }
-    const std::string typed = args[i].substr(0, args[i].find('='));
+    const std::string typed = extras[i].substr(0, extras[i].find('='));
     const std::string near = closestName(typed, shownNames(sub));
     unknown.push_back(near.empty() ? typed : fmt::format("{} (did you mean {}?)", typed, near));
   }
@@ -130,7 +127,7 @@ std::string parseErrorLine(CLI::App& app, const CLI::ParseError& e, const std::v
   }
   const CLI::App& sub = *app.get_subcommand(first);
   // CLI11 names the extras error after the app that throws it, not its kind.
-  if (dynamic_cast<const CLI::ExtrasError*>(&e)) return extrasLine(sub, app.remaining(true), args);
+  if (dynamic_cast<const CLI::ExtrasError*>(&e)) return extrasLine(sub, app.remaining(true));
   return rewritten(sub, e.what());
 }
 

@@ -65,6 +65,7 @@ def test_a_parse_error_is_said_without_parser_internals(args, line):
     (["collectives", "--opps", "all"], "collectives: unknown option --opps (did you mean --ops?)"),
     (["kernels", "--no-celings"], "kernels: unknown option --no-celings (did you mean --no-ceiling?)"),
     (["train", "--bogus", "--stpes=3"], "train: unknown options --bogus, --stpes (did you mean --steps?)"),  # as typed
+    (["train", "--steps", "3", "--stpes", "3"], "train: unknown option --stpes (did you mean --steps?) (see"),  # 3 is its value
     (["trian"], "unknown subcommand 'trian' (did you mean train?)"),
 ])
 def test_an_unknown_option_is_answered_with_the_closest_of_the_subcommands_own(args, line):
