@@ -43,9 +43,11 @@ class Formatter : public CLI::Formatter {
 }  // namespace
 
 void markAliases(const CLI::Option* option, std::vector<std::string> names) {
-  if (names.empty()) return;
   std::lock_guard lock(marksLock());
-  marks()[option] = std::move(names);
+  if (names.empty())
+    marks().erase(option);  // a freed option's marks are not this one's
+  else
+    marks()[option] = std::move(names);
 }
 
 std::vector<std::string> aliasesOf(const CLI::Option* option) {
