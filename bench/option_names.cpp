@@ -1,5 +1,7 @@
 // The command line's names of a table's option: its own and its aliases (option_table.h).
+#include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/option_table.h"

@@ -1,6 +1,7 @@
 #include "bench/parse_errors.h"
 
 #include <algorithm>
+#include <cctype>
 #include <regex>
 
 #include <fmt/format.h>
