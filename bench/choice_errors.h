@@ -36,8 +36,9 @@ template <NamedEnum E, class Opts>
 OptionDecl<Opts>& onUnknownChoice(OptionDecl<Opts>& d, UnknownChoice<E> unknown) {
   std::string flag = "--" + d.info.key;
   std::replace(flag.begin(), flag.end(), '_', '-');
-  d.addToCommandLine = [add = std::move(d.addToCommandLine), flag, unknown = std::move(unknown)](CLI::App& app, Opts& o) {
-    CLI::Option* option = add(app, o);
+  d.addToCommandLine = [add = std::move(d.addToCommandLine), flag, unknown = std::move(unknown)](CLI::App& app, Opts& o,
+                                                                                                 const std::string& names) {
+    CLI::Option* option = add(app, o, names);
     // transform() puts it before the table's own check, so it sees the text as given.
     option->transform(CLI::Validator(
         [flag, unknown](std::string& text) {

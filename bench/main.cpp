@@ -15,6 +15,8 @@
 #include "base/stop_request.h"
 #include "base/terminal_text.h"
 #include "bench/commands.h"
+#include "bench/help_format.h"
+#include "bench/parse_errors.h"
 #include "bench/session/activity.h"
 #include "bench/session/agreement.h"
 #include "bench/session/run_ending.h"
@@ -45,17 +47,6 @@ int sharedErrorExit(int code) {
 // peer's that explains the run's) and ends every process (bench/session/run_ending.h); does not return then.
 void endRun(ts::ending::FailureKind kind, const std::string& line, int exitCode) { ts::ending::endRun({kind, line, exitCode}); }
 
-// CLI11's line, except where no known subcommand came first: then the subcommands are named (CLI11 says only "A
-// subcommand is required", also for a misspelt one).
-std::string parseErrorLine(const CLI::ParseError& e, const std::vector<std::string>& args) {
-  std::vector<std::string> names;
-  for (const ts::Subcommand& command : ts::subcommands()) names.push_back(command.name);
-  const std::string first = args.size() > 1 ? args[1] : "";
-  if (std::find(names.begin(), names.end(), first) != names.end()) return e.what();
-  if (first.empty() || first[0] == '-') return fmt::format("a subcommand is required: {}", fmt::join(names, ", "));
-  return fmt::format("unknown subcommand '{}': expected one of {}", first.substr(0, 64), fmt::join(names, ", "));
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -64,6 +55,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", fmt::format("trainscope {} ({}), built with: {}", ts::build::kVersion, ts::build::kGitCommit,
                                                 ts::build::kFeatures));
   app.require_subcommand(1);
+  app.formatter(ts::helpFormatter());  // before the subcommands, which inherit it
   std::vector<std::pair<std::string, ts::Action>> actions;
   for (const ts::Subcommand& command : ts::subcommands())
     actions.emplace_back(command.name, command.addToCommandLine(*app.add_subcommand(command.name, command.description)));
@@ -77,7 +69,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     ts::activity::errorReported();
-    if (printsSharedErrors()) printError(fmt::format("{} (see trainscope --help)", parseErrorLine(e, args)));
+    if (printsSharedErrors()) printError(fmt::format("{} (see trainscope --help)", ts::parseErrorLine(app, e, args)));
     return sharedErrorExit(2);
   }
   // The README's commands are checked against the parser this way (tests/integration/test_readme_commands.py).

@@ -87,3 +87,19 @@ CLI::Validator finiteNumber() {
 }
 
 }  // namespace ts::option_detail
+
+namespace ts::option_detail {
+
+CLI::Validator onOff() {
+  return CLI::Validator(
+      [](std::string& text) {
+        if (text == "on" || text == "off") {
+          text = text == "on" ? "1" : "0";  // as CLI11 reads a bool
+          return std::string();
+        }
+        return fmt::format("'{}' is not on or off", text);
+      },
+      "");
+}
+
+}  // namespace ts::option_detail

@@ -98,13 +98,28 @@ struct OptionInfo {
   bool real = false;                 // the field is a double: it needs a range
   bool number = false;               // any number (a double or an integer)
   std::optional<NumberRange> range;  // the values it takes, when declared
+  // Other spellings the command line takes (an old name, nccl-tests' letter), each as `names` is written
+  // ("--warmup-steps", "--ceilings,!--no-ceilings"); the help marks them as aliases. The suite key stays the key.
+  std::vector<std::string> aliases;
+  std::string group;  // the help's heading over it; "" for the subcommand's plain "Options"
+  bool hidden = false;
 };
+
+// The names the command line declares for an option: its own, then its aliases ("--ceiling,--ceilings,!--no-ceiling,
+// !--no-ceilings" in the form option_detail::addField reads).
+std::string commandLineNames(const OptionInfo& info);
+// Its aliases one by one, without the "!" ("--ceilings", "--no-ceilings").
+std::vector<std::string> aliasNames(const OptionInfo& info);
+// Marks what the command line's help shows of the options added since `from` (the table's order): the group and the
+// aliases (help_format.h).
+void describeInHelp(CLI::App& app, std::size_t from, const OptionInfo& info);
 
 template <class Opts>
 struct OptionDecl {
   OptionInfo info;
-  std::function<CLI::Option*(CLI::App&, Opts&)> addToCommandLine;  // null: suite only
-  std::function<void(StepReader&, Opts&)> readFromSuite;           // null: command line only
+  // Adds the option under `names` (commandLineNames: its own and its aliases). Null: suite only.
+  std::function<CLI::Option*(CLI::App&, Opts&, const std::string& names)> addToCommandLine;
+  std::function<void(StepReader&, Opts&)> readFromSuite;  // null: command line only
 
   std::function<double(const Opts&)> numberOf;  // a number option's value; null otherwise
   // An integer option's (or a list of integers') bounds, which the checks on both sides read when they run: a range
@@ -116,6 +131,25 @@ struct OptionDecl {
     info.scope = OptionScope::kCommandLineOnly;
     info.why = std::move(why);
     readFromSuite = nullptr;
+    return *this;
+  }
+
+  // Also taken on the command line as `names` (an old name kept working, another tool's spelling); the help marks it.
+  OptionDecl& alias(std::string names) {
+    info.aliases.push_back(std::move(names));
+    return *this;
+  }
+
+  // Named `names` on the command line from now on (one name per concept across subcommands); the names it was
+  // declared with stay accepted as an alias, and its suite key stays.
+  OptionDecl& renamed(std::string names) {
+    info.aliases.push_back(std::exchange(info.names, std::move(names)));
+    return *this;
+  }
+
+  // Taken but not listed in the help (a spelling that is answered with one line, never a setting).
+  OptionDecl& hiddenFromHelp() {
+    info.hidden = true;
     return *this;
   }
 
@@ -134,15 +168,16 @@ struct OptionDecl {
       return *this;  // the integer checks read the bounds when they run
     }
     if (addToCommandLine)
-      addToCommandLine = [add = std::move(addToCommandLine), r](CLI::App& app, Opts& o) {
-        return add(app, o)->check(CLI::Validator(
-            [r](std::string& text) {
-              double value = 0;
-              // Read as CLI11 reads it; text that is no number is finiteNumber's to report.
-              if (!CLI::detail::lexical_cast(text, value) || r.contains(value)) return std::string();
-              return fmt::format("{} is not in {}", text, r.describe());
-            },
-            ""));
+      addToCommandLine = [add = std::move(addToCommandLine), r](CLI::App& app, Opts& o, const std::string& names) {
+        return add(app, o, names)
+            ->check(CLI::Validator(
+                [r](std::string& text) {
+                  double value = 0;
+                  // Read as CLI11 reads it; text that is no number is finiteNumber's to report.
+                  if (!CLI::detail::lexical_cast(text, value) || r.contains(value)) return std::string();
+                  return fmt::format("{} is not in {}", text, r.describe());
+                },
+                ""));
       };
     if (readFromSuite)
       readFromSuite = [read = std::move(readFromSuite), r, key = info.key, value = numberOf](StepReader& reader, Opts& o) {
@@ -177,6 +212,18 @@ template <class T>
 constexpr bool kIntegerField = std::is_integral_v<typename IntegerElement<T>::type> &&
                                !std::is_same_v<typename IntegerElement<T>::type, bool> && !NamedEnum<T>;
 
+// An enum's canonical names joined by `sep`, in declaration order.
+template <NamedEnum E>
+std::string choiceList(const char* sep) {
+  std::string out;
+  for (const auto& [name, e] : EnumNames<E>::kNames)
+    if (nameOf(e) == name) out += (out.empty() ? "" : sep) + std::string(name);
+  return out;
+}
+
+// "'maybe' is not on or off": the check of an on/off option (addOnOff).
+CLI::Validator onOff();
+
 template <class T>
 CLI::Option* addField(CLI::App& app, const std::string& names, const std::string& help, T& field) {
   if constexpr (std::is_same_v<T, bool>) {
@@ -188,13 +235,21 @@ CLI::Option* addField(CLI::App& app, const std::string& names, const std::string
     const std::string yes = names.substr(0, bang), no = names.substr(bang + 2);
     CLI::Option* option = app.add_flag(yes, field, help + note);
     app.add_flag_callback(
-        no, [&field] { field = false; }, fmt::format("The opposite of {}", yes));
+        no, [&field] { field = false; }, fmt::format("The opposite of {}", yes.substr(0, yes.find(','))));
     return option;
   } else if constexpr (NamedEnum<T>) {
-    std::map<std::string, T> byName;
-    for (const auto& [name, value] : EnumNames<T>::kNames) byName.emplace(std::string(name), value);
+    // The choices as the help lists them, {mlp,cnn,transformer}, and an error in our words (CLI11's CheckedTransformer
+    // prints its map: "ENUM:value in {cnn->1,mlp->0,...} OR {1,0,...}", "Check rnn value in {...} FAILED").
     return app.add_option(names, field, help)
-        ->transform(CLI::CheckedTransformer(byName))
+        ->transform(CLI::Validator(
+            [](std::string& text) {
+              const std::optional<T> value = enumFromName<T>(text);
+              if (!value) return fmt::format("'{}' is not one of {}", text, choiceList<T>(", "));
+              text = std::to_string(static_cast<std::underlying_type_t<T>>(*value));  // as CLI11 reads an enum
+              return std::string();
+            },
+            ""))
+        ->type_name("{" + choiceList<T>(",") + "}")
         ->default_str(std::string(nameOf(field)));
   } else if constexpr (IsVector<T>::value) {
     CLI::Option* option = app.add_option(names, field, help);
@@ -272,7 +327,7 @@ class OptionTable {
     if constexpr (option_detail::kIntegerField<T>)
       d.integer = std::make_shared<option_detail::IntegerBounds>(
           option_detail::typeBounds<typename option_detail::IntegerElement<T>::type>());
-    d.addToCommandLine = [names, help, get, bounds = d.integer](CLI::App& app, Opts& o) {
+    d.addToCommandLine = [help, get, bounds = d.integer](CLI::App& app, Opts& o, const std::string& names) {
       CLI::Option* option = option_detail::addField(app, names, help, get(o));
       if (bounds) option->transform(option_detail::integerIn(bounds));
       return option;
@@ -293,10 +348,11 @@ class OptionTable {
   OptionDecl<Opts>& addOnOff(std::string names, std::string help, Get get) {
     OptionDecl<Opts> d;
     d.info = infoOf(names, help);
-    d.addToCommandLine = [names, help, get](CLI::App& app, Opts& o) {
+    d.addToCommandLine = [help, get](CLI::App& app, Opts& o, const std::string& names) {
       bool& field = get(o);
       return app.add_option(names, field, help)
-          ->transform(CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}))
+          ->transform(option_detail::onOff())
+          ->type_name("{on,off}")
           ->default_str(field ? "on" : "off");
     };
     d.readFromSuite = [key = d.info.key, get](StepReader& r, Opts& o) { get(o) = r.boolean(key, get(o)); };
@@ -315,9 +371,16 @@ class OptionTable {
     return push(std::move(d));
   }
 
+  // The options declared after this call are shown in the help under `heading` (CLI11's option groups).
+  void group(std::string heading) { group_ = std::move(heading); }
+
   void addToCommandLine(CLI::App& app, Opts& o) const {
-    for (const auto& d : decls_)
-      if (d.addToCommandLine) d.addToCommandLine(app, o);
+    for (const auto& d : decls_) {
+      if (!d.addToCommandLine) continue;
+      const std::size_t before = app.get_options().size();
+      d.addToCommandLine(app, o, commandLineNames(d.info));
+      describeInHelp(app, before, d.info);
+    }
   }
   void readFromSuite(StepReader& r, Opts& o) const {
     for (const auto& d : decls_)
@@ -330,8 +393,9 @@ class OptionTable {
   }
 
  private:
-  static OptionInfo infoOf(const std::string& names, std::string help) {
+  OptionInfo infoOf(const std::string& names, std::string help) const {
     OptionInfo info;
+    info.group = group_;
     info.names = names;
     info.key = optionKey(names);
     info.help = std::move(help);
@@ -342,6 +406,7 @@ class OptionTable {
     return decls_.back();
   }
   std::deque<OptionDecl<Opts>> decls_;  // a deque: add() hands out references that later adds keep valid
+  std::string group_;
 };
 
 }  // namespace ts

@@ -97,7 +97,7 @@ Subcommand exportSubcommand() {
 Subcommand importSubcommand() {
   return pythonTool("import",
                     "Read nccl-tests (text or -J JSON) or OSU collective tests' output into a result document, for compare and "
-                    "report: import FILE... [-o OUT.json] [--from nccl-tests|osu] [--label L] [--ranks N (OSU)]");
+                    "report: import FILE... [--json OUT.json] [--from nccl-tests|osu] [--label L] [--ranks N (OSU)]");
 }
 
 Subcommand acceptSubcommand() {

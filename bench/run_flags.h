@@ -44,16 +44,18 @@ OptionDecl<Opts>& addTimeoutFlag(OptionTable<Opts>& t, Holder holder) {
   return timeout.range({0, 1e6});  // about 11 days without progress
 }
 
-// --json and --label; a suite step has no --json of its own (the suite writes one document: suite --json).
+// --json and --label; a suite step has no --json of its own (the suite writes one document: suite --json). Returns --json's.
 template <class Opts, class Holder>
-void addOutputFlags(OptionTable<Opts>& t, Holder holder) {
-  t.add(
-       "--json", "Write the result document here; records stream to the .jsonl beside it",
-       [holder](auto& o) -> auto& { return holder(o).jsonPath; })
-      .commandLineOnly("a suite writes one result document for all its steps (trainscope suite --json)");
+OptionDecl<Opts>& addOutputFlags(OptionTable<Opts>& t, Holder holder) {
+  OptionDecl<Opts>& json = t.add(
+      "--json", "Write the result document here; records stream to the .jsonl beside it", [holder](auto& o) -> auto& {
+        return holder(o).jsonPath;
+      });
+  json.commandLineOnly("a suite writes one result document for all its steps (trainscope suite --json)");
   t.add(
       "--label",
       "A label for this run, carried into every record and the reports", [holder](auto& o) -> auto& { return holder(o).label; });
+  return json;
 }
 
 // --trace DIR; the help says which spans this subcommand writes.

@@ -97,7 +97,9 @@ def _parser() -> argparse.ArgumentParser:
     i = sub.add_parser("import", help="nccl-tests (text or -J JSON) or OSU collective tests' output as a result document, "
                        "for compare and report")
     i.add_argument("files", nargs="+", metavar="FILE", help="the tools' output files (several: one document)")
-    i.add_argument("-o", "--output", help="write the result here (default: standard output)")
+    # --json: what every measuring subcommand calls the result document it writes; -o/--output stay as aliases.
+    i.add_argument("--json", "-o", "--output", dest="output", metavar="FILE",
+                   help="write the result document here (default: standard output); alias: -o, --output")
     i.add_argument("--from", dest="tool", choices=[t.value for t in Tool], help="the tool (default: told from the text)")
     i.add_argument("--label", help="the run's label in reports (default: the tool and its programs)")
     i.add_argument("--op", choices=collective_ops(), help="the collective, for nccl-tests output that does not name its "
@@ -161,7 +163,7 @@ def _import(args: argparse.Namespace) -> int:
     if args.ranks is not None and not 2 <= args.ranks <= 1 << 20:
         raise InputError(f"--ranks {args.ranks}: a collective's ranks, from 2 to {1 << 20}")
     if args.output:
-        check_output_file(args.output, "-o/--output")  # before anything is read
+        check_output_file(args.output, "--json")  # before anything is read
     argv = [*args.files] + [x for opt, v in (("-o", args.output), ("--from", args.tool), ("--label", args.label),
                                              ("--op", args.op), ("--ranks", args.ranks)) if v is not None for x in (opt, str(v))]
     doc = import_results(args.files, args.tool, args.op, args.ranks, args.label, argv)

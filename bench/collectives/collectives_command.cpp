@@ -18,6 +18,7 @@ const OptionTable<CollectivesArgs>& collectivesOptions() {
   static const OptionTable<CollectivesArgs> table = [] {
     OptionTable<CollectivesArgs> t;
     const auto opts = TS_FIELD(opts);
+    t.group("Processes and devices");
     t.add("--backend", "mpi (host buffers), nccl (GPU buffers), or auto: nccl when a GPU is present", TS_FIELD(backend));
     t.add("--bootstrap", "How processes meet: mpi, env (RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT), single, or auto",
           TS_FIELD(bootstrap))
@@ -28,6 +29,7 @@ const OptionTable<CollectivesArgs>& collectivesOptions() {
           "NCCL: cuda (each process its own GPUs, by its local rank) or cuda:N (every process of a host from GPU N: to share "
           "GPUs deliberately, with a distinct NCCL_HOSTID per process)",
           TS_FIELD(device));
+    t.group("What is measured");
     t.add("--ops", "all, or a comma list of " + collectiveNameList(), TS_FIELD(ops), TextForm::kList);
     t.add("-b,--min-bytes", "Smallest size (K/M/G binary suffixes)", TS_FIELD(minBytes), TextForm::kSize);
     t.add("-e,--max-bytes", "Largest size", TS_FIELD(maxBytes), TextForm::kSize);
@@ -38,6 +40,7 @@ const OptionTable<CollectivesArgs>& collectivesOptions() {
           TextForm::kList);
     t.add("-o,--redop", "sum, prod, min, max, avg; a comma list, or all", TS_FIELD(redop), TextForm::kList);
     t.add("-r,--root", "Root rank of broadcast, reduce, gather, scatter", TS_FIELD(opts.root));
+    t.group("How it is timed and checked");
     addWarmupFlag(t, opts, "Untimed iterations before timing each size");
     addItersFlag(t, opts);
     addTrialsFlag(t, opts);
@@ -49,10 +52,12 @@ const OptionTable<CollectivesArgs>& collectivesOptions() {
     t.add("-G,--graph", "NCCL: capture this many operations in a CUDA graph and time its replays (0 = off)",
           TS_FIELD(opts.graph));
     t.add("--check,!--no-check", "Check every result against its expected value (untimed)", TS_FIELD(opts.check));
-    addTimeoutFlag(t, opts);
-    addOutputFlags(t, opts);
+    t.group("The run and its output");
+    addTimeoutFlag(t, opts).alias("-T");  // nccl-tests' letters
+    addOutputFlags(t, opts).alias("-J");
     addTraceFlag(t, opts,
                  "Write every rank's spans (each measurement, its check, warm-up and trials) as Chrome trace JSON into DIR");
+    t.group("One run per transport, algorithm or protocol");
     const std::string variant =
         "each variant is a run of its own, started by the launcher; a suite step is one run of the suite's processes";
     t.add("--transports", "Run once per transport and merge: nccl: nvlink,pcie,ib,socket,mpi; mpi: shm,tcp", TS_FIELD(transports))
@@ -60,6 +65,7 @@ const OptionTable<CollectivesArgs>& collectivesOptions() {
     t.add("--algos", "NCCL: run once per algorithm (ring,tree,nvls,...) and merge", TS_FIELD(algos)).commandLineOnly(variant);
     t.add("--protos", "NCCL: run once per protocol (LL,LL128,Simple) and merge", TS_FIELD(protos)).commandLineOnly(variant);
     // nccl-tests' flags, pasted from its command lines (nccl_tests_flags.h says what each means here).
+    t.group("nccl-tests' flags");
     const std::string ncclTests = "nccl-tests' spelling; a suite step takes trainscope's own";
     t.add("-t", "nccl-tests: threads per process (1: trainscope drives a process's GPUs from one thread)",
           TS_FIELD(ncclTests.threads))
@@ -71,6 +77,18 @@ const OptionTable<CollectivesArgs>& collectivesOptions() {
         .commandLineOnly(ncclTests);
     t.add("-R", "nccl-tests: buffer registration (0: none)", TS_FIELD(ncclTests.localRegister)).commandLineOnly(ncclTests);
     t.add("-m", "nccl-tests: operations per iteration (1)", TS_FIELD(ncclTests.aggIters)).commandLineOnly(ncclTests);
+    t.add("-N", "nccl-tests: run cycles (1; --trials repeats each size)", TS_FIELD(ncclTests.runCycles))
+        .commandLineOnly(ncclTests);
+    t.add("-p", "nccl-tests: parallel NCCL init, 0 or 1 (the same with one thread per process)", TS_FIELD(ncclTests.parallelInit))
+        .commandLineOnly(ncclTests);
+    t.add("-y", "nccl-tests: the default stream (0: trainscope uses its own)", TS_FIELD(ncclTests.streamNull))
+        .commandLineOnly(ncclTests);
+    t.add("-C", "nccl-tests: report CPU time (0: the operation's time)", TS_FIELD(ncclTests.cpuTime)).commandLineOnly(ncclTests);
+    t.add("-S", "nccl-tests: timestamps per line (0)", TS_FIELD(ncclTests.timestamps)).commandLineOnly(ncclTests);
+    t.add("-O", "not an nccl-tests flag: answered with one line", TS_FIELD(ncclTests.capitalO))
+        .commandLineOnly(ncclTests)
+        .hiddenFromHelp();
+    t.group("One run per transport, algorithm or protocol");
     t.add("--launcher", "How --transports/--algos/--protos start each run (default for mpi: 'mpirun -np 2')", TS_FIELD(launcher))
         .commandLineOnly(variant);
     return t;

@@ -9,6 +9,7 @@
 
 #include "base/dtype.h"
 #include "bench/collectives/nccl_tests_flags.h"
+#include "bench/session/default_timeout.h"
 #include "comm/bootstrap.h"
 #include "comm/collectives/collective.h"
 #include "comm/communicator.h"
@@ -36,7 +37,7 @@ struct CollectivesOptions {
   std::vector<MpiReduceScatter> mpiReduceScatter = {kDefaultMpiReduceScatter};
   int graph = 0;
   bool check = true;
-  double timeoutS = 300;
+  double timeoutS = kDefaultTimeoutS;
   std::string jsonPath;
   std::string label;
   std::string traceDir;  // --trace: every rank's spans (each measurement, its check, warm-up and trials)

@@ -10,6 +10,7 @@
 
 #include "base/enum_names.h"
 #include "base/precision.h"
+#include "bench/session/default_timeout.h"
 #include "kernels/specs/kernel_op.h"
 
 namespace ts {
@@ -50,7 +51,7 @@ struct KernelsOptions {
   bool ceilings = true;  // measure the compute and memory ceilings first
   // Shapes from --shapes FILE, per op; an op listed there is measured at those shapes only.
   std::vector<std::pair<const KernelOp*, KernelShape>> userShapes;
-  double timeoutS = 300;
+  double timeoutS = kDefaultTimeoutS;
   std::string jsonPath;
   std::string label;
   std::string traceDir;  // --trace: process 0's spans (each kernel case: its check and timed runs)

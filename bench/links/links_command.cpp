@@ -45,6 +45,7 @@ const OptionTable<LinksArgs>& linksOptions() {
   static const OptionTable<LinksArgs> table = [] {
     OptionTable<LinksArgs> t;
     const auto opts = TS_FIELD(opts);
+    t.group("What is measured");
     t.add("--tests", "all, or a comma list of memory, mpi, gpu", TS_FIELD(tests), TextForm::kList);
     t.add("--memory-bytes", "Host memory: bytes per array and process (0 = 4x the last-level cache)", TS_FIELD(memoryBytes),
           TextForm::kSize);
@@ -54,6 +55,7 @@ const OptionTable<LinksArgs>& linksOptions() {
     t.add("--window", "MPI bandwidth: messages in flight per window (as osu_bw)", TS_FIELD(opts.window));
     t.add("--copy-bytes", "GPU copy size", TS_FIELD(copyBytes), TextForm::kSize);
     t.add("--gpus", "GPU indices to test, comma-separated (default: all visible)", TS_FIELD(opts.gpus));
+    t.group("How it is timed and judged");
     addWarmupFlag(t, opts);
     addItersFlag(t, opts, "Timed iterations (bandwidth tests)");
     t.add("--latency-iters", "Timed round trips (latency tests)", TS_FIELD(opts.latencyIters));
@@ -61,6 +63,7 @@ const OptionTable<LinksArgs>& linksOptions() {
     t.add("--outlier-fraction", "A pair is an outlier when this much worse than the median of its link type",
           TS_FIELD(opts.outlierFraction))
         .range({0, 1, true, true});
+    t.group("The run and its output");
     addTimeoutFlag(t, opts);
     addOutputFlags(t, opts);
     return t;

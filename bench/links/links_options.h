@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/session/default_timeout.h"
+
 namespace ts {
 
 struct RunContext;
@@ -27,7 +29,7 @@ struct LinksOptions {
   int latencyIters = 1000;
   std::string pairs = "ring";  // ring | all | a file of "hostA hostB" lines
   double outlierFraction = 0.2;
-  double timeoutS = 300;
+  double timeoutS = kDefaultTimeoutS;
   std::string jsonPath;
   std::string label;
 };

@@ -18,6 +18,7 @@
 #include "base/terminal_text.h"
 #include "base/user_paths.h"
 #include "bench/commands.h"
+#include "bench/parse_errors.h"
 #include "bench/scale/scale_options.h"
 #include "bench/scale/scale_table.h"
 #include "bench/scale/scaling_record.h"
@@ -61,7 +62,7 @@ void checkTrainFlags(const std::vector<std::string>& args) {
   try {
     app.parse(static_cast<int>(argv.size()), argv.data());
   } catch (const CLI::ParseError& e) {
-    throw UsageError(fmt::format("train flags: {}", e.what()));
+    throw UsageError(fmt::format("train flags: {}", parseErrorLine(app, e, std::vector<std::string>(argv.begin(), argv.end()))));
   }
 }
 

@@ -14,6 +14,7 @@ namespace {
 
 // The model, the data and the optimizer.
 void addModelOptions(OptionTable<TrainRunOptions>& t) {
+  t.group("Model, data and optimizer");
   onUnknownChoice(t.add("--model", "mlp, cnn or transformer", TS_FIELD(train.model)), unknownChoice<wl::ModelKind>("model"));
   t.add("--preset",
         "Named size: mlp tiny|small|base; cnn tiny|resnet20|resnet18|resnet34; transformer tiny|small|gpt2|gpt2-medium",
@@ -81,6 +82,7 @@ void addModelOptions(OptionTable<TrainRunOptions>& t) {
 
 // Evaluation on the held-out split and time to a target (MLPerf's measure).
 void addEvalOptions(OptionTable<TrainRunOptions>& t) {
+  t.group("Evaluation");
   t.add("--eval-every", "Evaluate on the held-out split every N steps and after the last (0 = never)", TS_FIELD(train.evalEvery));
   t.add("--eval-batches", "Batches per evaluation, each the global batch of one micro-batch (0 = the whole held-out split)",
         TS_FIELD(train.evalBatches));
@@ -95,6 +97,7 @@ void addEvalOptions(OptionTable<TrainRunOptions>& t) {
 
 // How the model is laid out over the processes.
 void addLayoutOptions(OptionTable<TrainRunOptions>& t) {
+  t.group("Layout over the processes");
   t.add("--dp", "Data-parallel ranks (0 = the processes left by --tp and --pp)", TS_FIELD(train.layout.dp));
   t.add("--tp", "Tensor-parallel ranks", TS_FIELD(train.layout.tp));
   t.add("--pp", "Pipeline stages", TS_FIELD(train.layout.pp));
@@ -137,8 +140,10 @@ void addLayoutOptions(OptionTable<TrainRunOptions>& t) {
 
 // The run around the training: timing, checkpoints, output.
 void addRunOptions(OptionTable<TrainRunOptions>& t) {
+  t.group("The run: timing, checkpoints, output");
   const auto self = [](auto& o) -> auto& { return o; };
-  t.add("--warmup-steps", "Steps trained but not timed", TS_FIELD(warmupSteps)).range({0, kMaxCount});
+  // -w/--warmup: every measuring subcommand's name for the untimed part (the suite key stays warmup_steps).
+  t.add("--warmup-steps", "Steps trained but not timed", TS_FIELD(warmupSteps)).range({0, kMaxCount}).renamed("-w,--warmup");
   t.add("--log-every", "Print a line every N steps (0 = about 20 lines)", TS_FIELD(logEvery)).range({0, kMaxCount});
   t.add("--ceiling,!--no-ceiling", "Measure the GEMM ceiling first, for MFU", TS_FIELD(ceiling));
   t.add("--checkpoint-dir",

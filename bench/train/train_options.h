@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/session/default_timeout.h"
 #include "workloads/trainer.h"
 
 namespace ts {
@@ -18,7 +19,7 @@ struct TrainRunOptions {
   std::int64_t warmupSteps = 2;  // the first steps are trained but not timed (caches, allocator, first touch)
   std::int64_t logEvery = 0;     // print a line every N steps (0: about 20 lines per run)
   bool ceiling = true;           // measure the GEMM ceiling for MFU
-  double timeoutS = 600;
+  double timeoutS = kDefaultTimeoutS;
   std::string jsonPath;
   std::string label;
   std::string traceDir;    // --trace: per-rank and merged Chrome trace files of the training steps

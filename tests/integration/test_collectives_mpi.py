@@ -175,7 +175,7 @@ BAD_INPUTS = [
     (["-f", "nan"], "--step-factor: nan is not a finite number"),
     (["--timeout", "nan"], "--timeout: nan is not a finite number"),
     (["-G", "4"], "-G/--graph needs --backend nccl"),
-    (["--frobnicate"], "The following argument was not expected: --frobnicate"),
+    (["--frobnicate"], "collectives: unknown option --frobnicate"),
     (["--gpus-per-process", "2"], "--gpus-per-process applies to --backend nccl only"),
     (["--device", "cuda:0"], "--device cuda:N applies to --backend nccl only"),
     (["--device", "cpu"], "--device cpu: collectives on the CPU are --backend mpi"),

@@ -283,7 +283,7 @@ def test_scale_keeps_the_points_that_ran_when_one_fails(tmp_path, validate):
     (["--launcher", "none", "--ranks", "1,2"], "--launcher none runs one process"),
     (["--json", "x.json", "--dp", "2"], "--dp: scale sets it for each point"),
     (["--lr", "inf"], "train flags: --lr: inf is not a finite number"),
-    (["--modle"], "train flags: The following argument was not expected: --modle"),
+    (["--modle"], "train flags: train: unknown option --modle (did you mean --model?)"),
 ])
 def test_bad_scale_input_is_one_line(tmp_path, args, message):
     r = run_trainscope(["scale", "--model", "mlp"] + args)

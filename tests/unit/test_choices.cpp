@@ -139,5 +139,37 @@ TEST(ChoiceErrors, AValueOutsideTheNamesIsTheOptionsOwnLine) {
   EXPECT_EQ(o.sync, wl::SyncKind::kAllReduce);  // untouched by the values refused
 }
 
+// An enum option with no line of its own, and an on/off one: our words, not CLI11's map ("Check rnn value in
+// {cnn->1,mlp->0,transformer->2} OR {1,0,2} FAILED"), and the help lists the names with the default (issue #35).
+struct Plain {
+  wl::ModelKind model = wl::ModelKind::kMlp;
+  bool overlap = true;
+};
+
+TEST(ChoiceErrors, AnEnumOrOnOffOptionWithoutItsOwnLineIsSaidInOurWords) {
+  OptionTable<Plain> t;
+  t.add("--model", "", TS_FIELD(model));
+  t.addOnOff("--overlap", "", TS_FIELD(overlap));
+  Plain o;
+  CLI::App app;
+  t.addToCommandLine(app, o);
+  const auto error = [&](const std::string& args) -> std::string {
+    try {
+      app.parse(args);
+    } catch (const CLI::ParseError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(error("--model rnn"), "--model: 'rnn' is not one of mlp, cnn, transformer");
+  EXPECT_EQ(error("--overlap maybe"), "--overlap: 'maybe' is not on or off");
+  EXPECT_EQ(error("--model cnn --overlap off"), "");
+  EXPECT_EQ(o.model, wl::ModelKind::kCnn);
+  EXPECT_FALSE(o.overlap);
+  const std::string help = app.help();
+  EXPECT_NE(help.find("--model {mlp,cnn,transformer}=mlp"), std::string::npos) << help;
+  EXPECT_NE(help.find("--overlap {on,off}=on"), std::string::npos) << help;
+}
+
 }  // namespace
 }  // namespace ts

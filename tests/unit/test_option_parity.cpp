@@ -13,11 +13,22 @@
 namespace ts {
 namespace {
 
-std::string keyOf(const CLI::Option& option) {
-  std::string key = option.get_lnames().empty() ? option.get_name() : option.get_lnames().front();
-  for (char& c : key)
+std::string keyOfName(std::string name) {
+  for (char& c : name)
     if (c == '-') c = '_';
-  return key;
+  return name;
+}
+
+// The key of the declaration the option comes from: an option renamed on the command line (train's -w/--warmup,
+// once --warmup-steps) keeps its suite key among its names, as an alias.
+std::string keyOf(const CLI::Option& option, const Subcommand& command) {
+  for (const std::string& name : option.get_lnames())
+    for (const OptionInfo& declared : command.options) {
+      if (declared.key == keyOfName(name)) return declared.key;
+      if (name.rfind("no-", 0) == 0 && declared.key == keyOfName(name.substr(3))) return "no_" + declared.key;  // --no-x
+    }
+  // A short name alone ("-t"): its key as optionKey makes it ("_t"), also for an option hidden from the help.
+  return keyOfName(option.get_lnames().empty() ? "-" + option.get_snames().front() : option.get_lnames().front());
 }
 
 std::set<std::string> commandLineKeys(const Subcommand& command) {
@@ -26,7 +37,7 @@ std::set<std::string> commandLineKeys(const Subcommand& command) {
   command.addToCommandLine(*sub);
   std::set<std::string> keys;
   for (const CLI::Option* option : sub->get_options())
-    if (option != sub->get_help_ptr()) keys.insert(keyOf(*option));
+    if (option != sub->get_help_ptr()) keys.insert(keyOf(*option, command));
   // A boolean's "--no-x" is a flag of its own on the command line (its own line of help), the same setting
   // as "--x": the key x.
   for (auto it = keys.begin(); it != keys.end();)
