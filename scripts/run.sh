@@ -37,12 +37,15 @@ fi
 run=(mpirun -np "$np" "$TS_BUILD/trainscope" suite bench/suites/quick.toml --json "$out" --report "$report" "$@")
 steps="$(grep -c '^\[\[step\]\]' bench/suites/quick.toml)"
 ts_stage run "running the quick suite ($steps steps; $how): ${run[*]}"
-# The suite prints a line as each of its steps starts (# ===== suite quick: step k/N: ...): each gets a
-# progress line with the time beside it.
+# The suite prints a line as each of its steps starts (# ===== suite quick: step k/N: ...) and one when its
+# results are written, before the report: each gets a progress line with the time beside it.
 stamp_steps() {
   local line
   while IFS= read -r line; do
-    case "$line" in "# ===== suite "*) ts_stage run "step ${line#*: step }" ;; esac
+    case "$line" in
+      "# ===== suite "*) ts_stage run "step ${line#*: step }" ;;
+      "# results: "*) ts_stage run "the steps are done; writing the HTML report" ;;
+    esac
     printf '%s\n' "$line"
   done
 }
