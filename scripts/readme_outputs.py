@@ -167,7 +167,7 @@ def exported(text: str) -> dict[str, str] | None:
 def missing_program(text: str) -> str | None:
     words = [w for w in text.split() if "=" not in w]
     program = words[0] if words else ""
-    if program in ("for", "cd") or "/" in program:  # shell words, and paths the run itself resolves
+    if program in ("for", "cd", "export") or "/" in program:  # shell words, and paths the run itself resolves
         return None
     return None if shutil.which(program) else program
 

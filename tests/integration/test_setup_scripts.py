@@ -78,7 +78,8 @@ def test_the_mpirun_commands_run_suggests_work_as_printed(dry_run):
     assert suggested, dry_run
     for words in suggested:
         launcher = words[:words.index("-np")]
-        r = subprocess.run([*launcher, "-np", "1", "true"], capture_output=True, text=True, timeout=60, env=without_root_allowance())
+        r = subprocess.run([*launcher, "-np", "1", "true"], capture_output=True, text=True, timeout=60,
+                           env=without_root_allowance())
         assert r.returncode == 0, f"{' '.join(launcher)}: {r.stderr[-500:]}"
 
 
@@ -100,3 +101,13 @@ def test_the_readme_names_every_package_each_script_installs():
     assert "libopenmpi-dev" in packages["setup.sh"] and "python3-torch" in packages["test.sh"] and packages["fuzz.sh"]
     missing = [f"{script}: {p}" for script, names in packages.items() for p in names if f"`{p}`" not in install]
     assert not missing, "not in the README's Install section: " + ", ".join(missing)
+
+
+def test_test_sh_announces_each_stage_with_its_expected_time_and_pytest_shows_progress():
+    lines = (SCRIPTS / "test.sh").read_text().splitlines()
+    for stage in ("scripts/setup.sh", "scripts/check-format.sh", "ctest ", "scripts/fuzz.sh", "-m pytest"):
+        at = next(i for i, line in enumerate(lines) if stage in line and not line.lstrip().startswith("#"))
+        said = max((i for i, line in enumerate(lines[:at]) if line.startswith("ts_stage ")), default=-1)
+        assert at - said <= 6 and re.search(r"\d+ min", lines[said]), f"{stage}: no ts_stage line with its time just before it"
+    pytest_line = next(line for line in lines if "-m pytest" in line)
+    assert " -q " not in pytest_line and re.search(r" -v\b", pytest_line)
