@@ -62,10 +62,10 @@ ts_apt_install() {
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
   done
   if [ ${#missing[@]} -eq 0 ]; then
-    ts_stage setup "packages: all ${#} installed"
+    ts_stage "$(basename "$0" .sh)" "packages: all ${#} installed"
     return 0
   fi
-  ts_stage setup "installing ${#missing[@]} of ${#} packages with apt-get (minutes on a fresh machine): ${missing[*]}"
+  ts_stage "$(basename "$0" .sh)" "installing ${#missing[@]} of ${#} packages with apt-get (minutes on a fresh machine): ${missing[*]}"
   ts_dry && return 0
   local sudo=""
   if [ "$(id -u)" != 0 ]; then
