@@ -19,6 +19,7 @@ command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=cca
 CC=clang CXX=clang++ cmake -S "$TS_ROOT" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" "${launcher[@]}" \
   -DTRAINSCOPE_FUZZ=ON -DTRAINSCOPE_WITH_CUDA=OFF -DTRAINSCOPE_WITH_MPI=OFF -DTRAINSCOPE_BUILD_TESTS=OFF >/dev/null
+ts_stage fuzz "building the fuzz targets in $build: $(ninja -C "$build" -n fuzz 2>/dev/null | grep -c '^\[' || true) step(s) (clang, ASan+UBSan)"
 nice ninja -C "$build" -j2 fuzz
 
 status=0
@@ -28,7 +29,7 @@ for seeds in "$TS_ROOT"/fuzz/corpus/*/; do
   findings="$build/findings/$target"
   log="$build/fuzz-$target.log"
   mkdir -p "$found" "$findings"
-  echo "== fuzz $target (${seconds} s)" >&2
+  ts_stage fuzz "$target (${seconds} s)"
   # -timeout: one input taking 10 s is a hang; -rss_limit_mb: a reader asking for gigabytes is a bug too.
   if "$build/fuzz/fuzz_$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$findings/" "$found" "$seeds" >"$log" 2>&1; then

@@ -34,14 +34,39 @@ ts_gpu_count() {
   fi
 }
 
+# One progress line per stage, with the time since the first of the scripts started (run.sh and test.sh call
+# setup.sh, which goes on with their clock): a set-up of many minutes says where it is.
+#   ts_stage WHO MESSAGE...
+export TS_T0="${TS_T0:-$(date +%s)}"
+ts_stage() {
+  local who="$1" t
+  shift
+  t=$(($(date +%s) - TS_T0))
+  printf '%s: [%d:%02d] %s\n' "$who" $((t / 60)) $((t % 60)) "$*" >&2
+}
+
+# TS_DRY_RUN=1 (run.sh --dry-run): the scripts say what they would install, configure, build and run, and do none of it.
+export TS_DRY_RUN="${TS_DRY_RUN:-0}"
+ts_dry() { [ "$TS_DRY_RUN" = 1 ]; }
+
+# The mpirun that works as typed here: as root, Open MPI refuses to start without --allow-run-as-root (or the
+# OMPI_ALLOW_RUN_AS_ROOT variables, which only the scripts set for themselves), so the commands they suggest carry it.
+ts_mpirun_words() {
+  if [ "$(id -u)" = 0 ]; then echo "mpirun --allow-run-as-root"; else echo "mpirun"; fi
+}
+
 # Installs the Debian packages among "$@" that are missing (as root, or through sudo).
 ts_apt_install() {
   local missing=() p
   for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
   done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  echo "setup: installing ${missing[*]}" >&2
+  if [ ${#missing[@]} -eq 0 ]; then
+    ts_stage "$(basename "$0" .sh)" "packages: all ${#} installed"
+    return 0
+  fi
+  ts_stage "$(basename "$0" .sh)" "installing ${#missing[@]} of ${#} packages with apt-get (minutes on a fresh machine): ${missing[*]}"
+  ts_dry && return 0
   local sudo=""
   if [ "$(id -u)" != 0 ]; then
     command -v sudo >/dev/null 2>&1 || { echo "setup: error: need root (or sudo) to install: ${missing[*]}" >&2; return 1; }

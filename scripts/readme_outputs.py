@@ -1,9 +1,11 @@
 #!/usr/bin/python3
-"""Runs every command the README shows, and checks or rewrites the output the README shows for it.
+"""Runs every command the README and the task pages (docs/tasks/*.md) show, and checks or rewrites the output
+they show for it.
 
     scripts/readme_outputs.py --check            # every `$ ` command runs as shown (exit 0), or says what does not
-    scripts/readme_outputs.py --write            # refresh README.md's outputs from fresh runs
+    scripts/readme_outputs.py --write            # refresh the outputs shown from fresh runs
     scripts/readme_outputs.py --check --only train,collectives   # the blocks under headings containing these words
+    scripts/readme_outputs.py --check --file docs/tasks/gate-ci.md   # one page (repeatable)
 
 A runnable block is a fenced block whose lines start with `$ ` (a command; a line ending in `\\` goes on) followed
 by what it printed (stdout and stderr together). The README shows excerpts: `...` stands for lines left out, and
@@ -18,10 +20,13 @@ A command "runs as shown" when its exit status is the one the README implies: an
 `echo $?` may end 0, 1 or 3 (compare's verdicts, which depend on the machine's noise; the shapes of its lines
 are then reported, not required); every other command must exit 0.
 
-Commands run in order, in one scratch directory (results/ starts empty; build/, bench/, scripts/, tests/,
-reports/, docs/ are links to this checkout), under the hostname the README shows (`vm`, in a UTS namespace when root),
-with Open MPI allowed to run as root and oversubscribe (scripts/lib.sh). An HTML comment just before a block,
-`<!-- readme-setup` ... `-->`, holds shell lines run first and not shown (files a command reads);
+Each page's commands run in order, exactly as printed, in a scratch directory of its own that looks like a fresh
+clone after scripts/setup.sh (build/, bench/, scripts/, tests/, reports/, docs/ are links to this checkout; no
+results/), with the environment of the caller: nothing is set up that the page does not show. A shown
+`$ export NAME=VALUE ...` sets those variables for the page's later commands, as it would in the reader's shell
+(the pages show Open MPI's root allowance that way). The outputs are compared under the hostname they show (`vm`,
+in a UTS namespace when root): a name is a word of a line's shape, not a figure. A hidden set-up block
+(`<!-- readme-setup`) is refused: what a command needs is shown before it.
 `<!-- readme-varies: REGEX -->` names the shown lines that report events a run may not have (a ceiling
 re-measured, a straggler): their absence is reported, not a failure; `<!-- readme-ranked: REGEX -->` the rows
 of a ranked list (compare's, worst first), matched by their place rather than by what they name. A command whose
@@ -32,6 +37,7 @@ import dataclasses
 import difflib
 import os
 import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -43,6 +49,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+TASKS = ROOT / "docs" / "tasks"
 HOSTNAME = "vm"  # what the README's outputs show
 LINKED = ("build", "bench", "scripts", "tests", "reports", "docs")
 ELISION = "..."
@@ -76,22 +83,30 @@ class Command:
 @dataclasses.dataclass
 class Block:
     heading: str
-    setup: str
     varies: str  # a regular expression: shown lines it matches report events a run may not have (a re-measured ceiling)
     ranked: str  # a regular expression: shown lines it matches are rows of a ranked list (see match)
     commands: list[Command]
 
 
-def closing(lines: list[str], start: int, ends: Callable[[str], bool], what: str) -> int:
-    """The index of the first line from `start` that `ends` accepts; a README without one is one error line."""
+def pages() -> list[Path]:
+    """The README, then the task pages it indexes."""
+    return [README, *sorted(TASKS.glob("*.md"))]
+
+
+def shown_path(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def closing(lines: list[str], start: int, ends: Callable[[str], bool], what: str, name: str = "README.md") -> int:
+    """The index of the first line from `start` that `ends` accepts; a page without one is one error line."""
     found = next((j for j in range(start, len(lines)) if ends(lines[j])), None)
     if found is None:
-        sys.exit(f"readme: error: README.md:{start}: {what} is never closed")
+        sys.exit(f"readme: error: {name}:{start}: {what} is never closed")
     return found
 
 
-def parse(lines: list[str]) -> list[Block]:
-    blocks, heading, setup, varies, ranked, i = [], "", "", "", "", 0
+def parse(lines: list[str], name: str = "README.md") -> list[Block]:
+    blocks, heading, varies, ranked, i = [], "", "", "", 0
     while i < len(lines):
         line = lines[i]
         if line.startswith("#") and not line.startswith("#!"):
@@ -101,15 +116,13 @@ def parse(lines: list[str]) -> list[Block]:
         if line.startswith("<!-- readme-ranked:"):
             ranked = line[len("<!-- readme-ranked:"):].rsplit("-->", 1)[0].strip()
         if line.startswith("<!-- readme-setup"):
-            end = closing(lines, i, lambda x: x.rstrip().endswith("-->"), "<!-- readme-setup")
-            setup = "\n".join(lines[i + 1:end])
-            i = end + 1
-            continue
+            sys.exit(f"readme: error: {name}:{i + 1}: a hidden set-up block: show its commands (`$ ...`) instead, "
+                     "so that the page runs as printed")
         if line.startswith("```") and not (line.strip() == "```" and i + 1 < len(lines) and lines[i + 1].startswith("$ ")):
-            i = closing(lines, i + 1, lambda x: x.startswith("```"), "a code block") + 1  # a block of code, not run
+            i = closing(lines, i + 1, lambda x: x.startswith("```"), "a code block", name) + 1  # a block of code, not run
             continue
         if line.startswith("```"):
-            commands, i, end = [], i + 1, closing(lines, i + 1, lambda x: x.startswith("```"), "a code block")
+            commands, i, end = [], i + 1, closing(lines, i + 1, lambda x: x.startswith("```"), "a code block", name)
             while i < end:
                 if lines[i].startswith("$ "):
                     start, text = i, lines[i][2:]
@@ -120,8 +133,8 @@ def parse(lines: list[str]) -> list[Block]:
                 elif commands:
                     commands[-1].shown.append(i)
                 i += 1
-            blocks.append(Block(heading, setup, varies, ranked, commands))
-            setup = varies = ranked = ""  # these comments belong to the block right after them
+            blocks.append(Block(heading, varies, ranked, commands))
+            varies = ranked = ""  # these comments belong to the block right after them
         i += 1
     return blocks
 
@@ -130,23 +143,31 @@ def scratch_dir() -> Path:
     d = Path(tempfile.mkdtemp(prefix="readme-"))
     for name in LINKED:
         (d / name).symlink_to(ROOT / name)
-    (d / "results").mkdir()
     return d
 
 
+# What the caller's environment may not bring in: the check's runs must get from the page, not from the shell that
+# started the check, Open MPI's root allowance and oversubscription, and where trainscope's data lives.
+NOT_INHERITED = re.compile(r"^(OMPI_ALLOW_RUN_AS_ROOT.*|OMPI_MCA_rmaps_base_oversubscribe|OMPI_MCA_orte_default_hostfile|"
+                           r"TRAINSCOPE_HOME|TRAINSCOPE_FAULT|TRAINSCOPE_THREADS|OMP_NUM_THREADS)$")
+
+
 def environment() -> dict[str, str]:
-    env = dict(os.environ)
-    if os.geteuid() == 0:
-        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    env["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
-    env["TRAINSCOPE_HOME"] = str(ROOT)
-    return env
+    return {k: v for k, v in os.environ.items() if not NOT_INHERITED.match(k)}
+
+
+def exported(text: str) -> dict[str, str] | None:
+    """The variables a shown `export NAME=VALUE ...` sets (None for any other command)."""
+    words = shlex.split(text, comments=True)
+    if not words or words[0] != "export":
+        return None
+    return dict(w.split("=", 1) for w in words[1:] if "=" in w)
 
 
 def missing_program(text: str) -> str | None:
     words = [w for w in text.split() if "=" not in w]
     program = words[0] if words else ""
-    if program in ("for", "cd") or "/" in program:  # shell words, and paths the run itself resolves
+    if program in ("for", "cd", "export") or "/" in program:  # shell words, and paths the run itself resolves
         return None
     return None if shutil.which(program) else program
 
@@ -244,10 +265,11 @@ class Outcome:
     ran: int = 0
 
 
-def check_command(lines: list[str], block: Block, n: int, rc: int, output: list[str], outcome: Outcome, write: bool) -> None:
+def check_command(lines: list[str], block: Block, n: int, rc: int, output: list[str], outcome: Outcome, write: bool,
+                  name: str = "README.md") -> None:
     cmd = block.commands[n]
     nxt = block.commands[n + 1] if n + 1 < len(block.commands) else None
-    where = f"README.md:{cmd.line + 1}"
+    where = f"{name}:{cmd.line + 1}"
     shown = [lines[k] for k in cmd.shown]
     lenient = nxt is not None and nxt.text.strip() == "echo $?"
     if cmd.text.strip() == "echo $?":  # the previous command's status (see main)
@@ -274,68 +296,83 @@ def check_command(lines: list[str], block: Block, n: int, rc: int, output: list[
         if found is not None and found[1] == LABEL and event:
             found = None  # another event of the kind (a different ceiling re-measured) is not this one
         if found is None:
-            gone = f"README.md:{k + 1}: no such line any more: {lines[k]}"
+            gone = f"{name}:{k + 1}: no such line any more: {lines[k]}"
             (outcome.notes if lenient or event else outcome.problems).append(gone)
             if write and event:
                 lines[k] = DROPPED  # this run had no such event: its line goes
             continue
         at, how = found
         if how == LABEL:
-            outcome.notes.append(f"README.md:{k + 1}: now reads: {output[at]}")
+            outcome.notes.append(f"{name}:{k + 1}: now reads: {output[at]}")
         if write:
             lines[k] = refreshed(lines[k], output[at])
+
+
+def run_page(path: Path, only: list[str] | None, outcome: Outcome, write: bool) -> None:
+    """Runs one page's commands in order, in a fresh scratch directory and environment, as a reader who opens it
+    in a fresh clone after scripts/setup.sh would."""
+    name = shown_path(path)
+    lines = path.read_text().splitlines()
+    blocks = parse(lines, name)
+    if only:
+        blocks = [b for b in blocks if any(w in b.heading.lower() for w in only)]
+    cwd, env = scratch_dir(), environment()
+    try:
+        for block in blocks:
+            prev_rc = 0
+            for n, cmd in enumerate(block.commands):
+                if (variables := exported(cmd.text)) is not None:
+                    env.update(variables)
+                if missing := missing_program(cmd.text):
+                    outcome.notes.append(f"{name}:{cmd.line + 1}: skipped: {missing} is not installed here")
+                    continue
+                t0 = time.monotonic()
+                # `echo $?` is the previous command's status, which the checker has (each command runs a shell of its own)
+                rc, out = run(cmd.text, cwd, env) if cmd.text.strip() != "echo $?" else (0, [str(prev_rc)])
+                print(f"readme: {time.monotonic() - t0:6.1f} s  rc {rc}  {name}: {cmd.text[:100]}", file=sys.stderr, flush=True)
+                check_command(lines, block, n, rc, out, outcome, write, name)
+                prev_rc = rc
+                outcome.ran += 1
+    finally:
+        if os.environ.get("READMEOUT_KEEP"):
+            print(f"readme: scratch directory of {name}: {cwd}", file=sys.stderr)
+        else:
+            shutil.rmtree(cwd, ignore_errors=True)
+    if write:
+        path.write_text("\n".join(line for line in lines if line != DROPPED) + "\n")
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     mode = p.add_mutually_exclusive_group(required=True)
     mode.add_argument("--check", action="store_true", help="run every command; exit 1 when one fails or shows stale lines")
-    mode.add_argument("--write", action="store_true", help="run every command and rewrite README.md's outputs")
+    mode.add_argument("--write", action="store_true", help="run every command and rewrite the pages' outputs")
     p.add_argument("--only", help="comma-separated words: only the blocks under a heading containing one of them")
-    p.add_argument("--keep", action="store_true", help="keep the scratch directory (its path is printed)")
+    p.add_argument("--file", action="append", help="only this page (README.md, docs/tasks/NAME.md); repeatable")
+    p.add_argument("--keep", action="store_true", help="keep the scratch directories (their paths are printed)")
     args = p.parse_args()
     if os.geteuid() == 0 and socket.gethostname() != HOSTNAME and not os.environ.get("READMEOUT_IN_UTS"):
         # the outputs name the host; give the runs the README's name in a UTS namespace of their own
         argv = ["unshare", "--uts", "sh", "-c", f'hostname {HOSTNAME} && exec "$0" "$@"', sys.executable, *sys.argv]
         return subprocess.run(argv, env={**os.environ, "READMEOUT_IN_UTS": "1"}).returncode
-    lines = README.read_text().splitlines()
-    blocks = parse(lines)
-    if args.only:
-        words = [w.strip().lower() for w in args.only.split(",")]
-        blocks = [b for b in blocks if any(w in b.heading.lower() for w in words)]
-    cwd, env, outcome = scratch_dir(), environment(), Outcome()
-    try:
-        for block in blocks:
-            if block.setup:
-                rc, out = run(block.setup, cwd, env)
-                if rc != 0:
-                    outcome.problems.append(f"setup of '{block.heading}' exited {rc}: {' | '.join(out[-3:])}")
-                    continue
-            prev_rc = 0
-            for n, cmd in enumerate(block.commands):
-                if missing := missing_program(cmd.text):
-                    outcome.notes.append(f"README.md:{cmd.line + 1}: skipped: {missing} is not installed here")
-                    continue
-                t0 = time.monotonic()
-                # `echo $?` is the previous command's status, which the checker has (each command runs a shell of its own)
-                rc, out = run(cmd.text, cwd, env) if cmd.text.strip() != "echo $?" else (0, [str(prev_rc)])
-                print(f"readme: {time.monotonic() - t0:6.1f} s  rc {rc}  {cmd.text[:110]}", file=sys.stderr, flush=True)
-                check_command(lines, block, n, rc, out, outcome, args.write)
-                prev_rc = rc
-                outcome.ran += 1
-    finally:
-        if args.keep:
-            print(f"readme: scratch directory {cwd}", file=sys.stderr)
-        else:
-            shutil.rmtree(cwd, ignore_errors=True)
-    if args.write:
-        README.write_text("\n".join(line for line in lines if line != DROPPED) + "\n")
+    if args.keep:
+        os.environ["READMEOUT_KEEP"] = "1"
+    chosen = pages()
+    if args.file:
+        wanted = {(ROOT / f).resolve() for f in args.file}
+        chosen = [p for p in chosen if p.resolve() in wanted]
+        if len(chosen) != len(wanted):
+            sys.exit(f"readme: error: --file names a page that is not README.md or docs/tasks/*.md: {', '.join(args.file)}")
+    only = [w.strip().lower() for w in args.only.split(",")] if args.only else None
+    outcome = Outcome()
+    for page in chosen:
+        run_page(page, only, outcome, args.write)
     for note in outcome.notes:
         print(f"readme: note: {note}", file=sys.stderr)
     for problem in outcome.problems:
         print(f"readme: FAIL: {problem}", file=sys.stderr)
-    print(f"readme: {outcome.ran} command(s) ran, {len(outcome.problems)} problem(s)"
-          + (", README.md rewritten" if args.write else ""), file=sys.stderr)
+    print(f"readme: {outcome.ran} command(s) ran in {len(chosen)} page(s), {len(outcome.problems)} problem(s)"
+          + (", pages rewritten" if args.write else ""), file=sys.stderr)
     return 1 if outcome.problems else 0
 
 

@@ -2,6 +2,7 @@
 # Installs the Debian packages trainscope needs (only the missing ones), then configures and builds
 # trainscope in build/. Idempotent: a second run only rebuilds what changed.
 #   TRAINSCOPE_CMAKE_ARGS="-DCMAKE_CUDA_ARCHITECTURES=80;90" scripts/setup.sh
+#   scripts/setup.sh [TARGET...]   only these CMake targets (run.sh: trainscope); none: every target (test.sh)
 # The CUDA toolkit (with NCCL, cuDNN) is not a Debian package here: when /usr/local/cuda or nvcc on PATH
 # is found the CUDA parts are built, otherwise trainscope builds without them.
 set -euo pipefail
@@ -18,8 +19,23 @@ PACKAGES=(
 
 ts_apt_install "${PACKAGES[@]}"
 
-# shellcheck disable=SC2086
-cmake -S . -B "$TS_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release ${TRAINSCOPE_CMAKE_ARGS:-} >/dev/null
-cmake --build "$TS_BUILD" -j"$(nproc)"
+targets=("$@")
+# shellcheck disable=SC2206
+configure=(cmake -S . -B "$TS_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release ${TRAINSCOPE_CMAKE_ARGS:-})
+build=(cmake --build "$TS_BUILD" -j"$(nproc)")
+[ ${#targets[@]} -gt 0 ] && build+=(--target "${targets[@]}")
+what="every target (the tests' too)"
+[ ${#targets[@]} -gt 0 ] && what="${#targets[@]} target(s): ${targets[*]}"
+if ts_dry; then
+  ts_stage setup "would configure: ${configure[*]}"
+  ts_stage setup "would build $what: ${build[*]}"
+  exit 0
+fi
+ts_stage setup "configuring $TS_BUILD (cmake)"
+"${configure[@]}" >/dev/null
+# How many compile and link steps are left (ninja's dry run), so that the [k/N] lines below have a horizon.
+steps="$(ninja -C "$TS_BUILD" -n "${targets[@]}" 2>/dev/null | grep -c '^\[' || true)"
+ts_stage setup "building $what: $steps step(s) to run on $(nproc) core(s)"
+"${build[@]}"
 # Which optional parts this machine's build has (CUDA, NCCL, cuDNN, MPI, hwloc, verbs, ...): what can run here.
-echo "setup: built $TS_BUILD/trainscope: $("$TS_BUILD/trainscope" --version)" >&2
+ts_stage setup "built $TS_BUILD/trainscope: $("$TS_BUILD/trainscope" --version)"

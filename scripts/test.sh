@@ -3,29 +3,35 @@
 # reports/) first, as they take seconds; the C++ unit tests (ctest, GPU tests skip visibly without a GPU); the
 # fuzz targets of the readers of untrusted bytes, 20 s each from their seed corpus (scripts/fuzz.sh, its own
 # clang build in build-fuzz); the command-line integration tests and result-format tests (pytest, multi-rank
-# ones under mpirun).
+# ones under mpirun). Each stage is announced with the time it takes on an idle 2-core VM (estimates for issue #35
+# from the CPU time of sampled compiles and the stages' times under load: a busy machine takes several times as
+# long; with build/ and build-fuzz/ already there, the builds take seconds), every line carries the time since the
+# start, and pytest names each test as it starts (-v), so no stage is a long silence.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
+ts_stage test "set-up, every target (the unit tests, micro-benchmarks too): packages a few minutes on a fresh machine, the build about 7 min from scratch"
 "$TS_ROOT/scripts/setup.sh"
 # What only the tests need: pytest, hypothesis (property tests of the readers), Chromium to open the HTML report headless,
 # dpkg-dev (dpkg-shlibdeps) to build the Debian package, a real Slurm (slurm-wlm: slurmctld, slurmd, slurm-client with
 # sbatch/srun; munge) that tests/integration/test_slurm.py starts on this machine with scripts/slurm-local.sh, and
 # iproute2 (ip, tc) for the cluster of network namespaces (tests/integration/test_netns_cluster.py), and PyTorch for
 # the external check of every model's losses (tests/integration/test_pytorch_agreement.py; a few minutes to install).
+ts_stage test "the tests' packages (PyTorch the largest: a few minutes on a fresh machine)"
 ts_apt_install python3-pytest python3-hypothesis python3-prometheus-client chromium fonts-dejavu-core dpkg-dev slurm-wlm munge iproute2 python3-torch
 ts_mpi_env
 cd "$TS_ROOT"
 
-echo "== format" >&2
+ts_stage test "== format and lint: clang-format, flake8, mypy (about 1 min)"
 scripts/check-format.sh
 scripts/lint-python.sh
 
-echo "== ctest" >&2
+ts_stage test "== ctest: the C++ unit tests (about 2 min)"
 ctest --test-dir "$TS_BUILD" --output-on-failure -j2
 
-echo "== fuzz" >&2
+ts_stage test "== fuzz: a clang build of its own in build-fuzz (about 6 min the first time), then 6 targets x 20 s"
 scripts/fuzz.sh
 
-echo "== pytest" >&2
+ts_stage test "== pytest: the command-line, report and README tests (about 15 min; each test named as it starts)"
 PY="$(ts_python "pytest, jsonschema")"
-TRAINSCOPE="$TS_BUILD/trainscope" "$PY" -m pytest -q -p no:cacheprovider tests
+TRAINSCOPE="$TS_BUILD/trainscope" "$PY" -m pytest -v -rs --durations=15 -p no:cacheprovider tests
+ts_stage test "every check passed"

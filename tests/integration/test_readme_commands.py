@@ -14,7 +14,14 @@ PYTHON_TOOLS = {"report", "compare", "analyze", "export", "import", "accept"}  #
 
 def readme_commands():
     commands = []
-    lines = (ROOT / "README.md").read_text().splitlines()
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs" / "tasks").glob("*.md"))]:  # the README and its task pages
+        commands += page_commands(page)
+    return commands
+
+
+def page_commands(page):
+    commands = []
+    lines = page.read_text().splitlines()
     hidden = False  # inside an HTML comment: a readme-setup block (scripts/readme_outputs.py runs those)
     for number, line in enumerate(lines, 1):
         if line.startswith("<!--"):
@@ -28,10 +35,14 @@ def readme_commands():
             continue
         text = line[start + len("build/trainscope "):]
         text = re.split(r"\s+#|\||;|&&|\s>|\s&\s*$", text)[0].replace("$i", "1")
-        argv = shlex.split(text)
+        try:
+            argv = shlex.split(text)
+        except ValueError:  # the command inside a quoted shell command (`sh -c "... build/trainscope X" >/dev/null`)
+            argv = shlex.split(text[:text.rindex('"')])
         if argv and argv[0] not in PYTHON_TOOLS:
             shown = lines[number] if number < len(lines) and lines[number].startswith("trainscope: error:") else None
-            commands.append(pytest.param(argv, shown, id=f"README:{number}"))
+            name = "README" if page.name == "README.md" else page.name
+            commands.append(pytest.param(argv, shown, id=f"{name}:{number}"))
     return commands
 
 

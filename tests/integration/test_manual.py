@@ -1,0 +1,105 @@
+"""The README as a manual (issue #35): a task index at the top whose pages exist, every mpirun example with more
+ranks than a 2-core machine has carries --oversubscribe, and the README check runs the README and every task
+page exactly as printed: no hidden set-up block, no Open MPI allowance or oversubscription of its own."""
+import importlib.util
+import re
+
+import pytest
+
+from helpers import ROOT
+
+TASKS = ROOT / "docs" / "tasks"
+CORES = 2  # the smallest machine the examples are printed for (CI's VM)
+# An example that names other hosts or GPUs is not for one small machine: its ranks have slots of their own.
+ELSEWHERE = re.compile(r"-H |--host|hostfile|netns-cluster|--npernode|ppr:|--device cuda|--backend nccl|GPU")
+
+
+def readme_outputs():
+    spec = importlib.util.spec_from_file_location("readme_outputs", ROOT / "scripts" / "readme_outputs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def documents():
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted(TASKS.glob("*.md"))]
+
+
+def mpirun_ranks(line: str):
+    """(ranks, the words after mpirun) of each mpirun the line shows: its -np, among the words before the program."""
+    words = line.replace("`", " ").split()
+    for i, w in enumerate(words):
+        if w != "mpirun":
+            continue
+        options = []
+        for word in words[i + 1:]:
+            if "/" in word:
+                break  # the program mpirun starts
+            options.append(word)
+        for j, word in enumerate(options[:-1]):
+            if word == "-np" and options[j + 1].isdigit():
+                yield int(options[j + 1]), words[i + 1:]
+                break
+
+
+def test_every_mpirun_example_with_more_ranks_than_cores_oversubscribes():
+    missing = []
+    for doc in documents():
+        for number, line in enumerate(doc.read_text().splitlines(), 1):
+            for ranks, rest in mpirun_ranks(line):
+                if ranks > CORES and "--oversubscribe" not in rest and not ELSEWHERE.search(line):
+                    missing.append(f"{doc.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not missing, "mpirun -np N > 2 without --oversubscribe (\"not enough slots\" on 2 cores):\n" + "\n".join(missing)
+
+
+def test_the_oversubscribe_check_sees_a_bare_example():
+    assert [r for r, _ in mpirun_ranks("$ mpirun -np 4 build/trainscope env")] == [4]
+    assert [r for r, _ in mpirun_ranks("`TRAINSCOPE_FAULT=x mpirun -np 3 --oversubscribe build/trainscope train`")] == [3]
+
+
+def test_the_readme_opens_with_a_task_index_of_pages_that_exist():
+    readme = (ROOT / "README.md").read_text()
+    top = readme.split("\n## ", 1)[0]
+    linked = re.findall(r"\]\((docs/tasks/[\w-]+\.md)\)", top)
+    pages = sorted(p.relative_to(ROOT).as_posix() for p in TASKS.glob("*.md"))
+    assert len(pages) >= 5 and sorted(set(linked)) == pages
+    for task in ("bring up a node", "gate CI", "choose a fabric", "profile a training step", "train a layout"):
+        assert task in top
+    headings = {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in re.findall(r"^#{2,3} (.+)$", readme, re.M)}
+    anchors = set(re.findall(r"\]\(#([\w-]+)\)", top))
+    for page in TASKS.glob("*.md"):
+        anchors |= set(re.findall(r"README\.md#([\w-]+)\)", page.read_text()))
+    assert anchors and anchors <= headings, anchors - headings
+
+
+def test_the_check_runs_every_task_page_and_each_runs_something():
+    ro = readme_outputs()
+    pages = ro.pages()
+    assert pages[0] == ROOT / "README.md" and set(TASKS.glob("*.md")) <= set(pages)
+    for page in TASKS.glob("*.md"):
+        commands = [c for b in ro.parse(page.read_text().splitlines(), page.name) for c in b.commands]
+        assert any("build/trainscope" in c.text for c in commands), page
+
+
+@pytest.mark.parametrize("doc", documents(), ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_no_page_hides_set_up_from_its_reader(doc):
+    assert "<!-- readme-setup" not in doc.read_text()
+
+
+def test_the_check_refuses_a_hidden_set_up_block():
+    ro = readme_outputs()
+    with pytest.raises(SystemExit, match="hidden set-up"):
+        ro.parse(["<!-- readme-setup", "touch x", "-->", "```", "$ cat x", "```"], "page.md")
+
+
+def test_the_check_brings_no_environment_of_its_own(monkeypatch):
+    """Root allowance and oversubscription reach a command only from the page (a shown export), not from the
+    checker or the shell that started it."""
+    ro = readme_outputs()
+    planted = ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "OMPI_MCA_rmaps_base_oversubscribe", "TRAINSCOPE_HOME")
+    for name in planted:
+        monkeypatch.setenv(name, "1")
+    assert not set(planted) & set(ro.environment())
+    assert ro.exported("export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1   # as root only") == {
+        "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    assert ro.exported("build/trainscope env") is None

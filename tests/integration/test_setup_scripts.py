@@ -1,0 +1,113 @@
+"""The set-up scripts (issue #35): run.sh builds only the programs its job runs (not the unit tests,
+micro-benchmarks or fuzz targets that test.sh builds), says each stage, and suggests mpirun commands that
+work as printed for root; the README names every package each script installs. run.sh --dry-run prints each
+stage's command and runs none of them, so these take seconds."""
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from helpers import ROOT
+
+SCRIPTS = ROOT / "scripts"
+BUILD = ROOT / "build"
+# Sources of the targets only scripts/test.sh needs: the unit, MPI, GPU and fake-GPU tests, the micro-benchmarks,
+# the hand-timed MPI reference loop, the fuzz targets.
+TEST_ONLY_SOURCES = re.compile(r"/(tests|fuzz)/|/bench/(micro|reference)/")
+
+
+def without_root_allowance() -> dict[str, str]:
+    """The environment of a user's shell: no Open MPI allowance that the scripts set for themselves."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_MCA_"))}
+
+
+@pytest.fixture(scope="module")
+def dry_run() -> str:
+    env = {**without_root_allowance(), "TS_BUILD": str(BUILD)}
+    r = subprocess.run([SCRIPTS / "run.sh", "--dry-run"], capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    return r.stderr
+
+
+def test_run_announces_each_stage_with_the_time(dry_run):
+    stages = re.findall(r"^(run|setup): \[\d+:\d\d\] (\S+)", dry_run, re.M)
+    words = [w for _, w in stages]
+    assert "setting" in words and "would" in words and "running" in words, dry_run
+    assert re.search(r"^setup: \[\d+:\d\d\] (packages: all \d+ installed|installing \d+ of \d+ packages)", dry_run, re.M), dry_run
+
+
+def test_run_builds_exactly_the_programs_it_runs(dry_run):
+    build = re.search(r"^setup: .*would build .*: cmake --build (\S+) -j\d+ --target (.+)$", dry_run, re.M)
+    assert build, f"run.sh builds every target (no --target):\n{dry_run}"
+    targets = build.group(2).split()
+    job = re.search(r"^run: \[[\d:]+\] running the quick suite .*?: (mpirun .*)$", dry_run, re.M)
+    assert job, dry_run
+    programs = {Path(w).name for w in shlex.split(job.group(1)) if w.startswith(build.group(1) + "/")}
+    assert programs and set(targets) == programs
+
+
+def test_run_build_compiles_no_test_or_benchmark_source(dry_run):
+    """What run.sh's targets compile, from the build's own graph: none of test.sh's sources, while the whole
+    build has them (so the check can fail)."""
+    if not (BUILD / "build.ninja").exists() or shutil.which("ninja") is None:
+        pytest.skip("no build/build.ninja (scripts/setup.sh configures it)")
+    targets = re.search(r"would build .*--target (.+)$", dry_run, re.M).group(1).split()
+    known = subprocess.run(["ninja", "-C", BUILD, "-t", "targets", "all"], capture_output=True, text=True, check=True).stdout
+    assert all(re.search(rf"^{re.escape(t)}: ", known, re.M) for t in targets), targets
+
+    def compiled(*names):
+        out = subprocess.run(["ninja", "-C", BUILD, "-t", "commands", *names], capture_output=True, text=True, check=True).stdout
+        return [line for line in out.splitlines() if " -c " in line]
+
+    theirs = [c for c in compiled() if TEST_ONLY_SOURCES.search(c.split(" -c ")[-1])]
+    ours = [c for c in compiled(*targets) if TEST_ONLY_SOURCES.search(c.split(" -c ")[-1])]
+    assert theirs, "the whole build compiles no test source: the pattern is stale"
+    assert not ours, "\n".join(ours)
+
+
+def test_the_mpirun_commands_run_suggests_work_as_printed(dry_run):
+    """As root, Open MPI refuses to start without --allow-run-as-root or the allowance variables, which run.sh sets
+    only for itself: each suggested mpirun must start a process from a plain shell."""
+    if shutil.which("mpirun") is None:
+        pytest.skip("no mpirun")
+    suggested = [line.split("#")[0].split() for line in dry_run.splitlines() if line.strip().startswith("mpirun")]
+    assert suggested, dry_run
+    for words in suggested:
+        launcher = words[:words.index("-np")]
+        r = subprocess.run([*launcher, "-np", "1", "true"], capture_output=True, text=True, timeout=60,
+                           env=without_root_allowance())
+        assert r.returncode == 0, f"{' '.join(launcher)}: {r.stderr[-500:]}"
+
+
+def installed_by(script: Path) -> list[str]:
+    """The Debian packages a script installs: its PACKAGES list and the names it gives ts_apt_install."""
+    text = script.read_text()
+    names = []
+    if m := re.search(r"^PACKAGES=\((.*?)\)", text, re.M | re.S):
+        names += m.group(1).split()
+    for m in re.finditer(r"^\s*(?:\[[^]]*\] \|\| )?ts_apt_install ([^\n]+)$", text, re.M):
+        names += [w for w in m.group(1).split() if not w.startswith(('"', "$"))]
+    return names
+
+
+def test_the_readme_names_every_package_each_script_installs():
+    install = (ROOT / "README.md").read_text().split("\n## Install\n", 1)[1].split("\n## ", 1)[0]
+    scripts = sorted(SCRIPTS.glob("*.sh"))
+    packages = {s.name: installed_by(s) for s in scripts}
+    assert "libopenmpi-dev" in packages["setup.sh"] and "python3-torch" in packages["test.sh"] and packages["fuzz.sh"]
+    missing = [f"{script}: {p}" for script, names in packages.items() for p in names if f"`{p}`" not in install]
+    assert not missing, "not in the README's Install section: " + ", ".join(missing)
+
+
+def test_test_sh_announces_each_stage_with_its_expected_time_and_pytest_shows_progress():
+    lines = (SCRIPTS / "test.sh").read_text().splitlines()
+    for stage in ("scripts/setup.sh", "scripts/check-format.sh", "ctest ", "scripts/fuzz.sh", "-m pytest"):
+        at = next(i for i, line in enumerate(lines) if stage in line and not line.lstrip().startswith("#"))
+        said = max((i for i, line in enumerate(lines[:at]) if line.startswith("ts_stage ")), default=-1)
+        assert at - said <= 6 and re.search(r"\d+ min", lines[said]), f"{stage}: no ts_stage line with its time just before it"
+    pytest_line = next(line for line in lines if "-m pytest" in line)
+    assert " -q " not in pytest_line and re.search(r" -v\b", pytest_line)
