@@ -132,7 +132,7 @@ std::string keepAside(const std::string& path) {
       closeFd(dirFd);
       return "";
     }
-    if (!S_ISREG(st.st_mode)) throw Error(fmt::format("{} exists and is {}: it is not replaced", path, fileKind(st.st_mode)));
+    refuseNonRegular(dirFd, place.name, path);
     constexpr int kMostKept = 1000;
     for (int n = 1; n <= kMostKept; ++n) {
       const std::string aside = fmt::format("{}.{}", place.name, n);
@@ -155,12 +155,15 @@ std::string keepAside(const std::string& path) {
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   const Place place = placeOf(path_);
   name_ = place.name;
-  // The rename would replace whatever is there: never a device, a FIFO, a link or a directory.
-  struct stat st {};
-  if (::lstat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-    throw Error(fmt::format("{} exists and is not a regular file: it is not replaced", path_));
   createParentDirectories(path_);
   dirFd_ = openFolder(place, path_);
+  // The rename would replace whatever is there: never a device, a FIFO, a link or a directory.
+  try {
+    refuseNonRegular(dirFd_, name_, path_);
+  } catch (...) {
+    closeFd(dirFd_);
+    throw;
+  }
   int err = 0;
   for (int attempt = 0; attempt < 16 && fd_ < 0; ++attempt) {
     tmpName_ = fmt::format(".{}.{:016x}.tmp", name_.substr(0, 100), randomWord());

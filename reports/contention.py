@@ -80,8 +80,9 @@ def by_host(results: list[Result], policy: Policy) -> dict[str, list[str]]:
     """The signs of contention per host over `results`: the telemetry's, and the kernels step's own."""
     out: defaultdict[str, list[str]] = defaultdict(list)
     for result in results:
-        for host, why, _ in _telemetry(result, policy):
-            out[host].append(why)
+        for host, why, busy in _telemetry(result, policy):
+            if busy:  # a throttled GPU is the node's own fault, not other work's: acceptance judges it
+                out[host].append(why)
         shares: defaultdict[tuple[str, str], list[float]] = defaultdict(list)
         for rec in result.records:
             share = rec.get("others_cpu_fraction") if rec["kind"] in ("kernel", "kernel_ceiling") else None

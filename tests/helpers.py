@@ -59,6 +59,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def mpirun_rank_pids(mpirun_pid: int) -> dict[int, int]:
+    """The processes an mpirun started (its children), by their MPI rank (from their environment)."""
+    pids = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            if not entry.name.isdigit() or int((entry / "stat").read_text().split()[3]) != mpirun_pid:
+                continue
+            for item in (entry / "environ").read_bytes().split(b"\0"):
+                if item.startswith(b"OMPI_COMM_WORLD_RANK="):
+                    pids[int(item.split(b"=")[1])] = int(entry.name)
+        except OSError:
+            continue
+    return pids
+
+
 def read_jsonl(path: Path):
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 

@@ -69,7 +69,9 @@ int itersFor(int iters, int trials, double minTimeMs, double onceUs) {
 
 std::vector<double> timeRuns(KernelCase& c, int warmup, int iters, int trials, double minTimeMs) {
   double onceUs = 0;  // the last warm-up run, for itersFor
-  for (int i = 0; i < warmup; ++i) {
+  // --min-time-ms needs one run's time: with no warm-up (-w 0), one run outside the samples gives it.
+  const int untimed = minTimeMs > 0 ? std::max(warmup, 1) : warmup;
+  for (int i = 0; i < untimed; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     c.run();
     onceUs = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();

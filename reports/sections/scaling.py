@@ -18,8 +18,12 @@ class ScalingSection:
 
     def build(self, results: list[Result], plots: PlotSink) -> list[Block]:
         series: dict[str, list[Record]] = {}
+        named_by_training: set[int] = set()  # points whose result has train records naming late ranks (Training says so)
         for r in results:
+            trains_name_stragglers = any((t.get("stragglers") or {}).get("late_ranks") for t in r.records_of("train"))
             for x in r.records_of("scaling"):
+                if trains_name_stragglers:
+                    named_by_training.add(id(x))
                 key = ((f"{r.label}: " if len(results) > 1 else "") + (f"{x['model']} {x['preset']} " if x.get("model") else "")
                        + x["series"])
                 series.setdefault(key, []).append(x)
@@ -29,7 +33,8 @@ class ScalingSection:
             blocks.append({"kind": "alert",
                            "text": "; ".join(f"{k} at {x['ranks']} rank(s): {x.get('error', '?')}" for k, x in failed)})
         late = [f"{k} at {x['ranks']} ranks: " + ", ".join(f"rank {n}" for n in x["late_ranks"])
-                for k, xs in series.items() for x in sorted(xs, key=lambda x: x["ranks"]) if x.get("late_ranks")]
+                for k, xs in series.items() for x in sorted(xs, key=lambda x: x["ranks"])
+                if x.get("late_ranks") and id(x) not in named_by_training]
         if late:
             blocks.append({"kind": "alert", "text": "Stragglers (ranks consistently late at the collectives, as each point's "
                                                     "train record named them): " + "; ".join(late)})

@@ -23,11 +23,10 @@ import socket
 import subprocess
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
-from helpers import base_env, read_jsonl, trainscope_path
+from helpers import base_env, mpirun_rank_pids, read_jsonl, trainscope_path
 
 TIMEOUT_S = 30  # --timeout: the old behaviour ended at 2 x this
 BOUND_S = 10    # every process ends this soon after the failure
@@ -91,18 +90,8 @@ class Watched:
         assert self.steps >= n, f"the run did not stream {n} steps: {self.proc.poll()} {self.err}"
 
     def rank_pids(self):
-        """The trainscope processes mpirun started, by rank (from their environment)."""
-        pids = {}
-        for entry in Path("/proc").iterdir():
-            try:
-                if not entry.name.isdigit() or int((entry / "stat").read_text().split()[3]) != self.proc.pid:
-                    continue
-                for item in (entry / "environ").read_bytes().split(b"\0"):
-                    if item.startswith(b"OMPI_COMM_WORLD_RANK="):
-                        pids[int(item.split(b"=")[1])] = int(entry.name)
-            except OSError:
-                continue
-        return pids
+        """The trainscope processes mpirun started, by rank."""
+        return mpirun_rank_pids(self.proc.pid)
 
     def finish(self):
         try:

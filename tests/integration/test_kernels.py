@@ -207,11 +207,11 @@ def test_min_time_gives_a_short_case_more_runs_than_iters(tmp_path):
     shapes = tmp_path / "one.toml"
     shapes.write_text('[[shape]]\nop = "gemm"\nname = "s64"\nM = 64\nN = 64\nK = 64\n')
     counts = {}
-    for ms in (0, 20):
-        out = tmp_path / f"k{ms}.json"
-        r = run_trainscope(["kernels", "--ops", "gemm", "--shapes", shapes, "--no-ceilings", "-n", 3, "--min-time-ms", ms,
-                            "--json", out])
+    for ms, warmup in ((0, 2), (20, 2), (20, 0)):  # -w 0: one run outside the samples still sizes them
+        out = tmp_path / f"k{ms}-{warmup}.json"
+        r = run_trainscope(["kernels", "--ops", "gemm", "--shapes", shapes, "--no-ceilings", "-n", 3, "-w", warmup,
+                            "--min-time-ms", ms, "--json", out])
         assert r.rc == 0, r.err
         (rec,) = [x for x in json.loads(out.read_text())["records"] if x["kind"] == "kernel"]
-        counts[ms] = len(rec["samples_us"])
-    assert counts[0] == 3 and 3 < counts[20] <= 1000, counts
+        counts[(ms, warmup)] = len(rec["samples_us"])
+    assert counts[(0, 2)] == 3 and 3 < counts[(20, 2)] <= 1000 and 3 < counts[(20, 0)] <= 1000, counts

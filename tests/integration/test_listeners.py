@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import base_env, free_port, trainscope_path
+from helpers import base_env, free_port, mpirun_rank_pids, trainscope_path
 
 KERNELS = ["kernels", "--ops", "gemm", "--no-ceilings", "-n", "3", "-w", "0"]
 
@@ -92,19 +92,6 @@ def test_under_mpirun_every_listener_is_on_loopback_when_the_run_is_on_one_host(
                               env=base_env({"OMPI_MCA_btl": "self,vader"}),
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
-    def ranks():
-        pids = {}
-        for entry in Path("/proc").iterdir():
-            try:
-                if not entry.name.isdigit() or int((entry / "stat").read_text().split()[3]) != mpirun.pid:
-                    continue
-                for item in (entry / "environ").read_bytes().split(b"\0"):
-                    if item.startswith(b"OMPI_COMM_WORLD_RANK="):
-                        pids[int(item.split(b"=")[1])] = int(entry.name)
-            except OSError:
-                continue
-        return pids
-
-    seen = watch([mpirun], ranks)
+    seen = watch([mpirun], lambda: mpirun_rank_pids(mpirun.pid))
     assert mpirun.returncode == 0, mpirun.stderr.read()
     check(seen)

@@ -5,7 +5,7 @@ section and puts the failures in its status banner; the shipped rules parse and 
 import xml.etree.ElementTree as ET
 
 import pytest
-from synthetic import ROOT, make_ceiling, make_fleet_doc, make_kernel, make_link, make_train
+from synthetic import ROOT, make_ceiling, make_fleet_doc, make_kernel, make_link, make_train, telemetry
 
 from reports.__main__ import main
 from reports.accept import Verdict, accept
@@ -270,15 +270,6 @@ def quick_accept(write_doc, records, fleet, reference=None, name="q.json"):
     return accept([load_result(doc)], from_toml(QUICK_RULES), ref)
 
 
-def busy(host, others):
-    rng = {"min": others, "median": others, "max": others}
-    return {"kind": "telemetry", "host": host, "process": 0, "interval_s": 0.2,
-            "samples": [{"t_s": 0.0, "cpu_busy_fraction": None, "cpu_busy_others_fraction": others, "load1": 1.0,
-                         "cpu_freq_mhz": None, "gpus": []}],
-            "summary": {"duration_s": 1.0, "cpu_busy_fraction": rng, "cpu_busy_others_fraction": rng, "load1": rng,
-                        "cpu_freq_mhz": None, "gpus": [], "throttled": False}}
-
-
 HEALTHY = [0.2785] + [0.45 + 0.02 * i for i in range(18)]  # one 128^3 GEMM timed slow, as on the 2-core VM
 DEGRADED = [0.12 + 0.01 * i for i in range(19)]            # most shapes far under their roofline
 
@@ -302,7 +293,7 @@ def test_a_degraded_host_fails_on_the_median_of_its_shapes(write_doc):
 def test_a_degraded_host_that_was_busy_is_inconclusive_naming_why(write_doc, capsys, where):
     records = gemms("vm", DEGRADED) + [ceiling("vm", 0.2)]
     if where == "telemetry":
-        records.append(busy("vm", 0.73))
+        records.append(telemetry("vm", others=0.73))
     else:  # no telemetry: the kernels step's own share of the CPUs others took
         for rec in records:
             rec["others_cpu_fraction"] = 0.73
@@ -326,8 +317,16 @@ def test_a_degraded_host_that_was_busy_is_inconclusive_naming_why(write_doc, cap
     assert main(["accept", str(doc), "--policy", str(doc.parent / "lax.toml")]) == 1
 
 
+def test_a_degraded_host_whose_gpu_throttled_fails_not_inconclusive(write_doc):
+    """A GPU held down by power or heat is the node's own fault: a sign of contention for compare, never a reason to
+    call a failing node inconclusive."""
+    records = gemms("vm", DEGRADED) + [ceiling("vm", 0.2), telemetry("vm", others=0.0, throttled=True)]
+    (h,) = quick_accept(write_doc, records, {"vm": [0, 1]}).hosts
+    assert h.verdict == Verdict.FAIL and not h.busy, (h.verdict, h.busy)
+
+
 def test_a_busy_host_that_passes_still_passes_and_a_quiet_slow_one_beside_it_fails(write_doc):
-    acc = quick_accept(write_doc, gemms("node-a", HEALTHY) + [busy("node-a", 0.9)] + gemms("node-b", DEGRADED),
+    acc = quick_accept(write_doc, gemms("node-a", HEALTHY) + [telemetry("node-a", others=0.9)] + gemms("node-b", DEGRADED),
                        {"node-a": [0], "node-b": [1]})
     assert verdicts(acc) == {"node-a": Verdict.PASS, "node-b": Verdict.FAIL} and acc.exit_code == 1
 

@@ -51,6 +51,13 @@ def test_every_alert_a_section_knows_is_in_the_banner(write_doc, tmp_path, recor
     assert "**Status: 1 problem(s)**" in md and said.replace("&#39;", "'") in md
 
 
+def test_a_scale_runs_straggler_is_one_problem(write_doc, tmp_path):
+    """`scale` writes each point's train record beside its scaling point, which repeats the train record's late ranks:
+    the Training section names them, the Scaling section does not count them again."""
+    html, md = banner(write_doc, tmp_path, [two_ranks(late=[1]), scaling_point(late=[1])])
+    assert "Status: 1 problem(s)" in html and "Stragglers: mlp tiny: rank 1" in html, html
+
+
 def test_a_clean_run_stays_clean(write_doc, tmp_path):
     """Two ranks none of them late, other processes at 5% of the CPUs, a point without stragglers: no problem, and the
     all-clear line names stragglers and a busy host among what was looked for."""

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from synthetic import ROOT, make_doc, make_fleet_doc, make_record
+from synthetic import ROOT, make_doc, make_fleet_doc, make_kernel, make_record
 
 from reports.__main__ import main
 from reports.terminal import printable
@@ -23,7 +23,9 @@ def test_printable_escapes_what_a_terminal_acts_on_and_keeps_text():
 
 
 def hostile_docs(tmp_path):
-    fleet = make_fleet_doc([make_record()], {f"h{ESC}[2Jx": [0, 1]}, suite=f"s{ESC}]0;title\x07")
+    # a GEMM the quick rules judge (half its roofline: PASS), so that accept does its whole work on the hostile host
+    gemm = make_kernel("gemm", f"g{ESC}[1m", 0.5, 100.0, 1.0, 100.0)
+    fleet = make_fleet_doc([make_record(), gemm], {f"h{ESC}[2Jx": [0, 1]}, suite=f"s{ESC}]0;title\x07")
     single = make_doc([make_record()], hostname=f"node{ESC}[31m", label=f"lab{ESC}]0;t\x07el")
     paths = tmp_path / "fleet.json", tmp_path / "single.json"
     for p, doc in zip(paths, (fleet, single)):
@@ -33,12 +35,14 @@ def hostile_docs(tmp_path):
 
 def test_no_control_byte_of_a_result_reaches_the_terminal(tmp_path, capsys):
     fleet, single = hostile_docs(tmp_path)
+    codes = []
     for args in (["accept", fleet, "--rules", RULES], ["compare", single, single], ["memory", single],
                  ["report", single, "-o", tmp_path / "rep"], ["export", single, "--format", "csv", "-o", tmp_path / "x.csv"],
                  ["accept", fleet, "--rules", RULES, "--junit", tmp_path / f"{ESC}[2J.xml"]):
-        main([str(a) for a in args])
+        codes.append(main([str(a) for a in args]))
         out, err = capsys.readouterr()
         assert ESC not in out and "\x07" not in out and ESC not in err, (args, out, err)
+    assert codes == [0] * 6, codes  # each did its work: a command that stops early prints little to test
     assert "h\\x1b[2Jx" in main_output(["accept", str(fleet), "--rules", str(RULES)], capsys)
 
 

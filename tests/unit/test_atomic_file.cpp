@@ -66,6 +66,26 @@ TEST_F(OutputFiles, ALinkPutAtTheTargetDuringTheWriteIsRefusedAtCommit) {
   EXPECT_EQ(names(), (std::vector<std::string>{"r.json", "victim"})) << "the temporary file is gone";
 }
 
+// What is at the target and not a regular file is named, at the start of a write, at commit and for a stream.
+TEST_F(OutputFiles, WhatIsNotARegularFileIsNamedAndKept) {
+  auto errorOf = [](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  ASSERT_EQ(::mkfifo(at("fifo").c_str(), 0600), 0);
+  EXPECT_EQ(errorOf([&] { AtomicFile f(at("fifo")); }), at("fifo") + " exists and is a FIFO: it is not replaced");
+  EXPECT_EQ(errorOf([&] { StreamFile s(at("fifo")); }), at("fifo") + " exists and is a FIFO: it is not replaced");
+  AtomicFile f(at("r.json"));
+  f.write("result");
+  fs::create_symlink(at("fifo"), at("r.json"));
+  EXPECT_EQ(errorOf([&] { f.commit(); }), at("r.json") + " exists and is a symbolic link: it is not replaced");
+  EXPECT_EQ(names(), (std::vector<std::string>{"fifo", "r.json"})) << "nothing else made, nothing replaced";
+}
+
 TEST_F(OutputFiles, AWriterDestroyedWithoutCommitLeavesNothing) {
   {
     AtomicFile f(at("sub/r.json"));

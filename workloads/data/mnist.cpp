@@ -86,7 +86,8 @@ Mnist::Mnist(const std::string& dir, Split split, const std::vector<std::string>
 
 void Mnist::sample(std::int64_t index, float* features, std::int32_t*, std::int32_t* targets) const {
   const std::int64_t d = info_.sampleElements();
-  std::vector<std::uint8_t> px(static_cast<std::size_t>(d));
+  thread_local std::vector<std::uint8_t> px;  // one per loader thread: no allocation per sample
+  px.resize(static_cast<std::size_t>(d));
   images_.readAt(kImagesHeader + static_cast<std::uint64_t>(index * d), px.data(), px.size());
   for (std::int64_t j = 0; j < d; ++j) features[j] = (static_cast<float>(px[j]) / 255.0f - kMean) / kStd;
   targets[0] = labels_[kLabelsHeader + static_cast<std::size_t>(index)];

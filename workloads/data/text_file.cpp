@@ -45,7 +45,8 @@ TextFile::TextFile(const std::string& path, std::int64_t seqLen, Split split) : 
 
 void TextFile::sample(std::int64_t index, float*, std::int32_t* tokens, std::int32_t* targets) const {
   const std::int64_t t = info_.sampleShape[0];
-  std::vector<std::uint8_t> window(static_cast<std::size_t>(t + 1));
+  thread_local std::vector<std::uint8_t> window;  // one per loader thread: no allocation per sample
+  window.resize(static_cast<std::size_t>(t + 1));
   file_.readAt(static_cast<std::uint64_t>(first_ + index), window.data(), window.size());
   const std::uint8_t* p = window.data();
   for (std::int64_t i = 0; i < t; ++i) {
