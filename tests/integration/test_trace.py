@@ -1,16 +1,19 @@
 """`train --trace DIR` and `trainscope analyze DIR` under mpirun: per-rank and merged Chrome trace files that parse,
 name every rank, nest their spans and carry the collectives' bytes and groups as Kineto names them; dp2, pp2 and tp2
-directories that pass the trace schema and HTA's loader rules; an analysis whose parts add up to the step; a planted
-straggler named."""
+directories that pass the trace schema and HTA's loader rules; a 4-rank directory read by HTA's and Perfetto's own rules
+(and by HTA itself where it is installed); an analysis whose parts add up to the step; a planted straggler named."""
 import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
 import pytest
 
-from helpers import ROOT, run_trainscope
+from helpers import ROOT, base_env, run_trainscope
+from trace_loader_rules import hta_iterations, hta_metadata_keys, hta_rank_files, perfetto_view
 
 RUNS = {
     "data-parallel": ["--model", "mlp", "--preset", "tiny", "--batch", 16, "--steps", 4],
@@ -141,6 +144,79 @@ def test_dp_pp_and_tp_directories_pass_the_trace_schema_and_holistic_trace_analy
     assert iterations == {(0, 1, 2)}
     merged = json.loads((d / "merged" / "merged.json").read_text())
     assert {e["pid"] for e in merged["traceEvents"] if e["ph"] == "X"} == {0, 1}
+
+
+# Issue #36: a data-parallel run of 4 ranks, 3 steps, read as HTA and Perfetto read it (tests/integration/trace_loader_rules.py).
+FOUR_RANKS = ["--model", "mlp", "--preset", "tiny", "--batch", 16, "--steps", 3]
+
+
+@pytest.fixture(scope="module")
+def four_rank_traces(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("four-ranks")
+    r = run_trainscope(["train", "--no-ceiling", "--warmup-steps", 1, "--trace", tmp / "t"] + FOUR_RANKS, np=4, timeout=600)
+    assert r.rc == 0, r.err
+    return tmp / "t"
+
+
+@pytest.mark.parametrize("version", ["v0.6.1", "v0.2.0"])
+def test_holistic_trace_analysis_rules_find_every_rank_and_every_step(four_rank_traces, version):
+    """HTA finds a file's rank with a regex on its raw text ("rank": and at least one space, v0.5.0-v0.6.1; exactly one,
+    v0.2.0), so compact JSON ("rank":1) made every file rank 0 and HTA kept one of the 4."""
+    files = hta_rank_files(four_rank_traces, version)
+    assert {r: f.name for r, f in files.items()} == {r: f"rank-{r}.json" for r in range(4)}
+    for rank, f in files.items():
+        assert hta_iterations(f, include_last_profiler_step=True) == {0, 1, 2}, rank
+        assert hta_iterations(f) == {0, 1}, rank  # HTA's default leaves the last step out
+        assert "distributedInfo" in hta_metadata_keys(f)  # read by the ijson backends before traceEvents
+
+
+def test_perfetto_json_importer_keeps_every_rank_s_threads_apart(four_rank_traces):
+    """Perfetto reads tid 0 on a pid other than 0 as tid = pid: rank 1's main thread (tid 0) became its communication
+    thread (tid 1), their slices overlapping without nesting. Every rank file and the merged one: each thread named once,
+    as written, no slice spilled, every field of a type Perfetto reads."""
+    merged_threads = {}
+    for rank in range(4):
+        view, problems = perfetto_view(four_rank_traces / f"rank-{rank}.json")
+        assert problems == [], problems[:3]
+        names = [t["name"] for (pid, _), t in view.items() if pid == rank]
+        assert sorted(names) == ["communication", "main"], view.keys()
+        assert any(name.startswith("ProfilerStep#") for t in view.values() for _, _, name in t["slices"])
+        merged_threads.update({(rank, t["name"]): len(t["slices"]) for (pid, _), t in view.items() if pid == rank})
+    view, problems = perfetto_view(four_rank_traces / "merged" / "merged.json")
+    assert problems == [], problems[:3]
+    assert {(pid, t["name"]): len(t["slices"]) for (pid, _), t in view.items()} == merged_threads
+
+
+def holistic_trace_analysis_path():
+    """Where HTA's source is (TRAINSCOPE_HTA_SRC, a checkout holding hta/) or "" where it is installed, or a visible skip.
+    HTA is not in Debian; its source with Debian's python3-pandas, python3-plotly and python3-networkx runs."""
+    src = os.environ.get("TRAINSCOPE_HTA_SRC", "")
+    if src and not (Path(src) / "hta" / "trace_analysis.py").is_file():
+        pytest.fail(f"TRAINSCOPE_HTA_SRC={src} holds no hta/trace_analysis.py")
+    probe = subprocess.run([sys.executable, "-c", "import hta.trace_analysis"], capture_output=True, text=True,
+                           env=base_env({"PYTHONPATH": src} if src else None), timeout=120)
+    if probe.returncode != 0:
+        pytest.skip("Holistic Trace Analysis is not importable (set TRAINSCOPE_HTA_SRC to its source, with python3-pandas, "
+                    f"python3-plotly and python3-networkx installed): {probe.stderr.strip().splitlines()[-1:]}")
+    return src
+
+
+def test_holistic_trace_analysis_itself_loads_every_rank_and_every_step(four_rank_traces):
+    src = holistic_trace_analysis_path()
+    script = ("import json, sys\n"
+              "from hta.trace_analysis import TraceAnalysis\n"
+              "out = {}\n"
+              "for last in (True, False):\n"
+              "    t = TraceAnalysis(trace_dir=sys.argv[1], include_last_profiler_step=last).t\n"
+              "    out[str(last)] = {str(r): [int(i) for i in t.get_iterations(r)] for r in t.get_ranks()}\n"
+              "print(json.dumps(out))\n")
+    r = subprocess.run([sys.executable, "-c", script, str(four_rank_traces)], capture_output=True, text=True,
+                       env=base_env({"PYTHONPATH": src} if src else None), timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    found = json.loads(r.stdout.strip().splitlines()[-1])
+    # Every step of every rank; by default (include_last_profiler_step=False) HTA leaves the last one out.
+    assert found == {"True": {str(rank): [0, 1, 2] for rank in range(4)}, "False": {str(rank): [0, 1] for rank in range(4)}}, \
+        r.stderr[-3000:]
 
 
 @pytest.mark.parametrize("run", list(RUNS))
