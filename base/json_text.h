@@ -20,5 +20,8 @@ std::string jsonText(const nlohmann::json& j, int indent = -1);
 // The same for a document whose keys keep their insertion order (a safetensors header: "__metadata__"
 // first, tensors in offset order). Without it an ordered_json would convert to json and sort its keys.
 std::string jsonTextInOrder(const nlohmann::ordered_json& j, int indent = -1);
+// One line with the separators of Python's json.dumps, ", " and ": " ({"rank": 1, "ts": [1, 2]}), for files that
+// other tools search as text: Holistic Trace Analysis finds a trace's rank with the regex "rank":\s+(\d+).
+std::string jsonTextSpaced(const nlohmann::json& j);
 
 }  // namespace ts

@@ -23,6 +23,9 @@ from .kernel_breakdown import DEVICE, format_kernels, kernel_breakdown
 from .trace_dir import load_trace_docs
 
 P2P = {"send", "recv"}
+# The host's main thread (bench/session/trace_files.cpp): tid 3, and 0 in files written before Perfetto's reading of
+# tid 0 as the pid moved it.
+MAIN_TIDS = (3, 0)
 
 
 def spans_of(docs: dict[int, TraceDoc]) -> dict[int, list[TraceEvent]]:
@@ -40,7 +43,7 @@ def span_totals(ranks: dict[int, list[TraceEvent]], top: int = 15) -> list[JsonO
     for rank, events in sorted(ranks.items()):
         outer: list[TraceEvent] = []
         end = -1.0
-        for e in sorted((e for e in events if e.get("tid", 0) == 0), key=lambda e: (e["ts"], -e["dur"])):
+        for e in sorted((e for e in events if e.get("tid", 0) in MAIN_TIDS), key=lambda e: (e["ts"], -e["dur"])):
             if e["ts"] >= end:
                 outer.append(e)
                 end = e["ts"] + e["dur"]
@@ -48,7 +51,7 @@ def span_totals(ranks: dict[int, list[TraceEvent]], top: int = 15) -> list[JsonO
         inner: dict[str, float] = {}
         outermost = {id(e) for e in outer}
         for e in events:
-            if e.get("tid", 0) == 0 and id(e) not in outermost:
+            if e.get("tid", 0) in MAIN_TIDS and id(e) not in outermost:
                 inner[e["name"].split(" ")[0]] = inner.get(e["name"].split(" ")[0], 0.0) + e["dur"]
         biggest = sorted(outer, key=lambda e: -e["dur"])[:top]
         rows.append({"rank": rank, "spans": len(outer), "total_us": total, "phases_us": inner,

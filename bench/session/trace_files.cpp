@@ -29,9 +29,10 @@ class ActivityTrace {};  // a build without CUPTI has no device spans
 namespace ts {
 
 namespace {
-// Tracks (Chrome tids) beside the host's main (0) and communication (1) ones: CUDA runtime and driver
-// calls, and one per device stream from kDeviceTrackBase on.
-constexpr int kApiTrack = 2, kDeviceTrackBase = 100;
+// Tracks (Chrome tids): the host's communication (1), CUDA runtime and driver calls (2), the host's main thread
+// (kMainTrack), and one per device stream from kDeviceTrackBase on. Never 0: Perfetto reads tid 0 on a pid other than
+// 0 as tid = pid, which put rank 1's main thread onto its communication one.
+constexpr int kApiTrack = 2, kMainTrack = 3, kDeviceTrackBase = 100;
 
 // Operations in flight together (a pipeline stage's sends, a bucket's all-reduce beside the next) overlap in time,
 // and one thread's slices must nest for Perfetto and chrome://tracing: the communication track is split into
@@ -43,6 +44,10 @@ std::vector<int> threadIds(const std::vector<trace::Event>& sorted) {
   std::vector<int> tids;
   std::vector<double> laneEnds;  // per lane: when its last op ended
   for (const trace::Event& e : sorted) {
+    if (e.track == trace::Track::kMain) {
+      tids.push_back(kMainTrack);
+      continue;
+    }
     if (e.track != trace::Track::kCommunication) {
       tids.push_back(static_cast<int>(e.track));
       continue;
@@ -182,9 +187,13 @@ void TraceFiles::finish(const std::string& what, const nlohmann::json& about, co
   recorded.insert(recorded.end(), device.begin(), device.end());
 #endif
   nlohmann::json events = nlohmann::json::array();
+  events.push_back({{"ph", "M"},
+                    {"name", "process_name"},
+                    {"pid", rank},
+                    {"tid", kMainTrack},
+                    {"args", {{"name", fmt::format("rank {}", rank)}}}});
   events.push_back(
-      {{"ph", "M"}, {"name", "process_name"}, {"pid", rank}, {"tid", 0}, {"args", {{"name", fmt::format("rank {}", rank)}}}});
-  events.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", rank}, {"tid", 0}, {"args", {{"sort_index", rank}}}});
+      {{"ph", "M"}, {"name", "process_sort_index"}, {"pid", rank}, {"tid", kMainTrack}, {"args", {{"sort_index", rank}}}});
   // In time order on each track, a parent before the spans it contains (a step before its phases).
   std::stable_sort(recorded.begin(), recorded.end(), [](const trace::Event& a, const trace::Event& b) {
     if (a.track != b.track) return a.track < b.track;
@@ -192,15 +201,21 @@ void TraceFiles::finish(const std::string& what, const nlohmann::json& about, co
     return a.durationUs > b.durationUs;
   });
   const std::vector<int> tids = threadIds(recorded);
-  std::set<int> tracks = {0, 1};
+  std::set<int> tracks = {kMainTrack, 1};
   tracks.insert(tids.begin(), tids.end());
   for (int t : tracks) {
-    const std::string name = t == 0                                       ? "main"
+    const std::string name = t == kMainTrack                              ? "main"
                              : t == 1                                     ? "communication"
                              : t >= kCommLaneBase && t < kDeviceTrackBase ? fmt::format("communication {}", t - kCommLaneBase + 2)
                              : t == kApiTrack                             ? "cuda runtime"
                                                                           : fmt::format("gpu stream {}", t - kDeviceTrackBase);
     events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", rank}, {"tid", t}, {"args", {{"name", name}}}});
+    // The main thread first, as when it was tid 0; the others in tid order.
+    events.push_back({{"ph", "M"},
+                      {"name", "thread_sort_index"},
+                      {"pid", rank},
+                      {"tid", t},
+                      {"args", {{"sort_index", t == kMainTrack ? 0 : t}}}});
   }
   std::vector<TraceGroup> allGroups = groups;
   std::vector<int> everyRank(static_cast<std::size_t>(world_));
@@ -228,7 +243,8 @@ void TraceFiles::finish(const std::string& what, const nlohmann::json& about, co
     if (static_cast<int>(e.track) < kDeviceTrackBase) continue;
     const auto it = launches.find(e.args.at("correlation").get<std::uint64_t>());
     if (it == launches.end()) continue;
-    const double id = static_cast<double>(it->first);
+    // An integer: Perfetto drops a flow whose id is a float (flow_invalid_id).
+    const std::uint64_t id = it->first;
     events.push_back({{"ph", "s"},
                       {"name", "ac2g"},
                       {"cat", "ac2g"},
@@ -251,11 +267,13 @@ void TraceFiles::finish(const std::string& what, const nlohmann::json& about, co
     pgConfig.push_back({{"pg_name", g.name}, {"pg_desc", g.desc}, {"pg_size", g.ranks.size()}, {"ranks", rankList(g.ranks)}});
   nlohmann::json info = {{"rank", rank}, {"world_size", world_}, {"pg_count", pgConfig.size()}, {"pg_config", pgConfig}};
   if (!backend.empty()) info["backend"] = backend;
+  // No displayTimeUnit: Perfetto v4-v21 read every ts and dur in the unit it names when it opens the file.
   const nlohmann::json mine = {{"traceEvents", events},
-                               {"displayTimeUnit", "ms"},
                                {"distributedInfo", info},
                                {"trainscope", {{"format", kTraceFormat}, {"what", what}, {"clock", clock}, {"about", about}}}};
-  writeFileAtomically((std::filesystem::path(dir_) / fmt::format("rank-{}.json", rank)).string(), jsonText(mine));
+  // Python's separators ("rank": 1): HTA finds each file's rank with a regex on its text, and without the space took
+  // every file for rank 0. distributedInfo comes before traceEvents (keys sorted), where HTA's ijson reader stops.
+  writeFileAtomically((std::filesystem::path(dir_) / fmt::format("rank-{}.json", rank)).string(), jsonTextSpaced(mine));
   const std::vector<std::string> all =
       world_ > 1 ? boot_.allGatherStrings(jsonText(events)) : std::vector<std::string>{jsonText(events)};
   if (rank != 0) return;
@@ -263,14 +281,13 @@ void TraceFiles::finish(const std::string& what, const nlohmann::json& about, co
   for (const auto& s : all)
     for (auto& e : nlohmann::json::parse(s)) merged.push_back(std::move(e));
   const nlohmann::json doc = {{"traceEvents", merged},
-                              {"displayTimeUnit", "ms"},
                               {"distributedInfo", {{"world_size", world_}}},
                               {"trainscope", {{"format", kTraceFormat}, {"what", what}, {"clock", clock}, {"ranks", world_}}}};
   // In a directory of its own: Holistic Trace Analysis loads every JSON file of DIR as one rank's trace and
   // stops at one without distributedInfo.rank, which the merged view (every rank) has not.
   const std::filesystem::path mergedDir = std::filesystem::path(dir_) / "merged";
   std::filesystem::create_directories(mergedDir);
-  writeFileAtomically((mergedDir / "merged.json").string(), jsonText(doc));
+  writeFileAtomically((mergedDir / "merged.json").string(), jsonTextSpaced(doc));
 }
 
 }  // namespace ts

@@ -141,9 +141,12 @@ def test_dp_pp_and_tp_directories_pass_the_trace_schema_and_holistic_trace_analy
         assert comm and all(e["args"]["Process Group Description"] == layout[:2] for e in comm)
         steps = sorted(int(m.group(1)) for e in spans if (m := re.fullmatch(r"ProfilerStep#(\d+)", e["name"])))
         iterations.add(tuple(steps))
+        assert perfetto_view(f)[1] == []  # and as Perfetto reads it: threads kept apart, slices nested
     assert iterations == {(0, 1, 2)}
+    assert {r: f.name for r, f in hta_rank_files(d).items()} == {0: "rank-0.json", 1: "rank-1.json"}
     merged = json.loads((d / "merged" / "merged.json").read_text())
     assert {e["pid"] for e in merged["traceEvents"] if e["ph"] == "X"} == {0, 1}
+    assert perfetto_view(d / "merged" / "merged.json")[1] == []
 
 
 # Issue #36: a data-parallel run of 4 ranks, 3 steps, read as HTA and Perfetto read it (tests/integration/trace_loader_rules.py).
@@ -185,6 +188,25 @@ def test_perfetto_json_importer_keeps_every_rank_s_threads_apart(four_rank_trace
     view, problems = perfetto_view(four_rank_traces / "merged" / "merged.json")
     assert problems == [], problems[:3]
     assert {(pid, t["name"]): len(t["slices"]) for (pid, _), t in view.items()} == merged_threads
+
+
+def test_the_perfetto_rules_flag_what_its_importer_misreads(tmp_path):
+    """The rules themselves, on what only a GPU run writes (flows) and on the old writer's faults: a float flow id, tid 0
+    on pid 1 beside tid 1, a displayTimeUnit at the start; and a file without them passes."""
+    def doc(flow_id, main_tid, extra):
+        return {**extra, "traceEvents": [
+            {"ph": "M", "name": "thread_name", "pid": 1, "tid": main_tid, "args": {"name": "main"}},
+            {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "communication"}},
+            {"ph": "X", "name": "ProfilerStep#0", "cat": "user_annotation", "ts": 0, "dur": 10, "pid": 1, "tid": main_tid},
+            {"ph": "X", "name": "all_reduce", "cat": "cpu_op", "ts": 5, "dur": 10, "pid": 1, "tid": 1},
+            {"ph": "s", "name": "ac2g", "cat": "ac2g", "id": flow_id, "ts": 1, "pid": 1, "tid": 2},
+            {"ph": "f", "name": "ac2g", "cat": "ac2g", "id": flow_id, "ts": 2, "pid": 1, "tid": 100, "bp": "e"}]}
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_text(json.dumps(doc(7, 3, {})))
+    bad.write_text(json.dumps(doc(7.0, 0, {"displayTimeUnit": "ms"})))
+    assert perfetto_view(good)[1] == []
+    problems = perfetto_view(bad)[1]
+    assert [p.split(" ")[0] for p in problems] == ['"displayTimeUnit":', "a", "a", "thread", "thread"], problems
 
 
 def holistic_trace_analysis_path():
@@ -312,6 +334,7 @@ def test_collectives_and_kernels_runs_trace_their_measurements(tmp_path, validat
     for rank in range(2):
         spans = [e for e in json.loads((d / f"rank-{rank}.json").read_text())["traceEvents"] if e["ph"] == "X"]
         assert_nested(spans)
+        assert perfetto_view(d / f"rank-{rank}.json")[1] == []
         outer = [e for e in spans if e["name"].startswith(("all_reduce", "all_gather"))]
         assert len(outer) == 2 * 2 * 2 and all(e["args"]["bytes"] in (1024, 4096) for e in outer)  # 2 ops x 2 sizes x 2 placements
         assert {e["name"].split()[0] for e in spans} >= {"check", "warm-up", "trial"}

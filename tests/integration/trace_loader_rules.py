@@ -22,6 +22,7 @@ import json
 import math
 import os
 import re
+import sys
 from pathlib import Path
 
 # --- HTA ---------------------------------------------------------------------------------------------------------
@@ -50,12 +51,12 @@ def hta_rank_files(directory: Path, version: str = "v0.6.1") -> dict[int, Path]:
             continue
         path = directory / name
         if version == "v0.2.0":
-            line = next((l for l in _lines(path) if "rank" in l), "")
+            line = next((text for text in _lines(path) if "rank" in text), "")
             m = HTA_V020_RANK_RE.search(line)
             if m:
                 found[int(m.group().split(": ")[1])] = path
             continue
-        m = next((m for l in _lines(path) if (m := HTA_RANK_RE.search(l))), None)
+        m = next((m for text in _lines(path) if (m := HTA_RANK_RE.search(text))), None)
         found[int(m.group(1)) if m else 0] = path
     return found
 
@@ -180,3 +181,26 @@ def _spilled(slices) -> list[str]:
             continue
         stack.append((ts, dur, name))
     return out
+
+
+def main(argv: list[str]) -> int:
+    """python3 tests/integration/trace_loader_rules.py DIR: a trace directory as HTA and Perfetto would read it (for a
+    GPU run's CUPTI trace, whose flows and stream tracks a CPU run has not): exit 1 on any problem."""
+    if len(argv) != 1:
+        print("usage: trace_loader_rules.py DIR", file=sys.stderr)
+        return 2
+    d = Path(argv[0])
+    bad = 0
+    for rank, f in sorted(hta_rank_files(d).items()):
+        print(f"HTA: rank {rank}: {f.name}, iterations {sorted(hta_iterations(f, include_last_profiler_step=True))}")
+    for f in sorted(d.glob("*.json")) + sorted(d.glob("merged/*.json")):
+        view, problems = perfetto_view(f)
+        print(f"Perfetto: {f.relative_to(d)}: {len(view)} threads, {len(problems)} problem(s)")
+        for p in problems[:10]:
+            print(f"  {p}")
+        bad += len(problems)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

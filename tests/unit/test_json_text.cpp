@@ -26,6 +26,19 @@ TEST(JsonText, ReplacesBytesThatAreNotUtf8) {
   EXPECT_EQ(jsonTextInOrder(ordered), "{\"b\":\"\xef\xbf\xbd\",\"a\":1}");
 }
 
+// Python's json.dumps separators (HTA's regexes search trace files for "rank": N), on one line, strings left as written.
+TEST(JsonText, SpacedTextHasPythonsSeparatorsOnOneLine) {
+  const nlohmann::json j = {
+      {"distributedInfo", {{"rank", 3}, {"pg_config", nlohmann::json::array({{{"ranks", "[0, 1]"}}})}}},
+      {"traceEvents", {{{"name", "a,\nb: {c}"}, {"ts", 1.5}}, nlohmann::json::object(), nlohmann::json::array()}}};
+  const std::string text = jsonTextSpaced(j);
+  EXPECT_EQ(text,
+            "{\"distributedInfo\": {\"pg_config\": [{\"ranks\": \"[0, 1]\"}], \"rank\": 3}, "
+            "\"traceEvents\": [{\"name\": \"a,\\nb: {c}\", \"ts\": 1.5}, {}, []]}");
+  EXPECT_EQ(nlohmann::json::parse(text), j);
+  EXPECT_EQ(jsonTextSpaced(nlohmann::json{{"x", std::string("\xff")}}), "{\"x\": \"\xef\xbf\xbd\"}");  // still valid UTF-8
+}
+
 // A dump() outside the helper is a run that dies on the first Latin-1 byte: none is left in the program.
 TEST(JsonText, EveryDocumentIsWrittenThroughTheHelper) {
   std::vector<std::string> offenders;
