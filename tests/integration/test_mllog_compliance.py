@@ -31,6 +31,8 @@ MODELS = {
 RUN = ["train", "--preset", "tiny", "--synthetic-size", 2048, "--eval-every", 2, "--eval-batches", 2, "--steps", 4,
        "--no-ceiling", "--warmup-steps", 1]
 CLOSED = ["--mllog-org", "TestOrg", "--mllog-platform", "vm", "--mllog-division", "closed"]
+# eval_accuracy holds the run's quality metric: top-1, or the loss with --target-loss (never reached here).
+METRIC = {"mlp": ("accuracy", []), "cnn": ("accuracy", []), "transformer": ("loss", ["--target-loss", 1e-6])}
 
 
 def mllog(tmp_path, args):
@@ -73,7 +75,8 @@ def mllog_keys():
 
 @pytest.mark.parametrize("model", list(MODELS))
 def test_a_closed_division_run_passes_every_rule_but_the_benchmarks_name(tmp_path, model):
-    log = mllog(tmp_path, MODELS[model] + CLOSED)
+    metric, target = METRIC[model]
+    log = mllog(tmp_path, MODELS[model] + CLOSED + target)
     messages, text = check(tmp_path, log, f"{model}_tiny")
     assert "Compliance checks: training_6.0.0/closed_common.yaml" in text
     assert len(messages) == 1 and all(part in messages[0] for part in NOT_AN_MLPERF_BENCHMARK), text
@@ -85,6 +88,8 @@ def test_a_closed_division_run_passes_every_rule_but_the_benchmarks_name(tmp_pat
     for e in loop:
         m = e["metadata"]
         assert type(m["epoch_num"]) is int and m["epoch_num"] == 1 and m["samples_count"] == m["step"] * batch
+    (rec,) = [r for r in json.loads((tmp_path / "run.json").read_text())["records"] if r["kind"] == "train"]
+    assert [e["value"] for e in loop if e["key"] == "eval_accuracy"] == [p[metric] for p in rec["eval"]["points"]]
 
 
 def test_a_log_without_the_submission_options_names_what_is_missing(tmp_path):
@@ -110,4 +115,5 @@ def test_bad_submission_fields_are_one_line(tmp_path, args, line):
 
 def test_a_submission_field_without_a_log_is_one_line():
     r = run_trainscope(RUN + MODELS["mlp"] + ["--mllog-org", "TestOrg"])
-    assert r.rc == 2 and r.error_lines() == ["trainscope: error: --mllog-org says what the --mllog log states: give --mllog FILE"], r.err
+    line = "trainscope: error: --mllog-org says what the --mllog log states: give --mllog FILE"
+    assert r.rc == 2 and r.error_lines() == [line], r.err
