@@ -33,6 +33,7 @@ RUN = ["train", "--preset", "tiny", "--synthetic-size", 2048, "--eval-every", 2,
 CLOSED = ["--mllog-org", "TestOrg", "--mllog-platform", "vm", "--mllog-division", "closed"]
 # eval_accuracy holds the run's quality metric: top-1, or the loss with --target-loss (never reached here).
 METRIC = {"mlp": ("accuracy", []), "cnn": ("accuracy", []), "transformer": ("loss", ["--target-loss", 1e-6])}
+CLEARED = {"cnn"}  # runs whose launcher says it dropped the page cache (--mllog-caches-cleared): cache_clear true
 
 
 def mllog(tmp_path, args):
@@ -76,12 +77,13 @@ def mllog_keys():
 @pytest.mark.parametrize("model", list(MODELS))
 def test_a_closed_division_run_passes_every_rule_but_the_benchmarks_name(tmp_path, model):
     metric, target = METRIC[model]
-    log = mllog(tmp_path, MODELS[model] + CLOSED + target)
+    log = mllog(tmp_path, MODELS[model] + CLOSED + target + (["--mllog-caches-cleared"] if model in CLEARED else []))
     messages, text = check(tmp_path, log, f"{model}_tiny")
     assert "Compliance checks: training_6.0.0/closed_common.yaml" in text
     assert len(messages) == 1 and all(part in messages[0] for part in NOT_AN_MLPERF_BENCHMARK), text
     got = events(log)
     assert {e["key"] for e in got} <= mllog_keys()
+    assert [e["value"] for e in got if e["key"] == "cache_clear"] == [model in CLEARED]
     loop = [e for e in got if "samples_count" in e["metadata"]]
     assert [e["key"] for e in loop] == ["block_start", "block_stop", "eval_start", "eval_stop", "eval_accuracy"] * 2
     batch = MODELS[model][MODELS[model].index("--batch") + 1]
