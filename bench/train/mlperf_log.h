@@ -1,12 +1,10 @@
 #pragma once
-// An MLPerf-style log beside the result (--mllog FILE): one `:::MLLOG {json}` line per event, as
+// An MLPerf log beside the result (--mllog FILE): one `:::MLLOG {json}` line per event, as
 // mlperf_logging's mllog writes them — namespace, time_ms (Unix epoch, ms), event_type (POINT_IN_TIME,
 // INTERVAL_START, INTERVAL_END), key, value, metadata — so its compliance checker and result parsers can
-// read a trainscope run's time to target. The keys are MLPerf's: init_start/init_stop, run_start/run_stop
-// (metadata status success or aborted), eval_start/eval_stop, eval_accuracy (metadata epoch_num), and the
-// run's submission_benchmark, global_batch_size, opt_name, opt_base_learning_rate, train_samples and
-// eval_samples. Each line is written at once: a killed run keeps what it logged. An earlier log at the path is
-// kept aside as PATH.N, never truncated (base/atomic_file.h StreamFile).
+// read a trainscope run's time to target. Which events a run logs: mlperf_run_log.h. Each line is written at
+// once: a killed run keeps what it logged. An earlier log at the path is kept aside as PATH.N, never
+// truncated (base/atomic_file.h StreamFile).
 #include <string>
 
 #include <nlohmann/json.hpp>

@@ -91,8 +91,20 @@ void addEvalOptions(OptionTable<TrainRunOptions>& t) {
       .range({0, 1});
   t.add("--target-loss", "Stop once an evaluation's loss is at or below this (time to target)", TS_FIELD(train.targetLoss))
       .range({0, 1e6});
-  t.add("--mllog", "Write an MLPerf-style :::MLLOG log of the run (run_start, evaluations, run_stop) to FILE",
-        TS_FIELD(mllogPath));
+  t.add("--mllog", "Write an MLPerf :::MLLOG log of the run (init, blocks, evaluations, run_stop) to FILE", TS_FIELD(mllogPath));
+  t.add("--mllog-org", "The --mllog log's submission_org: the submitting organization (not given: no such line)",
+        TS_FIELD(mllogSubmission.org));
+  t.add("--mllog-platform", "The --mllog log's submission_platform: the system's name (not given: no such line)",
+        TS_FIELD(mllogSubmission.platform));
+  onUnknownChoice(t.add("--mllog-division",
+                        "The --mllog log's submission_division: none (no such line), closed or open (MLPerf's divisions, "
+                        "whose rules its checker then applies)",
+                        TS_FIELD(mllogSubmission.division)),
+                  expectedChoice<MlperfDivision>());
+  t.add("--mllog-caches-cleared",
+        "The page cache was dropped before this run (by its launcher, as MLPerf asks): the --mllog log's cache_clear is true "
+        "(without it false: trainscope does not drop it)",
+        TS_FIELD(mllogSubmission.cachesCleared));
 }
 
 // How the model is laid out over the processes.

@@ -90,19 +90,14 @@ bool evaluationDue(const wl::Trainer& trainer, const TrainRunOptions& o) {
   return every > 0 && (trainer.nextStep() % every == 0 || trainer.done());
 }
 
-void evaluate(wl::Trainer& trainer, MeasuredSteps& steps, double elapsedS, double trainS, bool leader, MlperfLog* mllog) {
+void evaluate(wl::Trainer& trainer, MeasuredSteps& steps, double elapsedS, double trainS, bool leader, MlperfRunLog* mllog) {
   activity::set(fmt::format("evaluating after train step {}", trainer.nextStep() - 1));
-  const nlohmann::json when = {{"epoch_num", trainer.epochsTrained()}, {"step", trainer.nextStep()}};
-  if (mllog) mllog->log(MlEvent::kStart, "eval_start", nullptr, when);
+  if (mllog) mllog->evalStart(trainer);
   const auto t0 = std::chrono::steady_clock::now();
   const wl::EvalResult e = trainer.evaluate();
   const EvalPoint point{e, elapsedS + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), trainS};
   steps.evals.push_back(point);
-  if (mllog) {
-    mllog->log(MlEvent::kEnd, "eval_stop", nullptr, when);
-    mllog->log(MlEvent::kPoint, "eval_accuracy", e.accuracy, when);
-    mllog->log(MlEvent::kPoint, "eval_loss", e.loss, when);
-  }
+  if (mllog) mllog->evalStop(trainer, e);
   if (leader) printEvalLine(point, trainer.model().itemName());
   if (!steps.target || steps.target->reached || !trainer.reachedTarget(e)) return;
   steps.target->reached = point;
@@ -113,7 +108,7 @@ void evaluate(wl::Trainer& trainer, MeasuredSteps& steps, double elapsedS, doubl
 }  // namespace
 
 TrainLoopResult runTrainLoop(wl::Trainer& trainer, const TrainRunOptions& o, const wl::Mesh& mesh, Bootstrap& boot,
-                             const std::optional<Fault>& fault, bool leader, const StepDone& stepDone, MlperfLog* mllog) {
+                             const std::optional<Fault>& fault, bool leader, const StepDone& stepDone, MlperfRunLog* mllog) {
   const int world = mesh.worldSize();
   const std::int64_t todo = o.train.steps - trainer.firstStep();
   const std::int64_t logEvery = o.logEvery > 0 ? o.logEvery : std::max<std::int64_t>(1, todo / 20);
@@ -130,10 +125,11 @@ TrainLoopResult runTrainLoop(wl::Trainer& trainer, const TrainRunOptions& o, con
   out.steps.target = targetOf(o.train);
   const auto start = std::chrono::steady_clock::now();
   double trainS = 0;  // the steps' own time, evaluations excluded
-  if (mllog) mllog->log(MlEvent::kStart, "run_start");
+  if (mllog) mllog->runStart();
   try {
     for (std::int64_t i = 0; !trainer.done(); ++i) {
       beforeStep(trainer, fault, mesh.rank());
+      if (mllog) mllog->beforeStep(trainer);
       progress.step(fmt::format("step {}", trainer.nextStep()));
       const wl::StepResult r = trainer.step();
       heartbeat::beat();
@@ -161,7 +157,7 @@ TrainLoopResult runTrainLoop(wl::Trainer& trainer, const TrainRunOptions& o, con
   if (mllog) {
     // MLPerf's statuses: success when the target was reached (or, without one, every step trained).
     const bool success = !out.steps.error && (!out.steps.target || out.steps.target->reached);
-    mllog->log(MlEvent::kEnd, "run_stop", nullptr, {{"status", success ? "success" : "aborted"}});
+    mllog->runStop(trainer, success);
   }
   activity::setGracefulStop(false);
   // After a failure the activity stays the step it happened in: the run's last line may name it.

@@ -7,7 +7,7 @@
 #include <optional>
 
 #include "bench/session/fault_injection.h"
-#include "bench/train/mlperf_log.h"
+#include "bench/train/mlperf_run_log.h"
 #include "bench/train/train_options.h"
 #include "bench/train/train_record.h"
 #include "workloads/trainer.h"
@@ -28,9 +28,9 @@ using StepDone = std::function<void(const wl::StepResult&, bool timed)>;
 
 // Collective: every rank of the mesh calls it. `leader`: the process that prints. With --eval-every it
 // evaluates on the held-out split (outside every step's time) and stops once a --target-* is reached;
-// mllog (process 0's, with --mllog) logs run_start, every evaluation and run_stop.
+// mllog (process 0's, with --mllog) logs run_start, the blocks of steps, every evaluation and run_stop.
 TrainLoopResult runTrainLoop(wl::Trainer& trainer, const TrainRunOptions& o, const wl::Mesh& mesh, Bootstrap& boot,
                              const std::optional<Fault>& fault, bool leader, const StepDone& stepDone,
-                             MlperfLog* mllog = nullptr);
+                             MlperfRunLog* mllog = nullptr);
 
 }  // namespace ts

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/session/default_timeout.h"
+#include "bench/train/mlperf_submission.h"
 #include "workloads/trainer.h"
 
 namespace ts {
@@ -22,9 +23,10 @@ struct TrainRunOptions {
   double timeoutS = kDefaultTimeoutS;
   std::string jsonPath;
   std::string label;
-  std::string traceDir;    // --trace: per-rank and merged Chrome trace files of the training steps
-  std::string dumpLogits;  // write the first step's logits, sample indices and loss here (JSON): for checking
-  std::string mllogPath;   // --mllog: an MLPerf-style :::MLLOG log of the run (bench/train/mlperf_log.h)
+  std::string traceDir;              // --trace: per-rank and merged Chrome trace files of the training steps
+  std::string dumpLogits;            // write the first step's logits, sample indices and loss here (JSON): for checking
+  std::string mllogPath;             // --mllog: an MLPerf :::MLLOG log of the run (bench/train/mlperf_run_log.h)
+  MlperfSubmission mllogSubmission;  // what that log states of its submission (--mllog-org, ...)
 };
 
 nlohmann::json toJson(const TrainRunOptions& o);

@@ -161,19 +161,6 @@ TrainRecord describeRun(wl::Trainer& trainer, const TrainRunOptions& o, const wl
   return r;
 }
 
-// The run's MLPerf keys, then init_stop: what was trained, on what batch, with which optimizer and data.
-void logRunConfig(MlperfLog& log, wl::Trainer& trainer, const TrainRunOptions& o) {
-  const auto& cfg = trainer.model().config();
-  log.log(MlEvent::kPoint, "submission_benchmark", fmt::format("{} {}", nameOf(cfg.kind), cfg.preset));
-  log.log(MlEvent::kPoint, "global_batch_size", o.train.batch);
-  log.log(MlEvent::kPoint, "opt_name", nameOf(o.train.optimizer.kind));
-  log.log(MlEvent::kPoint, "opt_base_learning_rate", o.train.schedule.lr);
-  log.log(MlEvent::kPoint, "train_samples", trainer.dataInfo().size);
-  if (trainer.evalDataInfo())
-    log.log(MlEvent::kPoint, "eval_samples", trainer.evalBatchCount() * o.train.batch / o.train.microBatches);
-  log.log(MlEvent::kEnd, "init_stop");
-}
-
 // Every rank trains its part of the layout; process 0 prints and writes the record.
 void trainOnMesh(const TrainRunOptions& o, RunContext& ctx, const wl::Mesh& mesh) {
   const bool leader = ctx.boot.rank() == 0;
@@ -181,11 +168,8 @@ void trainOnMesh(const TrainRunOptions& o, RunContext& ctx, const wl::Mesh& mesh
   Watchdog watchdog(o.timeoutS, ctx.boot.rank(), endAllRanksOnTimeout(o.timeoutS, ctx.boot));
   WatchdogScope guard(watchdog);
   activity::set("building the model and loading the data");
-  std::unique_ptr<MlperfLog> mllog;
-  if (leader && !o.mllogPath.empty()) {
-    mllog = std::make_unique<MlperfLog>(o.mllogPath);
-    mllog->log(MlEvent::kStart, "init_start");
-  }
+  std::unique_ptr<MlperfRunLog> mllog;
+  if (leader && !o.mllogPath.empty()) mllog = std::make_unique<MlperfRunLog>(o.mllogPath);
   std::unique_ptr<wl::Trainer> built;
   // The watchdog times every wait (commTimeoutS 0): a wait that gave up on its own at --timeout would be a second
   // voice, racing the rank that is stuck in its own work to say it.
@@ -212,7 +196,7 @@ void trainOnMesh(const TrainRunOptions& o, RunContext& ctx, const wl::Mesh& mesh
       ctx.writer->stream(progressJson(r, timed, about, first));
       first = false;
     };
-  if (mllog) logRunConfig(*mllog, trainer, o);
+  if (mllog) mllog->initStop(trainer, o);
   TrainLoopResult loop = runTrainLoop(trainer, o, mesh, ctx.boot, fault, leader, streamStep, mllog.get());
   AfterTraining after = gatherAfterTraining(ctx.boot, trainer, mesh, loop.steps);
   const std::vector<double>& stepSeconds = after.ranks.stepSeconds;
@@ -255,6 +239,7 @@ void checkTrainRun(const TrainRunOptions& o) {
   // Where the run writes: a run must not train for minutes and then find it cannot.
   if (!o.dumpLogits.empty()) checkOutputFile("--dump-logits", o.dumpLogits);
   if (!o.mllogPath.empty()) checkOutputFile("--mllog", o.mllogPath);
+  checkMlperfSubmission(o.mllogSubmission, !o.mllogPath.empty());
   if (!o.train.checkpointDir.empty()) checkOutputDirectory("--checkpoint-dir", o.train.checkpointDir);
   if (!o.traceDir.empty()) checkOutputDirectory("--trace", o.traceDir);
 }
