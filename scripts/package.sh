@@ -2,7 +2,8 @@
 # Builds the Debian packages of trainscope (cmake/TrainscopePackaging.cmake) and prints their paths, one a line:
 #   scripts/package.sh [cpu|cuda|both] [OUTDIR]      (default: both, into each build directory)
 #   cpu   trainscope: for machines without NVIDIA's libraries. Built without CUDA in a build directory of its own
-#         ($TS_CPU_BUILD, default build-cpu/: configured on first use, then only the trainscope target rebuilt).
+#         ($TS_CPU_BUILD, default build-cpu/: configured on first use, then only the trainscope target rebuilt),
+#         or from build/ itself where that has no CUDA (a machine without the toolkit): no second build then.
 #   cuda  trainscope-cuda: the CUDA build in build/ (scripts/setup.sh), depending on NVIDIA's CUDA 13 packages
 #         (cudart, cuBLAS, cuDNN 9, NCCL 2, CUPTI). It replaces trainscope: both install /usr/bin/trainscope.
 #   both  each of them; without a CUDA build in build/ (no toolkit on this machine) only trainscope, with a line saying so.
@@ -14,7 +15,6 @@ kind=both
 case "${1:-}" in cpu | cuda | both) kind="$1" && shift ;; esac
 [[ $# -le 1 ]] || { echo "usage: scripts/package.sh [cpu|cuda|both] [OUTDIR]" >&2; exit 2; }
 out="${1:-}"
-cpu_build="${TS_CPU_BUILD:-$TS_ROOT/build-cpu}"
 
 # cpack in BUILD_DIR (its trainscope built first); prints the package's path.
 ts_cpack() {
@@ -25,25 +25,30 @@ ts_cpack() {
   ls "$dest/$(sed -n 's/^set(CPACK_PACKAGE_NAME "\(.*\)")$/\1/p' "$build/CPackConfig.cmake")"_*.deb
 }
 
-# Whether build/ is a CUDA build (its package is then trainscope-cuda).
-ts_build_has_cuda() {
-  grep -q '^set(CPACK_PACKAGE_NAME "trainscope-cuda")$' "$TS_BUILD/CPackConfig.cmake" 2>/dev/null
-}
+# build/'s kind, once its trainscope is built (a changed CMake file re-runs the configure step, which rewrites
+# CPackConfig.cmake): cuda (its package is trainscope-cuda), cpu, or none (no build there).
+main_kind=none
+if [[ -f "$TS_BUILD/CPackConfig.cmake" && ($kind != cpu || -z ${TS_CPU_BUILD:-}) ]]; then
+  cmake --build "$TS_BUILD" --target trainscope >&2
+  main_kind=cpu
+  grep -q '^set(CPACK_PACKAGE_NAME "trainscope-cuda")$' "$TS_BUILD/CPackConfig.cmake" && main_kind=cuda
+fi
 
 if [[ $kind != cpu ]]; then
-  [[ -f "$TS_BUILD/CPackConfig.cmake" ]] || { echo "package: no $TS_BUILD/CPackConfig.cmake: run scripts/setup.sh first" >&2; exit 2; }
-  # Built before asking what it is: a changed CMake file re-runs the configure step, which rewrites CPackConfig.cmake.
-  cmake --build "$TS_BUILD" --target trainscope >&2
-  if ts_build_has_cuda; then
-    ts_cpack "$TS_BUILD"
-  elif [[ $kind == cuda ]]; then
-    echo "package: $TS_BUILD is not a CUDA build (no CUDA toolkit found when it was configured): no trainscope-cuda" >&2
-    exit 2
-  else
-    ts_stage package "$TS_BUILD has no CUDA: only the CPU package (trainscope) is made"
-  fi
+  case "$main_kind" in
+    cuda) ts_cpack "$TS_BUILD" ;;
+    none) echo "package: no $TS_BUILD/CPackConfig.cmake: run scripts/setup.sh first" >&2 && exit 2 ;;
+    cpu)
+      if [[ $kind == cuda ]]; then
+        echo "package: $TS_BUILD is not a CUDA build (no CUDA toolkit found when it was configured): no trainscope-cuda" >&2
+        exit 2
+      fi
+      ts_stage package "$TS_BUILD has no CUDA: only the CPU package (trainscope) is made" ;;
+  esac
 fi
 if [[ $kind != cuda ]]; then
+  cpu_build="${TS_CPU_BUILD:-$TS_ROOT/build-cpu}"
+  [[ -z ${TS_CPU_BUILD:-} && $main_kind == cpu ]] && cpu_build="$TS_BUILD"
   if [[ ! -f "$cpu_build/CPackConfig.cmake" ]]; then
     # Only the binary's target is built there (no tests, no benchmarks): the CPU build's cost is the trainscope target's.
     ts_stage package "configuring the CPU-only build in $cpu_build (its first build compiles the trainscope target without CUDA: minutes)"

@@ -7,6 +7,7 @@ root (tests/tools/clean_root.sh: an overlay of this machine in a mount namespace
 machine without NVIDIA's libraries), `trainscope` installs and runs `env`, MPI collectives and `report` with no
 NVIDIA library present; `trainscope-cuda` is refused there by dpkg with a line naming each NVIDIA package it needs
 (installed anyway, it could not start: issue #36), and starts where the toolkit is."""
+import json
 import os
 import re
 import shutil
@@ -135,7 +136,7 @@ def test_the_cuda_package_replaces_trainscope_and_depends_on_each_nvidia_library
         assert control(cuda_deb, field) == "trainscope", field
     subprocess.run(["dpkg-deb", "-x", cuda_deb, tmp_path], check=True)
     libs = nvidia_needed(tmp_path / "usr" / "bin" / "trainscope")
-    assert any(l.startswith("libnccl.so.") for l in libs), libs  # the library of the issue's report
+    assert any(lib.startswith("libnccl.so.") for lib in libs), libs  # the library of the issue's report
     names = depends(cuda_deb)
     for lib in libs:
         wanted = next(v for k, v in NVIDIA_PACKAGES.items() if lib.startswith(k))
@@ -157,7 +158,10 @@ mpirun -np 2 --oversubscribe trainscope collectives --backend mpi --ops all_redu
 trainscope report coll.json -o report
 """, cuda=False)
     assert p.returncode == 0, p.stderr[-4000:]
-    assert (tmp_path / "env.json").is_file() and (tmp_path / "coll.json").is_file()
+    assert (tmp_path / "env.json").is_file()
+    records = [r for r in json.loads((tmp_path / "coll.json").read_text())["records"] if r["kind"] == "collective"]
+    assert {(r["backend"], r["ranks"], r["check"]["passed"]) for r in records} == {("mpi", 2, True)}, records
+    assert sorted({r["bytes"] for r in records}) == [8 << i for i in range(8)]  # 8 B to 1 KiB
     assert (tmp_path / "report" / "index.html").is_file()
 
 
