@@ -190,15 +190,25 @@ dpkg -s trainscope-cuda | grep '^Status:'
         assert f"Package {name} is not installed." in p.stderr, (name, p.stderr)
 
 
-def test_the_cuda_package_starts_where_the_toolkit_is_present(cuda_deb, tmp_path):
+def test_the_cuda_package_replaces_trainscope_and_starts_where_the_toolkit_is_present(cpu_deb, cuda_deb, tmp_path):
     # The toolkit here is NVIDIA's installer's, not its Debian packages: dpkg cannot see it, so the install is forced
-    # past the Depends (what a user with a runfile toolkit does); the binary must then start from its RUNPATH.
-    p = in_clean_root(cuda_deb.parent, tmp_path, f"""
+    # past the Depends (what a user with a runfile toolkit does); the binary must then start from its RUNPATH. The
+    # CPU package installed before is removed in its favour (both own /usr/bin/trainscope).
+    debs = tmp_path / "debs"
+    debs.mkdir()
+    for deb in (cpu_deb, cuda_deb):
+        shutil.copy(deb, debs)
+    p = in_clean_root(debs, tmp_path, f"""
 set -ex
+dpkg -i /debs/{cpu_deb.name}
 dpkg -i --force-depends /debs/{cuda_deb.name}
+dpkg-query -W -f '${{Package}} ${{Status}}\\n' 'trainscope*'
+trainscope --version
 trainscope env --json /out/env.json
 """, cuda=True)
     assert p.returncode == 0, p.stderr[-3000:]
+    assert "trainscope-cuda install ok installed" in p.stdout and "trainscope install ok installed" not in p.stdout
+    assert "built with: CUDA yes" in p.stdout, p.stdout
     assert (tmp_path / "env.json").is_file()
 
 
