@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Sets up, then runs every check: the source formatting (clang-format) and the Python linters (flake8, mypy on
-# reports/) first, as they take seconds; the C++ unit tests (ctest, GPU tests skip visibly without a GPU); the
-# fuzz targets of the readers of untrusted bytes, 20 s each from their seed corpus (scripts/fuzz.sh, its own
-# clang build in build-fuzz); the command-line integration tests and result-format tests (pytest, multi-rank
-# ones under mpirun). Each stage is announced with the time it takes on an idle 2-core VM (estimates for issue #35
-# from the CPU time of sampled compiles and the stages' times under load: a busy machine takes several times as
-# long; with build/ and build-fuzz/ already there, the builds take seconds), every line carries the time since the
-# start, and pytest names each test as it starts (-v), so no stage is a long silence.
+# reports/) first, as they take seconds; the C++ unit tests (ctest, GPU tests skip visibly without a GPU); the fuzz
+# targets of the readers of untrusted bytes, 20 s each from their seed corpus (scripts/fuzz.sh, its own clang build in
+# build-fuzz); the CPU-only build of the trainscope package (build-cpu); the command-line integration tests and
+# result-format tests (pytest, multi-rank ones under mpirun). Each stage is announced with the time it takes on an
+# idle 2-core VM (estimates for issue #35 from the CPU time of sampled compiles and the stages' times under load: a
+# busy machine takes several times as long; with build/, build-fuzz/ and build-cpu/ already there, the builds take
+# seconds), every line carries the time since the start, and pytest names each test as it starts (-v), so no stage is
+# a long silence.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ts_stage test "set-up, every target (the unit tests, micro-benchmarks too): packages a few minutes on a fresh machine, the build about 7 min from scratch"
@@ -31,6 +32,11 @@ ctest --test-dir "$TS_BUILD" --output-on-failure -j2
 
 ts_stage test "== fuzz: a clang build of its own in build-fuzz (about 6 min the first time), then 6 targets x 20 s"
 scripts/fuzz.sh
+
+# The package tests (tests/integration/test_package.py) install the CPU-only package, built from a CPU-only build
+# of trainscope in build-cpu (build/ itself where this machine has no CUDA toolkit): built here, as a stage of its own.
+ts_stage test "== the CPU-only build for the trainscope package (build-cpu: about 5 min the first time, seconds when build/ has no CUDA)"
+scripts/package.sh cpu >/dev/null
 
 ts_stage test "== pytest: the command-line, report and README tests (about 15 min; each test named as it starts)"
 PY="$(ts_python "pytest, jsonschema")"

@@ -105,7 +105,8 @@ def test_the_readme_names_every_package_each_script_installs():
 
 def test_test_sh_announces_each_stage_with_its_expected_time_and_pytest_shows_progress():
     lines = (SCRIPTS / "test.sh").read_text().splitlines()
-    for stage in ("scripts/setup.sh", "scripts/check-format.sh", "ctest ", "scripts/fuzz.sh", "-m pytest"):
+    stages = ("scripts/setup.sh", "scripts/check-format.sh", "ctest ", "scripts/fuzz.sh", "scripts/package.sh cpu", "-m pytest")
+    for stage in stages:
         at = next(i for i, line in enumerate(lines) if stage in line and not line.lstrip().startswith("#"))
         said = max((i for i, line in enumerate(lines[:at]) if line.startswith("ts_stage ")), default=-1)
         assert at - said <= 6 and re.search(r"\d+ min", lines[said]), f"{stage}: no ts_stage line with its time just before it"
