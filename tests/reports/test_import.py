@@ -134,8 +134,8 @@ def test_osu_5_7_output_is_labelled_with_each_benchmarks_own_datatype(tmp_path, 
         assert r["source"]["version"] == "5.7" and r["source"]["benchmark"] == f"osu_{program}"
 
 
-# Launchers' line prefixes, as captured: Open MPI 4.1's mpirun --tag-output and --timestamp-output (both run here,
-# rank 0 printing the sample, rank 1 a NCCL_DEBUG line on stderr), Slurm's srun --label (src/srun's "%*d: ").
+# Launchers' line prefixes, as captured here: Open MPI 4.1's mpirun --tag-output and --timestamp-output, Slurm 22.05's
+# srun --label (rank 0 printing the sample, rank 1 a NCCL_DEBUG line on stderr).
 PREFIXED = ["nccl-tests-all_reduce.tag-output.txt", "nccl-tests-all_reduce.timestamp-output.txt",
             "nccl-tests-all_reduce.srun-label.txt"]
 
