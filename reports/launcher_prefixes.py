@@ -6,7 +6,8 @@ text, so that a log kept the way multi-node runs usually keep theirs reads as th
   with both flags 'Sat Nov 28 20:43:12 2026[1,0]<stdout>:' (orte/mca/iof; the samples in tests/reports/data/import
   were captured from Open MPI 4.1's mpirun);
 - Slurm's srun --label, the task id right-aligned to the widest one and ': ' ('0: ', ' 0: ' from ten tasks on,
-  'P1 0: ' for a heterogeneous job's component).
+  'P1 0: ' for a heterogeneous job's component);
+- MPICH's (and Intel MPI's) mpiexec -prepend-rank, Hydra's pattern '[%r] ' ('[0] ').
 
 A file is taken as prefixed by the one style that most of its non-blank lines carry; only the lines carrying it
 lose it (a launcher's own messages are unprefixed). The line numbers stay those of the file.
@@ -17,6 +18,7 @@ STYLES = [
     re.compile(r"^(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?\[\d+,\d+\]<std(?:out|err|diag)>: ?"),
     re.compile(r"^[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}<std(?:out|err|diag)>: ?"),
     re.compile(r"^(?:P\d+ )? *\d+: "),
+    re.compile(r"^\[\d+\] "),
 ]
 
 

@@ -135,9 +135,10 @@ def test_osu_5_7_output_is_labelled_with_each_benchmarks_own_datatype(tmp_path, 
 
 
 # Launchers' line prefixes, as captured here: Open MPI 4.1's mpirun --tag-output and --timestamp-output, Slurm 22.05's
-# srun --label (rank 0 printing the sample, rank 1 a NCCL_DEBUG line on stderr).
+# srun --label (rank 0 printing the sample, rank 1 a NCCL_DEBUG line on stderr); MPICH's mpiexec -prepend-rank as
+# written from Hydra's pattern (no MPICH here).
 PREFIXED = ["nccl-tests-all_reduce.tag-output.txt", "nccl-tests-all_reduce.timestamp-output.txt",
-            "nccl-tests-all_reduce.srun-label.txt"]
+            "nccl-tests-all_reduce.srun-label.txt", "nccl-tests-all_reduce.prepend-rank.txt"]
 
 
 @pytest.mark.parametrize("name", PREFIXED)
