@@ -59,7 +59,6 @@ class GradientSync {
   // are the same after every update.
   struct Divergence {
     bool params = false, optimizer = false, buffers = false;
-    bool any() const { return params || optimizer || buffers; }
   };
   virtual Divergence divergence() const { return {}; }
   // Bytes of gradients and optimizer-state parameters this rank keeps (for the record).
