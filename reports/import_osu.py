@@ -27,21 +27,23 @@ class Benchmark:
     program: str
     op: str
     per_rank: bool  # OSU's size is one rank's block: trainscope's bytes are size x ranks
+    dtype: str  # the MPI datatype OMB before 7.0 pass (they print no '# Datatype:' line); Size is bytes either way
     redop: str | None = None  # OSU reduces with MPI_SUM
     root: int | None = None  # the rooted ones use rank 0
 
 
 # Title (after "OSU MPI[-CUDA ...]") -> the benchmark it names.
-BENCHMARKS = {"Allreduce Latency": Benchmark("osu_allreduce", "all_reduce", False, redop="sum"),
-              "Reduce Latency": Benchmark("osu_reduce", "reduce", False, redop="sum", root=0),
-              "Broadcast Latency": Benchmark("osu_bcast", "broadcast", False, root=0),
-              "Allgather Latency": Benchmark("osu_allgather", "all_gather", True),
-              "All-to-All Personalized Exchange Latency": Benchmark("osu_alltoall", "alltoall", True),
-              "Gather Latency": Benchmark("osu_gather", "gather", True, root=0),
-              "Scatter Latency": Benchmark("osu_scatter", "scatter", True, root=0)}
-# MPI datatype name -> (trainscope dtype, bytes); OMB before 7.0 print no Datatype line and reduce MPI_FLOAT.
+# OMB 5.x and 6.x (mpi/collective/osu_<op>.c): the reducing ones pass MPI_FLOAT (size / 4 of them), the others
+# MPI_CHAR (size of them).
+BENCHMARKS = {"Allreduce Latency": Benchmark("osu_allreduce", "all_reduce", False, "MPI_FLOAT", redop="sum"),
+              "Reduce Latency": Benchmark("osu_reduce", "reduce", False, "MPI_FLOAT", redop="sum", root=0),
+              "Broadcast Latency": Benchmark("osu_bcast", "broadcast", False, "MPI_CHAR", root=0),
+              "Allgather Latency": Benchmark("osu_allgather", "all_gather", True, "MPI_CHAR"),
+              "All-to-All Personalized Exchange Latency": Benchmark("osu_alltoall", "alltoall", True, "MPI_CHAR"),
+              "Gather Latency": Benchmark("osu_gather", "gather", True, "MPI_CHAR", root=0),
+              "Scatter Latency": Benchmark("osu_scatter", "scatter", True, "MPI_CHAR", root=0)}
+# MPI datatype name -> (trainscope dtype, bytes).
 DTYPES = {"MPI_CHAR": ("int8", 1), "MPI_SIGNED_CHAR": ("int8", 1), "MPI_INT": ("int32", 4), "MPI_FLOAT": ("float32", 4)}
-DEFAULT_DTYPE = "MPI_FLOAT"
 AVG, MIN, MAX, ITERATIONS, VALIDATION = "Avg Latency(us)", "Min Latency(us)", "Max Latency(us)", "Iterations", "Validation"
 COLUMN = re.compile(r"Avg Latency\(us\)|Min Latency\(us\)|Max Latency\(us\)|Iterations|Validation|P\d+ Tail Lat\(us\)")
 VALIDATION_STATUS = {"Pass": 0, "Fail": 1}  # OSU prints whether any element was wrong, not how many
@@ -67,7 +69,7 @@ def parse(text: str, path: str, ranks: int) -> tuple[list[Record], str | None, s
     """The records of an OSU collective's output, its OMB version and its program's name."""
     bench: Benchmark | None = None
     version = None
-    dtype = DEFAULT_DTYPE
+    dtype: str | None = None  # the '# Datatype:' line's (OMB 7.0 on), else the benchmark's own
     columns: list[str] = []
     records: list[Record] = []
     for n, line in enumerate(text.splitlines(), 1):
@@ -95,7 +97,7 @@ def parse(text: str, path: str, ranks: int) -> tuple[list[Record], str | None, s
             continue  # OMB's other remarks (buffer placement, ...)
         elif columns:
             assert bench is not None
-            records.append(_record(s.split(), columns, where, bench, version, dtype, ranks))
+            records.append(_record(s.split(), columns, where, bench, version, dtype or bench.dtype, ranks))
         elif bench:
             where.fail("a row before the '# Size ...' header line")
     where = Where(path)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from . import import_nccl_tests as nccl_tests
 from . import import_osu as osu
+from . import launcher_prefixes
 from .files import read_input
 from .import_records import Tool, Where
 from .json_types import JsonObject, Record, ResultDoc
@@ -76,6 +77,8 @@ def import_file(path: str, forced: Tool | None, op: str | None, ranks: int | Non
     where = Where(path, None)
     if not text.strip():
         where.fail("empty file: nothing to import")
+    if not text.lstrip().startswith("{"):
+        text = launcher_prefixes.strip(text)
     fmt = detect(text, where) if forced is None else None
     if forced == Tool.OSU or fmt == Format.OSU:
         if ranks is None:

@@ -329,9 +329,26 @@ void Trainer::resumeFrom(const std::string& stepDir, const ModelConfig& config) 
     throw UsageError(fmt::format("--resume: {} was trained with --optimizer {}, not {}", c.directory(),
                                  theirs.is_string() ? theirs.get<std::string>() : jsonText(theirs),
                                  nameOf(options_.optimizer.kind)));
+  // Replicas saved between averagings continue only as the same replicas: each data-parallel rank its own.
+  const bool replicas = std::any_of(c.tensors().begin(), c.tensors().end(),
+                                    [](const ckpt::CheckpointReader::Tensor& t) { return t.kind == ckpt::StateKind::kReplica; });
+  const nlohmann::json savedLayout = s.config.value("layout", nlohmann::json::object());
+  if (replicas && (options_.layout.sync != SyncKind::kAverage || savedLayout.value("dp", 0) != options_.layout.dp)) {
+    const std::string saved = jsonText(savedLayout.value("dp", nlohmann::json()));
+    const std::string mine = options_.layout.sync == SyncKind::kAverage
+                                 ? std::to_string(options_.layout.dp)
+                                 : fmt::format("{} under --sync {}", options_.layout.dp, nameOf(options_.layout.sync));
+    throw UsageError(
+        fmt::format("--resume: {} holds the {} data-parallel replicas of --sync average apart (saved between "
+                    "two averagings, or without --average-optimizer): resume it with --sync average on {} "
+                    "data-parallel ranks, not {}",
+                    c.directory(), saved, saved, mine));
+  }
+  const int dp = mesh_->coordinate(GroupKind::kDp);
   for (const StateTensor& t : stateTensors(*sync_, *optimizer_, part_, *mesh_, StateUse::kLoad)) {
     std::vector<float> values(static_cast<std::size_t>(t.region.elements()));
-    c.read(t.tensor, t.region, values.data());
+    const std::string own = dp > 0 ? replicaName(t.tensor, dp) : std::string();
+    c.read(dp > 0 && c.find(own) ? own : t.tensor, t.region, values.data());
     t.value->fromHost(values);
   }
   if (scaler_) scaler_->restore(s.scaler);

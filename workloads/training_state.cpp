@@ -23,6 +23,8 @@ ckpt::Region regionOf(const std::vector<std::int64_t>& shape, const TensorSlice&
 
 }  // namespace
 
+std::string replicaName(const std::string& tensor, int dp) { return fmt::format("{}@dp{}", tensor, dp); }
+
 std::vector<StateTensor> stateTensors(GradientSync& sync, Optimizer& optimizer, const ModelPart& part, const Mesh& mesh,
                                       StateUse use) {
   const bool firstDp = mesh.coordinate(GroupKind::kDp) == 0, firstTp = mesh.coordinate(GroupKind::kTp) == 0;
@@ -40,22 +42,30 @@ std::vector<StateTensor> stateTensors(GradientSync& sync, Optimizer& optimizer, 
   };
   auto nameOf = [](const Param& p) { return p.pieceOf.empty() ? p.name : p.pieceOf; };
 
+  // A data-parallel rank after the first writes its own copy where the replicas differ: what data-parallel
+  // rank 0 writes of the tensor (its tensor-parallel share), under the replica's name.
+  const int dp = mesh.coordinate(GroupKind::kDp);
+  const GradientSync::Divergence differ = use == StateUse::kSave && dp > 0 ? sync.divergence() : GradientSync::Divergence{};
   std::vector<StateTensor> out;
+  auto add = [&](const std::string& name, ckpt::StateKind kind, const ckpt::Region& region, Tensor* value, bool counted,
+                 bool ownCopy) {
+    if (use == StateUse::kLoad || counted) out.push_back({name, kind, region, value});
+    if (ownCopy) out.push_back({replicaName(name, dp), ckpt::StateKind::kReplica, region, value});
+  };
   // The values kept between steps (keptParams: the model's, or ZeRO-3's pieces); those written are the
   // updated ones (updateParams: the model's, or this rank's pieces, which the others do not hold).
   for (Param* p : use == StateUse::kLoad ? sync.keptParams() : sync.updateParams())
-    if (use == StateUse::kLoad || writes(*p))
-      out.push_back({nameOf(*p), ckpt::StateKind::kParameter, regionOfParam(*p), &p->value});
+    add(nameOf(*p), ckpt::StateKind::kParameter, regionOfParam(*p), &p->value, writes(*p),
+        differ.params && (p->tpShard() || firstTp));
   for (const Optimizer::State& s : optimizer.state())
-    if (use == StateUse::kLoad || writes(*s.param))
-      out.push_back({nameOf(*s.param) + "." + s.suffix, ckpt::StateKind::kOptimizer, regionOfParam(*s.param), s.tensor});
+    add(nameOf(*s.param) + "." + s.suffix, ckpt::StateKind::kOptimizer, regionOfParam(*s.param), s.tensor, writes(*s.param),
+        differ.optimizer && (s.param->tpShard() || firstTp));
   for (Layer* l : part.layers) {
     std::vector<NamedTensor> buffers;
     l->buffers(buffers);
     for (const NamedTensor& b : buffers)
-      if (use == StateUse::kLoad || (firstDp && (b.slice.sliced() || firstTp)))
-        out.push_back({b.name, ckpt::StateKind::kBuffer,
-                       regionOf(b.tensor->shape, b.slice, 0, static_cast<std::int64_t>(b.tensor->numel())), b.tensor});
+      add(b.name, ckpt::StateKind::kBuffer, regionOf(b.tensor->shape, b.slice, 0, static_cast<std::int64_t>(b.tensor->numel())),
+          b.tensor, firstDp && (b.slice.sliced() || firstTp), differ.buffers && (b.slice.sliced() || firstTp));
   }
   return out;
 }

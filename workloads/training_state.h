@@ -8,7 +8,10 @@
 //   kSave  what it writes: of its parameters and their optimizer state, the pieces it updates (ZeRO and
 //          the parameter server's chunks), or the whole ones when it is data-parallel rank 0 (every
 //          data-parallel rank holds the same); of a tensor every tensor-parallel rank holds alike, tensor-
-//          parallel rank 0's. Every element of every whole tensor is then written exactly once.
+//          parallel rank 0's. Every element of every whole tensor is then written exactly once. Where the
+//          data-parallel replicas differ (GradientSync::divergence: model averaging between averagings), the
+//          other data-parallel ranks write their own copies of what differs too, as replicaName's tensors
+//          (StateKind::kReplica), which a resume on as many data-parallel ranks reads back into each rank.
 #include <string>
 #include <vector>
 
@@ -26,6 +29,9 @@ struct StateTensor {
   ckpt::Region region;  // where this rank's values sit in it
   Tensor* value;        // region.elements() values on the model's device
 };
+
+// The checkpoint's name of data-parallel rank `dp`'s own copy of `tensor` (dp > 0).
+std::string replicaName(const std::string& tensor, int dp);
 
 std::vector<StateTensor> stateTensors(GradientSync& sync, Optimizer& optimizer, const ModelPart& part, const Mesh& mesh,
                                       StateUse use);

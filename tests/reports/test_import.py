@@ -116,6 +116,53 @@ def test_osu_allgather_sizes_are_one_ranks_block(tmp_path, write_doc):
     assert [r.identity.split(" [")[0] for r in cmp.rows] == ["all_gather mpi int8 2048 B 2 ranks out-of-place"]
 
 
+# OMB before 7.0 print no '# Datatype:' line: each benchmark's own type is in its source (c/mpi/collective/osu_<op>.c
+# of OMB 5.x), MPI_CHAR for the ones that move bytes, MPI_FLOAT for the reducing ones; Size is bytes in both.
+OSU_57 = {"bcast": ("broadcast", "int8", 1), "allgather": ("all_gather", "int8", 1), "alltoall": ("alltoall", "int8", 1),
+          "gather": ("gather", "int8", 1), "scatter": ("scatter", "int8", 1), "allreduce": ("all_reduce", "float32", 4)}
+
+
+@pytest.mark.parametrize("program", list(OSU_57))
+def test_osu_5_7_output_is_labelled_with_each_benchmarks_own_datatype(tmp_path, program):
+    sample = DATA / f"osu-5.7_{program}.txt"
+    doc, _ = imported(tmp_path, sample, "--ranks", 2)
+    op, dtype, width = OSU_57[program]
+    sizes = [int(m[1]) for line in sample.read_text().splitlines() if (m := OSU_SHORT_ROW.match(line))]
+    assert len(sizes) == len(doc["records"]) >= 19
+    for size, r in zip(sizes, doc["records"]):
+        assert (r["op"], r["dtype"], r["count"]) == (op, dtype, size // width), size
+        assert r["source"]["version"] == "5.7" and r["source"]["benchmark"] == f"osu_{program}"
+
+
+# Launchers' line prefixes, as captured here: Open MPI 4.1's mpirun --tag-output and --timestamp-output, Slurm 22.05's
+# srun --label (rank 0 printing the sample, rank 1 a NCCL_DEBUG line on stderr); MPICH's mpiexec -prepend-rank as
+# written from Hydra's pattern (no MPICH here).
+PREFIXED = ["nccl-tests-all_reduce.tag-output.txt", "nccl-tests-all_reduce.timestamp-output.txt",
+            "nccl-tests-all_reduce.srun-label.txt", "nccl-tests-all_reduce.prepend-rank.txt"]
+
+
+@pytest.mark.parametrize("name", PREFIXED)
+def test_nccl_tests_output_with_a_launchers_prefixes_imports_as_the_bare_output(tmp_path, name):
+    doc, _ = imported(tmp_path, DATA / name)
+    bare, _ = imported(tmp_path, NCCL_TEXT)
+    assert len(doc["records"]) == len(bare["records"]) == 50
+    lines, bare_lines = (DATA / name).read_text().splitlines(), NCCL_TEXT.read_text().splitlines()
+    for r, b in zip(doc["records"], bare["records"]):
+        # the line named is the captured file's own (the other rank's stderr line is among them)
+        prefixed, row = lines[r["source"]["line"] - 1], bare_lines[b["source"]["line"] - 1]
+        assert prefixed.endswith(row) and prefixed != row
+        r["source"], b["source"] = {}, {}
+        assert r == b
+    assert doc["run"]["layouts"][0]["ranks"] == bare["run"]["layouts"][0]["ranks"]
+
+
+def test_osu_output_with_mpiruns_tag_output_imports_as_the_bare_output(tmp_path):
+    doc, _ = imported(tmp_path, DATA / "osu-5.7_bcast.tag-output.txt", "--ranks", 2)
+    bare, _ = imported(tmp_path, DATA / "osu-5.7_bcast.txt", "--ranks", 2)
+    assert [(r["bytes"], r["dtype"], r["time_us"]) for r in doc["records"]] == [
+        (r["bytes"], r["dtype"], r["time_us"]) for r in bare["records"]]
+
+
 def trainscope_nccl_result(sizes):
     """trainscope's own records of the sample's op and placement (collectives --backend nccl on 4 ranks)."""
     recs = []

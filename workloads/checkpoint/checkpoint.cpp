@@ -423,7 +423,7 @@ std::size_t consolidate(const std::string& path, const std::string& out, bool op
   std::vector<TensorView> views;
   values.reserve(reader.tensors().size());
   for (const auto& t : reader.tensors()) {
-    if (t.kind == StateKind::kOptimizer && !optimizer) continue;
+    if ((t.kind == StateKind::kOptimizer && !optimizer) || t.kind == StateKind::kReplica) continue;
     const Region whole = Region::whole(t.shape);
     values.emplace_back(static_cast<std::size_t>(whole.elements()));
     reader.read(t.name, whole, values.back().data());

@@ -12,7 +12,9 @@
 //                                   shape) and where its pieces are (file, key, region.h's place in it)
 //
 // A replicated tensor is written once (by the first rank holding it: data-parallel rank 0, tensor-parallel
-// rank 0); a sliced or sharded one by every rank that holds a piece. Loading asks for a region of a whole
+// rank 0); a sliced or sharded one by every rank that holds a piece. Where data-parallel replicas differ
+// (model averaging between averagings), each other data-parallel rank writes its own copies too, as
+// StateKind::kReplica tensors of their own names. Loading asks for a region of a whole
 // tensor and gets it from whichever pieces cover it, so a rank of another layout reads what it holds now.
 // `trainscope checkpoint consolidate` writes the whole model as one safetensors file.
 //
@@ -43,9 +45,10 @@ namespace ts::ckpt {
 
 inline constexpr const char* kCheckpointFormat = "trainscope/checkpoint/v2";
 
-// What a tensor of the checkpoint is: the model's (parameters, buffers: what consolidate writes) or the
-// optimizer's (moments, named "<parameter>.exp_avg", ...).
-enum class StateKind { kParameter, kBuffer, kOptimizer };
+// What a tensor of the checkpoint is: the model's (parameters, buffers: what consolidate writes), the
+// optimizer's (moments, named "<parameter>.exp_avg", ...), or another data-parallel rank's own copy of one of
+// those where the replicas differ (--sync average between averagings: training_state.h names them).
+enum class StateKind { kParameter, kBuffer, kOptimizer, kReplica };
 
 // One piece of the run's state that a rank writes: `region` of the whole tensor `tensor`, float32 on the host.
 struct Piece {
@@ -153,7 +156,8 @@ class CheckpointReader {
 };
 
 // Writes the model (parameters and buffers, whole, by name: what PyTorch's load_state_dict takes) of the
-// checkpoint at `path` as one safetensors file; with optimizer, its state too. Returns the tensors written.
+// checkpoint at `path` as one safetensors file; with optimizer, its state too (data-parallel rank 0's where the
+// replicas differ: the other ranks' copies are not written). Returns the tensors written.
 std::size_t consolidate(const std::string& path, const std::string& out, bool optimizer);
 
 }  // namespace ts::ckpt
@@ -163,6 +167,7 @@ template <>
 struct EnumNames<ckpt::StateKind> {
   static constexpr std::pair<std::string_view, ckpt::StateKind> kNames[] = {{"parameter", ckpt::StateKind::kParameter},
                                                                             {"buffer", ckpt::StateKind::kBuffer},
-                                                                            {"optimizer", ckpt::StateKind::kOptimizer}};
+                                                                            {"optimizer", ckpt::StateKind::kOptimizer},
+                                                                            {"replica", ckpt::StateKind::kReplica}};
 };
 }  // namespace ts

@@ -13,6 +13,12 @@ void AverageSync::average(const Tensor& t) {
   tracker_->start({&collectives::all_reduce(), t.data, t.data, t.numel(), DType::kFloat32, RedOp::kSum});
 }
 
+GradientSync::Divergence AverageSync::divergence() const {
+  if (group_->worldSize() == 1) return {};
+  const bool averaged = updates_ % every_ == 0;
+  return {.params = !averaged, .optimizer = !(averaged && !extra_.empty()), .buffers = true};
+}
+
 void AverageSync::afterUpdate() {
   if (++updates_ % every_ != 0) return;
   // Every tensor's sum launched, then waited for together, then each scaled to the mean.

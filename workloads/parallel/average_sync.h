@@ -6,8 +6,9 @@
 // SGD is synchronous data parallel to float rounding, momentum and coupled weight decay included (the
 // replicas' momentum buffers average to the synchronous one, both being linear in the gradients); larger K
 // communicates K times less and lets the replicas drift between averagings, which costs convergence.
-// Between averagings the replicas differ: a checkpoint keeps data-parallel rank 0's, an evaluation averages
-// the ranks' figures on their own replicas.
+// Between averagings the replicas differ: a checkpoint keeps every rank's own copies of what differs (so a
+// resume on the same layout continues each replica exactly), an evaluation averages the ranks' figures on
+// their own replicas.
 #include <cstdint>
 #include <vector>
 
@@ -28,6 +29,9 @@ class AverageSync final : public GradientSync {
   void alsoAverage(std::vector<Tensor*> tensors) { extra_ = std::move(tensors); }
   // The step the next update makes is `step` (a resumed run keeps the cadence of the one it continues).
   void continueAt(std::int64_t step) { updates_ = step; }
+  // The parameters differ unless the last update was averaged; the optimizer state too unless it was averaged
+  // with them; the buffers (batch norm's running statistics) are never averaged.
+  Divergence divergence() const override;
 
  private:
   void average(const Tensor& t);

@@ -54,6 +54,13 @@ class GradientSync {
   virtual void visitParameters(const std::function<void(Param&)>& visit) {
     for (Param* p : modelParams_) visit(*p);
   }
+  // Which of this rank's tensors may differ from data-parallel rank 0's copies of them now (model averaging
+  // between averagings): a checkpoint then keeps every rank's own (training_state.h). Elsewhere the replicas
+  // are the same after every update.
+  struct Divergence {
+    bool params = false, optimizer = false, buffers = false;
+  };
+  virtual Divergence divergence() const { return {}; }
   // Bytes of gradients and optimizer-state parameters this rank keeps (for the record).
   std::size_t ownedParameterElements();
   StepComm takeStepComm() { return tracker_ ? tracker_->take() : StepComm{}; }
