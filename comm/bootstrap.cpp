@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "base/env_value.h"
 #include "base/error.h"
 #include "comm/bootstrap_single.h"
 #include "comm/bootstrap_tcp.h"
@@ -60,13 +61,6 @@ long long Bootstrap::sum(long long v) {
 
 bool Bootstrap::allTrue(bool v) { return sum(v ? 0 : 1) == 0; }
 
-namespace {
-const char* env(const char* name) {
-  const char* v = std::getenv(name);
-  return (v && *v) ? v : nullptr;
-}
-}  // namespace
-
 bool launchedByMpi() { return detectLaunch().mpiWired; }
 
 void abortWithoutBootstrap(int exitCode) {
@@ -78,7 +72,7 @@ void abortWithoutBootstrap(int exitCode) {
 
 int launcherRank() {
   for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID", "RANK"})
-    if (const char* v = env(name)) return std::atoi(v);
+    if (const char* v = envValue(name)) return std::atoi(v);
   return 0;
 }
 

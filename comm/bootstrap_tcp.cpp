@@ -21,6 +21,7 @@
 
 #include "base/error.h"
 #include "base/heartbeat.h"
+#include "base/host_name.h"
 #include "base/stop_request.h"
 #include "base/units.h"
 #include "comm/bootstrap_admission.h"
@@ -39,12 +40,6 @@ using Clock = std::chrono::steady_clock;
 constexpr int kMaxWorldSize = 1 << 20;
 
 double secondsUntil(Clock::time_point t) { return std::chrono::duration<double>(t - Clock::now()).count(); }
-
-std::string hostName() {
-  char buf[256] = {};
-  ::gethostname(buf, sizeof(buf) - 1);
-  return buf;
-}
 
 // Everything about the configuration that can be wrong, checked before any connection is made.
 void validate(const TcpBootstrapConfig& cfg) {

@@ -7,19 +7,15 @@
 
 #include <fmt/format.h>
 
+#include "base/env_value.h"
 #include "base/error.h"
 #include "base/split.h"
 
 namespace ts {
 namespace {
 
-const char* env(const char* name) {
-  const char* v = std::getenv(name);
-  return (v && *v) ? v : nullptr;
-}
-
 std::string envString(const char* name) {
-  const char* v = env(name);
+  const char* v = envValue(name);
   return v ? v : "";
 }
 
@@ -34,7 +30,7 @@ std::optional<int> wholeNumber(const char* text, int lo) {
 
 // A whole number in [lo, INT_MAX], or `fallback` when unset; LocalUsageError naming the variable otherwise.
 int envWhole(const char* name, int fallback, int lo = 0) {
-  const char* v = env(name);
+  const char* v = envValue(name);
   if (!v) return fallback;
   if (const auto x = wholeNumber(v, lo)) return *x;
   throw LocalUsageError(fmt::format("{}='{}' is not a whole number of at least {}", name, v, lo));
@@ -43,7 +39,7 @@ int envWhole(const char* name, int fallback, int lo = 0) {
 // RANK, WORLD_SIZE and LOCAL_RANK as far as they are whole numbers: the environment bootstrap checks them with
 // its own messages (comm/bootstrap_tcp.cpp), so here a bad one only means "not known".
 int lenientWhole(const char* name, int fallback) {
-  const char* v = env(name);
+  const char* v = envValue(name);
   return v ? wholeNumber(v, 0).value_or(fallback) : fallback;
 }
 
@@ -51,7 +47,7 @@ int lenientWhole(const char* name, int fallback) {
 // inside a Slurm allocation; srun sets PMIX_RANK only with --mpi=pmix; torchrun sets RANK and WORLD_SIZE too.
 Launch fromVariables() {
   Launch l;
-  if (env("OMPI_COMM_WORLD_SIZE")) {
+  if (envValue("OMPI_COMM_WORLD_SIZE")) {
     l.launcher = Launcher::kMpirun;
     l.rank = envWhole("OMPI_COMM_WORLD_RANK", 0);
     l.size = envWhole("OMPI_COMM_WORLD_SIZE", 1, 1);
@@ -59,29 +55,29 @@ Launch fromVariables() {
     l.spansHosts = envWhole("OMPI_COMM_WORLD_LOCAL_SIZE", l.size, 1) < l.size;
     l.mpiWired = true;
     l.jobId = envString("OMPI_MCA_ess_base_jobid");
-  } else if (env("PMIX_RANK") || env("PMI_RANK") || env("PMI_SIZE") || env("MPI_LOCALNRANKS")) {
-    l.launcher = env("SLURM_STEP_NUM_TASKS") ? Launcher::kSrun : Launcher::kPmi;  // srun --mpi=pmix is srun
-    l.rank = envWhole(env("PMIX_RANK") ? "PMIX_RANK" : "PMI_RANK", 0);
+  } else if (envValue("PMIX_RANK") || envValue("PMI_RANK") || envValue("PMI_SIZE") || envValue("MPI_LOCALNRANKS")) {
+    l.launcher = envValue("SLURM_STEP_NUM_TASKS") ? Launcher::kSrun : Launcher::kPmi;  // srun --mpi=pmix is srun
+    l.rank = envWhole(envValue("PMIX_RANK") ? "PMIX_RANK" : "PMI_RANK", 0);
     // PMIx exports no size: a Slurm step's task count, or PMI's, when there is one.
     l.size = envWhole("SLURM_STEP_NUM_TASKS", envWhole("PMI_SIZE", 0, 1), 1);
     l.localRank = envWhole("SLURM_LOCALID", envWhole("MPI_LOCALRANKID", -1));
     l.mpiWired = true;
     l.jobId = envString("PMIX_NAMESPACE");
-  } else if (env("SLURM_STEP_NUM_TASKS") && env("SLURM_PROCID")) {
+  } else if (envValue("SLURM_STEP_NUM_TASKS") && envValue("SLURM_PROCID")) {
     // A step of srun (the batch script itself has SLURM_JOB_ID and SLURM_NTASKS but is no step of N tasks).
     l.launcher = Launcher::kSrun;
     l.rank = envWhole("SLURM_PROCID", 0);
     l.size = envWhole("SLURM_STEP_NUM_TASKS", 1, 1);
     l.localRank = envWhole("SLURM_LOCALID", -1);
-  } else if (env("RANK") || env("WORLD_SIZE")) {
-    l.launcher = env("TORCHELASTIC_RUN_ID") ? Launcher::kTorchrun : Launcher::kEnv;
+  } else if (envValue("RANK") || envValue("WORLD_SIZE")) {
+    l.launcher = envValue("TORCHELASTIC_RUN_ID") ? Launcher::kTorchrun : Launcher::kEnv;
     l.rank = lenientWhole("RANK", 0);
     l.size = lenientWhole("WORLD_SIZE", 0);
     l.localRank = lenientWhole("LOCAL_RANK", -1);
     if (l.launcher == Launcher::kTorchrun) l.jobId = envString("TORCHELASTIC_RUN_ID");
   }
   if (l.launcher == Launcher::kSrun) l.spansHosts = envWhole("SLURM_STEP_NUM_NODES", 1, 1) > 1;
-  if (const char* job = env("SLURM_JOB_ID")) {
+  if (const char* job = envValue("SLURM_JOB_ID")) {
     l.jobId = job;
     l.nodes = envString("SLURM_JOB_NODELIST");
     l.tasksPerNode = envString("SLURM_TASKS_PER_NODE");
@@ -101,7 +97,7 @@ Launch detectLaunch() {
 }
 
 void checkMpiTransportsReachEveryHost(const Launch& launch) {
-  const char* btl = env("OMPI_MCA_btl");
+  const char* btl = envValue("OMPI_MCA_btl");
   if (!launch.spansHosts || !btl || btl[0] == '^') return;  // "^x" excludes: what is left may cross hosts
   // self, vader (sm in Open MPI 5) and smcuda only ever reach processes of the same host.
   for (const std::string& item : splitNonEmpty(btl, ','))

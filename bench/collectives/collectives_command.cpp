@@ -119,7 +119,7 @@ CollectivesOptions resolveForSuite(const CollectivesArgs& a) {
   return o;
 }
 
-SuiteStep readStep(StepReader& r) {
+SuiteStep readCollectivesStep(StepReader& r) {
   return tableStep(r, collectivesOptions(), resolveForSuite, runCollectivesStep,
                    [](const CollectivesOptions& o) { return o.backend == BackendKind::kMpi; });
 }
@@ -131,7 +131,7 @@ Subcommand collectivesSubcommand() {
           [](CLI::App& sub) {
             return addTable<CollectivesArgs>(sub, collectivesOptions(), std::make_shared<CollectivesArgs>(), runFromCommandLine);
           },
-          readStep, collectivesOptions().describe()};
+          readCollectivesStep, collectivesOptions().describe()};
 }
 
 }  // namespace ts

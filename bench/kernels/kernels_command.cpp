@@ -64,7 +64,7 @@ const OptionTable<KernelsArgs>& kernelsOptions() {
   return table;
 }
 
-SuiteStep readStep(StepReader& r) { return tableStep(r, kernelsOptions(), resolveKernelsArgs, runKernelsStep); }
+SuiteStep readKernelsStep(StepReader& r) { return tableStep(r, kernelsOptions(), resolveKernelsArgs, runKernelsStep); }
 
 }  // namespace
 
@@ -77,7 +77,7 @@ Subcommand kernelsSubcommand() {
             sub, kernelsOptions(), std::make_shared<KernelsArgs>(),
             [](const KernelsArgs& a, const std::vector<std::string>& argv) { return runKernels(resolveKernelsArgs(a), argv); });
       },
-      readStep, kernelsOptions().describe()};
+      readKernelsStep, kernelsOptions().describe()};
 }
 
 }  // namespace ts

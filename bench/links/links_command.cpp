@@ -71,7 +71,7 @@ const OptionTable<LinksArgs>& linksOptions() {
   return table;
 }
 
-SuiteStep readStep(StepReader& r) {
+SuiteStep readLinksStep(StepReader& r) {
   return tableStep(r, linksOptions(), resolveLinksArgs, runLinksStep,
                    [](const LinksOptions& o) { return o.mpi && launchedByMpi(); });
 }
@@ -85,7 +85,7 @@ Subcommand linksSubcommand() {
                 sub, linksOptions(), std::make_shared<LinksArgs>(),
                 [](const LinksArgs& a, const std::vector<std::string>& argv) { return runLinks(resolveLinksArgs(a), argv); });
           },
-          readStep, linksOptions().describe()};
+          readLinksStep, linksOptions().describe()};
 }
 
 }  // namespace ts

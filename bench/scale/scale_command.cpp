@@ -53,7 +53,7 @@ int runFromCommandLine(ScaleOptions o, const CLI::App& sub, const std::vector<st
 }
 
 // Process 0 runs the study (each point a job of its own); the suite's other processes wait.
-SuiteStep readStep(StepReader& r) {
+SuiteStep readScaleStep(StepReader& r) {
   ScaleOptions o;
   scaleOptions().readFromSuite(r, o);
   validateScale(o);
@@ -96,7 +96,7 @@ Subcommand scaleSubcommand() {
             scaleOptions().addToCommandLine(sub, *o);
             return [o, &sub](const std::vector<std::string>& argv) { return runFromCommandLine(*o, sub, argv); };
           },
-          readStep, scaleOptions().describe()};
+          readScaleStep, scaleOptions().describe()};
 }
 
 }  // namespace ts

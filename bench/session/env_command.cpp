@@ -31,7 +31,7 @@ int runEnv(const EnvArgs& a, const std::vector<std::string>& argv) {
   return 0;
 }
 
-SuiteStep readStep(StepReader& r) {
+SuiteStep readEnvStep(StepReader& r) {
   EnvArgs a;
   envOptions().readFromSuite(r, a);
   SuiteStep s;
@@ -46,7 +46,7 @@ SuiteStep readStep(StepReader& r) {
 
 Subcommand envSubcommand() {
   return {"env", "Print the system inventory: CPU, memory, GPUs and their links, NICs, versions",
-          [](CLI::App& sub) { return addTable<EnvArgs>(sub, envOptions(), std::make_shared<EnvArgs>(), runEnv); }, readStep,
+          [](CLI::App& sub) { return addTable<EnvArgs>(sub, envOptions(), std::make_shared<EnvArgs>(), runEnv); }, readEnvStep,
           envOptions().describe()};
 }
 

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/steady_seconds.h"
 #include "base/text_file.h"
 #include "bench/session/compute_clock.h"
 #include "bench/session/nvml_loader.h"
@@ -17,8 +18,6 @@
 
 namespace ts {
 namespace {
-
-double nowS() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 nlohmann::json orNull(bool ok, double v) { return ok ? nlohmann::json(v) : nlohmann::json(); }
 
@@ -114,7 +113,7 @@ struct TelemetrySampler::Gpus {
   }
   // NVLink GB/s since the last reading (null for the first one, and on GPUs without the counters).
   std::pair<nlohmann::json, nlohmann::json> nvlinkRates(std::size_t i) {
-    Counters now{nowS()};
+    Counters now{steadySeconds()};
     if (!lib.nvlinkDataKiB(devices[i], &now.txKiB, &now.rxKiB)) return {nullptr, nullptr};
     const std::optional<Counters> before = std::exchange(nvlink[i], now);
     if (!before) return {nullptr, nullptr};
@@ -165,7 +164,7 @@ struct TelemetrySampler::Gpus {
 };
 
 TelemetrySampler::TelemetrySampler(double intervalS, std::vector<int> runPids)
-    : intervalS_(intervalS), startS_(nowS()), runPids_(std::move(runPids)), gpus_(std::make_unique<Gpus>()) {
+    : intervalS_(intervalS), startS_(steadySeconds()), runPids_(std::move(runPids)), gpus_(std::make_unique<Gpus>()) {
   lastCpu_ = readProcStat();
   ownTicksSinceLastSample();  // the baseline of every process's counter
   samples_.push_back(sample());
@@ -222,7 +221,7 @@ unsigned long long TelemetrySampler::ownTicksSinceLastSample() {
 }
 
 nlohmann::json TelemetrySampler::sample() {
-  nlohmann::json s = {{"t_s", nowS() - startS_}};
+  nlohmann::json s = {{"t_s", steadySeconds() - startS_}};
   const std::optional<CpuTimes> cpu = readProcStat();
   const unsigned long long own = ownTicksSinceLastSample();
   const bool interval = cpu && lastCpu_ && cpu->total > lastCpu_->total;

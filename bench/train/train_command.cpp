@@ -189,7 +189,7 @@ const OptionTable<TrainRunOptions>& trainOptions() {
   return table;
 }
 
-SuiteStep readStep(StepReader& r) {
+SuiteStep readTrainStep(StepReader& r) {
   TrainRunOptions o;
   trainOptions().readFromSuite(r, o);
   checkTrainRun(o);  // the subcommand's own check, before the suite's first step
@@ -209,7 +209,7 @@ Subcommand trainSubcommand() {
   return {
       "train", "Train a reference model (mlp, cnn, transformer) end to end and measure its steps",
       [](CLI::App& sub) { return addTable<TrainRunOptions>(sub, trainOptions(), std::make_shared<TrainRunOptions>(), runTrain); },
-      readStep, trainOptions().describe()};
+      readTrainStep, trainOptions().describe()};
 }
 
 }  // namespace ts

@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "base/heartbeat.h"
 #include "base/json_text.h"
+#include "base/steady_seconds.h"
 #include "base/stop_request.h"
 #include "bench/session/activity.h"
 #include "bench/session/progress.h"
@@ -121,7 +122,7 @@ TrainLoopResult runTrainLoop(wl::Trainer& trainer, const TrainRunOptions& o, con
   activity::setGracefulStop(world > 1);
   if (world > 1) boot.barrier();  // the origin every rank's collective launches are measured from
   TrainLoopResult out;
-  out.steps.timed.originS = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  out.steps.timed.originS = steadySeconds();
   out.steps.target = targetOf(o.train);
   const auto start = std::chrono::steady_clock::now();
   double trainS = 0;  // the steps' own time, evaluations excluded

@@ -41,7 +41,6 @@ namespace {
 
 using dnnl::memory;
 using Tag = memory::format_tag;
-constexpr memory::data_type kF32 = memory::data_type::f32;
 
 // What the primitive does with a tensor: reads it, overwrites it, or adds its result into it.
 enum class Role { kInput, kOutput, kAccumulate };

@@ -22,7 +22,6 @@ namespace {
 
 using dnnl::memory;
 using Tag = memory::format_tag;
-constexpr memory::data_type kF32 = memory::data_type::f32;
 
 class EpiloguePlan {
  public:

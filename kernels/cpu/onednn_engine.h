@@ -5,6 +5,9 @@
 
 namespace ts::cpu::onednn {
 
+// Every tensor these kernels hand oneDNN is float32.
+inline constexpr dnnl::memory::data_type kF32 = dnnl::memory::data_type::f32;
+
 dnnl::engine& cpuEngine();
 dnnl::stream& threadStream();
 

@@ -53,7 +53,7 @@ std::vector<double> reference(const std::vector<float>& q, const std::vector<flo
 }
 
 // Outputs are convex combinations of values in [-1, 1]; float32 exponentials and sums err by ~1e-6.
-constexpr double kTolerance = 2e-5;
+constexpr double kAttentionTolerance = 2e-5;
 
 class AttentionCase final : public KernelCase {
  public:
@@ -69,7 +69,7 @@ class AttentionCase final : public KernelCase {
     poison(out_);
     run();
     const auto want = reference(q_, k_, v_, d_);
-    return compareWith(out_.data(), want.data(), want.size(), kTolerance);
+    return compareWith(out_.data(), want.data(), want.size(), kAttentionTolerance);
   }
   nlohmann::json details() const override { return {{"impl", "two-pass"}}; }
 
@@ -110,7 +110,7 @@ class CudaAttentionCase final : public KernelCase {
     run();
     const auto got = out_.download(stream_.get());
     const auto want = reference(q, k, v, d_);
-    return compareWith(got.data(), want.data(), want.size(), kTolerance);
+    return compareWith(got.data(), want.data(), want.size(), kAttentionTolerance);
   }
   void* deviceStream() const override { return stream_.get(); }
   nlohmann::json details() const override {

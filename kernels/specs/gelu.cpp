@@ -21,7 +21,7 @@ std::vector<double> reference(const std::vector<float>& x) {
   return want;
 }
 
-constexpr double kTolerance = 1e-5;
+constexpr double kGeluTolerance = 1e-5;
 
 class GeluCase final : public KernelCase {
  public:
@@ -34,7 +34,7 @@ class GeluCase final : public KernelCase {
     poison(y_);
     run();
     const auto want = reference(x_);
-    return compareWith(y_.data(), want.data(), want.size(), kTolerance);
+    return compareWith(y_.data(), want.data(), want.size(), kGeluTolerance);
   }
 
  private:
@@ -55,7 +55,7 @@ class CudaGeluCase final : public KernelCase {
     run();
     const auto got = y_.download(stream_.get());
     const auto want = reference(x);
-    return compareWith(got.data(), want.data(), want.size(), kTolerance);
+    return compareWith(got.data(), want.data(), want.size(), kGeluTolerance);
   }
   void* deviceStream() const override { return stream_.get(); }
 

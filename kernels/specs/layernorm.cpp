@@ -32,7 +32,7 @@ std::vector<double> reference(const Inputs& in, std::size_t N, std::size_t C) {
   return y;
 }
 
-constexpr double kTolerance = 1e-5;
+constexpr double kLayernormTolerance = 1e-5;
 double flopsOf(std::size_t n, std::size_t c) { return 8.0 * n * c; }
 double bytesOf(std::size_t n, std::size_t c) { return 4.0 * (2.0 * n * c + 2.0 * c + 2.0 * n); }
 
@@ -49,7 +49,7 @@ class LayerNormCase final : public KernelCase {
     poison(y_);
     run();
     const auto want = reference(in_, n_, c_);
-    return compareWith(y_.data(), want.data(), want.size(), kTolerance);
+    return compareWith(y_.data(), want.data(), want.size(), kLayernormTolerance);
   }
 
  private:
@@ -76,7 +76,7 @@ class CudaLayerNormCase final : public KernelCase {
     run();
     const auto got = y_.download(stream_.get());
     const auto want = reference(in, n_, c_);
-    return compareWith(got.data(), want.data(), want.size(), kTolerance);
+    return compareWith(got.data(), want.data(), want.size(), kLayernormTolerance);
   }
   void* deviceStream() const override { return stream_.get(); }
 

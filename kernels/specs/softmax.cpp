@@ -23,7 +23,7 @@ std::vector<double> reference(const std::vector<float>& x, std::size_t rows, std
   return want;
 }
 
-constexpr double kTolerance = 1e-6;
+constexpr double kSoftmaxTolerance = 1e-6;
 
 class SoftmaxCase final : public KernelCase {
  public:
@@ -36,7 +36,7 @@ class SoftmaxCase final : public KernelCase {
     poison(y_);
     run();
     const auto want = reference(x_, rows_, t_);
-    return compareWith(y_.data(), want.data(), want.size(), kTolerance);
+    return compareWith(y_.data(), want.data(), want.size(), kSoftmaxTolerance);
   }
 
  private:
@@ -60,7 +60,7 @@ class CudaSoftmaxCase final : public KernelCase {
     run();
     const auto got = y_.download(stream_.get());
     const auto want = reference(x, rows_, t_);
-    return compareWith(got.data(), want.data(), want.size(), kTolerance);
+    return compareWith(got.data(), want.data(), want.size(), kSoftmaxTolerance);
   }
   void* deviceStream() const override { return stream_.get(); }
 

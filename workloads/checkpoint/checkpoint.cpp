@@ -338,10 +338,6 @@ const CheckpointReader::Tensor* CheckpointReader::find(const std::string& name) 
   return nullptr;
 }
 
-namespace {
-std::string shapeText(const std::vector<std::int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
-}  // namespace
-
 void CheckpointReader::read(const std::string& name, const Region& region, float* out) {
   const auto t0 = std::chrono::steady_clock::now();
   auto bad = [&](const std::string& what) { return UsageError(fmt::format("checkpoint {}: {}", dir_, what)); };

@@ -38,9 +38,9 @@ const DTypeEntry& entryOf(TensorDType t) {
 
 // The official implementation refuses headers over 100 MB; so does this one, before allocating anything.
 constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;
+}  // namespace
 
 std::string shapeText(const std::vector<std::int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
-}  // namespace
 
 std::string_view tensorDTypeName(TensorDType t) { return entryOf(t).name; }
 std::size_t tensorDTypeSize(TensorDType t) { return entryOf(t).size; }

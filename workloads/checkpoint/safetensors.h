@@ -26,6 +26,8 @@ namespace ts::ckpt {
 // The element types trainscope writes and reads ("F64", "F32", "F16", "BF16", "I64", "I32", "I8", "U8").
 enum class TensorDType { kF64, kF32, kF16, kBF16, kI64, kI32, kI8, kU8 };
 
+// "[2, 3]": a shape as error messages and the checkpoint index show it.
+std::string shapeText(const std::vector<std::int64_t>& shape);
 std::string_view tensorDTypeName(TensorDType t);
 std::size_t tensorDTypeSize(TensorDType t);
 std::optional<TensorDType> parseTensorDType(std::string_view name);

@@ -11,8 +11,8 @@
 namespace ts::data {
 
 namespace {
-constexpr float kMean[3] = {0.4914f, 0.4822f, 0.4465f};
-constexpr float kStd[3] = {0.2470f, 0.2435f, 0.2616f};
+constexpr float kChannelMean[3] = {0.4914f, 0.4822f, 0.4465f};
+constexpr float kChannelStd[3] = {0.2470f, 0.2435f, 0.2616f};
 constexpr std::int64_t kPlane = 32 * 32;
 
 // DIR itself, or the folder the official archive unpacks to inside it.
@@ -75,7 +75,7 @@ void Cifar10::sample(std::int64_t index, float* features, std::int32_t*, std::in
   targets[0] = rec[0];
   for (int c = 0; c < 3; ++c)
     for (std::int64_t j = 0; j < kPlane; ++j)
-      features[c * kPlane + j] = (static_cast<float>(rec[1 + c * kPlane + j]) / 255.0f - kMean[c]) / kStd[c];
+      features[c * kPlane + j] = (static_cast<float>(rec[1 + c * kPlane + j]) / 255.0f - kChannelMean[c]) / kChannelStd[c];
 }
 
 nlohmann::json Cifar10::identity() const {

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/steady_seconds.h"
 #include "base/stop_request.h"
 
 namespace ts::wl {
@@ -15,7 +16,6 @@ namespace {
 // Point-to-point tags on the data-parallel communicator (its collectives do not match them).
 constexpr int kGradientTag = 7101, kValuesTag = 7102;
 
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 }  // namespace
 
 void StalenessCounts::add(int s, std::int64_t steps) {
@@ -208,11 +208,11 @@ void AsyncPsSync::pump() {
 
 double AsyncPsSync::spinUntil(const std::function<bool()>& done, const std::function<void()>& progress,
                               const std::function<std::string()>& timedOut) const {
-  const double t0 = now();
+  const double t0 = steadySeconds();
   for (int spins = 0;; ++spins) {
     progress();
-    if (done()) return now() - t0;
-    if (timeoutS_ > 0 && now() - t0 > timeoutS_) throw Error(timedOut());
+    if (done()) return steadySeconds() - t0;
+    if (timeoutS_ > 0 && steadySeconds() - t0 > timeoutS_) throw Error(timedOut());
     checkStopWhileWaiting("--sync ps-async's parameter exchange", 0);  // a peer failed, or a signal came
     if (spins > 64) std::this_thread::yield();  // MPI progresses inside test(); give the other ranks the cores
   }

@@ -5,15 +5,14 @@
 
 #include "base/dtype.h"
 #include "base/error.h"
+#include "base/steady_seconds.h"
 #include "comm/collectives/collective.h"
 #include "kernels/instrumentation.h"
 #include "kernels/trace.h"
 
 namespace ts::wl {
 
-double CommTracker::now() const {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double CommTracker::now() const { return steadySeconds(); }
 
 int CommTracker::track(std::string name, std::size_t bytes, const std::function<std::unique_ptr<PendingCollective>()>& issue,
                        int peer, std::size_t inElems, std::size_t outElems, DType dtype) {

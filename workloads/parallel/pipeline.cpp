@@ -9,13 +9,12 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/steady_seconds.h"
 #include "kernels/trace.h"
 #include "workloads/models/model.h"
 
 namespace ts::wl {
 namespace {
-
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 int tagOf(int micro, bool gradient) { return 2 * micro + (gradient ? 1 : 0); }
 
@@ -232,11 +231,11 @@ double Pipeline::step(const std::vector<data::Batch>& micros, float scale, Gradi
   auto waitPosted = [&] {
     // Receives first: they complete with the group, so the trace's `wait recv` spans hold the time blocked,
     // which `analyze` counts as the bubble; the sends are done by then.
-    const double t0 = now();
+    const double t0 = steadySeconds();
     for (bool receives : {true, false})
       for (std::size_t k = 0; k < posted.size(); ++k)
         if ((group[k].kind == PointToPoint::Kind::kRecv) == receives) tracker_.wait(posted[k]);
-    times.waitS += now() - t0;
+    times.waitS += steadySeconds() - t0;
   };
   for (const PipeStep& st : pipelinePlan(schedule_, stage_, stagesCount_, M)) {
     // The previous step's group first: this compute's input is in it. Every buffer its sends read or its
