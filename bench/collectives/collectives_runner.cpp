@@ -401,11 +401,12 @@ std::size_t runCollectivesStep(const CollectivesOptions& o, RunContext& ctx) {
 
 int runCollectives(const CollectivesOptions& o, const std::vector<std::string>& argv) {
   const BackendKind backend = resolveBackend(o.backend);
-  CollectivesOptions resolved = o;
+  CollectivesOptions asked = o;
+  fitOpsToBackend(asked, backend);  // before the run opens: the config names the ops that run
+  CollectivesOptions resolved = asked;
   resolved.backend = backend;
-  fitOpsToBackend(resolved, backend);
-  auto session =
-      RunSession::open(resolved.bootstrap, backend == BackendKind::kMpi, "collectives", argv, toJson(o), o.jsonPath, o.timeoutS);
+  auto session = RunSession::open(resolved.bootstrap, backend == BackendKind::kMpi, "collectives", argv, toJson(asked),
+                                  o.jsonPath, o.timeoutS);
   const std::size_t wrong = runCollectivesStep(resolved, session->context());
   session->finish();
   return wrong ? 1 : 0;
