@@ -91,7 +91,8 @@ class Communicator {
   virtual int rank(int l) const = 0;            // global rank of local rank l
   virtual std::string device(int l) const = 0;  // "cpu", "cuda:0"
 
-  // Whether the backend can run this op with this dtype/redop; when not, *why says why.
+  // Whether the backend can run this op (its declaration names the backend) with this dtype/redop; when
+  // not, *why says why.
   virtual bool supports(const Collective& op, DType t, RedOp r, std::string* why) const = 0;
   virtual bool supportsInPlace(const Collective& op) const = 0;
 

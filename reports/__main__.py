@@ -21,7 +21,8 @@ from .files import check_output_dir, check_output_file, write_atomically
 from .import_records import Tool
 from .importers import import_results
 from .kernel_breakdown import coverage_failures
-from .load import Result, collective_ops, load_result, load_results
+from .collective_facts import names as collective_names
+from .load import Result, load_result, load_results
 from .accept import accept, format_junit as format_acceptance_junit, format_table as format_acceptance
 from .rules import Rules, default_for as default_rules, from_toml as rules_from_toml, shipped as shipped_rules
 from .policy import Policy, apply as apply_policy, from_toml, parse_override
@@ -102,7 +103,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="write the result document here (default: standard output); alias: -o, --output")
     i.add_argument("--from", dest="tool", choices=[t.value for t in Tool], help="the tool (default: told from the text)")
     i.add_argument("--label", help="the run's label in reports (default: the tool and its programs)")
-    i.add_argument("--op", choices=collective_ops(), help="the collective, for nccl-tests output that does not name its "
+    i.add_argument("--op", choices=collective_names(), help="the collective, for nccl-tests output that does not name its "
                    "test (before 2.16)")
     i.add_argument("--ranks", type=int, help="how many ranks ran (OSU's output does not say)")
     a = sub.add_parser("analyze", help="where each step of a --trace run went, per rank; stragglers; pipeline bubbles")

@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .import_records import Row, Tool, Where, bus_factor, collective_record, integer, number, source
+from .collective_facts import bus_factor, names as collective_names
+from .import_records import Row, Tool, Where, collective_record, integer, number, source
 from .json_types import JsonObject, Record
-from .load import collective_ops
 from .strict_json import loads
 
 # nccl-tests' type names (current and those of older releases) -> trainscope's dtypes; the others
@@ -51,9 +51,9 @@ def op_of(benchmark: str | None, forced: str | None, where: Where) -> str:
     named = None
     if benchmark:
         named = re.sub(r"_perf(_mpi)?$", "", os.path.basename(benchmark))
-        if named not in collective_ops():
+        if named not in collective_names():
             where.fail(f"nccl-tests program {benchmark!r} measures no collective trainscope has "
-                       f"(trainscope's: {', '.join(collective_ops())})")
+                       f"(trainscope's: {', '.join(collective_names())})")
     if forced and named and forced != named:
         where.fail(f"--op {forced}, but the output is of {benchmark}")
     op = forced or named

@@ -15,7 +15,8 @@ type that OSU's output does not give.
 from dataclasses import dataclass
 import re
 
-from .import_records import Row, Tool, Where, bus_factor, collective_record, integer, number, source
+from .collective_facts import collective
+from .import_records import Row, Tool, Where, collective_record, integer, number, source
 from .json_types import Record
 
 TITLE = re.compile(r"^#\s*OSU MPI(?:-[A-Z ]+)?\s+(.+?)\s+Test(?:\s+v(\S+))?\s*$")
@@ -25,23 +26,22 @@ DATATYPE = re.compile(r"^#\s*Datatype:\s*(\S+?)\.?\s*$")
 @dataclass(frozen=True)
 class Benchmark:
     program: str
-    op: str
-    per_rank: bool  # OSU's size is one rank's block: trainscope's bytes are size x ranks
+    op: str  # what OSU's size means, its reduction and root follow from the op (its declaration, collective_facts)
     dtype: str  # the MPI datatype OMB before 7.0 pass (they print no '# Datatype:' line); Size is bytes either way
-    redop: str | None = None  # OSU reduces with MPI_SUM
-    root: int | None = None  # the rooted ones use rank 0
 
 
+# OSU reduces with MPI_SUM, and the rooted ones use rank 0.
+OSU_REDOP, OSU_ROOT = "sum", 0
 # Title (after "OSU MPI[-CUDA ...]") -> the benchmark it names.
 # OMB 5.x and 6.x (mpi/collective/osu_<op>.c): the reducing ones pass MPI_FLOAT (size / 4 of them), the others
 # MPI_CHAR (size of them).
-BENCHMARKS = {"Allreduce Latency": Benchmark("osu_allreduce", "all_reduce", False, "MPI_FLOAT", redop="sum"),
-              "Reduce Latency": Benchmark("osu_reduce", "reduce", False, "MPI_FLOAT", redop="sum", root=0),
-              "Broadcast Latency": Benchmark("osu_bcast", "broadcast", False, "MPI_CHAR", root=0),
-              "Allgather Latency": Benchmark("osu_allgather", "all_gather", True, "MPI_CHAR"),
-              "All-to-All Personalized Exchange Latency": Benchmark("osu_alltoall", "alltoall", True, "MPI_CHAR"),
-              "Gather Latency": Benchmark("osu_gather", "gather", True, "MPI_CHAR", root=0),
-              "Scatter Latency": Benchmark("osu_scatter", "scatter", True, "MPI_CHAR", root=0)}
+BENCHMARKS = {"Allreduce Latency": Benchmark("osu_allreduce", "all_reduce", "MPI_FLOAT"),
+              "Reduce Latency": Benchmark("osu_reduce", "reduce", "MPI_FLOAT"),
+              "Broadcast Latency": Benchmark("osu_bcast", "broadcast", "MPI_CHAR"),
+              "Allgather Latency": Benchmark("osu_allgather", "all_gather", "MPI_CHAR"),
+              "All-to-All Personalized Exchange Latency": Benchmark("osu_alltoall", "alltoall", "MPI_CHAR"),
+              "Gather Latency": Benchmark("osu_gather", "gather", "MPI_CHAR"),
+              "Scatter Latency": Benchmark("osu_scatter", "scatter", "MPI_CHAR")}
 # MPI datatype name -> (trainscope dtype, bytes).
 DTYPES = {"MPI_CHAR": ("int8", 1), "MPI_SIGNED_CHAR": ("int8", 1), "MPI_INT": ("int32", 4), "MPI_FLOAT": ("float32", 4)}
 AVG, MIN, MAX, ITERATIONS, VALIDATION = "Avg Latency(us)", "Min Latency(us)", "Max Latency(us)", "Iterations", "Validation"
@@ -133,12 +133,14 @@ def _record(cells: list[str], columns: list[str], where: Where, bench: Benchmark
         if values[VALIDATION] not in VALIDATION_STATUS:
             where.fail(f"{VALIDATION} {values[VALIDATION]!r} is not Pass or Fail")
         wrong = VALIDATION_STATUS[values[VALIDATION]]
-    nbytes = size * ranks if bench.per_rank else size
-    factor = bus_factor(bench.op, ranks)
+    op = collective(bench.op)
+    nbytes = size * ranks if op.whole_buffer else size  # OSU's size is then one rank's block
+    factor = op.bus_factor(ranks)
     algbw = nbytes / t / 1e3  # bytes per microsecond / 1e3 = GB/s (a tiny t overflows to infinity: refused after)
     # count as trainscope's records (and nccl-tests) give it: elements per call and rank, one rank's block where it has one
-    row = Row(bench.op, "mpi", name, bench.redop, bench.root, ranks, ranks, nbytes, size // width, False, iters, t, algbw,
-              algbw * factor, factor, wrong)
+    redop, root = OSU_REDOP if op.reduces else None, OSU_ROOT if op.rooted else None
+    row = Row(op.name, "mpi", name, redop, root, ranks, ranks, nbytes, size // width, False, iters, t, algbw, algbw * factor,
+              factor, wrong)
     src = source(Tool.OSU, version, bench.program, where)
     if ITERATIONS not in values:
         src["assumed"] = ["iters"]  # OMB's default loop counts: a run with -i ran others, and the output would not say

@@ -99,13 +99,3 @@ def collective_record(row: Row, src: JsonObject) -> Record:
             "check": {"performed": row.wrong is not None, "passed": None if row.wrong is None else row.wrong == 0,
                       "wrong": row.wrong or 0},
             "source": src}
-
-
-# busbw = algbw * factor, nccl-tests' factors (doc/PERFORMANCE.md), which trainscope's collectives use too.
-def bus_factor(op: str, nranks: int) -> float:
-    n = nranks
-    if op == "all_reduce":
-        return 2 * (n - 1) / n
-    if op in ("all_gather", "reduce_scatter", "alltoall", "gather", "scatter"):
-        return (n - 1) / n
-    return 1.0  # broadcast, reduce, sendrecv

@@ -29,12 +29,6 @@ def _validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(_schema(), format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
 
 
-def collective_ops() -> list[str]:
-    """The collectives in the order of trainscope's registry (comm/collectives/registry.cpp): the schema's
-    enum of a collective record's op, which a unit test there holds equal to the registry."""
-    return list(_schema()["$defs"]["collective"]["properties"]["op"]["enum"])
-
-
 def record_field_accepts(kind: str, path: tuple[str, ...], value: Any) -> bool:
     """Whether a record of `kind` may hold `value` at `path` (a field, or a field of a nested object): a
     value no result can hold (a misspelt test name) is a typo in whatever selects records by it."""
@@ -110,7 +104,16 @@ def _first_error(validator: jsonschema.Draft202012Validator, document: Any, name
     if errors:
         e = errors[0]
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise InputError(f"{name}: {e.json_path}: {e.message[:300]}{more}")
+        raise InputError(f"{name}: {e.json_path}: {_message(e)[:300]}{more}")
+
+
+def _message(e: Any) -> str:
+    """jsonschema's message, but for a value outside a oneOf of consts (the schema's declared choices, each with its
+    facts: a collective's op) the choices, as an enum's message names them."""
+    choices = e.schema.get(e.validator) if e.validator == "oneOf" else None
+    if choices and all(isinstance(c, dict) and "const" in c for c in choices):
+        return f"{e.instance!r} is not one of {[c['const'] for c in choices]!r}"
+    return str(e.message)
 
 
 @dataclass

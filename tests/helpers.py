@@ -83,20 +83,6 @@ def measurements(doc):
     return [r for r in doc["records"] if r["kind"] != "telemetry"]
 
 
-# The ops whose record counts the whole gathered buffer (docs/architecture.md "Formulas").
-WHOLE_BUFFER = {"all_gather", "reduce_scatter", "alltoall", "gather", "scatter"}
-
-
-def bus_factor(op, n):
-    """docs/architecture.md "Formulas": 2(n-1)/n for all-reduce; (n-1)/n for the gathered ops; 1 for broadcast, reduce,
-    send/recv."""
-    if op == "all_reduce":
-        return 2 * (n - 1) / n
-    if op in WHOLE_BUFFER:
-        return (n - 1) / n
-    return 1.0
-
-
 def python_with_torch():
     """A python3 that imports torch (this one, or Debian's python3-torch's), or a visible skip."""
     for py in (sys.executable, "/usr/bin/python3"):

@@ -116,6 +116,7 @@ int runFromCommandLine(const CollectivesArgs& args, const std::vector<std::strin
 CollectivesOptions resolveForSuite(const CollectivesArgs& a) {
   CollectivesOptions o = resolveCollectivesArgs(a);
   o.backend = resolveBackend(o.backend);
+  fitOpsToBackend(o, o.backend);
   return o;
 }
 

@@ -51,7 +51,8 @@ CollectivesOptions resolveCollectivesArgs(const CollectivesArgs& raw) {
   if (!device.cuda()) throw UsageError("--device cpu: collectives on the CPU are --backend mpi");
   o.gpus.first = device.index;
   o.ops.clear();
-  if (raw.ops == "all")
+  o.allOps = raw.ops == "all";
+  if (o.allOps)
     o.ops = allCollectives();
   else
     for (const auto& name : splitNonEmpty(raw.ops, ',')) o.ops.push_back(&findCollective(name));
@@ -87,6 +88,20 @@ CollectivesOptions resolveCollectivesArgs(const CollectivesArgs& raw) {
     throw UsageError(fmt::format("--mpi-reduce-scatter: '{}' is not {}", raw.mpiReduceScatter, mpiReduceScatterChoices()));
   validate(o);
   return o;
+}
+
+void fitOpsToBackend(CollectivesOptions& o, BackendKind backend) {
+  std::vector<const Collective*> kept;
+  for (const Collective* c : o.ops) {
+    if (c->runsOn(backend)) {
+      kept.push_back(c);
+      continue;
+    }
+    if (!o.allOps) throw UsageError(fmt::format("--ops {}: {}", c->name(), c->whyNotOn(backend)));
+    o.opsLeftOut.push_back(c);
+  }
+  if (kept.empty()) throw UsageError(fmt::format("--ops all: the {} backend runs none of the collectives", backendName(backend)));
+  o.ops = kept;
 }
 
 namespace {

@@ -21,6 +21,8 @@ struct CollectivesOptions {
   BootstrapKind bootstrap = BootstrapKind::kAuto;
   GpuChoice gpus;  // NCCL: GPUs per process (--gpus-per-process) and the first one (--device cuda:N)
   std::vector<const Collective*> ops;
+  bool allOps = false;                        // --ops all: the ops the backend runs (fitOpsToBackend)
+  std::vector<const Collective*> opsLeftOut;  // what --ops all left out, the backend not running it
   std::vector<DType> dtypes = {DType::kFloat32};
   std::vector<RedOp> redops = {RedOp::kSum};
   std::uint64_t minBytes = 8;
@@ -67,6 +69,10 @@ std::vector<std::uint64_t> sweepSizes(const CollectivesOptions& o, std::size_t e
 // records' bytes strictly increase.
 std::vector<CollectiveLayout> sweepLayouts(const Collective& c, const std::vector<std::uint64_t>& sizes, std::size_t eltSize,
                                            int nranks);
+// Keeps the ops the (resolved) backend runs, as their declarations say (x-backends): --ops all leaves out
+// the others, naming them in opsLeftOut; a named op the backend does not run is a UsageError. Called once the
+// backend is known and before any work, so that no run dies at an op's first launch.
+void fitOpsToBackend(CollectivesOptions& o, BackendKind backend);
 // Checks everything that does not need the world (sizes, counts, flags); UsageError naming the option.
 void validate(const CollectivesOptions& o);
 nlohmann::json toJson(const CollectivesOptions& o);

@@ -92,6 +92,11 @@ class CollectivesRun {
       std::printf("# warmup %d, %d iterations x %d trials, time = median of the slowest rank, check %s%s\n", o_.warmup, o_.iters,
                   o_.trials, o_.check ? "on" : "off", o_.graph ? fmt::format(", CUDA graph of {} ops", o_.graph).c_str() : "");
       if (comm_.worldSize() == 1) std::printf("%s", oneRankNotice().c_str());
+      if (!o_.opsLeftOut.empty()) {
+        std::string names;
+        for (const Collective* c : o_.opsLeftOut) names += (names.empty() ? "" : ", ") + std::string(c->name());
+        std::printf("# --ops all: left out %s, which the %s backend does not run\n", names.c_str(), comm_.backend().c_str());
+      }
       std::fflush(stdout);
     }
     std::size_t wrongTotal = 0;
@@ -396,10 +401,12 @@ std::size_t runCollectivesStep(const CollectivesOptions& o, RunContext& ctx) {
 
 int runCollectives(const CollectivesOptions& o, const std::vector<std::string>& argv) {
   const BackendKind backend = resolveBackend(o.backend);
-  CollectivesOptions resolved = o;
+  CollectivesOptions asked = o;
+  fitOpsToBackend(asked, backend);  // before the run opens: the config names the ops that run
+  CollectivesOptions resolved = asked;
   resolved.backend = backend;
-  auto session =
-      RunSession::open(resolved.bootstrap, backend == BackendKind::kMpi, "collectives", argv, toJson(o), o.jsonPath, o.timeoutS);
+  auto session = RunSession::open(resolved.bootstrap, backend == BackendKind::kMpi, "collectives", argv, toJson(asked),
+                                  o.jsonPath, o.timeoutS);
   const std::size_t wrong = runCollectivesStep(resolved, session->context());
   session->finish();
   return wrong ? 1 : 0;

@@ -1,14 +1,11 @@
-// all_gather: every rank ends with all ranks' blocks, rank q's at q*count.
-// Bytes are the whole gathered buffer; bus factor (n-1)/n: each rank receives the n-1 blocks it lacks.
+// all_gather: every rank ends with all ranks' blocks, rank q's at q*count (declared in the result schema).
 #include "comm/collectives/collective_file.h"
 
 namespace ts {
 namespace {
 class AllGather final : public Collective {
  public:
-  std::string_view name() const override { return "all_gather"; }
-  BufferShape shape() const override { return BufferShape::kGathered; }
-  double busFactor(int n) const override { return ringFactor(n); }
+  using Collective::Collective;
   double input(const CollectiveArgs&, int rank, std::size_t i) const override { return movedInput(rank, i); }
   std::optional<double> expected(const CollectiveArgs&, int, std::size_t i, const CollectiveLayout& lay) const override {
     return movedInput(static_cast<int>(i / lay.count), i % lay.count);

@@ -1,15 +1,12 @@
-// all_reduce: every rank ends with the reduction of all ranks' buffers.
-// Bus factor 2(n-1)/n: a ring reduce-scatter then all-gather moves each byte over 2(n-1)/n links.
+// all_reduce: every rank ends with the reduction of all ranks' buffers (declared, with its shape and bus
+// factor, in reports/schema/result-v1.schema.json).
 #include "comm/collectives/collective_file.h"
 
 namespace ts {
 namespace {
 class AllReduce final : public Collective {
  public:
-  std::string_view name() const override { return "all_reduce"; }
-  bool reduces() const override { return true; }
-  BufferShape shape() const override { return BufferShape::kFlat; }
-  double busFactor(int n) const override { return 2.0 * ringFactor(n); }
+  using Collective::Collective;
   double input(const CollectiveArgs& a, int rank, std::size_t i) const override { return reductionInput(a.redop, rank, i); }
   std::optional<double> expected(const CollectiveArgs& a, int, std::size_t i, const CollectiveLayout&) const override {
     return reducedValue(a.redop, a.dtype, a.nranks, i);

@@ -1,14 +1,12 @@
-// alltoall: rank r sends block q of its buffer to rank q and receives rank q's block r at q*count.
-// Bytes are the whole buffer; bus factor (n-1)/n: all but the block kept locally crosses a link.
+// alltoall: rank r sends block q of its buffer to rank q and receives rank q's block r at q*count (declared
+// in the result schema).
 #include "comm/collectives/collective_file.h"
 
 namespace ts {
 namespace {
 class AllToAll final : public Collective {
  public:
-  std::string_view name() const override { return "alltoall"; }
-  BufferShape shape() const override { return BufferShape::kExchanged; }
-  double busFactor(int n) const override { return ringFactor(n); }
+  using Collective::Collective;
   double input(const CollectiveArgs&, int rank, std::size_t i) const override { return movedInput(rank, i); }
   std::optional<double> expected(const CollectiveArgs&, int rank, std::size_t i, const CollectiveLayout& lay) const override {
     return movedInput(static_cast<int>(i / lay.count), rank * lay.count + i % lay.count);

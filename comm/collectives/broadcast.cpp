@@ -1,4 +1,4 @@
-// broadcast: every rank ends with the root's buffer. Bus factor 1: a pipelined chain moves each byte once per link.
+// broadcast: every rank ends with the root's buffer (declared in the result schema).
 #include <cstring>
 
 #include "comm/collectives/collective_file.h"
@@ -7,10 +7,7 @@ namespace ts {
 namespace {
 class Broadcast final : public Collective {
  public:
-  std::string_view name() const override { return "broadcast"; }
-  bool rooted() const override { return true; }
-  BufferShape shape() const override { return BufferShape::kFlat; }
-  double busFactor(int) const override { return 1.0; }
+  using Collective::Collective;
   double input(const CollectiveArgs&, int rank, std::size_t i) const override { return movedInput(rank, i); }
   std::optional<double> expected(const CollectiveArgs& a, int, std::size_t i, const CollectiveLayout&) const override {
     return movedInput(a.root, i);

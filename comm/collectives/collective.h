@@ -1,12 +1,13 @@
 #pragma once
-// One collective = one small file, comm/collectives/<name>.cpp (as nccl-tests has one per collective):
-// how many bytes a size moves and in what buffers (shape, hence layout), the bus-bandwidth factor, how
-// inputs are filled, what every output element must be, and the MPI and NCCL calls that run it. A shared
-// driver (bench/collectives/collectives_runner) does the rest.
-// The one list of them is the result schema's enum of collective ops
-// (reports/schema/result-v1.schema.json): the build compiles comm/collectives/<name>.cpp for each name
-// there, in that order, and registry.cpp lists them from it; --ops, its help, the tracker's records and
-// the report's order all read that list.
+// One collective = its declaration and one small file. The declaration is its entry in the result
+// schema's collective op (reports/schema/result-v1.schema.json, the op's oneOf): its name, buffer shape,
+// bus factor, whether it reduces or takes a root, and the backends that run it. The build compiles
+// comm/collectives/<name>.cpp for each entry, in that order, with those facts (CollectiveFacts, from the
+// generated collective_list.inc), and the reports and tests read the same entries
+// (reports/collective_facts.py); --ops, its help, the tracker's records and the report's order follow.
+// The file (as nccl-tests has one per collective) says how inputs are filled, what every output element
+// must be, and the MPI and NCCL calls that run it. A shared driver (bench/collectives/collectives_runner)
+// does the rest.
 #include <cstddef>
 #include <functional>
 #include <optional>
@@ -41,6 +42,27 @@ struct MpiCall;
 struct MpiRequest;
 struct NcclCall;
 
+// busbw = algbw x this factor on n ranks: the share of the data each rank's busiest link carries, so that
+// the figure compares with the hardware's link bandwidth whatever the rank count (nccl-tests' factors). The
+// schema's x-bus-factor spells each as its formula.
+enum class BusFactor {
+  kTwiceRing,  // 2(n-1)/n: a ring reduce-scatter then all-gather (all_reduce)
+  kRing,       // (n-1)/n: all but this rank's block crosses a link (the gathered, scattered and exchanged ops)
+  kOne,        // 1: each byte crosses each link once (broadcast, reduce, sendrecv)
+};
+double busFactorOn(BusFactor f, int nranks);
+
+// What the schema declares of one collective, as the build compiles it in (collective_list.inc).
+struct CollectiveFacts {
+  std::string_view name;
+  BufferShape shape;
+  BusFactor busFactor;
+  bool reduces;  // takes --redop
+  bool rooted;   // takes --root
+  bool onMpi;    // the backends that run it (x-backends)
+  bool onNccl;
+};
+
 struct CollectiveArgs {
   DType dtype = DType::kFloat32;
   RedOp redop = RedOp::kSum;
@@ -57,20 +79,25 @@ struct InPlaceGeometry {
 
 class Collective {
  public:
+  explicit Collective(const CollectiveFacts& facts) : facts_(facts) {}
   virtual ~Collective() = default;
-  virtual std::string_view name() const = 0;
-  virtual bool reduces() const { return false; }  // takes --redop
-  virtual bool rooted() const { return false; }   // takes --root
+  const CollectiveFacts& facts() const { return facts_; }
+  std::string_view name() const { return facts_.name; }
+  bool reduces() const { return facts_.reduces; }
+  bool rooted() const { return facts_.rooted; }
+  BufferShape shape() const { return facts_.shape; }
+  // Whether the declaration names this backend (a resolved one: mpi or nccl).
+  bool runsOn(BackendKind b) const;
+  // "the nccl backend does not run it (its backends: mpi)": why not, for a backend it does not run on.
+  std::string whyNotOn(BackendKind b) const;
 
-  virtual BufferShape shape() const = 0;
   // The layout for a requested size, rounded down to what the op can divide among nranks.
   CollectiveLayout layout(std::size_t bytes, std::size_t eltSize, int nranks) const;
   // The layout of a call with this count argument (what a training step issues): its bytes are those the
   // sweep records for the same call, so the two compare.
   CollectiveLayout layoutOfCount(std::size_t count, std::size_t eltSize, int nranks) const;
-  // busbw = algbw * busFactor: the fraction of the data each rank's busiest link carries, so that the
-  // figure compares with the hardware's link bandwidth whatever the rank count.
-  virtual double busFactor(int nranks) const = 0;
+  // busbw = algbw * busFactor (BusFactor).
+  double busFactor(int nranks) const { return busFactorOn(facts_.busFactor, nranks); }
   // Element i of `rank`'s input buffer.
   virtual double input(const CollectiveArgs& a, int rank, std::size_t i) const = 0;
   // Element i of `rank`'s output buffer after the op; nullopt where the op defines nothing (non-root ranks).
@@ -92,6 +119,9 @@ class Collective {
   virtual void runNccl(const NcclCall& n, const CollectiveCall& c) const;
   // Whether NCCL defines the op with send == recv (its in-place form).
   virtual bool ncclInPlace() const { return true; }
+
+ private:
+  const CollectiveFacts facts_;
 };
 
 // The registry (registry.cpp), in its order: that of `--ops all`, the help and the report.
@@ -101,21 +131,27 @@ const Collective& findCollective(std::string_view name);
 // "all_reduce, all_gather, ..., sendrecv": the registry's names in order, for help texts and errors.
 std::string collectiveNameList();
 
-inline double ringFactor(int n) { return n > 1 ? static_cast<double>(n - 1) / n : 0.0; }
+// Each collective's declaration, by name (collective_facts::all_reduce): one per entry of the generated list.
+namespace collective_facts {
+#define TS_COLLECTIVE(name, ...) inline constexpr CollectiveFacts name{#name, __VA_ARGS__};
+#include "comm/collectives/collective_list.inc"
+#undef TS_COLLECTIVE
+}  // namespace collective_facts
 
 // Each collective by name, as code calls it (collectives::all_reduce()): one accessor per entry of the
 // generated list, defined in the collective's file by TS_DEFINE_COLLECTIVE.
 namespace collectives {
-#define TS_COLLECTIVE(name) const Collective& name();
+#define TS_COLLECTIVE(name, ...) const Collective& name();
 #include "comm/collectives/collective_list.inc"
 #undef TS_COLLECTIVE
 }  // namespace collectives
 
-// In comm/collectives/<name>.cpp, after the class: the accessor the registry and callers use.
-#define TS_DEFINE_COLLECTIVE(name, Class) \
-  const Collective& collectives::name() { \
-    static const Class c;                 \
-    return c;                             \
+// In comm/collectives/<name>.cpp, after the class (which takes its facts: `using Collective::Collective;`):
+// the accessor the registry and callers use, the collective built with its declaration.
+#define TS_DEFINE_COLLECTIVE(name, Class)         \
+  const Collective& collectives::name() {         \
+    static const Class c(collective_facts::name); \
+    return c;                                     \
   }
 
 }  // namespace ts

@@ -1,15 +1,11 @@
-// gather: the root ends with every rank's block, rank q's at q*count.
-// Bytes are the whole gathered buffer; bus factor (n-1)/n: the root's link receives the n-1 other blocks.
+// gather: the root ends with every rank's block, rank q's at q*count (declared in the result schema).
 #include "comm/collectives/collective_file.h"
 
 namespace ts {
 namespace {
 class Gather final : public Collective {
  public:
-  std::string_view name() const override { return "gather"; }
-  bool rooted() const override { return true; }
-  BufferShape shape() const override { return BufferShape::kGathered; }
-  double busFactor(int n) const override { return ringFactor(n); }
+  using Collective::Collective;
   double input(const CollectiveArgs&, int rank, std::size_t i) const override { return movedInput(rank, i); }
   std::optional<double> expected(const CollectiveArgs& a, int rank, std::size_t i, const CollectiveLayout& lay) const override {
     if (rank != a.root) return std::nullopt;

@@ -1,16 +1,12 @@
-// reduce: the root ends with the reduction of all ranks' buffers; other ranks' outputs are undefined.
-// Bus factor 1.
+// reduce: the root ends with the reduction of all ranks' buffers; other ranks' outputs are undefined
+// (declared in the result schema).
 #include "comm/collectives/collective_file.h"
 
 namespace ts {
 namespace {
 class Reduce final : public Collective {
  public:
-  std::string_view name() const override { return "reduce"; }
-  bool reduces() const override { return true; }
-  bool rooted() const override { return true; }
-  BufferShape shape() const override { return BufferShape::kFlat; }
-  double busFactor(int) const override { return 1.0; }
+  using Collective::Collective;
   double input(const CollectiveArgs& a, int rank, std::size_t i) const override { return reductionInput(a.redop, rank, i); }
   std::optional<double> expected(const CollectiveArgs& a, int rank, std::size_t i, const CollectiveLayout&) const override {
     if (rank != a.root) return std::nullopt;

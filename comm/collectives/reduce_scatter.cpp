@@ -1,5 +1,5 @@
-// reduce_scatter: the reduction of all ranks' whole buffers, rank r keeping block r.
-// Bytes are the whole input buffer; bus factor (n-1)/n.
+// reduce_scatter: the reduction of all ranks' whole buffers, rank r keeping block r (declared in the result
+// schema).
 #include <cstring>
 #include <vector>
 
@@ -58,10 +58,7 @@ void issue(const MpiCall& m, const CollectiveCall& c, const Buffers& b, std::vec
 
 class ReduceScatter final : public Collective {
  public:
-  std::string_view name() const override { return "reduce_scatter"; }
-  bool reduces() const override { return true; }
-  BufferShape shape() const override { return BufferShape::kScattered; }
-  double busFactor(int n) const override { return ringFactor(n); }
+  using Collective::Collective;
   double input(const CollectiveArgs& a, int rank, std::size_t i) const override { return reductionInput(a.redop, rank, i); }
   std::optional<double> expected(const CollectiveArgs& a, int rank, std::size_t i, const CollectiveLayout& lay) const override {
     return reducedValue(a.redop, a.dtype, a.nranks, rank * lay.count + i);

@@ -1,7 +1,8 @@
-// The registry: the collectives in the order of the result schema's enum of collective ops, which the
-// build turns into collective_list.inc (comm/CMakeLists.txt) and compiles comm/collectives/<name>.cpp
-// for. Adding a collective: its file (with TS_DEFINE_COLLECTIVE), its name in that enum, and its test.
-// The order is that of `--ops all`, the help and the report.
+// The registry: the collectives in the order of their declarations in the result schema (the collective
+// op's oneOf), which the build turns into collective_list.inc (comm/CMakeLists.txt) and compiles
+// comm/collectives/<name>.cpp for. Adding a collective: its declaration there, its file (with
+// TS_DEFINE_COLLECTIVE), and its test's reference (tests/unit/collective_references.cpp). The order is that
+// of `--ops all`, the help and the report.
 #include <fmt/format.h>
 
 #include "base/error.h"
@@ -11,7 +12,7 @@ namespace ts {
 
 const std::vector<const Collective*>& allCollectives() {
   static const std::vector<const Collective*> all = {
-#define TS_COLLECTIVE(name) &collectives::name(),
+#define TS_COLLECTIVE(name, ...) &collectives::name(),
 #include "comm/collectives/collective_list.inc"
 #undef TS_COLLECTIVE
   };

@@ -1,15 +1,11 @@
-// scatter: rank r ends with block r of the root's buffer.
-// Bytes are the root's whole buffer; bus factor (n-1)/n: the root's link sends the n-1 other blocks.
+// scatter: rank r ends with block r of the root's buffer (declared in the result schema).
 #include "comm/collectives/collective_file.h"
 
 namespace ts {
 namespace {
 class Scatter final : public Collective {
  public:
-  std::string_view name() const override { return "scatter"; }
-  bool rooted() const override { return true; }
-  BufferShape shape() const override { return BufferShape::kScattered; }
-  double busFactor(int n) const override { return ringFactor(n); }
+  using Collective::Collective;
   double input(const CollectiveArgs&, int rank, std::size_t i) const override { return movedInput(rank, i); }
   std::optional<double> expected(const CollectiveArgs& a, int rank, std::size_t i, const CollectiveLayout& lay) const override {
     return movedInput(a.root, rank * lay.count + i);

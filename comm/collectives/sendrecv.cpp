@@ -1,14 +1,11 @@
-// sendrecv: a ring shift; rank r sends its buffer to r+1 and receives r-1's. Bus factor 1: every link
-// carries the buffer once, in one direction.
+// sendrecv: a ring shift; rank r sends its buffer to r+1 and receives r-1's (declared in the result schema).
 #include "comm/collectives/collective_file.h"
 
 namespace ts {
 namespace {
 class SendRecv final : public Collective {
  public:
-  std::string_view name() const override { return "sendrecv"; }
-  BufferShape shape() const override { return BufferShape::kFlat; }
-  double busFactor(int) const override { return 1.0; }
+  using Collective::Collective;
   double input(const CollectiveArgs&, int rank, std::size_t i) const override { return movedInput(rank, i); }
   std::optional<double> expected(const CollectiveArgs& a, int rank, std::size_t i, const CollectiveLayout&) const override {
     return movedInput((rank - 1 + a.nranks) % a.nranks, i);

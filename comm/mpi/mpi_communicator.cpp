@@ -128,6 +128,10 @@ MpiCommunicator::~MpiCommunicator() {
 }
 
 bool MpiCommunicator::supports(const Collective& op, DType t, RedOp, std::string* why) const {
+  if (!op.runsOn(BackendKind::kMpi)) {
+    if (why) *why = op.whyNotOn(BackendKind::kMpi);
+    return false;
+  }
   if (op.reduces() && (t == DType::kFloat16 || t == DType::kBFloat16)) {
     if (why)
       *why = fmt::format("the mpi backend cannot reduce {} (MPI has no 16-bit float arithmetic); use float32, or --backend nccl",

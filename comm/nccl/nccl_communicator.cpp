@@ -63,7 +63,11 @@ NcclCommunicator::~NcclCommunicator() {
 
 std::string NcclCommunicator::device(int l) const { return fmt::format("cuda:{}", locals_[l].device); }
 
-bool NcclCommunicator::supports(const Collective&, DType, RedOp, std::string*) const { return true; }
+bool NcclCommunicator::supports(const Collective& op, DType, RedOp, std::string* why) const {
+  if (op.runsOn(BackendKind::kNccl)) return true;
+  if (why) *why = op.whyNotOn(BackendKind::kNccl);
+  return false;
+}
 
 bool NcclCommunicator::supportsInPlace(const Collective& op) const { return op.ncclInPlace(); }
 

@@ -4,8 +4,9 @@ Records imported from another tool (importers.py) are their own series, named by
 square markers and no band: one average per size has no spread to show."""
 from collections import defaultdict
 
+from ..collective_facts import names as collective_names
 from ..json_types import Block, Record
-from ..load import Result, collective_ops
+from ..load import Result
 from ..plots import SPREAD, PlotSink, log2_size_axis, log_axis, new_figure, rate_spread, size_label
 from ..side_by_side import side_by_side
 
@@ -60,7 +61,7 @@ class CollectivesSection:
         peak_rows: list[list[str]] = []
         # Overlaid runs: each (op, series, placement) once, a column per run and its change against the first.
         side: defaultdict[tuple[str, str, bool], dict[str, float]] = defaultdict(dict)
-        order = collective_ops()  # the registry's order; ops it does not know (none, once validated) go last
+        order = collective_names()  # the registry's order; ops it does not know (none, once validated) go last
         for op in [o for o in order if o in by_op] + sorted(o for o in by_op if o not in order):
             series = by_op[op]
             fig, (bw_ax, lat_ax) = new_figure(ncols=2)

@@ -8,16 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, WHOLE_BUFFER, base_env, bus_factor, measurements, read_jsonl, run_trainscope, trainscope_path
-
-OPS = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "gather", "scatter", "sendrecv"]
-REDUCING = {"all_reduce", "reduce_scatter", "reduce"}
+from helpers import ROOT, base_env, measurements, read_jsonl, run_trainscope, trainscope_path
+from reports.collective_facts import bus_factor, collective, on_backend
 
 
 def expected_sizes(op, n, sizes, elt):
     out = set()
     for s in sizes:
-        if op in WHOLE_BUFFER:
+        if collective(op).whole_buffer:
             count = s // (elt * n)
             if count:
                 out.add(count * n * elt)
@@ -46,9 +44,9 @@ def test_full_sweep_checks_clean_and_follows_the_formulas(np, tmp_path, validate
         t = rec["time_us"]
         assert t["n"] == 5 and t["min"] <= t["median"] <= t["p95"] <= t["max"]
         seen.add((rec["op"], rec["dtype"], rec["redop"], rec["bytes"], rec["in_place"]))
-    for op in OPS:
+    for op in on_backend("mpi"):  # what --ops all runs on MPI
         for dtype in ("float32", "int32"):
-            for redop in (["sum", "max"] if op in REDUCING else [None]):
+            for redop in (["sum", "max"] if collective(op).reduces else [None]):
                 for size in expected_sizes(op, np, sizes, 4):
                     for in_place in (False, True):
                         assert (op, dtype, redop, size, in_place) in seen, (op, dtype, redop, size, in_place)
@@ -61,7 +59,7 @@ def test_full_sweep_checks_clean_and_follows_the_formulas(np, tmp_path, validate
     assert [r["rank"] for r in layout["ranks"]] == list(range(np)) and all(r["device"] == "cpu" for r in layout["ranks"])
     assert all(len(rec["samples_us"]) == 5 and min(rec["samples_us"]) == rec["time_us"]["min"] for rec in records)
     # The table: one section per (op, dtype, redop) and no wrong element anywhere.
-    assert r.out.count("# Out of bounds values : 0 OK") == sum(2 * (2 if op in REDUCING else 1) for op in OPS)
+    assert r.out.count("# Out of bounds values : 0 OK") == sum(2 * (2 if collective(op).reduces else 1) for op in on_backend("mpi"))
 
 
 def test_every_dtype_and_reduction_the_mpi_backend_supports(tmp_path, validate):
@@ -234,7 +232,7 @@ def test_a_factor_near_one_sweeps_strictly_increasing_whole_elements(tmp_path, v
     validate(doc)
     for op in ("all_reduce", "all_gather", "reduce_scatter"):
         sizes = [rec["bytes"] for rec in measurements(doc) if rec["op"] == op]
-        unit = 4 * (2 if op in WHOLE_BUFFER else 1)
+        unit = 4 * (2 if collective(op).whole_buffer else 1)
         assert len(sizes) > 10 and sizes == sorted(set(sizes)), (op, sizes)
         assert all(s % unit == 0 and 8 <= s <= 1024 for s in sizes), (op, sizes)
     assert all(rec["check"]["passed"] for rec in measurements(doc))

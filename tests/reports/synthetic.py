@@ -6,6 +6,8 @@ import random
 import sys
 from pathlib import Path
 
+from reports.collective_facts import collective
+
 ROOT = Path(__file__).resolve().parents[2]
 
 HOST = {
@@ -70,8 +72,8 @@ def make_record(op="all_reduce", nbytes=1 << 20, samples=None, in_place=False, t
     samples = samples or [100.0] * 20
     st = stats(samples)
     algbw = nbytes / (st["median"] * 1e-6) / 1e9
-    factor = 1.0 if op in ("all_reduce",) else 0.5
-    return {"kind": "collective", "op": op, "backend": "mpi", "dtype": dtype, "redop": "sum" if op in ("all_reduce", "reduce_scatter", "reduce") else None,
+    factor = collective(op).bus_factor(2)
+    return {"kind": "collective", "op": op, "backend": "mpi", "dtype": dtype, "redop": "sum" if collective(op).reduces else None,
             "root": None, "ranks": 2, "processes": 2, "bytes": nbytes, "count": nbytes // 4, "in_place": in_place, "graph": 0,
             "iters": len(samples) // trials, "trials": trials, "timer": "steady_clock", "time_us": st, "samples_us": samples,
             "host_time_us": stats([st["mean"]] * trials), "algbw_gbps": algbw, "bus_factor": factor, "busbw_gbps": algbw * factor,

@@ -6,8 +6,6 @@
 namespace ts::test {
 namespace {
 
-double ring(int n) { return n > 1 ? double(n - 1) / n : 0.0; }
-
 // The reduction of element i over all ranks, as the op and dtype define it (an integer average truncates).
 double reduced(const Buffers& in, const CollectiveArgs& a, std::size_t i) {
   double acc = in[0][i];
@@ -27,30 +25,23 @@ double reduced(const Buffers& in, const CollectiveArgs& a, std::size_t i) {
 
 const std::vector<CollectiveReference>& collectiveReferences() {
   static const std::vector<CollectiveReference> all = {
-      {"all_reduce", [](int n) { return 2 * ring(n); }, false,
+      {"all_reduce",
        [](const Buffers& in, const CollectiveArgs& a, std::size_t, int, std::size_t i) { return reduced(in, a, i); }},
-      {"all_gather", ring, true,
+      {"all_gather",
        [](const Buffers& in, const CollectiveArgs&, std::size_t k, int, std::size_t i) { return in[i / k][i % k]; }},
-      {"reduce_scatter", ring, true,
+      {"reduce_scatter",
        [](const Buffers& in, const CollectiveArgs& a, std::size_t k, int r, std::size_t i) { return reduced(in, a, r * k + i); }},
-      {"broadcast", [](int) { return 1.0; }, false,
-       [](const Buffers& in, const CollectiveArgs& a, std::size_t, int, std::size_t i) { return in[a.root][i]; }},
-      {"reduce", [](int) { return 1.0; }, false,
-       [](const Buffers& in, const CollectiveArgs& a, std::size_t, int r, std::size_t i) {
-         return r == a.root ? reduced(in, a, i) : NAN;
-       }},
-      {"alltoall", ring, true,
+      {"broadcast", [](const Buffers& in, const CollectiveArgs& a, std::size_t, int, std::size_t i) { return in[a.root][i]; }},
+      {"reduce", [](const Buffers& in, const CollectiveArgs& a, std::size_t, int r,
+                    std::size_t i) { return r == a.root ? reduced(in, a, i) : NAN; }},
+      {"alltoall",
        [](const Buffers& in, const CollectiveArgs&, std::size_t k, int r, std::size_t i) { return in[i / k][r * k + i % k]; }},
-      {"gather", ring, true,
-       [](const Buffers& in, const CollectiveArgs& a, std::size_t k, int r, std::size_t i) {
-         return r == a.root ? in[i / k][i % k] : NAN;
-       }},
-      {"scatter", ring, true,
+      {"gather", [](const Buffers& in, const CollectiveArgs& a, std::size_t k, int r,
+                    std::size_t i) { return r == a.root ? in[i / k][i % k] : NAN; }},
+      {"scatter",
        [](const Buffers& in, const CollectiveArgs& a, std::size_t k, int r, std::size_t i) { return in[a.root][r * k + i]; }},
-      {"sendrecv", [](int) { return 1.0; }, false,
-       [](const Buffers& in, const CollectiveArgs& a, std::size_t, int r, std::size_t i) {
-         return in[(r + a.nranks - 1) % a.nranks][i];
-       }},
+      {"sendrecv", [](const Buffers& in, const CollectiveArgs& a, std::size_t, int r,
+                      std::size_t i) { return in[(r + a.nranks - 1) % a.nranks][i]; }},
   };
   return all;
 }

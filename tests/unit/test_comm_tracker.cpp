@@ -6,7 +6,6 @@
 #include <set>
 #include <string>
 
-#include "collective_references.h"
 #include "comm/collectives/collective.h"
 #include "workloads/parallel/comm_tracker.h"
 
@@ -56,7 +55,7 @@ TEST(CommTracker, NamesAndSizesEveryCollectiveAsTheSweepRecordsIt) {
       const Collective& c = *allCollectives()[i];
       const wl::CollectiveTiming& t = step.collectives[i];
       EXPECT_EQ(t.op, c.name());
-      const std::size_t blocks = test::findReference(t.op)->wholeBuffer ? static_cast<std::size_t>(n) : 1;
+      const std::size_t blocks = c.shape() == BufferShape::kFlat ? 1 : static_cast<std::size_t>(n);
       EXPECT_EQ(t.bytes, kCount * 8 * blocks) << t.op << " n=" << n;
       // And the sweep, asked for those bytes, runs the same call.
       EXPECT_EQ(c.layout(t.bytes, 8, n).count, kCount) << t.op << " n=" << n;
