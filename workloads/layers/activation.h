@@ -9,11 +9,13 @@ enum class ActivationKind { kRelu, kGelu };
 
 }  // namespace ts::wl
 
+namespace ts {
 template <>
-struct ts::EnumNames<ts::wl::ActivationKind> {
+struct EnumNames<wl::ActivationKind> {
   static constexpr std::pair<std::string_view, wl::ActivationKind> kNames[] = {{"relu", wl::ActivationKind::kRelu},
                                                                                {"gelu", wl::ActivationKind::kGelu}};
 };
+}  // namespace ts
 
 namespace ts::wl {
 

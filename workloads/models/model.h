@@ -32,21 +32,23 @@ enum class ImageLayoutChoice { kAuto, kNchw, kNhwc };
 
 }  // namespace ts::wl
 
+namespace ts {
 template <>
-struct ts::EnumNames<ts::wl::ItemKind> {
+struct EnumNames<wl::ItemKind> {
   static constexpr std::pair<std::string_view, wl::ItemKind> kNames[] = {{"samples", wl::ItemKind::kSamples},
                                                                          {"tokens", wl::ItemKind::kTokens}};
 };
 template <>
-struct ts::EnumNames<ts::wl::CnnStem> {
+struct EnumNames<wl::CnnStem> {
   static constexpr std::pair<std::string_view, wl::CnnStem> kNames[] = {{"cifar", wl::CnnStem::kCifar},
                                                                         {"imagenet", wl::CnnStem::kImagenet}};
 };
 template <>
-struct ts::EnumNames<ts::wl::ImageLayoutChoice> {
+struct EnumNames<wl::ImageLayoutChoice> {
   static constexpr std::pair<std::string_view, wl::ImageLayoutChoice> kNames[] = {
       {"auto", wl::ImageLayoutChoice::kAuto}, {"nchw", wl::ImageLayoutChoice::kNchw}, {"nhwc", wl::ImageLayoutChoice::kNhwc}};
 };
+}  // namespace ts
 
 namespace ts::wl {
 
