@@ -13,6 +13,12 @@ ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_PATH = ROOT / "reports" / "schema" / "result-v1.schema.json"
 
 
+def kernel_ops() -> list[str]:
+    """The kernel ops in the registry's order: the result schema's enum, from which the build makes the registry
+    (kernels/CMakeLists.txt). Tests read them here rather than keep a list (test_registry_lists.py holds them to it)."""
+    return json.loads(SCHEMA_PATH.read_text())["$defs"]["kernel"]["properties"]["op"]["enum"]
+
+
 def trainscope_path() -> str:
     path = os.environ.get("TRAINSCOPE", str(ROOT / "build" / "trainscope"))
     if not Path(path).exists():

@@ -83,7 +83,7 @@ void adamwUpdate(Device& d, float* params, const float* grads, float* m, float* 
 void rmspropUpdate(Device& d, float* params, const float* grads, float* sq, std::size_t n, float lr, float alpha, float eps,
                    float weightDecay);
 // The element-wise optimizers' step over a model's tensors at once (cpu::updateMany: one parallel region);
-// on CUDA one launch per tensor (its multi-tensor kernel, adamwUpdateMulti, takes one weight decay for all).
+// on CUDA one launch per tensor.
 void updateMany(Device& d, const cpu::UpdateRule& rule, const std::vector<cpu::UpdateTensor>& tensors);
 void lambUpdate(Device& d, float* params, const float* grads, float* m, float* v, float* update, std::size_t n, float lr,
                 float beta1, float beta2, float eps, float weightDecay, int t);

@@ -602,7 +602,7 @@ EvalResult Trainer::evaluate() {
   // Every rank evaluates as many rows, so the group's mean of the ranks' means is the mean over all rows.
   e.loss = sync_->groupMean(lossSum / rows);
   e.accuracy = sync_->groupMean(correct / rows);
-  e.perplexity = model_->itemName() == "tokens" ? std::exp(e.loss) : 0.0;
+  e.perplexity = model_->itemKind() == ItemKind::kTokens ? std::exp(e.loss) : 0.0;
   e.items = static_cast<std::int64_t>(rows) * dataParallel();
   e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return e;

@@ -1,8 +1,9 @@
 #pragma once
-// The training loop of one process: data (prefetched in a loader thread), forward, backward and the
+// The training loop of one rank: data (prefetched in a loader thread), forward, backward and the
 // optimizer update, each timed as its own phase; gradient accumulation over micro-batches, clipping by
-// global norm, the learning-rate schedule, checkpoints and resume. `trainscope train` (bench/) drives it
-// and writes the records; the parallel layouts will wrap the same pieces.
+// global norm, the learning-rate schedule, checkpoints and resume. The parallel layout is inside it: the
+// rank's place in the Mesh (dp, tp, pp), its gradient sync (ZeRO, ps-async) and its pipeline stage.
+// `trainscope train` (bench/train/) drives it and writes the records (TrainOptions::toJson: their config).
 #include <cstdint>
 #include <memory>
 #include <optional>

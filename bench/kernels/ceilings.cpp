@@ -66,7 +66,7 @@ std::vector<CeilingSpec> cpuGemmCeilingSpecs() {
     CeilingSpec s;
     s.source = fmt::format("gemm {} float32 (OpenBLAS)", shape.name);
     s.make = [shape] {
-      std::shared_ptr<KernelCase> kc = gemmKernelOp().make(shape, KernelSettings{});
+      std::shared_ptr<KernelCase> kc = kernel_ops::gemm().make(shape, KernelSettings{});
       return CeilingRunner{[kc] { return hostTimeUs([&] { kc->run(); }); }, kc->flops()};
     };
     out.push_back(std::move(s));

@@ -75,7 +75,7 @@ std::vector<CeilingSpec> cudaGemmCeilingSpecs(Precision p, int device) {
     s.source = fmt::format("cuBLASLt gemm {} {}", shape.name, precisionName(p));
     s.make = [shape, p, device] {
       CUDA_CHECK(cudaSetDevice(device));
-      std::shared_ptr<KernelCase> kc = gemmKernelOp().makeCuda(shape, KernelSettings{p});
+      std::shared_ptr<KernelCase> kc = kernel_ops::gemm().makeCuda(shape, KernelSettings{p});
       auto timer = std::make_shared<cuda::DeviceTimer>(static_cast<cudaStream_t>(kc->deviceStream()));
       return CeilingRunner{[kc, timer] {
                              return timer

@@ -5,6 +5,7 @@
 #include "bench/commands.h"
 #include "bench/kernels/kernels_options.h"
 #include "bench/run_flags.h"
+#include "kernels/specs/kernel_op.h"
 
 namespace ts {
 namespace {
@@ -14,10 +15,7 @@ const OptionTable<KernelsArgs>& kernelsOptions() {
     OptionTable<KernelsArgs> t;
     const auto opts = TS_FIELD(opts);
     t.group("What is measured");
-    t.add("--ops",
-          "all, or a comma list of gemm, conv2d, conv2d_bwd_data, conv2d_bwd_filter, attention, layernorm, softmax, gelu, "
-          "cross_entropy, adamw",
-          TS_FIELD(ops), TextForm::kList);
+    t.add("--ops", "all, or a comma list of " + kernelOpNameList(), TS_FIELD(ops), TextForm::kList);
     // --device and --precision: train's words for the same choices (the suite keys stay backend and dtype).
     onUnknownChoice(t.add("--backend,--device", "cpu, cuda (GPU 0), or auto: cuda when a GPU is present", TS_FIELD(backend)),
                     notOneOf<KernelBackend>());
@@ -69,15 +67,14 @@ SuiteStep readKernelsStep(StepReader& r) { return tableStep(r, kernelsOptions(),
 }  // namespace
 
 Subcommand kernelsSubcommand() {
-  return {
-      "kernels",
-      "Measure the compute ops (GEMM, convolution, attention, layernorm, softmax, GELU, cross-entropy, AdamW) on the roofline",
-      [](CLI::App& sub) {
-        return addTable<KernelsArgs>(
-            sub, kernelsOptions(), std::make_shared<KernelsArgs>(),
-            [](const KernelsArgs& a, const std::vector<std::string>& argv) { return runKernels(resolveKernelsArgs(a), argv); });
-      },
-      readKernelsStep, kernelsOptions().describe()};
+  return {"kernels", "Measure the compute ops on the roofline: " + kernelOpNameList(),
+          [](CLI::App& sub) {
+            return addTable<KernelsArgs>(sub, kernelsOptions(), std::make_shared<KernelsArgs>(),
+                                         [](const KernelsArgs& a, const std::vector<std::string>& argv) {
+                                           return runKernels(resolveKernelsArgs(a), argv);
+                                         });
+          },
+          readKernelsStep, kernelsOptions().describe()};
 }
 
 }  // namespace ts

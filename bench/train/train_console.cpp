@@ -24,7 +24,7 @@ void printTrainBanner(wl::Trainer& trainer, const TrainRunOptions& o, const wl::
     const bool syncBn = mesh.layout().dp > 1 && cfg.kind == wl::ModelKind::kCnn;  // whether batch norm meets the dp group
     std::printf("# layout %s over %d ranks: %lld %s per rank per micro-batch%s; this rank updates %zu of %lld parameters\n",
                 mesh.layout().name().c_str(), mesh.worldSize(), static_cast<long long>(trainer.microBatchSize()),
-                model.itemName() == "tokens" ? "sequences" : "samples",
+                model.itemKind() == wl::ItemKind::kTokens ? "sequences" : "samples",
                 !syncBn                                                     ? ""
                 : trainer.options().layout.syncBn == wl::SyncBatchNorm::kOn ? ", batch norm over the whole batch (--sync-bn on)"
                                                                             : ", batch norm over each rank's own (--sync-bn off)",

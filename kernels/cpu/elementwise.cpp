@@ -121,14 +121,8 @@ void roundToHalf(float* x, std::size_t n) {
 void castToBFloat16(std::uint16_t* out, const float* inp, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) out[i] = floatToBFloat16(inp[i]);
 }
-void castFromBFloat16(float* out, const std::uint16_t* inp, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) out[i] = bfloat16ToFloat(inp[i]);
-}
 void castToHalf(std::uint16_t* out, const float* inp, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) out[i] = floatToHalf(inp[i]);
-}
-void castFromHalf(float* out, const std::uint16_t* inp, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) out[i] = halfToFloat(inp[i]);
 }
 
 }  // namespace ts::cpu

@@ -76,14 +76,6 @@ void adamwUpdate(float* params, const float* grads, float* m, float* v, std::siz
   });
 }
 
-void adamwUpdateMulti(const AdamwTensor* tensors, std::size_t count, float lr, float beta1, float beta2, float eps,
-                      float weightDecay, int t) {
-  std::vector<UpdateTensor> many;
-  for (std::size_t i = 0; i < count; ++i)
-    many.push_back({tensors[i].params, tensors[i].grads, tensors[i].m, tensors[i].v, tensors[i].n, weightDecay});
-  updateMany({ElementwiseUpdate::kAdamW, lr, beta1, beta2, eps, 0.0f, 0.0f, t}, many.data(), many.size());
-}
-
 namespace {
 // Adam with L2 decay in the gradient, in float (PyTorch's arithmetic): g = grad + wd p, the moments, then
 // p -= (lr / c1) m / (sqrt(v) / sqrt(c2) + eps). Reads p, g, m, v; writes p, m, v.

@@ -163,17 +163,6 @@ inline AdamFactors adamFactors(float lr, float beta1, float beta2, int t) {
 // in float as PyTorch computes it: p - lr wd p - (lr / c1) m / (sqrt(v) / sqrt(c2) + eps), c = 1 - beta^t.
 void adamwUpdate(float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1, float beta2,
                  float eps, float weightDecay, int t);
-// The same AdamW step over many tensors at once (a model's parameters): one call, one launch per group on
-// CUDA instead of one per tensor.
-struct AdamwTensor {
-  float* params;
-  const float* grads;
-  float* m;
-  float* v;
-  std::size_t n;
-};
-void adamwUpdateMulti(const AdamwTensor* tensors, std::size_t count, float lr, float beta1, float beta2, float eps,
-                      float weightDecay, int t);
 // Adam with L2 weight decay added to the gradient (the original Adam): g' = g + wd p, then the Adam step
 // (in float, as AdamW's).
 void adamUpdate(float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1, float beta2,
@@ -250,10 +239,9 @@ void rowsFromHeads(float* rows, const float* heads, int B, int T, int NH, int D,
 void roundToBFloat16(float* x, std::size_t n);
 void roundToHalf(float* x, std::size_t n);
 
-// float32 <-> bfloat16 / float16 (round to nearest even).
+// float32 -> bfloat16 / float16 (round to nearest even): the reference the GPU tests hold cuda::castTo* to,
+// which the mixed-precision weights take (workloads/device_cuda.cpp).
 void castToBFloat16(std::uint16_t* out, const float* inp, std::size_t n);
-void castFromBFloat16(float* out, const std::uint16_t* inp, std::size_t n);
 void castToHalf(std::uint16_t* out, const float* inp, std::size_t n);
-void castFromHalf(float* out, const std::uint16_t* inp, std::size_t n);
 
 }  // namespace ts::cpu

@@ -104,14 +104,6 @@ __global__ void toHalfKernel(std::uint16_t* out, const float* inp, std::size_t n
   for (std::size_t i = firstIndex(); i < n; i += gridStride()) out[i] = __half_as_ushort(__float2half_rn(inp[i]));
 }
 
-__global__ void fromBf16Kernel(float* out, const std::uint16_t* inp, std::size_t n) {
-  for (std::size_t i = firstIndex(); i < n; i += gridStride()) out[i] = __bfloat162float(__ushort_as_bfloat16(inp[i]));
-}
-
-__global__ void fromHalfKernel(float* out, const std::uint16_t* inp, std::size_t n) {
-  for (std::size_t i = firstIndex(); i < n; i += gridStride()) out[i] = __half2float(__ushort_as_half(inp[i]));
-}
-
 // The CPU's float <-> bfloat16 / float16 conversions (base/dtype.cpp), on the device, bit for bit.
 __device__ std::uint32_t toBFloat16Bits(float f) {
   const std::uint32_t x = __float_as_uint(f);
@@ -222,15 +214,6 @@ void castToHalf(std::uint16_t* out, const float* inp, std::size_t n, cudaStream_
   toHalfKernel<<<elementGrid(n), kBlock, 0, s>>>(out, inp, n);
   CUDA_CHECK(cudaGetLastError());
 }
-void castFromBFloat16(float* out, const std::uint16_t* inp, std::size_t n, cudaStream_t s) {
-  fromBf16Kernel<<<elementGrid(n), kBlock, 0, s>>>(out, inp, n);
-  CUDA_CHECK(cudaGetLastError());
-}
-void castFromHalf(float* out, const std::uint16_t* inp, std::size_t n, cudaStream_t s) {
-  fromHalfKernel<<<elementGrid(n), kBlock, 0, s>>>(out, inp, n);
-  CUDA_CHECK(cudaGetLastError());
-}
-
 void roundToBFloat16(float* x, std::size_t n, cudaStream_t stream) {
   if (n == 0) return;
   roundToBFloat16Kernel<<<elementGrid(n), kBlock, 0, stream>>>(x, n);

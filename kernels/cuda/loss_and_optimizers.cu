@@ -10,6 +10,7 @@
 #include <cfloat>
 #include <cmath>
 
+#include "kernels/cpu/ops.h"  // adamFactors: the CPU's step factors, bit for bit
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_common.cuh"
 #include "kernels/cuda/device_resources.h"
@@ -55,19 +56,6 @@ __global__ void adamwKernel(float* p, const float* g, float* m, float* v, std::s
                             float wd, float stepSize, float invSqrtC2) {
   for (std::size_t i = firstIndex(); i < n; i += gridStride())
     p[i] = adamwElement(p[i], g[i], m[i], v[i], lr, b1, b2, eps, wd, stepSize, invSqrtC2);
-}
-
-// Multi-tensor AdamW: blockIdx.y picks the tensor of the group, blockIdx.x strides over its elements;
-// the same 28 bytes per parameter as above, one launch for up to kMultiTensorGroup tensors.
-constexpr int kMultiTensorGroup = 48;  // 48 x 40-byte descriptors: within the 4 KiB of kernel parameters
-struct AdamwGroup {
-  cpu::AdamwTensor t[kMultiTensorGroup];
-};
-__global__ void adamwMultiKernel(AdamwGroup group, float lr, float b1, float b2, float eps, float wd, float stepSize,
-                                 float invSqrtC2) {
-  const cpu::AdamwTensor& x = group.t[blockIdx.y];
-  for (std::size_t i = firstIndex(); i < x.n; i += gridStride())
-    x.params[i] = adamwElement(x.params[i], x.grads[i], x.m[i], x.v[i], lr, b1, b2, eps, wd, stepSize, invSqrtC2);
 }
 
 // SGD with momentum: buf = mu buf + (g + wd p); p -= lr buf. Reads p, g, buf; writes p, buf (20 bytes per parameter).
@@ -174,24 +162,6 @@ void adamwUpdate(float* params, const float* grads, float* m, float* v, std::siz
   adamwKernel<<<elementGrid(n), kBlock, 0, s>>>(params, grads, m, v, n, lr, beta1, beta2, eps, weightDecay, f.stepSize,
                                                 f.invSqrtC2);
   CUDA_CHECK(cudaGetLastError());
-}
-void adamwUpdateMulti(const cpu::AdamwTensor* tensors, std::size_t count, float lr, float beta1, float beta2, float eps,
-                      float weightDecay, int t, cudaStream_t s) {
-  const cpu::AdamFactors f = cpu::adamFactors(lr, beta1, beta2, t);
-  for (std::size_t first = 0; first < count; first += kMultiTensorGroup) {
-    AdamwGroup group{};
-    const std::size_t n = std::min<std::size_t>(kMultiTensorGroup, count - first);
-    std::size_t largest = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      group.t[i] = tensors[first + i];
-      largest = std::max(largest, tensors[first + i].n);
-    }
-    if (largest == 0) continue;
-    // Blocks enough for the largest tensor; the smaller ones' blocks stride out early.
-    const dim3 grid(std::min<unsigned>(blocksFor(largest, kBlock), 4096u), static_cast<unsigned>(n));
-    adamwMultiKernel<<<grid, kBlock, 0, s>>>(group, lr, beta1, beta2, eps, weightDecay, f.stepSize, f.invSqrtC2);
-    CUDA_CHECK(cudaGetLastError());
-  }
 }
 void sgdMomentumUpdate(float* params, const float* grads, float* momentum, std::size_t n, float lr, float mu, float weightDecay,
                        cudaStream_t s) {

@@ -21,7 +21,6 @@
 #include <cuda_runtime_api.h>
 
 #include "base/dtype.h"
-#include "kernels/cpu/ops.h"  // the shared argument types (AdamwTensor)
 
 namespace ts::cuda {
 
@@ -63,11 +62,9 @@ double sumOfSquares(const float* x, std::size_t n, cudaStream_t stream);
 // the CPU's NaN encodings).
 void roundToBFloat16(float* x, std::size_t n, cudaStream_t stream);
 void roundToHalf(float* x, std::size_t n, cudaStream_t stream);
-// float32 <-> bfloat16 / float16 storage (round to nearest even, CUDA's conversions).
+// float32 -> bfloat16 / float16 storage (round to nearest even, CUDA's conversions).
 void castToBFloat16(std::uint16_t* out, const float* inp, std::size_t n, cudaStream_t stream);
 void castToHalf(std::uint16_t* out, const float* inp, std::size_t n, cudaStream_t stream);
-void castFromBFloat16(float* out, const std::uint16_t* inp, std::size_t n, cudaStream_t stream);
-void castFromHalf(float* out, const std::uint16_t* inp, std::size_t n, cudaStream_t stream);
 
 // ---- loss_and_optimizers.cu ----------------------------------------------------------------------------
 
@@ -75,9 +72,6 @@ void crossEntropyForwardBackward(float* losses, float* dlogits, const float* log
                                  std::size_t V, float dloss, cudaStream_t stream);
 void adamwUpdate(float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1, float beta2,
                  float eps, float weightDecay, int t, cudaStream_t stream);
-// `tensors` is a host array; the descriptors travel in the kernel's parameters, kMultiTensorGroup at a time.
-void adamwUpdateMulti(const cpu::AdamwTensor* tensors, std::size_t count, float lr, float beta1, float beta2, float eps,
-                      float weightDecay, int t, cudaStream_t stream);
 void sgdMomentumUpdate(float* params, const float* grads, float* momentum, std::size_t n, float lr, float mu, float weightDecay,
                        cudaStream_t stream);
 // CPU-exact from here to the end of the section.

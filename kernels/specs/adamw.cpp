@@ -112,8 +112,5 @@ class AdamWOp final : public KernelOp {
 };
 
 }  // namespace
-const KernelOp& adamwKernelOp() {
-  static const AdamWOp op;
-  return op;
-}
+TS_DEFINE_KERNEL_OP(adamw, AdamWOp)
 }  // namespace ts

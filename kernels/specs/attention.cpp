@@ -173,8 +173,5 @@ class AttentionOp final : public KernelOp {
 };
 
 }  // namespace
-const KernelOp& attentionKernelOp() {
-  static const AttentionOp op;
-  return op;
-}
+TS_DEFINE_KERNEL_OP(attention, AttentionOp)
 }  // namespace ts

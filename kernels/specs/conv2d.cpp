@@ -220,16 +220,6 @@ class ConvCase final : public KernelCase {
 };
 
 #ifdef TRAINSCOPE_HAVE_CUDNN
-// Random inputs rounded to the dtype, so that the reference sees exactly what the op sees.
-std::vector<float> roundedInputs(std::size_t n, unsigned seed, DType t) {
-  auto v = randomInputs(n, seed);
-  for (auto& x : v) {
-    if (t == DType::kBFloat16) x = bfloat16ToFloat(floatToBFloat16(x));
-    if (t == DType::kFloat16) x = halfToFloat(floatToHalf(x));
-  }
-  return v;
-}
-
 cuda::ConvolutionOptions optionsFor(Pass pass, const KernelSettings& k) {
   cuda::ConvolutionOptions o;
   o.precision = k.precision;
@@ -384,16 +374,7 @@ class ConvOp final : public KernelOp {
 };
 
 }  // namespace
-const KernelOp& conv2dKernelOp() {
-  static const ConvOp op(Pass::kForward);
-  return op;
-}
-const KernelOp& conv2dBwdDataKernelOp() {
-  static const ConvOp op(Pass::kBackwardData);
-  return op;
-}
-const KernelOp& conv2dBwdFilterKernelOp() {
-  static const ConvOp op(Pass::kBackwardFilter);
-  return op;
-}
+TS_DEFINE_KERNEL_OP(conv2d, ConvOp, Pass::kForward)
+TS_DEFINE_KERNEL_OP(conv2d_bwd_data, ConvOp, Pass::kBackwardData)
+TS_DEFINE_KERNEL_OP(conv2d_bwd_filter, ConvOp, Pass::kBackwardFilter)
 }  // namespace ts

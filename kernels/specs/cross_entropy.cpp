@@ -113,8 +113,5 @@ class CrossEntropyOp final : public KernelOp {
 };
 
 }  // namespace
-const KernelOp& crossEntropyKernelOp() {
-  static const CrossEntropyOp op;
-  return op;
-}
+TS_DEFINE_KERNEL_OP(cross_entropy, CrossEntropyOp)
 }  // namespace ts

@@ -84,8 +84,5 @@ class GeluOp final : public KernelOp {
 };
 
 }  // namespace
-const KernelOp& geluKernelOp() {
-  static const GeluOp op;
-  return op;
-}
+TS_DEFINE_KERNEL_OP(gelu, GeluOp)
 }  // namespace ts

@@ -107,16 +107,6 @@ class GemmCase final : public KernelCase {
 };
 
 #ifdef TRAINSCOPE_HAVE_CUDA
-// Inputs rounded to the dtype, so that the reference sees exactly what the op sees.
-std::vector<float> roundedInputs(std::size_t n, unsigned seed, DType t) {
-  auto v = randomInputs(n, seed);
-  for (auto& x : v) {
-    if (t == DType::kBFloat16) x = bfloat16ToFloat(floatToBFloat16(x));
-    if (t == DType::kFloat16) x = halfToFloat(floatToHalf(x));
-  }
-  return v;
-}
-
 class CudaGemmCase final : public KernelCase {
  public:
   CudaGemmCase(Dims d, Precision p)
@@ -252,8 +242,5 @@ class GemmOp final : public KernelOp {
 };
 
 }  // namespace
-const KernelOp& gemmKernelOp() {
-  static const GemmOp op;
-  return op;
-}
+TS_DEFINE_KERNEL_OP(gemm, GemmOp)
 }  // namespace ts

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/dtype.h"
 #include "base/precision.h"
 #include "kernels/cpu/convolution.h"
 
@@ -71,8 +72,27 @@ class KernelOp {
   virtual std::unique_ptr<KernelCase> makeCuda(const KernelShape&, const KernelSettings&) const { return nullptr; }
 };
 
+// The registry (registry.cpp): the ops in the order of the result schema's enum of kernel ops, from which the
+// build makes kernel_op_list.inc (kernels/CMakeLists.txt). Adding an op: its file (with TS_DEFINE_KERNEL_OP),
+// its name in that enum, its CPU implementation and its test. The order is that of `--ops all`, the help
+// and the report.
 const std::vector<const KernelOp*>& allKernelOps();
 const KernelOp& findKernelOp(std::string_view name);  // UsageError listing the known ones
+std::string kernelOpNameList();                       // "gemm, conv2d, ...": the registry's names, in order
+
+// One accessor per op of the generated list, defined in the op's file by TS_DEFINE_KERNEL_OP.
+namespace kernel_ops {
+#define TS_KERNEL_OP(name) const KernelOp& name();
+#include "kernels/specs/kernel_op_list.inc"
+#undef TS_KERNEL_OP
+}  // namespace kernel_ops
+
+// The accessor of op `name`: one Class, made with the arguments that follow.
+#define TS_DEFINE_KERNEL_OP(name, Class, ...) \
+  const KernelOp& kernel_ops::name() {        \
+    static const Class op{__VA_ARGS__};       \
+    return op;                                \
+  }
 
 // A case of type Case, or null when Case is void: each op file declares its CUDA case as void in a build
 // without CUDA, so makeCuda needs no #ifdef of its own.
@@ -90,18 +110,10 @@ std::vector<float> randomInputs(std::size_t n, unsigned seed, float lo = -1.0f, 
 double maxRelativeError(const float* got, const double* want, std::size_t n);
 // The check of n outputs against the float64 reference, passed when within tolerance.
 KernelCheck compareWith(const float* got, const double* want, std::size_t n, double tolerance);
+// randomInputs rounded to the storage type t (bfloat16, float16; others unchanged), so that the float64
+// reference sees exactly what a 16-bit op sees.
+std::vector<float> roundedInputs(std::size_t n, unsigned seed, DType t);
 void poison(std::vector<float>& v);
 void requireFloat32(std::string_view op, Precision precision);
-
-const KernelOp& gemmKernelOp();
-const KernelOp& layernormKernelOp();
-const KernelOp& softmaxKernelOp();
-const KernelOp& geluKernelOp();
-const KernelOp& crossEntropyKernelOp();
-const KernelOp& adamwKernelOp();
-const KernelOp& conv2dKernelOp();
-const KernelOp& conv2dBwdDataKernelOp();
-const KernelOp& conv2dBwdFilterKernelOp();
-const KernelOp& attentionKernelOp();
 
 }  // namespace ts

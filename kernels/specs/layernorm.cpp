@@ -111,8 +111,5 @@ class LayerNormOp final : public KernelOp {
 };
 
 }  // namespace
-const KernelOp& layernormKernelOp() {
-  static const LayerNormOp op;
-  return op;
-}
+TS_DEFINE_KERNEL_OP(layernorm, LayerNormOp)
 }  // namespace ts

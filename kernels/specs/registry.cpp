@@ -1,3 +1,5 @@
+// The registry of kernel ops (built from the result schema's enum, kernels/CMakeLists.txt) and the helpers
+// the op files share.
 #include <cmath>
 #include <limits>
 #include <random>
@@ -17,18 +19,23 @@ std::int64_t KernelShape::operator[](std::string_view d) const {
 
 const std::vector<const KernelOp*>& allKernelOps() {
   static const std::vector<const KernelOp*> ops = {
-      &gemmKernelOp(),      &conv2dKernelOp(),  &conv2dBwdDataKernelOp(), &conv2dBwdFilterKernelOp(), &attentionKernelOp(),
-      &layernormKernelOp(), &softmaxKernelOp(), &geluKernelOp(),          &crossEntropyKernelOp(),    &adamwKernelOp()};
+#define TS_KERNEL_OP(name) &kernel_ops::name(),
+#include "kernels/specs/kernel_op_list.inc"
+#undef TS_KERNEL_OP
+  };
   return ops;
 }
 
+std::string kernelOpNameList() {
+  std::string names;
+  for (const KernelOp* op : allKernelOps()) names += (names.empty() ? "" : ", ") + std::string(op->name());
+  return names;
+}
+
 const KernelOp& findKernelOp(std::string_view name) {
-  std::string known;
-  for (const KernelOp* op : allKernelOps()) {
+  for (const KernelOp* op : allKernelOps())
     if (op->name() == name) return *op;
-    known += (known.empty() ? "" : ", ") + std::string(op->name());
-  }
-  throw UsageError(fmt::format("--ops: unknown kernel '{}' (all, or a comma list of {})", name, known));
+  throw UsageError(fmt::format("--ops: unknown kernel '{}' (all, or a comma list of {})", name, kernelOpNameList()));
 }
 
 std::vector<float> randomInputs(std::size_t n, unsigned seed, float lo, float hi) {
@@ -57,6 +64,15 @@ KernelCheck compareWith(const float* got, const double* want, std::size_t n, dou
   r.tolerance = tolerance;
   r.passed = r.maxRelErr <= tolerance;
   return r;
+}
+
+std::vector<float> roundedInputs(std::size_t n, unsigned seed, DType t) {
+  auto v = randomInputs(n, seed);
+  for (auto& x : v) {
+    if (t == DType::kBFloat16) x = bfloat16ToFloat(floatToBFloat16(x));
+    if (t == DType::kFloat16) x = halfToFloat(floatToHalf(x));
+  }
+  return v;
 }
 
 void poison(std::vector<float>& v) { std::fill(v.begin(), v.end(), std::numeric_limits<float>::quiet_NaN()); }

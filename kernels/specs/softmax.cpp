@@ -90,8 +90,5 @@ class SoftmaxOp final : public KernelOp {
 };
 
 }  // namespace
-const KernelOp& softmaxKernelOp() {
-  static const SoftmaxOp op;
-  return op;
-}
+TS_DEFINE_KERNEL_OP(softmax, SoftmaxOp)
 }  // namespace ts

@@ -259,7 +259,7 @@ TEST(CudaAttention, HeadDimensionsBeyondTheFusedKernelAreUsageErrors) {
 // every precision each op supports.
 TEST(CudaGemm, BenchmarkCasesPassTheirChecks) {
   REQUIRE_GPU();
-  for (const KernelOp* op : {&gemmKernelOp(), &attentionKernelOp()})
+  for (const KernelOp* op : {&kernel_ops::gemm(), &kernel_ops::attention()})
     for (Precision p : {Precision::kFloat32, Precision::kTF32, Precision::kBFloat16, Precision::kFloat16}) {
       if (!op->supports(p, true)) continue;
       for (const KernelShape& shape : op->shapes(128, 64, 2, 1024)) {

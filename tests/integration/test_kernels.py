@@ -3,9 +3,10 @@ import json
 
 import pytest
 
-from helpers import run_trainscope
+from helpers import kernel_ops, run_trainscope
 
-OPS = {"gemm", "conv2d", "conv2d_bwd_data", "conv2d_bwd_filter", "attention", "layernorm", "softmax", "gelu", "cross_entropy", "adamw"}
+OPS = set(kernel_ops())
+CONV_PASSES = [op for op in kernel_ops() if op.split("_")[0] == "conv2d"]  # the forward and its backward passes
 
 
 LEVELS = ("l1", "l2", "l3", "dram")
@@ -156,7 +157,7 @@ def test_cpu_convolution_records_name_their_algorithm(tmp_path, validate, algo, 
     accumulating); heuristic is oneDNN where the build has it."""
     shapes = tmp_path / "shapes.toml"
     dims = "N = 2\nC = 5\nH = 9\nW = 7\nK = 16\nR = 3\nS = 3\nstride = 2\npad = 1\n"
-    shapes.write_text("".join(f'[[shape]]\nop = "{op}"\nname = "odd"\n{dims}\n' for op in ("conv2d", "conv2d_bwd_data", "conv2d_bwd_filter")))
+    shapes.write_text("".join(f'[[shape]]\nop = "{op}"\nname = "odd"\n{dims}\n' for op in CONV_PASSES))
     out = tmp_path / "c.json"
     r = run_trainscope(["kernels", "--backend", "cpu", "--shapes", shapes, "--no-ceilings", "-n", "2", "--conv-algo", algo, "--conv-layout", layout,
                         "--json", out])
@@ -169,7 +170,7 @@ def test_cpu_convolution_records_name_their_algorithm(tmp_path, validate, algo, 
     ran = recs[0]["details"]["algo"]
     assert ran == algo if algo != "heuristic" else ran in ("onednn", "im2col")
     assert f"# convolution: {ran}" in r.out and f", {layout}\n" in r.out, r.out
-    assert [x["op"] for x in recs] == ["conv2d", "conv2d_bwd_data", "conv2d_bwd_filter"]
+    assert [x["op"] for x in recs] == CONV_PASSES and len(CONV_PASSES) == 3
     for x in recs:
         assert x["check"]["passed"], x
         assert x["details"]["algo"] == ran and x["details"]["layout"] == layout and x["details"]["kernel"], x

@@ -85,5 +85,19 @@ TEST(ModelBounds, AShapeBeyondRangeIsRefusedAsItIsSet) {
             "--set widths=1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1: more than 16 stages");
 }
 
+// The model's closed choices are enums (model.h): an unknown word is refused where it is set, naming the choices, and the
+// record's config names the choice.
+TEST(ModelBounds, AClosedChoiceIsRefusedAsItIsSet) {
+  ModelConfig mlp = modelPreset(ModelKind::kMlp, "tiny");
+  EXPECT_EQ(test::usageError([&] { applyModelOverride(mlp, "activation=tanh"); }), "mlp: activation 'tanh' is not relu or gelu");
+  applyModelOverride(mlp, "activation=gelu");
+  EXPECT_EQ(mlp.toJson().at("activation"), "gelu");
+  ModelConfig cnn = modelPreset(ModelKind::kCnn, "tiny");
+  EXPECT_EQ(test::usageError([&] { applyModelOverride(cnn, "stem=mnist"); }), "cnn: stem 'mnist' is not cifar or imagenet");
+  EXPECT_EQ(test::usageError([&] { applyModelOverride(cnn, "layout=chwn"); }), "cnn: layout 'chwn' is not auto, nchw or nhwc");
+  EXPECT_EQ(cnn.toJson().at("stem"), "cifar");
+  EXPECT_EQ(modelPreset(ModelKind::kCnn, "resnet18").toJson().at("stem"), "imagenet");
+}
+
 }  // namespace
 }  // namespace ts::wl

@@ -7,12 +7,6 @@
 
 namespace ts::wl {
 
-ActivationKind parseActivation(const std::string& name) {
-  if (name == "relu") return ActivationKind::kRelu;
-  if (name == "gelu") return ActivationKind::kGelu;
-  throw UsageError(fmt::format("--activation: unknown activation '{}' (relu, gelu)", name));
-}
-
 Activation::Activation(Arena& arena, ActivationKind kind, std::vector<std::int64_t> shape)
     : kind_(kind), y_(arena.tensor(shape)), dx_(arena.tensor(shape)) {}
 

@@ -1,11 +1,23 @@
 #pragma once
 // Elementwise activations: ReLU and GELU (tanh approximation). One read and one write per element.
+#include "base/enum_names.h"
 #include "workloads/layers/layer.h"
 
 namespace ts::wl {
 
 enum class ActivationKind { kRelu, kGelu };
-ActivationKind parseActivation(const std::string& name);  // relu | gelu; UsageError
+
+}  // namespace ts::wl
+
+namespace ts {
+template <>
+struct EnumNames<wl::ActivationKind> {
+  static constexpr std::pair<std::string_view, wl::ActivationKind> kNames[] = {{"relu", wl::ActivationKind::kRelu},
+                                                                               {"gelu", wl::ActivationKind::kGelu}};
+};
+}  // namespace ts
+
+namespace ts::wl {
 
 class Activation final : public Layer {
  public:

@@ -24,9 +24,9 @@ namespace ts::wl {
 namespace {
 
 ConvLayout layoutFor(const ModelConfig& c, const Device& device) {
-  if (c.layout == "nchw") return ConvLayout::kNchw;
+  if (c.layout == ImageLayoutChoice::kNchw) return ConvLayout::kNchw;
   const bool possible = !device.cuda() && cpu::haveOneDnn();
-  if (c.layout == "nhwc" && !possible)
+  if (c.layout == ImageLayoutChoice::kNhwc && !possible)
     throw UsageError(
         fmt::format("cnn: layout nhwc needs the CPU with oneDNN ({})",
                     device.cuda() ? "CUDA runs nchw" : "this build has no oneDNN: its im2col convolution runs nchw"));
@@ -40,7 +40,7 @@ class Cnn final : public SequentialClassifier {
     const Init init(c.seed);
     const std::int64_t cin = c.inputShape[0];
     std::int64_t h = c.inputShape[1], w = c.inputShape[2], ch = c.widths[0];
-    const bool imagenet = c.stem == "imagenet";
+    const bool imagenet = c.stem == CnnStem::kImagenet;
     const int k = imagenet ? 7 : 3, stride = imagenet ? 2 : 1;
     if (layout_ == ConvLayout::kNhwc) layers_.push_back(std::make_unique<ChannelsLast>(arena_, batch, cin, h, w));
     auto stem = std::make_unique<Conv2d>(

@@ -19,7 +19,7 @@ class Mlp final : public SequentialClassifier {
     const Init init(c.seed);
     std::int64_t in = 1;
     for (auto d : c.inputShape) in *= d;
-    const ActivationKind act = parseActivation(c.activation);
+    const ActivationKind act = c.activation;
     const std::int64_t linears = c.depth + 1;
     auto splitOf = [&](std::int64_t i) {  // i-th Linear: column, row, column, row, ..., the unpaired last one whole
       if (tp.ranks == 1 || (i == linears - 1 && i % 2 == 0)) return TensorSplit{};

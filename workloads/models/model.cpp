@@ -19,12 +19,12 @@ nlohmann::json ModelConfig::toJson() const {
     case ModelKind::kMlp:
       j["depth"] = depth;
       j["width"] = width;
-      j["activation"] = activation;
+      j["activation"] = nameOf(activation);
       break;
     case ModelKind::kCnn:
       j["widths"] = widths;
       j["blocks"] = blocks;
-      j["stem"] = stem;
+      j["stem"] = nameOf(stem);
       break;
     case ModelKind::kTransformer:
       j["layers"] = layers;

@@ -16,12 +16,41 @@
 #include "base/precision.h"
 #include "workloads/data/batch.h"
 #include "workloads/data/dataset.h"
+#include "workloads/layers/activation.h"
 #include "workloads/layers/cross_entropy.h"
 #include "workloads/layers/layer.h"
 
 namespace ts::wl {
 
 enum class ModelKind { kMlp, kCnn, kTransformer };
+// What a model's throughput counts: samples (classification) or tokens (language model; its loss has a perplexity).
+enum class ItemKind { kSamples, kTokens };
+// The cnn's stem: cifar (a 3x3 convolution) or imagenet (7x7 stride 2, then a 3x3 stride-2 max pool).
+enum class CnnStem { kCifar, kImagenet };
+// The cnn's activations layout (--set layout): auto is nhwc on the CPU with oneDNN, else nchw.
+enum class ImageLayoutChoice { kAuto, kNchw, kNhwc };
+
+}  // namespace ts::wl
+
+namespace ts {
+template <>
+struct EnumNames<wl::ItemKind> {
+  static constexpr std::pair<std::string_view, wl::ItemKind> kNames[] = {{"samples", wl::ItemKind::kSamples},
+                                                                         {"tokens", wl::ItemKind::kTokens}};
+};
+template <>
+struct EnumNames<wl::CnnStem> {
+  static constexpr std::pair<std::string_view, wl::CnnStem> kNames[] = {{"cifar", wl::CnnStem::kCifar},
+                                                                        {"imagenet", wl::CnnStem::kImagenet}};
+};
+template <>
+struct EnumNames<wl::ImageLayoutChoice> {
+  static constexpr std::pair<std::string_view, wl::ImageLayoutChoice> kNames[] = {
+      {"auto", wl::ImageLayoutChoice::kAuto}, {"nchw", wl::ImageLayoutChoice::kNchw}, {"nhwc", wl::ImageLayoutChoice::kNhwc}};
+};
+}  // namespace ts
+
+namespace ts::wl {
 
 // A model's resolved configuration: the preset's fields with the overrides applied and, where the data
 // decides them (input shape, classes, vocabulary), the data's values.
@@ -30,13 +59,13 @@ struct ModelConfig {
   std::string preset;  // tiny | small | ...
   // mlp
   std::int64_t depth = 0, width = 0;
-  std::string activation = "relu";
-  // cnn: stage widths and residual blocks per stage; "cifar" stem (3x3 conv) or "imagenet" (7x7/2 + max pool)
+  ActivationKind activation = ActivationKind::kRelu;
+  // cnn: stage widths and residual blocks per stage, and the stem
   std::vector<std::int64_t> widths, blocks;
-  std::string stem = "cifar";
-  // The activations' layout: auto (channels-last nhwc on the CPU with oneDNN, else nchw), nchw or nhwc (the
-  // CPU's only). Speed only: the same function, so not part of the model's identity (toJson, --resume).
-  std::string layout = "auto";
+  CnnStem stem = CnnStem::kCifar;
+  // The activations' layout (nhwc: the CPU's only). Speed only: the same function, so not part of the model's
+  // identity (toJson, --resume).
+  ImageLayoutChoice layout = ImageLayoutChoice::kAuto;
   // transformer
   std::int64_t layers = 0, hidden = 0, heads = 0, seqLen = 0, vocab = 0;
   // inputs and outputs (from the data for mlp/cnn)
@@ -89,7 +118,8 @@ class Model {
   double forwardFlops() const;
   // Samples (classification) or tokens (language model) per micro-batch: the unit of throughput.
   virtual std::int64_t itemsPerMicroBatch() const = 0;
-  virtual std::string itemName() const = 0;  // "samples" | "tokens"
+  virtual ItemKind itemKind() const = 0;
+  std::string itemName() const { return std::string(nameOf(itemKind())); }  // for the console and the record
   // The layout of the image activations (the CNN's); none for the others.
   virtual std::optional<ConvLayout> imageLayout() const { return std::nullopt; }
 

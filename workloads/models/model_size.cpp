@@ -58,7 +58,7 @@ Count mlpParameters(const ModelConfig& c) {
 // The stem's k x k convolution (no bias) and batch norm; each basic block's two 3x3 convolutions and batch norms, and a
 // 1x1 convolution and batch norm on the shortcut where the block changes the width or the resolution; the head.
 Count cnnParameters(const ModelConfig& c) {
-  const Count k = c.stem == "imagenet" ? 7 : 3;
+  const Count k = c.stem == CnnStem::kImagenet ? 7 : 3;
   std::int64_t channels = c.widths.empty() ? 0 : c.widths[0];
   Count n = Count(c.inputShape.empty() ? 0 : c.inputShape[0]) * channels * k * k + Count(2) * channels;
   for (std::size_t s = 0; s < c.widths.size() && s < c.blocks.size(); ++s)

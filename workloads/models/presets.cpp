@@ -24,11 +24,11 @@ ModelConfig mlp(std::int64_t depth, std::int64_t width) {
   c.width = width;
   return c;
 }
-ModelConfig cnn(std::vector<std::int64_t> widths, std::vector<std::int64_t> blocks, std::string stem) {
+ModelConfig cnn(std::vector<std::int64_t> widths, std::vector<std::int64_t> blocks, CnnStem stem) {
   ModelConfig c;
   c.widths = std::move(widths);
   c.blocks = std::move(blocks);
-  c.stem = std::move(stem);
+  c.stem = stem;
   return c;
 }
 ModelConfig gpt(std::int64_t layers, std::int64_t hidden, std::int64_t heads, std::int64_t seq, std::int64_t vocab) {
@@ -47,10 +47,10 @@ const std::vector<Preset>& presets() {
       {ModelKind::kMlp, "small", mlp(4, 512)},
       {ModelKind::kMlp, "base", mlp(8, 2048)},
       {ModelKind::kMlp, "deep", mlp(32, 1024)},  // as many parameters as base in 33 small layers: model states dominate
-      {ModelKind::kCnn, "tiny", cnn({16, 32, 64}, {1, 1, 1}, "cifar")},      // a 8-layer CIFAR ResNet
-      {ModelKind::kCnn, "resnet20", cnn({16, 32, 64}, {3, 3, 3}, "cifar")},  // He et al.'s CIFAR ResNet-20
-      {ModelKind::kCnn, "resnet18", cnn({64, 128, 256, 512}, {2, 2, 2, 2}, "imagenet")},
-      {ModelKind::kCnn, "resnet34", cnn({64, 128, 256, 512}, {3, 4, 6, 3}, "imagenet")},
+      {ModelKind::kCnn, "tiny", cnn({16, 32, 64}, {1, 1, 1}, CnnStem::kCifar)},      // a 8-layer CIFAR ResNet
+      {ModelKind::kCnn, "resnet20", cnn({16, 32, 64}, {3, 3, 3}, CnnStem::kCifar)},  // He et al.'s CIFAR ResNet-20
+      {ModelKind::kCnn, "resnet18", cnn({64, 128, 256, 512}, {2, 2, 2, 2}, CnnStem::kImagenet)},
+      {ModelKind::kCnn, "resnet34", cnn({64, 128, 256, 512}, {3, 4, 6, 3}, CnnStem::kImagenet)},
       {ModelKind::kTransformer, "tiny", gpt(2, 64, 4, 32, 256)},
       {ModelKind::kTransformer, "small", gpt(6, 384, 6, 256, 256)},      // byte-level, llm.c's shakespeare size
       {ModelKind::kTransformer, "gpt2", gpt(12, 768, 12, 1024, 50304)},  // GPT-2 small (vocabulary padded to 64)
@@ -87,6 +87,13 @@ std::vector<std::int64_t> parseList(const std::string& key, const std::string& v
   }
   if (out.empty()) throw UsageError(fmt::format("--set {}=: an empty list", key));
   return out;
+}
+
+// A closed choice of the model (activation, stem, layout), refused where it is set, in the words of the check it replaced.
+template <NamedEnum E>
+E choice(const ModelConfig& c, const std::string& key, const std::string& v) {
+  if (const auto e = enumFromName<E>(v)) return *e;
+  throw UsageError(fmt::format("{}: {} '{}' is not {}", nameOf(c.kind), key, v, enumNameList<E>()));
 }
 
 }  // namespace
@@ -128,15 +135,15 @@ void applyModelOverride(ModelConfig& c, const std::string& assignment) {
   else if (key == "width")
     c.width = parseShape(key, v, kMaxModelWidth);
   else if (key == "activation")
-    c.activation = v;
+    c.activation = choice<ActivationKind>(c, key, v);
   else if (key == "widths")
     c.widths = parseList(key, v, kMaxModelWidth);
   else if (key == "blocks")
     c.blocks = parseList(key, v, kMaxModelLayers);
   else if (key == "stem")
-    c.stem = v;
+    c.stem = choice<CnnStem>(c, key, v);
   else if (key == "layout")
-    c.layout = v;
+    c.layout = choice<ImageLayoutChoice>(c, key, v);
   else if (key == "layers")
     c.layers = parseShape(key, v, kMaxModelLayers);
   else if (key == "hidden")
@@ -156,8 +163,6 @@ void validateModelConfig(const ModelConfig& c, const data::DataInfo& d) {
   switch (c.kind) {
     case ModelKind::kMlp:
       need(c.depth >= 0 && c.width >= 1, fmt::format("mlp: depth {} and width {} must be >= 0 and >= 1", c.depth, c.width));
-      need(c.activation == "relu" || c.activation == "gelu",
-           fmt::format("mlp: activation '{}' is not relu or gelu", c.activation));
       need(d.task == data::Task::kClassification, fmt::format("mlp: the data '{}' is not a classification set", d.name));
       break;
     case ModelKind::kCnn: {
@@ -165,13 +170,10 @@ void validateModelConfig(const ModelConfig& c, const data::DataInfo& d) {
            fmt::format("cnn: {} stage widths but {} block counts: give one of each per stage", c.widths.size(), c.blocks.size()));
       for (std::size_t i = 0; i < c.widths.size(); ++i)
         need(c.widths[i] >= 1 && c.blocks[i] >= 1, "cnn: every stage needs a width >= 1 and at least 1 block");
-      need(c.stem == "cifar" || c.stem == "imagenet", fmt::format("cnn: stem '{}' is not cifar or imagenet", c.stem));
-      need(c.layout == "auto" || c.layout == "nchw" || c.layout == "nhwc",
-           fmt::format("cnn: layout '{}' is not auto, nchw or nhwc", c.layout));
       need(d.task == data::Task::kClassification && d.sampleShape.size() == 3,
            fmt::format("cnn: the data '{}' does not have images [C, H, W] (sample shape of {} dimensions)", d.name,
                        d.sampleShape.size()));
-      const std::int64_t minSide = (c.stem == "imagenet" ? 4 : 1) << (c.widths.size() - 1);
+      const std::int64_t minSide = (c.stem == CnnStem::kImagenet ? 4 : 1) << (c.widths.size() - 1);
       need(d.sampleShape[1] >= minSide && d.sampleShape[2] >= minSide,
            fmt::format("cnn: {}x{} images are too small for {} stages (at least {}x{})", d.sampleShape[1], d.sampleShape[2],
                        c.widths.size(), minSide, minSide));

@@ -10,7 +10,7 @@ class SequentialClassifier : public Model {
   const Tensor& embed(const data::Batch& batch, StepContext& ctx) override;
   void embedBackward(const Tensor&, StepContext&) override {}
   std::int64_t itemsPerMicroBatch() const override { return batch_; }
-  std::string itemName() const override { return "samples"; }
+  ItemKind itemKind() const override { return ItemKind::kSamples; }
 
  protected:
   SequentialClassifier(ModelConfig config, std::int64_t batch, Device& device);

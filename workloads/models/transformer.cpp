@@ -69,7 +69,7 @@ class Transformer final : public Model {
   }
 
   std::int64_t itemsPerMicroBatch() const override { return B_ * T_; }
-  std::string itemName() const override { return "tokens"; }
+  ItemKind itemKind() const override { return ItemKind::kTokens; }
 
  private:
   std::int64_t B_, T_, C_, V_;
