@@ -73,9 +73,10 @@ Subcommand kernelsSubcommand() {
       "kernels",
       "Measure the compute ops (GEMM, convolution, attention, layernorm, softmax, GELU, cross-entropy, AdamW) on the roofline",
       [](CLI::App& sub) {
-        return addTable<KernelsArgs>(
-            sub, kernelsOptions(), std::make_shared<KernelsArgs>(),
-            [](const KernelsArgs& a, const std::vector<std::string>& argv) { return runKernels(resolveKernelsArgs(a), argv); });
+        return addTable<KernelsArgs>(sub, kernelsOptions(), std::make_shared<KernelsArgs>(),
+                                     [](const KernelsArgs& a, const std::vector<std::string>& argv) {
+                                       return runKernels(resolveRecorded(kernelsOptions(), a, resolveKernelsArgs), argv);
+                                     });
       },
       readKernelsStep, kernelsOptions().describe()};
 }
