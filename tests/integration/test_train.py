@@ -57,7 +57,7 @@ def test_the_record_states_every_option_as_given_under_its_suite_key(tmp_path, v
     config = rec["config"]
     given = {k: v for k, v in config.items() if k != "resolved"}
     assert given == doc["run"]["config"]  # the record and the run state the same options
-    assert (config["synthetic_size"], config["lr_warmup"], config["memory_limit"], config["pp_schedule"]) == (512, 1, "1G", "gpipe")
+    assert (config["synthetic_size"], config["lr_warmup"], config["memory_limit"], config["pp_schedule"]) == (512, 1, "1G", "1f1b")
     assert config["label"] == "cfg" and "json" not in config  # --json: the output path, not recorded (its table says why)
     resolved = config["resolved"]
     assert resolved["data_info"]["size"] == 512 and resolved["memory_limit_bytes"] == 1 << 30
