@@ -54,14 +54,23 @@ Action addTable(CLI::App& sub, const OptionTable<Opts>& table, std::shared_ptr<O
   return [o, run](const std::vector<std::string>& argv) { return run(*o, argv); };
 }
 
+// `resolve` of the arguments a table filled, keeping the table's record of them as given in the options' `given`: the run's
+// config (the options' toJson adds what they resolved to), the same from the command line and from a suite.
+template <class Args, class Resolve>
+auto resolveRecorded(const OptionTable<Args>& table, const Args& a, Resolve resolve) {
+  auto o = resolve(a);
+  o.given = table.record(a);
+  return o;
+}
+
 // A suite step of a subcommand whose table fills Args, which `resolve` turns into the options that `run`
-// (the runner's step entry) takes; the resolved options are the step's recorded config.
+// (the runner's step entry) takes; the options' toJson (as given, and what they resolved to) is the step's recorded config.
 template <class Args, class Resolve, class Run>
 SuiteStep tableStep(StepReader& r, const OptionTable<Args>& table, Resolve resolve, Run run,
                     bool (*wantsMpi)(const decltype(resolve(Args{}))&) = nullptr) {
   Args a;
   table.readFromSuite(r, a);
-  const auto o = resolve(a);
+  const auto o = resolveRecorded(table, a, resolve);
   SuiteStep s;
   s.wantsMpi = wantsMpi && wantsMpi(o);
   s.config = toJson(o);

@@ -17,6 +17,10 @@
 // EnumNames (base/enum_names.h). A range can be given to an integer option too (closed ends): a count says
 // "--batch: must be a positive integer, got -1" and "--steps: 2147483648 is out of range (at most 2147483647)",
 // in a suite the same after the file, line and key.
+//
+// The table also writes the run's `config` (OptionTable::record): every option's value as given, under its suite key,
+// so an option added to the table is recorded with nothing else to keep in step; one left out says why
+// (`.notRecorded("an output path")`), and tests/unit/test_option_records.cpp holds every subcommand to that.
 #include <algorithm>
 #include <cstdint>
 #include <deque>
@@ -33,6 +37,7 @@
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "base/enum_names.h"
 #include "bench/step_reader.h"
@@ -103,6 +108,8 @@ struct OptionInfo {
   std::vector<std::string> aliases;
   std::string group;  // the help's heading over it; "" for the subcommand's plain "Options"
   bool hidden = false;
+  // Why the record's config leaves it out; "": it is there, under `key`, as given.
+  std::string notRecorded;
 };
 
 // The names the command line declares for an option: its own, then its aliases ("--ceiling,--ceilings,!--no-ceiling,
@@ -122,6 +129,8 @@ struct OptionDecl {
   std::function<void(StepReader&, Opts&)> readFromSuite;  // null: command line only
 
   std::function<double(const Opts&)> numberOf;  // a number option's value; null otherwise
+  // Its value in the record's config (OptionTable::record); null: not recorded, and info.notRecorded says why.
+  std::function<nlohmann::json(const Opts&)> recordOf;
   // An integer option's (or a list of integers') bounds, which the checks on both sides read when they run: a range
   // declared after add() narrows them. Null for any other option.
   std::shared_ptr<option_detail::IntegerBounds> integer;
@@ -131,6 +140,13 @@ struct OptionDecl {
     info.scope = OptionScope::kCommandLineOnly;
     info.why = std::move(why);
     readFromSuite = nullptr;
+    return *this;
+  }
+
+  // Left out of the record's config; `why` says why (an output path, a console setting).
+  OptionDecl& notRecorded(std::string why) {
+    info.notRecorded = std::move(why);
+    recordOf = nullptr;
     return *this;
   }
 
@@ -219,6 +235,15 @@ std::string choiceList(const char* sep) {
   for (const auto& [name, e] : EnumNames<E>::kNames)
     if (nameOf(e) == name) out += (out.empty() ? "" : sep) + std::string(name);
   return out;
+}
+
+// A field's value as the record's config holds it: an enum by its name, anything else as JSON has it.
+template <class T>
+nlohmann::json recordValue(const T& field) {
+  if constexpr (NamedEnum<T>)
+    return std::string(nameOf(field));
+  else
+    return field;
 }
 
 // "'maybe' is not on or off": the check of an on/off option (addOnOff).
@@ -335,6 +360,7 @@ class OptionTable {
     d.readFromSuite = [key = d.info.key, get, form, bounds = d.integer](StepReader& r, Opts& o) {
       option_detail::readField(r, key, get(o), form, bounds.get());
     };
+    d.recordOf = [get](const Opts& o) { return option_detail::recordValue(get(o)); };
     if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
       d.info.number = true;
       d.info.real = std::is_floating_point_v<T>;
@@ -356,18 +382,21 @@ class OptionTable {
           ->default_str(field ? "on" : "off");
     };
     d.readFromSuite = [key = d.info.key, get](StepReader& r, Opts& o) { get(o) = r.boolean(key, get(o)); };
+    d.recordOf = [get](const Opts& o) { return nlohmann::json(get(o)); };
     return push(std::move(d));
   }
 
-  // A suite key with no command-line option of its own (`why` says what the command line has instead).
-  OptionDecl<Opts>& addSuiteOnly(std::string key, std::string help, std::function<void(StepReader&, Opts&)> read,
-                                 std::string why) {
+  // A suite key with no command-line option of its own (`why` says what the command line has instead); `recordOf` gives
+  // its value in the record's config (null: say why with notRecorded).
+  OptionDecl<Opts>& addSuiteOnly(std::string key, std::string help, std::function<void(StepReader&, Opts&)> read, std::string why,
+                                 std::function<nlohmann::json(const Opts&)> recordOf = nullptr) {
     OptionDecl<Opts> d;
     d.info = infoOf(key, std::move(help));
     d.info.key = key;
     d.info.scope = OptionScope::kSuiteOnly;
     d.info.why = std::move(why);
     d.readFromSuite = std::move(read);
+    d.recordOf = std::move(recordOf);
     return push(std::move(d));
   }
 
@@ -385,6 +414,14 @@ class OptionTable {
   void readFromSuite(StepReader& r, Opts& o) const {
     for (const auto& d : decls_)
       if (d.readFromSuite) d.readFromSuite(r, o);
+  }
+  // The record's config: every recorded option's value as given, under its suite key (the values a suite step or the
+  // command line filled in, defaults included).
+  nlohmann::json record(const Opts& o) const {
+    nlohmann::json j = nlohmann::json::object();
+    for (const auto& d : decls_)
+      if (d.recordOf) j[d.info.key] = d.recordOf(o);
+    return j;
   }
   std::vector<OptionInfo> describe() const {
     std::vector<OptionInfo> out;

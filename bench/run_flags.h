@@ -51,7 +51,8 @@ OptionDecl<Opts>& addOutputFlags(OptionTable<Opts>& t, Holder holder) {
       "--json", "Write the result document here; records stream to the .jsonl beside it", [holder](auto& o) -> auto& {
         return holder(o).jsonPath;
       });
-  json.commandLineOnly("a suite writes one result document for all its steps (trainscope suite --json)");
+  json.commandLineOnly("a suite writes one result document for all its steps (trainscope suite --json)")
+      .notRecorded("the output path: the record is in the document it names");
   t.add(
       "--label",
       "A label for this run, carried into every record and the reports", [holder](auto& o) -> auto& { return holder(o).label; });

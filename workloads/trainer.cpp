@@ -369,13 +369,22 @@ double Trainer::flopsPerStep() const {
 }
 std::int64_t Trainer::itemsPerStep() const { return model_->itemsPerMicroBatch() * options_.microBatches * dataParallel(); }
 
-nlohmann::json Trainer::resolvedConfig() const {
-  nlohmann::json j = options_.toJson();
-  j["model"] = model_->config().toJson();
+nlohmann::json Trainer::resolved() const {
+  nlohmann::json j = {
+      {"model", model_->config().toJson()},
+      {"micro_batch", microBatchSize()},
+      {"data_info", {{"name", source_->info().name}, {"origin", source_->info().origin}, {"size", source_->info().size}}},
+      {"optimizer", options_.optimizer.toJson()},
+      {"schedule", options_.schedule.toJson()},
+      {"memory_limit_bytes", parseBytes(options_.memoryLimit, "--memory-limit")}};
   // What --set layout resolved to (auto: the device's and build's choice); not part of the model's identity.
   if (const auto layout = model_->imageLayout()) j["activation_layout"] = nameOf(*layout);
-  j["micro_batch"] = microBatchSize();
-  j["data_info"] = {{"name", source_->info().name}, {"origin", source_->info().origin}, {"size", source_->info().size}};
+  return j;
+}
+
+nlohmann::json Trainer::resolvedConfig() const {
+  nlohmann::json j = options_.toJson();
+  j.update(resolved());
   return j;
 }
 

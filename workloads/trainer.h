@@ -63,7 +63,7 @@ struct TrainOptions {
   data::Augment augment = data::Augment::kNone;  // --augment: the training images' random crop and flip
   double dropout = 0;                            // --dropout: the drop probability of the models' dropout layers (0: none)
   double targetAccuracy = 0, targetLoss = 0;
-  nlohmann::json toJson() const;
+  nlohmann::json toJson() const;  // a checkpoint's config (Trainer::resolvedConfig); a record's is the option table's
 };
 
 // Every check that reads no data and allocates nothing (flags, preset, overrides, optimizer, schedule; the model's
@@ -170,6 +170,12 @@ class Trainer {
   // Matmul/conv FLOPs of one optimizer step over all ranks (3x the forward of every micro-batch).
   double flopsPerStep() const;
   std::int64_t itemsPerStep() const;
+  // What the run resolved its options to: the model's whole configuration, the micro-batch, the data, the optimizer's and
+  // the schedule's settings (after --lr-scaling), the memory limit in bytes. The record's config.resolved, beside the options
+  // as given (bench/train/train_command.cpp writes those from the option table).
+  nlohmann::json resolved() const;
+  // The options and what they resolved to, as a checkpoint's index.json keeps them (--resume reads the model, the optimizer
+  // and the layout back from it).
   nlohmann::json resolvedConfig() const;
   // The dataset indices of the last micro-batch trained (model().logits() are its logits) and its loss.
   const std::vector<std::int64_t>& lastSampleIndices() const { return lastIndices_; }

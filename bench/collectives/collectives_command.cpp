@@ -67,27 +67,29 @@ const OptionTable<CollectivesArgs>& collectivesOptions() {
     // nccl-tests' flags, pasted from its command lines (nccl_tests_flags.h says what each means here).
     t.group("nccl-tests' flags");
     const std::string ncclTests = "nccl-tests' spelling; a suite step takes trainscope's own";
-    t.add("-t", "nccl-tests: threads per process (1: trainscope drives a process's GPUs from one thread)",
-          TS_FIELD(ncclTests.threads))
-        .commandLineOnly(ncclTests);
-    t.add("-c", "nccl-tests: check results, 0 or 1 (--no-check, --check)", TS_FIELD(ncclTests.check)).commandLineOnly(ncclTests);
-    t.add("-z", "nccl-tests: blocking collectives (0: trainscope queues and waits once)", TS_FIELD(ncclTests.blocking))
-        .commandLineOnly(ncclTests);
-    t.add("-a", "nccl-tests: which rank's time (3, the slowest: what trainscope reports)", TS_FIELD(ncclTests.average))
-        .commandLineOnly(ncclTests);
-    t.add("-R", "nccl-tests: buffer registration (0: none)", TS_FIELD(ncclTests.localRegister)).commandLineOnly(ncclTests);
-    t.add("-m", "nccl-tests: operations per iteration (1)", TS_FIELD(ncclTests.aggIters)).commandLineOnly(ncclTests);
-    t.add("-N", "nccl-tests: run cycles (1; --trials repeats each size)", TS_FIELD(ncclTests.runCycles))
-        .commandLineOnly(ncclTests);
-    t.add("-p", "nccl-tests: parallel NCCL init, 0 or 1 (the same with one thread per process)", TS_FIELD(ncclTests.parallelInit))
-        .commandLineOnly(ncclTests);
-    t.add("-y", "nccl-tests: the default stream (0: trainscope uses its own)", TS_FIELD(ncclTests.streamNull))
-        .commandLineOnly(ncclTests);
-    t.add("-C", "nccl-tests: report CPU time (0: the operation's time)", TS_FIELD(ncclTests.cpuTime)).commandLineOnly(ncclTests);
-    t.add("-S", "nccl-tests: timestamps per line (0)", TS_FIELD(ncclTests.timestamps)).commandLineOnly(ncclTests);
-    t.add("-O", "not an nccl-tests flag: answered with one line", TS_FIELD(ncclTests.capitalO))
-        .commandLineOnly(ncclTests)
-        .hiddenFromHelp();
+    const std::string spelled =
+        "nccl-tests' spelling: what it sets is in config.resolved (-c: check); the others take only the value that means "
+        "what trainscope does";
+    // Set on the command line only, and recorded as what it sets.
+    const auto ncclTestsFlag = [&](OptionDecl<CollectivesArgs>& d) -> OptionDecl<CollectivesArgs>& {
+      return d.commandLineOnly(ncclTests).notRecorded(spelled);
+    };
+    ncclTestsFlag(t.add("-t", "nccl-tests: threads per process (1: trainscope drives a process's GPUs from one thread)",
+                        TS_FIELD(ncclTests.threads)));
+    ncclTestsFlag(t.add("-c", "nccl-tests: check results, 0 or 1 (--no-check, --check)", TS_FIELD(ncclTests.check)));
+    ncclTestsFlag(
+        t.add("-z", "nccl-tests: blocking collectives (0: trainscope queues and waits once)", TS_FIELD(ncclTests.blocking)));
+    ncclTestsFlag(
+        t.add("-a", "nccl-tests: which rank's time (3, the slowest: what trainscope reports)", TS_FIELD(ncclTests.average)));
+    ncclTestsFlag(t.add("-R", "nccl-tests: buffer registration (0: none)", TS_FIELD(ncclTests.localRegister)));
+    ncclTestsFlag(t.add("-m", "nccl-tests: operations per iteration (1)", TS_FIELD(ncclTests.aggIters)));
+    ncclTestsFlag(t.add("-N", "nccl-tests: run cycles (1; --trials repeats each size)", TS_FIELD(ncclTests.runCycles)));
+    ncclTestsFlag(t.add("-p", "nccl-tests: parallel NCCL init, 0 or 1 (the same with one thread per process)",
+                        TS_FIELD(ncclTests.parallelInit)));
+    ncclTestsFlag(t.add("-y", "nccl-tests: the default stream (0: trainscope uses its own)", TS_FIELD(ncclTests.streamNull)));
+    ncclTestsFlag(t.add("-C", "nccl-tests: report CPU time (0: the operation's time)", TS_FIELD(ncclTests.cpuTime)));
+    ncclTestsFlag(t.add("-S", "nccl-tests: timestamps per line (0)", TS_FIELD(ncclTests.timestamps)));
+    ncclTestsFlag(t.add("-O", "not an nccl-tests flag: answered with one line", TS_FIELD(ncclTests.capitalO))).hiddenFromHelp();
     t.group("One run per transport, algorithm or protocol");
     t.add("--launcher", "How --transports/--algos/--protos start each run (default for mpi: 'mpirun -np 2')", TS_FIELD(launcher))
         .commandLineOnly(variant);
@@ -97,7 +99,7 @@ const OptionTable<CollectivesArgs>& collectivesOptions() {
 }
 
 int runFromCommandLine(const CollectivesArgs& args, const std::vector<std::string>& argv) {
-  const CollectivesOptions o = resolveCollectivesArgs(args);
+  const CollectivesOptions o = resolveRecorded(collectivesOptions(), args, resolveCollectivesArgs);
   if (args.transports.empty() && args.algos.empty() && args.protos.empty()) {
     if (!args.launcher.empty()) throw UsageError("--launcher goes with --transports, --algos or --protos");
     return runCollectives(o, argv);

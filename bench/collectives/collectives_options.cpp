@@ -188,28 +188,21 @@ nlohmann::json toJson(const CollectivesOptions& o) {
   for (auto t : o.dtypes) dtypes.push_back(std::string(dtypeName(t)));
   for (auto r : o.redops) redops.push_back(std::string(redOpName(r)));
   for (auto m : o.mpiReduceScatter) mpiCalls.push_back(std::string(nameOf(m)));
-  return {{"backend", backendName(o.backend)},
-          {"gpus_per_process", o.gpus.perProcess},
-          {"device", o.gpus.first < 0 ? std::string("cuda") : fmt::format("cuda:{}", o.gpus.first)},
-          {"ops", ops},
-          {"dtypes", dtypes},
-          {"redops", redops},
-          {"min_bytes", o.minBytes},
-          {"max_bytes", o.maxBytes},
-          {"step_factor", o.stepFactor},
-          {"step_bytes", o.stepBytes},
-          {"root", o.root},
-          {"warmup", o.warmup},
-          {"iters", o.iters},
-          {"trials", o.trials},
-          {"out_of_place", o.outOfPlace},
-          {"in_place", o.inPlace},
-          {"mpi_reduce_scatter", mpiCalls},
-          {"graph", o.graph},
-          {"check", o.check},
-          {"timeout_s", o.timeoutS},
-          {"label", o.label},
-          {"trace", o.traceDir}};
+  nlohmann::json j = o.given;
+  j["resolved"] = {{"backend", backendName(o.backend)},
+                   {"gpus_per_process", o.gpus.perProcess},
+                   {"device", o.gpus.first < 0 ? std::string("cuda") : fmt::format("cuda:{}", o.gpus.first)},
+                   {"ops", ops},
+                   {"dtypes", dtypes},
+                   {"redops", redops},
+                   {"min_bytes", o.minBytes},
+                   {"max_bytes", o.maxBytes},
+                   {"step_bytes", o.stepBytes},
+                   {"out_of_place", o.outOfPlace},
+                   {"in_place", o.inPlace},
+                   {"mpi_reduce_scatter", mpiCalls},
+                   {"check", o.check}};
+  return j;
 }
 
 }  // namespace ts

@@ -43,6 +43,9 @@ struct CollectivesOptions {
   std::string jsonPath;
   std::string label;
   std::string traceDir;  // --trace: every rank's spans (each measurement, its check, warm-up and trials)
+  // The options as given (the option table's record of the arguments, resolveRecorded): the run's config, to which
+  // toJson adds what they resolved to.
+  nlohmann::json given = nlohmann::json::object();
 };
 
 // The options as the user writes them (command line or suite file): names and sizes as text.
@@ -75,6 +78,8 @@ std::vector<CollectiveLayout> sweepLayouts(const Collective& c, const std::vecto
 void fitOpsToBackend(CollectivesOptions& o, BackendKind backend);
 // Checks everything that does not need the world (sizes, counts, flags); UsageError naming the option.
 void validate(const CollectivesOptions& o);
+// The run's config: the options as given (`given`, under their suite keys) and, under "resolved", what resolving them
+// decided (the options the runner takes that differ from the text given: lists, sizes in bytes, auto choices).
 nlohmann::json toJson(const CollectivesOptions& o);
 
 struct RunContext;

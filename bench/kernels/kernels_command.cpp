@@ -71,7 +71,7 @@ Subcommand kernelsSubcommand() {
           [](CLI::App& sub) {
             return addTable<KernelsArgs>(sub, kernelsOptions(), std::make_shared<KernelsArgs>(),
                                          [](const KernelsArgs& a, const std::vector<std::string>& argv) {
-                                           return runKernels(resolveKernelsArgs(a), argv);
+                                           return runKernels(resolveRecorded(kernelsOptions(), a, resolveKernelsArgs), argv);
                                          });
           },
           readKernelsStep, kernelsOptions().describe()};

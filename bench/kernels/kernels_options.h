@@ -55,6 +55,9 @@ struct KernelsOptions {
   std::string jsonPath;
   std::string label;
   std::string traceDir;  // --trace: process 0's spans (each kernel case: its check and timed runs)
+  // The options as given (the option table's record of the arguments, resolveRecorded): the run's config, to which
+  // toJson adds what they resolved to.
+  nlohmann::json given = nlohmann::json::object();
 };
 
 struct KernelsArgs {
@@ -72,6 +75,8 @@ KernelsOptions resolveKernelsArgs(const KernelsArgs& args);  // UsageError namin
 std::vector<std::pair<const KernelOp*, KernelShape>> loadKernelShapes(const std::string& path, std::int64_t H, std::int64_t S,
                                                                       std::int64_t B, std::int64_t V);
 
+// The run's config: the options as given (`given`, under their suite keys) and, under "resolved", what resolving them
+// decided (the options the runner takes that differ from the text given: lists, sizes in bytes, auto choices).
 nlohmann::json toJson(const KernelsOptions& o);
 std::size_t runKernelsStep(const KernelsOptions& o, RunContext& ctx);  // returns the number of failed checks
 int runKernels(const KernelsOptions& o, const std::vector<std::string>& argv);

@@ -309,24 +309,18 @@ nlohmann::json toJson(const KernelsOptions& o) {
     for (const auto& [k, v] : shape.dims) dims[k] = v;
     user.push_back({{"op", std::string(op->name())}, {"name", shape.name}, {"shape", dims}});
   }
-  return {{"ops", ops},
-          {"backend", o.cuda ? "cuda" : "cpu"},
-          {"shapes", user},
-          {"dtype", std::string(precisionName(o.settings.precision))},
-          {"conv_algo", nameOf(o.convAlgo)},
-          {"conv_layout", nameOf(o.settings.convNhwc ? ConvLayout::kNhwc : ConvLayout::kNchw)},
-          {"hidden", o.hidden},
-          {"seq", o.seq},
-          {"batch", o.batch},
-          {"vocab", o.vocab},
-          {"warmup", o.warmup},
-          {"iters", o.iters},
-          {"trials", o.trials},
-          {"min_time_ms", o.minTimeMs},
-          {"ceilings", o.ceilings},
-          {"timeout_s", o.timeoutS},
-          {"label", o.label},
-          {"trace", o.traceDir}};
+  nlohmann::json j = o.given;
+  j["resolved"] = {{"ops", ops},
+                   {"backend", o.cuda ? "cuda" : "cpu"},
+                   {"shapes", user},
+                   {"dtype", std::string(precisionName(o.settings.precision))},
+                   {"conv_algo", nameOf(o.convAlgo)},
+                   {"conv_layout", nameOf(o.settings.convNhwc ? ConvLayout::kNhwc : ConvLayout::kNchw)},
+                   {"hidden", o.hidden},
+                   {"seq", o.seq},
+                   {"batch", o.batch},
+                   {"vocab", o.vocab}};
+  return j;
 }
 
 namespace {

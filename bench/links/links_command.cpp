@@ -81,9 +81,10 @@ SuiteStep readLinksStep(StepReader& r) {
 Subcommand linksSubcommand() {
   return {"links", "Measure links: host memory, MPI point-to-point between rank pairs, GPU copies and latencies",
           [](CLI::App& sub) {
-            return addTable<LinksArgs>(
-                sub, linksOptions(), std::make_shared<LinksArgs>(),
-                [](const LinksArgs& a, const std::vector<std::string>& argv) { return runLinks(resolveLinksArgs(a), argv); });
+            return addTable<LinksArgs>(sub, linksOptions(), std::make_shared<LinksArgs>(),
+                                       [](const LinksArgs& a, const std::vector<std::string>& argv) {
+                                         return runLinks(resolveRecorded(linksOptions(), a, resolveLinksArgs), argv);
+                                       });
           },
           readLinksStep, linksOptions().describe()};
 }

@@ -18,23 +18,15 @@ constexpr std::uintmax_t kMaxPairsFileBytes = 1 << 20;  // "hostA hostB" lines: 
 }  // namespace
 
 nlohmann::json toJson(const LinksOptions& o) {
-  return {{"memory", o.memory},
-          {"mpi", o.mpi},
-          {"gpu", o.gpu},
-          {"memory_bytes", o.memoryBytes},
-          {"threads", o.threads},
-          {"latency_bytes", o.latencyBytes},
-          {"bandwidth_bytes", o.bandwidthBytes},
-          {"copy_bytes", o.copyBytes},
-          {"window", o.window},
-          {"warmup", o.warmup},
-          {"iters", o.iters},
-          {"latency_iters", o.latencyIters},
-          {"pairs", o.pairs},
-          {"outlier_fraction", o.outlierFraction},
-          {"gpus", o.gpus},
-          {"timeout_s", o.timeoutS},
-          {"label", o.label}};
+  nlohmann::json j = o.given;
+  j["resolved"] = {{"memory", o.memory},
+                   {"mpi", o.mpi},
+                   {"gpu", o.gpu},
+                   {"memory_bytes", o.memoryBytes},
+                   {"latency_bytes", o.latencyBytes},
+                   {"bandwidth_bytes", o.bandwidthBytes},
+                   {"copy_bytes", o.copyBytes}};
+  return j;
 }
 
 void validate(const LinksOptions& o) {

@@ -32,6 +32,9 @@ struct LinksOptions {
   double timeoutS = kDefaultTimeoutS;
   std::string jsonPath;
   std::string label;
+  // The options as given (the option table's record of the arguments, resolveRecorded): the run's config, to which
+  // toJson adds what they resolved to.
+  nlohmann::json given = nlohmann::json::object();
 };
 
 // The options as written (command line or suite file), sizes as text.
@@ -41,6 +44,8 @@ struct LinksArgs {
 };
 LinksOptions resolveLinksArgs(const LinksArgs& args);  // links_command.cpp; UsageError naming the option
 
+// The run's config: the options as given (`given`, under their suite keys) and, under "resolved", what resolving them
+// decided (the options the runner takes that differ from the text given: lists, sizes in bytes, auto choices).
 nlohmann::json toJson(const LinksOptions& o);
 void validate(const LinksOptions& o);
 // Rank pairs to measure among `hosts` (one host name per rank, in rank order). UsageError for a pair file

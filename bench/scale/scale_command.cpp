@@ -41,11 +41,18 @@ const OptionTable<ScaleOptions>& scaleOptions() {
           std::stringstream args(r.string("train_args", ""));
           for (std::string a; args >> a;) o.trainArgs.push_back(a);
         },
-        "on the command line every flag scale does not know is a train flag");
+        "on the command line every flag scale does not know is a train flag",
+        [](const ScaleOptions& o) { return nlohmann::json(o.trainArgs); });
     return t;
   }();
   return table;
 }
+
+}  // namespace
+
+nlohmann::json toJson(const ScaleOptions& o) { return scaleOptions().record(o); }
+
+namespace {
 
 int runFromCommandLine(ScaleOptions o, const CLI::App& sub, const std::vector<std::string>& argv) {
   o.trainArgs = sub.remaining();
@@ -58,12 +65,7 @@ SuiteStep readScaleStep(StepReader& r) {
   scaleOptions().readFromSuite(r, o);
   validateScale(o);
   SuiteStep s;
-  s.config = {{"ranks", o.ranks},
-              {"mode", nameOf(o.mode)},
-              {"batch", o.batch},
-              {"launcher", nameOf(o.launcher)},
-              {"launcher_args", o.launcherArgs},
-              {"train_args", o.trainArgs}};
+  s.config = toJson(o);
   s.run = [o](RunContext& ctx) {
     int failed = 0;
     if (ctx.boot.rank() == 0) {

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "bench/scale/scale_choices.h"
 
 namespace ts {
@@ -22,6 +24,9 @@ struct ScaleOptions {
 };
 
 class ResultWriter;
+
+// The run's config: every option of scale's table as given, under its suite key (scale_command.cpp, from the table).
+nlohmann::json toJson(const ScaleOptions& o);
 
 // Checks the options (UsageError); the rank counts sorted and without repeats.
 std::vector<int> validateScale(const ScaleOptions& o);

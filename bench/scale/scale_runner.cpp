@@ -274,13 +274,7 @@ int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string
 int runScale(const ScaleOptions& o, const std::vector<std::string>& argv) {
   if (launchedByMpi()) throw UsageError("scale launches its own jobs: run it as one process (not under mpirun or srun)");
   const std::vector<int> ranks = validateScale(o);
-  const nlohmann::json config = {{"ranks", ranks},
-                                 {"mode", nameOf(o.mode)},
-                                 {"batch", o.batch},
-                                 {"launcher", nameOf(o.launcher)},
-                                 {"launcher_args", o.launcherArgs},
-                                 {"train_args", o.trainArgs}};
-  auto session = RunSession::open(BootstrapKind::kSingle, false, "scale", argv, config, o.jsonPath,
+  auto session = RunSession::open(BootstrapKind::kSingle, false, "scale", argv, toJson(o), o.jsonPath,
                                   0 /* one process: each point's job has its own --timeout */);
   const int failed = runScaleStudy(o, *session->context().writer);
   session->finish();

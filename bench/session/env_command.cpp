@@ -17,7 +17,8 @@ const OptionTable<EnvArgs>& envOptions() {
   static const OptionTable<EnvArgs> table = [] {
     OptionTable<EnvArgs> t;
     t.add("--json", "Write the inventory as a result document (no records) to this file", TS_FIELD(jsonPath))
-        .commandLineOnly("the suite's result document holds the inventory already");
+        .commandLineOnly("the suite's result document holds the inventory already")
+        .notRecorded("the output path: the record is in the document it names");
     return t;
   }();
   return table;
@@ -25,7 +26,7 @@ const OptionTable<EnvArgs>& envOptions() {
 
 int runEnv(const EnvArgs& a, const std::vector<std::string>& argv) {
   auto session =
-      RunSession::open(BootstrapKind::kAuto, false, "env", argv, {{"json", a.jsonPath}}, a.jsonPath, kSessionSetupTimeoutS);
+      RunSession::open(BootstrapKind::kAuto, false, "env", argv, envOptions().record(a), a.jsonPath, kSessionSetupTimeoutS);
   printInventory(session->context());
   session->finish();
   return 0;
@@ -35,6 +36,7 @@ SuiteStep readEnvStep(StepReader& r) {
   EnvArgs a;
   envOptions().readFromSuite(r, a);
   SuiteStep s;
+  s.config = envOptions().record(a);
   s.run = [](RunContext& ctx) -> std::size_t {
     printInventory(ctx);
     return 0;

@@ -189,6 +189,12 @@ const OptionTable<TrainRunOptions>& trainOptions() {
   return table;
 }
 
+}  // namespace
+
+nlohmann::json toJson(const TrainRunOptions& o) { return trainOptions().record(o); }
+
+namespace {
+
 SuiteStep readTrainStep(StepReader& r) {
   TrainRunOptions o;
   trainOptions().readFromSuite(r, o);

@@ -29,6 +29,8 @@ struct TrainRunOptions {
   MlperfSubmission mllogSubmission;  // what that log states of its submission (--mllog-org, ...)
 };
 
+// The run's config as its record states it: every option of train's table as given, under its suite key
+// (train_command.cpp, from the table); the record's config adds what the run resolved them to ("resolved").
 nlohmann::json toJson(const TrainRunOptions& o);
 // Every check of a run's options that runs nothing (no process met, no data read, nothing allocated): the values, the
 // model's size, the data's spec and files, the device's spec, where the run writes. UsageError, one line. `trainscope

@@ -30,17 +30,6 @@
 
 namespace ts {
 
-nlohmann::json toJson(const TrainRunOptions& o) {
-  nlohmann::json j = o.train.toJson();
-  j["device"] = o.device;  // as given (runTrainStep resolves it)
-  j["warmup_steps"] = o.warmupSteps;
-  j["ceiling"] = o.ceiling;
-  j["timeout_s"] = o.timeoutS;
-  j["trace"] = o.traceDir;
-  j["mllog"] = o.mllogPath;
-  return j;
-}
-
 namespace {
 
 // The record's MFU block: against the ceiling this run measured (when it did) and, for a GPU the table
@@ -139,7 +128,8 @@ TrainRecord describeRun(wl::Trainer& trainer, const TrainRunOptions& o, const wl
   r.worldSize = mesh.worldSize();
   r.layout = mesh.layout();
   r.mesh = mesh.axes();
-  r.config = trainer.resolvedConfig();
+  r.config = toJson(o);
+  r.config["resolved"] = trainer.resolved();
   r.parameters = model.parameterCount();
   r.ownedParameters = trainer.ownedParameterElements();
   r.flopsPerStep = trainer.flopsPerStep();

@@ -118,5 +118,5 @@ def test_the_nccl_tests_flags_that_mean_the_same_here_are_taken(tmp_path):
                         "-y", "0", "-C", "0", "-S", "0", "-T", "77", "-J", out], np=2, timeout=300)
     assert r.rc == 0, r.err
     doc = json.loads(out.read_text())
-    assert doc["run"]["config"]["timeout_s"] == 77, doc["run"]["config"]
+    assert doc["run"]["config"]["timeout"] == 77, doc["run"]["config"]
     assert [x["bytes"] for x in doc["records"] if x["kind"] == "collective"] == [8, 8]  # out-of-place, in-place

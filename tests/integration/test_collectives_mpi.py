@@ -119,7 +119,8 @@ def test_both_reduce_scatter_calls_check_clean_and_each_record_names_its_call(np
     assert r.rc == 0, r.err
     doc = json.loads(out.read_text())
     validate(doc)
-    assert doc["run"]["config"]["mpi_reduce_scatter"] == ["block", "counts"]
+    assert doc["run"]["config"]["mpi_reduce_scatter"] == "both"  # as given; and what it resolved to
+    assert doc["run"]["config"]["resolved"]["mpi_reduce_scatter"] == ["block", "counts"]
     records = measurements(doc)
     assert all(rec["check"] == {"performed": True, "passed": True, "wrong": 0} for rec in records)
     assert all("algo" not in rec for rec in records if rec["op"] == "all_reduce")  # one call: nothing to name

@@ -19,7 +19,7 @@ def train(tmp_path, args):
 @pytest.mark.parametrize("rule,factor", [("linear", 4.0), ("sqrt", 2.0)])
 def test_the_rule_scales_every_steps_rate(tmp_path, rule, factor):
     rec = train(tmp_path, ["--batch", 32, "--lr", 0.01, "--lr-scaling", rule, "--base-batch", 8])
-    scaling = rec["config"]["schedule"]["scaling"]
+    scaling = rec["config"]["resolved"]["schedule"]["scaling"]
     assert scaling == {"rule": rule, "base_batch": 8, "given_lr": 0.01, "factor": pytest.approx(factor)}
     assert all(p["lr"] == pytest.approx(0.01 * factor) for p in rec["loss_curve"])
 

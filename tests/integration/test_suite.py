@@ -87,7 +87,7 @@ def test_a_train_step_takes_every_train_flag_as_the_command_line_does(tmp_path):
     assert r.rc == 0, r.err
     from_suite = json.loads((tmp_path / "suite.json").read_text())["run"]["config"]["steps"][0]
     from_cli = json.loads((tmp_path / "cli.json").read_text())["run"]["config"]
-    assert from_suite["optimizer"]["momentum"] == 0.5 and from_suite["schedule"]["gamma"] == 0.5
+    assert from_suite["momentum"] == 0.5 and from_suite["lr_gamma"] == 0.5
     for key in from_cli:
         assert from_suite[key] == from_cli[key], key
 

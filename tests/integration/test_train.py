@@ -47,22 +47,39 @@ def test_each_model_learns_synthetic_data(tmp_path, validate, model, args, fract
     assert rec["mfu"]["vs_datasheet"] is None  # no datasheet figure is made up for a CPU
 
 
+def test_the_record_states_every_option_as_given_under_its_suite_key(tmp_path, validate):
+    """The train record's config is the run's (the option table's record: tests/unit/test_option_records.cpp), with what
+    the run resolved them to beside them: --synthetic-size, which changes the data, was not recorded, and --lr-warmup,
+    --pp-schedule and --memory-limit were recorded under other names (issue #37)."""
+    doc, rec = train(tmp_path, "config", ["--model", "mlp", "--steps", 2, "-w", 0, "--synthetic-size", 512,
+                                          "--schedule", "cosine", "--lr-warmup", 1, "--memory-limit", "1G", "--label", "cfg"])
+    validate(doc)
+    config = rec["config"]
+    given = {k: v for k, v in config.items() if k != "resolved"}
+    assert given == doc["run"]["config"]  # the record and the run state the same options
+    assert (config["synthetic_size"], config["lr_warmup"], config["memory_limit"], config["pp_schedule"]) == (512, 1, "1G", "1f1b")
+    assert config["label"] == "cfg" and "json" not in config  # --json: the output path, not recorded (its table says why)
+    resolved = config["resolved"]
+    assert resolved["data_info"]["size"] == 512 and resolved["memory_limit_bytes"] == 1 << 30
+    assert resolved["schedule"]["warmup"] == 1 and resolved["model"]["kind"] == "mlp"
+
+
 def test_byte_level_transformer_learns_a_text_file(tmp_path):
     _, rec = train(tmp_path, "gpl", ["--model", "transformer", "--preset", "tiny", "--data", f"text:{GPL3}", "--steps", 150,
                                      "--batch", 8, "--lr", 3e-3])
-    assert rec["config"]["model"]["vocab"] == 256 and rec["item"] == "tokens"
+    assert rec["config"]["resolved"]["model"]["vocab"] == 256 and rec["item"] == "tokens"
     assert rec["loss_curve"][0]["loss"] == pytest.approx(math.log(256), abs=0.3)  # uniform over bytes at the start
     assert tail_mean(rec) < 3.2  # well under ln(256) = 5.55
 
 
 def test_parameter_and_flop_counts_are_the_analytic_ones(tmp_path):
     _, rec = train(tmp_path, "gpt", ["--model", "transformer", "--preset", "tiny", "--steps", 3, "--batch", 2, "--warmup-steps", 1])
-    m = rec["config"]["model"]
+    m = rec["config"]["resolved"]["model"]
     L, C, T, V, B = m["layers"], m["hidden"], m["seq_len"], m["vocab"], 2
     assert rec["parameters"] == V * C + T * C + L * (12 * C * C + 13 * C) + 2 * C + C * V
     assert rec["flops_per_step"] == 3 * (L * (24 * B * T * C * C + 4 * B * T * T * C) + 2 * B * T * C * V)
     _, rec = train(tmp_path, "mlp", ["--model", "mlp", "--preset", "tiny", "--steps", 3, "--batch", 4, "--warmup-steps", 1])
-    d, w = rec["config"]["model"]["depth"], rec["config"]["model"]["width"]
+    d, w = rec["config"]["resolved"]["model"]["depth"], rec["config"]["resolved"]["model"]["width"]
     assert rec["parameters"] == 784 * w + w + (d - 1) * (w * w + w) + w * 10 + 10
     assert rec["flops_per_step"] == 3 * 2 * 4 * (784 * w + (d - 1) * w * w + w * 10)
 
@@ -166,7 +183,7 @@ def test_checkpoint_weights_reproduce_the_logits_in_numpy(tmp_path):
     idx = np.array(got["sample_indices"])
     x = ((images[idx].reshape(len(idx), -1).astype(np.float64) / 255.0) - 0.1307) / 0.3081
     gelu = lambda v: 0.5 * v * (1 + np.tanh(np.sqrt(2 / np.pi) * (v + 0.044715 * v ** 3)))
-    depth = rec["config"]["model"]["depth"]
+    depth = rec["config"]["resolved"]["model"]["depth"]
     for i in range(depth):
         x = gelu(x @ w[f"layers.{2 * i}.weight"].T + w[f"layers.{2 * i}.bias"])
     logits = x @ w[f"layers.{2 * depth}.weight"].T + w[f"layers.{2 * depth}.bias"]
@@ -233,7 +250,7 @@ def test_the_cnn_trains_the_same_in_either_activation_layout(tmp_path, validate)
         doc = json.loads(out.read_text())
         validate(doc)
         (rec,) = [x for x in doc["records"] if x["kind"] == "train"]
-        assert rec["config"]["activation_layout"] == layout
+        assert rec["config"]["resolved"]["activation_layout"] == layout
         runs[layout] = rec
     # The first step (same weights, same batch) agrees to float32 rounding; from there the two summation orders'
     # ulp-sized differences grow about tenfold a step (batch norm over 8 images at lr 0.05), so later steps are
@@ -249,7 +266,7 @@ def test_the_cnn_trains_the_same_in_either_activation_layout(tmp_path, validate)
     default = run_trainscope(["train", "--no-ceiling", "--json", tmp_path / "auto.json"] + [str(a) for a in common[:6]] + ["--steps", 3])
     assert default.rc == 0, default.err
     (rec,) = [x for x in json.loads((tmp_path / "auto.json").read_text())["records"] if x["kind"] == "train"]
-    assert rec["config"]["activation_layout"] == "nhwc", "the CPU with oneDNN runs channels-last by default"
+    assert rec["config"]["resolved"]["activation_layout"] == "nhwc", "the CPU with oneDNN runs channels-last by default"
 
 
 def test_cuda_without_a_gpu_is_one_clear_error(tmp_path):
