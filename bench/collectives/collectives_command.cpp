@@ -1,6 +1,7 @@
 // `trainscope collectives`: the option table of the collective sweep (nccl-tests' flags where they exist),
 // its command line and its suite step.
 #include <memory>
+#include <string>
 
 #include "base/error.h"
 #include "base/split.h"
@@ -13,6 +14,14 @@
 
 namespace ts {
 namespace {
+
+// "broadcast, reduce, ...": the collectives that take a root, as their declarations say.
+std::string rootedCollectives() {
+  std::string names;
+  for (const Collective* c : allCollectives())
+    if (c->rooted()) names += (names.empty() ? "" : ", ") + std::string(c->name());
+  return names;
+}
 
 const OptionTable<CollectivesArgs>& collectivesOptions() {
   static const OptionTable<CollectivesArgs> table = [] {
@@ -39,7 +48,7 @@ const OptionTable<CollectivesArgs>& collectivesOptions() {
     t.add("-d,--dtype", "float32, float64, float16, bfloat16, int32, int8, uint8; a comma list, or all", TS_FIELD(dtype),
           TextForm::kList);
     t.add("-o,--redop", "sum, prod, min, max, avg; a comma list, or all", TS_FIELD(redop), TextForm::kList);
-    t.add("-r,--root", "Root rank of broadcast, reduce, gather, scatter", TS_FIELD(opts.root));
+    t.add("-r,--root", "Root rank of " + rootedCollectives(), TS_FIELD(opts.root));
     t.group("How it is timed and checked");
     addWarmupFlag(t, opts, "Untimed iterations before timing each size");
     addItersFlag(t, opts);

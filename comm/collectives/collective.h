@@ -128,7 +128,7 @@ class Collective {
 const std::vector<const Collective*>& allCollectives();
 // By name ("all_reduce", ...); UsageError listing the known names otherwise.
 const Collective& findCollective(std::string_view name);
-// "all_reduce, all_gather, ..., sendrecv": the registry's names in order, for help texts and errors.
+// The registry's names in order, joined by ", ", for help texts and errors.
 std::string collectiveNameList();
 
 // Each collective's declaration, by name (collective_facts::all_reduce): one per entry of the generated list.

@@ -1,18 +1,30 @@
-"""No hand-kept lists of a registry's names: the kernel ops are declared once (the result schema's enum, from which the
-build makes the C++ registry) and every consumer reads them from there (helpers.kernel_ops(), the registry in C++).
-A Python collection, or a C++ string, that names 3 or more of them is a second list that the next op added will not
-be in: it fails here, with its file and line, instead of in an integration test far away."""
+"""No hand-kept lists of a registry's names: the kernel ops and the collectives are declared once, in the result
+schema (the kernel ops' enum; the collective op's oneOf entries, with their facts), from which the build makes the C++
+registries, and every consumer reads them from there (helpers.kernel_ops(), reports/collective_facts.py, the
+registries in C++). A Python table or membership test, or a C++ string, that names 3 or more of a family is a second
+list that the next one added will not be in; so is a bus factor formula outside the facts. Either fails here, with its
+file and line, instead of in an integration test far away. A test naming the ops it runs (`for op in (...)`,
+`--ops a,b,c`) chooses them and is not a list."""
 import ast
 import re
+import warnings
 from pathlib import Path
+
+import pytest
 
 from helpers import ROOT, kernel_ops
 
-# family -> its names. A family whose consumers all read the one list joins here.
-FAMILIES = {"kernel ops": set(kernel_ops())}
+from reports.collective_facts import names as collective_names
+
+# family -> its names, and where each family's one list is read from.
+FAMILIES = {"kernel ops": set(kernel_ops()), "collectives": set(collective_names())}
+READ_FROM = {"kernel ops": "helpers.kernel_ops() in Python, allKernelOps() / kernelOpNameList() in C++",
+             "collectives": "reports/collective_facts.py in Python, allCollectives() / collectiveNameList() in C++"}
+FACTS_MODULE = ROOT / "reports" / "collective_facts.py"
 PYTHON_DIRS = ("tests", "reports", "scripts")
 CPP_DIRS = ("base", "bench", "comm", "kernels", "workloads", "tests", "fuzz")
-SKIP = (Path(__file__).resolve(), ROOT / "tests" / "data")  # this file's examples; vendored third-party code
+# This file's examples; vendored third-party code; the facts, and the test holding them to their formulas (its oracle).
+SKIP = (Path(__file__).resolve(), ROOT / "tests" / "data", FACTS_MODULE, ROOT / "tests" / "reports" / "test_collective_facts.py")
 CPP_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 LEAST = 3
 
@@ -30,19 +42,47 @@ def named(names, family):
 
 
 def python_lists(path: Path, family):
-    """(line, names) of each list, tuple, set or dict literal in a Python file naming LEAST or more of `family`,
-    and each string naming them as a comma or space separated list."""
+    """(line, names) of each literal set, list, tuple or dict of LEAST or more of `family`'s names that a module
+    keeps as a table (assigned at module or class level) or classifies by (`x in (...)`), and of each string there
+    naming them as a comma or space separated list."""
+    literal = (ast.List, ast.Tuple, ast.Set, ast.Dict)
+
+    def names_in(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return named(re.split(r"[,\s]+", node.value), family)
+        elts = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", [])
+        return named((e.value for e in elts if isinstance(e, ast.Constant) and isinstance(e.value, str)), family)
+
     found = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
-            elts = node.keys if isinstance(node, ast.Dict) else node.elts
-            names = named((e.value for e in elts if isinstance(e, ast.Constant) and isinstance(e.value, str)), family)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            names = named(re.split(r"[,\s]+", node.value), family)
-        else:
-            continue
-        if len(names) >= LEAST:
-            found.append((node.lineno, names))
+    with warnings.catch_warnings():  # another file's invalid escape sequences are not this test's business
+        warnings.simplefilter("ignore")
+        tree = ast.parse(path.read_text(), str(path))
+    for node in ast.walk(tree):
+        kept = []
+        if isinstance(node, ast.Compare):
+            kept = [r for op, r in zip(node.ops, node.comparators) if isinstance(op, (ast.In, ast.NotIn))]
+        elif isinstance(node, (ast.Module, ast.ClassDef)):
+            kept = [st.value for st in node.body if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None]
+        for value in kept:
+            if isinstance(value, literal) or (isinstance(value, ast.Constant) and isinstance(value.value, str)):
+                if len(names := names_in(value)) >= LEAST:
+                    found.append((value.lineno, names))
+    return found
+
+
+def bus_factor_formulas(path: Path):
+    """Lines computing (n - 1) / n in any form (2 * (n - 1) / n, (size - 1) / size): a bus factor outside the facts."""
+    found = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tree = ast.parse(path.read_text(), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and isinstance(node.right, ast.Name):
+            n = node.right.id
+            if any(isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.Sub) and isinstance(sub.left, ast.Name)
+                   and sub.left.id == n and isinstance(sub.right, ast.Constant) and sub.right.value == 1
+                   for sub in ast.walk(node.left)):
+                found.append(node.lineno)
     return found
 
 
@@ -61,27 +101,60 @@ def hand_kept_lists(root=ROOT):
     out = []
     for family_name, family in FAMILIES.items():
         for path in _source_files(root, PYTHON_DIRS, {".py"}):
-            out += [f"{path.relative_to(root)}:{line}: {family_name} {names}" for line, names in python_lists(path, family)]
+            out += [f"{path.relative_to(root)}:{line}: {family_name} {names} (read them from {READ_FROM[family_name]})"
+                    for line, names in python_lists(path, family)]
         for path in _source_files(root, CPP_DIRS, {".cpp", ".h", ".cu", ".cuh"}):
-            out += [f"{path.relative_to(root)}:{line}: {family_name} {names}" for line, names in cpp_lists(path, family)]
+            out += [f"{path.relative_to(root)}:{line}: {family_name} {names} (read them from {READ_FROM[family_name]})"
+                    for line, names in cpp_lists(path, family)]
+    for path in _source_files(root, PYTHON_DIRS, {".py"}):
+        out += [f"{path.relative_to(root)}:{line}: a bus factor formula (read it from reports/collective_facts.py)"
+                for line in bus_factor_formulas(path)]
     return out
 
 
-def test_no_consumer_keeps_its_own_list_of_kernel_ops():
+def test_no_consumer_keeps_its_own_list_of_a_registry():
     found = hand_kept_lists()
-    assert not found, ("hand-kept lists of a registry's names (read them from helpers.kernel_ops() in Python, "
-                       "allKernelOps() / kernelOpNameList() in C++):\n" + "\n".join(found))
+    assert not found, "hand-kept lists of a registry's names:\n" + "\n".join(found)
 
 
-def test_the_scanner_finds_a_hand_kept_list(tmp_path):
-    """The check can fail: the list test_kernels.py once kept, a help string that names the ops, and a family's
-    few names in prose pass."""
-    family = FAMILIES["kernel ops"]
+@pytest.mark.parametrize("source", [
+    'OPS = {"gemm", "conv2d", "layernorm", "softmax"}',
+    'HELP = "all, or a comma list of gemm, conv2d, softmax"',
+    'WHOLE_BUFFER = {"all_gather", "reduce_scatter", "alltoall", "gather", "scatter"}',
+    'class Bench:\n    ROWS = {"all_reduce": 1, "reduce": 2, "gather": 3}',
+    'def f(op):\n    return "sum" if op in ("all_reduce", "reduce_scatter", "reduce") else None',
+])
+def test_the_scanner_finds_a_python_list_kept_by_hand(tmp_path, source):
     kept = tmp_path / "kept.py"
-    kept.write_text('OPS = {"gemm", "conv2d", "layernorm", "softmax"}\nPAIR = ("gemm", "softmax")\n'
-                    'HELP = "all, or a comma list of gemm, conv2d, softmax"\n')
-    assert python_lists(kept, family) == [(1, ["conv2d", "gemm", "layernorm", "softmax"]), (3, ["conv2d", "gemm", "softmax"])]
+    kept.write_text(source + "\n")
+    assert any(python_lists(kept, family) for family in FAMILIES.values()), source
+
+
+@pytest.mark.parametrize("source", [
+    'def f(op, n):\n    return 2 * (n - 1) / n',
+    'def f(op, size):\n    return (size - 1) / size',
+])
+def test_the_scanner_finds_a_bus_factor_formula(tmp_path, source):
+    kept = tmp_path / "kept.py"
+    kept.write_text(source + "\n")
+    assert bus_factor_formulas(kept) == [2], source
+
+
+@pytest.mark.parametrize("source", [
+    'def test(run):\n    for op in ("all_reduce", "all_gather", "sendrecv"):\n        run(op)',
+    'ARGS = ["--ops", "all_reduce,all_gather"]',
+    'EXPECTED = {"all_reduce", "send"}',
+    'PAIR = ("gemm", "softmax")',
+    'def f(c):\n    return c.bus_factor(4) / c.bus_factor(2)',
+])
+def test_the_scanner_leaves_a_tests_own_choices_alone(tmp_path, source):
+    kept = tmp_path / "kept.py"
+    kept.write_text(source + "\n")
+    assert not any(python_lists(kept, family) for family in FAMILIES.values()) and not bus_factor_formulas(kept), source
+
+
+def test_the_scanner_finds_a_hand_written_cpp_help(tmp_path):
     help_ = tmp_path / "help.cpp"
     help_.write_text('t.add("--ops",\n      "all, or a comma list of gemm, conv2d, attention, "\n      "softmax", f);\n'
                      'auto one = "gemm";\n')
-    assert cpp_lists(help_, family) == [(2, ["attention", "conv2d", "gemm"])]
+    assert cpp_lists(help_, FAMILIES["kernel ops"]) == [(2, ["attention", "conv2d", "gemm"])]
