@@ -35,7 +35,7 @@ scripts/fuzz.sh
 
 # The package tests (tests/integration/test_package.py) install the CPU-only package, built from a CPU-only build
 # of trainscope in build-cpu (build/ itself where this machine has no CUDA toolkit): built here, as a stage of its own.
-ts_stage test "== the CPU-only build for the trainscope package (build-cpu: about 5 min the first time, seconds when build/ has no CUDA)"
+ts_stage test "== the CPU-only build for the trainscope package (build-cpu, a unity build: about 2.5 min the first time, seconds when build/ has no CUDA)"
 scripts/package.sh cpu >/dev/null
 
 ts_stage test "== pytest: the command-line, report and README tests (about 15 min; each test named as it starts)"
