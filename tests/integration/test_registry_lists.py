@@ -117,6 +117,17 @@ def test_no_consumer_keeps_its_own_list_of_a_registry():
     assert not found, "hand-kept lists of a registry's names:\n" + "\n".join(found)
 
 
+def written(tmp_path, source):
+    kept = tmp_path / "kept.py"
+    kept.write_text(source + "\n")
+    return kept
+
+
+def python_findings(path):
+    """(whether any family's list was found, the lines of bus factor formulas) in one Python file."""
+    return any(python_lists(path, family) for family in FAMILIES.values()), bus_factor_formulas(path)
+
+
 @pytest.mark.parametrize("source", [
     'OPS = {"gemm", "conv2d", "layernorm", "softmax"}',
     'HELP = "all, or a comma list of gemm, conv2d, softmax"',
@@ -125,9 +136,7 @@ def test_no_consumer_keeps_its_own_list_of_a_registry():
     'def f(op):\n    return "sum" if op in ("all_reduce", "reduce_scatter", "reduce") else None',
 ])
 def test_the_scanner_finds_a_python_list_kept_by_hand(tmp_path, source):
-    kept = tmp_path / "kept.py"
-    kept.write_text(source + "\n")
-    assert any(python_lists(kept, family) for family in FAMILIES.values()), source
+    assert python_findings(written(tmp_path, source))[0], source
 
 
 @pytest.mark.parametrize("source", [
@@ -135,9 +144,7 @@ def test_the_scanner_finds_a_python_list_kept_by_hand(tmp_path, source):
     'def f(op, size):\n    return (size - 1) / size',
 ])
 def test_the_scanner_finds_a_bus_factor_formula(tmp_path, source):
-    kept = tmp_path / "kept.py"
-    kept.write_text(source + "\n")
-    assert bus_factor_formulas(kept) == [2], source
+    assert python_findings(written(tmp_path, source))[1] == [2], source
 
 
 @pytest.mark.parametrize("source", [
@@ -148,9 +155,7 @@ def test_the_scanner_finds_a_bus_factor_formula(tmp_path, source):
     'def f(c):\n    return c.bus_factor(4) / c.bus_factor(2)',
 ])
 def test_the_scanner_leaves_a_tests_own_choices_alone(tmp_path, source):
-    kept = tmp_path / "kept.py"
-    kept.write_text(source + "\n")
-    assert not any(python_lists(kept, family) for family in FAMILIES.values()) and not bus_factor_formulas(kept), source
+    assert python_findings(written(tmp_path, source)) == (False, []), source
 
 
 def test_the_scanner_finds_a_hand_written_cpp_help(tmp_path):
