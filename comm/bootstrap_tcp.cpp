@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "base/env_value.h"
 #include "base/error.h"
 #include "base/heartbeat.h"
 #include "base/host_name.h"
@@ -296,8 +297,8 @@ class TcpBootstrap final : public Bootstrap {
 
 // A whole decimal integer (optional sign) that fits an int; LocalUsageError naming the variable otherwise.
 int envInt(const char* name, bool required, int fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) {
+  const char* v = envValue(name);
+  if (!v) {
     if (required) throw LocalUsageError(fmt::format("the environment bootstrap needs {} to be set", name));
     return fallback;
   }
@@ -310,8 +311,8 @@ int envInt(const char* name, bool required, int fallback) {
 }
 
 double envSeconds(const char* name, double fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
+  const char* v = envValue(name);
+  if (!v) return fallback;
   char* end = nullptr;
   const double x = std::strtod(v, &end);
   if (end == v || *end != '\0' || !std::isfinite(x) || x <= 0)
@@ -322,8 +323,7 @@ double envSeconds(const char* name, double fallback) {
 // Where process 0 listens: TRAINSCOPE_MASTER_PORT when set, else MASTER_PORT, except under torchrun, whose own
 // rendezvous store already holds MASTER_PORT on process 0's host: there, MASTER_PORT + 1 (documented in the README).
 int bootstrapPort(Launcher launcher) {
-  if (std::getenv("TRAINSCOPE_MASTER_PORT") && *std::getenv("TRAINSCOPE_MASTER_PORT"))
-    return envInt("TRAINSCOPE_MASTER_PORT", true, 0);
+  if (envValue("TRAINSCOPE_MASTER_PORT")) return envInt("TRAINSCOPE_MASTER_PORT", true, 0);
   const int port = envInt("MASTER_PORT", true, 0);
   if (launcher != Launcher::kTorchrun) return port;
   if (port >= 65535)
@@ -344,8 +344,8 @@ std::unique_ptr<Bootstrap> makeTcpBootstrapFromEnv(Launcher launcher) {
   cfg.size = envInt("WORLD_SIZE", true, 1);
   cfg.localRank = envInt("LOCAL_RANK", false, -1);
   if (cfg.size > 1) {
-    const char* addr = std::getenv("MASTER_ADDR");
-    if (!addr || !*addr) throw LocalUsageError("the environment bootstrap needs MASTER_ADDR to be set");
+    const char* addr = envValue("MASTER_ADDR");
+    if (!addr) throw LocalUsageError("the environment bootstrap needs MASTER_ADDR to be set");
     cfg.masterAddr = addr;
     cfg.masterPort = bootstrapPort(launcher);
   }

@@ -227,6 +227,7 @@ void Trainer::build(double commTimeoutS) {
                       "batch ({} = {} data-parallel rank(s) x {} per micro-batch)",
                       o.data, evalSource_->info().size, e.globalBatch, layout.dp, microBatchSize()));
     evalBatches_ = o.evalBatches > 0 ? std::min(o.evalBatches, whole) : whole;
+    evalSamples_ = evalBatches_ * e.globalBatch;
   }
   const data::DataInfo& info = source_->info();
   if (!language) {
@@ -348,7 +349,7 @@ void Trainer::resumeFrom(const std::string& stepDir, const ModelConfig& config) 
   for (const StateTensor& t : stateTensors(*sync_, *optimizer_, part_, *mesh_, StateUse::kLoad)) {
     std::vector<float> values(static_cast<std::size_t>(t.region.elements()));
     const std::string own = dp > 0 ? replicaName(t.tensor, dp) : std::string();
-    c.read(dp > 0 && c.find(own) ? own : t.tensor, t.region, values.data());
+    c.read(replicas && dp > 0 && c.find(own) ? own : t.tensor, t.region, values.data());
     t.value->fromHost(values);
   }
   if (scaler_) scaler_->restore(s.scaler);

@@ -133,6 +133,7 @@ class Trainer {
   // them (collective): the run reached its target early.
   void stop();
   std::int64_t evalBatchCount() const { return evalBatches_; }
+  std::int64_t evalSampleCount() const { return evalSamples_; }  // each evaluation's: its batches x their global batch
   double epochsTrained() const { return source_->epochsAfter(nextStep_); }
   const data::DataInfo* evalDataInfo() const { return evalSource_ ? &evalSource_->info() : nullptr; }
   std::int64_t nextStep() const { return nextStep_; }
@@ -194,7 +195,7 @@ class Trainer {
   std::unique_ptr<Device> device_;  // before the model: its memory is the device's
   std::unique_ptr<data::DataSource> source_;
   std::unique_ptr<data::DataSource> evalSource_;  // --eval-every: the held-out split, batches of dp x micro-batch
-  std::int64_t evalBatches_ = 0;
+  std::int64_t evalBatches_ = 0, evalSamples_ = 0;
   std::unique_ptr<Model> model_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<BatchStager> stager_;  // CUDA: the loader thread's uploads (before the loader, which calls it)

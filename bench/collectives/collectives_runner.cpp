@@ -405,7 +405,7 @@ int runCollectives(const CollectivesOptions& o, const std::vector<std::string>& 
   fitOpsToBackend(asked, backend);  // before the run opens: the config names the ops that run
   CollectivesOptions resolved = asked;
   resolved.backend = backend;
-  auto session = RunSession::open(resolved.bootstrap, backend == BackendKind::kMpi, "collectives", argv, toJson(asked),
+  auto session = RunSession::open(resolved.bootstrap, backend == BackendKind::kMpi, "collectives", argv, toJson(resolved),
                                   o.jsonPath, o.timeoutS);
   const std::size_t wrong = runCollectivesStep(resolved, session->context());
   session->finish();

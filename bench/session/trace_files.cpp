@@ -287,7 +287,7 @@ void TraceFiles::finish(const std::string& what, const nlohmann::json& about, co
   // stops at one without distributedInfo.rank, which the merged view (every rank) has not.
   const std::filesystem::path mergedDir = std::filesystem::path(dir_) / "merged";
   std::filesystem::create_directories(mergedDir);
-  writeFileAtomically((mergedDir / "merged.json").string(), jsonTextSpaced(doc));
+  writeFileAtomically((mergedDir / "merged.json").string(), jsonText(doc));
 }
 
 }  // namespace ts

@@ -1,6 +1,7 @@
 #include "bench/train/mlperf_run_log.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -24,19 +25,18 @@ void MlperfRunLog::initStop(wl::Trainer& trainer, const TrainRunOptions& o) {
   log_.log(MlEvent::kPoint, "opt_name", nameOf(o.train.optimizer.kind));
   log_.log(MlEvent::kPoint, "opt_base_learning_rate", o.train.schedule.lr);
   log_.log(MlEvent::kPoint, "train_samples", trainer.dataInfo().size);
-  if (trainer.evalDataInfo())
-    log_.log(MlEvent::kPoint, "eval_samples", trainer.evalBatchCount() * o.train.batch / o.train.microBatches);
+  if (trainer.evalDataInfo()) log_.log(MlEvent::kPoint, "eval_samples", trainer.evalSampleCount());
   log_.log(MlEvent::kEnd, "init_stop");
   samplesPerStep_ = o.train.batch;
-  epochSamples_ = std::max<std::int64_t>(1, trainer.dataInfo().size);
   lossIsTheMetric_ = o.train.targetLoss > 0;
 }
 
 nlohmann::json MlperfRunLog::place(const wl::Trainer& trainer, bool atBlockStart) const {
-  const std::int64_t samples = trainer.nextStep() * samplesPerStep_;
-  // The epoch (from 1) of the next sample at a block's start, else of the last sample trained.
-  const std::int64_t epoch = (atBlockStart ? samples : std::max<std::int64_t>(0, samples - 1)) / epochSamples_ + 1;
-  return {{"samples_count", samples}, {"epoch_num", epoch}, {"step", trainer.nextStep()}};
+  // The epoch (from 1) of the next sample at a block's start, else of the last sample trained, from the data
+  // source's own count of epochs.
+  const double epochs = trainer.epochsTrained();
+  const auto epoch = static_cast<std::int64_t>(atBlockStart ? std::floor(epochs) + 1 : std::max(1.0, std::ceil(epochs)));
+  return {{"samples_count", trainer.nextStep() * samplesPerStep_}, {"epoch_num", epoch}, {"step", trainer.nextStep()}};
 }
 
 void MlperfRunLog::beforeStep(const wl::Trainer& trainer) {

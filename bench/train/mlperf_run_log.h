@@ -38,7 +38,7 @@ class MlperfRunLog {
   nlohmann::json place(const wl::Trainer& trainer, bool atBlockStart) const;
 
   MlperfLog log_;
-  std::int64_t samplesPerStep_ = 0, epochSamples_ = 1;
+  std::int64_t samplesPerStep_ = 0;
   bool lossIsTheMetric_ = false;
   bool inBlock_ = false;
 };

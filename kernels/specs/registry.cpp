@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "kernels/cpu/ops.h"
 #include "kernels/specs/kernel_op.h"
 
 namespace ts {
@@ -68,10 +69,8 @@ KernelCheck compareWith(const float* got, const double* want, std::size_t n, dou
 
 std::vector<float> roundedInputs(std::size_t n, unsigned seed, DType t) {
   auto v = randomInputs(n, seed);
-  for (auto& x : v) {
-    if (t == DType::kBFloat16) x = bfloat16ToFloat(floatToBFloat16(x));
-    if (t == DType::kFloat16) x = halfToFloat(floatToHalf(x));
-  }
+  if (t == DType::kBFloat16) cpu::roundToBFloat16(v.data(), v.size());
+  if (t == DType::kFloat16) cpu::roundToHalf(v.data(), v.size());
   return v;
 }
 

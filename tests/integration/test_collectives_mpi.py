@@ -111,6 +111,17 @@ def test_dead_rank_ends_the_run_and_keeps_the_records(tmp_path):
     assert len([rec for rec in stream if rec["kind"] == "collective" and rec["op"] == "all_reduce"]) == 6
 
 
+def test_the_record_says_the_backend_auto_chose(tmp_path):
+    """--backend auto (the default) is recorded as given, and the backend it chose under config.resolved: mpi on a
+    machine without a GPU (the command line once recorded "auto" there, the suite the choice)."""
+    out = tmp_path / "auto.json"
+    r = run_trainscope(["collectives", "--ops", "all_reduce", "-b", "8", "-e", "8", "-w", "0", "-n", "1", "--json", out],
+                       np=2, env={"CUDA_VISIBLE_DEVICES": ""})
+    assert r.rc == 0, r.err
+    config = json.loads(out.read_text())["run"]["config"]
+    assert (config["backend"], config["resolved"]["backend"]) == ("auto", "mpi")
+
+
 @pytest.mark.parametrize("np", [2, 3])
 def test_both_reduce_scatter_calls_check_clean_and_each_record_names_its_call(np, tmp_path, validate):
     out = tmp_path / "rs.json"

@@ -153,7 +153,7 @@ def ended_in_seconds(run, since):
 def disk_kib(np_, family):
     """Room for one checkpoint of the tiny mlp, not two: its parameters and AdamW's two moments take 0.66 MB; under
     --sync average every rank after rank 0 also saves its own copies where they differ from rank 0's (issue #36:
-    0.43 MB each, the parameters and moments between two averagings)."""
+    the two AdamW moments, 0.43 MB, as the parameters are averaged every step and the moments not)."""
     return 1024 + (512 * (np_ - 1) if family == "average" else 0)
 
 

@@ -94,6 +94,23 @@ def test_a_closed_division_run_passes_every_rule_but_the_benchmarks_name(tmp_pat
     assert [e["value"] for e in loop if e["key"] == "eval_accuracy"] == [p[metric] for p in rec["eval"]["points"]]
 
 
+def test_epochs_are_counted_by_the_data_and_change_at_its_end(tmp_path):
+    """64 training samples, 4 a step, an evaluation every 16 steps: the first block ends on the epoch's last sample
+    (epoch 1), the next starts on the second epoch's first (epoch 2); eval_samples is what each evaluation reads."""
+    log = tmp_path / "epochs.mllog"
+    r = run_trainscope(["train", "--model", "mlp", "--preset", "tiny", "--batch", 4, "--synthetic-size", 64,
+                        "--eval-every", 16, "--eval-batches", 1, "--steps", 32, "--no-ceiling", "--warmup-steps", 1,
+                        "--mllog", log], timeout=300)
+    assert r.rc == 0, r.err
+    got = events(log)
+    points = {e["key"]: e["value"] for e in got if e["key"] in ("train_samples", "eval_samples")}
+    assert points == {"train_samples": 64, "eval_samples": 4}
+    loop = [(e["key"], e["metadata"]["samples_count"], e["metadata"]["epoch_num"]) for e in got
+            if e["key"] in ("block_start", "block_stop", "eval_stop")]
+    assert loop == [("block_start", 0, 1), ("block_stop", 64, 1), ("eval_stop", 64, 1),
+                    ("block_start", 64, 2), ("block_stop", 128, 2), ("eval_stop", 128, 2)]
+
+
 def test_a_log_without_the_submission_options_names_what_is_missing(tmp_path):
     """Nothing is made up: without --mllog-org, --mllog-platform and --mllog-division those lines are not logged,
     and the checker says so (without a division it allows initialisation no time at all)."""

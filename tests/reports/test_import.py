@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from synthetic import make_doc, make_record
 
+from reports import launcher_prefixes
 from reports.__main__ import main
 from reports.compare import Outcome, compare
 from reports.load import load_result, validate
@@ -155,6 +156,20 @@ def test_nccl_tests_output_with_a_launchers_prefixes_imports_as_the_bare_output(
         r["source"], b["source"] = {}, {}
         assert r == b
     assert doc["run"]["layouts"][0]["ranks"] == bare["run"]["layouts"][0]["ranks"]
+
+
+@pytest.mark.parametrize("name", ["nccl-tests-all_reduce.txt", "osu-5.7_bcast.txt", "osu_latency.txt"])
+def test_bare_output_comes_through_the_prefix_stripping_unchanged(name):
+    text = (DATA / name).read_text()
+    assert launcher_prefixes.strip(text) == text
+
+
+def test_a_file_whose_minority_of_lines_look_prefixed_is_left_as_it_is():
+    """Only the style most lines carry is stripped: a table whose few lines happen to start like srun's '0: ' stays."""
+    bare = (DATA / "nccl-tests-all_reduce.txt").read_text()
+    lines = bare.splitlines()
+    some = "\n".join(f"{i}: {line}" if i < len(lines) // 3 else line for i, line in enumerate(lines)) + "\n"
+    assert launcher_prefixes.strip(some) == some
 
 
 def test_osu_output_with_mpiruns_tag_output_imports_as_the_bare_output(tmp_path):
