@@ -12,23 +12,23 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn, TextIO, cast
 
-from . import baselines
-from .analyze import analyze, format_side_by_side, format_table as format_analysis
-from .compare import compare, format_json, format_junit, format_markdown, format_table, machine_key
-from .errors import InputError
-from .export import FORMATS
-from .files import check_output_dir, check_output_file, write_atomically
-from .import_records import Tool
-from .importers import import_results
-from .kernel_breakdown import coverage_failures
-from .collective_facts import names as collective_names
-from .load import Result, load_result, load_results
-from .accept import accept, format_junit as format_acceptance_junit, format_table as format_acceptance
-from .rules import Rules, default_for as default_rules, from_toml as rules_from_toml, shipped as shipped_rules
-from .policy import Policy, apply as apply_policy, from_toml, parse_override
-from .memory import memory_text
-from .report import write_report
-from .terminal import Escaping, printable
+from .compare import baselines
+from .traces.analyze import analyze, format_side_by_side, format_table as format_analysis
+from .compare.compare import compare, format_json, format_junit, format_markdown, format_table, machine_key
+from .common.errors import InputError
+from .import_export.export import FORMATS
+from .common.files import check_output_dir, check_output_file, write_atomically
+from .import_export.import_records import Tool
+from .import_export.importers import import_results
+from .traces.kernel_breakdown import coverage_failures
+from .common.collective_facts import names as collective_names
+from .common.load import Result, load_result, load_results
+from .accept.accept import accept, format_junit as format_acceptance_junit, format_table as format_acceptance
+from .accept.rules import Rules, default_for as default_rules, from_toml as rules_from_toml, shipped as shipped_rules
+from .common.policy import Policy, apply as apply_policy, from_toml, parse_override
+from .common.memory import memory_text
+from .html.report import write_report
+from .common.terminal import Escaping, printable
 
 
 class _Parser(argparse.ArgumentParser):

@@ -5,4 +5,4 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 PY="$(ts_python "numpy, jsonschema")"
-PYTHONPATH="$TS_ROOT${PYTHONPATH:+:$PYTHONPATH}" exec "$PY" -m reports.calibration "$@"
+PYTHONPATH="$TS_ROOT${PYTHONPATH:+:$PYTHONPATH}" exec "$PY" -m reports.compare.calibration "$@"

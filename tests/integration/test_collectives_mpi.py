@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT, base_env, measurements, read_jsonl, run_trainscope, trainscope_path
-from reports.collective_facts import bus_factor, collective, on_backend
+from reports.common.collective_facts import bus_factor, collective, on_backend
 
 
 def expected_sizes(op, n, sizes, elt):

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from helpers import base_env, read_jsonl, run_trainscope, trainscope_path
-from reports.load import load_result, validate as validate_result
+from reports.common.load import load_result, validate as validate_result
 
 
 def progress(stream):

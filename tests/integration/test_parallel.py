@@ -17,7 +17,7 @@ import re
 import pytest
 
 from helpers import read_jsonl, run_trainscope
-from reports.collective_facts import bus_factor, collective
+from reports.common.collective_facts import bus_factor, collective
 
 RTOL = 1e-5
 # The CNN: a ReLU whose input lies within float32 rounding of 0 goes either way under two summation orders

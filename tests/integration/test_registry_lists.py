@@ -1,6 +1,6 @@
 """No hand-kept lists of a registry's names: the kernel ops and the collectives are declared once, in the result
 schema (the kernel ops' enum; the collective op's oneOf entries, with their facts), from which the build makes the C++
-registries, and every consumer reads them from there (helpers.kernel_ops(), reports/collective_facts.py, the
+registries, and every consumer reads them from there (helpers.kernel_ops(), reports/common/collective_facts.py, the
 registries in C++). A Python table or membership test, or a C++ string, that names 3 or more of a family is a second
 list that the next one added will not be in; so is a bus factor formula outside the facts. Either fails here, with its
 file and line, instead of in an integration test far away. A test naming the ops it runs (`for op in (...)`,
@@ -14,13 +14,13 @@ import pytest
 
 from helpers import ROOT, kernel_ops
 
-from reports.collective_facts import names as collective_names
+from reports.common.collective_facts import names as collective_names
 
 # family -> its names, and where each family's one list is read from.
 FAMILIES = {"kernel ops": set(kernel_ops()), "collectives": set(collective_names())}
 READ_FROM = {"kernel ops": "helpers.kernel_ops() in Python, allKernelOps() / kernelOpNameList() in C++",
-             "collectives": "reports/collective_facts.py in Python, allCollectives() / collectiveNameList() in C++"}
-FACTS_MODULE = ROOT / "reports" / "collective_facts.py"
+             "collectives": "reports/common/collective_facts.py in Python, allCollectives() / collectiveNameList() in C++"}
+FACTS_MODULE = ROOT / "reports" / "common" / "collective_facts.py"
 PYTHON_DIRS = ("tests", "reports", "scripts")
 CPP_DIRS = ("base", "bench", "comm", "kernels", "workloads", "tests", "fuzz")
 # This file's examples; vendored third-party code; the facts, and the test holding them to their formulas (its oracle).
@@ -107,7 +107,7 @@ def hand_kept_lists(root=ROOT):
             out += [f"{path.relative_to(root)}:{line}: {family_name} {names} (read them from {READ_FROM[family_name]})"
                     for line, names in cpp_lists(path, family)]
     for path in _source_files(root, PYTHON_DIRS, {".py"}):
-        out += [f"{path.relative_to(root)}:{line}: a bus factor formula (read it from reports/collective_facts.py)"
+        out += [f"{path.relative_to(root)}:{line}: a bus factor formula (read it from reports/common/collective_facts.py)"
                 for line in bus_factor_formulas(path)]
     return out
 

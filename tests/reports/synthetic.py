@@ -6,7 +6,7 @@ import random
 import sys
 from pathlib import Path
 
-from reports.collective_facts import collective
+from reports.common.collective_facts import collective
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,10 +8,10 @@ import pytest
 from synthetic import ROOT, make_ceiling, make_fleet_doc, make_kernel, make_link, make_train, telemetry
 
 from reports.__main__ import main
-from reports.accept import Verdict, accept
-from reports.load import load_result
-from reports.sections.kernels import ceilings as kernel_ceilings
-from reports.rules import from_toml, shipped
+from reports.accept.accept import Verdict, accept
+from reports.common.load import load_result
+from reports.html.sections.kernels import ceilings as kernel_ceilings
+from reports.accept.rules import from_toml, shipped
 
 FLEET = {"node-a": [0], "node-b": [1], "node-c": [2], "node-d": [3]}
 TRIAD = '[[rule]]\nname = "triad"\nmetric = "link.bandwidth_gbps"\nwhere = { test = "host_memory_triad" }\n'

@@ -3,7 +3,7 @@ waits) vs doing other work, and, with kernel-level spans, the device's idle time
 while the host was busy elsewhere."""
 import json
 
-from reports.analyze import analyze
+from reports.traces.analyze import analyze
 
 
 def write_trace(d, kernels):

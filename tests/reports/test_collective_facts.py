@@ -5,9 +5,9 @@ factor formula fails in tests/integration/test_registry_lists.py."""
 import pytest
 from synthetic import make_record
 
-from reports.collective_facts import BUS_FACTORS, collective, collectives, names, on_backend
-from reports.errors import InputError
-from reports.load import validate_record
+from reports.common.collective_facts import BUS_FACTORS, collective, collectives, names, on_backend
+from reports.common.errors import InputError
+from reports.common.load import validate_record
 
 
 def test_the_facts_are_the_schemas_declarations(schema):

@@ -3,10 +3,10 @@ reads from the collectives' declarations in the result schema (reports/collectiv
 registry by the CollectiveRegistry unit tests), not in the order the records came in."""
 from synthetic import make_record
 
-from reports.collective_facts import names
-from reports.load import Result
-from reports.plots import PlotSink
-from reports.sections.collectives import SECTION
+from reports.common.collective_facts import names
+from reports.common.load import Result
+from reports.html.plots import PlotSink
+from reports.html.sections.collectives import SECTION
 
 
 def test_sections_follow_the_registry_whatever_order_the_records_came_in(tmp_path):

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from synthetic import ROOT, make_doc, make_record, noisy, telemetry
 
-from reports import calibration
-from reports.compare import Outcome, compare, format_junit, format_markdown, machine_key
-from reports.effect import ratio_of_medians, robust_cv
-from reports.load import Result, load_result
+from reports.compare import calibration
+from reports.compare.compare import Outcome, compare, format_junit, format_markdown, machine_key
+from reports.compare.effect import ratio_of_medians, robust_cv
+from reports.common.load import Result, load_result
 
 # Five real, quiet runs of `mpirun -np 2 trainscope suite bench/suites/ci.toml`, one build, one after the
 # other on the 2-core development VM (telemetry: other processes used under 4% of the CPUs), kept whole.
@@ -393,7 +393,7 @@ def test_a_baseline_that_cannot_be_stored_is_one_line(write_doc, tmp_path):
 
 def test_calibration_refuses_what_it_cannot_calibrate_on(write_doc):
     def calibrate(*args):
-        return subprocess.run([sys.executable, "-m", "reports.calibration", *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        return subprocess.run([sys.executable, "-m", "reports.compare.calibration", *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=120)
     r = calibrate(REAL, "--pairs", 0)
     assert r.returncode == 2 and r.stderr.strip() == "calibrate-compare: error: --pairs must be at least 1"
     noisy_only = write_doc("noisy.json", make_doc([make_record(samples=noisy(100, 30, seed=1))]))

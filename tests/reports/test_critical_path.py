@@ -1,7 +1,7 @@
 """The pipeline critical path on a hand-made two-stage GPipe step whose answer is worked out by hand:
 stage 0 runs F0 F1 ... B1 B0, stage 1 runs F0 F1 B1 B0; the path is the chain of ops that held each next
 one up, with the transfer gaps between stages."""
-from reports.critical_path import critical_path, format_path
+from reports.traces.critical_path import critical_path, format_path
 
 
 def doc(pp_rank, ops, step=(0.0, 80.0), dp_rank=0):

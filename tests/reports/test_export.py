@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from reports.__main__ import main
-from reports.export import COORDINATES, flatten, metric_name
+from reports.import_export.export import COORDINATES, flatten, metric_name
 
 DATA = Path(__file__).parent / "data"
 RESULT = DATA / "ci-quiet-1.json"
@@ -92,8 +92,8 @@ def test_csv_text_cells_cannot_be_formulas_and_numbers_stay_numbers(tmp_path):
     """OWASP's CSV injection guidance (issue #34): a text cell starting with =, +, -, @, tab or carriage return is
     written with a single quote before it, and quoted, so that a spreadsheet shows it as text instead of running it;
     numbers, negative ones included, are written as they are and read back as numbers."""
-    from reports.export import to_csv
-    from reports.load import Result
+    from reports.import_export.export import to_csv
+    from reports.common.load import Result
 
     hostile = ["=HYPERLINK(\"http://x\",\"y\")", "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(A1)", "\tx", "\rx", "=1"]
     record = {"kind": "collective", "numbers": [-1], "delta": -1.5, "count": -3, "ok": "plain", "negative_text": "-x"}

@@ -9,7 +9,7 @@ import stat
 import subprocess
 import sys
 
-from reports.markdown import markdown_text
+from reports.common.markdown import markdown_text
 from synthetic import make_doc, make_record
 
 from test_compare import ROOT, run_tool

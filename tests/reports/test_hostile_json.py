@@ -12,9 +12,9 @@ import sys
 import pytest
 from synthetic import ROOT, make_doc, make_record, span
 
-from reports import strict_json
+from reports.common import strict_json
 from reports.__main__ import main
-from reports.errors import InputError
+from reports.common.errors import InputError
 
 DATA = ROOT / "tests" / "reports" / "data"
 IMPORT = DATA / "import"

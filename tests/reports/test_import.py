@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from synthetic import make_doc, make_record
 
-from reports import launcher_prefixes
+from reports.import_export import launcher_prefixes
 from reports.__main__ import main
-from reports.compare import Outcome, compare
-from reports.load import load_result, validate
-from reports.policy import Policy
-from reports.report import write_report
+from reports.compare.compare import Outcome, compare
+from reports.common.load import load_result, validate
+from reports.common.policy import Policy
+from reports.html.report import write_report
 
 DATA = Path(__file__).parent / "data" / "import"
 NCCL_TEXT = DATA / "nccl-tests-all_reduce.txt"

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from reports.__main__ import main
-from reports.analyze import analyze, format_table
-from reports.kernel_breakdown import coverage_failures, function_name, kernel_breakdown, roofline_matches
+from reports.traces.analyze import analyze, format_table
+from reports.traces.kernel_breakdown import coverage_failures, function_name, kernel_breakdown, roofline_matches
 
 LN = "void ts::cuda::(anonymous namespace)::layernormKernel<float>(float*, float const*, int, int)"
 GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"

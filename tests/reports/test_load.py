@@ -6,8 +6,8 @@ import sys
 import pytest
 from synthetic import ROOT, make_doc, make_record
 
-from reports.errors import InputError
-from reports.load import load_result, load_results
+from reports.common.errors import InputError
+from reports.common.load import load_result, load_results
 
 
 def run_tool(*args):

@@ -8,8 +8,8 @@ import sys
 from synthetic import ROOT, make_doc
 from test_training_mesh import Plots, parallel_record
 
-from reports.load import Result
-from reports.sections.training import TrainingSection
+from reports.common.load import Result
+from reports.html.sections.training import TrainingSection
 
 MIB = 2**20
 KINDS = ("parameters", "gradients", "optimizer", "master_weights", "activations", "comm_buffers", "workspace")

@@ -1,6 +1,6 @@
 """The report's log axes read (issue #22): a curve within one or two decades gets labels at 1, 2 and 5 of each
 decade, where matplotlib's default labelled the decades alone (one or two labels)."""
-from reports.plots import log_axis, new_figure
+from reports.html.plots import log_axis, new_figure
 
 
 def visible_labels(ax, axis):
@@ -25,7 +25,7 @@ def test_a_log_axis_within_two_decades_has_labels_to_read():
 
 def test_roofline_labels_do_not_pile_up():
     """Twenty shapes of one op on top of each other get one label, a far point its own, a suspect one first."""
-    from reports.sections.kernels import _place_labels
+    from reports.html.sections.kernels import _place_labels
     fig, (ax,) = new_figure()
     points = [(True, "gemm", 20 + 0.01 * i, 100 + 0.1 * i) for i in range(20)] + [(True, "softmax", 0.5, 4.0), (False, "gemm !", 21, 101)]
     for _, _, x, y in points:
@@ -68,9 +68,9 @@ def test_measured_figures_carry_their_spread(write_doc):
     """Every measured curve shows the iterations' spread (issue #22): a kernel's roofline point and a host's memory
     bandwidth bar span the rate at the p95 time to the rate at the fastest time (value x median / p95 .. x median / min)."""
     import pytest
-    from reports.load import load_result
-    from reports.sections.kernels import SECTION as KERNELS
-    from reports.sections.links import SECTION as LINKS
+    from reports.common.load import load_result
+    from reports.html.sections.kernels import SECTION as KERNELS
+    from reports.html.sections.links import SECTION as LINKS
     from synthetic import make_ceiling, make_doc, make_kernel, make_link, stats
 
     kernel = make_kernel("gemm", "small", 0.1, 20.0, 0.2, 50.0)
@@ -96,8 +96,8 @@ def test_legends_stay_off_the_axis_label_and_the_plot(write_doc):
     """A legend placed under the axes at a fixed offset sat on the x label once three runs stacked their bars
     (issue #22: "a legend overlaps an axis label"): the phase plot's legend now stands beside the axes, clear of
     both the label and the plotting area."""
-    from reports.load import load_result
-    from reports.sections.training import SECTION as TRAINING
+    from reports.common.load import load_result
+    from reports.html.sections.training import SECTION as TRAINING
     from synthetic import make_doc, make_train, stats
 
     phases = {p: stats([100.0 * (i + 1)] * 3) for i, p in enumerate(("data", "forward", "backward", "sync", "optimizer"))}

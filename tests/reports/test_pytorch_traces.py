@@ -12,8 +12,8 @@ import pytest
 from helpers import ROOT, python_with_torch
 from synthetic import span
 from reports.__main__ import main
-from reports.analyze import analyze, format_table
-from reports.trace_dir import load_trace_docs
+from reports.traces.analyze import analyze, format_table
+from reports.traces.trace_dir import load_trace_docs
 
 SAMPLE = Path(__file__).resolve().parent / "data" / "kineto-gpu"
 NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"

@@ -5,9 +5,9 @@ import json
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from reports.trace_dir import load_trace_docs
-from reports.errors import InputError
-from reports.load import load_result
+from reports.traces.trace_dir import load_trace_docs
+from reports.common.errors import InputError
+from reports.common.load import load_result
 from synthetic import make_doc, make_record
 
 VALID = json.dumps(make_doc([make_record()]))

@@ -10,11 +10,11 @@ import json
 import pytest
 from synthetic import ROOT, make_doc, make_record
 
-from reports.compare import compare, format_json, verdict_line
-from reports.errors import InputError
-from reports.load import load_result
-from reports.policy import Policy
-from reports.stream import fold_training
+from reports.compare.compare import compare, format_json, verdict_line
+from reports.common.errors import InputError
+from reports.common.load import load_result
+from reports.common.policy import Policy
+from reports.common.stream import fold_training
 
 KILLED = ROOT / "tests" / "reports" / "data" / "train-killed.jsonl"
 

@@ -9,7 +9,7 @@ import sys
 from synthetic import ROOT, make_doc, make_fleet_doc, make_kernel, make_record
 
 from reports.__main__ import main
-from reports.terminal import printable
+from reports.common.terminal import printable
 
 ESC = "\x1b"
 RULES = ROOT / "bench" / "suites" / "rules" / "quick.toml"

@@ -6,8 +6,8 @@ import json
 import pytest
 from synthetic import span
 
-from reports.analyze import analyze
-from reports.errors import InputError
+from reports.traces.analyze import analyze
+from reports.common.errors import InputError
 
 KINETO = {"step": "user_annotation", "phase": "user_annotation", "wait": "user_annotation", "compute": "cpu_op", "communication": "cpu_op"}
 ALL_REDUCE = {"bytes": 4096, "group": "dp0", "ranks": 2, "Collective name": "all_reduce", "In msg nelems": 1024, "Out msg nelems": 1024,

@@ -1,8 +1,8 @@
 """The training section's collectives table: each row set against the sweep at its own group's rank count."""
 from synthetic import make_record
 
-from reports.load import Result
-from reports.sections.training import attainable
+from reports.common.load import Result
+from reports.html.sections.training import attainable
 
 
 def sweep(op, nbytes, ranks, busbw):

@@ -5,9 +5,9 @@ import copy
 
 from synthetic import make_doc, stats
 
-from reports.critical_path import critical_path
-from reports.load import Result
-from reports.sections.training import TrainingSection
+from reports.traces.critical_path import critical_path
+from reports.common.load import Result
+from reports.html.sections.training import TrainingSection
 from test_critical_path import STAGE0, STAGE1, doc as trace_doc
 
 

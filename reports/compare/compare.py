@@ -1,0 +1,348 @@
+"""`compare`: match two results record by record and decide, metric by metric, pass, regression or
+inconclusive — and never let a slow candidate pass for being noisy.
+
+Per record, the deciding metric's effect is the ratio of medians with its interval (effect.py). Against
+the threshold t (policy.py):
+- regression: the whole interval lies above 1 + t (worse by more than t, beyond doubt);
+- improvement: the whole interval lies below 1 / (1 + t) (a pass, listed as such);
+- inconclusive: too few samples (an imported record, one average from another tool, always); either
+  record noisier than the limit (robust cv); the interval reaching past 1 + t (the data cannot rule a
+  regression out); or either run measured under contention
+  (contention.py) — then nothing is decided, since a busy machine slows a run by any factor;
+- pass: none of these — the interval rules out a regression beyond t.
+A record whose interval lies wholly beyond the threshold is a regression however noisy it is: noise
+widens the interval, so a clear regression stays clear. The run's outcome is regression when any record
+regressed, else inconclusive when any record was or when a run did not finish (a crashed run's stream:
+what it never measured cannot pass), else pass. Records present on one side only are listed, never
+dropped silently.
+"""
+import json
+import math
+import re
+from statistics import median
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+
+import numpy as np
+
+from ..common import contention, junit
+from ..common import identity as ids
+from .effect import Run, ratio_of_medians, robust_cv, seed_for
+from ..common.json_types import Record
+from ..common.junit import Case
+from ..common.load import Result
+from ..common.markdown import markdown_text
+from ..common.policy import Policy
+
+
+class Outcome(str, Enum):
+    REGRESSION = "regression"
+    INCONCLUSIVE = "inconclusive"
+    IMPROVEMENT = "improvement"
+    PASS = "pass"
+
+
+ORDER = {o: i for i, o in enumerate(Outcome)}
+EXIT_CODES = {Outcome.PASS: 0, Outcome.REGRESSION: 1, Outcome.INCONCLUSIVE: 3}  # 2: bad input
+
+
+@dataclass
+class MetricChange:
+    metric: str
+    unit: str
+    baseline: float
+    candidate: float
+    change: float  # relative, (candidate - baseline) / baseline
+
+
+@dataclass
+class Row:
+    identity: str
+    kind: str
+    metric: str
+    unit: str
+    outcome: Outcome
+    reason: str                # why, in a few words (empty for a plain pass)
+    baseline: float            # the medians
+    candidate: float
+    change: float              # worse by this much when positive: ratio - 1 in the bad direction
+    low: float | None = None   # the interval of the change, in the same terms (None: no interval was computed)
+    high: float | None = None
+    threshold: float = 0.0
+    cv_baseline: float | None = None
+    cv_candidate: float | None = None
+    samples: tuple[int, int] = (0, 0)
+    others: list[MetricChange] = field(default_factory=list)
+
+
+@dataclass
+class Comparison:
+    baseline: str
+    candidate: str
+    policy: Policy
+    rows: list[Row]
+    only_in_baseline: list[str]
+    only_in_candidate: list[str]
+    contention: list[str]      # reasons, prefixed by the run they concern
+    telemetry: tuple[bool, bool]  # (baseline has telemetry, candidate has telemetry)
+    baseline_runs: int = 1
+    candidate_runs: int = 1
+    incomplete: list[str] = field(default_factory=list)  # runs that did not finish: "candidate x.jsonl: why"
+
+    def of(self, outcome: Outcome) -> list[Row]:
+        return [r for r in self.rows if r.outcome == outcome]
+
+    @property
+    def regressions(self) -> list[Row]:
+        return self.of(Outcome.REGRESSION)
+
+    @property
+    def outcome(self) -> Outcome:
+        if self.regressions:
+            return Outcome.REGRESSION
+        if self.of(Outcome.INCONCLUSIVE) or self.incomplete:
+            return Outcome.INCONCLUSIVE
+        return Outcome.PASS
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.outcome]
+
+
+def _index(records: list[Record]) -> dict[ids.Identity, Record]:
+    """Records by identity; of repeated measurements (a suite that runs one twice) the first counts."""
+    out = {}
+    for rec in records:
+        key = ids.identity(rec)
+        if key is not None and key not in out:
+            out[key] = rec
+    return out
+
+
+def judge(kind: str, metric: ids.Metric, bases: list[Record], cands: list[Record], policy: Policy, name: str = "",
+          contended: bool = False) -> Row:
+    """The outcome of one deciding metric: `bases` and `cands`, the records of this identity in each run of
+    the baseline and of the candidate (usually one each). `contended`: a run was measured under contention
+    (the comparison says by what, once)."""
+    base_runs: list[Run] = [(b.get(metric.samples) or [], b.get("trials", 1)) for b in bases]
+    cand_runs: list[Run] = [(c.get(metric.samples) or [], c.get("trials", 1)) for c in cands]
+    a = [x for s, _ in base_runs for x in s]
+    z = [x for s, _ in cand_runs for x in s]
+    # The medians shown are those the effect is the ratio of: of all samples of a side's runs.
+    bv = median(a) if a else median([ids.value(b, metric) for b in bases])
+    cv = median(z) if z else median([ids.value(c, metric) for c in cands])
+    t = policy.threshold_for(kind, metric.name)
+    sign = 1 if metric.lower_is_better else -1  # a ratio above 1 is worse either way after this
+
+    def row(outcome: Outcome, reason: str, change: float, low: float | None = None, high: float | None = None,
+            cvs: tuple[float | None, float | None] = (None, None)) -> Row:
+        return Row(name, kind, metric.name, metric.unit, outcome, reason, bv, cv, change, low, high, t, cvs[0], cvs[1],
+                   (len(a), len(z)))
+
+    plain = ((cv / bv) ** sign - 1) if bv and cv and math.isfinite(bv) and math.isfinite(cv) else 0.0
+    # An imported record (importers.py) is another tool's one average: a point value, whose change is shown but
+    # decides nothing, whatever --min-samples says — there is no spread to tell a change from noise. (The sample
+    # count below would stop it too, as "too few samples"; this says why, and holds at --min-samples 1.)
+    imported = sorted({r["source"]["tool"] for r in bases + cands if r.get("source")})
+    if imported:
+        return row(Outcome.INCONCLUSIVE, f"summary only: {' and '.join(imported)} gave one average per size, no samples", plain)
+    fewest = min(len(s) for s, _ in base_runs + cand_runs)
+    if fewest < policy.min_samples:
+        return row(Outcome.INCONCLUSIVE, f"too few samples: {fewest} < {policy.min_samples}", plain)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # an overflow is caught below, not printed
+        e = ratio_of_medians(base_runs, cand_runs, policy.confidence, seed_for(name + metric.name))
+        ratio, low, high = (e.ratio, e.low, e.high) if sign > 0 else (1 / e.ratio, 1 / e.high, 1 / e.low)
+        cvs = (robust_cv(a), robust_cv(z))
+    if not all(math.isfinite(x) for x in (bv, cv, ratio, low, high, *cvs)):
+        # Numbers a result may hold (strict_json.py) whose medians or ratios still overflow a double (1.7e308): no
+        # verdict can be read from them, least of all a pass.
+        return row(Outcome.INCONCLUSIVE, "figures too large to compare: their arithmetic overflows a double", 0.0)
+    args = (ratio - 1, low - 1, high - 1, cvs)
+    limit = policy.max_cv_for(kind, metric.name)
+    if contended:
+        return row(Outcome.INCONCLUSIVE, "contention", *args)
+    if low > 1 + t:
+        return row(Outcome.REGRESSION, "", *args)
+    if high < 1 / (1 + t):
+        return row(Outcome.IMPROVEMENT, "", *args)
+    if max(cvs) > limit:
+        side = "baseline" if cvs[0] >= cvs[1] else "candidate"
+        return row(Outcome.INCONCLUSIVE, f"noisy: {side} cv {max(cvs):.1%} > {limit:.0%}", *args)
+    if high > 1 + t:
+        why = f"wide interval: reaches {high - 1:+.1%}, cannot rule out a regression beyond {t:.0%}"
+        return row(Outcome.INCONCLUSIVE, why, *args)
+    return row(Outcome.PASS, "", *args)
+
+
+def _runs(results: Result | Sequence[Result]) -> list[Result]:
+    return [results] if isinstance(results, Result) else list(results)
+
+
+def compare(baselines: Result | Sequence[Result], candidates: Result | Sequence[Result],
+            policy: Policy | None = None) -> Comparison:
+    """Compare the candidate with the baseline, each one result or several runs of one build (a list)."""
+    policy = policy or Policy()
+    baselines, candidates = _runs(baselines), _runs(candidates)
+    base_idx = [_index(b.records) for b in baselines]
+    cand_idx = [_index(c.records) for c in candidates]
+    base_keys = set().union(*(i.keys() for i in base_idx))
+    cand_keys = set().union(*(i.keys() for i in cand_idx))
+
+    reasons = [f"{side}{f' {n + 1}' if len(runs) > 1 else ''}: {r}"
+               for side, runs in (("baseline", baselines), ("candidate", candidates))
+               for n, res in enumerate(runs) for r in contention.reasons(res, policy)]
+    rows = []
+    for key in base_keys & cand_keys:
+        bases = [i[key] for i in base_idx if key in i]
+        cands = [i[key] for i in cand_idx if key in i]
+        metrics = ids.METRICS[key[0]]
+        decider = next(m for m in metrics if m.decides)
+        r = judge(key[0], decider, bases, cands, policy, ids.describe(key), bool(reasons))
+        for m in metrics:
+            if m is not decider:
+                ob, oc = median([ids.value(b, m) for b in bases]), median([ids.value(c, m) for c in cands])
+                r.others.append(MetricChange(m.name, m.unit, ob, oc, (oc - ob) / ob if ob else 0.0))
+        rows.append(r)
+    rows.sort(key=lambda r: (ORDER[r.outcome], -r.change if r.outcome == Outcome.REGRESSION else r.change, r.identity))
+    only_b = sorted(ids.describe(k) for k in base_keys - cand_keys)
+    only_c = sorted(ids.describe(k) for k in cand_keys - base_keys)
+    incomplete = [f"{side} {res.path}: {res.incomplete}" for side, runs in (("baseline", baselines), ("candidate", candidates))
+                  for res in runs if res.incomplete]
+    return Comparison(", ".join(b.path for b in baselines), ", ".join(c.path for c in candidates), policy, rows, only_b, only_c,
+                      reasons, (all(map(contention.has_telemetry, baselines)), all(map(contention.has_telemetry, candidates))),
+                      len(baselines), len(candidates), incomplete)
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:+.1%}"
+
+
+def _interval(r: Row) -> str:
+    return "-" if r.low is None or r.high is None else f"[{r.low:+.1%}, {r.high:+.1%}]"
+
+
+def _cvs(r: Row) -> str:
+    return "-" if r.cv_baseline is None or r.cv_candidate is None else f"{r.cv_baseline:.1%}/{r.cv_candidate:.1%}"
+
+
+def method_line(cmp: Comparison) -> str:
+    p = cmp.policy
+    runs = max(cmp.baseline_runs, cmp.candidate_runs)
+    levels = (f"runs ({cmp.baseline_runs} baseline, {cmp.candidate_runs} candidate), then trials, then iterations" if runs > 1
+              else "trials, then iterations; one run a side, so the spread between runs is not in it")
+    return (f"# effect: ratio of medians, {p.confidence:.0%} interval by bootstrap ({levels}); "
+            f"threshold {p.threshold:.0%}, noise limit cv {p.max_cv:.0%}, at least {p.min_samples} samples"
+            + ("; per-kind thresholds " + ", ".join(f"{k} {v:.0%}" for k, v in sorted(p.thresholds.items()))
+               if p.thresholds else ""))
+
+
+def verdict_line(cmp: Comparison) -> str:
+    """The run's outcome and why, in one line; a run that did not finish is named whatever the outcome."""
+    unfinished = "; incomplete: " + "; ".join(cmp.incomplete) if cmp.incomplete else ""
+    return _outcome_line(cmp) + unfinished
+
+
+def _outcome_line(cmp: Comparison) -> str:
+    o = cmp.outcome
+    if o == Outcome.REGRESSION:
+        worst = cmp.regressions[0]
+        # Runs of one build can land apart more than any run's own samples show (docs/compare-calibration.md).
+        modest = any(r.low is not None and r.low < 1.0 for r in cmp.regressions)  # less than 2x beyond doubt
+        caveat = ("; one candidate run: confirm with another, runs of one build can land this far apart"
+                  if cmp.candidate_runs == 1 and modest else "")
+        return (f"verdict: regression — {len(cmp.regressions)} record(s) slower beyond {cmp.policy.threshold:.0%}, "
+                f"worst {worst.identity} {worst.change:+.1%}{caveat}")
+    if o == Outcome.INCONCLUSIVE:
+        if cmp.contention:
+            return "verdict: inconclusive — measured under contention: " + "; ".join(cmp.contention)
+        if not cmp.of(Outcome.INCONCLUSIVE):
+            return "verdict: inconclusive — a run did not finish, so what it did not measure cannot pass"
+        why: dict[str, int] = {}
+        for r in cmp.of(Outcome.INCONCLUSIVE):
+            kind = r.reason.split(":")[0]  # "noisy", "wide interval", "too few samples"
+            why[kind] = why.get(kind, 0) + 1
+        return "verdict: inconclusive — " + ", ".join(f"{n} record(s) {w}" for w, n in why.items()) + " (see the rows above)"
+    return f"verdict: pass — no record slower beyond {cmp.policy.threshold:.0%}"
+
+
+def summary_line(cmp: Comparison) -> str:
+    counts = {o: len(cmp.of(o)) for o in Outcome}
+    no_tel = [side for side, has in zip(("baseline", "candidate"), cmp.telemetry) if not has]
+    return (f"# {len(cmp.rows)} compared: {counts[Outcome.REGRESSION]} regression(s), "
+            f"{counts[Outcome.IMPROVEMENT]} improvement(s), {counts[Outcome.PASS]} pass, "
+            f"{counts[Outcome.INCONCLUSIVE]} inconclusive; "
+            f"{len(cmp.only_in_baseline)} only in the baseline, {len(cmp.only_in_candidate)} only in the candidate"
+            + (f"; no telemetry in the {' and '.join(no_tel)} (contention unknown)" if no_tel else ""))
+
+
+def format_table(cmp: Comparison) -> str:
+    lines = [f"# trainscope compare: {cmp.baseline} -> {cmp.candidate}", method_line(cmp),
+             f"{'outcome':<12} {'change':>8} {'interval':>18} {'baseline':>11} {'candidate':>11} {'cv b/c':>11}  record"]
+    for r in cmp.rows:
+        why = f"  ({r.reason})" if r.reason and r.reason != "contention" else ""
+        lines.append(f"{r.outcome.value:<12} {_pct(r.change):>8} {_interval(r):>18} {r.baseline:>11.4g} {r.candidate:>11.4g} "
+                     f"{_cvs(r):>11}  {r.identity} [{r.metric}]{why}")
+    for d in cmp.only_in_baseline:
+        lines.append(f"{'missing':<12} {'':>8} {'':>18} {'':>11} {'':>11} {'':>11}  {d} (only in the baseline)")
+    for d in cmp.only_in_candidate:
+        lines.append(f"{'new':<12} {'':>8} {'':>18} {'':>11} {'':>11} {'':>11}  {d} (only in the candidate)")
+    lines += [summary_line(cmp), verdict_line(cmp)]
+    return "\n".join(lines) + "\n"
+
+
+def _md(text: object) -> str:
+    return markdown_text(text)
+
+
+def format_markdown(cmp: Comparison) -> str:
+    out = [f"## trainscope compare: **{cmp.outcome.value}**", "", _md(verdict_line(cmp)), "",
+           _md(summary_line(cmp).lstrip("# ")), "", _md(method_line(cmp).lstrip("# ")) + ".", ""]
+    shown = [r for r in cmp.rows if r.outcome != Outcome.PASS]
+    if shown:
+        out += ["| outcome | record | metric | baseline | candidate | change | interval | why |",
+                "|---|---|---|---:|---:|---:|---|---|"]
+        for r in shown:
+            out.append(f"| {r.outcome.value} | {_md(r.identity)} | {r.metric} | {r.baseline:.4g} | {r.candidate:.4g} | "
+                       f"{_pct(r.change)} | {_interval(r)} | {_md(r.reason)} |")
+        out.append("")
+    for title, items in (("Only in the baseline", cmp.only_in_baseline), ("Only in the candidate", cmp.only_in_candidate)):
+        if items:
+            out += [f"{title}:", ""] + [f"- {_md(i)}" for i in items] + [""]
+    return "\n".join(out)
+
+
+def format_junit(cmp: Comparison) -> str:
+    """One test case per record: a failure per regression, skipped (with the reason) per inconclusive one."""
+    cases = []
+    for r in cmp.rows:
+        text = f"{r.metric} {r.baseline:.6g} -> {r.candidate:.6g} ({_pct(r.change)}, interval {_interval(r)})"
+        name = ("trainscope." + r.identity.split(" ")[0], r.identity)
+        if r.outcome == Outcome.REGRESSION:
+            cases.append(Case(*name, junit.Outcome.FAILURE, f"{r.metric} {_pct(r.change)} ({r.baseline:.4g} -> "
+                              f"{r.candidate:.4g})", f"{r.identity}: {text}", failure_type="regression"))
+        elif r.outcome == Outcome.INCONCLUSIVE:
+            cases.append(Case(*name, junit.Outcome.SKIPPED, f"inconclusive: {r.reason}", text))
+        else:
+            cases.append(Case(*name, junit.Outcome.PASSED, "", f"{r.outcome.value}: {text}"))
+    return junit.junit_text("trainscope compare", cases)
+
+
+def format_json(cmp: Comparison) -> str:
+    doc = asdict(cmp)
+    doc["policy"] = asdict(cmp.policy)
+    # A median that overflowed (judge) is null: what compare writes is strict JSON too (strict_json.py).
+    doc["rows"] = [{k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in r.items()} for r in doc["rows"]]
+    return json.dumps(doc | {"outcome": cmp.outcome.value, "exit_code": cmp.exit_code, "regressions": len(cmp.regressions)},
+                      indent=1, default=str, allow_nan=False) + "\n"
+
+
+def machine_key(result: Result) -> str:
+    """The baseline name for the machine a result ran on: backend, rank count and device model."""
+    run = result.run
+    layout = run["layouts"][0] if run["layouts"] else {"backend": "none", "size": run["world"]["processes"]}
+    host = run["hosts"][0]
+    gpus = host["gpus"]["devices"]
+    model = gpus[0]["name"] if gpus else (host["cpu"]["model"] or "cpu")
+    key = f"{layout['backend']}-{layout['size']}x-{model}"
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", key).strip("_")
