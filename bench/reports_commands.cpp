@@ -54,7 +54,7 @@ Action toolAction(CLI::App& sub, const std::string& name) {
   sub.prefix_command();  // everything after the subcommand is the tool's
   sub.set_help_flag();   // so is --help
   return [&sub, name](const std::vector<std::string>&) -> int {
-    // Absolute: the tool changes folder for a moment (reports/plots.py), and a relative import path would then name another.
+    // Absolute: the tool changes folder for a moment (reports/html/plots.py), and a relative import path would then name another.
     const std::string home = fs::absolute(reportsHome()).string();
     const std::string python = pythonWithModules();
     std::vector<std::string> args = {python, "-I", "-c", kStarter, home, name};

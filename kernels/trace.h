@@ -3,7 +3,7 @@
 // per rank, merged across ranks by bench/). Off by default: a span then costs one branch. Spans are
 // recorded by the training thread only (the loader thread records none), so no locking.
 //
-// Categories the analysis reads (reports/analyze.py): "step" (one per training step), "phase" (data,
+// Categories the analysis reads (reports/traces/analyze.py): "step" (one per training step), "phase" (data,
 // sync), "compute" (forward and backward of a micro-batch and of each layer, the optimizer update),
 // "communication" (a collective or a send/recv from launch to observed completion, on its own track,
 // with bytes and group), "wait" (blocked on communication, inside a phase). The files carry each as the span's

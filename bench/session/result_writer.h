@@ -10,7 +10,7 @@
 //
 // The stream: a "run" line (the metadata as the run started, ended_at null), the records, and at finish
 // the "run" line again with the end time. A stream whose last "run" line has no end time is a run that
-// did not finish (killed, hung, crashed); the readers (reports/stream.py) mark it incomplete.
+// did not finish (killed, hung, crashed); the readers (reports/common/stream.py) mark it incomplete.
 #include <initializer_list>
 #include <memory>
 #include <string>

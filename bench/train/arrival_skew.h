@@ -3,7 +3,7 @@
 // collective a group ("dp0", "tp1") launches is one operation on every member; a member's skew is how much
 // later than the group's first member it launched it, on clocks aligned at a barrier before the steps.
 // A rank whose median skew is above the threshold and over 3x the median of the other ranks' is named
-// late — the rule `trainscope analyze` applies to a trace (reports/analyze.py), here without one.
+// late — the rule `trainscope analyze` applies to a trace (reports/traces/analyze.py), here without one.
 #include <cstddef>
 #include <string>
 #include <utility>

@@ -64,7 +64,7 @@ void addStep(MeasuredSteps& steps, const wl::StepResult& r, bool timed) {
 }
 
 // This rank's place in every trace file: the mesh, and per axis its size and this rank's coordinate
-// ("pp", "pp_rank"), which reports/critical_path.py reads.
+// ("pp", "pp_rank"), which reports/traces/critical_path.py reads.
 void finishTrace(TraceFiles& files, wl::Trainer& trainer, const wl::Mesh& mesh, std::int64_t microBatches) {
   nlohmann::json about = {{"mesh", mesh.toJson()}, {"micro_batches", microBatches}};
   std::vector<TraceGroup> groups;  // the communicators the collectives' spans name (groupLabel)

@@ -114,7 +114,7 @@ nlohmann::json toJson(const TrainRecord& r);
 // streams one after every step, so a run that is killed, hangs or crashes keeps the steps it trained
 // (only the step in flight is lost). `about` is the run as describeRun states it before the first step;
 // the first progress record of a run carries it whole (`train`), and a reader makes from it and the
-// steps the train record of a run that never wrote its own (reports/stream.py). The train record, when
+// steps the train record of a run that never wrote its own (reports/common/stream.py). The train record, when
 // it comes, sums the steps up: progress records are in the stream only, not in the final document.
 nlohmann::json progressJson(const wl::StepResult& step, bool timed, const TrainRecord& about, bool first);
 

@@ -4,7 +4,7 @@
 // bus factor, whether it reduces or takes a root, and the backends that run it. The build compiles
 // comm/collectives/<name>.cpp for each entry, in that order, with those facts (CollectiveFacts, from the
 // generated collective_list.inc), and the reports and tests read the same entries
-// (reports/collective_facts.py); --ops, its help, the tracker's records and the report's order follow.
+// (reports/common/collective_facts.py); --ops, its help, the tracker's records and the report's order follow.
 // The file (as nccl-tests has one per collective) says how inputs are filled, what every output element
 // must be, and the MPI and NCCL calls that run it. A shared driver (bench/collectives/collectives_runner)
 // does the rest.

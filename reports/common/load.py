@@ -1,5 +1,5 @@
 """Loading result documents: read, parse, validate against the schema, and name what is wrong. A result is a
-document (<out>.json) or the stream of one (<out>.jsonl, reports/stream.py), a crashed run's included: such a
+document (<out>.json) or the stream of one (<out>.jsonl, reports/common/stream.py), a crashed run's included: such a
 result is marked incomplete, and every tool that reads it says so."""
 import functools
 import json

@@ -172,7 +172,7 @@ def document(cells: list[Cell], source: str, doc: ResultDoc, pairs: int, policy:
     records = quiet_records(doc)
     lines = ["# compare, calibrated", "",
              "How often `trainscope compare` calls a slowdown a regression, a pass or inconclusive, on pairs of runs "
-             "resampled from real recorded samples with a known slowdown injected (reports/calibration.py; "
+             "resampled from real recorded samples with a known slowdown injected (reports/compare/calibration.py; "
              "regenerate with `scripts/calibrate-compare.sh`).", "",
              f"- samples: `{source}` — `{' '.join(run['command_line'])}` on {host['hostname']} ({host['cpu']['model']}, "
              f"{host['cpu'].get('threads')} hardware threads), {run['started_at'][:10]}; "

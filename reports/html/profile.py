@@ -1,6 +1,6 @@
 """The report's profile section, from a `train --trace DIR` directory (`report ... --trace DIR`): one
 step of every rank on one time axis (a Gantt picture), the breakdown per rank (compute, exposed
-communication, idle) with the overlap, and the stragglers (reports/analyze.py does the arithmetic)."""
+communication, idle) with the overlap, and the stragglers (reports/traces/analyze.py does the arithmetic)."""
 import sys
 from collections.abc import Sequence
 from pathlib import Path

@@ -1,7 +1,7 @@
-"""`trainscope analyze TRACE_DIR...`: what a `--trace` run's spans (or a PyTorch profiler trace's, reports/pytorch_trace.py)
+"""`trainscope analyze TRACE_DIR...`: what a `--trace` run's spans (or a PyTorch profiler trace's, pytorch_trace.py)
 say about where each step went; several directories side by side.
 
-Per rank and step, from the spans' roles alone (kernels/trace.h names them; reports/trace_dir.py reads them):
+Per rank and step, from the spans' roles alone (kernels/trace.h names them; trace_dir.py reads them):
   compute   = the union of "compute" spans minus the time blocked in "wait" spans inside them
   exposed   = communication ("communication" spans, launch to completion) not under compute
   idle      = the rest of the step (data waits, host overhead, pipeline bubbles)

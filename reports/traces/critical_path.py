@@ -9,7 +9,7 @@ ended last: the one that held it up. The path alternates compute (the ops) and t
 Each op on the path says what held it up (`held_by`: "stage", its stage's previous op; "receive", the
 op it receives from) and the gap between that op's end and its own start.
 Stages are told apart by the `about` entry trainscope writes in every trace file (the mesh and the rank's
-coordinate on each axis, reports/mesh.py): a stage is a coordinate on the pipeline axis, and the path is that
+coordinate on each axis, reports/common/mesh.py): a stage is a coordinate on the pipeline axis, and the path is that
 of the ranks at 0 on every other axis.
 """
 import re

@@ -1,5 +1,5 @@
 """Time intervals as (start, end) pairs: unions, lengths and set arithmetic on them, for the trace
-analyses (reports/analyze.py, reports/kernel_breakdown.py)."""
+analyses (reports/traces/analyze.py, reports/traces/kernel_breakdown.py)."""
 from collections.abc import Iterable
 
 from ..common.json_types import TraceEvent

@@ -3,7 +3,7 @@ torch.profiler's export_chrome_trace or tensorboard_trace_handler (*.pt.trace.js
 with traceEvents, distributedInfo and baseTimeNanoseconds) or from the legacy profiler of a build without Kineto (a
 bare list of events without categories, times from that process's own start).
 
-Each span gets its role in the analysis as its `cat` (reports/trace_dir.py):
+Each span gets its role in the analysis as its `cat` (reports/traces/trace_dir.py):
   step           ProfilerStep#N on the host (not its gpu_user_annotation copy on a stream)
   compute        on a GPU trace the kernels that are not communication; on a CPU-only trace the host's cpu_ops (the legacy
                  profiler's events are all ops) less the collectives they run on the same thread

@@ -1,5 +1,5 @@
 """A trace directory as {rank: trace document}, whoever wrote it: trainscope's own files (DIR/rank-<r>.json, trace-v1
-or trace-v2) or PyTorch profiler traces (reports/pytorch_trace.py). In what this returns, a span's `cat` is its role in
+or trace-v2) or PyTorch profiler traces (reports/traces/pytorch_trace.py). In what this returns, a span's `cat` is its role in
 the analysis (kernels/trace.h's categories: step, phase, compute, communication, wait; kernel, memcpy, memset), which a
 trace-v2 file keeps in args.role beside Kineto's category and a trace-v1 file gave as its `cat`."""
 import re

@@ -1,6 +1,6 @@
 """The collectives are declared once, in the result schema's collective op (one oneOf entry each: name, shape, bus
 factor, reduction, root, backends), which the build compiles in (the CollectiveRegistry unit tests hold the C++ to it)
-and Python reads through reports/collective_facts.py. A consumer that keeps its own list of collectives or its own bus
+and Python reads through reports/common/collective_facts.py. A consumer that keeps its own list of collectives or its own bus
 factor formula fails in tests/integration/test_registry_lists.py."""
 import pytest
 from synthetic import make_record

@@ -1,5 +1,5 @@
 """The collectives section shows the ops in the registry's order (comm/collectives/registry.cpp), which it
-reads from the collectives' declarations in the result schema (reports/collective_facts.py; held equal to the
+reads from the collectives' declarations in the result schema (reports/common/collective_facts.py; held equal to the
 registry by the CollectiveRegistry unit tests), not in the order the records came in."""
 from synthetic import make_record
 

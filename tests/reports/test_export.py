@@ -1,4 +1,4 @@
-"""`trainscope export` (reports/export.py, issue #22): CSV and OpenMetrics text that read back to the records'
+"""`trainscope export` (reports/import_export/export.py, issue #22): CSV and OpenMetrics text that read back to the records'
 own values — CSV through Python's csv reader, OpenMetrics through prometheus_client's own parser (Debian's
 python3-prometheus-client) — from a real collectives result with telemetry records beside its collectives."""
 import csv

@@ -1,4 +1,4 @@
-"""Issue #34: every JSON reader of the reports tool under one policy (reports/strict_json.py), its environment variables
+"""Issue #34: every JSON reader of the reports tool under one policy (reports/common/strict_json.py), its environment variables
 checked, `import` refusing what `report` could not read, and memory bounded by what is read.
 
 Before: a result nested 100,000 deep was a RecursionError; a lone `\\ud800` escape passed until a report was written

@@ -1,4 +1,4 @@
-"""`trainscope import` (reports/importers.py, issue #22): the committed nccl-tests (text and -J JSON) and OSU
+"""`trainscope import` (reports/import_export/importers.py, issue #22): the committed nccl-tests (text and -J JSON) and OSU
 samples become valid result documents whose records hold the samples' own figures (each table read again
 here, by a regex of its own); compare matches them to trainscope's records and calls them inconclusive
 (one average, no samples); report draws them under the tool's name; bad input is one line, exit 2."""

@@ -1,4 +1,4 @@
-"""The readers take the stream of a run that did not finish (reports/stream.py): the run line, the records, a
+"""The readers take the stream of a run that did not finish (reports/common/stream.py): the run line, the records, a
 line torn by the kill left out; a training run's steps made into its train record when it never wrote one,
 and dropped when it did; the result marked incomplete in the report and in compare's verdict.
 

@@ -1,6 +1,6 @@
 """Issue #34: control bytes from a result (a host name, a label, a suite's name) or an imported file reached the
 terminal raw (`accept` printed a host named `h\\x1b[2Jx` as is, clearing the screen). Everything the reports tool
-prints goes through one helper, reports/terminal.py; data written to a file or a pipe is left as it is."""
+prints goes through one helper, reports/common/terminal.py; data written to a file or a pipe is left as it is."""
 import json
 import os
 import subprocess

@@ -1,4 +1,4 @@
-"""The training section and the critical path read a run's axes from its mesh (reports/mesh.py): a record with
+"""The training section and the critical path read a run's axes from its mesh (reports/common/mesh.py): a record with
 another axis shows it in the per-rank table, and a record from before the mesh was recorded still renders with
 its dp, tp and pp; a trace's coordinate on an axis other than the pipeline's keeps it off the path."""
 import copy
