@@ -1,4 +1,4 @@
-#include "bench/session/trace_files.h"
+#include "bench/run/trace_files.h"
 
 #include <algorithm>
 #include <cstdio>

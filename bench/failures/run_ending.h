@@ -49,7 +49,7 @@ void endRun(const Failure& f);
 // process tells process 0 that it said why (so that process 0 does not blame it as gone).
 void tellTimeoutReported(int exitCode);
 
-// For the signal handler (bench/session/activity.cpp), async-signal-safe:
+// For the signal handler (bench/failures/activity.cpp), async-signal-safe:
 // process 0 with a hub: the first SIGTERM/SIGINT/SIGHUP only asks to stop; the run ends through endRun or the hub.
 bool hubDefersSignals();
 // Process 0, having asked to stop: the hub looks at once (its deadline for the main thread starts).

@@ -1,4 +1,4 @@
-#include "bench/session/run_session.h"
+#include "bench/run/run_session.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -12,16 +12,16 @@
 #include "base/heartbeat.h"
 #include "base/json_text.h"
 #include "base/terminal_text.h"
-#include "bench/session/activity.h"
-#include "bench/session/agreement.h"
-#include "bench/session/compute_threads.h"
-#include "bench/session/inventory.h"
-#include "bench/session/peer_census.h"
-#include "bench/session/result_writer.h"
-#include "bench/session/run_ending.h"
-#include "bench/session/run_metadata.h"
-#include "bench/session/telemetry.h"
-#include "bench/session/watchdog.h"
+#include "bench/failures/activity.h"
+#include "bench/failures/agreement.h"
+#include "bench/failures/peer_census.h"
+#include "bench/failures/run_ending.h"
+#include "bench/failures/watchdog.h"
+#include "bench/inventory/inventory.h"
+#include "bench/results/result_writer.h"
+#include "bench/run/compute_threads.h"
+#include "bench/run/run_metadata.h"
+#include "bench/telemetry/telemetry.h"
 #include "comm/launcher.h"
 
 namespace ts {
@@ -106,7 +106,7 @@ RunSession::~RunSession() {
   setupWatchdog_.reset();  // before anything it could abort through goes
   if (std::uncaught_exceptions() > 0 && !activity::errorWasReported()) {
     // A failure that the processes did not agree on (collectively): the others may be inside a collective, or gone,
-    // and MPI_Finalize would wait for them. bench/main.cpp ends this process (bench/session/run_ending.h).
+    // and MPI_Finalize would wait for them. bench/main.cpp ends this process (bench/failures/run_ending.h).
     if (boot_) boot_->abandon();
   } else if (!finished_) {
     ending::closing();  // a subcommand that returned without a document: its end is no failure

@@ -1,4 +1,4 @@
-#include "bench/session/result_stream.h"
+#include "bench/results/result_stream.h"
 
 #include <sys/stat.h>
 

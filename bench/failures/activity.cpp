@@ -1,4 +1,4 @@
-#include "bench/session/activity.h"
+#include "bench/failures/activity.h"
 
 #include <time.h>
 #include <unistd.h>
@@ -15,7 +15,7 @@
 
 #include "base/heartbeat.h"
 #include "base/stop_request.h"
-#include "bench/session/run_ending.h"
+#include "bench/failures/run_ending.h"
 
 namespace ts::activity {
 namespace {
@@ -79,7 +79,7 @@ void writeNumber(long n) {  // async-signal-safe: no printf
 void writeKept() {
   if (!g_streamWriter.load() || g_streamPath[0] == '\0') return;
   const long n = g_streamed.load();
-  if (n == 0) {  // no stream was made (bench/session/result_writer.h): a file there is an earlier run's, kept
+  if (n == 0) {  // no stream was made (bench/results/result_writer.h): a file there is an earlier run's, kept
     writeText("; nothing was measured, so nothing was kept");
     return;
   }
@@ -122,7 +122,7 @@ extern "C" void onSignal(int sig) {
   if (g_reported.load()) ::_exit(128 + sig);  // the run's error is already said: the launcher only ends us
   const heartbeat::Stall stall = heartbeat::stall();
   const bool zero = g_rank.load() == 0;
-  // With lifelines (bench/session/run_ending.h), process 0 says how the run ends, once: another process tells it
+  // With lifelines (bench/failures/run_ending.h), process 0 says how the run ends, once: another process tells it
   // and ends; process 0 asks to stop, and keeps what it measured before it says the line.
   if (!zero && tellProcess0(sig, stall)) {
     // Process 0 ends this process once it has said the line (run_ending.h), well within this second. Exiting first

@@ -1,4 +1,4 @@
-#include "bench/session/peer_census.h"
+#include "bench/failures/peer_census.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "bench/session/telemetry.h"
+#include "bench/telemetry/telemetry.h"
 
 #include <chrono>
 #include <cstdlib>
@@ -12,9 +12,9 @@
 #include "base/error.h"
 #include "base/steady_seconds.h"
 #include "base/text_file.h"
-#include "bench/session/compute_clock.h"
-#include "bench/session/nvml_loader.h"
-#include "bench/session/stats.h"
+#include "bench/inventory/nvml_loader.h"
+#include "bench/results/stats.h"
+#include "bench/telemetry/compute_clock.h"
 
 namespace ts {
 namespace {

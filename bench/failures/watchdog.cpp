@@ -1,4 +1,4 @@
-#include "bench/session/watchdog.h"
+#include "bench/failures/watchdog.h"
 
 #include <algorithm>
 #include <chrono>
@@ -9,9 +9,9 @@
 
 #include "base/heartbeat.h"
 #include "base/terminal_text.h"
-#include "bench/session/activity.h"
-#include "bench/session/peer_census.h"
-#include "bench/session/run_ending.h"
+#include "bench/failures/activity.h"
+#include "bench/failures/peer_census.h"
+#include "bench/failures/run_ending.h"
 #include "comm/bootstrap.h"
 
 namespace ts {
@@ -108,7 +108,7 @@ Watchdog::Handler endAllRanksOnTimeout(double timeoutS, std::function<void(int e
         printable(fmt::format("{}: timeout: {} (--timeout {:g}); ending all ranks{}", activity::who(), what, timeoutS, saved))
             .c_str());
     std::fflush(stderr);
-    // The others hear it over their lifelines too (bench/session/run_ending.h): where no launcher ends them
+    // The others hear it over their lifelines too (bench/failures/run_ending.h): where no launcher ends them
     // (RANK/WORLD_SIZE), and so that process 0 does not take this process's end for a death.
     ending::tellTimeoutReported(3);
     endAll(3);

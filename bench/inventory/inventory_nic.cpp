@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "bench/session/inventory.h"
+#include "bench/inventory/inventory.h"
 #ifdef TRAINSCOPE_HAVE_IBVERBS
 #include <infiniband/verbs.h>
 #endif

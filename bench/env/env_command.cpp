@@ -3,8 +3,8 @@
 #include <memory>
 
 #include "bench/commands.h"
-#include "bench/session/inventory.h"
-#include "bench/session/run_session.h"
+#include "bench/inventory/inventory.h"
+#include "bench/run/run_session.h"
 
 namespace ts {
 namespace {

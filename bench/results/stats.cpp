@@ -1,4 +1,4 @@
-#include "bench/session/stats.h"
+#include "bench/results/stats.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "bench/session/fault_injection.h"
+#include "bench/failures/fault_injection.h"
 
 #include <charconv>
 #include <csignal>
@@ -11,7 +11,7 @@
 
 #include "base/error.h"
 #include "base/units.h"
-#include "bench/session/activity.h"
+#include "bench/failures/activity.h"
 
 namespace ts {
 namespace {

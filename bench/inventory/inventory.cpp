@@ -1,4 +1,4 @@
-#include "bench/session/inventory.h"
+#include "bench/inventory/inventory.h"
 
 #include <sys/utsname.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "bench/session/nvml_loader.h"
+#include "bench/inventory/nvml_loader.h"
 
 #include <dlfcn.h>
 

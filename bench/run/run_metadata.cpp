@@ -1,4 +1,4 @@
-#include "bench/session/run_metadata.h"
+#include "bench/run/run_metadata.h"
 
 #include <chrono>
 #include <ctime>
@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "base/json_text.h"
-#include "bench/session/inventory.h"
+#include "bench/inventory/inventory.h"
 #include "comm/bootstrap.h"
 #include "comm/launcher.h"
 #include "trainscope/build_info.h"

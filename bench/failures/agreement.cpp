@@ -1,9 +1,8 @@
-#include "bench/session/agreement.h"
+#include "bench/failures/agreement.h"
 
 #include <fmt/format.h>
 
-#include "bench/session/activity.h"
-#include "bench/session/inventory.h"
+#include "bench/failures/activity.h"
 #include "comm/agreed_step.h"
 #include "comm/bootstrap.h"
 

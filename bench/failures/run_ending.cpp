@@ -1,4 +1,4 @@
-#include "bench/session/run_ending.h"
+#include "bench/failures/run_ending.h"
 
 #include <unistd.h>
 
@@ -19,7 +19,7 @@
 #include "base/json_text.h"
 #include "base/stop_request.h"
 #include "base/terminal_text.h"
-#include "bench/session/activity.h"
+#include "bench/failures/activity.h"
 #include "comm/bootstrap.h"
 #include "comm/liveness_lifeline.h"
 

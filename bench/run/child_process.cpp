@@ -1,4 +1,4 @@
-#include "bench/session/child_process.h"
+#include "bench/run/child_process.h"
 
 #include <sys/wait.h>
 #include <unistd.h>

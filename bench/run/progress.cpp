@@ -1,4 +1,4 @@
-#include "bench/session/progress.h"
+#include "bench/run/progress.h"
 
 #include <unistd.h>
 

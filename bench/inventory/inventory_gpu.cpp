@@ -2,8 +2,8 @@
 // matrix through NVML (NVLink count, or the PCIe path), plus the versions of the GPU libraries.
 #include <fmt/format.h>
 
-#include "bench/session/inventory.h"
-#include "bench/session/nvml_loader.h"
+#include "bench/inventory/inventory.h"
+#include "bench/inventory/nvml_loader.h"
 #include "kernels/cuda/device_count.h"
 #ifdef TRAINSCOPE_HAVE_CUDA
 #include <cublasLt.h>

@@ -1,5 +1,5 @@
 #pragma once
-// Reading back the stream a run of trainscope wrote (<out>.jsonl, bench/session/result_writer.h). A child
+// Reading back the stream a run of trainscope wrote (<out>.jsonl, bench/results/result_writer.h). A child
 // run (a scale point, a transport variant) that was killed or hung leaves no document, only its stream.
 #include <cstdint>
 #include <string>

@@ -1,4 +1,4 @@
-#include "bench/session/data_home.h"
+#include "bench/data_home.h"
 
 #include <cstdlib>
 #include <system_error>

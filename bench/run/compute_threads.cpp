@@ -1,4 +1,4 @@
-#include "bench/session/compute_threads.h"
+#include "bench/run/compute_threads.h"
 
 #include <sched.h>
 

@@ -1,4 +1,4 @@
-#include "bench/session/result_writer.h"
+#include "bench/results/result_writer.h"
 
 #include <pthread.h>
 #include <unistd.h>
@@ -13,7 +13,7 @@
 #include "base/error.h"
 #include "base/json_text.h"
 #include "base/user_paths.h"
-#include "bench/session/activity.h"
+#include "bench/failures/activity.h"
 
 namespace ts {
 
@@ -27,7 +27,7 @@ void scrubNonFinite(nlohmann::json& j) {
     for (auto& v : j) scrubNonFinite(v);
   }
 }
-// The stopping signals (bench/session/activity.h) held back while a record goes to the stream: their
+// The stopping signals (bench/failures/activity.h) held back while a record goes to the stream: their
 // handler says how many records the stream holds and exits, so it comes after a whole line and its count,
 // never in the middle of a line.
 class StopSignalsHeld {

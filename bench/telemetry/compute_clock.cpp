@@ -1,10 +1,10 @@
-#include "bench/session/compute_clock.h"
+#include "bench/telemetry/compute_clock.h"
 
 #include <filesystem>
 #include <fstream>
 #include <string>
 
-#include "bench/session/nvml_loader.h"
+#include "bench/inventory/nvml_loader.h"
 #ifdef TRAINSCOPE_HAVE_CUDA
 #include <cuda_runtime_api.h>
 #endif

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <string>
 
-#include "bench/session/inventory.h"
+#include "bench/inventory/inventory.h"
 #ifdef TRAINSCOPE_HAVE_HWLOC
 #include <hwloc.h>
 #endif
