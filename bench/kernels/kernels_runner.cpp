@@ -39,7 +39,7 @@
 #include "bench/run/trace_files.h"
 #include "bench/telemetry/compute_clock.h"
 #include "comm/bootstrap.h"
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/cuda/device_count.h"
 #include "kernels/trace.h"
 #ifdef TRAINSCOPE_HAVE_CUDA

@@ -1,13 +1,13 @@
 // Each op once: the CPU implementation, or the CUDA one on the device's stream. TS_OP forwards the same
 // arguments to both, so the two backends cannot drift apart in what they are given.
-#include "workloads/ops.h"
+#include "workloads/device_ops.h"
 
 #include <fmt/format.h>
 
 #include "base/error.h"
 #include "kernels/cpu/convolution.h"
 #ifdef TRAINSCOPE_HAVE_CUDA
-#include "kernels/cuda/ops.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "workloads/device_cuda.h"
 #define TS_STREAM(d) static_cast<cudaStream_t>((d).stream())
 #define TS_OP(d, fn, ...) ((d).cuda() ? ::ts::cuda::fn(__VA_ARGS__, TS_STREAM(d)) : ::ts::cpu::fn(__VA_ARGS__))

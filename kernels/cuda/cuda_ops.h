@@ -1,5 +1,5 @@
 #pragma once
-// The CUDA implementations of the compute ops: exactly the CPU functions' arguments (kernels/cpu/ops.h,
+// The CUDA implementations of the compute ops: exactly the CPU functions' arguments (kernels/cpu/cpu_ops.h,
 // which says what each computes and moves) as device pointers, followed by the stream they are queued on.
 // float32 data. Asynchronous on `stream`, except sumOfSquares, which returns its value. Backward ops
 // accumulate (+=) into dinp / dweight / dbias / dwte / dwpe as on the CPU; forward outputs are overwritten.
@@ -83,7 +83,7 @@ void rmspropUpdate(float* params, const float* grads, float* sq, std::size_t n, 
 // (cudaMallocAsync), and the trust ratio never leaves the device.
 void lambUpdate(float* params, const float* grads, float* m, float* v, float* update, std::size_t n, float lr, float beta1,
                 float beta2, float eps, float weightDecay, int t, cudaStream_t stream);
-// The two-pass LAMB (kernels/cpu/ops.h): lambMoments waits for the stream (its sums go to the host, to be added
+// The two-pass LAMB (kernels/cpu/cpu_ops.h): lambMoments waits for the stream (its sums go to the host, to be added
 // over the ranks); lambApply is asynchronous.
 void lambMoments(const float* params, const float* grads, float* m, float* v, std::size_t n, float beta1, float beta2, float eps,
                  float weightDecay, int t, double* sums, cudaStream_t stream);

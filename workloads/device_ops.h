@@ -1,11 +1,11 @@
 #pragma once
-// The ops the layers run, on their Device: the CPU implementations (kernels/cpu/ops.h) or the CUDA ones
+// The ops the layers run, on their Device: the CPU implementations (kernels/cpu/cpu_ops.h) or the CUDA ones
 // (kernels/cuda: own kernels, cuBLASLt, cuDNN), with the same arguments and the same accumulate (+=)
 // semantics. Pointers are in the device's memory.
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "workloads/device.h"
 
 namespace ts::wl::ops {
