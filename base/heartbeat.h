@@ -1,6 +1,6 @@
 #pragma once
 // Progress, as the watchdog sees it: code that completes a unit of work (one collective, one kernel)
-// calls beat(); the watchdog (bench/session/watchdog.h) fires when no beat came for --timeout seconds. One relaxed
+// calls beat(); the watchdog (bench/failures/watchdog.h) fires when no beat came for --timeout seconds. One relaxed
 // atomic store of the steady clock: cheap enough to call after every operation, outside timed regions.
 #include <atomic>
 #include <chrono>
@@ -21,7 +21,7 @@ inline void beat() noexcept { lastBeatNs().store(nowNs(), std::memory_order_rela
 
 // Whose progress a stall is waiting on. A process inside a collective, a barrier or a receive waits for its
 // peers; anywhere else (computing, copying, a planted hang) it waits for itself. The watchdog reads this to
-// tell the rank that hangs from the ranks that wait for it (bench/session/watchdog.h), and the signal
+// tell the rank that hangs from the ranks that wait for it (bench/failures/watchdog.h), and the signal
 // handler to know which processes have nothing to say when the launcher ends the run.
 enum class Stall { kOwnWork, kPeers };
 

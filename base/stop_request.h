@@ -5,7 +5,7 @@
 // written before the process exits. A second signal ends the process at once.
 //
 // The same waits give up when a peer process has failed and said so over its lifeline to process 0
-// (bench/session/run_ending.h): its collective will never complete, and process 0 ends the run with its line.
+// (bench/failures/run_ending.h): its collective will never complete, and process 0 ends the run with its line.
 #include <string>
 #include <string_view>
 

@@ -15,11 +15,11 @@
 #include "base/stop_request.h"
 #include "base/terminal_text.h"
 #include "bench/commands.h"
+#include "bench/failures/activity.h"
+#include "bench/failures/agreement.h"
+#include "bench/failures/run_ending.h"
 #include "bench/help_format.h"
 #include "bench/parse_errors.h"
-#include "bench/session/activity.h"
-#include "bench/session/agreement.h"
-#include "bench/session/run_ending.h"
 #include "comm/bootstrap.h"
 #include "trainscope/build_info.h"
 
@@ -44,7 +44,7 @@ int sharedErrorExit(int code) {
 }
 
 // A run of several processes with lifelines ends here, agreed: process 0 says the one line (its own failure's, or the
-// peer's that explains the run's) and ends every process (bench/session/run_ending.h); does not return then.
+// peer's that explains the run's) and ends every process (bench/failures/run_ending.h); does not return then.
 void endRun(ts::ending::FailureKind kind, const std::string& line, int exitCode) { ts::ending::endRun({kind, line, exitCode}); }
 
 }  // namespace

@@ -18,14 +18,14 @@
 
 #include "base/error.h"
 #include "bench/commands.h"
-#include "bench/session/data_home.h"
+#include "bench/data_home.h"
 #include "trainscope/build_info.h"
 
 namespace ts {
 namespace {
 namespace fs = std::filesystem;
 
-// Where the `reports` package lives (bench/session/data_home.h).
+// Where the `reports` package lives (bench/data_home.h).
 std::string reportsHome() {
   if (const auto home = dataHome()) return home->string();
   throw UsageError(

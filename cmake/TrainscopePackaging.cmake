@@ -1,6 +1,6 @@
 # Debian packages of the installed tree: `cpack -G DEB` in a build directory (scripts/package.sh) makes
 # <name>_<version>_<arch>.deb with bin/trainscope and share/trainscope/{reports,suites}. The binary finds its
-# data beside itself (bench/session/data_home.h), so a package works installed under /usr or unpacked anywhere.
+# data beside itself (bench/data_home.h), so a package works installed under /usr or unpacked anywhere.
 #
 # Two packages, one per kind of user, both installing the same paths (so one replaces the other):
 #   trainscope       built without CUDA (TRAINSCOPE_WITH_CUDA=OFF; scripts/package.sh builds it in build-cpu/): for

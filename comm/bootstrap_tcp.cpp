@@ -185,7 +185,7 @@ class TcpBootstrap final : public Bootstrap {
   }
 
   // The connections stay open to the process's end: a peer that saw this one's close would take it for a death
-  // before process 0 has said what happened (bench/session/run_ending.h).
+  // before process 0 has said what happened (bench/failures/run_ending.h).
   void abandon() override {
     for (Socket& s : peers_) (void)s.release();
     (void)master_.release();

@@ -4,7 +4,7 @@
 // how any process ends: it failed and said why, a signal stopped it, it said its own line and is ending the run, or
 // its connection closed without a word (the kernel closes a dead process's sockets: kill -9, a crash). Process 0
 // can then end the run with the one true line, and end every process itself where no launcher would
-// (RANK/WORLD_SIZE). bench/session/run_ending.h decides what each ending means.
+// (RANK/WORLD_SIZE). bench/failures/run_ending.h decides what each ending means.
 //
 // Frames are lines of text ('\n'-ended, at most kMaxFrameBytes):
 //   process r -> 0:  "TSLIFE1 <key> <rank>" (first), then "fail <code> <line>", "stop own|peers <code> <line>",

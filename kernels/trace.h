@@ -7,7 +7,7 @@
 // sync), "compute" (forward and backward of a micro-batch and of each layer, the optimizer update),
 // "communication" (a collective or a send/recv from launch to observed completion, on its own track,
 // with bytes and group), "wait" (blocked on communication, inside a phase). The files carry each as the span's
-// args.role, beside Kineto's category (bench/session/trace_files.h).
+// args.role, beside Kineto's category (bench/run/trace_files.h).
 #include <string>
 #include <vector>
 

@@ -1,6 +1,6 @@
 #pragma once
 // Where a model's tensors live and its ops run: the CPU, or one CUDA GPU with its stream, cuBLASLt handle
-// and cuDNN convolutions. Layers hold a Device and call the ops in ops.h, which dispatch on it, so the
+// and cuDNN convolutions. Layers hold a Device and call the ops in device_ops.h, which dispatch on it, so the
 // model code is the same for both (docs/architecture.md "Backends"). Memory comes from the device through
 // an Arena.
 #include <cstddef>

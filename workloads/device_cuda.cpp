@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
-#include "kernels/cuda/ops.h"
+#include "kernels/cuda/cuda_ops.h"
 
 namespace ts::wl {
 

@@ -1,6 +1,6 @@
 #pragma once
 // The CUDA side of a Device: its stream, cuBLASLt, the cuDNN convolutions by shape, and checked memory
-// calls. Only compiled with CUDA; device.cpp and ops.cpp include it under TRAINSCOPE_HAVE_CUDA.
+// calls. Only compiled with CUDA; device.cpp and device_ops.cpp include it under TRAINSCOPE_HAVE_CUDA.
 #ifdef TRAINSCOPE_HAVE_CUDA
 #include <map>
 #include <memory>
@@ -9,7 +9,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_resources.h"
 #include "kernels/cuda/gemm.h"

@@ -8,7 +8,7 @@
 #include "base/dtype.h"
 #include "base/error.h"
 #include "base/json_text.h"
-#include "workloads/ops.h"
+#include "workloads/device_ops.h"
 
 namespace ts::wl {
 

@@ -13,7 +13,7 @@
 #include "kernels/cpu/convolution.h"
 #include "kernels/trace.h"
 #include "workloads/checkpoint/checkpoint.h"
-#include "workloads/ops.h"
+#include "workloads/device_ops.h"
 #include "workloads/parallel/average_sync.h"
 #include "workloads/parallel/part_sums.h"
 #include "workloads/training_state.h"

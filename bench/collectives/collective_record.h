@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/dtype.h"
-#include "bench/session/stats.h"
+#include "bench/results/stats.h"
 #include "comm/communicator.h"
 
 namespace ts {

@@ -9,7 +9,7 @@
 
 #include "base/dtype.h"
 #include "bench/collectives/nccl_tests_flags.h"
-#include "bench/session/default_timeout.h"
+#include "bench/failures/default_timeout.h"
 #include "comm/bootstrap.h"
 #include "comm/collectives/collective.h"
 #include "comm/communicator.h"

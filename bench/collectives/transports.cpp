@@ -13,10 +13,10 @@
 #include "base/error.h"
 #include "base/split.h"
 #include "base/terminal_text.h"
-#include "bench/session/child_process.h"
-#include "bench/session/result_stream.h"
-#include "bench/session/result_writer.h"
-#include "bench/session/run_metadata.h"
+#include "bench/results/result_stream.h"
+#include "bench/results/result_writer.h"
+#include "bench/run/child_process.h"
+#include "bench/run/run_metadata.h"
 #include "comm/bootstrap.h"
 
 extern char** environ;

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "bench/session/record_json.h"
+#include "bench/results/record_json.h"
 
 namespace ts {
 

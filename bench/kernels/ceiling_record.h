@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/kernels/roofline.h"
-#include "bench/session/stats.h"
+#include "bench/results/stats.h"
 
 namespace ts {
 

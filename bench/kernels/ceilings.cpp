@@ -10,12 +10,12 @@
 
 #include "base/heartbeat.h"
 #include "base/units.h"
+#include "bench/failures/activity.h"
 #include "bench/kernels/cpu_contention.h"
-#include "bench/session/activity.h"
-#include "bench/session/compute_clock.h"
-#include "bench/session/record_json.h"
-#include "bench/session/result_writer.h"
-#include "bench/session/stats.h"
+#include "bench/results/record_json.h"
+#include "bench/results/result_writer.h"
+#include "bench/results/stats.h"
+#include "bench/telemetry/compute_clock.h"
 #include "kernels/cpu/memory_stream.h"
 #include "kernels/specs/kernel_op.h"
 

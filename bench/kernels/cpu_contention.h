@@ -4,7 +4,7 @@
 // while others took a good share is the likely reason a kernel lands above it (bench/kernels/roofline.h).
 #include <optional>
 
-#include "bench/session/telemetry.h"
+#include "bench/telemetry/telemetry.h"
 
 namespace ts {
 

@@ -10,7 +10,7 @@
 
 #include "base/precision.h"
 #include "bench/kernels/roofline.h"
-#include "bench/session/stats.h"
+#include "bench/results/stats.h"
 #include "kernels/specs/kernel_op.h"
 
 namespace ts {

@@ -10,7 +10,7 @@
 
 #include "base/enum_names.h"
 #include "base/precision.h"
-#include "bench/session/default_timeout.h"
+#include "bench/failures/default_timeout.h"
 #include "kernels/specs/kernel_op.h"
 
 namespace ts {

@@ -1,6 +1,6 @@
 #include "bench/links/link_outliers.h"
 
-#include "bench/session/stats.h"
+#include "bench/results/stats.h"
 
 namespace ts {
 

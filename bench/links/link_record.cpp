@@ -1,7 +1,7 @@
 #include "bench/links/link_record.h"
 
-#include "bench/session/record_json.h"
-#include "bench/session/stats.h"
+#include "bench/results/record_json.h"
+#include "bench/results/stats.h"
 
 namespace ts {
 namespace {

@@ -13,14 +13,14 @@
 #include "base/heartbeat.h"
 #include "base/terminal_text.h"
 #include "base/units.h"
+#include "bench/failures/activity.h"
+#include "bench/inventory/inventory.h"
 #include "bench/links/link_record.h"
 #include "bench/links/links_options.h"
 #include "bench/links/numa_memory.h"
 #include "bench/links/pointer_chase.h"
-#include "bench/session/activity.h"
-#include "bench/session/inventory.h"
-#include "bench/session/run_session.h"
-#include "bench/session/stats.h"
+#include "bench/results/stats.h"
+#include "bench/run/run_session.h"
 #ifdef TRAINSCOPE_HAVE_CUDA
 #include <cuda_runtime_api.h>
 

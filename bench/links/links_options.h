@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/session/default_timeout.h"
+#include "bench/failures/default_timeout.h"
 
 namespace ts {
 

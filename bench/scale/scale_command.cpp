@@ -9,10 +9,10 @@
 #include "base/error.h"
 #include "bench/choice_errors.h"
 #include "bench/commands.h"
+#include "bench/failures/agreement.h"
+#include "bench/run/run_session.h"
 #include "bench/run_flags.h"
 #include "bench/scale/scale_options.h"
-#include "bench/session/agreement.h"
-#include "bench/session/run_session.h"
 
 namespace ts {
 namespace {

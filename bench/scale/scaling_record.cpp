@@ -1,6 +1,6 @@
 #include "bench/scale/scaling_record.h"
 
-#include "bench/session/record_json.h"
+#include "bench/results/record_json.h"
 
 namespace ts {
 namespace {

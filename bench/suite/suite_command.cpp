@@ -12,10 +12,10 @@
 #include "base/terminal_text.h"
 #include "base/user_paths.h"
 #include "bench/commands.h"
-#include "bench/session/data_home.h"
-#include "bench/session/inventory.h"
-#include "bench/session/run_metadata.h"
-#include "bench/session/run_session.h"
+#include "bench/data_home.h"
+#include "bench/inventory/inventory.h"
+#include "bench/run/run_metadata.h"
+#include "bench/run/run_session.h"
 #include "bench/suite/suite.h"
 
 namespace ts {

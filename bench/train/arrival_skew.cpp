@@ -4,7 +4,7 @@
 #include <map>
 
 #include "base/json_text.h"
-#include "bench/session/stats.h"
+#include "bench/results/stats.h"
 #include "comm/bootstrap.h"
 
 namespace ts {

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/session/stats.h"
+#include "bench/results/stats.h"
 #include "bench/train/arrival_skew.h"
 #include "workloads/trainer.h"
 

@@ -13,9 +13,9 @@
 #include "base/json_text.h"
 #include "base/steady_seconds.h"
 #include "base/stop_request.h"
-#include "bench/session/activity.h"
-#include "bench/session/progress.h"
-#include "bench/session/trace_files.h"
+#include "bench/failures/activity.h"
+#include "bench/run/progress.h"
+#include "bench/run/trace_files.h"
 #include "bench/train/train_console.h"
 #include "comm/bootstrap.h"
 

@@ -6,7 +6,7 @@
 #include <functional>
 #include <optional>
 
-#include "bench/session/fault_injection.h"
+#include "bench/failures/fault_injection.h"
 #include "bench/train/mlperf_run_log.h"
 #include "bench/train/train_options.h"
 #include "bench/train/train_record.h"

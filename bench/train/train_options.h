@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/session/default_timeout.h"
+#include "bench/failures/default_timeout.h"
 #include "bench/train/mlperf_submission.h"
 #include "workloads/trainer.h"
 

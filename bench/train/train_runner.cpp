@@ -11,14 +11,14 @@
 #include "base/error.h"
 #include "base/json_text.h"
 #include "base/user_paths.h"
+#include "bench/failures/activity.h"
+#include "bench/failures/agreement.h"
+#include "bench/failures/fault_injection.h"
+#include "bench/failures/watchdog.h"
 #include "bench/kernels/ceilings.h"
-#include "bench/session/activity.h"
-#include "bench/session/agreement.h"
-#include "bench/session/compute_clock.h"
-#include "bench/session/fault_injection.h"
-#include "bench/session/result_writer.h"
-#include "bench/session/run_session.h"
-#include "bench/session/watchdog.h"
+#include "bench/results/result_writer.h"
+#include "bench/run/run_session.h"
+#include "bench/telemetry/compute_clock.h"
 #include "bench/train/parameter_norms.h"
 #include "bench/train/train_console.h"
 #include "bench/train/train_loop.h"
@@ -271,7 +271,7 @@ int runTrain(const TrainRunOptions& o, const std::vector<std::string>& argv) {
     runTrainStep(o, session->context());
   } catch (const std::exception&) {
     // The steps trained before a failure stay in the result, written by process 0 alone: the other processes may
-    // be inside a collective, or gone, so nothing is gathered (bench/session/run_ending.h ends them). An error
+    // be inside a collective, or gone, so nothing is gathered (bench/failures/run_ending.h ends them). An error
     // before any record leaves no file.
     const ResultWriter* w = session->context().writer;
     if (w && !w->records().empty()) session->finishAfterFailure();

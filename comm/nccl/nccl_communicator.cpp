@@ -213,7 +213,7 @@ void NcclCommunicator::waitFor(int l, cudaEvent_t event, double timeoutS) {
       throw StoppedWhileWaiting(fmt::format(
           "stopped by signal {} while rank {} waited for its peers (the launcher is ending the run: did another rank fail?)", sig,
           L.rank));
-    if (peerFailureNoted()) checkStopWhileWaiting("an NCCL operation", 0);  // a peer failed (bench/session/run_ending.h)
+    if (peerFailureNoted()) checkStopWhileWaiting("an NCCL operation", 0);  // a peer failed (bench/failures/run_ending.h)
     std::this_thread::yield();
   }
 }

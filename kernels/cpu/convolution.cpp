@@ -44,7 +44,7 @@ std::string convImplementation(ConvPass p, const Conv2dShape& s, const ConvMetho
 
 std::string oneDnnDescription() { return onednn::description(); }
 
-// ops.h's convolution: the layers' NCHW with the default method.
+// cpu_ops.h's convolution: the layers' NCHW with the default method.
 void conv2dForward(float* y, const float* x, const float* w, const float* bias, const Conv2dShape& s) {
   conv2dForward(y, x, w, bias, s, ConvMethod{});
 }

@@ -1,18 +1,18 @@
 #pragma once
-// The CPU convolution's two implementations, and how a caller picks one. ops.h's conv2dForward /
+// The CPU convolution's two implementations, and how a caller picks one. cpu_ops.h's conv2dForward /
 // conv2dBackwardData / conv2dBackwardFilter (NCHW) run the default method; the kernels benchmark names one.
 //   onednn: oneDNN (the library PyTorch convolves with on CPUs) over the whole batch, NCHW or NHWC; its own
 //           choice of kernel (impl below names it), primitives cached by shape, pass and layout.
 //   im2col: each image's receptive fields unrolled into columns and one GEMM (OpenBLAS); NCHW only. The
 //           fallback of a build without oneDNN.
-// Both keep ops.h's contract: the forward overwrites y; the backward passes accumulate into dx, dw, dbias
+// Both keep cpu_ops.h's contract: the forward overwrites y; the backward passes accumulate into dx, dw, dbias
 // (dx: or overwrite it, as the caller asks).
 #include <string>
 #include <string_view>
 #include <utility>
 
 #include "base/enum_names.h"
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/cpu_ops.h"
 
 namespace ts {
 
@@ -45,7 +45,7 @@ struct ConvMethod {
 // Error when the build cannot run `m` (oneDNN absent; im2col asked for NHWC).
 void requireConvMethod(const ConvMethod& m);
 
-// As ops.h's, with x, y (dx, dy) in m.layout and w (dw) in m's filter layout. Error (one line) when oneDNN fails.
+// As cpu_ops.h's, with x, y (dx, dy) in m.layout and w (dw) in m's filter layout. Error (one line) when oneDNN fails.
 void conv2dForward(float* y, const float* x, const float* w, const float* bias, const Conv2dShape& s, const ConvMethod& m);
 void conv2dBackwardData(float* dx, const float* dy, const float* w, const Conv2dShape& s, const ConvMethod& m,
                         Write write = Write::kAccumulate);

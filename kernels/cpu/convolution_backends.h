@@ -1,6 +1,6 @@
 #pragma once
 // The two CPU convolution implementations behind kernels/cpu/convolution.h's dispatch (internal to kernels/cpu).
-// Each takes ops.h's arguments: the forward overwrites y; the backward passes accumulate (backward-data: or
+// Each takes cpu_ops.h's arguments: the forward overwrites y; the backward passes accumulate (backward-data: or
 // overwrites, as `write` says).
 #include <string>
 

@@ -1,4 +1,4 @@
-// Dropout with masks keyed by what an element is, not where it sits (ops.h's dropoutForward/Backward).
+// Dropout with masks keyed by what an element is, not where it sits (cpu_ops.h's dropoutForward/Backward).
 //
 // The keep decision for an element is a hash of (seed, layer, step, the element's global row, its global
 // column): the sample it belongs to (the dataset's index, times the sequence length plus the token's
@@ -11,7 +11,7 @@
 // Cost: one read and one write per element, and about 20 integer operations for the hash.
 #include <cmath>
 
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/parallel_chunks.h"
 
 namespace ts::cpu {

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "base/dtype.h"
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/parallel_chunks.h"
 #include "kernels/cpu/vector_math.h"
 

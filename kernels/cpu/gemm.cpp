@@ -3,8 +3,8 @@
 // oneDNN and the call is dense (gemm_backends.h), else one pass over C after OpenBLAS's GEMM.
 #include <algorithm>
 
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/gemm_backends.h"
-#include "kernels/cpu/ops.h"
 #include "kernels/cpu/parallel_chunks.h"
 #include "kernels/cpu/vector_math.h"
 

@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/parallel_chunks.h"
 #include "kernels/cpu/vector_math.h"
 

@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/normalization_backends.h"
-#include "kernels/cpu/ops.h"
 #include "kernels/cpu/parallel_chunks.h"
 #include "kernels/cpu/vector_math.h"
 

@@ -1,9 +1,9 @@
 #pragma once
 // Batch normalisation over channels-last activations [R = N*HW rows, C channels] (normalization_channels_last.cpp),
-// behind ops.h's batchnorm* with layout NHWC (internal to kernels/cpu). Arguments and results as ops.h's.
+// behind cpu_ops.h's batchnorm* with layout NHWC (internal to kernels/cpu). Arguments and results as cpu_ops.h's.
 #include <cstddef>
 
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/cpu_ops.h"
 
 namespace ts::cpu::channels_last {
 void batchnormInference(float* out, const float* inp, const float* weight, const float* bias, const float* runningMean,

@@ -1,4 +1,4 @@
-// Batch normalisation over channels-last activations x[R = N*HW, C] (ops.h's batchnorm* with layout NHWC):
+// Batch normalisation over channels-last activations x[R = N*HW, C] (cpu_ops.h's batchnorm* with layout NHWC):
 // each row is one pixel's C channels, so a channel's values are a column, and every pass runs along the rows
 // with the C channels in the vector lanes.
 //

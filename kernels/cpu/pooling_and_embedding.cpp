@@ -3,7 +3,7 @@
 #include <cfloat>
 #include <cstring>
 
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/cpu_ops.h"
 
 namespace ts::cpu {
 

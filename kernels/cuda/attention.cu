@@ -1,7 +1,7 @@
 // Causal scaled dot-product attention on the GPU (kernels/cpu/attention.cpp): a fused one-pass kernel (online
 // softmax over key tiles) and the unfused two-pass path (cuBLASLt batched GEMMs around the causal softmax
 // kernel), see attention.h; and the head permutes of multi-head attention (headsFromRows / rowsFromHeads,
-// ops.h), pure copies.
+// cuda_ops.h), pure copies.
 #include <algorithm>
 #include <atomic>
 #include <climits>
@@ -13,8 +13,8 @@
 #include "base/error.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/device_common.cuh"
-#include "kernels/cuda/ops.h"
 
 namespace ts::cuda {
 namespace {

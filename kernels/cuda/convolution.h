@@ -1,6 +1,6 @@
 #pragma once
 // 2-D convolution through cuDNN (its convolution API): forward, backward-data and backward-filter of one
-// shape, the same arithmetic as kernels/cpu/ops.h (cross-correlation, stride, zero padding, bias[K]), in
+// shape, the same arithmetic as kernels/cpu/cpu_ops.h (cross-correlation, stride, zero padding, bias[K]), in
 // NCHW or NHWC, float32 (optionally TF32), bfloat16 or float16 tensors with float32 accumulation.
 // 2*N*K*P*Q*C*R*S FLOPs each direction.
 //
@@ -23,7 +23,7 @@
 #include <cuda_runtime_api.h>
 
 #include "base/precision.h"
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/cpu_ops.h"
 
 namespace ts::cuda {
 

@@ -1,6 +1,6 @@
 // Elementwise ops on the GPU (kernels/cpu/elementwise.cpp): GELU, ReLU, bias and residual adds, the bias
 // gradient, axpy / scale / sum of squares, the 16-bit casts and the 16-bit storage rounding. Each reads its
-// inputs once and writes once: memory-bound. See ops.h for the arguments.
+// inputs once and writes once: memory-bound. See cuda_ops.h for the arguments.
 //
 // Numerics. GELU, the adds and the casts let nvcc contract into FMAs: they match the CPU to rounding.
 // ReLU, axpy, scale and the rounding repeat the CPU's arithmetic with explicit round-to-nearest intrinsics:
@@ -12,9 +12,9 @@
 #include <cstdint>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/device_common.cuh"
 #include "kernels/cuda/device_resources.h"
-#include "kernels/cuda/ops.h"
 
 namespace ts::cuda {
 namespace {

@@ -1,5 +1,5 @@
 #pragma once
-// GEMM through cuBLASLt, row-major like kernels/cpu/ops.h: float32 (optionally TF32), bfloat16 and float16
+// GEMM through cuBLASLt, row-major like kernels/cpu/cpu_ops.h: float32 (optionally TF32), bfloat16 and float16
 // inputs with float32 accumulation; float32 output (or the 16-bit input type); strided batches; the bias,
 // GELU and bias+GELU epilogues. Every call is checked (CUBLAS_CHECK).
 #include <cstddef>

@@ -1,5 +1,5 @@
 // The fused softmax cross-entropy and the optimizer updates on the GPU (kernels/cpu/loss_and_optimizers.cpp).
-// Memory-bound: each optimizer reads and writes its state once per step. See ops.h for the arguments.
+// Memory-bound: each optimizer reads and writes its state once per step. See cuda_ops.h for the arguments.
 //
 // Numerics. Cross-entropy, AdamW and SGD let nvcc contract into FMAs: they match the CPU to rounding.
 // Adam, RMSprop and LAMB repeat the CPU's arithmetic step by step (the same float or double type at each
@@ -10,11 +10,11 @@
 #include <cfloat>
 #include <cmath>
 
-#include "kernels/cpu/ops.h"  // adamFactors: the CPU's step factors, bit for bit
+#include "kernels/cpu/cpu_ops.h"  // adamFactors: the CPU's step factors, bit for bit
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/device_common.cuh"
 #include "kernels/cuda/device_resources.h"
-#include "kernels/cuda/ops.h"
 
 namespace ts::cuda {
 namespace {

@@ -1,5 +1,5 @@
 // LayerNorm, softmax and batch norm on the GPU (kernels/cpu/normalization.cpp): row and channel reductions,
-// memory-bound (read the row or channel, reduce, write it). See ops.h for the arguments.
+// memory-bound (read the row or channel, reduce, write it). See cuda_ops.h for the arguments.
 //
 // Numerics. LayerNorm and softmax reduce in float, one warp per row, and nvcc may contract their
 // arithmetic into FMAs: they match the CPU to rounding. Batch norm repeats the CPU's arithmetic step by step
@@ -11,8 +11,8 @@
 
 #include "base/error.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/device_common.cuh"
-#include "kernels/cuda/ops.h"
 
 namespace ts::cuda {
 namespace {

@@ -1,5 +1,5 @@
 // Pooling (global average, max) and token/position embeddings on the GPU (kernels/cpu/pooling_and_embedding.cpp):
-// gathers and scatters rather than arithmetic. See ops.h for the arguments.
+// gathers and scatters rather than arithmetic. See cuda_ops.h for the arguments.
 //
 // Numerics. Each kernel repeats the CPU's arithmetic (explicit round-to-nearest intrinsics where nvcc would
 // contract): bit-equal, except where it adds with atomics (maxPool2dBackward, the dwte rows of
@@ -12,8 +12,8 @@
 
 #include "base/error.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/device_common.cuh"
-#include "kernels/cuda/ops.h"
 
 namespace ts::cuda {
 namespace {

@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/specs/kernel_op.h"
 #ifdef TRAINSCOPE_HAVE_CUDA
 #include "kernels/cuda/attention.h"

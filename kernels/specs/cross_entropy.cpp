@@ -2,11 +2,11 @@
 // in one op: reads the logits, writes the gradients (8 bytes per logit); about 6 FLOPs per logit.
 #include <cmath>
 
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/specs/kernel_op.h"
 #ifdef TRAINSCOPE_HAVE_CUDA
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/device_resources.h"
-#include "kernels/cuda/ops.h"
 #endif
 
 namespace ts {

@@ -2,11 +2,11 @@
 // every score once, 8 bytes and about 5 FLOPs (max, subtract, exp, sum, scale) per element.
 #include <cmath>
 
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/specs/kernel_op.h"
 #ifdef TRAINSCOPE_HAVE_CUDA
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/device_resources.h"
-#include "kernels/cuda/ops.h"
 #endif
 
 namespace ts {

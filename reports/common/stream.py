@@ -1,7 +1,7 @@
 """Reading what a run streamed (<out>.jsonl) as a result document, and making whole the training runs that
 stopped before writing their train record.
 
-The stream (bench/session/result_writer.h): a "run" line with the metadata as the run started (ended_at
+The stream (bench/results/result_writer.h): a "run" line with the metadata as the run started (ended_at
 null), the records one a line as they were measured, and, when the run finished, the "run" line again with
 its end time. A stream whose last run line has no end time is a run that was killed, hung or crashed: it is
 read all the same and marked incomplete. A last line torn by a kill is left out.
@@ -82,7 +82,7 @@ def document_from_lines(lines: Iterable[tuple[int, bytes]], name: str, check: Ca
 
 
 def _stats(samples: list[float]) -> Record:
-    """bench/session/stats.cpp's summary: min, median, mean, p95 (linear interpolation), max, sample stdev, cv, n."""
+    """bench/results/stats.cpp's summary: min, median, mean, p95 (linear interpolation), max, sample stdev, cv, n."""
     s = sorted(samples)
     n = len(s)
 

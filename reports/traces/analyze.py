@@ -23,7 +23,7 @@ from .kernel_breakdown import DEVICE, format_kernels, kernel_breakdown
 from .trace_dir import load_trace_docs
 
 P2P = {"send", "recv"}
-# The host's main thread (bench/session/trace_files.cpp): tid 3, and 0 in files written before Perfetto's reading of
+# The host's main thread (bench/run/trace_files.cpp): tid 3, and 0 in files written before Perfetto's reading of
 # tid 0 as the pid moved it.
 MAIN_TIDS = (3, 0)
 

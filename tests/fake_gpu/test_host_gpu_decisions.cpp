@@ -11,9 +11,9 @@
 #include <cstdlib>
 #include <string>
 
+#include "bench/inventory/inventory.h"
 #include "bench/links/link_peaks.h"
-#include "bench/session/compute_clock.h"
-#include "bench/session/inventory.h"
+#include "bench/telemetry/compute_clock.h"
 #include "bench/train/compute_peaks.h"
 #include "kernels/cuda/device_count.h"
 

@@ -1,4 +1,4 @@
-// The cuDNN convolution (kernels/cuda/convolution.h) against the CPU's im2col + GEMM (kernels/cpu/ops.h):
+// The cuDNN convolution (kernels/cuda/convolution.h) against the CPU's im2col + GEMM (kernels/cpu/cpu_ops.h):
 // forward with bias, backward-data, and backward-filter with the bias gradient, the backward ones
 // accumulating as the CPU's do, at awkward shapes (one image, three channels, odd sizes, stride 2, no
 // padding, 1x1 / 3x3 / 5x5 filters), in NCHW and NHWC, with the heuristic's and the search's algorithms,
@@ -16,7 +16,7 @@
 #include "base/dtype.h"
 #include "base/error.h"
 #include "base/precision.h"
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/cuda/convolution.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_resources.h"

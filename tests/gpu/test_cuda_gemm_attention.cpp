@@ -13,7 +13,7 @@
 
 #include "base/dtype.h"
 #include "base/error.h"
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/gemm.h"

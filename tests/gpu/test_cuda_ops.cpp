@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "base/dtype.h"
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/gemm.h"
-#include "kernels/cuda/ops.h"
 #include "kernels/specs/kernel_op.h"  // randomInputs
 #include "tests/gpu/gpu_test_support.h"
 

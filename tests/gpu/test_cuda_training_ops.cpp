@@ -1,4 +1,4 @@
-// The training ops of kernels/cuda/training_ops.cu against their CPU functions (kernels/cpu/ops.h) on random
+// The training ops of kernels/cuda/training_ops.cu against their CPU functions (kernels/cpu/cpu_ops.h) on random
 // inputs of awkward sizes (one element, not multiples of 32, ~1e6), backward ops accumulating into random
 // starting values. Tolerances, per op:
 //   - exact ops (ReLU, scale, the head permutes, the 16-bit rounding, pooling forward, embedding forward,
@@ -28,9 +28,9 @@
 #include <vector>
 
 #include "base/error.h"
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/ops.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/specs/kernel_op.h"  // randomInputs
 #include "tests/gpu/gpu_test_support.h"
 

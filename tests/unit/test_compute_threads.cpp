@@ -1,4 +1,4 @@
-// The thread policy's reading of the environment (bench/session/compute_threads.h): OMP_NUM_THREADS as OpenMP
+// The thread policy's reading of the environment (bench/run/compute_threads.h): OMP_NUM_THREADS as OpenMP
 // defines it, a list of one count per nesting level of which the first applies (trainscope runs one level).
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
-#include "bench/session/compute_threads.h"
+#include "bench/run/compute_threads.h"
 #include "test_support.h"
 
 namespace ts {

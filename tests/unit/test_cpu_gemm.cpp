@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "kernels/cpu/convolution.h"  // haveOneDnn
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/specs/kernel_op.h"  // randomInputs: random data, never zeros
 
 namespace ts {

@@ -13,7 +13,7 @@
 #include "base/dtype.h"
 #include "base/error.h"
 #include "kernels/cpu/convolution.h"
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/specs/kernel_op.h"  // randomInputs: random data, never zeros
 
 namespace ts {

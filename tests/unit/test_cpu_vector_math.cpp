@@ -8,7 +8,7 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/threads.h"
 #include "kernels/cpu/vector_math.h"
 #include "kernels/specs/kernel_op.h"  // randomInputs

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "workloads/layers/dropout.h"
 
 namespace ts {

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "base/error.h"
-#include "bench/session/fault_injection.h"
+#include "bench/failures/fault_injection.h"
 
 namespace ts {
 

@@ -1,4 +1,4 @@
-// The liveness census (comm/liveness.h, bench/session/peer_census.h): what a peer's beacon answers tells a live
+// The liveness census (comm/liveness.h, bench/failures/peer_census.h): what a peer's beacon answers tells a live
 // process from a frozen one, a gone one and (in tests/integration/test_netns_cluster.py) an unreachable host.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "base/error.h"
-#include "bench/session/peer_census.h"
+#include "bench/failures/peer_census.h"
 #include "comm/liveness.h"
 #include "comm/tcp_socket.h"
 

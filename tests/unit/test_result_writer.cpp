@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "base/error.h"
-#include "bench/session/activity.h"
-#include "bench/session/result_writer.h"
+#include "bench/failures/activity.h"
+#include "bench/results/result_writer.h"
 
 namespace ts {
 namespace fs = std::filesystem;

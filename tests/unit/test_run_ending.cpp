@@ -1,5 +1,5 @@
 // How a run of several processes ends without a launcher to end it (RANK/WORLD_SIZE over the TCP bootstrap,
-// bench/session/run_ending.h): real processes on loopback, forked here. A process that fails, or dies without a word,
+// bench/failures/run_ending.h): real processes on loopback, forked here. A process that fails, or dies without a word,
 // while the others wait or work: every process ends within seconds, and process 0 alone prints the one true line.
 // (Under mpirun the same is tested end to end: tests/integration/test_failures_end_in_seconds.py.)
 #include <fcntl.h>
@@ -21,9 +21,9 @@
 
 #include "base/error.h"
 #include "base/stop_request.h"
-#include "bench/session/activity.h"
-#include "bench/session/peer_census.h"
-#include "bench/session/run_ending.h"
+#include "bench/failures/activity.h"
+#include "bench/failures/peer_census.h"
+#include "bench/failures/run_ending.h"
 #include "comm/bootstrap_tcp.h"
 
 namespace ts {

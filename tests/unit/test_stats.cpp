@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "bench/session/stats.h"
+#include "bench/results/stats.h"
 
 namespace ts {
 

@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 
 #include "base/error.h"
-#include "bench/session/nvml_loader.h"
-#include "bench/session/telemetry.h"
+#include "bench/inventory/nvml_loader.h"
+#include "bench/telemetry/telemetry.h"
 
 namespace ts {
 namespace {

@@ -1,4 +1,4 @@
-// The watchdog's one-voice rule (bench/session/watchdog.h): a stall in this process's own work is reported at
+// The watchdog's one-voice rule (bench/failures/watchdog.h): a stall in this process's own work is reported at
 // --timeout; a stall waiting for peers only after the stuck rank had its chance, process 0 before the others.
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "base/heartbeat.h"
-#include "bench/session/watchdog.h"
+#include "bench/failures/watchdog.h"
 
 namespace ts {
 namespace {

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
-#include "workloads/ops.h"
+#include "workloads/device_ops.h"
 
 namespace ts::wl {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "workloads/ops.h"
+#include "workloads/device_ops.h"
 
 namespace ts::wl {
 

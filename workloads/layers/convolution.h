@@ -6,7 +6,7 @@
 // forward; the backward is two products of the same size (data and filter).
 #include <memory>
 
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "workloads/layers/layer.h"
 #include "workloads/layers/normalization.h"
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "workloads/layers/layer.h"
 
 namespace ts::wl {

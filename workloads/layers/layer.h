@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "workloads/tensor.h"
 
 namespace ts::wl {

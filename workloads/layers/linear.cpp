@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "workloads/ops.h"
+#include "workloads/device_ops.h"
 
 namespace ts::wl {
 

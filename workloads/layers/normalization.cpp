@@ -1,6 +1,6 @@
 #include "workloads/layers/normalization.h"
 
-#include "workloads/ops.h"
+#include "workloads/device_ops.h"
 
 namespace ts::wl {
 

@@ -6,12 +6,12 @@
 // final layernorm and the LM head are replicated (Megatron also splits the vocabulary; not here).
 // Forward FLOPs per sequence batch: L (24 B T C^2 + 4 B T^2 C) + 2 B T C V (the LM head).
 #include "workloads/batch_staging.h"
+#include "workloads/device_ops.h"
 #include "workloads/layers/linear.h"
 #include "workloads/layers/normalization.h"
 #include "workloads/layers/transformer_block.h"
 #include "workloads/mixed_precision.h"
 #include "workloads/models/model.h"
-#include "workloads/ops.h"
 
 #include <optional>
 

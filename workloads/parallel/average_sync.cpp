@@ -1,7 +1,7 @@
 #include "workloads/parallel/average_sync.h"
 
 #include "comm/collectives/collective.h"
-#include "workloads/ops.h"
+#include "workloads/device_ops.h"
 
 namespace ts::wl {
 

@@ -47,7 +47,7 @@ def _fmt(r: dict[str, Any] | None, key: str, scale: float = 1.0, unit: str = "",
     return "-" if not v else f"{v * scale:.{digits}f}{unit}"
 
 
-LOW_CLOCK_FRACTION = 0.85  # bench/session/telemetry.h kLowClockFraction
+LOW_CLOCK_FRACTION = 0.85  # bench/telemetry/telemetry.h kLowClockFraction
 
 
 def _clock_alerts(name: str, t: Record) -> list[Block]:

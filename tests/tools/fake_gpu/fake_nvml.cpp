@@ -1,4 +1,4 @@
-// NVML's entry points, as the node of fake_node.h answers them: the ones bench/session/nvml_loader.cpp looks
+// NVML's entry points, as the node of fake_node.h answers them: the ones bench/inventory/nvml_loader.cpp looks
 // up, and the few more a GPU check reads (name, UUID, memory, compute mode, compute capability, P2P status).
 // The library's SONAME is libnvidia-ml.so.1, so that a dlopen("libnvidia-ml.so.1") in a process that preloads
 // it returns it (the dynamic loader matches the names of loaded objects first): no other setting is needed.

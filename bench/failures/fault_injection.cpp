@@ -1,0 +1,119 @@
+#include "bench/failures/fault_injection.h"
+
+#include <charconv>
+#include <csignal>
+#include <cstdlib>
+#include <limits>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "base/units.h"
+#include "bench/failures/activity.h"
+
+namespace ts {
+namespace {
+
+double parseScale(const std::string& value) {
+  char* end = nullptr;
+  const double x = std::strtod(value.c_str(), &end);
+  if (end == value.c_str() || *end || !(x > 0))
+    throw UsageError(fmt::format("TRAINSCOPE_FAULT: scale '{}' must be a number > 0", value));
+  return x;
+}
+
+// rank=, ms= and step= take whole numbers, all of the text ("abc" is no rank 0).
+long long integerOf(const std::string& key, const std::string& value, long long max = std::numeric_limits<int>::max()) {
+  long long x = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), x);
+  if (value.empty() || ec != std::errc() || end != value.data() + value.size() || x < 0 || x > max)
+    throw UsageError(fmt::format("TRAINSCOPE_FAULT: {}='{}' must be a whole number in [0, {}]", key, value, max));
+  return x;
+}
+
+}  // namespace
+
+std::optional<Fault> parseFault(const std::string& spec) {
+  std::istringstream in(spec);
+  std::string part;
+  Fault f;
+  bool first = true;
+  bool haveRank = false;
+  while (std::getline(in, part, ':')) {
+    if (first) {
+      first = false;
+      if (part == "corrupt")
+        f.kind = Fault::Kind::kCorrupt;
+      else if (part == "hang")
+        f.kind = Fault::Kind::kHang;
+      else if (part == "die")
+        f.kind = Fault::Kind::kDie;
+      else if (part == "freeze")
+        f.kind = Fault::Kind::kFreeze;
+      else if (part == "delay")
+        f.kind = Fault::Kind::kDelay;
+      else if (part == "ceiling")
+        f.kind = Fault::Kind::kCeiling;
+      else
+        throw UsageError(fmt::format("TRAINSCOPE_FAULT: unknown fault '{}' (corrupt, hang, freeze, die, delay, ceiling)", part));
+      continue;
+    }
+    const auto eq = part.find('=');
+    if (eq == std::string::npos) throw UsageError(fmt::format("TRAINSCOPE_FAULT: '{}' is not key=value", part));
+    const std::string key = part.substr(0, eq), value = part.substr(eq + 1);
+    if (key == "rank") {
+      f.rank = static_cast<int>(integerOf(key, value));
+      haveRank = true;
+    } else if (key == "op")
+      f.op = value;
+    else if (key == "bytes")
+      f.bytes = parseBytes(value, "TRAINSCOPE_FAULT bytes");
+    else if (key == "ms")
+      f.delayMs = static_cast<int>(integerOf(key, value));
+    else if (key == "step")
+      f.step = integerOf(key, value, std::numeric_limits<long long>::max());
+    else if (key == "scale")
+      f.scale = parseScale(value);
+    else
+      throw UsageError(fmt::format("TRAINSCOPE_FAULT: unknown key '{}' (rank, op, bytes, ms, step, scale)", key));
+  }
+  if (first) return std::nullopt;
+  if (!haveRank) throw UsageError("TRAINSCOPE_FAULT: rank=<r> is required");
+  return f;
+}
+
+std::optional<Fault> faultFromEnvironment() {
+  const char* v = std::getenv("TRAINSCOPE_FAULT");
+  if (!v || !*v) return std::nullopt;
+  return parseFault(v);
+}
+
+void injectInOperation(const Fault& f) {
+  switch (f.kind) {
+    case Fault::Kind::kHang:
+      for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+    case Fault::Kind::kFreeze:
+      // A frozen host never speaks again: its watchdog stops with it, and when the launcher ends the job (which
+      // sends SIGCONT before SIGTERM) it leaves without a word, as if it were gone.
+      activity::errorReported();
+      std::raise(SIGSTOP);
+      std::_Exit(128 + SIGKILL);
+    case Fault::Kind::kDie:
+      std::raise(SIGKILL);
+      break;
+    case Fault::Kind::kDelay:
+      std::this_thread::sleep_for(std::chrono::milliseconds(f.delayMs));
+      break;
+    case Fault::Kind::kCorrupt:
+    case Fault::Kind::kCeiling:
+      break;
+  }
+}
+
+double plantedCeilingScale(const std::optional<Fault>& f, int rank) {
+  return f && f->kind == Fault::Kind::kCeiling && f->rank == rank ? f->scale : 1.0;
+}
+
+}  // namespace ts
