@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/json_text.h"
 #include "bench/commands.h"
 #include "bench/suite/suite.h"
 
@@ -170,9 +171,9 @@ std::string generatedText() {
   std::string out;
   const Ordered defs = configSchemaDefs();  // held: items() does not keep a temporary alive
   for (const auto& [name, def] : defs.items()) {
-    std::string text = def.dump(2);
+    std::string text = jsonTextInOrder(def, 2);
     for (std::size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1)) text.insert(at + 1, "    ");
-    out += (out.empty() ? "" : ",\n    ") + nlohmann::json(name).dump() + ": " + text;
+    out += (out.empty() ? "" : ",\n    ") + jsonText(nlohmann::json(name)) + ": " + text;
   }
   return out;
 }
