@@ -71,11 +71,13 @@ Ordered subcommandSchema(const Subcommand& c) {
       notRecorded.push_back({{"key", info.key}, {"x-flags", flagsOf(info)}, {"why", info.notRecorded}});
   }
   properties["resolved"] = {{"type", "object"},
-                            {"description", "What the run resolved the options to (the runner's own account, not described "
-                                            "here)"}};
-  return {{"description", "`trainscope " + c.name + "`: every option as given, under its suite key, defaults included (the "
-                                                    "option table's record); what they resolved to under `resolved`. Closed "
-                                                    "where it is used."},
+                            {"description",
+                             "What the run resolved the options to (the runner's own account, not described "
+                             "here)"}};
+  return {{"description", "`trainscope " + c.name +
+                              "`: every option as given, under its suite key, defaults included (the "
+                              "option table's record); what they resolved to under `resolved`. Closed "
+                              "where it is used."},
           {"type", "object"},
           {"properties", properties},
           {"x-not-recorded", notRecorded}};
@@ -94,7 +96,8 @@ Ordered orLegacy(Ordered current) {
 }
 
 Ordered ifThen(const std::string& property, const std::string& value, Ordered then) {
-  return {{"if", {{"properties", {{property, {{"const", value}}}}}, {"required", Ordered::array({property})}}}, {"then", std::move(then)}};
+  return {{"if", {{"properties", {{property, {{"const", value}}}}}, {"required", Ordered::array({property})}}},
+          {"then", std::move(then)}};
 }
 
 Ordered legacySchema() {
@@ -109,7 +112,9 @@ Ordered legacySchema() {
            {{{"required", Ordered::array({"timeout_s"})}},
             {{"required", Ordered::array({"optimizer"})}, {"properties", {{"optimizer", {{"type", "object"}}}}}},
             {{"required", Ordered::array({"variants"})}},
-            {{"required", Ordered::array({"json"})}, {"properties", {{"json", {{"type", "string"}}}}}, {"additionalProperties", false}}}}};
+            {{"required", Ordered::array({"json"})},
+             {"properties", {{"json", {{"type", "string"}}}}},
+             {"additionalProperties", false}}}}};
 }
 
 // The index just past the JSON value that starts at `i` (strings and their escapes skipped).
@@ -204,8 +209,8 @@ std::string withConfigSchemaText(const std::string& text) {
 bool generatedConfigDef(const std::string& name) { return name.rfind(kPrefix, 0) == 0; }
 
 nlohmann::ordered_json configSchemaDefs() {
-  const std::string generated = std::string(" Generated from the option tables (bench/config_schema.h): ") +
-                                kRegenerateConfigSchema + " rewrites it.";
+  const std::string generated =
+      std::string(" Generated from the option tables (bench/config_schema.h): ") + kRegenerateConfigSchema + " rewrites it.";
   Ordered runs = Ordered::array(), steps = Ordered::array(), kinds = Ordered::array(), all = Ordered::array(),
           python = Ordered::array();
   Ordered defs = Ordered::object();
@@ -222,20 +227,21 @@ nlohmann::ordered_json configSchemaDefs() {
     steps.push_back(ifThen("kind", c.name, closed(def, {{"kind", {{"const", c.name}}}, {"name", {{"type", "string"}}}})));
   }
   runs.push_back(ifThen("subcommand", "suite", {{"properties", {{"config", {{"$ref", defRef(kPrefix + "suite")}}}}}}));
-  defs[kPrefix + "run"] = {
-      {"description", "A run's config, by its subcommand: applied to the run (its `subcommand` says which). x-subcommands: "
-                      "every subcommand, in the registry's order (bench/commands.cpp); x-python-tools: those the Python "
-                      "tool in reports/ runs." +
-                          generated},
-      {"allOf", runs},
-      {"x-subcommands", all},
-      {"x-python-tools", python}};
+  defs[kPrefix + "run"] = {{"description",
+                            "A run's config, by its subcommand: applied to the run (its `subcommand` says which). x-subcommands: "
+                            "every subcommand, in the registry's order (bench/commands.cpp); x-python-tools: those the Python "
+                            "tool in reports/ runs." +
+                                generated},
+                           {"allOf", runs},
+                           {"x-subcommands", all},
+                           {"x-python-tools", python}};
   defs[kPrefix + "train_record"] = {
-      {"description", "A train record's config: train's options as given and, under `resolved`, what the run resolved them "
-                      "to: the model's whole configuration, micro_batch, data_info, optimizer, schedule (after "
-                      "--lr-scaling), memory_limit_bytes, activation_layout, layout (the same as the checkpoint's "
-                      "index.json keeps)." +
-                          generated},
+      {"description",
+       "A train record's config: train's options as given and, under `resolved`, what the run resolved them "
+       "to: the model's whole configuration, micro_batch, data_info, optimizer, schedule (after "
+       "--lr-scaling), memory_limit_bytes, activation_layout, layout (the same as the checkpoint's "
+       "index.json keeps)." +
+           generated},
       {"anyOf", Ordered::array({closed(kPrefix + "train"), {{"$ref", defRef(kPrefix + "legacy")}}})}};
   defs[kPrefix + "suite"] = suiteConfigSchema(orLegacy({{"$ref", defRef(kPrefix + "suite_step")}}));
   defs[kPrefix + "suite"]["description"] = defs[kPrefix + "suite"]["description"].get<std::string>() + generated;
@@ -248,6 +254,5 @@ nlohmann::ordered_json configSchemaDefs() {
   defs[kPrefix + "legacy"] = legacySchema();
   return defs;
 }
-
 
 }  // namespace ts

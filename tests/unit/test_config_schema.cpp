@@ -40,8 +40,8 @@ TEST(ConfigSchema, TheSchemaFileHoldsWhatTheTablesDeclare) {
   const std::string regenerate = std::string("; rewrite it with `") + kRegenerateConfigSchema + "`";
   for (const auto& [name, def] : generated.items()) {
     ASSERT_TRUE(schema.at("$defs").contains(name)) << kResultSchemaPath << " has no $defs." << name << regenerate;
-    EXPECT_TRUE(schema["$defs"][name] == def) << kResultSchemaPath << "'s $defs." << name
-                                          << " is not what the option tables declare" << regenerate;
+    EXPECT_TRUE(schema["$defs"][name] == def)
+        << kResultSchemaPath << "'s $defs." << name << " is not what the option tables declare" << regenerate;
   }
   for (const auto& [name, def] : schema.at("$defs").items())
     EXPECT_TRUE(!generatedConfigDef(name) || generated.contains(name))
@@ -52,7 +52,8 @@ TEST(ConfigSchema, TheSchemaFileHoldsWhatTheTablesDeclare) {
 // The splice rewrites the generated definitions and leaves every other byte as it was (the hand-written parts keep their
 // own layout), the first time too.
 TEST(ConfigSchema, TheRewriteLeavesTheRestAsItWas) {
-  const std::string head = "{\"title\": \"x\",\n  \"$defs\": {\n    \"run\": {\"type\":   \"object\"},\n    \"b\": [1, {\"s\": \"}\\\"{\"}]";
+  const std::string head =
+      "{\"title\": \"x\",\n  \"$defs\": {\n    \"run\": {\"type\":   \"object\"},\n    \"b\": [1, {\"s\": \"}\\\"{\"}]";
   const std::string first = withConfigSchemaText(head + "\n  }\n}\n");
   ASSERT_EQ(first.substr(0, head.size()), head);
   EXPECT_EQ(first.substr(first.size() - 7), "\n  }\n}\n");
