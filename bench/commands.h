@@ -24,6 +24,7 @@ struct Subcommand {
   std::function<SuiteStep(StepReader&)> readStep;
   // The option table (empty for the Python tools, whose flags are their own).
   std::vector<OptionInfo> options;
+  bool pythonTool = false;  // the Python tool in reports/ runs it (reports_commands.cpp)
 };
 
 // The registry (commands.cpp), in the order of the help.

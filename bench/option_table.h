@@ -20,7 +20,9 @@
 //
 // The table also writes the run's `config` (OptionTable::record): every option's value as given, under its suite key,
 // so an option added to the table is recorded with nothing else to keep in step; one left out says why
-// (`.notRecorded("an output path")`), and tests/unit/test_option_records.cpp holds every subcommand to that.
+// (`.notRecorded("an output path")`), and tests/unit/test_option_records.cpp holds every subcommand to that. What a table
+// says of each option's value (its type, choices, range, default; OptionInfo::value) is also the result schema's description
+// of that config (bench/config_schema.h, generated from the tables).
 #include <algorithm>
 #include <cstdint>
 #include <deque>
@@ -110,6 +112,11 @@ struct OptionInfo {
   bool hidden = false;
   // Why the record's config leaves it out; "": it is there, under `key`, as given.
   std::string notRecorded;
+  // Its value as the record's config holds it, as JSON Schema ({"type": "integer", "minimum": 1, ...}: the field's type,
+  // an enum's names, the range declared), and the value when nothing sets it (the options struct's default). Filled by
+  // OptionTable::describe (a range declared after add() narrows it); the result schema's config part is made of them.
+  nlohmann::json value = nlohmann::json::object();
+  nlohmann::json defaultValue;
 };
 
 // The names the command line declares for an option: its own, then its aliases ("--ceiling,--ceilings,!--no-ceiling,
@@ -131,6 +138,11 @@ struct OptionDecl {
   std::function<double(const Opts&)> numberOf;  // a number option's value; null otherwise
   // Its value in the record's config (OptionTable::record); null: not recorded, and info.notRecorded says why.
   std::function<nlohmann::json(const Opts&)> recordOf;
+  // Its value as the record would hold it, recorded or not (the default's, for describe()); null for a suite-only key
+  // without a record.
+  std::function<nlohmann::json(const Opts&)> valueOf;
+  // The JSON Schema of that value (OptionInfo::value), made when describe() asks: a range narrows it until then.
+  std::function<nlohmann::json(const OptionInfo&)> schemaOf;
   // An integer option's (or a list of integers') bounds, which the checks on both sides read when they run: a range
   // declared after add() narrows them. Null for any other option.
   std::shared_ptr<option_detail::IntegerBounds> integer;
@@ -244,6 +256,37 @@ nlohmann::json recordValue(const T& field) {
     return std::string(nameOf(field));
   else
     return field;
+}
+
+// The JSON Schema of an integer in `b` ({"type": "integer", "minimum": .., "maximum": ..}) and of a number in `r` (its
+// ends closed or open; no range: any finite number).
+nlohmann::json integerSchema(const IntegerBounds& b);
+nlohmann::json numberSchema(const std::optional<NumberRange>& r);
+
+// The JSON Schema of a field's value in the record's config (recordValue): what add() reads from the field's type.
+template <class T>
+nlohmann::json valueSchema(const OptionInfo& info, TextForm form, const IntegerBounds* bounds) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return {{"type", "boolean"}};
+  } else if constexpr (NamedEnum<T>) {
+    nlohmann::json names = nlohmann::json::array();
+    for (const auto& [name, e] : EnumNames<T>::kNames)
+      if (nameOf(e) == name) names.push_back(std::string(name));  // the record writes the canonical name
+    return {{"type", "string"}, {"enum", names}};
+  } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+    return {{"type", "array"}, {"items", {{"type", "string"}}}};
+  } else if constexpr (IsVector<T>::value) {
+    return {{"type", "array"}, {"items", integerSchema(*bounds)}};
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    nlohmann::json s = {{"type", "string"}};
+    if (form == TextForm::kList) s["x-form"] = "list";  // comma-separated
+    if (form == TextForm::kSize) s["x-form"] = "size";  // bytes with an optional suffix: 64M
+    return s;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return numberSchema(info.range);
+  } else {
+    return integerSchema(*bounds);
+  }
 }
 
 // "'maybe' is not on or off": the check of an on/off option (addOnOff).
@@ -360,7 +403,10 @@ class OptionTable {
     d.readFromSuite = [key = d.info.key, get, form, bounds = d.integer](StepReader& r, Opts& o) {
       option_detail::readField(r, key, get(o), form, bounds.get());
     };
-    d.recordOf = [get](const Opts& o) { return option_detail::recordValue(get(o)); };
+    d.valueOf = d.recordOf = [get](const Opts& o) { return option_detail::recordValue(get(o)); };
+    d.schemaOf = [form, bounds = d.integer](const OptionInfo& info) {
+      return option_detail::valueSchema<T>(info, form, bounds.get());
+    };
     if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
       d.info.number = true;
       d.info.real = std::is_floating_point_v<T>;
@@ -382,21 +428,24 @@ class OptionTable {
           ->default_str(field ? "on" : "off");
     };
     d.readFromSuite = [key = d.info.key, get](StepReader& r, Opts& o) { get(o) = r.boolean(key, get(o)); };
-    d.recordOf = [get](const Opts& o) { return nlohmann::json(get(o)); };
+    d.valueOf = d.recordOf = [get](const Opts& o) { return nlohmann::json(get(o)); };
+    d.schemaOf = [](const OptionInfo&) { return nlohmann::json{{"type", "boolean"}, {"x-form", "on-off"}}; };
     return push(std::move(d));
   }
 
   // A suite key with no command-line option of its own (`why` says what the command line has instead); `recordOf` gives
-  // its value in the record's config (null: say why with notRecorded).
+  // its value in the record's config, whose JSON Schema is `recordSchema` (null: say why with notRecorded).
   OptionDecl<Opts>& addSuiteOnly(std::string key, std::string help, std::function<void(StepReader&, Opts&)> read, std::string why,
-                                 std::function<nlohmann::json(const Opts&)> recordOf = nullptr) {
+                                 std::function<nlohmann::json(const Opts&)> recordOf = nullptr,
+                                 nlohmann::json recordSchema = nlohmann::json::object()) {
     OptionDecl<Opts> d;
     d.info = infoOf(key, std::move(help));
     d.info.key = key;
     d.info.scope = OptionScope::kSuiteOnly;
     d.info.why = std::move(why);
     d.readFromSuite = std::move(read);
-    d.recordOf = std::move(recordOf);
+    d.valueOf = d.recordOf = std::move(recordOf);
+    d.schemaOf = [recordSchema = std::move(recordSchema)](const OptionInfo&) { return recordSchema; };
     return push(std::move(d));
   }
 
@@ -425,7 +474,12 @@ class OptionTable {
   }
   std::vector<OptionInfo> describe() const {
     std::vector<OptionInfo> out;
-    for (const auto& d : decls_) out.push_back(d.info);
+    const Opts defaults{};
+    for (const auto& d : decls_) {
+      out.push_back(d.info);
+      if (d.schemaOf) out.back().value = d.schemaOf(d.info);
+      if (d.valueOf) out.back().defaultValue = d.valueOf(defaults);
+    }
     return out;
   }
 

@@ -72,7 +72,7 @@ Action toolAction(CLI::App& sub, const std::string& name) {
 
 // The subcommand that hands its arguments to the tool's `name` command.
 Subcommand pythonTool(const std::string& name, const std::string& help) {
-  return {name, help, [name](CLI::App& app) { return toolAction(app, name); }, nullptr, {}};
+  return {name, help, [name](CLI::App& app) { return toolAction(app, name); }, nullptr, {}, true};
 }
 
 }  // namespace

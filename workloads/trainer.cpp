@@ -21,35 +21,6 @@
 namespace ts::wl {
 namespace {}  // namespace
 
-nlohmann::json TrainOptions::toJson() const {
-  return {{"model", nameOf(model)},
-          {"preset", preset},
-          {"set", overrides},
-          {"steps", steps},
-          {"batch", batch},
-          {"micro_batches", microBatches},
-          {"device", device.name()},
-          {"precision", nameOf(precision)},
-          {"loss_scale", precision == Precision::kFloat16 ? nlohmann::json(lossScale) : nlohmann::json()},
-          {"optimizer", optimizer.toJson()},
-          {"schedule", schedule.toJson()},
-          {"clip_norm", clipNorm},
-          {"seed", seed},
-          {"data", data},
-          {"checkpoint_dir", checkpointDir},
-          {"checkpoint_every", checkpointEvery},
-          {"resume", resume},
-          {"checkpoint_async", checkpointAsync},
-          {"layout", layout.toJson()},
-          {"memory_limit_bytes", parseBytes(memoryLimit, "--memory-limit")},
-          {"eval_every", evalEvery},
-          {"augment", nameOf(augment)},
-          {"dropout", dropout},
-          {"eval_batches", evalBatches},
-          {"target_accuracy", targetAccuracy > 0 ? nlohmann::json(targetAccuracy) : nlohmann::json()},
-          {"target_loss", targetLoss > 0 ? nlohmann::json(targetLoss) : nlohmann::json()}};
-}
-
 namespace {
 // The advice of a --memory-limit line: the layouts that hold less per rank.
 constexpr const char* kSaveMemory = "try --zero 3, --tp or --pp";
@@ -315,6 +286,15 @@ struct Trainer::PendingSave {
   }
 };
 
+namespace {
+// What a checkpoint's config says the run resolved `key` to: under "resolved" (Trainer::config), or at the top in a
+// checkpoint written before its config was the option table's (issue #37), which resumes as well.
+nlohmann::json savedResolved(const nlohmann::json& config, const std::string& key) {
+  const nlohmann::json& resolved = config.contains("resolved") ? config["resolved"] : config;
+  return resolved.is_object() ? resolved.value(key, nlohmann::json()) : nlohmann::json();
+}
+}  // namespace
+
 // Every tensor this rank holds, from whichever pieces of the checkpoint cover it: the same layout or another.
 void Trainer::resumeFrom(const std::string& stepDir, const ModelConfig& config) {
   ckpt::CheckpointReader c = ckpt::CheckpointReader::open(stepDir);
@@ -322,10 +302,11 @@ void Trainer::resumeFrom(const std::string& stepDir, const ModelConfig& config) 
   if (s.data != source_->identity())
     throw UsageError(fmt::format("--resume: {} was trained on other data ({}), not {}", c.directory(), jsonText(s.data),
                                  jsonText(source_->identity())));
-  if (s.config.value("model", nlohmann::json()) != config.toJson())
+  if (savedResolved(s.config, "model") != config.toJson())
     throw UsageError(
-        fmt::format("--resume: {} holds another model ({})", c.directory(), jsonText(s.config.value("model", nlohmann::json()))));
-  const nlohmann::json theirs = s.config.value("optimizer", nlohmann::json::object()).value("kind", nlohmann::json());
+        fmt::format("--resume: {} holds another model ({})", c.directory(), jsonText(savedResolved(s.config, "model"))));
+  const nlohmann::json optimizer = savedResolved(s.config, "optimizer");
+  const nlohmann::json theirs = optimizer.is_object() ? optimizer.value("kind", nlohmann::json()) : nlohmann::json();
   if (theirs != options_.optimizer.toJson().value("kind", nlohmann::json()))
     throw UsageError(fmt::format("--resume: {} was trained with --optimizer {}, not {}", c.directory(),
                                  theirs.is_string() ? theirs.get<std::string>() : jsonText(theirs),
@@ -333,7 +314,8 @@ void Trainer::resumeFrom(const std::string& stepDir, const ModelConfig& config) 
   // Replicas saved between averagings continue only as the same replicas: each data-parallel rank its own.
   const bool replicas = std::any_of(c.tensors().begin(), c.tensors().end(),
                                     [](const ckpt::CheckpointReader::Tensor& t) { return t.kind == ckpt::StateKind::kReplica; });
-  const nlohmann::json savedLayout = s.config.value("layout", nlohmann::json::object());
+  nlohmann::json savedLayout = savedResolved(s.config, "layout");
+  if (!savedLayout.is_object()) savedLayout = nlohmann::json::object();
   if (replicas && (options_.layout.sync != SyncKind::kAverage || savedLayout.value("dp", 0) != options_.layout.dp)) {
     const std::string saved = jsonText(savedLayout.value("dp", nlohmann::json()));
     const std::string mine = options_.layout.sync == SyncKind::kAverage
@@ -377,15 +359,16 @@ nlohmann::json Trainer::resolved() const {
       {"data_info", {{"name", source_->info().name}, {"origin", source_->info().origin}, {"size", source_->info().size}}},
       {"optimizer", options_.optimizer.toJson()},
       {"schedule", options_.schedule.toJson()},
-      {"memory_limit_bytes", parseBytes(options_.memoryLimit, "--memory-limit")}};
+      {"memory_limit_bytes", parseBytes(options_.memoryLimit, "--memory-limit")},
+      {"layout", options_.layout.toJson()}};
   // What --set layout resolved to (auto: the device's and build's choice); not part of the model's identity.
   if (const auto layout = model_->imageLayout()) j["activation_layout"] = nameOf(*layout);
   return j;
 }
 
-nlohmann::json Trainer::resolvedConfig() const {
-  nlohmann::json j = options_.toJson();
-  j.update(resolved());
+nlohmann::json Trainer::config() const {
+  nlohmann::json j = options_.given;
+  j["resolved"] = resolved();
   return j;
 }
 
@@ -640,7 +623,7 @@ std::string Trainer::saveCheckpoint() {
   auto p = std::make_unique<PendingSave>();
   p->state.step = nextStep_;
   p->state.data = source_->identity();
-  p->state.config = resolvedConfig();
+  p->state.config = config();
   if (scaler_) p->state.scaler = scaler_->state();
   p->save = std::make_unique<ckpt::CheckpointSave>(options_.checkpointDir, nextStep_, group_);
   // The snapshot: this rank's share of the state, copied to host memory (the training may go on after this).

@@ -3,7 +3,7 @@
 // optimizer update, each timed as its own phase; gradient accumulation over micro-batches, clipping by
 // global norm, the learning-rate schedule, checkpoints and resume. The parallel layout is inside it: the
 // rank's place in the Mesh (dp, tp, pp), its gradient sync (ZeRO, ps-async) and its pipeline stage.
-// `trainscope train` (bench/train/) drives it and writes the records (TrainOptions::toJson: their config).
+// `trainscope train` (bench/train/) drives it and writes the records (Trainer::config: their config).
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -63,7 +63,9 @@ struct TrainOptions {
   data::Augment augment = data::Augment::kNone;  // --augment: the training images' random crop and flip
   double dropout = 0;                            // --dropout: the drop probability of the models' dropout layers (0: none)
   double targetAccuracy = 0, targetLoss = 0;
-  nlohmann::json toJson() const;  // a checkpoint's config (Trainer::resolvedConfig); a record's is the option table's
+  // The options as given, as the option table records them (bench/train/train_command.cpp): the first half of
+  // Trainer::config, the record's and each checkpoint's.
+  nlohmann::json given = nlohmann::json::object();
 };
 
 // Every check that reads no data and allocates nothing (flags, preset, overrides, optimizer, schedule; the model's
@@ -172,12 +174,11 @@ class Trainer {
   double flopsPerStep() const;
   std::int64_t itemsPerStep() const;
   // What the run resolved its options to: the model's whole configuration, the micro-batch, the data, the optimizer's and
-  // the schedule's settings (after --lr-scaling), the memory limit in bytes. The record's config.resolved, beside the options
-  // as given (bench/train/train_command.cpp writes those from the option table).
+  // the schedule's settings (after --lr-scaling), the memory limit in bytes, the layout.
   nlohmann::json resolved() const;
-  // The options and what they resolved to, as a checkpoint's index.json keeps them (--resume reads the model, the optimizer
-  // and the layout back from it).
-  nlohmann::json resolvedConfig() const;
+  // The run's config: the options as given (TrainOptions::given) and under "resolved" what they resolved to. The record's
+  // config and each checkpoint's index.json hold it (--resume reads the model, the optimizer and the layout back).
+  nlohmann::json config() const;
   // The dataset indices of the last micro-batch trained (model().logits() are its logits) and its loss.
   const std::vector<std::int64_t>& lastSampleIndices() const { return lastIndices_; }
   double lastMicroBatchLoss() const { return lastMicroLoss_; }

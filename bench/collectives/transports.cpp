@@ -268,8 +268,9 @@ int runVariants(const VariantRequest& req, const std::vector<std::string>& argv)
     run.erase("schema");
     run["subcommand"] = "collectives";
     run["command_line"] = argv;
-    run["config"]["variants"] = nlohmann::json::array();
-    for (const auto& v : variants) run["config"]["variants"].push_back({{"name", v.name}, {"env", v.env}});
+    // What --transports, --algos and --protos resolved to: the variants run (the options' own keys are the table's).
+    nlohmann::json& ran = run["config"]["resolved"]["variants"] = nlohmann::json::array();
+    for (const auto& v : variants) ran.push_back({{"name", v.name}, {"env", v.env}});
     run["layouts"] = layouts;
     run["ended_at"] = isoTimeNow();
     writer.finish(run);

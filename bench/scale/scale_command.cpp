@@ -42,7 +42,7 @@ const OptionTable<ScaleOptions>& scaleOptions() {
           for (std::string a; args >> a;) o.trainArgs.push_back(a);
         },
         "on the command line every flag scale does not know is a train flag",
-        [](const ScaleOptions& o) { return nlohmann::json(o.trainArgs); });
+        [](const ScaleOptions& o) { return nlohmann::json(o.trainArgs); }, {{"type", "array"}, {"items", {{"type", "string"}}}});
     return t;
   }();
   return table;

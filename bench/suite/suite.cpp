@@ -18,6 +18,19 @@ nlohmann::json Suite::config() const {
   return {{"suite", path}, {"name", name}, {"description", description}, {"steps", steps}};
 }
 
+nlohmann::ordered_json suiteConfigSchema(nlohmann::ordered_json step) {
+  const nlohmann::ordered_json text = {{"type", "string"}};
+  return {
+      {"description", "`trainscope suite`: the suite file, its [suite] table's name and description, and each step's config."},
+      {"type", "object"},
+      {"properties",
+       {{"suite", {{"description", "The suite file as given (a shipped suite's path)"}, {"type", "string"}}},
+        {"name", text},
+        {"description", text},
+        {"steps", {{"type", "array"}, {"items", std::move(step)}}}}},
+      {"additionalProperties", false}};
+}
+
 namespace {
 
 UsageError parseFailure(const toml::parse_error& e, const std::string& path) {

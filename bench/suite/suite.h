@@ -40,8 +40,11 @@ struct SuiteStep {
 struct Suite {
   std::string path, name, description;
   std::vector<SuiteStep> steps;
-  nlohmann::json config() const;
+  nlohmann::json config() const;  // the suite run's recorded config (suiteConfigSchema describes it)
 };
+
+// The JSON Schema of Suite::config(), each step's config as `step` says (bench/config_schema.h puts it in the result schema).
+nlohmann::ordered_json suiteConfigSchema(nlohmann::ordered_json step);
 
 Suite loadSuite(const std::string& path);
 // The same for a suite's text, which may be anything; `path` names it in errors.

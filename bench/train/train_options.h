@@ -30,7 +30,8 @@ struct TrainRunOptions {
 };
 
 // The run's config as its record states it: every option of train's table as given, under its suite key
-// (train_command.cpp, from the table); the record's config adds what the run resolved them to ("resolved").
+// (train_command.cpp, from the table); runTrainStep hands it to the Trainer (TrainOptions::given), whose config() adds
+// what the run resolved them to ("resolved"): the record's config and each checkpoint's.
 nlohmann::json toJson(const TrainRunOptions& o);
 // Every check of a run's options that runs nothing (no process met, no data read, nothing allocated): the values, the
 // model's size, the data's spec and files, the device's spec, where the run writes. UsageError, one line. `trainscope

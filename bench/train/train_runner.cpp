@@ -128,8 +128,7 @@ TrainRecord describeRun(wl::Trainer& trainer, const TrainRunOptions& o, const wl
   r.worldSize = mesh.worldSize();
   r.layout = mesh.layout();
   r.mesh = mesh.axes();
-  r.config = toJson(o);
-  r.config["resolved"] = trainer.resolved();
+  r.config = trainer.config();
   r.parameters = model.parameterCount();
   r.ownedParameters = trainer.ownedParameterElements();
   r.flopsPerStep = trainer.flopsPerStep();
@@ -243,6 +242,7 @@ void checkWarmupSteps(std::int64_t warmupSteps, std::int64_t stepsToTrain) {
 void runTrainStep(const TrainRunOptions& given, RunContext& ctx) {
   Bootstrap& boot = ctx.boot;
   TrainRunOptions o = given;
+  o.train.given = toJson(given);  // the table's record, which the record's config and every checkpoint's begin with
   o.train.device = wl::parseDeviceSpec(o.device);
   const int namedGpu = o.train.device.index;  // cuda:N: every process on GPU N (comm/gpu_plan.h); -1: its local rank's
   if (o.train.device.cuda() && o.train.device.index < 0 && boot.size() > 1)

@@ -95,7 +95,7 @@ def test_a_checkpoint_reshards_onto_another_layout(runs, source, target):
     shutil.copytree(ckpt, work)
     rest = train(tmp, f"{source}-to-{target}", target, ["--steps", STEPS, "--checkpoint-dir", work, "--resume"])
     assert rest["first_step"] == SAVED
-    assert rest["layout"]["name"] != json.loads((ckpt / f"step-{SAVED:08d}" / "index.json").read_text())["config"]["layout"]["name"]
+    assert rest["layout"]["name"] != json.loads((ckpt / f"step-{SAVED:08d}" / "index.json").read_text())["config"]["resolved"]["layout"]["name"]
     assert losses(rest) == pytest.approx(losses(whole)[SAVED:], rel=RTOL)
 
 

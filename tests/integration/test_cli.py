@@ -6,7 +6,9 @@ import pytest
 
 from helpers import run_trainscope
 
-SUBCOMMANDS = "env, links, collectives, kernels, train, checkpoint, scale, suite, report, compare, analyze, export, import, accept"
+from reports.common.option_facts import all_subcommands
+
+SUBCOMMANDS = ", ".join(all_subcommands())
 
 
 @pytest.mark.parametrize("args,line", [

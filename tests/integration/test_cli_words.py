@@ -10,6 +10,9 @@ import pytest
 
 from helpers import run_trainscope
 
+from reports.common.option_facts import all_subcommands, option, options
+from reports.common.option_facts import subcommands as table_subcommands
+
 INTERNALS = ["->", "ENUM:", "OR {", "FAILED", "Could not convert", "not expected", "required INT", "At Most", "At least"]
 PARSE_ONLY = {"TRAINSCOPE_PARSE_ONLY": "1"}
 
@@ -23,7 +26,7 @@ def subcommands():
 
 def test_no_help_shows_parser_internals():
     names = subcommands()
-    assert {"train", "collectives", "kernels", "links", "scale", "report", "import"} <= set(names), names
+    assert set(all_subcommands()) <= set(names), names
     for name in names:
         r = run_trainscope([name, "--help"])
         assert r.rc == 0, (name, r.err)
@@ -91,7 +94,11 @@ def test_an_old_name_sets_what_its_new_name_sets(tmp_path):
 
 
 def test_one_default_timeout():
-    for name in ("links", "collectives", "kernels", "train"):
+    """Every subcommand with a --timeout (reports/common/option_facts.py: the tables as the schema has them) has one default,
+    and its help says it."""
+    timed = {name: option(name, "timeout").default for name in table_subcommands() if "timeout" in {o.key for o in options(name)}}
+    assert {"links", "collectives", "kernels", "train"} <= set(timed) and set(timed.values()) == {600}, timed
+    for name in timed:
         r = run_trainscope([name, "--help"])
         assert r.rc == 0 and "--timeout FLOAT=600 " in r.out, (name, r.out)
 

@@ -9,7 +9,9 @@ import pytest
 
 from helpers import ROOT, base_env, trainscope_path
 
-PYTHON_TOOLS = {"report", "compare", "analyze", "export", "import", "accept"}  # their flags are the Python tool's, tested in tests/reports
+from reports.common.option_facts import python_tools
+
+PYTHON_TOOLS = set(python_tools())  # their flags are the Python tool's, tested in tests/reports
 
 
 def readme_commands():

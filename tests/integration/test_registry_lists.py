@@ -1,9 +1,11 @@
 """No hand-kept lists of a registry's names: the kernel ops and the collectives are declared once, in the result
 schema (the kernel ops' enum; the collective op's oneOf entries, with their facts), from which the build makes the C++
 registries, and every consumer reads them from there (helpers.kernel_ops(), reports/common/collective_facts.py, the
-registries in C++). A Python table or membership test, or a C++ string, that names 3 or more of a family is a second
-list that the next one added will not be in; so is a bus factor formula outside the facts. Either fails here, with its
-file and line, instead of in an integration test far away. A test naming the ops it runs (`for op in (...)`,
+registries in C++); the subcommands and their options are declared once in C++ (bench/commands.cpp, the option
+tables), from which the build generates the schema's config part, and Python reads them there
+(reports/common/option_facts.py). A Python table or membership test, or a C++ string, that names 3 or more of a family is a
+second list that the next one added will not be in; so is a bus factor formula outside the facts. Either fails here,
+with its file and line, instead of in an integration test far away. A test naming the ops it runs (`for op in (...)`,
 `--ops a,b,c`) chooses them and is not a list."""
 import ast
 import re
@@ -15,11 +17,13 @@ import pytest
 from helpers import ROOT, kernel_ops
 
 from reports.common.collective_facts import names as collective_names
+from reports.common.option_facts import all_subcommands
 
 # family -> its names, and where each family's one list is read from.
-FAMILIES = {"kernel ops": set(kernel_ops()), "collectives": set(collective_names())}
+FAMILIES = {"kernel ops": set(kernel_ops()), "collectives": set(collective_names()), "subcommands": set(all_subcommands())}
 READ_FROM = {"kernel ops": "helpers.kernel_ops() in Python, allKernelOps() / kernelOpNameList() in C++",
-             "collectives": "reports/common/collective_facts.py in Python, allCollectives() / collectiveNameList() in C++"}
+             "collectives": "reports/common/collective_facts.py in Python, allCollectives() / collectiveNameList() in C++",
+             "subcommands": "reports/common/option_facts.py in Python, subcommands() in C++"}
 FACTS_MODULE = ROOT / "reports" / "common" / "collective_facts.py"
 PYTHON_DIRS = ("tests", "reports", "scripts")
 CPP_DIRS = ("base", "bench", "comm", "kernels", "workloads", "tests", "fuzz")
@@ -134,6 +138,8 @@ def python_findings(path):
     'WHOLE_BUFFER = {"all_gather", "reduce_scatter", "alltoall", "gather", "scatter"}',
     'class Bench:\n    ROWS = {"all_reduce": 1, "reduce": 2, "gather": 3}',
     'def f(op):\n    return "sum" if op in ("all_reduce", "reduce_scatter", "reduce") else None',
+    'PYTHON_TOOLS = {"report", "compare", "analyze", "export"}',
+    'SUBCOMMANDS = "env, links, collectives, kernels, train"',
 ])
 def test_the_scanner_finds_a_python_list_kept_by_hand(tmp_path, source):
     assert python_findings(written(tmp_path, source))[0], source

@@ -11,6 +11,8 @@ import pytest
 
 from helpers import ROOT, run_trainscope
 
+from reports.common.option_facts import python_tools
+
 DATA = ROOT / "tests" / "reports" / "data"
 # Modules every subcommand imports after start-up (not those Python has loaded before the path is set), and the
 # ones the binary's probe imports: each, if run, leaves a marker file named after itself.
@@ -29,21 +31,25 @@ def trace_dir(folder):
     return folder
 
 
-# subcommand -> (its arguments, given the inputs' folder and the output folder; the exit codes of doing its work)
-COMMANDS = {
-    "report": (lambda i, o: ["report", i / "r.json", "-o", o / "rep"], {0}),
-    "compare": (lambda i, o: ["compare", i / "r.json", i / "r.json"], {0, 3}),
-    "export": (lambda i, o: ["export", i / "r.json", "--format", "csv", "-o", o / "r.csv"], {0}),
-    "import": (lambda i, o: ["import", i / "osu_allreduce.txt", "--ranks", "2", "-o", o / "osu.json"], {0}),
-    "analyze": (lambda i, o: ["analyze", i / "trace"], {0}),
-    # an absolute floor no measured bandwidth is under: accept judges the host (PASS), it does not stop at "nothing judged"
-    "accept": (lambda i, o: ["accept", i / "r.json", "--rules", i / "rules.toml"], {0}),
-}
+def invocation(command, inputs, out):
+    """The arguments `command` runs with here, given the inputs' folder and the output folder, and the exit codes of
+    doing its work. Every Python tool of the registry is run (reports/common/option_facts.py); one added without a line here
+    fails with its name."""
+    runs = {
+        "report": (["report", inputs / "r.json", "-o", out / "rep"], {0}),
+        "compare": (["compare", inputs / "r.json", inputs / "r.json"], {0, 3}),
+        "export": (["export", inputs / "r.json", "--format", "csv", "-o", out / "r.csv"], {0}),
+        "import": (["import", inputs / "osu_allreduce.txt", "--ranks", "2", "-o", out / "osu.json"], {0}),
+        "analyze": (["analyze", inputs / "trace"], {0}),
+        # an absolute floor no measured bandwidth is under: accept judges the host (PASS), it does not stop at "nothing judged"
+        "accept": (["accept", inputs / "r.json", "--rules", inputs / "rules.toml"], {0}),
+    }
+    assert command in runs, f"the Python tool {command} has no invocation in this test"
+    return runs[command]
 
 
-@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("command", python_tools())
 def test_no_module_of_the_working_or_the_results_folder_runs(tmp_path, command):
-    args, codes = COMMANDS[command]
     markers, work, inputs = tmp_path / "markers", tmp_path / "work", tmp_path / "results"
     for d in (markers, work, inputs):
         d.mkdir()
@@ -54,7 +60,8 @@ def test_no_module_of_the_working_or_the_results_folder_runs(tmp_path, command):
     trace_dir(inputs / "trace")
     plant(work, markers)
     plant(inputs, markers)
-    r = run_trainscope(args(inputs, tmp_path), cwd=work, timeout=120)
+    args, codes = invocation(command, inputs, tmp_path)
+    r = run_trainscope(args, cwd=work, timeout=120)
     assert sorted(p.name for p in markers.iterdir()) == [], (r.out, r.err)
     assert r.rc in codes and "internal error" not in r.err, (r.rc, r.out, r.err)
 

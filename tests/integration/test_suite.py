@@ -8,6 +8,8 @@ import pytest
 
 from helpers import ROOT, measurements, run_trainscope
 
+from reports.common.option_facts import command_line
+
 SUITES = ROOT / "bench" / "suites"
 
 
@@ -75,15 +77,7 @@ def test_a_train_step_takes_every_train_flag_as_the_command_line_does(tmp_path):
     suite.write_text('[[step]]\nkind = "train"\n' + step)
     r = run_trainscope(["suite", suite, "--json", tmp_path / "suite.json"])
     assert r.rc == 0, r.err
-    argv = ["train", "--json", tmp_path / "cli.json"]
-    for k, v in flags.items():
-        name = "--" + k.replace("_", "-")
-        if v is False:
-            argv.append("--no-" + k)
-        else:
-            for item in v if isinstance(v, list) else [v]:
-                argv += [name, str(item)]
-    r = run_trainscope(argv)
+    r = run_trainscope(["train", "--json", tmp_path / "cli.json", *command_line("train", flags)])
     assert r.rc == 0, r.err
     from_suite = json.loads((tmp_path / "suite.json").read_text())["run"]["config"]["steps"][0]
     from_cli = json.loads((tmp_path / "cli.json").read_text())["run"]["config"]

@@ -123,6 +123,27 @@ def test_bfloat16_mixed_precision_learns_and_rounds(tmp_path):
     assert all(abs(x - y) < 0.05 * y for x, y in zip(a, b))  # ... and small: the same trajectory within bfloat16's precision
 
 
+def test_a_checkpoint_keeps_the_records_config_and_resumes_from_the_older_shape_too(tmp_path, validate):
+    """A checkpoint's index.json keeps the train record's config, written the one way (Trainer::config: the options as
+    given, what they resolved to under `resolved`); it had a hand-written config of its own, with other names. A
+    checkpoint written before, with the model, optimizer and layout at the top of its config, still resumes."""
+    common = ["--model", "mlp", "--preset", "tiny", "--batch", 4, "--warmup-steps", 0, "--optimizer", "adamw"]
+    ckpt = tmp_path / "ckpt"
+    doc, first = train(tmp_path, "first", common + ["--steps", 3, "--checkpoint-dir", ckpt])
+    validate(doc)
+    index_path = ckpt / "step-00000003" / "index.json"
+    index = json.loads(index_path.read_text())
+    assert index["config"] == first["config"]
+    older = {k: v for k, v in index["config"].items() if k != "resolved"} | index["config"]["resolved"]
+    # Where a config has `resolved`, that is what is read: the model the top would match is not looked at.
+    index_path.write_text(json.dumps(index | {"config": older | {"resolved": {"optimizer": {"kind": "adamw"}}}}))
+    r = run_trainscope(["train", "--no-ceiling", *map(str, common), "--steps", "5", "--checkpoint-dir", ckpt, "--resume"])
+    assert r.rc == 2 and "holds another model (null)" in r.err, r.err
+    index_path.write_text(json.dumps(index | {"config": older}))
+    _, rest = train(tmp_path, "rest", common + ["--steps", 5, "--checkpoint-dir", ckpt, "--resume"])
+    assert rest["first_step"] == 3
+
+
 def test_a_resumed_float16_run_keeps_its_loss_scale(tmp_path):
     common = ["--model", "mlp", "--preset", "tiny", "--batch", 8, "--warmup-steps", 0, "--precision", "float16", "--loss-scale", 1e9,
               "--loss-scale-interval", 3]

@@ -24,7 +24,7 @@ def test_shm_against_tcp_in_one_result(tmp_path, validate):
     by = {(x["transport"], x["op"], x["bytes"], x["in_place"]) for x in recs}
     assert len(by) == len(recs) == 2 * 2 * 3 * 2  # transports x ops x sizes x placements
     assert [l["step"] for l in doc["run"]["layouts"]] == ["shm", "tcp"]
-    assert [v["name"] for v in doc["run"]["config"]["variants"]] == ["shm", "tcp"]
+    assert [v["name"] for v in doc["run"]["config"]["resolved"]["variants"]] == ["shm", "tcp"]
     assert "===== variant 1/2: shm" in r.out and "===== variant 2/2: tcp" in r.out
     assert not list(tmp_path.glob(".ab.json.parts*"))  # the per-variant files are cleaned up
     # ...and no line named them: every path printed exists after the run (issue #35).

@@ -55,28 +55,24 @@ TEST(Choices, PrecisionKeepsTheAliasesTheKernelsTookButListsOnlyItsNames) {
   EXPECT_EQ(nameOf(*enumFromName<Precision>("bf16")), "bfloat16");  // an alias is written by its canonical name
 }
 
-TEST(Choices, TheTrainOptionsJsonWritesNames) {
-  wl::TrainOptions o;
-  o.model = wl::ModelKind::kCnn;
-  o.precision = Precision::kFloat16;
-  o.device = wl::parseDeviceSpec("cuda:1");
-  o.optimizer.kind = wl::OptimizerKind::kSgd;
-  o.schedule.kind = wl::ScheduleKind::kCosine;
-  o.layout.sync = wl::SyncKind::kParameterServer;
-  o.layout.pp = 2;
-  o.layout.schedule = wl::PipelineSchedule::kGPipe;
-  const nlohmann::json j = o.toJson();
-  EXPECT_EQ(j["model"], "cnn");
-  EXPECT_EQ(j["precision"], "float16");
-  EXPECT_EQ(j["loss_scale"], 65536.0);  // float16 only
-  EXPECT_EQ(j["device"], "cuda:1");
-  EXPECT_EQ(j["optimizer"]["kind"], "sgd");
-  EXPECT_TRUE(j["optimizer"].contains("momentum") && !j["optimizer"].contains("beta1"));
-  EXPECT_EQ(j["schedule"]["kind"], "cosine");
-  EXPECT_TRUE(j["schedule"].contains("warmup"));
-  EXPECT_EQ(j["layout"]["sync"], "ps");
-  EXPECT_EQ(j["layout"]["schedule"], "gpipe");
-  EXPECT_EQ(j["layout"]["name"], "pp=2 ps(1) gpipe");
+// What a train run resolved its choices to is written by name (the record's config.resolved, a checkpoint's config).
+TEST(Choices, TheResolvedTrainChoicesAreWrittenByName) {
+  wl::OptimizerOptions optimizer;
+  optimizer.kind = wl::OptimizerKind::kSgd;
+  EXPECT_EQ(optimizer.toJson()["kind"], "sgd");
+  EXPECT_TRUE(optimizer.toJson().contains("momentum") && !optimizer.toJson().contains("beta1"));
+  wl::Schedule schedule;
+  schedule.kind = wl::ScheduleKind::kCosine;
+  EXPECT_EQ(schedule.toJson()["kind"], "cosine");
+  EXPECT_TRUE(schedule.toJson().contains("warmup"));
+  wl::LayoutOptions layout;
+  layout.sync = wl::SyncKind::kParameterServer;
+  layout.pp = 2;
+  layout.schedule = wl::PipelineSchedule::kGPipe;
+  const nlohmann::json j = layout.toJson();
+  EXPECT_EQ(j["sync"], "ps");
+  EXPECT_EQ(j["schedule"], "gpipe");
+  EXPECT_EQ(j["name"], "pp=2 ps(1) gpipe");
 }
 
 TEST(DeviceSpec, ReadsCpuCudaAndCudaN) {

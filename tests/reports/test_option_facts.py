@@ -1,0 +1,36 @@
+"""reports/common/option_facts.py reads the subcommands and their options from the result schema's config part, which the
+build generates from the C++ option tables (tests/unit/test_config_schema.cpp holds the schema to them)."""
+import pytest
+
+from reports.common.option_facts import all_subcommands, command_line, option, options, python_tools, subcommands
+
+
+def test_the_subcommands_with_tables_and_the_python_tools_are_subcommands():
+    assert set(subcommands()) <= set(all_subcommands()) and set(python_tools()) <= set(all_subcommands())
+    assert not set(subcommands()) & set(python_tools())  # a Python tool's flags are its own, not a table's
+    assert "train" in subcommands() and "report" in python_tools()
+
+
+@pytest.mark.parametrize("subcommand", subcommands())
+def test_each_option_is_recorded_with_a_type_and_default_or_says_why_not(subcommand):
+    keys = [o.key for o in options(subcommand)]
+    assert len(keys) == len(set(keys)), keys
+    for o in options(subcommand):
+        if o.recorded:
+            assert o.type in {"integer", "number", "string", "boolean", "array"} and o.default is not None, o
+            assert not o.choices or o.default in o.choices, o
+        else:
+            assert o.type is None and o.not_recorded, o
+
+
+def test_a_suite_steps_settings_as_a_command_line():
+    """Each kind of option spelled as the command line takes it: a value, a repeated option, a flag turned off, on/off."""
+    assert command_line("train", {"steps": 3, "set": ["depth=2", "width=8"], "ceiling": False, "overlap": False}) == [
+        "--steps", "3", "--set", "depth=2", "--set", "width=8", "--no-ceiling", "--overlap", "off"]
+    assert command_line("train", {"warmup_steps": 1}) == ["--warmup", "1"]  # its name now; the suite key stayed
+    with pytest.raises(KeyError, match="suite key"):
+        command_line("scale", {"train_args": "--steps 3"})
+    with pytest.raises(KeyError, match="no option 'stepz'"):
+        option("train", "stepz")
+    with pytest.raises(KeyError, match="no option table"):
+        options("report")
