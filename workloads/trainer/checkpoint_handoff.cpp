@@ -65,8 +65,7 @@ std::string CheckpointHandOff::finish() {
 
 namespace {
 // That the checkpoint c is of this run: its data, its model, its optimizer.
-void checkSameRun(const ckpt::CheckpointReader& c, const nlohmann::json& data, const ModelConfig& config,
-                  const TrainOptions& o) {
+void checkSameRun(const ckpt::CheckpointReader& c, const nlohmann::json& data, const ModelConfig& config, const TrainOptions& o) {
   const ckpt::TrainerState& s = c.state();
   if (s.data != data)
     throw UsageError(
@@ -77,8 +76,7 @@ void checkSameRun(const ckpt::CheckpointReader& c, const nlohmann::json& data, c
   const nlohmann::json theirs = s.config.value("optimizer", nlohmann::json::object()).value("kind", nlohmann::json());
   if (theirs != o.optimizer.toJson().value("kind", nlohmann::json()))
     throw UsageError(fmt::format("--resume: {} was trained with --optimizer {}, not {}", c.directory(),
-                                 theirs.is_string() ? theirs.get<std::string>() : jsonText(theirs),
-                                 nameOf(o.optimizer.kind)));
+                                 theirs.is_string() ? theirs.get<std::string>() : jsonText(theirs), nameOf(o.optimizer.kind)));
 }
 
 // Whether c holds --sync average's replicas apart; they continue only as the same replicas: each data-parallel rank

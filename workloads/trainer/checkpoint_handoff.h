@@ -42,8 +42,8 @@ class CheckpointHandOff {
   // Reads into m every tensor this rank holds from the checkpoint in stepDir (whichever of its pieces cover it: the
   // same layout or another), after checking that it is this run's (`data`: the data's identity; `config`: the
   // model's); returns the step to continue at (UsageError when there is none left).
-  std::int64_t resume(const std::string& stepDir, const nlohmann::json& data, const ModelConfig& config,
-                      const TrainOptions& o, ModelOnMesh& m, const Mesh& mesh);
+  std::int64_t resume(const std::string& stepDir, const nlohmann::json& data, const ModelConfig& config, const TrainOptions& o,
+                      ModelOnMesh& m, const Mesh& mesh);
   void recordStall(double seconds) { stats_.stallS.push_back(seconds); }
   const CheckpointStats& stats() const { return stats_; }
 

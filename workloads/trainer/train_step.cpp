@@ -164,9 +164,9 @@ void Trainer::update(StepResult& r, trace::Span& syncSpan) {
 // The step's collectives: the gradient sync's, the pipeline's, tensor parallel's and SyncBatchNorm's.
 void Trainer::collectStepComm(StepResult& r) {
   r.comm = parts_.sync->takeStepComm();
-  for (StepComm p : {parts_.pipeline ? parts_.pipeline->takeStepComm() : StepComm{},
-                     parts_.tp ? parts_.tp->takeStepComm() : StepComm{},
-                     parts_.syncBn ? parts_.syncBn->takeStepComm() : StepComm{}}) {
+  for (StepComm p :
+       {parts_.pipeline ? parts_.pipeline->takeStepComm() : StepComm{}, parts_.tp ? parts_.tp->takeStepComm() : StepComm{},
+        parts_.syncBn ? parts_.syncBn->takeStepComm() : StepComm{}}) {
     r.comm.communicationS += p.communicationS;
     r.comm.exposedS += p.exposedS;
     r.comm.collectives.insert(r.comm.collectives.end(), p.collectives.begin(), p.collectives.end());
