@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Sets up, then runs every check: the source formatting (clang-format) and the Python linters (flake8, mypy on
-# reports/) first, as they take seconds; the C++ unit tests (ctest, GPU tests skip visibly without a GPU); the fuzz
-# targets of the readers of untrusted bytes, 20 s each from their seed corpus (scripts/fuzz.sh, its own clang build in
-# build-fuzz); the CPU-only build of the trainscope package (build-cpu); the command-line integration tests and
-# result-format tests (pytest, multi-rank ones under mpirun). Each stage is announced with the time it takes on an
-# idle 2-core VM (estimates for issue #35 from the CPU time of sampled compiles and the stages' times under load: a
-# busy machine takes several times as long; with build/, build-fuzz/ and build-cpu/ already there, the builds take
-# seconds), every line carries the time since the start, and pytest names each test as it starts (-v), so no stage is
-# a long silence.
+# Sets up, then runs every check: the source formatting (clang-format), the Python linters (flake8, mypy on
+# reports/) and the length of the functions in workloads/ and bench/ (scripts/check-function-length.py) first, as
+# they take seconds; the C++ unit tests (ctest, GPU tests skip visibly without a GPU); the fuzz targets of the readers
+# of untrusted bytes, 20 s each from their seed corpus (scripts/fuzz.sh, its own clang build in build-fuzz); the
+# CPU-only build of the trainscope package (build-cpu); the command-line integration tests and result-format tests
+# (pytest, multi-rank ones under mpirun). Each stage is announced with the time it takes on an idle 2-core VM
+# (estimates for issue #35 from the CPU time of sampled compiles and the stages' times under load: a busy machine
+# takes several times as long; with build/, build-fuzz/ and build-cpu/ already there, the builds take seconds), every
+# line carries the time since the start, and pytest names each test as it starts (-v), so no stage is a long silence.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ts_stage test "set-up, every target (the unit tests, micro-benchmarks too): packages a few minutes on a fresh machine, the build about 7 min from scratch"
@@ -23,9 +23,10 @@ ts_apt_install python3-pytest python3-hypothesis python3-prometheus-client chrom
 ts_mpi_env
 cd "$TS_ROOT"
 
-ts_stage test "== format and lint: clang-format, flake8, mypy (about 1 min)"
+ts_stage test "== format and lint: clang-format, flake8, mypy, function length (about 1 min)"
 scripts/check-format.sh
 scripts/lint-python.sh
+scripts/check-function-length.py
 
 ts_stage test "== ctest: the C++ unit tests (about 2 min)"
 ctest --test-dir "$TS_BUILD" --output-on-failure -j2

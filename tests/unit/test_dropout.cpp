@@ -81,7 +81,7 @@ TEST(Dropout, TheMaskIsTheWholeTensorsWhateverSliceOfRowsOrFeaturesARankHolds) {
 
 TEST(Dropout, TheLayerIsTheIdentityWhenEvaluating) {
   wl::Arena a;
-  wl::Dropout drop(a, "drop", 1, 0.5, 4, 8);
+  wl::Dropout drop(a, "drop", {.seed = 1, .p = 0.5, .rows = 4, .cols = 8});
   wl::Tensor x = a.tensor({4, 8});
   for (std::size_t i = 0; i < x.numel(); ++i) x.data[i] = float(i) + 1.0f;
   wl::StepContext ctx;

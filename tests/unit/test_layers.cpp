@@ -92,7 +92,7 @@ void checkLayer(Layer& layer, const Tensor& x, double h = 1e-2) {
 
 TEST(Layers, LinearBackwardMatchesFiniteDifferences) {
   Arena a;
-  Linear l(a, Init(1), "fc", 5, 7, 3);
+  Linear l(a, Init(1), "fc", {.rows = 5, .in = 7, .out = 3});
   Tensor x = a.tensor({5, 7});
   fillRandom(x, 1);
   checkLayer(l, x);
@@ -151,7 +151,7 @@ TEST_P(ImageLayers, ConvAndPoolingBackwardMatchFiniteDifferences) {
   checkLayer(conv, x);
   GlobalAvgPool gap(a, 2, 3, 7, 6, layout());
   checkLayer(gap, x);
-  MaxPool2d mp(a, 2, 3, 7, 6, 3, 2, 1, layout());
+  MaxPool2d mp(a, {.n = 2, .c = 3, .h = 7, .w = 6, .k = 3, .stride = 2, .pad = 1, .layout = layout()});
   // Distinct values far apart, so a step of h never changes which element wins a window.
   for (std::size_t i = 0; i < x.numel(); ++i) x.data[i] = float((i * 37) % x.numel()) * 0.1f;
   checkLayer(mp, x, 1e-3);
@@ -160,7 +160,8 @@ TEST_P(ImageLayers, ConvAndPoolingBackwardMatchFiniteDifferences) {
 TEST_P(ImageLayers, ResidualBasicBlockBackwardMatchesFiniteDifferences) {
   for (auto [cin, cout, stride] : {std::tuple{3, 3, 1}, std::tuple{2, 4, 2}}) {  // identity and projection shortcuts
     Arena a;
-    BasicBlock block(a, Init(3), "block", 2, cin, 6, 5, cout, stride, layout());
+    BasicBlock block(a, Init(3), "block",
+                     {.n = 2, .cin = cin, .h = 6, .w = 5, .cout = cout, .stride = stride, .layout = layout()});
     Tensor x = a.tensor(imageShape(2, cin, 6, 5, layout()));
     fillRandom(x, 8);
     checkLayer(block, x, 2e-4);
@@ -192,7 +193,7 @@ TEST(Layers, ChannelsLastConvolutionIsTheNchwOneTransposed) {
 
 TEST(Layers, CausalSelfAttentionBackwardMatchesFiniteDifferences) {
   Arena a;
-  CausalSelfAttention attn(a, Init(4), "attn", 2, 5, 8, 2, 0.3, 0.3);
+  CausalSelfAttention attn(a, Init(4), "attn", {.batch = 2, .seq = 5, .channels = 8, .heads = 2, .initStd = 0.3, .projStd = 0.3});
   Tensor x = a.tensor({10, 8});
   fillRandom(x, 9);
   checkLayer(attn, x);
@@ -200,7 +201,7 @@ TEST(Layers, CausalSelfAttentionBackwardMatchesFiniteDifferences) {
 
 TEST(Layers, TransformerBlockBackwardMatchesFiniteDifferences) {
   Arena a;
-  TransformerBlock block(a, Init(5), "h.0", 2, 4, 8, 2, 1);
+  TransformerBlock block(a, Init(5), "h.0", {.batch = 2, .seq = 4, .channels = 8, .heads = 2, .layers = 1});
   Tensor x = a.tensor({8, 8});
   fillRandom(x, 10);
   checkLayer(block, x);
@@ -209,7 +210,7 @@ TEST(Layers, TransformerBlockBackwardMatchesFiniteDifferences) {
 TEST(Layers, CausalAttentionIgnoresTheFuture) {
   // Changing the last position's input must leave every earlier position's output unchanged.
   Arena a;
-  CausalSelfAttention attn(a, Init(6), "attn", 1, 6, 8, 2, 0.3, 0.3);
+  CausalSelfAttention attn(a, Init(6), "attn", {.batch = 1, .seq = 6, .channels = 8, .heads = 2, .initStd = 0.3, .projStd = 0.3});
   Tensor x = a.tensor({6, 8});
   fillRandom(x, 11);
   StepContext ctx;

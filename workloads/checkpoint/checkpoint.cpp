@@ -234,39 +234,27 @@ std::optional<std::string> latestCheckpoint(const std::string& dir) {
   return step.string();
 }
 
-struct CheckpointReader::Impl {
-  struct PieceRef {
-    std::string file, key;
-    Region region;
-  };
-  struct Entry {
-    std::vector<PieceRef> pieces;
-  };
-  struct File {
-    std::uint64_t bytes = 0;
-    std::string hash;
-    std::optional<SafetensorsFile> mapped;
-  };
-  std::map<std::string, Entry, std::less<>> entries;
-  std::map<std::string, File, std::less<>> files;
-};
+namespace {
+// What is wrong with the checkpoint in dir, as its reader says it.
+UsageError damaged(const std::string& dir, const std::string& what) {
+  return UsageError(fmt::format("checkpoint {}: {}", dir, what));
+}
 
-CheckpointReader::~CheckpointReader() = default;
-CheckpointReader::CheckpointReader(CheckpointReader&&) noexcept = default;
-CheckpointReader& CheckpointReader::operator=(CheckpointReader&&) noexcept = default;
-
-CheckpointReader CheckpointReader::open(const std::string& path) {
+// The step directory that path names: itself, or the one its `latest` names.
+std::string stepDirectoryOf(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw UsageError(fmt::format("checkpoint {} does not exist", path));
   if (!fs::is_directory(path, ec)) throw UsageError(fmt::format("checkpoint {} is not a directory", path));
-  std::string stepDir = path;
-  if (!fs::exists(fs::path(path) / kIndexFile, ec)) {
-    const auto latest = latestCheckpoint(path);
-    if (!latest)
-      throw UsageError(fmt::format("checkpoint {} holds no checkpoint: no {} and no {}", path, kLatestFile, kIndexFile));
-    stepDir = *latest;
-  }
-  auto bad = [&](const std::string& what) { return UsageError(fmt::format("checkpoint {}: {}", stepDir, what)); };
+  if (fs::exists(fs::path(path) / kIndexFile, ec)) return path;
+  const auto latest = latestCheckpoint(path);
+  if (!latest) throw UsageError(fmt::format("checkpoint {} holds no checkpoint: no {} and no {}", path, kLatestFile, kIndexFile));
+  return *latest;
+}
+
+// The step directory's index, with the format, step, files and tensors that every reader needs.
+nlohmann::json readIndex(const std::string& stepDir) {
+  auto bad = [&](const std::string& what) { return damaged(stepDir, what); };
+  std::error_code ec;
   const fs::path indexPath = fs::path(stepDir) / kIndexFile;
   if (!fs::exists(indexPath, ec)) throw bad(fmt::format("{} is missing", kIndexFile));
   nlohmann::json index;
@@ -287,42 +275,145 @@ CheckpointReader CheckpointReader::open(const std::string& path) {
     throw bad(fmt::format("{} does not list the checkpoint's files", kIndexFile));
   if (!index.contains("tensors") || !index["tensors"].is_object())
     throw bad(fmt::format("{} does not list the checkpoint's tensors", kIndexFile));
+  return index;
+}
+}  // namespace
 
-  CheckpointReader r;
-  r.dir_ = stepDir;
-  r.impl_ = std::make_unique<Impl>();
-  for (const auto& [file, rec] : index["files"].items()) {
-    if (!std::regex_match(file, kRankFileName)) throw bad(fmt::format("{} lists a file named '{}'", kIndexFile, file));
-    if (!rec.is_object() || !rec.contains("bytes") || !rec["bytes"].is_number_unsigned() || !rec.contains("hash") ||
-        !rec["hash"].is_string())
-      throw bad(fmt::format("{} does not record the size and hash of {}", kIndexFile, file));
-    r.impl_->files[file] = {rec["bytes"].get<std::uint64_t>(), rec["hash"].get<std::string>(), std::nullopt};
+struct CheckpointReader::Impl {
+  struct PieceRef {
+    std::string file, key;
+    Region region;
+  };
+  struct Entry {
+    std::vector<PieceRef> pieces;
+  };
+  struct File {
+    std::uint64_t bytes = 0;
+    std::string hash;
+    std::optional<SafetensorsFile> mapped;
+  };
+  std::map<std::string, Entry, std::less<>> entries;
+  std::map<std::string, File, std::less<>> files;
+
+  // The index's files, each with its size and hash (mapped when first read).
+  void addFiles(const nlohmann::json& listed, const std::string& stepDir) {
+    for (const auto& [file, rec] : listed.items()) {
+      if (!std::regex_match(file, kRankFileName))
+        throw damaged(stepDir, fmt::format("{} lists a file named '{}'", kIndexFile, file));
+      if (!rec.is_object() || !rec.contains("bytes") || !rec["bytes"].is_number_unsigned() || !rec.contains("hash") ||
+          !rec["hash"].is_string())
+        throw damaged(stepDir, fmt::format("{} does not record the size and hash of {}", kIndexFile, file));
+      files[file] = {rec["bytes"].get<std::uint64_t>(), rec["hash"].get<std::string>(), std::nullopt};
+    }
   }
-  for (const auto& [name, t] : index["tensors"].items()) {
+
+  // The index's tensor `name` (t: its entry), its pieces checked against the files listed.
+  Tensor addTensor(const std::string& name, const nlohmann::json& t, const std::string& stepDir) {
     const std::string where = fmt::format("checkpoint {}: {}: tensor {}", stepDir, kIndexFile, name);
     if (!t.is_object() || !t.contains("kind") || !t["kind"].is_string() || !t.contains("pieces") || !t["pieces"].is_array() ||
         !t.contains("shape"))
       throw UsageError(fmt::format("{}: no kind, shape or pieces", where));
     const auto kind = enumFromName<StateKind>(t["kind"].get<std::string>());
     if (!kind) throw UsageError(fmt::format("{}: unknown kind {}", where, jsonText(t["kind"])));
-    Impl::Entry e;
+    Entry e;
     std::vector<std::int64_t> shape;
     for (const auto& p : t["pieces"]) {
       if (!p.is_object() || !p.contains("file") || !p["file"].is_string() || !p.contains("key") || !p["key"].is_string() ||
           !p.contains("region"))
         throw UsageError(fmt::format("{}: a piece without file, key or region", where));
       const std::string file = p["file"].get<std::string>();
-      if (!r.impl_->files.count(file))
-        throw UsageError(fmt::format("{}: a piece in {}, which the index does not list", where, file));
+      if (!files.count(file)) throw UsageError(fmt::format("{}: a piece in {}, which the index does not list", where, file));
       Region region = Region::fromJson(p["region"], where);
       if (e.pieces.empty()) shape = region.shape;
       if (region.shape != shape) throw UsageError(fmt::format("{}: its pieces disagree on its shape", where));
       e.pieces.push_back({file, p["key"].get<std::string>(), std::move(region)});
     }
     if (e.pieces.empty()) throw UsageError(fmt::format("{}: no pieces", where));
-    r.list_.push_back({name, *kind, shape});
-    r.impl_->entries[name] = std::move(e);
+    entries[name] = std::move(e);
+    return {name, *kind, shape};
   }
+
+  // A piece's values in its file (mapped, checked the first time); they may be unaligned: read with memcpy.
+  const std::uint8_t* values(const PieceRef& p, const std::string& dir, std::uint64_t& bytesRead) {
+    auto bad = [&](const std::string& what) { return damaged(dir, what); };
+    File& f = files.at(p.file);
+    if (!f.mapped) {
+      const fs::path path = fs::path(dir) / p.file;
+      std::error_code ec;
+      if (!fs::exists(path, ec)) throw bad(fmt::format("{} is missing", p.file));
+      const InputFile file("", path.string(), kMaxSafetensorsBytes);  // a FIFO or a device: one line
+      const std::uint64_t size = file.size();
+      if (size != f.bytes)
+        throw bad(fmt::format("{} is {} bytes but {} were saved: truncated or replaced", p.file, size, f.bytes));
+      SafetensorsFile st = SafetensorsFile::read(file);
+      ContentHash h;
+      h.update(st.fileBytes().data(), st.fileBytes().size());
+      if (ContentHash::hex(h.digest()) != f.hash) throw bad(fmt::format("{} does not hash to what was saved: corrupt", p.file));
+      bytesRead += size;
+      f.mapped = std::move(st);
+    }
+    const TensorView* v = f.mapped->find(p.key);
+    if (!v || v->dtype != TensorDType::kF32 || v->elements() != p.region.elements())
+      throw bad(
+          fmt::format("{} holds no float32 tensor {} of {} elements, as the index says", p.file, p.key, p.region.elements()));
+    return static_cast<const std::uint8_t*>(v->data);
+  }
+};
+
+namespace {
+// Same slice as every piece (a resume on the same tensor-parallel layout): copies the overlaps of the element ranges,
+// reading only the pieces that overlap.
+template <typename Pieces, typename ValuesOf, typename Uncovered>
+void readSameSlices(const Pieces& pieces, const Region& region, float* out, const ValuesOf& valuesOf,
+                    const Uncovered& uncovered) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> covered;
+  for (const auto& p : pieces) {
+    const std::int64_t a = std::max(p.region.from, region.from), z = std::min(p.region.to, region.to);
+    if (a >= z) continue;
+    std::memcpy(out + (a - region.from), valuesOf(p) + (a - p.region.from) * sizeof(float),
+                static_cast<std::size_t>(z - a) * sizeof(float));
+    covered.emplace_back(a, z);
+  }
+  std::sort(covered.begin(), covered.end());
+  std::int64_t reached = region.from;
+  for (const auto& [a, z] : covered) {
+    if (a > reached) break;
+    reached = std::max(reached, z);
+  }
+  if (reached < region.to) throw uncovered();
+}
+
+// Another slicing: puts every piece in place in the whole tensor, then takes this region out.
+template <typename Pieces, typename ValuesOf, typename Uncovered>
+void readResliced(const Pieces& pieces, const Region& region, float* out, const ValuesOf& valuesOf, const Uncovered& uncovered) {
+  std::vector<float> whole(static_cast<std::size_t>(region.wholeElements()));
+  std::vector<std::uint8_t> have(whole.size(), 0);
+  for (const auto& p : pieces) {
+    const std::uint8_t* values = valuesOf(p);
+    p.region.forEachRun([&](std::int64_t at, std::int64_t in, std::int64_t n) {
+      std::memcpy(whole.data() + in, values + at * sizeof(float), static_cast<std::size_t>(n) * sizeof(float));
+      std::memset(have.data() + in, 1, static_cast<std::size_t>(n));
+    });
+  }
+  region.forEachRun([&](std::int64_t at, std::int64_t in, std::int64_t n) {
+    if (!std::all_of(have.begin() + in, have.begin() + in + n, [](std::uint8_t h) { return h != 0; })) throw uncovered();
+    std::memcpy(out + at, whole.data() + in, static_cast<std::size_t>(n) * sizeof(float));
+  });
+}
+}  // namespace
+
+CheckpointReader::~CheckpointReader() = default;
+CheckpointReader::CheckpointReader(CheckpointReader&&) noexcept = default;
+CheckpointReader& CheckpointReader::operator=(CheckpointReader&&) noexcept = default;
+
+CheckpointReader CheckpointReader::open(const std::string& path) {
+  const std::string stepDir = stepDirectoryOf(path);
+  const nlohmann::json index = readIndex(stepDir);
+  CheckpointReader r;
+  r.dir_ = stepDir;
+  r.impl_ = std::make_unique<Impl>();
+  r.impl_->addFiles(index["files"], stepDir);
+  for (const auto& [name, t] : index["tensors"].items()) r.list_.push_back(r.impl_->addTensor(name, t, stepDir));
   TrainerState& state = r.state_;
   state.step = index["step"].get<std::int64_t>();
   state.data = index.value("data", nlohmann::json::object());
@@ -340,76 +431,21 @@ const CheckpointReader::Tensor* CheckpointReader::find(const std::string& name) 
 
 void CheckpointReader::read(const std::string& name, const Region& region, float* out) {
   const auto t0 = std::chrono::steady_clock::now();
-  auto bad = [&](const std::string& what) { return UsageError(fmt::format("checkpoint {}: {}", dir_, what)); };
+  auto bad = [&](const std::string& what) { return damaged(dir_, what); };
   const auto it = impl_->entries.find(name);
   if (it == impl_->entries.end()) throw bad(fmt::format("holds no tensor {}", name));
   const auto& pieces = it->second.pieces;
   if (pieces.front().region.shape != region.shape)
     throw bad(fmt::format("{} is {} there and {} here", name, shapeText(pieces.front().region.shape), shapeText(region.shape)));
-
-  // A piece's values in its file (mapped, checked the first time); they may be unaligned: read with memcpy.
-  auto valuesOf = [&](const Impl::PieceRef& p) -> const std::uint8_t* {
-    Impl::File& f = impl_->files.at(p.file);
-    if (!f.mapped) {
-      const fs::path path = fs::path(dir_) / p.file;
-      std::error_code ec;
-      if (!fs::exists(path, ec)) throw bad(fmt::format("{} is missing", p.file));
-      const InputFile file("", path.string(), kMaxSafetensorsBytes);  // a FIFO or a device: one line
-      const std::uint64_t size = file.size();
-      if (size != f.bytes)
-        throw bad(fmt::format("{} is {} bytes but {} were saved: truncated or replaced", p.file, size, f.bytes));
-      SafetensorsFile st = SafetensorsFile::read(file);
-      ContentHash h;
-      h.update(st.fileBytes().data(), st.fileBytes().size());
-      if (ContentHash::hex(h.digest()) != f.hash) throw bad(fmt::format("{} does not hash to what was saved: corrupt", p.file));
-      bytesRead_ += size;
-      f.mapped = std::move(st);
-    }
-    const TensorView* v = f.mapped->find(p.key);
-    if (!v || v->dtype != TensorDType::kF32 || v->elements() != p.region.elements())
-      throw bad(
-          fmt::format("{} holds no float32 tensor {} of {} elements, as the index says", p.file, p.key, p.region.elements()));
-    return static_cast<const std::uint8_t*>(v->data);
-  };
+  auto valuesOf = [&](const Impl::PieceRef& p) { return impl_->values(p, dir_, bytesRead_); };
   auto uncovered = [&] {
     return bad(fmt::format("its pieces of {} do not cover the part this rank holds: damaged index", name));
   };
-
-  // Same slice as every piece (a resume on the same tensor-parallel layout): copy the overlaps of the
-  // element ranges, reading only the pieces that overlap.
   const bool sameSlices = std::all_of(pieces.begin(), pieces.end(), [&](const auto& p) { return p.region.sameSlice(region); });
-  if (sameSlices) {
-    std::vector<std::pair<std::int64_t, std::int64_t>> covered;
-    for (const auto& p : pieces) {
-      const std::int64_t a = std::max(p.region.from, region.from), z = std::min(p.region.to, region.to);
-      if (a >= z) continue;
-      std::memcpy(out + (a - region.from), valuesOf(p) + (a - p.region.from) * sizeof(float),
-                  static_cast<std::size_t>(z - a) * sizeof(float));
-      covered.emplace_back(a, z);
-    }
-    std::sort(covered.begin(), covered.end());
-    std::int64_t reached = region.from;
-    for (const auto& [a, z] : covered) {
-      if (a > reached) break;
-      reached = std::max(reached, z);
-    }
-    if (reached < region.to) throw uncovered();
-  } else {
-    // Another slicing: put every piece in place in the whole tensor, then take this region out.
-    std::vector<float> whole(static_cast<std::size_t>(region.wholeElements()));
-    std::vector<std::uint8_t> have(whole.size(), 0);
-    for (const auto& p : pieces) {
-      const std::uint8_t* values = valuesOf(p);
-      p.region.forEachRun([&](std::int64_t at, std::int64_t in, std::int64_t n) {
-        std::memcpy(whole.data() + in, values + at * sizeof(float), static_cast<std::size_t>(n) * sizeof(float));
-        std::memset(have.data() + in, 1, static_cast<std::size_t>(n));
-      });
-    }
-    region.forEachRun([&](std::int64_t at, std::int64_t in, std::int64_t n) {
-      if (!std::all_of(have.begin() + in, have.begin() + in + n, [](std::uint8_t h) { return h != 0; })) throw uncovered();
-      std::memcpy(out + at, whole.data() + in, static_cast<std::size_t>(n) * sizeof(float));
-    });
-  }
+  if (sameSlices)
+    readSameSlices(pieces, region, out, valuesOf, uncovered);
+  else
+    readResliced(pieces, region, out, valuesOf, uncovered);
   readS_ += secondsSince(t0);
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -121,10 +122,15 @@ const TensorView* SafetensorsFile::find(std::string_view name) const {
   return it == index_.end() ? nullptr : &tensors_[it->second];
 }
 
-SafetensorsContents parseSafetensors(std::span<const std::uint8_t> bytes, const std::string& origin) {
-  SafetensorsContents f;
-  auto bad = [&](const std::string& what) { return UsageError(fmt::format("{}: {}", origin, what)); };
+namespace {
+// What is wrong with the file `origin`, as parseSafetensors says it.
+UsageError malformed(const std::string& origin, const std::string& what) {
+  return UsageError(fmt::format("{}: {}", origin, what));
+}
 
+// The JSON header of the file (bytes), and where its data buffer starts (8 + the header's length).
+std::pair<nlohmann::json, std::uint64_t> parseHeader(std::span<const std::uint8_t> bytes, const std::string& origin) {
+  auto bad = [&](const std::string& what) { return malformed(origin, what); };
   const std::uint64_t size = bytes.size();
   if (size < 8) throw bad(fmt::format("{} bytes is too short for a safetensors file (truncated?)", size));
   std::uint64_t n;
@@ -142,70 +148,79 @@ SafetensorsContents parseSafetensors(std::span<const std::uint8_t> bytes, const 
     throw bad("the header holds a number out of any range: corrupt");
   }
   if (!header.is_object()) throw bad("the header is not a JSON object");
-  const std::uint64_t buffer = size - 8 - n;
-  const std::uint8_t* base = bytes.data() + 8 + n;
+  return {std::move(header), 8 + n};
+}
 
-  struct Span {
-    std::uint64_t begin, end;
-    std::size_t tensor;
-  };
-  std::vector<Span> spans;
-  for (const auto& item : header.items()) {
-    // Not a structured binding: clang 14 (the fuzz build) cannot capture one in the lambda below.
-    const std::string& name = item.key();
-    const nlohmann::json& entry = item.value();
-    if (name == "__metadata__") {
-      if (!entry.is_object()) throw bad("__metadata__ is not an object of strings");
-      for (const auto& [k, v] : entry.items()) {
-        if (!v.is_string()) throw bad(fmt::format("__metadata__ value of '{}' is not a string", k));
-        f.metadata[k] = v.get<std::string>();
-      }
-      continue;
-    }
-    auto badTensor = [&](const std::string& what) { return bad(fmt::format("tensor '{}': {}", name, what)); };
-    if (!entry.is_object()) throw badTensor("its entry is not an object");
-    for (const char* key : {"dtype", "shape", "data_offsets"})
-      if (!entry.contains(key)) throw badTensor(fmt::format("no \"{}\"", key));
-    if (!entry["dtype"].is_string()) throw badTensor("\"dtype\" is not a string");
-    const std::string dtypeName = entry["dtype"].get<std::string>();
-    const auto dtype = parseTensorDType(dtypeName);
-    if (!dtype)
-      throw badTensor(fmt::format("dtype \"{}\" is not one trainscope reads (F64, F32, F16, BF16, I64, I32, I8, U8)", dtypeName));
-    TensorView t;
-    t.name = name;
-    t.dtype = *dtype;
-    if (!entry["shape"].is_array()) throw badTensor("\"shape\" is not an array");
-    // Elements counted without overflow: any product past the buffer size is already wrong.
-    std::uint64_t elements = 1;
-    bool tooBig = false;
-    for (const auto& d : entry["shape"]) {
-      if (!d.is_number_unsigned()) throw badTensor("\"shape\" holds something other than non-negative integers");
-      const std::uint64_t v = d.get<std::uint64_t>();
-      if (v > static_cast<std::uint64_t>(INT64_MAX)) throw badTensor("a dimension is out of range");
-      t.shape.push_back(static_cast<std::int64_t>(v));
-      if (v != 0 && elements > buffer / v) tooBig = true;
-      elements *= v;  // may wrap when tooBig; then only `tooBig` is used
-    }
-    const bool empty = std::find(t.shape.begin(), t.shape.end(), 0) != t.shape.end();
-    const auto& off = entry["data_offsets"];
-    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
-      throw badTensor("\"data_offsets\" is not a pair of non-negative integers");
-    const std::uint64_t begin = off[0].get<std::uint64_t>(), end = off[1].get<std::uint64_t>();
-    if (begin > end) throw badTensor(fmt::format("data_offsets [{}, {}] run backwards", begin, end));
-    if (end > buffer)
-      throw badTensor(
-          fmt::format("data_offsets [{}, {}] run past the end of the data ({} bytes): truncated?", begin, end, buffer));
-    const std::uint64_t size1 = tensorDTypeSize(*dtype);
-    if ((tooBig && !empty) || (empty ? 0 : elements * size1) != end - begin)
-      throw badTensor(fmt::format(
-          "shape {} of {} needs {} bytes but data_offsets [{}, {}] hold {}", shapeText(t.shape), dtypeName,
-          tooBig && !empty ? std::string("more than the file") : std::to_string(elements * size1), begin, end, end - begin));
-    t.data = base + begin;
-    spans.push_back({begin, end, f.tensors.size()});
-    f.tensors.push_back(std::move(t));
+void readMetadata(const nlohmann::json& entry, SafetensorsContents& f, const std::string& origin) {
+  if (!entry.is_object()) throw malformed(origin, "__metadata__ is not an object of strings");
+  for (const auto& [k, v] : entry.items()) {
+    if (!v.is_string()) throw malformed(origin, fmt::format("__metadata__ value of '{}' is not a string", k));
+    f.metadata[k] = v.get<std::string>();
   }
+}
 
-  // Contiguous, in order, covering the whole buffer: the official reader insists on it too.
+// Where a tensor's bytes are in the data buffer: [begin, end).
+struct Span {
+  std::uint64_t begin, end;
+  std::size_t tensor;
+};
+
+// The shape of t from its header entry, and its elements: counted without overflow, as any product past the buffer
+// size is already wrong (tooBig: more elements than the buffer's bytes).
+template <typename Bad>
+std::uint64_t readShape(const nlohmann::json& shape, std::uint64_t buffer, TensorView& t, bool& tooBig, const Bad& badTensor) {
+  if (!shape.is_array()) throw badTensor("\"shape\" is not an array");
+  std::uint64_t elements = 1;
+  tooBig = false;
+  for (const auto& d : shape) {
+    if (!d.is_number_unsigned()) throw badTensor("\"shape\" holds something other than non-negative integers");
+    const std::uint64_t v = d.get<std::uint64_t>();
+    if (v > static_cast<std::uint64_t>(INT64_MAX)) throw badTensor("a dimension is out of range");
+    t.shape.push_back(static_cast<std::int64_t>(v));
+    if (v != 0 && elements > buffer / v) tooBig = true;
+    elements *= v;  // may wrap when tooBig; then only `tooBig` is used
+  }
+  return elements;
+}
+
+// A tensor's header entry, checked against the data buffer (buffer bytes from base).
+std::pair<TensorView, Span> readTensor(const std::string& name, const nlohmann::json& entry, std::uint64_t buffer,
+                                       const std::uint8_t* base, const std::string& origin) {
+  auto badTensor = [&](const std::string& what) { return malformed(origin, fmt::format("tensor '{}': {}", name, what)); };
+  if (!entry.is_object()) throw badTensor("its entry is not an object");
+  for (const char* key : {"dtype", "shape", "data_offsets"})
+    if (!entry.contains(key)) throw badTensor(fmt::format("no \"{}\"", key));
+  if (!entry["dtype"].is_string()) throw badTensor("\"dtype\" is not a string");
+  const std::string dtypeName = entry["dtype"].get<std::string>();
+  const auto dtype = parseTensorDType(dtypeName);
+  if (!dtype)
+    throw badTensor(fmt::format("dtype \"{}\" is not one trainscope reads (F64, F32, F16, BF16, I64, I32, I8, U8)", dtypeName));
+  TensorView t;
+  t.name = name;
+  t.dtype = *dtype;
+  bool tooBig = false;
+  const std::uint64_t elements = readShape(entry["shape"], buffer, t, tooBig, badTensor);
+  const bool empty = std::find(t.shape.begin(), t.shape.end(), 0) != t.shape.end();
+  const auto& off = entry["data_offsets"];
+  if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+    throw badTensor("\"data_offsets\" is not a pair of non-negative integers");
+  const std::uint64_t begin = off[0].get<std::uint64_t>(), end = off[1].get<std::uint64_t>();
+  if (begin > end) throw badTensor(fmt::format("data_offsets [{}, {}] run backwards", begin, end));
+  if (end > buffer)
+    throw badTensor(fmt::format("data_offsets [{}, {}] run past the end of the data ({} bytes): truncated?", begin, end, buffer));
+  const std::uint64_t size1 = tensorDTypeSize(*dtype);
+  if ((tooBig && !empty) || (empty ? 0 : elements * size1) != end - begin)
+    throw badTensor(fmt::format("shape {} of {} needs {} bytes but data_offsets [{}, {}] hold {}", shapeText(t.shape), dtypeName,
+                                tooBig && !empty ? std::string("more than the file") : std::to_string(elements * size1), begin,
+                                end, end - begin));
+  t.data = base + begin;
+  return {std::move(t), Span{begin, end, 0}};
+}
+
+// f's tensors in the order of their bytes, which must be contiguous, in order, and cover the whole buffer: the
+// official reader insists on it too.
+void orderTensors(SafetensorsContents& f, std::vector<Span>& spans, std::uint64_t buffer, const std::string& origin) {
+  auto bad = [&](const std::string& what) { return malformed(origin, what); };
   std::sort(spans.begin(), spans.end(),
             [](const Span& a, const Span& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
   std::uint64_t covered = 0;
@@ -224,6 +239,25 @@ SafetensorsContents parseSafetensors(std::span<const std::uint8_t> bytes, const 
   ordered.reserve(spans.size());
   for (const Span& s : spans) ordered.push_back(std::move(f.tensors[s.tensor]));
   f.tensors = std::move(ordered);
+}
+}  // namespace
+
+SafetensorsContents parseSafetensors(std::span<const std::uint8_t> bytes, const std::string& origin) {
+  SafetensorsContents f;
+  const auto [header, dataStart] = parseHeader(bytes, origin);
+  const std::uint64_t buffer = bytes.size() - dataStart;
+  std::vector<Span> spans;
+  for (const auto& item : header.items()) {
+    if (item.key() == "__metadata__") {
+      readMetadata(item.value(), f, origin);
+      continue;
+    }
+    auto [tensor, span] = readTensor(item.key(), item.value(), buffer, bytes.data() + dataStart, origin);
+    span.tensor = f.tensors.size();
+    spans.push_back(span);
+    f.tensors.push_back(std::move(tensor));
+  }
+  orderTensors(f, spans, buffer, origin);
   return f;
 }
 

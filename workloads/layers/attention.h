@@ -13,10 +13,16 @@
 
 namespace ts::wl {
 
+struct AttentionConfig {
+  std::int64_t batch = 0, seq = 0;        // x[batch * seq, channels]
+  std::int64_t channels = 0, heads = 0;   // the whole layer's
+  double initStd = 0.02, projStd = 0.02;  // the N(0, std) weights of the qkv and the output projection
+  int tpRank = 0, tpRanks = 1;
+};
+
 class CausalSelfAttention final : public Layer {
  public:
-  CausalSelfAttention(Arena& arena, const Init& init, const std::string& name, std::int64_t batch, std::int64_t seq,
-                      std::int64_t channels, std::int64_t heads, double initStd, double projStd, int tpRank = 0, int tpRanks = 1);
+  CausalSelfAttention(Arena& arena, const Init& init, const std::string& name, const AttentionConfig& config);
   const Tensor& forward(const Tensor& x, StepContext& ctx) override;
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override;

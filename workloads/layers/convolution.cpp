@@ -85,21 +85,20 @@ const Tensor& GlobalAvgPool::backward(const Tensor& dy, StepContext&) {
   return dx_;
 }
 
-MaxPool2d::MaxPool2d(Arena& arena, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, int k, int stride, int pad,
-                     ConvLayout layout)
-    : n_(n),
-      c_(c),
-      h_(h),
-      w_(w),
-      k_(k),
-      stride_(stride),
-      pad_(pad),
-      layout_(layout),
-      p_((h + 2 * pad - k) / stride + 1),
-      q_((w + 2 * pad - k) / stride + 1),
-      argmax_(arena.ints(static_cast<std::size_t>(n * c * p_ * q_))),
-      y_(arena.tensor(imageShape(n, c, p_, q_, layout))),
-      dx_(arena.tensor(imageShape(n, c, h, w, layout))) {}
+MaxPool2d::MaxPool2d(Arena& arena, const MaxPool2dConfig& c)
+    : n_(c.n),
+      c_(c.c),
+      h_(c.h),
+      w_(c.w),
+      k_(c.k),
+      stride_(c.stride),
+      pad_(c.pad),
+      layout_(c.layout),
+      p_((c.h + 2 * c.pad - c.k) / c.stride + 1),
+      q_((c.w + 2 * c.pad - c.k) / c.stride + 1),
+      argmax_(arena.ints(static_cast<std::size_t>(c.n * c.c * p_ * q_))),
+      y_(arena.tensor(imageShape(c.n, c.c, p_, q_, c.layout))),
+      dx_(arena.tensor(imageShape(c.n, c.c, c.h, c.w, c.layout))) {}
 
 const Tensor& MaxPool2d::forward(const Tensor& x, StepContext&) {
   ops::maxPool2dForward(*y_.device, y_.data, argmax_, x.data, static_cast<int>(n_), static_cast<int>(c_), static_cast<int>(h_),
@@ -113,15 +112,17 @@ const Tensor& MaxPool2d::backward(const Tensor& dy, StepContext&) {
   return dx_;
 }
 
-BasicBlock::BasicBlock(Arena& arena, const Init& init, const std::string& name, std::int64_t n, std::int64_t cin, std::int64_t h,
-                       std::int64_t w, std::int64_t cout, int stride, ConvLayout layout, int tpRank, int tpRanks)
-    : conv1_(arena, init, name + ".conv1", convShape(n, cin, h, w, cout, 3, stride), layout,
-             TensorSplit{TensorSplit::kColumn, tpRank, tpRanks, {}}),
-      bn1_(arena, name + ".bn1", n, cout / tpRanks, conv1_.shape().P(), conv1_.shape().Q(), layout,
-           channelsOf(cout, tpRank, tpRanks)),
-      conv2_(arena, init, name + ".conv2", convShape(n, cout, conv1_.shape().P(), conv1_.shape().Q(), cout, 3, 1), layout,
-             TensorSplit{TensorSplit::kRow, tpRank, tpRanks, {}}),
-      bn2_(arena, name + ".bn2", n, cout, conv1_.shape().P(), conv1_.shape().Q(), layout) {
+BasicBlock::BasicBlock(Arena& arena, const Init& init, const std::string& name, const BasicBlockConfig& c)
+    : conv1_(arena, init, name + ".conv1", convShape(c.n, c.cin, c.h, c.w, c.cout, 3, c.stride), c.layout,
+             TensorSplit{TensorSplit::kColumn, c.tpRank, c.tpRanks, {}}),
+      bn1_(arena, name + ".bn1", c.n, c.cout / c.tpRanks, conv1_.shape().P(), conv1_.shape().Q(), c.layout,
+           channelsOf(c.cout, c.tpRank, c.tpRanks)),
+      conv2_(arena, init, name + ".conv2", convShape(c.n, c.cout, conv1_.shape().P(), conv1_.shape().Q(), c.cout, 3, 1), c.layout,
+             TensorSplit{TensorSplit::kRow, c.tpRank, c.tpRanks, {}}),
+      bn2_(arena, name + ".bn2", c.n, c.cout, conv1_.shape().P(), conv1_.shape().Q(), c.layout) {
+  const std::int64_t n = c.n, cin = c.cin, h = c.h, w = c.w, cout = c.cout;
+  const int stride = c.stride, tpRanks = c.tpRanks;
+  const ConvLayout layout = c.layout;
   const std::int64_t p = conv1_.shape().P(), q = conv1_.shape().Q();
   if (stride != 1 || cin != cout) {
     cpu::Conv2dShape s = convShape(n, cin, h, w, cout, 1, stride);

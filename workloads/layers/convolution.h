@@ -50,10 +50,15 @@ class GlobalAvgPool final : public Layer {
   Tensor y_, dx_;
 };
 
+struct MaxPool2dConfig {
+  std::int64_t n = 0, c = 0, h = 0, w = 0;  // the input x[n, c, h, w]
+  int k = 2, stride = 2, pad = 0;           // the k x k window's
+  ConvLayout layout = ConvLayout::kNchw;
+};
+
 class MaxPool2d final : public Layer {
  public:
-  MaxPool2d(Arena& arena, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, int k, int stride, int pad,
-            ConvLayout layout);
+  MaxPool2d(Arena& arena, const MaxPool2dConfig& config);
   const Tensor& forward(const Tensor& x, StepContext& ctx) override;
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   std::int64_t outH() const { return p_; }
@@ -72,10 +77,17 @@ class MaxPool2d final : public Layer {
 // BatchNorm when the stride or the channel count changes, else the identity. Tensor parallel: conv1 split
 // by output channels (bn1 and the ReLU work on the slice), conv2 by input channels (its output summed
 // over the group); bn2 and the shortcut replicated: one sum forward, one backward, as Megatron's MLP.
+struct BasicBlockConfig {
+  std::int64_t n = 0, cin = 0, h = 0, w = 0;  // the input x[n, cin, h, w]
+  std::int64_t cout = 0;                      // output channels (the whole block's)
+  int stride = 1;
+  ConvLayout layout = ConvLayout::kNchw;
+  int tpRank = 0, tpRanks = 1;
+};
+
 class BasicBlock final : public Layer {
  public:
-  BasicBlock(Arena& arena, const Init& init, const std::string& name, std::int64_t n, std::int64_t cin, std::int64_t h,
-             std::int64_t w, std::int64_t cout, int stride, ConvLayout layout, int tpRank = 0, int tpRanks = 1);
+  BasicBlock(Arena& arena, const Init& init, const std::string& name, const BasicBlockConfig& config);
   const Tensor& forward(const Tensor& x, StepContext& ctx) override;
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override;

@@ -4,14 +4,13 @@
 
 namespace ts::wl {
 
-Dropout::Dropout(Arena& arena, const std::string& name, std::uint64_t seed, double p, std::int64_t rows, std::int64_t cols,
-                 std::int64_t rowsPerSample, std::int64_t colOffset)
-    : rows_(rows), cols_(cols), y_(arena.tensor({rows, cols})), dx_(arena.tensor({rows, cols})) {
-  keys_.seed = seed;
+Dropout::Dropout(Arena& arena, const std::string& name, const DropoutConfig& c)
+    : rows_(c.rows), cols_(c.cols), y_(arena.tensor({c.rows, c.cols})), dx_(arena.tensor({c.rows, c.cols})) {
+  keys_.seed = c.seed;
   keys_.layer = nameHash(name);
-  keys_.rowsPerSample = rowsPerSample;
-  keys_.colOffset = colOffset;
-  keys_.p = static_cast<float>(p);
+  keys_.rowsPerSample = c.rowsPerSample;
+  keys_.colOffset = c.colOffset;
+  keys_.p = static_cast<float>(c.p);
 }
 
 const Tensor& Dropout::forward(const Tensor& x, StepContext& ctx) {

@@ -12,10 +12,16 @@
 
 namespace ts::wl {
 
+struct DropoutConfig {
+  std::uint64_t seed = 0;  // the run's
+  double p = 0;            // the drop probability
+  std::int64_t rows = 0, cols = 0;
+  std::int64_t rowsPerSample = 1, colOffset = 0;
+};
+
 class Dropout final : public Layer {
  public:
-  Dropout(Arena& arena, const std::string& name, std::uint64_t seed, double p, std::int64_t rows, std::int64_t cols,
-          std::int64_t rowsPerSample = 1, std::int64_t colOffset = 0);
+  Dropout(Arena& arena, const std::string& name, const DropoutConfig& config);
   const Tensor& forward(const Tensor& x, StepContext& ctx) override;
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
 

@@ -20,9 +20,11 @@ std::vector<std::int64_t> heldRows(const TensorSplit& s, std::int64_t out) {
 
 }  // namespace
 
-Linear::Linear(Arena& arena, const Init& init, const std::string& name, std::int64_t rows, std::int64_t in, std::int64_t out,
-               bool bias, double initStd, TensorSplit split)
-    : rows_(rows), fullIn_(in), fullOut_(out), hasBias_(bias), split_(split) {
+Linear::Linear(Arena& arena, const Init& init, const std::string& name, const LinearConfig& config)
+    : rows_(config.rows), fullIn_(config.in), fullOut_(config.out), hasBias_(config.bias), split_(config.split) {
+  const std::int64_t rows = config.rows, in = config.in, out = config.out;
+  const double initStd = config.initStd;
+  const TensorSplit& split = config.split;
   const std::vector<std::int64_t> held = heldRows(split, out);
   const bool column = split.split() && split.kind == TensorSplit::kColumn, row = split.split() && split.kind == TensorSplit::kRow;
   out_ = column ? static_cast<std::int64_t>(held.size()) : out;

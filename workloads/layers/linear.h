@@ -11,11 +11,17 @@
 
 namespace ts::wl {
 
+// x[rows, in] -> y[rows, out]: the whole layer's sizes (a split holds its share).
+struct LinearConfig {
+  std::int64_t rows = 0, in = 0, out = 0;
+  bool bias = true;
+  double initStd = -1;  // < 0: PyTorch's default U(-1/sqrt(in), 1/sqrt(in)); else N(0, initStd), the bias zeros
+  TensorSplit split = {};
+};
+
 class Linear final : public Layer {
  public:
-  Linear(Arena& arena, const Init& init, const std::string& name, std::int64_t rows, std::int64_t in, std::int64_t out,
-         bool bias = true, double initStd = -1,
-         TensorSplit split = {});  // initStd < 0: PyTorch's default U(-1/sqrt(in), 1/sqrt(in))
+  Linear(Arena& arena, const Init& init, const std::string& name, const LinearConfig& config);
   const Tensor& forward(const Tensor& x, StepContext& ctx) override;
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override;

@@ -6,24 +6,39 @@
 
 namespace ts::wl {
 
-TransformerBlock::TransformerBlock(Arena& arena, const Init& init, const std::string& name, std::int64_t batch, std::int64_t seq,
-                                   std::int64_t channels, std::int64_t heads, std::int64_t layers, int tpRank, int tpRanks,
-                                   double dropout, std::uint64_t seed)
-    : ln1_(arena, name + ".ln_1", batch * seq, channels),
-      attn_(arena, init, name + ".attn", batch, seq, channels, heads, 0.02, 0.02 / std::sqrt(2.0 * layers), tpRank, tpRanks),
-      ln2_(arena, name + ".ln_2", batch * seq, channels),
-      fc_(arena, init, name + ".mlp.fc", batch * seq, channels, 4 * channels, true, 0.02,
-          TensorSplit{TensorSplit::kColumn, tpRank, tpRanks, {}}),
-      gelu_(arena, ActivationKind::kGelu, {batch * seq, 4 * channels / tpRanks}),
-      proj_(arena, init, name + ".mlp.proj", batch * seq, 4 * channels, channels, true, 0.02 / std::sqrt(2.0 * layers),
-            TensorSplit{TensorSplit::kRow, tpRank, tpRanks, {}}),
-      mid_(arena.tensor({batch * seq, channels})),
-      out_(arena.tensor({batch * seq, channels})),
-      dmid_(arena.tensor({batch * seq, channels})),
-      dx_(arena.tensor({batch * seq, channels})) {
-  if (dropout > 0) {
-    attnDrop_ = std::make_unique<Dropout>(arena, name + ".attn.dropout", seed, dropout, batch * seq, channels, seq);
-    mlpDrop_ = std::make_unique<Dropout>(arena, name + ".mlp.dropout", seed, dropout, batch * seq, channels, seq);
+TransformerBlock::TransformerBlock(Arena& arena, const Init& init, const std::string& name, const TransformerBlockConfig& c)
+    : ln1_(arena, name + ".ln_1", c.batch * c.seq, c.channels),
+      attn_(arena, init, name + ".attn",
+            {.batch = c.batch,
+             .seq = c.seq,
+             .channels = c.channels,
+             .heads = c.heads,
+             .initStd = 0.02,
+             .projStd = 0.02 / std::sqrt(2.0 * c.layers),
+             .tpRank = c.tpRank,
+             .tpRanks = c.tpRanks}),
+      ln2_(arena, name + ".ln_2", c.batch * c.seq, c.channels),
+      fc_(arena, init, name + ".mlp.fc",
+          {.rows = c.batch * c.seq,
+           .in = c.channels,
+           .out = 4 * c.channels,
+           .initStd = 0.02,
+           .split = TensorSplit{TensorSplit::kColumn, c.tpRank, c.tpRanks, {}}}),
+      gelu_(arena, ActivationKind::kGelu, {c.batch * c.seq, 4 * c.channels / c.tpRanks}),
+      proj_(arena, init, name + ".mlp.proj",
+            {.rows = c.batch * c.seq,
+             .in = 4 * c.channels,
+             .out = c.channels,
+             .initStd = 0.02 / std::sqrt(2.0 * c.layers),
+             .split = TensorSplit{TensorSplit::kRow, c.tpRank, c.tpRanks, {}}}),
+      mid_(arena.tensor({c.batch * c.seq, c.channels})),
+      out_(arena.tensor({c.batch * c.seq, c.channels})),
+      dmid_(arena.tensor({c.batch * c.seq, c.channels})),
+      dx_(arena.tensor({c.batch * c.seq, c.channels})) {
+  if (c.dropout > 0) {
+    const DropoutConfig drop{.seed = c.seed, .p = c.dropout, .rows = c.batch * c.seq, .cols = c.channels, .rowsPerSample = c.seq};
+    attnDrop_ = std::make_unique<Dropout>(arena, name + ".attn.dropout", drop);
+    mlpDrop_ = std::make_unique<Dropout>(arena, name + ".mlp.dropout", drop);
   }
 }
 

@@ -14,12 +14,19 @@
 
 namespace ts::wl {
 
+struct TransformerBlockConfig {
+  std::int64_t batch = 0, seq = 0;  // x[batch * seq, channels]
+  std::int64_t channels = 0, heads = 0;
+  std::int64_t layers = 1;  // the model's blocks: they scale the residual projections' initialisation
+  int tpRank = 0, tpRanks = 1;
+  double dropout = 0;      // on each branch's output (0: none)
+  std::uint64_t seed = 0;  // the run's: dropout's masks
+};
+
 class TransformerBlock final : public Layer {
  public:
   // GPT-2 initialisation: N(0, 0.02) weights, the residual projections scaled by 1/sqrt(2 layers).
-  TransformerBlock(Arena& arena, const Init& init, const std::string& name, std::int64_t batch, std::int64_t seq,
-                   std::int64_t channels, std::int64_t heads, std::int64_t layers, int tpRank = 0, int tpRanks = 1,
-                   double dropout = 0, std::uint64_t seed = 0);
+  TransformerBlock(Arena& arena, const Init& init, const std::string& name, const TransformerBlockConfig& config);
   const Tensor& forward(const Tensor& x, StepContext& ctx) override;
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override;

@@ -53,7 +53,8 @@ class Cnn final : public SequentialClassifier {
     layers_.push_back(std::make_unique<BatchNorm2d>(arena_, "bn1", batch, ch, h, w, layout_));
     layers_.push_back(std::make_unique<Activation>(arena_, ActivationKind::kRelu, imageShape(batch, ch, h, w, layout_)));
     if (imagenet) {
-      auto pool = std::make_unique<MaxPool2d>(arena_, batch, ch, h, w, 3, 2, 1, layout_);
+      auto pool = std::make_unique<MaxPool2d>(
+          arena_, MaxPool2dConfig{.n = batch, .c = ch, .h = h, .w = w, .k = 3, .stride = 2, .pad = 1, .layout = layout_});
       h = pool->outH();
       w = pool->outW();
       layers_.push_back(std::move(pool));
@@ -61,16 +62,26 @@ class Cnn final : public SequentialClassifier {
     for (std::size_t s = 0; s < c.widths.size(); ++s)
       for (std::int64_t b = 0; b < c.blocks[s]; ++b) {
         const int blockStride = (s > 0 && b == 0) ? 2 : 1;
-        auto block = std::make_unique<BasicBlock>(arena_, init, "layer" + std::to_string(s + 1) + "." + std::to_string(b), batch,
-                                                  ch, h, w, c.widths[s], blockStride, layout_, tp.rank, tp.ranks);
+        auto block = std::make_unique<BasicBlock>(arena_, init, "layer" + std::to_string(s + 1) + "." + std::to_string(b),
+                                                  BasicBlockConfig{.n = batch,
+                                                                   .cin = ch,
+                                                                   .h = h,
+                                                                   .w = w,
+                                                                   .cout = c.widths[s],
+                                                                   .stride = blockStride,
+                                                                   .layout = layout_,
+                                                                   .tpRank = tp.rank,
+                                                                   .tpRanks = tp.ranks});
         h = block->outH();
         w = block->outW();
         ch = c.widths[s];
         layers_.push_back(std::move(block));
       }
     layers_.push_back(std::make_unique<GlobalAvgPool>(arena_, batch, ch, h, w, layout_));
-    if (c.dropout > 0) layers_.push_back(std::make_unique<Dropout>(arena_, "dropout", c.seed, c.dropout, batch, ch));
-    layers_.push_back(std::make_unique<Linear>(arena_, init, "fc", batch, ch, c.classes));
+    if (c.dropout > 0)
+      layers_.push_back(
+          std::make_unique<Dropout>(arena_, "dropout", DropoutConfig{.seed = c.seed, .p = c.dropout, .rows = batch, .cols = ch}));
+    layers_.push_back(std::make_unique<Linear>(arena_, init, "fc", LinearConfig{.rows = batch, .in = ch, .out = c.classes}));
     finish();
   }
   std::optional<ConvLayout> imageLayout() const override { return layout_; }

@@ -27,17 +27,20 @@ class Mlp final : public SequentialClassifier {
     };
     for (std::int64_t i = 0; i < c.depth; ++i) {
       const TensorSplit split = splitOf(i);
-      layers_.push_back(
-          std::make_unique<Linear>(arena_, init, "layers." + std::to_string(2 * i), batch, in, c.width, true, -1, split));
+      layers_.push_back(std::make_unique<Linear>(arena_, init, "layers." + std::to_string(2 * i),
+                                                 LinearConfig{.rows = batch, .in = in, .out = c.width, .split = split}));
       const std::int64_t held = split.kind == TensorSplit::kColumn ? c.width / tp.ranks : c.width;
       layers_.push_back(std::make_unique<Activation>(arena_, act, std::vector<std::int64_t>{batch, held}));
       if (c.dropout > 0)  // on this rank's features: a column slice's start at rank * held
-        layers_.push_back(std::make_unique<Dropout>(arena_, "layers." + std::to_string(2 * i + 1) + ".dropout", c.seed, c.dropout,
-                                                    batch, held, 1, held == c.width ? 0 : tp.rank * held));
+        layers_.push_back(std::make_unique<Dropout>(
+            arena_, "layers." + std::to_string(2 * i + 1) + ".dropout",
+            DropoutConfig{
+                .seed = c.seed, .p = c.dropout, .rows = batch, .cols = held, .colOffset = held == c.width ? 0 : tp.rank * held}));
       in = c.width;
     }
-    layers_.push_back(std::make_unique<Linear>(arena_, init, "layers." + std::to_string(2 * c.depth), batch, in, c.classes, true,
-                                               -1, splitOf(c.depth)));
+    layers_.push_back(
+        std::make_unique<Linear>(arena_, init, "layers." + std::to_string(2 * c.depth),
+                                 LinearConfig{.rows = batch, .in = in, .out = c.classes, .split = splitOf(c.depth)}));
     finish();
   }
 };

@@ -37,12 +37,23 @@ class Transformer final : public Model {
     init.normal(wte_.value, wte_.name, 0.02);
     init.normal(wpe_.value, wpe_.name, 0.01);
     leading_ = {&wte_, &wpe_};
-    if (c.dropout > 0) layers_.push_back(std::make_unique<Dropout>(arena_, "drop", c.seed, c.dropout, B_ * T_, C_, T_));
+    if (c.dropout > 0)
+      layers_.push_back(std::make_unique<Dropout>(
+          arena_, "drop", DropoutConfig{.seed = c.seed, .p = c.dropout, .rows = B_ * T_, .cols = C_, .rowsPerSample = T_}));
     for (std::int64_t l = 0; l < c.layers; ++l)
-      layers_.push_back(std::make_unique<TransformerBlock>(arena_, init, "h." + std::to_string(l), B_, T_, C_, c.heads, c.layers,
-                                                           tp.rank, tp.ranks, c.dropout, c.seed));
+      layers_.push_back(std::make_unique<TransformerBlock>(arena_, init, "h." + std::to_string(l),
+                                                           TransformerBlockConfig{.batch = B_,
+                                                                                  .seq = T_,
+                                                                                  .channels = C_,
+                                                                                  .heads = c.heads,
+                                                                                  .layers = c.layers,
+                                                                                  .tpRank = tp.rank,
+                                                                                  .tpRanks = tp.ranks,
+                                                                                  .dropout = c.dropout,
+                                                                                  .seed = c.seed}));
     layers_.push_back(std::make_unique<LayerNorm>(arena_, "ln_f", B_ * T_, C_));
-    layers_.push_back(std::make_unique<Linear>(arena_, init, "lm_head", B_ * T_, C_, V_, false, 0.02));
+    layers_.push_back(std::make_unique<Linear>(
+        arena_, init, "lm_head", LinearConfig{.rows = B_ * T_, .in = C_, .out = V_, .bias = false, .initStd = 0.02}));
     loss_ = std::make_unique<CrossEntropy>(arena_, B_ * T_, V_);
     tokens_ = arena_.ints(static_cast<std::size_t>(B_ * T_));
   }

@@ -216,6 +216,41 @@ PointToPoint Pipeline::transferOf(const PipeTransfer& t) {
   throw Error("internal: a pipeline transfer of no kind");
 }
 
+void Pipeline::forwardOp(const data::Batch& batch, int micro, GradientSync& sync, StepContext& ctx, PipelineTimes& times,
+                         double* lossSum) {
+  const auto i = static_cast<std::size_t>(micro);
+  trace::Span forward("forward", "compute", micro);
+  sync.beforeForward(ctx);
+  const Tensor& y = forwardMicro(batch, micro, ctx, lossSum);
+  if (!last()) copy(outputs_[i], Tensor{y.data, outputs_[i].shape, y.device});
+  model_.arena().device().synchronize();
+  times.forwardS += forward.close();
+}
+
+void Pipeline::backwardOp(const data::Batch& batch, int micro, bool lastBackward, float scale, GradientSync& sync,
+                          StepContext& ctx, PipelineTimes& times) {
+  const auto i = static_cast<std::size_t>(micro);
+  trace::Span backward("backward", "compute", micro);
+  if (held_ != micro) {
+    // Recomputation: the loss was counted, and batch norm's running statistics updated, the first time
+    // (updating them again counted the recomputed micro-batches twice: found by evaluating under --pp).
+    sync.beforeForward(ctx);
+    const bool training = ctx.training;
+    ctx.training = false;
+    forwardMicro(batch, micro, ctx, nullptr);
+    ctx.training = training;
+  }
+  sync.beforeBackward(ctx, lastBackward);
+  const Tensor& dy = last() ? model_.lossBackward(scale) : gradIn_;
+  const Tensor& dx = model_.backwardLayers(dy, ctx, range_.from, range_.to);
+  if (first())
+    model_.embedBackward(dx, ctx);
+  else
+    copy(gradsOut_[i], Tensor{dx.data, gradsOut_[i].shape, dx.device});
+  model_.arena().device().synchronize();
+  times.backwardS += backward.close();
+}
+
 double Pipeline::step(const std::vector<data::Batch>& micros, float scale, GradientSync& sync, StepContext& ctx,
                       PipelineTimes& times) {
   const int M = static_cast<int>(micros.size());
@@ -224,7 +259,6 @@ double Pipeline::step(const std::vector<data::Batch>& micros, float scale, Gradi
 
   double lossSum = 0;
   int backwardsLeft = M;
-  Device& device = model_.arena().device();
   std::vector<int> posted;          // the transfers the previous step posted together
   std::vector<PointToPoint> group;  // this step's
   auto post = [&] { posted = tracker_.startTogether(group); };
@@ -251,36 +285,13 @@ double Pipeline::step(const std::vector<data::Batch>& micros, float scale, Gradi
     const PipeOp& op = *st.compute;
     const auto i = static_cast<std::size_t>(op.micro);
     if (op.forward) {
-      trace::Span forward("forward", "compute", op.micro);
-      sync.beforeForward(ctx);
-      const Tensor& y = forwardMicro(micros[i], op.micro, ctx, &lossSum);
-      if (!last()) copy(outputs_[i], Tensor{y.data, outputs_[i].shape, y.device});
-      device.synchronize();
-      times.forwardS += forward.close();
+      forwardOp(micros[i], op.micro, sync, ctx, times, &lossSum);
       post();
       tracker_.poll();
       continue;
     }
     const bool lastBackward = --backwardsLeft == 0;
-    trace::Span backward("backward", "compute", op.micro);
-    if (held_ != op.micro) {
-      // Recomputation: the loss was counted, and batch norm's running statistics updated, the first time
-      // (updating them again counted the recomputed micro-batches twice: found by evaluating under --pp).
-      sync.beforeForward(ctx);
-      const bool training = ctx.training;
-      ctx.training = false;
-      forwardMicro(micros[i], op.micro, ctx, nullptr);
-      ctx.training = training;
-    }
-    sync.beforeBackward(ctx, lastBackward);
-    const Tensor& dy = last() ? model_.lossBackward(scale) : gradIn_;
-    const Tensor& dx = model_.backwardLayers(dy, ctx, range_.from, range_.to);
-    if (first())
-      model_.embedBackward(dx, ctx);
-    else
-      copy(gradsOut_[i], Tensor{dx.data, gradsOut_[i].shape, dx.device});
-    device.synchronize();
-    times.backwardS += backward.close();
+    backwardOp(micros[i], op.micro, lastBackward, scale, sync, ctx, times);
     // Posted before the data-parallel sync, which may block: the neighbours' transfers go on meanwhile.
     post();
     trace::Span syncSpan("sync", "phase");

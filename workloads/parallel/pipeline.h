@@ -100,6 +100,11 @@ class Pipeline {
 
  private:
   const Tensor& forwardMicro(const data::Batch& batch, int micro, StepContext& ctx, double* loss);
+  // One operation of step()'s plan on micro-batch `micro`, timed into times.
+  void forwardOp(const data::Batch& batch, int micro, GradientSync& sync, StepContext& ctx, PipelineTimes& times,
+                 double* lossSum);
+  void backwardOp(const data::Batch& batch, int micro, bool lastBackward, float scale, GradientSync& sync, StepContext& ctx,
+                  PipelineTimes& times);
   PointToPoint transferOf(const PipeTransfer& t);  // its buffer, size, peer and tag
   void allocateBuffers(const data::Batch& sample, int micros);
   void releaseOtherStages();

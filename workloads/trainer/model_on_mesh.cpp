@@ -1,0 +1,118 @@
+#include "workloads/trainer/model_on_mesh.h"
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "base/units.h"
+#include "workloads/parallel/average_sync.h"
+#include "workloads/parallel/part_sums.h"
+#include "workloads/trainer/ps_async_steps.h"
+
+namespace ts::wl {
+namespace {
+std::string mib(double bytes) { return fmt::format("{:.1f} MiB", bytes / (1 << 20)); }
+
+// What the layout's model states need by the formulas, against the limit: one line, before the layout
+// takes its memory.
+void checkModelStatesFit(const ModelStateBytes& f, std::size_t limit, const LayoutOptions& layout) {
+  if (!limit || f.total() <= static_cast<double>(limit)) return;
+  throw UsageError(
+      fmt::format("--memory-limit {} per rank: {} needs {} of model states per rank (parameters {}, gradients {}, "
+                  "optimizer {}{}) before any activation: {}",
+                  formatBytes(limit), layout.name(), mib(f.total()), mib(f.parameters), mib(f.gradients), mib(f.optimizer),
+                  f.masterWeights > 0 ? ", master weights " + mib(f.masterWeights) : "", kSaveMemory));
+}
+
+// The model, its tensor-parallel and SyncBatchNorm groups, and the part of it this rank trains.
+void placeModel(ModelOnMesh& m, const TrainOptions& o, const Mesh& mesh, Device& device, const data::DataSource& source,
+                const ModelConfig& config, std::int64_t microBatch, double commTimeoutS) {
+  const LayoutOptions& layout = o.layout;
+  m.model = makeModel(config, microBatch, device, TensorParallel{mesh.coordinate(GroupKind::kTp), layout.tp});
+  if (Communicator* tp = mesh.group(GroupKind::kTp))
+    m.tp = std::make_unique<TensorParallelGroup>(*tp, commTimeoutS, groupLabel(mesh, GroupKind::kTp));
+  if (layout.syncBn == SyncBatchNorm::kOn)
+    if (Communicator* dp = mesh.group(GroupKind::kDp))
+      m.syncBn = std::make_unique<SyncBatchNormGroup>(*dp, commTimeoutS, groupLabel(mesh, GroupKind::kDp));
+  if (layout.pp > 1) {
+    const data::Batch sample = source.batch(0).slice(0, microBatch);  // its shapes size the stages' buffers
+    m.pipeline = std::make_unique<Pipeline>(mesh, *m.model, commTimeoutS, sample, static_cast<int>(o.microBatches));
+    m.part = m.pipeline->part();
+  } else {
+    m.part = wholeModel(*m.model);
+  }
+}
+
+// What the layout's formula says this rank's model states take.
+ModelStateBytes modelStatesOf(const ModelPart& part, const TrainOptions& o, const Mesh& mesh) {
+  const LayoutOptions& layout = o.layout;
+  const int dpIndex = mesh.coordinate(GroupKind::kDp);
+  ModelStateFacts facts;
+  for (const Param* p : part.params) facts.elements += p->value.numel();
+  facts.dp = layout.dp;
+  facts.zero = layout.zero;
+  const bool async = layout.sync == SyncKind::kAsyncParameterServer;
+  facts.parameterServer = (layout.sync == SyncKind::kParameterServer || async) && layout.dp > 1;
+  facts.psShards = async && layout.psServers > 0 ? layout.psServers : layout.psShards;
+  facts.server = async && layout.psServers > 0 ? dpIndex >= layout.workers() : dpIndex < layout.psShards;
+  facts.optimizerSlots = keepsTwoMoments(o.optimizer.kind) ? 2 : 1;
+  facts.masterWeights = o.precision == Precision::kBFloat16 || o.precision == Precision::kFloat16;
+  return modelStateFormula(facts);
+}
+
+// The layout's gradient sync: ps-async's own, or the one makeGradientSync picks.
+void makeSync(ModelOnMesh& m, const TrainOptions& o, const Mesh& mesh, double commTimeoutS) {
+  const LayoutOptions& layout = o.layout;
+  const bool async = layout.sync == SyncKind::kAsyncParameterServer;
+  if (Communicator* dp = mesh.group(GroupKind::kDp); dp && async) {
+    auto ps = std::make_unique<AsyncPsSync>(*dp, m.part, layout, o.steps, commTimeoutS);
+    m.asyncPs = ps.get();
+    m.sync = std::move(ps);
+    m.sync->setTraceLabel(groupLabel(mesh, GroupKind::kDp));
+  } else {
+    m.sync = makeGradientSync(mesh, m.part, commTimeoutS);
+  }
+}
+
+// The optimizer of the parameters this rank updates, mixed precision's master weights and loss scaler.
+void makeOptimizer(ModelOnMesh& m, const TrainOptions& o, const Mesh& mesh, Device& device) {
+  const LayoutOptions& layout = o.layout;
+  // LAMB's norms are whole tensors': where this rank updates parts of some, they are added over the ranks.
+  const bool parts = m.tp || (layout.dp > 1 && (layout.zero > 0 || layout.sync == SyncKind::kParameterServer));
+  const std::vector<Param*> updating = m.sync->updateParams();
+  m.optimizer = std::make_unique<Optimizer>(o.optimizer, updating, m.model->arena(),
+                                            o.optimizer.kind == OptimizerKind::kLamb && parts
+                                                ? lambPartSums(updating, m.part, mesh, *m.sync, m.tp.get())
+                                                : Optimizer::PartSums{});
+  if (o.precision == Precision::kBFloat16 || o.precision == Precision::kFloat16) {
+    m.model->setComputePrecision(o.precision);
+    m.masters = std::make_unique<MasterWeights>(o.precision, updating, m.sync->keptParams(), m.model->arena());
+  }
+  if (o.precision == Precision::kFloat16) m.scaler = std::make_unique<LossScaler>(o.lossScale, o.lossScaleInterval);
+  if (m.asyncPs) installPsAsyncUpdate(*m.asyncPs, *m.optimizer, o.schedule, device);
+  if (auto* average = dynamic_cast<AverageSync*>(m.sync.get()); average && layout.averageOptimizer) {
+    std::vector<Tensor*> state;
+    for (const Optimizer::State& s : m.optimizer->state()) state.push_back(s.tensor);
+    average->alsoAverage(std::move(state));
+  }
+}
+}  // namespace
+
+void completeModelConfig(ModelConfig& config, const TrainOptions& o, const data::DataInfo& info) {
+  if (o.model != ModelKind::kTransformer) {
+    config.inputShape = info.sampleShape;
+    config.classes = info.classes;
+  }
+  validateModelConfig(config, info);
+  checkFitsTheHost(config, o.device, o.layout.tp);
+}
+
+void buildModelOnMesh(ModelOnMesh& m, const TrainOptions& o, const Mesh& mesh, Device& device, const data::DataSource& source,
+                      const ModelConfig& config, std::int64_t microBatch, double commTimeoutS) {
+  placeModel(m, o, mesh, device, source, config, microBatch, commTimeoutS);
+  m.formula = modelStatesOf(m.part, o, mesh);
+  checkModelStatesFit(m.formula, device.memoryLimit(), o.layout);
+  makeSync(m, o, mesh, commTimeoutS);
+  makeOptimizer(m, o, mesh, device);
+}
+
+}  // namespace ts::wl
