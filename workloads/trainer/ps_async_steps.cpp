@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
-#include "workloads/ops.h"
+#include "workloads/device_ops.h"
 #include "workloads/trainer.h"
 
 namespace ts::wl {

@@ -9,7 +9,7 @@
 #include "base/error.h"
 #include "base/units.h"
 #include "kernels/trace.h"
-#include "workloads/ops.h"
+#include "workloads/device_ops.h"
 #include "workloads/trainer.h"
 
 namespace ts::wl {
