@@ -23,85 +23,111 @@ std::string rootedCollectives() {
   return names;
 }
 
+using Table = OptionTable<CollectivesArgs>;
+
+// Why the variant options are the command line's alone.
+constexpr const char* kVariantsWhy =
+    "each variant is a run of its own, started by the launcher; a suite step is one run of the suite's processes";
+
+void addProcessOptions(Table& t) {
+  t.group("Processes and devices");
+  t.add("--backend", "mpi (host buffers), nccl (GPU buffers), or auto: nccl when a GPU is present", TS_FIELD(backend));
+  t.add("--bootstrap", "How processes meet: mpi, env (RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT), single, or auto",
+        TS_FIELD(bootstrap))
+      .commandLineOnly("a suite's steps run in the suite's processes, which met once when the suite started");
+  t.add("-g,--gpus-per-process", "NCCL: GPUs driven by each process (0 = all visible; -g: nccl-tests' spelling)",
+        TS_FIELD(opts.gpus.perProcess));
+  t.add("--device",
+        "NCCL: cuda (each process its own GPUs, by its local rank) or cuda:N (every process of a host from GPU N: to share "
+        "GPUs deliberately, with a distinct NCCL_HOSTID per process)",
+        TS_FIELD(device));
+}
+
+// The sweep: which collectives, sizes, types, reductions and root.
+void addSweepOptions(Table& t) {
+  t.group("What is measured");
+  t.add("--ops", "all, or a comma list of " + collectiveNameList(), TS_FIELD(ops), TextForm::kList);
+  t.add("-b,--min-bytes", "Smallest size (K/M/G binary suffixes)", TS_FIELD(minBytes), TextForm::kSize);
+  t.add("-e,--max-bytes", "Largest size", TS_FIELD(maxBytes), TextForm::kSize);
+  t.add("-f,--step-factor", "Multiply the size by this between steps", TS_FIELD(opts.stepFactor)).range({1, 1e6, true});
+  t.add("-i,--step-bytes", "Add this many bytes between steps instead (0 = use the factor)", TS_FIELD(stepBytes),
+        TextForm::kSize);
+  t.add("-d,--dtype", "float32, float64, float16, bfloat16, int32, int8, uint8; a comma list, or all", TS_FIELD(dtype),
+        TextForm::kList);
+  t.add("-o,--redop", "sum, prod, min, max, avg; a comma list, or all", TS_FIELD(redop), TextForm::kList);
+  t.add("-r,--root", "Root rank of " + rootedCollectives(), TS_FIELD(opts.root));
+}
+
+// How each size is timed and checked, and where the run writes.
+void addTimingAndOutputOptions(Table& t) {
+  const auto opts = TS_FIELD(opts);
+  t.group("How it is timed and checked");
+  addWarmupFlag(t, opts, "Untimed iterations before timing each size");
+  addItersFlag(t, opts);
+  addTrialsFlag(t, opts);
+  t.add("--placement", "both, out (out-of-place only) or in (in-place only)", TS_FIELD(placement));
+  t.add("--mpi-reduce-scatter",
+        "MPI: the call reduce_scatter makes: block (MPI_Reduce_scatter_block), counts (MPI_Reduce_scatter, as OSU and "
+        "the frameworks call it), or both, each measured in a section of its own",
+        TS_FIELD(mpiReduceScatter));
+  t.add("-G,--graph", "NCCL: capture this many operations in a CUDA graph and time its replays (0 = off)", TS_FIELD(opts.graph));
+  t.add("--check,!--no-check", "Check every result against its expected value (untimed)", TS_FIELD(opts.check));
+  t.group("The run and its output");
+  addTimeoutFlag(t, opts).alias("-T");  // nccl-tests' letters
+  addOutputFlags(t, opts).alias("-J");
+  addTraceFlag(t, opts,
+               "Write every rank's spans (each measurement, its check, warm-up and trials) as Chrome trace JSON into DIR");
+}
+
+// One run per transport, algorithm or protocol, merged (transports.h); --launcher is added after nccl-tests' flags.
+void addVariantOptions(Table& t) {
+  t.group("One run per transport, algorithm or protocol");
+  t.add("--transports", "Run once per transport and merge: nccl: nvlink,pcie,ib,socket,mpi; mpi: shm,tcp", TS_FIELD(transports))
+      .commandLineOnly(kVariantsWhy);
+  t.add("--algos", "NCCL: run once per algorithm (ring,tree,nvls,...) and merge", TS_FIELD(algos)).commandLineOnly(kVariantsWhy);
+  t.add("--protos", "NCCL: run once per protocol (LL,LL128,Simple) and merge", TS_FIELD(protos)).commandLineOnly(kVariantsWhy);
+}
+
+// nccl-tests' flags, pasted from its command lines (nccl_tests_flags.h says what each means here).
+void addNcclTestsFlags(Table& t) {
+  t.group("nccl-tests' flags");
+  const std::string ncclTests = "nccl-tests' spelling; a suite step takes trainscope's own";
+  const std::string spelled =
+      "nccl-tests' spelling: what it sets is in config.resolved (-c: check); the others take only the value that means "
+      "what trainscope does";
+  // Set on the command line only, and recorded as what it sets.
+  const auto ncclTestsFlag = [&](OptionDecl<CollectivesArgs>& d) -> OptionDecl<CollectivesArgs>& {
+    return d.commandLineOnly(ncclTests).notRecorded(spelled);
+  };
+  ncclTestsFlag(t.add("-t", "nccl-tests: threads per process (1: trainscope drives a process's GPUs from one thread)",
+                      TS_FIELD(ncclTests.threads)));
+  ncclTestsFlag(t.add("-c", "nccl-tests: check results, 0 or 1 (--no-check, --check)", TS_FIELD(ncclTests.check)));
+  ncclTestsFlag(
+      t.add("-z", "nccl-tests: blocking collectives (0: trainscope queues and waits once)", TS_FIELD(ncclTests.blocking)));
+  ncclTestsFlag(
+      t.add("-a", "nccl-tests: which rank's time (3, the slowest: what trainscope reports)", TS_FIELD(ncclTests.average)));
+  ncclTestsFlag(t.add("-R", "nccl-tests: buffer registration (0: none)", TS_FIELD(ncclTests.localRegister)));
+  ncclTestsFlag(t.add("-m", "nccl-tests: operations per iteration (1)", TS_FIELD(ncclTests.aggIters)));
+  ncclTestsFlag(t.add("-N", "nccl-tests: run cycles (1; --trials repeats each size)", TS_FIELD(ncclTests.runCycles)));
+  ncclTestsFlag(t.add("-p", "nccl-tests: parallel NCCL init, 0 or 1 (the same with one thread per process)",
+                      TS_FIELD(ncclTests.parallelInit)));
+  ncclTestsFlag(t.add("-y", "nccl-tests: the default stream (0: trainscope uses its own)", TS_FIELD(ncclTests.streamNull)));
+  ncclTestsFlag(t.add("-C", "nccl-tests: report CPU time (0: the operation's time)", TS_FIELD(ncclTests.cpuTime)));
+  ncclTestsFlag(t.add("-S", "nccl-tests: timestamps per line (0)", TS_FIELD(ncclTests.timestamps)));
+  ncclTestsFlag(t.add("-O", "not an nccl-tests flag: answered with one line", TS_FIELD(ncclTests.capitalO))).hiddenFromHelp();
+}
+
 const OptionTable<CollectivesArgs>& collectivesOptions() {
   static const OptionTable<CollectivesArgs> table = [] {
     OptionTable<CollectivesArgs> t;
-    const auto opts = TS_FIELD(opts);
-    t.group("Processes and devices");
-    t.add("--backend", "mpi (host buffers), nccl (GPU buffers), or auto: nccl when a GPU is present", TS_FIELD(backend));
-    t.add("--bootstrap", "How processes meet: mpi, env (RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT), single, or auto",
-          TS_FIELD(bootstrap))
-        .commandLineOnly("a suite's steps run in the suite's processes, which met once when the suite started");
-    t.add("-g,--gpus-per-process", "NCCL: GPUs driven by each process (0 = all visible; -g: nccl-tests' spelling)",
-          TS_FIELD(opts.gpus.perProcess));
-    t.add("--device",
-          "NCCL: cuda (each process its own GPUs, by its local rank) or cuda:N (every process of a host from GPU N: to share "
-          "GPUs deliberately, with a distinct NCCL_HOSTID per process)",
-          TS_FIELD(device));
-    t.group("What is measured");
-    t.add("--ops", "all, or a comma list of " + collectiveNameList(), TS_FIELD(ops), TextForm::kList);
-    t.add("-b,--min-bytes", "Smallest size (K/M/G binary suffixes)", TS_FIELD(minBytes), TextForm::kSize);
-    t.add("-e,--max-bytes", "Largest size", TS_FIELD(maxBytes), TextForm::kSize);
-    t.add("-f,--step-factor", "Multiply the size by this between steps", TS_FIELD(opts.stepFactor)).range({1, 1e6, true});
-    t.add("-i,--step-bytes", "Add this many bytes between steps instead (0 = use the factor)", TS_FIELD(stepBytes),
-          TextForm::kSize);
-    t.add("-d,--dtype", "float32, float64, float16, bfloat16, int32, int8, uint8; a comma list, or all", TS_FIELD(dtype),
-          TextForm::kList);
-    t.add("-o,--redop", "sum, prod, min, max, avg; a comma list, or all", TS_FIELD(redop), TextForm::kList);
-    t.add("-r,--root", "Root rank of " + rootedCollectives(), TS_FIELD(opts.root));
-    t.group("How it is timed and checked");
-    addWarmupFlag(t, opts, "Untimed iterations before timing each size");
-    addItersFlag(t, opts);
-    addTrialsFlag(t, opts);
-    t.add("--placement", "both, out (out-of-place only) or in (in-place only)", TS_FIELD(placement));
-    t.add("--mpi-reduce-scatter",
-          "MPI: the call reduce_scatter makes: block (MPI_Reduce_scatter_block), counts (MPI_Reduce_scatter, as OSU and "
-          "the frameworks call it), or both, each measured in a section of its own",
-          TS_FIELD(mpiReduceScatter));
-    t.add("-G,--graph", "NCCL: capture this many operations in a CUDA graph and time its replays (0 = off)",
-          TS_FIELD(opts.graph));
-    t.add("--check,!--no-check", "Check every result against its expected value (untimed)", TS_FIELD(opts.check));
-    t.group("The run and its output");
-    addTimeoutFlag(t, opts).alias("-T");  // nccl-tests' letters
-    addOutputFlags(t, opts).alias("-J");
-    addTraceFlag(t, opts,
-                 "Write every rank's spans (each measurement, its check, warm-up and trials) as Chrome trace JSON into DIR");
-    t.group("One run per transport, algorithm or protocol");
-    const std::string variant =
-        "each variant is a run of its own, started by the launcher; a suite step is one run of the suite's processes";
-    t.add("--transports", "Run once per transport and merge: nccl: nvlink,pcie,ib,socket,mpi; mpi: shm,tcp", TS_FIELD(transports))
-        .commandLineOnly(variant);
-    t.add("--algos", "NCCL: run once per algorithm (ring,tree,nvls,...) and merge", TS_FIELD(algos)).commandLineOnly(variant);
-    t.add("--protos", "NCCL: run once per protocol (LL,LL128,Simple) and merge", TS_FIELD(protos)).commandLineOnly(variant);
-    // nccl-tests' flags, pasted from its command lines (nccl_tests_flags.h says what each means here).
-    t.group("nccl-tests' flags");
-    const std::string ncclTests = "nccl-tests' spelling; a suite step takes trainscope's own";
-    const std::string spelled =
-        "nccl-tests' spelling: what it sets is in config.resolved (-c: check); the others take only the value that means "
-        "what trainscope does";
-    // Set on the command line only, and recorded as what it sets.
-    const auto ncclTestsFlag = [&](OptionDecl<CollectivesArgs>& d) -> OptionDecl<CollectivesArgs>& {
-      return d.commandLineOnly(ncclTests).notRecorded(spelled);
-    };
-    ncclTestsFlag(t.add("-t", "nccl-tests: threads per process (1: trainscope drives a process's GPUs from one thread)",
-                        TS_FIELD(ncclTests.threads)));
-    ncclTestsFlag(t.add("-c", "nccl-tests: check results, 0 or 1 (--no-check, --check)", TS_FIELD(ncclTests.check)));
-    ncclTestsFlag(
-        t.add("-z", "nccl-tests: blocking collectives (0: trainscope queues and waits once)", TS_FIELD(ncclTests.blocking)));
-    ncclTestsFlag(
-        t.add("-a", "nccl-tests: which rank's time (3, the slowest: what trainscope reports)", TS_FIELD(ncclTests.average)));
-    ncclTestsFlag(t.add("-R", "nccl-tests: buffer registration (0: none)", TS_FIELD(ncclTests.localRegister)));
-    ncclTestsFlag(t.add("-m", "nccl-tests: operations per iteration (1)", TS_FIELD(ncclTests.aggIters)));
-    ncclTestsFlag(t.add("-N", "nccl-tests: run cycles (1; --trials repeats each size)", TS_FIELD(ncclTests.runCycles)));
-    ncclTestsFlag(t.add("-p", "nccl-tests: parallel NCCL init, 0 or 1 (the same with one thread per process)",
-                        TS_FIELD(ncclTests.parallelInit)));
-    ncclTestsFlag(t.add("-y", "nccl-tests: the default stream (0: trainscope uses its own)", TS_FIELD(ncclTests.streamNull)));
-    ncclTestsFlag(t.add("-C", "nccl-tests: report CPU time (0: the operation's time)", TS_FIELD(ncclTests.cpuTime)));
-    ncclTestsFlag(t.add("-S", "nccl-tests: timestamps per line (0)", TS_FIELD(ncclTests.timestamps)));
-    ncclTestsFlag(t.add("-O", "not an nccl-tests flag: answered with one line", TS_FIELD(ncclTests.capitalO))).hiddenFromHelp();
+    addProcessOptions(t);
+    addSweepOptions(t);
+    addTimingAndOutputOptions(t);
+    addVariantOptions(t);
+    addNcclTestsFlags(t);
     t.group("One run per transport, algorithm or protocol");
     t.add("--launcher", "How --transports/--algos/--protos start each run (default for mpi: 'mpirun -np 2')", TS_FIELD(launcher))
-        .commandLineOnly(variant);
+        .commandLineOnly(kVariantsWhy);
     return t;
   }();
   return table;

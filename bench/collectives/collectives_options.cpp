@@ -24,32 +24,23 @@ std::string mpiReduceScatterChoices() {
   return names.substr(0, names.size() - 2) + " or both";
 }
 
-}  // namespace
+BackendKind backendNamed(const std::string& name) {
+  if (name == "auto") return BackendKind::kAuto;
+  if (name == "mpi") return BackendKind::kMpi;
+  if (name == "nccl") return BackendKind::kNccl;
+  throw UsageError(fmt::format("--backend: unknown backend '{}' (auto, mpi, nccl)", name));
+}
 
-CollectivesOptions resolveCollectivesArgs(const CollectivesArgs& raw) {
-  CollectivesOptions o = raw.opts;
-  applyNcclTestsFlags(raw.ncclTests, o);
-  if (raw.backend == "auto")
-    o.backend = BackendKind::kAuto;
-  else if (raw.backend == "mpi")
-    o.backend = BackendKind::kMpi;
-  else if (raw.backend == "nccl")
-    o.backend = BackendKind::kNccl;
-  else
-    throw UsageError(fmt::format("--backend: unknown backend '{}' (auto, mpi, nccl)", raw.backend));
-  if (raw.bootstrap == "auto")
-    o.bootstrap = BootstrapKind::kAuto;
-  else if (raw.bootstrap == "mpi")
-    o.bootstrap = BootstrapKind::kMpi;
-  else if (raw.bootstrap == "env")
-    o.bootstrap = BootstrapKind::kEnv;
-  else if (raw.bootstrap == "single")
-    o.bootstrap = BootstrapKind::kSingle;
-  else
-    throw UsageError(fmt::format("--bootstrap: unknown bootstrap '{}' (auto, mpi, env, single)", raw.bootstrap));
-  const wl::DeviceSpec device = wl::parseDeviceSpec(raw.device);
-  if (!device.cuda()) throw UsageError("--device cpu: collectives on the CPU are --backend mpi");
-  o.gpus.first = device.index;
+BootstrapKind bootstrapNamed(const std::string& name) {
+  if (name == "auto") return BootstrapKind::kAuto;
+  if (name == "mpi") return BootstrapKind::kMpi;
+  if (name == "env") return BootstrapKind::kEnv;
+  if (name == "single") return BootstrapKind::kSingle;
+  throw UsageError(fmt::format("--bootstrap: unknown bootstrap '{}' (auto, mpi, env, single)", name));
+}
+
+// The sweep's lists: --ops, --dtype and --redop, each `all` or a comma list.
+void resolveLists(const CollectivesArgs& raw, CollectivesOptions& o) {
   o.ops.clear();
   o.allOps = raw.ops == "all";
   if (o.allOps)
@@ -66,26 +57,47 @@ CollectivesOptions resolveCollectivesArgs(const CollectivesArgs& raw) {
     o.redops = allRedOps();
   else
     for (const auto& name : splitNonEmpty(raw.redop, ',')) o.redops.push_back(parseRedOp(name));
-  o.minBytes = parseBytes(raw.minBytes, "-b/--min-bytes");
-  o.maxBytes = parseBytes(raw.maxBytes, "-e/--max-bytes");
-  o.stepBytes = parseBytes(raw.stepBytes, "-i/--step-bytes");
-  if (raw.placement == "both")
+}
+
+// --placement: both, out or in.
+void resolvePlacement(const std::string& placement, CollectivesOptions& o) {
+  if (placement == "both")
     o.outOfPlace = o.inPlace = true;
-  else if (raw.placement == "out") {
+  else if (placement == "out") {
     o.outOfPlace = true;
     o.inPlace = false;
-  } else if (raw.placement == "in") {
+  } else if (placement == "in") {
     o.outOfPlace = false;
     o.inPlace = true;
   } else
-    throw UsageError(fmt::format("--placement: '{}' is not both, out or in", raw.placement));
-  o.mpiReduceScatter.clear();
-  if (const auto call = enumFromName<MpiReduceScatter>(raw.mpiReduceScatter))
-    o.mpiReduceScatter = {*call};
-  else if (raw.mpiReduceScatter == "both")
-    for (const auto& [name, call] : EnumNames<MpiReduceScatter>::kNames) o.mpiReduceScatter.push_back(call);
-  else
-    throw UsageError(fmt::format("--mpi-reduce-scatter: '{}' is not {}", raw.mpiReduceScatter, mpiReduceScatterChoices()));
+    throw UsageError(fmt::format("--placement: '{}' is not both, out or in", placement));
+}
+
+// --mpi-reduce-scatter: one call, or both.
+std::vector<MpiReduceScatter> mpiReduceScatterCalls(const std::string& name) {
+  if (const auto call = enumFromName<MpiReduceScatter>(name)) return {*call};
+  if (name != "both") throw UsageError(fmt::format("--mpi-reduce-scatter: '{}' is not {}", name, mpiReduceScatterChoices()));
+  std::vector<MpiReduceScatter> calls;
+  for (const auto& [unused, call] : EnumNames<MpiReduceScatter>::kNames) calls.push_back(call);
+  return calls;
+}
+
+}  // namespace
+
+CollectivesOptions resolveCollectivesArgs(const CollectivesArgs& raw) {
+  CollectivesOptions o = raw.opts;
+  applyNcclTestsFlags(raw.ncclTests, o);
+  o.backend = backendNamed(raw.backend);
+  o.bootstrap = bootstrapNamed(raw.bootstrap);
+  const wl::DeviceSpec device = wl::parseDeviceSpec(raw.device);
+  if (!device.cuda()) throw UsageError("--device cpu: collectives on the CPU are --backend mpi");
+  o.gpus.first = device.index;
+  resolveLists(raw, o);
+  o.minBytes = parseBytes(raw.minBytes, "-b/--min-bytes");
+  o.maxBytes = parseBytes(raw.maxBytes, "-e/--max-bytes");
+  o.stepBytes = parseBytes(raw.stepBytes, "-i/--step-bytes");
+  resolvePlacement(raw.placement, o);
+  o.mpiReduceScatter = mpiReduceScatterCalls(raw.mpiReduceScatter);
   validate(o);
   return o;
 }

@@ -192,9 +192,8 @@ fs::path makeScratchFolder(const std::string& jsonPath) {
   return name;
 }
 
-}  // namespace
-
-int runVariants(const VariantRequest& req, const std::vector<std::string>& argv) {
+// The request's backend, once the request is one trainscope can run as variants.
+BackendKind checkedBackend(const VariantRequest& req) {
   if (launchedByMpi())
     throw UsageError(
         "--transports/--algos/--protos launch one run per setting themselves: start trainscope without mpirun, and give the "
@@ -203,77 +202,117 @@ int runVariants(const VariantRequest& req, const std::vector<std::string>& argv)
   const BackendKind backend = resolveBackend(req.backend);
   if ((!req.algos.empty() || !req.protos.empty()) && backend != BackendKind::kNccl)
     throw UsageError("--algos and --protos are NCCL settings: they need --backend nccl");
+  return backend;
+}
 
+// What every variant's run shares: how it is started, and where it writes its part.
+struct VariantLaunch {
+  const VariantRequest& req;
+  BackendKind backend;
+  std::string self;                    // this program
+  std::vector<std::string> childArgs;  // the user's flags without the variant ones
+  fs::path scratch;                    // the variants' documents
+};
+
+// The merged result as the variants add to it: the first run block any of them left, and every one's layouts.
+struct Merged {
+  nlohmann::json run;
+  nlohmann::json layouts = nlohmann::json::array();
+};
+
+// What a variant's run measured, finished or not: from its document, else from its stream. Its run block and
+// layouts join `merged`.
+std::vector<nlohmann::json> variantRecords(const fs::path& part, const Variant& v, Merged& merged) {
+  if (const nlohmann::json doc = readDocument(part.string()); doc.is_object()) {
+    if (merged.run.is_null()) merged.run = doc["run"];
+    for (auto l : doc["run"]["layouts"]) {
+      l["step"] = v.name;
+      merged.layouts.push_back(l);
+    }
+    return doc["records"].get<std::vector<nlohmann::json>>();
+  }
+  StreamedRun streamed = readStream(ResultWriter::streamPathFor(part.string()));
+  if (merged.run.is_null()) merged.run = std::move(streamed.run);
+  return std::move(streamed.records);
+}
+
+// A record as the merged result keeps it: with the variant's transport, algorithm, protocol and environment.
+void labelRecord(nlohmann::json& rec, const Variant& v) {
+  rec["transport"] = v.transport.name.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.transport.name);
+  // A record that names its own algo (reduce_scatter's MPI call) keeps it: --algos is NCCL's alone.
+  if (!v.algo.empty())
+    rec["algo"] = v.algo;
+  else if (!rec.contains("algo"))
+    rec["algo"] = nullptr;
+  rec["proto"] = v.proto.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.proto);
+  rec["transport_env"] = v.env;
+}
+
+// Runs variant i of `count` and adds what it measured to `writer` and `merged`; its exit code.
+int runVariant(const VariantLaunch& launch, std::size_t i, std::size_t count, const Variant& v, ResultWriter& writer,
+               Merged& merged) {
+  const BackendKind childBackend = v.transport.backend.value_or(launch.backend);
+  const fs::path part = launch.scratch / fmt::format("{}.json", i);
+  std::map<std::string, std::string> childEnv = v.env;  // the variant's settings, and where its records end up
+  childEnv[kMergedIntoVariable] = launch.req.jsonPath;
+  const std::vector<std::string> args =
+      variantCommand(launch.req.launcher, childEnv, childBackend, launch.self, launch.childArgs, part);
+  std::string envText;
+  for (const auto& [k, val] : v.env) envText += fmt::format(" {}={}", k, val);
+  std::printf("#\n# ===== variant %zu/%zu: %s (%s%s)\n", i + 1, count, printable(v.name).c_str(),
+              v.transport.description.empty() ? "NCCL settings" : v.transport.description.c_str(), printable(envText).c_str());
+  std::fflush(stdout);
+  const int childRc = runChild(args, ChildOptions{childEnv, "", false});
+  for (auto& rec : variantRecords(part, v, merged)) {
+    labelRecord(rec, v);
+    writer.add(rec);
+  }
+  return childRc;
+}
+
+// The merged document: the first variant's run block, with this command line, the variants and every layout.
+void finishMerged(ResultWriter& writer, Merged merged, const std::vector<Variant>& variants,
+                  const std::vector<std::string>& argv) {
+  nlohmann::json& run = merged.run;
+  run.erase("kind");
+  run.erase("schema");
+  run["subcommand"] = "collectives";
+  run["command_line"] = argv;
+  // What --transports, --algos and --protos resolved to: the variants run (the options' own keys are the table's).
+  nlohmann::json& ran = run["config"]["resolved"]["variants"] = nlohmann::json::array();
+  for (const auto& v : variants) ran.push_back({{"name", v.name}, {"env", v.env}});
+  run["layouts"] = merged.layouts;
+  run["ended_at"] = isoTimeNow();
+  writer.finish(run);
+}
+
+}  // namespace
+
+int runVariants(const VariantRequest& req, const std::vector<std::string>& argv) {
+  const BackendKind backend = checkedBackend(req);
   const std::vector<Variant> variants = variantsOf(req, backend);
-
   const std::string self = fs::read_symlink("/proc/self/exe").string();
-  const auto childArgs = withoutOptions(std::vector<std::string>(argv.begin() + 1, argv.end()),
-                                        {"--transports", "--algos", "--protos", "--launcher", "--json", "--backend"});
+  auto childArgs = withoutOptions(std::vector<std::string>(argv.begin() + 1, argv.end()),
+                                  {"--transports", "--algos", "--protos", "--launcher", "--json", "--backend"});
   ResultWriter writer(req.jsonPath);
   nlohmann::json names = nlohmann::json::array();
   for (const auto& v : variants) names.push_back(v.name);
   writer.begin({{"subcommand", "collectives"}, {"command_line", argv}, {"variants", names}});  // the stream's first line
-  nlohmann::json run;
-  nlohmann::json layouts = nlohmann::json::array();
-  const fs::path scratch = makeScratchFolder(req.jsonPath);
+  const VariantLaunch launch{req, backend, self, std::move(childArgs), makeScratchFolder(req.jsonPath)};
+  Merged merged;
   int rc = 0;
   std::string failedVariant;
   for (std::size_t i = 0; i < variants.size(); ++i) {
-    const Variant& v = variants[i];
-    const BackendKind childBackend = v.transport.backend.value_or(backend);
-    const fs::path part = scratch / fmt::format("{}.json", i);
-    std::map<std::string, std::string> childEnv = v.env;  // the variant's settings, and where its records end up
-    childEnv[kMergedIntoVariable] = req.jsonPath;
-    const std::vector<std::string> args = variantCommand(req.launcher, childEnv, childBackend, self, childArgs, part);
-    std::string envText;
-    for (const auto& [k, val] : v.env) envText += fmt::format(" {}={}", k, val);
-    std::printf("#\n# ===== variant %zu/%zu: %s (%s%s)\n", i + 1, variants.size(), printable(v.name).c_str(),
-                v.transport.description.empty() ? "NCCL settings" : v.transport.description.c_str(), printable(envText).c_str());
-    std::fflush(stdout);
-    const int childRc = runChild(args, ChildOptions{childEnv, "", false});
-    // Merge what the run measured, finished or not: from the document, else from its stream.
-    std::vector<nlohmann::json> records;
-    if (const nlohmann::json doc = readDocument(part.string()); doc.is_object()) {
-      if (run.is_null()) run = doc["run"];
-      for (auto l : doc["run"]["layouts"]) {
-        l["step"] = v.name;
-        layouts.push_back(l);
-      }
-      records = doc["records"].get<std::vector<nlohmann::json>>();
-    } else {
-      StreamedRun streamed = readStream(ResultWriter::streamPathFor(part.string()));
-      records = std::move(streamed.records);
-      if (run.is_null()) run = std::move(streamed.run);
-    }
-    for (auto& rec : records) {
-      rec["transport"] = v.transport.name.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.transport.name);
-      // A record that names its own algo (reduce_scatter's MPI call) keeps it: --algos is NCCL's alone.
-      if (!v.algo.empty())
-        rec["algo"] = v.algo;
-      else if (!rec.contains("algo"))
-        rec["algo"] = nullptr;
-      rec["proto"] = v.proto.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.proto);
-      rec["transport_env"] = v.env;
-      writer.add(rec);
-    }
+    const int childRc = runVariant(launch, i, variants.size(), variants[i], writer, merged);
     if (childRc != 0 && rc == 0) {
       rc = childRc;
-      failedVariant = v.name;
+      failedVariant = variants[i].name;
     }
   }
   std::error_code ec;
-  fs::remove_all(scratch, ec);
-  if (!run.is_null()) {
-    run.erase("kind");
-    run.erase("schema");
-    run["subcommand"] = "collectives";
-    run["command_line"] = argv;
-    // What --transports, --algos and --protos resolved to: the variants run (the options' own keys are the table's).
-    nlohmann::json& ran = run["config"]["resolved"]["variants"] = nlohmann::json::array();
-    for (const auto& v : variants) ran.push_back({{"name", v.name}, {"env", v.env}});
-    run["layouts"] = layouts;
-    run["ended_at"] = isoTimeNow();
-    writer.finish(run);
+  fs::remove_all(launch.scratch, ec);
+  if (!merged.run.is_null()) {
+    finishMerged(writer, std::move(merged), variants, argv);
     std::printf("#\n# results: %s (%zu variants merged)\n", printable(req.jsonPath).c_str(), variants.size());
   }
   if (rc != 0)

@@ -1,13 +1,27 @@
 // `trainscope env`: the system inventory, as text, or as a result document with --json. Under mpirun or
 // the environment bootstrap, every host of the run is reported. In a suite, `kind = "env"` prints it.
+#include <cstdio>
 #include <memory>
 
+#include "base/terminal_text.h"
 #include "bench/commands.h"
 #include "bench/inventory/inventory.h"
 #include "bench/run/run_session.h"
 
 namespace ts {
 namespace {
+
+// The inventory of every host of the run, as text on stdout (process 0): the `env` command and step.
+void printInventory(RunContext& ctx) {
+  if (ctx.boot.rank() != 0) return;
+  const nlohmann::json& meta = *ctx.metadata;
+  for (const auto& host : meta["hosts"]) {
+    // Host names, model names and environment values as every process read them: text, not terminal commands.
+    std::printf("%s", printableLines(formatInventory(host, host["versions"], meta["environment"])).c_str());
+    if (meta["hosts"].size() > 1) std::printf("\n");
+  }
+  std::fflush(stdout);
+}
 
 struct EnvArgs {
   std::string jsonPath;

@@ -56,80 +56,120 @@ struct Emitter {
   }
 };
 
+// STREAM's rule: each array at least 4x the last-level cache, here shared by the host's `here` processes; capped
+// at 1 GiB, and at an eighth of the available memory per process, so a large-cache host cannot run out.
+std::uint64_t hostMemoryArrayBytes(const LinksOptions& o, std::uint64_t here) {
+  if (o.memoryBytes) return o.memoryBytes;
+  const std::uint64_t avail =
+      static_cast<std::uint64_t>(::sysconf(_SC_AVPHYS_PAGES)) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  const std::uint64_t arrayBytes = std::clamp<std::uint64_t>(4 * lastLevelCacheBytes() / here, 32ull << 20, 1ull << 30);
+  return std::min(arrayBytes, std::max<std::uint64_t>(avail / (8 * here), 16ull << 20));
+}
+
+// STREAM's three arrays: a the output, b and c the inputs. Allocated on every process or on none (agreed).
+struct StreamArrays {
+  std::vector<double> a, b, c;
+  StreamArrays(Bootstrap& boot, std::uint64_t arrayBytes) {
+    const std::size_t n = arrayBytes / sizeof(double);
+    collectively(boot, [&] {
+      try {
+        a.assign(n, 0.0);
+        b.resize(n);
+        c.resize(n);
+      } catch (const std::bad_alloc&) {
+        throw UsageError(fmt::format("--memory-bytes {}: cannot allocate 3 arrays of that size", formatBytes(arrayBytes)));
+      }
+    });
+    for (std::size_t i = 0; i < n; ++i) {
+      b[i] = 1.0 + static_cast<double>(i % 7);
+      c[i] = 2.0 + static_cast<double>(i % 5);
+    }
+  }
+};
+
+constexpr double kTriadScalar = 3.0;
+
+// This process's times of the kernel (copy or triad), every process starting each iteration together, and the
+// elements of its output that are wrong.
+std::vector<double> timeStreamKernel(const LinksOptions& o, Bootstrap& boot, StreamArrays& s, bool triad, int threads,
+                                     long long& wrong) {
+  const std::size_t n = s.a.size();
+  std::vector<double> us;
+  for (int i = -o.warmup; i < o.iters; ++i) {
+    boot.barrier();
+    const auto t0 = std::chrono::steady_clock::now();
+    if (triad)
+      cpu::streamTriad(s.a.data(), s.b.data(), s.c.data(), kTriadScalar, n, threads);
+    else
+      cpu::streamCopy(s.a.data(), s.b.data(), n, threads);
+    const auto t1 = std::chrono::steady_clock::now();
+    if (i >= 0) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    heartbeat::beat();
+  }
+  wrong = 0;
+  for (std::size_t i = 0; i < n; ++i) wrong += s.a[i] != (triad ? s.b[i] + kTriadScalar * s.c[i] : s.b[i]);
+  return us;
+}
+
+// The host-memory test's sizes: each array's bytes, and the threads each process runs the kernel on.
+struct HostMemorySetup {
+  std::uint64_t arrayBytes;
+  int threads;
+};
+
+// One kernel's results as every process gathered them: each process's `iters` times in rank order, and its wrong elements.
+struct GatheredRuns {
+  std::vector<double> us;
+  std::vector<double> wrong;
+  std::size_t iters;
+};
+
+// One host's figure: its processes' bytes over the slowest one's time, iteration by iteration.
+LinkMeasurement hostMeasurement(const std::string& host, const std::vector<std::string>& hosts, const GatheredRuns& runs,
+                                bool triad, const HostMemorySetup& setup) {
+  LinkMeasurement m;
+  m.test = triad ? "host_memory_triad" : "host_memory_copy";
+  m.src = m.dst = host;
+  m.engine = "cpu";
+  m.direction = "uni";
+  std::uint64_t procs = 0;
+  m.samplesUs.assign(runs.iters, 0.0);
+  for (std::size_t p = 0; p < hosts.size(); ++p) {
+    if (hosts[p] != host) continue;
+    ++procs;
+    m.wrong += static_cast<long long>(runs.wrong[p]);
+    for (std::size_t i = 0; i < runs.iters; ++i) m.samplesUs[i] = std::max(m.samplesUs[i], runs.us[p * runs.iters + i]);
+  }
+  const std::uint64_t n = setup.arrayBytes / sizeof(double);
+  m.bytes = procs * n * (triad ? cpu::kTriadBytesPerElement : cpu::kCopyBytesPerElement);
+  m.link = {"dram", "host memory", std::nullopt};
+  m.fields = HostMemoryFields{host, procs, setup.threads, setup.arrayBytes};
+  return m;
+}
+
 // Every process runs the kernel at once (after a barrier), so the host's memory system is loaded by all
 // of them, as training loads it; a host's figure is its processes' bytes over the slowest one's time.
 std::size_t hostMemory(const LinksOptions& o, RunContext& ctx, Emitter& out, const std::vector<std::string>& hosts) {
   Bootstrap& boot = ctx.boot;
   const std::string me = hosts[boot.rank()];
   const auto here = static_cast<std::uint64_t>(std::count(hosts.begin(), hosts.end(), me));
-  // STREAM's rule: each array at least 4x the last-level cache, here shared by the host's processes; capped
-  // at 1 GiB, and at an eighth of the available memory per process, so a large-cache host cannot run out.
-  std::uint64_t arrayBytes = o.memoryBytes;
-  if (!arrayBytes) {
-    const std::uint64_t avail =
-        static_cast<std::uint64_t>(::sysconf(_SC_AVPHYS_PAGES)) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-    arrayBytes = std::clamp<std::uint64_t>(4 * lastLevelCacheBytes() / here, 32ull << 20, 1ull << 30);
-    arrayBytes = std::min(arrayBytes, std::max<std::uint64_t>(avail / (8 * here), 16ull << 20));
-  }
+  const std::uint64_t arrayBytes = hostMemoryArrayBytes(o, here);
   const int threads =
       o.threads ? o.threads : std::max(1, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN) / static_cast<long>(here)));
-  const std::size_t n = arrayBytes / sizeof(double);
-  std::vector<double> a, b, c;
-  collectively(boot, [&] {
-    try {
-      a.assign(n, 0.0);
-      b.resize(n);
-      c.resize(n);
-    } catch (const std::bad_alloc&) {
-      throw UsageError(fmt::format("--memory-bytes {}: cannot allocate 3 arrays of that size", formatBytes(arrayBytes)));
-    }
-  });
-  for (std::size_t i = 0; i < n; ++i) {
-    b[i] = 1.0 + static_cast<double>(i % 7);
-    c[i] = 2.0 + static_cast<double>(i % 5);
-  }
+  StreamArrays arrays(boot, arrayBytes);
   if (boot.rank() == 0) std::printf("%s", hostMemoryTableHeader(arrayBytes, threads).c_str());
-  constexpr double kScalar = 3.0;
   std::size_t failed = 0;
   for (const char* kernel : {"copy", "triad"}) {
     const bool triad = std::string(kernel) == "triad";
     activity::set(fmt::format("host memory {} of {}", kernel, formatBytes(arrayBytes)));
-    std::vector<double> us;
-    for (int i = -o.warmup; i < o.iters; ++i) {
-      boot.barrier();
-      const auto t0 = std::chrono::steady_clock::now();
-      if (triad)
-        cpu::streamTriad(a.data(), b.data(), c.data(), kScalar, n, threads);
-      else
-        cpu::streamCopy(a.data(), b.data(), n, threads);
-      const auto t1 = std::chrono::steady_clock::now();
-      if (i >= 0) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-      heartbeat::beat();
-    }
     long long wrong = 0;
-    for (std::size_t i = 0; i < n; ++i) wrong += a[i] != (triad ? b[i] + kScalar * c[i] : b[i]);
-    const auto all = boot.allGatherDoubles(us);
-    const auto wrongs = boot.allGatherDoubles({static_cast<double>(wrong)});
+    const std::vector<double> us = timeStreamKernel(o, boot, arrays, triad, threads, wrong);
+    const GatheredRuns runs{boot.allGatherDoubles(us), boot.allGatherDoubles({static_cast<double>(wrong)}), us.size()};
     std::vector<std::string> done;
     for (const auto& host : hosts) {
       if (std::find(done.begin(), done.end(), host) != done.end()) continue;
       done.push_back(host);
-      LinkMeasurement m;
-      m.test = triad ? "host_memory_triad" : "host_memory_copy";
-      m.src = m.dst = host;
-      m.engine = "cpu";
-      m.direction = "uni";
-      std::uint64_t procs = 0;
-      m.samplesUs.assign(us.size(), 0.0);
-      for (std::size_t p = 0; p < hosts.size(); ++p) {
-        if (hosts[p] != host) continue;
-        ++procs;
-        m.wrong += static_cast<long long>(wrongs[p]);
-        for (std::size_t i = 0; i < us.size(); ++i) m.samplesUs[i] = std::max(m.samplesUs[i], all[p * us.size() + i]);
-      }
-      m.bytes = procs * n * (triad ? cpu::kTriadBytesPerElement : cpu::kCopyBytesPerElement);
-      m.link = {"dram", "host memory", std::nullopt};
-      m.fields = HostMemoryFields{host, procs, threads, arrayBytes};
+      const LinkMeasurement m = hostMeasurement(host, hosts, runs, triad, {arrayBytes, threads});
       failed += m.wrong != 0;
       out.emit(m);
       if (boot.rank() == 0) std::printf("%s", hostMemoryTableRow(m).c_str());

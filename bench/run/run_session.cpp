@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "base/heartbeat.h"
+#include "base/host_name.h"
 #include "base/json_text.h"
 #include "base/terminal_text.h"
 #include "bench/failures/activity.h"
@@ -17,7 +18,6 @@
 #include "bench/failures/peer_census.h"
 #include "bench/failures/run_ending.h"
 #include "bench/failures/watchdog.h"
-#include "bench/inventory/inventory.h"
 #include "bench/results/result_writer.h"
 #include "bench/run/compute_threads.h"
 #include "bench/run/run_metadata.h"
@@ -193,21 +193,6 @@ void RunSession::writeDocument() {
     else
       std::printf("#\n# results: %s (records streamed to %s)\n", printable(writer_->jsonPath()).c_str(),
                   printable(writer_->streamPath()).c_str());
-  }
-  std::fflush(stdout);
-}
-
-}  // namespace ts
-
-namespace ts {
-
-void printInventory(RunContext& ctx) {
-  if (ctx.boot.rank() != 0) return;
-  const nlohmann::json& meta = *ctx.metadata;
-  for (const auto& host : meta["hosts"]) {
-    // Host names, model names and environment values as every process read them: text, not terminal commands.
-    std::printf("%s", printableLines(formatInventory(host, host["versions"], meta["environment"])).c_str());
-    if (meta["hosts"].size() > 1) std::printf("\n");
   }
   std::fflush(stdout);
 }

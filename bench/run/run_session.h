@@ -73,7 +73,4 @@ class RunSession {
 // The timeout of a session whose subcommand has no --timeout (env, suite): their setup is guarded all the same.
 inline constexpr double kSessionSetupTimeoutS = 300;
 
-// The inventory of every host of the run, as text on stdout (process 0): the `env` command and step.
-void printInventory(RunContext& ctx);
-
 }  // namespace ts

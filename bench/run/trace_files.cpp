@@ -165,27 +165,30 @@ TraceFiles::TraceFiles(Bootstrap& boot, std::string dir, int worldSize) : boot_(
 
 TraceFiles::~TraceFiles() = default;
 
-void TraceFiles::finish(const std::string& what, const nlohmann::json& about, const std::vector<TraceGroup>& groups,
-                        const std::string& backend) {
-  trace::enable(false);
-  const int rank = boot_.rank();
-  nlohmann::json clock = {{"method", "barrier"},
-                          {"note",
-                           "times are microseconds since a barrier every rank left together; "
-                           "aligned to within that barrier's exit skew"}};
+namespace {
+
+// Every span this process recorded, with (on a GPU with CUPTI) the device's, which `device` hands over as it ends;
+// the device clock's offset and what CUPTI dropped go into `clock`.
+std::vector<trace::Event> takeEvents([[maybe_unused]] std::unique_ptr<cuda::ActivityTrace>& device,
+                                     [[maybe_unused]] nlohmann::json& clock) {
   std::vector<trace::Event> recorded = trace::take();
 #ifdef TRAINSCOPE_HAVE_CUPTI
-  std::vector<trace::Event> device;
-  if (device_) {
-    device = deviceEvents(device_->finish());
-    clock["device_offset_us"] = device_->clockOffsetUs();
-    clock["device_offset_uncertainty_us"] = device_->clockUncertaintyUs();
-    clock["dropped_device_records"] = device_->droppedRecords();
-    clock["incomplete_device_records"] = device_->incompleteRecords();
-    device_.reset();
+  std::vector<trace::Event> spans;
+  if (device) {
+    spans = deviceEvents(device->finish());
+    clock["device_offset_us"] = device->clockOffsetUs();
+    clock["device_offset_uncertainty_us"] = device->clockUncertaintyUs();
+    clock["dropped_device_records"] = device->droppedRecords();
+    clock["incomplete_device_records"] = device->incompleteRecords();
+    device.reset();
   }
-  recorded.insert(recorded.end(), device.begin(), device.end());
+  recorded.insert(recorded.end(), spans.begin(), spans.end());
 #endif
+  return recorded;
+}
+
+// The rank's process and each of its tracks, named and ordered (Chrome trace metadata events).
+nlohmann::json trackNames(int rank, const std::vector<int>& tids) {
   nlohmann::json events = nlohmann::json::array();
   events.push_back({{"ph", "M"},
                     {"name", "process_name"},
@@ -194,13 +197,6 @@ void TraceFiles::finish(const std::string& what, const nlohmann::json& about, co
                     {"args", {{"name", fmt::format("rank {}", rank)}}}});
   events.push_back(
       {{"ph", "M"}, {"name", "process_sort_index"}, {"pid", rank}, {"tid", kMainTrack}, {"args", {{"sort_index", rank}}}});
-  // In time order on each track, a parent before the spans it contains (a step before its phases).
-  std::stable_sort(recorded.begin(), recorded.end(), [](const trace::Event& a, const trace::Event& b) {
-    if (a.track != b.track) return a.track < b.track;
-    if (a.startUs != b.startUs) return a.startUs < b.startUs;
-    return a.durationUs > b.durationUs;
-  });
-  const std::vector<int> tids = threadIds(recorded);
   std::set<int> tracks = {kMainTrack, 1};
   tracks.insert(tids.begin(), tids.end());
   for (int t : tracks) {
@@ -217,25 +213,30 @@ void TraceFiles::finish(const std::string& what, const nlohmann::json& about, co
                       {"tid", t},
                       {"args", {{"sort_index", t == kMainTrack ? 0 : t}}}});
   }
-  std::vector<TraceGroup> allGroups = groups;
-  std::vector<int> everyRank(static_cast<std::size_t>(world_));
-  std::iota(everyRank.begin(), everyRank.end(), 0);
-  allGroups.push_back({"world", "default_pg", everyRank});
+  return events;
+}
+
+// The spans as complete events ("X") on their tracks, times from `originUs`; a collective's names its group.
+void addSpans(nlohmann::json& events, const std::vector<trace::Event>& recorded, const std::vector<int>& tids,
+              const std::vector<TraceGroup>& groups, int rank, double originUs) {
   for (std::size_t i = 0; i < recorded.size(); ++i) {
     const trace::Event& e = recorded[i];
     nlohmann::json args = e.args.is_null() ? nlohmann::json::object() : e.args;
     args["role"] = e.category;
-    addGroupArgs(args, allGroups);
+    addGroupArgs(args, groups);
     events.push_back({{"ph", "X"},
                       {"name", spanName(e)},
                       {"cat", kinetoCategory(e.category)},
-                      {"ts", e.startUs - originUs_},
+                      {"ts", e.startUs - originUs},
                       {"dur", e.durationUs},
                       {"pid", rank},
                       {"tid", tids[i]},
                       {"args", std::move(args)}});
   }
-  // Flow arrows from each CUDA runtime call to the device work it launched (same correlation id), as Kineto names them.
+}
+
+// Flow arrows from each CUDA runtime call to the device work it launched (same correlation id), as Kineto names them.
+void addLaunchFlows(nlohmann::json& events, const std::vector<trace::Event>& recorded, int rank, double originUs) {
   std::map<std::uint64_t, const trace::Event*> launches;
   for (const trace::Event& e : recorded)
     if (static_cast<int>(e.track) == kApiTrack) launches[e.args.at("correlation").get<std::uint64_t>()] = &e;
@@ -251,7 +252,7 @@ void TraceFiles::finish(const std::string& what, const nlohmann::json& about, co
                       {"id", id},
                       {"pid", rank},
                       {"tid", kApiTrack},
-                      {"ts", it->second->startUs - originUs_}});
+                      {"ts", it->second->startUs - originUs}});
     events.push_back({{"ph", "f"},
                       {"bp", "e"},
                       {"name", "ac2g"},
@@ -259,17 +260,64 @@ void TraceFiles::finish(const std::string& what, const nlohmann::json& about, co
                       {"id", id},
                       {"pid", rank},
                       {"tid", static_cast<int>(e.track)},
-                      {"ts", e.startUs - originUs_}});
+                      {"ts", e.startUs - originUs}});
   }
-  // distributedInfo as Kineto writes it: the backend, and the process groups this rank is in.
+}
+
+// distributedInfo as Kineto writes it: the backend, and the process groups this rank is in.
+nlohmann::json distributedInfo(int rank, int world, const std::vector<TraceGroup>& groups, const std::string& backend) {
   nlohmann::json pgConfig = nlohmann::json::array();
-  for (const TraceGroup& g : allGroups)
+  for (const TraceGroup& g : groups)
     pgConfig.push_back({{"pg_name", g.name}, {"pg_desc", g.desc}, {"pg_size", g.ranks.size()}, {"ranks", rankList(g.ranks)}});
-  nlohmann::json info = {{"rank", rank}, {"world_size", world_}, {"pg_count", pgConfig.size()}, {"pg_config", pgConfig}};
+  nlohmann::json info = {{"rank", rank}, {"world_size", world}, {"pg_count", pgConfig.size()}, {"pg_config", pgConfig}};
   if (!backend.empty()) info["backend"] = backend;
+  return info;
+}
+
+// Process 0: every rank's events (`all`, each rank's as JSON text) on one time axis, DIR/merged/merged.json.
+void writeMerged(const std::string& dir, const std::vector<std::string>& all, const std::string& what,
+                 const nlohmann::json& clock, int world) {
+  nlohmann::json merged = nlohmann::json::array();
+  for (const auto& s : all)
+    for (auto& e : nlohmann::json::parse(s)) merged.push_back(std::move(e));
+  const nlohmann::json doc = {{"traceEvents", merged},
+                              {"distributedInfo", {{"world_size", world}}},
+                              {"trainscope", {{"format", kTraceFormat}, {"what", what}, {"clock", clock}, {"ranks", world}}}};
+  // In a directory of its own: Holistic Trace Analysis loads every JSON file of DIR as one rank's trace and
+  // stops at one without distributedInfo.rank, which the merged view (every rank) has not.
+  const std::filesystem::path mergedDir = std::filesystem::path(dir) / "merged";
+  std::filesystem::create_directories(mergedDir);
+  writeFileAtomically((mergedDir / "merged.json").string(), jsonText(doc));
+}
+
+}  // namespace
+
+void TraceFiles::finish(const std::string& what, const nlohmann::json& about, const std::vector<TraceGroup>& groups,
+                        const std::string& backend) {
+  trace::enable(false);
+  const int rank = boot_.rank();
+  nlohmann::json clock = {{"method", "barrier"},
+                          {"note",
+                           "times are microseconds since a barrier every rank left together; "
+                           "aligned to within that barrier's exit skew"}};
+  std::vector<trace::Event> recorded = takeEvents(device_, clock);
+  // In time order on each track, a parent before the spans it contains (a step before its phases).
+  std::stable_sort(recorded.begin(), recorded.end(), [](const trace::Event& a, const trace::Event& b) {
+    if (a.track != b.track) return a.track < b.track;
+    if (a.startUs != b.startUs) return a.startUs < b.startUs;
+    return a.durationUs > b.durationUs;
+  });
+  const std::vector<int> tids = threadIds(recorded);
+  nlohmann::json events = trackNames(rank, tids);
+  std::vector<TraceGroup> allGroups = groups;
+  std::vector<int> everyRank(static_cast<std::size_t>(world_));
+  std::iota(everyRank.begin(), everyRank.end(), 0);
+  allGroups.push_back({"world", "default_pg", everyRank});
+  addSpans(events, recorded, tids, allGroups, rank, originUs_);
+  addLaunchFlows(events, recorded, rank, originUs_);
   // No displayTimeUnit: Perfetto v4-v21 read every ts and dur in the unit it names when it opens the file.
   const nlohmann::json mine = {{"traceEvents", events},
-                               {"distributedInfo", info},
+                               {"distributedInfo", distributedInfo(rank, world_, allGroups, backend)},
                                {"trainscope", {{"format", kTraceFormat}, {"what", what}, {"clock", clock}, {"about", about}}}};
   // Python's separators ("rank": 1): HTA finds each file's rank with a regex on its text, and without the space took
   // every file for rank 0. distributedInfo comes before traceEvents (keys sorted), where HTA's ijson reader stops.
@@ -277,17 +325,7 @@ void TraceFiles::finish(const std::string& what, const nlohmann::json& about, co
   const std::vector<std::string> all =
       world_ > 1 ? boot_.allGatherStrings(jsonText(events)) : std::vector<std::string>{jsonText(events)};
   if (rank != 0) return;
-  nlohmann::json merged = nlohmann::json::array();
-  for (const auto& s : all)
-    for (auto& e : nlohmann::json::parse(s)) merged.push_back(std::move(e));
-  const nlohmann::json doc = {{"traceEvents", merged},
-                              {"distributedInfo", {{"world_size", world_}}},
-                              {"trainscope", {{"format", kTraceFormat}, {"what", what}, {"clock", clock}, {"ranks", world_}}}};
-  // In a directory of its own: Holistic Trace Analysis loads every JSON file of DIR as one rank's trace and
-  // stops at one without distributedInfo.rank, which the merged view (every rank) has not.
-  const std::filesystem::path mergedDir = std::filesystem::path(dir_) / "merged";
-  std::filesystem::create_directories(mergedDir);
-  writeFileAtomically((mergedDir / "merged.json").string(), jsonText(doc));
+  writeMerged(dir_, all, what, clock, world_);
 }
 
 }  // namespace ts

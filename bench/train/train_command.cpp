@@ -12,9 +12,8 @@
 namespace ts {
 namespace {
 
-// The model, the data and the optimizer.
+// The model, its steps and batches, the device and the precision.
 void addModelOptions(OptionTable<TrainRunOptions>& t) {
-  t.group("Model, data and optimizer");
   onUnknownChoice(t.add("--model", "mlp, cnn or transformer", TS_FIELD(train.model)), unknownChoice<wl::ModelKind>("model"));
   t.add("--preset",
         "Named size: mlp tiny|small|base; cnn tiny|resnet20|resnet18|resnet34; transformer tiny|small|gpt2|gpt2-medium",
@@ -40,6 +39,10 @@ void addModelOptions(OptionTable<TrainRunOptions>& t) {
       }});
   t.add("--loss-scale", "float16: the initial dynamic loss scale", TS_FIELD(train.lossScale)).range({0, 1e30, true});
   t.add("--loss-scale-interval", "float16: good steps before the loss scale doubles", TS_FIELD(train.lossScaleInterval));
+}
+
+// The optimizer, the learning-rate schedule and the gradient clipping.
+void addOptimizerOptions(OptionTable<TrainRunOptions>& t) {
   onUnknownChoice(t.add("--optimizer", "sgd, adam, adamw, rmsprop or lamb", TS_FIELD(train.optimizer.kind)),
                   unknownChoice<wl::OptimizerKind>("optimizer"));
   t.add("--lr", "Peak learning rate", TS_FIELD(train.schedule.lr)).range({0, 1e6, true});
@@ -63,6 +66,10 @@ void addModelOptions(OptionTable<TrainRunOptions>& t) {
   t.add("--beta1", "Adam/AdamW/LAMB beta1", TS_FIELD(train.optimizer.beta1)).range({0, 1, false, true});
   t.add("--beta2", "Adam/AdamW/LAMB beta2", TS_FIELD(train.optimizer.beta2)).range({0, 1, false, true});
   t.add("--clip-norm", "Clip the global gradient norm to this (0 = off)", TS_FIELD(train.clipNorm)).range({0, 1e12});
+}
+
+// The data, its order and augmentation, and dropout.
+void addDataOptions(OptionTable<TrainRunOptions>& t) {
   t.add("--seed", "Seed of the initial weights and the data order", TS_FIELD(train.seed));
   t.add("--data", "synthetic, mnist:DIR, cifar10:DIR or text:FILE", TS_FIELD(train.data));
   onUnknownChoice(t.add("--augment",
@@ -180,7 +187,10 @@ void addRunOptions(OptionTable<TrainRunOptions>& t) {
 const OptionTable<TrainRunOptions>& trainOptions() {
   static const OptionTable<TrainRunOptions> table = [] {
     OptionTable<TrainRunOptions> t;
+    t.group("Model, data and optimizer");
     addModelOptions(t);
+    addOptimizerOptions(t);
+    addDataOptions(t);
     addEvalOptions(t);
     addLayoutOptions(t);
     addRunOptions(t);

@@ -150,53 +150,33 @@ TrainRecord describeRun(wl::Trainer& trainer, const TrainRunOptions& o, const wl
   return r;
 }
 
-// Every rank trains its part of the layout; process 0 prints and writes the record.
-void trainOnMesh(const TrainRunOptions& o, RunContext& ctx, const wl::Mesh& mesh) {
-  const bool leader = ctx.boot.rank() == 0;
-  const int world = mesh.worldSize();
-  Watchdog watchdog(o.timeoutS, ctx.boot.rank(), endAllRanksOnTimeout(o.timeoutS, ctx.boot));
-  WatchdogScope guard(watchdog);
-  activity::set("building the model and loading the data");
-  std::unique_ptr<MlperfRunLog> mllog;
-  if (leader && !o.mllogPath.empty()) mllog = std::make_unique<MlperfRunLog>(o.mllogPath);
+// This rank's trainer, built on every rank or on none (a failure on one is agreed), with its checkpoint group.
+std::unique_ptr<wl::Trainer> buildTrainer(const TrainRunOptions& o, RunContext& ctx, const wl::Mesh& mesh) {
   std::unique_ptr<wl::Trainer> built;
   // The watchdog times every wait (commTimeoutS 0): a wait that gave up on its own at --timeout would be a second
   // voice, racing the rank that is stuck in its own work to say it.
   collectively(ctx.boot, [&] { built = std::make_unique<wl::Trainer>(o.train, &mesh, 0); });
-  wl::Trainer& trainer = *built;
-  trainer.setCheckpointGroup(
+  built->setCheckpointGroup(
       {ctx.boot.rank(), ctx.boot.size(), [&boot = ctx.boot](const std::string& mine) { return boot.allGatherStrings(mine); }});
-  checkWarmup(o, trainer);
-  if (leader) printTrainBanner(trainer, o, mesh);
-  std::optional<Fault> fault;
-  collectively(ctx.boot, [&] { fault = faultFromEnvironment(); });
-  const Precision gemmPrecision = trainer.device().cuda() ? o.train.precision : Precision::kFloat32;
-  std::optional<CeilingSet> ceilings;
-  if (o.ceiling && leader) measureGemmCeiling(ceilings, ctx, trainer, fault, gemmPrecision);
-  if (world > 1) ctx.boot.quietBarrier();  // the ceiling is measured on process 0 alone
-  std::fflush(stdout);
+  checkWarmup(o, *built);
+  return built;
+}
 
-  // Process 0 streams every step as it ends: a kill, a hang or a crash loses at most the step in flight.
-  TrainRecord about = describeRun(trainer, o, mesh, ctx);
-  about.steps.error = "the run stopped before it wrote its train record";  // what a reader of this alone says
-  StepDone streamStep;
-  if (ctx.writer)
-    streamStep = [&ctx, &about, first = true](const wl::StepResult& r, bool timed) mutable {
-      ctx.writer->stream(progressJson(r, timed, about, first));
-      first = false;
-    };
-  if (mllog) mllog->initStop(trainer, o);
-  TrainLoopResult loop = runTrainLoop(trainer, o, mesh, ctx.boot, fault, leader, streamStep, mllog.get());
-  AfterTraining after = gatherAfterTraining(ctx.boot, trainer, mesh, loop.steps);
-  const std::vector<double>& stepSeconds = after.ranks.stepSeconds;
-  const double perDevice = stepSeconds.empty() ? 0 : trainer.flopsPerStep() / summarize(stepSeconds).median / 1e12 / world;
-  recheckCeilingIfExceeded(perDevice, ceilings, ctx.boot, world > 1 && !loop.steps.error);
-  if (!leader) {
-    if (loop.failed) std::rethrow_exception(loop.failed);
-    return;
-  }
+// Process 0 streams every step as it ends, as part of `about` (the run as described before it trained): a kill, a
+// hang or a crash loses at most the step in flight. Nothing without a writer.
+StepDone stepStreamer(RunContext& ctx, const TrainRecord& about) {
+  if (!ctx.writer) return {};
+  return [&ctx, &about, first = true](const wl::StepResult& r, bool timed) mutable {
+    ctx.writer->stream(progressJson(r, timed, about, first));
+    first = false;
+  };
+}
+
+// Process 0's train record: what was trained, its steps, what every rank's came to, and the MFU.
+TrainRecord finalRecord(wl::Trainer& trainer, const TrainRunOptions& o, const wl::Mesh& mesh, const RunContext& ctx,
+                        MeasuredSteps steps, AfterTraining after, double perDevice) {
   TrainRecord rec = describeRun(trainer, o, mesh, ctx);
-  rec.steps = std::move(loop.steps);
+  rec.steps = std::move(steps);
   rec.ranks = std::move(after.ranks);
   rec.memory = std::move(after.memory);
   rec.staleness = std::move(after.staleness);
@@ -208,6 +188,42 @@ void trainOnMesh(const TrainRunOptions& o, RunContext& ctx, const wl::Mesh& mesh
   }
   if (!o.train.checkpointDir.empty()) rec.checkpoint = trainer.checkpointStats().toJson();
   rec.tflopsPerDevice = perDevice;
+  return rec;
+}
+
+// Every rank trains its part of the layout; process 0 prints and writes the record.
+void trainOnMesh(const TrainRunOptions& o, RunContext& ctx, const wl::Mesh& mesh) {
+  const bool leader = ctx.boot.rank() == 0;
+  const int world = mesh.worldSize();
+  Watchdog watchdog(o.timeoutS, ctx.boot.rank(), endAllRanksOnTimeout(o.timeoutS, ctx.boot));
+  WatchdogScope guard(watchdog);
+  activity::set("building the model and loading the data");
+  std::unique_ptr<MlperfRunLog> mllog;
+  if (leader && !o.mllogPath.empty()) mllog = std::make_unique<MlperfRunLog>(o.mllogPath);
+  const std::unique_ptr<wl::Trainer> built = buildTrainer(o, ctx, mesh);
+  wl::Trainer& trainer = *built;
+  if (leader) printTrainBanner(trainer, o, mesh);
+  std::optional<Fault> fault;
+  collectively(ctx.boot, [&] { fault = faultFromEnvironment(); });
+  const Precision gemmPrecision = trainer.device().cuda() ? o.train.precision : Precision::kFloat32;
+  std::optional<CeilingSet> ceilings;
+  if (o.ceiling && leader) measureGemmCeiling(ceilings, ctx, trainer, fault, gemmPrecision);
+  if (world > 1) ctx.boot.quietBarrier();  // the ceiling is measured on process 0 alone
+  std::fflush(stdout);
+
+  TrainRecord about = describeRun(trainer, o, mesh, ctx);
+  about.steps.error = "the run stopped before it wrote its train record";  // what a reader of this alone says
+  if (mllog) mllog->initStop(trainer, o);
+  TrainLoopResult loop = runTrainLoop(trainer, o, mesh, ctx.boot, fault, leader, stepStreamer(ctx, about), mllog.get());
+  AfterTraining after = gatherAfterTraining(ctx.boot, trainer, mesh, loop.steps);
+  const std::vector<double>& stepSeconds = after.ranks.stepSeconds;
+  const double perDevice = stepSeconds.empty() ? 0 : trainer.flopsPerStep() / summarize(stepSeconds).median / 1e12 / world;
+  recheckCeilingIfExceeded(perDevice, ceilings, ctx.boot, world > 1 && !loop.steps.error);
+  if (!leader) {
+    if (loop.failed) std::rethrow_exception(loop.failed);
+    return;
+  }
+  TrainRecord rec = finalRecord(trainer, o, mesh, ctx, std::move(loop.steps), std::move(after), perDevice);
   if (rec.timed()) rec.mfu = mfuFor(trainer, o.train.precision, gemmPrecision, ceilings, perDevice);
   printTrainSummary(rec);
   if (ctx.writer) ctx.writer->add(toJson(rec));
