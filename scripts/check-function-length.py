@@ -1,10 +1,9 @@
 #!/usr/bin/env python3
 """Fails when a function in workloads/ or bench/ is longer than 60 lines, from its signature's first line to its
 closing brace (member functions, constructors, operators and functions defined in headers included); prints each
-one as PATH:LINE: NAME is N lines. The known bench/ offenders that another change is splitting are read from
-scripts/function-length-pending.txt ("path:function" per line) and reported as pending, not as failures.
+one as PATH:LINE: NAME is N lines. There is no list of excused functions: one over the limit is split along its seams.
 
-    scripts/check-function-length.py [--max N] [--pending FILE] [PATH...]   (default: workloads bench)
+    scripts/check-function-length.py [--max N] [PATH...]   (default: workloads bench)
 
 Why a tokenizer and not libclang: a real parse of one translation unit with its includes (nlohmann/json, fmt's
 compile-time format strings, CLI11) costs 2 to 5 s of CPU even with function bodies skipped, so the 140 sources here
@@ -22,7 +21,6 @@ ROOT = Path(__file__).resolve().parent.parent
 MAX_LINES = 60
 DIRS = ("workloads", "bench")
 SUFFIXES = {".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh"}
-PENDING = ROOT / "scripts" / "function-length-pending.txt"
 
 
 @dataclass(frozen=True)
@@ -323,51 +321,23 @@ def _sources(paths: list[str]) -> list[Path]:
     return files
 
 
-def _pending(path: Path) -> set[str]:
-    if not path.exists():
-        return set()
-    entries = set()
-    for raw in path.read_text().splitlines():
-        line = raw.split("#", 1)[0].strip()
-        if line:
-            entries.add(line)
-    return entries
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--max", type=int, default=MAX_LINES, help="the most lines a function may have (default 60)")
-    parser.add_argument("--pending", type=Path, default=PENDING, help="known offenders, path:function per line")
     parser.add_argument("paths", nargs="*", default=list(DIRS), help="files or directories (default: workloads bench)")
     args = parser.parse_args(argv)
-    pending = _pending(args.pending)
     failed: list[str] = []
-    waiting: list[str] = []
-    seen: set[str] = set()
     files = _sources(args.paths)
     for path in files:
         rel = path.resolve().relative_to(ROOT).as_posix() if path.resolve().is_relative_to(ROOT) else str(path)
         for f in functions(path.read_text(errors="replace")):
             if f.lines <= args.max:
                 continue
-            key = f"{rel}:{f.name}"
-            line = f"{rel}:{f.first}: {f.name} is {f.lines} lines (at most {args.max})"
-            (waiting if key in pending else failed).append(line)
-            seen.add(key)
-    for line in waiting:
-        print(f"pending: {line}")
-    for key in sorted(pending - seen):
-        print(f"check-function-length: {args.pending.name} lists {key}, which is not over {args.max} lines: take it out",
-              file=sys.stderr)
+            failed.append(f"{rel}:{f.first}: {f.name} is {f.lines} lines (at most {args.max})")
     for line in failed:
         print(line)
-    bad = [k for k in pending if k.startswith("workloads/")]
-    for key in bad:
-        print(f"check-function-length: {args.pending.name} may not list workloads/ ({key})", file=sys.stderr)
-    ok = not failed and not bad and not (pending - seen)
-    print(f"check-function-length: {len(files)} file(s); {len(failed)} function(s) over {args.max} lines"
-          + (f", {len(waiting)} pending" if waiting else ""), file=sys.stderr)
-    return 0 if ok else 1
+    print(f"check-function-length: {len(files)} file(s); {len(failed)} function(s) over {args.max} lines", file=sys.stderr)
+    return 0 if not failed else 1
 
 
 if __name__ == "__main__":
