@@ -238,10 +238,10 @@ void Trainer::build(double commTimeoutS) {
   checkFitsTheHost(config, o.device, layout.tp);
   model_ = makeModel(config, microBatchSize(), *device_, TensorParallel{mesh_->coordinate(GroupKind::kTp), layout.tp});
   if (Communicator* tp = mesh_->group(GroupKind::kTp))
-    tp_ = std::make_unique<TensorParallelGroup>(*tp, commTimeoutS, groupLabel(*mesh_, GroupKind::kTp));
+    tp_ = std::make_unique<TensorParallelGroup>(*tp, commTimeoutS, mesh_->groupId(GroupKind::kTp));
   if (layout.syncBn == SyncBatchNorm::kOn)
     if (Communicator* dp = mesh_->group(GroupKind::kDp))
-      syncBn_ = std::make_unique<SyncBatchNormGroup>(*dp, commTimeoutS, groupLabel(*mesh_, GroupKind::kDp));
+      syncBn_ = std::make_unique<SyncBatchNormGroup>(*dp, commTimeoutS, mesh_->groupId(GroupKind::kDp));
   if (layout.pp > 1) {
     const data::Batch sample = source_->batch(0).slice(0, microBatchSize());  // its shapes size the stages' buffers
     pipeline_ = std::make_unique<Pipeline>(*mesh_, *model_, commTimeoutS, sample, static_cast<int>(o.microBatches));
@@ -265,7 +265,7 @@ void Trainer::build(double commTimeoutS) {
     auto ps = std::make_unique<AsyncPsSync>(*dp, part_, layout, o.steps, commTimeoutS);
     asyncPs_ = ps.get();
     sync_ = std::move(ps);
-    sync_->setTraceLabel(groupLabel(*mesh_, GroupKind::kDp));
+    sync_->setGroup(mesh_->groupId(GroupKind::kDp));
   } else {
     sync_ = makeGradientSync(*mesh_, part_, commTimeoutS);
   }
@@ -407,16 +407,16 @@ StepResult Trainer::trainStep() {
   StepResult r;
   r.step = nextStep_;
   // Every phase is a trace span (and an NVTX range); the phase times are the spans' lengths.
-  trace::Span stepSpan("step", "step", static_cast<int>(r.step));
+  trace::Span stepSpan("step", trace::Role::kStep, static_cast<int>(r.step));
   if (trace::enabled()) stepSpan.annotate({{"step", r.step}});  // no JSON built per step otherwise
   if (asyncPs_ && !asyncPs_->worker()) return serveStep(r, stepSpan);
-  trace::Span dataSpan("data", "phase");
+  trace::Span dataSpan("data", trace::Role::kPhase);
   data::Prefetcher::Next next = loader_->next();
   dataSpan.close();
   r.dataS = next.waitSeconds;
   model_->zeroGrads();
   if (asyncPs_) {  // the parameter versions this step may use (waiting, if it is more than --staleness ahead)
-    trace::Span wait("sync", "phase");
+    trace::Span wait("sync", trace::Role::kPhase);
     r.staleness = asyncPs_->beginStep(r.step);
     r.syncS += wait.close();
   }
@@ -445,24 +445,24 @@ StepResult Trainer::trainStep() {
   for (std::int64_t i = 0; !pipeline_ && i < M; ++i) {
     const bool last = i == M - 1;
     const data::Batch micro = M == 1 ? std::move(next.batch) : next.batch.slice(i * mb, (i + 1) * mb);
-    trace::Span forward("forward", "compute", static_cast<int>(i));
+    trace::Span forward("forward", trace::Role::kCompute, static_cast<int>(i));
     sync_->beforeForward(ctx);
     lastMicroLoss_ = model_->forward(micro, ctx);
     loss += lastMicroLoss_;
     lastIndices_ = micro.sampleIndices;
     device_->synchronize();
     r.forwardS += forward.close();
-    trace::Span backward("backward", "compute", static_cast<int>(i));
+    trace::Span backward("backward", trace::Role::kCompute, static_cast<int>(i));
     sync_->beforeBackward(ctx, last);
     model_->backward(scale, ctx);
     device_->synchronize();
     r.backwardS += backward.close();
-    trace::Span sync("sync", "phase");
+    trace::Span sync("sync", trace::Role::kPhase);
     sync_->afterBackward(last);
     r.syncS += sync.close();
   }
   if (asyncPs_) return finishAsyncStep(r, loss, stepSpan);
-  trace::Span syncSpan("sync", "phase");
+  trace::Span syncSpan("sync", trace::Role::kPhase);
   if (pipeline_) loss = pipeline_->sumOverStages(loss, false);  // the last stage's
   r.loss = sync_->groupMean(loss / static_cast<double>(M));     // every rank's mean: the same on all, so all decide alike
   if (masters_) masters_->endStep();
@@ -498,7 +498,7 @@ StepResult Trainer::trainStep() {
     if (!std::isfinite(r.gradNorm))
       throw Error(fmt::format("step {}: the gradient norm is {} (diverged; lower --lr)", r.step, r.gradNorm));
     r.syncS += syncSpan.close() - normS;
-    trace::Span optimizerSpan("optimizer", "compute");
+    trace::Span optimizerSpan("optimizer", trace::Role::kCompute);
     if (options_.clipNorm > 0 && r.gradNorm > options_.clipNorm) {  // done on the device by the synchronize below
       const float s = static_cast<float>(options_.clipNorm / r.gradNorm);
       for (Param* p : params) ops::scale(*p->grad.device, p->grad.data, s, p->grad.numel());
@@ -507,7 +507,7 @@ StepResult Trainer::trainStep() {
     optimizer_->step(r.lr, static_cast<int>(r.step + 1 - (scaler_ ? scaler_->skippedSteps() : 0)));
     device_->synchronize();
     r.optimizerS = optimizerSpan.close() + normS;
-    trace::Span afterUpdate("sync", "phase");
+    trace::Span afterUpdate("sync", trace::Role::kPhase);
     sync_->afterUpdate();
     r.syncS += afterUpdate.close();
   }
@@ -524,7 +524,7 @@ StepResult Trainer::trainStep() {
   r.totalS = stepSpan.close();
   if (!options_.checkpointDir.empty() &&
       ((options_.checkpointEvery > 0 && nextStep_ % options_.checkpointEvery == 0) || done())) {
-    trace::Span checkpoint("checkpoint", "phase");
+    trace::Span checkpoint("checkpoint", trace::Role::kPhase);
     saveCheckpoint();
     r.checkpointS = checkpoint.close();
     checkpointStats_.stallS.push_back(r.checkpointS);
@@ -536,7 +536,7 @@ StepResult Trainer::trainStep() {
 // A dedicated ps-async server's step: the update of this clock, once every worker's gradient is in, sent to
 // the workers; no batch of its own. After the last, every worker holds the final values.
 StepResult Trainer::serveStep(StepResult& r, trace::Span& stepSpan) {
-  trace::Span sync("sync", "phase");
+  trace::Span sync("sync", trace::Role::kPhase);
   asyncPs_->serve(r.step);
   r.lr = options_.schedule.at(r.step);
   ++nextStep_;
@@ -558,7 +558,7 @@ StepResult Trainer::finishAsyncStep(StepResult& r, double loss, trace::Span& ste
   r.lr = options_.schedule.at(r.step);
   ++nextStep_;
   if (done()) {
-    trace::Span last("sync", "phase");
+    trace::Span last("sync", trace::Role::kPhase);
     asyncPs_->finish();
     r.syncS += last.close();
   }
@@ -569,7 +569,7 @@ StepResult Trainer::finishAsyncStep(StepResult& r, double loss, trace::Span& ste
 
 EvalResult Trainer::evaluate() {
   if (!evalSource_) throw Error("internal: Trainer::evaluate without --eval-every");
-  trace::Span span("eval", "phase");
+  trace::Span span("eval", trace::Role::kPhase);
   const auto t0 = std::chrono::steady_clock::now();
   EvalResult e;
   e.step = nextStep_;

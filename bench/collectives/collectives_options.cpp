@@ -29,24 +29,13 @@ std::string mpiReduceScatterChoices() {
 CollectivesOptions resolveCollectivesArgs(const CollectivesArgs& raw) {
   CollectivesOptions o = raw.opts;
   applyNcclTestsFlags(raw.ncclTests, o);
-  if (raw.backend == "auto")
-    o.backend = BackendKind::kAuto;
-  else if (raw.backend == "mpi")
-    o.backend = BackendKind::kMpi;
-  else if (raw.backend == "nccl")
-    o.backend = BackendKind::kNccl;
-  else
-    throw UsageError(fmt::format("--backend: unknown backend '{}' (auto, mpi, nccl)", raw.backend));
-  if (raw.bootstrap == "auto")
-    o.bootstrap = BootstrapKind::kAuto;
-  else if (raw.bootstrap == "mpi")
-    o.bootstrap = BootstrapKind::kMpi;
-  else if (raw.bootstrap == "env")
-    o.bootstrap = BootstrapKind::kEnv;
-  else if (raw.bootstrap == "single")
-    o.bootstrap = BootstrapKind::kSingle;
-  else
-    throw UsageError(fmt::format("--bootstrap: unknown bootstrap '{}' (auto, mpi, env, single)", raw.bootstrap));
+  const std::optional<BackendKind> backend = enumFromName<BackendKind>(raw.backend);
+  if (!backend) throw UsageError(fmt::format("--backend: unknown backend '{}' ({})", raw.backend, enumNameList<BackendKind>()));
+  o.backend = *backend;
+  const std::optional<BootstrapKind> bootstrap = enumFromName<BootstrapKind>(raw.bootstrap);
+  if (!bootstrap)
+    throw UsageError(fmt::format("--bootstrap: unknown bootstrap '{}' ({})", raw.bootstrap, enumNameList<BootstrapKind>()));
+  o.bootstrap = *bootstrap;
   const wl::DeviceSpec device = wl::parseDeviceSpec(raw.device);
   if (!device.cuda()) throw UsageError("--device cpu: collectives on the CPU are --backend mpi");
   o.gpus.first = device.index;
@@ -100,7 +89,7 @@ void fitOpsToBackend(CollectivesOptions& o, BackendKind backend) {
     if (!o.allOps) throw UsageError(fmt::format("--ops {}: {}", c->name(), c->whyNotOn(backend)));
     o.opsLeftOut.push_back(c);
   }
-  if (kept.empty()) throw UsageError(fmt::format("--ops all: the {} backend runs none of the collectives", backendName(backend)));
+  if (kept.empty()) throw UsageError(fmt::format("--ops all: the {} backend runs none of the collectives", nameOf(backend)));
   o.ops = kept;
 }
 
@@ -189,7 +178,7 @@ nlohmann::json toJson(const CollectivesOptions& o) {
   for (auto r : o.redops) redops.push_back(std::string(redOpName(r)));
   for (auto m : o.mpiReduceScatter) mpiCalls.push_back(std::string(nameOf(m)));
   nlohmann::json j = o.given;
-  j["resolved"] = {{"backend", backendName(o.backend)},
+  j["resolved"] = {{"backend", nameOf(o.backend)},
                    {"gpus_per_process", o.gpus.perProcess},
                    {"device", o.gpus.first < 0 ? std::string("cuda") : fmt::format("cuda:{}", o.gpus.first)},
                    {"ops", ops},

@@ -15,11 +15,13 @@ import pytest
 from helpers import ROOT, kernel_ops
 
 from reports.collective_facts import names as collective_names
+from reports.trace_roles import roles as trace_roles
 
 # family -> its names, and where each family's one list is read from.
-FAMILIES = {"kernel ops": set(kernel_ops()), "collectives": set(collective_names())}
+FAMILIES = {"kernel ops": set(kernel_ops()), "collectives": set(collective_names()), "trace roles": set(trace_roles())}
 READ_FROM = {"kernel ops": "helpers.kernel_ops() in Python, allKernelOps() / kernelOpNameList() in C++",
-             "collectives": "reports/collective_facts.py in Python, allCollectives() / collectiveNameList() in C++"}
+             "collectives": "reports/collective_facts.py in Python, allCollectives() / collectiveNameList() in C++",
+             "trace roles": "reports/trace_roles.py in Python, trace::Role (kernels/trace.h) in C++"}
 FACTS_MODULE = ROOT / "reports" / "collective_facts.py"
 PYTHON_DIRS = ("tests", "reports", "scripts")
 CPP_DIRS = ("base", "bench", "comm", "kernels", "workloads", "tests", "fuzz")
@@ -134,6 +136,7 @@ def python_findings(path):
     'WHOLE_BUFFER = {"all_gather", "reduce_scatter", "alltoall", "gather", "scatter"}',
     'class Bench:\n    ROWS = {"all_reduce": 1, "reduce": 2, "gather": 3}',
     'def f(op):\n    return "sum" if op in ("all_reduce", "reduce_scatter", "reduce") else None',
+    'COLORS = {"compute": "C0", "wait": "C3", "phase": "0.75"}',
 ])
 def test_the_scanner_finds_a_python_list_kept_by_hand(tmp_path, source):
     assert python_findings(written(tmp_path, source))[0], source

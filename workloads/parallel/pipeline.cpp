@@ -111,7 +111,7 @@ Pipeline::Pipeline(const Mesh& mesh, Model& model, double timeoutS, const data::
       stagesCount_(mesh.size(GroupKind::kPp)),
       schedule_(mesh.layout().schedule),
       comm_(mesh.group(GroupKind::kPp)),
-      tracker_(*comm_, timeoutS, groupLabel(mesh, GroupKind::kPp)) {
+      tracker_(*comm_, timeoutS, mesh.groupId(GroupKind::kPp)) {
   std::vector<double> flops;
   for (Layer* l : model.layers()) flops.push_back(l->forwardFlops());
   stages_ = splitStages(flops, stagesCount_, mesh.layout().ppSplit);
@@ -251,7 +251,7 @@ double Pipeline::step(const std::vector<data::Batch>& micros, float scale, Gradi
     const PipeOp& op = *st.compute;
     const auto i = static_cast<std::size_t>(op.micro);
     if (op.forward) {
-      trace::Span forward("forward", "compute", op.micro);
+      trace::Span forward("forward", trace::Role::kCompute, op.micro);
       sync.beforeForward(ctx);
       const Tensor& y = forwardMicro(micros[i], op.micro, ctx, &lossSum);
       if (!last()) copy(outputs_[i], Tensor{y.data, outputs_[i].shape, y.device});
@@ -262,7 +262,7 @@ double Pipeline::step(const std::vector<data::Batch>& micros, float scale, Gradi
       continue;
     }
     const bool lastBackward = --backwardsLeft == 0;
-    trace::Span backward("backward", "compute", op.micro);
+    trace::Span backward("backward", trace::Role::kCompute, op.micro);
     if (held_ != op.micro) {
       // Recomputation: the loss was counted, and batch norm's running statistics updated, the first time
       // (updating them again counted the recomputed micro-batches twice: found by evaluating under --pp).
@@ -283,7 +283,7 @@ double Pipeline::step(const std::vector<data::Batch>& micros, float scale, Gradi
     times.backwardS += backward.close();
     // Posted before the data-parallel sync, which may block: the neighbours' transfers go on meanwhile.
     post();
-    trace::Span syncSpan("sync", "phase");
+    trace::Span syncSpan("sync", trace::Role::kPhase);
     sync.afterBackward(lastBackward);
     times.syncS += syncSpan.close();
   }
