@@ -100,9 +100,10 @@ BootstrapKind chooseBootstrap(const Launch& launch, bool wantMpi) {
 // A world other than the one the launcher started is never run: not a silent world of 1, not a partial one.
 void checkWorld(const Launch& launch, const Bootstrap& boot) {
   if (launch.size <= 0 || boot.size() == launch.size) return;
-  throw LocalUsageError(fmt::format("started by {} as {} processes, but the {} bootstrap found {}{}",
-                                    launcherName(launch.launcher), launch.size, boot.kind(), boot.size(),
-                                    boot.kind() == "single" ? " (--bootstrap single runs one process: leave it at auto)" : ""));
+  throw LocalUsageError(
+      fmt::format("started by {} as {} processes, but the {} bootstrap found {}{}", launcherName(launch.launcher), launch.size,
+                  nameOf(boot.kind()), boot.size(),
+                  boot.kind() == BootstrapKind::kSingle ? " (--bootstrap single runs one process: leave it at auto)" : ""));
 }
 
 std::unique_ptr<Bootstrap> create(BootstrapKind kind, const Launch& launch) {

@@ -10,15 +10,28 @@
 #include <string>
 #include <vector>
 
+#include "base/enum_names.h"
+
 namespace ts {
+
+// The command line's choice (auto: chooseBootstrap), and what a bootstrap is (Bootstrap::kind; the run
+// metadata's world.bootstrap).
+enum class BootstrapKind { kAuto, kMpi, kEnv, kSingle };
+template <>
+struct EnumNames<BootstrapKind> {
+  static constexpr std::pair<std::string_view, BootstrapKind> kNames[] = {{"auto", BootstrapKind::kAuto},
+                                                                          {"mpi", BootstrapKind::kMpi},
+                                                                          {"env", BootstrapKind::kEnv},
+                                                                          {"single", BootstrapKind::kSingle}};
+};
 
 class Bootstrap {
  public:
   virtual ~Bootstrap() = default;
-  virtual std::string kind() const = 0;  // "mpi", "env", "single"
-  virtual int rank() const = 0;          // this process's index
-  virtual int size() const = 0;          // number of processes
-  virtual int localRank() const = 0;     // index among the processes on this host
+  virtual BootstrapKind kind() const = 0;  // never kAuto
+  virtual int rank() const = 0;            // this process's index
+  virtual int size() const = 0;            // number of processes
+  virtual int localRank() const = 0;       // index among the processes on this host
   // Every process contributes `bytes` bytes; `out` receives size()*bytes, process p's at p*bytes.
   virtual void allGather(const void* in, void* out, std::size_t bytes) = 0;
   virtual void barrier() = 0;
@@ -44,8 +57,6 @@ class Bootstrap {
   long long sum(long long v);
   bool allTrue(bool v);
 };
-
-enum class BootstrapKind { kAuto, kMpi, kEnv, kSingle };
 
 struct Launch;
 

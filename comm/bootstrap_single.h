@@ -9,7 +9,7 @@ namespace ts {
 
 class SingleBootstrap final : public Bootstrap {
  public:
-  std::string kind() const override { return "single"; }
+  BootstrapKind kind() const override { return BootstrapKind::kSingle; }
   int rank() const override { return 0; }
   int size() const override { return 1; }
   int localRank() const override { return 0; }

@@ -89,7 +89,7 @@ class TcpBootstrap final : public Bootstrap {
     }
   }
 
-  std::string kind() const override { return "env"; }
+  BootstrapKind kind() const override { return BootstrapKind::kEnv; }
   int rank() const override { return cfg_.rank; }
   int size() const override { return cfg_.size; }
   int localRank() const override { return local_; }

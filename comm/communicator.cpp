@@ -55,18 +55,6 @@ std::unique_ptr<PendingCollective> Communicator::start(int l, const CollectiveCa
   return std::make_unique<CompletedCollective>();
 }
 
-std::string backendName(BackendKind b) {
-  switch (b) {
-    case BackendKind::kAuto:
-      return "auto";
-    case BackendKind::kMpi:
-      return "mpi";
-    case BackendKind::kNccl:
-      return "nccl";
-  }
-  return "?";
-}
-
 BackendKind resolveBackend(BackendKind requested) {
   if (requested != BackendKind::kAuto) return requested;
 #ifdef TRAINSCOPE_HAVE_NCCL
@@ -88,11 +76,11 @@ void checkBackend(BackendKind b, const CommunicatorOptions& opts, [[maybe_unused
   if (opts.gpus.perProcess != 1) throw UsageError("--gpus-per-process applies to --backend nccl only");
   if (opts.gpus.first >= 0) throw UsageError("--device cuda:N applies to --backend nccl only");
 #ifdef TRAINSCOPE_HAVE_MPI
-  if (boot.kind() != "mpi")
+  if (boot.kind() != BootstrapKind::kMpi)
     throw UsageError(fmt::format(
         "the processes met through the {} bootstrap, but the MPI backend (the CPU's) needs them started by an MPI launcher: use "
         "mpirun or srun --mpi=pmix (RANK/WORLD_SIZE serve the NCCL backend on GPUs)",
-        boot.kind()));
+        nameOf(boot.kind())));
 #else
   throw UsageError("--backend mpi: this trainscope was built without MPI");
 #endif
@@ -101,7 +89,7 @@ void checkBackend(BackendKind b, const CommunicatorOptions& opts, [[maybe_unused
 // `auto` resolves on each process by the GPUs its host shows: processes on hosts with and without one would
 // build different communicators, and wait in each other's exchanges.
 void agreeOnBackend(Bootstrap& boot, BackendKind mine) {
-  const std::vector<std::string> all = boot.allGatherStrings(backendName(mine));
+  const std::vector<std::string> all = boot.allGatherStrings(std::string(nameOf(mine)));
   for (std::size_t p = 1; p < all.size(); ++p)
     if (all[p] != all[0])
       throw UsageError(

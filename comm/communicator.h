@@ -22,6 +22,23 @@ namespace ts {
 class Bootstrap;
 class Collective;  // comm/collectives/collective.h: one per file, each with its MPI and NCCL calls
 
+// The backend that moves the data: the command line's choice (auto: resolveBackend), and what a communicator
+// is (Communicator::backend). Records and traces name the resolved one (the result schema's backend enum).
+enum class BackendKind { kAuto, kMpi, kNccl };
+template <>
+struct EnumNames<BackendKind> {
+  static constexpr std::pair<std::string_view, BackendKind> kNames[] = {
+      {"auto", BackendKind::kAuto}, {"mpi", BackendKind::kMpi}, {"nccl", BackendKind::kNccl}};
+};
+
+// What a communicator's times come from (the collective record's timer).
+enum class TimerKind { kSteadyClock, kCudaEvent };
+template <>
+struct EnumNames<TimerKind> {
+  static constexpr std::pair<std::string_view, TimerKind> kNames[] = {{"steady_clock", TimerKind::kSteadyClock},
+                                                                      {"cuda_event", TimerKind::kCudaEvent}};
+};
+
 // What timing one batch of iterations produced, for this process.
 struct TimedBatch {
   std::vector<double> opUs;  // one duration per iteration (the slowest local rank's), microseconds
@@ -84,8 +101,8 @@ class Communicator {
  public:
   virtual ~Communicator() = default;
 
-  virtual std::string backend() const = 0;      // "mpi", "nccl"
-  virtual std::string timer() const = 0;        // what opUs comes from: "steady_clock", "cuda_event"
+  virtual BackendKind backend() const = 0;      // kMpi or kNccl, never kAuto
+  virtual TimerKind timer() const = 0;          // what opUs comes from
   virtual int worldSize() const = 0;            // ranks in the group
   virtual int localCount() const = 0;           // ranks this process drives
   virtual int rank(int l) const = 0;            // global rank of local rank l
@@ -170,8 +187,6 @@ class CommBuffer {
   void* ptr_ = nullptr;
 };
 
-enum class BackendKind { kAuto, kMpi, kNccl };
-
 struct CommunicatorOptions {
   BackendKind backend = BackendKind::kAuto;
   GpuChoice gpus;  // NCCL: which GPUs each process drives (comm/gpu_plan.h)
@@ -179,7 +194,6 @@ struct CommunicatorOptions {
 
 // The backend `auto` resolves to on this machine: NCCL when built with it and a GPU is visible, else MPI.
 BackendKind resolveBackend(BackendKind requested);
-std::string backendName(BackendKind b);
 // Builds the communicator over the processes of `boot`; UsageError when the backend is not built in,
 // when there is no GPU for NCCL, or when more GPUs are asked for than exist. Every check that one process
 // can fail alone is agreed (comm/agreed_step.h) before the backend's exchanges: a failure on any process

@@ -9,13 +9,12 @@
 namespace ts::wl {
 
 std::string DeviceSpec::name() const {
-  if (!cuda()) return "cpu";
-  return index < 0 ? "cuda" : fmt::format("cuda:{}", index);
+  if (!cuda() || index < 0) return std::string(nameOf(kind));
+  return fmt::format("{}:{}", nameOf(kind), index);
 }
 
 DeviceSpec parseDeviceSpec(std::string_view text) {
-  if (text == "cpu") return {DeviceKind::kCpu, -1};
-  if (text == "cuda") return {DeviceKind::kCuda, -1};
+  if (const std::optional<DeviceKind> kind = enumFromName<DeviceKind>(text)) return {*kind, -1};
   constexpr std::string_view kPrefix = "cuda:";
   if (text.substr(0, kPrefix.size()) == kPrefix) {
     const std::string_view digits = text.substr(kPrefix.size());

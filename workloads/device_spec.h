@@ -4,9 +4,24 @@
 #include <string>
 #include <string_view>
 
+#include "base/enum_names.h"
+
 namespace ts::wl {
 
 enum class DeviceKind { kCpu, kCuda };
+
+}  // namespace ts::wl
+
+namespace ts {
+// As the train record's backend names them.
+template <>
+struct EnumNames<wl::DeviceKind> {
+  static constexpr std::pair<std::string_view, wl::DeviceKind> kNames[] = {{"cpu", wl::DeviceKind::kCpu},
+                                                                           {"cuda", wl::DeviceKind::kCuda}};
+};
+}  // namespace ts
+
+namespace ts::wl {
 
 struct DeviceSpec {
   DeviceKind kind = DeviceKind::kCpu;

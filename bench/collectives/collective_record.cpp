@@ -9,7 +9,7 @@ nlohmann::json toJson(const CollectiveRecord& r) {
   nlohmann::json j = {
       {"kind", "collective"},
       {"op", r.op},
-      {"backend", r.backend},
+      {"backend", nameOf(r.backend)},
       {"dtype", std::string(dtypeName(r.dtype))},
       {"redop", orNull(redop)},
       {"root", orNull(r.root)},
@@ -21,7 +21,7 @@ nlohmann::json toJson(const CollectiveRecord& r) {
       {"graph", r.graph},
       {"iters", r.iters},
       {"trials", r.trials},
-      {"timer", r.timer},
+      {"timer", nameOf(r.timer)},
       {"time_us", toJson(r.time)},
       {"samples_us", r.samplesUs},
       {"host_time_us", toJson(r.hostTime)},

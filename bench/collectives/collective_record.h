@@ -23,7 +23,9 @@ struct RankSpread {
 };
 
 struct CollectiveRecord {
-  std::string op, backend, timer;
+  std::string op;
+  BackendKind backend = BackendKind::kMpi;
+  TimerKind timer = TimerKind::kSteadyClock;
   DType dtype = DType::kFloat32;
   std::optional<RedOp> redop;  // reducing ops only
   std::optional<int> root;     // rooted ops only

@@ -24,19 +24,11 @@ std::string mpiReduceScatterChoices() {
   return names.substr(0, names.size() - 2) + " or both";
 }
 
-BackendKind backendNamed(const std::string& name) {
-  if (name == "auto") return BackendKind::kAuto;
-  if (name == "mpi") return BackendKind::kMpi;
-  if (name == "nccl") return BackendKind::kNccl;
-  throw UsageError(fmt::format("--backend: unknown backend '{}' (auto, mpi, nccl)", name));
-}
-
-BootstrapKind bootstrapNamed(const std::string& name) {
-  if (name == "auto") return BootstrapKind::kAuto;
-  if (name == "mpi") return BootstrapKind::kMpi;
-  if (name == "env") return BootstrapKind::kEnv;
-  if (name == "single") return BootstrapKind::kSingle;
-  throw UsageError(fmt::format("--bootstrap: unknown bootstrap '{}' (auto, mpi, env, single)", name));
+// --backend and --bootstrap: a name of the enum's, or one line naming them all.
+template <typename Kind>
+Kind kindNamed(const std::string& name, const char* flag, const char* what) {
+  if (const std::optional<Kind> kind = enumFromName<Kind>(name)) return *kind;
+  throw UsageError(fmt::format("{}: unknown {} '{}' ({})", flag, what, name, enumNameList<Kind>()));
 }
 
 // The sweep's lists: --ops, --dtype and --redop, each `all` or a comma list.
@@ -87,8 +79,8 @@ std::vector<MpiReduceScatter> mpiReduceScatterCalls(const std::string& name) {
 CollectivesOptions resolveCollectivesArgs(const CollectivesArgs& raw) {
   CollectivesOptions o = raw.opts;
   applyNcclTestsFlags(raw.ncclTests, o);
-  o.backend = backendNamed(raw.backend);
-  o.bootstrap = bootstrapNamed(raw.bootstrap);
+  o.backend = kindNamed<BackendKind>(raw.backend, "--backend", "backend");
+  o.bootstrap = kindNamed<BootstrapKind>(raw.bootstrap, "--bootstrap", "bootstrap");
   const wl::DeviceSpec device = wl::parseDeviceSpec(raw.device);
   if (!device.cuda()) throw UsageError("--device cpu: collectives on the CPU are --backend mpi");
   o.gpus.first = device.index;
@@ -112,7 +104,7 @@ void fitOpsToBackend(CollectivesOptions& o, BackendKind backend) {
     if (!o.allOps) throw UsageError(fmt::format("--ops {}: {}", c->name(), c->whyNotOn(backend)));
     o.opsLeftOut.push_back(c);
   }
-  if (kept.empty()) throw UsageError(fmt::format("--ops all: the {} backend runs none of the collectives", backendName(backend)));
+  if (kept.empty()) throw UsageError(fmt::format("--ops all: the {} backend runs none of the collectives", nameOf(backend)));
   o.ops = kept;
 }
 
@@ -201,7 +193,7 @@ nlohmann::json toJson(const CollectivesOptions& o) {
   for (auto r : o.redops) redops.push_back(std::string(redOpName(r)));
   for (auto m : o.mpiReduceScatter) mpiCalls.push_back(std::string(nameOf(m)));
   nlohmann::json j = o.given;
-  j["resolved"] = {{"backend", backendName(o.backend)},
+  j["resolved"] = {{"backend", nameOf(o.backend)},
                    {"gpus_per_process", o.gpus.perProcess},
                    {"device", o.gpus.first < 0 ? std::string("cuda") : fmt::format("cuda:{}", o.gpus.first)},
                    {"ops", ops},

@@ -63,7 +63,7 @@ class CollectivesRun {
     // of a host share it.
     const auto hosts = boot_.allGatherStrings(hostName());
     const auto here = static_cast<std::uint64_t>(std::count(hosts.begin(), hosts.end(), hostName()));
-    const std::uint64_t perProcess = bytes * (comm_.backend() == "mpi" ? 3 : 1);
+    const std::uint64_t perProcess = bytes * (comm_.backend() == BackendKind::kMpi ? 3 : 1);
     const std::uint64_t avail = availableHostMemory();
     if (avail && perProcess * here > avail)
       throw UsageError(
@@ -87,15 +87,17 @@ class CollectivesRun {
           total += weight(lay.bytes) * static_cast<double>((c->reduces() ? o_.redops.size() : 1) * mpiCallsOf(*c).size());
     Progress progress("collectives", total, leader);
     if (leader) {
-      std::printf("# trainscope collectives: backend %s, %d ranks (%d processes x %d), timer %s\n", comm_.backend().c_str(),
-                  comm_.worldSize(), boot_.size(), comm_.localCount(), comm_.timer().c_str());
+      std::printf("# trainscope collectives: backend %s, %d ranks (%d processes x %d), timer %s\n",
+                  nameOf(comm_.backend()).data(), comm_.worldSize(), boot_.size(), comm_.localCount(),
+                  nameOf(comm_.timer()).data());
       std::printf("# warmup %d, %d iterations x %d trials, time = median of the slowest rank, check %s%s\n", o_.warmup, o_.iters,
                   o_.trials, o_.check ? "on" : "off", o_.graph ? fmt::format(", CUDA graph of {} ops", o_.graph).c_str() : "");
       if (comm_.worldSize() == 1) std::printf("%s", oneRankNotice().c_str());
       if (!o_.opsLeftOut.empty()) {
         std::string names;
         for (const Collective* c : o_.opsLeftOut) names += (names.empty() ? "" : ", ") + std::string(c->name());
-        std::printf("# --ops all: left out %s, which the %s backend does not run\n", names.c_str(), comm_.backend().c_str());
+        std::printf("# --ops all: left out %s, which the %s backend does not run\n", names.c_str(),
+                    nameOf(comm_.backend()).data());
       }
       std::fflush(stdout);
     }
@@ -124,7 +126,7 @@ class CollectivesRun {
   // The MPI calls `c` is measured with, each a section: reduce_scatter's on the MPI backend
   // (--mpi-reduce-scatter); one nullopt for the ops (and the backend) with one call.
   std::vector<std::optional<MpiReduceScatter>> mpiCallsOf(const Collective& c) const {
-    if (&c != &collectives::reduce_scatter() || comm_.backend() != "mpi") return {std::nullopt};
+    if (&c != &collectives::reduce_scatter() || comm_.backend() != BackendKind::kMpi) return {std::nullopt};
     return {o_.mpiReduceScatter.begin(), o_.mpiReduceScatter.end()};
   }
 
@@ -245,11 +247,11 @@ class CollectivesRun {
     Timings out;
     WatchdogScope guard(*watchdog_);
     if (o_.warmup > 0) {
-      trace::Span warm("warm-up", "communication");
+      trace::Span warm("warm-up", trace::Role::kCommunication);
       comm_.timeBatch(o_.warmup, o_.graph, launch);
     }
     for (int t = 0; t < o_.trials; ++t) {
-      trace::Span trial("trial", "communication", t);
+      trace::Span trial("trial", trace::Role::kCommunication, t);
       const TimedBatch b = comm_.timeBatch(o_.iters, o_.graph, timedLaunch);
       out.us.insert(out.us.end(), b.opUs.begin(), b.opUs.end());
       out.hostUs.push_back(b.hostUsPerOp);
@@ -293,7 +295,7 @@ class CollectivesRun {
     const std::string what = describe(c, a, call, lay, inPlace);
     activity::set(what);
     ErrorContext ctx(what);
-    trace::Span span(what, "communication");  // and its NVTX range
+    trace::Span span(what, trace::Role::kCommunication);  // and its NVTX range
     if (trace::enabled()) span.annotate({{"bytes", lay.bytes}, {"op", std::string(c.name())}, {"ranks", comm_.worldSize()}});
 
     std::vector<Placement> ptrs;
@@ -316,7 +318,7 @@ class CollectivesRun {
 
     CollectiveRecord r;
     if (o_.check) {
-      trace::Span checking("check", "communication");
+      trace::Span checking("check", trace::Role::kCommunication);
       WatchdogScope guard(*watchdog_);
       r.wrong = boot_.sum(static_cast<long long>(checkOnce(c, a, lay, inPlace, fault_, launch)));
     }
@@ -367,13 +369,13 @@ std::size_t runCollectivesStep(const CollectivesOptions& o, RunContext& ctx) {
     CommunicatorOptions co;
     co.backend = o.backend;
     co.gpus = o.gpus;
-    activity::set(fmt::format("creating the {} communicator", backendName(resolveBackend(o.backend))));
+    activity::set(fmt::format("creating the {} communicator", nameOf(resolveBackend(o.backend))));
     comm = makeCommunicator(co, boot);
   });
   collectively(boot, [&] {
     if (o.root >= comm->worldSize())
       throw UsageError(fmt::format("-r/--root {} is outside the world of {} rank(s)", o.root, comm->worldSize()));
-    if (o.graph > 0 && comm->backend() != "nccl") throw UsageError("-G/--graph needs --backend nccl (CUDA graphs)");
+    if (o.graph > 0 && comm->backend() != BackendKind::kNccl) throw UsageError("-G/--graph needs --backend nccl (CUDA graphs)");
     for (auto* c : o.ops)
       for (DType t : o.dtypes)
         for (RedOp r : o.redops) {

@@ -111,7 +111,7 @@ TransportSetting transportSetting(const std::string& name, BackendKind backend) 
   std::string known;
   for (const auto& n : transportNames(backend)) known += (known.empty() ? "" : ", ") + n;
   throw UsageError(
-      fmt::format("--transports: unknown transport '{}' for the {} backend (known: {})", name, backendName(backend), known));
+      fmt::format("--transports: unknown transport '{}' for the {} backend (known: {})", name, nameOf(backend), known));
 }
 
 std::vector<std::string> withoutOptions(const std::vector<std::string>& argv, const std::vector<std::string>& names) {
@@ -175,7 +175,7 @@ std::vector<std::string> variantCommand(std::string launcher, const std::map<std
     }
   args.push_back(self);
   args.insert(args.end(), childArgs.begin(), childArgs.end());
-  for (const std::string& a : {std::string("--backend"), backendName(childBackend), std::string("--json"), part.string()})
+  for (const std::string& a : {std::string("--backend"), std::string(nameOf(childBackend)), std::string("--json"), part.string()})
     args.push_back(a);
   return args;
 }

@@ -184,7 +184,7 @@ std::vector<KernelShape> shapesOf(const KernelOp& op, const KernelsOptions& o) {
 std::optional<KernelRecord> measureCase(const KernelOp& op, const KernelShape& shape, const KernelsOptions& o,
                                         std::optional<CeilingSet>& ceilings, std::vector<SuspectFigure>& suspects) {
   activity::set(fmt::format("kernel {} {} ({})", op.name(), shape.name, dimsText(shape)));
-  trace::Span span(fmt::format("kernel {} {}", op.name(), shape.name), "compute");  // and its NVTX range
+  trace::Span span(fmt::format("kernel {} {}", op.name(), shape.name), trace::Role::kCompute);  // and its NVTX range
   if (trace::enabled()) span.annotate({{"op", std::string(op.name())}, {"shape", shape.name}});
   std::unique_ptr<KernelCase> kc;
   try {
@@ -194,10 +194,10 @@ std::optional<KernelRecord> measureCase(const KernelOp& op, const KernelShape& s
   }
   if (!kc) return std::nullopt;
   KernelRecord r;
-  trace::Span checking("check", "compute");
+  trace::Span checking("check", trace::Role::kCompute);
   r.check = kc->check();
   checking.close();
-  trace::Span timing("timed", "compute");
+  trace::Span timing("timed", trace::Role::kCompute);
   const OthersCpuMeter others;  // the host's CPUs taken by other processes while this case was timed
   TimedCase timed = timeCase(*kc, o.warmup, o.iters, o.trials, o.minTimeMs);
   if (!o.cuda) r.othersCpuFraction = others.fraction();

@@ -273,7 +273,7 @@ std::size_t runLinksStep(const LinksOptions& o, RunContext& ctx) {
   if (o.memory) failed += hostMemory(o, ctx, out, hosts);
   if (o.mpi) {
 #ifdef TRAINSCOPE_HAVE_MPI
-    if (boot.kind() == "mpi" && boot.size() > 1)
+    if (boot.kind() == BootstrapKind::kMpi && boot.size() > 1)
       failed += mpiPairs(o, ctx, out, hosts, pairs);
     else if (boot.rank() == 0)
       std::printf("#\n# MPI point-to-point: skipped (run under mpirun with 2 or more ranks)\n");

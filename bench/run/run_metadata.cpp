@@ -66,7 +66,7 @@ nlohmann::json makeRunMetadata(Bootstrap& boot, const Launch& launch, const std:
           {"started_at", started},
           {"ended_at", nullptr},
           {"hosts", hosts},
-          {"world", {{"processes", boot.size()}, {"hosts", names.size()}, {"bootstrap", boot.kind()}}},
+          {"world", {{"processes", boot.size()}, {"hosts", names.size()}, {"bootstrap", nameOf(boot.kind())}}},
           {"launcher", launcherJson(launch, ranksByHost)},
           {"layouts", nlohmann::json::array()},
           {"environment", collectEnvironment()}};

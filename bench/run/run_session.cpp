@@ -26,7 +26,7 @@
 
 namespace ts {
 
-void RunContext::addLayout(const std::string& step, const std::string& backend, int worldSize, int gpusPerProcess,
+void RunContext::addLayout(const std::string& step, BackendKind backend, int worldSize, int gpusPerProcess,
                            const nlohmann::json& myRanks) {
   nlohmann::json mine = {{"process", boot.rank()}, {"host", hostName()}, {"ranks", myRanks}};
   nlohmann::json ranks = nlohmann::json::array();
@@ -39,8 +39,11 @@ void RunContext::addLayout(const std::string& step, const std::string& backend, 
     }
   }
   std::sort(ranks.begin(), ranks.end(), [](const auto& a, const auto& b) { return a["rank"] < b["rank"]; });
-  layouts.push_back(
-      {{"step", step}, {"backend", backend}, {"size", worldSize}, {"gpus_per_process", gpusPerProcess}, {"ranks", ranks}});
+  layouts.push_back({{"step", step},
+                     {"backend", nameOf(backend)},
+                     {"size", worldSize},
+                     {"gpus_per_process", gpusPerProcess},
+                     {"ranks", ranks}});
 }
 
 std::unique_ptr<RunSession> RunSession::open(BootstrapKind bootstrap, bool wantMpi, const std::string& subcommand,

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "comm/bootstrap.h"
+#include "comm/communicator.h"
 
 namespace ts {
 
@@ -32,8 +33,7 @@ struct RunContext {
   std::function<void()> keepTelemetry = [] {};
 
   // Gathers the ranks of a step's communicator (every process calls it) into run.layouts.
-  void addLayout(const std::string& step, const std::string& backend, int worldSize, int gpusPerProcess,
-                 const nlohmann::json& myRanks);
+  void addLayout(const std::string& step, BackendKind backend, int worldSize, int gpusPerProcess, const nlohmann::json& myRanks);
 };
 
 class RunSession {

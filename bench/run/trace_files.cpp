@@ -66,20 +66,6 @@ std::vector<int> threadIds(const std::vector<trace::Event>& sorted) {
 // The format of the files (reports/schema/trace-v2.schema.json), in their "trainscope" entry: v1 had our categories as `cat`.
 constexpr const char* kTraceFormat = "trace-v2";
 
-// Kineto's category for each of ours (kernels/trace.h's, and the device's), which HTA classes spans by: the ranges we
-// open around work are record_function's ("user_annotation"), the work the host does an op ("cpu_op": a CPU-only
-// PyTorch trace's compute is aten ops, and its collectives, gloo:all_reduce from start to end, are cpu_ops too).
-std::string kinetoCategory(const std::string& ours) {
-  static const std::map<std::string, std::string> kinds = {
-      {"step", "user_annotation"},      {"phase", "user_annotation"},   {"wait", "user_annotation"}, {"compute", "cpu_op"},
-      {"communication", "cpu_op"},      {"kernel", "kernel"},           {"memcpy", "gpu_memcpy"},    {"memset", "gpu_memset"},
-      {"cuda_runtime", "cuda_runtime"}, {"cuda_driver", "cuda_driver"},
-  };
-  const auto it = kinds.find(ours);
-  if (it == kinds.end()) throw Error(fmt::format("internal: trace category '{}' has no Kineto category", ours));
-  return it->second;
-}
-
 // A list of ranks as Kineto writes one ("[0, 1, 2]", a string: PyTorch's profiler formats it so).
 std::string rankList(const std::vector<int>& ranks) { return fmt::format("[{}]", fmt::join(ranks, ", ")); }
 
@@ -101,10 +87,36 @@ void addGroupArgs(nlohmann::json& args, const std::vector<TraceGroup>& groups) {
 // A span's name in the file: a training step's as PyTorch's profiler names it ("ProfilerStep#3", which Holistic
 // Trace Analysis finds iterations by), every other span's as recorded ("step 3" stays so in NVTX).
 std::string spanName(const trace::Event& e) {
-  if (e.category == "step" && e.name.rfind("step ", 0) == 0) return "ProfilerStep#" + e.name.substr(5);
+  if (e.role == trace::Role::kStep && e.name.rfind("step ", 0) == 0) return "ProfilerStep#" + e.name.substr(5);
   return e.name;
 }
 }  // namespace
+
+// The ranges we open around work are record_function's ("user_annotation"), the work the host does an op ("cpu_op": a
+// CPU-only PyTorch trace's compute is aten ops, and its collectives, gloo:all_reduce from start to end, are cpu_ops too).
+std::string_view kinetoCategory(trace::Role role) {
+  using R = trace::Role;
+  switch (role) {
+    case R::kStep:
+    case R::kPhase:
+    case R::kWait:
+      return "user_annotation";
+    case R::kCompute:
+    case R::kCommunication:
+      return "cpu_op";
+    case R::kKernel:
+      return "kernel";
+    case R::kMemcpy:
+      return "gpu_memcpy";
+    case R::kMemset:
+      return "gpu_memset";
+    case R::kCudaRuntime:
+      return "cuda_runtime";
+    case R::kCudaDriver:
+      return "cuda_driver";
+  }
+  throw Error("internal: a trace role with no Kineto category");
+}
 
 #ifdef TRAINSCOPE_HAVE_CUPTI
 namespace {
@@ -116,11 +128,11 @@ std::vector<trace::Event> deviceEvents(const std::vector<cuda::DeviceSpan>& span
     trace::Event e;
     e.name = s.name;
     const bool api = s.kind == K::kRuntimeApi || s.kind == K::kDriverApi;
-    e.category = s.kind == K::kKernel      ? "kernel"
-                 : s.kind == K::kMemcpy    ? "memcpy"
-                 : s.kind == K::kMemset    ? "memset"
-                 : s.kind == K::kDriverApi ? "cuda_driver"
-                                           : "cuda_runtime";
+    e.role = s.kind == K::kKernel      ? trace::Role::kKernel
+             : s.kind == K::kMemcpy    ? trace::Role::kMemcpy
+             : s.kind == K::kMemset    ? trace::Role::kMemset
+             : s.kind == K::kDriverApi ? trace::Role::kCudaDriver
+                                       : trace::Role::kCudaRuntime;
     e.startUs = s.startUs;
     e.durationUs = s.endUs - s.startUs;
     e.track = static_cast<trace::Track>(api ? kApiTrack : kDeviceTrackBase + static_cast<int>(s.stream));
@@ -222,11 +234,11 @@ void addSpans(nlohmann::json& events, const std::vector<trace::Event>& recorded,
   for (std::size_t i = 0; i < recorded.size(); ++i) {
     const trace::Event& e = recorded[i];
     nlohmann::json args = e.args.is_null() ? nlohmann::json::object() : e.args;
-    args["role"] = e.category;
+    args["role"] = nameOf(e.role);
     addGroupArgs(args, groups);
     events.push_back({{"ph", "X"},
                       {"name", spanName(e)},
-                      {"cat", kinetoCategory(e.category)},
+                      {"cat", kinetoCategory(e.role)},
                       {"ts", e.startUs - originUs},
                       {"dur", e.durationUs},
                       {"pid", rank},
@@ -265,12 +277,12 @@ void addLaunchFlows(nlohmann::json& events, const std::vector<trace::Event>& rec
 }
 
 // distributedInfo as Kineto writes it: the backend, and the process groups this rank is in.
-nlohmann::json distributedInfo(int rank, int world, const std::vector<TraceGroup>& groups, const std::string& backend) {
+nlohmann::json distributedInfo(int rank, int world, const std::vector<TraceGroup>& groups, std::optional<BackendKind> backend) {
   nlohmann::json pgConfig = nlohmann::json::array();
   for (const TraceGroup& g : groups)
     pgConfig.push_back({{"pg_name", g.name}, {"pg_desc", g.desc}, {"pg_size", g.ranks.size()}, {"ranks", rankList(g.ranks)}});
   nlohmann::json info = {{"rank", rank}, {"world_size", world}, {"pg_count", pgConfig.size()}, {"pg_config", pgConfig}};
-  if (!backend.empty()) info["backend"] = backend;
+  if (backend) info["backend"] = nameOf(*backend);
   return info;
 }
 
@@ -293,7 +305,7 @@ void writeMerged(const std::string& dir, const std::vector<std::string>& all, co
 }  // namespace
 
 void TraceFiles::finish(const std::string& what, const nlohmann::json& about, const std::vector<TraceGroup>& groups,
-                        const std::string& backend) {
+                        std::optional<BackendKind> backend) {
   trace::enable(false);
   const int rank = boot_.rank();
   nlohmann::json clock = {{"method", "barrier"},

@@ -13,13 +13,17 @@
 // Categories (`cat`) are Kineto's, so that HTA and Perfetto class our spans as they class PyTorch's: a step, a phase
 // or a wait is a "user_annotation" (a record_function range), the host's compute and each collective a "cpu_op" (as
 // aten ops and gloo's collectives are on a CPU trace), the device's work "kernel"/"gpu_memcpy"/"gpu_memset". What the
-// span is to our analysis (kernels/trace.h's category: "compute", "communication", ...) is its args.role. The file
+// span is to our analysis (kernels/trace.h's trace::Role: "compute", "communication", ...) is its args.role. The file
 // says which format it is in `trainscope.format` (reports/schema/trace-v2.schema.json).
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "comm/communicator.h"
+#include "kernels/trace.h"
 
 namespace ts {
 
@@ -29,12 +33,16 @@ class ActivityTrace;
 }
 
 // A process group as Kineto describes it (distributedInfo.pg_config) and names it on each collective's span
-// ("Process Group Name", "Process Group Ranks"): the spans whose args.group is `name` (layout.h's groupLabel).
+// ("Process Group Name", "Process Group Ranks"): the spans whose args.group is `name` (workloads/parallel/process_group.h's
+// traceName).
 struct TraceGroup {
   std::string name;        // "dp0"
   std::string desc;        // "dp" (Kineto's "Process Group Description")
   std::vector<int> ranks;  // global ranks, in the group's rank order
 };
+
+// Kineto's category (`cat`) for a span of that role, which HTA classes spans by (the trace schema's rules).
+std::string_view kinetoCategory(trace::Role role);
 
 class TraceFiles {
  public:
@@ -43,9 +51,9 @@ class TraceFiles {
   ~TraceFiles();
   // Stops recording and writes the files; collective. `about` (this rank's place in the run, e.g. its
   // data/tensor/pipeline coordinates) goes into the file's "trainscope" entry beside `what`; `groups` (this rank's
-  // process groups, the world's is added) and `backend` ("mpi", "nccl"; "" when unknown) into distributedInfo.
+  // process groups, the world's is added) and `backend` (none when unknown) into distributedInfo.
   void finish(const std::string& what, const nlohmann::json& about = nlohmann::json::object(),
-              const std::vector<TraceGroup>& groups = {}, const std::string& backend = "");
+              const std::vector<TraceGroup>& groups = {}, std::optional<BackendKind> backend = std::nullopt);
 
  private:
   Bootstrap& boot_;

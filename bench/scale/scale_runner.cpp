@@ -27,6 +27,7 @@
 #include "bench/scale/scale_options.h"
 #include "bench/scale/scale_table.h"
 #include "bench/scale/scaling_record.h"
+#include "bench/scale/train_point.h"
 #include "comm/bootstrap.h"
 
 namespace ts {
@@ -120,55 +121,6 @@ void relabel(nlohmann::json& r, const std::string& step, const std::string& labe
   if (r.contains("train")) relabel(r["train"], step, label);
 }
 
-double medianOfRanks(const nlohmann::json& ranks, const char* field) {
-  std::vector<double> v;
-  for (const auto& r : ranks)
-    if (r.contains(field)) v.push_back(r[field].get<double>());
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
-std::optional<std::string> textOf(const nlohmann::json& j, const char* key) {
-  return j.contains(key) && j[key].is_string() ? std::optional<std::string>(j[key].get<std::string>()) : std::nullopt;
-}
-
-// A field of the train record's block that may be null there.
-std::optional<double> numberOf(const nlohmann::json& j) {
-  return j.is_null() ? std::nullopt : std::optional<double>(j.get<double>());
-}
-
-ScalingTrainFacts trainFactsOf(const nlohmann::json& t) {
-  return {textOf(t, "model"), textOf(t, "preset"), textOf(t, "backend"), textOf(t, "precision"),
-          t.contains("layout") ? t["layout"]["name"].get<std::string>() : "single"};
-}
-
-// The figures of a completed point, against the smallest completed point (`base`: its ranks and throughput).
-ScalingFigures figuresOf(const nlohmann::json& t, int ranks, std::pair<int, double> base) {
-  ScalingFigures f;
-  f.baselineRanks = base.first;
-  f.stepTimeUs = t["step_time_us"]["median"].get<double>();
-  f.stepTimeMinUs = t["step_time_us"]["min"].get<double>();
-  f.stepTimeP95Us = t["step_time_us"]["p95"].get<double>();
-  f.throughputPerS = t["throughput_per_s"].get<double>();
-  f.item = textOf(t, "item");
-  f.speedup = f.throughputPerS / base.second;
-  f.efficiency = (f.throughputPerS / ranks) / (base.second / base.first);
-  const nlohmann::json rs = t.value("ranks", nlohmann::json::array());
-  f.breakdown = {medianOfRanks(rs, "compute_us"),       medianOfRanks(rs, "data_us"),
-                 medianOfRanks(rs, "sync_us"),          medianOfRanks(rs, "idle_us"),
-                 medianOfRanks(rs, "communication_us"), medianOfRanks(rs, "exposed_communication_us")};
-  if (t.contains("communication")) f.overlap = numberOf(t["communication"]["overlap"]);
-  if (t.contains("stragglers")) f.lateRanks = t["stragglers"]["late_ranks"].get<std::vector<int>>();
-  if (t.contains("pipeline")) f.pipelineBubble = numberOf(t["pipeline"]["measured_bubble"]);
-  if (t.contains("target")) {
-    const nlohmann::json& g = t["target"];
-    f.target =
-        ScalingTarget{g["reached"].get<bool>(), g.value("steps_to_target", std::int64_t{0}), g.value("time_to_target_s", 0.0)};
-  }
-  return f;
-}
-
 // The command that runs one point: `trainscope train` under the launcher, with the point's batch, result
 // file and label, then the study's train flags.
 std::vector<std::string> pointCommand(const ScaleOptions& o, const std::string& exe, int n, std::int64_t batch,
@@ -257,11 +209,11 @@ int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string
     if (!o.traceDir.empty()) rec.trace = (fs::path(o.traceDir) / fmt::format("ranks{}", n)).string();
     for (const auto& r : kept) writer.add(r);  // as the point ends: a study stopped later keeps it
     if (train) rec.train = trainFactsOf(*train);
-    if (rc != 0 || !train || !train->value("completed", false) || !train->contains("throughput_per_s")) {
+    if (rc != 0 || !train || !completedPoint(*train)) {
       ++failed;
       rec.error = rc != 0 ? failureOf(log, rc) : fmt::format("the point wrote no complete train record (see {})", log.string());
     } else {
-      if (!base) base = std::make_pair(n, (*train)["throughput_per_s"].get<double>());
+      if (!base) base = std::make_pair(n, throughputOf(*train));
       rec.figures = figuresOf(*train, n, *base);
     }
     writer.add(toJson(rec));

@@ -55,10 +55,11 @@ nlohmann::json toJson(const ArrivalSkew& skew) {
 
 ArrivalSkew gatherArrivalSkew(Bootstrap& boot, const std::vector<wl::CollectiveTiming>& mine, double originS,
                               double thresholdMs) {
-  // Group by group label, in launch order; send/recv are between two stages, not a group's operation.
+  // By group, in launch order, exchanged under the group's trace name ("dp0"); send/recv are between two
+  // stages, not a group's operation.
   std::map<std::string, std::vector<double>> byGroup;
   for (const auto& c : mine)
-    if (c.op != "send" && c.op != "recv") byGroup[c.group].push_back(c.launchS - originS);
+    if (c.op != "send" && c.op != "recv") byGroup[wl::traceName(c.group)].push_back(c.launchS - originS);
   nlohmann::json j = nlohmann::json::object();
   for (auto& [g, v] : byGroup) j[g] = v;
   const std::vector<std::string> all =

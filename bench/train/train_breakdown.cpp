@@ -114,8 +114,7 @@ std::vector<CollectiveRow> collectiveRows(const wl::Mesh& mesh, const std::vecto
   using Key = std::tuple<wl::GroupKind, int, std::string, std::size_t>;
   std::map<Key, std::vector<double>> byRow;
   for (const auto& c : mine) {
-    const wl::LabelledGroup g = wl::groupOfLabel(mesh.layout(), c.group);
-    byRow[{g.kind, g.size, c.op, c.bytes}].push_back(c.seconds);
+    byRow[{c.group.kind, mesh.size(c.group.kind), c.op, c.bytes}].push_back(c.seconds);
   }
   std::vector<CollectiveRow> rows;
   for (auto& [key, seconds] : byRow) {

@@ -46,8 +46,8 @@ void printEvalLine(const EvalPoint& p, const std::string& itemName) {
 void printTargetLine(const TargetRecord& t) {
   const EvalPoint& at = *t.reached;
   std::printf("# target %s %s %g reached after %lld steps: %.3f s to target, evaluations included (%.3f s in the steps)\n",
-              t.metric.c_str(), t.metric == "loss" ? "<=" : ">=", t.value, static_cast<long long>(at.result.step), at.elapsedS,
-              at.trainS);
+              nameOf(t.metric).data(), t.metric == TargetMetric::kLoss ? "<=" : ">=", t.value,
+              static_cast<long long>(at.result.step), at.elapsedS, at.trainS);
 }
 
 void printStepHeader(const std::string& itemName) {
@@ -76,7 +76,7 @@ void printStepTime(const TrainRecord& r) {
   const double median = r.medianStepS();
   std::printf("# step %.3f ms median over %zu timed steps%s: %.1f %s/s, %.4f TFLOP/s; peak memory %.1f MiB; loss %.4f -> %.4f\n",
               median * 1e3, r.ranks.stepSeconds.size(), r.worldSize > 1 ? " (slowest rank)" : "", r.throughputPerS(),
-              r.item.c_str(), r.tflops(), double(r.peakMemoryBytes) / (1 << 20), r.steps.initialLoss, r.steps.finalLoss);
+              nameOf(r.item).data(), r.tflops(), double(r.peakMemoryBytes) / (1 << 20), r.steps.initialLoss, r.steps.finalLoss);
   if (const std::string line = mfuConsoleLine(r.mfu); !line.empty()) std::printf("%s\n", line.c_str());
   if (const std::string warning = suspectWarning(mfuSuspects(r.mfu)); !warning.empty()) std::printf("%s\n", warning.c_str());
 }
@@ -137,9 +137,10 @@ void printTrainSummary(const TrainRecord& r) {
   if (r.steps.target && !r.steps.target->reached && !r.steps.evals.empty()) {
     const TargetRecord& t = *r.steps.target;
     const wl::EvalResult& last = r.steps.evals.back().result;
-    std::printf("# target %s %s %g not reached in %lld steps (last evaluation: %s %.5f)\n", t.metric.c_str(),
-                t.metric == "loss" ? "<=" : ">=", t.value, static_cast<long long>(last.step), t.metric.c_str(),
-                t.metric == "loss" ? last.loss : last.accuracy);
+    const bool loss = t.metric == TargetMetric::kLoss;
+    std::printf("# target %s %s %g not reached in %lld steps (last evaluation: %s %.5f)\n", nameOf(t.metric).data(),
+                loss ? "<=" : ">=", t.value, static_cast<long long>(last.step), nameOf(t.metric).data(),
+                loss ? last.loss : last.accuracy);
   }
   if (r.pipeline) printPipeline(*r.pipeline, r.ranks.measuredBubble);
   if (r.checkpoint) printCheckpoints(*r.checkpoint);

@@ -67,20 +67,20 @@ void addStep(MeasuredSteps& steps, const wl::StepResult& r, bool timed) {
 // ("pp", "pp_rank"), which reports/traces/critical_path.py reads.
 void finishTrace(TraceFiles& files, wl::Trainer& trainer, const wl::Mesh& mesh, std::int64_t microBatches) {
   nlohmann::json about = {{"mesh", mesh.toJson()}, {"micro_batches", microBatches}};
-  std::vector<TraceGroup> groups;  // the communicators the collectives' spans name (groupLabel)
+  std::vector<TraceGroup> groups;  // the communicators the collectives' spans name (traceName)
   for (const wl::MeshAxis& a : mesh.axes()) {
     about[std::string(a.name)] = a.size;
     about[wl::coordinateField(a)] = a.coordinate;
-    if (a.size > 1) groups.push_back({wl::groupLabel(mesh, a.kind), std::string(a.name), mesh.groupRanks(a.kind)});
+    if (a.size > 1) groups.push_back({wl::traceName(mesh.groupId(a.kind)), std::string(a.name), mesh.groupRanks(a.kind)});
   }
   const auto& cfg = trainer.model().config();
   files.finish(fmt::format("train {} {} {}", nameOf(cfg.kind), cfg.preset, mesh.layout().name()), about, groups,
-               mesh.world() ? mesh.world()->backend() : "");
+               mesh.world() ? std::optional(mesh.world()->backend()) : std::nullopt);
 }
 
 std::optional<TargetRecord> targetOf(const wl::TrainOptions& o) {
-  if (o.targetAccuracy > 0) return TargetRecord{"accuracy", o.targetAccuracy, std::nullopt};
-  if (o.targetLoss > 0) return TargetRecord{"loss", o.targetLoss, std::nullopt};
+  if (o.targetAccuracy > 0) return TargetRecord{TargetMetric::kAccuracy, o.targetAccuracy, std::nullopt};
+  if (o.targetLoss > 0) return TargetRecord{TargetMetric::kLoss, o.targetLoss, std::nullopt};
   return std::nullopt;
 }
 

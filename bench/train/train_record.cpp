@@ -152,7 +152,7 @@ void addEvaluation(const TrainRecord& r, nlohmann::json& rec) {
   if (!r.steps.target) return;
   const TargetRecord& t = *r.steps.target;
   nlohmann::json target = {
-      {"metric", t.metric}, {"value", t.value}, {"reached", t.reached.has_value()}, {"eval_every", r.evalEvery}};
+      {"metric", nameOf(t.metric)}, {"value", t.value}, {"reached", t.reached.has_value()}, {"eval_every", r.evalEvery}};
   if (t.reached) {
     target["steps_to_target"] = t.reached->result.step;
     target["time_to_target_s"] = t.reached->elapsedS;
@@ -168,7 +168,7 @@ nlohmann::json toJson(const TrainRecord& r) {
   nlohmann::json rec = {{"kind", "train"},
                         {"model", nameOf(r.model)},
                         {"preset", r.preset},
-                        {"backend", r.backend},
+                        {"backend", nameOf(r.backend)},
                         {"device", r.device},
                         {"precision", nameOf(r.precision)},
                         {"world_size", r.worldSize},
@@ -179,7 +179,7 @@ nlohmann::json toJson(const TrainRecord& r) {
                         {"owned_parameters", r.ownedParameters},
                         {"flops_per_step", r.flopsPerStep},
                         {"items_per_step", r.itemsPerStep},
-                        {"item", r.item},
+                        {"item", nameOf(r.item)},
                         {"first_step", r.firstStep},
                         {"steps_done", static_cast<std::int64_t>(r.steps.lossCurve.size())},
                         {"warmup_steps", r.warmupSteps},

@@ -39,8 +39,14 @@ struct EvalPoint {
 };
 
 // --target-accuracy / --target-loss: the metric and value, and the first evaluation that reached it.
+enum class TargetMetric { kAccuracy, kLoss };
+template <>
+struct EnumNames<TargetMetric> {
+  static constexpr std::pair<std::string_view, TargetMetric> kNames[] = {{"accuracy", TargetMetric::kAccuracy},
+                                                                         {"loss", TargetMetric::kLoss}};
+};
 struct TargetRecord {
-  std::string metric;  // "accuracy" or "loss"
+  TargetMetric metric = TargetMetric::kAccuracy;
   double value = 0;
   std::optional<EvalPoint> reached;
 };
@@ -71,8 +77,9 @@ struct TrainRecord {
   // What was trained.
   wl::ModelKind model = wl::ModelKind::kMlp;
   Precision precision = Precision::kFloat32;
-  std::string preset, backend, device;
-  std::string item;  // what a step's items are: samples, tokens
+  std::string preset, device;
+  wl::DeviceKind backend = wl::DeviceKind::kCpu;
+  wl::ItemKind item = wl::ItemKind::kSamples;  // what a step's items are
   int worldSize = 1;
   wl::LayoutOptions layout;
   std::vector<wl::MeshAxis> mesh;

@@ -121,10 +121,10 @@ TrainRecord describeRun(wl::Trainer& trainer, const TrainRunOptions& o, const wl
   TrainRecord r;
   r.model = model.config().kind;
   r.preset = model.config().preset;
-  r.backend = trainer.device().cuda() ? "cuda" : "cpu";
+  r.backend = trainer.device().cuda() ? wl::DeviceKind::kCuda : wl::DeviceKind::kCpu;
   r.device = trainer.device().name();
   r.precision = o.train.precision;
-  r.item = model.itemName();
+  r.item = model.itemKind();
   r.worldSize = mesh.worldSize();
   r.layout = mesh.layout();
   r.mesh = mesh.axes();
@@ -270,7 +270,7 @@ void runTrainStep(const TrainRunOptions& given, RunContext& ctx) {
     CommunicatorOptions co;
     co.backend = o.train.device.cuda() ? BackendKind::kNccl : BackendKind::kMpi;
     co.gpus.first = namedGpu;
-    activity::set(fmt::format("creating the {} communicator", backendName(co.backend)));
+    activity::set(fmt::format("creating the {} communicator", nameOf(co.backend)));
     collectively(boot, [&] { world = makeCommunicator(co, boot); });
     ctx.addLayout(ctx.step.empty() ? "train" : ctx.step, world->backend(), world->worldSize(), 1,
                   nlohmann::json::array({{{"rank", world->rank(0)}, {"device", world->device(0)}}}));

@@ -37,8 +37,8 @@ bool Collective::runsOn(BackendKind b) const {
 std::string Collective::whyNotOn(BackendKind b) const {
   std::string names;
   for (const BackendKind k : {BackendKind::kMpi, BackendKind::kNccl})
-    if (runsOn(k)) names += (names.empty() ? "" : ", ") + backendName(k);
-  return fmt::format("the {} backend does not run it (its backends: {})", backendName(b), names);
+    if (runsOn(k)) names += (names.empty() ? "" : ", ") + std::string(nameOf(k));
+  return fmt::format("the {} backend does not run it (its backends: {})", nameOf(b), names);
 }
 
 CollectiveCall Collective::call(int, const void* send, void* recv, const CollectiveLayout& lay, const CollectiveArgs& a) const {

@@ -10,7 +10,7 @@ class MpiBootstrap final : public Bootstrap {
  public:
   MpiBootstrap();
   ~MpiBootstrap() override;
-  std::string kind() const override { return "mpi"; }
+  BootstrapKind kind() const override { return BootstrapKind::kMpi; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   int localRank() const override { return localRank_; }

@@ -15,8 +15,8 @@ class MpiCommunicator final : public Communicator {
   MpiCommunicator(const MpiCommunicator&) = delete;
   MpiCommunicator& operator=(const MpiCommunicator&) = delete;
 
-  std::string backend() const override { return "mpi"; }
-  std::string timer() const override { return "steady_clock"; }
+  BackendKind backend() const override { return BackendKind::kMpi; }
+  TimerKind timer() const override { return TimerKind::kSteadyClock; }
   int worldSize() const override { return size_; }
   int localCount() const override { return 1; }
   int rank(int) const override { return rank_; }

@@ -21,8 +21,8 @@ class NcclCommunicator final : public Communicator {
   NcclCommunicator(Bootstrap& boot, const GpuChoice& choice);
   ~NcclCommunicator() override;
 
-  std::string backend() const override { return "nccl"; }
-  std::string timer() const override { return "cuda_event"; }
+  BackendKind backend() const override { return BackendKind::kNccl; }
+  TimerKind timer() const override { return TimerKind::kCudaEvent; }
   int worldSize() const override { return worldSize_; }
   int localCount() const override { return static_cast<int>(locals_.size()); }
   int rank(int l) const override { return locals_[l].rank; }

@@ -12,8 +12,9 @@ from ..common.load import Result
 from .plots import PlotSink, legend_beside, new_figure
 from .sections import BuiltSection
 from ..traces.trace_dir import load_trace_docs
+from ..traces.trace_roles import COMMUNICATION, COMPUTE, PHASE, STEP, WAIT
 
-COLORS = {"compute": "C0", "wait": "C3", "phase": "0.75", "communication": "C1"}
+COLORS = {COMPUTE: "C0", WAIT: "C3", PHASE: "0.75", COMMUNICATION: "C1"}
 
 
 def foreign_trace(docs: dict[int, TraceDoc], results: Sequence[Result]) -> str | None:
@@ -52,12 +53,12 @@ def build_profile(trace_dir: str | Path, plots: PlotSink, results: Sequence[Resu
         return {"key": "profile", "title": "Profile", "blocks": blocks}
 
     # One step: the last one of rank 0, and the step of the same index on every other rank.
-    steps0 = sorted((e for e in ranks[min(ranks)] if e.get("cat") == "step"), key=lambda e: e["ts"])
+    steps0 = sorted((e for e in ranks[min(ranks)] if e.get("cat") == STEP), key=lambda e: e["ts"])
     index = len(steps0) - 1
     fig, (ax,) = new_figure(width=8.0, height=0.8 + 0.55 * len(ranks))
     t0: float | None = None
     for row, rank in enumerate(sorted(ranks)):
-        steps = sorted((e for e in ranks[rank] if e.get("cat") == "step"), key=lambda e: e["ts"])
+        steps = sorted((e for e in ranks[rank] if e.get("cat") == STEP), key=lambda e: e["ts"])
         if index >= len(steps):
             continue
         lo, hi = steps[index]["ts"], steps[index]["ts"] + steps[index]["dur"]
@@ -66,7 +67,7 @@ def build_profile(trace_dir: str | Path, plots: PlotSink, results: Sequence[Resu
             cat = e.get("cat")
             if cat not in COLORS or e["ts"] + e["dur"] < lo or e["ts"] > hi:
                 continue
-            y, h = (row - 0.05, 0.3) if cat == "communication" else (row - 0.4, 0.35)
+            y, h = (row - 0.05, 0.3) if cat == COMMUNICATION else (row - 0.4, 0.35)
             ax.broken_barh([(e["ts"] / 1e3, e["dur"] / 1e3)], (y, h), color=COLORS[cat], linewidth=0)
     ax.set_yticks(range(len(ranks)))
     ax.set_yticklabels([f"rank {r}" for r in sorted(ranks)])

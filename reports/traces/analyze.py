@@ -19,8 +19,9 @@ from .critical_path import critical_path, format_path
 from ..common.errors import InputError
 from .intervals import clip, intersect, length, span, subtract, union
 from ..common.json_types import JsonObject, Record, TraceDoc, TraceEvent
-from .kernel_breakdown import DEVICE, format_kernels, kernel_breakdown
+from .kernel_breakdown import format_kernels, kernel_breakdown
 from .trace_dir import load_trace_docs
+from .trace_roles import COMMUNICATION, COMPUTE, DEVICE, PHASE, STEP, WAIT
 
 P2P = {"send", "recv"}
 # The host's main thread (bench/run/trace_files.cpp): tid 3, and 0 in files written before Perfetto's reading of
@@ -61,13 +62,13 @@ def span_totals(ranks: dict[int, list[TraceEvent]], top: int = 15) -> list[JsonO
 
 
 def step_breakdown(events: list[TraceEvent]) -> list[JsonObject]:
-    steps = sorted((e for e in events if e.get("cat") == "step"), key=lambda e: e["ts"])
-    compute = union(span(e) for e in events if e.get("cat") == "compute")
-    waits = union(span(e) for e in events if e.get("cat") == "wait")
-    data = union(span(e) for e in events if e.get("cat") == "phase" and e["name"] == "data")
+    steps = sorted((e for e in events if e.get("cat") == STEP), key=lambda e: e["ts"])
+    compute = union(span(e) for e in events if e.get("cat") == COMPUTE)
+    waits = union(span(e) for e in events if e.get("cat") == WAIT)
+    data = union(span(e) for e in events if e.get("cat") == PHASE and e["name"] == "data")
     device = union(span(e) for e in events if e.get("cat") in DEVICE)
-    comm = union(span(e) for e in events if e.get("cat") == "communication")
-    recv_waits = union(span(e) for e in events if e.get("cat") == "wait" and e["name"] == "wait recv")
+    comm = union(span(e) for e in events if e.get("cat") == COMMUNICATION)
+    recv_waits = union(span(e) for e in events if e.get("cat") == WAIT and e["name"] == "wait recv")
     compute = subtract(compute, waits)
     rows = []
     for s in steps:
@@ -99,7 +100,7 @@ def stragglers(ranks: dict[int, list[TraceEvent]], threshold_ms: float) -> tuple
     seqs: dict[tuple[str, int], dict[int, float]] = {}  # (group, k) -> {rank: start}
     for rank, events in ranks.items():
         counters: dict[str, int] = {}
-        for e in sorted((e for e in events if e.get("cat") == "communication" and e["name"] not in P2P), key=lambda e: e["ts"]):
+        for e in sorted((e for e in events if e.get("cat") == COMMUNICATION and e["name"] not in P2P), key=lambda e: e["ts"]):
             g = e.get("args", {}).get("group", "")
             k = counters.get(g, 0)
             counters[g] = k + 1
@@ -130,7 +131,7 @@ def analyze_docs(docs: dict[int, TraceDoc], threshold_ms: float = 1.0, kernel_re
     """analyze() on trace documents already loaded ({rank: document}, load_trace_docs)."""
     ranks = spans_of(docs)
     what = docs[min(docs)].get("trainscope", {}).get("what", "")
-    if not any(e.get("cat") == "step" for events in ranks.values() for e in events):
+    if not any(e.get("cat") == STEP for events in ranks.values() for e in events):
         return {"what": what, "ranks": [], "spans": span_totals(ranks),
                 "kernels": kernel_breakdown(ranks, kernel_records=kernel_records)}
     per_rank = []

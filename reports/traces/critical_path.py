@@ -19,6 +19,7 @@ from typing import Any
 from ..common.json_types import JsonObject, TraceDoc, TraceEvent
 
 from ..common.mesh import coordinate, mesh_axes
+from .trace_roles import COMPUTE, STEP
 
 STAGES = "pp"  # the mesh axis whose coordinate is the pipeline stage
 
@@ -29,7 +30,7 @@ Op = dict[str, Any]  # one forward or backward op of a stage: kind, micro, start
 
 def stage_ops(events: list[TraceEvent], step_index: int) -> tuple[TraceEvent | None, list[Op]]:
     """The forward/backward micro-batch ops of the step_index-th step span, in time order."""
-    steps = sorted((e for e in events if e.get("cat") == "step"), key=lambda e: e["ts"])
+    steps = sorted((e for e in events if e.get("cat") == STEP), key=lambda e: e["ts"])
     if step_index >= len(steps):
         return None, []
     s = steps[step_index]
@@ -37,7 +38,7 @@ def stage_ops(events: list[TraceEvent], step_index: int) -> tuple[TraceEvent | N
     ops = []
     for e in events:
         m = OP.match(e.get("name", ""))
-        if m and e.get("cat") == "compute" and lo <= e["ts"] <= hi:
+        if m and e.get("cat") == COMPUTE and lo <= e["ts"] <= hi:
             ops.append({"kind": m.group(1), "micro": int(m.group(2)), "start_us": e["ts"], "end_us": e["ts"] + e["dur"]})
     return s, sorted(ops, key=lambda o: o["start_us"])
 
@@ -105,7 +106,7 @@ def critical_path(docs: dict[int, TraceDoc]) -> JsonObject | None:
             stages[coordinate(about, STAGES)] = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
     if len(stages) < 2:
         return None
-    steps = min(sum(1 for e in ev if e.get("cat") == "step") for ev in stages.values())
+    steps = min(sum(1 for e in ev if e.get("cat") == STEP) for ev in stages.values())
     paths = [p for p in (step_path(stages, k) for k in range(steps)) if p]
     if not paths:
         return None

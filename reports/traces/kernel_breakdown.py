@@ -22,8 +22,7 @@ from collections.abc import Iterable, Sequence
 
 from .intervals import length, union
 from ..common.json_types import JsonObject, Record, TraceEvent
-
-DEVICE = {"kernel", "memcpy", "memset"}
+from .trace_roles import DEVICE, KERNEL, STEP
 
 
 def function_name(name: str) -> str:
@@ -115,7 +114,7 @@ def kernel_breakdown(ranks: dict[int, list[TraceEvent]], top: int = 10,
     per_rank: list[JsonObject] = []
     overall: dict[str, JsonObject] = {}
     device_by_rank = {rank: [e for e in events if e.get("cat") in DEVICE] for rank, events in ranks.items()}
-    names = {e["name"] for device in device_by_rank.values() for e in device if e.get("cat") == "kernel"}
+    names = {e["name"] for device in device_by_rank.values() for e in device if e.get("cat") == KERNEL}
     matches = roofline_matches(names, kernel_records) if kernel_records else {}
     for rank, events in sorted(ranks.items()):
         device = device_by_rank[rank]
@@ -124,7 +123,7 @@ def kernel_breakdown(ranks: dict[int, list[TraceEvent]], top: int = 10,
         busy = length(union((e["ts"], e["ts"] + e["dur"]) for e in device))
         _grouped(device, overall)
         rows = _top(_grouped(device, {}), busy, "share_of_busy", top, matches)
-        steps = sorted((e for e in events if e.get("cat") == "step"), key=lambda e: e["ts"])
+        steps = sorted((e for e in events if e.get("cat") == STEP), key=lambda e: e["ts"])
         coverage = [_step_coverage(s, device) for s in steps if s["dur"] > 0]
         per_rank.append({"rank": rank, "device_spans": len(device), "busy_us": busy, "sum_us": sum(e["dur"] for e in device),
                          "top": rows, "steps": coverage, "sum_over_step": _median_present(coverage, "sum_over_step"),

@@ -23,11 +23,12 @@ from ..common.strict_json import loads
 from .intervals import span, subtract, union
 from ..common.json_types import TraceDoc, TraceEvent
 from ..common.load import validate_trace_events
+from .trace_roles import COMMUNICATION, COMPUTE, DEVICE as DEVICE_ROLES, STEP as STEP_ROLE, kineto_categories
 
 STEP = re.compile(r"ProfilerStep#(\d+)")
 COMMUNICATION_KERNEL = re.compile(r"nccl", re.IGNORECASE)
 COMMUNICATION_OP = re.compile(r"(c10d::|gloo:|nccl:|mpi:|record_param_comms$)")
-DEVICE = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
+DEVICE = {kineto_categories()[role]: role for role in DEVICE_ROLES}  # Kineto category -> role
 HOST_OP = "cpu_op"  # Kineto's category of an operator; the legacy profiler's events have none and are all operators
 
 
@@ -56,7 +57,7 @@ def host_compute(ops: Sequence[TraceEvent], collectives: Sequence[TraceEvent]) -
     out = []
     for (pid, tid), (busy, comm) in threads.items():
         for lo, hi in subtract(union(span(e) for e in busy), union(span(e) for e in comm)):
-            out.append({"ph": "X", "name": "cpu ops", "cat": "compute", "ts": lo, "dur": hi - lo, "pid": pid, "tid": tid,
+            out.append({"ph": "X", "name": "cpu ops", "cat": COMPUTE, "ts": lo, "dur": hi - lo, "pid": pid, "tid": tid,
                         "args": {}})
     return out
 
@@ -71,15 +72,15 @@ def roles(events: Sequence[TraceEvent]) -> list[TraceEvent]:
     for e in spans:
         cat = e.get("cat", HOST_OP)
         if (m := STEP.fullmatch(e["name"])) and cat != "gpu_user_annotation":
-            out.append(role_span(e, "step", step=int(m.group(1))))
+            out.append(role_span(e, STEP_ROLE, step=int(m.group(1))))
         elif cat in DEVICE:
             out.append(role_span(e, DEVICE[cat]))
             if cat == "kernel":
                 comm = bool(COMMUNICATION_KERNEL.search(e["name"]))
-                out.append(role_span(e, "communication" if comm else "compute", **group_of(e) if comm else {}))
+                out.append(role_span(e, COMMUNICATION if comm else COMPUTE, **group_of(e) if comm else {}))
         elif not gpu and cat == HOST_OP:
             (collectives if COMMUNICATION_OP.match(e["name"]) else ops).append(e)
-    out += [role_span(e, "communication", **group_of(e)) for e in collectives]
+    out += [role_span(e, COMMUNICATION, **group_of(e)) for e in collectives]
     return out + host_compute(ops, collectives)
 
 

@@ -18,12 +18,15 @@ from helpers import ROOT, kernel_ops
 
 from reports.common.collective_facts import names as collective_names
 from reports.common.option_facts import all_subcommands
+from reports.traces.trace_roles import roles as trace_roles
 
 # family -> its names, and where each family's one list is read from.
-FAMILIES = {"kernel ops": set(kernel_ops()), "collectives": set(collective_names()), "subcommands": set(all_subcommands())}
+FAMILIES = {"kernel ops": set(kernel_ops()), "collectives": set(collective_names()), "subcommands": set(all_subcommands()),
+            "trace roles": set(trace_roles())}
 READ_FROM = {"kernel ops": "helpers.kernel_ops() in Python, allKernelOps() / kernelOpNameList() in C++",
              "collectives": "reports/common/collective_facts.py in Python, allCollectives() / collectiveNameList() in C++",
-             "subcommands": "reports/common/option_facts.py in Python, subcommands() in C++"}
+             "subcommands": "reports/common/option_facts.py in Python, subcommands() in C++",
+             "trace roles": "reports/traces/trace_roles.py in Python, trace::Role (kernels/trace.h) in C++"}
 FACTS_MODULE = ROOT / "reports" / "common" / "collective_facts.py"
 PYTHON_DIRS = ("tests", "reports", "scripts")
 CPP_DIRS = ("base", "bench", "comm", "kernels", "workloads", "tests", "fuzz")
@@ -140,6 +143,7 @@ def python_findings(path):
     'def f(op):\n    return "sum" if op in ("all_reduce", "reduce_scatter", "reduce") else None',
     'PYTHON_TOOLS = {"report", "compare", "analyze", "export"}',
     'SUBCOMMANDS = "env, links, collectives, kernels, train"',
+    'COLORS = {"compute": "C0", "wait": "C3", "phase": "0.75"}',
 ])
 def test_the_scanner_finds_a_python_list_kept_by_hand(tmp_path, source):
     assert python_findings(written(tmp_path, source))[0], source

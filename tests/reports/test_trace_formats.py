@@ -8,8 +8,9 @@ from synthetic import span
 
 from reports.traces.analyze import analyze
 from reports.common.errors import InputError
+from reports.traces.trace_roles import kineto_categories
 
-KINETO = {"step": "user_annotation", "phase": "user_annotation", "wait": "user_annotation", "compute": "cpu_op", "communication": "cpu_op"}
+KINETO = kineto_categories()
 ALL_REDUCE = {"bytes": 4096, "group": "dp0", "ranks": 2, "Collective name": "all_reduce", "In msg nelems": 1024, "Out msg nelems": 1024,
               "dtype": "float32", "Group size": 2, "Process Group Name": "dp0", "Process Group Description": "dp",
               "Process Group Ranks": "[0, 1]"}

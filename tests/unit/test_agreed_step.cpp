@@ -53,7 +53,7 @@ class ThreadWorld {
 class ThreadBootstrap final : public Bootstrap {
  public:
   ThreadBootstrap(ThreadWorld& w, int rank) : world_(w), rank_(rank) {}
-  std::string kind() const override { return "threads"; }
+  BootstrapKind kind() const override { return BootstrapKind::kEnv; }
   int rank() const override { return rank_; }
   int size() const override { return world_.size(); }
   int localRank() const override { return rank_; }

@@ -12,8 +12,8 @@ namespace {
 CollectiveRecord broadcast() {
   CollectiveRecord r;
   r.op = "broadcast";
-  r.backend = "mpi";
-  r.timer = "steady_clock";
+  r.backend = BackendKind::kMpi;
+  r.timer = TimerKind::kSteadyClock;
   r.dtype = DType::kInt32;
   r.root = 2;
   r.ranks = 4;

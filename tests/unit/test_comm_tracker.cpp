@@ -7,6 +7,7 @@
 #include <string>
 
 #include "comm/collectives/collective.h"
+#include "kernels/trace.h"
 #include "workloads/parallel/comm_tracker.h"
 
 namespace ts {
@@ -16,8 +17,8 @@ namespace {
 class IdleCommunicator final : public Communicator {
  public:
   explicit IdleCommunicator(int size) : size_(size) {}
-  std::string backend() const override { return "idle"; }
-  std::string timer() const override { return "steady_clock"; }
+  BackendKind backend() const override { return BackendKind::kMpi; }
+  TimerKind timer() const override { return TimerKind::kSteadyClock; }
   int worldSize() const override { return size_; }
   int localCount() const override { return 1; }
   int rank(int) const override { return 0; }
@@ -47,7 +48,7 @@ TEST(CommTracker, NamesAndSizesEveryCollectiveAsTheSweepRecordsIt) {
   constexpr std::size_t kCount = 96;
   for (int n : {1, 2, 4, 8}) {
     IdleCommunicator comm(n);
-    wl::CommTracker tracker(comm, 0, "dp0");
+    wl::CommTracker tracker(comm, 0, {wl::GroupKind::kTp, 3});
     for (const Collective* c : allCollectives()) tracker.run({c, nullptr, nullptr, kCount, DType::kFloat64});
     const wl::StepComm step = tracker.take();
     ASSERT_EQ(step.collectives.size(), allCollectives().size());
@@ -59,9 +60,23 @@ TEST(CommTracker, NamesAndSizesEveryCollectiveAsTheSweepRecordsIt) {
       EXPECT_EQ(t.bytes, kCount * 8 * blocks) << t.op << " n=" << n;
       // And the sweep, asked for those bytes, runs the same call.
       EXPECT_EQ(c.layout(t.bytes, 8, n).count, kCount) << t.op << " n=" << n;
-      EXPECT_EQ(t.group, "dp0");
+      EXPECT_EQ(t.group, (wl::ProcessGroupId{wl::GroupKind::kTp, 3}));
     }
   }
+}
+
+// The group travels as its kind and index; a trace span names it ("tp3") and says the span's role.
+TEST(CommTracker, ATraceNamesTheGroupItsSpansRanIn) {
+  IdleCommunicator comm(2);
+  wl::CommTracker tracker(comm, 0, {wl::GroupKind::kTp, 3});
+  trace::take();
+  trace::enable(true);
+  tracker.run({&collectives::all_reduce(), nullptr, nullptr, 4, DType::kFloat32});
+  trace::enable(false);
+  const std::vector<trace::Event> events = trace::take();
+  ASSERT_FALSE(events.empty());
+  for (const trace::Event& e : events) EXPECT_EQ(e.args.at("group"), "tp3") << e.name;
+  EXPECT_EQ(tracker.take().collectives.at(0).group, (wl::ProcessGroupId{wl::GroupKind::kTp, 3}));
 }
 
 }  // namespace ts

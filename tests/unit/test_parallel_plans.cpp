@@ -204,28 +204,27 @@ TEST(Layout, ResolvesTheDataParallelSizeAndRejectsImpossibleGrids) {
   EXPECT_EQ(resolveLayout(ps, 2).name(), "dp=2 ps(2)");
 }
 
-TEST(ProcessGroups, ALabelNamesItsGroupsKindAndTheLayoutItsSize) {
+TEST(ProcessGroups, AGroupIsItsKindAndIndexAndOnlyATraceNamesIt) {
   LayoutOptions o;
   o.tp = 2;
   o.pp = 3;
   const LayoutOptions l = resolveLayout(o, 24);  // dp = 4
-  const std::vector<std::tuple<std::string, GroupKind, int>> cases = {
-      {"dp0", GroupKind::kDp, 4}, {"dp5", GroupKind::kDp, 4}, {"tp1", GroupKind::kTp, 2}, {"tp11", GroupKind::kTp, 2},
-      {"pp0", GroupKind::kPp, 3}, {"dp", GroupKind::kDp, 4},  // a tracker's label before its group's index is set
-  };
-  for (const auto& [label, kind, size] : cases) {
-    const LabelledGroup g = groupOfLabel(l, label);
-    EXPECT_EQ(g.kind, kind) << label;
-    EXPECT_EQ(g.size, size) << label;
+  // Rank 13 = (pp 1 * dp 4 + dp 2) * tp 2 + tp 1: the groups it is in (numbered by the other axes'
+  // coordinates, in rank order: dp's by (tp 1, pp 1), tp's by (dp 2, pp 1), pp's by (tp 1, dp 2)), and their
+  // names in a trace.
+  const std::vector<MeshAxis> axes = meshAxesOf(l, 13);
+  const std::vector<std::tuple<GroupKind, int, std::string>> cases = {
+      {GroupKind::kDp, 3, "dp3"}, {GroupKind::kTp, 6, "tp6"}, {GroupKind::kPp, 5, "pp5"}};
+  for (const auto& [kind, index, name] : cases) {
+    const ProcessGroupId g{kind, groupIndexOf(axes, kind)};
+    EXPECT_EQ(g, (ProcessGroupId{kind, index})) << name;
+    EXPECT_EQ(traceName(g), name);
   }
-  for (const char* bad : {"", "ep0", "dpx", "d", "tp-1", "0dp", "DP0"}) EXPECT_THROW(groupOfLabel(l, bad), Error) << bad;
-  // Every label a grid gives reads back as its own kind (one process: every group has one rank).
+  // One process: every group is the first of its kind.
   const Mesh single(resolveLayout({}, 1), nullptr);
   for (GroupKind kind : {GroupKind::kDp, GroupKind::kTp, GroupKind::kPp}) {
-    const std::string label = groupLabel(single, kind);
-    EXPECT_EQ(label, std::string(groupKindName(kind)) + "0");
-    EXPECT_EQ(groupOfLabel(single.layout(), label).kind, kind);
-    EXPECT_EQ(groupOfLabel(single.layout(), label).size, 1);
+    EXPECT_EQ(single.groupId(kind), (ProcessGroupId{kind, 0}));
+    EXPECT_EQ(traceName(single.groupId(kind)), std::string(groupKindName(kind)) + "0");
   }
 }
 

@@ -54,7 +54,7 @@ int worldMember(int rank, int size, int port) {
     cfg.connectTimeoutS = 20;
     cfg.jobToken = "unit-test-job";
     auto boot = makeTcpBootstrap(cfg);
-    if (boot->rank() != rank || boot->size() != size || boot->kind() != "env") return 10;
+    if (boot->rank() != rank || boot->size() != size || boot->kind() != BootstrapKind::kEnv) return 10;
     if (boot->localRank() != rank) return 11;  // all on one host: local rank = rank
     const auto strings = boot->allGatherStrings(std::string(static_cast<std::size_t>(rank) * 3, 'a' + rank));
     for (int p = 0; p < size; ++p)
@@ -219,7 +219,7 @@ TEST(TcpBootstrap, AProcessWithAnotherJobsTokenIsToldWhy) {
 // A bootstrap whose other process announces a string of 2^62 bytes.
 class Boasting final : public Bootstrap {
  public:
-  std::string kind() const override { return "test"; }
+  BootstrapKind kind() const override { return BootstrapKind::kSingle; }
   int rank() const override { return 0; }
   int size() const override { return 2; }
   int localRank() const override { return 0; }
@@ -342,7 +342,7 @@ TEST(TcpBootstrap, TheRunListensWhereTheBootstrapConnects) {
 class Placed final : public Bootstrap {
  public:
   Placed(int rank, std::vector<std::string> hosts) : rank_(rank), hosts_(std::move(hosts)) {}
-  std::string kind() const override { return "test"; }
+  BootstrapKind kind() const override { return BootstrapKind::kSingle; }
   int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(hosts_.size()); }
   int localRank() const override { return 0; }

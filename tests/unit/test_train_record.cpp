@@ -6,6 +6,7 @@
 #include <string>
 
 #include "base/json_text.h"
+#include "bench/scale/train_point.h"
 #include "bench/train/train_record.h"
 
 namespace ts {
@@ -144,6 +145,50 @@ TEST(TrainRecord, ACompletedParallelRunWritesEveryFieldItHas) {
   EXPECT_DOUBLE_EQ(j["tflops"].get<double>(), 2e12 / 0.3 / 1e12);
   EXPECT_NEAR(j["communication"]["overlap"].get<double>(), 0.75, 1e-12);
   EXPECT_EQ(j["phases_us"]["forward"]["n"], 2);
+}
+
+// `scale` reads a point's figures from its train record by the keys toJson writes: each figure it reads is the
+// one the record was written from (a key renamed on either side fails here).
+TEST(TrainRecord, ScaleReadsAPointsFiguresBackFromIt) {
+  TrainRecord r = parallelRecord();
+  r.backend = wl::DeviceKind::kCuda;
+  r.precision = Precision::kFloat16;
+  r.item = wl::ItemKind::kTokens;
+  wl::EvalResult at;
+  at.step = 7;
+  r.steps.target = TargetRecord{TargetMetric::kLoss, 2.5, EvalPoint{at, 12.5, 10}};
+  const nlohmann::json j = toJson(r);
+  ASSERT_TRUE(completedPoint(j));
+  const ScalingTrainFacts facts = trainFactsOf(j);
+  EXPECT_EQ(facts.model, "transformer");
+  EXPECT_EQ(facts.preset, "tiny");
+  EXPECT_EQ(facts.backend, "cuda");
+  EXPECT_EQ(facts.precision, "float16");
+  EXPECT_EQ(facts.layout, r.layout.name());
+  const ScalingFigures f = figuresOf(j, 8, {4, r.throughputPerS() / 2});
+  EXPECT_DOUBLE_EQ(f.throughputPerS, r.throughputPerS());
+  EXPECT_DOUBLE_EQ(f.speedup, 2);
+  EXPECT_DOUBLE_EQ(f.efficiency, 1);
+  EXPECT_DOUBLE_EQ(f.stepTimeUs, 0.3e6);  // the slowest rank's step times, 0.2 and 0.4 s
+  EXPECT_DOUBLE_EQ(f.stepTimeMinUs, 0.2e6);
+  EXPECT_GT(f.stepTimeP95Us, f.stepTimeUs);
+  EXPECT_EQ(f.item, "tokens");
+  const RankRow& row = r.ranks.ranks.at(0);
+  EXPECT_DOUBLE_EQ(f.breakdown.compute, row.compute * 1e6);
+  EXPECT_DOUBLE_EQ(f.breakdown.data, row.data * 1e6);
+  EXPECT_DOUBLE_EQ(f.breakdown.sync, row.sync * 1e6);
+  EXPECT_NEAR(f.breakdown.idle, row.idle() * 1e6, 1e-6);
+  EXPECT_DOUBLE_EQ(f.breakdown.communication, row.communication * 1e6);
+  EXPECT_DOUBLE_EQ(f.breakdown.exposedCommunication, row.exposed * 1e6);
+  ASSERT_TRUE(f.overlap && *f.overlap);
+  EXPECT_NEAR(**f.overlap, 0.75, 1e-12);
+  EXPECT_EQ(f.lateRanks, std::vector<int>{});
+  ASSERT_TRUE(f.pipelineBubble && *f.pipelineBubble);
+  EXPECT_EQ(**f.pipelineBubble, 0.25);
+  ASSERT_TRUE(f.target);
+  EXPECT_TRUE(f.target->reached);
+  EXPECT_EQ(f.target->steps, 7);
+  EXPECT_EQ(f.target->seconds, 12.5);
 }
 
 TEST(TrainRecord, ARunThatStoppedKeepsItsOwnStepsAndNoRankFigures) {

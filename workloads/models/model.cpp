@@ -65,7 +65,7 @@ const Tensor& Model::forwardLayers(const Tensor& x, StepContext& ctx, std::size_
   const Tensor* y = &x;
   for (std::size_t i = from; i < to; ++i) {
     Layer& l = *layers_[i];
-    trace::Span span("forward layer", "compute", static_cast<int>(i));
+    trace::Span span("forward layer", trace::Role::kCompute, static_cast<int>(i));
     if (ctx.beforeForward) ctx.beforeForward(l);
     y = &l.forward(*y, ctx);
     roundTo(compute_, *y);
@@ -79,7 +79,7 @@ const Tensor& Model::backwardLayers(const Tensor& dy, StepContext& ctx, std::siz
   roundTo(compute_, *d);
   for (std::size_t i = to; i-- > from;) {
     Layer& l = *layers_[i];
-    trace::Span span("backward layer", "compute", static_cast<int>(i));
+    trace::Span span("backward layer", trace::Role::kCompute, static_cast<int>(i));
     if (ctx.beforeBackward) ctx.beforeBackward(l);
     d = &l.backward(*d, ctx);
     roundTo(compute_, *d);

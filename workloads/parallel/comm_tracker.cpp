@@ -85,7 +85,7 @@ void CommTracker::completed(Op& op) {
   op.end = now();
   nvtx::end(op.nvtxRange);
   if (trace::enabled()) {
-    nlohmann::json args = {{"bytes", op.bytes}, {"group", group_}, {"ranks", comm_.worldSize()}};
+    nlohmann::json args = {{"bytes", op.bytes}, {"group", traceName(group_)}, {"ranks", comm_.worldSize()}};
     if (op.peer >= 0) args["peer"] = op.peer;  // the rank within `group` sent to or received from
     // The same facts under the names Kineto gives them on PyTorch's NCCL spans, for the tools that read those.
     args["Collective name"] = op.name;
@@ -93,7 +93,7 @@ void CommTracker::completed(Op& op) {
     args["Out msg nelems"] = op.outElems;
     args["dtype"] = std::string(dtypeName(op.dtype));
     args["Group size"] = comm_.worldSize();
-    trace::record(op.name, "communication", op.start * 1e6, op.end * 1e6, trace::Track::kCommunication, args);
+    trace::record(op.name, trace::Role::kCommunication, op.start * 1e6, op.end * 1e6, trace::Track::kCommunication, args);
   }
 }
 
@@ -115,7 +115,8 @@ void CommTracker::wait(int id) {
   completed(op);
   exposedS_ += op.end - t0;
   if (trace::enabled())
-    trace::record("wait " + op.name, "wait", t0 * 1e6, op.end * 1e6, trace::Track::kMain, {{"group", group_}});
+    trace::record("wait " + op.name, trace::Role::kWait, t0 * 1e6, op.end * 1e6, trace::Track::kMain,
+                  {{"group", traceName(group_)}});
 }
 
 void CommTracker::waitAll() {
@@ -136,7 +137,7 @@ void CommTracker::sum(std::span<double> v, bool timed) {
   if (timed) {
     run(call);
   } else {
-    trace::Span blocked("wait sum", "wait");  // not the step's communication, but the host waits on its peers
+    trace::Span blocked("wait sum", trace::Role::kWait);  // not the step's communication, but the host waits on its peers
     comm_.start(0, call)->wait(timeoutS_);
   }
   comm_.copyOut(0, v.data(), sums_.get(), bytes);

@@ -15,16 +15,16 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "workloads/parallel/process_group.h"
 
 namespace ts::wl {
 
 struct CollectiveTiming {
   std::string op;  // the collective's registry name (all_reduce, reduce_scatter, ...), or send/recv
   std::size_t bytes = 0;
-  double seconds = 0;  // launch to observed completion
-  std::string group;  // the communicator's label ("dp0", "pp1": groupLabel, read back by groupOfLabel): the k-th op of a group is
-                      // one operation on every member
-  double launchS = 0;  // when this rank launched it (steady clock, seconds): its arrival
+  double seconds = 0;    // launch to observed completion
+  ProcessGroupId group;  // the communicator's: the k-th op of a group is one operation on every member
+  double launchS = 0;    // when this rank launched it (steady clock, seconds): its arrival
 };
 
 struct StepComm {
@@ -35,11 +35,10 @@ struct StepComm {
 
 class CommTracker {
  public:
-  // group names the communicator in trace spans and timings (layout.h's groupLabel: "dp0", "tp1", "pp0").
-  CommTracker(Communicator& comm, double timeoutS, std::string group = "")
-      : comm_(comm), timeoutS_(timeoutS), group_(std::move(group)) {}
+  // group: the mesh's group `comm` is, which trace spans and timings name.
+  CommTracker(Communicator& comm, double timeoutS, ProcessGroupId group) : comm_(comm), timeoutS_(timeoutS), group_(group) {}
   Communicator& comm() { return comm_; }
-  void setGroup(std::string group) { group_ = std::move(group); }
+  void setGroup(ProcessGroupId group) { group_ = group; }
   // Issues the call and returns its id.
   int start(const CollectiveCall& call);
   // Point to point (pipeline stages): a send to / a receive from `peer` of this communicator.
@@ -82,7 +81,7 @@ class CommTracker {
             std::size_t inElems = 0, std::size_t outElems = 0, DType dtype = DType::kFloat32);
   Communicator& comm_;
   double timeoutS_;
-  std::string group_;
+  ProcessGroupId group_;
   std::vector<Op> ops_;
   double exposedS_ = 0;
   CommBuffer sums_;  // sum()'s numbers, where the backend works

@@ -11,7 +11,7 @@ namespace ts::wl {
 GradientSync::GradientSync(std::vector<Param*> modelParams, Communicator& group, double timeoutS)
     : modelParams_(std::move(modelParams)),
       group_(&group),
-      tracker_(std::make_unique<CommTracker>(group, timeoutS, std::string(groupKindName(GroupKind::kDp)))) {}
+      tracker_(std::make_unique<CommTracker>(group, timeoutS, ProcessGroupId{GroupKind::kDp, 0})) {}  // setGroup says which
 
 double GradientSync::groupSum(double v, bool timed) { return group_ ? tracker_->sum(v, timed) : v; }
 
@@ -66,7 +66,7 @@ std::unique_ptr<GradientSync> makeGradientSync(const Mesh& mesh, const ModelPart
     sync = std::make_unique<ShardedSync>(*dp, model, l, timeoutS);
   else
     sync = std::make_unique<AllReduceSync>(*dp, model, l, timeoutS);
-  sync->setTraceLabel(groupLabel(mesh, GroupKind::kDp));
+  sync->setGroup(mesh.groupId(GroupKind::kDp));
   return sync;
 }
 

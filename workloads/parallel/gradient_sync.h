@@ -64,8 +64,8 @@ class GradientSync {
   // Bytes of gradients and optimizer-state parameters this rank keeps (for the record).
   std::size_t ownedParameterElements();
   StepComm takeStepComm() { return tracker_ ? tracker_->take() : StepComm{}; }
-  void setTraceLabel(const std::string& label) {
-    if (tracker_) tracker_->setGroup(label);
+  void setGroup(ProcessGroupId group) {
+    if (tracker_) tracker_->setGroup(group);
   }
   // The group's mean of a per-rank figure (the loss); not counted as the step's communication.
   double groupMean(double v);

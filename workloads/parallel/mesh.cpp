@@ -81,17 +81,4 @@ nlohmann::json Mesh::toJson() const {
 
 std::string coordinateField(const MeshAxis& axis) { return fmt::format("{}_rank", axis.name); }
 
-std::string groupLabel(const Mesh& mesh, GroupKind kind) {
-  return fmt::format("{}{}", groupKindName(kind), mesh.groupIndex(kind));
-}
-
-LabelledGroup groupOfLabel(const LayoutOptions& resolved, std::string_view label) {
-  for (const MeshAxisSpec& a : kMeshAxes) {
-    if (label.substr(0, a.name.size()) != a.name) continue;
-    const std::string_view index = label.substr(a.name.size());
-    if (std::all_of(index.begin(), index.end(), [](char c) { return c >= '0' && c <= '9'; })) return {a.kind, resolved.*a.size};
-  }
-  throw Error(fmt::format("internal: '{}' names no process group (a mesh axis, and an index)", label));
-}
-
 }  // namespace ts::wl

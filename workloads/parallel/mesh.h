@@ -11,6 +11,7 @@
 
 #include "comm/communicator.h"
 #include "workloads/parallel/layout.h"
+#include "workloads/parallel/process_group.h"
 
 namespace ts::wl {
 
@@ -46,6 +47,7 @@ class Mesh {
   Communicator* group(GroupKind kind) const;
   // Which group of that kind this rank is in, 0.. (the colour its communicator was split with).
   int groupIndex(GroupKind kind) const { return groupIndexOf(axes_, kind); }
+  ProcessGroupId groupId(GroupKind kind) const { return {kind, groupIndex(kind)}; }
   std::vector<int> groupRanks(GroupKind kind) const { return groupRanksOf(axes_, kind); }
   int rank() const { return rank_; }
   int worldSize() const;
@@ -63,17 +65,5 @@ class Mesh {
 
 // This rank's coordinate on each axis, as records and traces name it: "dp_rank", "tp_rank", ...
 std::string coordinateField(const MeshAxis& axis);
-
-// How trace spans and the collectives' timings name a rank's group: its kind and which one ("dp0", "pp1",
-// "tp3"), so that the ranks of one communicator can be told from those of another of the same kind.
-std::string groupLabel(const Mesh& mesh, GroupKind kind);
-
-struct LabelledGroup {
-  GroupKind kind;
-  int size;  // its ranks
-};
-// The group a label names (groupLabel's, or a kind alone: "dp"), its size taken from the resolved layout.
-// The one reader of labels: an unknown one is an internal error, not a group to guess.
-LabelledGroup groupOfLabel(const LayoutOptions& resolved, std::string_view label);
 
 }  // namespace ts::wl

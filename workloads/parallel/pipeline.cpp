@@ -111,7 +111,7 @@ Pipeline::Pipeline(const Mesh& mesh, Model& model, double timeoutS, const data::
       stagesCount_(mesh.size(GroupKind::kPp)),
       schedule_(mesh.layout().schedule),
       comm_(mesh.group(GroupKind::kPp)),
-      tracker_(*comm_, timeoutS, groupLabel(mesh, GroupKind::kPp)) {
+      tracker_(*comm_, timeoutS, mesh.groupId(GroupKind::kPp)) {
   std::vector<double> flops;
   for (Layer* l : model.layers()) flops.push_back(l->forwardFlops());
   stages_ = splitStages(flops, stagesCount_, mesh.layout().ppSplit);
@@ -219,7 +219,7 @@ PointToPoint Pipeline::transferOf(const PipeTransfer& t) {
 void Pipeline::forwardOp(const data::Batch& batch, int micro, GradientSync& sync, StepContext& ctx, PipelineTimes& times,
                          double* lossSum) {
   const auto i = static_cast<std::size_t>(micro);
-  trace::Span forward("forward", "compute", micro);
+  trace::Span forward("forward", trace::Role::kCompute, micro);
   sync.beforeForward(ctx);
   const Tensor& y = forwardMicro(batch, micro, ctx, lossSum);
   if (!last()) copy(outputs_[i], Tensor{y.data, outputs_[i].shape, y.device});
@@ -230,7 +230,7 @@ void Pipeline::forwardOp(const data::Batch& batch, int micro, GradientSync& sync
 void Pipeline::backwardOp(const data::Batch& batch, int micro, bool lastBackward, float scale, GradientSync& sync,
                           StepContext& ctx, PipelineTimes& times) {
   const auto i = static_cast<std::size_t>(micro);
-  trace::Span backward("backward", "compute", micro);
+  trace::Span backward("backward", trace::Role::kCompute, micro);
   if (held_ != micro) {
     // Recomputation: the loss was counted, and batch norm's running statistics updated, the first time
     // (updating them again counted the recomputed micro-batches twice: found by evaluating under --pp).
@@ -294,7 +294,7 @@ double Pipeline::step(const std::vector<data::Batch>& micros, float scale, Gradi
     backwardOp(micros[i], op.micro, lastBackward, scale, sync, ctx, times);
     // Posted before the data-parallel sync, which may block: the neighbours' transfers go on meanwhile.
     post();
-    trace::Span syncSpan("sync", "phase");
+    trace::Span syncSpan("sync", trace::Role::kPhase);
     sync.afterBackward(lastBackward);
     times.syncS += syncSpan.close();
   }

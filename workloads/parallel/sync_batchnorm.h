@@ -11,7 +11,7 @@ namespace ts::wl {
 
 class SyncBatchNormGroup {
  public:
-  SyncBatchNormGroup(Communicator& dp, double timeoutS, std::string label) : tracker_(dp, timeoutS, std::move(label)) {}
+  SyncBatchNormGroup(Communicator& dp, double timeoutS, ProcessGroupId group) : tracker_(dp, timeoutS, group) {}
   void install(StepContext& ctx) {
     ctx.bnSum = [this](double* values, std::size_t n) { tracker_.sum(std::span<double>(values, n), true); };
   }

@@ -9,7 +9,7 @@ namespace ts::wl {
 
 class TensorParallelGroup {
  public:
-  TensorParallelGroup(Communicator& tp, double timeoutS, std::string label) : tracker_(tp, timeoutS, std::move(label)) {}
+  TensorParallelGroup(Communicator& tp, double timeoutS, ProcessGroupId group) : tracker_(tp, timeoutS, group) {}
   void install(StepContext& ctx);
   // The sum of v over the group (the gradient norm's tensor-parallel slices); counted as communication.
   double sum(double v) { return tracker_.sum(v, true); }

@@ -28,7 +28,7 @@ Evaluation::Evaluation(const data::DataOptions& training, const TrainOptions& o,
 }
 
 EvalResult Evaluation::run(ModelOnMesh& m, Device& device, int dataParallel, std::int64_t step) {
-  trace::Span span("eval", "phase");
+  trace::Span span("eval", trace::Role::kPhase);
   const auto t0 = std::chrono::steady_clock::now();
   EvalResult e;
   e.step = step;

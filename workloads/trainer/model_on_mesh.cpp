@@ -29,10 +29,10 @@ void placeModel(ModelOnMesh& m, const TrainOptions& o, const Mesh& mesh, Device&
   const LayoutOptions& layout = o.layout;
   m.model = makeModel(config, microBatch, device, TensorParallel{mesh.coordinate(GroupKind::kTp), layout.tp});
   if (Communicator* tp = mesh.group(GroupKind::kTp))
-    m.tp = std::make_unique<TensorParallelGroup>(*tp, commTimeoutS, groupLabel(mesh, GroupKind::kTp));
+    m.tp = std::make_unique<TensorParallelGroup>(*tp, commTimeoutS, mesh.groupId(GroupKind::kTp));
   if (layout.syncBn == SyncBatchNorm::kOn)
     if (Communicator* dp = mesh.group(GroupKind::kDp))
-      m.syncBn = std::make_unique<SyncBatchNormGroup>(*dp, commTimeoutS, groupLabel(mesh, GroupKind::kDp));
+      m.syncBn = std::make_unique<SyncBatchNormGroup>(*dp, commTimeoutS, mesh.groupId(GroupKind::kDp));
   if (layout.pp > 1) {
     const data::Batch sample = source.batch(0).slice(0, microBatch);  // its shapes size the stages' buffers
     m.pipeline = std::make_unique<Pipeline>(mesh, *m.model, commTimeoutS, sample, static_cast<int>(o.microBatches));
@@ -67,7 +67,7 @@ void makeSync(ModelOnMesh& m, const TrainOptions& o, const Mesh& mesh, double co
     auto ps = std::make_unique<AsyncPsSync>(*dp, m.part, layout, o.steps, commTimeoutS);
     m.asyncPs = ps.get();
     m.sync = std::move(ps);
-    m.sync->setTraceLabel(groupLabel(mesh, GroupKind::kDp));
+    m.sync->setGroup(mesh.groupId(GroupKind::kDp));
   } else {
     m.sync = makeGradientSync(mesh, m.part, commTimeoutS);
   }

@@ -21,7 +21,7 @@ void installPsAsyncUpdate(AsyncPsSync& ps, Optimizer& optimizer, const Schedule&
 // the workers; no batch of its own. After the last, every worker holds the final values.
 StepResult Trainer::serveStep(StepResult& r, trace::Span& stepSpan) {
   AsyncPsSync& ps = *parts_.asyncPs;
-  trace::Span sync("sync", "phase");
+  trace::Span sync("sync", trace::Role::kPhase);
   ps.serve(r.step);
   r.lr = options_.schedule.at(r.step);
   ++nextStep_;
@@ -44,7 +44,7 @@ StepResult Trainer::finishAsyncStep(StepResult& r, double loss, trace::Span& ste
   r.lr = options_.schedule.at(r.step);
   ++nextStep_;
   if (done()) {
-    trace::Span last("sync", "phase");
+    trace::Span last("sync", trace::Role::kPhase);
     ps.finish();
     r.syncS += last.close();
   }

@@ -32,16 +32,16 @@ StepResult Trainer::trainStep() {
   StepResult r;
   r.step = nextStep_;
   // Every phase is a trace span (and an NVTX range); the phase times are the spans' lengths.
-  trace::Span stepSpan("step", "step", static_cast<int>(r.step));
+  trace::Span stepSpan("step", trace::Role::kStep, static_cast<int>(r.step));
   if (trace::enabled()) stepSpan.annotate({{"step", r.step}});  // no JSON built per step otherwise
   if (parts_.asyncPs && !parts_.asyncPs->worker()) return serveStep(r, stepSpan);
-  trace::Span dataSpan("data", "phase");
+  trace::Span dataSpan("data", trace::Role::kPhase);
   data::Prefetcher::Next next = data_.loader->next();
   dataSpan.close();
   r.dataS = next.waitSeconds;
   parts_.model->zeroGrads();
   if (parts_.asyncPs) {  // the parameter versions this step may use (waiting, if it is more than --staleness ahead)
-    trace::Span wait("sync", "phase");
+    trace::Span wait("sync", trace::Role::kPhase);
     r.staleness = parts_.asyncPs->beginStep(r.step);
     r.syncS += wait.close();
   }
@@ -57,7 +57,7 @@ StepResult Trainer::trainStep() {
   const auto scale = static_cast<float>(r.lossScale / static_cast<double>(M * shares));
   double loss = forwardBackward(r, std::move(next.batch), ctx, scale);
   if (parts_.asyncPs) return finishAsyncStep(r, loss, stepSpan);
-  trace::Span syncSpan("sync", "phase");
+  trace::Span syncSpan("sync", trace::Role::kPhase);
   if (parts_.pipeline) loss = parts_.pipeline->sumOverStages(loss, false);  // the last stage's
   r.loss = parts_.sync->groupMean(loss / static_cast<double>(M));  // every rank's mean: the same on all, so all decide alike
   if (parts_.masters) parts_.masters->endStep();
@@ -89,19 +89,19 @@ double Trainer::forwardBackward(StepResult& r, data::Batch batch, StepContext& c
   for (std::int64_t i = 0; i < M; ++i) {
     const bool last = i == M - 1;
     const data::Batch micro = M == 1 ? std::move(batch) : batch.slice(i * mb, (i + 1) * mb);
-    trace::Span forward("forward", "compute", static_cast<int>(i));
+    trace::Span forward("forward", trace::Role::kCompute, static_cast<int>(i));
     gradSync.beforeForward(ctx);
     lastMicroLoss_ = parts_.model->forward(micro, ctx);
     loss += lastMicroLoss_;
     lastIndices_ = micro.sampleIndices;
     device_->synchronize();
     r.forwardS += forward.close();
-    trace::Span backward("backward", "compute", static_cast<int>(i));
+    trace::Span backward("backward", trace::Role::kCompute, static_cast<int>(i));
     gradSync.beforeBackward(ctx, last);
     parts_.model->backward(scale, ctx);
     device_->synchronize();
     r.backwardS += backward.close();
-    trace::Span sync("sync", "phase");
+    trace::Span sync("sync", trace::Role::kPhase);
     gradSync.afterBackward(last);
     r.syncS += sync.close();
   }
@@ -144,7 +144,7 @@ void Trainer::update(StepResult& r, trace::Span& syncSpan) {
     if (!std::isfinite(r.gradNorm))
       throw Error(fmt::format("step {}: the gradient norm is {} (diverged; lower --lr)", r.step, r.gradNorm));
     r.syncS += syncSpan.close() - normS;
-    trace::Span optimizerSpan("optimizer", "compute");
+    trace::Span optimizerSpan("optimizer", trace::Role::kCompute);
     if (options_.clipNorm > 0 && r.gradNorm > options_.clipNorm) {  // done on the device by the synchronize below
       const float s = static_cast<float>(options_.clipNorm / r.gradNorm);
       for (Param* p : params) ops::scale(*p->grad.device, p->grad.data, s, p->grad.numel());
@@ -153,7 +153,7 @@ void Trainer::update(StepResult& r, trace::Span& syncSpan) {
     parts_.optimizer->step(r.lr, static_cast<int>(r.step + 1 - (scaler ? scaler->skippedSteps() : 0)));
     device_->synchronize();
     r.optimizerS = optimizerSpan.close() + normS;
-    trace::Span afterUpdate("sync", "phase");
+    trace::Span afterUpdate("sync", trace::Role::kPhase);
     gradSync.afterUpdate();
     r.syncS += afterUpdate.close();
   }
@@ -177,7 +177,7 @@ void Trainer::collectStepComm(StepResult& r) {
 void Trainer::checkpointIfDue(StepResult& r) {
   if (!options_.checkpointDir.empty() &&
       ((options_.checkpointEvery > 0 && nextStep_ % options_.checkpointEvery == 0) || done())) {
-    trace::Span checkpoint("checkpoint", "phase");
+    trace::Span checkpoint("checkpoint", trace::Role::kPhase);
     saveCheckpoint();
     r.checkpointS = checkpoint.close();
     checkpoints_.recordStall(r.checkpointS);
