@@ -169,7 +169,7 @@ Trainer::Trainer(const TrainOptions& options, const Mesh* mesh, double commTimeo
     mesh_ = ownMesh_.get();
   }
   options_.layout = mesh_->layout();
-  options_.layout.syncBn = resolveSyncBatchNorm(o, options_.layout.dp);
+  options_.layout.syncBn = resolveSyncBatchNorm(o, options_.layout.dataShards());
   const LayoutOptions& layout = options_.layout;
   if (o.batch % (o.microBatches * layout.workers()))
     throw UsageError(fmt::format("--batch {} does not split into {} data-parallel rank(s) x {} micro-batch(es)", o.batch,
@@ -206,8 +206,8 @@ void Trainer::build(double commTimeoutS) {
   d.seed = o.seed;
   d.globalBatch = o.batch;
   // Split over the ranks that train (a dedicated ps-async server reads shard 0 and never trains on it).
-  const int dpIndex = mesh_->coordinate(GroupKind::kDp);
-  d.shard = {dpIndex < layout.workers() ? dpIndex : 0, layout.workers()};
+  const int dataIndex = mesh_->dataIndex();
+  d.shard = {dataIndex < layout.workers() ? dataIndex : 0, layout.workers()};
   d.syntheticSize = o.syntheticSize;
   d.augment = o.augment;
   if (!language) d.sampleShape = syntheticSampleShape(o.model);
@@ -218,14 +218,14 @@ void Trainer::build(double commTimeoutS) {
     // The held-out split in batches of what the model is built for on every rank: dp x micro-batch samples.
     data::DataOptions e = d;
     e.split = data::Split::kHeldOut;
-    e.globalBatch = microBatchSize() * layout.dp;
+    e.globalBatch = microBatchSize() * layout.dataShards();
     evalSource_ = std::make_unique<data::DataSource>(data::makeDataSource(e));
     const std::int64_t whole = evalSource_->info().size / e.globalBatch;
     if (whole < 1)
       throw UsageError(
           fmt::format("--eval-every: the held-out split of --data {} has {} samples, fewer than one evaluation "
                       "batch ({} = {} data-parallel rank(s) x {} per micro-batch)",
-                      o.data, evalSource_->info().size, e.globalBatch, layout.dp, microBatchSize()));
+                      o.data, evalSource_->info().size, e.globalBatch, layout.dataShards(), microBatchSize()));
     evalBatches_ = o.evalBatches > 0 ? std::min(o.evalBatches, whole) : whole;
     evalSamples_ = evalBatches_ * e.globalBatch;
   }
@@ -240,8 +240,8 @@ void Trainer::build(double commTimeoutS) {
   if (Communicator* tp = mesh_->group(GroupKind::kTp))
     tp_ = std::make_unique<TensorParallelGroup>(*tp, commTimeoutS, groupLabel(*mesh_, GroupKind::kTp));
   if (layout.syncBn == SyncBatchNorm::kOn)
-    if (Communicator* dp = mesh_->group(GroupKind::kDp))
-      syncBn_ = std::make_unique<SyncBatchNormGroup>(*dp, commTimeoutS, groupLabel(*mesh_, GroupKind::kDp));
+    if (Communicator* data = mesh_->dataGroup())
+      syncBn_ = std::make_unique<SyncBatchNormGroup>(*data, commTimeoutS, groupLabel(*mesh_, kDataAxes));
   if (layout.pp > 1) {
     const data::Batch sample = source_->batch(0).slice(0, microBatchSize());  // its shapes size the stages' buffers
     pipeline_ = std::make_unique<Pipeline>(*mesh_, *model_, commTimeoutS, sample, static_cast<int>(o.microBatches));
@@ -251,26 +251,27 @@ void Trainer::build(double commTimeoutS) {
   }
   ModelStateFacts facts;
   for (const Param* p : part_.params) facts.elements += p->value.numel();
-  facts.dp = layout.dp;
+  facts.replicas = layout.replicas();
   facts.zero = layout.zero;
   const bool async = layout.sync == SyncKind::kAsyncParameterServer;
-  facts.parameterServer = (layout.sync == SyncKind::kParameterServer || async) && layout.dp > 1;
+  facts.parameterServer = (layout.sync == SyncKind::kParameterServer || async) && layout.replicas() > 1;
   facts.psShards = async && layout.psServers > 0 ? layout.psServers : layout.psShards;
-  facts.server = async && layout.psServers > 0 ? dpIndex >= layout.workers() : dpIndex < layout.psShards;
+  const int replica = mesh_->replicaIndex();
+  facts.server = async && layout.psServers > 0 ? replica >= layout.workers() : replica < layout.psShards;
   facts.optimizerSlots = keepsTwoMoments(o.optimizer.kind) ? 2 : 1;
   facts.masterWeights = o.precision == Precision::kBFloat16 || o.precision == Precision::kFloat16;
   formula_ = modelStateFormula(facts);
   checkModelStatesFit(formula_, device_->memoryLimit(), layout);
-  if (Communicator* dp = mesh_->group(GroupKind::kDp); dp && async) {
-    auto ps = std::make_unique<AsyncPsSync>(*dp, part_, layout, o.steps, commTimeoutS);
+  if (Communicator* replicas = mesh_->replicaGroup(); replicas && async) {
+    auto ps = std::make_unique<AsyncPsSync>(*replicas, part_, layout, o.steps, commTimeoutS);
     asyncPs_ = ps.get();
     sync_ = std::move(ps);
-    sync_->setTraceLabel(groupLabel(*mesh_, GroupKind::kDp));
+    sync_->setTraceLabel(groupLabel(*mesh_, kReplicaAxes));
   } else {
     sync_ = makeGradientSync(*mesh_, part_, commTimeoutS);
   }
   // LAMB's norms are whole tensors': where this rank updates parts of some, they are added over the ranks.
-  const bool parts = tp_ || (layout.dp > 1 && (layout.zero > 0 || layout.sync == SyncKind::kParameterServer));
+  const bool parts = tp_ || (layout.replicas() > 1 && (layout.zero > 0 || layout.sync == SyncKind::kParameterServer));
   const std::vector<Param*> updating = sync_->updateParams();
   optimizer_ = std::make_unique<Optimizer>(o.optimizer, updating, model_->arena(),
                                            o.optimizer.kind == OptimizerKind::kLamb && parts
@@ -334,22 +335,23 @@ void Trainer::resumeFrom(const std::string& stepDir, const ModelConfig& config) 
   const bool replicas = std::any_of(c.tensors().begin(), c.tensors().end(),
                                     [](const ckpt::CheckpointReader::Tensor& t) { return t.kind == ckpt::StateKind::kReplica; });
   const nlohmann::json savedLayout = s.config.value("layout", nlohmann::json::object());
-  if (replicas && (options_.layout.sync != SyncKind::kAverage || savedLayout.value("dp", 0) != options_.layout.dp)) {
-    const std::string saved = jsonText(savedLayout.value("dp", nlohmann::json()));
+  const nlohmann::json savedReplicas = recordedGroupSize(savedLayout, kReplicaAxes);
+  if (replicas && (options_.layout.sync != SyncKind::kAverage || savedReplicas != options_.layout.replicas())) {
+    const std::string saved = jsonText(savedReplicas);
     const std::string mine = options_.layout.sync == SyncKind::kAverage
-                                 ? std::to_string(options_.layout.dp)
-                                 : fmt::format("{} under --sync {}", options_.layout.dp, nameOf(options_.layout.sync));
+                                 ? std::to_string(options_.layout.replicas())
+                                 : fmt::format("{} under --sync {}", options_.layout.replicas(), nameOf(options_.layout.sync));
     throw UsageError(
         fmt::format("--resume: {} holds the {} data-parallel replicas of --sync average apart (saved between "
                     "two averagings, or without --average-optimizer): resume it with --sync average on {} "
                     "data-parallel ranks, not {}",
                     c.directory(), saved, saved, mine));
   }
-  const int dp = mesh_->coordinate(GroupKind::kDp);
+  const int replica = mesh_->replicaIndex();
   for (const StateTensor& t : stateTensors(*sync_, *optimizer_, part_, *mesh_, StateUse::kLoad)) {
     std::vector<float> values(static_cast<std::size_t>(t.region.elements()));
-    const std::string own = dp > 0 ? replicaName(t.tensor, dp) : std::string();
-    c.read(replicas && dp > 0 && c.find(own) ? own : t.tensor, t.region, values.data());
+    const std::string own = replica > 0 ? replicaName(t.tensor, replica) : std::string();
+    c.read(replicas && replica > 0 && c.find(own) ? own : t.tensor, t.region, values.data());
     t.value->fromHost(values);
   }
   if (scaler_) scaler_->restore(s.scaler);

@@ -111,11 +111,11 @@ void stepTimes(const GatheredSteps& g, TrainBreakdown& out) {
 // bandwidth, each with its own group's bus factor. The same op and size in different groups are
 // different rows (a tensor-parallel all-reduce and a data-parallel one cross other links).
 std::vector<CollectiveRow> collectiveRows(const wl::Mesh& mesh, const std::vector<wl::CollectiveTiming>& mine) {
-  using Key = std::tuple<wl::GroupKind, int, std::string, std::size_t>;
+  using Key = std::tuple<wl::AxisSet, int, std::string, std::size_t>;
   std::map<Key, std::vector<double>> byRow;
   for (const auto& c : mine) {
     const wl::LabelledGroup g = wl::groupOfLabel(mesh.layout(), c.group);
-    byRow[{g.kind, g.size, c.op, c.bytes}].push_back(c.seconds);
+    byRow[{g.axes, g.size, c.op, c.bytes}].push_back(c.seconds);
   }
   std::vector<CollectiveRow> rows;
   for (auto& [key, seconds] : byRow) {

@@ -71,8 +71,9 @@ void finishTrace(TraceFiles& files, wl::Trainer& trainer, const wl::Mesh& mesh, 
   for (const wl::MeshAxis& a : mesh.axes()) {
     about[std::string(a.name)] = a.size;
     about[wl::coordinateField(a)] = a.coordinate;
-    if (a.size > 1) groups.push_back({wl::groupLabel(mesh, a.kind), std::string(a.name), mesh.groupRanks(a.kind)});
   }
+  for (wl::AxisSet s : mesh.groupSets())
+    if (mesh.size(s) > 1) groups.push_back({wl::groupLabel(mesh, s), wl::axisSetName(s), mesh.groupRanks(s)});
   const auto& cfg = trainer.model().config();
   files.finish(fmt::format("train {} {} {}", nameOf(cfg.kind), cfg.preset, mesh.layout().name()), about, groups,
                mesh.world() ? mesh.world()->backend() : "");

@@ -209,22 +209,29 @@ TEST(ProcessGroups, ALabelNamesItsGroupsKindAndTheLayoutItsSize) {
   o.tp = 2;
   o.pp = 3;
   const LayoutOptions l = resolveLayout(o, 24);  // dp = 4
-  const std::vector<std::tuple<std::string, GroupKind, int>> cases = {
-      {"dp0", GroupKind::kDp, 4}, {"dp5", GroupKind::kDp, 4}, {"tp1", GroupKind::kTp, 2}, {"tp11", GroupKind::kTp, 2},
-      {"pp0", GroupKind::kPp, 3}, {"dp", GroupKind::kDp, 4},  // a tracker's label before its group's index is set
+  const std::vector<std::tuple<std::string, AxisSet, int>> cases = {
+      {"dp0", GroupKind::kDp, 4},
+      {"dp5", GroupKind::kDp, 4},
+      {"tp1", GroupKind::kTp, 2},
+      {"tp11", GroupKind::kTp, 2},
+      {"pp0", GroupKind::kPp, 3},
+      {"dp", GroupKind::kDp, 4},  // a tracker's label before its group's index is set
+      {"dp-tp2", AxisSet{GroupKind::kDp, GroupKind::kTp}, 8},
+      {"dp-tp-pp0", AxisSet{GroupKind::kDp, GroupKind::kTp, GroupKind::kPp}, 24},
   };
-  for (const auto& [label, kind, size] : cases) {
+  for (const auto& [label, axes, size] : cases) {
     const LabelledGroup g = groupOfLabel(l, label);
-    EXPECT_EQ(g.kind, kind) << label;
+    EXPECT_EQ(axisSetName(g.axes), axisSetName(axes)) << label;
     EXPECT_EQ(g.size, size) << label;
   }
-  for (const char* bad : {"", "ep0", "dpx", "d", "tp-1", "0dp", "DP0"}) EXPECT_THROW(groupOfLabel(l, bad), Error) << bad;
+  for (const char* bad : {"", "ep0", "dpx", "d", "tp-1", "0dp", "DP0", "tp-dp0", "dp-dp0", "dp-0", "-dp0", "dp--tp0"})
+    EXPECT_THROW(groupOfLabel(l, bad), Error) << bad;
   // Every label a grid gives reads back as its own kind (one process: every group has one rank).
   const Mesh single(resolveLayout({}, 1), nullptr);
   for (GroupKind kind : {GroupKind::kDp, GroupKind::kTp, GroupKind::kPp}) {
     const std::string label = groupLabel(single, kind);
     EXPECT_EQ(label, std::string(groupKindName(kind)) + "0");
-    EXPECT_EQ(groupOfLabel(single.layout(), label).kind, kind);
+    EXPECT_TRUE(groupOfLabel(single.layout(), label).axes == kind);
     EXPECT_EQ(groupOfLabel(single.layout(), label).size, 1);
   }
 }
