@@ -17,15 +17,13 @@
 namespace ts::wl {
 namespace {
 
-constexpr GroupKind kKinds[] = {GroupKind::kDp, GroupKind::kTp, GroupKind::kPp};
-
-// Every non-empty set of the axes.
+// Every non-empty set of the mesh's axes.
 std::vector<AxisSet> everySet() {
   std::vector<AxisSet> out;
-  for (unsigned bits = 1; bits < 1u << std::size(kKinds); ++bits) {
+  for (unsigned bits = 1; bits < 1u << std::size(kMeshAxes); ++bits) {
     AxisSet s;
-    for (unsigned k = 0; k < std::size(kKinds); ++k)
-      if (bits & 1u << k) s = s | kKinds[k];
+    for (unsigned k = 0; k < std::size(kMeshAxes); ++k)
+      if (bits & 1u << k) s = s | kMeshAxes[k].kind;
     out.push_back(s);
   }
   return out;
@@ -40,7 +38,7 @@ LayoutOptions layoutOf(int dp, int tp, int pp) {
 }
 
 // A rank's coordinates in Megatron's order, rank = (pp_index * dp + dp_index) * tp + tp_index: written
-// out, not asked of the mesh.
+// out, not asked of the mesh (the layouts here have one rank on any other axis: coordinate 0).
 std::map<GroupKind, int> coordinatesOf(const LayoutOptions& l, int rank) {
   return {{GroupKind::kTp, rank % l.tp}, {GroupKind::kDp, rank / l.tp % l.dp}, {GroupKind::kPp, rank / (l.tp * l.dp)}};
 }
@@ -51,16 +49,16 @@ std::vector<int> naiveMembers(const LayoutOptions& l, AxisSet set, int rank) {
   std::vector<int> out;
   for (int r = 0; r < world; ++r) {
     bool same = true;
-    for (GroupKind k : kKinds)
-      if (!set.contains(k) && coordinatesOf(l, r)[k] != coordinatesOf(l, rank)[k]) same = false;
+    for (const MeshAxisSpec& a : kMeshAxes)
+      if (!set.contains(a.kind) && coordinatesOf(l, r)[a.kind] != coordinatesOf(l, rank)[a.kind]) same = false;
     if (same) out.push_back(r);
   }
   return out;
 }
 
 const std::vector<LayoutOptions>& layouts() {
-  static const std::vector<LayoutOptions> all = {layoutOf(2, 2, 2), layoutOf(4, 2, 3), layoutOf(3, 1, 2), layoutOf(1, 4, 2),
-                                                 layoutOf(2, 3, 1), layoutOf(1, 1, 1)};
+  static const std::vector<LayoutOptions> all = {layoutOf(2, 2, 2), layoutOf(4, 2, 3), layoutOf(3, 1, 2),
+                                                 layoutOf(1, 4, 2), layoutOf(2, 3, 1), layoutOf(1, 1, 1)};
   return all;
 }
 
@@ -135,7 +133,7 @@ TEST(MeshGroups, TheMeshSplitsItsWorldIntoEachGroupWithItsColourAndRankOrder) {
 TEST(MeshGroups, TheReplicasAndTheDataShardsAreGroupsOverTheAxesThatSayTheyAre) {
   // The mesh's own groups: each axis's, then the replicas' and the data shards' where those are not one of them.
   std::set<AxisSet> own = {kReplicaAxes, kDataAxes};
-  for (GroupKind k : kKinds) own.insert(k);
+  for (const MeshAxisSpec& a : kMeshAxes) own.insert(a.kind);
   for (const LayoutOptions& l : layouts()) {
     EXPECT_EQ(l.replicas(), groupSize(l, kReplicaAxes)) << l.name();
     EXPECT_EQ(l.dataShards(), groupSize(l, kDataAxes)) << l.name();

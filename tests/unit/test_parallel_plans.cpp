@@ -228,7 +228,8 @@ TEST(ProcessGroups, ALabelNamesItsGroupsKindAndTheLayoutItsSize) {
     EXPECT_THROW(groupOfLabel(l, bad), Error) << bad;
   // Every label a grid gives reads back as its own kind (one process: every group has one rank).
   const Mesh single(resolveLayout({}, 1), nullptr);
-  for (GroupKind kind : {GroupKind::kDp, GroupKind::kTp, GroupKind::kPp}) {
+  for (const MeshAxisSpec& axis : kMeshAxes) {
+    const GroupKind kind = axis.kind;
     const std::string label = groupLabel(single, kind);
     EXPECT_EQ(label, std::string(groupKindName(kind)) + "0");
     EXPECT_TRUE(groupOfLabel(single.layout(), label).axes == kind);
@@ -244,7 +245,7 @@ TEST(Mesh, PlacesRanksInMegatronsOrderAndGroupsThoseThatDifferOnOneAxis) {
   std::map<std::pair<GroupKind, int>, std::vector<int>> members;  // (kind, group index) -> ranks
   for (int rank = 0; rank < 24; ++rank) {
     const std::vector<MeshAxis> axes = meshAxesOf(l, rank);
-    ASSERT_EQ(axes.size(), 3u);
+    ASSERT_EQ(axes.size(), std::size(kMeshAxes));
     std::map<GroupKind, int> at;
     int fromStrides = 0;
     for (const MeshAxis& a : axes) {
@@ -259,8 +260,11 @@ TEST(Mesh, PlacesRanksInMegatronsOrderAndGroupsThoseThatDifferOnOneAxis) {
   }
   // Each kind's groups partition the ranks into groups of that axis's size, numbered 0.. without gaps,
   // whose members agree on every other coordinate.
-  for (GroupKind kind : {GroupKind::kDp, GroupKind::kTp, GroupKind::kPp}) {
+  std::size_t groups = 0;
+  for (const MeshAxisSpec& axis : kMeshAxes) {
+    const GroupKind kind = axis.kind;
     const int size = groupSize(l, kind);
+    groups += static_cast<std::size_t>(24 / size);
     for (int g = 0; g < 24 / size; ++g) {
       const std::vector<int>& ranks = members[{kind, g}];
       ASSERT_EQ(static_cast<int>(ranks.size()), size) << groupKindName(kind) << g;
@@ -274,7 +278,7 @@ TEST(Mesh, PlacesRanksInMegatronsOrderAndGroupsThoseThatDifferOnOneAxis) {
         EXPECT_EQ(otherCoordinates(r), otherCoordinates(ranks.front())) << groupKindName(kind) << g << " rank " << r;
     }
   }
-  EXPECT_EQ(members.size(), 24u / 4 + 24u / 2 + 24u / 3);
+  EXPECT_EQ(members.size(), groups);
   // Every rank lists its groups' members as they are, in the group's own rank order (the traces' "Process Group Ranks").
   for (int rank = 0; rank < 24; ++rank) {
     const std::vector<MeshAxis> axes = meshAxesOf(l, rank);
