@@ -23,9 +23,9 @@ ckpt::Region regionOf(const std::vector<std::int64_t>& shape, const TensorSlice&
 
 }  // namespace
 
-std::string replicaName(const std::string& tensor, int replica) {
-  return fmt::format("{}@{}{}", tensor, axisSetName(kReplicaAxes), replica);
-}
+// "dp" tags the replicas as a whole, whichever axes replicate (kReplicaAxes): a checkpoint's copies resume
+// on any layout with as many replicas.
+std::string replicaName(const std::string& tensor, int replica) { return fmt::format("{}@dp{}", tensor, replica); }
 
 std::vector<StateTensor> stateTensors(GradientSync& sync, Optimizer& optimizer, const ModelPart& part, const Mesh& mesh,
                                       StateUse use) {

@@ -31,7 +31,7 @@ struct StateTensor {
 };
 
 // The checkpoint's name of replica `replica`'s own copy of `tensor` (replica > 0; the mesh's replicaIndex):
-// "<tensor>@dp<replica>", the replicas' axes named as kReplicaAxes has them.
+// "<tensor>@dp<replica>".
 std::string replicaName(const std::string& tensor, int replica);
 
 std::vector<StateTensor> stateTensors(GradientSync& sync, Optimizer& optimizer, const ModelPart& part, const Mesh& mesh,

@@ -1,5 +1,6 @@
 #include "bench/train/train_loop.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -72,8 +73,10 @@ void finishTrace(TraceFiles& files, wl::Trainer& trainer, const wl::Mesh& mesh, 
     about[std::string(a.name)] = a.size;
     about[wl::coordinateField(a)] = a.coordinate;
   }
-  for (wl::AxisSet s : mesh.groupSets())
-    if (mesh.size(s) > 1) groups.push_back({wl::groupLabel(mesh, s), wl::axisSetName(s), mesh.groupRanks(s)});
+  for (wl::AxisSet s : mesh.groupSets())  // each communicator once: two sets of the same ranks share one
+    if (mesh.size(s) > 1 &&
+        std::none_of(groups.begin(), groups.end(), [&](const TraceGroup& g) { return g.name == wl::groupLabel(mesh, s); }))
+      groups.push_back({wl::groupLabel(mesh, s), wl::groupName(mesh, s), mesh.groupRanks(s)});
   const auto& cfg = trainer.model().config();
   files.finish(fmt::format("train {} {} {}", nameOf(cfg.kind), cfg.preset, mesh.layout().name()), about, groups,
                mesh.world() ? mesh.world()->backend() : "");

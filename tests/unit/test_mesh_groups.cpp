@@ -97,13 +97,21 @@ TEST(MeshGroups, TheMeshSplitsItsWorldIntoEachGroupWithItsColourAndRankOrder) {
       worlds.push_back(std::make_unique<test::IdleCommunicator>(world, rank));
       meshes.push_back(std::make_unique<Mesh>(l, worlds.back().get(), sets));
     }
-    // Splits are collective: every rank asks the same number, for the same sets in the same order, each once.
+    // Splits are collective: every rank asks for the same sets in the same order. A group of one rank is no
+    // split, and a group of the same ranks as one split before (a set with an axis of one rank more) shares
+    // its communicator.
     const std::vector<AxisSet> order = meshes[0]->groupSets();
-    EXPECT_EQ(std::set<AxisSet>(order.begin(), order.end()).size(), order.size()) << l.name();
-    EXPECT_EQ(order.size(), sets.size()) << l.name();
+    EXPECT_EQ(std::set<AxisSet>(order.begin(), order.end()), std::set<AxisSet>(sets.begin(), sets.end())) << l.name();
     for (int rank = 0; rank < world; ++rank) {
+      std::map<std::vector<int>, const Communicator*> byMembers;
+      for (AxisSet set : sets)
+        if (groupSize(l, set) > 1) {
+          const auto [at, first] = byMembers.emplace(naiveMembers(l, set, rank), meshes[rank]->group(set));
+          EXPECT_EQ(at->second, meshes[rank]->group(set))
+              << l.name() << ": " << axisSetName(set) << " has a communicator of its own";
+        }
       EXPECT_EQ(meshes[rank]->groupSets(), order) << l.name() << ", rank " << rank;
-      EXPECT_EQ(worlds[rank]->splits().size(), order.size()) << l.name() << ", rank " << rank;
+      EXPECT_EQ(worlds[rank]->splits().size(), byMembers.size()) << l.name() << ", rank " << rank;
     }
     for (AxisSet set : sets) {
       const std::string what = l.name() + " over " + axisSetName(set);
@@ -131,7 +139,7 @@ TEST(MeshGroups, TheMeshSplitsItsWorldIntoEachGroupWithItsColourAndRankOrder) {
 }
 
 TEST(MeshGroups, TheReplicasAndTheDataShardsAreGroupsOverTheAxesThatSayTheyAre) {
-  // The mesh's own groups: each axis's, then the replicas' and the data shards' where those are not one of them.
+  // The mesh's own groups: each axis's, the replicas' and the data shards'.
   std::set<AxisSet> own = {kReplicaAxes, kDataAxes};
   for (const MeshAxisSpec& a : kMeshAxes) own.insert(a.kind);
   for (const LayoutOptions& l : layouts()) {
@@ -141,7 +149,10 @@ TEST(MeshGroups, TheReplicasAndTheDataShardsAreGroupsOverTheAxesThatSayTheyAre) 
     for (int rank = 0; rank < world; ++rank) {
       test::IdleCommunicator w(world, rank);
       const Mesh mesh(l, &w);
-      EXPECT_EQ(w.splits().size(), own.size()) << l.name();  // a set that is one axis is not split a second time
+      std::set<std::vector<int>> communicators;  // one per group of more than one rank, whichever sets name it
+      for (AxisSet set : own)
+        if (groupSize(l, set) > 1) communicators.insert(naiveMembers(l, set, rank));
+      EXPECT_EQ(w.splits().size(), communicators.size()) << l.name();
       EXPECT_EQ(mesh.replicaGroup(), mesh.group(kReplicaAxes));
       EXPECT_EQ(mesh.dataGroup(), mesh.group(kDataAxes));
       const std::vector<int> replicas = naiveMembers(l, kReplicaAxes, rank), shards = naiveMembers(l, kDataAxes, rank);
@@ -157,11 +168,28 @@ TEST(MeshGroups, TheReplicasAndTheDataShardsAreGroupsOverTheAxesThatSayTheyAre) 
   EXPECT_EQ(single.replicaIndex(), 0);
 }
 
+TEST(MeshGroups, AGroupIsNamedByTheAxesItsRanksDifferOn) {
+  // dp=2 tp=1 pp=2: a group over dp and tp is dp's group; its name and label are dp's, as they were before
+  // the mesh had tp.
+  const LayoutOptions l = layoutOf(2, 1, 2);
+  for (int rank = 0; rank < 4; ++rank) {
+    test::IdleCommunicator w(4, rank);
+    const AxisSet dpTp{GroupKind::kDp, GroupKind::kTp};
+    const Mesh mesh(l, &w, {dpTp});
+    EXPECT_EQ(groupName(mesh, dpTp), "dp");
+    EXPECT_EQ(groupLabel(mesh, dpTp), groupLabel(mesh, GroupKind::kDp));
+    EXPECT_EQ(groupLabel(mesh, GroupKind::kDp), "dp" + std::to_string(rank / 2));
+    EXPECT_EQ(mesh.group(dpTp), mesh.group(GroupKind::kDp));
+    EXPECT_EQ(groupLabel(mesh, AxisSet{GroupKind::kDp, GroupKind::kPp}), "dp-pp0");
+    EXPECT_EQ(groupLabel(mesh, GroupKind::kTp), "tp" + std::to_string(rank));  // one rank: its own name
+  }
+}
+
 TEST(MeshGroups, ASetIsNamedByItsAxesInTheMeshsOrder) {
   EXPECT_EQ(axisSetName(GroupKind::kTp), "tp");
   EXPECT_EQ(axisSetName(AxisSet{GroupKind::kPp, GroupKind::kDp}), "dp-pp");
   for (AxisSet set : everySet()) EXPECT_TRUE(axisSetNamed(axisSetName(set)) == set) << axisSetName(set);
-  for (const char* bad : {"", "pp-dp", "dp-dp", "dp-", "-dp", "ep", "dp-tp-"}) EXPECT_TRUE(axisSetNamed(bad).empty()) << bad;
+  for (const char* bad : {"", "pp-dp", "dp-dp", "dp-", "-dp", "xp", "dp-tp-"}) EXPECT_TRUE(axisSetNamed(bad).empty()) << bad;
 }
 
 TEST(MeshGroups, ARecordedLayoutsGroupSizeCountsTheAxesItHas) {

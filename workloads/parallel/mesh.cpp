@@ -85,27 +85,44 @@ Mesh::Mesh(const LayoutOptions& resolved, Communicator* world, const std::vector
   sets.push_back(kReplicaAxes);
   sets.push_back(kDataAxes);
   sets.insert(sets.end(), products.begin(), products.end());
-  // Every rank takes part in every split (MPI_Comm_split and ncclCommSplit are collective), in one order;
-  // a set already split (the replicas' when they are one axis) is not split again.
+  // Every rank takes part in every split (MPI_Comm_split and ncclCommSplit are collective), in one order.
+  // A group's ranks are those of its axes of more than one rank: a group of one rank is no communicator,
+  // and one of the same ranks as a group split before (the replicas' when they are dp's) shares its
+  // communicator. Which sets those are follows from the layout alone, the same on every rank.
   for (AxisSet set : sets) {
     if (set.empty()) throw Error("internal: a process group over no mesh axis");
-    if (std::any_of(groups_.begin(), groups_.end(), [&](const auto& g) { return g.first == set; })) continue;
-    std::unique_ptr<Communicator> c = world ? world->split(groupIndex(set), coordinate(set)) : nullptr;
-    groups_.emplace_back(set, size(set) > 1 ? std::move(c) : nullptr);
+    if (std::any_of(groups_.begin(), groups_.end(), [&](const Group& g) { return g.set == set; })) continue;
+    const AxisSet ranks = spanned(set);
+    const auto same = std::find_if(groups_.begin(), groups_.end(), [&](const Group& g) { return spanned(g.set) == ranks; });
+    if (ranks.empty() || !world) {
+      groups_.push_back({set, nullptr});
+    } else if (same != groups_.end()) {
+      groups_.push_back({set, same->comm});
+    } else {
+      owned_.push_back(world->split(groupIndex(set), coordinate(set)));
+      groups_.push_back({set, owned_.back().get()});
+    }
   }
+}
+
+AxisSet Mesh::spanned(AxisSet set) const {
+  AxisSet out;
+  for (const MeshAxis& a : axes_)
+    if (set.contains(a.kind) && a.size > 1) out = out | a.kind;
+  return out;
 }
 
 const MeshAxis& Mesh::axis(GroupKind kind) const { return findAxis(axes_, kind); }
 
 Communicator* Mesh::group(AxisSet set) const {
-  for (const auto& [s, c] : groups_)
-    if (s == set) return c.get();
+  for (const Group& g : groups_)
+    if (g.set == set) return g.comm;
   throw Error(fmt::format("internal: the mesh has no process group over '{}'", axisSetName(set)));
 }
 
 std::vector<AxisSet> Mesh::groupSets() const {
   std::vector<AxisSet> out;
-  for (const auto& g : groups_) out.push_back(g.first);
+  for (const Group& g : groups_) out.push_back(g.set);
   return out;
 }
 
@@ -123,7 +140,12 @@ nlohmann::json Mesh::toJson() const {
 
 std::string coordinateField(const MeshAxis& axis) { return fmt::format("{}_rank", axis.name); }
 
-std::string groupLabel(const Mesh& mesh, AxisSet set) { return fmt::format("{}{}", axisSetName(set), mesh.groupIndex(set)); }
+std::string groupName(const Mesh& mesh, AxisSet set) {
+  const AxisSet ranks = mesh.spanned(set);
+  return axisSetName(ranks.empty() ? set : ranks);
+}
+
+std::string groupLabel(const Mesh& mesh, AxisSet set) { return fmt::format("{}{}", groupName(mesh, set), mesh.groupIndex(set)); }
 
 LabelledGroup groupOfLabel(const LayoutOptions& resolved, std::string_view label) {
   const std::size_t digits = label.find_last_not_of("0123456789") + 1;  // 0 for a label of digits only

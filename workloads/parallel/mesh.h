@@ -7,7 +7,6 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -52,10 +51,12 @@ class Mesh {
   int coordinate(AxisSet set) const { return groupCoordinateOf(axes_, set); }
   // The group over that set; null when it has one rank. A set the mesh was not built with is an internal error.
   Communicator* group(AxisSet set) const;
+  // The set's axes of more than one rank: the ones its group's ranks differ on.
+  AxisSet spanned(AxisSet set) const;
   // Which group over that set this rank is in, 0.. (the colour its communicator was split with).
   int groupIndex(AxisSet set) const { return groupIndexOf(axes_, set); }
   std::vector<int> groupRanks(AxisSet set) const { return groupRanksOf(axes_, set); }
-  // Every set the mesh has a group over, in the order they were split.
+  // Every set the mesh has a group over, in the order they were asked for (two may share one communicator).
   std::vector<AxisSet> groupSets() const;
   // The replicas of this rank's dense weights (the gradient sync's group) and the ranks that share the
   // global batch with it: groups over kReplicaAxes and kDataAxes.
@@ -74,15 +75,22 @@ class Mesh {
   Communicator* world_;
   int rank_ = 0;
   std::vector<MeshAxis> axes_;
-  std::vector<std::pair<AxisSet, std::unique_ptr<Communicator>>> groups_;  // in the order they were split
+  struct Group {
+    AxisSet set;
+    Communicator* comm;  // one of owned_, or null
+  };
+  std::vector<Group> groups_;  // in the order they were asked for
+  std::vector<std::unique_ptr<Communicator>> owned_;
 };
 
 // This rank's coordinate on each axis, as records and traces name it: "dp_rank", "tp_rank", ...
 std::string coordinateField(const MeshAxis& axis);
 
-// How trace spans and the collectives' timings name a rank's group: its set's name and which one ("dp0",
-// "pp1", "tp3", "dp-tp1"), so that the ranks of one communicator can be told from those of another over
-// the same axes.
+// A group's name: its axes of more than one rank ("dp", "dp-tp"; the set's own where it has none), so that
+// a layout's records and traces read the same whichever axes of one rank the mesh declares.
+std::string groupName(const Mesh& mesh, AxisSet set);
+// How trace spans and the collectives' timings name a rank's group: its name and which one ("dp0", "pp1",
+// "tp3", "dp-tp1"), so that the ranks of one communicator can be told from those of another over the same axes.
 std::string groupLabel(const Mesh& mesh, AxisSet set);
 
 struct LabelledGroup {
