@@ -3,7 +3,7 @@
 namespace ts::wl {
 
 ModelStateBytes modelStateFormula(const ModelStateFacts& f) {
-  const double psi = 4.0 * static_cast<double>(f.elements), n = f.dp;
+  const double psi = 4.0 * static_cast<double>(f.elements), n = f.replicas;
   ModelStateBytes b;
   if (f.parameterServer) {
     b.parameters = b.gradients = psi;

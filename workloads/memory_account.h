@@ -25,8 +25,8 @@
 namespace ts::wl {
 
 struct ModelStateFacts {
-  std::size_t elements = 0;  // Psi: this rank's part of the model
-  int dp = 1, zero = 0;
+  std::size_t elements = 0;                      // Psi: this rank's part of the model
+  int replicas = 1, zero = 0;                    // N: the ranks ZeRO shards over (kReplicaAxes)
   bool parameterServer = false, server = false;  // --sync ps, and whether this rank is one of the servers
   int psShards = 1;
   int optimizerSlots = 2;

@@ -18,7 +18,7 @@ Trainer::Trainer(const TrainOptions& options, const Mesh* mesh, double commTimeo
     mesh_ = ownMesh_.get();
   }
   options_.layout = mesh_->layout();
-  options_.layout.syncBn = resolveSyncBatchNorm(o, options_.layout.dp);
+  options_.layout.syncBn = resolveSyncBatchNorm(o, options_.layout.dataShards());
   const LayoutOptions& layout = options_.layout;
   if (o.batch % (o.microBatches * layout.workers()))
     throw UsageError(fmt::format("--batch {} does not split into {} data-parallel rank(s) x {} micro-batch(es)", o.batch,
@@ -46,7 +46,7 @@ void Trainer::build(double commTimeoutS) {
   ModelConfig config = modelConfigOf(o);
   const data::DataOptions d = trainingDataOptions(o, *mesh_, config);
   data_.source = std::make_unique<data::DataSource>(data::makeDataSource(d));
-  if (o.evalEvery > 0) eval_ = std::make_unique<Evaluation>(d, o, microBatchSize(), o.layout.dp);
+  if (o.evalEvery > 0) eval_ = std::make_unique<Evaluation>(d, o, microBatchSize(), o.layout.dataShards());
   completeModelConfig(config, o, data_.source->info());
   buildModelOnMesh(parts_, o, *mesh_, *device_, *data_.source, config, microBatchSize(), commTimeoutS);
   if (o.resume)

@@ -23,11 +23,13 @@ ckpt::Region regionOf(const std::vector<std::int64_t>& shape, const TensorSlice&
 
 }  // namespace
 
-std::string replicaName(const std::string& tensor, int dp) { return fmt::format("{}@dp{}", tensor, dp); }
+// "dp" tags the replicas as a whole, whichever axes replicate (kReplicaAxes): a checkpoint's copies resume
+// on any layout with as many replicas.
+std::string replicaName(const std::string& tensor, int replica) { return fmt::format("{}@dp{}", tensor, replica); }
 
 std::vector<StateTensor> stateTensors(GradientSync& sync, Optimizer& optimizer, const ModelPart& part, const Mesh& mesh,
                                       StateUse use) {
-  const bool firstDp = mesh.coordinate(GroupKind::kDp) == 0, firstTp = mesh.coordinate(GroupKind::kTp) == 0;
+  const bool firstReplica = mesh.replicaIndex() == 0, firstTp = mesh.coordinate(GroupKind::kTp) == 0;
   // Each element once: the copies that count (part_sums.h).
   auto writes = [&](const Param& p) { return countsHere(p, mesh); };
   std::unordered_map<std::string, const Param*> whole;  // a piece's parameter, for its shape
@@ -44,13 +46,13 @@ std::vector<StateTensor> stateTensors(GradientSync& sync, Optimizer& optimizer, 
 
   // A data-parallel rank after the first writes its own copy where the replicas differ: what data-parallel
   // rank 0 writes of the tensor (its tensor-parallel share), under the replica's name.
-  const int dp = mesh.coordinate(GroupKind::kDp);
-  const GradientSync::Divergence differ = use == StateUse::kSave && dp > 0 ? sync.divergence() : GradientSync::Divergence{};
+  const int replica = mesh.replicaIndex();
+  const GradientSync::Divergence differ = use == StateUse::kSave && replica > 0 ? sync.divergence() : GradientSync::Divergence{};
   std::vector<StateTensor> out;
   auto add = [&](const std::string& name, ckpt::StateKind kind, const ckpt::Region& region, Tensor* value, bool counted,
                  bool ownCopy) {
     if (use == StateUse::kLoad || counted) out.push_back({name, kind, region, value});
-    if (ownCopy) out.push_back({replicaName(name, dp), ckpt::StateKind::kReplica, region, value});
+    if (ownCopy) out.push_back({replicaName(name, replica), ckpt::StateKind::kReplica, region, value});
   };
   // The values kept between steps (keptParams: the model's, or ZeRO-3's pieces); those written are the
   // updated ones (updateParams: the model's, or this rank's pieces, which the others do not hold).
@@ -65,7 +67,7 @@ std::vector<StateTensor> stateTensors(GradientSync& sync, Optimizer& optimizer, 
     l->buffers(buffers);
     for (const NamedTensor& b : buffers)
       add(b.name, ckpt::StateKind::kBuffer, regionOf(b.tensor->shape, b.slice, 0, static_cast<std::int64_t>(b.tensor->numel())),
-          b.tensor, firstDp && (b.slice.sliced() || firstTp), differ.buffers && (b.slice.sliced() || firstTp));
+          b.tensor, firstReplica && (b.slice.sliced() || firstTp), differ.buffers && (b.slice.sliced() || firstTp));
   }
   return out;
 }

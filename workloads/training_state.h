@@ -30,8 +30,9 @@ struct StateTensor {
   Tensor* value;        // region.elements() values on the model's device
 };
 
-// The checkpoint's name of data-parallel rank `dp`'s own copy of `tensor` (dp > 0).
-std::string replicaName(const std::string& tensor, int dp);
+// The checkpoint's name of replica `replica`'s own copy of `tensor` (replica > 0; the mesh's replicaIndex):
+// "<tensor>@dp<replica>".
+std::string replicaName(const std::string& tensor, int replica);
 
 std::vector<StateTensor> stateTensors(GradientSync& sync, Optimizer& optimizer, const ModelPart& part, const Mesh& mesh,
                                       StateUse use);

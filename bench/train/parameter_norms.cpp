@@ -36,7 +36,7 @@ bool ParameterNorms::finite() const {
 }
 
 ParameterNorms gatherParameterNorms(Bootstrap& boot, const wl::Mesh& mesh, wl::Trainer& trainer) {
-  const nlohmann::json mine = parameterSquares(trainer, mesh.coordinate(wl::GroupKind::kDp) == 0);
+  const nlohmann::json mine = parameterSquares(trainer, mesh.replicaIndex() == 0);
   std::vector<std::string> all = {jsonText(mine)};
   if (mesh.worldSize() > 1) all = boot.allGatherStrings(jsonText(mine));
   std::map<std::string, std::pair<double, std::int64_t>> total;

@@ -111,10 +111,10 @@ void stepTimes(const GatheredSteps& g, TrainBreakdown& out) {
 // bandwidth, each with its own group's bus factor. The same op and size in different groups are
 // different rows (a tensor-parallel all-reduce and a data-parallel one cross other links).
 std::vector<CollectiveRow> collectiveRows(const wl::Mesh& mesh, const std::vector<wl::CollectiveTiming>& mine) {
-  using Key = std::tuple<wl::GroupKind, int, std::string, std::size_t>;
+  using Key = std::tuple<wl::AxisSet, int, std::string, std::size_t>;
   std::map<Key, std::vector<double>> byRow;
   for (const auto& c : mine) {
-    byRow[{c.group.kind, mesh.size(c.group.kind), c.op, c.bytes}].push_back(c.seconds);
+    byRow[{c.group.axes, mesh.size(c.group.axes), c.op, c.bytes}].push_back(c.seconds);
   }
   std::vector<CollectiveRow> rows;
   for (auto& [key, seconds] : byRow) {

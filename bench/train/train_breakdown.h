@@ -39,9 +39,9 @@ struct RankRow {
   double idle() const;  // the step less compute, data and sync
 };
 
-// The collectives of one group kind, op and size that process 0 issued.
+// The collectives of one group's axes, op and size that process 0 issued.
 struct CollectiveRow {
-  wl::GroupKind group;
+  wl::AxisSet group;
   int groupSize = 1;
   std::string op;
   std::size_t bytes = 0;

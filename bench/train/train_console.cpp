@@ -21,7 +21,8 @@ void printTrainBanner(wl::Trainer& trainer, const TrainRunOptions& o, const wl::
       trainer.flopsPerStep() / 1e9, static_cast<long long>(trainer.itemsPerStep()), model.itemName().c_str(),
       static_cast<long long>(o.train.batch), static_cast<long long>(o.train.microBatches), trainer.dataInfo().name.c_str());
   if (mesh.worldSize() > 1) {
-    const bool syncBn = mesh.layout().dp > 1 && cfg.kind == wl::ModelKind::kCnn;  // whether batch norm meets the dp group
+    // Whether batch norm meets the ranks that split the data.
+    const bool syncBn = mesh.layout().dataShards() > 1 && cfg.kind == wl::ModelKind::kCnn;
     std::printf("# layout %s over %d ranks: %lld %s per rank per micro-batch%s; this rank updates %zu of %lld parameters\n",
                 mesh.layout().name().c_str(), mesh.worldSize(), static_cast<long long>(trainer.microBatchSize()),
                 model.itemKind() == wl::ItemKind::kTokens ? "sequences" : "samples",

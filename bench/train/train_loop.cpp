@@ -1,5 +1,6 @@
 #include "bench/train/train_loop.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -71,8 +72,11 @@ void finishTrace(TraceFiles& files, wl::Trainer& trainer, const wl::Mesh& mesh, 
   for (const wl::MeshAxis& a : mesh.axes()) {
     about[std::string(a.name)] = a.size;
     about[wl::coordinateField(a)] = a.coordinate;
-    if (a.size > 1) groups.push_back({wl::traceName(mesh.groupId(a.kind)), std::string(a.name), mesh.groupRanks(a.kind)});
   }
+  for (wl::AxisSet s : mesh.groupSets())  // each communicator once: two sets of the same ranks share one
+    if (mesh.size(s) > 1 &&
+        std::none_of(groups.begin(), groups.end(), [&](const TraceGroup& g) { return g.name == wl::traceName(mesh.groupId(s)); }))
+      groups.push_back({wl::traceName(mesh.groupId(s)), wl::groupName(mesh, s), mesh.groupRanks(s)});
   const auto& cfg = trainer.model().config();
   files.finish(fmt::format("train {} {} {}", nameOf(cfg.kind), cfg.preset, mesh.layout().name()), about, groups,
                mesh.world() ? std::optional(mesh.world()->backend()) : std::nullopt);

@@ -78,7 +78,7 @@ nlohmann::json rankJson(const RankRow& row, const std::vector<wl::MeshAxis>& mes
 }
 
 nlohmann::json collectiveJson(const CollectiveRow& c) {
-  return {{"group", wl::groupKindName(c.group)},
+  return {{"group", wl::axisSetName(c.group)},
           {"group_size", c.groupSize},
           {"op", c.op},
           {"bytes", c.bytes},

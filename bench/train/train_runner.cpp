@@ -264,7 +264,7 @@ void runTrainStep(const TrainRunOptions& given, RunContext& ctx) {
   if (o.train.device.cuda() && o.train.device.index < 0 && boot.size() > 1)
     o.train.device.index = boot.localRank();  // one GPU per process
   wl::LayoutOptions layout = wl::resolveLayout(o.train.layout, boot.size());
-  layout.syncBn = wl::resolveSyncBatchNorm(o.train, layout.dp);
+  layout.syncBn = wl::resolveSyncBatchNorm(o.train, layout.dataShards());
   std::unique_ptr<Communicator> world;
   if (boot.size() > 1) {
     CommunicatorOptions co;

@@ -7,47 +7,16 @@
 #include <string>
 
 #include "comm/collectives/collective.h"
-#include "kernels/trace.h"
+#include "tests/unit/idle_communicator.h"
 #include "workloads/parallel/comm_tracker.h"
 
 namespace ts {
-namespace {
-
-// A group of `size` ranks whose calls move nothing: the tracker only needs them to complete.
-class IdleCommunicator final : public Communicator {
- public:
-  explicit IdleCommunicator(int size) : size_(size) {}
-  BackendKind backend() const override { return BackendKind::kMpi; }
-  TimerKind timer() const override { return TimerKind::kSteadyClock; }
-  int worldSize() const override { return size_; }
-  int localCount() const override { return 1; }
-  int rank(int) const override { return 0; }
-  std::string device(int) const override { return "cpu"; }
-  bool supports(const Collective&, DType, RedOp, std::string*) const override { return true; }
-  bool supportsInPlace(const Collective&) const override { return true; }
-  void* allocate(int, std::size_t) override { return nullptr; }
-  void release(int, void*) override {}
-  void copyIn(int, void*, const void*, std::size_t) override {}
-  void copyOut(int, void*, const void*, std::size_t) override {}
-  void run(int, const CollectiveCall&) override {}
-  std::unique_ptr<Communicator> split(int, int) override { return nullptr; }
-  std::unique_ptr<PendingCollective> startSend(int, const void*, std::size_t, DType, int, int) override { return nullptr; }
-  std::unique_ptr<PendingCollective> startRecv(int, void*, std::size_t, DType, int, int) override { return nullptr; }
-  void synchronize(double) override {}
-  TimedBatch timeBatch(int, int, const std::function<void()>&) override { return {}; }
-  void abort() override {}
-
- private:
-  int size_;
-};
-
-}  // namespace
 
 TEST(CommTracker, NamesAndSizesEveryCollectiveAsTheSweepRecordsIt) {
   // docs/architecture.md: the gathered, scattered and exchanged ops count the whole buffer, nranks blocks of count.
   constexpr std::size_t kCount = 96;
   for (int n : {1, 2, 4, 8}) {
-    IdleCommunicator comm(n);
+    test::IdleCommunicator comm(n);
     wl::CommTracker tracker(comm, 0, {wl::GroupKind::kTp, 3});
     for (const Collective* c : allCollectives()) tracker.run({c, nullptr, nullptr, kCount, DType::kFloat64});
     const wl::StepComm step = tracker.take();

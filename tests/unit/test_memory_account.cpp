@@ -12,7 +12,7 @@ namespace {
 TEST(ModelStateFormula, IsTheZeroPapersForEachStageAndTheParameterServer) {
   ModelStateFacts f;
   f.elements = 1000;  // Psi: 4000 bytes a copy
-  f.dp = 4;
+  f.replicas = 4;
   const double psi = 4000;
   for (int zero = 0; zero <= 3; ++zero) {
     f.zero = zero;
@@ -31,7 +31,7 @@ TEST(ModelStateFormula, IsTheZeroPapersForEachStageAndTheParameterServer) {
   EXPECT_DOUBLE_EQ(modelStateFormula(f).masterWeights, psi / 4);  // sharded with the optimizer state
   ModelStateFacts ps;
   ps.elements = 1000;
-  ps.dp = 4;
+  ps.replicas = 4;
   ps.parameterServer = true;
   ps.psShards = 2;
   ps.server = true;

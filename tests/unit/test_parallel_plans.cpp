@@ -222,10 +222,14 @@ TEST(ProcessGroups, AGroupIsItsKindAndIndexAndOnlyATraceNamesIt) {
   }
   // One process: every group is the first of its kind.
   const Mesh single(resolveLayout({}, 1), nullptr);
-  for (GroupKind kind : {GroupKind::kDp, GroupKind::kTp, GroupKind::kPp}) {
+  for (const MeshAxisSpec& axis : kMeshAxes) {
+    const GroupKind kind = axis.kind;
     EXPECT_EQ(single.groupId(kind), (ProcessGroupId{kind, 0}));
     EXPECT_EQ(traceName(single.groupId(kind)), std::string(groupKindName(kind)) + "0");
   }
+  // A group over a product of axes is named by its axes: dp x tp's of rank 13 is the one of pp 1.
+  EXPECT_EQ(traceName(ProcessGroupId{AxisSet{GroupKind::kDp, GroupKind::kTp}, groupIndexOf(axes, AxisSet{GroupKind::kDp, GroupKind::kTp})}),
+            "dp-tp1");
 }
 
 TEST(Mesh, PlacesRanksInMegatronsOrderAndGroupsThoseThatDifferOnOneAxis) {
@@ -236,7 +240,7 @@ TEST(Mesh, PlacesRanksInMegatronsOrderAndGroupsThoseThatDifferOnOneAxis) {
   std::map<std::pair<GroupKind, int>, std::vector<int>> members;  // (kind, group index) -> ranks
   for (int rank = 0; rank < 24; ++rank) {
     const std::vector<MeshAxis> axes = meshAxesOf(l, rank);
-    ASSERT_EQ(axes.size(), 3u);
+    ASSERT_EQ(axes.size(), std::size(kMeshAxes));
     std::map<GroupKind, int> at;
     int fromStrides = 0;
     for (const MeshAxis& a : axes) {
@@ -251,8 +255,11 @@ TEST(Mesh, PlacesRanksInMegatronsOrderAndGroupsThoseThatDifferOnOneAxis) {
   }
   // Each kind's groups partition the ranks into groups of that axis's size, numbered 0.. without gaps,
   // whose members agree on every other coordinate.
-  for (GroupKind kind : {GroupKind::kDp, GroupKind::kTp, GroupKind::kPp}) {
+  std::size_t groups = 0;
+  for (const MeshAxisSpec& axis : kMeshAxes) {
+    const GroupKind kind = axis.kind;
     const int size = groupSize(l, kind);
+    groups += static_cast<std::size_t>(24 / size);
     for (int g = 0; g < 24 / size; ++g) {
       const std::vector<int>& ranks = members[{kind, g}];
       ASSERT_EQ(static_cast<int>(ranks.size()), size) << groupKindName(kind) << g;
@@ -266,7 +273,7 @@ TEST(Mesh, PlacesRanksInMegatronsOrderAndGroupsThoseThatDifferOnOneAxis) {
         EXPECT_EQ(otherCoordinates(r), otherCoordinates(ranks.front())) << groupKindName(kind) << g << " rank " << r;
     }
   }
-  EXPECT_EQ(members.size(), 24u / 4 + 24u / 2 + 24u / 3);
+  EXPECT_EQ(members.size(), groups);
   // Every rank lists its groups' members as they are, in the group's own rank order (the traces' "Process Group Ranks").
   for (int rank = 0; rank < 24; ++rank) {
     const std::vector<MeshAxis> axes = meshAxesOf(l, rank);

@@ -2,6 +2,8 @@
 // of a run that stopped part-way, and of one that timed no step; each rank's place named by the mesh's axes.
 #include <gtest/gtest.h>
 
+#include <iterator>
+#include <map>
 #include <set>
 #include <string>
 
@@ -122,9 +124,19 @@ TEST(TrainRecord, ACompletedParallelRunWritesEveryFieldItHas) {
   EXPECT_TRUE(j["loss_curve"][1]["grad_norm"].is_null());  // the skipped step has no gradient norm
   EXPECT_EQ(j["loss_curve"][1]["skipped"], true);
   EXPECT_EQ(j["loss_curve"][0]["loss_scale"], 1024.0);
-  EXPECT_EQ(j["mesh"],
-            nlohmann::json::parse(
-                R"([{"name":"dp","size":2,"stride":2},{"name":"tp","size":2,"stride":1},{"name":"pp","size":2,"stride":4}])"));
+  // Every axis of the mesh in kMeshAxes' order: dp, tp and pp in Megatron's rank order, any other of one rank.
+  ASSERT_EQ(j["mesh"].size(), std::size(wl::kMeshAxes));
+  const std::map<std::string, nlohmann::json> laid = {{"dp", {{"name", "dp"}, {"size", 2}, {"stride", 2}}},
+                                                      {"tp", {{"name", "tp"}, {"size", 2}, {"stride", 1}}},
+                                                      {"pp", {{"name", "pp"}, {"size", 2}, {"stride", 4}}}};
+  for (std::size_t a = 0; a < std::size(wl::kMeshAxes); ++a) {
+    const std::string name(wl::kMeshAxes[a].name);
+    EXPECT_EQ(j["mesh"][a]["name"], name);
+    if (laid.count(name))
+      EXPECT_EQ(j["mesh"][a], laid.at(name));
+    else
+      EXPECT_EQ(j["mesh"][a]["size"], 1) << name;
+  }
   EXPECT_EQ(j["layout"]["name"], "dp=2 tp=2 pp=2 1f1b");
   EXPECT_DOUBLE_EQ(j["pipeline"]["theoretical_bubble"].get<double>(), 1.0 / 5);
   EXPECT_EQ(j["pipeline"]["measured_bubble"], 0.25);

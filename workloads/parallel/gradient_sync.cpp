@@ -11,7 +11,7 @@ namespace ts::wl {
 GradientSync::GradientSync(std::vector<Param*> modelParams, Communicator& group, double timeoutS)
     : modelParams_(std::move(modelParams)),
       group_(&group),
-      tracker_(std::make_unique<CommTracker>(group, timeoutS, ProcessGroupId{GroupKind::kDp, 0})) {}  // setGroup says which
+      tracker_(std::make_unique<CommTracker>(group, timeoutS, ProcessGroupId{kReplicaAxes, 0})) {}  // setGroup says which
 
 double GradientSync::groupSum(double v, bool timed) { return group_ ? tracker_->sum(v, timed) : v; }
 
@@ -54,7 +54,7 @@ class LocalSync final : public GradientSync {
 ModelPart wholeModel(Model& model) { return {model.params(), model.layers(), model.leadingParams(), &model.arena()}; }
 
 std::unique_ptr<GradientSync> makeGradientSync(const Mesh& mesh, const ModelPart& model, double timeoutS) {
-  Communicator* dp = mesh.group(GroupKind::kDp);
+  Communicator* dp = mesh.replicaGroup();
   if (!dp) return std::make_unique<LocalSync>(model);
   const LayoutOptions& l = mesh.layout();
   std::unique_ptr<GradientSync> sync;
@@ -66,7 +66,7 @@ std::unique_ptr<GradientSync> makeGradientSync(const Mesh& mesh, const ModelPart
     sync = std::make_unique<ShardedSync>(*dp, model, l, timeoutS);
   else
     sync = std::make_unique<AllReduceSync>(*dp, model, l, timeoutS);
-  sync->setGroup(mesh.groupId(GroupKind::kDp));
+  sync->setGroup(mesh.groupId(kReplicaAxes));
   return sync;
 }
 

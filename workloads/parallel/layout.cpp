@@ -1,5 +1,7 @@
 #include "workloads/parallel/layout.h"
 
+#include <algorithm>
+#include <iterator>
 #include <string>
 
 #include <fmt/format.h>
@@ -13,15 +15,15 @@ namespace {
 // The axis that takes the ranks the others leave (--dp 0).
 constexpr GroupKind kFills = GroupKind::kDp;
 
-// Over every axis but the one that fills: their product, "--tp 2 x --pp 1" and "--tp and --pp".
+// Over every axis outside a set (the one that fills): their product, "--tp 2 x --pp 1" and "--tp and --pp".
 struct OtherAxes {
   int product = 1;
   std::string sizes, flags;
 };
-OtherAxes otherAxes(const LayoutOptions& o) {
+OtherAxes otherAxes(const LayoutOptions& o, AxisSet set) {
   OtherAxes out;
   for (const MeshAxisSpec& a : kMeshAxes) {
-    if (a.kind == kFills) continue;
+    if (set.contains(a.kind)) continue;
     out.product *= o.*a.size;
     out.sizes += fmt::format("{}--{} {}", out.sizes.empty() ? "" : " x ", a.name, o.*a.size);
     out.flags += fmt::format("{}--{}", out.flags.empty() ? "" : " and ", a.name);
@@ -39,7 +41,47 @@ const MeshAxisSpec& meshAxis(GroupKind kind) {
 
 std::string_view groupKindName(GroupKind kind) { return meshAxis(kind).name; }
 
-int groupSize(const LayoutOptions& resolved, GroupKind kind) { return resolved.*meshAxis(kind).size; }
+std::string axisSetName(AxisSet set) {
+  std::string out;
+  for (const MeshAxisSpec& a : kMeshAxes)
+    if (set.contains(a.kind)) out += (out.empty() ? "" : "-") + std::string(a.name);
+  return out;
+}
+
+AxisSet axisSetNamed(std::string_view name) {
+  AxisSet set;
+  for (std::size_t from = 0; from <= name.size();) {
+    const std::size_t to = std::min(name.find('-', from), name.size());
+    const auto a = std::find_if(std::begin(kMeshAxes), std::end(kMeshAxes),
+                                [&](const MeshAxisSpec& s) { return s.name == name.substr(from, to - from); });
+    if (a == std::end(kMeshAxes) || set.contains(a->kind)) return {};
+    set = set | a->kind;
+    from = to + 1;
+  }
+  return axisSetName(set) == name ? set : AxisSet{};  // one spelling: kMeshAxes' order
+}
+
+int groupSize(const LayoutOptions& resolved, AxisSet set) {
+  int n = 1;
+  for (const MeshAxisSpec& a : kMeshAxes)
+    if (set.contains(a.kind)) n *= resolved.*a.size;
+  return n;
+}
+
+nlohmann::json recordedGroupSize(const nlohmann::json& layout, AxisSet set) {
+  std::int64_t n = 1;
+  for (const MeshAxisSpec& a : kMeshAxes) {
+    if (!set.contains(a.kind) || !layout.is_object() || !layout.contains(std::string(a.name))) continue;
+    const nlohmann::json& size = layout.at(std::string(a.name));
+    if (!size.is_number_integer() || size.get<std::int64_t>() < 1) return nullptr;
+    n *= size.get<std::int64_t>();
+  }
+  return n;
+}
+
+int LayoutOptions::replicas() const { return groupSize(*this, kReplicaAxes); }
+
+int LayoutOptions::dataShards() const { return groupSize(*this, kDataAxes); }
 
 nlohmann::json LayoutOptions::toJson() const {
   const bool async = sync == SyncKind::kAsyncParameterServer;
@@ -73,14 +115,14 @@ std::string LayoutOptions::name() const {
                       : fmt::format("ps-async(S={}, {} shard{})", staleness, psShards, psShards > 1 ? "s" : ""));
   if (sync == SyncKind::kAverage) add(fmt::format("average({}{})", averageEvery, averageOptimizer ? "+optimizer" : ""));
   if (pp > 1) add(std::string(nameOf(schedule)));
-  if (dp > 1 && !overlap) add("no-overlap");
+  if (replicas() > 1 && !overlap) add("no-overlap");
   return s.empty() ? "single" : s;
 }
 
 LayoutOptions resolveLayout(LayoutOptions o, int worldSize) {
   for (const MeshAxisSpec& a : kMeshAxes)
     if (a.kind != kFills && o.*a.size < 1) throw UsageError(fmt::format("--{} {}: must be at least 1", a.name, o.*a.size));
-  const OtherAxes others = otherAxes(o);
+  const OtherAxes others = otherAxes(o, kFills);
   int& fills = o.*meshAxis(kFills).size;
   const std::string_view fillsName = meshAxis(kFills).name;
   if (fills < 0)
@@ -105,15 +147,17 @@ LayoutOptions resolveLayout(LayoutOptions o, int worldSize) {
         fmt::format("--sync {} shards the optimizer on its servers already; it does not combine with --zero", nameOf(o.sync)));
   if (!async && (o.staleness != 0 || o.psServers != 0))
     throw UsageError("--staleness and --ps-servers are --sync ps-async's: give --sync ps-async");
-  if (async && (o.tp > 1 || o.pp > 1)) throw UsageError("--sync ps-async trains data parallel only: --tp and --pp must be 1");
+  // A ps-async worker trains the whole model on data of its own: every other axis has one rank.
+  if (const OtherAxes whole = otherAxes(o, kReplicaAxes & kDataAxes); async && whole.product > 1)
+    throw UsageError(fmt::format("--sync ps-async trains data parallel only: {} must be 1", whole.flags));
   if (async && (o.staleness < 0 || o.staleness > 1000))
     throw UsageError(fmt::format("--staleness {}: must be between 0 (synchronous) and 1000", o.staleness));
-  if (async && (o.psServers < 0 || o.psServers >= o.dp))
+  if (async && (o.psServers < 0 || o.psServers >= o.dataShards()))
     throw UsageError(fmt::format("--ps-servers {}: must leave at least one of the {} rank(s) to train (0: the workers serve)",
-                                 o.psServers, o.dp));
-  if (ps && (o.psShards < 1 || o.psShards > o.dp))
-    throw UsageError(
-        fmt::format("--ps-shards {}: must be between 1 and the {} data-parallel rank(s) that serve them", o.psShards, o.dp));
+                                 o.psServers, o.dataShards()));
+  if (ps && (o.psShards < 1 || o.psShards > o.replicas()))
+    throw UsageError(fmt::format("--ps-shards {}: must be between 1 and the {} data-parallel rank(s) that serve them", o.psShards,
+                                 o.replicas()));
   if (!(o.bucketMb > 0)) throw UsageError(fmt::format("--bucket-mb {}: must be positive", o.bucketMb));
   const bool average = o.sync == SyncKind::kAverage;
   if (o.averageEvery < 1) throw UsageError(fmt::format("--average-every {}: must be at least 1", o.averageEvery));

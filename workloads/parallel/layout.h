@@ -3,8 +3,12 @@
 //
 // The layout's sizes (dp, tp, pp) are the user's inputs; kMeshAxes says, once, what each of them is as an
 // axis of the Mesh (workloads/parallel/mesh.h): its name (the flag, the record's and the traces' field,
-// the collectives' group label) and its place in the rank order. Adding an axis (context or expert
-// parallel) is one GroupKind, one LayoutOptions field and one row of kMeshAxes, plus its parallelism.
+// the collectives' group label), its place in the rank order, and whether its ranks replicate the dense
+// weights and split the data (the replicas: what the gradient sync, ZeRO, the data's shards and the
+// checkpoint's copies span, whichever axes they are). Adding an axis (context or expert parallel) is one
+// GroupKind, one LayoutOptions field and one row of kMeshAxes, plus its parallelism.
+#include <bit>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,12 +36,43 @@ struct LayoutOptions {
   std::vector<int> ppSplit;                             // pipeline: layers per stage, by hand (empty: balanced by FLOPs)
   nlohmann::json toJson() const;
   std::string name() const;  // "dp=2 zero=1", "dp=4 ps(2)", "dp=3 ps-async(S=1, 1 server)", "single"
-  // The data-parallel ranks that train: dp, less ps-async's dedicated servers.
-  int workers() const { return dp - (sync == SyncKind::kAsyncParameterServer ? psServers : 0); }
+  // The copies of the dense weights: the product of the replicating axes' sizes (kReplicaAxes; dp today).
+  int replicas() const;
+  // The shards the global batch is split into: the product of the data axes' sizes (kDataAxes; dp today).
+  int dataShards() const;
+  // The data shards that train: less ps-async's dedicated servers.
+  int workers() const { return dataShards() - (sync == SyncKind::kAsyncParameterServer ? psServers : 0); }
 };
 
-// The kinds of group a training communicates in: one per axis of its mesh.
+// The axes of the mesh, each the kind of group its ranks form.
 enum class GroupKind { kDp, kTp, kPp };
+
+// A set of mesh axes: a group spans their product, its ranks agreeing on every coordinate outside it
+// (Megatron's data-parallel group "with context parallel", its expert-data-parallel group). One axis
+// converts to the set of it, so that one-axis groups read as they always did: mesh.group(GroupKind::kTp).
+class AxisSet {
+ public:
+  constexpr AxisSet() = default;
+  constexpr AxisSet(GroupKind kind) : bits_(bit(kind)) {}  // NOLINT(google-explicit-constructor)
+  constexpr AxisSet(std::initializer_list<GroupKind> kinds) {
+    for (GroupKind k : kinds) bits_ |= bit(k);
+  }
+  constexpr bool contains(GroupKind kind) const { return (bits_ & bit(kind)) != 0; }
+  constexpr bool empty() const { return bits_ == 0; }
+  constexpr int count() const { return std::popcount(bits_); }
+  constexpr AxisSet operator|(AxisSet other) const { return fromBits(bits_ | other.bits_); }
+  constexpr AxisSet operator&(AxisSet other) const { return fromBits(bits_ & other.bits_); }
+  constexpr auto operator<=>(const AxisSet&) const = default;
+
+ private:
+  static constexpr unsigned bit(GroupKind kind) { return 1u << static_cast<unsigned>(kind); }
+  static constexpr AxisSet fromBits(unsigned bits) {
+    AxisSet s;
+    s.bits_ = bits;
+    return s;
+  }
+  unsigned bits_ = 0;
+};
 
 struct MeshAxisSpec {
   GroupKind kind;
@@ -48,19 +83,60 @@ struct MeshAxisSpec {
   // (a tensor-parallel group, every layer) share the fastest links (one node), and pipeline stages,
   // which exchange only activations, span nodes.
   int nesting;
+  // Whether the axis's ranks hold the same dense weights (their gradients summed, ZeRO's shards, one copy
+  // written to a checkpoint): dp, and an expert or context axis's dense layers; not tp's slices or pp's stages.
+  bool replicatesWeights;
+  // Whether its ranks train on different samples (the data's shards, the global batch divided, batch
+  // norm's statistics gathered): dp and an expert axis; not a context axis (one sample's sequence split).
+  bool splitsData;
 };
 
 // Every axis, in the order the layout's name, the record's mesh and the reports list them.
 inline constexpr MeshAxisSpec kMeshAxes[] = {
-    {GroupKind::kDp, "dp", &LayoutOptions::dp, 1},
-    {GroupKind::kTp, "tp", &LayoutOptions::tp, 0},
-    {GroupKind::kPp, "pp", &LayoutOptions::pp, 2},
+    {.kind = GroupKind::kDp,
+     .name = "dp",
+     .size = &LayoutOptions::dp,
+     .nesting = 1,
+     .replicatesWeights = true,
+     .splitsData = true},
+    {.kind = GroupKind::kTp,
+     .name = "tp",
+     .size = &LayoutOptions::tp,
+     .nesting = 0,
+     .replicatesWeights = false,
+     .splitsData = false},
+    {.kind = GroupKind::kPp,
+     .name = "pp",
+     .size = &LayoutOptions::pp,
+     .nesting = 2,
+     .replicatesWeights = false,
+     .splitsData = false},
 };
+
+// The axes of which a property holds.
+constexpr AxisSet axesWhere(bool MeshAxisSpec::*property) {
+  AxisSet s;
+  for (const MeshAxisSpec& a : kMeshAxes)
+    if (a.*property) s = s | a.kind;
+  return s;
+}
+// The replicas: the group the dense weights' gradients are summed over (ZeRO shards over it, one of it
+// writes the checkpoint's copy).
+inline constexpr AxisSet kReplicaAxes = axesWhere(&MeshAxisSpec::replicatesWeights);
+// The data's shards: the group the global batch is split over.
+inline constexpr AxisSet kDataAxes = axesWhere(&MeshAxisSpec::splitsData);
 
 const MeshAxisSpec& meshAxis(GroupKind kind);
 std::string_view groupKindName(GroupKind kind);  // "dp", "tp", "pp"
-// The ranks in a group of that kind: the layout's size on that axis.
-int groupSize(const LayoutOptions& resolved, GroupKind kind);
+// A set's name: its axes' in kMeshAxes' order, joined by '-' ("dp", "dp-tp"); "" for none.
+std::string axisSetName(AxisSet set);
+// The set a name names (axisSetName's), or none (an empty set) for a name that is not one.
+AxisSet axisSetNamed(std::string_view name);
+// The ranks in a group over that set: the product of the layout's sizes on its axes.
+int groupSize(const LayoutOptions& resolved, AxisSet set);
+// The same of a layout as a record or a checkpoint wrote it (LayoutOptions::toJson): an axis it lacks
+// counts 1 (written before the axis existed); null where a size is not a positive integer.
+nlohmann::json recordedGroupSize(const nlohmann::json& layout, AxisSet set);
 
 // dp resolved and the combination checked against the world size and itself: UsageError naming what
 // is wrong (the model-dependent checks — heads, layers — come with the model).

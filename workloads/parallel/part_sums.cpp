@@ -9,7 +9,7 @@
 namespace ts::wl {
 
 bool countsHere(const Param& p, const Mesh& mesh) {
-  return (!p.pieceOf.empty() || mesh.coordinate(GroupKind::kDp) == 0) && (p.tpShard() || mesh.coordinate(GroupKind::kTp) == 0);
+  return (!p.pieceOf.empty() || mesh.replicaIndex() == 0) && (p.tpShard() || mesh.coordinate(GroupKind::kTp) == 0);
 }
 
 Optimizer::PartSums lambPartSums(const std::vector<Param*>& updateParams, const ModelPart& part, const Mesh& mesh,
@@ -26,7 +26,7 @@ Optimizer::PartSums lambPartSums(const std::vector<Param*>& updateParams, const 
     counted.push_back(countsHere(*p, mesh));
   }
   const LayoutOptions& l = mesh.layout();
-  const bool pieces = l.dp > 1 && (l.zero > 0 || l.sync == SyncKind::kParameterServer);
+  const bool pieces = l.replicas() > 1 && (l.zero > 0 || l.sync == SyncKind::kParameterServer);
   const std::size_t tensors = part.params.size();
   return [tensorOf, counted, pieces, tensors, &sync, tp](std::span<double> sums) {
     std::vector<double> whole(2 * tensors, 0.0);

@@ -94,11 +94,12 @@ bool checkReplicas(const ckpt::CheckpointReader& c, const TrainOptions& o) {
                                     [](const ckpt::CheckpointReader::Tensor& t) { return t.kind == ckpt::StateKind::kReplica; });
   nlohmann::json savedLayout = savedResolved(s.config, "layout");
   if (!savedLayout.is_object()) savedLayout = nlohmann::json::object();
-  if (replicas && (o.layout.sync != SyncKind::kAverage || savedLayout.value("dp", 0) != o.layout.dp)) {
-    const std::string saved = jsonText(savedLayout.value("dp", nlohmann::json()));
+  const nlohmann::json savedReplicas = recordedGroupSize(savedLayout, kReplicaAxes);
+  if (replicas && (o.layout.sync != SyncKind::kAverage || savedReplicas != o.layout.replicas())) {
+    const std::string saved = jsonText(savedReplicas);
     const std::string mine = o.layout.sync == SyncKind::kAverage
-                                 ? std::to_string(o.layout.dp)
-                                 : fmt::format("{} under --sync {}", o.layout.dp, nameOf(o.layout.sync));
+                                 ? std::to_string(o.layout.replicas())
+                                 : fmt::format("{} under --sync {}", o.layout.replicas(), nameOf(o.layout.sync));
     throw UsageError(
         fmt::format("--resume: {} holds the {} data-parallel replicas of --sync average apart (saved between "
                     "two averagings, or without --average-optimizer): resume it with --sync average on {} "
@@ -115,11 +116,11 @@ std::int64_t CheckpointHandOff::resume(const std::string& stepDir, const nlohman
   const ckpt::TrainerState& s = c.state();
   checkSameRun(c, data, config, o);
   const bool replicas = checkReplicas(c, o);
-  const int dp = mesh.coordinate(GroupKind::kDp);
+  const int replica = mesh.replicaIndex();
   for (const StateTensor& t : stateTensors(*m.sync, *m.optimizer, m.part, mesh, StateUse::kLoad)) {
     std::vector<float> values(static_cast<std::size_t>(t.region.elements()));
-    const std::string own = dp > 0 ? replicaName(t.tensor, dp) : std::string();
-    c.read(replicas && dp > 0 && c.find(own) ? own : t.tensor, t.region, values.data());
+    const std::string own = replica > 0 ? replicaName(t.tensor, replica) : std::string();
+    c.read(replicas && replica > 0 && c.find(own) ? own : t.tensor, t.region, values.data());
     t.value->fromHost(values);
   }
   if (m.scaler) m.scaler->restore(s.scaler);

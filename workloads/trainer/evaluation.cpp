@@ -11,18 +11,18 @@
 
 namespace ts::wl {
 
-Evaluation::Evaluation(const data::DataOptions& training, const TrainOptions& o, std::int64_t microBatch, int dp) {
-  // The held-out split in batches of what the model is built for on every rank: dp x micro-batch samples.
+Evaluation::Evaluation(const data::DataOptions& training, const TrainOptions& o, std::int64_t microBatch, int dataShards) {
+  // The held-out split in batches of what the model is built for on every rank: the data shards x micro-batch samples.
   data::DataOptions e = training;
   e.split = data::Split::kHeldOut;
-  e.globalBatch = microBatch * dp;
+  e.globalBatch = microBatch * dataShards;
   source_ = std::make_unique<data::DataSource>(data::makeDataSource(e));
   const std::int64_t whole = source_->info().size / e.globalBatch;
   if (whole < 1)
     throw UsageError(
         fmt::format("--eval-every: the held-out split of --data {} has {} samples, fewer than one evaluation "
                     "batch ({} = {} data-parallel rank(s) x {} per micro-batch)",
-                    o.data, source_->info().size, e.globalBatch, dp, microBatch));
+                    o.data, source_->info().size, e.globalBatch, dataShards, microBatch));
   batches_ = o.evalBatches > 0 ? std::min(o.evalBatches, whole) : whole;
   samples_ = batches_ * e.globalBatch;
 }

@@ -24,9 +24,9 @@ struct EvalResult {
 
 class Evaluation {
  public:
-  // The held-out split of the training data `training` describes, in batches of dp x microBatch samples (UsageError
+  // The held-out split of the training data `training` describes, in batches of dataShards x microBatch samples (UsageError
   // when it has fewer than one).
-  Evaluation(const data::DataOptions& training, const TrainOptions& o, std::int64_t microBatch, int dp);
+  Evaluation(const data::DataOptions& training, const TrainOptions& o, std::int64_t microBatch, int dataShards);
   // Evaluates m as it is now after `step` optimizer steps (collective); dataParallel ranks evaluate alike.
   EvalResult run(ModelOnMesh& m, Device& device, int dataParallel, std::int64_t step);
   std::int64_t batches() const { return batches_; }

@@ -31,8 +31,8 @@ void placeModel(ModelOnMesh& m, const TrainOptions& o, const Mesh& mesh, Device&
   if (Communicator* tp = mesh.group(GroupKind::kTp))
     m.tp = std::make_unique<TensorParallelGroup>(*tp, commTimeoutS, mesh.groupId(GroupKind::kTp));
   if (layout.syncBn == SyncBatchNorm::kOn)
-    if (Communicator* dp = mesh.group(GroupKind::kDp))
-      m.syncBn = std::make_unique<SyncBatchNormGroup>(*dp, commTimeoutS, mesh.groupId(GroupKind::kDp));
+    if (Communicator* data = mesh.dataGroup())
+      m.syncBn = std::make_unique<SyncBatchNormGroup>(*data, commTimeoutS, mesh.groupId(kDataAxes));
   if (layout.pp > 1) {
     const data::Batch sample = source.batch(0).slice(0, microBatch);  // its shapes size the stages' buffers
     m.pipeline = std::make_unique<Pipeline>(mesh, *m.model, commTimeoutS, sample, static_cast<int>(o.microBatches));
@@ -45,15 +45,15 @@ void placeModel(ModelOnMesh& m, const TrainOptions& o, const Mesh& mesh, Device&
 // What the layout's formula says this rank's model states take.
 ModelStateBytes modelStatesOf(const ModelPart& part, const TrainOptions& o, const Mesh& mesh) {
   const LayoutOptions& layout = o.layout;
-  const int dpIndex = mesh.coordinate(GroupKind::kDp);
+  const int replica = mesh.replicaIndex();
   ModelStateFacts facts;
   for (const Param* p : part.params) facts.elements += p->value.numel();
-  facts.dp = layout.dp;
+  facts.replicas = layout.replicas();
   facts.zero = layout.zero;
   const bool async = layout.sync == SyncKind::kAsyncParameterServer;
-  facts.parameterServer = (layout.sync == SyncKind::kParameterServer || async) && layout.dp > 1;
+  facts.parameterServer = (layout.sync == SyncKind::kParameterServer || async) && layout.replicas() > 1;
   facts.psShards = async && layout.psServers > 0 ? layout.psServers : layout.psShards;
-  facts.server = async && layout.psServers > 0 ? dpIndex >= layout.workers() : dpIndex < layout.psShards;
+  facts.server = async && layout.psServers > 0 ? replica >= layout.workers() : replica < layout.psShards;
   facts.optimizerSlots = keepsTwoMoments(o.optimizer.kind) ? 2 : 1;
   facts.masterWeights = o.precision == Precision::kBFloat16 || o.precision == Precision::kFloat16;
   return modelStateFormula(facts);
@@ -63,11 +63,11 @@ ModelStateBytes modelStatesOf(const ModelPart& part, const TrainOptions& o, cons
 void makeSync(ModelOnMesh& m, const TrainOptions& o, const Mesh& mesh, double commTimeoutS) {
   const LayoutOptions& layout = o.layout;
   const bool async = layout.sync == SyncKind::kAsyncParameterServer;
-  if (Communicator* dp = mesh.group(GroupKind::kDp); dp && async) {
-    auto ps = std::make_unique<AsyncPsSync>(*dp, m.part, layout, o.steps, commTimeoutS);
+  if (Communicator* replicas = mesh.replicaGroup(); replicas && async) {
+    auto ps = std::make_unique<AsyncPsSync>(*replicas, m.part, layout, o.steps, commTimeoutS);
     m.asyncPs = ps.get();
     m.sync = std::move(ps);
-    m.sync->setGroup(mesh.groupId(GroupKind::kDp));
+    m.sync->setGroup(mesh.groupId(kReplicaAxes));
   } else {
     m.sync = makeGradientSync(mesh, m.part, commTimeoutS);
   }
@@ -77,7 +77,7 @@ void makeSync(ModelOnMesh& m, const TrainOptions& o, const Mesh& mesh, double co
 void makeOptimizer(ModelOnMesh& m, const TrainOptions& o, const Mesh& mesh, Device& device) {
   const LayoutOptions& layout = o.layout;
   // LAMB's norms are whole tensors': where this rank updates parts of some, they are added over the ranks.
-  const bool parts = m.tp || (layout.dp > 1 && (layout.zero > 0 || layout.sync == SyncKind::kParameterServer));
+  const bool parts = m.tp || (layout.replicas() > 1 && (layout.zero > 0 || layout.sync == SyncKind::kParameterServer));
   const std::vector<Param*> updating = m.sync->updateParams();
   m.optimizer = std::make_unique<Optimizer>(o.optimizer, updating, m.model->arena(),
                                             o.optimizer.kind == OptimizerKind::kLamb && parts

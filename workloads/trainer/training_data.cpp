@@ -13,8 +13,8 @@ data::DataOptions trainingDataOptions(const TrainOptions& o, const Mesh& mesh, c
   d.seed = o.seed;
   d.globalBatch = o.batch;
   // Split over the ranks that train (a dedicated ps-async server reads shard 0 and never trains on it).
-  const int dpIndex = mesh.coordinate(GroupKind::kDp);
-  d.shard = {dpIndex < layout.workers() ? dpIndex : 0, layout.workers()};
+  const int dataIndex = mesh.dataIndex();
+  d.shard = {dataIndex < layout.workers() ? dataIndex : 0, layout.workers()};
   d.syntheticSize = o.syntheticSize;
   d.augment = o.augment;
   if (!language) d.sampleShape = syntheticSampleShape(o.model);
