@@ -7,6 +7,7 @@
 #include <string>
 
 #include "comm/collectives/collective.h"
+#include "kernels/trace.h"
 #include "tests/unit/idle_communicator.h"
 #include "workloads/parallel/comm_tracker.h"
 
@@ -36,7 +37,7 @@ TEST(CommTracker, NamesAndSizesEveryCollectiveAsTheSweepRecordsIt) {
 
 // The group travels as its kind and index; a trace span names it ("tp3") and says the span's role.
 TEST(CommTracker, ATraceNamesTheGroupItsSpansRanIn) {
-  IdleCommunicator comm(2);
+  test::IdleCommunicator comm(2);
   wl::CommTracker tracker(comm, 0, {wl::GroupKind::kTp, 3});
   trace::take();
   trace::enable(true);

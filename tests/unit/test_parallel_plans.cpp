@@ -228,7 +228,8 @@ TEST(ProcessGroups, AGroupIsItsKindAndIndexAndOnlyATraceNamesIt) {
     EXPECT_EQ(traceName(single.groupId(kind)), std::string(groupKindName(kind)) + "0");
   }
   // A group over a product of axes is named by its axes: dp x tp's of rank 13 is the one of pp 1.
-  EXPECT_EQ(traceName(ProcessGroupId{AxisSet{GroupKind::kDp, GroupKind::kTp}, groupIndexOf(axes, AxisSet{GroupKind::kDp, GroupKind::kTp})}),
+  EXPECT_EQ(traceName(ProcessGroupId{AxisSet{GroupKind::kDp, GroupKind::kTp},
+                                     groupIndexOf(axes, AxisSet{GroupKind::kDp, GroupKind::kTp})}),
             "dp-tp1");
 }
 

@@ -78,7 +78,8 @@ void checkSameRun(const ckpt::CheckpointReader& c, const nlohmann::json& data, c
     throw UsageError(
         fmt::format("--resume: {} was trained on other data ({}), not {}", c.directory(), jsonText(s.data), jsonText(data)));
   if (savedResolved(s.config, "model") != config.toJson())
-    throw UsageError(fmt::format("--resume: {} holds another model ({})", c.directory(), jsonText(savedResolved(s.config, "model"))));
+    throw UsageError(
+        fmt::format("--resume: {} holds another model ({})", c.directory(), jsonText(savedResolved(s.config, "model"))));
   const nlohmann::json optimizer = savedResolved(s.config, "optimizer");
   const nlohmann::json theirs = optimizer.is_object() ? optimizer.value("kind", nlohmann::json()) : nlohmann::json();
   if (theirs != o.optimizer.toJson().value("kind", nlohmann::json()))
