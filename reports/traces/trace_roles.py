@@ -7,7 +7,7 @@ import json
 from functools import cache
 from pathlib import Path
 
-from .json_types import JsonObject
+from ..common.json_types import JsonObject
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schema" / "trace-v2.schema.json"
 
