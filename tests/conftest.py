@@ -35,7 +35,9 @@ def validate(schema):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "long: a file of minutes, started first so that it does not end a parallel run alone "
-                                       "(scripts/test.sh runs pytest on two workers, a file to a worker: tests/README.md)")
+                                       "(scripts/test.sh runs pytest on several workers, a file to a worker: tests/README.md)")
+    config.addinivalue_line("markers", "alone: timing decides the outcome (deadlines, which rank notices first, shaped "
+                                       "links): scripts/test.sh runs these after the parallel part, one at a time")
 
 
 def pytest_collection_modifyitems(items):
