@@ -30,7 +30,7 @@ scripts/lint-python.sh
 ts_stage test "== ctest: the C++ unit tests (about 2 min)"
 ctest --test-dir "$TS_BUILD" --output-on-failure -j2
 
-ts_stage test "== fuzz: a clang build of its own in build-fuzz (about 6 min the first time), then 6 targets x 20 s"
+ts_stage test "== fuzz: a clang unity build of its own in build-fuzz (about 3 min the first time), then 6 targets x 20 s, one per core"
 scripts/fuzz.sh
 
 # The package tests (tests/integration/test_package.py) install the CPU-only package, built from a CPU-only build
