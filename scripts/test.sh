@@ -7,19 +7,19 @@
 # (pytest, multi-rank ones under mpirun). Each stage is announced with the time it takes on an idle 2-core VM
 # (estimates for issue #35 from the CPU time of sampled compiles and the stages' times under load: a busy machine
 # takes several times as long; with build/, build-fuzz/ and build-cpu/ already there, the builds take seconds), every
-# line carries the time since the start, and pytest names each test as it starts (-v), so no stage is a long silence.
+# line carries the time since the start, and pytest names each test as it ends (-v), so no stage is a long silence.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ts_stage test "set-up, every target (the unit tests, micro-benchmarks too): packages a few minutes on a fresh machine, the build about 7 min from scratch"
 "$TS_ROOT/scripts/setup.sh"
-# What only the tests need: pytest, hypothesis (property tests of the readers), Chromium to open the HTML report headless,
-# dpkg-dev (dpkg-shlibdeps) to build the Debian package, a real Slurm (slurm-wlm: slurmctld, slurmd, slurm-client with
-# sbatch/srun; munge) that tests/integration/test_slurm.py starts on this machine with scripts/slurm-local.sh, and
+# What only the tests need: pytest and pytest-xdist (its workers), hypothesis (property tests of the readers),
+# Chromium to open the HTML report headless, dpkg-dev (dpkg-shlibdeps) to build the Debian package, a real Slurm
+# (slurm-wlm: slurmctld, slurmd, slurm-client with sbatch/srun; munge) that tests/integration/test_slurm.py starts on this machine with scripts/slurm-local.sh, and
 # iproute2 (ip, tc) for the cluster of network namespaces (tests/integration/test_netns_cluster.py), and PyTorch for
 # the external check of every model's losses (tests/integration/test_pytorch_agreement.py; a few minutes to install), and
 # PyYAML for MLPerf's compliance checker (tests/integration/test_mllog_compliance.py).
 ts_stage test "the tests' packages (PyTorch the largest: a few minutes on a fresh machine)"
-ts_apt_install python3-pytest python3-hypothesis python3-prometheus-client chromium fonts-dejavu-core dpkg-dev slurm-wlm munge iproute2 python3-torch python3-yaml
+ts_apt_install python3-pytest python3-pytest-xdist python3-hypothesis python3-prometheus-client chromium fonts-dejavu-core dpkg-dev slurm-wlm munge iproute2 python3-torch python3-yaml
 ts_mpi_env
 cd "$TS_ROOT"
 
@@ -31,7 +31,7 @@ scripts/check-function-length.py
 ts_stage test "== ctest: the C++ unit tests (about 2 min)"
 ctest --test-dir "$TS_BUILD" --output-on-failure -j2
 
-ts_stage test "== fuzz: a clang build of its own in build-fuzz (about 6 min the first time), then 6 targets x 20 s"
+ts_stage test "== fuzz: a clang unity build of its own in build-fuzz (about 3 min the first time), then 6 targets x 20 s, one per core"
 scripts/fuzz.sh
 
 # The package tests (tests/integration/test_package.py) install the CPU-only package, built from a CPU-only build
@@ -39,7 +39,14 @@ scripts/fuzz.sh
 ts_stage test "== the CPU-only build for the trainscope package (build-cpu, a unity build: about 2.5 min the first time, seconds when build/ has no CUDA)"
 scripts/package.sh cpu >/dev/null
 
-ts_stage test "== pytest: the command-line, report and README tests (about 15 min; each test named as it starts)"
-PY="$(ts_python "pytest, jsonschema")"
-TRAINSCOPE="$TS_BUILD/trainscope" "$PY" -m pytest -v -rs --durations=15 -p no:cacheprovider tests
+# Three workers on two cores: most integration tests wait (for mpirun to start, a timeout, a dead rank) far more than
+# they compute (a sample: 55 s of CPU in 308 s run one at a time), so three files at a time keep the cores busy. A file
+# is the unit of work (--dist loadfile: its tests in order, its module fixtures once); `long` files start first. The
+# files whose outcome timing decides (marked `alone`: deadlines, which rank notices first) then run one at a time.
+ts_stage test "== pytest: the command-line, report and README tests (about 15 min; 3 workers, each test named as it ends)"
+PY="$(ts_python "pytest, xdist, jsonschema")"
+TRAINSCOPE="$TS_BUILD/trainscope" "$PY" -m pytest -v -rs --durations=15 -p no:cacheprovider -n "${TS_PYTEST_WORKERS:-3}" --dist loadfile \
+  -m "not alone" tests
+ts_stage test "== pytest: the tests timing decides, alone (about 3 min)"
+TRAINSCOPE="$TS_BUILD/trainscope" "$PY" -m pytest -v -rs --durations=5 -p no:cacheprovider -m alone tests
 ts_stage test "every check passed"

@@ -33,3 +33,14 @@ def validate(schema):
     return check
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "long: a file of minutes, started first so that it does not end a parallel run alone "
+                                       "(scripts/test.sh runs pytest on several workers, a file to a worker: tests/README.md)")
+    config.addinivalue_line("markers", "alone: timing decides the outcome (deadlines, which rank notices first, shaped "
+                                       "links): scripts/test.sh runs these after the parallel part, one at a time")
+
+
+def pytest_collection_modifyitems(items):
+    """The `long` files first, the rest in their order: with a file as the unit of work (`--dist loadfile`), the
+    longest units start first and the short ones fill the other worker meanwhile."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)

@@ -28,6 +28,10 @@ import pytest
 
 from helpers import base_env, mpirun_rank_pids, read_jsonl, trainscope_path
 
+# Timing decides (which process mpirun sees end first, and liveness bounds of seconds):
+# these run alone, after the parallel part (tests/README.md).
+pytestmark = pytest.mark.alone
+
 TIMEOUT_S = 30  # --timeout: the old behaviour ended at 2 x this
 BOUND_S = 10    # every process ends this soon after the failure
 HOST = socket.gethostname()

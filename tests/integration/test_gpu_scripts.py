@@ -17,6 +17,10 @@ import pytest
 
 from helpers import ROOT, base_env, trainscope_path
 
+# Timing decides (steps skipped by the time left before a deadline):
+# these run alone, after the parallel part (tests/README.md).
+pytestmark = pytest.mark.alone
+
 RUNNER = ROOT / "scripts" / "gpu-runner.sh"
 STEP_LINE = re.compile(r"^step (\S+): (ok|FAILED|TIME LIMIT|skipped|CUT)")
 

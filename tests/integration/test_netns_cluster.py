@@ -12,6 +12,10 @@ import pytest
 
 from helpers import ROOT, Run, base_env, measurements, read_jsonl, trainscope_path
 
+# Timing decides (shaped links and links that go down, judged by the time they take):
+# these run alone, after the parallel part (tests/README.md).
+pytestmark = pytest.mark.alone
+
 CLUSTER = ROOT / "scripts" / "netns-cluster.sh"
 PREFIX = "tstest"  # not the README's "ts": a cluster a user made by hand survives the tests
 HOSTS = [f"{PREFIX}-h{i}" for i in range(1, 5)]

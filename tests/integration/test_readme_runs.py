@@ -11,6 +11,8 @@ import pytest
 
 from helpers import ROOT
 
+pytestmark = pytest.mark.long  # minutes: started first under pytest-xdist (tests/README.md)
+
 
 def test_every_readme_command_runs_as_shown():
     if not (ROOT / "build" / "trainscope").exists():

@@ -11,6 +11,10 @@ import pytest
 
 from helpers import run_trainscope
 
+# Timing decides (--timeout 2: which rank notices first):
+# these run alone, after the parallel part (tests/README.md).
+pytestmark = pytest.mark.alone
+
 COLLECTIVE = ["collectives", "--backend", "mpi", "--ops", "all_reduce", "-b", "1K", "-e", "4K", "-f", "4", "-w", "1", "-n", "2",
               "--timeout", "2"]
 TRAIN = ["train", "--model", "mlp", "--batch", "24", "--steps", "30", "--no-ceiling", "--timeout", "2"]

@@ -15,6 +15,10 @@ import pytest
 from helpers import ROOT, base_env, run_trainscope
 from trace_loader_rules import hta_iterations, hta_metadata_keys, hta_rank_files, perfetto_view
 
+# Timing decides (a planted straggler and the step breakdown, from measured times):
+# these run alone, after the parallel part (tests/README.md).
+pytestmark = pytest.mark.alone
+
 RUNS = {
     "data-parallel": ["--model", "mlp", "--preset", "tiny", "--batch", 16, "--steps", 4],
     "pipeline": ["--model", "transformer", "--preset", "tiny", "--batch", 8, "--steps", 4, "--pp", 4, "--micro-batches", 4],
