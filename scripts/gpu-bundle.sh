@@ -30,7 +30,9 @@ bins=("$TS_BUILD/trainscope" "$TS_BUILD/tests/ts_gpu_tests")
 for b in "${bins[@]}"; do
   [ -x "$b" ] || die "$b is missing: build first (scripts/setup.sh)"
 done
-ldd "$TS_BUILD/trainscope" | grep -q libcudart ||
+# ldd's whole output first: `ldd | grep -q` under pipefail fails when grep leaves at the first match and ldd dies
+# of SIGPIPE writing the rest.
+[[ "$(ldd "$TS_BUILD/trainscope")" == *libcudart* ]] ||
   die "$TS_BUILD was built without CUDA (install the CUDA toolkit, then scripts/setup.sh)"
 case "$out" in *.tar.gz) ;; *) die "$out: the bundle is a .tar.gz (gzip: every machine unpacks it)" ;; esac
 # What else travels: the tracked files and the untracked ones git does not ignore.

@@ -59,7 +59,7 @@ ts_mpirun_words() {
 ts_apt_install() {
   local missing=() p
   for p in "$@"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+    [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" == *'install ok installed'* ]] || missing+=("$p")
   done
   if [ ${#missing[@]} -eq 0 ]; then
     ts_stage "$(basename "$0" .sh)" "packages: all ${#} installed"

@@ -197,6 +197,23 @@ def test_a_bundle_over_the_limit_is_refused_with_one_line(bundle, tmp_path):
     assert len(p.stderr.strip().splitlines()) == 1 and "together over the device's limit" in p.stderr, p.stderr
 
 
+def test_the_cuda_check_reads_all_of_ldds_output(tmp_path):
+    # `ldd | grep -q libcudart` under pipefail: grep left at the first match, ldd died of SIGPIPE writing the rest, and
+    # the pipeline failed, so a CUDA build was called one "built without CUDA" (seen once with the tests run three at a
+    # time). An ldd whose output fills the pipe (libcudart first) makes that certain; the check must still pass it.
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "ldd").write_text("#!/bin/sh\necho 'libcudart.so.13 => /x/libcudart.so.13'\n"
+                              "i=0; while [ $i -lt 20000 ]; do echo \"libfiller$i.so => /x/libfiller$i.so\"; i=$((i+1)); done\n")
+    (fake / "ldd").chmod(0o755)
+    out = tmp_path / "gpu-bundle.tar.gz"
+    p = subprocess.run([ROOT / "scripts" / "gpu-bundle.sh", out], capture_output=True, text=True, timeout=600,
+                       env=base_env({"TS_BUILD": str(build_dir()), "TS_GPU_CARRY_LIMIT": "1",
+                                     "PATH": f"{fake}:{os.environ['PATH']}"}))
+    assert "built without CUDA" not in p.stderr, p.stderr
+    assert p.returncode == 1 and "over the device's limit of 1" in p.stderr, p.stderr  # the next check's refusal
+
+
 def test_the_device_scripts_unpack_the_bundle_file_and_run_from_it(bundle, tmp_path):
     # As on the device: the bundle travels as one file and the script unpacks it; here `env` runs without a GPU.
     path, _ = bundle

@@ -84,13 +84,30 @@ def test_train_under_rank_and_world_size_on_the_cpu_says_what_it_needs_and_train
     assert not any("step" in out for _, out, _ in results)
 
 
-def test_under_torchrun_the_bootstrap_leaves_master_port_to_torchruns_store(tmp_path):
-    with socket.socket() as store:  # torchrun's rendezvous store holds MASTER_PORT on process 0's host
+def store_with_a_free_port_above() -> socket.socket:
+    """A listening socket standing for torchrun's store, on a port whose successor (where trainscope's bootstrap
+    listens) is free when chosen: with the tests run several at a time, another test's connection may hold any
+    ephemeral port, the one above the store's included, and the bootstrap then rightly refuses to start."""
+    for _ in range(100):
+        store = socket.socket()
         store.bind(("127.0.0.1", 0))
-        store.listen()
         port = store.getsockname()[1]
-        if port == 65535:
-            pytest.skip("the port above the store's is not a port")
+        if port < 65535:
+            with socket.socket() as above:
+                try:
+                    above.bind(("127.0.0.1", port + 1))
+                except OSError:
+                    store.close()
+                    continue
+            store.listen()
+            return store
+        store.close()
+    raise RuntimeError("no port with a free successor in 100 tries")
+
+
+def test_under_torchrun_the_bootstrap_leaves_master_port_to_torchruns_store(tmp_path):
+    with store_with_a_free_port_above() as store:  # torchrun's rendezvous store holds MASTER_PORT on process 0's host
+        port = store.getsockname()[1]
         envs = [dict(env_launch(r, port, torchrun=True), TRAINSCOPE_BOOTSTRAP_TIMEOUT="30") for r in (0, 1)]
         envs[0]["TRAINSCOPE_JOB_TOKEN"] = envs[1]["TRAINSCOPE_JOB_TOKEN"] = ""  # the token is torchrun's run id
         results = start_processes(["env", "--json", tmp_path / "env.json"], envs)
