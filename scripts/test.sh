@@ -43,10 +43,10 @@ scripts/package.sh cpu >/dev/null
 # they compute (a sample: 55 s of CPU in 308 s run one at a time), so three files at a time keep the cores busy. A file
 # is the unit of work (--dist loadfile: its tests in order, its module fixtures once); `long` files start first. The
 # files whose outcome timing decides (marked `alone`: deadlines, which rank notices first) then run one at a time.
-ts_stage test "== pytest: the command-line, report and README tests (about 15 min; 3 workers, each test named as it ends)"
+ts_stage test "== pytest: the command-line, report and README tests (about 10 min; 3 workers, each test named as it ends)"
 PY="$(ts_python "pytest, xdist, jsonschema")"
 TRAINSCOPE="$TS_BUILD/trainscope" "$PY" -m pytest -v -rs --durations=15 -p no:cacheprovider -n "${TS_PYTEST_WORKERS:-3}" --dist loadfile \
   -m "not alone" tests
-ts_stage test "== pytest: the tests timing decides, alone (about 3 min)"
+ts_stage test "== pytest: the tests timing decides, alone (about 4.5 min)"
 TRAINSCOPE="$TS_BUILD/trainscope" "$PY" -m pytest -v -rs --durations=5 -p no:cacheprovider -m alone tests
 ts_stage test "every check passed"
