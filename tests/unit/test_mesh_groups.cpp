@@ -188,8 +188,9 @@ TEST(MeshGroups, AGroupIsNamedByTheAxesItsRanksDifferOn) {
 TEST(MeshGroups, ASetIsNamedByItsAxesInTheMeshsOrder) {
   EXPECT_EQ(axisSetName(GroupKind::kTp), "tp");
   EXPECT_EQ(axisSetName(AxisSet{GroupKind::kPp, GroupKind::kDp}), "dp-pp");
-  for (AxisSet set : everySet()) EXPECT_TRUE(axisSetNamed(axisSetName(set)) == set) << axisSetName(set);
-  for (const char* bad : {"", "pp-dp", "dp-dp", "dp-", "-dp", "xp", "dp-tp-"}) EXPECT_TRUE(axisSetNamed(bad).empty()) << bad;
+  // Each set its own name: a trace's group names tell every communicator apart.
+  std::set<std::string> names;
+  for (AxisSet set : everySet()) EXPECT_TRUE(names.insert(axisSetName(set)).second) << axisSetName(set);
 }
 
 TEST(MeshGroups, ARecordedLayoutsGroupSizeCountsTheAxesItHas) {

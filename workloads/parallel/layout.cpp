@@ -48,19 +48,6 @@ std::string axisSetName(AxisSet set) {
   return out;
 }
 
-AxisSet axisSetNamed(std::string_view name) {
-  AxisSet set;
-  for (std::size_t from = 0; from <= name.size();) {
-    const std::size_t to = std::min(name.find('-', from), name.size());
-    const auto a = std::find_if(std::begin(kMeshAxes), std::end(kMeshAxes),
-                                [&](const MeshAxisSpec& s) { return s.name == name.substr(from, to - from); });
-    if (a == std::end(kMeshAxes) || set.contains(a->kind)) return {};
-    set = set | a->kind;
-    from = to + 1;
-  }
-  return axisSetName(set) == name ? set : AxisSet{};  // one spelling: kMeshAxes' order
-}
-
 int groupSize(const LayoutOptions& resolved, AxisSet set) {
   int n = 1;
   for (const MeshAxisSpec& a : kMeshAxes)

@@ -130,8 +130,6 @@ const MeshAxisSpec& meshAxis(GroupKind kind);
 std::string_view groupKindName(GroupKind kind);  // "dp", "tp", "pp"
 // A set's name: its axes' in kMeshAxes' order, joined by '-' ("dp", "dp-tp"); "" for none.
 std::string axisSetName(AxisSet set);
-// The set a name names (axisSetName's), or none (an empty set) for a name that is not one.
-AxisSet axisSetNamed(std::string_view name);
 // The ranks in a group over that set: the product of the layout's sizes on its axes.
 int groupSize(const LayoutOptions& resolved, AxisSet set);
 // The same of a layout as a record or a checkpoint wrote it (LayoutOptions::toJson): an axis it lacks
