@@ -27,7 +27,6 @@ from .accept.accept import accept, format_junit as format_acceptance_junit, form
 from .accept.rules import Rules, default_for as default_rules, from_toml as rules_from_toml, shipped as shipped_rules
 from .common.policy import Policy, apply as apply_policy, from_toml, parse_override
 from .common.memory import memory_text
-from .html.report import write_report
 from .common.terminal import Escaping, printable
 
 
@@ -211,6 +210,8 @@ def _accept(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
+    # Here, not at the top: the HTML report brings matplotlib (0.25 s of import), which no other command needs.
+    from .html.report import write_report
     check_output_dir(args.output, "-o/--output")
     results = load_results(args.results, args.label)
     rules = _rules(args, results)

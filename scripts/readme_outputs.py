@@ -6,6 +6,7 @@ they show for it.
     scripts/readme_outputs.py --write            # refresh the outputs shown from fresh runs
     scripts/readme_outputs.py --check --only train,collectives   # the blocks under headings containing these words
     scripts/readme_outputs.py --check --file docs/tasks/gate-ci.md   # one page (repeatable)
+    scripts/readme_outputs.py --check --file README.md --chain acceptance   # one chain of a page
 
 A runnable block is a fenced block whose lines start with `$ ` (a command; a line ending in `\\` goes on) followed
 by what it printed (stdout and stderr together). The README shows excerpts: `...` stands for lines left out, and
@@ -27,6 +28,10 @@ results/), with the environment of the caller: nothing is set up that the page d
 (the pages show Open MPI's root allowance that way). The outputs are compared under the hostname they show (`vm`,
 in a UTS namespace when root): a name is a word of a line's shape, not a figure. A hidden set-up block
 (`<!-- readme-setup`) is refused: what a command needs is shown before it.
+`<!-- readme-chain: NAME -->` starts a chain: the commands from there to the next chain (or the page's end) run in a
+scratch directory of their own, as a reader who starts reading there would, with the variables the page exported
+before it; what they need they make themselves, so a chain that reads an earlier one's files fails. Chains are
+what the tests run side by side (tests/integration/test_readme_runs.py); a page's first chain is `start`.
 `<!-- readme-varies: REGEX -->` names the shown lines that report events a run may not have (a ceiling
 re-measured, a straggler): their absence is reported, not a failure; `<!-- readme-ranked: REGEX -->` the rows
 of a ranked list (compare's, worst first), matched by their place rather than by what they name. A command whose
@@ -86,6 +91,7 @@ class Block:
     varies: str  # a regular expression: shown lines it matches report events a run may not have (a re-measured ceiling)
     ranked: str  # a regular expression: shown lines it matches are rows of a ranked list (see match)
     commands: list[Command]
+    chain: str = "start"  # the chain it belongs to (`<!-- readme-chain: NAME -->`): runs in a scratch directory of its own
 
 
 def pages() -> list[Path]:
@@ -106,7 +112,7 @@ def closing(lines: list[str], start: int, ends: Callable[[str], bool], what: str
 
 
 def parse(lines: list[str], name: str = "README.md") -> list[Block]:
-    blocks, heading, varies, ranked, i = [], "", "", "", 0
+    blocks, heading, varies, ranked, chain, i = [], "", "", "", "start", 0
     while i < len(lines):
         line = lines[i]
         if line.startswith("#") and not line.startswith("#!"):
@@ -115,6 +121,10 @@ def parse(lines: list[str], name: str = "README.md") -> list[Block]:
             varies = line[len("<!-- readme-varies:"):].rsplit("-->", 1)[0].strip()
         if line.startswith("<!-- readme-ranked:"):
             ranked = line[len("<!-- readme-ranked:"):].rsplit("-->", 1)[0].strip()
+        if line.startswith("<!-- readme-chain:"):
+            chain = line[len("<!-- readme-chain:"):].rsplit("-->", 1)[0].strip()
+            if not re.fullmatch(r"[a-z][a-z0-9-]*", chain) or any(b.chain == chain for b in blocks):
+                sys.exit(f"readme: error: {name}:{i + 1}: a chain's name is a new lower-case word ('{chain}')")
         if line.startswith("<!-- readme-setup"):
             sys.exit(f"readme: error: {name}:{i + 1}: a hidden set-up block: show its commands (`$ ...`) instead, "
                      "so that the page runs as printed")
@@ -133,7 +143,7 @@ def parse(lines: list[str], name: str = "README.md") -> list[Block]:
                 elif commands:
                     commands[-1].shown.append(i)
                 i += 1
-            blocks.append(Block(heading, varies, ranked, commands))
+            blocks.append(Block(heading, varies, ranked, commands, chain))
             varies = ranked = ""  # these comments belong to the block right after them
         i += 1
     return blocks
@@ -308,15 +318,35 @@ def check_command(lines: list[str], block: Block, n: int, rc: int, output: list[
             lines[k] = refreshed(lines[k], output[at])
 
 
-def run_page(path: Path, only: list[str] | None, outcome: Outcome, write: bool) -> None:
-    """Runs one page's commands in order, in a fresh scratch directory and environment, as a reader who opens it
-    in a fresh clone after scripts/setup.sh would."""
+def chains(blocks: list[Block]) -> list[str]:
+    """The page's chains, in order."""
+    return list(dict.fromkeys(b.chain for b in blocks))
+
+
+def run_page(path: Path, only: list[str] | None, outcome: Outcome, write: bool, chain: str | None = None) -> None:
+    """Runs one page's commands in order (of one chain, or every chain), each chain in a fresh scratch directory, as
+    a reader who opens the page there in a fresh clone after scripts/setup.sh would; the variables the page exported
+    before a chain are set for it, as in that reader's shell."""
     name = shown_path(path)
     lines = path.read_text().splitlines()
     blocks = parse(lines, name)
-    if only:
-        blocks = [b for b in blocks if any(w in b.heading.lower() for w in only)]
-    cwd, env = scratch_dir(), environment()
+    env = environment()
+    for c in chains(blocks):
+        chosen = [b for b in blocks if b.chain == c and (not only or any(w in b.heading.lower() for w in only))]
+        if chain is None or c == chain:
+            run_chain(lines, chosen, name, dict(env), outcome, write)
+        for b in blocks:
+            if b.chain == c:
+                for cmd in b.commands:
+                    env.update(exported(cmd.text) or {})
+    if write:
+        path.write_text("\n".join(line for line in lines if line != DROPPED) + "\n")
+
+
+def run_chain(lines: list[str], blocks: list[Block], name: str, env: dict[str, str], outcome: Outcome, write: bool) -> None:
+    if not blocks:
+        return
+    cwd = scratch_dir()
     try:
         for block in blocks:
             prev_rc = 0
@@ -335,11 +365,9 @@ def run_page(path: Path, only: list[str] | None, outcome: Outcome, write: bool) 
                 outcome.ran += 1
     finally:
         if os.environ.get("READMEOUT_KEEP"):
-            print(f"readme: scratch directory of {name}: {cwd}", file=sys.stderr)
+            print(f"readme: scratch directory of {name} ({blocks[0].chain}): {cwd}", file=sys.stderr)
         else:
             shutil.rmtree(cwd, ignore_errors=True)
-    if write:
-        path.write_text("\n".join(line for line in lines if line != DROPPED) + "\n")
 
 
 def main() -> int:
@@ -349,6 +377,7 @@ def main() -> int:
     mode.add_argument("--write", action="store_true", help="run every command and rewrite the pages' outputs")
     p.add_argument("--only", help="comma-separated words: only the blocks under a heading containing one of them")
     p.add_argument("--file", action="append", help="only this page (README.md, docs/tasks/NAME.md); repeatable")
+    p.add_argument("--chain", help="only this chain of the pages (`<!-- readme-chain: NAME -->`; a page's first is start)")
     p.add_argument("--keep", action="store_true", help="keep the scratch directories (their paths are printed)")
     args = p.parse_args()
     if os.geteuid() == 0 and socket.gethostname() != HOSTNAME and not os.environ.get("READMEOUT_IN_UTS"):
@@ -364,9 +393,14 @@ def main() -> int:
         if len(chosen) != len(wanted):
             sys.exit(f"readme: error: --file names a page that is not README.md or docs/tasks/*.md: {', '.join(args.file)}")
     only = [w.strip().lower() for w in args.only.split(",")] if args.only else None
+    if args.chain and not any(args.chain in chains(parse(p.read_text().splitlines(), shown_path(p))) for p in chosen):
+        sys.exit(f"readme: error: --chain {args.chain}: no page chosen has that chain")
+    if args.chain and args.write:
+        sys.exit("readme: error: --chain with --write: a page is rewritten from a run of all its chains")
     outcome = Outcome()
     for page in chosen:
-        run_page(page, only, outcome, args.write)
+        if args.chain is None or args.chain in chains(parse(page.read_text().splitlines(), shown_path(page))):
+            run_page(page, only, outcome, args.write, args.chain)
     for note in outcome.notes:
         print(f"readme: note: {note}", file=sys.stderr)
     for problem in outcome.problems:

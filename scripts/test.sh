@@ -41,11 +41,12 @@ scripts/package.sh cpu >/dev/null
 
 # Three workers on two cores: most integration tests wait (for mpirun to start, a timeout, a dead rank) far more than
 # they compute (a sample: 55 s of CPU in 308 s run one at a time), so three files at a time keep the cores busy. A file
-# is the unit of work (--dist loadfile: its tests in order, its module fixtures once); `long` files start first. The
-# files whose outcome timing decides (marked `alone`: deadlines, which rank notices first) then run one at a time.
+# is the unit of work (--dist loadgroup, each test in its file's group (tests/conftest.py): its tests in order, its
+# module fixtures once), the README's chains one each; `long` files start first. The tests whose outcome timing
+# decides (marked `alone`: deadlines, which rank notices first) then run one at a time.
 ts_stage test "== pytest: the command-line, report and README tests (about 10 min; 3 workers, each test named as it ends)"
 PY="$(ts_python "pytest, xdist, jsonschema")"
-TRAINSCOPE="$TS_BUILD/trainscope" "$PY" -m pytest -v -rs --durations=15 -p no:cacheprovider -n "${TS_PYTEST_WORKERS:-3}" --dist loadfile \
+TRAINSCOPE="$TS_BUILD/trainscope" "$PY" -m pytest -v -rs --durations=15 -p no:cacheprovider -n "${TS_PYTEST_WORKERS:-3}" --dist loadgroup \
   -m "not alone" tests
 ts_stage test "== pytest: the tests timing decides, alone (about 4.5 min)"
 TRAINSCOPE="$TS_BUILD/trainscope" "$PY" -m pytest -v -rs --durations=5 -p no:cacheprovider -m alone tests

@@ -1,6 +1,7 @@
 """Fixtures shared by all tests: the result schema and a validator. Helpers live in helpers.py (command
 line) and reports/synthetic.py (synthetic documents)."""
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -13,6 +14,13 @@ for p in (TESTS.parent, TESTS, TESTS / "reports"):
         sys.path.insert(0, str(p))
 
 from helpers import SCHEMA_PATH  # noqa: E402
+
+# The suite runs several processes to a core (three workers, each starting ranks and tools). An idle OpenMP thread
+# spins before it sleeps (libgomp: ~300,000 polls, GOMP_SPINCOUNT) on the bet that it has a core of its own: here it
+# takes the core from a peer that has work. Sampled over a parallel run, libgomp's spin was 15% of all the CPU (perf
+# record -a, 120 s). Waiting passively changes no result, only who runs meanwhile; libgomp reads it when it loads,
+# so it is set here, for every process the tests start. A test may still set its own.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 @pytest.fixture(scope="session")
@@ -40,7 +48,14 @@ def pytest_configure(config):
                                        "links): scripts/test.sh runs these after the parallel part, one at a time")
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads the groups
 def pytest_collection_modifyitems(items):
-    """The `long` files first, the rest in their order: with a file as the unit of work (`--dist loadfile`), the
-    longest units start first and the short ones fill the other worker meanwhile."""
+    """The `long` files first, the rest in their order, and a file as the unit of work: under `--dist loadgroup` a
+    test goes with its group (`xdist_group`), and a test without one is given its file's, so a file's tests run in
+    order on one worker and its module fixtures once (as `--dist loadfile` would), while a file that can be cut
+    (the README's chains) gives its parts groups of their own. The longest units start first and the short ones fill
+    the other workers meanwhile."""
     items.sort(key=lambda item: item.get_closest_marker("long") is None)
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))

@@ -17,9 +17,9 @@ import pytest
 
 from helpers import ROOT, base_env, trainscope_path
 
-# Timing decides (steps skipped by the time left before a deadline):
-# these run alone, after the parallel part (tests/README.md).
-pytestmark = pytest.mark.alone
+# Timing decides most of these (steps skipped by the time left before a deadline, cut at their limits, a pair's
+# grace): marked `alone`, they run after the parallel part (tests/README.md). A bad argument, the plans' command
+# lines and the PyTorch peers' refusal do not depend on time.
 
 RUNNER = ROOT / "scripts" / "gpu-runner.sh"
 STEP_LINE = re.compile(r"^step (\S+): (ok|FAILED|TIME LIMIT|skipped|CUT)")
@@ -42,6 +42,7 @@ def members(archive: Path) -> dict[str, bytes]:
         return {m.name: t.extractfile(m).read() for m in t.getmembers() if m.isfile()}
 
 
+@pytest.mark.alone
 def test_a_hung_step_is_cut_at_its_limit_the_next_runs_and_one_past_the_deadline_is_skipped(tmp_path):
     pidfile = tmp_path / "hung.pid"
     t0 = time.monotonic()
@@ -74,6 +75,7 @@ runner_step too-long 60 true
     assert "| hangs | TIME LIMIT 1 s (exit 124) |" in summary and "7 steps: 4 failed, 1 skipped" in summary, summary
 
 
+@pytest.mark.alone
 def test_the_output_folder_is_whole_after_every_step_and_each_file_under_its_cap(tmp_path):
     out = tmp_path / "out"
     # Each step records what the folder held when it started: the previous steps' summary rows and logs.
@@ -102,6 +104,7 @@ runner_step three 5 look three
     assert members(out / "fake-traces.tar.gz") == {"fake-traces/t/trace.json": b"{}\n"}
 
 
+@pytest.mark.alone
 def test_a_run_told_to_stop_mid_step_says_which_step_was_cut(tmp_path):
     script = tmp_path / "fake.sh"
     script.write_text(f"source {RUNNER}\nrunner_init fake {tmp_path / 'out'} 60\nrunner_step quick 5 true\n"
@@ -133,6 +136,7 @@ def listed_steps(script: str) -> list[str]:
     return [line.split()[0] for line in p.stdout.splitlines()]
 
 
+@pytest.mark.alone
 def test_the_first_contact_dry_run_ends_within_its_deadline_with_one_line_per_step(tmp_path):
     out = tmp_path / "out"
     t0 = time.monotonic()
@@ -172,6 +176,7 @@ def session_processes(sid: int) -> list[int]:
     return pids
 
 
+@pytest.mark.alone
 def test_a_first_contact_killed_midway_leaves_the_summary_and_logs_of_the_steps_that_ran(tmp_path):
     out = tmp_path / "out"
     proc = subprocess.Popen([ROOT / "scripts" / "gpu-first-contact.sh", "--bundle", fake_bundle(tmp_path), "--out", out],
@@ -204,6 +209,7 @@ def test_a_first_contact_killed_midway_leaves_the_summary_and_logs_of_the_steps_
     assert tarfile.open(fileobj=io.BytesIO((out / "first-contact-logs.tar.gz").read_bytes())).getmembers()
 
 
+@pytest.mark.alone
 def test_the_rerun_runs_the_named_steps_and_the_peers_and_refuses_a_name_that_is_no_step(tmp_path):
     bundle = fake_bundle(tmp_path)
     p = subprocess.run([ROOT / "scripts" / "gpu-rerun.sh", "--bundle", bundle, "--out", tmp_path / "out",
@@ -256,6 +262,7 @@ def test_the_pytorch_peers_without_torch_or_without_a_gpu_end_with_one_line(tmp_
     assert not (tmp_path / "peers.json").exists()
 
 
+@pytest.mark.alone
 def test_a_pair_whose_rank_is_left_waiting_ends_within_its_grace_and_names_it(tmp_path):
     # The two-process hang of issue 33 (one rank ends, its peer waits on): the step ends after the grace with a line
     # naming the rank left running and the first rank's status, instead of spending its whole limit.
@@ -283,6 +290,7 @@ def test_a_pair_whose_rank_is_left_waiting_ends_within_its_grace_and_names_it(tm
 FAKE_GPU = Path(trainscope_path()).parent / "tests" / "libts_fake_gpu.so"
 
 
+@pytest.mark.alone
 def test_the_first_contact_on_a_fake_h200_plans_each_process_on_the_one_gpu_and_every_step_ends_in_one_line(tmp_path):
     # The host-side half of first contact on the device's own shape of node (tests/tools/fake_gpu: one H200 that
     # answers every device query and refuses all work): the inventory is read, and every step that starts work on

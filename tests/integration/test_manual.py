@@ -119,3 +119,20 @@ def test_a_list_ranked_by_time_is_matched_by_place_when_load_reorders_it():
               "         9.102 ms  42.7%  all_reduce 1 MiB (262144 x float32 sum, out-of-place)"]
     found = ro.match(shown, loaded, block.ranked)
     assert [f[0] if f else None for f in found] == [0, 1, 2, 3]
+
+
+def test_a_chain_runs_in_a_directory_of_its_own_with_what_the_page_exported_before_it(tmp_path):
+    """A chain (`<!-- readme-chain: NAME -->`) is what a reader who starts there runs: the files of the chains before
+    it are not there (a chain that needs them fails, so the cut cannot hide a dependence), the page's exports are."""
+    page = tmp_path / "page.md"
+    page.write_text("# one\n\n```\n$ export GREETING=hello\n$ echo made > made.txt\n```\n\n"
+                    "<!-- readme-chain: two -->\n# two\n\n```\n$ echo $GREETING\nhello\n$ cat made.txt\nmade\n```\n")
+    ro = readme_outputs()
+    assert ro.chains(ro.parse(page.read_text().splitlines())) == ["start", "two"]
+    outcome = ro.Outcome()
+    ro.run_page(page, None, outcome, False, "two")
+    assert outcome.ran == 2
+    assert len(outcome.problems) == 1 and "`cat made.txt` exited 1" in outcome.problems[0], outcome.problems
+    whole = ro.Outcome()
+    ro.run_page(page, None, whole, False)
+    assert whole.ran == 4 and len(whole.problems) == 1, whole.problems  # chains stay apart in a whole-page run too

@@ -15,9 +15,8 @@ import pytest
 from helpers import ROOT, base_env, run_trainscope
 from trace_loader_rules import hta_iterations, hta_metadata_keys, hta_rank_files, perfetto_view
 
-# Timing decides (a planted straggler and the step breakdown, from measured times):
-# these run alone, after the parallel part (tests/README.md).
-pytestmark = pytest.mark.alone
+# Timing decides three of these (a planted straggler named, the step breakdown from measured times): marked
+# `alone`, they run after the parallel part (tests/README.md); the rest read what the traces hold, not when.
 
 RUNS = {
     "data-parallel": ["--model", "mlp", "--preset", "tiny", "--batch", 16, "--steps", 4],
@@ -246,6 +245,7 @@ def test_holistic_trace_analysis_itself_loads_every_rank_and_every_step(four_ran
 
 
 @pytest.mark.parametrize("run", list(RUNS))
+@pytest.mark.alone
 def test_the_breakdown_adds_up_to_the_step(tmp_path, run):
     d = traced(tmp_path, run, RUNS[run])
     result, out = analyze(d, tmp_path)
@@ -283,6 +283,7 @@ def assert_critical_path(cp, stages):
     assert cp["before_us"] + cp["length_us"] + cp["after_us"] == pytest.approx(cp["step_us"], rel=0.05)
 
 
+@pytest.mark.alone
 def test_a_planted_straggler_is_named(tmp_path):
     d = traced(tmp_path, "straggler", RUNS["data-parallel"], env={"TRAINSCOPE_FAULT": "delay:rank=2:ms=40"})
     result, out = analyze(d, tmp_path, "--straggler-ms", 10)
@@ -302,6 +303,7 @@ def test_analyze_without_traces_is_one_line(tmp_path):
                                "nor PyTorch profiler traces (*.json)"]
 
 
+@pytest.mark.alone
 def test_the_report_gets_a_profile_section_from_the_traces(tmp_path):
     d = traced(tmp_path, "straggler", RUNS["data-parallel"], env={"TRAINSCOPE_FAULT": "delay:rank=1:ms=40"})
     rep = tmp_path / "rep"
