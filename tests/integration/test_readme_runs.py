@@ -39,7 +39,7 @@ def test_every_readme_command_runs_as_shown(page, chain):
         pytest.skip("no build/trainscope (scripts/setup.sh builds it)")
     if os.geteuid() != 0 or shutil.which("unshare") is None or subprocess.run(["unshare", "--uts", "true"]).returncode != 0:
         pytest.skip("the README's outputs name the host vm: the check gives its runs that name in a UTS namespace (root)")
-    r = subprocess.run(["/usr/bin/python3", str(ROOT / "scripts" / "readme_outputs.py"), "--check", "--file", page, "--chain", chain],
-                       cwd=ROOT, capture_output=True, text=True, timeout=3600)
+    check = [str(ROOT / "scripts" / "readme_outputs.py"), "--check", "--file", page, "--chain", chain]
+    r = subprocess.run(["/usr/bin/python3", *check], cwd=ROOT, capture_output=True, text=True, timeout=3600)
     problems = [line for line in r.stderr.splitlines() if line.startswith("readme: FAIL")]
     assert r.returncode == 0 and not problems, "\n".join(problems) or r.stderr[-3000:]
