@@ -87,20 +87,26 @@ ts_gpu_libpath() {
   echo "$path"
 }
 
+# The libraries trainscope loads when it first needs them rather than at start (kernels/cuda/cublaslt_library.h:
+# cuBLASLt, of the major version its headers were): the checks load them as the loader would (LD_PRELOAD by name),
+# so one the device lacks is found here, not at the first GPU GEMM.
+export TS_GPU_LOADED_LATER="libcublasLt.so.13"
+
 # ts_gpu_check_libs LIBPATH BINARY...: `ldd -r` through the loader itself (ldd is a script the device may lack):
-# every library and every symbol of each binary resolved under LIBPATH, and none of the driver's libraries
-# needed at load time (libcuda and NVML are loaded at run time, so a machine without a GPU still starts us).
-# Prints the loader's list per binary, then one line; returns 1 when anything is unresolved.
+# every library and every symbol of each binary (and of TS_GPU_LOADED_LATER) resolved under LIBPATH, and none of
+# the driver's libraries needed at load time (libcuda and NVML are loaded at run time, so a machine without a GPU
+# still starts us). Prints the loader's list per binary, then one line; returns 1 when anything is unresolved.
 ts_gpu_check_libs() {
   local path="$1" bin out bad="" line
   shift
   for bin in "$@"; do
-    out="$(LD_LIBRARY_PATH="$path" LD_BIND_NOW=1 LD_WARN=1 LD_TRACE_LOADED_OBJECTS=1 /lib64/ld-linux-x86-64.so.2 "$bin" 2>&1)"
+    out="$(LD_LIBRARY_PATH="$path" LD_PRELOAD="$TS_GPU_LOADED_LATER" LD_BIND_NOW=1 LD_WARN=1 LD_TRACE_LOADED_OBJECTS=1 \
+      /lib64/ld-linux-x86-64.so.2 "$bin" 2>&1)"
     echo "== $bin"
     echo "$out"
     while IFS= read -r line; do
       case "$line" in
-      *"not found"* | *"undefined symbol"* | *"no version information"*) bad="$bad; ${bin##*/}: ${line#"${line%%[![:space:]]*}"}" ;;
+      *"not found"* | *"undefined symbol"* | *"no version information"* | *"cannot be preloaded"*) bad="$bad; ${bin##*/}: ${line#"${line%%[![:space:]]*}"}" ;;
       *libcuda.so.1* | *libnvidia-ml.so.1*) bad="$bad; ${bin##*/}: needs the driver's ${line%% *} at load time" ;;
       esac
     done <<<"$out"

@@ -135,7 +135,7 @@ preflight_libs() {
 
 # Where the loader finds SONAME under the library search (empty when nowhere).
 ts_gpu_resolved() {
-  LD_LIBRARY_PATH="$TS_GPU_LD" LD_TRACE_LOADED_OBJECTS=1 /lib64/ld-linux-x86-64.so.2 "$TS_GPU_BIN/trainscope" 2>/dev/null |
+  LD_LIBRARY_PATH="$TS_GPU_LD" LD_PRELOAD="$TS_GPU_LOADED_LATER" LD_TRACE_LOADED_OBJECTS=1 /lib64/ld-linux-x86-64.so.2 "$TS_GPU_BIN/trainscope" 2>/dev/null |
     awk -v n="$1" '$1 == n {print $3}'
 }
 

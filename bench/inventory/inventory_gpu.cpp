@@ -8,6 +8,8 @@
 #ifdef TRAINSCOPE_HAVE_CUDA
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
+
+#include "kernels/cuda/cublaslt_library.h"
 #endif
 #ifdef TRAINSCOPE_HAVE_CUDNN
 #include <cudnn.h>
@@ -124,8 +126,12 @@ nlohmann::json collectGpuVersions() {
   int x = 0;
   if (cudaDriverGetVersion(&x) == cudaSuccess && x > 0) v["cuda_driver"] = versionString(x, 1000, 10, 100);
   if (cudaRuntimeGetVersion(&x) == cudaSuccess) v["cuda_runtime"] = versionString(x, 1000, 10, 100);
-  const std::size_t lt = cublasLtGetVersion();  // major*10000 + minor*100 + patch
-  v["cublas"] = fmt::format("{}.{}.{}", lt / 10000, (lt / 100) % 100, lt % 100);
+  // cuBLAS: the library the GPU GEMMs load, asked only where a GPU can use it. Loading it costs a process 0.1 s of
+  // CPU (kernels/cuda/cublaslt_library.h), which the runs of a host without a usable GPU would pay for nothing.
+  if (cuda::usableDeviceCount() > 0 && cuda::cublasLtAvailable()) {
+    const std::size_t lt = cublasLtGetVersion();  // major*10000 + minor*100 + patch
+    v["cublas"] = fmt::format("{}.{}.{}", lt / 10000, (lt / 100) % 100, lt % 100);
+  }
   nvml::Library lib;
   if (lib.ok()) v["driver"] = lib.driverVersion();
 #endif
