@@ -160,13 +160,13 @@ CasePlace placeCase(CeilingSet& ceilings, const std::string& name, double tflops
   };
   auto [memory, p] = place();
   std::optional<CeilingKind> rechecked;
-  if (p.fraction > 1 && ceilings.recheck(p.bound, memory.level, name)) {
+  if (aboveCeiling(p.fraction) && ceilings.recheck(p.bound, memory.level, name)) {
     rechecked = p.bound;
     std::tie(memory, p) = place();
   }
   CasePlace out{{p.bound, ceilings.computeTflops(), memory.gbps, memory.level, p.attainableTflops, p.fraction, rechecked},
                 std::nullopt};
-  if (p.fraction > 1) out.suspect = SuspectFigure{name, p.fraction, ceilings.likelyCause(p.bound, memory.level)};
+  if (aboveCeiling(p.fraction)) out.suspect = SuspectFigure{name, p.fraction, ceilings.likelyCause(p.bound, memory.level)};
   return out;
 }
 

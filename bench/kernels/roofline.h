@@ -49,6 +49,16 @@ struct RooflinePlace {
 // ceiling (GB/s); both ceilings > 0.
 RooflinePlace placeOnRoofline(double tflops, double intensity, double computeTflops, double memoryGbps);
 
+// Whether a figure at `fraction` of its ceiling is above it: at any excess over 100%, with no margin for noise,
+// because of how the two are timed. A ceiling is the fastest of its trials (ceilings.h's kCeilingProtocol), a figure
+// the median of its own samples, so noise alone puts the same work above its ceiling only when every trial ran slower
+// than that median: a chance set by the counts, whatever the spread (2^-trials for a figure of many samples, more for
+// one of few; test_roofline.cpp measures it).
+// That chance is why a figure above has its ceiling re-measured first, and is marked ceiling_suspect only when it
+// stays above the fastest of twice the trials; what then stays above differs in its conditions (SuspectCause below)
+// or is work faster than the ceiling's, worth naming either way.
+inline bool aboveCeiling(double fraction) { return fraction > 1; }
+
 // Why a record may land above its ceiling even after the ceiling was re-measured, in the order it is
 // decided: a planted fault scaled the ceiling down (tests); other processes took a good share of the CPUs
 // while the ceiling was measured (multi-threaded ceilings lose more to a busy core than small kernels

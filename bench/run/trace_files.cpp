@@ -212,7 +212,7 @@ nlohmann::json trackNames(int rank, const std::vector<int>& tids) {
   std::set<int> tracks = {kMainTrack, 1};
   tracks.insert(tids.begin(), tids.end());
   for (int t : tracks) {
-    const std::string name = t == kMainTrack                              ? "main"
+    const std::string name = t == kMainTrack                              ? std::string(kMainThreadName)
                              : t == 1                                     ? "communication"
                              : t >= kCommLaneBase && t < kDeviceTrackBase ? fmt::format("communication {}", t - kCommLaneBase + 2)
                              : t == kApiTrack                             ? "cuda runtime"

@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -43,6 +44,10 @@ struct TraceGroup {
 
 // Kineto's category (`cat`) for a span of that role, which HTA classes spans by (the trace schema's rules).
 std::string_view kinetoCategory(trace::Role role);
+
+// The name of each rank's main thread on the host (its thread_name): what `trainscope analyze` finds it by, whatever
+// its tid (the trace schema's $defs.mainThread; a unit test holds the two together).
+inline constexpr std::string_view kMainThreadName = "main";
 
 class TraceFiles {
  public:

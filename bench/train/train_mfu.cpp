@@ -22,8 +22,8 @@ nlohmann::json mfuBlock(double perDeviceTflops, const std::optional<MeasuredPeak
          {"clock_mhz", measured->clockMhz},
          {"mfu", mfu},
          {"rechecked", measured->rechecked},
-         {"ceiling_suspect", mfu > 1}};
-    if (mfu > 1) m["ceiling_suspect_cause"] = std::string(suspectCauseName(measured->cause));
+         {"ceiling_suspect", aboveCeiling(mfu)}};
+    if (aboveCeiling(mfu)) m["ceiling_suspect_cause"] = std::string(suspectCauseName(measured->cause));
   }
   if (datasheet) {
     const ComputePeak& p = datasheet->peak;
@@ -36,8 +36,8 @@ nlohmann::json mfuBlock(double perDeviceTflops, const std::optional<MeasuredPeak
          {"clock_mhz", clockMhz},
          {"tflops", atClock},
          {"mfu", mfu},
-         {"ceiling_suspect", mfu > 1}};
-    if (mfu > 1) d["ceiling_suspect_cause"] = std::string(suspectCauseName(SuspectCause::kDatasheetMismatch));
+         {"ceiling_suspect", aboveCeiling(mfu)}};
+    if (aboveCeiling(mfu)) d["ceiling_suspect_cause"] = std::string(suspectCauseName(SuspectCause::kDatasheetMismatch));
   }
   // The flat fields of earlier records, read from the two blocks.
   auto field = [](const nlohmann::json& block, const char* key) { return block.is_null() ? nlohmann::json() : block[key]; };

@@ -108,7 +108,7 @@ AfterTraining gatherAfterTraining(Bootstrap& boot, wl::Trainer& trainer, const w
 // An MFU above 100% of the measured ceiling is impossible: process 0 measures the ceiling once more, the
 // other ranks waiting without spinning (where they still answer: not after a failure).
 void recheckCeilingIfExceeded(double perDevice, std::optional<CeilingSet>& ceilings, Bootstrap& boot, bool allAnswer) {
-  bool recheck = ceilings && ceilings->computeTflops() > 0 && perDevice > ceilings->computeTflops();
+  bool recheck = ceilings && ceilings->computeTflops() > 0 && aboveCeiling(perDevice / ceilings->computeTflops());
   if (allAnswer) recheck = boot.sum(recheck ? 1 : 0) > 0;
   if (!recheck) return;
   if (ceilings) ceilings->recheck(CeilingKind::kCompute, MemoryLevel::kDram, "MFU");

@@ -14,6 +14,7 @@ per step, as a fraction of the step (its bubble).
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from .critical_path import critical_path, format_path
 from ..common.errors import InputError
@@ -21,12 +22,35 @@ from .intervals import clip, intersect, length, span, subtract, union
 from ..common.json_types import JsonObject, Record, TraceDoc, TraceEvent
 from .kernel_breakdown import format_kernels, kernel_breakdown
 from .trace_dir import load_trace_docs
-from .trace_roles import COMMUNICATION, COMPUTE, DEVICE, PHASE, STEP, WAIT
+from .trace_roles import COMMUNICATION, COMPUTE, DEVICE, PHASE, STEP, WAIT, main_thread_name
 
 P2P = {"send", "recv"}
-# The host's main thread (bench/run/trace_files.cpp): tid 3, and 0 in files written before Perfetto's reading of
-# tid 0 as the pid moved it.
-MAIN_TIDS = (3, 0)
+Thread = tuple[Any, Any]  # (pid, tid)
+
+
+def thread_of(e: TraceEvent) -> Thread:
+    return e.get("pid", 0), e.get("tid", 0)
+
+
+def main_thread(doc: TraceDoc) -> Thread | None:
+    """The rank's main thread on the host: the one its trace names so (trace_roles.main_thread_name(); trainscope's
+    files have named their threads since the first format, while its tid moved from 0 to 3), or, in a trace naming
+    none (a PyTorch profiler's, its spans rebuilt by the loader), the host thread (one without device work) whose
+    spans cover the most time; None in a trace without host spans."""
+    events = doc["traceEvents"]
+    named = [thread_of(e) for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"
+             and e.get("args", {}).get("name") == main_thread_name()]
+    if named:
+        return named[0]
+    spans = [e for e in events if e.get("ph") == "X"]
+    device = {thread_of(e) for e in spans if e.get("cat") in DEVICE}
+    covered: dict[Thread, list[TraceEvent]] = {}
+    for e in spans:
+        if thread_of(e) not in device:
+            covered.setdefault(thread_of(e), []).append(e)
+    if not covered:
+        return None
+    return max(covered, key=lambda t: length(union(span(e) for e in covered[t])))
 
 
 def spans_of(docs: dict[int, TraceDoc]) -> dict[int, list[TraceEvent]]:
@@ -38,13 +62,16 @@ def load_trace_dir(directory: str | Path) -> dict[int, list[TraceEvent]]:
     return spans_of(load_trace_docs(directory))
 
 
-def span_totals(ranks: dict[int, list[TraceEvent]], top: int = 15) -> list[JsonObject]:
-    """A trace without training steps (collectives, kernels): where its time went, by outermost span."""
+def span_totals(docs: dict[int, TraceDoc], top: int = 15) -> list[JsonObject]:
+    """A trace without training steps (collectives, kernels): where its time went, by outermost span of each rank's
+    main thread."""
     rows = []
-    for rank, events in sorted(ranks.items()):
+    for rank, doc in sorted(docs.items()):
+        main = main_thread(doc)
+        events = [e for e in doc["traceEvents"] if e.get("ph") == "X" and thread_of(e) == main]
         outer: list[TraceEvent] = []
         end = -1.0
-        for e in sorted((e for e in events if e.get("tid", 0) in MAIN_TIDS), key=lambda e: (e["ts"], -e["dur"])):
+        for e in sorted(events, key=lambda e: (e["ts"], -e["dur"])):
             if e["ts"] >= end:
                 outer.append(e)
                 end = e["ts"] + e["dur"]
@@ -52,7 +79,7 @@ def span_totals(ranks: dict[int, list[TraceEvent]], top: int = 15) -> list[JsonO
         inner: dict[str, float] = {}
         outermost = {id(e) for e in outer}
         for e in events:
-            if e.get("tid", 0) in MAIN_TIDS and id(e) not in outermost:
+            if id(e) not in outermost:
                 inner[e["name"].split(" ")[0]] = inner.get(e["name"].split(" ")[0], 0.0) + e["dur"]
         biggest = sorted(outer, key=lambda e: -e["dur"])[:top]
         rows.append({"rank": rank, "spans": len(outer), "total_us": total, "phases_us": inner,
@@ -132,7 +159,7 @@ def analyze_docs(docs: dict[int, TraceDoc], threshold_ms: float = 1.0, kernel_re
     ranks = spans_of(docs)
     what = docs[min(docs)].get("trainscope", {}).get("what", "")
     if not any(e.get("cat") == STEP for events in ranks.values() for e in events):
-        return {"what": what, "ranks": [], "spans": span_totals(ranks),
+        return {"what": what, "ranks": [], "spans": span_totals(docs),
                 "kernels": kernel_breakdown(ranks, kernel_records=kernel_records)}
     per_rank = []
     for rank in sorted(ranks):

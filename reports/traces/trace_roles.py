@@ -34,6 +34,12 @@ def kineto_categories() -> dict[str, str]:
     return out
 
 
+def main_thread_name() -> str:
+    """The name a trace gives its rank's main thread on the host (thread_name metadata), the schema's $defs.mainThread."""
+    name: str = _schema()["$defs"]["mainThread"]["const"]
+    return name
+
+
 def _role(name: str) -> str:
     if name not in roles():
         raise AssertionError(f"{SCHEMA_PATH.name} declares no trace role '{name}' (its roles: {', '.join(roles())})")

@@ -86,6 +86,19 @@ def nvidia_needed(binary):
     return [s for s in needed(binary) if any(s.startswith(p) for p in NVIDIA_PACKAGES)]
 
 
+def package_of(name, prefixes):
+    """The one of `prefixes` that `name` starts with (a soname's prefix, or a package's)."""
+    return next(p for p in prefixes if name.startswith(p))
+
+
+def nvidia_packages_linked(deb, tmp_path):
+    """The NVIDIA package prefixes (NVIDIA_PACKAGES' values) of the libraries the packaged binary links, sorted."""
+    root = tmp_path / "linked"
+    subprocess.run(["dpkg-deb", "-x", deb, root], check=True)
+    libs = nvidia_needed(root / "usr" / "bin" / "trainscope")
+    return sorted({NVIDIA_PACKAGES[package_of(lib, NVIDIA_PACKAGES)] for lib in libs})
+
+
 @functools.cache
 def clean_root_refusal():
     """Why a clean root cannot be made here (not root, or the kernel or sandbox refuses the mounts), or None."""
@@ -148,7 +161,7 @@ def test_the_cuda_package_replaces_trainscope_and_depends_on_each_nvidia_library
     assert any(lib.startswith("libnccl.so.") for lib in libs), libs  # the library of the issue's report
     names = depends(cuda_deb)
     for lib in libs:
-        wanted = next(v for k, v in NVIDIA_PACKAGES.items() if lib.startswith(k))
+        wanted = NVIDIA_PACKAGES[package_of(lib, NVIDIA_PACKAGES)]
         assert any(n.startswith(wanted) for n in names), f"{lib} is linked but no {wanted}* package in Depends: {names}"
     # The rest are Debian's, installed here (the NVIDIA ones are not: the toolkit here is no Debian package).
     debian = [n for n in names if not any(n.startswith(v) for v in NVIDIA_PACKAGES.values())]
@@ -193,7 +206,8 @@ dpkg -s trainscope-cuda | grep '^Status:'
     assert p.returncode == 0, p.stderr[-3000:]
     assert "dpkg exit 1" in p.stdout and "Status: install ok unpacked" in p.stdout, p.stdout  # not configured
     nvidia = [d for d in depends(cuda_deb) if any(d.startswith(v) for v in NVIDIA_PACKAGES.values())]
-    assert len(nvidia) >= 5, nvidia  # cudart, cuBLAS, CUPTI, cuDNN, NCCL
+    # One Depends per NVIDIA package the binary's libraries come from (cuBLAS and cuBLASLt share one), no other.
+    assert sorted(package_of(d, NVIDIA_PACKAGES.values()) for d in nvidia) == nvidia_packages_linked(cuda_deb, tmp_path), nvidia
     for name in nvidia:
         assert re.search(rf"^ trainscope-cuda depends on {re.escape(name)}\b.*; however:$", p.stderr, re.M), (name, p.stderr)
         assert f"Package {name} is not installed." in p.stderr, (name, p.stderr)

@@ -10,6 +10,7 @@ with its file and line, instead of in an integration test far away. A test namin
 import ast
 import re
 import warnings
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -48,22 +49,25 @@ def named(names, family):
     return sorted(set(names) & family)
 
 
-def python_lists(path: Path, family):
-    """(line, names) of each literal set, list, tuple or dict of LEAST or more of `family`'s names that a module
-    keeps as a table (assigned at module or class level) or classifies by (`x in (...)`), and of each string there
-    naming them as a comma or space separated list."""
-    literal = (ast.List, ast.Tuple, ast.Set, ast.Dict)
-
-    def names_in(node):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            return named(re.split(r"[,\s]+", node.value), family)
-        elts = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", [])
-        return named((e.value for e in elts if isinstance(e, ast.Constant) and isinstance(e.value, str)), family)
-
-    found = []
+def parsed(path: Path) -> ast.Module:
     with warnings.catch_warnings():  # another file's invalid escape sequences are not this test's business
         warnings.simplefilter("ignore")
-        tree = ast.parse(path.read_text(), str(path))
+        return ast.parse(path.read_text(), str(path))
+
+
+def kept_strings(tree: ast.Module):
+    """(line, strings) of each literal set, list, tuple or dict that a module keeps as a table (assigned at module or
+    class level) or classifies by (`x in (...)`), and of each string there (split as a comma or space separated list):
+    the candidates of every family, found in one walk of the tree."""
+    literal = (ast.List, ast.Tuple, ast.Set, ast.Dict)
+
+    def strings_in(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return re.split(r"[,\s]+", node.value)
+        elts = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", [])
+        return [e.value for e in elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+
+    found = []
     for node in ast.walk(tree):
         kept = []
         if isinstance(node, ast.Compare):
@@ -72,17 +76,23 @@ def python_lists(path: Path, family):
             kept = [st.value for st in node.body if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None]
         for value in kept:
             if isinstance(value, literal) or (isinstance(value, ast.Constant) and isinstance(value.value, str)):
-                if len(names := names_in(value)) >= LEAST:
-                    found.append((value.lineno, names))
+                found.append((value.lineno, strings_in(value)))
     return found
 
 
-def bus_factor_formulas(path: Path):
+def lists_of(candidates, family):
+    """(line, names) of the candidates ((line, strings): kept_strings, cpp_strings) naming LEAST or more of `family`."""
+    return [(line, names) for line, strings in candidates if len(names := named(strings, family)) >= LEAST]
+
+
+def python_lists(tree: ast.Module, family):
+    """(line, names) of each table or membership test of LEAST or more of `family`'s names."""
+    return lists_of(kept_strings(tree), family)
+
+
+def bus_factor_formulas(tree: ast.Module):
     """Lines computing (n - 1) / n in any form (2 * (n - 1) / n, (size - 1) / size): a bus factor outside the facts."""
     found = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tree = ast.parse(path.read_text(), str(path))
     for node in ast.walk(tree):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and isinstance(node.right, ast.Name):
             n = node.right.id
@@ -93,35 +103,59 @@ def bus_factor_formulas(path: Path):
     return found
 
 
-def cpp_lists(path: Path, family):
+def cpp_strings(text: str):
+    """(line, words) of each C++ string literal in `text`."""
+    return [(text.count("\n", 0, m.start()) + 1, re.split(r"[,\s]+", m.group(1))) for m in CPP_STRING.finditer(text)]
+
+
+def cpp_lists(text: str, family):
     """(line, names) of each C++ string literal naming LEAST or more of `family` (a hand-written help or list)."""
-    found = []
-    text = path.read_text(errors="replace")
-    for m in CPP_STRING.finditer(text):
-        names = named(re.split(r"[,\s]+", m.group(1)), family)
-        if len(names) >= LEAST:
-            found.append((text.count("\n", 0, m.start()) + 1, names))
-    return found
+    return lists_of(cpp_strings(text), family)
+
+
+def findings(path: Path, root: Path, lists, formulas=()):
+    """The scanner's lines for one file, from its lists per family and its bus factor formulas' lines."""
+    where = path.relative_to(root)
+    out = [f"{where}:{line}: {family_name} {names} (read them from {READ_FROM[family_name]})"
+           for family_name, found in lists for line, names in found]
+    return out + [f"{where}:{line}: a bus factor formula (read it from reports/common/collective_facts.py)" for line in formulas]
 
 
 def hand_kept_lists(root=ROOT):
+    """Every file read, parsed and walked once: each family's lists come from its one list of candidates, the bus
+    factor formulas from the same tree."""
     out = []
-    for family_name, family in FAMILIES.items():
-        for path in _source_files(root, PYTHON_DIRS, {".py"}):
-            out += [f"{path.relative_to(root)}:{line}: {family_name} {names} (read them from {READ_FROM[family_name]})"
-                    for line, names in python_lists(path, family)]
-        for path in _source_files(root, CPP_DIRS, {".cpp", ".h", ".cu", ".cuh"}):
-            out += [f"{path.relative_to(root)}:{line}: {family_name} {names} (read them from {READ_FROM[family_name]})"
-                    for line, names in cpp_lists(path, family)]
     for path in _source_files(root, PYTHON_DIRS, {".py"}):
-        out += [f"{path.relative_to(root)}:{line}: a bus factor formula (read it from reports/common/collective_facts.py)"
-                for line in bus_factor_formulas(path)]
+        tree = parsed(path)
+        candidates = kept_strings(tree)
+        out += findings(path, root, [(name, lists_of(candidates, family)) for name, family in FAMILIES.items()],
+                        bus_factor_formulas(tree))
+    for path in _source_files(root, CPP_DIRS, {".cpp", ".h", ".cu", ".cuh"}):
+        candidates = cpp_strings(path.read_text(errors="replace"))
+        out += findings(path, root, [(name, lists_of(candidates, family)) for name, family in FAMILIES.items()])
     return out
 
 
 def test_no_consumer_keeps_its_own_list_of_a_registry():
     found = hand_kept_lists()
     assert not found, "hand-kept lists of a registry's names:\n" + "\n".join(found)
+
+
+def test_the_scanner_reads_and_parses_each_file_once(tmp_path, monkeypatch):
+    files = {"reports/kept.py": 'OPS = {"gemm", "conv2d", "softmax"}\n', "tests/plain.py": "X = 1\n",
+             "bench/help.cpp": 'auto h = "gemm, conv2d, softmax";\n'}
+    for name, source in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(source)
+    reads, parses = Counter(), Counter()
+    read_text, parse = Path.read_text, ast.parse
+    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: reads.update([self.name]) or read_text(self, *a, **k))
+    monkeypatch.setattr(ast, "parse", lambda source, filename="<unknown>", *a, **k:
+                        parses.update([Path(filename).name]) or parse(source, filename, *a, **k))
+    found = hand_kept_lists(tmp_path)
+    assert [f.split(":")[0] for f in found] == ["reports/kept.py", "bench/help.cpp"], found
+    assert reads == {Path(name).name: 1 for name in files}, reads
+    assert parses == {"kept.py": 1, "plain.py": 1}, parses
 
 
 def written(tmp_path, source):
@@ -132,7 +166,8 @@ def written(tmp_path, source):
 
 def python_findings(path):
     """(whether any family's list was found, the lines of bus factor formulas) in one Python file."""
-    return any(python_lists(path, family) for family in FAMILIES.values()), bus_factor_formulas(path)
+    tree = parsed(path)
+    return any(python_lists(tree, family) for family in FAMILIES.values()), bus_factor_formulas(tree)
 
 
 @pytest.mark.parametrize("source", [
@@ -172,4 +207,4 @@ def test_the_scanner_finds_a_hand_written_cpp_help(tmp_path):
     help_ = tmp_path / "help.cpp"
     help_.write_text('t.add("--ops",\n      "all, or a comma list of gemm, conv2d, attention, "\n      "softmax", f);\n'
                      'auto one = "gemm";\n')
-    assert cpp_lists(help_, FAMILIES["kernel ops"]) == [(2, ["attention", "conv2d", "gemm"])]
+    assert cpp_lists(help_.read_text(), FAMILIES["kernel ops"]) == [(2, ["attention", "conv2d", "gemm"])]

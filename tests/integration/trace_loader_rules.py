@@ -163,14 +163,15 @@ def perfetto_view(path: Path) -> tuple[dict, list[str]]:
     for key, t in threads.items():
         if len(set(t["names"])) > 1:
             problems.append(f"thread {key} is named {sorted(set(t['names']))}: two of the writer's threads became one")
-        problems += [f"thread {key}: {p}" for p in _spilled(t["slices"])]
+        problems += [f"thread {key}: {p}" for p in spilled(t["slices"])]
         view[key] = {"name": t["names"][-1] if t["names"] else None, "slices": t["slices"]}
     return view, problems
 
 
-def _spilled(slices) -> list[str]:
-    """The slices Perfetto spills to an overflow track (slice_spill_overlapping_complete_event): those that start inside
-    another of the thread's slices and end after it. Perfetto works in whole nanoseconds."""
+def spilled(slices) -> list[str]:
+    """The slices ((ts, dur, name), microseconds) Perfetto spills to an overflow track
+    (slice_spill_overlapping_complete_event): those that start inside another of the thread's slices and end after it.
+    Perfetto works in whole nanoseconds. The one nesting rule of the tests (test_trace.py's assert_nested too)."""
     out = []
     stack: list[tuple[int, int, str]] = []
     for ts, dur, name in sorted(((round(ts * 1000), round(dur * 1000), n) for ts, dur, n in slices), key=lambda s: (s[0], -s[1])):

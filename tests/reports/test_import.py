@@ -93,6 +93,27 @@ def test_osu_allreduce_imports_its_table_with_the_ranks_given(tmp_path):
         assert r["source"]["tool"] == "osu" and r["source"]["version"] == "7.4" and "assumed" not in r["source"]  # -f printed them
 
 
+OSU_REDUCE = DATA / "osu_reduce.txt"
+
+
+def test_osu_reduce_imports_as_a_rooted_sum_of_the_whole_buffer(tmp_path):
+    """osu_reduce's size is the whole buffer every rank passes (OMB's MPI_Reduce(sendbuf, recvbuf, size, ...)), as for
+    allreduce: trainscope's bytes, not size x ranks; OSU sums onto rank 0, and a reduce moves each byte once."""
+    doc, _ = imported(tmp_path, OSU_REDUCE, "--ranks", 4)
+    rows = [m for line in OSU_REDUCE.read_text().splitlines() if (m := OSU_ROW.match(line))]
+    recs = by_place(doc)
+    assert len(rows) == len(recs) == 19
+    for m in rows:
+        size, avg, iters = int(m[1]), float(m[2]), int(m[5])
+        r = recs[(size, False)]
+        assert (r["op"], r["backend"], r["dtype"], r["redop"], r["root"], r["ranks"], r["count"], r["iters"]) == (
+            "reduce", "mpi", "float32", "sum", 0, 4, size // 4, iters)
+        assert r["time_us"]["median"] == avg and r["algbw_gbps"] == pytest.approx(size / avg / 1e3)
+        assert r["bus_factor"] == 1 and r["busbw_gbps"] == r["algbw_gbps"]
+        assert r["source"] == {"tool": "osu", "version": "7.4", "benchmark": "osu_reduce", "file": str(OSU_REDUCE),
+                               "line": r["source"]["line"]}
+
+
 OSU_ALLGATHER = DATA / "osu_allgather.txt"
 OSU_SHORT_ROW = re.compile(r"^(\d+)\s+([\d.]+)$")
 

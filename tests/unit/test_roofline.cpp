@@ -2,8 +2,13 @@
 // working set for a level, where a kernel lands, and the warning for figures above their ceiling.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
+#include <random>
+#include <vector>
 
+#include "bench/kernels/ceilings.h"
 #include "bench/kernels/roofline.h"
 
 namespace ts {
@@ -76,6 +81,36 @@ TEST(Roofline, OneWarningLineGroupedByCause) {
       << line;
   std::vector<SuspectFigure> many(kSuspectNames + 3, {"gelu mlp.gelu", 2.0, SuspectCause::kPlantedFault});
   EXPECT_NE(suspectWarning(many).find(" and 3 more: likely cause: a planted fault"), std::string::npos);
+}
+
+// Why aboveCeiling has no margin for noise (roofline.h): with the ceiling the fastest of its trials and a figure the
+// median of its samples, noise alone lifts the same work above its ceiling with a chance set by the counts, not by
+// the spread. For n samples (n odd, the median the h-th fastest, h = (n + 1) / 2) and m trials it is the chance that
+// the h fastest of the n + m draws are all the figure's, C(n, h) / C(n + m, h): 2^-m as n grows, more for a figure of
+// few samples (4% for 3). Timed here under three spreads, after the re-check (m twice the protocol's trials), for a
+// figure of 21 samples (--iters 10 and --min-time-ms give most cases more).
+TEST(Roofline, NoiseAloneLiftsAFigureAboveItsCeilingAsRarelyWhateverItsSpread) {
+  const int m = 2 * kCeilingProtocol.trials, n = 21, h = (n + 1) / 2;
+  double chance = 1;
+  for (int i = 0; i < h; ++i) chance *= static_cast<double>(n - i) / (n + m - i);
+  EXPECT_LT(chance, 0.005);  // under one figure in 200
+  const int draws = 40000;
+  for (double sigma : {0.01, 0.1, 0.5}) {  // 1% to 50% of run-to-run spread (lognormal)
+    std::mt19937_64 rng(7);
+    std::lognormal_distribution<double> timeUs(std::log(100.0), sigma);
+    int above = 0;
+    std::vector<double> samples(n);
+    for (int d = 0; d < draws; ++d) {
+      double fastestTrial = std::numeric_limits<double>::infinity();
+      for (int t = 0; t < m; ++t) fastestTrial = std::min(fastestTrial, timeUs(rng));
+      for (double& x : samples) x = timeUs(rng);
+      std::nth_element(samples.begin(), samples.begin() + (h - 1), samples.end());
+      // Same work: the figure's fraction of its ceiling is the ceiling's time over the figure's.
+      above += aboveCeiling(fastestTrial / samples[h - 1]) ? 1 : 0;
+    }
+    const double rate = static_cast<double>(above) / draws;
+    EXPECT_NEAR(rate, chance, 4 * std::sqrt(chance * (1 - chance) / draws)) << "sigma " << sigma;
+  }
 }
 
 }  // namespace ts

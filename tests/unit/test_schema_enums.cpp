@@ -78,6 +78,11 @@ TEST(SchemaEnums, TheTraceRolesAreTheTraceSchemasWithItsKinetoCategories) {
   EXPECT_EQ(mapped, every);  // each role has its category in the schema, once
 }
 
+// The main thread's name, by which the analysis finds it in a trace without steps.
+TEST(SchemaEnums, TheMainThreadIsNamedAsTheTraceSchemaSays) {
+  EXPECT_EQ(kMainThreadName, schema("trace-v2.schema.json").at("/$defs/mainThread/const"_json_pointer).get<std::string>());
+}
+
 TEST(SchemaEnums, ChoicesReadBackFromTheirNames) {
   for (const auto& [name, e] : EnumNames<trace::Role>::kNames) EXPECT_EQ(enumFromName<trace::Role>(name), e) << name;
   for (const auto& [name, e] : EnumNames<BackendKind>::kNames) EXPECT_EQ(enumFromName<BackendKind>(name), e) << name;
