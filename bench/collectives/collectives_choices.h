@@ -28,8 +28,9 @@ constexpr bool measuresInPlace(PlacementChoice p) { return p != PlacementChoice:
 enum class MpiReduceScatterChoice { kBlock, kCounts, kBoth };
 template <>
 struct EnumNames<MpiReduceScatterChoice> {
-  static constexpr std::pair<std::string_view, MpiReduceScatterChoice> kNames[] = {
-      {"block", MpiReduceScatterChoice::kBlock}, {"counts", MpiReduceScatterChoice::kCounts}, {"both", MpiReduceScatterChoice::kBoth}};
+  static constexpr std::pair<std::string_view, MpiReduceScatterChoice> kNames[] = {{"block", MpiReduceScatterChoice::kBlock},
+                                                                                   {"counts", MpiReduceScatterChoice::kCounts},
+                                                                                   {"both", MpiReduceScatterChoice::kBoth}};
 };
 
 // The choice of one call alone.
