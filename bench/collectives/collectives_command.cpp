@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "base/split.h"
+#include "bench/choice_errors.h"
 #include "bench/collectives/collectives_options.h"
 #include "bench/collectives/transports.h"
 #include "bench/commands.h"
@@ -31,9 +32,12 @@ constexpr const char* kVariantsWhy =
 
 void addProcessOptions(Table& t) {
   t.group("Processes and devices");
-  t.add("--backend", "mpi (host buffers), nccl (GPU buffers), or auto: nccl when a GPU is present", TS_FIELD(backend));
-  t.add("--bootstrap", "How processes meet: mpi, env (RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT), single, or auto",
-        TS_FIELD(bootstrap))
+  onUnknownChoice(
+      t.add("--backend", "mpi (host buffers), nccl (GPU buffers), or auto: nccl when a GPU is present", TS_FIELD(opts.backend)),
+      notOneOf<BackendKind>());
+  onUnknownChoice(t.add("--bootstrap", "How processes meet: mpi, env (RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT), single, or auto",
+                        TS_FIELD(opts.bootstrap)),
+                  notOneOf<BootstrapKind>())
       .commandLineOnly("a suite's steps run in the suite's processes, which met once when the suite started");
   t.add("-g,--gpus-per-process", "NCCL: GPUs driven by each process (0 = all visible; -g: nccl-tests' spelling)",
         TS_FIELD(opts.gpus.perProcess));
@@ -65,11 +69,13 @@ void addTimingAndOutputOptions(Table& t) {
   addWarmupFlag(t, opts, "Untimed iterations before timing each size");
   addItersFlag(t, opts);
   addTrialsFlag(t, opts);
-  t.add("--placement", "both, out (out-of-place only) or in (in-place only)", TS_FIELD(placement));
-  t.add("--mpi-reduce-scatter",
-        "MPI: the call reduce_scatter makes: block (MPI_Reduce_scatter_block), counts (MPI_Reduce_scatter, as OSU and "
-        "the frameworks call it), or both, each measured in a section of its own",
-        TS_FIELD(mpiReduceScatter));
+  onUnknownChoice(t.add("--placement", "both, out (out-of-place only) or in (in-place only)", TS_FIELD(opts.placement)),
+                  notOneOf<PlacementChoice>());
+  onUnknownChoice(t.add("--mpi-reduce-scatter",
+                        "MPI: the call reduce_scatter makes: block (MPI_Reduce_scatter_block), counts (MPI_Reduce_scatter, as "
+                        "OSU and the frameworks call it), or both, each measured in a section of its own",
+                        TS_FIELD(opts.mpiReduceScatter)),
+                  notOneOf<MpiReduceScatterChoice>());
   t.add("-G,--graph", "NCCL: capture this many operations in a CUDA graph and time its replays (0 = off)", TS_FIELD(opts.graph));
   t.add("--check,!--no-check", "Check every result against its expected value (untimed)", TS_FIELD(opts.check));
   t.group("The run and its output");

@@ -17,20 +17,6 @@ namespace ts {
 
 namespace {
 
-// "block, counts or both": the calls, then both.
-std::string mpiReduceScatterChoices() {
-  std::string names;
-  for (const auto& [name, call] : EnumNames<MpiReduceScatter>::kNames) names += std::string(name) + ", ";
-  return names.substr(0, names.size() - 2) + " or both";
-}
-
-// --backend and --bootstrap: a name of the enum's, or one line naming them all.
-template <typename Kind>
-Kind kindNamed(const std::string& name, const char* flag, const char* what) {
-  if (const std::optional<Kind> kind = enumFromName<Kind>(name)) return *kind;
-  throw UsageError(fmt::format("{}: unknown {} '{}' ({})", flag, what, name, enumNameList<Kind>()));
-}
-
 // The sweep's lists: --ops, --dtype and --redop, each `all` or a comma list.
 void resolveLists(const CollectivesArgs& raw, CollectivesOptions& o) {
   o.ops.clear();
@@ -51,36 +37,11 @@ void resolveLists(const CollectivesArgs& raw, CollectivesOptions& o) {
     for (const auto& name : splitNonEmpty(raw.redop, ',')) o.redops.push_back(parseRedOp(name));
 }
 
-// --placement: both, out or in.
-void resolvePlacement(const std::string& placement, CollectivesOptions& o) {
-  if (placement == "both")
-    o.outOfPlace = o.inPlace = true;
-  else if (placement == "out") {
-    o.outOfPlace = true;
-    o.inPlace = false;
-  } else if (placement == "in") {
-    o.outOfPlace = false;
-    o.inPlace = true;
-  } else
-    throw UsageError(fmt::format("--placement: '{}' is not both, out or in", placement));
-}
-
-// --mpi-reduce-scatter: one call, or both.
-std::vector<MpiReduceScatter> mpiReduceScatterCalls(const std::string& name) {
-  if (const auto call = enumFromName<MpiReduceScatter>(name)) return {*call};
-  if (name != "both") throw UsageError(fmt::format("--mpi-reduce-scatter: '{}' is not {}", name, mpiReduceScatterChoices()));
-  std::vector<MpiReduceScatter> calls;
-  for (const auto& [unused, call] : EnumNames<MpiReduceScatter>::kNames) calls.push_back(call);
-  return calls;
-}
-
 }  // namespace
 
 CollectivesOptions resolveCollectivesArgs(const CollectivesArgs& raw) {
   CollectivesOptions o = raw.opts;
   applyNcclTestsFlags(raw.ncclTests, o);
-  o.backend = kindNamed<BackendKind>(raw.backend, "--backend", "backend");
-  o.bootstrap = kindNamed<BootstrapKind>(raw.bootstrap, "--bootstrap", "bootstrap");
   const wl::DeviceSpec device = wl::parseDeviceSpec(raw.device);
   if (!device.cuda()) throw UsageError("--device cpu: collectives on the CPU are --backend mpi");
   o.gpus.first = device.index;
@@ -88,8 +49,6 @@ CollectivesOptions resolveCollectivesArgs(const CollectivesArgs& raw) {
   o.minBytes = parseBytes(raw.minBytes, "-b/--min-bytes");
   o.maxBytes = parseBytes(raw.maxBytes, "-e/--max-bytes");
   o.stepBytes = parseBytes(raw.stepBytes, "-i/--step-bytes");
-  resolvePlacement(raw.placement, o);
-  o.mpiReduceScatter = mpiReduceScatterCalls(raw.mpiReduceScatter);
   validate(o);
   return o;
 }
@@ -175,7 +134,6 @@ void validate(const CollectivesOptions& o) {
   if (o.graph < 0) throw UsageError("-G/--graph cannot be negative");
   if (o.timeoutS < 0) throw UsageError("--timeout cannot be negative");
   if (o.gpus.perProcess < 0) throw UsageError("--gpus-per-process cannot be negative");
-  if (!o.outOfPlace && !o.inPlace) throw UsageError("--placement: nothing to run");
   if (o.dtypes.empty()) throw UsageError("-d/--dtype: no dtype given");
   if (o.redops.empty()) throw UsageError("-o/--redop: no reduction given");
   if (!o.traceDir.empty()) checkOutputDirectory("--trace", o.traceDir);
@@ -191,7 +149,7 @@ nlohmann::json toJson(const CollectivesOptions& o) {
   for (auto* c : o.ops) ops.push_back(std::string(c->name()));
   for (auto t : o.dtypes) dtypes.push_back(std::string(dtypeName(t)));
   for (auto r : o.redops) redops.push_back(std::string(redOpName(r)));
-  for (auto m : o.mpiReduceScatter) mpiCalls.push_back(std::string(nameOf(m)));
+  for (auto m : mpiReduceScatterCalls(o.mpiReduceScatter)) mpiCalls.push_back(std::string(nameOf(m)));
   nlohmann::json j = o.given;
   j["resolved"] = {{"backend", nameOf(o.backend)},
                    {"gpus_per_process", o.gpus.perProcess},
@@ -202,8 +160,8 @@ nlohmann::json toJson(const CollectivesOptions& o) {
                    {"min_bytes", o.minBytes},
                    {"max_bytes", o.maxBytes},
                    {"step_bytes", o.stepBytes},
-                   {"out_of_place", o.outOfPlace},
-                   {"in_place", o.inPlace},
+                   {"out_of_place", measuresOutOfPlace(o.placement)},
+                   {"in_place", measuresInPlace(o.placement)},
                    {"mpi_reduce_scatter", mpiCalls},
                    {"check", o.check}};
   return j;

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/dtype.h"
+#include "bench/collectives/collectives_choices.h"
 #include "bench/collectives/nccl_tests_flags.h"
 #include "bench/failures/default_timeout.h"
 #include "comm/bootstrap.h"
@@ -33,10 +34,9 @@ struct CollectivesOptions {
   int warmup = 5;
   int iters = 20;
   int trials = 1;
-  bool outOfPlace = true;
-  bool inPlace = true;
-  // reduce_scatter on the MPI backend: the MPI calls to measure, each a section of its own.
-  std::vector<MpiReduceScatter> mpiReduceScatter = {kDefaultMpiReduceScatter};
+  PlacementChoice placement = PlacementChoice::kBoth;
+  // reduce_scatter on the MPI backend: the MPI calls to measure (mpiReduceScatterCalls), each a section of its own.
+  MpiReduceScatterChoice mpiReduceScatter = mpiReduceScatterChoiceOf(kDefaultMpiReduceScatter);
   int graph = 0;
   bool check = true;
   double timeoutS = kDefaultTimeoutS;
@@ -48,12 +48,12 @@ struct CollectivesOptions {
   nlohmann::json given = nlohmann::json::object();
 };
 
-// The options as the user writes them (command line or suite file): names and sizes as text.
+// The options as the user writes them (command line or suite file): lists, sizes and the device as text; the closed
+// choices and numbers are in opts, set by the option table directly.
 struct CollectivesArgs {
-  // text forms, resolved by resolveCollectivesArgs; the rest is in opts
-  std::string backend = "auto", bootstrap = "auto", device = "cuda", ops = "all", dtype = "float32", redop = "sum";
-  std::string minBytes = "8", maxBytes = "32M", stepBytes = "0", placement = "both";
-  std::string mpiReduceScatter{nameOf(kDefaultMpiReduceScatter)};  // block, counts or both
+  // text forms, resolved by resolveCollectivesArgs
+  std::string device = "cuda", ops = "all", dtype = "float32", redop = "sum";
+  std::string minBytes = "8", maxBytes = "32M", stepBytes = "0";
   // The command line's variants: one run per transport, algorithm or protocol, started by `launcher`.
   std::string transports, algos, protos, launcher;
   CollectivesOptions opts;

@@ -127,7 +127,8 @@ class CollectivesRun {
   // (--mpi-reduce-scatter); one nullopt for the ops (and the backend) with one call.
   std::vector<std::optional<MpiReduceScatter>> mpiCallsOf(const Collective& c) const {
     if (&c != &collectives::reduce_scatter() || comm_.backend() != BackendKind::kMpi) return {std::nullopt};
-    return {o_.mpiReduceScatter.begin(), o_.mpiReduceScatter.end()};
+    const std::vector<MpiReduceScatter> calls = mpiReduceScatterCalls(o_.mpiReduceScatter);
+    return {calls.begin(), calls.end()};
   }
 
   // What sets a section apart besides op, dtype and reduction, as the command line chooses it; "" if nothing.
@@ -140,8 +141,8 @@ class CollectivesRun {
   static double weight(std::uint64_t bytes) { return static_cast<double>(bytes) + 65536.0; }
 
   bool runsPlacement(const Collective& c, bool inPlace) const {
-    if (inPlace) return o_.inPlace && comm_.supportsInPlace(c);
-    return o_.outOfPlace;
+    if (inPlace) return measuresInPlace(o_.placement) && comm_.supportsInPlace(c);
+    return measuresOutOfPlace(o_.placement);
   }
 
   // One section of the table (an op, dtype, reduction and MPI call over every size); returns its wrong

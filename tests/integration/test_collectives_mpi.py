@@ -203,6 +203,24 @@ def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path):
     assert not out.exists() and not (tmp_path / "bad.jsonl").exists()  # nothing written for a run that never started
 
 
+# The closed choices, each refused as the command line is read (one process, no launch): the option, the value and its
+# choices in one line.
+CHOICE_ERRORS = [
+    (["--backend", "gloo"], "--backend: 'gloo' is not auto, mpi or nccl"),
+    (["--bootstrap", "ssh"], "--bootstrap: 'ssh' is not auto, mpi, env or single"),
+    (["--placement", "sideways"], "--placement: 'sideways' is not both, out or in"),
+]
+
+
+@pytest.mark.parametrize("args,message", CHOICE_ERRORS, ids=[" ".join(a) for a, _ in CHOICE_ERRORS])
+def test_a_value_outside_a_choice_is_one_line_naming_the_choices_and_exit_2(args, message, tmp_path):
+    out = tmp_path / "bad.json"
+    r = run_trainscope(["collectives", "--json", out] + args)
+    assert r.rc == 2, (r.rc, r.err)
+    assert r.error_lines() == [f"trainscope: error: {message} (see trainscope --help)"], r.err
+    assert not out.exists()
+
+
 def test_nccl_without_a_gpu_is_a_clear_error(tmp_path):
     r = run_trainscope(["collectives", "--backend", "nccl", "--json", tmp_path / "x.json"])
     if "trainscope was built without CUDA" in r.err:

@@ -1,9 +1,10 @@
-// The closed choices of a training run and a scaling study, each named once (EnumNames): every value has
-// the name the records wrote when these were strings and reads back from it; the options' JSON writes
+// The closed choices of a training run, a scaling study and a collectives sweep, each named once (EnumNames): every
+// value has the name the records wrote when these were strings and reads back from it; the options' JSON writes
 // names, not numbers; a --device text is read into its kind and GPU; and the command line answers a value
 // outside an option's names in that option's own words (bench/choice_errors.h).
 #include <gtest/gtest.h>
 
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +13,7 @@
 
 #include "base/precision.h"
 #include "bench/choice_errors.h"
+#include "bench/collectives/collectives_choices.h"
 #include "bench/scale/scale_options.h"
 #include "tests/unit/test_support.h"
 #include "workloads/device_spec.h"
@@ -43,6 +45,29 @@ TEST(Choices, EveryValueHasTheNameTheRecordsWrite) {
   EXPECT_EQ(roundTripped<wl::PipelineSchedule>(2), (Names{"gpipe", "1f1b"}));
   EXPECT_EQ(roundTripped<ScaleMode>(2), (Names{"weak", "strong"}));
   EXPECT_EQ(roundTripped<LauncherKind>(3), (Names{"mpirun", "srun", "none"}));
+  EXPECT_EQ(roundTripped<PlacementChoice>(3), (Names{"both", "out", "in"}));
+  EXPECT_EQ(roundTripped<MpiReduceScatterChoice>(3), (Names{"block", "counts", "both"}));
+}
+
+// --mpi-reduce-scatter names each MPI call by the call's own name (which a record writes as its algo), and both: a call
+// declared without its choice, or a choice measuring another call than the one it names, fails here.
+TEST(Choices, TheMpiReduceScatterChoicesAreEachCallAndBoth) {
+  std::vector<MpiReduceScatter> every;
+  for (const auto& [name, call] : EnumNames<MpiReduceScatter>::kNames) {
+    every.push_back(call);
+    const MpiReduceScatterChoice alone = mpiReduceScatterChoiceOf(call);
+    EXPECT_EQ(nameOf(alone), name);
+    EXPECT_EQ(mpiReduceScatterCalls(alone), std::vector<MpiReduceScatter>{call}) << name;
+  }
+  EXPECT_EQ(mpiReduceScatterCalls(MpiReduceScatterChoice::kBoth), every);
+  EXPECT_EQ(std::size(EnumNames<MpiReduceScatterChoice>::kNames), every.size() + 1);  // the calls, and both
+  EXPECT_EQ(nameOf(mpiReduceScatterChoiceOf(kDefaultMpiReduceScatter)), nameOf(kDefaultMpiReduceScatter));
+}
+
+TEST(Choices, APlacementChoiceMeasuresItsPlacements) {
+  EXPECT_TRUE(measuresOutOfPlace(PlacementChoice::kBoth) && measuresInPlace(PlacementChoice::kBoth));
+  EXPECT_TRUE(measuresOutOfPlace(PlacementChoice::kOutOfPlace) && !measuresInPlace(PlacementChoice::kOutOfPlace));
+  EXPECT_TRUE(!measuresOutOfPlace(PlacementChoice::kInPlace) && measuresInPlace(PlacementChoice::kInPlace));
 }
 
 TEST(Choices, PrecisionKeepsTheAliasesTheKernelsTookButListsOnlyItsNames) {

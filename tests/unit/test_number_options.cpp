@@ -13,33 +13,15 @@
 
 #include "base/error.h"
 #include "bench/commands.h"
+#include "tests/unit/command_lines.h"
 
 namespace ts {
 namespace {
 
-// The subcommand's options on a CLI::App of its own, as main adds them.
-struct CommandLine {
-  CLI::App app;
-  CLI::App* sub;
-  explicit CommandLine(const Subcommand& command) : sub(app.add_subcommand(command.name)) { command.addToCommandLine(*sub); }
-  // The parse error's text, or "" when the command line was taken.
-  std::string parse(const std::string& subName, const std::string& option, const std::string& value) {
-    std::vector<const char*> argv = {"trainscope", subName.c_str(), option.c_str(), value.c_str()};
-    try {
-      app.parse(static_cast<int>(argv.size()), argv.data());
-    } catch (const CLI::ParseError& e) {
-      return e.what();
-    }
-    return "";
-  }
-};
-
-std::vector<const Subcommand*> tableCommands() {
-  std::vector<const Subcommand*> out;
-  for (const Subcommand& c : subcommands())
-    if (!c.options.empty()) out.push_back(&c);
-  return out;
-}
+using test::CommandLine;
+using test::commandNamed;
+using test::suiteError;
+using test::tableCommands;
 
 const char* const kNotNumbers[] = {"nan", "NaN", "inf", "-inf", "1e999", "-1e999"};
 
@@ -128,24 +110,6 @@ TEST(NumberOptions, ValuesOutsideTheRangeAreRefusedOnBothSides) {
       }
     }
   EXPECT_GT(walked, 15);
-}
-
-const Subcommand& commandNamed(const std::string& name) {
-  for (const Subcommand* c : tableCommands())
-    if (c->name == name) return *c;
-  throw std::logic_error("no subcommand " + name);
-}
-
-// The UsageError a suite step of `command` with `toml` gives ("" when it is taken).
-std::string suiteError(const Subcommand& command, const std::string& toml) {
-  const toml::table step = toml::parse(toml);
-  StepReader reader("s.toml", step);
-  try {
-    command.readStep(reader);
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(NumberOptions, AnUnsignedOptionTakesNoMinusSign) {

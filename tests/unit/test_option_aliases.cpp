@@ -10,6 +10,7 @@
 #include "bench/commands.h"
 #include "bench/help_format.h"
 #include "bench/parse_errors.h"
+#include "tests/unit/command_lines.h"
 
 namespace ts {
 namespace {
@@ -31,11 +32,7 @@ std::vector<std::string> split(const std::string& names) {
   return out;
 }
 
-struct CommandLine {
-  CLI::App app;
-  CLI::App* sub;
-  explicit CommandLine(const Subcommand& command) : sub(app.add_subcommand(command.name)) { command.addToCommandLine(*sub); }
-};
+using test::CommandLine;
 
 // A value the option takes: a flag none, a number 1, text "x".
 std::vector<std::string> someValue(const CLI::Option& option) {

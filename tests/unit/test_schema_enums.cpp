@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/enum_names.h"
+#include "bench/collectives/collectives_choices.h"
 #include "bench/run/trace_files.h"
 #include "bench/train/train_record.h"
 #include "comm/bootstrap.h"
@@ -55,6 +56,17 @@ TEST(SchemaEnums, TheRecordsChoicesAreTheResultSchemas) {
   EXPECT_EQ(recordedNames<wl::DeviceKind>(), enumAt(result, "/$defs/train/properties/backend/enum"));
   EXPECT_EQ(recordedNames<wl::ItemKind>(), enumAt(result, "/$defs/train/properties/item/enum"));
   EXPECT_EQ(recordedNames<TargetMetric>(), enumAt(result, "/$defs/train/properties/target/properties/metric/enum"));
+}
+
+// A collectives run's config holds its closed choices as given, `auto` included (resolved beside them): each is the
+// enum of its option, generated from the option table (bench/config_schema.h), not free text.
+TEST(SchemaEnums, TheCollectivesConfigsChoicesAreTheirEnums) {
+  const nlohmann::json result = schema("result-v1.schema.json");
+  const std::string config = "/$defs/config_collectives/properties/";
+  EXPECT_EQ(recordedNames<BackendKind>(), enumAt(result, config + "backend/enum"));
+  EXPECT_EQ(recordedNames<BootstrapKind>(), enumAt(result, config + "bootstrap/enum"));
+  EXPECT_EQ(recordedNames<PlacementChoice>(), enumAt(result, config + "placement/enum"));
+  EXPECT_EQ(recordedNames<MpiReduceScatterChoice>(), enumAt(result, config + "mpi_reduce_scatter/enum"));
 }
 
 // The roles, and the Kineto category a span of each role carries: the schema's rules on a complete ("X") event.

@@ -1,0 +1,62 @@
+#pragma once
+// The sweep's closed choices that only `collectives` names (--placement, --mpi-reduce-scatter), each an enum with its
+// names (EnumNames): the option table reads them for the help, the error line, the suite, the record's config and the
+// generated schema's enum, so none of these keeps a list of its own.
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/enum_names.h"
+#include "comm/communicator.h"
+
+namespace ts {
+
+// --placement: which of each size's placements are measured.
+enum class PlacementChoice { kBoth, kOutOfPlace, kInPlace };
+template <>
+struct EnumNames<PlacementChoice> {
+  static constexpr std::pair<std::string_view, PlacementChoice> kNames[] = {
+      {"both", PlacementChoice::kBoth}, {"out", PlacementChoice::kOutOfPlace}, {"in", PlacementChoice::kInPlace}};
+};
+
+constexpr bool measuresOutOfPlace(PlacementChoice p) { return p != PlacementChoice::kInPlace; }
+constexpr bool measuresInPlace(PlacementChoice p) { return p != PlacementChoice::kOutOfPlace; }
+
+// --mpi-reduce-scatter: one of the MPI calls reduce_scatter makes, by the call's own name (MpiReduceScatter, which a
+// record carries as its algo), or both, each measured in a section of its own. tests/unit/test_choices.cpp holds the
+// names to the calls', so a call added there and not here fails.
+enum class MpiReduceScatterChoice { kBlock, kCounts, kBoth };
+template <>
+struct EnumNames<MpiReduceScatterChoice> {
+  static constexpr std::pair<std::string_view, MpiReduceScatterChoice> kNames[] = {{"block", MpiReduceScatterChoice::kBlock},
+                                                                                   {"counts", MpiReduceScatterChoice::kCounts},
+                                                                                   {"both", MpiReduceScatterChoice::kBoth}};
+};
+
+// The choice of one call alone.
+constexpr MpiReduceScatterChoice mpiReduceScatterChoiceOf(MpiReduceScatter call) {
+  switch (call) {
+    case MpiReduceScatter::kBlock:
+      return MpiReduceScatterChoice::kBlock;
+    case MpiReduceScatter::kCounts:
+      return MpiReduceScatterChoice::kCounts;
+  }
+  return MpiReduceScatterChoice::kBoth;  // not reached: the switch names every call
+}
+
+// The calls a choice measures, in the calls' declaration order.
+inline std::vector<MpiReduceScatter> mpiReduceScatterCalls(MpiReduceScatterChoice choice) {
+  switch (choice) {
+    case MpiReduceScatterChoice::kBlock:
+      return {MpiReduceScatter::kBlock};
+    case MpiReduceScatterChoice::kCounts:
+      return {MpiReduceScatter::kCounts};
+    case MpiReduceScatterChoice::kBoth:
+      break;
+  }
+  std::vector<MpiReduceScatter> calls;
+  for (const auto& [name, call] : EnumNames<MpiReduceScatter>::kNames) calls.push_back(call);
+  return calls;
+}
+
+}  // namespace ts
