@@ -8,6 +8,7 @@
 
 #include "base/json_text.h"
 #include "bench/commands.h"
+#include "bench/config_version.h"
 #include "bench/suite/suite.h"
 
 namespace ts {
@@ -55,6 +56,10 @@ Ordered optionSchema(const OptionInfo& info) {
   if (!info.defaultValue.is_null()) s["default"] = info.defaultValue;
   s["x-flags"] = flagsOf(info);
   if (const Ordered off = flagsOf(info, true); !off.empty()) s["x-clear-flags"] = off;
+  if (info.notInIdentity.empty())
+    s["x-identity"] = true;
+  else
+    s["x-not-identity"] = info.notInIdentity;
   if (info.scope == OptionScope::kCommandLineOnly) s["x-command-line-only"] = info.why;
   if (info.scope == OptionScope::kSuiteOnly) s["x-suite-only"] = info.why;
   return s;
@@ -91,10 +96,6 @@ Ordered closed(const std::string& def, Ordered extra = Ordered::object()) {
   return s;
 }
 
-Ordered orLegacy(Ordered current) {
-  return {{"anyOf", Ordered::array({std::move(current), {{"$ref", defRef(kPrefix + "legacy")}}})}};
-}
-
 Ordered ifThen(const std::string& property, const std::string& value, Ordered then) {
   return {{"if", {{"properties", {{property, {{"const", value}}}}}, {"required", Ordered::array({property})}}},
           {"then", std::move(then)}};
@@ -102,19 +103,17 @@ Ordered ifThen(const std::string& property, const std::string& value, Ordered th
 
 Ordered legacySchema() {
   return {{"description",
-           "A config written before issue #37, whose names were picked by hand (timeout_s; a train run's optimizer, schedule and "
-           "layout objects; env's output path under json), or by a collectives --transports run before its variants moved "
-           "under config.resolved: valid, not described; the readers read none of it. Each is told by what no table writes: "
-           "timeout_s (collectives, kernels, links, train), an optimizer object (train, from its first record), variants, "
-           "env's json alone. An option renamed or removed from now on keeps its old name valid here."},
-          {"type", "object"},
-          {"anyOf",
-           {{{"required", Ordered::array({"timeout_s"})}},
-            {{"required", Ordered::array({"optimizer"})}, {"properties", {{"optimizer", {{"type", "object"}}}}}},
-            {{"required", Ordered::array({"variants"})}},
-            {{"required", Ordered::array({"json"})},
-             {"properties", {{"json", {{"type", "string"}}}}},
-             {"additionalProperties", false}}}}};
+           "The config of a record that states no config_version (written before records stated it; before issue #37 its names "
+           "were picked by hand) or an older one: valid, not described; the readers read none of it."},
+          {"type", "object"}};
+}
+
+// A record (run, train) whose config is of this version: the tables describe it. Otherwise its config is legacy.
+Ordered byConfigVersion(Ordered current) {
+  return {{"if",
+           {{"properties", {{"config_version", {{"const", kConfigVersion}}}}}, {"required", Ordered::array({"config_version"})}}},
+          {"then", std::move(current)},
+          {"else", {{"properties", {{"config", {{"$ref", defRef(kPrefix + "legacy")}}}}}}}};
 }
 
 // The index just past the JSON value that starts at `i` (strings and their escapes skipped).
@@ -221,29 +220,37 @@ nlohmann::ordered_json configSchemaDefs() {
     if (c.options.empty()) continue;
     const std::string def = kPrefix + c.name;
     defs[def] = subcommandSchema(c);
-    runs.push_back(ifThen("subcommand", c.name, {{"properties", {{"config", orLegacy(closed(def))}}}}));
+    runs.push_back(ifThen("subcommand", c.name, {{"properties", {{"config", closed(def)}}}}));
     if (!c.readStep) continue;
     kinds.push_back(c.name);
     steps.push_back(ifThen("kind", c.name, closed(def, {{"kind", {{"const", c.name}}}, {"name", {{"type", "string"}}}})));
   }
   runs.push_back(ifThen("subcommand", "suite", {{"properties", {{"config", {{"$ref", defRef(kPrefix + "suite")}}}}}}));
-  defs[kPrefix + "run"] = {{"description",
-                            "A run's config, by its subcommand: applied to the run (its `subcommand` says which). x-subcommands: "
-                            "every subcommand, in the registry's order (bench/commands.cpp); x-python-tools: those the Python "
-                            "tool in reports/ runs." +
-                                generated},
-                           {"allOf", runs},
-                           {"x-subcommands", all},
-                           {"x-python-tools", python}};
-  defs[kPrefix + "train_record"] = {
-      {"description",
-       "A train record's config: train's options as given and, under `resolved`, what the run resolved them "
-       "to: the model's whole configuration, micro_batch, data_info, optimizer, schedule (after "
-       "--lr-scaling), memory_limit_bytes, activation_layout, layout (the same as the checkpoint's "
-       "index.json keeps)." +
-           generated},
-      {"anyOf", Ordered::array({closed(kPrefix + "train"), {{"$ref", defRef(kPrefix + "legacy")}}})}};
-  defs[kPrefix + "suite"] = suiteConfigSchema(orLegacy({{"$ref", defRef(kPrefix + "suite_step")}}));
+  Ordered run = {{"description",
+                  "A run's config, by its subcommand: applied to the run (its `subcommand` says which) when it states this "
+                  "config_version. x-subcommands: every subcommand, in the registry's order (bench/commands.cpp); "
+                  "x-python-tools: those the Python tool in reports/ runs." +
+                      generated}};
+  run.update(byConfigVersion({{"allOf", runs}}));
+  run["x-subcommands"] = all;
+  run["x-python-tools"] = python;
+  defs[kPrefix + "run"] = run;
+  defs[kPrefix + "version"] = {{"description",
+                                "The form of the record's config (bench/config_version.h): x-current is the one the tables "
+                                "describe; a record of another, or of none, has a legacy config." +
+                                    generated},
+                               {"type", "integer"},
+                               {"minimum", 1},
+                               {"x-current", kConfigVersion}};
+  Ordered train = {{"description",
+                    "A train record's config, applied to the record when it states this config_version: train's options as "
+                    "given and, under `resolved`, what the run resolved them to: the model's whole configuration, micro_batch, "
+                    "data_info, optimizer, schedule (after --lr-scaling), memory_limit_bytes, activation_layout, layout (the "
+                    "same as the checkpoint's index.json keeps)." +
+                        generated}};
+  train.update(byConfigVersion({{"properties", {{"config", closed(kPrefix + "train")}}}}));
+  defs[kPrefix + "train_record"] = train;
+  defs[kPrefix + "suite"] = suiteConfigSchema({{"$ref", defRef(kPrefix + "suite_step")}});
   defs[kPrefix + "suite"]["description"] = defs[kPrefix + "suite"]["description"].get<std::string>() + generated;
   defs[kPrefix + "suite_step"] = {
       {"description", "A suite step's config: its kind's config, with the step's kind and name." + generated},

@@ -15,8 +15,10 @@ inline constexpr const char* kRegenerateConfigSchema = "cmake --build build --ta
 // The schema file, from the source tree's root.
 inline constexpr const char* kResultSchemaPath = "reports/schema/result-v1.schema.json";
 
-// The $defs this generates, in their order: config_run (which of them a run's config is, by its subcommand),
-// config_<subcommand> for each subcommand with an option table, config_suite and config_suite_step, config_legacy.
+// The $defs this generates, in their order: config_run (which of them a run's config is, by its subcommand, when the run
+// states this config_version), config_<subcommand> for each subcommand with an option table, config_version (the form's
+// number, bench/config_version.h), config_train_record, config_suite and config_suite_step, config_legacy (a record's
+// config of another version or of none).
 nlohmann::ordered_json configSchemaDefs();
 // Whether a $defs name is one this generates (config_ and its suffixes).
 bool generatedConfigDef(const std::string& name);

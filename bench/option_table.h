@@ -20,7 +20,9 @@
 //
 // The table also writes the run's `config` (OptionTable::record): every option's value as given, under its suite key,
 // so an option added to the table is recorded with nothing else to keep in step; one left out says why
-// (`.notRecorded("an output path")`), and tests/unit/test_option_records.cpp holds every subcommand to that. What a table
+// (`.notRecorded("an output path")`), and tests/unit/test_option_records.cpp holds every subcommand to that. A recorded
+// option is part of the record's identity unless it says why runs that differ in it measured the same thing
+// (`.notInIdentity("another draw of the same work")`). What a table
 // says of each option's value (its type, choices, range, default; OptionInfo::value) is also the result schema's description
 // of that config (bench/config_schema.h, generated from the tables).
 #include <algorithm>
@@ -112,6 +114,9 @@ struct OptionInfo {
   bool hidden = false;
   // Why the record's config leaves it out; "": it is there, under `key`, as given.
   std::string notRecorded;
+  // Why two records that differ only in it are still one measurement (another seed's draw, a label, how long to wait);
+  // "": they are not, it is part of the record's identity (compare pairs only records that agree on it).
+  std::string notInIdentity;
   // Its value as the record's config holds it, as JSON Schema ({"type": "integer", "minimum": 1, ...}: the field's type,
   // an enum's names, the range declared), and the value when nothing sets it (the options struct's default). Filled by
   // OptionTable::describe (a range declared after add() narrows it); the result schema's config part is made of them.
@@ -159,6 +164,13 @@ struct OptionDecl {
   OptionDecl& notRecorded(std::string why) {
     info.notRecorded = std::move(why);
     recordOf = nullptr;
+    return *this;
+  }
+
+  // Not part of the record's identity: runs that differ in it measured the same thing (`why` says how); compare pairs
+  // them. Every recorded option is part of it otherwise (reports/common/identity.py reads this from the schema).
+  OptionDecl& notInIdentity(std::string why) {
+    info.notInIdentity = std::move(why);
     return *this;
   }
 

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "base/json_text.h"
+#include "bench/config_version.h"
 #include "bench/inventory/inventory.h"
 #include "comm/bootstrap.h"
 #include "comm/launcher.h"
@@ -63,6 +64,7 @@ nlohmann::json makeRunMetadata(Bootstrap& boot, const Launch& launch, const std:
           {"subcommand", subcommand},
           {"command_line", argv},
           {"config", config},
+          {"config_version", kConfigVersion},
           {"started_at", started},
           {"ended_at", nullptr},
           {"hosts", hosts},

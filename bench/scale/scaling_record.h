@@ -10,14 +10,23 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/precision.h"
 #include "bench/scale/scale_choices.h"
+#include "workloads/device_spec.h"
+#include "workloads/models/model.h"
 
 namespace ts {
 
-// What the point's train record says of the run, repeated so a study reads without its train records.
+// What the point's train record says of the run, repeated so a study reads without its train records. Each is null
+// where the train record did not state it.
 struct ScalingTrainFacts {
-  std::optional<std::string> model, preset, backend, precision;  // null where the train record did not state them
-  std::string layout;                                            // the parallel layout's name; "single" without one
+  std::optional<wl::ModelKind> model;
+  // Text, as the train record writes it: a preset is a name within its model kind (models/presets.cpp; "tiny" is one of
+  // each kind), so no one enum holds them.
+  std::optional<std::string> preset;
+  std::optional<wl::DeviceKind> backend;
+  std::optional<Precision> precision;
+  std::string layout;  // the parallel layout's name; "single" without one
 };
 
 // Where a step went, in microseconds: per part, the median over the point's ranks.
@@ -37,7 +46,7 @@ struct ScalingFigures {
   int baselineRanks = 0;  // the smallest point that completed: speedup and efficiency are against it
   double stepTimeUs = 0, throughputPerS = 0, speedup = 0, efficiency = 0;
   double stepTimeMinUs = 0, stepTimeP95Us = 0;  // the spread of the point's step times (the report's error bars)
-  std::optional<std::string> item;              // samples | tokens
+  std::optional<wl::ItemKind> item;
   ScalingBreakdown breakdown;
   // Each only where the train record had its block (communication, stragglers, pipeline); overlap and
   // the bubble may be null there.

@@ -5,6 +5,10 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "base/error.h"
+
 namespace ts {
 namespace {
 
@@ -21,6 +25,16 @@ std::optional<std::string> textOf(const nlohmann::json& j, const char* key) {
   return j.contains(key) && j[key].is_string() ? std::optional<std::string>(j[key].get<std::string>()) : std::nullopt;
 }
 
+// A closed choice the train record names, null where it names none. The points run this binary, so a name it does not
+// know is a train record of another build: one line, never a fact dropped or guessed.
+template <NamedEnum E>
+std::optional<E> choiceOf(const nlohmann::json& j, const char* key) {
+  const std::optional<std::string> name = textOf(j, key);
+  if (!name) return std::nullopt;
+  if (const std::optional<E> e = enumFromName<E>(*name)) return e;
+  throw Error(fmt::format("the point's train record: {} '{}' is not {}", key, *name, enumNameList<E>()));
+}
+
 // A field of the train record's block that may be null there.
 std::optional<double> numberOf(const nlohmann::json& j) {
   return j.is_null() ? std::nullopt : std::optional<double>(j.get<double>());
@@ -33,8 +47,8 @@ bool completedPoint(const nlohmann::json& train) { return train.value("completed
 double throughputOf(const nlohmann::json& train) { return train.at("throughput_per_s").get<double>(); }
 
 ScalingTrainFacts trainFactsOf(const nlohmann::json& t) {
-  return {textOf(t, "model"), textOf(t, "preset"), textOf(t, "backend"), textOf(t, "precision"),
-          t.contains("layout") ? t.at("layout").at("name").get<std::string>() : "single"};
+  return {choiceOf<wl::ModelKind>(t, "model"), textOf(t, "preset"), choiceOf<wl::DeviceKind>(t, "backend"),
+          choiceOf<Precision>(t, "precision"), t.contains("layout") ? t.at("layout").at("name").get<std::string>() : "single"};
 }
 
 ScalingFigures figuresOf(const nlohmann::json& t, int ranks, std::pair<int, double> base) {
@@ -44,7 +58,7 @@ ScalingFigures figuresOf(const nlohmann::json& t, int ranks, std::pair<int, doub
   f.stepTimeMinUs = t.at("step_time_us").at("min").get<double>();
   f.stepTimeP95Us = t.at("step_time_us").at("p95").get<double>();
   f.throughputPerS = throughputOf(t);
-  f.item = textOf(t, "item");
+  f.item = choiceOf<wl::ItemKind>(t, "item");
   f.speedup = f.throughputPerS / base.second;
   f.efficiency = (f.throughputPerS / ranks) / (base.second / base.first);
   const nlohmann::json rs = t.value("ranks", nlohmann::json::array());

@@ -12,6 +12,11 @@
 namespace ts {
 namespace {
 
+// Why these options are no part of a train record's identity (the others are: OptionDecl::notInIdentity).
+constexpr const char* kBetweenSteps = "evaluations run between the steps, outside their times, and change no parameter";
+constexpr const char* kWhenItStops = "when the run stops: each step it trains is the same";
+constexpr const char* kMlperfLog = "what the MLPerf log says of the run";
+
 // The model, its steps and batches, the device and the precision.
 void addModelOptions(OptionTable<TrainRunOptions>& t) {
   onUnknownChoice(t.add("--model", "mlp, cnn or transformer", TS_FIELD(train.model)), unknownChoice<wl::ModelKind>("model"));
@@ -28,7 +33,8 @@ void addModelOptions(OptionTable<TrainRunOptions>& t) {
   t.add("--micro-batches", "Gradient accumulation: micro-batches per step (must divide --batch)", TS_FIELD(train.microBatches))
       .range({1, kMaxCount});
   // --dtype: kernels' word for the same choice (one vocabulary across subcommands; the suite key stays precision).
-  t.add("--device", "cpu, cuda (GPU 0) or cuda:N", TS_FIELD(device));
+  t.add("--device", "cpu, cuda (GPU 0) or cuda:N", TS_FIELD(device))
+      .notInIdentity("which device of its kind: where it ran, as the host is (the record's backend says cpu or cuda)");
   onUnknownChoice(
       t.add("--precision,--dtype",
             "float32; tf32 (CUDA); bfloat16 / float16 (or bf16, fp16): mixed precision with float32 master weights (16-bit "
@@ -70,7 +76,8 @@ void addOptimizerOptions(OptionTable<TrainRunOptions>& t) {
 
 // The data, its order and augmentation, and dropout.
 void addDataOptions(OptionTable<TrainRunOptions>& t) {
-  t.add("--seed", "Seed of the initial weights and the data order", TS_FIELD(train.seed));
+  t.add("--seed", "Seed of the initial weights and the data order", TS_FIELD(train.seed))
+      .notInIdentity("another draw of the same work: runs of other seeds are samples of one measurement");
   t.add("--data", "synthetic, mnist:DIR, cifar10:DIR or text:FILE", TS_FIELD(train.data));
   onUnknownChoice(t.add("--augment",
                         "Training images' augmentation: none, or crop-flip (pad 4, random crop, random horizontal flip; "
@@ -90,28 +97,37 @@ void addDataOptions(OptionTable<TrainRunOptions>& t) {
 // Evaluation on the held-out split and time to a target (MLPerf's measure).
 void addEvalOptions(OptionTable<TrainRunOptions>& t) {
   t.group("Evaluation");
-  t.add("--eval-every", "Evaluate on the held-out split every N steps and after the last (0 = never)", TS_FIELD(train.evalEvery));
+  t.add("--eval-every", "Evaluate on the held-out split every N steps and after the last (0 = never)", TS_FIELD(train.evalEvery))
+      .notInIdentity(kBetweenSteps);
   t.add("--eval-batches", "Batches per evaluation, each the global batch of one micro-batch (0 = the whole held-out split)",
-        TS_FIELD(train.evalBatches));
+        TS_FIELD(train.evalBatches))
+      .notInIdentity(kBetweenSteps);
   t.add("--target-accuracy", "Stop once an evaluation's top-1 accuracy reaches this fraction (time to target)",
         TS_FIELD(train.targetAccuracy))
-      .range({0, 1});
+      .range({0, 1})
+      .notInIdentity(kWhenItStops);
   t.add("--target-loss", "Stop once an evaluation's loss is at or below this (time to target)", TS_FIELD(train.targetLoss))
-      .range({0, 1e6});
-  t.add("--mllog", "Write an MLPerf :::MLLOG log of the run (init, blocks, evaluations, run_stop) to FILE", TS_FIELD(mllogPath));
+      .range({0, 1e6})
+      .notInIdentity(kWhenItStops);
+  t.add("--mllog", "Write an MLPerf :::MLLOG log of the run (init, blocks, evaluations, run_stop) to FILE", TS_FIELD(mllogPath))
+      .notInIdentity(kMlperfLog);
   t.add("--mllog-org", "The --mllog log's submission_org: the submitting organization (not given: no such line)",
-        TS_FIELD(mllogSubmission.org));
+        TS_FIELD(mllogSubmission.org))
+      .notInIdentity(kMlperfLog);
   t.add("--mllog-platform", "The --mllog log's submission_platform: the system's name (not given: no such line)",
-        TS_FIELD(mllogSubmission.platform));
+        TS_FIELD(mllogSubmission.platform))
+      .notInIdentity(kMlperfLog);
   onUnknownChoice(t.add("--mllog-division",
                         "The --mllog log's submission_division: none (no such line), closed or open (MLPerf's divisions, "
                         "whose rules its checker then applies)",
                         TS_FIELD(mllogSubmission.division)),
-                  expectedChoice<MlperfDivision>());
+                  expectedChoice<MlperfDivision>())
+      .notInIdentity(kMlperfLog);
   t.add("--mllog-caches-cleared",
         "The page cache was dropped before this run (by its launcher, as MLPerf asks): the --mllog log's cache_clear is true "
         "(without it false: trainscope does not drop it)",
-        TS_FIELD(mllogSubmission.cachesCleared));
+        TS_FIELD(mllogSubmission.cachesCleared))
+      .notInIdentity(kMlperfLog);
 }
 
 // How the model is laid out over the processes.
@@ -154,7 +170,8 @@ void addLayoutOptions(OptionTable<TrainRunOptions>& t) {
   t.add("--pp-split", "Pipeline: layers per stage, comma-separated (default: balanced by FLOPs)", TS_FIELD(train.layout.ppSplit));
   t.add("--memory-limit",
         "Memory each rank may hold at once (e.g. 6G; 0 = no limit but the device's): a layout that needs more ends with one line",
-        TS_FIELD(train.memoryLimit));
+        TS_FIELD(train.memoryLimit))
+      .notInIdentity("a bound the run is held to: a run within it does the same work");
 }
 
 // The run around the training: timing, checkpoints, output.
@@ -162,18 +179,28 @@ void addRunOptions(OptionTable<TrainRunOptions>& t) {
   t.group("The run: timing, checkpoints, output");
   const auto self = [](auto& o) -> auto& { return o; };
   // -w/--warmup: every measuring subcommand's name for the untimed part (the suite key stays warmup_steps).
-  t.add("--warmup-steps", "Steps trained but not timed", TS_FIELD(warmupSteps)).range({0, kMaxCount}).renamed("-w,--warmup");
-  t.add("--log-every", "Print a line every N steps (0 = about 20 lines)", TS_FIELD(logEvery)).range({0, kMaxCount});
-  t.add("--ceiling,!--no-ceiling", "Measure the GEMM ceiling first, for MFU", TS_FIELD(ceiling));
+  t.add("--warmup-steps", "Steps trained but not timed", TS_FIELD(warmupSteps))
+      .range({0, kMaxCount})
+      .renamed("-w,--warmup")
+      .notInIdentity(kUntimed);
+  t.add("--log-every", "Print a line every N steps (0 = about 20 lines)", TS_FIELD(logEvery))
+      .range({0, kMaxCount})
+      .notInIdentity("the console's lines, printed between steps");
+  t.add("--ceiling,!--no-ceiling", "Measure the GEMM ceiling first, for MFU", TS_FIELD(ceiling))
+      .notInIdentity("measured before the steps, for the MFU beside their figures");
   t.add("--checkpoint-dir",
         "Write checkpoints here: each rank's safetensors file (parameters, optimizer state) and index.json; any layout resumes "
         "from any other",
-        TS_FIELD(train.checkpointDir));
+        TS_FIELD(train.checkpointDir))
+      .notInIdentity(
+          "where checkpoints go; --checkpoint-every and --checkpoint-async, which are, say when and how they are "
+          "written during the steps");
   t.add("--checkpoint-async", "Snapshot the state to host memory and write it in the background (commit at the next save)",
         TS_FIELD(train.checkpointAsync));
   t.add("--checkpoint-every", "Steps between checkpoints (0 = at the end only)", TS_FIELD(train.checkpointEvery))
       .range({0, kMaxCount});
-  t.add("--resume", "Continue from the latest checkpoint in --checkpoint-dir (if there is one)", TS_FIELD(train.resume));
+  t.add("--resume", "Continue from the latest checkpoint in --checkpoint-dir (if there is one)", TS_FIELD(train.resume))
+      .notInIdentity("a run continued from its checkpoint trains the same steps as one that did not stop");
   addTimeoutFlag(t, self);
   addOutputFlags(t, self);
   addTraceFlag(t, self,
@@ -181,7 +208,8 @@ void addRunOptions(OptionTable<TrainRunOptions>& t) {
                "DIR/merged/merged.json");
   t.add("--dump-logits",
         "Write the logits, dataset indices and loss of this run's first step to FILE (JSON), to check the model elsewhere",
-        TS_FIELD(dumpLogits));
+        TS_FIELD(dumpLogits))
+      .notInIdentity("written after the first step, outside its time");
 }
 
 const OptionTable<TrainRunOptions>& trainOptions() {

@@ -1,5 +1,7 @@
 #include "bench/train/train_record.h"
 
+#include "bench/config_version.h"
+
 namespace ts {
 
 double PipelineRecord::theoreticalBubble() const {
@@ -175,6 +177,7 @@ nlohmann::json toJson(const TrainRecord& r) {
                         {"layout", r.layout.toJson()},
                         {"mesh", meshJson(r.mesh)},
                         {"config", r.config},
+                        {"config_version", kConfigVersion},
                         {"parameters", r.parameters},
                         {"owned_parameters", r.ownedParameters},
                         {"flops_per_step", r.flopsPerStep},

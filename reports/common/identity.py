@@ -1,12 +1,14 @@
 """What makes two records "the same measurement", and which of their figures are compared, per kind.
 
 The one place to edit when a new kind of record arrives (links, kernels, training): its identity keys
-and its metrics with their direction.
+and its metrics with their direction. A record that carries its run's options (a train record's `config`) adds those that
+decide what it measured: the option tables declare which (option_facts.Option.identity), not a list here.
 """
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
+from . import option_facts
 from .json_types import Record
 
 # ("collective", ("op", "all_reduce"), ("backend", "mpi"), ...): the kind, then every identity key with its value
@@ -30,6 +32,9 @@ IDENTITY = {
     "kernel": ("op", "shape_name", "shape", "dtype", "backend"),
     "train": ("model", "preset", "backend", "precision", "world_size", "items_per_step", "flops_per_step", "layout"),
 }
+
+# The kinds whose records carry their run's options as `config`, with the subcommand whose table describes them.
+OPTIONS_OF = {"train": "train"}
 
 METRICS = {
     "kernel": (
@@ -55,7 +60,20 @@ def identity(record: Record) -> Identity | None:
     keys = IDENTITY.get(record["kind"])
     if keys is None:
         return None
-    return (record["kind"],) + tuple((k, _hashable(record.get(k))) for k in keys)
+    ident = (record["kind"],) + tuple((k, _hashable(record.get(k))) for k in keys)
+    subcommand = OPTIONS_OF.get(record["kind"])
+    return ident if subcommand is None else ident + _options(record, subcommand)
+
+
+def _options(record: Record, subcommand: str) -> Identity:
+    """The record's config version and its identity options' values. A config of another version (or of a record that
+    states none) is not read: such records pair by their own fields, with those of their version only."""
+    version = ("config_version", record.get("config_version"))
+    config = option_facts.described_config(record)
+    if config is None:
+        return (version,)
+    return (version, ("options", tuple((o.key, _hashable(config.get(o.key)))
+                                       for o in option_facts.options(subcommand) if o.identity)))
 
 
 def describe(ident: Identity) -> str:
@@ -78,13 +96,28 @@ def describe(ident: Identity) -> str:
     if ident[0] == "train":
         layout = dict(d["layout"]).get("name") if d.get("layout") else None
         return (f"train {d['model']} {d['preset']} {d['backend']} {d['precision']} {d['world_size']} rank(s)"
-                + (f" {layout}" if layout and layout != "single" else "") + f" {d['items_per_step']} items/step")
+                + (f" {layout}" if layout and layout != "single" else "") + f" {d['items_per_step']} items/step"
+                + _options_set(d.get("options"), "train"))
     if ident[0] == "link":
         where = d.get("host") or f"{d.get('src_host')}->{d.get('dst_host')}"
         extra = [x for x in (d.get("memory"), "p2p off" if d.get("p2p") is False else None) if x]
         parts = [d["test"], d["src"], "->", d["dst"], d["engine"], d["direction"], f"{d['bytes']} B", f"({where})"] + extra
         return " ".join(str(p) for p in parts)
     return " ".join(f"{k}={v}" for k, v in d.items())
+
+
+def _options_set(options: tuple[tuple[str, Any], ...] | None, kind: str) -> str:
+    """' optimizer=sgd lr=0.1': the identity options set to other than their defaults, which tell apart records that
+    agree on the rest ('' when none is)."""
+    if options is None:
+        return ""
+    defaults = {o.key: _hashable(o.default) for o in option_facts.options(OPTIONS_OF[kind])}
+    named = set(IDENTITY[kind])  # said already, as the record's own fields
+    return "".join(f" {k}={_text(v)}" for k, v in options if v != defaults.get(k) and k not in named)
+
+
+def _text(v: Any) -> str:
+    return ",".join(_text(x) for x in v) if isinstance(v, tuple) else str(v)
 
 
 def value(record: Record, metric: Metric) -> float:

@@ -1,8 +1,9 @@
 """trainscope's subcommands and their options as the C++ declares them, once: the result schema's config part
 (schema/result-v1.schema.json, $defs config_<subcommand>, generated from the C++ tables by bench/config_schema.h and
 held to them by tests/unit/test_config_schema.cpp). Each option's suite key (the key its value has in a record's
-config), its flags, its value's type, choices and default, and why a table leaves it out of the record. The reports and
-the tests read options here and keep no list of their own."""
+config), its flags, its value's type, choices and default, why a table leaves it out of the record, and whether records
+that differ in it are one measurement (its part in a record's identity). The reports and the tests read options here and
+keep no list of their own."""
 import json
 from dataclasses import dataclass
 from functools import cache
@@ -23,10 +24,16 @@ class Option:
     default: Any                 # its value when nothing sets it (None: not recorded)
     form: str = ""               # how its text is written: "list" (comma-separated), "size" (64M), "on-off" (a boolean)
     not_recorded: str = ""       # why the record's config leaves it out ("": it is there, under `key`)
+    not_identity: str = ""       # why records that differ in it are one measurement ("": it is part of their identity)
 
     @property
     def recorded(self) -> bool:
         return not self.not_recorded
+
+    @property
+    def identity(self) -> bool:
+        """Records whose configs differ in it measured different things (compare does not pair them)."""
+        return self.recorded and not self.not_identity
 
     @property
     def flag(self) -> str | None:
@@ -63,10 +70,23 @@ def options(subcommand: str) -> tuple[Option, ...]:
         raise KeyError(f"{subcommand!r} has no option table ({', '.join(subcommands())})")
     config = _defs()[PREFIX + subcommand]
     out = [Option(key, tuple(s["x-flags"]), tuple(s.get("x-clear-flags", ())), s["type"], tuple(s.get("enum", ())),
-                  s.get("default"), s.get("x-form", ""))
+                  s.get("default"), s.get("x-form", ""), not_identity=s.get("x-not-identity", ""))
            for key, s in config["properties"].items() if key != "resolved"]
     out += [Option(n["key"], tuple(n["x-flags"]), (), None, (), None, not_recorded=n["why"]) for n in config["x-not-recorded"]]
     return tuple(out)
+
+
+def config_version() -> int:
+    """The form of a record's config that the options describe (bench/config_version.h): a record that states another, or
+    none, has a config the readers do not read."""
+    current: int = _defs()[PREFIX + "version"]["x-current"]
+    return current
+
+
+def described_config(record: dict[str, Any]) -> dict[str, Any] | None:
+    """The record's (a run's, a train record's) config when its options are the ones described here, else None."""
+    config: dict[str, Any] | None = record.get("config") if record.get("config_version") == config_version() else None
+    return config
 
 
 def option(subcommand: str, key: str) -> Option:

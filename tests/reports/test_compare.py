@@ -9,12 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from synthetic import ROOT, make_doc, make_record, noisy, telemetry
+from synthetic import ROOT, make_doc, make_record, make_train, noisy, stats, telemetry
 
 from reports.compare import calibration
 from reports.compare.compare import Outcome, compare, format_junit, format_markdown, machine_key
 from reports.compare.effect import ratio_of_medians, robust_cv
 from reports.common.load import Result, load_result
+from reports.common.option_facts import config_version, option, options
 
 # Five real, quiet runs of `mpirun -np 2 trainscope suite bench/suites/ci.toml`, one build, one after the
 # other on the 2-core development VM (telemetry: other processes used under 4% of the CPUs), kept whole.
@@ -374,6 +375,39 @@ def test_kernel_records_match_by_op_shape_and_backend(write_doc):
     assert cmp.rows[0].outcome == Outcome.REGRESSION and cmp.rows[0].others[0].metric == "tflops"
     assert cmp.only_in_baseline == ["gemm proj (K=8 M=8 N=8) float32 cpu"]
     assert cmp.only_in_candidate == ["gemm proj (K=16 M=8 N=8) float32 cpu"]
+
+
+def train_run(version=config_version(), **settings):
+    """A train record as a run of train's defaults writes it, but for `settings` (suite keys), its step times sampled."""
+    config = {o.key: o.default for o in options("train") if o.recorded} | settings
+    samples = noisy(2000.0, 20.0, n=10)
+    return make_train(config=config, config_version=version, step_time_us=stats(samples), step_samples_us=samples)
+
+
+def test_train_records_that_differ_in_an_identity_option_are_not_paired(write_doc):
+    """Two runs of another optimizer (or learning rate, or data) measured different things: compare says so rather than
+    pairing their step times; the candidate's description names what it set."""
+    assert option("train", "optimizer").identity and option("train", "lr").identity
+    cmp = compare(*pair(write_doc, [train_run()], [train_run(optimizer="sgd", lr=0.1)]))
+    assert cmp.rows == []
+    assert cmp.only_in_baseline == ["train mlp tiny cuda bfloat16 1 rank(s) 8 items/step"]
+    assert cmp.only_in_candidate == ["train mlp tiny cuda bfloat16 1 rank(s) 8 items/step optimizer=sgd lr=0.1"]
+
+
+def test_train_records_that_differ_only_in_their_label_or_seed_are_paired(write_doc):
+    assert not option("train", "label").identity and not option("train", "seed").identity
+    cmp = compare(*pair(write_doc, [train_run(label="base")], [train_run(label="candidate", seed=7)]))
+    assert [r.identity for r in cmp.rows] == ["train mlp tiny cuda bfloat16 1 rank(s) 8 items/step"]
+    assert cmp.only_in_baseline == cmp.only_in_candidate == []
+
+
+def test_a_train_record_of_an_undescribed_config_pairs_only_with_its_own_version(write_doc):
+    """A record that states no config_version (written before records stated it) has a config the readers do not read:
+    it pairs with its like by the record's own fields, as compare paired them then, and not with a record of today's."""
+    old = make_train(config={"timeout_s": 600.0, "optimizer": {"kind": "adamw"}}, step_samples_us=noisy(2000.0, 20.0, n=10))
+    assert len(compare(*pair(write_doc, [old], [dict(old, config={"optimizer": {"kind": "sgd"}})])).rows) == 1
+    cmp = compare(*pair(write_doc, [old], [train_run()]))
+    assert cmp.rows == [] and len(cmp.only_in_baseline) == len(cmp.only_in_candidate) == 1
 
 
 def test_calibration_meets_its_goals_on_the_real_samples(real):

@@ -4,10 +4,11 @@ import subprocess
 import sys
 
 import pytest
-from synthetic import ROOT, make_doc, make_record
+from synthetic import ROOT, make_doc, make_record, make_train
 
 from reports.common.errors import InputError
-from reports.common.load import load_result, load_results
+from reports.common.load import load_result, load_results, validate
+from reports.common.option_facts import config_version
 
 
 def run_tool(*args):
@@ -54,3 +55,22 @@ def test_labels_one_per_result_and_made_unique(write_doc):
         load_results([a, b], ["x"])
     r = load_results([a, b])
     assert r[0].label != r[1].label
+
+
+@pytest.mark.parametrize("config", [{"stepz": 3}, {"timeout_s": 600.0, "optimizer": {"kind": "adamw"}}],
+                         ids=["unknown-key", "pre-37"])
+def test_a_config_is_described_by_the_version_its_record_states(config):
+    """A run or train record that states the current config_version has the config the option tables describe: a key no
+    table has (or a config written before issue #37) is refused there. One that states none was written before records
+    stated it: its config stays valid, not described."""
+    for where in ("run", "train"):
+        doc = make_doc([make_train()])
+        doc["run"]["subcommand"] = "train"
+        record = doc["run"] if where == "run" else doc["records"][0]
+        record["config"] = config
+        validate(doc)  # no version: a legacy config
+        record["config_version"] = config_version()
+        with pytest.raises(InputError, match=r"\$\.(run|records\[0\])\.config"):
+            validate(doc)
+        record["config"] = {"steps": 3, "label": "x"}  # what a table declares
+        validate(doc)

@@ -27,11 +27,14 @@ TEST(ScalingRecord, AFailedPointHasItsErrorAndNoFigures) {
             R"({"completed":false,"error":"exit 2: --batch 4 does not split","global_batch":24,"kind":"scaling",)"
             R"("launcher":"mpirun","mode":"weak","ranks":3,"series":"weak --model mlp"})");
   EXPECT_EQ(scaleTableRow(r), "       3       24  failed: exit 2: --batch 4 does not split\n");
-  r.train = ScalingTrainFacts{"mlp", std::nullopt, "cpu", "float32", "single"};  // it wrote a train record, incomplete
+  r.train = ScalingTrainFacts{wl::ModelKind::kMlp, std::nullopt, wl::DeviceKind::kCpu, Precision::kFloat32,
+                              "single"};  // it wrote a train record, incomplete
   r.label = "study";
   r.trace = "/tmp/t/ranks3";
   const nlohmann::json j = toJson(r);
-  EXPECT_EQ(j["model"], "mlp");
+  EXPECT_EQ(j["model"], "mlp");  // by name, as the train record writes it
+  EXPECT_EQ(j["backend"], "cpu");
+  EXPECT_EQ(j["precision"], "float32");
   EXPECT_TRUE(j["preset"].is_null());
   EXPECT_EQ(j["layout"], "single");
   EXPECT_EQ(j["label"], "study");
@@ -41,12 +44,12 @@ TEST(ScalingRecord, AFailedPointHasItsErrorAndNoFigures) {
 
 TEST(ScalingRecord, ACompletedPointStatesTheTrainBlocksItHad) {
   ScalingRecord r = point(2);
-  r.train = ScalingTrainFacts{"mlp", "tiny", "cpu", "float32", "dp=2"};
+  r.train = ScalingTrainFacts{wl::ModelKind::kMlp, "tiny", wl::DeviceKind::kCpu, Precision::kBFloat16, "dp=2"};
   ScalingFigures f;
   f.baselineRanks = 1;
   f.stepTimeUs = 1500;
   f.throughputPerS = 4000;
-  f.item = "samples";
+  f.item = wl::ItemKind::kTokens;
   f.speedup = 1.6;
   f.efficiency = 0.8;
   f.breakdown = {1000, 10, 20, 30, 400, 250};
@@ -56,6 +59,8 @@ TEST(ScalingRecord, ACompletedPointStatesTheTrainBlocksItHad) {
   r.step = "scale";
   const nlohmann::json j = toJson(r);
   EXPECT_EQ(j["completed"], true);
+  EXPECT_EQ(j["precision"], "bfloat16");
+  EXPECT_EQ(j["item"], "tokens");
   EXPECT_FALSE(j.contains("error"));
   EXPECT_EQ(j["baseline_ranks"].dump(), "1");
   EXPECT_EQ(j["breakdown_us"].dump(),

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/enum_names.h"
+#include "base/precision.h"
 #include "bench/collectives/collectives_choices.h"
 #include "bench/run/trace_files.h"
 #include "bench/train/train_record.h"
@@ -55,6 +56,8 @@ TEST(SchemaEnums, TheRecordsChoicesAreTheResultSchemas) {
             enumAt(result, "/$defs/run/properties/world/properties/bootstrap/enum"));
   EXPECT_EQ(recordedNames<wl::DeviceKind>(), enumAt(result, "/$defs/train/properties/backend/enum"));
   EXPECT_EQ(recordedNames<wl::ItemKind>(), enumAt(result, "/$defs/train/properties/item/enum"));
+  EXPECT_EQ(recordedNames<wl::ModelKind>(), enumAt(result, "/$defs/train/properties/model/enum"));
+  EXPECT_EQ(recordedNames<Precision>(), enumAt(result, "/$defs/train/properties/precision/enum"));
   EXPECT_EQ(recordedNames<TargetMetric>(), enumAt(result, "/$defs/train/properties/target/properties/metric/enum"));
 }
 
@@ -67,6 +70,17 @@ TEST(SchemaEnums, TheCollectivesConfigsChoicesAreTheirEnums) {
   EXPECT_EQ(recordedNames<BootstrapKind>(), enumAt(result, config + "bootstrap/enum"));
   EXPECT_EQ(recordedNames<PlacementChoice>(), enumAt(result, config + "placement/enum"));
   EXPECT_EQ(recordedNames<MpiReduceScatterChoice>(), enumAt(result, config + "mpi_reduce_scatter/enum"));
+}
+
+// A scaling record repeats its train record's facts (bench/scale/train_point.h): each field's choices are the train
+// record's, by reference, or null.
+TEST(SchemaEnums, AScalingRecordsFactsAreItsTrainRecordsChoices) {
+  const nlohmann::json result = schema("result-v1.schema.json");
+  for (const std::string field : {"model", "backend", "precision", "item"}) {
+    const nlohmann::json& choices = result.at(nlohmann::json::json_pointer("/$defs/scaling/properties/" + field + "/anyOf"));
+    EXPECT_EQ(choices, nlohmann::json::parse(R"([{"$ref": "#/$defs/train/properties/)" + field + R"("}, {"type": "null"}])"))
+        << field;
+  }
 }
 
 // The roles, and the Kineto category a span of each role carries: the schema's rules on a complete ("X") event.

@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "base/error.h"
 #include "base/json_text.h"
 #include "bench/scale/train_point.h"
 #include "bench/train/train_record.h"
@@ -88,6 +89,7 @@ TEST(TrainRecord, ACompletedParallelRunWritesEveryFieldItHas) {
                                             "layout",
                                             "mesh",
                                             "config",
+                                            "config_version",
                                             "parameters",
                                             "owned_parameters",
                                             "flops_per_step",
@@ -172,10 +174,10 @@ TEST(TrainRecord, ScaleReadsAPointsFiguresBackFromIt) {
   const nlohmann::json j = toJson(r);
   ASSERT_TRUE(completedPoint(j));
   const ScalingTrainFacts facts = trainFactsOf(j);
-  EXPECT_EQ(facts.model, "transformer");
+  EXPECT_EQ(facts.model, wl::ModelKind::kTransformer);
   EXPECT_EQ(facts.preset, "tiny");
-  EXPECT_EQ(facts.backend, "cuda");
-  EXPECT_EQ(facts.precision, "float16");
+  EXPECT_EQ(facts.backend, wl::DeviceKind::kCuda);
+  EXPECT_EQ(facts.precision, Precision::kFloat16);
   EXPECT_EQ(facts.layout, r.layout.name());
   const ScalingFigures f = figuresOf(j, 8, {4, r.throughputPerS() / 2});
   EXPECT_DOUBLE_EQ(f.throughputPerS, r.throughputPerS());
@@ -184,7 +186,7 @@ TEST(TrainRecord, ScaleReadsAPointsFiguresBackFromIt) {
   EXPECT_DOUBLE_EQ(f.stepTimeUs, 0.3e6);  // the slowest rank's step times, 0.2 and 0.4 s
   EXPECT_DOUBLE_EQ(f.stepTimeMinUs, 0.2e6);
   EXPECT_GT(f.stepTimeP95Us, f.stepTimeUs);
-  EXPECT_EQ(f.item, "tokens");
+  EXPECT_EQ(f.item, wl::ItemKind::kTokens);
   const RankRow& row = r.ranks.ranks.at(0);
   EXPECT_DOUBLE_EQ(f.breakdown.compute, row.compute * 1e6);
   EXPECT_DOUBLE_EQ(f.breakdown.data, row.data * 1e6);
@@ -201,6 +203,21 @@ TEST(TrainRecord, ScaleReadsAPointsFiguresBackFromIt) {
   EXPECT_TRUE(f.target->reached);
   EXPECT_EQ(f.target->steps, 7);
   EXPECT_EQ(f.target->seconds, 12.5);
+}
+
+// A fact the point's train record does not state is null in the scaling record; a name this build has no value for
+// (another build's record) is one line naming the choices, not a fact dropped.
+TEST(TrainRecord, ScaleTellsAnUnstatedFactFromAnUnknownOne) {
+  nlohmann::json j = toJson(parallelRecord());
+  j.erase("precision");
+  EXPECT_FALSE(trainFactsOf(j).precision);
+  j["model"] = "rnn";
+  try {
+    trainFactsOf(j);
+    ADD_FAILURE() << "an unknown model was taken";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "the point's train record: model 'rnn' is not mlp, cnn or transformer");
+  }
 }
 
 TEST(TrainRecord, ARunThatStoppedKeepsItsOwnStepsAndNoRankFigures) {
