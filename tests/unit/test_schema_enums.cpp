@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/enum_names.h"
+#include "bench/links/links_options.h"
 #include "bench/run/trace_files.h"
 #include "bench/train/train_record.h"
 #include "comm/bootstrap.h"
@@ -55,6 +56,8 @@ TEST(SchemaEnums, TheRecordsChoicesAreTheResultSchemas) {
   EXPECT_EQ(recordedNames<wl::DeviceKind>(), enumAt(result, "/$defs/train/properties/backend/enum"));
   EXPECT_EQ(recordedNames<wl::ItemKind>(), enumAt(result, "/$defs/train/properties/item/enum"));
   EXPECT_EQ(recordedNames<TargetMetric>(), enumAt(result, "/$defs/train/properties/target/properties/metric/enum"));
+  // An option's list of choices is an array of that enum in the run's config (`links --tests`: "all" resolved).
+  EXPECT_EQ(recordedNames<LinkTest>(), enumAt(result, "/$defs/config_links/properties/tests/items/enum"));
 }
 
 // The roles, and the Kineto category a span of each role carries: the schema's rules on a complete ("X") event.
