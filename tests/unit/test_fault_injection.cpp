@@ -1,5 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+
 #include "base/error.h"
 #include "bench/failures/fault_injection.h"
 
@@ -41,6 +47,50 @@ TEST(FaultInjection, FreezeIsAnInOperationFault) {
   EXPECT_EQ(f->kind, Fault::Kind::kFreeze);
   EXPECT_TRUE(f->inOperation());
   EXPECT_TRUE(f->matches(2, "all_reduce", 8));
+}
+
+// An unknown kind or key is one line naming the declared ones (Fault::Kind's and FaultKey's names).
+TEST(FaultInjection, AnUnknownKindOrKeyNamesTheKnownOnes) {
+  const auto error = [](const std::string& spec) {
+    try {
+      parseFault(spec);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(error("explode:rank=0"),
+            "TRAINSCOPE_FAULT: unknown fault 'explode' (one of corrupt, hang, freeze, die, delay or ceiling)");
+  EXPECT_EQ(error("hang:rank=0:colour=red"),
+            "TRAINSCOPE_FAULT: unknown key 'colour' (one of rank, op, bytes, ms, step or scale)");
+}
+
+// The kinds and keys README.md's Testing section lists are the declared ones: the doc left out step= when it came.
+TEST(FaultInjection, TheReadmeListsTheDeclaredKindsAndKeys) {
+  std::ifstream in(TRAINSCOPE_SOURCE_DIR "/README.md");
+  ASSERT_TRUE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string readme = text.str();
+  const std::size_t from = readme.find("The error-path tests plant faults through `TRAINSCOPE_FAULT`");
+  ASSERT_NE(from, std::string::npos);
+  const std::string paragraph = readme.substr(from, readme.find("\n\n", from) - from);
+  // Each form is `kind|kind:rank=R[:key=V]...`.
+  std::set<std::string> kinds, keys;
+  const std::regex form("`([a-z|]+):rank=[A-Z0-9]+((?:\\[:[a-z]+=[A-Za-z]+\\])*)`");
+  const std::regex key("\\[:([a-z]+)=");
+  for (std::sregex_iterator m(paragraph.begin(), paragraph.end(), form), end; m != end; ++m) {
+    std::stringstream names((*m)[1].str());
+    for (std::string k; std::getline(names, k, '|');) kinds.insert(k);
+    keys.insert("rank");
+    const std::string optional = (*m)[2].str();
+    for (std::sregex_iterator k(optional.begin(), optional.end(), key); k != end; ++k) keys.insert((*k)[1].str());
+  }
+  std::set<std::string> declaredKinds, declaredKeys;
+  for (const auto& [name, kind] : EnumNames<Fault::Kind>::kNames) declaredKinds.emplace(name);
+  for (const auto& [name, k] : EnumNames<FaultKey>::kNames) declaredKeys.emplace(name);
+  EXPECT_EQ(kinds, declaredKinds);
+  EXPECT_EQ(keys, declaredKeys);
 }
 
 TEST(FaultInjection, RejectsMalformedSpecs) {
