@@ -35,6 +35,24 @@ long long integerOf(const std::string& key, const std::string& value, long long 
 
 }  // namespace
 
+bool faultTakes(Fault::Kind kind, FaultKey key) {
+  const Fault probe{kind};
+  switch (key) {
+    case FaultKey::kRank:
+      return true;
+    case FaultKey::kOp:
+    case FaultKey::kBytes:
+      return kind != Fault::Kind::kCeiling;  // ceilings are measured outside any collective
+    case FaultKey::kMs:
+      return kind == Fault::Kind::kDelay;
+    case FaultKey::kStep:
+      return probe.inOperation();  // a training step's start is where it acts
+    case FaultKey::kScale:
+      return kind == Fault::Kind::kCeiling;
+  }
+  return false;
+}
+
 std::optional<Fault> parseFault(const std::string& spec) {
   std::istringstream in(spec);
   std::string part;
@@ -55,6 +73,12 @@ std::optional<Fault> parseFault(const std::string& spec) {
     const std::string name = part.substr(0, eq), value = part.substr(eq + 1);
     const std::optional<FaultKey> key = enumFromName<FaultKey>(name);
     if (!key) throw UsageError(fmt::format("TRAINSCOPE_FAULT: unknown key '{}' (one of {})", name, enumNameList<FaultKey>()));
+    if (!faultTakes(f.kind, *key)) {
+      std::string takes;
+      for (const auto& [n, k] : EnumNames<FaultKey>::kNames)
+        if (faultTakes(f.kind, k)) takes += (takes.empty() ? "" : ", ") + std::string(n) + "=";
+      throw UsageError(fmt::format("TRAINSCOPE_FAULT: a {} fault takes no {}= (it takes {})", nameOf(f.kind), name, takes));
+    }
     switch (*key) {
       case FaultKey::kRank:
         f.rank = static_cast<int>(integerOf(name, value));

@@ -59,6 +59,9 @@ struct EnumNames<FaultKey> {
                                                                      {"step", FaultKey::kStep},   {"scale", FaultKey::kScale}};
 };
 
+// Whether a fault of `kind` reads `key` (the comment at the top says what each does); a key it would ignore is refused.
+bool faultTakes(Fault::Kind kind, FaultKey key);
+
 // From TRAINSCOPE_FAULT; nullopt when unset. UsageError when malformed.
 std::optional<Fault> faultFromEnvironment();
 std::optional<Fault> parseFault(const std::string& spec);
