@@ -13,8 +13,10 @@
 // not wrap, and an int64 takes no 99999999999999999999), double (finite on both sides, and in the range it
 // declares: `.range(...)`, which every real-valued option has: tests/unit/test_number_options.cpp holds them
 // to it), std::string (in the form given: text, comma list, size), std::vector<std::string> (a repeated option;
-// a suite's array or ';'-separated string), std::vector<int> (comma-separated, each held to int), and enums with
-// EnumNames (base/enum_names.h). A range can be given to an integer option too (closed ends): a count says
+// a suite's array or ';'-separated string), std::vector<int> (comma-separated, each held to int), enums with
+// EnumNames (base/enum_names.h), and std::vector of such an enum (`--tests memory,mpi`, or `all`: a set of the
+// enum's values, recorded as the array of their names in declaration order; a suite's array or comma string). A range can be
+// given to an integer option too (closed ends): a count says
 // "--batch: must be a positive integer, got -1" and "--steps: 2147483648 is out of range (at most 2147483647)",
 // in a suite the same after the file, line and key.
 //
@@ -44,6 +46,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/enum_names.h"
+#include "base/split.h"
 #include "bench/step_reader.h"
 
 namespace ts {
@@ -261,13 +264,72 @@ std::string choiceList(const char* sep) {
   return out;
 }
 
-// A field's value as the record's config holds it: an enum by its name, anything else as JSON has it.
+// A set of an enum's values (std::vector<E> of a named enum): every canonical value named once, or "all".
+template <class T>
+struct EnumList : std::false_type {};
+template <NamedEnum E>
+struct EnumList<std::vector<E>> : std::true_type {};
+template <class T>
+constexpr bool kEnumList = EnumList<T>::value;
+
+// The word that names every value of an enum list.
+inline constexpr std::string_view kAllValues = "all";
+
+// E's canonical values in declaration order.
+template <NamedEnum E>
+std::vector<E> allValues() {
+  std::vector<E> out;
+  for (const auto& [name, e] : EnumNames<E>::kNames)
+    if (nameOf(e) == name) out.push_back(e);
+  return out;
+}
+
+// The values `items` name ("all": every one), each once, in declaration order (a set: the order given means
+// nothing); an item that names none is returned in `unknown` (the first such).
+template <NamedEnum E>
+std::vector<E> enumListOf(const std::vector<std::string>& items, std::string& unknown) {
+  std::vector<bool> named(allValues<E>().size(), false);
+  const std::vector<E> every = allValues<E>();
+  for (const std::string& item : items) {
+    if (item == kAllValues) {
+      named.assign(named.size(), true);
+      continue;
+    }
+    const std::optional<E> value = enumFromName<E>(item);
+    if (!value) {
+      unknown = item;
+      return {};
+    }
+    named[static_cast<std::size_t>(std::find(every.begin(), every.end(), *value) - every.begin())] = true;
+  }
+  std::vector<E> out;
+  for (std::size_t i = 0; i < every.size(); ++i)
+    if (named[i]) out.push_back(every[i]);
+  return out;
+}
+
+// The list as the command line writes it: "all" for every value, else the names joined by commas.
+template <NamedEnum E>
+std::string enumListText(const std::vector<E>& values) {
+  if (values == allValues<E>()) return std::string(kAllValues);
+  std::string out;
+  for (E e : values) out += (out.empty() ? "" : ",") + std::string(nameOf(e));
+  return out;
+}
+
+// A field's value as the record's config holds it: an enum by its name, a list of them as the array of their names,
+// anything else as JSON has it.
 template <class T>
 nlohmann::json recordValue(const T& field) {
-  if constexpr (NamedEnum<T>)
+  if constexpr (NamedEnum<T>) {
     return std::string(nameOf(field));
-  else
+  } else if constexpr (kEnumList<T>) {
+    nlohmann::json names = nlohmann::json::array();
+    for (auto e : field) names.push_back(std::string(nameOf(e)));
+    return names;
+  } else {
     return field;
+  }
 }
 
 // The JSON Schema of an integer in `b` ({"type": "integer", "minimum": .., "maximum": ..}) and of a number in `r` (its
@@ -281,10 +343,10 @@ nlohmann::json valueSchema(const OptionInfo& info, TextForm form, const IntegerB
   if constexpr (std::is_same_v<T, bool>) {
     return {{"type", "boolean"}};
   } else if constexpr (NamedEnum<T>) {
-    nlohmann::json names = nlohmann::json::array();
-    for (const auto& [name, e] : EnumNames<T>::kNames)
-      if (nameOf(e) == name) names.push_back(std::string(name));  // the record writes the canonical name
-    return {{"type", "string"}, {"enum", names}};
+    return {{"type", "string"}, {"enum", recordValue(allValues<T>())}};  // the record writes the canonical names
+  } else if constexpr (kEnumList<T>) {
+    using E = typename T::value_type;
+    return {{"type", "array"}, {"items", {{"type", "string"}, {"enum", recordValue(allValues<E>())}}}, {"uniqueItems", true}};
   } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
     return {{"type", "array"}, {"items", {{"type", "string"}}}};
   } else if constexpr (IsVector<T>::value) {
@@ -331,6 +393,28 @@ CLI::Option* addField(CLI::App& app, const std::string& names, const std::string
             ""))
         ->type_name("{" + choiceList<T>(",") + "}")
         ->default_str(std::string(nameOf(field)));
+  } else if constexpr (kEnumList<T>) {
+    // CLI11 cannot turn one item ("all") into several values: the names are taken as text, each checked, then resolved.
+    using E = typename T::value_type;
+    return app
+        .add_option_function<std::vector<std::string>>(
+            names,
+            [&field](const std::vector<std::string>& items) {
+              std::string unknown;
+              field = enumListOf<E>(items, unknown);  // each item was checked: none is unknown
+            },
+            help)
+        ->delimiter(',')
+        ->check(CLI::Validator(
+            [](std::string& text) {
+              std::string unknown;
+              enumListOf<E>({text}, unknown);
+              return unknown.empty() ? std::string()
+                                     : fmt::format("'{}' is not one of {}, or {}", text, choiceList<E>(", "), kAllValues);
+            },
+            ""))
+        ->type_name("{" + choiceList<E>(",") + "," + std::string(kAllValues) + "}")
+        ->default_str(enumListText(field));
   } else if constexpr (IsVector<T>::value) {
     CLI::Option* option = app.add_option(names, field, help);
     if constexpr (std::is_integral_v<typename T::value_type>) option->delimiter(',');
@@ -365,6 +449,13 @@ void readField(StepReader& r, const std::string& key, T& field, TextForm form, c
     const auto value = enumFromName<T>(name);
     if (!value) r.invalid(key, fmt::format("unknown '{}' (expected {})", name, enumNameList<T>()));
     field = *value;
+  } else if constexpr (kEnumList<T>) {
+    using E = typename T::value_type;
+    std::string unknown;
+    T values = enumListOf<E>(splitNonEmpty(r.list(key, enumListText(field)), ','), unknown);
+    if (!unknown.empty())
+      r.invalid(key, fmt::format("unknown '{}' (expected {}, or a list of {})", unknown, kAllValues, enumNameList<E>()));
+    field = std::move(values);
   } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
     field = r.strings(key, field, ';');
   } else if constexpr (IsVector<T>::value) {

@@ -35,6 +35,24 @@ long long integerOf(const std::string& key, const std::string& value, long long 
 
 }  // namespace
 
+bool faultTakes(Fault::Kind kind, FaultKey key) {
+  const Fault probe{kind};
+  switch (key) {
+    case FaultKey::kRank:
+      return true;
+    case FaultKey::kOp:
+    case FaultKey::kBytes:
+      return kind != Fault::Kind::kCeiling;  // ceilings are measured outside any collective
+    case FaultKey::kMs:
+      return kind == Fault::Kind::kDelay;
+    case FaultKey::kStep:
+      return probe.inOperation();  // a training step's start is where it acts
+    case FaultKey::kScale:
+      return kind == Fault::Kind::kCeiling;
+  }
+  return false;
+}
+
 std::optional<Fault> parseFault(const std::string& spec) {
   std::istringstream in(spec);
   std::string part;
@@ -44,40 +62,44 @@ std::optional<Fault> parseFault(const std::string& spec) {
   while (std::getline(in, part, ':')) {
     if (first) {
       first = false;
-      if (part == "corrupt")
-        f.kind = Fault::Kind::kCorrupt;
-      else if (part == "hang")
-        f.kind = Fault::Kind::kHang;
-      else if (part == "die")
-        f.kind = Fault::Kind::kDie;
-      else if (part == "freeze")
-        f.kind = Fault::Kind::kFreeze;
-      else if (part == "delay")
-        f.kind = Fault::Kind::kDelay;
-      else if (part == "ceiling")
-        f.kind = Fault::Kind::kCeiling;
-      else
-        throw UsageError(fmt::format("TRAINSCOPE_FAULT: unknown fault '{}' (corrupt, hang, freeze, die, delay, ceiling)", part));
+      const std::optional<Fault::Kind> kind = enumFromName<Fault::Kind>(part);
+      if (!kind)
+        throw UsageError(fmt::format("TRAINSCOPE_FAULT: unknown fault '{}' (one of {})", part, enumNameList<Fault::Kind>()));
+      f.kind = *kind;
       continue;
     }
     const auto eq = part.find('=');
     if (eq == std::string::npos) throw UsageError(fmt::format("TRAINSCOPE_FAULT: '{}' is not key=value", part));
-    const std::string key = part.substr(0, eq), value = part.substr(eq + 1);
-    if (key == "rank") {
-      f.rank = static_cast<int>(integerOf(key, value));
-      haveRank = true;
-    } else if (key == "op")
-      f.op = value;
-    else if (key == "bytes")
-      f.bytes = parseBytes(value, "TRAINSCOPE_FAULT bytes");
-    else if (key == "ms")
-      f.delayMs = static_cast<int>(integerOf(key, value));
-    else if (key == "step")
-      f.step = integerOf(key, value, std::numeric_limits<long long>::max());
-    else if (key == "scale")
-      f.scale = parseScale(value);
-    else
-      throw UsageError(fmt::format("TRAINSCOPE_FAULT: unknown key '{}' (rank, op, bytes, ms, step, scale)", key));
+    const std::string name = part.substr(0, eq), value = part.substr(eq + 1);
+    const std::optional<FaultKey> key = enumFromName<FaultKey>(name);
+    if (!key) throw UsageError(fmt::format("TRAINSCOPE_FAULT: unknown key '{}' (one of {})", name, enumNameList<FaultKey>()));
+    if (!faultTakes(f.kind, *key)) {
+      std::string takes;
+      for (const auto& [n, k] : EnumNames<FaultKey>::kNames)
+        if (faultTakes(f.kind, k)) takes += (takes.empty() ? "" : ", ") + std::string(n) + "=";
+      throw UsageError(fmt::format("TRAINSCOPE_FAULT: a {} fault takes no {}= (it takes {})", nameOf(f.kind), name, takes));
+    }
+    switch (*key) {
+      case FaultKey::kRank:
+        f.rank = static_cast<int>(integerOf(name, value));
+        haveRank = true;
+        break;
+      case FaultKey::kOp:
+        f.op = value;
+        break;
+      case FaultKey::kBytes:
+        f.bytes = parseBytes(value, "TRAINSCOPE_FAULT bytes");
+        break;
+      case FaultKey::kMs:
+        f.delayMs = static_cast<int>(integerOf(name, value));
+        break;
+      case FaultKey::kStep:
+        f.step = integerOf(name, value, std::numeric_limits<long long>::max());
+        break;
+      case FaultKey::kScale:
+        f.scale = parseScale(value);
+        break;
+    }
   }
   if (first) return std::nullopt;
   if (!haveRank) throw UsageError("TRAINSCOPE_FAULT: rank=<r> is required");

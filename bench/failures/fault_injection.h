@@ -1,6 +1,7 @@
 #pragma once
 // Planted faults, for the tests of trainscope's own error handling (never for measurements):
-//   TRAINSCOPE_FAULT="<kind>:rank=<r>[:op=<name>][:bytes=<n>]"
+//   TRAINSCOPE_FAULT="<kind>:rank=<r>[:<key>=<value>]..."   (the kinds: Fault::Kind, the keys: FaultKey, both below;
+//   README.md's Testing section lists the same, tests/unit/test_fault_injection.cpp holds it to them)
 //     corrupt — rank r changes one element of its output before the result check (the check must catch it)
 //     hang    — rank r stops inside the operation and never returns (--timeout must end the run)
 //     freeze  — rank r stops its whole process inside the operation (SIGSTOP, its watchdog too), as a frozen
@@ -17,6 +18,10 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
+
+#include "base/enum_names.h"
 
 namespace ts {
 
@@ -37,6 +42,25 @@ struct Fault {
     return rank_ == rank && (op.empty() || op == op_) && (bytes == 0 || bytes == bytes_);
   }
 };
+
+template <>
+struct EnumNames<Fault::Kind> {
+  static constexpr std::pair<std::string_view, Fault::Kind> kNames[] = {
+      {"corrupt", Fault::Kind::kCorrupt}, {"hang", Fault::Kind::kHang},   {"freeze", Fault::Kind::kFreeze},
+      {"die", Fault::Kind::kDie},         {"delay", Fault::Kind::kDelay}, {"ceiling", Fault::Kind::kCeiling}};
+};
+
+// The settings after the kind (`:rank=1:ms=20`), each setting the Fault field of its name.
+enum class FaultKey { kRank, kOp, kBytes, kMs, kStep, kScale };
+template <>
+struct EnumNames<FaultKey> {
+  static constexpr std::pair<std::string_view, FaultKey> kNames[] = {{"rank", FaultKey::kRank},   {"op", FaultKey::kOp},
+                                                                     {"bytes", FaultKey::kBytes}, {"ms", FaultKey::kMs},
+                                                                     {"step", FaultKey::kStep},   {"scale", FaultKey::kScale}};
+};
+
+// Whether a fault of `kind` reads `key` (the comment at the top says what each does); a key it would ignore is refused.
+bool faultTakes(Fault::Kind kind, FaultKey key);
 
 // From TRAINSCOPE_FAULT; nullopt when unset. UsageError when malformed.
 std::optional<Fault> faultFromEnvironment();

@@ -1,6 +1,6 @@
 // `trainscope links`: the option table of the link tests, their command line and their suite step.
+#include <algorithm>
 #include <memory>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -15,21 +15,10 @@ namespace ts {
 
 LinksOptions resolveLinksArgs(const LinksArgs& a) {
   LinksOptions o = a.opts;
-  if (a.tests != "all") {
-    o.memory = o.mpi = o.gpu = false;
-    std::stringstream in(a.tests);
-    std::string t;
-    while (std::getline(in, t, ',')) {
-      if (t == "memory")
-        o.memory = true;
-      else if (t == "mpi")
-        o.mpi = true;
-      else if (t == "gpu")
-        o.gpu = true;
-      else if (!t.empty())
-        throw UsageError(fmt::format("--tests: unknown test '{}' (all, or a comma list of memory, mpi, gpu)", t));
-    }
-  }
+  const auto asked = [&](LinkTest t) { return std::find(a.tests.begin(), a.tests.end(), t) != a.tests.end(); };
+  o.memory = asked(LinkTest::kMemory);
+  o.mpi = asked(LinkTest::kMpi);
+  o.gpu = asked(LinkTest::kGpu);
   o.memoryBytes = parseBytes(a.memoryBytes, "--memory-bytes");
   if (a.memoryBytes != "0" && o.memoryBytes == 0) throw UsageError("--memory-bytes must be positive (or 0 for automatic)");
   o.latencyBytes = parseBytes(a.latencyBytes, "--latency-bytes");
@@ -46,7 +35,7 @@ const OptionTable<LinksArgs>& linksOptions() {
     OptionTable<LinksArgs> t;
     const auto opts = TS_FIELD(opts);
     t.group("What is measured");
-    t.add("--tests", "all, or a comma list of memory, mpi, gpu", TS_FIELD(tests), TextForm::kList);
+    t.add("--tests", "all, or a comma list of " + option_detail::choiceList<LinkTest>(", "), TS_FIELD(tests));
     t.add("--memory-bytes", "Host memory: bytes per array and process (0 = 4x the last-level cache)", TS_FIELD(memoryBytes),
           TextForm::kSize);
     t.add("--threads", "Host memory: threads per process (0 = hardware threads / processes on the host)", TS_FIELD(opts.threads));

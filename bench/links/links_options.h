@@ -7,11 +7,20 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/enum_names.h"
 #include "bench/failures/default_timeout.h"
 
 namespace ts {
 
 struct RunContext;
+
+// What `links --tests` chooses among.
+enum class LinkTest { kMemory, kMpi, kGpu };
+template <>
+struct EnumNames<LinkTest> {
+  static constexpr std::pair<std::string_view, LinkTest> kNames[] = {
+      {"memory", LinkTest::kMemory}, {"mpi", LinkTest::kMpi}, {"gpu", LinkTest::kGpu}};
+};
 
 struct LinksOptions {
   bool memory = true;             // host memory bandwidth (STREAM-like), every host
@@ -39,7 +48,8 @@ struct LinksOptions {
 
 // The options as written (command line or suite file), sizes as text.
 struct LinksArgs {
-  std::string tests = "all", memoryBytes = "0", latencyBytes = "8", bandwidthBytes = "4M", copyBytes = "256M";
+  std::vector<LinkTest> tests = {LinkTest::kMemory, LinkTest::kMpi, LinkTest::kGpu};
+  std::string memoryBytes = "0", latencyBytes = "8", bandwidthBytes = "4M", copyBytes = "256M";
   LinksOptions opts;
 };
 LinksOptions resolveLinksArgs(const LinksArgs& args);  // links_command.cpp; UsageError naming the option

@@ -59,7 +59,7 @@ ArrivalSkew gatherArrivalSkew(Bootstrap& boot, const std::vector<wl::CollectiveT
   // stages, not a group's operation.
   std::map<std::string, std::vector<double>> byGroup;
   for (const auto& c : mine)
-    if (c.op != "send" && c.op != "recv") byGroup[wl::traceName(c.group)].push_back(c.launchS - originS);
+    if (c.op.collective()) byGroup[wl::traceName(c.group)].push_back(c.launchS - originS);
   nlohmann::json j = nlohmann::json::object();
   for (auto& [g, v] : byGroup) j[g] = v;
   const std::vector<std::string> all =

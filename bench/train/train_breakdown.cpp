@@ -5,7 +5,6 @@
 #include <tuple>
 
 #include "comm/bootstrap.h"
-#include "comm/collectives/collective.h"
 
 namespace ts {
 
@@ -111,7 +110,7 @@ void stepTimes(const GatheredSteps& g, TrainBreakdown& out) {
 // bandwidth, each with its own group's bus factor. The same op and size in different groups are
 // different rows (a tensor-parallel all-reduce and a data-parallel one cross other links).
 std::vector<CollectiveRow> collectiveRows(const wl::Mesh& mesh, const std::vector<wl::CollectiveTiming>& mine) {
-  using Key = std::tuple<wl::AxisSet, int, std::string, std::size_t>;
+  using Key = std::tuple<wl::AxisSet, int, wl::TrackedOp, std::size_t>;
   std::map<Key, std::vector<double>> byRow;
   for (const auto& c : mine) {
     byRow[{c.group.axes, mesh.size(c.group.axes), c.op, c.bytes}].push_back(c.seconds);
@@ -121,9 +120,7 @@ std::vector<CollectiveRow> collectiveRows(const wl::Mesh& mesh, const std::vecto
     const auto& [kind, groupSize, op, bytes] = key;
     const double med = median(seconds);
     const double algbw = med > 0 ? static_cast<double>(bytes) / med / 1e9 : 0.0;
-    // A pipeline send or receive is between two stages: all its bytes cross the one link.
-    const double busFactor = op == "send" || op == "recv" ? 1.0 : findCollective(op).busFactor(groupSize);
-    rows.push_back({kind, groupSize, op, bytes, std::move(seconds), algbw, algbw * busFactor});
+    rows.push_back({kind, groupSize, op, bytes, std::move(seconds), algbw, algbw * op.busFactor(groupSize)});
   }
   return rows;
 }

@@ -11,6 +11,7 @@
 
 #include "bench/results/stats.h"
 #include "bench/train/arrival_skew.h"
+#include "workloads/parallel/tracked_op.h"
 #include "workloads/trainer.h"
 
 namespace ts {
@@ -43,7 +44,7 @@ struct RankRow {
 struct CollectiveRow {
   wl::AxisSet group;
   int groupSize = 1;
-  std::string op;
+  wl::TrackedOp op;
   std::size_t bytes = 0;
   std::vector<double> seconds;  // launch to observed completion, each
   double algbwGbps = 0, busbwGbps = 0;

@@ -82,7 +82,7 @@ nlohmann::json rankJson(const RankRow& row, const std::vector<wl::MeshAxis>& mes
 nlohmann::json collectiveJson(const CollectiveRow& c) {
   return {{"group", wl::axisSetName(c.group)},
           {"group_size", c.groupSize},
-          {"op", c.op},
+          {"op", c.op.name()},
           {"bytes", c.bytes},
           {"count", c.seconds.size()},
           {"time_us", usStats(c.seconds)},

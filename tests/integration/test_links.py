@@ -69,7 +69,7 @@ def test_pair_file(tmp_path):
 
 @pytest.mark.parametrize("args,message", [
     (["--latency-bytes", "0"], "--latency-bytes must be at least 1 byte"),
-    (["--tests", "memory,disk"], "--tests: unknown test 'disk'"),
+    (["--tests", "memory,disk"], "--tests: 'disk' is not one of memory, mpi, gpu, or all"),
     (["--pairs", "/no/such/file"], "--pairs: '/no/such/file' is neither ring, all, nor a file"),
     (["--copy-bytes", "100"], "--copy-bytes must be a positive multiple of 16 bytes"),
     (["--window", "0"], "--window must be at least 1"),

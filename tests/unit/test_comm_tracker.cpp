@@ -25,11 +25,12 @@ TEST(CommTracker, NamesAndSizesEveryCollectiveAsTheSweepRecordsIt) {
     for (std::size_t i = 0; i < step.collectives.size(); ++i) {
       const Collective& c = *allCollectives()[i];
       const wl::CollectiveTiming& t = step.collectives[i];
-      EXPECT_EQ(t.op, c.name());
+      EXPECT_EQ(t.op.collective(), &c);
+      EXPECT_EQ(t.op.name(), c.name());
       const std::size_t blocks = c.shape() == BufferShape::kFlat ? 1 : static_cast<std::size_t>(n);
-      EXPECT_EQ(t.bytes, kCount * 8 * blocks) << t.op << " n=" << n;
+      EXPECT_EQ(t.bytes, kCount * 8 * blocks) << c.name() << " n=" << n;
       // And the sweep, asked for those bytes, runs the same call.
-      EXPECT_EQ(c.layout(t.bytes, 8, n).count, kCount) << t.op << " n=" << n;
+      EXPECT_EQ(c.layout(t.bytes, 8, n).count, kCount) << c.name() << " n=" << n;
       EXPECT_EQ(t.group, (wl::ProcessGroupId{wl::GroupKind::kTp, 3}));
     }
   }
@@ -47,6 +48,33 @@ TEST(CommTracker, ATraceNamesTheGroupItsSpansRanIn) {
   ASSERT_FALSE(events.empty());
   for (const trace::Event& e : events) EXPECT_EQ(e.args.at("group"), "tp3") << e.name;
   EXPECT_EQ(tracker.take().collectives.at(0).group, (wl::ProcessGroupId{wl::GroupKind::kTp, 3}));
+}
+
+// A pipeline's send and receive are tracked as what they are, not a collective: traces and records name them send and
+// recv, in the span, its Kineto "Collective name" and the timing, and no bus factor but the one link's.
+TEST(CommTracker, ASendAndAReceiveAreNamedAsSuch) {
+  test::IdleCommunicator comm(2);
+  wl::CommTracker tracker(comm, 0, {wl::GroupKind::kPp, 0});
+  float buf[4] = {};
+  trace::take();
+  trace::enable(true);
+  tracker.wait(tracker.startSend(buf, 4, 1, 0));
+  tracker.wait(tracker.startRecv(buf, 4, 1, 0));
+  trace::enable(false);
+  std::vector<std::string> spans, kineto;
+  for (const trace::Event& e : trace::take()) {
+    spans.push_back(e.name);
+    if (e.args.contains("Collective name")) kineto.push_back(e.args.at("Collective name"));
+  }
+  EXPECT_EQ(spans, (std::vector<std::string>{"send", "wait send", "recv", "wait recv"}));
+  EXPECT_EQ(kineto, (std::vector<std::string>{"send", "recv"}));
+  const wl::StepComm step = tracker.take();
+  ASSERT_EQ(step.collectives.size(), 2u);
+  EXPECT_EQ(step.collectives[0].op.name(), "send");
+  EXPECT_EQ(step.collectives[1].op.name(), "recv");
+  EXPECT_EQ(step.collectives[0].op.collective(), nullptr);
+  EXPECT_DOUBLE_EQ(step.collectives[1].op.busFactor(8), 1.0);
+  EXPECT_FALSE(step.collectives[0].op == step.collectives[1].op);
 }
 
 }  // namespace ts

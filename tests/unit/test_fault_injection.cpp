@@ -1,5 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+
 #include "base/error.h"
 #include "bench/failures/fault_injection.h"
 
@@ -41,6 +47,75 @@ TEST(FaultInjection, FreezeIsAnInOperationFault) {
   EXPECT_EQ(f->kind, Fault::Kind::kFreeze);
   EXPECT_TRUE(f->inOperation());
   EXPECT_TRUE(f->matches(2, "all_reduce", 8));
+}
+
+// An unknown kind or key is one line naming the declared ones (Fault::Kind's and FaultKey's names).
+TEST(FaultInjection, AnUnknownKindOrKeyNamesTheKnownOnes) {
+  const auto error = [](const std::string& spec) {
+    try {
+      parseFault(spec);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(error("explode:rank=0"),
+            "TRAINSCOPE_FAULT: unknown fault 'explode' (one of corrupt, hang, freeze, die, delay or ceiling)");
+  EXPECT_EQ(error("hang:rank=0:colour=red"),
+            "TRAINSCOPE_FAULT: unknown key 'colour' (one of rank, op, bytes, ms, step or scale)");
+}
+
+// A key the kind would ignore is refused (a hang given ms= is not the delay its author meant).
+TEST(FaultInjection, AKeyTheKindIgnoresIsOneLine) {
+  const auto error = [](const std::string& spec) {
+    try {
+      parseFault(spec);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(error("hang:rank=0:ms=5"), "TRAINSCOPE_FAULT: a hang fault takes no ms= (it takes rank=, op=, bytes=, step=)");
+  EXPECT_EQ(error("ceiling:rank=0:op=all_reduce"), "TRAINSCOPE_FAULT: a ceiling fault takes no op= (it takes rank=, scale=)");
+  EXPECT_EQ(error("delay:rank=0:scale=2"),
+            "TRAINSCOPE_FAULT: a delay fault takes no scale= (it takes rank=, op=, bytes=, ms=, step=)");
+  EXPECT_EQ(error("corrupt:rank=0:step=3"), "TRAINSCOPE_FAULT: a corrupt fault takes no step= (it takes rank=, op=, bytes=)");
+  EXPECT_EQ(error("delay:rank=1:op=all_gather:bytes=1K:ms=20:step=2"), "accepted");
+}
+
+// The kinds README.md's Testing section lists are the declared ones, each with the keys it takes (faultTakes): the doc
+// left out step= when it came.
+TEST(FaultInjection, TheReadmeListsTheDeclaredKindsAndKeys) {
+  std::ifstream in(TRAINSCOPE_SOURCE_DIR "/README.md");
+  ASSERT_TRUE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string readme = text.str();
+  const std::size_t from = readme.find("The error-path tests plant faults through `TRAINSCOPE_FAULT`");
+  ASSERT_NE(from, std::string::npos);
+  const std::string paragraph = readme.substr(from, readme.find("\n\n", from) - from);
+  // Each form is `kind|kind:rank=R[:key=V]...`.
+  std::set<std::string> kinds;
+  const std::regex form("`([a-z|]+):rank=[A-Z0-9]+((?:\\[:[a-z]+=[A-Za-z]+\\])*)`");
+  const std::regex key("\\[:([a-z]+)=");
+  for (std::sregex_iterator m(paragraph.begin(), paragraph.end(), form), end; m != end; ++m) {
+    std::set<std::string> keys = {"rank"};
+    const std::string optional = (*m)[2].str();
+    for (std::sregex_iterator k(optional.begin(), optional.end(), key); k != end; ++k) keys.insert((*k)[1].str());
+    std::stringstream names((*m)[1].str());
+    for (std::string name; std::getline(names, name, '|');) {
+      kinds.insert(name);
+      const std::optional<Fault::Kind> kind = enumFromName<Fault::Kind>(name);
+      ASSERT_TRUE(kind) << name;
+      std::set<std::string> takes;
+      for (const auto& [n, k] : EnumNames<FaultKey>::kNames)
+        if (faultTakes(*kind, k)) takes.emplace(n);
+      EXPECT_EQ(keys, takes) << name;
+    }
+  }
+  std::set<std::string> declared;
+  for (const auto& [name, kind] : EnumNames<Fault::Kind>::kNames) declared.emplace(name);
+  EXPECT_EQ(kinds, declared);
 }
 
 TEST(FaultInjection, RejectsMalformedSpecs) {

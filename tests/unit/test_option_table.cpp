@@ -30,6 +30,7 @@ struct Fields {
   std::vector<std::string> sets;
   std::vector<int> split;
   Colour colour = Colour::kRed;
+  std::vector<Colour> colours = {Colour::kRed, Colour::kGreen};
   std::string only;
 };
 
@@ -47,6 +48,7 @@ OptionTable<Fields> table() {
   t.add("--set", "repeated", TS_FIELD(sets));
   t.add("--split", "integers", TS_FIELD(split));
   t.add("--colour", "an enum", TS_FIELD(colour));
+  t.add("--colours", "a set of an enum's values", TS_FIELD(colours));
   t.add("--only", "command line only", TS_FIELD(only)).commandLineOnly("a test");
   return t;
 }
@@ -84,6 +86,7 @@ void expectSame(const Fields& a, const Fields& b) {
   EXPECT_EQ(a.sets, b.sets);
   EXPECT_EQ(a.split, b.split);
   EXPECT_EQ(a.colour, b.colour);
+  EXPECT_EQ(a.colours, b.colours);
 }
 
 TEST(OptionTable, TheCommandLineAndASuiteStepSetTheSameFields) {
@@ -156,6 +159,41 @@ TEST(OptionTable, TheCommandLineSaysWhatIsWrongWithAnInteger) {
 
 TEST(OptionTable, TheCommandLineRejectsAnUnknownEnumName) {
   EXPECT_THROW(fromCommandLine({"--colour", "blue"}), CLI::ValidationError);
+}
+
+// A list of an enum's values: names or `all` on both sides, held as a set in declaration order, recorded as the names;
+// an unknown name is one line naming the choices (links --tests took any text and compared it by hand).
+TEST(OptionTable, AnEnumListTakesNamesOrAllOnBothSides) {
+  using V = std::vector<Colour>;
+  EXPECT_EQ(fromCommandLine({"--colours", "green"}).colours, V{Colour::kGreen});
+  EXPECT_EQ(fromCommandLine({"--colours", "green,red"}).colours, (V{Colour::kRed, Colour::kGreen}));
+  EXPECT_EQ(fromCommandLine({"--colours", "verde", "--colours", "green"}).colours, V{Colour::kGreen});
+  EXPECT_EQ(fromCommandLine({"--colours", "all"}).colours, (V{Colour::kRed, Colour::kGreen}));
+  expectSame(fromCommandLine({"--colours", "green"}), fromSuite("colours = \"green\"\n"));
+  expectSame(fromCommandLine({"--colours", "green,red"}), fromSuite("colours = [\"green\", \"red\"]\n"));
+  expectSame(fromCommandLine({"--colours", "all"}), fromSuite("colours = \"all\"\n"));
+
+  Fields f;
+  f.colours = {Colour::kGreen};
+  EXPECT_EQ(table().record(f).at("colours"), nlohmann::json::array({"green"}));
+  for (const OptionInfo& info : table().describe())
+    if (info.key == "colours") {
+      EXPECT_EQ(info.value.at("items").at("enum"), nlohmann::json::array({"red", "green"}));
+      EXPECT_EQ(info.defaultValue, nlohmann::json::array({"red", "green"}));
+    }
+
+  try {
+    fromCommandLine({"--colours", "red,blue"});
+    ADD_FAILURE() << "accepted";
+  } catch (const CLI::ParseError& e) {
+    EXPECT_EQ(std::string(e.what()), "--colours: 'blue' is not one of red, green, or all");
+  }
+  try {
+    fromSuite("colours = [\"red\", \"blue\"]\n");
+    ADD_FAILURE() << "accepted";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "step.toml:1: 'colours': unknown 'blue' (expected all, or a list of red or green)");
+  }
 }
 
 TEST(OptionTable, SuiteKeysAreTheLongNamesWithUnderscores) {

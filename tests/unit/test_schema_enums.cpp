@@ -16,6 +16,7 @@
 #include "base/enum_names.h"
 #include "base/precision.h"
 #include "bench/collectives/collectives_choices.h"
+#include "bench/links/links_options.h"
 #include "bench/run/trace_files.h"
 #include "bench/train/train_record.h"
 #include "comm/bootstrap.h"
@@ -59,6 +60,8 @@ TEST(SchemaEnums, TheRecordsChoicesAreTheResultSchemas) {
   EXPECT_EQ(recordedNames<wl::ModelKind>(), enumAt(result, "/$defs/train/properties/model/enum"));
   EXPECT_EQ(recordedNames<Precision>(), enumAt(result, "/$defs/train/properties/precision/enum"));
   EXPECT_EQ(recordedNames<TargetMetric>(), enumAt(result, "/$defs/train/properties/target/properties/metric/enum"));
+  // An option's list of choices is an array of that enum in the run's config (`links --tests`: "all" resolved).
+  EXPECT_EQ(recordedNames<LinkTest>(), enumAt(result, "/$defs/config_links/properties/tests/items/enum"));
 }
 
 // A collectives run's config holds its closed choices as given, `auto` included (resolved beside them): each is the

@@ -11,6 +11,7 @@
 #include "base/json_text.h"
 #include "bench/scale/train_point.h"
 #include "bench/train/train_record.h"
+#include "comm/collectives/collective.h"
 
 namespace ts {
 namespace {
@@ -71,7 +72,7 @@ TrainRecord parallelRecord() {
   row.communication = 0.05;
   row.exposed = 0.01;
   r.ranks.ranks = {row};
-  r.ranks.collectives = {{wl::GroupKind::kTp, 2, "all_reduce", 4096, {0.001, 0.003}, 2.0, 2.0}};
+  r.ranks.collectives = {{wl::GroupKind::kTp, 2, collectives::all_reduce(), 4096, {0.001, 0.003}, 2.0, 2.0}};
   r.ranks.stragglers = ArrivalSkew{1.0, {}, {}};
   r.mfu = {{"vs_measured", 0.5}};
   return r;

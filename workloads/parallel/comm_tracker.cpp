@@ -14,17 +14,15 @@ namespace ts::wl {
 
 double CommTracker::now() const { return steadySeconds(); }
 
-int CommTracker::track(std::string name, std::size_t bytes, const std::function<std::unique_ptr<PendingCollective>()>& issue,
+int CommTracker::track(TrackedOp what, std::size_t bytes, const std::function<std::unique_ptr<PendingCollective>()>& issue,
                        int peer, std::size_t inElems, std::size_t outElems, DType dtype) {
-  Op op;
-  op.name = std::move(name);
-  op.bytes = bytes;
+  Op op{what, bytes, 0};
   op.peer = peer;
   op.inElems = inElems;
   op.outElems = outElems;
   op.dtype = dtype;
   op.start = now();
-  op.nvtxRange = nvtx::start(op.name.c_str(), nvtx::Category::kCommunication);
+  op.nvtxRange = nvtx::start(std::string(what.name()).c_str(), nvtx::Category::kCommunication);  // NVTX copies the text
   op.pending = issue();
   exposedS_ += now() - op.start;  // issuing is host time taken from compute (MPI may do the work here)
   ops_.push_back(std::move(op));
@@ -36,18 +34,19 @@ int CommTracker::start(const CollectiveCall& call) {
   const Collective& op = *call.collective;
   const CollectiveLayout layout = op.layoutOfCount(call.count, dtypeSize(call.dtype), comm_.worldSize());
   return track(
-      std::string(op.name()), layout.bytes, [&] { return comm_.start(0, call); }, -1, layout.sendElems, layout.recvElems,
-      call.dtype);
+      op, layout.bytes, [&] { return comm_.start(0, call); }, -1, layout.sendElems, layout.recvElems, call.dtype);
 }
 
 int CommTracker::startSend(const float* buf, std::size_t count, int peer, int tag) {
   return track(
-      "send", count * sizeof(float), [&] { return comm_.startSend(0, buf, count, DType::kFloat32, peer, tag); }, peer, count, 0);
+      PointToPoint::Kind::kSend, count * sizeof(float),
+      [&] { return comm_.startSend(0, buf, count, DType::kFloat32, peer, tag); }, peer, count, 0);
 }
 
 int CommTracker::startRecv(float* buf, std::size_t count, int peer, int tag) {
   return track(
-      "recv", count * sizeof(float), [&] { return comm_.startRecv(0, buf, count, DType::kFloat32, peer, tag); }, peer, 0, count);
+      PointToPoint::Kind::kRecv, count * sizeof(float),
+      [&] { return comm_.startRecv(0, buf, count, DType::kFloat32, peer, tag); }, peer, 0, count);
 }
 
 std::vector<int> CommTracker::startTogether(const std::vector<PointToPoint>& ops) {
@@ -56,15 +55,12 @@ std::vector<int> CommTracker::startTogether(const std::vector<PointToPoint>& ops
   const double t0 = now();
   for (const PointToPoint& p : ops) {
     const bool send = p.kind == PointToPoint::Kind::kSend;
-    Op op;
-    op.name = send ? "send" : "recv";
-    op.bytes = p.count * dtypeSize(p.dtype);
+    Op op{p.kind, p.count * dtypeSize(p.dtype), t0};
     op.peer = p.peer;
     op.inElems = send ? p.count : 0;
     op.outElems = send ? 0 : p.count;
     op.dtype = p.dtype;
-    op.start = t0;
-    op.nvtxRange = nvtx::start(op.name.c_str(), nvtx::Category::kCommunication);
+    op.nvtxRange = nvtx::start(std::string(op.what.name()).c_str(), nvtx::Category::kCommunication);
     ops_.push_back(std::move(op));
     ids.push_back(static_cast<int>(ops_.size()) - 1);
   }
@@ -73,7 +69,7 @@ std::vector<int> CommTracker::startTogether(const std::vector<PointToPoint>& ops
     pending = comm_.startTogether(0, ops);
   } catch (...) {  // nothing was posted: no op of these may be polled or waited for later
     for (int id : ids) nvtx::end(ops_[static_cast<std::size_t>(id)].nvtxRange);
-    ops_.resize(static_cast<std::size_t>(ids.front()));
+    ops_.erase(ops_.begin() + ids.front(), ops_.end());
     throw;
   }
   for (int id : ids) ops_[static_cast<std::size_t>(id)].pending = pending;
@@ -85,15 +81,16 @@ void CommTracker::completed(Op& op) {
   op.end = now();
   nvtx::end(op.nvtxRange);
   if (trace::enabled()) {
+    const std::string name(op.what.name());
     nlohmann::json args = {{"bytes", op.bytes}, {"group", traceName(group_)}, {"ranks", comm_.worldSize()}};
     if (op.peer >= 0) args["peer"] = op.peer;  // the rank within `group` sent to or received from
     // The same facts under the names Kineto gives them on PyTorch's NCCL spans, for the tools that read those.
-    args["Collective name"] = op.name;
+    args["Collective name"] = name;
     args["In msg nelems"] = op.inElems;
     args["Out msg nelems"] = op.outElems;
     args["dtype"] = std::string(dtypeName(op.dtype));
     args["Group size"] = comm_.worldSize();
-    trace::record(op.name, trace::Role::kCommunication, op.start * 1e6, op.end * 1e6, trace::Track::kCommunication, args);
+    trace::record(name, trace::Role::kCommunication, op.start * 1e6, op.end * 1e6, trace::Track::kCommunication, args);
   }
 }
 
@@ -115,7 +112,7 @@ void CommTracker::wait(int id) {
   completed(op);
   exposedS_ += op.end - t0;
   if (trace::enabled())
-    trace::record("wait " + op.name, trace::Role::kWait, t0 * 1e6, op.end * 1e6, trace::Track::kMain,
+    trace::record("wait " + std::string(op.what.name()), trace::Role::kWait, t0 * 1e6, op.end * 1e6, trace::Track::kMain,
                   {{"group", traceName(group_)}});
 }
 
@@ -148,7 +145,7 @@ StepComm CommTracker::take() {
   std::vector<std::pair<double, double>> spans;
   for (const auto& op : ops_) {
     if (op.end < 0) throw Error("internal: CommTracker::take with a collective in flight");
-    s.collectives.push_back({op.name, op.bytes, op.end - op.start, group_, op.start});
+    s.collectives.push_back({op.what, op.bytes, op.end - op.start, group_, op.start});
     spans.emplace_back(op.start, op.end);
   }
   std::sort(spans.begin(), spans.end());

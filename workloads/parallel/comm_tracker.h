@@ -16,11 +16,12 @@
 
 #include "comm/communicator.h"
 #include "workloads/parallel/process_group.h"
+#include "workloads/parallel/tracked_op.h"
 
 namespace ts::wl {
 
 struct CollectiveTiming {
-  std::string op;  // the collective's registry name (all_reduce, reduce_scatter, ...), or send/recv
+  TrackedOp op;  // the collective, or a send/recv
   std::size_t bytes = 0;
   double seconds = 0;    // launch to observed completion
   ProcessGroupId group;  // the communicator's: the k-th op of a group is one operation on every member
@@ -64,7 +65,7 @@ class CommTracker {
 
  private:
   struct Op {
-    std::string name;
+    TrackedOp what;
     std::size_t bytes;
     double start, end = -1;
     std::shared_ptr<PendingCollective> pending;  // shared by the ops posted together
@@ -77,7 +78,7 @@ class CommTracker {
   };
   double now() const;
   void completed(Op& op);  // notes the end (and its trace span)
-  int track(std::string name, std::size_t bytes, const std::function<std::unique_ptr<PendingCollective>()>& issue, int peer = -1,
+  int track(TrackedOp what, std::size_t bytes, const std::function<std::unique_ptr<PendingCollective>()>& issue, int peer = -1,
             std::size_t inElems = 0, std::size_t outElems = 0, DType dtype = DType::kFloat32);
   Communicator& comm_;
   double timeoutS_;
