@@ -29,7 +29,10 @@ def page_chains():
     ro = readme_outputs()
     for page in ro.pages():
         name = ro.shown_path(page)
-        for chain in ro.chains(ro.parse(page.read_text().splitlines(), name)):
+        # The README's last chains run the suites, its longest commands (a minute for `suite quick`): started first,
+        # so that none of them starts last and ends the parallel run alone.
+        chains = ro.chains(ro.parse(page.read_text().splitlines(), name))
+        for chain in reversed(chains) if page == ro.README else chains:
             yield pytest.param(name, chain, id=f"{name}:{chain}", marks=pytest.mark.xdist_group(f"readme {name} {chain}"))
 
 
