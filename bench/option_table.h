@@ -366,6 +366,31 @@ nlohmann::json valueSchema(const OptionInfo& info, TextForm form, const IntegerB
 // "'maybe' is not on or off": the check of an on/off option (addOnOff).
 CLI::Validator onOff();
 
+// A list of a named enum (`links --tests memory,mpi` or `all`). CLI11 cannot turn one item ("all") into several
+// values: the names are taken as text, each checked, then resolved.
+template <class E>
+CLI::Option* addEnumListField(CLI::App& app, const std::string& names, const std::string& help, std::vector<E>& field) {
+  return app
+      .add_option_function<std::vector<std::string>>(
+          names,
+          [&field](const std::vector<std::string>& items) {
+            std::string unknown;
+            field = enumListOf<E>(items, unknown);  // each item was checked: none is unknown
+          },
+          help)
+      ->delimiter(',')
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            std::string unknown;
+            enumListOf<E>({text}, unknown);
+            return unknown.empty() ? std::string()
+                                   : fmt::format("'{}' is not one of {}, or {}", text, choiceList<E>(", "), kAllValues);
+          },
+          ""))
+      ->type_name("{" + choiceList<E>(",") + "," + std::string(kAllValues) + "}")
+      ->default_str(enumListText(field));
+}
+
 template <class T>
 CLI::Option* addField(CLI::App& app, const std::string& names, const std::string& help, T& field) {
   if constexpr (std::is_same_v<T, bool>) {
@@ -394,27 +419,7 @@ CLI::Option* addField(CLI::App& app, const std::string& names, const std::string
         ->type_name("{" + choiceList<T>(",") + "}")
         ->default_str(std::string(nameOf(field)));
   } else if constexpr (kEnumList<T>) {
-    // CLI11 cannot turn one item ("all") into several values: the names are taken as text, each checked, then resolved.
-    using E = typename T::value_type;
-    return app
-        .add_option_function<std::vector<std::string>>(
-            names,
-            [&field](const std::vector<std::string>& items) {
-              std::string unknown;
-              field = enumListOf<E>(items, unknown);  // each item was checked: none is unknown
-            },
-            help)
-        ->delimiter(',')
-        ->check(CLI::Validator(
-            [](std::string& text) {
-              std::string unknown;
-              enumListOf<E>({text}, unknown);
-              return unknown.empty() ? std::string()
-                                     : fmt::format("'{}' is not one of {}, or {}", text, choiceList<E>(", "), kAllValues);
-            },
-            ""))
-        ->type_name("{" + choiceList<E>(",") + "," + std::string(kAllValues) + "}")
-        ->default_str(enumListText(field));
+    return addEnumListField<typename T::value_type>(app, names, help, field);
   } else if constexpr (IsVector<T>::value) {
     CLI::Option* option = app.add_option(names, field, help);
     if constexpr (std::is_integral_v<typename T::value_type>) option->delimiter(',');
