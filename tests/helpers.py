@@ -1,4 +1,6 @@
 """Helpers of the command-line tests: the trainscope binary, mpirun, and reading results."""
+import functools
+import importlib.util
 import json
 import os
 import shutil
@@ -11,6 +13,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_PATH = ROOT / "reports" / "schema" / "result-v1.schema.json"
+
+
+@functools.cache
+def readme_outputs():
+    """scripts/readme_outputs.py as a module (the README check: its parser, chains and matcher)."""
+    spec = importlib.util.spec_from_file_location("readme_outputs", ROOT / "scripts" / "readme_outputs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def kernel_ops() -> list[str]:

@@ -1,24 +1,16 @@
 """The README as a manual (issue #35): a task index at the top whose pages exist, every mpirun example with more
 ranks than a 2-core machine has carries --oversubscribe, and the README check runs the README and every task
 page exactly as printed: no hidden set-up block, no Open MPI allowance or oversubscription of its own."""
-import importlib.util
 import re
 
 import pytest
 
-from helpers import ROOT
+from helpers import ROOT, readme_outputs
 
 TASKS = ROOT / "docs" / "tasks"
 CORES = 2  # the smallest machine the examples are printed for (CI's VM)
 # An example that names other hosts or GPUs is not for one small machine: its ranks have slots of their own.
 ELSEWHERE = re.compile(r"-H |--host|hostfile|netns-cluster|--npernode|ppr:|--device cuda|--backend nccl|GPU")
-
-
-def readme_outputs():
-    spec = importlib.util.spec_from_file_location("readme_outputs", ROOT / "scripts" / "readme_outputs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def documents():

@@ -4,23 +4,15 @@ verdicts may be any of 0, 1, 3) — and every output line the README shows still
 fresh output (numbers aside), so a renamed column or a changed message makes the README stale and this test red.
 `scripts/readme_outputs.py --write` refreshes the figures. Minutes: the README's examples are real runs, so each
 page's chains (`<!-- readme-chain: NAME -->`, each in a scratch directory of its own) are tests of their own."""
-import importlib.util
 import os
 import shutil
 import subprocess
 
 import pytest
 
-from helpers import ROOT
+from helpers import ROOT, readme_outputs
 
 pytestmark = pytest.mark.long  # minutes: started first under pytest-xdist (tests/README.md)
-
-
-def readme_outputs():
-    spec = importlib.util.spec_from_file_location("readme_outputs", ROOT / "scripts" / "readme_outputs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def page_chains():
