@@ -68,10 +68,12 @@ TEST(FaultInjection, AnUnknownKindOrKeyNamesTheKnownOnes) {
 // A key the kind would ignore is refused (a hang given ms= is not the delay its author meant).
 TEST(FaultInjection, AKeyTheKindIgnoresIsOneLine) {
   EXPECT_EQ(faultError("hang:rank=0:ms=5"), "TRAINSCOPE_FAULT: a hang fault takes no ms= (it takes rank=, op=, bytes=, step=)");
-  EXPECT_EQ(faultError("ceiling:rank=0:op=all_reduce"), "TRAINSCOPE_FAULT: a ceiling fault takes no op= (it takes rank=, scale=)");
+  EXPECT_EQ(faultError("ceiling:rank=0:op=all_reduce"),
+            "TRAINSCOPE_FAULT: a ceiling fault takes no op= (it takes rank=, scale=)");
   EXPECT_EQ(faultError("delay:rank=0:scale=2"),
             "TRAINSCOPE_FAULT: a delay fault takes no scale= (it takes rank=, op=, bytes=, ms=, step=)");
-  EXPECT_EQ(faultError("corrupt:rank=0:step=3"), "TRAINSCOPE_FAULT: a corrupt fault takes no step= (it takes rank=, op=, bytes=)");
+  EXPECT_EQ(faultError("corrupt:rank=0:step=3"),
+            "TRAINSCOPE_FAULT: a corrupt fault takes no step= (it takes rank=, op=, bytes=)");
   EXPECT_NO_THROW(parseFault("delay:rank=1:op=all_gather:bytes=1K:ms=20:step=2"));
 }
 
