@@ -9,6 +9,7 @@ import json
 import math
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Any, NoReturn, TextIO, cast
 
@@ -300,7 +301,10 @@ def _data_on_stdout(args: argparse.Namespace) -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     # A reader that closes the pipe (`analyze DIR | head -3`) ends this process as it ends any Unix tool,
     # quietly, by SIGPIPE: no BrokenPipeError traceback, and no exit code 0 that a gate could take for a pass.
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    # Only Python's main thread may set a handler: main() called in-process from another thread (a test under
+    # pytest-xdist, whose worker execnet may start off the main thread) keeps its caller's, and runs.
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     out, err = sys.stdout, sys.stderr
     sys.stderr = cast(TextIO, Escaping(err))  # a text stream in all that is used of one
     try:
