@@ -13,7 +13,7 @@ from synthetic import ROOT, make_doc, make_train, noisy, stats
 
 from reports.common.load import load_result
 from reports.common.option_facts import config_version, options
-from reports.common.policy import Policy
+from reports.common.policy import Policy, apply
 from reports.compare.compare import Outcome, compare, format_json, format_junit, format_markdown, format_table
 
 # A tiny MLP, 30 steps; evaluations on a small held-out split keep each one short.
@@ -133,6 +133,7 @@ def test_the_quality_threshold_is_its_own_and_can_be_set_per_metric(write_doc, t
     loose_times = Policy(threshold=0.5, thresholds={"train": 0.5})
     assert judged(write_doc, base, cand, loose_times)[1]["final_loss"].outcome == Outcome.REGRESSION
     assert judged(write_doc, base, cand, Policy(quality_threshold=0.15))[1]["final_loss"].outcome == Outcome.PASS
+    assert apply(Policy(), {"quality_threshold": 15}).quality_threshold == 0.15  # a policy file's key, in percent
     b, c = write_doc("b.json", make_doc([base])), write_doc("c.json", make_doc([cand]))
     r = subprocess.run([sys.executable, "-m", "reports", "compare", b, c, "--threshold-for", "train.final_loss=15",
                         "--json", tmp_path / "o.json"], cwd=ROOT, capture_output=True, text=True, timeout=120)
