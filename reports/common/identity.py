@@ -6,6 +6,7 @@ decide what it measured: the option tables declare which (option_facts.Option.id
 """
 from collections.abc import Hashable
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 from . import option_facts
@@ -15,14 +16,26 @@ from .json_types import Record
 Identity = tuple[Any, ...]
 
 
+class Family(str, Enum):
+    """What a metric tells: how fast the work ran, or how well a model trained (judged apart: compare/quality.py)."""
+    SPEED = "speed"
+    QUALITY = "quality"
+
+
+Path = tuple[str | int, ...]  # keys, and list indices (-1: the last point)
+
+
 @dataclass(frozen=True)
 class Metric:
     name: str                 # the record field
-    path: tuple[str, ...]     # where the compared number is, e.g. ("time_us", "median")
+    path: Path                # where the compared number is, e.g. ("time_us", "median")
     lower_is_better: bool
     samples: str = ""         # the record field with the samples behind it, for the effect and its interval (effect.py)
     decides: bool = True      # counts for the verdict (derived figures are shown, not counted twice)
     unit: str = ""
+    family: Family = Family.SPEED
+    at: Path = ()             # quality: the step the figure was taken at, which both sides must share
+    label: str = ""           # quality: what the figure is, in words (report tables)
 
 
 IDENTITY = {
@@ -47,6 +60,13 @@ METRICS = {
     "train": (
         Metric("step_time_us", ("step_time_us", "median"), lower_is_better=True, samples="step_samples_us", unit="us"),
         Metric("throughput_per_s", ("throughput_per_s",), lower_is_better=False, decides=False, unit="items/s"),
+        # Quality is a verdict of its own: a step time that holds while the loss got worse is no pass.
+        Metric("final_loss", ("loss", "final"), lower_is_better=True, family=Family.QUALITY,
+               at=("loss_curve", -1, "step"), label="final training loss"),
+        Metric("eval_loss", ("eval", "points", -1, "loss"), lower_is_better=True, family=Family.QUALITY,
+               at=("eval", "points", -1, "step"), label="held-out loss"),
+        Metric("eval_accuracy", ("eval", "points", -1, "accuracy"), lower_is_better=False, family=Family.QUALITY,
+               at=("eval", "points", -1, "step"), label="held-out accuracy"),
     ),
     "collective": (
         Metric("time_us", ("time_us", "median"), lower_is_better=True, samples="samples_us", unit="us"),
@@ -125,6 +145,23 @@ def value(record: Record, metric: Metric) -> float:
     for k in metric.path:
         v = v[k]
     return v
+
+
+def find(record: Record, path: Path) -> Any:
+    """The value at `path`, or None where the record has none (no evaluation, an empty list, a null)."""
+    v: Any = record
+    for k in path:
+        if isinstance(k, int) and isinstance(v, list) and -len(v) <= k < len(v):
+            v = v[k]
+        elif isinstance(k, str) and isinstance(v, dict) and k in v:
+            v = v[k]
+        else:
+            return None
+    return v
+
+
+def metric(kind: str, name: str) -> Metric | None:
+    return next((m for m in METRICS.get(kind, ()) if m.name == name), None)
 
 
 def _hashable(v: Any) -> Hashable:

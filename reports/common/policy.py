@@ -8,9 +8,11 @@ per-kind and per-metric overrides, from a TOML file and the command line (the co
     confidence = 99          # of the effect's interval
     max_others_busy = 25     # % of the CPUs other processes may use before a run counts as contended
     max_load_per_cpu = 1.0   # the same from the load average, for results without that figure
+    quality_threshold = 5    # a train record's loss or accuracy: relative change (a kind's threshold is for its times)
     [thresholds]             # per kind, or per kind.metric
     collective = 10
     "train.step_time_us" = 3
+    "train.final_loss" = 0.5
     [max_cvs]
     collective = 15
 """
@@ -27,7 +29,15 @@ from .files import read_input
 # A policy or rules file is a page of thresholds: at most 1 MiB, as trainscope bounds its own TOML files (a suite).
 TOML_MAX_BYTES = 1 << 20
 
-PERCENT_KEYS = ("threshold", "max_cv", "confidence", "max_others_busy")
+PERCENT_KEYS = ("threshold", "max_cv", "confidence", "max_others_busy", "quality_threshold")
+
+# A quality figure (a final or held-out loss, an accuracy; compare/quality.py) of a fixed seed is bit for bit the
+# same on one build and machine, so any change there is the code's. Across thread counts (or machines) the same sums
+# add in another order and training drifts: measured here between 1 and 2 threads, the final training loss (one
+# batch's) of the tiny MLP after 200 steps moved 1.0%, the CNN's after 50 steps 0.08%, held-out losses (means over
+# many samples) 2e-8. 5% leaves that drift a margin of 5x, while a training defect moves the figures by far more
+# (a learning rate 100x over: the tiny MLP's final loss +73% after 30 steps).
+QUALITY_THRESHOLD = 0.05
 
 
 @dataclass(frozen=True)
@@ -38,10 +48,14 @@ class Policy:
     confidence: float = 0.99
     max_others_busy: float = 0.25
     max_load_per_cpu: float = 1.0
+    quality_threshold: float = QUALITY_THRESHOLD
     thresholds: dict[str, float] = field(default_factory=dict)  # "kind" or "kind.metric" -> fraction
     max_cvs: dict[str, float] = field(default_factory=dict)
 
     def threshold_for(self, kind: str, metric: str) -> float:
+        m = ids.metric(kind, metric)
+        if m is not None and m.family == ids.Family.QUALITY:  # not a time: the kind's and the run's thresholds are for times
+            return self.thresholds.get(f"{kind}.{metric}", self.quality_threshold)
         return _lookup(self.thresholds, kind, metric, self.threshold)
 
     def max_cv_for(self, kind: str, metric: str) -> float:
@@ -119,7 +133,7 @@ def apply(policy: Policy, settings: dict[str, Any], where: str = "settings") -> 
             changes[key] = _scalar(key, name, value)
         else:
             raise InputError(f"{name}: unknown setting (threshold, max_cv, min_samples, confidence, max_others_busy, "
-                             "max_load_per_cpu, [thresholds], [max_cvs])")
+                             "max_load_per_cpu, quality_threshold, [thresholds], [max_cvs])")
     return replace(policy, **changes)
 
 

@@ -15,6 +15,8 @@ widens the interval, so a clear regression stays clear. The run's outcome is reg
 regressed, else inconclusive when any record was or when a run did not finish (a crashed run's stream:
 what it never measured cannot pass), else pass. Records present on one side only are listed, never
 dropped silently.
+A train record's loss and accuracy are rows of their own (judge_quality, quality.py): a relative change against
+their own threshold, with no interval, since a fixed seed trains alike; contention does not touch them.
 """
 import json
 import math
@@ -29,6 +31,7 @@ import numpy as np
 from ..common import contention, junit
 from ..common import identity as ids
 from .effect import Run, ratio_of_medians, robust_cv, seed_for
+from .quality import change_of
 from ..common.json_types import Record
 from ..common.junit import Case
 from ..common.load import Result
@@ -74,6 +77,7 @@ class Row:
     cv_candidate: float | None = None
     samples: tuple[int, int] = (0, 0)
     others: list[MetricChange] = field(default_factory=list)
+    family: ids.Family = ids.Family.SPEED
 
 
 @dataclass
@@ -179,6 +183,23 @@ def _runs(results: Result | Sequence[Result]) -> list[Result]:
     return [results] if isinstance(results, Result) else list(results)
 
 
+def judge_quality(kind: str, bases: list[Record], cands: list[Record], policy: Policy, name: str) -> list[Row]:
+    """A row per quality figure either side has (quality.py): its relative change against its threshold, no
+    interval; contention does not enter (a busy machine slows a run, it does not change what the run computes)."""
+    rows = []
+    for metric in (m for m in ids.METRICS[kind] if m.family == ids.Family.QUALITY):
+        q = change_of(metric, bases, cands)
+        if q is None:
+            continue
+        t = policy.threshold_for(kind, metric.name)
+        outcome = (Outcome.INCONCLUSIVE if q.unmatched else Outcome.REGRESSION if q.change > t
+                   else Outcome.IMPROVEMENT if q.change < -t else Outcome.PASS)
+        reason = q.unmatched or (f"{metric.label} worse beyond {t:.1%}" if outcome == Outcome.REGRESSION else "")
+        rows.append(Row(name, kind, metric.name, metric.unit, outcome, reason, q.baseline, q.candidate, q.change,
+                        threshold=t, samples=(len(bases), len(cands)), family=ids.Family.QUALITY))
+    return rows
+
+
 def compare(baselines: Result | Sequence[Result], candidates: Result | Sequence[Result],
             policy: Policy | None = None) -> Comparison:
     """Compare the candidate with the baseline, each one result or several runs of one build (a list)."""
@@ -197,13 +218,13 @@ def compare(baselines: Result | Sequence[Result], candidates: Result | Sequence[
         bases = [i[key] for i in base_idx if key in i]
         cands = [i[key] for i in cand_idx if key in i]
         metrics = ids.METRICS[key[0]]
-        decider = next(m for m in metrics if m.decides)
+        decider = next(m for m in metrics if m.decides and m.family == ids.Family.SPEED)
         r = judge(key[0], decider, bases, cands, policy, ids.describe(key), bool(reasons))
         for m in metrics:
-            if m is not decider:
+            if not m.decides:
                 ob, oc = median([ids.value(b, m) for b in bases]), median([ids.value(c, m) for c in cands])
                 r.others.append(MetricChange(m.name, m.unit, ob, oc, (oc - ob) / ob if ob else 0.0))
-        rows.append(r)
+        rows += [r] + judge_quality(key[0], bases, cands, policy, ids.describe(key))
     rows.sort(key=lambda r: (ORDER[r.outcome], -r.change if r.outcome == Outcome.REGRESSION else r.change, r.identity))
     only_b = sorted(ids.describe(k) for k in base_keys - cand_keys)
     only_c = sorted(ids.describe(k) for k in cand_keys - base_keys)
@@ -234,7 +255,9 @@ def method_line(cmp: Comparison) -> str:
     return (f"# effect: ratio of medians, {p.confidence:.0%} interval by bootstrap ({levels}); "
             f"threshold {p.threshold:.0%}, noise limit cv {p.max_cv:.0%}, at least {p.min_samples} samples"
             + ("; per-kind thresholds " + ", ".join(f"{k} {v:.0%}" for k, v in sorted(p.thresholds.items()))
-               if p.thresholds else ""))
+               if p.thresholds else "")
+            + (f"; loss and accuracy: relative change, threshold {100 * p.quality_threshold:g}%, no interval (one figure a run)"
+               if _quality_rows(cmp) else ""))
 
 
 def verdict_line(cmp: Comparison) -> str:
@@ -251,8 +274,7 @@ def _outcome_line(cmp: Comparison) -> str:
         modest = any(r.low is not None and r.low < 1.0 for r in cmp.regressions)  # less than 2x beyond doubt
         caveat = ("; one candidate run: confirm with another, runs of one build can land this far apart"
                   if cmp.candidate_runs == 1 and modest else "")
-        return (f"verdict: regression — {len(cmp.regressions)} record(s) slower beyond {cmp.policy.threshold:.0%}, "
-                f"worst {worst.identity} {worst.change:+.1%}{caveat}")
+        return f"verdict: regression — {_regressed(cmp)}, worst {_named(worst)} {worst.change:+.1%}{caveat}"
     if o == Outcome.INCONCLUSIVE:
         if cmp.contention:
             return "verdict: inconclusive — measured under contention: " + "; ".join(cmp.contention)
@@ -263,7 +285,26 @@ def _outcome_line(cmp: Comparison) -> str:
             kind = r.reason.split(":")[0]  # "noisy", "wide interval", "too few samples"
             why[kind] = why.get(kind, 0) + 1
         return "verdict: inconclusive — " + ", ".join(f"{n} record(s) {w}" for w, n in why.items()) + " (see the rows above)"
-    return f"verdict: pass — no record slower beyond {cmp.policy.threshold:.0%}"
+    quality = f", no loss or accuracy worse beyond {100 * cmp.policy.quality_threshold:g}%" if _quality_rows(cmp) else ""
+    return f"verdict: pass — no record slower beyond {cmp.policy.threshold:.0%}{quality}"
+
+
+def _quality_rows(cmp: Comparison, rows: list[Row] | None = None) -> list[Row]:
+    return [r for r in (cmp.rows if rows is None else rows) if r.family == ids.Family.QUALITY]
+
+
+def _regressed(cmp: Comparison) -> str:
+    """'3 record(s) slower beyond 5%', '1 record(s) worse in quality (final_loss)', or both."""
+    quality = _quality_rows(cmp, cmp.regressions)
+    slower = len(cmp.regressions) - len(quality)
+    return ", ".join(([f"{slower} record(s) slower beyond {cmp.policy.threshold:.0%}"] if slower else [])
+                     + ([f"{len(quality)} record(s) worse in quality ({', '.join(sorted({r.metric for r in quality}))})"]
+                        if quality else []))
+
+
+def _named(r: Row) -> str:
+    """The record, and the quality figure when it is one (a record's time row is named by the record alone)."""
+    return f"{r.identity} [{r.metric}]" if r.family == ids.Family.QUALITY else r.identity
 
 
 def summary_line(cmp: Comparison) -> str:
@@ -317,7 +358,7 @@ def format_junit(cmp: Comparison) -> str:
     cases = []
     for r in cmp.rows:
         text = f"{r.metric} {r.baseline:.6g} -> {r.candidate:.6g} ({_pct(r.change)}, interval {_interval(r)})"
-        name = ("trainscope." + r.identity.split(" ")[0], r.identity)
+        name = ("trainscope." + r.identity.split(" ")[0], _named(r))
         if r.outcome == Outcome.REGRESSION:
             cases.append(Case(*name, junit.Outcome.FAILURE, f"{r.metric} {_pct(r.change)} ({r.baseline:.4g} -> "
                               f"{r.candidate:.4g})", f"{r.identity}: {text}", failure_type="regression"))

@@ -397,7 +397,7 @@ def test_train_records_that_differ_in_an_identity_option_are_not_paired(write_do
 def test_train_records_that_differ_only_in_their_label_or_seed_are_paired(write_doc):
     assert not option("train", "label").identity and not option("train", "seed").identity
     cmp = compare(*pair(write_doc, [train_run(label="base")], [train_run(label="candidate", seed=7)]))
-    assert [r.identity for r in cmp.rows] == ["train mlp tiny cuda bfloat16 1 rank(s) 8 items/step"]
+    assert [r.identity for r in cmp.rows if r.metric == "step_time_us"] == ["train mlp tiny cuda bfloat16 1 rank(s) 8 items/step"]
     assert cmp.only_in_baseline == cmp.only_in_candidate == []
 
 
@@ -405,7 +405,7 @@ def test_a_train_record_of_an_undescribed_config_pairs_only_with_its_own_version
     """A record that states no config_version (written before records stated it) has a config the readers do not read:
     it pairs with its like by the record's own fields, as compare paired them then, and not with a record of today's."""
     old = make_train(config={"timeout_s": 600.0, "optimizer": {"kind": "adamw"}}, step_samples_us=noisy(2000.0, 20.0, n=10))
-    assert len(compare(*pair(write_doc, [old], [dict(old, config={"optimizer": {"kind": "sgd"}})])).rows) == 1
+    assert len({r.identity for r in compare(*pair(write_doc, [old], [dict(old, config={"optimizer": {"kind": "sgd"}})])).rows}) == 1
     cmp = compare(*pair(write_doc, [old], [train_run()]))
     assert cmp.rows == [] and len(cmp.only_in_baseline) == len(cmp.only_in_candidate) == 1
 

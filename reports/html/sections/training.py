@@ -3,6 +3,7 @@ optimizer), throughput, achieved TFLOP/s and MFU, and for parallel runs each ran
 communication and the collectives the training issued."""
 from collections.abc import Callable
 
+from ...common import identity as ids
 from ...common.json_types import Block, Record
 from ...common.load import Result
 from ...common.memory import COLUMNS as MEMORY_COLUMNS, KINDS as MEMORY_KINDS, layout_name, memory_rows
@@ -191,14 +192,23 @@ def _summary_table(runs: list[TrainRun], name: Namer) -> Block:
             "rows": rows}
 
 
+QUALITY = [m for m in ids.METRICS["train"] if m.family == ids.Family.QUALITY]  # what compare judges besides time
+
+
 def _side_by_side(results: list[Result], runs: list[TrainRun]) -> list[Block]:
-    """Overlaid results: each training configuration's step time and throughput, a column per run."""
+    """Overlaid results: each training configuration's step time and throughput, and the quality figures compare
+    judges (final and held-out loss, accuracy), a column per run."""
     step: dict[tuple[str, ...], dict[str, float]] = {}
     rate: dict[tuple[str, ...], dict[str, float]] = {}
+    quality: dict[str, dict[tuple[str, ...], dict[str, float]]] = {m.name: {} for m in QUALITY}
     for r, x in runs:
+        key = (f"{x['model']} {x['preset']}", layout_name(x), x["backend"], x["precision"], x.get("step") or "-")
+        for m in QUALITY:
+            figure = ids.find(x, m.path)
+            if figure is not None:
+                quality[m.name].setdefault(key, {})[r.label] = figure
         if not x.get("step_time_us"):
             continue
-        key = (f"{x['model']} {x['preset']}", layout_name(x), x["backend"], x["precision"], x.get("step") or "-")
         step.setdefault(key, {})[r.label] = x["step_time_us"]["median"] / 1e3
         if x.get("throughput_per_s"):
             rate.setdefault(key, {})[r.label] = x["throughput_per_s"]
@@ -206,6 +216,7 @@ def _side_by_side(results: list[Result], runs: list[TrainRun]) -> list[Block]:
     labels = [r.label for r in results]
     tables = [side_by_side("Median step time (ms)", columns, labels, step, digits=3),
               side_by_side("Throughput (items/s)", columns, labels, rate, digits=1)]
+    tables += [side_by_side(m.label[0].upper() + m.label[1:], columns, labels, quality[m.name], digits=4) for m in QUALITY]
     return [t for t in tables if t]
 
 
