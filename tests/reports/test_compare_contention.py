@@ -45,7 +45,8 @@ def test_2x_slower_under_heavy_contention_on_both_sides_is_a_regression(tmp_path
     r = run_tool("compare", b, c)
     assert r.returncode == 1, r.stdout + r.stderr
     verdict = r.stdout.splitlines()[-1]
-    assert verdict.startswith("verdict: regression — ") and "; measured under contention: baseline: other processes used 88%" in verdict
+    assert verdict.startswith("verdict: regression — ")
+    assert "; measured under contention: baseline: other processes used 88%" in verdict
     rows = [line for line in r.stdout.splitlines() if line.startswith("regression")]
     assert len(rows) >= 30 and all("(under contention: interval x1.25 each way)" in line for line in rows)
 

@@ -75,7 +75,7 @@ def _busy_alerts(results: list[Result]) -> list[Block]:
         busy = busy_host_reasons(r, Policy())
         if busy:
             blocks.append({"kind": "alert", "text": (f"{r.label}: " if len(results) > 1 else "") + "Busy host: " + "; ".join(busy)
-                           + ": the run's times include the other work's (compare widens its intervals by what that may explain)"})
+                           + ": the run's times include the other work's (compare widens its intervals by it)"})
     return blocks
 
 
