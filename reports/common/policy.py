@@ -9,6 +9,7 @@ per-kind and per-metric overrides, from a TOML file and the command line (the co
     max_others_busy = 25     # % of the CPUs other processes may use before a run counts as contended
     max_load_per_cpu = 1.0   # the same from the load average, for results without that figure
     quality_threshold = 5    # a train record's loss or accuracy: relative change (a kind's threshold is for its times)
+    inconclusive = "fail"    # what an inconclusive record does to the exit code: pass (0) or fail (1); unset: 3
     [thresholds]             # per kind, or per kind.metric
     collective = 10
     "train.step_time_us" = 3
@@ -19,6 +20,7 @@ per-kind and per-metric overrides, from a TOML file and the command line (the co
 import math
 import tomllib
 from dataclasses import dataclass, field, replace
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,13 @@ PERCENT_KEYS = ("threshold", "max_cv", "confidence", "max_others_busy", "quality
 QUALITY_THRESHOLD = 0.05
 
 
+class Inconclusive(str, Enum):
+    """What an inconclusive comparison does to the exit code: a CI gate's choice, stated once (README's recipe)."""
+    UNDECIDED = "undecided"  # exit 3: the gate decides what "could not decide" means
+    PASS = "pass"            # exit 0: only a regression beyond doubt fails (a gate on a noisy machine)
+    FAIL = "fail"            # exit 1: a record that could not be shown to pass fails (a strict gate)
+
+
 @dataclass(frozen=True)
 class Policy:
     threshold: float = 0.05
@@ -49,6 +58,7 @@ class Policy:
     max_others_busy: float = 0.25
     max_load_per_cpu: float = 1.0
     quality_threshold: float = QUALITY_THRESHOLD
+    inconclusive: Inconclusive = Inconclusive.UNDECIDED
     thresholds: dict[str, float] = field(default_factory=dict)  # "kind" or "kind.metric" -> fraction
     max_cvs: dict[str, float] = field(default_factory=dict)
 
@@ -129,11 +139,16 @@ def apply(policy: Policy, settings: dict[str, Any], where: str = "settings") -> 
                 _check_key(f"{name}.{k}", k)
                 table[k] = number(f"{name}.{k}", v, 0, 100) / 100
             changes[key] = table
+        elif key == "inconclusive":
+            choices = [i.value for i in Inconclusive]
+            if value not in choices:
+                raise InputError(f"{name}: {value!r} is not one of {', '.join(choices)}")
+            changes[key] = Inconclusive(value)
         elif key in Policy.__dataclass_fields__:
             changes[key] = _scalar(key, name, value)
         else:
             raise InputError(f"{name}: unknown setting (threshold, max_cv, min_samples, confidence, max_others_busy, "
-                             "max_load_per_cpu, quality_threshold, [thresholds], [max_cvs])")
+                             "max_load_per_cpu, quality_threshold, inconclusive, [thresholds], [max_cvs])")
     return replace(policy, **changes)
 
 

@@ -7,14 +7,17 @@ the threshold t (policy.py):
 - improvement: the whole interval lies below 1 / (1 + t) (a pass, listed as such);
 - inconclusive: too few samples (an imported record, one average from another tool, always); either
   record noisier than the limit (robust cv); the interval reaching past 1 + t (the data cannot rule a
-  regression out); or either run measured under contention
-  (contention.py) — then nothing is decided, since a busy machine slows a run by any factor;
+  regression out); or a GPU throttled in either run (by an amount its telemetry does not record);
 - pass: none of these — the interval rules out a regression beyond t.
+Contention (other work on the machine, contention.py) widens the interval by the factor B it may have moved
+the ratio by, either way: [low / B, high x B] is what the rules above read. Contention alike on both sides
+widens it little, contention that differs a lot; it vetoes nothing the widened interval still settles (a 2x
+slowdown at 88% contention on both sides is a regression), and a row and the verdict it touched say so.
 A record whose interval lies wholly beyond the threshold is a regression however noisy it is: noise
 widens the interval, so a clear regression stays clear. The run's outcome is regression when any record
 regressed, else inconclusive when any record was or when a run did not finish (a crashed run's stream:
 what it never measured cannot pass), else pass. Records present on one side only are listed, never
-dropped silently.
+dropped silently. The exit code of an inconclusive outcome is the policy's choice (Policy.inconclusive).
 A train record's loss and accuracy are rows of their own (judge_quality, quality.py): a relative change against
 their own threshold, with no interval, since a fixed seed trains alike; contention does not touch them.
 """
@@ -36,7 +39,7 @@ from ..common.json_types import Record
 from ..common.junit import Case
 from ..common.load import Result
 from ..common.markdown import markdown_text
-from ..common.policy import Policy
+from ..common.policy import Inconclusive, Policy
 
 
 class Outcome(str, Enum):
@@ -78,6 +81,7 @@ class Row:
     samples: tuple[int, int] = (0, 0)
     others: list[MetricChange] = field(default_factory=list)
     family: ids.Family = ids.Family.SPEED
+    band: float = 1.0          # contention's factor the interval was widened by, either way (1: none)
 
 
 @dataclass
@@ -111,6 +115,11 @@ class Comparison:
 
     @property
     def exit_code(self) -> int:
+        if self.outcome == Outcome.INCONCLUSIVE:
+            if self.policy.inconclusive == Inconclusive.FAIL:
+                return EXIT_CODES[Outcome.REGRESSION]
+            if self.policy.inconclusive == Inconclusive.PASS and not self.incomplete:
+                return EXIT_CODES[Outcome.PASS]  # a run that did not finish is no record's verdict: it stays 3
         return EXIT_CODES[self.outcome]
 
 
@@ -125,10 +134,10 @@ def _index(records: list[Record]) -> dict[ids.Identity, Record]:
 
 
 def judge(kind: str, metric: ids.Metric, bases: list[Record], cands: list[Record], policy: Policy, name: str = "",
-          contended: bool = False) -> Row:
+          band: float = 1.0, throttled: bool = False) -> Row:
     """The outcome of one deciding metric: `bases` and `cands`, the records of this identity in each run of
-    the baseline and of the candidate (usually one each). `contended`: a run was measured under contention
-    (the comparison says by what, once)."""
+    the baseline and of the candidate (usually one each). `band`: the factor contention may have moved the
+    ratio by, either way (contention.band); `throttled`: a GPU throttled in a run (the comparison says where, once)."""
     base_runs: list[Run] = [(b.get(metric.samples) or [], b.get("trials", 1)) for b in bases]
     cand_runs: list[Run] = [(c.get(metric.samples) or [], c.get("trials", 1)) for c in cands]
     a = [x for s, _ in base_runs for x in s]
@@ -142,7 +151,7 @@ def judge(kind: str, metric: ids.Metric, bases: list[Record], cands: list[Record
     def row(outcome: Outcome, reason: str, change: float, low: float | None = None, high: float | None = None,
             cvs: tuple[float | None, float | None] = (None, None)) -> Row:
         return Row(name, kind, metric.name, metric.unit, outcome, reason, bv, cv, change, low, high, t, cvs[0], cvs[1],
-                   (len(a), len(z)))
+                   (len(a), len(z)), band=band)
 
     plain = ((cv / bv) ** sign - 1) if bv and cv and math.isfinite(bv) and math.isfinite(cv) else 0.0
     # An imported record (importers.py) is another tool's one average: a point value, whose change is shown but
@@ -164,19 +173,22 @@ def judge(kind: str, metric: ids.Metric, bases: list[Record], cands: list[Record
         return row(Outcome.INCONCLUSIVE, "figures too large to compare: their arithmetic overflows a double", 0.0)
     args = (ratio - 1, low - 1, high - 1, cvs)
     limit = policy.max_cv_for(kind, metric.name)
-    if contended:
-        return row(Outcome.INCONCLUSIVE, "contention", *args)
+    if throttled:
+        return row(Outcome.INCONCLUSIVE, "throttled GPU: by how much, its telemetry does not say", *args)
+    # What contention may have done to the ratio, either way, widens the interval the rules read.
+    low, high = low / band, high * band
+    contended = f"under contention: interval x{band:.2f} each way" if band > 1 else ""
     if low > 1 + t:
-        return row(Outcome.REGRESSION, "", *args)
+        return row(Outcome.REGRESSION, contended, *args)
     if high < 1 / (1 + t):
-        return row(Outcome.IMPROVEMENT, "", *args)
+        return row(Outcome.IMPROVEMENT, contended, *args)
     if max(cvs) > limit:
         side = "baseline" if cvs[0] >= cvs[1] else "candidate"
         return row(Outcome.INCONCLUSIVE, f"noisy: {side} cv {max(cvs):.1%} > {limit:.0%}", *args)
     if high > 1 + t:
-        why = f"wide interval: reaches {high - 1:+.1%}, cannot rule out a regression beyond {t:.0%}"
-        return row(Outcome.INCONCLUSIVE, why, *args)
-    return row(Outcome.PASS, "", *args)
+        why = (f"{contended}, reaches {high - 1:+.1%}" if contended else f"wide interval: reaches {high - 1:+.1%}")
+        return row(Outcome.INCONCLUSIVE, f"{why}, cannot rule out a regression beyond {t:.0%}", *args)
+    return row(Outcome.PASS, contended, *args)
 
 
 def _runs(results: Result | Sequence[Result]) -> list[Result]:
@@ -213,13 +225,15 @@ def compare(baselines: Result | Sequence[Result], candidates: Result | Sequence[
     reasons = [f"{side}{f' {n + 1}' if len(runs) > 1 else ''}: {r}"
                for side, runs in (("baseline", baselines), ("candidate", candidates))
                for n, res in enumerate(runs) for r in contention.reasons(res, policy)]
+    band = contention.band([contention.share(b, policy) for b in baselines], [contention.share(c, policy) for c in candidates])
+    throttled = any(map(contention.throttled, baselines + candidates))
     rows = []
     for key in base_keys & cand_keys:
         bases = [i[key] for i in base_idx if key in i]
         cands = [i[key] for i in cand_idx if key in i]
         metrics = ids.METRICS[key[0]]
         decider = next(m for m in metrics if m.decides and m.family == ids.Family.SPEED)
-        r = judge(key[0], decider, bases, cands, policy, ids.describe(key), bool(reasons))
+        r = judge(key[0], decider, bases, cands, policy, ids.describe(key), band, throttled)
         for m in metrics:
             if not m.decides:
                 ob, oc = median([ids.value(b, m) for b in bases]), median([ids.value(c, m) for c in cands])
@@ -263,7 +277,16 @@ def method_line(cmp: Comparison) -> str:
 def verdict_line(cmp: Comparison) -> str:
     """The run's outcome and why, in one line; a run that did not finish is named whatever the outcome."""
     unfinished = "; incomplete: " + "; ".join(cmp.incomplete) if cmp.incomplete else ""
-    return _outcome_line(cmp) + unfinished
+    contended = ("; measured under contention: " + "; ".join(cmp.contention)
+                 if cmp.contention and cmp.outcome != Outcome.INCONCLUSIVE else "")
+    return _outcome_line(cmp) + contended + unfinished + _exit_note(cmp)
+
+
+def _exit_note(cmp: Comparison) -> str:
+    """Where the policy turned an inconclusive outcome into a pass or a failure: said, with the option that did."""
+    if cmp.outcome != Outcome.INCONCLUSIVE or cmp.exit_code == EXIT_CODES[Outcome.INCONCLUSIVE]:
+        return ""
+    return f" (--inconclusive {cmp.policy.inconclusive.value}: exit {cmp.exit_code})"
 
 
 def _outcome_line(cmp: Comparison) -> str:
@@ -276,15 +299,15 @@ def _outcome_line(cmp: Comparison) -> str:
                   if cmp.candidate_runs == 1 and modest else "")
         return f"verdict: regression — {_regressed(cmp)}, worst {_named(worst)} {worst.change:+.1%}{caveat}"
     if o == Outcome.INCONCLUSIVE:
-        if cmp.contention:
-            return "verdict: inconclusive — measured under contention: " + "; ".join(cmp.contention)
+        contended = "measured under contention: " + "; ".join(cmp.contention) + "; " if cmp.contention else ""
         if not cmp.of(Outcome.INCONCLUSIVE):
-            return "verdict: inconclusive — a run did not finish, so what it did not measure cannot pass"
+            return f"verdict: inconclusive — {contended}a run did not finish, so what it did not measure cannot pass"
         why: dict[str, int] = {}
         for r in cmp.of(Outcome.INCONCLUSIVE):
-            kind = r.reason.split(":")[0]  # "noisy", "wide interval", "too few samples"
+            kind = r.reason.split(":")[0]  # "noisy", "wide interval", "under contention", "too few samples"
             why[kind] = why.get(kind, 0) + 1
-        return "verdict: inconclusive — " + ", ".join(f"{n} record(s) {w}" for w, n in why.items()) + " (see the rows above)"
+        return (f"verdict: inconclusive — {contended}" + ", ".join(f"{n} record(s) {w}" for w, n in why.items())
+                + " (see the rows above)")
     quality = f", no loss or accuracy worse beyond {100 * cmp.policy.quality_threshold:g}%" if _quality_rows(cmp) else ""
     return f"verdict: pass — no record slower beyond {cmp.policy.threshold:.0%}{quality}"
 
@@ -321,7 +344,7 @@ def format_table(cmp: Comparison) -> str:
     lines = [f"# trainscope compare: {cmp.baseline} -> {cmp.candidate}", method_line(cmp),
              f"{'outcome':<12} {'change':>8} {'interval':>18} {'baseline':>11} {'candidate':>11} {'cv b/c':>11}  record"]
     for r in cmp.rows:
-        why = f"  ({r.reason})" if r.reason and r.reason != "contention" else ""
+        why = f"  ({r.reason})" if r.reason else ""
         lines.append(f"{r.outcome.value:<12} {_pct(r.change):>8} {_interval(r):>18} {r.baseline:>11.4g} {r.candidate:>11.4g} "
                      f"{_cvs(r):>11}  {r.identity} [{r.metric}]{why}")
     for d in cmp.only_in_baseline:
@@ -354,7 +377,8 @@ def format_markdown(cmp: Comparison) -> str:
 
 
 def format_junit(cmp: Comparison) -> str:
-    """One test case per record: a failure per regression, skipped (with the reason) per inconclusive one."""
+    """One test case per record: a failure per regression, skipped (with the reason) per inconclusive one — a failure
+    too under `--inconclusive fail`, which fails the gate on it."""
     cases = []
     for r in cmp.rows:
         text = f"{r.metric} {r.baseline:.6g} -> {r.candidate:.6g} ({_pct(r.change)}, interval {_interval(r)})"
@@ -362,6 +386,9 @@ def format_junit(cmp: Comparison) -> str:
         if r.outcome == Outcome.REGRESSION:
             cases.append(Case(*name, junit.Outcome.FAILURE, f"{r.metric} {_pct(r.change)} ({r.baseline:.4g} -> "
                               f"{r.candidate:.4g})", f"{r.identity}: {text}", failure_type="regression"))
+        elif r.outcome == Outcome.INCONCLUSIVE and cmp.policy.inconclusive == Inconclusive.FAIL:
+            cases.append(Case(*name, junit.Outcome.FAILURE, f"inconclusive: {r.reason}", f"{r.identity}: {text}",
+                              failure_type="inconclusive"))
         elif r.outcome == Outcome.INCONCLUSIVE:
             cases.append(Case(*name, junit.Outcome.SKIPPED, f"inconclusive: {r.reason}", text))
         else:

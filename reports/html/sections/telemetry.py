@@ -4,7 +4,7 @@ time. A GPU whose clocks were held down under load (power cap, thermal or hardwa
 reports the reasons), or whose SM clock stayed well below its maximum while it was busy, is called out at
 the top, and the training and kernels sections say so beside their MFU and roofline fractions: every
 clock-dependent figure of that run is below what the GPU can do. So is a host that other work kept busy
-(contention.busy_host_reasons, the test `compare` refuses to decide by): every time that run measured may
+(contention.busy_host_reasons, the test by which `compare` widens its intervals): every time that run measured may
 include the other work's."""
 from typing import Any
 
@@ -68,14 +68,14 @@ def _clock_alerts(name: str, t: Record) -> list[Block]:
 
 
 def _busy_alerts(results: list[Result]) -> list[Block]:
-    """An alert per run measured on a host that other work kept busy, by the default limits `compare` refuses to
-    decide under (the same function): every time that run measured may include theirs."""
+    """An alert per run measured on a host that other work kept busy, by the default limits over which `compare`
+    widens its intervals (the same function): every time that run measured may include theirs."""
     blocks: list[Block] = []
     for r in results:
         busy = busy_host_reasons(r, Policy())
         if busy:
             blocks.append({"kind": "alert", "text": (f"{r.label}: " if len(results) > 1 else "") + "Busy host: " + "; ".join(busy)
-                           + ": the run's times include the other work's (compare calls them inconclusive)"})
+                           + ": the run's times include the other work's (compare widens its intervals by it)"})
     return blocks
 
 
