@@ -44,6 +44,10 @@ scripts/package.sh cpu >/dev/null
 # is the unit of work (--dist loadgroup, each test in its file's group (tests/conftest.py): its tests in order, its
 # module fixtures once), the README's chains one each; `long` files start first. The tests whose outcome timing
 # decides (marked `alone`: deadlines, which rank notices first) then run one at a time.
+# Python keeps the bytecode it compiles (tests/ and reports/ __pycache__, ignored by git): with
+# PYTHONDONTWRITEBYTECODE set, as some images set it, every pytest process compiled and rewrote the 92 test modules
+# again (1.5 s of CPU each).
+unset PYTHONDONTWRITEBYTECODE
 ts_stage test "== pytest: the command-line, report and README tests (about 7 min; 3 workers, each test named as it ends)"
 PY="$(ts_python "pytest, xdist, jsonschema")"
 TRAINSCOPE="$TS_BUILD/trainscope" "$PY" -m pytest -v -rs --durations=15 -p no:cacheprovider -n "${TS_PYTEST_WORKERS:-3}" --dist loadgroup \

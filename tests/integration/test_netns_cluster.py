@@ -12,9 +12,10 @@ import pytest
 
 from helpers import ROOT, Run, base_env, measurements, read_jsonl, trainscope_path
 
-# Timing decides (shaped links and links that go down, judged by the time they take):
-# these run alone, after the parallel part (tests/README.md).
-pytestmark = pytest.mark.alone
+# Timing decides the shaped link's tests, a link that goes down, and the A/B run under its --timeout: marked `alone`,
+# they run after the parallel part (tests/README.md); the cluster's inventory, a checked sweep, the transport each
+# pair took and the refusal of shared memory across hosts do not depend on time, and run in the parallel part (the
+# cluster is then made once in each part).
 
 CLUSTER = ROOT / "scripts" / "netns-cluster.sh"
 PREFIX = "tstest"  # not the README's "ts": a cluster a user made by hand survives the tests
@@ -98,6 +99,7 @@ def test_collectives_over_four_hosts_check_clean(hosts, tmp_path, validate):
         assert x["ranks"] == 4 and x["check"] == {"performed": True, "passed": True, "wrong": 0}, x
 
 
+@pytest.mark.alone
 def test_links_names_the_shaped_hosts_pairs_and_nothing_else(hosts, tmp_path, validate):
     # 64 KiB ping-pongs: a latency bound by bandwidth, so the capped link shows there too.
     out = tmp_path / "links.json"
@@ -134,6 +136,7 @@ def test_two_ranks_per_host_shared_memory_inside_tcp_between(hosts, tmp_path, va
     assert {(h, h) for h in hosts} <= pairs and len(pairs) == 8  # ranks 2i, 2i+1 share host i
 
 
+@pytest.mark.alone
 def test_transport_ab_over_four_hosts_of_two_ranks_shows_both(hosts, tmp_path, validate):
     """--transports re-launches itself under --launcher, which the launcher's environment carries to the cluster.
     shm is shared memory inside each host (TCP between them), tcp is TCP between every pair."""
@@ -186,6 +189,7 @@ def scale_points(tmp_path, name):
     return {p["ranks"]: p["efficiency"] for p in points}
 
 
+@pytest.mark.alone
 def test_scale_shows_the_drop_the_capped_link_causes(hosts, tmp_path):
     # scale starts its own mpirun: the launcher's environment (OMPI_MCA_*) carries the cluster to it.
     cluster("shape", SHAPED, "off")
@@ -198,6 +202,7 @@ def test_scale_shows_the_drop_the_capped_link_causes(hosts, tmp_path):
     assert capped[4] < 0.5 * free[4], (free, capped)
 
 
+@pytest.mark.alone
 @pytest.mark.parametrize("np,per_host", [(4, 1), (8, 2)], ids=["4x1", "4x2"])
 def test_a_host_whose_link_goes_down_ends_the_job_in_seconds_naming_it(hosts, tmp_path, np, per_host):
     """Runs last. Process 0 waits 2 x --timeout for its peers (4 s), asks every peer's liveness beacon (1 s), and
