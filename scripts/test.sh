@@ -48,10 +48,10 @@ scripts/package.sh cpu >/dev/null
 # PYTHONDONTWRITEBYTECODE set, as some images set it, every pytest process compiled and rewrote the 92 test modules
 # again (1.5 s of CPU each).
 unset PYTHONDONTWRITEBYTECODE
-ts_stage test "== pytest: the command-line, report and README tests (about 7 min; 3 workers, each test named as it ends)"
+ts_stage test "== pytest: the command-line, report and README tests (about 7.5 min; 3 workers, each test named as it ends)"
 PY="$(ts_python "pytest, xdist, jsonschema")"
 TRAINSCOPE="$TS_BUILD/trainscope" "$PY" -m pytest -v -rs --durations=15 -p no:cacheprovider -n "${TS_PYTEST_WORKERS:-3}" --dist loadgroup \
   -m "not alone" tests
-ts_stage test "== pytest: the tests timing decides, alone (about 3.5 min)"
+ts_stage test "== pytest: the tests timing decides, alone (about 3 min)"
 TRAINSCOPE="$TS_BUILD/trainscope" "$PY" -m pytest -v -rs --durations=5 -p no:cacheprovider -m alone tests
 ts_stage test "every check passed"
