@@ -42,6 +42,7 @@ import dataclasses
 import difflib
 import os
 import re
+import resource
 import shlex
 import shutil
 import socket
@@ -180,6 +181,13 @@ def missing_program(text: str) -> str | None:
     if program in ("for", "cd", "export") or "/" in program:  # shell words, and paths the run itself resolves
         return None
     return None if shutil.which(program) else program
+
+
+def children_cpu_s() -> float:
+    """CPU seconds used so far by the commands run (and waited for): what a command costs the machine, which the
+    README check's share of the test time is made of (its wall time grows with whatever else runs)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def run(text: str, cwd: Path, env: dict[str, str]) -> tuple[int, list[str]]:
@@ -356,10 +364,11 @@ def run_chain(lines: list[str], blocks: list[Block], name: str, env: dict[str, s
                 if missing := missing_program(cmd.text):
                     outcome.notes.append(f"{name}:{cmd.line + 1}: skipped: {missing} is not installed here")
                     continue
-                t0 = time.monotonic()
+                t0, cpu0 = time.monotonic(), children_cpu_s()
                 # `echo $?` is the previous command's status, which the checker has (each command runs a shell of its own)
                 rc, out = run(cmd.text, cwd, env) if cmd.text.strip() != "echo $?" else (0, [str(prev_rc)])
-                print(f"readme: {time.monotonic() - t0:6.1f} s  rc {rc}  {name}: {cmd.text[:100]}", file=sys.stderr, flush=True)
+                print(f"readme: {time.monotonic() - t0:6.1f} s  cpu {children_cpu_s() - cpu0:6.1f} s  rc {rc}  "
+                      f"{name} ({block.chain}): {cmd.text[:100]}", file=sys.stderr, flush=True)
                 check_command(lines, block, n, rc, out, outcome, write, name)
                 prev_rc = rc
                 outcome.ran += 1

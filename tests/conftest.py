@@ -2,7 +2,9 @@
 line) and reports/synthetic.py (synthetic documents)."""
 import json
 import os
+import resource
 import sys
+import time
 from pathlib import Path
 
 import jsonschema
@@ -59,3 +61,21 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """With TS_TEST_CPU_LOG=FILE, a line per test: the CPU seconds of the processes it started (and waited for), its
+    own, and its wall time. The parallel part of the suite is CPU-bound on 2 cores, so its time is cut where this
+    file says the CPU goes, not where a test merely waits (pytest's --durations mixes the two)."""
+    log = os.environ.get("TS_TEST_CPU_LOG")
+    if not log:
+        yield
+        return
+    before, own, wall = resource.getrusage(resource.RUSAGE_CHILDREN), resource.getrusage(resource.RUSAGE_SELF), time.monotonic()
+    yield
+    after, own_after = resource.getrusage(resource.RUSAGE_CHILDREN), resource.getrusage(resource.RUSAGE_SELF)
+    children = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    itself = own_after.ru_utime + own_after.ru_stime - own.ru_utime - own.ru_stime
+    with open(log, "a") as f:
+        f.write(f"{children:8.2f} {itself:8.2f} {time.monotonic() - wall:8.2f} {item.nodeid}\n")
