@@ -69,6 +69,17 @@ void addTimingAndOutputOptions(Table& t) {
   addWarmupFlag(t, opts, "Untimed iterations before timing each size");
   addItersFlag(t, opts);
   addTrialsFlag(t, opts);
+  t.add("--large-bytes",
+        "From this size on, time --large-iters iterations after --large-warmup (0 = never): large messages' "
+        "iterations are long and steady",
+        TS_FIELD(largeBytes), TextForm::kSize)
+      .notInIdentity(kSampleCount);
+  t.add("--large-iters", "Timed iterations per trial from --large-bytes on", TS_FIELD(opts.largeIters))
+      .range({1, kMaxCount})
+      .notInIdentity(kSampleCount);
+  t.add("--large-warmup", "Untimed iterations before timing a size from --large-bytes on", TS_FIELD(opts.largeWarmup))
+      .range({0, kMaxCount})
+      .notInIdentity(kUntimed);
   onUnknownChoice(t.add("--placement", "both, out (out-of-place only) or in (in-place only)", TS_FIELD(opts.placement)),
                   notOneOf<PlacementChoice>());
   onUnknownChoice(t.add("--mpi-reduce-scatter",

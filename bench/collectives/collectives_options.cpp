@@ -49,6 +49,7 @@ CollectivesOptions resolveCollectivesArgs(const CollectivesArgs& raw) {
   o.minBytes = parseBytes(raw.minBytes, "-b/--min-bytes");
   o.maxBytes = parseBytes(raw.maxBytes, "-e/--max-bytes");
   o.stepBytes = parseBytes(raw.stepBytes, "-i/--step-bytes");
+  o.largeBytes = parseBytes(raw.largeBytes, "--large-bytes");
   validate(o);
   return o;
 }
@@ -117,6 +118,11 @@ std::vector<CollectiveLayout> sweepLayouts(const Collective& c, const std::vecto
     out.push_back(lay);
   }
   return out;
+}
+
+IterationCounts iterationsAt(const CollectivesOptions& o, std::uint64_t bytes) {
+  if (o.largeBytes > 0 && bytes >= o.largeBytes) return {o.largeWarmup, o.largeIters};
+  return {o.warmup, o.iters};
 }
 
 void validate(const CollectivesOptions& o) {

@@ -34,6 +34,12 @@ struct CollectivesOptions {
   int warmup = 5;
   int iters = 20;
   int trials = 1;
+  // From this size on (0: never), largeIters timed iterations after largeWarmup untimed ones: a large message's
+  // iteration is long and steady, so fewer measure it as well (OSU's micro-benchmarks run a tenth of the
+  // iterations above 8 KiB), while a sweep's time goes to the large sizes.
+  std::uint64_t largeBytes = 0;
+  int largeIters = 5;
+  int largeWarmup = 2;
   PlacementChoice placement = PlacementChoice::kBoth;
   // reduce_scatter on the MPI backend: the MPI calls to measure (mpiReduceScatterCalls), each a section of its own.
   MpiReduceScatterChoice mpiReduceScatter = mpiReduceScatterChoiceOf(kDefaultMpiReduceScatter);
@@ -53,7 +59,7 @@ struct CollectivesOptions {
 struct CollectivesArgs {
   // text forms, resolved by resolveCollectivesArgs
   std::string device = "cuda", ops = "all", dtype = "float32", redop = "sum";
-  std::string minBytes = "8", maxBytes = "32M", stepBytes = "0";
+  std::string minBytes = "8", maxBytes = "32M", stepBytes = "0", largeBytes = "0";
   // The command line's variants: one run per transport, algorithm or protocol, started by `launcher`.
   std::string transports, algos, protos, launcher;
   CollectivesOptions opts;
@@ -78,6 +84,12 @@ std::vector<CollectiveLayout> sweepLayouts(const Collective& c, const std::vecto
 void fitOpsToBackend(CollectivesOptions& o, BackendKind backend);
 // Checks everything that does not need the world (sizes, counts, flags); UsageError naming the option.
 void validate(const CollectivesOptions& o);
+// The untimed and timed iterations of a size: --large-warmup and --large-iters from --large-bytes on, else
+// --warmup and --iters.
+struct IterationCounts {
+  int warmup = 0, iters = 0;
+};
+IterationCounts iterationsAt(const CollectivesOptions& o, std::uint64_t bytes);
 // The run's config: the options as given (`given`, under their suite keys) and, under "resolved", what resolving them
 // decided (the options the runner takes that differ from the text given: lists, sizes in bytes, auto choices).
 nlohmann::json toJson(const CollectivesOptions& o);

@@ -90,8 +90,12 @@ class CollectivesRun {
       std::printf("# trainscope collectives: backend %s, %d ranks (%d processes x %d), timer %s\n",
                   nameOf(comm_.backend()).data(), comm_.worldSize(), boot_.size(), comm_.localCount(),
                   nameOf(comm_.timer()).data());
-      std::printf("# warmup %d, %d iterations x %d trials, time = median of the slowest rank, check %s%s\n", o_.warmup, o_.iters,
-                  o_.trials, o_.check ? "on" : "off", o_.graph ? fmt::format(", CUDA graph of {} ops", o_.graph).c_str() : "");
+      const std::string large = o_.largeBytes ? fmt::format(" (from {} on: warmup {}, {} iterations)", formatBytes(o_.largeBytes),
+                                                            o_.largeWarmup, o_.largeIters)
+                                              : "";
+      std::printf("# warmup %d, %d iterations x %d trials%s, time = median of the slowest rank, check %s%s\n", o_.warmup,
+                  o_.iters, o_.trials, large.c_str(), o_.check ? "on" : "off",
+                  o_.graph ? fmt::format(", CUDA graph of {} ops", o_.graph).c_str() : "");
       if (comm_.worldSize() == 1) std::printf("%s", oneRankNotice().c_str());
       if (!o_.opsLeftOut.empty()) {
         std::string names;
@@ -244,16 +248,17 @@ class CollectivesRun {
     std::vector<double> us, hostUs;
   };
 
-  Timings timeIterations(const std::function<void()>& launch, const std::function<void()>& timedLaunch) {
+  Timings timeIterations(const IterationCounts& n, const std::function<void()>& launch,
+                         const std::function<void()>& timedLaunch) {
     Timings out;
     WatchdogScope guard(*watchdog_);
-    if (o_.warmup > 0) {
+    if (n.warmup > 0) {
       trace::Span warm("warm-up", trace::Role::kCommunication);
-      comm_.timeBatch(o_.warmup, o_.graph, launch);
+      comm_.timeBatch(n.warmup, o_.graph, launch);
     }
     for (int t = 0; t < o_.trials; ++t) {
       trace::Span trial("trial", trace::Role::kCommunication, t);
-      const TimedBatch b = comm_.timeBatch(o_.iters, o_.graph, timedLaunch);
+      const TimedBatch b = comm_.timeBatch(n.iters, o_.graph, timedLaunch);
       out.us.insert(out.us.end(), b.opUs.begin(), b.opUs.end());
       out.hostUs.push_back(b.hostUsPerOp);
     }
@@ -323,7 +328,8 @@ class CollectivesRun {
       WatchdogScope guard(*watchdog_);
       r.wrong = boot_.sum(static_cast<long long>(checkOnce(c, a, lay, inPlace, fault_, launch)));
     }
-    const OverProcesses over = slowestOverProcesses(timeIterations(launch, timedLaunch));
+    const IterationCounts counts = iterationsAt(o_, lay.bytes);
+    const OverProcesses over = slowestOverProcesses(timeIterations(counts, launch, timedLaunch));
     r.op = std::string(c.name());
     r.backend = comm_.backend();
     r.timer = comm_.timer();
@@ -337,7 +343,7 @@ class CollectivesRun {
     r.inPlace = inPlace;
     r.mpiReduceScatter = call;
     r.graph = o_.graph;
-    r.iters = o_.iters;
+    r.iters = counts.iters;
     r.trials = o_.trials;
     r.time = summarize(over.slowest.us);
     r.hostTime = summarize(over.slowest.hostUs);

@@ -296,3 +296,23 @@ def test_the_readme_benchmark_against_a_hand_timed_mpi_loop_runs(tmp_path):
     # The summary line is printed; its verdict is timing (no size here reaches 1 MiB, on purpose: a benchmark's
     # figures decide nothing in a test).
     assert "largest overhead at 1 MiB and above:" in r.stdout
+
+
+def test_sizes_from_large_bytes_on_take_the_large_counts_and_each_record_says_its_own(tmp_path, validate):
+    # OSU's practice (fewer iterations for large messages): the quick suite's sweep spent most of its time there.
+    out = tmp_path / "large.json"
+    r = run_trainscope(["collectives", "--backend", "mpi", "--ops", "all_reduce,all_gather", "-b", "1K", "-e", "64K", "-f", "4",
+                        "-n", "7", "--trials", "2", "--large-bytes", "16K", "--large-iters", "3", "--large-warmup", "1",
+                        "--json", out], np=2)
+    assert r.rc == 0, r.err
+    assert "# warmup 5, 7 iterations x 2 trials (from 16 KiB on: warmup 1, 3 iterations)," in r.out, r.out
+    doc = json.loads(out.read_text())
+    validate(doc)
+    records = measurements(doc)
+    assert {rec["bytes"] for rec in records} == {1024, 4096, 16384, 65536}
+    for rec in records:
+        iters = 3 if rec["bytes"] >= 16384 else 7
+        assert (rec["iters"], rec["trials"], len(rec["samples_us"])) == (iters, 2, 2 * iters), rec
+        assert rec["check"]["passed"]
+    config = doc["run"]["config"]
+    assert (config["large_bytes"], config["large_iters"], config["large_warmup"]) == ("16K", 3, 1)
