@@ -86,8 +86,8 @@ def _show(args: argparse.Namespace) -> int:
         raise InputError(f"--metric {args.metric}: not a metric the history tracks ({', '.join(known)})")
     found = series(args.db, metric=args.metric, match=args.match, machine=args.machine, branch=args.branch)
     if not found:
-        given = [f"{o} {v}" for o, v in (("--metric", args.metric), ("--match", args.match), ("--machine", args.machine),
-                                          ("--branch", args.branch)) if v is not None]
+        filters = (("--metric", args.metric), ("--match", args.match), ("--machine", args.machine), ("--branch", args.branch))
+        given = [f"{o} {v}" for o, v in filters if v is not None]
         raise InputError("no series in the history" + (f" matches {', '.join(given)}" if given else ""))
     sys.stdout.write(format_show(found, args.last))
     return 0

@@ -54,6 +54,6 @@ def read_export(path: str) -> list[Run]:
             validate_record(record, where)
             if ids.identity(record) is None:
                 raise InputError(f"{where}: a {record['kind']} record, which a history does not keep")
-        out.append(Run(**{**r, "records": tuple(r["records"])}))
+        fields: dict[str, Any] = {**r, "records": tuple(r["records"])}
+        out.append(Run(**fields))
     return out
-

@@ -42,7 +42,8 @@ class Server:
         self._run(str(self.bindir / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync",
                   "-E", "UTF8", "--locale", "C")
         options = f"-k {self.root} -c listen_addresses='' -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-        self._run(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-o", options, "-w", "-t", "60", "start")
+        self._run(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-o", options, "-w", "-t", "60",
+                  "start")
         return self
 
     def stop(self) -> None:
