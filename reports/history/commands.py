@@ -50,6 +50,11 @@ def add_parsers(sub: Any) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        import sqlalchemy  # noqa: F401  (the probe of bench/reports_commands.cpp asks for the other commands' modules only)
+    except ImportError:
+        raise InputError("trainscope history needs SQLAlchemy 1.4 (Debian: python3-sqlalchemy; python3-psycopg2 for "
+                         "PostgreSQL)") from None
     code: int = args.history_run(args)
     return code
 

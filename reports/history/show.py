@@ -12,7 +12,7 @@ def _value(x: float) -> str:
 def _line(p: Point) -> tuple[str, ...]:
     cv = f"{robust_cv(p.samples):.1%}" if len(p.samples) > 1 else "-"
     contention = "-" if p.contention is None else f"{p.contention:.0%}"
-    return (str(p.order), p.commit[:10], p.time[:16].replace("T", " "), _value(p.value), cv, str(len(p.samples)),
+    return (str(p.order), p.commit[:10], p.time[:19].replace("T", " "), _value(p.value), cv, str(len(p.samples)),
             contention)
 
 
