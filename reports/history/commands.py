@@ -20,7 +20,7 @@ def add_parsers(sub: Any) -> Any:
     subparsers, for `history check` (check.py's add_check_parser) to join."""
     h = sub.add_parser("history", help="every run kept in a database (SQLite or PostgreSQL): add runs, show a record's "
                        "series across commits, export/import a history")
-    hs = h.add_subparsers(dest="history_command", required=True, parser_class=type(h))
+    hs = h.add_subparsers(dest="history_command", metavar="COMMAND", required=True, parser_class=type(h))
     a = hs.add_parser("add", help="add result documents as runs of a commit (default: the CI's commit, else git's HEAD)")
     a.add_argument("results", nargs="+", metavar="RESULT", help="result documents (trainscope .json; runs that finished)")
     a.add_argument("--commit", help="the commit the runs are of (default: GITHUB_SHA, CI_COMMIT_SHA, BUILDKITE_COMMIT, "

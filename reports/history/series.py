@@ -42,3 +42,11 @@ def series(db: str | None = None, *, metric: str | None = None, match: str | Non
     from .store import open_store  # SQLAlchemy is imported by the history commands only
     with open_store(db, create=False) as store:
         return store.series(metric=metric, match=match, machine=machine, branch=branch)
+
+
+def commits(db: str | None = None, *, machine: str | None = None, branch: str | None = None) -> list[str]:
+    """The history's commits in order (under the same filters as series()): commits(...)[p.order] == p.commit, and
+    the commits between two orders of a series are those a record has no run at (what a bisect range spans)."""
+    from .store import open_store
+    with open_store(db, create=False) as store:
+        return store.commits(machine=machine, branch=branch)

@@ -136,18 +136,27 @@ class Store:
                 yield Run(r.sha256, r.commit, r.branch, r.machine, r.started_at, r.added_at, r.label, r.hosts, r.contention,
                           r.source, tuple(docs.get(r.id, ())))
 
-    def series(self, metric: str | None = None, match: str | None = None, machine: str | None = None,
-               branch: str | None = None) -> list[Series]:
-        """series.series() on this store."""
+    def commits(self, machine: str | None = None, branch: str | None = None) -> list[str]:
+        """series.commits() on this store."""
+        with self.engine.connect() as conn:
+            return list(_order(self._runs(conn, machine, branch)))
+
+    @staticmethod
+    def _runs(conn: Connection, machine: str | None, branch: str | None) -> dict[int, Any]:
+        """The runs on `machine` and `branch` (None: any) by id."""
         chosen = sa.select(runs.c.id, runs.c.commit, runs.c.machine, runs.c.started_at, runs.c.contention)
         if machine is not None:
             chosen = chosen.where(runs.c.machine == machine)
         if branch is not None:
             chosen = chosen.where(runs.c.branch == branch)
+        return {r.id: r for r in conn.execute(chosen)}
+
+    def series(self, metric: str | None = None, match: str | None = None, machine: str | None = None,
+               branch: str | None = None) -> list[Series]:
+        """series.series() on this store."""
         with self.engine.connect() as conn:
-            picked = {r.id: r for r in conn.execute(chosen)}
-            # A commit's place: when its first run (of those chosen) was added.
-            order = {c: i for i, c in enumerate(dict.fromkeys(picked[i].commit for i in sorted(picked)))}
+            picked = self._runs(conn, machine, branch)
+            order = _order(picked)
             rows = sa.select(records.c.run_id, records.c.kind, records.c.identity, records.c.key, records.c.doc)
             if match:
                 rows = rows.where(sa.func.lower(records.c.key).contains(match.lower(), autoescape=True))
@@ -172,6 +181,11 @@ class Store:
             points = tuple(p for p, _ in sorted(found[k], key=lambda x: (x[0].order, x[0].time, x[1])))
             out.append(Series(key, m.name, points, k[0], m.unit, m.family.value))
         return out
+
+
+def _order(picked: dict[int, Any]) -> dict[str, int]:
+    """Each commit's place: when its first run (of those picked) was added."""
+    return {c: i for i, c in enumerate(dict.fromkeys(picked[i].commit for i in sorted(picked)))}
 
 
 def _natural(text: str) -> tuple[tuple[int, int | str], ...]:

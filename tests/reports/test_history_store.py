@@ -14,7 +14,7 @@ from synthetic import make_doc, make_train, stats, telemetry
 from reports.__main__ import main
 from reports.common.load import load_result
 from reports.history import database, provenance
-from reports.history.series import series
+from reports.history.series import commits, series
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).resolve().parent / "data"
@@ -74,6 +74,8 @@ def test_runs_of_one_commit_share_its_order_and_filters_choose(db):
     assert [(p.commit[0], p.order) for p in s[0].points] == [("0", 0), ("1", 1), ("1", 1), ("2", 2), ("f", 3)]
     main_only = series(db, match="all_reduce mpi float32 sum 4096 B 2 ranks out", branch="main")[0]
     assert [p.order for p in main_only.points] == [0, 1, 1, 2]
+    assert commits(db) == [c * 40 for c in "012f"] and commits(db, branch="topic") == ["f" * 40]
+    assert all(commits(db)[p.order] == p.commit for p in s[0].points)
     assert series(db, machine="no-such-machine") == []
     assert series(db, metric="final_loss") == []  # no training in ci.toml
 
