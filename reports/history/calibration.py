@@ -115,18 +115,18 @@ def _hindsight(j: Judged, named: Sequence[int], effect: float) -> None:
     j.spurious += any(not _near(c, effect, 1) for c in named)
 
 
-def _ours(j: Judged, s: Series, effect: float, recent: int, online: bool) -> None:
+def _ours(j: Judged, s: Series, effect: float, recent: int, online: bool, penalty: float) -> None:
     prep = detect.prepare(s.points)
     assert prep is not None
-    _hindsight(j, [c.order for c in detect.fit_prepared(prep, COMMITS).changes
+    _hindsight(j, [c.order for c in detect.fit_prepared(prep, COMMITS, penalty).changes
                    if c.direction == detect.Direction.REGRESSION or effect == 0], effect)
     if effect == 0 and online:  # every commit is one check would have run on
-        j.false_alerts += sum(bool(detect.alerts(detect.fit_prepared(prep, k + 1), k, recent))
+        j.false_alerts += sum(bool(detect.alerts(detect.fit_prepared(prep, k + 1, penalty), k, recent))
                               for k in range(COMMITS))
         j.quiet_commits += COMMITS
     if effect != 0:
         for k in range(STEP_AT, COMMITS):
-            if detect.alerts(detect.fit_prepared(prep, k + 1), k, recent):
+            if detect.alerts(detect.fit_prepared(prep, k + 1, penalty), k, recent):
                 j.caught += 1
                 j.delays.append(k - STEP_AT)
                 break
@@ -157,7 +157,7 @@ def _asv(j: Judged, s: Series, effect: float) -> None:
 
 def run(doc: ResultDoc, siblings: Sequence[ResultDoc] = (), noise_levels: dict[str, float | None] | None = None,
         effects: Sequence[float] = EFFECTS, series: int = 50, seed: int = 1, online: bool = True,
-        detectors: Sequence[str] = DETECTORS, recent: int | None = None) -> list[Cell]:
+        detectors: Sequence[str] = DETECTORS, recent: int | None = None, penalty: float = detect.PENALTY) -> list[Cell]:
     """One Cell per (noise level, change). `siblings`: the other real runs of the same build, for the `runs` level
     (left out when there are none)."""
     from .check import RECENT
@@ -178,7 +178,7 @@ def run(doc: ResultDoc, siblings: Sequence[ResultDoc] = (), noise_levels: dict[s
                 for d, j in judged.items():
                     j.series += 1
                     if d == "trainscope":
-                        _ours(j, s, effect, recent, online)
+                        _ours(j, s, effect, recent, online, penalty)
                     elif d == "z-score 5":
                         _zscore(j, s, effect)
                     else:
@@ -254,7 +254,32 @@ def table(cells: list[Cell]) -> str:
     return "\n".join(lines)
 
 
-def document(cells: list[Cell], source: str, doc: ResultDoc, series: int, siblings: int) -> str:
+def summary(cells: list[Cell]) -> str:
+    """A markdown table: the goals' figures per detector, side by side, on the three noise levels."""
+    def cells_of(effect: float, noise: str | None = None) -> list[Cell]:
+        return [c for c in cells if c.effect == effect and c.noise != RUNS_LEVEL and noise in (None, c.noise)]
+
+    def share(effect: float, what: str, noise: str | None = None) -> str:
+        js = [c.judged[d] for c in cells_of(effect, noise)]
+        n = sum(j.series for j in js)
+        return f"{_rate(sum(getattr(j, what) for j in js), n):.0%}" if n else "-"
+
+    lines = ["| detector | false alerts, commit by commit | no-change series with a change named in hindsight | "
+             "2x at the exact commit | 5% at cv <= 2% within one commit | drifts found |", "|---|---:|---:|---:|---:|---:|"]
+    detectors = list(dict.fromkeys(d for c in cells for d in c.judged))
+    for d in detectors:
+        none = [c.judged[d] for c in cells_of(0.0)]
+        online = d != "asv"
+        lines.append(" | ".join([
+            f"| {d}", f"{sum(j.false_alerts for j in none)} of {sum(j.quiet_commits for j in none):,}" if online else "-",
+            f"{sum(j.spurious for j in none)} of {sum(j.series for j in none)}" if d != "z-score 5" else "-",
+            share(1.0, "exact"), share(0.05, "within_one", "low"), share(DRIFT, "exact" if d != "z-score 5" else "caught")])
+            + " |")
+    return "\n".join(lines)
+
+
+def document(cells: list[Cell], source: str, doc: ResultDoc, series: int, siblings: int,
+             penalty: float = detect.PENALTY) -> str:
     run_ = doc["run"]
     host = run_["hosts"][0]
     records = quiet_records(doc)
@@ -277,6 +302,9 @@ def document(cells: list[Cell], source: str, doc: ResultDoc, series: int, siblin
              + (f"; `runs` draws, at each commit, one of the record's {siblings} committed real runs before resampling it: "
                 "the offsets between real runs of one build, which resampling one run cannot show (beside the goals, "
                 "which are set on the other three)" if siblings else ""),
+             f"- our detector: detect.py with a penalty of {penalty:g} per change (a step must be {penalty ** 0.5:.1f} "
+             "standard errors" + (", the default that `history check` uses)" if penalty == detect.PENALTY else
+                                  f"; `history check` uses {detect.PENALTY:g})"),
              "- in hindsight: the whole series fitted at once. A drift counts as found when a regression is named at one "
              "of its commits. \"Something else named\": a series where a change was named away from the injected one "
              "(more than one commit off; with no change, anywhere)",
@@ -285,9 +313,33 @@ def document(cells: list[Cell], source: str, doc: ResultDoc, series: int, siblin
              f"those before the change) a failure is a false alert. The z-score judges each commit against up to "
              f"{rivals.LOOKBACK} before it and has no hindsight; asv has no per-commit mode (it refits the whole "
              f"series) and reports only changes above its default threshold of {rivals.ASV_THRESHOLD:.0%}",
-             "", table(cells), "", "Goals (our detector, on the `low`, `medium` and `high` series):", ""]
+             "", "The goals' figures, per detector, on the `low`, `medium` and `high` series (a z-score has no hindsight: "
+             "its 2x and 5% are its first alert at the change's commit, its drift any alert from the drift on):", "",
+             summary(cells), "", "Every cell:", "", table(cells), "",
+             "Goals (our detector, on the `low`, `medium` and `high` series):", ""]
     lines += [f"- {'met' if ok else 'MISSED'}: {text}" for text, ok in goals(cells)]
-    lines.append("")
+    lines += ["", "## How `history check` decides", "",
+              "Each record's metric on each machine is a series; detect.py fits it with levels that change only between "
+              "commits, in log space (a step is a ratio), each run weighed by the inverse of its variance: the run-to-run "
+              "noise estimated from the series itself (no run can show how far the next run of the same build lands), "
+              "what the run's own samples and trials add when they are noisier than its siblings', and its contention "
+              "(contention that differs from the series' usual widens by contention.py's factor per share; contention "
+              "every run had, much less). A change is kept when it explains more than a step of "
+              f"{detect.PENALTY ** 0.5:g} standard errors would; the newest commit alone may be a new level (a 2x "
+              "slowdown fails the commit that brought it) unless earlier runs already landed as far off and came back, "
+              f"or the history has fewer than {detect.ALONE_AFTER} commits: then the next commit confirms it. The check "
+              f"fails (exit 1) on a regression whose first commit is among the newest {RECENT} commits (`--recent`): "
+              "small steps on noisy records are named some commits after they came, as the table's last column shows, "
+              "and an old regression the team accepted stops failing by itself. A change is named at its first commit; "
+              "when the record has no run at the commits before it, or only runs under contention, the line gives the "
+              "range to bisect. A history of fewer than "
+              f"{detect.MIN_COMMITS} commits names nothing.", "",
+              "Reading the tables: `runs` is where a real CI machine lives; there the noise is the offsets between runs "
+              "of one build, a few distinct levels rather than a spread, and the figures are worse for every detector. "
+              "A z-score judges a commit by the spread of those before it: it sees small steps at once on quiet series, "
+              "and it alerts on the odd run that a quiet series throws now and then; asv's fit is robust, but its "
+              f"threshold ({rivals.ASV_THRESHOLD:.0%}) leaves smaller steps unreported and it has no commit-by-commit "
+              "mode.", ""]
     return "\n".join(lines)
 
 
@@ -298,20 +350,24 @@ def main(argv: Sequence[str] | None = None) -> int:
                    "quiet ci run; its siblings -2.json ... make the `runs` level)")
     p.add_argument("--series", type=int, default=50, help="series per noise level and change (default 50)")
     p.add_argument("--output", help="also write the markdown document here (docs/history-calibration.md)")
+    p.add_argument("--penalty", type=float, default=detect.PENALTY, help=f"our detector's penalty per change, in squared "
+                   f"standard errors (default {detect.PENALTY:g}: what `history check` uses; others to see what it buys)")
     args = p.parse_args(argv)
     try:
         if args.series < 1:
             raise InputError("--series must be at least 1")
+        if not 0 < args.penalty < float("inf"):
+            raise InputError("--penalty must be a positive number")
         result = load_result(args.result)
         path = Path(args.result)
         stem = path.name.rsplit("-", 1)[0] if path.name.rsplit("-", 1)[-1][:-5].isdigit() else None
         siblings = ([load_result(s).doc for s in sorted(path.parent.glob(f"{stem}-*.json")) if s.name != path.name]
                     if stem else [])
-        cells = run(result.doc, siblings, series=args.series)
+        cells = run(result.doc, siblings, series=args.series, penalty=args.penalty)
     except (InputError, ValueError) as e:
         print(f"calibrate-history: error: {e}", file=sys.stderr)
         return 2
-    text = document(cells, path.name, result.doc, args.series, len(siblings) + 1 if siblings else 0)
+    text = document(cells, path.name, result.doc, args.series, len(siblings) + 1 if siblings else 0, args.penalty)
     print(text)
     if args.output:
         Path(args.output).write_text(text)

@@ -25,14 +25,16 @@ partitioning of Jackson et al. 2005), with what only trainscope knows about each
   more than a step of PENALTY ** 0.5 = 6 standard errors would (the gain of splitting a segment is exactly the
   squared z of the step between its halves). Six, not the 3 of a single test: over a hundred commits every boundary
   is a candidate and `check` looks again at every commit; docs/history-calibration.md shows what it buys;
-- every segment but the newest has at least two commits, so one odd run in the middle of a history is noise, not
-  two changes; the newest may be one commit, so that the commit that makes things 2x slower is named at once.
+- every segment but the newest has at least two commits, and one of at most two commits between two levels that
+  agree is an excursion, not two changes (_without_excursions); the newest may be one commit, so that the commit
+  that makes things 2x slower is named at once, unless runs of the history have landed as far off before, or the
+  history is too short to know (_within_past_excursions, ALONE_AFTER): then a second commit confirms it.
 
 Each change names the first commit of the new level and the last commit with a run before it (the range to bisect
 when the record had no run at the commits in between, a gap in Point.order, or only runs under contention, which
-cannot say which side of the step they are on), its size as the ratio of the new
-level to the old with an interval, and whether that is a regression or an improvement (Point.lower_is_better).
-Deterministic: no random draws.
+cannot say which side of the step they are on), its size as the ratio of the new level to the old with a 99%
+interval (from the two segments' weights; the uncertainty of sigma itself is not in it), and whether that is a
+regression or an improvement (Point.lower_is_better). Deterministic: no random draws.
 """
 import math
 from collections.abc import Sequence
@@ -52,10 +54,11 @@ CONFIDENCE_Z = 2.5758      # the step's interval: 99%, as compare's
 CONTENTION_SIGMAS = 2.0    # contention's band (contention.py) taken as this many standard deviations
 MIN_NOISE = 0.001          # runs land at least 0.1% apart: a floor on sigma, for a series of identical values
 MEDIAN_SE = 1.2533         # the standard error of a median is sqrt(pi / 2) times that of a mean
-TRIM = 0.05               # of the differences between runs, the largest share left out of the noise's root mean square
-T_TAIL_Z = 3.0902           # the normal quantile at 0.1%, for few_differences
+TRIM = 0.05                # of the differences between runs, the largest share left out of the noise's root mean square
+T_TAIL_Z = 3.0902          # the normal quantile at 0.1%, for few_differences
 ALONE_AFTER = 10           # commits a history needs before its newest commit alone can be a new level (fit_prepared)
 MIN_COMMITS = 4            # a series shorter than this has no history to judge against
+MAX_COMMITS = 1000         # the newest commits fitted: the fit holds commits^2 sums (8 MB each at 1,000)
 
 Floats = npt.NDArray[np.float64]
 
@@ -268,8 +271,10 @@ def _without_excursions(cuts: list[int], w: Floats, wy: Floats, commits: int) ->
 
 
 def fit(series: Series, penalty: float = PENALTY) -> Fit:
-    """The changes of level in `series` (module docstring)."""
-    prepared = prepare(series.points)
+    """The changes of level in `series` (module docstring), over its newest MAX_COMMITS commits."""
+    commits = list(dict.fromkeys(p.commit for p in series.points))
+    kept = set(commits[-MAX_COMMITS:])
+    prepared = prepare([p for p in series.points if p.commit in kept])
     return fit_prepared(prepared, prepared.commits, penalty) if prepared else Fit((), MIN_NOISE, 0)
 
 

@@ -180,3 +180,15 @@ def test_in_a_short_history_the_newest_commit_alone_waits_for_a_second():
     assert detect.detect(make_series([100.0] * 6 + [200.0])) == []
     assert [c.commit for c in detect.detect(make_series([100.0] * 6 + [200.0] * 2))] == ["c006"]
     assert [c.commit for c in detect.detect(make_series([100.0] * 12 + [200.0]))] == ["c012"]
+
+
+def test_a_long_history_is_fitted_over_its_newest_commits(monkeypatch):
+    monkeypatch.setattr(detect, "MAX_COMMITS", 50)
+    # A 2x step at 10 (before the newest 50 commits) and a 1.5x one at 60: only the second is in reach.
+    s = make_series(step(10, 2.0, n=40) + step(20, 1.5, n=40, base=200.0))
+    assert [c.commit for c in detect.detect(s)] == ["c060"]
+
+
+def test_check_says_which_filters_matched_nothing(monkeypatch):
+    with pytest.raises(InputError, match="no series in the history to check matches --metric final_loss, --match x"):
+        run_check(monkeypatch, [], "--metric", "final_loss", "--match", "x")
