@@ -147,8 +147,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--recent {args.recent}: a count of commits, 1 or more")
     found = series(args.db, metric=args.metric, match=args.match, machine=args.machine, branch=args.branch)
     if not found:
-        given = [f"{o} {v}" for o, v in (("--metric", args.metric), ("--match", args.match), ("--machine", args.machine),
-                                          ("--branch", args.branch)) if v is not None]
+        filters = (("--metric", args.metric), ("--match", args.match), ("--machine", args.machine), ("--branch", args.branch))
+        given = [f"{o} {v}" for o, v in filters if v is not None]
         raise InputError("no series in the history to check" + (f" matches {', '.join(given)}" if given else ""))
     ch = check(found, args.recent)
     sys.stdout.write(format_console(ch))

@@ -57,6 +57,7 @@ MEDIAN_SE = 1.2533         # the standard error of a median is sqrt(pi / 2) time
 TRIM = 0.05                # of the differences between runs, the largest share left out of the noise's root mean square
 T_TAIL_Z = 3.0902          # the normal quantile at 0.1%, for few_differences
 ALONE_AFTER = 10           # commits a history needs before its newest commit alone can be a new level (fit_prepared)
+ZERO_AS = 0.001            # a value of 0 as this fraction of the series' smallest positive one (prepare)
 MIN_COMMITS = 4            # a series shorter than this has no history to judge against
 MAX_COMMITS = 1000         # the newest commits fitted: the fit holds commits^2 sums (8 MB each at 1,000)
 
@@ -163,11 +164,13 @@ class Prepared:
 
 
 def prepare(points: Sequence[Point]) -> Prepared | None:
-    """None for a series the fit cannot judge: no points, or a value that is not a positive number (a ratio
-    needs positive values)."""
+    """None for a series the fit cannot judge: no points, a value that is not a finite number, a negative one, or
+    none above 0 (a ratio needs positive values). A value of 0 (an accuracy of a model that learned nothing) is
+    taken as ZERO_AS of the smallest positive one: a step down to it is a step, named as one of -99.9%."""
     values = np.array([p.value for p in points], dtype=float)
-    if values.size == 0 or np.any(~np.isfinite(values)) or np.any(values <= 0):
+    if values.size == 0 or np.any(~np.isfinite(values)) or np.any(values < 0) or not np.any(values > 0):
         return None
+    values = np.where(values == 0, ZERO_AS * float(np.min(values[values > 0])), values)
     group = _groups(points)
     _, first = np.unique(group, return_index=True)
     sd, odd = contention_sd([p.contention for p in points])

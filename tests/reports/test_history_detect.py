@@ -122,11 +122,14 @@ def test_a_newest_run_no_farther_off_than_past_odd_runs_waits_for_a_second_commi
     assert [c.commit for c in detect.detect(make_series(levels[:-1] + [115.0, 115.0]))] == ["c059"]
 
 
-def test_non_positive_values_are_not_judged():
+def test_negative_values_are_not_judged_and_a_zero_accuracy_is_a_regression():
     s = make_series(step(40, 2.0))
-    s = Series(s.key, s.metric, tuple(Point(p.commit, p.order, p.time, (), -1.0 if i == 3 else p.value, None, True)
-                                      for i, p in enumerate(s.points)))
-    assert detect.detect(s) == []
+    negative = Series(s.key, s.metric, tuple(Point(p.commit, p.order, p.time, (), -1.0 if i == 3 else p.value, None, True)
+                                             for i, p in enumerate(s.points)))
+    assert detect.detect(negative) == []
+    accuracy = make_series([0.9] * 40 + [0.0] * 10, lower_is_better=False, metric="eval_accuracy")
+    c, = detect.detect(accuracy)
+    assert (c.commit, c.direction, c.percent[:6]) == ("c040", detect.Direction.REGRESSION, "-99.9%")
 
 
 # --- history check: exit codes and outputs, through its parser as the reports tool wires it
