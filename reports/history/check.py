@@ -4,10 +4,11 @@ Every series of the history (a record's metric on one machine; reports/history/s
 A regression whose first commit is among the newest RECENT commits of the history fails the check: that is a change
 the commits under test brought. Older ones are history (`history show` and the report draw them): a change is
 named in hindsight more surely than at once, so a gate that looked only at the newest commit would miss the
-regressions that one run cannot show (a 5% step at a cv of 15% is named some 7 commits after it came; the
-calibration, docs/history-calibration.md, measures how many), and a gate that looked at every commit ever would
-stay red after a regression the team accepted. RECENT = 10 covers the slowest catch the calibration saw on the
-issue's noise levels (9 commits) and lets an accepted regression's failure end by itself ten commits on;
+regressions that one run cannot show (small steps on noisy records are named some commits after they came: the
+calibration, docs/history-calibration.md, measures how many, in its last column), and a gate that looked at every
+commit ever would stay red after a regression the team accepted. RECENT = 10 holds the catches of the calibration's
+5% steps at a cv of 15% (the last of them ten commits after the step) while an accepted regression's failure ends
+by itself ten commits on; the steps named later than that are the price, shown as the ones check did not catch.
 `--recent` changes it.
 
 Exit codes: 0 no regression starts among the newest commits, 1 one does, 2 bad input (no history, no series).
