@@ -24,6 +24,7 @@ import argparse
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -91,14 +92,28 @@ class Judged:
     delays: list[int] = field(default_factory=list)  # commits from the change's first to check's first failure
 
 
+class Detector(str, Enum):
+    """The detectors judged side by side."""
+    OURS = "trainscope"
+    ZSCORE = "z-score 5"  # Conbench's default threshold (rivals.py)
+    ASV = "asv"
+
+    @property
+    def has_hindsight(self) -> bool:
+        """Whether it fits a whole series (a z-score judges each commit once, as it comes)."""
+        return self != Detector.ZSCORE
+
+    @property
+    def per_commit(self) -> bool:
+        """Whether it has a commit-by-commit mode, as CI runs it (asv refits the whole series)."""
+        return self != Detector.ASV
+
+
 @dataclass
 class Cell:
     noise: str
     effect: float
-    judged: dict[str, Judged]
-
-
-DETECTORS = ("trainscope", "z-score 5", "asv")
+    judged: dict[Detector, Judged]
 
 
 def _near(commit: int, effect: float, slack: int) -> bool:
@@ -157,7 +172,8 @@ def _asv(j: Judged, s: Series, effect: float) -> None:
 
 def run(doc: ResultDoc, siblings: Sequence[ResultDoc] = (), noise_levels: dict[str, float | None] | None = None,
         effects: Sequence[float] = EFFECTS, series: int = 50, seed: int = 1, online: bool = True,
-        detectors: Sequence[str] = DETECTORS, recent: int | None = None, penalty: float = detect.PENALTY) -> list[Cell]:
+        detectors: Sequence[Detector] = tuple(Detector), recent: int | None = None,
+        penalty: float = detect.PENALTY) -> list[Cell]:
     """One Cell per (noise level, change). `siblings`: the other real runs of the same build, for the `runs` level
     (left out when there are none)."""
     from .check import RECENT
@@ -177,9 +193,9 @@ def run(doc: ResultDoc, siblings: Sequence[ResultDoc] = (), noise_levels: dict[s
                 s = make_series(sources[i % len(sources)], effect, rng)
                 for d, j in judged.items():
                     j.series += 1
-                    if d == "trainscope":
+                    if d == Detector.OURS:
                         _ours(j, s, effect, recent, online, penalty)
-                    elif d == "z-score 5":
+                    elif d == Detector.ZSCORE:
                         _zscore(j, s, effect)
                     else:
                         _asv(j, s, effect)
@@ -203,7 +219,7 @@ def goals(cells: list[Cell], min_quiet: int = 5000) -> list[tuple[str, bool]]:
     """The issue's goals for our detector, on the three noise levels (not `runs`): no false alert in at least
     `min_quiet` no-change commits, every 2x named at its commit (in hindsight, and by check at once), >= 95% of 5%
     steps at cv <= 2% within one commit, every drift found."""
-    ours = [(c, c.judged["trainscope"]) for c in cells if c.noise != RUNS_LEVEL and "trainscope" in c.judged]
+    ours = [(c, c.judged[Detector.OURS]) for c in cells if c.noise != RUNS_LEVEL and Detector.OURS in c.judged]
     none = [j for c, j in ours if c.effect == 0]
     quiet = sum(j.quiet_commits for j in none)
     false = sum(j.false_alerts for j in none)
@@ -241,10 +257,10 @@ def table(cells: list[Cell]) -> str:
              "|---|---|---|---:|---:|---:|---:|---:|---:|"]
     for c in cells:
         for d, j in c.judged.items():
-            hind = d != "z-score 5" or c.effect == 0
-            online = d != "asv"
+            hind = d.has_hindsight or c.effect == 0
+            online = d.per_commit
             lines.append(" | ".join([
-                f"| {c.noise}", effect_name(c.effect), d,
+                f"| {c.noise}", effect_name(c.effect), d.value,
                 "-" if c.effect == 0 else f"{_rate(j.exact, j.series):.0%}",
                 "-" if c.effect == 0 else f"{_rate(j.within_one, j.series):.0%}",
                 f"{_rate(j.spurious, j.series):.0%}" if hind else "-",
@@ -269,11 +285,11 @@ def summary(cells: list[Cell]) -> str:
     detectors = list(dict.fromkeys(d for c in cells for d in c.judged))
     for d in detectors:
         none = [c.judged[d] for c in cells_of(0.0)]
-        online = d != "asv"
+        online = d.per_commit
         lines.append(" | ".join([
-            f"| {d}", f"{sum(j.false_alerts for j in none)} of {sum(j.quiet_commits for j in none):,}" if online else "-",
-            f"{sum(j.spurious for j in none)} of {sum(j.series for j in none)}" if d != "z-score 5" else "-",
-            share(1.0, "exact"), share(0.05, "within_one", "low"), share(DRIFT, "exact" if d != "z-score 5" else "caught")])
+            f"| {d.value}", f"{sum(j.false_alerts for j in none)} of {sum(j.quiet_commits for j in none):,}" if online else "-",
+            f"{sum(j.spurious for j in none)} of {sum(j.series for j in none)}" if d.has_hindsight else "-",
+            share(1.0, "exact"), share(0.05, "within_one", "low"), share(DRIFT, "exact" if d.has_hindsight else "caught")])
             + " |")
     return "\n".join(lines)
 

@@ -22,14 +22,14 @@ def real():
 
 def test_calibration_meets_its_goals_on_the_real_samples(real):
     # Ten series per cell (the document: 50): 3,000 no-change commits, each checked as CI would after it.
-    cells = calibration.run(real, effects=(0.0, 0.05, 1.0, calibration.DRIFT), series=10, detectors=("trainscope",))
+    cells = calibration.run(real, effects=(0.0, 0.05, 1.0, calibration.DRIFT), series=10, detectors=(calibration.Detector.OURS,))
     assert [text for text, ok in calibration.goals(cells, min_quiet=3000) if not ok] == []
 
 
 def test_calibration_goals_see_a_miss():
     # The goals are not a formality: a cell where a 2x was named one commit late fails the second.
     judged = calibration.Judged(series=1, exact=0, within_one=1, delays=[0])
-    cells = [calibration.Cell("low", 1.0, {"trainscope": judged})]
+    cells = [calibration.Cell("low", 1.0, {calibration.Detector.OURS: judged})]
     assert [ok for text, ok in calibration.goals(cells) if "2x" in text] == [False]
 
 
