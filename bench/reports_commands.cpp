@@ -120,7 +120,8 @@ Subcommand compareSubcommand() {
 Subcommand historySubcommand() {
   return pythonTool("history",
                     "Every run kept in a database (SQLite file, or PostgreSQL): history add RESULT... [--commit SHA] [--db "
-                    "URL], show (a record's series across commits), export -o FILE, import FILE");
+                    "URL], show (a record's series across commits), check (exit 1 when the newest commits start a "
+                    "regression), export -o FILE, import FILE");
 }
 
 }  // namespace ts

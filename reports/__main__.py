@@ -29,7 +29,7 @@ from .accept.rules import Rules, default_for as default_rules, from_toml as rule
 from .common.policy import Inconclusive, Policy, apply as apply_policy, from_toml, parse_override
 from .common.memory import memory_text
 from .common.terminal import Escaping, printable
-from .history import commands as history
+from .history import check as history_check, commands as history
 
 
 class _Parser(argparse.ArgumentParser):
@@ -121,7 +121,7 @@ def _parser() -> argparse.ArgumentParser:
                    "kernel's roofline fraction where its name matches one measured op and shape")
     a.add_argument("--check-kernel-coverage", type=float, metavar="PCT", help="exit 1 when, on some rank, the device's busy time "
                    "(union of its kernel spans) is more than PCT percent off the step (median over steps)")
-    history.add_parsers(sub)
+    history_check.add_check_parser(history.add_parsers(sub), history.DB_HELP)
     return p
 
 
