@@ -9,7 +9,7 @@ const std::vector<Subcommand>& subcommands() {
   static const std::vector<Subcommand> all = {
       envSubcommand(),        linksSubcommand(),  collectivesSubcommand(), kernelsSubcommand(), trainSubcommand(),
       checkpointSubcommand(), scaleSubcommand(),  suiteSubcommand(),       reportSubcommand(),  compareSubcommand(),
-      analyzeSubcommand(),    exportSubcommand(), importSubcommand(),      acceptSubcommand(),
+      analyzeSubcommand(),    exportSubcommand(), importSubcommand(),      acceptSubcommand(),  historySubcommand(),
   };
   return all;
 }

@@ -39,13 +39,14 @@ Subcommand trainSubcommand();
 Subcommand checkpointSubcommand();  // train/checkpoint_command.cpp: consolidate
 Subcommand scaleSubcommand();       // spawns `train` at each rank count
 Subcommand suiteSubcommand();
-// reports_commands.cpp: the Python tool in reports/ (report, compare, analyze, export, accept).
+// reports_commands.cpp: the Python tool in reports/ (report, compare, analyze, export, import, accept, history).
 Subcommand reportSubcommand();
 Subcommand compareSubcommand();
 Subcommand analyzeSubcommand();
 Subcommand exportSubcommand();
 Subcommand importSubcommand();
 Subcommand acceptSubcommand();
+Subcommand historySubcommand();
 
 // A subcommand's table on its CLI::App: the options, and the action built by `run` from the filled struct.
 template <class Opts>

@@ -1,4 +1,4 @@
-// `trainscope report`, `compare`, `analyze`, `export`, `import` and `accept`: the Python tool in reports/, started
+// `trainscope report`, `compare`, `analyze`, `export`, `import`, `accept` and `history`: the Python tool in reports/, started
 // with a python3 that has Debian's matplotlib, jinja2 and jsonschema. Arguments pass through untouched; its exit code is ours.
 //
 // The tool reads files from anywhere (a result mailed by someone else, a shared results folder), so it runs isolated
@@ -115,6 +115,13 @@ Subcommand compareSubcommand() {
   return pythonTool("compare",
                     "Compare a candidate result with a baseline, with an interval per record: compare BASELINE CANDIDATE (exit 0 "
                     "pass, 1 regression, 2 bad input, 3 inconclusive)");
+}
+
+Subcommand historySubcommand() {
+  return pythonTool("history",
+                    "Every run kept in a database (SQLite file, or PostgreSQL): history add RESULT... [--commit SHA] [--db "
+                    "URL], show (a record's series across commits), check (exit 1 when the newest commits start a "
+                    "regression), export -o FILE, import FILE");
 }
 
 }  // namespace ts

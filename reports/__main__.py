@@ -29,6 +29,7 @@ from .accept.rules import Rules, default_for as default_rules, from_toml as rule
 from .common.policy import Inconclusive, Policy, apply as apply_policy, from_toml, parse_override
 from .common.memory import memory_text
 from .common.terminal import Escaping, printable
+from .history import check as history_check, commands as history
 
 
 class _Parser(argparse.ArgumentParser):
@@ -120,6 +121,7 @@ def _parser() -> argparse.ArgumentParser:
                    "kernel's roofline fraction where its name matches one measured op and shape")
     a.add_argument("--check-kernel-coverage", type=float, metavar="PCT", help="exit 1 when, on some rank, the device's busy time "
                    "(union of its kernel spans) is more than PCT percent off the step (median over steps)")
+    history_check.add_check_parser(history.add_parsers(sub), history.DB_HELP)
     return p
 
 
@@ -315,7 +317,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not _data_on_stdout(args):
             sys.stdout = cast(TextIO, Escaping(out))
         return {"report": _report, "compare": _compare, "analyze": _analyze, "memory": _memory,
-                "export": _export, "import": _import, "accept": _accept}[args.command](args)
+                "export": _export, "import": _import, "accept": _accept, "history": history.run}[args.command](args)
     except InputError as e:
         print(f"trainscope: error: {printable(str(e), one_line=True)}", file=sys.stderr)
         return 2

@@ -16,7 +16,7 @@ from reports.common.option_facts import python_tools
 DATA = ROOT / "tests" / "reports" / "data"
 # Modules every subcommand imports after start-up (not those Python has loaded before the path is set), and the
 # ones the binary's probe imports: each, if run, leaves a marker file named after itself.
-PLANTED = ("signal", "json", "argparse", "math", "jinja2", "jsonschema", "matplotlib", "numpy", "tomllib")
+PLANTED = ("signal", "json", "argparse", "math", "jinja2", "jsonschema", "matplotlib", "numpy", "tomllib", "sqlalchemy")
 
 
 def plant(folder, markers):
@@ -43,6 +43,7 @@ def invocation(command, inputs, out):
         "analyze": (["analyze", inputs / "trace"], {0}),
         # an absolute floor no measured bandwidth is under: accept judges the host (PASS), it does not stop at "nothing judged"
         "accept": (["accept", inputs / "r.json", "--rules", inputs / "rules.toml"], {0}),
+        "history": (["history", "add", inputs / "r.json", "--commit", "c", "--db", out / "h.sqlite"], {0}),
     }
     assert command in runs, f"the Python tool {command} has no invocation in this test"
     return runs[command]

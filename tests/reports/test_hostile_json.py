@@ -52,7 +52,8 @@ HOSTILE = {
 
 
 @pytest.mark.parametrize("case", HOSTILE)
-@pytest.mark.parametrize("command", ["report", "compare", "export", "memory", "accept", "analyze --kernels-result"])
+@pytest.mark.parametrize("command", ["report", "compare", "export", "memory", "accept", "analyze --kernels-result",
+                                     "history add"])
 def test_a_hostile_result_is_one_line_and_exit_2(tmp_path, capsys, case, command):
     make, says = HOSTILE[case]
     bad = tmp_path / "bad.json"
@@ -60,11 +61,12 @@ def test_a_hostile_result_is_one_line_and_exit_2(tmp_path, capsys, case, command
     args = {"report": ["report", bad, "-o", tmp_path / "rep"], "compare": ["compare", bad, bad],
             "export": ["export", bad, "--format", "csv"], "memory": ["memory", bad],
             "accept": ["accept", bad, "--rules", ROOT / "bench" / "suites" / "rules" / "quick.toml"],
-            "analyze --kernels-result": ["analyze", DATA / "kineto-gpu", "--kernels-result", bad]}[command]
+            "analyze --kernels-result": ["analyze", DATA / "kineto-gpu", "--kernels-result", bad],
+            "history add": ["history", "add", bad, "--commit", "c", "--db", tmp_path / "h.sqlite"]}[command]
     assert main([str(a) for a in args]) == 2
     err = one_error(capsys)
     assert f"{bad}: " in err and says in err, err
-    assert not (tmp_path / "rep").exists()
+    assert not (tmp_path / "rep").exists() and not (tmp_path / "h.sqlite").exists()
 
 
 def stream_lines():
