@@ -7,8 +7,11 @@
 #include <dlfcn.h>
 
 #include <mutex>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace ts::cuda {
 namespace {
@@ -67,15 +70,15 @@ const Library& library() {
       lib.why = fmt::format("cannot load cuBLASLt ({}): {}", file, err ? err : "dlopen failed");
       return;
     }
-    std::string missing;
+    std::vector<std::string_view> missing;
 #define TS_CUBLASLT_LOOKUP(ret, name, params, args, absent)               \
   lib.name = reinterpret_cast<decltype(&::name)>(::dlsym(handle, #name)); \
-  if (!lib.name) missing += std::string(missing.empty() ? "" : ", ") + #name;
+  if (!lib.name) missing.push_back(#name);
     TS_CUBLASLT_ENTRY_POINTS(TS_CUBLASLT_LOOKUP)
 #undef TS_CUBLASLT_LOOKUP
     lib.statusString = reinterpret_cast<decltype(&::cublasLtGetStatusString)>(::dlsym(handle, "cublasLtGetStatusString"));
-    if (!lib.statusString) missing += std::string(missing.empty() ? "" : ", ") + "cublasLtGetStatusString";
-    if (!missing.empty()) lib.why = fmt::format("{} lacks {} (another cuBLAS version?)", file, missing);
+    if (!lib.statusString) missing.push_back("cublasLtGetStatusString");
+    if (!missing.empty()) lib.why = fmt::format("{} lacks {} (another cuBLAS version?)", file, fmt::join(missing, ", "));
   });
   return lib;
 }

@@ -520,7 +520,8 @@ TEST(Checkpoint, ReadingOneTensorReadsTheHeaderAndThatPieceOnly) {
   std::size_t momentAt = 0, momentBytes = 0;
   {
     const SafetensorsFile f = SafetensorsFile::open(rankFile.string());
-    momentAt = static_cast<std::size_t>(static_cast<const std::uint8_t*>(f.find("fc.weight.exp_avg")->data) - f.fileBytes().data());
+    momentAt =
+        static_cast<std::size_t>(static_cast<const std::uint8_t*>(f.find("fc.weight.exp_avg")->data) - f.fileBytes().data());
     momentBytes = f.find("fc.weight.exp_avg")->bytes();
   }
   std::fill_n(bytes.begin() + static_cast<std::ptrdiff_t>(momentAt), momentBytes, std::uint8_t{0xff});  // NaNs, same size
@@ -534,8 +535,11 @@ TEST(Checkpoint, ReadingOneTensorReadsTheHeaderAndThatPieceOnly) {
   EXPECT_EQ(c.bytesRead(), 8 + header + 3 * sizeof(float));
   EXPECT_EQ(readAll(c, "fc.weight", Region::whole({3, 4})), saved.w);
   EXPECT_EQ(c.bytesRead(), 8 + header + 15 * sizeof(float)) << "the header is read once";
-  EXPECT_EQ(usageError([&] { readAll(c, "fc.weight.exp_avg", Region::whole({3, 4})); }),
-            "checkpoint " + c.directory() + ": rank-00000.safetensors: fc.weight.exp_avg does not hash to what was saved: corrupt");
+  EXPECT_EQ(
+      usageError([&] {
+        readAll(c, "fc.weight.exp_avg", Region::whole({3, 4}));
+      }),
+      "checkpoint " + c.directory() + ": rank-00000.safetensors: fc.weight.exp_avg does not hash to what was saved: corrupt");
   fs::remove_all(dir);
 }
 

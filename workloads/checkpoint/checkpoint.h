@@ -21,11 +21,10 @@
 // Saving: rank 0 makes a hidden DIR/.step-N.partial-PID that every rank writes its file into and syncs;
 // rank 0 then writes the index, syncs, renames the directory to step-N and only then points `latest` at it.
 // A crash at any moment leaves `latest` naming the previous complete checkpoint (or absent), never a
-// half-written one; a file damaged later is caught by its size, its header's checks and the hash of each piece read. The directory
-// must be one every rank sees (a shared filesystem, as for torch.distributed.checkpoint): rank 0 checks
-// that every rank's file is there before publishing.
-// Data needs no state of its own: a batch is a pure function of its step (data_source.h), so the data
-// position is the step, and the index keeps the data's identity to check it is the same on resume.
+// half-written one; a file damaged later is caught by its size, its header's checks and the hash of each piece read. The
+// directory must be one every rank sees (a shared filesystem, as for torch.distributed.checkpoint): rank 0 checks that every
+// rank's file is there before publishing. Data needs no state of its own: a batch is a pure function of its step (data_source.h),
+// so the data position is the step, and the index keeps the data's identity to check it is the same on resume.
 #include <cstdint>
 #include <functional>
 #include <map>

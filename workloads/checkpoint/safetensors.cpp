@@ -305,7 +305,8 @@ const TensorView* SafetensorsReader::find(std::string_view name) const {
 
 void SafetensorsReader::read(const TensorView& t, void* into) const {
   const auto at = static_cast<std::size_t>(&t - tensors_.data());
-  if (at >= tensors_.size()) throw Error(fmt::format("{}: internal: tensor '{}' is not one of this file's", file_.path(), t.name));
+  if (at >= tensors_.size())
+    throw Error(fmt::format("{}: internal: tensor '{}' is not one of this file's", file_.path(), t.name));
   file_.readAt(dataStart_ + begins_[at], into, t.bytes());
 }
 
