@@ -85,7 +85,14 @@ const Library& library() {
 
 }  // namespace
 
-std::string cublasLtFileName() { return fmt::format("libcublasLt.so.{}", CUBLAS_VER_MAJOR); }
+// kernels/CMakeLists.txt states the file's name once, for this and for the scripts (loaded-later.txt); it must be
+// the major version of the headers compiled against.
+#define TS_CUBLASLT_TEXT(x) #x
+#define TS_CUBLASLT_MAJOR_TEXT(x) TS_CUBLASLT_TEXT(x)
+static_assert(std::string_view(TS_CUBLASLT_SONAME) == "libcublasLt.so." TS_CUBLASLT_MAJOR_TEXT(CUBLAS_VER_MAJOR),
+              "kernels/CMakeLists.txt's TS_CUBLASLT_SONAME is not the SONAME of these cuBLAS headers");
+
+std::string cublasLtFileName() { return TS_CUBLASLT_SONAME; }
 
 bool cublasLtAvailable(std::string* why) {
   const Library& lib = library();

@@ -63,7 +63,8 @@ def test_each_defect_is_named_and_fails(tmp_path):
 
 
 def test_the_mended_tree_passes_and_a_header_its_source_includes_first_is_not_compiled_again(tmp_path):
-    mended = dict(BROKEN, **{"b.h": "#pragma once\n", "c.h": '#pragma once\n#include <string>\ninline std::string c() { return "c"; }\n',
+    mended = dict(BROKEN, **{"b.h": "#pragma once\n",
+                             "c.h": '#pragma once\n#include <string>\ninline std::string c() { return "c"; }\n',
                              "d.h": "#pragma once\ninline int d() { return 4; }\n"})
     build = tree(tmp_path, mended)
     p = check(tmp_path, build)
