@@ -121,31 +121,35 @@ void syncDirectory(const std::string& dir) {
   ::close(dfd);
 }
 
+namespace {
+// keepAside's work in its folder, already open (dirFd): "" when nothing is at the name.
+std::string keepAsideIn(int dirFd, const Place& place, const std::string& path) {
+  struct stat st {};
+  if (::fstatat(dirFd, place.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return "";
+  refuseNonRegular(dirFd, place.name, path);
+  constexpr int kMostKept = 1000;
+  for (int n = 1; n <= kMostKept; ++n) {
+    const std::string aside = fmt::format("{}.{}", place.name, n);
+    if (renameNoReplace(dirFd, place.name, aside)) {
+      ::fsync(dirFd);
+      const std::string kept = fmt::format("{}.{}", path, n);
+      std::fprintf(stderr, "trainscope: note: kept the earlier %s as %s\n", path.c_str(), kept.c_str());
+      return kept;
+    }
+    if (errno != EEXIST) throw Error(fmt::format("cannot keep the earlier {} aside: {}", path, std::strerror(errno)));
+  }
+  throw Error(fmt::format("cannot keep the earlier {} aside: {}.1 to {}.{} are all taken", path, path, path, kMostKept));
+}
+}  // namespace
+
 std::string keepAside(const std::string& path) {
   const Place place = placeOf(path);
-  int dirFd = -1;
+  if (::access(place.dir.c_str(), F_OK) != 0) return "";  // no folder, so no earlier file
+  int dirFd = openFolder(place, path);
   try {
-    if (::access(place.dir.c_str(), F_OK) != 0) return "";  // no folder, so no earlier file
-    dirFd = openFolder(place, path);
-    struct stat st {};
-    if (::fstatat(dirFd, place.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      closeFd(dirFd);
-      return "";
-    }
-    refuseNonRegular(dirFd, place.name, path);
-    constexpr int kMostKept = 1000;
-    for (int n = 1; n <= kMostKept; ++n) {
-      const std::string aside = fmt::format("{}.{}", place.name, n);
-      if (renameNoReplace(dirFd, place.name, aside)) {
-        ::fsync(dirFd);
-        closeFd(dirFd);
-        const std::string kept = fmt::format("{}.{}", path, n);
-        std::fprintf(stderr, "trainscope: note: kept the earlier %s as %s\n", path.c_str(), kept.c_str());
-        return kept;
-      }
-      if (errno != EEXIST) throw Error(fmt::format("cannot keep the earlier {} aside: {}", path, std::strerror(errno)));
-    }
-    throw Error(fmt::format("cannot keep the earlier {} aside: {}.1 to {}.{} are all taken", path, path, path, kMostKept));
+    std::string kept = keepAsideIn(dirFd, place, path);
+    closeFd(dirFd);
+    return kept;
   } catch (...) {
     closeFd(dirFd);
     throw;
@@ -235,9 +239,16 @@ void writeFileAtomically(const std::string& path, std::string_view bytes) {
 StreamFile::StreamFile(std::string path) : path_(std::move(path)) {
   const Place place = placeOf(path_);
   name_ = place.name;
-  keepAside(path_);
   createParentDirectories(path_);
+  // One open of the folder for both steps: opened twice, its name could lead elsewhere the second time (a link
+  // swapped), the earlier file kept aside in one folder and the stream made in another.
   dirFd_ = openFolder(place, path_);
+  try {
+    keepAsideIn(dirFd_, place, path_);
+  } catch (...) {
+    closeFd(dirFd_);
+    throw;
+  }
   fd_ = ::openat(dirFd_, name_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0644);
   if (fd_ < 0) {
     const int err = errno;

@@ -8,9 +8,12 @@
 #include <algorithm>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
 
 #include "base/enum_names.h"
@@ -54,11 +57,11 @@ OptionDecl<Opts>& onUnknownChoice(OptionDecl<Opts>& d, UnknownChoice<E> unknown)
 // "--model: unknown model 'rnn' (mlp, cnn, transformer)": `what` and the canonical names.
 template <NamedEnum E>
 UnknownChoice<E> unknownChoice(std::string what) {
-  std::string names;
+  std::vector<std::string_view> names;
   for (const auto& [name, e] : EnumNames<E>::kNames)
-    if (nameOf(e) == name) names += (names.empty() ? "" : ", ") + std::string(name);
+    if (nameOf(e) == name) names.push_back(name);
   return {[what, names](const std::string& flag, const std::string& value) {
-    return fmt::format("{}: unknown {} '{}' ({})", flag, what, value, names);
+    return fmt::format("{}: unknown {} '{}' ({})", flag, what, value, fmt::join(names, ", "));
   }};
 }
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/error.h"
 #include "trainscope/build_info.h"
@@ -41,9 +42,9 @@ std::optional<fs::path> dataHome() {
 }
 
 std::string dataHomeCandidates() {
-  std::string out;
-  for (const fs::path& c : candidates()) out += (out.empty() ? "" : ", ") + c.string();
-  return out;
+  std::vector<std::string> paths;
+  for (const fs::path& c : candidates()) paths.push_back(c.string());
+  return fmt::format("{}", fmt::join(paths, ", "));
 }
 
 std::string resolveSuite(const std::string& nameOrPath) {
@@ -53,11 +54,11 @@ std::string resolveSuite(const std::string& nameOrPath) {
   if (!dir) return nameOrPath;
   const std::string file = nameOrPath.ends_with(".toml") ? nameOrPath : nameOrPath + ".toml";
   if (fs::is_regular_file(*dir / file)) return (*dir / file).string();
-  std::string shipped;
+  std::vector<std::string> shipped;
   for (const auto& e : fs::directory_iterator(*dir, ec))
-    if (e.path().extension() == ".toml") shipped += (shipped.empty() ? "" : ", ") + e.path().stem().string();
+    if (e.path().extension() == ".toml") shipped.push_back(e.path().stem().string());
   throw UsageError(fmt::format("suite {}: no such file, and no suite of that name in {} (there: {})", nameOrPath, dir->string(),
-                               shipped.empty() ? "none" : shipped));
+                               shipped.empty() ? "none" : fmt::format("{}", fmt::join(shipped, ", "))));
 }
 
 }  // namespace ts

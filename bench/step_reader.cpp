@@ -3,8 +3,11 @@
 
 #include <algorithm>
 #include <sstream>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <toml++/toml.h>
 
 #include "base/error.h"
@@ -87,10 +90,11 @@ void StepReader::finish() {
   for (const auto& [key, node] : table_) {
     const std::string k(key.str());
     if (std::find(used_.begin(), used_.end(), k) == used_.end()) {
-      std::string known;
+      std::vector<std::string_view> known;
       for (const auto& u : used_)
-        if (u != "kind") known += (known.empty() ? "" : ", ") + u;
-      throw UsageError(fmt::format("{}:{}: unknown key '{}' (this step takes: {})", file_, node.source().begin.line, k, known));
+        if (u != "kind") known.push_back(u);
+      throw UsageError(fmt::format("{}:{}: unknown key '{}' (this step takes: {})", file_, node.source().begin.line, k,
+                                   fmt::join(known, ", ")));
     }
   }
 }

@@ -1,9 +1,4 @@
-# NCCL: nccl.h and libnccl, looked for beside the CUDA toolkit, in NCCL_ROOT, and in the system paths.
-find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${NCCL_ROOT} $ENV{NCCL_ROOT} ${CUDAToolkit_INCLUDE_DIRS} PATH_SUFFIXES include)
-find_library(NCCL_LIBRARY nccl HINTS ${NCCL_ROOT} $ENV{NCCL_ROOT} ${CUDAToolkit_LIBRARY_DIR} PATH_SUFFIXES lib lib64)
-include(FindPackageHandleStandardArgs)
-find_package_handle_standard_args(NCCL REQUIRED_VARS NCCL_LIBRARY NCCL_INCLUDE_DIR)
-if(NCCL_FOUND AND NOT TARGET NCCL::nccl)
-  add_library(NCCL::nccl UNKNOWN IMPORTED)
-  set_target_properties(NCCL::nccl PROPERTIES IMPORTED_LOCATION ${NCCL_LIBRARY} INTERFACE_INCLUDE_DIRECTORIES ${NCCL_INCLUDE_DIR})
-endif()
+# NCCL: nccl.h and libnccl, beside the CUDA toolkit, in NCCL_ROOT, or in the system paths; its release from nccl.h
+# (NCCL_VERSION_MAJOR, _MINOR: the Debian package's floor).
+include(TrainscopeFindLibrary)
+ts_find_library(NCCL VAR NCCL TARGET NCCL::nccl HEADER nccl.h LIBRARY nccl BESIDE_CUDA VERSION_HEADER nccl.h VERSION_PREFIX NCCL)

@@ -16,6 +16,7 @@
 #   TS_GPU_CARRY_LIMIT=BYTES          the device tool's limit on what travels (default 64 MiB)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/gpu-libpath.sh"
 cd "$TS_ROOT"
 out="$(realpath -m "${1:-$TS_ROOT/gpu-bundle.tar.gz}")"
 limit="${TS_GPU_CARRY_LIMIT:-$((64 * 1024 * 1024))}"  # the device tool's limit on the whole working tree that travels
@@ -27,8 +28,8 @@ die() {
 }
 
 bins=("$TS_BUILD/trainscope" "$TS_BUILD/tests/ts_gpu_tests")
-for b in "${bins[@]}"; do
-  [ -x "$b" ] || die "$b is missing: build first (scripts/setup.sh)"
+for b in "${bins[@]}" "$TS_BUILD/loaded-later.txt"; do
+  [ -e "$b" ] || die "$b is missing: build first (scripts/setup.sh)"
 done
 # ldd's whole output first: `ldd | grep -q` under pipefail fails when grep leaves at the first match and ldd dies
 # of SIGPIPE writing the rest.
@@ -68,12 +69,11 @@ fi
 # Every library the binaries load, by the name they ask for, except the C runtime and what the device's CUDA
 # brings; the driver's own (libcuda, libnvidia-ml) are loaded at run time (dlopen), never linked.
 system='^(libc|libm|libmvec|libpthread|libdl|librt|libutil|libresolv|libanl|libnsl|ld-linux-x86-64|libstdc\+\+|libgcc_s)\.so'
-device_cuda='^lib(cudart|cublas|cublasLt|cudnn[a-z_]*|nccl|cupti|nvToolsExt|nvtx3interop|nvrtc|nvJitLink|cufft|curand|cusolver|cusparse|cuda|nvidia-ml)\.so'
 ldd_out="$(ldd "${bins[@]}")"
 unresolved="$(grep "not found" <<<"$ldd_out" | sort -u || true)"
 [ -z "$unresolved" ] || die "libraries not found here: ${unresolved//$'\n'/; }"
 while read -r name path; do
-  if [[ "$name" =~ $system ]] || [[ "$name" =~ $device_cuda ]]; then continue; fi
+  if [[ "$name" =~ $system ]] || [[ "$name" =~ $TS_GPU_DEVICE_CUDA ]]; then continue; fi
   cp -L "$path" "$root/lib/$name"
 done < <(awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' <<<"$ldd_out" | sort -u)
 
@@ -86,6 +86,7 @@ built_against() {
 }
 
 cp scripts/gpu-*.sh scripts/gpu-*.py "$root/scripts/"
+cp "$TS_BUILD/loaded-later.txt" "$root/"  # what trainscope loads on first use: the preflight checks it too
 {
   echo "trainscope GPU bundle, made $(date -u +%FT%TZ) on $(uname -n)"
   echo "commit $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"

@@ -4,7 +4,8 @@
 # (scripts/gpu-plan.sh) source it, and tests/integration/test_gpu_bundle.py runs it inside a root that
 # copies the device's layout, so the test checks the very search the device does.
 #   scripts/gpu-libpath.sh BUNDLE_LIB_DIR            prints the path
-#   scripts/gpu-libpath.sh --check BUNDLE_LIB_DIR BINARY...   `ldd -r` of the binaries under it
+#   scripts/gpu-libpath.sh --check BUNDLE_LIB_DIR BINARY...   `ldd -r` of the binaries under it (and of what the
+#                                                    bundle's loaded-later.txt lists, beside BUNDLE_LIB_DIR)
 #   TS_GPU_SITE_PACKAGES=DIR[:DIR] ...               looks only there for NVIDIA's wheels
 #
 # Pure bash (globs and builtins, no find, sort or python needed): the test runs it in a root that holds
@@ -87,10 +88,21 @@ ts_gpu_libpath() {
   echo "$path"
 }
 
-# The libraries trainscope loads when it first needs them rather than at start (kernels/cuda/cublaslt_library.h:
-# cuBLASLt, of the major version its headers were): the checks load them as the loader would (LD_PRELOAD by name),
-# so one the device lacks is found here, not at the first GPU GEMM.
-export TS_GPU_LOADED_LATER="libcublasLt.so.13"
+# ts_gpu_loaded_later FILE: the libraries trainscope loads when it first needs them rather than at start
+# (kernels/cuda/cublaslt_library.h: cuBLASLt, of the major version of its headers), as the build lists them
+# (kernels/CMakeLists.txt writes BUILD/loaded-later.txt; the bundle carries it at its top); nothing when FILE is
+# absent. The checks load them as the loader would (LD_PRELOAD by name, TS_GPU_LOADED_LATER), so one the device
+# lacks is found before the run, not at the first GPU GEMM.
+ts_gpu_loaded_later() {
+  local -a names=()
+  if [ -f "$1" ]; then read -r -d '' -a names <"$1" || true; fi # to the end of the file: every name of every line
+  echo "${names[*]}"
+}
+export TS_GPU_LOADED_LATER="${TS_GPU_LOADED_LATER:-}"
+
+# The device's own libraries by soname (CUDA's runtime and math libraries, cuDNN, NCCL, CUPTI, NVTX, the driver's):
+# the bundle never carries them (scripts/gpu-bundle.sh), and the preflight says where each resolves.
+export TS_GPU_DEVICE_CUDA='^lib(cudart|cublas|cublasLt|cudnn[a-z_]*|nccl|cupti|nvToolsExt|nvtx3interop|nvrtc|nvJitLink|cufft|curand|cusolver|cusparse|cuda|nvidia-ml)\.so'
 
 # ts_gpu_check_libs LIBPATH BINARY...: `ldd -r` through the loader itself (ldd is a script the device may lack):
 # every library and every symbol of each binary (and of TS_GPU_LOADED_LATER) resolved under LIBPATH, and none of
@@ -124,6 +136,7 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
     [ $# -ge 3 ] || { echo "gpu-libpath: usage: $0 --check BUNDLE_LIB_DIR BINARY..." >&2 && exit 2; }
     lib="$2"
     shift 2
+    TS_GPU_LOADED_LATER="$(ts_gpu_loaded_later "$lib/../loaded-later.txt")"
     ts_gpu_check_libs "$(ts_gpu_libpath "$lib")" "$@"
     ;;
   "" | -*)

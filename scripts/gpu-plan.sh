@@ -64,6 +64,8 @@ gpu_setup() {
     return 1
   fi
   export TS_GPU_BIN="$bundle/bin" TS_GPU_PEERS="$bundle/peers"
+  TS_GPU_LOADED_LATER="$(ts_gpu_loaded_later "$bundle/loaded-later.txt")"
+  export TS_GPU_LOADED_LATER
   TS_GPU_LD="$(ts_gpu_libpath "$bundle/lib")"
   export TS_GPU_LD
   export TRAINSCOPE_HOME="$root"  # the reports' data and the suites, from the working tree that travelled
@@ -121,16 +123,27 @@ preflight_libs() {
     [ -n "$sp" ] && ls -d "$sp"/nvidia_*.dist-info 2>/dev/null
   done <<<"$(ts_gpu_site_packages)"
   echo "== CUDA's libraries as the loader finds them (the file each resolves to names its version, where it has one):"
-  local so found
-  for so in libcudart.so.13 libcublasLt.so.13 libcudnn.so.9 libnccl.so.2 libcupti.so.13; do
+  local so found sonames
+  sonames="$(ts_gpu_cuda_sonames)"
+  for so in $sonames; do
     found="$(ts_gpu_resolved "$so")"
     echo "$so => ${found:-not found}${found:+ ($(readlink -f "$found"))}"
   done
-  echo "== NCCL as loaded: $(grep -a -o -m 1 'NCCL version [0-9][0-9.a-z+-]*' "$(ts_gpu_resolved libnccl.so.2)" 2>/dev/null || echo unknown)"
+  so="$(grep -m 1 '^libnccl\.so' <<<"$sonames" || true)"
+  echo "== NCCL as loaded: $(grep -a -o -m 1 'NCCL version [0-9][0-9.a-z+-]*' "$(ts_gpu_resolved "$so")" 2>/dev/null || echo unknown)"
   echo "== the driver's libraries (loaded at run time: libcuda by the CUDA runtime, NVML by trainscope):"
   ldconfig -p 2>/dev/null | grep -E 'libcuda\.so\.1|libnvidia-ml\.so\.1' || echo "(not in ld.so.cache: LD_LIBRARY_PATH must name them)"
   echo "$verdict"  # last: the step's line
   return $rc
+}
+
+# The device's libraries trainscope asks for (TS_GPU_DEVICE_CUDA), one a line: those it links, as the loader lists
+# them, and those it loads later (TS_GPU_LOADED_LATER), by the names the build gave them, not versions written here.
+ts_gpu_cuda_sonames() {
+  {
+    LD_LIBRARY_PATH="$TS_GPU_LD" LD_TRACE_LOADED_OBJECTS=1 /lib64/ld-linux-x86-64.so.2 "$TS_GPU_BIN/trainscope" 2>/dev/null | awk '{print $1}'
+    tr ' ' '\n' <<<"$TS_GPU_LOADED_LATER"
+  } | grep -E "$TS_GPU_DEVICE_CUDA" | grep -v -E '^lib(cuda|nvidia-ml)\.so' | sort -u || true
 }
 
 # Where the loader finds SONAME under the library search (empty when nowhere).
@@ -308,5 +321,5 @@ gpu_python() {
   return 1
 }
 
-export -f trainscope trainscope_telemetry ts_gpu_tests nccl_test pair gpu_python ts_gpu_resolved ts_gpu_site_packages ts_gpu_check_libs \
+export -f trainscope trainscope_telemetry ts_gpu_tests nccl_test pair gpu_python ts_gpu_resolved ts_gpu_cuda_sonames ts_gpu_site_packages ts_gpu_check_libs \
   _ts_gpu_path_add _ts_gpu_has_libs

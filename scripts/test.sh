@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up, then runs every check: the source formatting (clang-format), the Python linters (flake8, mypy on
-# reports/) and the length of the functions in workloads/ and bench/ (scripts/check-function-length.py) first, as
-# they take seconds; the C++ unit tests (ctest, GPU tests skip visibly without a GPU); the fuzz targets of the readers
+# reports/), the length of the functions in workloads/ and bench/ (scripts/check-function-length.py) and the headers
+# compiling alone without include cycles (scripts/check-headers.py) first, as they take seconds to a minute; the C++ unit tests (ctest, GPU tests skip visibly without a GPU); the fuzz targets of the readers
 # of untrusted bytes, 20 s each from their seed corpus (scripts/fuzz.sh, its own clang build in build-fuzz); the
 # CPU-only build of the trainscope package (build-cpu); the command-line integration tests and result-format tests
 # (pytest, multi-rank ones under mpirun). Each stage is announced with the time it takes on an idle 2-core VM
@@ -23,10 +23,11 @@ ts_apt_install python3-pytest python3-pytest-xdist python3-hypothesis python3-pr
 ts_mpi_env
 cd "$TS_ROOT"
 
-ts_stage test "== format and lint: clang-format, flake8, mypy, function length (about 1 min)"
+ts_stage test "== format and lint: clang-format, flake8, mypy, function length, headers alone and include cycles (about 1.5 min)"
 scripts/check-format.sh
 scripts/lint-python.sh
 scripts/check-function-length.py
+scripts/check-headers.py
 
 ts_stage test "== ctest: the C++ unit tests (about 2 min)"
 ctest --test-dir "$TS_BUILD" --output-on-failure -j2

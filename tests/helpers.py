@@ -37,6 +37,15 @@ def trainscope_path() -> str:
     return str(Path(path).absolute())  # tests may run it from another directory
 
 
+def loaded_later() -> list[str]:
+    """The libraries trainscope loads when it first needs them, not at start (cuBLASLt: kernels/cuda/cublaslt_library.h),
+    as the build lists them for the GPU scripts (BUILD/loaded-later.txt, read by scripts/gpu-libpath.sh); none in a build
+    without CUDA."""
+    listed = Path(trainscope_path()).parent / "loaded-later.txt"
+    return subprocess.run(["bash", "-c", f'source "{ROOT}/scripts/gpu-libpath.sh" && ts_gpu_loaded_later "$1"', "-", listed],
+                          capture_output=True, text=True, check=True).stdout.split()
+
+
 def base_env(extra=None):
     env = dict(os.environ)
     if os.geteuid() == 0:

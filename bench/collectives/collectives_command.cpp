@@ -2,6 +2,11 @@
 // its command line and its suite step.
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/error.h"
 #include "base/split.h"
@@ -18,10 +23,10 @@ namespace {
 
 // "broadcast, reduce, ...": the collectives that take a root, as their declarations say.
 std::string rootedCollectives() {
-  std::string names;
+  std::vector<std::string_view> names;
   for (const Collective* c : allCollectives())
-    if (c->rooted()) names += (names.empty() ? "" : ", ") + std::string(c->name());
-  return names;
+    if (c->rooted()) names.push_back(c->name());
+  return fmt::format("{}", fmt::join(names, ", "));
 }
 
 using Table = OptionTable<CollectivesArgs>;

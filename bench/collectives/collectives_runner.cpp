@@ -6,8 +6,11 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/error.h"
 #include "base/units.h"
@@ -98,10 +101,10 @@ class CollectivesRun {
                   o_.graph ? fmt::format(", CUDA graph of {} ops", o_.graph).c_str() : "");
       if (comm_.worldSize() == 1) std::printf("%s", oneRankNotice().c_str());
       if (!o_.opsLeftOut.empty()) {
-        std::string names;
-        for (const Collective* c : o_.opsLeftOut) names += (names.empty() ? "" : ", ") + std::string(c->name());
-        std::printf("# --ops all: left out %s, which the %s backend does not run\n", names.c_str(),
-                    nameOf(comm_.backend()).data());
+        std::vector<std::string_view> names;
+        for (const Collective* c : o_.opsLeftOut) names.push_back(c->name());
+        std::printf("# --ops all: left out %s, which the %s backend does not run\n",
+                    fmt::format("{}", fmt::join(names, ", ")).c_str(), nameOf(comm_.backend()).data());
       }
       std::fflush(stdout);
     }

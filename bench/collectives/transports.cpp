@@ -8,6 +8,7 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/atomic_file.h"
 #include "base/error.h"
@@ -108,10 +109,8 @@ std::vector<std::string> transportNames(BackendKind backend) {
 TransportSetting transportSetting(const std::string& name, BackendKind backend) {
   for (const auto& r : table())
     if (r.backend == backend && r.setting.name == name) return r.setting;
-  std::string known;
-  for (const auto& n : transportNames(backend)) known += (known.empty() ? "" : ", ") + n;
-  throw UsageError(
-      fmt::format("--transports: unknown transport '{}' for the {} backend (known: {})", name, nameOf(backend), known));
+  throw UsageError(fmt::format("--transports: unknown transport '{}' for the {} backend (known: {})", name, nameOf(backend),
+                               fmt::join(transportNames(backend), ", ")));
 }
 
 std::vector<std::string> withoutOptions(const std::vector<std::string>& argv, const std::vector<std::string>& names) {

@@ -6,8 +6,10 @@
 #include <limits>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/error.h"
 #include "base/units.h"
@@ -74,10 +76,11 @@ std::optional<Fault> parseFault(const std::string& spec) {
     const std::optional<FaultKey> key = enumFromName<FaultKey>(name);
     if (!key) throw UsageError(fmt::format("TRAINSCOPE_FAULT: unknown key '{}' (one of {})", name, enumNameList<FaultKey>()));
     if (!faultTakes(f.kind, *key)) {
-      std::string takes;
+      std::vector<std::string> takes;
       for (const auto& [n, k] : EnumNames<FaultKey>::kNames)
-        if (faultTakes(f.kind, k)) takes += (takes.empty() ? "" : ", ") + std::string(n) + "=";
-      throw UsageError(fmt::format("TRAINSCOPE_FAULT: a {} fault takes no {}= (it takes {})", nameOf(f.kind), name, takes));
+        if (faultTakes(f.kind, k)) takes.push_back(std::string(n) + "=");
+      throw UsageError(
+          fmt::format("TRAINSCOPE_FAULT: a {} fault takes no {}= (it takes {})", nameOf(f.kind), name, fmt::join(takes, ", ")));
     }
     switch (*key) {
       case FaultKey::kRank:

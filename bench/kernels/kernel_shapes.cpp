@@ -11,8 +11,11 @@
 #include <algorithm>
 #include <climits>
 #include <limits>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <toml++/toml.h>
 
 #include "base/error.h"
@@ -81,11 +84,11 @@ struct OpDimensions {
 // UsageError naming the op's dimensions, for a key that is none of them.
 [[noreturn]] void unknownDimension(const std::string& path, std::int64_t line, const KernelOp& op, const OpDimensions& dims,
                                    const std::string& k) {
-  std::string names, optionalNames;
-  for (const auto& d : dims.model.dims) names += (names.empty() ? "" : ", ") + d.first;
-  for (const auto& d : dims.optional) optionalNames += (optionalNames.empty() ? "; optional: " : ", ") + d;
-  throw UsageError(
-      fmt::format("{}:{}: {} has no dimension '{}' (its dimensions: {}){}", path, line, op.name(), k, names, optionalNames));
+  std::vector<std::string_view> names;
+  for (const auto& d : dims.model.dims) names.push_back(d.first);
+  const std::string optionalNames = dims.optional.empty() ? "" : fmt::format("; optional: {}", fmt::join(dims.optional, ", "));
+  throw UsageError(fmt::format("{}:{}: {} has no dimension '{}' (its dimensions: {}){}", path, line, op.name(), k,
+                               fmt::join(names, ", "), optionalNames));
 }
 
 // An optional dimension's value: within its range (kOptionalRanges), else 0 or more.

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <map>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace ts {
 
@@ -112,9 +114,10 @@ std::string suspectWarning(const std::vector<SuspectFigure>& figures) {
       fmt::format("# warning: {} figure(s) above 100% of their ceiling even after re-measuring it (marked ! and ceiling_suspect)",
                   figures.size());
   for (const auto& [cause, list] : byCause) {
-    std::string names;
+    std::vector<std::string> shown;
     for (std::size_t i = 0; i < list.size() && i < kSuspectNames; ++i)
-      names += fmt::format("{}{} ({:.0f}%)", i ? ", " : "", list[i]->name, 100 * list[i]->fraction);
+      shown.push_back(fmt::format("{} ({:.0f}%)", list[i]->name, 100 * list[i]->fraction));
+    std::string names = fmt::format("{}", fmt::join(shown, ", "));
     if (list.size() > kSuspectNames) names += fmt::format(" and {} more", list.size() - kSuspectNames);
     line += fmt::format("; {}: likely cause: {}", names, suspectCauseText(cause));
   }

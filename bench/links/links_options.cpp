@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/error.h"
 #include "base/input_file.h"
@@ -72,10 +73,9 @@ std::vector<std::pair<int, int>> linkPairsFromText(std::string_view text, const 
   auto firstRank = [&](const std::string& host, int line) {
     for (int r = 0; r < n; ++r)
       if (hosts[r] == host) return r;
-    std::set<std::string> known(hosts.begin(), hosts.end());
-    std::string list;
-    for (const auto& h : known) list += (list.empty() ? "" : ", ") + h;
-    throw UsageError(fmt::format("{}:{}: host '{}' has no rank in this run (hosts: {})", spec, line, host, list));
+    const std::set<std::string> known(hosts.begin(), hosts.end());
+    throw UsageError(
+        fmt::format("{}:{}: host '{}' has no rank in this run (hosts: {})", spec, line, host, fmt::join(known, ", ")));
   };
   std::istringstream in{std::string(text)};
   std::string content;

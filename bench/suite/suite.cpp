@@ -1,8 +1,11 @@
 #include "bench/suite/suite.h"
 
 #include <algorithm>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <toml++/toml.h>
 
 #include "base/error.h"
@@ -65,10 +68,10 @@ Suite suiteFrom(const toml::table& doc, const std::string& path) {
     const auto& commands = subcommands();
     auto it = std::find_if(commands.begin(), commands.end(), [&](const Subcommand& c) { return c.readStep && c.name == kind; });
     if (it == commands.end()) {
-      std::string known;
+      std::vector<std::string_view> known;
       for (const auto& c : commands)
-        if (c.readStep) known += (known.empty() ? "" : ", ") + c.name;
-      throw UsageError(fmt::format("{}:{}: unknown step kind '{}' (expected {})", path, r.line(), kind, known));
+        if (c.readStep) known.push_back(c.name);
+      throw UsageError(fmt::format("{}:{}: unknown step kind '{}' (expected {})", path, r.line(), kind, fmt::join(known, ", ")));
     }
     const std::string name = r.string("name", kind);
     try {

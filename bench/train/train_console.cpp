@@ -2,8 +2,10 @@
 #include "base/terminal_text.h"
 
 #include <cstdio>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "bench/kernels/roofline.h"
 #include "bench/train/train_mfu.h"
@@ -94,8 +96,9 @@ void printCommunication(const TrainRecord& r) {
                 r.layout.averageEvery, usSummary(own.communication).mean / 1e3, usSummary(own.exposed).mean / 1e3);
   if (r.staleness) {
     const wl::StalenessCounts& st = *r.staleness;
-    std::string counts;
-    for (std::size_t s = 0; s < st.counts.size(); ++s) counts += fmt::format("{}{}: {}", s ? ", " : "", s, st.counts[s]);
+    std::vector<std::string> byBehind;
+    for (std::size_t s = 0; s < st.counts.size(); ++s) byBehind.push_back(fmt::format("{}: {}", s, st.counts[s]));
+    const std::string counts = fmt::format("{}", fmt::join(byBehind, ", "));
     std::printf(
         "# ps-async: %d worker(s), %s, staleness bound %d: the workers' steps ran %.2f updates behind on average, at most %d "
         "(steps by updates behind: %s); each worker sends %.1f KiB of gradients per step (communication above: the time "
@@ -108,13 +111,13 @@ void printCommunication(const TrainRecord& r) {
   // Arrival skew is measured at collectives, which ps-async's steps have none of: its staleness is the measure.
   if (!r.ranks.stragglers || r.staleness) return;
   const ArrivalSkew& s = *r.ranks.stragglers;
-  std::string late;
+  std::vector<std::string> late;
   for (const RankSkew& k : s.ranks)
-    if (k.late)
-      late += fmt::format("{}rank {} ({:.3f} ms median arrival skew)", late.empty() ? "" : ", ", k.rank, k.medianSkewUs / 1e3);
-  std::printf(
-      "# stragglers: %s\n",
-      late.empty() ? fmt::format("none (no rank consistently late by more than {:g} ms)", s.thresholdMs).c_str() : late.c_str());
+    if (k.late) late.push_back(fmt::format("rank {} ({:.3f} ms median arrival skew)", k.rank, k.medianSkewUs / 1e3));
+  const std::string stragglers = late.empty()
+                                     ? fmt::format("none (no rank consistently late by more than {:g} ms)", s.thresholdMs)
+                                     : fmt::format("{}", fmt::join(late, ", "));
+  std::printf("# stragglers: %s\n", stragglers.c_str());
 }
 
 }  // namespace

@@ -3,7 +3,11 @@
 // never reaches (each collective's file writes the real ones under its #ifdef).
 #include "comm/collectives/collective.h"
 
+#include <string_view>
+#include <vector>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/error.h"
 
@@ -35,10 +39,10 @@ bool Collective::runsOn(BackendKind b) const {
 }
 
 std::string Collective::whyNotOn(BackendKind b) const {
-  std::string names;
+  std::vector<std::string_view> names;
   for (const BackendKind k : {BackendKind::kMpi, BackendKind::kNccl})
-    if (runsOn(k)) names += (names.empty() ? "" : ", ") + std::string(nameOf(k));
-  return fmt::format("the {} backend does not run it (its backends: {})", nameOf(b), names);
+    if (runsOn(k)) names.push_back(nameOf(k));
+  return fmt::format("the {} backend does not run it (its backends: {})", nameOf(b), fmt::join(names, ", "));
 }
 
 CollectiveCall Collective::call(int, const void* send, void* recv, const CollectiveLayout& lay, const CollectiveArgs& a) const {

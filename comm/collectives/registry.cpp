@@ -3,7 +3,11 @@
 // comm/collectives/<name>.cpp for. Adding a collective: its declaration there, its file (with
 // TS_DEFINE_COLLECTIVE), and its test's reference (tests/unit/collective_references.cpp). The order is that
 // of `--ops all`, the help and the report.
+#include <string_view>
+#include <vector>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/error.h"
 #include "comm/collectives/collective.h"
@@ -20,9 +24,9 @@ const std::vector<const Collective*>& allCollectives() {
 }
 
 std::string collectiveNameList() {
-  std::string names;
-  for (const Collective* c : allCollectives()) names += (names.empty() ? "" : ", ") + std::string(c->name());
-  return names;
+  std::vector<std::string_view> names;
+  for (const Collective* c : allCollectives()) names.push_back(c->name());
+  return fmt::format("{}", fmt::join(names, ", "));
 }
 
 const Collective& findCollective(std::string_view name) {

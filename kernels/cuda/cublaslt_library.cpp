@@ -7,8 +7,11 @@
 #include <dlfcn.h>
 
 #include <mutex>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace ts::cuda {
 namespace {
@@ -67,22 +70,29 @@ const Library& library() {
       lib.why = fmt::format("cannot load cuBLASLt ({}): {}", file, err ? err : "dlopen failed");
       return;
     }
-    std::string missing;
+    std::vector<std::string_view> missing;
 #define TS_CUBLASLT_LOOKUP(ret, name, params, args, absent)               \
   lib.name = reinterpret_cast<decltype(&::name)>(::dlsym(handle, #name)); \
-  if (!lib.name) missing += std::string(missing.empty() ? "" : ", ") + #name;
+  if (!lib.name) missing.push_back(#name);
     TS_CUBLASLT_ENTRY_POINTS(TS_CUBLASLT_LOOKUP)
 #undef TS_CUBLASLT_LOOKUP
     lib.statusString = reinterpret_cast<decltype(&::cublasLtGetStatusString)>(::dlsym(handle, "cublasLtGetStatusString"));
-    if (!lib.statusString) missing += std::string(missing.empty() ? "" : ", ") + "cublasLtGetStatusString";
-    if (!missing.empty()) lib.why = fmt::format("{} lacks {} (another cuBLAS version?)", file, missing);
+    if (!lib.statusString) missing.push_back("cublasLtGetStatusString");
+    if (!missing.empty()) lib.why = fmt::format("{} lacks {} (another cuBLAS version?)", file, fmt::join(missing, ", "));
   });
   return lib;
 }
 
 }  // namespace
 
-std::string cublasLtFileName() { return fmt::format("libcublasLt.so.{}", CUBLAS_VER_MAJOR); }
+// kernels/CMakeLists.txt states the file's name once, for this and for the scripts (loaded-later.txt); it must be
+// the major version of the headers compiled against.
+#define TS_CUBLASLT_TEXT(x) #x
+#define TS_CUBLASLT_MAJOR_TEXT(x) TS_CUBLASLT_TEXT(x)
+static_assert(std::string_view(TS_CUBLASLT_SONAME) == "libcublasLt.so." TS_CUBLASLT_MAJOR_TEXT(CUBLAS_VER_MAJOR),
+              "kernels/CMakeLists.txt's TS_CUBLASLT_SONAME is not the SONAME of these cuBLAS headers");
+
+std::string cublasLtFileName() { return TS_CUBLASLT_SONAME; }
 
 bool cublasLtAvailable(std::string* why) {
   const Library& lib = library();

@@ -10,7 +10,7 @@
 
 namespace ts::cuda {
 
-// The library's file name (libcublasLt.so.<major of the headers>).
+// The library's file name (libcublasLt.so.<major of the headers>: kernels/CMakeLists.txt names it, for the scripts too).
 std::string cublasLtFileName();
 // Loads it if it is not loaded; false (and why, one line) when it cannot be, in which case every entry point
 // returns CUBLAS_STATUS_NOT_INITIALIZED and cublasLtGetStatusString says why.

@@ -3,8 +3,11 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/error.h"
 #include "kernels/cpu/cpu_ops.h"
@@ -28,9 +31,9 @@ const std::vector<const KernelOp*>& allKernelOps() {
 }
 
 std::string kernelOpNameList() {
-  std::string names;
-  for (const KernelOp* op : allKernelOps()) names += (names.empty() ? "" : ", ") + std::string(op->name());
-  return names;
+  std::vector<std::string_view> names;
+  for (const KernelOp* op : allKernelOps()) names.push_back(op->name());
+  return fmt::format("{}", fmt::join(names, ", "));
 }
 
 const KernelOp& findKernelOp(std::string_view name) {

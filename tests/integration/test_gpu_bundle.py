@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, base_env, trainscope_path
+from helpers import ROOT, base_env, loaded_later, trainscope_path
 
 LIMIT = 64 << 20  # the device tool's limit on the working tree that travels, the bundle included
 SITE = "opt/torch/.venv/lib/python3.12/site-packages"  # where the device's python3 keeps PyTorch's wheels
@@ -133,6 +133,7 @@ def test_the_bundle_is_one_file_under_the_device_limit_with_what_the_device_lack
     assert "libopenblas.so.0" in libs and "libfmt.so.9" in libs, libs
     assert not [lib for lib in libs if C_RUNTIME.match(lib) or DEVICE_CUDA.match(lib)], libs  # the device's own serve
     assert (unpacked / "scripts" / "gpu-libpath.sh").is_file() and (unpacked / "scripts" / "gpu-first-contact.sh").is_file()
+    assert (unpacked / "loaded-later.txt").read_text().split() == loaded_later()  # the device's checks preload them
     manifest = (unpacked / "MANIFEST.txt").read_text()
     assert "bin/trainscope" in manifest and "NCCL " in manifest
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, base_env, trainscope_path
+from helpers import ROOT, base_env, loaded_later, trainscope_path
 
 # Timing decides most of these (steps skipped by the time left before a deadline, cut at their limits, a pair's
 # grace): marked `alone`, they run after the parallel part (tests/README.md). A bad argument, the plans' command
@@ -127,6 +127,8 @@ def fake_bundle(tmp_path) -> Path:
     (b / "bin" / "trainscope").symlink_to(build / "trainscope")
     if (build / "tests" / "ts_gpu_tests").exists():
         (b / "bin" / "ts_gpu_tests").symlink_to(build / "tests" / "ts_gpu_tests")
+    if (build / "loaded-later.txt").exists():  # what trainscope loads on first use (the bundle carries it too)
+        (b / "loaded-later.txt").symlink_to(build / "loaded-later.txt")
     return b
 
 
@@ -221,6 +223,10 @@ def test_the_rerun_runs_the_named_steps_and_the_peers_and_refuses_a_name_that_is
     assert p.returncode == 1 and names == expected, p.stdout + p.stderr
     assert "step peer-nccl: skipped: the bundle carries no nccl-tests" in p.stdout
     assert (tmp_path / "out" / "rerun-summary.md").is_file() and (tmp_path / "out" / "rerun-logs.tar.gz").is_file()
+    # The preflight checks and lists what trainscope loads later by the build's names for it (none in the scripts).
+    preflight = members(tmp_path / "out" / "rerun-logs.tar.gz")["rerun-logs/preflight-libs.log"].decode()
+    for lib in loaded_later():
+        assert re.search(rf"^{re.escape(lib)} => /", preflight, re.M), preflight
 
     p = subprocess.run([ROOT / "scripts" / "gpu-rerun.sh", "--bundle", bundle, "--out", tmp_path / "out2", "no-such-step"],
                        capture_output=True, text=True, timeout=60, env=base_env({"TMPDIR": str(tmp_path)}))

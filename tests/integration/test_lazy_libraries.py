@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import base_env, trainscope_path
+from helpers import base_env, loaded_later, trainscope_path
 
 
 def cuda_build():
@@ -48,6 +48,8 @@ def test_where_a_gpu_is_usable_the_run_opens_cublaslt_and_records_its_version(tm
                                  {"LD_PRELOAD": str(fake), "TS_FAKE_GPU": "h200:1"})
     assert r.returncode == 0, r.stderr[-2000:]
     (loaded,) = {lib for lib in opened if "libcublasLt.so." in lib}
+    # What the GPU scripts check before a run (the build's list, kernels/CMakeLists.txt) is what the run opens.
+    assert Path(loaded).name in loaded_later(), (loaded, loaded_later())
     major = loaded.rsplit("libcublasLt.so.", 1)[1].split(".")[0]
     (cublas,) = {v for v in find_all(json.loads((tmp_path / "env.json").read_text()), "cublas") if v is not None}
     assert cublas.split(".")[0] == major

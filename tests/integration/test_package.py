@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, base_env, trainscope_path
+from helpers import ROOT, base_env, loaded_later, trainscope_path
 
 CLEAN_ROOT = ROOT / "tests" / "tools" / "clean_root.sh"
 # NVIDIA's libraries by soname prefix, and the package of NVIDIA's Debian 12 CUDA repository holding each (by name
@@ -89,15 +89,6 @@ def nvidia_needed(binary):
 def package_of(name, prefixes):
     """The one of `prefixes` that `name` starts with (a soname's prefix, or a package's)."""
     return next(p for p in prefixes if name.startswith(p))
-
-
-def loaded_later():
-    """The libraries trainscope loads when it first needs them, not at start (cuBLASLt: kernels/cuda/cublaslt_library.h),
-    as the GPU scripts declare them (scripts/gpu-libpath.sh, TS_GPU_LOADED_LATER)."""
-    out = subprocess.run(["bash", "-c", f'source "{ROOT}/scripts/gpu-libpath.sh" && echo "$TS_GPU_LOADED_LATER"'],
-                         capture_output=True, text=True, check=True).stdout
-    assert out.split(), "scripts/gpu-libpath.sh declares no TS_GPU_LOADED_LATER"
-    return out.split()
 
 
 def nvidia_packages_linked(deb, tmp_path):
@@ -170,6 +161,7 @@ def test_the_cuda_package_replaces_trainscope_and_depends_on_each_nvidia_library
     libs = nvidia_needed(tmp_path / "usr" / "bin" / "trainscope")
     assert any(lib.startswith("libnccl.so.") for lib in libs), libs  # the library of the issue's report
     names = depends(cuda_deb)
+    assert loaded_later(), "the CUDA build lists nothing trainscope loads later (BUILD/loaded-later.txt)"
     for lib in libs + loaded_later():
         wanted = NVIDIA_PACKAGES[package_of(lib, NVIDIA_PACKAGES)]
         assert any(n.startswith(wanted) for n in names), f"{lib} is used but no {wanted}* package in Depends: {names}"

@@ -1,5 +1,6 @@
 // The one writer of every output file (base/atomic_file.h) against what a local user can put in a shared folder:
 // a link at the temporary or the final name, a link for the folder itself, an earlier run's file at a stream's name.
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -128,6 +129,33 @@ TEST_F(OutputFiles, AStreamKeepsAnEarlierFileAside) {
   EXPECT_EQ(slurp(at("r.jsonl.2")), "earlier\n");
   EXPECT_EQ(slurp(at("r.jsonl.1")), "earliest\n");
   EXPECT_EQ(keepAside(at("absent")), "");
+}
+
+// The folder is opened once: opened twice, its name could lead to two folders (a link swapped between the opens), the
+// earlier file kept aside in one and the stream made in the other. inotify counts the opens of the folder itself (its
+// closes watched too: two identical events in a row are one).
+TEST_F(OutputFiles, AStreamOpensItsFolderOnce) {
+  std::ofstream(at("r.jsonl")) << "earlier\n";
+  const int watch = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  ASSERT_GE(watch, 0);
+  ASSERT_GE(::inotify_add_watch(watch, dir_.c_str(), IN_OPEN | IN_CLOSE_NOWRITE), 0);
+  {
+    StreamFile s(at("r.jsonl"));
+    s.write("new\n");
+    s.sync();
+  }
+  int folderOpens = 0;
+  alignas(inotify_event) char events[4096];
+  for (ssize_t n; (n = ::read(watch, events, sizeof events)) > 0;)
+    for (const char* p = events; p < events + n;) {
+      const auto* e = reinterpret_cast<const inotify_event*>(p);
+      if ((e->mask & IN_OPEN) && (e->mask & IN_ISDIR) && e->len == 0) ++folderOpens;  // the folder, not an entry in it
+      p += sizeof(inotify_event) + e->len;
+    }
+  ::close(watch);
+  EXPECT_EQ(folderOpens, 1);
+  EXPECT_EQ(slurp(at("r.jsonl.1")), "earlier\n");
+  EXPECT_EQ(slurp(at("r.jsonl")), "new\n");
 }
 
 TEST_F(OutputFiles, AStreamNeverWritesThroughALinkAtItsName) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -95,9 +96,23 @@ TEST(Safetensors, RoundTripsEveryDTypeEmptyTensorsScalarsAndMetadata) {
   EXPECT_EQ(f.find("empty")->bytes(), 0u);
   EXPECT_EQ(f.find("nothing"), nullptr);
   EXPECT_EQ(f.metadata().at("note"), "ünïcode ok");
-  ContentHash h;
-  h.update(f.fileBytes().data(), f.fileBytes().size());
-  EXPECT_EQ(h.digest(), w.hash);
+  ASSERT_EQ(w.tensorHashes.size(), tensors.size());
+  const SafetensorsReader r(InputFile("", path, kMaxSafetensorsBytes));  // the same, a tensor at a time
+  ASSERT_EQ(r.tensors().size(), tensors.size());
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    ContentHash h;
+    h.update(tensors[i].data, tensors[i].bytes());
+    EXPECT_EQ(w.tensorHashes[i], h.digest()) << tensors[i].name;
+    const TensorView& header = r.tensors()[i];
+    EXPECT_EQ(header.name, tensors[i].name);
+    EXPECT_EQ(header.shape, tensors[i].shape);
+    std::vector<std::uint8_t> got(header.bytes());
+    r.read(header, got.data());
+    if (!got.empty()) {
+      EXPECT_EQ(std::memcmp(got.data(), tensors[i].data, got.size()), 0) << header.name;
+    }
+  }
+  EXPECT_EQ(r.find("nothing"), nullptr);
 
   // The layout: N little-endian, a JSON header padded with spaces to a multiple of 8, offsets in order.
   const auto raw = readBytes(path);
@@ -147,6 +162,8 @@ TEST(Safetensors, EveryDamageIsOneLineNamingTheFile) {
     writeBytes(path, bytes);
     const std::string what = usageError([&] { SafetensorsFile::open(path); });
     EXPECT_EQ(what.rfind(path + ": ", 0), 0u) << what;
+    // The reader of a tensor at a time checks the header alike, against the file's size.
+    EXPECT_EQ(usageError([&] { SafetensorsReader(InputFile("", path, kMaxSafetensorsBytes)); }), what);
     return what.substr(std::min(what.size(), path.size() + 2));
   };
   const std::string ok =
@@ -490,6 +507,42 @@ TEST(Checkpoint, SaveAndLoadRoundTrip) {
   fs::remove_all(dir);
 }
 
+// A resume on another layout reads a few pieces of many files: each file's header, then only the pieces asked for,
+// each checked by its own hash. So a tensor reads back while another one's bytes in the same file are garbage, and
+// the bytes read are the header's and the tensor's, not the file's.
+TEST(Checkpoint, ReadingOneTensorReadsTheHeaderAndThatPieceOnly) {
+  const fs::path dir = scratch("one-piece");
+  const State saved(2.0f);
+  const fs::path rankFile = fs::path(saveOne(dir, 4, saved.pieces())) / "rank-00000.safetensors";
+  auto bytes = readBytes(rankFile);
+  std::uint64_t header = 0;
+  std::memcpy(&header, bytes.data(), 8);
+  std::size_t momentAt = 0, momentBytes = 0;
+  {
+    const SafetensorsFile f = SafetensorsFile::open(rankFile.string());
+    momentAt =
+        static_cast<std::size_t>(static_cast<const std::uint8_t*>(f.find("fc.weight.exp_avg")->data) - f.fileBytes().data());
+    momentBytes = f.find("fc.weight.exp_avg")->bytes();
+  }
+  std::fill_n(bytes.begin() + static_cast<std::ptrdiff_t>(momentAt), momentBytes, std::uint8_t{0xff});  // NaNs, same size
+  writeBytes(rankFile, bytes);
+
+  CheckpointReader c = CheckpointReader::open(dir.string());
+  ASSERT_NE(c.find("fc.bias"), nullptr);
+  EXPECT_EQ(c.find("fc.bias")->name, "fc.bias");
+  EXPECT_EQ(c.find("fc.nothing"), nullptr);
+  EXPECT_EQ(readAll(c, "fc.bias", Region::whole({3})), saved.b);
+  EXPECT_EQ(c.bytesRead(), 8 + header + 3 * sizeof(float));
+  EXPECT_EQ(readAll(c, "fc.weight", Region::whole({3, 4})), saved.w);
+  EXPECT_EQ(c.bytesRead(), 8 + header + 15 * sizeof(float)) << "the header is read once";
+  EXPECT_EQ(
+      usageError([&] {
+        readAll(c, "fc.weight.exp_avg", Region::whole({3, 4}));
+      }),
+      "checkpoint " + c.directory() + ": rank-00000.safetensors: fc.weight.exp_avg does not hash to what was saved: corrupt");
+  fs::remove_all(dir);
+}
+
 // Two ranks write a tensor-parallel layer's slices (rows of a column-parallel weight, columns of a row-
 // parallel one) and ZeRO pieces of them; every other cut of the same tensors reads back what was written.
 TEST(Checkpoint, ShardsWrittenByRanksReadBackInAnyOtherCut) {
@@ -668,7 +721,7 @@ TEST(Checkpoint, DamageIsOneClearLine) {
   auto flipped = file;
   flipped[flipped.size() - 5] ^= 0x10;  // one bit of one value: structurally fine, so only the hash can tell
   writeBytes(step / "rank-00000.safetensors", flipped);
-  EXPECT_EQ(load(), prefix + "rank-00000.safetensors does not hash to what was saved: corrupt");
+  EXPECT_EQ(load(), prefix + "rank-00000.safetensors: fc.weight.exp_avg does not hash to what was saved: corrupt");
   writeBytes(step / "rank-00000.safetensors", std::vector<std::uint8_t>(file.begin(), file.end() - 4));
   EXPECT_EQ(load(), prefix + "rank-00000.safetensors is " + std::to_string(file.size() - 4) + " bytes but " +
                         std::to_string(file.size()) + " were saved: truncated or replaced");
@@ -689,7 +742,7 @@ TEST(Checkpoint, DamageIsOneClearLine) {
   auto j = nlohmann::json::parse(index);
   j["format"] = "trainscope/checkpoint/v1";
   withIndex(j);
-  EXPECT_EQ(load(), prefix + "written in format trainscope/checkpoint/v1; this trainscope reads trainscope/checkpoint/v2");
+  EXPECT_EQ(load(), prefix + "written in format trainscope/checkpoint/v1; this trainscope reads trainscope/checkpoint/v3");
   // Hostile file names and regions: refused before anything is opened.
   j = nlohmann::json::parse(index);
   j["files"]["../../etc/passwd"] = j["files"]["rank-00000.safetensors"];

@@ -123,7 +123,7 @@ void CheckpointSave::write(std::span<const Piece> pieces, const std::map<std::st
   const std::string file = fmt::format("rank-{:05d}.safetensors", group_.rank);
   try {
     std::vector<TensorView> views;
-    nlohmann::json list = nlohmann::json::array();
+    std::vector<nlohmann::json> list;
     for (const Piece& p : pieces) {
       p.region.check(fmt::format("{}: the region of {}", file, p.tensor));
       // A whole tensor keeps its name and shape, so that PyTorch reads it as itself.
@@ -135,7 +135,10 @@ void CheckpointSave::write(std::span<const Piece> pieces, const std::map<std::st
     std::map<std::string, std::string> meta = metadata;
     meta.emplace("format", "pt");  // what Hugging Face loaders look for
     const WrittenFile w = writeSafetensors((fs::path(partial_) / file).string(), views, meta);
-    mine_ = {{"file", file}, {"bytes", w.bytes}, {"hash", ContentHash::hex(w.hash)}, {"pieces", std::move(list)}};
+    // Each piece its own hash: a reader checks what it reads, which may be a few pieces of the file (a resume on
+    // another layout), not the whole file.
+    for (std::size_t i = 0; i < list.size(); ++i) list[i]["hash"] = ContentHash::hex(w.tensorHashes[i]);
+    mine_ = {{"file", file}, {"bytes", w.bytes}, {"pieces", std::move(list)}};
     bytes_ = w.bytes;
   } catch (const std::exception& e) {
     mine_ = {{"error", fmt::format("rank {}: {}", group_.rank, e.what())}};
@@ -162,7 +165,7 @@ nlohmann::json publishIndex(const fs::path& dir, const fs::path& partial, const 
           fmt::format("rank {}'s {} is not in {} as written (the checkpoint directory must be on a filesystem every "
                       "rank shares)",
                       r, file, partial.string()));
-    files[file] = {{"bytes", f["bytes"]}, {"hash", f["hash"]}};
+    files[file] = {{"bytes", f["bytes"]}};
     total += size;
     slowest = std::max(slowest, f.value("write_s", 0.0));
     for (const auto& p : f.at("pieces")) {
@@ -173,7 +176,7 @@ nlohmann::json publishIndex(const fs::path& dir, const fs::path& partial, const 
             {"kind", p.at("kind")}, {"dtype", "F32"}, {"shape", p.at("region").at("shape")}, {"pieces", nlohmann::json::array()}};
       if (t["kind"] != p["kind"] || t["shape"] != p["region"]["shape"])
         throw Error(fmt::format("internal: ranks disagree on the kind or shape of {}", tensor));
-      t["pieces"].push_back({{"file", file}, {"key", p.at("key")}, {"region", p.at("region")}});
+      t["pieces"].push_back({{"file", file}, {"key", p.at("key")}, {"hash", p.at("hash")}, {"region", p.at("region")}});
     }
   }
   const nlohmann::json index = {
@@ -281,82 +284,83 @@ nlohmann::json readIndex(const std::string& stepDir) {
 
 struct CheckpointReader::Impl {
   struct PieceRef {
-    std::string file, key;
+    std::string file, key, hash;
     Region region;
   };
   struct Entry {
+    std::size_t tensor = 0;  // its place in the reader's list: find() is one lookup, not a search of the list
     std::vector<PieceRef> pieces;
   };
   struct File {
     std::uint64_t bytes = 0;
-    std::string hash;
-    std::optional<SafetensorsFile> mapped;
+    std::optional<SafetensorsReader> opened;
   };
   std::map<std::string, Entry, std::less<>> entries;
   std::map<std::string, File, std::less<>> files;
 
-  // The index's files, each with its size and hash (mapped when first read).
+  // The index's files, each with its size (opened when first read).
   void addFiles(const nlohmann::json& listed, const std::string& stepDir) {
     for (const auto& [file, rec] : listed.items()) {
       if (!std::regex_match(file, kRankFileName))
         throw damaged(stepDir, fmt::format("{} lists a file named '{}'", kIndexFile, file));
-      if (!rec.is_object() || !rec.contains("bytes") || !rec["bytes"].is_number_unsigned() || !rec.contains("hash") ||
-          !rec["hash"].is_string())
-        throw damaged(stepDir, fmt::format("{} does not record the size and hash of {}", kIndexFile, file));
-      files[file] = {rec["bytes"].get<std::uint64_t>(), rec["hash"].get<std::string>(), std::nullopt};
+      if (!rec.is_object() || !rec.contains("bytes") || !rec["bytes"].is_number_unsigned())
+        throw damaged(stepDir, fmt::format("{} does not record the size of {}", kIndexFile, file));
+      files[file] = {rec["bytes"].get<std::uint64_t>(), std::nullopt};
     }
   }
 
-  // The index's tensor `name` (t: its entry), its pieces checked against the files listed.
-  Tensor addTensor(const std::string& name, const nlohmann::json& t, const std::string& stepDir) {
+  // The index's tensor `name` (t: its entry), its pieces checked against the files listed; `at` its place in the list.
+  Tensor addTensor(const std::string& name, const nlohmann::json& t, const std::string& stepDir, std::size_t at) {
     const std::string where = fmt::format("checkpoint {}: {}: tensor {}", stepDir, kIndexFile, name);
     if (!t.is_object() || !t.contains("kind") || !t["kind"].is_string() || !t.contains("pieces") || !t["pieces"].is_array() ||
         !t.contains("shape"))
       throw UsageError(fmt::format("{}: no kind, shape or pieces", where));
     const auto kind = enumFromName<StateKind>(t["kind"].get<std::string>());
     if (!kind) throw UsageError(fmt::format("{}: unknown kind {}", where, jsonText(t["kind"])));
-    Entry e;
+    Entry e{at, {}};
     std::vector<std::int64_t> shape;
     for (const auto& p : t["pieces"]) {
       if (!p.is_object() || !p.contains("file") || !p["file"].is_string() || !p.contains("key") || !p["key"].is_string() ||
-          !p.contains("region"))
-        throw UsageError(fmt::format("{}: a piece without file, key or region", where));
+          !p.contains("hash") || !p["hash"].is_string() || !p.contains("region"))
+        throw UsageError(fmt::format("{}: a piece without file, key, hash or region", where));
       const std::string file = p["file"].get<std::string>();
       if (!files.count(file)) throw UsageError(fmt::format("{}: a piece in {}, which the index does not list", where, file));
       Region region = Region::fromJson(p["region"], where);
       if (e.pieces.empty()) shape = region.shape;
       if (region.shape != shape) throw UsageError(fmt::format("{}: its pieces disagree on its shape", where));
-      e.pieces.push_back({file, p["key"].get<std::string>(), std::move(region)});
+      e.pieces.push_back({file, p["key"].get<std::string>(), p["hash"].get<std::string>(), std::move(region)});
     }
     if (e.pieces.empty()) throw UsageError(fmt::format("{}: no pieces", where));
     entries[name] = std::move(e);
     return {name, *kind, shape};
   }
 
-  // A piece's values in its file (mapped, checked the first time); they may be unaligned: read with memcpy.
-  const std::uint8_t* values(const PieceRef& p, const std::string& dir, std::uint64_t& bytesRead) {
+  // A piece's values, read from its file (its header read and checked the first time) and checked by their hash.
+  std::vector<float> values(const PieceRef& p, const std::string& dir, std::uint64_t& bytesRead) {
     auto bad = [&](const std::string& what) { return damaged(dir, what); };
     File& f = files.at(p.file);
-    if (!f.mapped) {
+    if (!f.opened) {
       const fs::path path = fs::path(dir) / p.file;
       std::error_code ec;
       if (!fs::exists(path, ec)) throw bad(fmt::format("{} is missing", p.file));
-      const InputFile file("", path.string(), kMaxSafetensorsBytes);  // a FIFO or a device: one line
-      const std::uint64_t size = file.size();
-      if (size != f.bytes)
-        throw bad(fmt::format("{} is {} bytes but {} were saved: truncated or replaced", p.file, size, f.bytes));
-      SafetensorsFile st = SafetensorsFile::read(file);
-      ContentHash h;
-      h.update(st.fileBytes().data(), st.fileBytes().size());
-      if (ContentHash::hex(h.digest()) != f.hash) throw bad(fmt::format("{} does not hash to what was saved: corrupt", p.file));
-      bytesRead += size;
-      f.mapped = std::move(st);
+      InputFile file("", path.string(), kMaxSafetensorsBytes);  // a FIFO or a device: one line
+      if (file.size() != f.bytes)
+        throw bad(fmt::format("{} is {} bytes but {} were saved: truncated or replaced", p.file, file.size(), f.bytes));
+      f.opened.emplace(std::move(file));
+      bytesRead += f.opened->headerBytes();
     }
-    const TensorView* v = f.mapped->find(p.key);
+    const TensorView* v = f.opened->find(p.key);
     if (!v || v->dtype != TensorDType::kF32 || v->elements() != p.region.elements())
       throw bad(
           fmt::format("{} holds no float32 tensor {} of {} elements, as the index says", p.file, p.key, p.region.elements()));
-    return static_cast<const std::uint8_t*>(v->data);
+    std::vector<float> out(static_cast<std::size_t>(v->elements()));
+    f.opened->read(*v, out.data());
+    bytesRead += v->bytes();
+    ContentHash h;
+    h.update(out.data(), v->bytes());
+    if (ContentHash::hex(h.digest()) != p.hash)
+      throw bad(fmt::format("{}: {} does not hash to what was saved: corrupt", p.file, p.key));
+    return out;
   }
 };
 
@@ -370,8 +374,8 @@ void readSameSlices(const Pieces& pieces, const Region& region, float* out, cons
   for (const auto& p : pieces) {
     const std::int64_t a = std::max(p.region.from, region.from), z = std::min(p.region.to, region.to);
     if (a >= z) continue;
-    std::memcpy(out + (a - region.from), valuesOf(p) + (a - p.region.from) * sizeof(float),
-                static_cast<std::size_t>(z - a) * sizeof(float));
+    const std::vector<float> values = valuesOf(p);
+    std::memcpy(out + (a - region.from), values.data() + (a - p.region.from), static_cast<std::size_t>(z - a) * sizeof(float));
     covered.emplace_back(a, z);
   }
   std::sort(covered.begin(), covered.end());
@@ -389,9 +393,9 @@ void readResliced(const Pieces& pieces, const Region& region, float* out, const 
   std::vector<float> whole(static_cast<std::size_t>(region.wholeElements()));
   std::vector<std::uint8_t> have(whole.size(), 0);
   for (const auto& p : pieces) {
-    const std::uint8_t* values = valuesOf(p);
+    const std::vector<float> values = valuesOf(p);
     p.region.forEachRun([&](std::int64_t at, std::int64_t in, std::int64_t n) {
-      std::memcpy(whole.data() + in, values + at * sizeof(float), static_cast<std::size_t>(n) * sizeof(float));
+      std::memcpy(whole.data() + in, values.data() + at, static_cast<std::size_t>(n) * sizeof(float));
       std::memset(have.data() + in, 1, static_cast<std::size_t>(n));
     });
   }
@@ -413,7 +417,7 @@ CheckpointReader CheckpointReader::open(const std::string& path) {
   r.dir_ = stepDir;
   r.impl_ = std::make_unique<Impl>();
   r.impl_->addFiles(index["files"], stepDir);
-  for (const auto& [name, t] : index["tensors"].items()) r.list_.push_back(r.impl_->addTensor(name, t, stepDir));
+  for (const auto& [name, t] : index["tensors"].items()) r.list_.push_back(r.impl_->addTensor(name, t, stepDir, r.list_.size()));
   TrainerState& state = r.state_;
   state.step = index["step"].get<std::int64_t>();
   state.data = index.value("data", nlohmann::json::object());
@@ -424,9 +428,8 @@ CheckpointReader CheckpointReader::open(const std::string& path) {
 }
 
 const CheckpointReader::Tensor* CheckpointReader::find(const std::string& name) const {
-  for (const Tensor& t : list_)
-    if (t.name == name) return &t;
-  return nullptr;
+  const auto it = impl_->entries.find(name);
+  return it == impl_->entries.end() ? nullptr : &list_[it->second.tensor];
 }
 
 void CheckpointReader::read(const std::string& name, const Region& region, float* out) {

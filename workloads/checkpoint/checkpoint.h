@@ -8,8 +8,8 @@
 //       rank-00001.safetensors      whole where the rank holds them whole (PyTorch reads them by name),
 //       ...                         else its pieces ("<tensor>[from:to]"); every rank writes its own, in parallel
 //       index.json                  format, step, loss-scaler state, data identity, RNG state, the resolved
-//                                   config; each file's size and content hash; every whole tensor (kind,
-//                                   shape) and where its pieces are (file, key, region.h's place in it)
+//                                   config; each file's size; every whole tensor (kind, shape) and where its
+//                                   pieces are (file, key, region.h's place in it) with each piece's content hash
 //
 // A replicated tensor is written once (by the first rank holding it: data-parallel rank 0, tensor-parallel
 // rank 0); a sliced or sharded one by every rank that holds a piece. Where data-parallel replicas differ
@@ -21,11 +21,10 @@
 // Saving: rank 0 makes a hidden DIR/.step-N.partial-PID that every rank writes its file into and syncs;
 // rank 0 then writes the index, syncs, renames the directory to step-N and only then points `latest` at it.
 // A crash at any moment leaves `latest` naming the previous complete checkpoint (or absent), never a
-// half-written one; a file damaged later is caught by its size and content hash when read. The directory
-// must be one every rank sees (a shared filesystem, as for torch.distributed.checkpoint): rank 0 checks
-// that every rank's file is there before publishing.
-// Data needs no state of its own: a batch is a pure function of its step (data_source.h), so the data
-// position is the step, and the index keeps the data's identity to check it is the same on resume.
+// half-written one; a file damaged later is caught by its size, its header's checks and the hash of each piece read. The
+// directory must be one every rank sees (a shared filesystem, as for torch.distributed.checkpoint): rank 0 checks that every
+// rank's file is there before publishing. Data needs no state of its own: a batch is a pure function of its step (data_source.h),
+// so the data position is the step, and the index keeps the data's identity to check it is the same on resume.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -43,7 +42,8 @@
 
 namespace ts::ckpt {
 
-inline constexpr const char* kCheckpointFormat = "trainscope/checkpoint/v2";
+// v3: each piece has its own hash (v2 hashed whole files, so reading one piece read its whole file).
+inline constexpr const char* kCheckpointFormat = "trainscope/checkpoint/v3";
 
 // What a tensor of the checkpoint is: the model's (parameters, buffers: what consolidate writes), the
 // optimizer's (moments, named "<parameter>.exp_avg", ...), or another data-parallel rank's own copy of one of
@@ -116,8 +116,8 @@ class CheckpointSave {
 // when `latest` is damaged or names a directory that is not there.
 std::optional<std::string> latestCheckpoint(const std::string& dir);
 
-// A checkpoint opened for reading: its index parsed and checked; the rank files opened (mapped, their size
-// and hash checked) the first time a read needs them.
+// A checkpoint opened for reading: its index parsed and checked; a rank file opened (its size and header checked) the
+// first time a read needs it, then only the pieces a read needs read from it, each checked by its hash.
 class CheckpointReader {
  public:
   // `path` is a checkpoint directory (its latest is read) or a step directory. UsageError, one line naming
@@ -141,7 +141,7 @@ class CheckpointReader {
   // or its pieces leave part of the region uncovered; or when a file it reads is missing or damaged.
   void read(const std::string& name, const Region& region, float* out);
 
-  std::uint64_t bytesRead() const { return bytesRead_; }  // of the files opened: what the reads mapped and checked
+  std::uint64_t bytesRead() const { return bytesRead_; }  // from the rank files: their headers and the pieces read
   double readSeconds() const { return readS_; }
 
  private:

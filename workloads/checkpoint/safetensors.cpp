@@ -104,17 +104,18 @@ WrittenFile writeSafetensors(const std::string& path, std::span<const TensorView
   unsigned char length[8];
   const std::uint64_t n = text.size();
   std::memcpy(length, &n, 8);
-  ContentHash hash;
+  WrittenFile written{8 + n + offset, {}};
   AtomicFile file(path);
-  auto put = [&](const void* p, std::size_t bytes) {
-    hash.update(p, bytes);
-    file.write(p, bytes);
-  };
-  put(length, 8);
-  put(text.data(), text.size());
-  for (const TensorView& t : tensors) put(t.data, t.bytes());
+  file.write(length, 8);
+  file.write(text.data(), text.size());
+  for (const TensorView& t : tensors) {
+    ContentHash hash;
+    hash.update(t.data, t.bytes());
+    written.tensorHashes.push_back(hash.digest());
+    file.write(t.data, t.bytes());
+  }
   file.commit();
-  return {8 + n + offset, hash.digest()};
+  return written;
 }
 
 const TensorView* SafetensorsFile::find(std::string_view name) const {
@@ -128,17 +129,23 @@ UsageError malformed(const std::string& origin, const std::string& what) {
   return UsageError(fmt::format("{}: {}", origin, what));
 }
 
-// The JSON header of the file (bytes), and where its data buffer starts (8 + the header's length).
-std::pair<nlohmann::json, std::uint64_t> parseHeader(std::span<const std::uint8_t> bytes, const std::string& origin) {
+// The header's length, from the first bytes of a file of `size` bytes (at least 8 of them when it has them).
+std::uint64_t headerLength(std::span<const std::uint8_t> start, std::uint64_t size, const std::string& origin) {
   auto bad = [&](const std::string& what) { return malformed(origin, what); };
-  const std::uint64_t size = bytes.size();
-  if (size < 8) throw bad(fmt::format("{} bytes is too short for a safetensors file (truncated?)", size));
+  if (size < 8 || start.size() < 8) throw bad(fmt::format("{} bytes is too short for a safetensors file (truncated?)", size));
   std::uint64_t n;
-  std::memcpy(&n, bytes.data(), 8);
+  std::memcpy(&n, start.data(), 8);
   if (n > kMaxHeaderBytes) throw bad(fmt::format("header length {} is not plausible: not a safetensors file, or corrupt", n));
   if (n > size - 8) throw bad(fmt::format("header length {} runs past the end of the file ({} bytes): truncated?", n, size));
-  if (n < 2 || bytes[8] != '{') throw bad("the header is not a JSON object: not a safetensors file, or corrupt");
-  const auto* headerStart = reinterpret_cast<const char*>(bytes.data() + 8);
+  return n;
+}
+
+// The JSON header (its `headerLength` bytes after the first 8).
+nlohmann::json parseHeader(std::span<const std::uint8_t> text, const std::string& origin) {
+  auto bad = [&](const std::string& what) { return malformed(origin, what); };
+  const std::uint64_t n = text.size();
+  if (n < 2 || text[0] != '{') throw bad("the header is not a JSON object: not a safetensors file, or corrupt");
+  const auto* headerStart = reinterpret_cast<const char*>(text.data());
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(headerStart, headerStart + n);
@@ -148,7 +155,7 @@ std::pair<nlohmann::json, std::uint64_t> parseHeader(std::span<const std::uint8_
     throw bad("the header holds a number out of any range: corrupt");
   }
   if (!header.is_object()) throw bad("the header is not a JSON object");
-  return {std::move(header), 8 + n};
+  return header;
 }
 
 void readMetadata(const nlohmann::json& entry, SafetensorsContents& f, const std::string& origin) {
@@ -183,9 +190,9 @@ std::uint64_t readShape(const nlohmann::json& shape, std::uint64_t buffer, Tenso
   return elements;
 }
 
-// A tensor's header entry, checked against the data buffer (buffer bytes from base).
+// A tensor's header entry, checked against the data buffer (buffer bytes); its data pointer is left null.
 std::pair<TensorView, Span> readTensor(const std::string& name, const nlohmann::json& entry, std::uint64_t buffer,
-                                       const std::uint8_t* base, const std::string& origin) {
+                                       const std::string& origin) {
   auto badTensor = [&](const std::string& what) { return malformed(origin, fmt::format("tensor '{}': {}", name, what)); };
   if (!entry.is_object()) throw badTensor("its entry is not an object");
   for (const char* key : {"dtype", "shape", "data_offsets"})
@@ -213,13 +220,13 @@ std::pair<TensorView, Span> readTensor(const std::string& name, const nlohmann::
     throw badTensor(fmt::format("shape {} of {} needs {} bytes but data_offsets [{}, {}] hold {}", shapeText(t.shape), dtypeName,
                                 tooBig && !empty ? std::string("more than the file") : std::to_string(elements * size1), begin,
                                 end, end - begin));
-  t.data = base + begin;
   return {std::move(t), Span{begin, end, 0}};
 }
 
 // f's tensors in the order of their bytes, which must be contiguous, in order, and cover the whole buffer: the
-// official reader insists on it too.
-void orderTensors(SafetensorsContents& f, std::vector<Span>& spans, std::uint64_t buffer, const std::string& origin) {
+// official reader insists on it too. Returns where each starts in the buffer, in that order.
+std::vector<std::uint64_t> orderTensors(SafetensorsContents& f, std::vector<Span>& spans, std::uint64_t buffer,
+                                        const std::string& origin) {
   auto bad = [&](const std::string& what) { return malformed(origin, what); };
   std::sort(spans.begin(), spans.end(),
             [](const Span& a, const Span& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
@@ -236,29 +243,71 @@ void orderTensors(SafetensorsContents& f, std::vector<Span>& spans, std::uint64_
     throw bad(fmt::format("the data is {} bytes but the tensors cover {}: {}", buffer, covered,
                           covered < buffer ? "trailing bytes belong to no tensor" : "truncated"));
   std::vector<TensorView> ordered;
+  std::vector<std::uint64_t> begins;
   ordered.reserve(spans.size());
-  for (const Span& s : spans) ordered.push_back(std::move(f.tensors[s.tensor]));
+  begins.reserve(spans.size());
+  for (const Span& s : spans) {
+    ordered.push_back(std::move(f.tensors[s.tensor]));
+    begins.push_back(s.begin);
+  }
   f.tensors = std::move(ordered);
+  return begins;
 }
-}  // namespace
 
-SafetensorsContents parseSafetensors(std::span<const std::uint8_t> bytes, const std::string& origin) {
+// What the header of a file of `size` bytes says: its tensors (data null) in file order, where each starts in the
+// data buffer (which starts at dataStart), and the metadata; all checked against the file's size.
+std::pair<SafetensorsContents, std::vector<std::uint64_t>> parseLayout(const nlohmann::json& header, std::uint64_t dataStart,
+                                                                       std::uint64_t size, const std::string& origin) {
   SafetensorsContents f;
-  const auto [header, dataStart] = parseHeader(bytes, origin);
-  const std::uint64_t buffer = bytes.size() - dataStart;
+  const std::uint64_t buffer = size - dataStart;
   std::vector<Span> spans;
   for (const auto& item : header.items()) {
     if (item.key() == "__metadata__") {
       readMetadata(item.value(), f, origin);
       continue;
     }
-    auto [tensor, span] = readTensor(item.key(), item.value(), buffer, bytes.data() + dataStart, origin);
+    auto [tensor, span] = readTensor(item.key(), item.value(), buffer, origin);
     span.tensor = f.tensors.size();
     spans.push_back(span);
     f.tensors.push_back(std::move(tensor));
   }
-  orderTensors(f, spans, buffer, origin);
-  return f;
+  std::vector<std::uint64_t> begins = orderTensors(f, spans, buffer, origin);
+  return {std::move(f), std::move(begins)};
+}
+}  // namespace
+
+SafetensorsContents parseSafetensors(std::span<const std::uint8_t> bytes, const std::string& origin) {
+  const std::uint64_t n = headerLength(bytes.first(std::min<std::size_t>(bytes.size(), 8)), bytes.size(), origin);
+  const std::uint64_t dataStart = 8 + n;
+  auto [f, begins] = parseLayout(parseHeader(bytes.subspan(8, n), origin), dataStart, bytes.size(), origin);
+  for (std::size_t i = 0; i < f.tensors.size(); ++i) f.tensors[i].data = bytes.data() + dataStart + begins[i];
+  return std::move(f);
+}
+
+SafetensorsReader::SafetensorsReader(InputFile file) : file_(std::move(file)) {
+  const std::string& origin = file_.path();
+  std::uint8_t start[8] = {};
+  if (file_.size() >= 8) file_.readAt(0, start, 8);
+  const std::uint64_t n = headerLength({start, file_.size() >= 8 ? 8u : 0u}, file_.size(), origin);
+  std::vector<std::uint8_t> text(static_cast<std::size_t>(n));
+  file_.readAt(8, text.data(), text.size());
+  dataStart_ = 8 + n;
+  auto [f, begins] = parseLayout(parseHeader(text, origin), dataStart_, file_.size(), origin);
+  tensors_ = std::move(f.tensors);
+  begins_ = std::move(begins);
+  for (std::size_t i = 0; i < tensors_.size(); ++i) index_[tensors_[i].name] = i;
+}
+
+const TensorView* SafetensorsReader::find(std::string_view name) const {
+  const auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &tensors_[it->second];
+}
+
+void SafetensorsReader::read(const TensorView& t, void* into) const {
+  const auto at = static_cast<std::size_t>(&t - tensors_.data());
+  if (at >= tensors_.size())
+    throw Error(fmt::format("{}: internal: tensor '{}' is not one of this file's", file_.path(), t.name));
+  file_.readAt(dataStart_ + begins_[at], into, t.bytes());
 }
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {

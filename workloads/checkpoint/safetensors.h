@@ -53,8 +53,8 @@ struct MutableTensorView {
 };
 
 struct WrittenFile {
-  std::uint64_t bytes = 0;  // the file's size
-  std::uint64_t hash = 0;   // ContentHash of the whole file
+  std::uint64_t bytes = 0;                  // the file's size
+  std::vector<std::uint64_t> tensorHashes;  // ContentHash of each tensor's bytes, in the order given
 };
 
 // Writes the tensors atomically (base/atomic_file.h). Names must be unique, non-empty, valid UTF-8 and
@@ -90,7 +90,7 @@ class SafetensorsFile {
   const std::vector<TensorView>& tensors() const { return tensors_; }  // in file (offset) order
   const TensorView* find(std::string_view name) const;                 // null when absent
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
-  // The whole file, for hashing.
+  // The whole file (where each view's bytes are).
   std::span<const std::uint8_t> fileBytes() const { return bytes_; }
 
   // Copies every tensor of `into` from this file, after checking that the file holds exactly these
@@ -104,6 +104,28 @@ class SafetensorsFile {
   std::vector<TensorView> tensors_;
   std::map<std::string, std::size_t, std::less<>> index_;  // name -> position in tensors_
   std::map<std::string, std::string> metadata_;
+};
+
+// A safetensors file read a tensor at a time: its header read and checked when opened (as parseSafetensors checks a
+// whole file, against the file's size), a tensor's bytes read (pread) only when asked. For files read a few tensors
+// of: a checkpoint's rank files, of which a resume on another layout needs some pieces.
+class SafetensorsReader {
+ public:
+  explicit SafetensorsReader(InputFile file);  // UsageError "PATH: <what is wrong>", as SafetensorsFile::open
+
+  const std::string& path() const { return file_.path(); }
+  const std::vector<TensorView>& tensors() const { return tensors_; }  // in file order; their data is null
+  const TensorView* find(std::string_view name) const;                 // null when absent
+  // The bytes of `t` (one of tensors(): t.bytes() of them) into `into`; UsageError when the file is shorter now.
+  void read(const TensorView& t, void* into) const;
+  std::uint64_t headerBytes() const { return dataStart_; }  // what the open read: 8 + the header's length
+
+ private:
+  InputFile file_;
+  std::vector<TensorView> tensors_;
+  std::vector<std::uint64_t> begins_;  // where each tensor's bytes start in the data buffer
+  std::map<std::string, std::size_t, std::less<>> index_;
+  std::uint64_t dataStart_ = 0;
 };
 
 }  // namespace ts::ckpt
