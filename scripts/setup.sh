@@ -15,8 +15,7 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev libfmt-dev libtomlplusplus-dev libgtest-dev libbenchmark-dev
   libhwloc-dev libibverbs-dev
   python3 python3-jsonschema python3-matplotlib python3-numpy python3-jinja2
-  # `trainscope history`: SQLAlchemy Core for both stores, psycopg2 for PostgreSQL; the server for its tests
-  python3-sqlalchemy python3-psycopg2 postgresql
+  python3-sqlalchemy python3-psycopg2
 )
 
 ts_apt_install "${PACKAGES[@]}"

@@ -17,9 +17,10 @@ ts_stage test "set-up, every target (the unit tests, micro-benchmarks too): pack
 # (slurm-wlm: slurmctld, slurmd, slurm-client with sbatch/srun; munge) that tests/integration/test_slurm.py starts on this machine with scripts/slurm-local.sh, and
 # iproute2 (ip, tc) for the cluster of network namespaces (tests/integration/test_netns_cluster.py), and PyTorch for
 # the external check of every model's losses (tests/integration/test_pytorch_agreement.py; a few minutes to install), and
-# PyYAML for MLPerf's compliance checker (tests/integration/test_mllog_compliance.py).
+# PyYAML for MLPerf's compliance checker (tests/integration/test_mllog_compliance.py), and a PostgreSQL server that
+# tests/reports/postgres_server.py starts in a temporary folder for the history store's tests.
 ts_stage test "the tests' packages (PyTorch the largest: a few minutes on a fresh machine)"
-ts_apt_install python3-pytest python3-pytest-xdist python3-hypothesis python3-prometheus-client chromium fonts-dejavu-core dpkg-dev slurm-wlm munge iproute2 python3-torch python3-yaml
+ts_apt_install python3-pytest python3-pytest-xdist python3-hypothesis python3-prometheus-client chromium fonts-dejavu-core dpkg-dev slurm-wlm munge iproute2 python3-torch python3-yaml postgresql
 ts_mpi_env
 cd "$TS_ROOT"
 

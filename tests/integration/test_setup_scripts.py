@@ -88,7 +88,7 @@ def installed_by(script: Path) -> list[str]:
     text = script.read_text()
     names = []
     if m := re.search(r"^PACKAGES=\((.*?)\)", text, re.M | re.S):
-        names += m.group(1).split()
+        names += re.sub(r"#.*", "", m.group(1)).split()  # bash: a word starting with # comments out the rest of the line
     for m in re.finditer(r"^\s*(?:\[[^]]*\] \|\| )?ts_apt_install ([^\n]+)$", text, re.M):
         names += [w for w in m.group(1).split() if not w.startswith(('"', "$"))]
     return names
