@@ -41,8 +41,9 @@ scripts/fuzz.sh
 ts_stage test "== the CPU-only build for the trainscope package (build-cpu, a unity build: about 2.5 min the first time, seconds when build/ has no CUDA)"
 scripts/package.sh cpu >/dev/null
 
-# Three workers on two cores: most integration tests wait (for mpirun to start, a timeout, a dead rank) far more than
-# they compute (a sample: 55 s of CPU in 308 s run one at a time), so three files at a time keep the cores busy. A file
+# Four workers on two cores: most integration tests wait (for mpirun to start, a timeout, a dead rank) far more than
+# they compute (a sample: 55 s of CPU in 308 s run one at a time), and three files at a time kept the cores 165% busy
+# (749 s of CPU in 455 s); four: 7 min 3 s against 7 min 35 s (TS_TEST_CPU_LOG=FILE says each test's CPU). A file
 # is the unit of work (--dist loadgroup, each test in its file's group (tests/conftest.py): its tests in order, its
 # module fixtures once), the README's chains one each; `long` files start first. The tests whose outcome timing
 # decides (marked `alone`: deadlines, which rank notices first) then run one at a time.
@@ -50,10 +51,10 @@ scripts/package.sh cpu >/dev/null
 # PYTHONDONTWRITEBYTECODE set, as some images set it, every pytest process compiled and rewrote the 92 test modules
 # again (1.5 s of CPU each).
 unset PYTHONDONTWRITEBYTECODE
-ts_stage test "== pytest: the command-line, report and README tests (about 7.5 min; 3 workers, each test named as it ends)"
+ts_stage test "== pytest: the command-line, report and README tests (about 7 min; 4 workers, each test named as it ends)"
 PY="$(ts_python "pytest, xdist, jsonschema")"
-TRAINSCOPE="$TS_BUILD/trainscope" "$PY" -m pytest -v -rs --durations=15 -p no:cacheprovider -n "${TS_PYTEST_WORKERS:-3}" --dist loadgroup \
+TRAINSCOPE="$TS_BUILD/trainscope" "$PY" -m pytest -v -rs --durations=15 -p no:cacheprovider -n "${TS_PYTEST_WORKERS:-4}" --dist loadgroup \
   -m "not alone" tests
-ts_stage test "== pytest: the tests timing decides, alone (about 3 min)"
+ts_stage test "== pytest: the tests timing decides, alone (about 2.5 min)"
 TRAINSCOPE="$TS_BUILD/trainscope" "$PY" -m pytest -v -rs --durations=5 -p no:cacheprovider -m alone tests
 ts_stage test "every check passed"

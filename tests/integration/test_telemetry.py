@@ -164,7 +164,7 @@ def test_a_run_that_fails_after_measuring_keeps_its_telemetry(tmp_path, validate
 def test_cpu_used_outside_the_run_is_told_apart_and_compare_calls_it_contention(tmp_path, validate):
     """A process outside the run burning a CPU shows as other processes' busy time; the run's own CPU time
     (busy minus others, summed over the samples) is what the OS says the run used; compare of two such
-    runs is inconclusive (exit 3) and names the contention."""
+    runs names the contention (a regression measured under it, or inconclusive)."""
     import os
     import resource
     import subprocess
@@ -202,5 +202,8 @@ def test_cpu_used_outside_the_run_is_told_apart_and_compare_calls_it_contention(
               for p, s in zip(samples, samples[1:]) if s["cpu_busy_others_fraction"] is not None)
     assert used["b"] - start_up - 0.25 <= own <= 1.1 * used["b"] + 0.05, (own, used["b"], start_up)
     r = run_trainscope(["compare", out["a"], out["b"]])
-    assert r.rc == 3, r.out + r.err
+    # Contention widens the interval and no longer vetoes (issue #38): two runs beside the burner (and, in the
+    # parallel part, the other workers) may land 20x apart, a regression measured under contention, or close, then
+    # inconclusive; never a pass under this much contention. Either way the verdict names it.
+    assert r.rc in (1, 3), r.out + r.err
     assert "measured under contention" in r.out.splitlines()[-1] and "other processes used" in r.out.splitlines()[-1]
