@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from synthetic import telemetry
+from synthetic import make_doc, make_train, stats, telemetry
 
 from reports.__main__ import main
 
@@ -160,3 +160,23 @@ def test_an_empty_missing_or_foreign_history_is_one_line_and_exit_2(tmp_path, ca
     err = capsys.readouterr().err
     assert err.startswith("trainscope: error: ") and err.count("\n") == 1, err
     assert not (tmp_path / "trend" / "index.html").exists()
+
+
+def test_a_worse_loss_is_a_change_of_its_own_plot(tmp_path):
+    """Quality is tracked like speed: a training's final loss is a series, drawn in a plot of its metric (on a linear
+    axis: an accuracy may be 0), and a worse loss at the same steps is a regression named at its commit."""
+    db = str(tmp_path / "h.sqlite")
+    losses = [2.2] * STEP_AT + [5.3] * (COMMITS - STEP_AT)
+    for i, loss in enumerate(losses):
+        doc = make_doc([make_train(loss={"initial": 2.3, "final": loss}, step_time_us=stats([2000.0, 2001.0]),
+                                   step_samples_us=[2000.0, 2001.0, 2000.5])])
+        doc["run"]["started_at"] = f"2026-11-2{i}T10:00:00.000Z"
+        (tmp_path / f"t{i}.json").write_text(json.dumps(doc))
+        assert main(["history", "add", str(tmp_path / f"t{i}.json"), "--commit", commit(i), "--db", db]) == 0
+    out = tmp_path / "trend"
+    assert main(["history", "report", "-o", str(out), "--db", db]) == 0
+    md = (out / "summary.md").read_text()
+    changes = [r for r in table_rows(md, "record") if len(r) == 12]
+    assert [(plain(r[2]), r[3], r[4]) for r in changes] == [("final_loss", "regression", commit(STEP_AT)[:10])], md
+    captions = re.findall(r"<figcaption>([^<]*)</figcaption>", (out / "index.html").read_text())
+    assert [c.split(" on ")[0] for c in captions] == ["final_loss", "step_time_us"]  # the change first
