@@ -64,12 +64,16 @@ def _filters(p: Any) -> None:
     p.add_argument("--branch", help="only the runs added with this branch")
 
 
-def run(args: argparse.Namespace) -> int:
+def require_sqlalchemy(what: str = "trainscope history") -> None:
     try:
         import sqlalchemy  # noqa: F401  (the probe of bench/reports_commands.cpp asks for the other commands' modules only)
     except ImportError:
-        raise InputError("trainscope history needs SQLAlchemy 1.4 (Debian: python3-sqlalchemy; python3-psycopg2 for "
+        raise InputError(f"{what} needs SQLAlchemy 1.4 (Debian: python3-sqlalchemy; python3-psycopg2 for "
                          "PostgreSQL)") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    require_sqlalchemy()
     code: int = args.history_run(args)
     return code
 

@@ -24,9 +24,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..common import identity as ids
 from ..common.files import staged_directory
 from ..common.json_types import Block
+from ..common.load import Result
 from ..common.policy import Policy
+from ..compare.compare import machine_key
 from ..compare.effect import by_trial
 from ..html.banner import status_of
 from ..html.plots import PlotSink, log_axis, new_figure, size_label
@@ -283,6 +286,24 @@ def build_section(found: Sequence[Series], commits: Sequence[str], plots: PlotSi
         blocks.append(table)
     blocks.append(_series_table(judged))
     return {"key": "trend", "title": "Trend", "blocks": blocks}, ch
+
+
+def section_for_results(results: Sequence[Result], db: str, plots: PlotSink, recent: int = gate.RECENT) -> BuiltSection:
+    """`report RESULT... --history DB`'s trend section: the series of the history at `db` of the results' records, on
+    their machines (compare's machine key, as `history add` files a run unless told another)."""
+    from .store import open_store  # SQLAlchemy: only where a history is read
+    wanted = {(machine_key(r), ids.describe(i)) for r in results for rec in r.records
+              if (i := ids.identity(rec)) is not None}
+    with open_store(db, create=False) as store:
+        found = [s for s in store.series() if (s.machine, s.key) in wanted]
+        commits = store.commits()
+        name = store.name
+    if not found:
+        machines = ", ".join(sorted({m for m, _ in wanted})) or "none"
+        text = (f"{name} has no series of these results' records on their machine(s) ({machines}): nothing to draw "
+                "(`history show` lists what it holds).")
+        return {"key": "trend", "title": "Trend", "blocks": [{"kind": "text", "text": text}]}
+    return build_section(found, commits, plots, name, recent)[0]
 
 
 @dataclass(frozen=True)

@@ -180,3 +180,29 @@ def test_a_worse_loss_is_a_change_of_its_own_plot(tmp_path):
     assert [(plain(r[2]), r[3], r[4]) for r in changes] == [("final_loss", "regression", commit(STEP_AT)[:10])], md
     captions = re.findall(r"<figcaption>([^<]*)</figcaption>", (out / "index.html").read_text())
     assert [c.split(" on ")[0] for c in captions] == ["final_loss", "step_time_us"]  # the change first
+
+
+def test_report_with_history_adds_the_trend_of_its_records(stepped, tmp_path, capsys):
+    """`report RESULT --history DB`: the result's page gains the trend section of its records (the stepped history:
+    the all_reduce change at its commit, in the status line too); a result whose records the history lacks says so;
+    a history that is not there is one line, exit 2, no page."""
+    db, _ = stepped
+    out = tmp_path / "page"
+    assert main(["report", str(DATA / "ci-quiet-2.json"), "-o", str(out), "--history", db]) == 0
+    page = (out / "index.html").read_text()
+    assert '<section id="trend">' in page and '<section id="collectives">' in page
+    md = (out / "summary.md").read_text()
+    assert f"REGRESSION from commit {commit(STEP_AT)[:10]}" in md and "**Status: 1 problem(s)**" in md
+    assert len([r for r in table_rows(md, "record") if len(r) == 12]) == 7
+
+    train = tmp_path / "train.json"
+    train.write_text(json.dumps(make_doc([make_train()])))
+    assert main(["report", str(train), "-o", str(tmp_path / "other"), "--history", db]) == 0
+    assert "has no series of these results' records on their machine(s) (mpi-2x-Test_CPU)" in plain(
+        (tmp_path / "other" / "summary.md").read_text())
+
+    capsys.readouterr()
+    assert main(["report", str(train), "-o", str(tmp_path / "none"), "--history", str(tmp_path / "none.sqlite")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("trainscope: error: ") and err.count("\n") == 1, err
+    assert not (tmp_path / "none" / "index.html").exists()
