@@ -206,3 +206,17 @@ def test_report_with_history_adds_the_trend_of_its_records(stepped, tmp_path, ca
     err = capsys.readouterr().err
     assert err.startswith("trainscope: error: ") and err.count("\n") == 1, err
     assert not (tmp_path / "none" / "index.html").exists()
+
+
+def test_a_report_of_a_postgresql_history(postgres, tmp_path, capsys):
+    """The README's chain against a team's server: three commits added, a trend page of them."""
+    db = postgres.new_database()
+    for i in range(3):
+        p = tmp_path / f"run-{i}.json"
+        p.write_text(json.dumps(run_doc(i, 1.0)))
+        assert main(["history", "add", str(p), "--commit", commit(i), "--db", db]) == 0
+    capsys.readouterr()
+    out = tmp_path / "trend"
+    assert main(["history", "report", "-o", str(out), "--db", db]) == 0
+    assert "(35 series of 3 commit(s) in 5 plot(s); 0 regression(s) among" in capsys.readouterr().out
+    assert len(table_rows((out / "summary.md").read_text(), "record")) == 35  # the series table: no change to list
