@@ -121,7 +121,7 @@ Subcommand historySubcommand() {
   return pythonTool("history",
                     "Every run kept in a database (SQLite file, or PostgreSQL): history add RESULT... [--commit SHA] [--db "
                     "URL], show (a record's series across commits), check (exit 1 when the newest commits start a "
-                    "regression), export -o FILE, import FILE");
+                    "regression), report -o DIR (trend pages), export -o FILE, import FILE");
 }
 
 }  // namespace ts

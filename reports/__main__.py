@@ -52,6 +52,8 @@ def _parser() -> argparse.ArgumentParser:
                    "rules of the bring-up suite the results ran, when there are some)")
     r.add_argument("--reference", action="append", default=[], metavar="RESULT", help="with the acceptance rules: a result "
                    "of a known good node that their fraction-of-reference limits read (repeatable)")
+    r.add_argument("--history", metavar="DB", help="adds the trend section: these results' records across the commits of a "
+                   "history (a `history --db` value: a SQLite file or postgresql://...; see history report)")
     v = sub.add_parser("accept", help="node acceptance: PASS/FAIL per host against a rules file: exit 0 all pass, 1 a host "
                        "fails, 3 inconclusive (a host failed a rule while busy with other work)")
     v.add_argument("results", nargs="+", help="result documents (one cluster run, or one run per node)")
@@ -222,7 +224,13 @@ def _report(args: argparse.Namespace) -> int:
     results = load_results(args.results, args.label)
     rules = _rules(args, results)
     reference = load_results(args.reference) if args.reference else []
-    index = write_report(results, args.output, args.title, args.trace, accept(results, rules, reference) if rules else None)
+    more = []
+    if args.history:
+        history.require_sqlalchemy("report --history")
+        from .history.report import section_for_results
+        more.append(lambda plots: section_for_results(results, args.history, plots))
+    index = write_report(results, args.output, args.title, args.trace, accept(results, rules, reference) if rules else None,
+                         more)
     print(f"report: {index} (plots and summary.md beside it)")
     return 0
 

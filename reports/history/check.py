@@ -77,7 +77,8 @@ def check(found: Sequence[Series], recent: int = RECENT) -> Check:
     return Check(tuple(judged), newest.order, newest.commit, recent)
 
 
-def _change_line(j: Judged, c: detect.Change) -> str:
+def change_line(j: Judged, c: detect.Change) -> str:
+    """One change as the console says it (the trend page's alerts, report.py, say it alike)."""
     where = (f"bisect {c.before[:10]}..{c.commit[:10]} ({c.skipped} commit(s) without a run between)" if c.skipped
              else f"after {c.before[:10]}")
     contended = f"; {c.contended} run(s) under contention weighed less" if c.contended else ""
@@ -86,7 +87,7 @@ def _change_line(j: Judged, c: detect.Change) -> str:
 
 
 def format_console(ch: Check) -> str:
-    lines = [_change_line(j, c) for j in ch.judged for c in j.recent]
+    lines = [change_line(j, c) for j in ch.judged for c in j.recent]
     n = len(ch.regressions)
     lines.append(f"history check: {len(ch.judged)} series up to commit {ch.head_commit[:10]}; "
                  f"{n} regression(s) among the newest {ch.recent} commits" + ("" if n else ": pass"))
@@ -97,7 +98,7 @@ def format_junit(ch: Check) -> str:
     cases = []
     for j in ch.judged:
         regs = j.regressions
-        text = "\n".join(_change_line(j, c) for c in j.recent)
+        text = "\n".join(change_line(j, c) for c in j.recent)
         if regs:
             cases.append(Case("history", j.name, Outcome.FAILURE, f"regression from commit {regs[0].commit[:10]}: "
                               f"{regs[0].percent}", text, "regression"))

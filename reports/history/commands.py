@@ -1,4 +1,4 @@
-"""`trainscope history add|show|export|import`: the command line of the history wing. Each command sets `history_run`,
+"""`trainscope history add|show|report|export|import`: the command line of the history wing. Each command sets `history_run`,
 which the entry point calls. SQLAlchemy is imported inside the commands, not here: the parser is built for every
 subcommand of the reports tool, and only the history needs it."""
 import argparse
@@ -7,8 +7,9 @@ from typing import Any
 
 from ..common import identity as ids
 from ..common.errors import InputError
-from ..common.files import check_output_file, write_atomically
+from ..common.files import check_output_dir, check_output_file, write_atomically
 from ..common.load import load_result
+from .check import RECENT
 from .database import DEFAULT_FILE, ENV
 
 DB_HELP = (f"the history: a SQLite file (created by add and import), sqlite:///PATH, or postgresql://USER@HOST/DATABASE "
@@ -32,12 +33,18 @@ def add_parsers(sub: Any) -> Any:
     a.set_defaults(history_run=_add)
     s = hs.add_parser("show", help="each record's series across commits: commit, run time, value, spread, contention")
     s.add_argument("--db", help=DB_HELP)
-    s.add_argument("--metric", help="only this metric (time_us, step_time_us, final_loss, eval_loss, eval_accuracy)")
-    s.add_argument("--match", help="only the records whose name contains this text (any case), e.g. 'all_reduce'")
-    s.add_argument("--machine", help="only this machine key")
-    s.add_argument("--branch", help="only the runs added with this branch")
+    _filters(s)
     s.add_argument("--last", type=int, default=10, help="the newest N runs of each series (default 10; 0: all)")
     s.set_defaults(history_run=_show)
+    r = hs.add_parser("report", help="trend pages: a plot per family of series across commits, change points marked, a "
+                      "table of the changes, summary.md (the HTML report's look)")
+    r.add_argument("-o", "--output", required=True, help="directory to write index.html, the plots and summary.md into")
+    r.add_argument("--db", help=DB_HELP)
+    _filters(r)
+    r.add_argument("--title", default="trainscope history")
+    r.add_argument("--recent", type=int, default=RECENT, help=f"a regression that starts among the newest N commits is "
+                   f"the page's alert, as `history check` fails on it (default {RECENT})")
+    r.set_defaults(history_run=_report)
     x = hs.add_parser("export", help="write the whole history as one JSON file (history-v1), for import elsewhere")
     x.add_argument("-o", "--output", required=True, help="the file to write")
     x.add_argument("--db", help=DB_HELP)
@@ -49,12 +56,24 @@ def add_parsers(sub: Any) -> Any:
     return hs
 
 
-def run(args: argparse.Namespace) -> int:
+def _filters(p: Any) -> None:
+    """The options that choose series, alike for show and report."""
+    p.add_argument("--metric", help="only this metric (time_us, step_time_us, final_loss, eval_loss, eval_accuracy)")
+    p.add_argument("--match", help="only the records whose name contains this text (any case), e.g. 'all_reduce'")
+    p.add_argument("--machine", help="only this machine key")
+    p.add_argument("--branch", help="only the runs added with this branch")
+
+
+def require_sqlalchemy(what: str = "trainscope history") -> None:
     try:
         import sqlalchemy  # noqa: F401  (the probe of bench/reports_commands.cpp asks for the other commands' modules only)
     except ImportError:
-        raise InputError("trainscope history needs SQLAlchemy 1.4 (Debian: python3-sqlalchemy; python3-psycopg2 for "
+        raise InputError(f"{what} needs SQLAlchemy 1.4 (Debian: python3-sqlalchemy; python3-psycopg2 for "
                          "PostgreSQL)") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    require_sqlalchemy()
     code: int = args.history_run(args)
     return code
 
@@ -81,20 +100,50 @@ def _add(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_metric(metric: str | None) -> None:
+    known = sorted({m.name for ms in ids.METRICS.values() for m in ms if m.decides})
+    if metric is not None and metric not in known:
+        raise InputError(f"--metric {metric}: not a metric the history tracks ({', '.join(known)})")
+
+
+def _none_found(args: argparse.Namespace) -> InputError:
+    filters = (("--metric", args.metric), ("--match", args.match), ("--machine", args.machine), ("--branch", args.branch))
+    given = [f"{o} {v}" for o, v in filters if v is not None]
+    return InputError("no series in the history" + (f" matches {', '.join(given)}" if given else ""))
+
+
 def _show(args: argparse.Namespace) -> int:
     from .series import series
     from .show import format_show
     if args.last < 0:
         raise InputError(f"--last {args.last}: a count of runs, 0 or more (0: all)")
-    known = sorted({m.name for ms in ids.METRICS.values() for m in ms if m.decides})
-    if args.metric is not None and args.metric not in known:
-        raise InputError(f"--metric {args.metric}: not a metric the history tracks ({', '.join(known)})")
+    _check_metric(args.metric)
     found = series(args.db, metric=args.metric, match=args.match, machine=args.machine, branch=args.branch)
     if not found:
-        filters = (("--metric", args.metric), ("--match", args.match), ("--machine", args.machine), ("--branch", args.branch))
-        given = [f"{o} {v}" for o, v in filters if v is not None]
-        raise InputError("no series in the history" + (f" matches {', '.join(given)}" if given else ""))
+        raise _none_found(args)
     sys.stdout.write(format_show(found, args.last))
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    """An empty history (or filters that match nothing) is bad input, as for show and check: a page of nothing would
+    pass for a history that had no change."""
+    from .report import write_history_report
+    from .store import open_store
+    check_output_dir(args.output, "-o/--output")
+    if args.recent < 1:
+        raise InputError(f"--recent {args.recent}: a count of commits, 1 or more")
+    _check_metric(args.metric)
+    with open_store(args.db, create=False) as store:
+        found = store.series(metric=args.metric, match=args.match, machine=args.machine, branch=args.branch)
+        commits = store.commits(machine=args.machine, branch=args.branch)
+        name = store.name
+    if not found:
+        raise _none_found(args)
+    w = write_history_report(found, commits, args.output, name, args.title, args.recent)
+    print(f"history report: {w.index} ({len(found)} series of {len(commits)} commit(s) in {w.plots} plot(s); "
+          f"{len(w.check.regressions)} regression(s) among the newest {args.recent} commits; plots and summary.md "
+          "beside it)")
     return 0
 
 

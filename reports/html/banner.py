@@ -21,6 +21,7 @@ LOOKED_FOR = ("failed check", "stopped or incomplete run", "throttled clock", "s
 class Status:
     problems: list[tuple[str, str, str]]  # (section key, section title, the alert's text, shortened)
     checked: list[str]  # what was looked at and found fine, for the all-clear line
+    looked_for: tuple[str, ...] = LOOKED_FOR  # what the alerts are about (another page, the history's, has its own)
 
     @property
     def ok(self) -> bool:
@@ -29,18 +30,19 @@ class Status:
     @property
     def all_clear(self) -> str:
         """What the all-clear line says was found absent."""
-        return "no " + ", ".join(LOOKED_FOR[:-1]) + " or " + LOOKED_FOR[-1]
+        *first, last = self.looked_for
+        return "no " + (", ".join(first) + " or " if first else "") + last
 
 
 def _short(text: str) -> str:
     return text if len(text) <= SHORT else text[:SHORT - 1].rstrip() + "…"
 
 
-def status_of(results: list[Result], sections: list[BuiltSection]) -> Status:
+def status_of(results: list[Result], sections: list[BuiltSection], looked_for: tuple[str, ...] = LOOKED_FOR) -> Status:
     problems = [("runs", "Runs", _short(f"{r.label} is incomplete: {r.incomplete}")) for r in results if r.incomplete]
     for s in sections:
         for b in s["blocks"]:
             if b["kind"] == "alert":
                 problems.append((s["key"], s["title"], _short(str(b["text"]))))
     checked = [s["title"] for s in sections]
-    return Status(problems, checked)
+    return Status(problems, checked, looked_for)
