@@ -1,7 +1,10 @@
-"""bench/suites/ci-train.toml, the CI suite of the training step and its kernels: two real runs of one build on 2
-ranks train alike bit for bit (the same final loss), `compare` of one with the other passes or is inconclusive, never
-a regression, and `history add` files them, the final loss a series of its own. ci-train-cuda.toml, its twin for GPU
-runners, differs from it in the device only."""
+"""bench/suites/ci-train.toml, the CI suite of the training step and its kernels: real runs of one build on 2 ranks
+train alike bit for bit (the same final loss); `compare` of them as the CI recipe gates (docs/ci.md: three baseline
+runs, two candidate runs) passes or is inconclusive, never a regression; and `history add` files them, the final loss
+a series of its own. One run a side is not the gate: runs of one build land apart by more than their own samples show
+(here the lm_head GEMM took 351 us in one run, 382 us in the next, each within 0.3%), which only several runs a side
+put in the interval (README, "Several runs a side"). ci-train-cuda.toml, the twin for GPU runners, differs from it in
+the device only."""
 import json
 import subprocess
 import sys
@@ -18,9 +21,9 @@ SUITE = SUITES / "ci-train.toml"
 def runs(tmp_path_factory):
     where = tmp_path_factory.mktemp("ci-train")
     paths = []
-    for i in (1, 2):
+    for i in range(1, 6):
         path = where / f"run{i}.json"
-        r = run_trainscope(["suite", SUITE, "--json", path], np=2, timeout=300)
+        r = run_trainscope(["suite", SUITE, "--json", path], np=2, timeout=300, cwd=ROOT)  # its shapes file: a path from ROOT
         assert r.rc == 0, r.err
         paths.append(path)
     return paths
@@ -44,13 +47,15 @@ def test_it_trains_the_tiny_transformer_data_parallel_and_times_its_kernels(runs
     assert min(len(k["samples_us"]) for k in kernels) >= 5 * 3  # compare's minimum, in each of 3 trials
 
 
-def test_two_runs_of_one_build_train_bit_for_bit_alike(runs):
-    (a,), (b,) = (records(p, "train") for p in runs)
-    assert a["final_loss"] == b["final_loss"] and a["final_loss"] < a["initial_loss"]
+def test_runs_of_one_build_train_bit_for_bit_alike(runs):
+    losses = {rec["loss"]["final"] for p in runs for rec in records(p, "train")}
+    (first,) = records(runs[0], "train")
+    assert len(losses) == 1 and first["loss"]["final"] < first["loss"]["initial"]
 
 
-def test_compare_of_two_runs_of_one_build_is_never_a_regression(runs, tmp_path):
-    r = tool("compare", *runs, "--json", tmp_path / "cmp.json")
+def test_compare_of_runs_of_one_build_as_the_gate_takes_them_is_never_a_regression(runs, tmp_path):
+    baseline = [x for p in runs[:3] for x in ("--baseline", p)]
+    r = tool("compare", *baseline, *runs[3:], "--json", tmp_path / "cmp.json")
     assert r.returncode in (0, 3), r.stdout + r.stderr
     rows = json.loads((tmp_path / "cmp.json").read_text())["rows"]
     assert not [row for row in rows if row["outcome"] == "regression"], r.stdout
@@ -71,6 +76,5 @@ def test_history_add_files_both_runs_and_the_final_loss_is_a_series(runs, tmp_pa
 def test_the_gpu_twin_differs_in_the_device_only():
     cpu, cuda = (tomllib.loads((SUITES / name).read_text()) for name in ("ci-train.toml", "ci-train-cuda.toml"))
     assert cuda["suite"]["name"] == cpu["suite"]["name"] + "-cuda"
-    assert [s.pop("device", None) for s in cuda["step"]] == ["cuda", None]
-    assert [s.pop("backend", None) for s in cuda["step"]] == [None, "cuda"]
+    assert [s.pop("device", None) for s in cuda["step"]] == ["cuda", None]  # the kernels: on the GPU where there is one
     assert cpu["step"] == cuda["step"]
