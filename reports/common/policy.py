@@ -83,7 +83,7 @@ class Policy:
 
 
 # The settings that are a closed choice: their names in a file and on the command line, and their enums.
-CHOICES: dict[str, type[Inconclusive] | type[Missing]] = {"inconclusive": Inconclusive, "missing": Missing}
+CHOICES: dict[str, type[Enum]] = {"inconclusive": Inconclusive, "missing": Missing}
 
 
 def _lookup(table: dict[str, float], kind: str, metric: str, default: float) -> float:
