@@ -1,8 +1,9 @@
 """Command line of the reports tool: `python3 -m reports report|compare ...`.
 
-Exit codes: 0 fine (compare: pass), 1 compare found a regression, 2 bad input, 3 compare could not decide
-(inconclusive: too few samples, too noisy, or measured under contention beyond what the data settle; with
-`--inconclusive pass|fail`, 0 or 1 instead). Errors are one line on stderr, never a traceback.
+Exit codes: 0 fine (compare: pass), 1 compare found a regression (or, under `--missing fail`, a record of the
+baseline the candidate lacks), 2 bad input, 3 compare could not decide (inconclusive: too few samples, too noisy,
+or measured under contention beyond what the data settle; with `--inconclusive pass|fail`, 0 or 1 instead).
+Errors are one line on stderr, never a traceback.
 """
 import argparse
 import json
@@ -26,7 +27,7 @@ from .common.collective_facts import names as collective_names
 from .common.load import Result, load_result, load_results
 from .accept.accept import accept, format_junit as format_acceptance_junit, format_table as format_acceptance
 from .accept.rules import Rules, default_for as default_rules, from_toml as rules_from_toml, shipped as shipped_rules
-from .common.policy import Inconclusive, Policy, apply as apply_policy, from_toml, parse_override
+from .common.policy import Inconclusive, Missing, Policy, apply as apply_policy, from_toml, parse_override
 from .common.memory import memory_text
 from .common.terminal import Escaping, printable
 from .history import check as history_check, commands as history
@@ -89,6 +90,10 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--inconclusive", choices=[Inconclusive.PASS.value, Inconclusive.FAIL.value],
                    help="what an inconclusive outcome does to the exit code: pass (exit 0: only a regression beyond doubt "
                    "fails) or fail (exit 1); default: exit 3, for the gate to decide")
+    c.add_argument("--missing", choices=[m.value for m in Missing],
+                   help="what a record only the baseline has (the candidate did not measure it) does: fail (exit 1) or pass "
+                   "(default: listed and counted, the exit code as the compared records say); records only in the candidate "
+                   "are new and fail nothing")
     c.add_argument("--markdown", help="write a markdown summary (for a CI job summary)")
     c.add_argument("--junit",
                    help="write JUnit XML: one test case per compared record (regression: failure; inconclusive: skipped)")
@@ -237,8 +242,8 @@ def _report(args: argparse.Namespace) -> int:
 
 def _policy(args: argparse.Namespace) -> Policy:
     policy = from_toml(args.policy) if args.policy else Policy()
-    settings: dict[str, Any] = {k: getattr(args, k) for k in ("threshold", "max_cv", "min_samples", "confidence", "inconclusive")
-                                if getattr(args, k) is not None}
+    scalars = ("threshold", "max_cv", "min_samples", "confidence", "inconclusive", "missing")
+    settings: dict[str, Any] = {k: getattr(args, k) for k in scalars if getattr(args, k) is not None}
     tables: dict[str, dict[str, float]] = {"thresholds": {}, "max_cvs": {}}
     for table, option, values in (("thresholds", "--threshold-for", args.threshold_for),
                                   ("max_cvs", "--max-cv-for", args.max_cv_for)):

@@ -10,6 +10,7 @@ per-kind and per-metric overrides, from a TOML file and the command line (the co
     max_load_per_cpu = 1.0   # the same from the load average, for results without that figure
     quality_threshold = 5    # a train record's loss or accuracy: relative change (a kind's threshold is for its times)
     inconclusive = "fail"    # what an inconclusive record does to the exit code: pass (0) or fail (1); unset: 3
+    missing = "fail"         # a record only the baseline has: fails the gate (exit 1), or pass (the default: listed only)
     [thresholds]             # per kind, or per kind.metric
     collective = 10
     "train.step_time_us" = 3
@@ -49,6 +50,14 @@ class Inconclusive(str, Enum):
     FAIL = "fail"            # exit 1: a record that could not be shown to pass fails (a strict gate)
 
 
+class Missing(str, Enum):
+    """What a record the baseline has and the candidate lacks does to the exit code (a changed identity option, a
+    step or a size the candidate no longer runs). Records only in the candidate are new: nothing to regress from,
+    listed either way (a changed identity has its old name in the baseline, which this decides)."""
+    PASS = "pass"  # exit as the compared records say; the records are listed and counted in the verdict line
+    FAIL = "fail"  # exit 1: what the baseline measured, the candidate must measure (a strict gate)
+
+
 @dataclass(frozen=True)
 class Policy:
     threshold: float = 0.05
@@ -59,6 +68,7 @@ class Policy:
     max_load_per_cpu: float = 1.0
     quality_threshold: float = QUALITY_THRESHOLD
     inconclusive: Inconclusive = Inconclusive.UNDECIDED
+    missing: Missing = Missing.PASS
     thresholds: dict[str, float] = field(default_factory=dict)  # "kind" or "kind.metric" -> fraction
     max_cvs: dict[str, float] = field(default_factory=dict)
 
@@ -70,6 +80,10 @@ class Policy:
 
     def max_cv_for(self, kind: str, metric: str) -> float:
         return _lookup(self.max_cvs, kind, metric, self.max_cv)
+
+
+# The settings that are a closed choice: their names in a file and on the command line, and their enums.
+CHOICES: dict[str, type[Enum]] = {"inconclusive": Inconclusive, "missing": Missing}
 
 
 def _lookup(table: dict[str, float], kind: str, metric: str, default: float) -> float:
@@ -139,16 +153,16 @@ def apply(policy: Policy, settings: dict[str, Any], where: str = "settings") -> 
                 _check_key(f"{name}.{k}", k)
                 table[k] = number(f"{name}.{k}", v, 0, 100) / 100
             changes[key] = table
-        elif key == "inconclusive":
-            choices = [i.value for i in Inconclusive]
+        elif key in CHOICES:
+            choices = [c.value for c in CHOICES[key]]
             if value not in choices:
                 raise InputError(f"{name}: {value!r} is not one of {', '.join(choices)}")
-            changes[key] = Inconclusive(value)
+            changes[key] = CHOICES[key](value)
         elif key in Policy.__dataclass_fields__:
             changes[key] = _scalar(key, name, value)
         else:
             raise InputError(f"{name}: unknown setting (threshold, max_cv, min_samples, confidence, max_others_busy, "
-                             "max_load_per_cpu, quality_threshold, inconclusive, [thresholds], [max_cvs])")
+                             "max_load_per_cpu, quality_threshold, inconclusive, missing, [thresholds], [max_cvs])")
     return replace(policy, **changes)
 
 

@@ -16,8 +16,9 @@ slowdown at 88% contention on both sides is a regression), and a row and the ver
 A record whose interval lies wholly beyond the threshold is a regression however noisy it is: noise
 widens the interval, so a clear regression stays clear. The run's outcome is regression when any record
 regressed, else inconclusive when any record was or when a run did not finish (a crashed run's stream:
-what it never measured cannot pass), else pass. Records present on one side only are listed, never
-dropped silently. The exit code of an inconclusive outcome is the policy's choice (Policy.inconclusive).
+what it never measured cannot pass), else pass. Records present on one side only are listed, counted in the
+verdict line and JUnit, never dropped silently; whether one only in the baseline fails the gate is the policy's
+choice (Policy.missing), as is the exit code of an inconclusive outcome (Policy.inconclusive).
 A train record's loss and accuracy are rows of their own (judge_quality, quality.py): a relative change against
 their own threshold, with no interval, since a fixed seed trains alike; contention does not touch them.
 """
@@ -39,7 +40,7 @@ from ..common.json_types import Record
 from ..common.junit import Case
 from ..common.load import Result
 from ..common.markdown import markdown_text
-from ..common.policy import Inconclusive, Policy
+from ..common.policy import Inconclusive, Missing, Policy
 
 
 class Outcome(str, Enum):
@@ -114,7 +115,14 @@ class Comparison:
         return Outcome.PASS
 
     @property
+    def missing_fails(self) -> bool:
+        """Records of the baseline the candidate did not measure fail the gate (--missing fail)."""
+        return self.policy.missing == Missing.FAIL and bool(self.only_in_baseline)
+
+    @property
     def exit_code(self) -> int:
+        if self.missing_fails:
+            return EXIT_CODES[Outcome.REGRESSION]
         if self.outcome == Outcome.INCONCLUSIVE:
             if self.policy.inconclusive == Inconclusive.FAIL:
                 return EXIT_CODES[Outcome.REGRESSION]
@@ -279,14 +287,50 @@ def verdict_line(cmp: Comparison) -> str:
     unfinished = "; incomplete: " + "; ".join(cmp.incomplete) if cmp.incomplete else ""
     contended = ("; measured under contention: " + "; ".join(cmp.contention)
                  if cmp.contention and cmp.outcome != Outcome.INCONCLUSIVE else "")
-    return _outcome_line(cmp) + contended + unfinished + _exit_note(cmp)
+    return _outcome_line(cmp) + contended + unfinished + _one_sided_note(cmp) + _exit_note(cmp)
 
 
 def _exit_note(cmp: Comparison) -> str:
-    """Where the policy turned an inconclusive outcome into a pass or a failure: said, with the option that did."""
+    """Where the policy turned an outcome into another exit code: said, with the option that did."""
+    if cmp.missing_fails:
+        return f" (--missing fail: exit {cmp.exit_code})"
     if cmp.outcome != Outcome.INCONCLUSIVE or cmp.exit_code == EXIT_CODES[Outcome.INCONCLUSIVE]:
         return ""
     return f" (--inconclusive {cmp.policy.inconclusive.value}: exit {cmp.exit_code})"
+
+
+def _one_sided_note(cmp: Comparison) -> str:
+    """Records on one side only, counted where the verdict is read, and whether they decide anything."""
+    if not cmp.only_in_baseline and not cmp.only_in_candidate:
+        return ""
+    counts = [f"{len(items)} record(s) only in the {side}" for side, items in
+              (("baseline", cmp.only_in_baseline), ("candidate", cmp.only_in_candidate)) if items]
+    effect = ("" if cmp.missing_fails else
+              ", not compared; they do not fail the gate (--missing fail fails on those only in the baseline)"
+              if cmp.only_in_baseline else ", not compared (new records fail no gate)")
+    return "; " + " and ".join(counts) + effect
+
+
+def one_sided_lines(cmp: Comparison) -> list[str]:
+    """A line per side with records the other lacks: how many, of which kinds, and what the gate does with them."""
+    lines = []
+    for side, items, effect in (
+            ("baseline", cmp.only_in_baseline, "the candidate did not measure them: "
+             + ("they fail the gate (--missing fail)" if cmp.policy.missing == Missing.FAIL
+                else "listed, they do not fail the gate (--missing pass)")),
+            ("candidate", cmp.only_in_candidate, "new, no baseline to compare them with: listed, they fail no gate")):
+        if items:
+            kinds: dict[str, int] = {}
+            for identity in items:
+                kinds[_kind_of(identity)] = kinds.get(_kind_of(identity), 0) + 1
+            lines.append(f"# {len(items)} record(s) only in the {side} ("
+                         + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) + f"): {effect}")
+    return lines
+
+
+def _kind_of(identity: str) -> str:
+    """A record's name begins with what it is (an op, a kernel, `train`, a link test): its JUnit class too."""
+    return identity.split(" ")[0]
 
 
 def _outcome_line(cmp: Comparison) -> str:
@@ -351,7 +395,7 @@ def format_table(cmp: Comparison) -> str:
         lines.append(f"{'missing':<12} {'':>8} {'':>18} {'':>11} {'':>11} {'':>11}  {d} (only in the baseline)")
     for d in cmp.only_in_candidate:
         lines.append(f"{'new':<12} {'':>8} {'':>18} {'':>11} {'':>11} {'':>11}  {d} (only in the candidate)")
-    lines += [summary_line(cmp), verdict_line(cmp)]
+    lines += [*one_sided_lines(cmp), summary_line(cmp), verdict_line(cmp)]
     return "\n".join(lines) + "\n"
 
 
@@ -360,7 +404,8 @@ def _md(text: object) -> str:
 
 
 def format_markdown(cmp: Comparison) -> str:
-    out = [f"## trainscope compare: **{cmp.outcome.value}**", "", _md(verdict_line(cmp)), "",
+    gate = f" (fails the gate: {len(cmp.only_in_baseline)} record(s) only in the baseline)" if cmp.missing_fails else ""
+    out = [f"## trainscope compare: **{cmp.outcome.value}**{gate}", "", _md(verdict_line(cmp)), "",
            _md(summary_line(cmp).lstrip("# ")), "", _md(method_line(cmp).lstrip("# ")) + ".", ""]
     shown = [r for r in cmp.rows if r.outcome != Outcome.PASS]
     if shown:
@@ -373,16 +418,19 @@ def format_markdown(cmp: Comparison) -> str:
     for title, items in (("Only in the baseline", cmp.only_in_baseline), ("Only in the candidate", cmp.only_in_candidate)):
         if items:
             out += [f"{title}:", ""] + [f"- {_md(i)}" for i in items] + [""]
+    if cmp.only_in_baseline or cmp.only_in_candidate:
+        out += [_md(line.lstrip("# ")) for line in one_sided_lines(cmp)] + [""]
     return "\n".join(out)
 
 
 def format_junit(cmp: Comparison) -> str:
     """One test case per record: a failure per regression, skipped (with the reason) per inconclusive one — a failure
-    too under `--inconclusive fail`, which fails the gate on it."""
+    too under `--inconclusive fail`, which fails the gate on it; a record on one side only is skipped, one only in the
+    baseline a failure under `--missing fail`."""
     cases = []
     for r in cmp.rows:
         text = f"{r.metric} {r.baseline:.6g} -> {r.candidate:.6g} ({_pct(r.change)}, interval {_interval(r)})"
-        name = ("trainscope." + r.identity.split(" ")[0], _named(r))
+        name = ("trainscope." + _kind_of(r.identity), _named(r))
         if r.outcome == Outcome.REGRESSION:
             cases.append(Case(*name, junit.Outcome.FAILURE, f"{r.metric} {_pct(r.change)} ({r.baseline:.4g} -> "
                               f"{r.candidate:.4g})", f"{r.identity}: {text}", failure_type="regression"))
@@ -393,6 +441,17 @@ def format_junit(cmp: Comparison) -> str:
             cases.append(Case(*name, junit.Outcome.SKIPPED, f"inconclusive: {r.reason}", text))
         else:
             cases.append(Case(*name, junit.Outcome.PASSED, "", f"{r.outcome.value}: {text}"))
+    for identity in cmp.only_in_baseline:
+        name = ("trainscope." + _kind_of(identity), identity)
+        if cmp.missing_fails:
+            cases.append(Case(*name, junit.Outcome.FAILURE, "only in the baseline: the candidate did not measure it",
+                              f"{identity}: in the baseline, not in the candidate (--missing fail)", failure_type="missing"))
+        else:
+            cases.append(Case(*name, junit.Outcome.SKIPPED, "only in the baseline: the candidate did not measure it",
+                              "not compared (--missing pass)"))
+    for identity in cmp.only_in_candidate:
+        cases.append(Case("trainscope." + _kind_of(identity), identity, junit.Outcome.SKIPPED,
+                          "only in the candidate: no baseline to compare it with", "not compared (a new record)"))
     return junit.junit_text("trainscope compare", cases)
 
 
@@ -401,7 +460,8 @@ def format_json(cmp: Comparison) -> str:
     doc["policy"] = asdict(cmp.policy)
     # A median that overflowed (judge) is null: what compare writes is strict JSON too (strict_json.py).
     doc["rows"] = [{k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in r.items()} for r in doc["rows"]]
-    return json.dumps(doc | {"outcome": cmp.outcome.value, "exit_code": cmp.exit_code, "regressions": len(cmp.regressions)},
+    return json.dumps(doc | {"outcome": cmp.outcome.value, "exit_code": cmp.exit_code, "regressions": len(cmp.regressions),
+                             "missing_fails": cmp.missing_fails},
                       indent=1, default=str, allow_nan=False) + "\n"
 
 

@@ -30,7 +30,7 @@ def test_a_suite_runs_every_step_into_one_document(tmp_path, validate):
     assert (tmp_path / "rep" / "index.html").exists()
 
 
-@pytest.mark.parametrize("name", ["quick.toml", "ci.toml", "cluster.toml"])
+@pytest.mark.parametrize("name", ["quick.toml", "ci.toml", "cluster.toml", "ci-train.toml", "ci-train-cuda.toml"])
 def test_shipped_suites_are_valid(name, tmp_path):
     """Parsed and checked in full: a bad key would fail here, before a user's long run."""
     r = run_trainscope(["suite", SUITES / name, "--json", tmp_path / "x.json", "--check-only"])
