@@ -119,9 +119,9 @@ Subcommand compareSubcommand() {
 
 Subcommand historySubcommand() {
   return pythonTool("history",
-                    "Every run kept in a database (SQLite file, or PostgreSQL): history add RESULT... [--commit SHA] [--db "
-                    "URL], show (a record's series across commits), check (exit 1 when the newest commits start a "
-                    "regression), report -o DIR (trend pages), export -o FILE, import FILE");
+                    "Every run kept in a database (SQLite file, or PostgreSQL): each record's series across commits, the "
+                    "commit that changed it (exit 1 when the newest commits start a regression), trend pages: history "
+                    "COMMAND ... (its commands: trainscope history --help)");
 }
 
 }  // namespace ts
