@@ -5,8 +5,9 @@
 # The commits are checked out in turn in one detached worktree, DIR/src, and built without CUDA in one folder,
 # DIR/build, so that each build compiles only what changed since the commit before (an old tree from scratch is
 # about 4.5 min on 2 cores); each is measured N times (default 2) from its own tree: sync ps on mlp small at 2 ranks
-# (the step 5fae52f took from 72 to 4.9 ms) and its own bench/suites/ci.toml. The results stay in DIR/results, the
-# history in DIR/history.sqlite, check's outputs and the trend pages beside them.
+# (the step 5fae52f took from 72 to 4.9 ms), the CNN on one process (issue #20's CPU kernels) and its own
+# bench/suites/ci.toml. The results stay in DIR/results, the history in DIR/history.sqlite, check's outputs and
+# the trend pages beside them.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -49,11 +50,12 @@ for sha in "${full[@]}"; do
     { echo "history-real: error: $short did not build (the end of $out/build-$short.log):" >&2; tail -5 "$out/build-$short.log" >&2; exit 1; }
   made=()
   for r in $(seq 1 "$runs"); do
-    ps="$out/results/$short-ps-$r.json" ci="$out/results/$short-ci-$r.json"
+    ps="$out/results/$short-ps-$r.json" ci="$out/results/$short-ci-$r.json" cnn="$out/results/$short-cnn-$r.json"
     (cd "$src" && mpirun -np 2 "$build/trainscope" train --model mlp --preset small --batch 32 --steps 40 --sync ps \
       --no-ceiling --json "$ps" >/dev/null)
+    (cd "$src" && "$build/trainscope" train --model cnn --batch 32 --steps 13 --warmup-steps 3 --no-ceiling --json "$cnn" >/dev/null)
     (cd "$src" && mpirun -np 2 "$build/trainscope" suite bench/suites/ci.toml --json "$ci" >/dev/null)
-    made+=("$ps" "$ci")
+    made+=("$ps" "$ci" "$cnn")
   done
   "$tool" history add "${made[@]}" --commit "$sha" --branch main --db "$db"
 done
