@@ -10,6 +10,7 @@ replaces a device, a FIFO or a link.
 """
 import contextlib
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -161,3 +162,13 @@ def staged_directory(outdir: str | Path) -> Iterator[Path]:
         raise InputError(f"{outdir}: cannot write: {e.strerror}") from None
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+def runs_of_the_same_set(path: str | Path) -> list[Path]:
+    """The runs committed beside a result as one set (NAME-1.json, NAME-2.json, ...: several runs of one build), this
+    one included, sorted; [path] when its name is not of that form. The calibrations read the set for the spread
+    between runs, which resampling one run cannot show."""
+    path = Path(path)
+    if not re.search(r"-\d+\.json$", path.name):
+        return [path]
+    return sorted(path.parent.glob(re.sub(r"-\d+\.json$", "-*.json", path.name)))

@@ -12,7 +12,6 @@ Used by scripts/calibrate-compare.py (the table in docs/compare-calibration.md) 
 import argparse
 import copy
 import itertools
-import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ import numpy as np
 from .compare import Outcome, compare
 from .effect import Samples, by_trial, robust_cv
 from ..common.errors import InputError
+from ..common.files import runs_of_the_same_set
 from ..common.json_types import Record, ResultDoc
 from ..common.load import Result, load_result
 from ..common.policy import Policy
@@ -216,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = load_result(args.result)
         policy = Policy()
         cells = run(result.doc, NOISE_LEVELS, pairs=args.pairs, policy=policy)
-        siblings = sorted(Path(args.result).parent.glob(re.sub(r"-\d+\.json$", "-*.json", Path(args.result).name)))
+        siblings = runs_of_the_same_set(args.result)
         same_build: Sequence[SameBuild] = (same_build_pairs([load_result(s) for s in siblings], policy)
                                            if len(siblings) > 1 else ())
     except (InputError, ValueError) as e:

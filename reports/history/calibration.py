@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..common.errors import InputError
+from ..common.files import runs_of_the_same_set
 from ..common.identity import identity
 from ..common.json_types import Record, ResultDoc
 from ..common.load import load_result
@@ -376,9 +377,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise InputError("--penalty must be a positive number")
         result = load_result(args.result)
         path = Path(args.result)
-        stem = path.name.rsplit("-", 1)[0] if path.name.rsplit("-", 1)[-1][:-5].isdigit() else None
-        siblings = ([load_result(s).doc for s in sorted(path.parent.glob(f"{stem}-*.json")) if s.name != path.name]
-                    if stem else [])
+        siblings = [load_result(s).doc for s in runs_of_the_same_set(path) if s.name != path.name]
         cells = run(result.doc, siblings, series=args.series, penalty=args.penalty)
     except (InputError, ValueError) as e:
         print(f"calibrate-history: error: {e}", file=sys.stderr)
