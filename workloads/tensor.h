@@ -37,9 +37,15 @@ class Arena {
   // gradient elsewhere, a layer gathered only while it runs); t is left empty (no data).
   void release(Tensor& t);
   Device& device() const { return *device_; }
+  // From now on makeParam gives parameters a shape and an initialisation but no memory: a model built so holds
+  // none of its weights until a layout materialises the part it keeps (param_init.h), so no rank ever holds
+  // the whole model on the way to its share.
+  void deferParameters() { deferParameters_ = true; }
+  bool defersParameters() const { return deferParameters_; }
 
  private:
   Device* device_;
+  bool deferParameters_ = false;
   std::unordered_set<void*> blocks_;  // what it holds (the device counts the bytes)
 };
 

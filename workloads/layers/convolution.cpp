@@ -34,16 +34,15 @@ Conv2d::Conv2d(Arena& arena, const Init& init, const std::string& name, const cp
   const bool column = split.split() && split.kind == TensorSplit::kColumn, row = split.split() && split.kind == TensorSplit::kRow;
   if (column) s_.K = s.K / split.ranks;
   if (row) s_.C = s.C / split.ranks;
-  w_ = makeParam(arena, name + ".weight", {s_.K, s_.C, s_.R, s_.S});
-  y_ = arena.tensor(imageShape(s_.N, s_.K, s_.P(), s_.Q(), layout));
-  dx_ = arena.tensor(imageShape(s_.N, s_.C, s_.H, s_.W, layout));
   // The slice of the one-device [K, C R S] weights: rows of the output channels, columns of the input ones.
   const std::int64_t rs = std::int64_t(s.R) * s.S;
   TensorSlice slice{
       {s.K, s.C, s.R, s.S}, s.K, s.C * rs, {}, row ? split.rank * s_.C * rs : 0, row ? (split.rank + 1) * s_.C * rs : s.C * rs};
   for (std::int64_t k = column ? split.rank * s_.K : 0; column && k < (split.rank + 1) * s_.K; ++k) slice.rows.push_back(k);
-  if (column || row) w_.slice = slice;
-  init.normal(w_.value, w_.name, std::sqrt(2.0 / (double(s.K) * s.R * s.S)), slice);
+  w_ = makeParam(arena, name + ".weight", {s_.K, s_.C, s_.R, s_.S}, true, init.normal(std::sqrt(2.0 / (double(s.K) * s.R * s.S))),
+                 column || row ? slice : TensorSlice{});
+  y_ = arena.tensor(imageShape(s_.N, s_.K, s_.P(), s_.Q(), layout));
+  dx_ = arena.tensor(imageShape(s_.N, s_.C, s_.H, s_.W, layout));
 }
 
 double Conv2d::forwardFlops() const {

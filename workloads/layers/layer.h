@@ -34,9 +34,23 @@ std::uint64_t nameHash(const std::string& s);
 // take the layout they were built with and allocate in it, so a tensor's shape is its memory order).
 std::vector<std::int64_t> imageShape(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, ConvLayout layout);
 
+// How a parameter's initial values are drawn. Normal and uniform values come from the one-device tensor's own
+// stream (mt19937_64 seeded by seed ^ nameHash(name)), its element i being the one-device tensor's element i
+// (normal: Box-Muller pairs, elements 2k and 2k+1 from one pair), so any part of it (a tensor-parallel slice, a
+// ZeRO-3 chunk) is drawn alone with the values the whole tensor has (param_init.h).
+enum class InitKind { kZeros, kConstant, kNormal, kUniform };
+struct ParamInit {
+  InitKind kind = InitKind::kZeros;
+  std::uint64_t seed = 0;
+  double scale = 0;  // the constant, the normal's standard deviation, the uniform's bound
+};
+
 struct Param {
   std::string name;  // "blocks.0.attn.qkv.weight": the name in checkpoints (PyTorch's naming style)
+  // The shape is set from the start; the memory only once a layout materialises what it keeps (param_init.h):
+  // a model built with deferred parameters holds none.
   Tensor value, grad;
+  ParamInit init;  // how value starts (over `slice` of the one-device tensor when sliced)
   bool decay = true;  // weight decay applies (weights), not to biases and normalisation gains
   TensorSlice slice;  // tensor parallel: the part of the one-device tensor this rank holds
   // A sharded layout's piece of a parameter (ZeRO, the parameter server's chunks): the parameter's name and
@@ -111,25 +125,24 @@ class Layer {
   virtual void skipInputGradient() {}
 };
 
-// Parameters initialised from (seed, name): independent of the order layers are built in.
+// Parameters initialised from (seed, name): independent of the order layers are built in, and of which part of
+// a tensor a rank holds (a tensor-parallel slice starts as that slice of the one-device weights).
 class Init {
  public:
   explicit Init(std::uint64_t seed) : seed_(seed) {}
-  void normal(const Tensor& t, const std::string& name, double stddev) const;
-  void uniform(const Tensor& t, const std::string& name, double bound) const;  // U(-bound, bound)
-  void constant(const Tensor& t, float value) const;
-  // The slice of the one-device tensor `name`: a tensor-parallel slice starts as that slice of the
-  // one-device weights.
-  void normal(const Tensor& t, const std::string& name, double stddev, const TensorSlice& slice) const;
-  void uniform(const Tensor& t, const std::string& name, double bound, const TensorSlice& slice) const;
+  ParamInit normal(double stddev) const { return {InitKind::kNormal, seed_, stddev}; }
+  ParamInit uniform(double bound) const { return {InitKind::kUniform, seed_, bound}; }  // U(-bound, bound)
+  static ParamInit constant(float value) { return {InitKind::kConstant, 0, value}; }
+  void constant(const Tensor& t, float value) const;  // a buffer (batch norm's running variance)
 
  private:
-  std::vector<float> drawNormal(const std::string& name, double stddev, std::size_t n) const;
-  std::vector<float> drawUniform(const std::string& name, double bound, std::size_t n) const;
   std::uint64_t seed_;
 };
 
-// A parameter and its gradient from the arena.
-Param makeParam(Arena& arena, std::string name, std::vector<std::int64_t> shape, bool decay = true);
+// A parameter of `shape` (this rank's: its slice's, when `slice` is set) starting as `init` says. Its value and
+// gradient come from the arena at once, unless the arena defers parameters (Arena::deferParameters): then the
+// layout materialises what it keeps (param_init.h).
+Param makeParam(Arena& arena, std::string name, std::vector<std::int64_t> shape, bool decay = true, ParamInit init = {},
+                TensorSlice slice = {});
 
 }  // namespace ts::wl

@@ -29,23 +29,16 @@ Linear::Linear(Arena& arena, const Init& init, const std::string& name, const Li
   const bool column = split.split() && split.kind == TensorSplit::kColumn, row = split.split() && split.kind == TensorSplit::kRow;
   out_ = column ? static_cast<std::int64_t>(held.size()) : out;
   in_ = row ? in / split.ranks : in;
-  w_ = makeParam(arena, name + ".weight", {out_, in_});
-  y_ = arena.tensor({rows, out_});
-  dx_ = arena.tensor({rows, in_});
   // The slice of the one-device weights this rank holds.
   const TensorSlice ws{{out, in}, out, in, held, row ? split.rank * in_ : 0, row ? (split.rank + 1) * in_ : in};
-  if (column || row) w_.slice = ws;
   const double bound = 1.0 / std::sqrt(static_cast<double>(in));
-  if (initStd < 0)
-    init.uniform(w_.value, w_.name, bound, ws);
-  else
-    init.normal(w_.value, w_.name, initStd, ws);
-  if (hasBias_) {
-    b_ = makeParam(arena, name + ".bias", {out_}, false);
-    const TensorSlice bs{{out}, out, 1, held, 0, 1};
-    if (column) b_.slice = bs;
-    if (initStd < 0) init.uniform(b_.value, b_.name, bound, bs);  // else zeros, as GPT-2 does
-  }
+  w_ = makeParam(arena, name + ".weight", {out_, in_}, true, initStd < 0 ? init.uniform(bound) : init.normal(initStd),
+                 column || row ? ws : TensorSlice{});
+  y_ = arena.tensor({rows, out_});
+  dx_ = arena.tensor({rows, in_});
+  if (hasBias_)  // zeros under initStd, as GPT-2 does
+    b_ = makeParam(arena, name + ".bias", {out_}, false, initStd < 0 ? init.uniform(bound) : ParamInit{},
+                   column ? TensorSlice{{out}, out, 1, held, 0, 1} : TensorSlice{});
 }
 
 const Tensor& Linear::forward(const Tensor& x, StepContext& ctx) {

@@ -7,14 +7,12 @@ namespace ts::wl {
 LayerNorm::LayerNorm(Arena& arena, const std::string& name, std::int64_t rows, std::int64_t channels)
     : rows_(rows),
       channels_(channels),
-      w_(makeParam(arena, name + ".weight", {channels}, false)),
+      w_(makeParam(arena, name + ".weight", {channels}, false, Init::constant(1.0f))),
       b_(makeParam(arena, name + ".bias", {channels}, false)),
       y_(arena.tensor({rows, channels})),
       mean_(arena.tensor({rows})),
       rstd_(arena.tensor({rows})),
-      dx_(arena.tensor({rows, channels})) {
-  Init(0).constant(w_.value, 1.0f);
-}
+      dx_(arena.tensor({rows, channels})) {}
 
 const Tensor& LayerNorm::forward(const Tensor& x, StepContext&) {
   x_ = &x;
@@ -43,8 +41,8 @@ BatchNorm2d::BatchNorm2d(Arena& arena, const std::string& name, std::int64_t n, 
       c_(c),
       hw_(h * w),
       layout_(layout),
-      w_(makeParam(arena, name + ".weight", {c}, false)),
-      b_(makeParam(arena, name + ".bias", {c}, false)),
+      w_(makeParam(arena, name + ".weight", {c}, false, Init::constant(1.0f), slice)),
+      b_(makeParam(arena, name + ".bias", {c}, false, {}, slice)),
       runningMean_(arena.tensor({c})),
       runningVar_(arena.tensor({c})),
       slice_(std::move(slice)),
@@ -52,9 +50,7 @@ BatchNorm2d::BatchNorm2d(Arena& arena, const std::string& name, std::int64_t n, 
       mean_(arena.tensor({c})),
       rstd_(arena.tensor({c})),
       dx_(arena.tensor(imageShape(n, c, h, w, layout))) {
-  Init(0).constant(w_.value, 1.0f);
   Init(0).constant(runningVar_, 1.0f);
-  w_.slice = b_.slice = slice_;
 }
 
 const Tensor& BatchNorm2d::forward(const Tensor& x, StepContext& ctx) {

@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "kernels/trace.h"
 #include "workloads/batch_staging.h"
+#include "workloads/layers/param_init.h"
 #include "workloads/mixed_precision.h"
 #include "workloads/models/sequential_classifier.h"
 
@@ -117,7 +118,8 @@ void Model::zeroGrads() {
     if (p->grad.data) zero(p->grad);  // a layout that keeps gradients only during the backward has none now
 }
 
-std::unique_ptr<Model> makeModel(const ModelConfig& config, std::int64_t batch, Device& device, TensorParallel tp) {
+namespace {
+std::unique_ptr<Model> buildModel(const ModelConfig& config, std::int64_t batch, Device& device, TensorParallel tp) {
   if (batch < 1) throw UsageError(fmt::format("a micro-batch of {} samples: it must be at least 1", batch));
   auto divides = [&](std::int64_t n, const std::string& what) {
     if (n % tp.ranks)
@@ -135,6 +137,14 @@ std::unique_ptr<Model> makeModel(const ModelConfig& config, std::int64_t batch, 
       return makeTransformer(config, batch, device, tp);
   }
   throw Error("internal: a model kind outside ModelKind");
+}
+}  // namespace
+
+std::unique_ptr<Model> makeModel(const ModelConfig& config, std::int64_t batch, Device& device, TensorParallel tp,
+                                 ParamStorage storage) {
+  std::unique_ptr<Model> model = buildModel(config, batch, device, tp);
+  if (storage == ParamStorage::kMaterialized) materialize(model->params(), model->arena());
+  return model;
 }
 
 SequentialClassifier::SequentialClassifier(ModelConfig config, std::int64_t batch, Device& device)

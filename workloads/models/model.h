@@ -147,7 +147,8 @@ class Model {
   Precision computePrecision() const { return compute_; }
 
  protected:
-  Model(ModelConfig config, Device& device) : config_(std::move(config)), arena_(device) {}
+  // The parameters are deferred while the layers are built (makeModel materialises them unless asked not to).
+  Model(ModelConfig config, Device& device) : config_(std::move(config)), arena_(device) { arena_.deferParameters(); }
   ModelConfig config_;
   Arena arena_;
   std::vector<std::unique_ptr<Layer>> layers_;  // in forward order
@@ -164,11 +165,15 @@ struct TensorParallel {
   TensorSplit row() const { return {TensorSplit::kRow, rank, ranks, {}}; }
 };
 
+// Whether a model is built with its parameters' memory (values drawn, gradients zero), or deferred: shapes and
+// initialisations only, for a layout to materialise the part it keeps (param_init.h).
+enum class ParamStorage { kMaterialized, kDeferred };
+
 // Builds a model for micro-batches of `batch` samples (sequences for the transformer). The model's memory
 // and ops are on `device`; with tp.ranks > 1 it holds this rank's slices (UsageError when a dimension
 // does not divide by the group: heads, widths, channels).
 std::unique_ptr<Model> makeModel(const ModelConfig& config, std::int64_t batch, Device& device = Device::hostCpu(),
-                                 TensorParallel tp = {});
+                                 TensorParallel tp = {}, ParamStorage storage = ParamStorage::kMaterialized);
 
 std::unique_ptr<Model> makeMlp(const ModelConfig& config, std::int64_t batch, Device& device, TensorParallel tp);
 std::unique_ptr<Model> makeCnn(const ModelConfig& config, std::int64_t batch, Device& device, TensorParallel tp);

@@ -30,12 +30,10 @@ class Transformer final : public Model {
         T_(c.seqLen),
         C_(c.hidden),
         V_(c.vocab),
-        wte_(makeParam(arena_, "wte.weight", {V_, C_})),
-        wpe_(makeParam(arena_, "wpe.weight", {T_, C_})),
+        wte_(makeParam(arena_, "wte.weight", {V_, C_}, true, Init(c.seed).normal(0.02))),
+        wpe_(makeParam(arena_, "wpe.weight", {T_, C_}, true, Init(c.seed).normal(0.01))),
         x0_(arena_.tensor({B_ * T_, C_})) {
     const Init init(c.seed);
-    init.normal(wte_.value, wte_.name, 0.02);
-    init.normal(wpe_.value, wpe_.name, 0.01);
     leading_ = {&wte_, &wpe_};
     if (c.dropout > 0)
       layers_.push_back(std::make_unique<Dropout>(

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "workloads/layers/param_init.h"
 #include "workloads/device_ops.h"
 
 namespace ts::wl {
@@ -89,7 +90,11 @@ void Buckets::chunkOfValues(const Bucket& b, int k, const Tensor& dst) const {
   for (const auto& s : b.slots) {
     const std::size_t n = s.param->value.numel();
     const std::size_t a = std::max(lo, s.offset), z = std::min(hi, s.offset + n);
-    if (a < z) copy(viewOf(dst, a - lo, z - a), viewOf(s.param->value, a - s.offset, z - a));
+    if (a >= z) continue;
+    if (s.param->value.data)
+      copy(viewOf(dst, a - lo, z - a), viewOf(s.param->value, a - s.offset, z - a));
+    else  // deferred: drawn for the chunk alone
+      drawInitialValues(*s.param, a - s.offset, viewOf(dst, a - lo, z - a));
   }
 }
 

@@ -57,7 +57,8 @@ class Buckets {
   static void valuesAsViewsOf(Bucket& b, const Tensor& flat);
   static void unbindGrads(Bucket& b);
   static void unbindValues(Bucket& b);
-  // Chunk k of the parameters' current values, into dst (chunk elements; the padding zero).
+  // Chunk k of the parameters' current values, into dst (chunk elements; the padding zero): a deferred
+  // parameter's initial values, drawn for the chunk alone (param_init.h).
   void chunkOfValues(const Bucket& b, int k, const Tensor& dst) const;
   // Notes p's gradient as final (copying it into the bucket when it is not a view of it); returns the
   // bucket when that completed it.

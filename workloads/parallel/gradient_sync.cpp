@@ -53,6 +53,8 @@ class LocalSync final : public GradientSync {
 
 ModelPart wholeModel(Model& model) { return {model.params(), model.layers(), model.leadingParams(), &model.arena()}; }
 
+bool shardsParameters(const Mesh& mesh) { return mesh.replicaGroup() && mesh.layout().zero == 3; }
+
 std::unique_ptr<GradientSync> makeGradientSync(const Mesh& mesh, const ModelPart& model, double timeoutS) {
   Communicator* dp = mesh.replicaGroup();
   if (!dp) return std::make_unique<LocalSync>(model);
@@ -60,7 +62,7 @@ std::unique_ptr<GradientSync> makeGradientSync(const Mesh& mesh, const ModelPart
   std::unique_ptr<GradientSync> sync;
   if (l.sync == SyncKind::kAverage)
     sync = std::make_unique<AverageSync>(*dp, model, l, timeoutS);
-  else if (l.zero == 3)
+  else if (shardsParameters(mesh))
     sync = std::make_unique<Zero3Sync>(*dp, model, l, timeoutS);
   else if (l.sync == SyncKind::kParameterServer || l.zero > 0)
     sync = std::make_unique<ShardedSync>(*dp, model, l, timeoutS);

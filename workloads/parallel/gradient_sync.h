@@ -87,5 +87,8 @@ class GradientSync {
 
 // The sync of `mesh`'s data-parallel group for the part's parameters (a group of one: no communication).
 std::unique_ptr<GradientSync> makeGradientSync(const Mesh& mesh, const ModelPart& part, double timeoutS);
+// Whether makeGradientSync's sync keeps a chunk of each parameter (ZeRO-3 over more than one rank): it takes the
+// part's parameters deferred and materialises its chunks itself; every other sync takes them materialised.
+bool shardsParameters(const Mesh& mesh);
 
 }  // namespace ts::wl

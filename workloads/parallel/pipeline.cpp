@@ -4,7 +4,6 @@
 #include <chrono>
 #include <limits>
 #include <numeric>
-#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -17,6 +16,34 @@ namespace ts::wl {
 namespace {
 
 int tagOf(int micro, bool gradient) { return 2 * micro + (gradient ? 1 : 0); }
+
+// The deferred parameters of one layer (or the embeddings) given memory for the probe's forward alone, and given
+// back after it: the probe holds one layer beside this stage's at a time. Zeros: only the shapes matter.
+class ProbeParams {
+ public:
+  ProbeParams(const std::vector<Param*>& params, Arena& arena) : arena_(arena) {
+    for (Param* p : params)
+      if (!p->value.data) {
+        p->value = arena.tensor(p->value.shape, MemoryKind::kParameters);
+        taken_.push_back(p);
+      }
+  }
+  ~ProbeParams() {
+    for (Param* p : taken_) arena_.release(p->value);
+  }
+  ProbeParams(const ProbeParams&) = delete;
+  ProbeParams& operator=(const ProbeParams&) = delete;
+
+ private:
+  Arena& arena_;
+  std::vector<Param*> taken_;
+};
+
+std::vector<Param*> paramsOf(Layer& l) {
+  std::vector<Param*> out;
+  l.params(out);
+  return out;
+}
 
 }  // namespace
 
@@ -117,25 +144,31 @@ Pipeline::Pipeline(const Mesh& mesh, Model& model, double timeoutS, const data::
   stages_ = splitStages(flops, stagesCount_, mesh.layout().ppSplit);
   range_ = stages_[static_cast<std::size_t>(stage_)];
   allocateBuffers(sample, micros);
-  releaseOtherStages();
 }
 
 void Pipeline::allocateBuffers(const data::Batch& sample, int M) {
-  // The sizes of the activations crossing the cuts, from one forward of the whole model on this rank
-  // (its weights are everyone's initial ones); the batch-norm statistics it touched are put back.
+  // The sizes of the activations crossing the cuts, from one forward of the whole model on this rank, each
+  // layer's parameters held only while it runs (the model is deferred: ProbeParams); the batch-norm statistics
+  // it touched are put back.
+  Arena& arena = model_.arena();
   std::vector<NamedTensor> buffers = model_.buffers();
   std::vector<std::vector<float>> saved;
   for (const auto& b : buffers) saved.push_back(b.tensor->toHost());
   StepContext probe;
   std::vector<std::int64_t> inShape, outShape;
-  const Tensor* y = &model_.embed(sample, probe);
-  for (std::size_t i = 0; i < model_.layerCount(); ++i) {
+  const Tensor* y = nullptr;
+  {
+    const ProbeParams embeddings(model_.leadingParams(), arena);
+    y = &model_.embed(sample, probe);
+  }
+  const std::vector<Layer*> layers = model_.layers();
+  for (std::size_t i = 0; i < layers.size(); ++i) {
     if (i == range_.from) inShape = y->shape;
+    const ProbeParams held(paramsOf(*layers[i]), arena);
     y = &model_.forwardLayers(*y, probe, i, i + 1);
     if (i + 1 == range_.to) outShape = y->shape;
   }
   for (std::size_t k = 0; k < buffers.size(); ++k) buffers[k].tensor->fromHost(saved[k]);
-  Arena& arena = model_.arena();
   // 1F1B: stage s has at most p - s micro-batches between forward and backward, and they start and end
   // in order, so micro-batch i's input can live in slot i mod (p - s).
   const int inFlight = schedule_ == PipelineSchedule::k1F1B ? std::min(M, stagesCount_ - stage_) : M;
@@ -149,17 +182,6 @@ void Pipeline::allocateBuffers(const data::Batch& sample, int M) {
   inCount_ = first() ? 0 : inputs_[0].numel();
   outCount_ = last() ? 0 : outputs_[0].numel();
   micros_ = M;
-}
-
-void Pipeline::releaseOtherStages() {
-  Arena& arena = model_.arena();
-  const ModelPart part = this->part();
-  const std::unordered_set<const Param*> mine(part.params.begin(), part.params.end());
-  for (Param* p : model_.params())
-    if (!mine.count(p)) {
-      arena.release(p->value);
-      arena.release(p->grad);
-    }
 }
 
 ModelPart Pipeline::part() const {

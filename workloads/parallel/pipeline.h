@@ -13,10 +13,10 @@
 // stage's saved input (activation recomputation, as GPipe does): the extra forward shows in the stage's
 // compute time. The result is the same, so is the loss trajectory.
 //
-// Every rank builds the whole model (the same initial weights everywhere), measures the activations
-// crossing the cuts with one forward, and then gives back the parameters and gradients of every layer
-// outside its stage: it holds and trains only its stage's part; the first stage also embeds, the last
-// computes the loss. A stage keeps the inputs of its micro-batches in flight only: 1F1B has at most
+// Every rank builds the model deferred (shapes, no parameter memory: param_init.h), measures the activations
+// crossing the cuts with one forward (each layer's parameters held only while it runs), and then materialises
+// its stage's parameters alone: it never holds another stage's, and trains only its stage's part; the first
+// stage also embeds, the last computes the loss. (Each layer's activation buffers are built on every rank.) A stage keeps the inputs of its micro-batches in flight only: 1F1B has at most
 // p - s of them at stage s, GPipe all m.
 #include <cstdint>
 #include <optional>
@@ -77,8 +77,8 @@ struct PipelineTimes {
 class Pipeline {
  public:
   // The stage of this rank (its coordinate on the mesh's pp axis) over that axis's group, for steps of
-  // `micros` micro-batches shaped like `sample`: probes the activation sizes with one forward, then
-  // gives back what the other stages' layers held.
+  // `micros` micro-batches shaped like `sample`: probes the activation sizes with one forward. `model` comes
+  // deferred (ParamStorage::kDeferred); whoever built it materialises part()'s parameters.
   Pipeline(const Mesh& mesh, Model& model, double timeoutS, const data::Batch& sample, int micros);
   const StageRange& range() const { return range_; }
   const std::vector<StageRange>& stages() const { return stages_; }
@@ -107,7 +107,6 @@ class Pipeline {
                   PipelineTimes& times);
   PointToPoint transferOf(const PipeTransfer& t);  // its buffer, size, peer and tag
   void allocateBuffers(const data::Batch& sample, int micros);
-  void releaseOtherStages();
   const Tensor& inputOf(int micro) const { return inputs_[static_cast<std::size_t>(micro) % inputs_.size()]; }
   Model& model_;
   int stage_, stagesCount_;

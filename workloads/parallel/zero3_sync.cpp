@@ -13,12 +13,14 @@ Zero3Sync::Zero3Sync(Communicator& dp, const ModelPart& model, const LayoutOptio
     Bucket& b = bucketOf(g);
     const auto c = static_cast<std::int64_t>(b.chunk);
     g.gathered.shape = g.sending.shape = {static_cast<std::int64_t>(b.padded)};
-    // Every rank built the same initial weights (same seed): keep this rank's chunk, give the rest back.
+    // This rank's chunk only, drawn as the whole model would start (the parameters come deferred: no rank
+    // ever holds the whole model; a materialised one is given back).
     g.values = arena_.tensor({c}, MemoryKind::kParameters);
     g.buckets->chunkOfValues(b, rank_, g.values);
     g.grads = arena_.tensor({c}, MemoryKind::kGradients);
     g.buckets->releaseParamGrads(arena_);
-    for (const auto& s : b.slots) arena_.release(s.param->value);
+    for (const auto& s : b.slots)
+      if (s.param->value.data) arena_.release(s.param->value);
     groups_.push_back(std::move(g));
   };
   if (!model.leading.empty()) {

@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "base/units.h"
+#include "workloads/layers/param_init.h"
 #include "workloads/parallel/average_sync.h"
 #include "workloads/parallel/part_sums.h"
 #include "workloads/trainer/ps_async_steps.h"
@@ -27,7 +28,9 @@ void checkModelStatesFit(const ModelStateBytes& f, std::size_t limit, const Layo
 void placeModel(ModelOnMesh& m, const TrainOptions& o, const Mesh& mesh, Device& device, const data::DataSource& source,
                 const ModelConfig& config, std::int64_t microBatch, double commTimeoutS) {
   const LayoutOptions& layout = o.layout;
-  m.model = makeModel(config, microBatch, device, TensorParallel{mesh.coordinate(GroupKind::kTp), layout.tp});
+  // Deferred: the layout materialises what this rank keeps (buildModelOnMesh), never the whole model first.
+  m.model = makeModel(config, microBatch, device, TensorParallel{mesh.coordinate(GroupKind::kTp), layout.tp},
+                      ParamStorage::kDeferred);
   if (Communicator* tp = mesh.group(GroupKind::kTp))
     m.tp = std::make_unique<TensorParallelGroup>(*tp, commTimeoutS, mesh.groupId(GroupKind::kTp));
   if (layout.syncBn == SyncBatchNorm::kOn)
@@ -111,6 +114,9 @@ void buildModelOnMesh(ModelOnMesh& m, const TrainOptions& o, const Mesh& mesh, D
   placeModel(m, o, mesh, device, source, config, microBatch, commTimeoutS);
   m.formula = modelStatesOf(m.part, o, mesh);
   checkModelStatesFit(m.formula, device.memoryLimit(), o.layout);
+  // What this rank keeps, and nothing else: its part whole (its stage's, its slices), or ZeRO-3's chunks of it,
+  // which its sync materialises.
+  if (!shardsParameters(mesh)) materialize(m.part.params, m.model->arena());
   makeSync(m, o, mesh, commTimeoutS);
   makeOptimizer(m, o, mesh, device);
 }
