@@ -1,8 +1,8 @@
 #pragma once
 // A rank's memory account: what the allocator counted by kind during the training steps (and the peak of
-// setup, when the model is built whole), beside what the layout should hold in model states by the
-// ZeRO paper's formulas (Rajbhandari et al. 2020, section 5), so a record shows whether a layout saves
-// the memory it exists for.
+// setup, while the layout materialises its share of the model), beside what the layout should hold in
+// model states by the ZeRO paper's formulas (Rajbhandari et al. 2020, section 5), so a record shows
+// whether a layout saves the memory it exists for.
 //
 // With Psi the elements of the parameters this rank trains (all, its tensor-parallel slices or its
 // pipeline stage's layers), N the data-parallel ranks, 4 bytes an element and K optimizer slots per
@@ -41,7 +41,7 @@ ModelStateBytes modelStateFormula(const ModelStateFacts& f);
 
 struct MemoryAccount {
   MemoryCounters steps;       // the training steps' peaks by kind (reset after setup)
-  std::size_t setupPeak = 0;  // the most in use while building (the model whole, before a layout gave its share back)
+  std::size_t setupPeak = 0;  // the most in use while building (this rank's share of the model, its buffers)
   ModelStateBytes formula;
   // The measured model states: each model-state kind's peak during the steps, added.
   std::size_t modelStates() const;

@@ -36,7 +36,7 @@ Trainer::Trainer(const TrainOptions& options, const Mesh* mesh, double commTimeo
         "use: {}",
         formatBytes(e.limit), layout.name(), formatBytes(e.bytes), nameOf(e.kind), formatBytes(e.inUse), kSaveMemory));
   }
-  // The record's peaks are the steps': setup built the whole model before the layout gave its share back.
+  // The record's peaks are the steps'; setup's (the layout's share materialised, the buffers) is its own figure.
   setupPeak_ = device_->memory().totalPeak;
   device_->resetPeaks();
 }

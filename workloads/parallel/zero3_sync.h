@@ -9,9 +9,9 @@
 // nothing to send back afterwards.
 //
 // Memory per rank: 1/N of the parameters, gradients and optimizer state, plus the layers in use: the one
-// running (values and gradients) and the one whose gradients are still being sent. The model is built
-// whole on every rank first (each rank draws the same initial weights, then keeps its chunk and gives
-// the rest back), so setup briefly holds all the parameters once.
+// running (values and gradients) and the one whose gradients are still being sent. The model comes
+// deferred (param_init.h): the constructor draws this rank's chunk of each group's initial weights alone,
+// with the values the whole model would have there, so no rank ever holds the whole model.
 #include <unordered_map>
 
 #include "workloads/parallel/buckets.h"
