@@ -104,16 +104,17 @@ void drawInitialValues(const Param& p, std::size_t from, const Tensor& dst) {
   }
 }
 
-void materialize(Param& p, Arena& arena) {
+void materialize(Param& p, Arena& arena, ParamParts parts) {
+  if (parts == ParamParts::kNone) return;
   if (!p.value.data) {
     p.value = arena.tensor(p.value.shape, MemoryKind::kParameters);
     drawInitialValues(p, 0, p.value);
   }
-  if (!p.grad.data) p.grad = arena.tensor(p.grad.shape, MemoryKind::kGradients);
+  if (parts == ParamParts::kValuesAndGradients && !p.grad.data) p.grad = arena.tensor(p.grad.shape, MemoryKind::kGradients);
 }
 
-void materialize(const std::vector<Param*>& params, Arena& arena) {
-  for (Param* p : params) materialize(*p, arena);
+void materialize(const std::vector<Param*>& params, Arena& arena, ParamParts parts) {
+  for (Param* p : params) materialize(*p, arena, parts);
 }
 
 }  // namespace ts::wl

@@ -23,8 +23,13 @@ void drawInitialValues(const Param& p, std::size_t from, const Tensor& dst);
 // The same on the host: n elements from `from` (a test's view, the reference the device copies come from).
 std::vector<float> initialValues(const Param& p, std::size_t from, std::size_t n);
 
-// p's value (drawn whole) and its gradient (zeros) from the arena; nothing for what p holds already.
-void materialize(Param& p, Arena& arena);
-void materialize(const std::vector<Param*>& params, Arena& arena);
+// What of a parameter is materialised whole: its value and gradient, its value alone (the gradient lives in a
+// layout's buckets), or nothing (the layout draws its values into memory of its own: drawInitialValues).
+enum class ParamParts { kValuesAndGradients, kValues, kNone };
+
+// p's value (drawn whole) and its gradient (zeros) from the arena, as `parts` says; nothing for what p holds
+// already.
+void materialize(Param& p, Arena& arena, ParamParts parts = ParamParts::kValuesAndGradients);
+void materialize(const std::vector<Param*>& params, Arena& arena, ParamParts parts = ParamParts::kValuesAndGradients);
 
 }  // namespace ts::wl

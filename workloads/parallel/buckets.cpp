@@ -139,7 +139,12 @@ void Buckets::valuesFromFlat(Bucket& b) {
 Tensor Buckets::moveValuesIntoFlat(Bucket& b, Arena& arena) {
   Tensor values = arena.tensor(b.flat.shape, MemoryKind::kParameters);
   for (const auto& s : b.slots) {
-    copy(viewOf(values, s.offset, s.param->value.numel()), s.param->value);
+    const Tensor place = viewOf(values, s.offset, s.param->value.numel());
+    if (!s.param->value.data) {  // deferred: drawn in place, never held twice
+      drawInitialValues(*s.param, 0, place);
+      continue;
+    }
+    copy(place, s.param->value);
     arena.release(s.param->value);
   }
   valuesAsViewsOf(b, values);

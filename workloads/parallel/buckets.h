@@ -52,7 +52,8 @@ class Buckets {
   // gradients), or without memory.
   static void gradsAsViewsOf(Bucket& b, const Tensor& flat);
   // Moves b's parameters' values into a flat of their own laid out as b (counted as parameters) and makes
-  // them views of it: a layout that updates or receives chunks of them in place.
+  // them views of it: a layout that updates or receives chunks of them in place. A deferred parameter's
+  // initial values are drawn there (param_init.h).
   static Tensor moveValuesIntoFlat(Bucket& b, Arena& arena);
   static void valuesAsViewsOf(Bucket& b, const Tensor& flat);
   static void unbindGrads(Bucket& b);

@@ -53,7 +53,12 @@ class LocalSync final : public GradientSync {
 
 ModelPart wholeModel(Model& model) { return {model.params(), model.layers(), model.leadingParams(), &model.arena()}; }
 
-bool shardsParameters(const Mesh& mesh) { return mesh.replicaGroup() && mesh.layout().zero == 3; }
+ParamParts paramPartsForSync(const Mesh& mesh) {
+  const LayoutOptions& l = mesh.layout();
+  if (!mesh.replicaGroup() || l.sync == SyncKind::kAverage) return ParamParts::kValuesAndGradients;
+  if (l.zero > 0 || l.sync == SyncKind::kParameterServer || l.sync == SyncKind::kAsyncParameterServer) return ParamParts::kNone;
+  return ParamParts::kValues;
+}
 
 std::unique_ptr<GradientSync> makeGradientSync(const Mesh& mesh, const ModelPart& model, double timeoutS) {
   Communicator* dp = mesh.replicaGroup();
@@ -62,7 +67,7 @@ std::unique_ptr<GradientSync> makeGradientSync(const Mesh& mesh, const ModelPart
   std::unique_ptr<GradientSync> sync;
   if (l.sync == SyncKind::kAverage)
     sync = std::make_unique<AverageSync>(*dp, model, l, timeoutS);
-  else if (shardsParameters(mesh))
+  else if (l.zero == 3)
     sync = std::make_unique<Zero3Sync>(*dp, model, l, timeoutS);
   else if (l.sync == SyncKind::kParameterServer || l.zero > 0)
     sync = std::make_unique<ShardedSync>(*dp, model, l, timeoutS);

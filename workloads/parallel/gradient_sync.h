@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "workloads/layers/layer.h"
+#include "workloads/layers/param_init.h"
 #include "workloads/parallel/comm_tracker.h"
 #include "workloads/parallel/mesh.h"
 
@@ -87,8 +88,10 @@ class GradientSync {
 
 // The sync of `mesh`'s data-parallel group for the part's parameters (a group of one: no communication).
 std::unique_ptr<GradientSync> makeGradientSync(const Mesh& mesh, const ModelPart& part, double timeoutS);
-// Whether makeGradientSync's sync keeps a chunk of each parameter (ZeRO-3 over more than one rank): it takes the
-// part's parameters deferred and materialises its chunks itself; every other sync takes them materialised.
-bool shardsParameters(const Mesh& mesh);
+// What of the part's deferred parameters (param_init.h) the layout's sync takes materialised, drawing the rest
+// itself: values and gradients (one data-parallel rank, --sync average), values (all-reduce: the gradients live
+// in its buckets), or nothing (ZeRO-1/2 and the parameter servers draw the values into their flats, ZeRO-3 its
+// chunks). Whatever the sync, a rank never holds more of the model than it keeps.
+ParamParts paramPartsForSync(const Mesh& mesh);
 
 }  // namespace ts::wl

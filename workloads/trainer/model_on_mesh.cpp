@@ -114,9 +114,9 @@ void buildModelOnMesh(ModelOnMesh& m, const TrainOptions& o, const Mesh& mesh, D
   placeModel(m, o, mesh, device, source, config, microBatch, commTimeoutS);
   m.formula = modelStatesOf(m.part, o, mesh);
   checkModelStatesFit(m.formula, device.memoryLimit(), o.layout);
-  // What this rank keeps, and nothing else: its part whole (its stage's, its slices), or ZeRO-3's chunks of it,
-  // which its sync materialises.
-  if (!shardsParameters(mesh)) materialize(m.part.params, m.model->arena());
+  // What this rank keeps, and nothing else: its part (its stage's, its slices) as far as the sync needs it
+  // materialised; the sync draws the rest into its own memory (flats, ZeRO-3's chunks).
+  materialize(m.part.params, m.model->arena(), paramPartsForSync(mesh));
   makeSync(m, o, mesh, commTimeoutS);
   makeOptimizer(m, o, mesh, device);
 }
