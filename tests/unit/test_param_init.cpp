@@ -130,7 +130,7 @@ TEST(ParamInit, ATensorParallelSliceIsTheOldSliceOfTheWholeDrawRowsInAnyOrder) {
   EXPECT_EQ(ps[0]->value.toHost(), oldSliced(oldUniform(5, "fc.weight", bound, 70), ps[0]->slice));
   EXPECT_EQ(ps[1]->value.toHost(), oldSliced(oldUniform(5, "fc.bias", bound, 10), ps[1]->slice));
   EXPECT_EQ(ps[2]->value.toHost(), oldSliced(oldNormal(5, "proj.weight", 0.02, 30), ps[2]->slice));  // columns [5, 10)
-  EXPECT_EQ(ps[3]->value.toHost(), std::vector<float>(3, 0.0f));                                      // GPT-2's zero bias
+  EXPECT_EQ(ps[3]->value.toHost(), std::vector<float>(3, 0.0f));                                     // GPT-2's zero bias
 }
 
 TEST(ParamInit, APipelineStageMaterialisedAloneHoldsTheWholeModelsValuesAndNothingElse) {

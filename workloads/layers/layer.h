@@ -50,7 +50,7 @@ struct Param {
   // The shape is set from the start; the memory only once a layout materialises what it keeps (param_init.h):
   // a model built with deferred parameters holds none.
   Tensor value, grad;
-  ParamInit init;  // how value starts (over `slice` of the one-device tensor when sliced)
+  ParamInit init;     // how value starts (over `slice` of the one-device tensor when sliced)
   bool decay = true;  // weight decay applies (weights), not to biases and normalisation gains
   TensorSlice slice;  // tensor parallel: the part of the one-device tensor this rank holds
   // A sharded layout's piece of a parameter (ZeRO, the parameter server's chunks): the parameter's name and

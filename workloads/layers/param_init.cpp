@@ -58,8 +58,8 @@ class InitStream {
   ParamInit init_;
   std::uint64_t seed_;
   std::mt19937_64 g_;
-  std::uint64_t drawn_ = 0;                          // draws taken from g_
-  std::uint64_t pair_ = ~std::uint64_t{0};           // the Box-Muller pair r_, a_ hold
+  std::uint64_t drawn_ = 0;                 // draws taken from g_
+  std::uint64_t pair_ = ~std::uint64_t{0};  // the Box-Muller pair r_, a_ hold
   double r_ = 0, a_ = 0;
 };
 

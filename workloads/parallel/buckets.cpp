@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
-#include "workloads/layers/param_init.h"
 #include "workloads/device_ops.h"
+#include "workloads/layers/param_init.h"
 
 namespace ts::wl {
 

@@ -16,8 +16,9 @@
 // Every rank builds the model deferred (shapes, no parameter memory: param_init.h), measures the activations
 // crossing the cuts with one forward (each layer's parameters held only while it runs), and then materialises
 // its stage's parameters alone: it never holds another stage's, and trains only its stage's part; the first
-// stage also embeds, the last computes the loss. (Each layer's activation buffers are built on every rank.) A stage keeps the inputs of its micro-batches in flight only: 1F1B has at most
-// p - s of them at stage s, GPipe all m.
+// stage also embeds, the last computes the loss. (Each layer's activation buffers are still built on every
+// rank.) A stage keeps the inputs of its micro-batches in flight only: 1F1B has at most p - s of them at
+// stage s, GPipe all m.
 #include <cstdint>
 #include <optional>
 #include <string>

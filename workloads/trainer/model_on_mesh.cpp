@@ -29,8 +29,8 @@ void placeModel(ModelOnMesh& m, const TrainOptions& o, const Mesh& mesh, Device&
                 const ModelConfig& config, std::int64_t microBatch, double commTimeoutS) {
   const LayoutOptions& layout = o.layout;
   // Deferred: the layout materialises what this rank keeps (buildModelOnMesh), never the whole model first.
-  m.model = makeModel(config, microBatch, device, TensorParallel{mesh.coordinate(GroupKind::kTp), layout.tp},
-                      ParamStorage::kDeferred);
+  m.model =
+      makeModel(config, microBatch, device, TensorParallel{mesh.coordinate(GroupKind::kTp), layout.tp}, ParamStorage::kDeferred);
   if (Communicator* tp = mesh.group(GroupKind::kTp))
     m.tp = std::make_unique<TensorParallelGroup>(*tp, commTimeoutS, mesh.groupId(GroupKind::kTp));
   if (layout.syncBn == SyncBatchNorm::kOn)
