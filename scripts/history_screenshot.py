@@ -10,6 +10,7 @@ from commit STEP_AT on (a 2x regression, so that a change point shows) and the r
 saying that other processes used 88% of the CPUs (a hollow marker). `--keep DIR` keeps the history and the report.
 """
 import argparse
+import contextlib
 import copy
 import hashlib
 import json
@@ -50,28 +51,35 @@ def main() -> int:
     p.add_argument("png", type=Path)
     p.add_argument("--keep", type=Path, help="write the history and its report here (default: a temporary folder)")
     args = p.parse_args()
+    args.png = args.png.resolve()
     with tempfile.TemporaryDirectory() as tmp:
-        work = args.keep or Path(tmp)
+        work = (args.keep or Path(tmp)).resolve()
         work.mkdir(parents=True, exist_ok=True)
-        db = str(work / "history.sqlite")
-        for i in range(COMMITS):
-            f = work / f"run-{i:02d}.json"
-            f.write_text(json.dumps(run_of(i)))
-            sha = hashlib.sha1(f"commit {i}".encode()).hexdigest()  # a commit id of the usual look
-            if reports_tool(["history", "add", str(f), "--commit", sha, "--branch", "main", "--db", db]) != 0:
-                return 1
-        out = work / "report"
-        if reports_tool(["history", "report", "-o", str(out), "--db", db, "--title", "trainscope history of ci.toml"]) != 0:
+        with contextlib.chdir(work):  # the page names its history as given: history.sqlite, not a temporary path
+            return take(work, Path(tmp), args.png)
+
+
+def take(work: Path, tmp: Path, png: Path) -> int:
+    """The history in `work` (the current folder), its report, and the page's top as `png`."""
+    db = "history.sqlite"
+    for i in range(COMMITS):
+        f = work / f"run-{i:02d}.json"
+        f.write_text(json.dumps(run_of(i)))
+        sha = hashlib.sha1(f"commit {i}".encode()).hexdigest()  # a commit id of the usual look
+        if reports_tool(["history", "add", str(f), "--commit", sha, "--branch", "main", "--db", db]) != 0:
             return 1
-        r = subprocess.run([chromium(), *FLAGS, f"--user-data-dir={Path(tmp) / 'profile'}", f"--window-size={WIDTH},{HEIGHT}",
-                            f"--screenshot={args.png}", (out / "index.html").as_uri()], capture_output=True, text=True,
-                           timeout=180)
-        if r.returncode != 0 or not args.png.exists():
-            sys.exit(f"history_screenshot: error: Chromium failed (exit {r.returncode}): {r.stderr.strip()[-300:]}")
-        image = Image.open(args.png)
-        image.crop((0, 0, image.width, min(image.height, KEEP))).save(args.png)
-        crop(args.png)
-    print(f"history_screenshot: {args.png} ({args.png.stat().st_size // 1024} KB)", file=sys.stderr)
+    out = work / "report"
+    if reports_tool(["history", "report", "-o", str(out), "--db", db, "--title", "trainscope history of ci.toml"]) != 0:
+        return 1
+    r = subprocess.run([chromium(), *FLAGS, f"--user-data-dir={tmp / 'profile'}", f"--window-size={WIDTH},{HEIGHT}",
+                        f"--screenshot={png}", (out / "index.html").as_uri()], capture_output=True, text=True,
+                       timeout=180)
+    if r.returncode != 0 or not png.exists():
+        sys.exit(f"history_screenshot: error: Chromium failed (exit {r.returncode}): {r.stderr.strip()[-300:]}")
+    image = Image.open(png)
+    image.crop((0, 0, image.width, min(image.height, KEEP))).save(png)
+    crop(png)
+    print(f"history_screenshot: {png} ({png.stat().st_size // 1024} KB)", file=sys.stderr)
     return 0
 
 

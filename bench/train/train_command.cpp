@@ -160,6 +160,11 @@ void addLayoutOptions(OptionTable<TrainRunOptions>& t) {
   t.add("--bucket-mb", "Gradient bucket size in MiB", TS_FIELD(train.layout.bucketMb)).range({0, 1 << 20, true});  // 1 TiB
   t.addOnOff("--overlap", "on: send each bucket as soon as its gradients are ready (during the backward); off: after it",
              TS_FIELD(train.layout.overlap));
+  t.add("--prefetch",
+        "--zero 3: layers whose all-gather is issued ahead while the current one computes, forward and backward (0: each "
+        "layer gathered when it runs)",
+        TS_FIELD(train.layout.prefetch))
+      .range({0, 64});
   onUnknownChoice(t.add("--sync-bn",
                         "Batch norm's statistics over the whole data-parallel batch (SyncBatchNorm): auto (on for the cnn "
                         "under --dp on the CPU), on or off (each rank's own batch)",

@@ -87,12 +87,15 @@ def identity(record: Record) -> Identity | None:
 
 def _options(record: Record, subcommand: str) -> Identity:
     """The record's config version and its identity options' values. A config of another version (or of a record that
-    states none) is not read: such records pair by their own fields, with those of their version only."""
+    states none) is not read: such records pair by their own fields, with those of their version only. An option the
+    config lacks counts at its default: a record written before the option existed ran as its default runs (an option
+    added keeps the old behaviour as its default; changing what a form means bumps the version), so that a history's
+    series goes on across the commit that added it instead of starting again."""
     version = ("config_version", record.get("config_version"))
     config = option_facts.described_config(record)
     if config is None:
         return (version,)
-    return (version, ("options", tuple((o.key, _hashable(config.get(o.key)))
+    return (version, ("options", tuple((o.key, _hashable(config.get(o.key, o.default)))
                                        for o in option_facts.options(subcommand) if o.identity)))
 
 

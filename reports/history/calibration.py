@@ -6,10 +6,11 @@ A series is one real record of the committed quiet ci run (one of its records wi
 turn), one run per commit: each run draws the record's trials with replacement and then the iterations within each
 drawn trial (compare's calibration does the same, reports/compare/calibration.py), widened to the noise level's cv,
 multiplied by the injected change. Changes: none, a step of 2%, 5%, 10% or 2x at commit STEP_AT, or a drift of 1% per
-commit over the 10 commits from STEP_AT. Noise levels: `low`, the samples as recorded; `medium` and `high`, the same
-widened to a robust cv of 5% and 15%; and `runs`: each commit draws one of the record's five committed real runs
-before resampling it, so that the series carries the real offsets between runs of one build (which resampling one
-run cannot show; reported beside the goals, which the issue sets on the three levels).
+commit over the 10 commits from STEP_AT, or two steps of 10% at two commits in a row (stairs). Noise levels: `low`,
+the samples as recorded; `medium` and `high`, the same widened to a robust cv of 5% and 15%; and `runs`: each commit
+draws one of the record's five committed real runs before resampling it, so that the series carries the real offsets
+between runs of one build (which resampling one run cannot show; reported beside the goals, which the issue sets on
+the three levels). Each cell draws from its own random stream (seeded by the seed, the noise level and the change).
 
 Two ways of judging, for each detector that has them:
 - in hindsight: the whole series fitted at once (what `history show`/`report` draw): is the change named at its
@@ -44,7 +45,9 @@ STEP_AT = 60
 DRIFT = -1.0           # the effect that stands for "1% per commit over DRIFT_COMMITS commits"
 DRIFT_PER_COMMIT = 0.01
 DRIFT_COMMITS = 10
-EFFECTS = (0.0, 0.02, 0.05, 0.10, 1.0, DRIFT)
+STAIRS = -2.0          # the effect that stands for "STAIR_STEP at STEP_AT, and another at the commit after"
+STAIR_STEP = 0.10
+EFFECTS = (0.0, 0.02, 0.05, 0.10, 1.0, DRIFT, STAIRS)
 NOISE_LEVELS: dict[str, float | None] = {"low": None, "medium": 0.05, "high": 0.15}
 RUNS_LEVEL = "runs"    # the real runs' offsets (module docstring)
 
@@ -53,12 +56,16 @@ def scale_at(effect: float, commit: int) -> float:
     """The injected change's factor at `commit`."""
     if effect == DRIFT:
         return (1 + DRIFT_PER_COMMIT) ** min(max(commit - STEP_AT + 1, 0), DRIFT_COMMITS)
+    if effect == STAIRS:
+        return (1 + STAIR_STEP) ** min(max(commit - STEP_AT + 1, 0), 2)
     return 1 + effect if commit >= STEP_AT else 1.0
 
 
 def effect_name(effect: float) -> str:
     if effect == DRIFT:
         return f"drift {DRIFT_PER_COMMIT:.0%}/commit x{DRIFT_COMMITS}"
+    if effect == STAIRS:
+        return f"{STAIR_STEP:.0%} then {STAIR_STEP:.0%}"
     return "none" if effect == 0 else f"{effect:.0%}" if effect < 1 else f"{effect + 1:g}x"
 
 
@@ -118,7 +125,7 @@ class Cell:
 
 
 def _near(commit: int, effect: float, slack: int) -> bool:
-    last = STEP_AT + (DRIFT_COMMITS - 1 if effect == DRIFT else 0)
+    last = STEP_AT + (DRIFT_COMMITS - 1 if effect == DRIFT else 1 if effect == STAIRS else 0)
     return STEP_AT - slack <= commit <= last + slack
 
 
@@ -126,7 +133,8 @@ def _hindsight(j: Judged, named: Sequence[int], effect: float) -> None:
     if effect == 0:
         j.spurious += bool(named)
         return
-    j.exact += any(_near(c, effect, 0) for c in named)
+    # Stairs are named exactly when both steps are, each at its commit; a drift, at any of its commits.
+    j.exact += {STEP_AT, STEP_AT + 1} <= set(named) if effect == STAIRS else any(_near(c, effect, 0) for c in named)
     j.within_one += any(_near(c, effect, 1) for c in named)
     j.spurious += any(not _near(c, effect, 1) for c in named)
 
@@ -158,7 +166,7 @@ def _zscore(j: Judged, s: Series, effect: float) -> None:
     after = [a for a in alerts if a >= STEP_AT]
     j.false_alerts += sum(a < STEP_AT for a in alerts)
     j.quiet_commits += STEP_AT
-    j.exact += bool(after) and after[0] == STEP_AT
+    j.exact += {STEP_AT, STEP_AT + 1} <= set(after) if effect == STAIRS else bool(after) and after[0] == STEP_AT
     j.within_one += bool(after) and after[0] <= STEP_AT + 1
     if after:
         j.caught += 1
@@ -184,11 +192,13 @@ def run(doc: ResultDoc, siblings: Sequence[ResultDoc] = (), noise_levels: dict[s
         raise ValueError("no record with a robust cv of at most 2% to calibrate on")
     levels: dict[str, float | None] = dict(NOISE_LEVELS if noise_levels is None else noise_levels)
     others = [{identity(r): r for r in d["records"] if r.get("samples_us")} for d in siblings]
-    rng = np.random.default_rng(seed)
     cells = []
     for noise in [*levels, *([RUNS_LEVEL] if siblings else [])]:
         sources = [_source(r, levels.get(noise), others if noise == RUNS_LEVEL else []) for r in records]
         for effect in effects:
+            # Each cell draws from its own stream, so that a cell added or left out changes no other cell's series
+            # (with one stream for all, adding the stairs moved a false alert of the old fit into the `high` cell).
+            rng = np.random.default_rng([seed, _index(list(NOISE_LEVELS), noise), _index(list(EFFECTS), effect)])
             judged = {d: Judged() for d in detectors}
             for i in range(series):
                 s = make_series(sources[i % len(sources)], effect, rng)
@@ -202,6 +212,11 @@ def run(doc: ResultDoc, siblings: Sequence[ResultDoc] = (), noise_levels: dict[s
                         _asv(j, s, effect)
             cells.append(Cell(noise, effect, judged))
     return cells
+
+
+def _index(known: list[Any], x: Any) -> int:
+    """x's place among the known, or one past them (a level or change the caller made up)."""
+    return known.index(x) if x in known else len(known)
 
 
 def _source(record: Record, target: float | None, others: Sequence[Mapping[Any, Record]]) -> Source:
@@ -282,7 +297,8 @@ def summary(cells: list[Cell]) -> str:
         return f"{_rate(sum(getattr(j, what) for j in js), n):.0%}" if n else "-"
 
     lines = ["| detector | false alerts, commit by commit | no-change series with a change named in hindsight | "
-             "2x at the exact commit | 5% at cv <= 2% within one commit | drifts found |", "|---|---:|---:|---:|---:|---:|"]
+             "2x at the exact commit | 5% at cv <= 2% within one commit | drifts found | "
+             f"{effect_name(STAIRS)}: both at their commits |", "|---|---:|---:|---:|---:|---:|---:|"]
     detectors = list(dict.fromkeys(d for c in cells for d in c.judged))
     for d in detectors:
         none = [c.judged[d] for c in cells_of(0.0)]
@@ -290,7 +306,8 @@ def summary(cells: list[Cell]) -> str:
         lines.append(" | ".join([
             f"| {d.value}", f"{sum(j.false_alerts for j in none)} of {sum(j.quiet_commits for j in none):,}" if online else "-",
             f"{sum(j.spurious for j in none)} of {sum(j.series for j in none)}" if d.has_hindsight else "-",
-            share(1.0, "exact"), share(0.05, "within_one", "low"), share(DRIFT, "exact" if d.has_hindsight else "caught")])
+            share(1.0, "exact"), share(0.05, "within_one", "low"), share(DRIFT, "exact" if d.has_hindsight else "caught"),
+            share(STAIRS, "exact")])
             + " |")
     return "\n".join(lines)
 
@@ -313,7 +330,9 @@ def document(cells: list[Cell], source: str, doc: ResultDoc, series: int, siblin
              "replacement, then the iterations within each drawn trial, multiplied by the change",
              f"- changes: none; a step of 2%, 5%, 10% or 2x from commit {STEP_AT}; a drift of "
              f"{DRIFT_PER_COMMIT:.0%} per commit over the {DRIFT_COMMITS} commits from {STEP_AT} (in all +"
-             f"{scale_at(DRIFT, COMMITS) - 1:.1%})",
+             f"{scale_at(DRIFT, COMMITS) - 1:.1%}); {STAIR_STEP:.0%} at {STEP_AT} and {STAIR_STEP:.0%} more at the "
+             "commit after (two kernel commits in a row; named at the commit only when both steps are, each at its "
+             "own commit)",
              "- noise: `low` is the samples as recorded; `medium` and `high` multiply lognormal noise into every "
              "resampled iteration, to a robust cv of 5% and 15%"
              + (f"; `runs` draws, at each commit, one of the record's {siblings} committed real runs before resampling it: "
@@ -342,7 +361,10 @@ def document(cells: list[Cell], source: str, doc: ResultDoc, series: int, siblin
               "what the run's own samples and trials add when they are noisier than its siblings', and its contention "
               "(contention that differs from the series' usual widens by contention.py's factor per share; contention "
               "every run had, much less). A change is kept when it explains more than a step of "
-              f"{detect.PENALTY ** 0.5:g} standard errors would; the newest commit alone may be a new level (a 2x "
+              f"{detect.PENALTY ** 0.5:g} standard errors would. A level may be one commit, so that commits that change "
+              "speed one after another are each named (the stairs), but one of at most two commits between two levels "
+              "that agree is an excursion, not two changes, and a first commit alone is an odd start; "
+              "the newest commit alone may be a new level (a 2x "
               "slowdown fails the commit that brought it) unless earlier runs already landed as far off and came back, "
               f"or the history has fewer than {detect.ALONE_AFTER} commits: then the next commit confirms it. The check "
               f"fails (exit 1) on a regression whose first commit is among the newest {RECENT} commits (`--recent`): "

@@ -44,6 +44,8 @@ LAYOUTS = [
     ("zero1-dp4", 4, ["--zero", 1, "--bucket-mb", 0.05], 1, 4, 1),
     ("zero3", 2, ["--zero", 3], 1, 2, 1),
     ("zero3-dp4-accumulating", 4, ["--zero", 3, "--micro-batches", 2], 2, 4, 1),
+    ("zero3-no-prefetch", 2, ["--zero", 3, "--prefetch", 0], 1, 2, 1),
+    ("dp2-pp2-zero3-prefetch2", 4, ["--pp", 2, "--micro-batches", 2, "--zero", 3, "--prefetch", 2], 2, 2, 1),
     ("ps2-of-4", 4, ["--sync", "ps", "--ps-shards", 2], 1, 4, 1),
     ("ps1", 2, ["--sync", "ps"], 1, 2, 1),
     ("tp2", 2, ["--tp", 2], 1, 1, 2),
@@ -209,6 +211,21 @@ def test_overlap_on_and_off_both_report_exposed_communication(tmp_path):
         assert all(r["communication_us"] > 0 for r in rec["ranks"])
 
 
+def test_zero3_prefetch_changes_when_layers_are_gathered_not_what_is_computed(tmp_path):
+    """--prefetch K issues the next K layers' all-gathers ahead (forward and backward): the same values arrive, the
+    same reduce-scatters run in the same order, so the training is the same bit for bit at every K."""
+    runs = {k: train(tmp_path, f"prefetch{k}", MODELS["transformer"] + ["--zero", 3, "--prefetch", k], np=2)[1]
+            for k in (0, 1, 3)}
+    assert [r["config"]["prefetch"] for r in runs.values()] == [0, 1, 3]
+    curves = {k: [(p["loss"], p["grad_norm"]) for p in r["loss_curve"]] for k, r in runs.items()}
+    assert curves[0] == curves[1] == curves[3]
+    assert runs[0]["parameter_norms"] == runs[1]["parameter_norms"] == runs[3]["parameter_norms"]
+    # Each layer is still gathered twice a step (forward and backward; the last layer once: it stays from its
+    # forward to its backward) and its gradients reduce-scattered once.
+    gathers = {k: sum(c["count"] for c in r["collectives"] if c["op"] == "all_gather") for k, r in runs.items()}
+    assert gathers[1] == gathers[3] == gathers[0]
+
+
 def test_checkpoints_under_data_parallel_resume_on_one_process(tmp_path):
     args = MODELS["mlp"] + ["--steps", STEPS]
     ckpt = tmp_path / "ckpt"
@@ -237,6 +254,9 @@ def test_checkpoints_under_data_parallel_resume_on_one_process(tmp_path):
     (2, ["--batch", 3], "--batch 3 does not split into 2 data-parallel rank(s) x 1 micro-batch(es)"),
     (2, ["--bucket-mb", 0], "--bucket-mb: 0 is not in (0, 1048576]"),
     (2, ["--overlap", "maybe"], "--overlap"),
+    (2, ["--zero", 3, "--prefetch", -1], "--prefetch: must be a non-negative integer, got -1"),
+    (2, ["--zero", 2, "--prefetch", 2], "--prefetch is --zero 3's"),
+    (2, ["--zero", 3, "--prefetch", 65], "--prefetch: 65 is out of range (at most 64)"),
 ])
 def test_bad_layouts_are_one_line(tmp_path, np, args, message):
     r = run_trainscope(["train", "--no-ceiling", "--steps", 2, "--model", "mlp"] + args, np=np)

@@ -406,6 +406,20 @@ def test_train_records_that_differ_only_in_their_label_or_seed_are_paired(write_
     assert cmp.only_in_baseline == cmp.only_in_candidate == []
 
 
+def test_a_record_written_before_an_option_existed_pairs_with_one_at_its_default(write_doc):
+    """A new train option (its default the old behaviour) must not split every record from the ones before it: the
+    same command line before and after the commit that added it is one measurement. Set to another value, it is not."""
+    new = option("train", "optimizer")
+    assert new.identity
+    before = train_run()
+    del before["config"][new.key]
+    cmp = compare(*pair(write_doc, [before], [train_run()]))
+    assert [r.metric for r in cmp.rows if r.metric == "step_time_us"] == ["step_time_us"]
+    assert cmp.only_in_baseline == cmp.only_in_candidate == []
+    cmp = compare(*pair(write_doc, [before], [train_run(optimizer="sgd")]))
+    assert cmp.rows == [] and len(cmp.only_in_candidate) == 1
+
+
 def test_a_train_record_of_an_undescribed_config_pairs_only_with_its_own_version(write_doc):
     """A record that states no config_version (written before records stated it) has a config the readers do not read:
     it pairs with its like by the record's own fields, as compare paired them then, and not with a record of today's."""

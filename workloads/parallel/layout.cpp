@@ -150,6 +150,8 @@ LayoutOptions resolveLayout(LayoutOptions o, int worldSize) {
   if (o.averageEvery < 1) throw UsageError(fmt::format("--average-every {}: must be at least 1", o.averageEvery));
   if (!average && (o.averageEvery != 1 || o.averageOptimizer))
     throw UsageError("--average-every and --average-optimizer are --sync average's: give --sync average");
+  if (o.prefetch != LayoutOptions{}.prefetch && o.zero < 3)
+    throw UsageError("--prefetch is --zero 3's (it gathers the next layers' parameters ahead): give --zero 3");
   if (average && o.zero > 0)
     throw UsageError("--sync average: every rank keeps and steps the whole model; it does not combine with --zero");
   return o;

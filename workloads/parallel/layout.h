@@ -31,6 +31,7 @@ struct LayoutOptions {
   bool averageOptimizer = false;                // average: the optimizer state averaged with them
   double bucketMb = 25;                         // gradient bucket size (MiB) for the all-reduce, reduce-scatter and reduce
   bool overlap = true;                          // launch a bucket's communication as soon as its gradients are ready
+  int prefetch = 1;                             // ZeRO-3: layers whose all-gather is in flight ahead of the one computing
   SyncBatchNorm syncBn = SyncBatchNorm::kAuto;  // batch-norm statistics over the data-parallel group (resolved by the trainer)
   PipelineSchedule schedule = PipelineSchedule::k1F1B;  // pipeline: gpipe | 1f1b
   std::vector<int> ppSplit;                             // pipeline: layers per stage, by hand (empty: balanced by FLOPs)

@@ -4,8 +4,8 @@
 
 namespace ts::wl {
 
-Zero3Sync::Zero3Sync(Communicator& dp, const ModelPart& model, const LayoutOptions&, double timeoutS)
-    : GradientSync(model.params, dp, timeoutS), arena_(*model.arena), rank_(dp.rank(0)) {
+Zero3Sync::Zero3Sync(Communicator& dp, const ModelPart& model, const LayoutOptions& layout, double timeoutS)
+    : GradientSync(model.params, dp, timeoutS), arena_(*model.arena), rank_(dp.rank(0)), prefetch_(layout.prefetch) {
   const int parts = dp.worldSize();
   auto addGroup = [&](const std::vector<Param*>& params) {
     Group g;
@@ -25,6 +25,7 @@ Zero3Sync::Zero3Sync(Communicator& dp, const ModelPart& model, const LayoutOptio
   };
   if (!model.leading.empty()) {
     leading_ = 0;
+    firstLayer_ = 1;
     addGroup(model.leading);
   }
   for (Layer* l : model.layers) {
@@ -38,21 +39,43 @@ Zero3Sync::Zero3Sync(Communicator& dp, const ModelPart& model, const LayoutOptio
     for (Param& p : g.buckets->pieces(bucketOf(g), rank_, g.grads, &g.values)) pieces_.push_back(std::move(p));
 }
 
-void Zero3Sync::gather(Group& g) {
+void Zero3Sync::startGather(Group& g) {
   if (g.gathered.data) return;
   Bucket& b = bucketOf(g);
   g.gathered = arena_.tensor(g.gathered.shape, MemoryKind::kParameters);
   copy(viewOf(g.gathered, static_cast<std::size_t>(rank_) * b.chunk, b.chunk), g.values);
   g.gathered.device->synchronize();
-  tracker_->run({&collectives::all_gather(), g.gathered.data + static_cast<std::size_t>(rank_) * b.chunk, g.gathered.data,
-                 b.chunk, DType::kFloat32});
-  Buckets::valuesAsViewsOf(b, g.gathered);
+  g.gatherOp = tracker_->start({&collectives::all_gather(), g.gathered.data + static_cast<std::size_t>(rank_) * b.chunk,
+                                g.gathered.data, b.chunk, DType::kFloat32});
+  Buckets::valuesAsViewsOf(b, g.gathered);  // read only once gather() has waited
+}
+
+void Zero3Sync::gather(Group& g) {
+  startGather(g);
+  if (g.gatherOp < 0) return;
+  tracker_->wait(g.gatherOp);
+  g.gatherOp = -1;
+}
+
+void Zero3Sync::prefetch(std::size_t from, bool forward) {
+  std::size_t i = from;
+  for (int k = 0; k < prefetch_; ++k) {
+    if (forward ? i + 1 >= groups_.size() : i <= firstLayer_) break;
+    i = forward ? i + 1 : i - 1;
+    startGather(groups_[i]);
+  }
+  tracker_->poll();  // MPI progresses what is in flight only when entered
 }
 
 void Zero3Sync::release(Group& g) {
   if (!g.gathered.data) return;
+  gather(g);  // a prefetch nobody used lands before its buffer goes
   Buckets::unbindValues(bucketOf(g));
   arena_.release(g.gathered);
+}
+
+void Zero3Sync::releaseLayers() {
+  for (std::size_t i = firstLayer_; i < groups_.size(); ++i) release(groups_[i]);
 }
 
 void Zero3Sync::takeGradients(Group& g) {
@@ -89,33 +112,51 @@ void Zero3Sync::hook(StepContext& ctx) {
     const auto it = groupOf_.find(&l);
     return it == groupOf_.end() ? nullptr : &groups_[it->second];
   };
+  // Every layer's boundary, with parameters or not (activations, norms without them), enters MPI once: what
+  // is in flight progresses only then.
   ctx.beforeForward = [=, this](Layer& l) {
-    if (Group* g = groupOf(l)) gather(*g);
+    if (Group* g = groupOf(l)) {
+      gather(*g);
+      prefetch(static_cast<std::size_t>(g - groups_.data()), true);
+    } else {
+      tracker_->poll();
+    }
   };
   ctx.afterForward = [=, this](Layer& l) {
-    if (Group* g = groupOf(l)) release(*g);
+    tracker_->poll();
+    // The last layer's backward comes next: it keeps its gathered values (an evaluation's afterForwardOnly
+    // lets them go).
+    if (Group* g = groupOf(l); g && g != &groups_.back()) release(*g);
   };
   ctx.beforeBackward = [=, this](Layer& l) {
     if (Group* g = groupOf(l)) {
       takeGradients(*g);
       gather(*g);
+      prefetch(static_cast<std::size_t>(g - groups_.data()), false);
+    } else {
+      tracker_->poll();
     }
   };
   ctx.afterBackward = [=, this](Layer& l) {
     if (Group* g = groupOf(l)) {
-      sendGradients(*g);
+      sendGradients(*g);  // polls
       release(*g);
+    } else {
+      tracker_->poll();
     }
   };
 }
 
 void Zero3Sync::beforeForward(StepContext& ctx) {
   hook(ctx);
-  if (leading_ != SIZE_MAX) gather(groups_[leading_]);
+  if (leading_ == SIZE_MAX) return;
+  gather(groups_[leading_]);
+  prefetch(leading_, true);  // the first layers' gathers beside the embedding's compute
 }
 
 void Zero3Sync::afterForwardOnly() {
-  if (leading_ != SIZE_MAX) release(groups_[leading_]);  // the embeddings, held for a backward that is not coming
+  releaseLayers();                                       // the last layer, held for a backward that is not coming
+  if (leading_ != SIZE_MAX) release(groups_[leading_]);  // and the embeddings
 }
 
 void Zero3Sync::beforeBackward(StepContext& ctx, bool) {
@@ -129,6 +170,7 @@ void Zero3Sync::afterBackward(bool last) {
   if (leading_ != SIZE_MAX) sendGradients(groups_[leading_]);
   for (std::size_t i : sent_) retire(groups_[i]);
   sent_.clear();
+  releaseLayers();  // none is left gathered between micro-batches and steps (a pipeline stage's forward may follow)
   tracker_->waitAll();
   firstMicro_ = last;
   if (last && leading_ != SIZE_MAX) release(groups_[leading_]);

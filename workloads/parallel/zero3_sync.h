@@ -8,10 +8,16 @@
 // embeddings) are one more group, gathered for the step. The update touches only the shards; there is
 // nothing to send back afterwards.
 //
+// Prefetch (--prefetch K, as FSDP's and DeepSpeed's): while a layer computes, the all-gathers of the next K
+// layers of the pass (forward: the ones after it; backward: the ones before) are in flight, so that a
+// layer's gather is waited for only when the compute before it was shorter; 0 gathers each layer when it
+// runs. The last layer stays gathered from its forward to its backward, which comes next.
+//
 // Memory per rank: 1/N of the parameters, gradients and optimizer state, plus the layers in use: the one
-// running (values and gradients) and the one whose gradients are still being sent. The model comes
-// deferred (param_init.h): the constructor draws this rank's chunk of each group's initial weights alone,
-// with the values the whole model would have there, so no rank ever holds the whole model.
+// running (values and gradients), the K being gathered ahead, and the one whose gradients are still being
+// sent. The model comes deferred (param_init.h): the constructor draws this rank's chunk of each group's
+// initial weights alone, with the values the whole model would have there, so no rank ever holds the whole
+// model.
 #include <unordered_map>
 
 #include "workloads/parallel/buckets.h"
@@ -38,10 +44,14 @@ class Zero3Sync final : public GradientSync {
     Tensor values, grads;              // this rank's chunk, for the run
     Tensor gathered, sending;          // the gathered values and the gradients being written or sent (no data when not)
     int op = -1;                       // the reduce-scatter in flight on `sending`
+    int gatherOp = -1;                 // the all-gather in flight into `gathered` (a prefetch not yet waited for)
   };
   Bucket& bucketOf(Group& g) { return g.buckets->all().front(); }
-  void gather(Group& g);
+  void startGather(Group& g);                     // issues g's all-gather (nothing when g is held or on its way)
+  void gather(Group& g);                          // g's values in place: issued if not yet, waited for
+  void prefetch(std::size_t from, bool forward);  // the next prefetch_ layer groups of the pass after `from`
   void release(Group& g);
+  void releaseLayers();  // every layer group still gathered (not the leading one)
   void takeGradients(Group& g);
   void sendGradients(Group& g);
   void retire(Group& g);  // waits for g's gradients, adds them into its chunk, gives the buffer back
@@ -51,6 +61,8 @@ class Zero3Sync final : public GradientSync {
   std::vector<Group> groups_;
   std::unordered_map<const Layer*, std::size_t> groupOf_;
   std::size_t leading_ = SIZE_MAX;  // the group of the parameters outside the layers, if any
+  std::size_t firstLayer_ = 0;      // the first layer group (after the leading one)
+  int prefetch_;
   std::vector<Param> pieces_;
   std::vector<std::size_t> sent_;  // groups whose gradients are in flight, oldest first
   bool firstMicro_ = true;
