@@ -11,6 +11,14 @@ ModelStateBytes modelStateFormula(const ModelStateFacts& f) {
     if (f.masterWeights) b.masterWeights = f.server ? psi / f.psShards : 0;
     return b;
   }
+  if (f.zero >= 3 && f.replicas > 1) {
+    // Forward: the layer running and the --prefetch layers after it; backward: its gradients written while the
+    // layer before's are sent. The leading group (embeddings) is gathered, and its gradients held, all step.
+    const double layer = 4.0 * static_cast<double>(f.largestLayerElements),
+                 leading = 4.0 * static_cast<double>(f.leadingElements);
+    b.inFlightParameters = leading + (f.prefetch + 1) * layer;
+    b.inFlightGradients = leading + 2 * layer;
+  }
   b.parameters = f.zero >= 3 ? psi / n : psi;
   b.gradients = f.zero >= 2 ? psi / n : psi;
   b.optimizer = f.zero >= 1 ? f.optimizerSlots * psi / n : f.optimizerSlots * psi;
@@ -35,7 +43,8 @@ nlohmann::json MemoryAccount::toJson() const {
             {"gradients", formula.gradients},
             {"optimizer", formula.optimizer},
             {"master_weights", formula.masterWeights},
-            {"model_states", formula.total()}}}};
+            {"model_states", formula.total()},
+            {"in_flight", {{"parameters", formula.inFlightParameters}, {"gradients", formula.inFlightGradients}}}}}};
 }
 
 }  // namespace ts::wl

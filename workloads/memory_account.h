@@ -31,11 +31,20 @@ struct ModelStateFacts {
   int psShards = 1;
   int optimizerSlots = 2;
   bool masterWeights = false;  // bfloat16 / float16 mixed precision
+  // ZeRO-3's working set beyond the paper's count: the parameters held gathered for the whole step (the
+  // transformer's embeddings), the largest layer's (padded to the ranks), and how many layers are gathered
+  // ahead (--prefetch).
+  std::size_t leadingElements = 0, largestLayerElements = 0;
+  int prefetch = 0;
 };
 
 struct ModelStateBytes {
   double parameters = 0, gradients = 0, optimizer = 0, masterWeights = 0;
-  double total() const { return parameters + gradients + optimizer + masterWeights; }
+  // What the layout holds in flight on top, at most (ZeRO-3: the gathered layers and the gradient buffers of
+  // the layer being written and the one being sent, each counted as the largest layer); 0 for the others,
+  // whose in-flight buffers are views.
+  double inFlightParameters = 0, inFlightGradients = 0;
+  double total() const { return parameters + gradients + optimizer + masterWeights; }  // the ZeRO paper's count
 };
 ModelStateBytes modelStateFormula(const ModelStateFacts& f);
 

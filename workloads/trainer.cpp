@@ -31,10 +31,11 @@ Trainer::Trainer(const TrainOptions& options, const Mesh* mesh, double commTimeo
   try {
     build(commTimeoutS);
   } catch (const MemoryLimitExceeded& e) {
-    throw UsageError(fmt::format(
-        "--memory-limit {} per rank: building the model for layout {} needed {} more for {} with {} in "
-        "use: {}",
-        formatBytes(e.limit), layout.name(), formatBytes(e.bytes), nameOf(e.kind), formatBytes(e.inUse), kSaveMemory));
+    throw UsageError(
+        fmt::format("--memory-limit {} per rank: building the model for layout {} needed {} more for {} with {} in "
+                    "use: {}",
+                    formatBytes(e.limit), layout.name(), formatBytes(e.bytes), nameOf(e.kind), formatBytes(e.inUse),
+                    saveMemoryAdvice(layout)));
   }
   // The record's peaks are the steps'; setup's (the layout's share materialised, the buffers) is its own figure.
   setupPeak_ = device_->memory().totalPeak;

@@ -15,13 +15,15 @@ std::string mib(double bytes) { return fmt::format("{:.1f} MiB", bytes / (1 << 2
 
 // What the layout's model states need by the formulas, against the limit: one line, before the layout
 // takes its memory.
+// The model states alone: what is in flight (ZeRO-3's layers) is a bound that counts the largest layer for every
+// one in flight, so a run it would refuse may fit; a step that does not fit ends with its own line.
 void checkModelStatesFit(const ModelStateBytes& f, std::size_t limit, const LayoutOptions& layout) {
   if (!limit || f.total() <= static_cast<double>(limit)) return;
   throw UsageError(
       fmt::format("--memory-limit {} per rank: {} needs {} of model states per rank (parameters {}, gradients {}, "
                   "optimizer {}{}) before any activation: {}",
                   formatBytes(limit), layout.name(), mib(f.total()), mib(f.parameters), mib(f.gradients), mib(f.optimizer),
-                  f.masterWeights > 0 ? ", master weights " + mib(f.masterWeights) : "", kSaveMemory));
+                  f.masterWeights > 0 ? ", master weights " + mib(f.masterWeights) : "", saveMemoryAdvice(layout)));
 }
 
 // The model, its tensor-parallel and SyncBatchNorm groups, and the part of it this rank trains.
@@ -59,6 +61,19 @@ ModelStateBytes modelStatesOf(const ModelPart& part, const TrainOptions& o, cons
   facts.server = async && layout.psServers > 0 ? replica >= layout.workers() : replica < layout.psShards;
   facts.optimizerSlots = keepsTwoMoments(o.optimizer.kind) ? 2 : 1;
   facts.masterWeights = o.precision == Precision::kBFloat16 || o.precision == Precision::kFloat16;
+  const auto padded = [n = static_cast<std::size_t>(std::max(1, layout.replicas()))](std::size_t e) {
+    return (e + n - 1) / n * n;
+  };
+  for (const Param* p : part.leading) facts.leadingElements += p->value.numel();
+  facts.leadingElements = padded(facts.leadingElements);
+  for (Layer* l : part.layers) {
+    std::vector<Param*> ps;
+    l->params(ps);
+    std::size_t e = 0;
+    for (const Param* p : ps) e += p->value.numel();
+    facts.largestLayerElements = std::max(facts.largestLayerElements, padded(e));
+  }
+  facts.prefetch = layout.prefetch;
   return modelStateFormula(facts);
 }
 
@@ -99,6 +114,12 @@ void makeOptimizer(ModelOnMesh& m, const TrainOptions& o, const Mesh& mesh, Devi
   }
 }
 }  // namespace
+
+std::string saveMemoryAdvice(const LayoutOptions& layout) {
+  if (layout.zero < 3) return "try --zero 3, --tp or --pp";
+  return std::string("try more ranks, --tp or --pp") +
+         (layout.prefetch > 0 ? ", or fewer layers gathered ahead (--prefetch)" : "");
+}
 
 void completeModelConfig(ModelConfig& config, const TrainOptions& o, const data::DataInfo& info) {
   if (o.model != ModelKind::kTransformer) {

@@ -21,8 +21,8 @@
 
 namespace ts::wl {
 
-// The advice of a --memory-limit line: the layouts that hold less per rank.
-inline constexpr const char* kSaveMemory = "try --zero 3, --tp or --pp";
+// The advice of a --memory-limit line: the layouts that hold less per rank than this one.
+std::string saveMemoryAdvice(const LayoutOptions& layout);
 
 // Destroyed in reverse order of declaration: the sync (its buckets are in the model's arena) first, the model last.
 struct ModelOnMesh {
