@@ -24,6 +24,8 @@ struct Tensor {
   void fromHost(const std::vector<float>& values) const;  // numel() values
 };
 
+class ActivationPool;
+
 class Arena {
  public:
   explicit Arena(Device& device = Device::hostCpu()) : device_(&device) {}
@@ -37,9 +39,15 @@ class Arena {
   // gradient elsewhere, a layer gathered only while it runs); t is left empty (no data).
   void release(Tensor& t);
   Device& device() const { return *device_; }
+  // Activation recomputation (layers/recompute.h): while set, tensor() hands out kActivations tensors from
+  // `pool` (shared with the other units built in it); nullptr: from the device, as every other kind.
+  void poolActivations(ActivationPool* pool) { pool_ = pool; }
+  // A tensor of its own from the device, whatever is pooled (what the pool takes its slots with).
+  Tensor own(std::vector<std::int64_t> shape, MemoryKind kind);
 
  private:
   Device* device_;
+  ActivationPool* pool_ = nullptr;
   std::unordered_set<void*> blocks_;  // what it holds (the device counts the bytes)
 };
 
