@@ -27,12 +27,15 @@ DROPOUT = 0.1
 FLOAT = 4
 
 
-def train(tmp_path, name, model, mode, np=None, flags=()):
+def train(tmp_path, name, model, mode, np=None, flags=(), validate=None):
     out = tmp_path / f"{model}-{name}-{mode}.json"
     args = ["train", "--no-ceiling", "--steps", 3, "--dropout", DROPOUT, "--recompute", mode, "--json", out]
     r = run_trainscope(args + MODELS[model] + list(flags), np=np, timeout=300)
     assert r.rc == 0, r.err
-    (rec,) = [x for x in json.loads(out.read_text())["records"] if x["kind"] == "train"]
+    doc = json.loads(out.read_text())
+    if validate:
+        validate(doc)
+    (rec,) = [x for x in doc["records"] if x["kind"] == "train"]
     return rec
 
 
@@ -80,9 +83,9 @@ def modes(model):
 
 @pytest.mark.parametrize("model", list(MODELS))
 @pytest.mark.parametrize("layout", list(LAYOUTS))
-def test_recomputation_keeps_the_losses_bit_for_bit(tmp_path, model, layout):
+def test_recomputation_keeps_the_losses_bit_for_bit(tmp_path, model, layout, validate):
     np, flags = LAYOUTS[layout]
-    recs = {mode: train(tmp_path, layout, model, mode, np, flags) for mode in modes(model)}
+    recs = {mode: train(tmp_path, layout, model, mode, np, flags, validate) for mode in modes(model)}
     for mode, rec in recs.items():
         assert rec["config"]["recompute"] == mode and rec["memory"]["recompute"] == mode
         assert losses(rec) == losses(recs["none"]), mode
