@@ -39,8 +39,8 @@ PooledActivations::PooledActivations(Arena& arena, ActivationPool& pool) : arena
 
 PooledActivations::~PooledActivations() { arena_.poolActivations(nullptr); }
 
-Recomputed::Recomputed(Arena& arena, RecomputePools& pools, const RecomputedUnit& unit, std::vector<std::unique_ptr<Layer>> layers,
-                       const Precision& precision)
+Recomputed::Recomputed(Arena& arena, RecomputePools& pools, const RecomputedUnit& unit,
+                       std::vector<std::unique_ptr<Layer>> layers, const Precision& precision)
     : arena_(&arena), layers_(std::move(layers)), precision_(&precision), inputGradient_(!unit.dataInput) {
   if (layers_.empty()) throw Error("internal: a recomputed unit of no layers");
   out_ = arena.own(unit.outShape, MemoryKind::kActivations);

@@ -19,8 +19,8 @@ struct TransformerBlockConfig {
   std::int64_t channels = 0, heads = 0;
   std::int64_t layers = 1;  // the model's blocks: they scale the residual projections' initialisation
   int tpRank = 0, tpRanks = 1;
-  double dropout = 0;      // on each branch's output (0: none)
-  std::uint64_t seed = 0;  // the run's: dropout's masks
+  double dropout = 0;                // on each branch's output (0: none)
+  std::uint64_t seed = 0;            // the run's: dropout's masks
   ActivationPool* scores = nullptr;  // --recompute selective: the attention's (AttentionConfig::scores)
 };
 
