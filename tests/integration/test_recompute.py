@@ -98,6 +98,13 @@ def test_recomputation_keeps_the_losses_bit_for_bit(tmp_path, model, layout, val
                 assert measured == pytest.approx(FORMULA[model](mode, b), rel=TOLERANCE), mode
 
 
+def test_mixed_precision_rounds_inside_a_unit_as_between_layers(tmp_path):
+    """bfloat16 rounds the activations and their gradients between the model's layers; an mlp unit holds three
+    (Linear, activation, dropout) and rounds between them alike."""
+    flags = ["--precision", "bfloat16"]
+    assert losses(train(tmp_path, "bf16", "mlp", "full", flags=flags)) == losses(train(tmp_path, "bf16", "mlp", "none", flags=flags))
+
+
 def test_selective_on_the_mlp_recomputes_nothing(tmp_path):
     none = train(tmp_path, "one", "mlp", "none")
     selective = train(tmp_path, "one", "mlp", "selective")
