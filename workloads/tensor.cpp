@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "base/error.h"
+#include "workloads/layers/recompute.h"
 
 namespace ts::wl {
 
@@ -32,6 +33,11 @@ Arena::~Arena() {
 }
 
 Tensor Arena::tensor(std::vector<std::int64_t> shape, MemoryKind kind) {
+  if (pool_ && kind == MemoryKind::kActivations) return pool_->tensor(std::move(shape));
+  return own(std::move(shape), kind);
+}
+
+Tensor Arena::own(std::vector<std::int64_t> shape, MemoryKind kind) {
   Tensor t{nullptr, std::move(shape), device_};
   for (auto d : t.shape)
     if (d <= 0) throw Error(fmt::format("internal: a tensor of shape {}", t.shapeText()));

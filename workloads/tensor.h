@@ -24,6 +24,8 @@ struct Tensor {
   void fromHost(const std::vector<float>& values) const;  // numel() values
 };
 
+class ActivationPool;
+
 class Arena {
  public:
   explicit Arena(Device& device = Device::hostCpu()) : device_(&device) {}
@@ -42,10 +44,16 @@ class Arena {
   // the whole model on the way to its share.
   void deferParameters() { deferParameters_ = true; }
   bool defersParameters() const { return deferParameters_; }
+  // Activation recomputation (layers/recompute.h): while set, tensor() hands out kActivations tensors from
+  // `pool` (shared with the other units built in it); nullptr: from the device, as every other kind.
+  void poolActivations(ActivationPool* pool) { pool_ = pool; }
+  // A tensor of its own from the device, whatever is pooled (what the pool takes its slots with).
+  Tensor own(std::vector<std::int64_t> shape, MemoryKind kind);
 
  private:
   Device* device_;
   bool deferParameters_ = false;
+  ActivationPool* pool_ = nullptr;
   std::unordered_set<void*> blocks_;  // what it holds (the device counts the bytes)
 };
 

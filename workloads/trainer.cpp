@@ -92,6 +92,9 @@ MemoryAccount Trainer::memoryAccount() const { return {device_->memory(), setupP
 double Trainer::flopsPerStep() const {
   return 3.0 * parts_.model->forwardFlops() * static_cast<double>(options_.microBatches * dataParallel());
 }
+double Trainer::recomputeFlopsPerStep() const {
+  return parts_.model->recomputedFlops() * static_cast<double>(options_.microBatches * dataParallel());
+}
 std::int64_t Trainer::itemsPerStep() const { return parts_.model->itemsPerMicroBatch() * options_.microBatches * dataParallel(); }
 
 nlohmann::json Trainer::resolved() const {

@@ -104,6 +104,8 @@ class Trainer {
   const Pipeline* pipeline() const { return parts_.pipeline.get(); }
   // Matmul/conv FLOPs of one optimizer step over all ranks (3x the forward of every micro-batch).
   double flopsPerStep() const;
+  // The forwards --recompute runs again in the backward, over all ranks: not in flopsPerStep (the model's FLOPs, MFU's).
+  double recomputeFlopsPerStep() const;
   std::int64_t itemsPerStep() const;
   // What the run resolved its options to: the model's whole configuration, the micro-batch, the data, the optimizer's and
   // the schedule's settings (after --lr-scaling), the memory limit in bytes, the layout.

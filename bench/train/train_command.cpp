@@ -173,6 +173,12 @@ void addLayoutOptions(OptionTable<TrainRunOptions>& t) {
   onUnknownChoice(t.add("--pp-schedule", "Pipeline schedule: gpipe or 1f1b", TS_FIELD(train.layout.schedule)),
                   expectedChoice<wl::PipelineSchedule>());
   t.add("--pp-split", "Pipeline: layers per stage, comma-separated (default: balanced by FLOPs)", TS_FIELD(train.layout.ppSplit));
+  onUnknownChoice(t.add("--recompute",
+                        "Activation recomputation: none; selective (the attention probabilities recomputed in the backward); "
+                        "full (each transformer block or mlp hidden layer keeps its input only and runs its forward again in "
+                        "the backward). The losses are the same bit for bit",
+                        TS_FIELD(train.recompute)),
+                  expectedChoice<wl::Recompute>());
   t.add("--memory-limit",
         "Memory each rank may hold at once (e.g. 6G; 0 = no limit but the device's): a layout that needs more ends with one line",
         TS_FIELD(train.memoryLimit))

@@ -33,6 +33,9 @@ void printTrainBanner(wl::Trainer& trainer, const TrainRunOptions& o, const wl::
                                                                             : ", batch norm over each rank's own (--sync-bn off)",
                 trainer.ownedParameterElements(), static_cast<long long>(model.parameterCount()));
   }
+  if (cfg.recompute != wl::Recompute::kNone)
+    std::printf("# recompute %s: %.3g GFLOP per step run again in the backward (hardware FLOPs; MFU counts the model's)\n",
+                std::string(nameOf(cfg.recompute)).c_str(), trainer.recomputeFlopsPerStep() / 1e9);
   if (trainer.firstStep() > 0)
     std::printf("# resumed at step %lld from %s\n", static_cast<long long>(trainer.firstStep()),
                 printable(o.train.checkpointDir).c_str());

@@ -115,7 +115,9 @@ nlohmann::json memoryJson(const TrainRecord& r) {
     row["rank"] = i;
     ranks.push_back(row);
   }
-  return {{"limit_bytes", r.memoryLimitBytes ? nlohmann::json(r.memoryLimitBytes) : nlohmann::json()}, {"ranks", ranks}};
+  return {{"limit_bytes", r.memoryLimitBytes ? nlohmann::json(r.memoryLimitBytes) : nlohmann::json()},
+          {"recompute", nameOf(r.recompute)},
+          {"ranks", ranks}};
 }
 
 void addTimedSteps(const TrainRecord& r, nlohmann::json& rec) {
@@ -181,6 +183,7 @@ nlohmann::json toJson(const TrainRecord& r) {
                         {"parameters", r.parameters},
                         {"owned_parameters", r.ownedParameters},
                         {"flops_per_step", r.flopsPerStep},
+                        {"recompute_flops_per_step", r.recomputeFlopsPerStep},
                         {"items_per_step", r.itemsPerStep},
                         {"item", nameOf(r.item)},
                         {"first_step", r.firstStep},

@@ -86,7 +86,11 @@ struct TrainRecord {
   nlohmann::json config;            // the trainer's resolved configuration, as it writes it
   std::int64_t parameters = 0;      // the whole model's
   std::size_t ownedParameters = 0;  // what process 0 updates: its shard, slice or stage
-  double flopsPerStep = 0;
+  double flopsPerStep = 0;          // the model's (MFU's numerator): recomputation not counted
+  // --recompute: the FLOPs of the forwards the backward runs again, per step over all ranks (flopsPerStep plus these
+  // are the hardware FLOPs, Megatron's HFU); and the mode, for the memory section.
+  double recomputeFlopsPerStep = 0;
+  wl::Recompute recompute = wl::Recompute::kNone;
   std::int64_t itemsPerStep = 0, firstStep = 0, warmupSteps = 0;
   std::size_t peakMemoryBytes = 0;   // process 0's most in use at once, setup or steps
   std::size_t memoryLimitBytes = 0;  // --memory-limit (0: none)

@@ -132,6 +132,8 @@ TrainRecord describeRun(wl::Trainer& trainer, const TrainRunOptions& o, const wl
   r.parameters = model.parameterCount();
   r.ownedParameters = trainer.ownedParameterElements();
   r.flopsPerStep = trainer.flopsPerStep();
+  r.recomputeFlopsPerStep = trainer.recomputeFlopsPerStep();
+  r.recompute = model.config().recompute;
   r.itemsPerStep = trainer.itemsPerStep();
   r.firstStep = trainer.firstStep();
   r.warmupSteps = o.warmupSteps;

@@ -15,6 +15,12 @@ def layout_name(x: Record) -> str:
     return (x.get("layout") or {}).get("name", "single")
 
 
+def recompute_name(x: Record) -> str:
+    """" recompute=full" for a record trained with --recompute selective or full; "" otherwise and for older records."""
+    mode = (x.get("memory") or {}).get("recompute", "none")
+    return "" if mode == "none" else f" recompute={mode}"
+
+
 def mib(b: float) -> str:
     return f"{b / 2**20:.1f}"
 
@@ -41,7 +47,7 @@ def format_table(rows: list[list[str]]) -> str:
 
 def named_runs(results: list[Result]) -> list[tuple[str, Record]]:
     many = len(results) > 1
-    return [((f"{r.label}: " if many else "") + f"{x['model']} {x['preset']} {layout_name(x)}", x)
+    return [((f"{r.label}: " if many else "") + f"{x['model']} {x['preset']} {layout_name(x)}{recompute_name(x)}", x)
             for r in results for x in r.records_of("train")]
 
 

@@ -50,6 +50,19 @@ def test_reports_memory_prints_each_rank_beside_the_formula(tmp_path, validate):
     assert rows[0][5:] == ["66.0", "66.0", "132.0", "0.0", "1.0", "0.0", "0.0", "264.0", "256.0", "1.031", "265.0"]
 
 
+def test_a_recomputed_run_says_so_in_its_name(tmp_path, validate):
+    rec = zero3_record()
+    rec["memory"]["recompute"] = "full"
+    doc = make_doc([rec])
+    validate(doc)
+    path = tmp_path / "full.json"
+    path.write_text(json.dumps(doc))
+    r = run_memory(path)
+    assert r.returncode == 0, r.stderr
+    assert [line.split()[:5] for line in r.stdout.splitlines() if line.startswith("mlp tiny")] == [
+        ["mlp", "tiny", "dp=2", "zero=3", "recompute=full"]] * 2
+
+
 def test_a_record_without_an_account_says_so(tmp_path, validate):
     rec = parallel_record([{"dp_rank": r, "tp_rank": 0, "pp_rank": 0} for r in range(2)])
     doc = make_doc([rec])

@@ -94,6 +94,7 @@ TEST(TrainRecord, ACompletedParallelRunWritesEveryFieldItHas) {
                                             "parameters",
                                             "owned_parameters",
                                             "flops_per_step",
+                                            "recompute_flops_per_step",
                                             "items_per_step",
                                             "item",
                                             "first_step",

@@ -27,6 +27,7 @@ CausalSelfAttention::CausalSelfAttention(Arena& arena, const Init& init, const s
       NH_(c.heads / c.tpRanks),
       D_(c.channels / c.heads),
       fullHeads_(c.heads),
+      recomputeScores_(c.scores != nullptr),
       qkv_(arena, init, name + ".qkv",
            {.rows = c.batch * c.seq,
             .in = c.channels,
@@ -43,18 +44,33 @@ CausalSelfAttention::CausalSelfAttention(Arena& arena, const Init& init, const s
       k_(arena.tensor({B_, NH_, T_, D_})),
       v_(arena.tensor({B_, NH_, T_, D_})),
       o_(arena.tensor({B_, NH_, T_, D_})),
-      att_(arena.tensor({B_, NH_, T_, T_})),
       merged_(arena.tensor({B_ * T_, C_})),
       do_(arena.tensor({B_, NH_, T_, D_})),
       dq_(arena.tensor({B_, NH_, T_, D_})),
       dk_(arena.tensor({B_, NH_, T_, D_})),
       dv_(arena.tensor({B_, NH_, T_, D_})),
-      datt_(arena.tensor({B_, NH_, T_, T_})),
-      dscores_(arena.tensor({B_, NH_, T_, T_})),
-      dqkv_(arena.tensor({B_ * T_, 3 * C_})) {}
+      dqkv_(arena.tensor({B_ * T_, 3 * C_})) {
+  if (c.scores) c.scores->beginUnit();
+  auto scores = [&] { return c.scores ? c.scores->tensor({B_, NH_, T_, T_}) : arena.tensor({B_, NH_, T_, T_}); };
+  att_ = scores();
+  datt_ = scores();
+  dscores_ = scores();
+}
 
 double CausalSelfAttention::forwardFlops() const {
   return qkv_.forwardFlops() + proj_.forwardFlops() + 4.0 * B_ * fullHeads_ * T_ * T_ * D_;
+}
+
+// Selective recomputation repeats q k^T (the softmax is not counted, as nowhere else).
+double CausalSelfAttention::recomputedFlops() const { return recomputeScores_ ? 2.0 * B_ * fullHeads_ * T_ * T_ * D_ : 0; }
+
+void CausalSelfAttention::scoresForward() {
+  Device& d = *q_.device;
+  const int T = int(T_), D = int(D_), BH = int(B_ * NH_);
+  const std::int64_t sHead = T_ * D_, sAtt = T_ * T_;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D_));
+  ops::gemmStridedBatched(d, false, true, T, T, D, scale, q_.data, D, sHead, k_.data, D, sHead, 0.0f, att_.data, T, sAtt, BH);
+  ops::softmaxForward(d, att_.data, att_.data, B_ * NH_ * T_, T_, T_);
 }
 
 // Every (batch, head) pair at once: the head permutes, then strided batched GEMMs over B*NH matrices.
@@ -66,10 +82,7 @@ const Tensor& CausalSelfAttention::forward(const Tensor& x, StepContext& ctx) {
   ops::headsFromRows(d, q_.data, qkv.data, B, T, NH, D, 0, 3 * C);
   ops::headsFromRows(d, k_.data, qkv.data, B, T, NH, D, C, 3 * C);
   ops::headsFromRows(d, v_.data, qkv.data, B, T, NH, D, 2 * C, 3 * C);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(D_));
-  // att = softmax(q k^T / sqrt(D), causal), in place; out = att v.
-  ops::gemmStridedBatched(d, false, true, T, T, D, scale, q_.data, D, sHead, k_.data, D, sHead, 0.0f, att_.data, T, sAtt, BH);
-  ops::softmaxForward(d, att_.data, att_.data, B_ * NH_ * T_, T_, T_);
+  scoresForward();  // out = att v
   ops::gemmStridedBatched(d, false, false, T, D, T, 1.0f, att_.data, T, sAtt, v_.data, D, sHead, 0.0f, o_.data, D, sHead, BH);
   ops::rowsFromHeads(d, merged_.data, o_.data, B, T, NH, D, 0, C);
   return proj_.forward(merged_, ctx);
@@ -82,6 +95,8 @@ const Tensor& CausalSelfAttention::backward(const Tensor& dy, StepContext& ctx) 
   const std::int64_t sHead = T_ * D_, sAtt = T_ * T_;
   const float scale = 1.0f / std::sqrt(static_cast<float>(D_));
   ops::headsFromRows(d, do_.data, dmerged.data, B, T, NH, D, 0, C);
+  // Selective recomputation: another block's forward or backward wrote the shared probabilities since ours.
+  if (recomputeScores_) scoresForward();
   // out = att v:  datt = dout v^T,  dv = att^T dout.
   ops::gemmStridedBatched(d, false, true, T, T, D, 1.0f, do_.data, D, sHead, v_.data, D, sHead, 0.0f, datt_.data, T, sAtt, BH);
   ops::gemmStridedBatched(d, true, false, T, D, T, 1.0f, att_.data, T, sAtt, do_.data, D, sHead, 0.0f, dv_.data, D, sHead, BH);

@@ -10,6 +10,7 @@
 
 #include "workloads/layers/layer.h"
 #include "workloads/layers/linear.h"
+#include "workloads/layers/recompute.h"
 
 namespace ts::wl {
 
@@ -18,6 +19,9 @@ struct AttentionConfig {
   std::int64_t channels = 0, heads = 0;   // the whole layer's
   double initStd = 0.02, projStd = 0.02;  // the N(0, std) weights of the qkv and the output projection
   int tpRank = 0, tpRanks = 1;
+  // --recompute selective: the [B, NH, T, T] probabilities and their gradients from this pool (shared with the
+  // other blocks), the probabilities recomputed from q and k in the backward. nullptr: this layer's own, kept.
+  ActivationPool* scores = nullptr;
 };
 
 class CausalSelfAttention final : public Layer {
@@ -27,14 +31,17 @@ class CausalSelfAttention final : public Layer {
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override;
   double forwardFlops() const override;
+  double recomputedFlops() const override;
 
  private:
   std::int64_t B_, T_, C_, NH_, D_;  // C_: this rank's heads' channels (NH_ D_); the model width is the projections'
   std::int64_t fullHeads_;
+  bool recomputeScores_;
   Linear qkv_, proj_;
   // [B, NH, T, D] per head (o: att v); att = softmax scores [B, NH, T, T]; merged heads [B*T, C].
   Tensor q_, k_, v_, o_, att_, merged_;
   Tensor do_, dq_, dk_, dv_, datt_, dscores_, dqkv_;
+  void scoresForward();  // att = softmax(q k^T / sqrt(D), causal)
 };
 
 }  // namespace ts::wl

@@ -119,6 +119,8 @@ class Layer {
   virtual void params(std::vector<Param*>&) {}
   virtual void buffers(std::vector<NamedTensor>&) {}
   virtual double forwardFlops() const { return 0; }  // matmul/conv FLOPs of one forward at the built batch
+  // Of those, what its backward computes again (activation recomputation, --recompute): hardware FLOPs, not the model's.
+  virtual double recomputedFlops() const { return 0; }
   // The model's first layer, whose input is the data: nothing reads its input gradient, so a layer that
   // would compute it with a GEMM or a convolution skips it (as PyTorch does for inputs that need no grad)
   // and backward returns zeros. On every tensor-parallel rank alike (the sum it skips is collective).

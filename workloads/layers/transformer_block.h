@@ -19,8 +19,9 @@ struct TransformerBlockConfig {
   std::int64_t channels = 0, heads = 0;
   std::int64_t layers = 1;  // the model's blocks: they scale the residual projections' initialisation
   int tpRank = 0, tpRanks = 1;
-  double dropout = 0;      // on each branch's output (0: none)
-  std::uint64_t seed = 0;  // the run's: dropout's masks
+  double dropout = 0;                // on each branch's output (0: none)
+  std::uint64_t seed = 0;            // the run's: dropout's masks
+  ActivationPool* scores = nullptr;  // --recompute selective: the attention's (AttentionConfig::scores)
 };
 
 class TransformerBlock final : public Layer {
@@ -31,6 +32,7 @@ class TransformerBlock final : public Layer {
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override;
   double forwardFlops() const override { return attn_.forwardFlops() + fc_.forwardFlops() + proj_.forwardFlops(); }
+  double recomputedFlops() const override { return attn_.recomputedFlops(); }
 
  private:
   LayerNorm ln1_;

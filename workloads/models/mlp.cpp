@@ -5,6 +5,7 @@
 // replicated.
 // Parameters: in*w + w + (depth-1)(w*w + w) + w*classes + classes. Forward FLOPs: 2 B (in w + (depth-1) w^2
 // + w classes).
+// --recompute full: each hidden layer (Linear, activation, dropout) is one recomputed unit (recompute.h).
 #include "workloads/layers/activation.h"
 #include "workloads/layers/dropout.h"
 #include "workloads/layers/linear.h"
@@ -27,15 +28,29 @@ class Mlp final : public SequentialClassifier {
     };
     for (std::int64_t i = 0; i < c.depth; ++i) {
       const TensorSplit split = splitOf(i);
-      layers_.push_back(std::make_unique<Linear>(arena_, init, "layers." + std::to_string(2 * i),
-                                                 LinearConfig{.rows = batch, .in = in, .out = c.width, .split = split}));
       const std::int64_t held = split.kind == TensorSplit::kColumn ? c.width / tp.ranks : c.width;
-      layers_.push_back(std::make_unique<Activation>(arena_, act, std::vector<std::int64_t>{batch, held}));
-      if (c.dropout > 0)  // on this rank's features: a column slice's start at rank * held
-        layers_.push_back(std::make_unique<Dropout>(
-            arena_, "layers." + std::to_string(2 * i + 1) + ".dropout",
-            DropoutConfig{
-                .seed = c.seed, .p = c.dropout, .rows = batch, .cols = held, .colOffset = held == c.width ? 0 : tp.rank * held}));
+      auto build = [&] {  // a hidden layer: its Linear, activation and dropout
+        std::vector<std::unique_ptr<Layer>> hidden;
+        hidden.push_back(std::make_unique<Linear>(arena_, init, "layers." + std::to_string(2 * i),
+                                                  LinearConfig{.rows = batch, .in = in, .out = c.width, .split = split}));
+        hidden.push_back(std::make_unique<Activation>(arena_, act, std::vector<std::int64_t>{batch, held}));
+        if (c.dropout > 0)  // on this rank's features: a column slice's start at rank * held
+          hidden.push_back(std::make_unique<Dropout>(arena_, "layers." + std::to_string(2 * i + 1) + ".dropout",
+                                                     DropoutConfig{.seed = c.seed,
+                                                                   .p = c.dropout,
+                                                                   .rows = batch,
+                                                                   .cols = held,
+                                                                   .colOffset = held == c.width ? 0 : tp.rank * held}));
+        return hidden;
+      };
+      if (c.recompute == Recompute::kFull) {
+        const std::int64_t inHeld = split.split() && split.kind == TensorSplit::kRow ? in / tp.ranks : in;
+        addRecomputedUnit(
+            {.index = static_cast<std::size_t>(i), .inShape = {batch, inHeld}, .outShape = {batch, held}, .dataInput = i == 0},
+            build);
+      } else {
+        for (auto& l : build()) layers_.push_back(std::move(l));
+      }
       in = c.width;
     }
     layers_.push_back(

@@ -113,6 +113,27 @@ double Model::forwardFlops() const {
   return f;
 }
 
+double Model::recomputedFlops() const {
+  double f = 0;
+  for (const auto& l : layers_) f += l->recomputedFlops();
+  return f;
+}
+
+void Model::addRecomputedUnit(const RecomputedUnit& unit, const std::function<std::vector<std::unique_ptr<Layer>>()>& build) {
+  if (!recomputePools_) recomputePools_ = std::make_unique<RecomputePools>(arena_);
+  std::vector<std::unique_ptr<Layer>> layers;
+  {
+    const PooledActivations scope(arena_, recomputePools_->internals);
+    layers = build();
+  }
+  layers_.push_back(std::make_unique<Recomputed>(arena_, *recomputePools_, unit, std::move(layers), compute_));
+}
+
+ActivationPool* Model::scorePool() {
+  if (!scorePool_) scorePool_ = std::make_unique<ActivationPool>(arena_);
+  return scorePool_.get();
+}
+
 void Model::zeroGrads() {
   for (Param* p : params())
     if (p->grad.data) zero(p->grad);  // a layout that keeps gradients only during the backward has none now

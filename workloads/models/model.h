@@ -3,6 +3,7 @@
 // (parameter count, FLOPs per step, analytic, beside each model). Three kinds: mlp, cnn, transformer,
 // each with named presets (models/presets.cpp) whose every field can be overridden.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,6 +20,7 @@
 #include "workloads/layers/activation.h"
 #include "workloads/layers/cross_entropy.h"
 #include "workloads/layers/layer.h"
+#include "workloads/layers/recompute.h"
 
 namespace ts::wl {
 
@@ -77,6 +79,9 @@ struct ModelConfig {
   // (transformer, as GPT-2's embd_pdrop and resid_pdrop; no dropout on the attention probabilities). A
   // training option, not part of the model's identity (toJson, --resume).
   double dropout = 0;
+  // --recompute (layers/recompute.h): what the backward computes again instead of keeping. A training option: the
+  // same function (the losses bit-equal), so not part of the model's identity (toJson, --resume).
+  Recompute recompute = Recompute::kNone;
 
   nlohmann::json toJson() const;
 };
@@ -116,6 +121,8 @@ class Model {
   // Matmul and convolution FLOPs of one forward of one micro-batch; a training step costs 3x (the
   // backward computes two products per forward product), the convention MFU is quoted in.
   double forwardFlops() const;
+  // Of those, the FLOPs the backward computes again (--recompute; 0 without): hardware FLOPs beside the model's.
+  double recomputedFlops() const;
   // Samples (classification) or tokens (language model) per micro-batch: the unit of throughput.
   virtual std::int64_t itemsPerMicroBatch() const = 0;
   virtual ItemKind itemKind() const = 0;
@@ -156,6 +163,15 @@ class Model {
   std::unique_ptr<CrossEntropy> loss_;          // over the last layer's output: rows x classes
   const Tensor* logits_ = nullptr;
   Precision compute_ = Precision::kFloat32;
+
+  // --recompute full: the layers `build` makes, built inside the shared buffers' scope, appended as one unit
+  // (recompute.h). selective: the pool of the attention probabilities (made on first use).
+  void addRecomputedUnit(const RecomputedUnit& unit, const std::function<std::vector<std::unique_ptr<Layer>>()>& build);
+  ActivationPool* scorePool();
+
+ private:
+  std::unique_ptr<RecomputePools> recomputePools_;
+  std::unique_ptr<ActivationPool> scorePool_;
 };
 
 // This rank's place in a tensor-parallel group (Megatron's split; see each model's file for what it splits).

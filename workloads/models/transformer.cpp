@@ -38,17 +38,28 @@ class Transformer final : public Model {
     if (c.dropout > 0)
       layers_.push_back(std::make_unique<Dropout>(
           arena_, "drop", DropoutConfig{.seed = c.seed, .p = c.dropout, .rows = B_ * T_, .cols = C_, .rowsPerSample = T_}));
-    for (std::int64_t l = 0; l < c.layers; ++l)
-      layers_.push_back(std::make_unique<TransformerBlock>(arena_, init, "h." + std::to_string(l),
-                                                           TransformerBlockConfig{.batch = B_,
-                                                                                  .seq = T_,
-                                                                                  .channels = C_,
-                                                                                  .heads = c.heads,
-                                                                                  .layers = c.layers,
-                                                                                  .tpRank = tp.rank,
-                                                                                  .tpRanks = tp.ranks,
-                                                                                  .dropout = c.dropout,
-                                                                                  .seed = c.seed}));
+    for (std::int64_t l = 0; l < c.layers; ++l) {
+      const TransformerBlockConfig block{.batch = B_,
+                                         .seq = T_,
+                                         .channels = C_,
+                                         .heads = c.heads,
+                                         .layers = c.layers,
+                                         .tpRank = tp.rank,
+                                         .tpRanks = tp.ranks,
+                                         .dropout = c.dropout,
+                                         .seed = c.seed,
+                                         .scores = c.recompute == Recompute::kSelective ? scorePool() : nullptr};
+      auto build = [&] { return std::make_unique<TransformerBlock>(arena_, init, "h." + std::to_string(l), block); };
+      if (c.recompute != Recompute::kFull) {
+        layers_.push_back(build());
+        continue;
+      }
+      addRecomputedUnit({.index = static_cast<std::size_t>(l), .inShape = {B_ * T_, C_}, .outShape = {B_ * T_, C_}}, [&] {
+        std::vector<std::unique_ptr<Layer>> unit;
+        unit.push_back(build());
+        return unit;
+      });
+    }
     layers_.push_back(std::make_unique<LayerNorm>(arena_, "ln_f", B_ * T_, C_));
     layers_.push_back(std::make_unique<Linear>(
         arena_, init, "lm_head", LinearConfig{.rows = B_ * T_, .in = C_, .out = V_, .bias = false, .initStd = 0.02}));

@@ -46,6 +46,7 @@ struct TrainOptions {
   std::int64_t evalEvery = 0, evalBatches = 0;
   data::Augment augment = data::Augment::kNone;  // --augment: the training images' random crop and flip
   double dropout = 0;                            // --dropout: the drop probability of the models' dropout layers (0: none)
+  Recompute recompute = Recompute::kNone;        // --recompute: activations recomputed in the backward (layers/recompute.h)
   double targetAccuracy = 0, targetLoss = 0;
   // The options as given, as the option table records them (bench/train/train_command.cpp): the first half of
   // Trainer::config, the record's and each checkpoint's.
