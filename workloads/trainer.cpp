@@ -35,7 +35,7 @@ Trainer::Trainer(const TrainOptions& options, const Mesh* mesh, double commTimeo
         fmt::format("--memory-limit {} per rank: building the model for layout {} needed {} more for {} with {} in "
                     "use: {}",
                     formatBytes(e.limit), layout.name(), formatBytes(e.bytes), nameOf(e.kind), formatBytes(e.inUse),
-                    saveMemoryAdvice(layout)));
+                    saveMemoryAdvice(layout, e.kind)));
   }
   // The record's peaks are the steps'; setup's (the layout's share materialised, the buffers) is its own figure.
   setupPeak_ = device_->memory().totalPeak;

@@ -48,11 +48,11 @@ void placeModel(ModelOnMesh& m, const TrainOptions& o, const Mesh& mesh, Device&
 }
 
 // What the layout's formula says this rank's model states take.
-ModelStateBytes modelStatesOf(const ModelPart& part, const TrainOptions& o, const Mesh& mesh) {
+// The facts of the layout and the run; the caller adds the part's elements.
+ModelStateFacts layoutFacts(const TrainOptions& o, const Mesh& mesh) {
   const LayoutOptions& layout = o.layout;
   const int replica = mesh.replicaIndex();
   ModelStateFacts facts;
-  for (const Param* p : part.params) facts.elements += p->value.numel();
   facts.replicas = layout.replicas();
   facts.zero = layout.zero;
   const bool async = layout.sync == SyncKind::kAsyncParameterServer;
@@ -61,6 +61,14 @@ ModelStateBytes modelStatesOf(const ModelPart& part, const TrainOptions& o, cons
   facts.server = async && layout.psServers > 0 ? replica >= layout.workers() : replica < layout.psShards;
   facts.optimizerSlots = keepsTwoMoments(o.optimizer.kind) ? 2 : 1;
   facts.masterWeights = o.precision == Precision::kBFloat16 || o.precision == Precision::kFloat16;
+  facts.prefetch = layout.prefetch;
+  return facts;
+}
+
+ModelStateBytes modelStatesOf(const ModelPart& part, const TrainOptions& o, const Mesh& mesh) {
+  const LayoutOptions& layout = o.layout;
+  ModelStateFacts facts = layoutFacts(o, mesh);
+  for (const Param* p : part.params) facts.elements += p->value.numel();
   const auto padded = [n = static_cast<std::size_t>(std::max(1, layout.replicas()))](std::size_t e) {
     return (e + n - 1) / n * n;
   };
@@ -73,8 +81,19 @@ ModelStateBytes modelStatesOf(const ModelPart& part, const TrainOptions& o, cons
     for (const Param* p : ps) e += p->value.numel();
     facts.largestLayerElements = std::max(facts.largestLayerElements, padded(e));
   }
-  facts.prefetch = layout.prefetch;
   return modelStateFormula(facts);
+}
+
+// Without tensor or pipeline parallelism a rank's part is the whole model, whose parameters the config counts:
+// the formula's check comes before anything is built (the layers take their activation buffers as they are
+// built, so a cap the model states miss would otherwise be reported as the activations').
+void checkModelStatesBeforeBuilding(const TrainOptions& o, const Mesh& mesh, const ModelConfig& config, std::size_t limit) {
+  if (!limit || o.layout.tp > 1 || o.layout.pp > 1) return;
+  const std::optional<std::uint64_t> count = modelParameterCount(config);
+  if (!count) return;  // checkFitsTheHost has said so
+  ModelStateFacts facts = layoutFacts(o, mesh);
+  facts.elements = *count;
+  checkModelStatesFit(modelStateFormula(facts), limit, o.layout);
 }
 
 // The layout's gradient sync: ps-async's own, or the one makeGradientSync picks.
@@ -115,7 +134,8 @@ void makeOptimizer(ModelOnMesh& m, const TrainOptions& o, const Mesh& mesh, Devi
 }
 }  // namespace
 
-std::string saveMemoryAdvice(const LayoutOptions& layout) {
+std::string saveMemoryAdvice(const LayoutOptions& layout, std::optional<MemoryKind> short_) {
+  if (short_ == MemoryKind::kActivations) return "try --recompute full (or selective), a smaller --batch or more --micro-batches";
   if (layout.zero < 3) return "try --zero 3, --tp or --pp";
   return std::string("try more ranks, --tp or --pp") +
          (layout.prefetch > 0 ? ", or fewer layers gathered ahead (--prefetch)" : "");
@@ -132,6 +152,7 @@ void completeModelConfig(ModelConfig& config, const TrainOptions& o, const data:
 
 void buildModelOnMesh(ModelOnMesh& m, const TrainOptions& o, const Mesh& mesh, Device& device, const data::DataSource& source,
                       const ModelConfig& config, std::int64_t microBatch, double commTimeoutS) {
+  checkModelStatesBeforeBuilding(o, mesh, config, device.memoryLimit());
   placeModel(m, o, mesh, device, source, config, microBatch, commTimeoutS);
   m.formula = modelStatesOf(m.part, o, mesh);
   checkModelStatesFit(m.formula, device.memoryLimit(), o.layout);

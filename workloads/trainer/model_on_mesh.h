@@ -4,6 +4,7 @@
 // master weights and loss scaler, and what the layout's formula says their states take per rank.
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "workloads/data/data_source.h"
 #include "workloads/device.h"
@@ -21,8 +22,9 @@
 
 namespace ts::wl {
 
-// The advice of a --memory-limit line: the layouts that hold less per rank than this one.
-std::string saveMemoryAdvice(const LayoutOptions& layout);
+// The advice of a --memory-limit line: for activations, the options that hold fewer of them; otherwise the
+// layouts that hold less per rank than this one.
+std::string saveMemoryAdvice(const LayoutOptions& layout, std::optional<MemoryKind> short_ = std::nullopt);
 
 // Destroyed in reverse order of declaration: the sync (its buckets are in the model's arena) first, the model last.
 struct ModelOnMesh {

@@ -23,7 +23,7 @@ StepResult Trainer::step() {
     // gathers parameters inside each step), naming the step.
     throw UsageError(fmt::format("--memory-limit {} per rank: train step {} needed {} more for {} with {} in use: {}",
                                  formatBytes(e.limit), step, formatBytes(e.bytes), nameOf(e.kind), formatBytes(e.inUse),
-                                 saveMemoryAdvice(options_.layout)));
+                                 saveMemoryAdvice(options_.layout, e.kind)));
   }
 }
 
