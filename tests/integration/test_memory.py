@@ -32,22 +32,30 @@ LAYOUTS = {
 MIB = 2**20
 
 
-def train(tmp_path, name, args):
+def train(tmp_path, name, args, model=MODEL, np=2):
     out = tmp_path / f"{name}.json"
-    r = run_trainscope(["train", *MODEL, *args, "--json", out], np=2, timeout=300)
+    r = run_trainscope(["train", *model, *args, "--json", out], np=np, timeout=300)
     return r, out
+
+
+def train_record(path):
+    (rec,) = [x for x in json.loads(path.read_text())["records"] if x["kind"] == "train"]
+    return rec
+
+
+def records_of(tmp, layouts, **how):
+    """Each layout trained once (train's model and ranks), its train record by name."""
+    out = {}
+    for name, args in layouts.items():
+        r, path = train(tmp, name, args, **how)
+        assert r.rc == 0, r.err
+        out[name] = train_record(path)
+    return out
 
 
 @pytest.fixture(scope="module")
 def accounts(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("memory")
-    out = {}
-    for name, args in LAYOUTS.items():
-        r, path = train(tmp, name, args)
-        assert r.rc == 0, r.err
-        (rec,) = [x for x in json.loads(path.read_text())["records"] if x["kind"] == "train"]
-        out[name] = rec
-    return out
+    return records_of(tmp_path_factory.mktemp("memory"), LAYOUTS)
 
 
 @pytest.mark.parametrize("name", LAYOUTS)
@@ -92,7 +100,7 @@ def test_mixed_precision_keeps_the_masters_of_what_a_rank_updates(tmp_path, name
     worker. Before, ZeRO-1 and ZeRO-2 kept masters of the whole model."""
     r, out = train(tmp_path, name, LAYOUTS[name] + ["--precision", "bfloat16"])
     assert r.rc == 0, r.err
-    (rec,) = [x for x in json.loads(out.read_text())["records"] if x["kind"] == "train"]
+    rec = train_record(out)
     for m in rec["memory"]["ranks"]:
         want = m["formula_bytes"]["master_weights"]
         assert want <= m["peak_bytes"]["master_weights"] <= want + 64, (name, m)
@@ -122,7 +130,7 @@ def test_a_cap_plain_data_parallel_cannot_meet_is_one_line_and_zero3_tp_pp_train
     for name in ("zero3", "tp2", "pp2"):
         r, out = train(tmp_path, name, LAYOUTS[name] + cap)
         assert r.rc == 0, (name, r.err)
-        (rec,) = [x for x in json.loads(out.read_text())["records"] if x["kind"] == "train"]
+        rec = train_record(out)
         assert rec["memory"]["limit_bytes"] == limit_mib * MIB
         for m in rec["memory"]["ranks"]:
             assert max(m["total_peak_bytes"], m["setup_peak_bytes"]) <= limit_mib * MIB, (name, m)
@@ -182,25 +190,12 @@ SETUP_LAYOUTS = {**SHARDED_LAYOUTS, "zero1": ["--zero", 1], "zero2": ["--zero", 
 
 
 def train4(tmp_path, name, args):
-    out = tmp_path / f"{name}.json"
-    r = run_trainscope(["train", *SHARDED_MODEL, *args, "--json", out], np=4, timeout=300)
-    return r, out
-
-
-def train_record(path):
-    (rec,) = [x for x in json.loads(path.read_text())["records"] if x["kind"] == "train"]
-    return rec
+    return train(tmp_path, name, args, model=SHARDED_MODEL, np=4)
 
 
 @pytest.fixture(scope="module")
 def sharded_accounts(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("sharded")
-    out = {}
-    for name, args in SETUP_LAYOUTS.items():
-        r, path = train4(tmp, name, args)
-        assert r.rc == 0, r.err
-        out[name] = train_record(path)
-    return out
+    return records_of(tmp_path_factory.mktemp("sharded"), SETUP_LAYOUTS, model=SHARDED_MODEL, np=4)
 
 
 @pytest.mark.parametrize("name", SETUP_LAYOUTS)

@@ -37,12 +37,17 @@ def run_memory(*paths):
                           text=True, timeout=120)
 
 
-def test_reports_memory_prints_each_rank_beside_the_formula(tmp_path, validate):
-    doc = make_doc([zero3_record()])
+def memory_of(tmp_path, validate, name, *records):
+    """`reports memory` on a valid document of these records, written as NAME.json."""
+    doc = make_doc(list(records))
     validate(doc)
-    path = tmp_path / "zero3.json"
+    path = tmp_path / f"{name}.json"
     path.write_text(json.dumps(doc))
-    r = run_memory(path)
+    return run_memory(path)
+
+
+def test_reports_memory_prints_each_rank_beside_the_formula(tmp_path, validate):
+    r = memory_of(tmp_path, validate, "zero3", zero3_record())
     assert r.returncode == 0, r.stderr
     rows = [line.split() for line in r.stdout.splitlines() if line.startswith("mlp tiny")]
     # run (4 words), rank, 7 kinds, model states, formula, ratio, peak
@@ -53,11 +58,7 @@ def test_reports_memory_prints_each_rank_beside_the_formula(tmp_path, validate):
 def test_a_recomputed_run_says_so_in_its_name(tmp_path, validate):
     rec = zero3_record()
     rec["memory"]["recompute"] = "full"
-    doc = make_doc([rec])
-    validate(doc)
-    path = tmp_path / "full.json"
-    path.write_text(json.dumps(doc))
-    r = run_memory(path)
+    r = memory_of(tmp_path, validate, "full", rec)
     assert r.returncode == 0, r.stderr
     assert [line.split()[:5] for line in r.stdout.splitlines() if line.startswith("mlp tiny")] == [
         ["mlp", "tiny", "dp=2", "zero=3", "recompute=full"]] * 2
@@ -65,11 +66,7 @@ def test_a_recomputed_run_says_so_in_its_name(tmp_path, validate):
 
 def test_a_record_without_an_account_says_so(tmp_path, validate):
     rec = parallel_record([{"dp_rank": r, "tp_rank": 0, "pp_rank": 0} for r in range(2)])
-    doc = make_doc([rec])
-    validate(doc)
-    path = tmp_path / "old.json"
-    path.write_text(json.dumps(doc))
-    r = run_memory(path)
+    r = memory_of(tmp_path, validate, "old", rec)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("no train record carries a memory account")
     assert not [b for b in TrainingSection().build([Result(path="r.json", doc={}, records=[rec])], Plots())

@@ -76,11 +76,15 @@ void fill(const Param& p, InitStream& stream, std::size_t from, float* out, std:
   for (std::size_t k = 0; k < n; ++k) out[k] = stream.at(oneDeviceIndex(p.slice, from + k));
 }
 
+void checkRange(const Param& p, std::size_t from, std::size_t n) {
+  if (from + n > p.value.numel())
+    throw Error(fmt::format("internal: elements [{}, {}) of {} {}", from, from + n, p.name, p.value.shapeText()));
+}
+
 }  // namespace
 
 std::vector<float> initialValues(const Param& p, std::size_t from, std::size_t n) {
-  if (from + n > p.value.numel())
-    throw Error(fmt::format("internal: elements [{}, {}) of {} {}", from, from + n, p.name, p.value.shapeText()));
+  checkRange(p, from, n);
   InitStream stream(p.init, p.name);
   std::vector<float> out(n);
   fill(p, stream, from, out.data(), n);
@@ -89,8 +93,7 @@ std::vector<float> initialValues(const Param& p, std::size_t from, std::size_t n
 
 void drawInitialValues(const Param& p, std::size_t from, const Tensor& dst) {
   const std::size_t n = dst.numel();
-  if (from + n > p.value.numel())
-    throw Error(fmt::format("internal: elements [{}, {}) of {} {}", from, from + n, p.name, p.value.shapeText()));
+  checkRange(p, from, n);
   if (p.init.kind == InitKind::kZeros) {
     dst.device->zero(dst.data, n * sizeof(float));
     return;
