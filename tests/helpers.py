@@ -100,6 +100,38 @@ def mpirun_rank_pids(mpirun_pid: int) -> dict[int, int]:
     return pids
 
 
+def hung_tree(root_pid: int) -> str:
+    """What a process tree that should have ended is doing, for a test's failure message: each process's state and
+    kernel wait channel, and every thread's stack from gdb where gdb is installed (a hang seen once in CI must be
+    diagnosable from its log alone)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit():
+                children.setdefault(int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]), []).append(int(entry.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    tree, todo = [], [root_pid]
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo.extend(children.get(pid, []))
+    out = []
+    for pid in tree:
+        try:
+            state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            wchan = (Path("/proc") / str(pid) / "wchan").read_text()
+            args = (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:160]
+        except OSError:
+            continue
+        out.append(f"pid {pid} state {state} wchan {wchan}: {args}")
+        if "trainscope" in args and shutil.which("gdb"):
+            r = subprocess.run(["gdb", "-p", str(pid), "-batch", "-nx", "-ex", "thread apply all bt 30"],
+                               capture_output=True, text=True, timeout=60, check=False)
+            out.extend("    " + line for line in r.stdout.splitlines() if line.startswith(("#", "Thread")))
+    return "\n".join(out)
+
+
 def read_jsonl(path: Path):
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 

@@ -1,6 +1,7 @@
 #include "bench/train/arrival_skew.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 
 #include "base/json_text.h"
@@ -53,13 +54,11 @@ nlohmann::json toJson(const ArrivalSkew& skew) {
   return {{"threshold_ms", skew.thresholdMs}, {"late_ranks", skew.lateRanks}, {"ranks", rows}};
 }
 
-ArrivalSkew gatherArrivalSkew(Bootstrap& boot, const std::vector<wl::CollectiveTiming>& mine, double originS,
-                              double thresholdMs) {
-  // By group, in launch order, exchanged under the group's trace name ("dp0"); send/recv are between two
-  // stages, not a group's operation.
-  std::map<std::string, std::vector<double>> byGroup;
+std::vector<RankLaunches> gatherLaunches(Bootstrap& boot, const std::vector<wl::CollectiveTiming>& mine, double originS) {
+  // By group, in launch order, exchanged under the group's trace name ("dp0"): [launch, seconds] each.
+  std::map<std::string, std::vector<std::array<double, 2>>> byGroup;
   for (const auto& c : mine)
-    if (c.op.collective()) byGroup[wl::traceName(c.group)].push_back(c.launchS - originS);
+    if (c.op.collective()) byGroup[wl::traceName(c.group)].push_back({c.launchS - originS, c.seconds});
   nlohmann::json j = nlohmann::json::object();
   for (auto& [g, v] : byGroup) j[g] = v;
   const std::vector<std::string> all =
@@ -69,10 +68,18 @@ ArrivalSkew gatherArrivalSkew(Bootstrap& boot, const std::vector<wl::CollectiveT
     RankLaunches r;
     r.rank = static_cast<int>(p);
     const nlohmann::json launches = nlohmann::json::parse(all[p]);  // kept alive over the loop
-    for (const auto& [g, v] : launches.items()) r.groups.emplace_back(g, v.get<std::vector<double>>());
+    for (const auto& [g, v] : launches.items()) {
+      std::vector<double> at, seconds;
+      for (const auto& pair : v) {
+        at.push_back(pair.at(0).get<double>());
+        seconds.push_back(pair.at(1).get<double>());
+      }
+      r.groups.emplace_back(g, std::move(at));
+      r.seconds[g] = std::move(seconds);
+    }
     ranks.push_back(std::move(r));
   }
-  return analyzeArrivalSkew(ranks, thresholdMs);
+  return ranks;
 }
 
 }  // namespace ts

@@ -5,6 +5,7 @@
 // A rank whose median skew is above the threshold and over 3x the median of the other ranks' is named
 // late — the rule `trainscope analyze` applies to a trace (reports/traces/analyze.py), here without one.
 #include <cstddef>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,16 +33,17 @@ struct ArrivalSkew {
 // The record's `stragglers` block: {"threshold_ms", "late_ranks", "ranks": [...]}.
 nlohmann::json toJson(const ArrivalSkew& skew);
 
-// Collective over every process; `originS` is this rank's steady-clock time at the common barrier.
-// The result matters on process 0.
-ArrivalSkew gatherArrivalSkew(Bootstrap& boot, const std::vector<wl::CollectiveTiming>& mine, double originS,
-                              double thresholdMs = 1.0);
-
-// The analysis on gathered launches: per rank, per group, its launch times (seconds since the origin).
+// Per rank, per group, its collectives' launch times in launch order (seconds since the origin).
 struct RankLaunches {
   int rank = 0;
   std::vector<std::pair<std::string, std::vector<double>>> groups;
+  // Per group, each collective's launch to observed completion, in the same order (bench/train/peer_waits.h).
+  std::map<std::string, std::vector<double>> seconds;
 };
+// Every rank's launches, exchanged: collective over every process; `originS` is this rank's steady-clock time at
+// the common barrier. Send/recv are between two stages, not a group's operation: left out.
+std::vector<RankLaunches> gatherLaunches(Bootstrap& boot, const std::vector<wl::CollectiveTiming>& mine, double originS);
+
 ArrivalSkew analyzeArrivalSkew(const std::vector<RankLaunches>& ranks, double thresholdMs);
 // The same, as the record's block.
 nlohmann::json arrivalSkew(const std::vector<RankLaunches>& ranks, double thresholdMs);

@@ -33,7 +33,10 @@ void RankSteps::add(const wl::StepResult& r) {
   communication.push_back(r.comm.communicationS);
   exposed.push_back(r.comm.exposedS);
   pipelineWait.push_back(r.pipelineWaitS);
-  collectives.insert(collectives.end(), r.comm.collectives.begin(), r.comm.collectives.end());
+  for (wl::CollectiveTiming c : r.comm.collectives) {
+    c.step = static_cast<std::int64_t>(total.size()) - 1;
+    collectives.push_back(c);
+  }
 }
 
 namespace {
@@ -44,14 +47,27 @@ double median(std::vector<double> v) { return v.empty() ? 0.0 : summarize(std::m
 // the series line up.
 class GatheredSteps {
  public:
-  enum Series { kTotal, kData, kForward, kBackward, kSync, kOptimizer, kCommunication, kExposed, kPipelineWait };
+  enum Series {
+    kTotal,
+    kData,
+    kForward,
+    kBackward,
+    kSync,
+    kOptimizer,
+    kCommunication,
+    kExposed,
+    kPipelineWait,
+    kWaiting,
+    kTransfer
+  };
 
-  GatheredSteps(Bootstrap& boot, const wl::Mesh& mesh, const RankSteps& mine)
+  GatheredSteps(Bootstrap& boot, const wl::Mesh& mesh, const RankSteps& mine, const std::vector<double>& waiting,
+                const std::vector<double>& transfer)
       : axes_(mesh.axes().size()), steps_(mine.total.size()) {
     std::vector<double> block;
     for (const wl::MeshAxis& a : mesh.axes()) block.push_back(a.coordinate);
     for (const auto* s : {&mine.total, &mine.data, &mine.forward, &mine.backward, &mine.sync, &mine.optimizer,
-                          &mine.communication, &mine.exposed, &mine.pipelineWait})
+                          &mine.communication, &mine.exposed, &mine.pipelineWait, &waiting, &transfer})
       block.insert(block.end(), s->begin(), s->end());
     per_ = block.size();
     all_ = boot.allGatherDoubles(block);
@@ -62,7 +78,7 @@ class GatheredSteps {
     const double* base = all_.data() + static_cast<std::size_t>(rank) * per_ + axes_ + static_cast<std::size_t>(k) * steps_;
     return std::vector<double>(base, base + steps_);
   }
-  double medianOf(int rank, Series k) const { return median(series(rank, k)); }
+  double medianOf(int rank, Series k) const { return steps_ == 0 ? 0.0 : summarize(series(rank, k)).median; }
   std::vector<int> coordinates(int rank) const {
     std::vector<int> out;
     for (std::size_t a = 0; a < axes_; ++a) out.push_back(static_cast<int>(all_[static_cast<std::size_t>(rank) * per_ + a]));
@@ -86,6 +102,8 @@ RankRow rowOf(const GatheredSteps& g, int rank) {
   r.communication = g.medianOf(rank, S::kCommunication);
   r.exposed = g.medianOf(rank, S::kExposed);
   r.pipelineWait = g.medianOf(rank, S::kPipelineWait);
+  r.waiting = r.exposed * waitingShare(g.series(rank, S::kWaiting), g.series(rank, S::kExposed));
+  r.transfer = r.exposed - r.waiting;
   return r;
 }
 
@@ -109,18 +127,25 @@ void stepTimes(const GatheredSteps& g, TrainBreakdown& out) {
 // Process 0's own view of the collectives: per group kind and (op, bytes), their times and achieved
 // bandwidth, each with its own group's bus factor. The same op and size in different groups are
 // different rows (a tensor-parallel all-reduce and a data-parallel one cross other links).
-std::vector<CollectiveRow> collectiveRows(const wl::Mesh& mesh, const std::vector<wl::CollectiveTiming>& mine) {
+std::vector<CollectiveRow> collectiveRows(const wl::Mesh& mesh, const std::vector<wl::CollectiveTiming>& mine,
+                                          const std::vector<double>& lastArrivalS) {
   using Key = std::tuple<wl::AxisSet, int, wl::TrackedOp, std::size_t>;
-  std::map<Key, std::vector<double>> byRow;
-  for (const auto& c : mine) {
-    byRow[{c.group.axes, mesh.size(c.group.axes), c.op, c.bytes}].push_back(c.seconds);
+  std::map<Key, std::pair<std::vector<double>, std::vector<double>>> byRow;  // (launch to end, transfer)
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    const wl::CollectiveTiming& c = mine[i];
+    auto& [seconds, transfer] = byRow[{c.group.axes, mesh.size(c.group.axes), c.op, c.bytes}];
+    seconds.push_back(c.seconds);
+    transfer.push_back(wl::transferSeconds(c, lastArrivalS[i]));
   }
+  auto gbps = [](std::size_t bytes, double s) { return s > 0 ? static_cast<double>(bytes) / s / 1e9 : 0.0; };
   std::vector<CollectiveRow> rows;
-  for (auto& [key, seconds] : byRow) {
+  for (auto& [key, series] : byRow) {
     const auto& [kind, groupSize, op, bytes] = key;
-    const double med = median(seconds);
-    const double algbw = med > 0 ? static_cast<double>(bytes) / med / 1e9 : 0.0;
-    rows.push_back({kind, groupSize, op, bytes, std::move(seconds), algbw, algbw * op.busFactor(groupSize)});
+    const double algbw = gbps(bytes, median(series.first));
+    const double bus = op.busFactor(groupSize);
+    const double transferBus = gbps(bytes, median(series.second)) * bus;
+    rows.push_back(
+        {kind, groupSize, op, bytes, std::move(series.first), std::move(series.second), algbw, algbw * bus, transferBus});
   }
   return rows;
 }
@@ -128,19 +153,25 @@ std::vector<CollectiveRow> collectiveRows(const wl::Mesh& mesh, const std::vecto
 }  // namespace
 
 TrainBreakdown gatherBreakdown(Bootstrap& boot, const wl::Mesh& mesh, const RankSteps& mine) {
-  const GatheredSteps gathered(boot, mesh, mine);
+  // Every rank's launches first: each rank splits its own exposed time with them before the steps are gathered.
+  const std::vector<RankLaunches> launches =
+      boot.size() > 1 ? gatherLaunches(boot, mine.collectives, mine.originS) : std::vector<RankLaunches>{};
+  const PeerWaits waits = peerWaits(mine.collectives, launches, boot.rank(), mine.total.size());
   TrainBreakdown out;
+  out.waitingSeconds = waits.waitingS;
+  for (std::size_t i = 0; i < mine.exposed.size(); ++i)
+    out.transferSeconds.push_back(std::max(0.0, mine.exposed[i] - out.waitingSeconds[i]));
+  const GatheredSteps gathered(boot, mesh, mine, out.waitingSeconds, out.transferSeconds);
   stepTimes(gathered, out);
   std::vector<double> bubbles;
   for (int p = 0; p < gathered.ranks(); ++p) {
     out.ranks.push_back(rowOf(gathered, p));
     if (out.ranks.back().step > 0) bubbles.push_back(out.ranks.back().pipelineWait / out.ranks.back().step);
   }
-  out.collectives = collectiveRows(mesh, mine.collectives);
+  out.collectives = collectiveRows(mesh, mine.collectives, waits.lastArrivalS);
   if (mesh.size(wl::GroupKind::kPp) > 1) out.measuredBubble = median(bubbles);
   // Late means late enough to matter: by more than 1 ms and 5% of the step.
-  if (boot.size() > 1)
-    out.stragglers = gatherArrivalSkew(boot, mine.collectives, mine.originS, std::max(1.0, 0.05 * median(out.stepSeconds) * 1e3));
+  if (boot.size() > 1) out.stragglers = analyzeArrivalSkew(launches, std::max(1.0, 0.05 * median(out.stepSeconds) * 1e3));
   return out;
 }
 

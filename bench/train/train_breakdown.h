@@ -11,6 +11,7 @@
 
 #include "bench/results/stats.h"
 #include "bench/train/arrival_skew.h"
+#include "bench/train/peer_waits.h"
 #include "workloads/parallel/tracked_op.h"
 #include "workloads/trainer.h"
 
@@ -37,6 +38,10 @@ struct RankRow {
   int rank = 0;
   std::vector<int> coordinates;  // on each axis of the mesh, in its order
   double step = 0, data = 0, compute = 0, sync = 0, communication = 0, exposed = 0, pipelineWait = 0;
+  // The exposed communication's two parts (bench/train/peer_waits.h): the median exposed time split in the
+  // proportion of the timed steps' totals, so that they add up to it (each part's own median would not: a
+  // straggler's waits come in bursts, and the medians of the parts and of their sum are three different steps).
+  double waiting = 0, transfer = 0;
   double idle() const;  // the step less compute, data and sync
 };
 
@@ -46,8 +51,10 @@ struct CollectiveRow {
   int groupSize = 1;
   wl::TrackedOp op;
   std::size_t bytes = 0;
-  std::vector<double> seconds;  // launch to observed completion, each
+  std::vector<double> seconds;          // launch to observed completion, each
+  std::vector<double> transferSeconds;  // the group's last arrival to observed completion, each
   double algbwGbps = 0, busbwGbps = 0;
+  double transferBusbwGbps = 0;  // over the median transfer: what compares with a sweep of the same op and size
 };
 
 struct TrainBreakdown {
@@ -57,6 +64,8 @@ struct TrainBreakdown {
   std::vector<CollectiveRow> collectives;
   std::optional<double> measuredBubble;   // with pipeline stages: the median rank's wait / step
   std::optional<ArrivalSkew> stragglers;  // with several ranks
+  // This process's exposed communication per timed step, split (bench/train/peer_waits.h).
+  std::vector<double> waitingSeconds, transferSeconds;
 };
 
 // Collective over every process of the run (each passes its own steps); the result matters on process 0.

@@ -93,6 +93,13 @@ void printCommunication(const TrainRecord& r) {
   const std::optional<double> overlap = overlapOf(summarize(own.communication).median, summarize(own.exposed).median);
   std::printf("# communication %.3f ms per step, exposed %.3f ms (overlap %s), rank spread %.1f%%\n", comm / 1e3, exposed / 1e3,
               overlap ? fmt::format("{:.0f}%", 100 * *overlap).c_str() : "n/a", 100 * r.ranks.rankSpread);
+  // A straggler's cost is not the network's: say how much of the exposed time waited for the last peer to launch.
+  if (r.worldSize > 1 && !r.ranks.waitingSeconds.empty() && exposed > 0) {
+    const double waiting = exposed * waitingShare(r.ranks.waitingSeconds, own.exposed);
+    std::printf(
+        "# exposed %.3f ms = waiting for peers %.3f ms (a collective's last member not yet launched) + transfer %.3f ms\n",
+        exposed / 1e3, waiting / 1e3, (exposed - waiting) / 1e3);
+  }
   // Model averaging every K > 1 steps: most steps send nothing, so the median says 0; the mean is the cost.
   if (r.layout.sync == wl::SyncKind::kAverage && r.layout.averageEvery > 1)
     std::printf("# the parameters are averaged every %d steps: communication %.3f ms per step on average, exposed %.3f ms\n",

@@ -71,6 +71,8 @@ nlohmann::json rankJson(const RankRow& row, const std::vector<wl::MeshAxis>& mes
                       {"sync_us", row.sync * 1e6},
                       {"communication_us", row.communication * 1e6},
                       {"exposed_communication_us", row.exposed * 1e6},
+                      {"waiting_for_peers_us", row.waiting * 1e6},
+                      {"exposed_transfer_us", row.transfer * 1e6},
                       {"pipeline_wait_us", row.pipelineWait * 1e6},
                       {"idle_us", row.idle() * 1e6},
                       {"overlap", orNull(overlapOf(row.communication, row.exposed))}};
@@ -87,7 +89,9 @@ nlohmann::json collectiveJson(const CollectiveRow& c) {
           {"count", c.seconds.size()},
           {"time_us", usStats(c.seconds)},
           {"algbw_gbps", c.algbwGbps},
-          {"busbw_gbps", c.busbwGbps}};
+          {"busbw_gbps", c.busbwGbps},
+          {"transfer_us", usStats(c.transferSeconds)},
+          {"transfer_busbw_gbps", c.transferBusbwGbps}};
 }
 
 // What every rank's steps came to: written for a completed run.
@@ -95,10 +99,9 @@ void addRanks(const TrainRecord& r, nlohmann::json& rec) {
   const RankSteps& own = r.steps.timed;
   const double comm = own.communication.empty() ? 0.0 : summarize(own.communication).median;
   const double exposed = own.exposed.empty() ? 0.0 : summarize(own.exposed).median;
-  rec["communication"] = {{"communication_us", usStats(own.communication)},
-                          {"exposed_us", usStats(own.exposed)},
-                          {"overlap", orNull(overlapOf(comm, exposed))},
-                          {"rank_spread", r.ranks.rankSpread}};
+  rec["communication"] = {{"communication_us", usStats(own.communication)}, {"exposed_us", usStats(own.exposed)},
+                          {"waiting_us", usStats(r.ranks.waitingSeconds)},  {"transfer_us", usStats(r.ranks.transferSeconds)},
+                          {"overlap", orNull(overlapOf(comm, exposed))},    {"rank_spread", r.ranks.rankSpread}};
   nlohmann::json ranks = nlohmann::json::array(), collectives = nlohmann::json::array();
   for (const RankRow& row : r.ranks.ranks) ranks.push_back(rankJson(row, r.mesh));
   for (const CollectiveRow& c : r.ranks.collectives) collectives.push_back(collectiveJson(c));

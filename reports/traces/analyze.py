@@ -6,6 +6,10 @@ Per rank and step, from the spans' roles alone (kernels/trace.h names them; trac
   exposed   = communication ("communication" spans, launch to completion) not under compute
   idle      = the rest of the step (data waits, host overhead, pipeline bubbles)
 so compute + exposed + idle is the step, and overlap = compute during communication / communication.
+The exposed time splits into waiting for peers (the part before the collective's last member started it: nothing
+moves before every member has arrived, so it is a straggler's cost, not the network's) and transfer (the rest). The
+last member waits for nobody, so the shortest member's span is the transfer, and the last member started that long
+before each rank's span ends: each rank's own clock, as the train record does it (bench/train/peer_waits.h).
 Stragglers: the k-th collective of a group (same label, e.g. "dp0") is one operation on every member;
 a rank's arrival skew is how much later than the first member it started it. A rank whose median skew is
 above --straggler-ms and well above the others' is named. Pipeline: each rank's time blocked on receives
@@ -88,7 +92,9 @@ def span_totals(docs: dict[int, TraceDoc], top: int = 15) -> list[JsonObject]:
     return rows
 
 
-def step_breakdown(events: list[TraceEvent]) -> list[JsonObject]:
+def step_breakdown(events: list[TraceEvent], peer_waits: list[tuple[float, float]] | None = None) -> list[JsonObject]:
+    """Per step of one rank: compute + exposed + idle = step. `peer_waits`: the windows from this rank's start of each
+    collective to its group's last member's (peer_wait_windows); with them the exposed time is split."""
     steps = sorted((e for e in events if e.get("cat") == STEP), key=lambda e: e["ts"])
     compute = union(span(e) for e in events if e.get("cat") == COMPUTE)
     waits = union(span(e) for e in events if e.get("cat") == WAIT)
@@ -96,6 +102,7 @@ def step_breakdown(events: list[TraceEvent]) -> list[JsonObject]:
     device = union(span(e) for e in events if e.get("cat") in DEVICE)
     comm = union(span(e) for e in events if e.get("cat") == COMMUNICATION)
     recv_waits = union(span(e) for e in events if e.get("cat") == WAIT and e["name"] == "wait recv")
+    waits_for_peers = union(peer_waits or [])
     compute = subtract(compute, waits)
     rows = []
     for s in steps:
@@ -111,6 +118,9 @@ def step_breakdown(events: list[TraceEvent]) -> list[JsonObject]:
             "step": s.get("args", {}).get("step"), "step_us": step, "compute_us": length(c), "communication_us": length(m),
             "exposed_us": exposed, "idle_us": step - length(c) - exposed, "overlap": both / length(m) if length(m) > 0 else None,
             "pipeline_wait_us": length(clip(recv_waits, lo, hi)), "idle_host_wait_us": length(intersect(idle, blocked))}
+        if peer_waits is not None:
+            waiting = length(intersect(subtract(m, c), clip(waits_for_peers, lo, hi)))
+            row.update(waiting_us=waiting, transfer_us=exposed - waiting)
         if device:  # kernel-level spans (CUPTI): when the device idled, was the host waiting too, or busy elsewhere?
             d = clip(device, lo, hi)
             device_idle = subtract([(lo, hi)], d)
@@ -122,23 +132,42 @@ def step_breakdown(events: list[TraceEvent]) -> list[JsonObject]:
     return rows
 
 
-def stragglers(ranks: dict[int, list[TraceEvent]], threshold_ms: float) -> tuple[list[JsonObject], list[int]]:
-    """Per rank, the arrival skew at every collective of its groups; the ranks consistently late."""
-    seqs: dict[tuple[str, int], dict[int, float]] = {}  # (group, k) -> {rank: start}
+def collective_spans(ranks: dict[int, list[TraceEvent]]) -> dict[tuple[str, int], dict[int, tuple[float, float]]]:
+    """(group, k) -> {rank: (start, end) of the k-th collective of that group}: one operation on every member."""
+    seqs: dict[tuple[str, int], dict[int, tuple[float, float]]] = {}
     for rank, events in ranks.items():
         counters: dict[str, int] = {}
         for e in sorted((e for e in events if e.get("cat") == COMMUNICATION and e["name"] not in P2P), key=lambda e: e["ts"]):
             g = e.get("args", {}).get("group", "")
             k = counters.get(g, 0)
             counters[g] = k + 1
-            seqs.setdefault((g, k), {})[rank] = e["ts"]
-    skews: dict[int, list[float]] = {rank: [] for rank in ranks}
-    for members in seqs.values():
+            seqs.setdefault((g, k), {})[rank] = span(e)
+    return seqs
+
+
+def peer_wait_windows(ranks: dict[int, list[TraceEvent]]) -> dict[int, list[tuple[float, float]]]:
+    """Per rank, from its start of each collective to the start of the group's last member: blocked there, it waits
+    for a peer (the C++ train record's split, bench/train/peer_waits.h, on a trace)."""
+    windows: dict[int, list[tuple[float, float]]] = {rank: [] for rank in ranks}
+    for members in collective_spans(ranks).values():
         if len(members) < 2:
             continue
-        first = min(members.values())
-        for rank, t in members.items():
-            skews[rank].append(t - first)
+        transfer = min(end - start for start, end in members.values())
+        for rank, (start, end) in members.items():
+            if end - transfer > start:
+                windows[rank].append((start, end - transfer))
+    return windows
+
+
+def stragglers(ranks: dict[int, list[TraceEvent]], threshold_ms: float) -> tuple[list[JsonObject], list[int]]:
+    """Per rank, the arrival skew at every collective of its groups; the ranks consistently late."""
+    skews: dict[int, list[float]] = {rank: [] for rank in ranks}
+    for spans in collective_spans(ranks).values():
+        if len(spans) < 2:
+            continue
+        first = min(start for start, _ in spans.values())
+        for rank, (start, _) in spans.items():
+            skews[rank].append(start - first)
     medians = {rank: statistics.median(v) if v else 0.0 for rank, v in skews.items()}
     named = []
     for rank, m in medians.items():
@@ -161,9 +190,12 @@ def analyze_docs(docs: dict[int, TraceDoc], threshold_ms: float = 1.0, kernel_re
     if not any(e.get("cat") == STEP for events in ranks.values() for e in events):
         return {"what": what, "ranks": [], "spans": span_totals(docs),
                 "kernels": kernel_breakdown(ranks, kernel_records=kernel_records)}
+    # Arrival skew compares the ranks' clocks: without one time axis (the legacy PyTorch profiler's) it says nothing.
+    aligned = all(doc.get("trainscope", {}).get("clocks_aligned", True) for doc in docs.values())
+    windows = peer_wait_windows(ranks) if len(ranks) > 1 else None
     per_rank = []
     for rank in sorted(ranks):
-        rows = step_breakdown(ranks[rank])
+        rows = step_breakdown(ranks[rank], windows[rank] if windows is not None else None)
         if not rows:
             raise InputError(f"rank {rank}: the trace has no step spans")
 
@@ -176,10 +208,9 @@ def analyze_docs(docs: dict[int, TraceDoc], threshold_ms: float = 1.0, kernel_re
                          "overlap": statistics.median(overlaps) if overlaps else None,
                          "pipeline_bubble": statistics.median(r["pipeline_wait_us"] / r["step_us"] for r in rows),
                          "idle_host_wait_us": med("idle_host_wait_us"),
+                         **(waiting_split(rows, med("exposed_us")) if windows is not None else {}),
                          **({k: med(k) for k in DEVICE_FIELDS} if all("device_busy_us" in r for r in rows) else {}),
                          "per_step": rows})
-    # Arrival skew compares the ranks' clocks: without one time axis (the legacy PyTorch profiler's) it says nothing.
-    aligned = all(doc.get("trainscope", {}).get("clocks_aligned", True) for doc in docs.values())
     table, late = stragglers(ranks, threshold_ms) if aligned else ([], [])
     return {"what": what, "ranks": per_rank, "clocks_aligned": aligned, "stragglers": table, "late_ranks": late,
             "straggler_threshold_ms": threshold_ms,
@@ -202,6 +233,14 @@ def format_spans(result: JsonObject) -> str:
 DEVICE_FIELDS = ("device_busy_us", "device_idle_us", "device_idle_host_waiting_us", "device_idle_host_busy_us")
 
 
+def waiting_split(rows: list[JsonObject], exposed_median: float) -> JsonObject:
+    """The median exposed time split in the proportion of the steps' totals, so the two parts add up to it (as the
+    train record's waiting_for_peers_us and exposed_transfer_us do)."""
+    total = sum(r["exposed_us"] for r in rows)
+    share = min(1.0, sum(r["waiting_us"] for r in rows) / total) if total > 0 else 0.0
+    return {"waiting_us": exposed_median * share, "transfer_us": exposed_median * (1 - share)}
+
+
 def format_table(result: JsonObject) -> str:
     if not result["ranks"]:
         return format_spans(result)
@@ -212,6 +251,10 @@ def format_table(result: JsonObject) -> str:
         lines.append(f"  {r['rank']:>4} {r['step_us'] / 1e3:>10.3f} {r['compute_us'] / 1e3:>10.3f} "
                      f"{r['exposed_us'] / 1e3:>10.3f} {r['idle_us'] / 1e3:>10.3f} {r['communication_us'] / 1e3:>10.3f} {ov:>8} "
                      f"{100 * r['pipeline_bubble']:>6.1f}%")
+    if all("waiting_us" in r for r in result["ranks"]):
+        lines.append("# exposed (ms): waiting for peers (before a collective's last member started it) + transfer = exposed")
+        for r in result["ranks"]:
+            lines.append(f"  rank {r['rank']:>3}: waiting {r['waiting_us'] / 1e3:.3f}, transfer {r['transfer_us'] / 1e3:.3f}")
     lines.append("# idle (ms): host waiting (data loader, blocked waits) + other host work = idle")
     for r in result["ranks"]:
         lines.append(f"  rank {r['rank']:>3}: waiting {r['idle_host_wait_us'] / 1e3:.3f}, "

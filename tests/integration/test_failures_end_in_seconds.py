@@ -14,6 +14,7 @@ checkpoints, so it never meets the full disk. Each run has --timeout 30: the old
 10 s bound asserted here, which is measured from the failure (the last step streamed before it, or the signal) to the
 exit of mpirun.
 """
+import contextlib
 import json
 import os
 import re
@@ -26,7 +27,7 @@ import time
 
 import pytest
 
-from helpers import base_env, mpirun_rank_pids, read_jsonl, trainscope_path
+from helpers import base_env, hung_tree, mpirun_rank_pids, read_jsonl, trainscope_path
 
 # Timing decides a kill -9's cases (whether process 0 has read the killed rank's end before mpirun's SIGTERM reaches
 # it: one of 120 failed so at a load of 12) and the two runs at the end: marked `alone`, they run after the parallel
@@ -104,9 +105,15 @@ class Watched:
         try:
             self.proc.wait(timeout=4 * TIMEOUT_S)
         except subprocess.TimeoutExpired:
+            tree = hung_tree(self.proc.pid)
             self.proc.kill()
+            for pid in self.rank_pids().values():
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
             self.proc.wait()
-            pytest.fail(f"mpirun still ran {4 * TIMEOUT_S} s on")
+            for t in self._readers:
+                t.join(timeout=5)
+            pytest.fail(f"mpirun still ran {4 * TIMEOUT_S} s on; its processes:\n{tree}\nstderr:\n{self.err}")
         for t in self._readers:
             t.join()
         while self.ended_at is None:

@@ -384,4 +384,4 @@ iters = 3
     assert [p["ranks"] for p in points] == [1, 2] and all(p["step"] == "scale" and p["completed"] for p in points)
     html = (tmp_path / "rep" / "index.html").read_text()
     # the training's 220200-byte reduce-scatter and all-gather, against the sweep's 256 KiB ones
-    assert "achieved / attainable" in html and "at 262144 B" in html
+    assert "transfer / attainable" in html and "at 262144 B" in html

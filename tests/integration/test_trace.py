@@ -284,6 +284,12 @@ def test_a_planted_straggler_is_named(tmp_path):
     result, out = analyze(d, tmp_path, "--straggler-ms", 10)
     assert result["late_ranks"] == [2], out
     assert "# stragglers: rank 2" in out
+    # The others' exposed time is mostly waiting for rank 2 (issue #40), not transfer; rank 2 waits for nobody.
+    rows = {r["rank"]: r for r in result["ranks"]}
+    assert rows[0]["waiting_us"] > 20e3 and rows[0]["transfer_us"] < rows[0]["waiting_us"], rows[0]
+    assert rows[2]["waiting_us"] < 0.1 * rows[0]["waiting_us"], rows[2]
+    assert rows[0]["waiting_us"] + rows[0]["transfer_us"] == pytest.approx(rows[0]["exposed_us"])
+    assert "# exposed (ms): waiting for peers" in out
     # the train record names it too, without a trace (launch times on clocks aligned at a barrier)
     record = next(x for x in json.loads((tmp_path / "straggler.json").read_text())["records"] if x["kind"] == "train")
     skew = record["stragglers"]

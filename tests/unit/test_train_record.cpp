@@ -72,7 +72,8 @@ TrainRecord parallelRecord() {
   row.communication = 0.05;
   row.exposed = 0.01;
   r.ranks.ranks = {row};
-  r.ranks.collectives = {{wl::GroupKind::kTp, 2, collectives::all_reduce(), 4096, {0.001, 0.003}, 2.0, 2.0}};
+  r.ranks.collectives = {
+      {wl::GroupKind::kTp, 2, collectives::all_reduce(), 4096, {0.001, 0.003}, {0.0005, 0.002}, 2.0, 2.0, 4.0}};
   r.ranks.stragglers = ArrivalSkew{1.0, {}, {}};
   r.mfu = {{"vs_measured", 0.5}};
   return r;

@@ -14,9 +14,19 @@ namespace ts::wl {
 
 double CommTracker::now() const { return steadySeconds(); }
 
+double blockedBefore(const CollectiveTiming& c, double lastArrivalS) {
+  const double issuing = std::max(0.0, std::min(c.issuedS, lastArrivalS) - c.launchS);
+  const double waiting = c.waitFromS < 0 ? 0.0 : std::max(0.0, std::min(c.endS(), lastArrivalS) - c.waitFromS);
+  return issuing + waiting;
+}
+
+double transferSeconds(const CollectiveTiming& c, double lastArrivalS) {
+  return std::max(0.0, c.endS() - std::max(c.launchS, lastArrivalS));
+}
+
 int CommTracker::track(TrackedOp what, std::size_t bytes, const std::function<std::unique_ptr<PendingCollective>()>& issue,
                        int peer, std::size_t inElems, std::size_t outElems, DType dtype) {
-  Op op{what, bytes, 0};
+  Op op{what, bytes, 0, -1, {}};
   op.peer = peer;
   op.inElems = inElems;
   op.outElems = outElems;
@@ -24,7 +34,8 @@ int CommTracker::track(TrackedOp what, std::size_t bytes, const std::function<st
   op.start = now();
   op.nvtxRange = nvtx::start(std::string(what.name()).c_str(), nvtx::Category::kCommunication);  // NVTX copies the text
   op.pending = issue();
-  exposedS_ += now() - op.start;  // issuing is host time taken from compute (MPI may do the work here)
+  op.issued = now();
+  exposedS_ += op.issued - op.start;  // issuing is host time taken from compute (MPI may do the work here)
   ops_.push_back(std::move(op));
   return static_cast<int>(ops_.size()) - 1;
 }
@@ -55,7 +66,7 @@ std::vector<int> CommTracker::startTogether(const std::vector<PointToPoint>& ops
   const double t0 = now();
   for (const PointToPoint& p : ops) {
     const bool send = p.kind == PointToPoint::Kind::kSend;
-    Op op{p.kind, p.count * dtypeSize(p.dtype), t0};
+    Op op{p.kind, p.count * dtypeSize(p.dtype), t0, -1, {}};
     op.peer = p.peer;
     op.inElems = send ? p.count : 0;
     op.outElems = send ? 0 : p.count;
@@ -72,8 +83,12 @@ std::vector<int> CommTracker::startTogether(const std::vector<PointToPoint>& ops
     ops_.erase(ops_.begin() + ids.front(), ops_.end());
     throw;
   }
-  for (int id : ids) ops_[static_cast<std::size_t>(id)].pending = pending;
-  exposedS_ += now() - t0;  // issuing is host time taken from compute
+  const double issued = now();
+  for (int id : ids) {
+    ops_[static_cast<std::size_t>(id)].pending = pending;
+    ops_[static_cast<std::size_t>(id)].issued = issued;
+  }
+  exposedS_ += issued - t0;  // issuing is host time taken from compute
   return ids;
 }
 
@@ -105,6 +120,7 @@ void CommTracker::wait(int id) {
   Op& op = ops_.at(static_cast<std::size_t>(id));
   if (op.end >= 0) return;
   const double t0 = now();
+  op.waitFrom = t0;
   {
     const NvtxRange range("wait", nvtx::Category::kCommunication);
     op.pending->wait(timeoutS_);
@@ -145,7 +161,7 @@ StepComm CommTracker::take() {
   std::vector<std::pair<double, double>> spans;
   for (const auto& op : ops_) {
     if (op.end < 0) throw Error("internal: CommTracker::take with a collective in flight");
-    s.collectives.push_back({op.what, op.bytes, op.end - op.start, group_, op.start});
+    s.collectives.push_back({op.what, op.bytes, op.end - op.start, group_, op.start, op.issued, op.waitFrom});
     spans.emplace_back(op.start, op.end);
   }
   std::sort(spans.begin(), spans.end());

@@ -26,7 +26,18 @@ struct CollectiveTiming {
   double seconds = 0;    // launch to observed completion
   ProcessGroupId group;  // the communicator's: the k-th op of a group is one operation on every member
   double launchS = 0;    // when this rank launched it (steady clock, seconds): its arrival
+  // When the host was blocked on it: from launchS to issuedS (the launch call; where a backend cannot start it
+  // nonblocking, that is the whole operation), and from waitFromS to the end (a wait; -1: a poll saw it complete).
+  double issuedS = 0, waitFromS = -1;
+  std::int64_t step = -1;  // the timed step it was part of (set where a rank's steps are gathered: bench/train)
+  double endS() const { return launchS + seconds; }
 };
+
+// How long this rank's host was blocked on `c` before `lastArrivalS`, the launch of its group's last member: time
+// spent waiting for a peer to arrive, not transferring (nothing can move before every member has launched).
+double blockedBefore(const CollectiveTiming& c, double lastArrivalS);
+// From the last member's launch to the observed completion: the transfer, without the wait for the last peer.
+double transferSeconds(const CollectiveTiming& c, double lastArrivalS);
 
 struct StepComm {
   double communicationS = 0;  // union of the in-flight intervals
@@ -75,6 +86,7 @@ class CommTracker {
     // rank's input and output elements and their type.
     std::size_t inElems = 0, outElems = 0;
     DType dtype = DType::kFloat32;
+    double issued = 0, waitFrom = -1;  // the launch call's return; when a wait for it began (CollectiveTiming)
   };
   double now() const;
   void completed(Op& op);  // notes the end (and its trace span)

@@ -1,0 +1,57 @@
+"""Exposed communication split into waiting for peers and transfer (issue #40; bench/train/peer_waits.h).
+
+Before, every moment a rank was blocked on a collective was "exposed communication": a dp 2 tiny transformer
+reported 19-27 ms of it per step for a 540 KB all-reduce that takes ~0.13 ms alone, and the step breakdown told the
+user to blame the network for a straggler. A rank blocked before the collective's last member has launched it is
+waiting for that member: nothing can move before every member arrives.
+
+Here rank 1 sleeps 60 ms at the start of every step (a planted straggler, TRAINSCOPE_FAULT delay): rank 0, in each
+layout whose steps hold collectives over both ranks, must find most of its exposed time to be waiting, and rank 1
+(which arrives last) almost none. Marked `alone`: the planted sleep is the only thing that may make a rank late.
+"""
+import json
+
+import pytest
+
+from helpers import run_trainscope
+
+SLEEP_MS = 60
+LAYOUTS = {"dp": ["--dp", 2], "tp": ["--tp", 2], "zero3": ["--zero", 3], "ps": ["--sync", "ps"]}
+
+
+def train_with_a_straggler(tmp_path, layout):
+    doc = tmp_path / "run.json"
+    r = run_trainscope(["train", "--model", "mlp", "--no-ceiling", "--steps", 8, "--warmup-steps", 1, "--json", doc,
+                        *LAYOUTS[layout]], np=2, env={"TRAINSCOPE_FAULT": f"delay:rank=1:ms={SLEEP_MS}"}, timeout=300)
+    assert r.rc == 0, r.err
+    record = next(x for x in json.loads(doc.read_text())["records"] if x["kind"] == "train")
+    return record, r.out
+
+
+@pytest.mark.alone
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_the_wait_for_a_sleeping_rank_is_found_on_the_other_rank(tmp_path, layout):
+    record, out = train_with_a_straggler(tmp_path, layout)
+    early, late = record["ranks"]
+    for r in (early, late):  # the two parts add up to the exposed time
+        assert r["waiting_for_peers_us"] + r["exposed_transfer_us"] == pytest.approx(r["exposed_communication_us"], rel=1e-9)
+    # Rank 0 sat blocked for most of the planted sleep, every step, before rank 1 had launched anything.
+    assert early["waiting_for_peers_us"] > 0.5 * SLEEP_MS * 1e3, early
+    assert early["exposed_transfer_us"] < early["waiting_for_peers_us"], early
+    # Rank 1 arrives last: it never waits for anyone to launch.
+    assert late["waiting_for_peers_us"] < 0.1 * early["waiting_for_peers_us"], late
+    # Process 0's own block and console say the same.
+    comm = record["communication"]
+    assert comm["waiting_us"]["median"] > 0.5 * SLEEP_MS * 1e3
+    line = next(x for x in out.splitlines() if x.startswith("# exposed "))
+    assert "waiting for peers" in line and "+ transfer" in line
+    # Each collective's transfer leaves out the wait for the last member: the planted sleep lands in some
+    # collective's launch-to-completion time (the first of a step), not in the transfers. (Not in any: ZeRO-3 and
+    # the parameter server post a collective before the step's end, and the sleeping rank makes no MPI call that
+    # would progress it, so that one op's transfer holds the sleep: a stall of the peer's, not an arrival, see
+    # bench/train/peer_waits.h.)
+    collectives = record["collectives"]
+    assert any(c["time_us"]["max"] > 0.5 * SLEEP_MS * 1e3 for c in collectives), collectives
+    for c in collectives:
+        assert c["transfer_us"]["median"] < 0.5 * SLEEP_MS * 1e3, c
+        assert c["transfer_us"]["median"] <= c["time_us"]["median"] and c["transfer_busbw_gbps"] >= c["busbw_gbps"], c
