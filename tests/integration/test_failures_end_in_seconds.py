@@ -61,8 +61,15 @@ CASES = [(n, f, k) for n in (2, 4) for f in LAYOUTS for k in ("nonfinite", "disk
 CASES += [(2, "zero3", "memory"), (4, "zero3", "memory"), (4, "zero3-pp", "memory")]
 
 
+class LauncherHung(Exception):
+    """mpirun outlived every process it started: Open MPI's own end-of-job race with processes that exit non-zero
+    without MPI_Finalize (open-mpi/ompi#3380, #2675), not trainscope's. CI stop 48 saw one such run past 120 s, once
+    in about 1,500 of these runs; a run whose trainscope processes are still alive is trainscope's hang and fails."""
+
+
 class Watched:
-    """mpirun running trainscope, its stream watched: when the last training step was streamed, and when it ended."""
+    """mpirun running trainscope, its stream watched: when the last training step was streamed, when its trainscope
+    processes were last seen alive, and when it ended."""
 
     def __init__(self, tmp_path, np_, args, env=None):
         self.stream = tmp_path / "run.jsonl"
@@ -73,6 +80,7 @@ class Watched:
         self.steps = 0
         self.last_step_at = None  # the stream's appearance, then each new step
         self.ended_at = None
+        self.ranks_seen = False  # whether the trainscope processes mpirun started were ever seen
         self.out = self.err = ""
         readers = [threading.Thread(target=self._read, args=(name,), daemon=True) for name in ("out", "err")]
         for t in readers + [threading.Thread(target=self._watch, daemon=True)]:
@@ -83,11 +91,15 @@ class Watched:
         setattr(self, name, getattr(self.proc, "std" + name).read())
 
     def _watch(self):
+        looks = 0
         while self.proc.poll() is None:
             if self.stream.exists():
                 n = self.stream.read_text(errors="replace").count('"kind":"train_progress"')
                 if self.last_step_at is None or n > self.steps:
                     self.steps, self.last_step_at = n, time.monotonic()
+            looks += 1
+            if not self.ranks_seen and looks % 10 == 0 and self.rank_pids():
+                self.ranks_seen = True
             time.sleep(0.01)
         self.ended_at = time.monotonic()
 
@@ -106,14 +118,18 @@ class Watched:
             self.proc.wait(timeout=4 * TIMEOUT_S)
         except subprocess.TimeoutExpired:
             tree = hung_tree(self.proc.pid)
+            alive = self.rank_pids()
             self.proc.kill()
-            for pid in self.rank_pids().values():
+            for pid in alive.values():
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
             self.proc.wait()
             for t in self._readers:
                 t.join(timeout=5)
-            pytest.fail(f"mpirun still ran {4 * TIMEOUT_S} s on; its processes:\n{tree}\nstderr:\n{self.err}")
+            said = f"mpirun still ran {4 * TIMEOUT_S} s on; its processes:\n{tree}\nstderr:\n{self.err}"
+            if self.ranks_seen and not alive:
+                raise LauncherHung(said)
+            pytest.fail(said)
         for t in self._readers:
             t.join()
         while self.ended_at is None:
@@ -172,20 +188,22 @@ def disk_kib(np_, family):
 
 
 @pytest.fixture
-def full_disk(tmp_path):
-    """mount(KIB): a tmpfs of that size, unmounted after the test."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
+def full_disk():
+    """mount(KIB, FOLDER): a tmpfs of that size at FOLDER (made), unmounted after the test."""
+    mounted = []
 
-    def mount(kib):
+    def mount(kib, disk):
+        disk.mkdir()
         r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={kib}k", "tmpfs", str(disk)], capture_output=True,
                            text=True)
         if r.returncode != 0:
             pytest.skip(f"cannot mount a tmpfs for the full disk ({r.stderr.strip()}): needs root")
+        mounted.append(disk)
         return disk
 
     yield mount
-    subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+    for disk in mounted:
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True)
 
 
 def memory_limit_inside_a_step(tmp_path, np_, layout):
@@ -208,6 +226,16 @@ def memory_limit_inside_a_step(tmp_path, np_, layout):
                          [pytest.param(n, f, k, id=f"{n}-{f}-{k}", marks=[pytest.mark.alone] if k in TIMED else [])
                           for n, f, k in CASES])
 def test_a_failure_ends_every_rank_in_seconds_with_one_true_line(tmp_path, validate, request, np_, family, failure):
+    try:
+        failure_ends_in_seconds(tmp_path, validate, request, np_, family, failure)
+    except LauncherHung as hung:  # once more, in a folder of its own; the evidence goes to the test's output
+        print(f"retried: mpirun hung after its processes ended (Open MPI's, not trainscope's):\n{hung}")
+        again = tmp_path / "again"
+        again.mkdir()
+        failure_ends_in_seconds(again, validate, request, np_, family, failure)
+
+
+def failure_ends_in_seconds(tmp_path, validate, request, np_, family, failure):
     layout = FAMILIES[family]
     if failure == "nonfinite":
         # SGD at this rate diverges within a few steps on every rank (ps-async: on each worker by itself).
@@ -231,7 +259,7 @@ def test_a_failure_ends_every_rank_in_seconds_with_one_true_line(tmp_path, valid
         assert kept(run, validate, line) == []
         ended_in_seconds(run, run.last_step_at)
     elif failure == "disk":
-        disk = request.getfixturevalue("full_disk")(disk_kib(np_, family))
+        disk = request.getfixturevalue("full_disk")(disk_kib(np_, family), tmp_path / "disk")
         run = Watched(tmp_path, np_, [*layout, "--steps", 100, "--checkpoint-dir", disk / "ck", "--checkpoint-every", 5])
         rc = run.finish()
         assert rc == 1, run.err
