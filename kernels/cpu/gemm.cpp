@@ -56,9 +56,7 @@ int wholeMatricesToThreads(int m, int n, int ldc, std::int64_t sC, int batch) {
 template <typename T>
 void stridedBatched(bool ta, bool tb, int m, int n, int k, T alpha, const T* A, int lda, std::int64_t sA, const T* B, int ldb,
                     std::int64_t sB, T beta, T* C, int ldc, std::int64_t sC, int batch) {
-  const auto one = [&](std::int64_t b) {
-    gemm(ta, tb, m, n, k, alpha, A + b * sA, lda, B + b * sB, ldb, beta, C + b * sC, ldc);
-  };
+  const auto one = [&](std::int64_t b) { gemm(ta, tb, m, n, k, alpha, A + b * sA, lda, B + b * sB, ldb, beta, C + b * sC, ldc); };
   const int whole = wholeMatricesToThreads(m, n, ldc, sC, batch);
   parallelEach(std::size_t(whole), [&](std::size_t b) { one(std::int64_t(b)); });
   for (int b = whole; b < batch; ++b) one(b);

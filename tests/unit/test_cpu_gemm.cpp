@@ -64,11 +64,11 @@ void expectStridedBatchedMatches(int m, int n, int k, int batch) {
       std::vector<double> Ad(A.begin(), A.end()), Bd(B.begin(), B.end()), Cd(C0.begin(), C0.end());
       cpu::gemmStridedBatched(ta, tb, m, n, k, 1.5, Ad.data(), lda, sA, Bd.data(), ldb, sB, 0.5, Cd.data(), ldc, sC, batch);
       const std::string what = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " batch " +
-                                std::to_string(batch) + " trans " + std::to_string(ta) + std::to_string(tb) + " (" +
-                                cpu::gemmStridedBatchedImplementation(m, n, ldc, sC, batch) + ")";
+                               std::to_string(batch) + " trans " + std::to_string(ta) + std::to_string(tb) + " (" +
+                               cpu::gemmStridedBatchedImplementation(m, n, ldc, sC, batch) + ")";
       for (int b = 0; b < batch; ++b) {
-        const auto want = reference(ta, tb, m, n, k, 1.5, A.data() + b * sA, lda, B.data() + b * sB, ldb, 0.5,
-                                    C0.data() + b * sC, ldc, nullptr, false);
+        const auto want = reference(ta, tb, m, n, k, 1.5, A.data() + b * sA, lda, B.data() + b * sB, ldb, 0.5, C0.data() + b * sC,
+                                    ldc, nullptr, false);
         EXPECT_LT(maxRelErr(C.data() + b * sC, ldc, want, m, n), 1e-5 * std::sqrt(double(k))) << what << " b=" << b;
         for (int i = 0; i < m; ++i)
           for (int j = 0; j < n; ++j)
