@@ -12,6 +12,7 @@
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/threads.h"
 #include "kernels/specs/kernel_op.h"  // randomInputs: random data, never zeros
+#include "tests/unit/compute_threads_scope.h"
 
 namespace ts {
 namespace {
@@ -86,18 +87,6 @@ void expectStridedBatchedMatches(int m, int n, int k, int batch) {
     }
 }
 
-// The compute threads set to n for the scope (a test's thread count must not leak into the next).
-class ScopedComputeThreads {
- public:
-  explicit ScopedComputeThreads(int n) : before_(cpu::computeThreads()) { cpu::setComputeThreads(n); }
-  ~ScopedComputeThreads() { cpu::setComputeThreads(before_); }
-  ScopedComputeThreads(const ScopedComputeThreads&) = delete;
-  ScopedComputeThreads& operator=(const ScopedComputeThreads&) = delete;
-
- private:
-  int before_;
-};
-
 }  // namespace
 
 TEST(CpuGemm, StridedBatchedMatchesFloat64PerMatrix) {
@@ -111,7 +100,7 @@ TEST(CpuGemm, StridedBatchedMatchesFloat64PerMatrix) {
 // batches smaller than the threads (a loop), at 2 and 3 threads, against float64.
 TEST(CpuGemm, BatchesSplitOverTheThreadsMatchFloat64PerMatrix) {
   for (int threads : {2, 3}) {
-    const ScopedComputeThreads scope(threads);
+    const test::ComputeThreadsScope scope(threads);
     for (auto [m, n, k, batch] : {std::tuple{19, 23, 11, 1}, std::tuple{19, 23, 11, 2}, std::tuple{37, 37, 64, 6},
                                   std::tuple{64, 64, 64, 7}, std::tuple{1, 5, 3, 5}})
       expectStridedBatchedMatches(m, n, k, batch);
@@ -121,7 +110,7 @@ TEST(CpuGemm, BatchesSplitOverTheThreadsMatchFloat64PerMatrix) {
 // Matrices of C that overlap (a stride of 0: every product summed into one C, beta 1) are not split over the
 // threads (they would race on C): one after another, as the loop adds them.
 TEST(CpuGemm, OverlappingOutputsStayOneAfterAnother) {
-  const ScopedComputeThreads scope(2);
+  const test::ComputeThreadsScope scope(2);
   const int m = 17, n = 9, k = 33, batch = 6;
   const std::int64_t sA = std::int64_t(m) * k, sB = std::int64_t(k) * n;
   const auto A = randomInputs(std::size_t(sA) * batch, 1), B = randomInputs(std::size_t(sB) * batch, 2);
@@ -142,12 +131,12 @@ TEST(CpuGemm, OverlappingOutputsStayOneAfterAnother) {
 // OpenBLAS's pthread build would start its own threads inside each of ours: there a batch stays a loop.
 TEST(CpuGemm, TheBatchedRecordSaysHowTheBatchIsSplit) {
   if (cpu::blasThreading() == "pthread") {
-    const ScopedComputeThreads scope(2);
+    const test::ComputeThreadsScope scope(2);
     EXPECT_EQ(cpu::gemmStridedBatchedImplementation(256, 256, 256, 256 * 256, 48), "OpenBLAS sgemm");
     return;
   }
   {
-    const ScopedComputeThreads scope(2);
+    const test::ComputeThreadsScope scope(2);
     const std::string qk = cpu::gemmStridedBatchedImplementation(256, 256, 256, 256 * 256, 48);
     EXPECT_NE(qk.find("48 matrices whole to 2 threads"), std::string::npos) << qk;
     EXPECT_EQ(qk.find("then"), std::string::npos) << qk;
@@ -156,7 +145,7 @@ TEST(CpuGemm, TheBatchedRecordSaysHowTheBatchIsSplit) {
     const std::string single = cpu::gemmStridedBatchedImplementation(256, 256, 256, 256 * 256, 1);
     EXPECT_EQ(single.find("whole"), std::string::npos) << single;
   }
-  const ScopedComputeThreads scope(1);
+  const test::ComputeThreadsScope scope(1);
   EXPECT_EQ(cpu::gemmStridedBatchedImplementation(256, 256, 256, 256 * 256, 48).find("whole"), std::string::npos);
 }
 
