@@ -32,7 +32,8 @@ void naiveGemm(bool ta, bool tb, int m, int n, int k, T alpha, const T* A, int l
 
 // Whether a BLAS call made on one of the compute threads, inside their parallel region, runs on that thread
 // alone: OpenBLAS's OpenMP build does (it checks omp_in_parallel), its serial build and the blocked loop
-// always do. Its pthread build would start its own threads from each of ours, so a batch there stays a loop.
+// always do. Its pthread build keeps a pool of its own, which calls from several of ours would contend for,
+// so a batch there stays a loop.
 bool blasCallStaysOnItsThread() {
   static const bool stays = blasThreading() != "pthread";
   return stays;
@@ -51,8 +52,8 @@ int wholeMatricesToThreads(int m, int n, int ldc, std::int64_t sC, int batch) {
 // Issue #40: one GEMM after another, each split over the threads by OpenBLAS, spent most of a 2-core run of
 // 48 attention-sized GEMMs (256x256x64) in OpenBLAS's hand-offs between its threads (sched_yield, OpenMP's
 // barrier: 10% of the samples in the GEMM kernel itself), 0.17-0.22x numpy's GFLOP/s on a shared host. Whole
-// matrices to each thread instead: no hand-off inside a GEMM, one fork and join for the batch (as oneDNN's
-// batched matmul and OpenBLAS's sgemm_batch, from 0.3.27, split a batch).
+// matrices to each thread instead: no hand-off inside a GEMM, one fork and join for the batch, and a thread
+// the host preempts holds up one matrix, not the other thread's half of every one.
 template <typename T>
 void stridedBatched(bool ta, bool tb, int m, int n, int k, T alpha, const T* A, int lda, std::int64_t sA, const T* B, int ldb,
                     std::int64_t sB, T beta, T* C, int ldc, std::int64_t sC, int batch) {
