@@ -41,6 +41,11 @@ void gemmStridedBatched(bool transA, bool transB, int m, int n, int k, float alp
 void gemmStridedBatched(bool transA, bool transB, int m, int n, int k, double alpha, const double* A, int lda,
                         std::int64_t strideA, const double* B, int ldb, std::int64_t strideB, double beta, double* C, int ldc,
                         std::int64_t strideC, int batch);
+// How gemmStridedBatched runs such a batch on the compute threads as now set (for the kernels benchmark's
+// record): "OpenBLAS sgemm, 48 matrices whole to 2 threads" (each matrix one single-threaded call, on
+// whichever thread is free), "..., then 1 on all threads" (the rest of a batch that is no multiple of the
+// threads), or "OpenBLAS sgemm" (one matrix after another, each split over the threads by OpenBLAS).
+std::string gemmStridedBatchedImplementation(int m, int n, int ldc, std::int64_t strideC, int batch);
 // GEMM with an epilogue, as cuBLASLt's CUBLASLT_EPILOGUE_BIAS / GELU / GELU_BIAS:
 // C = act(alpha op(A) op(B) + beta C + bias[n]), bias (one value per column of C; null: none) added to
 // every row, act = GELU (tanh form) when gelu is set (else the identity). Fused into oneDNN's GEMM where

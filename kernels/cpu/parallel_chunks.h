@@ -13,6 +13,12 @@ namespace ts::cpu {
 // bits at any thread count.
 template <class Body>
 void parallelChunks(std::size_t n, std::size_t grain, Body&& body);
+// Runs body(i) for each i in [0, n), each index to whichever compute thread is free next (dynamic), when
+// there are at least two threads and two items; otherwise in order on the calling thread. For items whose
+// cost is large and whose results do not depend on the thread that computes them (a whole GEMM of a batch):
+// a thread the host preempts then holds up one item, not a fixed share of them.
+template <class Body>
+void parallelEach(std::size_t n, Body&& body);
 
 namespace detail {
 bool parallelWorthIt(std::size_t n, std::size_t grain);
@@ -32,6 +38,17 @@ void parallelChunks(std::size_t n, std::size_t grain, Body&& body) {
     const std::size_t from = n * t / k, to = n * (t + 1) / k;
     if (from < to) body(from, to);
   }
+}
+
+template <class Body>
+void parallelEach(std::size_t n, Body&& body) {
+  if (!detail::parallelWorthIt(n, 2)) {
+    for (std::size_t i = 0; i < n; ++i) body(i);
+    return;
+  }
+  const auto count = static_cast<long long>(n);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(computeThreads())
+  for (long long i = 0; i < count; ++i) body(static_cast<std::size_t>(i));
 }
 
 }  // namespace ts::cpu

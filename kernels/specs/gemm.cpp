@@ -4,8 +4,9 @@
 // Shapes: the four GEMMs of a transformer block's forward over B*S tokens (QKV, attention output, MLP up
 // and down) and their two backward products each, the LM head, the attention score and value GEMMs
 // batched over B*NH heads, two fused epilogues, and large squares (the compute ceiling).
-// CPU: OpenBLAS, float32; with an epilogue, oneDNN's inner product where built with it (the record's
-// implementation says which). CUDA: cuBLASLt, float32 (or TF32), bfloat16 or float16 inputs.
+// CPU: OpenBLAS, float32 (a batch's matrices whole to the compute threads); with an epilogue, oneDNN's
+// inner product where built with it (the record's implementation says which). CUDA: cuBLASLt, float32 (or
+// TF32), bfloat16 or float16 inputs.
 //
 // Dimensions: M, N, K (the row-major product: C is M x N, the sum runs over K) and, optional in a shapes
 // file: batch (default 1), transA / transB (0 or 1, default 0: A stored [M,K], or [K,M] when set; B stored
@@ -89,6 +90,8 @@ class GemmCase final : public KernelCase {
   double flops() const override { return d_.flops(); }
   double bytes() const override { return d_.bytes(4); }
   nlohmann::json details() const override {
+    if (!d_.bias && !d_.gelu)
+      return {{"implementation", cpu::gemmStridedBatchedImplementation(d_.m, d_.n, d_.n, std::int64_t(d_.sizeC()), d_.batch)}};
     return {{"implementation", cpu::gemmEpilogueImplementation(d_.transA, d_.transB, d_.m, d_.n, d_.k, d_.bias, d_.gelu)}};
   }
   KernelCheck check() override {

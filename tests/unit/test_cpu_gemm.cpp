@@ -10,7 +10,9 @@
 
 #include "kernels/cpu/convolution.h"  // haveOneDnn
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/threads.h"
 #include "kernels/specs/kernel_op.h"  // randomInputs: random data, never zeros
+#include "tests/unit/compute_threads_scope.h"
 
 namespace ts {
 namespace {
@@ -47,43 +49,104 @@ double maxRelErr(const float* C, int ldc, const std::vector<double>& want, int m
   return worst;
 }
 
+// gemmStridedBatched in float32 and float64 against the reference, matrix by matrix, every transpose, with
+// leading dimensions one longer than a row and strides with a gap, so that neither can be mistaken for packed;
+// the gaps between matrices and after each row are left alone.
+void expectStridedBatchedMatches(int m, int n, int k, int batch) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      const int lda = (ta ? m : k) + 1, ldb = (tb ? k : n) + 1, ldc = n + 1;
+      const std::int64_t sA = std::int64_t(ta ? k : m) * lda + 3, sB = std::int64_t(tb ? n : k) * ldb + 5,
+                         sC = std::int64_t(m) * ldc + 7;
+      const auto A = randomInputs(std::size_t(sA) * batch, 1), B = randomInputs(std::size_t(sB) * batch, 2);
+      auto C = randomInputs(std::size_t(sC) * batch, 3);
+      const auto C0 = C;
+      cpu::gemmStridedBatched(ta, tb, m, n, k, 1.5f, A.data(), lda, sA, B.data(), ldb, sB, 0.5f, C.data(), ldc, sC, batch);
+      std::vector<double> Ad(A.begin(), A.end()), Bd(B.begin(), B.end()), Cd(C0.begin(), C0.end());
+      cpu::gemmStridedBatched(ta, tb, m, n, k, 1.5, Ad.data(), lda, sA, Bd.data(), ldb, sB, 0.5, Cd.data(), ldc, sC, batch);
+      const std::string what = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " batch " +
+                               std::to_string(batch) + " trans " + std::to_string(ta) + std::to_string(tb) + " (" +
+                               cpu::gemmStridedBatchedImplementation(m, n, ldc, sC, batch) + ")";
+      for (int b = 0; b < batch; ++b) {
+        const auto want = reference(ta, tb, m, n, k, 1.5, A.data() + b * sA, lda, B.data() + b * sB, ldb, 0.5, C0.data() + b * sC,
+                                    ldc, nullptr, false);
+        EXPECT_LT(maxRelErr(C.data() + b * sC, ldc, want, m, n), 1e-5 * std::sqrt(double(k))) << what << " b=" << b;
+        for (int i = 0; i < m; ++i)
+          for (int j = 0; j < n; ++j)
+            EXPECT_NEAR(Cd[b * sC + std::int64_t(i) * ldc + j], want[std::size_t(i) * n + j],
+                        1e-12 * std::max(1.0, std::fabs(want[std::size_t(i) * n + j])))
+                << what << " float64, b=" << b;
+      }
+      for (int b = 0; b < batch; ++b)
+        for (std::int64_t e = 0; e < sC; ++e) {
+          const std::int64_t i = e / ldc, j = e % ldc;
+          if (i >= m || j >= n) {
+            EXPECT_EQ(C[b * sC + e], C0[b * sC + e]) << what << " batch " << b << " offset " << e;
+          }
+        }
+    }
+}
+
 }  // namespace
 
 TEST(CpuGemm, StridedBatchedMatchesFloat64PerMatrix) {
   for (auto [m, n, k, batch] :
-       {std::tuple{1, 1, 1, 1}, std::tuple{7, 13, 5, 3}, std::tuple{37, 37, 64, 3}, std::tuple{33, 1, 17, 4}}) {
-    for (bool ta : {false, true})
-      for (bool tb : {false, true}) {
-        // Leading dimensions one longer than a row and strides with a gap, so that neither can be mistaken for packed.
-        const int lda = (ta ? m : k) + 1, ldb = (tb ? k : n) + 1, ldc = n + 1;
-        const std::int64_t sA = std::int64_t(ta ? k : m) * lda + 3, sB = std::int64_t(tb ? n : k) * ldb + 5,
-                           sC = std::int64_t(m) * ldc + 7;
-        const auto A = randomInputs(std::size_t(sA) * batch, 1), B = randomInputs(std::size_t(sB) * batch, 2);
-        auto C = randomInputs(std::size_t(sC) * batch, 3);
-        const auto C0 = C;
-        cpu::gemmStridedBatched(ta, tb, m, n, k, 1.5f, A.data(), lda, sA, B.data(), ldb, sB, 0.5f, C.data(), ldc, sC, batch);
-        std::vector<double> Ad(A.begin(), A.end()), Bd(B.begin(), B.end()), Cd(C0.begin(), C0.end());
-        cpu::gemmStridedBatched(ta, tb, m, n, k, 1.5, Ad.data(), lda, sA, Bd.data(), ldb, sB, 0.5, Cd.data(), ldc, sC, batch);
-        for (int b = 0; b < batch; ++b) {
-          const auto want = reference(ta, tb, m, n, k, 1.5, A.data() + b * sA, lda, B.data() + b * sB, ldb, 0.5,
-                                      C0.data() + b * sC, ldc, nullptr, false);
-          EXPECT_LT(maxRelErr(C.data() + b * sC, ldc, want, m, n), 1e-5 * std::sqrt(double(k)))
-              << m << "x" << n << "x" << k << " b=" << b << " " << ta << tb;
-          for (int i = 0; i < m; ++i)
-            for (int j = 0; j < n; ++j)
-              EXPECT_NEAR(Cd[b * sC + std::int64_t(i) * ldc + j], want[std::size_t(i) * n + j],
-                          1e-12 * std::max(1.0, std::fabs(want[std::size_t(i) * n + j])));
-        }
-        // The gaps between matrices and after each row are left alone.
-        for (int b = 0; b < batch; ++b)
-          for (std::int64_t e = 0; e < sC; ++e) {
-            const std::int64_t i = e / ldc, j = e % ldc;
-            if (i >= m || j >= n) {
-              EXPECT_EQ(C[b * sC + e], C0[b * sC + e]) << "batch " << b << " offset " << e;
-            }
-          }
-      }
+       {std::tuple{1, 1, 1, 1}, std::tuple{7, 13, 5, 3}, std::tuple{37, 37, 64, 3}, std::tuple{33, 1, 17, 4}})
+    expectStridedBatchedMatches(m, n, k, batch);
+}
+
+// Issue #40: on two or more threads a batch goes whole matrices to the threads (one single-threaded BLAS call
+// each), the rest of a batch that is no multiple of the threads one after another on all threads. Both parts,
+// batches smaller than the threads (a loop), at 2 and 3 threads, against float64.
+TEST(CpuGemm, BatchesSplitOverTheThreadsMatchFloat64PerMatrix) {
+  for (int threads : {2, 3}) {
+    const test::ComputeThreadsScope scope(threads);
+    for (auto [m, n, k, batch] : {std::tuple{19, 23, 11, 1}, std::tuple{19, 23, 11, 2}, std::tuple{37, 37, 64, 6},
+                                  std::tuple{64, 64, 64, 7}, std::tuple{1, 5, 3, 5}})
+      expectStridedBatchedMatches(m, n, k, batch);
   }
+}
+
+// Matrices of C that overlap (a stride of 0: every product summed into one C, beta 1) are not split over the
+// threads (they would race on C): one after another, as the loop adds them.
+TEST(CpuGemm, OverlappingOutputsStayOneAfterAnother) {
+  const test::ComputeThreadsScope scope(2);
+  const int m = 17, n = 9, k = 33, batch = 6;
+  const std::int64_t sA = std::int64_t(m) * k, sB = std::int64_t(k) * n;
+  const auto A = randomInputs(std::size_t(sA) * batch, 1), B = randomInputs(std::size_t(sB) * batch, 2);
+  auto C = randomInputs(std::size_t(m) * n, 3);
+  const auto C0 = C;
+  EXPECT_EQ(cpu::gemmStridedBatchedImplementation(m, n, n, 0, batch).find("whole"), std::string::npos);
+  cpu::gemmStridedBatched(false, false, m, n, k, 1.0f, A.data(), k, sA, B.data(), n, sB, 1.0f, C.data(), n, 0, batch);
+  std::vector<double> want(C0.begin(), C0.end());
+  for (int b = 0; b < batch; ++b) {
+    const std::vector<float> none(want.size(), 0.0f);
+    const auto product =
+        reference(false, false, m, n, k, 1.0, A.data() + b * sA, k, B.data() + b * sB, n, 0.0, none.data(), n, nullptr, false);
+    for (std::size_t e = 0; e < want.size(); ++e) want[e] += product[e];
+  }
+  EXPECT_LT(maxRelErr(C.data(), n, want, m, n), 1e-5 * std::sqrt(double(k * batch)));
+}
+
+// OpenBLAS's pthread build would start its own threads inside each of ours: there a batch stays a loop.
+TEST(CpuGemm, TheBatchedRecordSaysHowTheBatchIsSplit) {
+  if (cpu::blasThreading() == "pthread") {
+    const test::ComputeThreadsScope scope(2);
+    EXPECT_EQ(cpu::gemmStridedBatchedImplementation(256, 256, 256, 256 * 256, 48), "OpenBLAS sgemm");
+    return;
+  }
+  {
+    const test::ComputeThreadsScope scope(2);
+    const std::string qk = cpu::gemmStridedBatchedImplementation(256, 256, 256, 256 * 256, 48);
+    EXPECT_NE(qk.find("48 matrices whole to 2 threads"), std::string::npos) << qk;
+    EXPECT_EQ(qk.find("then"), std::string::npos) << qk;
+    const std::string odd = cpu::gemmStridedBatchedImplementation(256, 256, 256, 256 * 256, 5);
+    EXPECT_NE(odd.find("4 matrices whole to 2 threads, then 1 on all threads"), std::string::npos) << odd;
+    const std::string single = cpu::gemmStridedBatchedImplementation(256, 256, 256, 256 * 256, 1);
+    EXPECT_EQ(single.find("whole"), std::string::npos) << single;
+  }
+  const test::ComputeThreadsScope scope(1);
+  EXPECT_EQ(cpu::gemmStridedBatchedImplementation(256, 256, 256, 256 * 256, 48).find("whole"), std::string::npos);
 }
 
 // Dense calls with alpha 1 and beta 0 are the ones oneDNN's fused GEMM takes where the build has it; the

@@ -15,6 +15,7 @@
 #include "kernels/cpu/convolution.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/specs/kernel_op.h"  // randomInputs: random data, never zeros
+#include "tests/unit/compute_threads_scope.h"
 
 namespace ts {
 namespace {
@@ -549,8 +550,9 @@ TEST(CpuOps, ConvolutionForwardAndBothBackwards) {
   }
 }
 
-TEST(CpuOps, CausalAttentionMatchesTheDefinition) {
-  const int B = 2, NH = 3, T = 5, D = 4;
+namespace {
+// cpu::attentionForward against the definition in float64, B x NH heads of T tokens of D.
+void expectCausalAttentionMatches(int B, int NH, int T, int D) {
   const std::size_t n = static_cast<std::size_t>(B) * NH * T * D;
   const auto q = randomInputs(n, 40), k = randomInputs(n, 41), v = randomInputs(n, 42);
   std::vector<float> out(n);
@@ -570,7 +572,17 @@ TEST(CpuOps, CausalAttentionMatchesTheDefinition) {
       for (int j = 0; j <= i; ++j)
         for (int d = 0; d < D; ++d) want[(bh * T + i) * D + d] += s[j] / sum * v[(bh * T + j) * D + d];
     }
-  EXPECT_LT(maxRelErr(out, want), 1e-5);
+  EXPECT_LT(maxRelErr(out, want), 1e-5) << B << "x" << NH << " heads at " << cpu::computeThreads() << " threads";
+}
+}  // namespace
+
+// At 1 to 4 compute threads (the heads whole to the threads: 6 of them, no multiple of 4; one head alone).
+TEST(CpuOps, CausalAttentionMatchesTheDefinition) {
+  for (int threads : {1, 2, 3, 4})
+    for (auto [B, NH] : {std::pair{2, 3}, std::pair{1, 1}}) {
+      const test::ComputeThreadsScope scope(threads);
+      expectCausalAttentionMatches(B, NH, 5, 4);
+    }
 }
 
 }  // namespace ts

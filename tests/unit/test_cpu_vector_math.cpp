@@ -119,6 +119,13 @@ TEST(ComputeThreads, KernelsGiveTheSameBitsAtAnyThreadCount) {
     out.push_back(p);
     cpu::sgdMomentumUpdate(p.data(), y.data(), m.data(), n, 1e-2f, 0.9f, 0.01f);
     out.push_back(p);
+    // A batch of 7 GEMMs (6 whole to 3 threads, then 1 on all of them) and attention's 7 heads (issue #40).
+    std::vector<float> c(7 * 64 * 64);
+    cpu::gemmStridedBatched(false, true, 64, 64, 64, 1.0f, x.data(), 64, 64 * 64, y.data(), 64, 64 * 64, 0.0f, c.data(), 64,
+                            64 * 64, 7);
+    out.push_back(c);
+    cpu::attentionForward(c.data(), x.data(), y.data(), x.data() + c.size(), 1, 7, 64, 64);
+    out.push_back(c);
     return out;
   };
   const int before = cpu::computeThreads();
