@@ -40,6 +40,7 @@ void MpiPointToPoint::prepare(std::size_t bytes, int window) {
   for (std::size_t i = 0; i < bytes; ++i) send_[i] = payloadByte(rank_, i);
   std::memset(recv_.data(), 0, bytes);
   requests_.resize(static_cast<std::size_t>(2 * window + 2));
+  statuses_.resize(static_cast<std::size_t>(window));
 }
 
 long long MpiPointToPoint::checkFrom(int sender, std::size_t bytes) const {
@@ -88,24 +89,33 @@ PairSamples MpiPointToPoint::pingPong(int a, int b, std::size_t bytes, int warmu
   return out;
 }
 
-PairSamples MpiPointToPoint::stream(int a, int b, std::size_t bytes, int window, int warmup, int iters, bool bidirectional) {
-  prepare(bytes, window);
+PairSamples MpiPointToPoint::stream(int a, int b, const StreamPlan& p) {
+  prepare(p.bytes, p.window);
   PairSamples out;
   waitForAll();
-  const int n = count(bytes);
+  const int n = count(p.bytes);
   const bool inPair = rank_ == a || rank_ == b;
   const int peer = rank_ == a ? b : a;
-  const bool sends = rank_ == a || bidirectional;
-  const bool receives = rank_ == b || bidirectional;
+  const bool sends = inPair && (rank_ == a || p.bidirectional);
+  const bool receives = inPair && (rank_ == b || p.bidirectional);
+  const auto w = static_cast<std::size_t>(p.window);
+  // The receives' statuses of every timed window, counted after the loop: counting inside it would delay the next
+  // window's receives (the warm-up's go to scratch).
+  std::vector<MPI_Status> timedStatuses(receives ? w * static_cast<std::size_t>(p.iters) : 0);
   char ack = 0;
-  for (int i = -warmup; i < iters && inPair; ++i) {
+  double start = 0, end = 0;
+  for (int i = -p.warmup; i < p.iters && inPair; ++i) {
     const double t0 = nowUs();
+    if (i == 0) start = t0;
+    // Receives first, then sends, as osu_bibw posts them: every message finds its receive already posted.
     int k = 0;
-    for (int w = 0; w < window; ++w) {
-      if (receives) MPI_CHECK(MPI_Irecv(recv_.data(), n, MPI_BYTE, peer, kData, comm_, &requests_[k++]));
-      if (sends) MPI_CHECK(MPI_Isend(send_.data(), n, MPI_BYTE, peer, kData, comm_, &requests_[k++]));
-    }
-    MPI_CHECK(MPI_Waitall(k, requests_.data(), MPI_STATUSES_IGNORE));
+    if (receives)
+      for (std::size_t m = 0; m < w; ++m) MPI_CHECK(MPI_Irecv(recv_.data(), n, MPI_BYTE, peer, kData, comm_, &requests_[k++]));
+    if (sends)
+      for (std::size_t m = 0; m < w; ++m) MPI_CHECK(MPI_Isend(send_.data(), n, MPI_BYTE, peer, kData, comm_, &requests_[k++]));
+    if (receives)
+      MPI_CHECK(MPI_Waitall(p.window, requests_.data(), i >= 0 ? &timedStatuses[static_cast<std::size_t>(i) * w] : statuses_.data()));
+    if (sends) MPI_CHECK(MPI_Waitall(p.window, requests_.data() + (receives ? p.window : 0), MPI_STATUSES_IGNORE));
     // The receiver acknowledges the whole window, so the sender's clock covers delivery, as osu_bw does.
     if (rank_ == a)
       MPI_CHECK(MPI_Recv(&ack, 1, MPI_CHAR, b, kAck, comm_, MPI_STATUS_IGNORE));
@@ -113,11 +123,26 @@ PairSamples MpiPointToPoint::stream(int a, int b, std::size_t bytes, int window,
       MPI_CHECK(MPI_Send(&ack, 1, MPI_CHAR, a, kAck, comm_));
     const double t1 = nowUs();
     if (rank_ == a && i >= 0) out.us.push_back(t1 - t0);
+    end = t1;
     heartbeat::beat();
   }
-  long long wrong = 0;
-  if (rank_ == b || (rank_ == a && bidirectional)) wrong = checkFrom(peer, bytes);
-  out.wrong = agreeWrong(wrong);
+  if (rank_ == a) out.totalUs = end - start;
+  long long mine[2] = {0, 0};  // wrong payload bytes, bytes delivered in the timed windows
+  if (receives) {
+    mine[0] = checkFrom(peer, p.bytes);
+    for (const MPI_Status& st : timedStatuses) {
+      int got = 0;
+      MPI_CHECK(MPI_Get_count(&st, MPI_BYTE, &got));
+      mine[1] += got;
+    }
+  }
+  long long all[2] = {0, 0};
+  {
+    const heartbeat::WaitingForPeers waiting;
+    MPI_CHECK(MPI_Allreduce(mine, all, 2, MPI_LONG_LONG, MPI_SUM, comm_));
+  }
+  out.wrong = all[0];
+  out.deliveredBytes = static_cast<std::uint64_t>(all[1]);
   return out;
 }
 
