@@ -111,8 +111,7 @@ std::string suspectWarning(const std::vector<SuspectFigure>& figures, std::strin
   if (figures.empty()) return "";
   std::map<SuspectCause, std::vector<const SuspectFigure*>> byCause;
   for (const SuspectFigure& f : figures) byCause[f.cause].push_back(&f);
-  std::string line =
-      fmt::format("# warning: {} figure(s) above 100% {} (marked ! and ceiling_suspect)", figures.size(), above);
+  std::string line = fmt::format("# warning: {} figure(s) above 100% {} (marked ! and ceiling_suspect)", figures.size(), above);
   for (const auto& [cause, list] : byCause) {
     std::vector<std::string> shown;
     for (std::size_t i = 0; i < list.size() && i < kSuspectNames; ++i)

@@ -27,9 +27,9 @@ struct HostMemoryFields {
 struct MpiPairFields {
   std::string srcHost, dstHost;
   std::uint64_t messageBytes = 0;
-  int window = 1;      // messages in flight per sample
-  int warmup = 0;      // untimed samples first (round trips for latency, windows for bandwidth)
-  int iterations = 0;  // timed samples
+  int window = 1;                               // messages in flight per sample
+  int warmup = 0;                               // untimed samples first (round trips for latency, windows for bandwidth)
+  int iterations = 0;                           // timed samples
   std::optional<std::uint64_t> deliveredBytes;  // bandwidth: what the receiver(s) got in the timed windows
 };
 
@@ -43,7 +43,7 @@ struct LinkMeasurement {
   // The timed loop's wall time, when the bandwidth is the bytes of all samples over it (osu_bw's figure: the MPI
   // bandwidth tests) rather than bytes over the median sample.
   std::optional<double> totalUs;
-  bool latency = false;           // report latency_us (the stats of samplesUs) instead of bandwidth
+  bool latency = false;  // report latency_us (the stats of samplesUs) instead of bandwidth
   LinkClass link;
   // Set (link_peaks.h's judgePeak) when the figure lands above the peak of its link: impossible for the link, so
   // something else was measured (cache, a planted fault); the record says ceiling_suspect, the console marks it !.

@@ -232,8 +232,8 @@ std::array<LinkMeasurement, 3> measurePair(const LinksOptions& o, Bootstrap& boo
     if (!test.latency) m.totalUs = gathered[static_cast<std::size_t>(a * k + iters)];
     m.link = link;
     m.wrong = s.wrong;
-    MpiPairFields f{hosts[a], hosts[b], test.latency ? o.latencyBytes : o.bandwidthBytes, test.latency ? 1 : o.window, warmup, iters,
-                    std::nullopt};
+    MpiPairFields f{hosts[a], hosts[b],    test.latency ? o.latencyBytes : o.bandwidthBytes, test.latency ? 1 : o.window, warmup,
+                    iters,    std::nullopt};
     if (!test.latency) f.deliveredBytes = s.deliveredBytes;
     m.fields = f;
     out[t] = emitter.finished(std::move(m));
@@ -332,7 +332,8 @@ std::size_t runLinksStep(const LinksOptions& o, RunContext& ctx) {
   activity::set("");
   // Each process names the suspect figures of the tables it printed (process 0: host memory and MPI; the first process
   // of each host: its GPUs).
-  if (const std::string warning = linkSuspectWarning(out.suspects); !warning.empty()) std::printf("%s\n", printableLines(warning).c_str());
+  if (const std::string warning = linkSuspectWarning(out.suspects); !warning.empty())
+    std::printf("%s\n", printableLines(warning).c_str());
   std::fflush(stdout);
   if (failed && boot.rank() == 0)
     std::fprintf(stderr, "trainscope: error: %zu link test(s) failed their payload check\n", failed);

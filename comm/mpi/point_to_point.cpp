@@ -114,7 +114,8 @@ PairSamples MpiPointToPoint::stream(int a, int b, const StreamPlan& p) {
     if (sends)
       for (std::size_t m = 0; m < w; ++m) MPI_CHECK(MPI_Isend(send_.data(), n, MPI_BYTE, peer, kData, comm_, &requests_[k++]));
     if (receives)
-      MPI_CHECK(MPI_Waitall(p.window, requests_.data(), i >= 0 ? &timedStatuses[static_cast<std::size_t>(i) * w] : statuses_.data()));
+      MPI_CHECK(
+          MPI_Waitall(p.window, requests_.data(), i >= 0 ? &timedStatuses[static_cast<std::size_t>(i) * w] : statuses_.data()));
     if (sends) MPI_CHECK(MPI_Waitall(p.window, requests_.data() + (receives ? p.window : 0), MPI_STATUSES_IGNORE));
     // The receiver acknowledges the whole window, so the sender's clock covers delivery, as osu_bw does.
     if (rank_ == a)

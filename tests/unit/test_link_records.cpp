@@ -132,7 +132,8 @@ TEST(LinkRecord, MpiBandwidthIsTheBytesOfAllWindowsOverTheTimedLoop) {
 
 namespace {
 // A bandwidth record of `gbps` over a link of type `type` and peak `peak` (GB/s per direction).
-LinkMeasurement overLink(const char* type, std::optional<double> peak, double gbps, bool bi, std::uint64_t messageBytes = 1000000) {
+LinkMeasurement overLink(const char* type, std::optional<double> peak, double gbps, bool bi,
+                         std::uint64_t messageBytes = 1000000) {
   LinkMeasurement m = mpiTest(bi ? "mpi_bibandwidth" : "mpi_bandwidth", false, {1e6 / (gbps * 1e3)}, 0);
   m.direction = bi ? "bi" : "uni";
   m.link = {type, "", peak};
@@ -151,7 +152,7 @@ TEST(LinkSuspects, AFigureAboveThePeakOfItsDirectionsIsSuspectWithItsCause) {
   // A duplex link carries its peak each way at once: both directions are held to twice it; memory is shared.
   EXPECT_FALSE(judged(overLink("network", 50, 99, true)));
   EXPECT_EQ(judged(overLink("network", 50, 101, true)), SuspectCause::kUnexplained);
-  EXPECT_EQ(judged(overLink("shm", 10, 11, true)), SuspectCause::kCacheResidency);  // 4 x 1 MB of buffers fit 32 MiB
+  EXPECT_EQ(judged(overLink("shm", 10, 11, true)), SuspectCause::kCacheResidency);           // 4 x 1 MB of buffers fit 32 MiB
   EXPECT_EQ(judged(overLink("shm", 10, 11, false, 17u << 20)), SuspectCause::kUnexplained);  // 2 x 17 MiB fit no longer
   EXPECT_EQ(judged(overLink("shm", 10, 11, false, 8u << 20)), SuspectCause::kCacheResidency);
   EXPECT_FALSE(judged(overLink("shm", std::nullopt, 1e6, false)));  // no peak known: nothing to be above
@@ -168,12 +169,14 @@ TEST(LinkSuspects, AFigureAboveThePeakOfItsDirectionsIsSuspectWithItsCause) {
   EXPECT_DOUBLE_EQ(j["link"]["fraction_of_peak"].get<double>(), 2);
 
   // The console marks it ! in its cell and names it in one warning line.
-  const std::array<LinkMeasurement, 3> pair = {mpiTest("mpi_latency", true, {2.5}, 0), m, mpiTest("mpi_bibandwidth", false, {200}, 0)};
+  const std::array<LinkMeasurement, 3> pair = {mpiTest("mpi_latency", true, {2.5}, 0), m,
+                                               mpiTest("mpi_bibandwidth", false, {200}, 0)};
   EXPECT_EQ(mpiPairsTableRow(0, 3, pair),
             "  0 (node-a)             3 (node-b)             network          2.50     10.00!        5.00       0\n");
-  EXPECT_EQ(linkSuspectWarning({linkSuspectFigure(m)}),
-            "# warning: 1 figure(s) above 100% of their link's peak (marked ! and ceiling_suspect); mpi_bandwidth rank 0 -> rank 3 "
-            "(200%): likely cause: a planted fault (TRAINSCOPE_FAULT=ceiling) scaled the link peaks down");
+  EXPECT_EQ(
+      linkSuspectWarning({linkSuspectFigure(m)}),
+      "# warning: 1 figure(s) above 100% of their link's peak (marked ! and ceiling_suspect); mpi_bandwidth rank 0 -> rank 3 "
+      "(200%): likely cause: a planted fault (TRAINSCOPE_FAULT=ceiling) scaled the link peaks down");
   EXPECT_EQ(linkSuspectWarning({}), "");
 }
 
