@@ -40,7 +40,7 @@ void MpiPointToPoint::prepare(std::size_t bytes, int window) {
   for (std::size_t i = 0; i < bytes; ++i) send_[i] = payloadByte(rank_, i);
   std::memset(recv_.data(), 0, bytes);
   requests_.resize(static_cast<std::size_t>(2 * window + 2));
-  statuses_.resize(static_cast<std::size_t>(window));
+  statuses_.resize(static_cast<std::size_t>(2 * window));
 }
 
 long long MpiPointToPoint::checkFrom(int sender, std::size_t bytes) const {
@@ -89,19 +89,30 @@ PairSamples MpiPointToPoint::pingPong(int a, int b, std::size_t bytes, int warmu
   return out;
 }
 
+long long MpiPointToPoint::receivedBytes(const MPI_Status* statuses, int n) const {
+  long long bytes = 0;
+  for (int i = 0; i < n; ++i) {
+    int got = 0;
+    MPI_CHECK(MPI_Get_count(&statuses[i], MPI_BYTE, &got));
+    bytes += got;
+  }
+  return bytes;
+}
+
 PairSamples MpiPointToPoint::stream(int a, int b, const StreamPlan& p) {
   prepare(p.bytes, p.window);
   PairSamples out;
+  out.us.reserve(static_cast<std::size_t>(p.iters));
   waitForAll();
   const int n = count(p.bytes);
   const bool inPair = rank_ == a || rank_ == b;
   const int peer = rank_ == a ? b : a;
   const bool sends = inPair && (rank_ == a || p.bidirectional);
   const bool receives = inPair && (rank_ == b || p.bidirectional);
-  const auto w = static_cast<std::size_t>(p.window);
-  // The receives' statuses of every timed window, counted after the loop: counting inside it would delay the next
-  // window's receives (the warm-up's go to scratch).
-  std::vector<MPI_Status> timedStatuses(receives ? w * static_cast<std::size_t>(p.iters) : 0);
+  // The receives' statuses alternate between two halves: a timed window's are counted during the next window, after
+  // its receives are posted (while its messages are on their way), so memory stays 2 x window whatever -n is.
+  auto half = [&](int i) { return statuses_.data() + ((i + p.warmup) % 2) * p.window; };
+  long long delivered = 0;
   char ack = 0;
   double start = 0, end = 0;
   for (int i = -p.warmup; i < p.iters && inPair; ++i) {
@@ -110,12 +121,11 @@ PairSamples MpiPointToPoint::stream(int a, int b, const StreamPlan& p) {
     // Receives first, then sends, as osu_bibw posts them: every message finds its receive already posted.
     int k = 0;
     if (receives)
-      for (std::size_t m = 0; m < w; ++m) MPI_CHECK(MPI_Irecv(recv_.data(), n, MPI_BYTE, peer, kData, comm_, &requests_[k++]));
+      for (int m = 0; m < p.window; ++m) MPI_CHECK(MPI_Irecv(recv_.data(), n, MPI_BYTE, peer, kData, comm_, &requests_[k++]));
     if (sends)
-      for (std::size_t m = 0; m < w; ++m) MPI_CHECK(MPI_Isend(send_.data(), n, MPI_BYTE, peer, kData, comm_, &requests_[k++]));
-    if (receives)
-      MPI_CHECK(
-          MPI_Waitall(p.window, requests_.data(), i >= 0 ? &timedStatuses[static_cast<std::size_t>(i) * w] : statuses_.data()));
+      for (int m = 0; m < p.window; ++m) MPI_CHECK(MPI_Isend(send_.data(), n, MPI_BYTE, peer, kData, comm_, &requests_[k++]));
+    if (receives && i > 0) delivered += receivedBytes(half(i - 1), p.window);
+    if (receives) MPI_CHECK(MPI_Waitall(p.window, requests_.data(), half(i)));
     if (sends) MPI_CHECK(MPI_Waitall(p.window, requests_.data() + (receives ? p.window : 0), MPI_STATUSES_IGNORE));
     // The receiver acknowledges the whole window, so the sender's clock covers delivery, as osu_bw does.
     if (rank_ == a)
@@ -131,11 +141,7 @@ PairSamples MpiPointToPoint::stream(int a, int b, const StreamPlan& p) {
   long long mine[2] = {0, 0};  // wrong payload bytes, bytes delivered in the timed windows
   if (receives) {
     mine[0] = checkFrom(peer, p.bytes);
-    for (const MPI_Status& st : timedStatuses) {
-      int got = 0;
-      MPI_CHECK(MPI_Get_count(&st, MPI_BYTE, &got));
-      mine[1] += got;
-    }
+    mine[1] = delivered + receivedBytes(half(p.iters - 1), p.window);  // the last timed window's
   }
   long long all[2] = {0, 0};
   {

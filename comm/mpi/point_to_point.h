@@ -51,6 +51,7 @@ class MpiPointToPoint {
  private:
   void prepare(std::size_t bytes, int window);
   long long checkFrom(int sender, std::size_t bytes) const;
+  long long receivedBytes(const MPI_Status* statuses, int n) const;  // the bytes MPI counted in n receives' statuses
   long long agreeWrong(long long mine);
   void waitForAll();  // a barrier
   MPI_Comm comm_ = MPI_COMM_NULL;
