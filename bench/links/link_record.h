@@ -45,7 +45,7 @@ struct LinkMeasurement {
   std::optional<double> totalUs;
   bool latency = false;  // report latency_us (the stats of samplesUs) instead of bandwidth
   LinkClass link;
-  // Set (link_peaks.h's judgePeak) when the figure lands above the peak of its link: impossible for the link, so
+  // Set (link_suspects.h's judgePeak) when the figure lands above the peak of its link: impossible for the link, so
   // something else was measured (cache, a planted fault); the record says ceiling_suspect, the console marks it !.
   std::optional<SuspectCause> suspect;
   long long wrong = 0;

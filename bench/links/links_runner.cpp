@@ -232,8 +232,13 @@ std::array<LinkMeasurement, 3> measurePair(const LinksOptions& o, Bootstrap& boo
     if (!test.latency) m.totalUs = gathered[static_cast<std::size_t>(a * k + iters)];
     m.link = link;
     m.wrong = s.wrong;
-    MpiPairFields f{hosts[a], hosts[b],    test.latency ? o.latencyBytes : o.bandwidthBytes, test.latency ? 1 : o.window, warmup,
-                    iters,    std::nullopt};
+    MpiPairFields f;
+    f.srcHost = hosts[a];
+    f.dstHost = hosts[b];
+    f.messageBytes = test.latency ? o.latencyBytes : o.bandwidthBytes;
+    f.window = test.latency ? 1 : o.window;
+    f.warmup = warmup;
+    f.iterations = iters;
     if (!test.latency) f.deliveredBytes = s.deliveredBytes;
     m.fields = f;
     out[t] = emitter.finished(std::move(m));
@@ -294,6 +299,8 @@ std::size_t mpiPairs(const LinksOptions& o, RunContext& ctx, Emitter& out, const
 
 std::size_t runLinksStep(const LinksOptions& o, RunContext& ctx) {
   Bootstrap& boot = ctx.boot;
+  // This process's last-level cache stands for every host's in the cause of a suspect figure (hosts of one job are
+  // alike as a rule; the figure is flagged either way, only its likely cause could read otherwise).
   Emitter out{ctx, o, {plantedCeilingScale(faultFromEnvironment(), boot.rank()), lastLevelCacheBytes()}, {}};
   if (o.gpu) collectively(boot, [&] { validateGpuSelection(o); });  // before anything is measured
   const auto hosts = boot.allGatherStrings(hostName());
