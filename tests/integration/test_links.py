@@ -2,10 +2,13 @@
 pairs with checked payloads, outliers, and the errors for bad input."""
 import json
 import os
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 
-from helpers import run_trainscope
+from helpers import ROOT, base_env, run_trainscope, trainscope_path
 
 
 def by_test(doc, test):
@@ -120,3 +123,22 @@ def test_bad_input(args, message):
     r = run_trainscope(["links"] + args)
     assert r.rc == 2, r.err
     assert len(r.error_lines()) == 1 and message in r.error_lines()[0], r.err
+
+
+def test_the_repeatability_benchmark_runs_against_an_osu_bw(tmp_path):
+    """scripts/bench-links-repeat.sh (README) for one round, against a stand-in for osu_bw that prints its sweep's
+    last lines: it reads trainscope's mpi_bandwidth record and osu_bw's 4 MiB line (MB/s) and prints both. One round
+    has no spread to judge, so its exit status is 0 whatever the figures."""
+    if not shutil.which("mpirun"):
+        pytest.skip("mpirun not installed")
+    osu = tmp_path / "osu_bw"
+    osu.write_text("#!/bin/sh\necho '# OSU MPI Bandwidth Test v5.3'\necho '2097152              1756.90'\n"
+                   "echo '4194304              1800.00'\n")
+    osu.chmod(0o755)
+    r = subprocess.run([str(ROOT / "scripts" / "bench-links-repeat.sh"), "1", str(osu)], capture_output=True, text=True,
+                       timeout=300, env=base_env({"TS_BUILD": str(Path(trainscope_path()).parent), "TS_BUILD_GIVEN": "1"}))
+    assert r.returncode == 0, r.stdout + r.stderr
+    [row] = [line for line in r.stdout.splitlines() if line.startswith("| 1 |")]
+    assert float(row.split("|")[3]) > 0 and row.split("|")[5].strip() == "1.800", row
+    assert "trainscope: median" in r.stdout and "spread 0.0% (within the 5% target)" in r.stdout
+    assert "osu_bw:     median 1.800 GB/s" in r.stdout
