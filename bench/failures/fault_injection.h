@@ -8,10 +8,11 @@
 //               host would: the ranks waiting for it must end the run, and say so once
 //     die     — rank r kills itself (SIGKILL) inside the operation (the launcher must end the run)
 //     delay   — rank r sleeps <ms> milliseconds (:ms=<n>, default 10) before each timed operation
-//     ceiling — rank r (a process that measures: in `kernels` the first of each host, in `train` process 0)
-//               scales every roofline/MFU ceiling it measures by <scale> (:scale=<x>, default 0.01), so that
-//               kernels and MFU land above 100% of it and the ceiling_suspect path (re-measure, then flag) can
-//               be tested without a busy machine, and a host with a slow CPU planted (accept)
+//     ceiling — rank r (a process that measures: in `kernels` the first of each host, in `train` and `links` process 0)
+//               scales every roofline/MFU ceiling it measures, and every link peak `links` holds a figure to, by
+//               <scale> (:scale=<x>, default 0.01), so that kernels, MFU and link bandwidths land above 100% of it and
+//               the ceiling_suspect path (re-measure, then flag) can be tested without a busy machine, and a host
+//               with a slow CPU planted (accept)
 // op and bytes restrict the fault to one collective and size; without them it fires at the first one.
 // In `train`, :step=<n> places it at the start of training step n on rank r (hang, freeze, die, delay): the other
 // ranks are then in the middle of that step, waiting for it.

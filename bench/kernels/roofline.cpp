@@ -106,20 +106,19 @@ SuspectCause likelySuspectCause(bool planted, std::optional<double> othersCpuFra
   return SuspectCause::kUnexplained;
 }
 
-std::string suspectWarning(const std::vector<SuspectFigure>& figures) {
+std::string suspectWarning(const std::vector<SuspectFigure>& figures, std::string_view above,
+                           std::string_view (*causeText)(SuspectCause)) {
   if (figures.empty()) return "";
   std::map<SuspectCause, std::vector<const SuspectFigure*>> byCause;
   for (const SuspectFigure& f : figures) byCause[f.cause].push_back(&f);
-  std::string line =
-      fmt::format("# warning: {} figure(s) above 100% of their ceiling even after re-measuring it (marked ! and ceiling_suspect)",
-                  figures.size());
+  std::string line = fmt::format("# warning: {} figure(s) above 100% {} (marked ! and ceiling_suspect)", figures.size(), above);
   for (const auto& [cause, list] : byCause) {
     std::vector<std::string> shown;
     for (std::size_t i = 0; i < list.size() && i < kSuspectNames; ++i)
       shown.push_back(fmt::format("{} ({:.0f}%)", list[i]->name, 100 * list[i]->fraction));
     std::string names = fmt::format("{}", fmt::join(shown, ", "));
     if (list.size() > kSuspectNames) names += fmt::format(" and {} more", list.size() - kSuspectNames);
-    line += fmt::format("; {}: likely cause: {}", names, suspectCauseText(cause));
+    line += fmt::format("; {}: likely cause: {}", names, causeText(cause));
   }
   return line;
 }

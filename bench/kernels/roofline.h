@@ -80,8 +80,11 @@ struct SuspectFigure {
   SuspectCause cause = SuspectCause::kUnexplained;
 };
 // The console's one warning line for them, grouped by cause (at most kSuspectNames named per cause); ""
-// when there are none.
+// when there are none. `above` says above what they landed, `causeText` the clause of each cause: another kind of
+// peak (`links`' link peaks, which have nothing to re-measure) says its own.
 inline constexpr std::size_t kSuspectNames = 6;
-std::string suspectWarning(const std::vector<SuspectFigure>& figures);
+std::string suspectWarning(const std::vector<SuspectFigure>& figures,
+                           std::string_view above = "of their ceiling even after re-measuring it",
+                           std::string_view (*causeText)(SuspectCause) = suspectCauseText);
 
 }  // namespace ts

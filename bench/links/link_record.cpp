@@ -20,12 +20,19 @@ void putFields(nlohmann::json& r, const MpiPairFields& f) {
   r["dst_host"] = f.dstHost;
   r["message_bytes"] = f.messageBytes;
   r["window"] = f.window;
+  r["warmup"] = f.warmup;
+  r["iterations"] = f.iterations;
+  if (f.deliveredBytes) r["delivered_bytes"] = *f.deliveredBytes;
 }
 
 }  // namespace
 
 std::optional<double> bandwidthOf(const LinkMeasurement& m) {
   if (m.latency) return std::nullopt;
+  if (m.totalUs)
+    return *m.totalUs > 0 ? std::optional<double>(static_cast<double>(m.bytes) * static_cast<double>(m.samplesUs.size()) /
+                                                  (*m.totalUs * 1e-6) / 1e9)
+                          : std::nullopt;
   const Stats s = summarize(m.samplesUs);
   return s.median > 0 ? std::optional<double>(static_cast<double>(m.bytes) / (s.median * 1e-6) / 1e9) : std::nullopt;
 }
@@ -48,6 +55,9 @@ nlohmann::json toJson(const LinkMeasurement& m) {
                       {"latency_us", m.latency ? toJson(s) : nlohmann::json(nullptr)},
                       {"link", toJson(m.link, bw)},
                       {"check", {{"performed", true}, {"passed", m.wrong == 0}, {"wrong", m.wrong}}}};
+  if (m.totalUs) r["total_us"] = *m.totalUs;
+  r["ceiling_suspect"] = m.suspect.has_value();
+  if (m.suspect) r["ceiling_suspect_cause"] = std::string(suspectCauseName(*m.suspect));
   std::visit([&](const auto& f) { putFields(r, f); }, m.fields);
   for (const auto& [k, v] : m.extra.items()) r[k] = v;
   putUnlessEmpty(r, "label", m.label);

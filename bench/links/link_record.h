@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/kernels/roofline.h"
 #include "bench/links/link_peaks.h"
 
 namespace ts {
@@ -26,7 +27,10 @@ struct HostMemoryFields {
 struct MpiPairFields {
   std::string srcHost, dstHost;
   std::uint64_t messageBytes = 0;
-  int window = 1;  // messages in flight per sample
+  int window = 1;                               // messages in flight per sample
+  int warmup = 0;                               // untimed samples first (round trips for latency, windows for bandwidth)
+  int iterations = 0;                           // timed samples
+  std::optional<std::uint64_t> deliveredBytes;  // bandwidth: what the receiver(s) got in the timed windows
 };
 
 struct LinkMeasurement {
@@ -36,8 +40,14 @@ struct LinkMeasurement {
   std::string direction;          // uni | bi
   std::uint64_t bytes = 0;        // moved per sample (both directions together for bi)
   std::vector<double> samplesUs;  // the time of each sample (the slowest participant's)
-  bool latency = false;           // report latency_us (the stats of samplesUs) instead of bandwidth
+  // The timed loop's wall time, when the bandwidth is the bytes of all samples over it (osu_bw's figure: the MPI
+  // bandwidth tests) rather than bytes over the median sample.
+  std::optional<double> totalUs;
+  bool latency = false;  // report latency_us (the stats of samplesUs) instead of bandwidth
   LinkClass link;
+  // Set (link_suspects.h's judgePeak) when the figure lands above the peak of its link: impossible for the link, so
+  // something else was measured (cache, a planted fault); the record says ceiling_suspect, the console marks it !.
+  std::optional<SuspectCause> suspect;
   long long wrong = 0;
   std::variant<std::monostate, HostMemoryFields, MpiPairFields> fields;  // the host-memory and MPI tests' own
   nlohmann::json extra = nlohmann::json::object();  // the GPU tests' own fields (host, memory kind, p2p, ...)
@@ -45,7 +55,8 @@ struct LinkMeasurement {
 };
 
 nlohmann::json toJson(const LinkMeasurement& m);
-// The bandwidth of a record, GB/s (bytes / median time), or nullopt for a latency record.
+// The bandwidth of a record, GB/s (bytes x samples / totalUs where totalUs is set, else bytes / median time), or
+// nullopt for a latency record.
 std::optional<double> bandwidthOf(const LinkMeasurement& m);
 // The figure its console cell shows: the median time for a latency record, else the bandwidth (0 when none).
 double figureOf(const LinkMeasurement& m);

@@ -17,10 +17,12 @@
 #include "base/units.h"
 #include "bench/failures/activity.h"
 #include "bench/failures/agreement.h"
+#include "bench/failures/fault_injection.h"
 #include "bench/failures/watchdog.h"
 #include "bench/inventory/inventory.h"
 #include "bench/links/link_outliers.h"
 #include "bench/links/link_record.h"
+#include "bench/links/link_suspects.h"
 #include "bench/links/links_gpu.h"
 #include "bench/links/links_options.h"
 #include "bench/links/links_table.h"
@@ -41,18 +43,26 @@ std::uint64_t lastLevelCacheBytes() {
   return l3 > 0 ? static_cast<std::uint64_t>(l3) : 32ull << 20;
 }
 
-// Tags a measurement with the run's label and the suite step, and writes it (process 0).
+// Finishes a measurement (the run's label and suite step, its figure judged against its link's peak), writes it
+// (process 0), and keeps the suspect figures a process printed for its warning line.
 struct Emitter {
   RunContext& ctx;
   const LinksOptions& o;
-  LinkMeasurement tagged(LinkMeasurement m) const {
+  PeakJudge judge;
+  std::vector<SuspectFigure> suspects;
+  LinkMeasurement finished(LinkMeasurement m) const {
     m.label = o.label;
     m.step = ctx.step;
+    judgePeak(m, judge);
     return m;
   }
-  void emit(const LinkMeasurement& m) {
+  void emit(const LinkMeasurement& finishedOne) {
     if (ctx.boot.rank() != 0 || !ctx.writer) return;
-    ctx.writer->add(toJson(tagged(m)));
+    ctx.writer->add(toJson(finishedOne));
+  }
+  // A figure this process printed: a suspect one is named again in the warning line at the end.
+  void printed(const LinkMeasurement& m) {
+    if (m.suspect) suspects.push_back(linkSuspectFigure(m));
   }
 };
 
@@ -148,8 +158,10 @@ LinkMeasurement hostMeasurement(const std::string& host, const std::vector<std::
 }
 
 // Every process runs the kernel at once (after a barrier), so the host's memory system is loaded by all
-// of them, as training loads it; a host's figure is its processes' bytes over the slowest one's time.
-std::size_t hostMemory(const LinksOptions& o, RunContext& ctx, Emitter& out, const std::vector<std::string>& hosts) {
+// of them, as training loads it; a host's figure is its processes' bytes over the slowest one's time. Every process
+// learns each host's copy figure (copyGbps), the peak of the MPI pairs within that host.
+std::size_t hostMemory(const LinksOptions& o, RunContext& ctx, Emitter& out, const std::vector<std::string>& hosts,
+                       std::map<std::string, double>& copyGbps) {
   Bootstrap& boot = ctx.boot;
   const std::string me = hosts[boot.rank()];
   const auto here = static_cast<std::uint64_t>(std::count(hosts.begin(), hosts.end(), me));
@@ -169,8 +181,9 @@ std::size_t hostMemory(const LinksOptions& o, RunContext& ctx, Emitter& out, con
     for (const auto& host : hosts) {
       if (std::find(done.begin(), done.end(), host) != done.end()) continue;
       done.push_back(host);
-      const LinkMeasurement m = hostMeasurement(host, hosts, runs, triad, {arrayBytes, threads});
+      const LinkMeasurement m = out.finished(hostMeasurement(host, hosts, runs, triad, {arrayBytes, threads}));
       failed += m.wrong != 0;
+      if (!triad) copyGbps[host] = bandwidthOf(m).value_or(0);
       out.emit(m);
       if (boot.rank() == 0) std::printf("%s", hostMemoryTableRow(m).c_str());
     }
@@ -181,7 +194,8 @@ std::size_t hostMemory(const LinksOptions& o, RunContext& ctx, Emitter& out, con
 
 #ifdef TRAINSCOPE_HAVE_MPI
 // The latency, bandwidth and bidirectional bandwidth of one pair of ranks, in that order, each emitted as
-// it finishes; rank a measures, every rank takes part in handing its samples to process 0.
+// it finishes; rank a measures, every rank takes part in handing its samples (and, for bandwidth, the timed loop's
+// wall time after them) to process 0.
 std::array<LinkMeasurement, 3> measurePair(const LinksOptions& o, Bootstrap& boot, Emitter& emitter, MpiPointToPoint& p2p, int a,
                                            int b, const std::vector<std::string>& hosts, const LinkClass& link) {
   struct Test {
@@ -194,13 +208,19 @@ std::array<LinkMeasurement, 3> measurePair(const LinksOptions& o, Bootstrap& boo
   for (int t = 0; t < 3; ++t) {
     const Test& test = kTests[t];
     activity::set(fmt::format("{} between rank {} ({}) and rank {} ({})", test.name, a, hosts[a], b, hosts[b]));
-    PairSamples s = test.latency ? p2p.pingPong(a, b, o.latencyBytes, o.warmup * 10, o.latencyIters)
-                                 : p2p.stream(a, b, o.bandwidthBytes, o.window, o.warmup, o.iters, test.bi);
+    const int warmup = test.latency ? o.warmup * 10 : o.warmup;
+    const int iters = test.latency ? o.latencyIters : o.iters;
+    PairSamples s = test.latency ? p2p.pingPong(a, b, o.latencyBytes, warmup, iters)
+                                 : p2p.stream(a, b, {o.bandwidthBytes, o.window, warmup, iters, test.bi});
     // Rank a measured; rank 0 writes: hand the samples over.
-    const auto gathered = boot.allGatherDoubles(
-        boot.rank() == a ? s.us : std::vector<double>(static_cast<std::size_t>(test.latency ? o.latencyIters : o.iters), 0.0));
-    const std::size_t k = gathered.size() / static_cast<std::size_t>(boot.size());
-    LinkMeasurement& m = out[t];
+    std::vector<double> mine(static_cast<std::size_t>(iters) + (test.latency ? 0 : 1), 0.0);
+    if (boot.rank() == a) {
+      std::copy(s.us.begin(), s.us.end(), mine.begin());
+      if (!test.latency) mine.back() = s.totalUs;
+    }
+    const auto gathered = boot.allGatherDoubles(mine);
+    const auto k = static_cast<long>(mine.size());
+    LinkMeasurement m;
     m.test = test.name;
     m.src = fmt::format("rank {}", a);
     m.dst = fmt::format("rank {}", b);
@@ -208,17 +228,35 @@ std::array<LinkMeasurement, 3> measurePair(const LinksOptions& o, Bootstrap& boo
     m.direction = test.bi ? "bi" : "uni";
     m.latency = test.latency;
     m.bytes = test.latency ? o.latencyBytes : o.bandwidthBytes * static_cast<std::uint64_t>(o.window) * (test.bi ? 2 : 1);
-    m.samplesUs.assign(gathered.begin() + static_cast<long>(a * k), gathered.begin() + static_cast<long>((a + 1) * k));
+    m.samplesUs.assign(gathered.begin() + a * k, gathered.begin() + a * k + iters);
+    if (!test.latency) m.totalUs = gathered[static_cast<std::size_t>(a * k + iters)];
     m.link = link;
     m.wrong = s.wrong;
-    m.fields = MpiPairFields{hosts[a], hosts[b], test.latency ? o.latencyBytes : o.bandwidthBytes, test.latency ? 1 : o.window};
-    emitter.emit(m);
+    MpiPairFields f;
+    f.srcHost = hosts[a];
+    f.dstHost = hosts[b];
+    f.messageBytes = test.latency ? o.latencyBytes : o.bandwidthBytes;
+    f.window = test.latency ? 1 : o.window;
+    f.warmup = warmup;
+    f.iterations = iters;
+    if (!test.latency) f.deliveredBytes = s.deliveredBytes;
+    m.fields = f;
+    out[t] = emitter.finished(std::move(m));
+    emitter.emit(out[t]);
   }
   return out;
 }
 
+// The link of ranks on one host: MPI's shared memory, a copy from the sender's memory to the receiver's, whose peak
+// is half the host's copy figure of this run (which counts the bytes read and the bytes written), when measured.
+LinkClass sharedMemoryLink(const std::map<std::string, double>& copyGbps, const std::string& host) {
+  const auto it = copyGbps.find(host);
+  if (it == copyGbps.end() || it->second <= 0) return {"shm", "same host: MPI shared memory", std::nullopt};
+  return {"shm", "same host: MPI shared memory (peak: half the host memory copy)", it->second / 2};
+}
+
 std::size_t mpiPairs(const LinksOptions& o, RunContext& ctx, Emitter& out, const std::vector<std::string>& hosts,
-                     const std::vector<std::pair<int, int>>& pairs) {
+                     const std::vector<std::pair<int, int>>& pairs, const std::map<std::string, double>& copyGbps) {
   Bootstrap& boot = ctx.boot;
   if (pairs.empty()) return 0;
   MpiPointToPoint p2p;
@@ -233,8 +271,7 @@ std::size_t mpiPairs(const LinksOptions& o, RunContext& ctx, Emitter& out, const
   std::map<std::pair<std::string, std::string>, std::vector<PairFigure>> groups;  // (test, link type)
   std::size_t failed = 0;
   for (const auto& [a, b] : pairs) {
-    const LinkClass link = hosts[a] == hosts[b] ? LinkClass{"shm", "same host: MPI shared memory", std::nullopt}
-                                                : networkLink(inventoryOf(hosts[a]));
+    const LinkClass link = hosts[a] == hosts[b] ? sharedMemoryLink(copyGbps, hosts[a]) : networkLink(inventoryOf(hosts[a]));
     const std::array<LinkMeasurement, 3> tests = measurePair(o, boot, out, p2p, a, b, hosts, link);
     long long pairWrong = 0;
     for (const LinkMeasurement& m : tests) {
@@ -243,6 +280,7 @@ std::size_t mpiPairs(const LinksOptions& o, RunContext& ctx, Emitter& out, const
     }
     failed += pairWrong != 0;
     if (leader) {
+      for (const LinkMeasurement& m : tests) out.printed(m);
       std::printf("%s", printableLines(mpiPairsTableRow(a, b, tests)).c_str());  // the peers' host names
       std::fflush(stdout);
     }
@@ -261,7 +299,9 @@ std::size_t mpiPairs(const LinksOptions& o, RunContext& ctx, Emitter& out, const
 
 std::size_t runLinksStep(const LinksOptions& o, RunContext& ctx) {
   Bootstrap& boot = ctx.boot;
-  Emitter out{ctx, o};
+  // This process's last-level cache stands for every host's in the cause of a suspect figure (hosts of one job are
+  // alike as a rule; the figure is flagged either way, only its likely cause could read otherwise).
+  Emitter out{ctx, o, {plantedCeilingScale(faultFromEnvironment(), boot.rank()), lastLevelCacheBytes()}, {}};
   if (o.gpu) collectively(boot, [&] { validateGpuSelection(o); });  // before anything is measured
   const auto hosts = boot.allGatherStrings(hostName());
   // The pairs (a --pairs file names hosts) are read before anything is measured.
@@ -270,11 +310,12 @@ std::size_t runLinksStep(const LinksOptions& o, RunContext& ctx) {
   Watchdog watchdog(o.timeoutS, boot.rank(), endAllRanksOnTimeout(o.timeoutS, boot));
   WatchdogScope guard(watchdog);
   std::size_t failed = 0;
-  if (o.memory) failed += hostMemory(o, ctx, out, hosts);
+  std::map<std::string, double> copyGbps;  // host -> its memory copy figure, where measured
+  if (o.memory) failed += hostMemory(o, ctx, out, hosts, copyGbps);
   if (o.mpi) {
 #ifdef TRAINSCOPE_HAVE_MPI
     if (boot.kind() == BootstrapKind::kMpi && boot.size() > 1)
-      failed += mpiPairs(o, ctx, out, hosts, pairs);
+      failed += mpiPairs(o, ctx, out, hosts, pairs, copyGbps);
     else if (boot.rank() == 0)
       std::printf("#\n# MPI point-to-point: skipped (run under mpirun with 2 or more ranks)\n");
 #else
@@ -284,7 +325,11 @@ std::size_t runLinksStep(const LinksOptions& o, RunContext& ctx) {
   if (o.gpu) {
     // GPU tests run on the first process of each host: their records travel to process 0, which writes.
     nlohmann::json mine = nlohmann::json::array();
-    failed += runGpuLinks(o, ctx, [&](const LinkMeasurement& m) { mine.push_back(toJson(out.tagged(m))); });
+    failed += runGpuLinks(o, ctx, [&](const LinkMeasurement& m) {
+      const LinkMeasurement done = out.finished(m);
+      out.printed(done);
+      mine.push_back(toJson(done));
+    });
     const auto all = boot.allGatherStrings(jsonText(mine));
     if (boot.rank() == 0 && ctx.writer)
       for (const auto& s : all)
@@ -292,6 +337,11 @@ std::size_t runLinksStep(const LinksOptions& o, RunContext& ctx) {
     failed = static_cast<std::size_t>(boot.sum(static_cast<long long>(failed)));
   }
   activity::set("");
+  // Each process names the suspect figures of the tables it printed (process 0: host memory and MPI; the first process
+  // of each host: its GPUs).
+  if (const std::string warning = linkSuspectWarning(out.suspects); !warning.empty())
+    std::printf("%s\n", printableLines(warning).c_str());
+  std::fflush(stdout);
   if (failed && boot.rank() == 0)
     std::fprintf(stderr, "trainscope: error: %zu link test(s) failed their payload check\n", failed);
   return failed;

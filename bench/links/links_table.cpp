@@ -22,19 +22,26 @@ std::string hostMemoryTableRow(const LinkMeasurement& m) {
 
 std::string mpiPairsTableHeader(const LinksOptions& o, std::size_t pairs) {
   return fmt::format(
-             "#\n# MPI point-to-point: {} pair(s) (--pairs {}); latency: {} ping-pong x {}; bandwidth: {} x window {} x {}\n",
-             pairs, o.pairs, formatBytes(o.latencyBytes), o.latencyIters, formatBytes(o.bandwidthBytes), o.window, o.iters) +
+             "#\n# MPI point-to-point: {} pair(s) (--pairs {}); latency: {} ping-pong x {}; bandwidth: {} x window {} x {} "
+             "after {} warm-up (bytes of all timed windows over their time, as osu_bw)\n",
+             pairs, o.pairs, formatBytes(o.latencyBytes), o.latencyIters, formatBytes(o.bandwidthBytes), o.window, o.iters,
+             o.warmup) +
          fmt::format("# {:<22} {:<22} {:<8} {:>12} {:>10} {:>11} {:>7}\n", "src", "dst", "link", "latency(us)", "bw(GB/s)",
                      "bibw(GB/s)", "#wrong");
 }
+
+namespace {
+// A record's figure as its cell shows it: two decimals, and a ! when it landed above its link's peak.
+std::string figureCell(const LinkMeasurement& m) { return fmt::format("{:.2f}{}", figureOf(m), m.suspect ? "!" : ""); }
+}  // namespace
 
 std::string mpiPairsTableRow(int a, int b, const std::array<LinkMeasurement, 3>& tests) {
   const auto& f = std::get<MpiPairFields>(tests[0].fields);
   long long wrong = 0;
   for (const LinkMeasurement& m : tests) wrong += m.wrong;
-  return fmt::format("  {:<22} {:<22} {:<8} {:>12.2f} {:>10.2f} {:>11.2f} {:>7}\n", fmt::format("{} ({})", a, f.srcHost),
-                     fmt::format("{} ({})", b, f.dstHost), tests[0].link.type, figureOf(tests[0]), figureOf(tests[1]),
-                     figureOf(tests[2]), wrong);
+  return fmt::format("  {:<22} {:<22} {:<8} {:>12} {:>10} {:>11} {:>7}\n", fmt::format("{} ({})", a, f.srcHost),
+                     fmt::format("{} ({})", b, f.dstHost), tests[0].link.type, figureCell(tests[0]), figureCell(tests[1]),
+                     figureCell(tests[2]), wrong);
 }
 
 std::string outlierLines(const LinkOutliersRecord& r) {

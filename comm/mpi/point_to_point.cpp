@@ -40,6 +40,7 @@ void MpiPointToPoint::prepare(std::size_t bytes, int window) {
   for (std::size_t i = 0; i < bytes; ++i) send_[i] = payloadByte(rank_, i);
   std::memset(recv_.data(), 0, bytes);
   requests_.resize(static_cast<std::size_t>(2 * window + 2));
+  statuses_.resize(static_cast<std::size_t>(2 * window));
 }
 
 long long MpiPointToPoint::checkFrom(int sender, std::size_t bytes) const {
@@ -88,24 +89,44 @@ PairSamples MpiPointToPoint::pingPong(int a, int b, std::size_t bytes, int warmu
   return out;
 }
 
-PairSamples MpiPointToPoint::stream(int a, int b, std::size_t bytes, int window, int warmup, int iters, bool bidirectional) {
-  prepare(bytes, window);
+long long MpiPointToPoint::receivedBytes(const MPI_Status* statuses, int n) const {
+  long long bytes = 0;
+  for (int i = 0; i < n; ++i) {
+    int got = 0;
+    MPI_CHECK(MPI_Get_count(&statuses[i], MPI_BYTE, &got));
+    bytes += got;
+  }
+  return bytes;
+}
+
+PairSamples MpiPointToPoint::stream(int a, int b, const StreamPlan& p) {
+  prepare(p.bytes, p.window);
   PairSamples out;
+  out.us.reserve(static_cast<std::size_t>(p.iters));
   waitForAll();
-  const int n = count(bytes);
+  const int n = count(p.bytes);
   const bool inPair = rank_ == a || rank_ == b;
   const int peer = rank_ == a ? b : a;
-  const bool sends = rank_ == a || bidirectional;
-  const bool receives = rank_ == b || bidirectional;
+  const bool sends = inPair && (rank_ == a || p.bidirectional);
+  const bool receives = inPair && (rank_ == b || p.bidirectional);
+  // The receives' statuses alternate between two halves: a timed window's are counted during the next window, after
+  // its receives are posted (while its messages are on their way), so memory stays 2 x window whatever -n is.
+  auto half = [&](int i) { return statuses_.data() + ((i + p.warmup) % 2) * p.window; };
+  long long delivered = 0;
   char ack = 0;
-  for (int i = -warmup; i < iters && inPair; ++i) {
+  double start = 0, end = 0;
+  for (int i = -p.warmup; i < p.iters && inPair; ++i) {
     const double t0 = nowUs();
+    if (i == 0) start = t0;
+    // Receives first, then sends, as osu_bibw posts them: every message finds its receive already posted.
     int k = 0;
-    for (int w = 0; w < window; ++w) {
-      if (receives) MPI_CHECK(MPI_Irecv(recv_.data(), n, MPI_BYTE, peer, kData, comm_, &requests_[k++]));
-      if (sends) MPI_CHECK(MPI_Isend(send_.data(), n, MPI_BYTE, peer, kData, comm_, &requests_[k++]));
-    }
-    MPI_CHECK(MPI_Waitall(k, requests_.data(), MPI_STATUSES_IGNORE));
+    if (receives)
+      for (int m = 0; m < p.window; ++m) MPI_CHECK(MPI_Irecv(recv_.data(), n, MPI_BYTE, peer, kData, comm_, &requests_[k++]));
+    if (sends)
+      for (int m = 0; m < p.window; ++m) MPI_CHECK(MPI_Isend(send_.data(), n, MPI_BYTE, peer, kData, comm_, &requests_[k++]));
+    if (receives && i > 0) delivered += receivedBytes(half(i - 1), p.window);
+    if (receives) MPI_CHECK(MPI_Waitall(p.window, requests_.data(), half(i)));
+    if (sends) MPI_CHECK(MPI_Waitall(p.window, requests_.data() + (receives ? p.window : 0), MPI_STATUSES_IGNORE));
     // The receiver acknowledges the whole window, so the sender's clock covers delivery, as osu_bw does.
     if (rank_ == a)
       MPI_CHECK(MPI_Recv(&ack, 1, MPI_CHAR, b, kAck, comm_, MPI_STATUS_IGNORE));
@@ -113,11 +134,22 @@ PairSamples MpiPointToPoint::stream(int a, int b, std::size_t bytes, int window,
       MPI_CHECK(MPI_Send(&ack, 1, MPI_CHAR, a, kAck, comm_));
     const double t1 = nowUs();
     if (rank_ == a && i >= 0) out.us.push_back(t1 - t0);
+    end = t1;
     heartbeat::beat();
   }
-  long long wrong = 0;
-  if (rank_ == b || (rank_ == a && bidirectional)) wrong = checkFrom(peer, bytes);
-  out.wrong = agreeWrong(wrong);
+  if (rank_ == a) out.totalUs = end - start;
+  long long mine[2] = {0, 0};  // wrong payload bytes, bytes delivered in the timed windows
+  if (receives) {
+    mine[0] = checkFrom(peer, p.bytes);
+    mine[1] = delivered + receivedBytes(half(p.iters - 1), p.window);  // the last timed window's
+  }
+  long long all[2] = {0, 0};
+  {
+    const heartbeat::WaitingForPeers waiting;
+    MPI_CHECK(MPI_Allreduce(mine, all, 2, MPI_LONG_LONG, MPI_SUM, comm_));
+  }
+  out.wrong = all[0];
+  out.deliveredBytes = static_cast<std::uint64_t>(all[1]);
   return out;
 }
 

@@ -213,6 +213,23 @@ def test_overlaid_training_and_kernels_get_a_column_per_run(write_doc, tmp_path)
     assert f"<td>gemm</td><td>square</td><td>float32</td><td>cpu</td><td>{us:.2f}</td><td>{1.25 * us:.2f}</td><td>+25.0%</td>" in html
 
 
+def test_link_figures_above_their_peak_are_named_and_marked(write_doc, tmp_path):
+    """A link record above its link's peak (ceiling_suspect): named with its cause in the section's alert (and so in the
+    status banner), its cell marked !; a record within its peak is not."""
+    from synthetic import make_link
+    mpi = dict(engine="mpi", src_host="a", dst_host="a", message_bytes=4 << 20, window=64, warmup=5, iterations=5)
+    recs = [make_link("mpi_bandwidth", "rank 0", "rank 1", bw=12.0, peak=10.0, ceiling_suspect=True,
+                      ceiling_suspect_cause="cache_residency", **mpi),
+            make_link("mpi_bibandwidth", "rank 0", "rank 1", direction="bi", bw=9.0, peak=10.0, ceiling_suspect=False, **mpi)]
+    out = tmp_path / "suspect"
+    r = run_tool("report", write_doc("s.json", make_doc(recs)), "-o", out)
+    assert r.returncode == 0, r.stderr
+    html = (out / "index.html").read_text()
+    assert "1 link figure(s) above their link&#39;s peak" in html, html
+    assert "mpi_bandwidth rank 0 -&gt; rank 1 (12.00 GB/s): likely cause: both ranks on one host" in html
+    assert "12.00 !" in html and "9.00 !" not in html
+
+
 def test_a_gpu_host_without_its_link_matrix_is_shown_once_per_host(write_doc, tmp_path):
     """A GPU host whose link matrix NVML could not give: its GPUs and an "unavailable" line (the folding of overlaid
     runs' identical host tables read every block's caption, and a text block has none: internal error)."""

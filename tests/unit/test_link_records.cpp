@@ -1,9 +1,12 @@
-// The link and link_outliers records as the schema reads them, which pairs count as outliers, and the
-// console rows of `links` rendered from the records.
+// The link and link_outliers records as the schema reads them, which pairs count as outliers, the
+// console rows of `links` rendered from the records, and the figures flagged above their link's peak.
 #include <gtest/gtest.h>
+
+#include <fstream>
 
 #include "bench/links/link_outliers.h"
 #include "bench/links/link_record.h"
+#include "bench/links/link_suspects.h"
 #include "bench/links/links_table.h"
 
 namespace ts {
@@ -21,7 +24,7 @@ LinkMeasurement mpiTest(const char* test, bool latency, std::vector<double> us, 
   m.samplesUs = std::move(us);
   m.link = {"network", "InfiniBand", 50};
   m.wrong = wrong;
-  m.fields = MpiPairFields{"node-a", "node-b", m.bytes, latency ? 1 : 64};
+  m.fields = MpiPairFields{"node-a", "node-b", m.bytes, latency ? 1 : 64, 5, static_cast<int>(m.samplesUs.size()), std::nullopt};
   return m;
 }
 
@@ -102,6 +105,97 @@ TEST(LinksTable, RowsComeFromTheRecords) {
                                                mpiTest("mpi_bibandwidth", false, {200}, 0)};
   EXPECT_EQ(mpiPairsTableRow(0, 3, pair),
             "  0 (node-a)             3 (node-b)             network          2.50      10.00        5.00       1\n");
+}
+
+// osu_bw's figure: the bytes of every timed window over the timed loop's wall time, whatever the spread of the
+// windows (a median of them flips between a cache-fast and a slow mode from run to run); the record carries the
+// method (window, warm-up, timed windows, the loop's time) and what the receiver got.
+TEST(LinkRecord, MpiBandwidthIsTheBytesOfAllWindowsOverTheTimedLoop) {
+  LinkMeasurement m = mpiTest("mpi_bandwidth", false, {100, 100, 400, 1000, 1000}, 0);
+  m.totalUs = 2700;
+  auto& f = std::get<MpiPairFields>(m.fields);
+  f.deliveredBytes = 5 * m.bytes;
+  EXPECT_DOUBLE_EQ(*bandwidthOf(m), 5e6 / 2700e-6 / 1e9);  // the median (400 us) would say 2.5 GB/s
+  const nlohmann::json j = toJson(m);
+  EXPECT_EQ(j["window"].dump(), "64");
+  EXPECT_EQ(j["warmup"].dump(), "5");
+  EXPECT_EQ(j["iterations"].dump(), "5");
+  EXPECT_EQ(j["total_us"].dump(), "2700.0");
+  EXPECT_EQ(j["delivered_bytes"].dump(), "5000000");
+  EXPECT_EQ(j["bandwidth_gbps"], *bandwidthOf(m));
+  EXPECT_EQ(j["ceiling_suspect"], false);
+  EXPECT_FALSE(j.contains("ceiling_suspect_cause"));
+  m.totalUs.reset();  // the other tests' figure: bytes over the median sample
+  EXPECT_DOUBLE_EQ(*bandwidthOf(m), 1e6 / 400e-6 / 1e9);
+  EXPECT_FALSE(toJson(m).contains("total_us"));
+}
+
+namespace {
+// A bandwidth record of `gbps` over a link of type `type` and peak `peak` (GB/s per direction).
+LinkMeasurement overLink(const char* type, std::optional<double> peak, double gbps, bool bi,
+                         std::uint64_t messageBytes = 1000000) {
+  LinkMeasurement m = mpiTest(bi ? "mpi_bibandwidth" : "mpi_bandwidth", false, {1e6 / (gbps * 1e3)}, 0);
+  m.direction = bi ? "bi" : "uni";
+  m.link = {type, "", peak};
+  std::get<MpiPairFields>(m.fields).messageBytes = messageBytes;
+  return m;
+}
+std::optional<SuspectCause> judged(LinkMeasurement m, const PeakJudge& j = {1, 32u << 20}) {
+  judgePeak(m, j);
+  return m.suspect;
+}
+}  // namespace
+
+TEST(LinkSuspects, AFigureAboveThePeakOfItsDirectionsIsSuspectWithItsCause) {
+  EXPECT_FALSE(judged(overLink("network", 50, 49, false)));
+  EXPECT_EQ(judged(overLink("network", 50, 51, false)), SuspectCause::kUnexplained);
+  // A duplex link carries its peak each way at once: both directions are held to twice it; memory is shared.
+  EXPECT_FALSE(judged(overLink("network", 50, 99, true)));
+  EXPECT_EQ(judged(overLink("network", 50, 101, true)), SuspectCause::kUnexplained);
+  EXPECT_EQ(judged(overLink("shm", 10, 11, true)), SuspectCause::kCacheResidency);           // 4 x 1 MB of buffers fit 32 MiB
+  EXPECT_EQ(judged(overLink("shm", 10, 11, false, 17u << 20)), SuspectCause::kUnexplained);  // 2 x 17 MiB fit no longer
+  EXPECT_EQ(judged(overLink("shm", 10, 11, false, 8u << 20)), SuspectCause::kCacheResidency);
+  EXPECT_FALSE(judged(overLink("shm", std::nullopt, 1e6, false)));  // no peak known: nothing to be above
+  EXPECT_FALSE(judged(mpiTest("mpi_latency", true, {0.001}, 0)));   // a latency has no bandwidth
+
+  // A planted peak (TRAINSCOPE_FAULT=ceiling:scale=X) scales the peak the record shows, and names itself as the cause.
+  LinkMeasurement m = overLink("network", 50, 10, false);
+  judgePeak(m, {0.1, 32u << 20});
+  EXPECT_EQ(m.suspect, SuspectCause::kPlantedFault);
+  EXPECT_DOUBLE_EQ(*m.link.peakGbps, 5);
+  const nlohmann::json j = toJson(m);
+  EXPECT_EQ(j["ceiling_suspect"], true);
+  EXPECT_EQ(j["ceiling_suspect_cause"], "planted_fault");
+  EXPECT_DOUBLE_EQ(j["link"]["fraction_of_peak"].get<double>(), 2);
+
+  // The console marks it ! in its cell and names it in one warning line.
+  const std::array<LinkMeasurement, 3> pair = {mpiTest("mpi_latency", true, {2.5}, 0), m,
+                                               mpiTest("mpi_bibandwidth", false, {200}, 0)};
+  EXPECT_EQ(mpiPairsTableRow(0, 3, pair),
+            "  0 (node-a)             3 (node-b)             network          2.50     10.00!        5.00       0\n");
+  EXPECT_EQ(
+      linkSuspectWarning({linkSuspectFigure(m)}),
+      "# warning: 1 figure(s) above 100% of their link's peak (marked ! and ceiling_suspect); mpi_bandwidth rank 0 -> rank 3 "
+      "(200%): likely cause: a planted fault (TRAINSCOPE_FAULT=ceiling) scaled the link peaks down");
+  EXPECT_EQ(linkSuspectWarning({}), "");
+}
+
+// The causes a link record can carry are the schema's enum for it.
+TEST(LinkSuspects, TheCausesAreTheSchemas) {
+  std::ifstream in(TRAINSCOPE_SOURCE_DIR "/reports/schema/result-v1.schema.json");
+  const nlohmann::json schema = nlohmann::json::parse(in);
+  const auto names = schema.at(nlohmann::json::json_pointer("/$defs/link/properties/ceiling_suspect_cause/enum"));
+  std::vector<std::string> written;
+  for (const auto& m : {overLink("shm", 1, 10, false), overLink("network", 1, 10, false)}) {
+    for (const double scale : {1.0, 0.5}) {
+      LinkMeasurement x = m;
+      judgePeak(x, {scale, 32u << 20});
+      ASSERT_TRUE(x.suspect);
+      written.emplace_back(suspectCauseName(*x.suspect));
+    }
+  }
+  for (const auto& w : written) EXPECT_NE(std::find(names.begin(), names.end(), w), names.end()) << w;
+  for (const auto& n : names) EXPECT_NE(std::find(written.begin(), written.end(), n), written.end()) << n;
 }
 
 }  // namespace ts

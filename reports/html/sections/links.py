@@ -1,5 +1,6 @@
 """Links: host memory bandwidth per host, MPI point-to-point between rank pairs (with outliers), and the GPU
-tests: host<->device against the link's peak, and the GPU x GPU matrices as heatmaps."""
+tests: host<->device against the link's peak, and the GPU x GPU matrices as heatmaps. A figure above its link's peak
+(ceiling_suspect) is named in an alert and marked ! in its table, as the kernels' figures above their ceilings are."""
 from collections import defaultdict
 from collections.abc import Callable
 
@@ -16,6 +17,35 @@ VARIANTS: dict[Variant, str] = {("ce", "uni", True): "copy engine, one direction
                                 ("sm", "uni", True): "SM copy kernel",
                                 ("ce", "uni", False): "copy engine, P2P off"}
 MPI_TESTS = ("mpi_latency", "mpi_bandwidth", "mpi_bibandwidth")
+CAUSES = {
+    "planted_fault": "a planted fault (TRAINSCOPE_FAULT=ceiling) scaled the link peaks down",
+    "cache_residency": ("both ranks on one host, whose last-level cache holds the pair's reused buffers: "
+                        "the copies ran from cache"),
+    "unexplained": "no cause found",
+}
+
+
+def _suspect(x: Record | None) -> str:
+    """The mark of a figure above its link's peak."""
+    return " !" if x and x.get("ceiling_suspect") else ""
+
+
+def suspect_alert(results: list[Result], many: bool) -> Block | None:
+    """One alert naming the link records above their link's peak, grouped by likely cause; None without any."""
+    by_cause: dict[str, list[str]] = {}
+    for r in results:
+        for x in r.records_of("link"):
+            if x.get("ceiling_suspect"):
+                figure = f"{x['test']} {x['src']} -> {x['dst']} ({_num(x['bandwidth_gbps'])} GB/s)"
+                name = (f"{r.label}: " if many else "") + figure
+                by_cause.setdefault(x.get("ceiling_suspect_cause", "unexplained"), []).append(name)
+    if not by_cause:
+        return None
+    count = sum(len(v) for v in by_cause.values())
+    parts = [", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+             + f": likely cause: {CAUSES.get(cause, cause)}" for cause, names in by_cause.items()]
+    return {"kind": "alert", "text": f"{count} link figure(s) above their link's peak (ceiling_suspect, marked ! in the "
+                                     f"tables; more than the link can do, so something else was measured): " + "; ".join(parts)}
 
 
 def _pct(f: float | None) -> str:
@@ -81,6 +111,9 @@ class LinksSection:
             blocks.append({"kind": "alert", "text": f"{len(failed)} link test(s) failed their payload check: "
                            + "; ".join(f"{r.label}: {x['test']} {x['src']} -> {x['dst']} ({x['check']['wrong']} wrong)"
                                        for r, x in failed[:10])})
+        alert = suspect_alert(results, many)
+        if alert:
+            blocks.append(alert)
         blocks += self._memory(results, plots, name)
         blocks += self._mpi(results, plots, name)
         blocks += self._gpu(results, plots, name)
@@ -138,8 +171,10 @@ class LinksSection:
                 latency = t.get("mpi_latency", {}).get("latency_us", {}).get("median") if t.get("mpi_latency") else None
                 rows.append([name(r, f"{src} ({any_rec['src_host']})"), f"{dst} ({any_rec['dst_host']})", any_rec["link"]["type"],
                              _num(latency) + mark["mpi_latency"],
-                             _num(t.get("mpi_bandwidth", {}).get("bandwidth_gbps")) + mark["mpi_bandwidth"],
-                             _num(t.get("mpi_bibandwidth", {}).get("bandwidth_gbps")) + mark["mpi_bibandwidth"],
+                             _num(t.get("mpi_bandwidth", {}).get("bandwidth_gbps")) + mark["mpi_bandwidth"]
+                             + _suspect(t.get("mpi_bandwidth")),
+                             _num(t.get("mpi_bibandwidth", {}).get("bandwidth_gbps")) + mark["mpi_bibandwidth"]
+                             + _suspect(t.get("mpi_bibandwidth")),
                              _pct(t.get("mpi_bandwidth", {}).get("link", {}).get("fraction_of_peak"))])
         if not rows:
             return []
@@ -161,7 +196,7 @@ class LinksSection:
                 if x["test"] in ("h2d", "d2h"):
                     hd_rows.append([name(r, x["host"]), x["test"], x["src"] if x["test"] == "d2h" else x["dst"], x["memory"],
                                     _num(x["bandwidth_gbps"], "{:.1f}"), _num(x["link"]["peak_gbps"], "{:.1f}"),
-                                    _pct(x["link"]["fraction_of_peak"])])
+                                    _pct(x["link"]["fraction_of_peak"]) + _suspect(x)])
         if hd_rows:
             bars = [(f"{row[2]} {row[1]} {row[3]}" + (f" ({row[0]})" if len(results) > 1 else ""), float(row[4]), row[5])
                     for row in hd_rows]
