@@ -38,7 +38,8 @@ long long integerOf(const std::string& key, const std::string& value, long long 
 }  // namespace
 
 bool faultTakes(Fault::Kind kind, FaultKey key) {
-  const Fault probe{kind};
+  Fault probe;
+  probe.kind = kind;
   switch (key) {
     case FaultKey::kRank:
       return true;
