@@ -38,7 +38,7 @@ struct RankLaunches {
   int rank = 0;
   std::vector<std::pair<std::string, std::vector<double>>> groups;
   // Per group, each collective's launch to observed completion, in the same order (bench/train/peer_waits.h).
-  std::map<std::string, std::vector<double>> seconds;
+  std::map<std::string, std::vector<double>> seconds = {};
 };
 // Every rank's launches, exchanged: collective over every process; `originS` is this rank's steady-clock time at
 // the common barrier. Send/recv are between two stages, not a group's operation: left out.

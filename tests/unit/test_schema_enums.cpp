@@ -94,7 +94,7 @@ TEST(SchemaEnums, TheTraceRolesAreTheTraceSchemasWithItsKinetoCategories) {
   for (const nlohmann::json& rule : trace.at("/$defs/event/allOf"_json_pointer)) {
     if (rule.at("if").at("properties").at("ph").value("const", "") != "X") continue;
     for (const nlohmann::json& byRole : rule.at("then").at("allOf"))
-      for (const std::string& name : byRole.at("/if/properties/args/properties/role/enum"_json_pointer)) {
+      for (const std::string name : byRole.at("/if/properties/args/properties/role/enum"_json_pointer)) {
         const std::optional<trace::Role> role = enumFromName<trace::Role>(name);
         ASSERT_TRUE(role) << name;
         EXPECT_EQ(kinetoCategory(*role), byRole.at("/then/properties/cat/const"_json_pointer).get<std::string>()) << name;
