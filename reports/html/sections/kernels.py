@@ -9,6 +9,7 @@ from matplotlib.axes import Axes
 from ...accept import host_metrics as hm
 from ...common.json_types import Block, Record
 from ...common.load import Result
+from ..suspects import suspect_alert as flagged
 from ..plots import SPREAD, PlotSink, error_bars, log_axis, new_figure, rate_spread
 from ..side_by_side import side_by_side
 from .telemetry import throttle_alert
@@ -52,21 +53,10 @@ def ceilings(result: Result) -> dict[str, float]:
 
 def suspect_alert(results: list[Result], many: bool) -> Block | None:
     """One alert naming the kernel records above their ceiling, grouped by likely cause; None without any."""
-    by_cause: dict[str, list[str]] = {}
-    for r in results:
-        for x in r.records_of("kernel"):
-            if x.get("ceiling_suspect"):
-                name = ((f"{r.label}: " if many else "")
-                        + f"{x['op']} {x['shape_name']} ({100 * x['roofline']['fraction_of_ceiling']:.0f}%)")
-                by_cause.setdefault(x.get("ceiling_suspect_cause", "unexplained"), []).append(name)
-    if not by_cause:
-        return None
-    count = sum(len(v) for v in by_cause.values())
-    parts = [", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
-             + f": likely cause: {CAUSES.get(cause, cause)}" for cause, names in by_cause.items()]
-    return {"kind": "alert", "text": f"{count} kernel record(s) above 100% of their ceiling even after it was re-measured "
-                                     f"(ceiling_suspect, marked ! in the table; their fractions are not to be believed): "
-                                     + "; ".join(parts)}
+    return flagged(results, "kernel", many,
+                   lambda x: f"{x['op']} {x['shape_name']} ({100 * x['roofline']['fraction_of_ceiling']:.0f}%)", CAUSES,
+                   "kernel record(s) above 100% of their ceiling even after it was re-measured (ceiling_suspect, "
+                   "marked ! in the table; their fractions are not to be believed)")
 
 
 def _draw_ceilings(ax: Axes, r: Result, recs: list[Record], color: str, many: bool) -> None:

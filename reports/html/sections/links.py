@@ -8,6 +8,7 @@ import matplotlib
 
 from ...common.json_types import Block, Record
 from ...common.load import Result
+from ..suspects import suspect_alert as flagged
 from ..plots import SPREAD, PlotSink, error_bars, legend_beside, new_figure, rate_spread, size_label
 
 Namer = Callable[[Result, str], str]  # a row's name: prefixed by the run's label when there are several
@@ -32,20 +33,10 @@ def _suspect(x: Record | None) -> str:
 
 def suspect_alert(results: list[Result], many: bool) -> Block | None:
     """One alert naming the link records above their link's peak, grouped by likely cause; None without any."""
-    by_cause: dict[str, list[str]] = {}
-    for r in results:
-        for x in r.records_of("link"):
-            if x.get("ceiling_suspect"):
-                figure = f"{x['test']} {x['src']} -> {x['dst']} ({_num(x['bandwidth_gbps'])} GB/s)"
-                name = (f"{r.label}: " if many else "") + figure
-                by_cause.setdefault(x.get("ceiling_suspect_cause", "unexplained"), []).append(name)
-    if not by_cause:
-        return None
-    count = sum(len(v) for v in by_cause.values())
-    parts = [", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
-             + f": likely cause: {CAUSES.get(cause, cause)}" for cause, names in by_cause.items()]
-    return {"kind": "alert", "text": f"{count} link figure(s) above their link's peak (ceiling_suspect, marked ! in the "
-                                     f"tables; more than the link can do, so something else was measured): " + "; ".join(parts)}
+    return flagged(results, "link", many,
+                   lambda x: f"{x['test']} {x['src']} -> {x['dst']} ({_num(x['bandwidth_gbps'])} GB/s)", CAUSES,
+                   "link figure(s) above their link's peak (ceiling_suspect, marked ! in the tables; more than the "
+                   "link can do, so something else was measured)")
 
 
 def _pct(f: float | None) -> str:
