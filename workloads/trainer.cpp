@@ -48,7 +48,7 @@ void Trainer::build(double commTimeoutS) {
   const data::DataOptions d = trainingDataOptions(o, *mesh_, config);
   data_.source = std::make_unique<data::DataSource>(data::makeDataSource(d));
   if (o.evalEvery > 0) eval_ = std::make_unique<Evaluation>(d, o, microBatchSize(), o.layout.dataShards());
-  completeModelConfig(config, o, data_.source->info());
+  completeModelConfig(config, o, mesh_->layout(), data_.source->info());
   buildModelOnMesh(parts_, o, *mesh_, *device_, *data_.source, config, microBatchSize(), commTimeoutS);
   if (o.resume)
     if (auto latest = ckpt::latestCheckpoint(o.checkpointDir))

@@ -1,6 +1,7 @@
 // `trainscope train`: builds the trainer on this rank's place in the mesh, measures the GEMM ceiling MFU
 // is against, trains (bench/train/train_loop.h), gathers every rank's steps and writes one `train` record
 // (bench/train/train_record.h), which the console summarises (bench/train/train_console.h).
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <memory>
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/host_name.h"
 #include "base/json_text.h"
 #include "base/user_paths.h"
 #include "bench/failures/activity.h"
@@ -265,6 +267,12 @@ void runTrainStep(const TrainRunOptions& given, RunContext& ctx) {
   const int namedGpu = o.train.device.index;  // cuda:N: every process on GPU N (comm/gpu_plan.h); -1: its local rank's
   if (o.train.device.cuda() && o.train.device.index < 0 && boot.size() > 1)
     o.train.device.index = boot.localRank();  // one GPU per process
+  // The ranks on this host share its memory (the model's host check, workloads/trainer/trainer_options.h).
+  if (boot.size() > 1) {
+    const std::string host = hostName();
+    const std::vector<std::string> hosts = boot.allGatherStrings(host);
+    o.train.ranksOnHost = static_cast<int>(std::count(hosts.begin(), hosts.end(), host));
+  }
   wl::LayoutOptions layout = wl::resolveLayout(o.train.layout, boot.size());
   layout.syncBn = wl::resolveSyncBatchNorm(o.train, layout.dataShards());
   std::unique_ptr<Communicator> world;

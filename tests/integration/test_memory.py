@@ -240,3 +240,18 @@ def test_a_cap_a_step_exceeds_but_setup_meets_is_one_line_naming_the_step(sharde
     assert re.fullmatch(rf"trainscope: error: --memory-limit {limit_mib} MiB per rank: train step 0 needed [0-9.]+ [KM]iB more "
                         r"for (parameters|gradients) with [0-9.]+ MiB in use: try more ranks, --tp or --pp, or fewer layers "
                         r"gathered ahead \(--prefetch\)", line), line
+
+
+def test_the_host_check_counts_a_ranks_share_and_the_ranks_sharing_the_host(tmp_path):
+    """The model's host check (issue #39): before, only --tp divided the parameters, so a model --zero 3 or --pp would
+    shard was refused as if one rank built it whole, and the host's ranks were not counted as sharing its memory. A
+    2.06e11-parameter transformer (1.5 TiB with its gradients: more than any host this runs on) under --zero 3 on 4
+    ranks of this host: each holds a quarter, and the host's memory is split over its 4 ranks."""
+    big = ["--model", "transformer", "--set", "hidden=16384", "--set", "layers=64", "--set", "heads=16", "--steps", 2]
+    r = run_trainscope(["train", *big, "--zero", 3], np=4, timeout=120)
+    assert r.rc == 2, r.err
+    (line,) = set(r.error_lines())
+    assert "has 2.06e+11 parameters: 384 GiB for them and their gradients alone (a rank's share under --zero 3 over 4 " \
+           "replicas), more than this host's memory over its 4 ranks (" in line, line
+    r = run_trainscope(["train", *big])
+    assert r.rc == 2 and "1.5 TiB for them and their gradients alone, more than this host's memory (" in r.err, r.err

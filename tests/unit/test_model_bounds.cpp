@@ -9,6 +9,8 @@
 #include "base/error.h"
 #include "test_support.h"
 #include "workloads/models/model.h"
+#include "workloads/parallel/layout.h"
+#include "workloads/trainer/trainer_options.h"
 
 namespace ts::wl {
 namespace {
@@ -61,11 +63,39 @@ TEST(ModelBounds, AModelTheMemoryCannotHoldIsOneLine) {
   EXPECT_THROW(checkModelFits(tiny, 8 * *modelParameterCount(tiny) - 1, "x"), UsageError);
   EXPECT_NO_THROW(checkModelFits(c, 0, "x"));
   // Tensor-parallel ranks build their slices only: 2 share what one cannot hold.
-  EXPECT_NO_THROW(checkModelFits(tiny, 4 * *modelParameterCount(tiny), "x", 2));
+  const ModelShare tp2{2, 2, "--tp 2"};
+  EXPECT_NO_THROW(checkModelFits(tiny, 4 * *modelParameterCount(tiny), "x", tp2));
   EXPECT_NE(test::usageError([&] {
-              checkModelFits(tiny, 4 * *modelParameterCount(tiny) - 1, "x", 2);
-            }).find("alone (shared by 2 tensor-parallel ranks), more than x"),
+              checkModelFits(tiny, 4 * *modelParameterCount(tiny) - 1, "x", tp2);
+            }).find("alone (a rank's share under --tp 2), more than x"),
             std::string::npos);
+}
+
+TEST(ModelBounds, EveryLayoutThatShardsTheModelDividesTheHostCheck) {
+  // Before, only --tp divided the count: a model that --pp 4 or --zero 3 shards was refused on a host that holds a
+  // rank's share.
+  LayoutOptions l;
+  l.dp = 4;
+  l.zero = 3;
+  ModelShare s = modelShareOf(l);
+  EXPECT_EQ(s.valueShards, 4u);
+  EXPECT_EQ(s.gradientShards, 4u);
+  EXPECT_EQ(s.by, "--zero 3 over 4 replicas");
+  l.zero = 2;
+  s = modelShareOf(l);
+  EXPECT_EQ(s.valueShards, 1u);  // ZeRO-2 keeps every value on every replica
+  EXPECT_EQ(s.gradientShards, 4u);
+  l = LayoutOptions{};
+  l.pp = 4;
+  l.tp = 2;
+  s = modelShareOf(l);
+  EXPECT_EQ(s.valueShards, 8u);
+  EXPECT_EQ(s.by, "--tp 2 --pp 4");
+  EXPECT_EQ(modelShareOf(LayoutOptions{}).by, "");
+  const ModelConfig tiny = configOf(ModelKind::kTransformer, "tiny");
+  const std::uint64_t n = *modelParameterCount(tiny);
+  EXPECT_NO_THROW(checkModelFits(tiny, n, "x", modelShareOf(l)));  // 8 bytes each over 8 ranks
+  EXPECT_THROW(checkModelFits(tiny, n - 1, "x", modelShareOf(l)), UsageError);
 }
 
 TEST(ModelBounds, AShapeBeyondRangeIsRefusedAsItIsSet) {

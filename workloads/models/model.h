@@ -104,10 +104,16 @@ inline constexpr std::int64_t kMaxModelStages = 16;      // cnn stages (entries 
 // The parameters of `config` (inputShape and classes set for mlp and cnn) by the formulas beside each model, from the
 // config alone, every product checked: nullopt past 2^64. Nothing is allocated to find a model too large.
 std::optional<std::uint64_t> modelParameterCount(const ModelConfig& config);
-// UsageError, one line, when the model's parameters and their gradients (8 bytes each, allocated as it is built) need more
-// than `availableBytes` (0: no bound); `whose` names what that is ("this host's memory"). With tensor parallelism a rank
-// builds its slices only: `slices` ranks share the count (a lower bound on each one's: what is replicated is not divided).
-void checkModelFits(const ModelConfig& config, std::uint64_t availableBytes, std::string_view whose, int slices = 1);
+// How many ranks share a rank's parameter values and their gradients (a lower bound on each one's part: what is
+// replicated is not divided, nor are a pipeline's stages even), and how the layout shares them, for the line.
+struct ModelShare {
+  std::uint64_t valueShards = 1, gradientShards = 1;
+  std::string by;  // "--tp 2 --pp 4 --zero 3 over 4 replicas"; empty: one rank holds it all
+};
+// UsageError, one line, when a rank's share of the model's parameters and their gradients (4 bytes each, allocated as
+// it is built) needs more than `availableBytes` (0: no bound); `whose` names what that is ("this host's memory").
+void checkModelFits(const ModelConfig& config, std::uint64_t availableBytes, std::string_view whose,
+                    const ModelShare& share = {});
 
 class Model {
  public:

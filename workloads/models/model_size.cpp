@@ -108,21 +108,26 @@ std::optional<std::uint64_t> modelParameterCount(const ModelConfig& c) {
   return n.value();
 }
 
-void checkModelFits(const ModelConfig& c, std::uint64_t availableBytes, std::string_view whose, int slices) {
+void checkModelFits(const ModelConfig& c, std::uint64_t availableBytes, std::string_view whose, const ModelShare& share) {
   if (availableBytes == 0) return;
   const std::optional<std::uint64_t> parameters = modelParameterCount(c);
   // A parameter's value and its gradient, float32 each, are allocated as the model is built; a rank holds at least
-  // 1/slices of them.
-  std::uint64_t bytes = 0;
-  const bool counted = parameters && !__builtin_mul_overflow(*parameters, std::uint64_t{8}, &bytes);
-  if (counted && bytes / static_cast<std::uint64_t>(std::max(1, slices)) <= availableBytes) return;
+  // its share of each.
+  std::uint64_t values = 0, grads = 0;
+  const bool counted = parameters && !__builtin_mul_overflow(*parameters, std::uint64_t{4}, &values) &&
+                       !__builtin_mul_overflow(*parameters, std::uint64_t{4}, &grads);
+  const auto part = [](std::uint64_t bytes, std::uint64_t shards) {
+    return (bytes + shards - 1) / std::max<std::uint64_t>(1, shards);
+  };
+  const std::uint64_t need = counted ? part(values, share.valueShards) + part(grads, share.gradientShards) : 0;
+  if (counted && need <= availableBytes) return;
   const std::string count =
       parameters ? fmt::format("{:.3g} parameters", static_cast<double>(*parameters)) : std::string("more than 2^64 parameters");
-  const std::string need = counted      ? formatBytes(bytes)
-                           : parameters ? fmt::format("{:.3g} TiB", static_cast<double>(*parameters) * 8 / 1099511627776.0)
-                                        : std::string("more than 2^67 bytes");
+  const std::string needText = counted      ? formatBytes(need)
+                               : parameters ? fmt::format("{:.3g} TiB", static_cast<double>(*parameters) * 8 / 1099511627776.0)
+                                            : std::string("more than 2^67 bytes");
   throw UsageError(fmt::format("the {} has {}: {} for them and their gradients alone{}, more than {} ({})", describe(c), count,
-                               need, slices > 1 ? fmt::format(" (shared by {} tensor-parallel ranks)", slices) : "", whose,
+                               needText, share.by.empty() ? "" : fmt::format(" (a rank's share under {})", share.by), whose,
                                formatBytes(availableBytes)));
 }
 

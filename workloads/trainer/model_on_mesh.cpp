@@ -141,13 +141,13 @@ std::string saveMemoryAdvice(const LayoutOptions& layout, std::optional<MemoryKi
          (layout.prefetch > 0 ? ", or fewer layers gathered ahead (--prefetch)" : "");
 }
 
-void completeModelConfig(ModelConfig& config, const TrainOptions& o, const data::DataInfo& info) {
+void completeModelConfig(ModelConfig& config, const TrainOptions& o, const LayoutOptions& layout, const data::DataInfo& info) {
   if (o.model != ModelKind::kTransformer) {
     config.inputShape = info.sampleShape;
     config.classes = info.classes;
   }
   validateModelConfig(config, info);
-  checkFitsTheHost(config, o.device, o.layout.tp);
+  checkFitsTheHost(config, o.device, layout, o.ranksOnHost);
 }
 
 void buildModelOnMesh(ModelOnMesh& m, const TrainOptions& o, const Mesh& mesh, Device& device, const data::DataSource& source,

@@ -43,7 +43,7 @@ struct ModelOnMesh {
 
 // The model's input shape and classes from the data (a classifier's), checked against the data and, on the CPU,
 // against the host's memory.
-void completeModelConfig(ModelConfig& config, const TrainOptions& o, const data::DataInfo& info);
+void completeModelConfig(ModelConfig& config, const TrainOptions& o, const LayoutOptions& layout, const data::DataInfo& info);
 // Builds into m (in place: its parts hold references to each other, and to o.layout and o.schedule, which must outlive
 // them) the model of `config` for micro-batches of microBatch samples on `device`, placed in the layout of `mesh`
 // (UsageError when the layout's model states exceed --memory-limit). `source` gives a pipeline its buffers' shapes.

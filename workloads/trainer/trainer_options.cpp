@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/error.h"
 #include "base/units.h"
@@ -25,8 +26,26 @@ std::vector<std::int64_t> syntheticSampleShape(ModelKind kind) {
   return kind == ModelKind::kCnn ? std::vector<std::int64_t>{3, 32, 32} : std::vector<std::int64_t>{784};
 }
 
-void checkFitsTheHost(const ModelConfig& config, const DeviceSpec& device, int tp) {
-  if (!device.cuda()) checkModelFits(config, Device::hostMemoryBytes(), "this host's memory", tp);
+ModelShare modelShareOf(const LayoutOptions& l) {
+  // Tensor slices and pipeline stages divide both; ZeRO-2 shards the gradients over the replicas, ZeRO-3 the values too.
+  const auto model = static_cast<std::uint64_t>(std::max(1, l.tp)) * static_cast<std::uint64_t>(std::max(1, l.pp));
+  const auto replicas = static_cast<std::uint64_t>(std::max(1, l.replicas()));
+  ModelShare s{model * (l.zero >= 3 ? replicas : 1), model * (l.zero >= 2 ? replicas : 1), ""};
+  std::vector<std::string> how;
+  if (l.tp > 1) how.push_back(fmt::format("--tp {}", l.tp));
+  if (l.pp > 1) how.push_back(fmt::format("--pp {}", l.pp));
+  if (l.zero >= 2 && replicas > 1) how.push_back(fmt::format("--zero {} over {} replicas", l.zero, replicas));
+  s.by = fmt::format("{}", fmt::join(how, " "));
+  return s;
+}
+
+void checkFitsTheHost(const ModelConfig& config, const DeviceSpec& device, const LayoutOptions& layout, int ranksOnHost) {
+  if (device.cuda()) return;
+  // The host's memory is shared by its ranks: each may count on its part of it only.
+  const int local = std::max(1, ranksOnHost);
+  checkModelFits(config, Device::hostMemoryBytes() / static_cast<std::uint64_t>(local),
+                 local > 1 ? fmt::format("this host's memory over its {} ranks", local) : "this host's memory",
+                 modelShareOf(layout));
 }
 
 namespace {
@@ -102,7 +121,8 @@ void validateTrainOptions(const TrainOptions& o) {
     model.inputShape = syntheticSampleShape(model.kind);
     model.classes = 10;
   }
-  checkFitsTheHost(model, o.device, o.layout.tp);
+  // Before the world is known a ZeRO-2/3 layout's data-parallel size is not (--dp 0): the check waits for the mesh.
+  if (o.layout.zero < 2 || o.layout.dp > 0) checkFitsTheHost(model, o.device, o.layout, o.ranksOnHost);
   checkEvaluationOptions(o);
   checkLayoutOptions(o);
   if (!(o.dropout >= 0 && o.dropout < 1)) throw UsageError(fmt::format("--dropout {}: a probability in [0, 1)", o.dropout));

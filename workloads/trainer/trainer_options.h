@@ -25,6 +25,7 @@ struct TrainOptions {
   std::int64_t batch = 32;        // global batch per optimizer step (samples or sequences)
   std::int64_t microBatches = 1;  // gradient accumulation: the batch is cut into this many micro-batches
   DeviceSpec device;
+  int ranksOnHost = 1;                        // this run's processes on this host, which share its memory (bench/train sets it)
   Precision precision = Precision::kFloat32;  // or bfloat16 / float16 mixed precision (emulated on the CPU); tf32 on CUDA
   double lossScale = 65536.0;                 // float16: the initial dynamic loss scale
   int lossScaleInterval = 2000;               // float16: good steps before the scale doubles
@@ -65,8 +66,12 @@ SyncBatchNorm resolveSyncBatchNorm(const TrainOptions& options, int dp);
 ModelConfig modelConfigOf(const TrainOptions& o);
 // The samples synthetic data makes for a classifier (mnist and cifar10 bring their own).
 std::vector<std::int64_t> syntheticSampleShape(ModelKind kind);
-// A model built on the CPU holds its parameters and gradients in host memory: one that cannot is refused before any of
-// it is allocated. (A GPU's allocations are counted and refused one by one; its memory is not known before it is opened.)
-void checkFitsTheHost(const ModelConfig& config, const DeviceSpec& device, int tp);
+// The layout's share of the model one rank holds at the least (ModelShare).
+ModelShare modelShareOf(const LayoutOptions& layout);
+// A model built on the CPU holds its parameters and gradients in host memory: one whose share a rank cannot hold there
+// is refused before any of it is allocated (before, only --tp divided the count, so a model that --pp or --zero 3 would
+// have sharded was refused). A GPU's allocations are counted and refused one by one; its memory is not known before
+// it is opened.
+void checkFitsTheHost(const ModelConfig& config, const DeviceSpec& device, const LayoutOptions& layout, int ranksOnHost);
 
 }  // namespace ts::wl
