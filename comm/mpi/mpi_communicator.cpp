@@ -159,7 +159,8 @@ TimedBatch MpiCommunicator::timeBatch(int iters, int, const TimedOp& op) {
   // the clock reads enclose the MPI call alone. Everything else the harness does per iteration falls outside:
   // the call is built before the loop (no virtual dispatch through the communicator, no std::function), the
   // watchdog's "waiting for peers" mark spans barrier and call, and the sample's store, the heartbeat and the
-  // op's local finish (Collective::finishMpi) come after the second read. The slowest rank's time per iteration is taken by the caller, after the loop.
+  // op's local finish (Collective::finishMpi) come after the second read. The caller takes the slowest rank's
+  // time per iteration, after the loop.
   if (op.calls.size() > 1) throw Error("internal: the MPI communicator drives one rank per process");
   const CollectiveCall* c = op.calls.empty() ? nullptr : &op.calls.front();
   const MpiCall mc = call();

@@ -62,8 +62,8 @@ TEST(BroadcastTimedCall, EveryPathGivesTheCheckedResultOnEveryRank) {
       if (path == Path::kTimedLoop) EXPECT_EQ(comm.timeBatch(3, 0, TimedOp{{op.call}, {}}).opUs.size(), 3u);
       const CheckResult r = op.check(comm.rank(0));
       EXPECT_EQ(r.checked, op.lay.recvElems);
-      EXPECT_EQ(r.wrong, 0u) << "path " << static_cast<int>(path) << " root " << root << " rank " << comm.rank(0)
-                             << ": element " << r.firstWrong << " is " << r.firstGot << ", expected " << r.firstExpected;
+      EXPECT_EQ(r.wrong, 0u) << "path " << static_cast<int>(path) << " root " << root << " rank " << comm.rank(0) << ": element "
+                             << r.firstWrong << " is " << r.firstGot << ", expected " << r.firstExpected;
     }
 }
 

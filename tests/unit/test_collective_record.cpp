@@ -63,10 +63,10 @@ TEST(CollectiveRecord, JsonHasEveryFieldOfTheSchemaAndNoOther) {
   const nlohmann::json j = toJson(broadcast());
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
-  EXPECT_EQ(keys, (std::vector<std::string>{"algbw_gbps", "backend", "bus_factor", "busbw_gbps", "bytes", "check", "count",
-                                            "dtype", "empty_op_us", "graph", "host_time_us", "in_place", "iters", "kind", "op",
-                                            "processes", "rank_spread", "ranks", "redop", "root", "samples_us", "time_us",
-                                            "timer", "trials"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"algbw_gbps", "backend", "bus_factor",  "busbw_gbps", "bytes",        "check",
+                                            "count",      "dtype",   "empty_op_us", "graph",      "host_time_us", "in_place",
+                                            "iters",      "kind",    "op",          "processes",  "rank_spread",  "ranks",
+                                            "redop",      "root",    "samples_us",  "time_us",    "timer",        "trials"}));
   EXPECT_EQ(j["kind"], "collective");
   EXPECT_EQ(j["dtype"], "int32");
   EXPECT_EQ(j["bytes"].dump(), "4096");  // integers stay integers
