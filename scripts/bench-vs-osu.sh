@@ -4,9 +4,11 @@
 # The two alternate A B B A in every round, so that the drift of a shared machine falls on both; the table gives,
 # per size, the median over the runs of each side and their ratio (trainscope / OSU; the acceptance: within 1.05,
 # reduce_scatter 1.10). What each side's figure is: trainscope's, the median over iterations of each iteration's
-# slowest rank (docs/architecture.md, Measurement rules), beside it its empty-op baseline (the same timed loop around
-# no operation); OSU's, the mean over iterations averaged over ranks (osu_latency: the whole loop's time per
-# half round trip). Both run --placement out / MPI's own buffers, with the same warm-up and iterations at every size.
+# slowest rank (docs/architecture.md, Measurement rules), beside it the fastest and the slowest process's own
+# medians and its empty-op baseline (the same timed loop around no operation); OSU's, the mean over iterations
+# averaged over ranks (osu_latency: the whole loop's time per half round trip). At small sizes the slowest rank
+# of an iteration carries the skew of the barrier's exit, which OSU's average over ranks halves: compare the
+# processes' medians there too. Both run --placement out / MPI's own buffers, with the same warm-up and iterations at every size.
 #   scripts/bench-vs-osu.sh [OSU_MPI_DIR] [rounds=2] [iterations=200] [warm-up=20] [ranks=2]
 # OSU_MPI_DIR holds collective/osu_allreduce ... and pt2pt/osu_latency (an OSU 5.x install's
 # libexec/osu-micro-benchmarks/mpi; default $OSU_MPI or /tmp/osu/inst/libexec/osu-micro-benchmarks/mpi).
@@ -95,11 +97,11 @@ def ts_records(path):
 
 print(f"trainscope / OSU, MPI, {np} ranks, {iters} iterations after {warmup} warm-up; median over {runs} runs of each "
       "side (A B B A)\n")
-print("| benchmark | size (B) | OSU (us) | trainscope (us) | ratio | trainscope empty-op (us) |")
-print("|---|---:|---:|---:|---:|---:|")
+print("| benchmark | size (B) | OSU (us) | trainscope (us) | ratio | trainscope's processes' medians (us) | trainscope empty-op (us) |")
+print("|---|---:|---:|---:|---:|---:|---:|")
 worst = {}
 for name in ("all_reduce", "all_gather", "bcast", "reduce_scatter", "latency"):
-    osu, ts, empty = {}, {}, {}
+    osu, ts, empty, procs = {}, {}, {}, {}
     for r in range(1, runs + 1):
         table = osu_table(f"{work}/{name}-osu-{r}.txt")
         for size, us in table.items():
@@ -116,6 +118,8 @@ for name in ("all_reduce", "all_gather", "bcast", "reduce_scatter", "latency"):
             place = "in place" if rec["in_place"] else "out of place" if name == "bcast" else ""
             ts.setdefault((place, size), []).append(rec["time_us"]["median"])
             empty.setdefault((place, size), []).append(rec["empty_op_us"]["median"])
+            spread = rec["rank_spread"]
+            procs.setdefault((place, size), []).append((spread["fastest_median_us"], spread["slowest_median_us"]))
     for (place, size) in sorted(ts, key=lambda k: (k[1], k[0])):
         if size not in osu:
             continue
@@ -124,7 +128,9 @@ for name in ("all_reduce", "all_gather", "bcast", "reduce_scatter", "latency"):
         label = f"{name} {place}".strip()
         worst[label] = max(worst.get(label, 0.0), ratio)
         e = f"{statistics.median(empty[(place, size)]):.3f}" if (place, size) in empty else "—"
-        print(f"| {label} | {size} | {o:.2f} | {t:.2f} | {ratio:.2f} | {e} |")
+        p = procs.get((place, size))
+        p = f"{statistics.median(a for a, _ in p):.2f}–{statistics.median(b for _, b in p):.2f}" if p else "—"
+        print(f"| {label} | {size} | {o:.2f} | {t:.2f} | {ratio:.2f} | {p} | {e} |")
 print()
 for label, w in worst.items():
     limit = LIMIT.get(label.split()[0], 1.05)
