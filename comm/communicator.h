@@ -76,6 +76,13 @@ struct CollectiveCall {
   MpiReduceScatter mpiReduceScatter = kDefaultMpiReduceScatter;
 };
 
+// What a timed batch runs each iteration (Communicator::timeBatch). The calls are built once, before the
+// loop, so that the timed region holds the backend's call alone, as OSU's and nccl-tests' loops do.
+struct TimedOp {
+  std::vector<CollectiveCall> calls;  // one per local rank; none: the loop around no operation (the empty-op baseline)
+  std::function<void()> beforeEach;   // untimed, before each iteration (planted faults); empty: nothing
+};
+
 // One send or receive of a batch posted together (Communicator::startTogether).
 struct PointToPoint {
   enum class Kind { kSend, kRecv };
@@ -148,9 +155,10 @@ class Communicator {
   // Waits until everything issued has completed, or throws after timeoutS seconds (0: wait forever).
   virtual void synchronize(double timeoutS) = 0;
 
-  // Runs `launch` (one collective on every local rank) `iters` times and times each iteration.
+  // Runs `op` (one collective on every local rank) `iters` times and times each iteration.
   // graphIters > 0 (NCCL): capture that many launches in a CUDA graph and time graph replays instead.
-  virtual TimedBatch timeBatch(int iters, int graphIters, const std::function<void()>& launch) = 0;
+  // With no calls, the same loop times nothing: what the harness itself adds to each sample.
+  virtual TimedBatch timeBatch(int iters, int graphIters, const TimedOp& op) = 0;
 
   // Ends the communicator without waiting for peers (used on timeouts).
   virtual void abort() = 0;

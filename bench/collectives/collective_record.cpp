@@ -25,6 +25,7 @@ nlohmann::json toJson(const CollectiveRecord& r) {
       {"time_us", toJson(r.time)},
       {"samples_us", r.samplesUs},
       {"host_time_us", toJson(r.hostTime)},
+      {"empty_op_us", toJson(r.emptyOpTime)},
       {"algbw_gbps", r.algbwGbps},
       {"bus_factor", r.busFactor},
       {"busbw_gbps", r.busbwGbps},

@@ -36,6 +36,7 @@ struct CollectiveRecord {
   int graph = 0, iters = 0, trials = 0;
   Stats time, hostTime;           // per iteration (host: per op of a batch), the slowest rank's
   std::vector<double> samplesUs;  // behind time, in order
+  Stats emptyOpTime;              // the empty-op baseline: the same loop around no operation, the slowest rank's
   double algbwGbps = 0, busFactor = 0, busbwGbps = 0;
   RankSpread spread;
   bool checked = false;     // the result was checked (untimed) before timing

@@ -35,6 +35,10 @@ namespace ts {
 namespace {
 
 constexpr unsigned char kPoison = 0xff;  // NaN in every float type, -1/255 in the integers: never an expected value
+// The host staging buffer of the result check: inputs and outputs pass through it in pieces of this size, so
+// that a sweep's memory is its two communication buffers plus a constant (issue #40: a whole-size staging
+// buffer made a sweep to 256 MiB peak at 3.4x its largest message).
+constexpr std::size_t kStagingBytes = std::size_t{4} << 20;
 
 std::uint64_t availableHostMemory() {
   std::ifstream in("/proc/meminfo");
@@ -62,11 +66,11 @@ class CollectivesRun {
 
   void allocate() {
     const std::size_t bytes = (o_.maxBytes + 4095) / 4096 * 4096;
-    // Host memory: one staging buffer, plus both communication buffers on the MPI backend; all processes
+    // Host memory: both communication buffers on the MPI backend, and the staging buffer; all processes
     // of a host share it.
     const auto hosts = boot_.allGatherStrings(hostName());
     const auto here = static_cast<std::uint64_t>(std::count(hosts.begin(), hosts.end(), hostName()));
-    const std::uint64_t perProcess = bytes * (comm_.backend() == BackendKind::kMpi ? 3 : 1);
+    const std::uint64_t perProcess = bytes * (comm_.backend() == BackendKind::kMpi ? 2 : 0) + kStagingBytes;
     const std::uint64_t avail = availableHostMemory();
     if (avail && perProcess * here > avail)
       throw UsageError(
@@ -77,7 +81,7 @@ class CollectivesRun {
       a_.emplace_back(comm_, l, bytes);
       b_.emplace_back(comm_, l, bytes);
     }
-    host_.assign(bytes, 0);
+    host_.assign(kStagingBytes, 0);
   }
 
   // Runs the sweep, adding each record to `writer` (process 0 only); returns the number of wrong elements.
@@ -213,35 +217,56 @@ class CollectivesRun {
                        call ? ", " + variantOf(call) : "");
   }
 
+  // The pieces of `elems` elements of `elt` bytes that the staging buffer holds, in order.
+  static std::vector<ElementRange> piecesOf(std::size_t elems, std::size_t elt) {
+    const std::size_t per = kStagingBytes / elt;
+    std::vector<ElementRange> out;
+    for (std::size_t b = 0; b < elems; b += per) out.push_back({b, std::min(elems, b + per)});
+    return out;
+  }
+
+  // Writes kPoison over `elems` elements of local rank l's buffer at `dst`, through the staging buffer.
+  void poison(int l, void* dst, std::size_t elems, std::size_t elt) {
+    std::memset(host_.data(), kPoison, host_.size());
+    for (const ElementRange r : piecesOf(elems, elt))
+      comm_.copyIn(l, static_cast<char*>(dst) + r.begin * elt, host_.data(), (r.end - r.begin) * elt);
+  }
+
   // Fills inputs over poisoned outputs, runs the op once, and counts wrong elements on this process.
   std::size_t checkOnce(const Collective& c, const CollectiveArgs& a, const CollectiveLayout& lay, bool inPlace,
                         const std::optional<Fault>& fault, const std::function<void()>& launch) {
     const std::size_t elt = dtypeSize(a.dtype);
     for (int l = 0; l < comm_.localCount(); ++l) {
       const Placement p = placement(l, c, lay, a.dtype, inPlace);
-      std::memset(host_.data(), kPoison, std::max({p.extentElems, lay.sendElems, lay.recvElems}) * elt);
-      if (inPlace) {
-        comm_.copyIn(l, a_[l].get(), host_.data(), p.extentElems * elt);
-      } else {
-        comm_.copyIn(l, p.recv, host_.data(), lay.recvElems * elt);
+      if (inPlace)
+        poison(l, a_[l].get(), p.extentElems, elt);
+      else
+        poison(l, p.recv, lay.recvElems, elt);
+      for (const ElementRange r : piecesOf(lay.sendElems, elt)) {
+        fillInput(c, a, comm_.rank(l), lay, host_.data(), r);
+        comm_.copyIn(l, static_cast<char*>(p.send) + r.begin * elt, host_.data(), (r.end - r.begin) * elt);
       }
-      fillInput(c, a, comm_.rank(l), lay, host_.data());
-      comm_.copyIn(l, p.send, host_.data(), lay.sendElems * elt);
     }
     launch();
     comm_.synchronize(0);  // the watchdog times it, and speaks for this process if the peers never come
     std::size_t wrong = 0;
     for (int l = 0; l < comm_.localCount(); ++l) {
       const Placement p = placement(l, c, lay, a.dtype, inPlace);
-      comm_.copyOut(l, host_.data(), p.recv, lay.recvElems * elt);
-      if (fault && fault->kind == Fault::Kind::kCorrupt && fault->matches(comm_.rank(l), std::string(c.name()), lay.bytes)) {
-        for (std::size_t i = 0; i < lay.recvElems; ++i) {
+      const bool corrupt =
+          fault && fault->kind == Fault::Kind::kCorrupt && fault->matches(comm_.rank(l), std::string(c.name()), lay.bytes);
+      bool planted = false;
+      CheckResult mine;
+      for (const ElementRange r : piecesOf(lay.recvElems, elt)) {
+        comm_.copyOut(l, host_.data(), static_cast<const char*>(p.recv) + r.begin * elt, (r.end - r.begin) * elt);
+        for (std::size_t i = r.begin; corrupt && !planted && i < r.end; ++i) {
           if (!c.expected(a, comm_.rank(l), i, lay)) continue;
-          storeElement(host_.data(), a.dtype, i, loadElement(host_.data(), a.dtype, i) + 1);  // the planted wrong element
-          break;
+          const std::size_t at = i - r.begin;  // the planted wrong element
+          storeElement(host_.data(), a.dtype, at, loadElement(host_.data(), a.dtype, at) + 1);
+          planted = true;
         }
+        addPiece(mine, checkOutput(c, a, comm_.rank(l), lay, host_.data(), r));
       }
-      wrong += checkOutput(c, a, comm_.rank(l), lay, host_.data()).wrong;
+      wrong += mine.wrong;
     }
     return wrong;
   }
@@ -251,21 +276,29 @@ class CollectivesRun {
     std::vector<double> us, hostUs;
   };
 
-  Timings timeIterations(const IterationCounts& n, const std::function<void()>& launch,
-                         const std::function<void()>& timedLaunch) {
+  // The warm-up runs `op` without its planted fault; the trials run it as given.
+  Timings timeIterations(const IterationCounts& n, const TimedOp& op) {
     Timings out;
     WatchdogScope guard(*watchdog_);
     if (n.warmup > 0) {
       trace::Span warm("warm-up", trace::Role::kCommunication);
-      comm_.timeBatch(n.warmup, o_.graph, launch);
+      comm_.timeBatch(n.warmup, o_.graph, TimedOp{op.calls, {}});
     }
     for (int t = 0; t < o_.trials; ++t) {
       trace::Span trial("trial", trace::Role::kCommunication, t);
-      const TimedBatch b = comm_.timeBatch(n.iters, o_.graph, timedLaunch);
+      const TimedBatch b = comm_.timeBatch(n.iters, o_.graph, op);
       out.us.insert(out.us.end(), b.opUs.begin(), b.opUs.end());
       out.hostUs.push_back(b.hostUsPerOp);
     }
     return out;
+  }
+
+  // The empty-op baseline: the same timed loop, as many iterations, around no operation; what of each sample
+  // is the harness's own (the clock reads; on NCCL the events between iterations).
+  std::vector<double> timeEmptyOp(const IterationCounts& n) {
+    WatchdogScope guard(*watchdog_);
+    trace::Span empty("empty-op baseline", trace::Role::kCommunication);
+    return comm_.timeBatch(n.iters, 0, TimedOp{}).opUs;
   }
 
   // The slowest process per iteration sets the time; each process's median shows the spread.
@@ -307,23 +340,20 @@ class CollectivesRun {
     trace::Span span(what, trace::Role::kCommunication);  // and its NVTX range
     if (trace::enabled()) span.annotate({{"bytes", lay.bytes}, {"op", std::string(c.name())}, {"ranks", comm_.worldSize()}});
 
-    std::vector<Placement> ptrs;
-    for (int l = 0; l < comm_.localCount(); ++l) ptrs.push_back(placement(l, c, lay, a.dtype, inPlace));
-    auto launch = [&] {
+    TimedOp op;
+    for (int l = 0; l < comm_.localCount(); ++l) {
+      const Placement p = placement(l, c, lay, a.dtype, inPlace);
+      op.calls.push_back(c.call(comm_.rank(l), p.send, p.recv, lay, a));
+    }
+    const auto launch = [&] {
       comm_.groupStart();
-      for (int l = 0; l < comm_.localCount(); ++l) c.launch(comm_, l, ptrs[l].send, ptrs[l].recv, lay, a);
+      for (int l = 0; l < comm_.localCount(); ++l) comm_.run(l, op.calls[static_cast<std::size_t>(l)]);
       comm_.groupEnd();
     };
-    // Planted faults (tests only) go through a separate launcher, so the normal one carries no extra branch.
-    bool faultHere = false;
+    // A planted fault (tests only) acts before each timed iteration, outside the timed region.
     for (int l = 0; l < comm_.localCount(); ++l)
-      faultHere =
-          faultHere || (fault_ && fault_->inOperation() && fault_->matches(comm_.rank(l), std::string(c.name()), lay.bytes));
-    const std::function<void()> timedLaunch = faultHere ? std::function<void()>([&] {
-      injectInOperation(*fault_);
-      launch();
-    })
-                                                        : std::function<void()>(launch);
+      if (fault_ && fault_->inOperation() && fault_->matches(comm_.rank(l), std::string(c.name()), lay.bytes))
+        op.beforeEach = [f = *fault_] { injectInOperation(f); };
 
     CollectiveRecord r;
     if (o_.check) {
@@ -332,7 +362,8 @@ class CollectivesRun {
       r.wrong = boot_.sum(static_cast<long long>(checkOnce(c, a, lay, inPlace, fault_, launch)));
     }
     const IterationCounts counts = iterationsAt(o_, lay.bytes);
-    const OverProcesses over = slowestOverProcesses(timeIterations(counts, launch, timedLaunch));
+    const OverProcesses over = slowestOverProcesses(timeIterations(counts, op));
+    const OverProcesses empty = slowestOverProcesses({timeEmptyOp(counts), {}});
     r.op = std::string(c.name());
     r.backend = comm_.backend();
     r.timer = comm_.timer();
@@ -351,6 +382,7 @@ class CollectivesRun {
     r.time = summarize(over.slowest.us);
     r.hostTime = summarize(over.slowest.hostUs);
     r.samplesUs = over.slowest.us;
+    r.emptyOpTime = summarize(empty.slowest.us);
     r.algbwGbps = r.time.median > 0 ? static_cast<double>(lay.bytes) / (r.time.median * 1e-6) / 1e9 : 0;
     r.busFactor = c.busFactor(comm_.worldSize());
     r.busbwGbps = r.algbwGbps * r.busFactor;

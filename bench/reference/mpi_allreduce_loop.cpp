@@ -1,7 +1,7 @@
 // The reference for trainscope's MPI overhead (scripts/bench-collectives.sh): the smallest honest
 // MPI_Allreduce timing loop, with nothing of trainscope in it. Same method as trainscope's MPI timer:
 // a barrier before each iteration (untimed), steady_clock around the call, the slowest rank per
-// iteration, the median over iterations; MPI initialised for MPI_THREAD_FUNNELED as trainscope does.
+// iteration, the median over iterations; MPI initialised for MPI_THREAD_SINGLE as trainscope does.
 // Prints "bytes median_us" per size on rank 0.
 #include <mpi.h>
 
@@ -14,7 +14,7 @@
 
 int main(int argc, char** argv) {
   int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   const long minBytes = argc > 1 ? std::atol(argv[1]) : 8;

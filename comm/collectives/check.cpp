@@ -1,5 +1,6 @@
 #include "comm/collectives/check.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace ts {
@@ -30,19 +31,28 @@ double representable(double v, DType t) {
 }  // namespace
 
 void fillInput(const Collective& c, const CollectiveArgs& a, int rank, const CollectiveLayout& lay, void* hostSend) {
-  for (std::size_t i = 0; i < lay.sendElems; ++i) storeElement(hostSend, a.dtype, i, c.input(a, rank, i));
+  fillInput(c, a, rank, lay, hostSend, {0, lay.sendElems});
+}
+
+void fillInput(const Collective& c, const CollectiveArgs& a, int rank, const CollectiveLayout&, void* host, ElementRange r) {
+  for (std::size_t i = r.begin; i < r.end; ++i) storeElement(host, a.dtype, i - r.begin, c.input(a, rank, i));
 }
 
 CheckResult checkOutput(const Collective& c, const CollectiveArgs& a, int rank, const CollectiveLayout& lay,
                         const void* hostRecv) {
+  return checkOutput(c, a, rank, lay, hostRecv, {0, lay.recvElems});
+}
+
+CheckResult checkOutput(const Collective& c, const CollectiveArgs& a, int rank, const CollectiveLayout& lay, const void* host,
+                        ElementRange r) {
   CheckResult res;
   const bool approx = c.reduces() && a.redop == RedOp::kAvg && dtypeIsFloat(a.dtype);
   const double tolUlps = 2.0 * a.nranks * epsilonOf(a.dtype);
-  for (std::size_t i = 0; i < lay.recvElems; ++i) {
+  for (std::size_t i = r.begin; i < r.end; ++i) {
     const auto want = c.expected(a, rank, i, lay);
     if (!want) continue;
     const double expect = representable(*want, a.dtype);
-    const double got = loadElement(hostRecv, a.dtype, i);
+    const double got = loadElement(host, a.dtype, i - r.begin);
     ++res.checked;
     const bool ok = approx ? std::fabs(got - expect) <= tolUlps * std::max(1.0, std::fabs(expect)) : got == expect;
     if (!ok) {
@@ -55,6 +65,16 @@ CheckResult checkOutput(const Collective& c, const CollectiveArgs& a, int rank, 
     }
   }
   return res;
+}
+
+void addPiece(CheckResult& whole, const CheckResult& piece) {
+  if (whole.wrong == 0 && piece.wrong > 0) {
+    whole.firstWrong = piece.firstWrong;
+    whole.firstGot = piece.firstGot;
+    whole.firstExpected = piece.firstExpected;
+  }
+  whole.checked += piece.checked;
+  whole.wrong += piece.wrong;
 }
 
 }  // namespace ts

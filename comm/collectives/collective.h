@@ -110,8 +110,12 @@ class Collective {
 
   // The backends' calls, each written in the collective's own file (under TRAINSCOPE_HAVE_MPI and
   // TRAINSCOPE_HAVE_NCCL; these defaults, for a build without the library, are never reached).
-  // The blocking MPI call, with NCCL's buffer conventions (communicator.h).
+  // The blocking MPI call, with NCCL's buffer conventions (communicator.h): runMpi, then finishMpi.
   virtual void runMpi(const MpiCall& m, const CollectiveCall& c) const;
+  // Local work that NCCL's conventions need once the MPI call has returned and that moves nothing between
+  // ranks (the root's copy of an out-of-place broadcast: MPI_Bcast has one buffer). The sweep's timed loop
+  // runs it after its clock has stopped, as OSU times MPI_Bcast alone.
+  virtual void finishMpi(const MpiCall&, const CollectiveCall&) const {}
   // Issues the nonblocking MPI form and returns true; false where there is none for this call (the
   // communicator then runs it blocking). `finish` is what must run once the request completes, if anything.
   virtual bool startMpi(const MpiCall& m, const CollectiveCall& c, MpiRequest& request, std::function<void()>& finish) const;

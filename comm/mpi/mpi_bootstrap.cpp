@@ -16,11 +16,13 @@ MpiBootstrap::MpiBootstrap() {
   int initialized = 0;
   MPI_CHECK(MPI_Initialized(&initialized));
   if (!initialized) {
-    // FUNNELED, as training programs ask for: MPI_THREAD_MULTIPLE makes Open MPI take locks on every call,
-    // which adds ~0.3 us to small-message latency, a cost the users' programs would not pay. The watchdog
-    // thread's MPI_Abort is the one call made off the main thread; Open MPI honours it (tested), and
-    // abortAll falls back to _Exit, after which the launcher ends the other ranks.
-    MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &threadLevel_));
+    // SINGLE, as OSU's benchmarks initialise MPI: Open MPI 4.1 turns its thread locks on for any level above
+    // SINGLE (FUNNELED included, not only MULTIPLE), which cost every small message ~0.2 us (issue #40: an
+    // 8-byte all_reduce in the same bare loop, 0.26-0.32 us under SINGLE against 0.43-0.47 under FUNNELED, 4 of
+    // 4 interleaved pairs). Only the main thread calls MPI; the watchdog thread's MPI_Abort is the one call
+    // made off it, at the end of a run that timed out: Open MPI honours it (tested), and abortAll falls back to
+    // _Exit, after which the launcher ends the other ranks.
+    MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SINGLE, &threadLevel_));
   }
   MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
   MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &control_));

@@ -36,7 +36,7 @@ class MpiCommunicator final : public Communicator {
   std::unique_ptr<PendingCollective> startRecv(int l, void* buf, std::size_t count, DType t, int peer, int tag) override;
 
   void synchronize(double) override {}
-  TimedBatch timeBatch(int iters, int graphIters, const std::function<void()>& launch) override;
+  TimedBatch timeBatch(int iters, int graphIters, const TimedOp& op) override;
   void abort() override;
 
  private:

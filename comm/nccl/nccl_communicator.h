@@ -45,7 +45,7 @@ class NcclCommunicator final : public Communicator {
   void groupStart() override;
   void groupEnd() override;
   void synchronize(double timeoutS) override;
-  TimedBatch timeBatch(int iters, int graphIters, const std::function<void()>& launch) override;
+  TimedBatch timeBatch(int iters, int graphIters, const TimedOp& op) override;
   void abort() override;
 
  private:

@@ -4,6 +4,7 @@ the issue asks: one clear line, a non-zero exit, the measured records kept, no h
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,7 @@ def test_full_sweep_checks_clean_and_follows_the_formulas(np, tmp_path, validate
     assert doc["run"]["world"]["processes"] == np and layout["size"] == np and layout["backend"] == "mpi"
     assert [r["rank"] for r in layout["ranks"]] == list(range(np)) and all(r["device"] == "cpu" for r in layout["ranks"])
     assert all(len(rec["samples_us"]) == 5 and min(rec["samples_us"]) == rec["time_us"]["min"] for rec in records)
+    assert all(rec["empty_op_us"]["n"] == 5 for rec in records)  # the empty-op baseline: as many iterations, around nothing
     # The table: one section per (op, dtype, redop) and no wrong element anywhere.
     assert r.out.count("# Out of bounds values : 0 OK") == sum(2 * (2 if collective(op).reduces else 1) for op in on_backend("mpi"))
 
@@ -156,7 +158,8 @@ def test_the_default_reduce_scatter_call_is_named_in_every_record(tmp_path):
 
 # The calls the sweep does not reach (it calls blocking, the ZeRO layouts nonblocking) are C++ tests run
 # under mpirun (tests/mpi/test_reduce_scatter_calls.cpp): each call, in place and out of place, blocking
-# and nonblocking, checked on every rank.
+# and nonblocking, checked on every rank; and out-of-place broadcast's timed call without the root's copy,
+# each path still right on every rank (tests/mpi/test_broadcast_timed_call.cpp).
 MPI_TESTS = Path(trainscope_path()).parent / "tests" / "ts_mpi_tests"
 
 
@@ -168,7 +171,7 @@ def test_both_reduce_scatter_calls_check_clean_blocking_and_nonblocking(np):
     proc = subprocess.run(["mpirun", "-np", str(np), "--oversubscribe", str(MPI_TESTS), "--gtest_color=no"],
                           capture_output=True, text=True, env=base_env(), timeout=300)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    assert proc.stdout.count("[  PASSED  ] 8 tests.") == np, proc.stdout[-4000:]
+    assert proc.stdout.count("[  PASSED  ] 10 tests.") == np, proc.stdout[-4000:]
 
 
 BAD_INPUTS = [
@@ -316,3 +319,39 @@ def test_sizes_from_large_bytes_on_take_the_large_counts_and_each_record_says_it
         assert rec["check"]["passed"]
     config = doc["run"]["config"]
     assert (config["large_bytes"], config["large_iters"], config["large_warmup"]) == ("16K", 3, 1)
+
+
+# Runs its arguments (one rank of trainscope under mpirun) as a child and prints the child's exit code and its
+# peak resident memory (the kernel's accounting of this wrapper's children), one JSON line per rank.
+PEAK = """
+import json, resource, subprocess, sys
+rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode
+print(json.dumps({"rc": rc, "peak_kib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}), flush=True)
+"""
+
+
+def peak_rss_per_rank(args):
+    """Each rank's peak resident memory in bytes, for `trainscope collectives --backend mpi ARGS` at 2 ranks."""
+    if not shutil.which("mpirun"):
+        pytest.skip("mpirun not installed")
+    cmd = ["mpirun", "-np", "2", "--oversubscribe", sys.executable, "-c", PEAK, trainscope_path(), "collectives",
+           "--backend", "mpi", *[str(a) for a in args]]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=base_env(), timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    ranks = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert len(ranks) == 2 and all(r["rc"] == 0 for r in ranks), proc.stdout + proc.stderr
+    return [r["peak_kib"] * 1024 for r in ranks]
+
+
+def test_a_sweeps_memory_is_its_two_buffers_and_a_constant():
+    """Issue #40: a sweep to 256 MiB peaked at 3.4x its largest message: beside the two communication buffers the
+    result check staged inputs and outputs through a third, whole-size host buffer. It stages through a fixed one in
+    pieces now: each rank's peak is at most that of an 8-byte sweep (the binary, its libraries, MPI) plus twice the
+    largest message plus 32 MiB (the 4 MiB staging buffer, and room for the allocator). Broadcast, which makes no
+    temporary inside MPI (all_reduce's ring adds count/n elements in Open MPI, as under osu_allreduce)."""
+    largest = 64 << 20
+    base = max(peak_rss_per_rank(["--ops", "broadcast", "-b", "8", "-e", "8", "-w", "0", "-n", "1"]))
+    peaks = peak_rss_per_rank(["--ops", "broadcast", "-b", "1M", "-e", str(largest), "-f", "8", "-w", "1", "-n", "2"])
+    for rank, peak in enumerate(peaks):
+        assert peak <= base + 2 * largest + (32 << 20), \
+            f"rank {rank}: peak {peak / 2**20:.0f} MiB, an 8-byte sweep's {base / 2**20:.0f} MiB + 2 x {largest >> 20} MiB + 32 MiB"

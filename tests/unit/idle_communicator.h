@@ -46,7 +46,7 @@ class IdleCommunicator final : public Communicator {
     return std::make_unique<Done>();
   }
   void synchronize(double) override {}
-  TimedBatch timeBatch(int, int, const std::function<void()>&) override { return {}; }
+  TimedBatch timeBatch(int, int, const TimedOp&) override { return {}; }
   void abort() override {}
 
   // Every split asked of this group, in order; and how this group came from its parent (none: the world).

@@ -24,6 +24,7 @@ CollectiveRecord broadcast() {
   r.trials = 1;
   r.time.median = 12.5;
   r.samplesUs = {12.5, 13};
+  r.emptyOpTime.median = 0.03;
   r.algbwGbps = 0.25;
   r.busFactor = 1;
   r.busbwGbps = 0.25;
@@ -62,15 +63,16 @@ TEST(CollectiveRecord, JsonHasEveryFieldOfTheSchemaAndNoOther) {
   const nlohmann::json j = toJson(broadcast());
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
-  EXPECT_EQ(keys, (std::vector<std::string>{"algbw_gbps", "backend",    "bus_factor", "busbw_gbps",   "bytes",    "check",
-                                            "count",      "dtype",      "graph",      "host_time_us", "in_place", "iters",
-                                            "kind",       "op",         "processes",  "rank_spread",  "ranks",    "redop",
-                                            "root",       "samples_us", "time_us",    "timer",        "trials"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"algbw_gbps", "backend", "bus_factor",  "busbw_gbps", "bytes",        "check",
+                                            "count",      "dtype",   "empty_op_us", "graph",      "host_time_us", "in_place",
+                                            "iters",      "kind",    "op",          "processes",  "rank_spread",  "ranks",
+                                            "redop",      "root",    "samples_us",  "time_us",    "timer",        "trials"}));
   EXPECT_EQ(j["kind"], "collective");
   EXPECT_EQ(j["dtype"], "int32");
   EXPECT_EQ(j["bytes"].dump(), "4096");  // integers stay integers
   EXPECT_EQ(j["bus_factor"].dump(), "1.0");
   EXPECT_EQ(j["samples_us"].dump(), "[12.5,13.0]");
+  EXPECT_EQ(j["empty_op_us"]["median"], 0.03);  // the harness's own time per sample, beside the op's
 }
 
 TEST(CollectiveRecord, ReduceScatterOnMpiNamesItsCallAsTheAlgo) {
