@@ -59,7 +59,9 @@ TEST(BroadcastTimedCall, EveryPathGivesTheCheckedResultOnEveryRank) {
       OutOfPlace op(comm, root, 300000);
       if (path == Path::kBlocking) comm.run(0, op.call);
       if (path == Path::kNonblocking) comm.start(0, op.call)->wait(60);
-      if (path == Path::kTimedLoop) EXPECT_EQ(comm.timeBatch(3, 0, TimedOp{{op.call}, {}}).opUs.size(), 3u);
+      if (path == Path::kTimedLoop) {
+        EXPECT_EQ(comm.timeBatch(3, 0, TimedOp{{op.call}, {}}).opUs.size(), 3u);
+      }
       const CheckResult r = op.check(comm.rank(0));
       EXPECT_EQ(r.checked, op.lay.recvElems);
       EXPECT_EQ(r.wrong, 0u) << "path " << static_cast<int>(path) << " root " << root << " rank " << comm.rank(0) << ": element "

@@ -159,7 +159,9 @@ TEST(MeshGroups, TheReplicasAndTheDataShardsAreGroupsOverTheAxesThatSayTheyAre) 
       EXPECT_EQ(mesh.replicaIndex(), std::find(replicas.begin(), replicas.end(), rank) - replicas.begin()) << l.name();
       EXPECT_EQ(mesh.dataIndex(), std::find(shards.begin(), shards.end(), rank) - shards.begin()) << l.name();
       for (AxisSet set : everySet())
-        if (!own.count(set)) EXPECT_THROW(mesh.group(set), Error) << axisSetName(set);  // not asked for
+        if (!own.count(set)) {
+          EXPECT_THROW(mesh.group(set), Error) << axisSetName(set);  // not asked for
+        }
     }
   }
   // A single process: every group has one rank and none is made.
