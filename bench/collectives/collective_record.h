@@ -20,6 +20,10 @@ namespace ts {
 struct RankSpread {
   int fastest = 0, slowest = 0;
   double fastestMedianUs = 0, slowestMedianUs = 0;
+  // Each process's mean over the iterations, averaged over the processes: OSU's figure (its benchmarks reduce every
+  // rank's mean to their average). At small sizes it sits below the slowest rank's median by the barrier's exit skew,
+  // which the slowest rank of an iteration carries (issue #40): the figure to set against OSU's.
+  double meanOfProcessMeansUs = 0;
 };
 
 struct CollectiveRecord {

@@ -318,8 +318,10 @@ class CollectivesRun {
       const std::vector<double> theirs(all.begin() + p * n, all.begin() + (p + 1) * n);
       for (std::size_t i = 0; i < n; ++i) out.slowest.us[i] = std::max(out.slowest.us[i], theirs[i]);
       for (std::size_t i = 0; i < nh; ++i) out.slowest.hostUs[i] = std::max(out.slowest.hostUs[i], allHost[p * nh + i]);
-      const double med = summarize(theirs).median;
+      const Stats stats = summarize(theirs);
+      const double med = stats.median;
       RankSpread& s = out.spread;
+      s.meanOfProcessMeansUs += stats.mean / boot_.size();
       if (p == 0 || med < s.fastestMedianUs) {
         s.fastestMedianUs = med;
         s.fastest = p;

@@ -60,6 +60,10 @@ def test_full_sweep_checks_clean_and_follows_the_formulas(np, tmp_path, validate
     assert [r["rank"] for r in layout["ranks"]] == list(range(np)) and all(r["device"] == "cpu" for r in layout["ranks"])
     assert all(len(rec["samples_us"]) == 5 and min(rec["samples_us"]) == rec["time_us"]["min"] for rec in records)
     assert all(rec["empty_op_us"]["n"] == 5 for rec in records)  # the empty-op baseline: as many iterations, around nothing
+    # OSU's figure, the processes' own means averaged: every process's sample of an iteration is at most that
+    # iteration's slowest, so their means average to at most the slowest rank's mean.
+    for rec in records:
+        assert 0 < rec["rank_spread"]["mean_of_process_means_us"] <= rec["time_us"]["mean"] * (1 + 1e-9), rec
     # The table: one section per (op, dtype, redop) and no wrong element anywhere.
     assert r.out.count("# Out of bounds values : 0 OK") == sum(2 * (2 if collective(op).reduces else 1) for op in on_backend("mpi"))
 
@@ -355,3 +359,16 @@ def test_a_sweeps_memory_is_its_two_buffers_and_a_constant():
     for rank, peak in enumerate(peaks):
         assert peak <= base + 2 * largest + (32 << 20), \
             f"rank {rank}: peak {peak / 2**20:.0f} MiB, an 8-byte sweep's {base / 2**20:.0f} MiB + 2 x {largest >> 20} MiB + 32 MiB"
+
+
+def test_one_process_mean_of_means_is_its_own_mean(tmp_path):
+    """With one process OSU's figure (the processes' means averaged) is that process's mean: the slowest rank's."""
+    out = tmp_path / "one.json"
+    r = run_trainscope(["collectives", "--backend", "mpi", "--ops", "all_reduce,broadcast", "-b", "8", "-e", "4K", "-f", 8,
+                        "-n", 7, "-w", 1, "--json", out])
+    assert r.rc == 0, r.err
+    records = [x for x in json.loads(out.read_text())["records"] if x["kind"] == "collective"]
+    assert records
+    for rec in records:
+        assert rec["rank_spread"]["mean_of_process_means_us"] == pytest.approx(rec["time_us"]["mean"], rel=1e-9), rec
+

@@ -28,7 +28,7 @@ CollectiveRecord broadcast() {
   r.algbwGbps = 0.25;
   r.busFactor = 1;
   r.busbwGbps = 0.25;
-  r.spread = {1, 0, 12, 12.5};
+  r.spread = {1, 0, 12, 12.5, 12.2};
   r.checked = true;
   r.wrong = 3;
   return r;
@@ -43,7 +43,7 @@ TEST(CollectiveRecord, JsonStatesWhatTheOpLacksAsNull) {
   EXPECT_EQ(j["root"].dump(), "2");
   EXPECT_EQ(j["check"].dump(), R"({"passed":false,"performed":true,"wrong":3})");
   EXPECT_EQ(j["rank_spread"].dump(),
-            R"({"fastest":1,"fastest_median_us":12.0,"slowest":0,"slowest_median_us":12.5,"unit":"process"})");
+            R"({"fastest":1,"fastest_median_us":12.0,"mean_of_process_means_us":12.2,"slowest":0,"slowest_median_us":12.5,"unit":"process"})");
   EXPECT_FALSE(j.contains("label") || j.contains("step"));
 
   r.root.reset();
