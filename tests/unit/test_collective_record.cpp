@@ -42,8 +42,9 @@ TEST(CollectiveRecord, JsonStatesWhatTheOpLacksAsNull) {
   EXPECT_TRUE(j["redop"].is_null());
   EXPECT_EQ(j["root"].dump(), "2");
   EXPECT_EQ(j["check"].dump(), R"({"passed":false,"performed":true,"wrong":3})");
-  EXPECT_EQ(j["rank_spread"].dump(),
-            R"({"fastest":1,"fastest_median_us":12.0,"mean_of_process_means_us":12.2,"slowest":0,"slowest_median_us":12.5,"unit":"process"})");
+  EXPECT_EQ(
+      j["rank_spread"].dump(),
+      R"({"fastest":1,"fastest_median_us":12.0,"mean_of_process_means_us":12.2,"slowest":0,"slowest_median_us":12.5,"unit":"process"})");
   EXPECT_FALSE(j.contains("label") || j.contains("step"));
 
   r.root.reset();
