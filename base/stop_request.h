@@ -34,10 +34,15 @@ class StoppedWhileWaiting : public StoppedBySignal {
   explicit StoppedWhileWaiting(const std::string& what) : StoppedBySignal(stopRequested(), what) {}
 };
 
+// How long the waits for peers go on after a peer's end is noted, by what is known of it.
+enum class PeerEndGrace {
+  kShared,    // a peer's error, which every process may meet at the same point: a moment to meet it here too
+  kVanished,  // a peer that ended without a word: what it sent before may still complete the exchange waited in
+  kNone,      // a peer that said it ends (its own timeout, a signal): at once
+};
 // A peer's failure, noted by process 0's lifeline hub: `line` is what the peer said (or what is known of its end),
-// `exitCode` the code the run ends with. `mayBeShared`: a failure that every process may meet at the same point
-// (a peer's error, not its death or a signal), which the waits give a moment to meet here too.
-void notePeerFailure(const std::string& line, int exitCode, bool mayBeShared);
+// `exitCode` the code the run ends with.
+void notePeerFailure(const std::string& line, int exitCode, PeerEndGrace grace);
 bool peerFailureNoted();  // one atomic load
 // What the waits for peers throw once a peer failure is noted: that peer's line.
 class PeerFailed : public Error {

@@ -172,7 +172,10 @@ void onPeerEnd(const PeerEnd& e) {
   if (e.kind == PeerEndKind::kClosed) return;
   if (activity::errorWasReported() || g_state.load() == kEnding) return;  // this process is ending the run already
   const bool failed = e.kind == PeerEndKind::kFailed;
-  notePeerFailure(peerSummary(e), peerExitCode(e), failed);
+  notePeerFailure(peerSummary(e), peerExitCode(e),
+                  failed                             ? PeerEndGrace::kShared
+                  : e.kind == PeerEndKind::kVanished ? PeerEndGrace::kVanished
+                                                     : PeerEndGrace::kNone);
   const auto by = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                      std::chrono::duration<double>(failed ? kAfterPeerFailureS : kAfterPeerEndS));
   std::lock_guard lock(g_mu);
