@@ -8,13 +8,11 @@
 # With TS_BUILD_GIVEN=1 the programs in TS_BUILD (default build/) are used as they are, without setup.sh.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-if [[ -z "${TS_BUILD_GIVEN:-}" ]]; then "$TS_ROOT/scripts/setup.sh" >/dev/null; fi
+ts_bench_start
 ts_mpi_env
 NP="${1:-2}"
 ROUNDS="${2:-5}"
 MIN=8 MAX="${3:-$((16 << 20))}" WARMUP=10 ITERS="${4:-100}"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
 
 for round in $(seq 1 "$ROUNDS"); do
   echo "bench-collectives: round $round/$ROUNDS" >&2

@@ -12,14 +12,12 @@
 # With TS_BUILD_GIVEN=1 the trainscope in TS_BUILD (default build/) is used as it is, without setup.sh.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-if [[ -z "${TS_BUILD_GIVEN:-}" ]]; then "$TS_ROOT/scripts/setup.sh" >/dev/null; fi
+ts_bench_start
 ROUNDS="${1:-4}"
 ITERS="${2:-30}"
 THREADS="${3:-$(nproc)}"
 WARMUP=3
 PY="$(ts_python numpy)"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
 
 # name batch M N K transB: the shapes file and numpy's worker both read this list.
 cat > "$work/shapes.txt" <<'EOF'

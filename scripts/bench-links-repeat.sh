@@ -11,13 +11,11 @@
 # setup.sh.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-if [[ -z "${TS_BUILD_GIVEN:-}" ]]; then "$TS_ROOT/scripts/setup.sh" >/dev/null; fi
+ts_bench_start
 ts_mpi_env
 RUNS="${1:-5}"
 OSU_BW="${2:-${OSU_BW:-/tmp/osu/inst/libexec/osu-micro-benchmarks/mpi/pt2pt/osu_bw}}"
 [[ -x "$OSU_BW" ]] || { echo "bench-links-repeat: error: no osu_bw at $OSU_BW (give its path as the second argument or OSU_BW)" >&2; exit 2; }
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 trainscope_run() {

@@ -10,14 +10,12 @@
 # With TS_BUILD_GIVEN=1 the trainscope in TS_BUILD (default build/) is used as it is, without setup.sh.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-if [[ -z "${TS_BUILD_GIVEN:-}" ]]; then "$TS_ROOT/scripts/setup.sh" >/dev/null; fi
+ts_bench_start
 ts_mpi_env
 ROUNDS="${1:-4}"
 STEPS="${2:-40}"
 PY="$(ts_python numpy)"
 TS="$TS_BUILD/trainscope"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
 
 train() {
   mpirun -np 2 --oversubscribe "$TS" train --model transformer --preset tiny --batch 32 --dp 2 --steps "$STEPS" \

@@ -22,10 +22,8 @@ ROUNDS="${2:-2}" ITERS="${3:-200}" WARMUP="${4:-20}" NP="${5:-2}"
 for b in collective/osu_allreduce collective/osu_allgather collective/osu_bcast collective/osu_reduce_scatter pt2pt/osu_latency; do
   [[ -x "$OSU/$b" ]] || { echo "bench-vs-osu: error: $OSU/$b not found (give OSU_MPI_DIR)" >&2; exit 2; }
 done
-if [[ -z "${TS_BUILD_GIVEN:-}" ]]; then "$TS_ROOT/scripts/setup.sh" >/dev/null; fi
+ts_bench_start
 ts_mpi_env
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
 TS=("$TS_BUILD/trainscope")
 SWEEP=(-f 2 -w "$WARMUP" -n "$ITERS" --no-check --backend mpi)
 MAX=$((16 << 20))

@@ -16,6 +16,14 @@ ts_python() {
   return 1
 }
 
+# A benchmark script's start: the build (scripts/setup.sh, unless TS_BUILD_GIVEN=1 says TS_BUILD is to be used as
+# it is) and a scratch folder in $work, removed when the script exits.
+ts_bench_start() {
+  if [[ -z "${TS_BUILD_GIVEN:-}" ]]; then "$TS_ROOT/scripts/setup.sh" >/dev/null; fi
+  work="$(mktemp -d)"
+  trap 'rm -rf "$work"' EXIT
+}
+
 # OpenMPI refuses to run as root unless told; containers and CI run as root. Oversubscribe so that
 # more ranks than cores run (slowly, but correctly) on small machines.
 ts_mpi_env() {
