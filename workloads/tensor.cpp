@@ -37,6 +37,11 @@ Tensor Arena::tensor(std::vector<std::int64_t> shape, MemoryKind kind) {
   return own(std::move(shape), kind);
 }
 
+Tensor Arena::state(std::vector<std::int64_t> shape) {
+  if (pool_ && pool_->scratch()) return pool_->tensor(std::move(shape));
+  return own(std::move(shape), MemoryKind::kActivations);
+}
+
 Tensor Arena::own(std::vector<std::int64_t> shape, MemoryKind kind) {
   Tensor t{nullptr, std::move(shape), device_};
   for (auto d : t.shape)
@@ -48,6 +53,11 @@ Tensor Arena::own(std::vector<std::int64_t> shape, MemoryKind kind) {
 }
 
 int* Arena::ints(std::size_t n, MemoryKind kind) {
+  // Pooled like a float tensor of as many elements (4 bytes each): a pool's slot is untyped memory from the
+  // device, and a unit's ints (a max pool's argmax, the loss's targets) are shared or scratch as its floats are.
+  static_assert(sizeof(int) == sizeof(float));
+  if (pool_ && kind == MemoryKind::kActivations)
+    return reinterpret_cast<int*>(pool_->tensor({static_cast<std::int64_t>(std::max<std::size_t>(n, 1))}).data);
   const std::size_t bytes = std::max<std::size_t>(n, 1) * sizeof(int);
   int* p = static_cast<int*>(device_->allocate(bytes, kind));
   blocks_.insert(p);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "workloads/device.h"
@@ -44,11 +45,16 @@ class Arena {
   // the whole model on the way to its share.
   void deferParameters() { deferParameters_ = true; }
   bool defersParameters() const { return deferParameters_; }
-  // Activation recomputation (layers/recompute.h): while set, tensor() hands out kActivations tensors from
-  // `pool` (shared with the other units built in it); nullptr: from the device, as every other kind.
-  void poolActivations(ActivationPool* pool) { pool_ = pool; }
+  // Activation recomputation (layers/recompute.h), and a pipeline rank's other stages (models/model.h,
+  // BuiltLayers): while set, tensor() hands out kActivations tensors from `pool` (shared with the other units
+  // built in it); nullptr: from the device, as every other kind. Returns the pool it replaces (scopes nest).
+  ActivationPool* poolActivations(ActivationPool* pool) { return std::exchange(pool_, pool); }
+  ActivationPool* activationPool() const { return pool_; }
   // A tensor of its own from the device, whatever is pooled (what the pool takes its slots with).
   Tensor own(std::vector<std::int64_t> shape, MemoryKind kind);
+  // A layer's state that outlives a pass (batch norm's running statistics): its own memory, counted with the
+  // activations, never shared with a recomputed unit's; scratch where the layer is never trained here.
+  Tensor state(std::vector<std::int64_t> shape);
 
  private:
   Device* device_;

@@ -135,6 +135,11 @@ BasicBlock::BasicBlock(Arena& arena, const Init& init, const std::string& name, 
   dx_ = arena.tensor(imageShape(n, cin, h, w, layout));
 }
 
+std::pair<std::int64_t, std::int64_t> BasicBlock::outputSize(const BasicBlockConfig& c) {
+  const cpu::Conv2dShape s = convShape(c.n, c.cin, c.h, c.w, c.cout, 3, c.stride);  // conv1's, as the constructor's
+  return {s.P(), s.Q()};
+}
+
 double BasicBlock::forwardFlops() const {
   return conv1_.forwardFlops() + conv2_.forwardFlops() + (downConv_ ? downConv_->forwardFlops() : 0.0);
 }

@@ -5,6 +5,7 @@
 // residual basic block, and the NCHW-to-NHWC transpose in front of a channels-last network. Conv FLOPs: 2 N K P Q C R S
 // forward; the backward is two products of the same size (data and filter).
 #include <memory>
+#include <utility>
 
 #include "kernels/cpu/cpu_ops.h"
 #include "workloads/layers/layer.h"
@@ -93,6 +94,8 @@ class BasicBlock final : public Layer {
   void params(std::vector<Param*>& out) override;
   void buffers(std::vector<NamedTensor>& out) override;
   double forwardFlops() const override;
+  // The output's height and width before the block is built (a recomputed unit's copy is taken first).
+  static std::pair<std::int64_t, std::int64_t> outputSize(const BasicBlockConfig& config);
   std::int64_t outH() const { return conv1_.shape().P(); }
   std::int64_t outW() const { return conv1_.shape().Q(); }
 

@@ -43,8 +43,10 @@ BatchNorm2d::BatchNorm2d(Arena& arena, const std::string& name, std::int64_t n, 
       layout_(layout),
       w_(makeParam(arena, name + ".weight", {c}, false, Init::constant(1.0f), slice)),
       b_(makeParam(arena, name + ".bias", {c}, false, {}, slice)),
-      runningMean_(arena.tensor({c})),
-      runningVar_(arena.tensor({c})),
+      // Model state, not a pass's: their own memory even when a recomputed unit's activations are shared
+      // (--recompute full), where each block's batch norms must keep their own statistics.
+      runningMean_(arena.state({c})),
+      runningVar_(arena.state({c})),
       slice_(std::move(slice)),
       y_(arena.tensor(imageShape(n, c, h, w, layout))),
       mean_(arena.tensor({c})),

@@ -26,6 +26,12 @@ Tensor ActivationPool::tensor(std::vector<std::int64_t> shape) {
   return t;
 }
 
+bool ActivationPool::unitUsed() const {
+  for (const Slot& s : slots_)
+    if (s.used) return true;
+  return false;
+}
+
 std::size_t ActivationPool::bytes() const {
   std::size_t n = 0;
   for (const Slot& s : slots_) n += s.numel * sizeof(float);
@@ -34,15 +40,20 @@ std::size_t ActivationPool::bytes() const {
 
 PooledActivations::PooledActivations(Arena& arena, ActivationPool& pool) : arena_(arena) {
   pool.beginUnit();
-  arena_.poolActivations(&pool);
+  outer_ = arena_.poolActivations(&pool);
 }
 
-PooledActivations::~PooledActivations() { arena_.poolActivations(nullptr); }
+PooledActivations::~PooledActivations() { arena_.poolActivations(outer_); }
 
 Recomputed::Recomputed(Arena& arena, RecomputePools& pools, const RecomputedUnit& unit,
                        std::vector<std::unique_ptr<Layer>> layers, const Precision& precision)
     : arena_(&arena), layers_(std::move(layers)), precision_(&precision), inputGradient_(!unit.dataInput) {
   if (layers_.empty()) throw Error("internal: a recomputed unit of no layers");
+  if (!unit.kept) {  // another pipeline stage's: only its forward runs here, once, to measure the shapes
+    out_ = arena.tensor(unit.outShape, MemoryKind::kActivations);
+    inputGradient_ = false;
+    return;
+  }
   out_ = arena.own(unit.outShape, MemoryKind::kActivations);
   if (unit.dataInput) {
     dx_ = arena.own(unit.inShape, MemoryKind::kActivations);  // zeros, never written

@@ -34,10 +34,13 @@ enum class Recompute { kNone, kSelective, kFull };
 // units of one shape share one set. Counted once, as activations.
 class ActivationPool {
  public:
-  explicit ActivationPool(Arena& arena) : arena_(&arena) {}
+  // scratch: the buffers of layers never trained here (BuiltLayers, models/model.h), their state included.
+  explicit ActivationPool(Arena& arena, bool scratch = false) : arena_(&arena), scratch_(scratch) {}
+  bool scratch() const { return scratch_; }
   void beginUnit();
   Tensor tensor(std::vector<std::int64_t> shape);
   std::size_t bytes() const;
+  bool unitUsed() const;  // whether the unit begun last took a tensor
 
  private:
   struct Slot {
@@ -46,6 +49,7 @@ class ActivationPool {
     bool used;
   };
   Arena* arena_;
+  bool scratch_;
   std::vector<Slot> slots_;
 };
 
@@ -60,6 +64,7 @@ class PooledActivations {
 
  private:
   Arena& arena_;
+  ActivationPool* outer_;  // the scope this one is inside (restored at its end)
 };
 
 // The buffers full recomputation shares: one unit's internals, and the units' input gradients (unit i's is
@@ -77,6 +82,10 @@ struct RecomputedUnit {
   std::size_t index = 0;
   std::vector<std::int64_t> inShape, outShape;
   bool dataInput = false;
+  // False on a pipeline rank for another stage's unit (never trained here, its backward never run): its output
+  // comes from the scratch buffers the arena hands out then (models/model.h, BuiltLayers), and it has no input
+  // gradient; its internals share the units' buffers as every unit's do.
+  bool kept = true;
 };
 
 // One unit of full recomputation: `layers` (built inside a PooledActivations scope of pools.internals) run as

@@ -29,32 +29,38 @@ class Mlp final : public SequentialClassifier {
     for (std::int64_t i = 0; i < c.depth; ++i) {
       const TensorSplit split = splitOf(i);
       const std::int64_t held = split.kind == TensorSplit::kColumn ? c.width / tp.ranks : c.width;
-      auto build = [&] {  // a hidden layer: its Linear, activation and dropout
-        std::vector<std::unique_ptr<Layer>> hidden;
-        hidden.push_back(std::make_unique<Linear>(arena_, init, "layers." + std::to_string(2 * i),
-                                                  LinearConfig{.rows = batch, .in = in, .out = c.width, .split = split}));
-        hidden.push_back(std::make_unique<Activation>(arena_, act, std::vector<std::int64_t>{batch, held}));
-        if (c.dropout > 0)  // on this rank's features: a column slice's start at rank * held
-          hidden.push_back(std::make_unique<Dropout>(arena_, "layers." + std::to_string(2 * i + 1) + ".dropout",
-                                                     DropoutConfig{.seed = c.seed,
-                                                                   .p = c.dropout,
-                                                                   .rows = batch,
-                                                                   .cols = held,
-                                                                   .colOffset = held == c.width ? 0 : tp.rank * held}));
-        return hidden;
+      // A hidden layer: its Linear, activation and dropout (each built just before it is added: a pipeline's cut
+      // may fall between them, and what is built takes the buffers of the stage it is in, Model::add).
+      auto linear = [&] {
+        return std::make_unique<Linear>(arena_, init, "layers." + std::to_string(2 * i),
+                                        LinearConfig{.rows = batch, .in = in, .out = c.width, .split = split});
+      };
+      auto activation = [&] { return std::make_unique<Activation>(arena_, act, std::vector<std::int64_t>{batch, held}); };
+      auto dropout = [&] {  // on this rank's features: a column slice's start at rank * held
+        return std::make_unique<Dropout>(
+            arena_, "layers." + std::to_string(2 * i + 1) + ".dropout",
+            DropoutConfig{
+                .seed = c.seed, .p = c.dropout, .rows = batch, .cols = held, .colOffset = held == c.width ? 0 : tp.rank * held});
       };
       if (c.recompute == Recompute::kFull) {
         const std::int64_t inHeld = split.split() && split.kind == TensorSplit::kRow ? in / tp.ranks : in;
         addRecomputedUnit(
             {.index = static_cast<std::size_t>(i), .inShape = {batch, inHeld}, .outShape = {batch, held}, .dataInput = i == 0},
-            build);
+            [&] {
+              std::vector<std::unique_ptr<Layer>> hidden;
+              hidden.push_back(linear());
+              hidden.push_back(activation());
+              if (c.dropout > 0) hidden.push_back(dropout());
+              return hidden;
+            });
       } else {
-        for (auto& l : build()) layers_.push_back(std::move(l));
+        add(linear());
+        add(activation());
+        if (c.dropout > 0) add(dropout());
       }
       in = c.width;
     }
-    layers_.push_back(
-        std::make_unique<Linear>(arena_, init, "layers." + std::to_string(2 * c.depth),
+    add(std::make_unique<Linear>(arena_, init, "layers." + std::to_string(2 * c.depth),
                                  LinearConfig{.rows = batch, .in = in, .out = c.classes, .split = splitOf(c.depth)}));
     finish();
   }

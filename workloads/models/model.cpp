@@ -119,14 +119,56 @@ double Model::recomputedFlops() const {
   return f;
 }
 
+Model::Model(ModelConfig config, Device& device) : config_(std::move(config)), arena_(device) {
+  arena_.deferParameters();
+  scopeFor(config_.built.from == 0);  // the embedding: the first stage's
+}
+
+std::size_t Model::scratchActivationBytes() const {
+  std::size_t n = 0;
+  for (const auto& s : scratch_)
+    if (s) n += s->bytes();
+  return n;
+}
+
+bool Model::scratch() const {
+  const ActivationPool* p = arena_.activationPool();
+  return p && (p == scratch_[0].get() || p == scratch_[1].get());
+}
+
+void Model::scopeFor(bool builds) {
+  if (builds) {
+    arena_.poolActivations(nullptr);
+    return;
+  }
+  if (!scratch_[0])
+    for (auto& s : scratch_) s = std::make_unique<ActivationPool>(arena_, true);
+  // A layer reads only its predecessor's output: in a probe, what is built next takes the other set once this one
+  // is used.
+  if (config_.built.runsScratch && scratch() && scratch_[scratchSide_]->unitUsed()) scratchSide_ ^= 1;
+  if (!scratch()) scratchSide_ = 0;
+  scratch_[scratchSide_]->beginUnit();
+  arena_.poolActivations(scratch_[scratchSide_].get());
+}
+
+void Model::add(std::unique_ptr<Layer> layer) {
+  layers_.push_back(std::move(layer));
+  scopeFor(config_.built.builds(layers_.size()));
+}
+
+void Model::beginTail() { scopeFor(config_.built.tail); }
+
 void Model::addRecomputedUnit(const RecomputedUnit& unit, const std::function<std::vector<std::unique_ptr<Layer>>()>& build) {
   if (!recomputePools_) recomputePools_ = std::make_unique<RecomputePools>(arena_);
+  RecomputedUnit u = unit;
+  u.kept = !scratch();
   std::vector<std::unique_ptr<Layer>> layers;
   {
+    // Another stage's unit too: only one unit runs at a time, its forward in the probe (BuiltLayers).
     const PooledActivations scope(arena_, recomputePools_->internals);
     layers = build();
   }
-  layers_.push_back(std::make_unique<Recomputed>(arena_, *recomputePools_, unit, std::move(layers), compute_));
+  add(std::make_unique<Recomputed>(arena_, *recomputePools_, u, std::move(layers), compute_));
 }
 
 ActivationPool* Model::scorePool() {
@@ -164,6 +206,7 @@ std::unique_ptr<Model> buildModel(const ModelConfig& config, std::int64_t batch,
 std::unique_ptr<Model> makeModel(const ModelConfig& config, std::int64_t batch, Device& device, TensorParallel tp,
                                  ParamStorage storage) {
   std::unique_ptr<Model> model = buildModel(config, batch, device, tp);
+  model->arena().poolActivations(nullptr);  // what is taken from now on (a pipeline's buffers) is its own
   if (storage == ParamStorage::kMaterialized) materialize(model->params(), model->arena());
   return model;
 }
@@ -177,6 +220,7 @@ SequentialClassifier::SequentialClassifier(ModelConfig config, std::int64_t batc
 
 void SequentialClassifier::finish() {
   if (!layers_.empty()) layers_.front()->skipInputGradient();  // its input is the data
+  beginTail();
   loss_ = std::make_unique<CrossEntropy>(arena_, batch_, config_.classes);
 }
 

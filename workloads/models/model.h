@@ -54,6 +54,21 @@ struct EnumNames<wl::ImageLayoutChoice> {
 
 namespace ts::wl {
 
+// Which layers' activation buffers a model builds. A pipeline rank builds its stage's layers [from, to), the
+// embedding in front when from is 0 and the loss behind when `tail`; every other layer is built too (its shapes,
+// FLOPs and deferred parameters are the cut's inputs) but takes its buffers from scratch that the others share,
+// and is never run. The probe that measures the shapes crossing the cuts (pipeline.h) is all scratch, in two
+// sets that the layers alternate between, enough for one forward. Default: every layer's own.
+struct BuiltLayers {
+  std::size_t from = 0, to = SIZE_MAX;
+  bool tail = true;
+  // The probe's forward runs through the scratch layers: consecutive ones alternate between two sets. A stage's
+  // scratch layers never run: one set, each layer reusing it.
+  bool runsScratch = false;
+  static BuiltLayers none() { return {SIZE_MAX, SIZE_MAX, false, true}; }  // the probe's: every buffer scratch
+  bool builds(std::size_t layer) const { return layer >= from && layer < to; }
+};
+
 // A model's resolved configuration: the preset's fields with the overrides applied and, where the data
 // decides them (input shape, classes, vocabulary), the data's values.
 struct ModelConfig {
@@ -82,6 +97,8 @@ struct ModelConfig {
   // --recompute (layers/recompute.h): what the backward computes again instead of keeping. A training option: the
   // same function (the losses bit-equal), so not part of the model's identity (toJson, --resume).
   Recompute recompute = Recompute::kNone;
+  // Which layers' activations are built (a pipeline stage's): a build option, not part of the identity.
+  BuiltLayers built;
 
   nlohmann::json toJson() const;
 };
@@ -153,6 +170,8 @@ class Model {
   std::vector<NamedTensor> buffers();
   std::int64_t parameterCount();
   Arena& arena() { return arena_; }
+  // The scratch buffers the layers outside config().built share (0 when every layer is built).
+  std::size_t scratchActivationBytes() const;
   void zeroGrads();
   // bfloat16/float16: round the activations and activation gradients passed between layers (see
   // mixed_precision.h); float32 (the default): nothing.
@@ -161,7 +180,7 @@ class Model {
 
  protected:
   // The parameters are deferred while the layers are built (makeModel materialises them unless asked not to).
-  Model(ModelConfig config, Device& device) : config_(std::move(config)), arena_(device) { arena_.deferParameters(); }
+  Model(ModelConfig config, Device& device);
   ModelConfig config_;
   Arena arena_;
   std::vector<std::unique_ptr<Layer>> layers_;  // in forward order
@@ -170,14 +189,22 @@ class Model {
   const Tensor* logits_ = nullptr;
   Precision compute_ = Precision::kFloat32;
 
+  // Appends a layer: every layer goes through here, so that the next one is built into its own buffers or into
+  // scratch ones (config_.built). beginTail() before what follows the layers (the loss).
+  void add(std::unique_ptr<Layer> layer);
+  void beginTail();
   // --recompute full: the layers `build` makes, built inside the shared buffers' scope, appended as one unit
   // (recompute.h). selective: the pool of the attention probabilities (made on first use).
   void addRecomputedUnit(const RecomputedUnit& unit, const std::function<std::vector<std::unique_ptr<Layer>>()>& build);
   ActivationPool* scorePool();
 
  private:
+  void scopeFor(bool builds);  // the buffers of what is built next: its own (builds) or scratch
+  bool scratch() const;        // whether what is built now takes scratch buffers
   std::unique_ptr<RecomputePools> recomputePools_;
   std::unique_ptr<ActivationPool> scorePool_;
+  std::unique_ptr<ActivationPool> scratch_[2];  // BuiltLayers: the two sets the layers of other stages alternate between
+  int scratchSide_ = 0;
 };
 
 // This rank's place in a tensor-parallel group (Megatron's split; see each model's file for what it splits).

@@ -36,7 +36,7 @@ class Transformer final : public Model {
     const Init init(c.seed);
     leading_ = {&wte_, &wpe_};
     if (c.dropout > 0)
-      layers_.push_back(std::make_unique<Dropout>(
+      add(std::make_unique<Dropout>(
           arena_, "drop", DropoutConfig{.seed = c.seed, .p = c.dropout, .rows = B_ * T_, .cols = C_, .rowsPerSample = T_}));
     for (std::int64_t l = 0; l < c.layers; ++l) {
       const TransformerBlockConfig block{.batch = B_,
@@ -51,7 +51,7 @@ class Transformer final : public Model {
                                          .scores = c.recompute == Recompute::kSelective ? scorePool() : nullptr};
       auto build = [&] { return std::make_unique<TransformerBlock>(arena_, init, "h." + std::to_string(l), block); };
       if (c.recompute != Recompute::kFull) {
-        layers_.push_back(build());
+        add(build());
         continue;
       }
       addRecomputedUnit({.index = static_cast<std::size_t>(l), .inShape = {B_ * T_, C_}, .outShape = {B_ * T_, C_}}, [&] {
@@ -60,9 +60,10 @@ class Transformer final : public Model {
         return unit;
       });
     }
-    layers_.push_back(std::make_unique<LayerNorm>(arena_, "ln_f", B_ * T_, C_));
-    layers_.push_back(std::make_unique<Linear>(
-        arena_, init, "lm_head", LinearConfig{.rows = B_ * T_, .in = C_, .out = V_, .bias = false, .initStd = 0.02}));
+    add(std::make_unique<LayerNorm>(arena_, "ln_f", B_ * T_, C_));
+    add(std::make_unique<Linear>(arena_, init, "lm_head",
+                                 LinearConfig{.rows = B_ * T_, .in = C_, .out = V_, .bias = false, .initStd = 0.02}));
+    beginTail();
     loss_ = std::make_unique<CrossEntropy>(arena_, B_ * T_, V_);
     tokens_ = arena_.ints(static_cast<std::size_t>(B_ * T_));
   }

@@ -132,43 +132,49 @@ std::vector<PipeStep> pipelinePlan(PipelineSchedule kind, int stage, int stages,
   return plan;
 }
 
-Pipeline::Pipeline(const Mesh& mesh, Model& model, double timeoutS, const data::Batch& sample, int micros)
-    : model_(model),
-      stage_(mesh.coordinate(GroupKind::kPp)),
-      stagesCount_(mesh.size(GroupKind::kPp)),
-      schedule_(mesh.layout().schedule),
-      comm_(mesh.group(GroupKind::kPp)),
-      tracker_(*comm_, timeoutS, mesh.groupId(GroupKind::kPp)) {
+PipelineCut cutPipeline(const Mesh& mesh, Model& probe, const data::Batch& sample) {
+  PipelineCut cut;
+  cut.stage = mesh.coordinate(GroupKind::kPp);
   std::vector<double> flops;
-  for (Layer* l : model.layers()) flops.push_back(l->forwardFlops());
-  stages_ = splitStages(flops, stagesCount_, mesh.layout().ppSplit);
-  range_ = stages_[static_cast<std::size_t>(stage_)];
-  allocateBuffers(sample, micros);
-}
-
-void Pipeline::allocateBuffers(const data::Batch& sample, int M) {
-  // The sizes of the activations crossing the cuts, from one forward of the whole model on this rank, each
-  // layer's parameters held only while it runs (the model is deferred: ProbeParams); the batch-norm statistics
-  // it touched are put back.
-  Arena& arena = model_.arena();
-  std::vector<NamedTensor> buffers = model_.buffers();
-  std::vector<std::vector<float>> saved;
-  for (const auto& b : buffers) saved.push_back(b.tensor->toHost());
-  StepContext probe;
-  std::vector<std::int64_t> inShape, outShape;
+  for (Layer* l : probe.layers()) flops.push_back(l->forwardFlops());
+  cut.stages = splitStages(flops, mesh.size(GroupKind::kPp), mesh.layout().ppSplit);
+  // The sizes of the activations crossing the cuts, from one forward of the whole probe, each layer's
+  // parameters held only while it runs (the probe is deferred: ProbeParams). What it writes (its scratch
+  // buffers, batch norm's statistics) goes with it.
+  const StageRange& range = cut.range();
+  Arena& arena = probe.arena();
+  StepContext ctx;
   const Tensor* y = nullptr;
   {
-    const ProbeParams embeddings(model_.leadingParams(), arena);
-    y = &model_.embed(sample, probe);
+    const ProbeParams embeddings(probe.leadingParams(), arena);
+    y = &probe.embed(sample, ctx);
   }
-  const std::vector<Layer*> layers = model_.layers();
+  const std::vector<Layer*> layers = probe.layers();
   for (std::size_t i = 0; i < layers.size(); ++i) {
-    if (i == range_.from) inShape = y->shape;
+    if (i == range.from && cut.stage > 0) cut.inShape = y->shape;
     const ProbeParams held(paramsOf(*layers[i]), arena);
-    y = &model_.forwardLayers(*y, probe, i, i + 1);
-    if (i + 1 == range_.to) outShape = y->shape;
+    y = &probe.forwardLayers(*y, ctx, i, i + 1);
+    if (i + 1 == range.to && !cut.last()) cut.outShape = y->shape;
   }
-  for (std::size_t k = 0; k < buffers.size(); ++k) buffers[k].tensor->fromHost(saved[k]);
+  return cut;
+}
+
+Pipeline::Pipeline(const Mesh& mesh, Model& model, const PipelineCut& cut, double timeoutS, int micros)
+    : model_(model),
+      stage_(cut.stage),
+      stagesCount_(mesh.size(GroupKind::kPp)),
+      schedule_(mesh.layout().schedule),
+      stages_(cut.stages),
+      range_(cut.range()),
+      comm_(mesh.group(GroupKind::kPp)),
+      tracker_(*comm_, timeoutS, mesh.groupId(GroupKind::kPp)) {
+  allocateBuffers(cut, micros);
+}
+
+void Pipeline::allocateBuffers(const PipelineCut& cut, int M) {
+  Arena& arena = model_.arena();
+  const std::vector<std::int64_t>& inShape = cut.inShape;
+  const std::vector<std::int64_t>& outShape = cut.outShape;
   // 1F1B: stage s has at most p - s micro-batches between forward and backward, and they start and end
   // in order, so micro-batch i's input can live in slot i mod (p - s).
   const int inFlight = schedule_ == PipelineSchedule::k1F1B ? std::min(M, stagesCount_ - stage_) : M;

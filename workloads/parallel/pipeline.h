@@ -13,12 +13,13 @@
 // stage's saved input (activation recomputation, as GPipe does): the extra forward shows in the stage's
 // compute time. The result is the same, so is the loss trajectory.
 //
-// Every rank builds the model deferred (shapes, no parameter memory: param_init.h), measures the activations
-// crossing the cuts with one forward (each layer's parameters held only while it runs), and then materialises
-// its stage's parameters alone: it never holds another stage's, and trains only its stage's part; the first
-// stage also embeds, the last computes the loss. (Each layer's activation buffers are still built on every
-// rank.) A stage keeps the inputs of its micro-batches in flight only: 1F1B has at most p - s of them at
-// stage s, GPipe all m.
+// Every rank first builds a probe of the whole model (deferred parameters, param_init.h; every activation in two
+// scratch sets, BuiltLayers::none()), cuts it and measures the activations crossing the cuts with one forward
+// (each layer's parameters held only while it runs), and lets it go (cutPipeline). Then it builds the model
+// again with its own stage's activation buffers alone (the other layers scratch, BuiltLayers) and materialises
+// its stage's parameters alone: it never holds another stage's parameters or activations, and trains only its
+// stage's part; the first stage also embeds, the last computes the loss. A stage keeps the inputs of its micro-batches in flight
+// only: 1F1B has at most p - s of them at stage s, GPipe all m.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -38,6 +39,17 @@ struct StageRange {
 // Cuts layers with these forward costs into `stages` contiguous ranges: by hand (`split`: layers per
 // stage), or minimising the largest stage's cost. UsageError when it cannot (more stages than layers).
 std::vector<StageRange> splitStages(const std::vector<double>& layerFlops, int stages, const std::vector<int>& split);
+
+// Where a model is cut for this rank's stage (its coordinate on the mesh's pp axis), and the shapes of what
+// crosses its ends, from one forward of `probe` on `sample` (probe: built deferred, its activations scratch).
+struct PipelineCut {
+  std::vector<StageRange> stages;
+  int stage = 0;
+  std::vector<std::int64_t> inShape, outShape;  // what this stage receives and sends (empty at the ends)
+  const StageRange& range() const { return stages[static_cast<std::size_t>(stage)]; }
+  bool last() const { return stage + 1 == static_cast<int>(stages.size()); }
+};
+PipelineCut cutPipeline(const Mesh& mesh, Model& probe, const data::Batch& sample);
 
 struct PipeOp {
   bool forward;
@@ -77,10 +89,10 @@ struct PipelineTimes {
 
 class Pipeline {
  public:
-  // The stage of this rank (its coordinate on the mesh's pp axis) over that axis's group, for steps of
-  // `micros` micro-batches shaped like `sample`: probes the activation sizes with one forward. `model` comes
-  // deferred (ParamStorage::kDeferred); whoever built it materialises part()'s parameters.
-  Pipeline(const Mesh& mesh, Model& model, double timeoutS, const data::Batch& sample, int micros);
+  // The stage `cut` names (this rank's coordinate on the mesh's pp axis) over that axis's group, for steps of
+  // `micros` micro-batches. `model` comes deferred (ParamStorage::kDeferred) with the stage's activations
+  // (BuiltLayers); whoever built it materialises part()'s parameters.
+  Pipeline(const Mesh& mesh, Model& model, const PipelineCut& cut, double timeoutS, int micros);
   const StageRange& range() const { return range_; }
   const std::vector<StageRange>& stages() const { return stages_; }
   bool first() const { return stage_ == 0; }
@@ -107,7 +119,7 @@ class Pipeline {
   void backwardOp(const data::Batch& batch, int micro, bool lastBackward, float scale, GradientSync& sync, StepContext& ctx,
                   PipelineTimes& times);
   PointToPoint transferOf(const PipeTransfer& t);  // its buffer, size, peer and tag
-  void allocateBuffers(const data::Batch& sample, int micros);
+  void allocateBuffers(const PipelineCut& cut, int micros);
   const Tensor& inputOf(int micro) const { return inputs_[static_cast<std::size_t>(micro) % inputs_.size()]; }
   Model& model_;
   int stage_, stagesCount_;

@@ -30,17 +30,26 @@ void checkModelStatesFit(const ModelStateBytes& f, std::size_t limit, const Layo
 void placeModel(ModelOnMesh& m, const TrainOptions& o, const Mesh& mesh, Device& device, const data::DataSource& source,
                 const ModelConfig& config, std::int64_t microBatch, double commTimeoutS) {
   const LayoutOptions& layout = o.layout;
+  const TensorParallel tp{mesh.coordinate(GroupKind::kTp), layout.tp};
   // Deferred: the layout materialises what this rank keeps (buildModelOnMesh), never the whole model first.
-  m.model =
-      makeModel(config, microBatch, device, TensorParallel{mesh.coordinate(GroupKind::kTp), layout.tp}, ParamStorage::kDeferred);
+  // A pipeline rank cuts a probe of the whole model, whose activations are all scratch, and builds its stage's.
+  std::optional<PipelineCut> cut;
+  ModelConfig built = config;
+  if (layout.pp > 1) {
+    const data::Batch sample = source.batch(0).slice(0, microBatch);  // its shapes size the stages' buffers
+    ModelConfig probe = config;
+    probe.built = BuiltLayers::none();
+    cut = cutPipeline(mesh, *makeModel(probe, microBatch, device, tp, ParamStorage::kDeferred), sample);
+    built.built = {cut->range().from, cut->last() ? SIZE_MAX : cut->range().to, cut->last()};
+  }
+  m.model = makeModel(built, microBatch, device, tp, ParamStorage::kDeferred);
   if (Communicator* tp = mesh.group(GroupKind::kTp))
     m.tp = std::make_unique<TensorParallelGroup>(*tp, commTimeoutS, mesh.groupId(GroupKind::kTp));
   if (layout.syncBn == SyncBatchNorm::kOn)
     if (Communicator* data = mesh.dataGroup())
       m.syncBn = std::make_unique<SyncBatchNormGroup>(*data, commTimeoutS, mesh.groupId(kDataAxes));
-  if (layout.pp > 1) {
-    const data::Batch sample = source.batch(0).slice(0, microBatch);  // its shapes size the stages' buffers
-    m.pipeline = std::make_unique<Pipeline>(mesh, *m.model, commTimeoutS, sample, static_cast<int>(o.microBatches));
+  if (cut) {
+    m.pipeline = std::make_unique<Pipeline>(mesh, *m.model, *cut, commTimeoutS, static_cast<int>(o.microBatches));
     m.part = m.pipeline->part();
   } else {
     m.part = wholeModel(*m.model);

@@ -126,11 +126,6 @@ void validateTrainOptions(const TrainOptions& o) {
   checkEvaluationOptions(o);
   checkLayoutOptions(o);
   if (!(o.dropout >= 0 && o.dropout < 1)) throw UsageError(fmt::format("--dropout {}: a probability in [0, 1)", o.dropout));
-  if (o.recompute != Recompute::kNone && o.model == ModelKind::kCnn)
-    throw UsageError(
-        fmt::format("--recompute {}: for the mlp and the transformer only in this version (the cnn's units "
-                    "would share batch norm's running statistics)",
-                    nameOf(o.recompute)));
   if (o.dropout > 0 && o.device.cuda())
     throw UsageError("--dropout: dropout runs on the CPU only in this version (--device cpu)");
   checkDataOptions(o);
