@@ -165,6 +165,7 @@ int runFromCommandLine(const CollectivesArgs& args, const std::vector<std::strin
   req.launcher = args.launcher;
   req.backend = o.backend;
   req.jsonPath = o.jsonPath;
+  req.paths = {{"--trace", PathKind::kFolder}};
   return variantsRequested(req) ? runVariants(req, argv) : runCollectives(o, argv);
 }
 

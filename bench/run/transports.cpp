@@ -192,6 +192,8 @@ void labelWithTransport(nlohmann::json& rec, const TransportSetting& setting, co
   if (std::find(overFabric.begin(), overFabric.end(), rec.value("kind", "")) == overFabric.end()) return;
   rec["transport"] = setting.name.empty() ? nlohmann::json(nullptr) : nlohmann::json(setting.name);
   rec["transport_env"] = env;
+  // A run that stopped left its progress, whose first record carries the train record readers rebuild it from.
+  if (rec.contains("train") && rec["train"].is_object()) labelWithTransport(rec["train"], setting, env);
 }
 
 namespace {
@@ -223,7 +225,8 @@ std::vector<Variant> variantsOf(const VariantRequest& req, BackendKind backend) 
 }
 
 // The command line of one variant's run: the launcher (told to pass `env`, the variant's environment, to every
-// host), this program, the user's flags without the variant ones, and the part file it writes.
+// host), this program, the user's flags without the variant ones, its backend where the subcommand takes one
+// (`backendFlag`), and the part file it writes.
 std::vector<std::string> variantCommand(std::string launcher, const std::map<std::string, std::string>& env,
                                         BackendKind childBackend, bool backendFlag, const std::string& self,
                                         const std::vector<std::string>& childArgs, const fs::path& part) {
@@ -309,6 +312,28 @@ void labelRecord(nlohmann::json& rec, const Variant& v, bool ncclSettings) {
   rec["proto"] = v.proto.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.proto);
 }
 
+// The path `value` of `kind` as variant `name`'s run writes it: DIR/name, or stem.name.ext (a name of several settings,
+// shm/ring/LL, with '-' for '/': one folder level, one file name).
+std::string variantPath(const std::string& value, PathKind kind, std::string name) {
+  std::replace(name.begin(), name.end(), '/', '-');
+  const fs::path p(value);
+  if (kind == PathKind::kFolder) return (p / name).string();
+  return (p.parent_path() / (p.stem().string() + "." + name + p.extension().string())).string();
+}
+
+// The run's arguments with every path option of `paths` (both "--opt value" and "--opt=value") made its own.
+std::vector<std::string> withVariantPaths(std::vector<std::string> args, const std::vector<VariantPath>& paths,
+                                          const std::string& name) {
+  for (std::size_t i = 0; i < args.size(); ++i)
+    for (const auto& [option, kind] : paths) {
+      if (args[i] == option && i + 1 < args.size())
+        args[i + 1] = variantPath(args[i + 1], kind, name);
+      else if (args[i].rfind(option + "=", 0) == 0)
+        args[i] = option + "=" + variantPath(args[i].substr(option.size() + 1), kind, name);
+    }
+  return args;
+}
+
 // Runs variant i of `count` and adds what it measured to `writer` and `merged`; its exit code.
 int runVariant(const VariantLaunch& launch, std::size_t i, std::size_t count, const Variant& v, ResultWriter& writer,
                Merged& merged) {
@@ -318,7 +343,8 @@ int runVariant(const VariantLaunch& launch, std::size_t i, std::size_t count, co
   std::map<std::string, std::string> childEnv = v.env;  // the variant's settings, and where its records end up
   childEnv[kMergedIntoVariable] = launch.req.jsonPath;
   const std::vector<std::string> args =
-      variantCommand(launch.req.launcher, childEnv, childBackend, traits.backendFlag, launch.self, launch.childArgs, part);
+      variantCommand(launch.req.launcher, childEnv, childBackend, traits.backendFlag, launch.self,
+                     withVariantPaths(launch.childArgs, launch.req.paths, v.name), part);
   std::string envText;
   for (const auto& [k, val] : v.env) envText += fmt::format(" {}={}", k, val);
   std::printf("#\n# ===== variant %zu/%zu: %s (%s%s)\n", i + 1, count, printable(v.name).c_str(),

@@ -37,12 +37,21 @@ enum class VariantSubcommand {
   kTrain,        // --transports; the backend follows --device (cpu: mpi, cuda: nccl)
 };
 
+// An option whose value is a path every run writes: each run gets its own, named for its variant, so that none
+// overwrites another's (a folder: DIR/shm; a file: log.shm.txt).
+enum class PathKind { kFolder, kFile };
+struct VariantPath {
+  std::string option;  // "--trace"
+  PathKind kind;
+};
+
 struct VariantRequest {
   VariantSubcommand subcommand = VariantSubcommand::kCollectives;
   std::vector<std::string> transports, algos, protos;  // empty = not an axis
   std::string launcher;                                // e.g. "mpirun -np 8"; "" = the backend's default
   BackendKind backend = BackendKind::kAuto;
   std::string jsonPath;
+  std::vector<VariantPath> paths;  // the subcommand's options that name where a run writes
   // Called with the merged records once every variant ran, before the result's path is printed: the console's
   // side-by-side summary (none: nothing printed).
   std::function<void(const nlohmann::json& records)> summary;

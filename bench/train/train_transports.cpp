@@ -57,6 +57,10 @@ int runTrainCommandLine(const TrainRunOptions& o, const std::vector<std::string>
   checkWarmupSteps(o.warmupSteps, o.train.steps);
   req.backend = wl::parseDeviceSpec(o.device).cuda() ? BackendKind::kNccl : BackendKind::kMpi;
   req.jsonPath = o.jsonPath;
+  req.paths = {{"--trace", PathKind::kFolder},
+               {"--checkpoint-dir", PathKind::kFolder},
+               {"--mllog", PathKind::kFile},
+               {"--dump-logits", PathKind::kFile}};
   req.summary = [](const nlohmann::json& records) {
     std::printf("%s", transportSummary(records).c_str());
     std::fflush(stdout);

@@ -16,7 +16,8 @@ ENV_OF = {"shm": "self,vader,tcp", "tcp": "self,tcp"}
 @pytest.fixture(scope="module")
 def merged(tmp_path_factory):
     out = tmp_path_factory.mktemp("fabrics") / "fabrics.json"
-    r = run_trainscope(JOB + ["--transports", "shm,tcp", "--launcher", "mpirun -np 2 --oversubscribe", "--json", out])
+    r = run_trainscope(JOB + ["--transports", "shm,tcp", "--launcher", "mpirun -np 2 --oversubscribe", "--json", out,
+                              "--trace", out.parent / "trace", f"--checkpoint-dir={out.parent / 'ckpt'}"])
     assert r.rc == 0, r.err
     return out, r
 
@@ -35,6 +36,14 @@ def test_one_train_record_per_transport_with_its_environment(merged, validate):
     assert [v["name"] for v in doc["run"]["config"]["resolved"]["variants"]] == ["shm", "tcp"]
     assert [layout["step"] for layout in doc["run"]["layouts"]] == ["shm", "tcp"]
     assert not list(out.parent.glob(".fabrics.json.parts*"))  # each run's own files are removed once merged
+
+
+def test_each_run_writes_its_own_files(merged):
+    """The paths a run writes are made each transport's own: no run overwrites another's trace or checkpoints."""
+    folder = merged[0].parent
+    for transport in ("shm", "tcp"):
+        assert sorted(p.name for p in (folder / "trace" / transport).glob("rank-*.json")) == ["rank-0.json", "rank-1.json"]
+        assert (folder / "ckpt" / transport / "latest").exists()
 
 
 def test_the_fabric_does_not_change_the_math(merged):

@@ -205,7 +205,7 @@ def _side_by_side(results: list[Result], runs: list[TrainRun]) -> list[Block]:
     quality: dict[str, dict[tuple[str, ...], dict[str, float]]] = {m.name: {} for m in QUALITY}
     fabrics = any(x.get("transport") for _, x in runs)  # runs of train --transports: a row per fabric
     for r, x in runs:
-        key = (f"{x['model']} {x['preset']}", layout_name(x), x["backend"], x["precision"], x.get("step") or "-")
+        key: tuple[str, ...] = (f"{x['model']} {x['preset']}", layout_name(x), x["backend"], x["precision"], x.get("step") or "-")
         key += (x.get("transport") or "-",) if fabrics else ()
         for m in QUALITY:
             figure = ids.find(x, m.path)
@@ -251,9 +251,10 @@ def _fabric_table(runs: list[TrainRun], name: Namer) -> Block | None:
     if not rows:
         return None
     return {"kind": "table",
-            "caption": "Fabrics side by side: the same training job run once per transport (train --transports), each in a "
-                       "launch of its own. The median step (ms), the communication not hidden behind compute (exposed: the "
-                       "median over the ranks, ms), the throughput, and the step against the job's first transport",
+            "caption": "Fabrics side by side: the same training job run once per transport (train or scale --transports), "
+                       "each in a launch of its own. The median step (ms), the communication not hidden behind compute "
+                       "(exposed: the median over the ranks, ms), the throughput, and the step against the job's first "
+                       "transport",
             "columns": ["run", "transport", "step (ms)", "exposed communication (ms)", "items/s", "step vs first"],
             "rows": rows}
 
