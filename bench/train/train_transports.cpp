@@ -15,29 +15,41 @@
 
 namespace ts {
 
-std::string transportSummary(const nlohmann::json& records) {
-  std::vector<const nlohmann::json*> runs;
+namespace {
+
+// The train record of `transport` among the merged records; null when its run wrote none.
+const nlohmann::json* trainRecordOf(const nlohmann::json& records, const std::string& transport) {
   for (const auto& r : records)
-    if (r.value("kind", "") == "train" && r.contains("transport") && r["transport"].is_string()) runs.push_back(&r);
-  if (runs.empty()) return "";
-  const ScalingTrainFacts facts = trainFactsOf(*runs.front());
-  const int world = runs.front()->value("world_size", 1);
+    if (r.value("kind", "") == "train" && r.value("transport", nlohmann::json()) == transport) return &r;
+  return nullptr;
+}
+
+}  // namespace
+
+std::string transportSummary(const nlohmann::json& records, const std::vector<std::string>& transports) {
+  const nlohmann::json* any = nullptr;
+  for (const auto& t : transports)
+    if (!any) any = trainRecordOf(records, t);
+  if (!any) return "";
+  const ScalingTrainFacts facts = trainFactsOf(*any);
+  const int world = any->value("world_size", 1);
   std::string out = fmt::format(
       "#\n# transports side by side: {} {} {}, {} rank(s); step: the median; exposed: the communication not hidden behind "
       "compute, the median over the ranks\n",
       facts.model ? std::string(nameOf(*facts.model)) : "?", printable(facts.preset.value_or("?")), facts.layout, world);
   std::optional<std::pair<std::string, double>> first;  // the first transport that completed, and its step time
   std::string rows;
-  for (const auto* r : runs) {
-    const std::string name = printable((*r)["transport"].get<std::string>());
-    if (!completedPoint(*r)) {
-      rows += fmt::format("  {:<10} failed: {}\n", name, printable(r->value("error", std::string("no timed steps"))));
+  for (const auto& t : transports) {
+    const nlohmann::json* r = trainRecordOf(records, t);
+    if (!r || !completedPoint(*r)) {
+      const std::string why = r ? r->value("error", std::string("no timed steps")) : "the run stopped before its train record";
+      rows += fmt::format("  {:<10} failed: {}\n", printable(t), printable(why));
       continue;
     }
-    // The point's own figures (its rate as its own base): the step, its breakdown over the ranks, its throughput.
+    // The run's own figures (its rate as its own base): the step, its breakdown over the ranks, its throughput.
     const ScalingFigures f = figuresOf(*r, world, {world, throughputOf(*r)});
-    if (!first) first = {name, f.stepTimeUs};
-    rows += fmt::format("  {:<10} {:>12.3f} {:>12.3f} {:>14.1f} {:>11.2f}x\n", name, f.stepTimeUs / 1e3,
+    if (!first) first = {printable(t), f.stepTimeUs};
+    rows += fmt::format("  {:<10} {:>12.3f} {:>12.3f} {:>14.1f} {:>11.2f}x\n", printable(t), f.stepTimeUs / 1e3,
                         f.breakdown.exposedCommunication / 1e3, f.throughputPerS, f.stepTimeUs / first->second);
   }
   // The last column: each step time against the first transport's (1.25x: a quarter slower on that fabric).
@@ -61,8 +73,8 @@ int runTrainCommandLine(const TrainRunOptions& o, const std::vector<std::string>
                {"--checkpoint-dir", PathKind::kFolder},
                {"--mllog", PathKind::kFile},
                {"--dump-logits", PathKind::kFile}};
-  req.summary = [](const nlohmann::json& records) {
-    std::printf("%s", transportSummary(records).c_str());
+  req.summary = [transports = req.transports](const nlohmann::json& records) {
+    std::printf("%s", transportSummary(records, transports).c_str());
     std::fflush(stdout);
   };
   return runVariants(req, argv);

@@ -3,6 +3,8 @@ transport (the machinery of `collectives --transports`), merges the train record
 its transport and environment, prints the fabrics side by side, and the report tables them; `scale --transports` runs
 each point once per transport. The fabric carries the same sums: the losses are the same on each."""
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -77,6 +79,22 @@ def test_the_report_tables_the_fabrics(merged, tmp_path):
     for transport in ("shm", "tcp"):
         assert f"<td>mlp tiny dp=2</td><td>{transport}</td>" in html
     assert "mlp tiny dp=2 over tcp" in html
+
+
+def test_a_run_that_fails_keeps_every_transports_records(tmp_path, validate):
+    """A rank that dies in each transport's run: the merged result still holds what each measured, labelled, the summary
+    names each transport that failed, and every file a line names exists once the command ends (issue #35)."""
+    out = tmp_path / "fail.json"
+    r = run_trainscope(JOB + ["--transports", "shm,tcp", "--launcher", "mpirun -np 2 --oversubscribe", "--json", out],
+                       env={"TRAINSCOPE_FAULT": "die:rank=1:step=2"})
+    assert r.rc != 0 and "variant shm ended with exit code" in r.err, r.err
+    doc = json.loads(out.read_text())
+    validate(doc)
+    assert {x["transport"] for x in measurements(doc) if x["kind"] in ("train", "train_progress")} == {"shm", "tcp"}
+    for transport in ("shm", "tcp"):
+        assert re.search(rf"^  {transport} +failed: ", r.out, re.M), r.out
+    printed = re.findall(r"[\w./-]+\.jsonl?\b", r.out + r.err)
+    assert str(out) in printed and all(Path(p).exists() for p in printed), printed
 
 
 @pytest.mark.parametrize("args,np,message", [
