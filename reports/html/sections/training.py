@@ -233,21 +233,23 @@ def exposed_communication_us(x: Record) -> float | None:
 
 def _fabric_table(runs: list[TrainRun], name: Namer) -> Block | None:
     """The same job on each fabric (records labelled with their transport), a row per transport, set against the first
-    transport of its job; None when no record names a transport."""
+    transport of its job that completed (a run that stopped shows what it timed, marked, and no ratio, as the console
+    says it failed); None when no record names a transport."""
     jobs: dict[tuple[int, str], list[Record]] = {}  # (result, the run's name without its transport) -> its records
     for r, x in runs:
         if x.get("transport"):
             jobs.setdefault((id(r), name(r, {**x, "transport": None})), []).append(x)
     rows = []
     for (_, job), records in jobs.items():
-        timed = [x for x in records if x.get("step_time_us")]
-        first = timed[0] if timed else None
+        first = next((x for x in records if x["completed"] and x.get("step_time_us")), None)
         for x in records:
             step = x["step_time_us"]["median"] if x.get("step_time_us") else None
             exposed = exposed_communication_us(x)
-            rows.append([job, x["transport"], ms_or_dash(step), ms_or_dash(exposed),
+            rows.append([job, x["transport"] + ("" if x["completed"] else " (stopped)"), ms_or_dash(step),
+                         ms_or_dash(exposed),
                          f"{x['throughput_per_s']:.1f}" if x.get("throughput_per_s") is not None else "-",
-                         f"{step / first['step_time_us']['median']:.2f}x" if step is not None and first else "-"])
+                         f"{step / first['step_time_us']['median']:.2f}x" if step is not None and first and x["completed"]
+                         else "-"])
     if not rows:
         return None
     return {"kind": "table",
