@@ -10,6 +10,7 @@
 
 #include "bench/option_table.h"
 #include "bench/suite/suite.h"
+#include "comm/communicator.h"
 
 namespace ts {
 
@@ -38,6 +39,9 @@ Subcommand kernelsSubcommand();
 Subcommand trainSubcommand();
 Subcommand checkpointSubcommand();  // train/checkpoint_command.cpp: consolidate
 Subcommand scaleSubcommand();       // spawns `train` at each rank count
+// The backend that the flags of `trainscope train` give its ranks (--device cuda: nccl, cpu: mpi), the flags read as train
+// reads them: UsageError "train flags: ..." for one that does not parse (scale checks its points' flags before any runs).
+BackendKind trainBackendOf(const std::vector<std::string>& trainFlags);  // train/train_command.cpp
 Subcommand suiteSubcommand();
 // reports_commands.cpp: the Python tool in reports/ (report, compare, analyze, export, import, accept, history).
 Subcommand reportSubcommand();

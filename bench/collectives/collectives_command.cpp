@@ -12,8 +12,8 @@
 #include "base/split.h"
 #include "bench/choice_errors.h"
 #include "bench/collectives/collectives_options.h"
-#include "bench/collectives/transports.h"
 #include "bench/commands.h"
+#include "bench/run/transports.h"
 #include "bench/run_flags.h"
 #include "comm/bootstrap.h"
 #include "comm/collectives/collective.h"
@@ -157,18 +157,16 @@ const OptionTable<CollectivesArgs>& collectivesOptions() {
 
 int runFromCommandLine(const CollectivesArgs& args, const std::vector<std::string>& argv) {
   const CollectivesOptions o = resolveRecorded(collectivesOptions(), args, resolveCollectivesArgs);
-  if (args.transports.empty() && args.algos.empty() && args.protos.empty()) {
-    if (!args.launcher.empty()) throw UsageError("--launcher goes with --transports, --algos or --protos");
-    return runCollectives(o, argv);
-  }
   VariantRequest req;
+  req.subcommand = VariantSubcommand::kCollectives;
   req.transports = splitNonEmpty(args.transports, ',');
   req.algos = splitNonEmpty(args.algos, ',');
   req.protos = splitNonEmpty(args.protos, ',');
   req.launcher = args.launcher;
   req.backend = o.backend;
   req.jsonPath = o.jsonPath;
-  return runVariants(req, argv);
+  req.paths = {{"--trace", PathKind::kFolder}};
+  return variantsRequested(req) ? runVariants(req, argv) : runCollectives(o, argv);
 }
 
 // In a suite, `auto` is decided when the file is read: an MPI step needs the MPI bootstrap from the start.

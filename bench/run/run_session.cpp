@@ -97,7 +97,10 @@ std::unique_ptr<RunSession> RunSession::open(BootstrapKind bootstrap, bool wantM
     if (boot.rank() == 0) s->writer_ = std::make_unique<ResultWriter>(jsonPath);
   });
   const std::string stream = jsonPath.empty() ? "" : ResultWriter::streamPathFor(jsonPath);
-  activity::setStream(stream, s->writer_ != nullptr);
+  // A variant's run (bench/run/transports.h) streams into a part that its parent merges, then removes: its error lines
+  // name the merged result, where its records are once every variant has run (every path printed exists afterwards).
+  const char* merged = std::getenv(kMergedIntoVariable);
+  activity::setStream(merged && *merged && !stream.empty() ? std::string(merged) : stream, s->writer_ != nullptr);
   if (s->writer_) s->writer_->begin(s->meta_);
   s->ctx_ = std::make_unique<RunContext>(RunContext{boot, s->writer_.get(), stream, nlohmann::json::array(), "", &s->meta_});
   s->ctx_->keepTelemetry = [p = s.get()] { p->keepOwnTelemetry(); };

@@ -32,6 +32,10 @@ const OptionTable<ScaleOptions>& scaleOptions() {
         expectedChoice<LauncherKind>());
     t.add("--launcher-args", "Extra launcher arguments, e.g. \"--oversubscribe\" or \"--hostfile hosts\"",
           TS_FIELD(launcherArgs));
+    t.add("--transports",
+          "Run every point once per transport, each labelled, its efficiency against its own transport's smallest point "
+          "(mpi: shm,tcp; nccl: nvlink,pcie,ib,socket)",
+          TS_FIELD(transports), TextForm::kList);
     t.add("--points-dir", "Keep each point's result and log here (default: <json>.points)", TS_FIELD(pointsDir));
     addOutputFlags(t, self);
     addTraceFlag(t, self, "Trace every point: DIR/ranks<N> holds that point's per-rank and merged trace (see train --trace)");

@@ -21,6 +21,7 @@ struct ScaleOptions {
   std::string label;
   std::string traceDir;                // each point traces its training into <traceDir>/ranks<n> ("" = no trace)
   std::vector<std::string> trainArgs;  // every other flag: passed to `trainscope train` unchanged
+  std::string transports;              // every point once per transport setting (bench/run/transports.h); "" = as set
 };
 
 class ResultWriter;

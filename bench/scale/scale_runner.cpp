@@ -12,18 +12,20 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/error.h"
 #include "base/input_file.h"
+#include "base/split.h"
 #include "base/terminal_text.h"
 #include "base/user_paths.h"
 #include "bench/commands.h"
-#include "bench/parse_errors.h"
 #include "bench/results/result_stream.h"
 #include "bench/results/result_writer.h"
 #include "bench/run/child_process.h"
 #include "bench/run/progress.h"
 #include "bench/run/run_session.h"
+#include "bench/run/transports.h"
 #include "bench/scale/scale_options.h"
 #include "bench/scale/scale_table.h"
 #include "bench/scale/scaling_record.h"
@@ -51,20 +53,21 @@ void rejectOwnedFlags(const std::vector<std::string>& args) {
             "{}: scale sets it for each point (use --json/--label of scale; the data-parallel size follows --ranks)", a));
 }
 
-// The train flags read as `trainscope train` reads them, so that a typo or a non-finite number is one
-// line before any point starts, not the same failure at every point.
-void checkTrainFlags(const std::vector<std::string>& args) {
-  CLI::App app;
-  // The action owns the options the flags are parsed into: dropped at once, parse() wrote into freed
-  // memory (AddressSanitizer, fuzz/suite_toml.cpp on bench/suites/quick.toml).
-  const Action keepOptions = trainSubcommand().addToCommandLine(*app.add_subcommand("train"));
-  std::vector<const char*> argv = {"trainscope", "train"};
-  for (const auto& a : args) argv.push_back(a.c_str());
-  try {
-    app.parse(static_cast<int>(argv.size()), argv.data());
-  } catch (const CLI::ParseError& e) {
-    throw UsageError(fmt::format("train flags: {}", parseErrorLine(app, e, std::vector<std::string>(argv.begin(), argv.end()))));
-  }
+// The transport settings every point runs once under, in the order given (one unnamed setting without --transports):
+// of the backend the train flags' --device chose. The train flags are read as `trainscope train` reads them, so that a
+// typo or a non-finite number is one line before any point starts, not the same failure at every point.
+std::vector<TransportSetting> transportsOf(const ScaleOptions& o) {
+  const BackendKind backend = trainBackendOf(o.trainArgs);
+  std::vector<TransportSetting> settings;
+  for (const std::string& name : splitNonEmpty(o.transports, ','))
+    settings.push_back(deviceTransportSetting(name, backend, "scale"));
+  if (settings.empty()) settings.emplace_back();
+  return settings;
+}
+
+// "ranks4", or "ranks4-tcp" for a point of a transport: its files' and its trace's name.
+std::string pointName(int n, const TransportSetting& t) {
+  return t.name.empty() ? fmt::format("ranks{}", n) : fmt::format("ranks{}-{}", n, t.name);
 }
 
 std::string selfExe() {
@@ -124,7 +127,7 @@ void relabel(nlohmann::json& r, const std::string& step, const std::string& labe
 // The command that runs one point: `trainscope train` under the launcher, with the point's batch, result
 // file and label, then the study's train flags.
 std::vector<std::string> pointCommand(const ScaleOptions& o, const std::string& exe, int n, std::int64_t batch,
-                                      const fs::path& json) {
+                                      const fs::path& json, const TransportSetting& transport) {
   std::vector<std::string> cmd;
   switch (o.launcher) {
     case LauncherKind::kMpirun:
@@ -144,9 +147,10 @@ std::vector<std::string> pointCommand(const ScaleOptions& o, const std::string& 
       break;
   }
   for (const auto& w : words(o.launcherArgs)) cmd.push_back(w);
+  cmd = withEnvPassed(std::move(cmd), transport.env);  // the transport's settings reach the ranks on other hosts too
   cmd.insert(cmd.end(), {exe, "train", "--batch", std::to_string(batch), "--json", json.string(), "--label",
-                         fmt::format("scale {} rank(s)", n)});
-  if (!o.traceDir.empty()) cmd.insert(cmd.end(), {"--trace", (fs::path(o.traceDir) / fmt::format("ranks{}", n)).string()});
+                         fmt::format("scale {} rank(s)", n) + (transport.name.empty() ? "" : " over " + transport.name)});
+  if (!o.traceDir.empty()) cmd.insert(cmd.end(), {"--trace", (fs::path(o.traceDir) / pointName(n, transport)).string()});
   cmd.insert(cmd.end(), o.trainArgs.begin(), o.trainArgs.end());
   return cmd;
 }
@@ -161,7 +165,7 @@ std::vector<int> validateScale(const ScaleOptions& o) {
   if (o.launcher == LauncherKind::kNone && (o.ranks.size() != 1 || o.ranks[0] != 1))
     throw UsageError("--launcher none runs one process: --ranks 1 only (use mpirun or srun for more)");
   rejectOwnedFlags(o.trainArgs);
-  checkTrainFlags(o.trainArgs);
+  transportsOf(o);
   if (!o.pointsDir.empty()) checkOutputDirectory("--points-dir", o.pointsDir);
   if (!o.traceDir.empty()) checkOutputDirectory("--trace", o.traceDir);
   std::vector<int> ranks = o.ranks;
@@ -170,8 +174,62 @@ std::vector<int> validateScale(const ScaleOptions& o) {
   return ranks;
 }
 
+namespace {
+
+// What every point of a study shares: its options, where its points write, how they are started.
+struct Study {
+  const ScaleOptions& o;
+  ResultWriter& writer;
+  std::string step, exe;
+  fs::path dir;
+  bool nested;  // a suite under mpirun: the points' launcher must start afresh
+};
+
+// Runs the point of `n` ranks on `transport` and adds its records to the result; its scaling record. `base`: the
+// (ranks, throughput) of the smallest point of this transport that ran, set by the first that does.
+ScalingRecord runPoint(const Study& s, int n, const TransportSetting& transport, std::optional<std::pair<int, double>>& base) {
+  const ScaleOptions& o = s.o;
+  const std::int64_t batch = o.mode == ScaleMode::kWeak ? o.batch * n : o.batch;
+  const fs::path json = s.dir / (pointName(n, transport) + ".json"), log = s.dir / (pointName(n, transport) + ".log");
+  keepAside(json.string());  // an earlier study's point is kept, never read as this one's
+  const int rc = runChild(pointCommand(o, s.exe, n, batch, json, transport),
+                          ChildOptions{transport.env, log.string(), s.nested && o.launcher == LauncherKind::kMpirun});
+  std::vector<nlohmann::json> kept = pointRecords(json);
+  for (auto& r : kept) relabel(r, s.step, o.label.empty() ? "" : fmt::format("{}: {} rank(s)", o.label, n));
+  const std::optional<nlohmann::json> train = trainRecordOf(kept);
+  ScalingRecord rec;
+  rec.mode = o.mode;
+  rec.ranks = n;
+  rec.globalBatch = batch;
+  rec.launcher = o.launcher;
+  rec.series = fmt::format("{} {}", nameOf(o.mode),
+                           o.trainArgs.empty() ? std::string("(defaults)") : fmt::format("{}", fmt::join(o.trainArgs, " ")));
+  if (!transport.name.empty()) rec.series += " over " + transport.name;  // a study per transport: a curve each
+  rec.label = o.label;
+  rec.step = s.step;
+  if (!o.traceDir.empty()) rec.trace = (fs::path(o.traceDir) / pointName(n, transport)).string();
+  for (auto& r : kept) {  // as the point ends: a study stopped later keeps it
+    if (!transport.name.empty()) labelWithTransport(r, transport, transport.env);
+    s.writer.add(r);
+  }
+  if (train) rec.train = trainFactsOf(*train);
+  if (rc != 0 || !train || !completedPoint(*train)) {
+    rec.error = rc != 0 ? failureOf(log, rc) : fmt::format("the point wrote no complete train record (see {})", log.string());
+  } else {
+    if (!base) base = std::make_pair(n, throughputOf(*train));
+    rec.figures = figuresOf(*train, n, *base);
+  }
+  nlohmann::json scaling = toJson(rec);
+  if (!transport.name.empty()) labelWithTransport(scaling, transport, transport.env);
+  s.writer.add(scaling);
+  return rec;
+}
+
+}  // namespace
+
 int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string& step) {
   const std::vector<int> ranks = validateScale(o);
+  const std::vector<TransportSetting> transports = transportsOf(o);
   fs::path dir = o.pointsDir;
   if (dir.empty())
     dir = o.jsonPath.empty() ? fs::temp_directory_path() / fmt::format("trainscope-scale-{}", ::getpid())
@@ -179,46 +237,22 @@ int runScaleStudy(const ScaleOptions& o, ResultWriter& writer, const std::string
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw UsageError(fmt::format("--points-dir {}: {}", dir.string(), ec.message()));
-  const std::string exe = selfExe();
-  const bool nested = launchedByMpi();  // a suite under mpirun: the points' launcher must start afresh
+  const Study study{o, writer, step, selfExe(), dir, launchedByMpi()};
   std::printf("%s", printableLines(scaleTableHeader(o, ranks, dir)).c_str());
   std::fflush(stdout);
-  std::optional<std::pair<int, double>> base;  // (ranks, throughput) of the smallest point that ran
   int failed = 0;
-  Progress progress("scale", static_cast<double>(ranks.size()), true);
-  for (int n : ranks) {
-    const std::int64_t batch = o.mode == ScaleMode::kWeak ? o.batch * n : o.batch;
-    const fs::path json = dir / fmt::format("ranks{}.json", n), log = dir / fmt::format("ranks{}.log", n);
-    keepAside(json.string());  // an earlier study's point is kept, never read as this one's
-    progress.step(fmt::format("{} rank(s)", n));
-    const int rc = runChild(pointCommand(o, exe, n, batch, json),
-                            ChildOptions{{}, log.string(), nested && o.launcher == LauncherKind::kMpirun});
-    progress.done();
-    std::vector<nlohmann::json> kept = pointRecords(json);
-    for (auto& r : kept) relabel(r, step, o.label.empty() ? "" : fmt::format("{}: {} rank(s)", o.label, n));
-    const std::optional<nlohmann::json> train = trainRecordOf(kept);
-    ScalingRecord rec;
-    rec.mode = o.mode;
-    rec.ranks = n;
-    rec.globalBatch = batch;
-    rec.launcher = o.launcher;
-    rec.series = fmt::format("{} {}", nameOf(o.mode),
-                             o.trainArgs.empty() ? std::string("(defaults)") : fmt::format("{}", fmt::join(o.trainArgs, " ")));
-    rec.label = o.label;
-    rec.step = step;
-    if (!o.traceDir.empty()) rec.trace = (fs::path(o.traceDir) / fmt::format("ranks{}", n)).string();
-    for (const auto& r : kept) writer.add(r);  // as the point ends: a study stopped later keeps it
-    if (train) rec.train = trainFactsOf(*train);
-    if (rc != 0 || !train || !completedPoint(*train)) {
-      ++failed;
-      rec.error = rc != 0 ? failureOf(log, rc) : fmt::format("the point wrote no complete train record (see {})", log.string());
-    } else {
-      if (!base) base = std::make_pair(n, throughputOf(*train));
-      rec.figures = figuresOf(*train, n, *base);
+  Progress progress("scale", static_cast<double>(ranks.size() * transports.size()), true);
+  for (const TransportSetting& transport : transports) {
+    if (!transport.name.empty()) std::printf("%s", scaleTransportLine(transport).c_str());
+    std::optional<std::pair<int, double>> base;  // (ranks, throughput) of this transport's smallest point that ran
+    for (int n : ranks) {
+      progress.step(transport.name.empty() ? fmt::format("{} rank(s)", n) : fmt::format("{} rank(s) over {}", n, transport.name));
+      const ScalingRecord rec = runPoint(study, n, transport, base);
+      progress.done();
+      if (!rec.figures) ++failed;
+      std::printf("%s", scaleTableRow(rec).c_str());
+      std::fflush(stdout);
     }
-    writer.add(toJson(rec));
-    std::printf("%s", scaleTableRow(rec).c_str());
-    std::fflush(stdout);
   }
   return failed;
 }
@@ -232,7 +266,7 @@ int runScale(const ScaleOptions& o, const std::vector<std::string>& argv) {
   session->finish();
   if (failed)
     throw Error(fmt::format("{} of {} scaling point(s) failed (their errors are in the result and in the points' logs)", failed,
-                            ranks.size()));
+                            ranks.size() * transportsOf(o).size()));
   return 0;
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "base/terminal_text.h"
 #include "bench/scale/scale_options.h"
 
 namespace ts {
@@ -35,6 +36,12 @@ std::string scaleTableRow(const ScalingRecord& r) {
   return fmt::format("  {:>6} {:>8} {:>12.3f} {:>14.1f} {:>9.2f} {:>9.1f}% {:>12.3f} {:>12.3f}{}  {}\n", r.ranks, r.globalBatch,
                      f.stepTimeUs / 1e3, f.throughputPerS, f.speedup, 100 * f.efficiency, f.breakdown.compute / 1e3,
                      f.breakdown.exposedCommunication / 1e3, target, r.train ? r.train->layout : "");
+}
+
+std::string scaleTransportLine(const TransportSetting& t) {
+  std::string env;
+  for (const auto& [k, v] : t.env) env += fmt::format(" {}={}", k, v);
+  return printableLines(fmt::format("# over {}: {}{}\n", t.name, t.description, env));
 }
 
 }  // namespace ts

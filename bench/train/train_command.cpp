@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "bench/choice_errors.h"
 #include "bench/commands.h"
+#include "bench/parse_errors.h"
 #include "bench/run_flags.h"
 #include "bench/train/train_options.h"
 
@@ -223,6 +224,22 @@ void addRunOptions(OptionTable<TrainRunOptions>& t) {
       .notInIdentity("written after the first step, outside its time");
 }
 
+// The same training once per transport setting, merged (bench/run/transports.h, as `collectives --transports`).
+void addTransportOptions(OptionTable<TrainRunOptions>& t) {
+  t.group("One run per transport");
+  constexpr const char* kOneRunEach =
+      "each transport is a run of its own, started by the launcher; a suite step is one run of the suite's processes";
+  t.add("--transports",
+        "Run the same training once per transport and merge, each record labelled (mpi: shm,tcp; nccl: "
+        "nvlink,pcie,ib,socket), with a side-by-side summary; needs --json",
+        TS_FIELD(transports))
+      .commandLineOnly(kOneRunEach)
+      .notInIdentity("each run's record names the transport it ran under, in its identity");
+  t.add("--launcher", "How --transports starts each run (default for mpi: 'mpirun -np 2')", TS_FIELD(launcher))
+      .commandLineOnly(kOneRunEach)
+      .notInIdentity("how the processes were started: the same job runs");
+}
+
 const OptionTable<TrainRunOptions>& trainOptions() {
   static const OptionTable<TrainRunOptions> table = [] {
     OptionTable<TrainRunOptions> t;
@@ -233,6 +250,7 @@ const OptionTable<TrainRunOptions>& trainOptions() {
     addEvalOptions(t);
     addLayoutOptions(t);
     addRunOptions(t);
+    addTransportOptions(t);
     return t;
   }();
   return table;
@@ -241,6 +259,20 @@ const OptionTable<TrainRunOptions>& trainOptions() {
 }  // namespace
 
 nlohmann::json toJson(const TrainRunOptions& o) { return trainOptions().record(o); }
+
+BackendKind trainBackendOf(const std::vector<std::string>& trainFlags) {
+  CLI::App app;
+  TrainRunOptions o;
+  trainOptions().addToCommandLine(*app.add_subcommand("train"), o);
+  std::vector<const char*> argv = {"trainscope", "train"};
+  for (const auto& a : trainFlags) argv.push_back(a.c_str());
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(fmt::format("train flags: {}", parseErrorLine(app, e, std::vector<std::string>(argv.begin(), argv.end()))));
+  }
+  return wl::parseDeviceSpec(o.device).cuda() ? BackendKind::kNccl : BackendKind::kMpi;
+}
 
 namespace {
 
@@ -261,10 +293,11 @@ SuiteStep readTrainStep(StepReader& r) {
 }  // namespace
 
 Subcommand trainSubcommand() {
-  return {
-      "train", "Train a reference model (mlp, cnn, transformer) end to end and measure its steps",
-      [](CLI::App& sub) { return addTable<TrainRunOptions>(sub, trainOptions(), std::make_shared<TrainRunOptions>(), runTrain); },
-      readTrainStep, trainOptions().describe()};
+  return {"train", "Train a reference model (mlp, cnn, transformer) end to end and measure its steps",
+          [](CLI::App& sub) {
+            return addTable<TrainRunOptions>(sub, trainOptions(), std::make_shared<TrainRunOptions>(), runTrainCommandLine);
+          },
+          readTrainStep, trainOptions().describe()};
 }
 
 }  // namespace ts

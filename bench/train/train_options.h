@@ -27,6 +27,8 @@ struct TrainRunOptions {
   std::string dumpLogits;            // write the first step's logits, sample indices and loss here (JSON): for checking
   std::string mllogPath;             // --mllog: an MLPerf :::MLLOG log of the run (bench/train/mlperf_run_log.h)
   MlperfSubmission mllogSubmission;  // what that log states of its submission (--mllog-org, ...)
+  std::string transports;            // --transports: one run per transport setting, merged (bench/run/transports.h)
+  std::string launcher;              // --launcher: how each of those runs is started ("" = mpirun -np 2 for mpi)
 };
 
 // The run's config as its record states it: every option of train's table as given, under its suite key
@@ -44,5 +46,8 @@ void checkWarmupSteps(std::int64_t warmupSteps, std::int64_t stepsToTrain);
 // Trains and writes one `train` record (also when the run fails part-way: the steps done are kept).
 void runTrainStep(const TrainRunOptions& o, RunContext& ctx);
 int runTrain(const TrainRunOptions& o, const std::vector<std::string>& argv);
+// The command line's `trainscope train`: runTrain, or with --transports one run per transport setting, merged into one
+// result with a side-by-side summary (bench/train/train_transports.cpp).
+int runTrainCommandLine(const TrainRunOptions& o, const std::vector<std::string>& argv);
 
 }  // namespace ts

@@ -73,7 +73,7 @@ SELECTORS: dict[str, tuple[str, ...]] = {
     "collective": ("op", "backend", "dtype", "redop", "bytes", "in_place", "graph", "transport", "algo", "proto"),
     "kernel": ("op", "shape_name", "dtype", "backend"),
     "kernel_ceiling": ("ceiling", "level"),
-    "train": ("model", "preset", "backend", "precision", "label"),
+    "train": ("model", "preset", "backend", "precision", "label", "transport"),
     "telemetry": (),
 }
 # What makes two records of a kind without a compare identity (identity.py) the same measurement: a ceiling

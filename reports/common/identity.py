@@ -43,7 +43,8 @@ IDENTITY = {
                    "transport", "algo", "proto"),
     "link": ("test", "src", "dst", "engine", "direction", "bytes", "host", "src_host", "dst_host", "memory", "p2p"),
     "kernel": ("op", "shape_name", "shape", "dtype", "backend"),
-    "train": ("model", "preset", "backend", "precision", "world_size", "items_per_step", "flops_per_step", "layout"),
+    "train": ("model", "preset", "backend", "precision", "world_size", "items_per_step", "flops_per_step", "layout",
+              "transport"),
 }
 
 # The kinds whose records carry their run's options as `config`, with the subcommand whose table describes them.
@@ -120,6 +121,7 @@ def describe(ident: Identity) -> str:
         layout = dict(d["layout"]).get("name") if d.get("layout") else None
         return (f"train {d['model']} {d['preset']} {d['backend']} {d['precision']} {d['world_size']} rank(s)"
                 + (f" {layout}" if layout and layout != "single" else "") + f" {d['items_per_step']} items/step"
+                + (f" over {d['transport']}" if d.get("transport") else "")
                 + _options_set(d.get("options"), "train"))
     if ident[0] == "link":
         where = d.get("host") or f"{d.get('src_host')}->{d.get('dst_host')}"

@@ -12,7 +12,12 @@ def change(value: float, first: float) -> str:
 
 def side_by_side(caption: str, key_columns: Sequence[str], labels: Sequence[str],
                  facts: Mapping[tuple[str, ...], Mapping[str, float]], digits: int = 2) -> Block | None:
-    """The table, or None when no row has two runs. `caption` says what the values are (and their unit)."""
+    """The table, or None when no row has two runs. `caption` says what the values are (and their unit). A run with no
+    value in any row (a result without this kind of record: a collectives sweep beside training runs) has no column, and
+    the first run that has one is what the others are set against."""
+    labels = [lab for lab in labels if any(lab in values for values in facts.values())]
+    if len(labels) < 2:
+        return None
     first = labels[0]
     rows = []
     for key, values in sorted(facts.items()):

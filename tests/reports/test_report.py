@@ -213,6 +213,44 @@ def test_overlaid_training_and_kernels_get_a_column_per_run(write_doc, tmp_path)
     assert f"<td>gemm</td><td>square</td><td>float32</td><td>cpu</td><td>{us:.2f}</td><td>{1.25 * us:.2f}</td><td>+25.0%</td>" in html
 
 
+def test_overlaid_runs_are_set_against_the_first_that_measured_the_fact(write_doc, tmp_path):
+    """A first input without training records (a collectives sweep) gets no column in the training tables, and the
+    change is against the first input that has one (issue #41: every 'vs sweep' cell was '-')."""
+    from synthetic import make_train, stats
+    sweep = make_doc([make_record(samples=noisy(10, 0.1))])
+    a = make_doc([make_train()])
+    b = make_doc([make_train(step_time_us=stats([2500.0, 2500.0]), throughput_per_s=3200.0)])
+    out = tmp_path / "rep"
+    r = run_tool("report", write_doc("s.json", sweep), write_doc("a.json", a), write_doc("b.json", b), "-o", out,
+                 "--label", "sweep", "--label", "a", "--label", "b")
+    assert r.returncode == 0, r.stderr
+    html = (out / "index.html").read_text().replace("\n", "")
+    assert "<caption>Median step time (ms), the runs side by side, change against a</caption>" in html
+    assert "<td>mlp tiny</td><td>single</td><td>cuda</td><td>bfloat16</td><td>-</td><td>2.000</td><td>2.500</td><td>+25.0%</td>" in html
+    assert "vs sweep" not in html
+
+
+def test_a_job_on_several_fabrics_gets_a_row_per_transport(write_doc, tmp_path):
+    """Train records labelled with their transport (train --transports): a row each with its step, exposed communication
+    (the median over the ranks) and throughput, set against the first transport."""
+    from synthetic import make_train, stats
+
+    def ranks(*exposed_us):
+        return [{"rank": k, "dp_rank": k, "tp_rank": 0, "pp_rank": 0, "step_us": 3000.0, "compute_us": 1000.0, "communication_us": 2000.0, "exposed_communication_us": e,
+                 "idle_us": 0.0} for k, e in enumerate(exposed_us)]
+    shm = make_train(world_size=2, transport="shm", transport_env={"OMPI_MCA_btl": "self,vader,tcp"}, ranks=ranks(400.0, 600.0))
+    tcp = make_train(world_size=2, transport="tcp", transport_env={"OMPI_MCA_btl": "self,tcp"}, ranks=ranks(900.0, 1100.0),
+                     step_time_us=stats([3000.0, 3000.0]), throughput_per_s=2666.7)
+    out = tmp_path / "rep"
+    r = run_tool("report", write_doc("ab.json", make_doc([shm, tcp])), "-o", out)
+    assert r.returncode == 0, r.stderr
+    html = (out / "index.html").read_text().replace("\n", "")
+    assert "Fabrics side by side" in html
+    assert "<td>mlp tiny</td><td>shm</td><td>2.000</td><td>0.500</td><td>4000.0</td><td>1.00x</td>" in html
+    assert "<td>mlp tiny</td><td>tcp</td><td>3.000</td><td>1.000</td><td>2666.7</td><td>1.50x</td>" in html
+    assert "mlp tiny over tcp" in html  # the other tables name each run's transport
+
+
 def test_link_figures_above_their_peak_are_named_and_marked(write_doc, tmp_path):
     """A link record above its link's peak (ceiling_suspect): named with its cause in the section's alert (and so in the
     status banner), its cell marked !; a record within its peak is not."""

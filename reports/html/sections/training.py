@@ -1,6 +1,8 @@
 """Training: the loss curve of every run, where a step's time goes (data, forward, backward, sync,
-optimizer), throughput, achieved TFLOP/s and MFU, and for parallel runs each rank's compute and
-communication and the collectives the training issued."""
+optimizer), throughput, achieved TFLOP/s and MFU, for parallel runs each rank's compute and
+communication and the collectives the training issued, and for a job run on several fabrics (train
+--transports) the fabrics side by side."""
+import statistics
 from collections.abc import Callable
 
 from ...common import identity as ids
@@ -201,8 +203,10 @@ def _side_by_side(results: list[Result], runs: list[TrainRun]) -> list[Block]:
     step: dict[tuple[str, ...], dict[str, float]] = {}
     rate: dict[tuple[str, ...], dict[str, float]] = {}
     quality: dict[str, dict[tuple[str, ...], dict[str, float]]] = {m.name: {} for m in QUALITY}
+    fabrics = any(x.get("transport") for _, x in runs)  # runs of train --transports: a row per fabric
     for r, x in runs:
-        key = (f"{x['model']} {x['preset']}", layout_name(x), x["backend"], x["precision"], x.get("step") or "-")
+        key: tuple[str, ...] = (f"{x['model']} {x['preset']}", layout_name(x), x["backend"], x["precision"], x.get("step") or "-")
+        key += (x.get("transport") or "-",) if fabrics else ()
         for m in QUALITY:
             figure = ids.find(x, m.path)
             if figure is not None:
@@ -212,12 +216,49 @@ def _side_by_side(results: list[Result], runs: list[TrainRun]) -> list[Block]:
         step.setdefault(key, {})[r.label] = x["step_time_us"]["median"] / 1e3
         if x.get("throughput_per_s"):
             rate.setdefault(key, {})[r.label] = x["throughput_per_s"]
-    columns = ["model", "layout", "backend", "precision", "step"]
+    columns = ["model", "layout", "backend", "precision", "step"] + (["transport"] if fabrics else [])
     labels = [r.label for r in results]
     tables = [side_by_side("Median step time (ms)", columns, labels, step, digits=3),
               side_by_side("Throughput (items/s)", columns, labels, rate, digits=1)]
     tables += [side_by_side(m.label[0].upper() + m.label[1:], columns, labels, quality[m.name], digits=4) for m in QUALITY]
     return [t for t in tables if t]
+
+
+def exposed_communication_us(x: Record) -> float | None:
+    """The communication a run's step did not hide behind compute: the median over its ranks (as `scale` and the
+    console's summary report it); None without per-rank figures."""
+    exposed = [k["exposed_communication_us"] for k in x.get("ranks") or [] if k.get("exposed_communication_us") is not None]
+    return statistics.median(exposed) if exposed else None
+
+
+def _fabric_table(runs: list[TrainRun], name: Namer) -> Block | None:
+    """The same job on each fabric (records labelled with their transport), a row per transport, set against the first
+    transport of its job that completed (a run that stopped shows what it timed, marked, and no ratio, as the console
+    says it failed); None when no record names a transport."""
+    jobs: dict[tuple[int, str], list[Record]] = {}  # (result, the run's name without its transport) -> its records
+    for r, x in runs:
+        if x.get("transport"):
+            jobs.setdefault((id(r), name(r, {**x, "transport": None})), []).append(x)
+    rows = []
+    for (_, job), records in jobs.items():
+        first = next((x for x in records if x["completed"] and x.get("step_time_us")), None)
+        for x in records:
+            step = x["step_time_us"]["median"] if x.get("step_time_us") else None
+            exposed = exposed_communication_us(x)
+            rows.append([job, x["transport"] + ("" if x["completed"] else " (stopped)"), ms_or_dash(step),
+                         ms_or_dash(exposed),
+                         f"{x['throughput_per_s']:.1f}" if x.get("throughput_per_s") is not None else "-",
+                         f"{step / first['step_time_us']['median']:.2f}x" if step is not None and first and x["completed"]
+                         else "-"])
+    if not rows:
+        return None
+    return {"kind": "table",
+            "caption": "Fabrics side by side: the same training job run once per transport (train or scale --transports), "
+                       "each in a launch of its own. The median step (ms), the communication not hidden behind compute "
+                       "(exposed: the median over the ranks, ms), the throughput, and the step against the job's first "
+                       "transport",
+            "columns": ["run", "transport", "step (ms)", "exposed communication (ms)", "items/s", "step vs first"],
+            "rows": rows}
 
 
 def _per_rank_table(parallel: list[TrainRun], name: Namer) -> Block:
@@ -289,7 +330,8 @@ class TrainingSection:
         def name(r: Result, x: Record) -> str:
             layout = layout_name(x)
             return ((f"{r.label}: " if many_results else "") + f"{x['model']} {x['preset']}"
-                    + (f" {layout}" if layout != "single" else "") + (f" [{x['step']}]" if x.get("step") else ""))
+                    + (f" {layout}" if layout != "single" else "") + (f" [{x['step']}]" if x.get("step") else "")
+                    + (f" over {x['transport']}" if x.get("transport") else ""))
 
         blocks = _alerts(results, runs, name)
         blocks.append(_loss_plot(runs, name, plots))
@@ -297,6 +339,9 @@ class TrainingSection:
         if phases:
             blocks.append(phases)
         blocks.append(_summary_table(runs, name))
+        fabrics = _fabric_table(runs, name)
+        if fabrics:
+            blocks.append(fabrics)
         if many_results:
             blocks.extend(_side_by_side(results, runs))
         blocks.extend(_memory_blocks(runs, name, plots))

@@ -1,5 +1,6 @@
-#include "bench/collectives/transports.h"
+#include "bench/run/transports.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -97,6 +98,31 @@ struct Variant {
   std::map<std::string, std::string> env;
 };
 
+// What a subcommand's variants are made of.
+struct SubcommandTraits {
+  const char* name;                  // the merged result's subcommand, and every run's
+  std::vector<std::string> options;  // its variant options, as the errors name them
+  bool ncclSettings;                 // --algos and --protos (NCCL_ALGO, NCCL_PROTO): its records name both
+  bool backendFlag;                  // each run is told its backend with --backend (train's follows --device)
+};
+
+SubcommandTraits traitsOf(VariantSubcommand s) {
+  switch (s) {
+    case VariantSubcommand::kCollectives:
+      return {"collectives", {"--transports", "--algos", "--protos"}, true, true};
+    case VariantSubcommand::kTrain:
+      return {"train", {"--transports"}, false, false};
+  }
+  throw Error("unknown variant subcommand");
+}
+
+// "--transports/--algos/--protos", or "--transports, --algos or --protos" with `last` " or ".
+std::string optionList(const std::vector<std::string>& options, const char* sep, const char* last) {
+  std::string out;
+  for (std::size_t i = 0; i < options.size(); ++i) out += (i == 0 ? "" : i + 1 == options.size() ? last : sep) + options[i];
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::string> transportNames(BackendKind backend) {
@@ -111,6 +137,16 @@ TransportSetting transportSetting(const std::string& name, BackendKind backend) 
     if (r.backend == backend && r.setting.name == name) return r.setting;
   throw UsageError(fmt::format("--transports: unknown transport '{}' for the {} backend (known: {})", name, nameOf(backend),
                                fmt::join(transportNames(backend), ", ")));
+}
+
+TransportSetting deviceTransportSetting(const std::string& name, BackendKind backend, const char* subcommand) {
+  TransportSetting setting = transportSetting(name, backend);
+  if (setting.backend)
+    throw UsageError(
+        fmt::format("--transports {}: {}'s backend follows --device (cuda: nccl, cpu: mpi); for the {} backend "
+                    "run it with --device cpu",
+                    name, subcommand, nameOf(*setting.backend)));
+  return setting;
 }
 
 std::vector<std::string> withoutOptions(const std::vector<std::string>& argv, const std::vector<std::string>& names) {
@@ -133,6 +169,33 @@ std::vector<std::string> withoutOptions(const std::vector<std::string>& argv, co
   return out;
 }
 
+bool variantsRequested(const VariantRequest& req) {
+  if (!req.transports.empty() || !req.algos.empty() || !req.protos.empty()) return true;
+  if (!req.launcher.empty())
+    throw UsageError(fmt::format("--launcher goes with {}", optionList(traitsOf(req.subcommand).options, ", ", " or ")));
+  return false;
+}
+
+std::vector<std::string> withEnvPassed(std::vector<std::string> launcher, const std::map<std::string, std::string>& env) {
+  const bool mpirun =
+      !launcher.empty() && (fs::path(launcher[0]).filename() == "mpirun" || fs::path(launcher[0]).filename() == "mpiexec");
+  if (mpirun)
+    for (const auto& [k, val] : env) {
+      launcher.insert(launcher.begin() + 1, k);
+      launcher.insert(launcher.begin() + 1, "-x");
+    }
+  return launcher;
+}
+
+void labelWithTransport(nlohmann::json& rec, const TransportSetting& setting, const std::map<std::string, std::string>& env) {
+  static const std::vector<std::string> overFabric = {"collective", "train", "train_progress", "scaling", "telemetry"};
+  if (std::find(overFabric.begin(), overFabric.end(), rec.value("kind", "")) == overFabric.end()) return;
+  rec["transport"] = setting.name.empty() ? nlohmann::json(nullptr) : nlohmann::json(setting.name);
+  rec["transport_env"] = env;
+  // A run that stopped left its progress, whose first record carries the train record readers rebuild it from.
+  if (rec.contains("train") && rec["train"].is_object()) labelWithTransport(rec["train"], setting, env);
+}
+
 namespace {
 
 // Every combination of the requested transports, algorithms and protocols, each with its environment.
@@ -145,7 +208,9 @@ std::vector<Variant> variantsOf(const VariantRequest& req, BackendKind backend) 
     for (const auto& a : as)
       for (const auto& p : ps) {
         Variant v;
-        if (!t.empty()) v.transport = transportSetting(t, backend);
+        if (!t.empty())
+          v.transport = traitsOf(req.subcommand).backendFlag ? transportSetting(t, backend)
+                                                             : deviceTransportSetting(t, backend, traitsOf(req.subcommand).name);
         v.env = v.transport.env;
         if (!a.empty()) v.env["NCCL_ALGO"] = v.algo = capitalized(a);
         if (!p.empty()) v.env["NCCL_PROTO"] = v.proto = protocol(p);
@@ -160,22 +225,17 @@ std::vector<Variant> variantsOf(const VariantRequest& req, BackendKind backend) 
 }
 
 // The command line of one variant's run: the launcher (told to pass `env`, the variant's environment, to every
-// host), this program, the user's flags without the variant ones, and the part file it writes.
+// host), this program, the user's flags without the variant ones, its backend where the subcommand takes one
+// (`backendFlag`), and the part file it writes.
 std::vector<std::string> variantCommand(std::string launcher, const std::map<std::string, std::string>& env,
-                                        BackendKind childBackend, const std::string& self,
+                                        BackendKind childBackend, bool backendFlag, const std::string& self,
                                         const std::vector<std::string>& childArgs, const fs::path& part) {
   if (launcher.empty() && childBackend == BackendKind::kMpi) launcher = "mpirun -np 2";
-  std::vector<std::string> args = splitNonEmpty(launcher, ' ');
-  const bool mpirun = !args.empty() && (fs::path(args[0]).filename() == "mpirun" || fs::path(args[0]).filename() == "mpiexec");
-  if (mpirun)  // mpirun passes a variable to the ranks on other hosts only when told to
-    for (const auto& [k, val] : env) {
-      args.insert(args.begin() + 1, k);
-      args.insert(args.begin() + 1, "-x");
-    }
+  std::vector<std::string> args = withEnvPassed(splitNonEmpty(launcher, ' '), env);
   args.push_back(self);
   args.insert(args.end(), childArgs.begin(), childArgs.end());
-  for (const std::string& a : {std::string("--backend"), std::string(nameOf(childBackend)), std::string("--json"), part.string()})
-    args.push_back(a);
+  if (backendFlag) args.insert(args.end(), {"--backend", std::string(nameOf(childBackend))});
+  args.insert(args.end(), {"--json", part.string()});
   return args;
 }
 
@@ -193,11 +253,15 @@ fs::path makeScratchFolder(const std::string& jsonPath) {
 
 // The request's backend, once the request is one trainscope can run as variants.
 BackendKind checkedBackend(const VariantRequest& req) {
+  const std::vector<std::string>& options = traitsOf(req.subcommand).options;
+  const std::string named = optionList(options, "/", "/");
+  const bool plural = options.size() > 1;
   if (launchedByMpi())
-    throw UsageError(
-        "--transports/--algos/--protos launch one run per setting themselves: start trainscope without mpirun, and give the "
-        "launcher with --launcher 'mpirun -np 4'");
-  if (req.jsonPath.empty()) throw UsageError("--transports/--algos/--protos need --json FILE for the merged result");
+    throw UsageError(fmt::format(
+        "{} {} one run per setting {}: start trainscope without mpirun, and give the launcher with --launcher 'mpirun -np 4'",
+        named, plural ? "launch" : "launches", plural ? "themselves" : "itself"));
+  if (req.jsonPath.empty())
+    throw UsageError(fmt::format("{} {} --json FILE for the merged result", named, plural ? "need" : "needs"));
   const BackendKind backend = resolveBackend(req.backend);
   if ((!req.algos.empty() || !req.protos.empty()) && backend != BackendKind::kNccl)
     throw UsageError("--algos and --protos are NCCL settings: they need --backend nccl");
@@ -235,27 +299,52 @@ std::vector<nlohmann::json> variantRecords(const fs::path& part, const Variant& 
   return std::move(streamed.records);
 }
 
-// A record as the merged result keeps it: with the variant's transport, algorithm, protocol and environment.
-void labelRecord(nlohmann::json& rec, const Variant& v) {
-  rec["transport"] = v.transport.name.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.transport.name);
+// A record as the merged result keeps it: with the variant's transport and environment, and where the subcommand
+// takes NCCL's settings, its algorithm and protocol.
+void labelRecord(nlohmann::json& rec, const Variant& v, bool ncclSettings) {
+  labelWithTransport(rec, v.transport, v.env);
+  if (!ncclSettings || !rec.contains("transport")) return;
   // A record that names its own algo (reduce_scatter's MPI call) keeps it: --algos is NCCL's alone.
   if (!v.algo.empty())
     rec["algo"] = v.algo;
   else if (!rec.contains("algo"))
     rec["algo"] = nullptr;
   rec["proto"] = v.proto.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.proto);
-  rec["transport_env"] = v.env;
+}
+
+// The path `value` of `kind` as variant `name`'s run writes it: DIR/name, or stem.name.ext (a name of several settings,
+// shm/ring/LL, with '-' for '/': one folder level, one file name).
+std::string variantPath(const std::string& value, PathKind kind, std::string name) {
+  std::replace(name.begin(), name.end(), '/', '-');
+  const fs::path p(value);
+  if (kind == PathKind::kFolder) return (p / name).string();
+  return (p.parent_path() / (p.stem().string() + "." + name + p.extension().string())).string();
+}
+
+// The run's arguments with every path option of `paths` (both "--opt value" and "--opt=value") made its own.
+std::vector<std::string> withVariantPaths(std::vector<std::string> args, const std::vector<VariantPath>& paths,
+                                          const std::string& name) {
+  for (std::size_t i = 0; i < args.size(); ++i)
+    for (const auto& [option, kind] : paths) {
+      if (args[i] == option && i + 1 < args.size())
+        args[i + 1] = variantPath(args[i + 1], kind, name);
+      else if (args[i].rfind(option + "=", 0) == 0)
+        args[i] = option + "=" + variantPath(args[i].substr(option.size() + 1), kind, name);
+    }
+  return args;
 }
 
 // Runs variant i of `count` and adds what it measured to `writer` and `merged`; its exit code.
 int runVariant(const VariantLaunch& launch, std::size_t i, std::size_t count, const Variant& v, ResultWriter& writer,
                Merged& merged) {
+  const SubcommandTraits traits = traitsOf(launch.req.subcommand);
   const BackendKind childBackend = v.transport.backend.value_or(launch.backend);
   const fs::path part = launch.scratch / fmt::format("{}.json", i);
   std::map<std::string, std::string> childEnv = v.env;  // the variant's settings, and where its records end up
   childEnv[kMergedIntoVariable] = launch.req.jsonPath;
   const std::vector<std::string> args =
-      variantCommand(launch.req.launcher, childEnv, childBackend, launch.self, launch.childArgs, part);
+      variantCommand(launch.req.launcher, childEnv, childBackend, traits.backendFlag, launch.self,
+                     withVariantPaths(launch.childArgs, launch.req.paths, v.name), part);
   std::string envText;
   for (const auto& [k, val] : v.env) envText += fmt::format(" {}={}", k, val);
   std::printf("#\n# ===== variant %zu/%zu: %s (%s%s)\n", i + 1, count, printable(v.name).c_str(),
@@ -263,19 +352,19 @@ int runVariant(const VariantLaunch& launch, std::size_t i, std::size_t count, co
   std::fflush(stdout);
   const int childRc = runChild(args, ChildOptions{childEnv, "", false});
   for (auto& rec : variantRecords(part, v, merged)) {
-    labelRecord(rec, v);
+    labelRecord(rec, v, traits.ncclSettings);
     writer.add(rec);
   }
   return childRc;
 }
 
 // The merged document: the first variant's run block, with this command line, the variants and every layout.
-void finishMerged(ResultWriter& writer, Merged merged, const std::vector<Variant>& variants,
+void finishMerged(ResultWriter& writer, Merged merged, const std::vector<Variant>& variants, const char* subcommand,
                   const std::vector<std::string>& argv) {
   nlohmann::json& run = merged.run;
   run.erase("kind");
   run.erase("schema");
-  run["subcommand"] = "collectives";
+  run["subcommand"] = subcommand;
   run["command_line"] = argv;
   // What --transports, --algos and --protos resolved to: the variants run (the options' own keys are the table's).
   nlohmann::json& ran = run["config"]["resolved"]["variants"] = nlohmann::json::array();
@@ -290,13 +379,16 @@ void finishMerged(ResultWriter& writer, Merged merged, const std::vector<Variant
 int runVariants(const VariantRequest& req, const std::vector<std::string>& argv) {
   const BackendKind backend = checkedBackend(req);
   const std::vector<Variant> variants = variantsOf(req, backend);
+  const SubcommandTraits traits = traitsOf(req.subcommand);
   const std::string self = fs::read_symlink("/proc/self/exe").string();
-  auto childArgs = withoutOptions(std::vector<std::string>(argv.begin() + 1, argv.end()),
-                                  {"--transports", "--algos", "--protos", "--launcher", "--json", "--backend"});
+  std::vector<std::string> stripped = traits.options;  // each run's own: its setting, its launch, its part file
+  stripped.insert(stripped.end(), {"--launcher", "--json"});
+  if (traits.backendFlag) stripped.push_back("--backend");
+  auto childArgs = withoutOptions(std::vector<std::string>(argv.begin() + 1, argv.end()), stripped);
   ResultWriter writer(req.jsonPath);
   nlohmann::json names = nlohmann::json::array();
   for (const auto& v : variants) names.push_back(v.name);
-  writer.begin({{"subcommand", "collectives"}, {"command_line", argv}, {"variants", names}});  // the stream's first line
+  writer.begin({{"subcommand", traits.name}, {"command_line", argv}, {"variants", names}});  // the stream's first line
   const VariantLaunch launch{req, backend, self, std::move(childArgs), makeScratchFolder(req.jsonPath)};
   Merged merged;
   int rc = 0;
@@ -311,7 +403,8 @@ int runVariants(const VariantRequest& req, const std::vector<std::string>& argv)
   std::error_code ec;
   fs::remove_all(launch.scratch, ec);
   if (!merged.run.is_null()) {
-    finishMerged(writer, std::move(merged), variants, argv);
+    finishMerged(writer, std::move(merged), variants, traits.name, argv);
+    if (req.summary) req.summary(writer.records());
     std::printf("#\n# results: %s (%zu variants merged)\n", printable(req.jsonPath).c_str(), variants.size());
   }
   if (rc != 0)
