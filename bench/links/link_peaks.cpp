@@ -4,17 +4,50 @@
 
 namespace ts {
 
+namespace {
+// The datasheet's rows (reports/schema/link-datasheet.json, generated into link_datasheet.inc).
+struct NvlinkGeneration {
+  int major, minor;
+  const char* name;
+  double perLink;
+  int links;  // per GPU
+};
+struct PcieGeneration {
+  int generation;
+  double gtPerS, encoding;  // transfers per second and lane, and the encoding's payload fraction
+};
+struct DeviceMemory {
+  const char* match;  // the first row whose text the GPU's name contains
+  double gbps;        // both directions together, as a copy uses it: read + write
+};
+// Each table takes its own rows of the generated file; the others' expand to nothing.
+#define TS_NVLINK(major, minor, name, perLink, links) NvlinkGeneration{major, minor, name, perLink, links},
+#define TS_PCIE(...)
+#define TS_DEVICE_MEMORY(...)
+constexpr NvlinkGeneration kNvlink[] = {
+#include "bench/links/link_datasheet.inc"
+};
+#undef TS_NVLINK
+#undef TS_PCIE
+#define TS_NVLINK(...)
+#define TS_PCIE(generation, rate, encoding) PcieGeneration{generation, rate, encoding},
+constexpr PcieGeneration kPcie[] = {
+#include "bench/links/link_datasheet.inc"
+};
+#undef TS_PCIE
+#undef TS_DEVICE_MEMORY
+#define TS_PCIE(...)
+#define TS_DEVICE_MEMORY(match, gbps) DeviceMemory{match, gbps},
+constexpr DeviceMemory kDeviceMemory[] = {
+#include "bench/links/link_datasheet.inc"
+};
+#undef TS_NVLINK
+#undef TS_PCIE
+#undef TS_DEVICE_MEMORY
+}  // namespace
+
 std::optional<double> nvlinkPerLinkGbps(int major, int minor, std::string* generation) {
-  // NVLink2 (V100, sm_70): 25 GB/s per link per direction; NVLink3 (A100, sm_80): 25; NVLink4 (H100/H200,
-  // sm_90): 25 (18 links = 450 GB/s per direction); NVLink5 (B200, sm_100): 50 (18 links = 900).
-  struct Gen {
-    int major, minor;
-    const char* name;
-    double perLink;
-  };
-  static constexpr Gen kGens[] = {
-      {7, 0, "NVLink2", 25.0}, {8, 0, "NVLink3", 25.0}, {9, 0, "NVLink4", 25.0}, {10, 0, "NVLink5", 50.0}};
-  for (const auto& g : kGens) {
+  for (const auto& g : kNvlink) {
     if (g.major == major && g.minor == minor) {
       if (generation) *generation = g.name;
       return g.perLink;
@@ -24,25 +57,14 @@ std::optional<double> nvlinkPerLinkGbps(int major, int minor, std::string* gener
 }
 
 std::optional<double> pcieGbps(int generation, int width) {
-  // Per lane and direction: Gen1 2.5 GT/s and Gen2 5 GT/s with 8b/10b; Gen3 8, Gen4 16, Gen5 32, Gen6 64 GT/s
-  // with 128b/130b (Gen6's FLIT encoding is close enough to it for a peak).
-  static constexpr double kLaneGbps[] = {
-      0, 0.25, 0.5, 8.0 * 128 / 130 / 8, 16.0 * 128 / 130 / 8, 32.0 * 128 / 130 / 8, 64.0 * 128 / 130 / 8};
-  if (generation < 1 || generation > 6 || width < 1) return std::nullopt;
-  return kLaneGbps[generation] * width;
+  if (width < 1) return std::nullopt;
+  for (const auto& g : kPcie)
+    if (g.generation == generation) return g.gtPerS * g.encoding / 8 * width;  // GT/s are bits per lane
+  return std::nullopt;
 }
 
 std::optional<double> deviceMemoryGbps(const std::string& name) {
-  // Datasheet memory bandwidth (both directions together, as a copy uses it: read + write).
-  struct Model {
-    const char* match;
-    double gbps;
-  };
-  static constexpr Model kModels[] = {
-      {"GH200", 4000},          {"H200", 4800},           {"H100 NVL", 3900}, {"H100 PCIe", 2000}, {"H100", 3350}, {"B200", 8000},
-      {"A100-SXM4-80GB", 2039}, {"A100 80GB PCIe", 1935}, {"A100", 1555},     {"L40S", 864},       {"V100", 900},  {"A10", 600},
-  };
-  for (const auto& m : kModels)
+  for (const auto& m : kDeviceMemory)
     if (name.find(m.match) != std::string::npos) return m.gbps;
   return std::nullopt;
 }

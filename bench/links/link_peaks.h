@@ -1,6 +1,7 @@
 #pragma once
-// What each kind of link should deliver, from the datasheets: the one table that turns a measured GB/s
-// into a fraction of its peak. All figures are per direction, in GB/s (1e9 bytes/s), after encoding.
+// What each kind of link should deliver, from the datasheets (reports/schema/link-datasheet.json, declared once for
+// the build and the reports): what turns a measured GB/s into a fraction of its peak. All figures are per direction,
+// in GB/s (1e9 bytes/s), after encoding.
 #include <optional>
 #include <string>
 

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "bench/links/link_outliers.h"
+#include "bench/links/link_peaks.h"
 #include "bench/links/link_record.h"
 #include "bench/links/link_suspects.h"
 #include "bench/links/links_table.h"
@@ -196,6 +197,25 @@ TEST(LinkSuspects, TheCausesAreTheSchemas) {
   }
   for (const auto& w : written) EXPECT_NE(std::find(names.begin(), names.end(), w), names.end()) << w;
   for (const auto& n : names) EXPECT_NE(std::find(written.begin(), written.end(), n), written.end()) << n;
+}
+
+// The peaks come from the datasheet declared once (reports/schema/link-datasheet.json, generated into the build): the
+// figures the datasheets give, and the first matching memory row for a GPU's name (tests/reports/test_link_datasheet.py
+// checks the reports' reading of the same rows).
+TEST(LinkPeaks, TheDatasheetsFigures) {
+  std::string gen;
+  EXPECT_EQ(nvlinkPerLinkGbps(9, 0, &gen), 25.0);
+  EXPECT_EQ(gen, "NVLink4");
+  EXPECT_EQ(nvlinkPerLinkGbps(10, 0, nullptr), 50.0);
+  EXPECT_FALSE(nvlinkPerLinkGbps(6, 1, nullptr));
+  EXPECT_DOUBLE_EQ(*pcieGbps(5, 16), 32.0 * 128 / 130 / 8 * 16);
+  EXPECT_DOUBLE_EQ(*pcieGbps(2, 8), 5.0 * 8 / 10 / 8 * 8);
+  EXPECT_FALSE(pcieGbps(7, 16));
+  EXPECT_FALSE(pcieGbps(4, 0));
+  EXPECT_EQ(deviceMemoryGbps("NVIDIA H200"), 4800);
+  EXPECT_EQ(deviceMemoryGbps("NVIDIA H100 PCIe"), 2000);  // before the plain H100's row
+  EXPECT_EQ(deviceMemoryGbps("NVIDIA H100 80GB HBM3"), 3350);
+  EXPECT_FALSE(deviceMemoryGbps("NVIDIA T4"));
 }
 
 }  // namespace ts
