@@ -60,6 +60,8 @@ def test_full_sweep_checks_clean_and_follows_the_formulas(np, tmp_path, validate
     assert [r["rank"] for r in layout["ranks"]] == list(range(np)) and all(r["device"] == "cpu" for r in layout["ranks"])
     assert all(len(rec["samples_us"]) == 5 and min(rec["samples_us"]) == rec["time_us"]["min"] for rec in records)
     assert all(rec["empty_op_us"]["n"] == 5 for rec in records)  # the empty-op baseline: as many iterations, around nothing
+    # timed once a run for each iteration count: every record here has 5, so all share one baseline
+    assert len({json.dumps(rec["empty_op_us"], sort_keys=True) for rec in records}) == 1
     # OSU's figure, the processes' own means averaged: every process's sample of an iteration is at most that
     # iteration's slowest, so their means average to at most the slowest rank's mean.
     for rec in records:
