@@ -32,6 +32,7 @@ class Bootstrap {
   virtual int rank() const = 0;            // this process's index
   virtual int size() const = 0;            // number of processes
   virtual int localRank() const = 0;       // index among the processes on this host
+  virtual int localSize() const = 0;       // the processes on this host, this one included (they share its memory)
   // Every process contributes `bytes` bytes; `out` receives size()*bytes, process p's at p*bytes.
   virtual void allGather(const void* in, void* out, std::size_t bytes) = 0;
   virtual void barrier() = 0;

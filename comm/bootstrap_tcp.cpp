@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -82,6 +83,7 @@ class TcpBootstrap final : public Bootstrap {
       }
     }
     const auto hosts = allGatherStrings(hostName());
+    localSize_ = static_cast<int>(std::count(hosts.begin(), hosts.end(), hosts[static_cast<std::size_t>(cfg.rank)]));
     local_ = cfg.localRank;
     if (local_ < 0) {
       local_ = 0;
@@ -93,6 +95,7 @@ class TcpBootstrap final : public Bootstrap {
   int rank() const override { return cfg_.rank; }
   int size() const override { return cfg_.size; }
   int localRank() const override { return local_; }
+  int localSize() const override { return localSize_; }
 
   void allGather(const void* in, void* out, std::size_t bytes) override {
     auto* o = static_cast<char*>(out);
@@ -289,7 +292,7 @@ class TcpBootstrap final : public Bootstrap {
   }
 
   TcpBootstrapConfig cfg_;
-  int local_ = 0;
+  int local_ = 0, localSize_ = 1;
   std::vector<Socket> peers_;        // on process 0: one per other process
   std::vector<std::uint64_t> sent_;  // on process 0: the bytes of strings each other process sent it so far
   Socket master_;                    // on the others: to process 0

@@ -268,11 +268,7 @@ void runTrainStep(const TrainRunOptions& given, RunContext& ctx) {
   if (o.train.device.cuda() && o.train.device.index < 0 && boot.size() > 1)
     o.train.device.index = boot.localRank();  // one GPU per process
   // The ranks on this host share its memory (the model's host check, workloads/trainer/trainer_options.h).
-  if (boot.size() > 1) {
-    const std::string host = hostName();
-    const std::vector<std::string> hosts = boot.allGatherStrings(host);
-    o.train.ranksOnHost = static_cast<int>(std::count(hosts.begin(), hosts.end(), host));
-  }
+  o.train.ranksOnHost = boot.localSize();
   wl::LayoutOptions layout = wl::resolveLayout(o.train.layout, boot.size());
   layout.syncBn = wl::resolveSyncBatchNorm(o.train, layout.dataShards());
   std::unique_ptr<Communicator> world;

@@ -37,6 +37,7 @@ MpiBootstrap::MpiBootstrap() {
   MPI_Comm node = MPI_COMM_NULL;
   MPI_CHECK(MPI_Comm_split_type(control_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
   MPI_CHECK(MPI_Comm_rank(node, &localRank_));
+  MPI_CHECK(MPI_Comm_size(node, &localSize_));
   MPI_CHECK(MPI_Comm_free(&node));
 }
 

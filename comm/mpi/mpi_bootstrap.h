@@ -14,6 +14,7 @@ class MpiBootstrap final : public Bootstrap {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   int localRank() const override { return localRank_; }
+  int localSize() const override { return localSize_; }
   void allGather(const void* in, void* out, std::size_t bytes) override;
   void barrier() override;
   void quietBarrier() override;
@@ -26,7 +27,7 @@ class MpiBootstrap final : public Bootstrap {
   MPI_Comm control_ = MPI_COMM_NULL;  // a duplicate of MPI_COMM_WORLD, kept apart from measured traffic
   int rank_ = 0;
   int size_ = 1;
-  int localRank_ = 0;
+  int localRank_ = 0, localSize_ = 1;
   int threadLevel_ = MPI_THREAD_SINGLE;
   bool abandoned_ = false;
 };

@@ -57,6 +57,7 @@ class ThreadBootstrap final : public Bootstrap {
   int rank() const override { return rank_; }
   int size() const override { return world_.size(); }
   int localRank() const override { return rank_; }
+  int localSize() const override { return size(); }
   void allGather(const void* in, void* out, std::size_t bytes) override { world_.allGather(rank_, in, out, bytes); }
   void barrier() override {
     std::vector<char> out(static_cast<std::size_t>(size()));

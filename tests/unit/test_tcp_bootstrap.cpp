@@ -56,6 +56,7 @@ int worldMember(int rank, int size, int port) {
     auto boot = makeTcpBootstrap(cfg);
     if (boot->rank() != rank || boot->size() != size || boot->kind() != BootstrapKind::kEnv) return 10;
     if (boot->localRank() != rank) return 11;  // all on one host: local rank = rank
+    if (boot->localSize() != size) return 16;  // and the host's processes are all of them
     const auto strings = boot->allGatherStrings(std::string(static_cast<std::size_t>(rank) * 3, 'a' + rank));
     for (int p = 0; p < size; ++p)
       if (strings[p] != std::string(static_cast<std::size_t>(p) * 3, 'a' + p)) return 12;
@@ -223,6 +224,7 @@ class Boasting final : public Bootstrap {
   int rank() const override { return 0; }
   int size() const override { return 2; }
   int localRank() const override { return 0; }
+  int localSize() const override { return 1; }
   void allGather(const void* in, void* out, std::size_t bytes) override {
     std::memcpy(out, in, bytes);
     const unsigned long long huge = 1ull << 62;
@@ -346,6 +348,7 @@ class Placed final : public Bootstrap {
   int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(hosts_.size()); }
   int localRank() const override { return 0; }
+  int localSize() const override { return 1; }
   void allGather(const void*, void*, std::size_t) override { std::abort(); }
   std::vector<std::string> allGatherStrings(const std::string& mine) override {
     std::vector<std::string> out;
