@@ -73,6 +73,7 @@ def describe_fit(m: Model) -> str:
            f"carried from {per} ranks by the {m.algorithm.op.bus_factor_formula} form" if m.algorithm.op.scales_with_ranks
            else f"taken as measured at {per} ranks ({m.algorithm.op.name} has no form in the group size)")
     bw = 1 / m.beta_us_per_byte / 1e3 if m.beta_us_per_byte > 0 else float("inf")
-    return (f"{how} from {m.points} record(s), {size_label(m.smallest)}..{size_label(m.largest)}: alpha "
-            f"{m.alpha_us:.3f} us, beta {m.beta_us_per_byte:.4g} us/B ({bw:.3f} GB/s); band +-{m.band:.1%} "
-            "(the fit's largest relative residual)")
+    step = m.algorithm.per_step
+    return (f"{how} from {m.points} record(s), {size_label(m.smallest)}..{size_label(m.largest)}: at {m.ranks} ranks alpha "
+            f"{m.alpha_us:.3f} us, beta {m.beta_us_per_byte:.4g} us/B ({bw:.3f} GB/s); per step alpha {step.alpha_us:.3f} us, "
+            f"beta {step.beta_us_per_byte:.4g} us/B; band +-{m.band:.1%} (the fit's largest relative residual)")
