@@ -21,7 +21,7 @@ class SeriesKey:
     transport: str  # "-" where the run had no --transports
     dtype: str
     placement: str  # "out" or "in" (of place)
-    fixed: tuple[tuple[str, str], ...]  # FIXED_AXES' values
+    fixed: tuple[tuple[str, str], ...]  # FIXED_AXES' values, as text ("-" where the record has none)
 
     def describe(self) -> str:
         over = f" over {self.transport}" if self.transport != "-" else ""
@@ -30,7 +30,7 @@ class SeriesKey:
 
 def _key(r: Record) -> SeriesKey:
     return SeriesKey(r["op"], r.get("transport") or "-", r["dtype"], "in" if r["in_place"] else "out",
-                     tuple((a, str(r.get(a))) for a in FIXED_AXES))
+                     tuple((a, "-" if r.get(a) is None else str(r[a])) for a in FIXED_AXES))
 
 
 def _usable(r: Record) -> bool:
@@ -71,8 +71,8 @@ def select(series: dict[SeriesKey, list[Point]], op: str, transport: str | None,
     keys = _choose(keys, "dtype", dtype, "--dtype", f"{op} records")
     keys = _choose(keys, "placement", placement, "--placement", f"{op} records")
     if len(keys) > 1:
-        differ = [a for i, a in enumerate(FIXED_AXES) if len({k.fixed[i][1] for k in keys}) > 1]
-        raise InputError(f"the calibration holds {op} records of several {', '.join(differ)} "
-                         f"({'; '.join(sorted(', '.join(f'{a} {v}' for a, v in k.fixed) for k in keys))}): "
-                         "give calibration results that measured one")
+        differ = [f"{a}s ({', '.join(sorted(values))})" for i, a in enumerate(FIXED_AXES)
+                  if len(values := {k.fixed[i][1] for k in keys}) > 1]
+        raise InputError(f"the calibration holds {op} records of several {' and '.join(differ)}: give calibration results "
+                         "that measured one")
     return keys[0], series[keys[0]]

@@ -145,6 +145,14 @@ def test_a_calibration_without_what_is_asked_is_one_line_and_exit_2(write_doc, c
     assert captured.out == ""
 
 
+def test_two_algorithms_of_one_op_are_not_pooled(write_doc, capsys):
+    recs = [dict(record("reduce_scatter", 2, n, ALPHA + n * BETA), algo=a) for a in ("block", "counts") for n in SIZES]
+    assert main(["predict", "collectives", "--calibration", calibration(write_doc, recs), "--op", "reduce_scatter",
+                 "--bytes", "1M", "--ranks", "2"]) == 2
+    assert "holds reduce_scatter records of several algos (block, counts): give calibration results that measured one" \
+        in capsys.readouterr().err
+
+
 def test_one_measured_size_is_too_few_to_fit(write_doc, capsys):
     cal = calibration(write_doc, [record("all_reduce", 2, 1024, 10.0)])
     assert main(["predict", "collectives", "--calibration", cal, "--op", "all_reduce", "--bytes", "1M", "--ranks", "2"]) == 2
