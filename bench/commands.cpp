@@ -7,9 +7,10 @@ namespace ts {
 
 const std::vector<Subcommand>& subcommands() {
   static const std::vector<Subcommand> all = {
-      envSubcommand(),        linksSubcommand(),  collectivesSubcommand(), kernelsSubcommand(), trainSubcommand(),
-      checkpointSubcommand(), scaleSubcommand(),  suiteSubcommand(),       reportSubcommand(),  compareSubcommand(),
-      analyzeSubcommand(),    exportSubcommand(), importSubcommand(),      acceptSubcommand(),  historySubcommand(),
+      envSubcommand(),    linksSubcommand(),      collectivesSubcommand(), kernelsSubcommand(),
+      trainSubcommand(),  checkpointSubcommand(), scaleSubcommand(),       suiteSubcommand(),
+      reportSubcommand(), compareSubcommand(),    analyzeSubcommand(),     exportSubcommand(),
+      importSubcommand(), acceptSubcommand(),     historySubcommand(),     predictSubcommand(),
   };
   return all;
 }

@@ -43,7 +43,8 @@ Subcommand scaleSubcommand();       // spawns `train` at each rank count
 // reads them: UsageError "train flags: ..." for one that does not parse (scale checks its points' flags before any runs).
 BackendKind trainBackendOf(const std::vector<std::string>& trainFlags);  // train/train_command.cpp
 Subcommand suiteSubcommand();
-// reports_commands.cpp: the Python tool in reports/ (report, compare, analyze, export, import, accept, history).
+// reports_commands.cpp: the Python tool in reports/ (report, compare, analyze, export, import, accept, history,
+// predict).
 Subcommand reportSubcommand();
 Subcommand compareSubcommand();
 Subcommand analyzeSubcommand();
@@ -51,6 +52,7 @@ Subcommand exportSubcommand();
 Subcommand importSubcommand();
 Subcommand acceptSubcommand();
 Subcommand historySubcommand();
+Subcommand predictSubcommand();
 
 // A subcommand's table on its CLI::App: the options, and the action built by `run` from the filled struct.
 template <class Opts>

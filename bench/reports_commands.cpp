@@ -1,5 +1,6 @@
-// `trainscope report`, `compare`, `analyze`, `export`, `import`, `accept` and `history`: the Python tool in reports/, started
-// with a python3 that has Debian's matplotlib, jinja2 and jsonschema. Arguments pass through untouched; its exit code is ours.
+// `trainscope report`, `compare`, `analyze`, `export`, `import`, `accept`, `history` and `predict`: the Python tool in reports/,
+// started with a python3 that has Debian's matplotlib, jinja2 and jsonschema. Arguments pass through untouched; its exit code is
+// ours.
 //
 // The tool reads files from anywhere (a result mailed by someone else, a shared results folder), so it runs isolated
 // (python3 -I): no PYTHON* variable, no user site-packages, and neither the working directory nor a script's folder on
@@ -122,6 +123,13 @@ Subcommand historySubcommand() {
                     "Every run kept in a database (SQLite file, or PostgreSQL): each record's series across commits, the "
                     "commit that changed it (exit 1 when the newest commits start a regression), trend pages: history "
                     "COMMAND ... (its commands: trainscope history --help)");
+}
+
+Subcommand predictSubcommand() {
+  return pythonTool("predict",
+                    "Predict collective times at untried sizes and group sizes from this cluster's own collectives results "
+                    "(alpha-beta fits, with a band): predict collectives --calibration RESULT... --op OP --bytes N[,N...] "
+                    "--ranks P; their error on held-out measured points: predict check --calibration RESULT...");
 }
 
 }  // namespace ts

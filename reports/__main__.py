@@ -1,4 +1,4 @@
-"""Command line of the reports tool: `python3 -m reports report|compare ...`.
+"""Command line of the reports tool: `python3 -m reports report|compare|predict ...`.
 
 Exit codes: 0 fine (compare: pass), 1 compare found a regression (or, under `--missing fail`, a record of the
 baseline the candidate lacks), 2 bad input, 3 compare could not decide (inconclusive: too few samples, too noisy,
@@ -31,6 +31,7 @@ from .common.policy import Inconclusive, Missing, Policy, apply as apply_policy,
 from .common.memory import memory_text
 from .common.terminal import Escaping, printable
 from .history import check as history_check, commands as history
+from .predict import commands as predict
 
 
 class _Parser(argparse.ArgumentParser):
@@ -129,6 +130,7 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--check-kernel-coverage", type=float, metavar="PCT", help="exit 1 when, on some rank, the device's busy time "
                    "(union of its kernel spans) is more than PCT percent off the step (median over steps)")
     history_check.add_check_parser(history.add_parsers(sub), history.DB_HELP)
+    predict.add_parsers(sub)
     return p
 
 
@@ -330,7 +332,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not _data_on_stdout(args):
             sys.stdout = cast(TextIO, Escaping(out))
         return {"report": _report, "compare": _compare, "analyze": _analyze, "memory": _memory,
-                "export": _export, "import": _import, "accept": _accept, "history": history.run}[args.command](args)
+                "export": _export, "import": _import, "accept": _accept, "history": history.run,
+                "predict": predict.run}[args.command](args)
     except InputError as e:
         print(f"trainscope: error: {printable(str(e), one_line=True)}", file=sys.stderr)
         return 2

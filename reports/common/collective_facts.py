@@ -17,6 +17,16 @@ BUS_FACTORS: dict[str, Callable[[int], float]] = {
     "(n-1)/n": lambda n: (n - 1) / n if n > 1 else 0.0,
     "1": lambda n: 1.0,
 }
+# The latency terms (messages in sequence) of the algorithm each bus factor stands for, on n ranks: the bus factor is
+# the share of the bytes each rank moves in a ring (all_reduce: reduce-scatter then all-gather, 2(n-1) steps; all_gather,
+# reduce_scatter, alltoall, gather, scatter: n-1 steps), so t(n ranks) = steps x alpha + factor x bytes x beta is the
+# alpha-beta (Hockney) cost of that algorithm (reports/predict/formulas.py). Factor 1 (broadcast, reduce, sendrecv) has
+# no ring form here: its cost is taken as measured, one step, whatever the group size.
+LATENCY_STEPS: dict[str, Callable[[int], float]] = {
+    "2(n-1)/n": lambda n: 2 * (n - 1),
+    "(n-1)/n": lambda n: n - 1,
+    "1": lambda n: 1,
+}
 FLAT = "flat"  # the shape whose bytes are one rank's buffer; the others' are nranks blocks of count
 
 
@@ -36,6 +46,14 @@ class Collective:
 
     def bus_factor(self, nranks: int) -> float:
         return BUS_FACTORS[self.bus_factor_formula](nranks)
+
+    def latency_steps(self, nranks: int) -> float:
+        return LATENCY_STEPS[self.bus_factor_formula](nranks)
+
+    @property
+    def scales_with_ranks(self) -> bool:
+        """Whether its cost has a form in the group size (LATENCY_STEPS); those of factor 1 are taken as measured."""
+        return self.bus_factor_formula != "1"
 
 
 @cache

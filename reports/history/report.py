@@ -29,10 +29,11 @@ from ..common.files import staged_directory
 from ..common.json_types import Block
 from ..common.load import Result
 from ..common.policy import Policy
+from ..common.sizes import size_label
 from ..compare.compare import machine_key
 from ..compare.effect import by_trial
 from ..html.banner import status_of
-from ..html.plots import PlotSink, log_axis, new_figure, size_label
+from ..html.plots import PlotSink, log_axis, new_figure
 from ..html.report import write_page
 from ..html.sections import BuiltSection
 from . import check as gate

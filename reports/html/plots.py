@@ -37,6 +37,7 @@ from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from ..common.json_types import Block  # noqa: E402
+from ..common.sizes import size_label  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
@@ -44,13 +45,6 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 # text.usetex off whatever the user's own matplotlibrc says: a result's labels are never handed to LaTeX.
 plt.rcParams.update({"figure.dpi": 110, "axes.grid": True, "grid.alpha": 0.3, "font.size": 9,
                      "axes.spines.top": False, "axes.spines.right": False, "text.usetex": False})
-
-
-def size_label(b: int) -> str:
-    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
-        if b >= 1 << shift and b % (1 << shift) == 0:
-            return f"{b >> shift}{unit}"
-    return str(int(b))
 
 
 class PlotSink:

@@ -44,6 +44,7 @@ def invocation(command, inputs, out):
         # an absolute floor no measured bandwidth is under: accept judges the host (PASS), it does not stop at "nothing judged"
         "accept": (["accept", inputs / "r.json", "--rules", inputs / "rules.toml"], {0}),
         "history": (["history", "add", inputs / "r.json", "--commit", "c", "--db", out / "h.sqlite"], {0}),
+        "predict": (["predict", "check", "--calibration", inputs / "r.json"], {0}),
     }
     assert command in runs, f"the Python tool {command} has no invocation in this test"
     return runs[command]

@@ -37,3 +37,12 @@ def test_a_record_of_an_unknown_collective_names_the_declared_ones():
     with pytest.raises(InputError) as e:
         validate_record(dict(make_record(), op="allreduce"), "r.jsonl")
     assert f"'allreduce' is not one of {names()!r}" in str(e.value)
+
+
+def test_each_latency_step_count_is_its_algorithms():
+    """Ring all_reduce: 2(n-1) steps; the ring gathers and scatters n-1; factor 1 ops one (taken as measured)."""
+    for n in range(2, 9):
+        assert [collective(op).latency_steps(n) for op in ("all_reduce", "all_gather", "reduce_scatter", "alltoall",
+                                                           "broadcast")] == [2 * (n - 1), n - 1, n - 1, n - 1, 1]
+    assert [c.name for c in collectives() if not c.scales_with_ranks] == [c.name for c in collectives()
+                                                                          if c.bus_factor_formula == "1"]

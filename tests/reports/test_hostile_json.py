@@ -53,7 +53,7 @@ HOSTILE = {
 
 @pytest.mark.parametrize("case", HOSTILE)
 @pytest.mark.parametrize("command", ["report", "compare", "export", "memory", "accept", "analyze --kernels-result",
-                                     "history add"])
+                                     "history add", "predict check"])
 def test_a_hostile_result_is_one_line_and_exit_2(tmp_path, capsys, case, command):
     make, says = HOSTILE[case]
     bad = tmp_path / "bad.json"
@@ -62,7 +62,8 @@ def test_a_hostile_result_is_one_line_and_exit_2(tmp_path, capsys, case, command
             "export": ["export", bad, "--format", "csv"], "memory": ["memory", bad],
             "accept": ["accept", bad, "--rules", ROOT / "bench" / "suites" / "rules" / "quick.toml"],
             "analyze --kernels-result": ["analyze", DATA / "kineto-gpu", "--kernels-result", bad],
-            "history add": ["history", "add", bad, "--commit", "c", "--db", tmp_path / "h.sqlite"]}[command]
+            "history add": ["history", "add", bad, "--commit", "c", "--db", tmp_path / "h.sqlite"],
+            "predict check": ["predict", "check", "--calibration", bad]}[command]
     assert main([str(a) for a in args]) == 2
     err = one_error(capsys)
     assert f"{bad}: " in err and says in err, err

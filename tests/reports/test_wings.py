@@ -95,7 +95,7 @@ def test_the_reports_wings_import_only_their_bases():
 
 def test_the_reports_have_their_wings_and_an_entry_point_only():
     assert {d.name for d in REPORTS.iterdir() if (d / "__init__.py").is_file()} == {
-        "common", "compare", "accept", "import_export", "traces", "html", "history"}
+        "common", "compare", "accept", "import_export", "traces", "html", "history", "predict"}
     assert sorted(f.name for f in REPORTS.glob("*.py")) == sorted(ENTRY)
 
 

@@ -7,7 +7,8 @@ from collections import defaultdict
 from ...common.collective_facts import names as collective_names
 from ...common.json_types import Block, Record
 from ...common.load import Result
-from ..plots import SPREAD, PlotSink, log2_size_axis, log_axis, new_figure, rate_spread, size_label
+from ...common.sizes import size_label
+from ..plots import SPREAD, PlotSink, log2_size_axis, log_axis, new_figure, rate_spread
 from ..side_by_side import side_by_side
 
 SMALL = 64 * 1024  # the latency plot covers sizes up to here

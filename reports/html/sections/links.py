@@ -8,8 +8,9 @@ import matplotlib
 
 from ...common.json_types import Block, Record
 from ...common.load import Result
+from ...common.sizes import size_label
 from ..suspects import suspect_alert as flagged
-from ..plots import SPREAD, PlotSink, error_bars, legend_beside, new_figure, rate_spread, size_label
+from ..plots import SPREAD, PlotSink, error_bars, legend_beside, new_figure, rate_spread
 
 Namer = Callable[[Result, str], str]  # a row's name: prefixed by the run's label when there are several
 Variant = tuple[str, str, bool]  # engine, direction, P2P on

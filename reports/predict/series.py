@@ -1,0 +1,78 @@
+"""The measured series a prediction is fitted from: the calibration results' collective records, grouped by everything
+that changes a collective's cost other than its size and group size (op, transport, dtype, placement, and the
+backend, reduction, algorithm, protocol and graph they ran with), each point a record's median time."""
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ..common.errors import InputError
+from ..common.json_types import Record
+from ..common.load import Result
+from .formulas import Point
+
+# The axes a series is one value of, besides op and those the command line chooses (transport, dtype, placement):
+# two values of one of them in a calibration set are two different costs, and the prediction will not pick one.
+FIXED_AXES = ("backend", "redop", "algo", "proto", "graph")
+
+
+@dataclass(frozen=True, order=True)
+class SeriesKey:
+    op: str
+    transport: str  # "-" where the run had no --transports
+    dtype: str
+    placement: str  # "out" or "in" (of place)
+    fixed: tuple[tuple[str, str], ...]  # FIXED_AXES' values, as text ("-" where the record has none)
+
+    def describe(self) -> str:
+        over = f" over {self.transport}" if self.transport != "-" else ""
+        return f"{self.op} {self.dtype} {self.placement}-of-place{over}"
+
+
+def _key(r: Record) -> SeriesKey:
+    return SeriesKey(r["op"], r.get("transport") or "-", r["dtype"], "in" if r["in_place"] else "out",
+                     tuple((a, "-" if r.get(a) is None else str(r[a])) for a in FIXED_AXES))
+
+
+def _usable(r: Record) -> bool:
+    """A record measured on 2 or more ranks whose results checked clean (a wrong result's time is not the op's)."""
+    return r["ranks"] >= 2 and r["check"]["passed"] is not False and r["time_us"]["median"] > 0
+
+
+def all_series(results: Iterable[Result]) -> dict[SeriesKey, list[Point]]:
+    out: dict[SeriesKey, list[Point]] = defaultdict(list)
+    for res in results:
+        for r in res.records_of("collective"):
+            if _usable(r):
+                out[_key(r)].append(Point(r["ranks"], r["bytes"], r["time_us"]["median"]))
+    return dict(out)
+
+
+def _choose(keys: list[SeriesKey], axis: str, wanted: str | None, option: str, what: str) -> list[SeriesKey]:
+    """The keys whose `axis` is `wanted`; with none wanted, the keys if they agree on it, else an error asking for it."""
+    values = sorted({getattr(k, axis) for k in keys})
+    if wanted is None:
+        if len(values) > 1:
+            raise InputError(f"the calibration holds {what} of several {axis}s ({', '.join(values)}): give {option}")
+        return keys
+    if wanted not in values:
+        raise InputError(f"the calibration holds no {what} with {axis} {wanted} (it has: {', '.join(values)})")
+    return [k for k in keys if getattr(k, axis) == wanted]
+
+
+def select(series: dict[SeriesKey, list[Point]], op: str, transport: str | None, dtype: str | None,
+           placement: str, calibration: Sequence[str]) -> tuple[SeriesKey, list[Point]]:
+    """The one series the command line names; InputError when the calibration lacks it or holds several."""
+    keys = [k for k in series if k.op == op]
+    if not keys:
+        ops = sorted({k.op for k in series})
+        raise InputError(f"the calibration ({', '.join(calibration)}) holds no usable {op} record (it has: "
+                         f"{', '.join(ops) or 'no collective records measured on 2 or more ranks'})")
+    keys = _choose(keys, "transport", transport, "--transport", f"{op} records")
+    keys = _choose(keys, "dtype", dtype, "--dtype", f"{op} records")
+    keys = _choose(keys, "placement", placement, "--placement", f"{op} records")
+    if len(keys) > 1:
+        differ = [f"{a}s ({', '.join(sorted(values))})" for i, a in enumerate(FIXED_AXES)
+                  if len(values := {k.fixed[i][1] for k in keys}) > 1]
+        raise InputError(f"the calibration holds {op} records of several {' and '.join(differ)}: give calibration results "
+                         "that measured one")
+    return keys[0], series[keys[0]]
