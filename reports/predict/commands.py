@@ -10,10 +10,11 @@ from typing import Any
 from ..common.collective_facts import collective, names as collective_names
 from ..common.errors import InputError
 from ..common.files import check_output_file, write_atomically
+from ..common.link_datasheet import Fabric, fabric, fabrics
 from ..common.load import load_results
 from ..common.sizes import parse_sizes, size_label
 from .check import HeldOut, holdouts
-from .predict import describe_fit, model, predict
+from .predict import Prediction, describe_fit, model, on_fabric, predict
 from .series import SeriesKey, all_series, select
 
 PLACEMENTS = ("out", "in")
@@ -31,6 +32,8 @@ def add_parsers(sub: Any) -> None:
     c.add_argument("--transport", help="the transport series to fit (needed when the calibration measured several)")
     c.add_argument("--dtype", help="the dtype series to fit (needed when the calibration measured several)")
     c.add_argument("--placement", choices=PLACEMENTS, default="out", help="out-of-place (default) or in-place records")
+    c.add_argument("--fabric", action="append", default=[], metavar="NAME", help="what-if: the same collective with each "
+                   "step's bandwidth the datasheet's for this fabric (repeatable; " + ", ".join(fabrics()) + ")")
     c.add_argument("--json", metavar="OUT", help="write the predictions and the fit as JSON")
     c.set_defaults(predict_run=_collectives)
     k = ps.add_parser("check", help="the fits' error on the calibration's own points: fitted on every other size (and on "
@@ -58,24 +61,50 @@ def _collectives(args: argparse.Namespace) -> int:
     sizes = parse_sizes(args.bytes, "--bytes")
     if args.ranks < 2:
         raise InputError(f"--ranks {args.ranks}: a collective's group size, 2 or more")
+    what_ifs = [_fabric(name) for name in args.fabric]  # before anything is read
     series = all_series(load_results(args.calibration))
     key, points = select(series, args.op, args.transport, args.dtype, args.placement, args.calibration)
     m = model(collective(args.op), key, points, args.ranks)
     preds = [predict(m, n) for n in sizes]
+    on = {f.name: [predict(on_fabric(m, f), n) for n in sizes] for f in what_ifs}
     print(f"# trainscope predict collectives: {key.describe()} on {args.ranks} ranks; calibration "
           f"{', '.join(args.calibration)}")
     print(f"# {describe_fit(m)}")
-    print(f"# {'size':>8} {'ranks':>6} {'time(us)':>11} {'band(us)':>21} {'busbw(GB/s)':>12}  extrapolated")
-    for p in preds:
+    for f in what_ifs:
+        print(f"# what-if {f.name}: {f.detail}, {f.gbps:.3f} GB/s per direction (datasheet) as each step's bandwidth, alpha "
+              "as measured here; a peak, so the time is a bound below the fabric's")
+    columns = "".join(f" {'on ' + name + '(us)':>18}" for name in on)
+    print(f"# {'size':>8} {'ranks':>6} {'time(us)':>11} {'band(us)':>21} {'busbw(GB/s)':>12}{columns}  extrapolated")
+    for i, p in enumerate(preds):
         band = f"{p.low_us:.2f}..{p.high_us:.2f}"
-        print(f"  {size_label(p.bytes):>8} {p.ranks:>6} {p.time_us:>11.2f} {band:>21} {p.busbw_gbps:>12.3f}  "
+        cells = "".join(f" {on[name][i].time_us:>18.2f}" for name in on)
+        print(f"  {size_label(p.bytes):>8} {p.ranks:>6} {p.time_us:>11.2f} {band:>21} {p.busbw_gbps:>12.3f}{cells}  "
               f"{', '.join(p.extrapolated) or '-'}")
+    for i, p in enumerate(preds if on else []):
+        print(f"# {size_label(p.bytes)}: {_fastest(p, {name: rows[i] for name, rows in on.items()})}")
     if args.json:
         doc = {"series": _key_json(key), "ranks": args.ranks, "fitted_ranks": list(m.fitted_ranks), "points": m.points,
                "measured_bytes": [m.smallest, m.largest], "alpha_us": m.alpha_us, "beta_us_per_byte": m.beta_us_per_byte,
-               "band_relative": m.band, "predictions": [asdict(p) for p in preds]}
+               "band_relative": m.band, "predictions": [asdict(p) for p in preds],
+               "what_if": [{"fabric": f.name, "detail": f.detail, "gbps": f.gbps,
+                            "predictions": [asdict(p) for p in on[f.name]]} for f in what_ifs]}
         _write_json(args.json, doc)
     return 0
+
+
+def _fabric(name: str) -> Fabric:
+    try:
+        return fabric(name)
+    except KeyError as e:
+        raise InputError(f"--fabric {e.args[0]}") from None
+
+
+def _fastest(here: Prediction, on: dict[str, Prediction]) -> str:
+    """Which of this cluster's link and the what-if fabrics moves the size fastest, and by how much."""
+    name, best = min(on.items(), key=lambda kv: kv[1].time_us)
+    if best.time_us >= here.time_us:
+        return f"this cluster's link is the fastest ({here.time_us:.2f} us; {name} {best.time_us:.2f} us)"
+    return f"{name} fastest, {here.time_us / best.time_us:.2f}x this cluster's link ({best.time_us:.2f} vs {here.time_us:.2f} us)"
 
 
 def _key_json(key: SeriesKey) -> dict[str, Any]:

@@ -4,9 +4,13 @@ was not (formulas), with a band from the fit's residuals and what of the request
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from dataclasses import replace
+
 from ..common.collective_facts import Collective
 from ..common.errors import InputError
+from ..common.link_datasheet import Fabric
 from ..common.sizes import size_label
+from .fit import Fit
 from .formulas import AlgorithmFit, Point, fit_algorithm
 from .series import SeriesKey
 
@@ -65,6 +69,15 @@ def predict(m: Model, nbytes: int) -> Prediction:
         (("group size",) if m.ranks not in m.fitted_ranks else ())
     busbw = nbytes / t / 1e3 * m.algorithm.op.bus_factor(m.ranks) if t > 0 else 0.0  # bytes/us = MB/s
     return Prediction(nbytes, m.ranks, t, max(t * (1 - m.band), 0.0), t * (1 + m.band), busbw, outside)
+
+
+def on_fabric(m: Model, fabric: Fabric) -> Model:
+    """The what-if of `m` on a datasheet fabric: each step's beta the inverse of the fabric's per-direction bandwidth
+    (one link of the ring, as the fitted beta is), alpha as measured here (a datasheet gives no latency), no band (a
+    peak bandwidth is no measurement: the time is a bound below what the fabric would take)."""
+    beta = 1 / (fabric.gbps * 1e3)  # GB/s = 1e3 bytes per microsecond
+    per_step = Fit(m.algorithm.per_step.alpha_us, beta, tuple(0.0 for _ in m.algorithm.per_step.residuals))
+    return replace(m, algorithm=AlgorithmFit(m.algorithm.op, per_step))
 
 
 def describe_fit(m: Model) -> str:

@@ -132,6 +132,7 @@ def test_check_prints_each_series_and_the_overall_error(write_doc, capsys):
     (["--transport", "shm", "--ranks", "1"], "--ranks 1: a collective's group size, 2 or more"),
     (["--transport", "shm", "--bytes", "1X"], "--bytes '1X': a size in bytes"),
     (["--transport", "shm", "--placement", "in"], "holds no all_reduce records with placement in (it has: out)"),
+    (["--transport", "shm", "--fabric", "infiniband"], "--fabric 'infiniband' is not a fabric of the datasheet (nvlink2,"),
 ])
 def test_a_calibration_without_what_is_asked_is_one_line_and_exit_2(write_doc, capsys, args, says):
     cal = calibration(write_doc, [record("all_reduce", 2, n, ALPHA + n * BETA, transport=t) for t in ("shm", "tcp")
@@ -163,3 +164,24 @@ def test_check_with_nothing_to_hold_out_is_one_line(write_doc, capsys):
     cal = calibration(write_doc, [record("all_reduce", 2, n, 10.0 + n) for n in (8, 16)])
     assert main(["predict", "check", "--calibration", cal]) == 2
     assert "no series with 3 or more measured sizes" in capsys.readouterr().err
+
+
+def test_a_fabric_what_if_moves_each_step_at_the_datasheets_bandwidth(write_doc, tmp_path, capsys):
+    """--fabric: the fitted alpha, each step's beta 1 / the fabric's per-direction GB/s (reports/schema/link-datasheet.json:
+    InfiniBand NDR 400 Gb/s = 50 GB/s), no band; the output names the fastest and by how much."""
+    cal = calibration(write_doc, [record("all_reduce", 2, n, ring_time("all_reduce", 2, n)) for n in SIZES])
+    out = tmp_path / "w.json"
+    assert main(["predict", "collectives", "--calibration", cal, "--op", "all_reduce", "--bytes", "8,16M", "--ranks", "8",
+                 "--fabric", "ib-ndr", "--fabric", "ethernet-10g", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    doc = json.loads(out.read_text())
+    ndr, eth = doc["what_if"]
+    assert (ndr["fabric"], ndr["gbps"], eth["fabric"], eth["gbps"]) == ("ib-ndr", 50.0, "ethernet-10g", 1.25)
+    for w in (ndr, eth):
+        for p, n in zip(w["predictions"], (8, 16 << 20)):
+            expected = ring_time("all_reduce", 8, n, beta=1 / (w["gbps"] * 1e3))
+            assert p["time_us"] == pytest.approx(expected, rel=1e-9)
+            assert p["low_us"] == p["high_us"] == p["time_us"]
+    here = doc["predictions"][1]["time_us"]  # 16 MiB at this calibration's 7.5e-4 us/B a step: 1.33 GB/s
+    assert f"# 16M: ib-ndr fastest, {here / ndr['predictions'][1]['time_us']:.2f}x this cluster's link" in text
+    assert "# what-if ib-ndr: InfiniBand NDR 400 Gb/s, 50.000 GB/s per direction (datasheet)" in text
