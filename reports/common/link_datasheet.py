@@ -5,6 +5,7 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 DATASHEET_PATH = Path(__file__).resolve().parents[1] / "schema" / "link-datasheet.json"
 ENCODINGS = {"8b/10b": 8 / 10, "128b/130b": 128 / 130}
@@ -20,8 +21,9 @@ class Fabric:
 
 
 @cache
-def _datasheet() -> dict:
-    return json.loads(DATASHEET_PATH.read_text())
+def _datasheet() -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(DATASHEET_PATH.read_text())
+    return doc
 
 
 def pcie_gbps(generation: int, width: int) -> float | None:
