@@ -46,6 +46,16 @@ void RunContext::addLayout(const std::string& step, BackendKind backend, int wor
                      {"ranks", ranks}});
 }
 
+namespace {
+// The stream a run's error lines name: a variant's run (bench/run/transports.h) streams into a part that its parent
+// merges, then removes, so they name the merged result, where its records are once every variant has run (every path
+// printed exists afterwards).
+std::string streamNamedInErrors(const std::string& stream) {
+  const char* merged = std::getenv(kMergedIntoVariable);
+  return merged && *merged && !stream.empty() ? std::string(merged) : stream;
+}
+}  // namespace
+
 std::unique_ptr<RunSession> RunSession::open(BootstrapKind bootstrap, bool wantMpi, const std::string& subcommand,
                                              const std::vector<std::string>& argv, const nlohmann::json& config,
                                              const std::string& jsonPath, double timeoutS) {
@@ -97,10 +107,7 @@ std::unique_ptr<RunSession> RunSession::open(BootstrapKind bootstrap, bool wantM
     if (boot.rank() == 0) s->writer_ = std::make_unique<ResultWriter>(jsonPath);
   });
   const std::string stream = jsonPath.empty() ? "" : ResultWriter::streamPathFor(jsonPath);
-  // A variant's run (bench/run/transports.h) streams into a part that its parent merges, then removes: its error lines
-  // name the merged result, where its records are once every variant has run (every path printed exists afterwards).
-  const char* merged = std::getenv(kMergedIntoVariable);
-  activity::setStream(merged && *merged && !stream.empty() ? std::string(merged) : stream, s->writer_ != nullptr);
+  activity::setStream(streamNamedInErrors(stream), s->writer_ != nullptr);
   if (s->writer_) s->writer_->begin(s->meta_);
   s->ctx_ = std::make_unique<RunContext>(RunContext{boot, s->writer_.get(), stream, nlohmann::json::array(), "", &s->meta_});
   s->ctx_->keepTelemetry = [p = s.get()] { p->keepOwnTelemetry(); };

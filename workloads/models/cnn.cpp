@@ -77,16 +77,14 @@ class Cnn final : public SequentialClassifier {
                                       .tpRanks = tp.ranks};
         const std::string name = "layer" + std::to_string(s + 1) + "." + std::to_string(b);
         const auto [outH, outW] = BasicBlock::outputSize(config);
-        auto build = [&] { return std::make_unique<BasicBlock>(arena_, init, name, config); };
+        const std::function<std::unique_ptr<Layer>()> build = [&] {
+          return std::make_unique<BasicBlock>(arena_, init, name, config);
+        };
         if (c.recompute == Recompute::kFull) {
           addRecomputedUnit({.index = unit++,
                              .inShape = imageShape(batch, ch, h, w, layout_),
                              .outShape = imageShape(batch, config.cout, outH, outW, layout_)},
-                            [&] {
-                              std::vector<std::unique_ptr<Layer>> one;
-                              one.push_back(build());
-                              return one;
-                            });
+                            build);
         } else {
           add(build());
         }

@@ -171,6 +171,14 @@ void Model::addRecomputedUnit(const RecomputedUnit& unit, const std::function<st
   add(std::make_unique<Recomputed>(arena_, *recomputePools_, u, std::move(layers), compute_));
 }
 
+void Model::addRecomputedUnit(const RecomputedUnit& unit, const std::function<std::unique_ptr<Layer>()>& build) {
+  addRecomputedUnit(unit, std::function<std::vector<std::unique_ptr<Layer>>()>([&] {
+                      std::vector<std::unique_ptr<Layer>> one;
+                      one.push_back(build());
+                      return one;
+                    }));
+}
+
 ActivationPool* Model::scorePool() {
   if (!scorePool_) scorePool_ = std::make_unique<ActivationPool>(arena_);
   return scorePool_.get();

@@ -196,6 +196,8 @@ class Model {
   // --recompute full: the layers `build` makes, built inside the shared buffers' scope, appended as one unit
   // (recompute.h). selective: the pool of the attention probabilities (made on first use).
   void addRecomputedUnit(const RecomputedUnit& unit, const std::function<std::vector<std::unique_ptr<Layer>>()>& build);
+  // A unit of one layer (a transformer block, a basic block).
+  void addRecomputedUnit(const RecomputedUnit& unit, const std::function<std::unique_ptr<Layer>()>& build);
   ActivationPool* scorePool();
 
  private:

@@ -49,16 +49,14 @@ class Transformer final : public Model {
                                          .dropout = c.dropout,
                                          .seed = c.seed,
                                          .scores = c.recompute == Recompute::kSelective ? scorePool() : nullptr};
-      auto build = [&] { return std::make_unique<TransformerBlock>(arena_, init, "h." + std::to_string(l), block); };
+      const std::function<std::unique_ptr<Layer>()> build = [&] {
+        return std::make_unique<TransformerBlock>(arena_, init, "h." + std::to_string(l), block);
+      };
       if (c.recompute != Recompute::kFull) {
         add(build());
         continue;
       }
-      addRecomputedUnit({.index = static_cast<std::size_t>(l), .inShape = {B_ * T_, C_}, .outShape = {B_ * T_, C_}}, [&] {
-        std::vector<std::unique_ptr<Layer>> unit;
-        unit.push_back(build());
-        return unit;
-      });
+      addRecomputedUnit({.index = static_cast<std::size_t>(l), .inShape = {B_ * T_, C_}, .outShape = {B_ * T_, C_}}, build);
     }
     add(std::make_unique<LayerNorm>(arena_, "ln_f", B_ * T_, C_));
     add(std::make_unique<Linear>(arena_, init, "lm_head",
