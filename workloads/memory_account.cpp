@@ -38,13 +38,14 @@ nlohmann::json MemoryAccount::toJson() const {
           {"total_peak_bytes", steps.totalPeak},
           {"setup_peak_bytes", setupPeak},
           {"model_states_bytes", modelStates()},
-          {"formula_bytes",
-           {{"parameters", formula.parameters},
-            {"gradients", formula.gradients},
-            {"optimizer", formula.optimizer},
-            {"master_weights", formula.masterWeights},
-            {"model_states", formula.total()},
-            {"in_flight", {{"parameters", formula.inFlightParameters}, {"gradients", formula.inFlightGradients}}}}}};
+          {"formula_bytes", wl::toJson(formula)}};
+}
+
+nlohmann::json toJson(const ModelStateBytes& f) {
+  return {
+      {"parameters", f.parameters}, {"gradients", f.gradients},
+      {"optimizer", f.optimizer},   {"master_weights", f.masterWeights},
+      {"model_states", f.total()},  {"in_flight", {{"parameters", f.inFlightParameters}, {"gradients", f.inFlightGradients}}}};
 }
 
 }  // namespace ts::wl

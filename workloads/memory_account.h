@@ -47,6 +47,9 @@ struct ModelStateBytes {
   double total() const { return parameters + gradients + optimizer + masterWeights; }  // the ZeRO paper's count
 };
 ModelStateBytes modelStateFormula(const ModelStateFacts& f);
+// {"parameters", "gradients", "optimizer", "master_weights", "model_states" (their sum), "in_flight": {...}}: as a
+// train record's formula_bytes and a train_plan record state them.
+nlohmann::json toJson(const ModelStateBytes& f);
 
 struct MemoryAccount {
   MemoryCounters steps;       // the training steps' peaks by kind (reset after setup)

@@ -9,6 +9,13 @@
 
 namespace ts::wl {
 
+std::int64_t microBatchSizeOf(const TrainOptions& o, const LayoutOptions& layout) {
+  if (o.batch % (o.microBatches * layout.workers()))
+    throw UsageError(fmt::format("--batch {} does not split into {} data-parallel rank(s) x {} micro-batch(es)", o.batch,
+                                 layout.workers(), o.microBatches));
+  return o.batch / (o.microBatches * layout.workers());
+}
+
 Trainer::Trainer(const TrainOptions& options, const Mesh* mesh, double commTimeoutS)
     : options_(options), mesh_(mesh), checkpoints_(options.checkpointDir, options.checkpointAsync) {
   const TrainOptions& o = options_;
@@ -20,9 +27,7 @@ Trainer::Trainer(const TrainOptions& options, const Mesh* mesh, double commTimeo
   options_.layout = mesh_->layout();
   options_.layout.syncBn = resolveSyncBatchNorm(o, options_.layout.dataShards());
   const LayoutOptions& layout = options_.layout;
-  if (o.batch % (o.microBatches * layout.workers()))
-    throw UsageError(fmt::format("--batch {} does not split into {} data-parallel rank(s) x {} micro-batch(es)", o.batch,
-                                 layout.workers(), o.microBatches));
+  microBatchSizeOf(o, layout);  // the batch splits, before anything is opened
   options_.schedule.total = o.steps;
   options_.schedule.scaleFor(o.batch);  // --lr-scaling: the rates for this global batch
   device_ = Device::open(o.device);     // first: a missing GPU is reported before any data is read

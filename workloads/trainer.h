@@ -47,6 +47,10 @@ struct StepResult {
   int staleness = -1;
 };
 
+// Samples per micro-batch on each training rank of `layout` (resolved): the global batch over its data-parallel ranks
+// that train and the micro-batches; UsageError, one line, when it does not split.
+std::int64_t microBatchSizeOf(const TrainOptions& o, const LayoutOptions& layout);
+
 class Trainer {
  public:
   // Builds data, model and optimizer, checking every option (UsageError, one line). With resume and a
@@ -86,7 +90,7 @@ class Trainer {
   const TrainOptions& options() const { return options_; }
   const data::DataInfo& dataInfo() const { return data_.source->info(); }
   // Samples per micro-batch on this rank: the global batch over data-parallel ranks and micro-batches.
-  std::int64_t microBatchSize() const { return options_.batch / (options_.microBatches * dataParallel()); }
+  std::int64_t microBatchSize() const { return microBatchSizeOf(options_, mesh_->layout()); }
   // The data-parallel ranks that train (ps-async's dedicated servers do not), over which batches are split.
   int dataParallel() const { return mesh_->layout().workers(); }
   const Mesh& mesh() const { return *mesh_; }

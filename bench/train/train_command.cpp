@@ -9,6 +9,7 @@
 #include "bench/parse_errors.h"
 #include "bench/run_flags.h"
 #include "bench/train/train_options.h"
+#include "bench/train/train_plan.h"
 
 namespace ts {
 namespace {
@@ -240,6 +241,19 @@ void addTransportOptions(OptionTable<TrainRunOptions>& t) {
       .notInIdentity("how the processes were started: the same job runs");
 }
 
+// A plan of the layout instead of a run.
+void addPlanOptions(OptionTable<TrainRunOptions>& t) {
+  t.group("Plan without training");
+  t.add("--plan",
+        "Train nothing: print what each rank of the layout at N ranks would hold and compute (coordinates, stage layers, "
+        "parameters, FLOPs, model states, activations), placed by the trainer's own code in one process (no mpirun); "
+        "--json writes one train_plan record per rank (0: train, the default)",
+        TS_FIELD(plan))
+      .range({0, static_cast<double>(kMaxPlanRanks)})
+      .commandLineOnly("a plan trains nothing; a suite's step trains")
+      .notInIdentity("a plan is no run");
+}
+
 const OptionTable<TrainRunOptions>& trainOptions() {
   static const OptionTable<TrainRunOptions> table = [] {
     OptionTable<TrainRunOptions> t;
@@ -251,6 +265,7 @@ const OptionTable<TrainRunOptions>& trainOptions() {
     addLayoutOptions(t);
     addRunOptions(t);
     addTransportOptions(t);
+    addPlanOptions(t);
     return t;
   }();
   return table;

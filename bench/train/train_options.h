@@ -29,6 +29,7 @@ struct TrainRunOptions {
   MlperfSubmission mllogSubmission;  // what that log states of its submission (--mllog-org, ...)
   std::string transports;            // --transports: one run per transport setting, merged (bench/run/transports.h)
   std::string launcher;              // --launcher: how each of those runs is started ("" = mpirun -np 2 for mpi)
+  std::int64_t plan = 0;             // --plan N: plan the layout at N ranks instead of training (bench/train/train_plan.h)
 };
 
 // The run's config as its record states it: every option of train's table as given, under its suite key

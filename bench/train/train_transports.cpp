@@ -1,4 +1,5 @@
 #include "bench/train/train_transports.h"
+#include "bench/train/train_plan.h"
 
 #include <cstdio>
 #include <optional>
@@ -59,6 +60,7 @@ std::string transportSummary(const nlohmann::json& records, const std::vector<st
 }
 
 int runTrainCommandLine(const TrainRunOptions& o, const std::vector<std::string>& argv) {
+  if (o.plan > 0) return runTrainPlan(o, argv);
   VariantRequest req;
   req.subcommand = VariantSubcommand::kTrain;
   req.transports = splitNonEmpty(o.transports, ',');

@@ -30,6 +30,16 @@ int mixedRadix(const std::vector<MeshAxis>& axes, AxisSet chosen, bool inside) {
   return index;
 }
 
+// The sets a mesh has groups over: each axis, the replicas', the data shards' and `products`, in that order.
+std::vector<AxisSet> groupSetsOf(const std::vector<MeshAxis>& axes, const std::vector<AxisSet>& products) {
+  std::vector<AxisSet> sets;
+  for (const MeshAxis& a : axes) sets.push_back(a.kind);
+  sets.push_back(kReplicaAxes);
+  sets.push_back(kDataAxes);
+  sets.insert(sets.end(), products.begin(), products.end());
+  return sets;
+}
+
 }  // namespace
 
 std::vector<MeshAxis> meshAxesOf(const LayoutOptions& resolved, int rank) {
@@ -75,16 +85,19 @@ std::vector<int> groupRanksOf(const std::vector<MeshAxis>& axes, AxisSet set) {
   return ranks;
 }
 
+Mesh::Mesh(const LayoutOptions& resolved, int rank)
+    : layout_(resolved), world_(nullptr), rank_(rank), axes_(meshAxesOf(resolved, rank)) {
+  if (rank < 0 || rank >= worldSize())
+    throw Error(fmt::format("internal: rank {} of a mesh of {} ({} ranks)", rank, layout_.name(), worldSize()));
+  for (AxisSet set : groupSetsOf(axes_, {})) groups_.push_back({set, nullptr});
+}
+
 Mesh::Mesh(const LayoutOptions& resolved, Communicator* world, const std::vector<AxisSet>& products)
     : layout_(resolved), world_(world), rank_(world ? world->rank(0) : 0), axes_(meshAxesOf(resolved, rank_)) {
   const int ranks = world ? world->worldSize() : 1;
   if (ranks != worldSize())
     throw Error(fmt::format("internal: a mesh of {} ({} ranks) over {} ranks", layout_.name(), worldSize(), ranks));
-  std::vector<AxisSet> sets;
-  for (const MeshAxis& a : axes_) sets.push_back(a.kind);
-  sets.push_back(kReplicaAxes);
-  sets.push_back(kDataAxes);
-  sets.insert(sets.end(), products.begin(), products.end());
+  const std::vector<AxisSet> sets = groupSetsOf(axes_, products);
   // Every rank takes part in every split (MPI_Comm_split and ncclCommSplit are collective), in one order.
   // A group's ranks are those of its axes of more than one rank: a group of one rank is no communicator,
   // and one of the same ranks as a group split before (the replicas' when they are dp's) shares its

@@ -42,6 +42,9 @@ class Mesh {
   // `world` spans every rank of the run (null for a single process); the groups are split from it: each
   // axis's, the replicas' (kReplicaAxes), the data shards' (kDataAxes) and each of `products`.
   Mesh(const LayoutOptions& resolved, Communicator* world, const std::vector<AxisSet>& products = {});
+  // Rank `rank`'s mesh by its shape alone: its coordinates and groups' ranks, every group null (no communicator).
+  // What a plan of the layout (`train --plan`) places a rank it does not run with.
+  Mesh(const LayoutOptions& resolved, int rank);
   // The layout the mesh was built from (what each axis's parallelism does: ZeRO, the pipeline schedule).
   const LayoutOptions& layout() const { return layout_; }
   // In kMeshAxes' order.

@@ -171,37 +171,50 @@ Pipeline::Pipeline(const Mesh& mesh, Model& model, const PipelineCut& cut, doubl
   allocateBuffers(cut, micros);
 }
 
-void Pipeline::allocateBuffers(const PipelineCut& cut, int M) {
-  Arena& arena = model_.arena();
+PipelineBuffers allocatePipelineBuffers(Arena& arena, const PipelineCut& cut, PipelineSchedule schedule, int M) {
   const std::vector<std::int64_t>& inShape = cut.inShape;
   const std::vector<std::int64_t>& outShape = cut.outShape;
+  const int stages = static_cast<int>(cut.stages.size());
+  const bool first = cut.stage == 0;
   // 1F1B: stage s has at most p - s micro-batches between forward and backward, and they start and end
   // in order, so micro-batch i's input can live in slot i mod (p - s).
-  const int inFlight = schedule_ == PipelineSchedule::k1F1B ? std::min(M, stagesCount_ - stage_) : M;
-  if (!first())
-    for (int i = 0; i < inFlight; ++i) inputs_.push_back(arena.tensor(inShape, MemoryKind::kActivations));
+  const int inFlight = schedule == PipelineSchedule::k1F1B ? std::min(M, stages - cut.stage) : M;
+  PipelineBuffers b;
+  if (!first)
+    for (int i = 0; i < inFlight; ++i) b.inputs.push_back(arena.tensor(inShape, MemoryKind::kActivations));
   for (int i = 0; i < M; ++i) {
-    if (!last()) outputs_.push_back(arena.tensor(outShape, MemoryKind::kCommBuffers));
-    if (!first()) gradsOut_.push_back(arena.tensor(inShape, MemoryKind::kCommBuffers));
+    if (!cut.last()) b.outputs.push_back(arena.tensor(outShape, MemoryKind::kCommBuffers));
+    if (!first) b.gradsOut.push_back(arena.tensor(inShape, MemoryKind::kCommBuffers));
   }
-  if (!last()) gradIn_ = arena.tensor(outShape, MemoryKind::kCommBuffers);
+  if (!cut.last()) b.gradIn = arena.tensor(outShape, MemoryKind::kCommBuffers);
+  return b;
+}
+
+void Pipeline::allocateBuffers(const PipelineCut& cut, int M) {
+  PipelineBuffers b = allocatePipelineBuffers(model_.arena(), cut, schedule_, M);
+  inputs_ = std::move(b.inputs);
+  outputs_ = std::move(b.outputs);
+  gradsOut_ = std::move(b.gradsOut);
+  gradIn_ = std::move(b.gradIn);
   inCount_ = first() ? 0 : inputs_[0].numel();
   outCount_ = last() ? 0 : outputs_[0].numel();
   micros_ = M;
 }
 
-ModelPart Pipeline::part() const {
+ModelPart stagePart(Model& model, const StageRange& range, bool first) {
   ModelPart p;
-  p.arena = &model_.arena();
-  const std::vector<Layer*> all = model_.layers();
-  if (first()) p.leading = model_.leadingParams();
+  p.arena = &model.arena();
+  const std::vector<Layer*> all = model.layers();
+  if (first) p.leading = model.leadingParams();
   p.params = p.leading;
-  for (std::size_t i = range_.from; i < range_.to; ++i) {
+  for (std::size_t i = range.from; i < range.to; ++i) {
     p.layers.push_back(all[i]);
     all[i]->params(p.params);
   }
   return p;
 }
+
+ModelPart Pipeline::part() const { return stagePart(model_, range_, first()); }
 
 const Tensor& Pipeline::forwardMicro(const data::Batch& batch, int micro, StepContext& ctx, double* loss) {
   ctx.step = batch.step;

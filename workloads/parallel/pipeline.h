@@ -50,6 +50,18 @@ struct PipelineCut {
   bool last() const { return stage + 1 == static_cast<int>(stages.size()); }
 };
 PipelineCut cutPipeline(const Mesh& mesh, Model& probe, const data::Batch& sample);
+// What stage `range` of `model` trains: its layers' parameters, and the embeddings on the first stage.
+ModelPart stagePart(Model& model, const StageRange& range, bool first);
+
+// A stage's buffers of what crosses its cuts, in `arena`: the inputs it keeps for recomputation (activations: one per
+// micro-batch in flight) and the transfers' (comm buffers). `schedule` decides how many inputs are in flight.
+struct PipelineBuffers {
+  std::vector<Tensor> inputs;    // per micro-batch in flight (a ring): the received input, kept for recomputation
+  std::vector<Tensor> outputs;   // per micro-batch: the sent output
+  std::vector<Tensor> gradsOut;  // per micro-batch: the input gradient sent back
+  Tensor gradIn;                 // the output gradient received
+};
+PipelineBuffers allocatePipelineBuffers(Arena& arena, const PipelineCut& cut, PipelineSchedule schedule, int micros);
 
 struct PipeOp {
   bool forward;
@@ -129,12 +141,12 @@ class Pipeline {
   Communicator* comm_;
   CommTracker tracker_;
   std::size_t inCount_ = 0, outCount_ = 0;  // elements received from the stage before, sent to the next
-  std::vector<Tensor> inputs_;              // per micro-batch in flight (a ring): the received input, kept for recomputation
-  std::vector<Tensor> outputs_;             // per micro-batch: the sent output
-  std::vector<Tensor> gradsOut_;            // per micro-batch: the input gradient sent back
-  Tensor gradIn_;                           // the output gradient received
-  int held_ = -1;                           // the micro-batch whose forward the stage's layers hold
-  int micros_ = 0;                          // the micro-batches per step the buffers are for
+  std::vector<Tensor> inputs_;              // PipelineBuffers' (allocatePipelineBuffers)
+  std::vector<Tensor> outputs_;
+  std::vector<Tensor> gradsOut_;
+  Tensor gradIn_;
+  int held_ = -1;   // the micro-batch whose forward the stage's layers hold
+  int micros_ = 0;  // the micro-batches per step the buffers are for
 };
 
 }  // namespace ts::wl

@@ -30,19 +30,10 @@ void checkModelStatesFit(const ModelStateBytes& f, std::size_t limit, const Layo
 void placeModel(ModelOnMesh& m, const TrainOptions& o, const Mesh& mesh, Device& device, const data::DataSource& source,
                 const ModelConfig& config, std::int64_t microBatch, double commTimeoutS) {
   const LayoutOptions& layout = o.layout;
-  const TensorParallel tp{mesh.coordinate(GroupKind::kTp), layout.tp};
   // Deferred: the layout materialises what this rank keeps (buildModelOnMesh), never the whole model first.
   // A pipeline rank cuts a probe of the whole model, whose activations are all scratch, and builds its stage's.
-  std::optional<PipelineCut> cut;
-  ModelConfig built = config;
-  if (layout.pp > 1) {
-    const data::Batch sample = source.batch(0).slice(0, microBatch);  // its shapes size the stages' buffers
-    ModelConfig probe = config;
-    probe.built = BuiltLayers::none();
-    cut = cutPipeline(mesh, *makeModel(probe, microBatch, device, tp, ParamStorage::kDeferred), sample);
-    built.built = {cut->range().from, cut->last() ? SIZE_MAX : cut->range().to, cut->last()};
-  }
-  m.model = makeModel(built, microBatch, device, tp, ParamStorage::kDeferred);
+  const std::optional<PipelineCut> cut = pipelineCutOf(mesh, device, source, config, microBatch);
+  m.model = makeModel(stageConfigOf(config, cut), microBatch, device, tensorParallelOf(mesh), ParamStorage::kDeferred);
   if (Communicator* tp = mesh.group(GroupKind::kTp))
     m.tp = std::make_unique<TensorParallelGroup>(*tp, commTimeoutS, mesh.groupId(GroupKind::kTp));
   if (layout.syncBn == SyncBatchNorm::kOn)
@@ -72,25 +63,6 @@ ModelStateFacts layoutFacts(const TrainOptions& o, const Mesh& mesh) {
   facts.masterWeights = o.precision == Precision::kBFloat16 || o.precision == Precision::kFloat16;
   facts.prefetch = layout.prefetch;
   return facts;
-}
-
-ModelStateBytes modelStatesOf(const ModelPart& part, const TrainOptions& o, const Mesh& mesh) {
-  const LayoutOptions& layout = o.layout;
-  ModelStateFacts facts = layoutFacts(o, mesh);
-  for (const Param* p : part.params) facts.elements += p->value.numel();
-  const auto padded = [n = static_cast<std::size_t>(std::max(1, layout.replicas()))](std::size_t e) {
-    return (e + n - 1) / n * n;
-  };
-  for (const Param* p : part.leading) facts.leadingElements += p->value.numel();
-  facts.leadingElements = padded(facts.leadingElements);
-  for (Layer* l : part.layers) {
-    std::vector<Param*> ps;
-    l->params(ps);
-    std::size_t e = 0;
-    for (const Param* p : ps) e += p->value.numel();
-    facts.largestLayerElements = std::max(facts.largestLayerElements, padded(e));
-  }
-  return modelStateFormula(facts);
 }
 
 // Without tensor or pipeline parallelism a rank's part is the whole model, whose parameters the config counts:
@@ -142,6 +114,41 @@ void makeOptimizer(ModelOnMesh& m, const TrainOptions& o, const Mesh& mesh, Devi
   }
 }
 }  // namespace
+
+TensorParallel tensorParallelOf(const Mesh& mesh) { return {mesh.coordinate(GroupKind::kTp), mesh.size(GroupKind::kTp)}; }
+
+std::optional<PipelineCut> pipelineCutOf(const Mesh& mesh, Device& device, const data::DataSource& source,
+                                         const ModelConfig& config, std::int64_t microBatch) {
+  if (mesh.size(GroupKind::kPp) <= 1) return std::nullopt;
+  const data::Batch sample = source.batch(0).slice(0, microBatch);  // its shapes size the stages' buffers
+  ModelConfig probe = config;
+  probe.built = BuiltLayers::none();
+  return cutPipeline(mesh, *makeModel(probe, microBatch, device, tensorParallelOf(mesh), ParamStorage::kDeferred), sample);
+}
+
+ModelConfig stageConfigOf(ModelConfig config, const std::optional<PipelineCut>& cut) {
+  if (cut) config.built = {cut->range().from, cut->last() ? SIZE_MAX : cut->range().to, cut->last()};
+  return config;
+}
+
+ModelStateBytes modelStatesOf(const ModelPart& part, const TrainOptions& o, const Mesh& mesh) {
+  const LayoutOptions& layout = o.layout;
+  ModelStateFacts facts = layoutFacts(o, mesh);
+  for (const Param* p : part.params) facts.elements += p->value.numel();
+  const auto padded = [n = static_cast<std::size_t>(std::max(1, layout.replicas()))](std::size_t e) {
+    return (e + n - 1) / n * n;
+  };
+  for (const Param* p : part.leading) facts.leadingElements += p->value.numel();
+  facts.leadingElements = padded(facts.leadingElements);
+  for (Layer* l : part.layers) {
+    std::vector<Param*> ps;
+    l->params(ps);
+    std::size_t e = 0;
+    for (const Param* p : ps) e += p->value.numel();
+    facts.largestLayerElements = std::max(facts.largestLayerElements, padded(e));
+  }
+  return modelStateFormula(facts);
+}
 
 std::string saveMemoryAdvice(const LayoutOptions& layout, std::optional<MemoryKind> short_) {
   if (short_ == MemoryKind::kActivations) return "try --recompute full (or selective), a smaller --batch or more --micro-batches";

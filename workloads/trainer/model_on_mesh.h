@@ -50,4 +50,18 @@ void completeModelConfig(ModelConfig& config, const TrainOptions& o, const Layou
 void buildModelOnMesh(ModelOnMesh& m, const TrainOptions& o, const Mesh& mesh, Device& device, const data::DataSource& source,
                       const ModelConfig& config, std::int64_t microBatch, double commTimeoutS);
 
+// The pieces of buildModelOnMesh that a plan of the layout (`train --plan`) calls for a rank it does not run, so that
+// the plan is the trainer's own placement:
+// this rank's tensor-parallel slice;
+TensorParallel tensorParallelOf(const Mesh& mesh);
+// where the model is cut for this rank's pipeline stage (none without --pp), from one forward of a probe of the whole
+// model built deferred on `device` (pipeline.h);
+std::optional<PipelineCut> pipelineCutOf(const Mesh& mesh, Device& device, const data::DataSource& source,
+                                         const ModelConfig& config, std::int64_t microBatch);
+// the config this rank's model is built from: its stage's activation buffers alone (BuiltLayers);
+ModelConfig stageConfigOf(ModelConfig config, const std::optional<PipelineCut>& cut);
+// what the layout's formula says this rank's model states take, for the parameters of `part` (o.layout: the resolved
+// layout, as the mesh's).
+ModelStateBytes modelStatesOf(const ModelPart& part, const TrainOptions& o, const Mesh& mesh);
+
 }  // namespace ts::wl
