@@ -16,13 +16,14 @@ from ..common.sizes import parse_sizes, size_label
 from .check import HeldOut, holdouts
 from .predict import Prediction, describe_fit, model, on_fabric, predict
 from .series import SeriesKey, all_series, select
+from . import train_command
 
 PLACEMENTS = ("out", "in")
 
 
 def add_parsers(sub: Any) -> None:
-    p = sub.add_parser("predict", help="predict collective times at untried sizes and group sizes from this cluster's own "
-                       "collectives results, and the model's error on them")
+    p = sub.add_parser("predict", help="predict collective times at untried sizes and group sizes, and a layout's training "
+                       "step, from this cluster's own results, and the model's error on them")
     ps = p.add_subparsers(dest="predict_command", metavar="COMMAND", required=True, parser_class=type(p))
     c = ps.add_parser("collectives", help="predicted time, band and busbw of a collective at each size, on N ranks")
     _calibration(c)
@@ -43,6 +44,8 @@ def add_parsers(sub: Any) -> None:
                    "(repeatable; default: every one measured)")
     k.add_argument("--json", metavar="OUT", help="write each held-out point's measured and predicted time as JSON")
     k.set_defaults(predict_run=_check)
+    train_command.add_parser(ps, _calibration, ", ".join(fabrics()))
+    ps.choices["train"].set_defaults(predict_run=_train)
 
 
 def _calibration(parser: argparse.ArgumentParser) -> None:
@@ -90,6 +93,10 @@ def _collectives(args: argparse.Namespace) -> int:
                             "predictions": [asdict(p) for p in on[f.name]]} for f in what_ifs]}
         _write_json(args.json, doc)
     return 0
+
+
+def _train(args: argparse.Namespace) -> int:
+    return train_command.run(args, [_fabric(name) for name in args.fabric])
 
 
 def _fabric(name: str) -> Fabric:

@@ -6,6 +6,7 @@ meets a malformed event: a bad schedule is one error line naming the rank and th
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
+from math import isfinite
 from typing import Any
 
 from ..common.errors import InputError
@@ -28,7 +29,7 @@ class Compute:
     phase: Phase
     layer: int
     micro_batch: int
-    flops: int  # this rank's
+    flops: float  # this rank's (a layer's count is a product of shapes the C++ keeps as a double)
 
     def describe(self) -> str:
         return f"{self.phase.value} of layer {self.layer}, micro-batch {self.micro_batch}"
@@ -82,6 +83,13 @@ def _int(e: JsonObject, key: str, where: str, least: int | None = 0) -> int:
     return v
 
 
+def _flops(e: JsonObject, where: str) -> float:
+    v = e["flops"]
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not isfinite(v) or v < 0:
+        raise InputError(f"{where}: \"flops\" is {v!r}, not a finite number >= 0")
+    return float(v)
+
+
 def _str(e: JsonObject, key: str, where: str) -> str:
     v = e[key]
     if not isinstance(v, str) or not v:
@@ -104,7 +112,7 @@ def _compute(e: JsonObject, where: str) -> Compute | Optimizer:
     if phase not in {p.value for p in Phase}:
         raise InputError(f"{where}: \"compute\" is {phase!r}, not one of {', '.join([p.value for p in Phase] + [OPTIMIZER])}")
     _keys(e, _COMPUTE_KEYS, where)
-    return Compute(Phase(phase), _int(e, "layer", where), _int(e, "micro_batch", where), _int(e, "flops", where))
+    return Compute(Phase(phase), _int(e, "layer", where), _int(e, "micro_batch", where), _flops(e, where))
 
 
 def _issue(e: JsonObject, rank: int, where: str) -> Issue:

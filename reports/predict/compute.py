@@ -1,0 +1,74 @@
+"""What a FLOP of the model costs on this cluster's device, from a one-process `train` run of it in the calibration.
+
+A training step's compute is its layers' forward and backward at one micro-batch size; the trainer counts each
+layer's forward FLOPs (the plan's events carry them) and a backward as twice its forward. The calibration's
+one-process run measured the forward and backward phases of the whole model at its micro-batch, so a FLOP costs
+forward_us / forward FLOPs there (and likewise backward), and a layer's event in a plan costs its FLOPs at that rate:
+the model's mix of layers is the same, so per FLOP is the same as long as the shapes are. What is not the same:
+another micro-batch size (a GEMM's efficiency changes with its size) and tensor-parallel slices (narrower GEMMs).
+Several one-process runs at different batch sizes let the prediction take the nearest micro-batch's rate; how far it
+had to go is said with the prediction. The optimizer costs per parameter element it updates (its phase over the
+model's parameters): the update is element-wise."""
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..common.errors import InputError
+from ..common.json_types import Record
+from ..common.load import Result
+
+
+@dataclass(frozen=True)
+class ComputeRates:
+    source: str  # the calibration file the run came from
+    micro_batch: int
+    forward_us_per_flop: float
+    backward_us_per_flop: float
+    optimizer_us_per_element: float
+    band_low: float  # relative: the fastest timed step below the median step, and the p95 above it
+    band_high: float
+
+    def describe(self) -> str:
+        return (f"one-process train at micro-batch {self.micro_batch} ({self.source}): forward "
+                f"{1 / self.forward_us_per_flop / 1e6:.2f} GFLOP/s, backward {1 / self.backward_us_per_flop / 1e6:.2f} "
+                f"GFLOP/s, optimizer {self.optimizer_us_per_element * 1e3:.3f} ns per element")
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """The plan's model, as a calibration run must match it."""
+    model: str
+    preset: str
+    precision: str
+    backend: str  # "cpu" or "cuda": the device kind (a record's `backend`, a --device's part before the colon)
+
+
+def _matches(r: Record, w: Wanted) -> bool:
+    return (r.get("world_size") == 1 and r.get("completed") is True and r["model"] == w.model and r["preset"] == w.preset
+            and r.get("precision") == w.precision and r.get("backend") == w.backend)
+
+
+def _rates(path: str, r: Record) -> ComputeRates:
+    phases = r["phases_us"]
+    forward_flops = (r["flops_per_step"] - r.get("recompute_flops_per_step", 0.0)) / 3
+    if forward_flops <= 0 or r["parameters"] <= 0:
+        raise InputError(f"{path}: its {r['model']} train record counts no FLOPs or parameters: not a calibration")
+    step = r["step_time_us"]
+    median = step["median"]
+    return ComputeRates(path, int(r["config"]["resolved"]["micro_batch"]),
+                        phases["forward"]["median"] / forward_flops,
+                        phases["backward"]["median"] / (2 * forward_flops + r.get("recompute_flops_per_step", 0.0)),
+                        phases["optimizer"]["median"] / r["parameters"],
+                        max(0.0, 1 - step["min"] / median) if median > 0 else 0.0,
+                        max(0.0, step["p95"] / median - 1) if median > 0 else 0.0)
+
+
+def compute_rates(results: Sequence[Result], wanted: Wanted, micro_batch: int) -> ComputeRates:
+    """The rates of the calibration's one-process run of the plan's model nearest to `micro_batch` (in ratio)."""
+    runs = [_rates(res.path, r) for res in results for r in res.records_of("train") if _matches(r, wanted)]
+    if not runs:
+        raise InputError(f"the calibration ({', '.join(res.path for res in results)}) holds no completed one-process train "
+                         f"run of {wanted.model} {wanted.preset} in {wanted.precision} on {wanted.backend}: run `trainscope "
+                         f"train --model {wanted.model} --preset {wanted.preset} --batch {micro_batch} --json FILE` "
+                         "without mpirun and add FILE")
+    return min(runs, key=lambda c: (abs(math.log(c.micro_batch / micro_batch)), -c.micro_batch))

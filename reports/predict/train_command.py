@@ -1,0 +1,171 @@
+"""`trainscope predict train`: a layout's training step predicted from its plan (`train ... --plan N --json PLAN`: every
+rank's schedule, from the trainer's own code) replayed over this cluster's fitted costs (step_costs.py), with the
+breakdown a train record has per rank, a band, what-if fabrics, and beside a measured run of the same layout its
+error field by field."""
+import argparse
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..common.errors import InputError
+from ..common.files import write_atomically
+from ..common.json_types import Record
+from ..common.link_datasheet import Fabric
+from ..common.load import Result, load_results
+from .compute import Wanted, compute_rates
+from .predict import describe_fit
+from .replay import StepReplay, replay
+from .series import all_series
+from .step_costs import End, StepCosts
+
+# The per-rank figures a prediction and a train record's `ranks` rows share: (column, prediction's field, record's).
+FIELDS = (("step", "step_us", "step_us"), ("compute", "compute_us", "compute_us"),
+          ("waiting", "waiting_us", "waiting_for_peers_us"), ("transfer", "transfer_us", "exposed_transfer_us"),
+          ("pipeline_wait", "pipeline_wait_us", "pipeline_wait_us"))
+
+
+def add_parser(ps: Any, calibration: Any, fabric_help: str) -> None:
+    t = ps.add_parser("train", help="a layout's step time per rank with its breakdown, from its plan (`train ... --plan N "
+                      "--json PLAN`) replayed over the calibration's fitted costs")
+    calibration(t)
+    t.add_argument("--plan", required=True, metavar="PLAN", help="the result of `trainscope train <flags> --plan N --json "
+                   "PLAN`: every rank's schedule of one step")
+    t.add_argument("--transport", help="the transport series to fit (needed when the calibration measured several)")
+    t.add_argument("--fabric", action="append", default=[], metavar="NAME", help="what-if: the step with every "
+                   f"collective's bandwidth the datasheet's for this fabric (repeatable; {fabric_help})")
+    t.add_argument("--measured", metavar="RESULT", help="a train result of the same layout: its figures beside the "
+                   "prediction, and the error of each")
+    t.add_argument("--json", metavar="OUT", help="write the prediction (and the comparison) as JSON")
+
+
+@dataclass(frozen=True)
+class PlanDoc:
+    path: str
+    records: list[Record]  # train_plan, one per rank, by rank
+    batch: int  # samples (items) per step
+    precision: str
+    backend: str  # the device kind the plan is for (cpu, cuda)
+
+    @property
+    def first(self) -> Record:
+        return self.records[0]
+
+    def describe(self) -> str:
+        r = self.first
+        return (f"{r['model']} {r['preset']}, {r['layout']} at {r['ranks']} ranks (micro-batch {r['micro_batch']} x "
+                f"{r['micro_batches']})")
+
+
+def load_plan(path: str) -> PlanDoc:
+    res = load_results([path])[0]
+    records = sorted(res.records_of("train_plan"), key=lambda r: int(r["rank"]))
+    if not records:
+        raise InputError(f"--plan {path}: holds no train_plan record (write one with `trainscope train <flags> --plan N "
+                         "--json FILE`)")
+    missing = [r["rank"] for r in records if r.get("schedule") is None]
+    if missing:
+        why = records[[r["rank"] for r in records].index(missing[0])].get("schedule_unsupported") or "no schedule"
+        raise InputError(f"--plan {path}: rank {missing[0]} has no schedule to replay: {why}")
+    if [r["rank"] for r in records] != list(range(int(records[0]["ranks"]))):
+        raise InputError(f"--plan {path}: its ranks are not 0..{int(records[0]['ranks']) - 1}, once each")
+    config = res.doc["run"]["config"]
+    return PlanDoc(path, records, int(config["batch"]), str(config.get("precision", "float32")),
+                   str(config.get("device") or "cpu").split(":")[0])
+
+
+def _costs(args: argparse.Namespace, plan: PlanDoc, results: Sequence[Result]) -> StepCosts:
+    r = plan.first
+    wanted = Wanted(r["model"], r["preset"], plan.precision, plan.backend)
+    rates = compute_rates(results, wanted, int(r["micro_batch"]))
+    return StepCosts(rates, all_series(results), args.calibration, args.transport)
+
+
+def _schedules(plan: PlanDoc) -> dict[int, list[dict[str, Any]]]:
+    return {int(r["rank"]): list(r["schedule"]["events"]) for r in plan.records}
+
+
+def run(args: argparse.Namespace, fabrics: list[Fabric]) -> int:
+    plan = load_plan(args.plan)
+    measured = _measured(args.measured, plan) if args.measured else None
+    results = load_results(args.calibration)
+    costs = _costs(args, plan, results)
+    schedules = _schedules(plan)
+    nominal = replay(schedules, costs)
+    low, high = (replay(schedules, costs.at(e)) for e in (End.LOW, End.HIGH))
+    on = {f.name: replay(schedules, StepCosts(costs.rates, costs.series, costs.calibration, args.transport, f))
+          for f in fabrics}
+    _print(args, plan, costs, nominal, (low.step_us, high.step_us), on, measured)
+    if args.json:
+        write_atomically(args.json, json.dumps(_doc(plan, nominal, (low.step_us, high.step_us), on, measured), indent=2)
+                         + "\n")
+        print(f"# written: {args.json}")
+    return 0
+
+
+def _measured(path: str, plan: PlanDoc) -> Record:
+    """The train record of `path` that ran the plan's layout at its rank count."""
+    p = plan.first
+    trains = [r for res in load_results([path]) for r in res.records_of("train") if r.get("completed")]
+    same = [r for r in trains if r["model"] == p["model"] and r["preset"] == p["preset"]
+            and r["layout"]["name"] == p["layout"] and r.get("world_size") == p["ranks"]]
+    if not same:
+        seen = ", ".join(sorted({f"{r['model']} {r['preset']} {r['layout']['name']} at {r.get('world_size')}"
+                                 for r in trains})) or "no completed train record"
+        raise InputError(f"--measured {path}: no completed train run of {plan.describe()} (it has: {seen})")
+    return same[0]
+
+
+def _rank_rows(measured: Record | None) -> dict[int, Record]:
+    return {int(r["rank"]): r for r in (measured or {}).get("ranks", [])}
+
+
+def _coordinates(r: Record) -> str:
+    c = [f"{k.removesuffix('_rank')}{v}" for k, v in r["coordinates"].items() if v or r["ranks"] > 1]
+    return " ".join(c) or "-"
+
+
+def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, p: StepReplay, band: tuple[float, float],
+           on: dict[str, StepReplay], measured: Record | None) -> None:
+    print(f"# trainscope predict train: {plan.describe()}; plan {plan.path}; calibration {', '.join(args.calibration)}")
+    print(f"# compute: {costs.rates.describe()}")
+    for (op, ranks), fitted in sorted(costs.used().items()):
+        print(f"# {op} on {ranks} ranks: {describe_fit(fitted)}")
+    rows = _rank_rows(measured)
+    head = "".join(f" {name + '(us)':>18}" for name, _, _ in FIELDS)
+    print(f"# {'rank':>4} {'coordinates':<14}{head}" + ("  (measured beside each: predicted / measured)" if rows else ""))
+    for r in plan.records:
+        rank = int(r["rank"])
+        got = p.rank(rank)
+        cells = "".join(_cell(getattr(got, pf), rows.get(rank, {}).get(mf)) for _, pf, mf in FIELDS)
+        print(f"  {rank:>4} {_coordinates(r):<14}{cells}")
+    throughput = plan.batch / p.step_us * 1e6 if p.step_us > 0 else 0.0
+    print(f"# step: {p.step_us:.1f} us (band {band[0]:.1f}..{band[1]:.1f}), throughput {throughput:.1f} samples/s")
+    if measured:
+        m = measured["step_time_us"]["median"]
+        print(f"# measured step (median of {measured['timed_steps']}): {m:.1f} us; error (predicted - measured) / "
+              f"measured {(p.step_us - m) / m:+.1%}" + ("" if band[0] <= m <= band[1] else " (outside the band)"))
+    for name, q in on.items():
+        print(f"# what-if {name}: step {q.step_us:.1f} us, {p.step_us / q.step_us:.2f}x this cluster's speed"
+              if q.step_us > 0 else f"# what-if {name}: step 0 us")
+
+
+def _cell(predicted: float, measured: float | None) -> str:
+    return f" {predicted:>18.1f}" if measured is None else f" {f'{predicted:.0f}/{measured:.0f}':>18}"
+
+
+def _doc(plan: PlanDoc, p: StepReplay, band: tuple[float, float], on: dict[str, StepReplay],
+         measured: Record | None) -> dict[str, Any]:
+    rows = _rank_rows(measured)
+    ranks = [{"rank": rank, **{pf: getattr(got, pf) for _, pf, _ in FIELDS},
+              "measured": {pf: rows[rank].get(mf) for _, pf, mf in FIELDS} if rank in rows else None}
+             for rank, got in ((t.rank, t) for t in p.ranks)]
+    doc: dict[str, Any] = {"plan": plan.path, "model": plan.first["model"], "preset": plan.first["preset"],
+                           "layout": plan.first["layout"], "ranks": plan.first["ranks"], "step_us": p.step_us,
+                           "band_us": list(band), "per_rank": ranks,
+                           "what_if": [{"fabric": name, "step_us": q.step_us} for name, q in on.items()]}
+    if measured:
+        m = measured["step_time_us"]["median"]
+        doc["measured_step_us"] = m
+        doc["error"] = (p.step_us - m) / m
+    return doc

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): `trainscope predict train` against measured training steps (issue #41's validation on one
+# machine). Calibration, taken first and only: a one-process `train` of each model at every micro-batch size the
+# layouts use, and a `collectives` sweep at 2 ranks of the ops the layouts issue. Then per model and layout at 2
+# ranks: the plan (`train --plan 2`), the measured run, and the prediction beside it (`predict train --measured`).
+# The table: predicted and measured step (the measured one the median of the timed steps), the error, and per model
+# the Kendall tau between the predicted and the measured ranking of its layouts; the last line the median and
+# worst |error| (issue #41's goal: median <= 10%, every layout within 25%, tau >= 0.8). The load average is printed
+# before and after: on a busy host both sides measure the host.
+#   scripts/bench-predict-train.sh [steps=20] [models="mlp:small transformer:tiny cnn:tiny"]
+# With TS_BUILD_GIVEN=1 the trainscope in TS_BUILD (default build/) is used as it is, without setup.sh.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+ts_bench_start
+ts_mpi_env
+STEPS="${1:-20}"
+MODELS="${2:-mlp:small transformer:tiny cnn:tiny}"
+BATCH=16
+PY="$(ts_python scipy)"
+TS="$TS_BUILD/trainscope"
+LAYOUTS=("--dp 2" "--dp 2 --overlap off" "--dp 2 --micro-batches 2" "--dp 2 --zero 1" "--dp 2 --zero 2"
+         "--dp 2 --zero 3" "--dp 2 --zero 3 --prefetch 0" "--tp 2" "--pp 2 --micro-batches 4"
+         "--pp 2 --micro-batches 4 --pp-schedule gpipe")
+
+echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+mpirun -np 2 --oversubscribe "$TS" collectives --backend mpi -b 8 -e 8M -f 4 -n 50 -w 5 --placement out \
+  --ops all_reduce,all_gather,reduce_scatter,broadcast,reduce,sendrecv --json "$work/sweep.json" >/dev/null
+echo "# calibrated collectives: $work/sweep.json"
+for spec in $MODELS; do
+  model="${spec%%:*}" preset="${spec##*:}" m="$work/${spec/:/-}"
+  cal=("$work/sweep.json")
+  for mb in 4 8 16; do  # the micro-batches the layouts run at: batch 16 over dp 2 x 1..2 micro-batches, pp's 4
+    "$TS" train --model "$model" --preset "$preset" --batch "$mb" --steps "$STEPS" --no-ceiling --log-every 1000 \
+      --json "$m-cal-$mb.json" >/dev/null
+    cal+=("$m-cal-$mb.json")
+  done
+  for i in "${!LAYOUTS[@]}"; do
+    read -r -a flags <<<"${LAYOUTS[$i]}"
+    common=(--model "$model" --preset "$preset" --batch "$BATCH" "${flags[@]}")
+    if ! "$TS" train "${common[@]}" --plan 2 --json "$m-plan-$i.json" >"$m-plan-$i.log" 2>&1; then
+      echo "# $spec ${LAYOUTS[$i]}: no plan ($(tail -1 "$m-plan-$i.log"))"
+      continue
+    fi
+    mpirun -np 2 --oversubscribe "$TS" train "${common[@]}" --steps "$STEPS" --no-ceiling --log-every 1000 \
+      --json "$m-run-$i.json" >/dev/null
+    "$TS" predict train --calibration "${cal[@]}" --plan "$m-plan-$i.json" --measured "$m-run-$i.json" \
+      --json "$m-predict-$i.json" >/dev/null
+    echo "${LAYOUTS[$i]}" >"$m-layout-$i.txt"
+  done
+done
+echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+"$PY" - "$work" "$MODELS" <<'PYEOF'
+import glob, json, statistics, sys
+from scipy.stats import kendalltau
+work, models = sys.argv[1], sys.argv[2].split()
+print(f"# {'model':<17} {'layout':<42} {'predicted(ms)':>13} {'band(ms)':>15} {'measured(ms)':>12} {'error':>8}")
+errors = []
+for spec in models:
+    pred, meas = [], []
+    for path in sorted(glob.glob(f"{work}/{spec.replace(':', '-')}-predict-*.json")):
+        d = json.load(open(path))
+        layout = open(path.replace("-predict-", "-layout-").replace(".json", ".txt")).read().strip()
+        lo, hi = d["band_us"]
+        print(f"  {spec:<17} {layout:<42} {d['step_us'] / 1e3:>13.3f} {f'{lo / 1e3:.2f}..{hi / 1e3:.2f}':>15} "
+              f"{d['measured_step_us'] / 1e3:>12.3f} {d['error']:>+8.1%}")
+        pred.append(d["step_us"]); meas.append(d["measured_step_us"]); errors.append(abs(d["error"]))
+    if len(pred) >= 2:
+        print(f"# {spec}: Kendall tau of the layouts' predicted vs measured ranking {kendalltau(pred, meas)[0]:.2f} "
+              f"over {len(pred)} layouts")
+if errors:
+    print(f"# all {len(errors)} predictions: median |error| {statistics.median(errors):.1%}, worst {max(errors):.1%}")
+PYEOF
