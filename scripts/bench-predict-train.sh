@@ -30,7 +30,8 @@ for spec in $MODELS; do
   model="${spec%%:*}" preset="${spec##*:}" m="$work/${spec/:/-}"
   cal=("$work/sweep.json")
   for mb in 4 8 16; do  # the micro-batches the layouts run at: batch 16 over dp 2 x 1..2 micro-batches, pp's 4
-    "$TS" train --model "$model" --preset "$preset" --batch "$mb" --steps "$STEPS" --no-ceiling --log-every 1000 \
+    # One thread: what each of 2 ranks gets on this 2-core VM (compute_threads.cpp divides the cores among a host's ranks).
+    TRAINSCOPE_THREADS=1 "$TS" train --model "$model" --preset "$preset" --batch "$mb" --steps "$STEPS" --no-ceiling --log-every 1000 \
       --json "$m-cal-$mb.json" >/dev/null
     cal+=("$m-cal-$mb.json")
   done

@@ -8,7 +8,9 @@ the model's mix of layers is the same, so per FLOP is the same as long as the sh
 another micro-batch size (a GEMM's efficiency changes with its size) and tensor-parallel slices (narrower GEMMs).
 Several one-process runs at different batch sizes let the prediction take the nearest micro-batch's rate; how far it
 had to go is said with the prediction. The optimizer costs per parameter element it updates (its phase over the
-model's parameters): the update is element-wise."""
+model's parameters): the update is element-wise. On a CPU a rank's rate depends on its compute threads: calibrate with
+the threads each rank of the predicted layout gets (TRAINSCOPE_THREADS=cores / ranks per host); the description
+says how many the calibration ran with."""
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,9 +29,11 @@ class ComputeRates:
     optimizer_us_per_element: float
     band_low: float  # relative: the fastest timed step below the median step, and the p95 above it
     band_high: float
+    threads: int | None = None  # a CPU run's compute threads (run.threads): a CPU rank's rate depends on them
 
     def describe(self) -> str:
-        return (f"one-process train at micro-batch {self.micro_batch} ({self.source}): forward "
+        threads = f", {self.threads} thread(s)" if self.threads else ""
+        return (f"one-process train at micro-batch {self.micro_batch}{threads} ({self.source}): forward "
                 f"{1 / self.forward_us_per_flop / 1e6:.2f} GFLOP/s, backward {1 / self.backward_us_per_flop / 1e6:.2f} "
                 f"GFLOP/s, optimizer {self.optimizer_us_per_element * 1e3:.3f} ns per element")
 
@@ -48,24 +52,25 @@ def _matches(r: Record, w: Wanted) -> bool:
             and r.get("precision") == w.precision and r.get("backend") == w.backend)
 
 
-def _rates(path: str, r: Record) -> ComputeRates:
+def _rates(res: Result, r: Record) -> ComputeRates:
     phases = r["phases_us"]
     forward_flops = (r["flops_per_step"] - r.get("recompute_flops_per_step", 0.0)) / 3
     if forward_flops <= 0 or r["parameters"] <= 0:
-        raise InputError(f"{path}: its {r['model']} train record counts no FLOPs or parameters: not a calibration")
+        raise InputError(f"{res.path}: its {r['model']} train record counts no FLOPs or parameters: not a calibration")
     step = r["step_time_us"]
     median = step["median"]
-    return ComputeRates(path, int(r["config"]["resolved"]["micro_batch"]),
+    threads = res.doc["run"].get("threads", {}).get("per_process") if r.get("backend") == "cpu" else None
+    return ComputeRates(res.path, int(r["config"]["resolved"]["micro_batch"]),
                         phases["forward"]["median"] / forward_flops,
                         phases["backward"]["median"] / (2 * forward_flops + r.get("recompute_flops_per_step", 0.0)),
                         phases["optimizer"]["median"] / r["parameters"],
                         max(0.0, 1 - step["min"] / median) if median > 0 else 0.0,
-                        max(0.0, step["p95"] / median - 1) if median > 0 else 0.0)
+                        max(0.0, step["p95"] / median - 1) if median > 0 else 0.0, threads)
 
 
 def compute_rates(results: Sequence[Result], wanted: Wanted, micro_batch: int) -> ComputeRates:
     """The rates of the calibration's one-process run of the plan's model nearest to `micro_batch` (in ratio)."""
-    runs = [_rates(res.path, r) for res in results for r in res.records_of("train") if _matches(r, wanted)]
+    runs = [_rates(res, r) for res in results for r in res.records_of("train") if _matches(r, wanted)]
     if not runs:
         raise InputError(f"the calibration ({', '.join(res.path for res in results)}) holds no completed one-process train "
                          f"run of {wanted.model} {wanted.preset} in {wanted.precision} on {wanted.backend}: run `trainscope "
