@@ -68,6 +68,10 @@ Action toolAction(CLI::App& sub, const std::string& name) {
     // What `import` writes as the run's tool, as every trainscope result names the build that wrote it.
     ::setenv("TRAINSCOPE_VERSION", build::kVersion, 1);
     ::setenv("TRAINSCOPE_GIT_COMMIT", build::kGitCommit, 1);
+    // This binary, for a command that runs it (`predict search` makes each candidate layout's plan with `train --plan`).
+    std::error_code ec;
+    const fs::path self = fs::canonical("/proc/self/exe", ec);
+    if (!ec) ::setenv("TRAINSCOPE_BIN", self.c_str(), 1);
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -129,7 +133,9 @@ Subcommand predictSubcommand() {
   return pythonTool("predict",
                     "Predict collective times at untried sizes and group sizes from this cluster's own collectives results "
                     "(alpha-beta fits, with a band): predict collectives --calibration RESULT... --op OP --bytes N[,N...] "
-                    "--ranks P; their error on held-out measured points: predict check --calibration RESULT...");
+                    "--ranks P; their error on held-out measured points: predict check --calibration RESULT...; a layout's step "
+                    "from its plan: predict train --calibration RESULT... --plan PLAN; the best layouts for N ranks: "
+                    "predict search --calibration RESULT... --ranks N -- TRAIN_FLAGS");
 }
 
 }  // namespace ts

@@ -16,7 +16,7 @@ from ..common.sizes import parse_sizes, size_label
 from .check import HeldOut, holdouts
 from .predict import Prediction, describe_fit, model, on_fabric, predict
 from .series import SeriesKey, all_series, select
-from . import train_command
+from . import search, train_command
 
 PLACEMENTS = ("out", "in")
 
@@ -46,6 +46,8 @@ def add_parsers(sub: Any) -> None:
     k.set_defaults(predict_run=_check)
     train_command.add_parser(ps, _calibration, ", ".join(fabrics()))
     ps.choices["train"].set_defaults(predict_run=_train)
+    search.add_parser(ps, _calibration)
+    ps.choices["search"].set_defaults(predict_run=search.run)
 
 
 def _calibration(parser: argparse.ArgumentParser) -> None:

@@ -52,6 +52,10 @@ class StepCosts:
             self._models[(name, group_size)] = on_fabric(m, self.fabric) if self.fabric else m
         return self._models[(name, group_size)]
 
+    def on(self, fabric: Fabric) -> "StepCosts":
+        """The same costs with every collective's bandwidth the datasheet fabric's (models refitted for it)."""
+        return StepCosts(self.rates, self.series, self.calibration, self.transport, fabric)
+
     def used(self) -> dict[tuple[str, int], Model]:
         """The fitted models the replays asked for so far, by (series op, group size)."""
         return dict(self._models)

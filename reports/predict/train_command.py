@@ -16,7 +16,8 @@ from ..common.load import Result, load_results
 from .compute import Wanted, compute_rates
 from .predict import describe_fit
 from .replay import StepReplay, replay
-from .series import all_series
+from .formulas import Point
+from .series import SeriesKey, all_series
 from .step_costs import End, StepCosts
 
 # The per-rank figures a prediction and a train record's `ranks` rows share: (column, prediction's field, record's).
@@ -74,31 +75,36 @@ def load_plan(path: str) -> PlanDoc:
                    str(config.get("device") or "cpu").split(":")[0])
 
 
-def _costs(args: argparse.Namespace, plan: PlanDoc, results: Sequence[Result]) -> StepCosts:
+def costs_for(plan: PlanDoc, results: Sequence[Result], series: dict[SeriesKey, list[Point]],
+              calibration: Sequence[str], transport: str | None) -> StepCosts:
+    """The plan's costs: compute at the calibration run nearest its micro-batch, collectives from `series`."""
     r = plan.first
     wanted = Wanted(r["model"], r["preset"], plan.precision, plan.backend)
-    rates = compute_rates(results, wanted, int(r["micro_batch"]))
-    return StepCosts(rates, all_series(results), args.calibration, args.transport)
+    return StepCosts(compute_rates(results, wanted, int(r["micro_batch"])), series, calibration, transport)
 
 
-def _schedules(plan: PlanDoc) -> dict[int, list[dict[str, Any]]]:
-    return {int(r["rank"]): list(r["schedule"]["events"]) for r in plan.records}
+@dataclass(frozen=True)
+class Predicted:
+    nominal: StepReplay
+    band: tuple[float, float]  # the step's time with every cost at the low, and at the high end of its band
+
+
+def predict_plan(plan: PlanDoc, costs: StepCosts) -> Predicted:
+    schedules = {int(r["rank"]): list(r["schedule"]["events"]) for r in plan.records}
+    low, high = (replay(schedules, costs.at(e)).step_us for e in (End.LOW, End.HIGH))
+    return Predicted(replay(schedules, costs), (low, high))
 
 
 def run(args: argparse.Namespace, fabrics: list[Fabric]) -> int:
     plan = load_plan(args.plan)
     measured = _measured(args.measured, plan) if args.measured else None
     results = load_results(args.calibration)
-    costs = _costs(args, plan, results)
-    schedules = _schedules(plan)
-    nominal = replay(schedules, costs)
-    low, high = (replay(schedules, costs.at(e)) for e in (End.LOW, End.HIGH))
-    on = {f.name: replay(schedules, StepCosts(costs.rates, costs.series, costs.calibration, args.transport, f))
-          for f in fabrics}
-    _print(args, plan, costs, nominal, (low.step_us, high.step_us), on, measured)
+    costs = costs_for(plan, results, all_series(results), args.calibration, args.transport)
+    p = predict_plan(plan, costs)
+    on = {f.name: predict_plan(plan, costs.on(f)).nominal for f in fabrics}
+    _print(args, plan, costs, p, on, measured)
     if args.json:
-        write_atomically(args.json, json.dumps(_doc(plan, nominal, (low.step_us, high.step_us), on, measured), indent=2)
-                         + "\n")
+        write_atomically(args.json, json.dumps(_doc(plan, p, on, measured), indent=2) + "\n")
         print(f"# written: {args.json}")
     return 0
 
@@ -125,8 +131,9 @@ def _coordinates(r: Record) -> str:
     return " ".join(c) or "-"
 
 
-def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, p: StepReplay, band: tuple[float, float],
-           on: dict[str, StepReplay], measured: Record | None) -> None:
+def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, predicted: Predicted, on: dict[str, StepReplay],
+           measured: Record | None) -> None:
+    p, band = predicted.nominal, predicted.band
     print(f"# trainscope predict train: {plan.describe()}; plan {plan.path}; calibration {', '.join(args.calibration)}")
     print(f"# compute: {costs.rates.describe()}")
     for (op, ranks), fitted in sorted(costs.used().items()):
@@ -154,8 +161,8 @@ def _cell(predicted: float, measured: float | None) -> str:
     return f" {predicted:>18.1f}" if measured is None else f" {f'{predicted:.0f}/{measured:.0f}':>18}"
 
 
-def _doc(plan: PlanDoc, p: StepReplay, band: tuple[float, float], on: dict[str, StepReplay],
-         measured: Record | None) -> dict[str, Any]:
+def _doc(plan: PlanDoc, predicted: Predicted, on: dict[str, StepReplay], measured: Record | None) -> dict[str, Any]:
+    p, band = predicted.nominal, predicted.band
     rows = _rank_rows(measured)
     ranks = [{"rank": rank, **{pf: getattr(got, pf) for _, pf, _ in FIELDS},
               "measured": {pf: rows[rank].get(mf) for _, pf, mf in FIELDS} if rank in rows else None}

@@ -1,0 +1,190 @@
+"""`trainscope predict search`: the best layouts for N ranks, each predicted from its own plan.
+
+The candidates are every way of splitting N ranks into data x tensor x pipeline parallel (dp x tp x pp = N), each
+ZeRO stage where there is data parallelism, and for a pipeline 1, 2 and 4 micro-batches per stage. Which of them a
+model can run (tp dividing its heads, pp its layers, micro-batches its batch, the memory limit) is not decided
+here: each candidate's plan is made by the trainer itself (`trainscope train <flags> --plan N`), and a candidate
+the trainer refuses is listed as skipped with the trainer's own one line, so no layout rule is written twice. Each
+plan is replayed over the calibration's costs (train_command.predict_plan); the ranking is by predicted step time
+among the layouts whose every rank fits --memory-limit."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..common.errors import InputError
+from ..common.files import write_atomically
+from ..common.load import load_results
+from .series import all_series
+from .train_command import PlanDoc, Predicted, costs_for, load_plan, predict_plan
+
+# The flags a candidate sets: a search's train flags may not give them.
+SET_BY_SEARCH = ("--dp", "--tp", "--pp", "--zero", "--micro-batches", "--plan", "--json", "--memory-limit", "--sync",
+                 "--transports")
+STAGES = (1, 2, 4)  # micro-batches per pipeline stage a candidate tries
+PLAN_TIMEOUT_S = 600
+
+
+@dataclass(frozen=True)
+class Candidate:
+    dp: int
+    tp: int
+    pp: int
+    zero: int
+    micro_batches: int
+
+    @property
+    def flags(self) -> list[str]:
+        return ["--dp", str(self.dp), "--tp", str(self.tp), "--pp", str(self.pp), "--zero", str(self.zero),
+                "--micro-batches", str(self.micro_batches)]
+
+    @property
+    def name(self) -> str:
+        parts = [f"{axis}{n}" for axis, n in (("dp", self.dp), ("tp", self.tp), ("pp", self.pp)) if n > 1] or ["dp1"]
+        return " x ".join(parts) + (f" zero{self.zero}" if self.zero else "") + \
+            (f" mb{self.micro_batches}" if self.micro_batches > 1 else "")
+
+
+def candidates(ranks: int) -> list[Candidate]:
+    """Every dp x tp x pp = ranks, ZeRO 0-3 where dp > 1, and 1, 2, 4 micro-batches per stage with pp > 1."""
+    out = []
+    for tp in (d for d in range(1, ranks + 1) if ranks % d == 0):
+        for pp in (d for d in range(1, ranks // tp + 1) if (ranks // tp) % d == 0):
+            dp = ranks // tp // pp
+            for zero in range(4) if dp > 1 else (0,):
+                for per_stage in STAGES if pp > 1 else (1,):
+                    out.append(Candidate(dp, tp, pp, zero, per_stage * pp))
+    return out
+
+
+@dataclass(frozen=True)
+class Outcome:
+    candidate: Candidate
+    plan: PlanDoc | None
+    predicted: Predicted | None
+    skipped: str  # the trainer's line when it refused the layout, else ""
+
+    @property
+    def peak_bytes(self) -> float:
+        return max(float(r["total_bytes"]) for r in self.plan.records) if self.plan else 0.0
+
+    @property
+    def fits(self) -> bool:
+        return self.plan is not None and all(r.get("fits") is not False for r in self.plan.records)
+
+
+def add_parser(ps: Any, calibration: Any) -> None:
+    s = ps.add_parser("search", help="the best layouts for N ranks: every dp x tp x pp, ZeRO stage and micro-batch count "
+                      "planned by the trainer and predicted, ranked by step time under a memory limit")
+    calibration(s)
+    s.add_argument("--ranks", required=True, type=int, help="the ranks to lay the model out over")
+    s.add_argument("--memory-limit", default="0", help="bytes per rank a layout must fit (as train's; 0: no limit)")
+    s.add_argument("--transport", help="the transport series to fit (needed when the calibration measured several)")
+    s.add_argument("--top", type=int, default=10, help="layouts to list (default 10; the skipped are counted)")
+    s.add_argument("--json", metavar="OUT", help="write every candidate (its prediction, memory, or why it was refused)")
+    s.add_argument("train_flags", nargs=argparse.REMAINDER, metavar="-- TRAIN_FLAGS",
+                   help="after --: the train flags of the model (--model, --preset, --batch, --precision, ...)")
+
+
+def _train_flags(args: argparse.Namespace) -> list[str]:
+    flags = [f for f in args.train_flags if f != "--"] if args.train_flags[:1] == ["--"] else list(args.train_flags)
+    if not flags:
+        raise InputError("predict search: give the model's train flags after --, e.g. -- --model mlp --preset small "
+                         "--batch 16")
+    bad = [f for f in flags if f.split("=")[0] in SET_BY_SEARCH]
+    if bad:
+        raise InputError(f"predict search: {bad[0]} is set by each candidate; give only the model's flags after --")
+    return flags
+
+
+def _trainscope() -> str:
+    path = os.environ.get("TRAINSCOPE_BIN", "")
+    if not path or not Path(path).is_file():
+        raise InputError("predict search makes each candidate's plan with the trainscope binary: run it as `trainscope "
+                         "predict search` (TRAINSCOPE_BIN names the binary)")
+    return path
+
+
+def _plan(binary: str, flags: list[str], c: Candidate, args: argparse.Namespace, folder: str) -> PlanDoc | str:
+    """The candidate's plan, or the trainer's one line refusing it."""
+    out = f"{folder}/plan-{c.dp}-{c.tp}-{c.pp}-{c.zero}-{c.micro_batches}.json"
+    cmd = [binary, "train", *flags, *c.flags, "--plan", str(args.ranks), "--memory-limit", args.memory_limit,
+           "--json", out]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=PLAN_TIMEOUT_S, check=False)
+    if done.returncode == 2:
+        lines = done.stderr.strip().splitlines()
+        return (lines[-1] if lines else "refused").removeprefix("trainscope: error: ")
+    if done.returncode != 0:
+        raise InputError(f"{' '.join(cmd)}: exit {done.returncode}: {done.stderr.strip()[-300:]}")
+    return load_plan(out)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.ranks < 1 or args.ranks > 1 << 16:
+        raise InputError(f"--ranks {args.ranks}: from 1 to {1 << 16}")
+    if args.top < 1:
+        raise InputError(f"--top {args.top}: 1 or more")
+    flags, binary = _train_flags(args), _trainscope()
+    results = load_results(args.calibration)
+    series = all_series(results)
+    outcomes = []
+    todo = candidates(args.ranks)
+    with tempfile.TemporaryDirectory(prefix="trainscope-search-") as folder:
+        for i, c in enumerate(todo, 1):
+            print(f"# plan {i}/{len(todo)}: {c.name}", file=sys.stderr, flush=True)
+            plan = _plan(binary, flags, c, args, folder)
+            if isinstance(plan, str):
+                outcomes.append(Outcome(c, None, None, plan))
+                continue
+            costs = costs_for(plan, results, series, args.calibration, args.transport)
+            outcomes.append(Outcome(c, plan, predict_plan(plan, costs), ""))
+    _print(args, flags, outcomes)
+    if args.json:
+        write_atomically(args.json, json.dumps(_doc(args, flags, outcomes), indent=2) + "\n")
+        print(f"# written: {args.json}")
+    return 0
+
+
+def _doc(args: argparse.Namespace, flags: Sequence[str], outcomes: list[Outcome]) -> dict[str, Any]:
+    def one(o: Outcome) -> dict[str, Any]:
+        c = o.candidate
+        got: dict[str, Any] = {"layout": o.candidate.name, "dp": c.dp, "tp": c.tp, "pp": c.pp, "zero": c.zero,
+                               "micro_batches": c.micro_batches}
+        if o.predicted:
+            got.update(step_us=o.predicted.nominal.step_us, band_us=list(o.predicted.band), peak_bytes=o.peak_bytes,
+                       fits=o.fits)
+        else:
+            got["refused"] = o.skipped
+        return got
+    return {"ranks": args.ranks, "train_flags": list(flags), "memory_limit": args.memory_limit,
+            "candidates": [one(o) for o in outcomes]}
+
+
+def _rank_key(o: Outcome) -> tuple[bool, float]:
+    """Those that fit first, each by its predicted step."""
+    return (not o.fits, o.predicted.nominal.step_us if o.predicted else 0.0)
+
+
+def _print(args: argparse.Namespace, flags: Sequence[str], outcomes: list[Outcome]) -> None:
+    planned = sorted((o for o in outcomes if o.predicted), key=_rank_key)
+    print(f"# trainscope predict search: {' '.join(flags)} on {args.ranks} ranks"
+          + (f", at most {args.memory_limit} per rank" if args.memory_limit != "0" else "")
+          + f"; calibration {', '.join(args.calibration)}")
+    print(f"# {'':>3} {'layout':<28} {'step(ms)':>10} {'band(ms)':>17} {'samples/s':>11} {'peak MiB':>9}  fits")
+    for i, o in enumerate(planned[:args.top], 1):
+        assert o.predicted and o.plan
+        step = o.predicted.nominal.step_us
+        band = f"{o.predicted.band[0] / 1e3:.3f}..{o.predicted.band[1] / 1e3:.3f}"
+        rate = o.plan.batch / step * 1e6 if step > 0 else 0.0
+        print(f"  {i:>3} {o.candidate.name:<28} {step / 1e3:>10.3f} {band:>17} {rate:>11.1f} "
+              f"{o.peak_bytes / 2 ** 20:>9.1f}  {'yes' if o.fits else 'no'}")
+    skipped = [o for o in outcomes if o.skipped]
+    print(f"# {len(planned)} layout(s) planned, {sum(o.fits for o in planned)} fit; {len(skipped)} refused by the trainer"
+          + "".join(f"\n#   {o.candidate.name}: {o.skipped}" for o in skipped[:5])
+          + (f"\n#   ... and {len(skipped) - 5} more" if len(skipped) > 5 else ""))
