@@ -114,12 +114,16 @@ def _measured(path: str, plan: PlanDoc) -> Record:
     p = plan.first
     trains = [r for res in load_results([path]) for r in res.records_of("train") if r.get("completed")]
     same = [r for r in trains if r["model"] == p["model"] and r["preset"] == p["preset"]
-            and r["layout"]["name"] == p["layout"] and r.get("world_size") == p["ranks"]]
+            and _layout(r) == p["layout"] and r.get("world_size") == p["ranks"]]
     if not same:
-        seen = ", ".join(sorted({f"{r['model']} {r['preset']} {r['layout']['name']} at {r.get('world_size')}"
+        seen = ", ".join(sorted({f"{r['model']} {r['preset']} {_layout(r)} at {r.get('world_size')}"
                                  for r in trains})) or "no completed train record"
         raise InputError(f"--measured {path}: no completed train run of {plan.describe()} (it has: {seen})")
     return same[0]
+
+
+def _layout(r: Record) -> str:
+    return str((r.get("layout") or {}).get("name", "single"))
 
 
 def _rank_rows(measured: Record | None) -> dict[int, Record]:

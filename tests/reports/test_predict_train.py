@@ -1,13 +1,16 @@
 """`trainscope predict train`: compute rates from a one-process calibration run, a plan's schedules replayed over the
 fitted costs, and the command's figures and one-line errors. Synthetic records with known costs, so every expected
 figure is exact (no timing here)."""
+import json
 
 import pytest
-from synthetic import make_doc, make_train, stats
+from synthetic import make_doc, make_record, make_train, stats
 
+from reports.__main__ import main
 from reports.common.errors import InputError
 from reports.common.load import Result
 from reports.predict.compute import Wanted, compute_rates
+from reports.predict.search import candidates
 
 FORWARD_US, BACKWARD_US, OPTIMIZER_US = 300.0, 500.0, 40.0
 FORWARD_FLOPS, PARAMETERS = 1e6, 2000
@@ -19,7 +22,8 @@ def calibration_train(micro_batch=8, scale=1.0, **extra):
                      recompute_flops_per_step=0.0, parameters=PARAMETERS,
                      config={"resolved": {"micro_batch": micro_batch}},
                      phases_us={k: stats([v * scale] * 3) for k, v in
-                                (("forward", FORWARD_US), ("backward", BACKWARD_US), ("optimizer", OPTIMIZER_US))},
+                                (("data", 1.0), ("forward", FORWARD_US), ("backward", BACKWARD_US),
+                                 ("optimizer", OPTIMIZER_US))},
                      step_time_us=stats([900.0 * scale, 1000.0 * scale, 1100.0 * scale]))
     rec.update(extra)
     return rec
@@ -53,3 +57,154 @@ def test_a_calibration_without_a_matching_one_process_run_is_one_line(other):
     with pytest.raises(InputError, match=r"no completed one-process train run of mlp tiny in float32 on cpu: run "
                                          r"`trainscope train --model mlp --preset tiny --batch 8"):
         compute_rates([result([calibration_train(**other)])], WANTED, 8)
+
+
+# A plan of dp 2: each rank one layer's forward and backward, the gradients' all-reduce, the update. Costs chosen so
+# that every figure is exact: forward 1e5 FLOPs x 3e-4 us = 30 us, backward 2e5 x 2.5e-4 = 50 us, the optimizer
+# 1000 elements x 0.02 us = 20 us, the all-reduce of 40000 B on the line 10 us + 1e-3 us/B = 50 us: a step of 150 us.
+LAYER_FLOPS, BUCKET, ELEMENTS = 100_000, 40_000, 1000
+AR_ALPHA, AR_BETA = 10.0, 1e-3
+STEP = 30 + 50 + 50 + 20
+
+
+def schedule(extra_bytes=0):
+    return {"events": [{"compute": "forward", "layer": 0, "micro_batch": 0, "flops": LAYER_FLOPS},
+                       {"compute": "backward", "layer": 0, "micro_batch": 0, "flops": 2 * LAYER_FLOPS},
+                       {"issue": 1, "op": "all_reduce", "group": "dp", "group_size": 2, "members": [0, 1],
+                        "bytes": BUCKET + extra_bytes},
+                       {"wait": 1}, {"compute": "optimizer", "elements": ELEMENTS}]}
+
+
+def plan_record(rank, ranks=2, sched=None, unsupported=None):
+    rec = {"kind": "train_plan", "ranks": ranks, "rank": rank, "layout": "dp=2", "model": "mlp", "preset": "tiny",
+           "coordinates": {"dp_rank": rank, "pp_rank": 0, "tp_rank": 0}, "stage": 0, "stages": 1, "layers_from": 0,
+           "layers_to": 1, "layers": [{"index": 0, "forward_flops": float(LAYER_FLOPS), "parameters": ELEMENTS}],
+           "micro_batch": 8, "micro_batches": 1, "parameters": ELEMENTS, "leading_parameters": 0,
+           "forward_flops_per_micro_batch": float(LAYER_FLOPS), "flops_per_step": 3.0 * LAYER_FLOPS,
+           "formula_bytes": {"gradients": 4e3, "in_flight": {"gradients": 0.0, "parameters": 0.0}, "master_weights": 0.0,
+                             "model_states": 1.6e4, "optimizer": 8e3, "parameters": 4e3},
+           "activation_bytes": 1024.0, "pipeline_comm_buffer_bytes": 0, "total_bytes": 17408.0,
+           "memory_limit_bytes": None, "fits": None}
+    if unsupported:
+        rec.update(schedule=None, schedule_unsupported=unsupported)
+    else:
+        rec["schedule"] = sched or schedule()
+    return rec
+
+
+def plan_doc(records):
+    doc = make_doc(records)
+    doc["run"]["subcommand"] = "train"
+    doc["run"]["config"].update(batch=16, precision="float32", device="cpu")
+    return doc
+
+
+def sweep_records(op="all_reduce"):
+    recs = []
+    for n in (1024, 65536, 1 << 20):
+        r = make_record(op=op, nbytes=n, samples=[AR_ALPHA + n * AR_BETA] * 5)
+        r["ranks"] = r["processes"] = 2
+        recs.append(r)
+    return recs
+
+
+@pytest.fixture
+def files(write_doc):
+    cal = write_doc("cal.json", make_doc([calibration_train()] + sweep_records()))
+    plan = write_doc("plan.json", plan_doc([plan_record(0), plan_record(1)]))
+    return str(cal), str(plan)
+
+
+def predict(args, capsys):
+    code = main(["predict", "train", *args])
+    return code, capsys.readouterr()
+
+
+def test_a_plan_replayed_over_known_costs_gives_the_exact_step(files, capsys, tmp_path):
+    cal, plan = files
+    out = tmp_path / "p.json"
+    code, got = predict(["--calibration", cal, "--plan", plan, "--json", str(out)], capsys)
+    assert code == 0, got.err
+    doc = json.loads(out.read_text())
+    assert doc["step_us"] == pytest.approx(STEP)
+    for row in doc["per_rank"]:
+        assert row["compute_us"] == pytest.approx(80) and row["transfer_us"] == pytest.approx(50)
+        assert row["waiting_us"] == pytest.approx(0) and row["pipeline_wait_us"] == 0
+    # The band: compute at the calibration's fastest (-10%) and p95 (+10%) steps; the exact line's band is 0.
+    assert doc["band_us"] == pytest.approx([STEP - 0.1 * 100, STEP + 0.1 * 100])
+    assert f"# step: {STEP:.1f} us" in got.out and "throughput 106666.7 samples/s" in got.out
+
+
+def test_a_fabric_what_if_swaps_the_bandwidth_and_keeps_the_latency(files, capsys, tmp_path):
+    cal, plan = files
+    out = tmp_path / "p.json"
+    code, got = predict(["--calibration", cal, "--plan", plan, "--fabric", "ib-ndr", "--json", str(out)], capsys)
+    assert code == 0, got.err
+    (what_if,) = json.loads(out.read_text())["what_if"]
+    # ib-ndr: 50 GB/s per direction = 2e-5 us/B per step; all_reduce at 2 ranks: 2 steps of alpha (5 us each on the
+    # fitted line 10 us = 2 alpha), 1 x n x beta.
+    assert what_if["step_us"] == pytest.approx(100 + AR_ALPHA + BUCKET * 2e-5)
+
+
+def test_a_measured_run_is_put_beside_with_its_error(files, capsys, write_doc, tmp_path):
+    cal, plan = files
+    run = make_train(backend="cpu", device="cpu", precision="float32", world_size=2, preset="tiny",
+                     layout={"name": "dp=2", "dp": 2, "tp": 1, "pp": 1, "zero": 0, "sync": "allreduce", "overlap": True},
+                     step_time_us=stats([200.0] * 3),
+                     ranks=[{"rank": r, "dp_rank": r, "tp_rank": 0, "pp_rank": 0, "step_us": 200.0, "compute_us": 100.0,
+                             "communication_us": 70.0, "exposed_communication_us": 70.0, "waiting_for_peers_us": 10.0,
+                             "exposed_transfer_us": 60.0, "pipeline_wait_us": 0.0} for r in (0, 1)])
+    measured = write_doc("run.json", make_doc([run]))
+    out = tmp_path / "p.json"
+    code, got = predict(["--calibration", cal, "--plan", plan, "--measured", str(measured), "--json", str(out)], capsys)
+    assert code == 0, got.err
+    doc = json.loads(out.read_text())
+    assert doc["error"] == pytest.approx((STEP - 200) / 200)
+    assert doc["per_rank"][0]["measured"]["compute_us"] == 100.0
+    assert "error (predicted - measured) / measured -25.0% (outside the band)" in got.out
+
+
+def test_errors_are_one_line(files, capsys, write_doc):
+    cal, plan = files
+    cases = [
+        (["--plan", str(write_doc("async.json", plan_doc([plan_record(0, unsupported="asynchronous: no step"),
+                                                          plan_record(1, unsupported="asynchronous: no step")])))],
+         "rank 0 has no schedule to replay: asynchronous: no step"),
+        (["--plan", str(write_doc("one.json", plan_doc([plan_record(1)])))], "its ranks are not 0..1, once each"),
+        (["--plan", cal], "holds no train_plan record"),
+        (["--plan", plan, "--measured", cal], "no completed train run of mlp tiny, dp=2 at 2 ranks"),
+    ]
+    for extra, message in cases:
+        code, got = predict(["--calibration", cal, *extra], capsys)
+        assert code == 2 and message in got.err and len(got.err.strip().splitlines()) == 1, got.err
+    nosweep = write_doc("nosweep.json", make_doc([calibration_train()] + sweep_records("all_gather")))
+    code, got = predict(["--calibration", str(nosweep), "--plan", plan], capsys)
+    assert code == 2 and "holds no usable all_reduce record (it has: all_gather)" in got.err
+
+
+def test_search_tries_every_split_of_the_ranks_each_zero_stage_and_micro_batch_count():
+    got = {(c.dp, c.tp, c.pp, c.zero, c.micro_batches) for c in candidates(4)}
+    splits = {(4, 1, 1), (2, 2, 1), (2, 1, 2), (1, 4, 1), (1, 2, 2), (1, 1, 4)}
+    want = {(dp, tp, pp, z, m * pp) for dp, tp, pp in splits for z in (range(4) if dp > 1 else (0,))
+            for m in ((1, 2, 4) if pp > 1 else (1,))}
+    assert got == want and len(candidates(4)) == len(want)
+
+
+@pytest.mark.parametrize("flags, message", [
+    ([], "give the model's train flags after --"),
+    (["--", "--model", "mlp", "--dp", "2"], "--dp is set by each candidate"),
+    (["--", "--model", "mlp", "--zero=3"], "--zero=3 is set by each candidate"),
+])
+def test_search_refuses_flags_it_sets_in_one_line(files, capsys, flags, message, monkeypatch):
+    cal, _ = files
+    monkeypatch.setenv("TRAINSCOPE_BIN", "/nonexistent")
+    code = main(["predict", "search", "--calibration", cal, "--ranks", "2", *flags])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_search_without_the_binary_says_how_to_run_it(files, capsys, monkeypatch):
+    cal, _ = files
+    monkeypatch.delenv("TRAINSCOPE_BIN", raising=False)
+    code = main(["predict", "search", "--calibration", cal, "--ranks", "2", "--", "--model", "mlp"])
+    assert code == 2 and "run it as `trainscope predict search`" in capsys.readouterr().err
