@@ -7,7 +7,7 @@ The band: the same replay with every cost at the low and at the high end of its 
 residual; the calibration run's fastest and p95 step against its median), so the step's band is the replay of the
 extremes, not a sum of independent errors."""
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from ..common.collective_facts import collective
@@ -38,11 +38,19 @@ class StepCosts:
     transport: str | None = None
     fabric: Fabric | None = None
     end: End = End.NOMINAL
+    # What-ifs: compute this many times faster (another device's measured or datasheet ratio), every collective's bytes
+    # moved this many times faster (t(n / k): exact where the size's fit is one alpha-beta line, the latency kept).
+    compute_speedup: float = 1.0
+    bandwidth_scale: float = 1.0
     _models: dict[tuple[str, int], Model] = field(default_factory=dict)
 
     def at(self, end: End) -> "StepCosts":
         """The same costs at one end of their bands (the fitted models shared)."""
-        return StepCosts(self.rates, self.series, self.calibration, self.transport, self.fabric, end, self._models)
+        return replace(self, end=end)
+
+    def scaled(self, compute_speedup: float = 1.0, bandwidth_scale: float = 1.0) -> "StepCosts":
+        return replace(self, compute_speedup=self.compute_speedup * compute_speedup,
+                       bandwidth_scale=self.bandwidth_scale * bandwidth_scale)
 
     def model_of(self, op: str, group_size: int) -> Model:
         name = POINT_TO_POINT.get(op, op)
@@ -54,7 +62,7 @@ class StepCosts:
 
     def on(self, fabric: Fabric) -> "StepCosts":
         """The same costs with every collective's bandwidth the datasheet fabric's (models refitted for it)."""
-        return StepCosts(self.rates, self.series, self.calibration, self.transport, fabric)
+        return replace(self, fabric=fabric, _models={})
 
     def used(self) -> dict[tuple[str, int], Model]:
         """The fitted models the replays asked for so far, by (series op, group size)."""
@@ -66,9 +74,9 @@ class StepCosts:
             t = event.elements * r.optimizer_us_per_element
         else:  # a recomputation is the forward again
             t = event.flops * (r.backward_us_per_flop if event.phase is Phase.BACKWARD else r.forward_us_per_flop)
-        return t * (1 + self.end.value * (r.band_high if self.end is End.HIGH else r.band_low))
+        return t * (1 + self.end.value * (r.band_high if self.end is End.HIGH else r.band_low)) / self.compute_speedup
 
     def op_us(self, op: str, group_size: int, nbytes: int) -> float:
         m = self.model_of(op, group_size)
-        t = m.algorithm.time_us(m.ranks, nbytes)
+        t = m.algorithm.time_us(m.ranks, nbytes / self.bandwidth_scale)
         return max(0.0, t * (1 + self.end.value * m.band))

@@ -4,6 +4,7 @@ breakdown a train record has per rank, a band, what-if fabrics, and beside a mea
 error field by field."""
 import argparse
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,7 @@ from .replay import StepReplay, replay
 from .formulas import Point
 from .series import SeriesKey, all_series
 from .step_costs import End, StepCosts
+from .what_if import Knob, Need, needed
 
 # The per-rank figures a prediction and a train record's `ranks` rows share: (column, prediction's field, record's).
 FIELDS = (("step", "step_us", "step_us"), ("compute", "compute_us", "compute_us"),
@@ -35,6 +37,10 @@ def add_parser(ps: Any, calibration: Any, fabric_help: str) -> None:
     t.add_argument("--transport", help="the transport series to fit (needed when the calibration measured several)")
     t.add_argument("--fabric", action="append", default=[], metavar="NAME", help="what-if: the step with every "
                    f"collective's bandwidth the datasheet's for this fabric (repeatable; {fabric_help})")
+    t.add_argument("--compute-speedup", type=float, metavar="X", help="what-if: compute X times faster than the "
+                   "calibration's (another device's measured or datasheet ratio)")
+    t.add_argument("--target-ms", type=float, metavar="MS", help="what the step would need to take MS: its collectives' "
+                   "bandwidth, or its compute, how many times faster (each alone)")
     t.add_argument("--measured", metavar="RESULT", help="a train result of the same layout: its figures beside the "
                    "prediction, and the error of each")
     t.add_argument("--json", metavar="OUT", help="write the prediction (and the comparison) as JSON")
@@ -89,22 +95,56 @@ class Predicted:
     band: tuple[float, float]  # the step's time with every cost at the low, and at the high end of its band
 
 
+def _schedules(plan: PlanDoc) -> dict[int, list[dict[str, Any]]]:
+    return {int(r["rank"]): list(r["schedule"]["events"]) for r in plan.records}
+
+
 def predict_plan(plan: PlanDoc, costs: StepCosts) -> Predicted:
-    schedules = {int(r["rank"]): list(r["schedule"]["events"]) for r in plan.records}
+    schedules = _schedules(plan)
     low, high = (replay(schedules, costs.at(e)).step_us for e in (End.LOW, End.HIGH))
     return Predicted(replay(schedules, costs), (low, high))
 
 
+def _check_what_ifs(args: argparse.Namespace) -> None:
+    for flag, v in (("--compute-speedup", args.compute_speedup), ("--target-ms", args.target_ms)):
+        if v is not None and not (math.isfinite(v) and v > 0):
+            raise InputError(f"{flag} {v}: a finite number above 0")
+
+
+def _what_ifs(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, fabrics: list[Fabric]) -> dict[str, StepReplay]:
+    """The step on each datasheet fabric, and with compute --compute-speedup times faster."""
+    on = {f.name: predict_plan(plan, costs.on(f)).nominal for f in fabrics}
+    if args.compute_speedup:
+        on[f"compute {args.compute_speedup:g}x"] = predict_plan(plan, costs.scaled(args.compute_speedup)).nominal
+    return on
+
+
+def _needs(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts) -> list[Need]:
+    if not args.target_ms:
+        return []
+    schedules = _schedules(plan)
+    return [needed(lambda c: replay(schedules, c).step_us, costs, args.target_ms * 1e3, k) for k in Knob]
+
+
 def run(args: argparse.Namespace, fabrics: list[Fabric]) -> int:
+    _check_what_ifs(args)
     plan = load_plan(args.plan)
     measured = _measured(args.measured, plan) if args.measured else None
     results = load_results(args.calibration)
     costs = costs_for(plan, results, all_series(results), args.calibration, args.transport)
     p = predict_plan(plan, costs)
-    on = {f.name: predict_plan(plan, costs.on(f)).nominal for f in fabrics}
+    on = _what_ifs(args, plan, costs, fabrics)
+    needs = _needs(args, plan, costs)
     _print(args, plan, costs, p, on, measured)
+    for need in needs:
+        print(f"# to reach {args.target_ms:g} ms: {need.describe(args.target_ms * 1e3)}")
     if args.json:
-        write_atomically(args.json, json.dumps(_doc(plan, p, on, measured), indent=2) + "\n")
+        doc = _doc(plan, p, on, measured)
+        if needs:
+            doc["target"] = {"step_us": args.target_ms * 1e3,
+                             "needs": [{"knob": n.knob.name.lower(), "factor": n.factor, "floor_us": n.floor_us}
+                                       for n in needs]}
+        write_atomically(args.json, json.dumps(doc, indent=2) + "\n")
         print(f"# written: {args.json}")
     return 0
 
@@ -159,6 +199,9 @@ def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, predicted:
     for name, q in on.items():
         print(f"# what-if {name}: step {q.step_us:.1f} us, {p.step_us / q.step_us:.2f}x this cluster's speed"
               if q.step_us > 0 else f"# what-if {name}: step 0 us")
+    if on:
+        best = min(on.items(), key=lambda kv: kv[1].step_us)
+        print(f"# fastest: {best[0]}" if best[1].step_us < p.step_us else "# fastest: this cluster as measured")
 
 
 def _cell(predicted: float, measured: float | None) -> str:

@@ -208,3 +208,25 @@ def test_search_without_the_binary_says_how_to_run_it(files, capsys, monkeypatch
     monkeypatch.delenv("TRAINSCOPE_BIN", raising=False)
     code = main(["predict", "search", "--calibration", cal, "--ranks", "2", "--", "--model", "mlp"])
     assert code == 2 and "run it as `trainscope predict search`" in capsys.readouterr().err
+
+
+def test_what_a_target_needs_and_a_compute_what_if(files, capsys, tmp_path):
+    """150 us = compute 100 (forward, backward, optimizer) + an all-reduce of 10 us latency and 40 us of bytes."""
+    cal, plan = files
+    out = tmp_path / "p.json"
+    code, got = predict(["--calibration", cal, "--plan", plan, "--target-ms", "0.13", "--compute-speedup", "2",
+                         "--json", str(out)], capsys)
+    assert code == 0, got.err
+    doc = json.loads(out.read_text())
+    bandwidth, compute = doc["target"]["needs"]
+    assert bandwidth["factor"] == pytest.approx(2.0, rel=1e-6)  # 100 + 10 + 40/2
+    assert compute["factor"] == pytest.approx(1.25, rel=1e-6)  # 100/1.25 + 50
+    assert doc["what_if"] == [{"fabric": "compute 2x", "step_us": pytest.approx(100.0)}]
+    assert "# to reach 0.13 ms: every collective's bandwidth 2.00x faster" in got.out
+    code, got = predict(["--calibration", cal, "--plan", plan, "--target-ms", "0.1"], capsys)
+    assert "every collective's bandwidth alone cannot reach 0.100 ms: even 1e+06x leaves 0.110 ms" in got.out
+    assert "# to reach 0.1 ms: compute 2.00x faster" in got.out
+    for flag in ("--target-ms", "--compute-speedup"):
+        for bad in ("0", "nan", "-1"):
+            code, got = predict(["--calibration", cal, "--plan", plan, flag, bad], capsys)
+            assert code == 2 and "a finite number above 0" in got.err
