@@ -1,9 +1,9 @@
 #pragma once
-// One rank's training step written down instead of run (train --plan, issue #41): its compute per layer, phase and
-// micro-batch, its optimizer, and every timed communication op its components issue and wait for, in program
-// order (docs/schedule format: the "schedule" of a train_plan record). Each component appends its own ops from a
-// plan() beside its runtime code, with the same data structures (Buckets, the pipeline's plan), so the schedule
-// is the trainer's and not a second description of it.
+// One rank's training step written down instead of run (train --plan, issue #41): its compute per layer, phase
+// and micro-batch, its optimizer, and every timed communication op its components issue and wait for, in program
+// order (the "schedule" of a train_plan record; docs/architecture.md, "Prediction"). Each component appends its
+// ops from a plan beside its runtime code, with the same data structures (Buckets, the pipeline's plan), so the
+// schedule is the trainer's and not a second description of it.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
