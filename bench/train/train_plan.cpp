@@ -1,5 +1,6 @@
 #include "bench/train/train_plan.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "comm/bootstrap.h"
 #include "workloads/trainer.h"
 #include "workloads/trainer/model_on_mesh.h"
+#include "workloads/trainer/train_step_plan.h"
 #include "workloads/trainer/training_data.h"
 
 namespace ts {
@@ -23,12 +25,6 @@ namespace {
 using wl::MemoryKind;
 
 std::size_t inUse(MemoryKind kind) { return wl::Device::hostCpu().memory().inUseOf(kind); }
-
-std::uint64_t elementsOf(const std::vector<wl::Param*>& params) {
-  std::uint64_t n = 0;
-  for (const wl::Param* p : params) n += static_cast<std::uint64_t>(p->value.numel());
-  return n;
-}
 
 struct LayerPlan {
   std::size_t index = 0;
@@ -55,6 +51,9 @@ struct RankPlan {
   const StagePlan* stage = nullptr;
   wl::ModelStateBytes formula;
   double flopsPerStep = 0;
+  nlohmann::json schedule;  // null where unschedulable says why
+  std::string unschedulable;
+  std::size_t opsPerStep = 0;
   double modelStateBytes() const { return formula.total() + formula.inFlightParameters + formula.inFlightGradients; }
   double activationBytes() const { return static_cast<double>(stage->activationBytes + stage->pipelineInputBytes); }
   double totalBytes() const { return modelStateBytes() + activationBytes() + static_cast<double>(stage->pipelineCommBytes); }
@@ -70,7 +69,8 @@ struct Plan {
 };
 
 // Builds the stage of `mesh`'s rank as the trainer places it (model_on_mesh.cpp) and counts what it holds; calls
-// `each` with its part while its model is alive (the model states' formula needs the part's parameters).
+// `each` with its part, its first layer and its cut while its model is alive (the model states' formula and the
+// step's schedule need the part's parameters and layers).
 template <class Each>
 StagePlan planStage(const Plan& p, const wl::Mesh& mesh, const data::DataSource& source, Each&& each) {
   wl::Device& cpu = wl::Device::hostCpu();
@@ -91,16 +91,28 @@ StagePlan planStage(const Plan& p, const wl::Mesh& mesh, const data::DataSource&
     s.pipelineCommBytes = inUse(MemoryKind::kCommBuffers) - comm;
   }
   const wl::ModelPart part = wl::stagePart(*model, s.range, s.stage == 0);
-  s.leadingParameters = elementsOf(part.leading);
-  s.parameters = elementsOf(part.params);
+  s.leadingParameters = wl::elementsOf(part.leading);
+  s.parameters = wl::elementsOf(part.params);
   for (std::size_t i = 0; i < part.layers.size(); ++i) {
     std::vector<wl::Param*> ps;
     part.layers[i]->params(ps);
-    s.layers.push_back({s.range.from + i, part.layers[i]->forwardFlops(), elementsOf(ps)});
+    s.layers.push_back({s.range.from + i, part.layers[i]->forwardFlops(), wl::elementsOf(ps)});
     s.forwardFlops += part.layers[i]->forwardFlops();
   }
-  each(part);
+  each(part, s.range.from, cut ? &*cut : nullptr);
   return s;
+}
+
+// The rank's one step, as its components would issue it (workloads/trainer/train_step_plan.h).
+void scheduleOf(RankPlan& r, const wl::TrainOptions& o, const wl::Mesh& mesh, const wl::ModelPart& part, std::size_t first,
+                const wl::PipelineCut* cut) {
+  if (const std::optional<std::string> why = wl::unschedulableStep(mesh)) {
+    r.unschedulable = *why;
+    return;
+  }
+  const wl::StepPlan step = wl::planTrainStep(o, mesh, part, first, cut);
+  r.schedule = {{"events", step.events()}};
+  r.opsPerStep = step.issues();
 }
 
 Plan makePlan(const TrainRunOptions& o) {
@@ -126,9 +138,13 @@ Plan makePlan(const TrainRunOptions& o) {
   for (const wl::Mesh& mesh : meshes) {
     if (p.stages.count(key(mesh))) continue;
     // Every rank of this pair gets its formula while the pair's model is alive: its ps role changes only that.
-    StagePlan s = planStage(p, mesh, source, [&](const wl::ModelPart& part) {
+    StagePlan s = planStage(p, mesh, source, [&](const wl::ModelPart& part, std::size_t first, const wl::PipelineCut* cut) {
       for (const wl::Mesh& m : meshes)
-        if (key(m) == key(mesh)) p.ranks[static_cast<std::size_t>(m.rank())].formula = wl::modelStatesOf(part, p.train, m);
+        if (key(m) == key(mesh)) {
+          RankPlan& r = p.ranks[static_cast<std::size_t>(m.rank())];
+          r.formula = wl::modelStatesOf(part, p.train, m);
+          scheduleOf(r, p.train, m, part, first, cut);
+        }
     });
     p.stages.emplace(key(mesh), std::move(s));
   }
@@ -156,6 +172,23 @@ std::string layersOf(const StagePlan& s) { return fmt::format("{}-{}", s.range.f
 
 double mib(double bytes) { return bytes / (1 << 20); }
 
+// One line for the schedules (each rank's is in its record): how many ops a step issues, or why there is none.
+void printScheduleLine(const Plan& p) {
+  const RankPlan& first = p.ranks.front();
+  if (!first.unschedulable.empty()) {
+    std::printf("# schedule: none: %s\n", first.unschedulable.c_str());
+    return;
+  }
+  const auto [fewest, most] = std::minmax_element(
+      p.ranks.begin(), p.ranks.end(), [](const RankPlan& a, const RankPlan& b) { return a.opsPerStep < b.opsPerStep; });
+  const std::string range = fewest->opsPerStep == most->opsPerStep ? fmt::format("{}", most->opsPerStep)
+                                                                   : fmt::format("{}-{}", fewest->opsPerStep, most->opsPerStep);
+  std::printf(
+      "# schedule: %s communication ops per step per rank, each issued and waited for where the trainer does "
+      "(with --json: every rank's step in its train_plan record)\n",
+      range.c_str());
+}
+
 void printPlan(const Plan& p) {
   std::printf("# plan of %s at %zu ranks (%s %s, micro-batch %lld x %lld): no training, no communicator\n",
               p.train.layout.name().c_str(), p.ranks.size(), std::string(nameOf(p.config.kind)).c_str(), p.config.preset.c_str(),
@@ -170,6 +203,7 @@ void printPlan(const Plan& p) {
   std::printf(
       "# states: the layout's formula with what it holds in flight at most; activations: the stage model's buffers and "
       "the pipeline's kept inputs; total adds the pipeline's transfer buffers\n");
+  printScheduleLine(p);
 }
 
 nlohmann::json recordOf(const Plan& p, const RankPlan& r) {
@@ -178,30 +212,34 @@ nlohmann::json recordOf(const Plan& p, const RankPlan& r) {
   nlohmann::json layers = nlohmann::json::array();
   for (const LayerPlan& l : r.stage->layers)
     layers.push_back({{"index", l.index}, {"forward_flops", l.forwardFlops}, {"parameters", l.parameters}});
-  return {{"kind", "train_plan"},
-          {"ranks", p.ranks.size()},
-          {"rank", r.rank},
-          {"layout", p.train.layout.name()},
-          {"model", nameOf(p.config.kind)},
-          {"preset", p.config.preset},
-          {"coordinates", coordinates},
-          {"stage", r.stage->stage},
-          {"stages", r.stage->stages},
-          {"layers_from", r.stage->range.from},
-          {"layers_to", r.stage->range.to},
-          {"layers", layers},
-          {"micro_batch", p.microBatch},
-          {"micro_batches", p.train.microBatches},
-          {"parameters", r.stage->parameters},
-          {"leading_parameters", r.stage->leadingParameters},
-          {"forward_flops_per_micro_batch", r.stage->forwardFlops},
-          {"flops_per_step", r.flopsPerStep},
-          {"formula_bytes", wl::toJson(r.formula)},
-          {"activation_bytes", r.activationBytes()},
-          {"pipeline_comm_buffer_bytes", r.stage->pipelineCommBytes},
-          {"total_bytes", r.totalBytes()},
-          {"memory_limit_bytes", p.limit ? nlohmann::json(p.limit) : nlohmann::json(nullptr)},
-          {"fits", p.limit ? nlohmann::json(r.totalBytes() <= static_cast<double>(p.limit)) : nlohmann::json(nullptr)}};
+  nlohmann::json record = {
+      {"kind", "train_plan"},
+      {"ranks", p.ranks.size()},
+      {"rank", r.rank},
+      {"layout", p.train.layout.name()},
+      {"model", nameOf(p.config.kind)},
+      {"preset", p.config.preset},
+      {"coordinates", coordinates},
+      {"stage", r.stage->stage},
+      {"stages", r.stage->stages},
+      {"layers_from", r.stage->range.from},
+      {"layers_to", r.stage->range.to},
+      {"layers", layers},
+      {"micro_batch", p.microBatch},
+      {"micro_batches", p.train.microBatches},
+      {"parameters", r.stage->parameters},
+      {"leading_parameters", r.stage->leadingParameters},
+      {"forward_flops_per_micro_batch", r.stage->forwardFlops},
+      {"flops_per_step", r.flopsPerStep},
+      {"schedule", r.schedule},
+      {"formula_bytes", wl::toJson(r.formula)},
+      {"activation_bytes", r.activationBytes()},
+      {"pipeline_comm_buffer_bytes", r.stage->pipelineCommBytes},
+      {"total_bytes", r.totalBytes()},
+      {"memory_limit_bytes", p.limit ? nlohmann::json(p.limit) : nlohmann::json(nullptr)},
+      {"fits", p.limit ? nlohmann::json(r.totalBytes() <= static_cast<double>(p.limit)) : nlohmann::json(nullptr)}};
+  if (!r.unschedulable.empty()) record["schedule_unsupported"] = r.unschedulable;
+  return record;
 }
 
 }  // namespace

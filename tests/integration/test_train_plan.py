@@ -1,7 +1,10 @@
-"""`trainscope train ... --plan N` (issue #41's first slice): what each rank of a layout at N ranks holds, planned in one
-process by the trainer's own placement, is what the real run at N ranks records, rank by rank: the layout's
-model-state formula exactly, and the activation buffers. Plus its refusals, one line each."""
+"""`trainscope train ... --plan N` (issue #41): what each rank of a layout at N ranks holds, planned in one process by
+the trainer's own placement, is what the real run at N ranks records, rank by rank: the layout's model-state formula
+exactly, and the activation buffers. Each rank's one-step schedule has exactly the collectives the run counted, and is
+well formed: every op waited for after its issue, the members' ops matching, a replay that finishes. Plus its
+refusals, one line each."""
 import json
+from collections import Counter, defaultdict
 
 import pytest
 
@@ -12,9 +15,15 @@ TRANSFORMER = ["--model", "transformer", "--preset", "tiny", "--batch", 8]
 RUN = ["--steps", 2, "--warmup-steps", 1, "--no-ceiling"]
 # name: (model, layout flags, ranks)
 LAYOUTS = {
+    "dp2-zero0-micro2": (MLP, ["--micro-batches", 2], 2),
+    "dp2-zero0-overlap-off": (TRANSFORMER, ["--overlap", "off"], 2),
+    "dp2-zero1": (TRANSFORMER, ["--zero", 1, "--bucket-mb", 0.05], 2),
+    "dp2-zero2-micro2": (MLP, ["--zero", 2, "--micro-batches", 2], 2),
     "dp2-zero3": (MLP, ["--zero", 3], 2),
-    "tp2": (TRANSFORMER, ["--tp", 2], 2),
-    "pp2": (TRANSFORMER, ["--pp", 2, "--micro-batches", 2], 2),
+    "dp2-zero3-prefetch0": (TRANSFORMER, ["--zero", 3, "--prefetch", 0, "--micro-batches", 2], 2),
+    "tp2": (TRANSFORMER, ["--tp", 2, "--recompute", "full"], 2),
+    "pp2": (TRANSFORMER, ["--pp", 2, "--micro-batches", 4, "--pp-schedule", "gpipe"], 2),
+    "pp2-1f1b": (TRANSFORMER, ["--pp", 2, "--micro-batches", 4, "--pp-schedule", "1f1b"], 2),
     "dp2xpp2": (MLP, ["--pp", 2, "--micro-batches", 2], 4),
     "ps": (MLP, ["--sync", "ps"], 2),
 }
@@ -63,6 +72,88 @@ def test_flops_add_up_to_the_runs(pair):
     (the whole model's, 3 forwards per micro-batch, per data-parallel rank) once per slice."""
     plan, train = pair
     assert sum(p["flops_per_step"] for p in plan) == pytest.approx(train["flops_per_step"] * train["layout"]["tp"])
+
+
+def issues(plan):
+    return [e for e in plan["schedule"]["events"] if "issue" in e]
+
+
+def test_schedule_has_the_runs_collectives(pair):
+    """The record's collectives are process 0's: rank 0's planned ops, per (group, size, op, bytes), over the timed
+    steps, are its rows exactly."""
+    plan, train = pair
+    planned = Counter((e["group"], e["group_size"], e["op"], e["bytes"]) for e in issues(plan[0]))
+    rows = {(c["group"], c["group_size"], c["op"], c["bytes"]): c["count"] for c in train["collectives"]}
+    assert {k: n * train["timed_steps"] for k, n in planned.items()} == rows
+
+
+def test_schedule_waits_for_every_op_after_issuing_it(pair):
+    plan, _ = pair
+    for p in plan:
+        events = p["schedule"]["events"]
+        issued = {e["issue"]: i for i, e in enumerate(events) if "issue" in e}
+        assert len(issued) == len(issues(p)), "ids unique"
+        waits = [(e["wait"], i) for i, e in enumerate(events) if "wait" in e]
+        assert sorted(w for w, _ in waits) == sorted(issued)
+        assert all(issued[w] < i for w, i in waits)
+        assert [e.get("compute") for e in events].count("optimizer") == 1
+
+
+def test_schedule_computes_the_plans_flops(pair):
+    """Forward and backward (2 forwards) of every layer and micro-batch: the plan's 3 forwards per micro-batch.
+    Recomputation (--recompute, a pipeline stage's forward run again) is extra, its own events."""
+    plan, _ = pair
+    for p in plan:
+        flops = sum(e["flops"] for e in p["schedule"]["events"] if e.get("compute") in ("forward", "backward"))
+        assert flops == pytest.approx(p["flops_per_step"])
+
+
+def test_members_see_the_same_ops(pair):
+    """The k-th collective on a members list is one operation on every member (same op and bytes); the k-th send from
+    a to b is the k-th recv at b from a, of the same bytes."""
+    plan, _ = pair
+    seen = defaultdict(dict)  # (members, kind) -> rank -> [(op, bytes)]
+    for p in plan:
+        for e in issues(p):
+            assert p["rank"] in e["members"] and e["members"] == sorted(e["members"])
+            if e["op"] in ("send", "recv"):
+                a, b = (p["rank"], e["peer"]) if e["op"] == "send" else (e["peer"], p["rank"])
+                seen[(a, b), "p2p"].setdefault(e["op"], []).append(e["bytes"])
+            else:
+                seen[tuple(e["members"]), "collective"].setdefault(p["rank"], []).append((e["op"], e["bytes"]))
+    for (members, kind), by in seen.items():
+        if kind == "p2p":
+            assert by.get("send") == by.get("recv"), members
+        else:
+            assert sorted(by) == list(members) and len({tuple(v) for v in by.values()}) == 1, members
+
+
+def test_schedule_replays_to_the_end(pair):
+    """Every rank's events run in order, an op done once each of its sides issued it, a wait blocking until then:
+    the ranks' schedules together finish (no rank waits for an op its peers never issue)."""
+    plan, _ = pair
+    events = {p["rank"]: p["schedule"]["events"] for p in plan}
+    at = dict.fromkeys(events, 0)
+    key_of, posted, counts = {}, defaultdict(set), defaultdict(int)
+    progress = True
+    while progress:
+        progress = False
+        for r, evs in events.items():
+            while at[r] < len(evs):
+                e = evs[at[r]]
+                if "issue" in e:
+                    side = (r, e["peer"]) if e["op"] == "send" else (e["peer"], r) if e["op"] == "recv" else tuple(e["members"])
+                    k = (side, "peer" in e, counts[r, side, "peer" in e])  # the k-th op of its sides
+                    counts[r, side, "peer" in e] += 1
+                    key_of[r, e["issue"]] = k
+                    posted[k].add(r)
+                elif "wait" in e:
+                    k = key_of[r, e["wait"]]
+                    if posted[k] != set(k[0]):
+                        break
+                at[r] += 1
+                progress = True
+    assert at == {r: len(evs) for r, evs in events.items()}
 
 
 @pytest.mark.parametrize("args,line", [

@@ -140,6 +140,10 @@ std::pair<std::int64_t, std::int64_t> BasicBlock::outputSize(const BasicBlockCon
   return {s.P(), s.Q()};
 }
 
+void BasicBlock::tensorParallelSums(TensorParallelSums& out) const {
+  addSumsOf({&conv1_, &conv2_}, out);  // the shortcut is replicated
+}
+
 double BasicBlock::forwardFlops() const {
   return conv1_.forwardFlops() + conv2_.forwardFlops() + (downConv_ ? downConv_->forwardFlops() : 0.0);
 }

@@ -10,6 +10,23 @@ std::uint64_t nameHash(const std::string& s) {
   return h;
 }
 
+void addSplitSums(const TensorSplit& split, bool inputGradient, std::size_t outputs, std::size_t inputs,
+                  TensorParallelSums& out) {
+  if (!split.split()) return;
+  if (split.kind == TensorSplit::kRow) out.forward.push_back(outputs);
+  if (split.kind == TensorSplit::kColumn && inputGradient) out.backward.push_back(inputs);
+}
+
+void addSumsOf(const std::vector<const Layer*>& forwardOrder, TensorParallelSums& out) {
+  std::vector<TensorParallelSums> each(forwardOrder.size());
+  for (std::size_t i = 0; i < forwardOrder.size(); ++i) {
+    forwardOrder[i]->tensorParallelSums(each[i]);
+    out.forward.insert(out.forward.end(), each[i].forward.begin(), each[i].forward.end());
+  }
+  for (std::size_t i = each.size(); i-- > 0;)
+    out.backward.insert(out.backward.end(), each[i].backward.begin(), each[i].backward.end());
+}
+
 std::vector<std::int64_t> imageShape(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, ConvLayout layout) {
   return layout == ConvLayout::kNhwc ? std::vector<std::int64_t>{n, h, w, c} : std::vector<std::int64_t>{n, c, h, w};
 }

@@ -64,6 +64,10 @@ const Tensor& Linear::backward(const Tensor& dy, StepContext& ctx) {
   return dx_;
 }
 
+void Linear::tensorParallelSums(TensorParallelSums& out) const {
+  addSplitSums(split_, inputGradient_, y_.numel(), dx_.numel(), out);
+}
+
 void Linear::params(std::vector<Param*>& out) {
   out.push_back(&w_);
   if (hasBias_) out.push_back(&b_);

@@ -102,6 +102,16 @@ const Tensor& Recomputed::backward(const Tensor& dy, StepContext& ctx) {
   return dx_;
 }
 
+void Recomputed::tensorParallelSums(TensorParallelSums& out) const {
+  std::vector<const Layer*> layers;
+  for (const auto& l : layers_) layers.push_back(l.get());
+  TensorParallelSums own;
+  addSumsOf(layers, own);
+  out.forward.insert(out.forward.end(), own.forward.begin(), own.forward.end());
+  out.backward.insert(out.backward.end(), own.forward.begin(), own.forward.end());
+  out.backward.insert(out.backward.end(), own.backward.begin(), own.backward.end());
+}
+
 void Recomputed::params(std::vector<Param*>& out) {
   for (auto& l : layers_) l->params(out);
 }

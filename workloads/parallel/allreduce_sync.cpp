@@ -2,6 +2,7 @@
 
 #include "comm/collectives/collective.h"
 #include "workloads/device_ops.h"
+#include "workloads/parallel/bucket_plan.h"
 
 namespace ts::wl {
 
@@ -39,6 +40,31 @@ void AllReduceSync::afterBackward(bool last) {
       launch(b);
     }
   tracker_->waitAll();  // in place: the parameters' gradients are the group's sum now
+}
+
+namespace {
+
+class AllReducePlan final : public BucketsPlan {
+ public:
+  AllReducePlan(const ModelPart& part, const LayoutOptions& layout, StepPlan& plan, PlanGroup dp)
+      : BucketsPlan(part, layout, 1, plan, std::move(dp)), elements_(elementsOf(part.params)) {}
+  void beforeBackward(PlanContext& ctx, bool last) override { launchAsReady(ctx, last); }
+  void afterBackward(bool last) override {
+    if (!last) return;
+    launchRest();
+    plan_.waitAll(dp_);
+  }
+  std::uint64_t updateElements() const override { return elements_; }
+
+ private:
+  void launch(std::size_t b) override { plan_.issue(collectives::all_reduce(), bucket(b).elements, sizeof(float), dp_); }
+  std::uint64_t elements_;
+};
+
+}  // namespace
+
+std::unique_ptr<SyncPlan> allReduceSyncPlan(const ModelPart& part, const LayoutOptions& layout, StepPlan& plan, PlanGroup dp) {
+  return std::make_unique<AllReducePlan>(part, layout, plan, std::move(dp));
 }
 
 }  // namespace ts::wl

@@ -24,4 +24,7 @@ class AllReduceSync final : public GradientSync {
   bool overlap_;
 };
 
+// Its plan (SyncPlan): the same buckets, all-reduced as the final micro-batch's backward completes them.
+std::unique_ptr<SyncPlan> allReduceSyncPlan(const ModelPart& part, const LayoutOptions& layout, StepPlan& plan, PlanGroup dp);
+
 }  // namespace ts::wl

@@ -30,4 +30,27 @@ void AverageSync::afterUpdate() {
   for (Tensor* t : extra_) ops::scale(*t->device, t->data, inverse, t->numel());
 }
 
+namespace {
+
+class AveragePlan final : public SyncPlan {
+ public:
+  AveragePlan(const ModelPart& part, StepPlan& plan, PlanGroup dp) : params_(part.params), plan_(plan), dp_(std::move(dp)) {}
+  void afterUpdate() override {
+    for (const Param* p : params_) plan_.issue(collectives::all_reduce(), p->value.numel(), sizeof(float), dp_);
+    plan_.waitAll(dp_);
+  }
+  std::uint64_t updateElements() const override { return elementsOf(params_); }
+
+ private:
+  std::vector<Param*> params_;
+  StepPlan& plan_;
+  PlanGroup dp_;
+};
+
+}  // namespace
+
+std::unique_ptr<SyncPlan> averageSyncPlan(const ModelPart& part, StepPlan& plan, PlanGroup dp) {
+  return std::make_unique<AveragePlan>(part, plan, std::move(dp));
+}
+
 }  // namespace ts::wl

@@ -41,4 +41,8 @@ class AverageSync final : public GradientSync {
   std::vector<Tensor*> extra_;
 };
 
+// Its plan (SyncPlan) for an averaging after every update of the parameters alone (--average-every 1 without
+// --average-optimizer; the caller refuses the others: their steps differ).
+std::unique_ptr<SyncPlan> averageSyncPlan(const ModelPart& part, StepPlan& plan, PlanGroup dp);
+
 }  // namespace ts::wl

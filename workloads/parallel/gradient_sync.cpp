@@ -49,7 +49,35 @@ class LocalSync final : public GradientSync {
   std::vector<Param*> params_;
 };
 
+// Its plan: nothing to communicate.
+class LocalPlan final : public SyncPlan {
+ public:
+  explicit LocalPlan(const ModelPart& part) : elements_(elementsOf(part.params)) {}
+  std::uint64_t updateElements() const override { return elements_; }
+
+ private:
+  std::uint64_t elements_;
+};
+
 }  // namespace
+
+void SyncPlan::beforeBackward(PlanContext& ctx, bool) { ctx.gradsReady = nullptr; }
+
+std::unique_ptr<SyncPlan> makeSyncPlan(const Mesh& mesh, const ModelPart& part, StepPlan& plan) {
+  if (mesh.size(kReplicaAxes) == 1) return std::make_unique<LocalPlan>(part);
+  const LayoutOptions& l = mesh.layout();
+  const PlanGroup dp = planGroupOf(mesh, kReplicaAxes);
+  if (l.sync == SyncKind::kAverage) return averageSyncPlan(part, plan, dp);
+  if (l.zero == 3) return zero3SyncPlan(part, l, mesh.replicaIndex(), plan, dp);
+  if (l.sync == SyncKind::kParameterServer || l.zero > 0) return shardedSyncPlan(part, l, mesh.replicaIndex(), plan, dp);
+  return allReduceSyncPlan(part, l, plan, dp);
+}
+
+std::uint64_t elementsOf(const std::vector<Param*>& params) {
+  std::uint64_t n = 0;
+  for (const Param* p : params) n += static_cast<std::uint64_t>(p->value.numel());
+  return n;
+}
 
 ModelPart wholeModel(Model& model) { return {model.params(), model.layers(), model.leadingParams(), &model.arena()}; }
 

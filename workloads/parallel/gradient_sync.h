@@ -21,6 +21,7 @@
 #include "workloads/layers/param_init.h"
 #include "workloads/parallel/comm_tracker.h"
 #include "workloads/parallel/mesh.h"
+#include "workloads/parallel/step_plan.h"
 
 namespace ts::wl {
 
@@ -35,6 +36,8 @@ struct ModelPart {
   Arena* arena = nullptr;       // the model's: buckets and shards live there
 };
 ModelPart wholeModel(Model& model);
+// The parameters' elements, all together.
+std::uint64_t elementsOf(const std::vector<Param*>& params);
 
 class GradientSync {
  public:
@@ -88,6 +91,21 @@ class GradientSync {
 
 // The sync of `mesh`'s data-parallel group for the part's parameters (a group of one: no communication).
 std::unique_ptr<GradientSync> makeGradientSync(const Mesh& mesh, const ModelPart& part, double timeoutS);
+
+// A sync's plan (train --plan): the ops its GradientSync's hooks issue and wait for, appended to a StepPlan where
+// they would be. Each layout's sits beside its class, built from the same layout (its Buckets, its groups), and
+// makeSyncPlan picks it as makeGradientSync picks the class. The hooks take the layer's place in the part.
+class SyncPlan {
+ public:
+  virtual ~SyncPlan() = default;
+  virtual void beforeForward(PlanContext&) {}
+  virtual void beforeBackward(PlanContext& ctx, bool last);
+  virtual void afterBackward(bool) {}
+  virtual void globalSumOfSquares() {}
+  virtual void afterUpdate() {}
+  virtual std::uint64_t updateElements() const = 0;  // the optimizer's: updateParams()' elements
+};
+std::unique_ptr<SyncPlan> makeSyncPlan(const Mesh& mesh, const ModelPart& part, StepPlan& plan);
 // What of the part's deferred parameters (param_init.h) the layout's sync takes materialised, drawing the rest
 // itself: values and gradients (one data-parallel rank, --sync average), values (all-reduce: the gradients live
 // in its buckets), or nothing (ZeRO-1/2 and the parameter servers draw the values into their flats, ZeRO-3 its

@@ -343,6 +343,41 @@ double Pipeline::step(const std::vector<data::Batch>& micros, float scale, Gradi
   return lossSum;
 }
 
+void planPipelineStep(const Mesh& mesh, const PipelineCut& cut, int micros, StepPlan& plan, const PipelinePlanSteps& run) {
+  const PlanGroup pp = planGroupOf(mesh, GroupKind::kPp);
+  const std::vector<int> stages = mesh.groupRanks(GroupKind::kPp);  // global ranks in stage order
+  auto elements = [](const std::vector<std::int64_t>& shape) {
+    return std::accumulate(shape.begin(), shape.end(), std::size_t{1}, [](std::size_t a, std::int64_t d) { return a * d; });
+  };
+  const std::size_t in = cut.stage == 0 ? 0 : elements(cut.inShape), out = cut.last() ? 0 : elements(cut.outShape);
+  std::vector<std::pair<int, bool>> posted;  // (id, receive)
+  auto post = [&](const std::vector<PipeTransfer>& transfers) {
+    posted.clear();
+    for (const PipeTransfer& t : transfers) {
+      const bool activation = t.kind == PipeTransferKind::kSendActivation || t.kind == PipeTransferKind::kRecvActivation;
+      const std::size_t count = activation == t.send() ? out : in;  // what the stage sends on / receives back, or its input
+      const int peer = stages[static_cast<std::size_t>(cut.stage + t.peerOffset())];
+      posted.emplace_back(plan.transfer(t.send(), count, pp, mesh.rank(), peer), !t.send());
+    }
+  };
+  auto waitPosted = [&] {  // the receives first, as step()
+    for (bool receives : {true, false})
+      for (const auto& [id, receive] : posted)
+        if (receive == receives) plan.wait(id);
+  };
+  int held = -1, backwardsLeft = micros;
+  for (const PipeStep& st : pipelinePlan(mesh.layout().schedule, cut.stage, static_cast<int>(cut.stages.size()), micros)) {
+    waitPosted();
+    if (st.compute && st.compute->forward) run.forward(st.compute->micro);
+    const bool lastBackward = st.compute && !st.compute->forward && --backwardsLeft == 0;
+    if (st.compute && !st.compute->forward) run.backward(st.compute->micro, held != st.compute->micro, lastBackward);
+    if (st.compute) held = st.compute->micro;
+    post(st.post);
+    if (st.compute && !st.compute->forward) run.afterBackward(lastBackward);
+  }
+  waitPosted();
+}
+
 double Pipeline::sumOverStages(double v, bool timed) { return tracker_.sum(v, timed); }
 
 }  // namespace ts::wl

@@ -21,6 +21,7 @@
 // stage's part; the first stage also embeds, the last computes the loss. A stage keeps the inputs of its micro-batches in flight
 // only: 1F1B has at most p - s of them at stage s, GPipe all m.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +30,7 @@
 #include "workloads/parallel/comm_tracker.h"
 #include "workloads/parallel/gradient_sync.h"
 #include "workloads/parallel/layout_choices.h"
+#include "workloads/parallel/step_plan.h"
 
 namespace ts::wl {
 
@@ -92,6 +94,17 @@ struct PipeStep {
   std::vector<PipeTransfer> post;
 };
 std::vector<PipeStep> pipelinePlan(PipelineSchedule kind, int stage, int stages, int micros);
+
+// What Pipeline::step computes and transfers, written into `plan` (train --plan): pipelinePlan's order, each step's
+// transfers (the cut's sizes, with the neighbouring stages' global ranks) posted and waited for as step() does.
+// The callbacks append a micro-batch's compute with the sync's hooks: a forward, a backward (after a recomputed
+// forward where the stage's layers hold another micro-batch's), and the sync after a backward.
+struct PipelinePlanSteps {
+  std::function<void(int micro)> forward;
+  std::function<void(int micro, bool recompute, bool lastBackward)> backward;
+  std::function<void(bool lastBackward)> afterBackward;
+};
+void planPipelineStep(const Mesh& mesh, const PipelineCut& cut, int micros, StepPlan& plan, const PipelinePlanSteps& run);
 
 struct PipelineTimes {
   double forwardS = 0, backwardS = 0;  // compute (recomputation included)

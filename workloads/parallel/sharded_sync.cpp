@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "comm/collectives/collective.h"
+#include "workloads/parallel/bucket_plan.h"
 
 namespace ts::wl {
 
@@ -136,6 +137,76 @@ void ShardedSync::afterUpdate() {
     }
   }
   tracker_->waitAll();
+}
+
+namespace {
+
+class ShardedPlan final : public BucketsPlan {
+ public:
+  ShardedPlan(const ModelPart& part, const LayoutOptions& l, int replica, StepPlan& plan, PlanGroup dp)
+      : BucketsPlan(part, l, l.sync == SyncKind::kParameterServer ? l.psShards : dp.size, plan, dp),
+        ps_(l.sync == SyncKind::kParameterServer),
+        zero2_(l.zero == 2),
+        parts_(ps_ ? l.psShards : dp.size),
+        owned_(replica < parts_ ? replica : -1) {
+    for (Layer* layer : part.layers) {
+      std::vector<Param*> ps;
+      layer->params(ps);
+      hasParams_.push_back(!ps.empty());
+    }
+  }
+  void beforeBackward(PlanContext& ctx, bool last) override {
+    ctx.beforeBackward = nullptr;
+    // ZeRO-2 retires what was sent when a layer with parameters takes its buckets (ShardedSync::takeFor).
+    if (zero2_ && overlap_)
+      ctx.beforeBackward = [this](std::size_t layer) {
+        if (layer < hasParams_.size() && hasParams_[layer]) retireSent();
+      };
+    launchAsReady(ctx, zero2_ || last);
+  }
+  void afterBackward(bool last) override {
+    if (!zero2_ && !last) return;
+    launchRest();
+    if (zero2_) retireSent();
+    plan_.waitAll(dp_);
+  }
+  void globalSumOfSquares() override { plan_.sum(1, dp_); }
+  void afterUpdate() override {
+    for (std::size_t b = 0; b < count(); ++b)
+      if (ps_)
+        for (int k = 0; k < parts_; ++k) plan_.issue(collectives::broadcast(), bucket(b).chunk, sizeof(float), dp_);
+      else
+        plan_.issue(collectives::all_gather(), bucket(b).chunk, sizeof(float), dp_);
+    plan_.waitAll(dp_);
+  }
+  std::uint64_t updateElements() const override {
+    std::uint64_t n = 0;
+    for (std::size_t b = 0; owned_ >= 0 && b < count(); ++b) n += coveredBy(bucket(b), owned_);
+    return n;
+  }
+
+ private:
+  void launch(std::size_t b) override {
+    if (ps_)
+      for (int k = 0; k < parts_; ++k) plan_.issue(collectives::reduce(), bucket(b).chunk, sizeof(float), dp_);
+    else if (const int op = plan_.issue(collectives::reduce_scatter(), bucket(b).chunk, sizeof(float), dp_); zero2_)
+      sent_.push_back(op);
+  }
+  void retireSent() {
+    for (int op : sent_) plan_.wait(op);
+    sent_.clear();
+  }
+  bool ps_, zero2_;
+  int parts_, owned_;
+  std::vector<bool> hasParams_;
+  std::vector<int> sent_;  // ZeRO-2: the reduce-scatters launched, not yet retired
+};
+
+}  // namespace
+
+std::unique_ptr<SyncPlan> shardedSyncPlan(const ModelPart& part, const LayoutOptions& layout, int replica, StepPlan& plan,
+                                          PlanGroup dp) {
+  return std::make_unique<ShardedPlan>(part, layout, replica, plan, std::move(dp));
 }
 
 }  // namespace ts::wl

@@ -54,4 +54,8 @@ class ShardedSync final : public GradientSync {
   int micro_ = 0;                                                         // micro-batches communicated this step
 };
 
+// Its plan (SyncPlan): the same buckets and owners (`replica`: this rank's place in the data-parallel group).
+std::unique_ptr<SyncPlan> shardedSyncPlan(const ModelPart& part, const LayoutOptions& layout, int replica, StepPlan& plan,
+                                          PlanGroup dp);
+
 }  // namespace ts::wl

@@ -4,12 +4,32 @@
 
 namespace ts::wl {
 
+Zero3Groups zero3GroupsOf(const ModelPart& part, int parts) {
+  Zero3Groups out;
+  auto add = [&](const std::vector<Param*>& params) {
+    out.layouts.push_back(std::make_unique<Buckets>(params, 1e12, parts));  // one bucket, however large
+  };
+  out.leading = !part.leading.empty();
+  if (out.leading) add(part.leading);
+  for (Layer* l : part.layers) {
+    std::vector<Param*> ps;
+    l->params(ps);
+    out.ofLayer.push_back(ps.empty() ? SIZE_MAX : out.layouts.size());
+    if (!ps.empty()) add(ps);
+  }
+  return out;
+}
+
 Zero3Sync::Zero3Sync(Communicator& dp, const ModelPart& model, const LayoutOptions& layout, double timeoutS)
     : GradientSync(model.params, dp, timeoutS), arena_(*model.arena), rank_(dp.rank(0)), prefetch_(layout.prefetch) {
-  const int parts = dp.worldSize();
-  auto addGroup = [&](const std::vector<Param*>& params) {
+  Zero3Groups groups = zero3GroupsOf(model, dp.worldSize());
+  if (groups.leading) {
+    leading_ = 0;
+    firstLayer_ = 1;
+  }
+  for (std::unique_ptr<Buckets>& buckets : groups.layouts) {
     Group g;
-    g.buckets = std::make_unique<Buckets>(params, 1e12, parts);  // one bucket, however large
+    g.buckets = std::move(buckets);
     Bucket& b = bucketOf(g);
     const auto c = static_cast<std::int64_t>(b.chunk);
     g.gathered.shape = g.sending.shape = {static_cast<std::int64_t>(b.padded)};
@@ -22,19 +42,9 @@ Zero3Sync::Zero3Sync(Communicator& dp, const ModelPart& model, const LayoutOptio
     for (const auto& s : b.slots)
       if (s.param->value.data) arena_.release(s.param->value);
     groups_.push_back(std::move(g));
-  };
-  if (!model.leading.empty()) {
-    leading_ = 0;
-    firstLayer_ = 1;
-    addGroup(model.leading);
   }
-  for (Layer* l : model.layers) {
-    std::vector<Param*> ps;
-    l->params(ps);
-    if (ps.empty()) continue;
-    groupOf_[l] = groups_.size();
-    addGroup(ps);
-  }
+  for (std::size_t i = 0; i < model.layers.size(); ++i)
+    if (groups.ofLayer[i] != SIZE_MAX) groupOf_[model.layers[i]] = groups.ofLayer[i];
   for (Group& g : groups_)
     for (Param& p : g.buckets->pieces(bucketOf(g), rank_, g.grads, &g.values)) pieces_.push_back(std::move(p));
 }

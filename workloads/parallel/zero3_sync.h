@@ -25,6 +25,15 @@
 
 namespace ts::wl {
 
+// Its groups of a part, each one bucket of `parts` chunks however large (the layout alone: no flat): the leading
+// parameters' first when there are any, then each layer's that has parameters.
+struct Zero3Groups {
+  std::vector<std::unique_ptr<Buckets>> layouts;
+  std::vector<std::size_t> ofLayer;  // per layer of the part: its group, SIZE_MAX for none
+  bool leading = false;
+};
+Zero3Groups zero3GroupsOf(const ModelPart& part, int parts);
+
 class Zero3Sync final : public GradientSync {
  public:
   Zero3Sync(Communicator& dp, const ModelPart& model, const LayoutOptions& layout, double timeoutS);
@@ -67,5 +76,9 @@ class Zero3Sync final : public GradientSync {
   std::vector<std::size_t> sent_;  // groups whose gradients are in flight, oldest first
   bool firstMicro_ = true;
 };
+
+// Its plan (SyncPlan): the same groups, gathers, prefetches and reduce-scatters (zero3_sync_plan.cpp).
+std::unique_ptr<SyncPlan> zero3SyncPlan(const ModelPart& part, const LayoutOptions& layout, int replica, StepPlan& plan,
+                                        PlanGroup dp);
 
 }  // namespace ts::wl

@@ -1,0 +1,122 @@
+#include "workloads/trainer/train_step_plan.h"
+
+#include <memory>
+
+#include "comm/collectives/collective.h"
+
+namespace ts::wl {
+namespace {
+
+// A micro-batch's compute through the part's layers, around the hooks as Model::forwardLayers and backwardLayers
+// call them, with each layer's tensor-parallel sums (blocking: TensorParallelGroup::install's tracker.run).
+class PartPlan {
+ public:
+  PartPlan(const ModelPart& part, std::size_t firstLayer, const Mesh& mesh, StepPlan& plan, SyncPlan& sync)
+      : part_(part), first_(firstLayer), plan_(plan), sync_(sync) {
+    if (mesh.size(GroupKind::kTp) > 1) tp_ = planGroupOf(mesh, GroupKind::kTp);
+    for (const Layer* l : part.layers) l->tensorParallelSums(sums_.emplace_back());
+  }
+  void forward(int micro, ComputePhase phase) {
+    sync_.beforeForward(ctx_);
+    for (std::size_t i = 0; i < part_.layers.size(); ++i) {
+      call(ctx_.beforeForward, i);
+      plan_.compute(phase, first_ + i, micro, part_.layers[i]->forwardFlops());
+      tensorParallel(sums_[i].forward);
+      call(ctx_.afterForward, i);
+    }
+  }
+  void backward(int micro, bool last) {
+    sync_.beforeBackward(ctx_, last);
+    for (std::size_t i = part_.layers.size(); i-- > 0;) {
+      const Layer& l = *part_.layers[i];
+      call(ctx_.beforeBackward, i);
+      if (l.recomputedFlops() > 0) plan_.compute(ComputePhase::kRecompute, first_ + i, micro, l.recomputedFlops());
+      plan_.compute(ComputePhase::kBackward, first_ + i, micro, 2 * l.forwardFlops());  // trainer.cpp's convention
+      call(ctx_.gradsReady, i);
+      tensorParallel(sums_[i].backward);
+      call(ctx_.afterBackward, i);
+    }
+    if (!part_.leading.empty()) call(ctx_.gradsReady, PlanContext::kLeading);  // the embeddings' backward, after the layers'
+  }
+  const std::optional<PlanGroup>& tp() const { return tp_; }
+
+ private:
+  static void call(const std::function<void(std::size_t)>& hook, std::size_t i) {
+    if (hook) hook(i);
+  }
+  void tensorParallel(const std::vector<std::size_t>& sums) {
+    for (std::size_t n : sums) plan_.wait(plan_.issue(collectives::all_reduce(), n, sizeof(float), *tp_));
+  }
+  const ModelPart& part_;
+  std::size_t first_;
+  StepPlan& plan_;
+  SyncPlan& sync_;
+  PlanContext ctx_;
+  std::optional<PlanGroup> tp_;
+  std::vector<TensorParallelSums> sums_;  // per layer
+};
+
+// Trainer::update: the gradient norm's sums over the ranks (the loss scaler's check first under float16), the
+// optimizer (LAMB's whole-tensor sums in it), the sync's afterUpdate.
+void planUpdate(const TrainOptions& o, const Mesh& mesh, const ModelPart& part, StepPlan& plan, SyncPlan& sync,
+                const std::optional<PlanGroup>& tp) {
+  const std::optional<PlanGroup> pp =
+      mesh.size(GroupKind::kPp) > 1 ? std::optional(planGroupOf(mesh, GroupKind::kPp)) : std::nullopt;
+  auto global = [&] {
+    sync.globalSumOfSquares();  // the replicated tensors'
+    sync.globalSumOfSquares();  // the sliced ones'
+    if (tp) plan.sum(1, *tp);
+    if (pp) plan.sum(1, *pp);
+  };
+  if (o.precision == Precision::kFloat16) global();  // the overflow check (a step it skips is not planned)
+  global();
+  plan.optimizer(sync.updateElements());
+  const LayoutOptions& l = mesh.layout();
+  const bool pieces = l.replicas() > 1 && (l.zero > 0 || l.sync == SyncKind::kParameterServer);
+  if (o.optimizer.kind == OptimizerKind::kLamb && (tp || pieces)) {  // lambPartSums
+    if (pieces) plan.sum(2 * part.params.size(), planGroupOf(mesh, kReplicaAxes));
+    if (tp) plan.sum(2 * part.params.size(), *tp);
+  }
+  sync.afterUpdate();
+}
+
+}  // namespace
+
+std::optional<std::string> unschedulableStep(const Mesh& mesh) {
+  const LayoutOptions& l = mesh.layout();
+  if (mesh.size(kReplicaAxes) > 1 && l.sync == SyncKind::kAsyncParameterServer)
+    return "--sync ps-async: its workers and servers run asynchronously, there is no one step to replay";
+  if (mesh.size(kReplicaAxes) > 1 && l.sync == SyncKind::kAverage && (l.averageEvery != 1 || l.averageOptimizer))
+    return "--sync average with --average-every above 1 or --average-optimizer: its steps differ from one another";
+  if (l.syncBn == SyncBatchNorm::kOn && mesh.size(kDataAxes) > 1)
+    return "SyncBatchNorm: its sums of batch norm's statistics are not planned yet";
+  return std::nullopt;
+}
+
+StepPlan planTrainStep(const TrainOptions& o, const Mesh& mesh, const ModelPart& part, std::size_t firstLayer,
+                       const PipelineCut* cut) {
+  StepPlan plan;
+  const std::unique_ptr<SyncPlan> sync = makeSyncPlan(mesh, part, plan);
+  PartPlan layers(part, firstLayer, mesh, plan, *sync);
+  const int M = static_cast<int>(o.microBatches);
+  if (cut) {
+    planPipelineStep(mesh, *cut, M, plan,
+                     {.forward = [&](int micro) { layers.forward(micro, ComputePhase::kForward); },
+                      .backward =
+                          [&](int micro, bool recompute, bool last) {
+                            if (recompute) layers.forward(micro, ComputePhase::kRecompute);
+                            layers.backward(micro, last);
+                          },
+                      .afterBackward = [&](bool last) { sync->afterBackward(last); }});
+  } else {
+    for (int i = 0; i < M; ++i) {
+      layers.forward(i, ComputePhase::kForward);
+      layers.backward(i, i == M - 1);
+      sync->afterBackward(i == M - 1);
+    }
+  }
+  planUpdate(o, mesh, part, plan, *sync, layers.tp());
+  return plan;
+}
+
+}  // namespace ts::wl
