@@ -34,7 +34,7 @@ class ComputeRates:
     def describe(self) -> str:
         threads = f", {self.threads} thread(s)" if self.threads else ""
         return (f"one-process train at micro-batch {self.micro_batch}{threads} ({self.source}): forward "
-                f"{1 / self.forward_us_per_flop / 1e6:.2f} GFLOP/s, backward {1 / self.backward_us_per_flop / 1e6:.2f} "
+                f"{1e-3 / self.forward_us_per_flop:.2f} GFLOP/s, backward {1e-3 / self.backward_us_per_flop:.2f} "
                 f"GFLOP/s, optimizer {self.optimizer_us_per_element * 1e3:.3f} ns per element")
 
 

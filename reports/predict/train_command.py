@@ -22,8 +22,9 @@ from .series import SeriesKey, all_series
 from .step_costs import End, StepCosts
 from .what_if import Knob, Need, needed
 
-# The per-rank figures a prediction and a train record's `ranks` rows share: (column, prediction's field, record's).
-FIELDS = (("step", "step_us", "step_us"), ("compute", "compute_us", "compute_us"),
+# The per-rank figures a prediction and a train record's `ranks` rows share: (column, prediction's field, record's;
+# None where the record's rows have none).
+FIELDS = (("step", "step_us", "step_us"), ("compute", "compute_us", "compute_us"), ("optimizer", "optimizer_us", None),
           ("waiting", "waiting_us", "waiting_for_peers_us"), ("transfer", "transfer_us", "exposed_transfer_us"),
           ("pipeline_wait", "pipeline_wait_us", "pipeline_wait_us"))
 
@@ -170,9 +171,9 @@ def _rank_rows(measured: Record | None) -> dict[int, Record]:
     return {int(r["rank"]): r for r in (measured or {}).get("ranks", [])}
 
 
-def _coordinates(r: Record) -> str:
-    c = [f"{k.removesuffix('_rank')}{v}" for k, v in r["coordinates"].items() if v or r["ranks"] > 1]
-    return " ".join(c) or "-"
+def _coordinates(r: Record, varying: set[str]) -> str:
+    """The rank's place on the axes its plan's ranks differ in (dp0 tp1), as the plan's table names it."""
+    return " ".join(f"{k.removesuffix('_rank')}{v}" for k, v in r["coordinates"].items() if k in varying) or "-"
 
 
 def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, predicted: Predicted, on: dict[str, StepReplay],
@@ -185,11 +186,12 @@ def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, predicted:
     rows = _rank_rows(measured)
     head = "".join(f" {name + '(us)':>18}" for name, _, _ in FIELDS)
     print(f"# {'rank':>4} {'coordinates':<14}{head}" + ("  (measured beside each: predicted / measured)" if rows else ""))
+    varying = {k for k in plan.first["coordinates"] if len({r["coordinates"][k] for r in plan.records}) > 1}
     for r in plan.records:
         rank = int(r["rank"])
         got = p.rank(rank)
-        cells = "".join(_cell(getattr(got, pf), rows.get(rank, {}).get(mf)) for _, pf, mf in FIELDS)
-        print(f"  {rank:>4} {_coordinates(r):<14}{cells}")
+        cells = "".join(_cell(getattr(got, pf), rows.get(rank, {}).get(mf) if mf else None) for _, pf, mf in FIELDS)
+        print(f"  {rank:>4} {_coordinates(r, varying):<14}{cells}")
     throughput = plan.batch / p.step_us * 1e6 if p.step_us > 0 else 0.0
     print(f"# step: {p.step_us:.1f} us (band {band[0]:.1f}..{band[1]:.1f}), throughput {throughput:.1f} samples/s")
     if measured:
@@ -212,7 +214,7 @@ def _doc(plan: PlanDoc, predicted: Predicted, on: dict[str, StepReplay], measure
     p, band = predicted.nominal, predicted.band
     rows = _rank_rows(measured)
     ranks = [{"rank": rank, **{pf: getattr(got, pf) for _, pf, _ in FIELDS},
-              "measured": {pf: rows[rank].get(mf) for _, pf, mf in FIELDS} if rank in rows else None}
+              "measured": {pf: rows[rank].get(mf) for _, pf, mf in FIELDS if mf} if rank in rows else None}
              for rank, got in ((t.rank, t) for t in p.ranks)]
     doc: dict[str, Any] = {"plan": plan.path, "model": plan.first["model"], "preset": plan.first["preset"],
                            "layout": plan.first["layout"], "ranks": plan.first["ranks"], "step_us": p.step_us,

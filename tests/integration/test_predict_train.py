@@ -1,0 +1,97 @@
+"""`trainscope predict train` and `predict search` end to end on this machine's own calibration (issue #41): a
+collectives sweep at 2 ranks and one-process runs of the model, then plans the trainer makes. What is checked is
+exact arithmetic against the inputs, never how close a prediction comes to a timing (that is the benchmark,
+scripts/bench-predict-train.sh): each rank's predicted compute is its schedule's FLOPs at the calibration run's
+rates; the search plans every candidate and ranks what it predicted."""
+import json
+import re
+
+import pytest
+
+from helpers import run_trainscope
+
+MODEL = ["--model", "mlp", "--preset", "tiny", "--batch", 8]
+OPS = "all_reduce,all_gather,reduce_scatter,broadcast,reduce,sendrecv"
+
+
+@pytest.fixture(scope="module")
+def calibration(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("calibration")
+    sweep = tmp / "sweep.json"
+    r = run_trainscope(["collectives", "--backend", "mpi", "--ops", OPS, "-b", 8, "-e", "256K", "-f", 16, "-n", 5, "-w", 1,
+                        "--placement", "out", "--json", sweep], np=2, timeout=300)
+    assert r.rc == 0, r.err
+    files = [sweep]
+    for batch in (2, 4, 8):  # the micro-batches the candidates run at: 8 over dp 2 or 1..4 micro-batches
+        path = tmp / f"train-{batch}.json"
+        r = run_trainscope(["train", "--model", "mlp", "--preset", "tiny", "--batch", batch, "--steps", 4,
+                            "--warmup-steps", 1, "--no-ceiling", "--json", path], env={"TRAINSCOPE_THREADS": "1"})
+        assert r.rc == 0, r.err
+        files.append(path)
+    return tmp, [str(f) for f in files]
+
+
+def plan(tmp, name, layout):
+    path = tmp / f"{name}.json"
+    r = run_trainscope(["train", *MODEL, *layout, "--plan", 2, "--json", path])
+    assert r.rc == 0, r.err
+    return path
+
+
+def train_record(path):
+    return next(r for r in json.loads(open(path).read())["records"] if r["kind"] == "train")
+
+
+@pytest.mark.parametrize("name, layout", [("zero3", ["--zero", 3]), ("pp2", ["--pp", 2, "--micro-batches", 4]),
+                                          ("tp2", ["--tp", 2])])
+def test_each_ranks_compute_is_its_schedules_flops_at_the_calibrations_rates(calibration, name, layout):
+    tmp, files = calibration
+    plan_path, out = plan(tmp, name, layout), tmp / f"{name}-predicted.json"
+    r = run_trainscope(["predict", "train", "--calibration", *files, "--plan", plan_path, "--json", out])
+    assert r.rc == 0, r.err
+    predicted = json.loads(out.read_text())
+    records = [x for x in json.loads(plan_path.read_text())["records"] if x["kind"] == "train_plan"]
+    micro = records[0]["micro_batch"]
+    cal = train_record(next(f for f in files if f.endswith(f"train-{micro}.json")))
+    forward = (cal["flops_per_step"] - cal["recompute_flops_per_step"]) / 3
+    rate = {"forward": cal["phases_us"]["forward"]["median"] / forward,
+            "backward": cal["phases_us"]["backward"]["median"] / (2 * forward)}
+    rate["recompute"] = rate["forward"]  # a forward run again (a stage that no longer holds a micro-batch's input)
+    for rec, row in zip(records, predicted["per_rank"]):
+        events = [e for e in rec["schedule"]["events"] if e.get("compute") in rate]
+        assert row["compute_us"] == pytest.approx(sum(e["flops"] * rate[e["compute"]] for e in events), rel=1e-9)
+    assert predicted["band_us"][0] <= predicted["step_us"] <= predicted["band_us"][1]
+
+
+@pytest.fixture(scope="module")
+def search(calibration):
+    tmp, files = calibration
+    out = tmp / "search.json"
+    r = run_trainscope(["predict", "search", "--calibration", *files, "--ranks", 2, "--json", out, "--", *MODEL])
+    assert r.rc == 0, r.err
+    return r, json.loads(out.read_text())
+
+
+def test_search_plans_every_candidate_and_ranks_its_predictions(search):
+    r, doc = search
+    # At 2 ranks: dp2 with ZeRO 0-3, tp2, pp2 with 2, 4 and 8 micro-batches.
+    assert len(doc["candidates"]) == 8
+    predicted = [c for c in doc["candidates"] if "step_us" in c]
+    assert predicted and all(c["fits"] for c in predicted)
+    rows = [float(m.group(1)) for m in re.finditer(r"^\s+\d+ .+?\s+([0-9.]+)\s+[0-9.]+\.\.[0-9.]+", r.out, re.M)]
+    assert len(rows) == len(predicted) and rows == sorted(rows)
+    assert f"# {len(predicted)} layout(s) planned" in r.out
+
+
+def test_search_under_a_memory_limit_ranks_what_fits_first(calibration, search):
+    tmp, files = calibration
+    out = tmp / "search-limited.json"
+    peaks = sorted(c["peak_bytes"] for c in search[1]["candidates"] if "peak_bytes" in c)
+    limit = int((peaks[0] + peaks[-1]) / 2)  # between the least and the most a candidate's rank holds
+    r = run_trainscope(["predict", "search", "--calibration", *files, "--ranks", 2, "--memory-limit", limit,
+                        "--json", out, "--", *MODEL])
+    assert r.rc == 0, r.err
+    fits = [c["fits"] for c in json.loads(out.read_text())["candidates"] if "step_us" in c]
+    assert any(fits) and not all(fits), fits
+    shown = re.findall(r"^\s+\d+ .+\s(yes|no)$", r.out, re.M)
+    assert shown == sorted(shown, key=lambda f: f == "no")
