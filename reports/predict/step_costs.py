@@ -3,9 +3,9 @@
 group size was measured, the algorithm's form where not), a pipeline's send/recv from the sendrecv series. A what-if
 fabric (--fabric) swaps every fitted bandwidth for the datasheet's and keeps the fitted latencies (predict.on_fabric).
 
-The band: the same replay with every cost at the low and at the high end of its own band (the fits' largest
-residual; the calibration run's fastest and p95 step against its median), so the step's band is the replay of the
-extremes, not a sum of independent errors."""
+The band: the same replay with every cost at the low and at the high end of its own band (the largest residual of
+the fit's regime the size falls in; the calibration run's fastest and p95 step against its median), so the step's
+band is the replay of the extremes, not a sum of independent errors."""
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -67,4 +67,4 @@ class StepCosts:
     def op_us(self, op: str, group_size: int, nbytes: int) -> float:
         m = self.model_of(op, group_size)
         t = m.algorithm.time_us(m.ranks, nbytes)
-        return max(0.0, t * (1 + self.end.value * m.band))
+        return max(0.0, t * (1 + self.end.value * m.band(nbytes)))
