@@ -240,6 +240,7 @@ def test_check_prints_each_series_and_the_overall_error(write_doc, capsys):
     (["--transport", "shm", "--bytes", "1X"], "--bytes '1X': a size in bytes"),
     (["--transport", "shm", "--placement", "in"], "holds no all_reduce records with placement in (it has: out)"),
     (["--transport", "shm", "--fabric", "infiniband"], "--fabric 'infiniband' is not a fabric of the datasheet (nvlink2,"),
+    (["--transport", "shm", "--regimes", "4"], "argument --regimes: invalid choice: 4 (choose from 1, 2, 3)"),
 ])
 def test_a_calibration_without_what_is_asked_is_one_line_and_exit_2(write_doc, capsys, args, says):
     cal = calibration(write_doc, [record("all_reduce", 2, n, ALPHA + n * BETA, transport=t) for t in ("shm", "tcp")
@@ -292,3 +293,30 @@ def test_a_fabric_what_if_moves_each_step_at_the_datasheets_bandwidth(write_doc,
     here = doc["predictions"][1]["time_us"]  # 16 MiB at this calibration's 7.5e-4 us/B a step: 1.33 GB/s
     assert f"# 16M: ib-ndr fastest, {here / ndr['predictions'][1]['time_us']:.2f}x this cluster's link" in text
     assert "# what-if ib-ndr: InfiniBand NDR 400 Gb/s, 50.000 GB/s per direction (datasheet)" in text
+
+
+def test_a_fabric_what_if_keeps_each_regimes_latency(write_doc, tmp_path, capsys):
+    """A calibration with a protocol switch: the what-if keeps each regime's own alpha and gives every regime the
+    datasheet's beta; the output has a line per regime, and --regimes 1 one line for the whole range."""
+    def ring(ranks, n):
+        alpha, beta = RENDEZVOUS if n >= 16384 else EAGER
+        return ring_time("all_reduce", ranks, n, alpha, beta)
+    cal = calibration(write_doc, [record("all_reduce", 2, n, ring(2, n)) for n in SWEEP])
+    out = tmp_path / "w.json"
+    assert main(["predict", "collectives", "--calibration", cal, "--op", "all_reduce", "--bytes", "1K,1M", "--ranks", "8",
+                 "--fabric", "ib-ndr", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    doc = json.loads(out.read_text())
+    assert [r["measured_bytes"] for r in doc["regimes"]] == [[8, 8192], [16384, 4 << 20]]
+    assert [x for r in doc["regimes"] for x in (r["per_step_alpha_us"], r["per_step_beta_us_per_byte"])] == \
+        pytest.approx([*EAGER, *RENDEZVOUS], rel=1e-9)
+    assert [p["regimes"] for p in doc["predictions"]] == [[0], [1]]
+    (ndr,) = doc["what_if"]
+    for p, n, (alpha, _) in zip(ndr["predictions"], (1024, 1 << 20), (EAGER, RENDEZVOUS)):
+        assert p["time_us"] == pytest.approx(ring_time("all_reduce", 8, n, alpha, 1 / (50.0 * 1e3)), rel=1e-9)
+    assert "from 20 record(s), 8..4M, in 2 regime(s) of the size" in text
+    assert "#   8..8K: at 8 ranks alpha 7.000 us, beta 0.00035 us/B (2.857 GB/s); per step alpha 0.500 us" in text
+    assert "#   16K..4M: at 8 ranks alpha 56.000 us" in text
+    assert main(["predict", "collectives", "--calibration", cal, "--op", "all_reduce", "--bytes", "1K", "--ranks", "8",
+                 "--regimes", "1"]) == 0
+    assert "8..4M, in 1 regime(s) of the size" in capsys.readouterr().out
