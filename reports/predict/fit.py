@@ -12,11 +12,11 @@ NCCL switches LL/LL128/Simple), and one alpha and beta cannot follow the jump (d
 (fit_regimes): the sizes are cut between measured sizes into at most MAX_REGIMES runs of at least MIN_SIZES measured
 sizes each, every run fitted as one line; of the cuts into k regimes the one with the least total squared relative
 residual wins, and for k = 2, 3 the best cut into k regimes replaces the fit kept so far (one line to start) only when
-it divides that total by SPLIT_GAIN or more (and the fit kept is not already exact). Noise around one line gains a
-little from a cut, a protocol switch a lot, so a clean line stays one line. A size is predicted by the regime whose
-measured sizes hold it, outside the measured range by the nearest regime, and in the gap between two regimes'
-measured sizes (where the protocol switches, at a size not measured) by the log-log interpolation between the two
-regimes' ends (Fit.blend), its band reaching both regimes' lines (Fit.band)."""
+it divides that fit's total by SPLIT_GAIN for each regime it adds (and the fit kept is not already exact). Noise
+around one line gains a little from a cut, a protocol switch a lot, so a clean line stays one line. A size is
+predicted by the regime whose measured sizes hold it, outside the measured range by the nearest regime, and in the
+gap between two regimes' measured sizes (where the protocol switches, at a size not measured) by the log-log
+interpolation between the two regimes' ends (Fit.blend), its band reaching both regimes' lines (Fit.band)."""
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -25,8 +25,8 @@ from itertools import combinations
 import numpy as np
 
 MIN_SIZES = 3  # measured sizes per regime: two would be fitted exactly by any line, so nothing would test its line
-MAX_REGIMES = 3  # a transport's protocols over 8 B .. GiBs: eager, then rendezvous, then (TCP, NCCL) a third
-SPLIT_GAIN = 4.0  # the residual's sum of squares a cut must divide by: the rms relative error halved
+MAX_REGIMES = 3  # a transport's protocols over 8 B .. GiBs: eager, rendezvous, and (TCP, NCCL's LL/LL128/Simple) a third
+SPLIT_GAIN = 4.0  # what each regime added must divide the squared residuals by: the rms relative error halved
 EXACT = 1e-18  # a sum of squared relative residuals at round-off: the points lie on the fit, nothing to cut
 
 
@@ -148,12 +148,12 @@ def fit_regimes(sizes: Sequence[int], columns: Sequence[Sequence[float]], times_
         return sum(r * r for lo, hi in zip(cut, (*cut[1:], len(distinct))) for r in segment(lo, hi)[1])
 
     best: tuple[int, ...] = (0,)  # one regime needs no MIN_SIZES: 2 sizes fit a line
-    for k in range(2, most + 1):  # k regimes against the fewest so far: a switch that two cannot follow, three may
+    for k in range(2, most + 1):  # against the fit kept: a second switch that two regimes cannot follow, three may
         candidates = _cuts(len(distinct), k)
         if not candidates or total(best) <= EXACT:
             break
         better = min(candidates, key=total)
-        if total(better) * SPLIT_GAIN <= total(best):
+        if total(better) * SPLIT_GAIN ** (k - len(best)) <= total(best):  # each regime added pays the factor
             best = better
     regimes = []
     for lo, hi in zip(best, (*best[1:], len(distinct))):
