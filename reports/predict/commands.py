@@ -14,7 +14,8 @@ from ..common.link_datasheet import Fabric, fabric, fabrics
 from ..common.load import load_results
 from ..common.sizes import parse_sizes, size_label
 from .check import HeldOut, holdouts
-from .predict import Prediction, describe_fit, model, on_fabric, predict
+from .fit import MAX_REGIMES
+from .predict import Model, Prediction, describe_fit, model, on_fabric, predict
 from .series import SeriesKey, all_series, select
 from . import search, train_command
 
@@ -35,6 +36,7 @@ def add_parsers(sub: Any) -> None:
     c.add_argument("--placement", choices=PLACEMENTS, default="out", help="out-of-place (default) or in-place records")
     c.add_argument("--fabric", action="append", default=[], metavar="NAME", help="what-if: the same collective with each "
                    "step's bandwidth the datasheet's for this fabric (repeatable; " + ", ".join(fabrics()) + ")")
+    _regimes(c)
     c.add_argument("--json", metavar="OUT", help="write the predictions and the fit as JSON")
     c.set_defaults(predict_run=_collectives)
     k = ps.add_parser("check", help="the fits' error on the calibration's own points: fitted on every other size (and on "
@@ -42,6 +44,7 @@ def add_parsers(sub: Any) -> None:
     _calibration(k)
     k.add_argument("--op", action="append", choices=collective_names(), metavar="OP", help="only this collective "
                    "(repeatable; default: every one measured)")
+    _regimes(k)
     k.add_argument("--json", metavar="OUT", help="write each held-out point's measured and predicted time as JSON")
     k.set_defaults(predict_run=_check)
     train_command.add_parser(ps, _calibration, ", ".join(fabrics()))
@@ -53,6 +56,12 @@ def add_parsers(sub: Any) -> None:
 def _calibration(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--calibration", nargs="+", required=True, metavar="RESULT", help="collectives results of the "
                         "cluster (several: their records pooled; `collectives --transports` gives one series per transport)")
+
+
+def _regimes(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--regimes", type=int, choices=range(1, MAX_REGIMES + 1), default=MAX_REGIMES, metavar="N",
+                        help=f"at most N regimes of the size per fit, each its own alpha and beta (1..{MAX_REGIMES}, "
+                        f"default {MAX_REGIMES}; 1: one line over every size; docs/prediction.md: the rule)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -69,12 +78,13 @@ def _collectives(args: argparse.Namespace) -> int:
     what_ifs = [_fabric(name) for name in args.fabric]  # before anything is read
     series = all_series(load_results(args.calibration))
     key, points = select(series, args.op, args.transport, args.dtype, args.placement, args.calibration)
-    m = model(collective(args.op), key, points, args.ranks)
+    m = model(collective(args.op), key, points, args.ranks, args.regimes)
     preds = [predict(m, n) for n in sizes]
     on = {f.name: [predict(on_fabric(m, f), n) for n in sizes] for f in what_ifs}
     print(f"# trainscope predict collectives: {key.describe()} on {args.ranks} ranks; calibration "
           f"{', '.join(args.calibration)}")
-    print(f"# {describe_fit(m)}")
+    for line in describe_fit(m):
+        print(f"# {line}")
     for f in what_ifs:
         print(f"# what-if {f.name}: {f.detail}, {f.gbps:.3f} GB/s per direction (datasheet) as each step's bandwidth, alpha "
               "as measured here; a peak, so the time is a bound below the fabric's")
@@ -89,12 +99,23 @@ def _collectives(args: argparse.Namespace) -> int:
         print(f"# {size_label(p.bytes)}: {_fastest(p, {name: rows[i] for name, rows in on.items()})}")
     if args.json:
         doc = {"series": _key_json(key), "ranks": args.ranks, "fitted_ranks": list(m.fitted_ranks), "points": m.points,
-               "measured_bytes": [m.smallest, m.largest], "alpha_us": m.alpha_us, "beta_us_per_byte": m.beta_us_per_byte,
-               "band_relative": m.band, "predictions": [asdict(p) for p in preds],
+               "measured_bytes": [m.smallest, m.largest], "regimes": _regimes_json(m),
+               "predictions": [asdict(p) for p in preds],
                "what_if": [{"fabric": f.name, "detail": f.detail, "gbps": f.gbps,
                             "predictions": [asdict(p) for p in on[f.name]]} for f in what_ifs]}
         _write_json(args.json, doc)
     return 0
+
+
+def _regimes_json(m: Model) -> list[dict[str, Any]]:
+    """Each regime of the fit: its measured sizes, alpha and beta at the group size asked and per step, and its band."""
+    out = []
+    for r in m.algorithm.per_step.regimes:
+        alpha, beta = m.at_ranks(r)
+        out.append({"measured_bytes": [r.smallest, r.largest], "alpha_us": alpha, "beta_us_per_byte": beta,
+                    "per_step_alpha_us": r.line.alpha_us, "per_step_beta_us_per_byte": r.line.beta_us_per_byte,
+                    "band_relative": r.line.max_relative_error})
+    return out
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -128,14 +149,15 @@ def _write_json(path: str, doc: dict[str, Any]) -> None:
 def _check(args: argparse.Namespace) -> int:
     series = all_series(load_results(args.calibration))
     wanted = set(args.op or [k.op for k in series])
-    checks = [h for key in sorted(series) if key.op in wanted for h in holdouts(key, series[key])]
+    checks = [h for key in sorted(series) if key.op in wanted for h in holdouts(key, series[key], args.regimes)]
     if not checks:
         raise InputError(f"the calibration ({', '.join(args.calibration)}) holds no series with 3 or more measured sizes"
                          + (f" of {', '.join(sorted(wanted))}" if args.op else "") + ": nothing to hold out")
     _print_checks(args.calibration, checks)
     if args.json:
         _write_json(args.json, {"checks": [dict(series=_key_json(h.key), ranks=h.ranks, held=h.held, fitted_on=h.fitted_on,
-                                                median_abs_error=h.median_abs, max_abs_error=h.max_abs,
+                                                regimes=[list(r) for r in h.regimes], median_abs_error=h.median_abs,
+                                                max_abs_error=h.max_abs,
                                                 points=[dict(bytes=b, measured_us=t, predicted_us=p) for b, t, p in h.errors])
                                            for h in checks]})
     return 0
@@ -144,13 +166,13 @@ def _check(args: argparse.Namespace) -> int:
 def _print_checks(calibration: Sequence[str], checks: list[HeldOut]) -> None:
     print(f"# trainscope predict check: held-out error of the alpha-beta fits; calibration {', '.join(calibration)}")
     print("# sizes: fitted on every other measured size, predicting the others; group size: fitted on the other group "
-          "sizes; error = (predicted - measured) / measured")
-    print(f"# {'op':<15} {'transport':<9} {'dtype':<8} {'place':<5} {'ranks':>5} {'held':<10} {'fitted':>6} {'points':>6} "
-          f"{'median|err|':>11} {'max|err|':>9}  worst at")
+          "sizes; regimes: the fit's, chosen from the fitted points only; error = (predicted - measured) / measured")
+    print(f"# {'op':<15} {'transport':<9} {'dtype':<8} {'place':<5} {'ranks':>5} {'held':<10} {'fitted':>6} {'regimes':>7} "
+          f"{'points':>6} {'median|err|':>11} {'max|err|':>9}  worst at")
     for h in checks:
         k = h.key
         print(f"  {k.op:<15} {k.transport:<9} {k.dtype:<8} {k.placement:<5} {h.ranks:>5} {h.held:<10} {h.fitted_on:>6} "
-              f"{len(h.errors):>6} {h.median_abs:>11.1%} {h.max_abs:>9.1%}  {size_label(h.worst_bytes)}")
+              f"{len(h.regimes):>7} {len(h.errors):>6} {h.median_abs:>11.1%} {h.max_abs:>9.1%}  {size_label(h.worst_bytes)}")
     every = [abs(e) for h in checks for e in h.relative()]
     print(f"# all: {len(every)} held-out point(s) in {len(checks)} check(s): median |error| {median(every):.1%}, "
           f"max {max(every):.1%}")

@@ -1,21 +1,40 @@
-"""The alpha-beta (Hockney) fit of a collective's time over its message size: t(n) = alpha + n x beta.
+"""The alpha-beta (Hockney) fit of a collective's time over its message size, t(n) = alpha + n x beta, piecewise over
+the size: one line per protocol regime.
 
 Weighted least squares on the relative error: each point's residual is divided by its own measured time. Plain least
 squares on absolute time lets the largest messages (milliseconds) decide both terms and leaves alpha, the latency that
 small messages are made of (microseconds), at whatever cancels their error: 50% off at 8 bytes would cost less than 1%
 off at 4 MiB. A training step issues both (gradient buckets of MiBs, and small scalars, norms, barriers), and a user
-reads the prediction as a percentage, so each point counts by its relative error."""
-from collections.abc import Sequence
+reads the prediction as a percentage, so each point counts by its relative error.
+
+Regimes: a transport changes protocol with the size (Open MPI's shared memory leaves its eager protocol at 4-16 KiB,
+NCCL switches LL/LL128/Simple), and one alpha and beta cannot follow the jump (docs/prediction.md). The rule
+(fit_regimes): the sizes are cut between measured sizes into at most MAX_REGIMES runs of at least MIN_SIZES measured
+sizes each, every run fitted as one line; of the cuts into k regimes the one with the least total squared relative
+residual wins, and for k = 2, 3 the best cut into k regimes replaces the fit kept so far (one line to start) only when
+it divides that fit's total by SPLIT_GAIN for each regime it adds (and the fit kept is not already exact). Noise
+around one line gains a little from a cut, a protocol switch a lot, so a clean line stays one line. A size is
+predicted by the regime whose measured sizes hold it, outside the measured range by the nearest regime, and in the
+gap between two regimes' measured sizes (where the protocol switches, at a size not measured) by the log-log
+interpolation between the two regimes' ends (Fit.blend), its band reaching both regimes' lines (Fit.band)."""
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import combinations
 
 import numpy as np
 
+MIN_SIZES = 3  # measured sizes per regime: two would be fitted exactly by any line, so nothing would test its line
+MAX_REGIMES = 3  # a transport's protocols over 8 B .. GiBs: eager, rendezvous, and (TCP, NCCL's LL/LL128/Simple) a third
+SPLIT_GAIN = 4.0  # what each regime added must divide the squared residuals by: the rms relative error halved
+EXACT = 1e-18  # a sum of squared relative residuals at round-off: the points lie on the fit, nothing to cut
+
 
 @dataclass(frozen=True)
-class Fit:
+class Line:
     alpha_us: float  # the latency term, microseconds
     beta_us_per_byte: float  # the inverse bandwidth term, microseconds per byte
-    residuals: tuple[float, ...]  # (fitted - measured) / measured at each point, in the points' order
+    residuals: tuple[float, ...]  # (fitted - measured) / measured at each point of its regime, in the points' order
 
     def time_us(self, nbytes: float) -> float:
         return self.alpha_us + nbytes * self.beta_us_per_byte
@@ -23,6 +42,61 @@ class Fit:
     @property
     def max_relative_error(self) -> float:
         return max((abs(r) for r in self.residuals), default=0.0)
+
+
+@dataclass(frozen=True)
+class Regime:
+    smallest: int  # the measured sizes it was fitted over, bytes
+    largest: int
+    line: Line
+
+
+@dataclass(frozen=True)
+class Fit:
+    regimes: tuple[Regime, ...]  # by size, one or more
+
+    def span(self, nbytes: float) -> tuple[int, int]:
+        """The regimes a size is predicted by: (i, i) where regime i's measured sizes hold it (below the smallest: the
+        first, above the largest: the last), (i, i + 1) where it lies in the gap between two regimes' measured sizes."""
+        for i, r in enumerate(self.regimes):
+            if nbytes <= r.largest:
+                return (i, i) if nbytes >= r.smallest or i == 0 else (i - 1, i)
+        return len(self.regimes) - 1, len(self.regimes) - 1
+
+    def blend(self, nbytes: float, cost: Callable[[Line, float], float]) -> float:
+        """`cost` (a regime's line, a size) at a size: its regime's where one holds it; in a gap between two regimes,
+        the log-log interpolation between the lower regime's cost at its largest measured size and the upper one's at
+        its smallest (the switch is somewhere in the gap, and a time grows with the size across it)."""
+        i, j = self.span(nbytes)
+        if i == j:
+            return cost(self.regimes[i].line, nbytes)
+        lower, upper = self.regimes[i], self.regimes[j]
+        w = math.log(nbytes / lower.largest) / math.log(upper.smallest / lower.largest)
+        a, b = cost(lower.line, lower.largest), cost(upper.line, upper.smallest)
+        return a ** (1 - w) * b ** w if a > 0 and b > 0 else a + w * (b - a)
+
+    def time_us(self, nbytes: float) -> float:
+        return self.blend(nbytes, Line.time_us)
+
+    def band(self, nbytes: float, cost: Callable[[Line, float], float] = Line.time_us) -> float:
+        """The relative band at a size: the largest |relative residual| of the points of the regime it is predicted by;
+        in a gap between two regimes the protocol at that size is unknown, so the band reaches both regimes' lines there
+        (and is no narrower than either regime's residuals)."""
+        i, j = self.span(nbytes)
+        e = max(r.line.max_relative_error for r in self.regimes[i:j + 1])
+        t = self.blend(nbytes, cost)
+        if i == j or t <= 0:
+            return e
+        return max(e, *(abs(cost(r.line, nbytes) - t) / t for r in self.regimes[i:j + 1]))
+
+    @property
+    def max_relative_error(self) -> float:
+        return max(r.line.max_relative_error for r in self.regimes)
+
+    @staticmethod
+    def single(alpha_us: float, beta_us_per_byte: float, smallest: int = 1, largest: int = 1) -> "Fit":
+        """One regime, no residuals: a line given rather than fitted."""
+        return Fit((Regime(smallest, largest, Line(alpha_us, beta_us_per_byte, ())),))
 
 
 def fit_terms(columns: Sequence[Sequence[float]], times_us: Sequence[float]) -> tuple[list[float], list[float]]:
@@ -46,7 +120,48 @@ def fit_terms(columns: Sequence[Sequence[float]], times_us: Sequence[float]) -> 
     return full, [float(r) for r in (fitted - t) / t]
 
 
-def fit(sizes: Sequence[float], times_us: Sequence[float]) -> Fit:
-    """alpha and beta of one measured series (at least two distinct sizes, times > 0)."""
-    (alpha, beta), residuals = fit_terms([[1.0] * len(sizes), list(sizes)], times_us)
-    return Fit(alpha, beta, tuple(residuals))
+def _cuts(count: int, regimes: int) -> list[tuple[int, ...]]:
+    """Every way to cut `count` sorted sizes into `regimes` (2 or more) runs of MIN_SIZES or more: the indices the runs
+    start at, the first 0."""
+    starts = range(MIN_SIZES, count - MIN_SIZES + 1)
+    return [(0, *c) for c in combinations(starts, regimes - 1)
+            if all(b - a >= MIN_SIZES for a, b in zip((0, *c), (*c, count)))]
+
+
+def fit_regimes(sizes: Sequence[int], columns: Sequence[Sequence[float]], times_us: Sequence[float],
+                most: int = MAX_REGIMES) -> Fit:
+    """The piecewise fit of points at `sizes` (each point's bytes, the axis the regimes cut) to the two terms of
+    `columns` (a latency term and a bandwidth term per point: fit_terms' columns), at most `most` regimes by the rule
+    of the module's docstring. Each regime's Line holds the two coefficients and its points' residuals."""
+    distinct = sorted(set(sizes))
+    segments: dict[tuple[int, int], tuple[list[float], list[float]]] = {}
+
+    def segment(lo: int, hi: int) -> tuple[list[float], list[float]]:
+        """The fit of the points whose size is distinct[lo:hi]: its two coefficients and its points' residuals."""
+        if (lo, hi) not in segments:
+            inside = set(distinct[lo:hi])
+            idx = [i for i, n in enumerate(sizes) if n in inside]
+            segments[(lo, hi)] = fit_terms([[col[i] for i in idx] for col in columns], [times_us[i] for i in idx])
+        return segments[(lo, hi)]
+
+    def total(cut: tuple[int, ...]) -> float:
+        return sum(r * r for lo, hi in zip(cut, (*cut[1:], len(distinct))) for r in segment(lo, hi)[1])
+
+    best: tuple[int, ...] = (0,)  # one regime needs no MIN_SIZES: 2 sizes fit a line
+    for k in range(2, most + 1):  # against the fit kept: a second switch that two regimes cannot follow, three may
+        candidates = _cuts(len(distinct), k)
+        if not candidates or total(best) <= EXACT:
+            break
+        better = min(candidates, key=total)
+        if total(better) * SPLIT_GAIN ** (k - len(best)) <= total(best):  # each regime added pays the factor
+            best = better
+    regimes = []
+    for lo, hi in zip(best, (*best[1:], len(distinct))):
+        (alpha, beta), residuals = segment(lo, hi)
+        regimes.append(Regime(distinct[lo], distinct[hi - 1], Line(alpha, beta, tuple(residuals))))
+    return Fit(tuple(regimes))
+
+
+def fit(sizes: Sequence[int], times_us: Sequence[float], most: int = MAX_REGIMES) -> Fit:
+    """alpha and beta of one measured series at each regime (at least two distinct sizes, times > 0)."""
+    return fit_regimes(sizes, [[1.0] * len(sizes), [float(n) for n in sizes]], times_us, most)

@@ -3,9 +3,9 @@
 group size was measured, the algorithm's form where not), a pipeline's send/recv from the sendrecv series. A what-if
 fabric (--fabric) swaps every fitted bandwidth for the datasheet's and keeps the fitted latencies (predict.on_fabric).
 
-The band: the same replay with every cost at the low and at the high end of its own band (the fits' largest
-residual; the calibration run's fastest and p95 step against its median), so the step's band is the replay of the
-extremes, not a sum of independent errors."""
+The band: the same replay with every cost at the low and at the high end of its own band (the largest residual of
+the fit's regime the size falls in; the calibration run's fastest and p95 step against its median), so the step's
+band is the replay of the extremes, not a sum of independent errors."""
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
@@ -14,7 +14,7 @@ from ..common.collective_facts import collective
 from ..common.link_datasheet import Fabric
 from .compute import ComputeRates
 from .formulas import Point
-from .predict import Model, model, on_fabric
+from .predict import Model, faster_links, model, on_fabric
 from .schedule import Compute, Optimizer, Phase
 from .series import SeriesKey, select
 
@@ -38,8 +38,8 @@ class StepCosts:
     transport: str | None = None
     fabric: Fabric | None = None
     end: End = End.NOMINAL
-    # What-ifs: compute this many times faster (another device's measured or datasheet ratio), every collective's bytes
-    # moved this many times faster (t(n / k): exact where the size's fit is one alpha-beta line, the latency kept).
+    # What-ifs: compute this many times faster (another device's measured or datasheet ratio), every collective's
+    # bandwidth this many times higher (each regime's beta divided by it, its latency kept).
     compute_speedup: float = 1.0
     bandwidth_scale: float = 1.0
     _models: dict[tuple[str, int], Model] = field(default_factory=dict)
@@ -49,15 +49,17 @@ class StepCosts:
         return replace(self, end=end)
 
     def scaled(self, compute_speedup: float = 1.0, bandwidth_scale: float = 1.0) -> "StepCosts":
+        models = self._models if bandwidth_scale == 1 else {}  # the fitted models change with the bandwidth
         return replace(self, compute_speedup=self.compute_speedup * compute_speedup,
-                       bandwidth_scale=self.bandwidth_scale * bandwidth_scale)
+                       bandwidth_scale=self.bandwidth_scale * bandwidth_scale, _models=models)
 
     def model_of(self, op: str, group_size: int) -> Model:
         name = POINT_TO_POINT.get(op, op)
         if (name, group_size) not in self._models:
             key, points = select(self.series, name, self.transport, "float32", "out", self.calibration)
             m = model(collective(name), key, points, group_size)
-            self._models[(name, group_size)] = on_fabric(m, self.fabric) if self.fabric else m
+            m = on_fabric(m, self.fabric) if self.fabric else m
+            self._models[(name, group_size)] = faster_links(m, self.bandwidth_scale) if self.bandwidth_scale != 1 else m
         return self._models[(name, group_size)]
 
     def on(self, fabric: Fabric) -> "StepCosts":
@@ -78,5 +80,5 @@ class StepCosts:
 
     def op_us(self, op: str, group_size: int, nbytes: int) -> float:
         m = self.model_of(op, group_size)
-        t = m.algorithm.time_us(m.ranks, nbytes / self.bandwidth_scale)
-        return max(0.0, t * (1 + self.end.value * m.band))
+        t = m.algorithm.time_us(m.ranks, nbytes)
+        return max(0.0, t * (1 + self.end.value * m.band(nbytes)))

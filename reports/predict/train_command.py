@@ -182,7 +182,10 @@ def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, predicted:
     print(f"# trainscope predict train: {plan.describe()}; plan {plan.path}; calibration {', '.join(args.calibration)}")
     print(f"# compute: {costs.rates.describe()}")
     for (op, ranks), fitted in sorted(costs.used().items()):
-        print(f"# {op} on {ranks} ranks: {describe_fit(fitted)}")
+        first, *regimes = describe_fit(fitted)
+        print(f"# {op} on {ranks} ranks: {first}")
+        for line in regimes:
+            print(f"# {line}")
     rows = _rank_rows(measured)
     head = "".join(f" {name + '(us)':>18}" for name, _, _ in FIELDS)
     print(f"# {'rank':>4} {'coordinates':<14}{head}" + ("  (measured beside each: predicted / measured)" if rows else ""))

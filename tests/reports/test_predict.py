@@ -1,7 +1,9 @@
-"""`trainscope predict`: the alpha-beta fits of collective records, the algorithm-aware form at other group sizes,
-the held-out check, and the command's one-line errors. Synthetic records made from a known alpha and beta, so each
-expected figure is exact (no timing here)."""
+"""`trainscope predict`: the alpha-beta fits of collective records (piecewise over protocol regimes), the
+algorithm-aware form at other group sizes, the held-out check, and the command's one-line errors. Synthetic records made
+from a known alpha and beta per regime, so each expected figure is exact (no timing here)."""
 import json
+import math
+import random
 
 import pytest
 from synthetic import make_doc, make_record
@@ -9,7 +11,7 @@ from synthetic import make_doc, make_record
 from reports.__main__ import main
 from reports.common.collective_facts import collective
 from reports.predict.check import holdouts
-from reports.predict.fit import fit
+from reports.predict.fit import SPLIT_GAIN, fit
 from reports.predict.formulas import Point, fit_algorithm
 from reports.predict.series import all_series
 from reports.common.load import Result
@@ -38,8 +40,9 @@ def calibration(write_doc, records, name="cal.json"):
 
 def test_the_fit_recovers_a_known_alpha_and_beta():
     f = fit(SIZES, [ALPHA + n * BETA for n in SIZES])
-    assert f.alpha_us == pytest.approx(ALPHA, rel=1e-9) and f.beta_us_per_byte == pytest.approx(BETA, rel=1e-9)
-    assert f.max_relative_error < 1e-9
+    (r,) = f.regimes  # a clean line stays one line
+    assert r.line.alpha_us == pytest.approx(ALPHA, rel=1e-9) and r.line.beta_us_per_byte == pytest.approx(BETA, rel=1e-9)
+    assert (r.smallest, r.largest) == (SIZES[0], SIZES[-1]) and f.max_relative_error < 1e-9
 
 
 def test_the_fit_weighs_each_point_by_its_relative_error():
@@ -51,15 +54,16 @@ def test_the_fit_weighs_each_point_by_its_relative_error():
 
 
 def test_a_negative_latency_is_dropped_and_the_bandwidth_refitted():
-    f = fit([1000, 2000, 4000], [0.5, 2.0, 4.0])  # a line through them would cross zero above 0 bytes
-    assert f.alpha_us == 0.0 and f.beta_us_per_byte > 0
+    (r,) = fit([1000, 2000, 4000], [0.5, 2.0, 4.0]).regimes  # a line through them would cross zero above 0 bytes
+    assert r.line.alpha_us == 0.0 and r.line.beta_us_per_byte > 0
 
 
 @pytest.mark.parametrize("op", ["all_reduce", "all_gather", "reduce_scatter", "alltoall"])
 def test_the_ring_form_carries_a_fit_to_another_group_size_exactly(op):
     points = [Point(4, n, ring_time(op, 4, n)) for n in SIZES]
     m = fit_algorithm(collective(op), points)
-    assert m.per_step.alpha_us == pytest.approx(ALPHA, rel=1e-9)
+    (r,) = m.per_step.regimes
+    assert r.line.alpha_us == pytest.approx(ALPHA, rel=1e-9)
     for ranks in (2, 8, 64):
         assert m.time_us(ranks, 1 << 20) == pytest.approx(ring_time(op, ranks, 1 << 20), rel=1e-9)
 
@@ -82,23 +86,108 @@ def test_the_command_predicts_the_formulas_value_and_says_it_extrapolates(write_
     assert p1k["time_us"] == pytest.approx(ring_time("all_reduce", 8, 1024), rel=1e-9)
     assert p1k["extrapolated"] == ["group size"] and p1m["extrapolated"] == ["size", "group size"]
     assert p1m["busbw_gbps"] == pytest.approx((1 << 20) / p1m["time_us"] / 1e3 * 2 * 7 / 8, rel=1e-12)
-    assert doc["band_relative"] < 1e-9 and doc["fitted_ranks"] == [2]
-    assert doc["alpha_us"] == pytest.approx(14 * ALPHA, rel=1e-9)
+    (regime,) = doc["regimes"]
+    assert regime["band_relative"] < 1e-9 and doc["fitted_ranks"] == [2] and regime["measured_bytes"] == [8, 128 << 10]
+    assert regime["alpha_us"] == pytest.approx(14 * ALPHA, rel=1e-9)
+    assert regime["per_step_alpha_us"] == pytest.approx(ALPHA, rel=1e-9)
 
 
-def test_the_band_is_the_fits_largest_relative_residual(write_doc, tmp_path):
+@pytest.mark.parametrize("regimes", [1, 3])
+def test_the_band_is_the_largest_relative_residual_of_the_regime_used(write_doc, tmp_path, regimes):
+    """One point 20% off (512 B) on an exact line: with one line (--regimes 1) every size's band is the line's largest
+    residual; in regimes (the rule cuts that point's run off, the other sizes lying on their line exactly) each size's
+    band is its own regime's, so the point widens the small sizes' band only."""
     times = [ALPHA + n * BETA for n in SIZES]
     times[3] *= 1.2
     cal = calibration(write_doc, [record("all_gather", 2, n, t) for n, t in zip(SIZES, times)])
     out = tmp_path / "p.json"
-    assert main(["predict", "collectives", "--calibration", cal, "--op", "all_gather", "--bytes", "4K", "--ranks", "2",
-                 "--json", str(out)]) == 0
+    assert main(["predict", "collectives", "--calibration", cal, "--op", "all_gather", "--bytes", "64,64K", "--ranks", "2",
+                 "--regimes", str(regimes), "--json", str(out)]) == 0
     doc = json.loads(out.read_text())
-    f = fit(SIZES, times)
-    (p,) = doc["predictions"]
-    assert p["extrapolated"] == [] and doc["band_relative"] == pytest.approx(f.max_relative_error, rel=1e-12)
-    assert (p["low_us"], p["high_us"]) == pytest.approx((p["time_us"] * (1 - f.max_relative_error),
-                                                         p["time_us"] * (1 + f.max_relative_error)), rel=1e-12)
+    f = fit(SIZES, times, most=regimes)
+    assert len(doc["regimes"]) == len(f.regimes) == (1 if regimes == 1 else 2)
+    for p in doc["predictions"]:
+        e = f.band(p["bytes"])
+        (regime,) = p["regimes"]
+        assert p["extrapolated"] == [] and doc["regimes"][regime]["band_relative"] == pytest.approx(e, rel=1e-12)
+        assert (p["low_us"], p["high_us"]) == pytest.approx((p["time_us"] * (1 - e), p["time_us"] * (1 + e)), rel=1e-12)
+    small, large = (p["high_us"] / p["time_us"] - 1 for p in doc["predictions"])
+    assert small > 0.01 and (large == pytest.approx(small) if regimes == 1 else large < 1e-9)
+
+
+SWEEP = [8 * 2 ** k for k in range(20)]  # 8 B .. 4 MiB, as `collectives -b 8 -e 4M -f 2` measures
+EAGER, RENDEZVOUS, LARGE = (0.5, 2.0e-4), (4.0, 5.0e-5), (150.0, 1.0e-4)  # per step: alpha us, beta us per byte
+
+
+def piecewise(nbytes, cuts=(16384,), lines=(EAGER, RENDEZVOUS)):
+    """A time made of one line below each cut (the first size of the next regime) and the next line from it."""
+    alpha, beta = lines[sum(nbytes >= c for c in cuts)]
+    return alpha + nbytes * beta
+
+
+def regimes_of(f):
+    """Each regime's measured sizes, alpha and beta, in one flat list (pytest.approx compares flat sequences)."""
+    return [x for r in f.regimes for x in (r.smallest, r.largest, r.line.alpha_us, r.line.beta_us_per_byte)]
+
+
+def test_a_protocol_switch_is_two_regimes_cut_where_it_switches():
+    f = fit(SWEEP, [piecewise(n) for n in SWEEP])
+    assert regimes_of(f) == pytest.approx([8, 8192, *EAGER, 16384, 4 << 20, *RENDEZVOUS], rel=1e-9)
+    assert f.max_relative_error < 1e-9
+
+
+def test_two_switches_are_three_regimes():
+    f = fit(SWEEP, [piecewise(n, (16384, 1 << 20), (EAGER, RENDEZVOUS, LARGE)) for n in SWEEP])
+    assert regimes_of(f) == pytest.approx([8, 8192, *EAGER, 16384, 512 << 10, *RENDEZVOUS, 1 << 20, 4 << 20, *LARGE],
+                                          rel=1e-9)
+
+
+def test_one_regime_asked_is_one_line_through_the_switch():
+    f = fit(SWEEP, [piecewise(n) for n in SWEEP], most=1)
+    assert len(f.regimes) == 1 and f.max_relative_error > 0.5
+
+
+def noisy(times, seed, spread):
+    rng = random.Random(seed)  # a fixed seed: the same noise every run
+    return [t * (1 + rng.uniform(-spread, spread)) for t in times]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_noise_about_one_line_stays_one_line(seed):
+    """10% noise at every size: a cut divides the squared residuals by less than SPLIT_GAIN, so no cut is taken."""
+    times = noisy([ALPHA + n * BETA for n in SWEEP], seed, 0.1)
+    assert len(fit(SWEEP, times).regimes) == 1
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_switch_shows_through_noise(seed):
+    f = fit(SWEEP, noisy([piecewise(n) for n in SWEEP], seed, 0.05))
+    assert [(r.smallest, r.largest) for r in f.regimes] == [(8, 8192), (16384, 4 << 20)]
+    assert SPLIT_GAIN * sum(r * r for reg in f.regimes for r in reg.line.residuals) \
+        < sum(r * r for r in fit(SWEEP, noisy([piecewise(n) for n in SWEEP], seed, 0.05), most=1).regimes[0].line.residuals)
+
+
+def test_a_size_between_two_regimes_is_interpolated_and_its_band_reaches_both_lines():
+    f = fit(SWEEP, [piecewise(n) for n in SWEEP])
+    lo, hi = piecewise(8192), piecewise(16384)
+    assert f.span(12288) == (0, 1) and f.time_us(12288) == pytest.approx(lo * (hi / lo) ** math.log2(1.5), rel=1e-9)
+    t = f.time_us(12288)
+    either = [abs(alpha + 12288 * beta - t) / t for alpha, beta in (EAGER, RENDEZVOUS)]
+    assert f.band(12288) == pytest.approx(max(either), rel=1e-9)
+    assert f.span(4) == (0, 0) and f.time_us(4) == pytest.approx(EAGER[0] + 4 * EAGER[1], rel=1e-9)  # the nearest regime
+    assert f.span(1 << 30) == (1, 1) and f.band(1 << 30) < 1e-9
+
+
+def test_the_ring_form_carries_each_regime_to_another_group_size():
+    """Points at 2 and 4 ranks, per step the two regimes: one cut in the size for both group sizes, each regime's
+    per-step alpha and beta recovered, and at 8 ranks each size takes its regime's."""
+    def ring(ranks, n):
+        alpha, beta = RENDEZVOUS if n >= 16384 else EAGER
+        return ring_time("all_reduce", ranks, n, alpha, beta)
+    m = fit_algorithm(collective("all_reduce"), [Point(p, n, ring(p, n)) for p in (2, 4) for n in SWEEP])
+    assert regimes_of(m.per_step) == pytest.approx([8, 8192, *EAGER, 16384, 4 << 20, *RENDEZVOUS], rel=1e-9)
+    for n in (1024, 1 << 20):
+        assert m.time_us(8, n) == pytest.approx(ring(8, n), rel=1e-9)
 
 
 def test_the_holdout_of_an_exact_series_has_no_error():
@@ -113,6 +202,24 @@ def test_the_holdout_of_an_exact_series_has_no_error():
 def all_key(op):
     (key,) = all_series([Result("x", make_doc([]), records=[record(op, 2, 8, 1.0)])])
     return key
+
+
+def test_the_check_chooses_its_cuts_from_the_fitted_sizes_only():
+    """The fitted sizes (every other one) lie on one line and the held-out ones 3x above it: a fit that saw a held-out
+    point would cut; the check's fit is the one line, and every held-out point is predicted a third of its time."""
+    points = [Point(2, n, (ALPHA + n * BETA) * (3 if k % 2 else 1)) for k, n in enumerate(SWEEP)]
+    (h,) = holdouts(all_key("all_gather"), points)
+    assert h.regimes == ((8, 2 << 20),) and h.fitted_on == 10
+    assert h.relative() == pytest.approx([-2 / 3] * 10, rel=1e-9)
+
+
+def test_the_check_finds_a_switch_in_the_fitted_sizes():
+    """A switch from 32 KiB: the fitted sizes (8, 32, ..., 8K, 32K, ...) are cut between 8K and 32K; every held-out
+    size but the one in that gap (16K, whose protocol the fitted sizes cannot tell) is predicted exactly."""
+    points = [Point(2, n, piecewise(n, (32768,))) for n in SWEEP]
+    (h,) = holdouts(all_key("all_gather"), points)
+    assert h.regimes == ((8, 8192), (32768, 2 << 20))
+    assert [b for b, meas, pred in h.errors if abs(pred / meas - 1) > 1e-9] == [16384]
 
 
 def test_check_prints_each_series_and_the_overall_error(write_doc, capsys):
@@ -133,6 +240,7 @@ def test_check_prints_each_series_and_the_overall_error(write_doc, capsys):
     (["--transport", "shm", "--bytes", "1X"], "--bytes '1X': a size in bytes"),
     (["--transport", "shm", "--placement", "in"], "holds no all_reduce records with placement in (it has: out)"),
     (["--transport", "shm", "--fabric", "infiniband"], "--fabric 'infiniband' is not a fabric of the datasheet (nvlink2,"),
+    (["--transport", "shm", "--regimes", "4"], "argument --regimes: invalid choice: 4 (choose from 1, 2, 3)"),
 ])
 def test_a_calibration_without_what_is_asked_is_one_line_and_exit_2(write_doc, capsys, args, says):
     cal = calibration(write_doc, [record("all_reduce", 2, n, ALPHA + n * BETA, transport=t) for t in ("shm", "tcp")
@@ -185,3 +293,30 @@ def test_a_fabric_what_if_moves_each_step_at_the_datasheets_bandwidth(write_doc,
     here = doc["predictions"][1]["time_us"]  # 16 MiB at this calibration's 7.5e-4 us/B a step: 1.33 GB/s
     assert f"# 16M: ib-ndr fastest, {here / ndr['predictions'][1]['time_us']:.2f}x this cluster's link" in text
     assert "# what-if ib-ndr: InfiniBand NDR 400 Gb/s, 50.000 GB/s per direction (datasheet)" in text
+
+
+def test_a_fabric_what_if_keeps_each_regimes_latency(write_doc, tmp_path, capsys):
+    """A calibration with a protocol switch: the what-if keeps each regime's own alpha and gives every regime the
+    datasheet's beta; the output has a line per regime, and --regimes 1 one line for the whole range."""
+    def ring(ranks, n):
+        alpha, beta = RENDEZVOUS if n >= 16384 else EAGER
+        return ring_time("all_reduce", ranks, n, alpha, beta)
+    cal = calibration(write_doc, [record("all_reduce", 2, n, ring(2, n)) for n in SWEEP])
+    out = tmp_path / "w.json"
+    assert main(["predict", "collectives", "--calibration", cal, "--op", "all_reduce", "--bytes", "1K,1M", "--ranks", "8",
+                 "--fabric", "ib-ndr", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    doc = json.loads(out.read_text())
+    assert [r["measured_bytes"] for r in doc["regimes"]] == [[8, 8192], [16384, 4 << 20]]
+    assert [x for r in doc["regimes"] for x in (r["per_step_alpha_us"], r["per_step_beta_us_per_byte"])] == \
+        pytest.approx([*EAGER, *RENDEZVOUS], rel=1e-9)
+    assert [p["regimes"] for p in doc["predictions"]] == [[0], [1]]
+    (ndr,) = doc["what_if"]
+    for p, n, (alpha, _) in zip(ndr["predictions"], (1024, 1 << 20), (EAGER, RENDEZVOUS)):
+        assert p["time_us"] == pytest.approx(ring_time("all_reduce", 8, n, alpha, 1 / (50.0 * 1e3)), rel=1e-9)
+    assert "from 20 record(s), 8..4M, in 2 regime(s) of the size" in text
+    assert "#   8..8K: at 8 ranks alpha 7.000 us, beta 0.00035 us/B (2.857 GB/s); per step alpha 0.500 us" in text
+    assert "#   16K..4M: at 8 ranks alpha 56.000 us" in text
+    assert main(["predict", "collectives", "--calibration", cal, "--op", "all_reduce", "--bytes", "1K", "--ranks", "8",
+                 "--regimes", "1"]) == 0
+    assert "8..4M, in 1 regime(s) of the size" in capsys.readouterr().out

@@ -59,7 +59,7 @@ def wait(id):
 
 
 # Ring all_reduce per step: alpha 1.5 us, beta 2^-10 us per byte. On 2 ranks 2(p-1) alpha + 2(p-1)/p n beta = 3 + n/1024.
-RING = AlgorithmFit(collective("all_reduce"), Fit(1.5, 2.0 ** -10, ()))
+RING = AlgorithmFit(collective("all_reduce"), Fit.single(1.5, 2.0 ** -10))
 
 
 def ring_costs(**kw):
