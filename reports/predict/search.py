@@ -4,7 +4,8 @@ The candidates are every way of splitting N ranks into data x tensor x pipeline 
 ZeRO stage where there is data parallelism, and for a pipeline 1, 2 and 4 micro-batches per stage. Which of them a
 model can run (tp dividing its heads, pp its layers, micro-batches its batch, the memory limit) is not decided
 here: each candidate's plan is made by the trainer itself (`trainscope train <flags> --plan N`), and a candidate
-the trainer refuses is listed as skipped with the trainer's own one line, so no layout rule is written twice. Each
+the trainer refuses is listed as skipped with the trainer's own one line, so no layout rule is written twice; one
+whose ops the calibration did not measure is listed with what it lacks. Each
 plan is replayed over the calibration's costs (train_command.predict_plan); the ranking is by predicted step time
 among the layouts whose every rank fits --memory-limit."""
 import argparse
@@ -68,7 +69,7 @@ class Outcome:
     candidate: Candidate
     plan: PlanDoc | None
     predicted: Predicted | None
-    skipped: str  # the trainer's line when it refused the layout, else ""
+    skipped: str  # the trainer's line when it refused the layout, or what the calibration lacks to predict it; else ""
 
     @property
     def peak_bytes(self) -> float:
@@ -142,8 +143,11 @@ def run(args: argparse.Namespace) -> int:
             if isinstance(plan, str):
                 outcomes.append(Outcome(c, None, None, plan))
                 continue
-            costs = costs_for(plan, results, series, args.calibration, args.transport)
-            outcomes.append(Outcome(c, plan, predict_plan(plan, costs), ""))
+            try:
+                costs = costs_for(plan, results, series, args.calibration, args.transport)
+                outcomes.append(Outcome(c, plan, predict_plan(plan, costs), ""))
+            except InputError as e:  # a cost the calibration lacks (an op it did not measure): that candidate only
+                outcomes.append(Outcome(c, None, None, f"not predicted: {e}"))
     _print(args, flags, outcomes)
     if args.json:
         write_atomically(args.json, json.dumps(_doc(args, flags, outcomes), indent=2) + "\n")
@@ -185,6 +189,7 @@ def _print(args: argparse.Namespace, flags: Sequence[str], outcomes: list[Outcom
         print(f"  {i:>3} {o.candidate.name:<28} {step / 1e3:>10.3f} {band:>17} {rate:>11.1f} "
               f"{o.peak_bytes / 2 ** 20:>9.1f}  {'yes' if o.fits else 'no'}")
     skipped = [o for o in outcomes if o.skipped]
-    print(f"# {len(planned)} layout(s) planned, {sum(o.fits for o in planned)} fit; {len(skipped)} refused by the trainer"
+    print(f"# {len(planned)} layout(s) predicted, {sum(o.fits for o in planned)} fit; {len(skipped)} refused by the "
+          "trainer or not predicted"
           + "".join(f"\n#   {o.candidate.name}: {o.skipped}" for o in skipped[:5])
           + (f"\n#   ... and {len(skipped) - 5} more" if len(skipped) > 5 else ""))

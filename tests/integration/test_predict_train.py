@@ -80,7 +80,7 @@ def test_search_plans_every_candidate_and_ranks_its_predictions(search):
     assert predicted and all(c["fits"] for c in predicted)
     rows = [float(m.group(1)) for m in re.finditer(r"^\s+\d+ .+?\s+([0-9.]+)\s+[0-9.]+\.\.[0-9.]+", r.out, re.M)]
     assert len(rows) == len(predicted) and rows == sorted(rows)
-    assert f"# {len(predicted)} layout(s) planned" in r.out
+    assert f"# {len(predicted)} layout(s) predicted" in r.out
 
 
 def test_search_under_a_memory_limit_ranks_what_fits_first(calibration, search):
