@@ -200,7 +200,10 @@ def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, predicted:
     if measured:
         m = measured["step_time_us"]["median"]
         print(f"# measured step (median of {measured['timed_steps']}): {m:.1f} us; error (predicted - measured) / "
-              f"measured {(p.step_us - m) / m:+.1%}" + ("" if band[0] <= m <= band[1] else " (outside the band)"))
+              f"measured {(p.step_us - m) / m:+.1%}")
+        if not band[0] <= m <= band[1]:
+            print("# the measured step lies outside the band: a finding (a slow link, a straggler, a busy host, or what "
+                  "the model leaves out: docs/prediction.md)")
     for name, q in on.items():
         print(f"# what-if {name}: step {q.step_us:.1f} us, {p.step_us / q.step_us:.2f}x this cluster's speed"
               if q.step_us > 0 else f"# what-if {name}: step 0 us")
