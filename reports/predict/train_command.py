@@ -22,10 +22,13 @@ from .series import SeriesKey, all_series
 from .step_costs import End, StepCosts
 from .what_if import Knob, Need, needed
 
-# The per-rank figures a prediction and a train record's `ranks` rows share: (column, prediction's field, record's;
-# None where the record's rows have none).
-FIELDS = (("step", "step_us", "step_us"), ("compute", "compute_us", "compute_us"), ("optimizer", "optimizer_us", None),
-          ("waiting", "waiting_us", "waiting_for_peers_us"), ("transfer", "transfer_us", "exposed_transfer_us"),
+# The per-rank figures of a prediction, and the train record's `ranks` field each is compared with: (column, the
+# prediction's field, the record's; None where the record has none alike). The record's compute_us is its forward,
+# backward and optimizer phases, which hold the waits issued inside them (ZeRO-3's gathers, a pipeline's transfers), so
+# it is not the replay's compute. Its exposed communication is every blocked time, a pipeline's sends and receives
+# included (as the replay's blocked_us); pipeline_wait_us and waiting_for_peers_us are parts of it on both sides.
+FIELDS = (("step", "step_us", "step_us"), ("compute", "compute_us", None), ("optimizer", "optimizer_us", None),
+          ("exposed", "blocked_us", "exposed_communication_us"), ("waiting", "waiting_us", "waiting_for_peers_us"),
           ("pipeline_wait", "pipeline_wait_us", "pipeline_wait_us"))
 
 

@@ -128,7 +128,7 @@ def test_a_plan_replayed_over_known_costs_gives_the_exact_step(files, capsys, tm
     doc = json.loads(out.read_text())
     assert doc["step_us"] == pytest.approx(STEP)
     for row in doc["per_rank"]:
-        assert row["compute_us"] == pytest.approx(80) and row["transfer_us"] == pytest.approx(50)
+        assert row["compute_us"] == pytest.approx(80) and row["blocked_us"] == pytest.approx(50)
         assert row["waiting_us"] == pytest.approx(0) and row["pipeline_wait_us"] == 0
     # The band: compute at the calibration's fastest (-10%) and p95 (+10%) steps; the exact line's band is 0.
     assert doc["band_us"] == pytest.approx([STEP - 0.1 * 100, STEP + 0.1 * 100])
@@ -160,7 +160,8 @@ def test_a_measured_run_is_put_beside_with_its_error(files, capsys, write_doc, t
     assert code == 0, got.err
     doc = json.loads(out.read_text())
     assert doc["error"] == pytest.approx((STEP - 200) / 200)
-    assert doc["per_rank"][0]["measured"]["compute_us"] == 100.0
+    assert doc["per_rank"][0]["measured"] == {"step_us": 200.0, "blocked_us": 70.0, "waiting_us": 10.0,
+                                              "pipeline_wait_us": 0.0}
     assert "error (predicted - measured) / measured -25.0%\n# the measured step lies outside the band" in got.out
 
 
