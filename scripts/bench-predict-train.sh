@@ -59,12 +59,13 @@ errors = []
 for spec in models:
     pred, meas = [], []
     for path in sorted(glob.glob(f"{work}/{spec.replace(':', '-')}-predict-*.json")):
-        d = json.load(open(path))
+        (d,) = json.load(open(path))["records"]  # the one train_prediction record (docs/prediction.md)
+        m = d["measured"]
         layout = open(path.replace("-predict-", "-layout-").replace(".json", ".txt")).read().strip()
         lo, hi = d["band_us"]
         print(f"  {spec:<17} {layout:<42} {d['step_us'] / 1e3:>13.3f} {f'{lo / 1e3:.2f}..{hi / 1e3:.2f}':>15} "
-              f"{d['measured_step_us'] / 1e3:>12.3f} {d['error']:>+8.1%}")
-        pred.append(d["step_us"]); meas.append(d["measured_step_us"]); errors.append(abs(d["error"]))
+              f"{m['step_us'] / 1e3:>12.3f} {m['error']:>+8.1%}")
+        pred.append(d["step_us"]); meas.append(m["step_us"]); errors.append(abs(m["error"]))
     if len(pred) >= 2:
         print(f"# {spec}: Kendall tau of the layouts' predicted vs measured ranking {kendalltau(pred, meas)[0]:.2f} "
               f"over {len(pred)} layouts")

@@ -21,6 +21,10 @@ verdict line and JUnit, never dropped silently; whether one only in the baseline
 choice (Policy.missing), as is the exit code of an inconclusive outcome (Policy.inconclusive).
 A train record's loss and accuracy are rows of their own (judge_quality, quality.py): a relative change against
 their own threshold, with no interval, since a fixed seed trains alike; contention does not touch them.
+A train row whose job a `train_prediction` record among the inputs predicted (`predict train --json`: its result
+given as one more baseline, or records of the candidate's own) shows the predicted step beside the candidate's
+measured one (common/predicted_vs_measured.py); it decides nothing. A result holding predictions alone is no run:
+it is left out of the runs compared (and of their count and contention) unless a side would be left with none.
 """
 import json
 import math
@@ -41,6 +45,7 @@ from ..common.junit import Case
 from ..common.load import Result
 from ..common.markdown import markdown_text
 from ..common.policy import Inconclusive, Missing, Policy
+from ..common.predicted_vs_measured import job_of_prediction, job_of_train, step_beside
 
 
 class Outcome(str, Enum):
@@ -64,6 +69,15 @@ class MetricChange:
 
 
 @dataclass
+class PredictedStep:
+    """The prediction of a train row's job beside the candidate's measured step (it decides nothing)."""
+    source: str  # the result file the prediction is in
+    step_us: float
+    band_us: tuple[float, float]
+    text: str  # 'measured 12.100 ms, predicted 10.200 ms (band ...), error -15.7%'
+
+
+@dataclass
 class Row:
     identity: str
     kind: str
@@ -83,6 +97,7 @@ class Row:
     others: list[MetricChange] = field(default_factory=list)
     family: ids.Family = ids.Family.SPEED
     band: float = 1.0          # contention's factor the interval was widened by, either way (1: none)
+    predicted: PredictedStep | None = None  # a train row's prediction among the inputs, beside the candidate's step
 
 
 @dataclass
@@ -220,11 +235,32 @@ def judge_quality(kind: str, bases: list[Record], cands: list[Record], policy: P
     return rows
 
 
+def _predictions_only(result: Result) -> bool:
+    return bool(result.records_of("train_prediction")) and all(ids.identity(r) is None for r in result.records)
+
+
+def _measured_runs(runs: list[Result]) -> list[Result]:
+    """The runs less those that hold predictions alone (no run: nothing to compare), unless none would be left."""
+    return [r for r in runs if not _predictions_only(r)] or runs
+
+
+def _predicted(row: Row, cands: list[Record], predictions: list[tuple[Result, Record]]) -> PredictedStep | None:
+    job = job_of_train(cands[0])
+    match = next(((res, p) for res, p in predictions if job_of_prediction(p) == job), None)
+    if match is None:
+        return None
+    res, p = match
+    low, high = p["band_us"]
+    return PredictedStep(res.path, p["step_us"], (low, high), step_beside(row.candidate, p))
+
+
 def compare(baselines: Result | Sequence[Result], candidates: Result | Sequence[Result],
             policy: Policy | None = None) -> Comparison:
     """Compare the candidate with the baseline, each one result or several runs of one build (a list)."""
     policy = policy or Policy()
     baselines, candidates = _runs(baselines), _runs(candidates)
+    predictions = [(res, p) for res in baselines + candidates for p in res.records_of("train_prediction")]
+    baselines, candidates = _measured_runs(baselines), _measured_runs(candidates)
     base_idx = [_index(b.records) for b in baselines]
     cand_idx = [_index(c.records) for c in candidates]
     base_keys = set().union(*(i.keys() for i in base_idx))
@@ -242,6 +278,8 @@ def compare(baselines: Result | Sequence[Result], candidates: Result | Sequence[
         metrics = ids.METRICS[key[0]]
         decider = next(m for m in metrics if m.decides and m.family == ids.Family.SPEED)
         r = judge(key[0], decider, bases, cands, policy, ids.describe(key), band, throttled)
+        if key[0] == "train" and predictions:
+            r.predicted = _predicted(r, cands, predictions)
         for m in metrics:
             if not m.decides:
                 ob, oc = median([ids.value(b, m) for b in bases]), median([ids.value(c, m) for c in cands])
@@ -391,6 +429,9 @@ def format_table(cmp: Comparison) -> str:
         why = f"  ({r.reason})" if r.reason else ""
         lines.append(f"{r.outcome.value:<12} {_pct(r.change):>8} {_interval(r):>18} {r.baseline:>11.4g} {r.candidate:>11.4g} "
                      f"{_cvs(r):>11}  {r.identity} [{r.metric}]{why}")
+        if r.predicted:
+            lines.append(f"{'':<12} {'':>8} {'':>18} {'':>11} {'':>11} {'':>11}  predicted: candidate {r.predicted.text} "
+                         f"({r.predicted.source})")
     for d in cmp.only_in_baseline:
         lines.append(f"{'missing':<12} {'':>8} {'':>18} {'':>11} {'':>11} {'':>11}  {d} (only in the baseline)")
     for d in cmp.only_in_candidate:
@@ -415,6 +456,11 @@ def format_markdown(cmp: Comparison) -> str:
             out.append(f"| {r.outcome.value} | {_md(r.identity)} | {r.metric} | {r.baseline:.4g} | {r.candidate:.4g} | "
                        f"{_pct(r.change)} | {_interval(r)} | {_md(r.reason)} |")
         out.append("")
+    predicted = [r for r in cmp.rows if r.predicted]
+    if predicted:
+        out += ["Predicted beside measured (`predict train`; error = (predicted - measured) / measured):", ""]
+        out += [f"- {_md(r.identity)}: candidate {_md(r.predicted.text)} ({_md(r.predicted.source)})"
+                for r in predicted if r.predicted] + [""]
     for title, items in (("Only in the baseline", cmp.only_in_baseline), ("Only in the candidate", cmp.only_in_candidate)):
         if items:
             out += [f"{title}:", ""] + [f"- {_md(i)}" for i in items] + [""]

@@ -1,9 +1,10 @@
 """The report's first lines: its verdict (issue #22). Every section says what went wrong in alert blocks
 (failed result checks, throttled clocks, ceilings measured under, stragglers, a busy host, a trace of another
-run, an incomplete result, a host that failed its acceptance rules); the banner gathers them at the top, each a
-link to its section, so a reader sees at once whether anything failed and where, and says so plainly when
-nothing did. The banner has no detector of its own: what it lists is what the sections raised (issue #35: it
-once said "no straggler" for a run whose sections never looked at the record's stragglers)."""
+run, an incomplete result, a host that failed its acceptance rules, a measured step outside its predicted band);
+the banner gathers them at the top, each a link to its section, so a reader sees at once whether anything failed
+and where, and says so plainly when nothing did. The banner has no detector of its own: what it lists is what the
+sections raised (issue #35: it once said "no straggler" for a run whose sections never looked at the record's
+stragglers)."""
 from dataclasses import dataclass
 
 from ..common.load import Result
@@ -14,7 +15,7 @@ SHORT = 160  # characters of an alert's text in the banner (the section has the 
 # What the sections raise an alert for, as the all-clear line names it: a section that learns to look for
 # something new adds it here.
 LOOKED_FOR = ("failed check", "stopped or incomplete run", "throttled clock", "suspect ceiling", "straggler", "busy host",
-              "host failing acceptance")
+              "host failing acceptance", "step outside its predicted band")
 
 
 @dataclass

@@ -7,7 +7,6 @@ What the other tools' output does not say stays unknown in the document: the hos
 with a reason), the spread over ranks (null), the run's time (the file's modification time, the tools'
 text carries no date).
 """
-import datetime
 import json
 import os
 from collections.abc import Sequence
@@ -21,9 +20,8 @@ from . import launcher_prefixes
 from ..common.files import read_input
 from .import_records import Tool, Where
 from ..common.json_types import JsonObject, Record, ResultDoc
-from ..common.load import validate
-from ..common.settings import build_name
-from ..common.strict_json import check, loads, violation
+from ..common.result_document import Envelope, checked, result_document, timestamp
+from ..common.strict_json import loads, violation
 
 
 class Format(str, Enum):
@@ -122,9 +120,7 @@ def _host(name: str, gpus: list[str], nccl: str | None, tool: Tool) -> JsonObjec
 
 
 def _modified(paths: Sequence[str]) -> str:
-    latest = max(os.stat(p).st_mtime for p in paths)
-    return datetime.datetime.fromtimestamp(latest, datetime.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00",
-                                                                                                                     "Z")
+    return timestamp(max(os.stat(p).st_mtime for p in paths))
 
 
 def _process_index(f: Imported) -> dict[tuple[str, int], int]:
@@ -164,15 +160,9 @@ def document(files: list[Imported], label: str | None, argv: Sequence[str]) -> R
     config: JsonObject = {"label": label or f"{' + '.join(t.value for t in tools)} ({', '.join(f.benchmark for f in files)})",
                           "source": [{"tool": f.tool.value, "version": f.version, "benchmark": f.benchmark, "file": f.path,
                                       "records": len(f.records)} for f in files]}
-    return {"schema": "trainscope/result/v1",
-            "run": {"tool": {"name": "trainscope", "version": build_name("TRAINSCOPE_VERSION"),
-                             "git_commit": build_name("TRAINSCOPE_GIT_COMMIT")},
-                    "subcommand": "import", "command_line": ["trainscope", "import", *argv], "config": config,
-                    "started_at": when, "ended_at": when, "hosts": host_objects,
-                    "world": {"processes": processes, "hosts": len(host_objects),
-                              "bootstrap": "mpi" if processes > 1 else "single"},
-                    "layouts": layouts, "environment": env},
-            "records": [r for f in files for r in f.records]}
+    world = {"processes": processes, "hosts": len(host_objects), "bootstrap": "mpi" if processes > 1 else "single"}
+    return result_document("import", argv, config, Envelope(host_objects, world, layouts, env, when, when),
+                           [r for f in files for r in f.records])
 
 
 def import_results(paths: Sequence[str], forced: str | None, op: str | None, ranks: int | None, label: str | None,
@@ -185,7 +175,4 @@ def import_results(paths: Sequence[str], forced: str | None, op: str | None, ran
             if why := violation(rec):  # a figure computed from the row that no result may hold (an infinite bandwidth)
                 src = rec["source"]
                 Where(src["file"], src.get("line")).fail(f"the record made of it would hold what no result may: {why}")
-    doc = document(files, label, argv)
-    check(doc, "the imported document")  # what report, compare and export will read back (strict_json.py)
-    validate(doc, "the imported document")
-    return doc
+    return checked(document(files, label, argv), "the imported document")

@@ -3,6 +3,7 @@ results: the measured series (series), the alpha-beta fit of each (fit), the alg
 other group sizes (formulas), and the command line (commands); a layout's training step (issue #41): every rank's
 one-step schedule from its plan (`train --plan N`; schedule: the events, read and checked) replayed (replay) over
 compute rates from a one-process run (compute) and the fitted collectives (step_costs), by `predict train`
-(train_command)."""
+(train_command), with what-ifs and a target's needs (what_if), written as a `train_prediction` result
+(prediction_record)."""
 
 BUILT_ON: tuple[str, ...] = ()

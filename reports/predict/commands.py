@@ -15,7 +15,7 @@ from ..common.load import load_results
 from ..common.sizes import parse_sizes, size_label
 from .check import HeldOut, holdouts
 from .fit import MAX_REGIMES
-from .predict import Model, Prediction, describe_fit, model, on_fabric, predict
+from .predict import Prediction, describe_fit, model, on_fabric, predict, regimes_json
 from .series import SeriesKey, all_series, select
 from . import search, train_command
 
@@ -99,23 +99,12 @@ def _collectives(args: argparse.Namespace) -> int:
         print(f"# {size_label(p.bytes)}: {_fastest(p, {name: rows[i] for name, rows in on.items()})}")
     if args.json:
         doc = {"series": _key_json(key), "ranks": args.ranks, "fitted_ranks": list(m.fitted_ranks), "points": m.points,
-               "measured_bytes": [m.smallest, m.largest], "regimes": _regimes_json(m),
+               "measured_bytes": [m.smallest, m.largest], "regimes": regimes_json(m),
                "predictions": [asdict(p) for p in preds],
                "what_if": [{"fabric": f.name, "detail": f.detail, "gbps": f.gbps,
                             "predictions": [asdict(p) for p in on[f.name]]} for f in what_ifs]}
         _write_json(args.json, doc)
     return 0
-
-
-def _regimes_json(m: Model) -> list[dict[str, Any]]:
-    """Each regime of the fit: its measured sizes, alpha and beta at the group size asked and per step, and its band."""
-    out = []
-    for r in m.algorithm.per_step.regimes:
-        alpha, beta = m.at_ranks(r)
-        out.append({"measured_bytes": [r.smallest, r.largest], "alpha_us": alpha, "beta_us_per_byte": beta,
-                    "per_step_alpha_us": r.line.alpha_us, "per_step_beta_us_per_byte": r.line.beta_us_per_byte,
-                    "band_relative": r.line.max_relative_error})
-    return out
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -138,7 +127,7 @@ def _fastest(here: Prediction, on: dict[str, Prediction]) -> str:
 
 
 def _key_json(key: SeriesKey) -> dict[str, Any]:
-    return {"op": key.op, "transport": key.transport, "dtype": key.dtype, "placement": key.placement, **dict(key.fixed)}
+    return key.as_json()
 
 
 def _write_json(path: str, doc: dict[str, Any]) -> None:

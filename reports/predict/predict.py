@@ -4,6 +4,7 @@ was not (formulas), each size by the regime of the size it falls in (fit.Fit.reg
 residuals and what of the request lies outside what was measured."""
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ..common.collective_facts import Collective
 from ..common.errors import InputError
@@ -107,3 +108,14 @@ def _describe_regime(m: Model, r: Regime) -> str:
     return (f"  {size_label(r.smallest)}..{size_label(r.largest)}: at {m.ranks} ranks alpha {alpha:.3f} us, beta "
             f"{beta:.4g} us/B ({bw:.3f} GB/s); per step alpha {r.line.alpha_us:.3f} us, beta "
             f"{r.line.beta_us_per_byte:.4g} us/B; band +-{r.line.max_relative_error:.1%}")
+
+
+def regimes_json(m: Model) -> list[dict[str, Any]]:
+    """Each regime of the fit: its measured sizes, alpha and beta at the group size asked and per step, and its band."""
+    out = []
+    for r in m.algorithm.per_step.regimes:
+        alpha, beta = m.at_ranks(r)
+        out.append({"measured_bytes": [r.smallest, r.largest], "alpha_us": alpha, "beta_us_per_byte": beta,
+                    "per_step_alpha_us": r.line.alpha_us, "per_step_beta_us_per_byte": r.line.beta_us_per_byte,
+                    "band_relative": r.line.max_relative_error})
+    return out

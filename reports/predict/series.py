@@ -27,6 +27,10 @@ class SeriesKey:
         over = f" over {self.transport}" if self.transport != "-" else ""
         return f"{self.op} {self.dtype} {self.placement}-of-place{over}"
 
+    def as_json(self) -> dict[str, str]:
+        return {"op": self.op, "transport": self.transport, "dtype": self.dtype, "placement": self.placement,
+                **dict(self.fixed)}
+
 
 def _key(r: Record) -> SeriesKey:
     return SeriesKey(r["op"], r.get("transport") or "-", r["dtype"], "in" if r["in_place"] else "out",

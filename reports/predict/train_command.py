@@ -6,7 +6,7 @@ import argparse
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..common.errors import InputError
@@ -14,22 +14,15 @@ from ..common.files import write_atomically
 from ..common.json_types import Record
 from ..common.link_datasheet import Fabric
 from ..common.load import Result, load_results
+from ..common.predicted_vs_measured import FIGURES, Job, comparable, error, job_of_train, predicted
 from .compute import Wanted, compute_rates
 from .predict import describe_fit
+from .prediction_record import prediction_document, prediction_record
 from .replay import StepReplay, replay
 from .formulas import Point
 from .series import SeriesKey, all_series
 from .step_costs import End, StepCosts
-from .what_if import Knob, Need, needed
-
-# The per-rank figures of a prediction, and the train record's `ranks` field each is compared with: (column, the
-# prediction's field, the record's; None where the record has none alike). The record's compute_us is its forward,
-# backward and optimizer phases, which hold the waits issued inside them (ZeRO-3's gathers, a pipeline's transfers), so
-# it is not the replay's compute. Its exposed communication is every blocked time, a pipeline's sends and receives
-# included (as the replay's blocked_us); pipeline_wait_us and waiting_for_peers_us are parts of it on both sides.
-FIELDS = (("step", "step_us", "step_us"), ("compute", "compute_us", None), ("optimizer", "optimizer_us", None),
-          ("exposed", "blocked_us", "exposed_communication_us"), ("waiting", "waiting_us", "waiting_for_peers_us"),
-          ("pipeline_wait", "pipeline_wait_us", "pipeline_wait_us"))
+from .what_if import Knob, Need, WhatIf, WhatIfKind, needed
 
 
 def add_parser(ps: Any, calibration: Any, fabric_help: str) -> None:
@@ -47,7 +40,8 @@ def add_parser(ps: Any, calibration: Any, fabric_help: str) -> None:
                    "bandwidth, or its compute, how many times faster (each alone)")
     t.add_argument("--measured", metavar="RESULT", help="a train result of the same layout: its figures beside the "
                    "prediction, and the error of each")
-    t.add_argument("--json", metavar="OUT", help="write the prediction (and the comparison) as JSON")
+    t.add_argument("--json", metavar="OUT", help="write the prediction (and the comparison) as a trainscope result: one "
+                   "train_prediction record, which report and compare put beside the measured runs of the same layout")
 
 
 @dataclass(frozen=True)
@@ -66,6 +60,11 @@ class PlanDoc:
         r = self.first
         return (f"{r['model']} {r['preset']}, {r['layout']} at {r['ranks']} ranks (micro-batch {r['micro_batch']} x "
                 f"{r['micro_batches']})")
+
+    @property
+    def job(self) -> Job:
+        r = self.first
+        return Job(r["model"], r["preset"], r["layout"], int(r["ranks"]), self.backend, self.precision)
 
 
 def load_plan(path: str) -> PlanDoc:
@@ -115,11 +114,14 @@ def _check_what_ifs(args: argparse.Namespace) -> None:
             raise InputError(f"{flag} {v}: a finite number above 0")
 
 
-def _what_ifs(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, fabrics: list[Fabric]) -> dict[str, StepReplay]:
+def _what_ifs(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, fabrics: list[Fabric]) -> list[WhatIf]:
     """The step on each datasheet fabric, and with compute --compute-speedup times faster."""
-    on = {f.name: predict_plan(plan, costs.on(f)).nominal for f in fabrics}
+    on = [WhatIf(f.name, WhatIfKind.FABRIC, f"{f.detail}, {f.gbps:.4g} GB/s per direction (datasheet), latencies as fitted",
+                 predict_plan(plan, costs.on(f)).nominal) for f in fabrics]
     if args.compute_speedup:
-        on[f"compute {args.compute_speedup:g}x"] = predict_plan(plan, costs.scaled(args.compute_speedup)).nominal
+        on.append(WhatIf(f"compute {args.compute_speedup:g}x", WhatIfKind.COMPUTE,
+                         f"compute {args.compute_speedup:g} times the calibration's speed",
+                         predict_plan(plan, costs.scaled(args.compute_speedup)).nominal))
     return on
 
 
@@ -143,31 +145,24 @@ def run(args: argparse.Namespace, fabrics: list[Fabric]) -> int:
     for need in needs:
         print(f"# to reach {args.target_ms:g} ms: {need.describe(args.target_ms * 1e3)}")
     if args.json:
-        doc = _doc(plan, p, on, measured)
-        if needs:
-            doc["target"] = {"step_us": args.target_ms * 1e3,
-                             "needs": [{"knob": n.knob.name.lower(), "factor": n.factor, "floor_us": n.floor_us}
-                                       for n in needs]}
-        write_atomically(args.json, json.dumps(doc, indent=2) + "\n")
+        record = prediction_record(plan, costs, p, on, args.target_ms, needs,
+                                   (args.measured, measured) if measured else None)
+        doc = prediction_document(args, plan, record, results)
+        write_atomically(args.json, json.dumps(doc, indent=1) + "\n")
         print(f"# written: {args.json}")
     return 0
 
 
 def _measured(path: str, plan: PlanDoc) -> Record:
     """The train record of `path` that ran the plan's layout at its rank count."""
-    p = plan.first
-    trains = [r for res in load_results([path]) for r in res.records_of("train") if r.get("completed")]
-    same = [r for r in trains if r["model"] == p["model"] and r["preset"] == p["preset"]
-            and _layout(r) == p["layout"] and r.get("world_size") == p["ranks"]]
+    trains = [r for res in load_results([path]) for r in res.records_of("train") if comparable(r)]
+    same = [r for r in trains if job_of_train(r) == plan.job]
     if not same:
-        seen = ", ".join(sorted({f"{r['model']} {r['preset']} {_layout(r)} at {r.get('world_size')}"
-                                 for r in trains})) or "no completed train record"
-        raise InputError(f"--measured {path}: no completed train run of {plan.describe()} (it has: {seen})")
+        seen = ", ".join(sorted({f"{r['model']} {r['preset']} {job_of_train(r).layout} at {r['world_size']} "
+                                 f"({r['backend']}, {r['precision']})" for r in trains})) or "no completed train record"
+        raise InputError(f"--measured {path}: no completed train run of {plan.describe()} on {plan.backend} in "
+                         f"{plan.precision} (it has: {seen})")
     return same[0]
-
-
-def _layout(r: Record) -> str:
-    return str((r.get("layout") or {}).get("name", "single"))
 
 
 def _rank_rows(measured: Record | None) -> dict[int, Record]:
@@ -179,9 +174,9 @@ def _coordinates(r: Record, varying: set[str]) -> str:
     return " ".join(f"{k.removesuffix('_rank')}{v}" for k, v in r["coordinates"].items() if k in varying) or "-"
 
 
-def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, predicted: Predicted, on: dict[str, StepReplay],
+def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, prediction: Predicted, on: list[WhatIf],
            measured: Record | None) -> None:
-    p, band = predicted.nominal, predicted.band
+    p, band = prediction.nominal, prediction.band
     print(f"# trainscope predict train: {plan.describe()}; plan {plan.path}; calibration {', '.join(args.calibration)}")
     print(f"# compute: {costs.rates.describe()}")
     for (op, ranks), fitted in sorted(costs.used().items()):
@@ -190,47 +185,32 @@ def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, predicted:
         for line in regimes:
             print(f"# {line}")
     rows = _rank_rows(measured)
-    head = "".join(f" {name + '(us)':>18}" for name, _, _ in FIELDS)
+    head = "".join(f" {f.name + '(us)':>18}" for f in FIGURES)
     print(f"# {'rank':>4} {'coordinates':<14}{head}" + ("  (measured beside each: predicted / measured)" if rows else ""))
     varying = {k for k in plan.first["coordinates"] if len({r["coordinates"][k] for r in plan.records}) > 1}
     for r in plan.records:
         rank = int(r["rank"])
         got = p.rank(rank)
-        cells = "".join(_cell(getattr(got, pf), rows.get(rank, {}).get(mf) if mf else None) for _, pf, mf in FIELDS)
+        cells = "".join(_cell(predicted(asdict(got), f), rows.get(rank, {}).get(f.measured) if f.measured else None)
+                        for f in FIGURES)
         print(f"  {rank:>4} {_coordinates(r, varying):<14}{cells}")
     throughput = plan.batch / p.step_us * 1e6 if p.step_us > 0 else 0.0
     print(f"# step: {p.step_us:.1f} us (band {band[0]:.1f}..{band[1]:.1f}), throughput {throughput:.1f} samples/s")
     if measured:
         m = measured["step_time_us"]["median"]
         print(f"# measured step (median of {measured['timed_steps']}): {m:.1f} us; error (predicted - measured) / "
-              f"measured {(p.step_us - m) / m:+.1%}")
+              f"measured {error(p.step_us, m):+.1%}")
         if not band[0] <= m <= band[1]:
             print("# the measured step lies outside the band: a finding (a slow link, a straggler, a busy host, or what "
                   "the model leaves out: docs/prediction.md)")
-    for name, q in on.items():
-        print(f"# what-if {name}: step {q.step_us:.1f} us, {p.step_us / q.step_us:.2f}x this cluster's speed"
-              if q.step_us > 0 else f"# what-if {name}: step 0 us")
+    for w in on:
+        q = w.step
+        print(f"# what-if {w.name}: step {q.step_us:.1f} us, {p.step_us / q.step_us:.2f}x this cluster's speed"
+              if q.step_us > 0 else f"# what-if {w.name}: step 0 us")
     if on:
-        best = min(on.items(), key=lambda kv: kv[1].step_us)
-        print(f"# fastest: {best[0]}" if best[1].step_us < p.step_us else "# fastest: this cluster as measured")
+        best = min(on, key=lambda w: w.step.step_us)
+        print(f"# fastest: {best.name}" if best.step.step_us < p.step_us else "# fastest: this cluster as measured")
 
 
-def _cell(predicted: float, measured: float | None) -> str:
-    return f" {predicted:>18.1f}" if measured is None else f" {f'{predicted:.0f}/{measured:.0f}':>18}"
-
-
-def _doc(plan: PlanDoc, predicted: Predicted, on: dict[str, StepReplay], measured: Record | None) -> dict[str, Any]:
-    p, band = predicted.nominal, predicted.band
-    rows = _rank_rows(measured)
-    ranks = [{"rank": rank, **{pf: getattr(got, pf) for _, pf, _ in FIELDS},
-              "measured": {pf: rows[rank].get(mf) for _, pf, mf in FIELDS if mf} if rank in rows else None}
-             for rank, got in ((t.rank, t) for t in p.ranks)]
-    doc: dict[str, Any] = {"plan": plan.path, "model": plan.first["model"], "preset": plan.first["preset"],
-                           "layout": plan.first["layout"], "ranks": plan.first["ranks"], "step_us": p.step_us,
-                           "band_us": list(band), "per_rank": ranks,
-                           "what_if": [{"fabric": name, "step_us": q.step_us} for name, q in on.items()]}
-    if measured:
-        m = measured["step_time_us"]["median"]
-        doc["measured_step_us"] = m
-        doc["error"] = (p.step_us - m) / m
-    return doc
+def _cell(value: float, measured: float | None) -> str:
+    return f" {value:>18.1f}" if measured is None else f" {f'{value:.0f}/{measured:.0f}':>18}"

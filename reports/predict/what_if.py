@@ -1,16 +1,33 @@
-"""What a layout would need to reach a target step time: its collectives' bandwidth, or its compute, this many times
-faster (each alone), found by replaying the plan at scaled costs. The step only shrinks as either grows, so the
-factor is found by bisection (in its logarithm); a target that no factor up to MAX_FACTOR reaches is unreachable by
-that knob alone, and the answer says what is left of the step then (the other knob's share and the latencies)."""
+"""The what-ifs of a prediction (WhatIf: the step replayed with one cost swapped, a datasheet fabric's bandwidth or
+faster compute), and what a layout would need to reach a target step time: its collectives' bandwidth, or its
+compute, this many times faster (each alone), found by replaying the plan at scaled costs. The step only shrinks as
+either grows, so the factor is found by bisection (in its logarithm); a target that no factor up to MAX_FACTOR
+reaches is unreachable by that knob alone, and the answer says what is left of the step then (the other knob's
+share and the latencies)."""
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
+from .replay import StepReplay
 from .step_costs import StepCosts
 
 MAX_FACTOR = 1e6
 STEPS = 60  # bisection steps over log(1)..log(MAX_FACTOR): a factor to 2e-7 of itself
+
+
+class WhatIfKind(Enum):
+    FABRIC = "fabric"  # every collective's bandwidth a datasheet fabric's (--fabric)
+    COMPUTE = "compute"  # compute faster by a ratio (--compute-speedup)
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """The step replayed with one cost swapped: what the prediction's what-if table has a row of."""
+    name: str
+    kind: WhatIfKind
+    detail: str
+    step: StepReplay
 
 
 class Knob(Enum):

@@ -8,7 +8,7 @@ from synthetic import make_doc, make_record, make_train, stats
 
 from reports.__main__ import main
 from reports.common.errors import InputError
-from reports.common.load import Result
+from reports.common.load import Result, load_results
 from reports.predict.compute import Wanted, compute_rates
 from reports.predict.search import candidates
 
@@ -120,15 +120,25 @@ def predict(args, capsys):
     return code, capsys.readouterr()
 
 
+def prediction(path):
+    """The one train_prediction record of a `predict train --json` result, read as report and compare read it (the
+    schema validated)."""
+    (res,) = load_results([str(path)])
+    (rec,) = res.records
+    assert rec["kind"] == "train_prediction" and res.run["subcommand"] == "predict"
+    return rec
+
+
 def test_a_plan_replayed_over_known_costs_gives_the_exact_step(files, capsys, tmp_path):
     cal, plan = files
     out = tmp_path / "p.json"
     code, got = predict(["--calibration", cal, "--plan", plan, "--json", str(out)], capsys)
     assert code == 0, got.err
-    doc = json.loads(out.read_text())
+    doc = prediction(out)
     assert doc["step_us"] == pytest.approx(STEP)
     for row in doc["per_rank"]:
-        assert row["compute_us"] == pytest.approx(80) and row["blocked_us"] == pytest.approx(50)
+        assert row["compute_us"] == pytest.approx(80) and row["transfer_us"] == pytest.approx(50)
+        assert row["optimizer_us"] == pytest.approx(20) and row["idle_us"] == 0
         assert row["waiting_us"] == pytest.approx(0) and row["pipeline_wait_us"] == 0
     # The band: compute at the calibration's fastest (-10%) and p95 (+10%) steps; the exact line's band is 0.
     assert doc["band_us"] == pytest.approx([STEP - 0.1 * 100, STEP + 0.1 * 100])
@@ -140,7 +150,8 @@ def test_a_fabric_what_if_swaps_the_bandwidth_and_keeps_the_latency(files, capsy
     out = tmp_path / "p.json"
     code, got = predict(["--calibration", cal, "--plan", plan, "--fabric", "ib-ndr", "--json", str(out)], capsys)
     assert code == 0, got.err
-    (what_if,) = json.loads(out.read_text())["what_if"]
+    (what_if,) = prediction(out)["what_if"]
+    assert (what_if["name"], what_if["kind"]) == ("ib-ndr", "fabric")
     # ib-ndr: 50 GB/s per direction = 2e-5 us/B per step; all_reduce at 2 ranks: 2 steps of alpha (5 us each on the
     # fitted line 10 us = 2 alpha), 1 x n x beta.
     assert what_if["step_us"] == pytest.approx(100 + AR_ALPHA + BUCKET * 2e-5)
@@ -158,10 +169,10 @@ def test_a_measured_run_is_put_beside_with_its_error(files, capsys, write_doc, t
     out = tmp_path / "p.json"
     code, got = predict(["--calibration", cal, "--plan", plan, "--measured", str(measured), "--json", str(out)], capsys)
     assert code == 0, got.err
-    doc = json.loads(out.read_text())
-    assert doc["error"] == pytest.approx((STEP - 200) / 200)
-    assert doc["per_rank"][0]["measured"] == {"step_us": 200.0, "blocked_us": 70.0, "waiting_us": 10.0,
-                                              "pipeline_wait_us": 0.0}
+    m = prediction(out)["measured"]
+    assert m["error"] == pytest.approx((STEP - 200) / 200) and m["within_band"] is False
+    assert (m["step_us"], m["source"]) == (200.0, str(measured))
+    assert m["ranks"][0] == {"rank": 0, "step_us": 200.0, "blocked_us": 70.0, "waiting_us": 10.0, "pipeline_wait_us": 0.0}
     assert "error (predicted - measured) / measured -25.0%\n# the measured step lies outside the band" in got.out
 
 
@@ -173,7 +184,8 @@ def test_errors_are_one_line(files, capsys, write_doc):
          "rank 0 has no schedule to replay: asynchronous: no step"),
         (["--plan", str(write_doc("one.json", plan_doc([plan_record(1)])))], "its ranks are not 0..1, once each"),
         (["--plan", cal], "holds no train_plan record"),
-        (["--plan", plan, "--measured", cal], "no completed train run of mlp tiny, dp=2 at 2 ranks"),
+        (["--plan", plan, "--measured", cal], "no completed train run of mlp tiny, dp=2 at 2 ranks (micro-batch 8 x 1) "
+                                              "on cpu in float32 (it has: mlp tiny single at 1 (cpu, float32))"),
     ]
     for extra, message in cases:
         code, got = predict(["--calibration", cal, *extra], capsys)
@@ -218,11 +230,13 @@ def test_what_a_target_needs_and_a_compute_what_if(files, capsys, tmp_path):
     code, got = predict(["--calibration", cal, "--plan", plan, "--target-ms", "0.13", "--compute-speedup", "2",
                          "--json", str(out)], capsys)
     assert code == 0, got.err
-    doc = json.loads(out.read_text())
+    doc = prediction(out)
     bandwidth, compute = doc["target"]["needs"]
     assert bandwidth["factor"] == pytest.approx(2.0, rel=1e-6)  # 100 + 10 + 40/2
     assert compute["factor"] == pytest.approx(1.25, rel=1e-6)  # 100/1.25 + 50
-    assert doc["what_if"] == [{"fabric": "compute 2x", "step_us": pytest.approx(100.0)}]
+    assert doc["what_if"] == [{"name": "compute 2x", "kind": "compute", "detail": "compute 2 times the calibration's speed",
+                               "step_us": pytest.approx(100.0)}]
+    assert doc["fastest"] == "compute 2x" and doc["target"]["step_us"] == pytest.approx(130.0)
     assert "# to reach 0.13 ms: every collective's bandwidth 2.00x faster" in got.out
     code, got = predict(["--calibration", cal, "--plan", plan, "--target-ms", "0.1"], capsys)
     assert "every collective's bandwidth alone cannot reach 0.100 ms: even 1e+06x leaves 0.110 ms" in got.out
@@ -231,3 +245,37 @@ def test_what_a_target_needs_and_a_compute_what_if(files, capsys, tmp_path):
         for bad in ("0", "nan", "-1"):
             code, got = predict(["--calibration", cal, "--plan", plan, flag, bad], capsys)
             assert code == 2 and "a finite number above 0" in got.err
+
+
+def test_the_prediction_is_a_trainscope_result_naming_what_it_was_made_from(files, capsys, tmp_path):
+    """--json writes one train_prediction record in a result document the schema validates (prediction() loads it
+    as report and compare do): the job, the inputs, the compute rates and each collective's fit, the breakdown."""
+    cal, plan = files
+    out = tmp_path / "p.json"
+    code, got = predict(["--calibration", cal, "--plan", plan, "--fabric", "ib-ndr", "--json", str(out)], capsys)
+    assert code == 0, got.err
+    rec = prediction(out)
+    assert {k: rec[k] for k in ("model", "preset", "layout", "ranks", "backend", "precision", "batch", "micro_batch",
+                                "micro_batches", "plan", "calibration", "transport")} == {
+        "model": "mlp", "preset": "tiny", "layout": "dp=2", "ranks": 2, "backend": "cpu", "precision": "float32",
+        "batch": 16, "micro_batch": 8, "micro_batches": 1, "plan": plan, "calibration": [cal], "transport": None}
+    compute = rec["compute"]
+    assert (compute["source"], compute["micro_batch"]) == (cal, 8)
+    assert compute["forward_us_per_flop"] == pytest.approx(FORWARD_US / FORWARD_FLOPS)
+    assert compute["description"].startswith("one-process train at micro-batch 8")
+    (ar,) = rec["collectives"]
+    assert (ar["op"], ar["group_size"], ar["fitted_ranks"], ar["points"], ar["measured_bytes"]) == \
+        ("all_reduce", 2, [2], 3, [1024, 1 << 20])
+    assert ar["series"]["op"] == "all_reduce" and ar["description"][0].startswith("fitted at 2 ranks from 3 record(s)")
+    (regime,) = ar["regimes"]  # the exact line: one regime, 2 steps of 5 us at 2 ranks
+    assert regime == {"measured_bytes": [1024, 1 << 20], "alpha_us": pytest.approx(AR_ALPHA),
+                      "beta_us_per_byte": pytest.approx(AR_BETA), "per_step_alpha_us": pytest.approx(AR_ALPHA / 2),
+                      "per_step_beta_us_per_byte": pytest.approx(AR_BETA), "band_relative": pytest.approx(0, abs=1e-9)}
+    assert [r["coordinates"] for r in rec["per_rank"]] == [{"dp_rank": r, "pp_rank": 0, "tp_rank": 0} for r in (0, 1)]
+    assert rec["throughput_per_s"] == pytest.approx(16 / STEP * 1e6)
+    assert rec["target"] is None and rec["measured"] is None and rec["fastest"] == "ib-ndr"
+    run = json.loads(out.read_text())["run"]
+    assert run["command_line"] == ["trainscope", "predict", "train", "--calibration", cal, "--plan", plan, "--fabric",
+                                   "ib-ndr", "--json", str(out)]
+    assert run["config"]["label"] == "prediction: mlp tiny, dp=2 at 2 ranks (micro-batch 8 x 1)"
+    assert [h["hostname"] for h in run["hosts"]] == ["node-a"]  # the calibration's: the cluster it is of

@@ -1,0 +1,139 @@
+"""A prediction (`predict train --json`) beside the measured train records of its job: the report's "Predicted vs
+measured" section (exact cells on synthetic records, the band's finding, hostile names escaped) and compare's line
+under the train row. The prediction is made by the command itself on test_predict_train.py's inputs, whose every
+figure is exact: a step of 150 us (compute 80 + optimizer 20 + an all-reduce of 50), band 140..160."""
+import json
+
+import pytest
+from synthetic import make_doc, make_train, stats
+from test_predict_train import calibration_train, plan_doc, plan_record, sweep_records
+
+from reports.__main__ import main
+from reports.common.load import load_results
+from reports.html.sections.prediction import SECTION
+
+HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+NAME = "mlp tiny dp=2 at 2 rank(s)"
+
+
+def measured_train(step=200.0, preset="tiny", layout="dp=2", **extra):
+    """A dp=2 run of the plan's job: each rank 200 us a step, compute 100, waiting 10, transfer 60."""
+    rec = make_train(backend="cpu", device="cpu", precision="float32", world_size=2, preset=preset,
+                     layout={"name": layout, "dp": 2, "tp": 1, "pp": 1, "zero": 0, "sync": "allreduce", "overlap": True},
+                     step_time_us=stats([step] * 20), step_samples_us=[step] * 20,
+                     ranks=[{"rank": r, "dp_rank": r, "tp_rank": 0, "pp_rank": 0, "step_us": step, "compute_us": 100.0,
+                             "communication_us": 70.0, "exposed_communication_us": 70.0, "waiting_for_peers_us": 10.0,
+                             "exposed_transfer_us": 60.0, "pipeline_wait_us": 0.0} for r in (0, 1)])
+    rec.update(extra)
+    return rec
+
+
+def predicted(write_doc, tmp_path, *flags, preset="tiny", layout="dp=2"):
+    """The path of `predict train --json` over a dp=2 plan of `preset` and `layout`."""
+    cal = write_doc("cal.json", make_doc([calibration_train(preset=preset)] + sweep_records()))
+    plans = [plan_record(r) for r in (0, 1)]
+    for p in plans:
+        p.update(preset=preset, layout=layout)
+    plan = write_doc("plan.json", plan_doc(plans))
+    out = tmp_path / "pred.json"
+    assert main(["predict", "train", "--calibration", str(cal), "--plan", str(plan), *map(str, flags),
+                 "--json", str(out)]) == 0
+    return out
+
+
+def section(paths, labels):
+    return SECTION.build(load_results([str(p) for p in paths], labels), None)
+
+
+def table(blocks, caption_start):
+    return next(b for b in blocks if b["kind"] == "table" and b["caption"].startswith(caption_start))
+
+
+def test_the_prediction_beside_a_measured_run_cell_by_cell(write_doc, tmp_path):
+    pred = predicted(write_doc, tmp_path, "--fabric", "ib-ndr", "--compute-speedup", "2", "--target-ms", "0.13")
+    run = write_doc("run.json", make_doc([measured_train()]))
+    blocks = section([pred, run], ["predicted", "measured"])
+    name = NAME  # the one result of predictions: named by its job alone
+    (alert,) = [b for b in blocks if b["kind"] == "alert"]
+    assert alert["text"] == ("1 measured step(s) outside the predicted band (a slow link, a straggler, a bug, or the "
+                             f"model's own error): {name}, measured in measured: measured 0.200 ms, predicted 0.150 ms "
+                             "(band 0.140..0.160), error -25.0%, outside the band")
+    assert table(blocks, "Predicted and measured step")["rows"] == [
+        [name, "measured", "0.150", "0.140..0.160", "0.200", "-25.0%", "no"]]
+    per_rank = table(blocks, "Per rank")
+    assert per_rank["columns"] == ["prediction", "measured in", "rank", "coordinates", "step", "compute", "optimizer",
+                                   "exposed", "waiting", "pipeline wait"]
+    # Compute and optimizer as predicted alone; exposed: the replay's blocked 50 us against the record's 70.
+    assert per_rank["rows"][1] == [name, "measured", 1, "dp1", "0.150 / 0.200 (-25.0%)", "0.080", "0.020",
+                                   "0.050 / 0.070 (-28.6%)", "0.000 / 0.010 (-100.0%)", "0.000 / 0.000"]
+    # ib-ndr: 100 us of compute + the all-reduce's 10 us latency + 40000 B at 50 GB/s (0.8 us); compute 2x: 50 + 50.
+    assert [row[1:] for row in table(blocks, "What-if")["rows"]] == [
+        ["this cluster (as calibrated)", "-", "-", "0.150", "1.00x"],
+        ["ib-ndr", "fabric", "InfiniBand NDR 400 Gb/s, 50 GB/s per direction (datasheet), latencies as fitted", "0.111",
+         "1.35x"],
+        ["compute 2x (fastest)", "compute", "compute 2 times the calibration's speed", "0.100", "1.50x"]]
+    (target,) = [b["text"] for b in blocks if b["kind"] == "text"]
+    assert target == (f"{name}: to reach 0.130 ms: every collective's bandwidth 2.00x faster; compute 1.25x faster")
+
+
+def test_without_a_run_among_the_inputs_its_own_measured_figures_are_shown(write_doc, tmp_path):
+    run = write_doc("run.json", make_doc([measured_train(step=150.0)]))
+    pred = predicted(write_doc, tmp_path, "--measured", run)
+    blocks = section([pred], None)
+    assert not [b for b in blocks if b["kind"] == "alert"]  # 150 us: within the band
+    assert table(blocks, "Predicted and measured step")["rows"] == [
+        [NAME, f"--measured {run}", "0.150", "0.140..0.160", "0.150", "+0.0%", "yes"]]
+    two = section([pred, pred], ["a", "b"])  # several results of predictions: each named by its result's label too
+    assert [row[:2] for row in table(two, "Predicted and measured step")["rows"]] == [
+        [f"a: {NAME}", f"--measured {run}"], [f"b: {NAME}", f"--measured {run}"]]
+    alone = section([predicted(write_doc, tmp_path)], None)
+    assert table(alone, "Predicted and measured step")["rows"] == [[NAME, "-", "0.150", "0.140..0.160", "-", "-", "-"]]
+    assert table(alone, "Per rank")["rows"][1][3:] == ["dp1", "0.150", "0.080", "0.020", "0.050", "0.000", "0.000"]
+    assert not [b for b in alone if b["kind"] == "table" and b["caption"].startswith("What-if")]
+
+
+def test_a_run_of_another_job_is_not_put_beside(write_doc, tmp_path):
+    pred = predicted(write_doc, tmp_path)
+    others = [measured_train(precision="bfloat16"), measured_train(world_size=4), measured_train(layout="dp=2 zero=1"),
+              measured_train(completed=False)]
+    blocks = section([pred, write_doc("run.json", make_doc(others))], ["p", "r"])
+    assert [row[1] for row in table(blocks, "Predicted and measured step")["rows"]] == ["-"]
+
+
+def test_hostile_preset_and_layout_are_text(write_doc, tmp_path):
+    pred = predicted(write_doc, tmp_path, preset=HOSTILE, layout=HOSTILE)
+    run = write_doc("run.json", make_doc([measured_train(preset=HOSTILE, layout=HOSTILE)], label=HOSTILE))
+    out = tmp_path / "rep"
+    assert main(["report", str(pred), str(run), "-o", str(out)]) == 0
+    html = (out / "index.html").read_text()
+    assert 'id="prediction"' in html and "Predicted vs measured" in html
+    assert "<script>" not in html and "<img src=x" not in html
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in html
+    md = (out / "summary.md").read_text()
+    assert "## Predicted vs measured" in md and "<img" not in md and "&lt;img src=x onerror=alert(1)&gt;" in md
+    assert "outside the predicted band" in md  # the finding, in the banner's list too
+    assert '<a href="#prediction">Predicted vs measured</a>' in html
+
+
+def test_compare_puts_the_predicted_step_beside_the_measured_one(write_doc, tmp_path, capsys):
+    """The prediction's result given as one more baseline: a line under the train row, the verdict and exit code as
+    without it (the prediction is no baseline run: the method line still says one run a side)."""
+    pred = predicted(write_doc, tmp_path)
+    capsys.readouterr()
+    base = write_doc("base.json", make_doc([measured_train(step=190.0)]))
+    cand = write_doc("cand.json", make_doc([measured_train()]))
+    md, js = tmp_path / "c.md", tmp_path / "c.json"
+    plain = main(["compare", str(base), str(cand)])
+    without = capsys.readouterr().out
+    assert main(["compare", str(base), str(pred), str(cand), "--markdown", str(md), "--json", str(js)]) == plain
+    out = capsys.readouterr().out
+    line = (f"predicted: candidate measured 0.200 ms, predicted 0.150 ms (band 0.140..0.160), error -25.0%, outside the "
+            f"band ({pred})")
+    assert line in out and line not in without
+    lines = [x.strip() for x in out.splitlines()]
+    assert lines[lines.index(line) - 1].endswith("[step_time_us]")  # under the train row's step time
+    kept = "".join(x for x in out.splitlines(keepends=True) if line not in x)
+    assert kept.replace(f"{base}, {pred}", str(base)) == without
+    assert "measured 0.200 ms, predicted 0.150 ms" in md.read_text()
+    (row,) = [r for r in json.loads(js.read_text())["rows"] if r["metric"] == "step_time_us"]
+    assert row["predicted"]["step_us"] == pytest.approx(150.0) and row["predicted"]["band_us"] == pytest.approx([140, 160])
