@@ -49,7 +49,7 @@ def test_each_ranks_compute_is_its_schedules_flops_at_the_calibrations_rates(cal
     plan_path, out = plan(tmp, name, layout), tmp / f"{name}-predicted.json"
     r = run_trainscope(["predict", "train", "--calibration", *files, "--plan", plan_path, "--json", out])
     assert r.rc == 0, r.err
-    predicted = json.loads(out.read_text())
+    (predicted,) = json.loads(out.read_text())["records"]  # a result of one train_prediction record
     records = [x for x in json.loads(plan_path.read_text())["records"] if x["kind"] == "train_plan"]
     micro = records[0]["micro_batch"]
     cal = train_record(next(f for f in files if f.endswith(f"train-{micro}.json")))
