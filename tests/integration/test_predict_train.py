@@ -11,14 +11,14 @@ import pytest
 from helpers import run_trainscope
 
 MODEL = ["--model", "mlp", "--preset", "tiny", "--batch", 8]
-OPS = "all_reduce,all_gather,reduce_scatter,broadcast,reduce,sendrecv"
 
 
 @pytest.fixture(scope="module")
 def calibration(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("calibration")
     sweep = tmp / "sweep.json"
-    r = run_trainscope(["collectives", "--backend", "mpi", "--ops", OPS, "-b", 8, "-e", "256K", "-f", 16, "-n", 5, "-w", 1,
+    r = run_trainscope(["collectives", "--backend", "mpi", "--ops", "all_reduce,all_gather,reduce_scatter,broadcast,reduce,sendrecv",
+                        "-b", 8, "-e", "256K", "-f", 16, "-n", 5, "-w", 1,
                         "--placement", "out", "--json", sweep], np=2, timeout=300)
     assert r.rc == 0, r.err
     files = [sweep]
