@@ -17,9 +17,10 @@ MODEL = ["--model", "mlp", "--preset", "tiny", "--batch", 8]
 def calibration(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("calibration")
     sweep = tmp / "sweep.json"
-    r = run_trainscope(["collectives", "--backend", "mpi", "--ops", "all_reduce,all_gather,reduce_scatter,broadcast,reduce,sendrecv",
-                        "-b", 8, "-e", "256K", "-f", 16, "-n", 5, "-w", 1,
-                        "--placement", "out", "--json", sweep], np=2, timeout=300)
+    r = run_trainscope(["collectives", "--backend", "mpi",
+                        "--ops", "all_reduce,all_gather,reduce_scatter,broadcast,reduce,sendrecv",
+                        "-b", 8, "-e", "256K", "-f", 16, "-n", 5, "-w", 1, "--placement", "out", "--json", sweep],
+                       np=2, timeout=300)
     assert r.rc == 0, r.err
     files = [sweep]
     for batch in (2, 4, 8):  # the micro-batches the candidates run at: 8 over dp 2 or 1..4 micro-batches
