@@ -30,10 +30,12 @@ class ComputeRates:
     band_low: float  # relative: the fastest timed step below the median step, and the p95 above it
     band_high: float
     threads: int | None = None  # a CPU run's compute threads (run.threads): a CPU rank's rate depends on them
+    ranks: int = 1  # the run's world size: ranks computing at once (on a CPU host they share its memory bandwidth)
 
     def describe(self) -> str:
         threads = f", {self.threads} thread(s)" if self.threads else ""
-        return (f"one-process train at micro-batch {self.micro_batch}{threads} ({self.source}): forward "
+        run = "one-process train" if self.ranks == 1 else f"{self.ranks}-rank data-parallel train"
+        return (f"{run} at micro-batch {self.micro_batch}{threads} ({self.source}): forward "
                 f"{1e-3 / self.forward_us_per_flop:.2f} GFLOP/s, backward {1e-3 / self.backward_us_per_flop:.2f} "
                 f"GFLOP/s, optimizer {self.optimizer_us_per_element * 1e3:.3f} ns per element")
 
@@ -47,14 +49,26 @@ class Wanted:
     backend: str  # "cpu" or "cuda": the device kind (a record's `backend`, a --device's part before the colon)
 
 
+def _plain_data_parallel(r: Record) -> bool:
+    """One process, or every rank a replica that all-reduces its gradients after its backward: its forward and
+    backward phases are compute alone (the all-reduce's waits are in the sync phase, train_step.cpp), each rank's
+    share of the FLOPs 1/world_size, under the contention of as many ranks computing at once."""
+    layout = r.get("layout") or {}
+    return r.get("world_size") == 1 or (layout.get("dp") == r.get("world_size") and layout.get("tp") == 1
+                                        and layout.get("pp") == 1 and layout.get("zero") == 0
+                                        and layout.get("sync") == "allreduce")
+
+
 def _matches(r: Record, w: Wanted) -> bool:
-    return (r.get("world_size") == 1 and r.get("completed") is True and r["model"] == w.model and r["preset"] == w.preset
+    return (_plain_data_parallel(r) and r.get("completed") is True and r["model"] == w.model and r["preset"] == w.preset
             and r.get("precision") == w.precision and r.get("backend") == w.backend)
 
 
 def _rates(res: Result, r: Record) -> ComputeRates:
     phases = r["phases_us"]
-    forward_flops = (r["flops_per_step"] - r.get("recompute_flops_per_step", 0.0)) / 3
+    ranks = int(r["world_size"])
+    recompute = r.get("recompute_flops_per_step", 0.0) / ranks
+    forward_flops = (r["flops_per_step"] / ranks - recompute) / 3  # one rank's
     if forward_flops <= 0 or r["parameters"] <= 0:
         raise InputError(f"{res.path}: its {r['model']} train record counts no FLOPs or parameters: not a calibration")
     step = r["step_time_us"]
@@ -62,18 +76,21 @@ def _rates(res: Result, r: Record) -> ComputeRates:
     threads = res.doc["run"].get("threads", {}).get("per_process") if r.get("backend") == "cpu" else None
     return ComputeRates(res.path, int(r["config"]["resolved"]["micro_batch"]),
                         phases["forward"]["median"] / forward_flops,
-                        phases["backward"]["median"] / (2 * forward_flops + r.get("recompute_flops_per_step", 0.0)),
+                        phases["backward"]["median"] / (2 * forward_flops + recompute),
                         phases["optimizer"]["median"] / r["parameters"],
                         max(0.0, 1 - step["min"] / median) if median > 0 else 0.0,
-                        max(0.0, step["p95"] / median - 1) if median > 0 else 0.0, threads)
+                        max(0.0, step["p95"] / median - 1) if median > 0 else 0.0, threads, ranks)
 
 
-def compute_rates(results: Sequence[Result], wanted: Wanted, micro_batch: int) -> ComputeRates:
-    """The rates of the calibration's one-process run of the plan's model nearest to `micro_batch` (in ratio)."""
+def compute_rates(results: Sequence[Result], wanted: Wanted, micro_batch: int, ranks: int = 1) -> ComputeRates:
+    """The rates of the calibration's run of the plan's model nearest to `micro_batch` (in ratio), and among those
+    nearest to `ranks` (in ratio: a world computing alike)."""
     runs = [_rates(res, r) for res in results for r in res.records_of("train") if _matches(r, wanted)]
     if not runs:
-        raise InputError(f"the calibration ({', '.join(res.path for res in results)}) holds no completed one-process train "
-                         f"run of {wanted.model} {wanted.preset} in {wanted.precision} on {wanted.backend}: run `trainscope "
+        files = ", ".join(res.path for res in results)
+        raise InputError(f"the calibration ({files}) holds no completed one-process (or plain data-parallel) train run of "
+                         f"{wanted.model} {wanted.preset} in {wanted.precision} on {wanted.backend}: run `trainscope "
                          f"train --model {wanted.model} --preset {wanted.preset} --batch {micro_batch} --json FILE` "
                          "without mpirun and add FILE")
-    return min(runs, key=lambda c: (abs(math.log(c.micro_batch / micro_batch)), -c.micro_batch))
+    return min(runs, key=lambda c: (abs(math.log(c.micro_batch / micro_batch)), abs(math.log(c.ranks / ranks)),
+                                    -c.micro_batch))

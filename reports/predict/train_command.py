@@ -89,7 +89,7 @@ def costs_for(plan: PlanDoc, results: Sequence[Result], series: dict[SeriesKey, 
     """The plan's costs: compute at the calibration run nearest its micro-batch, collectives from `series`."""
     r = plan.first
     wanted = Wanted(r["model"], r["preset"], plan.precision, plan.backend)
-    return StepCosts(compute_rates(results, wanted, int(r["micro_batch"])), series, calibration, transport)
+    return StepCosts(compute_rates(results, wanted, int(r["micro_batch"]), int(r["ranks"])), series, calibration, transport)
 
 
 @dataclass(frozen=True)

@@ -51,10 +51,23 @@ def test_the_nearest_micro_batch_in_ratio_is_taken():
     assert compute_rates([result(runs)], WANTED, 2).micro_batch == 4
 
 
-@pytest.mark.parametrize("other", [dict(world_size=2), dict(preset="small"), dict(precision="bfloat16"),
-                                   dict(backend="cuda"), dict(completed=False)])
+DP2 = {"name": "dp=2", "dp": 2, "tp": 1, "pp": 1, "zero": 0, "sync": "allreduce", "overlap": True}
+
+
+def test_a_plain_data_parallel_run_calibrates_per_rank_and_is_preferred_at_its_world_size():
+    """Its FLOPs are the world's: each rank's forward phase did half of them, under the other rank's contention."""
+    one, two = calibration_train(8), calibration_train(8, 2.0, world_size=2, layout=DP2)
+    r = compute_rates([result([one, two])], WANTED, 8, ranks=2)
+    assert r.ranks == 2 and r.forward_us_per_flop == pytest.approx(2 * FORWARD_US / (FORWARD_FLOPS / 2))
+    assert compute_rates([result([one, two])], WANTED, 8, ranks=1).ranks == 1
+    assert compute_rates([result([calibration_train(16), two])], WANTED, 16, ranks=2).micro_batch == 16  # size first
+
+
+@pytest.mark.parametrize("other", [dict(world_size=2), dict(world_size=2, layout=DP2 | {"zero": 1}), dict(preset="small"),
+                                   dict(precision="bfloat16"), dict(backend="cuda"), dict(completed=False)])
 def test_a_calibration_without_a_matching_one_process_run_is_one_line(other):
-    with pytest.raises(InputError, match=r"no completed one-process train run of mlp tiny in float32 on cpu: run "
+    with pytest.raises(InputError, match=r"no completed one-process \(or plain data-parallel\) train run of mlp tiny "
+                                         r"in float32 on cpu: run "
                                          r"`trainscope train --model mlp --preset tiny --batch 8"):
         compute_rates([result([calibration_train(**other)])], WANTED, 8)
 
