@@ -7,7 +7,7 @@
 # the Kendall tau between the predicted and the measured ranking of its layouts; the last line the median and
 # worst |error| (issue #41's goal: median <= 10%, every layout within 25%, tau >= 0.8). The load average is printed
 # before and after: on a busy host both sides measure the host.
-#   scripts/bench-predict-train.sh [steps=20] [models="mlp:small transformer:tiny cnn:tiny"]
+#   scripts/bench-predict-train.sh [steps=20] [models="mlp:small transformer:tiny cnn:tiny"] [dp-calibration=]
 # With TS_BUILD_GIVEN=1 the trainscope in TS_BUILD (default build/) is used as it is, without setup.sh.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -15,6 +15,7 @@ ts_bench_start
 ts_mpi_env
 STEPS="${1:-20}"
 MODELS="${2:-mlp:small transformer:tiny cnn:tiny}"
+DP_CALIBRATION="${3:-}"  # non-empty: calibrate compute from a 2-rank data-parallel run too (compute.py prefers it)
 BATCH=16
 PY="$(ts_python scipy)"
 TS="$TS_BUILD/trainscope"
@@ -35,6 +36,11 @@ for spec in $MODELS; do
       --json "$m-cal-$mb.json" >/dev/null
     cal+=("$m-cal-$mb.json")
   done
+  if [[ -n "$DP_CALIBRATION" ]]; then  # a 2-rank data-parallel run: compute under both ranks' contention (--dp 2 itself)
+    mpirun -np 2 --oversubscribe "$TS" train --model "$model" --preset "$preset" --batch "$BATCH" --dp 2 \
+      --steps "$STEPS" --no-ceiling --log-every 1000 --json "$m-cal-dp2.json" >/dev/null
+    cal+=("$m-cal-dp2.json")
+  fi
   for i in "${!LAYOUTS[@]}"; do
     read -r -a flags <<<"${LAYOUTS[$i]}"
     # The cnn's batch norms are synchronised over data parallelism by default, which no plan schedules yet.
