@@ -180,14 +180,14 @@ def _print(args: argparse.Namespace, flags: Sequence[str], outcomes: list[Outcom
     print(f"# trainscope predict search: {' '.join(flags)} on {args.ranks} ranks"
           + (f", at most {args.memory_limit} per rank" if args.memory_limit != "0" else "")
           + f"; calibration {', '.join(args.calibration)}")
-    print(f"# {'':>3} {'layout':<28} {'step(ms)':>10} {'band(ms)':>17} {'samples/s':>11} {'peak MiB':>9}  fits")
+    print(f"# {'':>3} {'step(ms)':>10} {'band(ms)':>17} {'samples/s':>11} {'peak MiB':>9} {'fits':>5}  layout")
     for i, o in enumerate(planned[:args.top], 1):
         assert o.predicted and o.plan
         step = o.predicted.nominal.step_us
         band = f"{o.predicted.band[0] / 1e3:.3f}..{o.predicted.band[1] / 1e3:.3f}"
         rate = o.plan.batch / step * 1e6 if step > 0 else 0.0
-        print(f"  {i:>3} {o.candidate.name:<28} {step / 1e3:>10.3f} {band:>17} {rate:>11.1f} "
-              f"{o.peak_bytes / 2 ** 20:>9.1f}  {'yes' if o.fits else 'no'}")
+        print(f"  {i:>3} {step / 1e3:>10.3f} {band:>17} {rate:>11.1f} {o.peak_bytes / 2 ** 20:>9.1f} "
+              f"{'yes' if o.fits else 'no':>5}  {o.candidate.name}")
     skipped = [o for o in outcomes if o.skipped]
     print(f"# {len(planned)} layout(s) predicted, {sum(o.fits for o in planned)} fit; {len(skipped)} refused by the "
           "trainer or not predicted"
