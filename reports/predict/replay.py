@@ -14,7 +14,8 @@ The semantics, each an assumption the costs are read under:
   communicator runs its ops in order) and ends op_us later. A send a->b is the k-th recv at b from a; its transfer
   starts at max(both issues), and send and recv both end with it. Transfers do not queue behind other ops.
 - Communication overlaps compute fully and ops on different communicators do not slow each other (no contention):
-  the stated first assumption; contention would be a knob of its own.
+  the stated first assumption; contention would be a knob of its own. With Progress.IN_WAITS (MPI) a collective's
+  member arrives when it enters a wait rather than at its issue: it overlaps nothing the rank computes meanwhile.
 - Per rank (RankTimes): step_us, when its last event ends; compute_us (forward + backward + recompute);
   optimizer_us; the time blocked in waits, split as the train record splits it: for a collective, waiting_us is the
   part before the op's last member arrived (waiting for a peer: nothing moves before) and transfer_us the rest
@@ -29,6 +30,7 @@ each rank runs until it waits for an op that has not ended, and resumes when tha
 from collections import defaultdict, deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from math import isfinite
 from typing import Any, Protocol
 
@@ -36,6 +38,20 @@ from ..common.errors import InputError
 from .schedule import Compute, Event, Issue, Optimizer, Wait, parse_schedule
 
 TRANSFER_OP = "send"  # the op a send/recv pair's transfer is costed as
+
+
+class Progress(Enum):
+    """When a member's part of a collective can move.
+
+    INDEPENDENT: from its issue on, whatever the rank does next (NCCL: the op runs on its own stream).
+    IN_WAITS: only once the member waits for it (MPI: a nonblocking collective progresses only inside the library,
+    and a rank computing a layer enters nothing), for an op its communicator runs after it (which needs it done
+    first), or blocks in a wait on another communicator. An op its communicator runs after the one waited for does not
+    move then (one communicator's ops run in order, and the rank goes back to computing once its op is done): the
+    pessimistic bound, where the optimistic one is INDEPENDENT. A pipeline's sends and receives stay INDEPENDENT:
+    small transfers go eagerly, without the receiver's help."""
+    INDEPENDENT = "independent"
+    IN_WAITS = "in-waits"
 
 
 class Costs(Protocol):
@@ -118,6 +134,7 @@ class _Rank:
     waiting: float = 0.0
     transfer: float = 0.0
     pipeline_wait: float = 0.0
+    pending: list["_Op"] = field(default_factory=list)  # IN_WAITS: collectives issued, not yet moving, in issue order
 
 
 def _ordinal(k: int) -> str:
@@ -180,8 +197,9 @@ class _Walk:
     """The discrete-event walk: each rank runs until a wait for an op not yet ended; an op ends when its last member
     arrives (its communicator's previous op has by then: every member issued that one first), which wakes its waiters."""
 
-    def __init__(self, ranks: Mapping[int, tuple[Event, ...]], costs: Costs) -> None:
+    def __init__(self, ranks: Mapping[int, tuple[Event, ...]], costs: Costs, progress: Progress) -> None:
         self.costs = costs
+        self.progress = progress
         self.ops, self.of = _match(ranks)
         self.ranks = {r: _Rank(events) for r, events in ranks.items()}
         self.issue = {(r, e.id): e for r, events in ranks.items() for e in events if isinstance(e, Issue)}
@@ -199,9 +217,14 @@ class _Walk:
         while s.at < len(s.events):
             e = s.events[s.at]
             if isinstance(e, Issue):
-                self._arrive(self.of[rank, e.id], rank, s.clock)
+                op = self.of[rank, e.id]
+                if self.progress is Progress.IN_WAITS and op.sender is None:
+                    s.pending.append(op)
+                else:
+                    self._arrive(op, rank, s.clock)
             elif isinstance(e, Wait):
                 op = self.of[rank, e.id]
+                self._enter(s, rank, op)
                 if op.end is None:
                     op.waiters.append(rank)
                     return
@@ -214,6 +237,16 @@ class _Walk:
                 else:
                     s.compute += t
             s.at += 1
+
+    def _enter(self, s: _Rank, rank: int, op: _Op) -> None:
+        """IN_WAITS: the rank waits for `op`, so it and the ops its communicator runs before it move from now on; if it
+        blocks, so do its ops on other communicators (the library progresses them while it is inside)."""
+        blocks = op.end is None
+        moving = [p for p in s.pending if p is op or (p.first.members == op.first.members and p.index < op.index)
+                  or (blocks and p.first.members != op.first.members)]
+        for p in moving:
+            self._arrive(p, rank, s.clock)
+        s.pending = [p for p in s.pending if all(p is not m for m in moving)]
 
     def _arrive(self, op: _Op, rank: int, when: float) -> None:
         op.arrived.add(rank)
@@ -275,12 +308,13 @@ class _Walk:
         return StepReplay(step, ranks, tuple(ops))
 
 
-def replay(schedules: Mapping[int, Any], costs: Costs) -> StepReplay:
-    """The step every rank's schedule (rank -> its list of events, as the format has them) takes over `costs`."""
+def replay(schedules: Mapping[int, Any], costs: Costs, progress: Progress = Progress.INDEPENDENT) -> StepReplay:
+    """The step every rank's schedule (rank -> its list of events, as the format has them) takes over `costs`, its
+    collectives progressing as `progress` says."""
     if not schedules:
         raise InputError("no rank's schedule to replay")
     if odd := [r for r in schedules if not isinstance(r, int) or isinstance(r, bool) or r < 0]:
         raise InputError(f"schedule of {odd[0]!r}: a rank is an integer >= 0")
-    walk = _Walk({rank: parse_schedule(rank, events) for rank, events in schedules.items()}, costs)
+    walk = _Walk({rank: parse_schedule(rank, events) for rank, events in schedules.items()}, costs, progress)
     walk.run()
     return walk.result()

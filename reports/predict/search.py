@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from ..common.errors import InputError
 from ..common.files import write_atomically
 from ..common.load import load_results
 from .series import all_series
-from .train_command import PlanDoc, Predicted, costs_for, load_plan, predict_plan
+from .train_command import PROGRESS_CHOICES, PlanDoc, Predicted, costs_for, load_plan, predict_plan, progress_of
 
 # The flags a candidate sets: a search's train flags may not give them.
 SET_BY_SEARCH = ("--dp", "--tp", "--pp", "--zero", "--micro-batches", "--plan", "--json", "--memory-limit", "--sync",
@@ -87,6 +87,8 @@ def add_parser(ps: Any, calibration: Any) -> None:
     s.add_argument("--ranks", required=True, type=int, help="the ranks to lay the model out over")
     s.add_argument("--memory-limit", default="0", help="bytes per rank a layout must fit (as train's; 0: no limit)")
     s.add_argument("--transport", help="the transport series to fit (needed when the calibration measured several)")
+    s.add_argument("--progress", choices=PROGRESS_CHOICES, default="auto", help="how a collective moves beside compute "
+                   "(as predict train's; auto: by the calibration's backend)")
     s.add_argument("--top", type=int, default=10, help="layouts to list (default 10; the skipped are counted)")
     s.add_argument("--json", metavar="OUT", help="write every candidate (its prediction, memory, or why it was refused)")
     s.add_argument("train_flags", nargs=argparse.REMAINDER, metavar="-- TRAIN_FLAGS",
@@ -145,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
                 continue
             try:
                 costs = costs_for(plan, results, series, args.calibration, args.transport)
+                costs = replace(costs, progress=progress_of(args.progress, costs))
                 outcomes.append(Outcome(c, plan, predict_plan(plan, costs), ""))
             except InputError as e:  # a cost the calibration lacks (an op it did not measure): that candidate only
                 outcomes.append(Outcome(c, None, None, f"not predicted: {e}"))

@@ -15,6 +15,7 @@ from ..common.link_datasheet import Fabric
 from .compute import ComputeRates
 from .formulas import Point
 from .predict import Model, faster_links, model, on_fabric
+from .replay import Progress
 from .schedule import Compute, Optimizer, Phase
 from .series import SeriesKey, select
 
@@ -42,6 +43,7 @@ class StepCosts:
     # bandwidth this many times higher (each regime's beta divided by it, its latency kept).
     compute_speedup: float = 1.0
     bandwidth_scale: float = 1.0
+    progress: Progress = Progress.INDEPENDENT  # how the collectives move beside compute (replay.Progress)
     _models: dict[tuple[str, int], Model] = field(default_factory=dict)
 
     def at(self, end: End) -> "StepCosts":
@@ -65,6 +67,10 @@ class StepCosts:
     def on(self, fabric: Fabric) -> "StepCosts":
         """The same costs with every collective's bandwidth the datasheet fabric's (models refitted for it)."""
         return replace(self, fabric=fabric, _models={})
+
+    def backends(self) -> set[str]:
+        """The backends the calibration's collectives ran on (the series' `backend`)."""
+        return {dict(k.fixed).get("backend", "-") for k in self.series}
 
     def used(self) -> dict[tuple[str, int], Model]:
         """The fitted models the replays asked for so far, by (series op, group size)."""

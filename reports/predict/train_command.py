@@ -6,7 +6,7 @@ import argparse
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from ..common.errors import InputError
@@ -18,7 +18,7 @@ from ..common.predicted_vs_measured import FIGURES, Job, comparable, error, job_
 from .compute import Wanted, compute_rates
 from .predict import describe_fit
 from .prediction_record import prediction_document, prediction_record
-from .replay import StepReplay, replay
+from .replay import Progress, StepReplay, replay
 from .formulas import Point
 from .series import SeriesKey, all_series
 from .step_costs import End, StepCosts
@@ -34,6 +34,9 @@ def add_parser(ps: Any, calibration: Any, fabric_help: str) -> None:
     t.add_argument("--transport", help="the transport series to fit (needed when the calibration measured several)")
     t.add_argument("--fabric", action="append", default=[], metavar="NAME", help="what-if: the step with every "
                    f"collective's bandwidth the datasheet's for this fabric (repeatable; {fabric_help})")
+    t.add_argument("--progress", choices=PROGRESS_CHOICES, default="auto", help="how a collective moves beside compute: "
+                   "independent (from its issue: NCCL), in-waits (only once its members wait for it: MPI's nonblocking "
+                   "collectives), auto (by the calibration's backend; default)")
     t.add_argument("--compute-speedup", type=float, metavar="X", help="what-if: compute X times faster than the "
                    "calibration's (another device's measured or datasheet ratio)")
     t.add_argument("--target-ms", type=float, metavar="MS", help="what the step would need to take MS: its collectives' "
@@ -104,8 +107,21 @@ def _schedules(plan: PlanDoc) -> dict[int, list[dict[str, Any]]]:
 
 def predict_plan(plan: PlanDoc, costs: StepCosts) -> Predicted:
     schedules = _schedules(plan)
-    low, high = (replay(schedules, costs.at(e)).step_us for e in (End.LOW, End.HIGH))
-    return Predicted(replay(schedules, costs), (low, high))
+    low, high = (replay(schedules, costs.at(e), costs.progress).step_us for e in (End.LOW, End.HIGH))
+    return Predicted(replay(schedules, costs, costs.progress), (low, high))
+
+
+_PROGRESS_WORDS = {Progress.INDEPENDENT: "from their issue on, beside compute (independent)",
+                   Progress.IN_WAITS: "only while their members wait for them, as MPI's do (in-waits)"}
+PROGRESS_CHOICES = ("auto",) + tuple(p.value for p in Progress)
+
+
+def progress_of(choice: str, costs: StepCosts) -> Progress:
+    """--progress: as asked, or (auto) IN_WAITS where the calibration's collectives ran on MPI, whose nonblocking
+    collectives move only inside the library, INDEPENDENT where they ran on NCCL's own stream."""
+    if choice != "auto":
+        return Progress(choice)
+    return Progress.IN_WAITS if "mpi" in costs.backends() else Progress.INDEPENDENT
 
 
 def _check_what_ifs(args: argparse.Namespace) -> None:
@@ -129,7 +145,7 @@ def _needs(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts) -> list[Ne
     if not args.target_ms:
         return []
     schedules = _schedules(plan)
-    return [needed(lambda c: replay(schedules, c).step_us, costs, args.target_ms * 1e3, k) for k in Knob]
+    return [needed(lambda c: replay(schedules, c, c.progress).step_us, costs, args.target_ms * 1e3, k) for k in Knob]
 
 
 def run(args: argparse.Namespace, fabrics: list[Fabric]) -> int:
@@ -138,6 +154,7 @@ def run(args: argparse.Namespace, fabrics: list[Fabric]) -> int:
     measured = _measured(args.measured, plan) if args.measured else None
     results = load_results(args.calibration)
     costs = costs_for(plan, results, all_series(results), args.calibration, args.transport)
+    costs = replace(costs, progress=progress_of(args.progress, costs))
     p = predict_plan(plan, costs)
     on = _what_ifs(args, plan, costs, fabrics)
     needs = _needs(args, plan, costs)
@@ -179,6 +196,7 @@ def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, prediction
     p, band = prediction.nominal, prediction.band
     print(f"# trainscope predict train: {plan.describe()}; plan {plan.path}; calibration {', '.join(args.calibration)}")
     print(f"# compute: {costs.rates.describe()}")
+    print(f"# collectives move {_PROGRESS_WORDS[costs.progress]} (--progress {args.progress})")
     for (op, ranks), fitted in sorted(costs.used().items()):
         first, *regimes = describe_fit(fitted)
         print(f"# {op} on {ranks} ranks: {first}")

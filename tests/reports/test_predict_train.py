@@ -292,3 +292,24 @@ def test_the_prediction_is_a_trainscope_result_naming_what_it_was_made_from(file
                                    "ib-ndr", "--json", str(out)]
     assert run["config"]["label"] == "prediction: mlp tiny, dp=2 at 2 ranks (micro-batch 8 x 1)"
     assert [h["hostname"] for h in run["hosts"]] == ["node-a"]  # the calibration's: the cluster it is of
+
+
+def test_progress_decides_whether_an_issued_collective_hides_behind_compute(write_doc, files, capsys, tmp_path):
+    """The all-reduce issued before the backward (50 us each): independent, it runs beside it (100 us); in-waits, as
+    MPI's do, it moves only once waited for (150 us). auto follows the calibration's backend: MPI here."""
+    cal, _ = files
+    overlapped = {"events": [{"compute": "forward", "layer": 0, "micro_batch": 0, "flops": LAYER_FLOPS},
+                             {"issue": 1, "op": "all_reduce", "group": "dp", "group_size": 2, "members": [0, 1],
+                              "bytes": BUCKET},
+                             {"compute": "backward", "layer": 0, "micro_batch": 0, "flops": 2 * LAYER_FLOPS},
+                             {"wait": 1}, {"compute": "optimizer", "elements": ELEMENTS}]}
+    plan = write_doc("overlapped.json", plan_doc([plan_record(0, sched=overlapped), plan_record(1, sched=overlapped)]))
+    steps = {}
+    for progress in ("independent", "in-waits", "auto"):
+        out = tmp_path / f"{progress}.json"
+        code, got = predict(["--calibration", cal, "--plan", str(plan), "--progress", progress, "--json", str(out)], capsys)
+        assert code == 0, got.err
+        record = next(r for r in json.loads(out.read_text())["records"] if r["kind"] == "train_prediction")
+        steps[progress] = (record["step_us"], record["progress"])
+    assert steps == {"independent": (pytest.approx(100.0), "independent"), "in-waits": (pytest.approx(150.0), "in-waits"),
+                     "auto": (pytest.approx(150.0), "in-waits")}

@@ -7,7 +7,7 @@ from reports.common.collective_facts import collective
 from reports.common.errors import InputError
 from reports.predict.fit import Fit
 from reports.predict.formulas import AlgorithmFit
-from reports.predict.replay import replay
+from reports.predict.replay import Progress, replay
 from reports.predict.schedule import Compute, Optimizer, Phase
 
 
@@ -222,6 +222,57 @@ def test_a_prefetched_gather_is_exposed_by_what_the_previous_layers_compute_does
     assert r.step_us == sum(compute) + exposed
 
 
+def test_in_waits_a_prefetched_gather_hides_behind_nothing():
+    """MPI's progress: a gather moves only once its members wait for it (the next layer's, issued early, does not move
+    while this one's wait runs), so prefetching hides nothing and every gather is exposed whole."""
+    compute, gather = [10.0, 4.0, 8.0], [6.0, 13.0, 3.0]
+    by_bytes = {1000 * (i + 1): g for i, g in enumerate(gather)}
+    c = Costs(per_layer=dict(enumerate(compute)), op=lambda op, p, n: by_bytes[n])
+    r = replay({0: zero3_events(3), 1: zero3_events(3)}, c, Progress.IN_WAITS)
+    for t in r.ranks:
+        assert (t.compute_us, t.transfer_us, t.waiting_us) == (sum(compute), sum(gather), 0.0)
+    assert r.step_us == sum(compute) + sum(gather)
+
+
+def test_in_waits_a_bucket_sent_during_the_backward_waits_for_the_backward_to_end():
+    """two_bucket_dp's first bucket (7 us) no longer runs under layer 0's backward: both buckets start at 60 (the
+    wait), one after the other on the communicator: 60..67, 67..86; the optimizer to 91."""
+    r = replay({0: two_bucket_dp(), 1: two_bucket_dp()}, ring_costs(), Progress.IN_WAITS)
+    assert r.step_us == 91.0
+    assert [(o.start_us, o.end_us) for o in r.ops] == [(60.0, 67.0), (67.0, 86.0)]
+    assert all(t.transfer_us == 26.0 for t in r.ranks)
+
+
+def test_in_waits_a_wait_for_a_later_op_moves_the_earlier_ones_first():
+    """Each rank issues A then B on one communicator and waits for B before A (ZeRO-3 retires a layer's gradients
+    late): the wait for B lets A move first (the communicator runs it first), then B; nothing deadlocks."""
+    events = [fwd(0), issue(1, "reduce_scatter", (0, 1), 64), issue(2, "all_gather", (0, 1), 128), wait(2), fwd(1),
+              wait(1)]
+    c = Costs(op=lambda op, p, n: {64: 3.0, 128: 5.0}[n])
+    r = replay({0: events, 1: events}, c, Progress.IN_WAITS)
+    assert [(o.op, o.start_us, o.end_us) for o in r.ops] == [("reduce_scatter", 10.0, 13.0), ("all_gather", 13.0, 18.0)]
+    assert r.step_us == 28.0  # 10 + 3 + 5 + 10: A was done before the second wait
+
+
+def test_in_waits_a_rank_blocked_on_one_communicator_moves_its_ops_on_another():
+    """Rank 0 waits for B (on [0, 1, 2]) before A (on [0, 1]); rank 1 waits for A first: blocked in B's wait, rank 0
+    lets A move, and rank 1 blocked in A's lets B move: both run from 0 (two communicators), no deadlock of the
+    mode's making (without the rule, each would wait for the other's arrival)."""
+    zero = [issue(1, "all_reduce", (0, 1), 64), issue(2, "all_reduce", (0, 1, 2), 128), wait(2), wait(1)]
+    one = [issue(1, "all_reduce", (0, 1), 64), issue(2, "all_reduce", (0, 1, 2), 128), wait(1), wait(2)]
+    two = [issue(2, "all_reduce", (0, 1, 2), 128), wait(2)]
+    c = Costs(op=lambda op, p, n: {64: 3.0, 128: 5.0}[n])
+    r = replay({0: zero, 1: one, 2: two}, c, Progress.IN_WAITS)
+    assert [(o.bytes, o.start_us, o.end_us) for o in r.ops] == [(64, 0.0, 3.0), (128, 0.0, 5.0)]
+
+
+def test_in_waits_leaves_a_pipelines_transfers_independent():
+    """Sends and receives go eagerly under MPI too: the 1F1B pipeline's step is the same in both modes."""
+    schedules = {s: pipeline_events("1f1b", s, 2, 4) for s in range(2)}
+    c = Costs(op=lambda op, p, n: 2.0)
+    assert replay(schedules, c, Progress.IN_WAITS).step_us == replay(schedules, c).step_us
+
+
 # ---- communicators ----
 
 def test_two_ops_on_one_communicator_run_one_after_the_other():
@@ -373,9 +424,13 @@ class FlopCosts:
 
 
 @settings(max_examples=150, deadline=None)
-@given(valid_schedules())
-def test_a_valid_schedule_replays_with_no_negative_time(schedules):
-    r = replay(schedules, FlopCosts())
+@given(valid_schedules(), st.sampled_from(list(Progress)))
+def test_a_valid_schedule_replays_with_no_negative_time(schedules, progress):
+    """In either mode of progress: a schedule that replays in one replays in the other (no deadlock of the mode's
+    making), and MPI's is never faster than independent progress."""
+    r = replay(schedules, FlopCosts(), progress)
+    if progress is Progress.IN_WAITS:
+        assert r.step_us >= replay(schedules, FlopCosts()).step_us
     assert r.step_us == max(t.step_us for t in r.ranks)
     for t in r.ranks:
         assert min(t.idle_us, t.waiting_us, t.transfer_us, t.pipeline_wait_us) >= 0
@@ -384,4 +439,4 @@ def test_a_valid_schedule_replays_with_no_negative_time(schedules):
     for o in r.ops:
         assert o.last_arrival_us <= o.start_us <= o.end_us
     # The walk's order of ranks changes nothing.
-    assert replay(dict(reversed(list(schedules.items()))), FlopCosts()) == r
+    assert replay(dict(reversed(list(schedules.items()))), FlopCosts(), progress) == r
