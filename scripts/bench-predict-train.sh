@@ -29,13 +29,10 @@ mpirun -np 2 --oversubscribe "$TS" collectives --backend mpi -b 8 -e 8M -f 4 -n 
 echo "# calibrated collectives: $work/sweep.json"
 for spec in $MODELS; do
   model="${spec%%:*}" preset="${spec##*:}" m="$work/${spec/:/-}"
-  cal=("$work/sweep.json")
-  for mb in 4 8 16; do  # the micro-batches the layouts run at: batch 16 over dp 2 x 1..2 micro-batches, pp's 4
-    # One thread: what each of 2 ranks gets on this 2-core VM (compute_threads.cpp divides the cores among a host's ranks).
-    TRAINSCOPE_THREADS=1 "$TS" train --model "$model" --preset "$preset" --batch "$mb" --steps "$STEPS" --no-ceiling --log-every 1000 \
-      --json "$m-cal-$mb.json" >/dev/null
-    cal+=("$m-cal-$mb.json")
-  done
+  # The micro-batches the layouts run at: batch 16 over dp 2 x 1..2 micro-batches, pp's 4.
+  # shellcheck disable=SC2207  # mktemp paths have no spaces; an assignment fails with its substitution (set -e)
+  cal=($(ts_compute_calibration "$TS" "$model" "$preset" "$STEPS" "$m" 4 8 16))
+  cal+=("$work/sweep.json")
   if [[ -n "$DP_CALIBRATION" ]]; then  # a 2-rank data-parallel run: compute under both ranks' contention (--dp 2 itself)
     mpirun -np 2 --oversubscribe "$TS" train --model "$model" --preset "$preset" --batch "$BATCH" --dp 2 \
       --steps "$STEPS" --no-ceiling --log-every 1000 --json "$m-cal-dp2.json" >/dev/null

@@ -83,3 +83,17 @@ ts_apt_install() {
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
+
+# The compute calibration of scripts/bench-predict-*.sh: one-process runs of a model at each micro-batch a layout
+# runs at, one compute thread (what each of 2 ranks gets on a 2-core host: compute_threads.cpp divides a host's cores
+# among its ranks). Prints the result files' paths, one a line.
+#   ts_compute_calibration TRAINSCOPE MODEL PRESET STEPS OUT_PREFIX MICRO_BATCH...
+ts_compute_calibration() {
+  local ts="$1" model="$2" preset="$3" steps="$4" out="$5" mb
+  shift 5
+  for mb in "$@"; do
+    TRAINSCOPE_THREADS=1 "$ts" train --model "$model" --preset "$preset" --batch "$mb" --steps "$steps" --no-ceiling \
+      --log-every 1000 --json "$out-cal-$mb.json" >/dev/null
+    echo "$out-cal-$mb.json"
+  done
+}

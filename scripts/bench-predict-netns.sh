@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): `trainscope predict train` against training steps measured across the network-namespace
+# cluster (scripts/netns-cluster.sh) at several link rates (issue #41's fabric validation). 2 hosts x 1 rank: on a
+# 2-core machine one rank per host keeps each rank's compute to one core, as the calibration's.
+# Compute calibration, taken once (compute does not cross the link): one-process runs of each model at the
+# micro-batches the layouts use, one thread. Then per rate, every host's link capped at it both ways (tbf; "off":
+# unshaped): a `collectives` sweep at 2 ranks across the cluster of the ops the layouts issue, and per model and
+# layout the plan (`train --plan 2`, made once), a run across the cluster and `predict train` from that rate's sweep.
+# The fabric what-if: each rate's runs predicted again from the reference rate's sweep (the last rate), against the
+# prediction from the rate's own sweep: swapping a link class's measured costs for another's is what moves it.
+# Per rate: model, layout, predicted, band, measured, error; median and worst |error|; Kendall tau of the layouts'
+# predicted vs measured ranking per model (issue #41's goal: median <= 10%, every layout within 25%, tau >= 0.8).
+# dp-calibration non-empty: compute is also calibrated from a `--dp 2` run across the cluster before any link is
+# shaped (compute under both ranks' contention; compute.py prefers it at its micro-batch and world size).
+#   scripts/bench-predict-netns.sh [rates="100mbit 1gbit off"] [steps=20] [models="mlp:small transformer:tiny"] [dp-calibration=]
+# TS_BENCH_KEEP=DIR keeps the result files there (plans, runs, sweeps, predictions: `report` and `compare` read them).
+# With TS_BUILD_GIVEN=1 the trainscope in TS_BUILD (default build/) is used as it is, without setup.sh.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+# Checked before any work: the cluster needs root and iproute2's netns.
+[ "$(id -u)" = 0 ] || { echo "bench-predict-netns: error: needs root (the cluster's network namespaces)" >&2; exit 2; }
+ip netns list >/dev/null 2>&1 || { echo "bench-predict-netns: error: 'ip netns' is unavailable (iproute2)" >&2; exit 2; }
+RATES="${1:-100mbit 1gbit off}"
+STEPS="${2:-20}"
+MODELS="${3:-mlp:small transformer:tiny}"
+DP_CALIBRATION="${4:-}"
+BATCH=16
+LAYOUTS=("--dp 2" "--dp 2 --overlap off" "--dp 2 --zero 1" "--dp 2 --zero 3 --prefetch 0" "--tp 2"
+         "--pp 2 --micro-batches 4")
+# Its own prefix and subnet: a cluster the user or the tests have up stays theirs.
+export TS_NETNS_PREFIX="${TS_NETNS_PREFIX:-tsbench}" TS_NETNS_NET="${TS_NETNS_NET:-10.78.0}"
+CLUSTER="$TS_ROOT/scripts/netns-cluster.sh"
+ts_bench_start
+# The cluster goes with the script, failed or not.
+trap '"$CLUSTER" down; [ -z "${TS_BENCH_KEEP:-}" ] || cp -r "$work/." "$TS_BENCH_KEEP"; rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM  # interrupted: exit, which runs the EXIT trap (bash takes it when the running command ends)
+ts_mpi_env
+PY="$(ts_python scipy)"
+TS="$TS_BUILD/trainscope"
+say() { ts_stage bench-predict-netns "$@"; }
+# mpirun across the cluster, one rank per host, each rank with one compute thread (as the calibration).
+across() { "$CLUSTER" launch mpirun -np 2 -x TRAINSCOPE_THREADS=1 "$TS" "$@"; }
+
+echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+for spec in $MODELS; do
+  model="${spec%%:*}" preset="${spec##*:}" m="$work/${spec/:/-}"
+  # The micro-batches the layouts run at: batch 16 over dp 2, tp's whole 16, pp's 16 / 4.
+  ts_compute_calibration "$TS" "$model" "$preset" "$STEPS" "$m" 4 8 16 >"$m-cal.list"
+  for i in "${!LAYOUTS[@]}"; do
+    read -r -a flags <<<"${LAYOUTS[$i]}"
+    extra=(); [[ "$model" == cnn ]] && extra=(--sync-bn off)  # SyncBatchNorm has no schedule yet
+    "$TS" train --model "$model" --preset "$preset" --batch "$BATCH" "${extra[@]}" "${flags[@]}" --plan 2 \
+      --json "$m-plan-$i.json" >/dev/null
+  done
+  say "$spec: compute calibrated, ${#LAYOUTS[@]} plans made"
+done
+"$CLUSTER" up 2
+if [[ -n "$DP_CALIBRATION" ]]; then
+  for spec in $MODELS; do
+    model="${spec%%:*}" preset="${spec##*:}" m="$work/${spec/:/-}"
+    extra=(); [[ "$model" == cnn ]] && extra=(--sync-bn off)
+    across train --model "$model" --preset "$preset" --batch "$BATCH" "${extra[@]}" --dp 2 --steps "$STEPS" \
+      --no-ceiling --log-every 1000 --json "$m-cal-dp2.json" >/dev/null
+    echo "$m-cal-dp2.json" >>"$m-cal.list"
+    say "$spec: compute calibrated from --dp 2 across the unshaped cluster"
+  done
+fi
+REF="${RATES##* }"
+for rate in $RATES; do
+  for h in 1 2; do "$CLUSTER" shape "$TS_NETNS_PREFIX-h$h" "$rate"; done
+  r="$work/rate-$rate"
+  mkdir -p "$r"
+  # Few iterations where a link is slow: an 8 MiB all-reduce takes about a second at 100 Mbit/s.
+  iters=50; [ "$rate" = off ] || iters=5
+  across collectives --backend mpi -b 8 -e 8M -f 4 -n "$iters" -w 1 --placement out \
+    --ops all_reduce,all_gather,reduce_scatter,sendrecv --json "$r/sweep.json" >/dev/null
+  say "rate $rate: collectives swept ($iters iterations)"
+  for spec in $MODELS; do
+    model="${spec%%:*}" preset="${spec##*:}" m="$work/${spec/:/-}"
+    for i in "${!LAYOUTS[@]}"; do
+      read -r -a flags <<<"${LAYOUTS[$i]}"
+      extra=(); [[ "$model" == cnn ]] && extra=(--sync-bn off)
+      across train --model "$model" --preset "$preset" --batch "$BATCH" "${extra[@]}" "${flags[@]}" --steps "$STEPS" \
+        --no-ceiling --log-every 1000 --json "$r/${spec/:/-}-run-$i.json" >/dev/null
+      echo "$spec|${LAYOUTS[$i]}" >"$r/${spec/:/-}-layout-$i.txt"
+      say "rate $rate: $spec ${LAYOUTS[$i]} measured"
+    done
+  done
+done
+echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+# Predictions after the runs (they need no cluster): from each rate's own sweep, and from the reference rate's.
+for rate in $RATES; do
+  r="$work/rate-$rate"
+  for spec in $MODELS; do
+    m="$work/${spec/:/-}"
+    mapfile -t cal <"$m-cal.list"
+    for i in "${!LAYOUTS[@]}"; do
+      for from in own ref; do
+        sweep="$r/sweep.json"; [ "$from" = own ] || sweep="$work/rate-$REF/sweep.json"
+        out="$r/${spec/:/-}-predict-$from-$i"
+        "$TS" predict train --calibration "${cal[@]}" "$sweep" --plan "$m-plan-$i.json" \
+          --measured "$r/${spec/:/-}-run-$i.json" --json "$out.json" >"$out.log" 2>&1 ||
+          echo "# rate $rate $spec ${LAYOUTS[$i]}: not predicted from the $from sweep ($(tail -1 "$out.log"))"
+      done
+    done
+  done
+done
+"$PY" - "$work" "$RATES" "$REF" <<'PYEOF'
+import glob, json, os, statistics, sys
+from scipy.stats import kendalltau
+work, rates, ref = sys.argv[1], sys.argv[2].split(), sys.argv[3]
+
+def record(path):
+    if not os.path.exists(path):
+        return None
+    (d,) = json.load(open(path))["records"]  # the one train_prediction record (docs/prediction.md)
+    return d
+
+for rate in rates:
+    print(f"\n# rate {rate}: predicted from its own sweep; 'from {ref}' is the fabric what-if (the {ref} sweep)")
+    print(f"# {'model':<17} {'layout':<30} {'predicted(ms)':>13} {'band(ms)':>17} {'measured(ms)':>12} {'error':>8}"
+          f" {'from ' + ref + '(ms)':>14} {'error':>8}")
+    errors, ref_errors, by_model = [], [], {}
+    for lay in sorted(glob.glob(f"{work}/rate-{rate}/*-layout-*.txt")):
+        spec, layout = open(lay).read().strip().split("|")
+        own = record(lay.replace("-layout-", "-predict-own-").replace(".txt", ".json"))
+        other = record(lay.replace("-layout-", "-predict-ref-").replace(".txt", ".json"))
+        if own is None:
+            print(f"  {spec:<17} {layout:<30} not predicted")
+            continue
+        m, (lo, hi) = own["measured"], own["band_us"]
+        alt = f"{other['step_us'] / 1e3:>14.2f} {other['measured']['error']:>+8.1%}" if other else f"{'-':>14} {'-':>8}"
+        print(f"  {spec:<17} {layout:<30} {own['step_us'] / 1e3:>13.2f} {f'{lo / 1e3:.2f}..{hi / 1e3:.2f}':>17} "
+              f"{m['step_us'] / 1e3:>12.2f} {m['error']:>+8.1%} {alt}")
+        errors.append(abs(m["error"]))
+        if other:
+            ref_errors.append(abs(other["measured"]["error"]))
+        by_model.setdefault(spec, []).append((own["step_us"], m["step_us"]))
+    for spec, pairs in by_model.items():
+        if len(pairs) >= 2:
+            tau = kendalltau([p for p, _ in pairs], [q for _, q in pairs])[0]
+            print(f"# rate {rate} {spec}: Kendall tau of the layouts' predicted vs measured ranking {tau:.2f} "
+                  f"over {len(pairs)} layouts")
+    if errors:
+        print(f"# rate {rate}: {len(errors)} predictions from its own sweep: median |error| "
+              f"{statistics.median(errors):.1%}, worst {max(errors):.1%}; within 25%: "
+              f"{sum(e <= 0.25 for e in errors)} of {len(errors)}")
+    if ref_errors and rate != ref:
+        print(f"# rate {rate}: the same from the {ref} sweep (no swap): median |error| "
+              f"{statistics.median(ref_errors):.1%}, worst {max(ref_errors):.1%}")
+PYEOF
