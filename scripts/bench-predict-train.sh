@@ -49,8 +49,11 @@ for spec in $MODELS; do
     fi
     mpirun -np 2 --oversubscribe "$TS" train "${common[@]}" --steps "$STEPS" --no-ceiling --log-every 1000 \
       --json "$m-run-$i.json" >/dev/null
+    # Both modes of progress from the same measurements (docs/prediction.md, "--progress"): MPI's, and NCCL's.
     if ! "$TS" predict train --calibration "${cal[@]}" --plan "$m-plan-$i.json" --measured "$m-run-$i.json" \
-      --json "$m-predict-$i.json" >"$m-predict-$i.log" 2>&1; then
+      --progress in-waits --json "$m-predict-$i.json" >"$m-predict-$i.log" 2>&1 ||
+      ! "$TS" predict train --calibration "${cal[@]}" --plan "$m-plan-$i.json" --measured "$m-run-$i.json" \
+      --progress independent --json "$m-independent-$i.json" >>"$m-predict-$i.log" 2>&1; then
       echo "# $spec ${LAYOUTS[$i]}: not predicted ($(tail -1 "$m-predict-$i.log"))"
       continue
     fi
@@ -62,21 +65,30 @@ echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 import glob, json, statistics, sys
 from scipy.stats import kendalltau
 work, models = sys.argv[1], sys.argv[2].split()
-print(f"# {'model':<17} {'layout':<42} {'predicted(ms)':>13} {'band(ms)':>15} {'measured(ms)':>12} {'error':>8}")
-errors = []
+MODES = ("in-waits", "independent")  # the prediction files' modes: -predict- and -independent-
+print(f"# {'model':<17} {'layout':<42} {'in-waits(ms)':>12} {'error':>8} {'independent(ms)':>15} {'error':>8} "
+      f"{'measured(ms)':>12}")
+errors = {mode: [] for mode in MODES}
 for spec in models:
-    pred, meas = [], []
+    pred, meas = {mode: [] for mode in MODES}, []
     for path in sorted(glob.glob(f"{work}/{spec.replace(':', '-')}-predict-*.json")):
-        (d,) = json.load(open(path))["records"]  # the one train_prediction record (docs/prediction.md)
-        m = d["measured"]
+        records = {mode: json.load(open(p))["records"][0] for mode, p in
+                   zip(MODES, (path, path.replace("-predict-", "-independent-")))}  # one train_prediction record each
         layout = open(path.replace("-predict-", "-layout-").replace(".json", ".txt")).read().strip()
-        lo, hi = d["band_us"]
-        print(f"  {spec:<17} {layout:<42} {d['step_us'] / 1e3:>13.3f} {f'{lo / 1e3:.2f}..{hi / 1e3:.2f}':>15} "
-              f"{m['step_us'] / 1e3:>12.3f} {m['error']:>+8.1%}")
-        pred.append(d["step_us"]); meas.append(m["step_us"]); errors.append(abs(m["error"]))
-    if len(pred) >= 2:
-        print(f"# {spec}: Kendall tau of the layouts' predicted vs measured ranking {kendalltau(pred, meas)[0]:.2f} "
-              f"over {len(pred)} layouts")
-if errors:
-    print(f"# all {len(errors)} predictions: median |error| {statistics.median(errors):.1%}, worst {max(errors):.1%}")
+        measured = records[MODES[0]]["measured"]["step_us"]
+        cells = "".join(f" {records[mode]['step_us'] / 1e3:>{w}.3f} {records[mode]['measured']['error']:>+8.1%}"
+                        for mode, w in zip(MODES, (12, 15)))
+        print(f"  {spec:<17} {layout:<42}{cells} {measured / 1e3:>12.3f}")
+        meas.append(measured)
+        for mode in MODES:
+            pred[mode].append(records[mode]["step_us"])
+            errors[mode].append(abs(records[mode]["measured"]["error"]))
+    if len(meas) >= 2:
+        taus = ", ".join(f"{mode} {kendalltau(pred[mode], meas)[0]:.2f}" for mode in MODES)
+        print(f"# {spec}: Kendall tau of the layouts' predicted vs measured ranking over {len(meas)} layouts: {taus}")
+for mode in MODES:
+    if errors[mode]:
+        e = errors[mode]
+        print(f"# all {len(e)} predictions, {mode}: median |error| {statistics.median(e):.1%}, worst {max(e):.1%}, "
+              f"within 25%: {sum(x <= 0.25 for x in e)}")
 PYEOF
