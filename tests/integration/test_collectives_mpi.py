@@ -2,6 +2,7 @@
 formulas of docs/architecture.md, and every failure (bad input, planted wrong element, hang, dead rank) ends the way
 the issue asks: one clear line, a non-zero exit, the measured records kept, no half-written document."""
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -344,7 +345,8 @@ def peak_rss_per_rank(args):
            "--backend", "mpi", *[str(a) for a in args]]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=base_env(), timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    ranks = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    # Each rank prints one object; mpirun forwards both ranks' output as it comes, so two may share a line.
+    ranks = [json.loads(obj) for obj in re.findall(r'\{"rc": [^{}]*\}', proc.stdout)]
     assert len(ranks) == 2 and all(r["rc"] == 0 for r in ranks), proc.stdout + proc.stderr
     return [r["peak_kib"] * 1024 for r in ranks]
 
