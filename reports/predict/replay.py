@@ -241,9 +241,13 @@ class _Walk:
     def _enter(self, s: _Rank, rank: int, op: _Op) -> None:
         """IN_WAITS: the rank waits for `op`, so it and the ops its communicator runs before it move from now on; if it
         blocks, so do its ops on other communicators (the library progresses them while it is inside)."""
-        blocks = op.end is None
-        moving = [p for p in s.pending if p is op or (p.first.members == op.first.members and p.index < op.index)
-                  or (blocks and p.first.members != op.first.members)]
+        blocks = op.end is None or op.end > s.clock  # not done yet, or done only later: the rank sits in the library
+
+        def same_communicator(p: _Op) -> bool:  # a transfer is on none of the collectives' (pending holds collectives)
+            return op.sender is None and p.first.members == op.first.members
+
+        moving = [p for p in s.pending if p is op or (same_communicator(p) and p.index < op.index)
+                  or (blocks and not same_communicator(p))]
         for p in moving:
             self._arrive(p, rank, s.clock)
         s.pending = [p for p in s.pending if all(p is not m for m in moving)]

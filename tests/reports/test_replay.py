@@ -266,6 +266,16 @@ def test_in_waits_a_rank_blocked_on_one_communicator_moves_its_ops_on_another():
     assert [(o.bytes, o.start_us, o.end_us) for o in r.ops] == [(64, 0.0, 3.0), (128, 0.0, 5.0)]
 
 
+def test_in_waits_a_rank_blocked_on_a_transfer_moves_its_collectives():
+    """Hypothesis found it: rank 0 waits for the all-reduce, rank 1 for a receive from rank 0 over the same two
+    ranks. A transfer is on none of the collectives' communicators, so blocked in it, rank 1 lets the all-reduce
+    move; rank 0's send went eagerly. Both end, no deadlock."""
+    zero = [issue(0, "all_reduce", (0, 1), 0), issue(2, "send", (0, 1), 0, group="pp", peer=1), wait(0), wait(2)]
+    one = [issue(2, "recv", (0, 1), 0, group="pp", peer=0), issue(0, "all_reduce", (0, 1), 0), wait(2), wait(0)]
+    r = replay({0: zero, 1: one}, Costs(op=lambda op, p, n: 1.0), Progress.IN_WAITS)
+    assert r.step_us == 1.0 and len(r.ops) == 2
+
+
 def test_in_waits_leaves_a_pipelines_transfers_independent():
     """Sends and receives go eagerly under MPI too: the 1F1B pipeline's step is the same in both modes."""
     schedules = {s: pipeline_events("1f1b", s, 2, 4) for s in range(2)}
