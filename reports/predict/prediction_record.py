@@ -14,6 +14,7 @@ from ..common.json_types import JsonObject, Record, ResultDoc
 from ..common.load import Result
 from ..common.predicted_vs_measured import error, measured_figures, within_band
 from ..common.result_document import Envelope, checked, result_document, timestamp
+from .placement import links_by_group
 from .predict import describe_fit, regimes_json
 from .step_costs import StepCosts
 from .what_if import Need, WhatIf
@@ -23,7 +24,9 @@ if TYPE_CHECKING:
 
 # The options of `predict train` a prediction's run config states, as (record key, argparse dest).
 OPTIONS = (("calibration", "calibration"), ("plan", "plan"), ("measured", "measured"), ("transport", "transport"),
-           ("fabric", "fabric"), ("compute_speedup", "compute_speedup"), ("target_ms", "target_ms"))
+           ("fabric", "fabric"), ("compute_speedup", "compute_speedup"), ("target_ms", "target_ms"),
+           ("ranks_per_host", "ranks_per_host"), ("intra_transport", "intra_transport"),
+           ("inter_transport", "inter_transport"))
 
 
 def _compute(costs: StepCosts) -> JsonObject:
@@ -34,10 +37,10 @@ def _compute(costs: StepCosts) -> JsonObject:
 
 
 def _collectives(costs: StepCosts) -> list[JsonObject]:
-    return [{"op": op, "group_size": ranks, "series": m.key.as_json(), "fitted_ranks": list(m.fitted_ranks),
+    return [{"op": op, "group_size": ranks, "link": link.value, "series": m.key.as_json(), "fitted_ranks": list(m.fitted_ranks),
              "points": m.points, "measured_bytes": [m.smallest, m.largest], "regimes": regimes_json(m),
              "description": describe_fit(m)}
-            for (op, ranks), m in sorted(costs.used().items())]
+            for (op, ranks, link), m in sorted(costs.used().items())]
 
 
 def _per_rank(plan: PlanDoc, predicted: Predicted) -> list[JsonObject]:
@@ -70,6 +73,7 @@ def prediction_record(plan: PlanDoc, costs: StepCosts, predicted: Predicted, wha
             "ranks": first["ranks"], "backend": plan.backend, "precision": plan.precision, "batch": plan.batch,
             "micro_batch": first["micro_batch"], "micro_batches": first["micro_batches"], "plan": plan.path,
             "calibration": list(costs.calibration), "transport": costs.transport, "progress": costs.progress.value,
+            "placement": costs.placement.as_json(links_by_group(costs.placement, plan.records)) if costs.placement else None,
             "compute": _compute(costs),
             "collectives": _collectives(costs), "step_us": p.step_us, "band_us": list(predicted.band),
             "throughput_per_s": plan.batch / p.step_us * 1e6 if p.step_us > 0 else None,

@@ -5,8 +5,9 @@ the trainer runs things in rather than out of a formula per layout (docs/archite
 The semantics, each an assumption the costs are read under:
 
 - Costs (the `Costs` protocol) give a compute event's time on a rank (`compute_us`: forward, backward, recompute,
-  optimizer) and an op's time once every member has arrived (`op_us(op, group_size, bytes)`: a collective, or a
-  send/recv pair's transfer, asked as op "send" with the pair's group_size and bytes).
+  optimizer) and an op's time once every member has arrived (`op_us(op, group_size, bytes, members)`: a collective,
+  or a send/recv pair's transfer, asked as op "send" with the pair's group_size, bytes and two ranks; the members say
+  which link the op crosses: placement.py).
 - Each rank has one compute stream: its compute events run one after another, in program order. An issue takes no
   time and records the rank's arrival at the op. A wait blocks the rank until the op ends (no time if it has).
 - A collective is the k-th issue on its `members` list on every member (the CommTracker's rule; op, group and bytes
@@ -57,7 +58,7 @@ class Progress(Enum):
 class Costs(Protocol):
     def compute_us(self, event: Compute | Optimizer, rank: int) -> float: ...
 
-    def op_us(self, op: str, group_size: int, nbytes: int) -> float: ...
+    def op_us(self, op: str, group_size: int, nbytes: int, members: tuple[int, ...]) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -264,8 +265,8 @@ class _Walk:
             op.start = op.last_arrival
         e = op.first
         name = TRANSFER_OP if op.sender is not None else e.op
-        op.end = op.start + self._cost(self.costs.op_us(name, e.group_size, e.bytes), f"{name} of {e.bytes} bytes on "
-                                       f"{e.group} ({e.group_size} ranks)")
+        op.end = op.start + self._cost(self.costs.op_us(name, e.group_size, e.bytes, e.members), f"{name} of {e.bytes} "
+                                       f"bytes on {e.group} ({e.group_size} ranks)")
         self.ready.extend(op.waiters)
         op.waiters.clear()
 

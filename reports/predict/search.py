@@ -22,6 +22,7 @@ from typing import Any
 from ..common.errors import InputError
 from ..common.files import write_atomically
 from ..common.load import load_results
+from . import placement
 from .series import all_series
 from .train_command import PROGRESS_CHOICES, PlanDoc, Predicted, costs_for, load_plan, predict_plan, progress_of
 
@@ -86,7 +87,7 @@ def add_parser(ps: Any, calibration: Any) -> None:
     calibration(s)
     s.add_argument("--ranks", required=True, type=int, help="the ranks to lay the model out over")
     s.add_argument("--memory-limit", default="0", help="bytes per rank a layout must fit (as train's; 0: no limit)")
-    s.add_argument("--transport", help="the transport series to fit (needed when the calibration measured several)")
+    placement.add_arguments(s)
     s.add_argument("--progress", choices=PROGRESS_CHOICES, default="auto", help="how a collective moves beside compute "
                    "(as predict train's; auto: by the calibration's backend)")
     s.add_argument("--top", type=int, default=10, help="layouts to list (default 10; the skipped are counted)")
@@ -133,9 +134,11 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--ranks {args.ranks}: from 1 to {1 << 16}")
     if args.top < 1:
         raise InputError(f"--top {args.top}: 1 or more")
+    placement.check_ranks_per_host(args, args.ranks)
     flags, binary = _train_flags(args), _trainscope()
     results = load_results(args.calibration)
     series = all_series(results)
+    where = placement.placement_of(args, args.ranks, series)  # a bad one is one line before any candidate is planned
     outcomes = []
     todo = candidates(args.ranks)
     with tempfile.TemporaryDirectory(prefix="trainscope-search-") as folder:
@@ -146,19 +149,19 @@ def run(args: argparse.Namespace) -> int:
                 outcomes.append(Outcome(c, None, None, plan))
                 continue
             try:
-                costs = costs_for(plan, results, series, args.calibration, args.transport)
+                costs = costs_for(plan, results, series, args.calibration, args)
                 costs = replace(costs, progress=progress_of(args.progress, costs))
                 outcomes.append(Outcome(c, plan, predict_plan(plan, costs), ""))
             except InputError as e:  # a cost the calibration lacks (an op it did not measure): that candidate only
                 outcomes.append(Outcome(c, None, None, f"not predicted: {e}"))
-    _print(args, flags, outcomes)
+    _print(args, flags, outcomes, where)
     if args.json:
-        write_atomically(args.json, json.dumps(_doc(args, flags, outcomes), indent=2) + "\n")
+        write_atomically(args.json, json.dumps(_doc(args, flags, outcomes, where), indent=2) + "\n")
         print(f"# written: {args.json}")
     return 0
 
 
-def _doc(args: argparse.Namespace, flags: Sequence[str], outcomes: list[Outcome]) -> dict[str, Any]:
+def _doc(args: argparse.Namespace, flags: Sequence[str], outcomes: list[Outcome], where: placement.Placement) -> dict[str, Any]:
     def one(o: Outcome) -> dict[str, Any]:
         c = o.candidate
         got: dict[str, Any] = {"layout": o.candidate.name, "dp": c.dp, "tp": c.tp, "pp": c.pp, "zero": c.zero,
@@ -170,7 +173,7 @@ def _doc(args: argparse.Namespace, flags: Sequence[str], outcomes: list[Outcome]
             got["refused"] = o.skipped
         return got
     return {"ranks": args.ranks, "train_flags": list(flags), "memory_limit": args.memory_limit,
-            "candidates": [one(o) for o in outcomes]}
+            "placement": where.as_json(), "candidates": [one(o) for o in outcomes]}
 
 
 def _rank_key(o: Outcome) -> tuple[bool, float]:
@@ -178,11 +181,12 @@ def _rank_key(o: Outcome) -> tuple[bool, float]:
     return (not o.fits, o.predicted.nominal.step_us if o.predicted else 0.0)
 
 
-def _print(args: argparse.Namespace, flags: Sequence[str], outcomes: list[Outcome]) -> None:
+def _print(args: argparse.Namespace, flags: Sequence[str], outcomes: list[Outcome], where: placement.Placement) -> None:
     planned = sorted((o for o in outcomes if o.predicted), key=_rank_key)
     print(f"# trainscope predict search: {' '.join(flags)} on {args.ranks} ranks"
           + (f", at most {args.memory_limit} per rank" if args.memory_limit != "0" else "")
           + f"; calibration {', '.join(args.calibration)}")
+    print(f"# placement: {where.describe()}")
     print(f"# {'':>3} {'step(ms)':>10} {'band(ms)':>17} {'samples/s':>11} {'peak MiB':>9} {'fits':>5}  layout")
     for i, o in enumerate(planned[:args.top], 1):
         assert o.predicted and o.plan

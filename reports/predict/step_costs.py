@@ -1,6 +1,7 @@
 """The cost of each event of a step's schedule (the replay's Costs): compute from the calibration's one-process run
 (compute.py), each collective from its fitted series at the group size it runs in (predict.model: the fit where that
-group size was measured, the algorithm's form where not), a pipeline's send/recv from the sendrecv series. A what-if
+group size was measured, the algorithm's form where not), a pipeline's send/recv from the sendrecv series; the series
+of the link class the op's members cross (placement.py: intra-host where they share a host, else inter-host). A what-if
 fabric (--fabric) swaps every fitted bandwidth for the datasheet's and keeps the fitted latencies (predict.on_fabric).
 
 The band: the same replay with every cost at the low and at the high end of its own band (the largest residual of
@@ -14,6 +15,7 @@ from ..common.collective_facts import collective
 from ..common.link_datasheet import Fabric
 from .compute import ComputeRates
 from .formulas import Point
+from .placement import LinkClass, Placement
 from .predict import Model, faster_links, model, on_fabric
 from .replay import Progress
 from .schedule import Compute, Optimizer, Phase
@@ -44,7 +46,8 @@ class StepCosts:
     compute_speedup: float = 1.0
     bandwidth_scale: float = 1.0
     progress: Progress = Progress.INDEPENDENT  # how the collectives move beside compute (replay.Progress)
-    _models: dict[tuple[str, int], Model] = field(default_factory=dict)
+    placement: Placement | None = None  # where the ranks sit: each op's link class and its series (None: `transport`)
+    _models: dict[tuple[str, int, LinkClass], Model] = field(default_factory=dict)
 
     def at(self, end: End) -> "StepCosts":
         """The same costs at one end of their bands (the fitted models shared)."""
@@ -55,14 +58,15 @@ class StepCosts:
         return replace(self, compute_speedup=self.compute_speedup * compute_speedup,
                        bandwidth_scale=self.bandwidth_scale * bandwidth_scale, _models=models)
 
-    def model_of(self, op: str, group_size: int) -> Model:
+    def model_of(self, op: str, group_size: int, link: LinkClass = LinkClass.INTRA) -> Model:
         name = POINT_TO_POINT.get(op, op)
-        if (name, group_size) not in self._models:
-            key, points = select(self.series, name, self.transport, "float32", "out", self.calibration)
+        if (name, group_size, link) not in self._models:
+            transport = self.placement.transport(link) if self.placement else self.transport
+            key, points = select(self.series, name, transport, "float32", "out", self.calibration)
             m = model(collective(name), key, points, group_size)
             m = on_fabric(m, self.fabric) if self.fabric else m
-            self._models[(name, group_size)] = faster_links(m, self.bandwidth_scale) if self.bandwidth_scale != 1 else m
-        return self._models[(name, group_size)]
+            self._models[(name, group_size, link)] = faster_links(m, self.bandwidth_scale) if self.bandwidth_scale != 1 else m
+        return self._models[(name, group_size, link)]
 
     def on(self, fabric: Fabric) -> "StepCosts":
         """The same costs with every collective's bandwidth the datasheet fabric's (models refitted for it)."""
@@ -72,8 +76,8 @@ class StepCosts:
         """The backends the calibration's collectives ran on (the series' `backend`)."""
         return {dict(k.fixed).get("backend", "-") for k in self.series}
 
-    def used(self) -> dict[tuple[str, int], Model]:
-        """The fitted models the replays asked for so far, by (series op, group size)."""
+    def used(self) -> dict[tuple[str, int, LinkClass], Model]:
+        """The fitted models the replays asked for so far, by (series op, group size, link class)."""
         return dict(self._models)
 
     def compute_us(self, event: Compute | Optimizer, rank: int) -> float:
@@ -84,7 +88,8 @@ class StepCosts:
             t = event.flops * (r.backward_us_per_flop if event.phase is Phase.BACKWARD else r.forward_us_per_flop)
         return t * (1 + self.end.value * (r.band_high if self.end is End.HIGH else r.band_low)) / self.compute_speedup
 
-    def op_us(self, op: str, group_size: int, nbytes: int) -> float:
-        m = self.model_of(op, group_size)
+    def op_us(self, op: str, group_size: int, nbytes: int, members: tuple[int, ...] = ()) -> float:
+        link = self.placement.link_of(members) if self.placement else LinkClass.INTRA
+        m = self.model_of(op, group_size, link)
         t = m.algorithm.time_us(m.ranks, nbytes)
         return max(0.0, t * (1 + self.end.value * m.band(nbytes)))

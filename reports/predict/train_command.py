@@ -15,6 +15,7 @@ from ..common.json_types import Record
 from ..common.link_datasheet import Fabric
 from ..common.load import Result, load_results
 from ..common.predicted_vs_measured import FIGURES, Job, comparable, error, job_of_train, predicted
+from . import placement
 from .compute import Wanted, compute_rates
 from .predict import describe_fit
 from .prediction_record import prediction_document, prediction_record
@@ -31,7 +32,7 @@ def add_parser(ps: Any, calibration: Any, fabric_help: str) -> None:
     calibration(t)
     t.add_argument("--plan", required=True, metavar="PLAN", help="the result of `trainscope train <flags> --plan N --json "
                    "PLAN`: every rank's schedule of one step")
-    t.add_argument("--transport", help="the transport series to fit (needed when the calibration measured several)")
+    placement.add_arguments(t)
     t.add_argument("--fabric", action="append", default=[], metavar="NAME", help="what-if: the step with every "
                    f"collective's bandwidth the datasheet's for this fabric (repeatable; {fabric_help})")
     t.add_argument("--progress", choices=PROGRESS_CHOICES, default="auto", help="how a collective moves beside compute: "
@@ -88,11 +89,14 @@ def load_plan(path: str) -> PlanDoc:
 
 
 def costs_for(plan: PlanDoc, results: Sequence[Result], series: dict[SeriesKey, list[Point]],
-              calibration: Sequence[str], transport: str | None) -> StepCosts:
-    """The plan's costs: compute at the calibration run nearest its micro-batch, collectives from `series`."""
+              calibration: Sequence[str], args: argparse.Namespace) -> StepCosts:
+    """The plan's costs: compute at the calibration run nearest its micro-batch, collectives from `series`, each op
+    from its link class's series under the placement `args` give (placement.py)."""
     r = plan.first
     wanted = Wanted(r["model"], r["preset"], plan.precision, plan.backend)
-    return StepCosts(compute_rates(results, wanted, int(r["micro_batch"]), int(r["ranks"])), series, calibration, transport)
+    where = placement.placement_of(args, int(r["ranks"]), series)
+    return StepCosts(compute_rates(results, wanted, int(r["micro_batch"]), int(r["ranks"])), series, calibration,
+                     args.transport, placement=where)
 
 
 @dataclass(frozen=True)
@@ -150,10 +154,11 @@ def _needs(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts) -> list[Ne
 
 def run(args: argparse.Namespace, fabrics: list[Fabric]) -> int:
     _check_what_ifs(args)
+    placement.check_ranks_per_host(args)
     plan = load_plan(args.plan)
     measured = _measured(args.measured, plan) if args.measured else None
     results = load_results(args.calibration)
-    costs = costs_for(plan, results, all_series(results), args.calibration, args.transport)
+    costs = costs_for(plan, results, all_series(results), args.calibration, args)
     costs = replace(costs, progress=progress_of(args.progress, costs))
     p = predict_plan(plan, costs)
     on = _what_ifs(args, plan, costs, fabrics)
@@ -197,9 +202,10 @@ def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, prediction
     print(f"# trainscope predict train: {plan.describe()}; plan {plan.path}; calibration {', '.join(args.calibration)}")
     print(f"# compute: {costs.rates.describe()}")
     print(f"# collectives move {_PROGRESS_WORDS[costs.progress]} (--progress {args.progress})")
-    for (op, ranks), fitted in sorted(costs.used().items()):
+    _print_placement(plan, costs)
+    for (op, ranks, link), fitted in sorted(costs.used().items()):
         first, *regimes = describe_fit(fitted)
-        print(f"# {op} on {ranks} ranks: {first}")
+        print(f"# {op} on {ranks} ranks, {link.value} ({fitted.key.describe()}): {first}")
         for line in regimes:
             print(f"# {line}")
     rows = _rank_rows(measured)
@@ -228,6 +234,15 @@ def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, prediction
     if on:
         best = min(on, key=lambda w: w.step.step_us)
         print(f"# fastest: {best.name}" if best.step.step_us < p.step_us else "# fastest: this cluster as measured")
+
+
+def _print_placement(plan: PlanDoc, costs: StepCosts) -> None:
+    """Where the ranks sit, and each group's link class (what its ops are costed from)."""
+    if costs.placement is None:
+        return
+    groups = placement.links_by_group(costs.placement, plan.records)
+    print(f"# placement: {costs.placement.describe()}; groups: "
+          + (", ".join(f"{g} {' and '.join(links)}" for g, links in groups.items()) or "none"))
 
 
 def _cell(value: float, measured: float | None) -> str:
