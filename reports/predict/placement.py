@@ -44,8 +44,8 @@ class Placement:
 
     def describe(self) -> str:
         k = self.ranks_per_host
-        where = ("every rank on one host" if self.hosts == 1 else
-                 f"{k} rank(s) per host on {self.hosts} hosts (host h: ranks {k}h..{k}h+{k - 1}, by slot)")
+        where = ("every rank on one host" if self.hosts == 1 else f"one rank per host on {self.hosts} hosts" if k == 1 else
+                 f"{k} ranks per host on {self.hosts} hosts (host h: ranks {k}h..{k}h+{k - 1}, by slot)")
         inter = f", inter-host ops from {self.inter}" if self.hosts > 1 else ""
         return f"{self.ranks} ranks, {where}; intra-host ops from {self.intra or 'the only transport series'}{inter}"
 

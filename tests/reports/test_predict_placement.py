@@ -94,6 +94,8 @@ def test_a_data_parallel_all_reduce_is_intra_host_only_when_its_four_ranks_share
     assert [(c["op"], c["group_size"], c["link"], c["series"]["transport"]) for c in rec["collectives"]] == \
         [("all_reduce", 4, link, transport)]
     assert f"# all_reduce on 4 ranks, {link} (all_reduce float32 out-of-place over {transport}): fitted at 4" in out
+    assert {4: "every rank on one host;", 2: "2 ranks per host on 2 hosts (host h: ranks 2h..2h+1, by slot);",
+            1: "one rank per host on 4 hosts;"}[k] in out
 
 
 def test_without_a_placement_every_rank_is_on_one_host_as_before(cal, plans, capsys, tmp_path):
@@ -111,7 +113,7 @@ def test_tensor_parallelism_inside_a_host_and_data_parallelism_across_pick_their
     assert rec["placement"]["groups"] == {"dp": ["inter-host"], "tp": ["intra-host"]}
     assert [(c["group_size"], c["link"], c["series"]["transport"]) for c in rec["collectives"]] == \
         [(2, "inter-host", "tcp"), (2, "intra-host", "shm")]
-    assert ("# placement: 4 ranks, 2 rank(s) per host on 2 hosts (host h: ranks 2h..2h+1, by slot); intra-host ops "
+    assert ("# placement: 4 ranks, 2 ranks per host on 2 hosts (host h: ranks 2h..2h+1, by slot); intra-host ops "
             "from shm, inter-host ops from tcp; groups: dp inter-host, tp intra-host") in out
     assert rec["per_rank"][0]["transfer_us"] == pytest.approx(op_us("shm", TP_BYTES) + op_us("tcp", BUCKET))
 
