@@ -96,7 +96,8 @@ def mfu_line(m: JsonObject, calibration: Record, measured: Record | None) -> str
         parts = [f"{_percent(m['vs_measured'])} of the measured GEMM ceiling (band {_percent(low)}..{_percent(high)}; "
                  f"{m['measured_ceiling_tflops']:.4g} TFLOP/s per rank, {precision}, the calibration run's){ceiling}"]
     else:
-        parts = [f"- against a measured GEMM ceiling: {m['no_measured_ceiling']}{ceiling}"]
+        parts = [f"- against a measured GEMM ceiling: {m['no_measured_ceiling']}"
+                 + (ceiling if theirs.get("vs_measured") is not None else "")]  # "measured -" beside "-" says nothing
     if m["datasheet_peak_tflops"]:
         parts.append(f"{_percent(m['vs_datasheet'])} of the {m['datasheet_gpu']} datasheet peak "
                      f"({m['datasheet_peak_tflops']:.4g} TFLOP/s at the calibration run's clock)"

@@ -90,6 +90,9 @@ def test_search_plans_every_candidate_and_ranks_its_predictions(search):
     assert len(doc["candidates"]) == 8
     predicted = [c for c in doc["candidates"] if "step_us" in c]
     assert predicted and all(c["fits"] for c in predicted)
+    for c in predicted:  # every rank's memory as its plan counts it; the peak column is the largest rank's total
+        assert [m["rank"] for m in c["memory_per_rank"]] == [0, 1]
+        assert c["peak_bytes"] == max(m["total_bytes"] for m in c["memory_per_rank"])
     rows = [float(m.group(1)) for m in re.finditer(r"^\s+\d+\s+([0-9.]+)\s+[0-9.]+\.\.[0-9.]+", r.out, re.M)]
     assert len(rows) == len(predicted) and rows == sorted(rows)
     assert f"# {len(predicted)} layout(s) predicted" in r.out

@@ -362,6 +362,11 @@ def test_without_a_measured_ceiling_mfu_is_a_dash_and_why(write_doc, capsys, tmp
         m = prediction(out)["mfu"]
         assert m["no_measured_ceiling"] == f"{cal}'s train run {why}"
         assert m["vs_measured"] is m["vs_measured_band"] is m["vs_datasheet"] is None
+    # A measured run with a ceiling of its own: its figure stands beside the dash.
+    run = write_doc("run.json", make_doc([measured_run()]))
+    code, got = predict(["--calibration", str(cal), "--plan", str(plan), "--measured", str(run)], capsys)
+    assert code == 0 and f"# MFU: - against a measured GEMM ceiling: {cal}'s train run {why}, measured 40.0% of its " \
+                         "own 0.004; model FLOPs per step 6e+05" in got.out
 
 
 def plan_of(events_per_rank, tp):
@@ -391,18 +396,21 @@ def measured_memory():
                                             "peak_bytes": peaks | {"activations": 1.5 * MIB}} for r in (0, 1)]}
 
 
+def measured_run():
+    """A dp=2 run of the plan's job, 200 us a step, with its memory account and MFU (40% of its ceiling)."""
+    return make_train(backend="cpu", device="cpu", precision="float32", world_size=2, preset="tiny", layout=DP2,
+                      step_time_us=stats([200.0] * 3), memory=measured_memory(), mfu=PEAKS,
+                      ranks=[{"rank": r, "dp_rank": r, "tp_rank": 0, "pp_rank": 0, "step_us": 200.0, "compute_us": 100.0,
+                              "communication_us": 70.0, "exposed_communication_us": 70.0, "waiting_for_peers_us": 10.0,
+                              "exposed_transfer_us": 60.0, "pipeline_wait_us": 0.0} for r in (0, 1)])
+
+
 def test_memory_per_rank_and_the_exposed_communication_per_group_beside_the_measured(files, capsys, write_doc, tmp_path):
     """The plan's states (4 MiB of formula + 0.5 in flight), activations and total per rank, each beside the measured
     run's peaks; the all-reduce's 50 us are dp's. The measured run's MFU stands beside the predicted one."""
     cal, plan = files
     cal_mfu = write_doc("cal-mfu.json", make_doc([calibration_train(mfu=PEAKS)] + sweep_records()))
-    memory = measured_memory()
-    run = make_train(backend="cpu", device="cpu", precision="float32", world_size=2, preset="tiny", layout=DP2,
-                     step_time_us=stats([200.0] * 3), memory=memory, mfu=PEAKS,
-                     ranks=[{"rank": r, "dp_rank": r, "tp_rank": 0, "pp_rank": 0, "step_us": 200.0, "compute_us": 100.0,
-                             "communication_us": 70.0, "exposed_communication_us": 70.0, "waiting_for_peers_us": 10.0,
-                             "exposed_transfer_us": 60.0, "pipeline_wait_us": 0.0} for r in (0, 1)])
-    measured = write_doc("run.json", make_doc([run]))
+    measured = write_doc("run.json", make_doc([measured_run()]))
     out = tmp_path / "p.json"
     code, got = predict(["--calibration", str(cal_mfu), "--plan", plan, "--measured", str(measured), "--json", str(out)],
                         capsys)
