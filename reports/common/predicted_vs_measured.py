@@ -37,6 +37,28 @@ FIGURES = (Figure("step", "step_us", ("step_us",), "step_us"), Figure("compute",
 MEASURED = tuple(f for f in FIGURES if f.measured)  # those a train record has alike
 
 
+@dataclass(frozen=True)
+class MemoryFigure:
+    """One rank's memory in bytes: the plan's (a prediction's per_rank field) and the train record's `memory.ranks[]`
+    field it is compared with (a path into the row)."""
+    name: str
+    field: str  # its name in a prediction's per_rank rows and its `measured.ranks` rows
+    measured: tuple[str, ...]
+
+
+# The plan counts what the trainer's formulas say a rank holds (train_plan.cpp): the model states with what ZeRO-3
+# holds in flight, the activation buffers with a pipeline's kept inputs, and the total with the pipeline's transfer
+# buffers. The record's peaks are the allocator's: model states as the sum of the four kinds' peaks, activations
+# alike (the plan's exactly, tests/integration/test_train_plan.py); its total peak also holds the workspace and
+# every communication buffer, which the plan does not count, so the total is a floor there.
+MEMORY = (MemoryFigure("states", "model_states_bytes", ("model_states_bytes",)),
+          MemoryFigure("activations", "activation_bytes", ("peak_bytes", "activations")),
+          MemoryFigure("total", "total_bytes", ("total_peak_bytes",)))
+
+# The MFU figures a prediction's `mfu` and a train record's `mfu` both state, under the record's names.
+MFU_FIELDS = ("measured_ceiling_tflops", "vs_measured", "datasheet_gpu", "datasheet_peak_tflops", "vs_datasheet")
+
+
 @dataclass(frozen=True, order=True)
 class Job:
     """What a prediction and a train record must agree on to be of the same training job."""
@@ -68,12 +90,23 @@ def predicted(row: Mapping[str, Any], f: Figure) -> float:
     return float(sum(row[k] for k in f.predicted))
 
 
+def _memory_of(row: Mapping[str, Any] | None, f: MemoryFigure) -> Any:
+    for key in f.measured:
+        row = row.get(key) if isinstance(row, Mapping) else None
+    return row
+
+
 def measured_figures(t: Record, source: str) -> JsonObject:
-    """A train record's step (the median of its timed steps, each the slowest rank's) and its per-rank figures under the
-    prediction's names (null where a record written before a figure existed lacks it), as a prediction's `measured`."""
-    ranks = [{"rank": k["rank"], **{f.field: k.get(f.measured) for f in MEASURED if f.measured}}
+    """A train record's step (the median of its timed steps, each the slowest rank's), its per-rank figures and memory
+    under the prediction's names (null where a record written before a figure existed lacks it), and its MFU fields,
+    as a prediction's `measured`."""
+    memory = {m["rank"]: m for m in (t.get("memory") or {}).get("ranks") or []}
+    ranks = [{"rank": k["rank"], **{f.field: k.get(f.measured) for f in MEASURED if f.measured},
+              **{f.field: _memory_of(memory.get(k["rank"]), f) for f in MEMORY}}
              for k in sorted(t.get("ranks") or [], key=lambda k: k["rank"])]
-    return {"source": source, "step_us": t["step_time_us"]["median"], "timed_steps": t["timed_steps"], "ranks": ranks}
+    mfu = t.get("mfu") or {}
+    return {"source": source, "step_us": t["step_time_us"]["median"], "timed_steps": t["timed_steps"], "ranks": ranks,
+            "mfu": {k: mfu.get(k) for k in MFU_FIELDS}}
 
 
 def error(predicted_us: float, measured_us: float | None) -> float | None:
@@ -88,6 +121,15 @@ def within_band(prediction: Record, measured_us: float) -> bool:
 
 def pct(x: float | None) -> str:
     return "-" if x is None else f"{x:+.1%}"
+
+
+def mfu_pair(prediction: Mapping[str, Any], measured: Mapping[str, Any] | None, key: str) -> str:
+    """'12.3% / 10.1%': a prediction's MFU (`vs_measured` or `vs_datasheet`) and a measured run's, '-' for either
+    side without it (a prediction written before MFU, a peak not measured)."""
+    def one(x: Any) -> str:
+        return "-" if x is None else f"{x:.1%}"
+    p = one((prediction.get("mfu") or {}).get(key))
+    return p if measured is None else f"{p} / {one((measured.get('mfu') or {}).get(key))}"
 
 
 def step_beside(measured_us: float, prediction: Record) -> str:

@@ -13,7 +13,7 @@ the threads each rank of the predicted layout gets (TRAINSCOPE_THREADS=cores / r
 says how many the calibration ran with."""
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..common.errors import InputError
 from ..common.json_types import Record
@@ -31,6 +31,8 @@ class ComputeRates:
     band_high: float
     threads: int | None = None  # a CPU run's compute threads (run.threads): a CPU rank's rate depends on them
     ranks: int = 1  # the run's world size: ranks computing at once (on a CPU host they share its memory bandwidth)
+    # the run's train record: the peaks its MFU is against (`mfu`), which a predicted MFU takes (step_figures.py)
+    record: Record = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def describe(self) -> str:
         threads = f", {self.threads} thread(s)" if self.threads else ""
@@ -79,7 +81,7 @@ def _rates(res: Result, r: Record) -> ComputeRates:
                         phases["backward"]["median"] / (2 * forward_flops + recompute),
                         phases["optimizer"]["median"] / r["parameters"],
                         max(0.0, 1 - step["min"] / median) if median > 0 else 0.0,
-                        max(0.0, step["p95"] / median - 1) if median > 0 else 0.0, threads, ranks)
+                        max(0.0, step["p95"] / median - 1) if median > 0 else 0.0, threads, ranks, r)
 
 
 def compute_rates(results: Sequence[Result], wanted: Wanted, micro_batch: int, ranks: int = 1) -> ComputeRates:

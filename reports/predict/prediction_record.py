@@ -1,8 +1,9 @@
 """`predict train --json OUT`: the prediction as a trainscope result (schema/result-v1.schema.json), one
 `train_prediction` record, so that `report` and `compare` read it beside the measured train records of the same job
 (common/predicted_vs_measured.py). The record holds what the step was predicted from (plan, calibration files, the
-compute rates and every collective's fit used), the step with its band and its breakdown per rank, the what-ifs, what
-a target would need, and with --measured the measured figures and the step's error."""
+compute rates and every collective's fit used), the step with its band and its breakdown per rank (with the exposed
+communication per group and the plan's memory), its MFU (step_figures.py), the what-ifs, what a target would need,
+and with --measured the measured figures and the step's error."""
 from __future__ import annotations
 
 import argparse
@@ -17,6 +18,7 @@ from ..common.result_document import Envelope, checked, result_document, timesta
 from .placement import links_by_group
 from .predict import describe_fit, regimes_json
 from .step_costs import StepCosts
+from .step_figures import plan_memory
 from .what_if import Need, WhatIf
 
 if TYPE_CHECKING:
@@ -44,9 +46,9 @@ def _collectives(costs: StepCosts) -> list[JsonObject]:
 
 
 def _per_rank(plan: PlanDoc, predicted: Predicted) -> list[JsonObject]:
-    coordinates = {int(r["rank"]): r["coordinates"] for r in plan.records}
-    return [{"rank": t.rank, "coordinates": coordinates[t.rank], **{k: v for k, v in asdict(t).items() if k != "rank"}}
-            for t in predicted.nominal.ranks]
+    plans = {int(r["rank"]): r for r in plan.records}
+    return [{"rank": t.rank, "coordinates": plans[t.rank]["coordinates"], **{k: v for k, v in asdict(t).items() if k != "rank"},
+             **plan_memory(plans[t.rank])} for t in predicted.nominal.ranks]
 
 
 def _target(target_ms: float | None, needs: list[Need]) -> JsonObject | None:
@@ -65,8 +67,9 @@ def _measured(step_us: float, band: tuple[float, float], measured: tuple[str, Re
 
 
 def prediction_record(plan: PlanDoc, costs: StepCosts, predicted: Predicted, what_ifs: list[WhatIf], target_ms: float | None,
-                      needs: list[Need], measured: tuple[str, Record] | None) -> Record:
-    """The train_prediction record; `measured`: the --measured file and its train record of the plan's job."""
+                      needs: list[Need], measured: tuple[str, Record] | None, mfu: JsonObject) -> Record:
+    """The train_prediction record; `measured`: the --measured file and its train record of the plan's job; `mfu`:
+    step_figures.mfu's."""
     p, first = predicted.nominal, plan.first
     fastest = min(what_ifs, key=lambda w: w.step.step_us, default=None)
     return {"kind": "train_prediction", "model": first["model"], "preset": first["preset"], "layout": first["layout"],
@@ -77,7 +80,7 @@ def prediction_record(plan: PlanDoc, costs: StepCosts, predicted: Predicted, wha
             "compute": _compute(costs),
             "collectives": _collectives(costs), "step_us": p.step_us, "band_us": list(predicted.band),
             "throughput_per_s": plan.batch / p.step_us * 1e6 if p.step_us > 0 else None,
-            "per_rank": _per_rank(plan, predicted),
+            "mfu": mfu, "per_rank": _per_rank(plan, predicted),
             "what_if": [{"name": w.name, "kind": w.kind.value, "detail": w.detail, "step_us": w.step.step_us}
                         for w in what_ifs],
             "fastest": fastest.name if fastest and fastest.step.step_us < p.step_us else None,

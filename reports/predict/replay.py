@@ -22,7 +22,10 @@ The semantics, each an assumption the costs are read under:
   part before the op's last member arrived (waiting for a peer: nothing moves before) and transfer_us the rest
   (queueing behind the communicator's previous op included); blocked time in send/recv waits is pipeline_wait_us.
   A rank's clock moves only by compute and blocking, so compute + optimizer + blocked is its step_us, and its
-  idle_us is the step's time (the slowest rank's) less that. Per op (OpTime): its start and end, for a trace.
+  idle_us is the step's time (the slowest rank's) less that. The blocked time is split by group too
+  (exposed_by_group_us: the group each op is on, as the plan names it: dp, tp, pp, ...; a pipeline's waits under
+  its own), one entry for every group the rank issues an op on (0 where none of its waits blocked): the exposed
+  communication per communicator, which sums to the blocked time. Per op (OpTime): its start and end, for a trace.
 
 Bad input is one InputError line naming the rank and op: a malformed or inconsistent schedule (schedule.py), a rank
 in an op's members with no schedule, the k-th ops on one members list that disagree, an op a member never issues,
@@ -85,6 +88,9 @@ class RankTimes:
     transfer_us: float  # blocked on collectives after it
     pipeline_wait_us: float  # blocked on sends and receives
     idle_us: float  # the step's time less this rank's step_us
+    # blocked time by the group of the op waited for (a pipeline's waits under its group), every group the rank issues
+    # an op on, ascending by name: sums to blocked_us
+    exposed_by_group_us: dict[str, float] = field(default_factory=dict, hash=False)
 
     @property
     def exposed_us(self) -> float:
@@ -135,6 +141,7 @@ class _Rank:
     waiting: float = 0.0
     transfer: float = 0.0
     pipeline_wait: float = 0.0
+    groups: dict[str, float] = field(default_factory=dict)  # blocked time by the op's group
     pending: list["_Op"] = field(default_factory=list)  # IN_WAITS: collectives issued, not yet moving, in issue order
 
 
@@ -218,6 +225,7 @@ class _Walk:
         while s.at < len(s.events):
             e = s.events[s.at]
             if isinstance(e, Issue):
+                s.groups.setdefault(e.group, 0.0)
                 op = self.of[rank, e.id]
                 if self.progress is Progress.IN_WAITS and op.sender is None:
                     s.pending.append(op)
@@ -274,6 +282,7 @@ class _Walk:
     def _block(s: _Rank, op: _Op) -> None:
         assert op.end is not None
         blocked = max(0.0, op.end - s.clock)
+        s.groups[op.first.group] += blocked
         if op.sender is not None:
             s.pipeline_wait += blocked
         else:
@@ -305,8 +314,8 @@ class _Walk:
 
     def result(self) -> StepReplay:
         step = max((s.clock for s in self.ranks.values()), default=0.0)
-        ranks = tuple(RankTimes(r, s.clock, s.compute, s.optimizer, s.waiting, s.transfer, s.pipeline_wait, step - s.clock)
-                      for r, s in sorted(self.ranks.items()))
+        ranks = tuple(RankTimes(r, s.clock, s.compute, s.optimizer, s.waiting, s.transfer, s.pipeline_wait, step - s.clock,
+                                dict(sorted(s.groups.items()))) for r, s in sorted(self.ranks.items()))
         ops = sorted((OpTime(o.first.op if o.sender is None else TRANSFER_OP, o.first.group, o.first.members, o.first.bytes,
                              o.index, o.sender, tuple(sorted(o.issues)), o.last_arrival, o.start, o.end)
                       for o in self.ops if o.end is not None), key=lambda o: (o.start_us, o.end_us))

@@ -24,6 +24,7 @@ from ..common.files import write_atomically
 from ..common.load import load_results
 from . import placement
 from .series import all_series
+from .step_figures import plan_memory
 from .train_command import PROGRESS_CHOICES, PlanDoc, Predicted, costs_for, load_plan, predict_plan, progress_of
 
 # The flags a candidate sets: a search's train flags may not give them.
@@ -167,8 +168,9 @@ def _doc(args: argparse.Namespace, flags: Sequence[str], outcomes: list[Outcome]
         got: dict[str, Any] = {"layout": o.candidate.name, "dp": c.dp, "tp": c.tp, "pp": c.pp, "zero": c.zero,
                                "micro_batches": c.micro_batches}
         if o.predicted:
+            assert o.plan is not None
             got.update(step_us=o.predicted.nominal.step_us, band_us=list(o.predicted.band), peak_bytes=o.peak_bytes,
-                       fits=o.fits)
+                       fits=o.fits, memory_per_rank=[{"rank": r["rank"], **plan_memory(r)} for r in o.plan.records])
         else:
             got["refused"] = o.skipped
         return got

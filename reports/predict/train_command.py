@@ -14,7 +14,7 @@ from ..common.files import write_atomically
 from ..common.json_types import Record
 from ..common.link_datasheet import Fabric
 from ..common.load import Result, load_results
-from ..common.predicted_vs_measured import FIGURES, Job, comparable, error, job_of_train, predicted
+from ..common.predicted_vs_measured import FIGURES, Job, comparable, error, job_of_train, measured_figures, predicted
 from . import placement
 from .compute import Wanted, compute_rates
 from .predict import describe_fit
@@ -23,6 +23,7 @@ from .replay import Progress, StepReplay, replay
 from .formulas import Point
 from .series import SeriesKey, all_series
 from .step_costs import End, StepCosts
+from .step_figures import mfu, mfu_line, rank_table
 from .what_if import Knob, Need, WhatIf, WhatIfKind, needed
 
 
@@ -163,12 +164,13 @@ def run(args: argparse.Namespace, fabrics: list[Fabric]) -> int:
     p = predict_plan(plan, costs)
     on = _what_ifs(args, plan, costs, fabrics)
     needs = _needs(args, plan, costs)
-    _print(args, plan, costs, p, on, measured)
+    utilization = mfu(plan, costs.rates, p.nominal.step_us, p.band)
+    _print(args, plan, costs, p, on, measured, utilization)
     for need in needs:
         print(f"# to reach {args.target_ms:g} ms: {need.describe(args.target_ms * 1e3)}")
     if args.json:
         record = prediction_record(plan, costs, p, on, args.target_ms, needs,
-                                   (args.measured, measured) if measured else None)
+                                   (args.measured, measured) if measured else None, utilization)
         doc = prediction_document(args, plan, record, results)
         write_atomically(args.json, json.dumps(doc, indent=1) + "\n")
         print(f"# written: {args.json}")
@@ -197,7 +199,7 @@ def _coordinates(r: Record, varying: set[str]) -> str:
 
 
 def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, prediction: Predicted, on: list[WhatIf],
-           measured: Record | None) -> None:
+           measured: Record | None, utilization: Record) -> None:
     p, band = prediction.nominal, prediction.band
     print(f"# trainscope predict train: {plan.describe()}; plan {plan.path}; calibration {', '.join(args.calibration)}")
     print(f"# compute: {costs.rates.describe()}")
@@ -212,14 +214,16 @@ def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, prediction
     head = "".join(f" {f.name + '(us)':>18}" for f in FIGURES)
     print(f"# {'rank':>4} {'coordinates':<14}{head}" + ("  (measured beside each: predicted / measured)" if rows else ""))
     varying = {k for k in plan.first["coordinates"] if len({r["coordinates"][k] for r in plan.records}) > 1}
-    for r in plan.records:
-        rank = int(r["rank"])
-        got = p.rank(rank)
-        cells = "".join(_cell(predicted(asdict(got), f), rows.get(rank, {}).get(f.measured) if f.measured else None)
+    coordinates = {int(r["rank"]): _coordinates(r, varying) for r in plan.records}
+    for rank, where in coordinates.items():
+        cells = "".join(_cell(predicted(asdict(p.rank(rank)), f), rows.get(rank, {}).get(f.measured) if f.measured else None)
                         for f in FIGURES)
-        print(f"  {rank:>4} {_coordinates(r, varying):<14}{cells}")
+        print(f"  {rank:>4} {where:<14}{cells}")
+    theirs = measured_figures(measured, args.measured)["ranks"] if measured else []
+    print("\n".join(rank_table(plan, p, coordinates, {int(k["rank"]): k for k in theirs})))
     throughput = plan.batch / p.step_us * 1e6 if p.step_us > 0 else 0.0
     print(f"# step: {p.step_us:.1f} us (band {band[0]:.1f}..{band[1]:.1f}), throughput {throughput:.1f} samples/s")
+    print(mfu_line(utilization, costs.rates.record, measured))
     if measured:
         m = measured["step_time_us"]["median"]
         print(f"# measured step (median of {measured['timed_steps']}): {m:.1f} us; error (predicted - measured) / "

@@ -62,6 +62,17 @@ def test_each_ranks_compute_is_its_schedules_flops_at_the_calibrations_rates(cal
         events = [e for e in rec["schedule"]["events"] if e.get("compute") in rate]
         assert row["compute_us"] == pytest.approx(sum(e["flops"] * rate[e["compute"]] for e in events), rel=1e-9)
     assert predicted["band_us"][0] <= predicted["step_us"] <= predicted["band_us"][1]
+    # MFU's numerator is a train record's flops_per_step: the plan's ranks' sum once per tensor-parallel slice
+    # (tests/integration/test_train_plan.py); the calibration ran with --no-ceiling, so no MFU against a ceiling.
+    tp = len({rec["coordinates"]["tp_rank"] for rec in records})
+    mfu = predicted["mfu"]
+    assert mfu["model_flops_per_step"] == pytest.approx(sum(rec["flops_per_step"] for rec in records) / tp, rel=1e-12)
+    assert mfu["vs_measured"] is None and "ran with --no-ceiling" in mfu["no_measured_ceiling"]
+    assert "# MFU: - against a measured GEMM ceiling:" in r.out
+    for rec, row in zip(records, predicted["per_rank"]):  # the plan's memory, and every blocked time under its group
+        assert (row["activation_bytes"], row["total_bytes"]) == (rec["activation_bytes"], rec["total_bytes"])
+        blocked = row["waiting_us"] + row["transfer_us"] + row["pipeline_wait_us"]
+        assert sum(row["exposed_by_group_us"].values()) == pytest.approx(blocked, rel=1e-9, abs=1e-9)
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +90,9 @@ def test_search_plans_every_candidate_and_ranks_its_predictions(search):
     assert len(doc["candidates"]) == 8
     predicted = [c for c in doc["candidates"] if "step_us" in c]
     assert predicted and all(c["fits"] for c in predicted)
+    for c in predicted:  # every rank's memory as its plan counts it; the peak column is the largest rank's total
+        assert [m["rank"] for m in c["memory_per_rank"]] == [0, 1]
+        assert c["peak_bytes"] == max(m["total_bytes"] for m in c["memory_per_rank"])
     rows = [float(m.group(1)) for m in re.finditer(r"^\s+\d+\s+([0-9.]+)\s+[0-9.]+\.\.[0-9.]+", r.out, re.M)]
     assert len(rows) == len(predicted) and rows == sorted(rows)
     assert f"# {len(predicted)} layout(s) predicted" in r.out

@@ -11,6 +11,8 @@ from reports.common.errors import InputError
 from reports.common.load import Result, load_results
 from reports.predict.compute import Wanted, compute_rates
 from reports.predict.search import candidates
+from reports.predict.step_figures import model_flops
+from reports.predict.train_command import PlanDoc
 
 FORWARD_US, BACKWARD_US, OPTIMIZER_US = 300.0, 500.0, 40.0
 FORWARD_FLOPS, PARAMETERS = 1e6, 2000
@@ -76,6 +78,7 @@ def test_a_calibration_without_a_matching_one_process_run_is_one_line(other):
 # that every figure is exact: forward 1e5 FLOPs x 3e-4 us = 30 us, backward 2e5 x 2.5e-4 = 50 us, the optimizer
 # 1000 elements x 0.02 us = 20 us, the all-reduce of 40000 B on the line 10 us + 1e-3 us/B = 50 us: a step of 150 us.
 LAYER_FLOPS, BUCKET, ELEMENTS = 100_000, 40_000, 1000
+MIB = 1 << 20  # the plan's memory per rank: states 4 MiB + 0.5 in flight, activations 1.5, total 6.5 (0.5 of transfers)
 AR_ALPHA, AR_BETA = 10.0, 1e-3
 STEP = 30 + 50 + 50 + 20
 
@@ -94,9 +97,9 @@ def plan_record(rank, ranks=2, sched=None, unsupported=None):
            "layers_to": 1, "layers": [{"index": 0, "forward_flops": float(LAYER_FLOPS), "parameters": ELEMENTS}],
            "micro_batch": 8, "micro_batches": 1, "parameters": ELEMENTS, "leading_parameters": 0,
            "forward_flops_per_micro_batch": float(LAYER_FLOPS), "flops_per_step": 3.0 * LAYER_FLOPS,
-           "formula_bytes": {"gradients": 4e3, "in_flight": {"gradients": 0.0, "parameters": 0.0}, "master_weights": 0.0,
-                             "model_states": 1.6e4, "optimizer": 8e3, "parameters": 4e3},
-           "activation_bytes": 1024.0, "pipeline_comm_buffer_bytes": 0, "total_bytes": 17408.0,
+           "formula_bytes": {"gradients": MIB, "in_flight": {"gradients": 0.0, "parameters": MIB / 2}, "master_weights": 0.0,
+                             "model_states": 4 * MIB, "optimizer": 2 * MIB, "parameters": MIB},
+           "activation_bytes": 1.5 * MIB, "pipeline_comm_buffer_bytes": MIB // 2, "total_bytes": 6.5 * MIB,
            "memory_limit_bytes": None, "fits": None}
     if unsupported:
         rec.update(schedule=None, schedule_unsupported=unsupported)
@@ -185,7 +188,10 @@ def test_a_measured_run_is_put_beside_with_its_error(files, capsys, write_doc, t
     m = prediction(out)["measured"]
     assert m["error"] == pytest.approx((STEP - 200) / 200) and m["within_band"] is False
     assert (m["step_us"], m["source"]) == (200.0, str(measured))
-    assert m["ranks"][0] == {"rank": 0, "step_us": 200.0, "blocked_us": 70.0, "waiting_us": 10.0, "pipeline_wait_us": 0.0}
+    assert m["ranks"][0] == {"rank": 0, "step_us": 200.0, "blocked_us": 70.0, "waiting_us": 10.0, "pipeline_wait_us": 0.0,
+                             "model_states_bytes": None, "activation_bytes": None, "total_bytes": None}  # no account
+    assert m["mfu"] == dict.fromkeys(("measured_ceiling_tflops", "vs_measured", "datasheet_gpu", "datasheet_peak_tflops",
+                                      "vs_datasheet"))  # the record states no MFU
     assert "error (predicted - measured) / measured -25.0%\n# the measured step lies outside the band" in got.out
 
 
@@ -313,3 +319,117 @@ def test_progress_decides_whether_an_issued_collective_hides_behind_compute(writ
         steps[progress] = (record["step_us"], record["progress"])
     assert steps == {"independent": (pytest.approx(100.0), "independent"), "in-waits": (pytest.approx(150.0), "in-waits"),
                      "auto": (pytest.approx(150.0), "in-waits")}
+
+
+# ---- MFU and memory per rank ----
+
+# Peaks per rank in TFLOP/s: the step's model FLOPs 2 x (1e5 + 2e5) = 6e5 in 150 us on 2 ranks are 2 GFLOP/s per rank,
+# half the 4 GFLOP/s ceiling and a quarter of the 8 GFLOP/s datasheet peak.
+PEAKS = {"measured_ceiling_tflops": 4e-3, "vs_measured": 0.4, "datasheet_gpu": "H100 SXM", "datasheet_peak_tflops": 8e-3,
+         "vs_datasheet": 0.2, "clock_mhz": None, "ceiling_suspect": False, "datasheet": None,
+         "measured": {"tflops": 4e-3, "precision": "float32", "source": "gemm square 512", "clock_mhz": None, "mfu": 0.4,
+                      "rechecked": False, "ceiling_suspect": False}}
+
+
+def test_mfu_is_the_model_flops_over_the_step_the_ranks_and_each_peak_of_the_calibration(write_doc, capsys, tmp_path):
+    cal = write_doc("cal.json", make_doc([calibration_train(mfu=PEAKS)] + sweep_records()))
+    plan = write_doc("plan.json", plan_doc([plan_record(0), plan_record(1)]))
+    out = tmp_path / "p.json"
+    code, got = predict(["--calibration", str(cal), "--plan", str(plan), "--json", str(out)], capsys)
+    assert code == 0, got.err
+    m = prediction(out)["mfu"]
+    assert m == {"model_flops_per_step": 6e5, "source": str(cal), "measured_ceiling_tflops": 4e-3,
+                 "vs_measured": pytest.approx(0.5), "vs_measured_band": pytest.approx([6e5 / 1.28e6, 6e5 / 1.12e6]),
+                 "no_measured_ceiling": None, "datasheet_gpu": "H100 SXM", "datasheet_peak_tflops": 8e-3,
+                 "vs_datasheet": pytest.approx(0.25)}
+    assert ("# MFU: 50.0% of the measured GEMM ceiling (band 46.9%..53.6%; 0.004 TFLOP/s per rank, float32, the "
+            "calibration run's); 25.0% of the H100 SXM datasheet peak (0.008 TFLOP/s at the calibration run's clock); "
+            "model FLOPs per step 6e+05 (forward + backward, recomputation not counted, as a train record's)\n") in got.out
+
+
+def test_without_a_measured_ceiling_mfu_is_a_dash_and_why(write_doc, capsys, tmp_path):
+    """A calibration run with --no-ceiling states an MFU block of nulls; one without a block (untimed, older) none."""
+    nulls = {k: None for k in PEAKS} | {"ceiling_suspect": False}
+    nc = calibration_train(mfu=nulls, config={"resolved": {"micro_batch": 8}, "ceiling": False})
+    plan = write_doc("plan.json", plan_doc([plan_record(0), plan_record(1)]))
+    for rec, why in ((nc, "ran with --no-ceiling (calibrate without it for this figure)"),
+                     (calibration_train(), "states no MFU (its steps untimed, or written before MFU was)")):
+        cal = write_doc("cal.json", make_doc([rec] + sweep_records()))
+        out = tmp_path / "p.json"
+        code, got = predict(["--calibration", str(cal), "--plan", str(plan), "--json", str(out)], capsys)
+        assert code == 0, got.err
+        assert f"# MFU: - against a measured GEMM ceiling: {cal}'s train run {why}; model FLOPs per step 6e+05" in got.out
+        m = prediction(out)["mfu"]
+        assert m["no_measured_ceiling"] == f"{cal}'s train run {why}"
+        assert m["vs_measured"] is m["vs_measured_band"] is m["vs_datasheet"] is None
+    # A measured run with a ceiling of its own: its figure stands beside the dash.
+    run = write_doc("run.json", make_doc([measured_run()]))
+    code, got = predict(["--calibration", str(cal), "--plan", str(plan), "--measured", str(run)], capsys)
+    assert code == 0 and f"# MFU: - against a measured GEMM ceiling: {cal}'s train run {why}, measured 40.0% of its " \
+                         "own 0.004; model FLOPs per step 6e+05" in got.out
+
+
+def plan_of(events_per_rank, tp):
+    """A PlanDoc of len(events_per_rank) ranks, rank r at tensor-parallel coordinate r % tp."""
+    records = [plan_record(r, ranks=len(events_per_rank), sched={"events": ev}) for r, ev in enumerate(events_per_rank)]
+    for r in records:
+        r["coordinates"]["tp_rank"] = r["rank"] % tp
+    return PlanDoc("plan.json", records, 16, "float32", "cpu")
+
+
+def test_the_model_flops_count_each_tensor_parallel_slice_once_and_no_recomputation():
+    """Every tensor-parallel slice's events carry its layers' whole FLOPs (as the trainer's forwardFlops does): 2 slices
+    of forward 100 + backward 200, a recomputation of 100 each, are the model's 300 (a train record's flops_per_step)."""
+    events = [{"compute": "forward", "layer": 0, "micro_batch": 0, "flops": 100},
+              {"compute": "recompute", "layer": 0, "micro_batch": 0, "flops": 100},
+              {"compute": "backward", "layer": 0, "micro_batch": 0, "flops": 200}, {"compute": "optimizer", "elements": 5}]
+    assert model_flops(plan_of([events, events], tp=2)) == 300
+    assert model_flops(plan_of([events, events], tp=1)) == 600  # two replicas: each its own micro-batches
+
+
+def measured_memory():
+    """A dp=2 train record's memory account: each rank's model states peaked at 5 MiB, activations at 1.5 MiB, in all
+    8 MiB."""
+    peaks = dict.fromkeys(("parameters", "gradients", "optimizer", "master_weights", "comm_buffers", "workspace"), MIB)
+    return {"limit_bytes": None, "ranks": [{"rank": r, "model_states_bytes": 5 * MIB, "total_peak_bytes": 8 * MIB,
+                                            "setup_peak_bytes": 5 * MIB, "formula_bytes": plan_record(0)["formula_bytes"],
+                                            "peak_bytes": peaks | {"activations": 1.5 * MIB}} for r in (0, 1)]}
+
+
+def measured_run():
+    """A dp=2 run of the plan's job, 200 us a step, with its memory account and MFU (40% of its ceiling)."""
+    return make_train(backend="cpu", device="cpu", precision="float32", world_size=2, preset="tiny", layout=DP2,
+                      step_time_us=stats([200.0] * 3), memory=measured_memory(), mfu=PEAKS,
+                      ranks=[{"rank": r, "dp_rank": r, "tp_rank": 0, "pp_rank": 0, "step_us": 200.0, "compute_us": 100.0,
+                              "communication_us": 70.0, "exposed_communication_us": 70.0, "waiting_for_peers_us": 10.0,
+                              "exposed_transfer_us": 60.0, "pipeline_wait_us": 0.0} for r in (0, 1)])
+
+
+def test_memory_per_rank_and_the_exposed_communication_per_group_beside_the_measured(files, capsys, write_doc, tmp_path):
+    """The plan's states (4 MiB of formula + 0.5 in flight), activations and total per rank, each beside the measured
+    run's peaks; the all-reduce's 50 us are dp's. The measured run's MFU stands beside the predicted one."""
+    cal, plan = files
+    cal_mfu = write_doc("cal-mfu.json", make_doc([calibration_train(mfu=PEAKS)] + sweep_records()))
+    measured = write_doc("run.json", make_doc([measured_run()]))
+    out = tmp_path / "p.json"
+    code, got = predict(["--calibration", str(cal_mfu), "--plan", plan, "--measured", str(measured), "--json", str(out)],
+                        capsys)
+    assert code == 0, got.err
+    rec = prediction(out)
+    for row in rec["per_rank"]:
+        assert row["exposed_by_group_us"] == {"dp": pytest.approx(50.0)}
+        assert (row["model_states_bytes"], row["activation_bytes"], row["total_bytes"]) == (4.5 * MIB, 1.5 * MIB, 6.5 * MIB)
+    assert {k: rec["measured"]["ranks"][1][k] for k in ("model_states_bytes", "activation_bytes", "total_bytes")} == {
+        "model_states_bytes": 5 * MIB, "activation_bytes": 1.5 * MIB, "total_bytes": 8 * MIB}
+    assert rec["measured"]["mfu"]["vs_measured"] == 0.4
+    lines = got.out.splitlines()
+    head = next(i for i, x in enumerate(lines) if "states(MiB)" in x)
+    assert lines[head].split() == ["#", "rank", "coordinates", "states(MiB)", "activations(MiB)", "total(MiB)", "dp(us)",
+                                   "(memory:", "the", "plan's", "formulas;", "then", "the", "exposed", "communication",
+                                   "per", "group,", "predicted", "alone;", "measured", "memory", "beside:", "predicted", "/",
+                                   "measured)"]
+    rows = [[str(r), f"dp{r}", "4.5/5.0", "1.5/1.5", "6.5/8.0", "50.0"] for r in (0, 1)]
+    assert [x.split() for x in lines[head + 1:head + 3]] == rows
+    assert "50.0% of the measured GEMM ceiling (band 46.9%..53.6%; 0.004 TFLOP/s per rank, float32, the calibration " \
+           "run's), measured 40.0% of its own 0.004; 25.0% of the H100 SXM datasheet peak (0.008 TFLOP/s at the " \
+           "calibration run's clock), measured 20.0% of its own 0.008; model FLOPs" in got.out

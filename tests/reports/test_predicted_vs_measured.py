@@ -1,12 +1,13 @@
 """A prediction (`predict train --json`) beside the measured train records of its job: the report's "Predicted vs
 measured" section (exact cells on synthetic records, the band's finding, hostile names escaped) and compare's line
 under the train row. The prediction is made by the command itself on test_predict_train.py's inputs, whose every
-figure is exact: a step of 150 us (compute 80 + optimizer 20 + an all-reduce of 50), band 140..160."""
+figure is exact: a step of 150 us (compute 80 + optimizer 20 + an all-reduce of 50), band 140..160; MFU 50% of the
+calibration's measured ceiling and 25% of its datasheet peak; states 4.5 MiB, activations 1.5, total 6.5 per rank."""
 import json
 
 import pytest
 from synthetic import make_doc, make_train, stats
-from test_predict_train import calibration_train, plan_doc, plan_record, sweep_records
+from test_predict_train import PEAKS, calibration_train, measured_memory, plan_doc, plan_record, sweep_records
 
 from reports.__main__ import main
 from reports.common.load import load_results
@@ -17,20 +18,24 @@ NAME = "mlp tiny dp=2 at 2 rank(s)"
 
 
 def measured_train(step=200.0, preset="tiny", layout="dp=2", **extra):
-    """A dp=2 run of the plan's job: each rank 200 us a step, compute 100, waiting 10, transfer 60."""
+    """A dp=2 run of the plan's job: each rank 200 us a step, compute 100, waiting 10, transfer 60; states 5 MiB,
+    activations 1.5, total 8; MFU 40% of its ceiling, 20% of the datasheet peak."""
     rec = make_train(backend="cpu", device="cpu", precision="float32", world_size=2, preset=preset,
                      layout={"name": layout, "dp": 2, "tp": 1, "pp": 1, "zero": 0, "sync": "allreduce", "overlap": True},
                      step_time_us=stats([step] * 20), step_samples_us=[step] * 20,
                      ranks=[{"rank": r, "dp_rank": r, "tp_rank": 0, "pp_rank": 0, "step_us": step, "compute_us": 100.0,
                              "communication_us": 70.0, "exposed_communication_us": 70.0, "waiting_for_peers_us": 10.0,
-                             "exposed_transfer_us": 60.0, "pipeline_wait_us": 0.0} for r in (0, 1)])
+                             "exposed_transfer_us": 60.0, "pipeline_wait_us": 0.0} for r in (0, 1)],
+                     memory=measured_memory(), mfu=PEAKS)
     rec.update(extra)
     return rec
 
 
-def predicted(write_doc, tmp_path, *flags, preset="tiny", layout="dp=2"):
-    """The path of `predict train --json` over a dp=2 plan of `preset` and `layout`."""
-    cal = write_doc("cal.json", make_doc([calibration_train(preset=preset)] + sweep_records()))
+def predicted(write_doc, tmp_path, *flags, preset="tiny", layout="dp=2", peaks=PEAKS):
+    """The path of `predict train --json` over a dp=2 plan of `preset` and `layout`, calibrated by a run stating
+    `peaks` (None: a run that states no MFU)."""
+    stated = {"mfu": peaks} if peaks else {}
+    cal = write_doc("cal.json", make_doc([calibration_train(preset=preset, **stated)] + sweep_records()))
     plans = [plan_record(r) for r in (0, 1)]
     for p in plans:
         p.update(preset=preset, layout=layout)
@@ -58,14 +63,20 @@ def test_the_prediction_beside_a_measured_run_cell_by_cell(write_doc, tmp_path):
     assert alert["text"] == ("1 measured step(s) outside the predicted band (a slow link, a straggler, a bug, or the "
                              f"model's own error): {name}, measured in measured: measured 0.200 ms, predicted 0.150 ms "
                              "(band 0.140..0.160), error -25.0%, outside the band")
-    assert table(blocks, "Predicted and measured step")["rows"] == [
-        [name, "measured", "0.150", "0.140..0.160", "0.200", "-25.0%", "no"]]
+    steps = table(blocks, "Predicted and measured step")
+    assert steps["columns"][-2:] == ["MFU vs measured ceiling", "MFU vs datasheet"]
+    assert steps["rows"] == [[name, "measured", "0.150", "0.140..0.160", "0.200", "-25.0%", "no", "50.0% / 40.0%",
+                              "25.0% / 20.0%"]]
     per_rank = table(blocks, "Per rank")
     assert per_rank["columns"] == ["prediction", "measured in", "rank", "coordinates", "step", "compute", "optimizer",
-                                   "exposed", "waiting", "pipeline wait"]
-    # Compute and optimizer as predicted alone; exposed: the replay's blocked 50 us against the record's 70.
+                                   "exposed", "waiting", "pipeline wait", "exposed by group"]
+    # Compute and optimizer as predicted alone; exposed: the replay's blocked 50 us against the record's 70, all dp's.
     assert per_rank["rows"][1] == [name, "measured", 1, "dp1", "0.150 / 0.200 (-25.0%)", "0.080", "0.020",
-                                   "0.050 / 0.070 (-28.6%)", "0.000 / 0.010 (-100.0%)", "0.000 / 0.000"]
+                                   "0.050 / 0.070 (-28.6%)", "0.000 / 0.010 (-100.0%)", "0.000 / 0.000", "dp 0.050"]
+    memory = table(blocks, "Memory per rank")
+    assert memory["columns"] == ["prediction", "measured in", "rank", "coordinates", "states", "activations", "total"]
+    assert memory["rows"][0] == [name, "measured", 0, "dp0", "4.5 / 5.0 (-10.0%)", "1.5 / 1.5 (+0.0%)",
+                                 "6.5 / 8.0 (-18.8%)"]
     # ib-ndr: 100 us of compute + the all-reduce's 10 us latency + 40000 B at 50 GB/s (0.8 us); compute 2x: 50 + 50.
     assert [row[1:] for row in table(blocks, "What-if")["rows"]] == [
         ["this cluster (as calibrated)", "-", "-", "0.150", "1.00x"],
@@ -82,13 +93,21 @@ def test_without_a_run_among_the_inputs_its_own_measured_figures_are_shown(write
     blocks = section([pred], None)
     assert not [b for b in blocks if b["kind"] == "alert"]  # 150 us: within the band
     assert table(blocks, "Predicted and measured step")["rows"] == [
-        [NAME, f"--measured {run}", "0.150", "0.140..0.160", "0.150", "+0.0%", "yes"]]
+        [NAME, f"--measured {run}", "0.150", "0.140..0.160", "0.150", "+0.0%", "yes", "50.0% / 40.0%", "25.0% / 20.0%"]]
+    assert table(blocks, "Memory per rank")["rows"][1][4:] == ["4.5 / 5.0 (-10.0%)", "1.5 / 1.5 (+0.0%)",
+                                                               "6.5 / 8.0 (-18.8%)"]
     two = section([pred, pred], ["a", "b"])  # several results of predictions: each named by its result's label too
     assert [row[:2] for row in table(two, "Predicted and measured step")["rows"]] == [
         [f"a: {NAME}", f"--measured {run}"], [f"b: {NAME}", f"--measured {run}"]]
-    alone = section([predicted(write_doc, tmp_path)], None)
-    assert table(alone, "Predicted and measured step")["rows"] == [[NAME, "-", "0.150", "0.140..0.160", "-", "-", "-"]]
-    assert table(alone, "Per rank")["rows"][1][3:] == ["dp1", "0.150", "0.080", "0.020", "0.050", "0.000", "0.000"]
+    alone = section([predicted(write_doc, tmp_path, peaks=None)], None)
+    assert table(alone, "Predicted and measured step")["rows"] == [
+        [NAME, "-", "0.150", "0.140..0.160", "-", "-", "-", "-", "-"]]
+    (why,) = [b["text"] for b in alone if b["kind"] == "text"]  # no peak: a dash, and why
+    assert why == (f"{NAME}: no MFU against a measured GEMM ceiling: {tmp_path / 'cal.json'}'s train run states no MFU "
+                   "(its steps untimed, or written before MFU was)")
+    assert table(alone, "Per rank")["rows"][1][3:] == ["dp1", "0.150", "0.080", "0.020", "0.050", "0.000", "0.000",
+                                                       "dp 0.050"]
+    assert table(alone, "Memory per rank")["rows"][1][3:] == ["dp1", "4.5", "1.5", "6.5"]
     assert not [b for b in alone if b["kind"] == "table" and b["caption"].startswith("What-if")]
 
 

@@ -314,6 +314,34 @@ def test_a_queued_collective_counts_its_queue_as_transfer_not_waiting():
     assert (r.rank(1).waiting_us, r.rank(1).transfer_us) == (0.0, 7.0)
 
 
+# ---- exposed communication per group ----
+
+def test_the_blocked_time_splits_by_the_group_of_the_op_waited_for():
+    """Tensor-parallel sum after the forward (3 us), the gradients' all-reduce after the backward (4 us), rank 1's forward
+    2 us late: rank 0 waits 2 us for it on tp, then 3 us of transfer; both ranks 4 us on dp. A group the rank issues
+    on but never blocks in (the gradient norm's sum, hidden behind the optimizer) is listed at 0."""
+    def events():
+        return [fwd(0), issue(0, "all_reduce", (0, 1), 8, group="tp"), wait(0), bwd(0),
+                issue(1, "all_reduce", (0, 1), 16, group="dp"), wait(1),
+                issue(2, "all_reduce", (0, 1), 32, group="dp-tp"), opt(), wait(2)]
+    c = Costs(op=lambda op, p, n: {8: 3.0, 16: 4.0, 32: 5.0}[n], late={1: 2.0})
+    r = replay({0: events(), 1: events()}, c)
+    assert r.rank(0).exposed_by_group_us == {"dp": 4.0, "dp-tp": 0.0, "tp": 5.0}
+    assert r.rank(1).exposed_by_group_us == {"dp": 4.0, "dp-tp": 0.0, "tp": 3.0}
+    assert list(r.rank(0).exposed_by_group_us) == ["dp", "dp-tp", "tp"]  # ascending by name
+    assert (r.rank(0).waiting_us, r.rank(0).transfer_us) == (2.0, 7.0)
+
+
+def test_a_pipelines_waits_are_its_groups_and_a_rank_without_ops_has_none():
+    """test_a_pipeline_transfer_adds_its_cost_on_each_stage_boundary's pipeline: stage 0's 8 us of pipeline wait are pp's.
+    A rank of a one-rank replay issues nothing: no group."""
+    schedules = {s: pipeline_events("1f1b", s, 3, 1) for s in range(3)}
+    r = replay(schedules, Costs(phases={"forward": 1.0, "backward": 2.0}, op=lambda op, p, n: 0.5))
+    assert r.rank(0).exposed_by_group_us == {"pp": 2 * 2.0 + 2 * 1.0 + 4 * 0.5}
+    assert all(t.exposed_by_group_us == {"pp": t.pipeline_wait_us} for t in r.ranks)
+    assert replay({0: [fwd(0), opt()]}, Costs()).rank(0).exposed_by_group_us == {}
+
+
 # ---- bad input: one line each, naming the rank and the op ----
 
 AR = (0, 1)
@@ -446,6 +474,7 @@ def test_a_valid_schedule_replays_with_no_negative_time(schedules, progress):
         assert min(t.idle_us, t.waiting_us, t.transfer_us, t.pipeline_wait_us) >= 0
         assert r.step_us >= t.compute_us + t.optimizer_us
         assert t.compute_us + t.optimizer_us + t.blocked_us + t.idle_us == pytest.approx(r.step_us, rel=1e-12, abs=1e-9)
+        assert sum(t.exposed_by_group_us.values()) == pytest.approx(t.blocked_us, rel=1e-12, abs=1e-9)
     for o in r.ops:
         assert o.last_arrival_us <= o.start_us <= o.end_us
     # The walk's order of ranks changes nothing.
