@@ -114,6 +114,12 @@ def error(predicted_us: float, measured_us: float | None) -> float | None:
     return (predicted_us - measured_us) / measured_us if measured_us else None
 
 
+def abs_error(predicted_us: float, measured_us: float | None) -> float | None:
+    """|error|: how far off either way, the figure the history tracks of a prediction (common/identity.py)."""
+    e = error(predicted_us, measured_us)
+    return None if e is None else abs(e)
+
+
 def within_band(prediction: Record, measured_us: float) -> bool:
     low, high = prediction["band_us"]
     return bool(low <= measured_us <= high)

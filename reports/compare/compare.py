@@ -150,7 +150,7 @@ def _index(records: list[Record]) -> dict[ids.Identity, Record]:
     """Records by identity; of repeated measurements (a suite that runs one twice) the first counts."""
     out = {}
     for rec in records:
-        key = ids.identity(rec)
+        key = ids.compared_identity(rec)
         if key is not None and key not in out:
             out[key] = rec
     return out
@@ -236,7 +236,7 @@ def judge_quality(kind: str, bases: list[Record], cands: list[Record], policy: P
 
 
 def _predictions_only(result: Result) -> bool:
-    return bool(result.records_of("train_prediction")) and all(ids.identity(r) is None for r in result.records)
+    return bool(result.records_of("train_prediction")) and all(ids.compared_identity(r) is None for r in result.records)
 
 
 def _measured_runs(runs: list[Result]) -> list[Result]:

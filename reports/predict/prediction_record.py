@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..common.json_types import JsonObject, Record, ResultDoc
 from ..common.load import Result
-from ..common.predicted_vs_measured import error, measured_figures, within_band
+from ..common.predicted_vs_measured import abs_error, error, measured_figures, within_band
 from ..common.result_document import Envelope, checked, result_document, timestamp
 from .placement import links_by_group
 from .predict import describe_fit, regimes_json
@@ -63,7 +63,8 @@ def _measured(step_us: float, band: tuple[float, float], measured: tuple[str, Re
     if measured is None:
         return None
     m = measured_figures(measured[1], measured[0])
-    return {**m, "error": error(step_us, m["step_us"]), "within_band": within_band({"band_us": band}, m["step_us"])}
+    return {**m, "error": error(step_us, m["step_us"]), "abs_error": abs_error(step_us, m["step_us"]),
+            "within_band": within_band({"band_us": band}, m["step_us"])}
 
 
 def prediction_record(plan: PlanDoc, costs: StepCosts, predicted: Predicted, what_ifs: list[WhatIf], target_ms: float | None,
