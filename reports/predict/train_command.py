@@ -19,6 +19,7 @@ from .compute import Wanted, compute_rates
 from .predict import describe_fit
 from .prediction_record import prediction_document, prediction_record
 from .replay import Progress, StepReplay, replay
+from .schedule import parse_window
 from .formulas import Point
 from .series import SeriesKey, all_series
 from .step_costs import End, StepCosts
@@ -101,14 +102,15 @@ class Predicted:
     band: tuple[float, float]  # the step's time with every cost at the low, and at the high end of its band
 
 
-def _schedules(plan: PlanDoc) -> dict[int, list[dict[str, Any]]]:
-    return {int(r["rank"]): list(r["schedule"]["events"]) for r in plan.records}
+def _schedules(plan: PlanDoc) -> tuple[dict[int, list[Any]], int]:
+    """Every rank's events and the steps of their window (schedule.parse_window)."""
+    return parse_window({int(r["rank"]): r["schedule"] for r in plan.records})
 
 
 def predict_plan(plan: PlanDoc, costs: StepCosts) -> Predicted:
-    schedules = _schedules(plan)
-    low, high = (replay(schedules, costs.at(e), costs.progress).step_us for e in (End.LOW, End.HIGH))
-    return Predicted(replay(schedules, costs, costs.progress), (low, high))
+    schedules, steps = _schedules(plan)
+    low, high = (replay(schedules, costs.at(e), costs.progress, steps).step_us for e in (End.LOW, End.HIGH))
+    return Predicted(replay(schedules, costs, costs.progress, steps), (low, high))
 
 
 _PROGRESS_WORDS = {Progress.INDEPENDENT: "from their issue on, beside compute (independent)",
@@ -144,8 +146,8 @@ def _what_ifs(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, fabrics
 def _needs(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts) -> list[Need]:
     if not args.target_ms:
         return []
-    schedules = _schedules(plan)
-    return [needed(lambda c: replay(schedules, c, c.progress).step_us, costs, args.target_ms * 1e3, k) for k in Knob]
+    schedules, steps = _schedules(plan)
+    return [needed(lambda c: replay(schedules, c, c.progress, steps).step_us, costs, args.target_ms * 1e3, k) for k in Knob]
 
 
 def run(args: argparse.Namespace, fabrics: list[Fabric]) -> int:
@@ -214,6 +216,9 @@ def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, prediction
         print(f"  {rank:>4} {_coordinates(r, varying):<14}{cells}")
     throughput = plan.batch / p.step_us * 1e6 if p.step_us > 0 else 0.0
     print(f"# step: {p.step_us:.1f} us (band {band[0]:.1f}..{band[1]:.1f}), throughput {throughput:.1f} samples/s")
+    if p.steps > 1:
+        print(f"# the plan's steps differ: each figure is the mean step of its window of {p.steps} steps "
+              f"({p.window_us:.1f} us)")
     if measured:
         m = measured["step_time_us"]["median"]
         print(f"# measured step (median of {measured['timed_steps']}): {m:.1f} us; error (predicted - measured) / "
