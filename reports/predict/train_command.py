@@ -14,7 +14,7 @@ from ..common.files import write_atomically
 from ..common.json_types import Record
 from ..common.link_datasheet import Fabric
 from ..common.load import Result, load_results
-from ..common.predicted_vs_measured import FIGURES, Job, comparable, error, job_of_train, predicted
+from ..common.predicted_vs_measured import FIGURES, Job, comparable, error, job_of_train, measured_step, predicted
 from .compute import Wanted, compute_rates
 from .predict import describe_fit
 from .prediction_record import prediction_document, prediction_record
@@ -204,7 +204,9 @@ def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, prediction
         print(f"# {op} on {ranks} ranks: {first}")
         for line in regimes:
             print(f"# {line}")
-    rows = _rank_rows(measured)
+    # The record's per-rank figures are medians over its steps: beside a window's mean step they would be a step that
+    # does not communicate, so only the step (its mean) is put beside a window's prediction.
+    rows = _rank_rows(measured) if p.steps == 1 else {}
     head = "".join(f" {f.name + '(us)':>18}" for f in FIGURES)
     print(f"# {'rank':>4} {'coordinates':<14}{head}" + ("  (measured beside each: predicted / measured)" if rows else ""))
     varying = {k for k in plan.first["coordinates"] if len({r["coordinates"][k] for r in plan.records}) > 1}
@@ -220,9 +222,9 @@ def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, prediction
         print(f"# the plan's steps differ: each figure is the mean step of its window of {p.steps} steps "
               f"({p.window_us:.1f} us)")
     if measured:
-        m = measured["step_time_us"]["median"]
-        print(f"# measured step (median of {measured['timed_steps']}): {m:.1f} us; error (predicted - measured) / "
-              f"measured {error(p.step_us, m):+.1%}")
+        m = measured_step(measured, p.steps)
+        print(f"# measured step ({'median' if p.steps == 1 else 'mean'} of {measured['timed_steps']}): {m:.1f} us; error "
+              f"(predicted - measured) / measured {error(p.step_us, m):+.1%}")
         if not band[0] <= m <= band[1]:
             print("# the measured step lies outside the band: a finding (a slow link, a straggler, a busy host, or what "
                   "the model leaves out: docs/prediction.md)")
