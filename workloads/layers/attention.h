@@ -32,7 +32,7 @@ class CausalSelfAttention final : public Layer {
   void params(std::vector<Param*>& out) override;
   double forwardFlops() const override;
   double recomputedFlops() const override;
-  void tensorParallelSums(TensorParallelSums& out) const override { addSumsOf({&qkv_, &proj_}, out); }
+  void groupSums(LayerSums& out) const override { addSumsOf({&qkv_, &proj_}, out); }
 
  private:
   std::int64_t B_, T_, C_, NH_, D_;  // C_: this rank's heads' channels (NH_ D_); the model width is the projections'

@@ -26,9 +26,7 @@ class Conv2d final : public Layer {
   void params(std::vector<Param*>& out) override { out.push_back(&w_); }
   double forwardFlops() const override;
   void skipInputGradient() override;
-  void tensorParallelSums(TensorParallelSums& out) const override {
-    addSplitSums(split_, inputGradient_, y_.numel(), dx_.numel(), out);
-  }
+  void groupSums(LayerSums& out) const override { addSplitSums(split_, inputGradient_, y_.numel(), dx_.numel(), out); }
   const cpu::Conv2dShape& shape() const { return s_; }
 
  private:
@@ -97,7 +95,7 @@ class BasicBlock final : public Layer {
   void params(std::vector<Param*>& out) override;
   void buffers(std::vector<NamedTensor>& out) override;
   double forwardFlops() const override;
-  void tensorParallelSums(TensorParallelSums& out) const override;
+  void groupSums(LayerSums& out) const override;
   // The output's height and width before the block is built (a recomputed unit's copy is taken first).
   static std::pair<std::int64_t, std::int64_t> outputSize(const BasicBlockConfig& config);
   std::int64_t outH() const { return conv1_.shape().P(); }

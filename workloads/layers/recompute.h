@@ -105,7 +105,7 @@ class Recomputed final : public Layer {
   double recomputedFlops() const override { return forwardFlops(); }
   void skipInputGradient() override;
   // The backward's begin with the forward's again (it runs the forward first).
-  void tensorParallelSums(TensorParallelSums& out) const override;
+  void groupSums(LayerSums& out) const override;
 
  private:
   const Tensor& runForward(const Tensor& x, StepContext& ctx);

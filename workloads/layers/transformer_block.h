@@ -33,7 +33,7 @@ class TransformerBlock final : public Layer {
   void params(std::vector<Param*>& out) override;
   double forwardFlops() const override { return attn_.forwardFlops() + fc_.forwardFlops() + proj_.forwardFlops(); }
   double recomputedFlops() const override { return attn_.recomputedFlops(); }
-  void tensorParallelSums(TensorParallelSums& out) const override { addSumsOf({&attn_, &fc_, &proj_}, out); }
+  void groupSums(LayerSums& out) const override { addSumsOf({&attn_, &fc_, &proj_}, out); }
 
  private:
   LayerNorm ln1_;
