@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 OPTIONS = (("calibration", "calibration"), ("plan", "plan"), ("measured", "measured"), ("transport", "transport"),
            ("fabric", "fabric"), ("compute_speedup", "compute_speedup"), ("target_ms", "target_ms"),
            ("ranks_per_host", "ranks_per_host"), ("intra_transport", "intra_transport"),
-           ("inter_transport", "inter_transport"))
+           ("inter_transport", "inter_transport"), ("measured_fabric", "measured_fabric"),
+           ("measured_fabric_transport", "measured_fabric_transport"), ("fabric_link", "fabric_link"))
 
 
 def _compute(costs: StepCosts) -> JsonObject:

@@ -26,6 +26,16 @@ from .series import SeriesKey, select
 POINT_TO_POINT = {"send": "sendrecv", "recv": "sendrecv"}
 
 
+@dataclass(frozen=True)
+class MeasuredFabric:
+    """Another cluster's (or another link's) measured collectives, for a what-if of the step with a link class's costs
+    taken from them instead of this calibration's (--measured-fabric): fitted as the calibration's are."""
+    name: str  # how the what-if table names it: the file
+    series: dict[SeriesKey, list[Point]]
+    files: tuple[str, ...]
+    transport: str | None  # the series of the files to take, where they measured several
+
+
 class End(Enum):
     """Which end of every cost's band a replay takes."""
     LOW = -1
@@ -47,6 +57,10 @@ class StepCosts:
     bandwidth_scale: float = 1.0
     progress: Progress = Progress.INDEPENDENT  # how the collectives move beside compute (replay.Progress)
     placement: Placement | None = None  # where the ranks sit: each op's link class and its series (None: `transport`)
+    # A what-if's swapped link (a datasheet `fabric` or a `measured` fabric): the ops of this link class take its
+    # costs, the others keep the calibration's (None: every op).
+    measured: MeasuredFabric | None = None
+    swap: LinkClass | None = None
     _models: dict[tuple[str, int, LinkClass], Model] = field(default_factory=dict)
 
     def at(self, end: End) -> "StepCosts":
@@ -61,16 +75,24 @@ class StepCosts:
     def model_of(self, op: str, group_size: int, link: LinkClass = LinkClass.INTRA) -> Model:
         name = POINT_TO_POINT.get(op, op)
         if (name, group_size, link) not in self._models:
-            transport = self.placement.transport(link) if self.placement else self.transport
-            key, points = select(self.series, name, transport, "float32", "out", self.calibration)
+            swapped = self.swap is None or link is self.swap
+            if swapped and self.measured:
+                key, points = select(self.measured.series, name, self.measured.transport, "float32", "out",
+                                     self.measured.files)
+            else:
+                transport = self.placement.transport(link) if self.placement else self.transport
+                key, points = select(self.series, name, transport, "float32", "out", self.calibration)
             m = model(collective(name), key, points, group_size)
-            m = on_fabric(m, self.fabric) if self.fabric else m
+            m = on_fabric(m, self.fabric) if self.fabric and swapped else m
             self._models[(name, group_size, link)] = faster_links(m, self.bandwidth_scale) if self.bandwidth_scale != 1 else m
         return self._models[(name, group_size, link)]
 
-    def on(self, fabric: Fabric) -> "StepCosts":
-        """The same costs with every collective's bandwidth the datasheet fabric's (models refitted for it)."""
-        return replace(self, fabric=fabric, _models={})
+    def on(self, fabric: Fabric | MeasuredFabric, swap: LinkClass | None = None) -> "StepCosts":
+        """The same costs with the bandwidth of every collective of link class `swap` (None: every one) the datasheet
+        fabric's, or their costs those fitted from another cluster's measurements (models refitted for it)."""
+        if isinstance(fabric, MeasuredFabric):
+            return replace(self, measured=fabric, fabric=None, swap=swap, _models={})
+        return replace(self, fabric=fabric, measured=None, swap=swap, _models={})
 
     def backends(self) -> set[str]:
         """The backends the calibration's collectives ran on (the series' `backend`)."""

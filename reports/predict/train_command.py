@@ -16,7 +16,7 @@ from ..common.link_datasheet import Fabric
 from ..common.load import Result, load_results
 from ..common.predicted_vs_measured import (FIGURES, Job, comparable, error, job_of_train, measured_figures, measured_step,
                                             predicted)
-from . import placement
+from . import fabric_swap, placement
 from .compute import Wanted, compute_rates
 from .predict import describe_fit
 from .prediction_record import prediction_document, prediction_record
@@ -24,7 +24,7 @@ from .replay import Progress, StepReplay, replay
 from .schedule import parse_window
 from .formulas import Point
 from .series import SeriesKey, all_series
-from .step_costs import End, StepCosts
+from .step_costs import End, MeasuredFabric, StepCosts
 from .step_figures import mfu, mfu_line, rank_table
 from .what_if import Knob, Need, WhatIf, WhatIfKind, needed
 
@@ -38,6 +38,7 @@ def add_parser(ps: Any, calibration: Any, fabric_help: str) -> None:
     placement.add_arguments(t)
     t.add_argument("--fabric", action="append", default=[], metavar="NAME", help="what-if: the step with every "
                    f"collective's bandwidth the datasheet's for this fabric (repeatable; {fabric_help})")
+    fabric_swap.add_arguments(t)
     t.add_argument("--progress", choices=PROGRESS_CHOICES, default="auto", help="how a collective moves beside compute: "
                    "independent (from its issue: NCCL), in-waits (only once its members wait for it: MPI's nonblocking "
                    "collectives), auto (by the calibration's backend; default)")
@@ -138,10 +139,16 @@ def _check_what_ifs(args: argparse.Namespace) -> None:
             raise InputError(f"{flag} {v}: a finite number above 0")
 
 
-def _what_ifs(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, fabrics: list[Fabric]) -> list[WhatIf]:
-    """The step on each datasheet fabric, and with compute --compute-speedup times faster."""
-    on = [WhatIf(f.name, WhatIfKind.FABRIC, f"{f.detail}, {f.gbps:.4g} GB/s per direction (datasheet), latencies as fitted",
-                 predict_plan(plan, costs.on(f)).nominal) for f in fabrics]
+def _what_ifs(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, fabrics: list[Fabric],
+              measured: list[MeasuredFabric]) -> list[WhatIf]:
+    """The step with the swapped link (fabric_swap.py) on each datasheet fabric and each measured one, and with compute
+    --compute-speedup times faster."""
+    link = fabric_swap.swapped_link(args, costs.placement)
+    which = fabric_swap.describe_swap(link)
+    on = [WhatIf(f.name, WhatIfKind.FABRIC, f"{f.detail}, {f.gbps:.4g} GB/s per direction (datasheet), latencies as fitted, "
+                 f"for {which}", predict_plan(plan, costs.on(f, link)).nominal) for f in fabrics]
+    on += [WhatIf(m.name, WhatIfKind.MEASURED_FABRIC, f"collectives fitted from {m.name}'s measurements, for {which}",
+                  predict_plan(plan, costs.on(m, link)).nominal) for m in measured]
     if args.compute_speedup:
         on.append(WhatIf(f"compute {args.compute_speedup:g}x", WhatIfKind.COMPUTE,
                          f"compute {args.compute_speedup:g} times the calibration's speed",
@@ -164,8 +171,10 @@ def run(args: argparse.Namespace, fabrics: list[Fabric]) -> int:
     results = load_results(args.calibration)
     costs = costs_for(plan, results, all_series(results), args.calibration, args)
     costs = replace(costs, progress=progress_of(args.progress, costs))
+    fabric_swap.swapped_link(args, costs.placement)  # a link no op is of: one line before any replay
+    others = fabric_swap.measured_fabrics(args)
     p = predict_plan(plan, costs)
-    on = _what_ifs(args, plan, costs, fabrics)
+    on = _what_ifs(args, plan, costs, fabrics, others)
     needs = _needs(args, plan, costs)
     utilization = mfu(plan, costs.rates, p.nominal.step_us, p.band)
     _print(args, plan, costs, p, on, measured, utilization)
@@ -239,6 +248,13 @@ def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, prediction
         if not band[0] <= m <= band[1]:
             print("# the measured step lies outside the band: a finding (a slow link, a straggler, a busy host, or what "
                   "the model leaves out: docs/prediction.md)")
+    _print_what_ifs(args, costs, p, on)
+
+
+def _print_what_ifs(args: argparse.Namespace, costs: StepCosts, p: StepReplay, on: list[WhatIf]) -> None:
+    if any(w.kind is not WhatIfKind.COMPUTE for w in on):
+        swapped = fabric_swap.swapped_link(args, costs.placement)
+        print(f"# the fabric what-ifs replace {fabric_swap.describe_swap(swapped)} (--fabric-link {args.fabric_link})")
     for w in on:
         q = w.step
         print(f"# what-if {w.name}: step {q.step_us:.1f} us, {p.step_us / q.step_us:.2f}x this cluster's speed"

@@ -17,7 +17,8 @@ STEPS = 60  # bisection steps over log(1)..log(MAX_FACTOR): a factor to 2e-7 of 
 
 
 class WhatIfKind(Enum):
-    FABRIC = "fabric"  # every collective's bandwidth a datasheet fabric's (--fabric)
+    FABRIC = "fabric"  # the swapped link's bandwidth a datasheet fabric's (--fabric)
+    MEASURED_FABRIC = "measured_fabric"  # the swapped link's collectives fitted from another cluster's (--measured-fabric)
     COMPUTE = "compute"  # compute faster by a ratio (--compute-speedup)
 
 
