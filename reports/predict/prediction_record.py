@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 # The options of `predict train` a prediction's run config states, as (record key, argparse dest).
 OPTIONS = (("calibration", "calibration"), ("plan", "plan"), ("measured", "measured"), ("transport", "transport"),
-           ("fabric", "fabric"), ("compute_speedup", "compute_speedup"), ("target_ms", "target_ms"))
+           ("issue", "issue"), ("fabric", "fabric"), ("compute_speedup", "compute_speedup"), ("target_ms", "target_ms"))
 
 
 def _compute(costs: StepCosts) -> JsonObject:
@@ -69,7 +69,8 @@ def prediction_record(plan: PlanDoc, costs: StepCosts, predicted: Predicted, wha
     return {"kind": "train_prediction", "model": first["model"], "preset": first["preset"], "layout": first["layout"],
             "ranks": first["ranks"], "backend": plan.backend, "precision": plan.precision, "batch": plan.batch,
             "micro_batch": first["micro_batch"], "micro_batches": first["micro_batches"], "plan": plan.path,
-            "calibration": list(costs.calibration), "transport": costs.transport, "progress": costs.progress.value,
+            "calibration": list(costs.calibration), "transport": costs.transport, "issue": costs.issue,
+            "progress": costs.progress.value,
             "compute": _compute(costs),
             "collectives": _collectives(costs), "step_us": p.step_us, "band_us": list(predicted.band),
             "throughput_per_s": plan.batch / p.step_us * 1e6 if p.step_us > 0 else None,

@@ -23,7 +23,8 @@ from ..common.errors import InputError
 from ..common.files import write_atomically
 from ..common.load import load_results
 from .series import all_series
-from .train_command import PROGRESS_CHOICES, PlanDoc, Predicted, costs_for, load_plan, predict_plan, progress_of
+from .train_command import (PROGRESS_CHOICES, PlanDoc, Predicted, add_issue_argument, costs_for, load_plan, predict_plan,
+                            progress_of)
 
 # The flags a candidate sets: a search's train flags may not give them.
 SET_BY_SEARCH = ("--dp", "--tp", "--pp", "--zero", "--micro-batches", "--plan", "--json", "--memory-limit", "--sync",
@@ -87,6 +88,7 @@ def add_parser(ps: Any, calibration: Any) -> None:
     s.add_argument("--ranks", required=True, type=int, help="the ranks to lay the model out over")
     s.add_argument("--memory-limit", default="0", help="bytes per rank a layout must fit (as train's; 0: no limit)")
     s.add_argument("--transport", help="the transport series to fit (needed when the calibration measured several)")
+    add_issue_argument(s)
     s.add_argument("--progress", choices=PROGRESS_CHOICES, default="auto", help="how a collective moves beside compute "
                    "(as predict train's; auto: by the calibration's backend)")
     s.add_argument("--top", type=int, default=10, help="layouts to list (default 10; the skipped are counted)")
@@ -146,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
                 outcomes.append(Outcome(c, None, None, plan))
                 continue
             try:
-                costs = costs_for(plan, results, series, args.calibration, args.transport)
+                costs = costs_for(plan, results, series, args.calibration, args.transport, args.issue)
                 costs = replace(costs, progress=progress_of(args.progress, costs))
                 outcomes.append(Outcome(c, plan, predict_plan(plan, costs), ""))
             except InputError as e:  # a cost the calibration lacks (an op it did not measure): that candidate only

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from ..common.collective_issue import ISSUES, NONBLOCKING
 from ..common.errors import InputError
 from ..common.files import write_atomically
 from ..common.json_types import Record
@@ -32,6 +33,7 @@ def add_parser(ps: Any, calibration: Any, fabric_help: str) -> None:
     t.add_argument("--plan", required=True, metavar="PLAN", help="the result of `trainscope train <flags> --plan N --json "
                    "PLAN`: every rank's schedule of one step")
     t.add_argument("--transport", help="the transport series to fit (needed when the calibration measured several)")
+    add_issue_argument(t)
     t.add_argument("--fabric", action="append", default=[], metavar="NAME", help="what-if: the step with every "
                    f"collective's bandwidth the datasheet's for this fabric (repeatable; {fabric_help})")
     t.add_argument("--progress", choices=PROGRESS_CHOICES, default="auto", help="how a collective moves beside compute: "
@@ -45,6 +47,12 @@ def add_parser(ps: Any, calibration: Any, fabric_help: str) -> None:
                    "prediction, and the error of each")
     t.add_argument("--json", metavar="OUT", help="write the prediction (and the comparison) as a trainscope result: one "
                    "train_prediction record, which report and compare put beside the measured runs of the same layout")
+
+
+def add_issue_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--issue", choices=ISSUES, default=NONBLOCKING, help="the MPI calls' form to cost the collectives "
+                        "from where the calibration measured both (collectives --issue both): nonblocking (default: the "
+                        "form the trainer issues) or blocking; an op measured in one form is costed from that one")
 
 
 @dataclass(frozen=True)
@@ -88,11 +96,12 @@ def load_plan(path: str) -> PlanDoc:
 
 
 def costs_for(plan: PlanDoc, results: Sequence[Result], series: dict[SeriesKey, list[Point]],
-              calibration: Sequence[str], transport: str | None) -> StepCosts:
+              calibration: Sequence[str], transport: str | None, issue: str = NONBLOCKING) -> StepCosts:
     """The plan's costs: compute at the calibration run nearest its micro-batch, collectives from `series`."""
     r = plan.first
     wanted = Wanted(r["model"], r["preset"], plan.precision, plan.backend)
-    return StepCosts(compute_rates(results, wanted, int(r["micro_batch"]), int(r["ranks"])), series, calibration, transport)
+    return StepCosts(compute_rates(results, wanted, int(r["micro_batch"]), int(r["ranks"])), series, calibration, transport,
+                     issue)
 
 
 @dataclass(frozen=True)
@@ -153,7 +162,7 @@ def run(args: argparse.Namespace, fabrics: list[Fabric]) -> int:
     plan = load_plan(args.plan)
     measured = _measured(args.measured, plan) if args.measured else None
     results = load_results(args.calibration)
-    costs = costs_for(plan, results, all_series(results), args.calibration, args.transport)
+    costs = costs_for(plan, results, all_series(results), args.calibration, args.transport, args.issue)
     costs = replace(costs, progress=progress_of(args.progress, costs))
     p = predict_plan(plan, costs)
     on = _what_ifs(args, plan, costs, fabrics)
@@ -197,6 +206,9 @@ def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, prediction
     print(f"# trainscope predict train: {plan.describe()}; plan {plan.path}; calibration {', '.join(args.calibration)}")
     print(f"# compute: {costs.rates.describe()}")
     print(f"# collectives move {_PROGRESS_WORDS[costs.progress]} (--progress {args.progress})")
+    forms = calls_costed(costs)
+    if forms:
+        print(f"# {forms}")
     for (op, ranks), fitted in sorted(costs.used().items()):
         first, *regimes = describe_fit(fitted)
         print(f"# {op} on {ranks} ranks: {first}")
@@ -228,6 +240,22 @@ def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, prediction
     if on:
         best = min(on, key=lambda w: w.step.step_us)
         print(f"# fastest: {best.name}" if best.step.step_us < p.step_us else "# fastest: this cluster as measured")
+
+
+def calls_costed(costs: StepCosts) -> str | None:
+    """Which form of the MPI calls each collective was costed from, and why (None where the backend has one form)."""
+    by: dict[str, list[str]] = {}
+    for (op, _), m in sorted(costs.used().items()):
+        if m.key.issue != "-" and op not in by.get(m.key.issue, []):
+            by.setdefault(m.key.issue, []).append(op)
+    if not by:
+        return None
+    costed = "; ".join(f"{form} for {', '.join(ops)}" for form, ops in sorted(by.items()))
+    other = [op for form, ops in by.items() if form != costs.issue for op in ops]
+    why = f"--issue {costs.issue}"
+    if other:
+        why += f"; the calibration measured {', '.join(other)} in the other form only: collectives --issue both measures both"
+    return f"MPI calls costed as measured {costed} ({why})"
 
 
 def _cell(value: float, measured: float | None) -> str:
