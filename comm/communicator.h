@@ -76,11 +76,24 @@ struct CollectiveCall {
   MpiReduceScatter mpiReduceScatter = kDefaultMpiReduceScatter;
 };
 
+// How a collective is issued on the MPI backend: its blocking call (MPI_Allreduce), or its nonblocking form waited for
+// at once (MPI_Iallreduce + MPI_Wait), which is how training issues its collectives (Communicator::start). Open MPI runs
+// the two through different components (the blocking ones through its tuned collectives, the nonblocking ones through
+// libnbc's schedules), so they cost differently at the same size, and a model of training is fitted from the form
+// training uses (docs/prediction.md). NCCL has one form: every call is queued on its stream.
+enum class IssueKind { kBlocking, kNonblocking };
+template <>
+struct EnumNames<IssueKind> {
+  static constexpr std::pair<std::string_view, IssueKind> kNames[] = {{"blocking", IssueKind::kBlocking},
+                                                                      {"nonblocking", IssueKind::kNonblocking}};
+};
+
 // What a timed batch runs each iteration (Communicator::timeBatch). The calls are built once, before the
 // loop, so that the timed region holds the backend's call alone, as OSU's and nccl-tests' loops do.
 struct TimedOp {
-  std::vector<CollectiveCall> calls;  // one per local rank; none: the loop around no operation (the empty-op baseline)
-  std::function<void()> beforeEach;   // untimed, before each iteration (planted faults); empty: nothing
+  std::vector<CollectiveCall> calls;       // one per local rank; none: the loop around no operation (the empty-op baseline)
+  std::function<void()> beforeEach;        // untimed, before each iteration (planted faults); empty: nothing
+  IssueKind issue = IssueKind::kBlocking;  // MPI: the call's form (a backend with one form takes kBlocking only)
 };
 
 // One send or receive of a batch posted together (Communicator::startTogether).

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): `trainscope predict train` against measured training steps (issue #41's validation on one
 # machine). Calibration, taken first and only: a one-process `train` of each model at every micro-batch size the
-# layouts use, and a `collectives` sweep at 2 ranks of the ops the layouts issue. Then per model and layout at 2
-# ranks: the plan (`train --plan 2`), the measured run, and the prediction beside it (`predict train --measured`).
-# The table: predicted and measured step (the measured one the median of the timed steps), the error, and per model
-# the Kendall tau between the predicted and the measured ranking of its layouts; the last line the median and
-# worst |error| (issue #41's goal: median <= 10%, every layout within 25%, tau >= 0.8). The load average is printed
-# before and after: on a busy host both sides measure the host.
+# layouts use, and a `collectives` sweep at 2 ranks of the ops the layouts issue, each MPI call in both forms
+# (--issue both). Then per model and layout at 2 ranks: the plan (`train --plan 2`), the measured run, and the
+# prediction beside it (`predict train --measured`) three ways from the same measurements: the MPI mode of progress
+# over the nonblocking calls' series (what the trainer issues), the same over the blocking calls' series (what the
+# calibration was before --issue), and NCCL's mode of progress. The table: predicted and measured step (the measured
+# one the median of the timed steps), the errors, and per model the Kendall tau between the predicted and the measured
+# ranking of its layouts; the last lines the median and worst |error| (issue #41's goal: median <= 10%, every layout
+# within 25%, tau >= 0.8). The load average is printed before and after: on a busy host both sides measure the host.
 #   scripts/bench-predict-train.sh [steps=20] [models="mlp:small transformer:tiny cnn:tiny"] [dp-calibration=]
+#                                  [layouts="0 1 ... 9": indices into LAYOUTS below]
 # With TS_BUILD_GIVEN=1 the trainscope in TS_BUILD (default build/) is used as it is, without setup.sh.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -22,10 +25,14 @@ TS="$TS_BUILD/trainscope"
 LAYOUTS=("--dp 2" "--dp 2 --overlap off" "--dp 2 --micro-batches 2" "--dp 2 --zero 1" "--dp 2 --zero 2"
          "--dp 2 --zero 3" "--dp 2 --zero 3 --prefetch 0" "--tp 2" "--pp 2 --micro-batches 4"
          "--pp 2 --micro-batches 4 --pp-schedule gpipe")
+read -r -a WHICH <<<"${4:-${!LAYOUTS[*]}}"
+# The predictions made of each run: name (the table's column and the file's tag) and predict train's flags.
+PREDICTIONS=("in-waits:--progress in-waits --issue nonblocking" "blocking-calls:--progress in-waits --issue blocking"
+             "independent:--progress independent --issue nonblocking")
 
 echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 mpirun -np 2 --oversubscribe "$TS" collectives --backend mpi -b 8 -e 8M -f 4 -n 50 -w 5 --placement out \
-  --ops all_reduce,all_gather,reduce_scatter,broadcast,reduce,sendrecv --json "$work/sweep.json" >/dev/null
+  --ops all_reduce,all_gather,reduce_scatter,broadcast,reduce,sendrecv --issue both --json "$work/sweep.json" >/dev/null
 echo "# calibrated collectives: $work/sweep.json"
 for spec in $MODELS; do
   model="${spec%%:*}" preset="${spec##*:}" m="$work/${spec/:/-}"
@@ -38,7 +45,7 @@ for spec in $MODELS; do
       --steps "$STEPS" --no-ceiling --log-every 1000 --json "$m-cal-dp2.json" >/dev/null
     cal+=("$m-cal-dp2.json")
   fi
-  for i in "${!LAYOUTS[@]}"; do
+  for i in "${WHICH[@]}"; do
     read -r -a flags <<<"${LAYOUTS[$i]}"
     # The cnn's batch norms are synchronised over data parallelism by default; kept off (the plan schedules
     # SyncBatchNorm now) so that the tables compare with the runs before it did.
@@ -50,35 +57,39 @@ for spec in $MODELS; do
     fi
     mpirun -np 2 --oversubscribe "$TS" train "${common[@]}" --steps "$STEPS" --no-ceiling --log-every 1000 \
       --json "$m-run-$i.json" >/dev/null
-    # Both modes of progress from the same measurements (docs/prediction.md, "--progress"): MPI's, and NCCL's.
-    if ! "$TS" predict train --calibration "${cal[@]}" --plan "$m-plan-$i.json" --measured "$m-run-$i.json" \
-      --progress in-waits --json "$m-predict-$i.json" >"$m-predict-$i.log" 2>&1 ||
-      ! "$TS" predict train --calibration "${cal[@]}" --plan "$m-plan-$i.json" --measured "$m-run-$i.json" \
-      --progress independent --json "$m-independent-$i.json" >>"$m-predict-$i.log" 2>&1; then
-      echo "# $spec ${LAYOUTS[$i]}: not predicted ($(tail -1 "$m-predict-$i.log"))"
-      continue
-    fi
-    echo "${LAYOUTS[$i]}" >"$m-layout-$i.txt"
+    # Every prediction from the same measurements (docs/prediction.md, "--progress" and "What is fitted").
+    predicted=1
+    for p in "${PREDICTIONS[@]}"; do
+      read -r -a pflags <<<"${p#*:}"
+      if ! "$TS" predict train --calibration "${cal[@]}" --plan "$m-plan-$i.json" --measured "$m-run-$i.json" \
+        "${pflags[@]}" --json "$m-${p%%:*}-$i.json" >>"$m-predict-$i.log" 2>&1; then
+        echo "# $spec ${LAYOUTS[$i]}: not predicted ($(tail -1 "$m-predict-$i.log"))"
+        predicted=0
+        break
+      fi
+    done
+    if [[ "$predicted" == 1 ]]; then echo "${LAYOUTS[$i]}" >"$m-layout-$i.txt"; fi
   done
 done
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
-"$PY" - "$work" "$MODELS" <<'PYEOF'
+"$PY" - "$work" "$MODELS" "${PREDICTIONS[@]%%:*}" <<'PYEOF'
 import glob, json, statistics, sys
 from scipy.stats import kendalltau
-work, models = sys.argv[1], sys.argv[2].split()
-MODES = ("in-waits", "independent")  # the prediction files' modes: -predict- and -independent-
-print(f"# {'model':<17} {'layout':<42} {'in-waits(ms)':>12} {'error':>8} {'independent(ms)':>15} {'error':>8} "
-      f"{'measured(ms)':>12}")
+work, models, MODES = sys.argv[1], sys.argv[2].split(), sys.argv[3:]  # MODES: the predictions' names, files' tags
+widths = [max(12, len(mode) + 4) for mode in MODES]
+print(f"# {'model':<17} {'layout':<42}" + "".join(f" {mode + '(ms)':>{w}} {'error':>8}" for mode, w in zip(MODES, widths))
+      + f" {'measured(ms)':>12}")
 errors = {mode: [] for mode in MODES}
 for spec in models:
     pred, meas = {mode: [] for mode in MODES}, []
-    for path in sorted(glob.glob(f"{work}/{spec.replace(':', '-')}-predict-*.json")):
-        records = {mode: json.load(open(p))["records"][0] for mode, p in
-                   zip(MODES, (path, path.replace("-predict-", "-independent-")))}  # one train_prediction record each
-        layout = open(path.replace("-predict-", "-layout-").replace(".json", ".txt")).read().strip()
+    for path in sorted(glob.glob(f"{work}/{spec.replace(':', '-')}-layout-*.txt")):
+        # one train_prediction record in each prediction's file
+        records = {mode: json.load(open(path.replace("-layout-", f"-{mode}-").replace(".txt", ".json")))["records"][0]
+                   for mode in MODES}
+        layout = open(path).read().strip()
         measured = records[MODES[0]]["measured"]["step_us"]
         cells = "".join(f" {records[mode]['step_us'] / 1e3:>{w}.3f} {records[mode]['measured']['error']:>+8.1%}"
-                        for mode, w in zip(MODES, (12, 15)))
+                        for mode, w in zip(MODES, widths))
         print(f"  {spec:<17} {layout:<42}{cells} {measured / 1e3:>12.3f}")
         meas.append(measured)
         for mode in MODES:

@@ -44,6 +44,7 @@ nlohmann::json toJson(const CollectiveRecord& r) {
   // `algo` names what ran the op where there is a choice: NCCL's algorithm (--algos, set when the variants
   // merge) or reduce_scatter's MPI call, so that the reports tell the two calls apart as they do algorithms.
   if (r.mpiReduceScatter) j["algo"] = std::string(nameOf(*r.mpiReduceScatter));
+  if (r.issue) j["issue"] = std::string(nameOf(*r.issue));
   putUnlessEmpty(j, "label", r.label);
   putUnlessEmpty(j, "step", r.step);
   return j;

@@ -1,5 +1,5 @@
 #pragma once
-// The sweep's closed choices that only `collectives` names (--placement, --mpi-reduce-scatter), each an enum with its
+// The sweep's closed choices that only `collectives` names (--placement, --mpi-reduce-scatter, --issue), each an enum with its
 // names (EnumNames): the option table reads them for the help, the error line, the suite, the record's config and the
 // generated schema's enum, so none of these keeps a list of its own.
 #include <string_view>
@@ -57,6 +57,27 @@ inline std::vector<MpiReduceScatter> mpiReduceScatterCalls(MpiReduceScatterChoic
   std::vector<MpiReduceScatter> calls;
   for (const auto& [name, call] : EnumNames<MpiReduceScatter>::kNames) calls.push_back(call);
   return calls;
+}
+
+// --issue: the forms of each MPI call measured (IssueKind), or both, each in a section of its own.
+enum class IssueChoice { kBlocking, kNonblocking, kBoth };
+template <>
+struct EnumNames<IssueChoice> {
+  static constexpr std::pair<std::string_view, IssueChoice> kNames[] = {
+      {"blocking", IssueChoice::kBlocking}, {"nonblocking", IssueChoice::kNonblocking}, {"both", IssueChoice::kBoth}};
+};
+
+// The forms a choice measures, in IssueKind's declaration order.
+inline std::vector<IssueKind> issueKinds(IssueChoice choice) {
+  switch (choice) {
+    case IssueChoice::kBlocking:
+      return {IssueKind::kBlocking};
+    case IssueChoice::kNonblocking:
+      return {IssueKind::kNonblocking};
+    case IssueChoice::kBoth:
+      break;
+  }
+  return {IssueKind::kBlocking, IssueKind::kNonblocking};
 }
 
 }  // namespace ts

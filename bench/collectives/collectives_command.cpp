@@ -92,6 +92,11 @@ void addTimingAndOutputOptions(Table& t) {
                         "OSU and the frameworks call it), or both, each measured in a section of its own",
                         TS_FIELD(opts.mpiReduceScatter)),
                   notOneOf<MpiReduceScatterChoice>());
+  onUnknownChoice(t.add("--issue",
+                        "MPI: each call's form: blocking (MPI_Allreduce), nonblocking (MPI_Iallreduce + MPI_Wait, as training "
+                        "issues its collectives), or both, each measured in a section of its own",
+                        TS_FIELD(opts.issue)),
+                  notOneOf<IssueChoice>());
   t.add("-G,--graph", "NCCL: capture this many operations in a CUDA graph and time its replays (0 = off)", TS_FIELD(opts.graph));
   t.add("--check,!--no-check", "Check every result against its expected value (untimed)", TS_FIELD(opts.check));
   t.group("The run and its output");

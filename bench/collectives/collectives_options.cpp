@@ -54,6 +54,39 @@ CollectivesOptions resolveCollectivesArgs(const CollectivesArgs& raw) {
   return o;
 }
 
+namespace {
+
+// --issue beyond blocking: MPI's alone. Refused elsewhere rather than ignored: NCCL has one form of each call, and
+// records that said "nonblocking" of the same measurement as "blocking" would put two series of one cost in a
+// calibration. The ops without a nonblocking MPI call are measured blocking only (both), or left out (nonblocking).
+void fitOpsToIssue(CollectivesOptions& o, BackendKind backend) {
+  o.opsBlockingOnly.clear();
+  if (o.issue == IssueChoice::kBlocking) return;
+  if (backend != BackendKind::kMpi)
+    throw UsageError(
+        fmt::format("--issue {}: applies to --backend mpi; the {} backend has one form of each call (every call "
+                    "is queued on its stream and returns at once, and the sweep times it to completion)",
+                    nameOf(o.issue), nameOf(backend)));
+  std::vector<const Collective*> kept;
+  for (const Collective* c : o.ops) {
+    if (!c->startsOnMpi()) {
+      o.opsBlockingOnly.push_back(c);
+      if (o.issue == IssueChoice::kNonblocking) {
+        if (!o.allOps)
+          throw UsageError(
+              fmt::format("--ops {}: --issue nonblocking: it has no nonblocking MPI call here (--issue blocking "
+                          "or both measure its blocking one)",
+                          c->name()));
+        continue;
+      }
+    }
+    kept.push_back(c);
+  }
+  o.ops = kept;
+}
+
+}  // namespace
+
 void fitOpsToBackend(CollectivesOptions& o, BackendKind backend) {
   std::vector<const Collective*> kept;
   for (const Collective* c : o.ops) {
@@ -66,6 +99,7 @@ void fitOpsToBackend(CollectivesOptions& o, BackendKind backend) {
   }
   if (kept.empty()) throw UsageError(fmt::format("--ops all: the {} backend runs none of the collectives", nameOf(backend)));
   o.ops = kept;
+  fitOpsToIssue(o, backend);
 }
 
 namespace {
@@ -151,11 +185,12 @@ void validate(const CollectivesOptions& o) {
 
 nlohmann::json toJson(const CollectivesOptions& o) {
   nlohmann::json ops = nlohmann::json::array(), dtypes = nlohmann::json::array(), redops = nlohmann::json::array(),
-                 mpiCalls = nlohmann::json::array();
+                 mpiCalls = nlohmann::json::array(), issues = nlohmann::json::array();
   for (auto* c : o.ops) ops.push_back(std::string(c->name()));
   for (auto t : o.dtypes) dtypes.push_back(std::string(dtypeName(t)));
   for (auto r : o.redops) redops.push_back(std::string(redOpName(r)));
   for (auto m : mpiReduceScatterCalls(o.mpiReduceScatter)) mpiCalls.push_back(std::string(nameOf(m)));
+  for (auto k : issueKinds(o.issue)) issues.push_back(std::string(nameOf(k)));
   nlohmann::json j = o.given;
   j["resolved"] = {{"backend", nameOf(o.backend)},
                    {"gpus_per_process", o.gpus.perProcess},
@@ -169,6 +204,7 @@ nlohmann::json toJson(const CollectivesOptions& o) {
                    {"out_of_place", measuresOutOfPlace(o.placement)},
                    {"in_place", measuresInPlace(o.placement)},
                    {"mpi_reduce_scatter", mpiCalls},
+                   {"issue", issues},
                    {"check", o.check}};
   return j;
 }

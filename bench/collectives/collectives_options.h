@@ -43,6 +43,11 @@ struct CollectivesOptions {
   PlacementChoice placement = PlacementChoice::kBoth;
   // reduce_scatter on the MPI backend: the MPI calls to measure (mpiReduceScatterCalls), each a section of its own.
   MpiReduceScatterChoice mpiReduceScatter = mpiReduceScatterChoiceOf(kDefaultMpiReduceScatter);
+  // MPI: the forms of each call measured (issueKinds), each a section of its own; blocking, as before the option.
+  IssueChoice issue = IssueChoice::kBlocking;
+  // What --issue nonblocking left out (or --issue both measured blocking only): the ops without a nonblocking MPI call
+  // (Collective::startsOnMpi), set by fitOpsToBackend.
+  std::vector<const Collective*> opsBlockingOnly;
   int graph = 0;
   bool check = true;
   double timeoutS = kDefaultTimeoutS;
@@ -79,7 +84,9 @@ std::vector<std::uint64_t> sweepSizes(const CollectivesOptions& o, std::size_t e
 std::vector<CollectiveLayout> sweepLayouts(const Collective& c, const std::vector<std::uint64_t>& sizes, std::size_t eltSize,
                                            int nranks);
 // Keeps the ops the (resolved) backend runs, as their declarations say (x-backends): --ops all leaves out
-// the others, naming them in opsLeftOut; a named op the backend does not run is a UsageError. Called once the
+// the others, naming them in opsLeftOut; a named op the backend does not run is a UsageError. Likewise for --issue:
+// a form other than blocking on a backend other than MPI is a UsageError, and the ops without a nonblocking MPI call go
+// to opsBlockingOnly (--issue nonblocking: left out of --ops all, a UsageError when named). Called once the
 // backend is known and before any work, so that no run dies at an op's first launch.
 void fitOpsToBackend(CollectivesOptions& o, BackendKind backend);
 // Checks everything that does not need the world (sizes, counts, flags); UsageError naming the option.

@@ -51,6 +51,20 @@ std::uint64_t availableHostMemory() {
   return 0;
 }
 
+// What sets a section apart besides op, dtype and reduction: reduce_scatter's MPI call (--mpi-reduce-scatter) and the
+// call's form (--issue).
+struct SectionVariant {
+  std::optional<MpiReduceScatter> call;
+  IssueKind issue = IssueKind::kBlocking;
+};
+
+// "gather, scatter": the ops' names, for the header's notes.
+std::string namesOf(const std::vector<const Collective*>& ops) {
+  std::vector<std::string_view> names;
+  for (const Collective* c : ops) names.push_back(c->name());
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
 struct Placement {
   void* send;
   void* recv;
@@ -92,36 +106,18 @@ class CollectivesRun {
     for (auto* c : o_.ops)
       for (DType t : o_.dtypes)
         for (const CollectiveLayout& lay : layoutsOf(*c, t))
-          total += weight(lay.bytes) * static_cast<double>((c->reduces() ? o_.redops.size() : 1) * mpiCallsOf(*c).size());
+          total += weight(lay.bytes) * static_cast<double>((c->reduces() ? o_.redops.size() : 1) * variantsOf(*c).size());
     Progress progress("collectives", total, leader);
-    if (leader) {
-      std::printf("# trainscope collectives: backend %s, %d ranks (%d processes x %d), timer %s\n",
-                  nameOf(comm_.backend()).data(), comm_.worldSize(), boot_.size(), comm_.localCount(),
-                  nameOf(comm_.timer()).data());
-      const std::string large = o_.largeBytes ? fmt::format(" (from {} on: warmup {}, {} iterations)", formatBytes(o_.largeBytes),
-                                                            o_.largeWarmup, o_.largeIters)
-                                              : "";
-      std::printf("# warmup %d, %d iterations x %d trials%s, time = median of the slowest rank, check %s%s\n", o_.warmup,
-                  o_.iters, o_.trials, large.c_str(), o_.check ? "on" : "off",
-                  o_.graph ? fmt::format(", CUDA graph of {} ops", o_.graph).c_str() : "");
-      if (comm_.worldSize() == 1) std::printf("%s", oneRankNotice().c_str());
-      if (!o_.opsLeftOut.empty()) {
-        std::vector<std::string_view> names;
-        for (const Collective* c : o_.opsLeftOut) names.push_back(c->name());
-        std::printf("# --ops all: left out %s, which the %s backend does not run\n",
-                    fmt::format("{}", fmt::join(names, ", ")).c_str(), nameOf(comm_.backend()).data());
-      }
-      std::fflush(stdout);
-    }
+    if (leader) printHeader();
     std::size_t wrongTotal = 0;
     std::vector<std::string> failures;
     for (const Collective* c : o_.ops)
       for (DType t : o_.dtypes)
         for (RedOp r : c->reduces() ? o_.redops : std::vector<RedOp>{RedOp::kSum})
-          for (const std::optional<MpiReduceScatter> call : mpiCallsOf(*c)) {
+          for (const SectionVariant& v : variantsOf(*c)) {
             CollectiveArgs args{t, r, o_.root, comm_.worldSize()};
-            if (call) args.mpiReduceScatter = *call;
-            wrongTotal += runSection(*c, args, call, progress, writer, step, failures);
+            if (v.call) args.mpiReduceScatter = *v.call;
+            wrongTotal += runSection(*c, args, v, progress, writer, step, failures);
           }
     progress.done();
     activity::set("");
@@ -131,6 +127,26 @@ class CollectivesRun {
   }
 
  private:
+  void printHeader() const {
+    std::printf("# trainscope collectives: backend %s, %d ranks (%d processes x %d), timer %s\n", nameOf(comm_.backend()).data(),
+                comm_.worldSize(), boot_.size(), comm_.localCount(), nameOf(comm_.timer()).data());
+    const std::string large = o_.largeBytes ? fmt::format(" (from {} on: warmup {}, {} iterations)", formatBytes(o_.largeBytes),
+                                                          o_.largeWarmup, o_.largeIters)
+                                            : "";
+    std::printf("# warmup %d, %d iterations x %d trials%s, time = median of the slowest rank, check %s%s\n", o_.warmup, o_.iters,
+                o_.trials, large.c_str(), o_.check ? "on" : "off",
+                o_.graph ? fmt::format(", CUDA graph of {} ops", o_.graph).c_str() : "");
+    if (comm_.worldSize() == 1) std::printf("%s", oneRankNotice().c_str());
+    if (!o_.opsLeftOut.empty())
+      std::printf("# --ops all: left out %s, which the %s backend does not run\n", namesOf(o_.opsLeftOut).c_str(),
+                  nameOf(comm_.backend()).data());
+    if (!o_.opsBlockingOnly.empty())
+      std::printf(
+          "# --issue %s: %s %s (no nonblocking MPI call)\n", nameOf(o_.issue).data(),
+          o_.issue == IssueChoice::kNonblocking ? "left out" : "measured blocking only:", namesOf(o_.opsBlockingOnly).c_str());
+    std::fflush(stdout);
+  }
+
   std::vector<CollectiveLayout> layoutsOf(const Collective& c, DType t) const {
     return sweepLayouts(c, sweepSizes(o_, dtypeSize(t)), dtypeSize(t), comm_.worldSize());
   }
@@ -143,9 +159,30 @@ class CollectivesRun {
     return {calls.begin(), calls.end()};
   }
 
-  // What sets a section apart besides op, dtype and reduction, as the command line chooses it; "" if nothing.
-  static std::string variantOf(std::optional<MpiReduceScatter> call) {
-    return call ? fmt::format("--mpi-reduce-scatter {}", nameOf(*call)) : "";
+  // The forms of its calls `c` is measured in (--issue), each a section: on MPI those asked that it has (fitOpsToIssue
+  // left out an op with none); the one form of a backend that has one.
+  std::vector<IssueKind> issuesOf(const Collective& c) const {
+    if (comm_.backend() != BackendKind::kMpi) return {IssueKind::kBlocking};
+    std::vector<IssueKind> out;
+    for (const IssueKind k : issueKinds(o_.issue))
+      if (k == IssueKind::kBlocking || c.startsOnMpi()) out.push_back(k);
+    return out;
+  }
+
+  std::vector<SectionVariant> variantsOf(const Collective& c) const {
+    std::vector<SectionVariant> out;
+    for (const std::optional<MpiReduceScatter> call : mpiCallsOf(c))
+      for (const IssueKind issue : issuesOf(c)) out.push_back({call, issue});
+    return out;
+  }
+
+  // What sets a section apart besides op, dtype and reduction, as the command line chooses it; "" if nothing. The
+  // form is named whenever --issue asked for more than the default.
+  std::string variantOf(const SectionVariant& v) const {
+    std::vector<std::string> parts;
+    if (v.call) parts.push_back(fmt::format("--mpi-reduce-scatter {}", nameOf(*v.call)));
+    if (o_.issue != IssueChoice::kBlocking) parts.push_back(fmt::format("--issue {}", nameOf(v.issue)));
+    return fmt::format("{}", fmt::join(parts, " "));
   }
 
   // Progress weighs each size by the bytes it moves plus a fixed cost, so the estimate holds for sweeps
@@ -159,11 +196,11 @@ class CollectivesRun {
 
   // One section of the table (an op, dtype, reduction and MPI call over every size); returns its wrong
   // elements and adds a line per failed check to `failures`.
-  std::size_t runSection(const Collective& c, const CollectiveArgs& args, std::optional<MpiReduceScatter> call,
-                         Progress& progress, ResultWriter* writer, const std::string& step, std::vector<std::string>& failures) {
+  std::size_t runSection(const Collective& c, const CollectiveArgs& args, const SectionVariant& v, Progress& progress,
+                         ResultWriter* writer, const std::string& step, std::vector<std::string>& failures) {
     const bool leader = boot_.rank() == 0;
     const std::string redop = c.reduces() ? std::string(redOpName(args.redop)) : "";
-    const std::string variant = variantOf(call);
+    const std::string variant = variantOf(v);
     if (leader)
       std::printf("%s",
                   collectivesTableHeader(std::string(c.name()), std::string(dtypeName(args.dtype)), redop, variant).c_str());
@@ -176,7 +213,7 @@ class CollectivesRun {
       for (int p = 0; p < 2; ++p) {
         const bool inPlace = p == 1;
         if (!runsPlacement(c, inPlace)) continue;
-        CollectiveRecord& rec = recs[p].emplace(measure(c, args, call, lay, inPlace));
+        CollectiveRecord& rec = recs[p].emplace(measure(c, args, v, lay, inPlace));
         rec.step = step;
         if (rec.wrong)
           failures.push_back(fmt::format("{} {} {}{} {}{}: {} wrong element(s)", c.name(), dtypeName(args.dtype),
@@ -210,12 +247,13 @@ class CollectivesRun {
     return {A + g.offsetElems * elt, A, extent};
   }
 
-  std::string describe(const Collective& c, const CollectiveArgs& a, std::optional<MpiReduceScatter> call,
-                       const CollectiveLayout& lay, bool inPlace) const {
+  std::string describe(const Collective& c, const CollectiveArgs& a, const SectionVariant& v, const CollectiveLayout& lay,
+                       bool inPlace) const {
+    const std::string variant = variantOf(v);
     return fmt::format("{} {} ({} x {}{}{}, {}{})", c.name(), formatBytes(lay.bytes), lay.count, dtypeName(a.dtype),
                        c.reduces() ? fmt::format(" {}", redOpName(a.redop)) : "",
                        c.rooted() ? fmt::format(", root {}", a.root) : "", inPlace ? "in-place" : "out-of-place",
-                       call ? ", " + variantOf(call) : "");
+                       variant.empty() ? "" : ", " + variant);
   }
 
   // The pieces of `elems` elements of `elt` bytes that the staging buffer holds, in order.
@@ -345,37 +383,56 @@ class CollectivesRun {
     return out;
   }
 
-  CollectiveRecord measure(const Collective& c, const CollectiveArgs& a, std::optional<MpiReduceScatter> call,
-                           const CollectiveLayout& lay, bool inPlace) {
-    const std::string what = describe(c, a, call, lay, inPlace);
+  // The check's one run of `op`, in the form the timed loop issues it: the blocking calls between groupStart and
+  // groupEnd, or each call's nonblocking form waited for at once (Communicator::start, as training waits for its
+  // collectives), so that the result checked is that of the calls timed.
+  std::function<void()> launcherOf(const TimedOp& op) {
+    return [this, &op] {
+      if (op.issue == IssueKind::kNonblocking) {
+        for (int l = 0; l < comm_.localCount(); ++l) comm_.start(l, op.calls[static_cast<std::size_t>(l)])->wait(0);
+        return;
+      }
+      comm_.groupStart();
+      for (int l = 0; l < comm_.localCount(); ++l) comm_.run(l, op.calls[static_cast<std::size_t>(l)]);
+      comm_.groupEnd();
+    };
+  }
+
+  CollectiveRecord measure(const Collective& c, const CollectiveArgs& a, const SectionVariant& v, const CollectiveLayout& lay,
+                           bool inPlace) {
+    const std::string what = describe(c, a, v, lay, inPlace);
     activity::set(what);
     ErrorContext ctx(what);
     trace::Span span(what, trace::Role::kCommunication);  // and its NVTX range
     if (trace::enabled()) span.annotate({{"bytes", lay.bytes}, {"op", std::string(c.name())}, {"ranks", comm_.worldSize()}});
 
     TimedOp op;
+    op.issue = v.issue;
     for (int l = 0; l < comm_.localCount(); ++l) {
       const Placement p = placement(l, c, lay, a.dtype, inPlace);
       op.calls.push_back(c.call(comm_.rank(l), p.send, p.recv, lay, a));
     }
-    const auto launch = [&] {
-      comm_.groupStart();
-      for (int l = 0; l < comm_.localCount(); ++l) comm_.run(l, op.calls[static_cast<std::size_t>(l)]);
-      comm_.groupEnd();
-    };
     // A planted fault (tests only) acts before each timed iteration, outside the timed region.
     for (int l = 0; l < comm_.localCount(); ++l)
       if (fault_ && fault_->inOperation() && fault_->matches(comm_.rank(l), std::string(c.name()), lay.bytes))
         op.beforeEach = [f = *fault_] { injectInOperation(f); };
 
-    CollectiveRecord r;
+    long long wrong = 0;
     if (o_.check) {
       trace::Span checking("check", trace::Role::kCommunication);
       WatchdogScope guard(*watchdog_);
-      r.wrong = boot_.sum(static_cast<long long>(checkOnce(c, a, lay, inPlace, fault_, launch)));
+      wrong = boot_.sum(static_cast<long long>(checkOnce(c, a, lay, inPlace, fault_, launcherOf(op))));
     }
     const IterationCounts counts = iterationsAt(o_, lay.bytes);
-    const OverProcesses over = slowestOverProcesses(timeIterations(counts, op));
+    CollectiveRecord r = recordOf(c, a, v, lay, inPlace, counts, slowestOverProcesses(timeIterations(counts, op)));
+    r.wrong = wrong;
+    return r;
+  }
+
+  // The record of one measurement, from what was measured and the iterations' times over the processes.
+  CollectiveRecord recordOf(const Collective& c, const CollectiveArgs& a, const SectionVariant& v, const CollectiveLayout& lay,
+                            bool inPlace, const IterationCounts& counts, const OverProcesses& over) {
+    CollectiveRecord r;
     r.op = std::string(c.name());
     r.backend = comm_.backend();
     r.timer = comm_.timer();
@@ -387,7 +444,8 @@ class CollectivesRun {
     r.bytes = lay.bytes;
     r.count = lay.count;
     r.inPlace = inPlace;
-    r.mpiReduceScatter = call;
+    r.mpiReduceScatter = v.call;
+    if (comm_.backend() == BackendKind::kMpi) r.issue = v.issue;
     r.graph = o_.graph;
     r.iters = counts.iters;
     r.trials = o_.trials;

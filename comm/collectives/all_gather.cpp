@@ -16,10 +16,10 @@ class AllGather final : public Collective {
     const int n = mpiCount(c.count);
     MPI_CHECK(MPI_Allgather(mine(m, c), n, mpiType(c.dtype), c.recv, n, mpiType(c.dtype), m.comm));
   }
-  bool startMpi(const MpiCall& m, const CollectiveCall& c, MpiRequest& req, std::function<void()>&) const override {
+  bool startsOnMpi() const override { return true; }
+  void startMpi(const MpiCall& m, const CollectiveCall& c, MpiRequest& req, std::function<void()>&) const override {
     const int n = mpiCount(c.count);
     MPI_CHECK(MPI_Iallgather(mine(m, c), n, mpiType(c.dtype), c.recv, n, mpiType(c.dtype), m.comm, &req.handle));
-    return true;
   }
   // In place, this rank's block already sits at its place in the receive buffer.
   static const void* mine(const MpiCall& m, const CollectiveCall& c) {

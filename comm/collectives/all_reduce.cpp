@@ -17,11 +17,11 @@ class AllReduce final : public Collective {
     MPI_CHECK(MPI_Allreduce(inPlaceOr(c.send, c.recv), c.recv, mpiCount(c.count), mpiType(c.dtype), mpiOp(c.redop), m.comm));
     finishAverage(c.recv, c.count, c.dtype, c.redop, m.size);
   }
-  bool startMpi(const MpiCall& m, const CollectiveCall& c, MpiRequest& req, std::function<void()>&) const override {
-    if (c.redop == RedOp::kAvg) return false;  // the division needs the result
+  bool startsOnMpi() const override { return true; }
+  void startMpi(const MpiCall& m, const CollectiveCall& c, MpiRequest& req, std::function<void()>& finish) const override {
     MPI_CHECK(MPI_Iallreduce(inPlaceOr(c.send, c.recv), c.recv, mpiCount(c.count), mpiType(c.dtype), mpiOp(c.redop), m.comm,
                              &req.handle));
-    return true;
+    if (c.redop == RedOp::kAvg) finish = [c, n = m.size] { finishAverage(c.recv, c.count, c.dtype, c.redop, n); };
   }
 #endif
 #ifdef TRAINSCOPE_HAVE_NCCL

@@ -22,10 +22,10 @@ class Broadcast final : public Collective {
   void finishMpi(const MpiCall& m, const CollectiveCall& c) const override {
     if (m.rank == c.root && c.send != c.recv) std::memcpy(c.recv, c.send, c.count * dtypeSize(c.dtype));
   }
-  bool startMpi(const MpiCall& m, const CollectiveCall& c, MpiRequest& req, std::function<void()>& finish) const override {
+  bool startsOnMpi() const override { return true; }
+  void startMpi(const MpiCall& m, const CollectiveCall& c, MpiRequest& req, std::function<void()>& finish) const override {
     MPI_CHECK(MPI_Ibcast(buffer(m, c), mpiCount(c.count), mpiType(c.dtype), c.root, m.comm, &req.handle));
     finish = [this, m, c] { finishMpi(m, c); };
-    return true;
   }
   static void* buffer(const MpiCall& m, const CollectiveCall& c) { return m.rank == c.root ? const_cast<void*>(c.send) : c.recv; }
 #endif

@@ -58,7 +58,9 @@ void Collective::runMpi(const MpiCall&, const CollectiveCall&) const {
   throw Error(fmt::format("internal: {} has no MPI call in this build or none at all", name()));
 }
 
-bool Collective::startMpi(const MpiCall&, const CollectiveCall&, MpiRequest&, std::function<void()>&) const { return false; }
+void Collective::startMpi(const MpiCall&, const CollectiveCall&, MpiRequest&, std::function<void()>&) const {
+  throw Error(fmt::format("internal: {} has no nonblocking MPI call in this build or none at all", name()));
+}
 
 void Collective::runNccl(const NcclCall&, const CollectiveCall&) const {
   throw Error(fmt::format("internal: {} has no NCCL call in this build or none at all", name()));

@@ -116,9 +116,12 @@ class Collective {
   // ranks (the root's copy of an out-of-place broadcast: MPI_Bcast has one buffer). The sweep's timed loop
   // runs it after its clock has stopped, as OSU times MPI_Bcast alone.
   virtual void finishMpi(const MpiCall&, const CollectiveCall&) const {}
-  // Issues the nonblocking MPI form and returns true; false where there is none for this call (the
-  // communicator then runs it blocking). `finish` is what must run once the request completes, if anything.
-  virtual bool startMpi(const MpiCall& m, const CollectiveCall& c, MpiRequest& request, std::function<void()>& finish) const;
+  // Whether the collective has a nonblocking MPI form (startMpi); where not, Communicator::start runs it blocking and
+  // `collectives --issue nonblocking` leaves it out.
+  virtual bool startsOnMpi() const { return false; }
+  // Issues the nonblocking MPI form (where startsOnMpi). `finish` is what must run once the request completes, if
+  // anything: the local work of NCCL's conventions (finishMpi's, a moved in-place block, an average's division).
+  virtual void startMpi(const MpiCall& m, const CollectiveCall& c, MpiRequest& request, std::function<void()>& finish) const;
   // The NCCL call, on the local rank's stream.
   virtual void runNccl(const NcclCall& n, const CollectiveCall& c) const;
   // Whether NCCL defines the op with send == recv (its in-place form).

@@ -18,11 +18,12 @@ class Reduce final : public Collective {
     MPI_CHECK(MPI_Reduce(sendBuffer(m, c), c.recv, mpiCount(c.count), mpiType(c.dtype), mpiOp(c.redop), c.root, m.comm));
     if (m.rank == c.root) finishAverage(c.recv, c.count, c.dtype, c.redop, m.size);
   }
-  bool startMpi(const MpiCall& m, const CollectiveCall& c, MpiRequest& req, std::function<void()>&) const override {
-    if (c.redop == RedOp::kAvg) return false;  // the division needs the result
+  bool startsOnMpi() const override { return true; }
+  void startMpi(const MpiCall& m, const CollectiveCall& c, MpiRequest& req, std::function<void()>& finish) const override {
     MPI_CHECK(
         MPI_Ireduce(sendBuffer(m, c), c.recv, mpiCount(c.count), mpiType(c.dtype), mpiOp(c.redop), c.root, m.comm, &req.handle));
-    return true;
+    if (c.redop == RedOp::kAvg && m.rank == c.root)
+      finish = [c, n = m.size] { finishAverage(c.recv, c.count, c.dtype, c.redop, n); };
   }
   static const void* sendBuffer(const MpiCall& m, const CollectiveCall& c) {
     return m.rank == c.root ? inPlaceOr(c.send, c.recv) : c.send;

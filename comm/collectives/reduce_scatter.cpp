@@ -72,16 +72,18 @@ class ReduceScatter final : public Collective {
     if (b.moveToMine) std::memmove(b.mine, c.send, c.count * dtypeSize(c.dtype));
     finishAverage(c.recv, c.count, c.dtype, c.redop, m.size);
   }
-  bool startMpi(const MpiCall& m, const CollectiveCall& c, MpiRequest& req, std::function<void()>& finish) const override {
-    if (c.redop == RedOp::kAvg) return false;  // the division needs the result: that runs blocking
+  bool startsOnMpi() const override { return true; }
+  void startMpi(const MpiCall& m, const CollectiveCall& c, MpiRequest& req, std::function<void()>& finish) const override {
     const Buffers b = buffers(m, c);
     issue(m, c, b, req.counts, &req.handle);
-    // The ZeRO layouts reduce-scatter their buckets in place while the backward goes on.
-    if (b.moveToMine)
-      finish = [mine = b.mine, start = c.send, bytes = c.count * dtypeSize(c.dtype)] { std::memmove(mine, start, bytes); };
-    return true;
+    // The ZeRO layouts reduce-scatter their buckets in place while the backward goes on; the block moves to this
+    // rank's place, then (avg) the sum there is divided, as runMpi does.
+    if (b.moveToMine || c.redop == RedOp::kAvg)
+      finish = [b, c, n = m.size] {
+        if (b.moveToMine) std::memmove(b.mine, c.send, c.count * dtypeSize(c.dtype));
+        finishAverage(c.recv, c.count, c.dtype, c.redop, n);
+      };
   }
-
 #endif
 #ifdef TRAINSCOPE_HAVE_NCCL
   void runNccl(const NcclCall& n, const CollectiveCall& c) const override {

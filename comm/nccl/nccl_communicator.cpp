@@ -264,6 +264,7 @@ TimedBatch NcclCommunicator::timeWithEvents(int iters, int opsPerIter, const std
 TimedBatch NcclCommunicator::timeBatch(int iters, int graphIters, const TimedOp& op) {
   // The host's enqueue is not timed (the gate holds the streams): the calls, built before the loop, are
   // enqueued as one group; no calls leave the events back to back, which times the events themselves.
+  if (op.issue != IssueKind::kBlocking) throw Error("internal: NCCL has one form of each call (collectives refuses --issue)");
   const auto launch = [&] {
     if (op.beforeEach) op.beforeEach();
     if (op.calls.empty()) return;

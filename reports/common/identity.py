@@ -11,6 +11,7 @@ from enum import Enum
 from typing import Any
 
 from . import option_facts
+from .collective_issue import NONBLOCKING, issue_of
 from .json_types import Record
 
 # ("collective", ("op", "all_reduce"), ("backend", "mpi"), ...): the kind, then every identity key with its value
@@ -41,7 +42,7 @@ class Metric:
 
 IDENTITY = {
     "collective": ("op", "backend", "dtype", "redop", "root", "ranks", "processes", "bytes", "in_place", "graph",
-                   "transport", "algo", "proto"),
+                   "transport", "algo", "proto", "issue"),
     "link": ("test", "src", "dst", "engine", "direction", "bytes", "host", "src_host", "dst_host", "memory", "p2p"),
     "kernel": ("op", "shape_name", "shape", "dtype", "backend"),
     "train": ("model", "preset", "backend", "precision", "world_size", "items_per_step", "flops_per_step", "layout",
@@ -105,7 +106,7 @@ def identity(record: Record) -> Identity | None:
     keys = IDENTITY.get(record["kind"])
     if keys is None:
         return None
-    ident = (record["kind"],) + tuple((k, _hashable(record.get(k))) for k in keys)
+    ident = (record["kind"],) + tuple((k, _hashable(_field(record, k))) for k in keys)
     subcommand = OPTIONS_OF.get(record["kind"])
     return ident if subcommand is None else ident + _options(record, subcommand)
 
@@ -117,6 +118,14 @@ def compared_identity(record: Record) -> Identity | None:
 
 def compared_kinds() -> list[str]:
     return sorted(k for k in METRICS if k not in NOT_COMPARED)
+
+
+def _field(record: Record, key: str) -> Any:
+    """The record's value of an identity field; a collective's `issue` as collective_issue reads it (a record written
+    before the field was a blocking call, and pairs with today's blocking records)."""
+    if key == "issue" and record["kind"] == "collective":
+        return issue_of(record)
+    return record.get(key)
 
 
 def _options(record: Record, subcommand: str) -> Identity:
@@ -146,6 +155,7 @@ def describe(ident: Identity) -> str:
         if d.get("graph"):
             parts.append(f"graph {d['graph']}")
         parts += [d[k] for k in ("transport", "algo", "proto") if d.get(k)]
+        parts += [d["issue"]] if d.get("issue") == NONBLOCKING else []
         return " ".join(str(p) for p in parts)
     if ident[0] == "kernel":
         dims = " ".join(f"{k}={v}" for k, v in d["shape"])

@@ -8,6 +8,7 @@ from statistics import median
 from typing import Any
 
 from ..common.collective_facts import collective, names as collective_names
+from ..common.collective_issue import ISSUES
 from ..common.errors import InputError
 from ..common.files import check_output_file, write_atomically
 from ..common.link_datasheet import Fabric, fabric, fabrics
@@ -34,6 +35,8 @@ def add_parsers(sub: Any) -> None:
     c.add_argument("--transport", help="the transport series to fit (needed when the calibration measured several)")
     c.add_argument("--dtype", help="the dtype series to fit (needed when the calibration measured several)")
     c.add_argument("--placement", choices=PLACEMENTS, default="out", help="out-of-place (default) or in-place records")
+    c.add_argument("--issue", choices=ISSUES, help="the MPI calls' form of the series to fit, blocking or nonblocking "
+                   "(needed when the calibration measured both: collectives --issue both)")
     c.add_argument("--fabric", action="append", default=[], metavar="NAME", help="what-if: the same collective with each "
                    "step's bandwidth the datasheet's for this fabric (repeatable; " + ", ".join(fabrics()) + ")")
     _regimes(c)
@@ -77,7 +80,7 @@ def _collectives(args: argparse.Namespace) -> int:
         raise InputError(f"--ranks {args.ranks}: a collective's group size, 2 or more")
     what_ifs = [_fabric(name) for name in args.fabric]  # before anything is read
     series = all_series(load_results(args.calibration))
-    key, points = select(series, args.op, args.transport, args.dtype, args.placement, args.calibration)
+    key, points = select(series, args.op, args.transport, args.dtype, args.placement, args.calibration, args.issue)
     m = model(collective(args.op), key, points, args.ranks, args.regimes)
     preds = [predict(m, n) for n in sizes]
     on = {f.name: [predict(on_fabric(m, f), n) for n in sizes] for f in what_ifs}
@@ -156,12 +159,13 @@ def _print_checks(calibration: Sequence[str], checks: list[HeldOut]) -> None:
     print(f"# trainscope predict check: held-out error of the alpha-beta fits; calibration {', '.join(calibration)}")
     print("# sizes: fitted on every other measured size, predicting the others; group size: fitted on the other group "
           "sizes; regimes: the fit's, chosen from the fitted points only; error = (predicted - measured) / measured")
-    print(f"# {'op':<15} {'transport':<9} {'dtype':<8} {'place':<5} {'ranks':>5} {'held':<10} {'fitted':>6} {'regimes':>7} "
-          f"{'points':>6} {'median|err|':>11} {'max|err|':>9}  worst at")
+    print(f"# {'op':<15} {'transport':<9} {'dtype':<8} {'place':<5} {'form':<11} {'ranks':>5} {'held':<10} {'fitted':>6} "
+          f"{'regimes':>7} {'points':>6} {'median|err|':>11} {'max|err|':>9}  worst at")
     for h in checks:
         k = h.key
-        print(f"  {k.op:<15} {k.transport:<9} {k.dtype:<8} {k.placement:<5} {h.ranks:>5} {h.held:<10} {h.fitted_on:>6} "
-              f"{len(h.regimes):>7} {len(h.errors):>6} {h.median_abs:>11.1%} {h.max_abs:>9.1%}  {size_label(h.worst_bytes)}")
+        print(f"  {k.op:<15} {k.transport:<9} {k.dtype:<8} {k.placement:<5} {k.issue:<11} {h.ranks:>5} {h.held:<10} "
+              f"{h.fitted_on:>6} {len(h.regimes):>7} {len(h.errors):>6} {h.median_abs:>11.1%} {h.max_abs:>9.1%}  "
+              f"{size_label(h.worst_bytes)}")
     every = [abs(e) for h in checks for e in h.relative()]
     print(f"# all: {len(every)} held-out point(s) in {len(checks)} check(s): median |error| {median(every):.1%}, "
           f"max {max(every):.1%}")

@@ -25,7 +25,8 @@ from ..common.load import load_results
 from . import placement
 from .series import all_series
 from .step_figures import plan_memory
-from .train_command import PROGRESS_CHOICES, PlanDoc, Predicted, costs_for, load_plan, predict_plan, progress_of
+from .train_command import (PROGRESS_CHOICES, PlanDoc, Predicted, add_issue_argument, costs_for, load_plan, predict_plan,
+                            progress_of)
 
 # The flags a candidate sets: a search's train flags may not give them.
 SET_BY_SEARCH = ("--dp", "--tp", "--pp", "--zero", "--micro-batches", "--plan", "--json", "--memory-limit", "--sync",
@@ -89,6 +90,7 @@ def add_parser(ps: Any, calibration: Any) -> None:
     s.add_argument("--ranks", required=True, type=int, help="the ranks to lay the model out over")
     s.add_argument("--memory-limit", default="0", help="bytes per rank a layout must fit (as train's; 0: no limit)")
     placement.add_arguments(s)
+    add_issue_argument(s)
     s.add_argument("--progress", choices=PROGRESS_CHOICES, default="auto", help="how a collective moves beside compute "
                    "(as predict train's; auto: by the calibration's backend)")
     s.add_argument("--top", type=int, default=10, help="layouts to list (default 10; the skipped are counted)")

@@ -1,10 +1,15 @@
 """The measured series a prediction is fitted from: the calibration results' collective records, grouped by everything
-that changes a collective's cost other than its size and group size (op, transport, dtype, placement, and the
-backend, reduction, algorithm, protocol and graph they ran with), each point a record's median time."""
+that changes a collective's cost other than its size and group size (op, transport, dtype, placement, the MPI call's
+form, and the backend, reduction, algorithm, protocol and graph they ran with), each point a record's median time.
+
+The form (collectives --issue): Open MPI runs a blocking call and its nonblocking form waited for at once through
+different components, at different costs; training issues the nonblocking form (predict train prefers its series,
+step_costs.py), a sweep by default the blocking one."""
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ..common.collective_issue import NONBLOCKING, issue_of
 from ..common.errors import InputError
 from ..common.json_types import Record
 from ..common.load import Result
@@ -21,19 +26,21 @@ class SeriesKey:
     transport: str  # "-" where the run had no --transports
     dtype: str
     placement: str  # "out" or "in" (of place)
+    issue: str  # "blocking" or "nonblocking" (the MPI call's form: collective_issue), "-" where the backend has one form
     fixed: tuple[tuple[str, str], ...]  # FIXED_AXES' values, as text ("-" where the record has none)
 
     def describe(self) -> str:
         over = f" over {self.transport}" if self.transport != "-" else ""
-        return f"{self.op} {self.dtype} {self.placement}-of-place{over}"
+        form = ", nonblocking calls" if self.issue == NONBLOCKING else ""  # blocking: what a sweep measures unless told
+        return f"{self.op} {self.dtype} {self.placement}-of-place{form}{over}"
 
     def as_json(self) -> dict[str, str]:
         return {"op": self.op, "transport": self.transport, "dtype": self.dtype, "placement": self.placement,
-                **dict(self.fixed)}
+                "issue": self.issue, **dict(self.fixed)}
 
 
 def _key(r: Record) -> SeriesKey:
-    return SeriesKey(r["op"], r.get("transport") or "-", r["dtype"], "in" if r["in_place"] else "out",
+    return SeriesKey(r["op"], r.get("transport") or "-", r["dtype"], "in" if r["in_place"] else "out", issue_of(r) or "-",
                      tuple((a, "-" if r.get(a) is None else str(r[a])) for a in FIXED_AXES))
 
 
@@ -51,10 +58,14 @@ def all_series(results: Iterable[Result]) -> dict[SeriesKey, list[Point]]:
     return dict(out)
 
 
-def _choose(keys: list[SeriesKey], axis: str, wanted: str | None, option: str, what: str) -> list[SeriesKey]:
-    """The keys whose `axis` is `wanted`; with none wanted, the keys if they agree on it, else an error asking for it."""
+def _choose(keys: list[SeriesKey], axis: str, wanted: str | None, option: str, what: str,
+            prefer: str | None = None) -> list[SeriesKey]:
+    """The keys whose `axis` is `wanted`; with none wanted, the keys if they agree on it, else those of `prefer` where
+    some are, else an error asking for it."""
     values = sorted({getattr(k, axis) for k in keys})
     if wanted is None:
+        if len(values) > 1 and prefer in values:
+            return [k for k in keys if getattr(k, axis) == prefer]
         if len(values) > 1:
             raise InputError(f"the calibration holds {what} of several {axis}s ({', '.join(values)}): give {option}")
         return keys
@@ -64,8 +75,11 @@ def _choose(keys: list[SeriesKey], axis: str, wanted: str | None, option: str, w
 
 
 def select(series: dict[SeriesKey, list[Point]], op: str, transport: str | None, dtype: str | None,
-           placement: str, calibration: Sequence[str]) -> tuple[SeriesKey, list[Point]]:
-    """The one series the command line names; InputError when the calibration lacks it or holds several."""
+           placement: str, calibration: Sequence[str], issue: str | None = None,
+           prefer_issue: str | None = None) -> tuple[SeriesKey, list[Point]]:
+    """The one series the command line names; InputError when the calibration lacks it or holds several. The form:
+    `issue` where given; else the one measured, or `prefer_issue` where both were (predict train: the form training
+    issues, where the calibration has it for this op, the other where not)."""
     keys = [k for k in series if k.op == op]
     if not keys:
         ops = sorted({k.op for k in series})
@@ -74,6 +88,7 @@ def select(series: dict[SeriesKey, list[Point]], op: str, transport: str | None,
     keys = _choose(keys, "transport", transport, "--transport", f"{op} records")
     keys = _choose(keys, "dtype", dtype, "--dtype", f"{op} records")
     keys = _choose(keys, "placement", placement, "--placement", f"{op} records")
+    keys = _choose(keys, "issue", issue, "--issue", f"{op} records", prefer_issue)
     if len(keys) > 1:
         differ = [f"{a}s ({', '.join(sorted(values))})" for i, a in enumerate(FIXED_AXES)
                   if len(values := {k.fixed[i][1] for k in keys}) > 1]

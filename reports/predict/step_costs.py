@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from ..common.collective_facts import collective
+from ..common.collective_issue import NONBLOCKING
 from ..common.link_datasheet import Fabric
 from .compute import ComputeRates
 from .formulas import Point
@@ -49,6 +50,10 @@ class StepCosts:
     series: dict[SeriesKey, list[Point]]
     calibration: Sequence[str]
     transport: str | None = None
+    # The MPI calls' form whose series cost each collective where the calibration measured both (collectives --issue
+    # both): by default the nonblocking one, the form the trainer issues (Communicator::start); an op measured in one
+    # form only (sendrecv has no nonblocking call in the sweep) is costed from that one (series.select).
+    issue: str = NONBLOCKING
     fabric: Fabric | None = None
     end: End = End.NOMINAL
     # What-ifs: compute this many times faster (another device's measured or datasheet ratio), every collective's
@@ -78,10 +83,11 @@ class StepCosts:
             swapped = self.swap is None or link is self.swap
             if swapped and self.measured:
                 key, points = select(self.measured.series, name, self.measured.transport, "float32", "out",
-                                     self.measured.files)
+                                     self.measured.files, prefer_issue=self.issue)
             else:
                 transport = self.placement.transport(link) if self.placement else self.transport
-                key, points = select(self.series, name, transport, "float32", "out", self.calibration)
+                key, points = select(self.series, name, transport, "float32", "out", self.calibration,
+                                     prefer_issue=self.issue)
             m = model(collective(name), key, points, group_size)
             m = on_fabric(m, self.fabric) if self.fabric and swapped else m
             self._models[(name, group_size, link)] = faster_links(m, self.bandwidth_scale) if self.bandwidth_scale != 1 else m

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from ..common.collective_issue import ISSUES, NONBLOCKING
 from ..common.errors import InputError
 from ..common.files import write_atomically
 from ..common.json_types import Record
@@ -36,6 +37,7 @@ def add_parser(ps: Any, calibration: Any, fabric_help: str) -> None:
     t.add_argument("--plan", required=True, metavar="PLAN", help="the result of `trainscope train <flags> --plan N --json "
                    "PLAN`: every rank's schedule of one step")
     placement.add_arguments(t)
+    add_issue_argument(t)
     t.add_argument("--fabric", action="append", default=[], metavar="NAME", help="what-if: the step with every "
                    f"collective's bandwidth the datasheet's for this fabric (repeatable; {fabric_help})")
     fabric_swap.add_arguments(t)
@@ -50,6 +52,12 @@ def add_parser(ps: Any, calibration: Any, fabric_help: str) -> None:
                    "prediction, and the error of each")
     t.add_argument("--json", metavar="OUT", help="write the prediction (and the comparison) as a trainscope result: one "
                    "train_prediction record, which report and compare put beside the measured runs of the same layout")
+
+
+def add_issue_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--issue", choices=ISSUES, default=NONBLOCKING, help="the MPI calls' form to cost the collectives "
+                        "from where the calibration measured both (collectives --issue both): nonblocking (default: the "
+                        "form the trainer issues) or blocking; an op measured in one form is costed from that one")
 
 
 @dataclass(frozen=True)
@@ -95,12 +103,13 @@ def load_plan(path: str) -> PlanDoc:
 def costs_for(plan: PlanDoc, results: Sequence[Result], series: dict[SeriesKey, list[Point]],
               calibration: Sequence[str], args: argparse.Namespace) -> StepCosts:
     """The plan's costs: compute at the calibration run nearest its micro-batch, collectives from `series`, each op
-    from its link class's series under the placement `args` give (placement.py)."""
+    from its link class's series under the placement `args` give (placement.py), in the MPI calls' form --issue
+    prefers."""
     r = plan.first
     wanted = Wanted(r["model"], r["preset"], plan.precision, plan.backend)
     where = placement.placement_of(args, int(r["ranks"]), series)
     return StepCosts(compute_rates(results, wanted, int(r["micro_batch"]), int(r["ranks"])), series, calibration,
-                     args.transport, placement=where)
+                     args.transport, args.issue, placement=where)
 
 
 @dataclass(frozen=True)
@@ -217,6 +226,9 @@ def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, prediction
     print(f"# compute: {costs.rates.describe()}")
     print(f"# collectives move {_PROGRESS_WORDS[costs.progress]} (--progress {args.progress})")
     _print_placement(plan, costs)
+    forms = calls_costed(costs)
+    if forms:
+        print(f"# {forms}")
     for (op, ranks, link), fitted in sorted(costs.used().items()):
         first, *regimes = describe_fit(fitted)
         print(f"# {op} on {ranks} ranks, {link.value} ({fitted.key.describe()}): {first}")
@@ -271,6 +283,22 @@ def _print_placement(plan: PlanDoc, costs: StepCosts) -> None:
     groups = placement.links_by_group(costs.placement, plan.records)
     print(f"# placement: {costs.placement.describe()}; groups: "
           + (", ".join(f"{g} {' and '.join(links)}" for g, links in groups.items()) or "none"))
+
+
+def calls_costed(costs: StepCosts) -> str | None:
+    """Which form of the MPI calls each collective was costed from, and why (None where the backend has one form)."""
+    by: dict[str, list[str]] = {}
+    for (op, _, _), m in sorted(costs.used().items()):
+        if m.key.issue != "-" and op not in by.get(m.key.issue, []):
+            by.setdefault(m.key.issue, []).append(op)
+    if not by:
+        return None
+    costed = "; ".join(f"{form} for {', '.join(ops)}" for form, ops in sorted(by.items()))
+    other = [op for form, ops in by.items() if form != costs.issue for op in ops]
+    why = f"--issue {costs.issue}"
+    if other:
+        why += f"; the calibration measured {', '.join(other)} in the other form only: collectives --issue both measures both"
+    return f"MPI calls costed as measured {costed} ({why})"
 
 
 def _cell(value: float, measured: float | None) -> str:

@@ -178,7 +178,56 @@ def test_both_reduce_scatter_calls_check_clean_blocking_and_nonblocking(np):
     proc = subprocess.run(["mpirun", "-np", str(np), "--oversubscribe", str(MPI_TESTS), "--gtest_color=no"],
                           capture_output=True, text=True, env=base_env(), timeout=300)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    assert proc.stdout.count("[  PASSED  ] 10 tests.") == np, proc.stdout[-4000:]
+    assert proc.stdout.count("[  PASSED  ] 12 tests.") == np, proc.stdout[-4000:]
+
+
+def test_both_forms_of_each_call_check_clean_and_each_record_names_its_form(tmp_path, validate):
+    """--issue both: each op with a nonblocking MPI call measured in both forms, each a section with its records, its
+    results checked as the blocking ones are; an op without one (gather) measured blocking only, and said so."""
+    out = tmp_path / "issue.json"
+    ops = ("all_reduce", "all_gather", "reduce_scatter")
+    r = run_trainscope(["collectives", "--backend", "mpi", "--ops", ",".join(ops + ("gather",)), "--issue", "both", "-b", "1K",
+                        "-e", "16K", "-f", "4", "-w", "1", "-n", "2", "--json", out], np=2)
+    assert r.rc == 0, r.err
+    doc = json.loads(out.read_text())
+    validate(doc)
+    recs = measurements(doc)
+    assert all(rec["check"]["performed"] and rec["check"]["passed"] for rec in recs)
+    assert {(rec["op"], rec["issue"]) for rec in recs} == \
+        {(op, form) for op in ops for form in ("blocking", "nonblocking")} | {("gather", "blocking")}
+    for op in ops:  # the same sizes and placements in both forms
+        sizes = {form: sorted((rec["bytes"], rec["in_place"]) for rec in recs if rec["op"] == op and rec["issue"] == form)
+                 for form in ("blocking", "nonblocking")}
+        assert sizes["blocking"] == sizes["nonblocking"] and sizes["blocking"], op
+    assert "# all_reduce  float32  sum  --issue nonblocking\n" in r.out
+    assert "# --issue both: measured blocking only: gather (no nonblocking MPI call)\n" in r.out
+    assert doc["run"]["config"]["issue"] == "both"
+    assert doc["run"]["config"]["resolved"]["issue"] == ["blocking", "nonblocking"]
+
+
+def test_a_wrong_element_of_a_nonblocking_call_is_caught(tmp_path, validate):
+    out = tmp_path / "corrupt.json"
+    r = run_trainscope(["collectives", "--backend", "mpi", "--ops", "all_reduce", "--issue", "nonblocking", "-b", "1K", "-e",
+                        "16K", "-f", "4", "-w", "1", "-n", "2", "--json", out], np=2,
+                       env={"TRAINSCOPE_FAULT": "corrupt:rank=1:op=all_reduce:bytes=4K"})
+    assert r.rc == 1, r.err
+    assert "result check failed: all_reduce float32 sum 4 KiB out-of-place --issue nonblocking: 1 wrong element(s)" in r.err
+    doc = json.loads(out.read_text())
+    validate(doc)
+    bad = [(b["op"], b["bytes"], b["issue"], b["check"]["wrong"]) for b in measurements(doc) if not b["check"]["passed"]]
+    assert bad == [("all_reduce", 4096, "nonblocking", 1)] * 2  # out of place and in place
+    assert {rec["issue"] for rec in measurements(doc)} == {"nonblocking"}
+
+
+def test_a_form_other_than_blocking_on_nccl_is_one_line_and_exit_2(tmp_path):
+    """NCCL has one form of each call: --issue is refused there rather than ignored, before any work."""
+    r = run_trainscope(["collectives", "--backend", "nccl", "--issue", "nonblocking", "--json", tmp_path / "x.json"])
+    assert r.rc == 2, (r.rc, r.err)
+    (line,) = r.error_lines()
+    assert line.startswith("trainscope: error: --issue nonblocking: applies to --backend mpi; the nccl backend has one form "
+                           "of each call (every call is queued on its stream and returns at once, and the sweep times it "
+                           "to completion)"), r.err
+    assert not (tmp_path / "x.json").exists()
 
 
 BAD_INPUTS = [
@@ -201,6 +250,9 @@ BAD_INPUTS = [
     (["--device", "cpu"], "--device cpu: collectives on the CPU are --backend mpi"),
     (["--device", "gpu0"], "--device gpu0: expected cpu, cuda or cuda:N"),
     (["--mpi-reduce-scatter", "ring"], "--mpi-reduce-scatter: 'ring' is not block, counts or both"),
+    (["--issue", "nonblocking", "--ops", "all_reduce,gather"],
+     "--ops gather: --issue nonblocking: it has no nonblocking MPI call here (--issue blocking or both measure its "
+     "blocking one)"),
 ]
 
 
@@ -219,6 +271,7 @@ CHOICE_ERRORS = [
     (["--backend", "gloo"], "--backend: 'gloo' is not auto, mpi or nccl"),
     (["--bootstrap", "ssh"], "--bootstrap: 'ssh' is not auto, mpi, env or single"),
     (["--placement", "sideways"], "--placement: 'sideways' is not both, out or in"),
+    (["--issue", "sometimes"], "--issue: 'sometimes' is not blocking, nonblocking or both"),
 ]
 
 

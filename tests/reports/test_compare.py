@@ -232,6 +232,18 @@ def test_records_match_by_identity_not_order(write_doc):
     assert cmp.only_in_candidate == ["broadcast mpi float32 1024 B 2 ranks out-of-place"]
 
 
+def test_a_nonblocking_call_pairs_with_its_own_form_and_a_record_before_the_field_with_the_blocking_one(write_doc):
+    """collectives --issue: the two forms of one MPI call are two measurements; a record written before the field was
+    a blocking call, so a history goes on across the commit that added it."""
+    before = make_record("all_reduce", 1024)  # no issue field
+    base = [before, dict(make_record("all_reduce", 2048), issue="nonblocking")]
+    cand = [dict(make_record("all_reduce", 1024), issue="blocking"), dict(make_record("all_reduce", 2048), issue="blocking")]
+    cmp = compare(*pair(write_doc, base, cand))
+    assert [r.identity for r in cmp.rows] == ["all_reduce mpi float32 sum 1024 B 2 ranks out-of-place"]
+    assert cmp.only_in_baseline == ["all_reduce mpi float32 sum 2048 B 2 ranks out-of-place nonblocking"]
+    assert cmp.only_in_candidate == ["all_reduce mpi float32 sum 2048 B 2 ranks out-of-place"]
+
+
 def test_outputs_and_exit_codes(write_doc, tmp_path):
     base = write_doc("base.json", make_doc([make_record(nbytes=1024, samples=noisy(10, 0.2, seed=1)),
                                             make_record(nbytes=2048, samples=noisy(20, 0.2, seed=2))]))

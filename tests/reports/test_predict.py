@@ -26,11 +26,13 @@ def ring_time(op, ranks, nbytes, alpha=ALPHA, beta=BETA):
     return passes * ((ranks - 1) * alpha + (1 - 1 / ranks) * nbytes * beta)
 
 
-def record(op, ranks, nbytes, t_us, transport=None, dtype="float32"):
+def record(op, ranks, nbytes, t_us, transport=None, dtype="float32", issue=None):
     r = make_record(op=op, nbytes=nbytes, samples=[t_us] * 5, dtype=dtype)
     r["ranks"] = r["processes"] = ranks
     if transport:
         r["transport"] = transport
+    if issue:
+        r["issue"] = issue
     return r
 
 
@@ -228,7 +230,7 @@ def test_check_prints_each_series_and_the_overall_error(write_doc, capsys):
     assert main(["predict", "check", "--calibration", calibration(write_doc, recs)]) == 0
     lines = capsys.readouterr().out.splitlines()
     rows = [ln.split() for ln in lines if not ln.startswith("#")]
-    assert [r[:6] for r in rows] == [["reduce_scatter", t, "float32", "out", "2", "sizes"] for t in ("shm", "tcp")]
+    assert [r[:7] for r in rows] == [["reduce_scatter", t, "float32", "out", "blocking", "2", "sizes"] for t in ("shm", "tcp")]
     assert lines[-1].startswith("# all: 8 held-out point(s) in 2 check(s)")
 
 
@@ -320,3 +322,46 @@ def test_a_fabric_what_if_keeps_each_regimes_latency(write_doc, tmp_path, capsys
     assert main(["predict", "collectives", "--calibration", cal, "--op", "all_reduce", "--bytes", "1K", "--ranks", "8",
                  "--regimes", "1"]) == 0
     assert "8..4M, in 1 regime(s) of the size" in capsys.readouterr().out
+
+
+def issued(forms, slower=2.0):
+    """all_reduce on the exact ring line in each form; the nonblocking calls `slower` times the blocking ones."""
+    return [record("all_reduce", 2, n, ring_time("all_reduce", 2, n) * (slower if form == "nonblocking" else 1.0),
+                   issue=form) for form in forms for n in SIZES]
+
+
+@pytest.mark.parametrize(("forms", "args", "slower"), [
+    (("blocking", "nonblocking"), ["--issue", "nonblocking"], 2.0),
+    (("blocking", "nonblocking"), ["--issue", "blocking"], 1.0),
+    (("nonblocking",), [], 2.0),  # one form measured: that one, unasked
+    ((None,), ["--issue", "blocking"], 1.0),  # a record written before the field: a blocking call
+])
+def test_predict_collectives_fits_the_calls_form_asked(write_doc, tmp_path, capsys, forms, args, slower):
+    out = tmp_path / "p.json"
+    assert main(["predict", "collectives", "--calibration", calibration(write_doc, issued(forms)), "--op", "all_reduce",
+                 "--bytes", "1M", "--ranks", "2", *args, "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["predictions"][0]["time_us"] == pytest.approx(slower * ring_time("all_reduce", 2, 1 << 20))
+    assert doc["series"]["issue"] == ("nonblocking" if slower == 2.0 else "blocking")
+    assert (", nonblocking calls" in capsys.readouterr().out) == (slower == 2.0)
+
+
+def test_both_forms_measured_and_none_asked_is_one_line(write_doc, capsys):
+    cal = calibration(write_doc, issued(("blocking", "nonblocking")))
+    assert main(["predict", "collectives", "--calibration", cal, "--op", "all_reduce", "--bytes", "1M", "--ranks", "2"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == ("trainscope: error: the calibration holds all_reduce records of several issues (blocking, nonblocking): "
+                    "give --issue")
+
+
+def test_a_form_not_measured_is_one_line(write_doc, capsys):
+    cal = calibration(write_doc, issued(("blocking",)))
+    assert main(["predict", "collectives", "--calibration", cal, "--op", "all_reduce", "--bytes", "1M", "--ranks", "2",
+                 "--issue", "nonblocking"]) == 2
+    assert "holds no all_reduce records with issue nonblocking (it has: blocking)" in capsys.readouterr().err
+
+
+def test_an_nccl_series_has_one_form():
+    rec = dict(record("all_reduce", 2, 1024, 10.0), backend="nccl", timer="cuda_event")
+    (key,) = all_series([Result("x", make_doc([]), records=[rec])])
+    assert key.issue == "-" and key.describe() == "all_reduce float32 out-of-place"

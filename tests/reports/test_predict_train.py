@@ -115,11 +115,15 @@ def plan_doc(records):
     return doc
 
 
-def sweep_records(op="all_reduce"):
+def sweep_records(op="all_reduce", issue=None, scale=1.0):
+    """The op's records on the exact line (alpha and beta times `scale`); `issue`: the MPI calls' form they say (none:
+    a record written before the field, a blocking call)."""
     recs = []
     for n in (1024, 65536, 1 << 20):
-        r = make_record(op=op, nbytes=n, samples=[AR_ALPHA + n * AR_BETA] * 5)
+        r = make_record(op=op, nbytes=n, samples=[scale * (AR_ALPHA + n * AR_BETA)] * 5)
         r["ranks"] = r["processes"] = 2
+        if issue:
+            r["issue"] = issue
         recs.append(r)
     return recs
 
@@ -316,8 +320,8 @@ def test_the_prediction_is_a_trainscope_result_naming_what_it_was_made_from(file
     assert rec["throughput_per_s"] == pytest.approx(16 / STEP * 1e6)
     assert rec["target"] is None and rec["measured"] is None and rec["fastest"] == "ib-ndr"
     run = json.loads(out.read_text())["run"]
-    assert run["command_line"] == ["trainscope", "predict", "train", "--calibration", cal, "--plan", plan, "--fabric",
-                                   "ib-ndr", "--json", str(out)]
+    assert run["command_line"] == ["trainscope", "predict", "train", "--calibration", cal, "--plan", plan, "--issue",
+                                   "nonblocking", "--fabric", "ib-ndr", "--fabric-link", "auto", "--json", str(out)]
     assert run["config"]["label"] == "prediction: mlp tiny, dp=2 at 2 ranks (micro-batch 8 x 1)"
     assert [h["hostname"] for h in run["hosts"]] == ["node-a"]  # the calibration's: the cluster it is of
 
@@ -455,3 +459,32 @@ def test_memory_per_rank_and_the_exposed_communication_per_group_beside_the_meas
     assert "50.0% of the measured GEMM ceiling (band 46.9%..53.6%; 0.004 TFLOP/s per rank, float32, the calibration " \
            "run's), measured 40.0% of its own 0.004; 25.0% of the H100 SXM datasheet peak (0.008 TFLOP/s at the " \
            "calibration run's clock), measured 20.0% of its own 0.008; model FLOPs" in got.out
+
+
+# The nonblocking calls' series at 1.5 times the blocking line: the all-reduce of the plan 75 us instead of 50.
+NONBLOCKING_STEP = 30 + 50 + 1.5 * 50 + 20
+
+
+@pytest.mark.parametrize(("forms", "args", "step", "costed"), [
+    # Both measured: the nonblocking series by default (the trainer's calls), the blocking one when asked.
+    (("blocking", "nonblocking"), [], NONBLOCKING_STEP, "nonblocking for all_reduce (--issue nonblocking)"),
+    (("blocking", "nonblocking"), ["--issue", "blocking"], STEP, "blocking for all_reduce (--issue blocking)"),
+    # A calibration of records written before the field (blocking calls): those, and the line says so.
+    ((None,), [], STEP, "blocking for all_reduce (--issue nonblocking; the calibration measured all_reduce in the "
+                        "other form only: collectives --issue both measures both)"),
+    (("nonblocking",), ["--issue", "blocking"], NONBLOCKING_STEP, "nonblocking for all_reduce (--issue blocking; the "
+                                                                  "calibration measured all_reduce in the other form only"),
+])
+def test_the_step_is_costed_from_the_calls_form_the_trainer_issues_where_measured(write_doc, capsys, tmp_path, forms,
+                                                                                  args, step, costed):
+    sweeps = [r for form in forms for r in sweep_records(issue=form, scale=1.5 if form == "nonblocking" else 1.0)]
+    cal = str(write_doc("cal.json", make_doc([calibration_train()] + sweeps)))
+    plan = str(write_doc("plan.json", plan_doc([plan_record(0), plan_record(1)])))
+    out = tmp_path / "p.json"
+    code, got = predict(["--calibration", cal, "--plan", plan, *args, "--json", str(out)], capsys)
+    assert code == 0, got.err
+    rec = prediction(out)
+    assert rec["step_us"] == pytest.approx(step)
+    assert rec["issue"] == (args[1] if args else "nonblocking")
+    assert rec["collectives"][0]["series"]["issue"] == ("nonblocking" if step == NONBLOCKING_STEP else "blocking")
+    assert f"# MPI calls costed as measured {costed}" in got.out

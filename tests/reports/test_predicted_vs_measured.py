@@ -81,7 +81,7 @@ def test_the_prediction_beside_a_measured_run_cell_by_cell(write_doc, tmp_path):
     # ib-ndr: 100 us of compute + the all-reduce's 10 us latency + 40000 B at 50 GB/s (0.8 us); compute 2x: 50 + 50.
     assert [row[1:] for row in table(blocks, "What-if")["rows"]] == [
         ["this cluster (as calibrated)", "-", "-", "0.150", "1.00x"],
-        ["ib-ndr", "fabric", "InfiniBand NDR 400 Gb/s, 50 GB/s per direction (datasheet), latencies as fitted", "0.111",
+        ["ib-ndr", "fabric", "InfiniBand NDR 400 Gb/s, 50 GB/s per direction (datasheet), latencies as fitted, for every op", "0.111",
          "1.35x"],
         ["compute 2x (fastest)", "compute", "compute 2 times the calibration's speed", "0.100", "1.50x"]]
     (target,) = [b["text"] for b in blocks if b["kind"] == "text"]

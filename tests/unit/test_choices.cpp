@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <iterator>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,6 +63,20 @@ TEST(Choices, TheMpiReduceScatterChoicesAreEachCallAndBoth) {
   EXPECT_EQ(mpiReduceScatterCalls(MpiReduceScatterChoice::kBoth), every);
   EXPECT_EQ(std::size(EnumNames<MpiReduceScatterChoice>::kNames), every.size() + 1);  // the calls, and both
   EXPECT_EQ(nameOf(mpiReduceScatterChoiceOf(kDefaultMpiReduceScatter)), nameOf(kDefaultMpiReduceScatter));
+}
+
+// --issue names each form of an MPI call by its own name (which a record writes as its issue), and both: a form declared
+// without its choice fails here.
+TEST(Choices, TheIssueChoicesAreEachFormAndBoth) {
+  std::vector<IssueKind> every;
+  for (const auto& [name, kind] : EnumNames<IssueKind>::kNames) {
+    every.push_back(kind);
+    const std::optional<IssueChoice> alone = enumFromName<IssueChoice>(name);
+    ASSERT_TRUE(alone) << name;
+    EXPECT_EQ(issueKinds(*alone), std::vector<IssueKind>{kind}) << name;
+  }
+  EXPECT_EQ(issueKinds(IssueChoice::kBoth), every);
+  EXPECT_EQ(std::size(EnumNames<IssueChoice>::kNames), every.size() + 1);  // the forms, and both
 }
 
 TEST(Choices, APlacementChoiceMeasuresItsPlacements) {

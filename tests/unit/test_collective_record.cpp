@@ -85,6 +85,16 @@ TEST(CollectiveRecord, ReduceScatterOnMpiNamesItsCallAsTheAlgo) {
   EXPECT_EQ(toJson(r)["algo"], "counts");
 }
 
+// The MPI call's form is written where the backend has two (the runner sets it on MPI records only).
+TEST(CollectiveRecord, AnMpiRecordNamesItsCallsFormAndOneWithoutNone) {
+  CollectiveRecord r = broadcast();
+  EXPECT_FALSE(toJson(r).contains("issue"));
+  r.issue = IssueKind::kNonblocking;
+  EXPECT_EQ(toJson(r)["issue"], "nonblocking");
+  r.issue = IssueKind::kBlocking;
+  EXPECT_EQ(toJson(r)["issue"], "blocking");
+}
+
 TEST(CollectivesTable, HeaderNamesTheSectionsVariant) {
   EXPECT_EQ(collectivesTableHeader("all_reduce", "float32", "sum", "").substr(0, 29), "#\n# all_reduce  float32  sum\n");
   EXPECT_EQ(collectivesTableHeader("reduce_scatter", "float32", "max", "--mpi-reduce-scatter counts").substr(0, 62),

@@ -68,6 +68,7 @@ TEST(EnumOptions, CollectivesClosedChoicesAreTheirOptionsOwnLine) {
   EXPECT_EQ(parsed("--bootstrap", "ssh"), "--bootstrap: 'ssh' is not auto, mpi, env or single");
   EXPECT_EQ(parsed("--placement", "sideways"), "--placement: 'sideways' is not both, out or in");
   EXPECT_EQ(parsed("--mpi-reduce-scatter", "ring"), "--mpi-reduce-scatter: 'ring' is not block, counts or both");
+  EXPECT_EQ(parsed("--issue", "sometimes"), "--issue: 'sometimes' is not blocking, nonblocking or both");
   EXPECT_EQ(suiteError(collectives, "backend = \"gloo\""), "s.toml:1: 'backend': unknown 'gloo' (expected auto, mpi or nccl)");
   EXPECT_EQ(suiteError(collectives, "placement = \"sideways\""),
             "s.toml:1: 'placement': unknown 'sideways' (expected both, out or in)");
@@ -78,7 +79,8 @@ TEST(EnumOptions, CollectivesClosedChoicesAreTheirOptionsOwnLine) {
 // The record's config holds each choice under its suite key by the name it was given, as when these were text; what
 // it resolved to is beside it.
 TEST(EnumOptions, CollectivesRecordTheirChoicesByName) {
-  const toml::table table = toml::parse("backend = \"mpi\"\nplacement = \"out\"\nmpi_reduce_scatter = \"both\"");
+  const toml::table table =
+      toml::parse("backend = \"mpi\"\nplacement = \"out\"\nmpi_reduce_scatter = \"both\"\nissue = \"nonblocking\"");
   StepReader reader("s.toml", table);
   const nlohmann::json config = commandNamed("collectives").readStep(reader).config;
   EXPECT_EQ(config.at("backend"), "mpi");
@@ -88,6 +90,8 @@ TEST(EnumOptions, CollectivesRecordTheirChoicesByName) {
   EXPECT_EQ(resolved.at("out_of_place"), true);
   EXPECT_EQ(resolved.at("in_place"), false);
   EXPECT_EQ(resolved.at("mpi_reduce_scatter"), nlohmann::json({"block", "counts"}));
+  EXPECT_EQ(config.at("issue"), "nonblocking");
+  EXPECT_EQ(resolved.at("issue"), nlohmann::json({"nonblocking"}));
 }
 
 }  // namespace

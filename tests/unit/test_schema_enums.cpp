@@ -53,6 +53,7 @@ TEST(SchemaEnums, TheRecordsChoicesAreTheResultSchemas) {
   EXPECT_EQ(recordedNames<BackendKind>({BackendKind::kAuto}),
             enumAt(result, "/$defs/run/properties/layouts/items/properties/backend/enum"));
   EXPECT_EQ(recordedNames<TimerKind>(), enumAt(result, "/$defs/collective/properties/timer/enum"));
+  EXPECT_EQ(recordedNames<IssueKind>(), enumAt(result, "/$defs/collective/properties/issue/enum"));
   EXPECT_EQ(recordedNames<BootstrapKind>({BootstrapKind::kAuto}),
             enumAt(result, "/$defs/run/properties/world/properties/bootstrap/enum"));
   EXPECT_EQ(recordedNames<wl::DeviceKind>(), enumAt(result, "/$defs/train/properties/backend/enum"));
@@ -73,6 +74,7 @@ TEST(SchemaEnums, TheCollectivesConfigsChoicesAreTheirEnums) {
   EXPECT_EQ(recordedNames<BootstrapKind>(), enumAt(result, config + "bootstrap/enum"));
   EXPECT_EQ(recordedNames<PlacementChoice>(), enumAt(result, config + "placement/enum"));
   EXPECT_EQ(recordedNames<MpiReduceScatterChoice>(), enumAt(result, config + "mpi_reduce_scatter/enum"));
+  EXPECT_EQ(recordedNames<IssueChoice>(), enumAt(result, config + "issue/enum"));
 }
 
 // A scaling record repeats its train record's facts (bench/scale/train_point.h): each field's choices are the train

@@ -5,6 +5,7 @@ square markers and no band: one average per size has no spread to show."""
 from collections import defaultdict
 
 from ...common.collective_facts import names as collective_names
+from ...common.collective_issue import NONBLOCKING
 from ...common.json_types import Block, Record
 from ...common.load import Result
 from ...common.sizes import size_label
@@ -13,13 +14,14 @@ from ..side_by_side import side_by_side
 
 SMALL = 64 * 1024  # the latency plot covers sizes up to here
 
-# label, backend, ranks, dtype, reduction, transport/algo/proto, the tool of imported records ("" for trainscope's)
+# label, backend, ranks, dtype, reduction, transport/algo/proto/nonblocking, the tool of imported records ("" for trainscope's)
 SeriesKey = tuple[str, str, int, str, str, str, str]
 IMPORTED_MARKER, MARKER = "s", "o"
 
 
 def _series_key(result: Result, rec: Record) -> SeriesKey:
-    variant = "/".join(x for x in (rec.get("transport"), rec.get("algo"), rec.get("proto")) if x)
+    nonblocking = NONBLOCKING if rec.get("issue") == NONBLOCKING else None  # blocking: the calls' form by default
+    variant = "/".join(x for x in (rec.get("transport"), rec.get("algo"), rec.get("proto"), nonblocking) if x)
     tool = rec["source"]["tool"] if rec.get("source") else ""
     return (result.label, rec["backend"], rec["ranks"], rec["dtype"], rec["redop"] or "", variant, tool)
 
