@@ -48,7 +48,7 @@ for spec in $MODELS; do
   ts_compute_calibration "$TS" "$model" "$preset" "$STEPS" "$m" 4 8 16 >"$m-cal.list"
   for i in "${!LAYOUTS[@]}"; do
     read -r -a flags <<<"${LAYOUTS[$i]}"
-    extra=(); [[ "$model" == cnn ]] && extra=(--sync-bn off)  # SyncBatchNorm has no schedule yet
+    extra=(); [[ "$model" == cnn ]] && extra=(--sync-bn off)  # as bench-predict-train.sh: comparable with the earlier tables
     "$TS" train --model "$model" --preset "$preset" --batch "$BATCH" "${extra[@]}" "${flags[@]}" --plan 2 \
       --json "$m-plan-$i.json" >/dev/null
   done

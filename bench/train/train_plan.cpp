@@ -53,7 +53,8 @@ struct RankPlan {
   double flopsPerStep = 0;
   nlohmann::json schedule;  // null where unschedulable says why
   std::string unschedulable;
-  std::size_t opsPerStep = 0;
+  std::size_t opsPerWindow = 0;
+  int windowSteps = 1;
   double modelStateBytes() const { return formula.total() + formula.inFlightParameters + formula.inFlightGradients; }
   double activationBytes() const { return static_cast<double>(stage->activationBytes + stage->pipelineInputBytes); }
   double totalBytes() const { return modelStateBytes() + activationBytes() + static_cast<double>(stage->pipelineCommBytes); }
@@ -111,8 +112,9 @@ void scheduleOf(RankPlan& r, const wl::TrainOptions& o, const wl::Mesh& mesh, co
     return;
   }
   const wl::StepPlan step = wl::planTrainStep(o, mesh, part, first, cut);
-  r.schedule = {{"events", step.events()}};
-  r.opsPerStep = step.issues();
+  r.schedule = {{"events", step.events()}, {"steps", step.steps()}};
+  r.opsPerWindow = step.issues();
+  r.windowSteps = step.steps();
 }
 
 Plan makePlan(const TrainRunOptions& o) {
@@ -180,13 +182,16 @@ void printScheduleLine(const Plan& p) {
     return;
   }
   const auto [fewest, most] = std::minmax_element(
-      p.ranks.begin(), p.ranks.end(), [](const RankPlan& a, const RankPlan& b) { return a.opsPerStep < b.opsPerStep; });
-  const std::string range = fewest->opsPerStep == most->opsPerStep ? fmt::format("{}", most->opsPerStep)
-                                                                   : fmt::format("{}-{}", fewest->opsPerStep, most->opsPerStep);
+      p.ranks.begin(), p.ranks.end(), [](const RankPlan& a, const RankPlan& b) { return a.opsPerWindow < b.opsPerWindow; });
+  const std::string range = fewest->opsPerWindow == most->opsPerWindow
+                                ? fmt::format("{}", most->opsPerWindow)
+                                : fmt::format("{}-{}", fewest->opsPerWindow, most->opsPerWindow);
+  // Every rank's window is its sync's, the same on all.
+  const std::string per = first.windowSteps == 1 ? "step" : fmt::format("window of {} steps (they differ)", first.windowSteps);
   std::printf(
-      "# schedule: %s communication ops per step per rank, each issued and waited for where the trainer does "
+      "# schedule: %s communication ops per %s per rank, each issued and waited for where the trainer does "
       "(with --json: every rank's step in its train_plan record)\n",
-      range.c_str());
+      range.c_str(), per.c_str());
 }
 
 void printPlan(const Plan& p) {

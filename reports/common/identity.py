@@ -1,7 +1,8 @@
 """What makes two records "the same measurement", and which of their figures are compared, per kind.
 
 The one place to edit when a new kind of record arrives (links, kernels, training): its identity keys
-and its metrics with their direction. A record that carries its run's options (a train record's `config`) adds those that
+and its metrics with their direction, and NOT_COMPARED for a kind the history tracks that compare does not pair
+(a prediction). A record that carries its run's options (a train record's `config`) adds those that
 decide what it measured: the option tables declare which (option_facts.Option.identity), not a list here.
 """
 from collections.abc import Hashable
@@ -45,7 +46,22 @@ IDENTITY = {
     "kernel": ("op", "shape_name", "shape", "dtype", "backend"),
     "train": ("model", "preset", "backend", "precision", "world_size", "items_per_step", "flops_per_step", "layout",
               "transport"),
+    # A prediction (`predict train --json`) is the same as another when it is of the same job (the keys a measured train
+    # record is paired with it by, predicted_vs_measured.Job), with the same step (batch and its micro-batches), on the
+    # same fabric (the collectives series fitted) and replayed the same way (progress: how a collective moves beside
+    # compute, a choice of the model that changes its answer by design). What it was predicted from is left out: the
+    # calibration and the measured run are new files at every commit, and what they change is what the series tracks
+    # (a calibration of a cluster that changed, a model whose error grew).
+    "train_prediction": ("model", "preset", "backend", "precision", "layout", "ranks", "batch", "micro_batch",
+                         "micro_batches", "transport", "progress"),
 }
+
+# Kinds the history tracks across commits that compare does not pair. A prediction is one figure computed, not a
+# measurement with samples: compare would call every pair of them inconclusive (too few samples) and so turn the gate
+# of two runs that each carry their prediction inconclusive. compare reads a prediction beside the train row of its
+# job instead (predicted_vs_measured.py), deciding nothing. Their metrics decide all the same: the history keeps a
+# series of each metric that decides (history/store.py).
+NOT_COMPARED = frozenset({"train_prediction"})
 
 # The kinds whose records carry their run's options as `config`, with the subcommand whose table describes them.
 OPTIONS_OF = {"train": "train"}
@@ -73,6 +89,14 @@ METRICS = {
         Metric("time_us", ("time_us", "median"), lower_is_better=True, samples="samples_us", unit="us"),
         Metric("busbw_gbps", ("busbw_gbps",), lower_is_better=False, decides=False, unit="GB/s"),
     ),
+    "train_prediction": (
+        # The predicted step: it moves when the calibration's costs or the model's code moved.
+        Metric("step_us", ("step_us",), lower_is_better=True, unit="us"),
+        # How far the measured step lay from it, either way (|predicted - measured| / measured; only a prediction made
+        # with --measured has one): a jump is a cluster that changed under the model (a slow link, a straggler) or a
+        # model that got worse. Its change is read as a ratio, as every series' is (history/detect.py).
+        Metric("abs_error", ("measured", "abs_error"), lower_is_better=True),
+    ),
 }
 
 
@@ -84,6 +108,15 @@ def identity(record: Record) -> Identity | None:
     ident = (record["kind"],) + tuple((k, _hashable(record.get(k))) for k in keys)
     subcommand = OPTIONS_OF.get(record["kind"])
     return ident if subcommand is None else ident + _options(record, subcommand)
+
+
+def compared_identity(record: Record) -> Identity | None:
+    """The record's identity where compare pairs records of its kind (NOT_COMPARED), else None."""
+    return None if record["kind"] in NOT_COMPARED else identity(record)
+
+
+def compared_kinds() -> list[str]:
+    return sorted(k for k in METRICS if k not in NOT_COMPARED)
 
 
 def _options(record: Record, subcommand: str) -> Identity:
@@ -123,6 +156,10 @@ def describe(ident: Identity) -> str:
                 + (f" {layout}" if layout and layout != "single" else "") + f" {d['items_per_step']} items/step"
                 + (f" over {d['transport']}" if d.get("transport") else "")
                 + _options_set(d.get("options"), "train"))
+    if ident[0] == "train_prediction":
+        return (f"predict train {d['model']} {d['preset']} {d['backend']} {d['precision']} {d['ranks']} rank(s) {d['layout']}"
+                f" batch {d['batch']}, micro-batch {d['micro_batch']} x {d['micro_batches']}"
+                + (f" over {d['transport']}" if d.get("transport") else "") + f", progress {d['progress']}")
     if ident[0] == "link":
         where = d.get("host") or f"{d.get('src_host')}->{d.get('dst_host')}"
         extra = [x for x in (d.get("memory"), "p2p off" if d.get("p2p") is False else None) if x]

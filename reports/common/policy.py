@@ -104,8 +104,8 @@ def number(name: str, value: Any, low: float, high: float = math.inf, integer: b
 def _check_key(name: str, key: str) -> None:
     """A per-kind key must name a compared kind, or kind.metric one of its metrics: a typo must not be ignored."""
     kind, _, metric = key.partition(".")
-    if kind not in ids.METRICS:
-        raise InputError(f"{name}: '{key}' names no compared kind ({', '.join(sorted(ids.METRICS))})")
+    if kind not in ids.compared_kinds():
+        raise InputError(f"{name}: '{key}' names no compared kind ({', '.join(ids.compared_kinds())})")
     names = [m.name for m in ids.METRICS[kind]]
     if metric and metric not in names:
         raise InputError(f"{name}: '{key}': {kind} records have no metric '{metric}' ({', '.join(names)})")

@@ -96,22 +96,40 @@ def _memory_of(row: Mapping[str, Any] | None, f: MemoryFigure) -> Any:
     return row
 
 
-def measured_figures(t: Record, source: str) -> JsonObject:
-    """A train record's step (the median of its timed steps, each the slowest rank's), its per-rank figures and memory
-    under the prediction's names (null where a record written before a figure existed lacks it), and its MFU fields,
-    as a prediction's `measured`."""
+def window_steps(prediction: Record) -> int:
+    """The steps of the prediction's window (model averaging every K steps: its figures are the mean step); 1 where a
+    prediction written before windows has none."""
+    return int(prediction.get("window_steps") or 1)
+
+
+def measured_step(t: Record, steps: int = 1) -> float:
+    """The train record's step as a prediction of a window of `steps` is comparable with: the median of its timed steps
+    (each the slowest rank's), or their mean where the steps differ (the median is a step that does not communicate)."""
+    return float(t["step_time_us"]["median" if steps == 1 else "mean"])
+
+
+def measured_figures(t: Record, source: str, steps: int = 1) -> JsonObject:
+    """A train record's step (measured_step), its per-rank figures and memory under the prediction's names (null where
+    a record written before a figure existed lacks it; the timing figures null for a window of several steps too: the
+    record's are medians), and its MFU fields, as a prediction's `measured`."""
     memory = {m["rank"]: m for m in (t.get("memory") or {}).get("ranks") or []}
-    ranks = [{"rank": k["rank"], **{f.field: k.get(f.measured) for f in MEASURED if f.measured},
+    ranks = [{"rank": k["rank"], **{f.field: k.get(f.measured) if steps == 1 else None for f in MEASURED if f.measured},
               **{f.field: _memory_of(memory.get(k["rank"]), f) for f in MEMORY}}
              for k in sorted(t.get("ranks") or [], key=lambda k: k["rank"])]
     mfu = t.get("mfu") or {}
-    return {"source": source, "step_us": t["step_time_us"]["median"], "timed_steps": t["timed_steps"], "ranks": ranks,
+    return {"source": source, "step_us": measured_step(t, steps), "timed_steps": t["timed_steps"], "ranks": ranks,
             "mfu": {k: mfu.get(k) for k in MFU_FIELDS}}
 
 
 def error(predicted_us: float, measured_us: float | None) -> float | None:
     """(predicted - measured) / measured; None without a measured figure above 0."""
     return (predicted_us - measured_us) / measured_us if measured_us else None
+
+
+def abs_error(predicted_us: float, measured_us: float | None) -> float | None:
+    """|error|: how far off either way, the figure the history tracks of a prediction (common/identity.py)."""
+    e = error(predicted_us, measured_us)
+    return None if e is None else abs(e)
 
 
 def within_band(prediction: Record, measured_us: float) -> bool:

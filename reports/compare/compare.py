@@ -45,7 +45,7 @@ from ..common.junit import Case
 from ..common.load import Result
 from ..common.markdown import markdown_text
 from ..common.policy import Inconclusive, Missing, Policy
-from ..common.predicted_vs_measured import job_of_prediction, job_of_train, step_beside
+from ..common.predicted_vs_measured import job_of_prediction, job_of_train, measured_step, step_beside, window_steps
 
 
 class Outcome(str, Enum):
@@ -150,7 +150,7 @@ def _index(records: list[Record]) -> dict[ids.Identity, Record]:
     """Records by identity; of repeated measurements (a suite that runs one twice) the first counts."""
     out = {}
     for rec in records:
-        key = ids.identity(rec)
+        key = ids.compared_identity(rec)
         if key is not None and key not in out:
             out[key] = rec
     return out
@@ -236,7 +236,7 @@ def judge_quality(kind: str, bases: list[Record], cands: list[Record], policy: P
 
 
 def _predictions_only(result: Result) -> bool:
-    return bool(result.records_of("train_prediction")) and all(ids.identity(r) is None for r in result.records)
+    return bool(result.records_of("train_prediction")) and all(ids.compared_identity(r) is None for r in result.records)
 
 
 def _measured_runs(runs: list[Result]) -> list[Result]:
@@ -251,7 +251,10 @@ def _predicted(row: Row, cands: list[Record], predictions: list[tuple[Result, Re
         return None
     res, p = match
     low, high = p["band_us"]
-    return PredictedStep(res.path, p["step_us"], (low, high), step_beside(row.candidate, p))
+    # A window's prediction is its mean step: beside it the candidate runs' mean steps, not the row's medians.
+    steps, timed = window_steps(p), [c for c in cands if c.get("step_time_us")]
+    measured = sum(measured_step(c, steps) for c in timed) / len(timed) if steps > 1 and timed else row.candidate
+    return PredictedStep(res.path, p["step_us"], (low, high), step_beside(measured, p))
 
 
 def compare(baselines: Result | Sequence[Result], candidates: Result | Sequence[Result],

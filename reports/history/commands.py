@@ -58,7 +58,8 @@ def add_parsers(sub: Any) -> Any:
 
 def _filters(p: Any) -> None:
     """The options that choose series, alike for show and report."""
-    p.add_argument("--metric", help="only this metric (time_us, step_time_us, final_loss, eval_loss, eval_accuracy)")
+    p.add_argument("--metric", help="only this metric (time_us, step_time_us, final_loss, eval_loss, eval_accuracy; a "
+                   "prediction's step_us, abs_error)")
     p.add_argument("--match", help="only the records whose name contains this text (any case), e.g. 'all_reduce'")
     p.add_argument("--machine", help="only this machine key")
     p.add_argument("--branch", help="only the runs added with this branch")

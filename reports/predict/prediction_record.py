@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..common.json_types import JsonObject, Record, ResultDoc
 from ..common.load import Result
-from ..common.predicted_vs_measured import error, measured_figures, within_band
+from ..common.predicted_vs_measured import abs_error, error, measured_figures, within_band
 from ..common.result_document import Envelope, checked, result_document, timestamp
 from .placement import links_by_group
 from .predict import describe_fit, regimes_json
@@ -59,11 +59,13 @@ def _target(target_ms: float | None, needs: list[Need]) -> JsonObject | None:
                        "description": n.describe(target_ms * 1e3)} for n in needs]}
 
 
-def _measured(step_us: float, band: tuple[float, float], measured: tuple[str, Record] | None) -> JsonObject | None:
+def _measured(step_us: float, band: tuple[float, float], measured: tuple[str, Record] | None,
+              steps: int) -> JsonObject | None:
     if measured is None:
         return None
-    m = measured_figures(measured[1], measured[0])
-    return {**m, "error": error(step_us, m["step_us"]), "within_band": within_band({"band_us": band}, m["step_us"])}
+    m = measured_figures(measured[1], measured[0], steps)
+    return {**m, "error": error(step_us, m["step_us"]), "abs_error": abs_error(step_us, m["step_us"]),
+            "within_band": within_band({"band_us": band}, m["step_us"])}
 
 
 def prediction_record(plan: PlanDoc, costs: StepCosts, predicted: Predicted, what_ifs: list[WhatIf], target_ms: float | None,
@@ -75,7 +77,8 @@ def prediction_record(plan: PlanDoc, costs: StepCosts, predicted: Predicted, wha
     return {"kind": "train_prediction", "model": first["model"], "preset": first["preset"], "layout": first["layout"],
             "ranks": first["ranks"], "backend": plan.backend, "precision": plan.precision, "batch": plan.batch,
             "micro_batch": first["micro_batch"], "micro_batches": first["micro_batches"], "plan": plan.path,
-            "calibration": list(costs.calibration), "transport": costs.transport, "progress": costs.progress.value,
+            "calibration": list(costs.calibration), "window_steps": p.steps, "transport": costs.transport,
+            "progress": costs.progress.value,
             "placement": costs.placement.as_json(links_by_group(costs.placement, plan.records)) if costs.placement else None,
             "compute": _compute(costs),
             "collectives": _collectives(costs), "step_us": p.step_us, "band_us": list(predicted.band),
@@ -84,7 +87,7 @@ def prediction_record(plan: PlanDoc, costs: StepCosts, predicted: Predicted, wha
             "what_if": [{"name": w.name, "kind": w.kind.value, "detail": w.detail, "step_us": w.step.step_us}
                         for w in what_ifs],
             "fastest": fastest.name if fastest and fastest.step.step_us < p.step_us else None,
-            "target": _target(target_ms, needs), "measured": _measured(p.step_us, predicted.band, measured)}
+            "target": _target(target_ms, needs), "measured": _measured(p.step_us, predicted.band, measured, p.steps)}
 
 
 def _hosts(calibration: list[Result]) -> list[JsonObject]:

@@ -26,6 +26,9 @@ The semantics, each an assumption the costs are read under:
   (exposed_by_group_us: the group each op is on, as the plan names it: dp, tp, pp, ...; a pipeline's waits under
   its own), one entry for every group the rank issues an op on (0 where none of its waits blocked): the exposed
   communication per communicator, which sums to the blocked time. Per op (OpTime): its start and end, for a trace.
+- A window of K steps (the schedule's "steps", schedule.py: model averaging every K steps) is walked as one
+  schedule from every rank at 0, and every RankTimes figure and step_us are the window's divided by K: the mean
+  step, as a run's mean over a multiple of K steps (OpTime stays in the window's time).
 
 Bad input is one InputError line naming the rank and op: a malformed or inconsistent schedule (schedule.py), a rank
 in an op's members with no schedule, the k-th ops on one members list that disagree, an op a member never issues,
@@ -104,9 +107,14 @@ class RankTimes:
 
 @dataclass(frozen=True)
 class StepReplay:
-    step_us: float  # the slowest rank's step_us
+    step_us: float  # the slowest rank's step_us (a window's: its mean step)
     ranks: tuple[RankTimes, ...]  # ascending rank
-    ops: tuple[OpTime, ...]  # by start, then end
+    ops: tuple[OpTime, ...]  # by start, then end (in the window's time)
+    steps: int = 1  # the steps of the window replayed
+
+    @property
+    def window_us(self) -> float:
+        return self.step_us * self.steps
 
     def rank(self, r: int) -> RankTimes:
         return next(t for t in self.ranks if t.rank == r)
@@ -312,23 +320,30 @@ class _Walk:
         assert isinstance(e, Wait), "a rank stops only at a wait"
         return self.issue[rank, e.id]
 
-    def result(self) -> StepReplay:
-        step = max((s.clock for s in self.ranks.values()), default=0.0)
-        ranks = tuple(RankTimes(r, s.clock, s.compute, s.optimizer, s.waiting, s.transfer, s.pipeline_wait, step - s.clock,
-                                dict(sorted(s.groups.items()))) for r, s in sorted(self.ranks.items()))
+    def result(self, steps: int) -> StepReplay:
+        """Per step: the window's figures divided by its steps."""
+        step = max((s.clock for s in self.ranks.values()), default=0.0) / steps
+        ranks = tuple(RankTimes(r, s.clock / steps, s.compute / steps, s.optimizer / steps, s.waiting / steps,
+                                s.transfer / steps, s.pipeline_wait / steps, step - s.clock / steps,
+                                {g: v / steps for g, v in sorted(s.groups.items())})
+                      for r, s in sorted(self.ranks.items()))
         ops = sorted((OpTime(o.first.op if o.sender is None else TRANSFER_OP, o.first.group, o.first.members, o.first.bytes,
                              o.index, o.sender, tuple(sorted(o.issues)), o.last_arrival, o.start, o.end)
                       for o in self.ops if o.end is not None), key=lambda o: (o.start_us, o.end_us))
-        return StepReplay(step, ranks, tuple(ops))
+        return StepReplay(step, ranks, tuple(ops), steps)
 
 
-def replay(schedules: Mapping[int, Any], costs: Costs, progress: Progress = Progress.INDEPENDENT) -> StepReplay:
+def replay(schedules: Mapping[int, Any], costs: Costs, progress: Progress = Progress.INDEPENDENT,
+           steps: int = 1) -> StepReplay:
     """The step every rank's schedule (rank -> its list of events, as the format has them) takes over `costs`, its
-    collectives progressing as `progress` says."""
+    collectives progressing as `progress` says; `steps`: the steps the schedules' window spans (schedule.parse_window),
+    whose mean step the figures are."""
     if not schedules:
         raise InputError("no rank's schedule to replay")
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
+        raise InputError(f"a window of {steps!r} steps: an integer >= 1")
     if odd := [r for r in schedules if not isinstance(r, int) or isinstance(r, bool) or r < 0]:
         raise InputError(f"schedule of {odd[0]!r}: a rank is an integer >= 0")
     walk = _Walk({rank: parse_schedule(rank, events) for rank, events in schedules.items()}, costs, progress)
     walk.run()
-    return walk.result()
+    return walk.result(steps)

@@ -2,8 +2,12 @@
 typed events and checked on its own: exactly the format's keys and types, ids unique, every wait on an op issued
 before it, every op on a group that holds the rank and waited for before the step ends. What needs every rank's
 schedule (matching the ops, deadlocks) is the replay's (replay.py). The checks come first so that the replay never
-meets a malformed event: a bad schedule is one error line naming the rank and the event, not a KeyError deep in it."""
-from collections.abc import Sequence
+meets a malformed event: a bad schedule is one error line naming the rank and the event, not a KeyError deep in it.
+
+A schedule is one step, or (its "steps": K > 1) the window of K steps after which a layout's steps repeat (model
+averaging every K steps: only the K-th communicates); its events are the K steps in order, one optimizer each, and
+the replay's figures are per step, the window's divided by K. Without "steps" (plans before windows) it is one."""
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from math import isfinite
@@ -170,3 +174,24 @@ def parse_schedule(rank: int, events: Any) -> tuple[Event, ...]:
         if id not in waited:
             raise InputError(f"rank {rank} event {i}: op {id} ({issue.describe()}) is issued but never waited for")
     return out
+
+
+def parse_window(schedules: Mapping[int, Any]) -> tuple[dict[int, list[Any]], int]:
+    """Every rank's schedule object ({"events": [...], "steps": K}) as the replay takes them: the events per rank and the
+    steps of the window, which every rank's must agree on; InputError naming the rank otherwise (a "steps" that is not
+    an integer >= 1, a window whose optimizer events are not one per step, ranks with different windows)."""
+    events: dict[int, list[Any]] = {}
+    steps: dict[int, int] = {}
+    for rank, s in sorted(schedules.items()):
+        if not isinstance(s, dict) or "events" not in s or set(s) - {"events", "steps"}:
+            raise InputError(f"rank {rank}: the schedule is {s!r:.80}, not an object of \"events\" and \"steps\"")
+        steps[rank] = _int(s, "steps", f"rank {rank}'s schedule", 1) if "steps" in s else 1
+        events[rank] = s["events"]
+        optimizers = sum(1 for e in parse_schedule(rank, s["events"]) if isinstance(e, Optimizer))
+        if optimizers != steps[rank]:
+            raise InputError(f"rank {rank}: its schedule spans {steps[rank]} step(s) but has {optimizers} optimizer "
+                             "event(s), one per step")
+    if len(set(steps.values())) > 1:
+        (a, k), (b, m) = sorted(steps.items())[0], next((r, n) for r, n in sorted(steps.items()) if n != steps[min(steps)])
+        raise InputError(f"rank {a}'s schedule spans {k} step(s), rank {b}'s {m}: the ranks' windows differ")
+    return events, steps[min(steps)] if steps else 1

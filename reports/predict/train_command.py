@@ -14,12 +14,14 @@ from ..common.files import write_atomically
 from ..common.json_types import Record
 from ..common.link_datasheet import Fabric
 from ..common.load import Result, load_results
-from ..common.predicted_vs_measured import FIGURES, Job, comparable, error, job_of_train, measured_figures, predicted
+from ..common.predicted_vs_measured import (FIGURES, Job, comparable, error, job_of_train, measured_figures, measured_step,
+                                            predicted)
 from . import placement
 from .compute import Wanted, compute_rates
 from .predict import describe_fit
 from .prediction_record import prediction_document, prediction_record
 from .replay import Progress, StepReplay, replay
+from .schedule import parse_window
 from .formulas import Point
 from .series import SeriesKey, all_series
 from .step_costs import End, StepCosts
@@ -106,14 +108,15 @@ class Predicted:
     band: tuple[float, float]  # the step's time with every cost at the low, and at the high end of its band
 
 
-def _schedules(plan: PlanDoc) -> dict[int, list[dict[str, Any]]]:
-    return {int(r["rank"]): list(r["schedule"]["events"]) for r in plan.records}
+def _schedules(plan: PlanDoc) -> tuple[dict[int, list[Any]], int]:
+    """Every rank's events and the steps of their window (schedule.parse_window)."""
+    return parse_window({int(r["rank"]): r["schedule"] for r in plan.records})
 
 
 def predict_plan(plan: PlanDoc, costs: StepCosts) -> Predicted:
-    schedules = _schedules(plan)
-    low, high = (replay(schedules, costs.at(e), costs.progress).step_us for e in (End.LOW, End.HIGH))
-    return Predicted(replay(schedules, costs, costs.progress), (low, high))
+    schedules, steps = _schedules(plan)
+    low, high = (replay(schedules, costs.at(e), costs.progress, steps).step_us for e in (End.LOW, End.HIGH))
+    return Predicted(replay(schedules, costs, costs.progress, steps), (low, high))
 
 
 _PROGRESS_WORDS = {Progress.INDEPENDENT: "from their issue on, beside compute (independent)",
@@ -149,8 +152,8 @@ def _what_ifs(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, fabrics
 def _needs(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts) -> list[Need]:
     if not args.target_ms:
         return []
-    schedules = _schedules(plan)
-    return [needed(lambda c: replay(schedules, c, c.progress).step_us, costs, args.target_ms * 1e3, k) for k in Knob]
+    schedules, steps = _schedules(plan)
+    return [needed(lambda c: replay(schedules, c, c.progress, steps).step_us, costs, args.target_ms * 1e3, k) for k in Knob]
 
 
 def run(args: argparse.Namespace, fabrics: list[Fabric]) -> int:
@@ -210,7 +213,9 @@ def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, prediction
         print(f"# {op} on {ranks} ranks, {link.value} ({fitted.key.describe()}): {first}")
         for line in regimes:
             print(f"# {line}")
-    rows = _rank_rows(measured)
+    # The record's per-rank figures are medians over its steps: beside a window's mean step they would be a step that
+    # does not communicate, so only the step (its mean) is put beside a window's prediction.
+    rows = _rank_rows(measured) if p.steps == 1 else {}
     head = "".join(f" {f.name + '(us)':>18}" for f in FIGURES)
     print(f"# {'rank':>4} {'coordinates':<14}{head}" + ("  (measured beside each: predicted / measured)" if rows else ""))
     varying = {k for k in plan.first["coordinates"] if len({r["coordinates"][k] for r in plan.records}) > 1}
@@ -219,15 +224,18 @@ def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, prediction
         cells = "".join(_cell(predicted(asdict(p.rank(rank)), f), rows.get(rank, {}).get(f.measured) if f.measured else None)
                         for f in FIGURES)
         print(f"  {rank:>4} {where:<14}{cells}")
-    theirs = measured_figures(measured, args.measured)["ranks"] if measured else []
+    theirs = measured_figures(measured, args.measured, p.steps)["ranks"] if measured else []
     print("\n".join(rank_table(plan, p, coordinates, {int(k["rank"]): k for k in theirs})))
     throughput = plan.batch / p.step_us * 1e6 if p.step_us > 0 else 0.0
     print(f"# step: {p.step_us:.1f} us (band {band[0]:.1f}..{band[1]:.1f}), throughput {throughput:.1f} samples/s")
     print(mfu_line(utilization, costs.rates.record, measured))
+    if p.steps > 1:
+        print(f"# the plan's steps differ: each figure is the mean step of its window of {p.steps} steps "
+              f"({p.window_us:.1f} us)")
     if measured:
-        m = measured["step_time_us"]["median"]
-        print(f"# measured step (median of {measured['timed_steps']}): {m:.1f} us; error (predicted - measured) / "
-              f"measured {error(p.step_us, m):+.1%}")
+        m = measured_step(measured, p.steps)
+        print(f"# measured step ({'median' if p.steps == 1 else 'mean'} of {measured['timed_steps']}): {m:.1f} us; error "
+              f"(predicted - measured) / measured {error(p.step_us, m):+.1%}")
         if not band[0] <= m <= band[1]:
             print("# the measured step lies outside the band: a finding (a slow link, a straggler, a busy host, or what "
                   "the model leaves out: docs/prediction.md)")

@@ -1,8 +1,8 @@
 """`trainscope train ... --plan N` (issue #41): what each rank of a layout at N ranks holds, planned in one process by
 the trainer's own placement, is what the real run at N ranks records, rank by rank: the layout's model-state formula
-exactly, and the activation buffers. Each rank's one-step schedule has exactly the collectives the run counted, and is
-well formed: every op waited for after its issue, the members' ops matching, a replay that finishes. Plus its
-refusals, one line each."""
+exactly, and the activation buffers. Each rank's one-step schedule (or window of steps, where they differ: model
+averaging every K) has exactly the collectives the run counted, and is well formed: every op waited for after its
+issue, the members' ops matching, a replay that finishes. Plus its refusals, one line each."""
 import json
 from collections import Counter, defaultdict
 
@@ -12,6 +12,8 @@ from helpers import run_trainscope
 
 MLP = ["--model", "mlp", "--preset", "tiny", "--batch", 8]
 TRANSFORMER = ["--model", "transformer", "--preset", "tiny", "--batch", 8]
+CNN = ["--model", "cnn", "--preset", "tiny", "--batch", 8]
+AVERAGE_EVERY_3 = ["--sync", "average", "--average-every", 3]
 RUN = ["--steps", 2, "--warmup-steps", 1, "--no-ceiling"]
 # name: (model, layout flags, ranks)
 LAYOUTS = {
@@ -27,7 +29,15 @@ LAYOUTS = {
     "pp2-1f1b": (TRANSFORMER, ["--pp", 2, "--micro-batches", 4, "--pp-schedule", "1f1b"], 2),
     "dp2xpp2": (MLP, ["--pp", 2, "--micro-batches", 2], 4),
     "ps": (MLP, ["--sync", "ps"], 2),
+    # Windows of 2 and 3 steps (the run's K timed steps hold one averaging, wherever the cadence starts: RUNS).
+    "dp2-average-every2": (MLP, ["--sync", "average", "--average-every", 2], 2),
+    "dp2-average-every2-optimizer": (TRANSFORMER, ["--sync", "average", "--average-every", 2, "--average-optimizer"], 2),
+    "dp3-average-every3-sgd-optimizer": (MLP[:-1] + [12], [*AVERAGE_EVERY_3, "--average-optimizer", "--optimizer", "sgd"], 3),
+    "dp2-syncbn-micro2": (CNN, ["--sync-bn", "on", "--micro-batches", 2], 2),
 }
+# A layout's run where RUN's timed step is not a multiple of its window: K timed steps after the warm-up one.
+RUNS = {name: ["--steps", every + 1, "--warmup-steps", 1, "--no-ceiling"] for name, every in
+        (("dp2-average-every2", 2), ("dp2-average-every2-optimizer", 2), ("dp3-average-every3-sgd-optimizer", 3))}
 
 
 def records(path, kind):
@@ -44,7 +54,8 @@ def pair(request, tmp_path_factory, validate):
     assert r.rc == 0, r.err
     plan_doc = json.loads(plan_path.read_text())
     validate(plan_doc)
-    r = run_trainscope(["train", *model, *layout, *RUN, "--json", run_path], np=ranks, timeout=300)
+    r = run_trainscope(["train", *model, *layout, *RUNS.get(request.param, RUN), "--json", run_path], np=ranks,
+                       timeout=300)
     assert r.rc == 0, r.err
     (train,) = records(run_path, "train")
     return records(plan_path, "train_plan"), train
@@ -82,13 +93,20 @@ def issues(plan):
     return [e for e in plan["schedule"]["events"] if "issue" in e]
 
 
+def steps(plan):
+    """The steps the schedule's window spans (1: every step alike)."""
+    return plan["schedule"]["steps"]
+
+
 def test_schedule_has_the_runs_collectives(pair):
     """The record's collectives are process 0's: rank 0's planned ops, per (group, size, op, bytes), over the timed
-    steps, are its rows exactly."""
+    steps (a multiple of the window's: any K consecutive steps hold one of each of its steps), are its rows exactly."""
     plan, train = pair
+    windows, rest = divmod(train["timed_steps"], steps(plan[0]))
+    assert rest == 0
     planned = Counter((e["group"], e["group_size"], e["op"], e["bytes"]) for e in issues(plan[0]))
     rows = {(c["group"], c["group_size"], c["op"], c["bytes"]): c["count"] for c in train["collectives"]}
-    assert {k: n * train["timed_steps"] for k, n in planned.items()} == rows
+    assert {k: n * windows for k, n in planned.items()} == rows
 
 
 def test_schedule_waits_for_every_op_after_issuing_it(pair):
@@ -100,7 +118,7 @@ def test_schedule_waits_for_every_op_after_issuing_it(pair):
         waits = [(e["wait"], i) for i, e in enumerate(events) if "wait" in e]
         assert sorted(w for w, _ in waits) == sorted(issued)
         assert all(issued[w] < i for w, i in waits)
-        assert [e.get("compute") for e in events].count("optimizer") == 1
+        assert [e.get("compute") for e in events].count("optimizer") == steps(p)
 
 
 def shares(p, tp):
@@ -119,8 +137,8 @@ def shares(p, tp):
 def test_schedule_computes_each_ranks_share_of_the_plans_flops(pair):
     """Forward and backward (2 forwards) of every layer and micro-batch, each at the FLOPs the rank computes (its
     tensor-parallel slice's share; the record's flops_per_step stay the model's): at tp 1 the plan's 3 forwards per
-    micro-batch, with every layer split the model's over tp. Recomputation (--recompute, a pipeline stage's forward run
-    again) is extra, its own events."""
+    micro-batch, with every layer split the model's over tp, in each step of the window. Recomputation (--recompute, a
+    pipeline stage's forward run again) is extra, its own events."""
     plan, train = pair
     tp = train["layout"]["tp"]
     for p in plan:
@@ -129,10 +147,11 @@ def test_schedule_computes_each_ranks_share_of_the_plans_flops(pair):
         for e in computed:
             assert e["flops"] == pytest.approx(share[e["layer"]] * (2 if e["compute"] == "backward" else 1)), e
         whole = sum(lay["forward_flops"] for lay in p["layers"])
-        assert sum(e["flops"] for e in computed) == pytest.approx(p["flops_per_step"] * sum(share.values()) / whole)
+        assert sum(e["flops"] for e in computed) == \
+            pytest.approx(p["flops_per_step"] * steps(p) * sum(share.values()) / whole)
         if tp > 1 and p["model"] == "mlp":  # tp2-mlp-paired: every Linear split, the rank computes the model's / tp
             assert sum(share.values()) == whole / tp
-            assert sum(e["flops"] for e in computed) == pytest.approx(p["flops_per_step"] / tp)
+            assert sum(e["flops"] for e in computed) == pytest.approx(p["flops_per_step"] * steps(p) / tp)
 
 
 def test_members_see_the_same_ops(pair):
@@ -197,3 +216,19 @@ def test_refused_under_mpirun():
     r = run_trainscope(["train", *MLP, "--plan", 2], np=2)
     assert r.rc != 0
     assert "without mpirun" in r.err
+
+
+def test_ps_async_has_no_schedule_and_says_why(tmp_path):
+    """Its workers and servers share no step: no schedule, the reason in every record and on the console."""
+    out = tmp_path / "plan.json"
+    r = run_trainscope(["train", *MLP, "--sync", "ps-async", "--plan", 2, "--json", out])
+    assert r.rc == 0, r.err
+    assert "# schedule: none: --sync ps-async: its workers and servers share no step" in r.out
+    plan = records(out, "train_plan")
+    assert plan and all(p["schedule"] is None and p["schedule_unsupported"].startswith("--sync ps-async") for p in plan)
+
+
+def test_a_window_of_steps_is_said_on_the_console():
+    r = run_trainscope(["train", *MLP, "--sync", "average", "--average-every", 3, "--plan", 2])
+    assert r.rc == 0, r.err
+    assert "communication ops per window of 3 steps (they differ) per rank" in r.out

@@ -169,6 +169,28 @@ def test_a_plan_replayed_over_known_costs_gives_the_exact_step(files, capsys, tm
     assert f"# step: {STEP:.1f} us" in got.out and "throughput 106666.7 samples/s" in got.out
 
 
+def averaging_window():
+    """Model averaging every 2 steps: the step of schedule() twice, its all-reduce only after the second update."""
+    compute, (ar, wait, optimizer) = schedule()["events"][:2], schedule()["events"][2:]
+    return {"events": compute + [optimizer] + compute + [optimizer, ar, wait], "steps": 2}
+
+
+def test_a_window_of_steps_is_predicted_as_its_mean_step(capsys, write_doc, tmp_path):
+    """Two steps of 30 + 50 + 20 us and one all-reduce of 50 us: a window of 250 us, a mean step of 125 us."""
+    cal = write_doc("cal.json", make_doc([calibration_train()] + sweep_records()))
+    plan = write_doc("plan.json", plan_doc([plan_record(r, sched=averaging_window()) for r in (0, 1)]))
+    out = tmp_path / "p.json"
+    code, got = predict(["--calibration", str(cal), "--plan", str(plan), "--json", str(out)], capsys)
+    assert code == 0, got.err
+    doc = prediction(out)
+    assert doc["step_us"] == pytest.approx(125)
+    for row in doc["per_rank"]:
+        assert (row["compute_us"], row["optimizer_us"], row["transfer_us"]) == pytest.approx((80, 20, 25))
+    assert doc["band_us"] == pytest.approx([125 - 0.1 * 100, 125 + 0.1 * 100])
+    assert "# step: 125.0 us" in got.out
+    assert "# the plan's steps differ: each figure is the mean step of its window of 2 steps (250.0 us)" in got.out
+
+
 def test_a_fabric_what_if_swaps_the_bandwidth_and_keeps_the_latency(files, capsys, tmp_path):
     cal, plan = files
     out = tmp_path / "p.json"

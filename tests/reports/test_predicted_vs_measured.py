@@ -7,10 +7,11 @@ import json
 
 import pytest
 from synthetic import make_doc, make_train, stats
-from test_predict_train import PEAKS, calibration_train, measured_memory, plan_doc, plan_record, sweep_records
+from test_predict_train import PEAKS, averaging_window, calibration_train, measured_memory, plan_doc, plan_record, sweep_records
 
 from reports.__main__ import main
 from reports.common.load import load_results
+from reports.common.predicted_vs_measured import MEASURED
 from reports.html.sections.prediction import SECTION
 
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
@@ -156,3 +157,30 @@ def test_compare_puts_the_predicted_step_beside_the_measured_one(write_doc, tmp_
     assert "measured 0.200 ms, predicted 0.150 ms" in md.read_text()
     (row,) = [r for r in json.loads(js.read_text())["rows"] if r["metric"] == "step_time_us"]
     assert row["predicted"]["step_us"] == pytest.approx(150.0) and row["predicted"]["band_us"] == pytest.approx([140, 160])
+
+
+def test_a_windows_mean_step_is_put_beside_the_measured_mean_not_the_median(write_doc, tmp_path, capsys):
+    """Model averaging every 2 steps, predicted 125 us a step (band 115..135: test_predict_train's window). Its run took
+    100 us for three steps in four and 400 us for the fourth: median 100 us, mean 175 us. Beside a window's mean step
+    are the run's mean (predict train --measured, the report, compare) and no per-rank medians."""
+    cal = write_doc("cal.json", make_doc([calibration_train()] + sweep_records()))
+    plan = write_doc("plan.json", plan_doc([plan_record(r, sched=averaging_window()) for r in (0, 1)]))
+    samples = [100.0, 100.0, 100.0, 400.0] * 5
+    averaging = measured_train(step=100.0, step_time_us=stats(samples), step_samples_us=samples, timed_steps=20)
+    run = write_doc("run.json", make_doc([averaging]))
+    pred = tmp_path / "pred.json"
+    assert main(["predict", "train", "--calibration", str(cal), "--plan", str(plan), "--measured", str(run),
+                 "--json", str(pred)]) == 0
+    out = capsys.readouterr().out
+    assert "# measured step (mean of 20): 175.0 us; error (predicted - measured) / measured -28.6%" in out
+    (rec,) = load_results([str(pred)])[0].records
+    assert rec["window_steps"] == 2 and rec["measured"]["step_us"] == 175.0
+    # A window's per-rank timings are the record's medians (a step that does not communicate): left out; memory is
+    # each rank's peak over the run, the same for a window as for one step.
+    assert all(r[f.field] is None for r in rec["measured"]["ranks"] for f in MEASURED)
+    beside = "measured 0.175 ms, predicted 0.125 ms (band 0.115..0.135), error -28.6%, outside the band"
+    (alert,) = [b for b in section([pred, run], ["predicted", "measured"]) if b["kind"] == "alert"]
+    assert alert["text"].endswith(f"{NAME}, measured in measured: {beside}")
+    base = write_doc("base.json", make_doc([measured_train(step=100.0)]))
+    main(["compare", str(base), str(pred), str(run)])
+    assert f"predicted: candidate {beside} ({pred})" in capsys.readouterr().out

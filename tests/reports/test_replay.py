@@ -8,7 +8,7 @@ from reports.common.errors import InputError
 from reports.predict.fit import Fit
 from reports.predict.formulas import AlgorithmFit
 from reports.predict.replay import Progress, replay
-from reports.predict.schedule import Compute, Optimizer, Phase
+from reports.predict.schedule import Compute, Optimizer, Phase, parse_window
 
 
 class Costs:
@@ -105,6 +105,64 @@ def test_a_late_rank_shows_as_the_others_waiting_and_the_op_as_transfer():
     assert zero.exposed_us == late + 19.0
     assert r.step_us == 84.0 + late and zero.step_us == one.step_us == r.step_us
     assert r.ops[1].last_arrival_us == 60.0 + late and r.ops[1].start_us == 60.0 + late
+
+
+# ---- a window of steps: model averaging every K steps (the schedule's "steps") ----
+
+def averaging_window(every, nbytes=4096):
+    """--sync average --average-every K on [0, 1], one layer: K steps of forward, backward and optimizer, the K-th
+    followed by the parameters' all-reduce, waited for (AverageSync::afterUpdate)."""
+    events = []
+    for step in range(every):
+        events += [fwd(0), bwd(0), opt()]
+    return {"events": events + [issue(0, "all_reduce", (0, 1), nbytes), wait(0)], "steps": every}
+
+
+def test_a_window_of_k_steps_is_replayed_as_its_mean_step():
+    """4 steps of 10 + 20 + 5 = 35 us, then the averaging's all-reduce (3 + 4096/1024 = 7 us) exposed: a window of
+    147 us, a mean step of 36.75 us with 30 us compute, 5 us optimizer and 1.75 us exposed transfer per step."""
+    events, steps = parse_window({0: averaging_window(4), 1: averaging_window(4)})
+    assert steps == 4
+    r = replay(events, ring_costs(), steps=steps)
+    assert (r.steps, r.window_us, r.step_us) == (4, 147.0, 36.75)
+    for t in r.ranks:
+        assert (t.step_us, t.compute_us, t.optimizer_us, t.waiting_us, t.transfer_us, t.pipeline_wait_us, t.idle_us) == \
+            (36.75, 30.0, 5.0, 0.0, 1.75, 0.0, 0.0)
+    assert [(o.op, o.start_us, o.end_us) for o in r.ops] == [("all_reduce", 140.0, 147.0)]  # the window's time
+
+
+def test_a_window_of_one_step_is_the_step_and_a_plan_without_steps_is_one():
+    one = averaging_window(1)
+    old = {"events": one["events"]}  # a plan from before windows
+    assert parse_window({0: old, 1: one}) == ({0: one["events"], 1: one["events"]}, 1)
+    r = replay(parse_window({0: old, 1: old})[0], ring_costs())
+    assert r.steps == 1 and r.step_us == r.window_us == 35.0 + 7.0
+
+
+WINDOW_ERRORS = {
+    "steps zero": ({0: averaging_window(2) | {"steps": 0}}, "rank 0's schedule: \"steps\" is 0, not an integer >= 1"),
+    "steps not an int": ({0: averaging_window(2) | {"steps": 2.0}}, "\"steps\" is 2.0"),
+    "unknown key": ({0: averaging_window(2) | {"window": 2}}, "rank 0: the schedule is"),
+    "no events": ({0: {"steps": 1}}, "not an object of \"events\" and \"steps\""),
+    "optimizers": ({0: averaging_window(2) | {"steps": 3}},
+                   "rank 0: its schedule spans 3 step(s) but has 2 optimizer event(s), one per step"),
+    "ranks differ": ({0: averaging_window(2), 1: averaging_window(4)},
+                     "rank 0's schedule spans 2 step(s), rank 1's 4: the ranks' windows differ"),
+}
+
+
+@pytest.mark.parametrize("case", WINDOW_ERRORS)
+def test_a_bad_window_is_one_error_line(case):
+    schedules, message = WINDOW_ERRORS[case]
+    with pytest.raises(InputError) as e:
+        parse_window(schedules)
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("steps", [0, -2, True, 1.5])
+def test_the_replays_steps_are_a_count(steps):
+    with pytest.raises(InputError, match="steps: an integer >= 1"):
+        replay({0: [fwd(0)]}, Costs(), steps=steps)
 
 
 # ---- pipelines: the trainer's order (workloads/parallel/pipeline.cpp) ----

@@ -168,6 +168,34 @@ TEST_P(ImageLayers, ResidualBasicBlockBackwardMatchesFiniteDifferences) {
   }
 }
 
+// What a plan of the step counts for SyncBatchNorm (Layer::groupSums) is what the block asks for when it runs, in
+// order: each batch norm's two forward sums and its backward one, the projection shortcut's included.
+TEST_P(ImageLayers, BasicBlockAsksForTheBatchNormSumsItsGroupSumsList) {
+  Arena a;
+  BasicBlock block(a, Init(3), "block", {.n = 2, .cin = 2, .h = 6, .w = 5, .cout = 4, .stride = 2, .layout = layout()});
+  Tensor x = a.tensor(imageShape(2, 2, 6, 5, layout()));
+  fillRandom(x, 8);
+  std::vector<std::size_t> asked;
+  StepContext ctx;
+  ctx.bnSum = [&](double*, std::size_t n) { asked.push_back(n); };  // one replica: the sum is the values
+  const Tensor& y = block.forward(x, ctx);
+  const std::size_t forwardAsks = asked.size();
+  Tensor dy = a.tensor(y.shape);
+  fillRandom(dy, 9);
+  block.backward(dy, ctx);
+  LayerSums listed;
+  block.groupSums(listed);
+  auto batchNorm = [](const std::vector<GroupSum>& sums) {
+    std::vector<std::size_t> out;
+    for (const GroupSum& s : sums)
+      if (s.group == SumGroup::kBatchNorm) out.push_back(s.values);
+    return out;
+  };
+  EXPECT_EQ(std::vector<std::size_t>(asked.begin(), asked.begin() + forwardAsks), batchNorm(listed.forward));
+  EXPECT_EQ(std::vector<std::size_t>(asked.begin() + forwardAsks, asked.end()), batchNorm(listed.backward));
+  EXPECT_EQ(forwardAsks, 6u);  // three batch norms (bn1, bn2, the shortcut's), two sums each
+}
+
 // The same convolution on NCHW and on channels-last data gives the same outputs (in the other order) from the
 // same KCRS weights, and the transpose in front of a channels-last network passes its gradient back.
 TEST(Layers, ChannelsLastConvolutionIsTheNchwOneTransposed) {

@@ -34,7 +34,7 @@ class CausalSelfAttention final : public Layer {
   double rankForwardFlops() const override;  // this rank's heads' (layer.h)
   double recomputedFlops() const override;
   double rankRecomputedFlops() const override;
-  void tensorParallelSums(TensorParallelSums& out) const override { addSumsOf({&qkv_, &proj_}, out); }
+  void groupSums(LayerSums& out) const override { addSumsOf({&qkv_, &proj_}, out); }
 
  private:
   std::int64_t B_, T_, C_, NH_, D_;  // C_: this rank's heads' channels (NH_ D_); the model width is the projections'

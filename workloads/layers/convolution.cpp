@@ -138,8 +138,11 @@ std::pair<std::int64_t, std::int64_t> BasicBlock::outputSize(const BasicBlockCon
   return {s.P(), s.Q()};
 }
 
-void BasicBlock::tensorParallelSums(TensorParallelSums& out) const {
-  addSumsOf({&conv1_, &conv2_}, out);  // the shortcut is replicated
+void BasicBlock::groupSums(LayerSums& out) const {
+  // In forward's order (the shortcut's convolution is replicated: it sums nothing over tensor parallelism).
+  std::vector<const Layer*> order{&conv1_, &bn1_, &conv2_, &bn2_};
+  if (downConv_) order.insert(order.end(), {downConv_.get(), downBn_.get()});
+  addSumsOf(order, out);
 }
 
 double BasicBlock::sumOver(double (Conv2d::*flops)() const) const {

@@ -28,9 +28,7 @@ class Conv2d final : public Layer {
   double forwardFlops() const override { return flopsOf(full_); }
   double rankForwardFlops() const override { return flopsOf(s_); }
   void skipInputGradient() override;
-  void tensorParallelSums(TensorParallelSums& out) const override {
-    addSplitSums(split_, inputGradient_, y_.numel(), dx_.numel(), out);
-  }
+  void groupSums(LayerSums& out) const override { addSplitSums(split_, inputGradient_, y_.numel(), dx_.numel(), out); }
   const cpu::Conv2dShape& shape() const { return s_; }
 
  private:
@@ -101,7 +99,7 @@ class BasicBlock final : public Layer {
   void buffers(std::vector<NamedTensor>& out) override;
   double forwardFlops() const override { return sumOver(&Conv2d::forwardFlops); }
   double rankForwardFlops() const override { return sumOver(&Conv2d::rankForwardFlops); }  // the replicated shortcut whole
-  void tensorParallelSums(TensorParallelSums& out) const override;
+  void groupSums(LayerSums& out) const override;
   // The output's height and width before the block is built (a recomputed unit's copy is taken first).
   static std::pair<std::int64_t, std::int64_t> outputSize(const BasicBlockConfig& config);
   std::int64_t outH() const { return conv1_.shape().P(); }

@@ -10,17 +10,16 @@ std::uint64_t nameHash(const std::string& s) {
   return h;
 }
 
-void addSplitSums(const TensorSplit& split, bool inputGradient, std::size_t outputs, std::size_t inputs,
-                  TensorParallelSums& out) {
+void addSplitSums(const TensorSplit& split, bool inputGradient, std::size_t outputs, std::size_t inputs, LayerSums& out) {
   if (!split.split()) return;
-  if (split.kind == TensorSplit::kRow) out.forward.push_back(outputs);
-  if (split.kind == TensorSplit::kColumn && inputGradient) out.backward.push_back(inputs);
+  if (split.kind == TensorSplit::kRow) out.forward.push_back({SumGroup::kTensorParallel, outputs});
+  if (split.kind == TensorSplit::kColumn && inputGradient) out.backward.push_back({SumGroup::kTensorParallel, inputs});
 }
 
-void addSumsOf(const std::vector<const Layer*>& forwardOrder, TensorParallelSums& out) {
-  std::vector<TensorParallelSums> each(forwardOrder.size());
+void addSumsOf(const std::vector<const Layer*>& forwardOrder, LayerSums& out) {
+  std::vector<LayerSums> each(forwardOrder.size());
   for (std::size_t i = 0; i < forwardOrder.size(); ++i) {
-    forwardOrder[i]->tensorParallelSums(each[i]);
+    forwardOrder[i]->groupSums(each[i]);
     out.forward.insert(out.forward.end(), each[i].forward.begin(), each[i].forward.end());
   }
   for (std::size_t i = each.size(); i-- > 0;)

@@ -108,10 +108,16 @@ struct TensorSplit {
   bool split() const { return kind != kNone && ranks > 1; }
 };
 
-// Tensor parallel: the elements of each sum over the group (StepContext::tpSum) a layer's forward asks for, and
-// its backward's, in the order it asks: what a plan of the step (train --plan) counts without running it.
-struct TensorParallelSums {
-  std::vector<std::size_t> forward, backward;
+// The sums over a group a layer's forward asks for, and its backward's, in the order it asks: what a plan of the
+// step (train --plan) counts without running it. Each is over the tensor-parallel group (StepContext::tpSum, of
+// float elements) or, under SyncBatchNorm, over the data-parallel one (StepContext::bnSum, of float64 values).
+enum class SumGroup { kTensorParallel, kBatchNorm };
+struct GroupSum {
+  SumGroup group;
+  std::size_t values;
+};
+struct LayerSums {
+  std::vector<GroupSum> forward, backward;
 };
 
 class Layer {
@@ -139,15 +145,16 @@ class Layer {
   // would compute it with a GEMM or a convolution skips it (as PyTorch does for inputs that need no grad)
   // and backward returns zeros. On every tensor-parallel rank alike (the sum it skips is collective).
   virtual void skipInputGradient() {}
-  // Appends what its forward and backward sum over the tensor-parallel group (none unless split).
-  virtual void tensorParallelSums(TensorParallelSums&) const {}
+  // Appends what its forward and backward sum over a group: the tensor-parallel one (none unless split), and
+  // batch norm's statistics (asked for whether or not SyncBatchNorm is on: the plan keeps those it runs).
+  virtual void groupSums(LayerSums&) const {}
 };
 
 // A split layer's sums (a Linear's, a Conv2d's): a row split sums its output forward, a column split its input
 // gradient backward (unless nothing reads that: skipInputGradient).
-void addSplitSums(const TensorSplit& split, bool inputGradient, std::size_t outputs, std::size_t inputs, TensorParallelSums& out);
+void addSplitSums(const TensorSplit& split, bool inputGradient, std::size_t outputs, std::size_t inputs, LayerSums& out);
 // Appends the sums of layers run in this order forward (and in the reverse backward): a composite layer's.
-void addSumsOf(const std::vector<const Layer*>& forwardOrder, TensorParallelSums& out);
+void addSumsOf(const std::vector<const Layer*>& forwardOrder, LayerSums& out);
 
 // Parameters initialised from (seed, name): independent of the order layers are built in, and of which part of
 // a tensor a rank holds (a tensor-parallel slice starts as that slice of the one-device weights).

@@ -64,9 +64,7 @@ const Tensor& Linear::backward(const Tensor& dy, StepContext& ctx) {
   return dx_;
 }
 
-void Linear::tensorParallelSums(TensorParallelSums& out) const {
-  addSplitSums(split_, inputGradient_, y_.numel(), dx_.numel(), out);
-}
+void Linear::groupSums(LayerSums& out) const { addSplitSums(split_, inputGradient_, y_.numel(), dx_.numel(), out); }
 
 void Linear::params(std::vector<Param*>& out) {
   out.push_back(&w_);

@@ -32,7 +32,7 @@ class Linear final : public Layer {
     inputGradient_ = false;
     zero(dx_);
   }
-  void tensorParallelSums(TensorParallelSums& out) const override;
+  void groupSums(LayerSums& out) const override;
   Param& weight() { return w_; }
 
  private:

@@ -77,6 +77,12 @@ const Tensor& BatchNorm2d::backward(const Tensor& dy, StepContext& ctx) {
   return dx_;
 }
 
+void BatchNorm2d::groupSums(LayerSums& out) const {
+  const auto c = static_cast<std::size_t>(c_);
+  out.forward.insert(out.forward.end(), {{SumGroup::kBatchNorm, c + 1}, {SumGroup::kBatchNorm, c}});
+  out.backward.push_back({SumGroup::kBatchNorm, 2 * c + 1});
+}
+
 void BatchNorm2d::params(std::vector<Param*>& out) {
   out.push_back(&w_);
   out.push_back(&b_);

@@ -32,6 +32,9 @@ class BatchNorm2d final : public Layer {
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override;
   void buffers(std::vector<NamedTensor>& out) override;
+  // SyncBatchNorm's asks (cpu::batchnormForward, batchnormBackward): the channels' sums and the value count, then
+  // their centred squares; backward, the two gradient sums per channel and the count.
+  void groupSums(LayerSums& out) const override;
   // The output is relu(y) from now on, in the same pass. The caller applies the ReLU's backward (relu(y) > 0
   // exactly where y > 0) before this layer's backward, which takes the gradient of y.
   void fuseRelu() { relu_ = true; }

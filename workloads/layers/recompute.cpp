@@ -102,10 +102,10 @@ const Tensor& Recomputed::backward(const Tensor& dy, StepContext& ctx) {
   return dx_;
 }
 
-void Recomputed::tensorParallelSums(TensorParallelSums& out) const {
+void Recomputed::groupSums(LayerSums& out) const {
   std::vector<const Layer*> layers;
   for (const auto& l : layers_) layers.push_back(l.get());
-  TensorParallelSums own;
+  LayerSums own;
   addSumsOf(layers, own);
   out.forward.insert(out.forward.end(), own.forward.begin(), own.forward.end());
   out.backward.insert(out.backward.end(), own.forward.begin(), own.forward.end());

@@ -107,7 +107,7 @@ class Recomputed final : public Layer {
   double rankRecomputedFlops() const override { return rankForwardFlops(); }
   void skipInputGradient() override;
   // The backward's begin with the forward's again (it runs the forward first).
-  void tensorParallelSums(TensorParallelSums& out) const override;
+  void groupSums(LayerSums& out) const override;
 
  private:
   const Tensor& runForward(const Tensor& x, StepContext& ctx);

@@ -37,7 +37,7 @@ class TransformerBlock final : public Layer {
   }
   double recomputedFlops() const override { return attn_.recomputedFlops(); }
   double rankRecomputedFlops() const override { return attn_.rankRecomputedFlops(); }
-  void tensorParallelSums(TensorParallelSums& out) const override { addSumsOf({&attn_, &fc_, &proj_}, out); }
+  void groupSums(LayerSums& out) const override { addSumsOf({&attn_, &fc_, &proj_}, out); }
 
  private:
   LayerNorm ln1_;

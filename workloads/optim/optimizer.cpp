@@ -107,6 +107,13 @@ void Optimizer::step(double lrD, int t) {
                   {elementwiseKind(o_.kind), lr, b1, b2, eps, float(o_.momentum), float(o_.alpha), t}, many);
 }
 
+// As the constructor's slots (a first tensor per parameter, a second where the kind keeps two) and state()'s order.
+std::vector<std::size_t> optimizerStateElements(OptimizerKind kind, const std::vector<Param*>& params) {
+  std::vector<std::size_t> out;
+  for (const Param* p : params) out.insert(out.end(), keepsTwoMoments(kind) ? 2 : 1, p->value.numel());
+  return out;
+}
+
 std::vector<Optimizer::State> Optimizer::state() {
   std::vector<State> out;
   const char* first = o_.kind == OptimizerKind::kSgd       ? "momentum_buffer"

@@ -30,6 +30,9 @@ struct OptimizerOptions {
 void validateOptimizerOptions(const OptimizerOptions& o);  // UsageError naming the flag
 // Adam, AdamW and LAMB keep two moments per parameter (exp_avg, exp_avg_sq); SGD and RMSprop one.
 bool keepsTwoMoments(OptimizerKind kind);
+// The elements of each tensor Optimizer::state() lists for an optimizer of `kind` over `params`, in its order,
+// without building one (train --plan: what --average-optimizer averages).
+std::vector<std::size_t> optimizerStateElements(OptimizerKind kind, const std::vector<Param*>& params);
 
 class Optimizer {
  public:

@@ -15,12 +15,12 @@ void AverageSync::average(const Tensor& t) {
 
 GradientSync::Divergence AverageSync::divergence() const {
   if (group_->worldSize() == 1) return {};
-  const bool averaged = updates_ % every_ == 0;
+  const bool averaged = averagesAfter(updates_, every_);
   return {.params = !averaged, .optimizer = !(averaged && !extra_.empty()), .buffers = true};
 }
 
 void AverageSync::afterUpdate() {
-  if (++updates_ % every_ != 0) return;
+  if (!averagesAfter(++updates_, every_)) return;
   // Every tensor's sum launched, then waited for together, then each scaled to the mean.
   for (Param* p : params_) average(p->value);
   for (Tensor* t : extra_) average(*t);
@@ -32,25 +32,36 @@ void AverageSync::afterUpdate() {
 
 namespace {
 
+// afterUpdate's ops: every tensor's sum launched (the parameters', then the optimizer state's), then all waited for.
 class AveragePlan final : public SyncPlan {
  public:
-  AveragePlan(const ModelPart& part, StepPlan& plan, PlanGroup dp) : params_(part.params), plan_(plan), dp_(std::move(dp)) {}
+  AveragePlan(const ModelPart& part, int every, std::vector<std::size_t> extra, StepPlan& plan, PlanGroup dp)
+      : params_(part.params), every_(every), extra_(std::move(extra)), plan_(plan), dp_(std::move(dp)) {}
+  int windowSteps() const override { return every_; }
   void afterUpdate() override {
+    if (!averagesAfter(++updates_, every_)) return;
     for (const Param* p : params_) plan_.issue(collectives::all_reduce(), p->value.numel(), sizeof(float), dp_);
+    for (std::size_t n : extra_) plan_.issue(collectives::all_reduce(), n, sizeof(float), dp_);
     plan_.waitAll(dp_);
   }
   std::uint64_t updateElements() const override { return elementsOf(params_); }
 
  private:
   std::vector<Param*> params_;
+  int every_;
+  std::int64_t updates_ = 0;
+  std::vector<std::size_t> extra_;  // the optimizer state's tensors (--average-optimizer)
   StepPlan& plan_;
   PlanGroup dp_;
 };
 
 }  // namespace
 
-std::unique_ptr<SyncPlan> averageSyncPlan(const ModelPart& part, StepPlan& plan, PlanGroup dp) {
-  return std::make_unique<AveragePlan>(part, plan, std::move(dp));
+std::unique_ptr<SyncPlan> averageSyncPlan(const ModelPart& part, const LayoutOptions& layout, OptimizerKind optimizer,
+                                          StepPlan& plan, PlanGroup dp) {
+  std::vector<std::size_t> extra;
+  if (layout.averageOptimizer) extra = optimizerStateElements(optimizer, part.params);
+  return std::make_unique<AveragePlan>(part, layout.averageEvery, std::move(extra), plan, std::move(dp));
 }
 
 }  // namespace ts::wl

@@ -12,9 +12,13 @@
 #include <cstdint>
 #include <vector>
 
+#include "workloads/optim/optimizer.h"
 #include "workloads/parallel/gradient_sync.h"
 
 namespace ts::wl {
+
+// Whether the group averages after its `update`-th update (1-based): every --average-every-th.
+inline bool averagesAfter(std::int64_t update, int every) { return update % every == 0; }
 
 class AverageSync final : public GradientSync {
  public:
@@ -41,8 +45,10 @@ class AverageSync final : public GradientSync {
   std::vector<Tensor*> extra_;
 };
 
-// Its plan (SyncPlan) for an averaging after every update of the parameters alone (--average-every 1 without
-// --average-optimizer; the caller refuses the others: their steps differ).
-std::unique_ptr<SyncPlan> averageSyncPlan(const ModelPart& part, StepPlan& plan, PlanGroup dp);
+// Its plan (SyncPlan): a window of --average-every steps (the steps differ: only the last of them averages), the
+// averaging after the last update, of the parameters and (--average-optimizer) the state an optimizer of
+// `optimizer`'s kind keeps for them (makeOptimizer's alsoAverage).
+std::unique_ptr<SyncPlan> averageSyncPlan(const ModelPart& part, const LayoutOptions& layout, OptimizerKind optimizer,
+                                          StepPlan& plan, PlanGroup dp);
 
 }  // namespace ts::wl

@@ -63,11 +63,11 @@ class LocalPlan final : public SyncPlan {
 
 void SyncPlan::beforeBackward(PlanContext& ctx, bool) { ctx.gradsReady = nullptr; }
 
-std::unique_ptr<SyncPlan> makeSyncPlan(const Mesh& mesh, const ModelPart& part, StepPlan& plan) {
+std::unique_ptr<SyncPlan> makeSyncPlan(const Mesh& mesh, const ModelPart& part, OptimizerKind optimizer, StepPlan& plan) {
   if (mesh.size(kReplicaAxes) == 1) return std::make_unique<LocalPlan>(part);
   const LayoutOptions& l = mesh.layout();
   const PlanGroup dp = planGroupOf(mesh, kReplicaAxes);
-  if (l.sync == SyncKind::kAverage) return averageSyncPlan(part, plan, dp);
+  if (l.sync == SyncKind::kAverage) return averageSyncPlan(part, l, optimizer, plan, dp);
   if (l.zero == 3) return zero3SyncPlan(part, l, mesh.replicaIndex(), plan, dp);
   if (l.sync == SyncKind::kParameterServer || l.zero > 0) return shardedSyncPlan(part, l, mesh.replicaIndex(), plan, dp);
   return allReduceSyncPlan(part, l, plan, dp);

@@ -19,6 +19,7 @@
 
 #include "workloads/layers/layer.h"
 #include "workloads/layers/param_init.h"
+#include "workloads/optim/optimizer.h"
 #include "workloads/parallel/comm_tracker.h"
 #include "workloads/parallel/mesh.h"
 #include "workloads/parallel/step_plan.h"
@@ -104,8 +105,11 @@ class SyncPlan {
   virtual void globalSumOfSquares() {}
   virtual void afterUpdate() {}
   virtual std::uint64_t updateElements() const = 0;  // the optimizer's: updateParams()' elements
+  // The steps after which its ops repeat (the schedule's window): one, or model averaging's --average-every.
+  virtual int windowSteps() const { return 1; }
 };
-std::unique_ptr<SyncPlan> makeSyncPlan(const Mesh& mesh, const ModelPart& part, StepPlan& plan);
+// `optimizer`: the kind the trainer steps (model averaging's --average-optimizer averages its state).
+std::unique_ptr<SyncPlan> makeSyncPlan(const Mesh& mesh, const ModelPart& part, OptimizerKind optimizer, StepPlan& plan);
 // What of the part's deferred parameters (param_init.h) the layout's sync takes materialised, drawing the rest
 // itself: values and gradients (one data-parallel rank, --sync average), values (all-reduce: the gradients live
 // in its buckets), or nothing (ZeRO-1/2 and the parameter servers draw the values into their flats, ZeRO-3 its

@@ -1,7 +1,8 @@
 #pragma once
 // One rank's training step written down instead of run (train --plan, issue #41): its compute per layer, phase
 // and micro-batch, its optimizer, and every timed communication op its components issue and wait for, in program
-// order (the "schedule" of a train_plan record; docs/architecture.md, "Prediction"). Each component appends its
+// order (the "schedule" of a train_plan record; docs/architecture.md, "Prediction"). Where the steps differ (model
+// averaging every K steps) it is the window of steps after which they repeat. Each component appends its
 // ops from a plan beside its runtime code, with the same data structures (Buckets, the pipeline's plan), so the
 // schedule is the trainer's and not a second description of it.
 #include <cstddef>
@@ -31,6 +32,9 @@ PlanGroup planGroupOf(const Mesh& mesh, AxisSet set);
 
 class StepPlan {
  public:
+  // A step begins: the schedule is a window of steps() of them (a layout whose steps differ plans until they repeat).
+  void beginStep() { ++steps_; }
+  int steps() const { return steps_; }
   void compute(ComputePhase phase, std::size_t layer, int micro, double flops);
   void optimizer(std::uint64_t elements);
   // A collective of `count` elements of `elementBytes` on g (bytes as CommTracker::start counts them); its id.
@@ -47,6 +51,7 @@ class StepPlan {
 
  private:
   int add(nlohmann::json issue, const PlanGroup& g);
+  int steps_ = 0;
   nlohmann::json events_ = nlohmann::json::array();
   std::vector<std::pair<std::vector<int>, bool>> ops_;  // per id: its tracker's group (members), waited
 };

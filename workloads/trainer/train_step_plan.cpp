@@ -8,22 +8,24 @@ namespace ts::wl {
 namespace {
 
 // A micro-batch's compute through the part's layers, around the hooks as Model::forwardLayers and backwardLayers
-// call them, with each layer's tensor-parallel sums (blocking: TensorParallelGroup::install's tracker.run). Each
-// compute carries the FLOPs this rank computes (its tensor-parallel slice's, layer.h), not the model's: what its time
-// is replayed from.
+// call them, with each layer's sums over a group, all blocking: tensor parallel's (TensorParallelGroup::install's
+// tracker.run) and SyncBatchNorm's (SyncBatchNormGroup::install's tracker.sum), on the groups placeModel gives them.
+// Each compute carries the FLOPs this rank computes (its tensor-parallel slice's, layer.h), not the model's: what its
+// time is replayed from.
 class PartPlan {
  public:
   PartPlan(const ModelPart& part, std::size_t firstLayer, const Mesh& mesh, StepPlan& plan, SyncPlan& sync)
       : part_(part), first_(firstLayer), plan_(plan), sync_(sync) {
     if (mesh.size(GroupKind::kTp) > 1) tp_ = planGroupOf(mesh, GroupKind::kTp);
-    for (const Layer* l : part.layers) l->tensorParallelSums(sums_.emplace_back());
+    if (mesh.layout().syncBn == SyncBatchNorm::kOn && mesh.size(kDataAxes) > 1) bn_ = planGroupOf(mesh, kDataAxes);
+    for (const Layer* l : part.layers) l->groupSums(sums_.emplace_back());
   }
   void forward(int micro, ComputePhase phase) {
     sync_.beforeForward(ctx_);
     for (std::size_t i = 0; i < part_.layers.size(); ++i) {
       call(ctx_.beforeForward, i);
       plan_.compute(phase, first_ + i, micro, part_.layers[i]->rankForwardFlops());
-      tensorParallel(sums_[i].forward);
+      groupSums(sums_[i].forward);
       call(ctx_.afterForward, i);
     }
   }
@@ -35,7 +37,7 @@ class PartPlan {
       if (l.rankRecomputedFlops() > 0) plan_.compute(ComputePhase::kRecompute, first_ + i, micro, l.rankRecomputedFlops());
       plan_.compute(ComputePhase::kBackward, first_ + i, micro, 2 * l.rankForwardFlops());  // trainer.cpp's convention
       call(ctx_.gradsReady, i);
-      tensorParallel(sums_[i].backward);
+      groupSums(sums_[i].backward);
       call(ctx_.afterBackward, i);
     }
     if (!part_.leading.empty()) call(ctx_.gradsReady, PlanContext::kLeading);  // the embeddings' backward, after the layers'
@@ -46,16 +48,20 @@ class PartPlan {
   static void call(const std::function<void(std::size_t)>& hook, std::size_t i) {
     if (hook) hook(i);
   }
-  void tensorParallel(const std::vector<std::size_t>& sums) {
-    for (std::size_t n : sums) plan_.wait(plan_.issue(collectives::all_reduce(), n, sizeof(float), *tp_));
+  void groupSums(const std::vector<GroupSum>& sums) {
+    for (const GroupSum& s : sums)
+      if (s.group == SumGroup::kTensorParallel)
+        plan_.wait(plan_.issue(collectives::all_reduce(), s.values, sizeof(float), *tp_));
+      else if (bn_)  // batch norm's statistics: summed only under SyncBatchNorm
+        plan_.sum(s.values, *bn_);
   }
   const ModelPart& part_;
   std::size_t first_;
   StepPlan& plan_;
   SyncPlan& sync_;
   PlanContext ctx_;
-  std::optional<PlanGroup> tp_;
-  std::vector<TensorParallelSums> sums_;  // per layer
+  std::optional<PlanGroup> tp_, bn_;
+  std::vector<LayerSums> sums_;  // per layer
 };
 
 // Trainer::update: the gradient norm's sums over the ranks (the loss scaler's check first under float16), the
@@ -82,24 +88,9 @@ void planUpdate(const TrainOptions& o, const Mesh& mesh, const ModelPart& part, 
   sync.afterUpdate();
 }
 
-}  // namespace
-
-std::optional<std::string> unschedulableStep(const Mesh& mesh) {
-  const LayoutOptions& l = mesh.layout();
-  if (mesh.size(kReplicaAxes) > 1 && l.sync == SyncKind::kAsyncParameterServer)
-    return "--sync ps-async: its workers and servers run asynchronously, there is no one step to replay";
-  if (mesh.size(kReplicaAxes) > 1 && l.sync == SyncKind::kAverage && (l.averageEvery != 1 || l.averageOptimizer))
-    return "--sync average with --average-every above 1 or --average-optimizer: its steps differ from one another";
-  if (l.syncBn == SyncBatchNorm::kOn && mesh.size(kDataAxes) > 1)
-    return "SyncBatchNorm: its sums of batch norm's statistics are not planned yet";
-  return std::nullopt;
-}
-
-StepPlan planTrainStep(const TrainOptions& o, const Mesh& mesh, const ModelPart& part, std::size_t firstLayer,
-                       const PipelineCut* cut) {
-  StepPlan plan;
-  const std::unique_ptr<SyncPlan> sync = makeSyncPlan(mesh, part, plan);
-  PartPlan layers(part, firstLayer, mesh, plan, *sync);
+// Trainer::forwardBackward: the micro-batches through the part (a pipeline stage's in its schedule's order).
+void planForwardBackward(const TrainOptions& o, const Mesh& mesh, const PipelineCut* cut, StepPlan& plan, PartPlan& layers,
+                         SyncPlan& sync) {
   const int M = static_cast<int>(o.microBatches);
   if (cut) {
     planPipelineStep(mesh, *cut, M, plan,
@@ -109,15 +100,37 @@ StepPlan planTrainStep(const TrainOptions& o, const Mesh& mesh, const ModelPart&
                             if (recompute) layers.forward(micro, ComputePhase::kRecompute);
                             layers.backward(micro, last);
                           },
-                      .afterBackward = [&](bool last) { sync->afterBackward(last); }});
-  } else {
-    for (int i = 0; i < M; ++i) {
-      layers.forward(i, ComputePhase::kForward);
-      layers.backward(i, i == M - 1);
-      sync->afterBackward(i == M - 1);
-    }
+                      .afterBackward = [&](bool last) { sync.afterBackward(last); }});
+    return;
   }
-  planUpdate(o, mesh, part, plan, *sync, layers.tp());
+  for (int i = 0; i < M; ++i) {
+    layers.forward(i, ComputePhase::kForward);
+    layers.backward(i, i == M - 1);
+    sync.afterBackward(i == M - 1);
+  }
+}
+
+}  // namespace
+
+std::optional<std::string> unschedulableStep(const Mesh& mesh) {
+  const LayoutOptions& l = mesh.layout();
+  if (mesh.size(kReplicaAxes) > 1 && l.sync == SyncKind::kAsyncParameterServer)
+    return "--sync ps-async: its workers and servers share no step (a worker runs up to --staleness steps ahead of the "
+           "updates it uses, each server serves the workers' gradients as they arrive), and its transfers are not timed "
+           "one by one (its train record has no collectives rows a schedule could be checked against)";
+  return std::nullopt;
+}
+
+StepPlan planTrainStep(const TrainOptions& o, const Mesh& mesh, const ModelPart& part, std::size_t firstLayer,
+                       const PipelineCut* cut) {
+  StepPlan plan;
+  const std::unique_ptr<SyncPlan> sync = makeSyncPlan(mesh, part, o.optimizer.kind, plan);
+  PartPlan layers(part, firstLayer, mesh, plan, *sync);
+  for (int step = 0; step < sync->windowSteps(); ++step) {
+    plan.beginStep();
+    planForwardBackward(o, mesh, cut, plan, layers, *sync);
+    planUpdate(o, mesh, part, plan, *sync, layers.tp());
+  }
   return plan;
 }
 

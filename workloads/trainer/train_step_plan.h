@@ -11,10 +11,11 @@
 
 namespace ts::wl {
 
-// Why the layout's step is not one fixed list of ops to write down (nullopt: it is).
+// Why the layout's steps are not a fixed list of ops to write down (nullopt: they are).
 std::optional<std::string> unschedulableStep(const Mesh& mesh);
 // The step of `mesh`'s rank training `part`, whose first layer is the model's layer `firstLayer`; `cut`: its
-// pipeline stage (null without one).
+// pipeline stage (null without one). Where the steps differ, the window of steps after which they repeat (the
+// sync's SyncPlan::windowSteps: model averaging's --average-every), its first step the run's first.
 StepPlan planTrainStep(const TrainOptions& o, const Mesh& mesh, const ModelPart& part, std::size_t firstLayer,
                        const PipelineCut* cut);
 

@@ -11,7 +11,8 @@ from typing import Any
 from ...common.json_types import Block, JsonObject, Record
 from ...common.load import Result
 from ...common.predicted_vs_measured import (FIGURES, MEMORY, Figure, comparable, error, job_of_prediction, job_of_train,
-                                             measured_figures, mfu_pair, pct, predicted, step_beside, within_band)
+                                             measured_figures, mfu_pair, pct, predicted, step_beside, window_steps,
+                                             within_band)
 from ..plots import PlotSink
 
 
@@ -37,8 +38,8 @@ def _pairs(results: list[Result]) -> list[Beside]:
     for r in results:
         for p in r.records_of("train_prediction"):
             name = (f"{r.label}: " if many else "") + job_of_prediction(p).describe()
-            runs = [Beside(name, p, _where(m, t), measured_figures(t, m.path)) for m in results for t in m.records_of("train")
-                    if comparable(t) and job_of_train(t) == job_of_prediction(p)]
+            runs = [Beside(name, p, _where(m, t), measured_figures(t, m.path, window_steps(p))) for m in results
+                    for t in m.records_of("train") if comparable(t) and job_of_train(t) == job_of_prediction(p)]
             own = p.get("measured")
             out += runs or [Beside(name, p, f"--measured {own['source']}" if own else "-", own)]
     return out
