@@ -7,10 +7,11 @@ bench/train/train_runner.cpp divides flops_per_step by the median step and the w
 does (3 forwards per micro-batch of the layers' whole FLOPs, forwardFlops(): recomputation not counted, a
 tensor-parallel slice counting its layers whole), once per tensor-parallel slice: the records at tp_rank 0 sum to a
 train record's flops_per_step (tests/integration/test_train_plan.py). Not the schedule's events: those carry what each
-rank computes (its slice's share, rankForwardFlops(), workloads/layers/layer.h), what its time is replayed from. The peaks are those the
-calibration's train run states in its `mfu` (the GEMM ceiling it measured; for a GPU the table knows, the datasheet's
-dense peak at the clock it read): the device predicted for is the calibration's. Without a measured ceiling (a run
-with --no-ceiling, or one written before MFU) that figure is "-" with the reason, never a guess.
+rank computes (its slice's share, rankForwardFlops(), workloads/layers/layer.h), what its time is replayed from. The
+peaks are those the calibration's train run states in its `mfu` (the GEMM ceiling it measured; for a GPU the table
+knows, the datasheet's dense peak at the clock it read): the device predicted for is the calibration's. Without a
+measured ceiling (a run with --no-ceiling, or one written before MFU) that figure is "-" with the reason, never a
+guess.
 
 Memory per rank is the plan's (the trainer's formulas, train_plan.cpp): the model states with what ZeRO-3 holds in
 flight, the activation buffers with a pipeline's kept inputs, and the total with its transfer buffers; beside a
@@ -27,6 +28,7 @@ from .replay import StepReplay
 
 if TYPE_CHECKING:
     from .train_command import PlanDoc
+
 
 def model_flops(plan: PlanDoc) -> float:
     """The step's model FLOPs over every rank: a train record's flops_per_step (one tensor-parallel slice's records:
