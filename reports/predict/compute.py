@@ -1,10 +1,13 @@
 """What a FLOP of the model costs on this cluster's device, from a one-process `train` run of it in the calibration.
 
 A training step's compute is its layers' forward and backward at one micro-batch size; the trainer counts each
-layer's forward FLOPs (the plan's events carry them) and a backward as twice its forward. The calibration's
-one-process run measured the forward and backward phases of the whole model at its micro-batch, so a FLOP costs
-forward_us / forward FLOPs there (and likewise backward), and a layer's event in a plan costs its FLOPs at that rate:
-the model's mix of layers is the same, so per FLOP is the same as long as the shapes are. What is not the same:
+layer's forward FLOPs and a backward as twice its forward. The calibration's one-process run measured the forward and
+backward phases of the whole model at its micro-batch, so a FLOP costs forward_us / forward FLOPs there (and likewise
+backward; the backward also ran --recompute's forwards again, recompute_flops_per_step, which flops_per_step does not
+count), and a layer's event in a plan costs its FLOPs at that rate: the model's mix of layers is the same, so per FLOP
+is the same as long as the shapes are. The events carry the FLOPs the rank itself computes (a tensor-parallel slice's
+share, workloads/layers/layer.h), the FLOPs a rate must be per: a calibration run is never tensor-parallel
+(_plain_data_parallel), so its flops_per_step (the model's) over its ranks is each rank's own. What is not the same:
 another micro-batch size (a GEMM's efficiency changes with its size) and tensor-parallel slices (narrower GEMMs).
 Several one-process runs at different batch sizes let the prediction take the nearest micro-batch's rate; how far it
 had to go is said with the prediction. The optimizer costs per parameter element it updates (its phase over the
@@ -69,8 +72,10 @@ def _matches(r: Record, w: Wanted) -> bool:
 def _rates(res: Result, r: Record) -> ComputeRates:
     phases = r["phases_us"]
     ranks = int(r["world_size"])
+    # One rank's: no tensor parallelism here, so the model's FLOPs over the ranks (flops_per_step is 3 forwards,
+    # recomputation not in it; the backward phase ran that too).
     recompute = r.get("recompute_flops_per_step", 0.0) / ranks
-    forward_flops = (r["flops_per_step"] / ranks - recompute) / 3  # one rank's
+    forward_flops = r["flops_per_step"] / ranks / 3
     if forward_flops <= 0 or r["parameters"] <= 0:
         raise InputError(f"{res.path}: its {r['model']} train record counts no FLOPs or parameters: not a calibration")
     step = r["step_time_us"]

@@ -3,13 +3,15 @@ group, for `predict train`'s console and its train_prediction record (prediction
 
 MFU is a train record's, predicted: the step's model FLOPs over the predicted step x the ranks x one rank's peak, as
 bench/train/train_runner.cpp divides flops_per_step by the median step and the world size, then by each peak
-(train_mfu.cpp). The model FLOPs are the plan's forward and backward events (recomputation not counted: the
-model's, as a train record's flops_per_step); a tensor-parallel slice's events count its layers' whole FLOPs, as the
-trainer's forwardFlops() does, so the ranks' sum is over the tensor-parallel size
-(tests/integration/test_train_plan.py: the plan's sum is the run's flops_per_step x tp). The peaks are those the
-calibration's train run states in its `mfu` (the GEMM ceiling it measured; for a GPU the table knows, the datasheet's
-dense peak at the clock it read): the device predicted for is the calibration's. Without a measured ceiling (a run
-with --no-ceiling, or one written before MFU) that figure is "-" with the reason, never a guess.
+(train_mfu.cpp). The model FLOPs are the plan records' flops_per_step, which count as the trainer's flopsPerStep()
+does (3 forwards per micro-batch of the layers' whole FLOPs, forwardFlops(): recomputation not counted, a
+tensor-parallel slice counting its layers whole), once per tensor-parallel slice: the records at tp_rank 0 sum to a
+train record's flops_per_step (tests/integration/test_train_plan.py). Not the schedule's events: those carry what each
+rank computes (its slice's share, rankForwardFlops(), workloads/layers/layer.h), what its time is replayed from. The
+peaks are those the calibration's train run states in its `mfu` (the GEMM ceiling it measured; for a GPU the table
+knows, the datasheet's dense peak at the clock it read): the device predicted for is the calibration's. Without a
+measured ceiling (a run with --no-ceiling, or one written before MFU) that figure is "-" with the reason, never a
+guess.
 
 Memory per rank is the plan's (the trainer's formulas, train_plan.cpp): the model states with what ZeRO-3 holds in
 flight, the activation buffers with a pipeline's kept inputs, and the total with its transfer buffers; beside a
@@ -23,19 +25,15 @@ from ..common.json_types import JsonObject, Record
 from ..common.predicted_vs_measured import MEMORY
 from .compute import ComputeRates
 from .replay import StepReplay
-from .schedule import Phase
 
 if TYPE_CHECKING:
     from .train_command import PlanDoc
 
-MODEL_PHASES = (Phase.FORWARD.value, Phase.BACKWARD.value)  # a recomputation is not the model's FLOPs
-
 
 def model_flops(plan: PlanDoc) -> float:
-    """The step's model FLOPs over every rank: a train record's flops_per_step."""
-    tp = len({r["coordinates"].get("tp_rank", 0) for r in plan.records})
-    return sum(float(e["flops"]) for r in plan.records for e in r["schedule"]["events"]
-               if e.get("compute") in MODEL_PHASES) / tp
+    """The step's model FLOPs over every rank: a train record's flops_per_step (one tensor-parallel slice's records:
+    every slice counts the same whole layers)."""
+    return sum(float(r["flops_per_step"]) for r in plan.records if r["coordinates"].get("tp_rank", 0) == 0)
 
 
 def _no_ceiling(rates: ComputeRates) -> str:

@@ -32,11 +32,19 @@ def calibration(tmp_path_factory):
     return tmp, [str(f) for f in files]
 
 
-def plan(tmp, name, layout):
+def plan(tmp, name, layout, ranks=2, model=MODEL):
     path = tmp / f"{name}.json"
-    r = run_trainscope(["train", *MODEL, *layout, "--plan", 2, "--json", path])
+    r = run_trainscope(["train", *model, *layout, "--plan", ranks, "--json", path])
     assert r.rc == 0, r.err
     return path
+
+
+def predict_train(files, plan_path, out):
+    """`predict train` of the plan over the calibration: its train_prediction record."""
+    r = run_trainscope(["predict", "train", "--calibration", *files, "--plan", plan_path, "--json", out])
+    assert r.rc == 0, r.err
+    (predicted,) = json.loads(out.read_text())["records"]  # a result of one train_prediction record
+    return r, predicted
 
 
 def train_record(path):
@@ -47,14 +55,12 @@ def train_record(path):
                                           ("tp2", ["--tp", 2])])
 def test_each_ranks_compute_is_its_schedules_flops_at_the_calibrations_rates(calibration, name, layout):
     tmp, files = calibration
-    plan_path, out = plan(tmp, name, layout), tmp / f"{name}-predicted.json"
-    r = run_trainscope(["predict", "train", "--calibration", *files, "--plan", plan_path, "--json", out])
-    assert r.rc == 0, r.err
-    (predicted,) = json.loads(out.read_text())["records"]  # a result of one train_prediction record
+    plan_path = plan(tmp, name, layout)
+    r, predicted = predict_train(files, plan_path, tmp / f"{name}-predicted.json")
     records = [x for x in json.loads(plan_path.read_text())["records"] if x["kind"] == "train_plan"]
     micro = records[0]["micro_batch"]
     cal = train_record(next(f for f in files if f.endswith(f"train-{micro}.json")))
-    forward = (cal["flops_per_step"] - cal["recompute_flops_per_step"]) / 3
+    forward = cal["flops_per_step"] / 3  # the model's, recomputation not in it (none here)
     rate = {"forward": cal["phases_us"]["forward"]["median"] / forward,
             "backward": cal["phases_us"]["backward"]["median"] / (2 * forward)}
     rate["recompute"] = rate["forward"]  # a forward run again (a stage that no longer holds a micro-batch's input)
@@ -62,8 +68,9 @@ def test_each_ranks_compute_is_its_schedules_flops_at_the_calibrations_rates(cal
         events = [e for e in rec["schedule"]["events"] if e.get("compute") in rate]
         assert row["compute_us"] == pytest.approx(sum(e["flops"] * rate[e["compute"]] for e in events), rel=1e-9)
     assert predicted["band_us"][0] <= predicted["step_us"] <= predicted["band_us"][1]
-    # MFU's numerator is a train record's flops_per_step: the plan's ranks' sum once per tensor-parallel slice
-    # (tests/integration/test_train_plan.py); the calibration ran with --no-ceiling, so no MFU against a ceiling.
+    # MFU's numerator is a train record's flops_per_step: the plan's flops_per_step (the model's) summed over one
+    # tensor-parallel slice, every slice counting the same (tests/integration/test_train_plan.py); the calibration ran
+    # with --no-ceiling, so no MFU against a ceiling.
     tp = len({rec["coordinates"]["tp_rank"] for rec in records})
     mfu = predicted["mfu"]
     assert mfu["model_flops_per_step"] == pytest.approx(sum(rec["flops_per_step"] for rec in records) / tp, rel=1e-12)
@@ -73,6 +80,19 @@ def test_each_ranks_compute_is_its_schedules_flops_at_the_calibrations_rates(cal
         assert (row["activation_bytes"], row["total_bytes"]) == (rec["activation_bytes"], rec["total_bytes"])
         blocked = row["waiting_us"] + row["transfer_us"] + row["pipeline_wait_us"]
         assert sum(row["exposed_by_group_us"].values()) == pytest.approx(blocked, rel=1e-9, abs=1e-9)
+
+
+def test_a_tensor_parallel_ranks_compute_is_half_the_one_process_one(calibration):
+    """The mlp with its Linears in pairs (--set depth=3: 4 of them, column then row) at tp 2: each rank's schedule
+    carries half of every layer's FLOPs (its slice's), so its predicted compute is half the one-process plan's at the
+    same micro-batch and rates, while the model's FLOPs, MFU's, are the same."""
+    tmp, files = calibration
+    model = [*MODEL, "--set", "depth=3"]
+    _, one = predict_train(files, plan(tmp, "paired-1", [], ranks=1, model=model), tmp / "paired-1-predicted.json")
+    _, tp2 = predict_train(files, plan(tmp, "paired-tp2", ["--tp", 2], model=model), tmp / "paired-tp2-predicted.json")
+    (alone,) = one["per_rank"]
+    assert [row["compute_us"] for row in tp2["per_rank"]] == pytest.approx([alone["compute_us"] / 2] * 2, rel=1e-12)
+    assert tp2["mfu"]["model_flops_per_step"] == pytest.approx(one["mfu"]["model_flops_per_step"], rel=1e-12)
 
 
 @pytest.fixture(scope="module")

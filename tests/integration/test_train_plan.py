@@ -24,6 +24,7 @@ LAYOUTS = {
     "dp2-zero3": (MLP, ["--zero", 3], 2),
     "dp2-zero3-prefetch0": (TRANSFORMER, ["--zero", 3, "--prefetch", 0, "--micro-batches", 2], 2),
     "tp2": (TRANSFORMER, ["--tp", 2, "--recompute", "full"], 2),
+    "tp2-mlp-paired": (MLP, ["--tp", 2, "--set", "depth=3"], 2),  # 4 Linears in 2 pairs: every FLOP split
     "pp2": (TRANSFORMER, ["--pp", 2, "--micro-batches", 4, "--pp-schedule", "gpipe"], 2),
     "pp2-1f1b": (TRANSFORMER, ["--pp", 2, "--micro-batches", 4, "--pp-schedule", "1f1b"], 2),
     "dp2xpp2": (MLP, ["--pp", 2, "--micro-batches", 2], 4),
@@ -79,9 +80,12 @@ def test_activations_are_the_runs_rank_by_rank(pair):
 
 
 def test_flops_add_up_to_the_runs(pair):
-    """Each rank computes its stage's layers, of its tensor-parallel slice: over the ranks that is the run's count
-    (the whole model's, 3 forwards per micro-batch, per data-parallel rank) once per slice."""
+    """Each rank's flops_per_step counts its stage's layers whole (the model's FLOPs, whatever slice it holds): one
+    tensor-parallel slice's ranks (tp_rank 0: what predict's MFU sums) add up to the run's count (3 forwards per
+    micro-batch, per data-parallel rank), and every slice counts the same."""
     plan, train = pair
+    assert sum(p["flops_per_step"] for p in plan if p["coordinates"].get("tp_rank", 0) == 0) == \
+        pytest.approx(train["flops_per_step"])
     assert sum(p["flops_per_step"] for p in plan) == pytest.approx(train["flops_per_step"] * train["layout"]["tp"])
 
 
@@ -117,13 +121,37 @@ def test_schedule_waits_for_every_op_after_issuing_it(pair):
         assert [e.get("compute") for e in events].count("optimizer") == steps(p)
 
 
-def test_schedule_computes_the_plans_flops(pair):
-    """Forward and backward (2 forwards) of every layer and micro-batch: the plan's 3 forwards per micro-batch, in each
-    step of the window. Recomputation (--recompute, a pipeline stage's forward run again) is extra, its own events."""
-    plan, _ = pair
+def shares(p, tp):
+    """Each layer's forward FLOPs the rank computes: its slice's, 1/tp, where tensor parallelism splits the layer, its
+    whole forward_flops where the layer is replicated: the transformer's LM head (its embeddings are not layers, its
+    layernorms count no FLOPs), the mlp's last Linear when it has no partner (an odd count of Linears: mlp.cpp)."""
+    whole = {lay["index"]: lay["forward_flops"] for lay in p["layers"]}
+    if tp == 1:
+        return whole
+    assert p["stages"] == 1, "the rule below needs the whole model's layers"
+    computing = [i for i, f in whole.items() if f > 0]
+    replicated = {computing[-1]} if p["model"] == "transformer" or len(computing) % 2 else set()
+    return {i: f if i in replicated else f / tp for i, f in whole.items()}
+
+
+def test_schedule_computes_each_ranks_share_of_the_plans_flops(pair):
+    """Forward and backward (2 forwards) of every layer and micro-batch, each at the FLOPs the rank computes (its
+    tensor-parallel slice's share; the record's flops_per_step stay the model's): at tp 1 the plan's 3 forwards per
+    micro-batch, with every layer split the model's over tp, in each step of the window. Recomputation (--recompute, a
+    pipeline stage's forward run again) is extra, its own events."""
+    plan, train = pair
+    tp = train["layout"]["tp"]
     for p in plan:
-        flops = sum(e["flops"] for e in p["schedule"]["events"] if e.get("compute") in ("forward", "backward"))
-        assert flops == pytest.approx(p["flops_per_step"] * steps(p))
+        share = shares(p, tp)
+        computed = [e for e in p["schedule"]["events"] if e.get("compute") in ("forward", "backward")]
+        for e in computed:
+            assert e["flops"] == pytest.approx(share[e["layer"]] * (2 if e["compute"] == "backward" else 1)), e
+        whole = sum(lay["forward_flops"] for lay in p["layers"])
+        assert sum(e["flops"] for e in computed) == \
+            pytest.approx(p["flops_per_step"] * steps(p) * sum(share.values()) / whole)
+        if tp > 1 and p["model"] == "mlp":  # tp2-mlp-paired: every Linear split, the rank computes the model's / tp
+            assert sum(share.values()) == whole / tp
+            assert sum(e["flops"] for e in computed) == pytest.approx(p["flops_per_step"] * steps(p) / tp)
 
 
 def test_members_see_the_same_ops(pair):

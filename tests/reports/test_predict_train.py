@@ -46,6 +46,14 @@ def test_the_rates_are_the_phases_over_their_flops_and_elements():
     assert (r.band_low, r.band_high) == pytest.approx((0.1, 0.1))  # min 900 and p95 1100 about the median 1000
 
 
+def test_a_recomputing_calibration_counts_its_recomputation_in_the_backward_only():
+    """flops_per_step is the model's (3 forwards, recomputation not in it): the forward rate is over a third of it, the
+    backward's over twice that plus recompute_flops_per_step (the forwards the backward ran again)."""
+    r = compute_rates([result([calibration_train(recompute_flops_per_step=FORWARD_FLOPS / 2)])], WANTED, 8)
+    assert r.forward_us_per_flop == pytest.approx(FORWARD_US / FORWARD_FLOPS)
+    assert r.backward_us_per_flop == pytest.approx(BACKWARD_US / (2.5 * FORWARD_FLOPS))
+
+
 def test_the_nearest_micro_batch_in_ratio_is_taken():
     runs = [calibration_train(4, 1.0), calibration_train(16, 2.0), calibration_train(64, 3.0)]
     assert compute_rates([result(runs)], WANTED, 12).micro_batch == 16  # 16/12 is nearer than 12/4
@@ -403,14 +411,16 @@ def plan_of(events_per_rank, tp):
     return PlanDoc("plan.json", records, 16, "float32", "cpu")
 
 
-def test_the_model_flops_count_each_tensor_parallel_slice_once_and_no_recomputation():
-    """Every tensor-parallel slice's events carry its layers' whole FLOPs (as the trainer's forwardFlops does): 2 slices
-    of forward 100 + backward 200, a recomputation of 100 each, are the model's 300 (a train record's flops_per_step)."""
-    events = [{"compute": "forward", "layer": 0, "micro_batch": 0, "flops": 100},
-              {"compute": "recompute", "layer": 0, "micro_batch": 0, "flops": 100},
-              {"compute": "backward", "layer": 0, "micro_batch": 0, "flops": 200}, {"compute": "optimizer", "elements": 5}]
-    assert model_flops(plan_of([events, events], tp=2)) == 300
-    assert model_flops(plan_of([events, events], tp=1)) == 600  # two replicas: each its own micro-batches
+def test_the_model_flops_are_the_plans_flops_per_step_once_per_tensor_parallel_slice():
+    """Every tensor-parallel slice's record counts its layers whole (flops_per_step, as the trainer's forwardFlops
+    does), while its events carry its own share: 2 slices of a layer of 3e5 model FLOPs a step, each computing forward
+    5e4 + backward 1e5 (and a recomputation), are the model's 3e5 (a train record's flops_per_step), not the events'."""
+    events = [{"compute": "forward", "layer": 0, "micro_batch": 0, "flops": LAYER_FLOPS / 2},
+              {"compute": "recompute", "layer": 0, "micro_batch": 0, "flops": LAYER_FLOPS / 2},
+              {"compute": "backward", "layer": 0, "micro_batch": 0, "flops": LAYER_FLOPS},
+              {"compute": "optimizer", "elements": 5}]
+    assert model_flops(plan_of([events, events], tp=2)) == 3 * LAYER_FLOPS
+    assert model_flops(plan_of([events, events], tp=1)) == 6 * LAYER_FLOPS  # two replicas: each its own micro-batches
 
 
 def measured_memory():

@@ -57,12 +57,19 @@ CausalSelfAttention::CausalSelfAttention(Arena& arena, const Init& init, const s
   dscores_ = scores();
 }
 
+double CausalSelfAttention::scoresFlops(std::int64_t heads) const { return 2.0 * B_ * heads * T_ * T_ * D_; }
+
+// The scores q k^T and their product with v: two matmuls of one size.
 double CausalSelfAttention::forwardFlops() const {
-  return qkv_.forwardFlops() + proj_.forwardFlops() + 4.0 * B_ * fullHeads_ * T_ * T_ * D_;
+  return qkv_.forwardFlops() + proj_.forwardFlops() + 2 * scoresFlops(fullHeads_);
+}
+double CausalSelfAttention::rankForwardFlops() const {
+  return qkv_.rankForwardFlops() + proj_.rankForwardFlops() + 2 * scoresFlops(NH_);
 }
 
 // Selective recomputation repeats q k^T (the softmax is not counted, as nowhere else).
-double CausalSelfAttention::recomputedFlops() const { return recomputeScores_ ? 2.0 * B_ * fullHeads_ * T_ * T_ * D_ : 0; }
+double CausalSelfAttention::recomputedFlops() const { return recomputeScores_ ? scoresFlops(fullHeads_) : 0; }
+double CausalSelfAttention::rankRecomputedFlops() const { return recomputeScores_ ? scoresFlops(NH_) : 0; }
 
 void CausalSelfAttention::scoresForward() {
   Device& d = *q_.device;

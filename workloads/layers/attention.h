@@ -31,7 +31,9 @@ class CausalSelfAttention final : public Layer {
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override;
   double forwardFlops() const override;
+  double rankForwardFlops() const override;  // this rank's heads' (layer.h)
   double recomputedFlops() const override;
+  double rankRecomputedFlops() const override;
   void groupSums(LayerSums& out) const override { addSumsOf({&qkv_, &proj_}, out); }
 
  private:
@@ -42,7 +44,8 @@ class CausalSelfAttention final : public Layer {
   // [B, NH, T, D] per head (o: att v); att = softmax scores [B, NH, T, T]; merged heads [B*T, C].
   Tensor q_, k_, v_, o_, att_, merged_;
   Tensor do_, dq_, dk_, dv_, datt_, dscores_, dqkv_;
-  void scoresForward();  // att = softmax(q k^T / sqrt(D), causal)
+  void scoresForward();                          // att = softmax(q k^T / sqrt(D), causal)
+  double scoresFlops(std::int64_t heads) const;  // q k^T of `heads` heads, one forward
 };
 
 }  // namespace ts::wl

@@ -45,9 +45,7 @@ Conv2d::Conv2d(Arena& arena, const Init& init, const std::string& name, const cp
   dx_ = arena.tensor(imageShape(s_.N, s_.C, s_.H, s_.W, layout));
 }
 
-double Conv2d::forwardFlops() const {
-  return 2.0 * full_.N * full_.K * full_.P() * full_.Q() * double(full_.C) * full_.R * full_.S;
-}
+double Conv2d::flopsOf(const cpu::Conv2dShape& s) { return 2.0 * s.N * s.K * s.P() * s.Q() * double(s.C) * s.R * s.S; }
 
 const Tensor& Conv2d::forward(const Tensor& x, StepContext& ctx) {
   x_ = &x;
@@ -147,8 +145,8 @@ void BasicBlock::groupSums(LayerSums& out) const {
   addSumsOf(order, out);
 }
 
-double BasicBlock::forwardFlops() const {
-  return conv1_.forwardFlops() + conv2_.forwardFlops() + (downConv_ ? downConv_->forwardFlops() : 0.0);
+double BasicBlock::sumOver(double (Conv2d::*flops)() const) const {
+  return (conv1_.*flops)() + (conv2_.*flops)() + (downConv_ ? ((*downConv_).*flops)() : 0.0);
 }
 
 const Tensor& BasicBlock::forward(const Tensor& x, StepContext& ctx) {

@@ -17,20 +17,23 @@ class Conv2d final : public Layer {
  public:
   // Kaiming-normal weights (fan-out, ReLU gain), as torchvision's ResNet. Tensor parallel: column holds a
   // slice of the output channels (its input gradient is summed over the group), row a slice of the input
-  // channels (its output is summed over the group). `shape` is the whole layer's; FLOPs are too.
+  // channels (its output is summed over the group). `shape` is the whole layer's; forwardFlops() too,
+  // rankForwardFlops() is this rank's slice's (layer.h says why both).
   // The weights are [K, C, R, S] in either layout (checkpoints do not depend on it).
   Conv2d(Arena& arena, const Init& init, const std::string& name, const cpu::Conv2dShape& shape, ConvLayout layout,
          TensorSplit split = {});
   const Tensor& forward(const Tensor& x, StepContext& ctx) override;
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override { out.push_back(&w_); }
-  double forwardFlops() const override;
+  double forwardFlops() const override { return flopsOf(full_); }
+  double rankForwardFlops() const override { return flopsOf(s_); }
   void skipInputGradient() override;
   void groupSums(LayerSums& out) const override { addSplitSums(split_, inputGradient_, y_.numel(), dx_.numel(), out); }
   const cpu::Conv2dShape& shape() const { return s_; }
 
  private:
-  cpu::Conv2dShape s_, full_;  // this rank's, the whole layer's
+  static double flopsOf(const cpu::Conv2dShape& s);  // one forward's: 2 N K P Q C R S
+  cpu::Conv2dShape s_, full_;                        // this rank's, the whole layer's
   ConvLayout layout_;
   TensorSplit split_;
   Param w_;
@@ -94,7 +97,8 @@ class BasicBlock final : public Layer {
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override;
   void buffers(std::vector<NamedTensor>& out) override;
-  double forwardFlops() const override;
+  double forwardFlops() const override { return sumOver(&Conv2d::forwardFlops); }
+  double rankForwardFlops() const override { return sumOver(&Conv2d::rankForwardFlops); }  // the replicated shortcut whole
   void groupSums(LayerSums& out) const override;
   // The output's height and width before the block is built (a recomputed unit's copy is taken first).
   static std::pair<std::int64_t, std::int64_t> outputSize(const BasicBlockConfig& config);
@@ -108,6 +112,7 @@ class BasicBlock final : public Layer {
   BatchNorm2d bn2_;
   std::unique_ptr<Conv2d> downConv_;
   std::unique_ptr<BatchNorm2d> downBn_;
+  double sumOver(double (Conv2d::*flops)() const) const;  // its convolutions' FLOPs of one kind
   Tensor sum_, drelu1_, dsum_, dx_;
   const Tensor* x_ = nullptr;
 };

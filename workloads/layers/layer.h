@@ -130,9 +130,17 @@ class Layer {
   virtual const Tensor& backward(const Tensor& dy, StepContext& ctx) = 0;
   virtual void params(std::vector<Param*>&) {}
   virtual void buffers(std::vector<NamedTensor>&) {}
-  virtual double forwardFlops() const { return 0; }  // matmul/conv FLOPs of one forward at the built batch
-  // Of those, what its backward computes again (activation recomputation, --recompute): hardware FLOPs, not the model's.
+  // Matmul/conv FLOPs of one forward at the built batch, counted two ways. forwardFlops() is the whole layer's
+  // whatever slice of it this rank holds: the model's FLOPs, as Megatron counts them for MFU and throughput (a train
+  // record's flops_per_step). rankForwardFlops() is what this rank itself computes of them (its tensor-parallel
+  // slice's): what its time depends on, so a plan's schedule carries it (train --plan, replayed by predict). The two
+  // differ only in a layer that tensor parallelism splits, and such a layer overrides both.
+  virtual double forwardFlops() const { return 0; }
+  virtual double rankForwardFlops() const { return forwardFlops(); }
+  // Of those, what its backward computes again (activation recomputation, --recompute): hardware FLOPs, not the
+  // model's; the whole layer's and this rank's share, as above.
   virtual double recomputedFlops() const { return 0; }
+  virtual double rankRecomputedFlops() const { return recomputedFlops(); }
   // The model's first layer, whose input is the data: nothing reads its input gradient, so a layer that
   // would compute it with a GEMM or a convolution skips it (as PyTorch does for inputs that need no grad)
   // and backward returns zeros. On every tensor-parallel rank alike (the sum it skips is collective).

@@ -6,7 +6,8 @@
 // Tensor parallel (TensorSplit): column-parallel holds the rows of W (and b) for some output features
 // and produces that slice of y; its dx is a partial sum, summed over the group. Row-parallel holds the
 // columns of W for a slice of the input features, takes that slice of x, and sums its partial y over the
-// group before adding the (whole, replicated) bias. FLOPs are the whole layer's (the model's FLOPs).
+// group before adding the (whole, replicated) bias. forwardFlops() is the whole layer's (the model's FLOPs),
+// rankForwardFlops() this rank's slice's (layer.h says why both).
 #include "workloads/layers/layer.h"
 
 namespace ts::wl {
@@ -25,7 +26,8 @@ class Linear final : public Layer {
   const Tensor& forward(const Tensor& x, StepContext& ctx) override;
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override;
-  double forwardFlops() const override { return 2.0 * rows_ * fullIn_ * fullOut_; }
+  double forwardFlops() const override { return gemmFlops(rows_, fullIn_, fullOut_); }
+  double rankForwardFlops() const override { return gemmFlops(rows_, in_, out_); }
   void skipInputGradient() override {
     inputGradient_ = false;
     zero(dx_);
@@ -34,6 +36,10 @@ class Linear final : public Layer {
   Param& weight() { return w_; }
 
  private:
+  // One forward's: 2 rows in out.
+  static double gemmFlops(std::int64_t rows, std::int64_t in, std::int64_t out) {
+    return 2.0 * double(rows) * double(in) * double(out);
+  }
   std::int64_t rows_, in_, out_;   // this rank's
   std::int64_t fullIn_, fullOut_;  // the whole layer's
   bool hasBias_;

@@ -120,9 +120,9 @@ void Recomputed::buffers(std::vector<NamedTensor>& out) {
   for (auto& l : layers_) l->buffers(out);
 }
 
-double Recomputed::forwardFlops() const {
+double Recomputed::sumOver(double (Layer::*flops)() const) const {
   double f = 0;
-  for (const auto& l : layers_) f += l->forwardFlops();
+  for (const auto& l : layers_) f += ((*l).*flops)();
   return f;
 }
 

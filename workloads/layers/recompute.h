@@ -101,14 +101,17 @@ class Recomputed final : public Layer {
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override;
   void buffers(std::vector<NamedTensor>& out) override;
-  double forwardFlops() const override;
+  double forwardFlops() const override { return sumOver(&Layer::forwardFlops); }
+  double rankForwardFlops() const override { return sumOver(&Layer::rankForwardFlops); }
   double recomputedFlops() const override { return forwardFlops(); }
+  double rankRecomputedFlops() const override { return rankForwardFlops(); }
   void skipInputGradient() override;
   // The backward's begin with the forward's again (it runs the forward first).
   void groupSums(LayerSums& out) const override;
 
  private:
   const Tensor& runForward(const Tensor& x, StepContext& ctx);
+  double sumOver(double (Layer::*flops)() const) const;  // the unit's layers' FLOPs of one kind
   Arena* arena_;
   std::vector<std::unique_ptr<Layer>> layers_;
   const Precision* precision_;

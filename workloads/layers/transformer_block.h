@@ -32,7 +32,11 @@ class TransformerBlock final : public Layer {
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override;
   double forwardFlops() const override { return attn_.forwardFlops() + fc_.forwardFlops() + proj_.forwardFlops(); }
+  double rankForwardFlops() const override {
+    return attn_.rankForwardFlops() + fc_.rankForwardFlops() + proj_.rankForwardFlops();
+  }
   double recomputedFlops() const override { return attn_.recomputedFlops(); }
+  double rankRecomputedFlops() const override { return attn_.rankRecomputedFlops(); }
   void groupSums(LayerSums& out) const override { addSumsOf({&attn_, &fc_, &proj_}, out); }
 
  private:

@@ -10,6 +10,8 @@ namespace {
 // A micro-batch's compute through the part's layers, around the hooks as Model::forwardLayers and backwardLayers
 // call them, with each layer's sums over a group, all blocking: tensor parallel's (TensorParallelGroup::install's
 // tracker.run) and SyncBatchNorm's (SyncBatchNormGroup::install's tracker.sum), on the groups placeModel gives them.
+// Each compute carries the FLOPs this rank computes (its tensor-parallel slice's, layer.h), not the model's: what its
+// time is replayed from.
 class PartPlan {
  public:
   PartPlan(const ModelPart& part, std::size_t firstLayer, const Mesh& mesh, StepPlan& plan, SyncPlan& sync)
@@ -22,7 +24,7 @@ class PartPlan {
     sync_.beforeForward(ctx_);
     for (std::size_t i = 0; i < part_.layers.size(); ++i) {
       call(ctx_.beforeForward, i);
-      plan_.compute(phase, first_ + i, micro, part_.layers[i]->forwardFlops());
+      plan_.compute(phase, first_ + i, micro, part_.layers[i]->rankForwardFlops());
       groupSums(sums_[i].forward);
       call(ctx_.afterForward, i);
     }
@@ -32,8 +34,8 @@ class PartPlan {
     for (std::size_t i = part_.layers.size(); i-- > 0;) {
       const Layer& l = *part_.layers[i];
       call(ctx_.beforeBackward, i);
-      if (l.recomputedFlops() > 0) plan_.compute(ComputePhase::kRecompute, first_ + i, micro, l.recomputedFlops());
-      plan_.compute(ComputePhase::kBackward, first_ + i, micro, 2 * l.forwardFlops());  // trainer.cpp's convention
+      if (l.rankRecomputedFlops() > 0) plan_.compute(ComputePhase::kRecompute, first_ + i, micro, l.rankRecomputedFlops());
+      plan_.compute(ComputePhase::kBackward, first_ + i, micro, 2 * l.rankForwardFlops());  // trainer.cpp's convention
       call(ctx_.gradsReady, i);
       groupSums(sums_[i].backward);
       call(ctx_.afterBackward, i);
