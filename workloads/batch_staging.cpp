@@ -15,7 +15,9 @@ namespace ts::wl {
 
 #ifdef TRAINSCOPE_HAVE_CUDA
 
-namespace {
+// Named, not anonymous: BatchStager::Pool (external linkage) holds Slots, and in a unity build (-DCMAKE_UNITY_BUILD=ON) a type
+// of an anonymous namespace in a member of an external type is a -Wsubobject-linkage warning.
+namespace batch_staging {
 constexpr std::size_t kAlign = 256;
 std::size_t aligned(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
@@ -28,7 +30,9 @@ struct Slot {
   cuda::Event uploaded{cudaEventDisableTiming};
   cuda::Event released{cudaEventDisableTiming};
 };
-}  // namespace
+}  // namespace batch_staging
+using batch_staging::aligned;
+using batch_staging::Slot;
 
 struct BatchStager::Pool {
   Pool(Device& d, int count) : device(d), select(d.ordinal()), slots(static_cast<std::size_t>(count)) {

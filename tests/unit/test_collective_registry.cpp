@@ -23,7 +23,7 @@
 namespace ts {
 namespace {
 
-std::vector<std::string> registryNames() {
+std::vector<std::string> collectiveRegistryNames() {
   std::vector<std::string> names;
   for (const Collective* c : allCollectives()) names.emplace_back(c->name());
   return names;
@@ -51,7 +51,7 @@ class MpiOnly final : public Collective {
 TEST(CollectiveRegistry, SchemaDeclarationsAreTheRegistryInOrder) {
   std::vector<std::string> declared;
   for (const auto& d : declarations()) declared.push_back(d.at("const").get<std::string>());
-  EXPECT_EQ(declared, registryNames())
+  EXPECT_EQ(declared, collectiveRegistryNames())
       << "reports/schema/result-v1.schema.json's collective op declarations must list the registry, in its order";
 }
 
@@ -120,7 +120,7 @@ TEST(CollectiveRegistry, OneNameEachAndItsAccessor) {
 }
 
 TEST(CollectiveRegistry, NameListAndErrorsListTheRegistry) {
-  const std::vector<std::string> names = registryNames();
+  const std::vector<std::string> names = collectiveRegistryNames();
   std::string joined;
   for (const auto& n : names) joined += (joined.empty() ? "" : ", ") + n;
   EXPECT_EQ(collectiveNameList(), joined);

@@ -20,7 +20,7 @@
 namespace ts {
 namespace {
 
-std::vector<std::string> registryNames() {
+std::vector<std::string> kernelRegistryNames() {
   std::vector<std::string> names;
   for (const KernelOp* op : allKernelOps()) names.emplace_back(op->name());
   return names;
@@ -40,7 +40,7 @@ TEST(KernelRegistry, SchemaEnumIsTheRegistryInOrder) {
   ASSERT_TRUE(in) << "cannot read the result schema";
   const nlohmann::json schema = nlohmann::json::parse(in);
   const auto schemaOps = schema.at("$defs").at("kernel").at("properties").at("op").at("enum").get<std::vector<std::string>>();
-  EXPECT_EQ(schemaOps, registryNames())
+  EXPECT_EQ(schemaOps, kernelRegistryNames())
       << "reports/schema/result-v1.schema.json's kernel op enum must list the registry, in its order";
 }
 
@@ -62,7 +62,7 @@ TEST(KernelRegistry, EachOpAnswersToTheNameItIsListedUnder) {
 
 TEST(KernelRegistry, NameListAndErrorsListTheRegistry) {
   std::string joined;
-  for (const auto& n : registryNames()) joined += (joined.empty() ? "" : ", ") + n;
+  for (const auto& n : kernelRegistryNames()) joined += (joined.empty() ? "" : ", ") + n;
   EXPECT_EQ(kernelOpNameList(), joined);
   EXPECT_EQ(test::usageError([] { findKernelOp("conv9"); }),
             "--ops: unknown kernel 'conv9' (all, or a comma list of " + joined + ")");

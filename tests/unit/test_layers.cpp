@@ -12,6 +12,7 @@
 
 #include "base/error.h"
 #include "kernels/cpu/convolution.h"
+#include "tensor_test_support.h"
 #include "workloads/layers/activation.h"
 #include "workloads/layers/attention.h"
 #include "workloads/layers/convolution.h"
@@ -23,11 +24,7 @@
 namespace ts::wl {
 namespace {
 
-void fillRandom(const Tensor& t, unsigned seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  for (std::size_t i = 0; i < t.numel(); ++i) t.data[i] = u(g);
-}
+using test::fillRandom;
 
 double objective(Layer& layer, const Tensor& x, const std::vector<float>& r) {
   StepContext ctx;

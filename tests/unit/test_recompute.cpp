@@ -5,9 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <memory>
-#include <random>
 #include <vector>
 
+#include "tensor_test_support.h"
 #include "workloads/layers/activation.h"
 #include "workloads/layers/dropout.h"
 #include "workloads/layers/linear.h"
@@ -19,13 +19,8 @@ namespace {
 
 constexpr std::int64_t kB = 2, kT = 6, kC = 8, kHeads = 2, kBlocks = 3, kN = kB * kT;
 
-void fillRandom(const Tensor& t, unsigned seed) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  for (std::size_t i = 0; i < t.numel(); ++i) t.data[i] = u(g);
-}
-
-std::size_t activationBytes() { return Device::hostCpu().memory().inUseOf(MemoryKind::kActivations); }
+using test::activationBytes;
+using test::fillRandom;
 
 // A stack of blocks h.0 .. h.2 (the same weights in every mode: Init keys by name), as a model would build it.
 struct Stack {

@@ -8,13 +8,14 @@
 #include <memory>
 #include <vector>
 
+#include "tensor_test_support.h"
 #include "workloads/layers/param_init.h"
 #include "workloads/models/model.h"
 
 namespace ts::wl {
 namespace {
 
-std::size_t activationBytes() { return Device::hostCpu().memory().inUseOf(MemoryKind::kActivations); }
+using test::activationBytes;
 
 struct Built {
   std::unique_ptr<Model> model;
