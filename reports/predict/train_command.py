@@ -18,6 +18,7 @@ from ..common.load import Result, load_results
 from ..common.predicted_vs_measured import (FIGURES, Job, comparable, error, job_of_train, measured_figures, measured_step,
                                             predicted)
 from . import fabric_swap, placement
+from .placement import LinkClass
 from .compute import Wanted, compute_rates
 from .predict import describe_fit
 from .prediction_record import prediction_document, prediction_record
@@ -149,10 +150,9 @@ def _check_what_ifs(args: argparse.Namespace) -> None:
 
 
 def _what_ifs(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, fabrics: list[Fabric],
-              measured: list[MeasuredFabric]) -> list[WhatIf]:
+              measured: list[MeasuredFabric], link: LinkClass | None) -> list[WhatIf]:
     """The step with the swapped link (fabric_swap.py) on each datasheet fabric and each measured one, and with compute
     --compute-speedup times faster."""
-    link = fabric_swap.swapped_link(args, costs.placement)
     which = fabric_swap.describe_swap(link)
     on = [WhatIf(f.name, WhatIfKind.FABRIC, f"{f.detail}, {f.gbps:.4g} GB/s per direction (datasheet), latencies as fitted, "
                  f"for {which}", predict_plan(plan, costs.on(f, link)).nominal) for f in fabrics]
@@ -180,13 +180,14 @@ def run(args: argparse.Namespace, fabrics: list[Fabric]) -> int:
     results = load_results(args.calibration)
     costs = costs_for(plan, results, all_series(results), args.calibration, args)
     costs = replace(costs, progress=progress_of(args.progress, costs))
-    fabric_swap.swapped_link(args, costs.placement)  # a link no op is of: one line before any replay
+    link = fabric_swap.swapped_link(args, costs.placement)  # a link no op is of: one line before any replay
     others = fabric_swap.measured_fabrics(args)
     p = predict_plan(plan, costs)
-    on = _what_ifs(args, plan, costs, fabrics, others)
+    on = _what_ifs(args, plan, costs, fabrics, others, link)
     needs = _needs(args, plan, costs)
     utilization = mfu(plan, costs.rates, p.nominal.step_us, p.band)
-    _print(args, plan, costs, p, on, measured, utilization)
+    _print(args, plan, costs, p, measured, utilization)
+    _print_what_ifs(args, link, p.nominal, on)
     for need in needs:
         print(f"# to reach {args.target_ms:g} ms: {need.describe(args.target_ms * 1e3)}")
     if args.json:
@@ -219,7 +220,7 @@ def _coordinates(r: Record, varying: set[str]) -> str:
     return " ".join(f"{k.removesuffix('_rank')}{v}" for k, v in r["coordinates"].items() if k in varying) or "-"
 
 
-def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, prediction: Predicted, on: list[WhatIf],
+def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, prediction: Predicted,
            measured: Record | None, utilization: Record) -> None:
     p, band = prediction.nominal, prediction.band
     print(f"# trainscope predict train: {plan.describe()}; plan {plan.path}; calibration {', '.join(args.calibration)}")
@@ -260,13 +261,11 @@ def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, prediction
         if not band[0] <= m <= band[1]:
             print("# the measured step lies outside the band: a finding (a slow link, a straggler, a busy host, or what "
                   "the model leaves out: docs/prediction.md)")
-    _print_what_ifs(args, costs, p, on)
 
 
-def _print_what_ifs(args: argparse.Namespace, costs: StepCosts, p: StepReplay, on: list[WhatIf]) -> None:
+def _print_what_ifs(args: argparse.Namespace, link: LinkClass | None, p: StepReplay, on: list[WhatIf]) -> None:
     if any(w.kind is not WhatIfKind.COMPUTE for w in on):
-        swapped = fabric_swap.swapped_link(args, costs.placement)
-        print(f"# the fabric what-ifs replace {fabric_swap.describe_swap(swapped)} (--fabric-link {args.fabric_link})")
+        print(f"# the fabric what-ifs replace {fabric_swap.describe_swap(link)} (--fabric-link {args.fabric_link})")
     for w in on:
         q = w.step
         print(f"# what-if {w.name}: step {q.step_us:.1f} us, {p.step_us / q.step_us:.2f}x this cluster's speed"
