@@ -12,7 +12,7 @@ from typing import Any
 
 from ..common.errors import InputError
 from ..common.load import load_results
-from .placement import LinkClass, Placement
+from .placement import LinkClass, Placement, transport_names
 from .series import all_series
 from .step_costs import MeasuredFabric
 
@@ -61,10 +61,10 @@ def measured_fabrics(args: argparse.Namespace) -> list[MeasuredFabric]:
         have = sorted({k.transport for k in series})
         want = args.measured_fabric_transport
         if want is None and len(have) > 1:
-            raise InputError(f"--measured-fabric {path}: measured over {', '.join(have)}: choose one with "
+            raise InputError(f"--measured-fabric {path}: measured over {transport_names(have)}: choose one with "
                              "--measured-fabric-transport")
         if want is not None and want not in have:
             raise InputError(f"--measured-fabric-transport {want}: {path} measured no collectives over it (its "
-                             f"transports: {', '.join(have)})")
+                             f"transports: {transport_names(have)})")
         out.append(MeasuredFabric(path, series, (path,), want))
     return out

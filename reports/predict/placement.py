@@ -89,21 +89,22 @@ def placement_of(args: argparse.Namespace, ranks: int, series: Mapping[SeriesKey
     if p.hosts > 1 and (p.intra is None or p.inter is None):
         if len(have) < 2:
             raise InputError(f"--ranks-per-host {p.ranks_per_host} puts the {ranks} ranks on {p.hosts} hosts, but the "
-                             f"calibration holds one transport series ({_names(have)}): measure both link classes, "
+                             f"calibration holds one transport series ({transport_names(have)}): measure both link classes, "
                              "each with `collectives --transports NAME` (docs/prediction.md, \"Placement\")")
         raise InputError(f"--ranks-per-host {p.ranks_per_host} puts the {ranks} ranks on {p.hosts} hosts: give "
-                         f"--intra-transport and --inter-transport (the calibration's transports: {_names(have)})")
+                         f"--intra-transport and --inter-transport (the calibration's transports: {transport_names(have)})")
     for option, name in (("--transport", args.transport), ("--intra-transport", args.intra_transport),
                          ("--inter-transport", args.inter_transport)):
         if name is not None and name not in have:
             raise InputError(f"{option} {name}: the calibration holds no collectives measured over it (its transports: "
-                             f"{_names(have)})")
+                             f"{transport_names(have)})")
     return p
 
 
-def _names(transports: Sequence[str]) -> str:
+def transport_names(transports: Sequence[str]) -> str:
+    """The transport series' names for a message: an unnamed one as the name that chooses it ("-")."""
     named = [t for t in transports if t != UNNAMED]
-    unnamed = ["one measured without --transports"] if UNNAMED in transports else []
+    unnamed = [f"{UNNAMED} for the one measured without --transports"] if UNNAMED in transports else []
     return ", ".join(named + unnamed) or "none"
 
 

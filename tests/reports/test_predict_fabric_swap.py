@@ -21,7 +21,9 @@ def other_sweep(transports=("ib",)):
         for ranks in (2, 4):
             for n in (1024, 65536, 1 << 20):
                 r = make_record(nbytes=n, samples=[OTHER[0] + n * OTHER[1]] * 5)
-                r.update(ranks=ranks, processes=ranks, transport=transport)
+                r.update(ranks=ranks, processes=ranks)
+                if transport is not None:  # None: a sweep run without --transports, whose records name none
+                    r["transport"] = transport
                 recs.append(r)
     return recs
 
@@ -97,14 +99,18 @@ def test_a_datasheet_fabric_replaces_the_swapped_links_ops_and_leaves_the_others
      "SEVERAL: measured over ib, roce: choose one with --measured-fabric-transport"),
     (["--transport", "tcp", "--measured-fabric", "SEVERAL", "--measured-fabric-transport", "nvlink"],
      "--measured-fabric-transport nvlink: SEVERAL measured no collectives over it (its transports: ib, roce)"),
+    (["--transport", "tcp", "--measured-fabric", "MIXED"],
+     "MIXED: measured over ib, - for the one measured without --transports: choose one with --measured-fabric-transport"),
     (["--transport", "tcp", "--measured-fabric", "NONE"],
      "NONE: holds no collectives records (measure the other cluster with `trainscope collectives ... --json FILE`)"),
 ])
 def test_a_bad_fabric_what_if_is_one_line(cal, other, plans, write_doc, capsys, flags, message):
     files = {"OTHER": other, "SEVERAL": str(write_doc("several.json", make_doc(other_sweep(("ib", "roce"))))),
+             "MIXED": str(write_doc("mixed.json", make_doc(other_sweep(("ib", None))))),
              "NONE": str(write_doc("none.json", make_doc([calibration_train()])))}
     flags = [files.get(f, f) for f in flags]
-    message = message.replace("SEVERAL", files["SEVERAL"]).replace("NONE", files["NONE"])
+    for name in ("SEVERAL", "MIXED", "NONE"):
+        message = message.replace(name, files[name])
     code = main(["predict", "train", "--calibration", cal, "--plan", plans["dp4"], *flags])
     err = capsys.readouterr().err
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
@@ -116,4 +122,12 @@ def test_the_chosen_series_of_a_file_of_several_is_the_one_taken(cal, plans, wri
     path = str(write_doc("several.json", make_doc(several)))
     rec, _ = predict(capsys, tmp_path, "--calibration", cal, "--plan", plans["dp4"], "--transport", "tcp",
                      "--measured-fabric", path, "--measured-fabric-transport", "ib")
+    assert what_if(rec, "measured_fabric")["step_us"] == pytest.approx(COMPUTE + OTHER[0] + BUCKET * OTHER[1])
+
+
+def test_the_unnamed_series_of_a_file_is_chosen_by_the_name_its_messages_give_it(cal, plans, write_doc, capsys, tmp_path):
+    mixed = [dict(r, time_us=dict(r["time_us"], median=1e6), samples_us=[1e6] * 5) for r in other_sweep(("ib",))]
+    path = str(write_doc("mixed.json", make_doc(mixed + other_sweep((None,)))))
+    rec, _ = predict(capsys, tmp_path, "--calibration", cal, "--plan", plans["dp4"], "--transport", "tcp",
+                     "--measured-fabric", path, "--measured-fabric-transport", "-")
     assert what_if(rec, "measured_fabric")["step_us"] == pytest.approx(COMPUTE + OTHER[0] + BUCKET * OTHER[1])
