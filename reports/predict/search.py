@@ -11,6 +11,7 @@ among the layouts whose every rank fits --memory-limit."""
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -123,12 +124,16 @@ def _plan(binary: str, flags: list[str], c: Candidate, args: argparse.Namespace,
     out = f"{folder}/plan-{c.dp}-{c.tp}-{c.pp}-{c.zero}-{c.micro_batches}.json"
     cmd = [binary, "train", *flags, *c.flags, "--plan", str(args.ranks), "--memory-limit", args.memory_limit,
            "--json", out]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=PLAN_TIMEOUT_S, check=False)
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=PLAN_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:  # a plan runs no step: this long is a hang, not a slow candidate
+        raise InputError(f"{' '.join(cmd)}: made no plan in {PLAN_TIMEOUT_S} s (stopped)") from None
+    lines = done.stderr.strip().splitlines()
     if done.returncode == 2:
-        lines = done.stderr.strip().splitlines()
         return (lines[-1] if lines else "refused").removeprefix("trainscope: error: ")
-    if done.returncode != 0:
-        raise InputError(f"{' '.join(cmd)}: exit {done.returncode}: {done.stderr.strip()[-300:]}")
+    if done.returncode != 0:  # not a refusal: a failure of the trainer's own, which the search does not hide
+        how = f"killed by {signal.Signals(-done.returncode).name}" if done.returncode < 0 else f"exit {done.returncode}"
+        raise InputError(f"{' '.join(cmd)}: {how}" + (f": {lines[-1].strip()}" if lines else ""))
     return load_plan(out)
 
 

@@ -276,6 +276,26 @@ def test_search_without_the_binary_says_how_to_run_it(files, capsys, monkeypatch
     assert code == 2 and "run it as `trainscope predict search`" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("script, message", [
+    ("echo 'first line' >&2; echo 'Segfault-ish: the last line' >&2; exit 1", "exit 1: Segfault-ish: the last line"),
+    ("kill -SEGV $$", "killed by SIGSEGV"),
+    ("exec sleep 30", "made no plan in 1 s (stopped)"),
+])
+def test_a_candidate_whose_plan_fails_otherwise_than_refusing_stops_the_search_in_one_line(
+        files, capsys, monkeypatch, tmp_path, script, message):
+    """Exit 2 is the trainer refusing a layout (listed as skipped); any other failure, a signal, or a plan that does
+    not come is a fault of the trainer's, named in one line with the command."""
+    cal, _ = files
+    fake = tmp_path / "trainscope"
+    fake.write_text(f"#!/bin/sh\n{script}\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("TRAINSCOPE_BIN", str(fake))
+    monkeypatch.setattr("reports.predict.search.PLAN_TIMEOUT_S", 1)
+    code = main(["predict", "search", "--calibration", cal, "--ranks", "2", "--", "--model", "mlp"])
+    err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("# plan ")]
+    assert code == 2 and len(err) == 1 and err[0].endswith(message) and str(fake) in err[0], err
+
+
 def test_what_a_target_needs_and_a_compute_what_if(files, capsys, tmp_path):
     """150 us = compute 100 (forward, backward, optimizer) + an all-reduce of 10 us latency and 40 us of bytes."""
     cal, plan = files
