@@ -11,7 +11,7 @@ from ..common.collective_facts import collective, names as collective_names
 from ..common.collective_issue import ISSUES
 from ..common.errors import InputError
 from ..common.files import check_output_file, write_atomically
-from ..common.link_datasheet import Fabric, fabric, fabrics
+from ..common.link_datasheet import fabrics
 from ..common.load import load_results
 from ..common.sizes import parse_sizes, size_label
 from .check import HeldOut, holdouts
@@ -19,6 +19,7 @@ from .fit import MAX_REGIMES
 from .predict import Prediction, describe_fit, model, on_fabric, predict, regimes_json
 from .series import SeriesKey, all_series, select
 from . import search, train_command
+from .fabric_swap import datasheet_fabric
 
 PLACEMENTS = ("out", "in")
 
@@ -78,7 +79,7 @@ def _collectives(args: argparse.Namespace) -> int:
     sizes = parse_sizes(args.bytes, "--bytes")
     if args.ranks < 2:
         raise InputError(f"--ranks {args.ranks}: a collective's group size, 2 or more")
-    what_ifs = [_fabric(name) for name in args.fabric]  # before anything is read
+    what_ifs = [datasheet_fabric(name) for name in args.fabric]  # before anything is read
     series = all_series(load_results(args.calibration))
     key, points = select(series, args.op, args.transport, args.dtype, args.placement, args.calibration, args.issue)
     m = model(collective(args.op), key, points, args.ranks, args.regimes)
@@ -111,14 +112,7 @@ def _collectives(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
-    return train_command.run(args, [_fabric(name) for name in args.fabric])
-
-
-def _fabric(name: str) -> Fabric:
-    try:
-        return fabric(name)
-    except KeyError as e:
-        raise InputError(f"--fabric {e.args[0]}") from None
+    return train_command.run(args, [datasheet_fabric(name) for name in args.fabric])
 
 
 def _fastest(here: Prediction, on: dict[str, Prediction]) -> str:

@@ -11,6 +11,7 @@ import argparse
 from typing import Any
 
 from ..common.errors import InputError
+from ..common.link_datasheet import Fabric, fabric
 from ..common.load import load_results
 from .placement import LinkClass, Placement, transport_names
 from .series import all_series
@@ -43,6 +44,14 @@ def swapped_link(args: argparse.Namespace, where: Placement | None) -> LinkClass
     if link is LinkClass.INTRA and where is not None and where.ranks_per_host == 1:
         raise InputError("--fabric-link intra: one rank per host (--ranks-per-host 1), so no op stays inside a host")
     return link
+
+
+def datasheet_fabric(name: str) -> Fabric:
+    """The datasheet's fabric of that name (--fabric); InputError naming the known ones otherwise."""
+    try:
+        return fabric(name)
+    except KeyError as e:
+        raise InputError(f"--fabric {e.args[0]}") from None
 
 
 def describe_swap(link: LinkClass | None) -> str:

@@ -7,7 +7,9 @@ here: each candidate's plan is made by the trainer itself (`trainscope train <fl
 the trainer refuses is listed as skipped with the trainer's own one line, so no layout rule is written twice; one
 whose ops the calibration did not measure is listed with what it lacks. Each
 plan is replayed over the calibration's costs (train_command.predict_plan); the ranking is by predicted step time
-among the layouts whose every rank fits --memory-limit."""
+among the layouts whose every rank fits --memory-limit. With a what-if fabric (--fabric, --measured-fabric: one), each
+candidate is replayed on it too and the ranking is by that step: the best layout on the fabric one would buy, which
+need not be the best here (a layout that moves more bytes across hosts gains more from a faster inter-host link)."""
 import argparse
 import json
 import os
@@ -22,9 +24,12 @@ from typing import Any
 
 from ..common.errors import InputError
 from ..common.files import write_atomically
+from ..common.link_datasheet import Fabric, fabrics
 from ..common.load import load_results
-from . import placement
+from . import fabric_swap, placement
+from .placement import LinkClass
 from .series import all_series
+from .step_costs import MeasuredFabric
 from .step_figures import plan_memory
 from .train_command import (PROGRESS_CHOICES, PlanDoc, Predicted, add_issue_argument, costs_for, load_plan, predict_plan,
                             progress_of)
@@ -74,6 +79,14 @@ class Outcome:
     plan: PlanDoc | None
     predicted: Predicted | None
     skipped: str  # the trainer's line when it refused the layout, or what the calibration lacks to predict it; else ""
+    what_if_us: float | None = None  # its step on the what-if fabric, when the search has one
+
+    @property
+    def ranked_us(self) -> float:
+        """The step the ranking is by: on the what-if fabric where there is one."""
+        if self.what_if_us is not None:
+            return self.what_if_us
+        return self.predicted.nominal.step_us if self.predicted else 0.0
 
     @property
     def peak_bytes(self) -> float:
@@ -92,6 +105,9 @@ def add_parser(ps: Any, calibration: Any) -> None:
     s.add_argument("--memory-limit", default="0", help="bytes per rank a layout must fit (as train's; 0: no limit)")
     placement.add_arguments(s)
     add_issue_argument(s)
+    s.add_argument("--fabric", metavar="NAME", help="what-if: rank the layouts by their step with the swapped link's "
+                   f"bandwidth this datasheet fabric's (--fabric-link; one of {', '.join(fabrics())})")
+    fabric_swap.add_arguments(s)
     s.add_argument("--progress", choices=PROGRESS_CHOICES, default="auto", help="how a collective moves beside compute "
                    "(as predict train's; auto: by the calibration's backend)")
     s.add_argument("--top", type=int, default=10, help="layouts to list (default 10; the skipped are counted)")
@@ -147,6 +163,8 @@ def run(args: argparse.Namespace) -> int:
     results = load_results(args.calibration)
     series = all_series(results)
     where = placement.placement_of(args, args.ranks, series)  # a bad one is one line before any candidate is planned
+    what_if = _what_if(args)
+    link = fabric_swap.swapped_link(args, where)
     outcomes = []
     todo = candidates(args.ranks)
     with tempfile.TemporaryDirectory(prefix="trainscope-search-") as folder:
@@ -159,14 +177,43 @@ def run(args: argparse.Namespace) -> int:
             try:
                 costs = costs_for(plan, results, series, args.calibration, args)
                 costs = replace(costs, progress=progress_of(args.progress, costs))
-                outcomes.append(Outcome(c, plan, predict_plan(plan, costs), ""))
+                on = predict_plan(plan, costs.on(what_if, link)).nominal.step_us if what_if else None
+                outcomes.append(Outcome(c, plan, predict_plan(plan, costs), "", on))
             except InputError as e:  # a cost the calibration lacks (an op it did not measure): that candidate only
                 outcomes.append(Outcome(c, None, None, f"not predicted: {e}"))
-    _print(args, flags, outcomes, where)
+    _print(args, flags, outcomes, where, what_if, link)
     if args.json:
-        write_atomically(args.json, json.dumps(_doc(args, flags, outcomes, where), indent=2) + "\n")
+        doc = _doc(args, flags, outcomes, where)
+        if what_if:
+            doc["what_if"] = {"name": what_if.name, "kind": _kind(what_if), "detail": _describe(what_if, link),
+                              "link": link.value if link else "all"}
+        write_atomically(args.json, json.dumps(doc, indent=2) + "\n")
         print(f"# written: {args.json}")
     return 0
+
+
+def _what_if(args: argparse.Namespace) -> Fabric | MeasuredFabric | None:
+    """The one what-if fabric the layouts are ranked on, if any; InputError for more than one or an unknown one."""
+    given = ([args.fabric] if args.fabric else []) + list(args.measured_fabric)
+    if len(given) > 1:
+        raise InputError(f"predict search ranks on one what-if fabric: give one --fabric or one --measured-fabric (given: "
+                         f"{', '.join(given)}); `predict train` compares several for one layout")
+    if args.fabric:
+        return fabric_swap.datasheet_fabric(args.fabric)
+    measured = fabric_swap.measured_fabrics(args)
+    return measured[0] if measured else None
+
+
+def _kind(what_if: Fabric | MeasuredFabric) -> str:
+    return "measured_fabric" if isinstance(what_if, MeasuredFabric) else "fabric"
+
+
+def _describe(what_if: Fabric | MeasuredFabric | None, link: LinkClass | None) -> str:
+    if what_if is None:
+        return ""
+    source = (f"collectives fitted from {what_if.name}'s measurements" if isinstance(what_if, MeasuredFabric) else
+              f"{what_if.detail}, {what_if.gbps:.4g} GB/s per direction (datasheet), latencies as fitted")
+    return f"{what_if.name}: {source}, for {fabric_swap.describe_swap(link)}"
 
 
 def _doc(args: argparse.Namespace, flags: Sequence[str], outcomes: list[Outcome], where: placement.Placement) -> dict[str, Any]:
@@ -178,6 +225,8 @@ def _doc(args: argparse.Namespace, flags: Sequence[str], outcomes: list[Outcome]
             assert o.plan is not None
             got.update(step_us=o.predicted.nominal.step_us, band_us=list(o.predicted.band), peak_bytes=o.peak_bytes,
                        fits=o.fits, memory_per_rank=[{"rank": r["rank"], **plan_memory(r)} for r in o.plan.records])
+            if o.what_if_us is not None:
+                got["what_if_step_us"] = o.what_if_us
         else:
             got["refused"] = o.skipped
         return got
@@ -187,22 +236,28 @@ def _doc(args: argparse.Namespace, flags: Sequence[str], outcomes: list[Outcome]
 
 def _rank_key(o: Outcome) -> tuple[bool, float]:
     """Those that fit first, each by its predicted step."""
-    return (not o.fits, o.predicted.nominal.step_us if o.predicted else 0.0)
+    return (not o.fits, o.ranked_us)
 
 
-def _print(args: argparse.Namespace, flags: Sequence[str], outcomes: list[Outcome], where: placement.Placement) -> None:
+def _print(args: argparse.Namespace, flags: Sequence[str], outcomes: list[Outcome], where: placement.Placement,
+           what_if: Fabric | MeasuredFabric | None, link: LinkClass | None) -> None:
     planned = sorted((o for o in outcomes if o.predicted), key=_rank_key)
     print(f"# trainscope predict search: {' '.join(flags)} on {args.ranks} ranks"
           + (f", at most {args.memory_limit} per rank" if args.memory_limit != "0" else "")
           + f"; calibration {', '.join(args.calibration)}")
     print(f"# placement: {where.describe()}")
-    print(f"# {'':>3} {'step(ms)':>10} {'band(ms)':>17} {'samples/s':>11} {'peak MiB':>9} {'fits':>5}  layout")
+    if what_if:
+        print(f"# ranked by the step on the what-if fabric {_describe(what_if, link)}; samples/s on it too")
+    on = f" {'on ' + what_if.name + '(ms)':>16}" if what_if else ""
+    label = "here(ms)" if what_if else "step(ms)"
+    print(f"# {'':>3} {label:>10} {'band(ms)':>17}{on} {'samples/s':>11} {'peak MiB':>9} {'fits':>5}  layout")
     for i, o in enumerate(planned[:args.top], 1):
         assert o.predicted and o.plan
         step = o.predicted.nominal.step_us
         band = f"{o.predicted.band[0] / 1e3:.3f}..{o.predicted.band[1] / 1e3:.3f}"
-        rate = o.plan.batch / step * 1e6 if step > 0 else 0.0
-        print(f"  {i:>3} {step / 1e3:>10.3f} {band:>17} {rate:>11.1f} {o.peak_bytes / 2 ** 20:>9.1f} "
+        rate = o.plan.batch / o.ranked_us * 1e6 if o.ranked_us > 0 else 0.0
+        on = f" {o.ranked_us / 1e3:>16.3f}" if what_if else ""
+        print(f"  {i:>3} {step / 1e3:>10.3f} {band:>17}{on} {rate:>11.1f} {o.peak_bytes / 2 ** 20:>9.1f} "
               f"{'yes' if o.fits else 'no':>5}  {o.candidate.name}")
     skipped = [o for o in outcomes if o.skipped]
     print(f"# {len(planned)} layout(s) predicted, {sum(o.fits for o in planned)} fit; {len(skipped)} refused by the "
