@@ -8,6 +8,7 @@ calibration's collectives (`collectives --transports NAME` on one host, and acro
 docs/prediction.md "Placement"). Without --ranks-per-host every rank is on one host: every op intra-host, from
 --transport's series, as before placement existed."""
 import argparse
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -31,6 +32,9 @@ class Placement:
     ranks_per_host: int
     intra: str | None  # the transport of the intra-host series; None: the calibration's only one
     inter: str | None  # the inter-host one's; None where every rank is on one host
+    # The network ports a host's inter-host traffic shares (--nics-per-host); None: one per rank, as rail-optimised GPU
+    # nodes have (a NIC beside each GPU), so no two ranks' flows share one.
+    nics_per_host: int | None = None
 
     @property
     def hosts(self) -> int:
@@ -38,6 +42,17 @@ class Placement:
 
     def link_of(self, members: Iterable[int]) -> LinkClass:
         return LinkClass.INTRA if len({m // self.ranks_per_host for m in members}) <= 1 else LinkClass.INTER
+
+    def flows_per_nic(self, members: Sequence[int]) -> int:
+        """How many flows share the busiest NIC of a host while an op over `members` crosses hosts: the op's group and
+        its sibling groups (the same axis's other groups: a step issues the op on every one of them at once) each send
+        one flow out of a host (a ring or a pair over hosts leaves each host once), and the host's ranks_per_host ranks
+        hold ranks_per_host / (members on one host) of those groups. 1 inside a host, or with a NIC per rank."""
+        if self.nics_per_host is None or self.link_of(members) is LinkClass.INTRA:
+            return 1
+        on_one_host = max(Counter(m // self.ranks_per_host for m in members).values())
+        groups = max(1, self.ranks_per_host // on_one_host)
+        return -(-groups // self.nics_per_host)
 
     def transport(self, link: LinkClass) -> str | None:
         return self.intra if link is LinkClass.INTRA else self.inter
@@ -47,12 +62,15 @@ class Placement:
         where = ("every rank on one host" if self.hosts == 1 else f"one rank per host on {self.hosts} hosts" if k == 1 else
                  f"{k} ranks per host on {self.hosts} hosts (host h: ranks {k}h..{k}h+{k - 1}, by slot)")
         inter = f", inter-host ops from {self.inter}" if self.hosts > 1 else ""
+        if self.nics_per_host is not None:
+            inter += f" sharing {self.nics_per_host} NIC(s) per host"
         return f"{self.ranks} ranks, {where}; intra-host ops from {self.intra or 'the only transport series'}{inter}"
 
     def as_json(self, groups: Mapping[str, list[str]] | None = None) -> JsonObject:
         """As the train_prediction record's `placement` holds it; `groups`: links_by_group's."""
         return {"ranks_per_host": self.ranks_per_host, "hosts": self.hosts, "intra_transport": self.intra,
-                "inter_transport": self.inter, **({"groups": dict(groups)} if groups is not None else {})}
+                "inter_transport": self.inter, "nics_per_host": self.nics_per_host,
+                **({"groups": dict(groups)} if groups is not None else {})}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,6 +83,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "op whose members share a host is costed from")
     parser.add_argument("--inter-transport", metavar="NAME", help="the transport series an op spanning hosts is costed "
                         "from (measured across hosts, one rank per host)")
+    parser.add_argument("--nics-per-host", type=int, metavar="N", help="the NICs a host's inter-host traffic shares: an op "
+                        "whose sibling groups send F flows out of a host at once takes ceil(F/N) times its fitted time "
+                        "per byte (default: a NIC per rank, as rail-optimised GPU nodes have: no sharing)")
 
 
 def check_ranks_per_host(args: argparse.Namespace, ranks: int | None = None) -> None:
@@ -78,13 +99,20 @@ def check_ranks_per_host(args: argparse.Namespace, ranks: int | None = None) -> 
                          "--inter-transport, not both")
     if k is not None and ranks is not None and ranks % k:
         raise InputError(f"--ranks-per-host {k}: does not divide the {ranks} ranks (each host holds K of them)")
+    nics = args.nics_per_host
+    if nics is not None and nics < 1:
+        raise InputError(f"--nics-per-host {nics}: 1 or more")
+    if nics is not None and ranks is not None and (k or ranks) == ranks:
+        raise InputError(f"--nics-per-host {nics}: every rank is on one host, so no op crosses hosts (place them with "
+                         "--ranks-per-host)")
 
 
 def placement_of(args: argparse.Namespace, ranks: int, series: Mapping[SeriesKey, Any]) -> Placement:
     """The placement of `ranks` ranks the command line gives; InputError where it is bad or the calibration lacks a
     link class it names."""
     check_ranks_per_host(args, ranks)
-    p = Placement(ranks, args.ranks_per_host or ranks, args.intra_transport or args.transport, args.inter_transport)
+    p = Placement(ranks, args.ranks_per_host or ranks, args.intra_transport or args.transport, args.inter_transport,
+                  args.nics_per_host)
     have = sorted({k.transport for k in series})
     if p.hosts > 1 and (p.intra is None or p.inter is None):
         if len(have) < 2:

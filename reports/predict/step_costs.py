@@ -119,5 +119,8 @@ class StepCosts:
     def op_us(self, op: str, group_size: int, nbytes: int, members: tuple[int, ...] = ()) -> float:
         link = self.placement.link_of(members) if self.placement else LinkClass.INTRA
         m = self.model_of(op, group_size, link)
+        flows = self.placement.flows_per_nic(members) if self.placement else 1
+        if flows > 1:  # the host's NIC shared by its ranks' concurrent flows: each gets 1/flows of its bandwidth
+            m = faster_links(m, 1 / flows)
         t = m.algorithm.time_us(m.ranks, nbytes)
         return max(0.0, t * (1 + self.end.value * m.band(nbytes)))

@@ -90,7 +90,7 @@ def test_a_data_parallel_all_reduce_is_intra_host_only_when_its_four_ranks_share
     assert rec["step_us"] == pytest.approx(COMPUTE + op_us(transport, BUCKET))
     link = "intra-host" if k == 4 else "inter-host"
     assert rec["placement"] == {"ranks_per_host": k, "hosts": 4 // k, "intra_transport": "shm", "inter_transport": "tcp",
-                                "groups": {"dp": [link]}}
+                                "nics_per_host": None, "groups": {"dp": [link]}}
     assert [(c["op"], c["group_size"], c["link"], c["series"]["transport"]) for c in rec["collectives"]] == \
         [("all_reduce", 4, link, transport)]
     assert f"# all_reduce on 4 ranks, {link} (all_reduce float32 out-of-place over {transport}): fitted at 4" in out
@@ -102,7 +102,7 @@ def test_without_a_placement_every_rank_is_on_one_host_as_before(cal, plans, cap
     rec, out = predict(capsys, tmp_path, "--calibration", cal, "--plan", plans["dp4"], "--transport", "tcp")
     assert rec["step_us"] == pytest.approx(COMPUTE + op_us("tcp", BUCKET))
     assert rec["placement"] == {"ranks_per_host": 4, "hosts": 1, "intra_transport": "tcp", "inter_transport": None,
-                                "groups": {"dp": ["intra-host"]}}
+                                "nics_per_host": None, "groups": {"dp": ["intra-host"]}}
     assert "# placement: 4 ranks, every rank on one host; intra-host ops from tcp; groups: dp intra-host" in out
 
 
@@ -116,6 +116,21 @@ def test_tensor_parallelism_inside_a_host_and_data_parallelism_across_pick_their
     assert ("# placement: 4 ranks, 2 ranks per host on 2 hosts (host h: ranks 2h..2h+1, by slot); intra-host ops "
             "from shm, inter-host ops from tcp; groups: dp inter-host, tp intra-host") in out
     assert rec["per_rank"][0]["transfer_us"] == pytest.approx(op_us("shm", TP_BYTES) + op_us("tcp", BUCKET))
+
+
+@pytest.mark.parametrize("plan, nics, flows", [
+    ("tp2dp2", 1, 2),  # dp groups (0,2) and (1,3) both leave host 0 at once through its one NIC
+    ("tp2dp2", 2, 1),  # a NIC each
+    ("dp4", 1, 1),  # one group, two of its ranks on each host: the ring leaves a host once
+])
+def test_sibling_groups_crossing_hosts_at_once_share_the_hosts_nics(cal, plans, capsys, tmp_path, plan, nics, flows):
+    rec, out = predict(capsys, tmp_path, "--calibration", cal, "--plan", plans[plan], "--ranks-per-host", "2",
+                       "--intra-transport", "shm", "--inter-transport", "tcp", "--nics-per-host", str(nics))
+    alpha, beta = LINES["tcp"]
+    across = alpha + flows * beta * BUCKET  # the fitted time per byte times the flows sharing the busiest NIC
+    assert rec["step_us"] == pytest.approx(COMPUTE + across + (op_us("shm", TP_BYTES) if plan == "tp2dp2" else 0))
+    assert rec["placement"]["nics_per_host"] == nics
+    assert f"inter-host ops from tcp sharing {nics} NIC(s) per host" in out
 
 
 def test_a_pipeline_transfer_crosses_hosts_where_its_two_ranks_do():
@@ -152,6 +167,10 @@ def test_a_pipeline_transfer_crosses_hosts_where_its_two_ranks_do():
      "transports: shm, tcp)"),
     (["--ranks-per-host", "2", "--transport", "shm"], "puts the 4 ranks on 2 hosts: give --intra-transport and"),
     (["--transport", "shm", "--inter-transport", "tcp"], "give it, or --intra-transport and --inter-transport, not both"),
+    (["--ranks-per-host", "2", "--intra-transport", "shm", "--inter-transport", "tcp", "--nics-per-host", "0"],
+     "--nics-per-host 0: 1 or more"),
+    (["--transport", "shm", "--nics-per-host", "1"],
+     "--nics-per-host 1: every rank is on one host, so no op crosses hosts (place them with --ranks-per-host)"),
 ])
 def test_a_bad_placement_is_one_line(cal, plans, capsys, flags, message):
     code = main(["predict", "train", "--calibration", cal, "--plan", plans["dp4"], *flags])
