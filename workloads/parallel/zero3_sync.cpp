@@ -21,16 +21,17 @@ Zero3Groups zero3GroupsOf(const ModelPart& part, int parts) {
 }
 
 Zero3Sync::Zero3Sync(Communicator& dp, const ModelPart& model, const LayoutOptions& layout, double timeoutS)
-    : GradientSync(model.params, dp, timeoutS), arena_(*model.arena), rank_(dp.rank(0)), prefetch_(layout.prefetch) {
-  Zero3Groups groups = zero3GroupsOf(model, dp.worldSize());
-  if (groups.leading) {
-    leading_ = 0;
-    firstLayer_ = 1;
-  }
+    : Zero3Sync(dp, model, layout, timeoutS, zero3GroupsOf(model, dp.worldSize())) {}
+
+Zero3Sync::Zero3Sync(Communicator& dp, const ModelPart& model, const LayoutOptions& layout, double timeoutS, Zero3Groups groups)
+    : GradientSync(model.params, dp, timeoutS),
+      Zero3Order(groups.layouts.size(), groups.leading, layout.prefetch),
+      arena_(*model.arena),
+      rank_(dp.rank(0)) {
   for (std::unique_ptr<Buckets>& buckets : groups.layouts) {
     Group g;
     g.buckets = std::move(buckets);
-    Bucket& b = bucketOf(g);
+    Bucket& b = g.buckets->all().front();
     const auto c = static_cast<std::int64_t>(b.chunk);
     g.gathered.shape = g.sending.shape = {static_cast<std::int64_t>(b.padded)};
     // This rank's chunk only, drawn as the whole model would start (the parameters come deferred: no rank
@@ -45,153 +46,92 @@ Zero3Sync::Zero3Sync(Communicator& dp, const ModelPart& model, const LayoutOptio
   }
   for (std::size_t i = 0; i < model.layers.size(); ++i)
     if (groups.ofLayer[i] != SIZE_MAX) groupOf_[model.layers[i]] = groups.ofLayer[i];
-  for (Group& g : groups_)
-    for (Param& p : g.buckets->pieces(bucketOf(g), rank_, g.grads, &g.values)) pieces_.push_back(std::move(p));
+  for (std::size_t i = 0; i < groups_.size(); ++i)
+    for (Param& p : groups_[i].buckets->pieces(bucketOf(i), rank_, groups_[i].grads, &groups_[i].values))
+      pieces_.push_back(std::move(p));
 }
 
-void Zero3Sync::startGather(Group& g) {
-  if (g.gathered.data) return;
-  Bucket& b = bucketOf(g);
+void Zero3Sync::issueGather(std::size_t i) {
+  Group& g = groups_[i];
+  Bucket& b = bucketOf(i);
   g.gathered = arena_.tensor(g.gathered.shape, MemoryKind::kParameters);
   copy(viewOf(g.gathered, static_cast<std::size_t>(rank_) * b.chunk, b.chunk), g.values);
   g.gathered.device->synchronize();
   g.gatherOp = tracker_->start({&collectives::all_gather(), g.gathered.data + static_cast<std::size_t>(rank_) * b.chunk,
                                 g.gathered.data, b.chunk, DType::kFloat32});
-  Buckets::valuesAsViewsOf(b, g.gathered);  // read only once gather() has waited
+  Buckets::valuesAsViewsOf(b, g.gathered);  // read only once waitGather has waited
 }
 
-void Zero3Sync::gather(Group& g) {
-  startGather(g);
-  if (g.gatherOp < 0) return;
-  tracker_->wait(g.gatherOp);
-  g.gatherOp = -1;
+void Zero3Sync::waitGather(std::size_t i) {
+  tracker_->wait(groups_[i].gatherOp);
+  groups_[i].gatherOp = -1;
 }
 
-void Zero3Sync::prefetch(std::size_t from, bool forward) {
-  std::size_t i = from;
-  for (int k = 0; k < prefetch_; ++k) {
-    if (forward ? i + 1 >= groups_.size() : i <= firstLayer_) break;
-    i = forward ? i + 1 : i - 1;
-    startGather(groups_[i]);
-  }
-  tracker_->poll();  // MPI progresses what is in flight only when entered
+void Zero3Sync::dropGathered(std::size_t i) {
+  Buckets::unbindValues(bucketOf(i));
+  arena_.release(groups_[i].gathered);
 }
 
-void Zero3Sync::release(Group& g) {
-  if (!g.gathered.data) return;
-  gather(g);  // a prefetch nobody used lands before its buffer goes
-  Buckets::unbindValues(bucketOf(g));
-  arena_.release(g.gathered);
-}
-
-void Zero3Sync::releaseLayers() {
-  for (std::size_t i = firstLayer_; i < groups_.size(); ++i) release(groups_[i]);
-}
-
-void Zero3Sync::takeGradients(Group& g) {
-  // The oldest gradients in flight are done with first: at most one group's are sent while the next
-  // group's backward writes its own.
-  while (!sent_.empty()) {
-    retire(groups_[sent_.front()]);
-    sent_.erase(sent_.begin());
-  }
+void Zero3Sync::takeGradientBuffer(std::size_t i) {
+  Group& g = groups_[i];
   g.sending = arena_.tensor(g.sending.shape, MemoryKind::kGradients);
-  Buckets::gradsAsViewsOf(bucketOf(g), g.sending);
+  Buckets::gradsAsViewsOf(bucketOf(i), g.sending);
 }
 
-void Zero3Sync::sendGradients(Group& g) {
-  Bucket& b = bucketOf(g);
+void Zero3Sync::issueGradients(std::size_t i) {
+  Group& g = groups_[i];
+  Bucket& b = bucketOf(i);
   Buckets::unbindGrads(b);
   g.sending.device->synchronize();
   // In place: this rank's reduced chunk lands at its own place in the buffer.
   g.op = tracker_->start({&collectives::reduce_scatter(), g.sending.data,
                           g.sending.data + static_cast<std::size_t>(rank_) * b.chunk, b.chunk, DType::kFloat32});
-  sent_.push_back(static_cast<std::size_t>(&g - groups_.data()));
-  tracker_->poll();
 }
 
-void Zero3Sync::retire(Group& g) {
+void Zero3Sync::retireGradients(std::size_t i) {
+  Group& g = groups_[i];
   tracker_->wait(g.op);
-  const std::size_t chunk = bucketOf(g).chunk;
+  const std::size_t chunk = bucketOf(i).chunk;
   accumulateInto(g.grads, viewOf(g.sending, static_cast<std::size_t>(rank_) * chunk, chunk), firstMicro_);
   arena_.release(g.sending);
 }
 
+void Zero3Sync::waitAll() { tracker_->waitAll(); }
+
+void Zero3Sync::poll() { tracker_->poll(); }  // MPI progresses what is in flight only when entered
+
 void Zero3Sync::hook(StepContext& ctx) {
-  auto groupOf = [this](Layer& l) -> Group* {
+  auto groupOf = [this](Layer& l) {
     const auto it = groupOf_.find(&l);
-    return it == groupOf_.end() ? nullptr : &groups_[it->second];
+    return it == groupOf_.end() ? kNone : it->second;
   };
-  // Every layer's boundary, with parameters or not (activations, norms without them), enters MPI once: what
-  // is in flight progresses only then.
-  ctx.beforeForward = [=, this](Layer& l) {
-    if (Group* g = groupOf(l)) {
-      gather(*g);
-      prefetch(static_cast<std::size_t>(g - groups_.data()), true);
-    } else {
-      tracker_->poll();
-    }
-  };
-  ctx.afterForward = [=, this](Layer& l) {
-    tracker_->poll();
-    // The last layer's backward comes next: it keeps its gathered values (an evaluation's afterForwardOnly
-    // lets them go).
-    if (Group* g = groupOf(l); g && g != &groups_.back()) release(*g);
-  };
-  ctx.beforeBackward = [=, this](Layer& l) {
-    if (Group* g = groupOf(l)) {
-      takeGradients(*g);
-      gather(*g);
-      prefetch(static_cast<std::size_t>(g - groups_.data()), false);
-    } else {
-      tracker_->poll();
-    }
-  };
-  ctx.afterBackward = [=, this](Layer& l) {
-    if (Group* g = groupOf(l)) {
-      sendGradients(*g);  // polls
-      release(*g);
-    } else {
-      tracker_->poll();
-    }
-  };
+  ctx.beforeForward = [=, this](Layer& l) { layerForwardStarts(groupOf(l)); };
+  ctx.afterForward = [=, this](Layer& l) { layerForwardEnds(groupOf(l)); };
+  ctx.beforeBackward = [=, this](Layer& l) { layerBackwardStarts(groupOf(l)); };
+  ctx.afterBackward = [=, this](Layer& l) { layerBackwardEnds(groupOf(l)); };
 }
 
 void Zero3Sync::beforeForward(StepContext& ctx) {
   hook(ctx);
-  if (leading_ == SIZE_MAX) return;
-  gather(groups_[leading_]);
-  prefetch(leading_, true);  // the first layers' gathers beside the embedding's compute
+  forwardStarts();
 }
 
-void Zero3Sync::afterForwardOnly() {
-  releaseLayers();                                       // the last layer, held for a backward that is not coming
-  if (leading_ != SIZE_MAX) release(groups_[leading_]);  // and the embeddings
-}
+void Zero3Sync::afterForwardOnly() { forwardOnlyEnds(); }
 
 void Zero3Sync::beforeBackward(StepContext& ctx, bool) {
   ctx.gradReady = nullptr;
   hook(ctx);
-  // The embeddings' backward runs after every layer's: their gradients are held through it, sent last.
-  if (leading_ != SIZE_MAX) takeGradients(groups_[leading_]);
+  backwardStarts();
 }
 
-void Zero3Sync::afterBackward(bool last) {
-  if (leading_ != SIZE_MAX) sendGradients(groups_[leading_]);
-  for (std::size_t i : sent_) retire(groups_[i]);
-  sent_.clear();
-  releaseLayers();  // none is left gathered between micro-batches and steps (a pipeline stage's forward may follow)
-  tracker_->waitAll();
-  firstMicro_ = last;
-  if (last && leading_ != SIZE_MAX) release(groups_[leading_]);
-}
+void Zero3Sync::afterBackward(bool last) { backwardEnds(last); }
 
 void Zero3Sync::visitParameters(const std::function<void(Param&)>& visit) {
-  for (Group& g : groups_) {
-    const bool held = g.gathered.data != nullptr;  // the leading group during a step
-    gather(g);
-    for (const auto& s : bucketOf(g).slots) visit(*s.param);
-    if (!held) release(g);
+  for (std::size_t i = 0; i < groups_.size(); ++i) {
+    const bool held = gathered(i);  // the leading group during a step
+    gather(i);
+    for (const auto& s : bucketOf(i).slots) visit(*s.param);
+    if (!held) release(i);
   }
 }
 

@@ -22,6 +22,7 @@
 
 #include "workloads/parallel/buckets.h"
 #include "workloads/parallel/gradient_sync.h"
+#include "workloads/parallel/zero3_order.h"
 
 namespace ts::wl {
 
@@ -34,7 +35,8 @@ struct Zero3Groups {
 };
 Zero3Groups zero3GroupsOf(const ModelPart& part, int parts);
 
-class Zero3Sync final : public GradientSync {
+// The order of its ops is Zero3Order's (shared with its plan); this class is the executor: buffers, views, the tracker.
+class Zero3Sync final : public GradientSync, private Zero3Order {
  public:
   Zero3Sync(Communicator& dp, const ModelPart& model, const LayoutOptions& layout, double timeoutS);
   void beforeForward(StepContext& ctx) override;
@@ -55,25 +57,24 @@ class Zero3Sync final : public GradientSync {
     int op = -1;                       // the reduce-scatter in flight on `sending`
     int gatherOp = -1;                 // the all-gather in flight into `gathered` (a prefetch not yet waited for)
   };
-  Bucket& bucketOf(Group& g) { return g.buckets->all().front(); }
-  void startGather(Group& g);                     // issues g's all-gather (nothing when g is held or on its way)
-  void gather(Group& g);                          // g's values in place: issued if not yet, waited for
-  void prefetch(std::size_t from, bool forward);  // the next prefetch_ layer groups of the pass after `from`
-  void release(Group& g);
-  void releaseLayers();  // every layer group still gathered (not the leading one)
-  void takeGradients(Group& g);
-  void sendGradients(Group& g);
-  void retire(Group& g);  // waits for g's gradients, adds them into its chunk, gives the buffer back
+  Zero3Sync(Communicator& dp, const ModelPart& model, const LayoutOptions& layout, double timeoutS, Zero3Groups groups);
+  Bucket& bucketOf(std::size_t g) { return groups_[g].buckets->all().front(); }
+  // Zero3Order's executor.
+  void issueGather(std::size_t g) override;
+  void waitGather(std::size_t g) override;
+  void dropGathered(std::size_t g) override;
+  void takeGradientBuffer(std::size_t g) override;
+  void issueGradients(std::size_t g) override;
+  void retireGradients(std::size_t g) override;  // waits for g's gradients, adds them into its chunk, gives the buffer back
+  void waitAll() override;
+  void poll() override;
+  void microBatchEnds(bool last) override { firstMicro_ = last; }
   void hook(StepContext& ctx);
   Arena& arena_;
   int rank_;
   std::vector<Group> groups_;
   std::unordered_map<const Layer*, std::size_t> groupOf_;
-  std::size_t leading_ = SIZE_MAX;  // the group of the parameters outside the layers, if any
-  std::size_t firstLayer_ = 0;      // the first layer group (after the leading one)
-  int prefetch_;
   std::vector<Param> pieces_;
-  std::vector<std::size_t> sent_;  // groups whose gradients are in flight, oldest first
   bool firstMicro_ = true;
 };
 

@@ -1,6 +1,6 @@
-// Zero3Sync's plan (SyncPlan): its hooks' ops in their order, on the same groups (a Buckets of one bucket per
-// group, the leading one first), with the same state per group: gathered or not, a gather in flight (a prefetch),
-// its gradients in flight. Each function here is the one of zero3_sync.cpp by the same name, writing its ops.
+// Zero3Sync's plan (SyncPlan): its ops written down in Zero3Order's order (the one the sync runs), on the same
+// groups (a Buckets of one bucket per group, the leading one first): an all-gather issued and waited for where the
+// sync's would be, a reduce-scatter where its gradients are sent and retired.
 #include "comm/collectives/collective.h"
 #include "workloads/parallel/bucket_plan.h"
 #include "workloads/parallel/zero3_sync.h"
@@ -8,39 +8,20 @@
 namespace ts::wl {
 namespace {
 
-class Zero3Plan final : public SyncPlan {
+class Zero3Plan final : public SyncPlan, private Zero3Order {
  public:
   Zero3Plan(const ModelPart& part, const LayoutOptions& layout, int replica, StepPlan& plan, PlanGroup dp)
-      : plan_(plan), dp_(std::move(dp)), prefetch_(layout.prefetch) {
-    const Zero3Groups groups = zero3GroupsOf(part, dp_.size);
-    for (const auto& buckets : groups.layouts) {
-      const Bucket& b = buckets->all().front();
-      groups_.push_back({b.chunk, coveredBy(b, replica)});
-    }
-    groupOf_ = groups.ofLayer;
-    if (groups.leading) {
-      leading_ = 0;
-      firstLayer_ = 1;
-    }
-  }
+      : Zero3Plan(zero3GroupsOf(part, dp.size), layout, replica, plan, std::move(dp)) {}
   void beforeForward(PlanContext& ctx) override {
     hook(ctx);
-    if (leading_ == SIZE_MAX) return;
-    gather(leading_);
-    prefetch(leading_, true);
+    forwardStarts();
   }
   void beforeBackward(PlanContext& ctx, bool) override {
     ctx.gradsReady = nullptr;
     hook(ctx);
-    if (leading_ != SIZE_MAX) takeGradients();
+    backwardStarts();
   }
-  void afterBackward(bool last) override {
-    if (leading_ != SIZE_MAX) sendGradients(leading_);
-    takeGradients();  // every one sent retired
-    for (std::size_t i = firstLayer_; i < groups_.size(); ++i) release(i);
-    plan_.waitAll(dp_);
-    if (last && leading_ != SIZE_MAX) release(leading_);
-  }
+  void afterBackward(bool last) override { backwardEnds(last); }
   void globalSumOfSquares() override { plan_.sum(1, dp_); }
   std::uint64_t updateElements() const override {
     std::uint64_t n = 0;
@@ -49,75 +30,42 @@ class Zero3Plan final : public SyncPlan {
   }
 
  private:
-  struct Group {
-    std::size_t chunk, owned;  // elements per rank; of this rank's chunk, the parameters' (not padding)
-    bool gathered = false;
-    int gatherOp = -1, op = -1;
-  };
-  void startGather(std::size_t i) {
-    Group& g = groups_[i];
-    if (g.gathered) return;
-    g.gathered = true;
-    g.gatherOp = plan_.issue(collectives::all_gather(), g.chunk, sizeof(float), dp_);
-  }
-  void gather(std::size_t i) {
-    startGather(i);
-    if (groups_[i].gatherOp < 0) return;
-    plan_.wait(groups_[i].gatherOp);
-    groups_[i].gatherOp = -1;
-  }
-  void prefetch(std::size_t from, bool forward) {
-    std::size_t i = from;
-    for (int k = 0; k < prefetch_; ++k) {
-      if (forward ? i + 1 >= groups_.size() : i <= firstLayer_) break;
-      i = forward ? i + 1 : i - 1;
-      startGather(i);
+  // dp by reference: the public constructor reads its size for the groups in the same call.
+  Zero3Plan(const Zero3Groups& groups, const LayoutOptions& layout, int replica, StepPlan& plan, PlanGroup&& dp)
+      : Zero3Order(groups.layouts.size(), groups.leading, layout.prefetch),
+        plan_(plan),
+        dp_(std::move(dp)),
+        groupOf_(groups.ofLayer) {
+    for (const auto& buckets : groups.layouts) {
+      const Bucket& b = buckets->all().front();
+      groups_.push_back({b.chunk, coveredBy(b, replica)});
     }
   }
-  void release(std::size_t i) {
-    if (!groups_[i].gathered) return;
-    gather(i);
-    groups_[i].gathered = false;
+  struct Group {
+    std::size_t chunk, owned;  // elements per rank; of this rank's chunk, the parameters' (not padding)
+    int gatherOp = -1, op = -1;
+  };
+  void issueGather(std::size_t g) override {
+    groups_[g].gatherOp = plan_.issue(collectives::all_gather(), groups_[g].chunk, sizeof(float), dp_);
   }
-  void takeGradients() {  // the oldest in flight retired first
-    for (std::size_t i : sent_) plan_.wait(groups_[i].op);
-    sent_.clear();
+  void waitGather(std::size_t g) override { plan_.wait(groups_[g].gatherOp); }
+  void dropGathered(std::size_t) override {}
+  void issueGradients(std::size_t g) override {
+    groups_[g].op = plan_.issue(collectives::reduce_scatter(), groups_[g].chunk, sizeof(float), dp_);
   }
-  void sendGradients(std::size_t i) {
-    groups_[i].op = plan_.issue(collectives::reduce_scatter(), groups_[i].chunk, sizeof(float), dp_);
-    sent_.push_back(i);
+  void retireGradients(std::size_t g) override { plan_.wait(groups_[g].op); }
+  void waitAll() override { plan_.waitAll(dp_); }
+  void hook(PlanContext& ctx) {
+    ctx.beforeForward = [this](std::size_t l) { layerForwardStarts(groupOf_[l]); };
+    ctx.afterForward = [this](std::size_t l) { layerForwardEnds(groupOf_[l]); };
+    ctx.beforeBackward = [this](std::size_t l) { layerBackwardStarts(groupOf_[l]); };
+    ctx.afterBackward = [this](std::size_t l) { layerBackwardEnds(groupOf_[l]); };
   }
-  void hook(PlanContext& ctx);
   StepPlan& plan_;
   PlanGroup dp_;
-  int prefetch_;
   std::vector<Group> groups_;
-  std::vector<std::size_t> groupOf_;  // per layer of the part: its group, SIZE_MAX for none
-  std::size_t leading_ = SIZE_MAX, firstLayer_ = 0;
-  std::vector<std::size_t> sent_;
+  std::vector<std::size_t> groupOf_;  // per layer of the part: its group, kNone (SIZE_MAX) for none
 };
-
-void Zero3Plan::hook(PlanContext& ctx) {
-  ctx.beforeForward = [this](std::size_t l) {
-    if (groupOf_[l] == SIZE_MAX) return;
-    gather(groupOf_[l]);
-    prefetch(groupOf_[l], true);
-  };
-  ctx.afterForward = [this](std::size_t l) {
-    if (groupOf_[l] != SIZE_MAX && groupOf_[l] + 1 != groups_.size()) release(groupOf_[l]);  // the last stays
-  };
-  ctx.beforeBackward = [this](std::size_t l) {
-    if (groupOf_[l] == SIZE_MAX) return;
-    takeGradients();
-    gather(groupOf_[l]);
-    prefetch(groupOf_[l], false);
-  };
-  ctx.afterBackward = [this](std::size_t l) {
-    if (groupOf_[l] == SIZE_MAX) return;
-    sendGradients(groupOf_[l]);
-    release(groupOf_[l]);
-  };
-}
 
 }  // namespace
 
