@@ -5,9 +5,12 @@ a cycle; prints each finding as PATH: WHAT (for a header that does not compile, 
     scripts/check-headers.py [--build DIR] [--all] [HEADER...]   (default: every header; DIR: $TS_BUILD or build)
 
 A header compiles alone when a file holding only `#include "it"` compiles with the flags of a source of this build
-that includes it: the defines and include folders of the target it belongs to (DIR/compile_commands.json). Most need
-no compile of their own: the build already compiled foo.h alone when foo.cpp includes it first (the project's rule),
-so only the others are compiled (48 of 214 headers: about a minute of CPU; --all compiles every one). A header that
+that includes it: the defines and include folders of the target it belongs to (DIR/compile_commands.json; in a
+unity build, where each command compiles a batch of CMake's that #includes several sources, the batch's flags serve
+each of its sources). Most need no compile of their own: the build already compiled foo.h alone when foo.cpp includes
+it first (the project's rule) and foo.cpp was compiled alone or first of its unity batch (a later source of a batch
+comes after what the ones before it included), so only the others are compiled (per-file: 48 of 214 headers, about a
+minute of CPU; unity: UNITY_FIGURE; --all compiles every one). A header that
 no source of this build includes (the CUDA ones in a build without CUDA, fuzz/'s outside the fuzz build) is not
 compiled, and the summary counts it. Each compile runs under ccache when there is one, so a second run compiles only
 what changed. The cycles come from the tree's `#include "..."` lines alone, with no compiler. Run by scripts/test.sh
@@ -99,17 +102,42 @@ def cycles(graph: Dict[Path, List[Path]]) -> List[List[Path]]:
     return found
 
 
-def compile_flags(build: Path) -> Dict[Path, Tuple[List[str], str]]:
+UNITY_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"\s*$', re.M)
+COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+Flags = Dict[Path, Tuple[List[str], str]]
+
+
+def unity_batch(unit: Path) -> Optional[List[Path]]:
+    """The sources a unity batch of CMake (DIR/.../Unity/unity_N_cxx.cxx) includes, in its order; None for a file
+    that is not one. Its first source is compiled as if alone only when the batch holds nothing before it: a later
+    one's first include comes after everything the sources before it included."""
+    if unit.parent.name != "Unity" or not unit.name.startswith("unity_"):
+        return None
+    if not unit.is_file():
+        sys.exit(f"check-headers: {unit} is missing: configure the build again (scripts/setup.sh)")
+    text = unit.read_text(errors="replace")
+    return [(unit.parent / name).resolve() for name in UNITY_INCLUDE.findall(text)]
+
+
+def first_in_batch(unit: Path) -> bool:
+    """Whether the batch's first line of code (past CMake's comment) is the #include of its first source."""
+    code = [line for line in COMMENT.sub("", unit.read_text(errors="replace")).splitlines() if line.strip()]
+    return bool(code) and UNITY_INCLUDE.match(code[0]) is not None
+
+
+def compile_flags(build: Path) -> Tuple[Flags, Set[Path]]:
     """Each source of the build (relative to the root): its compile command without its source, output and
-    dependency-file arguments, and its directory."""
+    dependency-file arguments, and its directory; a source in a unity batch has the batch's command. And the sources
+    the build compiled alone or first of their batch (their first include was compiled alone)."""
     db = build / "compile_commands.json"
     if not db.is_file():
         sys.exit(f"check-headers: {db} is missing: configure the build first (scripts/setup.sh)")
-    flags = {}
+    flags: Flags = {}
+    leading: Set[Path] = set()
     for entry in json.loads(db.read_text()):
-        source = Path(entry["file"]).resolve()
-        if ROOT not in source.parents:
-            continue
+        unit = (Path(entry["directory"]) / entry["file"]).resolve()
+        batch = unity_batch(unit)
+        sources = [unit] if batch is None else batch
         args = shlex.split(entry["command"]) if "command" in entry else list(entry["arguments"])
         kept: List[str] = []
         skip = False
@@ -118,10 +146,15 @@ def compile_flags(build: Path) -> Dict[Path, Tuple[List[str], str]]:
                 skip = False
             elif a in ("-o", "-c", "-MT", "-MF", "-MQ"):
                 skip = True
-            elif a not in ("-MD", "-MMD") and Path(a).resolve() != source:
+            elif a not in ("-MD", "-MMD") and Path(a).resolve() != unit:
                 kept.append(a)
-        flags[source.relative_to(ROOT)] = (kept, entry["directory"])
-    return flags
+        for i, source in enumerate(sources):
+            if ROOT not in source.parents:
+                continue
+            flags[source.relative_to(ROOT)] = (kept, entry["directory"])
+            if i == 0 and (batch is None or first_in_batch(unit)):
+                leading.add(source.relative_to(ROOT))
+    return flags, leading
 
 
 def reach(graph: Dict[Path, List[Path]], start: Path) -> Set[Path]:
@@ -135,7 +168,7 @@ def reach(graph: Dict[Path, List[Path]], start: Path) -> Set[Path]:
     return seen
 
 
-def source_for(headers: List[Path], graph: Dict[Path, List[Path]], flags: Dict[Path, Tuple[List[str], str]]) -> Dict[Path, Path]:
+def source_for(headers: List[Path], graph: Dict[Path, List[Path]], flags: Flags) -> Dict[Path, Path]:
     """For each header, a source of the build that includes it (directly or not); a C++ one before a CUDA one."""
     chosen: Dict[Path, Path] = {}
     wanted = set(headers)
@@ -145,18 +178,18 @@ def source_for(headers: List[Path], graph: Dict[Path, List[Path]], flags: Dict[P
     return chosen
 
 
-def proven_by_build(header: Path, flags: Dict[Path, Tuple[List[str], str]]) -> bool:
-    """Whether the build compiled `header` alone already: a source of it (foo.cpp for foo.h) includes it first."""
+def own_source_first(header: Path, flags: Flags) -> Optional[Path]:
+    """The source of `header` in this build (foo.cpp for foo.h) when it includes it first (the project's rule)."""
     for suffix in SOURCE_SUFFIXES:
         source = header.with_suffix(suffix)
         if source in flags:
             first = FIRST_INCLUDE.search((ROOT / source).read_text(errors="replace"))
             if first and Path(first.group(1)) == header:
-                return True
-    return False
+                return source
+    return None
 
 
-def check_alone(header: Path, source: Path, flags: Dict[Path, Tuple[List[str], str]], out: Path,
+def check_alone(header: Path, source: Path, flags: Flags, out: Path,
                 launcher: List[str]) -> Optional[str]:
     """None when `header` compiles alone with the flags of `source`; else what the compiler said, shortened."""
     args, directory = flags[source]
@@ -203,9 +236,10 @@ def main() -> int:
             print(f"{header}: no #pragma once: included twice, it is compiled twice")
             failed += 1
 
-    flags = compile_flags(opts.build.resolve())
+    flags, leading = compile_flags(opts.build.resolve())
     chosen = source_for(headers, graph, flags)
-    proven = set() if opts.all else {h for h in headers if proven_by_build(h, flags)}
+    firsts = {} if opts.all else {h: s for h in headers if (s := own_source_first(h, flags)) is not None}
+    proven = {h for h, source in firsts.items() if source in leading}
     todo = [h for h in headers if h in chosen and h not in proven]
     launcher = ["ccache"] if shutil.which("ccache") else []
     out = opts.build.resolve() / "header-check"
@@ -216,8 +250,11 @@ def main() -> int:
             print(f"{header}: does not compile alone (with the flags of {chosen[header]}):\n{error}")
             failed += 1
     skipped = [h for h in headers if h not in chosen and h not in proven]
+    batched = len(firsts) - len(proven)
     print(f"check-headers: {len(headers)} headers: {len(proven)} compiled alone by the build (their source includes them "
-          f"first), {len(results)} compiled alone here, {len(skipped)} not compiled in this build "
+          f"first, alone or first of its unity batch), {len(results)} compiled alone here"
+          f"{f' ({batched} of them first in a source later in a unity batch)' if batched else ''}, "
+          f"{len(skipped)} not compiled in this build "
           f"({', '.join(sorted({str(h.parent) for h in skipped})) or 'none'}); {failed} problem(s)", file=sys.stderr)
     return 1 if failed else 0
 

@@ -18,6 +18,7 @@ BUILD = ROOT / "build"
 # Sources of the targets only scripts/test.sh needs: the unit, MPI, GPU and fake-GPU tests, the micro-benchmarks,
 # the hand-timed MPI reference loop, the fuzz targets.
 TEST_ONLY_SOURCES = re.compile(r"/(tests|fuzz)/|/bench/(micro|reference)/")
+UNITY_INCLUDE = re.compile(r'^#include "(.+)"$', re.M)  # a line of a unity batch (CMake's Unity/unity_N_cxx.cxx)
 
 
 def without_root_allowance() -> dict[str, str]:
@@ -60,11 +61,13 @@ def test_run_build_compiles_no_test_or_benchmark_source(dry_run):
     assert all(re.search(rf"^{re.escape(t)}: ", known, re.M) for t in targets), targets
 
     def compiled(*names):
+        """The sources the targets compile: in a unity build (scripts/setup.sh's default) those of each batch."""
         out = subprocess.run(["ninja", "-C", BUILD, "-t", "commands", *names], capture_output=True, text=True, check=True).stdout
-        return [line for line in out.splitlines() if " -c " in line]
+        units = [BUILD / shlex.split(line.split(" -c ")[-1])[0] for line in out.splitlines() if " -c " in line]
+        return [str(s) for u in units for s in (UNITY_INCLUDE.findall(u.read_text()) if u.parent.name == "Unity" else [u])]
 
-    theirs = [c for c in compiled() if TEST_ONLY_SOURCES.search(c.split(" -c ")[-1])]
-    ours = [c for c in compiled(*targets) if TEST_ONLY_SOURCES.search(c.split(" -c ")[-1])]
+    theirs = [s for s in compiled() if TEST_ONLY_SOURCES.search(s)]
+    ours = [s for s in compiled(*targets) if TEST_ONLY_SOURCES.search(s)]
     assert theirs, "the whole build compiles no test source: the pattern is stale"
     assert not ours, "\n".join(ours)
 
@@ -81,6 +84,31 @@ def test_the_mpirun_commands_run_suggests_work_as_printed(dry_run):
         r = subprocess.run([*launcher, "-np", "1", "true"], capture_output=True, text=True, timeout=60,
                            env=without_root_allowance())
         assert r.returncode == 0, f"{' '.join(launcher)}: {r.stderr[-500:]}"
+
+
+def dry_setup(build: Path, cmake_args: str = "") -> str:
+    """What scripts/setup.sh would configure for the build folder `build`, with TRAINSCOPE_CMAKE_ARGS."""
+    env = {**os.environ, "TS_BUILD": str(build), "TS_DRY_RUN": "1", "TRAINSCOPE_CMAKE_ARGS": cmake_args}
+    r = subprocess.run([SCRIPTS / "setup.sh"], capture_output=True, text=True, timeout=60, env=env, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    line = re.search(r"would configure: (.+)$", r.stderr, re.M)
+    assert line, r.stderr
+    return line.group(1)
+
+
+def unity_of(configure: str) -> str | None:
+    """The value the configure command gives CMAKE_UNITY_BUILD (the last -D of it wins), None when none."""
+    values = re.findall(r"-DCMAKE_UNITY_BUILD(?::BOOL)?=(\S+)", configure)
+    return values[-1] if values else None
+
+
+def test_setup_configures_a_fresh_build_folder_as_a_unity_build_and_leaves_an_existing_one_as_it_is(tmp_path):
+    assert unity_of(dry_setup(tmp_path / "fresh")) == "ON"
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "CMakeCache.txt").write_text("CMAKE_BUILD_TYPE:STRING=Release\n")  # a per-file build's cache
+    assert unity_of(dry_setup(tmp_path / "old")) is None
+    assert unity_of(dry_setup(tmp_path / "fresh", "-DCMAKE_UNITY_BUILD=OFF")) == "OFF"  # the user's choice wins
+    assert unity_of(dry_setup(tmp_path / "old", "-DCMAKE_UNITY_BUILD=ON")) == "ON"
 
 
 def installed_by(script: Path) -> list[str]:
