@@ -20,12 +20,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pytorch_mirror import GPT_PRESETS as PRESETS, build_gpt  # noqa: E402  (layers, hidden, heads, seq_len, vocab)
+from pytorch_mirror import GPT_PRESETS as PRESETS, MOE_PRESETS, build_gpt  # noqa: E402  (layers, hidden, heads, seq_len, vocab)
 
 
 def time_pytorch(torch, args, compiled):
     L, C, NH, T, V = PRESETS[args.preset]
-    model = build_gpt(torch, L, C, NH, T, V).cuda()
+    model = build_gpt(torch, L, C, NH, T, V, *MOE_PRESETS.get(args.preset, ())).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, fused=True)
     step_fn = torch.compile(model) if compiled else model
     idx = torch.randint(0, V, (args.batch, T), device="cuda")

@@ -10,6 +10,11 @@ Same architectures, sizes, parameter names and initial distributions as trainsco
   training, running_var unbiased), global average pooling, a Linear head (workloads/models/cnn.cpp).
 - transformer: GPT-2 style, pre-layernorm blocks (h.<i>.ln_1, .attn.qkv, .attn.proj, .ln_2, .mlp.fc, .mlp.proj),
   causal softmax attention, tanh-GELU, ln_f and an untied lm_head without bias (workloads/models/transformer.cpp).
+  With experts (the moe-* presets), each block's MLP is a mixture of experts (h.<i>.moe.router, .moe.experts.<e>.fc,
+  .proj; workloads/layers/moe.h): softmax router, top-k (ties: the lower index), gates renormalised for k = 2,
+  capacity ceil(factor N k / E) first come first served (first choices before second ones), and the load-balancing
+  loss coef E sum_e f_e P_e added to the objective; the model's `lm_loss` keeps the cross-entropy alone (trainscope's
+  reported loss).
 
 The loss is the mean cross-entropy (over samples, or over every position for the transformer). The optimizer
 mirror (make_optimizer) applies weight decay to weights only (tensors of 2 or more dimensions), never to
@@ -40,7 +45,11 @@ GPT_PRESETS = {  # layers, hidden, heads, seq_len, vocab
     "small": (6, 384, 6, 256, 256),
     "gpt2": (12, 768, 12, 1024, 50304),
     "gpt2-medium": (24, 1024, 16, 1024, 50304),
+    "moe-tiny": (2, 64, 4, 32, 256),
+    "moe-small": (6, 384, 6, 256, 256),
 }
+MOE_PRESETS = {"moe-tiny": (4, 2), "moe-small": (8, 2)}  # experts, top_k
+MOE_DEFAULTS = {"capacity_factor": 1.25, "aux_loss_coef": 0.01}  # --capacity-factor, --aux-loss-coef
 PRESETS = {"mlp": MLP_PRESETS, "cnn": CNN_PRESETS, "transformer": GPT_PRESETS}
 # trainscope's synthetic data (workloads/trainer.cpp, workloads/data/data_source.h): what the classifiers see.
 MLP_INPUT, CNN_INPUT, CLASSES = (784,), (3, 32, 32), 10
@@ -118,7 +127,8 @@ def build_cnn(torch, widths, blocks, stem="cifar", classes=CLASSES, channels=CNN
     return ResNet()
 
 
-def build_gpt(torch, layers, hidden, heads, seq_len, vocab):
+def build_gpt(torch, layers, hidden, heads, seq_len, vocab, experts=0, top_k=1,
+              capacity_factor=MOE_DEFAULTS["capacity_factor"], aux_loss_coef=MOE_DEFAULTS["aux_loss_coef"]):
     nn = torch.nn
     F = nn.functional
     C, NH, D = hidden, heads, hidden // heads
@@ -151,14 +161,47 @@ def build_gpt(torch, layers, hidden, heads, seq_len, vocab):
         def forward(self, x):
             return self.proj(F.gelu(self.fc(x), approximate="tanh"))
 
+    class Moe(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.router = linear(C, experts, 0.02, bias=False)
+            self.experts = nn.ModuleList(Mlp() for _ in range(experts))
+            self.aux = None
+
+        def forward(self, x):
+            shape, x = x.shape, x.reshape(-1, C)
+            N, E, k = x.shape[0], experts, top_k
+            probs = self.router(x).softmax(-1)
+            chosen = torch.sort(probs, dim=-1, descending=True, stable=True).indices[:, :k]  # ties: the lower index
+            p = probs.gather(1, chosen)
+            gate = p if k == 1 else p / p.sum(-1, keepdim=True)
+            capacity = N if capacity_factor <= 0 else min(N, math.ceil(capacity_factor * N * k / E))
+            order = chosen.t().reshape(-1)  # every first choice in token order, then the second choices
+            onehot = F.one_hot(order, E)
+            taken = ((onehot.cumsum(0) - 1) * onehot).sum(-1)
+            kept = (taken < capacity).reshape(k, N).t()
+            y = torch.zeros_like(x)
+            for e, expert in enumerate(self.experts):
+                for j in range(k):
+                    rows = (chosen[:, j] == e) & kept[:, j]
+                    if rows.any():
+                        y = y.index_add(0, rows.nonzero().squeeze(1), gate[rows, j:j + 1] * expert(x[rows]))
+            f = onehot.sum(0).to(probs.dtype) / (N * k)  # counts: not differentiated
+            self.aux = aux_loss_coef * E * (f * probs.mean(0)).sum()
+            return y.reshape(shape)
+
     class Block(nn.Module):
         def __init__(self):
             super().__init__()
-            self.ln_1, self.attn, self.ln_2, self.mlp = nn.LayerNorm(C), Attention(), nn.LayerNorm(C), Mlp()
+            self.ln_1, self.attn, self.ln_2 = nn.LayerNorm(C), Attention(), nn.LayerNorm(C)
+            if experts:
+                self.moe = Moe()
+            else:
+                self.mlp = Mlp()
 
         def forward(self, x, mask):
             x = x + self.attn(self.ln_1(x), mask)
-            return x + self.mlp(self.ln_2(x))
+            return x + (self.moe if experts else self.mlp)(self.ln_2(x))
 
     class Gpt(nn.Module):
         def __init__(self):
@@ -179,7 +222,8 @@ def build_gpt(torch, layers, hidden, heads, seq_len, vocab):
             for b in self.h:
                 x = b(x, self.mask)
             logits = self.lm_head(self.ln_f(x))
-            return F.cross_entropy(logits.float().view(-1, vocab), targets.view(-1))
+            self.lm_loss = F.cross_entropy(logits.float().view(-1, vocab), targets.view(-1))
+            return self.lm_loss + sum(b.moe.aux for b in self.h) if experts else self.lm_loss
 
     return Gpt()
 
@@ -191,7 +235,7 @@ def build(torch, model, preset):
     if model == "cnn":
         return build_cnn(torch, *CNN_PRESETS[preset])
     if model == "transformer":
-        return build_gpt(torch, *GPT_PRESETS[preset])
+        return build_gpt(torch, *GPT_PRESETS[preset], *MOE_PRESETS.get(preset, ()))
     raise ValueError(f"unknown model '{model}' (mlp, cnn, transformer)")
 
 

@@ -330,4 +330,33 @@ void rowsFromHeads([[maybe_unused]] Device& d, float* rows, const float* heads, 
 void roundToBFloat16([[maybe_unused]] Device& d, float* x, std::size_t n) { TS_OP(d, roundToBFloat16, x, n); }
 void roundToHalf([[maybe_unused]] Device& d, float* x, std::size_t n) { TS_OP(d, roundToHalf, x, n); }
 
+void moeTopK([[maybe_unused]] Device& d, int* expert, float* gate, const float* probs, std::size_t N, std::size_t E,
+             std::size_t k) {
+  TS_OP(d, moeTopK, expert, gate, probs, N, E, k);
+}
+void moeAssign([[maybe_unused]] Device& d, int* slot, int* routed, const int* expert, std::size_t N, std::size_t k, std::size_t E,
+               std::size_t capacity) {
+  TS_OP(d, moeAssign, slot, routed, expert, N, k, E, capacity);
+}
+void moeDispatch([[maybe_unused]] Device& d, float* buf, const float* x, const int* slot, std::size_t N, std::size_t k,
+                 std::size_t C) {
+  TS_OP(d, moeDispatch, buf, x, slot, N, k, C);
+}
+void moeDispatchBackward([[maybe_unused]] Device& d, float* dx, const float* dbuf, const int* slot, std::size_t N, std::size_t k,
+                         std::size_t C) {
+  TS_OP(d, moeDispatchBackward, dx, dbuf, slot, N, k, C);
+}
+void moeCombine([[maybe_unused]] Device& d, float* y, const float* out, const float* gate, const int* slot, std::size_t N,
+                std::size_t k, std::size_t C) {
+  TS_OP(d, moeCombine, y, out, gate, slot, N, k, C);
+}
+void moeCombineBackward([[maybe_unused]] Device& d, float* dout, float* dgate, const float* dy, const float* out,
+                        const float* gate, const int* slot, std::size_t N, std::size_t k, std::size_t C) {
+  TS_OP(d, moeCombineBackward, dout, dgate, dy, out, gate, slot, N, k, C);
+}
+void moeGateBackward([[maybe_unused]] Device& d, float* dprobs, const float* dgate, const float* probs, const int* expert,
+                     const float* auxGrad, std::size_t N, std::size_t E, std::size_t k) {
+  TS_OP(d, moeGateBackward, dprobs, dgate, probs, expert, auxGrad, N, E, k);
+}
+
 }  // namespace ts::wl::ops

@@ -93,6 +93,18 @@ void lambApply(Device& d, float* params, const float* m, const float* v, std::si
                float eps, float weightDecay, int t, double trust);
 void headsFromRows(Device& d, float* heads, const float* rows, int B, int T, int NH, int D, int col0, int W);
 void rowsFromHeads(Device& d, float* rows, const float* heads, int B, int T, int NH, int D, int col0, int W);
+// Mixture-of-experts routing (cpu_ops.h says what each computes; kernels/cpu/moe_routing.cpp, kernels/cuda/moe_routing.cu).
+void moeTopK(Device& d, int* expert, float* gate, const float* probs, std::size_t N, std::size_t E, std::size_t k);
+void moeAssign(Device& d, int* slot, int* routed, const int* expert, std::size_t N, std::size_t k, std::size_t E,
+               std::size_t capacity);
+void moeDispatch(Device& d, float* buf, const float* x, const int* slot, std::size_t N, std::size_t k, std::size_t C);
+void moeDispatchBackward(Device& d, float* dx, const float* dbuf, const int* slot, std::size_t N, std::size_t k, std::size_t C);
+void moeCombine(Device& d, float* y, const float* out, const float* gate, const int* slot, std::size_t N, std::size_t k,
+                std::size_t C);
+void moeCombineBackward(Device& d, float* dout, float* dgate, const float* dy, const float* out, const float* gate,
+                        const int* slot, std::size_t N, std::size_t k, std::size_t C);
+void moeGateBackward(Device& d, float* dprobs, const float* dgate, const float* probs, const int* expert, const float* auxGrad,
+                     std::size_t N, std::size_t E, std::size_t k);
 void roundToBFloat16(Device& d, float* x, std::size_t n);
 void roundToHalf(Device& d, float* x, std::size_t n);
 

@@ -45,13 +45,13 @@ bool faultTakes(Fault::Kind kind, FaultKey key) {
       return true;
     case FaultKey::kOp:
     case FaultKey::kBytes:
-      return kind != Fault::Kind::kCeiling;  // ceilings are measured outside any collective
+      return kind != Fault::Kind::kCeiling && kind != Fault::Kind::kRouter;  // both act outside any collective
     case FaultKey::kMs:
       return kind == Fault::Kind::kDelay;
     case FaultKey::kStep:
       return probe.inOperation();  // a training step's start is where it acts
     case FaultKey::kScale:
-      return kind == Fault::Kind::kCeiling;
+      return kind == Fault::Kind::kCeiling || kind == Fault::Kind::kRouter;
   }
   return false;
 }
@@ -134,12 +134,17 @@ void injectInOperation(const Fault& f) {
       break;
     case Fault::Kind::kCorrupt:
     case Fault::Kind::kCeiling:
+    case Fault::Kind::kRouter:
       break;
   }
 }
 
 double plantedCeilingScale(const std::optional<Fault>& f, int rank) {
   return f && f->kind == Fault::Kind::kCeiling && f->rank == rank ? f->scale : 1.0;
+}
+
+double plantedRouterSkew(const std::optional<Fault>& f, int rank) {
+  return f && f->kind == Fault::Kind::kRouter && f->rank == rank ? f->scale : 0.0;
 }
 
 }  // namespace ts

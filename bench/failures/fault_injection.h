@@ -27,13 +27,13 @@
 namespace ts {
 
 struct Fault {
-  enum class Kind { kCorrupt, kHang, kFreeze, kDie, kDelay, kCeiling } kind = Kind::kCorrupt;
+  enum class Kind { kCorrupt, kHang, kFreeze, kDie, kDelay, kCeiling, kRouter } kind = Kind::kCorrupt;
   int rank = 0;
   std::string op;         // "" = any
   std::size_t bytes = 0;  // 0 = any
   int delayMs = 10;
   long long step = -1;  // train: the step it fires at (-1: not a training fault)
-  double scale = 0.01;  // ceiling: the factor on each measured ceiling
+  double scale = 0.01;  // ceiling: the factor on each measured ceiling; router: the logit step
 
   // The faults that act inside a timed operation (injectInOperation); corrupt acts on the output, ceiling
   // on the ceilings.
@@ -48,7 +48,8 @@ template <>
 struct EnumNames<Fault::Kind> {
   static constexpr std::pair<std::string_view, Fault::Kind> kNames[] = {
       {"corrupt", Fault::Kind::kCorrupt}, {"hang", Fault::Kind::kHang},   {"freeze", Fault::Kind::kFreeze},
-      {"die", Fault::Kind::kDie},         {"delay", Fault::Kind::kDelay}, {"ceiling", Fault::Kind::kCeiling}};
+      {"die", Fault::Kind::kDie},         {"delay", Fault::Kind::kDelay}, {"ceiling", Fault::Kind::kCeiling},
+      {"router", Fault::Kind::kRouter}};
 };
 
 // The settings after the kind (`:rank=1:ms=20`), each setting the Fault field of its name.
@@ -72,5 +73,7 @@ void injectInOperation(const Fault& f);
 
 // The factor a planted `ceiling` fault puts on the ceilings process `rank` measures (1: none).
 double plantedCeilingScale(const std::optional<Fault>& f, int rank);
+// The logit step a planted `router` fault gives process `rank`'s MoE routers (0: none).
+double plantedRouterSkew(const std::optional<Fault>& f, int rank);
 
 }  // namespace ts

@@ -23,12 +23,21 @@ constexpr const char* kMlperfLog = "what the MLPerf log says of the run";
 void addModelOptions(OptionTable<TrainRunOptions>& t) {
   onUnknownChoice(t.add("--model", "mlp, cnn or transformer", TS_FIELD(train.model)), unknownChoice<wl::ModelKind>("model"));
   t.add("--preset",
-        "Named size: mlp tiny|small|base; cnn tiny|resnet20|resnet18|resnet34; transformer tiny|small|gpt2|gpt2-medium",
+        "Named size: mlp tiny|small|base; cnn tiny|resnet20|resnet18|resnet34; transformer "
+        "tiny|small|gpt2|gpt2-medium|moe-tiny|moe-small",
         TS_FIELD(train.preset));
   t.add("--set",
         "Override a model field, key=value (depth, width, activation; widths, blocks, stem; layers, hidden, heads, seq_len, "
-        "vocab); in a suite an array, or one string of key=value;key=value",
+        "vocab, experts, top_k); in a suite an array, or one string of key=value;key=value",
         TS_FIELD(train.overrides));
+  t.add("--capacity-factor",
+        "Mixture of experts: each expert takes at most ceil(X tokens k / E) of a micro-batch's assignments, the rest "
+        "dropped (first choices first, in token order); 0 = no limit",
+        TS_FIELD(train.capacityFactor))
+      .range({0, 1e6});
+  t.add("--aux-loss-coef", "Mixture of experts: the load-balancing loss's coefficient (coef E sum_e f_e P_e; 0 = none)",
+        TS_FIELD(train.auxLossCoef))
+      .range({0, 1e6});
   t.add("--steps", "Optimizer steps", TS_FIELD(train.steps)).range({1, kMaxCount});
   t.add("--batch", "Global batch per step (samples, or sequences for the transformer)", TS_FIELD(train.batch))
       .range({1, kMaxCount});

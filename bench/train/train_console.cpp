@@ -147,6 +147,21 @@ void printCheckpoints(const nlohmann::json& c) {
                 rate(c["read_bytes_per_s"]).c_str());
 }
 
+// Each MoE layer's routing over the run (the record's "moe").
+void printMoe(const TrainRecord& r) {
+  for (const wl::MoeLayerStats& l : r.moe) {
+    const wl::MoeStats& st = l.stats;
+    std::string counts;
+    for (std::int64_t c : st.routed) counts += (counts.empty() ? "" : " ") + std::to_string(c);
+    std::printf(
+        "# moe %s: tokens per expert %s; imbalance max/mean %.3f (worst micro-batch %.3f); dropped %lld of %lld "
+        "(%.2f%%); aux loss %.5f\n",
+        l.name.c_str(), counts.c_str(), st.imbalance(), st.worstImbalance, static_cast<long long>(st.dropped),
+        static_cast<long long>(st.assignments), st.assignments > 0 ? 100.0 * double(st.dropped) / double(st.assignments) : 0.0,
+        st.meanAux());
+  }
+}
+
 void printTrainSummary(const TrainRecord& r) {
   if (r.steps.target && !r.steps.target->reached && !r.steps.evals.empty()) {
     const TargetRecord& t = *r.steps.target;
@@ -158,6 +173,7 @@ void printTrainSummary(const TrainRecord& r) {
   }
   if (r.pipeline) printPipeline(*r.pipeline, r.ranks.measuredBubble);
   if (r.checkpoint) printCheckpoints(*r.checkpoint);
+  printMoe(r);
   if (!r.timed()) return;
   printStepTime(r);
   if (r.worldSize > 1 && r.completed()) printCommunication(r);

@@ -169,6 +169,31 @@ void addEvaluation(const TrainRecord& r, nlohmann::json& rec) {
   rec["target"] = target;
 }
 
+// Each MoE layer's routing: tokens per expert (assignments, summed over the run), max/mean, the drops, the aux loss.
+nlohmann::json moeJson(const TrainRecord& r) {
+  const wl::MoeSettings& s = r.moeSettings;
+  nlohmann::json layers = nlohmann::json::array();
+  for (const wl::MoeLayerStats& l : r.moe) {
+    const wl::MoeStats& st = l.stats;
+    layers.push_back({{"layer", l.name},
+                      {"capacity", l.capacity},
+                      {"micro_batches", st.forwards},
+                      {"tokens_per_expert", st.routed},
+                      {"assignments", st.assignments},
+                      {"imbalance", st.imbalance()},
+                      {"worst_micro_batch_imbalance", st.worstImbalance},
+                      {"dropped", st.dropped},
+                      {"dropped_fraction", st.assignments > 0 ? double(st.dropped) / double(st.assignments) : 0.0},
+                      {"aux_loss", st.meanAux()}});
+  }
+  return {{"experts", s.experts},
+          {"top_k", s.topK},
+          {"capacity_factor", s.capacityFactor > 0 ? nlohmann::json(s.capacityFactor) : nlohmann::json()},
+          {"aux_loss_coef", s.auxCoef},
+          {"router_skew", s.routerSkew},
+          {"layers", layers}};
+}
+
 }  // namespace
 
 nlohmann::json toJson(const TrainRecord& r) {
@@ -211,6 +236,7 @@ nlohmann::json toJson(const TrainRecord& r) {
                        {"servers", r.layout.psServers},          {"staleness_mean", r.staleness->mean()},
                        {"staleness_max", r.staleness->max()},    {"staleness_counts", r.staleness->counts},
                        {"bytes_per_step", r.asyncPsBytesPerStep}};
+  if (r.moeSettings.enabled()) rec["moe"] = moeJson(r);
   if (!r.label.empty()) rec["label"] = r.label;
   if (!r.suiteStep.empty()) rec["step"] = r.suiteStep;
   return rec;

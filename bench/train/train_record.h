@@ -109,6 +109,10 @@ struct TrainRecord {
   double tflopsPerDevice = 0;
   nlohmann::json mfu;  // bench/train/train_mfu.h's block
   std::string label, suiteStep;
+  // A mixture-of-experts model: its routing settings, and what each MoE layer process 0 ran counted over every training
+  // micro-batch of the run (warmup included; recomputations and evaluations not): toJson's "moe".
+  wl::MoeSettings moeSettings;
+  std::vector<wl::MoeLayerStats> moe;
 
   bool completed() const { return !steps.error; }
   bool timed() const { return !ranks.stepSeconds.empty(); }

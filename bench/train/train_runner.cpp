@@ -192,6 +192,8 @@ TrainRecord finalRecord(wl::Trainer& trainer, const TrainRunOptions& o, const wl
   }
   if (!o.train.checkpointDir.empty()) rec.checkpoint = trainer.checkpointStats().toJson();
   rec.tflopsPerDevice = perDevice;
+  rec.moeSettings = trainer.model().config().moe;
+  rec.moe = trainer.model().moeStats();
   return rec;
 }
 
@@ -204,11 +206,13 @@ void trainOnMesh(const TrainRunOptions& o, RunContext& ctx, const wl::Mesh& mesh
   activity::set("building the model and loading the data");
   std::unique_ptr<MlperfRunLog> mllog;
   if (leader && !o.mllogPath.empty()) mllog = std::make_unique<MlperfRunLog>(o.mllogPath);
-  const std::unique_ptr<wl::Trainer> built = buildTrainer(o, ctx, mesh);
-  wl::Trainer& trainer = *built;
-  if (leader) printTrainBanner(trainer, o, mesh);
   std::optional<Fault> fault;
   collectively(ctx.boot, [&] { fault = faultFromEnvironment(); });
+  TrainRunOptions hooked = o;  // a planted router fault skews the MoE routers the model is built with
+  hooked.train.routerSkew = plantedRouterSkew(fault, ctx.boot.rank());
+  const std::unique_ptr<wl::Trainer> built = buildTrainer(hooked, ctx, mesh);
+  wl::Trainer& trainer = *built;
+  if (leader) printTrainBanner(trainer, o, mesh);
   const Precision gemmPrecision = trainer.device().cuda() ? o.train.precision : Precision::kFloat32;
   std::optional<CeilingSet> ceilings;
   if (o.ceiling && leader) measureGemmCeiling(ceilings, ctx, trainer, fault, gemmPrecision);

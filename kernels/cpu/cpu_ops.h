@@ -155,6 +155,32 @@ void embeddingBackward(float* dwte, float* dwpe, const float* dout, const int* t
 void crossEntropyForwardBackward(float* losses, float* dlogits, const float* logits, const int* targets, std::size_t N,
                                  std::size_t V, float dloss);
 
+// Mixture-of-experts routing (moe_routing.cpp), over N tokens of C features, E experts, k = 1 or 2 choices a token.
+// An assignment is (token n, choice j), index n k + j. The experts' buffer is [E * capacity, C]: expert e's rows
+// from e * capacity, filled in assignment priority order; slot[a] is assignment a's row there, or -1 (dropped).
+// expert[N k] and gate[N k] from probs[N, E] (a softmax's rows): each token's k most probable experts in
+// descending order (ties: the lower index), gate = the probability (k = 1, Switch) or renormalised over the k
+// (k = 2, Mixtral). Reads N E, writes 2 N k.
+void moeTopK(int* expert, float* gate, const float* probs, std::size_t N, std::size_t E, std::size_t k);
+// slot[N k] and routed[E] (the assignments each expert was chosen for, before dropping): every first choice in
+// token order, then every second choice (GShard's priority), each taking its expert's next row while it has fewer
+// than `capacity`, dropped after.
+void moeAssign(int* slot, int* routed, const int* expert, std::size_t N, std::size_t k, std::size_t E, std::size_t capacity);
+// buf[slot[a]] = x[n] for each kept assignment (the other rows are left as they are). Reads and writes kept C each.
+void moeDispatch(float* buf, const float* x, const int* slot, std::size_t N, std::size_t k, std::size_t C);
+// dx[n] = sum over n's kept assignments of dbuf[slot[a]] (written over; 0 when all were dropped).
+void moeDispatchBackward(float* dx, const float* dbuf, const int* slot, std::size_t N, std::size_t k, std::size_t C);
+// y[n] = sum over n's kept assignments of gate[a] * out[slot[a]] (written over; 0 when all were dropped).
+void moeCombine(float* y, const float* out, const float* gate, const int* slot, std::size_t N, std::size_t k, std::size_t C);
+// dout[slot[a]] = gate[a] dy[n] for each kept assignment (the other rows left as they are), dgate[a] = dy[n] . out[slot[a]]
+// (0 when dropped). The dot products in float64.
+void moeCombineBackward(float* dout, float* dgate, const float* dy, const float* out, const float* gate, const int* slot,
+                        std::size_t N, std::size_t k, std::size_t C);
+// dprobs[N, E] (written over) = the gates' gradient taken back through moeTopK's gates (the choice itself is not
+// differentiated) + auxGrad[e] on every row (the auxiliary loss's d/dprobs, E values; null: none).
+void moeGateBackward(float* dprobs, const float* dgate, const float* probs, const int* expert, const float* auxGrad,
+                     std::size_t N, std::size_t E, std::size_t k);
+
 // Adam's and AdamW's step factors, lr / c1 and 1 / sqrt(c2) with c = 1 - beta^t: float64, rounded to float once
 // (the CPU and CUDA updates take the same ones).
 struct AdamFactors {

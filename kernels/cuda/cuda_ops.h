@@ -111,4 +111,19 @@ void embeddingBackward(float* dwte, float* dwpe, const float* dout, const int* t
 void headsFromRows(float* heads, const float* rows, int B, int T, int NH, int D, int col0, int W, cudaStream_t stream);
 void rowsFromHeads(float* rows, const float* heads, int B, int T, int NH, int D, int col0, int W, cudaStream_t stream);
 
+// ---- moe_routing.cu (CPU-exact: the routing decisions and gates are the CPU's; no atomics) ----------------
+
+void moeTopK(int* expert, float* gate, const float* probs, std::size_t N, std::size_t E, std::size_t k, cudaStream_t stream);
+void moeAssign(int* slot, int* routed, const int* expert, std::size_t N, std::size_t k, std::size_t E, std::size_t capacity,
+               cudaStream_t stream);
+void moeDispatch(float* buf, const float* x, const int* slot, std::size_t N, std::size_t k, std::size_t C, cudaStream_t stream);
+void moeDispatchBackward(float* dx, const float* dbuf, const int* slot, std::size_t N, std::size_t k, std::size_t C,
+                         cudaStream_t stream);
+void moeCombine(float* y, const float* out, const float* gate, const int* slot, std::size_t N, std::size_t k, std::size_t C,
+                cudaStream_t stream);
+void moeCombineBackward(float* dout, float* dgate, const float* dy, const float* out, const float* gate, const int* slot,
+                        std::size_t N, std::size_t k, std::size_t C, cudaStream_t stream);
+void moeGateBackward(float* dprobs, const float* dgate, const float* probs, const int* expert, const float* auxGrad,
+                     std::size_t N, std::size_t E, std::size_t k, cudaStream_t stream);
+
 }  // namespace ts::cuda

@@ -27,6 +27,7 @@ struct Case {
   std::int64_t batch;
   Precision precision;
   double tolerance;  // relative, per step
+  const char* preset = "tiny";
 };
 
 class CudaTraining : public ::testing::TestWithParam<Case> {};
@@ -36,7 +37,7 @@ TEST_P(CudaTraining, LossTrajectoryMatchesTheCpu) {
   const Case c = GetParam();
   TrainOptions o;
   o.model = c.model;
-  o.preset = "tiny";
+  o.preset = c.preset;
   o.steps = 6;
   o.batch = c.batch;
   o.precision = c.precision;
@@ -52,9 +53,14 @@ INSTANTIATE_TEST_SUITE_P(EveryModel, CudaTraining,
                                            Case{ModelKind::kCnn, 8, Precision::kFloat32, 1e-3},
                                            Case{ModelKind::kTransformer, 4, Precision::kFloat32, 1e-4},
                                            Case{ModelKind::kTransformer, 4, Precision::kBFloat16, 2e-2},
-                                           Case{ModelKind::kMlp, 32, Precision::kFloat16, 5e-3}),
+                                           Case{ModelKind::kMlp, 32, Precision::kFloat16, 5e-3},
+                                           // The MoE routing kernels: the same experts chosen and dropped as on the CPU.
+                                           Case{ModelKind::kTransformer, 4, Precision::kFloat32, 1e-4, "moe-tiny"}),
                          [](const auto& info) {
-                           return std::string(nameOf(info.param.model)) + "_" + std::string(nameOf(info.param.precision));
+                           std::string name =
+                               std::string(nameOf(info.param.model)) + "_" + std::string(nameOf(info.param.precision));
+                           if (std::string(info.param.preset) != "tiny") name += "_moe";
+                           return name;
                          });
 
 TEST(CudaTrainingErrors, AMissingGpuIsOneClearError) {

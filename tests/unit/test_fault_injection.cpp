@@ -60,7 +60,7 @@ std::string faultError(const std::string& spec) {
 // An unknown kind or key is one line naming the declared ones (Fault::Kind's and FaultKey's names).
 TEST(FaultInjection, AnUnknownKindOrKeyNamesTheKnownOnes) {
   EXPECT_EQ(faultError("explode:rank=0"),
-            "TRAINSCOPE_FAULT: unknown fault 'explode' (one of corrupt, hang, freeze, die, delay or ceiling)");
+            "TRAINSCOPE_FAULT: unknown fault 'explode' (one of corrupt, hang, freeze, die, delay, ceiling or router)");
   EXPECT_EQ(faultError("hang:rank=0:colour=red"),
             "TRAINSCOPE_FAULT: unknown key 'colour' (one of rank, op, bytes, ms, step or scale)");
 }

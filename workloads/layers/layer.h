@@ -95,6 +95,9 @@ struct StepContext {
   // The micro-batch being run: its training step and its first row's place in the run's sample order
   // (data::Batch::firstPosition), which key dropout's masks (cpu::DropoutKeys).
   std::int64_t step = 0, firstSample = 0;
+  // The factor on the loss whose gradient this backward carries (Model::backward's `scale`: 1 / micro-batches, a
+  // loss scale): a layer that adds a loss of its own (the MoE's auxiliary loss) scales that loss's gradient by it.
+  float lossScale = 1;
 };
 
 // Which part of a layer's weights this rank holds (Megatron's tensor parallelism). A column-parallel

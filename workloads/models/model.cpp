@@ -33,6 +33,10 @@ nlohmann::json ModelConfig::toJson() const {
       j["heads"] = heads;
       j["seq_len"] = seqLen;
       j["vocab"] = vocab;
+      if (moe.enabled()) {
+        j["experts"] = moe.experts;
+        j["top_k"] = moe.topK;
+      }
       break;
   }
   return j;
@@ -104,6 +108,7 @@ double Model::forward(const data::Batch& batch, StepContext& ctx) {
 }
 
 void Model::backward(float scale, StepContext& ctx) {
+  ctx.lossScale = scale;
   embedBackward(backwardLayers(lossBackward(scale), ctx, 0, layers_.size()), ctx);
 }
 

@@ -20,6 +20,7 @@
 #include "workloads/layers/activation.h"
 #include "workloads/layers/cross_entropy.h"
 #include "workloads/layers/layer.h"
+#include "workloads/layers/moe.h"
 #include "workloads/layers/recompute.h"
 
 namespace ts::wl {
@@ -85,6 +86,10 @@ struct ModelConfig {
   ImageLayoutChoice layout = ImageLayoutChoice::kAuto;
   // transformer
   std::int64_t layers = 0, hidden = 0, heads = 0, seqLen = 0, vocab = 0;
+  // A mixture of experts in every block's MLP (layers/moe.h; experts 0: dense). experts and top_k are the model's
+  // (presets, --set); the capacity factor, the auxiliary loss's coefficient and the test hook's skew are training
+  // options (--capacity-factor, --aux-loss-coef, TRAINSCOPE_FAULT=router), not part of the model's identity.
+  MoeSettings moe;
   // inputs and outputs (from the data for mlp/cnn)
   std::vector<std::int64_t> inputShape;  // per sample
   std::int64_t classes = 0;
@@ -118,6 +123,7 @@ inline constexpr std::int64_t kMaxModelLayers = 4096;    // mlp depth, transform
 inline constexpr std::int64_t kMaxModelWidth = 1 << 20;  // mlp width, transformer hidden, heads and seq_len, cnn widths
 inline constexpr std::int64_t kMaxModelVocab = 1 << 24;  // transformer vocab
 inline constexpr std::int64_t kMaxModelStages = 16;      // cnn stages (entries of widths and blocks)
+inline constexpr std::int64_t kMaxModelExperts = 4096;   // a transformer's experts per block
 // The parameters of `config` (inputShape and classes set for mlp and cnn) by the formulas beside each model, from the
 // config alone, every product checked: nullopt past 2^64. Nothing is allocated to find a model too large.
 std::optional<std::uint64_t> modelParameterCount(const ModelConfig& config);
@@ -152,6 +158,8 @@ class Model {
   std::string itemName() const { return std::string(nameOf(itemKind())); }  // for the console and the record
   // The layout of the image activations (the CNN's); none for the others.
   virtual std::optional<ConvLayout> imageLayout() const { return std::nullopt; }
+  // What each mixture-of-experts layer this process ran counted (layers/moe.h), in layer order; none in a dense model.
+  virtual std::vector<MoeLayerStats> moeStats() const { return {}; }
 
   // The same pass in pieces, for pipeline stages: embed (the batch to layer 0's input: features uploaded,
   // or token + position embeddings), layers [from, to), the loss on the last layer's output; and back.

@@ -71,10 +71,13 @@ Count cnnParameters(const ModelConfig& c) {
   return n + Count(channels) * c.classes + c.classes;
 }
 
-// V C + T C + L (12 C^2 + 13 C) + 2 C + C V.
+// V C + T C + L (12 C^2 + 13 C) + 2 C + C V; with E experts a block's MLP (8 C^2 + 5 C) is E of them and the
+// router's E C: L (4 C^2 + 8 C + E (8 C^2 + 6 C)).
 Count transformerParameters(const ModelConfig& c) {
   const Count C = c.hidden, V = c.vocab, T = c.seqLen;
-  return V * C + T * C + Count(c.layers) * (Count(12) * C * C + Count(13) * C) + Count(2) * C + C * V;
+  const Count block = c.moe.enabled() ? Count(4) * C * C + Count(8) * C + Count(c.moe.experts) * (Count(8) * C * C + Count(6) * C)
+                                      : Count(12) * C * C + Count(13) * C;
+  return V * C + T * C + Count(c.layers) * block + Count(2) * C + C * V;
 }
 
 std::string describe(const ModelConfig& c) {

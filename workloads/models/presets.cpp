@@ -41,6 +41,13 @@ ModelConfig gpt(std::int64_t layers, std::int64_t hidden, std::int64_t heads, st
   return c;
 }
 
+// A GPT whose every block's MLP is a mixture of `experts` MLPs, each token routed to top_k of them.
+ModelConfig moe(ModelConfig c, std::int64_t experts, std::int64_t topK) {
+  c.moe.experts = experts;
+  c.moe.topK = topK;
+  return c;
+}
+
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> all = {
       {ModelKind::kMlp, "tiny", mlp(2, 64)},
@@ -55,6 +62,8 @@ const std::vector<Preset>& presets() {
       {ModelKind::kTransformer, "small", gpt(6, 384, 6, 256, 256)},      // byte-level, llm.c's shakespeare size
       {ModelKind::kTransformer, "gpt2", gpt(12, 768, 12, 1024, 50304)},  // GPT-2 small (vocabulary padded to 64)
       {ModelKind::kTransformer, "gpt2-medium", gpt(24, 1024, 16, 1024, 50304)},
+      {ModelKind::kTransformer, "moe-tiny", moe(gpt(2, 64, 4, 32, 256), 4, 2)},  // tiny's blocks, 4 experts, top-2 (Mixtral's k)
+      {ModelKind::kTransformer, "moe-small", moe(gpt(6, 384, 6, 256, 256), 8, 2)},  // small's blocks, 8 experts, top-2
   };
   return all;
 }
@@ -123,12 +132,13 @@ void applyModelOverride(ModelConfig& c, const std::string& assignment) {
   const std::string key = assignment.substr(0, eq), v = assignment.substr(eq + 1);
   const bool mlpKey = key == "depth" || key == "width" || key == "activation";
   const bool cnnKey = key == "widths" || key == "blocks" || key == "stem" || key == "layout";
-  const bool gptKey = key == "layers" || key == "hidden" || key == "heads" || key == "seq_len" || key == "vocab";
+  const bool gptKey = key == "layers" || key == "hidden" || key == "heads" || key == "seq_len" || key == "vocab" ||
+                      key == "experts" || key == "top_k";
   if ((mlpKey && c.kind != ModelKind::kMlp) || (cnnKey && c.kind != ModelKind::kCnn) ||
       (gptKey && c.kind != ModelKind::kTransformer) || (!mlpKey && !cnnKey && !gptKey))
     throw UsageError(
         fmt::format("--set {}: not a field of the {} model (mlp: depth, width, activation; cnn: widths, blocks, stem, layout; "
-                    "transformer: layers, hidden, heads, seq_len, vocab)",
+                    "transformer: layers, hidden, heads, seq_len, vocab, experts, top_k)",
                     key, nameOf(c.kind)));
   if (key == "depth")
     c.depth = parseShape(key, v, kMaxModelLayers);
@@ -154,6 +164,10 @@ void applyModelOverride(ModelConfig& c, const std::string& assignment) {
     c.seqLen = parseShape(key, v, kMaxModelWidth);
   else if (key == "vocab")
     c.vocab = parseShape(key, v, kMaxModelVocab);
+  else if (key == "experts")
+    c.moe.experts = parseShape(key, v, kMaxModelExperts);
+  else if (key == "top_k")
+    c.moe.topK = parseShape(key, v, 2);
 }
 
 void validateModelConfig(const ModelConfig& c, const data::DataInfo& d) {
@@ -183,6 +197,11 @@ void validateModelConfig(const ModelConfig& c, const data::DataInfo& d) {
       need(c.layers >= 1 && c.hidden >= 1 && c.heads >= 1 && c.seqLen >= 1 && c.vocab >= 2,
            "transformer: layers, hidden, heads, seq_len >= 1 and vocab >= 2");
       need(c.hidden % c.heads == 0, fmt::format("transformer: {} heads do not divide the hidden size {}", c.heads, c.hidden));
+      need(c.moe.experts >= 0, fmt::format("transformer: experts {}: 0 (a dense MLP) or more", c.moe.experts));
+      need(c.moe.enabled() || c.moe.topK == 1,
+           fmt::format("transformer: top_k {} without experts (--set experts=E routes each token to top_k of E)", c.moe.topK));
+      need(!c.moe.enabled() || (c.moe.topK >= 1 && c.moe.topK <= 2 && c.moe.topK <= c.moe.experts),
+           fmt::format("transformer: top_k {} with {} experts: 1 or 2, and at most the experts", c.moe.topK, c.moe.experts));
       need(d.task == data::Task::kLanguageModel,
            fmt::format("transformer: the data '{}' is not a token stream (use synthetic or text:FILE)", d.name));
       need(d.vocab <= c.vocab,

@@ -1,10 +1,13 @@
 // Transformer: a GPT-style decoder. Token and position embeddings (wte [V, C], wpe [T, C]), `layers`
 // pre-layernorm blocks, a final layernorm and an LM head (untied from wte, so each is its own tensor in
 // checkpoints), cross-entropy on the next token at every position.
-// Parameters: V C + T C + L (12 C^2 + 13 C) + 2 C + C V.
-// Tensor parallel: each block split by heads and MLP columns (transformer_block.h); the embeddings, the
-// final layernorm and the LM head are replicated (Megatron also splits the vocabulary; not here).
-// Forward FLOPs per sequence batch: L (24 B T C^2 + 4 B T^2 C) + 2 B T C V (the LM head).
+// Parameters: V C + T C + L (12 C^2 + 13 C) + 2 C + C V; with E experts (layers/moe.h) each block's MLP is E MLPs
+// and a router: L (4 C^2 + 8 C + E (8 C^2 + 6 C)) for the blocks.
+// Tensor parallel: each block split by heads and MLP columns (transformer_block.h; a mixture of experts is whole on
+// every rank, moe.h); the embeddings, the final layernorm and the LM head are replicated (Megatron also splits the
+// vocabulary; not here).
+// Forward FLOPs per sequence batch: L (24 B T C^2 + 4 B T^2 C) + 2 B T C V (the LM head); with experts a block's
+// 16 B T C^2 of MLP is k of them per token and the router's 2 B T C E (layers/moe.h).
 #include "workloads/batch_staging.h"
 #include "workloads/device_ops.h"
 #include "workloads/layers/linear.h"
@@ -48,9 +51,12 @@ class Transformer final : public Model {
                                          .tpRanks = tp.ranks,
                                          .dropout = c.dropout,
                                          .seed = c.seed,
-                                         .scores = c.recompute == Recompute::kSelective ? scorePool() : nullptr};
+                                         .scores = c.recompute == Recompute::kSelective ? scorePool() : nullptr,
+                                         .moe = c.moe};
       const std::function<std::unique_ptr<Layer>()> build = [&] {
-        return std::make_unique<TransformerBlock>(arena_, init, "h." + std::to_string(l), block);
+        auto built = std::make_unique<TransformerBlock>(arena_, init, "h." + std::to_string(l), block);
+        if (built->moe()) moes_.push_back(built->moe());
+        return built;
       };
       if (c.recompute != Recompute::kFull) {
         add(build());
@@ -89,12 +95,19 @@ class Transformer final : public Model {
 
   std::int64_t itemsPerMicroBatch() const override { return B_ * T_; }
   ItemKind itemKind() const override { return ItemKind::kTokens; }
+  std::vector<MoeLayerStats> moeStats() const override {
+    std::vector<MoeLayerStats> out;
+    for (const MixtureOfExperts* m : moes_)
+      if (m->stats().forwards > 0) out.push_back(m->layerStats());  // a pipeline's other stages' never run here
+    return out;
+  }
 
  private:
   std::int64_t B_, T_, C_, V_;
   Param wte_, wpe_;
   Tensor x0_;
   int* tokens_ = nullptr;
+  std::vector<const MixtureOfExperts*> moes_;  // the blocks' mixtures of experts (layer order)
 };
 
 }  // namespace

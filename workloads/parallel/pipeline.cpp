@@ -282,6 +282,7 @@ void Pipeline::backwardOp(const data::Batch& batch, int micro, bool lastBackward
     ctx.training = training;
   }
   sync.beforeBackward(ctx, lastBackward);
+  ctx.lossScale = scale;  // every stage's: its MoE layers' auxiliary losses
   const Tensor& dy = last() ? model_.lossBackward(scale) : gradIn_;
   const Tensor& dx = model_.backwardLayers(dy, ctx, range_.from, range_.to);
   if (first())

@@ -19,6 +19,9 @@ ModelConfig modelConfigOf(const TrainOptions& o) {
   config.seed = o.seed;
   config.dropout = o.dropout;
   config.recompute = o.recompute;
+  config.moe.capacityFactor = o.capacityFactor;
+  config.moe.auxCoef = o.auxLossCoef;
+  config.moe.routerSkew = o.routerSkew;
   return config;
 }
 

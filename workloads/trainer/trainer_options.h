@@ -48,6 +48,9 @@ struct TrainOptions {
   data::Augment augment = data::Augment::kNone;  // --augment: the training images' random crop and flip
   double dropout = 0;                            // --dropout: the drop probability of the models' dropout layers (0: none)
   Recompute recompute = Recompute::kNone;        // --recompute: activations recomputed in the backward (layers/recompute.h)
+  // A mixture-of-experts model's (layers/moe.h): --capacity-factor (<= 0: no limit; Switch's training default 1.25) and
+  // --aux-loss-coef (Switch's and Megatron's 0.01); routerSkew is the TRAINSCOPE_FAULT=router test hook's (no option).
+  double capacityFactor = 1.25, auxLossCoef = 0.01, routerSkew = 0;
   double targetAccuracy = 0, targetLoss = 0;
   // The options as given, as the option table records them (bench/train/train_command.cpp): the first half of
   // Trainer::config, the record's and each checkpoint's.

@@ -1,0 +1,168 @@
+#include "workloads/layers/moe.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "workloads/device_ops.h"
+
+namespace ts::wl {
+
+std::int64_t moeCapacity(const MoeSettings& s, std::int64_t tokens) {
+  if (s.capacityFactor <= 0) return tokens;
+  const double c = std::ceil(s.capacityFactor * static_cast<double>(tokens * s.topK) / static_cast<double>(s.experts));
+  return std::min(tokens, static_cast<std::int64_t>(c));
+}
+
+double MoeStats::imbalance() const {
+  if (routed.empty() || assignments == 0) return 0;
+  const double mean = static_cast<double>(assignments) / static_cast<double>(routed.size());
+  return static_cast<double>(*std::max_element(routed.begin(), routed.end())) / mean;
+}
+
+MixtureOfExperts::MixtureOfExperts(Arena& arena, const Init& init, const std::string& name, const MoeConfig& c)
+    : name_(name),
+      N_(c.rows),
+      C_(c.channels),
+      E_(c.settings.experts),
+      k_(c.settings.topK),
+      capacity_(moeCapacity(c.settings, c.rows)),
+      settings_(c.settings),
+      router_(arena, init, name + ".router",
+              {.rows = c.rows, .in = c.channels, .out = c.settings.experts, .bias = false, .initStd = 0.02}) {
+  if (E_ < 1 || (k_ != 1 && k_ != 2) || k_ > E_)
+    throw Error(fmt::format("internal: a mixture of {} experts with top-{} routing", E_, k_));
+  for (std::int64_t e = 0; e < E_; ++e)
+    experts_.push_back(std::make_unique<FeedForward>(arena, init, fmt::format("{}.experts.{}", name, e),
+                                                     FeedForwardConfig{.rows = capacity_, .channels = C_, .projStd = c.projStd}));
+  if (settings_.routerSkew != 0) {
+    skew_ = arena.state({E_});
+    std::vector<float> offsets(static_cast<std::size_t>(E_));
+    for (std::int64_t e = 0; e < E_; ++e)
+      offsets[static_cast<std::size_t>(e)] = static_cast<float>(settings_.routerSkew * double(E_ - 1 - e));
+    skew_.fromHost(offsets);
+    skewed_ = arena.tensor({N_, E_});
+  }
+  probs_ = arena.tensor({N_, E_});
+  dprobs_ = arena.tensor({N_, E_});
+  dlogits_ = arena.tensor({N_, E_});
+  gate_ = arena.tensor({N_, k_});
+  dgate_ = arena.tensor({N_, k_});
+  probSum_ = arena.tensor({E_});
+  auxGrad_ = arena.tensor({E_});
+  inBuf_ = arena.tensor({E_ * capacity_, C_});
+  outBuf_ = arena.tensor({E_ * capacity_, C_});
+  dOutBuf_ = arena.tensor({E_ * capacity_, C_});
+  dInBuf_ = arena.tensor({E_ * capacity_, C_});
+  for (std::int64_t e = 0; e < E_; ++e) {
+    inRows_.push_back(expertRows(inBuf_, e));
+    dOutRows_.push_back(expertRows(dOutBuf_, e));
+  }
+  y_ = arena.tensor({N_, C_});
+  dxExperts_ = arena.tensor({N_, C_});
+  dx_ = arena.tensor({N_, C_});
+  expert_ = arena.ints(static_cast<std::size_t>(N_ * k_));
+  slot_ = arena.ints(static_cast<std::size_t>(N_ * k_));
+  routed_ = arena.ints(static_cast<std::size_t>(E_));
+  lastRouted_.assign(static_cast<std::size_t>(E_), 0);
+  lastProbSum_.assign(static_cast<std::size_t>(E_), 0);
+  stats_.routed.assign(static_cast<std::size_t>(E_), 0);
+}
+
+Tensor MixtureOfExperts::expertRows(const Tensor& all, std::int64_t e) const {
+  return Tensor{all.data + e * capacity_ * C_, {capacity_, C_}, all.device};
+}
+
+const Tensor& MixtureOfExperts::forward(const Tensor& x, StepContext& ctx) {
+  Device& d = *y_.device;
+  const auto N = static_cast<std::size_t>(N_), E = static_cast<std::size_t>(E_), k = static_cast<std::size_t>(k_),
+             C = static_cast<std::size_t>(C_);
+  const Tensor* logits = &router_.forward(x, ctx);
+  if (skew_.data) {
+    ops::biasAdd(d, skewed_.data, logits->data, skew_.data, N, E);
+    logits = &skewed_;
+  }
+  ops::softmaxForward(d, probs_.data, logits->data, N, E, 0);
+  ops::moeTopK(d, expert_, gate_.data, probs_.data, N, E, k);
+  ops::moeAssign(d, slot_, routed_, expert_, N, k, E, static_cast<std::size_t>(capacity_));
+  zero(inBuf_);
+  ops::moeDispatch(d, inBuf_.data, x.data, slot_, N, k, C);
+  for (std::int64_t e = 0; e < E_; ++e) {
+    const Tensor& out = experts_[static_cast<std::size_t>(e)]->forward(inRows_[static_cast<std::size_t>(e)], ctx);
+    copy(expertRows(outBuf_, e), out);
+  }
+  ops::moeCombine(d, y_.data, outBuf_.data, gate_.data, slot_, N, k, C);
+
+  // The auxiliary loss from the routed counts and the probabilities' column sums (E values each to the host).
+  zero(probSum_);
+  ops::biasBackward(d, probSum_.data, probs_.data, N, E);
+  d.download(lastRouted_.data(), routed_, E * sizeof(int));
+  d.download(lastProbSum_.data(), probSum_.data, E * sizeof(float));
+  const double assignments = static_cast<double>(N * k);
+  double aux = 0;
+  for (std::size_t e = 0; e < E; ++e)
+    aux += (lastRouted_[e] / assignments) * (static_cast<double>(lastProbSum_[e]) / static_cast<double>(N));
+  lastAux_ = settings_.auxCoef * static_cast<double>(E) * aux;
+  if (ctx.training) {
+    std::int64_t dropped = 0, most = 0;
+    for (std::size_t e = 0; e < E; ++e) {
+      stats_.routed[e] += lastRouted_[e];
+      dropped += std::max<std::int64_t>(0, lastRouted_[e] - capacity_);
+      most = std::max<std::int64_t>(most, lastRouted_[e]);
+    }
+    stats_.assignments += static_cast<std::int64_t>(N * k);
+    stats_.dropped += dropped;
+    stats_.auxSum += lastAux_;
+    stats_.worstImbalance = std::max(stats_.worstImbalance, static_cast<double>(most) * static_cast<double>(E) / assignments);
+    ++stats_.forwards;
+  }
+  return y_;
+}
+
+const Tensor& MixtureOfExperts::backward(const Tensor& dy, StepContext& ctx) {
+  Device& d = *y_.device;
+  const auto N = static_cast<std::size_t>(N_), E = static_cast<std::size_t>(E_), k = static_cast<std::size_t>(k_),
+             C = static_cast<std::size_t>(C_);
+  zero(dOutBuf_);
+  ops::moeCombineBackward(d, dOutBuf_.data, dgate_.data, dy.data, outBuf_.data, gate_.data, slot_, N, k, C);
+  for (std::int64_t e = 0; e < E_; ++e) {
+    const Tensor& din = experts_[static_cast<std::size_t>(e)]->backward(dOutRows_[static_cast<std::size_t>(e)], ctx);
+    copy(expertRows(dInBuf_, e), din);
+  }
+  ops::moeDispatchBackward(d, dxExperts_.data, dInBuf_.data, slot_, N, k, C);
+  // d aux / d probs[n, e] = coef E f_e / N, f_e = routed_e / (N k), scaled as the model's loss.
+  std::vector<float> auxGrad(E);
+  for (std::size_t e = 0; e < E; ++e)
+    auxGrad[e] = static_cast<float>(static_cast<double>(ctx.lossScale) * settings_.auxCoef * static_cast<double>(E) *
+                                    (lastRouted_[e] / static_cast<double>(N * k)) / static_cast<double>(N));
+  auxGrad_.fromHost(auxGrad);
+  ops::moeGateBackward(d, dprobs_.data, dgate_.data, probs_.data, expert_, auxGrad_.data, N, E, k);
+  zero(dlogits_);
+  ops::softmaxBackward(d, dlogits_.data, dprobs_.data, probs_.data, N, E);
+  const Tensor& dxRouter = router_.backward(dlogits_, ctx);
+  ops::residualAdd(d, dx_.data, dxExperts_.data, dxRouter.data, N * C);
+  return dx_;
+}
+
+std::vector<int> MixtureOfExperts::lastSlots() const {
+  std::vector<int> out(static_cast<std::size_t>(N_ * k_));
+  y_.device->download(out.data(), slot_, out.size() * sizeof(int));
+  return out;
+}
+
+void MixtureOfExperts::params(std::vector<Param*>& out) {
+  router_.params(out);
+  for (auto& e : experts_) e->params(out);
+}
+
+double MixtureOfExperts::forwardFlops() const {
+  // Each token through k experts: k N / capacity of one expert's (capacity-row) FLOPs.
+  const double perToken = experts_.front()->forwardFlops() / static_cast<double>(capacity_);
+  return router_.forwardFlops() + static_cast<double>(N_ * k_) * perToken;
+}
+
+}  // namespace ts::wl

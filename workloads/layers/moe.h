@@ -1,0 +1,110 @@
+#pragma once
+// A mixture of experts in place of a transformer block's MLP, over x[N, C] (N = batch * seq tokens):
+//   router: logits = x Wr^T (Linear C -> E, no bias), probs = softmax(logits) over the E experts;
+//   top-k (k = 1 or 2): each token's k most probable experts (ties: the lower index; deterministic), with gates
+//     g = p (k = 1, Switch) or p renormalised over the k chosen (k = 2, Mixtral);
+//   capacity: each expert takes at most ceil(capacity_factor N k / E) assignments (capacity_factor <= 0: no limit),
+//     first come first served: every token's first choice in token order, then the second choices (GShard's and
+//     Switch's priority: a second choice never displaces a first one). A dropped assignment adds nothing (the
+//     block's residual carries the token);
+//   experts: E FeedForward MLPs (fc C -> 4C, GELU, proj 4C -> C: the dense block's), each run on its buffer of
+//     `capacity` rows (GShard's static shapes: no host round trip decides a GEMM's size; unused rows are zero and
+//     their gradient is zero);
+//   combine: y[n] = sum over n's kept choices of g * expert(x[n]).
+// The auxiliary load-balancing loss (Switch, Megatron): aux = coef E sum_e f_e P_e, f_e the fraction of the N k
+// assignments routed to e (before dropping), P_e the mean router probability of e. Its gradient coef E f_e / N on
+// every probs[n, e] (f_e is a count: not differentiated) joins the gates' in the router's backward, scaled as the
+// model's loss is (StepContext::lossScale). Differentiated: the experts, the gates (through the softmax into the
+// router) and aux through P_e; not: the top-k choice and the capacity's drops. The model's reported loss stays the
+// cross-entropy; aux is reported apart (MoeStats), as Megatron logs its load_balancing_loss.
+// Forward FLOPs (the model's, Megatron's MoE convention): the router's 2 N C E plus k experts per token,
+// k N 2 (2 C 4C), whatever the capacity buffers' padding computes. Tensor parallel: the router and the experts are
+// whole on every rank (replicated like the layernorms): no group sums.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "workloads/layers/feed_forward.h"
+
+namespace ts::wl {
+
+// A model's experts (ModelConfig::moe); experts 0: a dense MLP.
+struct MoeSettings {
+  std::int64_t experts = 0, topK = 1;
+  double capacityFactor = 0;  // <= 0: no capacity limit
+  double auxCoef = 0.01;      // the auxiliary loss's coefficient (0: none)
+  // A test hook (TRAINSCOPE_FAULT=router): adds routerSkew * (E - 1 - e) to expert e's logit, so that with a large
+  // skew every token ranks the experts 0, 1, ... and the imbalance and drops are known exactly. 0: none.
+  double routerSkew = 0;
+  bool enabled() const { return experts > 0; }
+};
+
+// The capacity of each expert for N tokens: ceil(factor N k / E), at most N (a token picks an expert once); N
+// without a limit.
+std::int64_t moeCapacity(const MoeSettings& s, std::int64_t tokens);
+
+// What a MoE layer measured over the training forwards it counted (not recomputations, not evaluation).
+struct MoeStats {
+  std::vector<std::int64_t> routed;  // per expert: assignments routed to it, summed over the forwards (before dropping)
+  std::int64_t assignments = 0;      // N k summed
+  std::int64_t dropped = 0;          // assignments dropped for capacity, summed
+  double auxSum = 0;                 // the auxiliary loss (coefficient included), summed
+  double worstImbalance = 0;         // the largest max/mean of routed over one forward
+  std::int64_t forwards = 0;
+  // max/mean of `routed` (1: balanced; E / k: every assignment on k experts); 0 before any forward.
+  double imbalance() const;
+  double meanAux() const { return forwards > 0 ? auxSum / static_cast<double>(forwards) : 0; }
+};
+
+// A MoE layer's name ("h.0.moe"), its capacity per micro-batch (assignments per expert) and what it counted.
+struct MoeLayerStats {
+  std::string name;
+  std::int64_t capacity = 0;
+  MoeStats stats;
+};
+
+struct MoeConfig {
+  std::int64_t rows = 0, channels = 0;
+  MoeSettings settings = {};
+  double projStd = 0.02;  // the experts' residual projections (FeedForwardConfig::projStd)
+};
+
+class MixtureOfExperts final : public Layer {
+ public:
+  // Parameters `name`.router.weight [E, C], `name`.experts.<e>.fc.* and .proj.* (PyTorch's ModuleList naming).
+  MixtureOfExperts(Arena& arena, const Init& init, const std::string& name, const MoeConfig& config);
+  const Tensor& forward(const Tensor& x, StepContext& ctx) override;
+  const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
+  void params(std::vector<Param*>& out) override;
+  double forwardFlops() const override;
+  const MoeStats& stats() const { return stats_; }
+  MoeLayerStats layerStats() const { return {name_, capacity_, stats_}; }
+  // The last forward's (for tests): the auxiliary loss, and each expert's routed count.
+  double lastAux() const { return lastAux_; }
+  const std::vector<int>& lastRouted() const { return lastRouted_; }
+  std::vector<int> lastSlots() const;  // each assignment's row in the experts' buffer, -1 dropped (moeAssign's)
+  std::int64_t capacity() const { return capacity_; }
+
+ private:
+  Tensor expertRows(const Tensor& all, std::int64_t e) const;  // expert e's rows of a [E capacity, C] buffer
+  std::string name_;
+  std::int64_t N_, C_, E_, k_, capacity_;
+  MoeSettings settings_;
+  Linear router_;
+  std::vector<std::unique_ptr<FeedForward>> experts_;
+  Tensor skew_;  // [E]: the test hook's logit offsets (empty without)
+  Tensor skewed_, probs_, gate_, dgate_, dprobs_, dlogits_, probSum_, auxGrad_;
+  Tensor inBuf_, outBuf_, dOutBuf_, dInBuf_;  // [E capacity, C]
+  std::vector<Tensor> inRows_, dOutRows_;     // the experts' views (Linear keeps its input's address)
+  Tensor y_, dxExperts_, dx_;
+  int* expert_ = nullptr;
+  int* slot_ = nullptr;
+  int* routed_ = nullptr;
+  std::vector<int> lastRouted_;
+  std::vector<float> lastProbSum_;
+  double lastAux_ = 0;
+  MoeStats stats_;
+};
+
+}  // namespace ts::wl
