@@ -10,7 +10,7 @@
 # line carries the time since the start, and pytest names each test as it ends (-v), so no stage is a long silence.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-ts_stage test "set-up, every target (the unit tests, micro-benchmarks too): packages a few minutes on a fresh machine, the build about 7 min from scratch"
+ts_stage test "set-up, every target (the unit tests, micro-benchmarks too): packages a few minutes on a fresh machine, the build (a unity build in a new build/) about 10 min from scratch"
 "$TS_ROOT/scripts/setup.sh"
 # What only the tests need: pytest and pytest-xdist (its workers), hypothesis (property tests of the readers),
 # Chromium to open the HTML report headless, dpkg-dev (dpkg-shlibdeps) to build the Debian package, a real Slurm
@@ -24,7 +24,7 @@ ts_apt_install python3-pytest python3-pytest-xdist python3-hypothesis python3-pr
 ts_mpi_env
 cd "$TS_ROOT"
 
-ts_stage test "== format and lint: clang-format, flake8, mypy, function length, headers alone and include cycles (about 1.5 min)"
+ts_stage test "== format and lint: clang-format, flake8, mypy, function length, headers alone and include cycles (about 1.5 min; 5 min after a fresh unity build, whose batches prove fewer headers)"
 scripts/check-format.sh
 scripts/lint-python.sh
 scripts/check-function-length.py
