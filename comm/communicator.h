@@ -20,7 +20,8 @@
 namespace ts {
 
 class Bootstrap;
-class Collective;  // comm/collectives/collective.h: one per file, each with its MPI and NCCL calls
+class Collective;      // comm/collectives/collective.h: one per file, each with its MPI and NCCL calls
+class ExchangeMatrix;  // comm/collectives/exchange_matrix.h: alltoallv's per-pair counts
 
 // The backend that moves the data: the command line's choice (auto: resolveBackend), and what a communicator
 // is (Communicator::backend). Records and traces name the resolved one (the result schema's backend enum).
@@ -74,6 +75,8 @@ struct CollectiveCall {
   int peer = 0;  // sendrecv: the peer received from
   // reduce_scatter on the MPI backend: which MPI call it makes
   MpiReduceScatter mpiReduceScatter = kDefaultMpiReduceScatter;
+  // alltoallv: the per-pair counts, count elements per unit (the caller keeps it while the call may run)
+  const ExchangeMatrix* exchange = nullptr;
 };
 
 // How a collective is issued on the MPI backend: its blocking call (MPI_Allreduce), or its nonblocking form waited for

@@ -65,6 +65,10 @@ void addSweepOptions(Table& t) {
         TextForm::kList);
   t.add("-o,--redop", "sum, prod, min, max, avg; a comma list, or all", TS_FIELD(redop), TextForm::kList);
   t.add("-r,--root", "Root rank of " + rootedCollectives(), TS_FIELD(opts.root));
+  t.add("--alltoallv-counts",
+        "alltoallv's per-pair counts: uniform (alltoall's exchange), skewed (a hot rank 0 and zero blocks, as MoE routing "
+        "makes), or a JSON file {\"counts\": n x n whole weights, rows = sender rank, columns = receiver rank}",
+        TS_FIELD(alltoallvCounts));
 }
 
 // How each size is timed and checked, and where the run writes.

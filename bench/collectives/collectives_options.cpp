@@ -50,6 +50,7 @@ CollectivesOptions resolveCollectivesArgs(const CollectivesArgs& raw) {
   o.maxBytes = parseBytes(raw.maxBytes, "-e/--max-bytes");
   o.stepBytes = parseBytes(raw.stepBytes, "-i/--step-bytes");
   o.largeBytes = parseBytes(raw.largeBytes, "--large-bytes");
+  o.alltoallvCounts = parseAlltoallvCounts(raw.alltoallvCounts);
   validate(o);
   return o;
 }
@@ -142,10 +143,10 @@ std::vector<std::uint64_t> sweepSizes(const CollectivesOptions& o, std::size_t e
 }
 
 std::vector<CollectiveLayout> sweepLayouts(const Collective& c, const std::vector<std::uint64_t>& sizes, std::size_t eltSize,
-                                           int nranks) {
+                                           int nranks, const ExchangeMatrix* exchange) {
   std::vector<CollectiveLayout> out;
   for (std::uint64_t bytes : sizes) {
-    const CollectiveLayout lay = c.layout(bytes, eltSize, nranks);
+    const CollectiveLayout lay = c.layout(bytes, eltSize, nranks, exchange);
     // The op rounds a size down to whole elements per rank: one too small for an element each, or one
     // that rounds down to the size before, adds nothing.
     if (lay.count == 0 || (!out.empty() && lay.bytes <= out.back().bytes)) continue;
@@ -177,6 +178,10 @@ void validate(const CollectivesOptions& o) {
   if (o.dtypes.empty()) throw UsageError("-d/--dtype: no dtype given");
   if (o.redops.empty()) throw UsageError("-o/--redop: no reduction given");
   if (!o.traceDir.empty()) checkOutputDirectory("--trace", o.traceDir);
+  if (o.alltoallvCounts.kind != AlltoallvCountsKind::kUniform &&
+      std::none_of(o.ops.begin(), o.ops.end(), [](const Collective* c) { return c->perPairCounts(); }))
+    throw UsageError(
+        fmt::format("--alltoallv-counts {}: applies to alltoallv, which --ops leaves out", spelled(o.alltoallvCounts)));
   // The smallest element gives the most sizes: the bound on the sweep's length holds for every dtype.
   std::size_t smallest = dtypeSize(o.dtypes.front());
   for (DType t : o.dtypes) smallest = std::min(smallest, dtypeSize(t));
@@ -205,6 +210,7 @@ nlohmann::json toJson(const CollectivesOptions& o) {
                    {"in_place", measuresInPlace(o.placement)},
                    {"mpi_reduce_scatter", mpiCalls},
                    {"issue", issues},
+                   {"alltoallv_counts", std::string(nameOf(o.alltoallvCounts.kind))},
                    {"check", o.check}};
   return j;
 }

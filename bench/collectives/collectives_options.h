@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/dtype.h"
+#include "bench/collectives/alltoallv_counts.h"
 #include "bench/collectives/collectives_choices.h"
 #include "bench/collectives/nccl_tests_flags.h"
 #include "bench/failures/default_timeout.h"
@@ -31,6 +32,7 @@ struct CollectivesOptions {
   double stepFactor = 2;
   std::uint64_t stepBytes = 0;  // > 0: arithmetic sweep instead of geometric
   int root = 0;
+  AlltoallvCounts alltoallvCounts;  // alltoallv's per-pair counts (--alltoallv-counts)
   int warmup = 5;
   int iters = 20;
   int trials = 1;
@@ -63,7 +65,7 @@ struct CollectivesOptions {
 // choices and numbers are in opts, set by the option table directly.
 struct CollectivesArgs {
   // text forms, resolved by resolveCollectivesArgs
-  std::string device = "cuda", ops = "all", dtype = "float32", redop = "sum";
+  std::string device = "cuda", ops = "all", dtype = "float32", redop = "sum", alltoallvCounts = "uniform";
   std::string minBytes = "8", maxBytes = "32M", stepBytes = "0", largeBytes = "0";
   // The command line's variants: one run per transport, algorithm or protocol, started by `launcher`.
   std::string transports, algos, protos, launcher;
@@ -81,8 +83,9 @@ std::vector<std::uint64_t> sweepSizes(const CollectivesOptions& o, std::size_t e
 // What one op runs of those sizes on nranks: each as the op divides it (whole elements per rank for the
 // gathered ops), without the sizes too small for it or that round down to the one before, so the
 // records' bytes strictly increase.
+// `exchange`: the per-pair counts of an op that takes them (Collective::layout).
 std::vector<CollectiveLayout> sweepLayouts(const Collective& c, const std::vector<std::uint64_t>& sizes, std::size_t eltSize,
-                                           int nranks);
+                                           int nranks, const ExchangeMatrix* exchange = nullptr);
 // Keeps the ops the (resolved) backend runs, as their declarations say (x-backends): --ops all leaves out
 // the others, naming them in opsLeftOut; a named op the backend does not run is a UsageError. Likewise for --issue:
 // a form other than blocking on a backend other than MPI is a UsageError, and the ops without a nonblocking MPI call go

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -56,6 +57,7 @@ std::uint64_t availableHostMemory() {
 struct SectionVariant {
   std::optional<MpiReduceScatter> call;
   IssueKind issue = IssueKind::kBlocking;
+  bool perPairCounts = false;  // alltoallv: its counts (--alltoallv-counts) are named
 };
 
 // "gather, scatter": the ops' names, for the header's notes.
@@ -73,8 +75,10 @@ struct Placement {
 
 class CollectivesRun {
  public:
-  CollectivesRun(const CollectivesOptions& o, Bootstrap& boot, Communicator& comm, std::optional<Fault> fault)
-      : o_(o), boot_(boot), comm_(comm), fault_(std::move(fault)) {}
+  // `exchange`: alltoallv's per-pair counts on this world (--alltoallv-counts).
+  CollectivesRun(const CollectivesOptions& o, Bootstrap& boot, Communicator& comm, std::optional<Fault> fault,
+                 std::shared_ptr<const ExchangeMatrix> exchange)
+      : o_(o), boot_(boot), comm_(comm), fault_(std::move(fault)), exchange_(std::move(exchange)) {}
 
   // The --timeout guard; set before run().
   void setWatchdog(std::unique_ptr<Watchdog> w) { watchdog_ = std::move(w); }
@@ -117,6 +121,7 @@ class CollectivesRun {
           for (const SectionVariant& v : variantsOf(*c)) {
             CollectiveArgs args{t, r, o_.root, comm_.worldSize()};
             if (v.call) args.mpiReduceScatter = *v.call;
+            if (c->perPairCounts()) args.exchange = exchange_;
             wrongTotal += runSection(*c, args, v, progress, writer, step, failures);
           }
     progress.done();
@@ -148,7 +153,8 @@ class CollectivesRun {
   }
 
   std::vector<CollectiveLayout> layoutsOf(const Collective& c, DType t) const {
-    return sweepLayouts(c, sweepSizes(o_, dtypeSize(t)), dtypeSize(t), comm_.worldSize());
+    return sweepLayouts(c, sweepSizes(o_, dtypeSize(t)), dtypeSize(t), comm_.worldSize(),
+                        c.perPairCounts() ? exchange_.get() : nullptr);
   }
 
   // The MPI calls `c` is measured with, each a section: reduce_scatter's on the MPI backend
@@ -172,7 +178,7 @@ class CollectivesRun {
   std::vector<SectionVariant> variantsOf(const Collective& c) const {
     std::vector<SectionVariant> out;
     for (const std::optional<MpiReduceScatter> call : mpiCallsOf(c))
-      for (const IssueKind issue : issuesOf(c)) out.push_back({call, issue});
+      for (const IssueKind issue : issuesOf(c)) out.push_back({call, issue, c.perPairCounts()});
     return out;
   }
 
@@ -182,6 +188,7 @@ class CollectivesRun {
     std::vector<std::string> parts;
     if (v.call) parts.push_back(fmt::format("--mpi-reduce-scatter {}", nameOf(*v.call)));
     if (o_.issue != IssueChoice::kBlocking) parts.push_back(fmt::format("--issue {}", nameOf(v.issue)));
+    if (v.perPairCounts) parts.push_back(fmt::format("--alltoallv-counts {}", spelled(o_.alltoallvCounts)));
     return fmt::format("{}", fmt::join(parts, " "));
   }
 
@@ -445,6 +452,7 @@ class CollectivesRun {
     r.count = lay.count;
     r.inPlace = inPlace;
     r.mpiReduceScatter = v.call;
+    if (a.exchange) r.alltoallvCounts = toJson(o_.alltoallvCounts, *a.exchange);
     if (comm_.backend() == BackendKind::kMpi) r.issue = v.issue;
     r.graph = o_.graph;
     r.iters = counts.iters;
@@ -467,6 +475,7 @@ class CollectivesRun {
   Bootstrap& boot_;
   Communicator& comm_;
   std::optional<Fault> fault_;
+  std::shared_ptr<const ExchangeMatrix> exchange_;
   std::unique_ptr<Watchdog> watchdog_;
   std::map<int, Stats> emptyOp_;  // the empty-op baseline by iteration count (emptyOpBaseline)
   std::vector<CommBuffer> a_, b_;
@@ -498,8 +507,11 @@ std::size_t runCollectivesStep(const CollectivesOptions& o, RunContext& ctx) {
   });
   std::optional<Fault> fault;
   collectively(boot, [&] { fault = faultFromEnvironment(); });
+  std::shared_ptr<const ExchangeMatrix> exchange;
+  collectively(boot,
+               [&] { exchange = std::make_shared<const ExchangeMatrix>(exchangeFor(o.alltoallvCounts, comm->worldSize())); });
 
-  CollectivesRun run(o, boot, *comm, fault);
+  CollectivesRun run(o, boot, *comm, fault, std::move(exchange));
   collectively(boot, [&] { run.allocate(); });
   nlohmann::json myRanks = nlohmann::json::array();
   for (int l = 0; l < comm->localCount(); ++l) myRanks.push_back({{"rank", comm->rank(l)}, {"device", comm->device(l)}});

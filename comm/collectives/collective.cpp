@@ -26,6 +26,8 @@ double busFactorOn(BusFactor f, int n) {
   return 1.0;
 }
 
+const ExchangeMatrix& exchangeOf(const CollectiveArgs& a) { return a.exchange ? *a.exchange : uniformExchange(a.nranks); }
+
 bool Collective::runsOn(BackendKind b) const {
   switch (b) {
     case BackendKind::kMpi:

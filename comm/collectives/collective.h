@@ -10,12 +10,14 @@
 // does the rest.
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/dtype.h"
+#include "comm/collectives/exchange_matrix.h"
 #include "comm/communicator.h"
 
 namespace ts {
@@ -33,7 +35,7 @@ enum class BufferShape {
   kFlat,       // every rank sends and receives `count` (all_reduce, broadcast, reduce, sendrecv)
   kGathered,   // the receive buffer holds nranks blocks (all_gather, gather)
   kScattered,  // the send buffer holds nranks blocks (reduce_scatter, scatter)
-  kExchanged,  // both do (alltoall)
+  kExchanged,  // both do (alltoall; alltoallv, whose blocks are the per-pair counts of an ExchangeMatrix)
 };
 
 // The backends' handles on one rank, for the calls each collective makes itself (comm/mpi/mpi_call.h,
@@ -69,7 +71,12 @@ struct CollectiveArgs {
   int root = 0;
   int nranks = 1;
   MpiReduceScatter mpiReduceScatter = kDefaultMpiReduceScatter;  // the call reduce_scatter makes on MPI
+  // The per-pair counts of an op that takes them (alltoallv, --alltoallv-counts); none: uniform, alltoall's exchange.
+  std::shared_ptr<const ExchangeMatrix> exchange = nullptr;
 };
+
+// The pattern of an op with per-pair counts: the args' matrix, or the uniform one of their ranks.
+const ExchangeMatrix& exchangeOf(const CollectiveArgs& a);
 
 // Where the single buffer of an in-place call holds the input and the output.
 struct InPlaceGeometry {
@@ -91,11 +98,16 @@ class Collective {
   // "the nccl backend does not run it (its backends: mpi)": why not, for a backend it does not run on.
   std::string whyNotOn(BackendKind b) const;
 
-  // The layout for a requested size, rounded down to what the op can divide among nranks.
-  CollectiveLayout layout(std::size_t bytes, std::size_t eltSize, int nranks) const;
+  // The layout for a requested size, rounded down to what the op can divide among nranks. `exchange`: the per-pair
+  // counts of an op that takes them (perPairCounts; none: uniform), whose busiest rank's buffer is the size; the other
+  // ops ignore it.
+  CollectiveLayout layout(std::size_t bytes, std::size_t eltSize, int nranks, const ExchangeMatrix* exchange = nullptr) const;
   // The layout of a call with this count argument (what a training step issues): its bytes are those the
   // sweep records for the same call, so the two compare.
-  CollectiveLayout layoutOfCount(std::size_t count, std::size_t eltSize, int nranks) const;
+  CollectiveLayout layoutOfCount(std::size_t count, std::size_t eltSize, int nranks,
+                                 const ExchangeMatrix* exchange = nullptr) const;
+  // Whether the op's blocks are per-pair counts (CollectiveArgs::exchange): alltoallv.
+  virtual bool perPairCounts() const { return false; }
   // busbw = algbw * busFactor (BusFactor).
   double busFactor(int nranks) const { return busFactorOn(facts_.busFactor, nranks); }
   // Element i of `rank`'s input buffer.
@@ -126,6 +138,8 @@ class Collective {
   virtual void runNccl(const NcclCall& n, const CollectiveCall& c) const;
   // Whether NCCL defines the op with send == recv (its in-place form).
   virtual bool ncclInPlace() const { return true; }
+  // Whether the sweep measures the op in place on MPI (MPI_IN_PLACE).
+  virtual bool mpiInPlace() const { return true; }
 
  private:
   const CollectiveFacts facts_;

@@ -131,6 +131,8 @@ MpiCommunicator::~MpiCommunicator() {
   if (comm_ != MPI_COMM_NULL && !abandoningMpi()) MPI_Comm_free(&comm_);
 }
 
+bool MpiCommunicator::supportsInPlace(const Collective& op) const { return op.mpiInPlace(); }
+
 bool MpiCommunicator::supports(const Collective& op, DType t, RedOp, std::string* why) const {
   if (!op.runsOn(BackendKind::kMpi)) {
     if (why) *why = op.whyNotOn(BackendKind::kMpi);

@@ -22,7 +22,7 @@ class MpiCommunicator final : public Communicator {
   int rank(int) const override { return rank_; }
   std::string device(int) const override { return "cpu"; }
   bool supports(const Collective& op, DType t, RedOp r, std::string* why) const override;
-  bool supportsInPlace(const Collective&) const override { return true; }
+  bool supportsInPlace(const Collective& op) const override;
 
   void* allocate(int l, std::size_t bytes) override;
   void release(int l, void* p) override;

@@ -42,7 +42,7 @@ class Metric:
 
 IDENTITY = {
     "collective": ("op", "backend", "dtype", "redop", "root", "ranks", "processes", "bytes", "in_place", "graph",
-                   "transport", "algo", "proto", "issue"),
+                   "transport", "algo", "proto", "issue", "alltoallv_counts"),
     "link": ("test", "src", "dst", "engine", "direction", "bytes", "host", "src_host", "dst_host", "memory", "p2p"),
     "kernel": ("op", "shape_name", "shape", "dtype", "backend"),
     "train": ("model", "preset", "backend", "precision", "world_size", "items_per_step", "flops_per_step", "layout",
@@ -156,6 +156,8 @@ def describe(ident: Identity) -> str:
             parts.append(f"graph {d['graph']}")
         parts += [d[k] for k in ("transport", "algo", "proto") if d.get(k)]
         parts += [d["issue"]] if d.get("issue") == NONBLOCKING else []
+        counts = dict(d["alltoallv_counts"]) if d.get("alltoallv_counts") else None  # alltoallv: its per-pair counts
+        parts += [f"counts {counts.get('file') or counts['pattern']}"] if counts else []
         return " ".join(str(p) for p in parts)
     if ident[0] == "kernel":
         dims = " ".join(f"{k}={v}" for k, v in d["shape"])
@@ -219,4 +221,4 @@ def metric(kind: str, name: str) -> Metric | None:
 def _hashable(v: Any) -> Hashable:
     if isinstance(v, dict):
         return tuple(sorted((k, _hashable(x)) for k, x in v.items()))
-    return tuple(v) if isinstance(v, list) else v
+    return tuple(_hashable(x) for x in v) if isinstance(v, list) else v  # nested: alltoallv's weights

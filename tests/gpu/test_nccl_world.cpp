@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "comm/bootstrap_single.h"
@@ -22,34 +23,39 @@ void runAll(int gpus) {
   for (const Collective* c : allCollectives()) {
     for (DType t : {DType::kFloat32, DType::kBFloat16, DType::kInt32}) {
       for (RedOp op : c->reduces() ? allRedOps() : std::vector<RedOp>{RedOp::kSum}) {
-        for (bool inPlace : {false, true}) {
-          if (inPlace && !comm.supportsInPlace(*c)) continue;
-          const CollectiveArgs a{t, op, 0, gpus};
-          const CollectiveLayout lay = c->layout(std::size_t{1} << 20, dtypeSize(t), gpus);
-          std::vector<CommBuffer> A, B;
-          std::vector<std::vector<unsigned char>> host(gpus, std::vector<unsigned char>(std::size_t{1} << 20));
-          std::vector<void*> send(gpus), recv(gpus);
-          for (int l = 0; l < gpus; ++l) {
-            A.emplace_back(comm, l, std::size_t{1} << 20);
-            B.emplace_back(comm, l, std::size_t{1} << 20);
-            const InPlaceGeometry g = c->inPlace(comm.rank(l), lay);
-            char* base = static_cast<char*>(A[l].get());
-            send[l] = inPlace ? (g.outputInsideInput ? base : base + g.offsetElems * dtypeSize(t)) : base;
-            recv[l] = inPlace ? (g.outputInsideInput ? base + g.offsetElems * dtypeSize(t) : base) : B[l].get();
-            fillInput(*c, a, comm.rank(l), lay, host[l].data());
-            comm.copyIn(l, send[l], host[l].data(), lay.sendElems * dtypeSize(t));
+        // alltoallv: uniform counts (no matrix) and the skewed ones, whose zero blocks are sends and receives left out
+        std::vector<std::shared_ptr<const ExchangeMatrix>> patterns = {nullptr};
+        if (c->perPairCounts()) patterns.push_back(std::make_shared<const ExchangeMatrix>(ExchangeMatrix::skewed(gpus)));
+        for (const auto& exchange : patterns)
+          for (bool inPlace : {false, true}) {
+            if (inPlace && !comm.supportsInPlace(*c)) continue;
+            CollectiveArgs a{t, op, 0, gpus};
+            a.exchange = exchange;
+            const CollectiveLayout lay = c->layout(std::size_t{1} << 20, dtypeSize(t), gpus, exchange.get());
+            std::vector<CommBuffer> A, B;
+            std::vector<std::vector<unsigned char>> host(gpus, std::vector<unsigned char>(std::size_t{1} << 20));
+            std::vector<void*> send(gpus), recv(gpus);
+            for (int l = 0; l < gpus; ++l) {
+              A.emplace_back(comm, l, std::size_t{1} << 20);
+              B.emplace_back(comm, l, std::size_t{1} << 20);
+              const InPlaceGeometry g = c->inPlace(comm.rank(l), lay);
+              char* base = static_cast<char*>(A[l].get());
+              send[l] = inPlace ? (g.outputInsideInput ? base : base + g.offsetElems * dtypeSize(t)) : base;
+              recv[l] = inPlace ? (g.outputInsideInput ? base + g.offsetElems * dtypeSize(t) : base) : B[l].get();
+              fillInput(*c, a, comm.rank(l), lay, host[l].data());
+              comm.copyIn(l, send[l], host[l].data(), lay.sendElems * dtypeSize(t));
+            }
+            comm.groupStart();
+            for (int l = 0; l < gpus; ++l) c->launch(comm, l, send[l], recv[l], lay, a);
+            comm.groupEnd();
+            comm.synchronize(60);
+            for (int l = 0; l < gpus; ++l) {
+              comm.copyOut(l, host[l].data(), recv[l], lay.recvElems * dtypeSize(t));
+              const CheckResult r = checkOutput(*c, a, comm.rank(l), lay, host[l].data());
+              EXPECT_EQ(r.wrong, 0u) << c->name() << " " << dtypeName(t) << " " << redOpName(op) << (inPlace ? " in-place" : "")
+                                     << (exchange ? " skewed" : "") << " rank " << comm.rank(l);
+            }
           }
-          comm.groupStart();
-          for (int l = 0; l < gpus; ++l) c->launch(comm, l, send[l], recv[l], lay, a);
-          comm.groupEnd();
-          comm.synchronize(60);
-          for (int l = 0; l < gpus; ++l) {
-            comm.copyOut(l, host[l].data(), recv[l], lay.recvElems * dtypeSize(t));
-            const CheckResult r = checkOutput(*c, a, comm.rank(l), lay, host[l].data());
-            EXPECT_EQ(r.wrong, 0u) << c->name() << " " << dtypeName(t) << " " << redOpName(op) << (inPlace ? " in-place" : "")
-                                   << " rank " << comm.rank(l);
-          }
-        }
       }
     }
   }

@@ -21,6 +21,23 @@ double reduced(const Buffers& in, const CollectiveArgs& a, std::size_t i) {
   return acc;
 }
 
+// alltoallv: element i of rank r's output, walking the senders' blocks in rank order with the weights alone (no
+// offsets of the matrix's own), each unit k elements; NaN past r's blocks.
+double exchanged(const Buffers& in, const CollectiveArgs& a, std::size_t k, int r, std::size_t i) {
+  const ExchangeMatrix& m = exchangeOf(a);
+  std::size_t at = 0;  // where sender s's block starts in r's output
+  for (int s = 0; s < a.nranks; ++s) {
+    const std::size_t len = m.weight(s, r) * k;
+    if (i < at + len) {
+      std::size_t from = 0;  // where s's block to r starts in its input
+      for (int d = 0; d < r; ++d) from += m.weight(s, d) * k;
+      return in[s][from + (i - at)];
+    }
+    at += len;
+  }
+  return NAN;
+}
+
 }  // namespace
 
 const std::vector<CollectiveReference>& collectiveReferences() {
@@ -36,6 +53,7 @@ const std::vector<CollectiveReference>& collectiveReferences() {
                     std::size_t i) { return r == a.root ? reduced(in, a, i) : NAN; }},
       {"alltoall",
        [](const Buffers& in, const CollectiveArgs&, std::size_t k, int r, std::size_t i) { return in[i / k][r * k + i % k]; }},
+      {"alltoallv", exchanged},
       {"gather", [](const Buffers& in, const CollectiveArgs& a, std::size_t k, int r,
                     std::size_t i) { return r == a.root ? in[i / k][i % k] : NAN; }},
       {"scatter",

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -64,6 +65,61 @@ TEST(Check, EveryCollectiveChecksCleanAndCatchesOnePlantedError) {
         }
       }
     }
+  }
+}
+
+// alltoallv with uneven counts: zero blocks, a hot rank, a rank that receives nothing, blocks kept locally. Every
+// dtype checks clean, a planted wrong element is counted once, and counts that differ from the matrix checked (one
+// pair a unit off, as a sender with a wrong count would leave the receivers' buffers) are caught.
+TEST(Check, AlltoallvUnevenCountsCheckCleanAndCatchWrongCounts) {
+  const Collective& c = findCollective("alltoallv");
+  std::vector<ExchangeMatrix> patterns;
+  for (int n : {1, 2, 3, 4, 5}) patterns.push_back(ExchangeMatrix::skewed(n));
+  patterns.push_back(ExchangeMatrix(3, {0, 4, 1, 0, 0, 3, 2, 0, 0}));  // rank 0 receives nothing; no block kept locally
+  patterns.push_back(ExchangeMatrix(4, {5, 0, 0, 1, 0, 0, 0, 0, 2, 0, 7, 0, 0, 0, 0, 0}));  // ranks 1, 3 send nothing
+  for (const ExchangeMatrix& m : patterns) {
+    const int n = m.ranks();
+    for (DType t : allDTypes()) {
+      CollectiveArgs a{t, RedOp::kSum, 0, n};
+      a.exchange = std::make_shared<const ExchangeMatrix>(m);
+      const CollectiveLayout lay = c.layout(40 * dtypeSize(t) * m.busiest(), dtypeSize(t), n, a.exchange.get());
+      ASSERT_EQ(lay.count, 40u);
+      const Buffers out = simulate(c, a, lay);
+      for (int r = 0; r < n; ++r) {
+        auto bytes = encode(out[r], t);
+        const CheckResult ok = checkOutput(c, a, r, lay, bytes.data());
+        ASSERT_EQ(ok.wrong, 0u) << "n=" << n << " " << dtypeName(t) << " rank " << r << " first wrong " << ok.firstWrong;
+        ASSERT_EQ(ok.checked, m.received(r) * lay.count) << "n=" << n << " rank " << r;  // its blocks, no more
+        if (ok.checked == 0) continue;
+        std::size_t victim = 0;
+        while (!c.expected(a, r, victim, lay)) ++victim;
+        storeElement(bytes.data(), t, victim, loadElement(bytes.data(), t, victim) + 1);
+        const CheckResult bad = checkOutput(c, a, r, lay, bytes.data());
+        ASSERT_EQ(bad.wrong, 1u) << "n=" << n << " " << dtypeName(t);
+        ASSERT_EQ(bad.firstWrong, victim);
+      }
+    }
+    // Each pair with a block, one unit short, as a sender with a wrong count would send it: the receivers' buffers no
+    // longer check. (A unit more is the library's to refuse: the receive is shorter than the send, MPI_ERR_TRUNCATE.)
+    for (int s = 0; s < n; ++s)
+      for (int d = 0; d < n; ++d) {
+        if (m.weight(s, d) == 0) continue;
+        std::vector<std::uint64_t> w;
+        for (const auto& row : m.rows()) w.insert(w.end(), row.begin(), row.end());
+        --w[static_cast<std::size_t>(s * n + d)];
+        if (std::all_of(w.begin(), w.end(), [](std::uint64_t x) { return x == 0; })) continue;
+        CollectiveArgs sent{DType::kFloat32, RedOp::kSum, 0, n}, checked{DType::kFloat32, RedOp::kSum, 0, n};
+        sent.exchange = std::make_shared<const ExchangeMatrix>(n, w);
+        checked.exchange = std::make_shared<const ExchangeMatrix>(m);
+        const CollectiveLayout lay = c.layoutOfCount(8, sizeof(float), n, checked.exchange.get());
+        const Buffers arrived = simulate(c, sent, lay);
+        std::size_t wrong = 0;
+        for (int r = 0; r < n; ++r) {
+          auto bytes = encode(arrived[r], DType::kFloat32);
+          wrong += checkOutput(c, checked, r, lay, bytes.data()).wrong;
+        }
+        EXPECT_GT(wrong, 0u) << "n=" << n << " pair " << s << "->" << d << " a unit short";
+      }
   }
 }
 

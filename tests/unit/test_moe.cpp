@@ -19,12 +19,12 @@ namespace {
 
 using test::fillRandom;
 
-struct Built {
+struct BuiltMoe {
   Arena arena;
   std::unique_ptr<MixtureOfExperts> moe;
   Tensor x;
   std::vector<Param*> params;
-  Built(std::int64_t N, std::int64_t C, MoeSettings s, unsigned seed = 3) {
+  BuiltMoe(std::int64_t N, std::int64_t C, MoeSettings s, unsigned seed = 3) {
     moe = std::make_unique<MixtureOfExperts>(arena, Init(seed), "h.0.moe", MoeConfig{.rows = N, .channels = C, .settings = s});
     moe->params(params);
     for (Param* p : params) fillRandom(p->value, seed + static_cast<unsigned>(p->name.size()), -0.5f, 0.5f);
@@ -48,7 +48,7 @@ struct Reference {
   std::vector<int> routed;
   std::int64_t dropped = 0;
 };
-Reference reference(Built& b, std::int64_t N, std::int64_t C, const MoeSettings& s) {
+Reference reference(BuiltMoe& b, std::int64_t N, std::int64_t C, const MoeSettings& s) {
   const std::int64_t E = s.experts, k = s.topK, cap = moeCapacity(s, N), H = 4 * C;
   const float* wr = b.param("h.0.moe.router.weight").value.data;
   std::vector<double> probs(N * E);
@@ -115,7 +115,7 @@ Reference reference(Built& b, std::int64_t N, std::int64_t C, const MoeSettings&
 }
 
 void expectForwardMatches(std::int64_t N, std::int64_t C, const MoeSettings& s) {
-  Built b(N, C, s);
+  BuiltMoe b(N, C, s);
   StepContext ctx;
   const Tensor& y = b.moe->forward(b.x, ctx);
   const Reference r = reference(b, N, C, s);
@@ -139,7 +139,7 @@ TEST(Moe, ForwardMatchesAFloat64ReferenceWithDrops) {
 // central differences, at probes where the step leaves the routing as it was (the choice is not differentiated).
 void expectGradientsMatch(const MoeSettings& s) {
   const std::int64_t N = 10, C = 6;
-  Built b(N, C, s);
+  BuiltMoe b(N, C, s);
   std::vector<float> r(N * C);
   std::mt19937 g(7);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
@@ -190,7 +190,7 @@ TEST(Moe, BackwardMatchesFiniteDifferencesTop2WithDrops) {
 // The aux loss's own gradient: with the experts' output not read (r = 0), d aux / d router weight alone.
 TEST(Moe, AuxLossGradientIsTheRoutersOnly) {
   const std::int64_t N = 8, C = 4;
-  Built b(N, C, {.experts = 4, .topK = 1, .capacityFactor = 0, .auxCoef = 1});
+  BuiltMoe b(N, C, {.experts = 4, .topK = 1, .capacityFactor = 0, .auxCoef = 1});
   StepContext ctx;
   b.moe->forward(b.x, ctx);
   for (Param* p : b.params) zero(p->grad);
@@ -223,7 +223,7 @@ TEST(Moe, AuxLossGradientIsTheRoutersOnly) {
 TEST(Moe, CapacityDropsAreCountedExactlyFirstComeFirstServed) {
   const std::int64_t N = 8, C = 4;
   const MoeSettings s{.experts = 4, .topK = 1, .capacityFactor = 1.0, .auxCoef = 0};
-  Built b(N, C, s);
+  BuiltMoe b(N, C, s);
   std::vector<float> w(4 * C, 0.0f);
   for (int e = 0; e < 4; ++e) w[e * C + e] = 10;
   b.param("h.0.moe.router.weight").value.fromHost(w);
@@ -247,7 +247,7 @@ TEST(Moe, CapacityDropsAreCountedExactlyFirstComeFirstServed) {
 TEST(Moe, SecondChoicesYieldToFirstChoices) {
   const std::int64_t N = 4, C = 4;
   const MoeSettings s{.experts = 4, .topK = 2, .capacityFactor = 1.0, .auxCoef = 0};  // capacity ceil(4 * 2 / 4) = 2
-  Built b(N, C, s);
+  BuiltMoe b(N, C, s);
   std::vector<float> w(4 * C, 0.0f);
   for (int e = 0; e < 4; ++e) w[e * C + e] = 10;
   b.param("h.0.moe.router.weight").value.fromHost(w);
@@ -269,7 +269,7 @@ TEST(Moe, SecondChoicesYieldToFirstChoices) {
 TEST(Moe, ASkewedRouterReportsItsImbalanceAndDropsExactly) {
   const std::int64_t N = 16, C = 4;
   const MoeSettings s{.experts = 4, .topK = 2, .capacityFactor = 1.0, .auxCoef = 0.01, .routerSkew = 100};
-  Built b(N, C, s);
+  BuiltMoe b(N, C, s);
   StepContext ctx;
   for (int i = 0; i < 3; ++i) b.moe->forward(b.x, ctx);
   ctx.training = false;  // a recomputation or an evaluation: not counted

@@ -14,14 +14,17 @@ from ..side_by_side import side_by_side
 
 SMALL = 64 * 1024  # the latency plot covers sizes up to here
 
-# label, backend, ranks, dtype, reduction, transport/algo/proto/nonblocking, the tool of imported records ("" for trainscope's)
+# label, backend, ranks, dtype, reduction, transport/algo/proto/nonblocking/alltoallv counts, the tool of imported records
+# ("" for trainscope's)
 SeriesKey = tuple[str, str, int, str, str, str, str]
 IMPORTED_MARKER, MARKER = "s", "o"
 
 
 def _series_key(result: Result, rec: Record) -> SeriesKey:
     nonblocking = NONBLOCKING if rec.get("issue") == NONBLOCKING else None  # blocking: the calls' form by default
-    variant = "/".join(x for x in (rec.get("transport"), rec.get("algo"), rec.get("proto"), nonblocking) if x)
+    counts = rec.get("alltoallv_counts")  # alltoallv: each pattern of per-pair counts its own series
+    pattern = f"counts {counts.get('file') or counts['pattern']}" if counts else None
+    variant = "/".join(x for x in (rec.get("transport"), rec.get("algo"), rec.get("proto"), nonblocking, pattern) if x)
     tool = rec["source"]["tool"] if rec.get("source") else ""
     return (result.label, rec["backend"], rec["ranks"], rec["dtype"], rec["redop"] or "", variant, tool)
 
