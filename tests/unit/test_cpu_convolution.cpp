@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "kernels/cpu/convolution.h"
 #include "kernels/specs/kernel_op.h"  // randomInputs: random data, never zeros
+#include "tests/unit/relative_error.h"
 
 namespace ts {
 namespace {
@@ -79,14 +80,7 @@ struct Layouts {
   }
 };
 
-double maxRelErr(const std::vector<float>& got, const std::vector<double>& want) {
-  double worst = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    if (std::isnan(got[i])) return INFINITY;
-    worst = std::max(worst, std::fabs(got[i] - want[i]) / std::max(1.0, std::fabs(want[i])));
-  }
-  return worst;
-}
+using test::maxRelErr;
 
 std::vector<double> plus(std::vector<double> gradient, const std::vector<float>& prior) {
   for (std::size_t i = 0; i < gradient.size(); ++i) gradient[i] += prior[i];

@@ -16,16 +16,12 @@
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/specs/kernel_op.h"  // randomInputs: random data, never zeros
 #include "tests/unit/compute_threads_scope.h"
+#include "tests/unit/relative_error.h"
 
 namespace ts {
 namespace {
 
-double maxRelErr(const std::vector<float>& got, const std::vector<double>& want) {
-  double worst = 0;
-  for (std::size_t i = 0; i < got.size(); ++i)
-    worst = std::max(worst, std::fabs(got[i] - want[i]) / std::max(1.0, std::fabs(want[i])));
-  return worst;
-}
+using test::maxRelErr;
 
 // d/dx_i of f at x, central differences in float64.
 std::vector<double> numericGrad(const std::function<double(const std::vector<double>&)>& f, std::vector<double> x,

@@ -151,8 +151,6 @@ Outcome simulate(const std::vector<Program>& programs) {
   return out;
 }
 
-const char* nameOf(PipelineSchedule k) { return k == PipelineSchedule::k1F1B ? "1f1b" : "gpipe"; }
-
 TEST(PipelineTransfers, EveryStepCompletesWhenASendWaitsForItsReceiver) {
   for (PipelineSchedule kind : {PipelineSchedule::k1F1B, PipelineSchedule::kGPipe})
     for (int p = 1; p <= 8; ++p)
@@ -160,8 +158,8 @@ TEST(PipelineTransfers, EveryStepCompletesWhenASendWaitsForItsReceiver) {
         std::vector<Program> programs;
         for (int s = 0; s < p; ++s) programs.push_back(programOf(pipelinePlan(kind, s, p, m)));
         const Outcome o = simulate(programs);
-        EXPECT_TRUE(o.completed) << nameOf(kind) << ", " << p << " stages, " << m << " micro-batches: deadlock: " << o.stuck;
-        EXPECT_EQ(o.mismatched, "") << nameOf(kind) << ", " << p << " stages, " << m << " micro-batches";
+        EXPECT_TRUE(o.completed) << ts::nameOf(kind) << ", " << p << " stages, " << m << " micro-batches: deadlock: " << o.stuck;
+        EXPECT_EQ(o.mismatched, "") << ts::nameOf(kind) << ", " << p << " stages, " << m << " micro-batches";
       }
 }
 
