@@ -28,6 +28,8 @@ std::string g_stream;
 std::array<char, 4096> g_streamPath{};
 std::atomic<bool> g_streamWriter{false};
 std::atomic<long> g_streamed{0};
+std::atomic<bool> g_streamWriting{false};  // a record is being written (streamWriteStarts .. recordsStreamed)
+std::atomic<bool> g_countSaid{false};      // a signal's line is saying the count: no record may follow it
 std::string g_what;
 // The message, pre-formatted for each stall (in its own work, waiting for its peers), twice: the handler reads
 // the pair g_ready points at while the other is rebuilt (async-signal-safe: no allocation).
@@ -75,9 +77,14 @@ void writeNumber(long n) {  // async-signal-safe: no printf
   writeAll(digits + i, sizeof(digits) - static_cast<std::size_t>(i));
 }
 
-// The end of the line: what the stream kept (keptRecords(), async-signal-safe).
+// The end of the line: what the stream kept (keptRecords(), async-signal-safe). Said by a signal's handler, which
+// may run on a thread beside the one writing a record: that write ends first (within 2 s: a writer stuck on a full
+// or dead disk does not hold the line back), and none begins after the count is read.
 void writeKept() {
   if (!g_streamWriter.load() || g_streamPath[0] == '\0') return;
+  g_countSaid.store(true);
+  const timespec ms{0, 1000000};
+  for (int i = 0; i < 2000 && g_streamWriting.load(); ++i) ::nanosleep(&ms, nullptr);
   const long n = g_streamed.load();
   if (n == 0) {  // no stream was made (bench/results/result_writer.h): a file there is an earlier run's, kept
     writeText("; nothing was measured, so nothing was kept");
@@ -181,7 +188,17 @@ void setStream(const std::string& jsonlPath, bool writer) {
   g_streamWriter.store(writer && !jsonlPath.empty());
 }
 
-void recordsStreamed(long records) { g_streamed.store(records); }
+void streamWriteStarts() {
+  g_streamWriting.store(true);
+  if (!g_countSaid.load()) return;
+  g_streamWriting.store(false);  // the line has its count; the handler ends the process once it is said
+  for (;;) ::pause();
+}
+
+void recordsStreamed(long records) {
+  g_streamed.store(records);
+  g_streamWriting.store(false);
+}
 
 std::string keptRecords() {
   std::lock_guard lock(g_mu);

@@ -9,7 +9,11 @@ namespace ts::activity {
 void setIdentity(int rank, int worldProcesses, const std::string& host);
 // Where the run's records stream ("" when not writing one), and whether this process writes them (process 0).
 void setStream(const std::string& jsonlPath, bool writer);
-// The stream holds `records` records now (async-signal-safe to read; the result writer counts).
+// The stream holds `records` records now (async-signal-safe to read; the result writer counts). A record's write to the stream
+// begins (ResultWriter::stream); recordsStreamed ends it with the count. The writing thread holds the stopping signals back, but
+// another thread may take one meanwhile (a signal mask is per thread): its line then waits for the write to end, and a write that
+// would begin after the line's count never does.
+void streamWriteStarts();
 void recordsStreamed(long records);
 // What the stream kept, as the end of an error line: "; records measured so far are in X.jsonl (N records)",
 // or, when nothing was measured yet, "; nothing was measured, so nothing was kept" (and the empty stream is

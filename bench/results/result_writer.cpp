@@ -91,6 +91,7 @@ void ResultWriter::add(const nlohmann::json& record) {
 
 void ResultWriter::stream(const nlohmann::json& record) {
   const StopSignalsHeld held;
+  if (stream_) activity::streamWriteStarts();
   if (!wroteAny_) {
     appendLines({header_, record});  // the header goes out with the first record
     wroteAny_ = true;
