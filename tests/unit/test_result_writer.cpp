@@ -1,10 +1,13 @@
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "base/error.h"
@@ -183,4 +186,39 @@ TEST(ResultWriter, AnEarlierStreamIsNeverDeletedOrTruncated) {
   fs::remove_all(dir);
 }
 
+}  // namespace ts
+
+namespace ts {
+namespace {
+// Process 0 of one streams its third record while a SIGTERM comes: this thread holds it back as ResultWriter::stream
+// does, so another one takes it; the record's count lands 200 ms later.
+void stopWhileWriting() {
+  activity::setIdentity(0, 1, "h");
+  activity::setStream("/nonexistent/run.jsonl", true);
+  activity::recordsStreamed(2);
+  activity::installSignalHandlers();
+  std::thread taker([] {
+    for (;;) ::pause();  // the only thread that does not hold SIGTERM back: the kernel hands it the signal
+  });
+  sigset_t term;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &term, nullptr);
+  activity::streamWriteStarts();
+  ::kill(::getpid(), SIGTERM);
+  const timespec ms200{0, 200'000'000};
+  ::nanosleep(&ms200, nullptr);  // the record is being written
+  activity::recordsStreamed(3);
+  taker.join();  // never: the handler ends the process
+}
+}  // namespace
+
+// A stop signal that another thread takes while this one writes a record (the writer's signal mask holds it back
+// from its own thread only) says the count once the write is done: three records, not the two counted when the
+// signal came. Without the wait the line said one record short (test_lost_results' SIGTERM case, once under load).
+TEST(ResultWriterDeathTest, AStopSignalTakenByAnotherThreadWaitsForTheRecordBeingWritten) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(stopWhileWriting(), ::testing::ExitedWithCode(128 + SIGTERM),
+              "records measured so far are in /nonexistent/run.jsonl \\(3 records\\)");
+}
 }  // namespace ts
