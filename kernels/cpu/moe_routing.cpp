@@ -2,28 +2,12 @@
 // (kernels/cuda/moe_routing.cu) are tested against. Each token's work is independent except moeAssign's, whose
 // first-come-first-served order is sequential by definition (it is the capacity rule).
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/moe_rules.h"
 
 namespace ts::cpu {
 
 void moeTopK(int* expert, float* gate, const float* probs, std::size_t N, std::size_t E, std::size_t k) {
-  for (std::size_t n = 0; n < N; ++n) {
-    const float* p = probs + n * E;
-    int first = 0, second = -1;
-    for (std::size_t e = 1; e < E; ++e)  // strictly greater: a tie keeps the lower index
-      if (p[e] > p[first]) first = static_cast<int>(e);
-    if (k == 2)
-      for (std::size_t e = 0; e < E; ++e)
-        if (static_cast<int>(e) != first && (second < 0 || p[e] > p[second])) second = static_cast<int>(e);
-    expert[n * k] = first;
-    if (k == 1) {
-      gate[n] = p[first];
-      continue;
-    }
-    expert[n * k + 1] = second;
-    const float sum = p[first] + p[second];
-    gate[n * k] = p[first] / sum;
-    gate[n * k + 1] = p[second] / sum;
-  }
+  for (std::size_t n = 0; n < N; ++n) moe::topKOfToken(expert + n * k, gate + n * k, probs + n * E, E, k);
 }
 
 void moeAssign(int* slot, int* routed, const int* expert, std::size_t N, std::size_t k, std::size_t E, std::size_t capacity) {
@@ -94,17 +78,7 @@ void moeGateBackward(float* dprobs, const float* dgate, const float* probs, cons
   for (std::size_t n = 0; n < N; ++n) {
     float* d = dprobs + n * E;
     for (std::size_t e = 0; e < E; ++e) d[e] = auxGrad ? auxGrad[e] : 0.0f;
-    const int* chosen = expert + n * k;
-    const float* dg = dgate + n * k;
-    if (k == 1) {
-      d[chosen[0]] += dg[0];
-      continue;
-    }
-    // g_i = p_i / (p_1 + p_2): dL/dp_1 = p_2 (dg_1 - dg_2) / S^2, dL/dp_2 = p_1 (dg_2 - dg_1) / S^2.
-    const float p1 = probs[n * E + static_cast<std::size_t>(chosen[0])], p2 = probs[n * E + static_cast<std::size_t>(chosen[1])];
-    const float s2 = (p1 + p2) * (p1 + p2);
-    d[chosen[0]] += p2 * (dg[0] - dg[1]) / s2;
-    d[chosen[1]] += p1 * (dg[1] - dg[0]) / s2;
+    moe::gateBackwardOfToken(d, dgate + n * k, probs + n * E, expert + n * k, k);
   }
 }
 

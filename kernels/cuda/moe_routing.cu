@@ -9,29 +9,14 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/device_common.cuh"
+#include "kernels/moe_rules.h"
 
 namespace ts::cuda {
 namespace {
 
 __global__ void topKKernel(int* expert, float* gate, const float* probs, std::size_t N, std::size_t E, std::size_t k) {
-  for (std::size_t n = firstIndex(); n < N; n += gridStride()) {
-    const float* p = probs + n * E;
-    int first = 0, second = -1;
-    for (std::size_t e = 1; e < E; ++e)
-      if (p[e] > p[first]) first = static_cast<int>(e);
-    if (k == 2)
-      for (std::size_t e = 0; e < E; ++e)
-        if (static_cast<int>(e) != first && (second < 0 || p[e] > p[second])) second = static_cast<int>(e);
-    expert[n * k] = first;
-    if (k == 1) {
-      gate[n] = p[first];
-      continue;
-    }
-    expert[n * k + 1] = second;
-    const float sum = __fadd_rn(p[first], p[second]);
-    gate[n * k] = __fdiv_rn(p[first], sum);
-    gate[n * k + 1] = __fdiv_rn(p[second], sum);
-  }
+  for (std::size_t n = firstIndex(); n < N; n += gridStride())
+    moe::topKOfToken(expert + n * k, gate + n * k, probs + n * E, E, k);
 }
 
 __global__ void assignKernel(int* slot, int* routed, const int* expert, std::size_t N, std::size_t k, std::size_t E,
@@ -105,16 +90,7 @@ __global__ void gateBackwardKernel(float* dprobs, const float* dgate, const floa
   for (std::size_t n = firstIndex(); n < N; n += gridStride()) {
     float* d = dprobs + n * E;
     for (std::size_t e = 0; e < E; ++e) d[e] = auxGrad ? auxGrad[e] : 0.0f;
-    const int* chosen = expert + n * k;
-    const float* dg = dgate + n * k;
-    if (k == 1) {
-      d[chosen[0]] = __fadd_rn(d[chosen[0]], dg[0]);
-      continue;
-    }
-    const float p1 = probs[n * E + chosen[0]], p2 = probs[n * E + chosen[1]];
-    const float s = __fadd_rn(p1, p2), s2 = __fmul_rn(s, s);
-    d[chosen[0]] = __fadd_rn(d[chosen[0]], __fdiv_rn(__fmul_rn(p2, __fsub_rn(dg[0], dg[1])), s2));
-    d[chosen[1]] = __fadd_rn(d[chosen[1]], __fdiv_rn(__fmul_rn(p1, __fsub_rn(dg[1], dg[0])), s2));
+    moe::gateBackwardOfToken(d, dgate + n * k, probs + n * E, expert + n * k, k);
   }
 }
 

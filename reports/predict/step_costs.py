@@ -67,15 +67,17 @@ class StepCosts:
     measured: MeasuredFabric | None = None
     swap: LinkClass | None = None
     _models: dict[tuple[str, int, LinkClass], Model] = field(default_factory=dict)
+    _shared: dict[tuple[str, int, LinkClass, int], Model] = field(default_factory=dict)  # _models' with a shared NIC
 
     def at(self, end: End) -> "StepCosts":
         """The same costs at one end of their bands (the fitted models shared)."""
         return replace(self, end=end)
 
     def scaled(self, compute_speedup: float = 1.0, bandwidth_scale: float = 1.0) -> "StepCosts":
-        models = self._models if bandwidth_scale == 1 else {}  # the fitted models change with the bandwidth
+        same = bandwidth_scale == 1  # the fitted models change with the bandwidth
         return replace(self, compute_speedup=self.compute_speedup * compute_speedup,
-                       bandwidth_scale=self.bandwidth_scale * bandwidth_scale, _models=models)
+                       bandwidth_scale=self.bandwidth_scale * bandwidth_scale, _models=self._models if same else {},
+                       _shared=self._shared if same else {})
 
     def model_of(self, op: str, group_size: int, link: LinkClass = LinkClass.INTRA) -> Model:
         name = POINT_TO_POINT.get(op, op)
@@ -97,8 +99,8 @@ class StepCosts:
         """The same costs with the bandwidth of every collective of link class `swap` (None: every one) the datasheet
         fabric's, or their costs those fitted from another cluster's measurements (models refitted for it)."""
         if isinstance(fabric, MeasuredFabric):
-            return replace(self, measured=fabric, fabric=None, swap=swap, _models={})
-        return replace(self, fabric=fabric, measured=None, swap=swap, _models={})
+            return replace(self, measured=fabric, fabric=None, swap=swap, _models={}, _shared={})
+        return replace(self, fabric=fabric, measured=None, swap=swap, _models={}, _shared={})
 
     def backends(self) -> set[str]:
         """The backends the calibration's collectives ran on (the series' `backend`)."""
@@ -121,6 +123,9 @@ class StepCosts:
         m = self.model_of(op, group_size, link)
         flows = self.placement.flows_per_nic(members) if self.placement else 1
         if flows > 1:  # the host's NIC shared by its ranks' concurrent flows: each gets 1/flows of its bandwidth
-            m = faster_links(m, 1 / flows)
+            key = (op, group_size, link, flows)
+            if key not in self._shared:  # once per op and sharing, not per replayed event
+                self._shared[key] = faster_links(m, 1 / flows)
+            m = self._shared[key]
         t = m.algorithm.time_us(m.ranks, nbytes)
         return max(0.0, t * (1 + self.end.value * m.band(nbytes)))
