@@ -144,9 +144,13 @@ void addEvalOptions(OptionTable<TrainRunOptions>& t) {
 // How the model is laid out over the processes.
 void addLayoutOptions(OptionTable<TrainRunOptions>& t) {
   t.group("Layout over the processes");
-  t.add("--dp", "Data-parallel ranks (0 = the processes left by --tp and --pp)", TS_FIELD(train.layout.dp));
+  t.add("--dp", "Data-parallel ranks (0 = the processes left by --tp, --pp and --ep)", TS_FIELD(train.layout.dp));
   t.add("--tp", "Tensor-parallel ranks", TS_FIELD(train.layout.tp));
   t.add("--pp", "Pipeline stages", TS_FIELD(train.layout.pp));
+  t.add("--ep",
+        "Expert-parallel ranks: each holds 1/N of every mixture's experts, tokens exchanged by all-to-alls (carved out of "
+        "the data-parallel ranks; a mixture-of-experts model)",
+        TS_FIELD(train.layout.ep));
   t.add("--zero",
         "ZeRO stage over the data-parallel group: 0 (all-reduce), 1 (optimizer state sharded), 2 (gradients too), 3 (parameters "
         "too)",

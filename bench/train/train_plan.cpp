@@ -77,8 +77,8 @@ StagePlan planStage(const Plan& p, const wl::Mesh& mesh, const data::DataSource&
   wl::Device& cpu = wl::Device::hostCpu();
   const std::optional<wl::PipelineCut> cut = wl::pipelineCutOf(mesh, cpu, source, p.config, p.microBatch);
   const std::size_t before = inUse(MemoryKind::kActivations);
-  const std::unique_ptr<wl::Model> model =
-      wl::makeModel(wl::stageConfigOf(p.config, cut), p.microBatch, cpu, wl::tensorParallelOf(mesh), wl::ParamStorage::kDeferred);
+  const std::unique_ptr<wl::Model> model = wl::makeModel(wl::placedConfigOf(p.config, mesh, cut), p.microBatch, cpu,
+                                                         wl::tensorParallelOf(mesh), wl::ParamStorage::kDeferred);
   StagePlan s;
   s.activationBytes = inUse(MemoryKind::kActivations) - before;
   s.stages = mesh.size(wl::GroupKind::kPp);

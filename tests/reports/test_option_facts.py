@@ -53,7 +53,7 @@ def test_a_train_records_identity_is_what_changes_the_work_or_the_numbers_of_a_s
     it computes separates records; where and how the run is watched, how long it is waited for, and a seed's draw do not."""
     apart = {"model", "preset", "set", "steps", "batch", "micro_batches", "precision", "loss_scale", "optimizer", "lr", "schedule",
              "lr_warmup", "weight_decay", "momentum", "beta1", "beta2", "clip_norm", "data", "augment", "dropout",
-             "synthetic_size", "dp", "tp", "pp", "zero", "sync", "bucket_mb", "overlap", "pp_schedule", "pp_split",
+             "synthetic_size", "dp", "tp", "pp", "ep", "zero", "sync", "bucket_mb", "overlap", "pp_schedule", "pp_split",
              "checkpoint_every", "checkpoint_async"}
     same = {"seed", "device", "label", "timeout", "warmup_steps", "log_every", "ceiling", "eval_every", "eval_batches",
             "target_accuracy", "target_loss", "mllog", "memory_limit", "checkpoint_dir", "resume", "dump_logits", "trace"}

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/collectives/exchange_matrix.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "workloads/tensor.h"
 
@@ -59,6 +60,9 @@ struct Param {
   std::int64_t pieceOffset = 0;
   // Tensor parallel: this rank holds a slice; the tensor-parallel ranks' slices make the tensor.
   bool tpShard() const { return slice.sliced(); }
+  // A mixture's expert (moe.h): under expert parallelism one expert-parallel rank holds it, its copies are the
+  // expert-data-parallel group's (kExpertReplicaAxes), not every replica's.
+  bool expert = false;
 };
 
 // State that is not trained but belongs in a checkpoint (BatchNorm's running statistics).
@@ -69,6 +73,22 @@ struct NamedTensor {
 };
 
 class Layer;
+
+// Expert parallelism's communication over the expert-parallel group (workloads/parallel/expert_parallel.h), which a
+// mixture of experts asks for through StepContext::experts: its ranks call each in the same order.
+class ExpertExchange {
+ public:
+  virtual ~ExpertExchange() = default;
+  virtual int rank() const = 0;
+  virtual int ranks() const = 0;
+  // Every rank's `mine` (as many values on each), concatenated in rank order: an all-gather.
+  virtual std::vector<std::int64_t> gather(const std::vector<std::int64_t>& mine) = 0;
+  // Rows of rowElems floats moved as `m` says (rows, not elements: an alltoallv of count rowElems): this rank's rows
+  // to ranks 0..n-1 packed in `send`, its rows from ranks 0..n-1 packed into `recv` (exchange_matrix.h). `what`
+  // names the exchange in the step's collectives ("h.0.moe dispatch").
+  virtual void exchange(const std::string& what, const float* send, float* recv, const ExchangeMatrix& m,
+                        std::size_t rowElems) = 0;
+};
 
 // What one forward/backward pass is part of.
 struct StepContext {
@@ -92,6 +112,8 @@ struct StepContext {
   // SyncBatchNorm: adds batch norm's float64 statistics over the data-parallel group, in place (unset: each
   // rank normalises its own batch). The type is cpu::ReplicaSum's.
   std::function<void(double* values, std::size_t n)> bnSum;
+  // Expert parallel: the exchanges of tokens between the ranks that hold different experts (null: one rank).
+  ExpertExchange* experts = nullptr;
   // The micro-batch being run: its training step and its first row's place in the run's sample order
   // (data::Batch::firstPosition), which key dropout's masks (cpu::DropoutKeys).
   std::int64_t step = 0, firstSample = 0;

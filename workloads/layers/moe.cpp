@@ -32,13 +32,25 @@ MixtureOfExperts::MixtureOfExperts(Arena& arena, const Init& init, const std::st
       k_(c.settings.topK),
       capacity_(moeCapacity(c.settings, c.rows)),
       settings_(c.settings),
+      ep_(c.settings.ep),
+      localExperts_(c.settings.experts / std::max(1, c.settings.ep.ranks)),
+      firstExpert_(c.settings.ep.rank * localExperts_),
       router_(arena, init, name + ".router",
               {.rows = c.rows, .in = c.channels, .out = c.settings.experts, .bias = false, .initStd = 0.02}) {
   if (E_ < 1 || (k_ != 1 && k_ != 2) || k_ > E_)
     throw Error(fmt::format("internal: a mixture of {} experts with top-{} routing", E_, k_));
-  for (std::int64_t e = 0; e < E_; ++e)
-    experts_.push_back(std::make_unique<FeedForward>(arena, init, fmt::format("{}.experts.{}", name, e),
-                                                     FeedForwardConfig{.rows = capacity_, .channels = C_, .projStd = c.projStd}));
+  if (ep_.ranks < 1 || E_ % ep_.ranks || ep_.rank < 0 || ep_.rank >= ep_.ranks)
+    throw Error(fmt::format("internal: {} experts on expert-parallel rank {} of {}", E_, ep_.rank, ep_.ranks));
+  // An expert's buffer: `capacity` rows from each expert-parallel rank.
+  const std::int64_t expertRowsEach = capacity_ * ep_.ranks;
+  for (std::int64_t e = firstExpert_; e < firstExpert_ + localExperts_; ++e) {
+    experts_.push_back(
+        std::make_unique<FeedForward>(arena, init, fmt::format("{}.experts.{}", name, e),
+                                      FeedForwardConfig{.rows = expertRowsEach, .channels = C_, .projStd = c.projStd}));
+    std::vector<Param*> own;
+    experts_.back()->params(own);
+    for (Param* p : own) p->expert = true;
+  }
   if (settings_.routerSkew != 0) {
     skew_ = arena.state({E_});
     std::vector<float> offsets(static_cast<std::size_t>(E_));
@@ -58,9 +70,20 @@ MixtureOfExperts::MixtureOfExperts(Arena& arena, const Init& init, const std::st
   outBuf_ = arena.tensor({E_ * capacity_, C_});
   dOutBuf_ = arena.tensor({E_ * capacity_, C_});
   dInBuf_ = arena.tensor({E_ * capacity_, C_});
-  for (std::int64_t e = 0; e < E_; ++e) {
-    inRows_.push_back(expertRows(inBuf_, e));
-    dOutRows_.push_back(expertRows(dOutBuf_, e));
+  if (expertParallel()) {
+    sendBuf_ = arena.tensor({E_ * capacity_, C_});
+    recvBuf_ = arena.tensor({E_ * capacity_, C_});
+    expIn_ = arena.tensor({localExperts_ * expertRowsEach, C_});
+    expDOut_ = arena.tensor({localExperts_ * expertRowsEach, C_});
+    for (std::int64_t l = 0; l < localExperts_; ++l) {
+      expInRows_.push_back(Tensor{expIn_.data + l * expertRowsEach * C_, {expertRowsEach, C_}, expIn_.device});
+      expDOutRows_.push_back(Tensor{expDOut_.data + l * expertRowsEach * C_, {expertRowsEach, C_}, expDOut_.device});
+    }
+  } else {
+    for (std::int64_t e = 0; e < E_; ++e) {
+      inRows_.push_back(expertRows(inBuf_, e));
+      dOutRows_.push_back(expertRows(dOutBuf_, e));
+    }
   }
   y_ = arena.tensor({N_, C_});
   dxExperts_ = arena.tensor({N_, C_});
@@ -89,18 +112,38 @@ const Tensor& MixtureOfExperts::forward(const Tensor& x, StepContext& ctx) {
   ops::softmaxForward(d, probs_.data, logits->data, N, E, 0);
   ops::moeTopK(d, expert_, gate_.data, probs_.data, N, E, k);
   ops::moeAssign(d, slot_, routed_, expert_, N, k, E, static_cast<std::size_t>(capacity_));
+  d.download(lastRouted_.data(), routed_, E * sizeof(int));
   zero(inBuf_);
   ops::moeDispatch(d, inBuf_.data, x.data, slot_, N, k, C);
-  for (std::int64_t e = 0; e < E_; ++e) {
-    const Tensor& out = experts_[static_cast<std::size_t>(e)]->forward(inRows_[static_cast<std::size_t>(e)], ctx);
-    copy(expertRows(outBuf_, e), out);
+  if (expertParallel()) {
+    // Every rank's used rows per expert, then this rank's rows to the experts' ranks and their outputs back.
+    std::vector<std::int64_t> used(E);
+    for (std::size_t e = 0; e < E; ++e) used[e] = std::min<std::int64_t>(lastRouted_[e], capacity_);
+    usedAll_ = exchangeOf(ctx).gather(used);
+    const auto P = static_cast<std::size_t>(ep_.ranks), local = static_cast<std::size_t>(localExperts_);
+    std::vector<std::uint64_t> rows(P * P, 0);  // rows[s P + d]: what rank s sends the experts of rank d
+    for (std::size_t s = 0; s < P; ++s)
+      for (std::size_t e = 0; e < E; ++e) rows[s * P + e / local] += static_cast<std::uint64_t>(usedAll_[s * E + e]);
+    std::vector<std::uint64_t> back(P * P);
+    for (std::size_t s = 0; s < P; ++s)
+      for (std::size_t t = 0; t < P; ++t) back[t * P + s] = rows[s * P + t];
+    dispatch_ = std::make_unique<ExchangeMatrix>(ep_.ranks, std::move(rows));
+    combine_ = std::make_unique<ExchangeMatrix>(ep_.ranks, std::move(back));
+    toExperts(name_ + " dispatch", inBuf_, expInRows_, ctx);
+    std::vector<const Tensor*> outs;
+    for (std::size_t l = 0; l < local; ++l) outs.push_back(&experts_[l]->forward(expInRows_[l], ctx));
+    fromExperts(name_ + " combine", outs, outBuf_, ctx);
+  } else {
+    for (std::int64_t e = 0; e < E_; ++e) {
+      const Tensor& out = experts_[static_cast<std::size_t>(e)]->forward(inRows_[static_cast<std::size_t>(e)], ctx);
+      copy(expertRows(outBuf_, e), out);
+    }
   }
   ops::moeCombine(d, y_.data, outBuf_.data, gate_.data, slot_, N, k, C);
 
   // The auxiliary loss from the routed counts and the probabilities' column sums (E values each to the host).
   zero(probSum_);
   ops::biasBackward(d, probSum_.data, probs_.data, N, E);
-  d.download(lastRouted_.data(), routed_, E * sizeof(int));
   d.download(lastProbSum_.data(), probSum_.data, E * sizeof(float));
   const double assignments = static_cast<double>(N * k);
   double aux = 0;
@@ -129,9 +172,16 @@ const Tensor& MixtureOfExperts::backward(const Tensor& dy, StepContext& ctx) {
              C = static_cast<std::size_t>(C_);
   zero(dOutBuf_);
   ops::moeCombineBackward(d, dOutBuf_.data, dgate_.data, dy.data, outBuf_.data, gate_.data, slot_, N, k, C);
-  for (std::int64_t e = 0; e < E_; ++e) {
-    const Tensor& din = experts_[static_cast<std::size_t>(e)]->backward(dOutRows_[static_cast<std::size_t>(e)], ctx);
-    copy(expertRows(dInBuf_, e), din);
+  if (expertParallel()) {
+    toExperts(name_ + " combine backward", dOutBuf_, expDOutRows_, ctx);
+    std::vector<const Tensor*> dins;
+    for (std::size_t l = 0; l < experts_.size(); ++l) dins.push_back(&experts_[l]->backward(expDOutRows_[l], ctx));
+    fromExperts(name_ + " dispatch backward", dins, dInBuf_, ctx);
+  } else {
+    for (std::int64_t e = 0; e < E_; ++e) {
+      const Tensor& din = experts_[static_cast<std::size_t>(e)]->backward(dOutRows_[static_cast<std::size_t>(e)], ctx);
+      copy(expertRows(dInBuf_, e), din);
+    }
   }
   ops::moeDispatchBackward(d, dxExperts_.data, dInBuf_.data, slot_, N, k, C);
   // d aux / d probs[n, e] = coef E f_e / N, f_e = routed_e / (N k), scaled as the model's loss.
@@ -148,6 +198,62 @@ const Tensor& MixtureOfExperts::backward(const Tensor& dy, StepContext& ctx) {
   return dx_;
 }
 
+namespace {
+
+// n rows of a [rows, C] tensor from row `from`.
+Tensor rowsOf(const Tensor& t, std::int64_t from, std::int64_t n) {
+  const std::int64_t C = t.shape.back();
+  return Tensor{t.data + from * C, {n, C}, t.device};
+}
+
+}  // namespace
+
+ExpertExchange& MixtureOfExperts::exchangeOf(StepContext& ctx) const {
+  if (!ctx.experts || ctx.experts->ranks() != ep_.ranks || ctx.experts->rank() != ep_.rank)
+    throw Error(fmt::format("internal: {} runs on expert-parallel rank {} of {} without that group's exchange", name_, ep_.rank,
+                            ep_.ranks));
+  return *ctx.experts;
+}
+
+void MixtureOfExperts::toExperts(const std::string& what, const Tensor& tokenSide, const std::vector<Tensor>& expertSide,
+                                 StepContext& ctx) {
+  const std::int64_t P = ep_.ranks, me = ep_.rank;
+  std::int64_t at = 0;  // packed by destination: the experts in order are the ranks in order
+  for (std::int64_t e = 0; e < E_; ++e)
+    if (const std::int64_t n = usedAll_[static_cast<std::size_t>(me * E_ + e)]; n > 0) {
+      copy(rowsOf(sendBuf_, at, n), rowsOf(tokenSide, e * capacity_, n));
+      at += n;
+    }
+  exchangeOf(ctx).exchange(what, sendBuf_.data, recvBuf_.data, *dispatch_, static_cast<std::size_t>(C_));
+  at = 0;  // packed by source, each source's rows by expert
+  for (const Tensor& t : expertSide) zero(t);
+  for (std::int64_t s = 0; s < P; ++s)
+    for (std::int64_t l = 0; l < localExperts_; ++l)
+      if (const std::int64_t n = usedAll_[static_cast<std::size_t>(s * E_ + firstExpert_ + l)]; n > 0) {
+        copy(rowsOf(expertSide[static_cast<std::size_t>(l)], s * capacity_, n), rowsOf(recvBuf_, at, n));
+        at += n;
+      }
+}
+
+void MixtureOfExperts::fromExperts(const std::string& what, const std::vector<const Tensor*>& expertSide, const Tensor& tokenSide,
+                                   StepContext& ctx) {
+  const std::int64_t P = ep_.ranks, me = ep_.rank;
+  std::int64_t at = 0;  // back to each source in its order: as toExperts received them
+  for (std::int64_t s = 0; s < P; ++s)
+    for (std::int64_t l = 0; l < localExperts_; ++l)
+      if (const std::int64_t n = usedAll_[static_cast<std::size_t>(s * E_ + firstExpert_ + l)]; n > 0) {
+        copy(rowsOf(recvBuf_, at, n), rowsOf(*expertSide[static_cast<std::size_t>(l)], s * capacity_, n));
+        at += n;
+      }
+  exchangeOf(ctx).exchange(what, recvBuf_.data, sendBuf_.data, *combine_, static_cast<std::size_t>(C_));
+  at = 0;
+  for (std::int64_t e = 0; e < E_; ++e)
+    if (const std::int64_t n = usedAll_[static_cast<std::size_t>(me * E_ + e)]; n > 0) {
+      copy(rowsOf(tokenSide, e * capacity_, n), rowsOf(sendBuf_, at, n));
+      at += n;
+    }
+}
+
 std::vector<int> MixtureOfExperts::lastSlots() const {
   std::vector<int> out(static_cast<std::size_t>(N_ * k_));
   y_.device->download(out.data(), slot_, out.size() * sizeof(int));
@@ -160,8 +266,8 @@ void MixtureOfExperts::params(std::vector<Param*>& out) {
 }
 
 double MixtureOfExperts::forwardFlops() const {
-  // Each token through k experts: k N / capacity of one expert's (capacity-row) FLOPs.
-  const double perToken = experts_.front()->forwardFlops() / static_cast<double>(capacity_);
+  // Each token through k experts: k N / (its buffer's rows) of one expert's FLOPs.
+  const double perToken = experts_.front()->forwardFlops() / static_cast<double>(capacity_ * ep_.ranks);
   return router_.forwardFlops() + static_cast<double>(N_ * k_) * perToken;
 }
 

@@ -11,6 +11,12 @@
 //     `capacity` rows (GShard's static shapes: no host round trip decides a GEMM's size; unused rows are zero and
 //     their gradient is zero);
 //   combine: y[n] = sum over n's kept choices of g * expert(x[n]).
+// Expert parallel (MoeSettings::ep, ranks P): a rank holds E / P experts, contiguous, and routes its own tokens as
+// above; its buffer rows for the experts of rank d go there and back by two alltoallvs over the expert-parallel group
+// (StepContext::experts; Megatron's all-to-all token dispatcher), of the used rows only (min(routed, capacity) per
+// expert, whose counts every rank learns by one all-gather): dispatch before the experts, combine after, and the
+// same two in the backward. An expert's buffer holds `capacity` rows from each of the P ranks (its rows from rank s at
+// s capacity), so a rank computes E capacity rows whatever P is, and capacity stays per rank's micro-batch.
 // The auxiliary load-balancing loss (Switch, Megatron): aux = coef E sum_e f_e P_e, f_e the fraction of the N k
 // assignments routed to e (before dropping), P_e the mean router probability of e. Its gradient coef E f_e / N on
 // every probs[n, e] (f_e is a count: not differentiated) joins the gates' in the router's backward, scaled as the
@@ -19,7 +25,8 @@
 // cross-entropy; aux is reported apart (MoeStats), as Megatron logs its load_balancing_loss.
 // Forward FLOPs (the model's, Megatron's MoE convention): the router's 2 N C E plus k experts per token,
 // k N 2 (2 C 4C), whatever the capacity buffers' padding computes. Tensor parallel: the router and the experts are
-// whole on every rank (replicated like the layernorms): no group sums.
+// whole on every rank (replicated like the layernorms): no group sums. The experts' parameters are marked
+// Param::expert (their copies are the expert-data-parallel group's).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -29,6 +36,11 @@
 
 namespace ts::wl {
 
+// This rank's place in the expert-parallel group (--ep): it holds experts [rank E / ranks, (rank + 1) E / ranks).
+struct ExpertParallel {
+  int rank = 0, ranks = 1;
+};
+
 // A model's experts (ModelConfig::moe); experts 0: a dense MLP.
 struct MoeSettings {
   std::int64_t experts = 0, topK = 1;
@@ -37,6 +49,8 @@ struct MoeSettings {
   // A test hook (TRAINSCOPE_FAULT=router): adds routerSkew * (E - 1 - e) to expert e's logit, so that with a large
   // skew every token ranks the experts 0, 1, ... and the imbalance and drops are known exactly. 0: none.
   double routerSkew = 0;
+  // Where this rank sits among the expert-parallel ranks: the layout's, not the model's (placeModel sets it).
+  ExpertParallel ep = {};
   bool enabled() const { return experts > 0; }
 };
 
@@ -72,7 +86,8 @@ struct MoeConfig {
 
 class MixtureOfExperts final : public Layer {
  public:
-  // Parameters `name`.router.weight [E, C], `name`.experts.<e>.fc.* and .proj.* (PyTorch's ModuleList naming).
+  // Parameters `name`.router.weight [E, C], `name`.experts.<e>.fc.* and .proj.* (PyTorch's ModuleList naming; the
+  // rank's own experts' under expert parallelism, by their index among all E).
   MixtureOfExperts(Arena& arena, const Init& init, const std::string& name, const MoeConfig& config);
   const Tensor& forward(const Tensor& x, StepContext& ctx) override;
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
@@ -88,8 +103,24 @@ class MixtureOfExperts final : public Layer {
 
  private:
   Tensor expertRows(const Tensor& all, std::int64_t e) const;  // expert e's rows of a [E capacity, C] buffer
+  bool expertParallel() const { return ep_.ranks > 1; }
+  // Expert parallel: the used rows of `tokenSide` ([E capacity, C], expert e's at e capacity) to the experts' ranks,
+  // into `expertSide` (per local expert: rank s's rows at s capacity), and the way back.
+  void toExperts(const std::string& what, const Tensor& tokenSide, const std::vector<Tensor>& expertSide, StepContext& ctx);
+  void fromExperts(const std::string& what, const std::vector<const Tensor*>& expertSide, const Tensor& tokenSide,
+                   StepContext& ctx);
+  ExpertExchange& exchangeOf(StepContext& ctx) const;  // the group's, checked to be this layer's
   std::string name_;
   std::int64_t N_, C_, E_, k_, capacity_;
+  ExpertParallel ep_;
+  std::int64_t localExperts_, firstExpert_;  // this rank's experts: [firstExpert_, firstExpert_ + localExperts_)
+  // Expert parallel, from the last forward: the rows every rank routes to each expert, usedAll_[s E + e] (min(routed,
+  // capacity)), and the exchanges' per-pair rows (dispatch: to the experts' ranks; combine: back, its transpose).
+  std::vector<std::int64_t> usedAll_;
+  std::unique_ptr<ExchangeMatrix> dispatch_, combine_;
+  Tensor sendBuf_, recvBuf_;  // [E capacity, C]: the exchanges' packed rows
+  Tensor expIn_, expDOut_;    // [local experts x P capacity, C]
+  std::vector<Tensor> expInRows_, expDOutRows_;
   MoeSettings settings_;
   Linear router_;
   std::vector<std::unique_ptr<FeedForward>> experts_;

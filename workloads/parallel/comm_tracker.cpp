@@ -43,7 +43,7 @@ int CommTracker::track(TrackedOp what, std::size_t bytes, const std::function<st
 int CommTracker::start(const CollectiveCall& call) {
   // Name and bytes as the collectives sweep records them, so a step's op compares with the sweep's.
   const Collective& op = *call.collective;
-  const CollectiveLayout layout = op.layoutOfCount(call.count, dtypeSize(call.dtype), comm_.worldSize());
+  const CollectiveLayout layout = op.layoutOfCount(call.count, dtypeSize(call.dtype), comm_.worldSize(), call.exchange);
   return track(
       op, layout.bytes, [&] { return comm_.start(0, call); }, -1, layout.sendElems, layout.recvElems, call.dtype);
 }
@@ -154,6 +154,18 @@ void CommTracker::sum(std::span<double> v, bool timed) {
     comm_.start(0, call)->wait(timeoutS_);
   }
   comm_.copyOut(0, v.data(), sums_.get(), bytes);
+}
+
+std::vector<double> CommTracker::gather(std::span<const double> mine) {
+  const auto n = static_cast<std::size_t>(comm_.worldSize());
+  const std::size_t bytes = mine.size_bytes();
+  if (gathers_.bytes() < (n + 1) * bytes) gathers_ = CommBuffer(comm_, 0, (n + 1) * bytes);
+  char* all = static_cast<char*>(gathers_.get());
+  comm_.copyIn(0, all + n * bytes, mine.data(), bytes);
+  run({&collectives::all_gather(), all + n * bytes, all, mine.size(), DType::kFloat64, RedOp::kSum});
+  std::vector<double> out(n * mine.size());
+  comm_.copyOut(0, out.data(), all, n * bytes);
+  return out;
 }
 
 StepComm CommTracker::take() {

@@ -71,6 +71,8 @@ class CommTracker {
   double sum(double v, bool timed);
   // The same for several numbers at once, in place (one collective).
   void sum(std::span<double> v, bool timed);
+  // Every rank's `mine` (as many numbers on each), concatenated in rank order: one all-gather, timed.
+  std::vector<double> gather(std::span<const double> mine);
   // This step's figures; clears them. Every op must be complete.
   StepComm take();
 
@@ -97,7 +99,8 @@ class CommTracker {
   ProcessGroupId group_;
   std::vector<Op> ops_;
   double exposedS_ = 0;
-  CommBuffer sums_;  // sum()'s numbers, where the backend works
+  CommBuffer sums_;     // sum()'s numbers, where the backend works
+  CommBuffer gathers_;  // gather()'s: every rank's numbers, then this rank's own after them
 };
 
 }  // namespace ts::wl

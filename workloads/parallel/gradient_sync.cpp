@@ -3,6 +3,7 @@
 #include "workloads/models/model.h"
 #include "workloads/parallel/allreduce_sync.h"
 #include "workloads/parallel/average_sync.h"
+#include "workloads/parallel/expert_sync.h"
 #include "workloads/parallel/sharded_sync.h"
 #include "workloads/parallel/zero3_sync.h"
 
@@ -63,8 +64,13 @@ class LocalPlan final : public SyncPlan {
 
 void SyncPlan::beforeBackward(PlanContext& ctx, bool) { ctx.gradsReady = nullptr; }
 
+std::unique_ptr<GradientSync> makeLocalSync(const ModelPart& part) { return std::make_unique<LocalSync>(part); }
+
+std::unique_ptr<SyncPlan> makeLocalPlan(const ModelPart& part) { return std::make_unique<LocalPlan>(part); }
+
 std::unique_ptr<SyncPlan> makeSyncPlan(const Mesh& mesh, const ModelPart& part, OptimizerKind optimizer, StepPlan& plan) {
   if (mesh.size(kReplicaAxes) == 1) return std::make_unique<LocalPlan>(part);
+  if (mesh.size(kExpertAxes) > 1) return expertParallelSyncPlan(mesh, part, plan);
   const LayoutOptions& l = mesh.layout();
   const PlanGroup dp = planGroupOf(mesh, kReplicaAxes);
   if (l.sync == SyncKind::kAverage) return averageSyncPlan(part, l, optimizer, plan, dp);
@@ -92,6 +98,7 @@ std::unique_ptr<GradientSync> makeGradientSync(const Mesh& mesh, const ModelPart
   Communicator* dp = mesh.replicaGroup();
   if (!dp) return std::make_unique<LocalSync>(model);
   const LayoutOptions& l = mesh.layout();
+  if (mesh.size(kExpertAxes) > 1) return std::make_unique<ExpertParallelSync>(mesh, model, timeoutS);
   std::unique_ptr<GradientSync> sync;
   if (l.sync == SyncKind::kAverage)
     sync = std::make_unique<AverageSync>(*dp, model, l, timeoutS);

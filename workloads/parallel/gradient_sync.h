@@ -68,7 +68,7 @@ class GradientSync {
   virtual Divergence divergence() const { return {}; }
   // Bytes of gradients and optimizer-state parameters this rank keeps (for the record).
   std::size_t ownedParameterElements();
-  StepComm takeStepComm() { return tracker_ ? tracker_->take() : StepComm{}; }
+  virtual StepComm takeStepComm() { return tracker_ ? tracker_->take() : StepComm{}; }
   void setGroup(ProcessGroupId group) {
     if (tracker_) tracker_->setGroup(group);
   }
@@ -92,6 +92,8 @@ class GradientSync {
 
 // The sync of `mesh`'s data-parallel group for the part's parameters (a group of one: no communication).
 std::unique_ptr<GradientSync> makeGradientSync(const Mesh& mesh, const ModelPart& part, double timeoutS);
+// One rank's: the gradients are already the group's (the part's parameters hold their gradients).
+std::unique_ptr<GradientSync> makeLocalSync(const ModelPart& part);
 
 // A sync's plan (train --plan): the ops its GradientSync's hooks issue and wait for, appended to a StepPlan where
 // they would be. Each layout's sits beside its class, built from the same layout (its Buckets, its groups), and
@@ -110,6 +112,8 @@ class SyncPlan {
 };
 // `optimizer`: the kind the trainer steps (model averaging's --average-optimizer averages its state).
 std::unique_ptr<SyncPlan> makeSyncPlan(const Mesh& mesh, const ModelPart& part, OptimizerKind optimizer, StepPlan& plan);
+// makeLocalSync's: nothing to communicate.
+std::unique_ptr<SyncPlan> makeLocalPlan(const ModelPart& part);
 // What of the part's deferred parameters (param_init.h) the layout's sync takes materialised, drawing the rest
 // itself: values and gradients (one data-parallel rank, --sync average), values (all-reduce: the gradients live
 // in its buckets), or nothing (ZeRO-1/2 and the parameter servers draw the values into their flats, ZeRO-3 its

@@ -22,7 +22,8 @@ namespace ts::wl {
 struct LayoutOptions {
   int dp = 0;  // data-parallel ranks; 0: whatever the world leaves after the other axes
   int tp = 1, pp = 1;
-  int zero = 0;                                 // ZeRO stage 0..3 (over the data-parallel group)
+  int ep = 1;    // expert-parallel ranks: each holds 1/ep of every mixture's experts (carved out of data parallelism)
+  int zero = 0;  // ZeRO stage 0..3 (over the data-parallel group)
   SyncKind sync = SyncKind::kAllReduce;         // allreduce | ps | ps-async (parameter servers) | average
   int psShards = 1;                             // ps, ps-async: parameter shards, served by data-parallel ranks 0..psShards-1
   int psServers = 0;                            // ps-async: dedicated servers (the last ranks; 0: shards served by workers)
@@ -37,16 +38,16 @@ struct LayoutOptions {
   std::vector<int> ppSplit;                             // pipeline: layers per stage, by hand (empty: balanced by FLOPs)
   nlohmann::json toJson() const;
   std::string name() const;  // "dp=2 zero=1", "dp=4 ps(2)", "dp=3 ps-async(S=1, 1 server)", "single"
-  // The copies of the dense weights: the product of the replicating axes' sizes (kReplicaAxes; dp today).
+  // The copies of the dense weights: the product of the replicating axes' sizes (kReplicaAxes: dp x ep).
   int replicas() const;
-  // The shards the global batch is split into: the product of the data axes' sizes (kDataAxes; dp today).
+  // The shards the global batch is split into: the product of the data axes' sizes (kDataAxes: dp x ep).
   int dataShards() const;
   // The data shards that train: less ps-async's dedicated servers.
   int workers() const { return dataShards() - (sync == SyncKind::kAsyncParameterServer ? psServers : 0); }
 };
 
 // The axes of the mesh, each the kind of group its ranks form.
-enum class GroupKind { kDp, kTp, kPp };
+enum class GroupKind { kDp, kTp, kPp, kEp };
 
 // A set of mesh axes: a group spans their product, its ranks agreeing on every coordinate outside it
 // (Megatron's data-parallel group "with context parallel", its expert-data-parallel group). One axis
@@ -63,6 +64,7 @@ class AxisSet {
   constexpr int count() const { return std::popcount(bits_); }
   constexpr AxisSet operator|(AxisSet other) const { return fromBits(bits_ | other.bits_); }
   constexpr AxisSet operator&(AxisSet other) const { return fromBits(bits_ & other.bits_); }
+  constexpr AxisSet without(AxisSet other) const { return fromBits(bits_ & ~other.bits_); }
   constexpr auto operator<=>(const AxisSet&) const = default;
 
  private:
@@ -79,10 +81,11 @@ struct MeshAxisSpec {
   GroupKind kind;
   std::string_view name;     // "dp"
   int LayoutOptions::*size;  // the user's input, resolved
-  // Rank order, 0 varying fastest. Megatron's: tensor-parallel ranks adjacent, then data-parallel, then
-  // pipeline stages — rank = (pp_index * dp + dp_index) * tp + tp_index — so the ranks that talk most
-  // (a tensor-parallel group, every layer) share the fastest links (one node), and pipeline stages,
-  // which exchange only activations, span nodes.
+  // Rank order, 0 varying fastest. Megatron's: tensor-parallel ranks adjacent, then expert-parallel, then
+  // data-parallel, then pipeline stages — rank = ((pp_index * dp + dp_index) * ep + ep_index) * tp + tp_index —
+  // so the ranks that talk most (a tensor-parallel group, every layer; an expert-parallel group's all-to-alls,
+  // every mixture) share the fastest links (one node), and pipeline stages, which exchange only activations,
+  // span nodes. Expert parallelism is carved out of data parallelism (Megatron's "EP within DP").
   int nesting;
   // Whether the axis's ranks hold the same dense weights (their gradients summed, ZeRO's shards, one copy
   // written to a checkpoint): dp, and an expert or context axis's dense layers; not tp's slices or pp's stages.
@@ -90,6 +93,9 @@ struct MeshAxisSpec {
   // Whether its ranks train on different samples (the data's shards, the global batch divided, batch
   // norm's statistics gathered): dp and an expert axis; not a context axis (one sample's sequence split).
   bool splitsData;
+  // Whether its ranks hold different experts of each mixture (1/size of them each, exchanging tokens with
+  // all-to-alls): ep alone. An expert's copies are the replicas outside such axes (kExpertReplicaAxes).
+  bool shardsExperts = false;
 };
 
 // Every axis, in the order the layout's name, the record's mesh and the reports list them.
@@ -97,7 +103,7 @@ inline constexpr MeshAxisSpec kMeshAxes[] = {
     {.kind = GroupKind::kDp,
      .name = "dp",
      .size = &LayoutOptions::dp,
-     .nesting = 1,
+     .nesting = 2,
      .replicatesWeights = true,
      .splitsData = true},
     {.kind = GroupKind::kTp,
@@ -109,9 +115,16 @@ inline constexpr MeshAxisSpec kMeshAxes[] = {
     {.kind = GroupKind::kPp,
      .name = "pp",
      .size = &LayoutOptions::pp,
-     .nesting = 2,
+     .nesting = 3,
      .replicatesWeights = false,
      .splitsData = false},
+    {.kind = GroupKind::kEp,
+     .name = "ep",
+     .size = &LayoutOptions::ep,
+     .nesting = 1,
+     .replicatesWeights = true,
+     .splitsData = true,
+     .shardsExperts = true},
 };
 
 // The axes of which a property holds.
@@ -126,9 +139,14 @@ constexpr AxisSet axesWhere(bool MeshAxisSpec::*property) {
 inline constexpr AxisSet kReplicaAxes = axesWhere(&MeshAxisSpec::replicatesWeights);
 // The data's shards: the group the global batch is split over.
 inline constexpr AxisSet kDataAxes = axesWhere(&MeshAxisSpec::splitsData);
+// The axes that split a mixture's experts among their ranks (the expert-parallel group: the all-to-alls').
+inline constexpr AxisSet kExpertAxes = axesWhere(&MeshAxisSpec::shardsExperts);
+// The copies of one expert: the replicas outside the expert axes (Megatron's expert-data-parallel group), which its
+// gradients are summed over and one of which writes it to a checkpoint.
+inline constexpr AxisSet kExpertReplicaAxes = kReplicaAxes.without(kExpertAxes);
 
 const MeshAxisSpec& meshAxis(GroupKind kind);
-std::string_view groupKindName(GroupKind kind);  // "dp", "tp", "pp"
+std::string_view groupKindName(GroupKind kind);  // "dp", "tp", "pp", "ep"
 // A set's name: its axes' in kMeshAxes' order, joined by '-' ("dp", "dp-tp"); "" for none.
 std::string axisSetName(AxisSet set);
 // The ranks in a group over that set: the product of the layout's sizes on its axes.

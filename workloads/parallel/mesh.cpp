@@ -30,12 +30,14 @@ int mixedRadix(const std::vector<MeshAxis>& axes, AxisSet chosen, bool inside) {
   return index;
 }
 
-// The sets a mesh has groups over: each axis, the replicas', the data shards' and `products`, in that order.
+// The sets a mesh has groups over: each axis, the replicas', the data shards', an expert's replicas' and `products`, in that
+// order.
 std::vector<AxisSet> groupSetsOf(const std::vector<MeshAxis>& axes, const std::vector<AxisSet>& products) {
   std::vector<AxisSet> sets;
   for (const MeshAxis& a : axes) sets.push_back(a.kind);
   sets.push_back(kReplicaAxes);
   sets.push_back(kDataAxes);
+  sets.push_back(kExpertReplicaAxes);
   sets.insert(sets.end(), products.begin(), products.end());
   return sets;
 }

@@ -9,7 +9,9 @@
 namespace ts::wl {
 
 bool countsHere(const Param& p, const Mesh& mesh) {
-  return (!p.pieceOf.empty() || mesh.replicaIndex() == 0) && (p.tpShard() || mesh.coordinate(GroupKind::kTp) == 0);
+  // An expert's copies are its expert-data-parallel group's: the first of them counts it.
+  const int copy = p.expert ? mesh.coordinate(kExpertReplicaAxes) : mesh.replicaIndex();
+  return (!p.pieceOf.empty() || copy == 0) && (p.tpShard() || mesh.coordinate(GroupKind::kTp) == 0);
 }
 
 Optimizer::PartSums lambPartSums(const std::vector<Param*>& updateParams, const ModelPart& part, const Mesh& mesh,

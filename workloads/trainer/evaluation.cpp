@@ -36,6 +36,7 @@ EvalResult Evaluation::run(ModelOnMesh& m, Device& device, int dataParallel, std
   ctx.training = false;
   ctx.evaluating = true;
   if (m.tp) m.tp->install(ctx);
+  if (m.ep) m.ep->install(ctx);
   double lossSum = 0, correct = 0, rows = 0;
   std::vector<float> logits;
   for (std::int64_t i = 0; i < batches_; ++i) {
@@ -67,6 +68,10 @@ EvalResult Evaluation::run(ModelOnMesh& m, Device& device, int dataParallel, std
   // The evaluation's collectives (ZeRO-3's gathers, tensor-parallel sums) are not the next step's.
   m.sync->takeStepComm();
   if (m.tp) m.tp->takeStepComm();
+  if (m.ep) {
+    m.ep->takeStepComm();
+    m.ep->takeExchanges();
+  }
   if (m.pipeline) m.pipeline->takeStepComm();
   // Every rank evaluates as many rows, so the group's mean of the ranks' means is the mean over all rows.
   e.loss = m.sync->groupMean(lossSum / rows);

@@ -33,9 +33,11 @@ void placeModel(ModelOnMesh& m, const TrainOptions& o, const Mesh& mesh, Device&
   // Deferred: the layout materialises what this rank keeps (buildModelOnMesh), never the whole model first.
   // A pipeline rank cuts a probe of the whole model, whose activations are all scratch, and builds its stage's.
   const std::optional<PipelineCut> cut = pipelineCutOf(mesh, device, source, config, microBatch);
-  m.model = makeModel(stageConfigOf(config, cut), microBatch, device, tensorParallelOf(mesh), ParamStorage::kDeferred);
+  m.model = makeModel(placedConfigOf(config, mesh, cut), microBatch, device, tensorParallelOf(mesh), ParamStorage::kDeferred);
   if (Communicator* tp = mesh.group(GroupKind::kTp))
     m.tp = std::make_unique<TensorParallelGroup>(*tp, commTimeoutS, mesh.groupId(GroupKind::kTp));
+  if (Communicator* ep = mesh.group(kExpertAxes))
+    m.ep = std::make_unique<ExpertParallelGroup>(*ep, commTimeoutS, mesh.groupId(kExpertAxes), mesh.coordinate(kExpertAxes));
   if (layout.syncBn == SyncBatchNorm::kOn)
     if (Communicator* data = mesh.dataGroup())
       m.syncBn = std::make_unique<SyncBatchNormGroup>(*data, commTimeoutS, mesh.groupId(kDataAxes));
@@ -69,7 +71,7 @@ ModelStateFacts layoutFacts(const TrainOptions& o, const Mesh& mesh) {
 // the formula's check comes before anything is built (the layers take their activation buffers as they are
 // built, so a cap the model states miss would otherwise be reported as the activations').
 void checkModelStatesBeforeBuilding(const TrainOptions& o, const Mesh& mesh, const ModelConfig& config, std::size_t limit) {
-  if (!limit || o.layout.tp > 1 || o.layout.pp > 1) return;
+  if (!limit || o.layout.tp > 1 || o.layout.pp > 1 || o.layout.ep > 1) return;
   const std::optional<std::uint64_t> count = modelParameterCount(config);
   if (!count) return;  // checkFitsTheHost has said so
   ModelStateFacts facts = layoutFacts(o, mesh);
@@ -126,8 +128,9 @@ std::optional<PipelineCut> pipelineCutOf(const Mesh& mesh, Device& device, const
   return cutPipeline(mesh, *makeModel(probe, microBatch, device, tensorParallelOf(mesh), ParamStorage::kDeferred), sample);
 }
 
-ModelConfig stageConfigOf(ModelConfig config, const std::optional<PipelineCut>& cut) {
+ModelConfig placedConfigOf(ModelConfig config, const Mesh& mesh, const std::optional<PipelineCut>& cut) {
   if (cut) config.built = {cut->range().from, cut->last() ? SIZE_MAX : cut->range().to, cut->last()};
+  config.moe.ep = {mesh.coordinate(kExpertAxes), mesh.size(kExpertAxes)};
   return config;
 }
 
@@ -163,6 +166,15 @@ void completeModelConfig(ModelConfig& config, const TrainOptions& o, const Layou
     config.classes = info.classes;
   }
   validateModelConfig(config, info);
+  if (const int ep = groupSize(layout, kExpertAxes); ep > 1) {
+    if (!config.moe.enabled())
+      throw UsageError(
+          fmt::format("--ep {}: the {} model has no experts to divide (give a mixture-of-experts preset, "
+                      "moe-tiny or moe-small, or --set experts=E)",
+                      ep, nameOf(config.kind)));
+    if (config.moe.experts % ep)
+      throw UsageError(fmt::format("--ep {} does not divide the {} experts of each mixture", ep, config.moe.experts));
+  }
   checkFitsTheHost(config, o.device, layout, o.ranksOnHost);
 }
 

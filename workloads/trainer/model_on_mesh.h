@@ -13,6 +13,7 @@
 #include "workloads/models/model.h"
 #include "workloads/optim/optimizer.h"
 #include "workloads/parallel/async_ps.h"
+#include "workloads/parallel/expert_parallel.h"
 #include "workloads/parallel/gradient_sync.h"
 #include "workloads/parallel/mesh.h"
 #include "workloads/parallel/pipeline.h"
@@ -34,6 +35,7 @@ struct ModelOnMesh {
   std::unique_ptr<LossScaler> scaler;          // float16
   std::unique_ptr<Pipeline> pipeline;          // pp > 1
   std::unique_ptr<TensorParallelGroup> tp;     // tp > 1
+  std::unique_ptr<ExpertParallelGroup> ep;     // ep > 1
   std::unique_ptr<SyncBatchNormGroup> syncBn;  // --sync-bn on and dp > 1
   ModelPart part;                              // the parameters this rank trains: all, or its pipeline stage's
   ModelStateBytes formula;                     // the layout's model states per rank, by the formulas
@@ -58,8 +60,9 @@ TensorParallel tensorParallelOf(const Mesh& mesh);
 // model built deferred on `device` (pipeline.h);
 std::optional<PipelineCut> pipelineCutOf(const Mesh& mesh, Device& device, const data::DataSource& source,
                                          const ModelConfig& config, std::int64_t microBatch);
-// the config this rank's model is built from: its stage's activation buffers alone (BuiltLayers);
-ModelConfig stageConfigOf(ModelConfig config, const std::optional<PipelineCut>& cut);
+// the config this rank's model is built from: its stage's activation buffers alone (BuiltLayers), its own experts
+// (MoeSettings::ep);
+ModelConfig placedConfigOf(ModelConfig config, const Mesh& mesh, const std::optional<PipelineCut>& cut);
 // what the layout's formula says this rank's model states take, for the parameters of `part` (o.layout: the resolved
 // layout, as the mesh's).
 ModelStateBytes modelStatesOf(const ModelPart& part, const TrainOptions& o, const Mesh& mesh);

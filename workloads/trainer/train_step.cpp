@@ -49,6 +49,7 @@ StepResult Trainer::trainStep() {
   r.lossScale = parts_.scaler ? parts_.scaler->scale() : 1.0;
   StepContext ctx;
   if (parts_.tp) parts_.tp->install(ctx);
+  if (parts_.ep) parts_.ep->install(ctx);
   if (parts_.syncBn) parts_.syncBn->install(ctx);
   const std::int64_t M = options_.microBatches;
   // The step's loss is the mean over every rank's micro-batches: each backward takes its share. Under model
@@ -112,14 +113,16 @@ void Trainer::update(StepResult& r, trace::Span& syncSpan) {
   GradientSync& gradSync = *parts_.sync;
   Pipeline* pipeline = parts_.pipeline.get();
   TensorParallelGroup* tp = parts_.tp.get();
+  ExpertParallelGroup* ep = parts_.ep.get();
   LossScaler* scaler = parts_.scaler.get();
   const std::vector<Param*> params = gradSync.updateParams();
   // Over the whole model: this rank's share, then the data-parallel shards, the tensor-parallel slices
-  // (replicated tensors once), and the pipeline stages.
-  auto global = [&](double sliced, double replicated) {  // the collectives in one order on every rank
+  // (replicated tensors once), the experts of the expert-parallel ranks (each holds its own), and the pipeline stages.
+  auto global = [&](double sliced, double replicated, double experts) {  // the collectives in one order on every rank
     double sq = gradSync.globalSumOfSquares(replicated);
     const double s = gradSync.globalSumOfSquares(sliced);
     sq += tp ? tp->sum(s) : s;
+    if (ep) sq += ep->sum(gradSync.globalSumOfSquares(experts));
     return pipeline ? pipeline->sumOverStages(sq, true) : sq;
   };
   // The gradient norm's own sums are the update's compute, timed with the optimizer (as the clipping is, inside
@@ -127,15 +130,18 @@ void Trainer::update(StepResult& r, trace::Span& syncSpan) {
   double normS = 0;
   auto sumOfSquares = [&] {
     const auto t0 = std::chrono::steady_clock::now();
-    double sliced = 0, replicated = 0;  // each sum a value on the host: its device work is done
+    double sliced = 0, replicated = 0, experts = 0;  // each sum a value on the host: its device work is done
     for (Param* p : params)
-      (p->tpShard() ? sliced : replicated) += ops::sumOfSquares(*p->grad.device, p->grad.data, p->grad.numel());
+      (p->tpShard()      ? sliced
+       : ep && p->expert ? experts
+                         : replicated) += ops::sumOfSquares(*p->grad.device, p->grad.data, p->grad.numel());
     normS += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return global(sliced, replicated);
+    return global(sliced, replicated, experts);
   };
   r.lr = options_.schedule.at(r.step);
   // The overflow check needs only every rank to see the same (finite or not) sum.
-  if (scaler && !scaler->unscaleAndCheck(params, [&](double sq) { return global(sq, 0); })) {
+  // (An expert's overflow reaches its expert-parallel peers through the experts' sum.)
+  if (scaler && !scaler->unscaleAndCheck(params, [&](double sq) { return global(sq, 0, sq); })) {
     r.skipped = true;  // the gradients overflowed: no update, a smaller scale next step
     r.gradNorm = NAN;
   } else {
@@ -161,12 +167,12 @@ void Trainer::update(StepResult& r, trace::Span& syncSpan) {
   if (r.skipped) r.syncS += syncSpan.close();
 }
 
-// The step's collectives: the gradient sync's, the pipeline's, tensor parallel's and SyncBatchNorm's.
+// The step's collectives: the gradient sync's, the pipeline's, tensor and expert parallel's and SyncBatchNorm's.
 void Trainer::collectStepComm(StepResult& r) {
   r.comm = parts_.sync->takeStepComm();
   for (StepComm p :
        {parts_.pipeline ? parts_.pipeline->takeStepComm() : StepComm{}, parts_.tp ? parts_.tp->takeStepComm() : StepComm{},
-        parts_.syncBn ? parts_.syncBn->takeStepComm() : StepComm{}}) {
+        parts_.ep ? parts_.ep->takeStepComm() : StepComm{}, parts_.syncBn ? parts_.syncBn->takeStepComm() : StepComm{}}) {
     r.comm.communicationS += p.communicationS;
     r.comm.exposedS += p.exposedS;
     r.comm.collectives.insert(r.comm.collectives.end(), p.collectives.begin(), p.collectives.end());

@@ -1,0 +1,44 @@
+#include "workloads/parallel/expert_parallel.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "base/steady_seconds.h"
+#include "comm/collectives/collective.h"
+
+namespace ts::wl {
+
+ExpertParallelGroup::ExpertParallelGroup(Communicator& ep, double timeoutS, ProcessGroupId group, int rank)
+    : tracker_(ep, timeoutS, group), rank_(rank), ranks_(ep.worldSize()) {}
+
+std::vector<std::int64_t> ExpertParallelGroup::gather(const std::vector<std::int64_t>& mine) {
+  // As float64: counts of rows, exact far beyond any batch.
+  const std::vector<double> values(mine.begin(), mine.end());
+  const std::vector<double> all = tracker_.gather(values);
+  std::vector<std::int64_t> out(all.size());
+  std::transform(all.begin(), all.end(), out.begin(), [](double v) { return static_cast<std::int64_t>(v); });
+  return out;
+}
+
+void ExpertParallelGroup::exchange(const std::string& what, const float* send, float* recv, const ExchangeMatrix& m,
+                                   std::size_t rowElems) {
+  const CollectiveCall call{.collective = &collectives::alltoallv(),
+                            .send = send,
+                            .recv = recv,
+                            .count = rowElems,
+                            .dtype = DType::kFloat32,
+                            .exchange = &m};
+  const double t0 = steadySeconds();
+  tracker_.run(call);
+  ExpertExchangeStats& s = exchanges_[what];
+  const std::uint64_t bytes = m.busiest() * rowElems * sizeof(float);
+  ++s.calls;
+  s.rowsSent += static_cast<std::int64_t>(m.sent(rank_));
+  s.bytes += bytes;
+  s.largestBytes = std::max(s.largestBytes, bytes);
+  s.seconds += steadySeconds() - t0;
+}
+
+std::map<std::string, ExpertExchangeStats> ExpertParallelGroup::takeExchanges() { return std::exchange(exchanges_, {}); }
+
+}  // namespace ts::wl

@@ -1,0 +1,39 @@
+#pragma once
+// Expert parallelism's gradient sync (--ep > 1): two groups, as Megatron's data-parallel and expert-data-parallel
+// ones. The dense parameters are every replica's (kReplicaAxes: dp x ep), their gradients all-reduced over all of
+// them; an expert is held by one expert-parallel rank and its copies are the replicas outside the expert axes
+// (kExpertReplicaAxes: dp), over which alone its gradient is summed. Each rank's backward is scaled by 1/(micro-batches
+// x dp x ep) as every layout's is, and an expert's gradient already sums the rows every expert-parallel rank routed to
+// it (their all-to-alls brought them), so its sum over dp is the single-device gradient of the global batch.
+// Each group's sync is the all-reduce layout's own (allreduce_sync.h), over its part of the parameters.
+#include <memory>
+
+#include "workloads/parallel/gradient_sync.h"
+
+namespace ts::wl {
+
+class ExpertParallelSync final : public GradientSync {
+ public:
+  ExpertParallelSync(const Mesh& mesh, const ModelPart& part, double timeoutS);
+  void beforeForward(StepContext& ctx) override;
+  void afterForwardOnly() override;
+  void beforeBackward(StepContext& ctx, bool last) override;
+  void afterBackward(bool last) override;
+  std::vector<Param*> updateParams() override;
+  // Every rank holds its parameters' summed gradients: its own sum of squares (the trainer adds the experts' over the
+  // expert-parallel group, whose ranks hold different ones).
+  double globalSumOfSquares(double local) override { return local; }
+  void afterUpdate() override;
+  StepComm takeStepComm() override;
+
+ private:
+  std::unique_ptr<GradientSync> dense_, experts_;
+};
+
+// Its plan: the two groups' all-reduce plans.
+std::unique_ptr<SyncPlan> expertParallelSyncPlan(const Mesh& mesh, const ModelPart& part, StepPlan& plan);
+
+// The part's dense parameters (expert: false) or its experts' (true), the rest of the part as it is.
+ModelPart expertsOrDense(const ModelPart& part, bool experts);
+
+}  // namespace ts::wl
