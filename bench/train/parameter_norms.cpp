@@ -7,16 +7,18 @@
 
 #include "base/json_text.h"
 #include "comm/bootstrap.h"
+#include "workloads/parallel/part_sums.h"
 
 namespace ts {
 namespace {
 
 // Every parameter's squared L2 norm (float64 sums), size and whether it is a tensor-parallel slice.
-// Collective: every rank visits (ZeRO-3 gathers each layer), ranks of data-parallel coordinate 0 keep it.
-nlohmann::json parameterSquares(wl::Trainer& trainer, bool keep) {
+// Collective: every rank visits (ZeRO-3 gathers each layer); the copy that counts keeps it (its first replica's, an
+// expert's owner's: part_sums.h).
+nlohmann::json parameterSquares(wl::Trainer& trainer, const wl::Mesh& mesh) {
   nlohmann::json out = nlohmann::json::object();
   trainer.visitParameters([&](wl::Param& p) {
-    if (!keep) return;
+    if (!wl::countsHere(p, mesh)) return;
     double sq = 0;
     for (float v : p.value.toHost()) sq += double(v) * double(v);
     out[p.name] = {sq, p.value.numel(), p.tpShard()};
@@ -36,7 +38,7 @@ bool ParameterNorms::finite() const {
 }
 
 ParameterNorms gatherParameterNorms(Bootstrap& boot, const wl::Mesh& mesh, wl::Trainer& trainer) {
-  const nlohmann::json mine = parameterSquares(trainer, mesh.replicaIndex() == 0);
+  const nlohmann::json mine = parameterSquares(trainer, mesh);
   std::vector<std::string> all = {jsonText(mine)};
   if (mesh.worldSize() > 1) all = boot.allGatherStrings(jsonText(mine));
   std::map<std::string, std::pair<double, std::int64_t>> total;

@@ -1,0 +1,151 @@
+"""Expert parallelism (--ep, issue #42): the mixture's experts divided among the expert-parallel ranks, tokens moved
+to them and back by alltoallvs, trains as one process does (same routing, same experts, the same loss curve and
+weights within test_parallel's float32 tolerance), alone and with data, tensor and pipeline parallelism; checkpoints
+written by each expert's owner load on any layout; the routing counts are exact under the planted router skew with
+the capacity per rank's micro-batch; layouts it cannot make are one line before any work.
+
+The one-process reference runs the same function: no capacity limit and no aux loss, both of which are per rank's
+micro-batch (as Megatron's), so any split of the batch changes them (test_moe.py says the same of the dense layouts)."""
+import json
+import math
+import shutil
+
+import pytest
+
+from helpers import run_trainscope
+
+B, T, E, K = 8, 32, 4, 2  # moe-tiny (presets.cpp): 4 experts, top-2
+TRAIN = ["--model", "transformer", "--lr", 3e-3, "--clip-norm", 1.0, "--warmup-steps", 0, "--no-ceiling"]
+MODEL = [*TRAIN, "--preset", "moe-tiny", "--batch", B]
+SAME_FUNCTION = ["--capacity-factor", 0, "--aux-loss-coef", 0]
+STEPS = 5
+RTOL = 1e-5  # test_parallel's: the same float32 gradients summed in another order
+# Tensor parallelism sums each row-parallel output in another order, and Adam turns that float32 noise in a near-zero
+# gradient into a step of lr: moe-tiny at --tp 2 alone (no --ep) ends 5 steps with h.0.attn.proj.bias's norm 1.6e-5
+# (3.9e-7 absolute) from one process's, as --ep 2 --tp 2 does (1.1e-5); the losses stay within RTOL.
+PARAM_RTOL = {"ep2-tp2": 5e-5}
+
+# name: (processes, layout flags, micro-batches)
+LAYOUTS = {
+    "ep1": (1, ["--ep", 1], 1),
+    "ep2": (2, ["--ep", 2], 1),
+    "ep4": (4, ["--ep", 4], 1),
+    "ep2-accumulating": (2, ["--ep", 2, "--micro-batches", 2], 2),
+    "ep2-dp2": (4, ["--ep", 2, "--dp", 2], 1),
+    "ep2-tp2": (4, ["--ep", 2, "--tp", 2], 1),
+    "ep2-pp2": (4, ["--ep", 2, "--pp", 2, "--micro-batches", 2], 2),
+}
+
+
+def train(where, name, args, np=None, env=None):
+    out = where / f"{name}.json"
+    r = run_trainscope(["train", *MODEL, *args, "--json", out], np=np, env=env, timeout=600)
+    assert r.rc == 0, (name, r.err)
+    doc = json.loads(out.read_text())
+    (rec,) = [x for x in doc["records"] if x["kind"] == "train"]
+    return rec, r.out, doc
+
+
+_references = {}
+
+
+def reference(tmp_path_factory, micro):
+    if micro not in _references:
+        _references[micro] = train(tmp_path_factory.mktemp(f"ep-ref{micro}"), "ref",
+                                   ["--steps", STEPS, "--micro-batches", micro, *SAME_FUNCTION])[0]
+    return _references[micro]
+
+
+@pytest.mark.parametrize("name", LAYOUTS)
+def test_expert_parallel_trains_like_one_process(tmp_path, tmp_path_factory, validate, name):
+    np, flags, micro = LAYOUTS[name]
+    rec, _, doc = train(tmp_path, name, ["--steps", STEPS, *flags, *SAME_FUNCTION], np=np if np > 1 else None)
+    validate(doc)
+    ref = reference(tmp_path_factory, micro)
+    for a, b in zip(rec["loss_curve"], ref["loss_curve"], strict=True):
+        assert a["loss"] == pytest.approx(b["loss"], rel=RTOL), (a, b)
+        assert a["grad_norm"] == pytest.approx(b["grad_norm"], rel=RTOL), (a, b)
+    # Every parameter, experts included, whichever rank holds it: the record's norms are the whole model's.
+    assert rec["parameter_norms"].keys() == ref["parameter_norms"].keys()
+    for key, norm in ref["parameter_norms"].items():
+        assert rec["parameter_norms"][key] == pytest.approx(norm, rel=PARAM_RTOL.get(name, RTOL), abs=1e-7), key
+    ep = flags[flags.index("--ep") + 1]
+    assert rec["layout"]["ep"] == ep and {a["name"]: a["size"] for a in rec["mesh"]}["ep"] == ep
+    ops = {(c["op"], c["group"]) for c in rec["collectives"]}
+    if ep > 1:
+        # The counts' all-gather and the exchanges ride the expert-parallel group, nothing else does.
+        assert {("all_gather", "ep"), ("alltoallv", "ep")} <= ops
+        assert {op for op, group in ops if group == "ep"} <= {"all_gather", "alltoallv", "all_reduce"}
+        # The model is the one process's; a rank holds its own experts only (E / ep of them per mixture).
+        assert rec["parameters"] == ref["parameters"] and rec["owned_parameters"] < rec["parameters"]
+    else:
+        assert rec["loss_curve"] == ref["loss_curve"]  # one rank: the same computation exactly
+        assert not {op for op, _ in ops if op in ("all_gather", "alltoallv")}
+
+
+def test_ep_ranks_are_nested_inside_data_parallel_as_megatrons(tmp_path):
+    """rank = ((pp dp + dp_rank) ep + ep_rank) tp + tp_rank: the all-to-alls' ranks next to each other."""
+    rec, _, _ = train(tmp_path, "mesh", ["--steps", 1, "--ep", 2, "--dp", 2, *SAME_FUNCTION], np=4)
+    strides = {a["name"]: a["stride"] for a in rec["mesh"]}
+    assert strides["ep"] == 1 and strides["dp"] == 2
+    assert [(r["dp_rank"], r["ep_rank"]) for r in sorted(rec["ranks"], key=lambda r: r["rank"])] == [
+        (k // 2, k % 2) for k in range(4)]
+
+
+def test_a_skewed_router_under_ep_reports_its_drops_exactly(tmp_path):
+    """Rank 0's router ranks the experts 0, 1, 2, 3 for every token: top-2 sends its N = B T / 2 tokens (its share of
+    the batch) to experts 0 and 1, both on expert-parallel rank 0, each keeping ceil(1.25 N 2 / 4) of them."""
+    steps, tokens = 3, B * T // 2
+    capacity = math.ceil(1.25 * tokens * K / E)
+    rec, out, _ = train(tmp_path, "skewed", ["--steps", steps, "--ep", 2], np=2,
+                        env={"TRAINSCOPE_FAULT": "router:rank=0:scale=100"})
+    for layer in rec["moe"]["layers"]:
+        assert layer["capacity"] == capacity
+        assert layer["tokens_per_expert"] == [steps * tokens, steps * tokens, 0, 0]
+        assert layer["imbalance"] == E / K
+        assert layer["dropped"] == steps * K * (tokens - capacity)
+        assert f"# moe {layer['layer']}: tokens per expert {steps * tokens} {steps * tokens} 0 0" in out
+
+
+SAVED = 2
+
+
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory):
+    return train(tmp_path_factory.mktemp("ep-whole"), "whole", ["--steps", STEPS, *SAME_FUNCTION])[0]
+
+
+@pytest.mark.parametrize("source,target", [("ep2", "single"), ("single", "ep4"), ("ep2", "ep2-tp2")])
+def test_a_checkpoint_of_the_experts_owners_loads_on_any_layout(tmp_path, whole, source, target):
+    layouts = {**LAYOUTS, "single": (1, [], 1)}
+    np, flags, _ = layouts[source]
+    ckpt = tmp_path / "ckpt"
+    train(tmp_path, "first", ["--steps", SAVED, "--checkpoint-dir", ckpt, *flags, *SAME_FUNCTION], np=np if np > 1 else None)
+    index = json.loads((ckpt / f"step-{SAVED:08d}" / "index.json").read_text())
+    # Every expert once, whichever rank wrote it.
+    assert {f"h.{layer}.moe.experts.{e}.fc.weight" for layer in range(2) for e in range(E)} <= set(index["tensors"])
+    np, flags, _ = layouts[target]
+    work = tmp_path / "work"
+    shutil.copytree(ckpt, work)
+    rest, _, _ = train(tmp_path, "rest", ["--steps", STEPS, "--checkpoint-dir", work, "--resume", *flags, *SAME_FUNCTION],
+                       np=np if np > 1 else None)
+    assert rest["first_step"] == SAVED
+    assert [s["loss"] for s in rest["loss_curve"]] == pytest.approx([s["loss"] for s in whole["loss_curve"]][SAVED:],
+                                                                     rel=RTOL)
+
+
+MOE = ["--preset", "moe-tiny", "--batch", B]
+
+
+@pytest.mark.parametrize("np,args,line", [
+    (2, ["--preset", "tiny", "--batch", B, "--ep", 2], "--ep 2: the transformer model has no experts to divide"),
+    (3, ["--preset", "moe-tiny", "--batch", 12, "--ep", 3], "--ep 3 does not divide the 4 experts of each mixture"),
+    (2, [*MOE, "--ep", 2, "--zero", 1], "--ep 2: expert parallelism trains with --zero 0 (not yet --zero 1)"),
+    (2, [*MOE, "--ep", 2, "--sync", "ps"], "--ep 2: expert parallelism trains with --sync allreduce (not yet --sync ps)"),
+    (2, [*MOE, "--ep", 0], "--ep 0: must be at least 1"),
+    (2, [*MOE, "--ep", 4], "--tp 1 x --pp 1 x --ep 4 does not divide the 2 process(es) of this run"),
+])
+def test_layouts_expert_parallelism_cannot_make_are_one_line(tmp_path, np, args, line):
+    r = run_trainscope(["train", *TRAIN, "--steps", 1, *args, "--json", tmp_path / "x.json"], np=np, timeout=120)
+    assert r.rc == 2 and line in r.err, r.err
+    assert not (tmp_path / "x.json").exists()
