@@ -25,13 +25,18 @@ void printTrainBanner(wl::Trainer& trainer, const TrainRunOptions& o, const wl::
   if (mesh.worldSize() > 1) {
     // Whether batch norm meets the ranks that split the data.
     const bool syncBn = mesh.layout().dataShards() > 1 && cfg.kind == wl::ModelKind::kCnn;
-    std::printf("# layout %s over %d ranks: %lld %s per rank per micro-batch%s; this rank updates %zu of %lld parameters\n",
+    // Expert parallel: which of each mixture's experts this rank holds.
+    const int ep = mesh.size(wl::kExpertAxes);
+    const std::int64_t held = cfg.moe.experts / ep, first = mesh.coordinate(wl::kExpertAxes) * held;
+    const std::string experts =
+        ep > 1 ? fmt::format(", experts {}-{} of each mixture's {}", first, first + held - 1, cfg.moe.experts) : "";
+    std::printf("# layout %s over %d ranks: %lld %s per rank per micro-batch%s%s; this rank updates %zu of %lld parameters\n",
                 mesh.layout().name().c_str(), mesh.worldSize(), static_cast<long long>(trainer.microBatchSize()),
                 model.itemKind() == wl::ItemKind::kTokens ? "sequences" : "samples",
                 !syncBn                                                     ? ""
                 : trainer.options().layout.syncBn == wl::SyncBatchNorm::kOn ? ", batch norm over the whole batch (--sync-bn on)"
                                                                             : ", batch norm over each rank's own (--sync-bn off)",
-                trainer.ownedParameterElements(), static_cast<long long>(model.parameterCount()));
+                experts.c_str(), trainer.ownedParameterElements(), static_cast<long long>(model.parameterCount()));
   }
   if (cfg.recompute != wl::Recompute::kNone)
     std::printf("# recompute %s: %.3g GFLOP per step run again in the backward (hardware FLOPs; MFU counts the model's)\n",
