@@ -29,23 +29,29 @@ std::vector<AxisSet> everySet() {
   return out;
 }
 
-LayoutOptions layoutOf(int dp, int tp, int pp) {
+LayoutOptions layoutOf(int dp, int tp, int pp, int ep = 1) {
   LayoutOptions o;
   o.dp = dp;
   o.tp = tp;
   o.pp = pp;
-  return resolveLayout(o, dp * tp * pp);
+  o.ep = ep;
+  return resolveLayout(o, dp * tp * pp * ep);
 }
 
-// A rank's coordinates in Megatron's order, rank = (pp_index * dp + dp_index) * tp + tp_index: written
-// out, not asked of the mesh (the layouts here have one rank on any other axis: coordinate 0).
+int worldOf(const LayoutOptions& l) { return l.dp * l.tp * l.pp * l.ep; }
+
+// A rank's coordinates in Megatron's order, rank = ((pp_index * dp + dp_index) * ep + ep_index) * tp + tp_index:
+// written out, not asked of the mesh (the layouts here have one rank on any other axis: coordinate 0).
 std::map<GroupKind, int> coordinatesOf(const LayoutOptions& l, int rank) {
-  return {{GroupKind::kTp, rank % l.tp}, {GroupKind::kDp, rank / l.tp % l.dp}, {GroupKind::kPp, rank / (l.tp * l.dp)}};
+  return {{GroupKind::kTp, rank % l.tp},
+          {GroupKind::kEp, rank / l.tp % l.ep},
+          {GroupKind::kDp, rank / (l.tp * l.ep) % l.dp},
+          {GroupKind::kPp, rank / (l.tp * l.ep * l.dp)}};
 }
 
 // The ranks that agree with `rank` on every axis outside `set`, ascending.
 std::vector<int> naiveMembers(const LayoutOptions& l, AxisSet set, int rank) {
-  const int world = l.dp * l.tp * l.pp;
+  const int world = worldOf(l);
   std::vector<int> out;
   for (int r = 0; r < world; ++r) {
     bool same = true;
@@ -57,14 +63,15 @@ std::vector<int> naiveMembers(const LayoutOptions& l, AxisSet set, int rank) {
 }
 
 const std::vector<LayoutOptions>& layouts() {
-  static const std::vector<LayoutOptions> all = {layoutOf(2, 2, 2), layoutOf(4, 2, 3), layoutOf(3, 1, 2),
-                                                 layoutOf(1, 4, 2), layoutOf(2, 3, 1), layoutOf(1, 1, 1)};
+  static const std::vector<LayoutOptions> all = {layoutOf(2, 2, 2),    layoutOf(4, 2, 3),    layoutOf(3, 1, 2),
+                                                 layoutOf(1, 4, 2),    layoutOf(2, 3, 1),    layoutOf(1, 1, 1),
+                                                 layoutOf(2, 2, 2, 2), layoutOf(1, 1, 2, 3), layoutOf(3, 2, 1, 2)};
   return all;
 }
 
 TEST(MeshGroups, AGroupOverAnyAxesIsTheRanksThatAgreeOutsideThem) {
   for (const LayoutOptions& l : layouts()) {
-    const int world = l.dp * l.tp * l.pp;
+    const int world = worldOf(l);
     for (AxisSet set : everySet()) {
       const std::string what = l.name() + " over " + axisSetName(set);
       // The groups partition the ranks; numbered in the order of their first members, without gaps.
@@ -90,7 +97,7 @@ TEST(MeshGroups, AGroupOverAnyAxesIsTheRanksThatAgreeOutsideThem) {
 TEST(MeshGroups, TheMeshSplitsItsWorldIntoEachGroupWithItsColourAndRankOrder) {
   const std::vector<AxisSet> sets = everySet();
   for (const LayoutOptions& l : layouts()) {
-    const int world = l.dp * l.tp * l.pp;
+    const int world = worldOf(l);
     std::vector<std::unique_ptr<test::IdleCommunicator>> worlds;
     std::vector<std::unique_ptr<Mesh>> meshes;  // one per rank, each split from its own view of the world
     for (int rank = 0; rank < world; ++rank) {
@@ -140,12 +147,12 @@ TEST(MeshGroups, TheMeshSplitsItsWorldIntoEachGroupWithItsColourAndRankOrder) {
 
 TEST(MeshGroups, TheReplicasAndTheDataShardsAreGroupsOverTheAxesThatSayTheyAre) {
   // The mesh's own groups: each axis's, the replicas' and the data shards'.
-  std::set<AxisSet> own = {kReplicaAxes, kDataAxes};
+  std::set<AxisSet> own = {kReplicaAxes, kDataAxes, kExpertReplicaAxes};
   for (const MeshAxisSpec& a : kMeshAxes) own.insert(a.kind);
   for (const LayoutOptions& l : layouts()) {
     EXPECT_EQ(l.replicas(), groupSize(l, kReplicaAxes)) << l.name();
     EXPECT_EQ(l.dataShards(), groupSize(l, kDataAxes)) << l.name();
-    const int world = l.dp * l.tp * l.pp;
+    const int world = worldOf(l);
     for (int rank = 0; rank < world; ++rank) {
       test::IdleCommunicator w(world, rank);
       const Mesh mesh(l, &w);
@@ -193,6 +200,36 @@ TEST(MeshGroups, ASetIsNamedByItsAxesInTheMeshsOrder) {
   // Each set its own name: a trace's group names tell every communicator apart.
   std::set<std::string> names;
   for (AxisSet set : everySet()) EXPECT_TRUE(names.insert(axisSetName(set)).second) << axisSetName(set);
+}
+
+TEST(MeshGroups, AnExpertsCopiesAreTheReplicasOutsideTheExpertAxes) {
+  // Megatron's expert-data-parallel group: the dense weights' replicas are dp x ep, an expert's copies dp alone.
+  EXPECT_EQ(kExpertAxes, AxisSet(GroupKind::kEp));
+  EXPECT_EQ(kReplicaAxes, (AxisSet{GroupKind::kDp, GroupKind::kEp}));
+  EXPECT_EQ(kExpertReplicaAxes, AxisSet(GroupKind::kDp));
+  const LayoutOptions l = layoutOf(2, 2, 1, 2);
+  EXPECT_EQ(l.replicas(), 4);
+  EXPECT_EQ(l.dataShards(), 4);
+  for (int rank = 0; rank < worldOf(l); ++rank) {
+    const Mesh mesh(l, rank);
+    EXPECT_EQ(mesh.groupRanks(kExpertAxes), naiveMembers(l, kExpertAxes, rank));
+    EXPECT_EQ(mesh.groupRanks(kExpertReplicaAxes), naiveMembers(l, kExpertReplicaAxes, rank));
+    EXPECT_EQ(mesh.coordinate(kExpertAxes), coordinatesOf(l, rank)[GroupKind::kEp]);
+  }
+}
+
+TEST(MeshGroups, ExpertParallelismRefusesTheLayoutsThatKeepOneGroupPerParameter) {
+  LayoutOptions o;
+  o.ep = 2;
+  o.zero = 1;
+  EXPECT_THROW(resolveLayout(o, 2), UsageError);
+  o.zero = 0;
+  for (SyncKind sync : {SyncKind::kParameterServer, SyncKind::kAsyncParameterServer, SyncKind::kAverage}) {
+    o.sync = sync;
+    EXPECT_THROW(resolveLayout(o, 2), UsageError) << nameOf(sync);
+  }
+  o.sync = SyncKind::kAllReduce;
+  EXPECT_EQ(resolveLayout(o, 4).dp, 2);  // --dp 0 takes what --ep leaves
 }
 
 TEST(MeshGroups, ARecordedLayoutsGroupSizeCountsTheAxesItHas) {
