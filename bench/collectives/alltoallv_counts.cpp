@@ -33,12 +33,45 @@ std::uint64_t weightOf(const nlohmann::json& v, const std::string& path, std::si
   return v.is_number_unsigned() ? v.get<std::uint64_t>() : static_cast<std::uint64_t>(x);
 }
 
+// A train result's routing under expert parallelism: the rows its mixtures sent from each rank to each rank's experts
+// (the record's moe layers' exchange_counts), summed over the layers: the pattern the training's dispatches moved.
+// Null when the document is no train result; UsageError when it is one without that routing.
+nlohmann::json routedCounts(const nlohmann::json& doc, const std::string& path) {
+  if (!doc.is_object() || !doc.contains("records") || !doc["records"].is_array()) return nullptr;
+  nlohmann::json sum;
+  for (const nlohmann::json& r : doc["records"]) {
+    if (!r.is_object() || r.value("kind", "") != "train" || !r.contains("moe") || !r["moe"].is_object()) continue;
+    for (const nlohmann::json& layer : r["moe"].value("layers", nlohmann::json::array())) {
+      if (!layer.is_object() || !layer.contains("exchange_counts")) continue;
+      const nlohmann::json& m = layer["exchange_counts"];
+      if (sum.is_null()) {
+        sum = m;
+        continue;
+      }
+      if (!m.is_array() || m.size() != sum.size())
+        throw UsageError(fmt::format("{} {}: its mixtures' exchange_counts differ in rank count", kOption, path));
+      for (std::size_t s = 0; s < m.size(); ++s)
+        for (std::size_t d = 0; d < m[s].size() && d < sum[s].size(); ++d)
+          if (m[s][d].is_number() && sum[s][d].is_number()) sum[s][d] = sum[s][d].get<double>() + m[s][d].get<double>();
+    }
+    break;  // a result has one train record
+  }
+  if (sum.is_null())
+    throw UsageError(
+        fmt::format("{} {}: a result without a mixture of experts trained with --ep (no exchange_counts in its "
+                    "train record's moe layers)",
+                    kOption, path));
+  return sum;
+}
+
 ExchangeMatrix readMatrix(const std::string& path) {
   const std::string text = readInputFile(kOption, path, kMaxFileBytes);
-  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
   if (doc.is_discarded()) throw UsageError(fmt::format("{} {}: not JSON", kOption, path));
+  if (nlohmann::json routed = routedCounts(doc, path); !routed.is_null()) doc = {{"counts", std::move(routed)}};
   const std::string shape =
-      "an object whose \"counts\" is an n x n array of arrays (rows = sender rank, columns = receiver rank)";
+      "an object whose \"counts\" is an n x n array of arrays (rows = sender rank, columns = receiver rank), or a train "
+      "result of an --ep run";
   if (!doc.is_object() || !doc.contains("counts") || !doc["counts"].is_array() || doc["counts"].empty())
     throw UsageError(fmt::format("{} {}: not {}", kOption, path, shape));
   const nlohmann::json& rows = doc["counts"];

@@ -5,7 +5,9 @@
 //   FILE     a JSON file of an n x n matrix of whole, non-negative weights, rows = sender rank, columns = receiver rank
 //            (a MoE run's tokens routed from each rank to each expert's rank):
 //              {"counts": [[3, 0, 1], [2, 2, 0], [5, 1, 1]], "source": "anything that says where it came from"}
-//            "counts" is required; other keys are the writer's own and are not read.
+//            "counts" is required; other keys are the writer's own and are not read. Or a train result of an --ep run
+//            (`train --ep N --json FILE`): its mixtures' dispatch rows from each rank to each rank's experts (the record's
+//            moe layers' exchange_counts), summed over the layers: the all-to-all pattern that training's routing made.
 // A file is read and checked when the options are (one line and exit 2 for an unreadable file, one that is not such
 // a matrix, a negative, fractional, non-finite or too large entry, or all zeros), its rank count once the world is
 // known, before any work.

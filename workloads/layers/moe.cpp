@@ -127,6 +127,10 @@ const Tensor& MixtureOfExperts::forward(const Tensor& x, StepContext& ctx) {
     std::vector<std::uint64_t> back(P * P);
     for (std::size_t s = 0; s < P; ++s)
       for (std::size_t t = 0; t < P; ++t) back[t * P + s] = rows[s * P + t];
+    if (ctx.training) {
+      stats_.exchangeRows.resize(P * P, 0);
+      for (std::size_t i = 0; i < P * P; ++i) stats_.exchangeRows[i] += static_cast<std::int64_t>(rows[i]);
+    }
     dispatch_ = std::make_unique<ExchangeMatrix>(ep_.ranks, std::move(rows));
     combine_ = std::make_unique<ExchangeMatrix>(ep_.ranks, std::move(back));
     toExperts(name_ + " dispatch", inBuf_, expInRows_, ctx);
@@ -224,6 +228,7 @@ void MixtureOfExperts::toExperts(const std::string& what, const Tensor& tokenSid
       copy(rowsOf(sendBuf_, at, n), rowsOf(tokenSide, e * capacity_, n));
       at += n;
     }
+  sendBuf_.device->synchronize();  // the communicator's stream must see the packed rows
   exchangeOf(ctx).exchange(what, sendBuf_.data, recvBuf_.data, *dispatch_, static_cast<std::size_t>(C_));
   at = 0;  // packed by source, each source's rows by expert
   for (const Tensor& t : expertSide) zero(t);
@@ -245,6 +250,7 @@ void MixtureOfExperts::fromExperts(const std::string& what, const std::vector<co
         copy(rowsOf(recvBuf_, at, n), rowsOf(*expertSide[static_cast<std::size_t>(l)], s * capacity_, n));
         at += n;
       }
+  recvBuf_.device->synchronize();
   exchangeOf(ctx).exchange(what, recvBuf_.data, sendBuf_.data, *combine_, static_cast<std::size_t>(C_));
   at = 0;
   for (std::int64_t e = 0; e < E_; ++e)

@@ -66,6 +66,9 @@ struct MoeStats {
   double auxSum = 0;                 // the auxiliary loss (coefficient included), summed
   double worstImbalance = 0;         // the largest max/mean of routed over one forward
   std::int64_t forwards = 0;
+  // Expert parallel (P ranks): the rows each rank sent each rank's experts, summed, exchangeRows[s P + d] (every rank
+  // learns every rank's counts: the dispatch's matrix, as an alltoallv counts file takes it); empty without.
+  std::vector<std::int64_t> exchangeRows;
   // max/mean of `routed` (1: balanced; E / k: every assignment on k experts); 0 before any forward.
   double imbalance() const;
   double meanAux() const { return forwards > 0 ? auxSum / static_cast<double>(forwards) : 0; }
