@@ -149,3 +149,17 @@ def test_layouts_expert_parallelism_cannot_make_are_one_line(tmp_path, np, args,
     r = run_trainscope(["train", *TRAIN, "--steps", 1, *args, "--json", tmp_path / "x.json"], np=np, timeout=120)
     assert r.rc == 2 and line in r.err, r.err
     assert not (tmp_path / "x.json").exists()
+
+
+def test_recomputation_and_evaluation_exchange_too_and_change_nothing(tmp_path):
+    """--recompute full runs each mixture's forward again in the backward (its all-to-alls too, on every ep rank alike),
+    and an evaluation's forwards exchange as training's do: neither changes the losses."""
+    common = ["--steps", 4, "--ep", 2, "--eval-every", 2, "--eval-batches", 2, *SAME_FUNCTION]
+    plain, out, _ = train(tmp_path, "plain", common, np=2)
+    again, out_again, _ = train(tmp_path, "recompute", [*common, "--recompute", "full"], np=2)
+    assert again["loss_curve"] == plain["loss_curve"]
+    assert again["moe"]["layers"][0]["tokens_per_expert"] == plain["moe"]["layers"][0]["tokens_per_expert"]
+    evals = [line for line in out.splitlines() if line.startswith("# eval after step")]
+    assert len(evals) == 2
+    assert [e.split(" (")[0] for e in evals] == [line.split(" (")[0] for line in out_again.splitlines()
+                                                 if line.startswith("# eval after step")]
