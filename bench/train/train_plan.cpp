@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
@@ -32,7 +33,8 @@ struct LayerPlan {
   std::uint64_t parameters = 0;
 };
 
-// What one (tensor-parallel slice, pipeline stage) holds and computes: the replicas of that pair share it.
+// What one (tensor-parallel slice, expert-parallel rank, pipeline stage) holds and computes: the replicas of that
+// triple share it.
 struct StagePlan {
   int stage = 0, stages = 1;
   wl::StageRange range;
@@ -65,7 +67,7 @@ struct Plan {
   wl::ModelConfig config;
   std::int64_t microBatch = 0;
   std::uint64_t limit = 0;
-  std::map<std::pair<int, int>, StagePlan> stages;  // by (tp coordinate, pp stage)
+  std::map<std::tuple<int, int, int>, StagePlan> stages;  // by (tp coordinate, ep coordinate, pp stage)
   std::vector<RankPlan> ranks;
 };
 
@@ -134,12 +136,12 @@ Plan makePlan(const TrainRunOptions& o) {
   std::vector<wl::Mesh> meshes;
   for (int r = 0; r < ranks; ++r) meshes.emplace_back(p.train.layout, r);
   p.ranks.resize(static_cast<std::size_t>(ranks));
-  const auto key = [](const wl::Mesh& m) {
-    return std::pair{m.coordinate(wl::GroupKind::kTp), m.coordinate(wl::GroupKind::kPp)};
+  const auto key = [](const wl::Mesh& m) {  // an expert-parallel rank holds its own experts
+    return std::tuple{m.coordinate(wl::GroupKind::kTp), m.coordinate(wl::kExpertAxes), m.coordinate(wl::GroupKind::kPp)};
   };
   for (const wl::Mesh& mesh : meshes) {
     if (p.stages.count(key(mesh))) continue;
-    // Every rank of this pair gets its formula while the pair's model is alive: its ps role changes only that.
+    // Every rank of this triple gets its formula while its model is alive: its ps role changes only that.
     StagePlan s = planStage(p, mesh, source, [&](const wl::ModelPart& part, std::size_t first, const wl::PipelineCut* cut) {
       for (const wl::Mesh& m : meshes)
         if (key(m) == key(mesh)) {

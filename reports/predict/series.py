@@ -4,7 +4,11 @@ form, and the backend, reduction, algorithm, protocol and graph they ran with), 
 
 The form (collectives --issue): Open MPI runs a blocking call and its nonblocking form waited for at once through
 different components, at different costs; training issues the nonblocking form (predict train prefers its series,
-step_costs.py), a sweep by default the blocking one."""
+step_costs.py), a sweep by default the blocking one.
+
+alltoallv's per-pair counts (collectives --alltoallv-counts) are a series' own too: a skewed exchange's busiest rank
+moves its bytes at another cost than a uniform one's. Where a calibration holds several, the uniform one is taken
+(a plan's exchanges are balanced routing's: layers/moe.h), as the form the trainer issues is."""
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -18,6 +22,9 @@ from .formulas import Point
 # The axes a series is one value of, besides op and those the command line chooses (transport, dtype, placement):
 # two values of one of them in a calibration set are two different costs, and the prediction will not pick one.
 FIXED_AXES = ("backend", "redop", "algo", "proto", "graph")
+NO_COUNTS = "-"  # a series' counts where the op takes no per-pair counts
+# alltoallv's counts a prediction takes where a calibration holds several: alltoall's exchange, which a plan's are.
+UNIFORM_COUNTS = "uniform"
 
 
 @dataclass(frozen=True, order=True)
@@ -28,20 +35,25 @@ class SeriesKey:
     placement: str  # "out" or "in" (of place)
     issue: str  # "blocking" or "nonblocking" (the MPI call's form: collective_issue), "-" where the backend has one form
     fixed: tuple[tuple[str, str], ...]  # FIXED_AXES' values, as text ("-" where the record has none)
+    counts: str = NO_COUNTS  # alltoallv's per-pair counts: their pattern, or the file they were read from
 
     def describe(self) -> str:
         over = f" over {self.transport}" if self.transport != "-" else ""
         form = ", nonblocking calls" if self.issue == NONBLOCKING else ""  # blocking: what a sweep measures unless told
-        return f"{self.op} {self.dtype} {self.placement}-of-place{form}{over}"
+        counts = f", {self.counts} counts" if self.counts != NO_COUNTS else ""
+        return f"{self.op} {self.dtype} {self.placement}-of-place{form}{counts}{over}"
 
     def as_json(self) -> dict[str, str]:
+        counts = {"counts": self.counts} if self.counts != NO_COUNTS else {}
         return {"op": self.op, "transport": self.transport, "dtype": self.dtype, "placement": self.placement,
-                "issue": self.issue, **dict(self.fixed)}
+                "issue": self.issue, **dict(self.fixed), **counts}
 
 
 def _key(r: Record) -> SeriesKey:
+    counts = r.get("alltoallv_counts")
     return SeriesKey(r["op"], r.get("transport") or "-", r["dtype"], "in" if r["in_place"] else "out", issue_of(r) or "-",
-                     tuple((a, "-" if r.get(a) is None else str(r[a])) for a in FIXED_AXES))
+                     tuple((a, "-" if r.get(a) is None else str(r[a])) for a in FIXED_AXES),
+                     (counts.get("file") or counts["pattern"]) if counts else NO_COUNTS)
 
 
 def _usable(r: Record) -> bool:
@@ -59,27 +71,31 @@ def all_series(results: Iterable[Result]) -> dict[SeriesKey, list[Point]]:
 
 
 def _choose(keys: list[SeriesKey], axis: str, wanted: str | None, option: str, what: str,
-            prefer: str | None = None) -> list[SeriesKey]:
+            prefer: str | None = None, plural: str | None = None, measure: str | None = None) -> list[SeriesKey]:
     """The keys whose `axis` is `wanted`; with none wanted, the keys if they agree on it, else those of `prefer` where
-    some are, else an error asking for it."""
+    some are, else an error asking for it (`option`: what gives it; `plural`: the axis's, where not axis + s;
+    `measure`: how to measure a wanted value the calibration lacks)."""
     values = sorted({getattr(k, axis) for k in keys})
     if wanted is None:
         if len(values) > 1 and prefer in values:
             return [k for k in keys if getattr(k, axis) == prefer]
         if len(values) > 1:
-            raise InputError(f"the calibration holds {what} of several {axis}s ({', '.join(values)}): give {option}")
+            raise InputError(f"the calibration holds {what} of several {plural or axis + 's'} ({', '.join(values)}): "
+                             f"give {option}")
         return keys
     if wanted not in values:
-        raise InputError(f"the calibration holds no {what} with {axis} {wanted} (it has: {', '.join(values)})")
+        raise InputError(f"the calibration holds no {what} with {axis} {wanted} (it has: {', '.join(values)})"
+                         + (f": {measure}" if measure else ""))
     return [k for k in keys if getattr(k, axis) == wanted]
 
 
 def select(series: dict[SeriesKey, list[Point]], op: str, transport: str | None, dtype: str | None,
            placement: str, calibration: Sequence[str], issue: str | None = None,
-           prefer_issue: str | None = None) -> tuple[SeriesKey, list[Point]]:
+           prefer_issue: str | None = None, counts: str | None = None) -> tuple[SeriesKey, list[Point]]:
     """The one series the command line names; InputError when the calibration lacks it or holds several. The form:
     `issue` where given; else the one measured, or `prefer_issue` where both were (predict train: the form training
-    issues, where the calibration has it for this op, the other where not)."""
+    issues, where the calibration has it for this op, the other where not). alltoallv's counts: `counts` where given
+    (predict train: uniform, a plan's), else the one measured, or the uniform ones where several were."""
     keys = [k for k in series if k.op == op]
     if not keys:
         ops = sorted({k.op for k in series})
@@ -89,6 +105,8 @@ def select(series: dict[SeriesKey, list[Point]], op: str, transport: str | None,
     keys = _choose(keys, "dtype", dtype, "--dtype", f"{op} records")
     keys = _choose(keys, "placement", placement, "--placement", f"{op} records")
     keys = _choose(keys, "issue", issue, "--issue", f"{op} records", prefer_issue)
+    keys = _choose(keys, "counts", counts, "calibration results of one --alltoallv-counts", f"{op} records", UNIFORM_COUNTS,
+                   "per-pair counts", f"`collectives --ops {op} --alltoallv-counts {counts}` measures them")
     if len(keys) > 1:
         differ = [f"{a}s ({', '.join(sorted(values))})" for i, a in enumerate(FIXED_AXES)
                   if len(values := {k.fixed[i][1] for k in keys}) > 1]

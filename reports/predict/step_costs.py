@@ -20,11 +20,14 @@ from .placement import LinkClass, Placement
 from .predict import Model, faster_links, model, on_fabric
 from .replay import Progress
 from .schedule import Compute, Optimizer, Phase
-from .series import SeriesKey, select
+from .series import UNIFORM_COUNTS, SeriesKey, select
 
 # The series a point-to-point transfer is costed from: collectives' sendrecv (a ring shift, each rank sending one
 # buffer and receiving one) is what a pipeline stage's send or receive of one activation is.
 POINT_TO_POINT = {"send": "sendrecv", "recv": "sendrecv"}
+# The per-pair counts of a plan's ops that take them: a mixture's exchanges, planned as balanced routing makes them
+# (layers/moe.h), are alltoall's uniform exchange, so their series is the sweep's uniform one (another is refused).
+PLANNED_COUNTS = {"alltoallv": UNIFORM_COUNTS}
 
 
 @dataclass(frozen=True)
@@ -85,11 +88,11 @@ class StepCosts:
             swapped = self.swap is None or link is self.swap
             if swapped and self.measured:
                 key, points = select(self.measured.series, name, self.measured.transport, "float32", "out",
-                                     self.measured.files, prefer_issue=self.issue)
+                                     self.measured.files, prefer_issue=self.issue, counts=PLANNED_COUNTS.get(name))
             else:
                 transport = self.placement.transport(link) if self.placement else self.transport
                 key, points = select(self.series, name, transport, "float32", "out", self.calibration,
-                                     prefer_issue=self.issue)
+                                     prefer_issue=self.issue, counts=PLANNED_COUNTS.get(name))
             m = model(collective(name), key, points, group_size)
             m = on_fabric(m, self.fabric) if self.fabric and swapped else m
             self._models[(name, group_size, link)] = faster_links(m, self.bandwidth_scale) if self.bandwidth_scale != 1 else m

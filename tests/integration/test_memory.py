@@ -152,6 +152,64 @@ def test_a_cap_below_what_the_model_needs_to_be_built_is_one_line(tmp_path):
     assert line.endswith(": try --recompute full (or selective), a smaller --batch or more --micro-batches")  # activations
 
 
+# Expert parallelism (issue #42): each expert-parallel rank holds E / ep of every mixture's experts whole (their
+# parameters, gradients and optimizer state) beside every dense weight; its data-parallel copies hold the same. A
+# transformer whose experts are most of it (8 of them at hidden 128), so that dividing them shows.
+MOE_MODEL = ["--model", "transformer", "--preset", "moe-tiny", "--set", "hidden=128", "--set", "experts=8", "--batch", 4,
+             "--steps", 2, "--warmup-steps", 1, "--no-ceiling"]
+EP_LAYOUTS = {"one": ([], 1), "ep2": (["--ep", 2], 2), "ep2xdp2": (["--ep", 2], 4)}  # name: (flags, ranks)
+
+
+@pytest.fixture(scope="module")
+def ep_accounts(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("experts")
+    out = {}
+    for name, (args, np) in EP_LAYOUTS.items():
+        r, path = train(tmp, name, args, model=MOE_MODEL, np=np)
+        assert r.rc == 0, r.err
+        out[name] = train_record(path)
+    return out
+
+
+@pytest.mark.parametrize("name", [n for n in EP_LAYOUTS if n != "one"])
+def test_every_expert_parallel_rank_holds_the_model_states_its_formula_says(ep_accounts, name):
+    ranks = ep_accounts[name]["memory"]["ranks"]
+    assert [m["rank"] for m in ranks] == list(range(EP_LAYOUTS[name][1]))
+    for m in ranks:
+        formula = m["formula_bytes"]["model_states"]
+        assert formula <= m["model_states_bytes"] <= 1.10 * formula, (name, m)
+        for kind in ("parameters", "gradients", "optimizer"):
+            want = m["formula_bytes"][kind]
+            assert want <= m["peak_bytes"][kind] + 64 <= want + 2 * MIB + 64, (name, kind, m)
+    # The experts are divided over ep alone: a data-parallel copy holds what its expert-parallel rank does, and every
+    # rank less than the one process, which holds every expert.
+    one = ep_accounts["one"]["memory"]["ranks"][0]["formula_bytes"]["model_states"]
+    assert {m["formula_bytes"]["model_states"] for m in ranks} == {ep_accounts["ep2"]["memory"]["ranks"][0]["formula_bytes"]
+                                                                   ["model_states"]}
+    assert all(m["model_states_bytes"] < one for m in ranks), (one, ranks)
+
+
+def test_a_cap_an_expert_parallel_ranks_states_miss_is_refused_before_building(ep_accounts, tmp_path):
+    """The formula's check before anything is built counts the rank's own experts (model_size.cpp): a cap below its
+    model states and its activations is the model states' line with the rank's figure (not the activations' line the
+    building would reach first), and a cap the rank fits but the whole model's states exceed trains."""
+    m = ep_accounts["ep2"]["memory"]["ranks"][0]
+    states = m["formula_bytes"]["model_states"]
+    limit_mib = int(min(states, m["peak_bytes"]["activations"]) / 2 / MIB)
+    r, out = train(tmp_path, "ep2-capped", ["--ep", 2, "--memory-limit", f"{limit_mib}M"], model=MOE_MODEL)
+    assert r.rc == 2 and not out.exists(), r.err
+    (line,) = set(r.error_lines())
+    layout = ep_accounts["ep2"]["layout"]["name"]
+    assert line.startswith(f"trainscope: error: --memory-limit {limit_mib} MiB per rank: {layout} needs {states / MIB:.1f} MiB "
+                           "of model states per rank ("), line
+    assert line.endswith(" before any activation: try a larger --ep (fewer experts per rank), --tp or --pp"), line
+    whole = ep_accounts["one"]["memory"]["ranks"][0]["formula_bytes"]["model_states"]
+    limit_mib = int((max(m["total_peak_bytes"], m["setup_peak_bytes"]) + whole) / 2 / MIB)
+    assert limit_mib * MIB < whole
+    r, _ = train(tmp_path, "ep2-fits", ["--ep", 2, "--memory-limit", f"{limit_mib}M"], model=MOE_MODEL)
+    assert r.rc == 0, r.err
+
+
 def test_the_readme_command_prints_the_table_for_every_layout(tmp_path):
     """scripts/memory-by-layout.sh, on a small model: one result per layout and a row per rank of each."""
     if not shutil.which("mpirun"):

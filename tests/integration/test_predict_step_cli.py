@@ -130,3 +130,52 @@ def test_search_under_a_memory_limit_ranks_what_fits_first(calibration, search):
     assert any(fits) and not all(fits), fits
     shown = re.findall(r"^\s+\d+\s.+\s(yes|no)  \S", r.out, re.M)
     assert shown == sorted(shown, key=lambda f: f == "no")
+
+
+# Expert parallelism (issue #42): a mixture's exchanges are alltoallvs over the ep group, costed from the sweep's
+# alltoallv series of uniform counts (the plan takes the routing balanced: layers/moe.h), the counts' all-gather and
+# the gradients' all-reduces from theirs.
+MOE = ["--model", "transformer", "--preset", "moe-tiny", "--batch", 8]
+
+
+@pytest.fixture(scope="module")
+def moe_calibration(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("moe-calibration")
+    sweep = tmp / "sweep.json"
+    r = run_trainscope(["collectives", "--backend", "mpi", "--ops", "all_reduce,all_gather,alltoallv", "-b", 8, "-e", "256K",
+                        "-f", 16, "-n", 5, "-w", 1, "--placement", "out", "--json", sweep], np=2, timeout=300)
+    assert r.rc == 0, r.err
+    one = tmp / "train-4.json"  # ep 2 of a batch of 8: 4 sequences a rank
+    r = run_trainscope(["train", "--model", "transformer", "--preset", "moe-tiny", "--batch", 4, "--steps", 4,
+                        "--warmup-steps", 1, "--no-ceiling", "--json", one], env={"TRAINSCOPE_THREADS": "1"})
+    assert r.rc == 0, r.err
+    return tmp, [str(sweep), str(one)]
+
+
+def test_an_expert_parallel_plan_replays_its_exchanges_from_the_alltoallv_sweep(moe_calibration):
+    tmp, files = moe_calibration
+    plan_path = plan(tmp, "ep2", ["--ep", 2], model=MOE)
+    r, predicted = predict_train(files, plan_path, tmp / "ep2-predicted.json")
+    records = [x for x in json.loads(plan_path.read_text())["records"] if x["kind"] == "train_plan"]
+    planned = {e["op"] for rec in records for e in rec["schedule"]["events"] if e.get("group") == "ep"}
+    assert {"all_gather", "alltoallv", "all_reduce"} <= planned
+    costed = {c["op"]: c for c in predicted["collectives"]}
+    assert costed["alltoallv"]["group_size"] == 2 and costed["alltoallv"]["series"]["counts"] == "uniform"
+    assert "# alltoallv on 2 ranks, " in r.out and "uniform counts" in r.out
+    for row in predicted["per_rank"]:  # every blocked time under the one group the rank communicates on
+        assert set(row["exposed_by_group_us"]) == {"ep"}
+        blocked = row["waiting_us"] + row["transfer_us"] + row["pipeline_wait_us"]
+        assert row["exposed_by_group_us"]["ep"] == pytest.approx(blocked, rel=1e-9, abs=1e-9)
+
+
+def test_a_sweep_without_alltoallv_cannot_cost_an_expert_parallel_plan_one_line(moe_calibration):
+    tmp, files = moe_calibration
+    plan_path = plan(tmp, "ep2-again", ["--ep", 2], model=MOE)
+    sweep = json.loads(open(files[0]).read())
+    sweep["records"] = [x for x in sweep["records"] if x.get("op") != "alltoallv"]
+    without = tmp / "sweep-without-alltoallv.json"
+    without.write_text(json.dumps(sweep))
+    r = run_trainscope(["predict", "train", "--calibration", without, files[1], "--plan", plan_path])
+    assert r.rc == 2
+    (line,) = r.error_lines()
+    assert "holds no usable alltoallv record (it has: all_gather, all_reduce)" in line, line

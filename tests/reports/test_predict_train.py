@@ -518,3 +518,48 @@ def test_the_step_is_costed_from_the_calls_form_the_trainer_issues_where_measure
     assert rec["issue"] == (args[1] if args else "nonblocking")
     assert rec["collectives"][0]["series"]["issue"] == ("nonblocking" if step == NONBLOCKING_STEP else "blocking")
     assert f"# MPI calls costed as measured {costed}" in got.out
+
+
+def alltoallv_records(pattern, weights, scale=1.0):
+    """sweep_records' line for alltoallv, of these per-pair counts (collectives --alltoallv-counts)."""
+    recs = sweep_records("alltoallv", scale=scale)
+    for r in recs:
+        r["alltoallv_counts"] = {"pattern": pattern, "weights": weights}
+    return recs
+
+
+def exchange_schedule():
+    """schedule()'s step with its collective a mixture's exchange over the ep group (train --plan --ep 2: balanced
+    routing's uniform exchange, as the plan takes it)."""
+    events = schedule()["events"]
+    events[2] = events[2] | {"op": "alltoallv", "group": "ep"}
+    return {"events": events}
+
+
+UNIFORM, SKEWED = [[1, 1], [1, 1]], [[2, 0], [2, 1]]  # ExchangeMatrix::uniform(2), ::skewed(2)
+
+
+def test_an_expert_parallel_plans_exchanges_are_costed_from_the_uniform_alltoallv_series(capsys, write_doc, tmp_path):
+    """Beside a skewed series three times slower, the uniform one (the plan's balanced exchange) costs the alltoallv:
+    the step is schedule()'s exactly."""
+    cal = write_doc("cal.json", make_doc([calibration_train()] + alltoallv_records("uniform", UNIFORM)
+                                         + alltoallv_records("skewed", SKEWED, scale=3.0)))
+    plan = write_doc("plan.json", plan_doc([plan_record(r, sched=exchange_schedule()) for r in (0, 1)]))
+    out = tmp_path / "p.json"
+    code, got = predict(["--calibration", str(cal), "--plan", str(plan), "--json", str(out)], capsys)
+    assert code == 0, got.err
+    doc = prediction(out)
+    assert doc["step_us"] == pytest.approx(STEP)
+    assert [row["exposed_by_group_us"] for row in doc["per_rank"]] == [{"ep": pytest.approx(50)}] * 2
+    (costed,) = doc["collectives"]
+    assert (costed["op"], costed["series"]["counts"]) == ("alltoallv", "uniform")
+    assert "# alltoallv on 2 ranks, intra-host (alltoallv float32 out-of-place, uniform counts): fitted" in got.out
+
+
+def test_an_expert_parallel_plan_over_skewed_alltoallv_records_only_is_one_line(capsys, write_doc):
+    cal = write_doc("cal.json", make_doc([calibration_train()] + alltoallv_records("skewed", SKEWED)))
+    plan = write_doc("plan.json", plan_doc([plan_record(r, sched=exchange_schedule()) for r in (0, 1)]))
+    code, got = predict(["--calibration", str(cal), "--plan", str(plan)], capsys)
+    assert code == 2 and len(got.err.strip().splitlines()) == 1, got.err
+    assert "the calibration holds no alltoallv records with counts uniform (it has: skewed): `collectives --ops alltoallv " \
+           "--alltoallv-counts uniform` measures them" in got.err

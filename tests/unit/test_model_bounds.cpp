@@ -25,6 +25,9 @@ ModelConfig configOf(ModelKind kind, const std::string& preset, const std::vecto
 }
 
 TEST(ModelBounds, TheCountFromTheConfigIsTheBuiltModels) {
+  // Expert-parallel rank 1 of 4 (placedConfigOf): its 2 of the 8 experts of each mixture, every dense weight.
+  ModelConfig expertRank = configOf(ModelKind::kTransformer, "moe-tiny", {"experts=8"});
+  expertRank.moe.ep = {1, 4};
   const std::vector<ModelConfig> configs = {
       configOf(ModelKind::kMlp, "tiny"),
       configOf(ModelKind::kMlp, "tiny", {"depth=0"}),
@@ -34,6 +37,8 @@ TEST(ModelBounds, TheCountFromTheConfigIsTheBuiltModels) {
       configOf(ModelKind::kCnn, "tiny", {"stem=imagenet", "widths=8,8,16", "blocks=2,1,1"}),
       configOf(ModelKind::kTransformer, "tiny"),
       configOf(ModelKind::kTransformer, "tiny", {"layers=3", "vocab=300", "seq_len=16"}),
+      configOf(ModelKind::kTransformer, "moe-tiny"),
+      expertRank,
   };
   for (const ModelConfig& c : configs) {
     SCOPED_TRACE(c.toJson().dump());

@@ -133,10 +133,13 @@ struct TensorSplit {
   bool split() const { return kind != kNone && ranks > 1; }
 };
 
-// The sums over a group a layer's forward asks for, and its backward's, in the order it asks: what a plan of the
-// step (train --plan) counts without running it. Each is over the tensor-parallel group (StepContext::tpSum, of
-// float elements) or, under SyncBatchNorm, over the data-parallel one (StepContext::bnSum, of float64 values).
-enum class SumGroup { kTensorParallel, kBatchNorm };
+// The collectives over a group a layer's forward asks for, and its backward's, in the order it asks: what a plan of
+// the step (train --plan) counts without running it. Sums over the tensor-parallel group (StepContext::tpSum, of
+// `values` float elements) or, under SyncBatchNorm, over the data-parallel one (StepContext::bnSum, of float64 values);
+// and a mixture of experts' exchanges over the expert-parallel group (StepContext::experts): the all-gather of the
+// `values` float64 counts each rank routes (kExpertCounts), and an alltoallv of `values` floats between every pair of
+// ranks (kExpertExchange: the exchange as balanced routing makes it, routing being the data's: moe.h).
+enum class SumGroup { kTensorParallel, kBatchNorm, kExpertCounts, kExpertExchange };
 struct GroupSum {
   SumGroup group;
   std::size_t values;
@@ -171,7 +174,8 @@ class Layer {
   // and backward returns zeros. On every tensor-parallel rank alike (the sum it skips is collective).
   virtual void skipInputGradient() {}
   // Appends what its forward and backward sum over a group: the tensor-parallel one (none unless split), and
-  // batch norm's statistics (asked for whether or not SyncBatchNorm is on: the plan keeps those it runs).
+  // batch norm's statistics (asked for whether or not SyncBatchNorm is on: the plan keeps those it runs); and a
+  // mixture's exchanges with the other expert-parallel ranks (none without expert parallelism).
   virtual void groupSums(LayerSums&) const {}
 };
 

@@ -260,6 +260,21 @@ void MixtureOfExperts::fromExperts(const std::string& what, const std::vector<co
     }
 }
 
+std::int64_t MixtureOfExperts::balancedRowsPerPair() const {
+  const std::int64_t perExpert = (N_ * k_ + E_ - 1) / E_;
+  return std::min(perExpert, capacity_) * localExperts_;
+}
+
+void MixtureOfExperts::groupSums(LayerSums& out) const {
+  // Nothing without expert parallelism: the router and the experts are whole on every tensor-parallel rank (no sums).
+  if (!expertParallel()) return;
+  // forward: the counts' all-gather, dispatch, combine; backward: combine's gradient, then dispatch's.
+  const GroupSum counts{SumGroup::kExpertCounts, static_cast<std::size_t>(E_)},
+      rows{SumGroup::kExpertExchange, static_cast<std::size_t>(balancedRowsPerPair() * C_)};
+  out.forward.insert(out.forward.end(), {counts, rows, rows});
+  out.backward.insert(out.backward.end(), {rows, rows});
+}
+
 std::vector<int> MixtureOfExperts::lastSlots() const {
   std::vector<int> out(static_cast<std::size_t>(N_ * k_));
   y_.device->download(out.data(), slot_, out.size() * sizeof(int));

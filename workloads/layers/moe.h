@@ -17,6 +17,10 @@
 // expert, whose counts every rank learns by one all-gather): dispatch before the experts, combine after, and the
 // same two in the backward. An expert's buffer holds `capacity` rows from each of the P ranks (its rows from rank s at
 // s capacity), so a rank computes E capacity rows whatever P is, and capacity stays per rank's micro-batch.
+// A plan of the step (groupSums, train --plan) cannot know the routing, which is the data's: it takes it balanced,
+// every rank routing ceil(N k / E) assignments to each expert (the most a balanced expert gets when E does not divide
+// N k), so that each pair of ranks exchanges min(that, capacity) rows per expert of the receiver's, E / P experts:
+// one uniform exchange (uniformExchange) whose bytes are those a run records when its routing is balanced.
 // The auxiliary load-balancing loss (Switch, Megatron): aux = coef E sum_e f_e P_e, f_e the fraction of the N k
 // assignments routed to e (before dropping), P_e the mean router probability of e. Its gradient coef E f_e / N on
 // every probs[n, e] (f_e is a count: not differentiated) joins the gates' in the router's backward, scaled as the
@@ -96,6 +100,7 @@ class MixtureOfExperts final : public Layer {
   const Tensor& backward(const Tensor& dy, StepContext& ctx) override;
   void params(std::vector<Param*>& out) override;
   double forwardFlops() const override;
+  void groupSums(LayerSums& out) const override;
   const MoeStats& stats() const { return stats_; }
   MoeLayerStats layerStats() const { return {name_, capacity_, stats_}; }
   // The last forward's (for tests): the auxiliary loss, and each expert's routed count.
@@ -107,6 +112,8 @@ class MixtureOfExperts final : public Layer {
  private:
   Tensor expertRows(const Tensor& all, std::int64_t e) const;  // expert e's rows of a [E capacity, C] buffer
   bool expertParallel() const { return ep_.ranks > 1; }
+  // The rows each rank sends each rank under balanced routing (the plan's assumption, above).
+  std::int64_t balancedRowsPerPair() const;
   // Expert parallel: the used rows of `tokenSide` ([E capacity, C], expert e's at e capacity) to the experts' ranks,
   // into `expertSide` (per local expert: rank s's rows at s capacity), and the way back.
   void toExperts(const std::string& what, const Tensor& tokenSide, const std::vector<Tensor>& expertSide, StepContext& ctx);

@@ -125,7 +125,8 @@ inline constexpr std::int64_t kMaxModelVocab = 1 << 24;  // transformer vocab
 inline constexpr std::int64_t kMaxModelStages = 16;      // cnn stages (entries of widths and blocks)
 inline constexpr std::int64_t kMaxModelExperts = 4096;   // a transformer's experts per block
 // The parameters of `config` (inputShape and classes set for mlp and cnn) by the formulas beside each model, from the
-// config alone, every product checked: nullopt past 2^64. Nothing is allocated to find a model too large.
+// config alone, every product checked: nullopt past 2^64. Nothing is allocated to find a model too large. A mixture's
+// experts are those the config's expert-parallel rank holds (MoeSettings::ep: all of them unless placed).
 std::optional<std::uint64_t> modelParameterCount(const ModelConfig& config);
 // How many ranks share a rank's parameter values and their gradients (a lower bound on each one's part: what is
 // replicated is not divided, nor are a pipeline's stages even), and how the layout shares them, for the line.

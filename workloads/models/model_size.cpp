@@ -72,10 +72,12 @@ Count cnnParameters(const ModelConfig& c) {
 }
 
 // V C + T C + L (12 C^2 + 13 C) + 2 C + C V; with E experts a block's MLP (8 C^2 + 5 C) is E of them and the
-// router's E C: L (4 C^2 + 8 C + E (8 C^2 + 6 C)).
+// router's E C: L (4 C^2 + 8 C + E C + E' (8 C^2 + 5 C)), E' the experts the config's rank holds (E / ep).
 Count transformerParameters(const ModelConfig& c) {
   const Count C = c.hidden, V = c.vocab, T = c.seqLen;
-  const Count block = c.moe.enabled() ? Count(4) * C * C + Count(8) * C + Count(c.moe.experts) * (Count(8) * C * C + Count(6) * C)
+  const std::int64_t held = c.moe.experts / std::max(1, c.moe.ep.ranks);
+  const Count block = c.moe.enabled() ? Count(4) * C * C + Count(8) * C + Count(c.moe.experts) * C +
+                                            Count(held) * (Count(8) * C * C + Count(5) * C)
                                       : Count(12) * C * C + Count(13) * C;
   return V * C + T * C + Count(c.layers) * block + Count(2) * C + C * V;
 }

@@ -67,12 +67,13 @@ ModelStateFacts layoutFacts(const TrainOptions& o, const Mesh& mesh) {
   return facts;
 }
 
-// Without tensor or pipeline parallelism a rank's part is the whole model, whose parameters the config counts:
-// the formula's check comes before anything is built (the layers take their activation buffers as they are
-// built, so a cap the model states miss would otherwise be reported as the activations').
+// Without tensor or pipeline parallelism a rank's part is the whole model, its own experts under expert parallelism,
+// whose parameters the placed config counts: the formula's check comes before anything is built (the layers take
+// their activation buffers as they are built, so a cap the model states miss would otherwise be reported as the
+// activations').
 void checkModelStatesBeforeBuilding(const TrainOptions& o, const Mesh& mesh, const ModelConfig& config, std::size_t limit) {
-  if (!limit || o.layout.tp > 1 || o.layout.pp > 1 || o.layout.ep > 1) return;
-  const std::optional<std::uint64_t> count = modelParameterCount(config);
+  if (!limit || o.layout.tp > 1 || o.layout.pp > 1) return;
+  const std::optional<std::uint64_t> count = modelParameterCount(placedConfigOf(config, mesh, std::nullopt));
   if (!count) return;  // checkFitsTheHost has said so
   ModelStateFacts facts = layoutFacts(o, mesh);
   facts.elements = *count;
@@ -155,6 +156,8 @@ ModelStateBytes modelStatesOf(const ModelPart& part, const TrainOptions& o, cons
 
 std::string saveMemoryAdvice(const LayoutOptions& layout, std::optional<MemoryKind> short_) {
   if (short_ == MemoryKind::kActivations) return "try --recompute full (or selective), a smaller --batch or more --micro-batches";
+  // Expert parallelism trains with --zero 0 for now (layout.cpp): its own split of the experts is what it has.
+  if (groupSize(layout, kExpertAxes) > 1) return "try a larger --ep (fewer experts per rank), --tp or --pp";
   if (layout.zero < 3) return "try --zero 3, --tp or --pp";
   return std::string("try more ranks, --tp or --pp") +
          (layout.prefetch > 0 ? ", or fewer layers gathered ahead (--prefetch)" : "");

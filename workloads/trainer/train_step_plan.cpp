@@ -8,8 +8,12 @@ namespace ts::wl {
 namespace {
 
 // A micro-batch's compute through the part's layers, around the hooks as Model::forwardLayers and backwardLayers
-// call them, with each layer's sums over a group, all blocking: tensor parallel's (TensorParallelGroup::install's
-// tracker.run) and SyncBatchNorm's (SyncBatchNormGroup::install's tracker.sum), on the groups placeModel gives them.
+// call them, with each layer's collectives over a group (Layer::groupSums), all blocking: tensor parallel's sums
+// (TensorParallelGroup::install's tracker.run), SyncBatchNorm's (SyncBatchNormGroup::install's tracker.sum) and a
+// mixture's exchanges under expert parallelism (ExpertParallelGroup's tracker: gather's all-gather, exchange's
+// alltoallv), on the groups placeModel gives them. A layer's compute is one event and its collectives follow it, in
+// the order the layer asks for them (a mixture's experts compute between its dispatch and combine: the same time on
+// the rank's one stream, every exchange being waited for at once).
 // Each compute carries the FLOPs this rank computes (its tensor-parallel slice's, layer.h), not the model's: what its
 // time is replayed from.
 class PartPlan {
@@ -18,6 +22,7 @@ class PartPlan {
       : part_(part), first_(firstLayer), plan_(plan), sync_(sync) {
     if (mesh.size(GroupKind::kTp) > 1) tp_ = planGroupOf(mesh, GroupKind::kTp);
     if (mesh.layout().syncBn == SyncBatchNorm::kOn && mesh.size(kDataAxes) > 1) bn_ = planGroupOf(mesh, kDataAxes);
+    if (mesh.size(kExpertAxes) > 1) ep_ = planGroupOf(mesh, kExpertAxes);
     for (const Layer* l : part.layers) l->groupSums(sums_.emplace_back());
   }
   void forward(int micro, ComputePhase phase) {
@@ -43,37 +48,56 @@ class PartPlan {
     if (!part_.leading.empty()) call(ctx_.gradsReady, PlanContext::kLeading);  // the embeddings' backward, after the layers'
   }
   const std::optional<PlanGroup>& tp() const { return tp_; }
+  const std::optional<PlanGroup>& ep() const { return ep_; }
 
  private:
   static void call(const std::function<void(std::size_t)>& hook, std::size_t i) {
     if (hook) hook(i);
   }
   void groupSums(const std::vector<GroupSum>& sums) {
-    for (const GroupSum& s : sums)
-      if (s.group == SumGroup::kTensorParallel)
-        plan_.wait(plan_.issue(collectives::all_reduce(), s.values, sizeof(float), *tp_));
-      else if (bn_)  // batch norm's statistics: summed only under SyncBatchNorm
-        plan_.sum(s.values, *bn_);
+    for (const GroupSum& s : sums) {
+      switch (s.group) {
+        case SumGroup::kTensorParallel:
+          plan_.wait(plan_.issue(collectives::all_reduce(), s.values, sizeof(float), *tp_));
+          break;
+        case SumGroup::kBatchNorm:
+          if (bn_) plan_.sum(s.values, *bn_);  // batch norm's statistics: summed only under SyncBatchNorm
+          break;
+        case SumGroup::kExpertCounts:  // CommTracker::gather: the counts as float64
+          plan_.wait(plan_.issue(collectives::all_gather(), s.values, sizeof(double), *ep_));
+          break;
+        case SumGroup::kExpertExchange:  // ExpertParallelGroup::exchange, its per-pair rows balanced: the uniform matrix
+          plan_.wait(plan_.issue(collectives::alltoallv(), s.values, sizeof(float), *ep_));
+          break;
+      }
+    }
   }
   const ModelPart& part_;
   std::size_t first_;
   StepPlan& plan_;
   SyncPlan& sync_;
   PlanContext ctx_;
-  std::optional<PlanGroup> tp_, bn_;
+  std::optional<PlanGroup> tp_, bn_, ep_;
   std::vector<LayerSums> sums_;  // per layer
 };
 
 // Trainer::update: the gradient norm's sums over the ranks (the loss scaler's check first under float16), the
 // optimizer (LAMB's whole-tensor sums in it), the sync's afterUpdate.
 void planUpdate(const TrainOptions& o, const Mesh& mesh, const ModelPart& part, StepPlan& plan, SyncPlan& sync,
-                const std::optional<PlanGroup>& tp) {
+                const PartPlan& layers) {
   const std::optional<PlanGroup> pp =
       mesh.size(GroupKind::kPp) > 1 ? std::optional(planGroupOf(mesh, GroupKind::kPp)) : std::nullopt;
+  const std::optional<PlanGroup>& tp = layers.tp();
+  const std::optional<PlanGroup>& ep = layers.ep();
+  // train_step.cpp's `global`, in its order.
   auto global = [&] {
     sync.globalSumOfSquares();  // the replicated tensors'
     sync.globalSumOfSquares();  // the sliced ones'
     if (tp) plan.sum(1, *tp);
+    if (ep) {  // the experts', each expert-parallel rank holding its own
+      sync.globalSumOfSquares();
+      plan.sum(1, *ep);
+    }
     if (pp) plan.sum(1, *pp);
   };
   if (o.precision == Precision::kFloat16) global();  // the overflow check (a step it skips is not planned)
@@ -129,7 +153,7 @@ StepPlan planTrainStep(const TrainOptions& o, const Mesh& mesh, const ModelPart&
   for (int step = 0; step < sync->windowSteps(); ++step) {
     plan.beginStep();
     planForwardBackward(o, mesh, cut, plan, layers, *sync);
-    planUpdate(o, mesh, part, plan, *sync, layers.tp());
+    planUpdate(o, mesh, part, plan, *sync, layers);
   }
   return plan;
 }
