@@ -31,10 +31,10 @@ MixtureOfExperts::MixtureOfExperts(Arena& arena, const Init& init, const std::st
       E_(c.settings.experts),
       k_(c.settings.topK),
       capacity_(moeCapacity(c.settings, c.rows)),
-      settings_(c.settings),
       ep_(c.settings.ep),
       localExperts_(c.settings.experts / std::max(1, c.settings.ep.ranks)),
       firstExpert_(c.settings.ep.rank * localExperts_),
+      settings_(c.settings),
       router_(arena, init, name + ".router",
               {.rows = c.rows, .in = c.channels, .out = c.settings.experts, .bias = false, .initStd = 0.02}) {
   if (E_ < 1 || (k_ != 1 && k_ != 2) || k_ > E_)
