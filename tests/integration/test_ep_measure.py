@@ -71,3 +71,12 @@ def test_without_expert_parallelism_there_is_no_all_to_all(tmp_path):
     rec, out, _ = train(tmp_path, "dense", ["--batch", 4, "--steps", 3], np=None)
     assert all("all_to_all" not in layer for layer in rec["moe"]["layers"])
     assert "all-to-all" not in out
+
+
+def test_a_recomputed_forward_exchanges_again_and_is_counted(tmp_path):
+    """--recompute runs each mixture's forward a second time in the backward, all-to-alls included: those are traffic
+    the step makes, so they count (the routing counts do not: test_moe.py)."""
+    rec, _, _ = train(tmp_path, "recompute", ["--ep", 2, "--batch", 8, "--steps", 3, "--warmup-steps", 1, "--recompute", "full"])
+    for layer in rec["moe"]["layers"]:
+        calls = {d: x["calls"] for d, x in layer["all_to_all"].items() if d != "group_size"}
+        assert calls == {"dispatch": 4, "combine": 4, "combine_backward": 2, "dispatch_backward": 2}, calls

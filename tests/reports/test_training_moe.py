@@ -24,8 +24,9 @@ def moe_record(ep):
              "assignments": 1536, "imbalance": 1.0911, "worst_micro_batch_imbalance": 1.2969, "dropped": 4,
              "dropped_fraction": 4 / 1536, "aux_loss": 0.01003}
     if ep:
-        layer["all_to_all"] = {"group_size": 2, "dispatch": exchange(4, 70528, 255, 50.0), "combine": exchange(4, 1 << 20, 275, 100.0),
-                               "combine_backward": exchange(4, 70528, 255, 50.0), "dispatch_backward": exchange(0, 0, 0, 0)}
+        layer["all_to_all"] = {"group_size": 2, "dispatch": exchange(4, 70528, 255, 50.0),
+                               "combine": exchange(4, 1 << 20, 275, 100.0), "combine_backward": exchange(4, 70528, 255, 50.0),
+                               "dispatch_backward": exchange(0, 0, 0, 0)}
     moe = {"experts": 4, "top_k": 2, "capacity_factor": 1.25, "aux_loss_coef": 0.01, "router_skew": 0, "layers": [layer]}
     return make_train(model="transformer", preset="moe-tiny", moe=moe)
 
