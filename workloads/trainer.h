@@ -8,6 +8,7 @@
 // (Trainer::config: their config, and each checkpoint's).
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "workloads/memory_account.h"
 #include "workloads/models/model.h"
 #include "workloads/parallel/comm_tracker.h"
+#include "workloads/parallel/expert_parallel.h"
 #include "workloads/parallel/mesh.h"
 #include "workloads/trainer/checkpoint_handoff.h"
 #include "workloads/trainer/evaluation.h"
@@ -41,7 +43,9 @@ struct StepResult {
   double dataS = 0, forwardS = 0, backwardS = 0, syncS = 0, optimizerS = 0, totalS = 0;
   double pipelineWaitS = 0;  // pipeline stages: blocked on receiving activations or gradients (bubble + transfer)
   StepComm comm;             // the step's collectives: in flight (communication) and waited for (exposed)
-  double checkpointS = 0;    // writing a checkpoint after the step: not part of totalS (the step's time)
+  // Expert parallel: what each mixture exchanged this step (this rank's), by exchange name (layers/moe.h).
+  std::map<std::string, ExpertExchangeStats> expertExchanges;
+  double checkpointS = 0;  // writing a checkpoint after the step: not part of totalS (the step's time)
   // --sync ps-async: how many updates behind the oldest parameter shard this step used was (-1: not a
   // ps-async worker's step).
   int staleness = -1;

@@ -1,12 +1,16 @@
 #include "bench/train/train_console.h"
 #include "base/terminal_text.h"
 
+#include <cmath>
 #include <cstdio>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "base/units.h"
 #include "bench/kernels/roofline.h"
 #include "bench/train/train_mfu.h"
 
@@ -152,6 +156,35 @@ void printCheckpoints(const nlohmann::json& c) {
                 rate(c["read_bytes_per_s"]).c_str());
 }
 
+// --ep: a MoE layer's all-to-alls over the timed steps, per call (the record's "all_to_all"): a line for the forward's
+// two (dispatch to the experts, combine back) and one for the backward's (the gradients' way: combine's, then
+// dispatch's).
+void printMoeAllToAll(const TrainRecord& r, const std::string& layer) {
+  using wl::MoeExchange;
+  struct Pass {
+    const char* name;
+    std::pair<const char*, MoeExchange> exchanges[2];
+  };
+  static constexpr Pass kPasses[] = {
+      {"forward", {{"dispatch", MoeExchange::kDispatch}, {"combine", MoeExchange::kCombine}}},
+      {"backward", {{"combine", MoeExchange::kCombineBackward}, {"dispatch", MoeExchange::kDispatchBackward}}}};
+  for (const Pass& pass : kPasses) {
+    std::string line = fmt::format("# moe {} all-to-all {} (rank 0 of ep {}, per call):", layer, pass.name, r.layout.ep);
+    for (const auto& [name, d] : pass.exchanges) {
+      const MoeExchangeFigures f = moeExchangeFigures(r.steps.expertExchanges, layer, d, r.layout.ep);
+      line += fmt::format("{} {} ", d == pass.exchanges[0].second ? "" : ",", name);
+      if (!f.bytesPerCall) {
+        line += "none timed";
+        continue;
+      }
+      line += fmt::format("{} {:.1f} us", formatBytes(static_cast<std::uint64_t>(std::llround(*f.bytesPerCall))),
+                          *f.secondsPerCall * 1e6);
+      if (f.busbwGbps) line += fmt::format(" (busbw {:.3g} GB/s)", *f.busbwGbps);
+    }
+    std::printf("%s\n", line.c_str());
+  }
+}
+
 // Each MoE layer's routing over the run (the record's "moe").
 void printMoe(const TrainRecord& r) {
   for (const wl::MoeLayerStats& l : r.moe) {
@@ -164,6 +197,7 @@ void printMoe(const TrainRecord& r) {
         l.name.c_str(), counts.c_str(), st.imbalance(), st.worstImbalance, static_cast<long long>(st.dropped),
         static_cast<long long>(st.assignments), st.assignments > 0 ? 100.0 * double(st.dropped) / double(st.assignments) : 0.0,
         st.meanAux());
+    if (r.layout.ep > 1) printMoeAllToAll(r, l.name);
   }
 }
 

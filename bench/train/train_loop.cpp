@@ -61,7 +61,9 @@ void addStep(MeasuredSteps& steps, const wl::StepResult& r, bool timed) {
   steps.lossCurve.push_back({r.step, r.loss, r.lr, r.gradNorm, r.skipped, r.lossScale, r.staleness});
   steps.staleness.add(r.staleness);
   steps.checkpointS += r.checkpointS;
-  if (timed) steps.timed.add(r);
+  if (!timed) return;  // the warmup's exchanges are not measured, as its steps are not
+  steps.timed.add(r);
+  for (const auto& [name, e] : r.expertExchanges) steps.expertExchanges[name].add(e);
 }
 
 // This rank's place in every trace file: the mesh, and per axis its size and this rank's coordinate

@@ -169,7 +169,24 @@ void addEvaluation(const TrainRecord& r, nlohmann::json& rec) {
   rec["target"] = target;
 }
 
-// Each MoE layer's routing: tokens per expert (assignments, summed over the run), max/mean, the drops, the aux loss.
+// --ep: a layer's all-to-alls in each direction over the timed steps (process 0's), per call.
+nlohmann::json allToAllJson(const TrainRecord& r, const std::string& layer) {
+  const int ranks = r.layout.ep;
+  nlohmann::json j = {{"group_size", ranks}};
+  for (const auto& [name, d] : EnumNames<wl::MoeExchange>::kNames) {
+    const MoeExchangeFigures f = moeExchangeFigures(r.steps.expertExchanges, layer, d, ranks);
+    j[std::string(name)] = {{"calls", f.calls},
+                            {"rows_sent", f.rowsSent},
+                            {"bytes_per_call", orNull(f.bytesPerCall)},
+                            {"largest_bytes", f.largestBytes},
+                            {"time_per_call_us", f.secondsPerCall ? nlohmann::json(*f.secondsPerCall * 1e6) : nlohmann::json()},
+                            {"busbw_gbps", orNull(f.busbwGbps)}};
+  }
+  return j;
+}
+
+// Each MoE layer's routing: tokens per expert (assignments, summed over the run), max/mean, the drops, the aux loss;
+// under expert parallelism its all-to-alls.
 nlohmann::json moeJson(const TrainRecord& r) {
   const wl::MoeSettings& s = r.moeSettings;
   nlohmann::json layers = nlohmann::json::array();
@@ -185,6 +202,7 @@ nlohmann::json moeJson(const TrainRecord& r) {
                       {"dropped", st.dropped},
                       {"dropped_fraction", st.assignments > 0 ? double(st.dropped) / double(st.assignments) : 0.0},
                       {"aux_loss", st.meanAux()}});
+    if (r.layout.ep > 1) layers.back()["all_to_all"] = allToAllJson(r, l.name);
   }
   return {{"experts", s.experts},
           {"top_k", s.topK},

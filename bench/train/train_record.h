@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/precision.h"
+#include "bench/train/moe_exchanges.h"
 #include "bench/train/train_breakdown.h"
 #include "workloads/models/model.h"
 #include "workloads/parallel/layout.h"
@@ -60,7 +61,8 @@ struct MeasuredSteps {
   std::optional<std::string> error;  // why the loop stopped before the last step
   std::vector<EvalPoint> evals;      // --eval-every
   std::optional<TargetRecord> target;
-  wl::StalenessCounts staleness;  // ps-async: this rank's steps (a worker's)
+  wl::StalenessCounts staleness;    // ps-async: this rank's steps (a worker's)
+  ExpertExchanges expertExchanges;  // --ep: the timed steps' mixtures' all-to-alls (this rank's)
 };
 
 struct PipelineRecord {

@@ -133,10 +133,10 @@ const Tensor& MixtureOfExperts::forward(const Tensor& x, StepContext& ctx) {
     }
     dispatch_ = std::make_unique<ExchangeMatrix>(ep_.ranks, std::move(rows));
     combine_ = std::make_unique<ExchangeMatrix>(ep_.ranks, std::move(back));
-    toExperts(name_ + " dispatch", inBuf_, expInRows_, ctx);
+    toExperts(moeExchangeName(name_, MoeExchange::kDispatch), inBuf_, expInRows_, ctx);
     std::vector<const Tensor*> outs;
     for (std::size_t l = 0; l < local; ++l) outs.push_back(&experts_[l]->forward(expInRows_[l], ctx));
-    fromExperts(name_ + " combine", outs, outBuf_, ctx);
+    fromExperts(moeExchangeName(name_, MoeExchange::kCombine), outs, outBuf_, ctx);
   } else {
     for (std::int64_t e = 0; e < E_; ++e) {
       const Tensor& out = experts_[static_cast<std::size_t>(e)]->forward(inRows_[static_cast<std::size_t>(e)], ctx);
@@ -177,10 +177,10 @@ const Tensor& MixtureOfExperts::backward(const Tensor& dy, StepContext& ctx) {
   zero(dOutBuf_);
   ops::moeCombineBackward(d, dOutBuf_.data, dgate_.data, dy.data, outBuf_.data, gate_.data, slot_, N, k, C);
   if (expertParallel()) {
-    toExperts(name_ + " combine backward", dOutBuf_, expDOutRows_, ctx);
+    toExperts(moeExchangeName(name_, MoeExchange::kCombineBackward), dOutBuf_, expDOutRows_, ctx);
     std::vector<const Tensor*> dins;
     for (std::size_t l = 0; l < experts_.size(); ++l) dins.push_back(&experts_[l]->backward(expDOutRows_[l], ctx));
-    fromExperts(name_ + " dispatch backward", dins, dInBuf_, ctx);
+    fromExperts(moeExchangeName(name_, MoeExchange::kDispatchBackward), dins, dInBuf_, ctx);
   } else {
     for (std::int64_t e = 0; e < E_; ++e) {
       const Tensor& din = experts_[static_cast<std::size_t>(e)]->backward(dOutRows_[static_cast<std::size_t>(e)], ctx);
@@ -274,6 +274,8 @@ void MixtureOfExperts::groupSums(LayerSums& out) const {
   out.forward.insert(out.forward.end(), {counts, rows, rows});
   out.backward.insert(out.backward.end(), {rows, rows});
 }
+
+std::string moeExchangeName(const std::string& layer, MoeExchange e) { return layer + " " + std::string(nameOf(e)); }
 
 std::vector<int> MixtureOfExperts::lastSlots() const {
   std::vector<int> out(static_cast<std::size_t>(N_ * k_));

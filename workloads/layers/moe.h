@@ -36,9 +36,30 @@
 #include <string>
 #include <vector>
 
+#include "base/enum_names.h"
 #include "workloads/layers/feed_forward.h"
 
 namespace ts::wl {
+// An expert-parallel mixture's four exchanges per training micro-batch, in the order they run: to the experts and
+// back in the forward, and the same two in the backward (the gradients' way). moeExchangeName names one for the
+// exchanges' stats and trace spans ("h.0.moe dispatch"); the record keys a layer's by nameOf.
+enum class MoeExchange { kDispatch, kCombine, kCombineBackward, kDispatchBackward };
+}  // namespace ts::wl
+
+namespace ts {
+template <>
+struct EnumNames<wl::MoeExchange> {
+  static constexpr std::pair<std::string_view, wl::MoeExchange> kNames[] = {
+      {"dispatch", wl::MoeExchange::kDispatch},
+      {"combine", wl::MoeExchange::kCombine},
+      {"combine_backward", wl::MoeExchange::kCombineBackward},
+      {"dispatch_backward", wl::MoeExchange::kDispatchBackward}};
+};
+}  // namespace ts
+
+namespace ts::wl {
+
+std::string moeExchangeName(const std::string& layer, MoeExchange e);
 
 // This rank's place in the expert-parallel group (--ep): it holds experts [rank E / ranks, (rank + 1) E / ranks).
 struct ExpertParallel {

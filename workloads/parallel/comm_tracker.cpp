@@ -40,12 +40,14 @@ int CommTracker::track(TrackedOp what, std::size_t bytes, const std::function<st
   return static_cast<int>(ops_.size()) - 1;
 }
 
-int CommTracker::start(const CollectiveCall& call) {
+int CommTracker::start(const CollectiveCall& call, std::string label) {
   // Name and bytes as the collectives sweep records them, so a step's op compares with the sweep's.
   const Collective& op = *call.collective;
   const CollectiveLayout layout = op.layoutOfCount(call.count, dtypeSize(call.dtype), comm_.worldSize(), call.exchange);
-  return track(
+  const int id = track(
       op, layout.bytes, [&] { return comm_.start(0, call); }, -1, layout.sendElems, layout.recvElems, call.dtype);
+  ops_.back().label = std::move(label);
+  return id;
 }
 
 int CommTracker::startSend(const float* buf, std::size_t count, int peer, int tag) {
@@ -99,6 +101,7 @@ void CommTracker::completed(Op& op) {
     const std::string name(op.what.name());
     nlohmann::json args = {{"bytes", op.bytes}, {"group", traceName(group_)}, {"ranks", comm_.worldSize()}};
     if (op.peer >= 0) args["peer"] = op.peer;  // the rank within `group` sent to or received from
+    if (!op.label.empty()) args["what"] = op.label;
     // The same facts under the names Kineto gives them on PyTorch's NCCL spans, for the tools that read those.
     args["Collective name"] = name;
     args["In msg nelems"] = op.inElems;
@@ -127,9 +130,11 @@ void CommTracker::wait(int id) {
   }
   completed(op);
   exposedS_ += op.end - t0;
-  if (trace::enabled())
-    trace::record("wait " + std::string(op.what.name()), trace::Role::kWait, t0 * 1e6, op.end * 1e6, trace::Track::kMain,
-                  {{"group", traceName(group_)}});
+  if (trace::enabled()) {
+    nlohmann::json args = {{"group", traceName(group_)}};
+    if (!op.label.empty()) args["what"] = op.label;
+    trace::record("wait " + std::string(op.what.name()), trace::Role::kWait, t0 * 1e6, op.end * 1e6, trace::Track::kMain, args);
+  }
 }
 
 void CommTracker::waitAll() {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -51,8 +52,9 @@ class CommTracker {
   CommTracker(Communicator& comm, double timeoutS, ProcessGroupId group) : comm_(comm), timeoutS_(timeoutS), group_(group) {}
   Communicator& comm() { return comm_; }
   void setGroup(ProcessGroupId group) { group_ = group; }
-  // Issues the call and returns its id.
-  int start(const CollectiveCall& call);
+  // Issues the call and returns its id. label: what the call is for ("h.0.moe dispatch"), which its trace span's
+  // args name (empty: nothing more than the op).
+  int start(const CollectiveCall& call, std::string label = {});
   // Point to point (pipeline stages): a send to / a receive from `peer` of this communicator.
   int startSend(const float* buf, std::size_t count, int peer, int tag);
   int startRecv(float* buf, std::size_t count, int peer, int tag);
@@ -65,7 +67,7 @@ class CommTracker {
   void wait(int id);
   void waitAll();
   // start + wait: an op nothing overlaps.
-  void run(const CollectiveCall& call) { wait(start(call)); }
+  void run(const CollectiveCall& call, std::string label = {}) { wait(start(call, std::move(label))); }
   // The sum of one number over the group (a loss, a squared norm), through a buffer where the backend
   // works; timed: counted in this step's figures, else not recorded.
   double sum(double v, bool timed);
@@ -89,6 +91,7 @@ class CommTracker {
     std::size_t inElems = 0, outElems = 0;
     DType dtype = DType::kFloat32;
     double issued = 0, waitFrom = -1;  // the launch call's return; when a wait for it began (CollectiveTiming)
+    std::string label;                 // start's
   };
   double now() const;
   void completed(Op& op);  // notes the end (and its trace span)

@@ -8,6 +8,14 @@
 
 namespace ts::wl {
 
+void ExpertExchangeStats::add(const ExpertExchangeStats& o) {
+  calls += o.calls;
+  rowsSent += o.rowsSent;
+  bytes += o.bytes;
+  seconds += o.seconds;
+  largestBytes = std::max(largestBytes, o.largestBytes);
+}
+
 ExpertParallelGroup::ExpertParallelGroup(Communicator& ep, double timeoutS, ProcessGroupId group, int rank)
     : tracker_(ep, timeoutS, group), rank_(rank), ranks_(ep.worldSize()) {}
 
@@ -29,7 +37,7 @@ void ExpertParallelGroup::exchange(const std::string& what, const float* send, f
                             .dtype = DType::kFloat32,
                             .exchange = &m};
   const double t0 = steadySeconds();
-  tracker_.run(call);
+  tracker_.run(call, what);  // the trace span says whose exchange it is
   ExpertExchangeStats& s = exchanges_[what];
   const std::uint64_t bytes = m.busiest() * rowElems * sizeof(float);
   ++s.calls;

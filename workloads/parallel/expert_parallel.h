@@ -16,10 +16,11 @@ namespace ts::wl {
 // One mixture's exchanges in one direction ("h.0.moe dispatch"), summed over the calls it made.
 struct ExpertExchangeStats {
   std::int64_t calls = 0;
-  std::int64_t rowsSent = 0;       // rows this rank sent, to itself too (its own rows stay in place but are counted)
-  std::uint64_t bytes = 0;         // the calls' bytes as the collectives sweep counts them (the busiest rank's buffer)
-  double seconds = 0;              // launch to completion, summed
-  std::uint64_t largestBytes = 0;  // the largest call's
+  std::int64_t rowsSent = 0;               // rows this rank sent, to itself too (its own rows stay in place but are counted)
+  std::uint64_t bytes = 0;                 // the calls' bytes as the collectives sweep counts them (the busiest rank's buffer)
+  double seconds = 0;                      // launch to completion, summed
+  std::uint64_t largestBytes = 0;          // the largest call's
+  void add(const ExpertExchangeStats& o);  // o's calls after these
 };
 
 class ExpertParallelGroup final : public ExpertExchange {

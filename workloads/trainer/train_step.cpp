@@ -167,7 +167,8 @@ void Trainer::update(StepResult& r, trace::Span& syncSpan) {
   if (r.skipped) r.syncS += syncSpan.close();
 }
 
-// The step's collectives: the gradient sync's, the pipeline's, tensor and expert parallel's and SyncBatchNorm's.
+// The step's collectives: the gradient sync's, the pipeline's, tensor and expert parallel's and SyncBatchNorm's; the
+// mixtures' exchanges by layer and direction.
 void Trainer::collectStepComm(StepResult& r) {
   r.comm = parts_.sync->takeStepComm();
   for (StepComm p :
@@ -177,6 +178,7 @@ void Trainer::collectStepComm(StepResult& r) {
     r.comm.exposedS += p.exposedS;
     r.comm.collectives.insert(r.comm.collectives.end(), p.collectives.begin(), p.collectives.end());
   }
+  if (parts_.ep) r.expertExchanges = parts_.ep->takeExchanges();
 }
 
 // A checkpoint after the step when --checkpoint-every falls on it or training is over: not part of the step's time.

@@ -12,8 +12,10 @@ from ...common.memory import COLUMNS as MEMORY_COLUMNS, KINDS as MEMORY_KINDS, l
 from ...common.mesh import axis_names, coordinate
 from ..plots import PlotSink, error_bars, legend_beside, new_figure
 from ..side_by_side import side_by_side
+from .collective_sweep import attainable
 from .kernels import CAUSES
 from .telemetry import throttle_alert
+from .training_moe import moe_blocks
 
 PHASES = ("data", "forward", "backward", "sync", "optimizer")
 
@@ -47,23 +49,6 @@ def mfu_peaks(mfu: Record) -> str:
     elif mfu.get("datasheet_peak_tflops") is not None:
         parts.append(f"datasheet: {mfu.get('datasheet_gpu') or '?'} {mfu['datasheet_peak_tflops']:.4g} TFLOP/s")
     return "; ".join(parts) or "-"
-
-
-def attainable(result: Result, issued: Record) -> Record | None:
-    """The collectives-sweep record of the same result, op and rank count nearest in size to a collective the
-    training issued (within a factor of 2; out-of-place preferred), or None. The rank count is that of the
-    group the collective ran in (a tensor-parallel all-reduce is set against the sweep at the tp size)."""
-    best: tuple[tuple[float, bool], Record] | None = None
-    for rec in result.records_of("collective"):
-        if rec["op"] != issued["op"] or rec["ranks"] != issued["group_size"] or not rec.get("busbw_gbps"):
-            continue
-        ratio = max(rec["bytes"], issued["bytes"]) / max(1, min(rec["bytes"], issued["bytes"]))
-        if ratio > 2:
-            continue
-        key = (ratio, rec.get("in_place", False))
-        if best is None or key < best[0]:
-            best = (key, rec)
-    return best[1] if best else None
 
 
 def straggler_text(run: str, stragglers: Record) -> str:
@@ -345,6 +330,7 @@ class TrainingSection:
         if many_results:
             blocks.extend(_side_by_side(results, runs))
         blocks.extend(_memory_blocks(runs, name, plots))
+        blocks.extend(moe_blocks(runs, name))
         parallel = [(r, x) for r, x in runs if x.get("ranks")]
         if parallel:
             blocks.append(_per_rank_table(parallel, name))
