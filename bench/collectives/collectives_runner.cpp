@@ -508,8 +508,20 @@ std::size_t runCollectivesStep(const CollectivesOptions& o, RunContext& ctx) {
   std::optional<Fault> fault;
   collectively(boot, [&] { fault = faultFromEnvironment(); });
   std::shared_ptr<const ExchangeMatrix> exchange;
-  collectively(boot,
-               [&] { exchange = std::make_shared<const ExchangeMatrix>(exchangeFor(o.alltoallvCounts, comm->worldSize())); });
+  collectively(boot, [&] {
+    exchange = std::make_shared<const ExchangeMatrix>(exchangeFor(o.alltoallvCounts, comm->worldSize()));
+    // A per-pair op's smallest call moves one element per unit of its busiest rank: a sweep that ends below it measures
+    // nothing, which is said here, before any work, rather than as an empty table.
+    for (const Collective* c : o.ops)
+      for (DType t : o.dtypes)
+        if (c->perPairCounts() &&
+            sweepLayouts(*c, sweepSizes(o, dtypeSize(t)), dtypeSize(t), comm->worldSize(), exchange.get()).empty())
+          throw UsageError(
+              fmt::format("-e/--max-bytes {}: {} with --alltoallv-counts {} moves at least {} per call in {} (its "
+                          "busiest rank's {} units of one element); raise -e",
+                          formatBytes(o.maxBytes), c->name(), spelled(o.alltoallvCounts),
+                          formatBytes(exchange->busiest() * dtypeSize(t)), dtypeName(t), exchange->busiest()));
+  });
 
   CollectivesRun run(o, boot, *comm, fault, std::move(exchange));
   collectively(boot, [&] { run.allocate(); });

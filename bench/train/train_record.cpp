@@ -1,5 +1,7 @@
 #include "bench/train/train_record.h"
 
+#include <cmath>
+
 #include "bench/config_version.h"
 
 namespace ts {
@@ -203,6 +205,14 @@ nlohmann::json moeJson(const TrainRecord& r) {
                       {"dropped_fraction", st.assignments > 0 ? double(st.dropped) / double(st.assignments) : 0.0},
                       {"aux_loss", st.meanAux()}});
     if (r.layout.ep > 1) layers.back()["all_to_all"] = allToAllJson(r, l.name);
+    if (!st.exchangeRows.empty()) {  // the dispatch's rows from each rank to each rank's experts: a counts file's matrix
+      const auto n = static_cast<std::size_t>(std::llround(std::sqrt(static_cast<double>(st.exchangeRows.size()))));
+      nlohmann::json rows = nlohmann::json::array();
+      for (std::size_t s = 0; s < n; ++s)
+        rows.push_back(std::vector<std::int64_t>(st.exchangeRows.begin() + static_cast<std::ptrdiff_t>(s * n),
+                                                 st.exchangeRows.begin() + static_cast<std::ptrdiff_t>((s + 1) * n)));
+      layers.back()["exchange_counts"] = rows;
+    }
   }
   return {{"experts", s.experts},
           {"top_k", s.topK},

@@ -163,3 +163,36 @@ def test_recomputation_and_evaluation_exchange_too_and_change_nothing(tmp_path):
     assert len(evals) == 2
     assert [e.split(" (")[0] for e in evals] == [line.split(" (")[0] for line in out_again.splitlines()
                                                  if line.startswith("# eval after step")]
+
+
+def test_a_runs_routing_is_the_alltoallv_sweeps_counts(tmp_path):
+    """The record's exchange_counts (rows each rank's dispatches sent each rank's experts) are what the sweep measures
+    with `--alltoallv-counts RESULT` (summed over the layers); a result without them is one line before any work."""
+    rec, _, _ = train(tmp_path, "routed", ["--steps", 3, "--ep", 2], np=2)
+    layers = rec["moe"]["layers"]
+    assert rec["warmup_steps"] == 0  # so the timed exchanges are every training forward's, as exchange_counts
+    for layer in layers:
+        rows = layer["exchange_counts"]
+        assert len(rows) == 2 and all(len(r) == 2 for r in rows)
+        # Process 0's row is what its dispatches sent, to itself too.
+        assert sum(rows[0]) == layer["all_to_all"]["dispatch"]["rows_sent"]
+    summed = [[sum(layer["exchange_counts"][s][d] for layer in layers) for d in range(2)] for s in range(2)]
+    busiest = max(max(sum(row) for row in summed), max(summed[0][d] + summed[1][d] for d in range(2)))
+    sweep = tmp_path / "sweep.json"
+    sweep_of = ["collectives", "--backend", "mpi", "--ops", "alltoallv", "--alltoallv-counts", tmp_path / "routed.json",
+                "-w", "1", "-n", "2"]
+    r = run_trainscope([*sweep_of, "-b", 4 * busiest, "-e", 16 * busiest, "--json", sweep], np=2, timeout=120)
+    assert r.rc == 0, r.err
+    recs = [x for x in json.loads(sweep.read_text())["records"] if x["kind"] == "collective"]
+    assert [x["count"] for x in recs] == [1, 2, 4]  # one, two and four elements per unit of the busiest rank's
+    assert recs and all(x["alltoallv_counts"]["weights"] == summed for x in recs)
+    assert all(x["check"]["passed"] for x in recs)
+    # A sweep that ends below one element per unit measures nothing: one line before any work.
+    r = run_trainscope([*sweep_of, "-b", 8, "-e", 4 * busiest - 4, "--json", tmp_path / "small.json"], np=2, timeout=120)
+    assert r.rc == 2 and f"per call in float32 (its busiest rank's {busiest} units of one element); raise -e" in r.err, r.err
+    assert not (tmp_path / "small.json").exists()
+    dense, _, _ = train(tmp_path, "dense", ["--steps", 2])
+    r = run_trainscope(["collectives", "--backend", "mpi", "--ops", "alltoallv", "--alltoallv-counts", tmp_path / "dense.json",
+                        "--json", tmp_path / "no.json"], np=2, timeout=120)
+    assert r.rc == 2 and "a result without a mixture of experts trained with --ep" in r.err, r.err
+    assert not (tmp_path / "no.json").exists()

@@ -266,3 +266,53 @@ def test_a_host_whose_link_goes_down_ends_the_job_in_seconds_naming_it(hosts, tm
                 ) in errors[0], errors
     kept = [x for x in read_jsonl(jsonl) if x["kind"] == "collective"]
     assert len(kept) >= before and all(x["check"]["passed"] for x in kept)
+
+
+def moe_all_to_alls(tmp_path, name):
+    """A moe-tiny step at --ep 4 over the 4 hosts (every exchange crosses the bridge): its result and its alltoallv rows."""
+    out = tmp_path / f"{name}.json"
+    r = mpirun(4, ["train", "--model", "transformer", "--preset", "moe-tiny", "--batch", 8, "--steps", 4, "--warmup-steps", 1,
+                   "--no-ceiling", "--ep", 4, "--json", out], timeout=300)
+    assert r.rc == 0, r.err
+    (rec,) = [x for x in json.loads(out.read_text())["records"] if x["kind"] == "train"]
+    rows = [c for c in rec["collectives"] if c["op"] == "alltoallv"]
+    assert rows and {c["group"] for c in rows} == {"ep"}
+    return out, rows
+
+
+def transfer_seconds(rows, time_at=None):
+    """The rows' transfers summed (each call from its group's last launch to completion), or what time_at(bytes) says
+    each call takes."""
+    return sum(c["transfer_us"]["n"] * (time_at(c["bytes"]) if time_at else c["transfer_us"]["median"]) for c in rows) / 1e6
+
+
+@pytest.mark.alone
+def test_the_moe_steps_all_to_alls_slow_on_the_capped_link_as_the_sweep_predicts(hosts, tmp_path):
+    """Issue #42: the training's exchanges against the alltoallv sweep on the same hosts, with the pattern the training's
+    routing made (its result as the counts file): where one host's link is capped, the all-to-alls take what the sweep
+    takes at their sizes (within a factor of 3: the sweep's ranks start together, a step's exchange follows compute),
+    and far more than on the free link."""
+    cluster("shape", SHAPED, "off")
+    try:
+        _, free = moe_all_to_alls(tmp_path, "free")
+    finally:
+        cluster("shape", SHAPED, RATE)
+    result, capped = moe_all_to_alls(tmp_path, "capped")
+    sweep = tmp_path / "sweep.json"
+    r = mpirun(4, ["collectives", "--backend", "mpi", "--ops", "alltoallv", "--alltoallv-counts", result, "--issue",
+                   "nonblocking", "-b", "1K", "-e", "256K", "-f", "2", "-w", "1", "-n", "5", "--json", sweep], timeout=300)
+    assert r.rc == 0, r.err
+    points = sorted((x["bytes"], x["time_us"]["median"]) for x in measurements(json.loads(sweep.read_text()))
+                    if x["op"] == "alltoallv")
+    assert len(points) >= 6
+
+    def sweep_us(nbytes):  # the sweep between its two nearest sizes, linear in the bytes (the capped link's regime)
+        lo = max([p for p in points if p[0] <= nbytes], default=points[0])
+        hi = min([p for p in points if p[0] >= nbytes], default=points[-1])
+        if hi[0] == lo[0]:
+            return lo[1]
+        return lo[1] + (hi[1] - lo[1]) * (nbytes - lo[0]) / (hi[0] - lo[0])
+
+    measured, predicted = transfer_seconds(capped), transfer_seconds(capped, sweep_us)
+    assert predicted / 3 < measured < 3 * predicted, (measured, predicted, capped, points)
+    assert measured > 3 * transfer_seconds(free), (measured, free)
