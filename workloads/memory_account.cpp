@@ -3,6 +3,22 @@
 namespace ts::wl {
 
 ModelStateBytes modelStateFormula(const ModelStateFacts& f) {
+  if (f.expertElements > 0 && f.expertReplicas != f.replicas) {  // the dense part and the experts, each over its N
+    ModelStateFacts dense = f, experts = f;
+    dense.elements -= f.expertElements;
+    dense.expertElements = experts.expertElements = 0;
+    experts.elements = f.expertElements;
+    experts.replicas = f.expertReplicas;
+    const ModelStateBytes a = modelStateFormula(dense), b = modelStateFormula(experts);
+    ModelStateBytes sum;
+    sum.parameters = a.parameters + b.parameters;
+    sum.gradients = a.gradients + b.gradients;
+    sum.optimizer = a.optimizer + b.optimizer;
+    sum.masterWeights = a.masterWeights + b.masterWeights;
+    sum.inFlightParameters = a.inFlightParameters + b.inFlightParameters;
+    sum.inFlightGradients = a.inFlightGradients + b.inFlightGradients;
+    return sum;
+  }
   const double psi = 4.0 * static_cast<double>(f.elements), n = f.replicas;
   ModelStateBytes b;
   if (f.parameterServer) {

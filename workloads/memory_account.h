@@ -25,8 +25,12 @@
 namespace ts::wl {
 
 struct ModelStateFacts {
-  std::size_t elements = 0;                      // Psi: this rank's part of the model
-  int replicas = 1, zero = 0;                    // N: the ranks ZeRO shards over (kReplicaAxes)
+  std::size_t elements = 0;    // Psi: this rank's part of the model
+  int replicas = 1, zero = 0;  // N: the ranks ZeRO shards over (kReplicaAxes)
+  // Expert parallel: of `elements`, the experts' (Param::expert), whose copies, and ZeRO's shards, are the expert
+  // replicas' (kExpertReplicaAxes: N / ep); each kind of element takes its own N in the formulas below.
+  std::size_t expertElements = 0;
+  int expertReplicas = 1;
   bool parameterServer = false, server = false;  // --sync ps, and whether this rank is one of the servers
   int psShards = 1;
   int optimizerSlots = 2;

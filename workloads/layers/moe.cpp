@@ -51,6 +51,11 @@ MixtureOfExperts::MixtureOfExperts(Arena& arena, const Init& init, const std::st
     experts_.back()->params(own);
     for (Param* p : own) p->expert = true;
   }
+  allocate(arena);
+}
+
+void MixtureOfExperts::allocate(Arena& arena) {
+  const std::int64_t expertRowsEach = capacity_ * ep_.ranks;
   if (settings_.routerSkew != 0) {
     skew_ = arena.state({E_});
     std::vector<float> offsets(static_cast<std::size_t>(E_));
@@ -116,26 +121,10 @@ const Tensor& MixtureOfExperts::forward(const Tensor& x, StepContext& ctx) {
   zero(inBuf_);
   ops::moeDispatch(d, inBuf_.data, x.data, slot_, N, k, C);
   if (expertParallel()) {
-    // Every rank's used rows per expert, then this rank's rows to the experts' ranks and their outputs back.
-    std::vector<std::int64_t> used(E);
-    for (std::size_t e = 0; e < E; ++e) used[e] = std::min<std::int64_t>(lastRouted_[e], capacity_);
-    usedAll_ = exchangeOf(ctx).gather(used);
-    const auto P = static_cast<std::size_t>(ep_.ranks), local = static_cast<std::size_t>(localExperts_);
-    std::vector<std::uint64_t> rows(P * P, 0);  // rows[s P + d]: what rank s sends the experts of rank d
-    for (std::size_t s = 0; s < P; ++s)
-      for (std::size_t e = 0; e < E; ++e) rows[s * P + e / local] += static_cast<std::uint64_t>(usedAll_[s * E + e]);
-    std::vector<std::uint64_t> back(P * P);
-    for (std::size_t s = 0; s < P; ++s)
-      for (std::size_t t = 0; t < P; ++t) back[t * P + s] = rows[s * P + t];
-    if (ctx.training) {
-      stats_.exchangeRows.resize(P * P, 0);
-      for (std::size_t i = 0; i < P * P; ++i) stats_.exchangeRows[i] += static_cast<std::int64_t>(rows[i]);
-    }
-    dispatch_ = std::make_unique<ExchangeMatrix>(ep_.ranks, std::move(rows));
-    combine_ = std::make_unique<ExchangeMatrix>(ep_.ranks, std::move(back));
+    planExchanges(ctx);
     toExperts(moeExchangeName(name_, MoeExchange::kDispatch), inBuf_, expInRows_, ctx);
     std::vector<const Tensor*> outs;
-    for (std::size_t l = 0; l < local; ++l) outs.push_back(&experts_[l]->forward(expInRows_[l], ctx));
+    for (std::size_t l = 0; l < experts_.size(); ++l) outs.push_back(&experts_[l]->forward(expInRows_[l], ctx));
     fromExperts(moeExchangeName(name_, MoeExchange::kCombine), outs, outBuf_, ctx);
   } else {
     for (std::int64_t e = 0; e < E_; ++e) {
@@ -144,7 +133,34 @@ const Tensor& MixtureOfExperts::forward(const Tensor& x, StepContext& ctx) {
     }
   }
   ops::moeCombine(d, y_.data, outBuf_.data, gate_.data, slot_, N, k, C);
+  countRouting(ctx);
+  return y_;
+}
 
+void MixtureOfExperts::planExchanges(StepContext& ctx) {
+  // Every rank's used rows per expert, then the rows each rank sends each rank's experts, and back.
+  const auto E = static_cast<std::size_t>(E_), P = static_cast<std::size_t>(ep_.ranks),
+             local = static_cast<std::size_t>(localExperts_);
+  std::vector<std::int64_t> used(E);
+  for (std::size_t e = 0; e < E; ++e) used[e] = std::min<std::int64_t>(lastRouted_[e], capacity_);
+  usedAll_ = exchangeOf(ctx).gather(used);
+  std::vector<std::uint64_t> rows(P * P, 0);  // rows[s P + d]: what rank s sends the experts of rank d
+  for (std::size_t s = 0; s < P; ++s)
+    for (std::size_t e = 0; e < E; ++e) rows[s * P + e / local] += static_cast<std::uint64_t>(usedAll_[s * E + e]);
+  std::vector<std::uint64_t> back(P * P);
+  for (std::size_t s = 0; s < P; ++s)
+    for (std::size_t t = 0; t < P; ++t) back[t * P + s] = rows[s * P + t];
+  if (ctx.training) {
+    stats_.exchangeRows.resize(P * P, 0);
+    for (std::size_t i = 0; i < P * P; ++i) stats_.exchangeRows[i] += static_cast<std::int64_t>(rows[i]);
+  }
+  dispatch_ = std::make_unique<ExchangeMatrix>(ep_.ranks, std::move(rows));
+  combine_ = std::make_unique<ExchangeMatrix>(ep_.ranks, std::move(back));
+}
+
+void MixtureOfExperts::countRouting(StepContext& ctx) {
+  Device& d = *y_.device;
+  const auto N = static_cast<std::size_t>(N_), E = static_cast<std::size_t>(E_), k = static_cast<std::size_t>(k_);
   // The auxiliary loss from the routed counts and the probabilities' column sums (E values each to the host).
   zero(probSum_);
   ops::biasBackward(d, probSum_.data, probs_.data, N, E);
@@ -167,7 +183,6 @@ const Tensor& MixtureOfExperts::forward(const Tensor& x, StepContext& ctx) {
     stats_.worstImbalance = std::max(stats_.worstImbalance, static_cast<double>(most) * static_cast<double>(E) / assignments);
     ++stats_.forwards;
   }
-  return y_;
 }
 
 const Tensor& MixtureOfExperts::backward(const Tensor& dy, StepContext& ctx) {

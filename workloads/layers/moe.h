@@ -133,6 +133,11 @@ class MixtureOfExperts final : public Layer {
  private:
   Tensor expertRows(const Tensor& all, std::int64_t e) const;  // expert e's rows of a [E capacity, C] buffer
   bool expertParallel() const { return ep_.ranks > 1; }
+  void allocate(Arena& arena);  // the activations' and the exchanges' buffers
+  // Expert parallel: every rank's used rows per expert (one all-gather), and the dispatch's and combine's matrices.
+  void planExchanges(StepContext& ctx);
+  // The auxiliary loss of the last forward and, training, its routing counted into stats_.
+  void countRouting(StepContext& ctx);
   // The rows each rank sends each rank under balanced routing (the plan's assumption, above).
   std::int64_t balancedRowsPerPair() const;
   // Expert parallel: the used rows of `tokenSide` ([E capacity, C], expert e's at e capacity) to the experts' ranks,

@@ -75,6 +75,8 @@ class Buckets {
   void startMicroBatch();  // nothing deposited, nothing launched
   // The index (in all()) of the bucket holding p.
   std::size_t bucketOf(const Param& p) const;
+  // Whether a bucket holds p (a layer's parameters may be split between syncs: expert parallelism's two groups).
+  bool holds(const Param& p) const { return where_.count(&p) > 0; }
 
  private:
   std::vector<Bucket> buckets_;

@@ -5,7 +5,9 @@
 // (kExpertReplicaAxes: dp), over which alone its gradient is summed. Each rank's backward is scaled by 1/(micro-batches
 // x dp x ep) as every layout's is, and an expert's gradient already sums the rows every expert-parallel rank routed to
 // it (their all-to-alls brought them), so its sum over dp is the single-device gradient of the global batch.
-// Each group's sync is the all-reduce layout's own (allreduce_sync.h), over its part of the parameters.
+// Each group's sync is the layout's own over its part of the parameters: all-reduce (allreduce_sync.h), or ZeRO-1/2's
+// shards (sharded_sync.h), the dense ones' over dp x ep and an expert's over its dp copies (Megatron's distributed
+// optimizer shards an expert's state over its expert-data-parallel group alike).
 #include <memory>
 
 #include "workloads/parallel/gradient_sync.h"
@@ -20,9 +22,9 @@ class ExpertParallelSync final : public GradientSync {
   void beforeBackward(StepContext& ctx, bool last) override;
   void afterBackward(bool last) override;
   std::vector<Param*> updateParams() override;
-  // Every rank holds its parameters' summed gradients: its own sum of squares (the trainer adds the experts' over the
-  // expert-parallel group, whose ranks hold different ones).
-  double globalSumOfSquares(double local) override { return local; }
+  // Each group's own (the trainer adds the experts' over the expert-parallel group, whose ranks hold different ones).
+  double globalSumOfSquares(double local) override { return dense_->globalSumOfSquares(local); }
+  double expertSumOfSquares(double local) override { return experts_->globalSumOfSquares(local); }
   void afterUpdate() override;
   StepComm takeStepComm() override;
 

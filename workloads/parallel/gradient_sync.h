@@ -50,6 +50,9 @@ class GradientSync {
   virtual void afterBackward(bool last) = 0;
   virtual std::vector<Param*> updateParams() = 0;
   virtual double globalSumOfSquares(double local) = 0;
+  // The same for the experts' squares under expert parallelism (their own group's shards; the trainer then adds the
+  // expert-parallel ranks', each holding others): the dense parameters' group elsewhere, where experts are like them.
+  virtual double expertSumOfSquares(double local) { return globalSumOfSquares(local); }
   virtual void afterUpdate() = 0;
   // The parameters whose values this rank keeps between steps: the model's, or ZeRO-3's shards (its
   // layers are gathered only to run). A resume fills these; mixed precision rounds them for the compute.
@@ -105,6 +108,7 @@ class SyncPlan {
   virtual void beforeBackward(PlanContext& ctx, bool last);
   virtual void afterBackward(bool) {}
   virtual void globalSumOfSquares() {}
+  virtual void expertSumOfSquares() { globalSumOfSquares(); }
   virtual void afterUpdate() {}
   virtual std::uint64_t updateElements() const = 0;  // the optimizer's: updateParams()' elements
   // The steps after which its ops repeat (the schedule's window): one, or model averaging's --average-every.

@@ -37,7 +37,8 @@ ShardedSync::ShardedSync(Communicator& dp, const ModelPart& model, const LayoutO
   }
   auto bucketsFor = [&](const std::vector<Param*>& ps) {
     std::vector<std::size_t> out;
-    for (const Param* p : ps) out.push_back(buckets_.bucketOf(*p));
+    for (const Param* p : ps)
+      if (buckets_.holds(*p)) out.push_back(buckets_.bucketOf(*p));
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;
@@ -46,7 +47,7 @@ ShardedSync::ShardedSync(Communicator& dp, const ModelPart& model, const LayoutO
     for (Layer* l : model.layers) {
       std::vector<Param*> ps;
       l->params(ps);
-      if (!ps.empty()) bucketsOf_[l] = bucketsFor(ps);
+      if (std::vector<std::size_t> mine = bucketsFor(ps); !mine.empty()) bucketsOf_[l] = std::move(mine);
     }
     leadingBuckets_ = bucketsFor(model.leading);
   }

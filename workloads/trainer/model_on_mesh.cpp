@@ -56,6 +56,7 @@ ModelStateFacts layoutFacts(const TrainOptions& o, const Mesh& mesh) {
   const int replica = mesh.replicaIndex();
   ModelStateFacts facts;
   facts.replicas = layout.replicas();
+  facts.expertReplicas = groupSize(layout, kExpertReplicaAxes);
   facts.zero = layout.zero;
   const bool async = layout.sync == SyncKind::kAsyncParameterServer;
   facts.parameterServer = (layout.sync == SyncKind::kParameterServer || async) && layout.replicas() > 1;
@@ -138,7 +139,10 @@ ModelConfig placedConfigOf(ModelConfig config, const Mesh& mesh, const std::opti
 ModelStateBytes modelStatesOf(const ModelPart& part, const TrainOptions& o, const Mesh& mesh) {
   const LayoutOptions& layout = o.layout;
   ModelStateFacts facts = layoutFacts(o, mesh);
-  for (const Param* p : part.params) facts.elements += p->value.numel();
+  for (const Param* p : part.params) {
+    facts.elements += p->value.numel();
+    if (p->expert) facts.expertElements += p->value.numel();
+  }
   const auto padded = [n = static_cast<std::size_t>(std::max(1, layout.replicas()))](std::size_t e) {
     return (e + n - 1) / n * n;
   };
@@ -177,6 +181,13 @@ void completeModelConfig(ModelConfig& config, const TrainOptions& o, const Layou
                       ep, nameOf(config.kind)));
     if (config.moe.experts % ep)
       throw UsageError(fmt::format("--ep {} does not divide the {} experts of each mixture", ep, config.moe.experts));
+    // LAMB's whole-tensor norms add a tensor's pieces over one group (part_sums.h); under ZeRO with --ep the dense
+    // pieces and the experts' are sharded over two.
+    if (o.optimizer.kind == OptimizerKind::kLamb && layout.zero > 0)
+      throw UsageError(
+          fmt::format("--ep {} --zero {} --optimizer lamb: LAMB's norms of sharded tensors are not summed over "
+                      "expert parallelism's two groups yet (use adamw or sgd, or --zero 0)",
+                      ep, layout.zero));
   }
   checkFitsTheHost(config, o.device, layout, o.ranksOnHost);
 }

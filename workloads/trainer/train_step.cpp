@@ -122,7 +122,7 @@ void Trainer::update(StepResult& r, trace::Span& syncSpan) {
     double sq = gradSync.globalSumOfSquares(replicated);
     const double s = gradSync.globalSumOfSquares(sliced);
     sq += tp ? tp->sum(s) : s;
-    if (ep) sq += ep->sum(gradSync.globalSumOfSquares(experts));
+    if (ep) sq += ep->sum(gradSync.expertSumOfSquares(experts));
     return pipeline ? pipeline->sumOverStages(sq, true) : sq;
   };
   // The gradient norm's own sums are the update's compute, timed with the optimizer (as the clipping is, inside

@@ -95,7 +95,7 @@ void planUpdate(const TrainOptions& o, const Mesh& mesh, const ModelPart& part, 
     sync.globalSumOfSquares();  // the sliced ones'
     if (tp) plan.sum(1, *tp);
     if (ep) {  // the experts', each expert-parallel rank holding its own
-      sync.globalSumOfSquares();
+      sync.expertSumOfSquares();
       plan.sum(1, *ep);
     }
     if (pp) plan.sum(1, *pp);
