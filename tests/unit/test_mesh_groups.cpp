@@ -221,8 +221,12 @@ TEST(MeshGroups, AnExpertsCopiesAreTheReplicasOutsideTheExpertAxes) {
 TEST(MeshGroups, ExpertParallelismRefusesTheLayoutsThatKeepOneGroupPerParameter) {
   LayoutOptions o;
   o.ep = 2;
-  o.zero = 1;
+  o.zero = 3;  // its layer gathers over one group
   EXPECT_THROW(resolveLayout(o, 2), UsageError);
+  for (int zero : {1, 2}) {  // ZeRO-1/2 shard each group's state over that group
+    o.zero = zero;
+    EXPECT_EQ(resolveLayout(o, 2).zero, zero);
+  }
   o.zero = 0;
   for (SyncKind sync : {SyncKind::kParameterServer, SyncKind::kAsyncParameterServer, SyncKind::kAverage}) {
     o.sync = sync;
