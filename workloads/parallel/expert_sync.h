@@ -26,6 +26,7 @@ class ExpertParallelSync final : public GradientSync {
   double globalSumOfSquares(double local) override { return dense_->globalSumOfSquares(local); }
   double expertSumOfSquares(double local) override { return experts_->globalSumOfSquares(local); }
   void afterUpdate() override;
+  void sumOverExpertGroup(std::span<double> v) override { experts_->sumOverGroup(v); }
   StepComm takeStepComm() override;
 
  private:

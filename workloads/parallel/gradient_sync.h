@@ -80,6 +80,8 @@ class GradientSync {
   // Sums v over the group in place (one collective, counted as the step's communication); a group of one
   // leaves it as it is.
   void sumOverGroup(std::span<double> v);
+  // The same over the copies of the experts (expert parallelism's second group; elsewhere the group's own).
+  virtual void sumOverExpertGroup(std::span<double> v) { sumOverGroup(v); }
 
  protected:
   explicit GradientSync(std::vector<Param*> modelParams) : modelParams_(std::move(modelParams)) {}

@@ -21,7 +21,9 @@ bool countsHere(const Param& p, const Mesh& mesh);
 // part's parameters or the parameters themselves): each pair is placed at its whole tensor's index in the
 // part (the same list on every rank of the data- and tensor-parallel groups), the counted ones added over
 // the data-parallel group when the layout shards (ZeRO, the parameter server) and over the tensor-parallel
-// group (tp may be null), and every pair read back from its tensor's.
+// group (tp may be null), and every pair read back from its tensor's. Under expert parallelism the experts' pairs
+// are added over their own copies (GradientSync::sumOverExpertGroup: the same experts in the same places), the
+// dense ones' over every replica.
 Optimizer::PartSums lambPartSums(const std::vector<Param*>& updateParams, const ModelPart& part, const Mesh& mesh,
                                  GradientSync& sync, TensorParallelGroup* tp);
 

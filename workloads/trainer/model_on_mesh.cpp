@@ -181,13 +181,6 @@ void completeModelConfig(ModelConfig& config, const TrainOptions& o, const Layou
                       ep, nameOf(config.kind)));
     if (config.moe.experts % ep)
       throw UsageError(fmt::format("--ep {} does not divide the {} experts of each mixture", ep, config.moe.experts));
-    // LAMB's whole-tensor norms add a tensor's pieces over one group (part_sums.h); under ZeRO with --ep the dense
-    // pieces and the experts' are sharded over two.
-    if (o.optimizer.kind == OptimizerKind::kLamb && layout.zero > 0)
-      throw UsageError(
-          fmt::format("--ep {} --zero {} --optimizer lamb: LAMB's norms of sharded tensors are not summed over "
-                      "expert parallelism's two groups yet (use adamw or sgd, or --zero 0)",
-                      ep, layout.zero));
   }
   checkFitsTheHost(config, o.device, layout, o.ranksOnHost);
 }

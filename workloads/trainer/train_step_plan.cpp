@@ -106,7 +106,11 @@ void planUpdate(const TrainOptions& o, const Mesh& mesh, const ModelPart& part, 
   const LayoutOptions& l = mesh.layout();
   const bool pieces = l.replicas() > 1 && (l.zero > 0 || l.sync == SyncKind::kParameterServer);
   if (o.optimizer.kind == OptimizerKind::kLamb && (tp || pieces)) {  // lambPartSums
-    if (pieces) plan.sum(2 * part.params.size(), planGroupOf(mesh, kReplicaAxes));
+    std::size_t experts = 0;                                         // expert parallel: the experts' pairs over their own copies
+    if (ep)
+      for (const Param* p : part.params) experts += p->expert ? 1 : 0;
+    if (pieces) plan.sum(2 * part.params.size(), planGroupOf(mesh, kReplicaAxes));  // the experts' places zero
+    if (pieces && experts > 0 && mesh.size(kExpertReplicaAxes) > 1) plan.sum(2 * experts, planGroupOf(mesh, kExpertReplicaAxes));
     if (tp) plan.sum(2 * part.params.size(), *tp);
   }
   sync.afterUpdate();
