@@ -1,5 +1,6 @@
 #include "bench/collectives/alltoallv_counts.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <vector>
@@ -44,15 +45,20 @@ nlohmann::json routedCounts(const nlohmann::json& doc, const std::string& path) 
     for (const nlohmann::json& layer : r["moe"].value("layers", nlohmann::json::array())) {
       if (!layer.is_object() || !layer.contains("exchange_counts")) continue;
       const nlohmann::json& m = layer["exchange_counts"];
+      // Each layer's matrix as a counts file's (readMatrix checks the entries); all of one rank count.
+      const bool square = m.is_array() && !m.empty() && std::all_of(m.begin(), m.end(), [&](const nlohmann::json& row) {
+                            return row.is_array() && row.size() == m.size() &&
+                                   std::all_of(row.begin(), row.end(), [](const nlohmann::json& v) { return v.is_number(); });
+                          });
+      if (!square || (!sum.is_null() && m.size() != sum.size()))
+        throw UsageError(fmt::format("{} {}: layer {}'s exchange_counts is not an n x n matrix of numbers like the others'",
+                                     kOption, path, layer.value("layer", std::string("?"))));
       if (sum.is_null()) {
         sum = m;
         continue;
       }
-      if (!m.is_array() || m.size() != sum.size())
-        throw UsageError(fmt::format("{} {}: its mixtures' exchange_counts differ in rank count", kOption, path));
       for (std::size_t s = 0; s < m.size(); ++s)
-        for (std::size_t d = 0; d < m[s].size() && d < sum[s].size(); ++d)
-          if (m[s][d].is_number() && sum[s][d].is_number()) sum[s][d] = sum[s][d].get<double>() + m[s][d].get<double>();
+        for (std::size_t d = 0; d < m.size(); ++d) sum[s][d] = sum[s][d].get<double>() + m[s][d].get<double>();
     }
     break;  // a result has one train record
   }

@@ -202,6 +202,14 @@ def test_a_runs_routing_is_the_alltoallv_sweeps_counts(tmp_path):
     r = run_trainscope([*sweep_of, "-b", 8, "-e", 4 * busiest - 4, "--json", tmp_path / "small.json"], np=2, timeout=120)
     assert r.rc == 2 and f"per call in float32 (its busiest rank's {busiest} units of one element); raise -e" in r.err, r.err
     assert not (tmp_path / "small.json").exists()
+    # A result whose layers' matrices are not alike is one line too.
+    doc = json.loads((tmp_path / "routed.json").read_text())
+    (record,) = [x for x in doc["records"] if x["kind"] == "train"]
+    record["moe"]["layers"][1]["exchange_counts"] = [[1, 2, 3]]
+    (tmp_path / "bent.json").write_text(json.dumps(doc))
+    r = run_trainscope(["collectives", "--backend", "mpi", "--ops", "alltoallv", "--alltoallv-counts", tmp_path / "bent.json",
+                        "--json", tmp_path / "no.json"], np=2, timeout=120)
+    assert r.rc == 2 and "layer h.1.moe's exchange_counts is not an n x n matrix" in r.err, r.err
     dense, _, _ = train(tmp_path, "dense", ["--steps", 2])
     r = run_trainscope(["collectives", "--backend", "mpi", "--ops", "alltoallv", "--alltoallv-counts", tmp_path / "dense.json",
                         "--json", tmp_path / "no.json"], np=2, timeout=120)

@@ -44,6 +44,12 @@ struct StepComm {
   double communicationS = 0;  // union of the in-flight intervals
   double exposedS = 0;        // host time spent in communication calls: issuing, polling, waiting
   std::vector<CollectiveTiming> collectives;
+  // Another group's figures added to these (the step's groups together: their intervals summed, not united).
+  void add(const StepComm& other) {
+    communicationS += other.communicationS;
+    exposedS += other.exposedS;
+    collectives.insert(collectives.end(), other.collectives.begin(), other.collectives.end());
+  }
 };
 
 class CommTracker {

@@ -102,11 +102,8 @@ void ExpertParallelSync::afterUpdate() {
 
 StepComm ExpertParallelSync::takeStepComm() {
   StepComm out = GradientSync::takeStepComm();
-  for (StepComm s : {dense_->takeStepComm(), experts_->takeStepComm()}) {
-    out.communicationS += s.communicationS;
-    out.exposedS += s.exposedS;
-    out.collectives.insert(out.collectives.end(), s.collectives.begin(), s.collectives.end());
-  }
+  out.add(dense_->takeStepComm());
+  out.add(experts_->takeStepComm());
   return out;
 }
 

@@ -174,9 +174,7 @@ void Trainer::collectStepComm(StepResult& r) {
   for (StepComm p :
        {parts_.pipeline ? parts_.pipeline->takeStepComm() : StepComm{}, parts_.tp ? parts_.tp->takeStepComm() : StepComm{},
         parts_.ep ? parts_.ep->takeStepComm() : StepComm{}, parts_.syncBn ? parts_.syncBn->takeStepComm() : StepComm{}}) {
-    r.comm.communicationS += p.communicationS;
-    r.comm.exposedS += p.exposedS;
-    r.comm.collectives.insert(r.comm.collectives.end(), p.collectives.begin(), p.collectives.end());
+    r.comm.add(p);
   }
   if (parts_.ep) r.expertExchanges = parts_.ep->takeExchanges();
 }
