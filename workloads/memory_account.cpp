@@ -9,6 +9,8 @@ ModelStateBytes modelStateFormula(const ModelStateFacts& f) {
     dense.expertElements = experts.expertElements = 0;
     experts.elements = f.expertElements;
     experts.replicas = f.expertReplicas;
+    experts.leadingElements = 0;  // the embeddings are dense
+    experts.largestLayerElements = f.largestExpertLayerElements;
     const ModelStateBytes a = modelStateFormula(dense), b = modelStateFormula(experts);
     ModelStateBytes sum;
     sum.parameters = a.parameters + b.parameters;

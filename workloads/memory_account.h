@@ -40,6 +40,9 @@ struct ModelStateFacts {
   // ahead (--prefetch).
   std::size_t leadingElements = 0, largestLayerElements = 0;
   int prefetch = 0;
+  // Expert parallel: ZeRO-3 gathers a layer's experts apart from its dense parameters (over their own replicas), so
+  // largestLayerElements counts a layer's dense parameters and this its experts' (padded to the expert replicas).
+  std::size_t largestExpertLayerElements = 0;
 };
 
 struct ModelStateBytes {

@@ -44,6 +44,7 @@ LAYOUTS = {
     "ep2xpp2": (MOE, ["--ep", 2, "--pp", 2, "--micro-batches", 2], 4),
     "ep2xdp2-zero2": (MOE, ["--ep", 2, "--zero", 2], 4),
     "ep2xdp2-zero1-lamb": (MOE, ["--ep", 2, "--zero", 1, "--optimizer", "lamb"], 4),
+    "ep2xdp2-zero3": (MOE, ["--ep", 2, "--zero", 3, "--prefetch", 2], 4),
 }
 # A layout's run where RUN's timed step is not a multiple of its window: K timed steps after the warm-up one.
 RUNS = {name: ["--steps", every + 1, "--warmup-steps", 1, "--no-ceiling"] for name, every in

@@ -163,6 +163,7 @@ std::vector<Param> Buckets::pieces(const Bucket& b, int k, const Tensor& grads, 
     piece.value = values ? viewOf(*values, a - lo, z - a) : viewOf(s.param->value, a - s.offset, z - a);
     piece.grad = viewOf(grads, a - lo, z - a);
     piece.decay = s.param->decay;
+    piece.expert = s.param->expert;  // its squares and its LAMB pair are the experts' (expert_sync.h)
     piece.slice = s.param->slice;
     piece.pieceOf = s.param->name;
     piece.pieceOffset = static_cast<std::int64_t>(a - s.offset);

@@ -1,13 +1,16 @@
 #include "workloads/parallel/expert_sync.h"
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <iterator>
+#include <type_traits>
 #include <utility>
 
 #include "workloads/layers/param_init.h"
 #include "workloads/parallel/allreduce_sync.h"
 #include "workloads/parallel/sharded_sync.h"
+#include "workloads/parallel/zero3_sync.h"
 
 namespace ts::wl {
 namespace {
@@ -21,12 +24,53 @@ std::unique_ptr<GradientSync> syncOver(Communicator* group, const ModelPart& par
     return makeLocalSync(part);
   }
   std::unique_ptr<GradientSync> sync;
-  if (layout.zero > 0)
+  if (layout.zero == 3)
+    sync = std::make_unique<Zero3Sync>(*group, part, layout, timeoutS);
+  else if (layout.zero > 0)
     sync = std::make_unique<ShardedSync>(*group, part, layout, timeoutS);
   else
     sync = std::make_unique<AllReduceSync>(*group, part, layout, timeoutS);
   sync->setGroup(id);
   return sync;
+}
+
+// One hook calling two (either may be unset; unset when both are): the first's first.
+template <class Hook>
+Hook chain(Hook a, Hook b) {
+  if (!a || !b) return a ? a : b;
+  return [a = std::move(a), b = std::move(b)](auto&&... at) {
+    a(at...);
+    b(at...);
+  };
+}
+
+// A parameter's readiness goes to its own kind's sync.
+std::function<void(Param&)> byKind(std::function<void(Param&)> dense, std::function<void(Param&)> experts) {
+  if (!dense && !experts) return nullptr;
+  return [dense = std::move(dense), experts = std::move(experts)](Param& p) {
+    if (const auto& ready = p.expert ? experts : dense) ready(p);
+  };
+}
+
+// Lets the two groups' syncs (or plans) set their hooks on ctx (a StepContext or a PlanContext) in turn, each on a
+// context cleared of hooks, and leaves hooks that call both's: around a layer the dense group's first (every rank
+// issues the two groups' collectives in one order; ZeRO-3 gathers a layer's dense parameters, then its experts), the
+// readiness hook (member `ready`) as `join` makes it from the two.
+template <class Context, class ReadyHook, class Sync, class Set, class Join>
+void hookBoth(Context& ctx, ReadyHook Context::*ready, Sync& dense, Sync& experts, Set set, Join join) {
+  const std::array layer{&Context::beforeForward, &Context::afterForward, &Context::beforeBackward, &Context::afterBackward};
+  using LayerHook = std::remove_reference_t<decltype(ctx.beforeForward)>;
+  std::array<std::array<LayerHook, 4>, 2> around;
+  std::array<ReadyHook, 2> readiness;
+  for (std::size_t k = 0; k < 2; ++k) {
+    for (auto hook : layer) ctx.*hook = nullptr;
+    ctx.*ready = nullptr;
+    set(k == 0 ? dense : experts);
+    for (std::size_t h = 0; h < layer.size(); ++h) around[k][h] = std::exchange(ctx.*layer[h], nullptr);
+    readiness[k] = std::exchange(ctx.*ready, nullptr);
+  }
+  for (std::size_t h = 0; h < layer.size(); ++h) ctx.*layer[h] = chain(std::move(around[0][h]), std::move(around[1][h]));
+  ctx.*ready = join(std::move(readiness[0]), std::move(readiness[1]));
 }
 
 }  // namespace
@@ -51,8 +95,8 @@ ExpertParallelSync::ExpertParallelSync(const Mesh& mesh, const ModelPart& part, 
 }
 
 void ExpertParallelSync::beforeForward(StepContext& ctx) {
-  dense_->beforeForward(ctx);
-  experts_->beforeForward(ctx);
+  hookBoth(
+      ctx, &StepContext::gradReady, *dense_, *experts_, [&](GradientSync& sync) { sync.beforeForward(ctx); }, byKind);
 }
 
 void ExpertParallelSync::afterForwardOnly() {
@@ -61,31 +105,25 @@ void ExpertParallelSync::afterForwardOnly() {
 }
 
 void ExpertParallelSync::beforeBackward(StepContext& ctx, bool last) {
-  // Each group's hooks (a parameter's readiness, ZeRO-2's buckets taken before a layer's backward), called together.
-  dense_->beforeBackward(ctx, last);
-  std::function<void(Param&)> dense = std::move(ctx.gradReady);
-  std::function<void(Layer&)> denseLayer = std::move(ctx.beforeBackward);
-  ctx.gradReady = nullptr;
-  ctx.beforeBackward = nullptr;
-  experts_->beforeBackward(ctx, last);
-  std::function<void(Param&)> experts = std::move(ctx.gradReady);
-  std::function<void(Layer&)> expertsLayer = std::move(ctx.beforeBackward);
-  ctx.gradReady = nullptr;
-  ctx.beforeBackward = nullptr;
-  if (dense || experts)
-    ctx.gradReady = [dense = std::move(dense), experts = std::move(experts)](Param& p) {
-      if (const auto& ready = p.expert ? experts : dense) ready(p);
-    };
-  if (denseLayer || expertsLayer)
-    ctx.beforeBackward = [dense = std::move(denseLayer), experts = std::move(expertsLayer)](Layer& l) {
-      if (dense) dense(l);
-      if (experts) experts(l);
-    };
+  hookBoth(
+      ctx, &StepContext::gradReady, *dense_, *experts_, [&](GradientSync& sync) { sync.beforeBackward(ctx, last); }, byKind);
 }
 
 void ExpertParallelSync::afterBackward(bool last) {
   dense_->afterBackward(last);
   experts_->afterBackward(last);
+}
+
+std::vector<Param*> ExpertParallelSync::keptParams() {
+  std::vector<Param*> out = dense_->keptParams();
+  const std::vector<Param*> experts = experts_->keptParams();
+  out.insert(out.end(), experts.begin(), experts.end());
+  return out;
+}
+
+void ExpertParallelSync::visitParameters(const std::function<void(Param&)>& visit) {
+  dense_->visitParameters(visit);
+  experts_->visitParameters(visit);
 }
 
 std::vector<Param*> ExpertParallelSync::updateParams() {
@@ -115,19 +153,13 @@ class ExpertParallelPlan final : public SyncPlan {
       : dense_(planOver(mesh, kReplicaAxes, expertsOrDense(part, false), plan)),
         experts_(planOver(mesh, kExpertReplicaAxes, expertsOrDense(part, true), plan)) {}
   void beforeForward(PlanContext& ctx) override {
-    dense_->beforeForward(ctx);
-    experts_->beforeForward(ctx);
+    hookBoth(
+        ctx, &PlanContext::gradsReady, *dense_, *experts_, [&](SyncPlan& sync) { sync.beforeForward(ctx); }, chainOf);
   }
   void beforeBackward(PlanContext& ctx, bool last) override {
-    // As ExpertParallelSync::beforeBackward: each group's hooks called together.
-    dense_->beforeBackward(ctx, last);
-    auto dense = std::exchange(ctx.gradsReady, nullptr);
-    auto denseLayer = std::exchange(ctx.beforeBackward, nullptr);
-    experts_->beforeBackward(ctx, last);
-    auto experts = std::exchange(ctx.gradsReady, nullptr);
-    auto expertsLayer = std::exchange(ctx.beforeBackward, nullptr);
-    ctx.gradsReady = both(std::move(dense), std::move(experts));
-    ctx.beforeBackward = both(std::move(denseLayer), std::move(expertsLayer));
+    // As ExpertParallelSync's: each group's hooks called together.
+    hookBoth(
+        ctx, &PlanContext::gradsReady, *dense_, *experts_, [&](SyncPlan& sync) { sync.beforeBackward(ctx, last); }, chainOf);
   }
   void afterBackward(bool last) override {
     dense_->afterBackward(last);
@@ -142,16 +174,12 @@ class ExpertParallelPlan final : public SyncPlan {
   std::uint64_t updateElements() const override { return dense_->updateElements() + experts_->updateElements(); }
 
  private:
-  // One hook calling two (either may be unset); unset when both are.
-  static std::function<void(std::size_t)> both(std::function<void(std::size_t)> a, std::function<void(std::size_t)> b) {
-    if (!a && !b) return nullptr;
-    return [a = std::move(a), b = std::move(b)](std::size_t layer) {
-      if (a) a(layer);
-      if (b) b(layer);
-    };
+  static std::function<void(std::size_t)> chainOf(std::function<void(std::size_t)> a, std::function<void(std::size_t)> b) {
+    return chain(std::move(a), std::move(b));
   }
   static std::unique_ptr<SyncPlan> planOver(const Mesh& mesh, AxisSet set, const ModelPart& part, StepPlan& plan) {
     if (mesh.size(set) == 1) return makeLocalPlan(part);
+    if (mesh.layout().zero == 3) return zero3SyncPlan(part, mesh.layout(), mesh.coordinate(set), plan, planGroupOf(mesh, set));
     if (mesh.layout().zero > 0) return shardedSyncPlan(part, mesh.layout(), mesh.coordinate(set), plan, planGroupOf(mesh, set));
     return allReduceSyncPlan(part, mesh.layout(), plan, planGroupOf(mesh, set));
   }

@@ -5,9 +5,11 @@
 // (kExpertReplicaAxes: dp), over which alone its gradient is summed. Each rank's backward is scaled by 1/(micro-batches
 // x dp x ep) as every layout's is, and an expert's gradient already sums the rows every expert-parallel rank routed to
 // it (their all-to-alls brought them), so its sum over dp is the single-device gradient of the global batch.
-// Each group's sync is the layout's own over its part of the parameters: all-reduce (allreduce_sync.h), or ZeRO-1/2's
-// shards (sharded_sync.h), the dense ones' over dp x ep and an expert's over its dp copies (Megatron's distributed
-// optimizer shards an expert's state over its expert-data-parallel group alike).
+// Each group's sync is the layout's own over its part of the parameters: all-reduce (allreduce_sync.h), ZeRO-1/2's
+// shards (sharded_sync.h) or ZeRO-3's (zero3_sync.h), the dense ones' over dp x ep and an expert's over its dp copies
+// (Megatron's distributed optimizer shards an expert's state over its expert-data-parallel group alike, as
+// DeepSpeed's ZeRO-3 with MoE does the experts' parameters). Under ZeRO-3 a mixture's layer is gathered twice
+// around its run: its dense parameters (the router) over dp x ep, its experts over dp.
 #include <memory>
 
 #include "workloads/parallel/gradient_sync.h"
@@ -22,6 +24,9 @@ class ExpertParallelSync final : public GradientSync {
   void beforeBackward(StepContext& ctx, bool last) override;
   void afterBackward(bool last) override;
   std::vector<Param*> updateParams() override;
+  // Each group's (ZeRO-3's shards, or the parameters); visited a group at a time, the dense parameters first.
+  std::vector<Param*> keptParams() override;
+  void visitParameters(const std::function<void(Param&)>& visit) override;
   // Each group's own (the trainer adds the experts' over the expert-parallel group, whose ranks hold different ones).
   double globalSumOfSquares(double local) override { return dense_->globalSumOfSquares(local); }
   double expertSumOfSquares(double local) override { return experts_->globalSumOfSquares(local); }
@@ -33,7 +38,7 @@ class ExpertParallelSync final : public GradientSync {
   std::unique_ptr<GradientSync> dense_, experts_;
 };
 
-// Its plan: the two groups' all-reduce plans.
+// Its plan: the two groups' plans, each the layout's.
 std::unique_ptr<SyncPlan> expertParallelSyncPlan(const Mesh& mesh, const ModelPart& part, StepPlan& plan);
 
 // The part's dense parameters (expert: false) or its experts' (true), the rest of the part as it is.

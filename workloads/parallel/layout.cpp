@@ -155,12 +155,8 @@ LayoutOptions resolveLayout(LayoutOptions o, int worldSize) {
   if (average && o.zero > 0)
     throw UsageError("--sync average: every rank keeps and steps the whole model; it does not combine with --zero");
   // Expert parallelism's experts are summed over their own replicas (kExpertReplicaAxes), the dense weights over all:
-  // the all-reduce and ZeRO-1/2 layouts do both; ZeRO-3's, the servers' and averaging's keep one group for every
-  // parameter.
-  if (const int experts = groupSize(o, kExpertAxes); experts > 1 && o.zero > 2)
-    throw UsageError(
-        fmt::format("--ep {}: expert parallelism trains with --zero 0, 1 or 2 (not yet --zero {})", experts, o.zero));
-  else if (experts > 1 && o.sync != SyncKind::kAllReduce)
+  // the all-reduce and ZeRO layouts do both; the servers' and averaging's keep one group for every parameter.
+  if (const int experts = groupSize(o, kExpertAxes); experts > 1 && o.sync != SyncKind::kAllReduce)
     throw UsageError(
         fmt::format("--ep {}: expert parallelism trains with --sync allreduce (not yet --sync {})", experts, nameOf(o.sync)));
   return o;

@@ -1,5 +1,9 @@
 #include "workloads/parallel/zero3_sync.h"
 
+#include <algorithm>
+#include <iterator>
+#include <unordered_set>
+
 #include "comm/collectives/collective.h"
 
 namespace ts::wl {
@@ -11,9 +15,12 @@ Zero3Groups zero3GroupsOf(const ModelPart& part, int parts) {
   };
   out.leading = !part.leading.empty();
   if (out.leading) add(part.leading);
+  // A layer's parameters of the part only: expert parallelism's syncs each take a kind of them (expert_sync.h).
+  const std::unordered_set<const Param*> ofPart(part.params.begin(), part.params.end());
   for (Layer* l : part.layers) {
-    std::vector<Param*> ps;
-    l->params(ps);
+    std::vector<Param*> all, ps;
+    l->params(all);
+    std::copy_if(all.begin(), all.end(), std::back_inserter(ps), [&](const Param* p) { return ofPart.contains(p); });
     out.ofLayer.push_back(ps.empty() ? SIZE_MAX : out.layouts.size());
     if (!ps.empty()) add(ps);
   }

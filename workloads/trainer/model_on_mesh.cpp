@@ -143,28 +143,31 @@ ModelStateBytes modelStatesOf(const ModelPart& part, const TrainOptions& o, cons
     facts.elements += p->value.numel();
     if (p->expert) facts.expertElements += p->value.numel();
   }
-  const auto padded = [n = static_cast<std::size_t>(std::max(1, layout.replicas()))](std::size_t e) {
+  const auto padded = [](std::size_t e, int ranks) {
+    const auto n = static_cast<std::size_t>(std::max(1, ranks));
     return (e + n - 1) / n * n;
   };
   for (const Param* p : part.leading) facts.leadingElements += p->value.numel();
-  facts.leadingElements = padded(facts.leadingElements);
+  facts.leadingElements = padded(facts.leadingElements, layout.replicas());
+  // Under expert parallelism a layer's experts are a group of their own (expert_sync.h).
+  const bool apart = facts.expertReplicas != facts.replicas;
   for (Layer* l : part.layers) {
     std::vector<Param*> ps;
     l->params(ps);
-    std::size_t e = 0;
-    for (const Param* p : ps) e += p->value.numel();
-    facts.largestLayerElements = std::max(facts.largestLayerElements, padded(e));
+    std::size_t dense = 0, experts = 0;
+    for (const Param* p : ps) (apart && p->expert ? experts : dense) += p->value.numel();
+    facts.largestLayerElements = std::max(facts.largestLayerElements, padded(dense, layout.replicas()));
+    facts.largestExpertLayerElements = std::max(facts.largestExpertLayerElements, padded(experts, facts.expertReplicas));
   }
   return modelStateFormula(facts);
 }
 
 std::string saveMemoryAdvice(const LayoutOptions& layout, std::optional<MemoryKind> short_) {
   if (short_ == MemoryKind::kActivations) return "try --recompute full (or selective), a smaller --batch or more --micro-batches";
-  // Expert parallelism trains with --zero 0 for now (layout.cpp): its own split of the experts is what it has.
-  if (groupSize(layout, kExpertAxes) > 1) return "try a larger --ep (fewer experts per rank), --tp or --pp";
-  if (layout.zero < 3) return "try --zero 3, --tp or --pp";
-  return std::string("try more ranks, --tp or --pp") +
-         (layout.prefetch > 0 ? ", or fewer layers gathered ahead (--prefetch)" : "");
+  const std::string ep = groupSize(layout, kExpertAxes) > 1 ? ", a larger --ep (fewer experts per rank)" : "";
+  if (layout.zero < 3) return fmt::format("try --zero 3{}, --tp or --pp", ep);
+  return fmt::format("try more ranks{}, --tp or --pp{}", ep,
+                     layout.prefetch > 0 ? ", or fewer layers gathered ahead (--prefetch)" : "");
 }
 
 void completeModelConfig(ModelConfig& config, const TrainOptions& o, const LayoutOptions& layout, const data::DataInfo& info) {
