@@ -275,6 +275,11 @@ plan_first_contact() {
   runner_step pair-train-pp 60 pair "${tiny[@]}" --pp 2 --micro-batches 4 --json "$L/pair-train-pp.json"
   runner_step pair-train-dp 60 pair "${tiny[@]}" --dp 2 --zero 1 --json "$L/pair-train-dp.json"
   runner_step pair-train-tp 60 pair "${tiny[@]}" --tp 2 --json "$L/pair-train-tp.json"
+  # The mixture of experts on CUDA (routing kernels, experts' GEMMs), then its experts divided over the pair: NCCL's
+  # alltoallv (grouped send/receive) under --ep.
+  local moe=(train --device cuda:0 --model transformer --preset moe-tiny --steps 10 --batch 8 --no-ceiling --timeout 45)
+  runner_step train-moe 60 trainscope "${moe[@]}" --json "$L/train-moe.json"
+  runner_step pair-train-ep 60 pair "${moe[@]}" --ep 2 --json "$L/pair-train-ep.json"
   runner_step links-gpu 60 trainscope links --tests gpu --timeout 50 --json "$L/links-gpu.json"
   runner_step kernels-small 120 trainscope kernels --backend cuda --preset small --timeout 100 --json "$L/kernels-small.json"
   # The CUPTI trace comes back in its own archive; analyze it here (trainscope analyze needs jsonschema, which
