@@ -234,45 +234,48 @@ ExpertExchange& MixtureOfExperts::exchangeOf(StepContext& ctx) const {
   return *ctx.experts;
 }
 
-void MixtureOfExperts::toExperts(const std::string& what, const Tensor& tokenSide, const std::vector<Tensor>& expertSide,
-                                 StepContext& ctx) {
-  const std::int64_t P = ep_.ranks, me = ep_.rank;
-  std::int64_t at = 0;  // packed by destination: the experts in order are the ranks in order
+void MixtureOfExperts::forEachTokenBlock(const TokenBlock& block) const {
+  std::int64_t at = 0;
   for (std::int64_t e = 0; e < E_; ++e)
-    if (const std::int64_t n = usedAll_[static_cast<std::size_t>(me * E_ + e)]; n > 0) {
-      copy(rowsOf(sendBuf_, at, n), rowsOf(tokenSide, e * capacity_, n));
+    if (const std::int64_t n = usedAll_[static_cast<std::size_t>(ep_.rank * E_ + e)]; n > 0) {
+      block(at, e, n);
       at += n;
     }
-  sendBuf_.device->synchronize();  // the communicator's stream must see the packed rows
-  exchangeOf(ctx).exchange(what, sendBuf_.data, recvBuf_.data, *dispatch_, static_cast<std::size_t>(C_));
-  at = 0;  // packed by source, each source's rows by expert
-  for (const Tensor& t : expertSide) zero(t);
-  for (std::int64_t s = 0; s < P; ++s)
+}
+
+void MixtureOfExperts::forEachExpertBlock(const ExpertBlock& block) const {
+  std::int64_t at = 0;
+  for (std::int64_t s = 0; s < ep_.ranks; ++s)
     for (std::int64_t l = 0; l < localExperts_; ++l)
       if (const std::int64_t n = usedAll_[static_cast<std::size_t>(s * E_ + firstExpert_ + l)]; n > 0) {
-        copy(rowsOf(expertSide[static_cast<std::size_t>(l)], s * capacity_, n), rowsOf(recvBuf_, at, n));
+        block(at, s, l, n);
         at += n;
       }
 }
 
+void MixtureOfExperts::toExperts(const std::string& what, const Tensor& tokenSide, const std::vector<Tensor>& expertSide,
+                                 StepContext& ctx) {
+  forEachTokenBlock([&](std::int64_t at, std::int64_t e, std::int64_t n) {
+    copy(rowsOf(sendBuf_, at, n), rowsOf(tokenSide, e * capacity_, n));
+  });
+  sendBuf_.device->synchronize();  // the communicator's stream must see the packed rows
+  exchangeOf(ctx).exchange(what, sendBuf_.data, recvBuf_.data, *dispatch_, static_cast<std::size_t>(C_));
+  for (const Tensor& t : expertSide) zero(t);
+  forEachExpertBlock([&](std::int64_t at, std::int64_t s, std::int64_t l, std::int64_t n) {
+    copy(rowsOf(expertSide[static_cast<std::size_t>(l)], s * capacity_, n), rowsOf(recvBuf_, at, n));
+  });
+}
+
 void MixtureOfExperts::fromExperts(const std::string& what, const std::vector<const Tensor*>& expertSide, const Tensor& tokenSide,
                                    StepContext& ctx) {
-  const std::int64_t P = ep_.ranks, me = ep_.rank;
-  std::int64_t at = 0;  // back to each source in its order: as toExperts received them
-  for (std::int64_t s = 0; s < P; ++s)
-    for (std::int64_t l = 0; l < localExperts_; ++l)
-      if (const std::int64_t n = usedAll_[static_cast<std::size_t>(s * E_ + firstExpert_ + l)]; n > 0) {
-        copy(rowsOf(recvBuf_, at, n), rowsOf(*expertSide[static_cast<std::size_t>(l)], s * capacity_, n));
-        at += n;
-      }
+  forEachExpertBlock([&](std::int64_t at, std::int64_t s, std::int64_t l, std::int64_t n) {  // back as they came
+    copy(rowsOf(recvBuf_, at, n), rowsOf(*expertSide[static_cast<std::size_t>(l)], s * capacity_, n));
+  });
   recvBuf_.device->synchronize();
   exchangeOf(ctx).exchange(what, recvBuf_.data, sendBuf_.data, *combine_, static_cast<std::size_t>(C_));
-  at = 0;
-  for (std::int64_t e = 0; e < E_; ++e)
-    if (const std::int64_t n = usedAll_[static_cast<std::size_t>(me * E_ + e)]; n > 0) {
-      copy(rowsOf(tokenSide, e * capacity_, n), rowsOf(sendBuf_, at, n));
-      at += n;
-    }
+  forEachTokenBlock([&](std::int64_t at, std::int64_t e, std::int64_t n) {
+    copy(rowsOf(tokenSide, e * capacity_, n), rowsOf(sendBuf_, at, n));
+  });
 }
 
 std::int64_t MixtureOfExperts::balancedRowsPerPair() const {

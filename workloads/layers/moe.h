@@ -32,6 +32,7 @@
 // whole on every rank (replicated like the layernorms): no group sums. The experts' parameters are marked
 // Param::expert (their copies are the expert-data-parallel group's).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -146,6 +147,13 @@ class MixtureOfExperts final : public Layer {
   void fromExperts(const std::string& what, const std::vector<const Tensor*>& expertSide, const Tensor& tokenSide,
                    StepContext& ctx);
   ExpertExchange& exchangeOf(StepContext& ctx) const;  // the group's, checked to be this layer's
+  // The blocks of rows the exchanges move, in the order they are packed, each with its place in the packed buffer
+  // (`at`) and n rows (none empty): this rank's rows for each expert e (token side: destinations in order, since the
+  // experts in order are their ranks in order), and each source s's rows for each local expert l (expert side).
+  using TokenBlock = std::function<void(std::int64_t at, std::int64_t e, std::int64_t n)>;
+  using ExpertBlock = std::function<void(std::int64_t at, std::int64_t s, std::int64_t l, std::int64_t n)>;
+  void forEachTokenBlock(const TokenBlock& block) const;
+  void forEachExpertBlock(const ExpertBlock& block) const;
   std::string name_;
   std::int64_t N_, C_, E_, k_, capacity_;
   ExpertParallel ep_;
