@@ -53,12 +53,20 @@ def test_runs_of_one_build_train_bit_for_bit_alike(runs):
     assert len(losses) == 1 and first["loss"]["final"] < first["loss"]["initial"]
 
 
-def test_compare_of_runs_of_one_build_as_the_gate_takes_them_is_never_a_regression(runs, tmp_path):
+def test_compare_reads_runs_of_one_build_as_the_gate_takes_them(runs, tmp_path):
+    """The gate over the suite's real records: every record compared, the final loss equal to the bit (a pass), and
+    the outcome, rows and exit code agreeing. Whether a time row passes depends on the machine's load (a 2-core VM
+    running the suite beside other tests: compare may rightly call it a regression), so no time outcome is asserted
+    here: what runs of one build give on a quiet machine is docs/compare-calibration.md's, and the CI recipe's
+    verdict is tested by construction (test_ci_recipe.py)."""
     baseline = [x for p in runs[:3] for x in ("--baseline", p)]
     r = tool("compare", *baseline, *runs[3:], "--json", tmp_path / "cmp.json")
-    assert r.returncode in (0, 3), r.stdout + r.stderr
-    rows = json.loads((tmp_path / "cmp.json").read_text())["rows"]
-    assert not [row for row in rows if row["outcome"] == "regression"], r.stdout
+    doc = json.loads((tmp_path / "cmp.json").read_text())
+    assert r.returncode == doc["exit_code"] == {"pass": 0, "regression": 1, "inconclusive": 3}[doc["outcome"]], r.stdout
+    rows = doc["rows"]
+    assert doc["regressions"] == len([row for row in rows if row["outcome"] == "regression"])
+    assert (doc["outcome"] == "regression") == (doc["regressions"] > 0)
+    assert r.stdout.splitlines()[-1].startswith(f"verdict: {doc['outcome']}")
     (loss,) = [row for row in rows if row["metric"] == "final_loss"]
     assert loss["outcome"] == "pass" and loss["change"] == 0
     assert {row["kind"] for row in rows} == {"train", "kernel"}
