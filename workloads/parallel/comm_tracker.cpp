@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include <fmt/format.h>
+
 #include "base/dtype.h"
 #include "base/error.h"
 #include "base/steady_seconds.h"
@@ -135,6 +137,12 @@ void CommTracker::wait(int id) {
     if (!op.label.empty()) args["what"] = op.label;
     trace::record("wait " + std::string(op.what.name()), trace::Role::kWait, t0 * 1e6, op.end * 1e6, trace::Track::kMain, args);
   }
+}
+
+double CommTracker::seconds(int id) const {
+  const Op& op = ops_.at(static_cast<std::size_t>(id));
+  if (op.end < 0) throw Error(fmt::format("internal: {} op {} is still in flight", op.what.name(), id));
+  return op.end - op.start;
 }
 
 void CommTracker::waitAll() {

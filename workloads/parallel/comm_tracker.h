@@ -74,6 +74,8 @@ class CommTracker {
   void waitAll();
   // start + wait: an op nothing overlaps.
   void run(const CollectiveCall& call, std::string label = {}) { wait(start(call, std::move(label))); }
+  // A completed op's time from launch to observed completion (its CollectiveTiming::seconds); valid until take().
+  double seconds(int id) const;
   // The sum of one number over the group (a loss, a squared norm), through a buffer where the backend
   // works; timed: counted in this step's figures, else not recorded.
   double sum(double v, bool timed);

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "base/steady_seconds.h"
 #include "comm/collectives/collective.h"
 
 namespace ts::wl {
@@ -36,15 +35,15 @@ void ExpertParallelGroup::exchange(const std::string& what, const float* send, f
                             .count = rowElems,
                             .dtype = DType::kFloat32,
                             .exchange = &m};
-  const double t0 = steadySeconds();
-  tracker_.run(call, what);  // the trace span says whose exchange it is
+  const int id = tracker_.start(call, what);  // the trace span says whose exchange it is
+  tracker_.wait(id);
   ExpertExchangeStats& s = exchanges_[what];
   const std::uint64_t bytes = m.busiest() * rowElems * sizeof(float);
   ++s.calls;
   s.rowsSent += static_cast<std::int64_t>(m.sent(rank_));
   s.bytes += bytes;
   s.largestBytes = std::max(s.largestBytes, bytes);
-  s.seconds += steadySeconds() - t0;
+  s.seconds += tracker_.seconds(id);  // the tracker's own timing of it, as the step's collectives'
 }
 
 std::map<std::string, ExpertExchangeStats> ExpertParallelGroup::takeExchanges() { return std::exchange(exchanges_, {}); }
