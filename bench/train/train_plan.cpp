@@ -226,6 +226,7 @@ nlohmann::json recordOf(const Plan& p, const RankPlan& r) {
       {"layout", p.train.layout.name()},
       {"model", nameOf(p.config.kind)},
       {"preset", p.config.preset},
+      {"experts", p.config.moe.experts},
       {"coordinates", coordinates},
       {"stage", r.stage->stage},
       {"stages", r.stage->stages},

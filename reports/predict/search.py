@@ -1,11 +1,15 @@
 """`trainscope predict search`: the best layouts for N ranks, each predicted from its own plan.
 
 The candidates are every way of splitting N ranks into data x tensor x pipeline parallel (dp x tp x pp = N), each
-ZeRO stage where there is data parallelism, and for a pipeline 1, 2 and 4 micro-batches per stage. Which of them a
-model can run (tp dividing its heads, pp its layers, micro-batches its batch, the memory limit) is not decided
-here: each candidate's plan is made by the trainer itself (`trainscope train <flags> --plan N`), and a candidate
-the trainer refuses is listed as skipped with the trainer's own one line, so no layout rule is written twice; one
-whose ops the calibration did not measure is listed with what it lacks. Each
+ZeRO stage where there is data parallelism, and for a pipeline 1, 2 and 4 micro-batches per stage; for a model with
+experts, every expert-parallel split too: ep > 1 carved out of the data-parallel ranks (dp x ep x tp x pp = N). Which
+of them a model can run (tp dividing its heads, pp its layers, ep its experts, micro-batches its batch, the memory
+limit) is not decided here: each candidate's plan is made by the trainer itself (`trainscope train <flags> --plan
+N`), and a candidate the trainer refuses is listed as skipped with the trainer's own one line, so no layout rule is
+written twice; one whose ops the calibration did not measure is listed with what it lacks. Whether the model has
+experts is the trainer's word too: the ep splits are planned after the others, when one of their plans says so (its
+`experts`), or when none could be planned (then the trainer's lines say what each ep split lacks), so a dense
+model's list is not filled with ep refusals. Each
 plan is replayed over the calibration's costs (train_command.predict_plan); the ranking is by predicted step time
 among the layouts whose every rank fits --memory-limit. With a what-if fabric (--fabric, --measured-fabric: one), each
 candidate is replayed on it too and the ranking is by that step: the best layout on the fabric one would buy, which
@@ -25,18 +29,19 @@ from typing import Any
 from ..common.errors import InputError
 from ..common.files import write_atomically
 from ..common.link_datasheet import Fabric, fabrics
-from ..common.load import load_results
+from ..common.load import Result, load_results
 from . import fabric_swap, placement
 from .placement import LinkClass
-from .series import all_series
+from .formulas import Point
+from .series import SeriesKey, all_series
 from .step_costs import MeasuredFabric
 from .step_figures import plan_memory
 from .train_command import (PROGRESS_CHOICES, PlanDoc, Predicted, add_issue_argument, costs_for, load_plan, predict_plan,
                             progress_of)
 
 # The flags a candidate sets: a search's train flags may not give them.
-SET_BY_SEARCH = ("--dp", "--tp", "--pp", "--zero", "--micro-batches", "--plan", "--json", "--memory-limit", "--sync",
-                 "--transports")
+SET_BY_SEARCH = ("--dp", "--tp", "--pp", "--ep", "--zero", "--micro-batches", "--plan", "--json", "--memory-limit",
+                 "--sync", "--transports")
 STAGES = (1, 2, 4)  # micro-batches per pipeline stage a candidate tries
 PLAN_TIMEOUT_S = 600
 
@@ -48,35 +53,45 @@ class Candidate:
     pp: int
     zero: int
     micro_batches: int
+    ep: int = 1  # expert-parallel ranks, carved out of the data-parallel ones: the replicas are dp x ep
 
     @property
     def flags(self) -> list[str]:
-        return ["--dp", str(self.dp), "--tp", str(self.tp), "--pp", str(self.pp), "--zero", str(self.zero),
-                "--micro-batches", str(self.micro_batches)]
+        return ["--dp", str(self.dp), "--tp", str(self.tp), "--pp", str(self.pp), "--ep", str(self.ep), "--zero",
+                str(self.zero), "--micro-batches", str(self.micro_batches)]
 
     @property
     def name(self) -> str:
-        parts = [f"{axis}{n}" for axis, n in (("dp", self.dp), ("tp", self.tp), ("pp", self.pp)) if n > 1] or ["dp1"]
+        """As the trainer's layout names its axes (dp, tp, pp, ep)."""
+        axes = (("dp", self.dp), ("tp", self.tp), ("pp", self.pp), ("ep", self.ep))
+        parts = [f"{axis}{n}" for axis, n in axes if n > 1] or ["dp1"]
         return " x ".join(parts) + (f" zero{self.zero}" if self.zero else "") + \
             (f" mb{self.micro_batches}" if self.micro_batches > 1 else "")
 
 
-def candidates(ranks: int) -> list[Candidate]:
-    """Every dp x tp x pp = ranks, ZeRO 0-3 where dp > 1, and 1, 2, 4 micro-batches per stage with pp > 1."""
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def candidates(ranks: int, expert_parallel: bool = False) -> list[Candidate]:
+    """Every dp x tp x pp = ranks, ZeRO 0-3 where the replicas are more than one, and 1, 2, 4 micro-batches per stage
+    with pp > 1; with expert_parallel, instead every split with ep > 1 taken from the data-parallel ranks
+    (dp x ep x tp x pp = ranks)."""
     out = []
-    for tp in (d for d in range(1, ranks + 1) if ranks % d == 0):
-        for pp in (d for d in range(1, ranks // tp + 1) if (ranks // tp) % d == 0):
-            dp = ranks // tp // pp
-            for zero in range(4) if dp > 1 else (0,):
-                for per_stage in STAGES if pp > 1 else (1,):
-                    out.append(Candidate(dp, tp, pp, zero, per_stage * pp))
+    for tp in _divisors(ranks):
+        for pp in _divisors(ranks // tp):
+            replicas = ranks // tp // pp  # dp x ep
+            for ep in [e for e in _divisors(replicas) if e > 1] if expert_parallel else [1]:
+                for zero in range(4) if replicas > 1 else (0,):
+                    for per_stage in STAGES if pp > 1 else (1,):
+                        out.append(Candidate(replicas // ep, tp, pp, zero, per_stage * pp, ep))
     return out
 
 
 @dataclass(frozen=True)
 class Outcome:
     candidate: Candidate
-    plan: PlanDoc | None
+    plan: PlanDoc | None  # the trainer's, when it planned the layout (predicted or not)
     predicted: Predicted | None
     skipped: str  # the trainer's line when it refused the layout, or what the calibration lacks to predict it; else ""
     what_if_us: float | None = None  # its step on the what-if fabric, when the search has one
@@ -98,8 +113,9 @@ class Outcome:
 
 
 def add_parser(ps: Any, calibration: Any) -> None:
-    s = ps.add_parser("search", help="the best layouts for N ranks: every dp x tp x pp, ZeRO stage and micro-batch count "
-                      "planned by the trainer and predicted, ranked by step time under a memory limit")
+    s = ps.add_parser("search", help="the best layouts for N ranks: every dp x tp x pp (x ep for a model with experts), "
+                      "ZeRO stage and micro-batch count planned by the trainer and predicted, ranked by step time under "
+                      "a memory limit")
     calibration(s)
     s.add_argument("--ranks", required=True, type=int, help="the ranks to lay the model out over")
     s.add_argument("--memory-limit", default="0", help="bytes per rank a layout must fit (as train's; 0: no limit)")
@@ -137,7 +153,7 @@ def _trainscope() -> str:
 
 def _plan(binary: str, flags: list[str], c: Candidate, args: argparse.Namespace, folder: str) -> PlanDoc | str:
     """The candidate's plan, or the trainer's one line refusing it."""
-    out = f"{folder}/plan-{c.dp}-{c.tp}-{c.pp}-{c.zero}-{c.micro_batches}.json"
+    out = f"{folder}/plan-{c.dp}-{c.tp}-{c.pp}-{c.ep}-{c.zero}-{c.micro_batches}.json"
     cmd = [binary, "train", *flags, *c.flags, "--plan", str(args.ranks), "--memory-limit", args.memory_limit,
            "--json", out]
     try:
@@ -165,22 +181,19 @@ def run(args: argparse.Namespace) -> int:
     where = placement.placement_of(args, args.ranks, series)  # a bad one is one line before any candidate is planned
     what_if = _what_if(args)
     link = fabric_swap.swapped_link(args, where)
-    outcomes = []
-    todo = candidates(args.ranks)
     with tempfile.TemporaryDirectory(prefix="trainscope-search-") as folder:
-        for i, c in enumerate(todo, 1):
-            print(f"# plan {i}/{len(todo)}: {c.name}", file=sys.stderr, flush=True)
-            plan = _plan(binary, flags, c, args, folder)
-            if isinstance(plan, str):
-                outcomes.append(Outcome(c, None, None, plan))
-                continue
-            try:
-                costs = costs_for(plan, results, series, args.calibration, args)
-                costs = replace(costs, progress=progress_of(args.progress, costs))
-                on = predict_plan(plan, costs.on(what_if, link)).nominal.step_us if what_if else None
-                outcomes.append(Outcome(c, plan, predict_plan(plan, costs), "", on))
-            except InputError as e:  # a cost the calibration lacks (an op it did not measure): that candidate only
-                outcomes.append(Outcome(c, None, None, f"not predicted: {e}"))
+        def outcomes_of(todo: list[Candidate]) -> list[Outcome]:
+            got = []
+            for i, c in enumerate(todo, 1):
+                print(f"# plan {i}/{len(todo)}: {c.name}", file=sys.stderr, flush=True)
+                plan = _plan(binary, flags, c, args, folder)
+                got.append(Outcome(c, None, None, plan) if isinstance(plan, str) else
+                           _predicted(c, plan, results, series, args, what_if, link))
+            return got
+        outcomes = outcomes_of(candidates(args.ranks))
+        plans = [o.plan for o in outcomes if o.plan]
+        if not plans or any(_has_experts(p) for p in plans):  # the trainer's word on the model's experts
+            outcomes += outcomes_of(candidates(args.ranks, expert_parallel=True))
     _print(args, flags, outcomes, where, what_if, link)
     if args.json:
         doc = _doc(args, flags, outcomes, where)
@@ -190,6 +203,24 @@ def run(args: argparse.Namespace) -> int:
         write_atomically(args.json, json.dumps(doc, indent=2) + "\n")
         print(f"# written: {args.json}")
     return 0
+
+
+def _has_experts(plan: PlanDoc) -> bool:
+    """Whether the trainer's plan says the model has a mixture of experts to divide (a plan written before the field:
+    none)."""
+    return int(plan.first.get("experts", 0)) > 0
+
+
+def _predicted(c: Candidate, plan: PlanDoc, results: Sequence[Result], series: dict[SeriesKey, list[Point]],
+               args: argparse.Namespace, what_if: Fabric | MeasuredFabric | None, link: LinkClass | None) -> Outcome:
+    """The candidate's plan replayed over the calibration (and the what-if fabric), or what the calibration lacks."""
+    try:
+        costs = costs_for(plan, results, series, args.calibration, args)
+        costs = replace(costs, progress=progress_of(args.progress, costs))
+        on = predict_plan(plan, costs.on(what_if, link)).nominal.step_us if what_if else None
+        return Outcome(c, plan, predict_plan(plan, costs), "", on)
+    except InputError as e:  # a cost the calibration lacks (an op it did not measure): that candidate only
+        return Outcome(c, plan, None, f"not predicted: {e}")
 
 
 def _what_if(args: argparse.Namespace) -> Fabric | MeasuredFabric | None:
@@ -219,8 +250,8 @@ def _describe(what_if: Fabric | MeasuredFabric | None, link: LinkClass | None) -
 def _doc(args: argparse.Namespace, flags: Sequence[str], outcomes: list[Outcome], where: placement.Placement) -> dict[str, Any]:
     def one(o: Outcome) -> dict[str, Any]:
         c = o.candidate
-        got: dict[str, Any] = {"layout": o.candidate.name, "dp": c.dp, "tp": c.tp, "pp": c.pp, "zero": c.zero,
-                               "micro_batches": c.micro_batches}
+        got: dict[str, Any] = {"layout": o.candidate.name, "dp": c.dp, "tp": c.tp, "pp": c.pp, "ep": c.ep,
+                               "zero": c.zero, "micro_batches": c.micro_batches}
         if o.predicted:
             assert o.plan is not None
             got.update(step_us=o.predicted.nominal.step_us, band_us=list(o.predicted.band), peak_bytes=o.peak_bytes,

@@ -323,3 +323,21 @@ def test_the_host_check_counts_a_ranks_share_and_the_ranks_sharing_the_host(tmp_
            "replicas), more than this host's memory over its 4 ranks (" in line, line
     r = run_trainscope(["train", *big])
     assert r.rc == 2 and "1.5 TiB for them and their gradients alone, more than this host's memory (" in r.err, r.err
+
+
+def test_the_host_check_divides_a_mixtures_experts_over_ep():
+    """Under --ep each rank builds E / ep of every mixture's experts; before, the host check counted all of them on every
+    rank. A mixture of 4096 experts of hidden 4096 (5.5e11 parameters, 4 TiB with their gradients: more than any host
+    this runs on) whose dense part is 8.6e7 parameters: at --ep 4096 a rank holds 2.2e8 (1.6 GiB with the gradients),
+    so the host check passes and what refuses the run is its layout (one process is not 4096 ranks); at --ep 2 the
+    line names the share under it."""
+    moe = ["--model", "transformer", "--preset", "moe-tiny", "--set", "hidden=4096", "--set", "heads=16", "--set", "layers=1",
+           "--set", "experts=4096", "--steps", 1]
+    r = run_trainscope(["train", *moe])
+    assert r.rc == 2 and "has 5.5e+11 parameters: 4 TiB for them and their gradients alone, more than this host's " \
+                         "memory (" in r.err, r.err
+    r = run_trainscope(["train", *moe, "--ep", 2])
+    assert r.rc == 2 and "alone (a rank's share under --ep 2), more than this host's memory (" in r.err, r.err
+    r = run_trainscope(["train", *moe, "--ep", 4096])
+    assert r.rc == 2 and r.error_lines() == ["trainscope: error: --tp 1 x --pp 1 x --ep 4096 does not divide the 1 "
+                                             "process(es) of this run"], r.err

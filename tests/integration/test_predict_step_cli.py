@@ -106,8 +106,8 @@ def search(calibration):
 
 def test_search_plans_every_candidate_and_ranks_its_predictions(search):
     r, doc = search
-    # At 2 ranks: dp2 with ZeRO 0-3, tp2, pp2 with 2, 4 and 8 micro-batches.
-    assert len(doc["candidates"]) == 8
+    # At 2 ranks: dp2 with ZeRO 0-3, tp2, pp2 with 2, 4 and 8 micro-batches; the mlp has no experts: no ep split.
+    assert len(doc["candidates"]) == 8 and all(c["ep"] == 1 for c in doc["candidates"])
     predicted = [c for c in doc["candidates"] if "step_us" in c]
     assert predicted and all(c["fits"] for c in predicted)
     for c in predicted:  # every rank's memory as its plan counts it; the peak column is the largest rank's total
@@ -179,3 +179,22 @@ def test_a_sweep_without_alltoallv_cannot_cost_an_expert_parallel_plan_one_line(
     assert r.rc == 2
     (line,) = r.error_lines()
     assert "holds no usable alltoallv record (it has: all_gather, all_reduce)" in line, line
+
+
+def test_a_mixtures_search_plans_and_ranks_its_expert_parallel_splits(moe_calibration):
+    """At 4 ranks the mixture's ep splits are planned beside the others, ep carved out of dp (dp2 x ep2, ep4) and
+    beside tp (tp2 x ep2), and ranked with them; this sweep has no reduce_scatter nor sendrecv, so ZeRO and the
+    pipelines are listed as not predicted."""
+    tmp, files = moe_calibration
+    out = tmp / "search-moe.json"
+    r = run_trainscope(["predict", "search", "--calibration", *files, "--ranks", 4, "--top", 100, "--json", out, "--",
+                        *MOE])
+    assert r.rc == 0, r.err
+    got = json.loads(out.read_text())["candidates"]
+    predicted = [c for c in got if "step_us" in c]
+    assert {c["layout"] for c in predicted if c["ep"] > 1} == {"dp2 x ep2", "ep4", "tp2 x ep2"}
+    assert {c["layout"] for c in predicted if c["ep"] == 1} == {"dp4", "dp2 x tp2", "tp4"}
+    assert {(c["dp"], c["ep"]) for c in got if c["layout"] == "dp2 x ep2"} == {(2, 2)}
+    rows = re.findall(r"^\s+\d+\s+([0-9.]+)\s+[0-9.]+\.\.[0-9.]+\s.*?\s(?:yes|no)  (.+)$", r.out, re.M)
+    assert sorted(name for _, name in rows) == sorted(c["layout"] for c in predicted)
+    assert [float(step) for step, _ in rows] == sorted(float(step) for step, _ in rows)

@@ -103,6 +103,55 @@ TEST(ModelBounds, EveryLayoutThatShardsTheModelDividesTheHostCheck) {
   EXPECT_THROW(checkModelFits(tiny, n - 1, "x", modelShareOf(l)), UsageError);
 }
 
+TEST(ModelBounds, TheExpertCountIsTheBuiltModelsExperts) {
+  ModelConfig whole = configOf(ModelKind::kTransformer, "moe-tiny", {"experts=8"}), expertRank = whole;
+  expertRank.moe.ep = {1, 4};  // its 2 of the 8 experts of each mixture
+  for (const ModelConfig& c : {whole, expertRank, configOf(ModelKind::kTransformer, "tiny")}) {
+    SCOPED_TRACE(c.toJson().dump());
+    const auto model = makeModel(c, 2);
+    std::int64_t built = 0;
+    for (const Param* p : model->params()) built += p->expert ? p->value.numel() : 0;
+    ASSERT_TRUE(modelExpertParameterCount(c));
+    EXPECT_EQ(static_cast<std::int64_t>(*modelExpertParameterCount(c)), built);
+  }
+  EXPECT_EQ(*modelExpertParameterCount(expertRank) * 4, *modelExpertParameterCount(whole));
+}
+
+TEST(ModelBounds, ExpertParallelDividesTheExpertsOfTheHostCheck) {
+  // Before, the whole model was divided by --tp x --pp alone: every expert counted on every rank, so a host that holds
+  // an --ep rank's share refused the run.
+  const ModelConfig moe = configOf(ModelKind::kTransformer, "moe-tiny", {"experts=8"});
+  const std::uint64_t all = *modelParameterCount(moe), experts = *modelExpertParameterCount(moe);
+  ASSERT_GT(experts, all / 2);  // the experts are most of it, so dividing them matters
+  LayoutOptions ep4;
+  ep4.dp = 1;
+  ep4.ep = 4;
+  ModelShare s = modelShareOf(ep4);
+  EXPECT_EQ(s.by, "--ep 4");
+  EXPECT_EQ(std::vector<std::uint64_t>({s.valueShards, s.gradientShards, s.expertValueShards, s.expertGradientShards}),
+            std::vector<std::uint64_t>({1, 1, 4, 4}));
+  const std::uint64_t share = 8 * (all - experts) + 8 * experts / 4;  // values and gradients, 4 bytes each
+  EXPECT_NO_THROW(checkModelFits(moe, share, "x", s));
+  EXPECT_NE(test::usageError([&] { checkModelFits(moe, share - 1, "x", s); }).find("(a rank's share under --ep 4), more than x"),
+            std::string::npos);
+  EXPECT_THROW(checkModelFits(moe, share, "x", modelShareOf(LayoutOptions{})), UsageError);  // all 8 experts: too many
+  // Tensor parallelism leaves a mixture whole (moe.h); ZeRO-2 shards an expert's gradients over its own copies (dp),
+  // the dense ones' over every replica (dp x ep).
+  LayoutOptions l = ep4;
+  l.ep = 2;
+  l.dp = 2;
+  l.tp = 2;
+  l.zero = 2;
+  s = modelShareOf(l);
+  EXPECT_EQ(s.by, "--tp 2 --ep 2 --zero 2 over 4 replicas (each expert's over its 2 copies)");
+  EXPECT_EQ(std::vector<std::uint64_t>({s.valueShards, s.gradientShards, s.expertValueShards, s.expertGradientShards}),
+            std::vector<std::uint64_t>({2, 8, 2, 4}));
+  const auto part = [](std::uint64_t n, std::uint64_t shards) { return (4 * n + shards - 1) / shards; };
+  const std::uint64_t zero2 = part(all - experts, 2) + part(all - experts, 8) + part(experts, 2) + part(experts, 4);
+  EXPECT_NO_THROW(checkModelFits(moe, zero2, "x", s));
+  EXPECT_THROW(checkModelFits(moe, zero2 - 1, "x", s), UsageError);
+}
+
 TEST(ModelBounds, AShapeBeyondRangeIsRefusedAsItIsSet) {
   ModelConfig gpt = modelPreset(ModelKind::kTransformer, "tiny");
   EXPECT_EQ(test::usageError([&] { applyModelOverride(gpt, "layers=2147483648"); }),

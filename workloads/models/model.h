@@ -128,11 +128,16 @@ inline constexpr std::int64_t kMaxModelExperts = 4096;   // a transformer's expe
 // config alone, every product checked: nullopt past 2^64. Nothing is allocated to find a model too large. A mixture's
 // experts are those the config's expert-parallel rank holds (MoeSettings::ep: all of them unless placed).
 std::optional<std::uint64_t> modelParameterCount(const ModelConfig& config);
+// Of that count, a mixture's experts' (0 for a model without): those the config's expert-parallel rank holds.
+std::optional<std::uint64_t> modelExpertParameterCount(const ModelConfig& config);
 // How many ranks share a rank's parameter values and their gradients (a lower bound on each one's part: what is
 // replicated is not divided, nor are a pipeline's stages even), and how the layout shares them, for the line.
 struct ModelShare {
   std::uint64_t valueShards = 1, gradientShards = 1;
   std::string by;  // "--tp 2 --pp 4 --zero 3 over 4 replicas"; empty: one rank holds it all
+  // The same of a mixture's experts (modelExpertParameterCount), which a layout divides otherwise: the
+  // expert-parallel ranks split them, tensor parallelism does not, ZeRO shards them over their own copies.
+  std::uint64_t expertValueShards = 1, expertGradientShards = 1;
 };
 // UsageError, one line, when a rank's share of the model's parameters and their gradients (4 bytes each, allocated as
 // it is built) needs more than `availableBytes` (0: no bound); `whose` names what that is ("this host's memory").

@@ -71,15 +71,21 @@ Count cnnParameters(const ModelConfig& c) {
   return n + Count(channels) * c.classes + c.classes;
 }
 
+// A transformer's experts: L E' (8 C^2 + 5 C), E' the experts the config's rank holds (E / ep); none in another model.
+Count expertParameters(const ModelConfig& c) {
+  if (c.kind != ModelKind::kTransformer || !c.moe.enabled()) return 0;
+  const Count C = c.hidden;
+  const std::int64_t held = c.moe.experts / std::max(1, c.moe.ep.ranks);
+  return Count(c.layers) * held * (Count(8) * C * C + Count(5) * C);
+}
+
 // V C + T C + L (12 C^2 + 13 C) + 2 C + C V; with E experts a block's MLP (8 C^2 + 5 C) is E of them and the
-// router's E C: L (4 C^2 + 8 C + E C + E' (8 C^2 + 5 C)), E' the experts the config's rank holds (E / ep).
+// router's E C: L (4 C^2 + 8 C + E C), and the experts the config's rank holds (expertParameters).
 Count transformerParameters(const ModelConfig& c) {
   const Count C = c.hidden, V = c.vocab, T = c.seqLen;
-  const std::int64_t held = c.moe.experts / std::max(1, c.moe.ep.ranks);
-  const Count block = c.moe.enabled() ? Count(4) * C * C + Count(8) * C + Count(c.moe.experts) * C +
-                                            Count(held) * (Count(8) * C * C + Count(5) * C)
-                                      : Count(12) * C * C + Count(13) * C;
-  return V * C + T * C + Count(c.layers) * block + Count(2) * C + C * V;
+  const Count block =
+      c.moe.enabled() ? Count(4) * C * C + Count(8) * C + Count(c.moe.experts) * C : Count(12) * C * C + Count(13) * C;
+  return V * C + T * C + Count(c.layers) * block + expertParameters(c) + Count(2) * C + C * V;
 }
 
 std::string describe(const ModelConfig& c) {
@@ -113,18 +119,26 @@ std::optional<std::uint64_t> modelParameterCount(const ModelConfig& c) {
   return n.value();
 }
 
+std::optional<std::uint64_t> modelExpertParameterCount(const ModelConfig& c) {
+  const Count n = expertParameters(c);
+  if (!n.ok()) return std::nullopt;
+  return n.value();
+}
+
 void checkModelFits(const ModelConfig& c, std::uint64_t availableBytes, std::string_view whose, const ModelShare& share) {
   if (availableBytes == 0) return;
   const std::optional<std::uint64_t> parameters = modelParameterCount(c);
   // A parameter's value and its gradient, float32 each, are allocated as the model is built; a rank holds at least
-  // its share of each.
-  std::uint64_t values = 0, grads = 0;
-  const bool counted = parameters && !__builtin_mul_overflow(*parameters, std::uint64_t{4}, &values) &&
-                       !__builtin_mul_overflow(*parameters, std::uint64_t{4}, &grads);
-  const auto part = [](std::uint64_t bytes, std::uint64_t shards) {
-    return (bytes + shards - 1) / std::max<std::uint64_t>(1, shards);
+  // its share of each, the dense weights' and the experts' each by its own shards.
+  std::uint64_t bytes = 0;
+  const bool counted = parameters && !__builtin_mul_overflow(*parameters, std::uint64_t{4}, &bytes);
+  const std::uint64_t experts = counted ? 4 * modelExpertParameterCount(c).value_or(0) : 0;  // a part of the whole
+  const auto part = [](std::uint64_t b, std::uint64_t shards) { return (b + shards - 1) / std::max<std::uint64_t>(1, shards); };
+  const auto held = [&](std::uint64_t shards, std::uint64_t expertShards) {
+    return part(bytes - experts, shards) + part(experts, expertShards);
   };
-  const std::uint64_t need = counted ? part(values, share.valueShards) + part(grads, share.gradientShards) : 0;
+  const std::uint64_t need =
+      counted ? held(share.valueShards, share.expertValueShards) + held(share.gradientShards, share.expertGradientShards) : 0;
   if (counted && need <= availableBytes) return;
   const std::string count =
       parameters ? fmt::format("{:.3g} parameters", static_cast<double>(*parameters)) : std::string("more than 2^64 parameters");

@@ -30,14 +30,27 @@ std::vector<std::int64_t> syntheticSampleShape(ModelKind kind) {
 }
 
 ModelShare modelShareOf(const LayoutOptions& l) {
-  // Tensor slices and pipeline stages divide both; ZeRO-2 shards the gradients over the replicas, ZeRO-3 the values too.
-  const auto model = static_cast<std::uint64_t>(std::max(1, l.tp)) * static_cast<std::uint64_t>(std::max(1, l.pp));
-  const auto replicas = static_cast<std::uint64_t>(std::max(1, l.replicas()));
-  ModelShare s{model * (l.zero >= 3 ? replicas : 1), model * (l.zero >= 2 ? replicas : 1), ""};
+  // Tensor slices and pipeline stages divide the dense weights; ZeRO-2 shards the gradients over the replicas, ZeRO-3
+  // the values too. A mixture's experts are whole on every tensor-parallel rank (moe.h) and divided over the
+  // expert-parallel ranks and the stages, their ZeRO shards over an expert's own copies (the memory formula's
+  // expertReplicas). Before, every expert counted on every rank: a model that only --ep spreads over the host was refused.
+  const auto n = [](int size) { return static_cast<std::uint64_t>(std::max(1, size)); };
+  const std::uint64_t model = n(l.tp) * n(l.pp), experts = n(groupSize(l, kExpertAxes)) * n(l.pp);
+  const std::uint64_t replicas = n(l.replicas()), expertReplicas = n(groupSize(l, kExpertReplicaAxes));
+  ModelShare s{.valueShards = model * (l.zero >= 3 ? replicas : 1),
+               .gradientShards = model * (l.zero >= 2 ? replicas : 1),
+               .by = {},  // below
+               .expertValueShards = experts * (l.zero >= 3 ? expertReplicas : 1),
+               .expertGradientShards = experts * (l.zero >= 2 ? expertReplicas : 1)};
   std::vector<std::string> how;
   if (l.tp > 1) how.push_back(fmt::format("--tp {}", l.tp));
   if (l.pp > 1) how.push_back(fmt::format("--pp {}", l.pp));
-  if (l.zero >= 2 && replicas > 1) how.push_back(fmt::format("--zero {} over {} replicas", l.zero, replicas));
+  if (l.ep > 1) how.push_back(fmt::format("--ep {}", l.ep));
+  if (l.zero >= 2 && replicas > 1)
+    how.push_back(fmt::format("--zero {} over {} replicas{}", l.zero, replicas,
+                              expertReplicas == replicas ? ""
+                              : expertReplicas > 1       ? fmt::format(" (each expert's over its {} copies)", expertReplicas)
+                                                         : " (the experts unsharded: one copy each)"));
   s.by = fmt::format("{}", fmt::join(how, " "));
   return s;
 }
