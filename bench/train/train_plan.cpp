@@ -53,8 +53,8 @@ struct RankPlan {
   const StagePlan* stage = nullptr;
   wl::ModelStateBytes formula;
   double flopsPerStep = 0;
-  nlohmann::json schedule;  // null where unschedulable says why
-  std::string unschedulable;
+  nlohmann::json schedule;
+  std::optional<wl::AsyncPsFacts> psAsync;  // --sync ps-async: what its steady state is predicted from
   std::size_t opsPerWindow = 0;
   int windowSteps = 1;
   double modelStateBytes() const { return formula.total() + formula.inFlightParameters + formula.inFlightGradients; }
@@ -109,10 +109,7 @@ StagePlan planStage(const Plan& p, const wl::Mesh& mesh, const data::DataSource&
 // The rank's one step, as its components would issue it (workloads/trainer/train_step_plan.h).
 void scheduleOf(RankPlan& r, const wl::TrainOptions& o, const wl::Mesh& mesh, const wl::ModelPart& part, std::size_t first,
                 const wl::PipelineCut* cut) {
-  if (const std::optional<std::string> why = wl::unschedulableStep(mesh)) {
-    r.unschedulable = *why;
-    return;
-  }
+  r.psAsync = wl::asyncPsFactsOf(mesh, part);
   const wl::StepPlan step = wl::planTrainStep(o, mesh, part, first, cut);
   r.schedule = {{"events", step.events()}, {"steps", step.steps()}};
   r.opsPerWindow = step.issues();
@@ -179,8 +176,12 @@ double mib(double bytes) { return bytes / (1 << 20); }
 // One line for the schedules (each rank's is in its record): how many ops a step issues, or why there is none.
 void printScheduleLine(const Plan& p) {
   const RankPlan& first = p.ranks.front();
-  if (!first.unschedulable.empty()) {
-    std::printf("# schedule: none: %s\n", first.unschedulable.c_str());
+  if (const auto& ps = first.psAsync) {
+    std::printf(
+        "# schedule: --sync ps-async: each rank's own compute (its workers' forwards and backwards, its servers' updates), "
+        "no ops: its ranks share no step, each worker sending %.1f KiB to each of %d server(s) per step, up to %d step(s) "
+        "ahead of the updates it uses (predict train models the steady state)\n",
+        static_cast<double>(ps->shardBytes) / 1024, ps->servers, ps->staleness);
     return;
   }
   const auto [fewest, most] = std::minmax_element(
@@ -246,7 +247,15 @@ nlohmann::json recordOf(const Plan& p, const RankPlan& r) {
       {"total_bytes", r.totalBytes()},
       {"memory_limit_bytes", p.limit ? nlohmann::json(p.limit) : nlohmann::json(nullptr)},
       {"fits", p.limit ? nlohmann::json(r.totalBytes() <= static_cast<double>(p.limit)) : nlohmann::json(nullptr)}};
-  if (!r.unschedulable.empty()) record["schedule_unsupported"] = r.unschedulable;
+  if (const auto& ps = r.psAsync)
+    record["ps_async"] = {{"workers", ps->workers},
+                          {"servers", ps->servers},
+                          {"dedicated", ps->dedicated},
+                          {"staleness", ps->staleness},
+                          {"shard_bytes", ps->shardBytes},
+                          {"shard", ps->shard >= 0 ? nlohmann::json(ps->shard) : nlohmann::json(nullptr)},
+                          {"shard_elements", ps->shardElements},
+                          {"worker", ps->worker}};
   return record;
 }
 

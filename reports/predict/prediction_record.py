@@ -88,7 +88,8 @@ def prediction_record(plan: PlanDoc, costs: StepCosts, predicted: Predicted, wha
             "what_if": [{"name": w.name, "kind": w.kind.value, "detail": w.detail, "step_us": w.step.step_us}
                         for w in what_ifs],
             "fastest": fastest.name if fastest and fastest.step.step_us < p.step_us else None,
-            "target": _target(target_ms, needs), "measured": _measured(p.step_us, predicted.band, measured, p.steps)}
+            "target": _target(target_ms, needs), "measured": _measured(p.step_us, predicted.band, measured, p.steps),
+            **({"ps_async": predicted.ps_async.as_json()} if predicted.ps_async else {})}
 
 
 def _hosts(calibration: list[Result]) -> list[JsonObject]:

@@ -17,13 +17,14 @@ from ..common.link_datasheet import Fabric
 from ..common.load import Result, load_results
 from ..common.predicted_vs_measured import (FIGURES, Job, comparable, error, job_of_train, measured_figures, measured_step,
                                             predicted)
-from . import fabric_swap, placement
+from . import fabric_swap, placement, ps_async
 from .placement import LinkClass
 from .compute import Wanted, compute_rates
 from .predict import describe_fit
 from .prediction_record import prediction_document, prediction_record
+from .ps_async import AsyncPsStep
 from .replay import Progress, StepReplay, replay
-from .schedule import parse_window
+from .schedule import parse_schedule, parse_window
 from .formulas import Point
 from .series import SeriesKey, all_series
 from .step_costs import End, MeasuredFabric, StepCosts
@@ -117,6 +118,7 @@ def costs_for(plan: PlanDoc, results: Sequence[Result], series: dict[SeriesKey, 
 class Predicted:
     nominal: StepReplay
     band: tuple[float, float]  # the step's time with every cost at the low, and at the high end of its band
+    ps_async: AsyncPsStep | None = None  # --sync ps-async: its steady state's bounds (ps_async.py)
 
 
 def _schedules(plan: PlanDoc) -> tuple[dict[int, list[Any]], int]:
@@ -124,10 +126,30 @@ def _schedules(plan: PlanDoc) -> tuple[dict[int, list[Any]], int]:
     return parse_window({int(r["rank"]): r["schedule"] for r in plan.records})
 
 
-def predict_plan(plan: PlanDoc, costs: StepCosts) -> Predicted:
+def _async_ps(plan: PlanDoc, costs: StepCosts) -> tuple[AsyncPsStep, StepReplay]:
+    """ps-async's steady state (ps_async.py) over `costs`: each rank's own compute and update from its schedule."""
+    schedules, _ = _schedules(plan)
+    facts = {int(r["rank"]): ps_async.Facts.of(r) for r in plan.records}
+    own = {rank: ps_async.own_work(list(parse_schedule(rank, events)), rank, costs.compute_us)
+           for rank, events in schedules.items()}
+    return ps_async.steady_state(facts, own, lambda a, b: costs.op_us(ps_async.TRANSFER_OP, 2, facts[a].shard_bytes, (a, b)),
+                                 costs.progress)
+
+
+def step_of(plan: PlanDoc, costs: StepCosts) -> StepReplay:
+    """The plan's step over `costs`: its schedules replayed, or ps-async's steady state."""
+    if ps_async.is_async_ps(plan.records):
+        return _async_ps(plan, costs)[1]
     schedules, steps = _schedules(plan)
-    low, high = (replay(schedules, costs.at(e), costs.progress, steps).step_us for e in (End.LOW, End.HIGH))
-    return Predicted(replay(schedules, costs, costs.progress, steps), (low, high))
+    return replay(schedules, costs, costs.progress, steps)
+
+
+def predict_plan(plan: PlanDoc, costs: StepCosts) -> Predicted:
+    low, high = (step_of(plan, costs.at(e)).step_us for e in (End.LOW, End.HIGH))
+    if ps_async.is_async_ps(plan.records):
+        figures, nominal = _async_ps(plan, costs)
+        return Predicted(nominal, (low, high), figures)
+    return Predicted(step_of(plan, costs), (low, high))
 
 
 _PROGRESS_WORDS = {Progress.INDEPENDENT: "from their issue on, beside compute (independent)",
@@ -168,8 +190,7 @@ def _what_ifs(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, fabrics
 def _needs(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts) -> list[Need]:
     if not args.target_ms:
         return []
-    schedules, steps = _schedules(plan)
-    return [needed(lambda c: replay(schedules, c, c.progress, steps).step_us, costs, args.target_ms * 1e3, k) for k in Knob]
+    return [needed(lambda c: step_of(plan, c).step_us, costs, args.target_ms * 1e3, k) for k in Knob]
 
 
 def run(args: argparse.Namespace, fabrics: list[Fabric]) -> int:
@@ -249,6 +270,8 @@ def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, prediction
     theirs = measured_figures(measured, args.measured, p.steps)["ranks"] if measured else []
     print("\n".join(rank_table(plan, p, coordinates, {int(k["rank"]): k for k in theirs})))
     throughput = plan.batch / p.step_us * 1e6 if p.step_us > 0 else 0.0
+    if prediction.ps_async:
+        print(f"# {prediction.ps_async.describe()}")
     print(f"# step: {p.step_us:.1f} us (band {band[0]:.1f}..{band[1]:.1f}), throughput {throughput:.1f} samples/s")
     print(mfu_line(utilization, costs.rates.record, measured))
     if p.steps > 1:

@@ -95,6 +95,33 @@ def test_a_tensor_parallel_ranks_compute_is_half_the_one_process_one(calibration
     assert tp2["mfu"]["model_flops_per_step"] == pytest.approx(one["mfu"]["model_flops_per_step"], rel=1e-12)
 
 
+@pytest.mark.parametrize("staleness", [0, 2])
+def test_a_ps_async_plan_is_predicted_as_its_steady_state(calibration, staleness):
+    """2 workers and a dedicated server: each worker's compute at the rates, the server's update its shard's elements
+    at the optimizer's, one shard the sendrecv fit at its bytes, and the step the larger of the busiest rank's work
+    and the staleness chain over S + 1 steps (reports/predict/ps_async.py; exact on known costs in
+    tests/reports/test_predict_ps_async.py)."""
+    tmp, files = calibration
+    layout = ["--sync", "ps-async", "--ps-servers", 1, "--staleness", staleness]
+    plan_path = plan(tmp, f"ps-async-{staleness}", layout, ranks=3)
+    r, predicted = predict_train(files, plan_path, tmp / f"ps-async-{staleness}-predicted.json")
+    records = [x for x in json.loads(plan_path.read_text())["records"] if x["kind"] == "train_plan"]
+    cal = train_record(next(f for f in files if f.endswith(f"train-{records[0]['micro_batch']}.json")))
+    update = records[2]["ps_async"]["shard_elements"] * cal["phases_us"]["optimizer"]["median"] / cal["parameters"]
+    rows = predicted["per_rank"]
+    assert [row["optimizer_us"] for row in rows] == pytest.approx([0, 0, update], rel=1e-9)
+    assert rows[0]["compute_us"] > 0 and rows[2]["compute_us"] == 0
+    ps = predicted["ps_async"]
+    t = ps["transfer_us"]
+    assert ps["chain_us"] == pytest.approx((rows[0]["compute_us"] + 2 * t + update) / (staleness + 1), rel=1e-9)
+    # in-waits (MPI): a worker sends one shard, the server two and updates
+    work = [rows[0]["compute_us"] + t, rows[1]["compute_us"] + t, update + 2 * t]
+    assert ps["rank_us"] == pytest.approx(max(work), rel=1e-9)
+    assert predicted["step_us"] == pytest.approx(max(max(work), ps["chain_us"]), rel=1e-9)
+    assert all(row["step_us"] == predicted["step_us"] for row in rows)
+    assert "# ps-async steady state: the step is " in r.out and "sendrecv on 2 ranks" in r.out
+
+
 @pytest.fixture(scope="module")
 def search(calibration):
     tmp, files = calibration

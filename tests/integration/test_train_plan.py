@@ -33,6 +33,9 @@ LAYOUTS = {
     "pp2-1f1b": (TRANSFORMER, ["--pp", 2, "--micro-batches", 4, "--pp-schedule", "1f1b"], 2),
     "dp2xpp2": (MLP, ["--pp", 2, "--micro-batches", 2], 4),
     "ps": (MLP, ["--sync", "ps"], 2),
+    # ps-async: each rank's own compute (no ops: its ranks share no step) and the facts of its steady state.
+    "ps-async-dedicated": (MLP, ["--sync", "ps-async", "--staleness", 1, "--ps-servers", 1], 3),
+    "ps-async-shards2": (MLP, ["--sync", "ps-async", "--ps-shards", 2], 2),
     # Windows of 2 and 3 steps (the run's K timed steps hold one averaging, wherever the cadence starts: RUNS).
     "dp2-average-every2": (MLP, ["--sync", "average", "--average-every", 2], 2),
     "dp2-average-every2-optimizer": (TRANSFORMER, ["--sync", "average", "--average-every", 2, "--average-optimizer"], 2),
@@ -231,14 +234,36 @@ def test_refused_under_mpirun():
     assert "without mpirun" in r.err
 
 
-def test_ps_async_has_no_schedule_and_says_why(tmp_path):
-    """Its workers and servers share no step: no schedule, the reason in every record and on the console."""
-    out = tmp_path / "plan.json"
-    r = run_trainscope(["train", *MLP, "--sync", "ps-async", "--plan", 2, "--json", out])
+def test_ps_async_plans_each_ranks_compute_and_the_facts_its_run_has(pair):
+    """ps-async's ranks share no step: a worker's schedule is its forwards and backwards and its shard's update (none
+    for a worker that serves nothing), a dedicated server's the update alone; the facts are the run's: as many
+    workers, servers and staleness, a worker's bytes per step its shards', every parameter in one server's shard."""
+    plan, train = pair
+    if "ps_async" not in train:  # every other layout's steps are a schedule of ops: no facts of a steady state
+        assert not [p["rank"] for p in plan if "ps_async" in p]
+        return
+    facts = [p["ps_async"] for p in plan]
+    run = train["ps_async"]
+    servers = run["servers"] or train["layout"]["ps_shards"]  # the record's servers are the dedicated ones
+    assert {(f["workers"], f["servers"], f["dedicated"], f["staleness"]) for f in facts} == \
+        {(run["workers"], servers, run["servers"] > 0, run["staleness_bound"])}
+    assert {f["servers"] * f["shard_bytes"] for f in facts} == {run["bytes_per_step"]}
+    assert sorted(f["shard"] for f in facts if f["shard"] is not None) == list(range(servers))
+    assert sum(f["shard_elements"] for f in facts) == train["parameters"]
+    for p, f in zip(plan, facts):
+        events = p["schedule"]["events"]
+        assert not issues(p) and [e["elements"] for e in events if e.get("compute") == "optimizer"] == [f["shard_elements"]]
+        computed = Counter(e["compute"] for e in events if e.get("compute") in ("forward", "backward"))
+        layers = len(p["layers"]) * p["micro_batches"]
+        assert computed == (Counter(forward=layers, backward=layers) if f["worker"] else Counter()), p["rank"]
+        assert f["worker"] == (p["rank"] < run["workers"]) and (p["flops_per_step"] > 0) == f["worker"]
+
+
+def test_ps_async_says_what_its_plan_is_on_the_console():
+    r = run_trainscope(["train", *MLP, "--sync", "ps-async", "--ps-servers", 1, "--plan", 3])
     assert r.rc == 0, r.err
-    assert "# schedule: none: --sync ps-async: its workers and servers share no step" in r.out
-    plan = records(out, "train_plan")
-    assert plan and all(p["schedule"] is None and p["schedule_unsupported"].startswith("--sync ps-async") for p in plan)
+    assert "# schedule: --sync ps-async: each rank's own compute (its workers' forwards and backwards, its servers' " \
+        "updates), no ops: its ranks share no step, each worker sending " in r.out
 
 
 def test_a_window_of_steps_is_said_on_the_console():

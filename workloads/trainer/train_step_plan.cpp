@@ -3,6 +3,8 @@
 #include <memory>
 
 #include "comm/collectives/collective.h"
+#include "workloads/parallel/bucket_plan.h"
+#include "workloads/parallel/buckets.h"
 
 namespace ts::wl {
 namespace {
@@ -140,17 +142,48 @@ void planForwardBackward(const TrainOptions& o, const Mesh& mesh, const Pipeline
 
 }  // namespace
 
-std::optional<std::string> unschedulableStep(const Mesh& mesh) {
+std::optional<AsyncPsFacts> asyncPsFactsOf(const Mesh& mesh, const ModelPart& part) {
   const LayoutOptions& l = mesh.layout();
-  if (mesh.size(kReplicaAxes) > 1 && l.sync == SyncKind::kAsyncParameterServer)
-    return "--sync ps-async: its workers and servers share no step (a worker runs up to --staleness steps ahead of the "
-           "updates it uses, each server serves the workers' gradients as they arrive), and its transfers are not timed "
-           "one by one (its train record has no collectives rows a schedule could be checked against)";
-  return std::nullopt;
+  if (mesh.size(kReplicaAxes) <= 1 || l.sync != SyncKind::kAsyncParameterServer) return std::nullopt;
+  AsyncPsFacts f;
+  f.workers = l.workers();
+  f.dedicated = l.psServers > 0;
+  f.servers = f.dedicated ? l.psServers : l.psShards;
+  f.staleness = l.staleness;
+  const int replica = mesh.replicaIndex();
+  f.worker = replica < f.workers;
+  if (f.dedicated ? !f.worker : replica < f.servers) f.shard = f.dedicated ? replica - f.workers : replica;
+  const Buckets buckets(part.params, l.bucketMb, f.servers);  // AsyncPsSync's shards: chunk k of every bucket
+  for (const Bucket& b : buckets.all()) {
+    f.shardBytes += b.chunk * sizeof(float);
+    if (f.shard >= 0) f.shardElements += coveredBy(b, f.shard);
+  }
+  return f;
 }
+
+namespace {
+
+// ps-async's rank step (asyncPsFactsOf): a worker's micro-batches through the model with nothing to communicate
+// (its sends overlap the steps, and its waits for versions are the steady state's, not a schedule's), then the update
+// of the shard it serves (none: no elements); a dedicated server the update alone.
+StepPlan planAsyncPsStep(const TrainOptions& o, const Mesh& mesh, const ModelPart& part, std::size_t firstLayer,
+                         const AsyncPsFacts& f) {
+  StepPlan plan;
+  plan.beginStep();
+  const std::unique_ptr<SyncPlan> none = makeLocalPlan(part);
+  if (f.worker) {
+    PartPlan layers(part, firstLayer, mesh, plan, *none);
+    planForwardBackward(o, mesh, nullptr, plan, layers, *none);
+  }
+  plan.optimizer(f.shardElements);  // a worker that serves nothing updates nothing (its optimizer phase is empty)
+  return plan;
+}
+
+}  // namespace
 
 StepPlan planTrainStep(const TrainOptions& o, const Mesh& mesh, const ModelPart& part, std::size_t firstLayer,
                        const PipelineCut* cut) {
+  if (const std::optional<AsyncPsFacts> ps = asyncPsFactsOf(mesh, part)) return planAsyncPsStep(o, mesh, part, firstLayer, *ps);
   StepPlan plan;
   const std::unique_ptr<SyncPlan> sync = makeSyncPlan(mesh, part, o.optimizer.kind, plan);
   PartPlan layers(part, firstLayer, mesh, plan, *sync);
