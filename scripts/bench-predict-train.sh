@@ -10,7 +10,7 @@
 # ranking of its layouts; the last lines the median and worst |error| (issue #41's goal: median <= 10%, every layout
 # within 25%, tau >= 0.8). The load average is printed before and after: on a busy host both sides measure the host.
 #   scripts/bench-predict-train.sh [steps=20] [models="mlp:small transformer:tiny cnn:tiny"] [dp-calibration=]
-#                                  [layouts="0 1 ... 9": indices into LAYOUTS below]
+#                                  [layouts="0 1 ... 12": indices into LAYOUTS below; 10-12 ps-async, its steady state]
 # With TS_BUILD_GIVEN=1 the trainscope in TS_BUILD (default build/) is used as it is, without setup.sh.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -24,7 +24,8 @@ PY="$(ts_python scipy)"
 TS="$TS_BUILD/trainscope"
 LAYOUTS=("--dp 2" "--dp 2 --overlap off" "--dp 2 --micro-batches 2" "--dp 2 --zero 1" "--dp 2 --zero 2"
          "--dp 2 --zero 3" "--dp 2 --zero 3 --prefetch 0" "--tp 2" "--pp 2 --micro-batches 4"
-         "--pp 2 --micro-batches 4 --pp-schedule gpipe")
+         "--pp 2 --micro-batches 4 --pp-schedule gpipe"
+         "--sync ps-async --staleness 0" "--sync ps-async --staleness 1" "--sync ps-async --ps-shards 2 --staleness 1")
 read -r -a WHICH <<<"${4:-${!LAYOUTS[*]}}"
 # The predictions made of each run: name (the table's column and the file's tag) and predict train's flags.
 PREDICTIONS=("in-waits:--progress in-waits --issue nonblocking" "blocking-calls:--progress in-waits --issue blocking"
