@@ -43,6 +43,8 @@ LAYOUTS = {
     # copies, so they stay whole), each layer's next ones prefetched.
     "ep2-zero3": (2, ["--ep", 2, "--zero", 3], 1),
     "ep2-dp2-zero3": (4, ["--ep", 2, "--dp", 2, "--zero", 3, "--prefetch", 2, "--micro-batches", 2], 2),
+    "ep2-tp2-zero3": (4, ["--ep", 2, "--tp", 2, "--zero", 3], 1),
+    "ep2-pp2-zero3": (4, ["--ep", 2, "--pp", 2, "--zero", 3, "--micro-batches", 2], 2),
     # LAMB's whole-tensor norms from ZeRO's pieces: the dense ones' over dp x ep, an expert's over its dp copies.
     "ep2-dp2-zero1-lamb": (4, ["--ep", 2, "--dp", 2, "--zero", 1, "--optimizer", "lamb"], 1),
     "ep2-dp2-zero3-lamb": (4, ["--ep", 2, "--dp", 2, "--zero", 3, "--optimizer", "lamb"], 1),
