@@ -8,30 +8,19 @@
 #include <utility>
 
 #include "workloads/layers/param_init.h"
-#include "workloads/parallel/allreduce_sync.h"
-#include "workloads/parallel/sharded_sync.h"
-#include "workloads/parallel/zero3_sync.h"
 
 namespace ts::wl {
 namespace {
 
-// One group's sync over `part` as the layout's (ZeRO-1/2's shards, or all-reduce), or none where the group is one rank
-// (then the gradients are already the group's: materialised here, as a group of one keeps them in the parameters).
-std::unique_ptr<GradientSync> syncOver(Communicator* group, const ModelPart& part, const LayoutOptions& layout, double timeoutS,
-                                       ProcessGroupId id) {
+// One group's sync over `part` as the layout's (syncOver), or none where the group is one rank (then the gradients
+// are already the group's: materialised here, as a group of one keeps them in the parameters).
+std::unique_ptr<GradientSync> syncOrLocal(Communicator* group, const ModelPart& part, const LayoutOptions& layout,
+                                          double timeoutS, ProcessGroupId id) {
   if (!group) {
     materialize(part.params, *part.arena, ParamParts::kValuesAndGradients);
     return makeLocalSync(part);
   }
-  std::unique_ptr<GradientSync> sync;
-  if (layout.zero == 3)
-    sync = std::make_unique<Zero3Sync>(*group, part, layout, timeoutS);
-  else if (layout.zero > 0)
-    sync = std::make_unique<ShardedSync>(*group, part, layout, timeoutS);
-  else
-    sync = std::make_unique<AllReduceSync>(*group, part, layout, timeoutS);
-  sync->setGroup(id);
-  return sync;
+  return syncOver(*group, id, part, layout, timeoutS);
 }
 
 // One hook calling two (either may be unset; unset when both are): the first's first.
@@ -88,9 +77,9 @@ ModelPart expertsOrDense(const ModelPart& part, bool experts) {
 
 ExpertParallelSync::ExpertParallelSync(const Mesh& mesh, const ModelPart& part, double timeoutS)
     : GradientSync(part.params, *mesh.replicaGroup(), timeoutS),
-      dense_(syncOver(mesh.replicaGroup(), expertsOrDense(part, false), mesh.layout(), timeoutS, mesh.groupId(kReplicaAxes))),
-      experts_(syncOver(mesh.group(kExpertReplicaAxes), expertsOrDense(part, true), mesh.layout(), timeoutS,
-                        mesh.groupId(kExpertReplicaAxes))) {
+      dense_(syncOrLocal(mesh.replicaGroup(), expertsOrDense(part, false), mesh.layout(), timeoutS, mesh.groupId(kReplicaAxes))),
+      experts_(syncOrLocal(mesh.group(kExpertReplicaAxes), expertsOrDense(part, true), mesh.layout(), timeoutS,
+                           mesh.groupId(kExpertReplicaAxes))) {
   setGroup(mesh.groupId(kReplicaAxes));  // the loss's mean (groupMean) is over every replica
 }
 
@@ -149,9 +138,9 @@ namespace {
 
 class ExpertParallelPlan final : public SyncPlan {
  public:
-  ExpertParallelPlan(const Mesh& mesh, const ModelPart& part, StepPlan& plan)
-      : dense_(planOver(mesh, kReplicaAxes, expertsOrDense(part, false), plan)),
-        experts_(planOver(mesh, kExpertReplicaAxes, expertsOrDense(part, true), plan)) {}
+  ExpertParallelPlan(const Mesh& mesh, const ModelPart& part, OptimizerKind optimizer, StepPlan& plan)
+      : dense_(planOver(mesh, kReplicaAxes, expertsOrDense(part, false), optimizer, plan)),
+        experts_(planOver(mesh, kExpertReplicaAxes, expertsOrDense(part, true), optimizer, plan)) {}
   void beforeForward(PlanContext& ctx) override {
     hookBoth(
         ctx, &PlanContext::gradsReady, *dense_, *experts_, [&](SyncPlan& sync) { sync.beforeForward(ctx); }, chainOf);
@@ -177,19 +166,19 @@ class ExpertParallelPlan final : public SyncPlan {
   static std::function<void(std::size_t)> chainOf(std::function<void(std::size_t)> a, std::function<void(std::size_t)> b) {
     return chain(std::move(a), std::move(b));
   }
-  static std::unique_ptr<SyncPlan> planOver(const Mesh& mesh, AxisSet set, const ModelPart& part, StepPlan& plan) {
+  static std::unique_ptr<SyncPlan> planOver(const Mesh& mesh, AxisSet set, const ModelPart& part, OptimizerKind optimizer,
+                                            StepPlan& plan) {
     if (mesh.size(set) == 1) return makeLocalPlan(part);
-    if (mesh.layout().zero == 3) return zero3SyncPlan(part, mesh.layout(), mesh.coordinate(set), plan, planGroupOf(mesh, set));
-    if (mesh.layout().zero > 0) return shardedSyncPlan(part, mesh.layout(), mesh.coordinate(set), plan, planGroupOf(mesh, set));
-    return allReduceSyncPlan(part, mesh.layout(), plan, planGroupOf(mesh, set));
+    return syncPlanOver(planGroupOf(mesh, set), mesh.coordinate(set), part, mesh.layout(), optimizer, plan);
   }
   std::unique_ptr<SyncPlan> dense_, experts_;
 };
 
 }  // namespace
 
-std::unique_ptr<SyncPlan> expertParallelSyncPlan(const Mesh& mesh, const ModelPart& part, StepPlan& plan) {
-  return std::make_unique<ExpertParallelPlan>(mesh, part, plan);
+std::unique_ptr<SyncPlan> expertParallelSyncPlan(const Mesh& mesh, const ModelPart& part, OptimizerKind optimizer,
+                                                 StepPlan& plan) {
+  return std::make_unique<ExpertParallelPlan>(mesh, part, optimizer, plan);
 }
 
 }  // namespace ts::wl

@@ -39,7 +39,8 @@ class ExpertParallelSync final : public GradientSync {
 };
 
 // Its plan: the two groups' plans, each the layout's.
-std::unique_ptr<SyncPlan> expertParallelSyncPlan(const Mesh& mesh, const ModelPart& part, StepPlan& plan);
+std::unique_ptr<SyncPlan> expertParallelSyncPlan(const Mesh& mesh, const ModelPart& part, OptimizerKind optimizer,
+                                                 StepPlan& plan);
 
 // The part's dense parameters (expert: false) or its experts' (true), the rest of the part as it is.
 ModelPart expertsOrDense(const ModelPart& part, bool experts);

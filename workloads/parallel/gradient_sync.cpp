@@ -68,15 +68,18 @@ std::unique_ptr<GradientSync> makeLocalSync(const ModelPart& part) { return std:
 
 std::unique_ptr<SyncPlan> makeLocalPlan(const ModelPart& part) { return std::make_unique<LocalPlan>(part); }
 
+std::unique_ptr<SyncPlan> syncPlanOver(PlanGroup group, int replica, const ModelPart& part, const LayoutOptions& l,
+                                       OptimizerKind optimizer, StepPlan& plan) {
+  if (l.sync == SyncKind::kAverage) return averageSyncPlan(part, l, optimizer, plan, std::move(group));
+  if (l.zero == 3) return zero3SyncPlan(part, l, replica, plan, std::move(group));
+  if (l.sync == SyncKind::kParameterServer || l.zero > 0) return shardedSyncPlan(part, l, replica, plan, std::move(group));
+  return allReduceSyncPlan(part, l, plan, std::move(group));
+}
+
 std::unique_ptr<SyncPlan> makeSyncPlan(const Mesh& mesh, const ModelPart& part, OptimizerKind optimizer, StepPlan& plan) {
   if (mesh.size(kReplicaAxes) == 1) return std::make_unique<LocalPlan>(part);
-  if (mesh.size(kExpertAxes) > 1) return expertParallelSyncPlan(mesh, part, plan);
-  const LayoutOptions& l = mesh.layout();
-  const PlanGroup dp = planGroupOf(mesh, kReplicaAxes);
-  if (l.sync == SyncKind::kAverage) return averageSyncPlan(part, l, optimizer, plan, dp);
-  if (l.zero == 3) return zero3SyncPlan(part, l, mesh.replicaIndex(), plan, dp);
-  if (l.sync == SyncKind::kParameterServer || l.zero > 0) return shardedSyncPlan(part, l, mesh.replicaIndex(), plan, dp);
-  return allReduceSyncPlan(part, l, plan, dp);
+  if (mesh.size(kExpertAxes) > 1) return expertParallelSyncPlan(mesh, part, optimizer, plan);
+  return syncPlanOver(planGroupOf(mesh, kReplicaAxes), mesh.replicaIndex(), part, mesh.layout(), optimizer, plan);
 }
 
 std::uint64_t elementsOf(const std::vector<Param*>& params) {
@@ -99,16 +102,21 @@ std::unique_ptr<GradientSync> makeGradientSync(const Mesh& mesh, const ModelPart
   if (!dp) return std::make_unique<LocalSync>(model);
   const LayoutOptions& l = mesh.layout();
   if (mesh.size(kExpertAxes) > 1) return std::make_unique<ExpertParallelSync>(mesh, model, timeoutS);
+  return syncOver(*dp, mesh.groupId(kReplicaAxes), model, l, timeoutS);
+}
+
+std::unique_ptr<GradientSync> syncOver(Communicator& group, ProcessGroupId id, const ModelPart& part, const LayoutOptions& l,
+                                       double timeoutS) {
   std::unique_ptr<GradientSync> sync;
   if (l.sync == SyncKind::kAverage)
-    sync = std::make_unique<AverageSync>(*dp, model, l, timeoutS);
+    sync = std::make_unique<AverageSync>(group, part, l, timeoutS);
   else if (l.zero == 3)
-    sync = std::make_unique<Zero3Sync>(*dp, model, l, timeoutS);
+    sync = std::make_unique<Zero3Sync>(group, part, l, timeoutS);
   else if (l.sync == SyncKind::kParameterServer || l.zero > 0)
-    sync = std::make_unique<ShardedSync>(*dp, model, l, timeoutS);
+    sync = std::make_unique<ShardedSync>(group, part, l, timeoutS);
   else
-    sync = std::make_unique<AllReduceSync>(*dp, model, l, timeoutS);
-  sync->setGroup(mesh.groupId(kReplicaAxes));
+    sync = std::make_unique<AllReduceSync>(group, part, l, timeoutS);
+  sync->setGroup(id);
   return sync;
 }
 

@@ -97,6 +97,10 @@ class GradientSync {
 
 // The sync of `mesh`'s data-parallel group for the part's parameters (a group of one: no communication).
 std::unique_ptr<GradientSync> makeGradientSync(const Mesh& mesh, const ModelPart& part, double timeoutS);
+// The layout's sync (averaging, ZeRO-3, ZeRO-1/2 or the servers, all-reduce) of `part` over `group`, whose mesh group
+// is `id`: makeGradientSync's over the replicas, and each of expert parallelism's two groups' (expert_sync.h).
+std::unique_ptr<GradientSync> syncOver(Communicator& group, ProcessGroupId id, const ModelPart& part, const LayoutOptions& l,
+                                       double timeoutS);
 // One rank's: the gradients are already the group's (the part's parameters hold their gradients).
 std::unique_ptr<GradientSync> makeLocalSync(const ModelPart& part);
 
@@ -118,6 +122,9 @@ class SyncPlan {
 };
 // `optimizer`: the kind the trainer steps (model averaging's --average-optimizer averages its state).
 std::unique_ptr<SyncPlan> makeSyncPlan(const Mesh& mesh, const ModelPart& part, OptimizerKind optimizer, StepPlan& plan);
+// syncOver's plan: the layout's over `group`, this rank being its `replica`-th member.
+std::unique_ptr<SyncPlan> syncPlanOver(PlanGroup group, int replica, const ModelPart& part, const LayoutOptions& l,
+                                       OptimizerKind optimizer, StepPlan& plan);
 // makeLocalSync's: nothing to communicate.
 std::unique_ptr<SyncPlan> makeLocalPlan(const ModelPart& part);
 // What of the part's deferred parameters (param_init.h) the layout's sync takes materialised, drawing the rest
