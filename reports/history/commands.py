@@ -10,7 +10,7 @@ from ..common.errors import InputError
 from ..common.files import check_output_dir, check_output_file, write_atomically
 from ..common.load import load_result
 from .check import RECENT
-from .database import DEFAULT_FILE, ENV
+from .names import DEFAULT_FILE, ENV
 
 DB_HELP = (f"the history: a SQLite file (created by add and import), sqlite:///PATH, or postgresql://USER@HOST/DATABASE "
            f"(psycopg2; a password from ~/.pgpass or PGPASSWORD rather than the URL); default ${ENV}, else ./{DEFAULT_FILE}")

@@ -21,9 +21,8 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 
 from ..common.errors import InputError
+from .names import DEFAULT_FILE, ENV
 
-DEFAULT_FILE = "trainscope-history.sqlite"
-ENV = "TRAINSCOPE_HISTORY"
 FORMAT = "trainscope-history"  # ts_meta's "format": what tells our database from another program's
 # How long a writer waits for another to finish (seconds): two CI jobs adding at once take turns, neither fails.
 LOCK_WAIT_S = 120
