@@ -79,7 +79,7 @@ void* Device::allocate(std::size_t bytes, MemoryKind kind) {
   if (cuda()) p = cuda_->allocate(n, counters_.total);
 #endif
   if (!cuda()) {
-    p = std::calloc(1, n);
+    p = n >= HostBlockCache::kMinBytes ? hostBlocks_.take(n) : std::calloc(1, n);
     if (!p) throw Error(fmt::format("out of host memory: {} bytes more ({} bytes taken so far)", n, counters_.total));
   }
   counters_.add(kind, n);
@@ -102,7 +102,8 @@ void Device::release(void* p) {
     return;
   }
 #endif
-  std::free(p);
+  std::lock_guard lock(memory_);
+  if (!hostBlocks_.give(p)) std::free(p);
 }
 
 void Device::upload(void* dst, const void* src, std::size_t bytes) {

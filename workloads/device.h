@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "base/precision.h"
 #include "workloads/device_spec.h"
+#include "workloads/host_block_cache.h"
 #include "workloads/memory.h"
 
 namespace ts::wl {
@@ -81,6 +82,7 @@ class Device {
   mutable std::mutex memory_;  // guards the counters and the blocks
   MemoryCounters counters_;
   std::unordered_map<void*, std::pair<std::size_t, MemoryKind>> blocks_;  // what each allocation counted
+  HostBlockCache hostBlocks_;  // the CPU's large blocks, kept for reuse (host_block_cache.h)
   std::size_t limit_ = 0;
   std::unique_ptr<CudaState> cuda_;
 };
