@@ -7,8 +7,9 @@
 //
 // The bound: the blocks held (in use and cached) never exceed the most that was in use at once, so the process's
 // resident memory stays at the high-water mark of what the run needed: a released block that would raise it is
-// freed, and a new block beside cached ones it did not fit frees the smallest of them until the blocks are within it. A request takes the smallest cached block that holds it, if that is at most twice its size (the rest of
-// the block is idle memory); blocks under kMinBytes are left to malloc (its heap serves them without new pages).
+// freed, and a new block beside cached ones it did not fit frees the smallest of them until the blocks are within it. A request
+// takes the smallest cached block that holds it, if that is at most twice its size (the rest of the block is idle memory); blocks
+// under kMinBytes are left to malloc (its heap serves them without new pages).
 #include <cstddef>
 #include <map>
 #include <unordered_map>
@@ -34,7 +35,7 @@ class HostBlockCache {
   std::size_t highWaterBytes() const { return highWater_; }
 
  private:
-  std::multimap<std::size_t, void*> free_;          // capacity -> cached block
+  std::multimap<std::size_t, void*> free_;         // capacity -> cached block
   std::unordered_map<void*, std::size_t> handed_;  // block in use -> its capacity
   std::size_t inUse_ = 0, cached_ = 0, highWater_ = 0;
 };

@@ -70,7 +70,7 @@ TEST(HostBlockCache, TheBlocksHeldNeverExceedTheMostInUseAtOnce) {
 
   HostBlockCache one;
   void* first = one.take(4 * kMiB);
-  one.give(first);  // cached: 4 MiB was in use at once
+  one.give(first);               // cached: 4 MiB was in use at once
   void* small = one.take(kMiB);  // the 4 MiB block is over twice its size: a new block, and the cached one goes
   EXPECT_NE(small, first);
   EXPECT_EQ(one.cachedBytes(), 0u);
