@@ -113,3 +113,14 @@ def test_a_ps_async_schedule_with_an_op_is_one_line(capsys, write_doc):
     plan = write_doc("plan.json", plan_doc(recs))
     code, got = predict(["--calibration", str(cal), "--plan", str(plan)], capsys)
     assert code == 2 and "rank 0's ps-async schedule issues an op" in got.err
+
+
+def test_a_calibration_without_sendrecv_is_one_line_naming_it(capsys, write_doc):
+    """A shard's transfers are costed from the sendrecv sweep: a calibration that swept only all_reduce is one line
+    saying what to measure, before any figure."""
+    cal = write_doc("cal.json", make_doc([calibration_train()] + sweep_records("all_reduce")))
+    plan = write_doc("plan.json", plan_doc([ps_async_record(r, 0) for r in range(3)]))
+    code, got = predict(["--calibration", str(cal), "--plan", str(plan)], capsys)
+    lines = [line for line in got.err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and "sendrecv" in lines[0], got.err
+    assert "# step:" not in got.out
