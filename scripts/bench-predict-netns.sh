@@ -72,7 +72,7 @@ for rate in $RATES; do
   mkdir -p "$r"
   # Few iterations where a link is slow: an 8 MiB all-reduce takes about a second at 100 Mbit/s.
   iters=50; [ "$rate" = off ] || iters=5
-  across collectives --backend mpi -b 8 -e 8M -f 4 -n "$iters" -w 1 --placement out \
+  across collectives --backend mpi -b 8 -e 8M -f 4 -n "$iters" -w 1 --placement both \
     --ops all_reduce,all_gather,reduce_scatter,sendrecv --json "$r/sweep.json" >/dev/null
   say "rate $rate: collectives swept ($iters iterations)"
   for spec in $MODELS; do

@@ -32,7 +32,7 @@ PREDICTIONS=("in-waits:--progress in-waits --issue nonblocking" "blocking-calls:
              "independent:--progress independent --issue nonblocking")
 
 echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-mpirun -np 2 --oversubscribe "$TS" collectives --backend mpi -b 8 -e 8M -f 4 -n 50 -w 5 --placement out \
+mpirun -np 2 --oversubscribe "$TS" collectives --backend mpi -b 8 -e 8M -f 4 -n 50 -w 5 --placement both \
   --ops all_reduce,all_gather,reduce_scatter,broadcast,reduce,sendrecv --issue both --json "$work/sweep.json" >/dev/null
 echo "# calibrated collectives: $work/sweep.json"
 for spec in $MODELS; do

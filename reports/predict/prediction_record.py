@@ -43,7 +43,7 @@ def _collectives(costs: StepCosts) -> list[JsonObject]:
     return [{"op": op, "group_size": ranks, "link": link.value, "series": m.key.as_json(), "fitted_ranks": list(m.fitted_ranks),
              "points": m.points, "measured_bytes": [m.smallest, m.largest], "regimes": regimes_json(m),
              "description": describe_fit(m)}
-            for (op, ranks, link), m in sorted(costs.used().items())]
+            for (op, ranks, link, _), m in sorted(costs.used().items())]
 
 
 def _per_rank(plan: PlanDoc, predicted: Predicted) -> list[JsonObject]:

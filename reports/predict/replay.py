@@ -64,7 +64,7 @@ class Progress(Enum):
 class Costs(Protocol):
     def compute_us(self, event: Compute | Optimizer, rank: int) -> float: ...
 
-    def op_us(self, op: str, group_size: int, nbytes: int, members: tuple[int, ...]) -> float: ...
+    def op_us(self, op: str, group_size: int, nbytes: int, members: tuple[int, ...], in_place: bool = False) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -281,7 +281,8 @@ class _Walk:
             op.start = op.last_arrival
         e = op.first
         name = TRANSFER_OP if op.sender is not None else e.op
-        op.end = op.start + self._cost(self.costs.op_us(name, e.group_size, e.bytes, e.members), f"{name} of {e.bytes} "
+        op.end = op.start + self._cost(self.costs.op_us(name, e.group_size, e.bytes, e.members, e.in_place),
+                                       f"{name} of {e.bytes} "
                                        f"bytes on {e.group} ({e.group_size} ranks)")
         self.ready.extend(op.waiters)
         op.waiters.clear()

@@ -56,6 +56,9 @@ class Issue:
     members: tuple[int, ...]  # global ranks, ascending; send/recv: the two ranks
     bytes: int
     peer: int | None  # the other side of a send/recv; None for a collective
+    # The trainer calls the collective in place (MPI_IN_PLACE), costed from in-place series where the calibration has
+    # them (step_costs.py); False for a plan written before the field, as it was costed then.
+    in_place: bool = False
 
     @property
     def point_to_point(self) -> bool:
@@ -121,12 +124,16 @@ def _compute(e: JsonObject, where: str) -> Compute | Optimizer:
 
 def _issue(e: JsonObject, rank: int, where: str) -> Issue:
     op = _str(e, "op", where) if "op" in e else ""
-    _keys(e, _ISSUE_KEYS | ({"peer"} if op in POINT_TO_POINT else set()), where)
+    _keys(e, _ISSUE_KEYS | ({"peer"} if op in POINT_TO_POINT else {"in_place"} & set(e)), where)
+    in_place = e.get("in_place", False)
+    if not isinstance(in_place, bool):
+        raise InputError(f"{where}: \"in_place\" is {in_place!r}, not true or false")
     members = e["members"]
     if not isinstance(members, list) or not all(isinstance(m, int) and not isinstance(m, bool) and m >= 0 for m in members):
         raise InputError(f"{where}: \"members\" is {members!r}, not a list of ranks")
     issue = Issue(_int(e, "issue", where, None), op, _str(e, "group", where), _int(e, "group_size", where, 1),
-                  tuple(members), _int(e, "bytes", where), _int(e, "peer", where) if op in POINT_TO_POINT else None)
+                  tuple(members), _int(e, "bytes", where), _int(e, "peer", where) if op in POINT_TO_POINT else None,
+                  in_place)
     what = f"{where}: op {issue.id} ({issue.describe()})"
     if list(issue.members) != sorted(set(issue.members)):
         raise InputError(f"{what}: members not ascending and distinct")

@@ -41,7 +41,8 @@ class SeriesKey:
         over = f" over {self.transport}" if self.transport != "-" else ""
         form = ", nonblocking calls" if self.issue == NONBLOCKING else ""  # blocking: what a sweep measures unless told
         counts = f", {self.counts} counts" if self.counts != NO_COUNTS else ""
-        return f"{self.op} {self.dtype} {self.placement}-of-place{form}{counts}{over}"
+        placed = "in place" if self.placement == "in" else "out-of-place"
+        return f"{self.op} {self.dtype} {placed}{form}{counts}{over}"
 
     def as_json(self) -> dict[str, str]:
         counts = {"counts": self.counts} if self.counts != NO_COUNTS else {}

@@ -13,6 +13,7 @@ from enum import Enum
 
 from ..common.collective_facts import collective
 from ..common.collective_issue import NONBLOCKING
+from ..common.errors import InputError
 from ..common.link_datasheet import Fabric
 from .compute import ComputeRates
 from .formulas import Point
@@ -69,8 +70,12 @@ class StepCosts:
     # costs, the others keep the calibration's (None: every op).
     measured: MeasuredFabric | None = None
     swap: LinkClass | None = None
-    _models: dict[tuple[str, int, LinkClass], Model] = field(default_factory=dict)
-    _shared: dict[tuple[str, int, LinkClass, int], Model] = field(default_factory=dict)  # _models' with a shared NIC
+    # By (series op, group size, link class, placement: "in" or "out" of place, as the series is).
+    _models: dict[tuple[str, int, LinkClass, str], Model] = field(default_factory=dict)
+    _shared: dict[tuple[str, int, LinkClass, str, int], Model] = field(default_factory=dict)  # _models' with a shared NIC
+    # The ops the trainer calls in place that were costed from out-of-place series (the calibration measured none in
+    # place for them): named on the console, so that a calibration can sweep both (collectives --placement both).
+    out_for_in: set[str] = field(default_factory=set)
 
     def at(self, end: End) -> "StepCosts":
         """The same costs at one end of their bands (the fitted models shared)."""
@@ -82,21 +87,36 @@ class StepCosts:
                        bandwidth_scale=self.bandwidth_scale * bandwidth_scale, _models=self._models if same else {},
                        _shared=self._shared if same else {})
 
-    def model_of(self, op: str, group_size: int, link: LinkClass = LinkClass.INTRA) -> Model:
+    def model_of(self, op: str, group_size: int, link: LinkClass = LinkClass.INTRA, in_place: bool = False) -> Model:
+        """The fitted costs of `op` on `group_size` ranks across `link`, from the series of the placement the trainer
+        calls it in; an op called in place is costed from the out-of-place series where the calibration has no in-place
+        one (and named in out_for_in)."""
         name = POINT_TO_POINT.get(op, op)
-        if (name, group_size, link) not in self._models:
+        place = "in" if in_place else "out"
+        if (name, group_size, link, place) not in self._models:
             swapped = self.swap is None or link is self.swap
+            series, files = (self.measured.series, self.measured.files) if swapped and self.measured else \
+                (self.series, self.calibration)
             if swapped and self.measured:
-                key, points = select(self.measured.series, name, self.measured.transport, "float32", "out",
-                                     self.measured.files, prefer_issue=self.issue, counts=PLANNED_COUNTS.get(name))
+                transport = self.measured.transport
             else:
                 transport = self.placement.transport(link) if self.placement else self.transport
-                key, points = select(self.series, name, transport, "float32", "out", self.calibration,
-                                     prefer_issue=self.issue, counts=PLANNED_COUNTS.get(name))
+
+            def chosen(placement: str) -> tuple[SeriesKey, list[Point]]:
+                return select(series, name, transport, "float32", placement, files, prefer_issue=self.issue,
+                              counts=PLANNED_COUNTS.get(name))
+            try:
+                key, points = chosen(place)
+            except InputError:
+                if not in_place:
+                    raise
+                key, points = chosen("out")  # its error, where there is no usable record of the op at all
+                self.out_for_in.add(name)
             m = model(collective(name), key, points, group_size)
             m = on_fabric(m, self.fabric) if self.fabric and swapped else m
-            self._models[(name, group_size, link)] = faster_links(m, self.bandwidth_scale) if self.bandwidth_scale != 1 else m
-        return self._models[(name, group_size, link)]
+            self._models[(name, group_size, link, place)] = \
+                faster_links(m, self.bandwidth_scale) if self.bandwidth_scale != 1 else m
+        return self._models[(name, group_size, link, place)]
 
     def on(self, fabric: Fabric | MeasuredFabric, swap: LinkClass | None = None) -> "StepCosts":
         """The same costs with the bandwidth of every collective of link class `swap` (None: every one) the datasheet
@@ -109,8 +129,8 @@ class StepCosts:
         """The backends the calibration's collectives ran on (the series' `backend`)."""
         return {dict(k.fixed).get("backend", "-") for k in self.series}
 
-    def used(self) -> dict[tuple[str, int, LinkClass], Model]:
-        """The fitted models the replays asked for so far, by (series op, group size, link class)."""
+    def used(self) -> dict[tuple[str, int, LinkClass, str], Model]:
+        """The fitted models the replays asked for so far, by (series op, group size, link class, placement asked)."""
         return dict(self._models)
 
     def compute_us(self, event: Compute | Optimizer, rank: int) -> float:
@@ -121,12 +141,12 @@ class StepCosts:
             t = event.flops * (r.backward_us_per_flop if event.phase is Phase.BACKWARD else r.forward_us_per_flop)
         return t * (1 + self.end.value * (r.band_high if self.end is End.HIGH else r.band_low)) / self.compute_speedup
 
-    def op_us(self, op: str, group_size: int, nbytes: int, members: tuple[int, ...] = ()) -> float:
+    def op_us(self, op: str, group_size: int, nbytes: int, members: tuple[int, ...] = (), in_place: bool = False) -> float:
         link = self.placement.link_of(members) if self.placement else LinkClass.INTRA
-        m = self.model_of(op, group_size, link)
+        m = self.model_of(op, group_size, link, in_place)
         flows = self.placement.flows_per_nic(members) if self.placement else 1
         if flows > 1:  # the host's NIC shared by its ranks' concurrent flows: each gets 1/flows of its bandwidth
-            key = (op, group_size, link, flows)
+            key = (op, group_size, link, "in" if in_place else "out", flows)
             if key not in self._shared:  # once per op and sharing, not per replayed event
                 self._shared[key] = faster_links(m, 1 / flows)
             m = self._shared[key]

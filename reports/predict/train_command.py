@@ -251,7 +251,10 @@ def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, prediction
     forms = calls_costed(costs)
     if forms:
         print(f"# {forms}")
-    for (op, ranks, link), fitted in sorted(costs.used().items()):
+    if costs.out_for_in:
+        print(f"# called in place, costed from out-of-place series (the calibration measured none in place; collectives "
+              f"--placement both does): {', '.join(sorted(costs.out_for_in))}")
+    for (op, ranks, link, _), fitted in sorted(costs.used().items()):
         first, *regimes = describe_fit(fitted)
         print(f"# {op} on {ranks} ranks, {link.value} ({fitted.key.describe()}): {first}")
         for line in regimes:
@@ -310,7 +313,7 @@ def _print_placement(plan: PlanDoc, costs: StepCosts) -> None:
 def calls_costed(costs: StepCosts) -> str | None:
     """Which form of the MPI calls each collective was costed from, and why (None where the backend has one form)."""
     by: dict[str, list[str]] = {}
-    for (op, _, _), m in sorted(costs.used().items()):
+    for (op, _, _, _), m in sorted(costs.used().items()):
         if m.key.issue != "-" and op not in by.get(m.key.issue, []):
             by.setdefault(m.key.issue, []).append(op)
     if not by:

@@ -563,3 +563,49 @@ def test_an_expert_parallel_plan_over_skewed_alltoallv_records_only_is_one_line(
     assert code == 2 and len(got.err.strip().splitlines()) == 1, got.err
     assert "the calibration holds no alltoallv records with counts uniform (it has: skewed): `collectives --ops alltoallv " \
            "--alltoallv-counts uniform` measures them" in got.err
+
+
+def in_place_schedule(in_place):
+    """schedule()'s step with its all-reduce as the trainer's plan writes it now: called in place or not."""
+    events = schedule()["events"]
+    events[2] = events[2] | {"in_place": in_place}
+    return {"events": events}
+
+
+def placed_records(in_place, scale):
+    recs = sweep_records(scale=scale)
+    for r in recs:
+        r["in_place"] = in_place
+    return recs
+
+
+@pytest.mark.parametrize("in_place,placements,step,fell_back", [
+    # The trainer's all-reduce in place: costed from the in-place series (twice the line: the all-reduce 100 us).
+    (True, (False, True), STEP + 50, False),
+    (False, (False, True), STEP, False),  # an op called out of place: the out-of-place series, as before
+    (True, (False,), STEP, True),  # no in-place series: the out-of-place one, and the console names the op
+])
+def test_an_op_is_costed_from_the_series_of_the_placement_the_trainer_calls_it_in(write_doc, capsys, tmp_path, in_place,
+                                                                                 placements, step, fell_back):
+    sweeps = [r for p in placements for r in placed_records(p, 2.0 if p else 1.0)]
+    cal = str(write_doc("cal.json", make_doc([calibration_train()] + sweeps)))
+    plan = str(write_doc("plan.json", plan_doc([plan_record(r, sched=in_place_schedule(in_place)) for r in (0, 1)])))
+    out = tmp_path / "p.json"
+    code, got = predict(["--calibration", cal, "--plan", plan, "--json", str(out)], capsys)
+    assert code == 0, got.err
+    rec = prediction(out)
+    assert rec["step_us"] == pytest.approx(step)
+    assert rec["collectives"][0]["series"]["placement"] == ("in" if in_place and not fell_back else "out")
+    line = "# called in place, costed from out-of-place series (the calibration measured none in place"
+    assert (line in got.out) is fell_back, got.out
+    assert ("all_reduce float32 in place" in got.out) is (in_place and not fell_back), got.out
+
+
+def test_an_op_whose_placement_is_not_a_boolean_is_one_line(write_doc, capsys):
+    sched = schedule()
+    sched["events"][2]["in_place"] = "yes"
+    cal = str(write_doc("cal.json", make_doc([calibration_train()] + sweep_records())))
+    plan = str(write_doc("plan.json", plan_doc([plan_record(r, sched=sched) for r in (0, 1)])))
+    code, got = predict(["--calibration", cal, "--plan", plan], capsys)
+    lines = [line for line in got.err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and "'in_place': 'yes'" in lines[0], got.err  # the result schema's word

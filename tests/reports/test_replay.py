@@ -30,7 +30,7 @@ class Costs:
             t += self.late.get(rank, 0.0)
         return t
 
-    def op_us(self, op, group_size, nbytes, members):
+    def op_us(self, op, group_size, nbytes, members, in_place=False):
         self.asked.append((op, group_size, nbytes))
         return self.op(op, group_size, nbytes)
 
@@ -515,7 +515,7 @@ class FlopCosts:
     def compute_us(self, event, rank):
         return float(event.flops) / 4 if isinstance(event, Compute) else 1.0 + rank
 
-    def op_us(self, op, group_size, nbytes, members):
+    def op_us(self, op, group_size, nbytes, members, in_place=False):
         return group_size + nbytes / 8
 
 

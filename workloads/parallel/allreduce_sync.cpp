@@ -57,7 +57,9 @@ class AllReducePlan final : public BucketsPlan {
   std::uint64_t updateElements() const override { return elements_; }
 
  private:
-  void launch(std::size_t b) override { plan_.issue(collectives::all_reduce(), bucket(b).elements, sizeof(float), dp_); }
+  void launch(std::size_t b) override {
+    plan_.issue(collectives::all_reduce(), bucket(b).elements, sizeof(float), dp_, CallPlacement::kInPlace);
+  }
   std::uint64_t elements_;
 };
 

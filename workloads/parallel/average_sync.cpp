@@ -40,8 +40,9 @@ class AveragePlan final : public SyncPlan {
   int windowSteps() const override { return every_; }
   void afterUpdate() override {
     if (!averagesAfter(++updates_, every_)) return;
-    for (const Param* p : params_) plan_.issue(collectives::all_reduce(), p->value.numel(), sizeof(float), dp_);
-    for (std::size_t n : extra_) plan_.issue(collectives::all_reduce(), n, sizeof(float), dp_);
+    for (const Param* p : params_)
+      plan_.issue(collectives::all_reduce(), p->value.numel(), sizeof(float), dp_, CallPlacement::kInPlace);
+    for (std::size_t n : extra_) plan_.issue(collectives::all_reduce(), n, sizeof(float), dp_, CallPlacement::kInPlace);
     plan_.waitAll(dp_);
   }
   std::uint64_t updateElements() const override { return elementsOf(params_); }

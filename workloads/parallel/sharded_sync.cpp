@@ -175,9 +175,10 @@ class ShardedPlan final : public BucketsPlan {
   void afterUpdate() override {
     for (std::size_t b = 0; b < count(); ++b)
       if (ps_)
-        for (int k = 0; k < parts_; ++k) plan_.issue(collectives::broadcast(), bucket(b).chunk, sizeof(float), dp_);
+        for (int k = 0; k < parts_; ++k)
+          plan_.issue(collectives::broadcast(), bucket(b).chunk, sizeof(float), dp_, CallPlacement::kInPlace);
       else
-        plan_.issue(collectives::all_gather(), bucket(b).chunk, sizeof(float), dp_);
+        plan_.issue(collectives::all_gather(), bucket(b).chunk, sizeof(float), dp_, CallPlacement::kInPlace);
     plan_.waitAll(dp_);
   }
   std::uint64_t updateElements() const override {
@@ -189,8 +190,11 @@ class ShardedPlan final : public BucketsPlan {
  private:
   void launch(std::size_t b) override {
     if (ps_)
-      for (int k = 0; k < parts_; ++k) plan_.issue(collectives::reduce(), bucket(b).chunk, sizeof(float), dp_);
-    else if (const int op = plan_.issue(collectives::reduce_scatter(), bucket(b).chunk, sizeof(float), dp_); zero2_)
+      for (int k = 0; k < parts_; ++k)
+        plan_.issue(collectives::reduce(), bucket(b).chunk, sizeof(float), dp_, CallPlacement::kInPlace);
+    else if (const int op =
+                 plan_.issue(collectives::reduce_scatter(), bucket(b).chunk, sizeof(float), dp_, CallPlacement::kInPlace);
+             zero2_)
       sent_.push_back(op);
   }
   void retireSent() {

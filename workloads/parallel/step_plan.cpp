@@ -29,12 +29,15 @@ int StepPlan::add(nlohmann::json issue, const PlanGroup& g) {
   return id;
 }
 
-int StepPlan::issue(const Collective& c, std::size_t count, std::size_t elementBytes, const PlanGroup& g) {
+int StepPlan::issue(const Collective& c, std::size_t count, std::size_t elementBytes, const PlanGroup& g,
+                    CallPlacement placement) {
   const std::size_t bytes = c.layoutOfCount(count, elementBytes, g.size).bytes;
-  return add({{"op", c.name()}, {"members", g.members}, {"bytes", bytes}}, g);
+  return add({{"op", c.name()}, {"members", g.members}, {"bytes", bytes}, {"in_place", placement == CallPlacement::kInPlace}}, g);
 }
 
-void StepPlan::sum(std::size_t values, const PlanGroup& g) { wait(issue(collectives::all_reduce(), values, sizeof(double), g)); }
+void StepPlan::sum(std::size_t values, const PlanGroup& g) {
+  wait(issue(collectives::all_reduce(), values, sizeof(double), g, CallPlacement::kInPlace));
+}
 
 int StepPlan::transfer(bool send, std::size_t count, const PlanGroup& g, int self, int peer) {
   const std::vector<int> pair{std::min(self, peer), std::max(self, peer)};

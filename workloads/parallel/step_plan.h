@@ -22,6 +22,12 @@ namespace ts::wl {
 
 enum class ComputePhase { kForward, kBackward, kRecompute };
 
+// Whether the trainer's call of a collective is in place (MPI_IN_PLACE: the send buffer is the receive buffer, or the
+// rank's own part of it) or not: on MPI the two forms cost differently (an in-place all_gather skips the copy of the
+// rank's own chunk; an in-place all_reduce or reduce_scatter costs up to 1.5x more: docs/prediction.md), so a plan's op
+// says which its call site makes, and the prediction costs it from that form's series.
+enum class CallPlacement { kOutOfPlace, kInPlace };
+
 // A group of the mesh as the train record's collectives rows name it, with its members' global ranks (ascending).
 struct PlanGroup {
   std::string name;
@@ -37,9 +43,10 @@ class StepPlan {
   int steps() const { return steps_; }
   void compute(ComputePhase phase, std::size_t layer, int micro, double flops);
   void optimizer(std::uint64_t elements);
-  // A collective of `count` elements of `elementBytes` on g (bytes as CommTracker::start counts them); its id.
-  int issue(const Collective& c, std::size_t count, std::size_t elementBytes, const PlanGroup& g);
-  // CommTracker::sum's: a blocking all-reduce of `values` float64 numbers.
+  // A collective of `count` elements of `elementBytes` on g (bytes as CommTracker::start counts them), called in
+  // `placement` as the runtime code beside the plan calls it; its id.
+  int issue(const Collective& c, std::size_t count, std::size_t elementBytes, const PlanGroup& g, CallPlacement placement);
+  // CommTracker::sum's: a blocking all-reduce of `values` float64 numbers, in place.
   void sum(std::size_t values, const PlanGroup& g);
   // One side of a transfer of `count` floats between global ranks self and peer (g: the group it is tracked in).
   int transfer(bool send, std::size_t count, const PlanGroup& g, int self, int peer);

@@ -46,12 +46,12 @@ class Zero3Plan final : public SyncPlan, private Zero3Order {
     int gatherOp = -1, op = -1;
   };
   void issueGather(std::size_t g) override {
-    groups_[g].gatherOp = plan_.issue(collectives::all_gather(), groups_[g].chunk, sizeof(float), dp_);
+    groups_[g].gatherOp = plan_.issue(collectives::all_gather(), groups_[g].chunk, sizeof(float), dp_, CallPlacement::kInPlace);
   }
   void waitGather(std::size_t g) override { plan_.wait(groups_[g].gatherOp); }
   void dropGathered(std::size_t) override {}
   void issueGradients(std::size_t g) override {
-    groups_[g].op = plan_.issue(collectives::reduce_scatter(), groups_[g].chunk, sizeof(float), dp_);
+    groups_[g].op = plan_.issue(collectives::reduce_scatter(), groups_[g].chunk, sizeof(float), dp_, CallPlacement::kInPlace);
   }
   void retireGradients(std::size_t g) override { plan_.wait(groups_[g].op); }
   void waitAll() override { plan_.waitAll(dp_); }

@@ -60,16 +60,16 @@ class PartPlan {
     for (const GroupSum& s : sums) {
       switch (s.group) {
         case SumGroup::kTensorParallel:
-          plan_.wait(plan_.issue(collectives::all_reduce(), s.values, sizeof(float), *tp_));
+          plan_.wait(plan_.issue(collectives::all_reduce(), s.values, sizeof(float), *tp_, CallPlacement::kInPlace));
           break;
         case SumGroup::kBatchNorm:
           if (bn_) plan_.sum(s.values, *bn_);  // batch norm's statistics: summed only under SyncBatchNorm
           break;
         case SumGroup::kExpertCounts:  // CommTracker::gather: the counts as float64
-          plan_.wait(plan_.issue(collectives::all_gather(), s.values, sizeof(double), *ep_));
+          plan_.wait(plan_.issue(collectives::all_gather(), s.values, sizeof(double), *ep_, CallPlacement::kInPlace));
           break;
         case SumGroup::kExpertExchange:  // ExpertParallelGroup::exchange, its per-pair rows balanced: the uniform matrix
-          plan_.wait(plan_.issue(collectives::alltoallv(), s.values, sizeof(float), *ep_));
+          plan_.wait(plan_.issue(collectives::alltoallv(), s.values, sizeof(float), *ep_, CallPlacement::kOutOfPlace));
           break;
       }
     }
