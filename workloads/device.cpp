@@ -89,20 +89,17 @@ void* Device::allocate(std::size_t bytes, MemoryKind kind) {
 
 void Device::release(void* p) {
   if (!p) return;
-  {
-    std::lock_guard lock(memory_);
-    const auto it = blocks_.find(p);
-    if (it == blocks_.end()) throw Error("internal: Device::release of memory it did not allocate");
-    counters_.remove(it->second.second, it->second.first);
-    blocks_.erase(it);
-  }
+  std::lock_guard lock(memory_);
+  const auto it = blocks_.find(p);
+  if (it == blocks_.end()) throw Error("internal: Device::release of memory it did not allocate");
+  counters_.remove(it->second.second, it->second.first);
+  blocks_.erase(it);
 #ifdef TRAINSCOPE_HAVE_CUDA
   if (cuda()) {
     cuda_->release(p);
     return;
   }
 #endif
-  std::lock_guard lock(memory_);
   if (!hostBlocks_.give(p)) std::free(p);
 }
 

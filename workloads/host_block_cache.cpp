@@ -44,13 +44,9 @@ bool HostBlockCache::give(void* p) {
   const std::size_t capacity = it->second;
   handed_.erase(it);
   inUse_ -= capacity;
-  // Kept, the block is memory the run already held at once; one more would raise the process above that.
-  if (inUse_ + cached_ + capacity <= highWater_) {
-    free_.emplace(capacity, p);
-    cached_ += capacity;
-  } else {
-    std::free(p);
-  }
+  // Kept: the blocks held are unchanged, and take() keeps them within the high-water mark.
+  free_.emplace(capacity, p);
+  cached_ += capacity;
   return true;
 }
 

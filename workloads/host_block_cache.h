@@ -6,10 +6,10 @@
 // caching allocators do, a released block waits for the next request it fits.
 //
 // The bound: the blocks held (in use and cached) never exceed the most that was in use at once, so the process's
-// resident memory stays at the high-water mark of what the run needed: a released block that would raise it is
-// freed, and a new block beside cached ones it did not fit frees the smallest of them until the blocks are within it. A request
-// takes the smallest cached block that holds it, if that is at most twice its size (the rest of the block is idle memory); blocks
-// under kMinBytes are left to malloc (its heap serves them without new pages).
+// resident memory stays at the high-water mark of what the run needed: a new block beside cached ones it did not fit
+// frees the smallest of them until the blocks are within it (a released block changes neither side). A request takes
+// the smallest cached block that holds it, if that is at most twice its size (the rest of the block is idle memory);
+// blocks under kMinBytes are left to malloc (its heap serves them without new pages).
 #include <cstddef>
 #include <map>
 #include <unordered_map>
