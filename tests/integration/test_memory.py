@@ -105,7 +105,9 @@ def test_mixed_precision_keeps_the_masters_of_what_a_rank_updates(tmp_path, name
     for m in rec["memory"]["ranks"]:
         want = m["formula_bytes"]["master_weights"]
         assert want <= m["peak_bytes"]["master_weights"] <= want + 64, (name, m)
-        assert m["formula_bytes"]["model_states"] <= m["model_states_bytes"] <= 1.10 * m["formula_bytes"]["model_states"], (name, m)
+        # ZeRO-3 holds its in-flight layers beside (formula_bytes.in_flight: K+1 gathered, two gradient buffers).
+        most = 1.10 * m["formula_bytes"]["model_states"] + sum(m["formula_bytes"]["in_flight"].values())
+        assert m["formula_bytes"]["model_states"] <= m["model_states_bytes"] <= most, (name, m)
     whole = 4 * rec["parameters"]
     masters = [m["peak_bytes"]["master_weights"] for m in rec["memory"]["ranks"]]
     if name == "zero0":
@@ -284,7 +286,8 @@ def test_a_model_whose_whole_parameters_exceed_the_cap_trains_sharded_with_the_s
     rec = sharded_accounts[name]
     whole = 8 * rec["parameters"]  # values and gradients of the whole model
     sharded = max(m["total_peak_bytes"] for m in rec["memory"]["ranks"])  # the steps'; setup's is checked above
-    assert sharded < 0.75 * whole, rec["memory"]
+    # ZeRO-3's in-flight layers (two gathered, two gradient buffers of 1 MiB) are a fifth of its peak on this model.
+    assert sharded < 0.8 * whole, rec["memory"]
     limit_mib = int((sharded + whole) / 2 / MIB)
     r, out = train4(tmp_path, name, SHARDED_LAYOUTS[name] + ["--memory-limit", f"{limit_mib}M"])
     assert r.rc == 0, r.err

@@ -270,3 +270,26 @@ def test_a_window_of_steps_is_said_on_the_console():
     r = run_trainscope(["train", *MLP, "--sync", "average", "--average-every", 3, "--plan", 2])
     assert r.rc == 0, r.err
     assert "communication ops per window of 3 steps (they differ) per rank" in r.out
+
+
+@pytest.mark.parametrize("model", [MLP, TRANSFORMER], ids=["mlp", "transformer"])
+def test_zero3_sends_a_layers_gradients_beside_the_next_layers_backward(model, tmp_path):
+    """ZeRO-3 keeps two layers' gradient buffers (the formula's in-flight gradients): the reduce-scatter of one
+    layer's gradients is retired only after the next layer with parameters has run its backward beside it, and at most
+    one is in flight when the next is sent. Until 2026-11-30 it was retired before that backward: nothing hid it."""
+    path = tmp_path / "plan.json"
+    r = run_trainscope(["train", *model, "--zero", 3, "--plan", 2, "--json", path])
+    assert r.rc == 0, r.err
+    events = records(path, "train_plan")[0]["schedule"]["events"]
+    sends = {e["issue"]: i for i, e in enumerate(events) if e.get("op") == "reduce_scatter"}
+    retired = {e["wait"]: i for i, e in enumerate(events) if e.get("wait") in sends}
+    backward = [i for i, e in enumerate(events) if e.get("compute") == "backward"]
+    order = sorted(sends, key=sends.get)
+    assert len(order) > 2
+    for sent, following in zip(order, order[1:]):
+        assert retired[sent] < sends[following]  # one in flight at a time
+        # The backward of the layer whose gradients are sent next (the last before they are); the embeddings' (the
+        # leading group's, sent last) is not a layer's compute in the plan.
+        beside = [i for i in backward if sends[sent] < i < sends[following]]
+        if following != order[-1] or beside:
+            assert beside and beside[-1] < retired[sent], (sent, events)

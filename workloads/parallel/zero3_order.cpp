@@ -43,14 +43,16 @@ void Zero3Order::releaseLayers() {
   for (std::size_t i = firstLayer_; i < state_.size(); ++i) release(i);
 }
 
-void Zero3Order::takeGradients(std::size_t g) {
-  // At most one group's gradients are sent while the next group's backward writes its own.
+void Zero3Order::retireSent() {
   for (std::size_t i : sent_) retireGradients(i);
   sent_.clear();
-  takeGradientBuffer(g);
 }
 
 void Zero3Order::sendGradients(std::size_t g) {
+  // At most one group's gradients are sent while the next group's backward writes its own (the formula's two
+  // gradient buffers, memory_account.cpp): the one sent before is retired only now, after that backward ran beside
+  // it. Retiring it before the backward (as until 2026-11-30) left each reduce-scatter nothing to overlap with.
+  retireSent();
   issueGradients(g);
   sent_.push_back(g);
   poll();
@@ -72,7 +74,7 @@ void Zero3Order::layerForwardEnds(std::size_t g) {
 
 void Zero3Order::layerBackwardStarts(std::size_t g) {
   if (g == kNone) return poll();
-  takeGradients(g);
+  takeGradientBuffer(g);
   gather(g);
   prefetch(g, false);
 }
@@ -95,13 +97,12 @@ void Zero3Order::forwardOnlyEnds() {
 }
 
 void Zero3Order::backwardStarts() {
-  if (leading_ != kNone) takeGradients(leading_);
+  if (leading_ != kNone) takeGradientBuffer(leading_);
 }
 
 void Zero3Order::backwardEnds(bool lastMicroBatch) {
   if (leading_ != kNone) sendGradients(leading_);
-  for (std::size_t i : sent_) retireGradients(i);
-  sent_.clear();
+  retireSent();
   releaseLayers();  // none is left gathered between micro-batches and steps (a pipeline stage's forward may follow)
   waitAll();
   microBatchEnds(lastMicroBatch);

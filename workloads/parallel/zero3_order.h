@@ -61,8 +61,8 @@ class Zero3Order {
   void startGather(std::size_t g);
   void prefetch(std::size_t from, bool forward);  // the next `prefetch_` layer groups of the pass after `from`
   void releaseLayers();                           // every layer group still gathered (not the leading one)
-  void takeGradients(std::size_t g);              // the gradients in flight retired (oldest first), g's buffer taken
-  void sendGradients(std::size_t g);
+  void retireSent();                              // the gradients in flight retired, oldest first
+  void sendGradients(std::size_t g);              // the ones sent before retired, then g's issued
   std::vector<State> state_;
   std::vector<std::size_t> sent_;  // groups whose gradients are in flight, oldest first
   std::size_t leading_ = kNone;    // the leading group, if any
