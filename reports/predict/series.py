@@ -90,6 +90,11 @@ def _choose(keys: list[SeriesKey], axis: str, wanted: str | None, option: str, w
     return [k for k in keys if getattr(k, axis) == wanted]
 
 
+def measured_placements(series: dict[SeriesKey, list[Point]], op: str, transport: str | None, dtype: str | None) -> set[str]:
+    """The placements (out, in) the calibration measured `op` in, on `transport` and `dtype` where given."""
+    return {k.placement for k in series if k.op == op and transport in (None, k.transport) and dtype in (None, k.dtype)}
+
+
 def select(series: dict[SeriesKey, list[Point]], op: str, transport: str | None, dtype: str | None,
            placement: str, calibration: Sequence[str], issue: str | None = None,
            prefer_issue: str | None = None, counts: str | None = None) -> tuple[SeriesKey, list[Point]]:

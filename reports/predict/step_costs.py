@@ -13,7 +13,6 @@ from enum import Enum
 
 from ..common.collective_facts import collective
 from ..common.collective_issue import NONBLOCKING
-from ..common.errors import InputError
 from ..common.link_datasheet import Fabric
 from .compute import ComputeRates
 from .formulas import Point
@@ -21,7 +20,7 @@ from .placement import LinkClass, Placement
 from .predict import Model, faster_links, model, on_fabric
 from .replay import Progress
 from .schedule import Compute, Optimizer, Phase
-from .series import UNIFORM_COUNTS, SeriesKey, select
+from .series import UNIFORM_COUNTS, SeriesKey, measured_placements, select
 
 # The series a point-to-point transfer is costed from: collectives' sendrecv (a ring shift, each rank sending one
 # buffer and receiving one) is what a pipeline stage's send or receive of one activation is.
@@ -102,16 +101,12 @@ class StepCosts:
             else:
                 transport = self.placement.transport(link) if self.placement else self.transport
 
-            def chosen(placement: str) -> tuple[SeriesKey, list[Point]]:
-                return select(series, name, transport, "float32", placement, files, prefer_issue=self.issue,
-                              counts=PLANNED_COUNTS.get(name))
-            try:
-                key, points = chosen(place)
-            except InputError:
-                if not in_place:
-                    raise
-                key, points = chosen("out")  # its error, where there is no usable record of the op at all
+            measured = place
+            if in_place and "in" not in measured_placements(series, name, transport, "float32"):
+                measured = "out"  # its error, where there is no usable record of the op at all
                 self.out_for_in.add(name)
+            key, points = select(series, name, transport, "float32", measured, files, prefer_issue=self.issue,
+                                 counts=PLANNED_COUNTS.get(name))
             m = model(collective(name), key, points, group_size)
             m = on_fabric(m, self.fabric) if self.fabric and swapped else m
             self._models[(name, group_size, link, place)] = \

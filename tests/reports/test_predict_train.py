@@ -601,6 +601,18 @@ def test_an_op_is_costed_from_the_series_of_the_placement_the_trainer_calls_it_i
     assert ("all_reduce float32 in place" in got.out) is (in_place and not fell_back), got.out
 
 
+def test_in_place_series_that_cannot_be_told_apart_are_one_line_not_a_fallback(write_doc, capsys):
+    """The out-of-place series stand in only where no in-place one was measured: in-place series of two algorithms
+    are the user's choice to make, one line, not silently replaced by the out-of-place costs."""
+    algos = [r | {"algo": algo} for algo in ("ring", "tree") for r in placed_records(True, 2.0)]
+    cal = str(write_doc("cal.json", make_doc([calibration_train()] + placed_records(False, 1.0) + algos)))
+    plan = str(write_doc("plan.json", plan_doc([plan_record(r, sched=in_place_schedule(True)) for r in (0, 1)])))
+    code, got = predict(["--calibration", cal, "--plan", plan], capsys)
+    lines = [line for line in got.err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1, got.err
+    assert "holds all_reduce records of several algos (ring, tree)" in lines[0], lines
+
+
 def test_an_op_whose_placement_is_not_a_boolean_is_one_line(write_doc, capsys):
     sched = schedule()
     sched["events"][2]["in_place"] = "yes"

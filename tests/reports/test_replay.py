@@ -159,6 +159,15 @@ def test_a_bad_window_is_one_error_line(case):
     assert message in str(e.value) and "\n" not in str(e.value)
 
 
+@pytest.mark.parametrize("value", ["yes", 1, None])
+def test_an_ops_placement_other_than_true_or_false_is_one_error_line(value):
+    """A plan read without the result schema (replay's callers in Python): in_place is checked here too."""
+    events = [issue(0, "all_reduce", [0], 64) | {"in_place": value}, wait(0)]
+    with pytest.raises(InputError) as e:
+        replay({0: events}, Costs())
+    assert f'"in_place" is {value!r}, not true or false' in str(e.value) and "\n" not in str(e.value)
+
+
 @pytest.mark.parametrize("steps", [0, -2, True, 1.5])
 def test_the_replays_steps_are_a_count(steps):
     with pytest.raises(InputError, match="steps: an integer >= 1"):
