@@ -2,10 +2,11 @@
 # Benchmark (not a test): `trainscope predict train` against measured training steps (issue #41's validation on one
 # machine). Calibration, taken first and only: a one-process `train` of each model at every micro-batch size the
 # layouts use, and a `collectives` sweep at 2 ranks of the ops the layouts issue, each MPI call in both forms
-# (--issue both). Then per model and layout at 2 ranks: the plan (`train --plan 2`), the measured run, and the
-# prediction beside it (`predict train --measured`) three ways from the same measurements: the MPI mode of progress
+# (--issue both), from hot and from cold caches (--cache both: predict train takes the cold series). Then per model
+# and layout at 2 ranks: the plan (`train --plan 2`), the measured run, and the prediction beside it (`predict train --measured`) three ways from the same measurements: the MPI mode of progress
 # over the nonblocking calls' series (what the trainer issues), the same over the blocking calls' series (what the
-# calibration was before --issue), and NCCL's mode of progress. The table: predicted and measured step (the measured
+# calibration was before --issue), NCCL's mode of progress, and MPI's over the hot-cache series (a sweep's loop, what
+# the calibration was before --cache; the others take the cold ones). The table: predicted and measured step (the measured
 # one the median of the timed steps), the errors, and per model the Kendall tau between the predicted and the measured
 # ranking of its layouts; the last lines the median and worst |error| (issue #41's goal: median <= 10%, every layout
 # within 25%, tau >= 0.8). The load average is printed before and after: on a busy host both sides measure the host.
@@ -29,10 +30,10 @@ LAYOUTS=("--dp 2" "--dp 2 --overlap off" "--dp 2 --micro-batches 2" "--dp 2 --ze
 read -r -a WHICH <<<"${4:-${!LAYOUTS[*]}}"
 # The predictions made of each run: name (the table's column and the file's tag) and predict train's flags.
 PREDICTIONS=("in-waits:--progress in-waits --issue nonblocking" "blocking-calls:--progress in-waits --issue blocking"
-             "independent:--progress independent --issue nonblocking")
+             "independent:--progress independent --issue nonblocking" "hot-caches:--progress in-waits --cache hot")
 
 echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-mpirun -np 2 --oversubscribe "$TS" collectives --backend mpi -b 8 -e 8M -f 4 -n 50 -w 5 --placement both \
+mpirun -np 2 --oversubscribe "$TS" collectives --backend mpi -b 8 -e 8M -f 4 -n 50 -w 5 --placement both --cache both \
   --ops all_reduce,all_gather,reduce_scatter,broadcast,reduce,sendrecv --issue both --json "$work/sweep.json" >/dev/null
 echo "# calibrated collectives: $work/sweep.json"
 for spec in $MODELS; do

@@ -45,6 +45,8 @@ nlohmann::json toJson(const CollectiveRecord& r) {
   // merge) or reduce_scatter's MPI call, so that the reports tell the two calls apart as they do algorithms.
   if (r.mpiReduceScatter) j["algo"] = std::string(nameOf(*r.mpiReduceScatter));
   if (r.issue) j["issue"] = std::string(nameOf(*r.issue));
+  if (r.cache) j["cache"] = std::string(nameOf(*r.cache));
+  if (r.cache == CacheState::kCold) j["cache_flush_bytes"] = kCacheFlushBytes;
   if (r.alltoallvCounts) j["alltoallv_counts"] = *r.alltoallvCounts;
   putUnlessEmpty(j, "label", r.label);
   putUnlessEmpty(j, "step", r.step);

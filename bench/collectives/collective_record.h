@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/dtype.h"
+#include "bench/collectives/collectives_choices.h"
 #include "bench/results/stats.h"
 #include "comm/communicator.h"
 
@@ -38,6 +39,7 @@ struct CollectiveRecord {
   bool inPlace = false;
   std::optional<MpiReduceScatter> mpiReduceScatter;  // reduce_scatter on MPI: its call, written as the record's algo
   std::optional<IssueKind> issue;                    // MPI: the call's form (--issue); NCCL has one form, and no field
+  std::optional<CacheState> cache;                   // MPI: the caches' state each call started from (--cache)
   std::optional<nlohmann::json> alltoallvCounts;     // alltoallv: its per-pair counts (toJson(AlltoallvCounts, ...))
   int graph = 0, iters = 0, trials = 0;
   Stats time, hostTime;           // per iteration (host: per op of a batch), the slowest rank's

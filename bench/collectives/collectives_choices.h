@@ -1,7 +1,8 @@
 #pragma once
-// The sweep's closed choices that only `collectives` names (--placement, --mpi-reduce-scatter, --issue), each an enum with its
-// names (EnumNames): the option table reads them for the help, the error line, the suite, the record's config and the
+// The sweep's closed choices that only `collectives` names (--placement, --mpi-reduce-scatter, --issue, --cache), each an enum
+// with its names (EnumNames): the option table reads them for the help, the error line, the suite, the record's config and the
 // generated schema's enum, so none of these keeps a list of its own.
+#include <cstddef>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -79,5 +80,41 @@ inline std::vector<IssueKind> issueKinds(IssueChoice choice) {
   }
   return {IssueKind::kBlocking, IssueKind::kNonblocking};
 }
+
+// --cache: the state of the caches each timed call starts from, or both, each in a section of its own. Hot: OSU's and
+// nccl-tests' loop, the same buffers every iteration, so a message smaller than the last-level cache is read from it.
+// Cold: before each iteration (untimed) the process writes a buffer larger than that cache (kCacheFlushBytes), so the
+// call reads its buffers from memory, as a training step's collectives do once the step's other data has evicted
+// them (measured on the 2-core VM: a 4.78 MB in-place reduce-scatter 0.95 ms hot, 1.5-1.8 ms cold, 1.7-2.0 ms inside
+// the mlp's ZeRO-1 step; docs/prediction.md).
+enum class CacheState { kHot, kCold };
+template <>
+struct EnumNames<CacheState> {
+  static constexpr std::pair<std::string_view, CacheState> kNames[] = {{"hot", CacheState::kHot}, {"cold", CacheState::kCold}};
+};
+enum class CacheChoice { kHot, kCold, kBoth };
+template <>
+struct EnumNames<CacheChoice> {
+  static constexpr std::pair<std::string_view, CacheChoice> kNames[] = {
+      {"hot", CacheChoice::kHot}, {"cold", CacheChoice::kCold}, {"both", CacheChoice::kBoth}};
+};
+
+// The states a choice measures, hot first.
+inline std::vector<CacheState> cacheStates(CacheChoice choice) {
+  switch (choice) {
+    case CacheChoice::kHot:
+      return {CacheState::kHot};
+    case CacheChoice::kCold:
+      return {CacheState::kCold};
+    case CacheChoice::kBoth:
+      break;
+  }
+  return {CacheState::kHot, CacheState::kCold};
+}
+
+// What --cache cold writes before each iteration: above the last-level cache of the hosts trainscope's CPU path stands
+// for (32 MiB per core complex on the development VM's EPYC; the VM reports the socket's 512 MiB, which would take
+// 40 ms an iteration to write).
+inline constexpr std::size_t kCacheFlushBytes = std::size_t{64} << 20;
 
 }  // namespace ts

@@ -101,6 +101,12 @@ void addTimingAndOutputOptions(Table& t) {
                         "issues its collectives), or both, each measured in a section of its own",
                         TS_FIELD(opts.issue)),
                   notOneOf<IssueChoice>());
+  onUnknownChoice(t.add("--cache",
+                        "MPI: the caches each timed call starts from: hot (the same buffers every iteration, as OSU), cold "
+                        "(a 64 MiB buffer written before each iteration, untimed: the buffers come from memory, as in a "
+                        "training step), or both, each measured in a section of its own",
+                        TS_FIELD(opts.cache)),
+                  notOneOf<CacheChoice>());
   t.add("-G,--graph", "NCCL: capture this many operations in a CUDA graph and time its replays (0 = off)", TS_FIELD(opts.graph));
   t.add("--check,!--no-check", "Check every result against its expected value (untimed)", TS_FIELD(opts.check));
   t.group("The run and its output");

@@ -101,6 +101,12 @@ void fitOpsToBackend(CollectivesOptions& o, BackendKind backend) {
   if (kept.empty()) throw UsageError(fmt::format("--ops all: the {} backend runs none of the collectives", nameOf(backend)));
   o.ops = kept;
   fitOpsToIssue(o, backend);
+  // Cold on NCCL would write the flush inside the events that time the call (the loop queues everything between them).
+  if (o.cache != CacheChoice::kHot && backend != BackendKind::kMpi)
+    throw UsageError(
+        fmt::format("--cache {}: applies to --backend mpi (the {} backend's timed events would enclose the "
+                    "cache flush queued before each call)",
+                    nameOf(o.cache), nameOf(backend)));
 }
 
 namespace {
@@ -190,12 +196,13 @@ void validate(const CollectivesOptions& o) {
 
 nlohmann::json toJson(const CollectivesOptions& o) {
   nlohmann::json ops = nlohmann::json::array(), dtypes = nlohmann::json::array(), redops = nlohmann::json::array(),
-                 mpiCalls = nlohmann::json::array(), issues = nlohmann::json::array();
+                 mpiCalls = nlohmann::json::array(), issues = nlohmann::json::array(), caches = nlohmann::json::array();
   for (auto* c : o.ops) ops.push_back(std::string(c->name()));
   for (auto t : o.dtypes) dtypes.push_back(std::string(dtypeName(t)));
   for (auto r : o.redops) redops.push_back(std::string(redOpName(r)));
   for (auto m : mpiReduceScatterCalls(o.mpiReduceScatter)) mpiCalls.push_back(std::string(nameOf(m)));
   for (auto k : issueKinds(o.issue)) issues.push_back(std::string(nameOf(k)));
+  for (auto k : cacheStates(o.cache)) caches.push_back(std::string(nameOf(k)));
   nlohmann::json j = o.given;
   j["resolved"] = {{"backend", nameOf(o.backend)},
                    {"gpus_per_process", o.gpus.perProcess},
@@ -210,6 +217,7 @@ nlohmann::json toJson(const CollectivesOptions& o) {
                    {"in_place", measuresInPlace(o.placement)},
                    {"mpi_reduce_scatter", mpiCalls},
                    {"issue", issues},
+                   {"cache", caches},
                    {"alltoallv_counts", std::string(nameOf(o.alltoallvCounts.kind))},
                    {"check", o.check}};
   return j;

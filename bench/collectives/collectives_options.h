@@ -47,6 +47,8 @@ struct CollectivesOptions {
   MpiReduceScatterChoice mpiReduceScatter = mpiReduceScatterChoiceOf(kDefaultMpiReduceScatter);
   // MPI: the forms of each call measured (issueKinds), each a section of its own; blocking, as before the option.
   IssueChoice issue = IssueChoice::kBlocking;
+  // MPI: the caches' states each call is timed from (cacheStates), each a section of its own; hot, as before the option.
+  CacheChoice cache = CacheChoice::kHot;
   // What --issue nonblocking left out (or --issue both measured blocking only): the ops without a nonblocking MPI call
   // (Collective::startsOnMpi), set by fitOpsToBackend.
   std::vector<const Collective*> opsBlockingOnly;

@@ -16,6 +16,7 @@
 
 #include "base/error.h"
 #include "base/units.h"
+#include "bench/collectives/cache_flush.h"
 #include "bench/collectives/collective_record.h"
 #include "bench/collectives/collectives_options.h"
 #include "bench/collectives/collectives_table.h"
@@ -52,11 +53,12 @@ std::uint64_t availableHostMemory() {
   return 0;
 }
 
-// What sets a section apart besides op, dtype and reduction: reduce_scatter's MPI call (--mpi-reduce-scatter) and the
-// call's form (--issue).
+// What sets a section apart besides op, dtype and reduction: reduce_scatter's MPI call (--mpi-reduce-scatter), the
+// call's form (--issue) and the caches it starts from (--cache).
 struct SectionVariant {
   std::optional<MpiReduceScatter> call;
   IssueKind issue = IssueKind::kBlocking;
+  CacheState cache = CacheState::kHot;
   bool perPairCounts = false;  // alltoallv: its counts (--alltoallv-counts) are named
 };
 
@@ -178,7 +180,8 @@ class CollectivesRun {
   std::vector<SectionVariant> variantsOf(const Collective& c) const {
     std::vector<SectionVariant> out;
     for (const std::optional<MpiReduceScatter> call : mpiCallsOf(c))
-      for (const IssueKind issue : issuesOf(c)) out.push_back({call, issue, c.perPairCounts()});
+      for (const IssueKind issue : issuesOf(c))
+        for (const CacheState cache : cacheStates(o_.cache)) out.push_back({call, issue, cache, c.perPairCounts()});
     return out;
   }
 
@@ -188,6 +191,7 @@ class CollectivesRun {
     std::vector<std::string> parts;
     if (v.call) parts.push_back(fmt::format("--mpi-reduce-scatter {}", nameOf(*v.call)));
     if (o_.issue != IssueChoice::kBlocking) parts.push_back(fmt::format("--issue {}", nameOf(v.issue)));
+    if (o_.cache != CacheChoice::kHot) parts.push_back(fmt::format("--cache {}", nameOf(v.cache)));
     if (v.perPairCounts) parts.push_back(fmt::format("--alltoallv-counts {}", spelled(o_.alltoallvCounts)));
     return fmt::format("{}", fmt::join(parts, " "));
   }
@@ -419,10 +423,18 @@ class CollectivesRun {
       const Placement p = placement(l, c, lay, a.dtype, inPlace);
       op.calls.push_back(c.call(comm_.rank(l), p.send, p.recv, lay, a));
     }
-    // A planted fault (tests only) acts before each timed iteration, outside the timed region.
+    // A planted fault (tests only) acts before each timed iteration, outside the timed region; so does --cache
+    // cold's flush, after it.
+    std::function<void()> fault;
     for (int l = 0; l < comm_.localCount(); ++l)
       if (fault_ && fault_->inOperation() && fault_->matches(comm_.rank(l), std::string(c.name()), lay.bytes))
-        op.beforeEach = [f = *fault_] { injectInOperation(f); };
+        fault = [f = *fault_] { injectInOperation(f); };
+    op.beforeEach = fault;
+    if (v.cache == CacheState::kCold)
+      op.beforeEach = [this, fault] {
+        if (fault) fault();
+        flush_.run();
+      };
 
     long long wrong = 0;
     if (o_.check) {
@@ -453,7 +465,10 @@ class CollectivesRun {
     r.inPlace = inPlace;
     r.mpiReduceScatter = v.call;
     if (a.exchange) r.alltoallvCounts = toJson(o_.alltoallvCounts, *a.exchange);
-    if (comm_.backend() == BackendKind::kMpi) r.issue = v.issue;
+    if (comm_.backend() == BackendKind::kMpi) {
+      r.issue = v.issue;
+      r.cache = v.cache;
+    }
     r.graph = o_.graph;
     r.iters = counts.iters;
     r.trials = o_.trials;
@@ -475,6 +490,7 @@ class CollectivesRun {
   Bootstrap& boot_;
   Communicator& comm_;
   std::optional<Fault> fault_;
+  CacheFlush flush_{kCacheFlushBytes};  // --cache cold's, written before each timed iteration
   std::shared_ptr<const ExchangeMatrix> exchange_;
   std::unique_ptr<Watchdog> watchdog_;
   std::map<int, Stats> emptyOp_;  // the empty-op baseline by iteration count (emptyOpBaseline)

@@ -17,7 +17,7 @@ from ..common.sizes import parse_sizes, size_label
 from .check import HeldOut, holdouts
 from .fit import MAX_REGIMES
 from .predict import Prediction, describe_fit, model, on_fabric, predict, regimes_json
-from .series import SeriesKey, all_series, select
+from .series import HOT, SeriesKey, all_series, select
 from . import search, train_command
 from .fabric_swap import datasheet_fabric
 
@@ -157,7 +157,8 @@ def _print_checks(calibration: Sequence[str], checks: list[HeldOut]) -> None:
           f"{'regimes':>7} {'points':>6} {'median|err|':>11} {'max|err|':>9}  worst at")
     for h in checks:
         k = h.key
-        print(f"  {k.op:<15} {k.transport:<9} {k.dtype:<8} {k.placement:<5} {k.issue:<11} {h.ranks:>5} {h.held:<10} "
+        form = k.issue if k.cache == HOT else f"{k.issue} {k.cache}"  # a cold series beside its hot one
+        print(f"  {k.op:<15} {k.transport:<9} {k.dtype:<8} {k.placement:<5} {form:<11} {h.ranks:>5} {h.held:<10} "
               f"{h.fitted_on:>6} {len(h.regimes):>7} {len(h.errors):>6} {h.median_abs:>11.1%} {h.max_abs:>9.1%}  "
               f"{size_label(h.worst_bytes)}")
     every = [abs(e) for h in checks for e in h.relative()]

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 # The options of `predict train` a prediction's run config states, as (record key, argparse dest).
 OPTIONS = (("calibration", "calibration"), ("plan", "plan"), ("measured", "measured"), ("transport", "transport"),
-           ("issue", "issue"), ("fabric", "fabric"), ("compute_speedup", "compute_speedup"), ("target_ms", "target_ms"),
+           ("issue", "issue"), ("cache", "cache"), ("fabric", "fabric"), ("compute_speedup", "compute_speedup"),
+           ("target_ms", "target_ms"),
            ("ranks_per_host", "ranks_per_host"), ("intra_transport", "intra_transport"),
            ("inter_transport", "inter_transport"), ("measured_fabric", "measured_fabric"),
            ("measured_fabric_transport", "measured_fabric_transport"), ("fabric_link", "fabric_link"))
@@ -79,7 +80,7 @@ def prediction_record(plan: PlanDoc, costs: StepCosts, predicted: Predicted, wha
             "ranks": first["ranks"], "backend": plan.backend, "precision": plan.precision, "batch": plan.batch,
             "micro_batch": first["micro_batch"], "micro_batches": first["micro_batches"], "plan": plan.path,
             "calibration": list(costs.calibration), "window_steps": p.steps, "transport": costs.transport,
-            "issue": costs.issue, "progress": costs.progress.value,
+            "issue": costs.issue, "cache": costs.cache, "progress": costs.progress.value,
             "placement": costs.placement.as_json(links_by_group(costs.placement, plan.records)) if costs.placement else None,
             "compute": _compute(costs),
             "collectives": _collectives(costs), "step_us": p.step_us, "band_us": list(predicted.band),

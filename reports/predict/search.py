@@ -36,8 +36,8 @@ from .formulas import Point
 from .series import SeriesKey, all_series
 from .step_costs import MeasuredFabric
 from .step_figures import plan_memory
-from .train_command import (PROGRESS_CHOICES, PlanDoc, Predicted, add_issue_argument, costs_for, load_plan, predict_plan,
-                            progress_of)
+from .train_command import (PROGRESS_CHOICES, PlanDoc, Predicted, add_cache_argument, add_issue_argument, costs_for,
+                            load_plan, predict_plan, progress_of)
 
 # The flags a candidate sets: a search's train flags may not give them.
 SET_BY_SEARCH = ("--dp", "--tp", "--pp", "--ep", "--zero", "--micro-batches", "--plan", "--json", "--memory-limit",
@@ -121,6 +121,7 @@ def add_parser(ps: Any, calibration: Any) -> None:
     s.add_argument("--memory-limit", default="0", help="bytes per rank a layout must fit (as train's; 0: no limit)")
     placement.add_arguments(s)
     add_issue_argument(s)
+    add_cache_argument(s)
     s.add_argument("--fabric", metavar="NAME", help="what-if: rank the layouts by their step with the swapped link's "
                    f"bandwidth this datasheet fabric's (--fabric-link; one of {', '.join(fabrics())})")
     fabric_swap.add_arguments(s)

@@ -8,7 +8,11 @@ step_costs.py), a sweep by default the blocking one.
 
 alltoallv's per-pair counts (collectives --alltoallv-counts) are a series' own too: a skewed exchange's busiest rank
 moves its bytes at another cost than a uniform one's. Where a calibration holds several, the uniform one is taken
-(a plan's exchanges are balanced routing's: layers/moe.h), as the form the trainer issues is."""
+(a plan's exchanges are balanced routing's: layers/moe.h), as the form the trainer issues is.
+
+The caches a call started from (collectives --cache): a hot loop reuses buffers the last-level cache holds, a cold one
+reads them from memory, as a training step's collectives do (the step's other data has evicted them); predict train
+prefers the cold series, predict collectives (which predicts a sweep) the hot ones."""
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -23,6 +27,7 @@ from .formulas import Point
 # two values of one of them in a calibration set are two different costs, and the prediction will not pick one.
 FIXED_AXES = ("backend", "redop", "algo", "proto", "graph")
 NO_COUNTS = "-"  # a series' counts where the op takes no per-pair counts
+HOT, COLD = "hot", "cold"  # a record's `cache` (absent: hot, as every sweep before the field)
 # alltoallv's counts a prediction takes where a calibration holds several: alltoall's exchange, which a plan's are.
 UNIFORM_COUNTS = "uniform"
 
@@ -36,25 +41,27 @@ class SeriesKey:
     issue: str  # "blocking" or "nonblocking" (the MPI call's form: collective_issue), "-" where the backend has one form
     fixed: tuple[tuple[str, str], ...]  # FIXED_AXES' values, as text ("-" where the record has none)
     counts: str = NO_COUNTS  # alltoallv's per-pair counts: their pattern, or the file they were read from
+    cache: str = HOT  # the caches each call started from: hot or cold (collectives --cache)
 
     def describe(self) -> str:
         over = f" over {self.transport}" if self.transport != "-" else ""
         form = ", nonblocking calls" if self.issue == NONBLOCKING else ""  # blocking: what a sweep measures unless told
         counts = f", {self.counts} counts" if self.counts != NO_COUNTS else ""
+        cold = ", cold caches" if self.cache == COLD else ""  # hot: what a sweep measures unless told
         placed = "in place" if self.placement == "in" else "out-of-place"
-        return f"{self.op} {self.dtype} {placed}{form}{counts}{over}"
+        return f"{self.op} {self.dtype} {placed}{form}{cold}{counts}{over}"
 
     def as_json(self) -> dict[str, str]:
         counts = {"counts": self.counts} if self.counts != NO_COUNTS else {}
         return {"op": self.op, "transport": self.transport, "dtype": self.dtype, "placement": self.placement,
-                "issue": self.issue, **dict(self.fixed), **counts}
+                "issue": self.issue, "cache": self.cache, **dict(self.fixed), **counts}
 
 
 def _key(r: Record) -> SeriesKey:
     counts = r.get("alltoallv_counts")
     return SeriesKey(r["op"], r.get("transport") or "-", r["dtype"], "in" if r["in_place"] else "out", issue_of(r) or "-",
                      tuple((a, "-" if r.get(a) is None else str(r[a])) for a in FIXED_AXES),
-                     (counts.get("file") or counts["pattern"]) if counts else NO_COUNTS)
+                     (counts.get("file") or counts["pattern"]) if counts else NO_COUNTS, r.get("cache") or HOT)
 
 
 def _usable(r: Record) -> bool:
@@ -97,10 +104,12 @@ def measured_placements(series: dict[SeriesKey, list[Point]], op: str, transport
 
 def select(series: dict[SeriesKey, list[Point]], op: str, transport: str | None, dtype: str | None,
            placement: str, calibration: Sequence[str], issue: str | None = None,
-           prefer_issue: str | None = None, counts: str | None = None) -> tuple[SeriesKey, list[Point]]:
+           prefer_issue: str | None = None, counts: str | None = None,
+           prefer_cache: str = HOT) -> tuple[SeriesKey, list[Point]]:
     """The one series the command line names; InputError when the calibration lacks it or holds several. The form:
     `issue` where given; else the one measured, or `prefer_issue` where both were (predict train: the form training
-    issues, where the calibration has it for this op, the other where not). alltoallv's counts: `counts` where given
+    issues, where the calibration has it for this op, the other where not). The caches: the one measured, or
+    `prefer_cache` where both were (predict train: cold). alltoallv's counts: `counts` where given
     (predict train: uniform, a plan's), else the one measured, or the uniform ones where several were."""
     keys = [k for k in series if k.op == op]
     if not keys:
@@ -111,6 +120,7 @@ def select(series: dict[SeriesKey, list[Point]], op: str, transport: str | None,
     keys = _choose(keys, "dtype", dtype, "--dtype", f"{op} records")
     keys = _choose(keys, "placement", placement, "--placement", f"{op} records")
     keys = _choose(keys, "issue", issue, "--issue", f"{op} records", prefer_issue)
+    keys = _choose(keys, "cache", None, "calibration results of one --cache", f"{op} records", prefer_cache, "caches")
     keys = _choose(keys, "counts", counts, "calibration results of one --alltoallv-counts", f"{op} records", UNIFORM_COUNTS,
                    "per-pair counts", f"`collectives --ops {op} --alltoallv-counts {counts}` measures them")
     if len(keys) > 1:

@@ -20,7 +20,7 @@ from .placement import LinkClass, Placement
 from .predict import Model, faster_links, model, on_fabric
 from .replay import Progress
 from .schedule import Compute, Optimizer, Phase
-from .series import UNIFORM_COUNTS, SeriesKey, measured_placements, select
+from .series import COLD, UNIFORM_COUNTS, SeriesKey, measured_placements, select
 
 # The series a point-to-point transfer is costed from: collectives' sendrecv (a ring shift, each rank sending one
 # buffer and receiving one) is what a pipeline stage's send or receive of one activation is.
@@ -65,6 +65,10 @@ class StepCosts:
     bandwidth_scale: float = 1.0
     progress: Progress = Progress.INDEPENDENT  # how the collectives move beside compute (replay.Progress)
     placement: Placement | None = None  # where the ranks sit: each op's link class and its series (None: `transport`)
+    # The caches whose series cost each collective where the calibration measured both (collectives --cache both): by
+    # default cold, as a step's collectives find their buffers (the step's other data evicted them); an op measured
+    # from one only is costed from that one.
+    cache: str = COLD
     # A what-if's swapped link (a datasheet `fabric` or a `measured` fabric): the ops of this link class take its
     # costs, the others keep the calibration's (None: every op).
     measured: MeasuredFabric | None = None
@@ -106,7 +110,7 @@ class StepCosts:
                 measured = "out"  # its error, where there is no usable record of the op at all
                 self.out_for_in.add(name)
             key, points = select(series, name, transport, "float32", measured, files, prefer_issue=self.issue,
-                                 counts=PLANNED_COUNTS.get(name))
+                                 counts=PLANNED_COUNTS.get(name), prefer_cache=self.cache)
             m = model(collective(name), key, points, group_size)
             m = on_fabric(m, self.fabric) if self.fabric and swapped else m
             self._models[(name, group_size, link, place)] = \

@@ -26,7 +26,7 @@ from .ps_async import AsyncPsStep
 from .replay import Progress, StepReplay, replay
 from .schedule import parse_schedule, parse_window
 from .formulas import Point
-from .series import SeriesKey, all_series
+from .series import COLD, HOT, SeriesKey, all_series
 from .step_costs import End, MeasuredFabric, StepCosts
 from .step_figures import mfu, mfu_line, rank_table
 from .what_if import Knob, Need, WhatIf, WhatIfKind, needed
@@ -40,6 +40,7 @@ def add_parser(ps: Any, calibration: Any, fabric_help: str) -> None:
                    "PLAN`: every rank's schedule of one step")
     placement.add_arguments(t)
     add_issue_argument(t)
+    add_cache_argument(t)
     t.add_argument("--fabric", action="append", default=[], metavar="NAME", help="what-if: the step with every "
                    f"collective's bandwidth the datasheet's for this fabric (repeatable; {fabric_help})")
     fabric_swap.add_arguments(t)
@@ -54,6 +55,13 @@ def add_parser(ps: Any, calibration: Any, fabric_help: str) -> None:
                    "prediction, and the error of each")
     t.add_argument("--json", metavar="OUT", help="write the prediction (and the comparison) as a trainscope result: one "
                    "train_prediction record, which report and compare put beside the measured runs of the same layout")
+
+
+def add_cache_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cache", choices=(COLD, HOT), default=COLD, help="the caches to cost the collectives from "
+                        "where the calibration measured both (collectives --cache both): cold (default: a step's "
+                        "collectives find their buffers evicted by its other data) or hot (as a sweep's loop); an op "
+                        "measured from one is costed from that one")
 
 
 def add_issue_argument(parser: argparse.ArgumentParser) -> None:
@@ -111,7 +119,7 @@ def costs_for(plan: PlanDoc, results: Sequence[Result], series: dict[SeriesKey, 
     wanted = Wanted(r["model"], r["preset"], plan.precision, plan.backend)
     where = placement.placement_of(args, int(r["ranks"]), series)
     return StepCosts(compute_rates(results, wanted, int(r["micro_batch"]), int(r["ranks"])), series, calibration,
-                     args.transport, args.issue, placement=where)
+                     args.transport, args.issue, placement=where, cache=args.cache)
 
 
 @dataclass(frozen=True)
@@ -248,9 +256,9 @@ def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, prediction
     print(f"# compute: {costs.rates.describe()}")
     print(f"# collectives move {_PROGRESS_WORDS[costs.progress]} (--progress {args.progress})")
     _print_placement(plan, costs)
-    forms = calls_costed(costs)
-    if forms:
-        print(f"# {forms}")
+    for line in (calls_costed(costs), caches_costed(costs)):
+        if line:
+            print(f"# {line}")
     if costs.out_for_in:
         print(f"# called in place, costed from out-of-place series (the calibration measured none in place; collectives "
               f"--placement both does): {', '.join(sorted(costs.out_for_in))}")
@@ -324,6 +332,22 @@ def calls_costed(costs: StepCosts) -> str | None:
     if other:
         why += f"; the calibration measured {', '.join(other)} in the other form only: collectives --issue both measures both"
     return f"MPI calls costed as measured {costed} ({why})"
+
+
+def caches_costed(costs: StepCosts) -> str | None:
+    """Which caches' series each collective was costed from, where the calibration measured cold ones at all."""
+    by: dict[str, list[str]] = {}
+    for (op, _, _, _), m in sorted(costs.used().items()):
+        if op not in by.get(m.key.cache, []):
+            by.setdefault(m.key.cache, []).append(op)
+    if set(by) <= {HOT} and costs.cache == COLD and not any(k.cache == COLD for k in costs.series):
+        return None  # a calibration from before --cache: nothing to choose between, nothing to say
+    costed = "; ".join(f"{cache} caches for {', '.join(ops)}" for cache, ops in sorted(by.items()))
+    other = [op for cache, ops in by.items() if cache != costs.cache for op in ops]
+    why = f"--cache {costs.cache}"
+    if other:
+        why += f"; the calibration measured {', '.join(other)} from the other caches only: collectives --cache both measures both"
+    return f"collectives costed from {costed} ({why})"
 
 
 def _cell(value: float, measured: float | None) -> str:

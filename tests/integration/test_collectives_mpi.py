@@ -230,6 +230,48 @@ def test_a_form_other_than_blocking_on_nccl_is_one_line_and_exit_2(tmp_path):
     assert not (tmp_path / "x.json").exists()
 
 
+def test_both_cache_states_check_clean_and_each_record_names_its_state(tmp_path, validate):
+    """--cache both: every op measured from hot caches (OSU's loop) and from cold ones (a 64 MiB buffer written before
+    each iteration, untimed), each a section with its records, checked as the others are."""
+    out = tmp_path / "cache.json"
+    ops = ("all_reduce", "all_gather")
+    r = run_trainscope(["collectives", "--backend", "mpi", "--ops", ",".join(ops), "--cache", "both", "-b", "1K", "-e", "16K",
+                        "-f", "4", "-w", "1", "-n", "2", "--json", out], np=2)
+    assert r.rc == 0, r.err
+    doc = json.loads(out.read_text())
+    validate(doc)
+    recs = measurements(doc)
+    assert all(rec["check"]["performed"] and rec["check"]["passed"] for rec in recs)
+    assert {(rec["op"], rec["cache"]) for rec in recs} == {(op, state) for op in ops for state in ("hot", "cold")}
+    assert {rec.get("cache_flush_bytes") for rec in recs if rec["cache"] == "cold"} == {64 << 20}
+    assert not any("cache_flush_bytes" in rec for rec in recs if rec["cache"] == "hot")
+    for op in ops:  # the same sizes and placements in both states
+        sizes = {state: sorted((rec["bytes"], rec["in_place"]) for rec in recs if rec["op"] == op and rec["cache"] == state)
+                 for state in ("hot", "cold")}
+        assert sizes["hot"] == sizes["cold"] and sizes["hot"], op
+    assert "# all_gather  float32  --cache cold\n" in r.out
+    assert doc["run"]["config"]["resolved"]["cache"] == ["hot", "cold"]
+
+
+def test_a_planted_fault_still_acts_before_a_cold_call(tmp_path):
+    """The flush joins the untimed work before each iteration; a planted corruption there is still caught."""
+    out = tmp_path / "corrupt.json"
+    r = run_trainscope(["collectives", "--backend", "mpi", "--ops", "all_reduce", "--cache", "cold", "-b", "4K", "-e", "4K",
+                        "-w", "1", "-n", "2", "--json", out], np=2,
+                       env={"TRAINSCOPE_FAULT": "corrupt:rank=1:op=all_reduce:bytes=4K"})
+    assert r.rc == 1, r.err
+    assert "result check failed: all_reduce float32 sum 4 KiB out-of-place --cache cold: 1 wrong element(s)" in r.err
+
+
+def test_cold_caches_on_nccl_are_one_line_and_exit_2(tmp_path):
+    r = run_trainscope(["collectives", "--backend", "nccl", "--cache", "cold", "--json", tmp_path / "x.json"])
+    assert r.rc == 2, (r.rc, r.err)
+    (line,) = r.error_lines()
+    assert line.startswith("trainscope: error: --cache cold: applies to --backend mpi (the nccl backend's timed events "
+                           "would enclose the cache flush queued before each call)"), r.err
+    assert not (tmp_path / "x.json").exists()
+
+
 BAD_INPUTS = [
     (["-b", "4M", "-e", "8"], "-b/--min-bytes (4 MiB) is larger than -e/--max-bytes (8 B)"),
     (["-b", "12Q"], "-b/--min-bytes: '12Q' is not a size"),

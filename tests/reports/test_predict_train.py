@@ -349,7 +349,8 @@ def test_the_prediction_is_a_trainscope_result_naming_what_it_was_made_from(file
     assert rec["target"] is None and rec["measured"] is None and rec["fastest"] == "ib-ndr"
     run = json.loads(out.read_text())["run"]
     assert run["command_line"] == ["trainscope", "predict", "train", "--calibration", cal, "--plan", plan, "--issue",
-                                   "nonblocking", "--fabric", "ib-ndr", "--fabric-link", "auto", "--json", str(out)]
+                                   "nonblocking", "--cache", "cold", "--fabric", "ib-ndr", "--fabric-link", "auto", "--json",
+                                   str(out)]
     assert run["config"]["label"] == "prediction: mlp tiny, dp=2 at 2 ranks (micro-batch 8 x 1)"
     assert [h["hostname"] for h in run["hosts"]] == ["node-a"]  # the calibration's: the cluster it is of
 
@@ -518,6 +519,41 @@ def test_the_step_is_costed_from_the_calls_form_the_trainer_issues_where_measure
     assert rec["issue"] == (args[1] if args else "nonblocking")
     assert rec["collectives"][0]["series"]["issue"] == ("nonblocking" if step == NONBLOCKING_STEP else "blocking")
     assert f"# MPI calls costed as measured {costed}" in got.out
+
+
+def cached_records(cache, scale):
+    recs = sweep_records(scale=scale)
+    for r in recs:
+        if cache:
+            r["cache"] = cache
+    return recs
+
+
+@pytest.mark.parametrize(("caches", "step", "described"), [
+    # Both measured: the cold series (a step's collectives find their buffers evicted), named on the fit's line.
+    (("hot", "cold"), STEP + 25, "all_reduce float32 out-of-place, cold caches"),
+    ((None,), STEP, "all_reduce float32 out-of-place"),  # records before the field: hot, as they are
+    (("cold",), STEP + 25, "all_reduce float32 out-of-place, cold caches"),
+])
+def test_the_step_is_costed_from_cold_cache_series_where_measured(write_doc, capsys, tmp_path, caches, step, described):
+    sweeps = [r for cache in caches for r in cached_records(cache, 1.5 if cache == "cold" else 1.0)]
+    cal = str(write_doc("cal.json", make_doc([calibration_train()] + sweeps)))
+    plan = str(write_doc("plan.json", plan_doc([plan_record(0), plan_record(1)])))
+    out = tmp_path / "p.json"
+    code, got = predict(["--calibration", cal, "--plan", plan, "--json", str(out)], capsys)
+    assert code == 0, got.err
+    rec = prediction(out)
+    assert rec["step_us"] == pytest.approx(step)
+    assert rec["collectives"][0]["series"]["cache"] == ("cold" if step != STEP else "hot")
+    assert f"# {described} on 2 ranks" in got.out or f"# all_reduce on 2 ranks, intra-host ({described}" in got.out, got.out
+
+
+def test_predict_collectives_predicts_the_hot_sweep_where_both_were_measured(write_doc, capsys):
+    cal = str(write_doc("cal.json", make_doc(cached_records("hot", 1.0) + cached_records("cold", 1.5))))
+    code = main(["predict", "collectives", "--calibration", cal, "--op", "all_reduce", "--ranks", "2", "--bytes", "1M"])
+    got = capsys.readouterr()
+    assert code == 0, got.err
+    assert "# trainscope predict collectives: all_reduce float32 out-of-place on 2 ranks" in got.out, got.out
 
 
 def alltoallv_records(pattern, weights, scale=1.0):

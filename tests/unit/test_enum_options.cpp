@@ -69,6 +69,7 @@ TEST(EnumOptions, CollectivesClosedChoicesAreTheirOptionsOwnLine) {
   EXPECT_EQ(parsed("--placement", "sideways"), "--placement: 'sideways' is not both, out or in");
   EXPECT_EQ(parsed("--mpi-reduce-scatter", "ring"), "--mpi-reduce-scatter: 'ring' is not block, counts or both");
   EXPECT_EQ(parsed("--issue", "sometimes"), "--issue: 'sometimes' is not blocking, nonblocking or both");
+  EXPECT_EQ(parsed("--cache", "warm"), "--cache: 'warm' is not hot, cold or both");
   EXPECT_EQ(suiteError(collectives, "backend = \"gloo\""), "s.toml:1: 'backend': unknown 'gloo' (expected auto, mpi or nccl)");
   EXPECT_EQ(suiteError(collectives, "placement = \"sideways\""),
             "s.toml:1: 'placement': unknown 'sideways' (expected both, out or in)");

@@ -54,6 +54,7 @@ TEST(SchemaEnums, TheRecordsChoicesAreTheResultSchemas) {
             enumAt(result, "/$defs/run/properties/layouts/items/properties/backend/enum"));
   EXPECT_EQ(recordedNames<TimerKind>(), enumAt(result, "/$defs/collective/properties/timer/enum"));
   EXPECT_EQ(recordedNames<IssueKind>(), enumAt(result, "/$defs/collective/properties/issue/enum"));
+  EXPECT_EQ(recordedNames<CacheState>(), enumAt(result, "/$defs/collective/properties/cache/enum"));
   EXPECT_EQ(recordedNames<BootstrapKind>({BootstrapKind::kAuto}),
             enumAt(result, "/$defs/run/properties/world/properties/bootstrap/enum"));
   EXPECT_EQ(recordedNames<wl::DeviceKind>(), enumAt(result, "/$defs/train/properties/backend/enum"));
@@ -75,6 +76,7 @@ TEST(SchemaEnums, TheCollectivesConfigsChoicesAreTheirEnums) {
   EXPECT_EQ(recordedNames<PlacementChoice>(), enumAt(result, config + "placement/enum"));
   EXPECT_EQ(recordedNames<MpiReduceScatterChoice>(), enumAt(result, config + "mpi_reduce_scatter/enum"));
   EXPECT_EQ(recordedNames<IssueChoice>(), enumAt(result, config + "issue/enum"));
+  EXPECT_EQ(recordedNames<CacheChoice>(), enumAt(result, config + "cache/enum"));
 }
 
 // A scaling record repeats its train record's facts (bench/scale/train_point.h): each field's choices are the train
