@@ -320,34 +320,39 @@ def _print_placement(plan: PlanDoc, costs: StepCosts) -> None:
 
 def calls_costed(costs: StepCosts) -> str | None:
     """Which form of the MPI calls each collective was costed from, and why (None where the backend has one form)."""
-    by: dict[str, list[str]] = {}
-    for (op, _, _, _), m in sorted(costs.used().items()):
-        if m.key.issue != "-" and op not in by.get(m.key.issue, []):
-            by.setdefault(m.key.issue, []).append(op)
+    by = _ops_by(costs, "issue")
     if not by:
         return None
-    costed = "; ".join(f"{form} for {', '.join(ops)}" for form, ops in sorted(by.items()))
-    other = [op for form, ops in by.items() if form != costs.issue for op in ops]
-    why = f"--issue {costs.issue}"
-    if other:
-        why += f"; the calibration measured {', '.join(other)} in the other form only: collectives --issue both measures both"
-    return f"MPI calls costed as measured {costed} ({why})"
+    return (f"MPI calls costed as measured {'; '.join(f'{form} for {ops}' for form, ops in by.items())} "
+            f"({_why(by, costs.issue, 'issue', 'in the other form only')})")
 
 
 def caches_costed(costs: StepCosts) -> str | None:
     """Which caches' series each collective was costed from, where the calibration measured cold ones at all."""
-    by: dict[str, list[str]] = {}
-    for (op, _, _, _), m in sorted(costs.used().items()):
-        if op not in by.get(m.key.cache, []):
-            by.setdefault(m.key.cache, []).append(op)
+    by = _ops_by(costs, "cache")
     if set(by) <= {HOT} and costs.cache == COLD and not any(k.cache == COLD for k in costs.series):
         return None  # a calibration from before --cache: nothing to choose between, nothing to say
-    costed = "; ".join(f"{cache} caches for {', '.join(ops)}" for cache, ops in sorted(by.items()))
-    other = [op for cache, ops in by.items() if cache != costs.cache for op in ops]
-    why = f"--cache {costs.cache}"
+    return (f"collectives costed from {'; '.join(f'{cache} caches for {ops}' for cache, ops in by.items())} "
+            f"({_why(by, costs.cache, 'cache', 'from the other caches only')})")
+
+
+def _ops_by(costs: StepCosts, axis: str) -> dict[str, str]:
+    """The ops costed, by their series' value of `axis` (a SeriesKey field; "-": none, left out), sorted, as text."""
+    by: dict[str, list[str]] = {}
+    for (op, _, _, _), m in sorted(costs.used().items()):
+        value = getattr(m.key, axis)
+        if value != "-" and op not in by.get(value, []):
+            by.setdefault(value, []).append(op)
+    return {value: ", ".join(ops) for value, ops in sorted(by.items())}
+
+
+def _why(by: dict[str, str], preferred: str, option: str, only: str) -> str:
+    """The option that chose, and the ops the calibration measured the other way only."""
+    other = [ops for value, ops in by.items() if value != preferred]
+    why = f"--{option} {preferred}"
     if other:
-        why += f"; the calibration measured {', '.join(other)} from the other caches only: collectives --cache both measures both"
-    return f"collectives costed from {costed} ({why})"
+        why += f"; the calibration measured {', '.join(other)} {only}: collectives --{option} both measures both"
+    return why
 
 
 def _cell(value: float, measured: float | None) -> str:

@@ -545,7 +545,26 @@ def test_the_step_is_costed_from_cold_cache_series_where_measured(write_doc, cap
     rec = prediction(out)
     assert rec["step_us"] == pytest.approx(step)
     assert rec["collectives"][0]["series"]["cache"] == ("cold" if step != STEP else "hot")
+    line = "# collectives costed from cold caches for all_reduce (--cache cold)"
+    assert (line in got.out) is (step != STEP), got.out  # a calibration from before --cache: no line
     assert f"# {described} on 2 ranks" in got.out or f"# all_reduce on 2 ranks, intra-host ({described}" in got.out, got.out
+
+
+def test_an_op_measured_hot_only_is_costed_so_and_named(write_doc, capsys):
+    cal = str(write_doc("cal.json", make_doc([calibration_train()] + cached_records("hot", 1.0))))
+    plan = str(write_doc("plan.json", plan_doc([plan_record(0), plan_record(1)])))
+    code, got = predict(["--calibration", cal, "--plan", plan, "--cache", "cold"], capsys)
+    assert code == 0, got.err
+    assert "# collectives costed from hot caches for all_reduce (--cache cold; the calibration measured all_reduce from the " \
+        "other caches only: collectives --cache both measures both)" not in got.out  # nothing cold at all: no line
+    cold_other = cached_records("cold", 1.0)
+    for r in cold_other:
+        r["op"] = "all_gather"  # cold series of another op: this calibration knows --cache
+    cal = str(write_doc("cal2.json", make_doc([calibration_train()] + cached_records("hot", 1.0) + cold_other)))
+    code, got = predict(["--calibration", cal, "--plan", plan], capsys)
+    assert code == 0, got.err
+    assert "# collectives costed from hot caches for all_reduce (--cache cold; the calibration measured all_reduce from the " \
+        "other caches only: collectives --cache both measures both)" in got.out, got.out
 
 
 def test_predict_collectives_predicts_the_hot_sweep_where_both_were_measured(write_doc, capsys):
