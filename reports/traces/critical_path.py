@@ -2,7 +2,8 @@
 
 Each stage runs its micro-batches' forward and backward ops one after another; a forward on stage s needs
 the same micro-batch's forward on stage s-1 (its activations arrive by a receive), a backward on stage s
-needs the backward on stage s+1 (its gradient). Walking back from the op that ends the step, each op's
+needs the backward on stage s+1 (its gradient). Walking back from the op that ends the step (the last op no other
+depends on: the first stage's last backward), each op's
 predecessor is whichever of its two dependencies (the previous op on its stage, the op it receives from)
 ended last: the one that held it up. The path alternates compute (the ops) and the gaps between them
 (transfers, waiting on a receive, or the stage doing something else), and tells what to shorten first.
@@ -71,7 +72,12 @@ def step_path(stages: dict[int, list[TraceEvent]], step_index: int) -> JsonObjec
                 deps.append((index[cross], "receive"))
         return deps
 
-    cur = max((ops[-1] for ops in per_stage.values()), key=lambda o: o["end_us"])
+    # The walk starts at the op that ends the step: the last one that no other op depends on (stage 0's last
+    # backward). Not simply the last to end: a stage's backward span holds its send, which can end after the first
+    # stage has received it and finished.
+    needed = {id(d) for ops in per_stage.values() for op in ops for d, _ in dependencies(op)}
+    ends = [ops[-1] for ops in per_stage.values()]
+    cur = max([o for o in ends if id(o) not in needed] or ends, key=lambda o: o["end_us"])
     path = [dict(cur, via=None, gap_us=0.0)]
     while True:
         deps = dependencies(cur)

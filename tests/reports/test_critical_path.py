@@ -44,3 +44,14 @@ def test_no_path_without_a_pipeline_and_only_data_parallel_rank_zero_counts():
     # a second data-parallel replica of the stages is ignored (its path would be the same work)
     cp = critical_path({0: doc(0, STAGE0), 1: doc(1, STAGE1), 2: doc(0, STAGE0, dp_rank=1), 3: doc(1, STAGE1, dp_rank=1)})
     assert cp["stages"] == 2 and len(cp["path"]) == 6
+
+
+def test_the_path_ends_at_the_first_stages_last_backward_though_a_send_ends_later():
+    """A stage's backward span holds its blocking send, which can end after the first stage has received the gradient
+    and finished its own backward (seen once in a 4-stage traced run): the step still ends on stage 0's last backward,
+    the op nothing else depends on."""
+    s1 = [("forward 0", 12, 22), ("forward 1", 22, 32), ("backward 1", 32, 42), ("backward 0", 42, 75)]
+    s0 = [("forward 0", 0, 10), ("forward 1", 10, 20), ("backward 1", 50, 60), ("backward 0", 62, 70)]
+    cp = critical_path({0: doc(0, s0), 1: doc(1, s1)})
+    assert (cp["path"][0]["stage"], cp["path"][0]["op"]) == (0, "forward 0")
+    assert (cp["path"][-1]["stage"], cp["path"][-1]["op"]) == (0, "backward 0")
