@@ -13,7 +13,6 @@ class CacheFlush {
   // Every cache line of the buffer read and written once. Not memset: for sizes near the cache's, glibc writes with
   // non-temporal stores, which go around the caches and would leave the call's buffers in them.
   void run();
-  std::size_t bytes() const { return bytes_; }
 
  private:
   std::size_t bytes_;

@@ -330,7 +330,7 @@ def calls_costed(costs: StepCosts) -> str | None:
 def caches_costed(costs: StepCosts) -> str | None:
     """Which caches' series each collective was costed from, where the calibration measured cold ones at all."""
     by = _ops_by(costs, "cache")
-    if set(by) <= {HOT} and costs.cache == COLD and not any(k.cache == COLD for k in costs.series):
+    if costs.cache == COLD and not any(k.cache == COLD for k in costs.series):
         return None  # a calibration from before --cache: nothing to choose between, nothing to say
     return (f"collectives costed from {'; '.join(f'{cache} caches for {ops}' for cache, ops in by.items())} "
             f"({_why(by, costs.cache, 'cache', 'from the other caches only')})")

@@ -234,6 +234,14 @@ def test_check_prints_each_series_and_the_overall_error(write_doc, capsys):
     assert lines[-1].startswith("# all: 8 held-out point(s) in 2 check(s)")
 
 
+def test_check_tells_a_cold_cache_series_from_its_hot_one(write_doc, capsys):
+    recs = [record("reduce_scatter", 2, n, ALPHA + n * BETA * (1.1 if k % 2 else 1.0)) for k, n in enumerate(SIZES)]
+    cold = [dict(r, cache="cold") for r in recs]
+    assert main(["predict", "check", "--calibration", calibration(write_doc, recs + cold)]) == 0
+    rows = [ln.split() for ln in capsys.readouterr().out.splitlines() if not ln.startswith("#")]
+    assert sorted(r[4:6] for r in rows) == [["blocking", "2"], ["blocking", "cold"]]
+
+
 @pytest.mark.parametrize(("args", "says"), [
     (["--op", "broadcast"], "holds no usable broadcast record (it has: all_reduce)"),
     (["--transport", "ib"], "holds no all_reduce records with transport ib (it has: shm, tcp)"),

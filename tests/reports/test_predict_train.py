@@ -555,8 +555,7 @@ def test_an_op_measured_hot_only_is_costed_so_and_named(write_doc, capsys):
     plan = str(write_doc("plan.json", plan_doc([plan_record(0), plan_record(1)])))
     code, got = predict(["--calibration", cal, "--plan", plan, "--cache", "cold"], capsys)
     assert code == 0, got.err
-    assert "# collectives costed from hot caches for all_reduce (--cache cold; the calibration measured all_reduce from the " \
-        "other caches only: collectives --cache both measures both)" not in got.out  # nothing cold at all: no line
+    assert "# collectives costed from" not in got.out, got.out  # nothing cold at all: nothing chosen, no line
     cold_other = cached_records("cold", 1.0)
     for r in cold_other:
         r["op"] = "all_gather"  # cold series of another op: this calibration knows --cache
