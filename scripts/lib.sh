@@ -84,6 +84,30 @@ ts_apt_install() {
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# ts_apt_install in the background, its lines in a log: the tests' packages (PyTorch the largest) download and
+# unpack, mostly waiting on the network and the disk, while the build keeps the cores busy. ts_apt_wait waits for
+# it and prints its lines; a failed install fails there, with its log's last lines.
+#   ts_apt_install_background PACKAGE...; ...; ts_apt_wait
+ts_apt_install_background() {
+  TS_APT_LOG="$(mktemp)"
+  (ts_apt_install "$@") >"$TS_APT_LOG" 2>&1 &
+  TS_APT_PID=$!
+}
+ts_apt_wait() {
+  [ -n "${TS_APT_PID:-}" ] || return 0
+  local rc=0
+  wait "$TS_APT_PID" || rc=$?
+  TS_APT_PID=""
+  if [ "$rc" != 0 ]; then
+    tail -n 20 "$TS_APT_LOG" >&2
+    echo "$(basename "$0" .sh): error: installing the packages in the background failed (exit $rc): see the lines above" >&2
+  else
+    cat "$TS_APT_LOG" >&2
+  fi
+  rm -f "$TS_APT_LOG"
+  return "$rc"
+}
+
 # The compute calibration of scripts/bench-predict-*.sh: one-process runs of a model at each micro-batch a layout
 # runs at, one compute thread (what each of 2 ranks gets on a 2-core host: compute_threads.cpp divides a host's cores
 # among its ranks). Prints the result files' paths, one a line.

@@ -3,9 +3,10 @@
 # trainscope in build/. Idempotent: a second run only rebuilds what changed.
 #   TRAINSCOPE_CMAKE_ARGS="-DCMAKE_CUDA_ARCHITECTURES=80;90" scripts/setup.sh
 #   scripts/setup.sh [TARGET...]   only these CMake targets (run.sh: trainscope); none: every target (test.sh)
+#   TS_BACKGROUND_PACKAGES="PKG ..." scripts/setup.sh   also installs these, while the build runs
 # The CUDA toolkit (with NCCL, cuDNN) is not a Debian package here: when /usr/local/cuda or nvcc on PATH
 # is found the CUDA parts are built, otherwise trainscope builds without them.
-# A build folder configured for the first time is a unity build (CMake compiles each target's sources a few to a
+# A build folder configured for the first time is a unity build (CMake compiles each target's sources 32 to a
 # file, their common headers parsed once: far fewer steps and less CPU; README "Testing" has the figures);
 # one configured before keeps what it has, so an incremental per-file build under ccache stays one. A fresh per-file
 # build: TRAINSCOPE_CMAKE_ARGS=-DCMAKE_UNITY_BUILD=OFF (it comes after, so it wins; =ON or =OFF also switches an
@@ -24,6 +25,10 @@ PACKAGES=(
 )
 
 ts_apt_install "${PACKAGES[@]}"
+# TS_BACKGROUND_PACKAGES (test.sh: the tests' own): installed while the build runs, waited for before the end.
+# shellcheck disable=SC2206
+background=(${TS_BACKGROUND_PACKAGES:-})
+[ ${#background[@]} -gt 0 ] && ts_apt_install_background "${background[@]}"
 
 targets=("$@")
 unity=()
@@ -37,6 +42,7 @@ what="every target (the tests' too)"
 if ts_dry; then
   ts_stage setup "would configure: ${configure[*]}"
   ts_stage setup "would build $what: ${build[*]}"
+  ts_apt_wait
   exit 0
 fi
 ts_stage setup "configuring $TS_BUILD (cmake)"
@@ -45,5 +51,6 @@ ts_stage setup "configuring $TS_BUILD (cmake)"
 steps="$(ninja -C "$TS_BUILD" -n "${targets[@]}" 2>/dev/null | grep -c '^\[' || true)"
 ts_stage setup "building $what: $steps step(s) to run on $(nproc) core(s)"
 "${build[@]}"
+ts_apt_wait
 # Which optional parts this machine's build has (CUDA, NCCL, cuDNN, MPI, hwloc, verbs, ...): what can run here.
 ts_stage setup "built $TS_BUILD/trainscope: $("$TS_BUILD/trainscope" --version)"

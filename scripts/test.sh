@@ -10,8 +10,6 @@
 # line carries the time since the start, and pytest names each test as it ends (-v), so no stage is a long silence.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-ts_stage test "set-up, every target (the unit tests, micro-benchmarks too): packages a few minutes on a fresh machine, the build (a unity build in a new build/) about 10 min from scratch"
-"$TS_ROOT/scripts/setup.sh"
 # What only the tests need: pytest and pytest-xdist (its workers), hypothesis (property tests of the readers),
 # Chromium to open the HTML report headless, dpkg-dev (dpkg-shlibdeps) to build the Debian package, a real Slurm
 # (slurm-wlm: slurmctld, slurmd, slurm-client with sbatch/srun; munge) that tests/integration/test_slurm.py starts on this machine with scripts/slurm-local.sh, and
@@ -19,8 +17,13 @@ ts_stage test "set-up, every target (the unit tests, micro-benchmarks too): pack
 # the external check of every model's losses (tests/integration/test_pytorch_agreement.py; a few minutes to install), and
 # PyYAML for MLPerf's compliance checker (tests/integration/test_mllog_compliance.py), and a PostgreSQL server that
 # tests/reports/postgres_server.py starts in a temporary folder for the history store's tests.
-ts_stage test "the tests' packages (PyTorch the largest: a few minutes on a fresh machine)"
-ts_apt_install python3-pytest python3-pytest-xdist python3-hypothesis python3-prometheus-client chromium fonts-dejavu-core dpkg-dev slurm-wlm munge iproute2 python3-torch python3-yaml postgresql
+# And clang with libFuzzer's runtime for scripts/fuzz.sh. They install while setup.sh builds (a few minutes on a
+# fresh machine, PyTorch the largest: the network and the disk, while the build keeps the cores).
+TEST_PACKAGES=(python3-pytest python3-pytest-xdist python3-hypothesis python3-prometheus-client chromium fonts-dejavu-core
+  dpkg-dev slurm-wlm munge iproute2 python3-torch python3-yaml postgresql clang libclang-rt-14-dev)
+ts_stage test "set-up, every target (the unit tests, micro-benchmarks too), the tests' packages installed meanwhile: packages a few minutes on a fresh machine, the build (a unity build in a new build/) about 10 min from scratch"
+TS_BACKGROUND_PACKAGES="${TEST_PACKAGES[*]}" "$TS_ROOT/scripts/setup.sh"
+ts_apt_install "${TEST_PACKAGES[@]}"
 ts_mpi_env
 cd "$TS_ROOT"
 

@@ -17,7 +17,7 @@ namespace {
 std::mutex g_mu;
 const PeerCensus* g_census = nullptr;
 
-std::string rankList(const std::vector<int>& ranks) {
+std::string ranksInWords(const std::vector<int>& ranks) {
   return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", fmt::join(ranks, ", "));
 }
 }  // namespace
@@ -73,15 +73,15 @@ std::string describePeers(const std::vector<BeaconCard>& peers, const std::vecto
     const auto& [state, host] = key;
     switch (state) {
       case PeerState::kUnreachable:
-        parts.push_back(fmt::format("host {} ({}) does not answer (the host or its link is down)", host, rankList(ranks)));
+        parts.push_back(fmt::format("host {} ({}) does not answer (the host or its link is down)", host, ranksInWords(ranks)));
         break;
       case PeerState::kGone:
-        parts.push_back(fmt::format("{} on host {} {} gone (the host answers, the process does not)", rankList(ranks), host,
+        parts.push_back(fmt::format("{} on host {} {} gone (the host answers, the process does not)", ranksInWords(ranks), host,
                                     ranks.size() == 1 ? "is" : "are"));
         break;
       case PeerState::kFrozen:
-        parts.push_back(fmt::format("{} on host {} accept{} but do{} not answer (a stopped or stuck process)", rankList(ranks),
-                                    host, ranks.size() == 1 ? "s" : "", ranks.size() == 1 ? "es" : ""));
+        parts.push_back(fmt::format("{} on host {} accept{} but do{} not answer (a stopped or stuck process)",
+                                    ranksInWords(ranks), host, ranks.size() == 1 ? "s" : "", ranks.size() == 1 ? "es" : ""));
         break;
       case PeerState::kAlive:
         break;

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "bench/config_version.h"
+#include "bench/results/record_json.h"
 
 namespace ts {
 
@@ -20,8 +21,6 @@ std::int64_t TrainRecord::skippedSteps() const {
 }
 
 namespace {
-
-nlohmann::json orNull(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
 
 nlohmann::json lossCurve(const TrainRecord& r) {
   nlohmann::json curve = nlohmann::json::array();
