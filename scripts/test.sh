@@ -19,11 +19,11 @@ source "$(dirname "$0")/lib.sh"
 # tests/reports/postgres_server.py starts in a temporary folder for the history store's tests.
 # And clang with libFuzzer's runtime for scripts/fuzz.sh. They install while setup.sh builds (a few minutes on a
 # fresh machine, PyTorch the largest: the network and the disk, while the build keeps the cores).
-TEST_PACKAGES=(python3-pytest python3-pytest-xdist python3-hypothesis python3-prometheus-client chromium fonts-dejavu-core
+PACKAGES=(python3-pytest python3-pytest-xdist python3-hypothesis python3-prometheus-client chromium fonts-dejavu-core
   dpkg-dev slurm-wlm munge iproute2 python3-torch python3-yaml postgresql clang libclang-rt-14-dev)
 ts_stage test "set-up, every target (the unit tests, micro-benchmarks too), the tests' packages installed meanwhile: packages a few minutes on a fresh machine, the build (a unity build in a new build/) about 10 min from scratch"
-TS_BACKGROUND_PACKAGES="${TEST_PACKAGES[*]}" "$TS_ROOT/scripts/setup.sh"
-ts_apt_install "${TEST_PACKAGES[@]}"
+TS_BACKGROUND_PACKAGES="${PACKAGES[*]}" "$TS_ROOT/scripts/setup.sh"
+ts_apt_install "${PACKAGES[@]}"
 ts_mpi_env
 cd "$TS_ROOT"
 

@@ -140,3 +140,26 @@ def test_test_sh_announces_each_stage_with_its_expected_time_and_pytest_shows_pr
         assert at - said <= 6 and re.search(r"\d+ min", lines[said]), f"{stage}: no ts_stage line with its time just before it"
     pytest_line = next(line for line in lines if "-m pytest" in line)
     assert " -q " not in pytest_line and re.search(r" -v\b", pytest_line)
+
+
+@pytest.mark.parametrize("apt_rc", [0, 100])
+def test_packages_installed_in_the_background_say_so_and_a_failed_install_fails(tmp_path, apt_rc):
+    """test.sh has setup.sh install the tests' packages while the build runs (ts_apt_install_background, then
+    ts_apt_wait): their lines come out when waited for, and an install that failed fails the script with one line,
+    not a test stage later that misses a package. apt-get is a stand-in here, exiting `apt_rc`."""
+    if os.geteuid() != 0:
+        pytest.skip("ts_apt_install runs apt-get through sudo when not root")
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "apt-get").write_text(f'#!/bin/sh\n[ "$1" = update ] && exit 0\necho "E: stand-in" >&2\nexit {apt_rc}\n')
+    (fake / "apt-get").chmod(0o755)
+    script = f'source {SCRIPTS / "lib.sh"}; ts_apt_install_background no-such-package-of-trainscope; echo building; ts_apt_wait; echo done'
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", "TS_DRY_RUN": "0"}
+    r = subprocess.run(["bash", "-c", f"set -euo pipefail; {script}"], capture_output=True, text=True, timeout=60, env=env)
+    assert "installing 1 of 1 packages with apt-get" in r.stderr and "no-such-package-of-trainscope" in r.stderr, r.stderr
+    assert r.stdout.splitlines()[0] == "building"  # the caller went on while the install ran
+    if apt_rc == 0:
+        assert r.returncode == 0 and r.stdout.splitlines() == ["building", "done"], r.stdout + r.stderr
+    else:
+        assert r.returncode == apt_rc and "done" not in r.stdout, r.stdout + r.stderr
+        assert f"error: installing the packages in the background failed (exit {apt_rc})" in r.stderr, r.stderr
