@@ -22,8 +22,7 @@ source "$(dirname "$0")/lib.sh"
 PACKAGES=(python3-pytest python3-pytest-xdist python3-hypothesis python3-prometheus-client chromium fonts-dejavu-core
   dpkg-dev slurm-wlm munge iproute2 python3-torch python3-yaml postgresql clang libclang-rt-14-dev)
 ts_stage test "set-up, every target (the unit tests, micro-benchmarks too), the tests' packages installed meanwhile: packages a few minutes on a fresh machine, the build (a unity build in a new build/) about 5.5 min from scratch"
-TS_BACKGROUND_PACKAGES="${PACKAGES[*]}" "$TS_ROOT/scripts/setup.sh"
-ts_apt_install "${PACKAGES[@]}"
+TS_BACKGROUND_PACKAGES="${PACKAGES[*]}" "$TS_ROOT/scripts/setup.sh"  # fails if their install failed
 ts_mpi_env
 cd "$TS_ROOT"
 
