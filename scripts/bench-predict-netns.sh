@@ -32,7 +32,7 @@ export TS_NETNS_PREFIX="${TS_NETNS_PREFIX:-tsbench}" TS_NETNS_NET="${TS_NETNS_NE
 CLUSTER="$TS_ROOT/scripts/netns-cluster.sh"
 ts_bench_start
 # The cluster goes with the script, failed or not.
-trap '"$CLUSTER" down; [ -z "${TS_BENCH_KEEP:-}" ] || cp -r "$work/." "$TS_BENCH_KEEP"; rm -rf "$work"' EXIT
+trap '"$CLUSTER" down; ts_bench_end' EXIT
 trap 'exit 130' INT TERM  # interrupted: exit, which runs the EXIT trap (bash takes it when the running command ends)
 ts_mpi_env
 PY="$(ts_python scipy)"

@@ -12,7 +12,8 @@
 # within 25%, tau >= 0.8). The load average is printed before and after: on a busy host both sides measure the host.
 #   scripts/bench-predict-train.sh [steps=20] [models="mlp:small transformer:tiny cnn:tiny"] [dp-calibration=]
 #                                  [layouts="0 1 ... 12": indices into LAYOUTS below; 10-12 ps-async, its steady state]
-# With TS_BUILD_GIVEN=1 the trainscope in TS_BUILD (default build/) is used as it is, without setup.sh.
+# With TS_BUILD_GIVEN=1 the trainscope in TS_BUILD (default build/) is used as it is, without setup.sh; TS_BENCH_KEEP=DIR
+# keeps the files (calibration, plans, runs, predictions: to predict them again with another model's version).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ts_bench_start

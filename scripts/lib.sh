@@ -17,11 +17,17 @@ ts_python() {
 }
 
 # A benchmark script's start: the build (scripts/setup.sh, unless TS_BUILD_GIVEN=1 says TS_BUILD is to be used as
-# it is) and a scratch folder in $work, removed when the script exits.
+# it is) and a scratch folder in $work, removed when the script exits; with TS_BENCH_KEEP=DIR its files are copied
+# there first (plans, runs, sweeps, predictions: to predict them again, or for `report` and `compare`). A script that
+# sets its own EXIT trap calls ts_bench_end in it.
 ts_bench_start() {
   if [[ -z "${TS_BUILD_GIVEN:-}" ]]; then "$TS_ROOT/scripts/setup.sh" >/dev/null; fi
   work="$(mktemp -d)"
-  trap 'rm -rf "$work"' EXIT
+  trap ts_bench_end EXIT
+}
+ts_bench_end() {
+  if [[ -n "${TS_BENCH_KEEP:-}" ]]; then mkdir -p "$TS_BENCH_KEEP" && cp -r "$work/." "$TS_BENCH_KEEP"; fi
+  rm -rf "$work"
 }
 
 # OpenMPI refuses to run as root unless told; containers and CI run as root. Oversubscribe so that
