@@ -97,7 +97,10 @@ RankRow rowOf(const GatheredSteps& g, int rank) {
   r.coordinates = g.coordinates(rank);
   r.step = g.medianOf(rank, S::kTotal);
   r.data = g.medianOf(rank, S::kData);
-  r.compute = g.medianOf(rank, S::kForward) + g.medianOf(rank, S::kBackward) + g.medianOf(rank, S::kOptimizer);
+  r.forward = g.medianOf(rank, S::kForward);
+  r.backward = g.medianOf(rank, S::kBackward);
+  r.optimizer = g.medianOf(rank, S::kOptimizer);
+  r.compute = r.forward + r.backward + r.optimizer;
   r.sync = g.medianOf(rank, S::kSync);
   r.communication = g.medianOf(rank, S::kCommunication);
   r.exposed = g.medianOf(rank, S::kExposed);

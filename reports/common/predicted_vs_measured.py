@@ -20,7 +20,7 @@ class Figure:
     name: str
     field: str  # its name in a prediction's `measured.ranks` rows
     predicted: tuple[str, ...]  # the prediction's per-rank fields it is the sum of
-    measured: str | None  # the train record's ranks[] field; None where the record has none alike
+    measured: tuple[str, ...] = ()  # the train record's ranks[] fields it is the sum of; none where it has none alike
 
 
 # The record's compute_us is its forward, backward and optimizer phases, which hold the waits issued inside them
@@ -28,12 +28,13 @@ class Figure:
 # prediction's alone. The record's exposed communication is every blocked time, a pipeline's sends and receives
 # included (as the replay's waiting + transfer + pipeline wait); waiting for peers and the pipeline's waits are parts of
 # it on both sides. Idle is left out: the record's is the step less compute, data and sync, the replay's the slowest
-# rank's step less this rank's.
-FIGURES = (Figure("step", "step_us", ("step_us",), "step_us"), Figure("compute", "compute_us", ("compute_us",), None),
-           Figure("optimizer", "optimizer_us", ("optimizer_us",), None),
-           Figure("exposed", "blocked_us", ("waiting_us", "transfer_us", "pipeline_wait_us"), "exposed_communication_us"),
-           Figure("waiting", "waiting_us", ("waiting_us",), "waiting_for_peers_us"),
-           Figure("pipeline_wait", "pipeline_wait_us", ("pipeline_wait_us",), "pipeline_wait_us"))
+# rank's step less this rank's. The host time outside the phases is the record's data wait and its own idle time (its
+# step less compute, data and sync), as the calibration's is taken (predict/compute.py).
+FIGURES = (Figure("step", "step_us", ("step_us",), ("step_us",)), Figure("compute", "compute_us", ("compute_us",)),
+           Figure("optimizer", "optimizer_us", ("optimizer_us",)), Figure("host", "host_us", ("host_us",), ("data_us", "idle_us")),
+           Figure("exposed", "blocked_us", ("waiting_us", "transfer_us", "pipeline_wait_us"), ("exposed_communication_us",)),
+           Figure("waiting", "waiting_us", ("waiting_us",), ("waiting_for_peers_us",)),
+           Figure("pipeline_wait", "pipeline_wait_us", ("pipeline_wait_us",), ("pipeline_wait_us",)))
 MEASURED = tuple(f for f in FIGURES if f.measured)  # those a train record has alike
 
 
@@ -87,7 +88,14 @@ def comparable(t: Record) -> bool:
 
 
 def predicted(row: Mapping[str, Any], f: Figure) -> float:
-    return float(sum(row[k] for k in f.predicted))
+    """A prediction's per-rank figure; 0 for a part a prediction written before it lacks (host_us)."""
+    return float(sum(row.get(k, 0.0) for k in f.predicted))
+
+
+def measured(row: Mapping[str, Any], f: Figure) -> float | None:
+    """A train record's ranks[] row's figure; None where it has none alike or lacks a part (written before it)."""
+    parts = [v for v in (row.get(k) for k in f.measured) if isinstance(v, (int, float))]
+    return float(sum(parts)) if parts and len(parts) == len(f.measured) else None
 
 
 def _memory_of(row: Mapping[str, Any] | None, f: MemoryFigure) -> Any:
@@ -113,7 +121,7 @@ def measured_figures(t: Record, source: str, steps: int = 1) -> JsonObject:
     a record written before a figure existed lacks it; the timing figures null for a window of several steps too: the
     record's are medians), and its MFU fields, as a prediction's `measured`."""
     memory = {m["rank"]: m for m in (t.get("memory") or {}).get("ranks") or []}
-    ranks = [{"rank": k["rank"], **{f.field: k.get(f.measured) if steps == 1 else None for f in MEASURED if f.measured},
+    ranks = [{"rank": k["rank"], **{f.field: measured(k, f) if steps == 1 else None for f in MEASURED},
               **{f.field: _memory_of(memory.get(k["rank"]), f) for f in MEMORY}}
              for k in sorted(t.get("ranks") or [], key=lambda k: k["rank"])]
     mfu = t.get("mfu") or {}

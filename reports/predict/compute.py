@@ -11,7 +11,15 @@ share, workloads/layers/layer.h), the FLOPs a rate must be per: a calibration ru
 another micro-batch size (a GEMM's efficiency changes with its size) and tensor-parallel slices (narrower GEMMs).
 Several one-process runs at different batch sizes let the prediction take the nearest micro-batch's rate; how far it
 had to go is said with the prediction. The optimizer costs per parameter element it updates (its phase over the
-model's parameters): the update is element-wise. On a CPU a rank's rate depends on its compute threads: calibrate with
+model's parameters): the update is element-wise. A step also holds time in none of those phases, which the plan's
+events do not carry: the wait for the data loader's next batch and the host's work between the phases (zeroing the
+gradients, the step's bookkeeping): the rank's `data_us` + `idle_us`, a constant per step (measured 2-rank layouts of
+one model differ by about a third in it, a few per cent of their steps).
+
+Of a run of several ranks, the phases are those of the rank whose compute (forward + backward + optimizer) took
+longest (its row in the record's `ranks`; a record written before the rows had them: process 0's `phases_us`): the
+measured step is the slowest rank's, which every collective waits for, and a prediction gives every rank of a layout
+one rate. On the development VM the two ranks of one run differed by up to 40% (docs/prediction.md). On a CPU a rank's rate depends on its compute threads: calibrate with
 the threads each rank of the predicted layout gets (TRAINSCOPE_THREADS=cores / ranks per host); the description
 says how many the calibration ran with."""
 import math
@@ -34,15 +42,19 @@ class ComputeRates:
     band_high: float
     threads: int | None = None  # a CPU run's compute threads (run.threads): a CPU rank's rate depends on them
     ranks: int = 1  # the run's world size: ranks computing at once (on a CPU host they share its memory bandwidth)
+    host_us: float = 0.0  # per step: the data wait and the host's work outside the phases
+    rank: int = 0  # the run's rank the rates are of (of several: the one whose compute took longest)
     # the run's train record: the peaks its MFU is against (`mfu`), which a predicted MFU takes (step_figures.py)
     record: Record = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def describe(self) -> str:
         threads = f", {self.threads} thread(s)" if self.threads else ""
-        run = "one-process train" if self.ranks == 1 else f"{self.ranks}-rank data-parallel train"
+        run = "one-process train" if self.ranks == 1 else \
+            f"{self.ranks}-rank data-parallel train (rank {self.rank}: its compute the longest)"
         return (f"{run} at micro-batch {self.micro_batch}{threads} ({self.source}): forward "
                 f"{1e-3 / self.forward_us_per_flop:.2f} GFLOP/s, backward {1e-3 / self.backward_us_per_flop:.2f} "
-                f"GFLOP/s, optimizer {self.optimizer_us_per_element * 1e3:.3f} ns per element")
+                f"GFLOP/s, optimizer {self.optimizer_us_per_element * 1e3:.3f} ns per element, outside the phases "
+                f"{self.host_us:.1f} us per step")
 
 
 @dataclass(frozen=True)
@@ -69,8 +81,30 @@ def _matches(r: Record, w: Wanted) -> bool:
             and r.get("precision") == w.precision and r.get("backend") == w.backend)
 
 
+_PHASES = ("forward_us", "backward_us", "optimizer_us")
+_HOST = ("data_us", "idle_us")  # the data wait, and the step less compute, data and sync
+
+
+def _has(row: Record, keys: Sequence[str]) -> bool:
+    return all(isinstance(row.get(k), (int, float)) and not isinstance(row.get(k), bool) for k in keys)
+
+
+def _slowest(r: Record) -> tuple[int, float, float, float, float]:
+    """(rank, forward, backward, optimizer, host) in us: the rank whose compute took longest, from the record's ranks[]
+    rows; a record written before the rows had its phases: process 0's phases_us and (where it has them) its row's
+    host time, else none."""
+    rows = [k for k in r.get("ranks") or [] if _has(k, _PHASES + _HOST)]
+    if rows:
+        k = max(rows, key=lambda k: (sum(k[p] for p in _PHASES), -k["rank"]))
+        return int(k["rank"]), k["forward_us"], k["backward_us"], k["optimizer_us"], k["data_us"] + k["idle_us"]
+    p = r["phases_us"]
+    zero = next((k for k in r.get("ranks") or [] if k.get("rank") == 0 and _has(k, _HOST)), None)
+    return (0, p["forward"]["median"], p["backward"]["median"], p["optimizer"]["median"],
+            zero["data_us"] + zero["idle_us"] if zero else 0.0)
+
+
 def _rates(res: Result, r: Record) -> ComputeRates:
-    phases = r["phases_us"]
+    rank, forward, backward, optimizer, host = _slowest(r)
     ranks = int(r["world_size"])
     # One rank's: no tensor parallelism here, so the model's FLOPs over the ranks (flops_per_step is 3 forwards,
     # recomputation not in it; the backward phase ran that too).
@@ -81,12 +115,10 @@ def _rates(res: Result, r: Record) -> ComputeRates:
     step = r["step_time_us"]
     median = step["median"]
     threads = res.doc["run"].get("threads", {}).get("per_process") if r.get("backend") == "cpu" else None
-    return ComputeRates(res.path, int(r["config"]["resolved"]["micro_batch"]),
-                        phases["forward"]["median"] / forward_flops,
-                        phases["backward"]["median"] / (2 * forward_flops + recompute),
-                        phases["optimizer"]["median"] / r["parameters"],
+    return ComputeRates(res.path, int(r["config"]["resolved"]["micro_batch"]), forward / forward_flops,
+                        backward / (2 * forward_flops + recompute), optimizer / r["parameters"],
                         max(0.0, 1 - step["min"] / median) if median > 0 else 0.0,
-                        max(0.0, step["p95"] / median - 1) if median > 0 else 0.0, threads, ranks, r)
+                        max(0.0, step["p95"] / median - 1) if median > 0 else 0.0, threads, ranks, host, rank, r)
 
 
 def compute_rates(results: Sequence[Result], wanted: Wanted, micro_batch: int, ranks: int = 1) -> ComputeRates:

@@ -37,7 +37,8 @@ def _compute(costs: StepCosts) -> JsonObject:
     r = costs.rates
     return {"source": r.source, "micro_batch": r.micro_batch, "forward_us_per_flop": r.forward_us_per_flop,
             "backward_us_per_flop": r.backward_us_per_flop, "optimizer_us_per_element": r.optimizer_us_per_element,
-            "band_low": r.band_low, "band_high": r.band_high, "threads": r.threads, "description": r.describe()}
+            "host_us": r.host_us, "rank": r.rank, "band_low": r.band_low, "band_high": r.band_high, "threads": r.threads,
+            "description": r.describe()}
 
 
 def _collectives(costs: StepCosts) -> list[JsonObject]:

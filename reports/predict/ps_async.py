@@ -7,15 +7,17 @@ list of ops whose members meet to replay: the plan gives each rank its own compu
 backwards, a server's update of its shard: `schedule`) and the facts below (`ps_async`: workers, servers, S, the
 bytes of one shard), and the step is the period P of the steady state, the largest of three bounds:
 
-- **a rank's own work per step**: its compute and its server's update (one core does both where a worker serves),
-  plus its transfers: each shard it sends a remote server and each version it sends a remote worker crosses its link
-  once each way (a send and, in the other direction, the matching receive), `t` each, the sendrecv fit at the shard's
-  bytes between the two. Where collectives move only while their ranks wait in the library (--progress in-waits:
-  MPI's, and the engine pumps its transfers only while it waits) the transfers add to the work; where they move on
-  their own (independent: NCCL's stream) the larger of the two is the bound.
+- **a rank's own work per step**: its compute, a worker's host time outside its phases (the data wait: the
+  calibration's, compute.py) and its server's update (one core does both where a worker serves), plus its transfers:
+  each shard it sends a remote server and each version it sends a remote worker crosses its link once each way (a
+  send and, in the other direction, the matching receive), `t` each, the sendrecv fit at the shard's bytes between
+  the two. Where collectives move only while their ranks wait in the library (--progress in-waits: MPI's, and the
+  engine pumps its transfers only while it waits) the transfers add to the work; where they move on their own
+  (independent: NCCL's stream) the larger of the two is the bound.
 - **the staleness chain**: version c - S must exist before step c starts, and it needs the slowest worker's step
-  c - S computed, its shard sent (t), the server's update (u) and the version back (t): S + 1 steps span that chain,
-  so (S + 1) P >= compute + 2 t + u. S = 0 is the synchronous parameter server: the chain is the step.
+  c - S computed (its host time with it), its shard sent (t), the server's update (u) and the version back (t): S + 1
+  steps span that chain, so (S + 1) P >= host + compute + 2 t + u. S = 0 is the synchronous parameter server: the
+  chain is the step.
 
 Each rank's figures: its compute and update as the calibration costs them, the rest of P its time waiting for
 versions and gradients, which a measured ps-async record counts as exposed transfer (its `communication`). Not
@@ -99,10 +101,10 @@ def _transfers(rank: int, f: Facts) -> int:
     return sends + serves
 
 
-def steady_state(facts: Mapping[int, Facts], own_us: Mapping[int, tuple[float, float]],
+def steady_state(facts: Mapping[int, Facts], own_us: Mapping[int, tuple[float, float, float]],
                  transfer_us: Callable[[int, int], float], progress: Progress) -> tuple[AsyncPsStep, StepReplay]:
-    """The period of the steady state. own_us: each rank's (compute, update) per step; transfer_us(a, b): one shard
-    between ranks a and b."""
+    """The period of the steady state. own_us: each rank's (compute, update, host) per step (own_work); transfer_us(a,
+    b): one shard between ranks a and b."""
     first = next(iter(facts.values()))
     worker_ranks = [r for r, f in facts.items() if f.worker]
     server_ranks = {f.shard: r for r, f in facts.items() if f.shard is not None}
@@ -113,24 +115,26 @@ def steady_state(facts: Mapping[int, Facts], own_us: Mapping[int, tuple[float, f
         if any(w != s for w in worker_ranks for s in server_ranks.values()) else 0.0
 
     def work(rank: int) -> float:
-        compute, update = own_us[rank]
+        own = sum(own_us[rank])
         moving = _transfers(rank, facts[rank]) * t
-        return compute + update + moving if progress is Progress.IN_WAITS else max(compute + update, moving)
+        return own + moving if progress is Progress.IN_WAITS else max(own, moving)
 
     works = {r: work(r) for r in facts}
     busiest = max(works, key=lambda r: (works[r], -r))
     update = max(own_us[r][1] for r in server_ranks.values())
-    chain = (max(own_us[r][0] for r in worker_ranks) + 2 * t + update) / (first.staleness + 1)
+    chain = (max(own_us[r][0] + own_us[r][2] for r in worker_ranks) + 2 * t + update) / (first.staleness + 1)
     step = max(works[busiest], chain)
     figures = AsyncPsStep(step, Bound.RANK if works[busiest] >= chain else Bound.STALENESS, busiest, works[busiest], chain,
                           t, first.staleness)
     ranks = tuple(RankTimes(r, step, own_us[r][0], own_us[r][1], 0.0, step - sum(own_us[r]), 0.0, 0.0,
-                            {GROUP: step - sum(own_us[r])}) for r in sorted(facts))
+                            {GROUP: step - sum(own_us[r])}, own_us[r][2]) for r in sorted(facts))
     return figures, StepReplay(step, ranks, ())
 
 
-def own_work(events: Sequence[object], rank: int, compute_us: Callable[[Compute | Optimizer, int], float]) -> tuple[float, float]:
-    """A rank's (compute, update) per step from its parsed schedule (compute and optimizer events only)."""
+def own_work(events: Sequence[object], rank: int, compute_us: Callable[[Compute | Optimizer, int], float],
+             host_us: float) -> tuple[float, float, float]:
+    """A rank's (compute, update, host) per step from its parsed schedule (compute and optimizer events only) and its
+    host time outside them (a worker's: a server's step loads no data)."""
     compute = update = 0.0
     for e in events:
         if isinstance(e, Optimizer):
@@ -140,4 +144,4 @@ def own_work(events: Sequence[object], rank: int, compute_us: Callable[[Compute 
         else:
             raise InputError(f"rank {rank}'s ps-async schedule issues an op: its ranks share no step, so a plan of it "
                              "has compute alone")
-    return compute, update
+    return compute, update, host_us

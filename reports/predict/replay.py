@@ -5,9 +5,11 @@ the trainer runs things in rather than out of a formula per layout (docs/archite
 The semantics, each an assumption the costs are read under:
 
 - Costs (the `Costs` protocol) give a compute event's time on a rank (`compute_us`: forward, backward, recompute,
-  optimizer) and an op's time once every member has arrived (`op_us(op, group_size, bytes, members)`: a collective,
-  or a send/recv pair's transfer, asked as op "send" with the pair's group_size, bytes and two ranks; the members say
-  which link the op crosses: placement.py).
+  optimizer), an op's time once every member has arrived (`op_us(op, group_size, bytes, members)`: a collective, or a
+  send/recv pair's transfer, asked as op "send" with the pair's group_size, bytes and two ranks; the members say which
+  link the op crosses: placement.py), and a step's host time that is in no event (`host_us`: the wait for the data
+  and the work between the phases, which the trainer spends before a step's first event: at the start of the walk,
+  and before the first compute after each optimizer of a window).
 - Each rank has one compute stream: its compute events run one after another, in program order. An issue takes no
   time and records the rank's arrival at the op. A wait blocks the rank until the op ends (no time if it has).
 - A collective is the k-th issue on its `members` list on every member (the CommTracker's rule; op, group and bytes
@@ -18,10 +20,11 @@ The semantics, each an assumption the costs are read under:
   the stated first assumption; contention would be a knob of its own. With Progress.IN_WAITS (MPI) a collective's
   member arrives when it enters a wait rather than at its issue: it overlaps nothing the rank computes meanwhile.
 - Per rank (RankTimes): step_us, when its last event ends; compute_us (forward + backward + recompute);
-  optimizer_us; the time blocked in waits, split as the train record splits it: for a collective, waiting_us is the
+  optimizer_us; host_us; the time blocked in waits, split as the train record splits it: for a collective, waiting_us is the
   part before the op's last member arrived (waiting for a peer: nothing moves before) and transfer_us the rest
   (queueing behind the communicator's previous op included); blocked time in send/recv waits is pipeline_wait_us.
-  A rank's clock moves only by compute and blocking, so compute + optimizer + blocked is its step_us, and its
+  A rank's clock moves only by compute, host time and blocking, so compute + optimizer + host + blocked is its
+  step_us, and its
   idle_us is the step's time (the slowest rank's) less that. The blocked time is split by group too
   (exposed_by_group_us: the group each op is on, as the plan names it: dp, tp, pp, ...; a pipeline's waits under
   its own), one entry for every group the rank issues an op on (0 where none of its waits blocked): the exposed
@@ -64,6 +67,8 @@ class Progress(Enum):
 class Costs(Protocol):
     def compute_us(self, event: Compute | Optimizer, rank: int) -> float: ...
 
+    def host_us(self, rank: int) -> float: ...
+
     def op_us(self, op: str, group_size: int, nbytes: int, members: tuple[int, ...], in_place: bool = False) -> float: ...
 
 
@@ -94,6 +99,7 @@ class RankTimes:
     # blocked time by the group of the op waited for (a pipeline's waits under its group), every group the rank issues
     # an op on, ascending by name: sums to blocked_us
     exposed_by_group_us: dict[str, float] = field(default_factory=dict, hash=False)
+    host_us: float = 0.0  # the data wait and the host's work outside the events (Costs.host_us), per step
 
     @property
     def exposed_us(self) -> float:
@@ -146,6 +152,8 @@ class _Rank:
     clock: float = 0.0
     compute: float = 0.0
     optimizer: float = 0.0
+    host: float = 0.0
+    next_step: bool = False  # an optimizer was the last compute: the next compute starts a step (after its host time)
     waiting: float = 0.0
     transfer: float = 0.0
     pipeline_wait: float = 0.0
@@ -222,6 +230,8 @@ class _Walk:
         self.ready = deque(sorted(ranks))
 
     def run(self) -> None:
+        for rank, s in self.ranks.items():  # the first step's host time, before any of its events (a ZeRO-3 gather's issue)
+            self._host(s, rank)
         while self.ready:
             self._advance(self.ready.popleft())
         blocked = sorted(r for r, s in self.ranks.items() if s.at < len(s.events))
@@ -247,13 +257,22 @@ class _Walk:
                     return
                 self._block(s, op)
             else:
+                if s.next_step:
+                    self._host(s, rank)
                 t = self._cost(self.costs.compute_us(e, rank), f"rank {rank} event {s.at} ({e.describe()})")
                 s.clock += t
                 if isinstance(e, Optimizer):
                     s.optimizer += t
+                    s.next_step = True
                 else:
                     s.compute += t
             s.at += 1
+
+    def _host(self, s: _Rank, rank: int) -> None:
+        t = self._cost(self.costs.host_us(rank), f"rank {rank}'s time outside its events")
+        s.clock += t
+        s.host += t
+        s.next_step = False
 
     def _enter(self, s: _Rank, rank: int, op: _Op) -> None:
         """IN_WAITS: the rank waits for `op`, so it and the ops its communicator runs before it move from now on; if it
@@ -326,7 +345,7 @@ class _Walk:
         step = max((s.clock for s in self.ranks.values()), default=0.0) / steps
         ranks = tuple(RankTimes(r, s.clock / steps, s.compute / steps, s.optimizer / steps, s.waiting / steps,
                                 s.transfer / steps, s.pipeline_wait / steps, step - s.clock / steps,
-                                {g: v / steps for g, v in sorted(s.groups.items())})
+                                {g: v / steps for g, v in sorted(s.groups.items())}, s.host / steps)
                       for r, s in sorted(self.ranks.items()))
         ops = sorted((OpTime(o.first.op if o.sender is None else TRANSFER_OP, o.first.group, o.first.members, o.first.bytes,
                              o.index, o.sender, tuple(sorted(o.issues)), o.last_arrival, o.start, o.end)

@@ -140,6 +140,12 @@ class StepCosts:
             t = event.flops * (r.backward_us_per_flop if event.phase is Phase.BACKWARD else r.forward_us_per_flop)
         return t * (1 + self.end.value * (r.band_high if self.end is End.HIGH else r.band_low)) / self.compute_speedup
 
+    def host_us(self, rank: int) -> float:
+        """The calibration run's step time outside its phases (compute.py), at the band's end as compute is; neither
+        compute's what-if nor the links' scale it (the data loader's and the host's work)."""
+        r = self.rates
+        return r.host_us * (1 + self.end.value * (r.band_high if self.end is End.HIGH else r.band_low))
+
     def op_us(self, op: str, group_size: int, nbytes: int, members: tuple[int, ...] = (), in_place: bool = False) -> float:
         link = self.placement.link_of(members) if self.placement else LinkClass.INTRA
         m = self.model_of(op, group_size, link, in_place)

@@ -138,7 +138,8 @@ def _async_ps(plan: PlanDoc, costs: StepCosts) -> tuple[AsyncPsStep, StepReplay]
     """ps-async's steady state (ps_async.py) over `costs`: each rank's own compute and update from its schedule."""
     schedules, _ = _schedules(plan)
     facts = {int(r["rank"]): ps_async.Facts.of(r) for r in plan.records}
-    own = {rank: ps_async.own_work(list(parse_schedule(rank, events)), rank, costs.compute_us)
+    own = {rank: ps_async.own_work(list(parse_schedule(rank, events)), rank, costs.compute_us,
+                                   costs.host_us(rank) if facts[rank].worker else 0.0)
            for rank, events in schedules.items()}
     return ps_async.steady_state(facts, own, lambda a, b: costs.op_us(ps_async.TRANSFER_OP, 2, facts[a].shard_bytes, (a, b)),
                                  costs.progress)
@@ -240,10 +241,6 @@ def _measured(path: str, plan: PlanDoc) -> Record:
     return same[0]
 
 
-def _rank_rows(measured: Record | None) -> dict[int, Record]:
-    return {int(r["rank"]): r for r in (measured or {}).get("ranks", [])}
-
-
 def _coordinates(r: Record, varying: set[str]) -> str:
     """The rank's place on the axes its plan's ranks differ in (dp0 tp1), as the plan's table names it."""
     return " ".join(f"{k.removesuffix('_rank')}{v}" for k, v in r["coordinates"].items() if k in varying) or "-"
@@ -269,17 +266,16 @@ def _print(args: argparse.Namespace, plan: PlanDoc, costs: StepCosts, prediction
             print(f"# {line}")
     # The record's per-rank figures are medians over its steps: beside a window's mean step they would be a step that
     # does not communicate, so only the step (its mean) is put beside a window's prediction.
-    rows = _rank_rows(measured) if p.steps == 1 else {}
+    theirs = {int(k["rank"]): k for k in measured_figures(measured, args.measured, p.steps)["ranks"]} if measured else {}
+    beside = bool(theirs) and p.steps == 1
     head = "".join(f" {f.name + '(us)':>18}" for f in FIGURES)
-    print(f"# {'rank':>4} {'coordinates':<14}{head}" + ("  (measured beside each: predicted / measured)" if rows else ""))
+    print(f"# {'rank':>4} {'coordinates':<14}{head}" + ("  (measured beside each: predicted / measured)" if beside else ""))
     varying = {k for k in plan.first["coordinates"] if len({r["coordinates"][k] for r in plan.records}) > 1}
     coordinates = {int(r["rank"]): _coordinates(r, varying) for r in plan.records}
     for rank, where in coordinates.items():
-        cells = "".join(_cell(predicted(asdict(p.rank(rank)), f), rows.get(rank, {}).get(f.measured) if f.measured else None)
-                        for f in FIGURES)
+        cells = "".join(_cell(predicted(asdict(p.rank(rank)), f), theirs.get(rank, {}).get(f.field)) for f in FIGURES)
         print(f"  {rank:>4} {where:<14}{cells}")
-    theirs = measured_figures(measured, args.measured, p.steps)["ranks"] if measured else []
-    print("\n".join(rank_table(plan, p, coordinates, {int(k["rank"]): k for k in theirs})))
+    print("\n".join(rank_table(plan, p, coordinates, theirs)))
     throughput = plan.batch / p.step_us * 1e6 if p.step_us > 0 else 0.0
     if prediction.ps_async:
         print(f"# {prediction.ps_async.describe()}")

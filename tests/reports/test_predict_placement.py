@@ -142,6 +142,9 @@ def test_a_pipeline_transfer_crosses_hosts_where_its_two_ranks_do():
         def compute_us(self, event, rank):
             return 0.0
 
+        def host_us(self, rank):
+            return 0.0
+
         def op_us(self, op, group_size, nbytes, members, in_place=False):
             asked.append((op, members, Placement(4, 2, "shm", "tcp").link_of(members)))
             return 1.0

@@ -26,8 +26,9 @@ def facts(workers=2, servers=1, dedicated=True, staleness=0):
     return out
 
 
-def own(f):
-    return {r: (COMPUTE if x.worker else 0.0, UPDATE if x.shard is not None else 0.0) for r, x in f.items()}
+def own(f, host=0.0):
+    return {r: (COMPUTE if x.worker else 0.0, UPDATE if x.shard is not None else 0.0, host if x.worker else 0.0)
+            for r, x in f.items()}
 
 
 @pytest.mark.parametrize("staleness,progress,step,bound", [
@@ -47,6 +48,16 @@ def test_the_step_is_the_largest_bound(staleness, progress, step, bound):
     for t in replayed.ranks:  # each rank's own compute and update, the rest of the step waited for
         assert t.step_us == pytest.approx(step) and t.transfer_us == pytest.approx(step - sum(own(facts())[t.rank]))
         assert t.exposed_by_group_us == {"dp": pytest.approx(t.transfer_us)}
+
+
+def test_a_workers_host_time_is_in_its_own_work_and_in_the_chain():
+    """10 us of a worker's data wait per step: a worker's own work 80 + 10 + 50 = 140, the chain 90 + 50 + 20 + 50 = 210
+    (S = 0), the server's 20 + 100 (it loads no data)."""
+    got, replayed = steady_state(facts(), own(facts(), host=10.0), lambda a, b: T, Progress.IN_WAITS)
+    assert (got.step_us, got.chain_us, got.bound) == (pytest.approx(210), pytest.approx(210), Bound.STALENESS)
+    assert [t.host_us for t in replayed.ranks] == [10.0, 10.0, 0.0]
+    got, _ = steady_state(facts(staleness=2), own(facts(), host=10.0), lambda a, b: T, Progress.IN_WAITS)
+    assert (got.bound, got.rank_us) == (Bound.RANK, pytest.approx(140))
 
 
 def test_a_worker_that_serves_does_both_and_sends_nothing_to_itself():

@@ -73,6 +73,24 @@ def test_a_plain_data_parallel_run_calibrates_per_rank_and_is_preferred_at_its_w
     assert compute_rates([result([calibration_train(16), two])], WANTED, 16, ranks=2).micro_batch == 16  # size first
 
 
+def test_of_several_ranks_the_rates_are_the_slowest_ranks_with_its_host_time():
+    """The measured step waited for the rank whose compute took longest: its phases are the rates, and its data wait
+    and idle time (the step less compute, data and sync) the host time each predicted step holds."""
+    rows = [{"rank": 0, "forward_us": 300.0, "backward_us": 500.0, "optimizer_us": 40.0, "data_us": 10.0, "idle_us": 30.0},
+            {"rank": 1, "forward_us": 360.0, "backward_us": 600.0, "optimizer_us": 40.0, "data_us": 20.0, "idle_us": 40.0}]
+    r = compute_rates([result([calibration_train(8, world_size=2, layout=DP2, ranks=rows)])], WANTED, 8, ranks=2)
+    assert (r.rank, r.host_us) == (1, 60.0)
+    assert r.forward_us_per_flop == pytest.approx(360 / (FORWARD_FLOPS / 2))
+    assert r.backward_us_per_flop == pytest.approx(600 / FORWARD_FLOPS)
+    assert "2-rank data-parallel train (rank 1: its compute the longest)" in r.describe()
+    assert "outside the phases 60.0 us per step" in r.describe()
+    # A record whose rows predate the phases: process 0's phases_us, and its own row's host time; no rows, none.
+    legacy = calibration_train(8, world_size=2, layout=DP2, ranks=[{"rank": 0, "data_us": 10.0, "idle_us": 15.0}])
+    r = compute_rates([result([legacy])], WANTED, 8, ranks=2)
+    assert (r.rank, r.host_us, r.forward_us_per_flop) == (0, 25.0, pytest.approx(FORWARD_US / (FORWARD_FLOPS / 2)))
+    assert compute_rates([result([calibration_train()])], WANTED, 8).host_us == 0
+
+
 @pytest.mark.parametrize("other", [dict(world_size=2), dict(world_size=2, layout=DP2 | {"zero": 1}), dict(preset="small"),
                                    dict(precision="bfloat16"), dict(backend="cuda"), dict(completed=False)])
 def test_a_calibration_without_a_matching_one_process_run_is_one_line(other):
@@ -195,6 +213,33 @@ def test_a_window_of_steps_is_predicted_as_its_mean_step(capsys, write_doc, tmp_
     assert "# the plan's steps differ: each figure is the mean step of its window of 2 steps (250.0 us)" in got.out
 
 
+HOST = 25.0  # a calibration whose one rank spent 10 us waiting for data and 15 us idle per step
+
+
+def test_the_calibrations_host_time_starts_every_ranks_step(write_doc, capsys, tmp_path):
+    """The data wait and the host's work outside the phases are in no event of the plan: every rank spends the
+    calibration's before its step's first event, so the step is the replay's plus it, a column of its own; neither
+    compute's what-if nor a fabric's scales it."""
+    rows = [{"rank": 0, "dp_rank": 0, "tp_rank": 0, "pp_rank": 0, "step_us": 1000.0, "compute_us": 840.0,
+             "communication_us": 0.0, "exposed_communication_us": 0.0, "waiting_for_peers_us": 0.0,
+             "exposed_transfer_us": 0.0, "pipeline_wait_us": 0.0, "data_us": 10.0, "idle_us": 15.0}]
+    cal = write_doc("cal.json", make_doc([calibration_train(ranks=rows)] + sweep_records()))
+    plan = write_doc("plan.json", plan_doc([plan_record(0), plan_record(1)]))
+    out = tmp_path / "p.json"
+    code, got = predict(["--calibration", str(cal), "--plan", str(plan), "--compute-speedup", "2", "--json", str(out)],
+                        capsys)
+    assert code == 0, got.err
+    doc = prediction(out)
+    assert doc["step_us"] == pytest.approx(STEP + HOST) and doc["compute"]["host_us"] == pytest.approx(HOST)
+    for row in doc["per_rank"]:
+        assert row["host_us"] == pytest.approx(HOST) and row["compute_us"] == pytest.approx(80)
+    # The band: the host time at the calibration's fastest and p95 steps too.
+    assert doc["band_us"] == pytest.approx([STEP + HOST - 0.1 * (100 + HOST), STEP + HOST + 0.1 * (100 + HOST)])
+    (faster,) = doc["what_if"]  # compute twice as fast: 80 + 20 us halved, the all-reduce and the host time kept
+    assert faster["step_us"] == pytest.approx(50 + 50 + HOST)
+    assert "host(us)" in got.out and "outside the phases 25.0 us per step" in got.out
+
+
 def test_a_fabric_what_if_swaps_the_bandwidth_and_keeps_the_latency(files, capsys, tmp_path):
     cal, plan = files
     out = tmp_path / "p.json"
@@ -214,7 +259,8 @@ def test_a_measured_run_is_put_beside_with_its_error(files, capsys, write_doc, t
                      step_time_us=stats([200.0] * 3),
                      ranks=[{"rank": r, "dp_rank": r, "tp_rank": 0, "pp_rank": 0, "step_us": 200.0, "compute_us": 100.0,
                              "communication_us": 70.0, "exposed_communication_us": 70.0, "waiting_for_peers_us": 10.0,
-                             "exposed_transfer_us": 60.0, "pipeline_wait_us": 0.0} for r in (0, 1)])
+                             "exposed_transfer_us": 60.0, "pipeline_wait_us": 0.0, "data_us": 12.0, "idle_us": 18.0}
+                            for r in (0, 1)])
     measured = write_doc("run.json", make_doc([run]))
     out = tmp_path / "p.json"
     code, got = predict(["--calibration", cal, "--plan", plan, "--measured", str(measured), "--json", str(out)], capsys)
@@ -222,8 +268,9 @@ def test_a_measured_run_is_put_beside_with_its_error(files, capsys, write_doc, t
     m = prediction(out)["measured"]
     assert m["error"] == pytest.approx((STEP - 200) / 200) and m["within_band"] is False
     assert (m["step_us"], m["source"]) == (200.0, str(measured))
-    assert m["ranks"][0] == {"rank": 0, "step_us": 200.0, "blocked_us": 70.0, "waiting_us": 10.0, "pipeline_wait_us": 0.0,
-                             "model_states_bytes": None, "activation_bytes": None, "total_bytes": None}  # no account
+    assert m["ranks"][0] == {"rank": 0, "step_us": 200.0, "host_us": 30.0, "blocked_us": 70.0, "waiting_us": 10.0,
+                             "pipeline_wait_us": 0.0, "model_states_bytes": None, "activation_bytes": None,
+                             "total_bytes": None}  # no account; the host time the data wait and idle time
     assert m["mfu"] == dict.fromkeys(("measured_ceiling_tflops", "vs_measured", "datasheet_gpu", "datasheet_peak_tflops",
                                       "vs_datasheet"))  # the record states no MFU
     assert "error (predicted - measured) / measured -25.0%\n# the measured step lies outside the band" in got.out

@@ -14,8 +14,9 @@ from reports.predict.schedule import Compute, Optimizer, Phase, parse_window
 class Costs:
     """Compute from a table per (rank, phase) (layer-independent unless `per_layer` says), ops from a function."""
 
-    def __init__(self, phases=None, op=None, per_layer=None, late=None):
+    def __init__(self, phases=None, op=None, per_layer=None, late=None, host=None):
         self.phases = {"forward": 10.0, "backward": 20.0, "recompute": 10.0, "optimizer": 5.0, **(phases or {})}
+        self.host = host or {}  # rank -> its host time per step (none unless given)
         self.op = op or (lambda op, group_size, nbytes: 0.0)
         self.per_layer = per_layer or {}  # layer -> forward time
         self.late = late or {}  # rank -> time added to its first forward of layer 0, micro-batch 0
@@ -29,6 +30,9 @@ class Costs:
         if event.phase is Phase.FORWARD and event.layer == 0 and event.micro_batch == 0:
             t += self.late.get(rank, 0.0)
         return t
+
+    def host_us(self, rank):
+        return self.host.get(rank, 0.0)
 
     def op_us(self, op, group_size, nbytes, members, in_place=False):
         self.asked.append((op, group_size, nbytes))
@@ -520,9 +524,29 @@ def valid_schedules(draw):
     return events
 
 
+def test_a_ranks_host_time_comes_before_its_steps_first_event_and_once_per_step_of_a_window():
+    """Rank 1 spends 40 us outside the events before each step (the data wait): its issue of the step's first gather
+    comes after it. Moving from its issue on, the gather starts at 40 and ends at 50, and rank 0, computing from 0,
+    waits from 10: 30 us for rank 1 to arrive, 10 of transfer; a step of 55 us. Moving only in waits, it starts when
+    rank 1 waits at 50 (40 + its forward): rank 0 waits 40 us, then 10; a step of 65."""
+    schedules = {r: [issue(1, "all_gather", (0, 1), 64), fwd(0), wait(1), opt()] for r in (0, 1)}
+    for progress, step, waiting, one_blocked in ((Progress.INDEPENDENT, 55, 30, 0), (Progress.IN_WAITS, 65, 40, 10)):
+        r = replay(schedules, Costs(op=lambda op, n, b: 10.0, host={1: 40.0}), progress)
+        zero, one = r.rank(0), r.rank(1)
+        assert r.step_us == step and (zero.host_us, one.host_us) == (0, 40)
+        assert (zero.waiting_us, zero.transfer_us) == (waiting, 10)
+        assert (one.compute_us, one.blocked_us, one.idle_us) == (10, one_blocked, 0)
+    # A window of two steps without ops: 7 us before each (7 + 10 + 20 + 5) x 2 over 2 steps.
+    window = replay({0: [fwd(0), bwd(0), opt(), fwd(0), bwd(0), opt()]}, Costs(host={0: 7.0}), steps=2)
+    assert (window.step_us, window.rank(0).host_us) == (42, 7)
+
+
 class FlopCosts:
     def compute_us(self, event, rank):
         return float(event.flops) / 4 if isinstance(event, Compute) else 1.0 + rank
+
+    def host_us(self, rank):
+        return 0.5 * rank
 
     def op_us(self, op, group_size, nbytes, members, in_place=False):
         return group_size + nbytes / 8
@@ -539,8 +563,10 @@ def test_a_valid_schedule_replays_with_no_negative_time(schedules, progress):
     assert r.step_us == max(t.step_us for t in r.ranks)
     for t in r.ranks:
         assert min(t.idle_us, t.waiting_us, t.transfer_us, t.pipeline_wait_us) >= 0
-        assert r.step_us >= t.compute_us + t.optimizer_us
-        assert t.compute_us + t.optimizer_us + t.blocked_us + t.idle_us == pytest.approx(r.step_us, rel=1e-12, abs=1e-9)
+        assert r.step_us >= t.compute_us + t.optimizer_us + t.host_us
+        assert t.host_us == 0.5 * t.rank  # one step: its host time once
+        assert t.compute_us + t.optimizer_us + t.host_us + t.blocked_us + t.idle_us == \
+            pytest.approx(r.step_us, rel=1e-12, abs=1e-9)
         assert sum(t.exposed_by_group_us.values()) == pytest.approx(t.blocked_us, rel=1e-12, abs=1e-9)
     for o in r.ops:
         assert o.last_arrival_us <= o.start_us <= o.end_us

@@ -85,7 +85,7 @@ def _no_ceiling(predictions: list[tuple[str, Record]]) -> list[Block]:
 
 def _cell(row: Mapping[str, Any], measured: Mapping[str, Any] | None, f: Figure) -> str:
     p = predicted(row, f)
-    if measured is None or f.measured is None:  # nothing measured, or nothing the record has alike
+    if measured is None or not f.measured:  # nothing measured, or nothing the record has alike
         return _ms(p)
     m = measured.get(f.field)
     return f"{_ms(p)} / {_ms(m)}" + (f" ({pct(error(p, m))})" if m else "")
@@ -111,7 +111,8 @@ def _per_rank(pairs: list[Beside]) -> Block:
     rows = [[b.name, b.where, row["rank"], where] + [_cell(row, theirs, f) for f in FIGURES] + [_by_group(row)]
             for b in pairs for row, where, theirs in _ranks(b)]
     return {"kind": "table",
-            "caption": "Per rank, predicted / measured (ms) and the error, side by side: the step, the exposed "
+            "caption": "Per rank, predicted / measured (ms) and the error, side by side: the step, the host time "
+                       "outside the phases (the data wait and the rest: the record's data and idle time), the exposed "
                        "communication (every blocked time: the collectives' waits and the pipeline's) and two parts of "
                        "it, waiting for peers and the pipeline's waits; compute and optimizer as predicted alone (the "
                        "train record's compute phases hold the waits issued inside them); - where the measured run did "
