@@ -42,7 +42,10 @@ struct StepResult {
   // parameters back (data parallel; 0 on one rank).
   double dataS = 0, forwardS = 0, backwardS = 0, syncS = 0, optimizerS = 0, totalS = 0;
   double pipelineWaitS = 0;  // pipeline stages: blocked on receiving activations or gradients (bubble + transfer)
-  StepComm comm;             // the step's collectives: in flight (communication) and waited for (exposed)
+  // Of forwardS and backwardS, the time blocked in communication calls made inside them (blockedInCommunicationS):
+  // a phase less it is its compute alone, what a prediction's compute rates are taken from.
+  double forwardCommS = 0, backwardCommS = 0;
+  StepComm comm;  // the step's collectives: in flight (communication) and waited for (exposed)
   // Expert parallel: what each mixture exchanged this step (this rank's), by exchange name (layers/moe.h).
   std::map<std::string, ExpertExchangeStats> expertExchanges;
   double checkpointS = 0;  // writing a checkpoint after the step: not part of totalS (the step's time)

@@ -28,6 +28,8 @@ void RankSteps::add(const wl::StepResult& r) {
   data.push_back(r.dataS);
   forward.push_back(r.forwardS);
   backward.push_back(r.backwardS);
+  forwardCompute.push_back(std::max(0.0, r.forwardS - r.forwardCommS));
+  backwardCompute.push_back(std::max(0.0, r.backwardS - r.backwardCommS));
   sync.push_back(r.syncS);
   optimizer.push_back(r.optimizerS);
   communication.push_back(r.comm.communicationS);
@@ -58,7 +60,9 @@ class GatheredSteps {
     kExposed,
     kPipelineWait,
     kWaiting,
-    kTransfer
+    kTransfer,
+    kForwardCompute,
+    kBackwardCompute
   };
 
   GatheredSteps(Bootstrap& boot, const wl::Mesh& mesh, const RankSteps& mine, const std::vector<double>& waiting,
@@ -66,8 +70,9 @@ class GatheredSteps {
       : axes_(mesh.axes().size()), steps_(mine.total.size()) {
     std::vector<double> block;
     for (const wl::MeshAxis& a : mesh.axes()) block.push_back(a.coordinate);
-    for (const auto* s : {&mine.total, &mine.data, &mine.forward, &mine.backward, &mine.sync, &mine.optimizer,
-                          &mine.communication, &mine.exposed, &mine.pipelineWait, &waiting, &transfer})
+    for (const auto* s :
+         {&mine.total, &mine.data, &mine.forward, &mine.backward, &mine.sync, &mine.optimizer, &mine.communication, &mine.exposed,
+          &mine.pipelineWait, &waiting, &transfer, &mine.forwardCompute, &mine.backwardCompute})
       block.insert(block.end(), s->begin(), s->end());
     per_ = block.size();
     all_ = boot.allGatherDoubles(block);
@@ -100,6 +105,8 @@ RankRow rowOf(const GatheredSteps& g, int rank) {
   r.forward = g.medianOf(rank, S::kForward);
   r.backward = g.medianOf(rank, S::kBackward);
   r.optimizer = g.medianOf(rank, S::kOptimizer);
+  r.forwardCompute = g.medianOf(rank, S::kForwardCompute);
+  r.backwardCompute = g.medianOf(rank, S::kBackwardCompute);
   r.compute = r.forward + r.backward + r.optimizer;
   r.sync = g.medianOf(rank, S::kSync);
   r.communication = g.medianOf(rank, S::kCommunication);

@@ -28,6 +28,7 @@ std::optional<double> overlapOf(double communicationS, double exposedS);
 // The timed steps of one rank.
 struct RankSteps {
   std::vector<double> total, data, forward, backward, sync, optimizer, communication, exposed, pipelineWait;  // seconds
+  std::vector<double> forwardCompute, backwardCompute;  // the phases less the communication calls inside them
   std::vector<wl::CollectiveTiming> collectives;
   double originS = 0;  // steady clock at the barrier before the steps: launch times are taken from it
   void add(const wl::StepResult& r);
@@ -38,9 +39,10 @@ struct RankRow {
   int rank = 0;
   std::vector<int> coordinates;  // on each axis of the mesh, in its order
   double step = 0, data = 0, compute = 0, sync = 0, communication = 0, exposed = 0, pipelineWait = 0;
-  // compute's parts, each its own median: what a prediction's compute rates are taken from (reports/predict/compute.py:
-  // the rank the step waited for, not only process 0, whose phases the record's phases_us are)
-  double forward = 0, backward = 0, optimizer = 0;
+  // compute's parts, each its own median (process 0's are the record's phases_us); the forward and backward less the
+  // communication calls made inside them, compute alone: what a prediction's compute rates are taken from
+  // (reports/predict/compute.py: the rank the step waited for) and its compute is compared with
+  double forward = 0, backward = 0, optimizer = 0, forwardCompute = 0, backwardCompute = 0;
   // The exposed communication's two parts (bench/train/peer_waits.h): the median exposed time split in the
   // proportion of the timed steps' totals, so that they add up to it (each part's own median would not: a
   // straggler's waits come in bursts, and the medians of the parts and of their sum are three different steps).

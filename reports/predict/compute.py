@@ -16,12 +16,17 @@ events do not carry: the wait for the data loader's next batch and the host's wo
 gradients, the step's bookkeeping): the rank's `data_us` + `idle_us`, a constant per step (measured 2-rank layouts of
 one model differ by about a third in it, a few per cent of their steps).
 
-Of a run of several ranks, the phases are those of the rank whose compute (forward + backward + optimizer) took
-longest (its row in the record's `ranks`; a record written before the rows had them: process 0's `phases_us`): the
-measured step is the slowest rank's, which every collective waits for, and a prediction gives every rank of a layout
-one rate. On the development VM the two ranks of one run differed by up to 40% (docs/prediction.md). On a CPU a rank's rate depends on its compute threads: calibrate with
-the threads each rank of the predicted layout gets (TRAINSCOPE_THREADS=cores / ranks per host); the description
-says how many the calibration ran with."""
+The forward and backward are each phase's compute alone: the phase less the time its rank was blocked in
+communication calls made inside it (a record's `ranks` rows, `forward_compute_us` and `backward_compute_us`): a
+data-parallel run issues its gradient buckets in the backward, and the rank that arrives second at a bucket's
+all-reduce does Open MPI's copy of the peer's data in that issuing call, which is the collective's time, not the
+layers'. Of a run of several ranks, the phases are those of the rank whose compute (forward + backward + optimizer)
+took longest: the measured step is the slowest rank's, which every collective waits for, and a prediction gives every
+rank of a layout one rate. On the development VM the two ranks of one run differed by up to 40% (docs/prediction.md).
+A record written before the rows had these: process 0's `phases_us`.
+
+On a CPU a rank's rate depends on its compute threads: calibrate with the threads each rank of the predicted layout
+gets (TRAINSCOPE_THREADS=cores / ranks per host); the description says how many the calibration ran with."""
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -81,7 +86,7 @@ def _matches(r: Record, w: Wanted) -> bool:
             and r.get("precision") == w.precision and r.get("backend") == w.backend)
 
 
-_PHASES = ("forward_us", "backward_us", "optimizer_us")
+_PHASES = ("forward_compute_us", "backward_compute_us", "optimizer_us")
 _HOST = ("data_us", "idle_us")  # the data wait, and the step less compute, data and sync
 
 
@@ -96,7 +101,8 @@ def _slowest(r: Record) -> tuple[int, float, float, float, float]:
     rows = [k for k in r.get("ranks") or [] if _has(k, _PHASES + _HOST)]
     if rows:
         k = max(rows, key=lambda k: (sum(k[p] for p in _PHASES), -k["rank"]))
-        return int(k["rank"]), k["forward_us"], k["backward_us"], k["optimizer_us"], k["data_us"] + k["idle_us"]
+        return (int(k["rank"]), k["forward_compute_us"], k["backward_compute_us"], k["optimizer_us"],
+                k["data_us"] + k["idle_us"])
     p = r["phases_us"]
     zero = next((k for k in r.get("ranks") or [] if k.get("rank") == 0 and _has(k, _HOST)), None)
     return (0, p["forward"]["median"], p["backward"]["median"], p["optimizer"]["median"],

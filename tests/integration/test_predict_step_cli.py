@@ -64,9 +64,15 @@ def test_each_ranks_compute_is_its_schedules_flops_at_the_calibrations_rates(cal
     rate = {"forward": cal["phases_us"]["forward"]["median"] / forward,
             "backward": cal["phases_us"]["backward"]["median"] / (2 * forward)}
     rate["recompute"] = rate["forward"]  # a forward run again (a stage that no longer holds a micro-batch's input)
+    (mine,) = cal["ranks"]  # one process: its row's phases are phases_us, and its data wait and idle time the host's
+    assert (mine["forward_us"], mine["backward_us"]) == (cal["phases_us"]["forward"]["median"],
+                                                         cal["phases_us"]["backward"]["median"])
     for rec, row in zip(records, predicted["per_rank"]):
         events = [e for e in rec["schedule"]["events"] if e.get("compute") in rate]
         assert row["compute_us"] == pytest.approx(sum(e["flops"] * rate[e["compute"]] for e in events), rel=1e-9)
+        assert row["host_us"] == pytest.approx(mine["data_us"] + mine["idle_us"], rel=1e-9)
+        parts = row["compute_us"] + row["optimizer_us"] + row["host_us"] + row["waiting_us"] + row["transfer_us"]
+        assert parts + row["pipeline_wait_us"] + row["idle_us"] == pytest.approx(predicted["step_us"], rel=1e-9)
     assert predicted["band_us"][0] <= predicted["step_us"] <= predicted["band_us"][1]
     # MFU's numerator is a train record's flops_per_step: the plan's flops_per_step (the model's) summed over one
     # tensor-parallel slice, every slice counting the same (tests/integration/test_train_plan.py); the calibration ran
@@ -95,6 +101,31 @@ def test_a_tensor_parallel_ranks_compute_is_half_the_one_process_one(calibration
     assert tp2["mfu"]["model_flops_per_step"] == pytest.approx(one["mfu"]["model_flops_per_step"], rel=1e-12)
 
 
+def test_a_data_parallel_calibration_gives_the_rates_of_its_slowest_rank(calibration):
+    """A 2-rank run's record has each rank's phase medians (compute_us their sum) and its forward and backward less
+    the communication calls made inside them (a bucket issued in the backward); the prediction takes the rates (of
+    those) and the host time of the rank whose compute took longest, and says which."""
+    tmp, files = calibration
+    dp2 = tmp / "train-dp2.json"
+    r = run_trainscope(["train", *MODEL, "--dp", 2, "--steps", 4, "--warmup-steps", 1, "--no-ceiling", "--json", dp2],
+                       np=2, env={"TRAINSCOPE_THREADS": "1"})
+    assert r.rc == 0, r.err
+    cal = train_record(dp2)
+    rows = cal["ranks"]
+    for row in rows:
+        assert row["compute_us"] == pytest.approx(row["forward_us"] + row["backward_us"] + row["optimizer_us"], rel=1e-9)
+        assert 0 < row["forward_compute_us"] <= row["forward_us"] and 0 < row["backward_compute_us"] <= row["backward_us"]
+    assert rows[0]["forward_us"] == cal["phases_us"]["forward"]["median"]  # process 0's, as phases_us
+    slowest = max(rows, key=lambda k: (k["forward_compute_us"] + k["backward_compute_us"] + k["optimizer_us"], -k["rank"]))
+    r, predicted = predict_train([*files, str(dp2)], plan(tmp, "dp2", ["--dp", 2]), tmp / "dp2-predicted.json")
+    compute = predicted["compute"]
+    assert compute["source"] == str(dp2) and compute["rank"] == slowest["rank"]
+    forward = cal["flops_per_step"] / 2 / 3  # one rank's share
+    assert compute["forward_us_per_flop"] == pytest.approx(slowest["forward_compute_us"] / forward, rel=1e-9)
+    assert compute["host_us"] == pytest.approx(slowest["data_us"] + slowest["idle_us"], rel=1e-9)
+    assert f"(rank {slowest['rank']}: its compute the longest)" in r.out
+
+
 @pytest.mark.parametrize("staleness", [0, 2])
 def test_a_ps_async_plan_is_predicted_as_its_steady_state(calibration, staleness):
     """2 workers and a dedicated server: each worker's compute at the rates, the server's update its shard's elements
@@ -113,9 +144,11 @@ def test_a_ps_async_plan_is_predicted_as_its_steady_state(calibration, staleness
     assert rows[0]["compute_us"] > 0 and rows[2]["compute_us"] == 0
     ps = predicted["ps_async"]
     t = ps["transfer_us"]
-    assert ps["chain_us"] == pytest.approx((rows[0]["compute_us"] + 2 * t + update) / (staleness + 1), rel=1e-9)
+    host = cal["ranks"][0]["data_us"] + cal["ranks"][0]["idle_us"]  # a worker's, before each step; a server loads no data
+    assert [row["host_us"] for row in rows] == pytest.approx([host, host, 0], rel=1e-9)
+    assert ps["chain_us"] == pytest.approx((rows[0]["compute_us"] + host + 2 * t + update) / (staleness + 1), rel=1e-9)
     # in-waits (MPI): a worker sends one shard, the server two and updates
-    work = [rows[0]["compute_us"] + t, rows[1]["compute_us"] + t, update + 2 * t]
+    work = [rows[0]["compute_us"] + host + t, rows[1]["compute_us"] + host + t, update + 2 * t]
     assert ps["rank_us"] == pytest.approx(max(work), rel=1e-9)
     assert predicted["step_us"] == pytest.approx(max(max(work), ps["chain_us"]), rel=1e-9)
     assert all(row["step_us"] == predicted["step_us"] for row in rows)

@@ -74,10 +74,13 @@ def test_a_plain_data_parallel_run_calibrates_per_rank_and_is_preferred_at_its_w
 
 
 def test_of_several_ranks_the_rates_are_the_slowest_ranks_with_its_host_time():
-    """The measured step waited for the rank whose compute took longest: its phases are the rates, and its data wait
-    and idle time (the step less compute, data and sync) the host time each predicted step holds."""
-    rows = [{"rank": 0, "forward_us": 300.0, "backward_us": 500.0, "optimizer_us": 40.0, "data_us": 10.0, "idle_us": 30.0},
-            {"rank": 1, "forward_us": 360.0, "backward_us": 600.0, "optimizer_us": 40.0, "data_us": 20.0, "idle_us": 40.0}]
+    """The measured step waited for the rank whose compute took longest: its phases' compute alone (each less the
+    communication calls made inside it: the backward phases held 150 and 100 us of a bucket's issue) are the rates, and its
+    data wait and idle time (the step less compute, data and sync) the host time each predicted step holds."""
+    def row(rank, forward, backward, data, idle, backward_phase=None):
+        return {"rank": rank, "forward_us": forward, "backward_us": backward_phase or backward, "optimizer_us": 40.0,
+                "forward_compute_us": forward, "backward_compute_us": backward, "data_us": data, "idle_us": idle}
+    rows = [row(0, 300.0, 500.0, 10.0, 30.0, backward_phase=650.0), row(1, 360.0, 600.0, 20.0, 40.0, backward_phase=700.0)]
     r = compute_rates([result([calibration_train(8, world_size=2, layout=DP2, ranks=rows)])], WANTED, 8, ranks=2)
     assert (r.rank, r.host_us) == (1, 60.0)
     assert r.forward_us_per_flop == pytest.approx(360 / (FORWARD_FLOPS / 2))
@@ -268,9 +271,10 @@ def test_a_measured_run_is_put_beside_with_its_error(files, capsys, write_doc, t
     m = prediction(out)["measured"]
     assert m["error"] == pytest.approx((STEP - 200) / 200) and m["within_band"] is False
     assert (m["step_us"], m["source"]) == (200.0, str(measured))
-    assert m["ranks"][0] == {"rank": 0, "step_us": 200.0, "host_us": 30.0, "blocked_us": 70.0, "waiting_us": 10.0,
-                             "pipeline_wait_us": 0.0, "model_states_bytes": None, "activation_bytes": None,
-                             "total_bytes": None}  # no account; the host time the data wait and idle time
+    assert m["ranks"][0] == {"rank": 0, "step_us": 200.0, "compute_us": None, "host_us": 30.0, "blocked_us": 70.0,
+                             "waiting_us": 10.0, "pipeline_wait_us": 0.0, "model_states_bytes": None,
+                             "activation_bytes": None, "total_bytes": None}
+    # no account, no compute alone (a record before it); the host time the data wait and idle time
     assert m["mfu"] == dict.fromkeys(("measured_ceiling_tflops", "vs_measured", "datasheet_gpu", "datasheet_peak_tflops",
                                       "vs_datasheet"))  # the record states no MFU
     assert "error (predicted - measured) / measured -25.0%\n# the measured step lies outside the band" in got.out

@@ -19,15 +19,16 @@ NAME = "mlp tiny dp=2 at 2 rank(s)"
 
 
 def measured_train(step=200.0, preset="tiny", layout="dp=2", **extra):
-    """A dp=2 run of the plan's job: each rank 200 us a step, compute 100, waiting 10, transfer 60, data 5 and idle
-    15 (host time 20); states 5 MiB,
+    """A dp=2 run of the plan's job: each rank 200 us a step, compute 100 (of which forward and backward alone 30 + 60),
+    waiting 10, transfer 60, data 5 and idle 15 (host time 20); states 5 MiB,
     activations 1.5, total 8; MFU 40% of its ceiling, 20% of the datasheet peak."""
     rec = make_train(backend="cpu", device="cpu", precision="float32", world_size=2, preset=preset,
                      layout={"name": layout, "dp": 2, "tp": 1, "pp": 1, "zero": 0, "sync": "allreduce", "overlap": True},
                      step_time_us=stats([step] * 20), step_samples_us=[step] * 20,
                      ranks=[{"rank": r, "dp_rank": r, "tp_rank": 0, "pp_rank": 0, "step_us": step, "compute_us": 100.0,
                              "communication_us": 70.0, "exposed_communication_us": 70.0, "waiting_for_peers_us": 10.0,
-                             "exposed_transfer_us": 60.0, "pipeline_wait_us": 0.0, "data_us": 5.0, "idle_us": 15.0}
+                             "exposed_transfer_us": 60.0, "pipeline_wait_us": 0.0, "data_us": 5.0, "idle_us": 15.0,
+                             "forward_compute_us": 30.0, "backward_compute_us": 60.0}
                             for r in (0, 1)],
                      memory=measured_memory(), mfu=PEAKS)
     rec.update(extra)
@@ -73,9 +74,10 @@ def test_the_prediction_beside_a_measured_run_cell_by_cell(write_doc, tmp_path):
     per_rank = table(blocks, "Per rank")
     assert per_rank["columns"] == ["prediction", "measured in", "rank", "coordinates", "step", "compute", "optimizer",
                                    "host", "exposed", "waiting", "pipeline wait", "exposed by group"]
-    # Compute and optimizer as predicted alone; host: none in the calibration, the record's data and idle time 20 us;
-    # exposed: the replay's blocked 50 us against the record's 70, all dp's.
-    assert per_rank["rows"][1] == [name, "measured", 1, "dp1", "0.150 / 0.200 (-25.0%)", "0.080", "0.020",
+    # Compute: the replay's 80 us against the record's forward and backward alone, 90; the optimizer as predicted
+    # alone; host: none in the calibration, the record's data and idle time 20 us; exposed: the replay's blocked 50 us
+    # against the record's 70, all dp's.
+    assert per_rank["rows"][1] == [name, "measured", 1, "dp1", "0.150 / 0.200 (-25.0%)", "0.080 / 0.090 (-11.1%)", "0.020",
                                    "0.000 / 0.020 (-100.0%)", "0.050 / 0.070 (-28.6%)", "0.000 / 0.010 (-100.0%)", "0.000 / 0.000", "dp 0.050"]
     memory = table(blocks, "Memory per rank")
     assert memory["columns"] == ["prediction", "measured in", "rank", "coordinates", "states", "activations", "total"]

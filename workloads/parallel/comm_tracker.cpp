@@ -22,6 +22,17 @@ double blockedBefore(const CollectiveTiming& c, double lastArrivalS) {
   return issuing + waiting;
 }
 
+namespace {
+thread_local double tBlockedS = 0;  // blockedInCommunicationS(): a thread's own (each rank's steps run on one)
+}  // namespace
+
+double blockedInCommunicationS() { return tBlockedS; }
+
+void CommTracker::expose(double seconds) {
+  exposedS_ += seconds;
+  tBlockedS += seconds;
+}
+
 double transferSeconds(const CollectiveTiming& c, double lastArrivalS) {
   return std::max(0.0, c.endS() - std::max(c.launchS, lastArrivalS));
 }
@@ -37,7 +48,7 @@ int CommTracker::track(TrackedOp what, std::size_t bytes, const std::function<st
   op.nvtxRange = nvtx::start(std::string(what.name()).c_str(), nvtx::Category::kCommunication);  // NVTX copies the text
   op.pending = issue();
   op.issued = now();
-  exposedS_ += op.issued - op.start;  // issuing is host time taken from compute (MPI may do the work here)
+  expose(op.issued - op.start);  // issuing is host time taken from compute (MPI may do the work here)
   ops_.push_back(std::move(op));
   return static_cast<int>(ops_.size()) - 1;
 }
@@ -92,7 +103,7 @@ std::vector<int> CommTracker::startTogether(const std::vector<PointToPoint>& ops
     ops_[static_cast<std::size_t>(id)].pending = pending;
     ops_[static_cast<std::size_t>(id)].issued = issued;
   }
-  exposedS_ += issued - t0;  // issuing is host time taken from compute
+  expose(issued - t0);  // issuing is host time taken from compute
   return ids;
 }
 
@@ -118,7 +129,7 @@ void CommTracker::poll() {
   const double t0 = now();
   for (auto& op : ops_)
     if (op.end < 0 && op.pending->test()) completed(op);
-  exposedS_ += now() - t0;
+  expose(now() - t0);
 }
 
 void CommTracker::wait(int id) {
@@ -131,7 +142,7 @@ void CommTracker::wait(int id) {
     op.pending->wait(timeoutS_);
   }
   completed(op);
-  exposedS_ += op.end - t0;
+  expose(op.end - t0);
   if (trace::enabled()) {
     nlohmann::json args = {{"group", traceName(group_)}};
     if (!op.label.empty()) args["what"] = op.label;

@@ -52,6 +52,12 @@ struct StepComm {
   }
 };
 
+// This thread's time blocked in every tracker's communication calls so far (issuing, polling, waiting: what each
+// adds to its exposed figure), so that a phase can tell its own compute from the calls made inside it: a bucket
+// issued in the backward (Open MPI's receiver may copy the peer's data in the issuing call), ZeRO-3's gathers,
+// tensor parallelism's sums (train_step.cpp).
+double blockedInCommunicationS();
+
 class CommTracker {
  public:
   // group: the mesh's group `comm` is, which trace spans and timings name.
@@ -102,7 +108,8 @@ class CommTracker {
     std::string label;                 // start's
   };
   double now() const;
-  void completed(Op& op);  // notes the end (and its trace span)
+  void expose(double seconds);  // adds to exposedS_ and to this thread's blockedInCommunicationS()
+  void completed(Op& op);       // notes the end (and its trace span)
   int track(TrackedOp what, std::size_t bytes, const std::function<std::unique_ptr<PendingCollective>()>& issue, int peer = -1,
             std::size_t inElems = 0, std::size_t outElems = 0, DType dtype = DType::kFloat32);
   Communicator& comm_;

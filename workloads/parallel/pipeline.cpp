@@ -11,6 +11,7 @@
 #include "base/steady_seconds.h"
 #include "kernels/trace.h"
 #include "workloads/models/model.h"
+#include "workloads/parallel/comm_tracker.h"
 
 namespace ts::wl {
 namespace {
@@ -261,17 +262,20 @@ void Pipeline::forwardOp(const data::Batch& batch, int micro, GradientSync& sync
                          double* lossSum) {
   const auto i = static_cast<std::size_t>(micro);
   trace::Span forward("forward", trace::Role::kCompute, micro);
+  const double comm0 = blockedInCommunicationS();
   sync.beforeForward(ctx);
   const Tensor& y = forwardMicro(batch, micro, ctx, lossSum);
   if (!last()) copy(outputs_[i], Tensor{y.data, outputs_[i].shape, y.device});
   model_.arena().device().synchronize();
   times.forwardS += forward.close();
+  times.forwardCommS += blockedInCommunicationS() - comm0;
 }
 
 void Pipeline::backwardOp(const data::Batch& batch, int micro, bool lastBackward, float scale, GradientSync& sync,
                           StepContext& ctx, PipelineTimes& times) {
   const auto i = static_cast<std::size_t>(micro);
   trace::Span backward("backward", trace::Role::kCompute, micro);
+  const double comm0 = blockedInCommunicationS();
   if (held_ != micro) {
     // Recomputation: the loss was counted, and batch norm's running statistics updated, the first time
     // (updating them again counted the recomputed micro-batches twice: found by evaluating under --pp).
@@ -291,6 +295,7 @@ void Pipeline::backwardOp(const data::Batch& batch, int micro, bool lastBackward
     copy(gradsOut_[i], Tensor{dx.data, gradsOut_[i].shape, dx.device});
   model_.arena().device().synchronize();
   times.backwardS += backward.close();
+  times.backwardCommS += blockedInCommunicationS() - comm0;
 }
 
 double Pipeline::step(const std::vector<data::Batch>& micros, float scale, GradientSync& sync, StepContext& ctx,

@@ -107,9 +107,10 @@ struct PipelinePlanSteps {
 void planPipelineStep(const Mesh& mesh, const PipelineCut& cut, int micros, StepPlan& plan, const PipelinePlanSteps& run);
 
 struct PipelineTimes {
-  double forwardS = 0, backwardS = 0;  // compute (recomputation included)
-  double waitS = 0;                    // blocked on transfers: a receive, with the send posted beside it
-  double syncS = 0;                    // the data-parallel sync after each backward
+  double forwardS = 0, backwardS = 0;          // compute (recomputation included)
+  double forwardCommS = 0, backwardCommS = 0;  // of those, blocked in communication calls (StepResult's)
+  double waitS = 0;                            // blocked on transfers: a receive, with the send posted beside it
+  double syncS = 0;                            // the data-parallel sync after each backward
 };
 
 class Pipeline {

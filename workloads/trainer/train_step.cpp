@@ -10,6 +10,7 @@
 #include "base/units.h"
 #include "kernels/trace.h"
 #include "workloads/device_ops.h"
+#include "workloads/parallel/comm_tracker.h"
 #include "workloads/trainer.h"
 
 namespace ts::wl {
@@ -82,6 +83,8 @@ double Trainer::forwardBackward(StepResult& r, data::Batch batch, StepContext& c
     loss = pipeline->step(micros, scale, gradSync, ctx, times);
     r.forwardS = times.forwardS;
     r.backwardS = times.backwardS;
+    r.forwardCommS = times.forwardCommS;
+    r.backwardCommS = times.backwardCommS;
     r.syncS = times.syncS;
     r.pipelineWaitS = times.waitS;
     lastIndices_ = micros.back().sampleIndices;
@@ -91,17 +94,21 @@ double Trainer::forwardBackward(StepResult& r, data::Batch batch, StepContext& c
     const bool last = i == M - 1;
     const data::Batch micro = M == 1 ? std::move(batch) : batch.slice(i * mb, (i + 1) * mb);
     trace::Span forward("forward", trace::Role::kCompute, static_cast<int>(i));
+    const double comm0 = blockedInCommunicationS();
     gradSync.beforeForward(ctx);
     lastMicroLoss_ = parts_.model->forward(micro, ctx);
     loss += lastMicroLoss_;
     lastIndices_ = micro.sampleIndices;
     device_->synchronize();
     r.forwardS += forward.close();
+    const double comm1 = blockedInCommunicationS();
+    r.forwardCommS += comm1 - comm0;
     trace::Span backward("backward", trace::Role::kCompute, static_cast<int>(i));
     gradSync.beforeBackward(ctx, last);
     parts_.model->backward(scale, ctx);
     device_->synchronize();
     r.backwardS += backward.close();
+    r.backwardCommS += blockedInCommunicationS() - comm1;
     trace::Span sync("sync", trace::Role::kPhase);
     gradSync.afterBackward(last);
     r.syncS += sync.close();

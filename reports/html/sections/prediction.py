@@ -111,12 +111,12 @@ def _per_rank(pairs: list[Beside]) -> Block:
     rows = [[b.name, b.where, row["rank"], where] + [_cell(row, theirs, f) for f in FIGURES] + [_by_group(row)]
             for b in pairs for row, where, theirs in _ranks(b)]
     return {"kind": "table",
-            "caption": "Per rank, predicted / measured (ms) and the error, side by side: the step, the host time "
-                       "outside the phases (the data wait and the rest: the record's data and idle time), the exposed "
-                       "communication (every blocked time: the collectives' waits and the pipeline's) and two parts of "
-                       "it, waiting for peers and the pipeline's waits; compute and optimizer as predicted alone (the "
-                       "train record's compute phases hold the waits issued inside them); - where the measured run did "
-                       "not record the figure; the exposed communication per group (the communicator of the op waited "
+            "caption": "Per rank, predicted / measured (ms) and the error, side by side: the step, the compute "
+                       "(forward and backward, the record's phases less the communication calls made inside them), the "
+                       "host time outside the phases (the data wait and the rest: the record's data and idle time), "
+                       "the exposed communication (every blocked time: the collectives' waits and the pipeline's) and "
+                       "two parts of it, waiting for peers and the pipeline's waits; the optimizer as predicted alone; "
+                       "- where the measured run did not record the figure; the exposed communication per group (the communicator of the op waited "
                        "for; a pipeline's waits under its group) as predicted alone",
             "columns": ["prediction", "measured in", "rank", "coordinates"]
                        + [f"{f.name.replace('_', ' ')}" for f in FIGURES] + ["exposed by group"],
