@@ -25,14 +25,15 @@ class Figure:
 
 # The record's compute_us is its forward, backward and optimizer phases, which hold the waits issued inside them
 # (ZeRO-3's gathers, tensor parallelism's sums), so it is not the replay's compute: its forward_compute_us +
-# backward_compute_us (each phase less those calls) is; the optimizer is the prediction's alone. The record's exposed communication is every blocked time, a pipeline's sends and receives
-# included (as the replay's waiting + transfer + pipeline wait); waiting for peers and the pipeline's waits are parts of
-# it on both sides. Idle is left out: the record's is the step less compute, data and sync, the replay's the slowest
+# backward_compute_us (each phase less those calls) is; the optimizer is the prediction's alone. The record's exposed
+# communication is every blocked time, a pipeline's sends and receives included (as the replay's waiting + transfer +
+# pipeline wait); waiting for peers and the pipeline's waits are parts of it on both sides. Idle is left out: the record's is the step less compute, data and sync, the replay's the slowest
 # rank's step less this rank's. The host time outside the phases is the record's data wait and its own idle time (its
 # step less compute, data and sync), as the calibration's is taken (predict/compute.py).
 FIGURES = (Figure("step", "step_us", ("step_us",), ("step_us",)),
            Figure("compute", "compute_us", ("compute_us",), ("forward_compute_us", "backward_compute_us")),
-           Figure("optimizer", "optimizer_us", ("optimizer_us",)), Figure("host", "host_us", ("host_us",), ("data_us", "idle_us")),
+           Figure("optimizer", "optimizer_us", ("optimizer_us",)),
+           Figure("host", "host_us", ("host_us",), ("data_us", "idle_us")),
            Figure("exposed", "blocked_us", ("waiting_us", "transfer_us", "pipeline_wait_us"), ("exposed_communication_us",)),
            Figure("waiting", "waiting_us", ("waiting_us",), ("waiting_for_peers_us",)),
            Figure("pipeline_wait", "pipeline_wait_us", ("pipeline_wait_us",), ("pipeline_wait_us",)))

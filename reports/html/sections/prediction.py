@@ -116,8 +116,8 @@ def _per_rank(pairs: list[Beside]) -> Block:
                        "host time outside the phases (the data wait and the rest: the record's data and idle time), "
                        "the exposed communication (every blocked time: the collectives' waits and the pipeline's) and "
                        "two parts of it, waiting for peers and the pipeline's waits; the optimizer as predicted alone; "
-                       "- where the measured run did not record the figure; the exposed communication per group (the communicator of the op waited "
-                       "for; a pipeline's waits under its group) as predicted alone",
+                       "- where the measured run did not record the figure; the exposed communication per group (the "
+                       "communicator of the op waited for; a pipeline's waits under its group) as predicted alone",
             "columns": ["prediction", "measured in", "rank", "coordinates"]
                        + [f"{f.name.replace('_', ' ')}" for f in FIGURES] + ["exposed by group"],
             "rows": rows}
