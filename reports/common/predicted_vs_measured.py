@@ -27,9 +27,10 @@ class Figure:
 # (ZeRO-3's gathers, tensor parallelism's sums), so it is not the replay's compute: its forward_compute_us +
 # backward_compute_us (each phase less those calls) is; the optimizer is the prediction's alone. The record's exposed
 # communication is every blocked time, a pipeline's sends and receives included (as the replay's waiting + transfer +
-# pipeline wait); waiting for peers and the pipeline's waits are parts of it on both sides. Idle is left out: the record's is the step less compute, data and sync, the replay's the slowest
-# rank's step less this rank's. The host time outside the phases is the record's data wait and its own idle time (its
-# step less compute, data and sync), as the calibration's is taken (predict/compute.py).
+# pipeline wait); waiting for peers and the pipeline's waits are parts of it on both sides. Idle is left out: the
+# record's is the step less compute, data and sync, the replay's the slowest rank's step less this rank's. The host
+# time outside the phases is the record's data wait and its own idle time (its step less compute, data and sync), as
+# the calibration's is taken (predict/compute.py).
 FIGURES = (Figure("step", "step_us", ("step_us",), ("step_us",)),
            Figure("compute", "compute_us", ("compute_us",), ("forward_compute_us", "backward_compute_us")),
            Figure("optimizer", "optimizer_us", ("optimizer_us",)),
