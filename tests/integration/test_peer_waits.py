@@ -40,6 +40,14 @@ def test_the_wait_for_a_sleeping_rank_is_found_on_the_other_rank(tmp_path, layou
     assert early["exposed_transfer_us"] < early["waiting_for_peers_us"], early
     # Rank 1 arrives last: it never waits for anyone to launch.
     assert late["waiting_for_peers_us"] < 0.1 * early["waiting_for_peers_us"], late
+    # Each phase's compute alone leaves out the communication calls inside it: where the step's first collective is in
+    # the forward (tensor parallelism's sums, ZeRO-3's gathers), rank 0's wait for the sleeper is in its forward phase,
+    # not in its forward compute.
+    for r in (early, late):
+        assert r["forward_compute_us"] <= r["forward_us"] and r["backward_compute_us"] <= r["backward_us"], r
+    if layout in ("tp", "zero3"):
+        assert early["forward_us"] - early["forward_compute_us"] > 0.5 * SLEEP_MS * 1e3, early
+        assert early["forward_compute_us"] < 0.5 * SLEEP_MS * 1e3, early
     # Process 0's own block and console say the same.
     comm = record["communication"]
     assert comm["waiting_us"]["median"] > 0.5 * SLEEP_MS * 1e3
