@@ -13,9 +13,15 @@
 #   scripts/bench-predict-train.sh [steps=20] [models="mlp:small transformer:tiny cnn:tiny"] [dp-calibration=]
 #                                  [layouts="0 1 ... 12": indices into LAYOUTS below; 10-12 ps-async, its steady state]
 # With TS_BUILD_GIVEN=1 the trainscope in TS_BUILD (default build/) is used as it is, without setup.sh; TS_BENCH_KEEP=DIR
-# keeps the files (calibration, plans, runs, predictions: to predict them again with another model's version).
+# keeps the files (calibration, plans, runs, predictions); TS_BENCH_FROM=DIR (such a folder) measures nothing and
+# predicts its runs again with this tree's model: a change to the model compared on the same measurements.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
+FROM="${TS_BENCH_FROM:-}"
+if [[ -n "$FROM" && ! -f "$FROM/sweep.json" ]]; then  # before the build: one line
+  echo "bench-predict-train: error: TS_BENCH_FROM=$FROM holds no sweep.json (a folder TS_BENCH_KEEP kept?)" >&2
+  exit 2
+fi
 ts_bench_start
 ts_mpi_env
 STEPS="${1:-20}"
@@ -33,19 +39,31 @@ read -r -a WHICH <<<"${4:-${!LAYOUTS[*]}}"
 PREDICTIONS=("in-waits:--progress in-waits --issue nonblocking" "blocking-calls:--progress in-waits --issue blocking"
              "independent:--progress independent --issue nonblocking" "hot-caches:--progress in-waits --cache hot")
 
-echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-mpirun -np 2 --oversubscribe "$TS" collectives --backend mpi -b 8 -e 8M -f 4 -n 50 -w 5 --placement both --cache both \
-  --ops all_reduce,all_gather,reduce_scatter,broadcast,reduce,sendrecv --issue both --json "$work/sweep.json" >/dev/null
-echo "# calibrated collectives: $work/sweep.json"
+if [[ -n "$FROM" ]]; then
+  cp -r "$FROM/." "$work"
+  rm -f "$work"/*-predict-*.log "$work"/*-layout-*.txt
+  echo "# predicted again from $FROM: nothing measured"
+else
+  echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  mpirun -np 2 --oversubscribe "$TS" collectives --backend mpi -b 8 -e 8M -f 4 -n 50 -w 5 --placement both --cache both \
+    --ops all_reduce,all_gather,reduce_scatter,broadcast,reduce,sendrecv --issue both --json "$work/sweep.json" >/dev/null
+  echo "# calibrated collectives: $work/sweep.json"
+fi
 for spec in $MODELS; do
   model="${spec%%:*}" preset="${spec##*:}" m="$work/${spec/:/-}"
   # The micro-batches the layouts run at: batch 16 over dp 2 x 1..2 micro-batches, pp's 4.
-  # shellcheck disable=SC2207  # mktemp paths have no spaces; an assignment fails with its substitution (set -e)
-  cal=($(ts_compute_calibration "$TS" "$model" "$preset" "$STEPS" "$m" 4 8 16))
+  if [[ -n "$FROM" ]]; then
+    cal=("$m-cal-4.json" "$m-cal-8.json" "$m-cal-16.json")
+  else
+    # shellcheck disable=SC2207  # mktemp paths have no spaces; an assignment fails with its substitution (set -e)
+    cal=($(ts_compute_calibration "$TS" "$model" "$preset" "$STEPS" "$m" 4 8 16))
+  fi
   cal+=("$work/sweep.json")
   if [[ -n "$DP_CALIBRATION" ]]; then  # a 2-rank data-parallel run: compute under both ranks' contention (--dp 2 itself)
-    mpirun -np 2 --oversubscribe "$TS" train --model "$model" --preset "$preset" --batch "$BATCH" --dp 2 \
-      --steps "$STEPS" --no-ceiling --log-every 1000 --json "$m-cal-dp2.json" >/dev/null
+    if [[ -z "$FROM" ]]; then
+      mpirun -np 2 --oversubscribe "$TS" train --model "$model" --preset "$preset" --batch "$BATCH" --dp 2 \
+        --steps "$STEPS" --no-ceiling --log-every 1000 --json "$m-cal-dp2.json" >/dev/null
+    fi
     cal+=("$m-cal-dp2.json")
   fi
   for i in "${WHICH[@]}"; do
@@ -54,12 +72,15 @@ for spec in $MODELS; do
     # SyncBatchNorm now) so that the tables compare with the runs before it did.
     extra=(); [[ "$model" == cnn ]] && extra=(--sync-bn off)
     common=(--model "$model" --preset "$preset" --batch "$BATCH" "${extra[@]}" "${flags[@]}")
-    if ! "$TS" train "${common[@]}" --plan 2 --json "$m-plan-$i.json" >"$m-plan-$i.log" 2>&1; then
+    if [[ -n "$FROM" ]]; then
+      [[ -f "$m-run-$i.json" ]] || { echo "# $spec ${LAYOUTS[$i]}: not in $FROM"; continue; }
+    elif ! "$TS" train "${common[@]}" --plan 2 --json "$m-plan-$i.json" >"$m-plan-$i.log" 2>&1; then
       echo "# $spec ${LAYOUTS[$i]}: no plan ($(tail -1 "$m-plan-$i.log"))"
       continue
+    else
+      mpirun -np 2 --oversubscribe "$TS" train "${common[@]}" --steps "$STEPS" --no-ceiling --log-every 1000 \
+        --json "$m-run-$i.json" >/dev/null
     fi
-    mpirun -np 2 --oversubscribe "$TS" train "${common[@]}" --steps "$STEPS" --no-ceiling --log-every 1000 \
-      --json "$m-run-$i.json" >/dev/null
     # Every prediction from the same measurements (docs/prediction.md, "--progress" and "What is fitted").
     predicted=1
     for p in "${PREDICTIONS[@]}"; do
@@ -74,7 +95,7 @@ for spec in $MODELS; do
     if [[ "$predicted" == 1 ]]; then echo "${LAYOUTS[$i]}" >"$m-layout-$i.txt"; fi
   done
 done
-echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+[[ -n "$FROM" ]] || echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$PY" - "$work" "$MODELS" "${PREDICTIONS[@]%%:*}" <<'PYEOF'
 import glob, json, statistics, sys
 from scipy.stats import kendalltau
