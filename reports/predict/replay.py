@@ -20,12 +20,11 @@ The semantics, each an assumption the costs are read under:
   the stated first assumption; contention would be a knob of its own. With Progress.IN_WAITS (MPI) a collective's
   member arrives when it enters a wait rather than at its issue: it overlaps nothing the rank computes meanwhile.
 - Per rank (RankTimes): step_us, when its last event ends; compute_us (forward + backward + recompute);
-  optimizer_us; host_us; the time blocked in waits, split as the train record splits it: for a collective, waiting_us is the
-  part before the op's last member arrived (waiting for a peer: nothing moves before) and transfer_us the rest
-  (queueing behind the communicator's previous op included); blocked time in send/recv waits is pipeline_wait_us.
-  A rank's clock moves only by compute, host time and blocking, so compute + optimizer + host + blocked is its
-  step_us, and its
-  idle_us is the step's time (the slowest rank's) less that. The blocked time is split by group too
+  optimizer_us; host_us; the time blocked in waits, split as the train record splits it: for a collective,
+  waiting_us is the part before the op's last member arrived (waiting for a peer: nothing moves before) and
+  transfer_us the rest (queueing behind the communicator's previous op included); blocked time in send/recv waits is
+  pipeline_wait_us. A rank's clock moves only by compute, host time and blocking, so compute + optimizer + host +
+  blocked is its step_us, and its idle_us is the step's time (the slowest rank's) less that. The blocked time is split by group too
   (exposed_by_group_us: the group each op is on, as the plan names it: dp, tp, pp, ...; a pipeline's waits under
   its own), one entry for every group the rank issues an op on (0 where none of its waits blocked): the exposed
   communication per communicator, which sums to the blocked time. Per op (OpTime): its start and end, for a trace.
