@@ -392,10 +392,13 @@ def test_the_readme_benchmark_against_a_hand_timed_mpi_loop_runs(tmp_path):
     build = Path(trainscope_path()).parent
     if not shutil.which("mpirun") or not (build / "mpi_allreduce_reference").exists():
         pytest.skip("mpirun or the reference MPI loop (built with MPI) is missing")
+    kept = tmp_path / "kept"  # TS_BENCH_KEEP: the scratch folder's files copied there (scripts/lib.sh ts_bench_end)
     r = subprocess.run([str(ROOT / "scripts" / "bench-collectives.sh"), "2", "1", "4096", "3"],
                        capture_output=True, text=True, timeout=300,
-                       env=base_env({"TS_BUILD": str(build), "TS_BUILD_GIVEN": "1"}))
+                       env=base_env({"TS_BUILD": str(build), "TS_BUILD_GIVEN": "1", "TS_BENCH_KEEP": str(kept)}))
     assert r.returncode == 0, r.stderr
+    assert {"ref-1.txt", "ts-1.json", "ts-1.jsonl"} <= {p.name for p in kept.iterdir()}, list(kept.iterdir())
+    assert json.loads((kept / "ts-1.json").read_text())["records"]  # the run's result, whole
     rows = [line for line in r.stdout.splitlines() if line.startswith("| ") and line[2].isdigit()]
     assert [int(row.split("|")[1]) for row in rows] == [8 << k for k in range(10)], r.stdout
     # The summary line is printed; its verdict is timing (no size here reaches 1 MiB, on purpose: a benchmark's
