@@ -26,8 +26,9 @@ The semantics, each an assumption the costs are read under:
   pipeline_wait_us. A rank's clock moves only by compute, host time and blocking, so compute + optimizer + host +
   blocked is its step_us, and its idle_us is the step's time (the slowest rank's) less that. The blocked time is
   split by group too (exposed_by_group_us: the group each op is on, as the plan names it: dp, tp, pp, ...; a
-  pipeline's waits under its own), one entry for every group the rank issues an op on (0 where none of its waits blocked): the exposed
-  communication per communicator, which sums to the blocked time. Per op (OpTime): its start and end, for a trace.
+  pipeline's waits under its own), one entry for every group the rank issues an op on (0 where none of its waits
+  blocked): the exposed communication per communicator, which sums to the blocked time. Per op (OpTime): its start
+  and end, for a trace.
 - A window of K steps (the schedule's "steps", schedule.py: model averaging every K steps) is walked as one
   schedule from every rank at 0, and every RankTimes figure and step_us are the window's divided by K: the mean
   step, as a run's mean over a multiple of K steps (OpTime stays in the window's time).
