@@ -4,8 +4,10 @@
 # 2-core machine one rank per host keeps each rank's compute to one core, as the calibration's.
 # Compute calibration, taken once (compute does not cross the link): one-process runs of each model at the
 # micro-batches the layouts use, one thread. Then per rate, every host's link capped at it both ways (tbf; "off":
-# unshaped): a `collectives` sweep at 2 ranks across the cluster of the ops the layouts issue, and per model and
-# layout the plan (`train --plan 2`, made once), a run across the cluster and `predict train` from that rate's sweep.
+# unshaped): a `collectives` sweep at 2 ranks across the cluster of the ops the layouts issue, each MPI call in both
+# forms (--issue both: the trainer issues the nonblocking one, Open MPI runs the two through different components), and
+# per model and layout the plan (`train --plan 2`, made once), a run across the cluster and `predict train` from that
+# rate's sweep (its nonblocking series; the blocking series' prediction beside it, what the calibration was before).
 # The fabric what-if: each rate's runs predicted again from the reference rate's sweep (the last rate), against the
 # prediction from the rate's own sweep: swapping a link class's measured costs for another's is what moves it.
 # Per rate: model, layout, predicted, band, measured, error; median and worst |error|; Kendall tau of the layouts'
@@ -73,7 +75,7 @@ for rate in $RATES; do
   # Few iterations where a link is slow: an 8 MiB all-reduce takes about a second at 100 Mbit/s.
   iters=50; [ "$rate" = off ] || iters=5
   across collectives --backend mpi -b 8 -e 8M -f 4 -n "$iters" -w 1 --placement both \
-    --ops all_reduce,all_gather,reduce_scatter,sendrecv --json "$r/sweep.json" >/dev/null
+    --ops all_reduce,all_gather,reduce_scatter,sendrecv --issue both --json "$r/sweep.json" >/dev/null
   say "rate $rate: collectives swept ($iters iterations)"
   for spec in $MODELS; do
     model="${spec%%:*}" preset="${spec##*:}" m="$work/${spec/:/-}"
@@ -95,10 +97,12 @@ for rate in $RATES; do
     m="$work/${spec/:/-}"
     mapfile -t cal <"$m-cal.list"
     for i in "${!LAYOUTS[@]}"; do
-      for from in own ref; do
-        sweep="$r/sweep.json"; [ "$from" = own ] || sweep="$work/rate-$REF/sweep.json"
+      for from in own ref blocking; do
+        sweep="$r/sweep.json" form=(--issue nonblocking)
+        [ "$from" = ref ] && sweep="$work/rate-$REF/sweep.json"
+        [ "$from" = blocking ] && form=(--issue blocking)
         out="$r/${spec/:/-}-predict-$from-$i"
-        "$TS" predict train --calibration "${cal[@]}" "$sweep" --plan "$m-plan-$i.json" \
+        "$TS" predict train --calibration "${cal[@]}" "$sweep" --plan "$m-plan-$i.json" "${form[@]}" \
           --measured "$r/${spec/:/-}-run-$i.json" --json "$out.json" >"$out.log" 2>&1 ||
           echo "# rate $rate $spec ${LAYOUTS[$i]}: not predicted from the $from sweep ($(tail -1 "$out.log"))"
       done
@@ -117,24 +121,28 @@ def record(path):
     return d
 
 for rate in rates:
-    print(f"\n# rate {rate}: predicted from its own sweep; 'from {ref}' is the fabric what-if (the {ref} sweep)")
+    print(f"\n# rate {rate}: predicted from its own sweep's nonblocking calls (the trainer's form); 'blocking' from its"
+          f" blocking calls; 'from {ref}' is the fabric what-if (the {ref} sweep)")
     print(f"# {'model':<17} {'layout':<30} {'predicted(ms)':>13} {'band(ms)':>17} {'measured(ms)':>12} {'error':>8}"
-          f" {'from ' + ref + '(ms)':>14} {'error':>8}")
-    errors, ref_errors, by_model = [], [], {}
+          f" {'blocking(ms)':>12} {'error':>8} {'from ' + ref + '(ms)':>14} {'error':>8}")
+    errors, alt_errors, by_model = [], {"blocking": [], "ref": []}, {}
     for lay in sorted(glob.glob(f"{work}/rate-{rate}/*-layout-*.txt")):
         spec, layout = open(lay).read().strip().split("|")
         own = record(lay.replace("-layout-", "-predict-own-").replace(".txt", ".json"))
-        other = record(lay.replace("-layout-", "-predict-ref-").replace(".txt", ".json"))
         if own is None:
             print(f"  {spec:<17} {layout:<30} not predicted")
             continue
         m, (lo, hi) = own["measured"], own["band_us"]
-        alt = f"{other['step_us'] / 1e3:>14.2f} {other['measured']['error']:>+8.1%}" if other else f"{'-':>14} {'-':>8}"
+        cells = []
+        for name, width in (("blocking", 12), ("ref", 14)):
+            other = record(lay.replace("-layout-", f"-predict-{name}-").replace(".txt", ".json"))
+            cells.append(f"{other['step_us'] / 1e3:>{width}.2f} {other['measured']['error']:>+8.1%}" if other
+                         else f"{'-':>{width}} {'-':>8}")
+            if other:
+                alt_errors[name].append(abs(other["measured"]["error"]))
         print(f"  {spec:<17} {layout:<30} {own['step_us'] / 1e3:>13.2f} {f'{lo / 1e3:.2f}..{hi / 1e3:.2f}':>17} "
-              f"{m['step_us'] / 1e3:>12.2f} {m['error']:>+8.1%} {alt}")
+              f"{m['step_us'] / 1e3:>12.2f} {m['error']:>+8.1%} {' '.join(cells)}")
         errors.append(abs(m["error"]))
-        if other:
-            ref_errors.append(abs(other["measured"]["error"]))
         by_model.setdefault(spec, []).append((own["step_us"], m["step_us"]))
     for spec, pairs in by_model.items():
         if len(pairs) >= 2:
@@ -145,7 +153,12 @@ for rate in rates:
         print(f"# rate {rate}: {len(errors)} predictions from its own sweep: median |error| "
               f"{statistics.median(errors):.1%}, worst {max(errors):.1%}; within 25%: "
               f"{sum(e <= 0.25 for e in errors)} of {len(errors)}")
-    if ref_errors and rate != ref:
+    if alt_errors["blocking"]:
+        e = alt_errors["blocking"]
+        print(f"# rate {rate}: the same from its blocking calls: median |error| {statistics.median(e):.1%}, "
+              f"worst {max(e):.1%}; within 25%: {sum(x <= 0.25 for x in e)} of {len(e)}")
+    if alt_errors["ref"] and rate != ref:
+        e = alt_errors["ref"]
         print(f"# rate {rate}: the same from the {ref} sweep (no swap): median |error| "
-              f"{statistics.median(ref_errors):.1%}, worst {max(ref_errors):.1%}")
+              f"{statistics.median(e):.1%}, worst {max(e):.1%}")
 PYEOF

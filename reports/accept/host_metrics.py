@@ -17,7 +17,7 @@ from enum import Enum
 from typing import Any
 
 from ..common import identity as ids
-from ..common.json_types import Record
+from ..common.json_types import Record, number
 from ..common.load import Result
 
 
@@ -93,7 +93,7 @@ def _number(obj: Any, path: tuple[str, ...]) -> float | None:
         if not isinstance(obj, dict):
             return None
         obj = obj.get(k)
-    return float(obj) if isinstance(obj, (int, float)) and not isinstance(obj, bool) else None
+    return number(obj)
 
 
 def same_measurement(metric: HostMetric, record: Record) -> tuple[Any, ...]:

@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from statistics import median
 from typing import Any
 
+from .json_types import number
 from .load import Result
 from .policy import Policy
 
@@ -136,10 +137,10 @@ def by_host(results: list[Result], policy: Policy) -> dict[str, list[str]]:
                 out[host].append(why)
         shares: defaultdict[tuple[str, str], list[float]] = defaultdict(list)
         for rec in result.records:
-            share = rec.get("others_cpu_fraction") if rec["kind"] in ("kernel", "kernel_ceiling") else None
-            if isinstance(share, (int, float)) and not isinstance(share, bool):
+            share = number(rec.get("others_cpu_fraction")) if rec["kind"] in ("kernel", "kernel_ceiling") else None
+            if share is not None:
                 what = "its ceilings were measured" if rec["kind"] == "kernel_ceiling" else "its kernels were timed"
-                shares[(_measuring_host(result, rec), what)].append(float(share))
+                shares[(_measuring_host(result, rec), what)].append(share)
         for (host, what), xs in shares.items():
             if median(xs) > policy.max_others_busy:
                 out[host].append(f"other processes used {median(xs):.0%} of {host}'s CPUs while {what} "

@@ -9,3 +9,8 @@ Record = dict[str, Any]      # one entry of a result document's "records"
 TraceDoc = dict[str, Any]    # one rank's `--trace` file
 TraceEvent = dict[str, Any]  # one Chrome trace event of it
 Block = dict[str, Any]       # one block of a report section (sections/__init__.py lists the kinds)
+
+
+def number(v: Any) -> float | None:
+    """A JSON number as a float; None for anything else (JSON's true and false are Python ints, not figures)."""
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .json_types import JsonObject, Record
+from .json_types import JsonObject, Record, number
 from .memory import layout_name
 
 
@@ -97,8 +97,8 @@ def predicted(row: Mapping[str, Any], f: Figure) -> float:
 
 def measured(row: Mapping[str, Any], f: Figure) -> float | None:
     """A train record's ranks[] row's figure; None where it has none alike or lacks a part (written before it)."""
-    parts = [v for v in (row.get(k) for k in f.measured) if isinstance(v, (int, float))]
-    return float(sum(parts)) if parts and len(parts) == len(f.measured) else None
+    parts = [v for v in (number(row.get(k)) for k in f.measured) if v is not None]
+    return sum(parts) if parts and len(parts) == len(f.measured) else None
 
 
 def _memory_of(row: Mapping[str, Any] | None, f: MemoryFigure) -> Any:

@@ -18,7 +18,7 @@ from ..common import identity as ids
 from ..common.contention import has_telemetry, share
 from ..common.errors import InputError
 from ..common.files import open_input
-from ..common.json_types import Record
+from ..common.json_types import Record, number
 from ..common.load import Result
 from ..common.policy import Policy
 from ..compare.compare import machine_key
@@ -193,16 +193,12 @@ def _natural(text: str) -> tuple[tuple[int, int | str], ...]:
     return tuple((0, int(t)) if t.isdigit() else (1, t) for t in re.split(r"(\d+)", text) if t)
 
 
-def _number(v: Any) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
 def _point(doc: Record, m: ids.Metric, run: Any, order: int) -> Point | None:
-    v = _number(ids.find(doc, m.path))
+    v = number(ids.find(doc, m.path))
     if v is None:
         return None  # a train record without a held-out evaluation has no eval_loss
     raw = doc.get(m.samples) if m.samples else None
-    samples = tuple(float(x) for x in raw if _number(x) is not None) if isinstance(raw, list) else ()
+    samples = tuple(float(x) for x in raw if number(x) is not None) if isinstance(raw, list) else ()
     trials = doc.get("trials")
     return Point(run.commit, order, run.started_at, samples, v, run.contention, m.lower_is_better,
                  trials if isinstance(trials, int) and trials > 0 else 1)

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..common.errors import InputError
-from ..common.json_types import Record
+from ..common.json_types import Record, number
 from ..common.load import Result
 
 
@@ -91,7 +91,7 @@ _HOST = ("data_us", "idle_us")  # the data wait, and the step less compute, data
 
 
 def _has(row: Record, keys: Sequence[str]) -> bool:
-    return all(isinstance(row.get(k), (int, float)) and not isinstance(row.get(k), bool) for k in keys)
+    return all(number(row.get(k)) is not None for k in keys)
 
 
 def _slowest(r: Record) -> tuple[int, float, float, float, float]:

@@ -63,3 +63,25 @@ def test_the_wait_for_a_sleeping_rank_is_found_on_the_other_rank(tmp_path, layou
     for c in collectives:
         assert c["transfer_us"]["median"] < 0.5 * SLEEP_MS * 1e3, c
         assert c["transfer_us"]["median"] <= c["time_us"]["median"] and c["transfer_busbw_gbps"] >= c["busbw_gbps"], c
+
+
+@pytest.mark.alone
+def test_a_pipeline_stages_wait_for_a_sleeper_is_in_its_forward_phase_not_its_compute(tmp_path):
+    """The pipeline's forward and backward ops (workloads/parallel/pipeline.cpp) leave their communication calls out
+    of their compute as the trainer's steps do. Under --pp 2 --tp 2 (ranks 0, 1 the first stage, 2, 3 the second) the
+    sleeper (rank 1) sends its activation late to rank 3, so rank 2 waits for rank 3 in its forward's tensor-parallel
+    sum: its forward phase holds the wait, its forward compute does not. Before, a pipeline's rows had compute ==
+    phase."""
+    doc = tmp_path / "run.json"
+    r = run_trainscope(["train", "--model", "mlp", "--no-ceiling", "--steps", 6, "--warmup-steps", 1, "--json", doc,
+                        "--pp", 2, "--tp", 2, "--micro-batches", 2], np=4,
+                       env={"TRAINSCOPE_FAULT": f"delay:rank=1:ms={SLEEP_MS}"}, timeout=300)
+    assert r.rc == 0, r.err
+    record = next(x for x in json.loads(doc.read_text())["records"] if x["kind"] == "train")
+    rows = record["ranks"]
+    assert len(rows) == 4
+    for row in rows:
+        assert row["forward_compute_us"] <= row["forward_us"] and row["backward_compute_us"] <= row["backward_us"], row
+    waiting = [row for row in rows if row["forward_us"] - row["forward_compute_us"] > 0.5 * SLEEP_MS * 1e3]
+    assert [row["rank"] for row in waiting] == [2], rows
+    assert waiting[0]["forward_compute_us"] < 0.5 * SLEEP_MS * 1e3, waiting
