@@ -75,7 +75,7 @@ for rate in $RATES; do
   # Few iterations where a link is slow: an 8 MiB all-reduce takes about a second at 100 Mbit/s.
   iters=50; [ "$rate" = off ] || iters=5
   across collectives --backend mpi -b 8 -e 8M -f 4 -n "$iters" -w 1 --placement both \
-    --ops all_reduce,all_gather,reduce_scatter,sendrecv --issue both --json "$r/sweep.json" >/dev/null
+    --ops all_reduce,all_gather,reduce_scatter,sendrecv,send --issue both --json "$r/sweep.json" >/dev/null
   say "rate $rate: collectives swept ($iters iterations)"
   for spec in $MODELS; do
     model="${spec%%:*}" preset="${spec##*:}" m="$work/${spec/:/-}"

@@ -46,7 +46,7 @@ if [[ -n "$FROM" ]]; then
 else
   echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"
   mpirun -np 2 --oversubscribe "$TS" collectives --backend mpi -b 8 -e 8M -f 4 -n 50 -w 5 --placement both --cache both \
-    --ops all_reduce,all_gather,reduce_scatter,broadcast,reduce,sendrecv --issue both --json "$work/sweep.json" >/dev/null
+    --ops all_reduce,all_gather,reduce_scatter,broadcast,reduce,sendrecv,send --issue both --json "$work/sweep.json" >/dev/null
   echo "# calibrated collectives: $work/sweep.json"
 fi
 for spec in $MODELS; do

@@ -10,10 +10,10 @@ bytes of one shard), and the step is the period P of the steady state, the large
 - **a rank's own work per step**: its compute, a worker's host time outside its phases (the data wait: the
   calibration's, compute.py) and its server's update (one core does both where a worker serves), plus its transfers:
   each shard it sends a remote server and each version it sends a remote worker crosses its link once each way (a
-  send and, in the other direction, the matching receive), `t` each, the sendrecv fit at the shard's bytes between
-  the two. Where collectives move only while their ranks wait in the library (--progress in-waits: MPI's, and the
-  engine pumps its transfers only while it waits) the transfers add to the work; where they move on their own
-  (independent: NCCL's stream) the larger of the two is the bound.
+  send and, in the other direction, the matching receive), `t` each, the send fit (step_costs.POINT_TO_POINT) at
+  the shard's bytes between the two. Where collectives move only while their ranks wait in the library (--progress
+  in-waits: MPI's, and the engine pumps its transfers only while it waits) the transfers add to the work; where they
+  move on their own (independent: NCCL's stream) the larger of the two is the bound.
 - **the staleness chain**: version c - S must exist before step c starts, and it needs the slowest worker's step
   c - S computed (its host time with it), its shard sent (t), the server's update (u) and the version back (t): S + 1
   steps span that chain, so (S + 1) P >= host + compute + 2 t + u. S = 0 is the synchronous parameter server: the
@@ -35,7 +35,7 @@ from ..common.json_types import JsonObject, Record
 from .replay import Progress, RankTimes, StepReplay
 from .schedule import Compute, Optimizer
 
-TRANSFER_OP = "sendrecv"  # a shard or a version: one point-to-point transfer, costed from the sendrecv series
+TRANSFER_OP = "send"  # a shard or a version: one point-to-point transfer (step_costs.POINT_TO_POINT's series)
 GROUP = "dp"  # the group the plan and a measured record name the workers' and servers' waits by
 
 

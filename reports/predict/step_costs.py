@@ -1,15 +1,16 @@
 """The cost of each event of a step's schedule (the replay's Costs): compute from the calibration's one-process run
 (compute.py), each collective from its fitted series at the group size it runs in (predict.model: the fit where that
-group size was measured, the algorithm's form where not), a pipeline's send/recv from the sendrecv series; the series
+group size was measured, the algorithm's form where not), a pipeline's send/recv from the send series (POINT_TO_POINT); the series
 of the link class the op's members cross (placement.py: intra-host where they share a host, else inter-host). A what-if
 fabric (--fabric) swaps every fitted bandwidth for the datasheet's and keeps the fitted latencies (predict.on_fabric).
 
 The band: the same replay with every cost at the low and at the high end of its own band (the largest residual of
 the fit's regime the size falls in; the calibration run's fastest and p95 step against its median), so the step's
 band is the replay of the extremes, not a sum of independent errors."""
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
+from typing import Any
 
 from ..common.collective_facts import collective
 from ..common.collective_issue import NONBLOCKING
@@ -22,12 +23,24 @@ from .replay import Progress
 from .schedule import Compute, Optimizer, Phase
 from .series import COLD, UNIFORM_COUNTS, SeriesKey, measured_placements, select
 
-# The series a point-to-point transfer is costed from: collectives' sendrecv (a ring shift, each rank sending one
-# buffer and receiving one) is what a pipeline stage's send or receive of one activation is.
-POINT_TO_POINT = {"send": "sendrecv", "recv": "sendrecv"}
+# The series a point-to-point transfer is costed from, the first the calibration holds: collectives' send (one
+# direction per pair) is what a pipeline stage's send or receive of one activation, or a parameter server's shard,
+# is; sendrecv (a ring shift: at 2 ranks an exchange, loading a link both ways at once, which a shaped link served at
+# up to half its rate: docs/prediction.md) for a calibration swept before send existed.
+POINT_TO_POINT = {"send": ("send", "sendrecv"), "recv": ("send", "sendrecv")}
 # The per-pair counts of a plan's ops that take them: a mixture's exchanges, planned as balanced routing makes them
 # (layers/moe.h), are alltoall's uniform exchange, so their series is the sweep's uniform one (another is refused).
 PLANNED_COUNTS = {"alltoallv": UNIFORM_COUNTS}
+
+
+def series_op(op: str, series: Mapping[SeriesKey, Any]) -> str:
+    """The sweep's op whose series costs the plan's `op`: itself, or for a point-to-point transfer the first of its
+    choices the series hold (the last where none: the error then names it, as before send existed)."""
+    choices = POINT_TO_POINT.get(op)
+    if choices is None:
+        return op
+    held = {k.op for k in series}
+    return next((c for c in choices if c in held), choices[-1])
 
 
 @dataclass(frozen=True)
@@ -94,12 +107,12 @@ class StepCosts:
         """The fitted costs of `op` on `group_size` ranks across `link`, from the series of the placement the trainer
         calls it in; an op called in place is costed from the out-of-place series where the calibration has no in-place
         one (and named in out_for_in)."""
-        name = POINT_TO_POINT.get(op, op)
+        swapped = self.swap is None or link is self.swap
+        series, files = (self.measured.series, self.measured.files) if swapped and self.measured else \
+            (self.series, self.calibration)
+        name = series_op(op, series)
         place = "in" if in_place else "out"
         if (name, group_size, link, place) not in self._models:
-            swapped = self.swap is None or link is self.swap
-            series, files = (self.measured.series, self.measured.files) if swapped and self.measured else \
-                (self.series, self.calibration)
             if swapped and self.measured:
                 transport = self.measured.transport
             else:

@@ -60,6 +60,8 @@ const std::vector<CollectiveReference>& collectiveReferences() {
        [](const Buffers& in, const CollectiveArgs& a, std::size_t k, int r, std::size_t i) { return in[a.root][r * k + i]; }},
       {"sendrecv", [](const Buffers& in, const CollectiveArgs& a, std::size_t, int r,
                       std::size_t i) { return in[(r + a.nranks - 1) % a.nranks][i]; }},
+      {"send", [](const Buffers& in, const CollectiveArgs&, std::size_t, int r,
+                  std::size_t i) { return r % 2 == 1 ? in[r - 1][i] : NAN; }},
   };
   return all;
 }
