@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): `trainscope predict train` against training steps measured across the network-namespace
-# cluster (scripts/netns-cluster.sh) at several link rates (issue #41's fabric validation). 2 hosts x 1 rank: on a
-# 2-core machine one rank per host keeps each rank's compute to one core, as the calibration's.
+# cluster (scripts/netns-cluster.sh) at several link rates (issue #41's fabric validation). N hosts x 1 rank (N = ranks,
+# 2 or 4): at 2 ranks on a 2-core machine each rank computes on a core of its own, as the calibration's; at 4 the ranks
+# share the cores, which only the data-parallel calibration (below) carries.
 # Compute calibration, taken once (compute does not cross the link): one-process runs of each model at the
 # micro-batches the layouts use, one thread. Then per rate, every host's link capped at it both ways (tbf; "off":
-# unshaped): a `collectives` sweep at 2 ranks across the cluster of the ops the layouts issue, each MPI call in both
+# unshaped): a `collectives` sweep at N ranks across the cluster of the ops the layouts issue, each MPI call in both
 # forms (--issue both: the trainer issues the nonblocking one, Open MPI runs the two through different components), and
-# per model and layout the plan (`train --plan 2`, made once), a run across the cluster and `predict train` from that
+# per model and layout the plan (`train --plan N`, made once), a run across the cluster and `predict train` from that
 # rate's sweep (its nonblocking series; the blocking series' prediction beside it, what the calibration was before).
 # The fabric what-if: each rate's runs predicted again from the reference rate's sweep (the last rate), against the
 # prediction from the rate's own sweep: swapping a link class's measured costs for another's is what moves it.
 # Per rate: model, layout, predicted, band, measured, error; median and worst |error|; Kendall tau of the layouts'
 # predicted vs measured ranking per model (issue #41's goal: median <= 10%, every layout within 25%, tau >= 0.8).
-# dp-calibration non-empty: compute is also calibrated from a `--dp 2` run across the cluster before any link is
-# shaped (compute under both ranks' contention; compute.py prefers it at its micro-batch and world size).
+# dp-calibration non-empty: compute is also calibrated from `--dp N` runs across the cluster before any link is
+# shaped, at each micro-batch the layouts use (compute under the ranks' contention; compute.py prefers a run at the
+# layout's micro-batch and, of those, world size).
 #   scripts/bench-predict-netns.sh [rates="100mbit 1gbit off"] [steps=20] [models="mlp:small transformer:tiny"] [dp-calibration=]
+#                                  [ranks=2]
 # TS_BENCH_KEEP=DIR keeps the result files there (plans, runs, sweeps, predictions: `report` and `compare` read them).
 # With TS_BUILD_GIVEN=1 the trainscope in TS_BUILD (default build/) is used as it is, without setup.sh.
 set -euo pipefail
@@ -26,9 +29,15 @@ RATES="${1:-100mbit 1gbit off}"
 STEPS="${2:-20}"
 MODELS="${3:-mlp:small transformer:tiny}"
 DP_CALIBRATION="${4:-}"
+RANKS="${5:-2}"
 BATCH=16
-LAYOUTS=("--dp 2" "--dp 2 --overlap off" "--dp 2 --zero 1" "--dp 2 --zero 3 --prefetch 0" "--tp 2"
-         "--pp 2 --micro-batches 4")
+case "$RANKS" in
+  2) LAYOUTS=("--dp 2" "--dp 2 --overlap off" "--dp 2 --zero 1" "--dp 2 --zero 3 --prefetch 0" "--tp 2"
+              "--pp 2 --micro-batches 4") ;;
+  4) LAYOUTS=("--dp 4" "--dp 4 --overlap off" "--dp 4 --zero 1" "--dp 4 --zero 3 --prefetch 0" "--tp 2 --dp 2"
+              "--pp 2 --dp 2 --micro-batches 2" "--pp 4 --micro-batches 4" "--tp 4") ;;
+  *) echo "bench-predict-netns: error: ranks $RANKS: 2 or 4 (one rank per host)" >&2; exit 2 ;;
+esac
 # Its own prefix and subnet: a cluster the user or the tests have up stays theirs.
 export TS_NETNS_PREFIX="${TS_NETNS_PREFIX:-tsbench}" TS_NETNS_NET="${TS_NETNS_NET:-10.78.0}"
 CLUSTER="$TS_ROOT/scripts/netns-cluster.sh"
@@ -41,35 +50,41 @@ PY="$(ts_python scipy)"
 TS="$TS_BUILD/trainscope"
 say() { ts_stage bench-predict-netns "$@"; }
 # mpirun across the cluster, one rank per host, each rank with one compute thread (as the calibration).
-across() { "$CLUSTER" launch mpirun -np 2 -x TRAINSCOPE_THREADS=1 "$TS" "$@"; }
+across() { "$CLUSTER" launch mpirun -np "$RANKS" -x TRAINSCOPE_THREADS=1 "$TS" "$@"; }
 
 echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for spec in $MODELS; do
   model="${spec%%:*}" preset="${spec##*:}" m="$work/${spec/:/-}"
-  # The micro-batches the layouts run at: batch 16 over dp 2, tp's whole 16, pp's 16 / 4.
+  # The micro-batches the layouts run at: batch 16 over dp 2 or 4, tp's whole 16, pp's 16 / 4 (or / 2 over dp 2).
   ts_compute_calibration "$TS" "$model" "$preset" "$STEPS" "$m" 4 8 16 >"$m-cal.list"
   for i in "${!LAYOUTS[@]}"; do
     read -r -a flags <<<"${LAYOUTS[$i]}"
     extra=(); [[ "$model" == cnn ]] && extra=(--sync-bn off)  # as bench-predict-train.sh: comparable with the earlier tables
-    "$TS" train --model "$model" --preset "$preset" --batch "$BATCH" "${extra[@]}" "${flags[@]}" --plan 2 \
-      --json "$m-plan-$i.json" >/dev/null
+    if ! "$TS" train --model "$model" --preset "$preset" --batch "$BATCH" "${extra[@]}" "${flags[@]}" --plan "$RANKS" \
+      --json "$m-plan-$i.json" >"$m-plan-$i.log" 2>&1; then
+      echo "# $spec ${LAYOUTS[$i]}: no plan, not run ($(tail -1 "$m-plan-$i.log"))"
+      rm -f "$m-plan-$i.json"
+    fi
   done
-  say "$spec: compute calibrated, ${#LAYOUTS[@]} plans made"
+  say "$spec: compute calibrated, plans made"
 done
-"$CLUSTER" up 2
+"$CLUSTER" up "$RANKS"
 if [[ -n "$DP_CALIBRATION" ]]; then
   for spec in $MODELS; do
     model="${spec%%:*}" preset="${spec##*:}" m="$work/${spec/:/-}"
     extra=(); [[ "$model" == cnn ]] && extra=(--sync-bn off)
-    across train --model "$model" --preset "$preset" --batch "$BATCH" "${extra[@]}" --dp 2 --steps "$STEPS" \
-      --no-ceiling --log-every 1000 --json "$m-cal-dp2.json" >/dev/null
-    echo "$m-cal-dp2.json" >>"$m-cal.list"
-    say "$spec: compute calibrated from --dp 2 across the unshaped cluster"
+    # At 2 ranks batch 16 (micro-batch 8, the dp layouts'); at 4 each micro-batch the layouts use, 4, 8 and 16.
+    for mb in $([ "$RANKS" = 2 ] && echo 8 || echo 4 8 16); do
+      across train --model "$model" --preset "$preset" --batch $((mb * RANKS)) "${extra[@]}" --dp "$RANKS" \
+        --steps "$STEPS" --no-ceiling --log-every 1000 --json "$m-cal-dp$RANKS-$mb.json" >/dev/null
+      echo "$m-cal-dp$RANKS-$mb.json" >>"$m-cal.list"
+    done
+    say "$spec: compute calibrated from --dp $RANKS across the unshaped cluster"
   done
 fi
 REF="${RATES##* }"
 for rate in $RATES; do
-  for h in 1 2; do "$CLUSTER" shape "$TS_NETNS_PREFIX-h$h" "$rate"; done
+  for h in $(seq 1 "$RANKS"); do "$CLUSTER" shape "$TS_NETNS_PREFIX-h$h" "$rate"; done
   r="$work/rate-$rate"
   mkdir -p "$r"
   # Few iterations where a link is slow: an 8 MiB all-reduce takes about a second at 100 Mbit/s.
@@ -80,6 +95,7 @@ for rate in $RATES; do
   for spec in $MODELS; do
     model="${spec%%:*}" preset="${spec##*:}" m="$work/${spec/:/-}"
     for i in "${!LAYOUTS[@]}"; do
+      [[ -f "$m-plan-$i.json" ]] || continue  # refused by the trainer at planning (said above)
       read -r -a flags <<<"${LAYOUTS[$i]}"
       extra=(); [[ "$model" == cnn ]] && extra=(--sync-bn off)
       across train --model "$model" --preset "$preset" --batch "$BATCH" "${extra[@]}" "${flags[@]}" --steps "$STEPS" \
@@ -97,6 +113,7 @@ for rate in $RATES; do
     m="$work/${spec/:/-}"
     mapfile -t cal <"$m-cal.list"
     for i in "${!LAYOUTS[@]}"; do
+      [[ -f "$m-plan-$i.json" ]] || continue
       for from in own ref blocking; do
         sweep="$r/sweep.json" form=(--issue nonblocking)
         [ "$from" = ref ] && sweep="$work/rate-$REF/sweep.json"
