@@ -223,8 +223,9 @@ def test_send_goes_one_way_per_pair_in_both_forms_and_its_receivers_are_checked(
     """send (comm/collectives/send.cpp): rank 0 sends to rank 1, and at 3 ranks rank 2 takes no part (no hang); both
     forms check clean, and a wrong element on the receiver is caught in each (what the check reads is rank 1's)."""
     out = tmp_path / "send.json"
-    r = run_trainscope(["collectives", "--backend", "mpi", "--ops", "send", "--issue", "both", "-b", "1K", "-e", "16K",
-                        "-f", "4", "-w", "1", "-n", "2", "--json", out], np=3)
+    sweep = ["collectives", "--backend", "mpi", "--ops", "send", "--issue", "both", "-b", "1K", "-e", "16K", "-f", "4",
+             "-w", "1", "-n", "2", "--json", out]
+    r = run_trainscope(sweep, np=3)
     assert r.rc == 0, r.err
     doc = json.loads(out.read_text())
     validate(doc)
@@ -232,9 +233,7 @@ def test_send_goes_one_way_per_pair_in_both_forms_and_its_receivers_are_checked(
     assert {(rec["op"], rec["issue"], rec["in_place"]) for rec in recs} == \
         {("send", form, p) for form in ("blocking", "nonblocking") for p in (False, True)}
     assert all(rec["check"] == {"performed": True, "passed": True, "wrong": 0} and rec["bus_factor"] == 1 for rec in recs)
-    r = run_trainscope(["collectives", "--backend", "mpi", "--ops", "send", "--issue", "both", "-b", "1K", "-e", "16K",
-                        "-f", "4", "-w", "1", "-n", "2", "--json", out], np=2,
-                       env={"TRAINSCOPE_FAULT": "corrupt:rank=1:op=send:bytes=4K"})
+    r = run_trainscope(sweep, np=2, env={"TRAINSCOPE_FAULT": "corrupt:rank=1:op=send:bytes=4K"})
     assert r.rc == 1, r.err
     bad = sorted((b["issue"], b["in_place"]) for b in measurements(json.loads(out.read_text())) if not b["check"]["passed"])
     assert bad == [(form, p) for form in ("blocking", "nonblocking") for p in (False, True)], bad
