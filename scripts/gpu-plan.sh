@@ -269,8 +269,8 @@ plan_first_contact() {
     -o sum,max --timeout 50 --json "$L/nccl-world1.json"
   runner_step nccl-world1-graph 60 trainscope collectives --backend nccl --ops all_reduce,all_gather,reduce_scatter \
     -b 8 -e 256M -f 4 -G 20 --timeout 50 --json "$L/nccl-world1-graph.json"
-  runner_step pair-nccl 75 pair collectives --backend nccl --device cuda:0 --ops all_reduce,all_gather,reduce_scatter,sendrecv \
-    -b 8 -e 64M -f 8 --timeout 60 --json "$L/pair-nccl.json"
+  runner_step pair-nccl 75 pair collectives --backend nccl --device cuda:0 \
+    --ops all_reduce,all_gather,reduce_scatter,sendrecv,send -b 8 -e 64M -f 8 --timeout 60 --json "$L/pair-nccl.json"
   local tiny=(train --device cuda:0 --model transformer --preset tiny --steps 10 --batch 8 --no-ceiling --timeout 45)
   runner_step pair-train-pp 60 pair "${tiny[@]}" --pp 2 --micro-batches 4 --json "$L/pair-train-pp.json"
   runner_step pair-train-dp 60 pair "${tiny[@]}" --dp 2 --zero 1 --json "$L/pair-train-dp.json"
