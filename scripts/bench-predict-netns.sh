@@ -22,15 +22,13 @@
 # With TS_BUILD_GIVEN=1 the trainscope in TS_BUILD (default build/) is used as it is, without setup.sh.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-# Checked before any work: the cluster needs root and iproute2's netns.
-[ "$(id -u)" = 0 ] || { echo "bench-predict-netns: error: needs root (the cluster's network namespaces)" >&2; exit 2; }
-ip netns list >/dev/null 2>&1 || { echo "bench-predict-netns: error: 'ip netns' is unavailable (iproute2)" >&2; exit 2; }
 RATES="${1:-100mbit 1gbit off}"
 STEPS="${2:-20}"
 MODELS="${3:-mlp:small transformer:tiny}"
 DP_CALIBRATION="${4:-}"
 RANKS="${5:-2}"
 BATCH=16
+# Checked before any work: the arguments, then root and iproute2's netns (the cluster's).
 case "$RANKS" in
   2) LAYOUTS=("--dp 2" "--dp 2 --overlap off" "--dp 2 --zero 1" "--dp 2 --zero 3 --prefetch 0" "--tp 2"
               "--pp 2 --micro-batches 4") ;;
@@ -38,6 +36,8 @@ case "$RANKS" in
               "--pp 2 --dp 2 --micro-batches 2" "--pp 4 --micro-batches 4" "--tp 4") ;;
   *) echo "bench-predict-netns: error: ranks $RANKS: 2 or 4 (one rank per host)" >&2; exit 2 ;;
 esac
+[ "$(id -u)" = 0 ] || { echo "bench-predict-netns: error: needs root (the cluster's network namespaces)" >&2; exit 2; }
+ip netns list >/dev/null 2>&1 || { echo "bench-predict-netns: error: 'ip netns' is unavailable (iproute2)" >&2; exit 2; }
 # Its own prefix and subnet: a cluster the user or the tests have up stays theirs.
 export TS_NETNS_PREFIX="${TS_NETNS_PREFIX:-tsbench}" TS_NETNS_NET="${TS_NETNS_NET:-10.78.0}"
 CLUSTER="$TS_ROOT/scripts/netns-cluster.sh"

@@ -7,6 +7,7 @@
 namespace ts {
 namespace {
 constexpr int kNone = -1;
+constexpr int kSendTag = 9;  // its own: a message of another op between the same ranks never matches it
 
 class Send final : public Collective {
  public:
@@ -27,18 +28,16 @@ class Send final : public Collective {
 #ifdef TRAINSCOPE_HAVE_MPI
   // In place the one buffer is sent from and received into, so the send buffer is always c.send (== c.recv then).
   void runMpi(const MpiCall& m, const CollectiveCall& c) const override {
-    constexpr int kTag = 9;
     const int n = mpiCount(c.count);
-    if (c.root != kNone) MPI_CHECK(MPI_Send(c.send, n, mpiType(c.dtype), c.root, kTag, m.comm));
-    if (c.peer != kNone) MPI_CHECK(MPI_Recv(c.recv, n, mpiType(c.dtype), c.peer, kTag, m.comm, MPI_STATUS_IGNORE));
+    if (c.root != kNone) MPI_CHECK(MPI_Send(c.send, n, mpiType(c.dtype), c.root, kSendTag, m.comm));
+    if (c.peer != kNone) MPI_CHECK(MPI_Recv(c.recv, n, mpiType(c.dtype), c.peer, kSendTag, m.comm, MPI_STATUS_IGNORE));
   }
   bool startsOnMpi() const override { return true; }
   // As a pipeline issues its transfers (MPI_Isend / MPI_Irecv, then a wait); an idle rank's request stays null.
   void startMpi(const MpiCall& m, const CollectiveCall& c, MpiRequest& req, std::function<void()>&) const override {
-    constexpr int kTag = 9;
     const int n = mpiCount(c.count);
-    if (c.root != kNone) MPI_CHECK(MPI_Isend(c.send, n, mpiType(c.dtype), c.root, kTag, m.comm, &req.handle));
-    if (c.peer != kNone) MPI_CHECK(MPI_Irecv(c.recv, n, mpiType(c.dtype), c.peer, kTag, m.comm, &req.handle));
+    if (c.root != kNone) MPI_CHECK(MPI_Isend(c.send, n, mpiType(c.dtype), c.root, kSendTag, m.comm, &req.handle));
+    if (c.peer != kNone) MPI_CHECK(MPI_Irecv(c.recv, n, mpiType(c.dtype), c.peer, kSendTag, m.comm, &req.handle));
   }
 #endif
 #ifdef TRAINSCOPE_HAVE_NCCL

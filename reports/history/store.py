@@ -198,7 +198,7 @@ def _point(doc: Record, m: ids.Metric, run: Any, order: int) -> Point | None:
     if v is None:
         return None  # a train record without a held-out evaluation has no eval_loss
     raw = doc.get(m.samples) if m.samples else None
-    samples = tuple(float(x) for x in raw if number(x) is not None) if isinstance(raw, list) else ()
+    samples = tuple(x for x in map(number, raw) if x is not None) if isinstance(raw, list) else ()
     trials = doc.get("trials")
     return Point(run.commit, order, run.started_at, samples, v, run.contention, m.lower_is_better,
                  trials if isinstance(trials, int) and trials > 0 else 1)

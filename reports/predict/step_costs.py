@@ -1,8 +1,9 @@
 """The cost of each event of a step's schedule (the replay's Costs): compute from the calibration's one-process run
 (compute.py), each collective from its fitted series at the group size it runs in (predict.model: the fit where that
-group size was measured, the algorithm's form where not), a pipeline's send/recv from the send series (POINT_TO_POINT); the series
-of the link class the op's members cross (placement.py: intra-host where they share a host, else inter-host). A what-if
-fabric (--fabric) swaps every fitted bandwidth for the datasheet's and keeps the fitted latencies (predict.on_fabric).
+group size was measured, the algorithm's form where not), a pipeline's send/recv from the send series
+(POINT_TO_POINT); the series of the link class the op's members cross (placement.py: intra-host where they share a
+host, else inter-host). A what-if fabric (--fabric) swaps every fitted bandwidth for the datasheet's and keeps the
+fitted latencies (predict.on_fabric).
 
 The band: the same replay with every cost at the low and at the high end of its own band (the largest residual of
 the fit's regime the size falls in; the calibration run's fastest and p95 step against its median), so the step's
@@ -89,6 +90,9 @@ class StepCosts:
     # By (series op, group size, link class, placement: "in" or "out" of place, as the series is).
     _models: dict[tuple[str, int, LinkClass, str], Model] = field(default_factory=dict)
     _shared: dict[tuple[str, int, LinkClass, str, int], Model] = field(default_factory=dict)  # _models' with a shared NIC
+    # A plan's op -> the series op that costs it (series_op), by whether the swapped-in measured fabric's series hold
+    # it: asked once per op, not per replayed event.
+    _series_ops: dict[tuple[str, bool], str] = field(default_factory=dict)
     # The ops the trainer calls in place that were costed from out-of-place series (the calibration measured none in
     # place for them): named on the console, so that a calibration can sweep both (collectives --placement both).
     out_for_in: set[str] = field(default_factory=set)
@@ -103,18 +107,26 @@ class StepCosts:
                        bandwidth_scale=self.bandwidth_scale * bandwidth_scale, _models=self._models if same else {},
                        _shared=self._shared if same else {})
 
+    def _source(self, link: LinkClass) -> tuple[dict[SeriesKey, list[Point]], Sequence[str], MeasuredFabric | None]:
+        """The series (and their files) an op across `link` is costed from: the swapped-in measured fabric's where it
+        takes that link (returned too), else the calibration's."""
+        if self.measured and (self.swap is None or link is self.swap):
+            return self.measured.series, self.measured.files, self.measured
+        return self.series, self.calibration, None
+
     def model_of(self, op: str, group_size: int, link: LinkClass = LinkClass.INTRA, in_place: bool = False) -> Model:
         """The fitted costs of `op` on `group_size` ranks across `link`, from the series of the placement the trainer
         calls it in; an op called in place is costed from the out-of-place series where the calibration has no in-place
         one (and named in out_for_in)."""
         swapped = self.swap is None or link is self.swap
-        series, files = (self.measured.series, self.measured.files) if swapped and self.measured else \
-            (self.series, self.calibration)
-        name = series_op(op, series)
+        series, files, fabric = self._source(link)
+        if (op, fabric is not None) not in self._series_ops:
+            self._series_ops[(op, fabric is not None)] = series_op(op, series)
+        name = self._series_ops[(op, fabric is not None)]
         place = "in" if in_place else "out"
         if (name, group_size, link, place) not in self._models:
-            if swapped and self.measured:
-                transport = self.measured.transport
+            if fabric:
+                transport = fabric.transport
             else:
                 transport = self.placement.transport(link) if self.placement else self.transport
 
@@ -134,8 +146,8 @@ class StepCosts:
         """The same costs with the bandwidth of every collective of link class `swap` (None: every one) the datasheet
         fabric's, or their costs those fitted from another cluster's measurements (models refitted for it)."""
         if isinstance(fabric, MeasuredFabric):
-            return replace(self, measured=fabric, fabric=None, swap=swap, _models={}, _shared={})
-        return replace(self, fabric=fabric, measured=None, swap=swap, _models={}, _shared={})
+            return replace(self, measured=fabric, fabric=None, swap=swap, _models={}, _shared={}, _series_ops={})
+        return replace(self, fabric=fabric, measured=None, swap=swap, _models={}, _shared={}, _series_ops={})
 
     def backends(self) -> set[str]:
         """The backends the calibration's collectives ran on (the series' `backend`)."""

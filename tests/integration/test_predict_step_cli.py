@@ -5,10 +5,11 @@ scripts/bench-predict-train.sh): each rank's predicted compute is its schedule's
 rates; the search plans every candidate and ranks what it predicted."""
 import json
 import re
+import subprocess
 
 import pytest
 
-from helpers import run_trainscope
+from helpers import ROOT, base_env, run_trainscope
 
 MODEL = ["--model", "mlp", "--preset", "tiny", "--batch", 8]
 
@@ -258,3 +259,19 @@ def test_a_mixtures_search_plans_and_ranks_its_expert_parallel_splits(moe_calibr
     rows = re.findall(r"^\s+\d+\s+([0-9.]+)\s+[0-9.]+\.\.[0-9.]+\s.*?\s(?:yes|no)  (.+)$", r.out, re.M)
     assert sorted(name for _, name in rows) == sorted(c["layout"] for c in predicted)
     assert [float(step) for step, _ in rows] == sorted(float(step) for step, _ in rows)
+
+
+@pytest.mark.parametrize("script, args, env, line", [
+    ("bench-predict-train.sh", [], {"TS_BENCH_FROM": "{tmp}"},
+     "bench-predict-train: error: TS_BENCH_FROM={tmp} holds no sweep.json (a folder TS_BENCH_KEEP kept?)"),
+    ("bench-predict-netns.sh", ["off", "2", "mlp:tiny", "", "3"], {},
+     "bench-predict-netns: error: ranks 3: 2 or 4 (one rank per host)"),
+])
+def test_a_prediction_benchmark_refuses_bad_input_in_one_line_before_any_work(tmp_path, script, args, env, line):
+    """Checked before the build, the cluster or any run: an empty folder to predict again, a rank count the netns
+    cluster does not lay out. (TS_BUILD names a folder that holds no build: reaching for it would fail otherwise.)"""
+    env = {k: v.format(tmp=tmp_path) for k, v in env.items()}
+    r = subprocess.run([str(ROOT / "scripts" / script), *args], capture_output=True, text=True, timeout=60,
+                       env=base_env({"TS_BUILD": str(tmp_path / "no-build"), **env}))
+    assert r.returncode == 2 and r.stderr.strip() == line.format(tmp=tmp_path), r.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing written, nothing built
