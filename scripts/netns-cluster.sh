@@ -8,7 +8,7 @@
 # /run/<p>-netns/<ns>.uts) whose hostname is its name; `exec` and scripts/netns-rsh enter both. Names resolve
 # through /etc/netns/<ns>/hosts, which `ip netns exec` mounts over /etc/hosts in that namespace.
 # --shape HOST=RATE puts a tbf qdisc (bandwidth, not delay: netem may be missing) on both ends of the host's
-# veth, so its traffic is capped both ways. <p> is $TS_NETNS_PREFIX (default ts), the subnet $TS_NETNS_NET
+# veth, so its traffic is capped both ways, its bucket as small as tbf keeps the rate with (burst_bytes). <p> is $TS_NETNS_PREFIX (default ts), the subnet $TS_NETNS_NET
 # (default 10.77.0, a /24): tests and a user's cluster can live side by side.
 set -euo pipefail
 
@@ -72,16 +72,34 @@ make_uts() {
   unshare --uts="$STATE/$1.uts" hostname "$1"
 }
 
+# tbf's bucket for rate $1 (tc's units: N[k|m|g|t]bit, or N[k|m|g|t]bps in bytes): the bytes the rate sends in
+# 250 us, at least 4 KB. A wire sends at its rate from the first byte; a bucket lets that many bytes leave at the
+# veth's speed after a pause, so a fixed 32 KB bucket made a 100 Mbit/s link pass a training step's spaced 32 KiB
+# activations in 1.8 ms where the wire takes 2.7 (docs/prediction.md). Smaller than 250 us of the rate, tbf stops
+# reaching the rate (1 Gbit/s with 4 KB carried 240 Mbit/s here); under 4 KB, under two full frames and headers.
+burst_bytes() {
+  [[ "${1,,}" =~ ^([0-9]{1,9})(|k|m|g|t)(bit|bps)$ ]] && [ "${BASH_REMATCH[1]}" -gt 0 ] ||
+    die "rate '$1': want N[k|m|g|t]bit or N[k|m|g|t]bps, N 1..999999999 (e.g. 100mbit)"
+  local n="${BASH_REMATCH[1]}" scale
+  case "${BASH_REMATCH[2]}" in
+    '') scale=1 ;; k) scale=1000 ;; m) scale=1000000 ;; g) scale=1000000000 ;; t) scale=1000000000000 ;;
+  esac
+  [ "${BASH_REMATCH[3]}" = bps ] || scale="$scale/8"  # bytes per second
+  local bytes=$((n * scale / 4000))  # 250 us
+  echo $((bytes > 4096 ? bytes : 4096))
+}
+
 # Caps host $1's (its index) link at rate $2 both ways, or lifts the cap ("off"). tbf shapes what leaves an
-# interface: eth0 caps what the host sends, h<I> what it receives. A burst of 32 KB keeps short messages
-# quick; the queue holds 100 ms before it drops (TCP backs off).
+# interface: eth0 caps what the host sends, h<I> what it receives; the queue holds 100 ms before it drops (TCP
+# backs off).
 shape() {
-  local dev
+  local dev burst=
+  [ "$2" = off ] || burst="$(burst_bytes "$2")"
   for dev in "$P-h$1 eth0" "$HEAD h$1"; do
     read -r ns ifname <<<"$dev"
     ip -n "$ns" link show "$ifname" >/dev/null
     tc -n "$ns" qdisc del dev "$ifname" root 2>/dev/null || true
-    [ "$2" = off ] || tc -n "$ns" qdisc add dev "$ifname" root tbf rate "$2" burst 32kb latency 100ms
+    [ "$2" = off ] || tc -n "$ns" qdisc add dev "$ifname" root tbf rate "$2" burst "$burst" latency 100ms
   done
 }
 
@@ -103,6 +121,7 @@ up() {
   for h in "${!shape[@]}"; do
     [[ "$h" =~ ^$P-h([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" -ge 1 ] && [ "${BASH_REMATCH[1]}" -le "$n" ] ||
       die "--shape: no host '$h' among $P-h1..$P-h$n"
+    [ "${shape[$h]}" = off ] || burst_bytes "${shape[$h]}" >/dev/null  # a bad rate: one line before the old cluster goes
   done
   down
   trap 'echo "netns-cluster: up failed: tearing down" >&2; down' ERR

@@ -4,6 +4,7 @@ links. One host's link is capped (tc tbf, 20 Mbit/s both ways): links must name 
 show the drop, and a host whose link goes down must end the job in seconds with the records kept."""
 import json
 import os
+import re
 import subprocess
 import time
 import warnings
@@ -119,6 +120,43 @@ def test_links_names_the_shaped_hosts_pairs_and_nothing_else(hosts, tmp_path, va
         assert s["pairs"] == 6
         assert {(o["src_host"], o["dst_host"]) for o in s["outliers"]} == shaped, (s, r.out)
     assert sum(line.startswith("# outlier:") for line in r.out.splitlines()) == 9
+
+
+def tbf_of(host):
+    """(rate in bit/s, burst in bytes) of the tbf on host's eth0, as tc prints them."""
+    line = subprocess.run(["tc", "-n", host, "qdisc", "show", "dev", "eth0"], capture_output=True, text=True,
+                          check=True).stdout
+    units = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}
+    rate = re.search(r"rate (\d+)([KMG]?)bit", line, re.I)
+    burst = re.search(r"burst (\d+)([KM]?)b", line, re.I)
+    assert rate and burst, line
+    return int(rate[1]) * units[rate[2].lower()], int(burst[1]) * {"": 1, "k": 1024, "m": 1024 ** 2}[burst[2].lower()]
+
+
+def test_a_shaped_link_bursts_no_more_than_its_wire_would_send_in_a_quarter_millisecond(hosts):
+    """A wire sends at its rate from the first byte; tbf's bucket lets its burst leave at the veth's speed after a
+    pause, so a training step's spaced messages under it crossed a 100 Mbit/s link 1.5x faster than the sweep's
+    back-to-back ones (docs/prediction.md). The bucket: 250 us of the rate, at least 4 KB (tbf's floor here)."""
+    rate, burst = tbf_of(SHAPED)
+    assert rate == 20e6
+    assert burst == 4096  # 250 us of 20 Mbit/s is 625 B: the floor
+    try:
+        cluster("shape", SHAPED, "1gbit")
+        rate, burst = tbf_of(SHAPED)
+        assert rate == 1e9 and abs(burst - 1e9 / 8 * 250e-6) <= 256, burst  # tc rounds to its clock's ticks
+    finally:
+        cluster("shape", SHAPED, RATE)
+
+
+@pytest.mark.parametrize("args", [["shape", SHAPED, "fast"], ["shape", SHAPED, "0mbit"],
+                                  ["up", 4, "--shape", f"{SHAPED}=1.5gbit"]], ids=["word", "zero", "fraction-at-up"])
+def test_a_bad_rate_is_one_line_and_the_cluster_stays(hosts, args):
+    before = tbf_of(SHAPED)
+    r = cluster(*args, check=False)
+    assert r.returncode != 0
+    assert r.stderr.splitlines() == [f"netns-cluster: error: rate '{args[-1].split('=')[-1]}': want N[k|m|g|t]bit or "
+                                     "N[k|m|g|t]bps, N 1..999999999 (e.g. 100mbit)"], r.stderr
+    assert tbf_of(SHAPED) == before  # up did not tear the cluster down first; shape left the cap as it was
 
 
 def test_two_ranks_per_host_shared_memory_inside_tcp_between(hosts, tmp_path, validate):

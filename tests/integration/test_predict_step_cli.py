@@ -19,7 +19,7 @@ def calibration(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("calibration")
     sweep = tmp / "sweep.json"
     r = run_trainscope(["collectives", "--backend", "mpi",
-                        "--ops", "all_reduce,all_gather,reduce_scatter,broadcast,reduce,sendrecv",
+                        "--ops", "all_reduce,all_gather,reduce_scatter,broadcast,reduce,sendrecv,send",
                         "-b", 8, "-e", "256K", "-f", 16, "-n", 5, "-w", 1, "--placement", "out", "--json", sweep],
                        np=2, timeout=300)
     assert r.rc == 0, r.err
@@ -130,7 +130,7 @@ def test_a_data_parallel_calibration_gives_the_rates_of_its_slowest_rank(calibra
 @pytest.mark.parametrize("staleness", [0, 2])
 def test_a_ps_async_plan_is_predicted_as_its_steady_state(calibration, staleness):
     """2 workers and a dedicated server: each worker's compute at the rates, the server's update its shard's elements
-    at the optimizer's, one shard the sendrecv fit at its bytes, and the step the larger of the busiest rank's work
+    at the optimizer's, one shard the send fit at its bytes (the one-way op the shard's transfer is), and the step the larger of the busiest rank's work
     and the staleness chain over S + 1 steps (reports/predict/ps_async.py; exact on known costs in
     tests/reports/test_predict_ps_async.py)."""
     tmp, files = calibration
@@ -153,7 +153,7 @@ def test_a_ps_async_plan_is_predicted_as_its_steady_state(calibration, staleness
     assert ps["rank_us"] == pytest.approx(max(work), rel=1e-9)
     assert predicted["step_us"] == pytest.approx(max(max(work), ps["chain_us"]), rel=1e-9)
     assert all(row["step_us"] == predicted["step_us"] for row in rows)
-    assert "# ps-async steady state: the step is " in r.out and "sendrecv on 2 ranks" in r.out
+    assert "# ps-async steady state: the step is " in r.out and "send on 2 ranks" in r.out
 
 
 @pytest.fixture(scope="module")

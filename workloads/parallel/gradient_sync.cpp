@@ -32,7 +32,7 @@ void GradientSync::sumOverGroup(std::span<double> v) {
   if (group_) tracker_->sum(v, true);
 }
 
-double GradientSync::groupMean(double v) { return group_ ? groupSum(v, false) / group_->worldSize() : v; }
+double GradientSync::groupMean(double v, bool timed) { return group_ ? groupSum(v, timed) / group_->worldSize() : v; }
 
 namespace {
 

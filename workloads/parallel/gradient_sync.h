@@ -75,8 +75,8 @@ class GradientSync {
   void setGroup(ProcessGroupId group) {
     if (tracker_) tracker_->setGroup(group);
   }
-  // The group's mean of a per-rank figure (the loss); not counted as the step's communication.
-  double groupMean(double v);
+  // The group's mean of a per-rank figure (the loss); timed: counted as the step's communication.
+  double groupMean(double v, bool timed);
   // Sums v over the group in place (one collective, counted as the step's communication); a group of one
   // leaves it as it is.
   void sumOverGroup(std::span<double> v);

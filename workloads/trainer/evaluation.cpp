@@ -74,8 +74,8 @@ EvalResult Evaluation::run(ModelOnMesh& m, Device& device, int dataParallel, std
   }
   if (m.pipeline) m.pipeline->takeStepComm();
   // Every rank evaluates as many rows, so the group's mean of the ranks' means is the mean over all rows.
-  e.loss = m.sync->groupMean(lossSum / rows);
-  e.accuracy = m.sync->groupMean(correct / rows);
+  e.loss = m.sync->groupMean(lossSum / rows, false);
+  e.accuracy = m.sync->groupMean(correct / rows, false);
   e.perplexity = m.model->itemKind() == ItemKind::kTokens ? std::exp(e.loss) : 0.0;
   e.items = static_cast<std::int64_t>(rows) * dataParallel;
   e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -60,8 +60,10 @@ StepResult Trainer::trainStep() {
   double loss = forwardBackward(r, std::move(next.batch), ctx, scale);
   if (parts_.asyncPs) return finishAsyncStep(r, loss, stepSpan);
   trace::Span syncSpan("sync", trace::Role::kPhase);
-  if (parts_.pipeline) loss = parts_.pipeline->sumOverStages(loss, false);  // the last stage's
-  r.loss = parts_.sync->groupMean(loss / static_cast<double>(M));  // every rank's mean: the same on all, so all decide alike
+  // The last stage's loss, then every rank's mean: the same on all, so all decide alike. The step's communication
+  // (timed, and planned: train_step_plan.cpp), where a rank waits for its peers as in any other sum.
+  if (parts_.pipeline) loss = parts_.pipeline->sumOverStages(loss, true);
+  r.loss = parts_.sync->groupMean(loss / static_cast<double>(M), true);
   if (parts_.masters) parts_.masters->endStep();
   if (!std::isfinite(r.loss)) throw Error(fmt::format("step {}: the loss is {} (diverged; lower --lr)", r.step, r.loss));
   update(r, syncSpan);

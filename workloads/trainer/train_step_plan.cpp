@@ -83,6 +83,13 @@ class PartPlan {
   std::vector<LayerSums> sums_;  // per layer
 };
 
+// Trainer::trainStep's loss: the last stage's summed over the pipeline's stages, then its mean over the replicas
+// (GradientSync::groupMean, whose group is every replica's, expert parallelism's too: expert_sync.cpp).
+void planLossMean(const Mesh& mesh, StepPlan& plan) {
+  if (mesh.size(GroupKind::kPp) > 1) plan.sum(1, planGroupOf(mesh, GroupKind::kPp));
+  if (mesh.size(kReplicaAxes) > 1) plan.sum(1, planGroupOf(mesh, kReplicaAxes));
+}
+
 // Trainer::update: the gradient norm's sums over the ranks (the loss scaler's check first under float16), the
 // optimizer (LAMB's whole-tensor sums in it), the sync's afterUpdate.
 void planUpdate(const TrainOptions& o, const Mesh& mesh, const ModelPart& part, StepPlan& plan, SyncPlan& sync,
@@ -190,6 +197,7 @@ StepPlan planTrainStep(const TrainOptions& o, const Mesh& mesh, const ModelPart&
   for (int step = 0; step < sync->windowSteps(); ++step) {
     plan.beginStep();
     planForwardBackward(o, mesh, cut, plan, layers, *sync);
+    planLossMean(mesh, plan);
     planUpdate(o, mesh, part, plan, *sync, layers);
   }
   return plan;
