@@ -18,7 +18,9 @@
 # layout's micro-batch and, of those, world size).
 #   scripts/bench-predict-netns.sh [rates="100mbit 1gbit off"] [steps=20] [models="mlp:small transformer:tiny"] [dp-calibration=]
 #                                  [ranks=2]
-# TS_BENCH_KEEP=DIR keeps the result files there (plans, runs, sweeps, predictions: `report` and `compare` read them).
+# TS_BENCH_KEEP=DIR keeps the result files there (plans, runs, sweeps, predictions: `report` and `compare` read them);
+# TS_BENCH_FROM=DIR (such a folder, the same arguments) measures nothing and predicts its runs again with this tree's
+# model: a change to the model compared on the same measurements.
 # With TS_BUILD_GIVEN=1 the trainscope in TS_BUILD (default build/) is used as it is, without setup.sh.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -36,8 +38,20 @@ case "$RANKS" in
               "--pp 2 --dp 2 --micro-batches 2" "--pp 4 --micro-batches 4" "--tp 4") ;;
   *) echo "bench-predict-netns: error: ranks $RANKS: 2 or 4 (one rank per host)" >&2; exit 2 ;;
 esac
-[ "$(id -u)" = 0 ] || { echo "bench-predict-netns: error: needs root (the cluster's network namespaces)" >&2; exit 2; }
-ip netns list >/dev/null 2>&1 || { echo "bench-predict-netns: error: 'ip netns' is unavailable (iproute2)" >&2; exit 2; }
+FROM="${TS_BENCH_FROM:-}"
+if [[ -n "$FROM" ]]; then  # a kept folder: every rate's sweep and every model's calibration there
+  for rate in $RATES; do
+    [[ -f "$FROM/rate-$rate/sweep.json" ]] ||
+      { echo "bench-predict-netns: error: TS_BENCH_FROM=$FROM holds no rate-$rate/sweep.json (a folder TS_BENCH_KEEP kept?)" >&2; exit 2; }
+  done
+  for spec in $MODELS; do
+    [[ -f "$FROM/${spec/:/-}-cal.list" ]] ||
+      { echo "bench-predict-netns: error: TS_BENCH_FROM=$FROM holds no ${spec/:/-}-cal.list (not measured for $spec)" >&2; exit 2; }
+  done
+else
+  [ "$(id -u)" = 0 ] || { echo "bench-predict-netns: error: needs root (the cluster's network namespaces)" >&2; exit 2; }
+  ip netns list >/dev/null 2>&1 || { echo "bench-predict-netns: error: 'ip netns' is unavailable (iproute2)" >&2; exit 2; }
+fi
 # Its own prefix and subnet: a cluster the user or the tests have up stays theirs.
 export TS_NETNS_PREFIX="${TS_NETNS_PREFIX:-tsbench}" TS_NETNS_NET="${TS_NETNS_NET:-10.78.0}"
 CLUSTER="$TS_ROOT/scripts/netns-cluster.sh"
@@ -52,60 +66,70 @@ say() { ts_stage bench-predict-netns "$@"; }
 # mpirun across the cluster, one rank per host, each rank with one compute thread (as the calibration).
 across() { "$CLUSTER" launch mpirun -np "$RANKS" -x TRAINSCOPE_THREADS=1 "$TS" "$@"; }
 
-echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-for spec in $MODELS; do
-  model="${spec%%:*}" preset="${spec##*:}" m="$work/${spec/:/-}"
-  # The micro-batches the layouts run at: batch 16 over dp 2 or 4, tp's whole 16, pp's 16 / 4 (or / 2 over dp 2).
-  ts_compute_calibration "$TS" "$model" "$preset" "$STEPS" "$m" 4 8 16 >"$m-cal.list"
-  for i in "${!LAYOUTS[@]}"; do
-    read -r -a flags <<<"${LAYOUTS[$i]}"
-    extra=(); [[ "$model" == cnn ]] && extra=(--sync-bn off)  # as bench-predict-train.sh: comparable with the earlier tables
-    if ! "$TS" train --model "$model" --preset "$preset" --batch "$BATCH" "${extra[@]}" "${flags[@]}" --plan "$RANKS" \
-      --json "$m-plan-$i.json" >"$m-plan-$i.log" 2>&1; then
-      echo "# $spec ${LAYOUTS[$i]}: no plan, not run ($(tail -1 "$m-plan-$i.log"))"
-      rm -f "$m-plan-$i.json"
-    fi
-  done
-  say "$spec: compute calibrated, plans made"
-done
-"$CLUSTER" up "$RANKS"
-if [[ -n "$DP_CALIBRATION" ]]; then
-  for spec in $MODELS; do
-    model="${spec%%:*}" preset="${spec##*:}" m="$work/${spec/:/-}"
-    extra=(); [[ "$model" == cnn ]] && extra=(--sync-bn off)
-    # At 2 ranks batch 16 (micro-batch 8, the dp layouts'); at 4 each micro-batch the layouts use, 4, 8 and 16.
-    for mb in $([ "$RANKS" = 2 ] && echo 8 || echo 4 8 16); do
-      across train --model "$model" --preset "$preset" --batch $((mb * RANKS)) "${extra[@]}" --dp "$RANKS" \
-        --steps "$STEPS" --no-ceiling --log-every 1000 --json "$m-cal-dp$RANKS-$mb.json" >/dev/null
-      echo "$m-cal-dp$RANKS-$mb.json" >>"$m-cal.list"
-    done
-    say "$spec: compute calibrated from --dp $RANKS across the unshaped cluster"
-  done
-fi
 REF="${RATES##* }"
-for rate in $RATES; do
-  for h in $(seq 1 "$RANKS"); do "$CLUSTER" shape "$TS_NETNS_PREFIX-h$h" "$rate"; done
-  r="$work/rate-$rate"
-  mkdir -p "$r"
-  # Few iterations where a link is slow: an 8 MiB all-reduce takes about a second at 100 Mbit/s.
-  iters=50; [ "$rate" = off ] || iters=5
-  across collectives --backend mpi -b 8 -e 8M -f 4 -n "$iters" -w 1 --placement both \
-    --ops all_reduce,all_gather,reduce_scatter,sendrecv,send --issue both --json "$r/sweep.json" >/dev/null
-  say "rate $rate: collectives swept ($iters iterations)"
+# Calibrates, plans and measures into $work (the cluster up from here on).
+measure() {
+  echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"
   for spec in $MODELS; do
     model="${spec%%:*}" preset="${spec##*:}" m="$work/${spec/:/-}"
+    # The micro-batches the layouts run at: batch 16 over dp 2 or 4, tp's whole 16, pp's 16 / 4 (or / 2 over dp 2).
+    ts_compute_calibration "$TS" "$model" "$preset" "$STEPS" "$m" 4 8 16 >"$m-cal.list"
     for i in "${!LAYOUTS[@]}"; do
-      [[ -f "$m-plan-$i.json" ]] || continue  # refused by the trainer at planning (said above)
       read -r -a flags <<<"${LAYOUTS[$i]}"
+      extra=(); [[ "$model" == cnn ]] && extra=(--sync-bn off)  # as bench-predict-train.sh: comparable with the earlier tables
+      if ! "$TS" train --model "$model" --preset "$preset" --batch "$BATCH" "${extra[@]}" "${flags[@]}" --plan "$RANKS" \
+        --json "$m-plan-$i.json" >"$m-plan-$i.log" 2>&1; then
+        echo "# $spec ${LAYOUTS[$i]}: no plan, not run ($(tail -1 "$m-plan-$i.log"))"
+        rm -f "$m-plan-$i.json"
+      fi
+    done
+    say "$spec: compute calibrated, plans made"
+  done
+  "$CLUSTER" up "$RANKS"
+  if [[ -n "$DP_CALIBRATION" ]]; then
+    for spec in $MODELS; do
+      model="${spec%%:*}" preset="${spec##*:}" m="$work/${spec/:/-}"
       extra=(); [[ "$model" == cnn ]] && extra=(--sync-bn off)
-      across train --model "$model" --preset "$preset" --batch "$BATCH" "${extra[@]}" "${flags[@]}" --steps "$STEPS" \
-        --no-ceiling --log-every 1000 --json "$r/${spec/:/-}-run-$i.json" >/dev/null
-      echo "$spec|${LAYOUTS[$i]}" >"$r/${spec/:/-}-layout-$i.txt"
-      say "rate $rate: $spec ${LAYOUTS[$i]} measured"
+      # At 2 ranks batch 16 (micro-batch 8, the dp layouts'); at 4 each micro-batch the layouts use, 4, 8 and 16.
+      for mb in $([ "$RANKS" = 2 ] && echo 8 || echo 4 8 16); do
+        across train --model "$model" --preset "$preset" --batch $((mb * RANKS)) "${extra[@]}" --dp "$RANKS" \
+          --steps "$STEPS" --no-ceiling --log-every 1000 --json "$m-cal-dp$RANKS-$mb.json" >/dev/null
+        echo "$m-cal-dp$RANKS-$mb.json" >>"$m-cal.list"
+      done
+      say "$spec: compute calibrated from --dp $RANKS across the unshaped cluster"
+    done
+  fi
+  for rate in $RATES; do
+    for h in $(seq 1 "$RANKS"); do "$CLUSTER" shape "$TS_NETNS_PREFIX-h$h" "$rate"; done
+    r="$work/rate-$rate"
+    mkdir -p "$r"
+    # Few iterations where a link is slow: an 8 MiB all-reduce takes about a second at 100 Mbit/s.
+    iters=50; [ "$rate" = off ] || iters=5
+    across collectives --backend mpi -b 8 -e 8M -f 4 -n "$iters" -w 1 --placement both \
+      --ops all_reduce,all_gather,reduce_scatter,sendrecv,send --issue both --json "$r/sweep.json" >/dev/null
+    say "rate $rate: collectives swept ($iters iterations)"
+    for spec in $MODELS; do
+      model="${spec%%:*}" preset="${spec##*:}" m="$work/${spec/:/-}"
+      for i in "${!LAYOUTS[@]}"; do
+        [[ -f "$m-plan-$i.json" ]] || continue  # refused by the trainer at planning (said above)
+        read -r -a flags <<<"${LAYOUTS[$i]}"
+        extra=(); [[ "$model" == cnn ]] && extra=(--sync-bn off)
+        across train --model "$model" --preset "$preset" --batch "$BATCH" "${extra[@]}" "${flags[@]}" --steps "$STEPS" \
+          --no-ceiling --log-every 1000 --json "$r/${spec/:/-}-run-$i.json" >/dev/null
+        echo "$spec|${LAYOUTS[$i]}" >"$r/${spec/:/-}-layout-$i.txt"
+        say "rate $rate: $spec ${LAYOUTS[$i]} measured"
+      done
     done
   done
-done
-echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+if [[ -n "$FROM" ]]; then
+  cp -r "$FROM/." "$work"
+  sed -i "s#^.*/#$work/#" "$work"/*-cal.list  # the kept calibration, where it is now
+  echo "# predicted again from $FROM: nothing measured"
+else
+  measure
+fi
 # Predictions after the runs (they need no cluster): from each rate's own sweep, and from the reference rate's.
 for rate in $RATES; do
   r="$work/rate-$rate"

@@ -220,6 +220,14 @@ case "$cmd" in
     export OMPI_MCA_btl_tcp_if_include="${OMPI_MCA_btl_tcp_if_include:-$NET.0/24}"
     export OMPI_MCA_oob_tcp_if_include="${OMPI_MCA_oob_tcp_if_include:-$NET.0/24}"
     export OMPI_MCA_mpi_yield_when_idle="${OMPI_MCA_mpi_yield_when_idle:-1}"
+    # Every host is this one machine: each host's daemon binds its first rank to core 0 (Open MPI's default), so
+    # one rank per host put every rank on the same core, their compute one after the other (a 2-rank step of twice
+    # its compute, which docs/prediction.md first read as TCP's). Unbound, the kernel spreads them over the cores.
+    export OMPI_MCA_hwloc_base_binding_policy="${OMPI_MCA_hwloc_base_binding_policy:-none}"
+    # For the same reason one compute thread per rank unless the user chose (TRAINSCOPE_THREADS, OMP_NUM_THREADS):
+    # trainscope's default, the cores over the ranks of the rank's host, gives every 1-rank host all the machine's
+    # cores, and the hosts' threads then outnumber them (a 2-rank tiny mlp computed 21.7 ms per step against 0.17).
+    [ -n "${TRAINSCOPE_THREADS:-}${OMP_NUM_THREADS:-}" ] || export OMP_NUM_THREADS=1
     # mpirun notices a lost host's daemon through TCP keepalives on its idle connection: by default up to
     # 300 + 9 x 20 s after the loss (Open MPI's defaults); here within 3 to 13 s (a probe every 10 s of idleness, counted from the launch,
     # then 3 unanswered 1 s apart), soon enough to end a job in seconds. A test that needs trainscope's own line

@@ -122,6 +122,15 @@ def test_links_names_the_shaped_hosts_pairs_and_nothing_else(hosts, tmp_path, va
     assert sum(line.startswith("# outlier:") for line in r.out.splitlines()) == 9
 
 
+def test_the_hosts_ranks_may_run_on_every_core(hosts):
+    """Every host is this machine: each host's daemon would bind its rank to core 0 (Open MPI's default), so the ranks
+    of one-rank hosts all shared one core and a 2-rank step took twice its compute. `launch` leaves them unbound."""
+    r = launch(["mpirun", "-np", 4, "sh", "-c", "grep Cpus_allowed_list /proc/self/status"])
+    assert r.rc == 0, r.err
+    mine = open("/proc/self/status").read().split("Cpus_allowed_list:")[1].split()[0]
+    assert r.out.split() == ["Cpus_allowed_list:", mine] * 4, r.out
+
+
 def tbf_of(host):
     """(rate in bit/s, burst in bytes) of the tbf on host's eth0, as tc prints them."""
     line = subprocess.run(["tc", "-n", host, "qdisc", "show", "dev", "eth0"], capture_output=True, text=True,

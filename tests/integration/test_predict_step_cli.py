@@ -266,6 +266,8 @@ def test_a_mixtures_search_plans_and_ranks_its_expert_parallel_splits(moe_calibr
      "bench-predict-train: error: TS_BENCH_FROM={tmp} holds no sweep.json (a folder TS_BENCH_KEEP kept?)"),
     ("bench-predict-netns.sh", ["off", "2", "mlp:tiny", "", "3"], {},
      "bench-predict-netns: error: ranks 3: 2 or 4 (one rank per host)"),
+    ("bench-predict-netns.sh", ["100mbit off", "2", "mlp:tiny"], {"TS_BENCH_FROM": "{tmp}"},
+     "bench-predict-netns: error: TS_BENCH_FROM={tmp} holds no rate-100mbit/sweep.json (a folder TS_BENCH_KEEP kept?)"),
 ])
 def test_a_prediction_benchmark_refuses_bad_input_in_one_line_before_any_work(tmp_path, script, args, env, line):
     """Checked before the build, the cluster or any run: an empty folder to predict again, a rank count the netns

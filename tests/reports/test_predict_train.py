@@ -4,6 +4,7 @@ figure is exact (no timing here)."""
 import json
 
 import pytest
+from helpers import ROOT
 from synthetic import make_doc, make_record, make_train, stats
 
 from reports.__main__ import main
@@ -12,6 +13,7 @@ from reports.common.load import Result, load_results
 from reports.predict.compute import Wanted, compute_rates
 from reports.predict.search import candidates
 from reports.predict.step_figures import model_flops
+from reports.predict.replay import Progress
 from reports.predict.train_command import PlanDoc
 
 FORWARD_US, BACKWARD_US, OPTIMIZER_US = 300.0, 500.0, 40.0
@@ -425,6 +427,22 @@ def test_progress_decides_whether_an_issued_collective_hides_behind_compute(writ
         steps[progress] = (record["step_us"], record["progress"])
     assert steps == {"independent": (pytest.approx(100.0), "independent"), "in-waits": (pytest.approx(150.0), "in-waits"),
                      "auto": (pytest.approx(150.0), "in-waits")}
+
+
+def test_the_schema_names_the_replays_modes_of_progress():
+    """The record's `progress` enum is the replay's Progress, declared there once."""
+    found = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if isinstance(node.get("progress"), dict) and "enum" in node["progress"]:
+                found.append(node["progress"]["enum"])
+            node = list(node.values())
+        if isinstance(node, list):
+            for v in node:
+                walk(v)
+    walk(json.loads((ROOT / "reports" / "schema" / "result-v1.schema.json").read_text()))
+    assert found == [[p.value for p in Progress]]
 
 
 # ---- MFU and memory per rank ----
