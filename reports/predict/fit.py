@@ -16,7 +16,14 @@ it divides that fit's total by SPLIT_GAIN for each regime it adds (and the fit k
 around one line gains a little from a cut, a protocol switch a lot, so a clean line stays one line. A size is
 predicted by the regime whose measured sizes hold it, outside the measured range by the nearest regime, and in the
 gap between two regimes' measured sizes (where the protocol switches, at a size not measured) by the log-log
-interpolation between the two regimes' ends (Fit.blend), its band reaching both regimes' lines (Fit.band)."""
+interpolation between the two regimes' ends (Fit.blend), its band reaching both regimes' lines (Fit.band).
+
+Pinned to the points: a regime's line is the shape, and where it passes off its measured points the prediction follows
+them (Regime.ratio): at each measured size the measured / fitted ratio (pooled over the group sizes measured there), in
+between the log-size interpolation of its neighbours' ratios, outside the measured sizes the nearest one's. At a
+measured size and group size the prediction is the measurement; between two it lies between them. A link whose time
+per byte grows with the size inside one regime (TCP through a token bucket: 11.3 us/KB at 2 MiB, 12.5 at 8 MiB, one
+line at 10.2) is then costed from the sizes around it rather than from a line through all of them (docs/prediction.md)."""
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -49,6 +56,27 @@ class Regime:
     smallest: int  # the measured sizes it was fitted over, bytes
     largest: int
     line: Line
+    # (measured size, measured / fitted time there), ascending: what pins the line to its points; none: the line alone
+    ratios: tuple[tuple[int, float], ...] = ()
+
+    def ratio(self, nbytes: float) -> float:
+        """What the line's time at `nbytes` is multiplied by: its points' measured / fitted ratio at a measured size, the
+        log-size interpolation of the two around it between them, the nearest one's outside them."""
+        if not self.ratios:
+            return 1.0
+        sizes = [n for n, _ in self.ratios]
+        if nbytes <= sizes[0]:
+            return self.ratios[0][1]
+        if nbytes >= sizes[-1]:
+            return self.ratios[-1][1]
+        k = next(i for i, n in enumerate(sizes) if n >= nbytes)
+        (lo, a), (hi, b) = self.ratios[k - 1], self.ratios[k]
+        w = math.log(nbytes / lo) / math.log(hi / lo)
+        return a + w * (b - a)
+
+    def cost(self, cost: Callable[[Line, float], float], nbytes: float) -> float:
+        """`cost` of its line at a size, pinned to its points."""
+        return cost(self.line, nbytes) * self.ratio(nbytes)
 
 
 @dataclass(frozen=True)
@@ -69,10 +97,10 @@ class Fit:
         its smallest (the switch is somewhere in the gap, and a time grows with the size across it)."""
         i, j = self.span(nbytes)
         if i == j:
-            return cost(self.regimes[i].line, nbytes)
+            return self.regimes[i].cost(cost, nbytes)
         lower, upper = self.regimes[i], self.regimes[j]
         w = math.log(nbytes / lower.largest) / math.log(upper.smallest / lower.largest)
-        a, b = cost(lower.line, lower.largest), cost(upper.line, upper.smallest)
+        a, b = lower.cost(cost, lower.largest), upper.cost(cost, upper.smallest)
         return a ** (1 - w) * b ** w if a > 0 and b > 0 else a + w * (b - a)
 
     def time_us(self, nbytes: float) -> float:
@@ -87,7 +115,7 @@ class Fit:
         t = self.blend(nbytes, cost)
         if i == j or t <= 0:
             return e
-        return max(e, *(abs(cost(r.line, nbytes) - t) / t for r in self.regimes[i:j + 1]))
+        return max(e, *(abs(r.cost(cost, nbytes) - t) / t for r in self.regimes[i:j + 1]))
 
     @property
     def max_relative_error(self) -> float:
@@ -158,8 +186,22 @@ def fit_regimes(sizes: Sequence[int], columns: Sequence[Sequence[float]], times_
     regimes = []
     for lo, hi in zip(best, (*best[1:], len(distinct))):
         (alpha, beta), residuals = segment(lo, hi)
-        regimes.append(Regime(distinct[lo], distinct[hi - 1], Line(alpha, beta, tuple(residuals))))
+        inside = set(distinct[lo:hi])
+        at = [n for n in sizes if n in inside]  # the regime's points' sizes, in the residuals' order
+        regimes.append(Regime(distinct[lo], distinct[hi - 1], Line(alpha, beta, tuple(residuals)),
+                              _ratios(at, residuals)))
     return Fit(tuple(regimes))
+
+
+def _ratios(sizes: Sequence[int], residuals: Sequence[float]) -> tuple[tuple[int, float], ...]:
+    """Per distinct size, the geometric mean of its points' measured / fitted (1 / (1 + residual)); none where a point's
+    fitted time is 0 or below (a line at 0 there: nothing to scale)."""
+    by: dict[int, list[float]] = {}
+    for n, r in zip(sizes, residuals):
+        by.setdefault(n, []).append(r)
+    if any(1 + r <= 0 for r in residuals):
+        return ()
+    return tuple((n, math.exp(-sum(math.log1p(r) for r in rs) / len(rs))) for n, rs in sorted(by.items()))
 
 
 def fit(sizes: Sequence[int], times_us: Sequence[float], most: int = MAX_REGIMES) -> Fit:

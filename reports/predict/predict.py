@@ -78,7 +78,7 @@ def on_fabric(m: Model, fabric: Fabric) -> Model:
     datasheet gives no latency), no band (a peak bandwidth is no measurement: the time is a bound below what the fabric
     would take)."""
     beta = 1 / (fabric.gbps * 1e3)  # GB/s = 1e3 bytes per microsecond
-    per_step = Fit(tuple(replace(r, line=Line(r.line.alpha_us, beta, ())) for r in m.algorithm.per_step.regimes))
+    per_step = Fit(tuple(replace(r, line=Line(r.line.alpha_us, beta, ()), ratios=()) for r in m.algorithm.per_step.regimes))
     return replace(m, algorithm=AlgorithmFit(m.algorithm.op, per_step))
 
 

@@ -13,6 +13,8 @@ from reports.common.collective_facts import collective
 from reports.predict.check import holdouts
 from reports.predict.fit import SPLIT_GAIN, fit
 from reports.predict.formulas import Point, fit_algorithm
+from reports.predict.predict import Model, on_fabric
+from reports.common.link_datasheet import Fabric
 from reports.predict.series import all_series
 from reports.common.load import Result
 
@@ -178,6 +180,53 @@ def test_a_size_between_two_regimes_is_interpolated_and_its_band_reaches_both_li
     assert f.band(12288) == pytest.approx(max(either), rel=1e-9)
     assert f.span(4) == (0, 0) and f.time_us(4) == pytest.approx(EAGER[0] + 4 * EAGER[1], rel=1e-9)  # the nearest regime
     assert f.span(1 << 30) == (1, 1) and f.band(1 << 30) < 1e-9
+
+
+# A time per byte that grows with the size, as TCP through a token bucket: no line passes through these points.
+BENT = {1 << 20: 10_000.0, 2 << 20: 23_700.0, 4 << 20: 51_000.0, 8 << 20: 104_500.0}
+
+
+def test_the_line_is_pinned_to_its_points_and_interpolated_between_them():
+    """One regime through four points off any line: at a measured size the prediction is the measurement; between two,
+    the line times the log-size interpolation of their measured / fitted ratios; beyond the largest, the largest's."""
+    sizes, times = list(BENT), list(BENT.values())
+    f = fit(sizes, times, most=1)
+    (r,) = f.regimes
+    line = r.line.time_us
+    assert r.line.max_relative_error > 0.05  # the line alone misses the points
+    for n, t in BENT.items():
+        assert f.time_us(n) == pytest.approx(t, rel=1e-12)
+    mid = 3 << 20  # log2(3/2) of the way from 2 MiB to 4 MiB
+    w = math.log2(1.5)
+    ratio = (1 - w) * BENT[2 << 20] / line(2 << 20) + w * BENT[4 << 20] / line(4 << 20)
+    assert f.time_us(mid) == pytest.approx(line(mid) * ratio, rel=1e-12)
+    assert BENT[2 << 20] < f.time_us(mid) < BENT[4 << 20]
+    assert f.time_us(32 << 20) == pytest.approx(line(32 << 20) * BENT[8 << 20] / line(8 << 20), rel=1e-12)
+
+
+def test_a_point_measured_twice_pins_the_line_to_their_geometric_mean():
+    f = fit([1000, 1000, 2000, 4000], [100.0, 400.0, 150.0, 300.0], most=1)
+    assert f.time_us(1000) == pytest.approx(200.0, rel=1e-12)  # sqrt(100 x 400)
+
+
+def test_the_pinning_carries_to_another_group_size_and_a_datasheet_fabric_drops_it():
+    """Points at 2 ranks only: at 4 ranks each size's time is the ring form's from the per-step line, times the
+    same ratio as at 2 ranks (the points' shape kept); on a datasheet fabric the line is the datasheet's, and no
+    measurement of this link pins it."""
+    op = collective("all_reduce")
+    m = fit_algorithm(op, [Point(2, n, t) for n, t in BENT.items()], most=1)
+    (r,) = m.per_step.regimes
+    for n, t in BENT.items():
+        ring4 = op.latency_steps(4) * r.line.alpha_us + op.bus_factor(4) * n * r.line.beta_us_per_byte
+        ring2 = op.latency_steps(2) * r.line.alpha_us + op.bus_factor(2) * n * r.line.beta_us_per_byte
+        assert m.time_us(2, n) == pytest.approx(t, rel=1e-12)
+        assert m.time_us(4, n) == pytest.approx(ring4 * t / ring2, rel=1e-12)
+    measured = Model(key=None, ranks=4, fitted_ranks=(2,), smallest=1 << 20, largest=8 << 20, points=4, algorithm=m)
+    on = on_fabric(measured, Fabric("x", "network", "a datasheet's", 2.0))
+    assert [g.ratios for g in on.algorithm.per_step.regimes] == [()]
+    n = 4 << 20  # the datasheet's 2 GB/s per step: the ring form's bytes at it, the latency as fitted
+    assert on.algorithm.time_us(4, n) == pytest.approx(op.latency_steps(4) * r.line.alpha_us + op.bus_factor(4) * n / 2e3,
+                                                       rel=1e-12)
 
 
 def test_the_ring_form_carries_each_regime_to_another_group_size():
