@@ -22,6 +22,23 @@ TEST(ArrivalSkew, NamesTheRankThatIsConsistentlyLateInItsGroups) {
   EXPECT_FALSE(j["ranks"][1]["late"].get<bool>());
 }
 
+TEST(ArrivalSkew, ARankHeldUpOnceAStepIsLateByTheHoldUpHoweverManyCollectivesFollowIt) {
+  // Two steps of two collectives each (the gradients', then the loss's mean at once after it): rank 1 is 40 ms late
+  // at each step's first and in step with rank 0 at its second. Per collective its median would be 20 ms; per step
+  // (its largest skew in the step) 40 ms.
+  RankLaunches zero{0, {{"dp0", {0.000, 0.050, 0.100, 0.150}}}};
+  RankLaunches one{1, {{"dp0", {0.040, 0.050, 0.140, 0.150}}}};
+  zero.steps["dp0"] = one.steps["dp0"] = {0, 0, 1, 1};
+  const nlohmann::json j = arrivalSkew({zero, one}, 1.0);
+  EXPECT_EQ(j["late_ranks"], nlohmann::json::array({1}));
+  EXPECT_NEAR(j["ranks"][1]["median_skew_us"].get<double>(), 40000.0, 1e-6);
+  EXPECT_EQ(j["ranks"][1]["collectives"], 4);
+  // Without the steps each collective is a step of its own: the diluted median.
+  zero.steps.clear();
+  one.steps.clear();
+  EXPECT_NEAR(arrivalSkew({zero, one}, 1.0)["ranks"][1]["median_skew_us"].get<double>(), 20000.0, 1e-6);
+}
+
 TEST(ArrivalSkew, BelowTheThresholdOrLikeEveryoneElseIsNotLate) {
   // Everyone is 2 ms apart from someone: no one stands out at 3x the others.
   const std::vector<RankLaunches> spread = {{0, {{"dp0", {0.000, 0.002}}}}, {1, {{"dp0", {0.002, 0.000}}}}};
