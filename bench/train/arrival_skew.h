@@ -24,7 +24,7 @@ class Bootstrap;
 
 struct RankSkew {
   int rank = 0;
-  std::size_t collectives = 0;  // of its groups' operations with another member to compare with
+  std::size_t collectives = 0;             // of its groups' operations with another member to compare with
   double medianSkewUs = 0, maxSkewUs = 0;  // over its steps' skews (each its largest in the step); the largest
   bool late = false;
 };
