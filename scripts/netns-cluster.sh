@@ -8,8 +8,9 @@
 # /run/<p>-netns/<ns>.uts) whose hostname is its name; `exec` and scripts/netns-rsh enter both. Names resolve
 # through /etc/netns/<ns>/hosts, which `ip netns exec` mounts over /etc/hosts in that namespace.
 # --shape HOST=RATE puts a tbf qdisc (bandwidth, not delay: netem may be missing) on both ends of the host's
-# veth, so its traffic is capped both ways, its bucket as small as tbf keeps the rate with (burst_bytes). <p> is $TS_NETNS_PREFIX (default ts), the subnet $TS_NETNS_NET
-# (default 10.77.0, a /24): tests and a user's cluster can live side by side.
+# veth, so its traffic is capped both ways, its bucket as small as tbf keeps the rate with (burst_bytes). <p> is
+# $TS_NETNS_PREFIX (default ts), the subnet $TS_NETNS_NET (default 10.77.0, a /24): tests and a user's cluster can
+# live side by side.
 set -euo pipefail
 
 usage() {

@@ -25,6 +25,7 @@ measured size and group size the prediction is the measurement; between two it l
 per byte grows with the size inside one regime (TCP through a token bucket: 11.3 us/KB at 2 MiB, 12.5 at 8 MiB, one
 line at 10.2) is then costed from the sizes around it rather than from a line through all of them (docs/prediction.md)."""
 import math
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
@@ -64,12 +65,9 @@ class Regime:
         log-size interpolation of the two around it between them, the nearest one's outside them."""
         if not self.ratios:
             return 1.0
-        sizes = [n for n, _ in self.ratios]
-        if nbytes <= sizes[0]:
-            return self.ratios[0][1]
-        if nbytes >= sizes[-1]:
-            return self.ratios[-1][1]
-        k = next(i for i, n in enumerate(sizes) if n >= nbytes)
+        k = bisect_left(self.ratios, nbytes, key=lambda p: p[0])  # the first measured size >= nbytes
+        if k == 0 or k == len(self.ratios):
+            return self.ratios[min(k, len(self.ratios) - 1)][1]
         (lo, a), (hi, b) = self.ratios[k - 1], self.ratios[k]
         w = math.log(nbytes / lo) / math.log(hi / lo)
         return a + w * (b - a)
@@ -196,11 +194,11 @@ def fit_regimes(sizes: Sequence[int], columns: Sequence[Sequence[float]], times_
 def _ratios(sizes: Sequence[int], residuals: Sequence[float]) -> tuple[tuple[int, float], ...]:
     """Per distinct size, the geometric mean of its points' measured / fitted (1 / (1 + residual)); none where a point's
     fitted time is 0 or below (a line at 0 there: nothing to scale)."""
+    if any(1 + r <= 0 for r in residuals):
+        return ()
     by: dict[int, list[float]] = {}
     for n, r in zip(sizes, residuals):
         by.setdefault(n, []).append(r)
-    if any(1 + r <= 0 for r in residuals):
-        return ()
     return tuple((n, math.exp(-sum(math.log1p(r) for r in rs) / len(rs))) for n, rs in sorted(by.items()))
 
 

@@ -130,8 +130,8 @@ def test_a_data_parallel_calibration_gives_the_rates_of_its_slowest_rank(calibra
 @pytest.mark.parametrize("staleness", [0, 2])
 def test_a_ps_async_plan_is_predicted_as_its_steady_state(calibration, staleness):
     """2 workers and a dedicated server: each worker's compute at the rates, the server's update its shard's elements
-    at the optimizer's, one shard the send fit at its bytes (the one-way op the shard's transfer is), and the step the larger of the busiest rank's work
-    and the staleness chain over S + 1 steps (reports/predict/ps_async.py; exact on known costs in
+    at the optimizer's, one shard the send fit at its bytes (the one-way op the shard's transfer is), and the step
+    the larger of the busiest rank's work and the staleness chain over S + 1 steps (reports/predict/ps_async.py; exact on known costs in
     tests/reports/test_predict_ps_async.py)."""
     tmp, files = calibration
     layout = ["--sync", "ps-async", "--ps-servers", 1, "--staleness", staleness]
@@ -261,19 +261,26 @@ def test_a_mixtures_search_plans_and_ranks_its_expert_parallel_splits(moe_calibr
     assert [float(step) for step, _ in rows] == sorted(float(step) for step, _ in rows)
 
 
-@pytest.mark.parametrize("script, args, env, line", [
-    ("bench-predict-train.sh", [], {"TS_BENCH_FROM": "{tmp}"},
+@pytest.mark.parametrize("script, args, env, kept, line", [
+    ("bench-predict-train.sh", [], {"TS_BENCH_FROM": "{tmp}"}, [],
      "bench-predict-train: error: TS_BENCH_FROM={tmp} holds no sweep.json (a folder TS_BENCH_KEEP kept?)"),
-    ("bench-predict-netns.sh", ["off", "2", "mlp:tiny", "", "3"], {},
+    ("bench-predict-netns.sh", ["off", "2", "mlp:tiny", "", "3"], {}, [],
      "bench-predict-netns: error: ranks 3: 2 or 4 (one rank per host)"),
-    ("bench-predict-netns.sh", ["100mbit off", "2", "mlp:tiny"], {"TS_BENCH_FROM": "{tmp}"},
+    ("bench-predict-netns.sh", ["100mbit off", "2", "mlp:tiny"], {"TS_BENCH_FROM": "{tmp}"}, [],
      "bench-predict-netns: error: TS_BENCH_FROM={tmp} holds no rate-100mbit/sweep.json (a folder TS_BENCH_KEEP kept?)"),
+    ("bench-predict-netns.sh", ["off", "2", "mlp:tiny"], {"TS_BENCH_FROM": "{tmp}"}, ["rate-off/sweep.json"],
+     "bench-predict-netns: error: TS_BENCH_FROM={tmp} holds no mlp-tiny-cal.list (not measured for mlp:tiny)"),
 ])
-def test_a_prediction_benchmark_refuses_bad_input_in_one_line_before_any_work(tmp_path, script, args, env, line):
-    """Checked before the build, the cluster or any run: an empty folder to predict again, a rank count the netns
-    cluster does not lay out. (TS_BUILD names a folder that holds no build: reaching for it would fail otherwise.)"""
+def test_a_prediction_benchmark_refuses_bad_input_in_one_line_before_any_work(tmp_path, script, args, env, kept, line):
+    """Checked before the build, the cluster or any run: an empty folder to predict again (or one with a sweep and no
+    calibration), a rank count the netns cluster does not lay out. (TS_BUILD names a folder that holds no build:
+    reaching for it would fail otherwise.)"""
+    for name in kept:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("{}")
+    before = sorted(tmp_path.rglob("*"))
     env = {k: v.format(tmp=tmp_path) for k, v in env.items()}
     r = subprocess.run([str(ROOT / "scripts" / script), *args], capture_output=True, text=True, timeout=60,
                        env=base_env({"TS_BUILD": str(tmp_path / "no-build"), **env}))
     assert r.returncode == 2 and r.stderr.strip() == line.format(tmp=tmp_path), r.stderr
-    assert list(tmp_path.iterdir()) == []  # nothing written, nothing built
+    assert sorted(tmp_path.rglob("*")) == before  # nothing written, nothing built
