@@ -6,8 +6,7 @@
 // first collective after the hold-up, and every collective right after it (the loss's mean after the gradients')
 // finds the ranks together, so a median over collectives would fall with their count per step. A rank whose median
 // step skew is above the threshold and over 3x the median of the other ranks' is named late: the rule
-// `trainscope analyze` applies to a trace (reports/traces/analyze.py), here without one, except that analyze
-// still takes the median over collectives rather than steps.
+// `trainscope analyze` applies to a trace (reports/traces/analyze.py), here without one.
 #include <cstddef>
 #include <cstdint>
 #include <map>

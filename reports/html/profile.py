@@ -100,12 +100,13 @@ def build_profile(trace_dir: str | Path, plots: PlotSink, results: Sequence[Resu
                    "caption": "Per rank, median per step (ms): compute + exposed communication + idle = step; overlap = compute "
                               "during communication / communication; bubble = blocked on pipeline receives / step",
                    "columns": ["rank", "step", "compute", "exposed", "idle", "communication", "overlap", "bubble"], "rows": rows})
-    rows = [[s["rank"], s["collectives"], f"{s['median_skew_us'] / 1e3:.3f}", f"{s['max_skew_us'] / 1e3:.3f}",
+    rows = [[s["rank"], s["steps"], s["collectives"], f"{s['median_skew_us'] / 1e3:.3f}", f"{s['max_skew_us'] / 1e3:.3f}",
              "late" if s["late"] else ""] for s in result["stragglers"]]
     blocks.append({"kind": "table",
                    "caption": "Arrival skew at the collectives (ms): how much later than the first member of its group each rank "
-                              f"started them; late = median above {result['straggler_threshold_ms']:g} ms and 3x the others'",
-                   "columns": ["rank", "collectives", "median skew", "max skew", "straggler"], "rows": rows})
+                              "started them, its largest in a step, the median and max over the steps; late = median above "
+                              f"{result['straggler_threshold_ms']:g} ms and 3x the others'",
+                   "columns": ["rank", "steps", "collectives", "median skew", "max skew", "straggler"], "rows": rows})
     cp = result.get("critical_path")
     if cp:
         blocks.append({"kind": "text", "text": format_path(cp).replace("# ", "", 1)})

@@ -11,10 +11,14 @@ moves before every member has arrived, so it is a straggler's cost, not the netw
 last member waits for nobody, so the shortest member's span is the transfer, and the last member started that long
 before each rank's span ends: each rank's own clock, as the train record does it (bench/train/peer_waits.h).
 Stragglers: the k-th collective of a group (same label, e.g. "dp0") is one operation on every member;
-a rank's arrival skew is how much later than the first member it started it. A rank whose median skew is
-above --straggler-ms and well above the others' is named. Pipeline: each rank's time blocked on receives
-per step, as a fraction of the step (its bubble).
+a rank's arrival skew is how much later than the first member it started it, and its skew of a step its largest at
+that step's collectives (a rank held up once a step is late at the first collective after the hold-up, and the
+ones right after it, the loss's mean after the gradients', find the ranks together: a median over collectives would
+fall with their count per step). A rank whose median over its steps is above --straggler-ms and over 3x the median
+of the other ranks' is named: the train record's rule (bench/train/arrival_skew.h). Pipeline: each rank's time
+blocked on receives per step, as a fraction of the step (its bubble).
 """
+import bisect
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
@@ -159,22 +163,48 @@ def peer_wait_windows(ranks: dict[int, list[TraceEvent]]) -> dict[int, list[tupl
     return windows
 
 
+class StepIndex:
+    """One rank's step spans, to find the step a moment falls in (the train record's `steps` per collective)."""
+
+    def __init__(self, events: list[TraceEvent]) -> None:
+        steps = sorted((e for e in events if e.get("cat") == STEP), key=lambda e: e["ts"])
+        self.starts = [e["ts"] for e in steps]
+        self.spans = [(span(e), e.get("args", {}).get("step", i)) for i, e in enumerate(steps)]
+
+    def at(self, t: float) -> Any | None:
+        """The step whose span holds `t`, or None (a collective outside the timed steps: evaluation, set-up)."""
+        i = bisect.bisect_right(self.starts, t) - 1
+        if i < 0:
+            return None
+        (lo, hi), step = self.spans[i]
+        return step if lo <= t <= hi else None
+
+
 def stragglers(ranks: dict[int, list[TraceEvent]], threshold_ms: float) -> tuple[list[JsonObject], list[int]]:
-    """Per rank, the arrival skew at every collective of its groups; the ranks consistently late."""
-    skews: dict[int, list[float]] = {rank: [] for rank in ranks}
-    for spans in collective_spans(ranks).values():
+    """Per rank, its arrival skew per step (its largest at the step's collectives of its groups, the step its group's
+    lowest member was in; a collective in no step a step of its own) and the median over its steps; the ranks
+    consistently late."""
+    index = {rank: StepIndex(events) for rank, events in ranks.items()}
+    by_step: dict[int, dict[Any, float]] = {rank: {} for rank in ranks}
+    counted = dict.fromkeys(ranks, 0)
+    for k, spans in enumerate(collective_spans(ranks).values()):
         if len(spans) < 2:
             continue
         first = min(start for start, _ in spans.values())
+        lowest = min(spans)
+        step = index[lowest].at(spans[lowest][0])
+        key = ("step", step) if step is not None else ("alone", k)
         for rank, (start, _) in spans.items():
-            skews[rank].append(start - first)
+            by_step[rank][key] = max(by_step[rank].get(key, 0.0), start - first)
+            counted[rank] += 1
+    skews = {rank: list(steps.values()) for rank, steps in by_step.items()}
     medians = {rank: statistics.median(v) if v else 0.0 for rank, v in skews.items()}
     named = []
     for rank, m in medians.items():
         others = [x for r, x in medians.items() if r != rank]
         if m > threshold_ms * 1e3 and m > 3 * (statistics.median(others) if others else 0.0):
             named.append(rank)
-    table = [{"rank": r, "collectives": len(skews[r]), "median_skew_us": medians[r],
+    table = [{"rank": r, "collectives": counted[r], "steps": len(skews[r]), "median_skew_us": medians[r],
               "max_skew_us": max(skews[r]) if skews[r] else 0.0, "late": r in named} for r in sorted(ranks)]
     return table, sorted(named)
 
@@ -267,10 +297,11 @@ def format_table(result: JsonObject) -> str:
                          f"host waiting {r['device_idle_host_waiting_us'] / 1e3:.3f} "
                          f"+ host busy {r['device_idle_host_busy_us'] / 1e3:.3f}")
     if result["stragglers"]:
-        lines.append("# arrival skew at the collectives (ms): how much later than the first member each rank started them")
+        lines.append("# arrival skew at the collectives (ms): how much later than the first member each rank started them, "
+                     "its largest in a step; median and max over the steps")
     for s in result["stragglers"]:
         lines.append(f"  rank {s['rank']:>3}: median {s['median_skew_us'] / 1e3:.3f}, max {s['max_skew_us'] / 1e3:.3f} "
-                     f"over {s['collectives']} collective(s)" + ("  <- late" if s["late"] else ""))
+                     f"over {s['steps']} step(s), {s['collectives']} collective(s)" + ("  <- late" if s["late"] else ""))
     late = result["late_ranks"]
     if not result.get("clocks_aligned", True):
         lines.append("# stragglers: not looked for (the traces' clocks start at each process's own profiler start)")

@@ -35,7 +35,8 @@ def test_a_kineto_gpu_trace_breaks_down_as_worked_out_by_hand():
     assert (r0["compute_us"], r0["exposed_us"], r0["idle_us"], r1["exposed_us"]) == (500, 250, 250, 350)
     # The all-reduces of group "0": rank 1 starts the first 100 us after rank 0, rank 0 the second 100 us after rank 1.
     assert result["clocks_aligned"] and result["late_ranks"] == []
-    assert [(s["rank"], s["collectives"], s["median_skew_us"], s["max_skew_us"]) for s in result["stragglers"]] == [(0, 2, 50, 100), (1, 2, 50, 100)]
+    assert [(s["rank"], s["steps"], s["collectives"], s["median_skew_us"], s["max_skew_us"]) for s in result["stragglers"]] == [
+        (0, 2, 2, 50, 100), (1, 2, 2, 50, 100)]
     names = {k["name"]: k["count"] for k in result["kernels"]["top"]}
     assert names == {"ampere_sgemm_128x64_nn": 4, NCCL: 4, "Memcpy HtoD (Pageable -> Device)": 1}
 
