@@ -5,15 +5,18 @@ import json
 
 from synthetic import span
 
+from reports.html.plots import PlotSink
+from reports.html.profile import build_profile
 from reports.traces.analyze import analyze, format_table
 
-STEP_US = 1000
+STEP_US = 10_000
 
 
 def write_ranks(d, late_by, collectives_per_step=3, steps=4, evaluation=None):
     """Two ranks of `steps` steps with `collectives_per_step` all-reduces of group "dp0" 100 us apart from 200 us into
-    each step; rank 1 starts each step's first all-reduce `late_by` us later (a hold-up before it), the others with
-    rank 0. `evaluation`: rank 1's lateness at one more all-reduce after the last step (outside every step)."""
+    each step; rank 1 starts each step's first all-reduce `late_by` us later (a hold-up before it), rank 0 waiting in
+    it until then, and the others together after it. `evaluation`: rank 1's lateness at one more all-reduce after the
+    last step (outside every step)."""
     d.mkdir()
     for rank in (0, 1):
         events = []
@@ -21,8 +24,9 @@ def write_ranks(d, late_by, collectives_per_step=3, steps=4, evaluation=None):
             lo = s * STEP_US
             events.append(span(f"step {s}", "step", lo, lo + STEP_US - 1, step=s))
             for k in range(collectives_per_step):
-                start = lo + 200 + 100 * k + (late_by if rank == 1 and k == 0 else 0)
-                events.append(span("all_reduce", "communication", start, start + 20, group="dp0"))
+                start = lo + 200 + 100 * k + (late_by if rank == 1 or k > 0 else 0)
+                end = lo + 220 + 100 * k + late_by
+                events.append(span("all_reduce", "communication", start, end, group="dp0"))
         if evaluation is not None:
             start = steps * STEP_US + 100 + (evaluation if rank == 1 else 0)
             events.append(span("all_reduce", "communication", start, start + 20, group="dp0"))
@@ -54,3 +58,11 @@ def test_a_collective_outside_the_steps_is_a_step_of_its_own(tmp_path):
     result = analyze(write_ranks(tmp_path / "t", late_by=40, evaluation=500), threshold_ms=0.01)
     row = result["stragglers"][1]
     assert (row["steps"], row["collectives"], row["median_skew_us"], row["max_skew_us"]) == (5, 13, 40, 500)
+
+
+def test_the_reports_straggler_table_has_the_steps(tmp_path):
+    """The report's table (analyze's default threshold, 1 ms): rank 1 2 ms late once a step."""
+    section = build_profile(write_ranks(tmp_path / "t", late_by=2000), PlotSink(tmp_path))
+    table = next(b for b in section["blocks"] if b.get("caption", "").startswith("Arrival skew"))
+    assert table["columns"] == ["rank", "steps", "collectives", "median skew", "max skew", "straggler"]
+    assert table["rows"] == [[0, 4, 12, "0.000", "0.000", ""], [1, 4, 12, "2.000", "2.000", "late"]]
