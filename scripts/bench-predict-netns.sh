@@ -4,7 +4,8 @@
 # 2 or 4): at 2 ranks on a 2-core machine each rank computes on a core of its own, as the calibration's; at 4 the ranks
 # share the cores, which only the data-parallel calibration (below) carries.
 # Compute calibration, taken once (compute does not cross the link): one-process runs of each model at the
-# micro-batches the layouts use, one thread. Then per rate, every host's link capped at it both ways (tbf; "off":
+# micro-batches the layouts use, one thread, and a `--tp 2` run on this host at the tp layouts' micro-batch (a slice's
+# GEMMs: compute.py gives a tp layout the run nearest its degree). Then per rate, every host's link capped at it both ways (tbf; "off":
 # unshaped): a `collectives` sweep at N ranks across the cluster of the ops the layouts issue, each MPI call in both
 # forms (--issue both: the trainer issues the nonblocking one, Open MPI runs the two through different components), and
 # per model and layout the plan (`train --plan N`, made once), a run across the cluster and `predict train` from that
@@ -79,6 +80,7 @@ measure() {
     model="${spec%%:*}" preset="${spec##*:}" m="$work/${spec/:/-}"
     # The micro-batches the layouts run at: batch 16 over dp 2 or 4, tp's whole 16, pp's 16 / 4 (or / 2 over dp 2).
     ts_compute_calibration "$TS" "$model" "$preset" "$STEPS" "$m" 4 8 16 >"$m-cal.list"
+    ts_tp_calibration "$TS" "$model" "$preset" "$STEPS" "$m" "$BATCH" >>"$m-cal.list"  # the tp layouts' slices
     for i in "${!LAYOUTS[@]}"; do
       read -r -a flags <<<"${LAYOUTS[$i]}"
       extra=(); [[ "$model" == cnn ]] && extra=(--sync-bn off)  # as bench-predict-train.sh: comparable with the earlier tables

@@ -127,3 +127,15 @@ ts_compute_calibration() {
     echo "$out-cal-$mb.json"
   done
 }
+
+# The tensor-parallel part of that calibration: a `--tp 2` run of the model at micro-batch MICRO_BATCH on this host,
+# each rank one compute thread (a slice's GEMMs are narrower, slower per FLOP than the one-process run's:
+# reports/predict/compute.py gives a layout the run nearest its tensor-parallel degree). Prints its path. Needs
+# ts_mpi_env.
+#   ts_tp_calibration TRAINSCOPE MODEL PRESET STEPS OUT_PREFIX MICRO_BATCH
+ts_tp_calibration() {
+  local ts="$1" model="$2" preset="$3" steps="$4" out="$5" mb="$6"
+  mpirun -np 2 --oversubscribe -x TRAINSCOPE_THREADS=1 "$ts" train --model "$model" --preset "$preset" --batch "$mb" \
+    --tp 2 --steps "$steps" --no-ceiling --log-every 1000 --json "$out-cal-tp2-$mb.json" >/dev/null
+  echo "$out-cal-tp2-$mb.json"
+}

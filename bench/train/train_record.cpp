@@ -74,6 +74,8 @@ nlohmann::json rankJson(const RankRow& row, const std::vector<wl::MeshAxis>& mes
                       {"optimizer_us", row.optimizer * 1e6},
                       {"forward_compute_us", row.forwardCompute * 1e6},
                       {"backward_compute_us", row.backwardCompute * 1e6},
+                      {"forward_flops", row.flops.forward},
+                      {"recompute_flops", row.flops.recompute},
                       {"sync_us", row.sync * 1e6},
                       {"communication_us", row.communication * 1e6},
                       {"exposed_communication_us", row.exposed * 1e6},

@@ -35,7 +35,7 @@ OPTIONS = (("calibration", "calibration"), ("plan", "plan"), ("measured", "measu
 
 def _compute(costs: StepCosts) -> JsonObject:
     r = costs.rates
-    return {"source": r.source, "micro_batch": r.micro_batch, "forward_us_per_flop": r.forward_us_per_flop,
+    return {"source": r.source, "micro_batch": r.micro_batch, "tp": r.tp, "forward_us_per_flop": r.forward_us_per_flop,
             "backward_us_per_flop": r.backward_us_per_flop, "optimizer_us_per_element": r.optimizer_us_per_element,
             "host_us": r.host_us, "rank": r.rank, "band_low": r.band_low, "band_high": r.band_high, "threads": r.threads,
             "description": r.describe()}

@@ -88,6 +88,11 @@ class PlanDoc:
                 f"{r['micro_batches']})")
 
     @property
+    def tp(self) -> int:
+        """The layout's tensor-parallel degree: its ranks' tp coordinates (a plan's layout is its name)."""
+        return 1 + max(int(r["coordinates"].get("tp_rank", 0)) for r in self.records)
+
+    @property
     def job(self) -> Job:
         r = self.first
         return Job(r["model"], r["preset"], r["layout"], int(r["ranks"]), self.backend, self.precision)
@@ -112,13 +117,14 @@ def load_plan(path: str) -> PlanDoc:
 
 def costs_for(plan: PlanDoc, results: Sequence[Result], series: dict[SeriesKey, list[Point]],
               calibration: Sequence[str], args: argparse.Namespace) -> StepCosts:
-    """The plan's costs: compute at the calibration run nearest its micro-batch, collectives from `series`, each op
-    from its link class's series under the placement `args` give (placement.py), in the MPI calls' form --issue
-    prefers."""
+    """The plan's costs: compute at the calibration run nearest its micro-batch and tensor-parallel degree, collectives
+    from `series`, each op from its link class's series under the placement `args` give (placement.py), in the MPI
+    calls' form --issue prefers."""
     r = plan.first
     wanted = Wanted(r["model"], r["preset"], plan.precision, plan.backend)
     where = placement.placement_of(args, int(r["ranks"]), series)
-    return StepCosts(compute_rates(results, wanted, int(r["micro_batch"]), int(r["ranks"])), series, calibration,
+    rates = compute_rates(results, wanted, int(r["micro_batch"]), int(r["ranks"]), plan.tp)
+    return StepCosts(rates, series, calibration,
                      args.transport, args.issue, placement=where, cache=args.cache)
 
 

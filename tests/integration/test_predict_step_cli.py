@@ -116,6 +116,7 @@ def test_a_data_parallel_calibration_gives_the_rates_of_its_slowest_rank(calibra
     for row in rows:
         assert row["compute_us"] == pytest.approx(row["forward_us"] + row["backward_us"] + row["optimizer_us"], rel=1e-9)
         assert 0 < row["forward_compute_us"] <= row["forward_us"] and 0 < row["backward_compute_us"] <= row["backward_us"]
+        assert (row["forward_flops"], row["recompute_flops"]) == (cal["flops_per_step"] / 2 / 3, 0)  # a replica's half
     assert rows[0]["forward_us"] == cal["phases_us"]["forward"]["median"]  # process 0's, as phases_us
     slowest = max(rows, key=lambda k: (k["forward_compute_us"] + k["backward_compute_us"] + k["optimizer_us"], -k["rank"]))
     r, predicted = predict_train([*files, str(dp2)], plan(tmp, "dp2", ["--dp", 2]), tmp / "dp2-predicted.json")
@@ -125,6 +126,56 @@ def test_a_data_parallel_calibration_gives_the_rates_of_its_slowest_rank(calibra
     assert compute["forward_us_per_flop"] == pytest.approx(slowest["forward_compute_us"] / forward, rel=1e-9)
     assert compute["host_us"] == pytest.approx(slowest["data_us"] + slowest["idle_us"], rel=1e-9)
     assert f"(rank {slowest['rank']}: its compute the longest)" in r.out
+
+
+@pytest.mark.parametrize("name, layout", [("tp2-run", ["--tp", 2]),
+                                          ("pp2-run", ["--pp", 2, "--micro-batches", 2, "--recompute", "full"]),
+                                          ("gpipe-run", ["--pp", 2, "--micro-batches", 2, "--pp-schedule", "gpipe"])])
+def test_a_train_records_rank_flops_are_what_its_plan_says_the_rank_computes(calibration, name, layout):
+    """Each rank's row carries the FLOPs it computed per step (its tensor-parallel slices of its stage's layers over its
+    micro-batches, and what its backward recomputed): the trainer's count and the plan's schedule (the FLOPs a
+    prediction costs) agree, rank by rank, and the stages' add up to the model's (flops_per_step: 3 forwards)."""
+    tmp, _ = calibration
+    run = tmp / f"{name}.json"
+    r = run_trainscope(["train", *MODEL, *layout, "--steps", 2, "--warmup-steps", 1, "--no-ceiling", "--json", run], np=2)
+    assert r.rc == 0, r.err
+    cal = train_record(run)
+    records = [x for x in json.loads(plan(tmp, name + "-plan", layout).read_text())["records"] if x["kind"] == "train_plan"]
+    for rec, row in zip(records, cal["ranks"], strict=True):
+        events = rec["schedule"]["events"]
+        for kind, key in (("forward", "forward_flops"), ("recompute", "recompute_flops")):
+            assert row[key] == pytest.approx(sum(e["flops"] for e in events if e.get("compute") == kind), rel=1e-12)
+    # The slices cover the model (a layer tensor parallelism does not split is computed by every slice), the stages
+    # are it; a stage also recomputes the forwards of the micro-batches its layers no longer hold, beyond --recompute's.
+    total = 3 * sum(row["forward_flops"] for row in cal["ranks"])
+    if "--tp" in layout:
+        assert cal["flops_per_step"] < total < 2 * cal["flops_per_step"]
+    else:
+        assert total == pytest.approx(cal["flops_per_step"], rel=1e-12)
+        assert sum(row["recompute_flops"] for row in cal["ranks"]) > cal["recompute_flops_per_step"]
+
+
+def test_a_tensor_parallel_calibration_costs_the_layouts_of_its_degree(calibration):
+    """A `--tp 2` run calibrates compute per its ranks' own FLOPs (a slice's): a tp 2 plan takes it (the nearest in
+    micro-batch and degree), a data-parallel plan keeps the one-process runs; the console says which."""
+    tmp, files = calibration
+    run = tmp / "train-tp2.json"
+    r = run_trainscope(["train", *MODEL, "--tp", 2, "--steps", 4, "--warmup-steps", 1, "--no-ceiling", "--json", run],
+                       np=2, env={"TRAINSCOPE_THREADS": "1"})
+    assert r.rc == 0, r.err
+    rows = train_record(run)["ranks"]
+    slowest = max(rows, key=lambda k: (k["forward_compute_us"] + k["backward_compute_us"] + k["optimizer_us"], -k["rank"]))
+    r, predicted = predict_train([*files, str(run)], plan(tmp, "tp2-cal", ["--tp", 2]), tmp / "tp2-cal-predicted.json")
+    compute = predicted["compute"]
+    assert (compute["source"], compute["tp"], compute["rank"]) == (str(run), 2, slowest["rank"])
+    assert compute["forward_us_per_flop"] == pytest.approx(slowest["forward_compute_us"] / slowest["forward_flops"],
+                                                          rel=1e-9)
+    assert compute["backward_us_per_flop"] == pytest.approx(slowest["backward_compute_us"] / (2 * slowest["forward_flops"]),
+                                                           rel=1e-9)
+    assert "2-rank tensor-parallel (tp 2) train" in r.out
+    _, dp = predict_train([*files, str(run)], plan(tmp, "dp2-cal", ["--dp", 2]), tmp / "dp2-cal-predicted.json")
+    one_process = next(f for f in files if f.endswith("train-4.json"))  # at dp 2's micro-batch
+    assert (dp["compute"]["source"], dp["compute"]["tp"]) == (one_process, 1)
 
 
 @pytest.mark.parametrize("staleness", [0, 2])

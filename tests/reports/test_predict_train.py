@@ -96,10 +96,50 @@ def test_of_several_ranks_the_rates_are_the_slowest_ranks_with_its_host_time():
     assert compute_rates([result([calibration_train()])], WANTED, 8).host_us == 0
 
 
+TP2 = DP2 | {"name": "tp=2", "dp": 1, "tp": 2}
+
+
+def tp_rows(forward, forward_flops, recompute_flops=0.0):
+    """A tensor-parallel run's two rows: each rank computed `forward_flops` (its slices' share) in `forward` us."""
+    return [{"rank": rank, "forward_us": forward, "backward_us": 2 * forward, "optimizer_us": 40.0,
+             "forward_compute_us": forward, "backward_compute_us": 2 * forward, "data_us": 0.0, "idle_us": 0.0,
+             "forward_flops": forward_flops, "recompute_flops": recompute_flops} for rank in (0, 1)]
+
+
+def test_a_tensor_parallel_run_calibrates_per_its_ranks_own_flops():
+    """Each rank computed 0.6 of the model's forward (its slices, and the layers no slice splits, whole): its rates are
+    its phases over those, not over the model's FLOPs halved; its backward ran its recomputation too."""
+    run = calibration_train(8, world_size=2, layout=TP2, ranks=tp_rows(240.0, 0.6 * FORWARD_FLOPS, 0.1 * FORWARD_FLOPS))
+    r = compute_rates([result([run])], WANTED, 8, ranks=2, tp=2)
+    assert (r.tp, r.ranks) == (2, 2)
+    assert r.forward_us_per_flop == pytest.approx(240 / (0.6 * FORWARD_FLOPS))
+    assert r.backward_us_per_flop == pytest.approx(480 / (1.3 * FORWARD_FLOPS))
+    assert "2-rank tensor-parallel (tp 2) train (rank 0: its compute the longest)" in r.describe()
+
+
+def test_a_tensor_parallel_run_without_its_ranks_flops_calibrates_nothing():
+    """A record written before the rows carried FLOPs: the model's over the ranks is not a slice's."""
+    rows = [{k: v for k, v in row.items() if not k.endswith("_flops")} for row in tp_rows(240.0, 0.0)]
+    with pytest.raises(InputError, match="no completed one-process"):
+        compute_rates([result([calibration_train(8, world_size=2, layout=TP2, ranks=rows)])], WANTED, 8, tp=2)
+
+
+@pytest.mark.parametrize("micro_batch, tp, chosen", [(16, 2, ("tp2", 16)), (16, 1, ("one", 16)), (16, 4, ("tp2", 16)),
+                                                     (4, 2, ("one", 4)), (8, 2, ("tp2", 16))])
+def test_a_layout_takes_the_run_nearest_its_micro_batch_and_tensor_parallel_degree(micro_batch, tp, chosen):
+    """The GEMMs' rows (the micro-batch) and columns (the slice): the two distances in ratio added. A tp 2 layout at
+    micro-batch 4 is nearer the one-process run at 4 (a factor 2 away) than the tp 2 run at 16 (a factor 4); at 8 the
+    tp 2 run at 16 (a factor 2) is nearer than either one-process run (2 x 2)."""
+    runs = [calibration_train(4), calibration_train(16),
+            calibration_train(16, world_size=2, layout=TP2, ranks=tp_rows(240.0, 0.6 * FORWARD_FLOPS))]
+    r = compute_rates([result(runs)], WANTED, micro_batch, ranks=2 if tp > 1 else 1, tp=tp)
+    assert ("tp2" if r.tp == 2 else "one", r.micro_batch) == chosen
+
+
 @pytest.mark.parametrize("other", [dict(world_size=2), dict(world_size=2, layout=DP2 | {"zero": 1}), dict(preset="small"),
                                    dict(precision="bfloat16"), dict(backend="cuda"), dict(completed=False)])
 def test_a_calibration_without_a_matching_one_process_run_is_one_line(other):
-    with pytest.raises(InputError, match=r"no completed one-process \(or plain data-parallel\) train run of mlp tiny "
+    with pytest.raises(InputError, match=r"no completed one-process \(or plain data- or tensor-parallel\) train run of mlp tiny "
                                          r"in float32 on cpu: run "
                                          r"`trainscope train --model mlp --preset tiny --batch 8"):
         compute_rates([result([calibration_train(**other)])], WANTED, 8)

@@ -349,6 +349,16 @@ double Pipeline::step(const std::vector<data::Batch>& micros, float scale, Gradi
   return lossSum;
 }
 
+int reforwardsPerStep(PipelineSchedule kind, int stage, int stages, int micros) {
+  int held = -1, n = 0;
+  for (const PipeStep& st : pipelinePlan(kind, stage, stages, micros))
+    if (st.compute) {
+      n += !st.compute->forward && held != st.compute->micro;
+      held = st.compute->micro;
+    }
+  return n;
+}
+
 void planPipelineStep(const Mesh& mesh, const PipelineCut& cut, int micros, StepPlan& plan, const PipelinePlanSteps& run) {
   const PlanGroup pp = planGroupOf(mesh, GroupKind::kPp);
   const std::vector<int> stages = mesh.groupRanks(GroupKind::kPp);  // global ranks in stage order

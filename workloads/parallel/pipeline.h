@@ -94,6 +94,9 @@ struct PipeStep {
   std::vector<PipeTransfer> post;
 };
 std::vector<PipeStep> pipelinePlan(PipelineSchedule kind, int stage, int stages, int micros);
+// Of a step's backwards in pipelinePlan's order, those that re-run their micro-batch's forward first (the stage's layers
+// hold another's; none at the step's start), as step() and planPipelineStep run them: the stage's recomputed forwards.
+int reforwardsPerStep(PipelineSchedule kind, int stage, int stages, int micros);
 
 // What Pipeline::step computes and transfers, written into `plan` (train --plan): pipelinePlan's order, each step's
 // transfers (the cut's sizes, with the neighbouring stages' global ranks) posted and waited for as step() does.
@@ -124,6 +127,7 @@ class Pipeline {
   bool first() const { return stage_ == 0; }
   bool last() const { return stage_ == stagesCount_ - 1; }
   ModelPart part() const;  // what this stage trains
+  int reforwardsPerStep() const { return wl::reforwardsPerStep(schedule_, stage_, stagesCount_, micros_); }
   // One step: every micro-batch through this stage in the schedule's order. The backward of each scales
   // its loss by `scale`; the sync's hooks run around each forward and backward. Returns the sum of the
   // micro-batches' losses on the last stage (0 elsewhere).
