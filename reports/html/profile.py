@@ -7,12 +7,13 @@ from pathlib import Path
 
 from ..traces.analyze import analyze_docs, spans_of
 from ..traces.critical_path import format_path
+from ..traces.intervals import step_spans
 from ..common.json_types import Block, TraceDoc
 from ..common.load import Result
 from .plots import PlotSink, legend_beside, new_figure
 from .sections import BuiltSection
 from ..traces.trace_dir import load_trace_docs
-from ..traces.trace_roles import COMMUNICATION, COMPUTE, PHASE, STEP, WAIT
+from ..traces.trace_roles import COMMUNICATION, COMPUTE, PHASE, WAIT
 
 COLORS = {COMPUTE: "C0", WAIT: "C3", PHASE: "0.75", COMMUNICATION: "C1"}
 
@@ -53,12 +54,12 @@ def build_profile(trace_dir: str | Path, plots: PlotSink, results: Sequence[Resu
         return {"key": "profile", "title": "Profile", "blocks": blocks}
 
     # One step: the last one of rank 0, and the step of the same index on every other rank.
-    steps0 = sorted((e for e in ranks[min(ranks)] if e.get("cat") == STEP), key=lambda e: e["ts"])
+    steps0 = step_spans(ranks[min(ranks)])
     index = len(steps0) - 1
     fig, (ax,) = new_figure(width=8.0, height=0.8 + 0.55 * len(ranks))
     t0: float | None = None
     for row, rank in enumerate(sorted(ranks)):
-        steps = sorted((e for e in ranks[rank] if e.get("cat") == STEP), key=lambda e: e["ts"])
+        steps = step_spans(ranks[rank])
         if index >= len(steps):
             continue
         lo, hi = steps[index]["ts"], steps[index]["ts"] + steps[index]["dur"]

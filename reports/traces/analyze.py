@@ -26,7 +26,7 @@ from typing import Any
 
 from .critical_path import critical_path, format_path
 from ..common.errors import InputError
-from .intervals import clip, intersect, length, span, subtract, union
+from .intervals import clip, intersect, length, span, step_spans, subtract, union
 from ..common.json_types import JsonObject, Record, TraceDoc, TraceEvent
 from .kernel_breakdown import format_kernels, kernel_breakdown
 from .trace_dir import load_trace_docs
@@ -99,7 +99,7 @@ def span_totals(docs: dict[int, TraceDoc], top: int = 15) -> list[JsonObject]:
 def step_breakdown(events: list[TraceEvent], peer_waits: list[tuple[float, float]] | None = None) -> list[JsonObject]:
     """Per step of one rank: compute + exposed + idle = step. `peer_waits`: the windows from this rank's start of each
     collective to its group's last member's (peer_wait_windows); with them the exposed time is split."""
-    steps = sorted((e for e in events if e.get("cat") == STEP), key=lambda e: e["ts"])
+    steps = step_spans(events)
     compute = union(span(e) for e in events if e.get("cat") == COMPUTE)
     waits = union(span(e) for e in events if e.get("cat") == WAIT)
     data = union(span(e) for e in events if e.get("cat") == PHASE and e["name"] == "data")
@@ -167,7 +167,7 @@ class StepIndex:
     """One rank's step spans, to find the step a moment falls in (the train record's `steps` per collective)."""
 
     def __init__(self, events: list[TraceEvent]) -> None:
-        steps = sorted((e for e in events if e.get("cat") == STEP), key=lambda e: e["ts"])
+        steps = step_spans(events)
         self.starts = [e["ts"] for e in steps]
         self.spans = [(span(e), e.get("args", {}).get("step", i)) for i, e in enumerate(steps)]
 

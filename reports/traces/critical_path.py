@@ -20,6 +20,7 @@ from typing import Any
 from ..common.json_types import JsonObject, TraceDoc, TraceEvent
 
 from ..common.mesh import coordinate, mesh_axes
+from .intervals import step_spans
 from .trace_roles import COMPUTE, STEP
 
 STAGES = "pp"  # the mesh axis whose coordinate is the pipeline stage
@@ -31,7 +32,7 @@ Op = dict[str, Any]  # one forward or backward op of a stage: kind, micro, start
 
 def stage_ops(events: list[TraceEvent], step_index: int) -> tuple[TraceEvent | None, list[Op]]:
     """The forward/backward micro-batch ops of the step_index-th step span, in time order."""
-    steps = sorted((e for e in events if e.get("cat") == STEP), key=lambda e: e["ts"])
+    steps = step_spans(events)
     if step_index >= len(steps):
         return None, []
     s = steps[step_index]

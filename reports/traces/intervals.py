@@ -3,6 +3,7 @@ analyses (reports/traces/analyze.py, reports/traces/kernel_breakdown.py)."""
 from collections.abc import Iterable
 
 from ..common.json_types import TraceEvent
+from .trace_roles import STEP
 
 Interval = tuple[float, float]
 
@@ -47,3 +48,8 @@ def intersect(xs: list[Interval], ys: list[Interval]) -> list[Interval]:
 
 def span(e: TraceEvent) -> Interval:
     return (e["ts"], e["ts"] + e["dur"])
+
+
+def step_spans(events: Iterable[TraceEvent]) -> list[TraceEvent]:
+    """One rank's STEP spans, in time order: the steps every analysis of a trace counts and indexes alike."""
+    return sorted((e for e in events if e.get("cat") == STEP), key=lambda e: e["ts"])

@@ -20,9 +20,9 @@ import re
 import statistics
 from collections.abc import Iterable, Sequence
 
-from .intervals import length, union
+from .intervals import length, step_spans, union
 from ..common.json_types import JsonObject, Record, TraceEvent
-from .trace_roles import DEVICE, KERNEL, STEP
+from .trace_roles import DEVICE, KERNEL
 
 
 def function_name(name: str) -> str:
@@ -123,7 +123,7 @@ def kernel_breakdown(ranks: dict[int, list[TraceEvent]], top: int = 10,
         busy = length(union((e["ts"], e["ts"] + e["dur"]) for e in device))
         _grouped(device, overall)
         rows = _top(_grouped(device, {}), busy, "share_of_busy", top, matches)
-        steps = sorted((e for e in events if e.get("cat") == STEP), key=lambda e: e["ts"])
+        steps = step_spans(events)
         coverage = [_step_coverage(s, device) for s in steps if s["dur"] > 0]
         per_rank.append({"rank": rank, "device_spans": len(device), "busy_us": busy, "sum_us": sum(e["dur"] for e in device),
                          "top": rows, "steps": coverage, "sum_over_step": _median_present(coverage, "sum_over_step"),
