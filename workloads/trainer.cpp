@@ -100,17 +100,18 @@ double Trainer::flopsPerStep() const {
 double Trainer::recomputeFlopsPerStep() const {
   return parts_.model->recomputedFlops() * static_cast<double>(options_.microBatches * dataParallel());
 }
-RankFlops Trainer::rankFlopsPerStep() const {
-  RankFlops f;
-  if (mesh_->replicaIndex() >= mesh_->layout().workers()) return f;  // a dedicated parameter server trains none
+RankWork Trainer::rankWorkPerStep() {
+  const auto updated = static_cast<double>(ownedParameterElements());
+  if (mesh_->replicaIndex() >= mesh_->layout().workers()) return {0, 0, updated};  // a dedicated server trains none
+  double forward = 0, recompute = 0;
   for (const Layer* l : parts_.part.layers) {
-    f.forward += l->rankForwardFlops();
-    f.recompute += l->rankRecomputedFlops();
+    forward += l->rankForwardFlops();
+    recompute += l->rankRecomputedFlops();
   }
   const auto micro = static_cast<double>(options_.microBatches);
   // A pipeline stage also runs the forward again before a backward whose micro-batch its layers no longer hold.
   const double reforwards = parts_.pipeline ? parts_.pipeline->reforwardsPerStep() : 0;
-  return {f.forward * micro, f.recompute * micro + f.forward * reforwards};
+  return {forward * micro, recompute * micro + forward * reforwards, updated};
 }
 std::int64_t Trainer::itemsPerStep() const { return parts_.model->itemsPerMicroBatch() * options_.microBatches * dataParallel(); }
 

@@ -31,12 +31,14 @@
 
 namespace ts::wl {
 
-// What this rank itself computes of a training step (Layer::rankForwardFlops: its tensor-parallel slices' share of its
-// pipeline stage's layers, over its micro-batches; none on ps-async's dedicated servers): the FLOPs its phases' times
-// are per, where flopsPerStep is the model's. The backward is twice the forward (flopsPerStep's convention).
-struct RankFlops {
-  double forward = 0;
-  double recompute = 0;  // the forwards its backward runs again: --recompute's, and a pipeline stage's (pipeline.h)
+// What this rank itself computes and updates in a training step (Layer::rankForwardFlops: its tensor-parallel slices'
+// share of its pipeline stage's layers, over its micro-batches; none on ps-async's dedicated servers): the FLOPs and
+// elements its phases' times are per, where flopsPerStep and the parameter count are the model's. The backward is
+// twice the forward (flopsPerStep's convention).
+struct RankWork {
+  double forwardFlops = 0;
+  double recomputeFlops = 0;   // the forwards its backward runs again: --recompute's, and a pipeline stage's (pipeline.h)
+  double updatedElements = 0;  // the parameter elements its optimizer updates (its slices', its shards': the sync's)
 };
 
 struct StepResult {
@@ -125,7 +127,7 @@ class Trainer {
   double flopsPerStep() const;
   // The forwards --recompute runs again in the backward, over all ranks: not in flopsPerStep (the model's FLOPs, MFU's).
   double recomputeFlopsPerStep() const;
-  RankFlops rankFlopsPerStep() const;
+  RankWork rankWorkPerStep();
   std::int64_t itemsPerStep() const;
   // What the run resolved its options to: the model's whole configuration, the micro-batch, the data, the optimizer's and
   // the schedule's settings (after --lr-scaling), the memory limit in bytes, the layout.

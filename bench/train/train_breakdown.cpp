@@ -65,13 +65,13 @@ class GatheredSteps {
     kBackwardCompute
   };
 
-  GatheredSteps(Bootstrap& boot, const wl::Mesh& mesh, const wl::RankFlops& flops, const RankSteps& mine,
+  GatheredSteps(Bootstrap& boot, const wl::Mesh& mesh, const wl::RankWork& work, const RankSteps& mine,
                 const std::vector<double>& waiting, const std::vector<double>& transfer)
       : axes_(mesh.axes().size()), steps_(mine.total.size()) {
-    // Each rank's block: its coordinates, its FLOPs, then its series.
+    // Each rank's block: its coordinates, its work, then its series.
     std::vector<double> block;
     for (const wl::MeshAxis& a : mesh.axes()) block.push_back(a.coordinate);
-    block.insert(block.end(), {flops.forward, flops.recompute});
+    block.insert(block.end(), {work.forwardFlops, work.recomputeFlops, work.updatedElements});
     for (const auto* s :
          {&mine.total, &mine.data, &mine.forward, &mine.backward, &mine.sync, &mine.optimizer, &mine.communication, &mine.exposed,
           &mine.pipelineWait, &waiting, &transfer, &mine.forwardCompute, &mine.backwardCompute})
@@ -83,13 +83,13 @@ class GatheredSteps {
   std::size_t steps() const { return steps_; }
   std::vector<double> series(int rank, Series k) const {
     const double* base =
-        all_.data() + static_cast<std::size_t>(rank) * per_ + axes_ + kFlops + static_cast<std::size_t>(k) * steps_;
+        all_.data() + static_cast<std::size_t>(rank) * per_ + axes_ + kWork + static_cast<std::size_t>(k) * steps_;
     return std::vector<double>(base, base + steps_);
   }
   double medianOf(int rank, Series k) const { return steps_ == 0 ? 0.0 : summarize(series(rank, k)).median; }
-  wl::RankFlops flops(int rank) const {
-    const double* f = all_.data() + static_cast<std::size_t>(rank) * per_ + axes_;
-    return {f[0], f[1]};
+  wl::RankWork work(int rank) const {
+    const double* w = all_.data() + static_cast<std::size_t>(rank) * per_ + axes_;
+    return {w[0], w[1], w[2]};
   }
   std::vector<int> coordinates(int rank) const {
     std::vector<int> out;
@@ -98,7 +98,7 @@ class GatheredSteps {
   }
 
  private:
-  static constexpr std::size_t kFlops = 2;  // wl::RankFlops's two
+  static constexpr std::size_t kWork = 3;  // wl::RankWork's three
   std::size_t axes_, steps_, per_ = 0;
   std::vector<double> all_;
 };
@@ -108,7 +108,7 @@ RankRow rowOf(const GatheredSteps& g, int rank) {
   RankRow r;
   r.rank = rank;
   r.coordinates = g.coordinates(rank);
-  r.flops = g.flops(rank);
+  r.work = g.work(rank);
   r.step = g.medianOf(rank, S::kTotal);
   r.data = g.medianOf(rank, S::kData);
   r.forward = g.medianOf(rank, S::kForward);
@@ -171,7 +171,7 @@ std::vector<CollectiveRow> collectiveRows(const wl::Mesh& mesh, const std::vecto
 
 }  // namespace
 
-TrainBreakdown gatherBreakdown(Bootstrap& boot, const wl::Mesh& mesh, const wl::RankFlops& flops, const RankSteps& mine) {
+TrainBreakdown gatherBreakdown(Bootstrap& boot, const wl::Mesh& mesh, const wl::RankWork& work, const RankSteps& mine) {
   // Every rank's launches first: each rank splits its own exposed time with them before the steps are gathered.
   const std::vector<RankLaunches> launches =
       boot.size() > 1 ? gatherLaunches(boot, mine.collectives, mine.originS) : std::vector<RankLaunches>{};
@@ -180,7 +180,7 @@ TrainBreakdown gatherBreakdown(Bootstrap& boot, const wl::Mesh& mesh, const wl::
   out.waitingSeconds = waits.waitingS;
   for (std::size_t i = 0; i < mine.exposed.size(); ++i)
     out.transferSeconds.push_back(std::max(0.0, mine.exposed[i] - out.waitingSeconds[i]));
-  const GatheredSteps gathered(boot, mesh, flops, mine, out.waitingSeconds, out.transferSeconds);
+  const GatheredSteps gathered(boot, mesh, work, mine, out.waitingSeconds, out.transferSeconds);
   stepTimes(gathered, out);
   std::vector<double> bubbles;
   for (int p = 0; p < gathered.ranks(); ++p) {

@@ -38,7 +38,7 @@ struct RankSteps {
 struct RankRow {
   int rank = 0;
   std::vector<int> coordinates;  // on each axis of the mesh, in its order
-  wl::RankFlops flops;           // per step, what the rank itself computes: its phases' times are per these
+  wl::RankWork work;             // per step, what the rank itself computes and updates: its phases' times are per these
   double step = 0, data = 0, compute = 0, sync = 0, communication = 0, exposed = 0, pipelineWait = 0;
   // compute's parts, each its own median (process 0's are the record's phases_us); the forward and backward less the
   // communication calls made inside them, compute alone: what a prediction's compute rates are taken from
@@ -78,7 +78,7 @@ struct TrainBreakdown {
 // With several ranks it includes `stragglers` (bench/train/arrival_skew.h; late: by more than 1 ms and 5% of
 // the median step).
 // `mesh` names each rank's place and the size of each group a collective ran in (its bus factor's n).
-// `flops` is this rank's own (Trainer::rankFlopsPerStep), each row's its rank's.
-TrainBreakdown gatherBreakdown(Bootstrap& boot, const wl::Mesh& mesh, const wl::RankFlops& flops, const RankSteps& mine);
+// `work` is this rank's own (Trainer::rankWorkPerStep), each row's its rank's.
+TrainBreakdown gatherBreakdown(Bootstrap& boot, const wl::Mesh& mesh, const wl::RankWork& work, const RankSteps& mine);
 
 }  // namespace ts

@@ -99,7 +99,7 @@ AfterTraining gatherAfterTraining(Bootstrap& boot, wl::Trainer& trainer, const w
   }
   if (!steps.error) {
     out.norms = gatherParameterNorms(boot, mesh, trainer);
-    out.ranks = gatherBreakdown(boot, mesh, trainer.rankFlopsPerStep(), steps.timed);
+    out.ranks = gatherBreakdown(boot, mesh, trainer.rankWorkPerStep(), steps.timed);
   } else {
     out.ranks.stepSeconds = steps.timed.total;  // the others are not reachable
     if (mesh.worldSize() == 1) out.norms = gatherParameterNorms(boot, mesh, trainer);

@@ -14,7 +14,8 @@ the cnn's tiny preset computed its tp 2 slices at 0.6-0.7x the one-process run's
 calibration may hold runs at several micro-batches and tensor-parallel degrees (a `--tp N` run: its forward and
 backward less the tensor-parallel sums inside them are its slices' compute), and a layout takes the run nearest its
 own in both (in ratio: the GEMMs' rows times columns); how far it had to go is said with the prediction. The optimizer
-costs per parameter element it updates (its phase over the model's parameters): the update is element-wise. A step
+costs per parameter element it updates (its phase over the elements the rank updated, its row's `optimizer_elements`:
+a tensor-parallel rank updates its slices'; a record before them, the model's parameters): the update is element-wise. A step
 also holds time in none of those phases, which the plan's events do not carry: the wait for the data loader's next
 batch and the host's work between the phases (zeroing the gradients, the step's bookkeeping): the rank's `data_us` +
 `idle_us`, a constant per step (measured 2-rank layouts of one model differ by about a third in it, a few per cent of
@@ -94,7 +95,7 @@ def _calibration_tp(r: Record) -> int | None:
 
 
 def _rank_flops(r: Record) -> bool:
-    return bool(r.get("ranks")) and all(_has(k, _FLOPS) for k in r["ranks"])
+    return bool(r.get("ranks")) and all(_has(k, _WORK) for k in r["ranks"])
 
 
 def _matches(r: Record, w: Wanted) -> bool:
@@ -104,7 +105,7 @@ def _matches(r: Record, w: Wanted) -> bool:
 
 _PHASES = ("forward_compute_us", "backward_compute_us", "optimizer_us")
 _HOST = ("data_us", "idle_us")  # the data wait, and the step less compute, data and sync
-_FLOPS = ("forward_flops", "recompute_flops")  # per step, the rank's own
+_WORK = ("forward_flops", "recompute_flops", "optimizer_elements")  # per step, the rank's own
 
 
 def _has(row: Record, keys: Sequence[str]) -> bool:
@@ -113,7 +114,7 @@ def _has(row: Record, keys: Sequence[str]) -> bool:
 
 @dataclass(frozen=True)
 class _Phases:
-    """One rank's phases per step in us, and the FLOPs they are per."""
+    """One rank's phases per step in us, and the FLOPs and parameter elements they are per."""
     rank: int
     forward: float
     backward: float
@@ -121,21 +122,23 @@ class _Phases:
     host: float
     forward_flops: float
     recompute_flops: float
+    elements: float  # the optimizer's
 
 
 def _slowest(r: Record) -> _Phases:
-    """The rank whose compute took longest, from the record's ranks[] rows; its FLOPs its row's, or (a record written
-    before the rows had them: never a tensor-parallel one, _calibration_tp) the model's over the ranks. A record written
-    before the rows had its phases: process 0's phases_us and (where it has them) its row's host time, else none."""
+    """The rank whose compute took longest, from the record's ranks[] rows; its work (FLOPs, elements updated) its
+    row's, or (a record written before the rows had them: never a tensor-parallel one, _calibration_tp) the model's
+    over the ranks, and every parameter updated on every rank (no ZeRO there). A record written before the rows had its
+    phases: process 0's phases_us and (where it has them) its row's host time, else none."""
     ranks = int(r["world_size"])
     # flops_per_step is 3 forwards of every rank; recomputation is not in it (the backward phase ran that too)
-    model = (r["flops_per_step"] / ranks / 3, r.get("recompute_flops_per_step", 0.0) / ranks)
+    model = (r["flops_per_step"] / ranks / 3, r.get("recompute_flops_per_step", 0.0) / ranks, r["parameters"])
     rows = [k for k in r.get("ranks") or [] if _has(k, _PHASES + _HOST)]
     if rows:
         k = max(rows, key=lambda k: (sum(k[p] for p in _PHASES), -k["rank"]))
-        flops = (k["forward_flops"], k["recompute_flops"]) if _has(k, _FLOPS) else model
+        work = tuple(k[w] for w in _WORK) if _has(k, _WORK) else model
         return _Phases(int(k["rank"]), k["forward_compute_us"], k["backward_compute_us"], k["optimizer_us"],
-                       k["data_us"] + k["idle_us"], *flops)
+                       k["data_us"] + k["idle_us"], *work)
     p = r["phases_us"]
     zero = next((k for k in r.get("ranks") or [] if k.get("rank") == 0 and _has(k, _HOST)), None)
     return _Phases(0, p["forward"]["median"], p["backward"]["median"], p["optimizer"]["median"],
@@ -144,13 +147,13 @@ def _slowest(r: Record) -> _Phases:
 
 def _rates(res: Result, r: Record) -> ComputeRates:
     k = _slowest(r)
-    if k.forward_flops <= 0 or r["parameters"] <= 0:
+    if k.forward_flops <= 0 or k.elements <= 0:
         raise InputError(f"{res.path}: its {r['model']} train record counts no FLOPs or parameters: not a calibration")
     step = r["step_time_us"]
     median = step["median"]
     threads = res.doc["run"].get("threads", {}).get("per_process") if r.get("backend") == "cpu" else None
     return ComputeRates(res.path, int(r["config"]["resolved"]["micro_batch"]), k.forward / k.forward_flops,
-                        k.backward / (2 * k.forward_flops + k.recompute_flops), k.optimizer / r["parameters"],
+                        k.backward / (2 * k.forward_flops + k.recompute_flops), k.optimizer / k.elements,
                         max(0.0, 1 - step["min"] / median) if median > 0 else 0.0,
                         max(0.0, step["p95"] / median - 1) if median > 0 else 0.0, threads=threads,
                         ranks=int(r["world_size"]), host_us=k.host, rank=k.rank, tp=_calibration_tp(r) or 1, record=r)

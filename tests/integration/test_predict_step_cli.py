@@ -117,6 +117,7 @@ def test_a_data_parallel_calibration_gives_the_rates_of_its_slowest_rank(calibra
         assert row["compute_us"] == pytest.approx(row["forward_us"] + row["backward_us"] + row["optimizer_us"], rel=1e-9)
         assert 0 < row["forward_compute_us"] <= row["forward_us"] and 0 < row["backward_compute_us"] <= row["backward_us"]
         assert (row["forward_flops"], row["recompute_flops"]) == (cal["flops_per_step"] / 2 / 3, 0)  # a replica's half
+        assert row["optimizer_elements"] == cal["parameters"]  # every replica updates the whole model
     assert rows[0]["forward_us"] == cal["phases_us"]["forward"]["median"]  # process 0's, as phases_us
     slowest = max(rows, key=lambda k: (k["forward_compute_us"] + k["backward_compute_us"] + k["optimizer_us"], -k["rank"]))
     r, predicted = predict_train([*files, str(dp2)], plan(tmp, "dp2", ["--dp", 2]), tmp / "dp2-predicted.json")
@@ -145,6 +146,8 @@ def test_a_train_records_rank_flops_are_what_its_plan_says_the_rank_computes(cal
         events = rec["schedule"]["events"]
         for kind, key in (("forward", "forward_flops"), ("recompute", "recompute_flops")):
             assert row[key] == pytest.approx(sum(e["flops"] for e in events if e.get("compute") == kind), rel=1e-12)
+        assert row["optimizer_elements"] == sum(e["elements"] for e in events if e.get("compute") == "optimizer")
+    assert sum(row["optimizer_elements"] for row in cal["ranks"]) >= cal["parameters"]  # slices and stages cover it
     # The slices cover the model (a layer tensor parallelism does not split is computed by every slice), the stages
     # are it; a stage also recomputes the forwards of the micro-batches its layers no longer hold, beyond --recompute's.
     total = 3 * sum(row["forward_flops"] for row in cal["ranks"])
@@ -172,6 +175,8 @@ def test_a_tensor_parallel_calibration_costs_the_layouts_of_its_degree(calibrati
                                                           rel=1e-9)
     assert compute["backward_us_per_flop"] == pytest.approx(slowest["backward_compute_us"] / (2 * slowest["forward_flops"]),
                                                            rel=1e-9)
+    assert compute["optimizer_us_per_element"] == pytest.approx(slowest["optimizer_us"] / slowest["optimizer_elements"],
+                                                               rel=1e-9)
     assert "2-rank tensor-parallel (tp 2) train" in r.out
     _, dp = predict_train([*files, str(run)], plan(tmp, "dp2-cal", ["--dp", 2]), tmp / "dp2-cal-predicted.json")
     one_process = next(f for f in files if f.endswith("train-4.json"))  # at dp 2's micro-batch

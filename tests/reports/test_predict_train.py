@@ -100,20 +100,24 @@ TP2 = DP2 | {"name": "tp=2", "dp": 1, "tp": 2}
 
 
 def tp_rows(forward, forward_flops, recompute_flops=0.0):
-    """A tensor-parallel run's two rows: each rank computed `forward_flops` (its slices' share) in `forward` us."""
+    """A tensor-parallel run's two rows: each rank computed `forward_flops` (its slices' share) in `forward` us and
+    updated 0.55 of the parameters (its slices' and the layers no slice splits) in 40 us."""
     return [{"rank": rank, "forward_us": forward, "backward_us": 2 * forward, "optimizer_us": 40.0,
              "forward_compute_us": forward, "backward_compute_us": 2 * forward, "data_us": 0.0, "idle_us": 0.0,
-             "forward_flops": forward_flops, "recompute_flops": recompute_flops} for rank in (0, 1)]
+             "forward_flops": forward_flops, "recompute_flops": recompute_flops, "optimizer_elements": 0.55 * PARAMETERS}
+            for rank in (0, 1)]
 
 
 def test_a_tensor_parallel_run_calibrates_per_its_ranks_own_flops():
     """Each rank computed 0.6 of the model's forward (its slices, and the layers no slice splits, whole): its rates are
-    its phases over those, not over the model's FLOPs halved; its backward ran its recomputation too."""
+    its phases over those, not over the model's FLOPs halved; its backward ran its recomputation too; its optimizer
+    is per the elements it updated, not the model's parameters."""
     run = calibration_train(8, world_size=2, layout=TP2, ranks=tp_rows(240.0, 0.6 * FORWARD_FLOPS, 0.1 * FORWARD_FLOPS))
     r = compute_rates([result([run])], WANTED, 8, ranks=2, tp=2)
     assert (r.tp, r.ranks) == (2, 2)
     assert r.forward_us_per_flop == pytest.approx(240 / (0.6 * FORWARD_FLOPS))
     assert r.backward_us_per_flop == pytest.approx(480 / (1.3 * FORWARD_FLOPS))
+    assert r.optimizer_us_per_element == pytest.approx(40 / (0.55 * PARAMETERS))
     assert "2-rank tensor-parallel (tp 2) train (rank 0: its compute the longest)" in r.describe()
 
 
