@@ -5,8 +5,8 @@
 # share the cores, which only the data-parallel calibration (below) carries.
 # Compute calibration, taken once (compute does not cross the link): one-process runs of each model at the
 # micro-batches the layouts use, one thread, and a `--tp 2` run on this host at the tp layouts' micro-batch (a slice's
-# GEMMs: compute.py gives a tp layout the run nearest its degree). Then per rate, every host's link capped at it both ways (tbf; "off":
-# unshaped): a `collectives` sweep at N ranks across the cluster of the ops the layouts issue, each MPI call in both
+# GEMMs: compute.py gives a tp layout the run nearest its degree). Then per rate, every host's link capped at it both
+# ways (tbf; "off": unshaped): a `collectives` sweep at N ranks across the cluster of the ops the layouts issue, each MPI call in both
 # forms (--issue both: the trainer issues the nonblocking one, Open MPI runs the two through different components), and
 # per model and layout the plan (`train --plan N`, made once), a run across the cluster and `predict train` from that
 # rate's sweep (its nonblocking series; the blocking series' prediction beside it, what the calibration was before).

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): `trainscope predict train` against measured training steps (issue #41's validation on one
 # machine). Calibration, taken first and only: a one-process `train` of each model at every micro-batch size the
-# layouts use and a `--tp 2` one (the tensor-parallel layout's slices), and a `collectives` sweep at 2 ranks of the ops the layouts issue, each MPI call in both forms
+# layouts use and a `--tp 2` one (the tensor-parallel layout's slices), and a `collectives` sweep at 2 ranks of the ops
+# the layouts issue, each MPI call in both forms
 # (--issue both), from hot and from cold caches (--cache both: predict train takes the cold series). Then per model
 # and layout at 2 ranks: the plan (`train --plan 2`), the measured run, and the prediction beside it (`predict train --measured`) three ways from the same measurements: the MPI mode of progress
 # over the nonblocking calls' series (what the trainer issues), the same over the blocking calls' series (what the
@@ -51,8 +52,8 @@ else
 fi
 for spec in $MODELS; do
   model="${spec%%:*}" preset="${spec##*:}" m="$work/${spec/:/-}"
-  # The micro-batches the layouts run at: batch 16 over dp 2 x 1..2 micro-batches, pp's 4.
-  # and a tp 2 run at the tp layout's 16 (a folder kept before it had none: its tp layout costed from the one-process).
+  # The micro-batches the layouts run at: batch 16 over dp 2 x 1..2 micro-batches, pp's 4; and a tp 2 run at the tp
+  # layout's 16 (a folder kept before it had none: its tp layout is costed from the one-process runs).
   if [[ -n "$FROM" ]]; then
     cal=("$m-cal-4.json" "$m-cal-8.json" "$m-cal-16.json")
     [[ -f "$m-cal-tp2-$BATCH.json" ]] && cal+=("$m-cal-tp2-$BATCH.json")

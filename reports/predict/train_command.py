@@ -124,8 +124,7 @@ def costs_for(plan: PlanDoc, results: Sequence[Result], series: dict[SeriesKey, 
     wanted = Wanted(r["model"], r["preset"], plan.precision, plan.backend)
     where = placement.placement_of(args, int(r["ranks"]), series)
     rates = compute_rates(results, wanted, int(r["micro_batch"]), int(r["ranks"]), plan.tp)
-    return StepCosts(rates, series, calibration,
-                     args.transport, args.issue, placement=where, cache=args.cache)
+    return StepCosts(rates, series, calibration, args.transport, args.issue, placement=where, cache=args.cache)
 
 
 @dataclass(frozen=True)
