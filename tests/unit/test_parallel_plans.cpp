@@ -116,6 +116,31 @@ TEST(PipelineSchedule, OneForwardOneBackwardKeepsAtMostStagesLeftInFlight) {
       }
 }
 
+// The backwards that run their forward again: those whose micro-batch is not the last forward run (GPipe's first
+// backward finds its state held; 1F1B's last stage runs each backward right after its forward, the others never).
+TEST(PipelineSchedule, ReforwardsAreTheBackwardsWhoseForwardIsNotTheLastRun) {
+  auto flags = [](PipelineSchedule kind, int stage, int stages, int micros) {
+    std::vector<std::pair<int, bool>> out;  // (micro, reforward) of each backward, in order
+    for (const PipeOp& op : pipelineSchedule(kind, stage, stages, micros)) {
+      if (op.forward)
+        EXPECT_FALSE(op.reforward);
+      else
+        out.emplace_back(op.micro, op.reforward);
+    }
+    return out;
+  };
+  using V = std::vector<std::pair<int, bool>>;
+  EXPECT_EQ(flags(PipelineSchedule::kGPipe, 0, 2, 4), (V{{3, false}, {2, true}, {1, true}, {0, true}}));
+  // Stage 0 of 2: F0 F1 B0 F2 B1 F3 B2 B3: every backward finds the next micro-batch's forward in the layers.
+  EXPECT_EQ(flags(PipelineSchedule::k1F1B, 0, 2, 4), (V{{0, true}, {1, true}, {2, true}, {3, true}}));
+  EXPECT_EQ(flags(PipelineSchedule::k1F1B, 1, 2, 4), (V{{0, false}, {1, false}, {2, false}, {3, false}}));
+  EXPECT_EQ(reforwardsPerStep(PipelineSchedule::kGPipe, 0, 2, 4), 3);
+  EXPECT_EQ(reforwardsPerStep(PipelineSchedule::k1F1B, 0, 2, 4), 4);
+  EXPECT_EQ(reforwardsPerStep(PipelineSchedule::k1F1B, 1, 2, 4), 0);
+  // Stage 0 of 3 with 2 micro-batches: F0 F1 B0 B1: B1 follows B0, which re-ran micro-batch 0's forward.
+  EXPECT_EQ(flags(PipelineSchedule::k1F1B, 0, 3, 2), (V{{0, true}, {1, true}}));
+}
+
 TEST(GradientBuckets, PackInBackwardOrderPadToThePartsAndSplitIntoPiecesThatCoverEachParameterOnce) {
   Arena arena;
   std::vector<Param> params;

@@ -92,7 +92,9 @@ std::vector<StageRange> splitStages(const std::vector<double>& flops, int stages
   return out;
 }
 
-std::vector<PipeOp> pipelineSchedule(PipelineSchedule kind, int stage, int stages, int micros) {
+namespace {
+
+std::vector<PipeOp> scheduleOrder(PipelineSchedule kind, int stage, int stages, int micros) {
   std::vector<PipeOp> ops;
   if (kind == PipelineSchedule::kGPipe) {
     for (int i = 0; i < micros; ++i) ops.push_back({true, i});
@@ -107,6 +109,18 @@ std::vector<PipeOp> pipelineSchedule(PipelineSchedule kind, int stage, int stage
     ops.push_back({false, b++});
   }
   while (b < micros) ops.push_back({false, b++});
+  return ops;
+}
+
+}  // namespace
+
+std::vector<PipeOp> pipelineSchedule(PipelineSchedule kind, int stage, int stages, int micros) {
+  std::vector<PipeOp> ops = scheduleOrder(kind, stage, stages, micros);
+  int held = -1;  // the micro-batch whose forward state the stage's layers hold
+  for (PipeOp& op : ops) {
+    op.reforward = !op.forward && held != op.micro;
+    held = op.micro;
+  }
   return ops;
 }
 
@@ -226,14 +240,12 @@ const Tensor& Pipeline::forwardMicro(const data::Batch& batch, int micro, StepCo
     const double l = model_.lossForward(y, batch);
     if (loss) *loss += l;
   }
-  held_ = micro;
   return y;
 }
 
 const Tensor* Pipeline::forwardOnly(const data::Batch& batch, StepContext& ctx, double* loss) {
   if (!first()) tracker_.wait(tracker_.startRecv(inputOf(0).data, inCount_, stage_ - 1, tagOf(0, false)));
   const Tensor& y = forwardMicro(batch, 0, ctx, loss);
-  held_ = -1;  // not a training micro-batch's forward: a backward must recompute
   if (last()) return &model_.logits();
   copy(outputs_[0], Tensor{y.data, outputs_[0].shape, y.device});
   model_.arena().device().synchronize();
@@ -271,12 +283,13 @@ void Pipeline::forwardOp(const data::Batch& batch, int micro, GradientSync& sync
   times.forwardCommS += blockedInCommunicationS() - comm0;
 }
 
-void Pipeline::backwardOp(const data::Batch& batch, int micro, bool lastBackward, float scale, GradientSync& sync,
+void Pipeline::backwardOp(const data::Batch& batch, const PipeOp& op, bool lastBackward, float scale, GradientSync& sync,
                           StepContext& ctx, PipelineTimes& times) {
+  const int micro = op.micro;
   const auto i = static_cast<std::size_t>(micro);
   trace::Span backward("backward", trace::Role::kCompute, micro);
   const double comm0 = blockedInCommunicationS();
-  if (held_ != micro) {
+  if (op.reforward) {
     // Recomputation: the loss was counted, and batch norm's running statistics updated, the first time
     // (updating them again counted the recomputed micro-batches twice: found by evaluating under --pp).
     sync.beforeForward(ctx);
@@ -302,7 +315,6 @@ double Pipeline::step(const std::vector<data::Batch>& micros, float scale, Gradi
                       PipelineTimes& times) {
   const int M = static_cast<int>(micros.size());
   if (M != micros_) throw Error(fmt::format("internal: a pipeline built for {} micro-batches given {}", micros_, M));
-  held_ = -1;
 
   double lossSum = 0;
   int backwardsLeft = M;
@@ -338,7 +350,7 @@ double Pipeline::step(const std::vector<data::Batch>& micros, float scale, Gradi
       continue;
     }
     const bool lastBackward = --backwardsLeft == 0;
-    backwardOp(micros[i], op.micro, lastBackward, scale, sync, ctx, times);
+    backwardOp(micros[i], op, lastBackward, scale, sync, ctx, times);
     // Posted before the data-parallel sync, which may block: the neighbours' transfers go on meanwhile.
     post();
     trace::Span syncSpan("sync", trace::Role::kPhase);
@@ -350,13 +362,8 @@ double Pipeline::step(const std::vector<data::Batch>& micros, float scale, Gradi
 }
 
 int reforwardsPerStep(PipelineSchedule kind, int stage, int stages, int micros) {
-  int held = -1, n = 0;
-  for (const PipeStep& st : pipelinePlan(kind, stage, stages, micros))
-    if (st.compute) {
-      n += !st.compute->forward && held != st.compute->micro;
-      held = st.compute->micro;
-    }
-  return n;
+  const std::vector<PipeOp> ops = pipelineSchedule(kind, stage, stages, micros);
+  return static_cast<int>(std::count_if(ops.begin(), ops.end(), [](const PipeOp& op) { return op.reforward; }));
 }
 
 void planPipelineStep(const Mesh& mesh, const PipelineCut& cut, int micros, StepPlan& plan, const PipelinePlanSteps& run) {
@@ -381,13 +388,12 @@ void planPipelineStep(const Mesh& mesh, const PipelineCut& cut, int micros, Step
       for (const auto& [id, receive] : posted)
         if (receive == receives) plan.wait(id);
   };
-  int held = -1, backwardsLeft = micros;
+  int backwardsLeft = micros;
   for (const PipeStep& st : pipelinePlan(mesh.layout().schedule, cut.stage, static_cast<int>(cut.stages.size()), micros)) {
     waitPosted();
     if (st.compute && st.compute->forward) run.forward(st.compute->micro);
     const bool lastBackward = st.compute && !st.compute->forward && --backwardsLeft == 0;
-    if (st.compute && !st.compute->forward) run.backward(st.compute->micro, held != st.compute->micro, lastBackward);
-    if (st.compute) held = st.compute->micro;
+    if (st.compute && !st.compute->forward) run.backward(st.compute->micro, st.compute->reforward, lastBackward);
     post(st.post);
     if (st.compute && !st.compute->forward) run.afterBackward(lastBackward);
   }

@@ -68,6 +68,9 @@ PipelineBuffers allocatePipelineBuffers(Arena& arena, const PipelineCut& cut, Pi
 struct PipeOp {
   bool forward;
   int micro;
+  // A backward whose micro-batch's forward is not the last the stage ran (its layers hold another's state; none at the
+  // step's start): it runs that forward again first. Set by pipelineSchedule, the one place the rule is written.
+  bool reforward = false;
 };
 // The order stage `stage` of `stages` runs the forwards and backwards of `micros` micro-batches.
 std::vector<PipeOp> pipelineSchedule(PipelineSchedule kind, int stage, int stages, int micros);
@@ -94,8 +97,8 @@ struct PipeStep {
   std::vector<PipeTransfer> post;
 };
 std::vector<PipeStep> pipelinePlan(PipelineSchedule kind, int stage, int stages, int micros);
-// Of a step's backwards in pipelinePlan's order, those that re-run their micro-batch's forward first (the stage's layers
-// hold another's; none at the step's start), as step() and planPipelineStep run them: the stage's recomputed forwards.
+// Of a step's backwards, those that re-run their micro-batch's forward first (PipeOp::reforward), as step() and
+// planPipelineStep run them: the stage's recomputed forwards.
 int reforwardsPerStep(PipelineSchedule kind, int stage, int stages, int micros);
 
 // What Pipeline::step computes and transfers, written into `plan` (train --plan): pipelinePlan's order, each step's
@@ -146,8 +149,9 @@ class Pipeline {
   // One operation of step()'s plan on micro-batch `micro`, timed into times.
   void forwardOp(const data::Batch& batch, int micro, GradientSync& sync, StepContext& ctx, PipelineTimes& times,
                  double* lossSum);
-  void backwardOp(const data::Batch& batch, int micro, bool lastBackward, float scale, GradientSync& sync, StepContext& ctx,
-                  PipelineTimes& times);
+  // A backward (after its forward again where op.reforward says the layers hold another micro-batch's state).
+  void backwardOp(const data::Batch& batch, const PipeOp& op, bool lastBackward, float scale, GradientSync& sync,
+                  StepContext& ctx, PipelineTimes& times);
   PointToPoint transferOf(const PipeTransfer& t);  // its buffer, size, peer and tag
   void allocateBuffers(const PipelineCut& cut, int micros);
   const Tensor& inputOf(int micro) const { return inputs_[static_cast<std::size_t>(micro) % inputs_.size()]; }
@@ -163,7 +167,6 @@ class Pipeline {
   std::vector<Tensor> outputs_;
   std::vector<Tensor> gradsOut_;
   Tensor gradIn_;
-  int held_ = -1;   // the micro-batch whose forward the stage's layers hold
   int micros_ = 0;  // the micro-batches per step the buffers are for
 };
 
