@@ -2,7 +2,7 @@
 # Benchmark (not a test): `trainscope predict train` against training steps measured across the network-namespace
 # cluster (scripts/netns-cluster.sh) at several link rates (issue #41's fabric validation). N hosts x 1 rank (N = ranks,
 # 2 or 4): at 2 ranks on a 2-core machine each rank computes on a core of its own, as the calibration's; at 4 the ranks
-# share the cores, which only the data-parallel calibration (below) carries.
+# share the cores, which only the calibration across the cluster (below) carries.
 # Compute calibration, taken once (compute does not cross the link): one-process runs of each model at the
 # micro-batches the layouts use, one thread, and a `--tp 2` run on this host at the tp layouts' micro-batch (a slice's
 # GEMMs: compute.py gives a tp layout the run nearest its degree). Then per rate, every host's link capped at it both
@@ -16,7 +16,8 @@
 # predicted vs measured ranking per model (issue #41's goal: median <= 10%, every layout within 25%, tau >= 0.8).
 # dp-calibration non-empty: compute is also calibrated from `--dp N` runs across the cluster before any link is
 # shaped, at each micro-batch the layouts use (compute under the ranks' contention; compute.py prefers a run at the
-# layout's micro-batch and, of those, world size).
+# layout's micro-batch and tp degree and, of those, world size), and at 4 ranks `--tp 2 --dp 2` runs at the same
+# micro-batches (a tp slice's compute under the same contention).
 #   scripts/bench-predict-netns.sh [rates="100mbit 1gbit off"] [steps=20] [models="mlp:small transformer:tiny"] [dp-calibration=]
 #                                  [ranks=2]
 # TS_BENCH_KEEP=DIR keeps the result files there (plans, runs, sweeps, predictions: `report` and `compare` read them);
@@ -102,6 +103,12 @@ measure() {
         across train --model "$model" --preset "$preset" --batch $((mb * RANKS)) "${extra[@]}" --dp "$RANKS" \
           --steps "$STEPS" --no-ceiling --log-every 1000 --json "$m-cal-dp$RANKS-$mb.json" >/dev/null
         echo "$m-cal-dp$RANKS-$mb.json" >>"$m-cal.list"
+        # At 4 ranks also `--tp 2 --dp 2` at each micro-batch: the tp layouts' slices under the same contention (the
+        # 2-rank tp run on this host has a core per rank: the mlp's --tp 4 came out -41% unshaped from it).
+        [ "$RANKS" = 4 ] || continue
+        across train --model "$model" --preset "$preset" --batch $((mb * 2)) "${extra[@]}" --tp 2 --dp 2 \
+          --steps "$STEPS" --no-ceiling --log-every 1000 --json "$m-cal-tp2dp2-$mb.json" >/dev/null
+        echo "$m-cal-tp2dp2-$mb.json" >>"$m-cal.list"
       done
       say "$spec: compute calibrated from --dp $RANKS across the unshaped cluster"
     done
