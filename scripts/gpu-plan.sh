@@ -16,6 +16,15 @@ source "$TS_GPU_SCRIPTS/gpu-libpath.sh"
 TS_GPU_SUITES=(DeviceResources:30 CudaOps:60 CudaGemm:60 CudaAttention:45 CudaTrainingOps:45 CudaTrainingErrors:30
   CudaConvSemantics:45 CudaConv:120 CudaTraining:90 BatchStaging:30 StreamGate:30 NcclWorld:45 CuptiActivity:30)
 
+# Two processes' training on the one GPU: one job (its batch apart), a layout per step (the step's name after
+# pair-train-: its flags). scripts/gpu-predict.py predicts these steps here afterwards (issue #41), from the
+# calibration steps at the micro-batches the layouts run at (batch 8: the pipeline's 4 micro-batches of 2, data
+# parallelism's 4 per rank, tensor parallelism's whole 8).
+TS_GPU_PAIR_JOB=(train --device cuda:0 --model transformer --preset tiny --steps 10 --no-ceiling --timeout 45)
+TS_GPU_PAIR_BATCH=8
+TS_GPU_PAIR_LAYOUTS=("pp:--pp 2 --micro-batches 4" "dp:--dp 2 --zero 1" "tp:--tp 2")
+TS_GPU_CALIBRATION_MICRO_BATCHES=(2 4 8)
+
 # gpu_list PLAN: "NAME LIMIT_S" per step of PLAN; the GPU tests as this checkout's build lists them.
 gpu_list() {
   local root
@@ -271,10 +280,12 @@ plan_first_contact() {
     -b 8 -e 256M -f 4 -G 20 --timeout 50 --json "$L/nccl-world1-graph.json"
   runner_step pair-nccl 75 pair collectives --backend nccl --device cuda:0 \
     --ops all_reduce,all_gather,reduce_scatter,sendrecv,send -b 8 -e 64M -f 8 --timeout 60 --json "$L/pair-nccl.json"
-  local tiny=(train --device cuda:0 --model transformer --preset tiny --steps 10 --batch 8 --no-ceiling --timeout 45)
-  runner_step pair-train-pp 60 pair "${tiny[@]}" --pp 2 --micro-batches 4 --json "$L/pair-train-pp.json"
-  runner_step pair-train-dp 60 pair "${tiny[@]}" --dp 2 --zero 1 --json "$L/pair-train-dp.json"
-  runner_step pair-train-tp 60 pair "${tiny[@]}" --tp 2 --json "$L/pair-train-tp.json"
+  local layout flags
+  for layout in "${TS_GPU_PAIR_LAYOUTS[@]}"; do
+    read -r -a flags <<<"${layout#*:}"
+    runner_step "pair-train-${layout%%:*}" 60 pair "${TS_GPU_PAIR_JOB[@]}" --batch "$TS_GPU_PAIR_BATCH" "${flags[@]}" \
+      --json "$L/pair-train-${layout%%:*}.json"
+  done
   # The mixture of experts on CUDA (routing kernels, experts' GEMMs), then its experts divided over the pair: NCCL's
   # alltoallv (grouped send/receive) under --ep.
   local moe=(train --device cuda:0 --model transformer --preset moe-tiny --steps 10 --batch 8 --no-ceiling --timeout 45)
@@ -291,6 +302,13 @@ plan_first_contact() {
   # 1F1B over NCCL with GPT-2's 25 MB activations: past NCCL's per-peer buffering (issue 33, item 4).
   runner_step pair-pp-gpt2 90 pair train --device cuda:0 --model transformer --preset gpt2 --batch 8 --steps 4 \
     --pp 2 --micro-batches 4 --precision bfloat16 --no-ceiling --timeout 60 --json "$L/pair-pp-gpt2.json"
+  # The compute calibration of the pair's job (scripts/gpu-predict.py, afterwards here): alone on the GPU, and as two
+  # processes' data parallelism sharing it as the pair's layouts do, at each micro-batch they run at.
+  local b
+  for b in "${TS_GPU_CALIBRATION_MICRO_BATCHES[@]}"; do
+    runner_step "cal-b$b" 30 trainscope "${TS_GPU_PAIR_JOB[@]}" --batch "$b" --json "$L/cal-b$b.json"
+    runner_step "pair-cal-dp-b$b" 45 pair "${TS_GPU_PAIR_JOB[@]}" --batch $((2 * b)) --dp 2 --json "$L/pair-cal-dp-b$b.json"
+  done
 }
 
 # The peers the re-run times beside trainscope in the same call: nccl-tests (when the bundle carries them) and
