@@ -104,7 +104,7 @@ measure() {
           --steps "$STEPS" --no-ceiling --log-every 1000 --json "$m-cal-dp$RANKS-$mb.json" >/dev/null
         echo "$m-cal-dp$RANKS-$mb.json" >>"$m-cal.list"
         # At 4 ranks also `--tp 2 --dp 2` at each micro-batch: the tp layouts' slices under the same contention (the
-        # 2-rank tp run on this host has a core per rank: the mlp's --tp 4 came out -41% unshaped from it).
+        # 2-rank tp run on this host has a core per rank). On the 2-core VM it moved no median (docs/prediction.md).
         [ "$RANKS" = 4 ] || continue
         across train --model "$model" --preset "$preset" --batch $((mb * 2)) "${extra[@]}" --tp 2 --dp 2 \
           --steps "$STEPS" --no-ceiling --log-every 1000 --json "$m-cal-tp2dp2-$mb.json" >/dev/null
