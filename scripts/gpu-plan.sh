@@ -22,7 +22,7 @@ TS_GPU_SUITES=(DeviceResources:30 CudaOps:60 CudaGemm:60 CudaAttention:45 CudaTr
 # parallelism's 4 per rank, tensor parallelism's whole 8).
 TS_GPU_PAIR_JOB=(train --device cuda:0 --model transformer --preset tiny --steps 10 --no-ceiling --timeout 45)
 TS_GPU_PAIR_BATCH=8
-TS_GPU_PAIR_LAYOUTS=("pp:--pp 2 --micro-batches 4" "dp:--dp 2 --zero 1" "tp:--tp 2")
+TS_GPU_PAIR_LAYOUTS=("pp:--pp 2 --micro-batches 4" "dp:--dp 2 --zero 1" "tp:--tp 2" "zero3:--dp 2 --zero 3")
 TS_GPU_CALIBRATION_MICRO_BATCHES=(2 4 8)
 
 # gpu_list PLAN: "NAME LIMIT_S" per step of PLAN; the GPU tests as this checkout's build lists them.
