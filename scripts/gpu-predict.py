@@ -63,8 +63,11 @@ def plan_command(trainscope: str, doc: dict, world: int, plan: Path) -> list[str
     return [trainscope, *kept, "--plan", str(world), "--json", str(plan)]
 
 
-def run(cmd: list[str], log: Path) -> None:
-    p = subprocess.run(cmd, capture_output=True, text=True)
+def run(cmd: list[str], log: Path, timeout_s: int = 300) -> None:
+    try:  # a plan or a prediction takes seconds: one that does not end is a row, not a hung script
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise Refused(f"{Path(cmd[0]).name} {cmd[1]} did not end within {timeout_s} s") from None
     log.write_text(" ".join(cmd) + "\n" + p.stdout + p.stderr)
     if p.returncode != 0:
         lines = (p.stderr or p.stdout).strip().splitlines()
