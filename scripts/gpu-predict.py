@@ -48,7 +48,9 @@ def train_record(path: Path) -> tuple[dict, dict]:
 
 
 def plan_command(trainscope: str, doc: dict, world: int, plan: Path) -> list[str]:
-    """The measured run's own command line with --json OUT replaced by --plan WORLD --json PLAN."""
+    """The measured run's own command line with --json OUT replaced by --plan WORLD --json PLAN. The line comes from
+    a file and runs as argv, no shell; `train --plan` trains nothing and writes its --json alone (a line's --mllog,
+    --trace, --dump-logits or --checkpoint-dir writes nothing: tests/integration/test_gpu_predict.py)."""
     argv = list(doc["run"]["command_line"][1:])
     if not argv or argv[0] != "train":
         raise Refused(f"not a train command line: {' '.join(argv[:3])}")

@@ -95,7 +95,14 @@ def test_a_folder_without_the_calibration_is_one_line_and_a_failed_run_is_its_ro
     for r in doc["records"]:
         r["completed"] = False
     failed.write_text(json.dumps(doc))
+    # A command line that names files to write: under --plan nothing is written but the plan.
+    edited = d / "pair-train-dp.json"
+    doc = json.loads(edited.read_text())
+    doc["run"]["command_line"] += ["--mllog", str(tmp_path / "w.mllog"), "--trace", str(tmp_path / "w-trace"),
+                                   "--dump-logits", str(tmp_path / "w.json"), "--checkpoint-dir", str(tmp_path / "w-ck")]
+    edited.write_text(json.dumps(doc))
     p = predict(d, tmp_path / "out2")
+    assert not [f for f in tmp_path.iterdir() if f.name.startswith("w")], sorted(tmp_path.iterdir())
     assert p.returncode == 1, p.stdout + p.stderr
     assert "  pair-train-tp" in p.stdout and "not predicted: the run did not complete" in p.stdout, p.stdout
     assert f"# no 'with pair dp' column: {d} holds no cal-b*.json or pair-cal-dp-b*.json" in p.stdout
