@@ -12,6 +12,7 @@ from ..common.link_datasheet import Fabric
 from ..common.sizes import size_label
 from .fit import MAX_REGIMES, Fit, Line, Regime
 from .formulas import AlgorithmFit, Point, fit_algorithm
+from .isolated import SetApart, set_apart
 from .series import SeriesKey
 
 
@@ -24,6 +25,7 @@ class Model:
     largest: int
     points: int
     algorithm: AlgorithmFit
+    set_apart: tuple[SetApart, ...] = ()  # measured points left out of the fit: off both sides' lines (isolated.py)
 
     def at_ranks(self, regime: Regime) -> tuple[float, float]:
         """alpha and beta of t(n) = alpha + n x beta at this group size, in one regime."""
@@ -53,13 +55,13 @@ def model(op: Collective, key: SeriesKey, points: Sequence[Point], ranks: int, m
     """The model of `key` at `ranks`: its points at that group size when there are some, else all of them, in at most
     `most` regimes of the size."""
     measured = sorted({p.ranks for p in points})
-    used = [p for p in points if p.ranks == ranks] or list(points)
+    used, apart = set_apart([p for p in points if p.ranks == ranks] or list(points))
     sizes = sorted({p.bytes for p in used})
     if len(sizes) < 2:
         raise InputError(f"{key.describe()} at {'/'.join(map(str, measured))} ranks: {len(sizes)} measured size(s); "
                          "a fit of alpha and beta needs at least 2 (run collectives over a range of sizes)")
     fitted = tuple(sorted({p.ranks for p in used}))
-    return Model(key, ranks, fitted, sizes[0], sizes[-1], len(used), fit_algorithm(op, used, most))
+    return Model(key, ranks, fitted, sizes[0], sizes[-1], len(used), fit_algorithm(op, used, most), tuple(apart))
 
 
 def predict(m: Model, nbytes: int) -> Prediction:
@@ -99,7 +101,9 @@ def describe_fit(m: Model) -> list[str]:
     regimes = m.algorithm.per_step.regimes
     return [f"{how} from {m.points} record(s), {size_label(m.smallest)}..{size_label(m.largest)}, in {len(regimes)} "
             "regime(s) of the size; band: the largest relative residual of the regime's points"] + \
-        [_describe_regime(m, r) for r in regimes]
+        [_describe_regime(m, r) for r in regimes] + \
+        [f"  set apart: {size_label(a.point.bytes)} at {a.point.ranks} ranks, {a.point.time_us:.3f} us, {a.factor:.2f}x the "
+         "lines of the sizes on both sides (an isolated point: measure that size again)" for a in m.set_apart]
 
 
 def _describe_regime(m: Model, r: Regime) -> str:
