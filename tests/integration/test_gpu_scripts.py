@@ -218,8 +218,10 @@ def test_the_rerun_runs_the_named_steps_and_the_peers_and_refuses_a_name_that_is
                         "tests-CudaOps,pair-train-*"], capture_output=True, text=True, timeout=300,
                        env=base_env({"TMPDIR": str(tmp_path)}))
     names = [n for n, _ in step_lines(p.stdout)]
+    pairs = [n for n in listed_steps("gpu-first-contact.sh") if n.startswith("pair-train-")]  # the plan's, in its order
+    assert {"pair-train-pp", "pair-train-dp", "pair-train-tp", "pair-train-zero3", "pair-train-ep"} <= set(pairs)
     expected = ["preflight-libs"] + (["tests-CudaOps"] if (bundle / "bin" / "ts_gpu_tests").exists() else []) + \
-        ["pair-train-pp", "pair-train-dp", "pair-train-tp", "pair-train-ep", "peer-nccl", "peer-torch", "peer-ts-gemm"]
+        pairs + ["peer-nccl", "peer-torch", "peer-ts-gemm"]
     assert p.returncode == 1 and names == expected, p.stdout + p.stderr
     assert "step peer-nccl: skipped: the bundle carries no nccl-tests" in p.stdout
     assert (tmp_path / "out" / "rerun-summary.md").is_file() and (tmp_path / "out" / "rerun-logs.tar.gz").is_file()
