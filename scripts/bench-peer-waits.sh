@@ -26,9 +26,9 @@ train() {
 }
 sweep() {  # each of the training's collectives (op and bytes, from the first training run's record) alone
   local op bytes
-  while read -r op bytes; do
+  while read -r op bytes; do  # mpirun reads its standard input: given none, so that it cannot eat the loop's
     mpirun -np 2 --oversubscribe "$TS" collectives --backend mpi --ops "$op" -b "$bytes" -e "$bytes" -n 200 -w 20 \
-      --placement in --issue nonblocking --cache both --json "$work/sweep-$1-$op-$bytes.json" >/dev/null </dev/null  # not the loop's input
+      --placement in --issue nonblocking --cache both --json "$work/sweep-$1-$op-$bytes.json" >/dev/null </dev/null
   done < <("$PY" -c "import json,sys; d=json.load(open(sys.argv[1]))
 for c in next(r for r in d['records'] if r['kind']=='train')['collectives']: print(c['op'], c['bytes'])" "$work/train-1.json")
 }

@@ -117,7 +117,8 @@ TEST(PipelineSchedule, OneForwardOneBackwardKeepsAtMostStagesLeftInFlight) {
 }
 
 // The backwards that run their forward again: those whose micro-batch is not the last forward run (GPipe's first
-// backward finds its state held; 1F1B's last stage runs each backward right after its forward, the others never).
+// backward finds its state held; 1F1B's last stage runs each backward right after its forward and re-runs none, the
+// stages before it re-run every one).
 TEST(PipelineSchedule, ReforwardsAreTheBackwardsWhoseForwardIsNotTheLastRun) {
   auto flags = [](PipelineSchedule kind, int stage, int stages, int micros) {
     std::vector<std::pair<int, bool>> out;  // (micro, reforward) of each backward, in order
