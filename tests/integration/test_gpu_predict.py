@@ -107,3 +107,20 @@ def test_a_folder_without_the_calibration_is_one_line_and_a_failed_run_is_its_ro
     assert "  pair-train-tp" in p.stdout and "not predicted: the run did not complete" in p.stdout, p.stdout
     assert f"# no 'with pair dp' column: {d} holds no cal-b*.json or pair-cal-dp-b*.json" in p.stdout
     assert re.search(rf"^# alone: median \|error\| [\d.]+% over {len(layouts()) - 1} layout\(s\)", p.stdout, re.M), p.stdout
+
+
+def test_a_bad_folder_or_build_is_one_line_and_a_command_line_not_of_train_is_its_row(logs, tmp_path):
+    for args, text in (([tmp_path / "none"], f"{tmp_path / 'none'}: not a folder"),
+                       ([logs, "--trainscope", tmp_path / "no-build"], f"{tmp_path / 'no-build'}: no trainscope build here")):
+        p = subprocess.run(["/usr/bin/python3", SCRIPT, *args, "--out", tmp_path / "out"], capture_output=True, text=True,
+                           timeout=60, env=base_env())
+        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and text in p.stderr, p.stderr
+    d = tmp_path / "logs"
+    shutil.copytree(logs, d, ignore=shutil.ignore_patterns("predict"))
+    doc = json.loads((d / "pair-train-pp.json").read_text())
+    doc["run"]["command_line"][1] = "collectives"  # a record whose command line would run something else
+    (d / "pair-train-pp.json").write_text(json.dumps(doc))
+    p = predict(d, tmp_path / "out3")
+    assert p.returncode == 1 and "pair-train-pp            not predicted: not a train command line: collectives" in p.stdout, \
+        p.stdout
+    assert not (tmp_path / "out3" / "plan-pp.json").exists()

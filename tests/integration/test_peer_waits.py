@@ -10,10 +10,12 @@ layout whose steps hold collectives over both ranks, must find most of its expos
 (which arrives last) almost none. Marked `alone`: the planted sleep is the only thing that may make a rank late.
 """
 import json
+import subprocess
+from pathlib import Path
 
 import pytest
 
-from helpers import run_trainscope
+from helpers import ROOT, base_env, run_trainscope, trainscope_path
 
 SLEEP_MS = 60
 LAYOUTS = {"dp": ["--dp", 2], "tp": ["--tp", 2], "zero3": ["--zero", 3], "ps": ["--sync", "ps"]}
@@ -85,3 +87,21 @@ def test_a_pipeline_stages_wait_for_a_sleeper_is_in_its_forward_phase_not_its_co
     waiting = [row for row in rows if row["forward_us"] - row["forward_compute_us"] > 0.5 * SLEEP_MS * 1e3]
     assert [row["rank"] for row in waiting] == [2], rows
     assert waiting[0]["forward_compute_us"] < 0.5 * SLEEP_MS * 1e3, waiting
+
+
+def test_the_peer_waits_benchmark_sweeps_every_collective_of_the_step(tmp_path):
+    # scripts/bench-peer-waits.sh compared the step's exposed transfer with a sweep of "the training's all-reduce", the
+    # record's first collective, which became the loss's 8-byte mean once that was timed: 8 bytes against the whole
+    # transfer. Each of the step's collectives is swept at its op and size now; what is checked is which were swept
+    # and named, not any time (a benchmark's figures are not a test's).
+    keep = tmp_path / "kept"
+    p = subprocess.run([ROOT / "scripts" / "bench-peer-waits.sh", "1", "4"], capture_output=True, text=True, timeout=300,
+                       env=base_env({"TS_BUILD_GIVEN": "1", "TS_BUILD": str(Path(trainscope_path()).parent),
+                                     "TS_BENCH_KEEP": str(keep)}))
+    assert p.returncode == 0, p.stdout + p.stderr
+    train = next(x for x in json.loads((keep / "train-1.json").read_text())["records"] if x["kind"] == "train")
+    steps = {(c["op"], c["bytes"]) for c in train["collectives"]}
+    assert len(steps) >= 2 and ("all_reduce", 8) in steps, steps  # the gradients' all-reduce and the loss's mean
+    assert {f"sweep-1-{op}-{n}.json" for op, n in steps} <= {f.name for f in keep.iterdir()}
+    named = p.stdout.strip().splitlines()[-1]
+    assert all(f"{n} B {op}" in named for op, n in steps), named
